@@ -1,0 +1,138 @@
+"""Exact zero-order-hold discretization of x' = A_c x + B_c u(t - r) with fractional input delays.
+
+With ``u`` held over [kT, (k+1)T) and a delay r_j = (w_j + p_j) T on input channel j, channel j
+acts over one sampling interval through two consecutive held inputs (dissertation eqs. 9.59-9.65):
+
+    x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j},
+    B^(w)[:, j]   = Gamma((1 - p) T) b_j,            (9.62)
+    B^(w+1)[:, j] = e^{A_c (1 - p) T} Gamma(p T) b_j,  (9.63)
+
+with Gamma(s) = int_0^s e^{A_c tau} d tau.  Every matrix is read off one block matrix exponential
+(Van Loan), so the discretization is exact to rounding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import expm
+
+from privacy.validation import check_nonnegative, check_positive
+
+__all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay"]
+
+#: Delays within this many sampling periods of a whole multiple are snapped to it, so that
+#: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
+_SNAP_STEPS = 1e-12
+
+
+def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(e^{A s}, Gamma(s) B)`` with ``Gamma(s) = int_0^s e^{A tau} d tau``.
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, n)
+    B : ndarray, shape (n, m)
+    s : float
+        Length of the hold interval (seconds), ``s >= 0``.
+
+    Returns
+    -------
+    Phi : ndarray, shape (n, n)
+    Gamma_B : ndarray, shape (n, m)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Phi, G = zoh_matrices(np.array([[-1.0]]), np.array([[1.0]]), 1.0)
+    >>> bool(np.isclose(G[0, 0], 1 - np.exp(-1.0)))
+    True
+    """
+    n, m = A.shape[0], B.shape[1]
+    block = np.zeros((n + m, n + m))
+    block[:n, :n] = A
+    block[:n, n:] = B
+    exp_block = expm(block * s)
+    return exp_block[:n, :n], exp_block[:n, n:]
+
+
+def split_delay(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """Split delays ``r = (w + p) T`` into whole steps ``w`` (int) and fractions ``p`` in [0, 1).
+
+    Parameters
+    ----------
+    delay : ndarray, shape (m,)
+        Delays in seconds, ``>= 0``.
+    dt : float
+        Sampling period ``T`` in seconds.
+
+    Returns
+    -------
+    steps : ndarray of int, shape (m,)
+    fraction : ndarray of float, shape (m,)
+
+    Examples
+    --------
+    >>> split_delay(np.array([2.5, 4.0]), 2.0)
+    (array([1, 2]), array([0.25, 0.  ]))
+    """
+    ratio = np.asarray(delay, dtype=float) / dt
+    nearest = np.round(ratio)
+    ratio = np.where(np.abs(ratio - nearest) < _SNAP_STEPS * np.maximum(1.0, nearest), nearest,
+                     ratio)
+    steps = np.floor(ratio).astype(int)
+    return steps, ratio - steps
+
+
+def required_max_delay(delay: np.ndarray, dt: float) -> int:
+    """Smallest ``R`` such that blocks ``B^(0..R)`` hold every channel's delay exactly."""
+    steps, fraction = split_delay(delay, dt)
+    return int(np.max(steps + (fraction > 0))) if np.size(steps) else 0
+
+
+def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
+                 max_delay: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact discretization ``(A_d, B_blocks)`` of a continuous plant with per-channel delays.
+
+    Parameters
+    ----------
+    A_c : ndarray, shape (n, n)
+    B_c : ndarray, shape (n, m)
+    delay : ndarray, shape (m,)
+        Input delay of each channel in seconds.
+    dt : float
+        Sampling period ``T`` (seconds).
+    max_delay : int, optional
+        Number ``R`` of past periods represented (blocks ``0..R``).  Defaults to the smallest
+        sufficient value, :func:`required_max_delay`.
+
+    Returns
+    -------
+    A_d : ndarray, shape (n, n)
+    B_blocks : ndarray, shape (R + 1, n, m)
+
+    References
+    ----------
+    Dissertation eqs. (9.59)-(9.65).
+    """
+    dt = check_positive("dt", dt)
+    delay = np.asarray(delay, dtype=float)
+    for value in delay:
+        check_nonnegative("delay", float(value))
+    n, m = B_c.shape
+    needed = required_max_delay(delay, dt)
+    R = needed if max_delay is None else int(max_delay)
+    if R < needed:
+        raise ValueError(f"max_delay={R} is too small for delays {delay.tolist()} s at dt={dt}: "
+                         f"at least {needed} past periods are needed")
+    steps, fraction = split_delay(delay, dt)
+    A_d, _ = zoh_matrices(A_c, B_c, dt)
+    blocks = np.zeros((R + 1, n, m))
+    for j in range(m):
+        b = B_c[:, j:j + 1]
+        s = (1.0 - fraction[j]) * dt
+        Phi_s, Gamma_s_b = zoh_matrices(A_c, b, s)
+        blocks[steps[j], :, j] = Gamma_s_b[:, 0]
+        if fraction[j] > 0:
+            _, Gamma_p_b = zoh_matrices(A_c, b, fraction[j] * dt)
+            blocks[steps[j] + 1, :, j] = (Phi_s @ Gamma_p_b)[:, 0]
+    return A_d, blocks
