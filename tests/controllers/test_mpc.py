@@ -1,0 +1,335 @@
+"""Tests of controllers.mpc.DelayedMPC (seed plant of dissertation section 9.5, delay 1.5 T)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from controllers.mpc import INPUT_BOUND_TOLERANCE, DelayedMPC, MPCResult
+from dmdidc.model import DelayedPlant
+from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+
+A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
+B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
+T = 2.0
+SOLVERS = ["CLARABEL", "OSQP"]
+
+
+@pytest.fixture(scope="module")
+def plant() -> DelayedPlant:
+    return DelayedPlant.from_continuous(A_C, B_C, delay=1.5 * T, dt=T)
+
+
+def true_step(plant: DelayedPlant, x: np.ndarray, u_now: np.ndarray,
+              past: np.ndarray) -> np.ndarray:
+    """x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j}; ``past`` is u_{k-R} .. u_{k-1} (oldest first)."""
+    R = plant.max_delay
+    x_next = plant.A_d @ x + plant.B_blocks[0] @ u_now
+    for j in range(1, R + 1):
+        x_next = x_next + plant.B_blocks[j] @ past[:, R - j]
+    return x_next
+
+
+def closed_loop(plant: DelayedPlant, mpc: DelayedMPC, x0: np.ndarray, steps: int):
+    x, past = np.asarray(x0, float), np.zeros((plant.n_inputs, plant.max_delay))
+    X, U = [x], []
+    for _ in range(steps):
+        u = mpc(x)
+        x = true_step(plant, x, u, past)
+        past = np.concatenate([past[:, 1:], u[:, None]], axis=1)
+        X.append(x)
+        U.append(u)
+    return np.array(X).T, np.array(U).T
+
+
+def lifted_reduced(plant: DelayedPlant, w: int):
+    return DelayedPlant(plant.A_d, plant.B_blocks[w:], plant.dt).lifted_matrices()
+
+
+def fixed_state(plant: DelayedPlant, x: np.ndarray, history: np.ndarray, w: int) -> np.ndarray:
+    """x_{k+w}: only committed inputs act before x_{k+w+1}."""
+    for t in range(w):
+        past = np.concatenate([history[:, t:], np.zeros((plant.n_inputs, t))], axis=1)
+        x = true_step(plant, x, np.zeros(plant.n_inputs), past)
+    return x
+
+
+def finite_horizon_lq(F, G, Q_lift, R, P, zeta0, N):
+    """Closed-form minimizer of sum_{i=1}^{N-1} z_i'Qz_i + z_N'Pz_N + sum u_i'Ru_i (batch)."""
+    size, m = G.shape
+    H = np.kron(np.eye(N), R)
+    f = np.zeros(N * m)
+    for i in range(1, N + 1):
+        W = P if i == N else Q_lift
+        Gamma = np.zeros((size, N * m))
+        for col in range(i):
+            Gamma[:, col * m:(col + 1) * m] = np.linalg.matrix_power(F, i - 1 - col) @ G
+        H += Gamma.T @ W @ Gamma
+        f += Gamma.T @ W @ np.linalg.matrix_power(F, i) @ zeta0
+    return np.linalg.solve(H, -f).reshape(N, m).T
+
+
+def zeta(plant, x, history, w):
+    R = plant.max_delay
+    newest_first = [history[:, R - i] for i in range(1, R - w + 1)]
+    return np.concatenate([fixed_state(plant, x, history, w), *newest_first])
+
+
+# ---------------------------------------------------------------------- structure
+def test_dead_steps_shapes_and_fixed_states(plant):
+    mpc = DelayedMPC(plant, horizon=6)
+    assert plant.max_delay == 2 and mpc.dead_steps == 1
+    x, hist = np.array([0.3, -0.2]), np.array([[0.1, -0.4], [0.2, 0.5]])
+    result = mpc.solve(x, hist)
+    assert isinstance(result, MPCResult)
+    assert result.inputs.shape == (2, 6) and result.states.shape == (2, 1 + 6 + 1)
+    assert result.dead_steps == 1 and result.solver == "CLARABEL"
+    assert result.status == "optimal" and result.success
+    assert np.isfinite(result.cost) and result.solve_time > 0
+    assert result.iterations is None or result.iterations >= 0
+    # the first w + 1 predicted states are fixed by x_k and the committed inputs
+    np.testing.assert_allclose(result.states[:, 0], x)
+    np.testing.assert_allclose(result.states[:, 1], fixed_state(plant, x, hist, 1), atol=1e-8)
+    # the whole prediction is the plant's response to history + decisions
+    # (u_{k+6} cannot act on x_{k+7}: B^(0) = 0, so a zero column stands in for it)
+    X = plant.simulate(x, np.hstack([result.inputs, np.zeros((2, 1))]), hist)
+    np.testing.assert_allclose(result.states, X, atol=1e-7)
+
+
+def test_result_is_immutable(plant):
+    result = DelayedMPC(plant, horizon=3).solve(np.ones(2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.cost = 0.0
+    with pytest.raises(ValueError):
+        result.inputs[0, 0] = 1.0
+    first = result.first_input
+    first[0] = 99.0
+    assert result.inputs[0, 0] != 99.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_dpp_and_problem_built_once(plant, solver):
+    mpc = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, x_min=-10, x_max=10, solver=solver)
+    problem = mpc.problem
+    assert problem.is_dcp(dpp=True)
+    assert {p.name() for p in problem.parameters()} == {"x_k", "u_history"}
+    mpc(np.array([1.0, 0.5]))
+    mpc(np.array([0.5, 0.2]))
+    assert mpc.problem is problem
+    assert mpc.problem.parameters()[0] is problem.parameters()[0]
+    mpc.reset()
+    mpc(np.array([1.0, 0.5]))
+    assert mpc.problem is problem
+
+
+def test_osqp_warm_start_saves_iterations(plant):
+    x = np.array([1.0, 0.5])
+    cold = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP", warm_start=False)
+    warm = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP", warm_start=True)
+    for mpc in (cold, warm):
+        mpc.solve(x)
+    r_cold, r_warm = cold.solve(x * 0.9), warm.solve(x * 0.9)
+    np.testing.assert_allclose(r_cold.inputs, r_warm.inputs, atol=1e-6)
+    assert r_warm.iterations <= r_cold.iterations
+
+
+# ---------------------------------------------------------------------- closed loop
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_closed_loop_respects_input_bounds_and_converges(plant, solver):
+    mpc = DelayedMPC(plant, horizon=10, u_min=-1.0, u_max=1.0, solver=solver)
+    X, U = closed_loop(plant, mpc, np.array([6.0, -4.0]), steps=40)
+    assert np.max(np.abs(U)) <= 1.0 + INPUT_BOUND_TOLERANCE  # never violated ...
+    assert np.max(np.abs(U)) >= 1.0 - 1e-6  # ... although the bounds were active
+    assert np.linalg.norm(X[:, -1]) < 1e-3
+    assert np.all(np.isfinite(U))
+
+
+def test_history_shift_reset_and_functional_solve(plant):
+    mpc = DelayedMPC(plant, horizon=5, u_min=-1, u_max=1)
+    x = np.array([0.4, -0.3])
+    u0 = mpc(x)
+    np.testing.assert_allclose(mpc.history[:, -1], u0)
+    np.testing.assert_allclose(mpc.history[:, 0], 0.0)
+    assert mpc.last_result is not None
+    before = mpc.history
+    mpc.solve(x, np.ones((2, 2)) * 0.1)  # functional: history untouched
+    np.testing.assert_array_equal(mpc.history, before)
+    mpc.reset()
+    assert mpc.last_result is None and np.all(mpc.history == 0)
+    np.testing.assert_allclose(mpc(x), u0, atol=1e-7)
+    mpc.reset(u_history=np.full((2, 2), 0.5))
+    np.testing.assert_array_equal(mpc.history, 0.5)
+
+
+# ---------------------------------------------------------------------- optimality
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_unconstrained_first_move_is_infinite_horizon_lq(plant, solver):
+    """Default P is the lifted DARE: with no active constraint u_k = -K z_k (exactly)."""
+    import scipy.linalg
+
+    Q, R = np.diag([2.0, 1.0]), np.diag([0.5, 1.5])
+    mpc = DelayedMPC(plant, horizon=7, Q=Q, R=R, u_min=-1e3, u_max=1e3, solver=solver)
+    F, G = lifted_reduced(plant, 1)
+    Q_lift = np.zeros_like(F)
+    Q_lift[:2, :2] = Q
+    P = scipy.linalg.solve_discrete_are(F, G, Q_lift, R)
+    np.testing.assert_allclose(mpc.terminal_weight, P, atol=1e-9)
+    K = np.linalg.solve(R + G.T @ P @ G, G.T @ P @ F)
+    x, hist = np.array([0.7, -0.4]), np.array([[0.2, -0.1], [0.3, 0.05]])
+    result = mpc.solve(x, hist)
+    np.testing.assert_allclose(result.first_input, -K @ zeta(plant, x, hist, 1), atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_unconstrained_matches_closed_form_finite_horizon_lq(plant, solver):
+    N, Q, R = 6, np.eye(2), np.array([[1.0, 0.2], [0.2, 0.8]])
+    P_x = np.array([[3.0, 0.5], [0.5, 1.0]])
+    mpc = DelayedMPC(plant, horizon=N, Q=Q, R=R, P=P_x, u_min=-100, u_max=100, solver=solver)
+    F, G = lifted_reduced(plant, 1)
+    Q_lift, P_lift = np.zeros_like(F), np.zeros_like(F)
+    Q_lift[:2, :2], P_lift[:2, :2] = Q, P_x
+    x, hist = np.array([-0.5, 0.9]), np.array([[0.3, -0.2], [0.1, 0.4]])
+    expected = finite_horizon_lq(F, G, Q_lift, R, P_lift, zeta(plant, x, hist, 1), N)
+    result = mpc.solve(x, hist)
+    np.testing.assert_allclose(result.inputs, expected, atol=1e-6)
+
+
+def test_solvers_agree_with_active_constraints(plant):
+    kwargs = dict(horizon=10, u_min=[-1.0, -0.5], u_max=[1.0, 0.5], x_min=-3, x_max=3)
+    x, hist = np.array([2.0, -1.5]), np.array([[0.5, -0.5], [0.2, 0.1]])
+    a = DelayedMPC(plant, solver="CLARABEL", **kwargs).solve(x, hist)
+    b = DelayedMPC(plant, solver="OSQP", **kwargs).solve(x, hist)
+    assert np.any(np.isclose(np.abs(a.inputs), [[1.0], [0.5]], atol=1e-6))  # active bounds
+    np.testing.assert_allclose(a.inputs, b.inputs, atol=1e-5)
+    np.testing.assert_allclose(a.cost, b.cost, rtol=1e-6)
+
+
+def test_no_delay_plant_and_distinct_channel_delays():
+    p0 = DelayedPlant.from_continuous(A_C, B_C, delay=0.0, dt=T)
+    assert p0.max_delay == 0
+    mpc = DelayedMPC(p0, horizon=5, u_min=-1, u_max=1)
+    assert mpc.dead_steps == 0 and mpc.history.shape == (2, 0)
+    X, U = closed_loop(p0, mpc, np.array([1.0, 1.0]), 30)
+    assert np.linalg.norm(X[:, -1]) < 1e-3 and np.max(np.abs(U)) <= 1 + 1e-6
+    p2 = DelayedPlant.from_continuous(A_C, B_C, delay=[2.5, 5.0], dt=T)
+    mpc2 = DelayedMPC(p2, horizon=8, u_min=-1, u_max=1, solver="OSQP")
+    assert mpc2.dead_steps == 1
+    X, U = closed_loop(p2, mpc2, np.array([1.0, -1.0]), 40)
+    assert np.linalg.norm(X[:, -1]) < 1e-3 and np.max(np.abs(U)) <= 1 + 1e-6
+
+
+def test_accepts_fitted_estimator(plant):
+    class Fitted:
+        model_ = plant
+
+    assert DelayedMPC(Fitted(), horizon=2).plant is plant
+
+
+# ---------------------------------------------------------------------- state constraints
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_state_bounds_respected_when_feasible(plant, solver):
+    x0 = np.array([1.0, 1.0])
+    free_X, _ = closed_loop(plant, DelayedMPC(plant, horizon=10, solver=solver), x0, 20)
+    bound = 0.1
+    assert free_X[1, 2:].max() > bound + 0.05  # the bound would be violated without it
+    mpc = DelayedMPC(plant, horizon=10, x_max=[10.0, bound], x_min=-10, solver=solver)
+    X, _ = closed_loop(plant, mpc, x0, 40)
+    # x_1 (and x_0) are fixed by the past (w = 1); from x_2 on the bound must hold
+    assert X[1, 2:].max() <= bound + 1e-6
+    assert np.linalg.norm(X[:, -1]) < 1e-3
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_unreachable_state_bounds_raise_solver_error(plant, solver):
+    mpc = DelayedMPC(plant, horizon=5, u_min=-1, u_max=1, x_min=-0.01, x_max=0.01,
+                     solver=solver)
+    x, hist = np.array([3.0, -2.0]), np.array([[1.0, 1.0], [-1.0, 1.0]])
+    with pytest.raises(SolverError, match="infeasible") as info:
+        mpc.solve(x, hist)
+    assert "x_max" in str(info.value) and "committed inputs" in str(info.value)
+    assert isinstance(info.value, RuntimeError)
+    before = mpc.history
+    with pytest.raises(SolverError):
+        mpc(x)
+    np.testing.assert_array_equal(mpc.history, before)  # failed step commits nothing
+
+
+def test_soft_state_bounds_never_infeasible(plant):
+    mpc = DelayedMPC(plant, horizon=5, u_min=-1, u_max=1, x_min=-0.01, x_max=0.01,
+                     soft_state_constraints=True)
+    result = mpc.solve(np.array([3.0, -2.0]), np.array([[1.0, 1.0], [-1.0, 1.0]]))
+    assert result.status in ("optimal", "optimal_inaccurate")
+    assert np.max(np.abs(result.inputs)) <= 1 + 1e-6
+    # with loose soft bounds (inactive) the answer is the unconstrained one
+    soft = DelayedMPC(plant, horizon=5, x_min=-50, x_max=50, soft_state_constraints=True)
+    hard = DelayedMPC(plant, horizon=5)
+    x = np.array([0.5, 0.2])
+    np.testing.assert_allclose(soft.solve(x).inputs, hard.solve(x).inputs, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("horizon", [0, -3, 2.5, 5.0, True, "5", None])
+def test_bad_horizon(plant, horizon):
+    with pytest.raises(ParameterError, match="horizon"):
+        DelayedMPC(plant, horizon=horizon)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(u_min=1.0, u_max=-1.0), ParameterError, "u_min > u_max"),
+    (dict(u_min=[-1, 2], u_max=[1, 1]), ParameterError, r"component\(s\) \[1\]"),
+    (dict(x_min=1.0, x_max=0.0), ParameterError, "x_min > x_max"),
+    (dict(u_max=np.inf), NonFiniteError, "u_max"),
+    (dict(u_min=np.nan), NonFiniteError, "u_min"),
+    (dict(x_max=[1.0, np.inf]), NonFiniteError, "x_max"),
+    (dict(u_max=[1, 2, 3]), DimensionError, "u_max"),
+    (dict(x_min=np.zeros((2, 1))), DimensionError, "x_min"),
+    (dict(Q=-np.eye(2)), ParameterError, "Q must be positive semidefinite"),
+    (dict(Q=np.array([[1.0, 2.0], [0.0, 1.0]])), ParameterError, "Q must be symmetric"),
+    (dict(Q=np.eye(3)), DimensionError, "Q"),
+    (dict(R=np.diag([1.0, 0.0])), ParameterError, "R must be positive definite"),
+    (dict(R=[1.0, np.nan]), NonFiniteError, "R"),
+    (dict(P=np.eye(3)), DimensionError, "P"),
+    (dict(P=-np.eye(2)), ParameterError, "P"),
+    (dict(solver="ECOS"), ParameterError, "solver"),
+    (dict(inaccurate="ignore"), ParameterError, "inaccurate"),
+    (dict(state_penalty=0.0), ParameterError, "state_penalty"),
+    (dict(warm_start="yes"), ParameterError, "warm_start"),
+])
+def test_bad_settings(plant, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        DelayedMPC(plant, horizon=3, **kwargs)
+    assert issubclass(error, ValueError)
+
+
+def test_bad_call_arguments(plant):
+    mpc = DelayedMPC(plant, horizon=3)
+    with pytest.raises(DimensionError, match=r"x has shape \(3,\)"):
+        mpc(np.zeros(3))
+    with pytest.raises(DimensionError, match="x must be 1-dimensional"):
+        mpc(np.zeros((2, 1)))
+    with pytest.raises(NonFiniteError):
+        mpc(np.array([np.nan, 0.0]))
+    with pytest.raises(DimensionError, match="u_history"):
+        mpc.solve(np.zeros(2), np.zeros((2, 3)))
+    with pytest.raises(DimensionError, match="u_history"):
+        mpc.reset(np.zeros((2, 2)).T[:1])
+    with pytest.raises(TypeError):
+        DelayedMPC(np.eye(2), horizon=3)
+    zero = DelayedPlant(np.eye(2), np.zeros((2, 2, 2)), 1.0)
+    with pytest.raises(ParameterError, match="nothing to control"):
+        DelayedMPC(zero, horizon=3)
+
+
+def test_solver_name_case_insensitive_and_lq_default_weights(plant):
+    assert DelayedMPC(plant, horizon=2, solver="osqp").solver == "OSQP"
+
+
+def test_terminal_weight_fallback_warns_when_dare_has_no_solution():
+    # an uncontrollable unstable mode: the lifted DARE has no stabilizing solution
+    p = DelayedPlant(np.diag([2.0, 0.5]), np.array([[[0.0], [1.0]]]), 1.0)
+    with pytest.warns(RuntimeWarning, match="Riccati"):
+        mpc = DelayedMPC(p, horizon=3)
+    np.testing.assert_allclose(mpc.terminal_weight, np.eye(2))
+    assert mpc.solve(np.array([0.1, 0.1])).status == "optimal"
