@@ -156,9 +156,11 @@ class DelayedMPC:
     warm_start : bool, default True
         Re-use the solver (and, for OSQP, the previous primal/dual solution) between solves.
     inaccurate : {"warn", "raise", "accept"}, default "warn"
-        What to do on cvxpy status ``optimal_inaccurate``: return the solution with a
-        ``RuntimeWarning``, raise :class:`SolverError`, or return it silently.  The result's
-        ``status`` always records it, and input bounds are checked in every case.
+        What to do on cvxpy status ``optimal_inaccurate`` (the solver stopped at reduced
+        accuracy): return the solution with a ``RuntimeWarning``, raise :class:`SolverError`,
+        or return it silently.  The result's ``status`` always records it, and the input
+        bounds are checked in every case.  Every other non-optimal status (infeasible,
+        unbounded, ``user_limit``, solver error) raises :class:`SolverError`.
     solver_options : dict, optional
         Extra keyword arguments for ``Problem.solve`` (override the defaults: OSQP
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel ``presolve_enable=False``).
@@ -406,14 +408,23 @@ class DelayedMPC:
             self._history_param.value = history
         start = time.perf_counter()
         try:
-            self._problem.solve(solver=self.solver, warm_start=self.warm_start,
-                                **self.solver_options)
+            with warnings.catch_warnings():
+                # cvxpy's generic "Solution may be inaccurate" warning: the status is handled
+                # below according to ``inaccurate``.
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate",
+                                        category=UserWarning)
+                self._problem.solve(solver=self.solver, warm_start=self.warm_start,
+                                    **self.solver_options)
         except cp.error.SolverError as exc:
             raise SolverError(f"{self.solver} failed on the MPC problem: {exc}") from exc
         elapsed = time.perf_counter() - start
         status = self._problem.status
         if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
             raise SolverError(self._infeasible_message(x, history, status))
+        if status == cp.USER_LIMIT:
+            raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
+                              f"'user_limit') before solving the MPC problem; raise "
+                              f"'max_iter' (or the time limit) in solver_options")
         if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
             raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
         if status == cp.OPTIMAL_INACCURATE:

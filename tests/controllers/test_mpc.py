@@ -333,3 +333,53 @@ def test_terminal_weight_fallback_warns_when_dare_has_no_solution():
         mpc = DelayedMPC(p, horizon=3)
     np.testing.assert_allclose(mpc.terminal_weight, np.eye(2))
     assert mpc.solve(np.array([0.1, 0.1])).status == "optimal"
+
+
+# ---------------------------------------------------------------------- solver status policy
+def _fake_status(monkeypatch, mpc: DelayedMPC, status: str, scale: float = 1.0) -> None:
+    """Make the next solves report ``status`` (and optionally scale the returned inputs)."""
+    problem = mpc.problem
+    original = problem.solve
+
+    def solve(*args, **kwargs):
+        value = original(*args, **kwargs)
+        problem._status = status
+        mpc._u.value = mpc._u.value * scale
+        return value
+
+    monkeypatch.setattr(problem, "solve", solve)
+
+
+def test_optimal_inaccurate_policies(plant, monkeypatch):
+    x = np.array([0.5, -0.2])
+    warn = DelayedMPC(plant, horizon=4, u_min=-1, u_max=1)
+    _fake_status(monkeypatch, warn, "optimal_inaccurate")
+    with pytest.warns(RuntimeWarning, match="optimal_inaccurate"):
+        result = warn.solve(x)
+    assert result.status == "optimal_inaccurate" and not result.success
+    raise_ = DelayedMPC(plant, horizon=4, inaccurate="raise")
+    _fake_status(monkeypatch, raise_, "optimal_inaccurate")
+    with pytest.raises(SolverError, match="optimal_inaccurate"):
+        raise_(x)
+    assert raise_.last_result is None and np.all(raise_.history == 0)
+    accept = DelayedMPC(plant, horizon=4, inaccurate="accept")
+    _fake_status(monkeypatch, accept, "optimal_inaccurate")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert accept.solve(x).status == "optimal_inaccurate"
+
+
+def test_inputs_outside_bounds_are_reported_not_clipped(plant, monkeypatch):
+    mpc = DelayedMPC(plant, horizon=4, u_min=-1, u_max=1, inaccurate="accept")
+    _fake_status(monkeypatch, mpc, "optimal_inaccurate", scale=1.01)
+    with pytest.raises(SolverError, match="violate u_m"):
+        mpc.solve(np.array([6.0, -4.0]))
+
+
+def test_iteration_limit_raises(plant):
+    mpc = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP",
+                     solver_options={"max_iter": 3, "polishing": False})
+    with pytest.raises(SolverError, match="user_limit"):
+        mpc(np.array([3.0, -2.0]))
