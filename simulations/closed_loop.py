@@ -1,0 +1,573 @@
+"""Closed-loop simulation of a controller on the true (exactly discretized) delayed plant.
+
+The loop at step ``k`` is
+
+    y_k = x_k + v_k                                   (measurement, noise v_k)
+    u_k = controller(y_k)                             (held over [kT, (k+1)T))
+    x_{k+1} = A_d x_k + sum_{j=0}^{R} B^(j) u_{k-j} + w_k   (true plant, eq. 9.65; noise w_k)
+
+with ``u_k = 0`` for ``k < 0``.  Because the plant's discretization is exact, the sampled states
+are those of the continuous plant ``x' = A_c x + B_c u(t - r)`` whatever the (fractional,
+per-channel) delays; ``fine=True`` adds the exact inter-sample trajectory.
+
+Controller protocol
+-------------------
+Any object with ``reset()`` and ``__call__(x_measured: ndarray (n,)) -> u: ndarray (m,)`` (it keeps
+its own history of past commands).  A *linear* controller additionally exposes
+``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))`` meaning
+``u_k = K_x y_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``; the loop is then one linear recursion on the
+lifted state ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` (:func:`closed_loop_matrix`), iterated with a
+single matrix-vector product per step, and its eigenvalues are the exact closed-loop poles.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dmdidc.model import DelayedPlant
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from privacy.validation import as_generator, check_finite_array, check_integer, check_positive
+from simulations.plant import _check_plant, _noise_array, fine_grid
+
+__all__ = [
+    "Controller",
+    "LinearController",
+    "ClosedLoopResult",
+    "NoiseSampler",
+    "closed_loop_matrix",
+    "noise_sampler",
+    "simulate_closed_loop",
+]
+
+_METHODS = ("auto", "linear", "step")
+_CHUNK = 4096   # steps between progress-bar updates
+
+
+# ---------------------------------------------------------------------- controller protocol
+@runtime_checkable
+class Controller(Protocol):
+    """A state-feedback controller that keeps its own input history."""
+
+    def reset(self) -> None:
+        """Forget the history (inputs before time 0 are zero)."""
+
+    def __call__(self, x_measured: np.ndarray) -> np.ndarray:
+        """Return the input ``u_k`` (m,) for the measured state ``x_measured`` (n,)."""
+
+
+@runtime_checkable
+class LinearController(Controller, Protocol):
+    """A controller ``u_k = K_x y_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``."""
+
+    def feedback_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(K_x (m, n), K_u (H, m, m))``."""
+
+
+# ---------------------------------------------------------------------- noise samplers
+@dataclass(frozen=True)
+class NoiseSampler:
+    """Draws i.i.d. noise: ``sampler(rng, shape) -> ndarray`` (made by :func:`noise_sampler`)."""
+
+    name: str
+    scale: float
+    loc: float = 0.0
+    params: dict[str, Any] = field(default_factory=dict)
+    _draw: Any = field(default=None, repr=False, compare=False)
+
+    def __call__(self, rng: np.random.Generator | int | None,
+                 shape: tuple[int, ...]) -> np.ndarray:
+        return np.asarray(self._draw(as_generator(rng), tuple(shape)), dtype=float)
+
+
+def noise_sampler(distribution: Any, scale: float = 1.0, *, loc: float = 0.0,
+                  **params: Any) -> NoiseSampler:
+    """Make a noise sampler ``sampler(rng, shape) -> ndarray`` for the simulators.
+
+    Parameters
+    ----------
+    distribution : str or scipy.stats distribution
+        ``"normal"`` (or ``"gaussian"``), ``"laplace"``, ``"sas"`` (symmetric alpha-stable, via
+        ``privacy.stable.sas_sample``; needs ``alpha=``), the name of any ``scipy.stats``
+        distribution (``"t"``, ``"cauchy"``, ``"levy_stable"``, ...) or a scipy.stats distribution
+        object, frozen or not.
+    scale : float, default 1.0
+        Scale (> 0): the standard deviation for ``"normal"``, the ``scale`` of scipy.stats and
+        SaS distributions; multiplies the samples of an already frozen distribution.
+    loc : float, default 0.0
+        Location; shifts the samples.
+    **params
+        Shape parameters (``alpha=1.5`` for SaS, ``df=3`` for ``"t"``, ...).
+
+    Returns
+    -------
+    NoiseSampler
+        Call it as ``sampler(rng, shape)``; the draws depend only on ``rng``.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown distribution name or ``scale <= 0``.
+    ImportError
+        For ``"sas"`` when ``privacy.stable`` is not available.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sampler = noise_sampler("t", scale=0.1, df=3)
+    >>> sampler(np.random.default_rng(0), (2, 5)).shape
+    (2, 5)
+    """
+    scale = check_positive("scale", scale)
+    loc = float(loc)
+    if isinstance(distribution, str):
+        key = distribution.lower()
+        if key in ("normal", "gaussian", "norm") and not params:
+            return NoiseSampler("normal", scale, loc, {},
+                                lambda rng, shape: rng.normal(loc, scale, shape))
+        if key == "laplace" and not params:
+            return NoiseSampler("laplace", scale, loc, {},
+                                lambda rng, shape: rng.laplace(loc, scale, shape))
+        if key in ("sas", "symmetric_alpha_stable"):
+            return _sas_sampler(scale, loc, params)
+        import scipy.stats
+
+        dist = getattr(scipy.stats, key, None)
+        if not isinstance(dist, (scipy.stats.rv_continuous, scipy.stats.rv_discrete)):
+            raise ParameterError(f"distribution must be 'normal', 'laplace', 'sas' or the name of "
+                                 f"a scipy.stats distribution; got {distribution!r}")
+        frozen = dist(loc=loc, scale=scale, **params)
+        return NoiseSampler(key, scale, loc, dict(params),
+                            lambda rng, shape: frozen.rvs(size=shape, random_state=rng))
+    if hasattr(distribution, "rvs"):
+        if hasattr(distribution, "dist") and hasattr(distribution, "kwds"):   # frozen
+            frozen = distribution
+            name = getattr(distribution.dist, "name", type(distribution).__name__)
+            return NoiseSampler(name, scale, loc, dict(params),
+                                lambda rng, shape: loc + scale * frozen.rvs(size=shape,
+                                                                            random_state=rng))
+        frozen = distribution(loc=loc, scale=scale, **params)
+        return NoiseSampler(getattr(distribution, "name", "scipy"), scale, loc, dict(params),
+                            lambda rng, shape: frozen.rvs(size=shape, random_state=rng))
+    raise ParameterError(f"distribution must be a name or a scipy.stats distribution; got "
+                         f"{type(distribution).__name__}")
+
+
+def _sas_sampler(scale: float, loc: float, params: dict[str, Any]) -> NoiseSampler:
+    try:
+        from privacy.stable import sas_sample
+    except ImportError as exc:
+        raise ImportError("the 'sas' noise sampler needs privacy.stable.sas_sample, which is not "
+                          "available in this installation") from exc
+    if "alpha" not in params:
+        raise ParameterError("noise_sampler('sas', ...) needs the stability index alpha=, in "
+                             "(0, 2]")
+    alpha = params["alpha"]
+    return NoiseSampler("sas", scale, loc, dict(params),
+                        lambda rng, shape: sas_sample(alpha, scale=scale, loc=loc, size=shape,
+                                                      rng=rng))
+
+
+# ---------------------------------------------------------------------- result
+def _readonly(array: np.ndarray | None) -> np.ndarray | None:
+    if array is None:
+        return None
+    array = np.asarray(array, dtype=float)
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class ClosedLoopResult:
+    """Outcome of :func:`simulate_closed_loop` (read-only arrays; time on the last axis).
+
+    Attributes
+    ----------
+    times : ndarray, shape (steps + 1,)
+        Sampling instants ``k T`` in seconds.
+    states : ndarray, shape (n, steps + 1)
+        True states ``x_0 .. x_steps``.
+    inputs : ndarray, shape (m, steps)
+        Inputs ``u_0 .. u_{steps-1}`` applied (before the plant's delay).
+    stage_costs : ndarray, shape (steps,)
+        ``x_k' Q x_k + u_k' R u_k`` for ``k = 0 .. steps - 1``.
+    cost : float
+        ``stage_costs.sum()``.
+    dt : float
+        Sampling period ``T``.
+    method : str
+        ``"linear"`` (lifted recursion) or ``"step"`` (per-step controller calls).
+    measurement_noise : ndarray, shape (n, steps + 1), or None
+        Noise ``v_k`` on the measurements; ``measurements = states + measurement_noise``.
+    fine_times : ndarray, shape (steps P + 1,), or None
+        Instants of the exact inter-sample trajectory (``fine=True`` only).
+    fine_states : ndarray, shape (n, steps P + 1), or None
+        Exact states at ``fine_times`` (``fine=True`` only).
+    """
+
+    times: np.ndarray
+    states: np.ndarray
+    inputs: np.ndarray
+    stage_costs: np.ndarray
+    cost: float
+    dt: float
+    method: str
+    measurement_noise: np.ndarray | None = None
+    fine_times: np.ndarray | None = None
+    fine_states: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("times", "states", "inputs", "stage_costs", "measurement_noise",
+                     "fine_times", "fine_states"):
+            object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+    @property
+    def steps(self) -> int:
+        """Number of control steps."""
+        return self.inputs.shape[1]
+
+    @property
+    def measurements(self) -> np.ndarray:
+        """What the controller measured, ``states + measurement_noise``, shape (n, steps + 1)."""
+        if self.measurement_noise is None:
+            return self.states
+        return self.states + self.measurement_noise
+
+    @property
+    def state_norms(self) -> np.ndarray:
+        """Euclidean norm of each state, shape (steps + 1,)."""
+        return np.linalg.norm(self.states, axis=0)
+
+    @property
+    def final_norm(self) -> float:
+        """Euclidean norm of the final state ``x_steps``."""
+        return float(np.linalg.norm(self.states[:, -1]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON representation (lists of floats; fine trajectory only if computed)."""
+        data: dict[str, Any] = {"dt": self.dt, "method": self.method, "cost": self.cost,
+                                "final_norm": self.final_norm, "times": self.times.tolist(),
+                                "states": self.states.tolist(), "inputs": self.inputs.tolist(),
+                                "stage_costs": self.stage_costs.tolist()}
+        if self.measurement_noise is not None:
+            data["measurements"] = self.measurements.tolist()
+        if self.fine_states is not None:
+            data["fine_times"] = self.fine_times.tolist()
+            data["fine_states"] = self.fine_states.tolist()
+        return data
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write one row per sampling instant: ``t, x_1..x_n, [y_1..y_n,] u_1..u_m``.
+
+        The inputs of the last row (``k = steps``) are empty.  Returns the path.
+        """
+        path = Path(path)
+        n, m = self.states.shape[0], self.inputs.shape[0]
+        header = ["t"] + [f"x_{i + 1}" for i in range(n)]
+        columns = [self.times[:, None], self.states.T]
+        if self.measurement_noise is not None:
+            header += [f"y_{i + 1}" for i in range(n)]
+            columns.append(self.measurements.T)
+        header += [f"u_{i + 1}" for i in range(m)]
+        table = np.concatenate(columns, axis=1)
+        with path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(header)
+            for k in range(self.steps + 1):
+                row = [repr(float(v)) for v in table[k]]
+                row += ([repr(float(v)) for v in self.inputs[:, k]] if k < self.steps
+                        else [""] * m)
+                writer.writerow(row)
+        return path
+
+
+# ---------------------------------------------------------------------- linear loops
+def _check_gains(K_x: Any, K_u: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    K_x = check_finite_array("K_x", K_x, ndim=2)
+    if K_x.shape != (m, n):
+        raise DimensionError(f"K_x has shape {K_x.shape}; expected {(m, n)} (inputs x states)")
+    if K_u is None:
+        K_u = np.zeros((0, m, m))
+    K_u = check_finite_array("K_u", K_u)
+    if K_u.ndim == 2 and K_u.size == 0:
+        K_u = np.zeros((0, m, m))
+    if K_u.ndim != 3 or K_u.shape[1:] != (m, m):
+        raise DimensionError(f"K_u has shape {K_u.shape}; expected (H, {m}, {m}) (K_u[i-1] "
+                             f"multiplies u_(k-i))")
+    return K_x, K_u
+
+
+def _lifted_loop(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(F, G, C)`` of ``z_{k+1} = F z_k + G u_k``, ``u_k = C z_k`` with ``L = max(R, H)``."""
+    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    H = K_u.shape[0]
+    L = max(R, H)
+    blocks = np.concatenate([plant.B_blocks, np.zeros((L - R, n, m))], axis=0)
+    F, G = DelayedPlant(plant.A_d, blocks, plant.dt).lifted_matrices()
+    C = np.zeros((m, n + m * L))
+    C[:, :n] = K_x
+    for i in range(H):
+        C[:, n + m * i:n + m * (i + 1)] = K_u[i]
+    return F, G, C
+
+
+def closed_loop_matrix(plant: DelayedPlant, K_x: Any, K_u: Any = None) -> np.ndarray:
+    """Lifted closed-loop matrix of a linear controller on the delayed plant.
+
+    With ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]``, ``L = max(R, H)``, the noise-free loop is
+    ``z_{k+1} = A_cl z_k``; it is asymptotically stable iff the spectral radius of ``A_cl`` is < 1.
+
+    Parameters
+    ----------
+    plant : dmdidc.DelayedPlant
+        The true plant (``n`` states, ``m`` inputs, ``R`` past periods).
+    K_x : array_like, shape (m, n)
+        State feedback gain.
+    K_u : array_like, shape (H, m, m), optional
+        Input-history gains (``K_u[i-1]`` multiplies ``u_{k-i}``); none by default.
+
+    Returns
+    -------
+    A_cl : ndarray, shape (n + m L, n + m L)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> plant = DelayedPlant.from_continuous([[0.0]], [[1.0]], delay=0.5, dt=1.0)
+    >>> A_cl = closed_loop_matrix(plant, [[-0.5]])
+    >>> A_cl.shape, bool(max(abs(np.linalg.eigvals(A_cl))) < 1)
+    ((2, 2), True)
+    """
+    plant = _check_plant(plant)
+    K_x, K_u = _check_gains(K_x, K_u, plant.n_states, plant.n_inputs)
+    F, G, C = _lifted_loop(plant, K_x, K_u)
+    return F + G @ C
+
+
+def _diverged(k: int) -> NonFiniteError:
+    return NonFiniteError(f"the closed-loop state is no longer finite at step {k}: the loop "
+                          f"diverged (check the spectral radius of closed_loop_matrix) or the "
+                          f"noise is too heavy-tailed for this run length")
+
+
+def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.ndarray,
+                steps: int, W: np.ndarray | None, V: np.ndarray | None,
+                bar: Any) -> tuple[np.ndarray, np.ndarray]:
+    n = plant.n_states
+    F, G, C = _lifted_loop(plant, K_x, K_u)
+    A_cl_T = np.ascontiguousarray((F + G @ C).T)
+    size = A_cl_T.shape[0]
+    Z = np.zeros((steps + 1, size))   # row k is z_k: contiguous rows for the tight loop
+    Z[0, :n] = x0
+    forced = W is not None or V is not None
+    if forced:
+        # z_{k+1} = A_cl z_k + E w_k + G K_x v_k, the forcing prefilled into Z[1:].
+        if W is not None:
+            Z[1:, :n] = W.T
+        if V is not None:
+            Z[1:] += V[:, :steps].T @ (G @ K_x).T
+    for start in range(0, steps, _CHUNK):
+        stop = min(start + _CHUNK, steps)
+        if forced:
+            for k in range(start, stop):
+                Z[k + 1] += Z[k] @ A_cl_T
+        else:
+            for k in range(start, stop):
+                np.dot(Z[k], A_cl_T, out=Z[k + 1])
+        bar.update(stop - start)
+    U = Z[:-1] @ C.T
+    if V is not None:
+        U += V[:, :steps].T @ K_x.T
+    X = Z[:, :n].T
+    finite = np.isfinite(X).all(axis=0)
+    if not finite.all():
+        raise _diverged(int(np.argmin(finite)))
+    return np.ascontiguousarray(X), np.ascontiguousarray(U.T)
+
+
+def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
+               W: np.ndarray | None, V: np.ndarray | None, bar: Any
+               ) -> tuple[np.ndarray, np.ndarray]:
+    n, m = plant.n_states, plant.n_inputs
+    F, G = plant.lifted_matrices()
+    size = F.shape[0]
+    Z = np.zeros((steps + 1, size))
+    Z[0, :n] = x0
+    if W is not None:
+        Z[1:, :n] = W.T
+    U = np.empty((steps, m))
+    F_T, G_T = np.ascontiguousarray(F.T), np.ascontiguousarray(G.T)
+    for start in range(0, steps, _CHUNK):
+        stop = min(start + _CHUNK, steps)
+        for k in range(start, stop):
+            x = Z[k, :n]
+            if not np.isfinite(x).all():
+                raise _diverged(k)
+            y = x + V[:, k] if V is not None else x.copy()
+            U[k] = _check_command(controller(y), k, m, y)
+            Z[k + 1] += Z[k] @ F_T + U[k] @ G_T
+        bar.update(stop - start)
+    X = Z[:, :n].T
+    if not np.isfinite(X[:, -1]).all():
+        raise _diverged(steps)
+    return np.ascontiguousarray(X), np.ascontiguousarray(U.T)
+
+
+def _check_command(command: Any, k: int, m: int, y: np.ndarray) -> np.ndarray:
+    try:
+        u = np.asarray(command, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DimensionError(f"the controller returned {type(command).__name__} at step {k}, "
+                             f"not a numeric array of shape ({m},)") from exc
+    if u.shape != (m,):
+        raise DimensionError(f"the controller returned an input of shape {u.shape} at step {k}; "
+                             f"expected ({m},) (one value per plant input)")
+    if not np.isfinite(u).all():
+        raise NonFiniteError(f"the controller returned a non-finite input {u.tolist()} at "
+                             f"step {k} (norm of the measured state: "
+                             f"{float(np.linalg.norm(y)):.3g})")
+    return u
+
+
+def _weight(name: str, value: Any, size: int) -> np.ndarray:
+    if value is None:
+        return np.eye(size)
+    value = check_finite_array(name, value, ndim=2)
+    if value.shape != (size, size):
+        raise DimensionError(f"{name} has shape {value.shape}; expected {(size, size)}")
+    return value
+
+
+def simulate_closed_loop(plant: DelayedPlant, controller: Any, x0: Any, steps: int, *,
+                         process_noise: Any = None, measurement_noise: Any = None,
+                         rng: np.random.Generator | int | None = None, fine: bool = False,
+                         points_per_step: int = 20, Q: Any = None, R: Any = None,
+                         progress: bool = False, method: str = "auto") -> ClosedLoopResult:
+    """Simulate a controller in feedback with the true delayed plant.
+
+    Parameters
+    ----------
+    plant : dmdidc.DelayedPlant
+        The TRUE plant (``n`` states, ``m`` inputs, per-channel delays).  Its discretization is
+        exact, so fractional delays act exactly as in continuous time.
+    controller : Controller
+        Object with ``reset()`` and ``__call__(y (n,)) -> u (m,)``; a linear controller also has
+        ``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))``.  ``reset()`` is called first.
+    x0 : array_like, shape (n,)
+        Initial state; inputs before time 0 are zero.
+    steps : int
+        Number of control steps ``>= 0``.
+    process_noise : ndarray of shape (n, steps), or callable, optional
+        Discrete process noise ``w_k`` added to ``x_{k+1}``, explicit or a sampler
+        ``sampler(rng, (n, steps))`` (e.g. :func:`noise_sampler`).
+    measurement_noise : ndarray of shape (n, steps + 1) or (n, steps), or callable, optional
+        Noise ``v_k`` on the measurement ``y_k = x_k + v_k`` of ``x_0 .. x_steps`` (the last one
+        is only recorded; with ``(n, steps)`` it is zero).  A sampler gets ``(n, steps + 1)``.
+    rng : numpy.random.Generator or int or None, optional
+        Randomness for the samplers: process noise is drawn first, then measurement noise.
+    fine : bool, default False
+        Also compute the exact inter-sample trajectory (needs the plant's continuous model).
+        Process noise acts at the sampling instants, so the fine trajectory jumps by ``w_k`` there.
+    points_per_step : int, default 20
+        Instants per sampling period in the fine trajectory.
+    Q : array_like, shape (n, n), optional
+        State weight of the cost (identity by default).
+    R : array_like, shape (m, m), optional
+        Input weight of the cost (identity by default).
+    progress : bool, default False
+        Show a tqdm progress bar.
+    method : {"auto", "linear", "step"}, default "auto"
+        ``"linear"`` iterates the lifted closed-loop matrix (controller must have
+        ``feedback_matrices``; the controller object itself is not called, so its internal
+        history is not advanced); ``"step"`` calls the controller every step; ``"auto"`` picks
+        ``"linear"`` when available.
+
+    Returns
+    -------
+    ClosedLoopResult
+        ``times`` (steps + 1,), ``states`` (n, steps + 1), ``inputs`` (m, steps), ``cost``
+        ``= sum_{k<steps} x_k' Q x_k + u_k' R u_k``, and ``fine_times``/``fine_states``.
+
+    Raises
+    ------
+    ParameterError
+        For ``steps`` not a non-negative integer, an unknown ``method``, or ``method="linear"``
+        with a controller without ``feedback_matrices``.
+    DimensionError
+        For a wrong shape of ``x0``, the noise, ``Q``, ``R``, the gains, or of an input returned
+        by the controller.
+    NonFiniteError
+        If the controller returns NaN/inf or the state diverges to non-finite values.
+
+    References
+    ----------
+    Dissertation eqs. (9.15), (9.65), (9.70), (9.75).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> plant = DelayedPlant.from_continuous([[0.0]], [[1.0]], delay=0.5, dt=1.0)
+    >>> class Gain:
+    ...     def reset(self): pass
+    ...     def __call__(self, x): return -0.5 * x
+    ...     def feedback_matrices(self): return np.array([[-0.5]]), np.zeros((0, 1, 1))
+    >>> result = simulate_closed_loop(plant, Gain(), [1.0], 50)
+    >>> result.states.shape, result.inputs.shape, result.final_norm < 1e-3
+    ((1, 51), (1, 50), True)
+    """
+    plant = _check_plant(plant)
+    n, m = plant.n_states, plant.n_inputs
+    steps = check_integer("steps", steps, minimum=0)
+    x0 = check_finite_array("x0", x0, ndim=1)
+    if x0.shape != (n,):
+        raise DimensionError(f"x0 has shape {x0.shape}; expected ({n},)")
+    if method not in _METHODS:
+        raise ParameterError(f"method must be one of {_METHODS}; got {method!r}")
+    if not callable(controller) or not callable(getattr(controller, "reset", None)):
+        raise ParameterError(f"controller must have reset() and __call__(x) -> u; got "
+                             f"{type(controller).__name__}")
+    Q = _weight("Q", Q, n)
+    R_weight = _weight("R", R, m)
+    if fine:
+        check_integer("points_per_step", points_per_step, minimum=1)
+    linear = callable(getattr(controller, "feedback_matrices", None))
+    if method == "linear" and not linear:
+        raise ParameterError(f"method='linear' needs a controller with feedback_matrices(); "
+                             f"{type(controller).__name__} has none")
+    use_linear = linear and method != "step"
+
+    generator = as_generator(rng)
+    W = _noise_array("process_noise", process_noise, (n, steps), generator)
+    V = _noise_array("measurement_noise", measurement_noise, (n, steps + 1), generator,
+                     accepted=((n, steps + 1), (n, steps)))
+    if V is not None and V.shape[1] == steps:
+        V = np.concatenate([V, np.zeros((n, 1))], axis=1)
+
+    from tqdm.auto import tqdm
+
+    controller.reset()
+    # Overflow of a diverging loop is reported as NonFiniteError, not as numpy warnings.
+    with tqdm(total=steps, disable=not progress, desc="closed loop", unit="step") as bar, \
+            np.errstate(over="ignore", invalid="ignore"):
+        if use_linear:
+            K_x, K_u = _check_gains(*controller.feedback_matrices(), n, m)
+            X, U = _run_linear(plant, K_x, K_u, x0, steps, W, V, bar)
+        else:
+            X, U = _run_steps(plant, controller, x0, steps, W, V, bar)
+
+    stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
+             + np.sum(U * (R_weight @ U), axis=0))
+    fine_times = fine_states = None
+    if fine:
+        fine_times, fine_states = fine_grid(plant, X, U, None, points_per_step)
+    return ClosedLoopResult(times=np.arange(steps + 1) * plant.dt, states=X, inputs=U,
+                            stage_costs=stage, cost=float(stage.sum()), dt=plant.dt,
+                            method="linear" if use_linear else "step", measurement_noise=V,
+                            fine_times=fine_times, fine_states=fine_states)

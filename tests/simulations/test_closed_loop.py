@@ -1,0 +1,417 @@
+"""Tests of the closed-loop simulator: fast (lifted) vs per-step paths, noise, cost and errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from simulations.closed_loop import (
+    ClosedLoopResult,
+    Controller,
+    LinearController,
+    NoiseSampler,
+    closed_loop_matrix,
+    noise_sampler,
+    simulate_closed_loop,
+)
+from simulations.plant import intersample_trajectory, simulate_plant
+
+SEED_A = np.array([[0.0, 1.1], [-1.1, 0.0]])      # dissertation eq. (9.76)
+SEED_B = np.array([[1.0, -1.0], [-1.0, 2.0]])
+
+
+class LinearGain:
+    """u_k = K_x y_k + sum_i K_u[i-1] u_{k-i}, keeping its own input history."""
+
+    def __init__(self, K_x, K_u=None):
+        self.K_x = np.asarray(K_x, dtype=float)
+        m = self.K_x.shape[0]
+        self.K_u = np.zeros((0, m, m)) if K_u is None else np.asarray(K_u, dtype=float)
+        self.resets = 0
+        self.reset()
+
+    def reset(self):
+        self.history = [np.zeros(self.K_x.shape[0]) for _ in range(self.K_u.shape[0])]
+        self.resets += 1
+
+    def __call__(self, x):
+        u = self.K_x @ x
+        for i, gain in enumerate(self.K_u):
+            u = u + gain @ self.history[-1 - i]
+        if self.K_u.shape[0]:
+            self.history = self.history[1:] + [u]
+        return u
+
+    def feedback_matrices(self):
+        return self.K_x, self.K_u
+
+
+class Opaque:
+    """A generic controller (no feedback_matrices) wrapping a function of the measurement."""
+
+    def __init__(self, law):
+        self.law = law
+
+    def reset(self):
+        pass
+
+    def __call__(self, x):
+        return self.law(x)
+
+
+def stabilizing_gain(plant):
+    control = pytest.importorskip("control")
+    K, _, _ = control.dlqr(plant.A_d, plant.B_d, np.eye(plant.n_states), np.eye(plant.n_inputs))
+    return -K
+
+
+@pytest.fixture
+def seed_plant():
+    return DelayedPlant.from_continuous(SEED_A, SEED_B, [2.5, 3.0], 2.0)
+
+
+@pytest.fixture
+def big_plant():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6)) * 0.4
+    B = rng.normal(size=(6, 2))
+    return DelayedPlant.from_continuous(A, B, [0.13, 0.27], 0.1)
+
+
+def relative_gap(a, b):
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+# ---------------------------------------------------------------------- fast path vs per-step path
+@pytest.mark.parametrize("history", [0, 1, 4])   # H < R, H = R, H > R (R = 2 for big_plant)
+def test_linear_and_step_paths_agree(big_plant, history):
+    rng = np.random.default_rng(history)
+    K_x = stabilizing_gain(big_plant)
+    K_u = 0.05 * rng.normal(size=(history, 2, 2))
+    x0 = rng.normal(size=6)
+    fast = simulate_closed_loop(big_plant, LinearGain(K_x, K_u), x0, 400, method="linear")
+    slow = simulate_closed_loop(big_plant, LinearGain(K_x, K_u), x0, 400, method="step")
+    assert (fast.method, slow.method) == ("linear", "step")
+    assert relative_gap(fast.states, slow.states) < 1e-12
+    assert relative_gap(fast.inputs, slow.inputs) < 1e-12
+    assert abs(fast.cost - slow.cost) <= 1e-12 * slow.cost
+
+
+def test_paths_agree_with_noise(big_plant):
+    K_x = stabilizing_gain(big_plant)
+    x0 = np.ones(6)
+    kwargs = dict(process_noise=noise_sampler("normal", 0.1),
+                  measurement_noise=noise_sampler("t", 0.05, df=3), rng=11)
+    fast = simulate_closed_loop(big_plant, LinearGain(K_x), x0, 300, method="linear", **kwargs)
+    slow = simulate_closed_loop(big_plant, LinearGain(K_x), x0, 300, method="step", **kwargs)
+    assert relative_gap(fast.states, slow.states) < 1e-12
+    assert relative_gap(fast.inputs, slow.inputs) < 1e-12
+    np.testing.assert_array_equal(fast.measurement_noise, slow.measurement_noise)
+
+
+def test_auto_picks_linear_path(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    assert simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 0.0], 5).method == "linear"
+    opaque = Opaque(lambda x: K_x @ x)
+    assert simulate_closed_loop(seed_plant, opaque, [1.0, 0.0], 5).method == "step"
+
+
+def test_closed_loop_states_are_the_plant_response_to_the_inputs(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    for method in ("linear", "step"):
+        result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, -2.0], 30, method=method)
+        X = simulate_plant(seed_plant, [1.0, -2.0], result.inputs)
+        assert relative_gap(result.states, X) < 1e-12
+        np.testing.assert_allclose(result.inputs[:, 0], K_x @ [1.0, -2.0], rtol=1e-14)
+
+
+def test_loop_with_history_feedback_matches_hand_recursion(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    K_u = np.array([[[0.1, 0.0], [0.0, -0.1]]])
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x, K_u), [0.5, 0.5], 20)
+    X = np.zeros((2, 21))
+    U = np.zeros((2, 20))
+    X[:, 0] = [0.5, 0.5]
+    B = seed_plant.B_blocks
+    for k in range(20):
+        previous = U[:, k - 1] if k >= 1 else np.zeros(2)
+        U[:, k] = K_x @ X[:, k] + K_u[0] @ previous
+        X[:, k + 1] = seed_plant.A_d @ X[:, k] + sum(
+            B[j] @ U[:, k - j] for j in range(B.shape[0]) if k - j >= 0)
+    assert relative_gap(result.states, X) < 1e-12
+    assert relative_gap(result.inputs, U) < 1e-12
+
+
+def test_closed_loop_matrix_predicts_stability(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    A_cl = closed_loop_matrix(seed_plant, K_x)
+    size = 2 + 2 * seed_plant.max_delay
+    assert A_cl.shape == (size, size)
+    radius = max(abs(np.linalg.eigvals(A_cl)))
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 1.0], 200)
+    if radius < 1:
+        assert result.final_norm < 1e-6
+    else:
+        assert result.final_norm > 1.0
+    assert closed_loop_matrix(seed_plant, K_x, np.zeros((5, 2, 2))).shape == (12, 12)
+
+
+def test_controller_is_reset(seed_plant):
+    controller = LinearGain(stabilizing_gain(seed_plant))
+    before = controller.resets
+    simulate_closed_loop(seed_plant, controller, [1.0, 0.0], 3, method="step")
+    simulate_closed_loop(seed_plant, controller, [1.0, 0.0], 3, method="linear")
+    assert controller.resets == before + 2
+
+
+def test_protocols_are_runtime_checkable(seed_plant):
+    controller = LinearGain(np.zeros((2, 2)))
+    assert isinstance(controller, LinearController) and isinstance(controller, Controller)
+    assert not isinstance(Opaque(lambda x: x), LinearController)
+
+
+# ---------------------------------------------------------------------- fine trajectory
+@pytest.mark.parametrize("method", ["linear", "step"])
+def test_fine_trajectory_passes_through_samples(seed_plant, method):
+    K_x = stabilizing_gain(seed_plant)
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 0.0], 15, fine=True,
+                                  points_per_step=10, method=method)
+    assert result.fine_states.shape == (2, 151) and result.fine_times.shape == (151,)
+    np.testing.assert_array_equal(result.fine_states[:, ::10], result.states)
+    np.testing.assert_allclose(result.fine_times[::10], result.times, rtol=1e-15)
+    t, X_fine = intersample_trajectory(seed_plant, [1.0, 0.0], result.inputs, points_per_step=10)
+    assert relative_gap(result.fine_states, X_fine) < 1e-12
+
+
+def test_fine_is_none_by_default(seed_plant):
+    result = simulate_closed_loop(seed_plant, LinearGain(np.zeros((2, 2))), [1.0, 0.0], 4)
+    assert result.fine_states is None and result.fine_times is None
+
+
+def test_fine_trajectory_with_process_noise_jumps_at_samples(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    W = np.random.default_rng(2).normal(size=(2, 6))
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 0.0], 6, fine=True,
+                                  points_per_step=4, process_noise=W)
+    np.testing.assert_array_equal(result.fine_states[:, ::4], result.states)
+
+
+# ---------------------------------------------------------------------- cost
+def test_cost_is_the_sum_of_stage_costs(seed_plant):
+    K_x = stabilizing_gain(seed_plant)
+    Q = np.array([[2.0, 0.3], [0.3, 1.0]])
+    R = np.array([[0.5, 0.0], [0.0, 3.0]])
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, -1.0], 25, Q=Q, R=R)
+    X, U = result.states, result.inputs
+    expected = sum(X[:, k] @ Q @ X[:, k] + U[:, k] @ R @ U[:, k] for k in range(25))
+    assert result.cost == pytest.approx(expected, rel=1e-13)
+    assert result.stage_costs.shape == (25,)
+    default = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, -1.0], 25)
+    assert default.cost == pytest.approx(float(np.sum(X[:, :-1] ** 2) + np.sum(U ** 2)),
+                                         rel=1e-13)
+
+
+def test_zero_steps(seed_plant):
+    result = simulate_closed_loop(seed_plant, LinearGain(np.ones((2, 2))), [1.0, 2.0], 0,
+                                  fine=True)
+    assert result.states.shape == (2, 1) and result.inputs.shape == (2, 0)
+    assert result.cost == 0.0 and result.final_norm == pytest.approx(np.sqrt(5.0))
+    np.testing.assert_array_equal(result.fine_states, [[1.0], [2.0]])
+
+
+# ---------------------------------------------------------------------- noise and reproducibility
+def test_same_seed_same_result(big_plant):
+    K_x = stabilizing_gain(big_plant)
+    opaque = Opaque(lambda x: K_x @ x)
+    runs = [simulate_closed_loop(big_plant, opaque, np.ones(6), 50,
+                                 process_noise=noise_sampler("laplace", 0.2),
+                                 measurement_noise=noise_sampler("normal", 0.1), rng=seed)
+            for seed in (5, 5, 6)]
+    np.testing.assert_array_equal(runs[0].states, runs[1].states)
+    np.testing.assert_array_equal(runs[0].inputs, runs[1].inputs)
+    assert not np.allclose(runs[0].states, runs[2].states)
+    generator_run = simulate_closed_loop(big_plant, opaque, np.ones(6), 50,
+                                         process_noise=noise_sampler("laplace", 0.2),
+                                         measurement_noise=noise_sampler("normal", 0.1),
+                                         rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(runs[0].states, generator_run.states)
+
+
+def test_explicit_noise_arrays(seed_plant):
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(2, 10))
+    V = rng.normal(size=(2, 11))
+    K_x = stabilizing_gain(seed_plant)
+    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [0.0, 0.0], 10, process_noise=W,
+                                  measurement_noise=V)
+    np.testing.assert_allclose(result.measurements, result.states + V, rtol=1e-15)
+    np.testing.assert_allclose(result.inputs, K_x @ (result.states + V)[:, :10], rtol=1e-12,
+                               atol=1e-12)
+    short = simulate_closed_loop(seed_plant, LinearGain(K_x), [0.0, 0.0], 10, process_noise=W,
+                                 measurement_noise=V[:, :10])
+    np.testing.assert_array_equal(short.measurement_noise[:, -1], [0.0, 0.0])
+    np.testing.assert_allclose(short.states, result.states, rtol=1e-15)
+
+
+def test_sampler_draws_process_then_measurement_noise(seed_plant):
+    calls = []
+
+    def sampler(rng, shape):
+        calls.append(shape)
+        return rng.normal(size=shape)
+
+    simulate_closed_loop(seed_plant, LinearGain(np.zeros((2, 2))), [0.0, 0.0], 7,
+                         process_noise=sampler, measurement_noise=sampler, rng=0)
+    assert calls == [(2, 7), (2, 8)]
+
+
+def test_noise_sampler_distributions():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    normal = noise_sampler("gaussian", 2.0, loc=1.0)
+    draws = normal(rng, (200_000,))
+    assert abs(draws.mean() - 1.0) < 0.03 and abs(draws.std() - 2.0) < 0.03
+    laplace = noise_sampler("laplace", 0.5)(rng, (200_000,))
+    assert abs(np.mean(np.abs(laplace)) - 0.5) < 0.01
+    t3 = noise_sampler("t", 1.0, df=3)
+    assert isinstance(t3, NoiseSampler) and t3(rng, (3, 4)).shape == (3, 4)
+    frozen = noise_sampler(scipy_stats.cauchy(), 0.1)(1, (5,))
+    np.testing.assert_allclose(frozen, 0.1 * scipy_stats.cauchy().rvs(size=5, random_state=
+                                                                        np.random.default_rng(1)))
+    unfrozen = noise_sampler(scipy_stats.uniform, 2.0, loc=-1.0)(rng, (1000,))
+    assert unfrozen.min() >= -1.0 and unfrozen.max() <= 1.0
+    first = noise_sampler("t", 1.0, df=2)(7, (10,))
+    np.testing.assert_array_equal(first, noise_sampler("t", 1.0, df=2)(7, (10,)))
+
+
+def test_noise_sampler_bad_arguments():
+    with pytest.raises(ParameterError, match="distribution"):
+        noise_sampler("no_such_distribution")
+    with pytest.raises(ParameterError, match="scale"):
+        noise_sampler("normal", 0.0)
+    with pytest.raises(ParameterError, match="distribution"):
+        noise_sampler(3.0)
+
+
+def test_sas_noise_sampler():
+    stable = pytest.importorskip("privacy.stable")
+    if not hasattr(stable, "sas_sample"):
+        pytest.skip("privacy.stable has no sas_sample yet")
+    sampler = noise_sampler("sas", 0.5, alpha=1.5)
+    draws = sampler(3, (2, 100))
+    assert draws.shape == (2, 100) and np.isfinite(draws).all()
+    np.testing.assert_array_equal(draws, sampler(3, (2, 100)))
+    with pytest.raises(ParameterError, match="alpha"):
+        noise_sampler("sas", 0.5)
+
+
+def test_heavy_tailed_noise_runs_through_the_loop(big_plant):
+    K_x = stabilizing_gain(big_plant)
+    result = simulate_closed_loop(big_plant, LinearGain(K_x), np.zeros(6), 200,
+                                  measurement_noise=noise_sampler("levy_stable", 0.01,
+                                                                  alpha=1.5, beta=0.0),
+                                  rng=0)
+    assert np.isfinite(result.states).all()
+
+
+# ---------------------------------------------------------------------- result object
+def test_result_is_immutable_and_serializable(seed_plant, tmp_path):
+    result = simulate_closed_loop(seed_plant, LinearGain(stabilizing_gain(seed_plant)),
+                                  [1.0, 0.0], 6, measurement_noise=np.full((2, 7), 0.01),
+                                  fine=True, points_per_step=3)
+    assert isinstance(result, ClosedLoopResult)
+    with pytest.raises(ValueError):
+        result.states[0, 0] = 5.0
+    with pytest.raises(AttributeError):
+        result.cost = 0.0
+    data = json.loads(json.dumps(result.to_dict()))
+    assert np.allclose(data["states"], result.states) and len(data["fine_times"]) == 19
+    path = result.to_csv(tmp_path / "run.csv")
+    lines = path.read_text().splitlines()
+    assert lines[0] == "t,x_1,x_2,y_1,y_2,u_1,u_2"
+    assert len(lines) == 8 and lines[-1].endswith(",,")
+    table = np.genfromtxt(path, delimiter=",", skip_header=1)
+    np.testing.assert_array_equal(table[:, 1:3], result.states.T)
+    np.testing.assert_array_equal(table[:-1, 5:7], result.inputs.T)
+    assert result.steps == 6 and result.state_norms.shape == (7,)
+
+
+def test_progress_bar(seed_plant, capsys):
+    result = simulate_closed_loop(seed_plant, LinearGain(np.zeros((2, 2))), [1.0, 0.0], 10,
+                                  progress=True)
+    assert result.states.shape == (2, 11)
+    assert "closed loop" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- errors
+@pytest.mark.parametrize("steps", [-1, 2.5, True, "10", None])
+def test_bad_steps(seed_plant, steps):
+    with pytest.raises(ParameterError, match="steps"):
+        simulate_closed_loop(seed_plant, LinearGain(np.zeros((2, 2))), [1.0, 0.0], steps)
+
+
+def test_bad_arguments(seed_plant):
+    gain = LinearGain(np.zeros((2, 2)))
+    with pytest.raises(DimensionError, match=r"x0 has shape \(3,\)"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0, 0.0], 5)
+    with pytest.raises(DimensionError, match="x0"):
+        simulate_closed_loop(seed_plant, gain, [[1.0, 0.0]], 5)
+    with pytest.raises(NonFiniteError, match="x0"):
+        simulate_closed_loop(seed_plant, gain, [np.nan, 0.0], 5)
+    with pytest.raises(ParameterError, match="method"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, method="fast")
+    with pytest.raises(ParameterError, match="feedback_matrices"):
+        simulate_closed_loop(seed_plant, Opaque(lambda x: x), [1.0, 0.0], 5, method="linear")
+    with pytest.raises(ParameterError, match="controller"):
+        simulate_closed_loop(seed_plant, object(), [1.0, 0.0], 5)
+    with pytest.raises(DimensionError, match="process_noise"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, process_noise=np.zeros((5, 2)))
+    with pytest.raises(DimensionError, match="measurement_noise"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5,
+                             measurement_noise=np.zeros((2, 4)))
+    with pytest.raises(DimensionError, match="Q has shape"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, Q=np.eye(3))
+    with pytest.raises(DimensionError, match="R has shape"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, R=np.eye(1))
+    with pytest.raises(ParameterError, match="points_per_step"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, fine=True, points_per_step=0)
+    with pytest.raises(ParameterError, match="plant"):
+        simulate_closed_loop(np.eye(2), gain, [1.0, 0.0], 5)
+
+
+@pytest.mark.parametrize("returned, error, message", [
+    (np.zeros(3), DimensionError, r"shape \(3,\) at step 0; expected \(2,\)"),
+    (np.zeros((2, 1)), DimensionError, r"shape \(2, 1\)"),
+    (np.array([np.nan, 0.0]), NonFiniteError, "non-finite input"),
+    ("abc", DimensionError, "returned str"),
+    (None, DimensionError, r"shape \(\)"),
+])
+def test_controller_returning_garbage(seed_plant, returned, error, message):
+    with pytest.raises(error, match=message):
+        simulate_closed_loop(seed_plant, Opaque(lambda x: returned), [1.0, 0.0], 5)
+
+
+def test_bad_feedback_matrices(seed_plant):
+    with pytest.raises(DimensionError, match="K_x has shape"):
+        simulate_closed_loop(seed_plant, LinearGain(np.zeros((2, 3))), [1.0, 0.0], 5)
+
+    class BadHistory(LinearGain):
+        def feedback_matrices(self):
+            return self.K_x, np.zeros((2, 3))
+
+    with pytest.raises(DimensionError, match="K_u has shape"):
+        simulate_closed_loop(seed_plant, BadHistory(np.zeros((2, 2))), [1.0, 0.0], 5)
+    with pytest.raises(NonFiniteError, match="K_x"):
+        closed_loop_matrix(seed_plant, np.full((2, 2), np.inf))
+
+
+@pytest.mark.parametrize("method", ["linear", "step"])
+def test_divergence_is_reported(method):
+    plant = DelayedPlant.from_continuous([[1.0]], [[1.0]], 0.0, 1.0)
+    gain = LinearGain([[5.0]])   # pushes the unstable plant further out
+    with pytest.raises(NonFiniteError, match="(no longer finite|non-finite input) .*at step"):
+        simulate_closed_loop(plant, gain, [1.0], 2000, method=method)
