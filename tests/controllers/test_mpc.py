@@ -383,3 +383,49 @@ def test_iteration_limit_raises(plant):
                      solver_options={"max_iter": 3, "polishing": False})
     with pytest.raises(SolverError, match="user_limit"):
         mpc(np.array([3.0, -2.0]))
+
+
+# ---------------------------------------------------------------------- model mismatch, property
+def test_identified_model_with_errors_still_regulates_true_plant(plant):
+    """The controller predicts with a perturbed (identified-like) model; the loop runs on truth."""
+    rng = np.random.default_rng(3)
+    blocks = plant.B_blocks * (1 + 0.02 * rng.standard_normal(plant.B_blocks.shape))
+    model = DelayedPlant(plant.A_d + 0.01 * rng.standard_normal((2, 2)), blocks, plant.dt)
+    assert not model.B_blocks[0].any()  # the zero block stays exactly zero: w = 1
+    mpc = DelayedMPC(model, horizon=10, u_min=-1, u_max=1)
+    X, U = closed_loop(plant, mpc, np.array([3.0, -2.0]), 60)
+    assert np.max(np.abs(U)) <= 1 + INPUT_BOUND_TOLERANCE
+    assert np.linalg.norm(X[:, -1]) < 1e-3
+
+
+def test_unconstrained_first_move_is_lq_for_random_delayed_plants():
+    """Property (hypothesis): random plants and per-channel delays, u_k = -K z_k."""
+    import scipy.linalg
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=6, deadline=None, derandomize=True)
+    @given(st.integers(1, 3), st.integers(1, 2), st.integers(0, 2**31 - 1),
+           st.integers(1, 6))
+    def check(n, m, seed, horizon):
+        rng = np.random.default_rng(seed)
+        A_c = rng.standard_normal((n, n))
+        B_c = rng.standard_normal((n, m))
+        dt = 0.5
+        delays = rng.choice([0.0, 0.25, 0.5, 1.0, 1.5, 2.25], size=m) * dt
+        true = DelayedPlant.from_continuous(A_c, B_c, delay=delays, dt=dt)
+        mpc = DelayedMPC(true, horizon=horizon)
+        w = mpc.dead_steps
+        assert w == int(np.min(true.delay_steps))
+        F, G = lifted_reduced(true, w)
+        Q_lift = np.zeros_like(F)
+        Q_lift[:n, :n] = np.eye(n)
+        P = scipy.linalg.solve_discrete_are(F, G, Q_lift, np.eye(m))
+        K = np.linalg.solve(np.eye(m) + G.T @ P @ G, G.T @ P @ F)
+        x = rng.standard_normal(n)
+        hist = rng.standard_normal((m, true.max_delay))
+        expected = -K @ zeta(true, x, hist, w)
+        got = mpc.solve(x, hist).first_input
+        np.testing.assert_allclose(got, expected, atol=1e-6 * max(1.0, np.abs(expected).max()))
+
+    check()
