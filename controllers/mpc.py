@@ -55,6 +55,10 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _readonly_or_none(array: np.ndarray | None) -> np.ndarray | None:
+    return None if array is None else _readonly(array)
+
+
 @dataclass(frozen=True)
 class MPCResult:
     """Outcome of one MPC solve (immutable; arrays are read-only).
@@ -168,6 +172,10 @@ class DelayedMPC:
     Attributes
     ----------
     plant : DelayedPlant
+    Q, R : ndarray
+        The weights in use, shapes (n, n) and (m, m), read-only.
+    u_min, u_max, x_min, x_max : ndarray or None
+        The bounds in use, shapes (m,) and (n,), read-only.
     dead_steps : int
         Whole delay ``w``: the number of leading input blocks that are exactly zero.
     terminal_weight : ndarray, shape (n + m (R - w), n + m (R - w))
@@ -232,10 +240,11 @@ class DelayedMPC:
         n, m, R_max = plant.n_states, plant.n_inputs, plant.max_delay
         self.horizon = check_integer("horizon", horizon, minimum=1)
         self.dead_steps = _dead_steps(plant.B_blocks)
-        self.Q = _weight("Q", Q, n, definite=False)
-        self.R = _weight("R", R, m, definite=True)
-        self.u_min, self.u_max = _bounds("u", u_min, u_max, m)
-        self.x_min, self.x_max = _bounds("x", x_min, x_max, n)
+        # Read-only: the problem is built from these once, so changing them later would lie.
+        self.Q = _readonly(_weight("Q", Q, n, definite=False))
+        self.R = _readonly(_weight("R", R, m, definite=True))
+        self.u_min, self.u_max = (_readonly_or_none(b) for b in _bounds("u", u_min, u_max, m))
+        self.x_min, self.x_max = (_readonly_or_none(b) for b in _bounds("x", x_min, x_max, n))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")

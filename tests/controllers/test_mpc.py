@@ -429,3 +429,12 @@ def test_unconstrained_first_move_is_lq_for_random_delayed_plants():
         np.testing.assert_allclose(got, expected, atol=1e-6 * max(1.0, np.abs(expected).max()))
 
     check()
+
+
+def test_settings_are_read_only(plant):
+    mpc = DelayedMPC(plant, horizon=3, u_min=-1, u_max=[1, 2])
+    np.testing.assert_array_equal(mpc.u_max, [1.0, 2.0])
+    assert mpc.x_min is None
+    for array in (mpc.Q, mpc.R, mpc.u_min, mpc.terminal_weight):
+        with pytest.raises(ValueError):
+            array[0] = 5.0
