@@ -7,10 +7,20 @@ from privacy.errors import (
     ParameterError,
     ToolboxError,
 )
+from privacy.mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    NeighboringRelation,
+    SaSMechanism,
+)
 
 __all__ = [
     "AccountingError",
     "DimensionError",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "NeighboringRelation",
+    "SaSMechanism",
     "NonFiniteError",
     "ParameterError",
     "ToolboxError",

@@ -1,0 +1,190 @@
+"""Tests of privacy.accounting, privacy.composition and privacy.calibration."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+from privacy import (
+    AccountingError,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NeighboringRelation,
+    ParameterError,
+    SaSMechanism,
+)
+from privacy.accounting import delta, epsilon, pessimistic_pld
+from privacy.calibration import calibrate_gaussian_sigma, calibrate_scale
+from privacy.composition import (
+    advanced_composition,
+    gdp_epsilon,
+    gdp_mu_gaussian,
+    rdp_epsilon_gaussian,
+    simple_composition,
+)
+
+
+@pytest.mark.parametrize("mech", [GaussianMechanism(sigma=1.0), LaplaceMechanism(scale=2.0)],
+                         ids=["gaussian", "laplace"])
+@pytest.mark.parametrize("steps,q", [(100, 0.01), (1000, 0.01), (100, 1.0)])
+def test_generic_path_matches_native_from_above(mech, steps, q):
+    native = epsilon(mech, delta=1e-5, steps=steps, sampling_rate=q)
+    generic = epsilon(mech, delta=1e-5, steps=steps, sampling_rate=q, generic=True)
+    assert native <= generic <= native * 1.01
+
+
+@pytest.mark.parametrize("steps,q", [(100, 0.01), (1000, 0.01)])
+def test_generic_delta_matches_native_from_above(steps, q):
+    mech = GaussianMechanism(sigma=1.0)
+    native = delta(mech, epsilon=1.5, steps=steps, sampling_rate=q)
+    generic = delta(mech, epsilon=1.5, steps=steps, sampling_rate=q, generic=True)
+    assert native <= generic <= native * 1.05
+
+
+def test_native_matches_dp_accounting_directly():
+    pld = pld_lib.from_gaussian_mechanism(1.0, sampling_prob=0.01).self_compose(1000)
+    assert epsilon(GaussianMechanism(sigma=1.0), delta=1e-5, steps=1000,
+                   sampling_rate=0.01) == pytest.approx(pld.get_epsilon_for_delta(1e-5))
+
+
+@pytest.mark.parametrize("steps,q", [(1, 1.0), (100, 0.01), (1000, 0.001)])
+def test_sas_alpha_two_equals_gaussian(steps, q):
+    sas = SaSMechanism(alpha=2.0, scale=1.0)
+    gauss = GaussianMechanism(sigma=math.sqrt(2.0))
+    reference = epsilon(gauss, delta=1e-5, steps=steps, sampling_rate=q)
+    assert epsilon(sas, delta=1e-5, steps=steps, sampling_rate=q) == pytest.approx(reference)
+    generic = epsilon(sas, delta=1e-5, steps=steps, sampling_rate=q, generic=True)
+    assert reference <= generic <= reference * 1.01
+
+
+def test_replace_one_generic_matches_native_gaussian():
+    mech = GaussianMechanism(sigma=2.0)
+    rel = NeighboringRelation.REPLACE_ONE
+    native = epsilon(mech, delta=1e-5, steps=50, sampling_rate=0.1, neighboring=rel)
+    generic = epsilon(mech, delta=1e-5, steps=50, sampling_rate=0.1, neighboring=rel,
+                      generic=True)
+    assert native <= generic <= native * 1.01
+
+
+@pytest.mark.parametrize("scale,eps", [(1.0, 0.1), (1.0, 0.5), (0.3, 2.0), (4.0, 0.05)])
+def test_sas_single_release_pld_above_exact_curve(scale, eps):
+    mech = SaSMechanism(alpha=1.0, scale=scale)
+    exact = mech.privacy_curve(eps)
+    bound = delta(mech, epsilon=eps)
+    assert exact <= bound <= exact + 1e-3 * max(exact, 1e-3)
+
+
+def test_sas_single_release_epsilon_below_pure():
+    mech = SaSMechanism(alpha=1.0, scale=1.0)
+    assert epsilon(mech, delta=0.0) <= mech.epsilon
+    assert epsilon(mech, delta=1e-5) == pytest.approx(mech.epsilon, rel=2e-3)
+    assert delta(mech, epsilon=mech.epsilon) == 0.0
+
+
+def test_sas_composition_with_subsampling_bounded_by_simple_and_monotone():
+    mech = SaSMechanism(alpha=1.0, scale=2.0)
+    amplified = math.log1p(0.01 * math.expm1(mech.epsilon))
+    e100 = epsilon(mech, delta=1e-5, steps=100, sampling_rate=0.01)
+    e1000 = epsilon(mech, delta=1e-5, steps=1000, sampling_rate=0.01)
+    assert 0 < e100 < e1000 <= 1000 * amplified
+    assert epsilon(mech, delta=1e-5, steps=100, sampling_rate=0.02) > e100
+
+
+def test_sas_pld_add_and_remove_differ_under_subsampling():
+    pld = pessimistic_pld(SaSMechanism(alpha=1.0, scale=1.0), sampling_rate=0.1)
+    assert not pld._symmetric  # noqa: SLF001 - checks both adjacency directions are kept
+    remove = pld._pmf_remove.get_delta_for_epsilon(0.05)
+    add = pld._pmf_add.get_delta_for_epsilon(0.05)
+    assert remove != pytest.approx(add, rel=1e-3)
+
+
+def test_sas_subsampled_single_release_above_exact_mixture_curve():
+    # exact delta for the subsampled REMOVE pair by direct integration
+    import numpy as np
+    from scipy import integrate
+    mech = SaSMechanism(alpha=1.0, scale=0.5)
+    q, eps = 0.2, 0.1
+
+    def p(x):
+        return math.exp(float(mech._logpdf(np.array(x))))
+
+    def integrand_remove(x):
+        return max(0.0, q * p(x + 1.0) + (1 - q) * p(x) - math.exp(eps) * p(x))
+
+    def integrand_add(x):
+        return max(0.0, p(x) - math.exp(eps) * (q * p(x - 1.0) + (1 - q) * p(x)))
+    exact = max(integrate.quad(f, -np.inf, np.inf, limit=2000, epsabs=1e-13)[0]
+                for f in (integrand_remove, integrand_add))
+    bound = delta(mech, epsilon=eps, sampling_rate=q)
+    assert exact <= bound <= exact * 1.01 + 1e-9
+
+
+def test_comparison_accountants_order():
+    sigma, steps, q = 1.0, 1000, 0.01
+    pld_eps = epsilon(GaussianMechanism(sigma=sigma), delta=1e-5, steps=steps, sampling_rate=q)
+    rdp_eps = rdp_epsilon_gaussian(sigma, delta=1e-5, steps=steps, sampling_rate=q)
+    mu, exact = gdp_mu_gaussian(sigma, steps=steps, sampling_rate=q)
+    assert not exact
+    assert pld_eps < rdp_eps  # RDP is a looser upper bound
+    assert gdp_epsilon(mu, 1e-5) < rdp_eps  # CLT is an approximation, often below the truth
+    mu1, exact1 = gdp_mu_gaussian(2.0, steps=10)
+    assert exact1
+    assert epsilon(GaussianMechanism(sigma=2.0), delta=1e-5, steps=10) == pytest.approx(
+        gdp_epsilon(mu1, 1e-5), rel=1e-3)
+
+
+def test_simple_and_advanced_composition():
+    assert simple_composition(0.2, 1e-6, steps=10).epsilon == pytest.approx(2.0)
+    assert simple_composition(0.2, 1e-6, steps=10).delta == pytest.approx(1e-5)
+    adv = advanced_composition(0.01, steps=10_000, delta_slack=1e-5)
+    assert adv.epsilon < simple_composition(0.01, steps=10_000).epsilon
+    mech = LaplaceMechanism(scale=100.0)
+    assert epsilon(mech, delta=1e-5, steps=10_000) <= adv.epsilon
+
+
+def test_calibration_round_trips():
+    gamma = calibrate_scale(1.0, delta=1e-5, steps=100, sampling_rate=0.05, alpha=1.0)
+    assert epsilon(SaSMechanism(alpha=1.0, scale=gamma), delta=1e-5, steps=100,
+                   sampling_rate=0.05) <= 1.0
+    assert epsilon(SaSMechanism(alpha=1.0, scale=gamma / 1.01), delta=1e-5, steps=100,
+                   sampling_rate=0.05) > 1.0
+    sigma = calibrate_gaussian_sigma(2.0, delta=1e-5, steps=1000, sampling_rate=0.01)
+    assert epsilon(GaussianMechanism(sigma=sigma), delta=1e-5, steps=1000,
+                   sampling_rate=0.01) <= 2.0
+    gamma2 = calibrate_scale(2.0, delta=1e-5, steps=1000, sampling_rate=0.01, alpha=2.0)
+    assert math.sqrt(2.0) * gamma2 == pytest.approx(sigma, rel=3e-3)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(delta=1.0), "delta"), (dict(delta=-0.1), "delta"),
+    (dict(delta=1e-5, steps=0), "steps"), (dict(delta=1e-5, steps=1.5), "steps"),
+    (dict(delta=1e-5, sampling_rate=0.0), "sampling_rate"),
+    (dict(delta=1e-5, sampling_rate=1.5), "sampling_rate"),
+    (dict(delta=1e-5, neighboring="add"), "neighboring")])
+def test_epsilon_bad_input(kwargs, name):
+    with pytest.raises(ParameterError, match=name):
+        epsilon(GaussianMechanism(sigma=1.0), **kwargs)
+
+
+def test_delta_bad_input_and_unsupported():
+    with pytest.raises(ParameterError, match="epsilon"):
+        delta(GaussianMechanism(sigma=1.0), epsilon=0.0)
+    with pytest.raises(ParameterError, match="mechanism"):
+        delta(object(), epsilon=1.0)
+    with pytest.raises(AccountingError):
+        epsilon(SaSMechanism(alpha=1.0, scale=1.0, dimension=3), delta=1e-5)
+    with pytest.raises(ParameterError, match="target_epsilon"):
+        calibrate_scale(-1.0, delta=1e-5, steps=10)
+    with pytest.raises(ParameterError, match="alpha"):
+        calibrate_scale(1.0, delta=1e-5, steps=10, alpha=2.1)
+
+
+def test_results_never_nan_or_negative():
+    for mech in [GaussianMechanism(sigma=0.2), SaSMechanism(alpha=1.0, scale=0.05),
+                 LaplaceMechanism(scale=0.1)]:
+        e = epsilon(mech, delta=1e-8, steps=3)
+        assert e >= 0 and not math.isnan(e)
+        d = delta(mech, epsilon=0.01, steps=3)
+        assert 0.0 <= d <= 1.0
