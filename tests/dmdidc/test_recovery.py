@@ -1,0 +1,171 @@
+"""Continuous-model and delay recovery (dmdidc.recovery, eqs. 9.66-9.69)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from dmdidc import (
+    ContinuousModelWarning,
+    DelayedPlant,
+    DMDidc,
+    LogarithmError,
+    delay_blocks,
+    random_excitation,
+    recover_continuous,
+)
+from dmdidc.recovery import continuous_state_matrix, first_active_block
+
+
+def rotation_plant(omega, dt, damping=0.1):
+    return np.array([[-damping, omega], [-omega, -damping]])
+
+
+@pytest.fixture(scope="module")
+def plant():
+    rng = np.random.default_rng(0)
+    A_c = rng.standard_normal((3, 3)) * 0.5 - 0.5 * np.eye(3)
+    B_c = rng.standard_normal((3, 2))
+    return A_c, B_c
+
+
+# ---------------------------------------------------------------------- logarithm failures
+def test_negative_real_eigenvalue_raises():
+    with pytest.raises(LogarithmError, match=r"eigenvalue -0\.5 on the negative real axis"):
+        recover_continuous(np.diag([-0.5, 0.3]), np.ones((1, 2, 1)), 1.0)
+
+
+def test_mode_exactly_at_nyquist_raises():
+    T = 0.5
+    A_c = rotation_plant(np.pi / T, T, damping=0.0)        # A_d = expm(A_c T) = -I
+    A_d = expm(A_c * T)
+    np.testing.assert_allclose(A_d, -np.eye(2), atol=1e-14)
+    with pytest.raises(LogarithmError, match="Nyquist"):
+        continuous_state_matrix(A_d, T)
+    # Damped mode at Nyquist: eigenvalues -e^{-0.1 T} (double) on the negative real axis.
+    with pytest.raises(LogarithmError, match="negative real axis"):
+        continuous_state_matrix(expm(rotation_plant(np.pi / T, T) * T), T)
+
+
+@pytest.mark.parametrize("A_d", [np.diag([0.0, 0.5]), np.diag([1e-14, 0.5]),
+                                 np.array([[0.0, 1.0], [0.0, 0.0]])])
+def test_singular_a_d_raises(A_d):
+    with pytest.raises(LogarithmError, match="at zero"):
+        continuous_state_matrix(A_d, 1.0)
+
+
+def test_estimator_without_real_logarithm_keeps_discrete_model():
+    # x_{k+1} = diag(-0.5, 0.3) x_k + B u_{k-1}: valid discrete data, no continuous plant.
+    true = DelayedPlant(np.diag([-0.5, 0.3]), np.array([np.zeros((2, 1)), [[1.0], [2.0]]]), 1.0)
+    U = random_excitation(1, 50, rng=0)
+    X = true.simulate(np.zeros(2), U)
+    with pytest.warns(ContinuousModelWarning, match="no continuous-time model.*negative real"):
+        est = DMDidc(max_delay=1).fit(X, U, dt=1.0)
+    np.testing.assert_allclose(est.B_blocks, true.B_blocks, atol=1e-12)
+    np.testing.assert_allclose(est.predict(np.ones(2), U), true.simulate(np.ones(2), U),
+                               atol=1e-10)
+    assert not est.model_.has_continuous
+    for name in ("A_c", "B_c", "delay"):
+        with pytest.raises(LogarithmError, match="negative real axis"):
+            getattr(est, name)
+
+
+def test_jordan_block_has_real_logarithm():
+    A_d = np.array([[1.0, 1.0], [0.0, 1.0]])
+    A_c = continuous_state_matrix(A_d, 2.0)
+    np.testing.assert_allclose(A_c, [[0.0, 0.5], [0.0, 0.0]], atol=1e-14)
+
+
+# ---------------------------------------------------------------------- Nyquist and aliasing
+def test_near_nyquist_warns_but_recovers():
+    T = 0.5
+    A_c = rotation_plant(3.12 / T, T)                       # 3.12 rad per period (pi - 0.02)
+    with pytest.warns(ContinuousModelWarning, match="close to the Nyquist frequency"):
+        recovered = continuous_state_matrix(expm(A_c * T), T)
+    np.testing.assert_allclose(recovered, A_c, atol=1e-9)
+
+
+def test_no_warning_well_below_nyquist():
+    T = 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        continuous_state_matrix(expm(rotation_plant(2.5 / T, T) * T), T)
+
+
+def test_frequency_beyond_nyquist_gives_alias():
+    # 4 rad per period > pi: the data cannot tell it from its alias 4 - 2 pi rad per period.
+    T = 0.5
+    A_c = rotation_plant(4.0 / T, T)
+    true = DelayedPlant.from_continuous(A_c, np.array([[1.0], [0.5]]), delay=0.0, dt=T)
+    U = random_excitation(1, 60, rng=1)
+    est = DMDidc(max_delay=0).fit(true.simulate(np.zeros(2), U), U, dt=T)
+    alias = rotation_plant((4.0 - 2 * np.pi) / T, T)
+    assert np.max(np.abs(est.A_c - A_c)) > 1.0                 # not the true A_c ...
+    np.testing.assert_allclose(est.A_c, alias, atol=1e-9)      # ... but its principal alias
+    np.testing.assert_allclose(expm(est.A_c * T), expm(A_c * T), atol=1e-12)
+    # The alias model reproduces the sampled data exactly.
+    again = DelayedPlant.from_continuous(est.A_c, est.B_c, delay=est.delay, dt=T)
+    np.testing.assert_allclose(again.B_blocks, true.B_blocks, atol=1e-10)
+
+
+# ---------------------------------------------------------------------- delay fraction
+@pytest.mark.parametrize("fraction", [0.0, 1e-3, 0.02, 0.5, 0.98, 0.999])
+@pytest.mark.parametrize("whole", [0, 2])
+def test_fraction_to_full_precision_from_exact_blocks(plant, whole, fraction):
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(whole + fraction) * dt, (1 + 0.37) * dt])
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=4)
+    A_rec, B_rec, d = recover_continuous(A_d, blocks, dt)
+    assert abs(d[0] - delay[0]) <= 1e-9 * dt
+    assert abs(d[1] - delay[1]) <= 1e-9 * dt
+    np.testing.assert_allclose(A_rec, A_c, atol=1e-12)
+    np.testing.assert_allclose(B_rec, B_c, atol=1e-10)
+    if fraction == 0.0:
+        assert d[0] == whole * dt                       # exactly, not w + 1 - 1e-16
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1e-3, 0.5, 0.999])
+def test_fraction_to_full_precision_through_estimator(plant, fraction):
+    # Identified (not exact) blocks: the recovery must still be at rounding level.
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(1 + fraction) * dt, 0.0])
+    true = DelayedPlant.from_continuous(A_c, B_c, delay=delay, dt=dt, max_delay=3)
+    U = random_excitation(2, 120, rng=5)
+    est = DMDidc(max_delay=3, method="qr").fit(true.simulate(np.zeros(3), U), U, dt=dt)
+    err = np.abs(est.delay - delay) / dt
+    assert np.all(err <= 1e-9), err                    # measured ~1e-14
+    np.testing.assert_allclose(est.B_c, B_c, atol=1e-9)
+
+
+def test_fraction_below_block_rtol_is_rounded_to_whole_period(plant):
+    # p = 1 - 1e-8: B^(w) ~ 1e-8 relative, below block_rtol = 1e-6, so it is treated as zero
+    # and the delay is reported as w + 1 periods: an error of 1e-8 T (documented tolerance).
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(2 - 1e-8) * dt, 0.5 * dt])
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=3)
+    _, _, d = recover_continuous(A_d, blocks, dt)
+    assert d[0] == 2 * dt
+    assert abs(d[0] - delay[0]) < 1e-7 * dt
+
+
+def test_first_active_block():
+    columns = np.array([[0.0, 0.0], [1e-9, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    assert first_active_block(columns, 1e-6) == 2
+    assert first_active_block(columns, 1e-12) == 1
+    assert first_active_block(np.zeros((3, 2)), 1e-6) is None
+
+
+def test_silent_channel_warns_and_reports_zero_delay():
+    A_d = np.diag([0.5, 0.8])
+    blocks = np.zeros((2, 2, 2))
+    blocks[1, :, 0] = [1.0, 0.5]
+    with pytest.warns(ContinuousModelWarning, match=r"channel\(s\) \[1\] have no effect"):
+        _, B_c, delay = recover_continuous(A_d, blocks, 1.0)
+    assert delay[1] == 0.0 and np.all(B_c[:, 1] == 0.0)
+    assert delay[0] == 1.0
