@@ -1,0 +1,152 @@
+"""Streaming Gram and TSQR accumulators (dmdidc.regression), checked against explicit matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmdidc import DimensionError, InsufficientExcitationError, RegressionSolution
+from dmdidc.regression import GramAccumulator, QRAccumulator, lagged_inputs, make_accumulator
+
+
+def explicit_regression(X, U, R):
+    """Phi (p, N) = [x_k; u_k; ...; u_{k-R}] and Y (n, N) = x_{k+1}, k = R .. K-1, by a loop."""
+    K = U.shape[1]
+    cols = [np.concatenate([X[:, k]] + [U[:, k - j] for j in range(R + 1)]) for k in range(R, K)]
+    return np.array(cols).T, X[:, R + 1:]
+
+
+def random_data(rng, n, m, K):
+    return rng.standard_normal((n, K + 1)), rng.standard_normal((m, K))
+
+
+def feed(acc, X, U, cuts):
+    """Feed one trajectory in chunks ending at the sample indices in ``cuts``."""
+    start = 0
+    for stop in list(cuts) + [U.shape[1]]:
+        acc.update(X[:, start:stop + 1], U[:, start:stop])
+        start = stop
+
+
+def test_lagged_inputs_matches_loop():
+    U = np.arange(2 * 7, dtype=float).reshape(2, 7)
+    L = lagged_inputs(U, 2)
+    assert L.shape == (6, 5)
+    for c, k in enumerate(range(2, 7)):
+        np.testing.assert_array_equal(L[:, c], np.concatenate([U[:, k], U[:, k - 1], U[:, k - 2]]))
+    np.testing.assert_array_equal(lagged_inputs(U, 0), U)
+
+
+@pytest.mark.parametrize("R", [0, 1, 4])
+@pytest.mark.parametrize("cuts", [[], [1, 2, 3, 40], [5, 6, 7], [2, 30, 31, 32, 59]])
+def test_gram_accumulator_equals_explicit_products(R, cuts):
+    rng = np.random.default_rng(R)
+    n, m, K = 3, 2, 60
+    X, U = random_data(rng, n, m, K)
+    X *= 1e3                                                # different scales on purpose
+    acc = GramAccumulator(n, m, R)
+    feed(acc, X, U, cuts)
+    Phi, Y = explicit_regression(X, U, R)
+    assert acc.n_samples == K - R == Phi.shape[1]
+    scale = np.linalg.norm(Phi, axis=1)
+    np.testing.assert_allclose(acc.symmetric_gram() / np.outer(scale, scale),
+                               Phi @ Phi.T / np.outer(scale, scale), atol=1e-13)
+    np.testing.assert_allclose(acc.cross, Y @ Phi.T, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(acc.target_gram, Y @ Y.T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("R", [0, 3])
+def test_qr_factor_reproduces_gram(R):
+    rng = np.random.default_rng(10 + R)
+    n, m, K = 2, 3, 50
+    X, U = random_data(rng, n, m, K)
+    acc = QRAccumulator(n, m, R)
+    feed(acc, X, U, [1, 2, 20])
+    Phi, Y = explicit_regression(X, U, R)
+    full = np.concatenate([Phi, Y])
+    np.testing.assert_allclose(acc.factor.T @ acc.factor, full @ full.T, rtol=1e-12, atol=1e-11)
+    assert acc.factor.shape == (acc.p + n, acc.p + n)       # memory independent of K
+
+
+def test_multiple_trajectories_do_not_straddle():
+    rng = np.random.default_rng(3)
+    n, m, R = 2, 1, 2
+    X1, U1 = random_data(rng, n, m, 20)
+    X2, U2 = random_data(rng, n, m, 15)
+    for cls in (GramAccumulator, QRAccumulator):
+        acc = cls(n, m, R)
+        feed(acc, X1, U1, [4])
+        acc.new_trajectory()
+        feed(acc, X2, U2, [1])
+        Phi = np.concatenate([explicit_regression(X1, U1, R)[0],
+                              explicit_regression(X2, U2, R)[0]], axis=1)
+        Y = np.concatenate([X1[:, R + 1:], X2[:, R + 1:]], axis=1)
+        assert acc.n_samples == 18 + 13
+        coefficients = np.linalg.lstsq(Phi.T, Y.T, rcond=None)[0].T
+        np.testing.assert_allclose(acc.solution().coefficients, coefficients, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [GramAccumulator, QRAccumulator])
+def test_solution_equals_lstsq_with_residual_and_spectrum(cls):
+    rng = np.random.default_rng(5)
+    n, m, R, K = 3, 2, 2, 80
+    X, U = random_data(rng, n, m, K)                        # Y is not linear in Phi: residual
+    acc = cls(n, m, R)
+    feed(acc, X, U, [10, 33])
+    Phi, Y = explicit_regression(X, U, R)
+    solution = acc.solution()
+    assert isinstance(solution, RegressionSolution)
+    coefficients = np.linalg.lstsq(Phi.T, Y.T, rcond=None)[0].T
+    np.testing.assert_allclose(solution.coefficients, coefficients, atol=1e-11)
+    residual = np.linalg.norm(Y - coefficients @ Phi)
+    assert solution.residual_norm == pytest.approx(residual, rel=1e-8)
+    equilibrated = Phi / np.linalg.norm(Phi, axis=1, keepdims=True)
+    singular = np.linalg.svd(equilibrated, compute_uv=False)
+    np.testing.assert_allclose(solution.singular_values, singular, rtol=1e-10)
+    assert solution.condition_number == pytest.approx(singular[0] / singular[-1], rel=1e-9)
+    assert (solution.rank, solution.n_samples) == (acc.p, K - R)
+
+
+@pytest.mark.parametrize("cls", [GramAccumulator, QRAccumulator])
+def test_add_samples_explicit(cls):
+    rng = np.random.default_rng(6)
+    Phi = rng.standard_normal((5, 40))
+    C = rng.standard_normal((2, 5))
+    acc = cls(2, 1, 2)                                       # p = 2 + 1 * 3 = 5
+    acc.add_samples(Phi[:, :17], C @ Phi[:, :17])
+    acc.add_samples(Phi[:, 17:], C @ Phi[:, 17:])
+    assert acc.n_samples == 40
+    np.testing.assert_allclose(acc.solution().coefficients, C, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [GramAccumulator, QRAccumulator])
+def test_too_few_samples_and_rank_deficiency(cls):
+    rng = np.random.default_rng(7)
+    n, m, R = 2, 2, 1                                        # p = 6
+    X, U = random_data(rng, n, m, R + 5)                     # 5 samples
+    acc = cls(n, m, R)
+    acc.update(X, U)
+    with pytest.raises(InsufficientExcitationError, match="5 regression samples; at least 6"):
+        acc.solution()
+    acc2 = cls(n, m, R)
+    X2, U2 = rng.standard_normal((n, 31)), np.tile(rng.standard_normal(30), (2, 1))
+    acc2.update(X2, U2)
+    with pytest.raises(InsufficientExcitationError, match="numerical rank 4 of 6"):
+        acc2.solution()
+    truncated = acc2.solution(svd_rank=4)                    # deliberate reduced fit
+    assert truncated.rank == 4
+    with pytest.raises(DimensionError, match="svd_rank must be between 1 and 6"):
+        acc2.solution(svd_rank=7)
+
+
+def test_condition_number_infinite_when_singular():
+    solution = RegressionSolution(np.zeros((1, 2)), np.array([1.0, 0.0]), 1, 5, 0.0)
+    assert solution.condition_number == float("inf")
+
+
+def test_make_accumulator():
+    assert isinstance(make_accumulator("gram", 2, 1, 3), GramAccumulator)
+    assert isinstance(make_accumulator("qr", 2, 1, 3), QRAccumulator)
+    assert make_accumulator("qr", 2, 1, 3).p == 2 + 1 * 4
+    with pytest.raises(ValueError, match="'gram' or 'qr'"):
+        make_accumulator("svd", 2, 1, 3)
