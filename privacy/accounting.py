@@ -35,12 +35,12 @@ buckets).
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
+from dp_accounting import privacy_accountant
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting import privacy_accountant
 from scipy import optimize
 
 from privacy.errors import AccountingError, ParameterError
@@ -54,7 +54,7 @@ from privacy.validation import check_in_interval, check_integer, check_positive,
 
 __all__ = ["epsilon", "delta", "privacy_loss_distribution", "pessimistic_pld"]
 
-Mechanism = Union[LaplaceMechanism, GaussianMechanism, SaSMechanism]
+Mechanism = LaplaceMechanism | GaussianMechanism | SaSMechanism
 
 _DEFAULT_DISCRETIZATION = 1e-4
 _MAX_CELLS = 3_000_000

@@ -29,8 +29,9 @@ from __future__ import annotations
 import enum
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -156,7 +157,7 @@ class LaplaceMechanism:
         noisy = array + as_generator(rng).laplace(0.0, self.scale, size=array.shape)
         return _as_output(value, noisy)
 
-    def describe(self) -> "LaplaceMechanism":
+    def describe(self) -> LaplaceMechanism:
         """The accountant's description of this mechanism (the immutable value itself)."""
         return self
 
@@ -230,7 +231,7 @@ class GaussianMechanism:
 
     @classmethod
     def from_epsilon_delta(cls, epsilon: float, delta: float, *, sensitivity: float = 1.0,
-                           method: str = "analytic") -> "GaussianMechanism":
+                           method: str = "analytic") -> GaussianMechanism:
         """Calibrate ``sigma`` for a single ``(epsilon, delta)``-DP release.
 
         Parameters
@@ -319,7 +320,7 @@ class GaussianMechanism:
         noisy = array + as_generator(rng).normal(0.0, self.sigma, size=array.shape)
         return _as_output(value, noisy)
 
-    def describe(self) -> "GaussianMechanism":
+    def describe(self) -> GaussianMechanism:
         """The accountant's description of this mechanism (the immutable value itself)."""
         return self
 
@@ -414,7 +415,7 @@ def _sas_epsilon_normalized(alpha: float, ratio: float) -> float:
     if alpha == 2.0:
         return math.inf
     if alpha == 1.0:
-        # closed form (3.57): log((s+1)/(s-1)), s = sqrt(4 ratio^2 + 1), equal to 2 asinh(1/(2 ratio))
+        # closed form (3.57): log((s+1)/(s-1)), s = sqrt(4 ratio^2 + 1), = 2 asinh(1/(2 ratio))
         return 2.0 * math.asinh(0.5 / ratio) * (1.0 + 4e-16)
     logpdf, _, _ = _sas_functions(alpha, ratio)
 
@@ -444,7 +445,7 @@ def sas_pure_epsilon(alpha: float, scale: float, sensitivity: float = 1.0) -> fl
 def _concave_majorant_at(xs: np.ndarray, ys: np.ndarray, x0: float) -> float:
     """Value at ``x0`` of the least concave majorant of the points (xs, ys) (xs increasing)."""
     hull: list[tuple[float, float]] = []
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=False):
         while len(hull) >= 2:
             (x1, y1), (x2, y2) = hull[-2], hull[-1]
             if (y2 - y1) * (x - x1) <= (y - y1) * (x2 - x1):
@@ -452,7 +453,7 @@ def _concave_majorant_at(xs: np.ndarray, ys: np.ndarray, x0: float) -> float:
             else:
                 break
         hull.append((float(x), float(y)))
-    for (x1, y1), (x2, y2) in zip(hull[:-1], hull[1:]):
+    for (x1, y1), (x2, y2) in zip(hull[:-1], hull[1:], strict=False):
         if x1 <= x0 <= x2:
             return y1 if x2 == x1 else y1 + (y2 - y1) * (x0 - x1) / (x2 - x1)
     return hull[-1][1]
@@ -622,7 +623,7 @@ class SaSMechanism:
 
     @classmethod
     def from_epsilon(cls, epsilon: float, *, alpha: float, sensitivity: float = 1.0
-                     ) -> "SaSMechanism":
+                     ) -> SaSMechanism:
         """Smallest scale (to relative 1e-10, rounded up) whose pure-DP epsilon is <= ``epsilon``.
 
         Raises
@@ -734,7 +735,7 @@ class SaSMechanism:
                                                  rng=gen), dtype=float)
         return _as_output(value, array + noise)
 
-    def describe(self) -> "SaSMechanism":
+    def describe(self) -> SaSMechanism:
         """The accountant's description of this mechanism (the immutable value itself)."""
         return self
 
