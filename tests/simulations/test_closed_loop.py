@@ -113,6 +113,24 @@ def test_paths_agree_with_noise(big_plant):
     np.testing.assert_array_equal(fast.measurement_noise, slow.measurement_noise)
 
 
+@pytest.mark.parametrize("noisy", [False, True])
+@pytest.mark.parametrize("steps", [1025, 4099])   # long runs take the blocked recursion
+def test_blocked_linear_path_agrees_with_step_path(big_plant, noisy, steps):
+    K_x = stabilizing_gain(big_plant)
+    K_u = np.array([[[0.02, 0.0], [0.01, -0.03]]])
+    kwargs = dict(process_noise=noise_sampler("normal", 0.1),
+                  measurement_noise=noise_sampler("laplace", 0.05), rng=2) if noisy else {}
+    x0 = np.linspace(-1.0, 1.0, 6)
+    fast = simulate_closed_loop(big_plant, LinearGain(K_x, K_u), x0, steps, method="linear",
+                                **kwargs)
+    slow = simulate_closed_loop(big_plant, LinearGain(K_x, K_u), x0, steps, method="step",
+                                **kwargs)
+    assert fast.states.shape == (6, steps + 1) and fast.inputs.shape == (2, steps)
+    assert relative_gap(fast.states, slow.states) < 1e-12
+    assert relative_gap(fast.inputs, slow.inputs) < 1e-12
+    assert abs(fast.cost - slow.cost) <= 1e-12 * slow.cost
+
+
 def test_auto_picks_linear_path(seed_plant):
     K_x = stabilizing_gain(seed_plant)
     assert simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 0.0], 5).method == "linear"
