@@ -550,7 +550,7 @@ class SaSMechanism:
     def _grid_halfwidth(self) -> float:
         if self.alpha == 2.0:
             return 9.0 * math.sqrt(2.0) * self.scale
-        return 1e4 * self.scale
+        return 1e4 * max(self.scale, self.sensitivity)
 
     # -- privacy
     @property

@@ -6,6 +6,7 @@ registered parser sets ``handler`` (the convention of :mod:`simulations.cli`).
 Examples
 --------
 ``dmdidc privacy figures --out out/privacy``
+``dmdidc privacy compare --epsilons 1 3 8 --alphas 2 1.999 1.95``  (calibrated scales)
 ``dmdidc privacy epsilon --alpha 1.95 --scale 1.0``  (pure-DP epsilon)
 ``dmdidc privacy epsilon --alpha 1.95 --scale 1.0 --delta 1e-5 --steps 1000 --sampling-rate 1e-3``
 ``dmdidc privacy calibrate --epsilon 3 --delta 1e-5 --steps 1000 --sampling-rate 1e-3 \
@@ -45,6 +46,13 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     _common(cal)
     cal.add_argument("--epsilon", type=float, required=True)
 
+    cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)")
+    cmp_.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0])
+    cmp_.add_argument("--alphas", type=float, nargs="+", default=[2.0, 1.999, 1.95])
+    cmp_.add_argument("--delta", type=float, default=1e-5)
+    cmp_.add_argument("--steps", type=int, default=1000)
+    cmp_.add_argument("--sampling-rate", type=float, default=1e-3)
+
     parser.set_defaults(handler=run_privacy)
     return parser
 
@@ -74,7 +82,7 @@ def run_privacy(args: argparse.Namespace) -> int:
             makers[key](out)
         print(json.dumps({"out": str(out), "figures": sorted(p.name for p in out.glob("*.png"))}))
         return 0
-    relation = (NeighboringRelation.REPLACE_ONE if args.replace_one
+    relation = (NeighboringRelation.REPLACE_ONE if getattr(args, "replace_one", False)
                 else NeighboringRelation.ADD_OR_REMOVE)
     if command == "epsilon":
         mech = SaSMechanism(alpha=args.alpha, scale=args.scale, sensitivity=args.sensitivity)
@@ -101,6 +109,12 @@ def run_privacy(args: argparse.Namespace) -> int:
         print(json.dumps({"alpha": args.alpha, "epsilon": args.epsilon, "delta": args.delta,
                           "steps": args.steps, "sampling_rate": args.sampling_rate,
                           "scale": scale}))
+        return 0
+    if command == "compare":
+        rows = figures.calibration_comparison(
+            epsilons=args.epsilons, delta=args.delta, sampling_rate=args.sampling_rate,
+            steps=args.steps, alphas=args.alphas)
+        print(json.dumps([{k: _num(v) for k, v in row.items()} for row in rows], indent=1))
         return 0
     print(f"unknown privacy command {command!r}", file=sys.stderr)
     return 2

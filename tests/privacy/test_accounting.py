@@ -6,6 +6,8 @@ import math
 
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from privacy import (
     AccountingError,
@@ -188,3 +190,33 @@ def test_results_never_nan_or_negative():
         assert e >= 0 and not math.isnan(e)
         d = delta(mech, epsilon=0.01, steps=3)
         assert 0.0 <= d <= 1.0
+
+
+def test_replace_one_is_add_remove_with_double_sensitivity_without_sampling():
+    rel = NeighboringRelation.REPLACE_ONE
+    sas = SaSMechanism(alpha=1.0, scale=1.5)
+    doubled = SaSMechanism(alpha=1.0, scale=1.5, sensitivity=2.0)
+    assert delta(sas, epsilon=0.3, steps=5, neighboring=rel) == pytest.approx(
+        delta(doubled, epsilon=0.3, steps=5), rel=1e-4)
+    lap = LaplaceMechanism(scale=3.0)
+    native = epsilon(LaplaceMechanism(scale=3.0, sensitivity=2.0), delta=1e-6, steps=20)
+    generic = epsilon(lap, delta=1e-6, steps=20, neighboring=rel)
+    assert native <= generic <= native * 1.01
+
+
+@settings(max_examples=15, deadline=None)
+@given(scale=st.floats(0.05, 20.0), ratio=st.floats(0.01, 0.99))
+def test_property_pld_delta_never_below_exact_curve(scale, ratio):
+    mech = SaSMechanism(alpha=1.0, scale=scale)
+    eps = ratio * mech.epsilon
+    assert delta(mech, epsilon=eps) >= mech.privacy_curve(eps)
+
+
+def test_calibration_comparison_rows():
+    from privacy.figures import calibration_comparison
+    rows = calibration_comparison(epsilons=(2.0,), alphas=(2.0, 1.0), steps=10,
+                                  sampling_rate=0.1, rtol=1e-2)
+    assert [row["alpha"] for row in rows] == [2.0, 1.0]
+    for row in rows:
+        assert row["achieved_epsilon"] <= 2.0
+    assert rows[0]["scale_ratio_to_gaussian"] == 1.0
