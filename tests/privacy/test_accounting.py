@@ -80,7 +80,7 @@ def test_sas_single_release_pld_above_exact_curve(scale, eps):
 
 def test_sas_single_release_epsilon_below_pure():
     mech = SaSMechanism(alpha=1.0, scale=1.0)
-    assert epsilon(mech, delta=0.0) <= mech.epsilon
+    assert epsilon(mech, delta=0.0) <= mech.epsilon * (1 + 1e-11)
     assert epsilon(mech, delta=1e-5) == pytest.approx(mech.epsilon, rel=2e-3)
     assert delta(mech, epsilon=mech.epsilon) == 0.0
 
