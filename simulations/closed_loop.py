@@ -16,8 +16,11 @@ Any object with ``reset()`` and ``__call__(x_measured: ndarray (n,)) -> u: ndarr
 its own history of past commands).  A *linear* controller additionally exposes
 ``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))`` meaning
 ``u_k = K_x y_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``; the loop is then one linear recursion on the
-lifted state ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` (:func:`closed_loop_matrix`), iterated with a
-single matrix-vector product per step, and its eigenvalues are the exact closed-loop poles.
+lifted state ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` (:func:`closed_loop_matrix`), whose eigenvalues
+are the exact closed-loop poles.  Long linear runs are iterated in ``sqrt(steps)`` blocks that
+advance together (``O(sqrt(steps))`` Python iterations, over 10^6 steps/s for n = 10, m = 2; see
+``benchmarks/bench_closed_loop.py``); noise is drawn up front, so noisy linear loops stay fast.
+Other controllers are called once per step.
 """
 
 from __future__ import annotations

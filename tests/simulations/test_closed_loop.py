@@ -433,3 +433,68 @@ def test_divergence_is_reported(method):
     gain = LinearGain([[5.0]])   # pushes the unstable plant further out
     with pytest.raises(NonFiniteError, match="(no longer finite|non-finite input) .*at step"):
         simulate_closed_loop(plant, gain, [1.0], 2000, method=method)
+
+
+# ---------------------------------------------------------------------- seed example (Ch. 9.4.3)
+class FractionalPredictor:
+    """u_k = -K x(kT + r) with the state predicted over the (fractional) delay (eqs. 9.70-9.74).
+
+    The prediction is linear in x_k and the past inputs, so the controller is linear and exposes
+    its feedback matrices; the prediction itself is read off the exact inter-sample solution.
+    """
+
+    def __init__(self, plant, K):
+        self.plant, self.K = plant, K
+        n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+        self.delay = float(plant.delay[0])
+        self.M = np.column_stack([self._predict(e, np.zeros((m, R))) for e in np.eye(n)])
+        self.N = np.zeros((R, n, m))
+        for i in range(1, R + 1):
+            for j in range(m):
+                past = np.zeros((m, R))
+                past[j, R - i] = 1.0          # u_{k-i}
+                self.N[i - 1, :, j] = self._predict(np.zeros(n), past)
+        self.reset()
+
+    def _predict(self, x, past):
+        m, R = self.plant.n_inputs, self.plant.max_delay
+        _, X = intersample_trajectory(self.plant, x, np.zeros((m, max(R, 1))), U_past=past,
+                                      times=[self.delay])
+        return X[:, 0]
+
+    def reset(self):
+        self.history = np.zeros((self.plant.max_delay, self.plant.n_inputs))  # u_{k-1}, ...
+
+    def __call__(self, x):
+        predicted = self.M @ x + sum(N @ u for N, u in zip(self.N, self.history, strict=True))
+        u = -self.K @ predicted
+        if len(self.history):
+            self.history = np.vstack([u, self.history[:-1]])
+        return u
+
+    def feedback_matrices(self):
+        return -self.K @ self.M, np.stack([-self.K @ N for N in self.N])
+
+
+@pytest.mark.parametrize("delay_periods", [1.0, 1.25, 1.5])
+def test_seed_fractional_predictor_gives_delay_free_loop(delay_periods):
+    """Eq. (9.75): with u_k = -K x(kT + r), x((k+1)T + r) = (A_d - B_d K) x(kT + r)."""
+    control = pytest.importorskip("control")
+    T = 2.0
+    plant = DelayedPlant.from_continuous(SEED_A, SEED_B, delay_periods * T, T)
+    K, _, _ = control.dlqr(plant.A_d, plant.B_d, np.eye(2), np.eye(2))
+    controller = FractionalPredictor(plant, K)
+    x0 = np.array([1.0, -0.5])
+    fast = simulate_closed_loop(plant, controller, x0, 12, method="linear")
+    slow = simulate_closed_loop(plant, controller, x0, 12, method="step")
+    assert relative_gap(fast.states, slow.states) < 1e-12
+    r = delay_periods * T
+    times = np.arange(12) * T + r
+    times = times[times <= 12 * T]
+    _, X_r = intersample_trajectory(plant, x0, fast.inputs, times=times)
+    A_target = plant.A_d - plant.B_d @ K
+    np.testing.assert_allclose(X_r[:, 1:], A_target @ X_r[:, :-1], rtol=1e-9, atol=1e-12)
+    # the lifted loop's nonzero poles are those of A_d - B_d K (finite spectrum assignment)
+    poles = np.linalg.eigvals(closed_loop_matrix(plant, *controller.feedback_matrices()))
+    nonzero = np.sort_complex(poles[np.abs(poles) > 1e-6])
+    np.testing.assert_allclose(nonzero, np.sort_complex(np.linalg.eigvals(A_target)), atol=1e-8)

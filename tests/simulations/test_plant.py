@@ -49,10 +49,11 @@ def reference_states(A_c, B_c, delay, dt, x0, U, U_past, times):
     out = np.full((A_c.shape[0], times.size), np.nan)
     x = np.asarray(x0, dtype=float)
     for a, b in zip(switches[:-1], switches[1:], strict=True):
-        if b - a < 1e-13:
+        inside = np.flatnonzero((times >= a) & (times <= b))
+        if b - a < 1e-13:   # (nearly) coincident switches: the state does not move
+            out[:, inside] = x[:, None]
             continue
         u = delayed_input(0.5 * (a + b))
-        inside = np.flatnonzero((times >= a) & (times <= b))
         t_eval = np.unique(np.concatenate([times[inside], [b]]))
         sol = solve_ivp(lambda t, x, u=u: A_c @ x + B_c @ u, (a, b), x, method="DOP853",
                         rtol=1e-12, atol=1e-12, t_eval=t_eval)
@@ -268,3 +269,32 @@ def test_intersample_needs_the_continuous_model():
     assert X.shape == (2, 4)
     with pytest.raises(LogarithmError, match="continuous model"):
         intersample_trajectory(discrete_only, [1.0, 0.0], np.ones((1, 3)))
+
+
+# ---------------------------------------------------------------------- property-based
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(delays=st.lists(st.floats(0.0, 3.0), min_size=2, max_size=2),
+       dt=st.sampled_from([0.5, 1.0, 2.0]), seed=st.integers(0, 2**16),
+       snap=st.booleans())
+def test_random_delays_match_ode_integration(delays, dt, seed, snap):
+    """Any per-channel delays (optionally whole multiples of dt) match solve_ivp at random times."""
+    delays = np.round(delays) * dt if snap else np.asarray(delays) * dt
+    plant = DelayedPlant.from_continuous(SEED_A, SEED_B, delays, dt)
+    rng = np.random.default_rng(seed)
+    K = 5
+    x0 = rng.normal(size=2)
+    U = rng.normal(size=(2, K))
+    U_past = rng.normal(size=(2, plant.max_delay))
+    times = np.sort(np.concatenate([rng.uniform(0.0, K * dt, 12), np.arange(K + 1) * dt]))
+    _, X_at = intersample_trajectory(plant, x0, U, U_past=U_past, times=times)
+    X_ref = reference_states(SEED_A, SEED_B, delays, dt, x0, U, U_past, times)
+    assert relative_error(X_at, X_ref) < RTOL
+    X = simulate_plant(plant, x0, U, U_past=U_past)
+    samples = reference_states(SEED_A, SEED_B, delays, dt, x0, U, U_past, np.arange(K + 1) * dt)
+    assert relative_error(X, samples) < RTOL
