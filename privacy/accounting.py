@@ -321,7 +321,9 @@ def _pure_bound(mechanism: Mechanism, steps: int, q: float,
     eps1 = mechanism.epsilon
     if q < 1.0:
         eps1 = float(np.logaddexp(eps1 + math.log(q), math.log1p(-q)))  # log(1 + q(e^eps - 1))
-    return steps * eps1 * (1.0 + 1e-12)
+    if steps == 1 and q == 1.0:
+        return eps1
+    return steps * eps1 * (1.0 + 1e-13)  # covers rounding of the product and the logaddexp
 
 
 def _composed(mechanism: Mechanism, steps: int, q: float, neighboring: NeighboringRelation,
