@@ -16,9 +16,10 @@ Any object with ``reset()`` and ``__call__(x_measured: ndarray (n,)) -> u: ndarr
 its own history of past commands).  A *linear* controller additionally exposes
 ``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))`` meaning
 ``u_k = K_x y_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``; the loop is then one linear recursion on the
-lifted state ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` (:func:`closed_loop_matrix`), whose eigenvalues
-are the exact closed-loop poles.  Long linear runs are iterated in ``sqrt(steps)`` blocks that
-advance together (``O(sqrt(steps))`` Python iterations, over 10^6 steps/s for n = 10, m = 2; see
+lifted state ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]``, ``L = max(R, H)``, whose matrix (exported by
+``controllers.closed_loop_matrix`` for stability analysis) has the exact closed-loop poles.
+Long linear runs are iterated in ``sqrt(steps)`` blocks that advance together
+(``O(sqrt(steps))`` Python iterations, over 10^6 steps/s for n = 10, m = 2; see
 ``benchmarks/bench_closed_loop.py``); noise is drawn up front, so noisy linear loops stay fast.
 Other controllers are called once per step.
 """
@@ -42,7 +43,6 @@ __all__ = [
     "LinearController",
     "ClosedLoopResult",
     "NoiseSampler",
-    "closed_loop_matrix",
     "noise_sampler",
     "simulate_closed_loop",
 ]
@@ -320,43 +320,9 @@ def _lifted_loop(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray
     return F, G, C
 
 
-def closed_loop_matrix(plant: DelayedPlant, K_x: Any, K_u: Any = None) -> np.ndarray:
-    """Lifted closed-loop matrix of a linear controller on the delayed plant.
-
-    With ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]``, ``L = max(R, H)``, the noise-free loop is
-    ``z_{k+1} = A_cl z_k``; it is asymptotically stable iff the spectral radius of ``A_cl`` is < 1.
-
-    Parameters
-    ----------
-    plant : dmdidc.DelayedPlant
-        The true plant (``n`` states, ``m`` inputs, ``R`` past periods).
-    K_x : array_like, shape (m, n)
-        State feedback gain.
-    K_u : array_like, shape (H, m, m), optional
-        Input-history gains (``K_u[i-1]`` multiplies ``u_{k-i}``); none by default.
-
-    Returns
-    -------
-    A_cl : ndarray, shape (n + m L, n + m L)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dmdidc import DelayedPlant
-    >>> plant = DelayedPlant.from_continuous([[0.0]], [[1.0]], delay=0.5, dt=1.0)
-    >>> A_cl = closed_loop_matrix(plant, [[-0.5]])
-    >>> A_cl.shape, bool(max(abs(np.linalg.eigvals(A_cl))) < 1)
-    ((2, 2), True)
-    """
-    plant = _check_plant(plant)
-    K_x, K_u = _check_gains(K_x, K_u, plant.n_states, plant.n_inputs)
-    F, G, C = _lifted_loop(plant, K_x, K_u)
-    return F + G @ C
-
-
 def _diverged(k: int) -> NonFiniteError:
     return NonFiniteError(f"the closed-loop state is no longer finite at step {k}: the loop "
-                          f"diverged (check the spectral radius of closed_loop_matrix) or the "
+                          f"diverged (check controllers.spectral_radius) or the "
                           f"noise is too heavy-tailed for this run length")
 
 

@@ -14,7 +14,6 @@ from simulations.closed_loop import (
     Controller,
     LinearController,
     NoiseSampler,
-    closed_loop_matrix,
     noise_sampler,
     simulate_closed_loop,
 )
@@ -164,18 +163,30 @@ def test_loop_with_history_feedback_matches_hand_recursion(seed_plant):
     assert relative_gap(result.inputs, U) < 1e-12
 
 
-def test_closed_loop_matrix_predicts_stability(seed_plant):
-    K_x = stabilizing_gain(seed_plant)
-    A_cl = closed_loop_matrix(seed_plant, K_x)
-    size = 2 + 2 * seed_plant.max_delay
-    assert A_cl.shape == (size, size)
-    radius = max(abs(np.linalg.eigvals(A_cl)))
-    result = simulate_closed_loop(seed_plant, LinearGain(K_x), [1.0, 1.0], 200)
-    if radius < 1:
-        assert result.final_norm < 1e-6
-    else:
-        assert result.final_norm > 1.0
-    assert closed_loop_matrix(seed_plant, K_x, np.zeros((5, 2, 2))).shape == (12, 12)
+def lifted_matrix(plant, controller):
+    """The controllers package's exact closed-loop matrix (the lower package owns it)."""
+    analysis = pytest.importorskip("controllers.analysis")
+    return analysis.closed_loop_matrix(plant, controller)
+
+
+@pytest.mark.parametrize("history", [0, 1, 5])
+def test_simulation_iterates_the_controllers_closed_loop_matrix(seed_plant, history):
+    rng = np.random.default_rng(history)
+    controller = LinearGain(stabilizing_gain(seed_plant), 0.1 * rng.normal(size=(history, 2, 2)))
+    M = lifted_matrix(seed_plant, controller)
+    z = np.zeros(M.shape[0])
+    z[:2] = [1.0, -1.0]
+    states = [z[:2]]
+    for _ in range(40):
+        z = M @ z
+        states.append(z[:2])
+    for method in ("linear", "step"):
+        result = simulate_closed_loop(seed_plant, controller, [1.0, -1.0], 40, method=method)
+        assert relative_gap(result.states, np.array(states).T) < 1e-12
+    radius = max(abs(np.linalg.eigvals(M)))
+    result = simulate_closed_loop(seed_plant, controller, [1.0, 1.0], 300)
+    assert (result.final_norm < 1e-6) if radius < 0.95 else True
+    assert (result.final_norm > 1.0) if radius > 1.05 else True
 
 
 def test_controller_is_reset(seed_plant):
@@ -424,7 +435,7 @@ def test_bad_feedback_matrices(seed_plant):
     with pytest.raises(DimensionError, match="K_u has shape"):
         simulate_closed_loop(seed_plant, BadHistory(np.zeros((2, 2))), [1.0, 0.0], 5)
     with pytest.raises(NonFiniteError, match="K_x"):
-        closed_loop_matrix(seed_plant, np.full((2, 2), np.inf))
+        simulate_closed_loop(seed_plant, LinearGain(np.full((2, 2), np.inf)), [1.0, 0.0], 5)
 
 
 @pytest.mark.parametrize("method", ["linear", "step"])
@@ -495,6 +506,6 @@ def test_seed_fractional_predictor_gives_delay_free_loop(delay_periods):
     A_target = plant.A_d - plant.B_d @ K
     np.testing.assert_allclose(X_r[:, 1:], A_target @ X_r[:, :-1], rtol=1e-9, atol=1e-12)
     # the lifted loop's nonzero poles are those of A_d - B_d K (finite spectrum assignment)
-    poles = np.linalg.eigvals(closed_loop_matrix(plant, *controller.feedback_matrices()))
+    poles = np.linalg.eigvals(lifted_matrix(plant, controller))
     nonzero = np.sort_complex(poles[np.abs(poles) > 1e-6])
     np.testing.assert_allclose(nonzero, np.sort_complex(np.linalg.eigvals(A_target)), atol=1e-8)
