@@ -1,0 +1,767 @@
+"""Symmetric alpha-stable (SaS) distribution: fast, accurate density, distribution and sampler.
+
+The standard SaS law has characteristic function ``exp(-|t|**alpha)`` (seed eq. 3.7 with
+``gamma = 1, mu = 0``); ``scale`` and ``loc`` act as ``Y = loc + scale * Z``.
+
+Numerical method
+----------------
+* **Direct quadrature** (used to build per-``alpha`` tables): Zolotarev's / Nolan's
+  non-oscillatory representation for ``beta = 0``,
+
+  ``p(x) = alpha / (pi |alpha - 1| x) * int_0^{pi/2} g(th) exp(-g(th)) dth``,
+  ``sf(x) = (1/pi) int_0^{pi/2} exp(-g) dth`` (``alpha > 1``), ``(1/pi) int (1 - exp(-g)) dth``
+  (``alpha < 1``), with ``g = x**(alpha/(alpha-1)) V(th)``,
+  ``V(th) = (cos th / sin(alpha th))**(alpha/(alpha-1)) cos((alpha-1) th) / cos th``.
+
+  Everything is evaluated in log space (``log g`` never overflows, even for ``alpha -> 1``
+  where ``alpha/(alpha-1)`` is huge) and in the variable ``w = logit(2 th / pi)`` with both
+  ``th`` and ``pi/2 - th`` carried exactly, so the region next to ``th = pi/2`` where the power
+  law tail lives when ``alpha -> 2`` (widths of order ``(2 - alpha)/x**2``) is resolved without
+  cancellation.  The integration window and break points are found by safeguarded Newton
+  iteration on levels of ``log g`` (peak ``g = 1``), and every piece gets Gauss-Legendre.
+* **Tables**: for each ``alpha`` (LRU cache) ``log p`` and ``log sf`` are tabulated as
+  piecewise Chebyshev interpolants on ``[0, x_max(alpha)]``; evaluation is one Clenshaw
+  recurrence per point (vectorized).
+* **Far tail** ``|x| > x_max``: Bergstrom's series (seed eq. 3.9, with the ``1/k!`` of
+  Bergstrom's original)
+  ``p(x) = (1/pi) sum_k b_k x**(-alpha k - 1)``,
+  ``b_k = Gamma(alpha k + 1)/k! * sin(k (2 - alpha) pi / 2)``, summed in log form; ``x_max`` and
+  the number of terms are chosen per ``alpha`` so that the first omitted term (and, for
+  ``alpha -> 2``, the exponentially small Gaussian part, which is of the size of the smallest
+  term) is below ``1e-17`` relative.
+* ``alpha == 1`` (Cauchy) and ``alpha == 2`` (Gaussian with ``sigma = sqrt(2) scale``) use
+  closed forms.
+
+Accuracy: relative error of ``pdf``/``sf`` (and absolute error of ``logpdf``/``logsf``) about
+``1e-12`` for ``alpha in [1, 2]`` everywhere (body, transition and tails, ``|x|`` up to and
+beyond ``1e300``), degrading like ``1e-16 / |alpha - 1|`` for ``alpha`` within ``1e-4`` of 1
+(the representation's ``alpha/(alpha-1)`` amplifies rounding).  For ``alpha in (0, 1)`` the same
+machinery is used (best effort, ``~1e-10`` measured for ``alpha >= 0.5``; for small ``alpha`` the
+body is extremely peaked and accuracy near ``x = 0`` is lower).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from privacy.errors import DimensionError, NonFiniteError
+from privacy.validation import as_generator, check_in_interval, check_positive
+
+__all__ = [
+    "sas_pdf",
+    "sas_logpdf",
+    "sas_cdf",
+    "sas_logcdf",
+    "sas_sf",
+    "sas_logsf",
+    "sas_sample",
+    "sas_mean_absolute_deviation",
+]
+
+_HALF_PI = 0.5 * np.pi
+_LOG_PI = math.log(math.pi)
+
+# --------------------------------------------------------------------------------------------
+# Direct quadrature (Zolotarev / Nolan representation in the logit variable w)
+# --------------------------------------------------------------------------------------------
+
+_GL_N = 12
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(_GL_N)
+_S_LEVELS = np.array([math.log(80.0), 3.0, 2.0, 1.0, 0.0, -1.5, -3.5, -7.0, -13.0, -22.0, -32.0])
+_N_UNIFORM = 12          # minimum number of uniform pieces (in w) across each window
+_W_STEP = 1.5            # maximum spacing of the uniform break points in w
+_W_GRID = np.arange(-80.0, 140.0 + 0.5, 1.0)
+_TAIL_DROP = 42.0        # log-size below the peak at which the window is truncated
+
+
+def _theta_phi(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``th = (pi/2) expit(w)`` and ``phi = pi/2 - th``, both to full relative precision."""
+    return _HALF_PI * special.expit(w), _HALF_PI * special.expit(-w)
+
+
+def _log_g(w: np.ndarray, logx: np.ndarray, alpha: float,
+           derivative: bool = False) -> tuple[np.ndarray, ...]:
+    """``s = log g`` at ``w`` (and ``ds/dw``), plus ``th`` and ``phi``."""
+    c = alpha / (alpha - 1.0)
+    th, ph = _theta_phi(w)
+    ath = alpha * th
+    delta = (2.0 - alpha) * _HALF_PI              # exact: 2 - alpha has no rounding error
+    if alpha > 1.0:
+        sin_ath = np.where(ath <= _HALF_PI, np.sin(ath), np.sin(delta + alpha * ph))
+        cos_a1 = np.sin(delta + (alpha - 1.0) * ph)   # cos((alpha-1) th), accurate near alpha=2
+    else:
+        sin_ath = np.sin(ath)
+        cos_a1 = np.cos((1.0 - alpha) * th)
+    sin_ph = np.sin(ph)
+    s = c * logx + (c - 1.0) * np.log(sin_ph) - c * np.log(sin_ath) + np.log(cos_a1)
+    if not derivative:
+        return s, th, ph
+    ds_dth = (-(c - 1.0) * np.cos(ph) / sin_ph - c * alpha * np.cos(ath) / sin_ath
+              - (alpha - 1.0) * np.sin((alpha - 1.0) * th) / cos_a1)
+    return s, ds_dth * (th * ph / _HALF_PI), th, ph
+
+
+def _level_fn(kind: int, w, logx, alpha):
+    """Monotone functions of ``w`` whose level sets give break points.
+
+    kind 0: ``s``; kind 1: ``s + log(phi)``; kind 2: ``s + log(th)``; kind 3: ``log(phi)``.
+    Returns value and derivative.
+    """
+    s, ds, th, ph = _log_g(w, logx, alpha, derivative=True)
+    if kind == 0:
+        return s, ds
+    if kind == 1:
+        return s + np.log(ph), ds - th / _HALF_PI
+    if kind == 2:
+        return s + np.log(th), ds + ph / _HALF_PI
+    return np.log(ph), -th / _HALF_PI
+
+
+def _solve_levels(kind: int, logx: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
+    """Solve ``F_kind(w; x) = target`` for each row (x) and column (target), vectorized.
+
+    ``F`` is monotone in ``w``; roots outside the grid are clipped to its ends.
+    """
+    n, m = targets.shape
+    grid = _W_GRID
+    fg, _ = _level_fn(kind, grid[None, :], logx[:, None], alpha)       # (n, G)
+    fg = np.broadcast_to(fg, (n, grid.size))
+    decreasing = fg[:, 0] > fg[:, -1]
+    sign = np.where(decreasing, 1.0, -1.0)[:, None]
+    # number of grid points with sign*(F - target) > 0 : F monotone, so this is the bracket
+    above = (sign[:, :, None] * (fg[:, None, :] - targets[:, :, None]) > 0)   # (n, m, G)
+    cnt = above.sum(axis=2)                                              # in [0, G]
+    g_n = grid.size
+    lo_i = np.clip(cnt - 1, 0, g_n - 1)
+    hi_i = np.clip(cnt, 0, g_n - 1)
+    lo = grid[lo_i]
+    hi = grid[hi_i]
+    outside = (cnt == 0) | (cnt == g_n)
+    rows = np.arange(n)[:, None]
+    f_lo = fg[rows, lo_i] - targets
+    f_hi = fg[rows, hi_i] - targets
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(outside, 0.0, f_lo / (f_lo - f_hi))
+    w = np.where(outside, lo, lo + np.clip(frac, 0.0, 1.0) * (hi - lo))
+    active = ~outside
+    lx = np.broadcast_to(logx[:, None], targets.shape)
+    sgn = np.broadcast_to(sign, targets.shape)
+    for _ in range(60):
+        if not active.any():
+            break
+        idx = np.nonzero(active)
+        wa = w[idx]
+        f, df = _level_fn(kind, wa, lx[idx], alpha)
+        f = np.broadcast_to(f, wa.shape)
+        df = np.broadcast_to(df, wa.shape)
+        f = f - targets[idx]
+        sg = sgn[idx]
+        pos = sg * f > 0          # root lies to the right of wa
+        lo_a = np.where(pos, wa, lo[idx])
+        hi_a = np.where(pos, hi[idx], wa)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = f / df
+        w_new = wa - step
+        bad = ~np.isfinite(w_new) | (w_new < lo_a) | (w_new > hi_a)
+        w_new = np.where(bad, 0.5 * (lo_a + hi_a), w_new)
+        exact = f == 0
+        w_new = np.where(exact, wa, w_new)
+        done = (exact | (np.abs(w_new - wa) <= 1e-14 * (1.0 + np.abs(wa)))
+                | (hi_a - lo_a < 1e-14 * (1.0 + np.abs(wa))))
+        lo[idx] = lo_a
+        hi[idx] = hi_a
+        w[idx] = w_new
+        act = active.copy()
+        act[idx] = ~done
+        active = act
+    return w
+
+
+def _w_of_log_phi(log_phi: np.ndarray) -> np.ndarray:
+    """Inverse of ``log phi(w)``: ``phi = (pi/2) expit(-w)``."""
+    r = log_phi - math.log(_HALF_PI)                    # log expit(-w) <= 0
+    return -(r - np.log(-np.expm1(np.minimum(r, -1e-300))))   # w = -logit(expit(-w))
+
+
+def _quad_both(logx: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Log of the two Zolotarev integrals at ``x = exp(logx)`` (1-d), sharing one node set.
+
+    Returns ``(log int g e^{-g} dth, log int k(g) dth)`` with ``k(g) = e^{-g}`` for
+    ``alpha > 1`` and ``1 - e^{-g}`` for ``alpha < 1``.
+    """
+    n = logx.size
+    big = alpha > 1.0
+    w_lev = _solve_levels(0, logx, np.array(np.broadcast_to(_S_LEVELS, (n, _S_LEVELS.size))),
+                          alpha)                                       # (n, L)
+    w_hi_g = w_lev[:, 0]                                               # g = 80
+    w_peak = w_lev[:, 4]                                               # g = 1
+    th_p, ph_p = _theta_phi(w_peak)
+    log_jp = np.log(th_p * ph_p)
+    # sf integrand tends to the Jacobian as phi -> 0 and the integral is >= phi_peak / e:
+    # cut where phi = phi_peak * exp(-drop)
+    w_phi_cut = _w_of_log_phi(np.log(ph_p) - _TAIL_DROP)
+    if big:   # low-g side is phi -> 0, where g e^{-g} J <= g phi
+        w_low = _solve_levels(1, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
+        a = w_hi_g
+        b = np.maximum(np.maximum(w_low, w_phi_cut), a)
+    else:     # low-g side is th -> 0, where the integrands are <= g th
+        w_low = _solve_levels(2, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
+        a = w_low
+        b = np.maximum(np.maximum(w_hi_g, w_phi_cut), a)
+    # uniform break points in w at spacing <= _W_STEP (the Jacobian and the alpha -> 2 kink
+    # are logistic in w with poles at distance pi from the real axis)
+    n_uni = int(np.clip(np.ceil(np.max(b - a, initial=0.0) / _W_STEP), _N_UNIFORM, 400))
+    uni = a[:, None] + (b - a)[:, None] * np.linspace(0.0, 1.0, n_uni + 1)[None, :]
+    bps = np.concatenate([uni, np.clip(w_lev, a[:, None], b[:, None])], axis=1)
+    bps.sort(axis=1)
+    left = bps[:, :-1]
+    half = 0.5 * (bps[:, 1:] - left)
+    nodes = (left + half)[:, :, None] + half[:, :, None] * _GL_X[None, None, :]   # (n, P, m)
+    wts = half[:, :, None] * _GL_W[None, None, :]
+    s, th, ph = _log_g(nodes, logx[:, None, None], alpha)
+    with np.errstate(divide="ignore"):
+        logw = np.where(wts > 0, np.log(wts * th * ph / _HALF_PI), -np.inf).reshape(n, -1)
+    s = s.reshape(n, -1)
+    g = np.exp(s)
+    log_pdf_f = s - g + logw
+    if big:
+        log_sf_f = logw - g
+    else:
+        with np.errstate(divide="ignore"):
+            log_sf_f = np.log(-np.expm1(-g)) + logw
+    return _logsumexp_rows(log_pdf_f), _logsumexp_rows(log_sf_f)
+
+
+def _logsumexp_rows(v: np.ndarray) -> np.ndarray:
+    mx = np.max(v, axis=1)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    return mx + np.log(np.sum(np.exp(v - mx[:, None]), axis=1))
+
+
+def _direct_both(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(log p(x), log sf(x))`` of the standard SaS law at ``x > 0`` by quadrature.
+
+    ``alpha`` in (0, 2), ``alpha != 1``; ``x`` 1-d, positive and finite.
+    """
+    logx = np.log(x)
+    li_pdf, li_sf = _quad_both(logx, alpha)
+    logpdf = li_pdf + math.log(alpha / (math.pi * abs(alpha - 1.0))) - logx
+    return logpdf, li_sf - _LOG_PI
+
+
+def _direct_logpdf(x: np.ndarray, alpha: float) -> np.ndarray:
+    return _direct_both(x, alpha)[0]
+
+
+def _direct_logsf(x: np.ndarray, alpha: float) -> np.ndarray:
+    return _direct_both(x, alpha)[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Bergstrom far-tail series
+# --------------------------------------------------------------------------------------------
+
+_K_MAX = 64
+_SERIES_TOL = 1e-17
+
+
+def _bergstrom_coeffs(alpha: float, kmax: int = _K_MAX) -> np.ndarray:
+    """``b_k = Gamma(alpha k + 1)/k! sin(k (2-alpha) pi/2)``, ``k = 1..kmax``.
+
+    ``sin(k alpha pi/2) (-1)^(k+1) = sin(k (2 - alpha) pi/2)`` avoids cancellation near 2.
+    """
+    k = np.arange(1, kmax + 1, dtype=float)
+    env = np.exp(special.gammaln(alpha * k + 1.0) - special.gammaln(k + 1.0))
+    return env * np.sin(k * ((2.0 - alpha) * _HALF_PI))
+
+
+def _log_envelope(alpha: float, x: float, kmax: int) -> np.ndarray:
+    k = np.arange(1, kmax + 1, dtype=float)
+    return special.gammaln(alpha * k + 1.0) - special.gammaln(k + 1.0) - alpha * k * math.log(x)
+
+
+def _choose_tail(alpha: float, start: float, step: float) -> tuple[float, int]:
+    """Smallest ``x_max = start + j*step`` where <= _K_MAX Bergstrom terms reach full precision."""
+    b = _bergstrom_coeffs(alpha)
+    x = start
+    while True:
+        env = _log_envelope(alpha, x, _K_MAX)
+        terms = b * np.exp(-alpha * np.arange(1, _K_MAX + 1) * math.log(x))
+        partial = np.cumsum(terms)
+        ok = ((env[1:] < env[:-1]) & (env[1:] <= math.log(_SERIES_TOL)
+                                      + np.log(np.abs(partial[:-1]) + 1e-300)))
+        if ok.any():
+            k_stop = int(np.argmax(ok)) + 1          # terms 1..k_stop used; term k_stop+1 tiny
+            return x, k_stop
+        x += step
+
+
+def _series_logpdf(z: np.ndarray, alpha: float, coef: np.ndarray) -> np.ndarray:
+    """log p(z) from the Bergstrom series, ``z`` large and positive."""
+    logz = np.log(z)
+    y = np.exp(-alpha * logz)
+    acc = np.full_like(z, coef[-1])
+    for c in coef[-2::-1]:
+        acc = acc * y + c
+    return np.log(acc) - (alpha + 1.0) * logz - _LOG_PI
+
+
+def _series_logsf(z: np.ndarray, alpha: float, coef_sf: np.ndarray) -> np.ndarray:
+    logz = np.log(z)
+    y = np.exp(-alpha * logz)
+    acc = np.full_like(z, coef_sf[-1])
+    for c in coef_sf[-2::-1]:
+        acc = acc * y + c
+    return np.log(acc) - alpha * logz - _LOG_PI
+
+
+# --------------------------------------------------------------------------------------------
+# Per-alpha piecewise Chebyshev tables
+# --------------------------------------------------------------------------------------------
+
+_CHEB_N = 16                  # nodes per piece (degree 15)
+_PIECE_H = 0.25               # piece width in the uniform part
+
+
+def _cheb_nodes(n: int) -> np.ndarray:
+    return np.cos(np.pi * (np.arange(n) + 0.5) / n)
+
+
+def _cheb_coeffs(values: np.ndarray) -> np.ndarray:
+    """Chebyshev coefficients from values at first-kind nodes (last axis)."""
+    n = values.shape[-1]
+    j = np.arange(n)
+    cosm = np.cos(np.pi * np.outer(j, j + 0.5) / n) * (2.0 / n)
+    coef = values @ cosm.T
+    coef[..., 0] *= 0.5
+    return coef
+
+
+class _Table:
+    """Piecewise Chebyshev interpolants of log pdf and log sf on [0, x_max], plus tail series."""
+
+    def __init__(self, alpha: float):
+        self.alpha = alpha
+        if alpha < 1.0:
+            geo = 1e-3 * 1.25 ** np.arange(0, 32)
+            geo = geo[geo < 1.0]
+            start = 1.0
+        else:
+            geo = np.array([])
+            start = 0.0
+        x_max, k_stop = _choose_tail(alpha, max(start, 2.0), _PIECE_H)
+        self._verify_tail(alpha, x_max, k_stop)
+        x_max, k_stop = self.x_max, self.k_stop
+        uni = np.arange(start, x_max + 0.5 * _PIECE_H, _PIECE_H)
+        breaks = np.concatenate([[0.0], geo, uni]) if geo.size else uni
+        self.breaks = breaks
+        left, right = breaks[:-1], breaks[1:]
+        t = _cheb_nodes(_CHEB_N)
+        nodes = 0.5 * (left + right)[:, None] + 0.5 * (right - left)[:, None] * t[None, :]
+        flat = nodes.ravel()
+        lp, ls = _direct_both(flat, alpha)
+        lp, ls = lp.reshape(nodes.shape), ls.reshape(nodes.shape)
+        self.c_pdf = np.ascontiguousarray(_cheb_coeffs(lp).T)       # (n, P)
+        self.c_sf = np.ascontiguousarray(_cheb_coeffs(ls).T)
+        self.mid = 0.5 * (left + right)
+        self.inv_half = 2.0 / (right - left)
+        self.uniform = geo.size == 0
+
+    def _verify_tail(self, alpha, x_max, k_stop):
+        """Check the tail series against the quadrature; move x_max outwards if needed."""
+        for _ in range(40):
+            coef = _bergstrom_coeffs(alpha, k_stop)
+            k = np.arange(1, k_stop + 1, dtype=float)
+            coef_sf = coef / (alpha * k)
+            pts = x_max * np.array([1.0, 1.1, 1.3])
+            lp, ls = _direct_both(pts, alpha)
+            d1 = np.abs(_series_logpdf(pts, alpha, coef) - lp)
+            d2 = np.abs(_series_logsf(pts, alpha, coef_sf) - ls)
+            if max(d1.max(), d2.max()) < 2e-13:
+                break
+            x_max, k_stop = _choose_tail(alpha, x_max + _PIECE_H, _PIECE_H)
+        self.x_max, self.k_stop = x_max, k_stop
+        self.coef, self.coef_sf = coef, coef_sf
+
+    def _locate(self, z: np.ndarray):
+        if self.uniform:
+            idx = np.minimum((z * (1.0 / _PIECE_H)).astype(np.intp), self.mid.size - 1)
+        else:
+            idx = np.clip(np.searchsorted(self.breaks, z, side="right") - 1, 0,
+                          self.mid.size - 1)
+        u = (z - self.mid[idx]) * self.inv_half[idx]
+        return idx, u
+
+    @staticmethod
+    def _clenshaw(coef: np.ndarray, idx: np.ndarray, u: np.ndarray) -> np.ndarray:
+        u2 = 2.0 * u
+        b1 = np.zeros_like(u)
+        b2 = np.zeros_like(u)
+        for k in range(coef.shape[0] - 1, 0, -1):
+            b1, b2 = coef[k][idx] + u2 * b1 - b2, b1
+        return coef[0][idx] + u * b1 - b2
+
+    def log_pdf(self, z: np.ndarray) -> np.ndarray:
+        """log p at ``z >= 0`` (finite or +inf)."""
+        out = np.empty_like(z)
+        inner = z <= self.x_max
+        if inner.all():
+            idx, u = self._locate(z)
+            return self._clenshaw(self.c_pdf, idx, u)
+        zi = z[inner]
+        idx, u = self._locate(zi)
+        out[inner] = self._clenshaw(self.c_pdf, idx, u)
+        outer = ~inner
+        with np.errstate(divide="ignore", over="ignore"):
+            out[outer] = _series_logpdf(z[outer], self.alpha, self.coef)
+        return out
+
+    def log_sf(self, z: np.ndarray) -> np.ndarray:
+        """log sf at ``z >= 0`` (finite or +inf)."""
+        out = np.empty_like(z)
+        inner = z <= self.x_max
+        if inner.all():
+            idx, u = self._locate(z)
+            return self._clenshaw(self.c_sf, idx, u)
+        zi = z[inner]
+        idx, u = self._locate(zi)
+        out[inner] = self._clenshaw(self.c_sf, idx, u)
+        outer = ~inner
+        with np.errstate(divide="ignore", over="ignore"):
+            out[outer] = _series_logsf(z[outer], self.alpha, self.coef_sf)
+        return out
+
+
+@lru_cache(maxsize=64)
+def _table(alpha: float) -> _Table:
+    return _Table(alpha)
+
+
+# --------------------------------------------------------------------------------------------
+# Standardized log pdf / log sf for z >= 0 (dispatch to closed forms and tables)
+# --------------------------------------------------------------------------------------------
+
+_LOG_2_SQRT_PI = math.log(2.0 * math.sqrt(math.pi))
+
+
+def _std_logpdf(a: np.ndarray, alpha: float) -> np.ndarray:
+    """log p(a) of the standard SaS law for ``a >= 0`` (may contain +inf)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if alpha == 2.0:
+            return -0.25 * a * a - _LOG_2_SQRT_PI
+        if alpha == 1.0:
+            big = a > 1.0
+            inv = np.where(big, 1.0 / np.where(big, a, 1.0), 0.0)
+            return np.where(big, -2.0 * np.log(np.where(big, a, 1.0)) - np.log1p(inv * inv),
+                            -np.log1p(a * a)) - _LOG_PI
+        return _table(alpha).log_pdf(a)
+
+
+def _std_logsf(a: np.ndarray, alpha: float) -> np.ndarray:
+    """log sf(a) of the standard SaS law for ``a >= 0`` (may contain +inf)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if alpha == 2.0:
+            return special.log_ndtr(-a / math.sqrt(2.0))
+        if alpha == 1.0:
+            return np.log(np.arctan2(1.0, a)) - _LOG_PI
+        return _table(alpha).log_sf(a)
+
+
+# --------------------------------------------------------------------------------------------
+# Argument handling
+# --------------------------------------------------------------------------------------------
+
+def _check_params(alpha: Any, scale: Any, loc: Any) -> tuple[float, float, float]:
+    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    scale = check_positive("scale", scale)
+    loc = check_in_interval("loc", loc, -math.inf, math.inf)
+    return alpha, scale, loc
+
+
+def _standardize(x: Any, scale: float, loc: float) -> np.ndarray:
+    """``(x - loc)/scale`` as a float ndarray; NaN is rejected, +-inf allowed."""
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DimensionError(f"x must be a real numeric array; got {type(x).__name__} "
+                             f"({exc})") from exc
+    if np.isnan(arr).any():
+        bad = int(np.count_nonzero(np.isnan(arr)))
+        raise NonFiniteError(f"x contains {bad} NaN entries; entries must be real numbers or "
+                             f"+-inf")
+    with np.errstate(over="ignore"):
+        return (arr - loc) / scale
+
+
+def _apply_abs(fn, z: np.ndarray, alpha: float) -> np.ndarray:
+    flat = np.abs(z).ravel()
+    return fn(flat, alpha).reshape(z.shape)
+
+
+def _finish(out: np.ndarray) -> np.ndarray:
+    return out[()] if out.ndim == 0 else out
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    x : array_like, shape (...)
+        Points (``+-inf`` allowed; NaN raises ``NonFiniteError``).
+    alpha : float
+        Stability index in ``(0, 2]`` (full accuracy on ``[1, 2]``; see module notes).
+    scale : float, default 1.0
+        Scale ``gamma > 0`` (seed eq. 3.7): the characteristic function is
+        ``exp(i t loc - |scale t|**alpha)``.
+    loc : float, default 0.0
+        Location ``mu`` (finite).
+"""
+
+
+def sas_logpdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Log density of the symmetric alpha-stable law.
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+        ``log p(x; alpha, scale, loc)``; finite for every finite ``x`` (no ``log(0)`` in the
+        tails: for ``|x|`` beyond the tabulated body it is evaluated from Bergstrom's series in
+        log form, so ``x = 1e6`` or ``1e300`` is fine), ``-inf`` at ``x = +-inf``.
+
+    Notes
+    -----
+    Relative error of the density (absolute error of its log) is about ``1e-12`` for
+    ``alpha in [1, 2]`` (see the module docstring).  The first call for a new ``alpha`` builds
+    a table (30-300 ms, cached for 64 values of ``alpha``); later calls cost about 0.1 us per
+    point.
+
+    References
+    ----------
+    Seed dissertation, Ch. 3: eq. (3.7) (SaS density), eq. (3.9) (Bergstrom tail series).
+    J. P. Nolan (1997), "Numerical calculation of stable densities and distribution
+    functions", Comm. Statist. Stochastic Models 13(4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privacy.stable import sas_logpdf
+    >>> bool(np.isclose(sas_logpdf(0.0, 2.0), -np.log(2 * np.sqrt(np.pi))))
+    True
+    >>> float(sas_logpdf(1e6, 1.5)) < -30
+    True
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    z = _standardize(x, scale, loc)
+    return _finish(_apply_abs(_std_logpdf, z, alpha) - math.log(scale))
+
+
+def sas_pdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Density of the symmetric alpha-stable law.
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+        ``p(x; alpha, scale, loc)``, 0 at ``x = +-inf``.
+
+    Notes
+    -----
+    ``exp`` of :func:`sas_logpdf`; closed forms at ``alpha == 1`` (Cauchy with scale
+    ``scale``) and ``alpha == 2`` (normal with ``sigma = sqrt(2) * scale``).
+
+    References
+    ----------
+    Seed dissertation, Ch. 3, eqs. (3.7), (3.9).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privacy.stable import sas_pdf
+    >>> bool(np.isclose(sas_pdf(1.0, 1.0), 1 / (2 * np.pi)))   # Cauchy
+    True
+    >>> sas_pdf(np.array([-1.0, 0.0, 1.0]), 1.5).round(6)
+    array([0.202038, 0.287353, 0.202038])
+    """
+    return np.exp(sas_logpdf(x, alpha, scale, loc))
+
+
+def sas_logsf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Log survival function ``log P(Y > x)`` of the symmetric alpha-stable law.
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+        ``log sf``; accurate (absolute error ~1e-12) in the upper tail out to ``|x| = 1e300``.
+
+    References
+    ----------
+    Seed dissertation, Ch. 3, eqs. (3.7), (3.9) (integrated term by term:
+    ``sf(x) = (1/pi) sum_k Gamma(alpha k)/k! sin(k (2 - alpha) pi/2) x**(-alpha k)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privacy.stable import sas_logsf
+    >>> bool(np.isclose(sas_logsf(0.0, 1.7), np.log(0.5)))
+    True
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    z = _standardize(x, scale, loc)
+    ls = _apply_abs(_std_logsf, z, alpha)
+    with np.errstate(divide="ignore"):
+        out = np.where(z >= 0, ls, np.log1p(-np.exp(ls)))
+    return _finish(out)
+
+
+def sas_logcdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Log distribution function ``log P(Y <= x)`` (accurate in the lower tail).
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+
+    Examples
+    --------
+    >>> from privacy.stable import sas_logcdf, sas_logsf
+    >>> import numpy as np
+    >>> bool(np.isclose(sas_logcdf(-40.0, 1.9), sas_logsf(40.0, 1.9)))
+    True
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    z = _standardize(x, scale, loc)
+    return sas_logsf(-z, alpha)
+
+
+def sas_sf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Survival function ``P(Y > x) = 1 - cdf`` with full relative accuracy in the upper tail.
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+        ``sf(x)``: relative error ~1e-12 for ``x >= loc`` (including the far tail), absolute
+        error ~1e-16 below ``loc``.
+
+    References
+    ----------
+    Seed dissertation, Ch. 3, eqs. (3.7), (3.9); Nolan (1997).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privacy.stable import sas_sf
+    >>> bool(np.isclose(sas_sf(1.0, 1.0), 0.25))      # Cauchy: 1/2 - arctan(1)/pi
+    True
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    z = _standardize(x, scale, loc)
+    ls = _apply_abs(_std_logsf, z, alpha)
+    tail = np.exp(ls)
+    return _finish(np.where(z >= 0, tail, -np.expm1(ls)))
+
+
+def sas_cdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np.ndarray:
+    """Distribution function ``P(Y <= x)`` (full relative accuracy in the lower tail).
+    {params}
+    Returns
+    -------
+    ndarray, shape (...)
+        ``cdf(x) = sf(2 loc - x)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from privacy.stable import sas_cdf
+    >>> bool(np.isclose(sas_cdf(0.0, 1.3, scale=2.0), 0.5))
+    True
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    z = _standardize(x, scale, loc)
+    return sas_sf(-z, alpha)
+
+
+for _f in (sas_logpdf, sas_pdf, sas_logsf, sas_logcdf, sas_sf, sas_cdf):
+    _f.__doc__ = _f.__doc__.replace("    {params}", _DOC_PARAMS.rstrip("\n"))
+del _f
+
+
+def sas_sample(alpha: float, scale: float = 1.0, loc: float = 0.0, size: Any = None,
+               rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """Draw symmetric alpha-stable variates by the Chambers-Mallows-Stuck method.
+
+    Parameters
+    ----------
+    alpha : float
+        Stability index in ``(0, 2]``.
+    scale : float, default 1.0
+        Scale ``gamma > 0``.
+    loc : float, default 0.0
+        Location (finite).
+    size : int or tuple of ints, optional
+        Output shape; ``None`` returns a single float.
+    rng : numpy.random.Generator, int or None
+        Source of randomness (seeded generator or seed); no global state is used.
+
+    Returns
+    -------
+    ndarray of shape ``size`` (or float)
+        ``loc + scale * Z`` with ``Z = sin(alpha U)/cos(U)**(1/alpha)
+        * (cos((1 - alpha) U)/W)**((1 - alpha)/alpha)``, ``U ~ U(-pi/2, pi/2)``,
+        ``W ~ Exp(1)``; ``Z = tan U`` at ``alpha = 1``.
+
+    References
+    ----------
+    Chambers, Mallows & Stuck (1976), JASA 71(354); seed dissertation, Ch. 3.
+
+    Examples
+    --------
+    >>> from privacy.stable import sas_sample
+    >>> sas_sample(1.5, size=3, rng=0).shape
+    (3,)
+    """
+    alpha, scale, loc = _check_params(alpha, scale, loc)
+    gen = as_generator(rng)
+    u = gen.uniform(-_HALF_PI, _HALF_PI, size=size)
+    w = gen.exponential(1.0, size=size)
+    if alpha == 1.0:
+        z = np.tan(u)
+    else:
+        z = (np.sin(alpha * u) / np.cos(u) ** (1.0 / alpha)
+             * (np.cos((1.0 - alpha) * u) / w) ** ((1.0 - alpha) / alpha))
+    out = loc + scale * z
+    return float(out) if size is None else out
+
+
+def sas_mean_absolute_deviation(alpha: float, scale: float = 1.0) -> float:
+    """Mean absolute deviation ``E|Y - loc|`` of a SaS variable.
+
+    Parameters
+    ----------
+    alpha : float
+        Stability index in ``(0, 2]``.
+    scale : float, default 1.0
+        Scale ``gamma > 0``.
+
+    Returns
+    -------
+    float
+        ``2 scale Gamma(1 - 1/alpha) / pi`` for ``alpha > 1``; ``inf`` for ``alpha <= 1``.
+
+    References
+    ----------
+    Seed dissertation, eq. (3.85).
+
+    Examples
+    --------
+    >>> import math
+    >>> from privacy.stable import sas_mean_absolute_deviation
+    >>> math.isclose(sas_mean_absolute_deviation(2.0), 2 / math.sqrt(math.pi))
+    True
+    """
+    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    scale = check_positive("scale", scale)
+    if alpha <= 1.0:
+        return math.inf
+    return 2.0 * scale * math.gamma(1.0 - 1.0 / alpha) / math.pi
