@@ -1,3 +1,34 @@
 """Delay-aware controllers: gain design, predictive and fractional-delay feedback, MPC."""
 
-__all__: list[str] = []
+from controllers.analysis import (
+    DelayMismatchStudy,
+    closed_loop_matrix,
+    delay_mismatch_study,
+    plot_delay_mismatch,
+    spectral_radius,
+)
+from controllers.feedback import (
+    FractionalDelayController,
+    NaiveStateFeedback,
+    PredictiveController,
+    reduced_input_matrix,
+)
+from controllers.gains import is_schur, lqr_gain, place_gain
+from controllers.mpc import DelayedMPC, MPCResult
+
+__all__ = [
+    "DelayMismatchStudy",
+    "DelayedMPC",
+    "MPCResult",
+    "FractionalDelayController",
+    "NaiveStateFeedback",
+    "PredictiveController",
+    "closed_loop_matrix",
+    "delay_mismatch_study",
+    "is_schur",
+    "lqr_gain",
+    "place_gain",
+    "plot_delay_mismatch",
+    "reduced_input_matrix",
+    "spectral_radius",
+]

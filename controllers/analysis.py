@@ -1,0 +1,262 @@
+"""Exact closed-loop stability of linear delay-compensating controllers, without simulation.
+
+A controller that follows the feedback protocol ``u_k = K_x x_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``
+(:meth:`feedback_matrices`) closed around the *true* delayed plant
+``x_{k+1} = A_d x_k + sum_{j=0}^{R} B^(j) u_{k-j}`` is a finite-dimensional linear recursion on
+``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` with ``L = max(R, H)``.  Its spectral radius decides
+asymptotic stability of the sampled loop exactly (and, with zero-order hold, of the continuous
+loop, since the inter-sample response is a bounded linear map of ``z_k``).
+
+References
+----------
+Dissertation sec. 9.5, Figure 9.1 (truncated versus fractional controller at r = 1T, 1.25T, 1.5T).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from controllers.feedback import FractionalDelayController, PredictiveController
+from controllers.gains import lqr_gain
+from dmdidc.model import DelayedPlant, as_plant
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from privacy.validation import check_finite_array, check_positive
+
+__all__ = [
+    "closed_loop_matrix",
+    "spectral_radius",
+    "DelayMismatchStudy",
+    "delay_mismatch_study",
+    "plot_delay_mismatch",
+]
+
+#: Controller names accepted by :func:`delay_mismatch_study`.
+CONTROLLER_NAMES = ("truncated", "exact", "fractional")
+
+
+def _feedback(controller: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    if not hasattr(controller, "feedback_matrices"):
+        raise TypeError(f"controller must provide feedback_matrices() -> (K_x, K_u); got "
+                        f"{type(controller).__name__}")
+    K_x, K_u = controller.feedback_matrices()
+    K_x = np.asarray(K_x, dtype=float)
+    K_u = np.asarray(K_u, dtype=float)
+    if K_x.shape != (m, n):
+        raise DimensionError(f"controller K_x has shape {K_x.shape}; expected ({m}, {n}) "
+                             f"for a plant with {n} states and {m} inputs")
+    if K_u.ndim != 3 or K_u.shape[1:] != (m, m):
+        raise DimensionError(f"controller K_u has shape {K_u.shape}; expected (H, {m}, {m})")
+    if not (np.all(np.isfinite(K_x)) and np.all(np.isfinite(K_u))):
+        raise NonFiniteError("controller feedback matrices contain NaN or infinite entries")
+    return K_x, K_u
+
+
+def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
+    """Lifted closed-loop matrix of a linear controller on the true delayed plant.
+
+    Parameters
+    ----------
+    true_plant : DelayedPlant or fitted estimator
+        The plant the loop runs on (true delays), ``R = true_plant.max_delay``.
+    controller : object with ``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))``
+        E.g. :class:`~controllers.PredictiveController`,
+        :class:`~controllers.FractionalDelayController`, :class:`~controllers.NaiveStateFeedback`.
+
+    Returns
+    -------
+    M : ndarray, shape (n + m L, n + m L)
+        ``z_{k+1} = M z_k`` with ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]``, ``L = max(R, H)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import FractionalDelayController, lqr_gain
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=2.5, dt=2.0)
+    >>> closed_loop_matrix(plant, FractionalDelayController(plant, lqr_gain(plant))).shape
+    (6, 6)
+    """
+    plant = as_plant(true_plant)
+    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    K_x, K_u = _feedback(controller, n, m)
+    H = K_u.shape[0]
+    L = max(R, H)
+    size = n + m * L
+    # u_k = K_x x_k + sum_i K_u[i-1] u_{k-i} as a row block over z_k.
+    law = np.zeros((m, size))
+    law[:, :n] = K_x
+    for i in range(1, H + 1):
+        law[:, n + (i - 1) * m:n + i * m] = K_u[i - 1]
+    M = np.zeros((size, size))
+    M[:n, :n] = plant.A_d
+    for j in range(1, R + 1):
+        M[:n, n + (j - 1) * m:n + j * m] += plant.B_blocks[j]
+    M[:n] += plant.B_blocks[0] @ law
+    if L:
+        M[n:n + m] = law
+        M[n + m:, n:n + m * (L - 1)] = np.eye(m * (L - 1))
+    return M
+
+
+def spectral_radius(true_plant: Any, controller: Any) -> float:
+    """Spectral radius of :func:`closed_loop_matrix`; the loop is asymptotically stable iff < 1.
+
+    Parameters
+    ----------
+    true_plant : DelayedPlant or fitted estimator
+    controller : object with ``feedback_matrices()``
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import FractionalDelayController, PredictiveController, lqr_gain
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=3.0, dt=2.0)
+    >>> K = lqr_gain(plant)
+    >>> spectral_radius(plant, FractionalDelayController(plant, K)) < 1
+    True
+    >>> spectral_radius(plant, PredictiveController(plant, K)) < 1
+    False
+    """
+    return float(np.max(np.abs(np.linalg.eigvals(closed_loop_matrix(true_plant, controller)))))
+
+
+@dataclass(frozen=True)
+class DelayMismatchStudy:
+    """Spectral radius of each controller versus the error of the delay estimate.
+
+    Attributes
+    ----------
+    offsets : ndarray, shape (P,)
+        Delay estimate error ``r_hat - r`` in seconds.
+    spectral_radius : dict of str to ndarray, shape (P,)
+        One curve per controller name.
+    true_delay : ndarray, shape (m,)
+    dt : float
+    """
+
+    offsets: np.ndarray
+    spectral_radius: dict[str, np.ndarray] = field(repr=False)
+    true_delay: np.ndarray
+    dt: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON representation."""
+        return {"offsets": self.offsets.tolist(), "true_delay": self.true_delay.tolist(),
+                "dt": self.dt,
+                "spectral_radius": {k: v.tolist() for k, v in self.spectral_radius.items()}}
+
+
+def _build(name: str, model: DelayedPlant, K: np.ndarray) -> Any:
+    if name == "fractional":
+        return FractionalDelayController(model, K)
+    return PredictiveController(model, K, prediction=name)
+
+
+def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any = None,
+                         offsets: Any = None, *,
+                         controllers: Sequence[str] = CONTROLLER_NAMES) -> DelayMismatchStudy:
+    """Exact closed-loop spectral radius when the controller's delay estimate is wrong.
+
+    For each offset ``d``, the controllers are built on the exact model with delay
+    ``true_delay + d`` (same ``A_c``, ``B_c``) and closed around the plant with ``true_delay``.
+
+    Parameters
+    ----------
+    A_c : array_like, shape (n, n)
+    B_c : array_like, shape (n, m)
+    dt : float
+        Sampling period ``T``, seconds.
+    true_delay : float or array_like, shape (m,)
+        True delay(s), seconds.
+    K : array_like, shape (m, n), optional
+        Gain used by every controller; default ``lqr_gain`` (Q = I, R = I) on the true
+        ``(A_d, B_d)``.
+    offsets : array_like, shape (P,), optional
+        Delay estimate errors in seconds (added to every channel); default
+        ``np.linspace(-0.5, 0.5, 41) * dt``.  Estimates must stay ``>= 0``.
+    controllers : sequence of {"truncated", "exact", "fractional"}
+
+    Returns
+    -------
+    DelayMismatchStudy
+
+    Examples
+    --------
+    >>> study = delay_mismatch_study([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 2.0, 2.5,
+    ...                              offsets=[-0.2, 0.0, 0.2])
+    >>> bool(study.spectral_radius["fractional"][1] < 1)
+    True
+    """
+    dt = check_positive("dt", dt)
+    true_plant = DelayedPlant.from_continuous(A_c, B_c, true_delay, dt)
+    if K is None:
+        K = lqr_gain(true_plant)
+    offsets = np.linspace(-0.5, 0.5, 41) * dt if offsets is None else \
+        check_finite_array("offsets", offsets, ndim=1)
+    names = tuple(controllers)
+    for name in names:
+        if name not in CONTROLLER_NAMES:
+            raise ParameterError(f"controllers must be taken from {CONTROLLER_NAMES}; got "
+                                 f"{name!r}")
+    if np.min(true_plant.delay) + np.min(offsets, initial=0.0) < 0:
+        raise ParameterError(f"offsets must keep every delay estimate >= 0; smallest true delay "
+                             f"{float(np.min(true_plant.delay))} s, smallest offset "
+                             f"{float(np.min(offsets))} s")
+    radii = {name: np.empty(offsets.shape[0]) for name in names}
+    for index, offset in enumerate(offsets):
+        model = DelayedPlant.from_continuous(A_c, B_c, true_plant.delay + offset, dt)
+        for name in names:
+            radii[name][index] = spectral_radius(true_plant, _build(name, model, K))
+    for value in radii.values():
+        value.flags.writeable = False
+    offsets = np.array(offsets, dtype=float)
+    offsets.flags.writeable = False
+    return DelayMismatchStudy(offsets, radii, np.array(true_plant.delay), dt)
+
+
+def plot_delay_mismatch(study: DelayMismatchStudy, path: str | Path, *,
+                        title: str | None = None) -> Path:
+    """Write a PNG of spectral radius versus delay-estimate error (matplotlib, Agg backend).
+
+    Parameters
+    ----------
+    study : DelayMismatchStudy
+    path : str or Path
+        Output file (``.png``); parent directories are created.
+    title : str, optional
+
+    Returns
+    -------
+    Path
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(6.0, 3.8))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for name, radius in study.spectral_radius.items():
+        ax.plot(study.offsets / study.dt, radius, marker=".", label=name)
+    ax.axhline(1.0, color="k", linewidth=0.8, linestyle="--", label="stability limit")
+    ax.set_xlabel("delay estimate error (r_hat - r) / T")
+    ax.set_ylabel("closed-loop spectral radius")
+    delays = ", ".join(f"{d / study.dt:g}" for d in np.unique(study.true_delay))
+    ax.set_title(title or f"Delay mismatch, true delay = {delays} T")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return path

@@ -1,0 +1,562 @@
+"""Linear state feedback for input-delayed plants: naive, predictive and fractional-delay.
+
+Every controller here is *linear* in the measured state and its own past commands,
+
+    u_k = K_x x_k + sum_{i=1}^{H} K_u[i-1] u_{k-i},                      (feedback protocol)
+
+:meth:`feedback_matrices` returns ``(K_x, K_u)`` and ``controller(x)`` evaluates exactly this law
+with the controller's own command history.  :mod:`controllers.analysis` turns the pair into the
+exact lifted closed loop; simulators may use it instead of calling the controller.
+
+Controllers
+-----------
+``NaiveStateFeedback``
+    ``u_k = -K x_k`` (ignores the delay).
+``PredictiveController(prediction="truncated")``
+    Eq. (9.13): whole-step prediction with ``B_d = sum_j B^(j)`` and the whole delay ``w``; the
+    fractional part of the delay is ignored (the seed's "truncated" controller).
+``PredictiveController(prediction="exact")``
+    Whole-step prediction ``xhat_{k+w}`` with the full multi-block model (eq. 9.65).
+``FractionalDelayController``
+    Eqs. (9.70)-(9.74): ``u_k = -K x(kT + r)``, the state at the instant ``u_k`` starts acting;
+    the sampled closed loop is exactly ``A_d - B_d K`` (eq. 9.75).  Generalized to per-channel
+    delays (see the class docstring for what is guaranteed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from scipy.linalg import expm
+
+from controllers.gains import _check_gain
+from dmdidc.discretization import split_delay, zoh_matrices
+from dmdidc.model import DelayedPlant, as_plant
+from privacy.errors import DimensionError, ParameterError
+from privacy.validation import check_finite_array, check_nonnegative
+
+__all__ = [
+    "NaiveStateFeedback",
+    "PredictiveController",
+    "FractionalDelayController",
+    "reduced_input_matrix",
+]
+
+_PREDICTIONS = ("truncated", "exact")
+#: Relative tolerance (in sampling periods) below which two instants count as equal.
+_TIME_TOL = 1e-12
+
+
+# ---------------------------------------------------------------------------------- base class
+class _LinearFeedback:
+    """``u_k = K_x x_k + sum_i K_u[i-1] u_{k-i}`` with the controller's own command history."""
+
+    def __init__(self, K: np.ndarray, K_x: np.ndarray, K_u: np.ndarray) -> None:
+        m, n = K.shape
+        self._K = np.array(K, dtype=float)
+        self._K_x = np.array(K_x, dtype=float).reshape(m, n)
+        self._K_u = np.array(K_u, dtype=float).reshape(-1, m, m)
+        for array in (self._K, self._K_x, self._K_u):
+            array.flags.writeable = False
+        self.reset()
+
+    @property
+    def K(self) -> np.ndarray:
+        """Design gain, shape (m, n) (read-only)."""
+        return self._K
+
+    @property
+    def n_states(self) -> int:
+        """Number of plant states ``n``."""
+        return self._K.shape[1]
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of inputs ``m``."""
+        return self._K.shape[0]
+
+    @property
+    def history_steps(self) -> int:
+        """Number ``H`` of past commands the law uses."""
+        return self._K_u.shape[0]
+
+    @property
+    def command_history(self) -> np.ndarray:
+        """Past commands, newest first: row ``i`` is ``u_{k-1-i}``; shape (H, m) (a copy)."""
+        return self._history.copy()
+
+    def feedback_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """The linear law ``u_k = K_x x_k + sum_{i=1}^{H} K_u[i-1] u_{k-i}``.
+
+        Returns
+        -------
+        K_x : ndarray, shape (m, n)
+        K_u : ndarray, shape (H, m, m)
+            ``K_u[i-1]`` multiplies ``u_{k-i}``; ``H`` may be 0.
+        """
+        return self._K_x.copy(), self._K_u.copy()
+
+    def reset(self, u_past: Any = None) -> None:
+        """Forget the command history (zeros), or set it.
+
+        Parameters
+        ----------
+        u_past : array_like, shape (m, H), optional
+            Commands before the next call, oldest first (``u_{k-H} .. u_{k-1}``, the
+            ``U_past`` convention of :meth:`DelayedPlant.simulate`).  Zero by default.
+        """
+        m, H = self.n_inputs, self.history_steps
+        if u_past is None:
+            self._history = np.zeros((H, m))
+            return
+        u_past = check_finite_array("u_past", u_past, ndim=2)
+        if u_past.shape != (m, H):
+            raise DimensionError(f"u_past has shape {u_past.shape}; expected ({m}, {H}) "
+                                 f"(inputs x past steps, oldest first)")
+        self._history = u_past[:, ::-1].T.copy()
+
+    def __call__(self, x: Any) -> np.ndarray:
+        """Command ``u_k`` for the measured state ``x_k``; records it in the history.
+
+        Parameters
+        ----------
+        x : array_like, shape (n,)
+
+        Returns
+        -------
+        u : ndarray, shape (m,)
+        """
+        x = check_finite_array("x", x)
+        if x.shape != (self.n_states,):
+            raise DimensionError(f"x has shape {x.shape}; expected ({self.n_states},) "
+                                 f"(one measured state vector)")
+        u = self._K_x @ x
+        if self.history_steps:
+            u = u + np.einsum("hab,hb->a", self._K_u, self._history)
+            self._history = np.concatenate([u[None, :], self._history[:-1]], axis=0)
+        return u
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(n_states={self.n_states}, n_inputs={self.n_inputs}, "
+                f"history_steps={self.history_steps})")
+
+
+def _law_from_predictor(K: np.ndarray, P_x: np.ndarray,
+                        P_u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``u = -K (P_x x + sum P_u[i] u_{k-1-i})`` as ``(K_x, K_u)``."""
+    return -K @ P_x, -np.einsum("ab,hbc->hac", K, P_u)
+
+
+# ---------------------------------------------------------------------------------- predictors
+def _whole_delay_steps(plant: DelayedPlant) -> np.ndarray:
+    """Whole delay ``w`` per channel: from the continuous delay, else eq. (9.66) on the blocks."""
+    if plant.has_continuous:
+        return plant.delay_steps
+    norms = np.linalg.norm(plant.B_blocks, axis=1)  # (R + 1, m)
+    steps = np.zeros(plant.n_inputs, dtype=int)
+    for j in range(plant.n_inputs):
+        scale = float(np.max(norms[:, j]))
+        if scale > 0:
+            steps[j] = int(np.flatnonzero(norms[:, j] > 1e-8 * scale)[0])
+    return steps
+
+
+def _powers(A: np.ndarray, count: int) -> list[np.ndarray]:
+    out = [np.eye(A.shape[0])]
+    for _ in range(count - 1):
+        out.append(A @ out[-1])
+    return out
+
+
+def _truncated_predictor(A_d: np.ndarray, B_d: np.ndarray,
+                         steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (9.13) per channel: ``A^W x_k + sum_j sum_{h=1}^{w_j} A^{W-w_j+h-1} b_j u^j_{k-h}``."""
+    n, m = B_d.shape
+    W = int(np.max(steps)) if m else 0
+    powers = _powers(A_d, 2 * W + 1)
+    P_u = np.zeros((W, n, m))
+    for j in range(m):
+        for h in range(1, int(steps[j]) + 1):
+            P_u[h - 1, :, j] = powers[W - steps[j] + h - 1] @ B_d[:, j]
+    return powers[W], P_u
+
+
+def _exact_predictor(A_d: np.ndarray, B_blocks: np.ndarray,
+                     W: int) -> tuple[np.ndarray, np.ndarray]:
+    """``xhat_{k+W}`` iterating ``x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j}`` with issued commands."""
+    R, n, m = B_blocks.shape[0] - 1, B_blocks.shape[1], B_blocks.shape[2]
+    powers = _powers(A_d, W + 1)
+    P_u = np.zeros((R, n, m))
+    for s in range(W):
+        for j in range(s + 1, R + 1):
+            P_u[j - s - 1] += powers[W - 1 - s] @ B_blocks[j]
+    return powers[W], P_u
+
+
+def _segment_effect(A_c: np.ndarray, b: np.ndarray, start: float, tau: float, dt: float, *,
+                    backward: bool = False) -> np.ndarray | None:
+    """Effect at time ``tau`` of a unit command held on ``[start, start + dt)`` (times after kT).
+
+    Only the part inside ``[0, tau)`` counts (the part before 0 is already in ``x_k``); for
+    ``tau`` below the segment's end it is ``e^{A_c (tau - b)} Gamma(b - a) b`` with
+    ``[a, b) = [start, start + dt) & [0, tau)``.  With ``backward`` (the single-reference
+    predictor), a segment ending after ``tau`` counts whole, propagated backwards from its end.
+    ``None`` if empty.
+    """
+    a = max(start, 0.0)
+    end = start + dt if backward else min(start + dt, tau)
+    if end - a <= _TIME_TOL * dt:
+        return None
+    _, gamma_b = zoh_matrices(A_c, b[:, None], end - a)
+    return (expm(A_c * (tau - end)) @ gamma_b)[:, 0]
+
+
+def _snapped_delays(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    steps, fraction = split_delay(delay, dt)
+    return (steps + fraction) * dt, steps + (fraction > 0)
+
+
+def _reference_predictor(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
+                         reference: float) -> tuple[np.ndarray, np.ndarray]:
+    """Artstein prediction to ``kT + r*`` with not-yet-issued commands taken as zero."""
+    n, m = B_c.shape
+    r, pending = _snapped_delays(delay, dt)
+    H = int(np.max(pending)) if m else 0
+    P_u = np.zeros((H, n, m))
+    for j in range(m):
+        for h in range(1, int(pending[j]) + 1):
+            effect = _segment_effect(A_c, B_c[:, j], r[j] - h * dt, reference, dt,
+                                     backward=True)
+            if effect is not None:
+                P_u[h - 1, :, j] = effect
+    return expm(A_c * reference), P_u
+
+
+def _own_instant_law(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
+                     K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``u^i_k = -K_i x(kT + r_i)`` for every channel, as one unit-triangular linear system.
+
+    Unknowns are the commands ``u^i_{k+l}`` whose hold starts (``lT + r_i`` after ``kT``) before
+    the slowest channel's instant ``r_max``: exactly the commands that can influence some
+    ``x(kT + r_j)``.  Each obeys ``u^i_{k+l} = -K_i x(kT + lT + r_i)`` with the model state,
+    which depends on ``x_k``, the past commands and unknowns that start strictly earlier, so
+    the system is unit lower triangular in start order and always solvable.
+    """
+    n, m = B_c.shape
+    r, pending = _snapped_delays(delay, dt)
+    H = int(np.max(pending)) if m else 0
+    r_max = float(np.max(r)) if m else 0.0
+    unknowns = [(i, 0) for i in range(m)]
+    for i in range(m):
+        lead = 1
+        while lead * dt + r[i] < r_max - _TIME_TOL * dt * max(1.0, r_max / dt):
+            unknowns.append((i, lead))
+            lead += 1
+    N = len(unknowns)
+    M_x = np.zeros((N, n))
+    M_u = np.zeros((H, N, m))
+    M_v = np.zeros((N, N))
+    for e, (i, lead) in enumerate(unknowns):
+        tau = lead * dt + r[i]
+        M_x[e] = -K[i] @ expm(A_c * tau)
+        for c in range(m):
+            for h in range(1, int(pending[c]) + 1):
+                effect = _segment_effect(A_c, B_c[:, c], r[c] - h * dt, tau, dt)
+                if effect is not None:
+                    M_u[h - 1, e, c] = -K[i] @ effect
+        for f, (c, lead_c) in enumerate(unknowns):
+            if lead_c * dt + r[c] < tau:
+                effect = _segment_effect(A_c, B_c[:, c], lead_c * dt + r[c], tau, dt)
+                if effect is not None:
+                    M_v[e, f] = -K[i] @ effect
+    system = np.eye(N) - M_v
+    K_x = np.linalg.solve(system, M_x)[:m]
+    K_u = np.stack([np.linalg.solve(system, M_u[h])[:m] for h in range(H)]) if H else \
+        np.zeros((0, m, m))
+    return K_x, K_u
+
+
+def _continuous_model(plant: DelayedPlant, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not plant.has_continuous:
+        note = plant.continuous_note or "the plant was built from discrete matrices only"
+        raise ParameterError(f"{who} needs the continuous-time model (A_c, B_c, delay) of the "
+                             f"plant for the fractional matrices (eqs. 9.71-9.72); it is not "
+                             f"available: {note}")
+    return np.array(plant.A_c), np.array(plant.B_c), np.array(plant.delay)
+
+
+def reduced_input_matrix(model: Any, reference_delay: float | None = None) -> np.ndarray:
+    """``B_eff`` of the loop ``A_d - B_eff K`` of the single-reference fractional controller.
+
+    ``B_eff[:, j] = e^{A_c (r* - r_j)} B_d[:, j]`` with ``B_d = Gamma(T) B_c``: the delay-free
+    ZOH input matrix with channel ``j`` moved from its delay ``r_j`` to the reference ``r*``.
+    With one common delay and ``r* = r`` it equals ``B_d``.  A gain designed on
+    ``(A_d, B_eff)`` makes ``FractionalDelayController(model, K, reference_delay=r*)`` loop
+    exactly as ``A_d - B_eff K`` on the model, for any per-channel delays.
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+        Must carry a continuous model (``A_c``, ``B_c``, ``delay``).
+    reference_delay : float, optional
+        ``r*`` in seconds, default the largest channel delay.
+
+    Returns
+    -------
+    B_eff : ndarray, shape (n, m)
+
+    References
+    ----------
+    Artstein (1982), "Linear systems with delayed controls: a reduction", IEEE TAC 27(4).
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import FractionalDelayController, lqr_gain, spectral_radius
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=[2.0, 3.3], dt=2.0)
+    >>> K = lqr_gain(plant.A_d, reduced_input_matrix(plant, 3.3))   # exact design, r* = 3.3 s
+    >>> ctrl = FractionalDelayController(plant, K, reference_delay=3.3)
+    >>> bool(spectral_radius(plant, ctrl) < 1)
+    True
+    """
+    plant = as_plant(model)
+    A_c, B_c, delay = _continuous_model(plant, "reduced_input_matrix")
+    reference = float(np.max(delay)) if reference_delay is None else \
+        check_nonnegative("reference_delay", reference_delay)
+    _, B_d = zoh_matrices(A_c, B_c, plant.dt)
+    return np.stack([expm(A_c * (reference - delay[j])) @ B_d[:, j]
+                     for j in range(B_c.shape[1])], axis=1)
+
+
+def _staggered_monodromy(A_c: np.ndarray, B_c: np.ndarray, dt: float, phases: np.ndarray,
+                         K: np.ndarray) -> np.ndarray:
+    """One-period map of ``[x; v]``; channel ``j`` resamples ``v_j = -K_j x`` at ``phases[j]``."""
+    n, m = B_c.shape
+    M = np.eye(n + m)
+    now = 0.0
+
+    def hold(length: float) -> np.ndarray:
+        Phi, Gamma_B = zoh_matrices(A_c, B_c, length)
+        step = np.eye(n + m)
+        step[:n, :n], step[:n, n:] = Phi, Gamma_B
+        return step
+
+    for phase in np.unique(phases):
+        M = hold(phase - now) @ M
+        reset = np.eye(n + m)
+        for j in np.flatnonzero(phases == phase):
+            reset[n + j] = 0.0
+            reset[n + j, :n] = -K[j]
+        M = reset @ M
+        now = phase
+    return hold(dt - now) @ M
+
+
+# ---------------------------------------------------------------------------------- controllers
+class NaiveStateFeedback(_LinearFeedback):
+    """Delay-naive baseline ``u_k = -K x_k``.
+
+    Parameters
+    ----------
+    model_or_m : DelayedPlant, fitted estimator, int or None
+        Plant (``K`` is checked against its sizes), the number of inputs ``m``, or ``None``
+        (sizes taken from ``K``).
+    K : array_like, shape (m, n)
+
+    Notes
+    -----
+    ``feedback_matrices()`` returns ``(-K, zeros((0, m, m)))``: no history.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ctrl = NaiveStateFeedback(None, np.array([[1.0, 2.0]]))
+    >>> ctrl(np.array([1.0, 1.0]))
+    array([-3.])
+    """
+
+    def __init__(self, model_or_m: Any, K: Any) -> None:
+        if model_or_m is None:
+            K_arr = check_finite_array("K", K, ndim=2)
+            m, n = K_arr.shape
+        elif isinstance(model_or_m, (int, np.integer)) and not isinstance(model_or_m, bool):
+            m = int(model_or_m)
+            if m < 1:
+                raise ParameterError(f"model_or_m must be a plant or a number of inputs >= 1; "
+                                     f"got {m}")
+            K_arr = check_finite_array("K", K)
+            n = K_arr.shape[-1] if K_arr.ndim else 0
+        else:
+            plant = as_plant(model_or_m)
+            m, n = plant.n_inputs, plant.n_states
+        K = _check_gain(K, n, m)
+        super().__init__(K, -K, np.zeros((0, m, m)))
+
+
+class PredictiveController(_LinearFeedback):
+    """Predictive feedback over the whole delay (eq. 9.13): ``u_k = -K xhat_{k+w}``.
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+        The controller's model of the plant (e.g. the DMDidc estimate).
+    K : array_like, shape (m, n)
+        Gain, usually designed on ``(A_d, B_d)`` (:func:`lqr_gain`).
+    prediction : {"truncated", "exact"}, default "truncated"
+        ``"truncated"``: exactly eq. (9.13) with ``B_d = sum_j B^(j)`` (sum of the model's blocks)
+        and the whole delay ``w``; the fractional part ``p`` is ignored, so the command acts
+        ``pT`` later than the prediction assumes.  ``"exact"``: ``xhat_{k+w}`` iterated with the
+        full multi-block model ``x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j}`` (eq. 9.65), exact at
+        ``(k+w)T`` but still ``pT`` early.
+
+    Notes
+    -----
+    With a whole delay (``p = 0``) both predictions are exact and the loop is ``A_d - B_d K``
+    (eq. 9.14): lifted eigenvalues ``eig(A_d - B_d K)`` plus zeros.  Whole delays ``w_j`` come
+    from the model's continuous delay, or without one from the first non-negligible input
+    block of each channel (eq. 9.66, relative threshold 1e-8).  With per-channel whole delays
+    the horizon is ``W = max_j w_j`` and commands not issued yet are taken as zero; for
+    ``"truncated"`` this uses each channel's own ``w_j`` in the sum,
+    ``xhat = A_d^W x_k + sum_j sum_{h=1}^{w_j} A_d^{W-w_j+h-1} b_j u^j_{k-h}``
+    (``b_j`` column ``j`` of ``B_d``), and on a model without fractional delays the loop is
+    ``A_d - B_eff K`` with ``B_eff[:, j] = A_d^{W-w_j} b_j`` (``= B_d`` for a common delay).
+
+    References
+    ----------
+    Dissertation sec. 9.3, eqs. (9.12)-(9.14); eq. (9.65).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import lqr_gain
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=2.0, dt=2.0)
+    >>> ctrl = PredictiveController(plant, lqr_gain(plant))
+    >>> u0 = ctrl(np.array([1.0, 0.0]))
+    >>> K_x, K_u = ctrl.feedback_matrices()
+    >>> K_x.shape, K_u.shape
+    ((2, 2), (1, 2, 2))
+    """
+
+    def __init__(self, model: Any, K: Any, *,
+                 prediction: Literal["truncated", "exact"] = "truncated") -> None:
+        plant = as_plant(model)
+        if prediction not in _PREDICTIONS:
+            raise ParameterError(f"prediction must be one of {_PREDICTIONS}; got {prediction!r}")
+        K = _check_gain(K, plant.n_states, plant.n_inputs)
+        steps = _whole_delay_steps(plant)
+        if prediction == "truncated":
+            P_x, P_u = _truncated_predictor(plant.A_d, plant.B_d, steps)
+        else:
+            P_x, P_u = _exact_predictor(plant.A_d, plant.B_blocks, int(np.max(steps)))
+        self.prediction = prediction
+        self.plant = plant
+        self.delay_steps = steps
+        super().__init__(K, *_law_from_predictor(K, P_x, P_u))
+
+
+class FractionalDelayController(_LinearFeedback):
+    """Fractional-delay feedback (eqs. 9.70-9.74): ``u_k = -K x(kT + r)``.
+
+    The state at the instant ``kT + r`` where ``u_k`` starts to act is predicted from ``x_k`` and
+    the commands still in flight -- ``w`` whole steps, then the fractional step
+    ``x(kT + r) = A_d^(p) x_{k+w} + B_d^(p) u_{k-1}`` with ``A_d^(p) = e^{A_c pT}`` (9.71) and
+    ``B_d^(p) = int_0^{pT} e^{A_c (pT - tau)} dtau B_c`` (9.72).  Since ``u_k`` acts over
+    ``[kT + r, (k+1)T + r)``, the state sampled at ``kT + r`` obeys exactly
+    ``x_{k+1} = (A_d - B_d K) x_k`` (9.75): the lifted loop (state plus command history) has
+    the eigenvalues of ``A_d - B_d K`` and all others at zero.
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+        Controller's model; must carry the continuous model ``(A_c, B_c, delay)``.
+    K : array_like, shape (m, n)
+        Gain designed on the delay-free pair ``(A_d, B_d)`` (:func:`lqr_gain`); with
+        ``reference_delay`` given, on ``(A_d, reduced_input_matrix(model, reference_delay))``.
+    reference_delay : float, optional
+        ``None`` (default): every channel ``j`` uses its own instant ``kT + r_j`` (below).
+        A number ``r*`` (seconds): one common prediction instant ``kT + r*`` (below).
+
+    Notes
+    -----
+    All predictions use the continuous model (exact to rounding): a command of channel ``j``
+    held on ``[kT + a, kT + b)`` moves the state at ``kT + tau`` by
+    ``e^{A_c (tau - b)} Gamma(b - a) b_j``, ``Gamma(s) = int_0^s e^{A_c t} dt``.  With one common
+    delay both modes coincide (``r* = r``) and reproduce eqs. (9.70)-(9.74).
+
+    *Per-channel delays, default mode* -- each channel ``j`` uses ``u^j_k = -K_j x(kT + r_j)``,
+    the model state at the instant its own command starts to act.  That state depends on
+    commands of faster channels issued at or after ``k``; those are the ones this same law
+    issues (they solve a unit-lower-triangular linear system, so the law stays linear and
+    causal).  Guarantee, on the model (and on the true plant when the model is exact): the loop
+    equals the *delay-free* loop in which channel ``j`` samples the state at the phase
+    ``p_j T`` of every period and holds ``-K_j x`` for one period (staggered sampling) --
+    independent of the whole delays ``w_j``.  :meth:`nominal_closed_loop` returns that loop's
+    period map; when all fractions ``p_j`` are equal (delays differing by whole periods) it is
+    exactly ``A_d - B_d K`` (eq. 9.75 extended).  For unequal fractions ``K`` from
+    ``(A_d, B_d)`` is not guaranteed to stabilize; the staggered loop tends to ``A_d - B_d K``
+    as the fractions approach each other.
+
+    *Per-channel delays, ``reference_delay=r*``* -- a sampled Artstein reduction: the prediction
+    is ``e^{A_c r*} (x(kT) + sum_j int_{kT - r_j}^{kT} e^{A_c (kT - s - r_j)} b_j u_j(s) ds)``
+    (state at ``kT + r*`` with not-yet-issued commands taken as zero).  It obeys the delay-free
+    recursion ``xhat_{k+1} = A_d xhat_k + B_eff u_k`` with ``B_eff`` of
+    :func:`reduced_input_matrix`, so the lifted loop has the eigenvalues of
+    ``A_d - B_eff K`` and zeros: design ``K`` on ``(A_d, B_eff)`` for a guaranteed loop.
+
+    References
+    ----------
+    Dissertation sec. 9.4.3, eqs. (9.70)-(9.75); Artstein (1982), "Linear systems with delayed
+    controls: a reduction", IEEE TAC 27(4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import lqr_gain, spectral_radius
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=3.0, dt=2.0)
+    >>> K = lqr_gain(plant)
+    >>> ctrl = FractionalDelayController(plant, K)
+    >>> ctrl.feedback_matrices()[1].shape          # u_{k-1}, u_{k-2} still in flight at kT
+    (2, 2, 2)
+    >>> target = np.max(np.abs(np.linalg.eigvals(plant.A_d - plant.B_d @ K)))
+    >>> bool(np.isclose(spectral_radius(plant, ctrl), target))      # eq. (9.75)
+    True
+    """
+
+    def __init__(self, model: Any, K: Any, *, reference_delay: float | None = None) -> None:
+        plant = as_plant(model)
+        K = _check_gain(K, plant.n_states, plant.n_inputs)
+        A_c, B_c, delay = _continuous_model(plant, "FractionalDelayController")
+        if reference_delay is None:
+            K_x, K_u = _own_instant_law(A_c, B_c, delay, plant.dt, K)
+        else:
+            reference_delay = check_nonnegative("reference_delay", reference_delay)
+            K_x, K_u = _law_from_predictor(
+                K, *_reference_predictor(A_c, B_c, delay, plant.dt, reference_delay))
+        self.plant = plant
+        self.reference_delay = reference_delay
+        super().__init__(K, K_x, K_u)
+
+    def nominal_closed_loop(self) -> np.ndarray:
+        """Loop the controller achieves on its own model (its nonzero eigenvalues are exact).
+
+        Returns
+        -------
+        ndarray, shape (n, n) or (n + m, n + m)
+            ``A_d - B_d K`` (common delay fraction, eq. 9.75); ``A_d - B_eff K`` with
+            ``reference_delay``; otherwise the one-period map of ``[x; held commands]`` of the
+            staggered-sampling loop (channel ``j`` resamples at ``p_j T``).
+        """
+        A_c, B_c, delay = _continuous_model(self.plant, "nominal_closed_loop")
+        A_d, B_d = zoh_matrices(A_c, B_c, self.plant.dt)
+        if self.reference_delay is not None:
+            return A_d - reduced_input_matrix(self.plant, self.reference_delay) @ self._K
+        _, fraction = split_delay(delay, self.plant.dt)
+        if np.ptp(fraction) <= _TIME_TOL:
+            return A_d - B_d @ self._K
+        return _staggered_monodromy(A_c, B_c, self.plant.dt, fraction * self.plant.dt, self._K)

@@ -1,0 +1,129 @@
+"""Tests of controllers.gains: LQR and pole-placement design on the delay-free pair (A_d, B_d)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import control
+import numpy as np
+import pytest
+
+from controllers import is_schur, lqr_gain, place_gain
+from dmdidc.model import DelayedPlant
+from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+
+A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
+B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
+T = 2.0
+
+
+@pytest.fixture(scope="module")
+def plant() -> DelayedPlant:
+    return DelayedPlant.from_continuous(A_C, B_C, delay=1.25 * T, dt=T)
+
+
+def radius(M: np.ndarray) -> float:
+    return float(np.max(np.abs(np.linalg.eigvals(M))))
+
+
+def test_seed_discretization_matches_eq_9_77(plant):
+    np.testing.assert_allclose(plant.A_d, [[-0.589, 0.809], [-0.809, -0.589]], atol=2e-3)
+    np.testing.assert_allclose(plant.B_d, [[-0.709, 2.153], [-2.179, 2.914]], atol=2e-3)
+
+
+def test_lqr_equals_control_dlqr_on_the_delay_free_pair(plant):
+    K = lqr_gain(plant)
+    K_ref, _, _ = control.dlqr(plant.A_d, plant.B_d, np.eye(2), np.eye(2))
+    np.testing.assert_allclose(K, K_ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(lqr_gain(plant.A_d, plant.B_d), K_ref, rtol=1e-12, atol=1e-12)
+    assert radius(plant.A_d - plant.B_d @ K) < 1
+
+
+def test_lqr_with_weights_and_scalar_weights(plant):
+    Q, R = np.diag([2.0, 0.5]), np.array([[3.0, 0.5], [0.5, 1.0]])
+    K_ref, _, _ = control.dlqr(plant.A_d, plant.B_d, Q, R)
+    np.testing.assert_allclose(lqr_gain(plant, Q=Q, R=R), K_ref, rtol=1e-10, atol=1e-12)
+    K_ref2, _, _ = control.dlqr(plant.A_d, plant.B_d, 2 * np.eye(2), 0.5 * np.eye(2))
+    np.testing.assert_allclose(lqr_gain(plant, Q=2.0, R=0.5), K_ref2, rtol=1e-10)
+
+
+def test_design_on_per_channel_plant_uses_sum_of_blocks():
+    plant = DelayedPlant.from_continuous(A_C, B_C, delay=[2.0, 3.3], dt=T)
+    np.testing.assert_allclose(plant.B_d, plant.B_blocks.sum(axis=0))
+    K_ref, _, _ = control.dlqr(plant.A_d, plant.B_d, np.eye(2), np.eye(2))
+    np.testing.assert_allclose(lqr_gain(plant), K_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_fitted_estimator_is_accepted(plant):
+    estimator = SimpleNamespace(model_=plant)
+    np.testing.assert_allclose(lqr_gain(estimator), lqr_gain(plant))
+    poles = [0.3, -0.2]
+    np.testing.assert_allclose(place_gain(estimator, poles=poles), place_gain(plant, poles=poles))
+
+
+def test_lqr_single_input_with_vector_B():
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    K = lqr_gain(A, np.array([0.0, 0.1]))
+    assert K.shape == (1, 2)
+    assert radius(A - np.array([[0.0], [0.1]]) @ K) < 1
+
+
+@pytest.mark.parametrize("Q, R, error, match", [
+    (np.array([[1.0, 0.5], [0.0, 1.0]]), None, ParameterError, "Q must be symmetric"),
+    (np.diag([1.0, -1.0]), None, ParameterError, "positive semidefinite"),
+    (None, np.diag([1.0, 0.0]), ParameterError, "R must be symmetric positive definite"),
+    (np.eye(3), None, DimensionError, r"Q has shape \(3, 3\); expected \(2, 2\)"),
+    (None, np.eye(1), DimensionError, "R has shape"),
+    (np.array([[np.nan, 0.0], [0.0, 1.0]]), None, NonFiniteError, "Q contains 1 NaN"),
+])
+def test_weight_validation(plant, Q, R, error, match):
+    with pytest.raises(error, match=match):
+        lqr_gain(plant, Q=Q, R=R)
+
+
+def test_matrix_validation():
+    with pytest.raises(DimensionError, match="A_d must be square"):
+        lqr_gain(np.ones((2, 3)), np.ones((2, 1)))
+    with pytest.raises(DimensionError, match=r"B has shape \(3, 1\); expected \(2, m\)"):
+        lqr_gain(np.eye(2), np.ones((3, 1)))
+    with pytest.raises(NonFiniteError, match="A_d contains"):
+        lqr_gain(np.array([[np.inf, 0.0], [0.0, 1.0]]), np.ones((2, 1)))
+    with pytest.raises(TypeError, match="B must be omitted"):
+        lqr_gain(DelayedPlant.from_continuous(A_C, B_C, 0.0, T), np.eye(2))
+    with pytest.raises(TypeError, match="model_or_A must be a DelayedPlant"):
+        lqr_gain(np.eye(2))
+
+
+def test_unstabilizable_pair_raises_solver_error():
+    A = np.diag([2.0, 0.5])
+    B = np.array([[0.0], [1.0]])  # the unstable mode is not reachable
+    with pytest.raises(SolverError, match="no stabilizing solution|does not stabilize"):
+        lqr_gain(A, B)
+
+
+def test_place_gain_places_poles(plant):
+    poles = np.array([0.2 + 0.1j, 0.2 - 0.1j])
+    K = place_gain(plant, poles=poles)
+    np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(plant.A_d - plant.B_d @ K)),
+                               np.sort_complex(poles), atol=1e-10)
+    K_ref = control.place(plant.A_d, plant.B_d, poles)
+    np.testing.assert_allclose(K, K_ref, atol=1e-12)
+
+
+def test_place_gain_errors(plant):
+    with pytest.raises(ParameterError, match="strictly inside the unit circle"):
+        place_gain(plant, poles=[1.0, 0.5])
+    with pytest.raises(DimensionError, match=r"poles has shape \(3,\); expected \(2,\)"):
+        place_gain(plant, poles=[0.1, 0.2, 0.3])
+    with pytest.raises(ParameterError, match="conjugate pairs"):
+        place_gain(plant, poles=[0.1 + 0.1j, 0.2])
+    with pytest.raises(NonFiniteError):
+        place_gain(plant, poles=[np.nan, 0.2])
+    with pytest.raises(ParameterError, match="cannot be placed"):
+        place_gain(np.eye(2), np.array([[1.0], [0.0]]), poles=[0.5, 0.5])
+
+
+def test_is_schur():
+    assert is_schur(np.diag([0.5, -0.99]))
+    assert not is_schur(np.diag([0.5, 1.0]))
+    assert is_schur(np.zeros((0, 0)))
