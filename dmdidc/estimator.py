@@ -15,7 +15,13 @@ import numpy as np
 from dmdidc.model import DelayedPlant
 from dmdidc.recovery import ContinuousModelWarning, recover_continuous
 from dmdidc.regression import RegressionSolution, lagged_inputs, make_accumulator
-from privacy.errors import DimensionError, LogarithmError, NotFittedError, ParameterError
+from privacy.errors import (
+    DimensionError,
+    InsufficientExcitationError,
+    LogarithmError,
+    NotFittedError,
+    ParameterError,
+)
 from privacy.validation import check_finite_array, check_integer, check_positive
 
 __all__ = ["DMDidc"]
@@ -149,18 +155,27 @@ class DMDidc:
         for Xi, Ui in trajectories:
             self._accumulator.new_trajectory()
             self._stream(Xi, Ui)
-        self._solve()
         if self._needs_qr():
             self._reset(n, m, dt, method="qr")
             for Xi, Ui in trajectories:
                 self._accumulator.new_trajectory()
                 self._stream(Xi, Ui)
-            self._solve()
+        self._solve()
         return self
 
     def _needs_qr(self) -> bool:
-        return (self.method == "auto" and self._accumulator.method == "gram"
-                and self._solution.condition_number > _GRAM_CONDITION_LIMIT)
+        """Whether "auto" must repeat the pass with QR; decided before any model is built, so
+        the discarded Gram pass neither raises nor warns about a continuous model."""
+        acc = self._accumulator
+        if self.method != "auto" or acc.method != "gram":
+            return False
+        try:
+            solution = acc.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        except InsufficientExcitationError:
+            # The Gram rank test cannot resolve singular values below ~sqrt(eps) (cond > ~7e7)
+            # while QR can: let the QR pass decide (it raises the same error for too few samples).
+            return acc.n_samples >= acc.p
+        return solution.condition_number > _GRAM_CONDITION_LIMIT
 
     def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False
                     ) -> DMDidc:
