@@ -300,7 +300,7 @@ def test_partial_fit_not_enough_data_yet(data3):
     X, U = data3
     est = DMDidc(max_delay=3).partial_fit(X[:, :6], U[:, :5], dt=0.3)   # 2 samples, need 11
     with pytest.raises(InsufficientExcitationError, match="2 regression samples"):
-        est.model_
+        _ = est.model_
     est.partial_fit(X[:, 5:], U[:, 5:], dt=0.3)
     np.testing.assert_allclose(est.delay, [0.35, 0.8], atol=1e-9)
 

@@ -167,7 +167,7 @@ def test_discrete_only_plant_has_no_continuous_model():
     noted = DelayedPlant(np.diag([-0.5, 0.2]), np.ones((1, 2, 1)), 1.0,
                          continuous_note="negative real eigenvalue")
     with pytest.raises(LogarithmError, match="negative real eigenvalue"):
-        noted.A_c
+        _ = noted.A_c
 
 
 # ---------------------------------------------------------------------- simulation
@@ -264,7 +264,7 @@ def test_save_load_discrete_only_keeps_note(tmp_path, suffix):
     assert not loaded.has_continuous
     np.testing.assert_array_equal(loaded.B_blocks, plant.B_blocks)
     with pytest.raises(LogarithmError, match="negative real axis"):
-        loaded.A_c
+        _ = loaded.A_c
 
 
 def test_to_dict_is_plain_json(plant):
