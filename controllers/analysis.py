@@ -116,6 +116,12 @@ def spectral_radius(true_plant: Any, controller: Any) -> float:
     -------
     float
 
+    Notes
+    -----
+    The lifted loop of a delay compensator usually has a nilpotent part (eigenvalues at zero in
+    Jordan blocks of size up to ``L``); their computed moduli are ``~ eps^(1/size)`` (about
+    1e-8 to 1e-4), which only matters for loops whose true radius is that small.
+
     Examples
     --------
     >>> from dmdidc import DelayedPlant

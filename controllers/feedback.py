@@ -194,22 +194,38 @@ def _exact_predictor(A_d: np.ndarray, B_blocks: np.ndarray,
     return powers[W], P_u
 
 
-def _segment_effect(A_c: np.ndarray, b: np.ndarray, start: float, tau: float, dt: float, *,
-                    backward: bool = False) -> np.ndarray | None:
-    """Effect at time ``tau`` of a unit command held on ``[start, start + dt)`` (times after kT).
+class _Exponentials:
+    """Memoized ``e^{A_c s}`` and ``Gamma(s) B_c`` (one block exponential per distinct ``s``)."""
 
-    Only the part inside ``[0, tau)`` counts (the part before 0 is already in ``x_k``); for
-    ``tau`` below the segment's end it is ``e^{A_c (tau - b)} Gamma(b - a) b`` with
-    ``[a, b) = [start, start + dt) & [0, tau)``.  With ``backward`` (the single-reference
-    predictor), a segment ending after ``tau`` counts whole, propagated backwards from its end.
-    ``None`` if empty.
-    """
-    a = max(start, 0.0)
-    end = start + dt if backward else min(start + dt, tau)
-    if end - a <= _TIME_TOL * dt:
-        return None
-    _, gamma_b = zoh_matrices(A_c, b[:, None], end - a)
-    return (expm(A_c * (tau - end)) @ gamma_b)[:, 0]
+    def __init__(self, A_c: np.ndarray, B_c: np.ndarray, dt: float) -> None:
+        self.A_c, self.B_c, self.dt = A_c, B_c, dt
+        self._cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __call__(self, s: float) -> tuple[np.ndarray, np.ndarray]:
+        key = round(s / self.dt, 12)
+        if key not in self._cache:
+            if s >= 0:
+                self._cache[key] = zoh_matrices(self.A_c, self.B_c, s)
+            else:
+                self._cache[key] = (expm(self.A_c * s), np.full(self.B_c.shape, np.nan))
+        return self._cache[key]
+
+    def segment_effect(self, channel: int, start: float, tau: float, *,
+                       backward: bool = False) -> np.ndarray | None:
+        """Effect at ``tau`` of a unit command of ``channel`` held on ``[start, start + dt)``.
+
+        Times are relative to ``kT``.  Only the part inside ``[0, tau)`` counts (the part before
+        0 is already in ``x_k``): ``e^{A_c (tau - b)} Gamma(b - a) b_c`` with
+        ``[a, b) = [start, start + dt) & [0, tau)``.  With ``backward`` (the single-reference
+        predictor) a segment ending after ``tau`` counts whole, propagated backwards from its
+        end.  ``None`` if the part is empty.
+        """
+        a = max(start, 0.0)
+        end = start + self.dt if backward else min(start + self.dt, tau)
+        if end - a <= _TIME_TOL * self.dt:
+            return None
+        gamma_b = self(end - a)[1][:, channel]
+        return self(tau - end)[0] @ gamma_b
 
 
 def _snapped_delays(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -224,10 +240,10 @@ def _reference_predictor(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt
     r, pending = _snapped_delays(delay, dt)
     H = int(np.max(pending)) if m else 0
     P_u = np.zeros((H, n, m))
+    exponentials = _Exponentials(A_c, B_c, dt)
     for j in range(m):
         for h in range(1, int(pending[j]) + 1):
-            effect = _segment_effect(A_c, B_c[:, j], r[j] - h * dt, reference, dt,
-                                     backward=True)
+            effect = exponentials.segment_effect(j, r[j] - h * dt, reference, backward=True)
             if effect is not None:
                 P_u[h - 1, :, j] = effect
     return expm(A_c * reference), P_u
@@ -257,17 +273,18 @@ def _own_instant_law(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: fl
     M_x = np.zeros((N, n))
     M_u = np.zeros((H, N, m))
     M_v = np.zeros((N, N))
+    exponentials = _Exponentials(A_c, B_c, dt)
     for e, (i, lead) in enumerate(unknowns):
         tau = lead * dt + r[i]
-        M_x[e] = -K[i] @ expm(A_c * tau)
+        M_x[e] = -K[i] @ exponentials(tau)[0]
         for c in range(m):
             for h in range(1, int(pending[c]) + 1):
-                effect = _segment_effect(A_c, B_c[:, c], r[c] - h * dt, tau, dt)
+                effect = exponentials.segment_effect(c, r[c] - h * dt, tau)
                 if effect is not None:
                     M_u[h - 1, e, c] = -K[i] @ effect
         for f, (c, lead_c) in enumerate(unknowns):
             if lead_c * dt + r[c] < tau:
-                effect = _segment_effect(A_c, B_c[:, c], lead_c * dt + r[c], tau, dt)
+                effect = exponentials.segment_effect(c, lead_c * dt + r[c], tau)
                 if effect is not None:
                     M_v[e, f] = -K[i] @ effect
     system = np.eye(N) - M_v

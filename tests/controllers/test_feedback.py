@@ -421,3 +421,33 @@ def test_property_fractional_radius_equals_nominal(seed, n, m, delay_periods, dt
     got = spectral_radius(plant, FractionalDelayController(plant, K))
     # nilpotent part of the lifted loop has eigenvalues ~ eps^(1/size); compare above that
     assert got == pytest.approx(target, rel=1e-6, abs=1e-4)
+
+
+# ------------------------------------------------------------------ literal eqs. (9.71)-(9.73)
+@pytest.mark.parametrize("factor", [1.25, 1.5, 2.75])
+def test_common_delay_law_is_literal_eq_9_73(factor):
+    """x(kT + r) = A_d^(p) x_{k+w} + B_d^(p) u_{k-1}, x_{k+w} from w multi-block steps."""
+    plant = seed_plant(factor)
+    w, p = int(plant.delay_steps[0]), float(plant.delay_fraction[0])
+    K = lqr_gain(plant)
+    ctrl = FractionalDelayController(plant, K)
+    rng = np.random.default_rng(9)
+    u_past = rng.normal(size=(2, plant.max_delay))      # u_{k-R} .. u_{k-1}
+    x = rng.normal(size=2)
+    ctrl.reset(u_past[:, plant.max_delay - ctrl.history_steps:])
+    x_kw = plant.simulate(x, np.zeros((2, w)), U_past=u_past)[:, w]   # no u_k.. acts before
+    A_p, B_p = zoh_matrices(A_C, B_C, p * T)                         # eqs. (9.71), (9.72)
+    x_r = A_p @ x_kw + B_p @ u_past[:, -1]                           # eq. (9.73)
+    np.testing.assert_allclose(ctrl(x), -K @ x_r, atol=1e-10)        # eq. (9.74)
+
+
+def test_fitted_dmdidc_estimator_end_to_end():
+    from dmdidc import DMDidc
+
+    true_plant = DelayedPlant.from_continuous(A_C, B_C, 1.5 * T, T, max_delay=4)
+    U = np.random.default_rng(0).normal(size=(2, 60))
+    X = true_plant.simulate(np.zeros(2), U)
+    estimator = DMDidc(max_delay=4).fit(X, U, dt=T)
+    K = lqr_gain(estimator)
+    assert spectral_radius(true_plant, FractionalDelayController(estimator, K)) < 0.2
+    assert spectral_radius(true_plant, PredictiveController(estimator, K)) > 1
