@@ -73,7 +73,7 @@ class LinearController(Controller, Protocol):
 
 
 # ---------------------------------------------------------------------- noise samplers
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoiseSampler:
     """Draws i.i.d. noise: ``sampler(rng, shape) -> ndarray`` (made by :func:`noise_sampler`)."""
 
@@ -466,7 +466,7 @@ def _weight(name: str, value: Any, size: int) -> np.ndarray:
     return value
 
 
-def simulate_closed_loop(plant: DelayedPlant, controller: Any, x0: Any, steps: int, *,
+def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, steps: int, *,
                          process_noise: Any = None, measurement_noise: Any = None,
                          rng: np.random.Generator | int | None = None, fine: bool = False,
                          points_per_step: int = 20, Q: Any = None, R: Any = None,
