@@ -1,8 +1,6 @@
 """Dynamic Mode Decomposition with input-delayed control (DMDidc)."""
 
 from dmdidc.discretization import delay_blocks, split_delay, zoh_matrices
-from dmdidc.estimator import DMDidc
-from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
 from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
@@ -12,6 +10,8 @@ from dmdidc.errors import (
     ParameterError,
     ToolboxError,
 )
+from dmdidc.estimator import DMDidc
+from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
 from dmdidc.model import DelayedPlant, as_plant
 from dmdidc.recovery import ContinuousModelWarning, recover_continuous
 from dmdidc.regression import RegressionSolution
