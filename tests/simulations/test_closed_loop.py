@@ -338,6 +338,23 @@ def test_sas_noise_sampler():
         noise_sampler("sas", 0.5)
 
 
+def test_sas_noise_through_the_loop(big_plant):
+    stable = pytest.importorskip("privacy.stable")
+    if not hasattr(stable, "sas_sample"):
+        pytest.skip("privacy.stable has no sas_sample yet")
+    K_x = stabilizing_gain(big_plant)
+    kwargs = dict(process_noise=noise_sampler("sas", 0.01, alpha=1.7),
+                  measurement_noise=noise_sampler("sas", 0.01, alpha=1.2), rng=4)
+    fast = simulate_closed_loop(big_plant, LinearGain(K_x), np.zeros(6), 1500, method="linear",
+                                **kwargs)
+    slow = simulate_closed_loop(big_plant, LinearGain(K_x), np.zeros(6), 1500, method="step",
+                                **kwargs)
+    assert relative_gap(fast.states, slow.states) < 1e-12
+    # process noise is drawn first; both delays exceed dt, so x_1 = w_0 exactly
+    expected = stable.sas_sample(1.7, scale=0.01, size=(6, 1500), rng=np.random.default_rng(4))
+    np.testing.assert_allclose(fast.states[:, 1], expected[:, 0], rtol=1e-12)
+
+
 def test_heavy_tailed_noise_runs_through_the_loop(big_plant):
     K_x = stabilizing_gain(big_plant)
     result = simulate_closed_loop(big_plant, LinearGain(K_x), np.zeros(6), 200,
