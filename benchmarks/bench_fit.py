@@ -16,17 +16,21 @@ Compared, per K:
   * (b) PyDMD ``DMDc(svd_rank=-1)`` at R = 0 on the same X, U vs ``DMDidc(max_delay=0).fit``.
 
 Times: ``time.perf_counter``, best and median of ``--repeats`` runs; ratios use the best.
-Peak memory: tracemalloc peak of one separate (untimed) run of each step, i.e. the largest
+Peak memory: tracemalloc peak during the first timed run of each step, i.e. the largest
 Python/numpy heap allocated above the data already in memory (numpy reports its buffers to
-tracemalloc; LAPACK workspace allocated outside numpy is not seen).
+tracemalloc; LAPACK workspace allocated outside numpy is not seen).  On a shared machine run
+with OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1: idle-spinning BLAS threads make timings swing
+by 10-100x under oversubscription.
 
-Run:  .venv/bin/python benchmarks/bench_fit.py [--sizes 10000 100000 1000000] [--repeats 3]
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_fit.py \
+          [--sizes 10000 100000 1000000] [--repeats 3] [--repeats-large 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 import tracemalloc
@@ -92,24 +96,22 @@ def numpy_gram_pass(X: np.ndarray, U: np.ndarray, R: int) -> tuple[float, float,
     return t_build, t_gram, coefficients
 
 
-def timed(function, repeats: int) -> tuple[float, float]:
-    times = []
-    for _ in range(repeats):
+def timed(function, repeats: int) -> tuple[float, float, float, object]:
+    """Best and median wall time of ``repeats`` runs, tracemalloc peak (MB) of the first run
+    (tracemalloc costs ~microseconds per allocation; these steps allocate few, large arrays),
+    and the last result."""
+    times, peak, result = [], 0.0, None
+    for i in range(repeats):
         gc.collect()
+        if i == 0:
+            tracemalloc.start()
         t0 = time.perf_counter()
-        function()
+        result = function()
         times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times)
-
-
-def peak_mb(function) -> float:
-    gc.collect()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    function()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20
+        if i == 0:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    return min(times), statistics.median(times), peak, result
 
 
 def pydmd_dmdc(X: np.ndarray, U: np.ndarray):
@@ -125,7 +127,7 @@ def run(K: int, repeats: int, plant: DelayedPlant) -> list[tuple]:
     rows = []
 
     def ours(method: str, R: int = MAX_DELAY):
-        return lambda: DMDidc(max_delay=R, method=method).fit(X, U, dt=DT).model_
+        return lambda: DMDidc(max_delay=R, method=method).fit(X, U, dt=DT).model_   # fitted
 
     def regression_only(method: str, R: int = MAX_DELAY):
         def fn():
@@ -137,40 +139,45 @@ def run(K: int, repeats: int, plant: DelayedPlant) -> list[tuple]:
         return fn
 
     errors = {}
-    for method in ("gram", "qr"):
-        check = DMDidc(max_delay=MAX_DELAY, method=method).fit(X, U, dt=DT)
-        errors[method] = (float(np.max(np.abs(check.B_blocks - plant.B_blocks))),
-                          float(np.max(np.abs(check.delay - plant.delay)) / DT),
-                          check.regression_.condition_number)
-    blocks = check.B_blocks
-
-    for label, fn in [("DMDidc auto (R=20, default)", ours("auto")),
-                      ("DMDidc gram (R=20)", ours("gram")), ("DMDidc qr   (R=20)", ours("qr")),
-                      ("  gram regression only (R=20)", regression_only("gram")),
+    for label, method, fn in [("DMDidc auto (R=20, default)", "auto", ours("auto")),
+                              ("DMDidc gram (R=20)", "gram", ours("gram")),
+                              ("DMDidc qr   (R=20)", "qr", ours("qr"))]:
+        best, med, peak, model = timed(fn, repeats)
+        rows.append((K, label, best, med, peak))
+        errors[method] = (float(np.max(np.abs(model.B_blocks - plant.B_blocks))),
+                          float(np.max(np.abs(model.delay - plant.delay)) / DT))
+    for label, fn in [("  gram regression only (R=20)", regression_only("gram")),
                       ("  qr regression only (R=20)", regression_only("qr")),
                       ("  recovery only (R=20)",
-                       lambda: recover_continuous(check.A_d, blocks, DT))]:
-        best, med = timed(fn, repeats)
-        rows.append((K, label, best, med, peak_mb(fn)))
+                       lambda: recover_continuous(model.A_d, model.B_blocks, DT))]:
+        best, med, peak, solution = timed(fn, repeats)
+        rows.append((K, label, best, med, peak))
+        if "gram" in label:
+            cond = solution.condition_number
 
     builds, grams = [], []
-    for _ in range(repeats):
+    for i in range(repeats):
         gc.collect()
+        if i == 0:
+            tracemalloc.start()
         t_build, t_gram, _ = numpy_gram_pass(X, U, MAX_DELAY)
+        if i == 0:
+            np_peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
         builds.append(t_build)
         grams.append(t_gram)
-    np_peak = peak_mb(lambda: numpy_gram_pass(X, U, MAX_DELAY))
     rows.append((K, "numpy build Phi", min(builds), statistics.median(builds), np_peak))
     rows.append((K, "numpy Gram Phi@Phi.T+Y@Phi.T", min(grams), statistics.median(grams), np_peak))
 
     for label, fn in [("DMDidc gram (R=0)", ours("gram", 0)),
                       ("DMDidc auto (R=0)", ours("auto", 0)),
                       ("PyDMD DMDc (R=0)", lambda: pydmd_dmdc(X, U))]:
-        best, med = timed(fn, repeats)
-        rows.append((K, label, best, med, peak_mb(fn)))
-    for method, (block_err, delay_err, cond) in errors.items():
+        best, med, peak, _ = timed(fn, repeats)
+        rows.append((K, label, best, med, peak))
+    print(f"  K={K:.0e}: equilibrated condition number {cond:.3g}", flush=True)
+    for method, (block_err, delay_err) in errors.items():
         print(f"  K={K:.0e} {method}: max |B_blocks - exact| = {block_err:.2e}, max delay error "
-              f"= {delay_err:.2e} T, equilibrated condition number {cond:.3g}", flush=True)
+              f"= {delay_err:.2e} T", flush=True)
     return rows
 
 
@@ -178,14 +185,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats-large", type=int, default=1,
+                        help="repeats for K >= 1e6 (each QR fit then takes tens of seconds)")
     args = parser.parse_args()
     plant = make_plant()
+    threads = {k: os.environ.get(k, "unset") for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     print(f"n={N_STATES} m={N_INPUTS} R={MAX_DELAY} p={N_STATES + N_INPUTS * (MAX_DELAY + 1)}, "
-          f"repeats={args.repeats}; times in s (best / median), peak = tracemalloc MB", flush=True)
+          f"repeats={args.repeats} ({args.repeats_large} for K >= 1e6); times in s (best / "
+          f"median), peak = tracemalloc MB of the first run; {threads}; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     print(f"\n{'K':>8} | {'step':<30} | {'best s':>8} | {'median s':>8} | {'peak MB':>8} | ratio")
     print("-" * 100, flush=True)
     for K in args.sizes:
-        rows = run(K, args.repeats, plant)
+        rows = run(K, args.repeats if K < 1_000_000 else args.repeats_large, plant)
         by = {r[1]: r for r in rows}
         # Ratios use the best times: on a shared machine, contention only ever adds time.
         gram_ref = by["numpy Gram Phi@Phi.T+Y@Phi.T"][2]
