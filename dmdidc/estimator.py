@@ -201,7 +201,7 @@ class DMDidc:
         """
         self._validated_params()
         dt = check_positive("dt", dt)
-        ((Xc, Uc),) = _as_trajectories(X, U)
+        ((Xc, Uc),) = _as_trajectories(X, U, check_orientation=False)
         if getattr(self, "_accumulator", None) is None:
             self._reset(Xc.shape[0], Uc.shape[0], dt)
         else:
@@ -377,7 +377,8 @@ class DMDidc:
         return f"DMDidc({params})"
 
 
-def _as_trajectories(X: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+def _as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
     if isinstance(X, (list, tuple)) != isinstance(U, (list, tuple)):
         raise DimensionError("X and U must both be arrays or both be lists of trajectories")
     if not isinstance(X, (list, tuple)):
@@ -393,6 +394,10 @@ def _as_trajectories(X: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         if Ui.shape[1] != Xi.shape[1] - 1:
             raise DimensionError(f"U{tag} has {Ui.shape[1]} samples; expected {Xi.shape[1] - 1} "
                                  f"(columns of X minus one; time runs along the columns)")
+        if check_orientation and Xi.shape[0] == Ui.shape[0] + 1 and Xi.shape[0] > Xi.shape[1]:
+            raise DimensionError(f"X{tag} has shape {Xi.shape} and U{tag} {Ui.shape}: more states "
+                                 f"than snapshots, which looks like transposed data; time runs "
+                                 f"along the columns (X is (n, K+1), U is (m, K))")
         if result and (Xi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
             raise DimensionError(f"trajectory {i} has {Xi.shape[0]} states and {Ui.shape[0]} "
                                  f"inputs; the first has {result[0][0].shape[0]} and "

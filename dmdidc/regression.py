@@ -197,8 +197,10 @@ class GramAccumulator(_Accumulator):
         order = np.argsort(eigenvalues)[::-1]
         eigenvalues, vectors = eigenvalues[order], vectors[:, order]
         singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+        # Singular values from a Gram matrix carry absolute errors ~sqrt(eps) * largest, so an
+        # exactly rank-deficient matrix can show ~2e-8; below 10 sqrt(eps) nothing is resolved.
         rank = _choose_rank(singular, svd_rank, rank_rtol, self.p, self.n_samples,
-                            rank_floor=np.sqrt(np.finfo(float).eps))
+                            rank_floor=_GRAM_RANK_FLOOR)
         V = vectors[:, :rank]
         cross_scaled = self.cross / scale
         coefficients = ((cross_scaled @ V) / eigenvalues[:rank]) @ V.T / scale
@@ -261,6 +263,9 @@ def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) 
     raise ValueError(f"method must be 'gram' or 'qr'; got {method!r}")
 
 
+_GRAM_RANK_FLOOR = 10 * np.sqrt(np.finfo(float).eps)
+
+
 def _column_scale(norms: np.ndarray) -> np.ndarray:
     # A regressor that is identically zero keeps scale 1 so that it shows up as a zero singular
     # value (rank deficiency) instead of a division by zero.
@@ -285,11 +290,13 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
     tol = max(rank_rtol, rank_floor) * singular[0]
     rank = int(np.count_nonzero(singular > tol))
     if rank < p:
+        hint = (" (normal equations cannot resolve smaller singular values; method='qr' can)"
+                if rank_floor == _GRAM_RANK_FLOOR and singular[-1] > 0 else "")
         raise InsufficientExcitationError(
             f"the regression data matrix is rank-deficient: numerical rank {rank} of {p} "
             f"regressors (n + m (R + 1)) with {n_samples} samples; smallest singular value "
             f"{singular[-1]:.3g}, largest {singular[0]:.3g} (equilibrated columns), tolerance "
-            f"{tol:.3g}. The inputs do not excite the plant enough (constant or collinear "
+            f"{tol:.3g}{hint}. The inputs do not excite the plant enough (constant or collinear "
             f"inputs, an uncontrollable plant, or too few samples); use richer random inputs "
             f"or set svd_rank to fit a reduced model deliberately")
     return rank

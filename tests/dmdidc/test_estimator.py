@@ -181,10 +181,6 @@ def test_auto_handles_data_beyond_the_gram_rank_floor():
     assert rel_err(auto.A_d, true.A_d) < 1e-6                  # measured 8.6e-8
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the Gram path's rank floor (sqrt(eps) on singular "
-                   "values) misses exactly collinear input channels for some data: method='gram' "
-                   "returns an arbitrary fit (cond 5.4e7, rank reported 11/11) instead of "
-                   "raising; 'auto' and 'qr' raise correctly")
 def test_gram_detects_collinear_inputs(plant3):
     u = random_excitation(1, 300, rng=1)
     U = np.vstack([u, 0.37 * u])                                # channel 2 = 0.37 * channel 1
@@ -486,9 +482,6 @@ def test_bad_data(data3):
             est.fit(X, U, dt=dt)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: transposed data with m == n - 1 pass the shape "
-                   "check and fail later as 'InsufficientExcitationError: 0 regression samples; "
-                   "at least 801' instead of an orientation error")
 def test_transposed_data_with_m_equal_n_minus_one_gives_orientation_error(data3):
     X, U = data3                                          # n = 3, m = 2: X.T (201, 3), U.T (200, 2)
     with pytest.raises(DimensionError):
