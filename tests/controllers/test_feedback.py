@@ -451,3 +451,20 @@ def test_fitted_dmdidc_estimator_end_to_end():
     K = lqr_gain(estimator)
     assert spectral_radius(true_plant, FractionalDelayController(estimator, K)) < 0.2
     assert spectral_radius(true_plant, PredictiveController(estimator, K)) > 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4), m=st.integers(1, 3),
+       dt=st.floats(0.2, 2.0))
+def test_property_per_channel_loop_is_staggered_sampling_loop(seed, n, m, dt):
+    rng = np.random.default_rng(seed)
+    A_c, B_c = 0.5 * rng.normal(size=(n, n)) / dt, rng.normal(size=(n, m))
+    delay = rng.uniform(0.0, 2.5, size=m) * dt
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay, dt)
+    try:
+        K = lqr_gain(plant)
+    except SolverError:
+        assume(False)
+    ctrl = FractionalDelayController(plant, K)
+    lifted = radius(closed_loop_matrix(plant, ctrl))
+    assert lifted == pytest.approx(radius(ctrl.nominal_closed_loop()), rel=1e-6, abs=1e-4)
