@@ -295,3 +295,20 @@ def test_sas_randomize_statistics():
     assert np.median(np.abs(x)) == pytest.approx(2.0, rel=0.02)
     g = SaSMechanism(alpha=2.0, scale=1.5).randomize(np.zeros(200_000), rng=4)
     assert np.std(g) == pytest.approx(math.sqrt(2) * 1.5, rel=0.01)
+
+
+@needs_stable
+@pytest.mark.parametrize("alpha", [1.1, 1.5, 1.9, 1.999])
+def test_expected_distortion_matches_stable_module(alpha):
+    from privacy import stable
+    assert SaSMechanism(alpha=alpha, scale=2.0).expected_distortion == pytest.approx(
+        float(stable.sas_mean_absolute_deviation(alpha, 2.0)), rel=1e-10)
+
+
+@needs_stable
+@pytest.mark.parametrize("alpha", [1.5, 1.9, 1.95, 1.999])
+def test_stable_epsilon_against_dense_grid(alpha):
+    mech = SaSMechanism(alpha=alpha, scale=0.7)
+    x = np.linspace(0.5, 200.0, 400_001)
+    grid_max = float(np.max(mech.privacy_loss(x)))
+    assert grid_max <= mech.epsilon <= grid_max + 1e-8
