@@ -28,7 +28,7 @@ import scipy.linalg
 
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, ParameterError, SolverError
-from privacy.validation import check_finite_array, check_integer, check_positive
+from privacy.validation import check_finite_array, check_integer, check_positive, read_only
 
 __all__ = ["DelayedMPC", "MPCResult"]
 
@@ -48,15 +48,6 @@ _DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "CLARABEL": {"presolve_enable": False},
 }
 
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = np.array(array, dtype=float, copy=True)
-    array.flags.writeable = False
-    return array
-
-
-def _readonly_or_none(array: np.ndarray | None) -> np.ndarray | None:
-    return None if array is None else _readonly(array)
 
 
 @dataclass(frozen=True)
@@ -241,10 +232,10 @@ class DelayedMPC:
         self.horizon = check_integer("horizon", horizon, minimum=1)
         self.dead_steps = _dead_steps(plant.B_blocks)
         # Read-only: the problem is built from these once, so changing them later would lie.
-        self.Q = _readonly(_weight("Q", Q, n, definite=False))
-        self.R = _readonly(_weight("R", R, m, definite=True))
-        self.u_min, self.u_max = (_readonly_or_none(b) for b in _bounds("u", u_min, u_max, m))
-        self.x_min, self.x_max = (_readonly_or_none(b) for b in _bounds("x", x_min, x_max, n))
+        self.Q = read_only(_weight("Q", Q, n, definite=False))
+        self.R = read_only(_weight("R", R, m, definite=True))
+        self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
+        self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
@@ -271,7 +262,7 @@ class DelayedMPC:
         w = self.dead_steps
         reduced = DelayedPlant(plant.A_d, plant.B_blocks[w:], plant.dt)
         self._F, self._G = reduced.lifted_matrices()
-        self.terminal_weight = _readonly(self._terminal_weight(P, n))
+        self.terminal_weight = read_only(self._terminal_weight(P, n))
         self._n, self._m, self._R = n, m, R_max
         self._build()
         self.reset()
@@ -452,7 +443,7 @@ class DelayedMPC:
         stats = self._problem.solver_stats
         iterations = getattr(stats, "num_iters", None)
         solver_time = getattr(stats, "solve_time", None)
-        return MPCResult(inputs=_readonly(inputs), states=_readonly(states),
+        return MPCResult(inputs=read_only(inputs), states=read_only(states),
                          cost=float(self._problem.value), status=status, solve_time=elapsed,
                          solver_time=None if solver_time is None else float(solver_time),
                          iterations=None if iterations is None else int(iterations),

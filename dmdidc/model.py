@@ -19,17 +19,9 @@ import numpy as np
 
 from dmdidc.discretization import delay_blocks, split_delay
 from privacy.errors import DimensionError, LogarithmError
-from privacy.validation import check_finite_array, check_positive
+from privacy.validation import check_finite_array, check_positive, read_only
 
 __all__ = ["DelayedPlant", "as_plant"]
-
-
-def _frozen(array: np.ndarray | None) -> np.ndarray | None:
-    if array is None:
-        return None
-    array = np.array(array, dtype=float, copy=True)
-    array.flags.writeable = False
-    return array
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,12 +97,12 @@ class DelayedPlant:
             if B_c.shape != (n, m):
                 raise DimensionError(f"B_c has shape {B_c.shape}; expected {(n, m)}")
             delay = _delay_vector(delay, m)
-        object.__setattr__(self, "A_d", _frozen(A_d))
-        object.__setattr__(self, "B_blocks", _frozen(B_blocks))
+        object.__setattr__(self, "A_d", read_only(A_d))
+        object.__setattr__(self, "B_blocks", read_only(B_blocks))
         object.__setattr__(self, "dt", dt)
-        object.__setattr__(self, "A_c_", _frozen(A_c))
-        object.__setattr__(self, "B_c_", _frozen(B_c))
-        object.__setattr__(self, "delay_", _frozen(delay))
+        object.__setattr__(self, "A_c_", read_only(A_c))
+        object.__setattr__(self, "B_c_", read_only(B_c))
+        object.__setattr__(self, "delay_", read_only(delay))
         object.__setattr__(self, "continuous_note", continuous_note)
 
     # ------------------------------------------------------------------ construction

@@ -17,6 +17,7 @@ __all__ = [
     "check_finite_array",
     "check_probability",
     "as_generator",
+    "read_only",
 ]
 
 
@@ -103,3 +104,16 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
         return np.random.default_rng(rng)
     raise ParameterError(f"rng must be a numpy.random.Generator, an integer seed or None; "
                          f"got {type(rng).__name__}")
+
+
+def read_only(array: Any, *, copy: bool = True) -> np.ndarray | None:
+    """Float array flagged read-only (a copy unless ``copy=False``); ``None`` passes through.
+
+    Immutable value objects (plants, results) hand out such arrays so that nobody can change
+    them behind the object's back.
+    """
+    if array is None:
+        return None
+    array = np.array(array, dtype=float, copy=True) if copy else np.asarray(array, dtype=float)
+    array.flags.writeable = False
+    return array

@@ -35,7 +35,13 @@ import numpy as np
 
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.validation import as_generator, check_finite_array, check_integer, check_positive
+from privacy.validation import (
+    as_generator,
+    check_finite_array,
+    check_integer,
+    check_positive,
+    read_only,
+)
 from simulations.plant import _check_plant, _noise_array, fine_grid
 
 __all__ = [
@@ -177,14 +183,6 @@ def _sas_sampler(scale: float, loc: float, params: dict[str, Any]) -> NoiseSampl
 
 
 # ---------------------------------------------------------------------- result
-def _readonly(array: np.ndarray | None) -> np.ndarray | None:
-    if array is None:
-        return None
-    array = np.asarray(array, dtype=float)
-    array.flags.writeable = False
-    return array
-
-
 @dataclass(frozen=True, eq=False)
 class ClosedLoopResult:
     """Outcome of :func:`simulate_closed_loop` (read-only arrays; time on the last axis).
@@ -227,7 +225,7 @@ class ClosedLoopResult:
     def __post_init__(self) -> None:
         for name in ("times", "states", "inputs", "stage_costs", "measurement_noise",
                      "fine_times", "fine_states"):
-            object.__setattr__(self, name, _readonly(getattr(self, name)))
+            object.__setattr__(self, name, read_only(getattr(self, name), copy=False))
 
     @property
     def steps(self) -> int:
