@@ -147,6 +147,8 @@ def figure_4_6(out_dir: str | Path, *, alphas: Sequence[float] = (2.0, 1.999, 1.
                         for s in scales])
         data[f"alpha={alpha}"] = eps
         ax.loglog(scales, eps, marker="o", ms=3, label=f"alpha={alpha}")
+    from matplotlib.ticker import NullFormatter
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("scale gamma (sensitivity 1)")
     ax.set_ylabel(f"epsilon (delta={delta:g})")
     ax.set_title(f"N={steps} Poisson-subsampled releases, q={sampling_rate:g}")

@@ -160,6 +160,7 @@ def test_simple_and_advanced_composition():
     assert epsilon(mech, delta=1e-5, steps=10_000) <= adv.epsilon
 
 
+@pytest.mark.slow
 def test_calibration_round_trips():
     gamma = calibrate_scale(1.0, delta=1e-5, steps=100, sampling_rate=0.05, alpha=1.0)
     assert epsilon(SaSMechanism(alpha=1.0, scale=gamma), delta=1e-5, steps=100,
