@@ -481,6 +481,11 @@ class VectorEpsilon:
     seed_bound: float
 
 
+@functools.lru_cache(maxsize=256)
+def _vector_upper_bound(alpha: float, ratio: float, dimension: int) -> float:
+    return SaSMechanism(alpha=alpha, scale=ratio).epsilon_vector(dimension).upper_bound
+
+
 @dataclass(frozen=True)
 class SaSMechanism:
     """Symmetric alpha-stable mechanism: adds i.i.d. SaS(alpha, scale) noise (seed eq. 3.8).
@@ -568,7 +573,7 @@ class SaSMechanism:
         """
         if self.dimension == 1:
             return self.scalar_epsilon
-        return self.epsilon_vector(self.dimension).upper_bound
+        return _vector_upper_bound(self.alpha, self.scale / self.sensitivity, self.dimension)
 
     def epsilon_vector(self, dimension: int, *, grid_points: int = 1500) -> VectorEpsilon:
         """Pure-DP epsilon of an m-dimensional query with l1-sensitivity D (i.i.d. noise).
