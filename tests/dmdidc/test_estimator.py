@@ -165,7 +165,7 @@ def test_qr_markedly_more_accurate_than_gram_when_ill_conditioned():
 
 def test_auto_handles_data_beyond_the_gram_rank_floor():
     # Equilibrated condition number ~5e8: the Gram path cannot tell it from rank deficiency
-    # (its singular values are square roots of eigenvalues, floor ~sqrt(eps)), QR solves it to
+    # (its singular values are square roots of eigenvalues, floor 10 sqrt(eps)), QR solves it to
     # ~1e-7.  "auto" must switch to QR instead of raising from the discarded Gram pass
     # (fixed in dmdidc/estimator.py; before, fit raised InsufficientExcitationError).
     true = DelayedPlant.from_continuous(np.diag([-1.0, -1.0 + 1e-8]), np.array([[1.0], [1.0]]),
