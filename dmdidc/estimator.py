@@ -26,8 +26,11 @@ from privacy.validation import check_finite_array, check_integer, check_positive
 
 __all__ = ["DMDidc"]
 
-#: Above this equilibrated condition number the normal equations lose more than ~8 digits.
+#: Above this equilibrated condition number the normal equations may lose more than ~8 digits;
+#: "auto" then refines the Gram solution with one more pass over the data ...
 _GRAM_CONDITION_LIMIT = 1e4
+#: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
+_REFINEMENT_CONDITION_LIMIT = 1e6
 
 
 class DMDidc:
@@ -47,13 +50,14 @@ class DMDidc:
         Total-least-squares de-noising rank (PyDMD's ``compute_tlsq``) applied to the regression
         data before fitting; ``None`` disables it.  Needs the data in memory (``fit`` only).
     method : {"auto", "gram", "qr"}, default "auto"
-        ``"gram"`` accumulates equilibrated normal equations (fastest; relative error about
+        ``"gram"`` accumulates equilibrated normal equations (fastest; relative error up to
         ``cond^2 * 1e-16`` for an equilibrated condition number ``cond``); ``"qr"`` keeps a
-        tall-skinny QR factor (backward stable, error about ``cond * 1e-16``, ~2x the flops).
-        ``"auto"`` uses the Gram path and, in ``fit``, repeats the pass with QR when the
-        condition number exceeds ``1e4`` (so the error stays below ~1e-8); in ``partial_fit``
-        it warns instead, since the data are gone.  All stream with memory independent of the
-        number of samples.
+        tall-skinny QR factor (backward stable, error about ``cond * 1e-16``, several times
+        slower).  ``"auto"`` uses the Gram path and, in ``fit``, when ``cond > 1e4`` adds
+        passes of iterative refinement with residuals computed sample by sample (one pass up
+        to ``cond ~ 1e5``, two up to ``1e6``), which restores backward-stable accuracy; beyond
+        ``1e6`` it repeats the pass with QR.  In ``partial_fit`` it warns instead, since the
+        data are gone.  All stream with memory independent of the number of samples.
     block_rtol : float, default 1e-6
         A block counts as zero (9.66) when its column norm is below ``block_rtol`` times the
         largest block of that channel.  Raise it for noisy data.
@@ -155,27 +159,36 @@ class DMDidc:
         for Xi, Ui in trajectories:
             self._accumulator.new_trajectory()
             self._stream(Xi, Ui)
-        if self._needs_qr():
+        decision, solution = self._auto_decision()
+        if decision == "qr":
             self._reset(n, m, dt, method="qr")
             for Xi, Ui in trajectories:
                 self._accumulator.new_trajectory()
                 self._stream(Xi, Ui)
+        elif decision == "refine":
+            self._override = self._accumulator.refine(solution, trajectories)
         self._solve()
         return self
 
-    def _needs_qr(self) -> bool:
-        """Whether "auto" must repeat the pass with QR; decided before any model is built, so
-        the discarded Gram pass neither raises nor warns about a continuous model."""
+    def _auto_decision(self) -> tuple[str, RegressionSolution | None]:
+        """What "auto" does after the Gram pass: "keep", "refine" (one more pass) or "qr".
+
+        Decided before any model is built, so a discarded pass neither raises nor warns.
+        """
         acc = self._accumulator
         if self.method != "auto" or acc.method != "gram":
-            return False
+            return "keep", None
         try:
             solution = acc.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
         except InsufficientExcitationError:
             # The Gram rank test cannot resolve singular values below ~sqrt(eps) (cond > ~7e7)
             # while QR can: let the QR pass decide (it raises the same error for too few samples).
-            return acc.n_samples >= acc.p
-        return solution.condition_number > _GRAM_CONDITION_LIMIT
+            return ("qr" if acc.n_samples >= acc.p else "keep"), None
+        if solution.condition_number <= _GRAM_CONDITION_LIMIT:
+            return "keep", solution
+        if solution.condition_number <= _REFINEMENT_CONDITION_LIMIT:
+            return "refine", solution
+        return "qr", None
 
     def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False
                     ) -> DMDidc:
@@ -219,6 +232,7 @@ class DMDidc:
                                      "its last state); pass new_trajectory=True for a new one")
         self._stream(Xc, Uc)
         self._model = None
+        self._override = None
         self._partial = True
         return self
 
@@ -228,6 +242,7 @@ class DMDidc:
         self._accumulator = make_accumulator(method, n, m, self.max_delay)
         self._model = None
         self._solution = None
+        self._override: RegressionSolution | None = None
         self._partial = False
 
     def _stream(self, X: np.ndarray, U: np.ndarray) -> None:
@@ -273,7 +288,8 @@ class DMDidc:
         if self._model is not None:
             return self._model
         acc = self._accumulator
-        solution = acc.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        solution = self._override or acc.solution(svd_rank=self.svd_rank,
+                                                  rank_rtol=self.rank_rtol)
         n, m, R = acc.n, acc.m, acc.R
         A_d = solution.coefficients[:, :n]
         blocks = solution.coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
