@@ -4,16 +4,19 @@ The DMDidc regression (dissertation eqs. 9.19-9.21) has p = n + m (R + 1) regres
 accumulators share one interface (``update`` per chunk, ``solution`` at any time) and need memory
 independent of the number of samples:
 
-* :class:`GramAccumulator` (default) sums the cross-products.  It never builds the augmented data
-  matrix: the input-input block is block-Toeplitz up to edge terms, so it is read off m x m lagged
-  auto-correlations (R + 1 small products instead of (R + 1)^2), and the state blocks come from
-  R + 1 skinny products.  Numerical soundness: the sums are formed in raw units (a floating-point
-  sum has the same *relative* accuracy whatever the units), and the normal equations are
-  equilibrated by the diagonal before they are solved, so states 1e6 times larger than inputs
-  cost nothing.  Forming normal equations squares the condition number of the *equilibrated*
-  data; for data whose equilibrated condition number exceeds ~1e5 use ``method="qr"``.
-* :class:`QRAccumulator` keeps the triangular factor of the stacked data (TSQR), which is
-  backward stable (the condition number is not squared), at about twice the flops.
+* :class:`GramAccumulator` (default) sums the cross-products.  It never builds the whole
+  augmented data matrix: per cache-sized block it forms the lagged inputs once, and the
+  input-input block of the Gram matrix is block-Toeplitz up to edge terms, so it is read off
+  the m x m lagged auto-correlations (with exact corrections at both ends of each trajectory)
+  at ``m^2 (R + 1)`` instead of ``m^2 (R + 1)^2`` flops per sample.  Numerical soundness: the
+  sums are formed in raw units (a floating-point sum has the same *relative* accuracy whatever
+  the units) and the normal equations are equilibrated by their diagonal before they are
+  solved, so states 1e6 times larger than the inputs cost nothing.  Normal equations square
+  the condition number of the *equilibrated* data; :meth:`GramAccumulator.refine` removes that
+  loss with passes of iterative refinement (residuals computed sample by sample).
+* :class:`QRAccumulator` keeps the triangular factor of the stacked data (TSQR, 2048-row
+  panels), which is backward stable (the condition number is not squared) but several times
+  slower.
 """
 
 from __future__ import annotations
