@@ -74,21 +74,29 @@ _GL_N = 12
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(_GL_N)
 _S_LEVELS = np.array([math.log(80.0), 3.0, 2.0, 1.0, 0.0, -1.5, -3.5, -7.0, -13.0, -22.0, -32.0])
 _N_UNIFORM = 12          # minimum number of uniform pieces (in w) across each window
-_W_STEP = 1.5            # maximum spacing of the uniform break points in w
-_W_GRID = np.arange(-80.0, 140.0 + 0.5, 1.0)
+_W_STEP = 0.8            # maximum spacing of the uniform break points in u
+_W_GRID = np.arange(-80.0, 140.0 + 0.5, 1.0)   # bracketing grid in log(tan th)
 _TAIL_DROP = 42.0        # log-size below the peak at which the window is truncated
 
 
-def _theta_phi(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``th = (pi/2) expit(w)`` and ``phi = pi/2 - th``, both to full relative precision."""
-    return _HALF_PI * special.expit(w), _HALF_PI * special.expit(-w)
+def _theta_phi(u: np.ndarray, logx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``th = arctan(x e^u)``, ``phi = pi/2 - th`` (both to full relative precision) and
+    ``log(dth/du) = log(sin th cos th)``."""
+    lx = u + logx
+    return np.arctan(np.exp(lx)), np.arctan(np.exp(-lx)), -np.logaddexp(lx, -lx)
 
 
-def _log_g(w: np.ndarray, logx: np.ndarray, alpha: float,
+def _log_g(u: np.ndarray, logx: np.ndarray, alpha: float,
            derivative: bool = False) -> tuple[np.ndarray, ...]:
-    """``s = log g`` at ``w`` (and ``ds/dw``), plus ``th`` and ``phi``."""
+    """``s = log g`` in the variable ``u = log(tan(th)/x)`` (and ``ds/du``).
+
+    ``s = -c u + c log(sin th / sin(alpha th)) + log(cos((alpha-1) th) / cos th)``,
+    ``c = alpha/(alpha-1)``.  Every term is O(1) with an O(1) derivative except ``-c u``,
+    which is exact, so nothing is amplified by ``c`` even when ``alpha -> 1``.
+    Returns ``s, [ds/du,] th, phi, log_jac``.
+    """
     c = alpha / (alpha - 1.0)
-    th, ph = _theta_phi(w)
+    th, ph, log_jac = _theta_phi(u, logx)
     ath = alpha * th
     delta = (2.0 - alpha) * _HALF_PI              # exact: 2 - alpha has no rounding error
     if alpha > 1.0:
@@ -98,28 +106,33 @@ def _log_g(w: np.ndarray, logx: np.ndarray, alpha: float,
         sin_ath = np.sin(ath)
         cos_a1 = np.cos((1.0 - alpha) * th)
     sin_ph = np.sin(ph)
-    s = c * logx + (c - 1.0) * np.log(sin_ph) - c * np.log(sin_ath) + np.log(cos_a1)
+    # log(sin th / sin(alpha th)) = log1p((sin th - sin(alpha th)) / sin(alpha th)), with the
+    # difference as a product (no cancellation as alpha -> 1)
+    diff = 2.0 * np.cos(0.5 * (1.0 + alpha) * th) * np.sin(0.5 * (1.0 - alpha) * th)
+    l1 = np.log1p(diff / sin_ath)
+    s = -c * u + c * l1 + np.log(cos_a1) - np.log(sin_ph)
     if not derivative:
-        return s, th, ph
-    ds_dth = (-(c - 1.0) * np.cos(ph) / sin_ph - c * alpha * np.cos(ath) / sin_ath
-              - (alpha - 1.0) * np.sin((alpha - 1.0) * th) / cos_a1)
-    return s, ds_dth * (th * ph / _HALF_PI), th, ph
+        return s, th, ph, log_jac
+    bracket = (c * (sin_ph / np.cos(ph) - alpha * np.cos(ath) / sin_ath)
+               - (alpha - 1.0) * np.sin((alpha - 1.0) * th) / cos_a1 + np.cos(ph) / sin_ph)
+    return s, -c + np.exp(log_jac) * bracket, th, ph, log_jac
 
 
-def _level_fn(kind: int, w, logx, alpha):
-    """Monotone functions of ``w`` whose level sets give break points.
+def _level_fn(kind: int, u, logx, alpha):
+    """Monotone functions of ``u`` whose level sets give break points.
 
     kind 0: ``s``; kind 1: ``s + log(phi)``; kind 2: ``s + log(th)``; kind 3: ``log(phi)``.
     Returns value and derivative.
     """
-    s, ds, th, ph = _log_g(w, logx, alpha, derivative=True)
+    s, ds, th, ph, log_jac = _log_g(u, logx, alpha, derivative=True)
     if kind == 0:
         return s, ds
+    jac = np.exp(log_jac)
     if kind == 1:
-        return s + np.log(ph), ds - th / _HALF_PI
+        return s + np.log(ph), ds - jac / ph
     if kind == 2:
-        return s + np.log(th), ds + ph / _HALF_PI
-    return np.log(ph), -th / _HALF_PI
+        return s + np.log(th), ds + jac / th
+    return np.log(ph), -jac / ph
 
 
 def _solve_levels(kind: int, logx: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
@@ -128,21 +141,21 @@ def _solve_levels(kind: int, logx: np.ndarray, targets: np.ndarray, alpha: float
     ``F`` is monotone in ``w``; roots outside the grid are clipped to its ends.
     """
     n, m = targets.shape
-    grid = _W_GRID
-    fg, _ = _level_fn(kind, grid[None, :], logx[:, None], alpha)       # (n, G)
-    fg = np.broadcast_to(fg, (n, grid.size))
+    grid = _W_GRID[None, :] - logx[:, None]                           # (n, G) in u
+    fg, _ = _level_fn(kind, grid, logx[:, None], alpha)
+    fg = np.broadcast_to(fg, grid.shape)
     decreasing = fg[:, 0] > fg[:, -1]
     sign = np.where(decreasing, 1.0, -1.0)[:, None]
     # number of grid points with sign*(F - target) > 0 : F monotone, so this is the bracket
     above = (sign[:, :, None] * (fg[:, None, :] - targets[:, :, None]) > 0)   # (n, m, G)
     cnt = above.sum(axis=2)                                              # in [0, G]
-    g_n = grid.size
+    g_n = grid.shape[1]
     lo_i = np.clip(cnt - 1, 0, g_n - 1)
     hi_i = np.clip(cnt, 0, g_n - 1)
-    lo = grid[lo_i]
-    hi = grid[hi_i]
-    outside = (cnt == 0) | (cnt == g_n)
     rows = np.arange(n)[:, None]
+    lo = grid[rows, lo_i]
+    hi = grid[rows, hi_i]
+    outside = (cnt == 0) | (cnt == g_n)
     f_lo = fg[rows, lo_i] - targets
     f_hi = fg[rows, hi_i] - targets
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -182,12 +195,6 @@ def _solve_levels(kind: int, logx: np.ndarray, targets: np.ndarray, alpha: float
     return w
 
 
-def _w_of_log_phi(log_phi: np.ndarray) -> np.ndarray:
-    """Inverse of ``log phi(w)``: ``phi = (pi/2) expit(-w)``."""
-    r = log_phi - math.log(_HALF_PI)                    # log expit(-w) <= 0
-    return -(r - np.log(-np.expm1(np.minimum(r, -1e-300))))   # w = -logit(expit(-w))
-
-
 def _quad_both(logx: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Log of the two Zolotarev integrals at ``x = exp(logx)`` (1-d), sharing one node set.
 
@@ -196,36 +203,35 @@ def _quad_both(logx: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """
     n = logx.size
     big = alpha > 1.0
-    w_lev = _solve_levels(0, logx, np.array(np.broadcast_to(_S_LEVELS, (n, _S_LEVELS.size))),
+    u_lev = _solve_levels(0, logx, np.array(np.broadcast_to(_S_LEVELS, (n, _S_LEVELS.size))),
                           alpha)                                       # (n, L)
-    w_hi_g = w_lev[:, 0]                                               # g = 80
-    w_peak = w_lev[:, 4]                                               # g = 1
-    th_p, ph_p = _theta_phi(w_peak)
-    log_jp = np.log(th_p * ph_p)
-    # sf integrand tends to the Jacobian as phi -> 0 and the integral is >= phi_peak / e:
-    # cut where phi = phi_peak * exp(-drop)
-    w_phi_cut = _w_of_log_phi(np.log(ph_p) - _TAIL_DROP)
+    u_hi_g = u_lev[:, 0]                                               # g = 80
+    u_peak = u_lev[:, 4]                                               # g = 1
+    _, _, log_jp = _theta_phi(u_peak, logx)
     if big:   # low-g side is phi -> 0, where g e^{-g} J <= g phi
-        w_low = _solve_levels(1, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
-        a = w_hi_g
-        b = np.maximum(np.maximum(w_low, w_phi_cut), a)
+        u_low = _solve_levels(1, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
+        a = u_hi_g
+        b = np.maximum(np.maximum(u_low, u_lev[:, -1]), a)
     else:     # low-g side is th -> 0, where the integrands are <= g th
-        w_low = _solve_levels(2, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
-        a = w_low
-        b = np.maximum(np.maximum(w_hi_g, w_phi_cut), a)
-    # uniform break points in w at spacing <= _W_STEP (the Jacobian and the alpha -> 2 kink
-    # are logistic in w with poles at distance pi from the real axis)
+        u_low = _solve_levels(2, logx, (log_jp - _TAIL_DROP)[:, None], alpha)[:, 0]
+        a = u_low
+        b = np.maximum(u_hi_g, a)
+    # Beyond b the sf integrand is J (1 + O(e^-32)) [alpha > 1: g < e^-32] or
+    # J (1 + O(e^-80)) [alpha < 1: g > 80]; its integral there is phi(b), added exactly.
+    _, ph_b, _ = _theta_phi(b, logx)
+    # uniform break points in u at spacing <= _W_STEP (the Jacobian and the alpha -> 2 kink
+    # are logistic-like in u with singularities at distance ~pi/2 from the real axis)
     n_uni = int(np.clip(np.ceil(np.max(b - a, initial=0.0) / _W_STEP), _N_UNIFORM, 400))
     uni = a[:, None] + (b - a)[:, None] * np.linspace(0.0, 1.0, n_uni + 1)[None, :]
-    bps = np.concatenate([uni, np.clip(w_lev, a[:, None], b[:, None])], axis=1)
+    bps = np.concatenate([uni, np.clip(u_lev, a[:, None], b[:, None])], axis=1)
     bps.sort(axis=1)
     left = bps[:, :-1]
     half = 0.5 * (bps[:, 1:] - left)
     nodes = (left + half)[:, :, None] + half[:, :, None] * _GL_X[None, None, :]   # (n, P, m)
     wts = half[:, :, None] * _GL_W[None, None, :]
-    s, th, ph = _log_g(nodes, logx[:, None, None], alpha)
+    s, _, _, log_jac = _log_g(nodes, logx[:, None, None], alpha)
     with np.errstate(divide="ignore"):
-        logw = np.where(wts > 0, np.log(wts * th * ph / _HALF_PI), -np.inf).reshape(n, -1)
+        logw = np.where(wts > 0, np.log(wts) + log_jac, -np.inf).reshape(n, -1)
     s = s.reshape(n, -1)
     g = np.exp(s)
     log_pdf_f = s - g + logw
@@ -234,7 +240,7 @@ def _quad_both(logx: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     else:
         with np.errstate(divide="ignore"):
             log_sf_f = np.log(-np.expm1(-g)) + logw
-    return _logsumexp_rows(log_pdf_f), _logsumexp_rows(log_sf_f)
+    return _logsumexp_rows(log_pdf_f), np.logaddexp(_logsumexp_rows(log_sf_f), np.log(ph_b))
 
 
 def _logsumexp_rows(v: np.ndarray) -> np.ndarray:
@@ -371,6 +377,11 @@ class _Table:
         self.mid = 0.5 * (left + right)
         self.inv_half = 2.0 / (right - left)
         self.uniform = geo.size == 0
+        # pin the exact values at 0 (p(0) = Gamma(1 + 1/alpha)/pi, sf(0) = 1/2): shifts the
+        # first piece by the interpolation error there (~1e-15)
+        zero = np.zeros(1)
+        self.c_pdf[0, 0] += (math.lgamma(1.0 + 1.0 / alpha) - _LOG_PI) - self.log_pdf(zero)[0]
+        self.c_sf[0, 0] += -math.log(2.0) - self.log_sf(zero)[0]
 
     def _verify_tail(self, alpha, x_max, k_stop):
         """Check the tail series against the quadrature; move x_max outwards if needed."""
