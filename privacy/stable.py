@@ -40,9 +40,10 @@ error of ``pdf``/``sf``/``cdf`` (absolute error of ``logpdf``/``logsf``/``logcdf
 ``1e-13`` for ``alpha in [1, 2]`` - including ``alpha = 1 + 1e-15`` and ``2 - 1e-15`` - in the
 body, the alpha -> 2 transition region and the tails, for ``|x|`` up to ``1e6`` and beyond
 (``1e300`` is fine; ``sf`` keeps full relative accuracy in the upper tail, ``cdf`` in the lower
-one).  ``alpha in (0, 1)`` uses the same machinery (best effort, not part of the guarantee):
-about ``1e-13`` for ``alpha >= 0.5``; for small ``alpha`` the density is extremely peaked at 0 and
-the first table piece ``[0, 1e-3]`` is less accurate (``~1e-9`` at ``alpha = 0.3``).
+one).  ``alpha in (0, 1)`` uses the same machinery (measured: below ``2e-13`` for
+``alpha >= 0.1`` and ``|x|`` from ``1e-20`` to ``1e6``, but this range is not part of the
+guarantee); for ``alpha < ~0.07`` the core of the density is narrower than ``1e-30`` and the
+first table piece ``[0, 1e-30]`` is then less accurate.
 
 Cost: the first call for a new ``alpha`` builds its table (about 0.03-0.4 s; an LRU cache keeps
 64 values of ``alpha``); afterwards evaluation costs about 0.1 us per point.
@@ -83,7 +84,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(_GL_N)
 _S_LEVELS = np.array([math.log(80.0), 3.0, 2.0, 1.0, 0.0, -1.5, -3.5, -7.0, -13.0, -22.0, -32.0])
 _N_UNIFORM = 12          # minimum number of uniform pieces (in w) across each window
 _W_STEP = 0.8            # maximum spacing of the uniform break points in u
-_W_GRID = np.arange(-80.0, 140.0 + 0.5, 1.0)   # bracketing grid in log(tan th)
+_W_GRID = np.arange(-160.0, 140.0 + 0.5, 1.0)   # bracketing grid in log(tan th)
 _TAIL_DROP = 42.0        # log-size below the peak at which the window is truncated
 
 
@@ -362,7 +363,12 @@ class _Table:
     def __init__(self, alpha: float):
         self.alpha = alpha
         if alpha < 1.0:
-            geo = 1e-3 * 1.25 ** np.arange(0, 32)
+            # geometric pieces down to a fraction of the core width
+            # x_c = sqrt(2 Gamma(1/alpha) / Gamma(3/alpha)) (ratio of the first two small-x
+            # series terms), which is tiny for small alpha
+            log_xc = 0.5 * (math.log(2.0) + math.lgamma(1.0 / alpha) - math.lgamma(3.0 / alpha))
+            x0 = math.exp(max(min(math.log(1e-3), log_xc + math.log(0.05)), math.log(1e-30)))
+            geo = x0 * 1.5 ** np.arange(0, 200)
             geo = geo[geo < 1.0]
             start = 1.0
         else:

@@ -267,12 +267,14 @@ def test_shapes_and_infinities():
 
 
 def test_alpha_below_one_best_effort():
+    """alpha < 1 is outside the guarantee but measured: check a few points live."""
+    for alpha, x in [(0.3, 1e-12), (0.3, 0.01), (0.1, 1e-4)]:
+        assert _rel(sas_pdf(x, alpha), REF.zolotarev_pdf(x, alpha)) < 1e-10
+        assert _rel(sas_sf(x, alpha), REF.zolotarev_sf(x, alpha)) < 1e-10
     for alpha in (0.5, 0.8):
-        row_x = [r for r in ROWS if r["alpha"] == 0.7]
-        assert row_x
         assert np.isclose(float(sas_pdf(0.0, alpha)), math.gamma(1 + 1 / alpha) / math.pi,
-                          rtol=1e-10)
-        assert abs(float(sas_sf(0.0, alpha)) - 0.5) < 1e-12
+                          rtol=1e-13)
+        assert float(sas_sf(0.0, alpha)) == 0.5
     assert sas_pdf(1e6, 0.5) > 0
 
 
