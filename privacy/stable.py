@@ -341,6 +341,7 @@ def _series_logsf(z: np.ndarray, alpha: float, coef_sf: np.ndarray) -> np.ndarra
 
 _CHEB_N = 16                  # nodes per piece (degree 15)
 _PIECE_H = 0.25               # piece width in the uniform part
+_GEO_RATIO = 1.25             # ratio of the geometric pieces beyond the uniform part
 
 
 def _cheb_nodes(n: int) -> np.ndarray:
@@ -374,11 +375,26 @@ class _Table:
         else:
             geo = np.array([])
             start = 0.0
-        x_max, k_stop = _choose_tail(alpha, max(start, 2.0), _PIECE_H)
-        self._verify_tail(alpha, x_max, k_stop)
-        x_max, k_stop = self.x_max, self.k_stop
-        uni = np.arange(start, x_max + 0.5 * _PIECE_H, _PIECE_H)
-        breaks = np.concatenate([[0.0], geo, uni]) if geo.size else uni
+        x_ser, k_stop = _choose_tail(alpha, max(start, 2.0), _PIECE_H)
+        self._verify_tail(alpha, x_ser, k_stop)
+        x_ser = self.x_max
+        uni = np.arange(start, x_ser + 0.5 * _PIECE_H, _PIECE_H)
+        # extend the table with geometric pieces until the series needs <= 12 terms (cheap
+        # series evaluation); the series then starts at x_max = the last break
+        k_ok = [s_ for s_, k_ in zip(self.tier_start, self.tier_k, strict=True) if k_ <= 12]
+        target = k_ok[0] if k_ok else x_ser
+        hi = [x_ser]
+        while hi[-1] < target:
+            hi.append(hi[-1] * _GEO_RATIO)
+        x_tab = hi[-1]
+        last = int(np.searchsorted(self.tier_start, x_tab, side="right")) - 1
+        self.tier_k = [self.tier_k[last]] + self.tier_k[last + 1:]
+        self.tier_start = np.concatenate([[x_tab], self.tier_start[last + 1:]])
+        self.k_stop = self.tier_k[0]
+        self.coef, self.coef_sf = self.coef[:self.k_stop], self.coef_sf[:self.k_stop]
+        self.x_max = x_tab
+        parts = ([[0.0], geo] if geo.size else []) + [uni, np.array(hi[1:])]
+        breaks = np.concatenate(parts)
         self.breaks = breaks
         left, right = breaks[:-1], breaks[1:]
         t = _cheb_nodes(_CHEB_N)
@@ -390,7 +406,6 @@ class _Table:
         self.c_sf = np.ascontiguousarray(_cheb_coeffs(ls).T)
         self.mid = 0.5 * (left + right)
         self.inv_half = 2.0 / (right - left)
-        self.uniform = geo.size == 0
         # pin the exact values at 0 (p(0) = Gamma(1 + 1/alpha)/pi, sf(0) = 1/2): shifts the
         # first piece by the interpolation error there (~1e-15)
         zero = np.zeros(1)
@@ -431,11 +446,7 @@ class _Table:
         self.tier_k = ks
 
     def _locate(self, z: np.ndarray):
-        if self.uniform:
-            idx = np.minimum((z * (1.0 / _PIECE_H)).astype(np.intp), self.mid.size - 1)
-        else:
-            idx = np.clip(np.searchsorted(self.breaks, z, side="right") - 1, 0,
-                          self.mid.size - 1)
+        idx = np.clip(np.searchsorted(self.breaks, z, side="right") - 1, 0, self.mid.size - 1)
         u = (z - self.mid[idx]) * self.inv_half[idx]
         return idx, u
 
@@ -455,17 +466,25 @@ class _Table:
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             logz = np.log(z)
             y = np.exp(-alpha * logz)
-            acc = np.empty_like(z)
-            tier = np.searchsorted(self.tier_start, z, side="right") - 1
-            for t, k_use in enumerate(self.tier_k):
-                m = tier == t
-                if not m.any():
-                    continue
-                ym = y[m]
-                a = np.full_like(ym, coef[k_use - 1])
-                for c in coef[k_use - 2::-1]:
-                    a = a * ym + c
-                acc[m] = a
+            k_all = self.k_stop
+            if z.size * k_all <= 200_000:
+                # few points: all terms at once (powers by one cumulative product, then a
+                # dot product); negligible terms simply underflow
+                pw = np.cumprod(np.broadcast_to(y[:, None], (y.size, k_all - 1)), axis=1)
+                acc = coef[0] + pw @ coef[1:]
+            else:
+                # many points: Horner with fewer terms further out
+                acc = np.empty_like(z)
+                tier = np.searchsorted(self.tier_start, z, side="right") - 1
+                for t, k_use in enumerate(self.tier_k):
+                    m = tier == t
+                    if not m.any():
+                        continue
+                    ym = y[m]
+                    a = np.full_like(ym, coef[k_use - 1])
+                    for c in coef[k_use - 2::-1]:
+                        a = a * ym + c
+                    acc[m] = a
             return np.log(acc) - (alpha if sf else alpha + 1.0) * logz - _LOG_PI
 
     def _eval(self, z: np.ndarray, sf: bool) -> np.ndarray:
