@@ -76,13 +76,13 @@ _HALF_PI = 0.5 * np.pi
 _LOG_PI = math.log(math.pi)
 
 # --------------------------------------------------------------------------------------------
-# Direct quadrature (Zolotarev / Nolan representation in the logit variable w)
+# Direct quadrature (Zolotarev / Nolan representation in the variable u = log(tan th / x))
 # --------------------------------------------------------------------------------------------
 
 _GL_N = 12
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(_GL_N)
 _S_LEVELS = np.array([math.log(80.0), 3.0, 2.0, 1.0, 0.0, -1.5, -3.5, -7.0, -13.0, -22.0, -32.0])
-_N_UNIFORM = 12          # minimum number of uniform pieces (in w) across each window
+_N_UNIFORM = 12          # minimum number of uniform pieces (in u) across each window
 _W_STEP = 0.8            # maximum spacing of the uniform break points in u
 _W_GRID = np.arange(-160.0, 140.0 + 0.5, 1.0)   # bracketing grid in log(tan th)
 _TAIL_DROP = 42.0        # log-size below the peak at which the window is truncated
@@ -130,7 +130,7 @@ def _log_g(u: np.ndarray, logx: np.ndarray, alpha: float,
 def _level_fn(kind: int, u, logx, alpha):
     """Monotone functions of ``u`` whose level sets give break points.
 
-    kind 0: ``s``; kind 1: ``s + log(phi)``; kind 2: ``s + log(th)``; kind 3: ``log(phi)``.
+    kind 0: ``s``; kind 1: ``s + log(phi)``; kind 2: ``s + log(th)``.
     Returns value and derivative.
     """
     s, ds, th, ph, log_jac = _log_g(u, logx, alpha, derivative=True)
@@ -139,15 +139,15 @@ def _level_fn(kind: int, u, logx, alpha):
     jac = np.exp(log_jac)
     if kind == 1:
         return s + np.log(ph), ds - jac / ph
-    if kind == 2:
-        return s + np.log(th), ds + jac / th
-    return np.log(ph), -jac / ph
+    return s + np.log(th), ds + jac / th
 
 
 def _solve_levels(kind: int, logx: np.ndarray, targets: np.ndarray, alpha: float) -> np.ndarray:
-    """Solve ``F_kind(w; x) = target`` for each row (x) and column (target), vectorized.
+    """Solve ``F_kind(u; x) = target`` for each row (x) and column (target), vectorized.
 
-    ``F`` is monotone in ``w``; roots outside the grid are clipped to its ends.
+    ``F`` is monotone in ``u``: the bracket comes from a fixed grid in ``log tan th``, then
+    safeguarded Newton (bisection when a step leaves the bracket).  Roots outside the grid are
+    clipped to its ends.
     """
     n, m = targets.shape
     grid = _W_GRID[None, :] - logx[:, None]                           # (n, G) in u
