@@ -80,14 +80,25 @@ def _design_pair(model_or_A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def _check_weight(name: str, W: Any, size: int, *, definite: bool) -> np.ndarray:
+def check_weight(name: str, W: Any, size: int, *, definite: bool) -> np.ndarray:
+    """Validate a quadratic weight: ``None`` (identity), a scalar, a diagonal or a matrix.
+
+    Returns the symmetric ``(size, size)`` matrix; raises ``ParameterError`` unless it is
+    symmetric positive semidefinite (positive definite with ``definite=True``).
+    """
     if W is None:
         return np.eye(size)
     W = check_finite_array(name, W)
     if W.ndim == 0:
-        W = W * np.eye(size)
+        W = float(W) * np.eye(size)
+    elif W.ndim == 1:
+        if W.shape != (size,):
+            raise DimensionError(f"{name} given as a diagonal has shape {W.shape}; expected "
+                                 f"({size},)")
+        W = np.diag(W)
     if W.shape != (size, size):
-        raise DimensionError(f"{name} has shape {W.shape}; expected {(size, size)}")
+        raise DimensionError(f"{name} has shape {W.shape}; expected a scalar, ({size},) or "
+                             f"{(size, size)}")
     scale = max(1.0, float(np.max(np.abs(W))))
     if not np.allclose(W, W.T, rtol=0.0, atol=1e-12 * scale):
         raise ParameterError(f"{name} must be symmetric; max |{name} - {name}^T| = "
@@ -97,7 +108,7 @@ def _check_weight(name: str, W: Any, size: int, *, definite: bool) -> np.ndarray
     if definite and smallest <= 1e-12 * scale:
         raise ParameterError(f"{name} must be symmetric positive definite; its smallest "
                              f"eigenvalue is {smallest:.3g}")
-    if not definite and smallest < -1e-12 * scale:
+    if not definite and smallest < -1e-10 * scale:
         raise ParameterError(f"{name} must be symmetric positive semidefinite; its smallest "
                              f"eigenvalue is {smallest:.3g}")
     return W
@@ -167,8 +178,8 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     import control
 
     A, B = _design_pair(model_or_A, B)
-    Q = _check_weight("Q", Q, A.shape[0], definite=False)
-    R = _check_weight("R", R, B.shape[1], definite=True)
+    Q = check_weight("Q", Q, A.shape[0], definite=False)
+    R = check_weight("R", R, B.shape[1], definite=True)
     try:
         K, _, _ = control.dlqr(A, B, Q, R)
     except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:

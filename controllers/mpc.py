@@ -26,6 +26,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
+from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, ParameterError, SolverError
 from privacy.validation import check_finite_array, check_integer, check_positive, read_only
@@ -232,8 +233,8 @@ class DelayedMPC:
         self.horizon = check_integer("horizon", horizon, minimum=1)
         self.dead_steps = _dead_steps(plant.B_blocks)
         # Read-only: the problem is built from these once, so changing them later would lie.
-        self.Q = read_only(_weight("Q", Q, n, definite=False))
-        self.R = read_only(_weight("R", R, m, definite=True))
+        self.Q = read_only(check_weight("Q", Q, n, definite=False))
+        self.R = read_only(check_weight("R", R, m, definite=True))
         self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
         self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
@@ -279,7 +280,7 @@ class DelayedMPC:
             if P.shape != (size, size):
                 raise DimensionError(f"P has shape {P.shape}; expected {(n, n)} (on "
                                      f"x_{{k+w+N}}) or {(size, size)} (on the lifted state)")
-            return _check_psd("P", P)
+            return check_weight("P", P, size, definite=False)
         Q_lifted = np.zeros((size, size))
         Q_lifted[:n, :n] = self.Q
         try:
@@ -496,39 +497,6 @@ def _dead_steps(B_blocks: np.ndarray) -> int:
             return j
     raise ParameterError("every input block B^(j) of the plant is zero: the inputs do not act "
                          "on the state, so there is nothing to control")
-
-
-def _weight(name: str, value: Any, size: int, *, definite: bool) -> np.ndarray:
-    if value is None:
-        return np.eye(size)
-    array = check_finite_array(name, value)
-    if array.ndim == 0:
-        array = float(array) * np.eye(size)
-    elif array.ndim == 1:
-        if array.shape != (size,):
-            raise DimensionError(f"{name} given as a diagonal has shape {array.shape}; "
-                                 f"expected ({size},)")
-        array = np.diag(array)
-    if array.shape != (size, size):
-        raise DimensionError(f"{name} has shape {array.shape}; expected a scalar, ({size},) "
-                             f"or {(size, size)}")
-    array = _check_psd(name, array)
-    if definite and np.min(np.linalg.eigvalsh(array)) <= 1e-12 * max(1.0, np.abs(array).max()):
-        raise ParameterError(f"{name} must be positive definite; its smallest eigenvalue is "
-                             f"{np.min(np.linalg.eigvalsh(array)):.3g}")
-    return array
-
-
-def _check_psd(name: str, array: np.ndarray) -> np.ndarray:
-    scale = max(1.0, float(np.abs(array).max()))
-    if not np.allclose(array, array.T, atol=1e-10 * scale, rtol=0):
-        raise ParameterError(f"{name} must be symmetric")
-    array = 0.5 * (array + array.T)
-    smallest = float(np.min(np.linalg.eigvalsh(array)))
-    if smallest < -1e-10 * scale:
-        raise ParameterError(f"{name} must be positive semidefinite; its smallest eigenvalue "
-                             f"is {smallest:.3g}")
-    return array
 
 
 def _factor(weight: np.ndarray) -> np.ndarray:

@@ -7,13 +7,12 @@ and recovers the continuous plant (eqs. 9.66-9.69).  With ``max_delay=0`` it is 
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
 from dmdidc.model import DelayedPlant
-from dmdidc.recovery import ContinuousModelWarning, recover_continuous
+from dmdidc.recovery import recover_continuous, warn_model
 from dmdidc.regression import RegressionSolution, lagged_inputs, make_accumulator
 from privacy.errors import (
     DimensionError,
@@ -22,7 +21,12 @@ from privacy.errors import (
     NotFittedError,
     ParameterError,
 )
-from privacy.validation import check_finite_array, check_integer, check_positive
+from privacy.validation import (
+    check_finite_array,
+    check_in_interval,
+    check_integer,
+    check_positive,
+)
 
 __all__ = ["DMDidc"]
 
@@ -112,7 +116,7 @@ class DMDidc:
             check_integer("tlsq_rank", self.tlsq_rank, minimum=1)
         if self.method not in ("auto", "gram", "qr"):
             raise ParameterError(f"method must be 'auto', 'gram' or 'qr'; got {self.method!r}")
-        check_positive("block_rtol", self.block_rtol)
+        check_in_interval("block_rtol", self.block_rtol, 0.0, 1.0, low_open=True, high_open=True)
         check_positive("rank_rtol", self.rank_rtol)
         check_integer("chunk_size", self.chunk_size, minimum=1)
 
@@ -298,17 +302,16 @@ class DMDidc:
                                                  block_rtol=self.block_rtol)
             model = DelayedPlant(A_d, blocks, self.dt, A_c=A_c, B_c=B_c, delay=delay)
         except LogarithmError as exc:
-            warnings.warn(f"no continuous-time model: {exc}", ContinuousModelWarning,
-                          stacklevel=3)
+            warn_model(f"no continuous-time model: {exc}")
             model = DelayedPlant(A_d, blocks, self.dt, continuous_note=str(exc))
         self._solution, self._model = solution, model
+        _warn_if_delay_may_exceed_bound(blocks, self.block_rtol, solution)
         if (self.method == "auto" and acc.method == "gram" and self._partial
                 and solution.condition_number > _GRAM_CONDITION_LIMIT):
-            warnings.warn(f"the equilibrated regression data have condition number "
+            warn_model(f"the equilibrated regression data have condition number "
                           f"{solution.condition_number:.3g}; normal equations lose about "
                           f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
-                          f"again with method='qr' for a backward-stable fit",
-                          ContinuousModelWarning, stacklevel=3)
+                          f"again with method='qr' for a backward-stable fit",)
         return model
 
     # ------------------------------------------------------------------ fitted results
@@ -425,3 +428,22 @@ def _as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
 def _regressors(X: np.ndarray, U: np.ndarray, R: int) -> np.ndarray:
     """In-memory regression matrix [x_k; u_k; ...; u_{k-R}] for k = R .. K-1."""
     return np.concatenate([X[:, R:-1], lagged_inputs(U, R)], axis=0)
+
+
+def _warn_if_delay_may_exceed_bound(blocks: np.ndarray, rtol: float,
+                                    solution: RegressionSolution) -> None:
+    """Warn when the delay may exceed the bound ``R``: the last block ``B^(R)`` is active and
+    the fit leaves more than 1e-3 of the targets unexplained (the blocks a longer delay needs
+    are missing, so their effect ends up in the residual; very noisy data can show this too).
+    """
+    R = blocks.shape[0] - 1
+    if R == 0 or not solution.relative_residual > 1e-3:
+        return
+    norms = np.linalg.norm(blocks, axis=1)
+    last_active = [j for j in range(blocks.shape[2])
+                   if norms[R, j] > rtol * max(norms[:, j].max(), np.finfo(float).tiny)]
+    if last_active:
+        warn_model(f"the delay of input channel(s) {last_active} may exceed max_delay={R} "
+                   f"periods (last block B^({R}) active, relative residual "
+                   f"{solution.relative_residual:.2g}); then the identified delay and model are "
+                   f"wrong: refit with a larger max_delay")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dmdidc.discretization import delay_blocks, split_delay
+from dmdidc.discretization import delay_blocks, required_max_delay, split_delay
 from privacy.errors import DimensionError, LogarithmError
 from privacy.validation import check_finite_array, check_positive, read_only
 
@@ -97,6 +97,10 @@ class DelayedPlant:
             if B_c.shape != (n, m):
                 raise DimensionError(f"B_c has shape {B_c.shape}; expected {(n, m)}")
             delay = _delay_vector(delay, m)
+            needed = required_max_delay(delay, dt)
+            if needed > B_blocks.shape[0] - 1:
+                raise DimensionError(f"delay {delay.tolist()} s at dt={dt} needs {needed + 1} "
+                                     f"input blocks; B_blocks has {B_blocks.shape[0]}")
         object.__setattr__(self, "A_d", read_only(A_d))
         object.__setattr__(self, "B_blocks", read_only(B_blocks))
         object.__setattr__(self, "dt", dt)

@@ -16,6 +16,8 @@ identified discrete blocks (dissertation eqs. 9.66-9.69).
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -28,10 +30,19 @@ __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "first_active_bl
            "recover_channel", "recover_continuous"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class ContinuousModelWarning(UserWarning):
-    """The continuous model is recovered but may be unreliable (e.g. close to Nyquist)."""
+    """The identified model may be unreliable (near Nyquist, delay beyond the bound, ...)."""
+
+
+def warn_model(message: str) -> None:
+    """Issue a :class:`ContinuousModelWarning` attributed to the user's line, not ours."""
+    frame, level = sys._getframe(1), 2      # level 1 would be this function
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, ContinuousModelWarning, stacklevel=level)
 
 
 def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
@@ -67,11 +78,10 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
                 f"{np.pi / dt:.4g} rad/s: sample faster")
     angles = np.abs(np.angle(eigenvalues))
     if np.any(angles > np.pi - _NYQUIST_WARNING_MARGIN):
-        warnings.warn(
+        warn_model(
             f"A_d has eigenvalues with frequency {angles.max() / dt:.4g} rad/s, close to the "
             f"Nyquist frequency {np.pi / dt:.4g} rad/s; A_c is the principal (below-Nyquist) "
-            f"logarithm, and a plant with faster modes would give the same data",
-            ContinuousModelWarning, stacklevel=3)
+            f"logarithm, and a plant with faster modes would give the same data")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         log = logm(A_d)
@@ -137,15 +147,33 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, rtol: float
     w = first_active_block(columns, rtol)
     if w is None:
         return np.zeros(n), float("nan")
-    b0 = columns[w]
-    b1 = columns[w + 1] if w + 1 < columns.shape[0] else np.zeros(n)
     _, gamma_T = zoh_matrices(A_c, np.eye(n), dt)
+    # A fraction p close to 1 leaves B^(w) below the threshold, so the pair starting one block
+    # earlier is fitted too; the pair whose structure explains all blocks wins.
+    fits = [_fit_pair(A_c, gamma_T, columns, start, dt) for start in {max(w - 1, 0), w}]
+    start, b, s, _ = min(fits, key=lambda fit: fit[3])
+    fraction = 1.0 - s / dt
+    if fraction >= 1.0 - 1e-12:      # B^(start) vanishes: the delay is a whole start + 1 periods
+        start, fraction = start + 1, 0.0
+    return b, (start + max(fraction, 0.0)) * dt
+
+
+def _fit_pair(A_c: np.ndarray, gamma_T: np.ndarray, columns: np.ndarray, start: int, dt: float
+              ) -> tuple[int, np.ndarray, float, float]:
+    """Fit ``b`` and the hold length to the blocks ``start, start + 1`` (9.68-9.69).
+
+    Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
+    the structure says is zero.
+    """
+    n = A_c.shape[0]
+    b0 = columns[start]
+    b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
     b = solve(gamma_T, b0 + b1)
     s = _solve_hold_length(A_c, b, b0, dt)
-    fraction = 1.0 - s / dt
-    if fraction >= 1.0 - 1e-12:      # b0 vanishes: the delay is a whole w + 1 periods
-        w, fraction = w + 1, 0.0
-    return b, (w + max(fraction, 0.0)) * dt
+    _, gamma_s_b = zoh_matrices(A_c, b[:, None], s)
+    others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
+    misfit = 2.0 * float(np.sum((gamma_s_b[:, 0] - b0) ** 2)) + float(np.sum(others ** 2))
+    return start, b, s, misfit
 
 
 def _solve_hold_length(A_c: np.ndarray, b: np.ndarray, b0: np.ndarray, dt: float) -> float:
@@ -191,8 +219,7 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
         B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, block_rtol)
     if np.any(np.isnan(delays)):
         silent = np.flatnonzero(np.isnan(delays)).tolist()
-        warnings.warn(f"input channel(s) {silent} have no effect on the states (all identified "
-                      f"blocks are zero): their delay is undefined and reported as 0",
-                      ContinuousModelWarning, stacklevel=3)
+        warn_model(f"input channel(s) {silent} have no effect on the states (all identified "
+                   f"blocks are zero): their delay is undefined and reported as 0")
         delays = np.nan_to_num(delays, nan=0.0)
     return A_c, B_c, delays

@@ -45,8 +45,12 @@ class RegressionSolution:
         Number of singular values used.
     n_samples : int
         Number of regression samples (columns of the data matrix).
+    target_norm : float
+        Frobenius norm of the targets ``Y``.
     residual_norm : float
-        Frobenius norm of ``Y - coefficients @ Phi`` (NaN when not available).
+        Frobenius norm of ``Y - coefficients @ Phi``.  The Gram path computes it as a
+        difference of sums, accurate only to about ``1e-8 * ||Y||`` (a noise-free fit may show
+        a residual at that level); the QR path is accurate to rounding.
     """
 
     coefficients: np.ndarray
@@ -54,6 +58,12 @@ class RegressionSolution:
     rank: int
     n_samples: int
     residual_norm: float
+    target_norm: float = float("nan")
+
+    @property
+    def relative_residual(self) -> float:
+        """``residual_norm / ||Y||`` (the fraction of the targets the model leaves unexplained)."""
+        return self.residual_norm / self.target_norm if self.target_norm > 0 else float("nan")
 
     @property
     def condition_number(self) -> float:
@@ -255,7 +265,8 @@ class GramAccumulator(_Accumulator):
         coefficients = (projected / eigenvalues) @ V.T / scale
         residual = np.trace(self.target_gram) - np.sum(projected ** 2 / eigenvalues)
         return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  float(np.sqrt(max(residual, 0.0))))
+                                  float(np.sqrt(max(residual, 0.0))),
+                                  float(np.sqrt(np.trace(self.target_gram))))
 
     def refine(self, solution: RegressionSolution,
                trajectories: list[tuple[np.ndarray, np.ndarray]]) -> RegressionSolution:
@@ -292,7 +303,7 @@ class GramAccumulator(_Accumulator):
                     correction += (X[:, a + 1:b + 1] - coefficients @ Phi) @ Phi.T
             coefficients = coefficients + (((correction / scale) @ V) / eigenvalues) @ V.T / scale
         return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  solution.residual_norm)
+                                  solution.residual_norm, solution.target_norm)
 
 
 class QRAccumulator(_Accumulator):
@@ -336,9 +347,10 @@ class QRAccumulator(_Accumulator):
                             rank_floor=np.finfo(float).eps * p)
         projected = U_[:, :rank].T @ R12
         coefficients = ((Vt[:rank].T / singular[:rank]) @ projected).T / scale
-        residual_sq = np.sum(self.factor[:, p:] ** 2) - np.sum(projected ** 2)
+        target_sq = float(np.sum(self.factor[:, p:] ** 2))
+        residual_sq = target_sq - np.sum(projected ** 2)
         return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  float(np.sqrt(max(residual_sq, 0.0))))
+                                  float(np.sqrt(max(residual_sq, 0.0))), float(np.sqrt(target_sq)))
 
 
 def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) -> _Accumulator:

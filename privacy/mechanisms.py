@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
-from privacy.errors import AccountingError, ParameterError
+from privacy.errors import AccountingError, DimensionError, ParameterError
 from privacy.validation import (
     as_generator,
     check_in_interval,
@@ -377,16 +377,24 @@ def _sas_functions(alpha: float, scale: float) -> tuple[Callable, Callable, Call
             lambda x: stable.sas_sf(x, alpha, scale))
 
 
-def _maximize_loss(loss: Callable[[np.ndarray], np.ndarray], start: float, width: float
-                   ) -> tuple[float, float]:
+def _maximize_loss(loss: Callable[[np.ndarray], np.ndarray], start: float, width: float,
+                   focus: tuple[float, float] | None = None) -> tuple[float, float]:
     """Maximise a smooth loss on ``[start, inf)`` that tends to 0 at infinity.
 
-    A geometric scan from ``start`` brackets the peak, bounded Brent refines it.  Returns
+    A geometric scan from ``start`` brackets the peak, bounded Brent refines it.  ``focus =
+    (center, scale)`` adds a dense symmetric geometric grid around ``center`` resolving features
+    of width ``scale`` (the SaS loss peaks within a few noise scales of the shifted location, a
+    peak far narrower than the scan's spacing when the noise scale is small).  Returns
     ``(upper_bound_of_max, argmax)``; the bound adds the Brent tolerance's second-order effect and
     an evaluation margin.
     """
     offsets = np.geomspace(1e-5 * width, 1e6 * width, 401)
     xs = start + offsets
+    if focus is not None:
+        center, scale = focus
+        near = scale * np.geomspace(1e-3, 1e3, 121)
+        extra = np.concatenate([center - near, [center], center + near])
+        xs = np.unique(np.concatenate([xs, extra[extra > start]]))
     values = np.asarray(loss(xs), dtype=float)
     if not np.all(np.isfinite(values)):
         raise AccountingError("privacy loss evaluation returned non-finite values")
@@ -421,7 +429,7 @@ def _sas_epsilon_normalized(alpha: float, ratio: float) -> float:
 
     def loss(x):
         return logpdf(x - 1.0) - logpdf(x)
-    value, _ = _maximize_loss(loss, 0.5, max(ratio, 1.0))
+    value, _ = _maximize_loss(loss, 0.5, max(ratio, 1.0), focus=(1.0, ratio))
     return value
 
 
@@ -727,8 +735,18 @@ class SaSMechanism:
 
     def randomize(self, value: Any, rng: np.random.Generator | int | None = None
                   ) -> float | np.ndarray:
-        """Return ``value`` plus i.i.d. SaS(alpha, scale) noise (scalar or array, same shape)."""
+        """Return ``value`` plus i.i.d. SaS(alpha, scale) noise (scalar or array, same shape).
+
+        With ``dimension = m > 1`` the value must have exactly ``m`` entries: ``epsilon`` then
+        covers the whole m-dimensional release.  With ``dimension = 1`` every entry of an array
+        is a separate scalar release, each with ``epsilon`` (compose them with the accountant,
+        or build the mechanism with ``dimension`` equal to the number of entries).
+        """
         array = _check_value(value)
+        if self.dimension > 1 and array.size != self.dimension:
+            raise DimensionError(f"value has {array.size} entries; this mechanism was built for "
+                                 f"dimension={self.dimension} coordinates, which its epsilon "
+                                 f"covers")
         gen = as_generator(rng)
         if self.alpha == 1.0:
             noise = self.scale * gen.standard_cauchy(size=array.shape)

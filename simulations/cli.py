@@ -162,8 +162,10 @@ def _run_identify(args: argparse.Namespace) -> int:
     path = model.save(args.out)
     np.set_printoptions(precision=6, suppress=True)
     print(report)
-    print(f"regression: rank {estimator.regression_.rank}, residual "
-          f"{estimator.regression_.residual_norm:.3g}")
+    regression = estimator.regression_
+    print(f"regression: rank {regression.rank}, condition number "
+          f"{regression.condition_number:.3g}, relative residual "
+          f"{regression.relative_residual:.2g}")
     print(f"A_d =\n{model.A_d}")
     if model.has_continuous:
         print(f"delay [s] = {model.delay}  (whole periods {model.delay_steps}, fraction "
@@ -189,8 +191,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     x0 = (np.ones(model.n_states) if args.x0 is None
           else np.array([float(v) for v in args.x0.split(",")]))
     controller = _make_controller(args, model, lqr_gain(model))
-    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=args.seed, fine=True,
-                                  progress=args.steps > 2000)
+    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=args.seed,
+                                  fine=plant.has_continuous, progress=args.steps > 2000)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "trajectory.csv")

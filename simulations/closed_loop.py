@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from privacy.validation import (
@@ -225,7 +226,7 @@ class ClosedLoopResult:
     def __post_init__(self) -> None:
         for name in ("times", "states", "inputs", "stage_costs", "measurement_noise",
                      "fine_times", "fine_states"):
-            object.__setattr__(self, name, read_only(getattr(self, name), copy=False))
+            object.__setattr__(self, name, read_only(getattr(self, name)))
 
     @property
     def steps(self) -> int:
@@ -455,15 +456,6 @@ def _check_command(command: Any, k: int, m: int, y: np.ndarray) -> np.ndarray:
     return u
 
 
-def _weight(name: str, value: Any, size: int) -> np.ndarray:
-    if value is None:
-        return np.eye(size)
-    value = check_finite_array(name, value, ndim=2)
-    if value.shape != (size, size):
-        raise DimensionError(f"{name} has shape {value.shape}; expected {(size, size)}")
-    return value
-
-
 def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, steps: int, *,
                          process_noise: Any = None, measurement_noise: Any = None,
                          rng: np.random.Generator | int | None = None, fine: bool = False,
@@ -553,8 +545,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     if not callable(controller) or not callable(getattr(controller, "reset", None)):
         raise ParameterError(f"controller must have reset() and __call__(x) -> u; got "
                              f"{type(controller).__name__}")
-    Q = _weight("Q", Q, n)
-    R_weight = _weight("R", R, m)
+    Q = check_weight("Q", Q, n, definite=False)
+    R_weight = check_weight("R", R, m, definite=False)
     if fine:
         check_integer("points_per_step", points_per_step, minimum=1)
     linear = callable(getattr(controller, "feedback_matrices", None))

@@ -31,6 +31,7 @@ from pydmd import DMDc
 from scipy.linalg import expm
 
 from dmdidc import (
+    ContinuousModelWarning,
     DelayedPlant,
     DimensionError,
     DMDidc,
@@ -216,6 +217,7 @@ def test_explicit_triples_errors():
         DMDidc(max_delay=1).fit(X, np.ones((3, 10)), dt=1.0, Y=X)
 
 
+@pytest.mark.filterwarnings("ignore::dmdidc.ContinuousModelWarning")  # the naive concatenation
 def test_multiple_trajectories_equal_concatenated_regression(plant3):
     R = 3
     rng = np.random.default_rng(8)
@@ -528,3 +530,24 @@ def test_auto_refinement_with_lags_and_several_trajectories():
     assert err_auto < 1e-13
     assert rel_err(auto.B_blocks, qr.B_blocks) < 1e-13
     assert rel_err(gram.B_blocks, true.B_blocks) > 100 * err_auto   # measured 5.9e-12
+
+
+def test_warns_when_delay_exceeds_max_delay():
+    true = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 2.5, 2.0)
+    U = random_excitation(2, 200, rng=0)
+    X = true.simulate(np.zeros(2), U)
+    with pytest.warns(ContinuousModelWarning, match="may exceed max_delay=1") as record:
+        DMDidc(max_delay=1).fit(X, U, dt=2.0)
+    assert record[0].filename == __file__          # attributed to the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DMDidc(max_delay=2).fit(X, U, dt=2.0)      # R = w + 1 exactly: no warning
+
+
+def test_block_rtol_must_lie_in_the_open_unit_interval():
+    true = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 1.0)
+    U = random_excitation(1, 50, rng=0)
+    X = true.simulate(np.zeros(1), U)
+    for bad in (0.0, 1.0, 2.0, -1e-3):
+        with pytest.raises(ParameterError, match="block_rtol"):
+            DMDidc(max_delay=1, block_rtol=bad).fit(X, U, dt=1.0)

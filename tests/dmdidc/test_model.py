@@ -290,3 +290,10 @@ def test_as_plant(plant):
     assert as_plant(plant) is plant
     with pytest.raises(TypeError, match="DelayedPlant"):
         as_plant(np.eye(2))
+
+
+def test_delay_must_fit_in_the_blocks():
+    plant = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 2.5, 1.0)
+    with pytest.raises(DimensionError, match="needs 4 input blocks"):
+        DelayedPlant(plant.A_d, plant.B_blocks[:1], 1.0, A_c=plant.A_c, B_c=plant.B_c,
+                     delay=[2.5])

@@ -318,3 +318,18 @@ def test_stable_epsilon_against_dense_grid(alpha):
     x = np.linspace(0.5, 200.0, 400_001)
     grid_max = float(np.max(mech.privacy_loss(x)))
     assert grid_max <= mech.epsilon <= grid_max + 1e-8
+
+
+def test_sas_epsilon_keeps_growing_at_tiny_scales():
+    """The loss peak is ~scale wide near x = D; epsilon grows by (1 + alpha) ln 10 a decade."""
+    alpha = 1.95
+    values = [SaSMechanism(alpha=alpha, scale=s).epsilon for s in (1e-8, 1e-9, 1e-10)]
+    steps = np.diff(values)
+    np.testing.assert_allclose(steps, (1 + alpha) * math.log(10), rtol=1e-3)
+
+
+def test_vector_mechanism_randomize_checks_dimension():
+    pair = SaSMechanism(alpha=1.5, scale=1.0, dimension=2)
+    assert pair.randomize(np.zeros(2), rng=0).shape == (2,)
+    with pytest.raises(ValueError, match="dimension=2"):
+        pair.randomize(np.zeros(3), rng=0)

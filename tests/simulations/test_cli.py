@@ -98,3 +98,14 @@ def test_demo_writes_figures(tmp_path, capsys):
     for name in ("figure_9_1.png", "delay_mismatch.png", "summary.json", "summary.csv"):
         assert (tmp_path / name).exists()
     assert "fractional" in capsys.readouterr().out
+
+
+def test_simulate_discrete_only_model(tmp_path):
+    """A model without a continuous part (no real logarithm) still simulates, without the fine
+    inter-sample curve."""
+    plant = DelayedPlant(np.array([[-0.5]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    plant.save(tmp_path / "m.json")
+    out = tmp_path / "sim"
+    assert main(["simulate", str(tmp_path / "m.json"), "--controller", "truncated",
+                 "--steps", "20", "--out", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["final_state_norm"] < 1e-6

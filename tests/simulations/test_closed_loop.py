@@ -526,3 +526,21 @@ def test_seed_fractional_predictor_gives_delay_free_loop(delay_periods):
     poles = np.linalg.eigvals(lifted_matrix(plant, controller))
     nonzero = np.sort_complex(poles[np.abs(poles) > 1e-6])
     np.testing.assert_allclose(nonzero, np.sort_complex(np.linalg.eigvals(A_target)), atol=1e-8)
+
+
+def test_caller_noise_array_is_copied_and_weights_checked():
+    plant = DelayedPlant.from_continuous([[0.0, 1.0], [-1.0, 0.0]], np.eye(2), 0.5, 1.0)
+
+    class Zero:
+        def reset(self):
+            pass
+
+        def __call__(self, x):
+            return np.zeros(2)
+
+    V = np.zeros((2, 11))
+    result = simulate_closed_loop(plant, Zero(), [1.0, 0.0], 10, measurement_noise=V)
+    V[0, 0] = 5.0                                   # the caller's array stays writeable
+    assert result.measurement_noise[0, 0] == 0.0
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        simulate_closed_loop(plant, Zero(), [1.0, 0.0], 5, Q=-np.eye(2))
