@@ -695,6 +695,11 @@ def sas_logcdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np
     Returns
     -------
     ndarray, shape (...)
+        ``log cdf(x) = log sf(2 loc - x)`` (symmetry).
+
+    References
+    ----------
+    Seed dissertation, Ch. 3, eqs. (3.7), (3.9).
 
     Examples
     --------

@@ -176,6 +176,12 @@ def test_far_tail_bergstrom_leading_term(alpha):
     assert np.all(np.abs(r) * xs ** alpha < 50)
     ratios = r[1:] / r[:-1]
     assert np.allclose(ratios, 10.0 ** -alpha, rtol=0.05)
+    # the second term has Bergstrom's 1/k! (seed eq. 3.9 as printed omits it):
+    # r * x^alpha -> b_2 / b_1 with b_k = Gamma(alpha k + 1)/k! sin(k (2 - alpha) pi / 2)
+    d = (2 - alpha) * math.pi / 2
+    b2_b1 = (special.gamma(2 * alpha + 1) / 2 * math.sin(2 * d)
+             / (special.gamma(alpha + 1) * math.sin(d)))
+    assert r[2] * xs[2] ** alpha == pytest.approx(b2_b1, rel=1e-3)      # x = 1e4
     # beyond 1e6: still finite and on the power law
     big = np.array([1e10, 1e100, 1e300])
     assert np.allclose(sas_logpdf(big, alpha), lead(big), rtol=1e-14)
