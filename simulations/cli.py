@@ -54,7 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--x0", help="initial state, comma separated (default: all ones)")
     simulate.add_argument("--horizon", type=int, default=10, help="MPC horizon (default 10)")
     simulate.add_argument("--u-max", type=float, default=None, help="MPC input bound |u| <= u_max")
-    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument("--process-noise", type=float, default=0.0,
+                          help="scale of the process disturbance added to x_{k+1} (default 0)")
+    simulate.add_argument("--measurement-noise", type=float, default=0.0,
+                          help="scale of the noise on the measured states (default 0)")
+    simulate.add_argument("--noise", choices=("normal", "laplace", "sas"), default="normal",
+                          help="noise distribution (sas: symmetric alpha-stable, heavy-tailed)")
+    simulate.add_argument("--alpha", type=float, default=1.5, help="SaS stability index")
+    simulate.add_argument("--seed", type=int, default=0, help="seed of the noise draws")
     simulate.add_argument("--out", default="out/simulate", help="output folder")
     simulate.set_defaults(handler=_run_simulate)
 
@@ -159,6 +166,7 @@ def _run_identify(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, method=args.method,
                        block_rtol=args.block_rtol).fit(X, U, dt=args.dt)
     model = estimator.model_
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = model.save(args.out)
     np.set_printoptions(precision=6, suppress=True)
     print(report)
@@ -188,10 +196,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if (plant.n_states, plant.n_inputs) != (model.n_states, model.n_inputs):
         raise ValueError(f"the plant has {plant.n_states} states and {plant.n_inputs} inputs; "
                          f"the model has {model.n_states} and {model.n_inputs}")
-    x0 = (np.ones(model.n_states) if args.x0 is None
-          else np.array([float(v) for v in args.x0.split(",")]))
+    x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
     controller = _make_controller(args, model, lqr_gain(model))
     result = simulate_closed_loop(plant, controller, x0, args.steps, rng=args.seed,
+                                  process_noise=_sampler(args, args.process_noise),
+                                  measurement_noise=_sampler(args, args.measurement_noise),
                                   fine=plant.has_continuous, progress=args.steps > 2000)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -203,6 +212,24 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=2))
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {figure}")
     return 0
+
+
+def _parse_vector(option: str, text: str) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in text.split(",")])
+    except ValueError as exc:
+        raise ValueError(f"{option} must be comma-separated numbers; got {text!r}") from exc
+
+
+def _sampler(args: argparse.Namespace, scale: float):
+    from simulations.closed_loop import noise_sampler
+
+    if scale < 0:
+        raise ValueError(f"noise scales must be >= 0; got {scale}")
+    if scale == 0:
+        return None
+    params = {"alpha": args.alpha} if args.noise == "sas" else {}
+    return noise_sampler(args.noise, scale, **params)
 
 
 def _make_controller(args: argparse.Namespace, model, K: np.ndarray):

@@ -70,6 +70,7 @@ class StudyConfig:
         check_integer("max_delay", self.max_delay, minimum=0)
         check_integer("excitation_steps", self.excitation_steps, minimum=1)
         check_integer("steps", self.steps, minimum=1)
+        check_integer("seed", self.seed, minimum=0)
         for value in self.delays_in_periods:
             if not 0 <= value <= self.max_delay:
                 raise ValueError(f"delays_in_periods must lie in [0, max_delay={self.max_delay}]; "

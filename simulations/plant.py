@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dmdidc.discretization import zoh_matrices
-from dmdidc.model import DelayedPlant
+from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, LogarithmError, NonFiniteError, ParameterError
 from privacy.validation import as_generator, check_finite_array, check_integer
 
@@ -36,9 +36,12 @@ Sampler = Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
 
 
 def _check_plant(plant: Any) -> DelayedPlant:
-    if not isinstance(plant, DelayedPlant):
-        raise ParameterError(f"plant must be a dmdidc.DelayedPlant; got {type(plant).__name__}")
-    return plant
+    """The DelayedPlant of a plant or of a fitted DMDidc estimator."""
+    try:
+        return as_plant(plant)
+    except TypeError as exc:
+        raise ParameterError(f"plant must be a dmdidc.DelayedPlant or a fitted DMDidc "
+                             f"estimator; got {type(plant).__name__}") from exc
 
 
 def _noise_array(name: str, noise: Any, shape: tuple[int, ...],

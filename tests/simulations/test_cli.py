@@ -109,3 +109,25 @@ def test_simulate_discrete_only_model(tmp_path):
     assert main(["simulate", str(tmp_path / "m.json"), "--controller", "truncated",
                  "--steps", "20", "--out", str(out)]) == 0
     assert json.loads((out / "summary.json").read_text())["final_state_norm"] < 1e-6
+
+
+def test_simulate_with_heavy_tailed_noise_is_reproducible(data_file, tmp_path):
+    path, _, _ = data_file
+    model = tmp_path / "model.json"
+    main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out", str(model)])
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        assert main(["simulate", str(model), "--steps", "15", "--process-noise", "0.01",
+                     "--measurement-noise", "0.01", "--noise", "sas", "--alpha", "1.7",
+                     "--seed", "4", "--out", str(out)]) == 0
+        runs.append((out / "trajectory.csv").read_text())
+    assert runs[0] == runs[1]
+
+
+def test_bad_x0_names_the_option(data_file, tmp_path, capsys):
+    path, _, _ = data_file
+    model = tmp_path / "sub" / "model.json"             # parent folder is created
+    main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out", str(model)])
+    assert main(["simulate", str(model), "--x0", "a,b", "--out", str(tmp_path / "s")]) == 2
+    assert "--x0" in capsys.readouterr().err
