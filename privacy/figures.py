@@ -37,6 +37,16 @@ def _out(out_dir: str | Path, name: str) -> Path:
     return path / name
 
 
+def _save(fig, ax, out_dir: str | Path, name: str, *, legend_size: float | None = None) -> None:
+    """Grid, legend, layout; write ``out_dir/name`` and free the figure."""
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(_out(out_dir, name), dpi=120)
+    fig.clf()
+    _pyplot().close(fig)
+
+
 def figure_3_6(out_dir: str | Path, *, alphas: Sequence[float] = (1.0, 1.5, 1.9, 1.95, 1.999),
                scales: Sequence[float] | None = None) -> dict[str, np.ndarray]:
     """Pure-DP epsilon vs scale (sensitivity 1), log-log, SaS alphas and Laplace (Fig. 3.6).
@@ -61,11 +71,7 @@ def figure_3_6(out_dir: str | Path, *, alphas: Sequence[float] = (1.0, 1.5, 1.9,
         ax.loglog(scales, eps, marker=".", label=f"SaS alpha={alpha}")
     ax.set_xlabel("scale gamma (sensitivity 1)")
     ax.set_ylabel("pure-DP epsilon")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(_out(out_dir, "fig3_6_epsilon_vs_scale.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, ax, out_dir, "fig3_6_epsilon_vs_scale.png")
     return data
 
 
@@ -93,11 +99,7 @@ def figure_3_7(out_dir: str | Path, *, scales: Sequence[float] | None = None
     ax.loglog(scales, data["laplace"], "C0-", alpha=0.5, label="Laplace")
     ax.set_xlabel("scale gamma (sensitivity 1)")
     ax.set_ylabel("epsilon")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(_out(out_dir, "fig3_7_cauchy_limits.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, ax, out_dir, "fig3_7_cauchy_limits.png", legend_size=8)
     return data
 
 
@@ -121,11 +123,7 @@ def figure_4_1(out_dir: str | Path, *, alphas: Sequence[float] = (1.9, 1.95, 1.9
     ax.set_xlabel("epsilon")
     ax.set_ylabel("delta(epsilon), one release")
     ax.set_title(f"SaS privacy curves, scale {scale}, sensitivity 1")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(_out(out_dir, "fig4_1_privacy_curves.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, ax, out_dir, "fig4_1_privacy_curves.png")
     return data
 
 
@@ -152,11 +150,7 @@ def figure_4_6(out_dir: str | Path, *, alphas: Sequence[float] = (2.0, 1.999, 1.
     ax.set_xlabel("scale gamma (sensitivity 1)")
     ax.set_ylabel(f"epsilon (delta={delta:g})")
     ax.set_title(f"N={steps} Poisson-subsampled releases, q={sampling_rate:g}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(_out(out_dir, "fig4_6_composed_epsilon.png"), dpi=120)
-    plt.close(fig)
+    _save(fig, ax, out_dir, "fig4_6_composed_epsilon.png")
     return data
 
 

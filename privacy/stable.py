@@ -316,23 +316,28 @@ def _choose_tail(alpha: float, start: float, step: float) -> tuple[float, int]:
         x += step
 
 
-def _series_logpdf(z: np.ndarray, alpha: float, coef: np.ndarray) -> np.ndarray:
-    """log p(z) from the Bergstrom series, ``z`` large and positive."""
+def _series_log(z: np.ndarray, alpha: float, coef: np.ndarray, power: float) -> np.ndarray:
+    """``log(sum_k coef[k] z^(-alpha k) / z^power / pi)`` by Horner, ``z`` large and positive.
+
+    With the pdf coefficients and ``power = alpha + 1`` it is Bergstrom's log pdf; with the
+    integrated coefficients and ``power = alpha`` the log survival function.
+    """
     logz = np.log(z)
     y = np.exp(-alpha * logz)
     acc = np.full_like(z, coef[-1])
     for c in coef[-2::-1]:
         acc = acc * y + c
-    return np.log(acc) - (alpha + 1.0) * logz - _LOG_PI
+    return np.log(acc) - power * logz - _LOG_PI
+
+
+def _series_logpdf(z: np.ndarray, alpha: float, coef: np.ndarray) -> np.ndarray:
+    """log p(z) from the Bergstrom series, ``z`` large and positive."""
+    return _series_log(z, alpha, coef, alpha + 1.0)
 
 
 def _series_logsf(z: np.ndarray, alpha: float, coef_sf: np.ndarray) -> np.ndarray:
-    logz = np.log(z)
-    y = np.exp(-alpha * logz)
-    acc = np.full_like(z, coef_sf[-1])
-    for c in coef_sf[-2::-1]:
-        acc = acc * y + c
-    return np.log(acc) - alpha * logz - _LOG_PI
+    """log sf(z) from the integrated Bergstrom series, ``z`` large and positive."""
+    return _series_log(z, alpha, coef_sf, alpha)
 
 
 # --------------------------------------------------------------------------------------------
