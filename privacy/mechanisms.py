@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
+from privacy import stable
 from privacy.errors import AccountingError, DimensionError, ParameterError
 from privacy.validation import (
     as_generator,
@@ -348,30 +349,7 @@ class GaussianMechanism:
 
 
 def _sas_functions(alpha: float, scale: float) -> tuple[Callable, Callable, Callable]:
-    """(logpdf, cdf, sf) of the centred SaS law; closed forms at alpha = 1 and alpha = 2."""
-    if alpha == 1.0:
-        def logpdf(x):
-            z = np.asarray(x, dtype=float) / scale
-            return -math.log(math.pi * scale) - np.log1p(z * z)
-
-        def sf(x):
-            z = np.asarray(x, dtype=float) / scale
-            return np.arctan2(1.0, z) / math.pi  # = 1/2 - arctan(z)/pi, accurate for z >> 1
-
-        def cdf(x):
-            return sf(-np.asarray(x, dtype=float))
-        return logpdf, cdf, sf
-    if alpha == 2.0:
-        sigma = math.sqrt(2.0) * scale
-        return (lambda x: stats.norm.logpdf(x, scale=sigma),
-                lambda x: special.ndtr(np.asarray(x) / sigma),
-                lambda x: special.ndtr(-np.asarray(x) / sigma))
-    try:
-        from privacy import stable
-    except ImportError as exc:  # pragma: no cover - depends on the colleague's module
-        raise AccountingError(f"SaS numerics for alpha={alpha} need privacy.stable, which is "
-                              f"not available ({exc}); only alpha = 1 and alpha = 2 have "
-                              f"closed forms") from exc
+    """(logpdf, cdf, sf) of the centred SaS law (``privacy.stable``; closed forms at 1 and 2)."""
     return (lambda x: stable.sas_logpdf(x, alpha, scale),
             lambda x: stable.sas_cdf(x, alpha, scale),
             lambda x: stable.sas_sf(x, alpha, scale))
@@ -747,15 +725,7 @@ class SaSMechanism:
             raise DimensionError(f"value has {array.size} entries; this mechanism was built for "
                                  f"dimension={self.dimension} coordinates, which its epsilon "
                                  f"covers")
-        gen = as_generator(rng)
-        if self.alpha == 1.0:
-            noise = self.scale * gen.standard_cauchy(size=array.shape)
-        elif self.alpha == 2.0:
-            noise = gen.normal(0.0, math.sqrt(2.0) * self.scale, size=array.shape)
-        else:
-            from privacy import stable
-            noise = np.asarray(stable.sas_sample(self.alpha, self.scale, size=array.shape,
-                                                 rng=gen), dtype=float)
+        noise = stable.sas_sample(self.alpha, self.scale, size=array.shape, rng=rng)
         return _as_output(value, array + noise)
 
     def describe(self) -> SaSMechanism:

@@ -36,6 +36,7 @@ import numpy as np
 from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from privacy.stable import sas_sample
 from privacy.validation import (
     as_generator,
     check_finite_array,
@@ -169,11 +170,6 @@ def noise_sampler(distribution: Any, scale: float = 1.0, *, loc: float = 0.0,
 
 
 def _sas_sampler(scale: float, loc: float, params: dict[str, Any]) -> NoiseSampler:
-    try:
-        from privacy.stable import sas_sample
-    except ImportError as exc:
-        raise ImportError("the 'sas' noise sampler needs privacy.stable.sas_sample, which is not "
-                          "available in this installation") from exc
     if "alpha" not in params:
         raise ParameterError("noise_sampler('sas', ...) needs the stability index alpha=, in "
                              "(0, 2]")

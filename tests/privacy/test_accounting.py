@@ -102,20 +102,10 @@ def test_sas_pld_add_and_remove_differ_under_subsampling():
     assert remove != pytest.approx(add, rel=1e-3)
 
 
-def _stable_available():
-    try:
-        from privacy import stable
-        return hasattr(stable, "sas_logpdf")
-    except ImportError:
-        return False
 
-
-needs_stable = pytest.mark.skipif(not _stable_available(), reason="privacy.stable not available")
-
-
-@pytest.mark.parametrize("alpha", [1.0, pytest.param(1.5, marks=needs_stable),
-                                   pytest.param(1.9, marks=needs_stable),
-                                   pytest.param(1.999, marks=needs_stable)])
+@pytest.mark.parametrize("alpha", [1.0, 1.5,
+                                   1.9,
+                                   1.999])
 def test_sas_subsampled_single_release_above_exact_mixture_curve(alpha):
     # exact delta for the subsampled REMOVE and ADD pairs by direct integration
     import numpy as np
@@ -237,7 +227,6 @@ def test_calibration_comparison_rows():
     assert rows[0]["scale_ratio_to_gaussian"] == 1.0
 
 
-@needs_stable
 @pytest.mark.parametrize("alpha", [1.5, 1.9, 1.95, 1.999])
 def test_stable_single_release_pld_above_exact_curve(alpha):
     mech = SaSMechanism(alpha=alpha, scale=1.0)
@@ -250,7 +239,6 @@ def test_stable_single_release_pld_above_exact_curve(alpha):
     assert epsilon(mech, delta=1e-5) <= mech.epsilon
 
 
-@needs_stable
 def test_stable_composition_ordering_in_alpha():
     # at equal scale, heavier tails (smaller alpha) give smaller composed epsilon here
     values = [epsilon(SaSMechanism(alpha=a, scale=1.0), delta=1e-5, steps=1000,

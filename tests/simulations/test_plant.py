@@ -186,7 +186,7 @@ def test_zero_steps():
 # ---------------------------------------------------------------------- python-control export
 @pytest.mark.parametrize("delay", [2.0, 2.5, 3.0, [0.6, 3.7], 0.0])
 def test_statespace_forced_response_matches(delay):
-    control = pytest.importorskip("control")
+    import control
     plant = DelayedPlant.from_continuous(SEED_A, SEED_B, delay, SEED_T)
     rng = np.random.default_rng(4)
     x0 = rng.normal(size=2)
@@ -272,7 +272,6 @@ def test_intersample_needs_the_continuous_model():
 
 
 # ---------------------------------------------------------------------- property-based
-hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
