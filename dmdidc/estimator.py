@@ -171,6 +171,8 @@ class DMDidc:
                 self._stream(Xi, Ui)
         elif decision == "refine":
             self._override = self._accumulator.refine(solution, trajectories)
+        else:
+            self._override = solution        # already solved: do not solve the pass twice
         self._solve()
         return self
 
