@@ -25,6 +25,7 @@ from controllers.feedback import FractionalDelayController, PredictiveController
 from controllers.gains import lqr_gain
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from privacy.plotting import new_figure, save_figure
 from privacy.validation import check_finite_array, check_positive
 
 __all__ = [
@@ -233,7 +234,7 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
 
 def plot_delay_mismatch(study: DelayMismatchStudy, path: str | Path, *,
                         title: str | None = None) -> Path:
-    """Write a PNG of spectral radius versus delay-estimate error (matplotlib, Agg backend).
+    """Write a PNG of spectral radius versus delay-estimate error (matplotlib OO API, Agg).
 
     Parameters
     ----------
@@ -246,13 +247,7 @@ def plot_delay_mismatch(study: DelayMismatchStudy, path: str | Path, *,
     -------
     Path
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig = Figure(figsize=(6.0, 3.8))
-    FigureCanvasAgg(fig)
+    fig = new_figure((6.0, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     for name, radius in study.spectral_radius.items():
         ax.plot(study.offsets / study.dt, radius, marker=".", label=name)
@@ -263,6 +258,4 @@ def plot_delay_mismatch(study: DelayMismatchStudy, path: str | Path, *,
     ax.set_title(title or f"Delay mismatch, true delay = {delays} T")
     ax.legend()
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, path)

@@ -1,5 +1,8 @@
 """Dynamic Mode Decomposition with input-delayed control (DMDidc)."""
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
 from dmdidc.discretization import delay_blocks, split_delay, zoh_matrices
 from dmdidc.errors import (
     DimensionError,
@@ -15,6 +18,11 @@ from dmdidc.excitation import ExcitationReport, check_excitation, random_excitat
 from dmdidc.model import DelayedPlant, as_plant
 from dmdidc.recovery import ContinuousModelWarning, recover_continuous
 from dmdidc.regression import RegressionSolution
+
+try:
+    __version__ = _version("dmdidc")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "ContinuousModelWarning",

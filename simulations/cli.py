@@ -1,36 +1,119 @@
-"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate`` and ``privacy``."""
+"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate`` and ``privacy``.
+
+Parsing and ``--help`` import no heavy package (cvxpy, matplotlib, scipy.stats): each handler
+imports what it needs.  Every option either takes effect or is refused with a one-line error
+(exit code 2); output files that already existed are listed on stderr after being overwritten.
+"""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import math
 import sys
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from privacy.errors import ToolboxError
-
 __all__ = ["main", "build_parser"]
 
 CONTROLLER_NAMES = ("fractional", "truncated", "exact", "naive", "mpc")
 
+# Effective defaults of simulate options whose parser default is None, so that giving them
+# where they do nothing can be refused (help texts show these values).
+_DEFAULT_HORIZON = 10
+_DEFAULT_NOISE = "normal"
+_DEFAULT_ALPHA = 1.5
+_DEFAULT_SEED = 0
+_FINE_STEPS = 2000                  # simulate: inter-sample curve up to this many steps
+_PROGRESS_STEPS = (500_000, 500)    # simulate: progress bar from this many steps (other, MPC)
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every option's default (even without help text), unless it has none (``None``,
+    ``False``) or the help text already states it."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if action.help is None and action.option_strings and self._has_default(action):
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not self._has_default(action) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+    @staticmethod
+    def _has_default(action: argparse.Action) -> bool:
+        return not (action.default is None or action.default is False
+                    or action.default is argparse.SUPPRESS)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument parser whose help, and that of every subcommand under it, shows the defaults."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: imports the package only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from dmdidc import __version__
+
+        print(f"{parser.prog} {__version__}")
+        parser.exit()
+
+
+def _bounded(kind: type, minimum: float, *, strict: bool = False):
+    """argparse type: a number of ``kind`` >= ``minimum`` (> if ``strict``)."""
+    relation = ">" if strict else ">="
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or \
+                (value <= minimum if strict else value < minimum):
+            noun = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"must be {noun} {relation} {minimum:g}; got "
+                                             f"{text!r}")
+        return value
+
+    return convert
+
+
+_count = _bounded(int, 1)
+_seed = _bounded(int, 0)
+_scale = _bounded(float, 0.0)
+_bound = _bounded(float, 0.0, strict=True)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dmdidc`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dmdidc",
         description="Identify linear plants with fractional input delay (DMDidc), control them "
                     "and study privacy mechanisms.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True)   # subparsers are _Parser too
 
     demo = sub.add_parser("demo", help="Figure 9.1 end to end: excitation -> DMDidc -> LQR -> "
                                        "truncated vs fractional controller on the true plant")
-    demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.add_argument("--steps", type=int, default=25, help="closed-loop steps (default 25)")
+    demo.add_argument("--out", default="out/demo", help="output folder")
+    demo.add_argument("--seed", type=_seed, default=0, help="random seed")
+    demo.add_argument("--steps", type=_count, default=25, help="closed-loop steps")
     demo.set_defaults(handler=_run_demo)
 
     identify = sub.add_parser("identify", help="identify a delayed plant from X, U data")
@@ -48,20 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     simulate = sub.add_parser("simulate", help="closed loop of a saved model with a controller")
     simulate.add_argument("model", help="identified model (.json or .npz from 'identify')")
-    simulate.add_argument("--plant", help="true plant to control (.json/.npz; default: the model)")
-    simulate.add_argument("--controller", choices=CONTROLLER_NAMES, default="fractional")
-    simulate.add_argument("--steps", type=int, default=50)
+    simulate.add_argument("--plant", help="true plant to control (.json/.npz with the model's "
+                                          "T, states and inputs; default: the model itself)")
+    simulate.add_argument("--controller", choices=CONTROLLER_NAMES, default="fractional",
+                          help="fractional-delay predictive feedback (eqs. 9.70-9.74), "
+                               "whole-delay prediction (truncated: eq. 9.13, or exact), "
+                               "delay-naive state feedback, or constrained MPC")
+    simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
     simulate.add_argument("--x0", help="initial state, comma separated (default: all ones)")
-    simulate.add_argument("--horizon", type=int, default=10, help="MPC horizon (default 10)")
-    simulate.add_argument("--u-max", type=float, default=None, help="MPC input bound |u| <= u_max")
-    simulate.add_argument("--process-noise", type=float, default=0.0,
-                          help="scale of the process disturbance added to x_{k+1} (default 0)")
-    simulate.add_argument("--measurement-noise", type=float, default=0.0,
-                          help="scale of the noise on the measured states (default 0)")
-    simulate.add_argument("--noise", choices=("normal", "laplace", "sas"), default="normal",
-                          help="noise distribution (sas: symmetric alpha-stable, heavy-tailed)")
-    simulate.add_argument("--alpha", type=float, default=1.5, help="SaS stability index")
-    simulate.add_argument("--seed", type=int, default=0, help="seed of the noise draws")
+    simulate.add_argument("--horizon", type=_count,
+                          help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
+                               f"--controller mpc)")
+    simulate.add_argument("--u-max", type=_bound,
+                          help="MPC input bound |u| <= u_max (default: unbounded; only with "
+                               "--controller mpc)")
+    simulate.add_argument("--process-noise", type=_scale, default=0.0,
+                          help="scale of the process disturbance added to x_{k+1}")
+    simulate.add_argument("--measurement-noise", type=_scale, default=0.0,
+                          help="scale of the noise on the measured states")
+    simulate.add_argument("--noise", choices=("normal", "laplace", "sas"),
+                          help=f"noise distribution (default: {_DEFAULT_NOISE}; sas: symmetric "
+                               f"alpha-stable, heavy-tailed; needs a noise scale > 0)")
+    simulate.add_argument("--alpha", type=float,
+                          help=f"SaS stability index in (0, 2] (default: {_DEFAULT_ALPHA}; only "
+                               f"with --noise sas)")
+    simulate.add_argument("--seed", type=_seed,
+                          help=f"seed of the noise draws (default: {_DEFAULT_SEED}; needs a noise "
+                               f"scale > 0)")
     simulate.add_argument("--out", default="out/simulate", help="output folder")
     simulate.set_defaults(handler=_run_simulate)
 
@@ -75,14 +171,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dmdidc`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``dmdidc`` console script; returns the exit code (2 on bad input)."""
+    args = build_parser().parse_args(argv)
+    from privacy.errors import ToolboxError  # after parsing: --help stays light
+
+    existing: dict[Path, tuple[int, int, int]] = {}
     try:
+        existing = _existing_outputs(getattr(args, "out", None))
         return int(args.handler(args) or 0)
     except (ToolboxError, ValueError, OSError) as exc:
         print(f"dmdidc {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        overwritten = [path for path, stamp in existing.items()
+                       if path.is_file() and _stamp(path) != stamp]
+        if overwritten:
+            print(f"dmdidc {args.command}: note: overwrote "
+                  f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
+
+
+def _existing_outputs(out: str | None) -> dict[Path, tuple[int, int, int]]:
+    """The files ``--out`` (a file, or a folder's files) holds before a command runs."""
+    if out is None:
+        return {}
+    path = Path(out)
+    files = sorted(path.iterdir()) if path.is_dir() else [path]
+    return {file: _stamp(file) for file in files if file.is_file()}
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 # ---------------------------------------------------------------------------------- demo
@@ -128,34 +247,9 @@ def _mismatch_figure(config, out: Path) -> Path:
 
 # ---------------------------------------------------------------------------------- identify
 def _load_data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    if args.data:
-        path = Path(args.data)
-        try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {name: archive[name] for name in archive.files}
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
-            raise ValueError(f"cannot read {str(path)!r} as an .npz archive of arrays X and U: "
-                             f"{exc}") from exc
-        missing = {"X", "U"} - set(arrays)
-        if missing:
-            raise ValueError(f"{path} lacks the array(s) {sorted(missing)}; it must hold "
-                             f"X (n, K+1) and U (m, K)")
-        return arrays["X"], arrays["U"]
-    if not (args.states and args.inputs):
-        raise ValueError("give an .npz file, or both --states and --inputs CSV files")
-    return _read_csv(args.states).T, _read_csv(args.inputs).T
+    from simulations.data_files import load_identification_data
 
-
-def _read_csv(path: str) -> np.ndarray:
-    try:
-        data = np.loadtxt(path, delimiter=",", ndmin=2)
-    except (OSError, ValueError) as exc:
-        # a header line is allowed: retry skipping it
-        try:
-            data = np.loadtxt(path, delimiter=",", ndmin=2, skiprows=1)
-        except (OSError, ValueError):
-            raise ValueError(f"cannot read {path!r} as numeric CSV: {exc}") from exc
-    return data
+    return load_identification_data(args.data, states=args.states, inputs=args.inputs)
 
 
 def _run_identify(args: argparse.Namespace) -> int:
@@ -188,20 +282,26 @@ def _run_identify(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------- simulate
 def _run_simulate(args: argparse.Namespace) -> int:
     from controllers import lqr_gain
-    from dmdidc import DelayedPlant
+    from privacy.errors import DimensionError
     from simulations.closed_loop import simulate_closed_loop
 
-    model = DelayedPlant.load(args.model)
-    plant = DelayedPlant.load(args.plant) if args.plant else model
-    if (plant.n_states, plant.n_inputs) != (model.n_states, model.n_inputs):
-        raise ValueError(f"the plant has {plant.n_states} states and {plant.n_inputs} inputs; "
-                         f"the model has {model.n_states} and {model.n_inputs}")
+    _check_simulate_options(args)
+    model = _load_plant(args.model, "model")
+    plant = model if args.plant is None else _load_plant(args.plant, "--plant")
+    if plant is not model:
+        _check_plant_matches_model(plant, model, args)
     x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
+    if x0.shape != (model.n_states,):
+        raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
     controller = _make_controller(args, model, lqr_gain(model))
-    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=args.seed,
+    seed = _DEFAULT_SEED if args.seed is None else args.seed
+    # The exact inter-sample curve only serves the figure, which cannot show more than a few
+    # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
+    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=seed,
                                   process_noise=_sampler(args, args.process_noise),
                                   measurement_noise=_sampler(args, args.measurement_noise),
-                                  fine=plant.has_continuous, progress=args.steps > 2000)
+                                  fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+                                  progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "trajectory.csv")
@@ -214,6 +314,59 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_simulate_options(args: argparse.Namespace) -> None:
+    """Refuse options that would have no effect in this combination."""
+    from privacy.errors import ParameterError
+
+    if args.controller != "mpc":
+        idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max))
+                if value is not None]
+        if idle:
+            verb = "applies" if len(idle) == 1 else "apply"
+            raise ParameterError(f"{' and '.join(idle)} {verb} only to --controller mpc; got "
+                                 f"--controller {args.controller}")
+    if args.process_noise == 0 and args.measurement_noise == 0:
+        idle = [flag for flag, value in (("--noise", args.noise), ("--alpha", args.alpha),
+                                         ("--seed", args.seed)) if value is not None]
+        if idle:
+            verb = "acts" if len(idle) == 1 else "act"
+            raise ParameterError(f"{' and '.join(idle)} {verb} only on noise draws: give "
+                                 f"--process-noise or --measurement-noise > 0")
+    if args.alpha is not None and args.noise != "sas":
+        raise ParameterError(f"--alpha is the stability index of SaS noise: it needs --noise sas "
+                             f"(got --noise {args.noise or _DEFAULT_NOISE})")
+
+
+def _load_plant(path: str, what: str):
+    """A DelayedPlant from a file, any defect of the file reported as one clear error."""
+    from dmdidc import DelayedPlant
+    from privacy.errors import ParameterError, ToolboxError
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{what} file {path!r} does not exist")
+    try:
+        return DelayedPlant.load(path)
+    except (ToolboxError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        # a malformed file must not end in a traceback, whatever the loader raises
+        raise ParameterError(f"{what} file {path!r} is not a valid plant (expected what "
+                             f"DelayedPlant.save or 'dmdidc identify' writes: .json or .npz with "
+                             f"dt, A_d, B_blocks and optionally A_c, B_c, delay): {exc}") from exc
+
+
+def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
+    from privacy.errors import DimensionError, ParameterError
+
+    if (plant.n_states, plant.n_inputs) != (model.n_states, model.n_inputs):
+        raise DimensionError(f"--plant {args.plant!r} has {plant.n_states} states and "
+                             f"{plant.n_inputs} inputs; the model {args.model!r} has "
+                             f"{model.n_states} states and {model.n_inputs} inputs")
+    if not math.isclose(plant.dt, model.dt, rel_tol=1e-9):
+        raise ParameterError(f"--plant {args.plant!r} has sampling period T = {plant.dt:g} s; "
+                             f"the model {args.model!r} has T = {model.dt:g} s: the controller "
+                             f"acts once per model period, so both must agree (identify from "
+                             f"data sampled at the plant's T)")
+
+
 def _parse_vector(option: str, text: str) -> np.ndarray:
     try:
         return np.array([float(v) for v in text.split(",")])
@@ -224,12 +377,12 @@ def _parse_vector(option: str, text: str) -> np.ndarray:
 def _sampler(args: argparse.Namespace, scale: float):
     from simulations.closed_loop import noise_sampler
 
-    if scale < 0:
-        raise ValueError(f"noise scales must be >= 0; got {scale}")
     if scale == 0:
         return None
-    params = {"alpha": args.alpha} if args.noise == "sas" else {}
-    return noise_sampler(args.noise, scale, **params)
+    noise = args.noise or _DEFAULT_NOISE
+    if noise != "sas":
+        return noise_sampler(noise, scale)
+    return noise_sampler(noise, scale, alpha=_DEFAULT_ALPHA if args.alpha is None else args.alpha)
 
 
 def _make_controller(args: argparse.Namespace, model, K: np.ndarray):
@@ -246,17 +399,16 @@ def _make_controller(args: argparse.Namespace, model, K: np.ndarray):
     from controllers import DelayedMPC
 
     bound = args.u_max
-    return DelayedMPC(model, horizon=args.horizon, u_min=None if bound is None else -bound,
+    horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
+    return DelayedMPC(model, horizon=horizon, u_min=None if bound is None else -bound,
                       u_max=bound)
 
 
 def _plot_trajectory(result, path: Path, title: str) -> Path:
-    import matplotlib
+    from privacy.plotting import new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    fig = new_figure((7, 5))
+    top, bottom = fig.subplots(2, 1, sharex=True)
     times = result.fine_times if result.fine_states is not None else result.times
     states = result.fine_states if result.fine_states is not None else result.states
     for i, row in enumerate(states):
@@ -270,10 +422,7 @@ def _plot_trajectory(result, path: Path, title: str) -> Path:
     for axis in (top, bottom):
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 if __name__ == "__main__":  # pragma: no cover

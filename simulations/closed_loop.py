@@ -40,11 +40,12 @@ from privacy.stable import sas_sample
 from privacy.validation import (
     as_generator,
     check_finite_array,
+    check_in_interval,
     check_integer,
     check_positive,
     read_only,
 )
-from simulations.plant import _check_plant, _noise_array, fine_grid
+from simulations.plant import _check_plant, _noise_array, checked_output, fine_grid
 
 __all__ = [
     "Controller",
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 _METHODS = ("auto", "linear", "step")
-_CHUNK = 4096   # steps between progress-bar updates
+_CHUNK = 4096   # steps between progress-bar updates of a linear loop
 _BLOCKED_ABOVE = 1024   # linear loops longer than this use the blocked recursion
 
 
@@ -104,7 +105,7 @@ def noise_sampler(distribution: Any, scale: float = 1.0, *, loc: float = 0.0,
     ----------
     distribution : str or scipy.stats distribution
         ``"normal"`` (or ``"gaussian"``), ``"laplace"``, ``"sas"`` (symmetric alpha-stable, via
-        ``privacy.stable.sas_sample``; needs ``alpha=``), the name of any ``scipy.stats``
+        ``privacy.stable.sas_sample``; needs ``alpha=``), the name of a continuous ``scipy.stats``
         distribution (``"t"``, ``"cauchy"``, ``"levy_stable"``, ...) or a scipy.stats distribution
         object, frozen or not.
     scale : float, default 1.0
@@ -123,9 +124,9 @@ def noise_sampler(distribution: Any, scale: float = 1.0, *, loc: float = 0.0,
     Raises
     ------
     ParameterError
-        For an unknown distribution name or ``scale <= 0``.
-    ImportError
-        For ``"sas"`` when ``privacy.stable`` is not available.
+        At construction, never first when drawing: an unknown distribution name, ``scale <= 0``
+        or not finite, ``loc`` not finite, shape parameters a distribution does not take or
+        outside its domain (``alpha`` outside (0, 2] for SaS, ``df <= 0`` for ``"t"``, ...).
 
     Examples
     --------
@@ -135,46 +136,79 @@ def noise_sampler(distribution: Any, scale: float = 1.0, *, loc: float = 0.0,
     (2, 5)
     """
     scale = check_positive("scale", scale)
-    loc = float(loc)
+    loc = check_in_interval("loc", loc, -np.inf, np.inf)
     if isinstance(distribution, str):
         key = distribution.lower()
-        if key in ("normal", "gaussian", "norm") and not params:
-            return NoiseSampler("normal", scale, loc, {},
-                                lambda rng, shape: rng.normal(loc, scale, shape))
-        if key == "laplace" and not params:
-            return NoiseSampler("laplace", scale, loc, {},
-                                lambda rng, shape: rng.laplace(loc, scale, shape))
+        if key in ("normal", "gaussian", "norm", "laplace"):
+            _refuse_params(key, params, accepted=())
+            name, draw = (("laplace", lambda rng, shape: rng.laplace(loc, scale, shape))
+                          if key == "laplace" else
+                          ("normal", lambda rng, shape: rng.normal(loc, scale, shape)))
+            return NoiseSampler(name, scale, loc, {}, draw)
         if key in ("sas", "symmetric_alpha_stable"):
             return _sas_sampler(scale, loc, params)
         import scipy.stats
 
         dist = getattr(scipy.stats, key, None)
-        if not isinstance(dist, (scipy.stats.rv_continuous, scipy.stats.rv_discrete)):
+        if not isinstance(dist, scipy.stats.rv_continuous):
             raise ParameterError(f"distribution must be 'normal', 'laplace', 'sas' or the name of "
-                                 f"a scipy.stats distribution; got {distribution!r}")
-        frozen = dist(loc=loc, scale=scale, **params)
+                                 f"a continuous scipy.stats distribution; got {distribution!r}")
+        frozen = _freeze(dist, key, loc, scale, params)
         return NoiseSampler(key, scale, loc, dict(params),
                             lambda rng, shape: frozen.rvs(size=shape, random_state=rng))
     if hasattr(distribution, "rvs"):
         if hasattr(distribution, "dist") and hasattr(distribution, "kwds"):   # frozen
-            frozen = distribution
             name = getattr(distribution.dist, "name", type(distribution).__name__)
-            return NoiseSampler(name, scale, loc, dict(params),
-                                lambda rng, shape: loc + scale * frozen.rvs(size=shape,
-                                                                            random_state=rng))
-        frozen = distribution(loc=loc, scale=scale, **params)
-        return NoiseSampler(getattr(distribution, "name", "scipy"), scale, loc, dict(params),
+            if params:
+                raise ParameterError(f"a frozen scipy.stats {name} distribution takes no further "
+                                     f"parameters; got {sorted(params)} (freeze it with them)")
+            _check_support(name, distribution, distribution.args, distribution.kwds)
+            return NoiseSampler(name, scale, loc, {},
+                                lambda rng, shape: loc + scale * distribution.rvs(
+                                    size=shape, random_state=rng))
+        name = getattr(distribution, "name", type(distribution).__name__)
+        frozen = _freeze(distribution, name, loc, scale, params)
+        return NoiseSampler(name, scale, loc, dict(params),
                             lambda rng, shape: frozen.rvs(size=shape, random_state=rng))
     raise ParameterError(f"distribution must be a name or a scipy.stats distribution; got "
                          f"{type(distribution).__name__}")
 
 
+def _refuse_params(name: str, params: dict[str, Any], accepted: tuple[str, ...]) -> None:
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        takes = f"only {', '.join(accepted)}" if accepted else "no shape parameters"
+        raise ParameterError(f"noise_sampler({name!r}) takes {takes}; got {unknown}")
+
+
+def _freeze(dist: Any, name: str, loc: float, scale: float, params: dict[str, Any]) -> Any:
+    """Freeze a scipy.stats distribution, refusing unknown or out-of-range shape parameters now
+    (scipy itself would only fail, or return NaN, when drawing)."""
+    try:
+        frozen = dist(loc=loc, scale=scale, **params)
+    except TypeError as exc:
+        shapes = getattr(dist, "shapes", None) or "none"
+        raise ParameterError(f"invalid parameters {params} for scipy.stats {name} (its shape "
+                             f"parameters: {shapes}): {exc}") from exc
+    _check_support(name, frozen, (), params)
+    return frozen
+
+
+def _check_support(name: str, frozen: Any, args: tuple, kwds: dict[str, Any]) -> None:
+    # scipy marks shape parameters outside their domain by a NaN support
+    if np.isnan(np.asarray(frozen.support(), dtype=float)).any():
+        given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwds.items())])
+        raise ParameterError(f"the shape parameters ({given}) are outside the domain of the "
+                             f"scipy.stats {name} distribution")
+
+
 def _sas_sampler(scale: float, loc: float, params: dict[str, Any]) -> NoiseSampler:
+    _refuse_params("sas", params, accepted=("alpha",))
     if "alpha" not in params:
         raise ParameterError("noise_sampler('sas', ...) needs the stability index alpha=, in "
                              "(0, 2]")
-    alpha = params["alpha"]
-    return NoiseSampler("sas", scale, loc, dict(params),
+    alpha = check_in_interval("alpha", params["alpha"], 0.0, 2.0, low_open=True)
+    return NoiseSampler("sas", scale, loc, {"alpha": alpha},
                         lambda rng, shape: sas_sample(alpha, scale=scale, loc=loc, size=shape,
                                                       rng=rng))
 
@@ -420,36 +454,19 @@ def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
         Z[1:, :n] = W.T
     U = np.empty((steps, m))
     F_T, G_T = np.ascontiguousarray(F.T), np.ascontiguousarray(G.T)
-    for start in range(0, steps, _CHUNK):
-        stop = min(start + _CHUNK, steps)
-        for k in range(start, stop):
-            x = Z[k, :n]
-            if not np.isfinite(x).all():
-                raise _diverged(k)
-            y = x + V[:, k] if V is not None else x.copy()
-            U[k] = _check_command(controller(y), k, m, y)
-            Z[k + 1] += Z[k] @ F_T + U[k] @ G_T
-        bar.update(stop - start)
+    for k in range(steps):
+        x = Z[k, :n]
+        if not np.isfinite(x).all():
+            raise _diverged(k)
+        y = x + V[:, k] if V is not None else x.copy()
+        U[k] = checked_output(f"the controller at step {k}", controller(y), (m,),
+                              f" (norm of the measured state: {np.linalg.norm(y):.3g})")
+        Z[k + 1] += Z[k] @ F_T + U[k] @ G_T
+        bar.update(1)   # every step: a controller call (an MPC solve) can take milliseconds
     X = Z[:, :n].T
     if not np.isfinite(X[:, -1]).all():
         raise _diverged(steps)
     return np.ascontiguousarray(X), np.ascontiguousarray(U.T)
-
-
-def _check_command(command: Any, k: int, m: int, y: np.ndarray) -> np.ndarray:
-    try:
-        u = np.asarray(command, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DimensionError(f"the controller returned {type(command).__name__} at step {k}, "
-                             f"not a numeric array of shape ({m},)") from exc
-    if u.shape != (m,):
-        raise DimensionError(f"the controller returned an input of shape {u.shape} at step {k}; "
-                             f"expected ({m},) (one value per plant input)")
-    if not np.isfinite(u).all():
-        raise NonFiniteError(f"the controller returned a non-finite input {u.tolist()} at "
-                             f"step {k} (norm of the measured state: "
-                             f"{float(np.linalg.norm(y)):.3g})")
-    return u
 
 
 def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, steps: int, *,

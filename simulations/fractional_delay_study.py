@@ -19,6 +19,7 @@ import numpy as np
 from controllers import FractionalDelayController, PredictiveController, lqr_gain
 from controllers.analysis import spectral_radius
 from dmdidc import DelayedPlant, DMDidc, random_excitation
+from privacy.plotting import new_figure, save_figure
 from privacy.validation import as_generator, check_integer, check_positive
 from simulations.closed_loop import ClosedLoopResult, simulate_closed_loop
 
@@ -144,16 +145,14 @@ def run_fractional_delay_study(config: StudyConfig = StudyConfig(), *,
 
 
 def plot_study(runs: dict[tuple[float, str], ClosedLoopResult], path: str | Path) -> Path:
-    """Figure 9.1: state norm over time, truncated (dashed) vs fractional (solid) controllers."""
-    import matplotlib
+    """Figure 9.1: state norm over time, truncated (dashed) vs fractional (solid) controllers.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
+    Written as a PNG with matplotlib's object-oriented API (the caller's backend is untouched);
+    parent folders are created.  Returns ``path``.
+    """
+    fig = new_figure((7, 4.2))
+    ax = fig.add_subplot()
     delays = sorted({delay for delay, _ in runs})
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, delay in enumerate(delays):
         for name, style in (("fractional", "-"), ("truncated", "--")):
             result = runs.get((delay, name))
@@ -162,16 +161,13 @@ def plot_study(runs: dict[tuple[float, str], ClosedLoopResult], path: str | Path
             times, states = ((result.fine_times, result.fine_states)
                              if result.fine_states is not None else (result.times, result.states))
             ax.semilogy(times, np.maximum(np.linalg.norm(states, axis=0), 1e-16), style,
-                        color=colors[i % len(colors)], label=f"r = {delay:g} T, {name}")
+                        color=f"C{i % 10}", label=f"r = {delay:g} T, {name}")
     ax.set_xlabel("time [s]")
     ax.set_ylabel("state norm |x(t)|")
     ax.set_title("Fractional-delay (solid) vs whole-delay predictive feedback (dashed)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=130)
 
 
 def write_study(rows: list[StudyRow], config: StudyConfig, out_dir: str | Path) -> dict[str, Path]:

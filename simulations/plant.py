@@ -55,24 +55,30 @@ def _noise_array(name: str, noise: Any, shape: tuple[int, ...],
     if noise is None:
         return None
     if callable(noise) and not isinstance(noise, np.ndarray):
-        drawn = noise(rng, shape)
-        try:
-            array = np.asarray(drawn, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise DimensionError(f"{name} sampler returned {type(drawn).__name__}, not a numeric "
-                                 f"array ({exc})") from exc
-        if array.shape != shape:
-            raise DimensionError(f"{name} sampler returned shape {array.shape} when asked for "
-                                 f"shape {shape}")
-        if not np.all(np.isfinite(array)):
-            raise NonFiniteError(f"{name} sampler returned NaN or infinite values")
-        return array
+        return checked_output(f"the {name} sampler", noise(rng, shape), shape)
     array = check_finite_array(name, noise, ndim=len(shape))
     accepted = accepted or (shape,)
     if array.shape not in accepted:
         expected = " or ".join(str(s) for s in accepted)
         raise DimensionError(f"{name} has shape {array.shape}; expected {expected} (states along "
                              f"the rows, time along the columns)")
+    return array
+
+
+def checked_output(source: str, value: Any, shape: tuple[int, ...], detail: str = ""
+                   ) -> np.ndarray:
+    """What a user callable (noise sampler, controller) returned, as a finite float array of
+    ``shape``, or an error naming ``source`` (``detail`` is appended to a non-finite report)."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DimensionError(f"{source} returned {type(value).__name__}, not a numeric array of "
+                             f"shape {shape}") from exc
+    if array.shape != shape:
+        raise DimensionError(f"{source} returned shape {array.shape}; expected {shape}")
+    if not np.isfinite(array).all():
+        raise NonFiniteError(f"{source} returned NaN or infinite values {array.tolist()[:8]}"
+                             f"{detail}")
     return array
 
 

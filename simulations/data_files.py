@@ -1,0 +1,206 @@
+"""Read identification data (states ``X``, inputs ``U``) from the files users actually have.
+
+Two formats, both checked here so that a mistake is reported in terms of the user's files:
+
+* ``.npz`` (``numpy.savez(path, X=X, U=U)``): arrays ``X`` (n, K+1) and ``U`` (m, K), time along
+  the columns as everywhere in the toolbox; a 1-D array is one channel.  Read with
+  ``allow_pickle=False``: a data file can never run code.
+* CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
+  K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
+  an optional header line.  A decimal comma is refused (it cannot be told from a separator).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
+
+__all__ = ["load_identification_data", "read_npz_data", "read_samples_csv"]
+
+def load_identification_data(data: str | Path | None = None, *, states: str | Path | None = None,
+                             inputs: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Load ``X`` (n, K+1) and ``U`` (m, K) from one ``.npz`` file or two CSV files.
+
+    Parameters
+    ----------
+    data : str or Path, optional
+        ``.npz`` archive holding ``X`` and ``U``.
+    states, inputs : str or Path, optional
+        CSV files, one row per sample: ``states`` with K+1 rows of n values, ``inputs`` with K
+        rows of m values.  Give both, and only without ``data``.
+
+    Returns
+    -------
+    X : ndarray, shape (n, K + 1)
+    U : ndarray, shape (m, K)
+
+    Raises
+    ------
+    ParameterError
+        For no source, both sources, only one CSV, or a file that is not in the expected format
+        (the message says which formats are accepted).
+    DimensionError
+        For sample counts that do not match (with a hint when the data look transposed).
+    NonFiniteError
+        For NaN or infinite values (the message gives the file and row).
+    OSError
+        For a file that cannot be opened.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> path = Path(tempfile.mkdtemp()) / "data.npz"
+    >>> np.savez(path, X=np.zeros((2, 11)), U=np.ones((1, 10)))
+    >>> [a.shape for a in load_identification_data(path)]
+    [(2, 11), (1, 10)]
+    """
+    if data is not None and (states is not None or inputs is not None):
+        raise ParameterError(f"give either a data file ({str(data)!r}) or --states and --inputs "
+                             f"CSV files, not both")
+    if data is not None:
+        return read_npz_data(data)
+    if states is None or inputs is None:
+        raise ParameterError("give an .npz data file, or both --states and --inputs CSV files "
+                             f"(got {'--states' if states else '--inputs' if inputs else 'none'})")
+    X, U = read_samples_csv(states).T, read_samples_csv(inputs).T
+    _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True)
+    return X, U
+
+
+def read_npz_data(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays ``X`` (n, K+1) and ``U`` (m, K) of an ``.npz`` archive (see the module notes)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such data file: {str(path)!r}")
+    if not zipfile.is_zipfile(path):
+        kind = " (it is a text file, e.g. CSV)" if _looks_like_text(path) else ""
+        raise ParameterError(f"{str(path)!r} is not an .npz archive{kind}: a data file must be "
+                             f"an .npz archive written by numpy.savez(path, X=X, U=U) with X "
+                             f"(n, K+1) and U (m, K); CSV data goes in --states x.csv --inputs "
+                             f"u.csv (one row per sample)")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
+        raise ParameterError(f"cannot read {str(path)!r} as an .npz archive of numeric arrays "
+                             f"X and U: {exc}") from exc
+    missing = {"X", "U"} - set(arrays)
+    if missing:
+        raise ParameterError(f"{str(path)!r} lacks the array(s) {sorted(missing)} (it holds "
+                             f"{sorted(arrays)}); it must hold X (n, K+1) and U (m, K)")
+    X, U = (_as_channels(path, name, arrays[name]) for name in ("X", "U"))
+    _check_samples(X, U, "X has", "U has", csv=False)
+    return X, U
+
+
+def read_samples_csv(path: str | Path) -> np.ndarray:
+    """A CSV file of samples as an array (rows, columns) = (samples, channels).
+
+    Separators ``,``, ``;``, tabs or spaces, ``.`` decimals, an optional header line (a first
+    line without numbers) and ``#`` comment lines.  The result is at least 2-D: a single column
+    gives shape (rows, 1).
+    """
+    path = Path(path)
+    lines = path.read_text(errors="replace").splitlines()
+    rows = [(number, line) for number, line in enumerate(lines, start=1)
+            if line.strip() and not line.lstrip().startswith("#")]
+    if rows and not any(_is_number(f) for f in re.split(r"[,;\s]+", rows[0][1].strip())):
+        rows = rows[1:]                                     # a header line
+    if not rows:
+        raise ParameterError(f"{str(path)!r} holds no numeric rows; expected one row per sample")
+    delimiter = _delimiter(path, rows[0][1])
+    values, width = [], None
+    for number, line in rows:
+        fields = [f.strip() for f in (line.split(delimiter) if delimiter else line.split())]
+        try:
+            row = [float(f) for f in fields]
+        except ValueError:
+            bad = next(f for f in fields if not _is_number(f))
+            raise ParameterError(f"{str(path)!r} line {number}: {bad!r} is not a number "
+                                 f"(expected one row per sample, numbers separated by "
+                                 f"{delimiter or 'spaces'!r}, '.' as decimal mark)") from None
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise DimensionError(f"{str(path)!r} line {number} has {len(row)} values; the "
+                                 f"first row has {width} (one column per channel)")
+        values.append(row)
+    array = np.array(values, dtype=float)
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        raise NonFiniteError(f"{str(path)!r} line {rows[int(np.argmin(finite))][0]} holds a NaN "
+                             f"or infinite value; every sample must be finite")
+    return array
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _delimiter(path: Path, line: str) -> str | None:
+    """The value separator of a CSV data line (``None``: whitespace)."""
+    if ";" in line:
+        if re.search(r"\d,\d", line):
+            raise ParameterError(f"{str(path)!r} uses ';' between values and ',' as decimal mark "
+                                 f"({line.strip()!r}); write '.' decimals (e.g. export the CSV "
+                                 f"with '.' as decimal separator)")
+        return ";"
+    if "," in line:
+        return ","
+    return "\t" if "\t" in line else None
+
+
+def _looks_like_text(path: Path) -> bool:
+    with path.open("rb") as handle:
+        head = handle.read(4096)
+    return bool(head) and b"\0" not in head
+
+
+def _as_channels(path: Path, name: str, array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind not in "biuf":
+        raise ParameterError(f"{str(path)!r}: {name} has dtype {array.dtype}; expected real "
+                             f"numbers")
+    array = np.asarray(array, dtype=float)
+    if array.ndim == 1:
+        array = array[None, :]                              # one channel over time
+    if array.ndim != 2:
+        raise DimensionError(f"{str(path)!r}: {name} has shape {array.shape}; expected a 2-D "
+                             f"array (channels, samples)")
+    if not np.isfinite(array).all():
+        bad = int(array.size - np.count_nonzero(np.isfinite(array)))
+        raise NonFiniteError(f"{str(path)!r}: {name} holds {bad} NaN or infinite values; every "
+                             f"sample must be finite")
+    return array
+
+
+def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, csv: bool) -> None:
+    """``X`` (n, K+1) against ``U`` (m, K), explained in the user's terms (rows of CSV files,
+    columns of npz arrays)."""
+    samples, channels = ("rows", "columns") if csv else ("columns", "rows")
+    (n, x_samples), (m, u_samples) = X.shape, U.shape
+    # more "channels" than samples and channel counts off by one: samples and channels swapped
+    transposed = n == m + 1 and n > x_samples
+    if x_samples == u_samples + 1 and not transposed:
+        return
+    found = (f"{x_name} {x_samples} {samples} of {n} values and {u_name} {u_samples} {samples} "
+             f"of {m}")
+    if transposed:
+        layout = ("one row per sample, one column per state or input" if csv else
+                  "time along the columns: X (n, K+1), U (m, K)")
+        fix = "write the transposed tables" if csv else "save X.T and U.T"
+        raise DimensionError(f"the data look transposed: {found}; expected {layout} ({fix})")
+    if x_samples == u_samples:
+        raise DimensionError(f"{found}: the states need one sample more than the inputs (x_0 .. "
+                             f"x_K for u_0 .. u_(K-1)); drop the last input sample or add the "
+                             f"state after it")
+    raise DimensionError(f"{found}: the states need exactly one sample more than the inputs "
+                         f"(K+1 {samples} of states for K of inputs; {channels} are channels)")
