@@ -5,10 +5,10 @@ pandapower (thin adapter; both engines are imported lazily).
 20/0.4 kV transformer, 99 loads of which 92 follow household ("H0") profiles, 8 PV systems) with
 its 2016 profiles, places the simulated households on the household loads (household ``i`` on
 household load ``i mod 92``; several households on one load add up), adds their heat-pump power
-(power factor 0.97 by default) and runs one AC power flow per step (``pandapower.runpp``, warm
-started from the previous step's solution).  Base loads and PV come from SimBench's absolute
-profiles (15-min means, held over finer steps) unless the caller passes the households' own base
-loads.
+(power factor 0.97 by default) and runs one AC power flow per step with pandapower's time-series
+engine (``pandapower.timeseries.run_timeseries`` with ``ConstControl`` profiles).  Base loads
+and PV come from SimBench's absolute profiles (15-min means, held over finer steps) unless the
+caller passes the households' own base loads.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from privacy.errors import DimensionError, ParameterError
+from privacy.errors import DimensionError, ParameterError, SolverError
 from privacy.validation import (
     check_finite_array,
     check_in_interval,
@@ -132,7 +131,8 @@ class LVGrid:
         Parameters
         ----------
         heat_pump_kw : array_like, shape (N, K)
-            Electrical heat-pump power of each household (kW) per step of ``dt_s``.
+            Electrical power the heat pumps draw (kW) per step of ``dt_s``: the delayed
+            commands, e.g. :meth:`~simulations.smartgrid.FleetRecord.applied_power`.
         start_day : int
             Day of year of the first step (0-based, 2016); SimBench profiles start there.
         dt_s : float
@@ -155,10 +155,6 @@ class LVGrid:
         SolverError
             If a power flow does not converge.
         """
-        import pandapower
-
-        from privacy.errors import SolverError
-
         hp = check_finite_array("heat_pump_kw", heat_pump_kw, ndim=2)
         N, K = hp.shape
         start_day = check_integer("start_day", start_day, minimum=0)
@@ -186,31 +182,50 @@ class LVGrid:
         load_p += hp_p
         load_q += hp_p * np.tan(np.arccos(pf))
         sgen_p = self._sgen_p[:, index]
+        out, elapsed = self._time_series(load_p, load_q, sgen_p, progress)
+        vm = out["res_bus.vm_pu"][:, self.lv_buses]
+        return GridResult(read_only(vm.min(axis=1)), read_only(vm.max(axis=1)),
+                          read_only(out["res_trafo.loading_percent"].max(axis=1)),
+                          read_only(out["res_line.loading_percent"].max(axis=1)),
+                          read_only(out["res_ext_grid.p_mw"].sum(axis=1)),
+                          read_only(hp_p.sum(axis=0)), dt_s, 1000.0 * elapsed / max(K, 1))
+
+    def _time_series(self, load_p: np.ndarray, load_q: np.ndarray, sgen_p: np.ndarray,
+                     progress: bool) -> tuple[dict[str, np.ndarray], float]:
+        """pandapower's time-series engine over the given (element, step) profiles.
+
+        Returns the logged result tables as arrays (step, element) and the seconds it took.
+        """
+        import pandapower
+        import pandas as pd
+        from pandapower.control import ConstControl
+        from pandapower.timeseries import DFData, OutputWriter, run_timeseries
+
         net = self.net
-        out = {name: np.empty(K) for name in ("vmin", "vmax", "trafo", "line", "import")}
-        init = "auto"
+        steps = range(load_p.shape[1])
+        controllers = []
+        for element, variable, values in (("load", "p_mw", load_p), ("load", "q_mvar", load_q),
+                                          ("sgen", "p_mw", sgen_p)):
+            frame = pd.DataFrame(values.T, columns=net[element].index)
+            controllers.append(ConstControl(net, element, variable,
+                                            element_index=net[element].index,
+                                            data_source=DFData(frame),
+                                            profile_name=frame.columns))
+        writer = OutputWriter(net, time_steps=steps, output_path=None, log_variables=[])
+        logged = (("res_bus", "vm_pu"), ("res_trafo", "loading_percent"),
+                  ("res_line", "loading_percent"), ("res_ext_grid", "p_mw"))
+        for table, variable in logged:
+            writer.log_variable(table, variable)
         begin = time.perf_counter()
         try:
-            for k in tqdm(range(K), disable=not progress, desc="power flow", unit="step"):
-                net.load["p_mw"] = load_p[:, k]
-                net.load["q_mvar"] = load_q[:, k]
-                net.sgen["p_mw"] = sgen_p[:, k]
-                try:
-                    pandapower.runpp(net, init=init, check_connectivity=False, numba=False)
-                except pandapower.LoadflowNotConverged as exc:
-                    raise SolverError(f"power flow did not converge at step {k} (day "
-                                      f"{start_day}, dt {dt_s:g} s)") from exc
-                init = "results"
-                vm = net.res_bus["vm_pu"].to_numpy()[self.lv_buses]
-                out["vmin"][k], out["vmax"][k] = vm.min(), vm.max()
-                out["trafo"][k] = net.res_trafo["loading_percent"].to_numpy().max()
-                out["line"][k] = net.res_line["loading_percent"].to_numpy().max()
-                out["import"][k] = net.res_ext_grid["p_mw"].to_numpy().sum()
+            run_timeseries(net, time_steps=steps, verbose=progress, numba=False,
+                           check_connectivity=False)
+        except pandapower.LoadflowNotConverged as exc:
+            raise SolverError(f"a power flow did not converge ({exc})") from exc
         finally:
+            elapsed = time.perf_counter() - begin
+            net.controller.drop([c.index for c in controllers], inplace=True)
             # The net keeps its rated values (SimBench's); the result tables hold the last step.
             net.load["p_mw"], net.load["q_mvar"], net.sgen["p_mw"] = self._rated
-        elapsed = time.perf_counter() - begin
-        return GridResult(read_only(out["vmin"]), read_only(out["vmax"]),
-                          read_only(out["trafo"]), read_only(out["line"]),
-                          read_only(out["import"]), read_only(hp_p.sum(axis=0)), dt_s,
-                          1000.0 * elapsed / max(K, 1))
+            del net["output_writer"]
+        return {f"{t}.{v}": writer.output[f"{t}.{v}"].to_numpy() for t, v in logged}, elapsed

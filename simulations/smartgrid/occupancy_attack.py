@@ -40,7 +40,7 @@ class OccupancyAttackResult:
     balanced_accuracy : float
         Over all out-of-fold predictions (0.5 = chance).
     fold_accuracies : tuple of float
-        Balanced accuracy per fold.
+        Balanced accuracy per fold (folds holding both classes).
     occupied_share : float
         Share of occupied days in the data.
     n_days : int
@@ -144,6 +144,7 @@ def occupancy_attack(record: FleetRecord, *, max_delay: int = 3,
         model = LogisticRegression(class_weight="balanced", max_iter=2000)
         model.fit(X[train], y[train])
         predicted[test] = model.predict(X[test])
-        scores.append(float(balanced_accuracy_score(y[test], predicted[test])))
+        if np.unique(y[test]).size == 2:            # a one-class fold has no balanced accuracy
+            scores.append(float(balanced_accuracy_score(y[test], predicted[test])))
     return OccupancyAttackResult(float(balanced_accuracy_score(y, predicted)), tuple(scores),
                                  float(y.mean()), int(y.size), cv)

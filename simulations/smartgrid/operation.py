@@ -135,12 +135,31 @@ class FleetRecord:
         return ([states[:, a:min(a + span, K) + 1] for a in starts],
                 [self.U[i][:, a:min(a + span, K)] for a in starts])
 
+    def applied_power(self) -> np.ndarray:
+        """Electrical power the compressors draw, averaged over each period: shape (N, K).
+
+        The command ``u_k`` reaches the compressor after the delay ``r = (w + p) T``, so period
+        ``k`` draws ``(1 - p) u_{k-w} + p u_{k-w-1}`` (commands before the record from
+        ``U_past``).  This, not ``U``, is what the grid sees.
+        """
+        out = np.empty(self.U.shape[::2])
+        K, R = self.U.shape[-1], self.U_past.shape[-1]
+        for i, house in enumerate(self.households):
+            w, p = int(house.plant.delay_steps[0]), float(house.plant.delay_fraction[0])
+            padded = np.concatenate([self.U_past[i, 0], self.U[i, 0]])
+            new = padded[R - w:R - w + K]
+            old = padded[R - w - 1:R - w - 1 + K] if p > 0 else new
+            out[i] = (1.0 - p) * new + p * old
+        return out
+
     def snapshots(self, household: int, max_delay: int, *, days_per_trajectory: int = 1,
-                  center: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  center: bool = True, measured: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Regression snapshot pairs ``(X_k, U_lagged, X_{k+1})`` for ``DMDidc.fit(..., Y=...)``.
 
         With ``center=True`` every trajectory's regressors and targets have their own mean
-        removed, which equals least squares with one intercept per trajectory.
+        removed, which equals least squares with one intercept per trajectory.  ``measured``
+        as in :meth:`trajectories`.
 
         Returns
         -------
@@ -151,8 +170,8 @@ class FleetRecord:
         """
         R = check_integer("max_delay", max_delay, minimum=0)
         parts = []
-        for X, U in zip(*self.trajectories(household, days_per_trajectory=days_per_trajectory),
-                        strict=True):
+        for X, U in zip(*self.trajectories(household, days_per_trajectory=days_per_trajectory,
+                                           measured=measured), strict=True):
             if U.shape[1] <= R:
                 continue
             Phi = np.concatenate([X[:, R:-1], lagged_inputs(U, R)], axis=0)

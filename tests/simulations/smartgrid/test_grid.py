@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 
 import numpy as np
@@ -44,6 +45,21 @@ def test_power_flows_balance_and_heat_pumps_lower_voltage(grid):
     losses = net.res_line["pl_mw"].sum() + net.res_trafo["pl_mw"].sum()
     balance = net.res_load["p_mw"].sum() - net.res_sgen["p_mw"].sum() + losses
     assert none.grid_import_mw[-1] == pytest.approx(balance, rel=1e-6)
+    # Independently: SimBench's own absolute values of the last step, one plain runpp.
+    import pandapower
+    import simbench
+
+    absolute = simbench.get_absolute_values(net, profiles_instead_of_study_cases=True)
+    reference = copy.deepcopy(net)
+    reference.load["p_mw"] = absolute[("load", "p_mw")].iloc[last].to_numpy()
+    reference.load["q_mvar"] = absolute[("load", "q_mvar")].iloc[last].to_numpy()
+    reference.sgen["p_mw"] = absolute[("sgen", "p_mw")].iloc[last].to_numpy()
+    pandapower.runpp(reference, numba=False)
+    vm = reference.res_bus["vm_pu"].to_numpy()[grid.lv_buses]
+    assert none.voltage_min_pu[-1] == pytest.approx(vm.min(), abs=1e-8)
+    assert none.voltage_max_pu[-1] == pytest.approx(vm.max(), abs=1e-8)
+    assert none.transformer_loading_percent[-1] == pytest.approx(
+        reference.res_trafo["loading_percent"].iloc[0], rel=1e-6)
     heated = grid.run(np.full((92, steps), 2.0), start_day=10, dt_s=900.0)
     np.testing.assert_allclose(heated.heat_pump_mw, 0.184)
     assert np.all(heated.voltage_min_pu < none.voltage_min_pu - 0.01)

@@ -90,3 +90,18 @@ def test_bad_settings_are_refused(profiles):
         simulate_fleet(fleet, profiles, start_day=0, days=1, noise_K=(0.1,))
     with pytest.raises(ParameterError, match="excitation must be >= 0"):
         simulate_fleet(fleet, profiles, start_day=0, days=1, excitation=-1.0)
+
+
+def test_applied_power_is_the_delayed_command_averaged_over_the_period(record):
+    """Energy the compressor draws = integral of the delayed command, from the definition."""
+    applied = record.applied_power()
+    T = record.dt_s
+    for i, house in enumerate(record.households):
+        r = house.parameters.delay_s
+        history = np.concatenate([record.U_past[i, 0], record.U[i, 0]])
+        R = record.U_past.shape[-1]
+        for k in (0, 1, 7, 100):
+            # Fine quadrature of P(t) = u(t - r) over [kT, (k+1)T).
+            t = k * T + (np.arange(6000) + 0.5) * T / 6000
+            index = np.floor((t - r) / T).astype(int) + R
+            assert applied[i, k] == pytest.approx(history[index].mean(), rel=1e-3)
