@@ -8,8 +8,8 @@ Two sources give the same :class:`ProfileData`:
   outdoor temperature with direct + diffuse horizontal irradiance from a DWD test reference
   year (TRY 2010) as shipped by ``demandlib``;
 * the extract shipped with this package (``source="extract"``, ``data/smartgrid_profiles.npz``,
-  ~2 MB), written from the packages by ``python -m simulations.smartgrid.make_extract``; the
-  profiles are stored as float32 (relative difference < 1e-7).
+  0.9 MB), written from the packages by ``python -m simulations.smartgrid.make_extract``; the
+  profiles are stored as float32 (relative difference < 1e-7; weather within 1e-5 C).
 
 ``source="auto"`` (default) reads the packages when both are installed, else the extract.
 
