@@ -18,7 +18,7 @@ demo: $(BIN)/.installed
 	$(BIN)/dmdidc demo --out $(OUT)
 
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest -n 2 -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check dmdidc privacy controllers simulations tests benchmarks
