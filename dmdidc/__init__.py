@@ -1,8 +1,11 @@
 """Dynamic Mode Decomposition with input-delayed control (DMDidc)."""
 
-from dmdidc.discretization import delay_blocks, split_delay, zoh_matrices
+from dmdidc.blocks import BlockTest, block_test
+from dmdidc.discretization import delay_blocks, first_active_blocks, split_delay, zoh_matrices
 from dmdidc.errors import (
+    ContinuousModelWarning,
     DimensionError,
+    InconsistentModelError,
     InsufficientExcitationError,
     LogarithmError,
     NonFiniteError,
@@ -12,21 +15,26 @@ from dmdidc.errors import (
 )
 from dmdidc.estimator import DMDidc
 from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
-from dmdidc.model import DelayedPlant, as_plant
-from dmdidc.recovery import ContinuousModelWarning, recover_continuous
+from dmdidc.model import FORMAT_VERSION, DelayedPlant, as_plant
+from dmdidc.recovery import recover_continuous
 from dmdidc.regression import RegressionSolution
 
 __all__ = [
+    "BlockTest",
     "ContinuousModelWarning",
     "DMDidc",
     "DelayedPlant",
     "ExcitationReport",
+    "FORMAT_VERSION",
     "RegressionSolution",
+    "block_test",
     "check_excitation",
+    "first_active_blocks",
     "random_excitation",
     "recover_continuous",
     "samples_needed",
     "DimensionError",
+    "InconsistentModelError",
     "InsufficientExcitationError",
     "LogarithmError",
     "NonFiniteError",

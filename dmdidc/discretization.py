@@ -16,9 +16,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import expm
 
-from privacy.validation import check_nonnegative, check_positive
+from privacy.errors import DimensionError, ParameterError
+from privacy.validation import check_finite_array, check_integer, check_positive
 
-__all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay"]
+__all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
+           "first_active_blocks"]
 
 #: Delays within this many sampling periods of a whole multiple are snapped to it, so that
 #: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
@@ -89,6 +91,28 @@ def required_max_delay(delay: np.ndarray, dt: float) -> int:
     return int(np.max(steps + (fraction > 0))) if np.size(steps) else 0
 
 
+def first_active_blocks(active: np.ndarray) -> np.ndarray:
+    """Whole delay ``w`` of each channel: index of its first active input block (eq. 9.66).
+
+    Parameters
+    ----------
+    active : ndarray of bool, shape (R + 1, m)
+        ``active[j, i]``: block ``B^(j)`` acts through input channel ``i``.
+
+    Returns
+    -------
+    ndarray of int, shape (m,)
+        ``-1`` for a channel without any active block.
+
+    Examples
+    --------
+    >>> first_active_blocks(np.array([[False, False], [True, False], [True, False]]))
+    array([ 1, -1])
+    """
+    active = np.asarray(active, dtype=bool)
+    return np.where(active.any(axis=0), np.argmax(active, axis=0), -1)
+
+
 def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
                  max_delay: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact discretization ``(A_d, B_blocks)`` of a continuous plant with per-channel delays.
@@ -110,20 +134,43 @@ def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
     A_d : ndarray, shape (n, n)
     B_blocks : ndarray, shape (R + 1, n, m)
 
+    Raises
+    ------
+    DimensionError, NonFiniteError
+        ``A_c`` not square, ``B_c`` with the wrong number of rows, ``delay`` not of shape
+        ``(m,)``, NaN or infinite entries.
+    ParameterError
+        A negative delay, ``dt <= 0``, or ``max_delay`` too small for the delays.
+
     References
     ----------
     Dissertation eqs. (9.59)-(9.65).
+
+    Examples
+    --------
+    >>> A_d, blocks = delay_blocks(np.array([[-1.0]]), np.array([[1.0]]), np.array([0.5]), 1.0)
+    >>> blocks.shape, bool(np.isclose(blocks.sum(), 1 - np.exp(-1.0)))
+    ((2, 1, 1), True)
     """
     dt = check_positive("dt", dt)
-    delay = np.asarray(delay, dtype=float)
-    for value in delay:
-        check_nonnegative("delay", float(value))
+    A_c = check_finite_array("A_c", A_c, ndim=2)
+    B_c = check_finite_array("B_c", B_c, ndim=2)
+    if A_c.shape[0] != A_c.shape[1]:
+        raise DimensionError(f"A_c must be square; got shape {A_c.shape}")
     n, m = B_c.shape
+    if n != A_c.shape[0]:
+        raise DimensionError(f"B_c has {n} rows; expected {A_c.shape[0]} (the size of A_c)")
+    delay = check_finite_array("delay", delay, ndim=1)
+    if delay.shape != (m,):
+        raise DimensionError(f"delay has {delay.shape[0]} entries; expected {m} (one per input "
+                             f"channel, the columns of B_c)")
+    if np.any(delay < 0):
+        raise ParameterError(f"delay must be >= 0 seconds; got {delay.tolist()}")
     needed = required_max_delay(delay, dt)
-    R = needed if max_delay is None else int(max_delay)
+    R = needed if max_delay is None else check_integer("max_delay", max_delay, minimum=0)
     if R < needed:
-        raise ValueError(f"max_delay={R} is too small for delays {delay.tolist()} s at dt={dt}: "
-                         f"at least {needed} past periods are needed")
+        raise ParameterError(f"max_delay={R} is too small for delays {delay.tolist()} s at "
+                             f"dt={dt}: at least {needed} past periods are needed")
     steps, fraction = split_delay(delay, dt)
     A_d, _ = zoh_matrices(A_c, B_c, dt)
     blocks = np.zeros((R + 1, n, m))
