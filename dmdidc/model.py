@@ -558,8 +558,14 @@ def _delay_vector(delay: Any, m: int) -> np.ndarray:
     return delay
 
 
-def as_plant(model: Any) -> DelayedPlant:
+def as_plant(model: Any, name: str = "model") -> DelayedPlant:
     """Return the :class:`DelayedPlant` of a plant, or of a fitted estimator (``.model_``).
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+    name : str, default "model"
+        The argument's name, for the error message.
 
     Raises
     ------
@@ -573,5 +579,5 @@ def as_plant(model: Any) -> DelayedPlant:
         fitted = model.model_          # an unfitted DMDidc raises NotFittedError here
         if isinstance(fitted, DelayedPlant):
             return fitted
-    raise ParameterError(f"expected a DelayedPlant or a fitted DMDidc estimator; got "
+    raise ParameterError(f"{name} must be a DelayedPlant or a fitted DMDidc estimator; got "
                          f"{type(model).__name__}")

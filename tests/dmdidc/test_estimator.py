@@ -32,11 +32,11 @@ from scipy.linalg import expm
 
 from dmdidc import (
     ContinuousModelWarning,
-    LogarithmError,
     DelayedPlant,
     DimensionError,
     DMDidc,
     InsufficientExcitationError,
+    LogarithmError,
     NonFiniteError,
     NotFittedError,
     ParameterError,
