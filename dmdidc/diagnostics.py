@@ -5,8 +5,8 @@ RegressionSolution`) and the block test (:class:`~dmdidc.blocks.BlockTest`) and 
 it has evidence for:
 
 * **no effect within the bound**: a channel without any significant block.  Its delay may
-  exceed ``max_delay`` (then the fit leaves much unexplained), the samples may be too few for
-  the noise, or the input does not act;
+  exceed ``max_delay`` (the usual reason when the input was designed to excite the plant), the
+  samples may be too few for the noise, or the input does not act;
 * **delay at the bound**: a channel whose first active block is the last one, ``B^(R)``.  Its
   delay is ``R T`` or longer, and the data cannot tell which without the lag ``R + 1``; if it is
   longer, the blocks it needs are missing and the identified delay (``R T``) and model are wrong.
@@ -33,9 +33,6 @@ __all__ = ["identification_warnings"]
 #: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
 #: moving average (up to ~2x the variance of their mean assumed by the test).
 _OFFSET_LEVEL = 1e-9
-#: A fit leaving more than this fraction of the targets unexplained is not explained by the
-#: model: the first suspect for a channel without visible effect is a delay beyond the bound.
-_POOR_FIT = 0.05
 #: Fewer regression samples per regressor than this: name "too few samples" as a cause.
 _FEW_SAMPLES_PER_REGRESSOR = 20
 #: Below this relative residual the data are explained to (Gram) rounding: nothing is missing.
@@ -76,15 +73,13 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest, *, ma
         bound = (f"the delay exceeds max_delay={R} periods, so no input u_k .. u_(k-{R}) "
                  f"explains the states ({fit}): refit with a larger max_delay")
         p = solution.coefficients.shape[1]
-        causes = [bound] if relative > _POOR_FIT else []
+        causes = [bound]
         if solution.n_samples < _FEW_SAMPLES_PER_REGRESSOR * p:
             causes.append(f"too few samples for the noise: {solution.n_samples} regression "
                           f"samples for {p} regressors ({solution.dof} residual degrees of "
                           f"freedom); record longer or more experiments")
         causes.append(f"the input's effect is below the noise ({fit}; lengthen the data or "
                       f"excite more strongly)")
-        if relative <= _POOR_FIT:
-            causes.append(bound)
         causes.append("the input does not act on the states")
         listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
         messages.append(
