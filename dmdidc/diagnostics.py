@@ -26,6 +26,8 @@ import numpy as np
 from scipy import special
 
 from dmdidc.blocks import BlockTest, residual_precision
+from dmdidc.discretization import first_active_blocks
+from dmdidc.model import DelayedPlant
 from dmdidc.regression import RegressionSolution
 
 __all__ = ["identification_warnings"]
@@ -39,8 +41,9 @@ _FEW_SAMPLES_PER_REGRESSOR = 20
 _EXACT_FIT = 1e-6
 
 
-def identification_warnings(solution: RegressionSolution, test: BlockTest, *, max_delay: int,
-                            detrended: bool, log_error: Exception | None = None) -> list[str]:
+def identification_warnings(solution: RegressionSolution, test: BlockTest,
+                            model: DelayedPlant, *, detrended: bool,
+                            log_error: Exception | None = None) -> list[str]:
     """Messages naming what may be wrong with an identification, each with its evidence.
 
     Parameters
@@ -48,9 +51,10 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest, *, ma
     solution : RegressionSolution
         The (unrestricted) least-squares regression.
     test : BlockTest
-        The decision which input blocks act.
-    max_delay : int
-        ``R``.
+        The statistics of the test which input blocks act.
+    model : DelayedPlant
+        The identified model: its active blocks and whole delays are what the warnings speak of
+        (the same facts the controllers read).
     detrended : bool
         Whether offsets were removed before the fit (then the offset check is skipped).
     log_error : Exception, optional
@@ -61,11 +65,11 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest, *, ma
     list of str
         Empty when nothing suspicious was found.
     """
-    R = max_delay
+    R = model.max_delay
     messages = []
     relative = solution.relative_residual
     fit = f"the fit leaves {relative:.2g} of the targets unexplained"
-    first = test.first_active
+    first = first_active_blocks(model.active_blocks)
     silent = np.flatnonzero(first < 0)
     if silent.size:
         lag = int(np.argmax(test.statistics[:, silent].max(axis=1)))

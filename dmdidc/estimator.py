@@ -412,7 +412,7 @@ class DMDidc:
             model = DelayedPlant(A_d, blocks, dt, continuous_note=str(exc))
         self._solution, self._block_test, self._model = solution, test, model
         self._pending = None
-        for message in identification_warnings(solution, test, max_delay=R,
+        for message in identification_warnings(solution, test, model,
                                                 detrended=self.detrend is not None,
                                                 log_error=log_error):
             warn_model(message)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from dmdidc.discretization import (
+    check_continuous,
     delay_blocks,
     first_active_blocks,
     required_max_delay,
@@ -126,6 +127,9 @@ class DelayedPlant:
                                  f"(the size of A_d)")
         m = B_blocks.shape[2]
         dt = check_positive("dt", dt)
+        if continuous_note is not None and not isinstance(continuous_note, str):
+            raise ParameterError(f"continuous_note must be a string or None; got "
+                                 f"{type(continuous_note).__name__}")
         given = [x is not None for x in (A_c, B_c, delay)]
         if any(given) and not all(given):
             missing = [name for name, x in (("A_c", A_c), ("B_c", B_c), ("delay", delay))
@@ -136,7 +140,7 @@ class DelayedPlant:
             A_c = check_finite_array("A_c", A_c, ndim=2)
             if A_c.shape != (n, n):
                 raise DimensionError(f"A_c has shape {A_c.shape}; expected {(n, n)}")
-            A_c, B_c, delay = _check_continuous(A_c, B_c, delay)
+            A_c, B_c, delay = check_continuous(A_c, B_c, delay)
             if B_c.shape != (n, m):
                 raise DimensionError(f"B_c has shape {B_c.shape}; expected {(n, m)}")
             needed = required_max_delay(delay, dt)
@@ -185,7 +189,7 @@ class DelayedPlant:
         ----------
         Dissertation eqs. (9.5), (9.62), (9.63).
         """
-        A_c, B_c, delay = _check_continuous(A_c, B_c, delay)
+        A_c, B_c, delay = check_continuous(A_c, B_c, delay)
         dt = check_positive("dt", dt)
         if max_delay is not None:
             max_delay = check_integer("max_delay", max_delay, minimum=0)
@@ -491,18 +495,6 @@ class DelayedPlant:
         return cls.from_dict(data)
 
 
-def _check_continuous(A_c: Any, B_c: Any, delay: Any) -> tuple[np.ndarray, np.ndarray,
-                                                                np.ndarray]:
-    A_c = check_finite_array("A_c", A_c, ndim=2)
-    B_c = check_finite_array("B_c", B_c, ndim=2)
-    if A_c.shape[0] != A_c.shape[1]:
-        raise DimensionError(f"A_c must be square; got shape {A_c.shape}")
-    if B_c.shape[0] != A_c.shape[0]:
-        raise DimensionError(f"B_c has {B_c.shape[0]} rows; expected {A_c.shape[0]} "
-                             f"(the size of A_c)")
-    return A_c, B_c, _delay_vector(delay, B_c.shape[1])
-
-
 def _relative_gap(given: np.ndarray, exact: np.ndarray) -> float:
     scale = max(np.linalg.norm(given), np.linalg.norm(exact), np.finfo(float).tiny)
     return float(np.linalg.norm(given - exact) / scale)
@@ -544,18 +536,6 @@ def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_
             f"{CONSISTENCY_RTOL:g}), largest in block B^({int(j)}), channel {int(i)} "
             f"(active blocks of the continuous model: "
             f"{np.flatnonzero(exact.active_blocks[:, i]).tolist()}). " + advice)
-
-
-def _delay_vector(delay: Any, m: int) -> np.ndarray:
-    delay = check_finite_array("delay", delay)
-    if delay.ndim == 0:
-        delay = np.full(m, float(delay))
-    if delay.shape != (m,):
-        raise DimensionError(f"delay must be a scalar or have shape ({m},) (one per input); "
-                             f"got shape {delay.shape}")
-    if np.any(delay < 0):
-        raise ParameterError(f"delay must be >= 0 seconds; got {delay.tolist()}")
-    return delay
 
 
 def as_plant(model: Any, name: str = "model") -> DelayedPlant:

@@ -254,25 +254,35 @@ class GramAccumulator(_Accumulator):
             if c0 >= b:
                 continue
             Z = np.concatenate([X[:, c0:b], X[:, c0 + 1:b + 1]], axis=0)   # [x_k; x_{k+1}]
-            ZZ = Z @ Z.T
-            H_used = H[:, c0 - a:]
-            ZH = Z @ H_used.T
-            z_sum = Z.sum(axis=1)
-            self.regressor_sum[:n] += z_sum[:n]
-            self.target_sum += z_sum[n:]
-            self.regressor_sum[n:] += H_used.sum(axis=1)
+            ZZ = Z @ Z.T                  # numpy uses the symmetric product (syrk): keep it so
+            ZH = Z @ H[:, c0 - a:].T
+            z_sum = Z @ np.ones(b - c0)   # while Z is in cache: ~2 % of the block's time
             self.gram[:n, :n] += ZZ[:n, :n]
             self.cross[:, :n] += ZZ[n:, :n]
             self.target_gram += ZZ[n:, n:]
+            self.regressor_sum[:n] += z_sum[:n]
+            self.target_sum += z_sum[n:]
             self.gram[:n, n:] += ZH[:n]
             self.cross[:, n:] += ZH[n:]
             self.n_samples += b - c0
+        if first < L:
+            self._add_input_sums(padded, first, L)
         if self._t < R:
             self._head = np.concatenate([self._head, U[:, :R - self._t]], axis=1)
         self._t += L
         actual = padded[:, R - known:]
         self._history = actual[:, max(0, actual.shape[1] - R):]
         self._last_state = X[:, -1].copy()
+
+    def _add_input_sums(self, padded: np.ndarray, first: int, L: int) -> None:
+        """Lagged-input sums of samples ``first .. L - 1``.  Sample ``c`` uses
+        ``padded[:, c + R - j]`` at lag ``j``: the sum over all used columns minus at most
+        ``R`` columns at either end (one pass over the inputs, not ``R + 1``)."""
+        R = self.R
+        total = padded[:, first:L + R].sum(axis=1)
+        sums = [total - padded[:, first:first + R - j].sum(axis=1)
+                - padded[:, L + R - j:L + R].sum(axis=1) for j in range(R + 1)]
+        self.regressor_sum[self.n:] += np.concatenate(sums)
 
     def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
         self.gram += Phi @ Phi.T

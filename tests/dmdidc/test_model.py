@@ -385,7 +385,7 @@ def test_format_versions_and_hand_written_files(plant, tmp_path):
      "numeric array"),
     ('{"dt": "2", "A_d": [[1.0]], "B_blocks": [[[1.0]]]}', ParameterError, "dt must be a real"),
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": [1.0, 2.0]}', DimensionError,
-     "delay must be a scalar or have shape"),
+     r"delay has shape \(2,\); expected a scalar or \(1,\)"),
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": -1}', ParameterError, ">= 0"),
 ])
 def test_malformed_model_files_give_toolbox_errors(tmp_path, content, error, pattern):

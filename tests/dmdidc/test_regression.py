@@ -84,6 +84,8 @@ def test_multiple_trajectories_do_not_straddle():
         assert acc.n_samples == 18 + 13
         coefficients = np.linalg.lstsq(Phi.T, Y.T, rcond=None)[0].T
         np.testing.assert_allclose(acc.solution().coefficients, coefficients, atol=1e-10)
+        np.testing.assert_allclose(acc.regressor_sum, Phi.sum(axis=1), atol=1e-12)
+        np.testing.assert_allclose(acc.target_sum, Y.sum(axis=1), atol=1e-12)
 
 
 @pytest.mark.parametrize("cls", [GramAccumulator, QRAccumulator])
