@@ -303,8 +303,9 @@ class DMDidc:
         -------
         self
             ``model_`` reflects all data so far (it is solved at every call, with the
-            warnings of that solve); it raises :class:`~dmdidc.InsufficientExcitationError`
-            while the data are not yet enough.
+            warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
+            many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
+            data are not yet enough.
 
         Raises
         ------
