@@ -109,8 +109,9 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
         if statistic > critical:
             messages.append(
                 f"the residuals have the non-zero mean "
-                f"{np.array2string(mean, precision=3, separator=', ')} ({np.sqrt(statistic):.3g} "
-                f"standard errors; about 1 is expected): the data contain an offset (a sensor "
+                f"{np.array2string(mean, precision=3, separator=', ')} (T^2 = {statistic:.3g} "
+                f"against zero; about {mean.size} is expected without an offset, and the critical "
+                f"value is {critical:.3g}): the data contain an offset (a sensor "
                 f"offset, an input bias or a non-zero operating point) that a linear model "
                 f"through the origin cannot represent, which biases A_d, the blocks and the "
                 f"delay. Fit with detrend='constant' (the model is then in deviations from the "
