@@ -7,6 +7,8 @@ from controllers.analysis import (
     plot_delay_mismatch,
     spectral_radius,
 )
+from controllers.errors import SolverError
+from controllers.factory import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES, make_controller
 from controllers.feedback import (
     FractionalDelayController,
     NaiveStateFeedback,
@@ -17,6 +19,10 @@ from controllers.gains import is_schur, lqr_gain, place_gain
 from controllers.mpc import DelayedMPC, MPCResult
 
 __all__ = [
+    "CONTROLLER_NAMES",
+    "LINEAR_CONTROLLER_NAMES",
+    "SolverError",
+    "make_controller",
     "DelayMismatchStudy",
     "DelayedMPC",
     "MPCResult",

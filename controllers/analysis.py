@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from controllers.feedback import FractionalDelayController, PredictiveController
+from controllers.factory import LINEAR_CONTROLLER_NAMES, make_controller
 from controllers.gains import lqr_gain
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
@@ -36,13 +36,9 @@ __all__ = [
     "plot_delay_mismatch",
 ]
 
-#: Controller names accepted by :func:`delay_mismatch_study`.
-CONTROLLER_NAMES = ("truncated", "exact", "fractional")
-
-
 def _feedback(controller: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     if not hasattr(controller, "feedback_matrices"):
-        raise TypeError(f"controller must provide feedback_matrices() -> (K_x, K_u); got "
+        raise ParameterError(f"controller must provide feedback_matrices() -> (K_x, K_u); got "
                         f"{type(controller).__name__}")
     K_x, K_u = controller.feedback_matrices()
     K_x = np.asarray(K_x, dtype=float)
@@ -164,15 +160,10 @@ class DelayMismatchStudy:
                 "spectral_radius": {k: v.tolist() for k, v in self.spectral_radius.items()}}
 
 
-def _build(name: str, model: DelayedPlant, K: np.ndarray) -> Any:
-    if name == "fractional":
-        return FractionalDelayController(model, K)
-    return PredictiveController(model, K, prediction=name)
-
-
 def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any = None,
                          offsets: Any = None, *,
-                         controllers: Sequence[str] = CONTROLLER_NAMES) -> DelayMismatchStudy:
+                         controllers: Sequence[str] = ("truncated", "exact", "fractional")
+                         ) -> DelayMismatchStudy:
     """Exact closed-loop spectral radius when the controller's delay estimate is wrong.
 
     For each offset ``d``, the controllers are built on the exact model with delay
@@ -192,7 +183,8 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
     offsets : array_like, shape (P,), optional
         Delay estimate errors in seconds (added to every channel); default
         ``np.linspace(-0.5, 0.5, 41) * dt``.  Estimates must stay ``>= 0``.
-    controllers : sequence of {"truncated", "exact", "fractional"}
+    controllers : sequence of {"truncated", "exact", "fractional", "naive"}
+        Linear controllers (:data:`controllers.LINEAR_CONTROLLER_NAMES`) to compare.
 
     Returns
     -------
@@ -213,9 +205,9 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
         check_finite_array("offsets", offsets, ndim=1)
     names = tuple(controllers)
     for name in names:
-        if name not in CONTROLLER_NAMES:
-            raise ParameterError(f"controllers must be taken from {CONTROLLER_NAMES}; got "
-                                 f"{name!r}")
+        if name not in LINEAR_CONTROLLER_NAMES:
+            raise ParameterError(f"controllers must be taken from {LINEAR_CONTROLLER_NAMES}; "
+                                 f"got {name!r}")
     if np.min(true_plant.delay) + np.min(offsets, initial=0.0) < 0:
         raise ParameterError(f"offsets must keep every delay estimate >= 0; smallest true delay "
                              f"{float(np.min(true_plant.delay))} s, smallest offset "
@@ -224,7 +216,7 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
     for index, offset in enumerate(offsets):
         model = DelayedPlant.from_continuous(A_c, B_c, true_plant.delay + offset, dt)
         for name in names:
-            radii[name][index] = spectral_radius(true_plant, _build(name, model, K))
+            radii[name][index] = spectral_radius(true_plant, make_controller(name, model, K))
     for value in radii.values():
         value.flags.writeable = False
     offsets = np.array(offsets, dtype=float)

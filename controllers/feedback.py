@@ -32,7 +32,7 @@ from scipy.linalg import expm
 
 from controllers.gains import _check_gain
 from dmdidc.discretization import split_delay, zoh_matrices
-from dmdidc.model import DelayedPlant, as_plant
+from dmdidc.model import as_plant
 from privacy.errors import DimensionError, ParameterError
 from privacy.validation import check_finite_array, check_nonnegative
 
@@ -149,19 +149,6 @@ def _law_from_predictor(K: np.ndarray, P_x: np.ndarray,
 
 
 # ---------------------------------------------------------------------------------- predictors
-def _whole_delay_steps(plant: DelayedPlant) -> np.ndarray:
-    """Whole delay ``w`` per channel: from the continuous delay, else eq. (9.66) on the blocks."""
-    if plant.has_continuous:
-        return plant.delay_steps
-    norms = np.linalg.norm(plant.B_blocks, axis=1)  # (R + 1, m)
-    steps = np.zeros(plant.n_inputs, dtype=int)
-    for j in range(plant.n_inputs):
-        scale = float(np.max(norms[:, j]))
-        if scale > 0:
-            steps[j] = int(np.flatnonzero(norms[:, j] > 1e-8 * scale)[0])
-    return steps
-
-
 def _powers(A: np.ndarray, count: int) -> list[np.ndarray]:
     out = [np.eye(A.shape[0])]
     for _ in range(count - 1):
@@ -294,15 +281,6 @@ def _own_instant_law(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: fl
     return K_x, K_u
 
 
-def _continuous_model(plant: DelayedPlant, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    if not plant.has_continuous:
-        note = plant.continuous_note or "the plant was built from discrete matrices only"
-        raise ParameterError(f"{who} needs the continuous-time model (A_c, B_c, delay) of the "
-                             f"plant for the fractional matrices (eqs. 9.71-9.72); it is not "
-                             f"available: {note}")
-    return np.array(plant.A_c), np.array(plant.B_c), np.array(plant.delay)
-
-
 def reduced_input_matrix(model: Any, reference_delay: float | None = None) -> np.ndarray:
     """``B_eff`` of the loop ``A_d - B_eff K`` of the single-reference fractional controller.
 
@@ -339,7 +317,7 @@ def reduced_input_matrix(model: Any, reference_delay: float | None = None) -> np
     True
     """
     plant = as_plant(model)
-    A_c, B_c, delay = _continuous_model(plant, "reduced_input_matrix")
+    A_c, B_c, delay = plant.require_continuous("reduced_input_matrix (eqs. 9.71-9.72)")
     reference = float(np.max(delay)) if reference_delay is None else \
         check_nonnegative("reference_delay", reference_delay)
     _, B_d = zoh_matrices(A_c, B_c, plant.dt)
@@ -431,9 +409,10 @@ class PredictiveController(_LinearFeedback):
     Notes
     -----
     With a whole delay (``p = 0``) both predictions are exact and the loop is ``A_d - B_d K``
-    (eq. 9.14): lifted eigenvalues ``eig(A_d - B_d K)`` plus zeros.  Whole delays ``w_j`` come
-    from the model's continuous delay, or without one from the first non-negligible input
-    block of each channel (eq. 9.66, relative threshold 1e-8).  With per-channel whole delays
+    (eq. 9.14): lifted eigenvalues ``eig(A_d - B_d K)`` plus zeros.  Whole delays ``w_j`` are the
+    model's :attr:`~dmdidc.DelayedPlant.delay_steps` (its first active input block, eq. 9.66:
+    the estimator's decision for an identified model; no continuous model needed).  With
+    per-channel whole delays
     the horizon is ``W = max_j w_j`` and commands not issued yet are taken as zero; for
     ``"truncated"`` this uses each channel's own ``w_j`` in the sum,
     ``xhat = A_d^W x_k + sum_j sum_{h=1}^{w_j} A_d^{W-w_j+h-1} b_j u^j_{k-h}``
@@ -464,7 +443,7 @@ class PredictiveController(_LinearFeedback):
         if prediction not in _PREDICTIONS:
             raise ParameterError(f"prediction must be one of {_PREDICTIONS}; got {prediction!r}")
         K = _check_gain(K, plant.n_states, plant.n_inputs)
-        steps = _whole_delay_steps(plant)
+        steps = plant.delay_steps
         if prediction == "truncated":
             P_x, P_u = _truncated_predictor(plant.A_d, plant.B_d, steps)
         else:
@@ -529,6 +508,12 @@ class FractionalDelayController(_LinearFeedback):
     :func:`reduced_input_matrix`, so the lifted loop has the eigenvalues of
     ``A_d - B_eff K`` and zeros: design ``K`` on ``(A_d, B_eff)`` for a guaranteed loop.
 
+    Raises
+    ------
+    LogarithmError
+        The model has no continuous-time part (e.g. an identified ``A_d`` without a real
+        logarithm); the predictive controllers and MPC need none.
+
     References
     ----------
     Dissertation sec. 9.4.3, eqs. (9.70)-(9.75); Artstein (1982), "Linear systems with delayed
@@ -553,7 +538,7 @@ class FractionalDelayController(_LinearFeedback):
     def __init__(self, model: Any, K: Any, *, reference_delay: float | None = None) -> None:
         plant = as_plant(model)
         K = _check_gain(K, plant.n_states, plant.n_inputs)
-        A_c, B_c, delay = _continuous_model(plant, "FractionalDelayController")
+        A_c, B_c, delay = plant.require_continuous("FractionalDelayController (eqs. 9.71-9.72)")
         if reference_delay is None:
             K_x, K_u = _own_instant_law(A_c, B_c, delay, plant.dt, K)
         else:
@@ -574,7 +559,7 @@ class FractionalDelayController(_LinearFeedback):
             ``reference_delay``; otherwise the one-period map of ``[x; held commands]`` of the
             staggered-sampling loop (channel ``j`` resamples at ``p_j T``).
         """
-        A_c, B_c, delay = _continuous_model(self.plant, "nominal_closed_loop")
+        A_c, B_c, delay = self.plant.require_continuous("nominal_closed_loop")
         A_d, B_d = zoh_matrices(A_c, B_c, self.plant.dt)
         if self.reference_delay is not None:
             return A_d - reduced_input_matrix(self.plant, self.reference_delay) @ self._K

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from controllers.errors import SolverError
 from dmdidc.model import as_plant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from privacy.validation import check_finite_array
 
 __all__ = ["lqr_gain", "place_gain", "is_schur"]
@@ -57,14 +58,15 @@ def _design_pair(model_or_A: Any, B: Any) -> tuple[np.ndarray, np.ndarray]:
     if B is None:
         try:
             plant = as_plant(model_or_A)
-        except TypeError as exc:
-            raise TypeError(f"model_or_A must be a DelayedPlant, a fitted estimator, or a matrix "
-                            f"A_d given together with B; got {type(model_or_A).__name__} and "
-                            f"B=None") from exc
+        except ParameterError as exc:
+            raise ParameterError(f"model_or_A must be a DelayedPlant, a fitted estimator, or a "
+                                 f"matrix A_d given together with B; got "
+                                 f"{type(model_or_A).__name__} and B=None") from exc
         return np.array(plant.A_d), np.array(plant.B_d)
-    if hasattr(model_or_A, "A_d") or hasattr(model_or_A, "model_"):
-        raise TypeError("B must be omitted when model_or_A is a plant or an estimator "
-                        "(its B_d is used)")
+    if any(hasattr(obj, name) for obj in (model_or_A, type(model_or_A))
+           for name in ("A_d", "model_")):
+        raise ParameterError("B must be omitted when model_or_A is a plant or an estimator "
+                             "(its B_d is used)")
     A = check_finite_array("A_d", model_or_A, ndim=2)
     B = check_finite_array("B", B)
     if B.ndim == 1:

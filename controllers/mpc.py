@@ -26,9 +26,10 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
+from controllers.errors import SolverError
 from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, ParameterError, SolverError
+from privacy.errors import DimensionError, ParameterError
 from privacy.validation import check_finite_array, check_integer, check_positive, read_only
 
 __all__ = ["DelayedMPC", "MPCResult"]
@@ -104,7 +105,8 @@ class MPCResult:
 class DelayedMPC:
     """Linear MPC for a plant with (fractional, per-channel) input delay.
 
-    At time ``k``, with ``w`` the whole delay (number of leading zero blocks ``B^(j)``) and ``N``
+    At time ``k``, with ``w`` the whole delay (the first active input block of any channel, from
+    the model's :attr:`~dmdidc.DelayedPlant.active_blocks`) and ``N``
     the horizon, the controller solves
 
         minimize    sum_{i=1}^{N-1} x_{k+w+i}' Q x_{k+w+i} + sum_{i=0}^{N-1} u_{k+i}' R u_{k+i}
@@ -169,7 +171,8 @@ class DelayedMPC:
     u_min, u_max, x_min, x_max : ndarray or None
         The bounds in use, shapes (m,) and (n,), read-only.
     dead_steps : int
-        Whole delay ``w``: the number of leading input blocks that are exactly zero.
+        Whole delay ``w``: the number of leading input blocks that act through no channel
+        (``min`` of the model's ``delay_steps`` over the channels that act).
     terminal_weight : ndarray, shape (n + m (R - w), n + m (R - w))
         The terminal weight ``P`` in use (on the lifted terminal state).
     problem : cvxpy.Problem
@@ -194,8 +197,8 @@ class DelayedMPC:
     The dynamics are imposed as equality constraints on a state variable (sparse, the standard
     QP form), with ``x_k`` and the input history as ``cp.Parameter``; the problem satisfies
     ``problem.is_dcp(dpp=True)``, so cvxpy caches its parameter-to-data map after the first
-    solve.  If a plant has no exactly-zero leading block (e.g. an identified model with tiny
-    noisy ``B^(0)``), ``w = 0`` and the model is used as given.
+    solve.  An identified model (:class:`dmdidc.DMDidc`) has exact zeros in the blocks its
+    estimator found inactive, so ``w`` is the identified whole delay even on noisy data.
 
     References
     ----------
@@ -231,7 +234,7 @@ class DelayedMPC:
         self.plant: DelayedPlant = plant
         n, m, R_max = plant.n_states, plant.n_inputs, plant.max_delay
         self.horizon = check_integer("horizon", horizon, minimum=1)
-        self.dead_steps = _dead_steps(plant.B_blocks)
+        self.dead_steps = _dead_steps(plant)
         # Read-only: the problem is built from these once, so changing them later would lie.
         self.Q = read_only(check_weight("Q", Q, n, definite=False))
         self.R = read_only(check_weight("R", R, m, definite=True))
@@ -491,12 +494,12 @@ class DelayedMPC:
 
 
 # ---------------------------------------------------------------------- module helpers
-def _dead_steps(B_blocks: np.ndarray) -> int:
-    for j, block in enumerate(B_blocks):
-        if np.any(block != 0):
-            return j
-    raise ParameterError("every input block B^(j) of the plant is zero: the inputs do not act "
-                         "on the state, so there is nothing to control")
+def _dead_steps(plant: DelayedPlant) -> int:
+    acting = np.flatnonzero(plant.active_blocks.any(axis=1))
+    if not acting.size:
+        raise ParameterError("every input block B^(j) of the plant is zero: the inputs do not "
+                             "act on the state, so there is nothing to control")
+    return int(acting[0])
 
 
 def _factor(weight: np.ndarray) -> np.ndarray:

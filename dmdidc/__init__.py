@@ -3,9 +3,12 @@
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from dmdidc.discretization import delay_blocks, split_delay, zoh_matrices
+from dmdidc.blocks import BlockTest, block_test
+from dmdidc.discretization import delay_blocks, first_active_blocks, split_delay, zoh_matrices
 from dmdidc.errors import (
+    ContinuousModelWarning,
     DimensionError,
+    InconsistentModelError,
     InsufficientExcitationError,
     LogarithmError,
     NonFiniteError,
@@ -15,8 +18,8 @@ from dmdidc.errors import (
 )
 from dmdidc.estimator import DMDidc
 from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
-from dmdidc.model import DelayedPlant, as_plant
-from dmdidc.recovery import ContinuousModelWarning, recover_continuous
+from dmdidc.model import FORMAT_VERSION, DelayedPlant, as_plant
+from dmdidc.recovery import recover_continuous
 from dmdidc.regression import RegressionSolution
 
 try:
@@ -25,16 +28,21 @@ except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "BlockTest",
     "ContinuousModelWarning",
     "DMDidc",
     "DelayedPlant",
     "ExcitationReport",
+    "FORMAT_VERSION",
     "RegressionSolution",
+    "block_test",
     "check_excitation",
+    "first_active_blocks",
     "random_excitation",
     "recover_continuous",
     "samples_needed",
     "DimensionError",
+    "InconsistentModelError",
     "InsufficientExcitationError",
     "LogarithmError",
     "NonFiniteError",

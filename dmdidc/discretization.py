@@ -13,12 +13,16 @@ with Gamma(s) = int_0^s e^{A_c tau} d tau.  Every matrix is read off one block m
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import expm
 
-from privacy.validation import check_nonnegative, check_positive
+from privacy.errors import DimensionError, ParameterError
+from privacy.validation import check_finite_array, check_integer, check_positive
 
-__all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay"]
+__all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
+           "first_active_blocks", "check_continuous"]
 
 #: Delays within this many sampling periods of a whole multiple are snapped to it, so that
 #: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
@@ -40,6 +44,11 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     Phi : ndarray, shape (n, n)
     Gamma_B : ndarray, shape (n, m)
 
+    Raises
+    ------
+    DimensionError
+        ``A`` not square or ``B`` with another number of rows.
+
     Examples
     --------
     >>> import numpy as np
@@ -47,6 +56,9 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     >>> bool(np.isclose(G[0, 0], 1 - np.exp(-1.0)))
     True
     """
+    if np.ndim(A) != 2 or np.ndim(B) != 2 or A.shape[0] != A.shape[1] or B.shape[0] != A.shape[0]:
+        raise DimensionError(f"A must be square (n, n) and B (n, m); got shapes {np.shape(A)} "
+                             f"and {np.shape(B)}")
     n, m = A.shape[0], B.shape[1]
     block = np.zeros((n + m, n + m))
     block[:n, :n] = A
@@ -75,7 +87,7 @@ def split_delay(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     >>> split_delay(np.array([2.5, 4.0]), 2.0)
     (array([1, 2]), array([0.25, 0.  ]))
     """
-    ratio = np.asarray(delay, dtype=float) / dt
+    ratio = np.asarray(delay, dtype=float) / check_positive("dt", dt)
     nearest = np.round(ratio)
     ratio = np.where(np.abs(ratio - nearest) < _SNAP_STEPS * np.maximum(1.0, nearest), nearest,
                      ratio)
@@ -89,6 +101,53 @@ def required_max_delay(delay: np.ndarray, dt: float) -> int:
     return int(np.max(steps + (fraction > 0))) if np.size(steps) else 0
 
 
+def first_active_blocks(active: np.ndarray) -> np.ndarray:
+    """Whole delay ``w`` of each channel: index of its first active input block (eq. 9.66).
+
+    Parameters
+    ----------
+    active : ndarray of bool, shape (R + 1, m)
+        ``active[j, i]``: block ``B^(j)`` acts through input channel ``i``.
+
+    Returns
+    -------
+    ndarray of int, shape (m,)
+        ``-1`` for a channel without any active block.
+
+    Examples
+    --------
+    >>> first_active_blocks(np.array([[False, False], [True, False], [True, False]]))
+    array([ 1, -1])
+    """
+    active = np.asarray(active, dtype=bool)
+    return np.where(active.any(axis=0), np.argmax(active, axis=0), -1)
+
+
+def check_continuous(A_c: Any, B_c: Any, delay: Any
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate a continuous model: ``A_c`` (n, n), ``B_c`` (n, m), delays (m,) ``>= 0`` s.
+
+    A scalar delay is the same for every channel.  Raises ``DimensionError``,
+    ``NonFiniteError`` or ``ParameterError`` naming the argument.
+    """
+    A_c = check_finite_array("A_c", A_c, ndim=2)
+    B_c = check_finite_array("B_c", B_c, ndim=2)
+    if A_c.shape[0] != A_c.shape[1]:
+        raise DimensionError(f"A_c must be square; got shape {A_c.shape}")
+    n, m = B_c.shape
+    if n != A_c.shape[0]:
+        raise DimensionError(f"B_c has {n} rows; expected {A_c.shape[0]} (the size of A_c)")
+    delay = check_finite_array("delay", delay)
+    if delay.ndim == 0:
+        delay = np.full(m, float(delay))
+    if delay.shape != (m,):
+        raise DimensionError(f"delay has shape {delay.shape}; expected a scalar or ({m},) (one "
+                             f"per input channel, the columns of B_c)")
+    if np.any(delay < 0):
+        raise ParameterError(f"delay must be >= 0 seconds; got {delay.tolist()}")
+    return A_c, B_c, delay
+
+
 def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
                  max_delay: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact discretization ``(A_d, B_blocks)`` of a continuous plant with per-channel delays.
@@ -97,8 +156,8 @@ def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
     ----------
     A_c : ndarray, shape (n, n)
     B_c : ndarray, shape (n, m)
-    delay : ndarray, shape (m,)
-        Input delay of each channel in seconds.
+    delay : float or ndarray, shape (m,)
+        Input delay of each channel in seconds (a scalar: the same for every channel).
     dt : float
         Sampling period ``T`` (seconds).
     max_delay : int, optional
@@ -110,20 +169,32 @@ def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
     A_d : ndarray, shape (n, n)
     B_blocks : ndarray, shape (R + 1, n, m)
 
+    Raises
+    ------
+    DimensionError, NonFiniteError
+        ``A_c`` not square, ``B_c`` with the wrong number of rows, ``delay`` not of shape
+        ``(m,)``, NaN or infinite entries.
+    ParameterError
+        A negative delay, ``dt <= 0``, or ``max_delay`` too small for the delays.
+
     References
     ----------
     Dissertation eqs. (9.59)-(9.65).
+
+    Examples
+    --------
+    >>> A_d, blocks = delay_blocks(np.array([[-1.0]]), np.array([[1.0]]), np.array([0.5]), 1.0)
+    >>> blocks.shape, bool(np.isclose(blocks.sum(), 1 - np.exp(-1.0)))
+    ((2, 1, 1), True)
     """
     dt = check_positive("dt", dt)
-    delay = np.asarray(delay, dtype=float)
-    for value in delay:
-        check_nonnegative("delay", float(value))
+    A_c, B_c, delay = check_continuous(A_c, B_c, delay)
     n, m = B_c.shape
     needed = required_max_delay(delay, dt)
-    R = needed if max_delay is None else int(max_delay)
+    R = needed if max_delay is None else check_integer("max_delay", max_delay, minimum=0)
     if R < needed:
-        raise ValueError(f"max_delay={R} is too small for delays {delay.tolist()} s at dt={dt}: "
-                         f"at least {needed} past periods are needed")
+        raise ParameterError(f"max_delay={R} is too small for delays {delay.tolist()} s at "
+                             f"dt={dt}: at least {needed} past periods are needed")
     steps, fraction = split_delay(delay, dt)
     A_d, _ = zoh_matrices(A_c, B_c, dt)
     blocks = np.zeros((R + 1, n, m))

@@ -1,26 +1,32 @@
 """The DMDidc estimator: DMD with input-delayed control (dissertation Ch. 9).
 
-It regresses x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}] (eqs. 9.19-9.21), reads each channel's
-whole delay from the first non-zero input block and the fraction from the two blocks around it,
-and recovers the continuous plant (eqs. 9.66-9.69).  With ``max_delay=0`` it is DMDc.
+It regresses x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}] (eqs. 9.19-9.21), decides which input
+blocks act with a significance test against the regression's own standard errors
+(:mod:`dmdidc.blocks`), reads each channel's whole delay from its first active block and the
+fraction from the two blocks around it, and recovers the continuous plant (eqs. 9.66-9.69).
+With ``max_delay=0`` it is DMDc.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from dmdidc.model import DelayedPlant
-from dmdidc.recovery import recover_continuous, warn_model
-from dmdidc.regression import RegressionSolution, lagged_inputs, make_accumulator
-from privacy.errors import (
+from dmdidc.blocks import BlockTest, block_test, restricted_coefficients
+from dmdidc.diagnostics import identification_warnings
+from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
     LogarithmError,
     NotFittedError,
     ParameterError,
+    warn_model,
 )
+from dmdidc.model import DelayedPlant
+from dmdidc.recovery import recover_continuous
+from dmdidc.regression import RegressionSolution, lagged_inputs, make_accumulator
 from privacy.validation import (
     check_finite_array,
     check_in_interval,
@@ -35,6 +41,9 @@ __all__ = ["DMDidc"]
 _GRAM_CONDITION_LIMIT = 1e4
 #: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
 _REFINEMENT_CONDITION_LIMIT = 1e6
+_PARAMS = ("max_delay", "svd_rank", "tlsq_rank", "method", "detrend", "significance",
+           "block_rtol", "rank_rtol", "chunk_size")
+_DETRENDS = (None, "constant", "linear")
 
 
 class DMDidc:
@@ -52,7 +61,8 @@ class DMDidc:
         rank-deficient.
     tlsq_rank : int or None, default None
         Total-least-squares de-noising rank (PyDMD's ``compute_tlsq``) applied to the regression
-        data before fitting; ``None`` disables it.  Needs the data in memory (``fit`` only).
+        data before fitting; ``None`` disables it.  Needs the data in memory (``fit`` only;
+        ``partial_fit`` refuses it).
     method : {"auto", "gram", "qr"}, default "auto"
         ``"gram"`` accumulates equilibrated normal equations (fastest; relative error up to
         ``cond^2 * 1e-16`` for an equilibrated condition number ``cond``); ``"qr"`` keeps a
@@ -62,9 +72,22 @@ class DMDidc:
         to ``cond ~ 1e5``, two up to ``1e6``), which restores backward-stable accuracy; beyond
         ``1e6`` it repeats the pass with QR.  In ``partial_fit`` it warns instead, since the
         data are gone.  All stream with memory independent of the number of samples.
-    block_rtol : float, default 1e-6
-        A block counts as zero (9.66) when its column norm is below ``block_rtol`` times the
-        largest block of that channel.  Raise it for noisy data.
+    detrend : {None, "constant", "linear"}, default None
+        Remove, per trajectory and per row of ``X`` and ``U``, the mean (``"constant"``) or the
+        least-squares straight line over the sample index (``"linear"``) before the fit, as
+        MATLAB's ``detrend``.  The model is then in deviations from the operating point: use it
+        with deviations, ``x - x_op`` and ``u - u_op``.  The removed trends are stored in
+        ``state_trend_`` and ``input_trend_``.  Use it for data with a sensor offset, an input
+        bias or a non-zero equilibrium (the estimator warns when the residuals show one).
+        Needs whole trajectories (``fit`` with ``X``, ``U``; not ``partial_fit`` or ``Y``).
+    significance : float, default 1e-3
+        Family-wise level of the block test: the probability that some input block without
+        effect is declared active (which would shorten a delay).  A block is active when it is
+        significant against its standard error (Hotelling's T^2, Bonferroni over the
+        ``m (R + 1)`` blocks; :mod:`dmdidc.blocks`); no tolerance has to be tuned to the noise.
+    block_rtol : float or None, default None
+        Explicit override of the test: a block is active iff its column norm exceeds
+        ``block_rtol`` times the largest block of that channel.  ``None`` uses the test.
     rank_rtol : float, default 1e-10
         Relative singular-value threshold for the rank test.
     chunk_size : int, default 65536
@@ -73,9 +96,33 @@ class DMDidc:
     Attributes
     ----------
     model_ : DelayedPlant
-        The identified plant (immutable); controllers and simulations take it.
+        The identified plant (immutable); controllers and simulations take it.  Its inactive
+        input blocks are exactly zero, so its ``active_blocks`` and ``delay_steps`` are the
+        estimator's decision.  When ``A_d`` has a real logarithm the model is the exact
+        discretization of the recovered ``(A_c, B_c, delay)`` (blocks outside ``w, w + 1`` are
+        zero); otherwise it is the discrete least-squares model with the inactive blocks
+        constrained to zero, and ``A_c``, ``B_c``, ``delay`` raise ``LogarithmError``.
     regression_ : RegressionSolution
-        Coefficients, singular values, rank, condition number and residual of the regression.
+        The unrestricted least-squares regression: coefficients, their covariance and standard
+        errors, singular values, rank, condition number, residual.
+    block_test_ : BlockTest
+        Statistics and decision of the block test.
+    state_trend_, input_trend_ : ndarray, shape (n_trajectories, n or m, 2) or None
+        The trends removed by ``detrend``: row ``i`` of trajectory ``t`` had
+        ``trend[t, i, 0] + trend[t, i, 1] * k`` removed at sample ``k``.  ``None`` without
+        ``detrend``.
+
+    Warns
+    -----
+    ContinuousModelWarning
+        With the evidence, when a channel shows no significant effect, a delay reaches the
+        bound ``max_delay``, the residuals show an offset, or ``A_d`` has no real logarithm
+        (:mod:`dmdidc.diagnostics`).
+
+    Notes
+    -----
+    All states must be measured (full-state identification, as in the dissertation): ``X`` are
+    the states of the plant, not outputs of a subset of them.
 
     Examples
     --------
@@ -91,22 +138,48 @@ class DMDidc:
     """
 
     def __init__(self, *, max_delay: int = 0, svd_rank: int | None = None,
-                 tlsq_rank: int | None = None, method: str = "auto", block_rtol: float = 1e-6,
-                 rank_rtol: float = 1e-10, chunk_size: int = 65536) -> None:
+                 tlsq_rank: int | None = None, method: str = "auto",
+                 detrend: str | None = None, significance: float = 1e-3,
+                 block_rtol: float | None = None, rank_rtol: float = 1e-10,
+                 chunk_size: int = 65536) -> None:
         self.max_delay = max_delay
         self.svd_rank = svd_rank
         self.tlsq_rank = tlsq_rank
         self.method = method
+        self.detrend = detrend
+        self.significance = significance
         self.block_rtol = block_rtol
         self.rank_rtol = rank_rtol
         self.chunk_size = chunk_size
 
     # ------------------------------------------------------------------ parameters
-    def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (scikit-learn style)."""
-        return {name: getattr(self, name) for name in ("max_delay", "svd_rank", "tlsq_rank",
-                                                       "method", "block_rtol", "rank_rtol",
-                                                       "chunk_size")}
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters (scikit-learn's contract; ``deep`` changes nothing here).
+
+        Returns
+        -------
+        dict
+        """
+        return {name: getattr(self, name) for name in _PARAMS}
+
+    def set_params(self, **params: Any) -> DMDidc:
+        """Set constructor parameters (scikit-learn's contract); validated in ``fit``.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ParameterError
+            An unknown parameter name.
+        """
+        for name, value in params.items():
+            if name not in _PARAMS:
+                raise ParameterError(f"DMDidc has no parameter {name!r}; valid parameters: "
+                                     f"{list(_PARAMS)}")
+            setattr(self, name, value)
+        return self
 
     def _validated_params(self) -> None:
         check_integer("max_delay", self.max_delay, minimum=0)
@@ -116,7 +189,14 @@ class DMDidc:
             check_integer("tlsq_rank", self.tlsq_rank, minimum=1)
         if self.method not in ("auto", "gram", "qr"):
             raise ParameterError(f"method must be 'auto', 'gram' or 'qr'; got {self.method!r}")
-        check_in_interval("block_rtol", self.block_rtol, 0.0, 1.0, low_open=True, high_open=True)
+        if self.detrend not in _DETRENDS:
+            raise ParameterError(f"detrend must be None, 'constant' or 'linear'; got "
+                                 f"{self.detrend!r}")
+        check_in_interval("significance", self.significance, 0.0, 1.0, low_open=True,
+                          high_open=True)
+        if self.block_rtol is not None:
+            check_in_interval("block_rtol", self.block_rtol, 0.0, 1.0, low_open=True,
+                              high_open=True)
         check_positive("rank_rtol", self.rank_rtol)
         check_integer("chunk_size", self.chunk_size, minimum=1)
 
@@ -150,9 +230,16 @@ class DMDidc:
         """
         self._validated_params()
         dt = check_positive("dt", dt)
+        self.state_trend_ = self.input_trend_ = None
         if Y is not None:
+            if self.detrend is not None:
+                raise ParameterError("detrend needs whole trajectories (fit(X, U)); with explicit "
+                                     "snapshot pairs Y remove the offsets before the fit")
             return self._fit_snapshots(X, Y, U, dt)
         trajectories = _as_trajectories(X, U)
+        if self.detrend is not None:
+            trajectories, self.state_trend_, self.input_trend_ = _detrended(trajectories,
+                                                                           self.detrend)
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         if self.tlsq_rank is not None:
             Phi = np.concatenate([_regressors(Xi, Ui, self.max_delay) for Xi, Ui in trajectories],
@@ -170,11 +257,11 @@ class DMDidc:
                 self._accumulator.new_trajectory()
                 self._stream(Xi, Ui)
         elif decision == "refine":
-            self._override = self._accumulator.refine(solution, trajectories)
-        else:
-            self._override = solution        # already solved: do not solve the pass twice
-        self._solve()
-        return self
+            solution = self._accumulator.refine(solution, trajectories)
+        if solution is None or decision == "qr":
+            solution = self._accumulator.solution(svd_rank=self.svd_rank,
+                                                  rank_rtol=self.rank_rtol)
+        return self._finish(solution)
 
     def _auto_decision(self) -> tuple[str, RegressionSolution | None]:
         """What "auto" does after the Gram pass: "keep", "refine" (one more pass) or "qr".
@@ -215,11 +302,25 @@ class DMDidc:
         Returns
         -------
         self
-            ``model_`` reflects all data so far; it raises
-            :class:`~dmdidc.InsufficientExcitationError` while the data are not yet enough.
+            ``model_`` reflects all data so far (it is solved at every call, with the
+            warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
+            many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
+            data are not yet enough.
+
+        Raises
+        ------
+        ParameterError
+            ``tlsq_rank`` or ``detrend`` set (both need the whole data), or ``dt`` changed.
+        DimensionError
+            A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
         dt = check_positive("dt", dt)
+        for name in ("tlsq_rank", "detrend"):
+            if getattr(self, name) is not None:
+                raise ParameterError(f"partial_fit cannot use {name}={getattr(self, name)!r}: "
+                                     f"it needs the whole data in memory; use fit, or set "
+                                     f"{name}=None")
         ((Xc, Uc),) = _as_trajectories(X, U, check_orientation=False)
         if getattr(self, "_accumulator", None) is None:
             self._reset(Xc.shape[0], Uc.shape[0], dt)
@@ -237,18 +338,23 @@ class DMDidc:
                 raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
                                      "its last state); pass new_trajectory=True for a new one")
         self._stream(Xc, Uc)
-        self._model = None
-        self._override = None
         self._partial = True
-        return self
+        self.state_trend_ = self.input_trend_ = None
+        try:
+            solution = self._accumulator.solution(svd_rank=self.svd_rank,
+                                                  rank_rtol=self.rank_rtol)
+        except InsufficientExcitationError as exc:
+            self._model = self._solution = self._block_test = None
+            self._pending = exc
+            return self
+        return self._finish(solution)
 
     def _reset(self, n: int, m: int, dt: float, method: str | None = None) -> None:
         self.dt = dt
         method = method or ("gram" if self.method == "auto" else self.method)
         self._accumulator = make_accumulator(method, n, m, self.max_delay)
-        self._model = None
-        self._solution = None
-        self._override: RegressionSolution | None = None
+        self._model = self._solution = self._block_test = None
+        self._pending: InsufficientExcitationError | None = None
         self._partial = False
 
     def _stream(self, X: np.ndarray, U: np.ndarray) -> None:
@@ -274,59 +380,75 @@ class DMDidc:
 
     def _fit_regression(self, Phi: np.ndarray, Y: np.ndarray, n: int, m: int, dt: float
                         ) -> DMDidc:
+        self._reset(n, m, dt, method="qr" if self.method == "auto" else None)
+        self._accumulator.add_samples(Phi, Y)
+        solution = self._accumulator.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
         if self.tlsq_rank is not None:
             from pydmd.utils import compute_tlsq
 
-            Phi, Y = compute_tlsq(Phi, Y, self.tlsq_rank)
-        self._reset(n, m, dt, method="qr" if self.method == "auto" else None)
-        self._accumulator.add_samples(Phi, Y)
-        return self._solve()
+            # The de-noised data fit almost exactly, so their residual says nothing about the
+            # noise: the covariance (and the block test) come from the data as recorded.
+            projected = make_accumulator(self._accumulator.method, n, m, self.max_delay)
+            projected.add_samples(*compute_tlsq(Phi, Y, self.tlsq_rank))
+            coefficients = projected.solution(svd_rank=self.svd_rank,
+                                              rank_rtol=self.rank_rtol).coefficients
+            solution = dataclasses.replace(solution, coefficients=coefficients)
+        return self._finish(solution)
 
-    def _solve(self) -> DMDidc:
-        self._model = None
-        self._build_model()
-        return self
-
-    def _build_model(self) -> DelayedPlant:
-        if getattr(self, "_accumulator", None) is None:
-            raise NotFittedError("this DMDidc estimator is not fitted yet; call fit(X, U, dt=...) "
-                                 "or partial_fit first")
-        if self._model is not None:
-            return self._model
+    def _finish(self, solution: RegressionSolution) -> DMDidc:
+        """Decide the active blocks, build the model and warn with the evidence."""
         acc = self._accumulator
-        solution = self._override or acc.solution(svd_rank=self.svd_rank,
-                                                  rank_rtol=self.rank_rtol)
-        n, m, R = acc.n, acc.m, acc.R
-        A_d = solution.coefficients[:, :n]
-        blocks = solution.coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+        n, m, R, dt = acc.n, acc.m, acc.R, self.dt
+        test = block_test(solution, n, m, R, significance=self.significance,
+                          block_rtol=self.block_rtol)
+        coefficients = restricted_coefficients(solution, n, test.active)
+        A_d = coefficients[:, :n]
+        blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+        log_error = None
         try:
-            A_c, B_c, delay = recover_continuous(A_d, blocks, self.dt,
-                                                 block_rtol=self.block_rtol)
-            model = DelayedPlant(A_d, blocks, self.dt, A_c=A_c, B_c=B_c, delay=delay)
+            A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=test.active)
+            model = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=R)
         except LogarithmError as exc:
-            warn_model(f"no continuous-time model: {exc}")
-            model = DelayedPlant(A_d, blocks, self.dt, continuous_note=str(exc))
-        self._solution, self._model = solution, model
-        _warn_if_delay_may_exceed_bound(blocks, self.block_rtol, solution)
+            log_error = exc
+            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(exc))
+        self._solution, self._block_test, self._model = solution, test, model
+        self._pending = None
+        for message in identification_warnings(solution, test, model,
+                                                detrended=self.detrend is not None,
+                                                log_error=log_error):
+            warn_model(message)
         if (self.method == "auto" and acc.method == "gram" and self._partial
                 and solution.condition_number > _GRAM_CONDITION_LIMIT):
             warn_model(f"the equilibrated regression data have condition number "
-                          f"{solution.condition_number:.3g}; normal equations lose about "
-                          f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
-                          f"again with method='qr' for a backward-stable fit",)
-        return model
+                       f"{solution.condition_number:.3g}; normal equations lose about "
+                       f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
+                       f"again with method='qr' for a backward-stable fit")
+        return self
+
+    def _fitted(self, value: Any) -> Any:
+        if value is None:
+            pending = getattr(self, "_pending", None)
+            if pending is not None:
+                raise InsufficientExcitationError(str(pending))
+            raise NotFittedError("this DMDidc estimator is not fitted yet; call fit(X, U, dt=...) "
+                                 "or partial_fit first")
+        return value
 
     # ------------------------------------------------------------------ fitted results
     @property
     def model_(self) -> DelayedPlant:
-        """The identified :class:`~dmdidc.DelayedPlant`."""
-        return self._build_model()
+        """The identified :class:`~dmdidc.DelayedPlant` (computed by ``fit``)."""
+        return self._fitted(getattr(self, "_model", None))
 
     @property
     def regression_(self) -> RegressionSolution:
-        """Regression diagnostics (singular values, rank, condition number, residual)."""
-        self._build_model()
-        return self._solution
+        """The least-squares regression (coefficients, covariance, spectrum, residual)."""
+        return self._fitted(getattr(self, "_solution", None))
+
+    @property
+    def block_test_(self) -> BlockTest:
+        """Statistics and decision of the block test (which input blocks act)."""
+        return self._fitted(getattr(self, "_block_test", None))
 
     @property
     def A_d(self) -> np.ndarray:
@@ -432,20 +554,28 @@ def _regressors(X: np.ndarray, U: np.ndarray, R: int) -> np.ndarray:
     return np.concatenate([X[:, R:-1], lagged_inputs(U, R)], axis=0)
 
 
-def _warn_if_delay_may_exceed_bound(blocks: np.ndarray, rtol: float,
-                                    solution: RegressionSolution) -> None:
-    """Warn when the delay may exceed the bound ``R``: the last block ``B^(R)`` is active and
-    the fit leaves more than 1e-3 of the targets unexplained (the blocks a longer delay needs
-    are missing, so their effect ends up in the residual; very noisy data can show this too).
+def _detrended(trajectories: list[tuple[np.ndarray, np.ndarray]], kind: str
+               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+    """Remove the per-row mean or least-squares line of every trajectory (MATLAB's detrend).
+
+    Returns the detrended trajectories and the trends ``(n_traj, rows, 2)`` of states and
+    inputs: ``[..., 0]`` the value at sample 0, ``[..., 1]`` the slope per sample.
     """
-    R = blocks.shape[0] - 1
-    if R == 0 or not solution.relative_residual > 1e-3:
-        return
-    norms = np.linalg.norm(blocks, axis=1)
-    last_active = [j for j in range(blocks.shape[2])
-                   if norms[R, j] > rtol * max(norms[:, j].max(), np.finfo(float).tiny)]
-    if last_active:
-        warn_model(f"the delay of input channel(s) {last_active} may exceed max_delay={R} "
-                   f"periods (last block B^({R}) active, relative residual "
-                   f"{solution.relative_residual:.2g}); then the identified delay and model are "
-                   f"wrong: refit with a larger max_delay")
+    result, state_trends, input_trends = [], [], []
+    for X, U in trajectories:
+        (Xd, x_trend), (Ud, u_trend) = _remove_trend(X, kind), _remove_trend(U, kind)
+        result.append((Xd, Ud))
+        state_trends.append(x_trend)
+        input_trends.append(u_trend)
+    return result, np.array(state_trends), np.array(input_trends)
+
+
+def _remove_trend(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(data.shape[1], dtype=float)
+    if kind == "constant" or data.shape[1] < 2:
+        trend = np.stack([data.mean(axis=1), np.zeros(data.shape[0])], axis=1)
+    else:
+        centred = k - k.mean()
+        slope = data @ centred / (centred @ centred)
+        trend = np.stack([data.mean(axis=1) - slope * k.mean(), slope], axis=1)
+    return data - trend[:, :1] - trend[:, 1:] * k, trend

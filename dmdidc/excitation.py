@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from dmdidc.errors import ParameterError
 from dmdidc.estimator import _as_trajectories
 from dmdidc.regression import QRAccumulator
-from privacy.errors import ParameterError
 from privacy.validation import as_generator, check_integer, check_positive
 
 __all__ = ["ExcitationReport", "check_excitation", "random_excitation", "samples_needed"]
@@ -106,7 +106,8 @@ class ExcitationReport:
     smallest_singular_value, largest_singular_value : float
         Extreme singular values of the equilibrated regression matrix.
     condition_number : float
-        Their ratio (inf when rank-deficient).
+        Their ratio; inf when the data are rank-deficient (the smallest singular value is then
+        rounding, and its ratio meaningless).
     """
 
     n_regressors: int
@@ -172,4 +173,5 @@ def check_excitation(X: Any, U: Any, max_delay: int, *, rank_rtol: float = 1e-10
         n_regressors=accumulator.p, n_samples=accumulator.n_samples,
         samples_needed=samples_needed(n, m, R), rank=rank, smallest_singular_value=smallest,
         largest_singular_value=float(singular[0]),
-        condition_number=float(singular[0] / smallest) if smallest > 0 else float("inf"))
+        condition_number=(float(singular[0] / smallest) if rank == accumulator.p
+                          else float("inf")))

@@ -6,22 +6,53 @@ A :class:`DelayedPlant` is a linear plant with input delay, in discrete time
 
 and, when it has one, its continuous-time origin x'(t) = A_c x(t) + B_c u(t - r) with one delay
 per input channel (eq. 9.15).  The simulator, the DMDidc estimator and the controllers all take it.
+
+Each fact about the plant is decided here, once:
+
+* the two parts agree: a plant that carries a continuous model has exactly its discretization as
+  discrete part (checked on construction and on load);
+* a block ``B^(j)`` acts through channel ``i`` iff its column ``i`` is not zero
+  (:attr:`DelayedPlant.active_blocks`), and the whole delay ``w`` of a channel is its first
+  active block (:attr:`DelayedPlant.delay_steps`, eq. 9.66).  No tolerance is involved: an
+  identified plant gets exact zeros where the estimator decided that a block is inactive (with
+  its noise-aware test), and every controller reads ``w`` from here.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dmdidc.discretization import delay_blocks, required_max_delay, split_delay
-from privacy.errors import DimensionError, LogarithmError
-from privacy.validation import check_finite_array, check_positive, read_only
+from dmdidc.discretization import (
+    check_continuous,
+    delay_blocks,
+    first_active_blocks,
+    required_max_delay,
+    split_delay,
+)
+from dmdidc.errors import (
+    DimensionError,
+    InconsistentModelError,
+    LogarithmError,
+    ParameterError,
+    warn_model,
+)
+from privacy.validation import check_finite_array, check_integer, check_positive, read_only
 
-__all__ = ["DelayedPlant", "as_plant"]
+__all__ = ["DelayedPlant", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
+
+#: Version of the file format written by :meth:`DelayedPlant.to_dict` / :meth:`save`.
+#: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule.
+FORMAT_VERSION = 2
+#: Largest relative (Frobenius) difference accepted between the discrete part of a plant and
+#: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
+#: that went through JSON or ``from_continuous``), far below any hand edit.
+CONSISTENCY_RTOL = 1e-8
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,10 +77,20 @@ class DelayedPlant:
         Why no continuous model is available (e.g. the matrix logarithm is not unique); shown in
         the error raised when ``A_c``, ``B_c`` or ``delay`` are accessed.
 
+    Raises
+    ------
+    DimensionError, NonFiniteError, ParameterError
+        Malformed arrays or ``dt``.
+    InconsistentModelError
+        ``A_c``, ``B_c`` and ``delay`` given with a discrete part that is not their exact
+        discretization (relative difference above :data:`CONSISTENCY_RTOL`).
+
     Notes
     -----
-    Build it with :meth:`from_continuous` (exact discretization) or get it from
-    :class:`dmdidc.DMDidc`.  Arrays are read-only copies.
+    Build it with :meth:`from_continuous` (exact discretization), from discrete matrices only
+    (then there is no continuous model), or get it from :class:`dmdidc.DMDidc`.  A discrete
+    part given together with a continuous one must be its discretization: a plant never predicts
+    with one part and simulates between samples with another.  Arrays are read-only copies.
 
     Examples
     --------
@@ -86,24 +127,33 @@ class DelayedPlant:
                                  f"(the size of A_d)")
         m = B_blocks.shape[2]
         dt = check_positive("dt", dt)
+        if continuous_note is not None and not isinstance(continuous_note, str):
+            raise ParameterError(f"continuous_note must be a string or None; got "
+                                 f"{type(continuous_note).__name__}")
         given = [x is not None for x in (A_c, B_c, delay)]
         if any(given) and not all(given):
-            raise ValueError("A_c, B_c and delay must be given together (or none of them)")
+            missing = [name for name, x in (("A_c", A_c), ("B_c", B_c), ("delay", delay))
+                       if x is None]
+            raise ParameterError(f"A_c, B_c and delay must be given together (or none of them); "
+                                 f"missing {missing}")
         if all(given):
             A_c = check_finite_array("A_c", A_c, ndim=2)
-            B_c = check_finite_array("B_c", B_c, ndim=2)
             if A_c.shape != (n, n):
                 raise DimensionError(f"A_c has shape {A_c.shape}; expected {(n, n)}")
+            A_c, B_c, delay = check_continuous(A_c, B_c, delay)
             if B_c.shape != (n, m):
                 raise DimensionError(f"B_c has shape {B_c.shape}; expected {(n, m)}")
-            delay = _delay_vector(delay, m)
             needed = required_max_delay(delay, dt)
             if needed > B_blocks.shape[0] - 1:
                 raise DimensionError(f"delay {delay.tolist()} s at dt={dt} needs {needed + 1} "
                                      f"input blocks; B_blocks has {B_blocks.shape[0]}")
+            _check_consistent(A_d, B_blocks, A_c, B_c, delay, dt)
+        self._assign(A_d, B_blocks, dt, A_c, B_c, delay, continuous_note)
+
+    def _assign(self, A_d, B_blocks, dt, A_c, B_c, delay, continuous_note) -> None:
         object.__setattr__(self, "A_d", read_only(A_d))
         object.__setattr__(self, "B_blocks", read_only(B_blocks))
-        object.__setattr__(self, "dt", dt)
+        object.__setattr__(self, "dt", float(dt))
         object.__setattr__(self, "A_c_", read_only(A_c))
         object.__setattr__(self, "B_c_", read_only(B_c))
         object.__setattr__(self, "delay_", read_only(delay))
@@ -130,24 +180,23 @@ class DelayedPlant:
         -------
         DelayedPlant
 
+        Raises
+        ------
+        DimensionError, NonFiniteError, ParameterError
+            Malformed matrices, a negative delay, ``dt <= 0``, or ``max_delay`` too small.
+
         References
         ----------
         Dissertation eqs. (9.5), (9.62), (9.63).
         """
-        A_c = check_finite_array("A_c", A_c, ndim=2)
-        B_c = check_finite_array("B_c", B_c, ndim=2)
-        if A_c.shape[0] != A_c.shape[1]:
-            raise DimensionError(f"A_c must be square; got shape {A_c.shape}")
-        if B_c.shape[0] != A_c.shape[0]:
-            raise DimensionError(f"B_c has {B_c.shape[0]} rows; expected {A_c.shape[0]} "
-                                 f"(the size of A_c)")
-        delay = _delay_vector(delay, B_c.shape[1])
-        if max_delay is not None and (isinstance(max_delay, bool)
-                                      or not isinstance(max_delay, (int, np.integer))
-                                      or max_delay < 0):
-            raise ValueError(f"max_delay must be a non-negative integer; got {max_delay!r}")
+        A_c, B_c, delay = check_continuous(A_c, B_c, delay)
+        dt = check_positive("dt", dt)
+        if max_delay is not None:
+            max_delay = check_integer("max_delay", max_delay, minimum=0)
         A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay)
-        return cls(A_d, blocks, dt, A_c=A_c, B_c=B_c, delay=delay)
+        plant = cls.__new__(cls)           # consistent by construction: skip the check
+        plant._assign(A_d, blocks, dt, A_c, B_c, delay, None)
+        return plant
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -171,32 +220,65 @@ class DelayedPlant:
         """Whether a continuous-time model (A_c, B_c, delay) is available."""
         return self.A_c_ is not None
 
-    def _continuous(self, name: str) -> np.ndarray:
-        value = getattr(self, name + "_")
-        if value is None:
+    def require_continuous(self, purpose: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(A_c, B_c, delay)``, or :class:`~dmdidc.LogarithmError` saying why there are none.
+
+        Parameters
+        ----------
+        purpose : str
+            What needs the continuous model (named in the error message).
+
+        Returns
+        -------
+        A_c : ndarray, shape (n, n)
+        B_c : ndarray, shape (n, m)
+        delay : ndarray, shape (m,)
+
+        Raises
+        ------
+        LogarithmError
+            The plant has no continuous model (built from discrete matrices only, or identified
+            with an ``A_d`` that has no unique real logarithm).
+        """
+        if not self.has_continuous:
             note = self.continuous_note or "this plant was built from discrete matrices only"
-            raise LogarithmError(f"{name} is not available: {note}")
-        return value
+            raise LogarithmError(f"{purpose} needs the continuous-time model (A_c, B_c, delay) "
+                                 f"of the plant, which is not available: {note}")
+        return self.A_c_, self.B_c_, self.delay_
 
     @property
     def A_c(self) -> np.ndarray:
         """Continuous state matrix, shape (n, n)."""
-        return self._continuous("A_c")
+        return self.require_continuous("A_c")[0]
 
     @property
     def B_c(self) -> np.ndarray:
         """Continuous input matrix, shape (n, m)."""
-        return self._continuous("B_c")
+        return self.require_continuous("B_c")[1]
 
     @property
     def delay(self) -> np.ndarray:
         """Input delay of each channel in seconds, shape (m,): ``r = (w + p) T``."""
-        return self._continuous("delay")
+        return self.require_continuous("delay")[2]
+
+    @property
+    def active_blocks(self) -> np.ndarray:
+        """Which input blocks act, shape (R + 1, m): ``B^(j)[:, i]`` is not zero.
+
+        An identified plant has exact zeros where the estimator decided that a block is
+        inactive; a plant from :meth:`from_continuous` is active at ``w`` (and ``w + 1`` for a
+        fractional delay) of each channel.
+        """
+        return np.any(self.B_blocks != 0, axis=1)
 
     @property
     def delay_steps(self) -> np.ndarray:
-        """Whole part ``w`` of each channel's delay in sampling periods, shape (m,)."""
-        return split_delay(self.delay, self.dt)[0]
+        """Whole delay ``w`` of each channel in sampling periods, shape (m,) (eq. 9.66).
+
+        The index of the channel's first active block; it needs no continuous model (and
+        equals ``floor(delay / dt)`` when there is one).  0 for a channel without effect.
+        """
+        return np.maximum(first_active_blocks(self.active_blocks), 0)
 
     @property
     def delay_fraction(self) -> np.ndarray:
@@ -296,9 +378,9 @@ class DelayedPlant:
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON representation (lists of floats)."""
-        data: dict[str, Any] = {"dt": self.dt, "A_d": self.A_d.tolist(),
-                                "B_blocks": self.B_blocks.tolist()}
+        """Plain-JSON representation (lists of floats) with ``format_version``."""
+        data: dict[str, Any] = {"format_version": FORMAT_VERSION, "dt": self.dt,
+                                "A_d": self.A_d.tolist(), "B_blocks": self.B_blocks.tolist()}
         if self.has_continuous:
             data.update(A_c=self.A_c.tolist(), B_c=self.B_c.tolist(), delay=self.delay.tolist())
         if self.continuous_note:
@@ -306,17 +388,76 @@ class DelayedPlant:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DelayedPlant:
-        """Inverse of :meth:`to_dict`."""
-        try:
-            return cls(data["A_d"], data["B_blocks"], data["dt"], A_c=data.get("A_c"),
-                       B_c=data.get("B_c"), delay=data.get("delay"),
-                       continuous_note=data.get("continuous_note"))
-        except KeyError as exc:
-            raise ValueError(f"model data is missing the field {exc}") from exc
+    def from_dict(cls, data: Mapping[str, Any]) -> DelayedPlant:
+        """Inverse of :meth:`to_dict`; also reads files written by hand or by older versions.
+
+        Accepted fields: ``dt`` and a discrete part (``A_d``, ``B_blocks``), a continuous part
+        (``A_c``, ``B_c``, ``delay``, optionally ``max_delay``), or both.  With only the
+        continuous part the discrete one is derived (:meth:`from_continuous`).  With both they
+        must agree (:data:`CONSISTENCY_RTOL`), except in files without ``format_version``
+        (version 1, written before the rule): there the discrete part is re-derived from the
+        continuous one, with a :class:`~dmdidc.ContinuousModelWarning` giving the difference.
+
+        Raises
+        ------
+        ParameterError
+            ``data`` is not a mapping, a field is missing, or the format version is unknown.
+        DimensionError, NonFiniteError
+            Malformed arrays.
+        InconsistentModelError
+            Both parts given (format version 2) and they disagree.
+        """
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"model data must be a JSON object (a mapping) with the fields "
+                                 f"'dt' and 'A_d', 'B_blocks' and/or 'A_c', 'B_c', 'delay'; got "
+                                 f"{type(data).__name__}")
+        version = data.get("format_version", 1)
+        if isinstance(version, np.ndarray):
+            version = version.item()
+        if version not in (1, FORMAT_VERSION) or isinstance(version, bool):
+            raise ParameterError(f"model data has format_version {version!r}; this version of "
+                                 f"dmdidc reads 1 and {FORMAT_VERSION}")
+        if "dt" not in data:
+            raise ParameterError("model data is missing the field 'dt' (sampling period, s)")
+        missing_continuous = [k for k in ("A_c", "B_c", "delay") if k not in data]
+        missing_discrete = [k for k in ("A_d", "B_blocks") if k not in data]
+        continuous, discrete = not missing_continuous, not missing_discrete
+        if len(missing_continuous) in (1, 2):
+            raise ParameterError(f"model data has a partial continuous model: missing the "
+                                 f"field(s) {missing_continuous}")
+        if not discrete and not continuous:
+            raise ParameterError(f"model data is missing the field(s) {missing_discrete} (or a "
+                                 f"continuous model 'A_c', 'B_c', 'delay' to derive them from)")
+        if continuous and (not discrete or version == 1):
+            max_delay = data.get("max_delay")
+            if discrete:
+                A_d = check_finite_array("A_d", data["A_d"], ndim=2)
+                B_blocks = check_finite_array("B_blocks", data["B_blocks"])
+                max_delay = B_blocks.shape[0] - 1 if B_blocks.ndim == 3 else 0
+            derived = cls.from_continuous(data["A_c"], data["B_c"], data["delay"], data["dt"],
+                                          max_delay=max_delay)
+            if discrete:
+                gaps = _consistency_gaps(A_d, B_blocks, derived)
+                if max(gaps.values()) > CONSISTENCY_RTOL:
+                    warn_model(f"model data without format_version (version 1): its discrete "
+                               f"part differs from the discretization of its continuous model "
+                               f"(relative difference A_d {gaps['A_d']:.2g}, B_blocks "
+                               f"{gaps['B_blocks']:.2g}); the discrete part was re-derived from "
+                               f"A_c, B_c and delay. Save the model again to store the "
+                               f"consistent version {FORMAT_VERSION}")
+            return derived
+        return cls(data["A_d"], data["B_blocks"], data["dt"], A_c=data.get("A_c"),
+                   B_c=data.get("B_c"), delay=data.get("delay"),
+                   continuous_note=data.get("continuous_note"))
 
     def save(self, path: str | Path) -> Path:
-        """Write the plant as ``.json`` or ``.npz`` (chosen by the suffix)."""
+        """Write the plant as ``.json`` or ``.npz`` (chosen by the suffix).
+
+        Raises
+        ------
+        ParameterError
+            Another suffix.
+        """
         path = Path(path)
         if path.suffix == ".npz":
             arrays = {k: np.asarray(v) for k, v in self.to_dict().items()}
@@ -324,45 +465,99 @@ class DelayedPlant:
         elif path.suffix == ".json":
             path.write_text(json.dumps(self.to_dict(), indent=2))
         else:
-            raise ValueError(f"path must end in .json or .npz; got {str(path)!r}")
+            raise ParameterError(f"path must end in .json or .npz; got {str(path)!r}")
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> DelayedPlant:
-        """Read a plant written by :meth:`save`."""
+        """Read a plant written by :meth:`save` (or by hand: see :meth:`from_dict`).
+
+        Raises
+        ------
+        ParameterError
+            The file cannot be read, has another suffix, or is not a model (see
+            :meth:`from_dict` for the other errors).
+        """
         path = Path(path)
         try:
             if path.suffix == ".npz":
-                with np.load(path) as archive:
+                with np.load(path, allow_pickle=False) as archive:
                     data = {k: (archive[k].item() if archive[k].ndim == 0 else archive[k])
                             for k in archive.files}
             elif path.suffix == ".json":
                 data = json.loads(path.read_text())
             else:
-                raise ValueError(f"path must end in .json or .npz; got {str(path)!r}")
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"cannot read a model from {str(path)!r}: {exc}") from exc
+                raise ParameterError(f"path must end in .json or .npz; got {str(path)!r}")
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ParameterError):
+                raise
+            raise ParameterError(f"cannot read a model from {str(path)!r}: {exc}") from exc
         return cls.from_dict(data)
 
 
-def _delay_vector(delay: Any, m: int) -> np.ndarray:
-    delay = check_finite_array("delay", delay)
-    if delay.ndim == 0:
-        delay = np.full(m, float(delay))
-    if delay.shape != (m,):
-        raise DimensionError(f"delay must be a scalar or have shape ({m},) (one per input); "
-                             f"got shape {delay.shape}")
-    if np.any(delay < 0):
-        raise ValueError(f"delay must be >= 0 seconds; got {delay.tolist()}")
-    return delay
+def _relative_gap(given: np.ndarray, exact: np.ndarray) -> float:
+    scale = max(np.linalg.norm(given), np.linalg.norm(exact), np.finfo(float).tiny)
+    return float(np.linalg.norm(given - exact) / scale)
 
 
-def as_plant(model: Any) -> DelayedPlant:
-    """Return the :class:`DelayedPlant` of a plant, or of a fitted estimator (``.model_``)."""
+def _consistency_gaps(A_d: np.ndarray, B_blocks: np.ndarray, exact: DelayedPlant
+                      ) -> dict[str, float]:
+    if B_blocks.ndim == 2:
+        B_blocks = B_blocks[None]
+    if A_d.shape != exact.A_d.shape or B_blocks.shape != exact.B_blocks.shape:
+        raise DimensionError(f"A_d {A_d.shape} and B_blocks {B_blocks.shape} do not have the "
+                             f"shapes of the continuous model's discretization "
+                             f"{exact.A_d.shape} and {exact.B_blocks.shape}")
+    return {"A_d": _relative_gap(A_d, exact.A_d),
+            "B_blocks": _relative_gap(B_blocks, exact.B_blocks)}
+
+
+def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_c: np.ndarray,
+                      delay: np.ndarray, dt: float) -> None:
+    """Raise :class:`InconsistentModelError` unless ``(A_d, B_blocks)`` discretize the rest."""
+    exact = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=B_blocks.shape[0] - 1)
+    gaps = _consistency_gaps(A_d, B_blocks, exact)
+    advice = ("The discrete part of a plant must be the exact discretization of its continuous "
+              "part: build it with DelayedPlant.from_continuous(A_c, B_c, delay, dt), or give "
+              "only A_d and B_blocks (a discrete-only model) or only A_c, B_c and delay (in a "
+              "model file)")
+    if gaps["A_d"] > CONSISTENCY_RTOL:
+        worst = np.unravel_index(np.argmax(np.abs(A_d - exact.A_d)), A_d.shape)
+        raise InconsistentModelError(
+            f"A_d does not equal expm(A_c T) with T = {dt}: relative difference "
+            f"{gaps['A_d']:.3g} (tolerance {CONSISTENCY_RTOL:g}), largest at entry "
+            f"{tuple(int(i) for i in worst)}: {A_d[worst]:.6g} vs {exact.A_d[worst]:.6g}. "
+            + advice)
+    if gaps["B_blocks"] > CONSISTENCY_RTOL:
+        j, _, i = np.unravel_index(np.argmax(np.abs(B_blocks - exact.B_blocks)), B_blocks.shape)
+        raise InconsistentModelError(
+            f"B_blocks are not the discretization of B_c with delay {delay.tolist()} s at "
+            f"T = {dt}: relative difference {gaps['B_blocks']:.3g} (tolerance "
+            f"{CONSISTENCY_RTOL:g}), largest in block B^({int(j)}), channel {int(i)} "
+            f"(active blocks of the continuous model: "
+            f"{np.flatnonzero(exact.active_blocks[:, i]).tolist()}). " + advice)
+
+
+def as_plant(model: Any, name: str = "model") -> DelayedPlant:
+    """Return the :class:`DelayedPlant` of a plant, or of a fitted estimator (``.model_``).
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+    name : str, default "model"
+        The argument's name, for the error message.
+
+    Raises
+    ------
+    ParameterError
+        ``model`` is neither (a :class:`~dmdidc.NotFittedError` from an unfitted estimator
+        propagates).
+    """
     if isinstance(model, DelayedPlant):
         return model
-    fitted = getattr(model, "model_", None)
-    if isinstance(fitted, DelayedPlant):
-        return fitted
-    raise TypeError(f"expected a DelayedPlant or a fitted DMDidc estimator; got "
-                    f"{type(model).__name__}")
+    if hasattr(type(model), "model_") or hasattr(model, "model_"):
+        fitted = model.model_          # an unfitted DMDidc raises NotFittedError here
+        if isinstance(fitted, DelayedPlant):
+            return fitted
+    raise ParameterError(f"{name} must be a DelayedPlant or a fitted DMDidc estimator; got "
+                         f"{type(model).__name__}")

@@ -6,7 +6,8 @@ identified discrete blocks (dissertation eqs. 9.66-9.69).
   on the closed negative real axis (Culver 1966).  Otherwise :class:`LogarithmError` is raised;
   a plant with frequencies beyond Nyquist is indistinguishable from its alias, and the recovered
   model is the alias below Nyquist (a warning is issued when an eigenvalue comes close).
-* ``w`` is the first input block that is not negligible (9.66), per channel.
+* ``w`` is the first active input block (9.66), per channel: by default the first non-zero
+  one; the estimator passes its noise-aware decision (:mod:`dmdidc.blocks`).
 * With ``b0 = B^(w) e_j`` and ``b1 = B^(w+1) e_j``: ``b0 + b1 = Gamma(T) b`` gives the column
   ``b`` of ``B_c`` by one linear solve, and ``Gamma(s) b = b0`` with ``s = (1 - p) T`` (9.68)
   gives ``p``.  The scalar equation is solved by a grid search followed by Gauss-Newton, which
@@ -16,33 +17,18 @@ identified discrete blocks (dissertation eqs. 9.66-9.69).
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 
 import numpy as np
 from scipy.linalg import expm, logm, solve
 
-from dmdidc.discretization import zoh_matrices
-from privacy.errors import LogarithmError
+from dmdidc.discretization import first_active_blocks, zoh_matrices
+from dmdidc.errors import ContinuousModelWarning, LogarithmError, warn_model
 
-__all__ = ["ContinuousModelWarning", "continuous_state_matrix", "first_active_block",
-           "recover_channel", "recover_continuous"]
+__all__ = ["ContinuousModelWarning", "continuous_state_matrix", "recover_channel",
+           "recover_continuous"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-class ContinuousModelWarning(UserWarning):
-    """The identified model may be unreliable (near Nyquist, delay beyond the bound, ...)."""
-
-
-def warn_model(message: str) -> None:
-    """Issue a :class:`ContinuousModelWarning` attributed to the user's line, not ours."""
-    frame, level = sys._getframe(1), 2      # level 1 would be this function
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, ContinuousModelWarning, stacklevel=level)
 
 
 def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
@@ -61,21 +47,14 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
     ------
     LogarithmError
         ``A_d`` is singular or has an eigenvalue on the negative real axis (no unique real
-        logarithm), or the logarithm does not reproduce ``A_d``.
+        logarithm), or the logarithm does not reproduce ``A_d``.  The message gives the
+        eigenvalues and the possible causes, most likely first.
     """
     eigenvalues = np.linalg.eigvals(A_d)
     size = max(np.max(np.abs(eigenvalues)), np.finfo(float).tiny)
     for lam in eigenvalues:
-        if abs(lam) <= 1e-12 * size:
-            raise LogarithmError(
-                f"A_d has the eigenvalue {lam:.3g} at zero: no matrix logarithm exists, so no "
-                f"continuous-time plant with A_d = expm(A_c T) matches the data")
-        if lam.real < 0 and abs(lam.imag) <= 1e-9 * abs(lam):
-            raise LogarithmError(
-                f"A_d has the eigenvalue {lam.real:.6g} on the negative real axis: a real "
-                f"logarithm is then not unique or does not exist (Culver 1966), so A_c is not "
-                f"determined; the plant oscillates at the Nyquist frequency pi/T = "
-                f"{np.pi / dt:.4g} rad/s: sample faster")
+        if abs(lam) <= 1e-12 * size or (lam.real < 0 and abs(lam.imag) <= 1e-9 * abs(lam)):
+            raise LogarithmError(_no_logarithm_message(lam, eigenvalues, size, dt))
     angles = np.abs(np.angle(eigenvalues))
     if np.any(angles > np.pi - _NYQUIST_WARNING_MARGIN):
         warn_model(
@@ -99,28 +78,33 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
     return A_c
 
 
-def first_active_block(columns: np.ndarray, rtol: float) -> int | None:
-    """Index of the first block column whose norm exceeds ``rtol`` times the largest (9.66).
+def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt: float) -> str:
+    """What was found and why it may have happened (most likely cause first)."""
+    found = np.array2string(eigenvalues, precision=4, separator=", ")
+    relative = abs(lam) / size
+    fast = (f"a mode much faster than the sampling period: its discrete eigenvalue "
+            f"exp(lambda T) is {relative:.2g} of the spectral radius, so noise or rounding "
+            f"decides its sign (sample faster, or identify a model without that mode)")
+    noise = ("noise on the states: least squares on noisy states biases A_d (check the "
+             "relative residual; lengthen the data, or remove an offset with detrend=)")
+    nyquist = (f"a mode oscillating at the Nyquist frequency pi/T = {np.pi / dt:.4g} rad/s "
+               f"(sample faster)")
+    if abs(lam) <= 1e-12 * size:
+        return (f"A_d has the eigenvalue {complex(lam):.3g} at zero (eigenvalues of A_d: "
+                f"{found}): no matrix logarithm exists, so no continuous-time plant with "
+                f"A_d = expm(A_c T) matches the data. Possible causes: {fast}; or linearly "
+                f"dependent measured states")
+    if relative < 0.1:
+        causes = [fast, noise, nyquist]
+    else:
+        causes = [nyquist, noise] + ([fast] if relative < 0.5 else [])
+    listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
+    return (f"A_d has the eigenvalue {lam.real:.4g} on the negative real axis (eigenvalues of "
+            f"A_d: {found}): a real logarithm is then not unique or does not exist (Culver 1966), "
+            f"so A_c is not determined. Possible causes: {listed}")
 
-    Parameters
-    ----------
-    columns : ndarray, shape (R + 1, n)
-        Column ``j`` of every block ``B^(0..R)``.
-    rtol : float
 
-    Returns
-    -------
-    int or None
-        ``None`` when every block is zero (the input has no effect).
-    """
-    norms = np.linalg.norm(columns, axis=1)
-    largest = norms.max()
-    if largest == 0:
-        return None
-    return int(np.argmax(norms > rtol * largest))
-
-
-def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, rtol: float
+def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
                     ) -> tuple[np.ndarray, float]:
     """Continuous input column ``b`` and delay (seconds) of one channel.
 
@@ -130,23 +114,23 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, rtol: float
     columns : ndarray, shape (R + 1, n)
         Column ``j`` of every identified block.
     dt : float
-    rtol : float
-        Relative threshold below which a block counts as zero.
+    first : int
+        The channel's first active block ``w`` (eq. 9.66), ``-1`` if none is active.
 
     Returns
     -------
     b : ndarray, shape (n,)
     delay : float
-        ``(w + p) dt``; NaN if the channel has no effect at all.
+        ``(w + p) dt``; 0 (and ``b = 0``) for a channel without active block.
 
     References
     ----------
     Dissertation eqs. (9.66)-(9.69).
     """
     n = A_c.shape[0]
-    w = first_active_block(columns, rtol)
-    if w is None:
-        return np.zeros(n), float("nan")
+    w = int(first)
+    if w < 0:
+        return np.zeros(n), 0.0
     _, gamma_T = zoh_matrices(A_c, np.eye(n), dt)
     # A fraction p close to 1 leaves B^(w) below the threshold, so the pair starting one block
     # earlier is fitted too; the pair whose structure explains all blocks wins.
@@ -202,24 +186,39 @@ def _solve_hold_length(A_c: np.ndarray, b: np.ndarray, b0: np.ndarray, dt: float
 
 
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
-                       block_rtol: float = 1e-6
+                       active: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Continuous ``A_c`` (n, n), ``B_c`` (n, m) and per-channel delays (m,) from the blocks.
+
+    Parameters
+    ----------
+    A_d : ndarray, shape (n, n)
+    B_blocks : ndarray, shape (R + 1, n, m)
+    dt : float
+    active : ndarray of bool, shape (R + 1, m), optional
+        Which blocks act (the estimator's decision, :func:`dmdidc.blocks.block_test`); by
+        default the non-zero ones.  A channel without active block gets ``b = 0`` and delay 0.
 
     Raises
     ------
     LogarithmError
         When ``A_d`` has no unique real logarithm (see :func:`continuous_state_matrix`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc.discretization import delay_blocks
+    >>> A_d, blocks = delay_blocks(np.array([[-1.0]]), np.array([[2.0]]), np.array([1.3]), 0.5)
+    >>> A_c, B_c, delay = recover_continuous(A_d, blocks, 0.5)
+    >>> np.round([A_c[0, 0], B_c[0, 0], delay[0]], 10).tolist()
+    [-1.0, 2.0, 1.3]
     """
     A_c = continuous_state_matrix(A_d, dt)
+    active = np.any(B_blocks != 0, axis=1) if active is None else np.asarray(active, bool)
+    first = first_active_blocks(active)
     m = B_blocks.shape[2]
     B_c = np.zeros((A_d.shape[0], m))
     delays = np.zeros(m)
     for j in range(m):
-        B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, block_rtol)
-    if np.any(np.isnan(delays)):
-        silent = np.flatnonzero(np.isnan(delays)).tolist()
-        warn_model(f"input channel(s) {silent} have no effect on the states (all identified "
-                   f"blocks are zero): their delay is undefined and reported as 0")
-        delays = np.nan_to_num(delays, nan=0.0)
+        B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j])
     return A_c, B_c, delays

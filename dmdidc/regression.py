@@ -17,15 +17,21 @@ independent of the number of samples:
 * :class:`QRAccumulator` keeps the triangular factor of the stacked data (TSQR, 2048-row
   panels), which is backward stable (the condition number is not squared) but several times
   slower.
+
+Both also sum the regressors and targets, and every :class:`RegressionSolution` carries the
+least-squares covariance ``Cov(vec Theta) = (Phi Phi^T)^+ kron Sigma`` (``Sigma`` the residual
+covariance), from which the standard errors of all coefficients and the block tests of
+:mod:`dmdidc.blocks` follow.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.errors import DimensionError, InsufficientExcitationError
+from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs"]
@@ -33,24 +39,42 @@ __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accum
 
 @dataclass(frozen=True)
 class RegressionSolution:
-    """Least-squares solution and the spectrum of the (equilibrated) regression matrix.
+    """Least-squares solution, its covariance and the spectrum of the regression matrix.
+
+    The regression is ``Y = Theta Phi + E`` with regressors ``Phi`` (p, N) (states and lagged
+    inputs) and targets ``Y`` (n, N).
 
     Attributes
     ----------
     coefficients : ndarray, shape (n, p)
-        ``[A_d, B^(0), ..., B^(R)]`` side by side.
+        ``Theta = [A_d, B^(0), ..., B^(R)]`` side by side.
     singular_values : ndarray, shape (p,)
         Singular values of the column-equilibrated regression matrix, descending.
     rank : int
         Number of singular values used.
     n_samples : int
-        Number of regression samples (columns of the data matrix).
-    target_norm : float
-        Frobenius norm of the targets ``Y``.
+        Number ``N`` of regression samples (columns of the data matrix).
     residual_norm : float
         Frobenius norm of ``Y - coefficients @ Phi``.  The Gram path computes it as a
         difference of sums, accurate only to about ``1e-8 * ||Y||`` (a noise-free fit may show
         a residual at that level); the QR path is accurate to rounding.
+    target_norm : float
+        Frobenius norm of the targets ``Y``.
+    residual_covariance : ndarray, shape (n, n)
+        ``Sigma = E E^T / (N - rank)``: the unbiased estimate of the covariance of the one-step
+        errors (same accuracy caveat as ``residual_norm``).
+    unscaled_covariance : ndarray, shape (p, p)
+        ``(Phi Phi^T)^+`` (rank-``rank`` pseudo-inverse).  The least-squares estimate has
+        ``Cov(Theta[:, a], Theta[:, b]) = unscaled_covariance[a, b] * Sigma`` for white errors
+        independent of the regressors; for white inputs it also holds for the input
+        coefficients under measurement noise on the states (errors-in-variables).
+    residual_mean : ndarray, shape (n,)
+        Mean of the residuals ``E`` over the samples (about zero unless the data have an
+        offset the model through the origin cannot represent).
+    target_rms : ndarray, shape (n,)
+        Root mean square of each target row.
+    rank_tolerance : float
+        Singular values at or below it count as zero (rank test).
     """
 
     coefficients: np.ndarray
@@ -58,7 +82,12 @@ class RegressionSolution:
     rank: int
     n_samples: int
     residual_norm: float
-    target_norm: float = float("nan")
+    target_norm: float
+    residual_covariance: np.ndarray
+    unscaled_covariance: np.ndarray
+    residual_mean: np.ndarray
+    target_rms: np.ndarray
+    rank_tolerance: float = 0.0
 
     @property
     def relative_residual(self) -> float:
@@ -67,9 +96,22 @@ class RegressionSolution:
 
     @property
     def condition_number(self) -> float:
-        """Ratio of the largest to the smallest singular value (inf when rank-deficient)."""
+        """Ratio of the largest to the smallest singular value; inf when rank-deficient."""
         smallest = self.singular_values[-1]
-        return float(self.singular_values[0] / smallest) if smallest > 0 else float("inf")
+        if smallest <= self.rank_tolerance or smallest <= 0:
+            return float("inf")
+        return float(self.singular_values[0] / smallest)
+
+    @property
+    def dof(self) -> int:
+        """Residual degrees of freedom ``N - rank``."""
+        return self.n_samples - self.rank
+
+    @property
+    def standard_errors(self) -> np.ndarray:
+        """Standard error of every coefficient, shape (n, p) (see ``unscaled_covariance``)."""
+        return np.sqrt(np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
+                                np.clip(np.diag(self.unscaled_covariance), 0.0, None)))
 
 
 def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
@@ -96,6 +138,8 @@ class _Accumulator:
         self.n, self.m, self.R = n_states, n_inputs, max_delay
         self.p = n_states + n_inputs * (max_delay + 1)
         self.n_samples = 0
+        self.regressor_sum = np.zeros(self.p)
+        self.target_sum = np.zeros(n_states)
         self._last_state: np.ndarray | None = None
         self._history = np.zeros((n_inputs, 0))  # last (at most R) inputs of the trajectory
 
@@ -130,11 +174,32 @@ class _Accumulator:
         """Add explicit regression samples: regressors ``Phi`` (p, N), targets ``Y`` (n, N)."""
         self._add_rows(Phi, Y)
         self.n_samples += Phi.shape[1]
+        self.regressor_sum += Phi.sum(axis=1)
+        self.target_sum += Y.sum(axis=1)
+
+    def _result(self, coefficients: np.ndarray, singular: np.ndarray, rank: int,
+                residual_matrix: np.ndarray, target_gram_diag: np.ndarray,
+                unscaled: np.ndarray, rank_tolerance: float) -> RegressionSolution:
+        """Assemble a :class:`RegressionSolution` (residual matrix ``E E^T``, n x n)."""
+        N = self.n_samples
+        residual_matrix = 0.5 * (residual_matrix + residual_matrix.T)
+        target_sq = float(np.sum(target_gram_diag))
+        return RegressionSolution(
+            coefficients=coefficients, singular_values=singular, rank=rank, n_samples=N,
+            residual_norm=float(np.sqrt(max(np.trace(residual_matrix), 0.0))),
+            target_norm=float(np.sqrt(max(target_sq, 0.0))),
+            residual_covariance=residual_matrix / max(N - rank, 1),
+            unscaled_covariance=0.5 * (unscaled + unscaled.T),
+            residual_mean=(self.target_sum - coefficients @ self.regressor_sum) / max(N, 1),
+            target_rms=np.sqrt(np.clip(target_gram_diag, 0.0, None) / max(N, 1)),
+            rank_tolerance=rank_tolerance)
 
     def _add(self, states: np.ndarray, window: np.ndarray) -> None:
         L = states.shape[1] - 1
         Phi = np.concatenate([states[:, :-1], lagged_inputs(window, self.R)[:, :L]], axis=0)
         self._add_rows(Phi, states[:, 1:])
+        self.regressor_sum += Phi.sum(axis=1)
+        self.target_sum += states[:, 1:].sum(axis=1)
 
     def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
         raise NotImplementedError
@@ -189,20 +254,35 @@ class GramAccumulator(_Accumulator):
             if c0 >= b:
                 continue
             Z = np.concatenate([X[:, c0:b], X[:, c0 + 1:b + 1]], axis=0)   # [x_k; x_{k+1}]
-            ZZ = Z @ Z.T
+            ZZ = Z @ Z.T                  # numpy uses the symmetric product (syrk): keep it so
             ZH = Z @ H[:, c0 - a:].T
+            z_sum = Z @ np.ones(b - c0)   # while Z is in cache: ~2 % of the block's time
             self.gram[:n, :n] += ZZ[:n, :n]
             self.cross[:, :n] += ZZ[n:, :n]
             self.target_gram += ZZ[n:, n:]
+            self.regressor_sum[:n] += z_sum[:n]
+            self.target_sum += z_sum[n:]
             self.gram[:n, n:] += ZH[:n]
             self.cross[:, n:] += ZH[n:]
             self.n_samples += b - c0
+        if first < L:
+            self._add_input_sums(padded, first, L)
         if self._t < R:
             self._head = np.concatenate([self._head, U[:, :R - self._t]], axis=1)
         self._t += L
         actual = padded[:, R - known:]
         self._history = actual[:, max(0, actual.shape[1] - R):]
         self._last_state = X[:, -1].copy()
+
+    def _add_input_sums(self, padded: np.ndarray, first: int, L: int) -> None:
+        """Lagged-input sums of samples ``first .. L - 1``.  Sample ``c`` uses
+        ``padded[:, c + R - j]`` at lag ``j``: the sum over all used columns minus at most
+        ``R`` columns at either end (one pass over the inputs, not ``R + 1``)."""
+        R = self.R
+        total = padded[:, first:L + R].sum(axis=1)
+        sums = [total - padded[:, first:first + R - j].sum(axis=1)
+                - padded[:, L + R - j:L + R].sum(axis=1) for j in range(R + 1)]
+        self.regressor_sum[self.n:] += np.concatenate(sums)
 
     def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
         self.gram += Phi @ Phi.T
@@ -253,20 +333,25 @@ class GramAccumulator(_Accumulator):
         singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
         # Singular values from a Gram matrix carry absolute errors ~sqrt(eps) * largest, so an
         # exactly rank-deficient matrix can show ~2e-8; below 10 sqrt(eps) nothing is resolved.
-        rank = _choose_rank(singular, svd_rank, rank_rtol, self.p, self.n_samples,
-                            rank_floor=_GRAM_RANK_FLOOR)
-        return scale, eigenvalues[:rank], vectors[:, :rank], singular, rank
+        rank, tol = _choose_rank(singular, svd_rank, rank_rtol, self.p, self.n_samples,
+                                 rank_floor=_GRAM_RANK_FLOOR)
+        return scale, eigenvalues[:rank], vectors[:, :rank], singular, rank, tol
 
     def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
                  ) -> RegressionSolution:
         """Solve the equilibrated normal equations (see the module notes)."""
-        scale, eigenvalues, V, singular, rank = self._factors(svd_rank, rank_rtol)
+        scale, eigenvalues, V, singular, rank, tol = self._factors(svd_rank, rank_rtol)
         projected = (self.cross / scale) @ V
         coefficients = (projected / eigenvalues) @ V.T / scale
-        residual = np.trace(self.target_gram) - np.sum(projected ** 2 / eigenvalues)
-        return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  float(np.sqrt(max(residual, 0.0))),
-                                  float(np.sqrt(np.trace(self.target_gram))))
+        return self._gram_result(coefficients, projected, eigenvalues, V, scale, singular,
+                                 rank, tol)
+
+    def _gram_result(self, coefficients, projected, eigenvalues, V, scale, singular, rank,
+                     tol) -> RegressionSolution:
+        residual = self.target_gram - (projected / eigenvalues) @ projected.T
+        unscaled = (V / eigenvalues) @ V.T / np.outer(scale, scale)
+        return self._result(coefficients, singular, rank, residual, np.diag(self.target_gram),
+                            unscaled, tol)
 
     def refine(self, solution: RegressionSolution,
                trajectories: list[tuple[np.ndarray, np.ndarray]]) -> RegressionSolution:
@@ -289,7 +374,7 @@ class GramAccumulator(_Accumulator):
         cond = solution.condition_number
         contraction = min(cond * cond * eps, 0.5)
         passes = int(np.clip(np.ceil(np.log(cond * eps) / np.log(contraction) - 1), 1, 3))
-        scale, eigenvalues, V, singular, rank = self._factors(
+        scale, eigenvalues, V, singular, rank, tol = self._factors(
             None if solution.rank == self.p else solution.rank, 0.0)
         coefficients = solution.coefficients
         R = self.R
@@ -302,8 +387,11 @@ class GramAccumulator(_Accumulator):
                     Phi = np.concatenate([X[:, a:b], lagged_inputs(padded[:, a:b + R], R)])
                     correction += (X[:, a + 1:b + 1] - coefficients @ Phi) @ Phi.T
             coefficients = coefficients + (((correction / scale) @ V) / eigenvalues) @ V.T / scale
-        return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  solution.residual_norm, solution.target_norm)
+        # Residual statistics from the Gram pass: their accuracy is enough for standard errors.
+        return dataclasses.replace(
+            solution, coefficients=coefficients,
+            residual_mean=(self.target_sum - coefficients @ self.regressor_sum)
+            / max(self.n_samples, 1))
 
 
 class QRAccumulator(_Accumulator):
@@ -343,14 +431,17 @@ class QRAccumulator(_Accumulator):
         R11, R12 = self.factor[:p, :p], self.factor[:p, p:]
         scale = _column_scale(np.linalg.norm(R11, axis=0))
         U_, singular, Vt = np.linalg.svd(R11 / scale)
-        rank = _choose_rank(singular, svd_rank, rank_rtol, p, self.n_samples,
-                            rank_floor=np.finfo(float).eps * p)
+        rank, tol = _choose_rank(singular, svd_rank, rank_rtol, p, self.n_samples,
+                                 rank_floor=np.finfo(float).eps * p)
         projected = U_[:, :rank].T @ R12
         coefficients = ((Vt[:rank].T / singular[:rank]) @ projected).T / scale
-        target_sq = float(np.sum(self.factor[:, p:] ** 2))
-        residual_sq = target_sq - np.sum(projected ** 2)
-        return RegressionSolution(coefficients, singular, rank, self.n_samples,
-                                  float(np.sqrt(max(residual_sq, 0.0))), float(np.sqrt(target_sq)))
+        # E^T E = R22^T R22 + |(I - U_r U_r^T) R12|^2, both formed without cancellation.
+        R22 = self.factor[p:, p:]
+        outside = R12 - U_[:, :rank] @ projected
+        residual = R22.T @ R22 + outside.T @ outside
+        target_diag = np.sum(self.factor[:, p:] ** 2, axis=0)
+        unscaled = (Vt[:rank].T / singular[:rank] ** 2) @ Vt[:rank] / np.outer(scale, scale)
+        return self._result(coefficients, singular, rank, residual, target_diag, unscaled, tol)
 
 
 def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) -> _Accumulator:
@@ -359,7 +450,7 @@ def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) 
         return GramAccumulator(n_states, n_inputs, max_delay)
     if method == "qr":
         return QRAccumulator(n_states, n_inputs, max_delay)
-    raise ValueError(f"method must be 'gram' or 'qr'; got {method!r}")
+    raise ParameterError(f"method must be 'gram' or 'qr'; got {method!r}")
 
 
 _GRAM_RANK_FLOOR = 10 * np.sqrt(np.finfo(float).eps)
@@ -382,15 +473,16 @@ def _too_few(n_samples: int, p: int) -> InsufficientExcitationError:
 
 
 def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p: int,
-                 n_samples: int, rank_floor: float) -> int:
+                 n_samples: int, rank_floor: float) -> tuple[int, float]:
+    """``(rank, tolerance)``: the rank used and the singular-value tolerance of the rank test."""
     if n_samples < p:
         raise _too_few(n_samples, p)
+    tol = max(rank_rtol, rank_floor) * singular[0]
     if svd_rank is not None:
         if not 1 <= svd_rank <= p:
             raise DimensionError(f"svd_rank must be between 1 and {p} (the number of "
                                  f"regressors); got {svd_rank}")
-        return svd_rank
-    tol = max(rank_rtol, rank_floor) * singular[0]
+        return svd_rank, tol
     rank = int(np.count_nonzero(singular > tol))
     if rank < p:
         hint = (" (normal equations cannot resolve smaller singular values; method='qr' can)"
@@ -402,4 +494,4 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
             f"{tol:.3g}{hint}. The inputs do not excite the plant enough (constant or collinear "
             f"inputs, an uncontrollable plant, or too few samples); use richer random inputs "
             f"or set svd_rank to fit a reduced model deliberately")
-    return rank
+    return rank, tol

@@ -1,8 +1,11 @@
 """The toolbox's exception hierarchy.
 
-It lives in ``privacy`` because that is the lowest package (it imports nothing of ours) and every
-other package re-uses it; ``dmdidc.errors`` re-exports it.  Every input error is a ``ValueError``
-so callers that catch builtins keep working.
+The shared base ``ToolboxError`` and the generic input errors live in ``privacy`` because it is
+the lowest package (it imports nothing of ours) and every other package re-uses them.  Errors
+that only one package raises live with it: identification errors (``InsufficientExcitationError``,
+``NotFittedError``, ``LogarithmError``) in ``dmdidc.errors``, ``SolverError`` in
+``controllers.errors``.  Every input error is a ``ValueError`` so callers that catch builtins
+keep working.
 """
 
 from __future__ import annotations
@@ -12,10 +15,6 @@ __all__ = [
     "ParameterError",
     "DimensionError",
     "NonFiniteError",
-    "InsufficientExcitationError",
-    "NotFittedError",
-    "LogarithmError",
-    "SolverError",
     "AccountingError",
 ]
 
@@ -34,22 +33,6 @@ class DimensionError(ToolboxError, ValueError):
 
 class NonFiniteError(ToolboxError, ValueError):
     """An array contains NaN or infinite entries."""
-
-
-class InsufficientExcitationError(ToolboxError, ValueError):
-    """The regression data matrix is rank-deficient: the data cannot identify the model."""
-
-
-class NotFittedError(ToolboxError, AttributeError):
-    """An estimator was used before ``fit`` (an ``AttributeError``, as in scikit-learn)."""
-
-
-class LogarithmError(ToolboxError, ValueError):
-    """No unique real matrix logarithm exists, so no unique continuous-time model (Culver)."""
-
-
-class SolverError(ToolboxError, RuntimeError):
-    """A numerical solver failed or reported an infeasible or inaccurate status."""
 
 
 class AccountingError(ToolboxError, ValueError):

@@ -124,8 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     identify.add_argument("--max-delay", type=int, required=True,
                           help="delay bound R in sampling periods")
     identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto")
-    identify.add_argument("--block-rtol", type=float, default=1e-6,
-                          help="relative threshold below which an input block counts as zero")
+    identify.add_argument("--detrend", choices=("none", "constant", "linear"), default="none",
+                          help="remove each experiment's mean or linear trend from states and "
+                               "inputs first (sensor offset, non-zero operating point); the "
+                               "model is then in deviations (default: none)")
+    identify.add_argument("--significance", type=float, default=1e-3,
+                          help="family-wise level of the test that decides which input blocks "
+                               "act (default 1e-3)")
+    identify.add_argument("--block-rtol", type=float, default=None,
+                          help="override the test: an input block acts iff its norm exceeds "
+                               "this fraction of the channel's largest (default: the test)")
     identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
     identify.set_defaults(handler=_run_identify)
 
@@ -253,12 +261,18 @@ def _load_data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _run_identify(args: argparse.Namespace) -> int:
+    import warnings
+
     from dmdidc import DMDidc, check_excitation
 
     X, U = _load_data(args)
     report = check_excitation(X, U, args.max_delay)
     estimator = DMDidc(max_delay=args.max_delay, method=args.method,
-                       block_rtol=args.block_rtol).fit(X, U, dt=args.dt)
+                       detrend=None if args.detrend == "none" else args.detrend,
+                       significance=args.significance, block_rtol=args.block_rtol)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, U, dt=args.dt)
     model = estimator.model_
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = model.save(args.out)
@@ -268,13 +282,20 @@ def _run_identify(args: argparse.Namespace) -> int:
     print(f"regression: rank {regression.rank}, condition number "
           f"{regression.condition_number:.3g}, relative residual "
           f"{regression.relative_residual:.2g}")
+    print(estimator.block_test_.summary())
+    if estimator.state_trend_ is not None:
+        print(f"removed ({args.detrend}) mean state {estimator.state_trend_[:, :, 0].mean(0)}, "
+              f"mean input {estimator.input_trend_[:, :, 0].mean(0)}: the model is in "
+              f"deviations from the operating point")
     print(f"A_d =\n{model.A_d}")
+    print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
     if model.has_continuous:
-        print(f"delay [s] = {model.delay}  (whole periods {model.delay_steps}, fraction "
-              f"{model.delay_fraction})")
+        print(f"delay [s] = {model.delay}  (fraction {model.delay_fraction})")
         print(f"A_c =\n{model.A_c}\nB_c =\n{model.B_c}")
     else:
         print(f"no continuous model: {model.continuous_note}")
+    for warning in caught:
+        print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
     print(f"wrote {path}")
     return 0
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from controllers.gains import check_weight
-from dmdidc.model import DelayedPlant
+from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from privacy.stable import sas_sample
 from privacy.validation import (
@@ -45,7 +45,7 @@ from privacy.validation import (
     check_positive,
     read_only,
 )
-from simulations.plant import _check_plant, _noise_array, checked_output, fine_grid
+from simulations.plant import _noise_array, checked_output, fine_grid
 
 __all__ = [
     "Controller",
@@ -547,7 +547,7 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     >>> result.states.shape, result.inputs.shape, result.final_norm < 1e-3
     ((1, 51), (1, 50), True)
     """
-    plant = _check_plant(plant)
+    plant = as_plant(plant, "plant")
     n, m = plant.n_states, plant.n_inputs
     steps = check_integer("steps", steps, minimum=0)
     x0 = check_finite_array("x0", x0, ndim=1)

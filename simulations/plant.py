@@ -26,22 +26,13 @@ import numpy as np
 
 from dmdidc.discretization import zoh_matrices
 from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, LogarithmError, NonFiniteError, ParameterError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from privacy.validation import as_generator, check_finite_array, check_integer
 
 __all__ = ["simulate_plant", "intersample_trajectory"]
 
 #: A noise sampler: ``sampler(rng, shape) -> ndarray of that shape``.
 Sampler = Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]
-
-
-def _check_plant(plant: Any) -> DelayedPlant:
-    """The DelayedPlant of a plant or of a fitted DMDidc estimator."""
-    try:
-        return as_plant(plant)
-    except TypeError as exc:
-        raise ParameterError(f"plant must be a dmdidc.DelayedPlant or a fitted DMDidc "
-                             f"estimator; got {type(plant).__name__}") from exc
 
 
 def _noise_array(name: str, noise: Any, shape: tuple[int, ...],
@@ -134,7 +125,7 @@ def simulate_plant(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any = None,
     >>> X.shape
     (2, 6)
     """
-    plant = _check_plant(plant)
+    plant = as_plant(plant, "plant")
     X = plant.simulate(x0, U, U_past)
     n, K = X.shape[0], X.shape[1] - 1
     W = _noise_array("process_noise", process_noise, (n, K), as_generator(rng))
@@ -224,7 +215,7 @@ def fine_grid(plant: DelayedPlant, X: np.ndarray, U: Any, U_past: Any,
     contains every sampling instant, where the fine states equal ``X`` exactly.
     """
     P = check_integer("points_per_step", points_per_step, minimum=1)
-    _require_continuous(plant)
+    plant.require_continuous("the inter-sample trajectory")
     K = X.shape[1] - 1
     dt = plant.dt
     times = np.arange(K * P + 1) / P * dt
@@ -238,13 +229,6 @@ def fine_grid(plant: DelayedPlant, X: np.ndarray, U: Any, U_past: Any,
                                               period, offset_index, offsets)
         fine[:, :-1:P] = X[:, :-1]   # offset 0 is the sample itself (M = I, N = 0)
     return times, fine
-
-
-def _require_continuous(plant: DelayedPlant) -> None:
-    if not plant.has_continuous:
-        note = plant.continuous_note or "this plant was built from discrete matrices only"
-        raise LogarithmError(f"the inter-sample trajectory needs the continuous model (A_c, B_c, "
-                             f"delay) of the plant: {note}")
 
 
 def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any = None,
@@ -303,8 +287,8 @@ def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any 
     >>> bool(np.allclose(X_fine[:, ::4], simulate_plant(plant, [1.0, 0.0], np.ones((2, 3)))))
     True
     """
-    plant = _check_plant(plant)
-    _require_continuous(plant)
+    plant = as_plant(plant, "plant")
+    plant.require_continuous("the inter-sample trajectory")
     X = plant.simulate(x0, U, U_past)
     if times is None:
         return fine_grid(plant, X, U, U_past, points_per_step)

@@ -106,7 +106,7 @@ def test_bad_controllers():
         def feedback_matrices(self):
             return np.full((2, 2), np.nan), np.zeros((0, 2, 2))
 
-    with pytest.raises(TypeError, match="feedback_matrices"):
+    with pytest.raises(ParameterError, match="feedback_matrices"):
         spectral_radius(plant, NoProtocol())
     with pytest.raises(DimensionError, match=r"K_x has shape \(2, 3\); expected \(2, 2\)"):
         closed_loop_matrix(plant, WrongShape())

@@ -18,9 +18,11 @@ from controllers import (
     reduced_input_matrix,
     spectral_radius,
 )
+from controllers.errors import SolverError
 from dmdidc.discretization import zoh_matrices
+from dmdidc.errors import LogarithmError
 from dmdidc.model import DelayedPlant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 
 A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
 B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
@@ -296,10 +298,11 @@ def test_other_errors():
     plant = seed_plant(1.25)
     with pytest.raises(ParameterError, match="prediction must be one of"):
         PredictiveController(plant, np.eye(2), prediction="fractional")
-    with pytest.raises(TypeError, match="expected a DelayedPlant"):
+    with pytest.raises(ParameterError, match="model must be a DelayedPlant"):
         PredictiveController(np.eye(2), np.eye(2))
     discrete_only = DelayedPlant(plant.A_d, plant.B_blocks, T)
-    with pytest.raises(ParameterError, match="continuous-time model"):
+    with pytest.raises(LogarithmError, match="FractionalDelayController .* needs the "
+                                             "continuous-time model"):
         FractionalDelayController(discrete_only, np.eye(2))
     with pytest.raises(ParameterError, match="reference_delay must be >= 0"):
         FractionalDelayController(plant, np.eye(2), reference_delay=-1.0)

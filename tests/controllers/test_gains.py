@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from controllers import is_schur, lqr_gain, place_gain
+from controllers.errors import SolverError
 from dmdidc.model import DelayedPlant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 
 A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
 B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
@@ -37,6 +38,42 @@ def test_lqr_equals_control_dlqr_on_the_delay_free_pair(plant):
     np.testing.assert_allclose(K, K_ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(lqr_gain(plant.A_d, plant.B_d), K_ref, rtol=1e-12, atol=1e-12)
     assert radius(plant.A_d - plant.B_d @ K) < 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lqr_gain_is_the_riccati_gain_computed_independently(seed):
+    # Independent of python-control: scipy's DARE solution P gives K = (R + B'PB)^-1 B'PA, and
+    # K is optimal: the closed-loop cost x0' P x0 equals the sum of the stage costs.
+    import scipy.linalg
+
+    rng = np.random.default_rng(seed)
+    n, m = 3, 2
+    A = rng.standard_normal((n, n))
+    B = rng.standard_normal((n, m))
+    Q = np.diag(rng.uniform(0.5, 2.0, n))
+    R = np.diag(rng.uniform(0.5, 2.0, m))
+    P = scipy.linalg.solve_discrete_are(A, B, Q, R)
+    K_ref = np.linalg.solve(R + B.T @ P @ B, B.T @ P @ A)
+    K = lqr_gain(A, B, Q=Q, R=R)
+    np.testing.assert_allclose(K, K_ref, rtol=1e-8, atol=1e-10)
+    x = x0 = rng.standard_normal(n)
+    cost = 0.0
+    for _ in range(2000):
+        u = -K @ x
+        cost += x @ Q @ x + u @ R @ u
+        x = A @ x + B @ u
+    assert cost == pytest.approx(x0 @ P @ x0, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_place_gain_places_the_poles_of_a_multi_input_pair(seed):
+    # Checked by the characteristic polynomial of A - B K, not against control.place itself.
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((4, 4))
+    B = rng.standard_normal((4, 2))
+    poles = np.array([0.5, -0.3, 0.1 + 0.2j, 0.1 - 0.2j])
+    K = place_gain(A, B, poles=poles)
+    np.testing.assert_allclose(np.poly(A - B @ K), np.poly(poles).real, atol=1e-9)
 
 
 def test_lqr_with_weights_and_scalar_weights(plant):
@@ -88,9 +125,9 @@ def test_matrix_validation():
         lqr_gain(np.eye(2), np.ones((3, 1)))
     with pytest.raises(NonFiniteError, match="A_d contains"):
         lqr_gain(np.array([[np.inf, 0.0], [0.0, 1.0]]), np.ones((2, 1)))
-    with pytest.raises(TypeError, match="B must be omitted"):
+    with pytest.raises(ParameterError, match="B must be omitted"):
         lqr_gain(DelayedPlant.from_continuous(A_C, B_C, 0.0, T), np.eye(2))
-    with pytest.raises(TypeError, match="model_or_A must be a DelayedPlant"):
+    with pytest.raises(ParameterError, match="model_or_A must be a DelayedPlant"):
         lqr_gain(np.eye(2))
 
 

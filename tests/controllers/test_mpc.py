@@ -7,9 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from controllers.errors import SolverError
 from controllers.mpc import INPUT_BOUND_TOLERANCE, DelayedMPC, MPCResult
+from dmdidc import DMDidc
 from dmdidc.model import DelayedPlant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 
 A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
 B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
@@ -315,7 +317,7 @@ def test_bad_call_arguments(plant):
         mpc.solve(np.zeros(2), np.zeros((2, 3)))
     with pytest.raises(DimensionError, match="u_history"):
         mpc.reset(np.zeros((2, 2)).T[:1])
-    with pytest.raises(TypeError):
+    with pytest.raises(ParameterError, match="model must be a DelayedPlant"):
         DelayedMPC(np.eye(2), horizon=3)
     zero = DelayedPlant(np.eye(2), np.zeros((2, 2, 2)), 1.0)
     with pytest.raises(ParameterError, match="nothing to control"):
@@ -386,16 +388,42 @@ def test_iteration_limit_raises(plant):
 
 
 # ---------------------------------------------------------------------- model mismatch, property
-def test_identified_model_with_errors_still_regulates_true_plant(plant):
-    """The controller predicts with a perturbed (identified-like) model; the loop runs on truth."""
-    rng = np.random.default_rng(3)
-    blocks = plant.B_blocks * (1 + 0.02 * rng.standard_normal(plant.B_blocks.shape))
-    model = DelayedPlant(plant.A_d + 0.01 * rng.standard_normal((2, 2)), blocks, plant.dt)
-    assert not model.B_blocks[0].any()  # the zero block stays exactly zero: w = 1
-    mpc = DelayedMPC(model, horizon=10, u_min=-1, u_max=1)
+def identified(plant: DelayedPlant, noise: float, seed: int = 3) -> DMDidc:
+    """DMDidc on 5 experiments x 300 samples of the true plant, with measurement noise of
+    ``noise`` times each state's rms."""
+    rng = np.random.default_rng(seed)
+    Us = [rng.standard_normal((2, 300)) for _ in range(5)]
+    Xs = [plant.simulate(np.zeros(2), U) for U in Us]
+    rms = np.sqrt(np.mean(np.concatenate(Xs, axis=1) ** 2, axis=1))[:, None]
+    Xs = [X + noise * rms * rng.standard_normal(X.shape) for X in Xs]
+    return DMDidc(max_delay=3).fit(Xs, Us, dt=plant.dt)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_identified_model_regulates_true_plant_within_state_bounds(plant, noise):
+    """MPC on a really identified model (regression blocks ~1e-14 or noise, never exactly 0):
+    the right dead steps, and state bounds feasible on the true plant stay feasible."""
+    est = identified(plant, noise)
+    assert np.abs(est.regression_.coefficients[:, 2:4]).max() > 0    # B^(0) of the regression
+    # |x| <= 3 is feasible on the true plant from x_2 on (x_1 = A_d x_0 is fixed by the past,
+    # |x_1| = 3.4); with the old rule (w = 0 from the 1e-14 block) it was reported infeasible.
+    mpc = DelayedMPC(est, horizon=10, u_min=-1, u_max=1, x_min=-3.0, x_max=3.0)
+    assert mpc.dead_steps == DelayedMPC(plant, horizon=10).dead_steps == 1
     X, U = closed_loop(plant, mpc, np.array([3.0, -2.0]), 60)
+    assert np.max(np.abs(X[:, 1])) > 3.0
     assert np.max(np.abs(U)) <= 1 + INPUT_BOUND_TOLERANCE
+    assert np.max(np.abs(X[:, 2:])) <= 3.0 + 1e-6
     assert np.linalg.norm(X[:, -1]) < 1e-3
+
+
+def test_dead_steps_come_from_the_model_not_from_a_tolerance():
+    # A block of 1e-300 acts (it is not zero); exact zeros do not.  The estimator writes exact
+    # zeros where its test finds no effect, so this rule needs no tolerance.
+    blocks = np.zeros((3, 2, 2))
+    blocks[2] = np.eye(2)
+    assert DelayedMPC(DelayedPlant(0.5 * np.eye(2), blocks, 1.0), horizon=2).dead_steps == 2
+    blocks[1, 0, 1] = 1e-300
+    assert DelayedMPC(DelayedPlant(0.5 * np.eye(2), blocks, 1.0), horizon=2).dead_steps == 1
 
 
 def test_unconstrained_first_move_is_lq_for_random_delayed_plants():

@@ -13,7 +13,14 @@ from scipy.integrate import quad_vec
 from scipy.linalg import expm
 from scipy.signal import cont2discrete
 
-from dmdidc import DelayedPlant, delay_blocks, split_delay, zoh_matrices
+from dmdidc import (
+    DelayedPlant,
+    DimensionError,
+    ParameterError,
+    delay_blocks,
+    split_delay,
+    zoh_matrices,
+)
 from dmdidc.discretization import required_max_delay
 
 
@@ -152,16 +159,37 @@ def test_larger_max_delay_pads_with_zero_blocks():
 def test_max_delay_too_small_raises(delay, max_delay):
     A_c = np.array([[-1.0]])
     B_c = np.array([[1.0]])
-    with pytest.raises(ValueError, match="max_delay.*too small"):
+    with pytest.raises(ParameterError, match="max_delay.*too small"):
         delay_blocks(A_c, B_c, np.array([delay]), 1.0, max_delay=max_delay)
-    with pytest.raises(ValueError, match="too small"):
+    with pytest.raises(ParameterError, match="too small"):
         DelayedPlant.from_continuous(A_c, B_c, delay=delay, dt=1.0, max_delay=max_delay)
 
 
 def test_negative_delay_and_bad_dt_raise():
     A_c = np.array([[-1.0]])
     B_c = np.array([[1.0]])
-    with pytest.raises(ValueError, match="delay"):
+    with pytest.raises(ParameterError, match="delay must be >= 0"):
         delay_blocks(A_c, B_c, np.array([-0.1]), 1.0)
-    with pytest.raises(ValueError, match="dt"):
+    with pytest.raises(ParameterError, match="dt"):
         delay_blocks(A_c, B_c, np.array([0.1]), 0.0)
+    with pytest.raises(ParameterError, match="dt"):
+        split_delay(np.array([0.1]), 0.0)
+
+
+def test_delay_count_and_matrix_shapes_are_checked():
+    A_c, B_c = np.array([[-1.0, 0.0], [0.0, -2.0]]), np.ones((2, 2))
+    with pytest.raises(DimensionError, match=r"delay has shape \(3,\); expected a scalar or "
+                                             r"\(2,\)"):
+        delay_blocks(A_c, B_c, [0.1, 0.2, 0.3], 1.0)          # too many delays
+    with pytest.raises(DimensionError, match=r"delay has shape \(1,\)"):
+        delay_blocks(A_c, B_c, [0.1], 1.0)                    # too few
+    np.testing.assert_array_equal(delay_blocks(A_c, B_c, 0.5, 1.0)[1],
+                                  delay_blocks(A_c, B_c, [0.5, 0.5], 1.0)[1])
+    with pytest.raises(DimensionError, match="B_c has 3 rows"):
+        delay_blocks(A_c, np.ones((3, 2)), [0.1, 0.2], 1.0)
+    with pytest.raises(DimensionError, match="A_c must be square"):
+        delay_blocks(np.ones((2, 3)), B_c, [0.1, 0.2], 1.0)
+    with pytest.raises(ParameterError, match="max_delay must be an integer"):
+        delay_blocks(A_c, B_c, [0.1, 0.2], 1.0, max_delay=2.0)
+    with pytest.raises(DimensionError, match="A must be square"):
+        zoh_matrices(np.ones((2, 3)), np.ones((2, 1)), 1.0)

@@ -134,6 +134,9 @@ def test_constant_inputs_are_insufficient(plant):
     assert report.rank < report.n_regressors
     assert not report.sufficient
     assert "INSUFFICIENT" in str(report)
+    # the smallest singular value is rounding (~1e-17): its ratio is meaningless, reported inf
+    assert report.condition_number == float("inf")
+    assert "condition number inf" in str(report)
 
 
 def test_exactly_enough_samples_is_sufficient_and_one_fewer_is_not(plant):

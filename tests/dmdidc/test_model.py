@@ -11,8 +11,11 @@ import pytest
 from scipy.signal import cont2discrete
 
 from dmdidc import (
+    FORMAT_VERSION,
+    ContinuousModelWarning,
     DelayedPlant,
     DimensionError,
+    InconsistentModelError,
     LogarithmError,
     NonFiniteError,
     ParameterError,
@@ -161,9 +164,11 @@ def test_derived_quantities(plant):
 def test_discrete_only_plant_has_no_continuous_model():
     plant = DelayedPlant(np.diag([0.5, 0.2]), np.ones((1, 2, 1)), 1.0)
     assert not plant.has_continuous
-    for name in ("A_c", "B_c", "delay", "delay_steps", "delay_fraction"):
+    for name in ("A_c", "B_c", "delay", "delay_fraction"):
         with pytest.raises(LogarithmError, match="discrete matrices only"):
             getattr(plant, name)
+    with pytest.raises(LogarithmError, match="the fractional controller needs the continuous"):
+        plant.require_continuous("the fractional controller")
     noted = DelayedPlant(np.diag([-0.5, 0.2]), np.ones((1, 2, 1)), 1.0,
                          continuous_note="negative real eigenvalue")
     with pytest.raises(LogarithmError, match="negative real eigenvalue"):
@@ -271,7 +276,8 @@ def test_to_dict_is_plain_json(plant):
     data = json.loads(json.dumps(plant.to_dict()))
     again = DelayedPlant.from_dict(data)
     np.testing.assert_array_equal(again.B_blocks, plant.B_blocks)
-    with pytest.raises(ValueError, match="missing the field 'A_d'"):
+    assert data["format_version"] == FORMAT_VERSION == 2
+    with pytest.raises(ParameterError, match=r"missing the field\(s\) \['A_d'\]"):
         DelayedPlant.from_dict({"dt": 1.0, "B_blocks": [[[1.0]]]})
 
 
@@ -288,7 +294,7 @@ def test_save_load_errors(plant, tmp_path):
 
 def test_as_plant(plant):
     assert as_plant(plant) is plant
-    with pytest.raises(TypeError, match="DelayedPlant"):
+    with pytest.raises(ParameterError, match="DelayedPlant"):
         as_plant(np.eye(2))
 
 
@@ -297,3 +303,93 @@ def test_delay_must_fit_in_the_blocks():
     with pytest.raises(DimensionError, match="needs 4 input blocks"):
         DelayedPlant(plant.A_d, plant.B_blocks[:1], 1.0, A_c=plant.A_c, B_c=plant.B_c,
                      delay=[2.5])
+
+
+# ---------------------------------------------------------------------- facts decided once
+def test_active_blocks_and_whole_delay_come_from_the_blocks():
+    blocks = np.zeros((4, 2, 3))
+    blocks[1, :, 0] = [1.0, 0.0]
+    blocks[2, :, 0] = [0.5, 0.5]
+    blocks[0, 1, 1] = 1e-300                 # any non-zero entry is an effect
+    plant = DelayedPlant(np.diag([-0.5, 0.2]), blocks, 1.0)     # no logarithm: discrete only
+    np.testing.assert_array_equal(plant.active_blocks[:, 0], [False, True, True, False])
+    np.testing.assert_array_equal(plant.delay_steps, [1, 0, 0])     # silent channel 2: 0
+    assert not plant.active_blocks[:, 2].any()
+
+
+@pytest.mark.parametrize("delay", [[2.5, 1.2], [0.0, 4.0], [3.999, 0.01]])
+def test_whole_delay_from_blocks_equals_floor_of_continuous_delay(delay):
+    plant = DelayedPlant.from_continuous(A_SEED, B_SEED, delay=delay, dt=2.0, max_delay=3)
+    np.testing.assert_array_equal(plant.delay_steps, np.floor(np.array(delay) / 2.0))
+
+
+# ---------------------------------------------------------------------- consistency
+def test_discrete_and_continuous_parts_must_agree(plant):
+    kwargs = dict(A_c=plant.A_c, B_c=plant.B_c, delay=plant.delay)
+    # Rounding-level differences (a JSON round trip) are accepted ...
+    DelayedPlant(plant.A_d * (1 + 1e-13), plant.B_blocks, 2.0, **kwargs)
+    # ... anything a hand edit or an inconsistent estimate produces is not.
+    A_d = np.array(plant.A_d)
+    A_d[0, 1] += 1e-3
+    with pytest.raises(InconsistentModelError,
+                       match=r"A_d does not equal expm\(A_c T\).*relative difference 0.000707.*"
+                             r"entry \(0, 1\)"):
+        DelayedPlant(A_d, plant.B_blocks, 2.0, **kwargs)
+    blocks = np.array(plant.B_blocks)
+    blocks[0, :, 0] = 1e-2                     # a block before channel 0's delay
+    with pytest.raises(InconsistentModelError, match=r"B_blocks are not the discretization.*"
+                                                     r"block B\^\(0\), channel 0"):
+        DelayedPlant(plant.A_d, blocks, 2.0, **kwargs)
+    with pytest.raises(InconsistentModelError, match="B_blocks"):
+        DelayedPlant(plant.A_d, plant.B_blocks, 2.0, A_c=plant.A_c, B_c=plant.B_c,
+                     delay=[2.4, 1.2])
+    assert issubclass(InconsistentModelError, ValueError)
+
+
+def test_format_versions_and_hand_written_files(plant, tmp_path):
+    data = plant.to_dict()
+    # Version 2 (what we write): inconsistent parts are an error, on load too.
+    edited = dict(data, A_c=(np.array(plant.A_c) * 1.01).tolist())
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(edited))
+    with pytest.raises(InconsistentModelError, match="A_d does not equal"):
+        DelayedPlant.load(path)
+    # Only the continuous part (a hand-written true plant): the discrete part is derived.
+    continuous = {"dt": 2.0, "A_c": A_SEED.tolist(), "B_c": B_SEED.tolist(), "delay": [2.5, 1.2]}
+    derived = DelayedPlant.from_dict(continuous)
+    np.testing.assert_array_equal(derived.B_blocks, plant.B_blocks)
+    assert DelayedPlant.from_dict(dict(continuous, max_delay=4)).max_delay == 4
+    # Version 1 (no format_version; identified models stored least-squares blocks next to the
+    # recovered continuous model): still loads, the discrete part re-derived, with a warning.
+    old = {k: v for k, v in data.items() if k != "format_version"}
+    old["B_blocks"] = (np.array(plant.B_blocks) + 1e-3).tolist()
+    with pytest.warns(ContinuousModelWarning, match=r"version 1.*B_blocks 0.00095.*re-derived"):
+        loaded = DelayedPlant.from_dict(old)
+    np.testing.assert_array_equal(loaded.B_blocks, plant.B_blocks)
+    consistent_old = {k: v for k, v in data.items() if k != "format_version"}
+    np.testing.assert_allclose(DelayedPlant.from_dict(consistent_old).A_d, plant.A_d, rtol=1e-14)
+    with pytest.raises(ParameterError, match="format_version 3"):
+        DelayedPlant.from_dict(dict(data, format_version=3))
+
+
+@pytest.mark.parametrize("content, error, pattern", [
+    ("[1, 2, 3]", ParameterError, "must be a JSON object"),
+    ('"model"', ParameterError, "must be a JSON object"),
+    ('{"A_d": [[1.0]], "B_blocks": [[[1.0]]]}', ParameterError, "missing the field 'dt'"),
+    ('{"dt": 1.0, "A_d": [[1.0]]}', ParameterError, r"\['B_blocks'\]"),
+    ('{"dt": 1.0, "A_d": [[1.0]], "B_blocks": [[[1.0]]], "A_c": [[0.0]]}', ParameterError,
+     "partial continuous model"),
+    ('{"dt": 1.0, "A_d": [[1.0, 2.0]], "B_blocks": [[[1.0]]]}', DimensionError, "square"),
+    ('{"dt": 1.0, "A_d": [["a"]], "B_blocks": [[[1.0]]]}', DimensionError, "numeric array"),
+    ('{"dt": 1.0, "A_d": [[1.0], [2.0, 3.0]], "B_blocks": [[[1.0]]]}', DimensionError,
+     "numeric array"),
+    ('{"dt": "2", "A_d": [[1.0]], "B_blocks": [[[1.0]]]}', ParameterError, "dt must be a real"),
+    ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": [1.0, 2.0]}', DimensionError,
+     r"delay has shape \(2,\); expected a scalar or \(1,\)"),
+    ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": -1}', ParameterError, ">= 0"),
+])
+def test_malformed_model_files_give_toolbox_errors(tmp_path, content, error, pattern):
+    path = tmp_path / "model.json"
+    path.write_text(content)
+    with pytest.raises(error, match=pattern):
+        DelayedPlant.load(path)

@@ -1,12 +1,16 @@
-"""Property tests: DMDidc recovers random controllable delayed plants exactly (noise-free).
+"""Property tests: DMDidc recovers random controllable delayed plants exactly (noise-free), and
+never reads a delay too short from noisy data.
 
 Plants: n <= 8 states, m <= 3 inputs; A_c = V J V^{-1} with J block diagonal (real modes and
-rotations), eigenvalues lambda with Re(lambda) T in [-1, 0.1] and |Im(lambda)| T <= 1.5 (well
-below Nyquist, pi); V = Q1 diag(s) Q2 with s in [1, 3] (well conditioned).  Delays per channel
-r_j = (w_j + p_j) T < R T with p_j = 0 or p_j in [0.02, 0.98].
+rotations), eigenvalues lambda with Re(lambda) T in [-1, 0.1] (noisy data: [-1, -0.05], so that
+experiments from rest stay bounded) and |Im(lambda)| T <= 1.5 (well below Nyquist, pi);
+V = Q1 diag(s) Q2 with s in [1, 3] (well conditioned).  Delays per channel r_j = (w_j + p_j) T
+< R T with p_j = 0 or p_j in [0.02, 0.98].
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -23,7 +27,7 @@ from dmdidc import (
 
 
 @st.composite
-def delayed_plants(draw):
+def delayed_plants(draw, stable=False):
     n = draw(st.integers(1, 8))
     m = draw(st.integers(1, 3))
     R = draw(st.integers(1, 4))
@@ -33,7 +37,7 @@ def delayed_plants(draw):
     J = np.zeros((n, n))
     i = 0
     while i < n:
-        real = rng.uniform(-1.0, 0.1) / dt
+        real = rng.uniform(-1.0, -0.05 if stable else 0.1) / dt
         if i + 1 < n and rng.random() < 0.5:
             omega = rng.uniform(0.1, 1.5) / dt
             J[i:i + 2, i:i + 2] = [[real, omega], [-omega, real]]
@@ -106,3 +110,36 @@ def test_exactly_enough_samples_suffice_and_one_fewer_does_not(case):
     assert rel_err(est.B_blocks, true.B_blocks) < max(1e-6, 1e-12 * cond)
     with pytest.raises(InsufficientExcitationError, match="at least"):
         DMDidc(max_delay=R).fit(X[:, :-1], U[:, :-1], dt=dt)
+
+
+def noisy_experiments(true, seed, noise):
+    """10 experiments of 30 p samples from rest, measurement noise ``noise`` x each state's rms."""
+    n, m, R = true.n_states, true.n_inputs, true.max_delay
+    rng = np.random.default_rng(seed)
+    length = R + 30 * samples_needed(n, m, R)
+    Us = [rng.standard_normal((m, length)) for _ in range(10)]
+    Xs = [true.simulate(np.zeros(n), U) for U in Us]
+    rms = np.sqrt(np.mean(np.concatenate(Xs, axis=1) ** 2, axis=1))[:, None]
+    return [X + noise * rms * rng.standard_normal(X.shape) for X in Xs], Us
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(delayed_plants(stable=True), st.sampled_from([1e-3, 1e-2, 1e-1]))
+def test_noisy_random_plants_never_get_a_delay_too_short(case, noise):
+    # Under measurement noise the blocks before a delay stay unbiased (their inputs are
+    # independent of the regressor x_k), so the test keeps its level: no block before the delay
+    # is declared active (family-wise level 1e-3; derandomized: a fixed set of 40 cases).
+    # The delay itself is not asserted here: on random plants whose states are nearly collinear
+    # with the lagged inputs (fast modes, one input) the least-squares bias from noisy states
+    # (errors in variables) moves the fraction by up to ~0.07 T at 1 % noise and can push a
+    # fast eigenvalue of A_d below zero; the README plant is tested in test_estimator.py.
+    A_c, B_c, delay, dt, R, seed = case
+    true = DelayedPlant.from_continuous(A_c, B_c, delay=delay, dt=dt, max_delay=R)
+    assume(controllable(true.A_d, true.B_d))
+    Xs, Us = noisy_experiments(true, seed, noise)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=R).fit(Xs, Us, dt=dt)
+    first = est.block_test_.first_active
+    assert np.all((first >= true.delay_steps) | (first < 0)), (first, true.delay_steps)

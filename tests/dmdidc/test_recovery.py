@@ -14,10 +14,11 @@ from dmdidc import (
     DMDidc,
     LogarithmError,
     delay_blocks,
+    first_active_blocks,
     random_excitation,
     recover_continuous,
 )
-from dmdidc.recovery import continuous_state_matrix, first_active_block
+from dmdidc.recovery import continuous_state_matrix
 
 
 def rotation_plant(omega, dt, damping=0.1):
@@ -142,30 +143,34 @@ def test_fraction_to_full_precision_through_estimator(plant, fraction):
     np.testing.assert_allclose(est.B_c, B_c, atol=1e-9)
 
 
-def test_fraction_just_below_a_whole_period_is_recovered(plant):
-    # p = 1 - 1e-8: B^(w) ~ 1e-8 relative, below block_rtol = 1e-6, so the first active block is
-    # w + 1; the pair one block earlier explains the blocks better and is chosen.
+@pytest.mark.parametrize("marked_first", [1, 2])
+def test_fraction_just_below_a_whole_period_is_recovered(plant, marked_first):
+    # p = 1 - 1e-8: B^(1) is 1e-8 relative.  Whether it is marked active (the exact non-zero
+    # rule) or not (a noise-aware decision), the pair starting one block earlier explains the
+    # blocks better and is chosen.
     A_c, B_c = plant
     dt = 0.4
     delay = np.array([(2 - 1e-8) * dt, 0.5 * dt])
     A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=3)
-    _, _, d = recover_continuous(A_d, blocks, dt)
-    assert first_active_block(blocks[:, :, 0], 1e-6) == 2
+    active = np.any(blocks != 0, axis=1)
+    active[:marked_first, 0] = False
+    _, _, d = recover_continuous(A_d, blocks, dt, active=active)
     np.testing.assert_allclose(d, delay, rtol=0, atol=1e-12 * dt)
 
 
-def test_first_active_block():
-    columns = np.array([[0.0, 0.0], [1e-9, 0.0], [0.0, 2.0], [1.0, 1.0]])
-    assert first_active_block(columns, 1e-6) == 2
-    assert first_active_block(columns, 1e-12) == 1
-    assert first_active_block(np.zeros((3, 2)), 1e-6) is None
+def test_first_active_blocks():
+    active = np.array([[False, False, False], [True, False, False], [False, True, False],
+                       [True, True, False]])
+    np.testing.assert_array_equal(first_active_blocks(active), [1, 2, -1])
 
 
-def test_silent_channel_warns_and_reports_zero_delay():
+def test_silent_channel_reports_zero_delay():
     A_d = np.diag([0.5, 0.8])
     blocks = np.zeros((2, 2, 2))
     blocks[1, :, 0] = [1.0, 0.5]
-    with pytest.warns(ContinuousModelWarning, match=r"channel\(s\) \[1\] have no effect"):
-        _, B_c, delay = recover_continuous(A_d, blocks, 1.0)
+    _, B_c, delay = recover_continuous(A_d, blocks, 1.0)
     assert delay[1] == 0.0 and np.all(B_c[:, 1] == 0.0)
     assert delay[0] == 1.0
+    # an active mask overrides the non-zero rule: channel 0 declared silent
+    _, B_c, delay = recover_continuous(A_d, blocks, 1.0, active=np.zeros((2, 2), bool))
+    assert np.all(B_c == 0.0) and np.all(delay == 0.0)

@@ -7,7 +7,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from dmdidc import DelayedPlant
-from privacy.errors import DimensionError, LogarithmError, NonFiniteError, ParameterError
+from dmdidc.errors import LogarithmError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from simulations.plant import intersample_trajectory, simulate_plant
 
 RTOL = 1e-8
@@ -267,7 +268,7 @@ def test_intersample_needs_the_continuous_model():
     discrete_only = DelayedPlant(np.eye(2), np.ones((2, 2, 1)), 1.0)
     X = simulate_plant(discrete_only, [1.0, 0.0], np.ones((1, 3)))
     assert X.shape == (2, 4)
-    with pytest.raises(LogarithmError, match="continuous model"):
+    with pytest.raises(LogarithmError, match="inter-sample trajectory needs the continuous"):
         intersample_trajectory(discrete_only, [1.0, 0.0], np.ones((1, 3)))
 
 

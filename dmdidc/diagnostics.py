@@ -1,0 +1,121 @@
+"""Why an identification may be wrong, with the numbers: the estimator's warnings.
+
+Each check reads only the regression's own statistics (:class:`~dmdidc.regression.
+RegressionSolution`) and the block test (:class:`~dmdidc.blocks.BlockTest`) and names the cause
+it has evidence for:
+
+* **no effect within the bound**: a channel without any significant block.  Its delay may
+  exceed ``max_delay`` (the usual reason when the input was designed to excite the plant), the
+  samples may be too few for the noise, or the input does not act;
+* **delay at the bound**: a channel whose first active block is the last one, ``B^(R)``.  Its
+  delay is ``R T`` or longer, and the data cannot tell which without the lag ``R + 1``; if it is
+  longer, the blocks it needs are missing and the identified delay (``R T``) and model are wrong.
+  This is a warning rather than an error because a delay of exactly ``R T`` is consistent with
+  the data and refusing it would reject correct fits; the warning says how to decide (refit with
+  a larger ``max_delay``);
+* **offset**: residuals whose mean differs from zero by many standard errors: a sensor offset,
+  an input bias or a non-zero operating point, which a linear model through the origin cannot
+  represent (``detrend=`` removes it);
+* **no continuous model**: ``A_d`` has no real logarithm (the error says which eigenvalue and
+  why); the relative residual shows whether noise is a plausible cause.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from dmdidc.blocks import BlockTest, residual_precision
+from dmdidc.discretization import first_active_blocks
+from dmdidc.model import DelayedPlant
+from dmdidc.regression import RegressionSolution
+
+__all__ = ["identification_warnings"]
+
+#: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
+#: moving average (up to ~2x the variance of their mean assumed by the test).
+_OFFSET_LEVEL = 1e-9
+#: Fewer regression samples per regressor than this: name "too few samples" as a cause.
+_FEW_SAMPLES_PER_REGRESSOR = 20
+#: Below this relative residual the data are explained to (Gram) rounding: nothing is missing.
+_EXACT_FIT = 1e-6
+
+
+def identification_warnings(solution: RegressionSolution, test: BlockTest,
+                            model: DelayedPlant, *, detrended: bool,
+                            log_error: Exception | None = None) -> list[str]:
+    """Messages naming what may be wrong with an identification, each with its evidence.
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+        The (unrestricted) least-squares regression.
+    test : BlockTest
+        The statistics of the test which input blocks act.
+    model : DelayedPlant
+        The identified model: its active blocks and whole delays are what the warnings speak of
+        (the same facts the controllers read).
+    detrended : bool
+        Whether offsets were removed before the fit (then the offset check is skipped).
+    log_error : Exception, optional
+        The :class:`~dmdidc.LogarithmError` of the continuous recovery, if any.
+
+    Returns
+    -------
+    list of str
+        Empty when nothing suspicious was found.
+    """
+    R = model.max_delay
+    messages = []
+    relative = solution.relative_residual
+    fit = f"the fit leaves {relative:.2g} of the targets unexplained"
+    first = first_active_blocks(model.active_blocks)
+    silent = np.flatnonzero(first < 0)
+    if silent.size:
+        lag = int(np.argmax(test.statistics[:, silent].max(axis=1)))
+        largest = float(test.statistics[:, silent].max())
+        bound = (f"the delay exceeds max_delay={R} periods, so no input u_k .. u_(k-{R}) "
+                 f"explains the states ({fit}): refit with a larger max_delay")
+        p = solution.coefficients.shape[1]
+        causes = [bound]
+        if solution.n_samples < _FEW_SAMPLES_PER_REGRESSOR * p:
+            causes.append(f"too few samples for the noise: {solution.n_samples} regression "
+                          f"samples for {p} regressors ({solution.dof} residual degrees of "
+                          f"freedom); record longer or more experiments")
+        causes.append(f"the input's effect is below the noise ({fit}; lengthen the data or "
+                      f"excite more strongly)")
+        causes.append("the input does not act on the states")
+        listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
+        messages.append(
+            f"input channel(s) {silent.tolist()} show no significant effect within "
+            f"max_delay={R} periods: no input block passes the test (largest T^2 = "
+            f"{largest:.3g} at lag {lag}, critical value {test.critical_value:.3g}); their "
+            f"B_c column and delay are reported as 0. Possible causes: {listed}")
+    at_bound = np.flatnonzero(first == R) if R > 0 else np.zeros(0, dtype=int)
+    if at_bound.size and relative > _EXACT_FIT:
+        messages.append(
+            f"the delay of input channel(s) {at_bound.tolist()} may exceed max_delay={R} "
+            f"periods: their first significant block is the last one, B^({R}) (T^2 = "
+            f"{np.round(test.statistics[R, at_bound], 1).tolist()}), so the delay is at least "
+            f"{R} periods and is identified as exactly {R}; if it is longer, the blocks it "
+            f"needs are missing and the identified delay and model are wrong ({fit}). Refit "
+            f"with max_delay={R + 1} or more: if B^({R + 1}) is then inactive, the delay is "
+            f"{R} periods")
+    if not detrended:
+        inverse = residual_precision(solution.residual_covariance, solution.target_rms)
+        mean = solution.residual_mean
+        statistic = float(solution.n_samples * mean @ inverse @ mean)
+        critical = float(special.chdtri(mean.size, _OFFSET_LEVEL))
+        if statistic > critical:
+            messages.append(
+                f"the residuals have the non-zero mean "
+                f"{np.array2string(mean, precision=3, separator=', ')} (T^2 = {statistic:.3g} "
+                f"against zero; about {mean.size} is expected without an offset, and the critical "
+                f"value is {critical:.3g}): the data contain an offset (a sensor "
+                f"offset, an input bias or a non-zero operating point) that a linear model "
+                f"through the origin cannot represent, which biases A_d, the blocks and the "
+                f"delay. Fit with detrend='constant' (the model is then in deviations from the "
+                f"operating point)")
+    if log_error is not None:
+        messages.append(f"no continuous-time model ({fit}): {log_error}")
+    return messages

@@ -1,0 +1,66 @@
+"""``dmdidc identify``: the noise-aware default, ``--detrend`` and warnings that name the cause."""
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from simulations.cli import main
+
+
+def noisy_data(tmp_path, offset=0.0, noise=0.01, delay=2.5):
+    plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], delay, 2.0)
+    rng = np.random.default_rng(5)
+    U = rng.standard_normal((2, 3000))
+    X = plant.simulate(np.zeros(2), U)
+    X = X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape) + offset
+    path = tmp_path / "data.npz"
+    np.savez(path, X=X, U=U)
+    return path
+
+
+def test_default_identify_gets_the_delay_from_noisy_data_with_offset(tmp_path, capsys):
+    path, out = noisy_data(tmp_path, offset=5.0), tmp_path / "model.json"
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--detrend",
+                 "constant", "--out", str(out)]) == 0
+    model = DelayedPlant.load(out)
+    np.testing.assert_array_equal(model.delay_steps, [1, 1])
+    assert np.all(np.abs(model.delay - 2.5) < 0.05 * 2.0)
+    captured = capsys.readouterr()
+    assert "block test" in captured.out and "removed (constant) mean state" in captured.out
+    assert "warning" not in captured.err
+
+
+def test_identify_offset_without_detrend_warns_with_the_cause(tmp_path, capsys):
+    path = noisy_data(tmp_path, offset=5.0)
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out",
+                 str(tmp_path / "m.json")]) == 0
+    err = capsys.readouterr().err
+    assert "dmdidc identify: warning: the residuals have the non-zero mean" in err
+    assert "detrend='constant'" in err
+
+
+def test_identify_max_delay_zero_on_a_delayed_plant_names_the_bound(tmp_path, capsys):
+    path = noisy_data(tmp_path, noise=0.0)
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "0", "--out",
+                 str(tmp_path / "m.json")]) == 0
+    err = capsys.readouterr().err
+    assert "no significant effect within max_delay=0" in err
+    assert "(a) the delay exceeds max_delay=0" in err
+
+
+def test_identify_block_rtol_override_and_bad_significance(tmp_path, capsys):
+    path, out = noisy_data(tmp_path), tmp_path / "m.json"
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--block-rtol", "1e-9",
+                 "--out", str(out)]) == 0
+    assert "block test (block_rtol" in capsys.readouterr().out
+    assert np.all(np.abs(DelayedPlant.load(out).delay - 2.5) > 0.4)   # B^(0) noise counted
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--significance",
+                 "2"]) == 2
+    assert "significance must lie in (0.0, 1.0)" in capsys.readouterr().err
+
+
+def test_identify_help_shows_the_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["identify", "--help"])
+    out = capsys.readouterr().out
+    assert "--detrend {none,constant,linear}" in out and "default 1e-3" in out
