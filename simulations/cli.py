@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "model is then in deviations (default: none)")
     identify.add_argument("--significance", type=float, default=1e-3,
                           help="family-wise level of the test that decides which input blocks "
-                               "act (default 1e-3)")
+                               "act (default: 0.001)")
     identify.add_argument("--block-rtol", type=float, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")

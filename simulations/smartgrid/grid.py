@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError, SolverError
+from controllers.errors import SolverError
+from privacy.errors import DimensionError, ParameterError
 from privacy.validation import (
     check_finite_array,
     check_in_interval,
