@@ -187,7 +187,7 @@ def pure_dp_delta(epsilon1: float, *, steps: int, epsilon: float) -> float:
     """
     from scipy import special
 
-    epsilon1 = check_positive("epsilon1", epsilon1)
+    epsilon1 = check_in_interval("epsilon1", epsilon1, 0.0, math.inf, high_open=True)
     steps = check_integer("steps", steps, minimum=1)
     epsilon = check_in_interval("epsilon", epsilon, 0.0, math.inf)
     if epsilon >= steps * epsilon1:

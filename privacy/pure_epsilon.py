@@ -36,7 +36,8 @@ LOSS_EVAL_MARGIN = 3e-12
 _SCAN = np.geomspace(1e-5, 1e6, 201)          # scan offsets in units of the row's width
 _FOCUS = np.geomspace(1e-3, 1e3, 61)          # focus offsets in units of the row's focus scale
 _GOLDEN = 0.5 * (3.0 - math.sqrt(5.0))
-_GOLDEN_STEPS = 64
+_REFINE_STEPS = 100
+_TOL = 1e-10                                   # relative location tolerance of the maximiser
 _MIN_RATIO, _MAX_RATIO = 1e-290, 1e12   # range of scale / sensitivity that is computed
 
 
@@ -90,28 +91,59 @@ def maximize_loss(loss: Callable[[np.ndarray], np.ndarray], start: np.ndarray,
     x_k = xs[rows, k]
     best = values[rows, k]
     # bracket between the nearest distinct scan points (focus points may repeat)
-    lo = np.max(np.where(xs < x_k[:, None], xs, start[:, None]), axis=1)
-    hi = np.min(np.where(xs > x_k[:, None], xs, np.inf), axis=1)
-    a, b = lo, hi
-    c, d = b - (1.0 - _GOLDEN) * (b - a), a + (1.0 - _GOLDEN) * (b - a)
-    fc, fd = _row_loss(loss, c), _row_loss(loss, d)
-    for _ in range(_GOLDEN_STEPS):
-        best = np.maximum(best, np.maximum(fc, fd))
-        left = fc >= fd                       # the maximum lies in [a, d]
-        a, b = np.where(left, a, c), np.where(left, d, b)
-        new = np.where(left, b - (1.0 - _GOLDEN) * (b - a), a + (1.0 - _GOLDEN) * (b - a))
-        f_new = _row_loss(loss, new)
-        c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
-                        np.where(left, f_new, fd), np.where(left, fc, f_new))
-    best = np.maximum(best, np.maximum(fc, fd))
-    x_star = np.where(fc >= fd, c, d)
+    a = np.max(np.where(xs < x_k[:, None], xs, start[:, None]), axis=1)
+    b = np.min(np.where(xs > x_k[:, None], xs, np.inf), axis=1)
+    step = np.maximum(1e-4 * (b - a), 1e-8 * width)   # for the curvature, from the scan bracket
+    x, f_x, a, b = _refine(loss, a, x_k, b, best, width)
     # curvature bound on the value error of the remaining bracket [a, b]
-    step = np.maximum(1e-4 * (hi - lo), 1e-8 * width)
-    probe = [_row_loss(loss, x_star + s * step) for s in (-1.0, 0.0, 1.0)]
+    probe = [_row_loss(loss, x + s * step) for s in (-1.0, 0.0, 1.0)]
     with np.errstate(over="ignore", invalid="ignore"):   # huge widths: ratio of infinities
         margin = 0.5 * np.abs(probe[0] - 2.0 * probe[1] + probe[2]) * ((b - a) / step) ** 2
     margin = np.where(np.isfinite(margin), margin, 0.0)
-    return best + margin + LOSS_EVAL_MARGIN * np.maximum(1.0, np.abs(best)), x_star
+    best = np.maximum(best, f_x)
+    return best + margin + LOSS_EVAL_MARGIN * np.maximum(1.0, np.abs(best)), x
+
+
+def _refine(loss: Callable[[np.ndarray], np.ndarray], a: np.ndarray, x: np.ndarray,
+            b: np.ndarray, f_x: np.ndarray, width: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Brent-style maximisation on every row's bracket ``a < x < b`` (``f(x) >= f(a), f(b)``).
+
+    Parabolic steps through the three points, a golden-section step when they fail or the
+    bracket stops halving, and steps of at least the tolerance, until every bracket is within
+    ``4 * _TOL * (|x| + 1e-5 width)``.  Returns the best point, its value and the final
+    bracket per row.
+    """
+    f_a, f_b = _row_loss(loss, a), _row_loss(loss, b)
+    history = [b - a] * 3          # bracket widths; the last one is the current width
+    for _ in range(_REFINE_STEPS):
+        tol = _TOL * (np.abs(x) + 1e-5 * width)
+        active = (b - a) > 4.0 * tol
+        if not active.any():
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            p = (x - a) ** 2 * (f_x - f_b) - (x - b) ** 2 * (f_x - f_a)
+            q = (x - a) * (f_x - f_b) - (x - b) * (f_x - f_a)
+            u = x - 0.5 * p / q
+        right_larger = (b - x) > (x - a)
+        golden = np.where(right_larger, x + _GOLDEN * (b - x), x - _GOLDEN * (x - a))
+        stalled = (b - a) > 0.5 * history[-3]      # did not halve in two steps
+        u = np.where(np.isfinite(u) & (u > a) & (u < b) & ~stalled, u, golden)
+        u = np.where(np.abs(u - x) < tol, np.where(right_larger, x + tol, x - tol), u)
+        u = np.where(active, u, x)
+        f_u = _row_loss(loss, u)
+        better = active & (f_u >= f_x)
+        worse = active & ~better
+        right = u > x
+        # the maximum stays bracketed: keep the better point, cut at the worse one
+        a_new = np.where(better & right, x, np.where(worse & ~right, u, a))
+        b_new = np.where(better & ~right, x, np.where(worse & right, u, b))
+        f_a = np.where(better & right, f_x, np.where(worse & ~right, f_u, f_a))
+        f_b = np.where(better & ~right, f_x, np.where(worse & right, f_u, f_b))
+        x, f_x = np.where(better, u, x), np.where(better, f_u, f_x)
+        a, b = a_new, b_new
+        history.append(b - a)
+    return x, f_x, a, b
 
 
 def _row_loss(loss: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:

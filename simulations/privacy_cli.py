@@ -221,7 +221,7 @@ def comparison_table(rows: list[dict[str, float]], *, sampling_rate: float) -> s
     >>> print(comparison_table(rows, sampling_rate=1e-3))
     | q | eps | Gaussian | alpha = 1.95 |
     | --- | --- | --- | --- |
-    | 0.001 | 1 | 0.453 | 0.281 (0.62x) |
+    | 0.001 | 1 | 0.453 | 0.281 (0.620x) |
     """
     alphas = list(dict.fromkeys(row["alpha"] for row in rows if row["alpha"] != 2.0))
     lines = ["| q | eps | Gaussian | " + " | ".join(f"alpha = {a:g}" for a in alphas) + " |",
@@ -230,9 +230,9 @@ def comparison_table(rows: list[dict[str, float]], *, sampling_rate: float) -> s
         cells = {row["alpha"]: row for row in rows if row["epsilon"] == eps}
         some = next(iter(cells.values()))
         gaussian = some["scale"] / some["scale_ratio_to_gaussian"]
-        values = [f"{cells[a]['scale']:.3g} ({cells[a]['scale_ratio_to_gaussian']:.2g}x)"
+        values = [f"{cells[a]['scale']:#.3g} ({cells[a]['scale_ratio_to_gaussian']:#.3g}x)"
                   if a in cells else "" for a in alphas]
-        lines.append(f"| {sampling_rate:g} | {eps:g} | {gaussian:.3g} | "
+        lines.append(f"| {sampling_rate:g} | {eps:g} | {gaussian:#.3g} | "
                      + " | ".join(values) + " |")
     return "\n".join(lines)
 

@@ -178,7 +178,7 @@ def test_compare_prints_the_table_and_writes_json(capsys, tmp_path):
     assert out.splitlines()[0] == "| q | eps | Gaussian | alpha = 1 |"
     rows = json.loads(path.read_text())
     assert rows[0]["alpha"] == 1.0 and 0 < rows[0]["scale_ratio_to_gaussian"] < 1
-    assert f"{rows[0]['scale']:.3g}" in out
+    assert f"{rows[0]['scale']:#.3g}" in out
     assert "calibrating" in err                    # the progress bar
 
 
