@@ -178,8 +178,10 @@ def _run_figures(args: argparse.Namespace) -> int:
     with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar:
         for key in args.which:
             bar.set_postfix_str(f"Fig. {key}")
-            if key == "4.6":
-                figures.figure_4_6(out, steps=args.steps)
+            if key == "4.6":   # the slow one (48 composed accountings): its own bar
+                with tqdm(desc="Fig. 4.6 points", unit="point", file=sys.stderr,
+                          leave=False) as points:
+                    figures.figure_4_6(out, steps=args.steps, progress=points.update)
             else:
                 {"3.6": figures.figure_3_6, "3.7": figures.figure_3_7,
                  "4.1": figures.figure_4_1}[key](out)

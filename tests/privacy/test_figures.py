@@ -84,7 +84,10 @@ def test_figure_4_1_shows_the_curves_and_their_asymptotes(tmp_path, drawn):
 
 
 def test_figure_4_6_has_readable_ticks(tmp_path, drawn):
-    comp = figures.figure_4_6(tmp_path, alphas=(2.0,), scales=[0.5, 1.0, 2.0], steps=10)
+    ticks = []
+    comp = figures.figure_4_6(tmp_path, alphas=(2.0,), scales=[0.5, 1.0, 2.0], steps=10,
+                              progress=lambda: ticks.append(1))
+    assert len(ticks) == 3
     assert comp["alpha=2.0"][0] > comp["alpha=2.0"][1] > comp["alpha=2.0"][2] > 0
     fig, ax = drawn[0]
     fig.canvas.draw()
