@@ -1,7 +1,8 @@
-"""Calibration: search a noise parameter against the (upper-bounding) PLD accountant.
+"""Calibration: search a noise parameter against the (upper-bounding) accountant.
 
-The returned scale always satisfies the target according to the accountant: the bisection keeps a
-bracket ``[lo, hi]`` with ``epsilon(hi) <= target`` and returns ``hi``.
+The returned parameter always meets the target according to :func:`privacy.accounting.epsilon`:
+the search (:func:`privacy.curves.smallest_satisfying`) returns a value from the feasible side
+of the bracket.
 
 References
 ----------
@@ -10,49 +11,30 @@ Seed Sec. 4 (Fig. 4.6: epsilon after N subsampled compositions vs scale).
 
 from __future__ import annotations
 
-import math
-
 from privacy import accounting
-from privacy.errors import AccountingError
+from privacy.curves import smallest_satisfying
+from privacy.errors import ParameterError
 from privacy.mechanisms import GaussianMechanism, NeighboringRelation, SaSMechanism
 from privacy.validation import check_in_interval, check_integer, check_positive, check_probability
 
 __all__ = ["calibrate_scale", "calibrate_gaussian_sigma"]
 
 
-def _bisect_log(evaluate, target: float, start: float, rtol: float, max_evals: int = 80
-                ) -> float:
-    """Smallest x (to relative ``rtol``) with evaluate(x) <= target; evaluate decreasing in x."""
-    lo, hi = start, start
-    value = evaluate(hi)
-    evals = 1
-    while value > target:
-        lo, hi = hi, hi * 2.0
-        value = evaluate(hi)
-        evals += 1
-        if hi > 1e12 * start:
-            raise AccountingError(f"no scale up to {hi:g} reaches epsilon <= {target}")
-    if lo == hi:
-        lo = hi / 2.0
-        while evaluate(lo) <= target:
-            hi, lo = lo, lo / 2.0
-            evals += 1
-            if lo < 1e-12 * start:
-                return hi
-    while hi / lo - 1.0 > rtol and evals < max_evals:
-        mid = math.sqrt(lo * hi)
-        if evaluate(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-        evals += 1
-    return hi
+def _check_target(target_epsilon: float, delta: float, steps: int, sampling_rate: float,
+                  sensitivity: float, rtol: float) -> tuple[float, float, int, float, float, float]:
+    return (check_positive("target_epsilon", target_epsilon),
+            check_in_interval("delta", delta, 0.0, 1.0, high_open=True),
+            check_integer("steps", steps, minimum=1),
+            check_probability("sampling_rate", sampling_rate, allow_zero=False),
+            check_positive("sensitivity", sensitivity),
+            check_in_interval("rtol", rtol, 0.0, 0.5, low_open=True))
 
 
 def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
                     sampling_rate: float = 1.0, alpha: float = 2.0, sensitivity: float = 1.0,
                     neighboring: NeighboringRelation = NeighboringRelation.ADD_OR_REMOVE,
-                    rtol: float = 1e-3, discretization: float | None = None) -> float:
+                    rtol: float = 1e-3, discretization: float | None = None,
+                    dimension: int = 1) -> float:
     """Smallest SaS scale (within relative ``rtol``, rounded up) meeting ``target_epsilon``.
 
     Parameters
@@ -60,7 +42,7 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     target_epsilon : float
         Target composed epsilon ``> 0``.
     delta : float
-        Target delta in ``[0, 1)``.
+        Target delta in ``[0, 1)``; 0 asks for pure DP (needs ``alpha < 2``).
     steps : int
         Number of composed releases.
     sampling_rate : float, default 1.0
@@ -68,15 +50,27 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     alpha : float, default 2.0
         SaS stability index in ``(0, 2]`` (2 = Gaussian with ``sigma = sqrt(2) scale``).
     sensitivity : float, default 1.0
+        l1-sensitivity of one release.
     neighboring : NeighboringRelation
     rtol : float, default 1e-3
-        Relative width of the final bisection bracket.
+        Relative accuracy of the returned scale.
+    discretization : float, optional
+        PLD grid of the accountant.
+    dimension : int, default 1
+        Query dimension of one release.
 
     Returns
     -------
     float
-        Scale ``gamma`` with ``accounting.epsilon(SaSMechanism(alpha, gamma, sensitivity), ...)
-        <= target_epsilon``.
+        Scale ``gamma`` with ``accounting.epsilon(SaSMechanism(alpha, gamma, sensitivity,
+        dimension), ...) <= target_epsilon``.
+
+    Raises
+    ------
+    ParameterError
+        Bad arguments, or ``delta = 0`` with ``alpha = 2`` (a Gaussian has no pure DP).
+    AccountingError
+        No scale up to ``1e12 * sensitivity`` meets the target.
 
     Examples
     --------
@@ -85,19 +79,20 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     >>> 7.5 < gamma < 7.7
     True
     """
-    target = check_positive("target_epsilon", target_epsilon)
-    delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
-    steps = check_integer("steps", steps, minimum=1)
-    q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
+    target, delta, steps, q, sensitivity, rtol = _check_target(
+        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
     alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
-    sensitivity = check_positive("sensitivity", sensitivity)
-    rtol = check_positive("rtol", rtol)
+    dimension = check_integer("dimension", dimension, minimum=1)
+    if delta == 0.0 and alpha == 2.0:
+        raise ParameterError("delta=0 asks for pure DP, which alpha=2 (Gaussian noise) never "
+                             "gives at any scale; use delta > 0 or alpha < 2")
 
     def evaluate(scale: float) -> float:
-        return accounting.epsilon(SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity),
-                                  delta=delta, steps=steps, sampling_rate=q,
+        mech = SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,
+                            dimension=dimension)
+        return accounting.epsilon(mech, delta=delta, steps=steps, sampling_rate=q,
                                   neighboring=neighboring, discretization=discretization)
-    return _bisect_log(evaluate, target, sensitivity, rtol)
+    return smallest_satisfying(evaluate, target, start=sensitivity, rtol=rtol, what="scale")
 
 
 def calibrate_gaussian_sigma(target_epsilon: float, *, delta: float, steps: int,
@@ -106,20 +101,24 @@ def calibrate_gaussian_sigma(target_epsilon: float, *, delta: float, steps: int,
                              rtol: float = 1e-3) -> float:
     """Smallest Gaussian sigma (within ``rtol``, rounded up) meeting ``target_epsilon``.
 
+    Raises
+    ------
+    ParameterError
+        Bad arguments, or ``delta = 0`` (a Gaussian has no pure DP).
+
     Examples
     --------
     >>> from privacy.calibration import calibrate_gaussian_sigma
     >>> 0.9 < calibrate_gaussian_sigma(2.0, delta=1e-5, steps=1000, sampling_rate=0.01) < 1.0
     True
     """
-    target = check_positive("target_epsilon", target_epsilon)
-    delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
-    steps = check_integer("steps", steps, minimum=1)
-    q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
-    sensitivity = check_positive("sensitivity", sensitivity)
+    target, delta, steps, q, sensitivity, rtol = _check_target(
+        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
+    if delta == 0.0:
+        raise ParameterError("delta must be > 0 for a Gaussian (it has no pure DP); got 0")
 
     def evaluate(sigma: float) -> float:
         return accounting.epsilon(GaussianMechanism(sigma=sigma, sensitivity=sensitivity),
                                   delta=delta, steps=steps, sampling_rate=q,
                                   neighboring=neighboring)
-    return _bisect_log(evaluate, target, sensitivity, rtol)
+    return smallest_satisfying(evaluate, target, start=sensitivity, rtol=rtol, what="sigma")

@@ -269,14 +269,6 @@ def _direct_both(x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     return logpdf, li_sf - _LOG_PI
 
 
-def _direct_logpdf(x: np.ndarray, alpha: float) -> np.ndarray:
-    return _direct_both(x, alpha)[0]
-
-
-def _direct_logsf(x: np.ndarray, alpha: float) -> np.ndarray:
-    return _direct_both(x, alpha)[1]
-
-
 # --------------------------------------------------------------------------------------------
 # Bergstrom far-tail series
 # --------------------------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
+import mpmath as mp
 import numpy as np
 import pytest
-from scipy import integrate, optimize, special
+from scipy import integrate, optimize, stats
 
 from privacy import (
     GaussianMechanism,
@@ -15,15 +18,54 @@ from privacy import (
     ParameterError,
     SaSMechanism,
 )
+from privacy.errors import NonFiniteError
 from privacy.mechanisms import sas_pure_epsilon
+from privacy.pure_epsilon import maximize_loss
+
+
+def _reference_module():
+    path = Path(__file__).parent / "data" / "make_stable_reference.py"
+    spec = importlib.util.spec_from_file_location("make_stable_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REF = _reference_module()
 
 
 def cauchy_epsilon(scale, sensitivity=1.0):
     """Seed eq. (3.57), evaluated literally in 50-digit arithmetic."""
-    import mpmath
-    with mpmath.workdps(50):
-        s = mpmath.sqrt(4 * (mpmath.mpf(scale) / sensitivity) ** 2 + 1)
-        return float(mpmath.log((s + 1) / (s - 1)))
+    with mp.workdps(50):
+        s = mp.sqrt(4 * (mp.mpf(scale) / sensitivity) ** 2 + 1)
+        return float(mp.log((s + 1) / (s - 1)))
+
+
+def cauchy_epsilon_by_maximization(scale):
+    """Independent of (3.57): maximize the Cauchy log-density ratio numerically (mpmath)."""
+    with mp.workdps(40):
+        s2 = mp.mpf(scale) ** 2
+
+        def loss(x):
+            return mp.log((s2 + x ** 2) / (s2 + (x - 1) ** 2))
+
+        def slope(x):
+            return 2 * x / (s2 + x ** 2) - 2 * (x - 1) / (s2 + (x - 1) ** 2)
+        x_star = mp.findroot(slope, (mp.mpf(1), mp.mpf(2) + 2 * mp.mpf(scale)),
+                             solver="anderson")
+        return float(loss(x_star))
+
+
+def mean_absolute_deviation_from_characteristic_function(alpha, scale=1.0):
+    """E|Y| = (2/pi) int_0^inf (1 - Re phi(t)) / t^2 dt with phi(t) = exp(-|scale t|^alpha)."""
+    with mp.workdps(30):
+        a = mp.mpf(alpha)
+
+        def f(t):
+            return -mp.expm1(-(scale * t) ** a) / t ** 2
+        k = 1 / (a - 1)        # t = w^k removes the t^(alpha - 2) singularity at 0
+        near = mp.quad(lambda w: f(w ** k) * k * w ** (k - 1), [0, 1])
+        return float(2 / mp.pi * (near + mp.quad(f, [1, 10, mp.inf])))
 
 
 
@@ -33,11 +75,12 @@ def cauchy_epsilon(scale, sensitivity=1.0):
 def test_laplace_epsilon_and_randomize():
     mech = LaplaceMechanism(scale=2.0, sensitivity=0.5)
     assert mech.epsilon == pytest.approx(0.25)
-    x = mech.randomize(np.zeros((3, 4)), rng=1)
+    assert LaplaceMechanism(scale=2.0, sensitivity=0.5, dimension=3).epsilon == 0.25
+    x = LaplaceMechanism(scale=2.0, dimension=3).randomize(np.zeros((3, 4)), rng=1)
     assert x.shape == (3, 4)
     assert isinstance(mech.randomize(1.0, rng=np.random.default_rng(0)), float)
-    np.testing.assert_array_equal(mech.randomize([1.0, 2.0], rng=5),
-                                  mech.randomize([1.0, 2.0], rng=5))
+    np.testing.assert_array_equal(mech.randomize([[1.0, 2.0]], rng=5),
+                                  mech.randomize([[1.0, 2.0]], rng=5))
     assert np.max(np.abs(mech.privacy_loss(np.linspace(-10, 10, 101)))) <= mech.epsilon + 1e-15
 
 
@@ -78,20 +121,42 @@ def test_gaussian_curve_matches_numerical_integration():
 
 @pytest.mark.parametrize("scale", [0.01, 0.3, 1.0, 7.0, 300.0])
 def test_cauchy_closed_form(scale):
-    assert SaSMechanism(alpha=1.0, scale=scale).epsilon == pytest.approx(
-        cauchy_epsilon(scale), abs=1e-10)
-    assert SaSMechanism(alpha=1.0, scale=scale).epsilon >= cauchy_epsilon(scale)
+    independent = cauchy_epsilon_by_maximization(scale)
+    assert cauchy_epsilon(scale) == pytest.approx(independent, rel=1e-13)   # eq. (3.57) holds
+    assert SaSMechanism(alpha=1.0, scale=scale).epsilon == pytest.approx(independent, abs=1e-10)
+    assert SaSMechanism(alpha=1.0, scale=scale).epsilon >= independent
 
 
-@pytest.mark.parametrize("scale", [0.05, 1.0, 20.0])
-def test_generic_maximizer_reproduces_cauchy(scale):
-    from privacy.mechanisms import _maximize_loss
-    mech = SaSMechanism(alpha=1.0, scale=scale)
-    value, x_star = _maximize_loss(lambda x: np.asarray(mech.privacy_loss(x)), 0.5,
-                                   max(scale, 1.0))
-    assert value == pytest.approx(cauchy_epsilon(scale), abs=1e-10)
-    assert value >= cauchy_epsilon(scale)
-    assert x_star == pytest.approx(0.5 * (1 + math.sqrt(1 + 4 * scale ** 2)), rel=1e-6)
+def test_generic_maximizer_reproduces_cauchy():
+    scales = np.array([0.05, 1.0, 20.0])
+    mechs = [SaSMechanism(alpha=1.0, scale=s) for s in scales]
+
+    def loss(x):   # one row per scale
+        return np.stack([np.asarray(m.privacy_loss(row)) for m, row in zip(mechs, x,
+                                                                           strict=True)])
+    values, x_star = maximize_loss(loss, np.full(3, 0.5), np.maximum(scales, 1.0))
+    for value, x, scale in zip(values, x_star, scales, strict=True):
+        assert value == pytest.approx(cauchy_epsilon(scale), abs=1e-10)
+        assert value >= cauchy_epsilon(scale)
+        assert x == pytest.approx(0.5 * (1 + math.sqrt(1 + 4 * scale ** 2)), rel=1e-6)
+
+
+@pytest.mark.parametrize("alpha,scale", [(1.5, 0.7), (1.9, 0.4)])
+def test_stable_epsilon_against_mpmath_density(alpha, scale):
+    """The value at the maximizer, recomputed from the 40-digit Fourier integral (eq. 3.7)."""
+    mech = SaSMechanism(alpha=alpha, scale=scale)
+    value, x_star = maximize_loss(lambda x: np.asarray(mech.privacy_loss(x)),
+                                  np.array([0.5]), np.array([1.0]),
+                                  focus=(np.array([1.0]), np.array([scale])))
+    x = float(x_star[0])
+    exact = float(mp.log(REF.fourier_pdf((x - 1.0) / scale, alpha)
+                         / REF.fourier_pdf(x / scale, alpha)))
+    assert exact <= mech.epsilon <= exact + 1e-9
+    # the maximizer is global: a scipy (levy_stable) scan finds nothing higher
+    grid = np.linspace(0.5, 12.0, 120)
+    theirs = (stats.levy_stable.logpdf(grid - 1.0, alpha, 0.0, scale=scale)
+              - stats.levy_stable.logpdf(grid, alpha, 0.0, scale=scale))
+    assert np.max(theirs) <= mech.epsilon + 1e-5
 
 
 def test_cauchy_small_and_large_scale_limits():
@@ -128,22 +193,26 @@ def test_from_epsilon_round_trip(alpha, eps):
     assert mech.epsilon == pytest.approx(eps, rel=1e-8)
 
 
-def test_expected_distortion_formula_and_table_3_1():
+@pytest.mark.parametrize("alpha", [1.1, 1.5, 1.8, 1.95, 1.999, 2.0])
+def test_expected_distortion_against_characteristic_function(alpha):
+    value = SaSMechanism(alpha=alpha, scale=2.5).expected_distortion
+    assert value == pytest.approx(
+        mean_absolute_deviation_from_characteristic_function(alpha, 2.5), rel=1e-10)
+
+
+def test_expected_distortion_table_3_1_and_limits():
     table = {2.0: 1.1284, 1.999: 1.1289, 1.99: 1.1340, 1.95: 1.1576, 1.9: 1.1903, 1.8: 1.2687}
     for alpha, printed in table.items():
         value = SaSMechanism(alpha=alpha, scale=1.0).expected_distortion
-        # independent evaluation: E|Y| = int_0^inf 2 P(|Y| > y) ... via Gamma: 2/pi Gamma(1-1/a)
-        independent = 2.0 / math.pi * math.exp(special.gammaln(1.0 - 1.0 / alpha))
-        assert value == pytest.approx(independent, rel=1e-14)
         assert round(value, 4) == pytest.approx(printed, abs=1.5e-4), alpha
     assert SaSMechanism(alpha=2.0, scale=1.0).expected_distortion == pytest.approx(
         GaussianMechanism(sigma=math.sqrt(2.0)).expected_distortion)
     assert SaSMechanism(alpha=1.0, scale=1.0).expected_distortion == math.inf
-
-
-def test_cauchy_expected_distortion_is_infinite_and_alpha_15_finite():
-    assert SaSMechanism(alpha=1.5, scale=2.0).expected_distortion == pytest.approx(
-        4.0 / math.pi * math.gamma(1.0 / 3.0))
+    # Laplace E|Y| = b and Gaussian sqrt(2/pi) sigma, checked by quadrature
+    lap = integrate.quad(lambda x: x * stats.laplace.pdf(x, scale=1.7), 0, np.inf)[0] * 2
+    assert LaplaceMechanism(scale=1.7).expected_distortion == pytest.approx(lap, rel=1e-9)
+    gau = integrate.quad(lambda x: x * stats.norm.pdf(x, scale=0.8), 0, np.inf)[0] * 2
+    assert GaussianMechanism(sigma=0.8).expected_distortion == pytest.approx(gau, rel=1e-9)
 
 
 # ----------------------------------------------------------------------------- SaS privacy curve
@@ -151,8 +220,8 @@ def test_cauchy_expected_distortion_is_infinite_and_alpha_15_finite():
 
 def _direct_curve(mech, eps):
     def integrand(x):
-        return max(0.0, math.exp(float(mech._logpdf(np.array(x - mech.sensitivity))))
-                   - math.exp(eps + float(mech._logpdf(np.array(x)))))
+        return max(0.0, math.exp(float(mech.noise.logpdf(x - mech.sensitivity)))
+                   - math.exp(eps + float(mech.noise.logpdf(x))))
     a, b = mech._loss_level_set(eps)
     value, _ = integrate.quad(integrand, a, b, epsabs=1e-15, epsrel=1e-12, limit=500)
     return value
@@ -276,26 +345,19 @@ def test_other_bad_parameters():
         GaussianMechanism.from_epsilon_delta(0.0, 1e-5)
     with pytest.raises(ParameterError, match="rng"):
         LaplaceMechanism(scale=1.0).randomize(1.0, rng="seed")
-    with pytest.raises(ParameterError, match="value"):
-        LaplaceMechanism(scale=1.0).randomize([1.0, math.nan])
+    with pytest.raises(NonFiniteError, match="value"):
+        LaplaceMechanism(scale=1.0).randomize(math.nan)
     assert isinstance(NeighboringRelation.ADD_OR_REMOVE, NeighboringRelation)
 
 
 @pytest.mark.statistical
 def test_sas_randomize_statistics():
     mech = SaSMechanism(alpha=1.0, scale=2.0)
-    x = mech.randomize(np.zeros(200_000), rng=3)
+    x = mech.randomize(np.zeros((1, 200_000)), rng=3)
     # median of |Cauchy(2)| is 2
     assert np.median(np.abs(x)) == pytest.approx(2.0, rel=0.02)
-    g = SaSMechanism(alpha=2.0, scale=1.5).randomize(np.zeros(200_000), rng=4)
+    g = SaSMechanism(alpha=2.0, scale=1.5).randomize(np.zeros((1, 200_000)), rng=4)
     assert np.std(g) == pytest.approx(math.sqrt(2) * 1.5, rel=0.01)
-
-
-@pytest.mark.parametrize("alpha", [1.1, 1.5, 1.9, 1.999])
-def test_expected_distortion_matches_stable_module(alpha):
-    from privacy import stable
-    assert SaSMechanism(alpha=alpha, scale=2.0).expected_distortion == pytest.approx(
-        float(stable.sas_mean_absolute_deviation(alpha, 2.0)), rel=1e-10)
 
 
 @pytest.mark.parametrize("alpha", [1.5, 1.9, 1.95, 1.999])
@@ -314,8 +376,41 @@ def test_sas_epsilon_keeps_growing_at_tiny_scales():
     np.testing.assert_allclose(steps, (1 + alpha) * math.log(10), rtol=1e-3)
 
 
-def test_vector_mechanism_randomize_checks_dimension():
-    pair = SaSMechanism(alpha=1.5, scale=1.0, dimension=2)
-    assert pair.randomize(np.zeros(2), rng=0).shape == (2,)
-    with pytest.raises(ValueError, match="dimension=2"):
-        pair.randomize(np.zeros(3), rng=0)
+@pytest.mark.parametrize("scale", [1e10, 1e15, 1e50, 1e200])
+def test_huge_scales_give_a_tiny_bound_not_an_overflow(scale):
+    eps = SaSMechanism(alpha=1.5, scale=scale).epsilon
+    # epsilon ~ 1.0087 / scale for large scales; below ~1e-11 only the evaluation margin is left
+    assert 1.0087 / scale <= eps <= 1.001 * 1.0087 / scale + 5e-12
+    assert SaSMechanism(alpha=1.5, scale=1e300, sensitivity=1e-5).epsilon <= 5e-12
+
+
+def test_epsilon_non_increasing_in_scale_across_magnitudes():
+    scales = np.geomspace(1e-200, 1e200, 41)
+    values = [SaSMechanism(alpha=1.9, scale=s).epsilon for s in scales]
+    assert np.all(np.diff(values) <= 1e-15)
+
+
+def test_absurdly_small_ratio_is_refused():
+    from privacy.errors import AccountingError
+    with pytest.raises(AccountingError, match="scale / sensitivity"):
+        _ = SaSMechanism(alpha=1.5, scale=1e-300, sensitivity=1e10).epsilon
+
+
+def test_seed_vector_bound_ratio_for_m2_is_at_most_two():
+    """m eps(D) / (certified bound) lies in (1, 2] for m = 2 (the README's measured range)."""
+    ratios = []
+    for alpha, scale in [(1.999, 0.01), (1.0, 0.05), (1.5, 1.0), (1.95, 100.0)]:
+        vec = SaSMechanism(alpha=alpha, scale=scale).epsilon_vector(2)
+        assert vec.achieved <= vec.upper_bound <= 1.01 * vec.achieved
+        # the bound can never exceed 2: the worst split is at least the concentrated one
+        assert vec.upper_bound >= SaSMechanism(alpha=alpha, scale=scale).epsilon
+        ratios.append(vec.seed_bound / vec.upper_bound)
+    assert 1.0 < min(ratios) < 1.13 and 1.98 < max(ratios) <= 2.0
+
+
+@pytest.mark.slow
+def test_from_epsilon_for_a_vector_query():
+    mech = SaSMechanism.from_epsilon(2.0, alpha=1.5, dimension=2)
+    assert mech.dimension == 2
+    assert mech.epsilon <= 2.0
+    assert SaSMechanism(1.5, mech.scale * (1 - 1e-6), dimension=2).epsilon > 2.0

@@ -1,13 +1,37 @@
-"""Tests of the ``privacy`` subcommand (stand-alone parser; alpha = 1 closed forms)."""
+"""Tests of the ``privacy`` subcommand: every flag takes effect or is refused.
+
+Alpha = 1 (Cauchy) has closed forms, so most expectations are computed independently:
+``eps_1 = 2 asinh(sensitivity / (2 scale))`` (seed eq. 3.57).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import pytest
 
+from privacy import SaSMechanism
+from privacy.accounting import epsilon as composed_epsilon
+from privacy.composition import amplified_epsilon, pure_dp_epsilon
 from simulations.privacy_cli import add_privacy_parser, main
+
+
+def cauchy_eps(scale, sensitivity=1.0):
+    return 2.0 * math.asinh(sensitivity / (2.0 * scale))
+
+
+def run(capsys, *argv):
+    code = main(["privacy", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    return json.loads(out)
 
 
 def test_parser_registers_handler():
@@ -17,19 +41,150 @@ def test_parser_registers_handler():
     assert callable(args.handler)
 
 
-def test_epsilon_and_calibrate(capsys):
-    assert main(["privacy", "epsilon", "--alpha", "1", "--scale", "1"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["pure_epsilon"] == pytest.approx(0.9624236501, rel=1e-9)
-    assert main(["privacy", "epsilon", "--alpha", "1", "--scale", "1", "--delta", "1e-5",
-                 "--steps", "10", "--sampling-rate", "0.1"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert 0 < out["epsilon"] < 10 * 0.9624236501
-    assert main(["privacy", "calibrate", "--alpha", "1", "--epsilon", "1"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["scale"] == pytest.approx(0.9595, rel=1e-3)
+def test_every_option_has_help_and_shows_its_default():
+    parser = argparse.ArgumentParser()
+    sub = add_privacy_parser(parser.add_subparsers(dest="command", required=True))
+    commands = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == {"figures", "epsilon", "calibrate", "compare"}
+    for name, command in commands.choices.items():
+        text = " ".join(command.format_help().split())
+        for action in command._actions:
+            if action.dest == "help":
+                continue
+            assert action.help, (name, action.dest)
+            if not action.required and action.default is not None:
+                assert f"(default: {action.default})" in text, (name, action.dest)
 
 
-def test_figures(tmp_path, capsys):
-    assert main(["privacy", "figures", "--out", str(tmp_path), "--which", "3.7"]) == 0
-    assert (tmp_path / "fig3_7_cauchy_limits.png").exists()
+# ----------------------------------------------------------------------------- epsilon
+
+
+def test_epsilon_of_one_release_is_the_pure_epsilon(capsys):
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1")
+    assert out["epsilon"] == pytest.approx(cauchy_eps(1.0), rel=1e-12)
+    assert out["pure_epsilon_one_release"] == pytest.approx(cauchy_eps(1.0), rel=1e-12)
+    assert (out["delta"], out["steps"], out["method"]) == (0.0, 1, "pure-dp")
+
+
+def test_epsilon_steps_without_delta_compose_pure_dp(capsys):
+    """It used to print the one-release epsilon for --steps 100."""
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--steps", "100")
+    assert out["epsilon"] == pytest.approx(100 * cauchy_eps(1.0), rel=1e-12)
+    assert out["method"] == "pure-dp"
+
+
+def test_epsilon_sampling_rate_without_delta_amplifies(capsys):
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--steps", "10",
+                   "--sampling-rate", "0.1")
+    amplified = math.log1p(0.1 * math.expm1(cauchy_eps(1.0)))
+    assert out["epsilon"] == pytest.approx(10 * amplified, rel=1e-12)
+
+
+def test_epsilon_replace_one_doubles_the_shift(capsys):
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--replace-one")
+    assert out["epsilon"] == pytest.approx(cauchy_eps(1.0, 2.0), rel=1e-12)
+    assert out["neighboring"] == "replace_one"
+
+
+def test_epsilon_with_delta_uses_the_accountant(capsys):
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--delta", "1e-5",
+                   "--steps", "10", "--sampling-rate", "0.1")
+    expected = composed_epsilon(SaSMechanism(1.0, 1.0), delta=1e-5, steps=10,
+                                sampling_rate=0.1)
+    assert out["epsilon"] == pytest.approx(expected, rel=1e-12)
+    assert out["epsilon"] < 10 * math.log1p(0.1 * math.expm1(cauchy_eps(1.0)))
+    assert out["method"] == "pld"
+
+
+def test_epsilon_dimension_is_the_vector_epsilon(capsys):
+    out = run_json(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--dimension", "2")
+    even_split = 2 * cauchy_eps(1.0, 0.5)      # Cauchy: concave, the even split is the worst
+    assert even_split <= out["epsilon"] <= 1.01 * even_split
+    assert out["dimension"] == 2
+
+
+def test_gaussian_without_delta_is_refused(capsys):
+    code, out, err = run(capsys, "epsilon", "--alpha", "2", "--scale", "1", "--steps", "100")
+    assert code == 2 and out == ""
+    assert "--delta" in err and "pure" in err
+
+
+def test_bad_values_are_refused_with_the_argument_name(capsys):
+    code, _, err = run(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--steps", "0")
+    assert code == 2 and "steps" in err
+    code, _, err = run(capsys, "epsilon", "--alpha", "1", "--scale", "1",
+                       "--sampling-rate", "1.5")
+    assert code == 2 and "sampling_rate" in err
+
+
+# ----------------------------------------------------------------------------- calibrate
+
+
+def test_calibrate_one_release(capsys):
+    out = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1")
+    expected = 1.0 / (2.0 * math.sinh(0.5))   # inverse of eq. (3.57)
+    assert expected <= out["scale"] <= expected * (1 + 1e-9)
+
+
+def test_calibrate_steps_without_delta_calibrates_the_composition(capsys):
+    """It used to return the one-release scale and echo the steps."""
+    out = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "10")
+    expected = 1.0 / (2.0 * math.sinh(0.05))   # each release must be 0.1-DP
+    assert expected <= out["scale"] <= expected * 1.002
+    assert out["epsilon"] <= 1.0 and out["method"] == "pure-dp"
+
+
+def test_calibrate_with_delta_steps_and_sampling(capsys):
+    out = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--delta", "1e-5",
+                   "--steps", "20", "--sampling-rate", "0.5")
+    mech = SaSMechanism(1.0, out["scale"])
+    assert composed_epsilon(mech, delta=1e-5, steps=20, sampling_rate=0.5) <= 1.0
+    assert composed_epsilon(SaSMechanism(1.0, out["scale"] / 1.01), delta=1e-5, steps=20,
+                            sampling_rate=0.5) > 1.0
+    single = 1.0 / (2.0 * math.sinh(0.5))
+    assert out["scale"] > 2 * single
+
+
+def test_calibrate_replace_one_needs_more_noise(capsys):
+    plain = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5")
+    replace = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5",
+                       "--replace-one")
+    expected = 2.0 / (2.0 * math.sinh(0.1))    # shift 2 D, 0.2-DP per release
+    assert expected <= replace["scale"] <= expected * 1.002
+    assert replace["scale"] > 1.9 * plain["scale"]
+
+
+def test_calibrate_gaussian_pure_is_refused_at_once(capsys):
+    code, out, err = run(capsys, "calibrate", "--alpha", "2", "--epsilon", "1", "--steps", "10")
+    assert code == 2 and out == "" and "--delta" in err
+
+
+def test_calibrate_pure_vector_composition_matches_the_accountant(capsys):
+    out = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "2", "--steps", "4",
+                   "--sampling-rate", "0.5", "--dimension", "2")
+    mech = SaSMechanism(1.0, out["scale"], dimension=2)
+    assert pure_dp_epsilon(amplified_epsilon(mech.epsilon, 0.5), steps=4, delta=0.0) <= 2.0
+
+
+# ----------------------------------------------------------------------------- compare, figures
+
+
+def test_compare_prints_the_table_and_writes_json(capsys, tmp_path):
+    path = tmp_path / "compare.json"
+    argv = ["compare", "--epsilons", "2", "--alphas", "1", "--steps", "10", "--sampling-rate",
+            "1", "--out", str(path)]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out.splitlines()[0] == "| q | eps | Gaussian | alpha = 1 |"
+    rows = json.loads(path.read_text())
+    assert rows[0]["alpha"] == 1.0 and 0 < rows[0]["scale_ratio_to_gaussian"] < 1
+    assert f"{rows[0]['scale']:#.3g}" in out
+    assert "calibrating" in err                    # the progress bar
+
+
+def test_figures_says_when_it_overwrites(tmp_path, capsys):
+    out = run_json(capsys, "figures", "--out", str(tmp_path), "--which", "3.7")
+    assert out["overwritten"] == []
+    assert (tmp_path / "fig3_7_cauchy_limits.png").stat().st_size > 10_000
+    again = run_json(capsys, "figures", "--out", str(tmp_path), "--which", "3.7")
+    assert again["overwritten"] == ["fig3_7_cauchy_limits.png"]
