@@ -7,15 +7,12 @@ from typing import Any
 from controllers.feedback import FractionalDelayController, NaiveStateFeedback, PredictiveController
 from controllers.gains import lqr_gain
 from controllers.mpc import DelayedMPC
+from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 from dmdidc.model import as_plant
 from privacy.errors import ParameterError
 
 __all__ = ["CONTROLLER_NAMES", "LINEAR_CONTROLLER_NAMES", "make_controller"]
 
-#: Every controller :func:`make_controller` builds.
-CONTROLLER_NAMES = ("fractional", "truncated", "exact", "naive", "mpc")
-#: The linear ones (``feedback_matrices()``; exact stability via :mod:`controllers.analysis`).
-LINEAR_CONTROLLER_NAMES = ("fractional", "truncated", "exact", "naive")
 #: Keyword options each controller accepts (anything else is refused, not ignored).
 _OPTIONS = {"fractional": {"reference_delay"}, "truncated": set(), "exact": set(),
             "naive": set()}

@@ -6,10 +6,6 @@ scipy) on first use, so ``import dmdidc`` does not pay for privacy it does not u
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import Any
-
 from privacy.errors import (
     AccountingError,
     DimensionError,
@@ -17,6 +13,7 @@ from privacy.errors import (
     ParameterError,
     ToolboxError,
 )
+from privacy.lazy import lazy_attributes
 
 __all__ = [
     "AccountingError",
@@ -39,17 +36,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-    elif not name.startswith("_") and importlib.util.find_spec(f"privacy.{name}") is not None:
-        value = importlib.import_module(f"privacy.{name}")   # a submodule: privacy.accounting
-    else:
-        raise AttributeError(f"module 'privacy' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), submodules=True)

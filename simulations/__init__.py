@@ -6,8 +6,7 @@ entry point lives in this package, starts without loading the controllers and th
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from privacy.lazy import lazy_attributes
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -29,15 +28,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'simulations' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value      # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

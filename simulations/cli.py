@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from controllers.names import CONTROLLER_NAMES
+
 __all__ = ["main", "build_parser"]
 
-CONTROLLER_NAMES = ("fractional", "truncated", "exact", "naive", "mpc")
 
 # Effective defaults of simulate options whose parser default is None, so that giving them
 # where they do nothing can be refused (help texts show these values).
@@ -302,7 +303,6 @@ def _run_identify(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- simulate
 def _run_simulate(args: argparse.Namespace) -> int:
-    from controllers import lqr_gain
     from privacy.errors import DimensionError
     from simulations.closed_loop import simulate_closed_loop
 
@@ -314,7 +314,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
     if x0.shape != (model.n_states,):
         raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
-    controller = _make_controller(args, model, lqr_gain(model))
+    controller = _make_controller(args, model)
     seed = _DEFAULT_SEED if args.seed is None else args.seed
     # The exact inter-sample curve only serves the figure, which cannot show more than a few
     # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
@@ -406,23 +406,15 @@ def _sampler(args: argparse.Namespace, scale: float):
     return noise_sampler(noise, scale, alpha=_DEFAULT_ALPHA if args.alpha is None else args.alpha)
 
 
-def _make_controller(args: argparse.Namespace, model, K: np.ndarray):
-    from controllers import FractionalDelayController, NaiveStateFeedback, PredictiveController
+def _make_controller(args: argparse.Namespace, model):
+    from controllers import make_controller
 
-    if args.controller == "fractional":
-        return FractionalDelayController(model, K)
-    if args.controller == "truncated":
-        return PredictiveController(model, K, prediction="truncated")
-    if args.controller == "exact":
-        return PredictiveController(model, K, prediction="exact")
-    if args.controller == "naive":
-        return NaiveStateFeedback(model, K)
-    from controllers import DelayedMPC
-
+    if args.controller != "mpc":
+        return make_controller(args.controller, model)
     bound = args.u_max
     horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
-    return DelayedMPC(model, horizon=horizon, u_min=None if bound is None else -bound,
-                      u_max=bound)
+    return make_controller("mpc", model, horizon=horizon,
+                           u_min=None if bound is None else -bound, u_max=bound)
 
 
 def _plot_trajectory(result, path: Path, title: str) -> Path:

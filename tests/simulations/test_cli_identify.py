@@ -63,4 +63,4 @@ def test_identify_help_shows_the_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["identify", "--help"])
     out = capsys.readouterr().out
-    assert "--detrend {none,constant,linear}" in out and "default 1e-3" in out
+    assert "--detrend {none,constant,linear}" in out and "default: 0.001" in out
