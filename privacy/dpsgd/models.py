@@ -201,6 +201,13 @@ class _Base:
         raise NotImplementedError
 
 
+def _check_integers(model: object, **minimums: int) -> None:
+    """Validate (and store as int) the named integer fields of a frozen model."""
+    for name, minimum in minimums.items():
+        object.__setattr__(model, name, check_integer(name, getattr(model, name),
+                                                      minimum=minimum))
+
+
 def _zeros(n_params: int, replicates: int, rng: np.random.Generator | int | None) -> np.ndarray:
     as_generator(rng)  # validated for a uniform signature; convex models start at zero
     return np.zeros((check_integer("replicates", replicates, minimum=1), n_params))
@@ -229,8 +236,7 @@ class LogisticModel(_Base):
     n_features: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_features", check_integer("n_features", self.n_features,
-                                                             minimum=1))
+        _check_integers(self, n_features=1)
 
     @property
     def n_params(self) -> int:
@@ -278,10 +284,7 @@ class SoftmaxModel(_Base):
     n_classes: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_features", check_integer("n_features", self.n_features,
-                                                             minimum=1))
-        object.__setattr__(self, "n_classes", check_integer("n_classes", self.n_classes,
-                                                            minimum=2))
+        _check_integers(self, n_features=1, n_classes=2)
 
     @property
     def n_params(self) -> int:
@@ -334,12 +337,7 @@ class MLPModel(_Base):
     init_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_features", check_integer("n_features", self.n_features,
-                                                             minimum=1))
-        object.__setattr__(self, "n_hidden", check_integer("n_hidden", self.n_hidden,
-                                                           minimum=1))
-        object.__setattr__(self, "n_classes", check_integer("n_classes", self.n_classes,
-                                                            minimum=2))
+        _check_integers(self, n_features=1, n_hidden=1, n_classes=2)
         object.__setattr__(self, "init_scale", check_positive("init_scale", self.init_scale))
 
     @property

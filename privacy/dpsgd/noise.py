@@ -88,6 +88,28 @@ class GradientNoise:
             return self.scale
         return sas_gaussian_equivalent_sigma(self.alpha, self.scale)
 
+    @classmethod
+    def from_gaussian_equivalent(cls, sigma: float, *, law: str,
+                                 alpha: float | None = None) -> GradientNoise:
+        """Smallest noise of ``law`` whose :attr:`gaussian_equivalent_sigma` is ``>= sigma``.
+
+        Noises built from the same ``sigma`` have the same certified privacy in every run.
+
+        Examples
+        --------
+        >>> from privacy.dpsgd import GradientNoise
+        >>> GradientNoise.from_gaussian_equivalent(1.0, law="sas", alpha=2 - 1e-9).scale > 0.7
+        True
+        """
+        sigma = check_positive("sigma", sigma)
+        probe = cls(law, 1.0, alpha)
+        if probe.law == "gaussian":
+            return cls("gaussian", sigma)
+        scale = sigma / probe.gaussian_equivalent_sigma
+        while sas_gaussian_equivalent_sigma(probe.alpha, scale) < sigma:
+            scale = math.nextafter(scale, math.inf)
+        return cls("sas", scale, probe.alpha)
+
     def logpdf(self, x: np.ndarray) -> np.ndarray:
         """Log density of one noise coordinate at ``x`` (elementwise)."""
         x = np.asarray(x, dtype=float)
@@ -161,14 +183,8 @@ def calibrate_noise(target_epsilon: float, *, law: str, alpha: float | None = No
     1.0
     """
     target = check_positive("target_epsilon", target_epsilon)
-    probe = GradientNoise(law, 1.0, alpha)   # validates law/alpha before the slow search
+    GradientNoise(law, 1.0, alpha)   # validates law/alpha before the slow search
     sigma = calibration.calibrate_gaussian_sigma(
         target, delta=delta, steps=steps, sampling_rate=sampling_rate,
         sensitivity=check_positive("clip_norm", clip_norm), rtol=rtol)
-    if probe.law == "gaussian":
-        return GradientNoise("gaussian", sigma)
-    per_unit = sas_gaussian_equivalent_sigma(probe.alpha, 1.0)
-    scale = sigma / per_unit
-    while sas_gaussian_equivalent_sigma(probe.alpha, scale) < sigma:
-        scale = math.nextafter(scale, math.inf)
-    return GradientNoise("sas", scale, probe.alpha)
+    return GradientNoise.from_gaussian_equivalent(sigma, law=law, alpha=alpha)
