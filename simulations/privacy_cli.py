@@ -77,6 +77,9 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
                       help="also write the rows as JSON to this file (an existing file is "
                            "overwritten; dmdidc lists it on stderr)")
 
+    from simulations.dpsgd_cli import add_dpsgd_actions
+    add_dpsgd_actions(actions)  # dpsgd, audit
+
     parser.set_defaults(handler=run_privacy)
     return parser
 
@@ -99,6 +102,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_privacy(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc privacy``; prints the result, returns the exit code."""
+    if args.privacy_command in ("dpsgd", "audit"):
+        from simulations.dpsgd_cli import run_dpsgd_action
+        return run_dpsgd_action(args)
     handlers = {"figures": _run_figures, "epsilon": _run_epsilon,
                 "calibrate": _run_calibrate, "compare": _run_compare}
     return handlers[args.privacy_command](args)
