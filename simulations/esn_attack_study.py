@@ -57,7 +57,10 @@ class ESNStudyConfig:
     trials : int
         Randomised adversary starts / noise draws (10).
     gd_iterations, learning_rate, momentum
-        The seed's gradient descent (6.20): 10 000 iterations, 1e-8, 0.1.
+        The seed's gradient descent (6.20): 10 000 iterations, 1e-8, 0.1 (the iteration cap of
+        every optimizer in Fig. 6.5).
+    restarts : int
+        Random L-BFGS restarts of the strongest attack (3).
     snr : float
         Signal-to-noise power ratio of the defence (0.25 = "1:4").
     unit : {"sequence", "step"}
@@ -79,6 +82,7 @@ class ESNStudyConfig:
     gd_iterations: int = 10_000
     learning_rate: float = 1e-8
     momentum: float = 0.1
+    restarts: int = 3
     snr: float = 0.25
     unit: str = "sequence"
     delta: float = 1e-5
@@ -91,6 +95,7 @@ class ESNStudyConfig:
         check_integer("trials", self.trials, minimum=1)
         check_integer("gd_iterations", self.gd_iterations, minimum=1)
         check_integer("observations", self.observations, minimum=1)
+        check_integer("restarts", self.restarts, minimum=0)
         check_positive("input_bound", self.input_bound)
         check_positive("snr", self.snr)
         check_in_interval("delta", self.delta, 0.0, 1.0, low_open=True, high_open=True)
@@ -134,7 +139,8 @@ def run_esn_study(config: ESNStudyConfig = ESNStudyConfig(), *,
     if T - 1 < config.n_nodes:              # the states span a proper subspace
         subspace = reconstruct_input_subspace(reservoir, clean, steps=T)
         curves["subspace+lbfgs"] = reconstruct_input(reservoir, clean, steps=T, method="lbfgs",
-                                                     iterations=2000, u0=subspace,
+                                                     iterations=config.gd_iterations,
+                                                     u0=subspace,
                                                      record_every=1)
     tick("lbfgs and subspace")
 
@@ -142,7 +148,8 @@ def run_esn_study(config: ESNStudyConfig = ESNStudyConfig(), *,
     plain_gd, plain_best = [], []
     for start in starts:
         plain_gd.append(gd(clean, start).u)
-        plain_best.append(strongest_attack(reservoir, clean, steps=T, rng=rng))
+        plain_best.append(strongest_attack(reservoir, clean, steps=T, rng=rng,
+                                           restarts=config.restarts))
         tick("plain trial")
 
     sigma = noise_for_snr(clean, config.snr)
@@ -151,7 +158,8 @@ def run_esn_study(config: ESNStudyConfig = ESNStudyConfig(), *,
     for start in starts:
         noisy = privatize_statistics(clean, sigma, observations=config.observations, rng=rng)
         private_gd.append(gd(noisy, start).u)
-        private_best.append(strongest_attack(reservoir, noisy, steps=T, rng=rng))
+        private_best.append(strongest_attack(reservoir, noisy, steps=T, rng=rng,
+                                             restarts=config.restarts))
         weight_errors.append(relative_error(reservoir.output_weights(noisy), clean_weights))
         tick("private trial")
 

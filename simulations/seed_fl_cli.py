@@ -44,6 +44,8 @@ def add_seed_fl_actions(actions: Any) -> None:
                      help="random adversary starts / noise draws")
     esn.add_argument("--gd-iterations", type=_positive_int, default=10_000,
                      help="iterations of the seed's gradient descent (6.20) and AMSGrad")
+    esn.add_argument("--restarts", type=int, default=3,
+                     help="random L-BFGS restarts of the strongest attack")
     esn.add_argument("--snr", type=float, default=0.25,
                      help="signal-to-noise power ratio of the defence (0.25 = 1:4)")
     esn.add_argument("--input-bound", type=float, default=5.0,
@@ -112,7 +114,8 @@ def run_esn_attack(args: argparse.Namespace) -> int:
     )
 
     config = ESNStudyConfig(n_nodes=args.nodes, steps=args.steps, trials=args.trials,
-                            gd_iterations=args.gd_iterations, snr=args.snr,
+                            gd_iterations=args.gd_iterations, restarts=args.restarts,
+                            snr=args.snr,
                             input_bound=args.input_bound, unit=args.unit,
                             observations=args.observations, delta=args.delta, seed=args.seed)
     out = Path(args.out)

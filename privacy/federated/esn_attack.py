@@ -146,7 +146,7 @@ class EchoStateReservoir:
         radius = check_positive("spectral_radius", spectral_radius)
         gen = as_generator(rng)
         W = gen.standard_normal((n, n)) * (gen.random((n, n)) < density)
-        current = np.max(np.abs(np.linalg.eigvals(W))) if n > 0 else 0.0
+        current = np.max(np.abs(np.linalg.eigvals(W)))
         if current == 0.0:
             raise ParameterError(f"the random W (n_nodes={n}, density={density}) is nilpotent; "
                                  f"raise density or change rng")

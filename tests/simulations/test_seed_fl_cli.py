@@ -24,7 +24,7 @@ def test_actions_register_handlers():
 
 def test_esn_attack_cli(tmp_path, capsys):
     argv = ["federated", "esn-attack", "--out", str(tmp_path), "--nodes", "12", "--steps", "6",
-            "--trials", "1", "--gd-iterations", "30", "--unit", "step"]
+            "--trials", "1", "--gd-iterations", "30", "--restarts", "0", "--unit", "step"]
     assert main(argv) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["plain_relative_error"] < 1e-6
