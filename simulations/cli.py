@@ -176,6 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_privacy_parser(sub)
+
+    # federated group; the lead merges it with the FedInfer/FedAvg engineer's group
+    from simulations.seed_fl_cli import add_seed_fl_actions
+    federated = sub.add_parser("federated", help="federated learning studies and attacks")
+    add_seed_fl_actions(federated.add_subparsers(dest="federated_command", required=True))
     return parser
 
 
