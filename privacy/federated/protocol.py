@@ -63,8 +63,9 @@ staleness as ``state.version - reply.model_version``.
 
 Randomness.  A client's generator is ``derive_rng(seed, "client", client_id, round)``
 (``numpy.random.SeedSequence(seed, spawn_key=(role, client_id, round))``); the server's
-generator for round ``t`` is ``derive_rng(seed, "server", 0, t)``; the reference runner's
-simulated network uses role ``"network"``.  The numbers therefore depend only on (seed, client,
+generator for synchronous round ``t`` is ``derive_rng(seed, "server", 0, t)`` and for the
+asynchronous request ``j`` to client ``k`` it is ``derive_rng(seed, "server", k + 1, j)``; the
+reference runner's simulated network uses role ``"network"``.  The numbers therefore depend only on (seed, client,
 round), never on the process, the order of arrival or the runtime.
 
 References
