@@ -24,26 +24,22 @@ __all__ = ["add_federated_parser", "run_experiment_command"]
 _DEFAULT_BUDGETS = (1.0, 2.0, 4.0, 8.0, 16.0)
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers; got {text!r}"
-                                         ) from exc
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers >= 1; got {text!r}")
-    return values
+def _numbers(cast: type, what: str):
+    """argparse type: comma-separated positive numbers of type ``cast``."""
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(cast(v) for v in text.split(",") if v.strip())
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}; got {text!r}"
+                                             ) from exc
+        if not values or min(values) <= 0:
+            raise argparse.ArgumentTypeError(f"expected {what} > 0; got {text!r}")
+        return values
+    return parse
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}"
-                                         ) from exc
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"expected numbers > 0; got {text!r}")
-    return values
+_ints = _numbers(int, "integers")
+_floats = _numbers(float, "numbers")
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -101,6 +97,10 @@ def add_federated_parser(subparsers: Any) -> Any:
                      help="release noise (default gaussian, as in the seed)")
     exp.add_argument("--alpha", type=float, default=None,
                      help="SaS index (--noise sas; default 1.5)")
+    exp.add_argument("--local-steps", type=int, default=None,
+                     help="local gradient steps per round (default: the data set's)")
+    exp.add_argument("--lr", type=float, default=None,
+                     help="local step size of the gradient methods (default: the data set's)")
     exp.add_argument("--algorithms", type=_names, default=ALGORITHMS,
                      help="comma-separated subset (default: all six)")
     exp.add_argument("--seed", type=int, default=0, help="trial t uses seed + t (default 0)")
@@ -140,7 +140,8 @@ def run_experiment_command(args: argparse.Namespace) -> int:
                               rounds=args.rounds, privacy=not args.no_privacy,
                               noise=args.noise,
                               alpha=1.5 if args.alpha is None else args.alpha,
-                              epsilon=args.epsilon, delta=args.delta)
+                              epsilon=args.epsilon, delta=args.delta,
+                              local_steps=args.local_steps, lr=args.lr)
     budgets = ((args.total_epsilons or _DEFAULT_BUDGETS) if args.budget == "total"
                else (None,))
     total = args.trials * len(args.algorithms) * len(budgets)

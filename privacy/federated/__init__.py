@@ -4,6 +4,11 @@ The algorithms are plain numpy objects speaking :mod:`privacy.federated.protocol
 (the reference runner here, Flower adapters) only move their messages.
 """
 
+from privacy.federated.fedinfer import FedInfer
+from privacy.federated.gradient import FedAvg, FedLin, FedNova, FedProx, Scaffold
+from privacy.federated.local_dp import LocalDP
+from privacy.federated.models import KernelFeatures, LeastSquaresModel, SeparableLoss
+from privacy.federated.posterior import GaussianPosterior, GridPosterior, NoiseLaw
 from privacy.federated.protocol import (
     ABSTAIN,
     CLIENT,
@@ -44,13 +49,26 @@ __all__ = [
     "AsyncAlgorithm",
     "ClientResult",
     "ClientState",
+    "FedAvg",
+    "FedInfer",
+    "FedLin",
+    "FedNova",
+    "FedProx",
     "FederatedAlgorithm",
+    "GaussianPosterior",
+    "GridPosterior",
+    "KernelFeatures",
+    "LeastSquaresModel",
+    "LocalDP",
     "Message",
     "Network",
+    "NoiseLaw",
     "Reply",
     "RoundPlan",
     "RoundRecord",
     "RunResult",
+    "Scaffold",
+    "SeparableLoss",
     "ServerState",
     "derive_rng",
     "load_server_state",

@@ -62,12 +62,14 @@ _WAIT_FOR_ALL = ("fedavg", "scaffold")
 #: steps), fixed once on noise-free runs and shared by every algorithm.
 SEED_SETTINGS: dict[str, dict[str, Any]] = {
     "synthetic": {"epsilon": 0.16, "delta": 1e-4, "rounds": 100, "basis": 4, "rbf_scale": 1.0,
-                  "feature_bound": 2.5, "ridge": 0.05, "lr": 0.2, "local_steps": 5, "clip": 1.0, "mu": 0.1},
+                  "feature_bound": 2.5, "ridge": 0.05, "lr": 0.2, "local_steps": 5,
+                  "clip": 1.0, "mu": 0.1},
     "iris": {"epsilon": 1.38, "delta": 0.0095, "rounds": 200, "basis": 4, "rbf_scale": 1.0,
-             "feature_bound": 2.5, "ridge": 0.05, "lr": 0.15, "local_steps": 5, "clip": 1.0, "mu": 0.1},
+             "feature_bound": 2.5, "ridge": 0.05, "lr": 0.15, "local_steps": 5, "clip": 1.0,
+             "mu": 0.1},
     "breast_cancer": {"epsilon": 0.5, "delta": 0.0025, "rounds": 200, "basis": 11,
-                      "rbf_scale": 0.5, "feature_bound": 4.0, "ridge": 0.05, "lr": 0.04, "local_steps": 10,
-                      "clip": 2.0, "mu": 0.1},
+                      "rbf_scale": 0.5, "feature_bound": 4.0, "ridge": 0.05, "lr": 0.04,
+                      "local_steps": 10, "clip": 2.0, "mu": 0.1},
 }
 
 
