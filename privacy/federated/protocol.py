@@ -59,9 +59,9 @@ the reason (``logging.getLogger("privacy.federated")``) and never aggregates the
 Reserved keys.  Every message config carries ``round`` (int; the synchronous round, or for an
 asynchronous request the index of the request to that client), ``model_version`` (int; the server
 version the message was built from), ``seed`` (int; the run seed) and ``client_id`` (int; the
-addressee).  :func:`run_client` stamps
-``client_id``, ``round`` and ``model_version`` into the reply metrics, so the server can measure
-staleness as ``state.version - reply.model_version``.
+addressee); :meth:`RoundPlan.message_for` stamps them and algorithms must not set them.
+:func:`run_client` stamps ``client_id``, ``round`` and ``model_version`` into the reply
+metrics.
 
 Randomness.  A client's generator is ``derive_rng(seed, "client", client_id, round)``
 (``numpy.random.SeedSequence(seed, spawn_key=(role, client_id, round))``); the server's
