@@ -19,9 +19,12 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_federated_parser", "run_experiment_command"]
+__all__ = ["add_federated_parser", "run_experiment_command", "ALGORITHM_NAMES"]
 
 _DEFAULT_BUDGETS = (1.0, 2.0, 4.0, 8.0, 16.0)
+#: ``privacy.federated.experiments.ALGORITHMS``, spelled out so that building the parser (what
+#: ``--help`` does) imports nothing heavy; a test keeps the two equal.
+ALGORITHM_NAMES = ("fedinfer", "fedavg", "fedprox", "scaffold", "fednova", "fedlin")
 
 
 def _numbers(cast: type, what: str):
@@ -43,12 +46,11 @@ _floats = _numbers(float, "numbers")
 
 
 def _names(text: str) -> tuple[str, ...]:
-    from privacy.federated.experiments import ALGORITHMS
     names = tuple(v.strip() for v in text.split(",") if v.strip())
-    unknown = sorted(set(names) - set(ALGORITHMS))
+    unknown = sorted(set(names) - set(ALGORITHM_NAMES))
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"algorithms must be among {','.join(ALGORITHMS)}; "
-                                         f"got {text!r}")
+        raise argparse.ArgumentTypeError(f"algorithms must be among "
+                                         f"{','.join(ALGORITHM_NAMES)}; got {text!r}")
     return names
 
 
@@ -61,8 +63,6 @@ def add_federated_parser(subparsers: Any) -> Any:
         The group's actions; add more with ``actions.add_parser(...)`` and
         ``set_defaults(handler=...)``.
     """
-    from privacy.federated.experiments import ALGORITHMS
-
     group = subparsers.add_parser(
         "federated", help="federated learning: FedInfer and the FedAvg family with local DP",
         description="Federated learning experiments (dissertation Ch. 5, 7, 8).")
@@ -75,18 +75,19 @@ def add_federated_parser(subparsers: Any) -> Any:
                     "Settings left out take the seed's values for the data set.")
     exp.add_argument("--dataset", required=True, choices=("synthetic", "iris", "breast_cancer"))
     exp.add_argument("--partition", choices=("iid", "expert"), default="iid",
-                     help="iid (default) or expert: client c holds class c (iris)")
+                     help="iid, or expert: client c holds class c (iris) (default: iid)")
     exp.add_argument("--stagger", type=_ints, default=None,
                      help="stagger rates gamma_k, e.g. 1,2,5,10 (rounds then count ticks)")
     exp.add_argument("--rounds", type=int, default=None,
                      help="rounds (ticks with --stagger); default: the seed's for the data set")
-    exp.add_argument("--trials", type=int, default=100, help="independent trials (default 100)")
+    exp.add_argument("--trials", type=int, default=100, help="independent trials (default: 100)")
     exp.add_argument("--budget", choices=("per-update", "total"), default="per-update",
-                     help="per-update (default): every update (epsilon, delta)-DP as in the "
-                          "seed; total: every client's composed epsilon after the run fixed")
+                     help="per-update: every update (epsilon, delta)-DP as in the seed; total: "
+                          "every client's composed epsilon after the run fixed "
+                          "(default: per-update)")
     exp.add_argument("--total-epsilons", type=_floats, default=None,
-                     help="composed budgets of the total-budget sweep (--budget total; "
-                          "default 1,2,4,8,16)")
+                     help="composed budgets of the total-budget sweep, --budget total only "
+                          "(default: 1,2,4,8,16)")
     exp.add_argument("--epsilon", type=float, default=None,
                      help="per-update epsilon (default: the seed's)")
     exp.add_argument("--delta", type=float, default=None,
@@ -94,16 +95,17 @@ def add_federated_parser(subparsers: Any) -> Any:
     exp.add_argument("--no-privacy", action="store_true",
                      help="no noise at all (the seed's Fig. 8.2)")
     exp.add_argument("--noise", choices=("gaussian", "laplace", "sas"), default="gaussian",
-                     help="release noise (default gaussian, as in the seed)")
+                     help="release noise, Gaussian as in the seed (default: gaussian)")
     exp.add_argument("--alpha", type=float, default=None,
-                     help="SaS index (--noise sas; default 1.5)")
+                     help="SaS index, --noise sas only (default: 1.5)")
     exp.add_argument("--local-steps", type=int, default=None,
                      help="local gradient steps per round (default: the data set's)")
     exp.add_argument("--lr", type=float, default=None,
                      help="local step size of the gradient methods (default: the data set's)")
-    exp.add_argument("--algorithms", type=_names, default=ALGORITHMS,
-                     help="comma-separated subset (default: all six)")
-    exp.add_argument("--seed", type=int, default=0, help="trial t uses seed + t (default 0)")
+    exp.add_argument("--algorithms", type=_names, default=None,
+                     help="comma-separated subset of " + ",".join(ALGORITHM_NAMES)
+                     + " (default: all)")
+    exp.add_argument("--seed", type=int, default=0, help="trial t uses seed + t (default: 0)")
     exp.add_argument("--out", required=True, help="output folder (files are overwritten)")
     exp.set_defaults(handler=run_experiment_command)
     return actions
@@ -136,6 +138,8 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     )
 
     _check(args)
+    if args.algorithms is None:
+        args.algorithms = ALGORITHM_NAMES
     config = ExperimentConfig(args.dataset, partition=args.partition, stagger=args.stagger,
                               rounds=args.rounds, privacy=not args.no_privacy,
                               noise=args.noise,

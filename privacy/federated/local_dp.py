@@ -27,6 +27,7 @@ matching of Figs. 8.3-8.8).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -35,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from privacy import accounting
-from privacy.calibration import _bisect_log
 from privacy.composition import simple_composition
 from privacy.errors import AccountingError, ParameterError
 from privacy.mechanisms import GaussianMechanism, LaplaceMechanism, SaSMechanism
@@ -199,7 +199,7 @@ class LocalDP:
             # the coarser PLD grid is pessimistic too (it bounds the default grid's value)
             return _composed(noise, scale, sensitivity, template.dimension, template.alpha,
                              template.delta, releases, _FAST_DISCRETIZATION)
-        scale = _bisect_log(composed, target, sensitivity, 1e-3)
+        scale = _smallest_scale(composed, target, sensitivity, 1e-3)
         return cls(noise, scale, sensitivity, dimension, alpha, delta, budget, unit)
 
     def replace_scale(self, scale: float) -> LocalDP:
@@ -226,13 +226,39 @@ class LocalDP:
                    config.get("dp_budget"), config["dp_unit"])
 
 
+def _smallest_scale(composed, target: float, start: float, rtol: float) -> float:
+    """Smallest scale (within ``rtol``, rounded up) with ``composed(scale) <= target``.
+
+    ``composed`` decreases with the scale; the bracket always keeps ``composed(hi) <= target``.
+    """
+    lo = hi = start
+    while composed(hi) > target:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e12 * start:
+            raise AccountingError(f"no noise scale up to {hi:g} reaches epsilon <= {target}")
+    if lo == hi:
+        lo = hi / 2.0
+        while composed(lo) <= target:
+            hi, lo = lo, lo / 2.0
+    while hi / lo - 1.0 > rtol:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if composed(mid) <= target else (mid, hi)
+    return hi
+
+
 def _mechanism(noise: str, scale: float, sensitivity: float, dimension: int, alpha: float
                ) -> GaussianMechanism | LaplaceMechanism | SaSMechanism:
-    if noise == "gaussian":
-        return GaussianMechanism(sigma=scale, sensitivity=sensitivity)
-    if noise == "laplace":
-        return LaplaceMechanism(scale=scale, sensitivity=sensitivity)
-    return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity, dimension=dimension)
+    """One release of ``dimension`` coordinates (one query, one epsilon)."""
+    if noise == "sas":
+        return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,
+                            dimension=dimension)
+    cls, name = (GaussianMechanism, "sigma") if noise == "gaussian" else (LaplaceMechanism,
+                                                                         "scale")
+    # Laplace / Gaussian describe a vector release by its norm sensitivity alone where they have
+    # no ``dimension`` field; where they have one, it declares the query's length
+    extra = ({"dimension": dimension} if "dimension" in {f.name for f in dataclasses.fields(cls)}
+             else {})
+    return cls(**{name: scale}, sensitivity=sensitivity, **extra)
 
 
 def _composed(noise: str, scale: float, sensitivity: float, dimension: int, alpha: float,

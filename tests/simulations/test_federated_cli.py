@@ -14,6 +14,12 @@ from simulations.cli import main
 from simulations.federated_cli import add_federated_parser
 
 
+def test_algorithm_names_match_the_experiments():
+    from privacy.federated.experiments import ALGORITHMS
+    from simulations.federated_cli import ALGORITHM_NAMES
+    assert ALGORITHM_NAMES == ALGORITHMS
+
+
 def test_group_is_extensible():
     parser = argparse.ArgumentParser()
     actions = add_federated_parser(parser.add_subparsers(dest="command", required=True))

@@ -8,7 +8,7 @@ from scipy import integrate
 
 from privacy import GaussianMechanism, LaplaceMechanism, SaSMechanism
 from privacy.accounting import epsilon as accountant_epsilon
-from privacy.errors import ParameterError
+from privacy.errors import AccountingError, ParameterError
 from privacy.federated.local_dp import LocalDP, _grid_point
 
 
@@ -46,8 +46,14 @@ def test_fast_bound_is_an_upper_bound_close_to_exact():
 @pytest.mark.slow
 def test_vector_sas_uses_the_certified_pure_bound():
     dp = LocalDP("sas", 3.0, 1.0, dimension=3, alpha=1.7)
-    one = SaSMechanism(1.7, 3.0, 1.0, dimension=3).epsilon
-    assert dp.epsilon(1) == pytest.approx(one) and dp.epsilon(5) == pytest.approx(5 * one)
+    mech = SaSMechanism(1.7, 3.0, 1.0, dimension=3)
+    one = mech.epsilon
+    try:   # the accountant's own answer for vector SaS where it gives one
+        five = accountant_epsilon(mech, delta=1e-5, steps=5)
+    except AccountingError:
+        five = 5 * one   # otherwise simple composition of the certified pure-DP bound
+    assert dp.epsilon(1) <= one * (1 + 1e-12) and dp.epsilon(5) == pytest.approx(five)
+    assert five <= 5 * one * (1 + 1e-12)
     assert one >= SaSMechanism(1.7, 3.0, 1.0).epsilon   # a split shift is never cheaper here
 
 
