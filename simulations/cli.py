@@ -1,4 +1,4 @@
-"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate`` and ``privacy``.
+"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate``, ``privacy``, ``federated``.
 
 Parsing and ``--help`` import no heavy package (cvxpy, matplotlib, scipy.stats): each handler
 imports what it needs.  Every option either takes effect or is refused with a one-line error
@@ -176,11 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_privacy_parser(sub)
-
-    # federated group; the lead merges it with the FedInfer/FedAvg engineer's group
+    from simulations.federated_cli import add_federated_parser
     from simulations.seed_fl_cli import add_seed_fl_actions
-    federated = sub.add_parser("federated", help="federated learning studies and attacks")
-    add_seed_fl_actions(federated.add_subparsers(dest="federated_command", required=True))
+    add_seed_fl_actions(add_federated_parser(sub))   # experiment, esn-attack, sifl
     return parser
 
 

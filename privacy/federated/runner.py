@@ -1,0 +1,497 @@
+"""Plain numpy reference runtime: synchronous rounds and asynchronous stagger on virtual time.
+
+The runner only moves protocol values (:mod:`privacy.federated.protocol`): it calls
+:func:`~privacy.federated.protocol.run_client` for each selected client, passes the replies
+through a simulated :class:`Network` (latency, jitter, drop-outs, a timeout, and a ``tamper``
+hook that tests use to inject malformed, NaN, duplicate or late replies), validates every reply
+with :func:`~privacy.federated.protocol.validate_reply`, logs each rejection to the
+``privacy.federated`` logger, and hands only valid replies to the algorithm.  Time is simulated,
+so a dropped client costs a synchronous round exactly its ``timeout`` and no wall-clock waiting.
+
+Every random number comes from :func:`~privacy.federated.protocol.derive_rng` keyed by (seed,
+client, round): a run resumed from a checkpoint continues bit-identically, and other runtimes
+(Flower in-process or as real processes) reproduce the same numbers.
+
+References
+----------
+Seed Algorithms 1-2 and Sec. 7.3.4 (stagger rates gamma_k; client k answers once per gamma_k
+answers of the fastest client), Sec. 8.5 (stagger [1, 2, 5, 10]).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privacy.errors import DimensionError, ParameterError
+from privacy.federated.protocol import (
+    DP_RELEASES,
+    VERSION,
+    ClientData,
+    ClientState,
+    Reply,
+    ServerState,
+    derive_rng,
+    load_server_state,
+    logger,
+    run_client,
+    save_server_state,
+    validate_reply,
+)
+from privacy.validation import check_integer, check_nonnegative, check_probability
+
+__all__ = ["Network", "RoundRecord", "RunResult", "run_sync", "run_async", "stagger_schedule"]
+
+Tamper = Callable[[int, int, Reply], Sequence[Reply]]
+Evaluate = Callable[[Mapping[str, np.ndarray]], Mapping[str, float]]
+
+
+def _per_client(values: Any, n: int, name: str, check: Callable[[str, Any], float]) -> np.ndarray:
+    if np.ndim(values) == 0:
+        return np.full(n, check(name, values))
+    values = list(values)
+    if len(values) != n:
+        raise DimensionError(f"{name} has {len(values)} entries; expected {n} (one per client)")
+    return np.array([check(f"{name}[{k}]", v) for k, v in enumerate(values)])
+
+
+@dataclass(frozen=True)
+class Network:
+    """The simulated network between the server and its clients (virtual time).
+
+    Parameters
+    ----------
+    latency : float or sequence of float, default 0
+        Delay of a reply after the client received its message (per client), in the same unit
+        as ``timeout`` (rounds are one unit long in the asynchronous runner: ticks).
+    jitter : float, default 0
+        Mean of an exponential extra delay added to every reply.
+    drop : float or sequence of float, default 0
+        Probability that a reply is lost (per client).
+    timeout : float, default inf
+        Synchronous: a round closes at ``timeout`` even if replies are missing (they are then
+        late and rejected as stale when they arrive).  Asynchronous: a request unanswered after
+        ``timeout`` is given up and re-issued.
+    tamper : callable (client_id, round, reply) -> sequence of Reply, optional
+        Replaces a client's reply by what actually arrives (none, a corrupted copy,
+        duplicates, ...); tests use it to check that bad replies are rejected.
+    """
+
+    latency: float | Sequence[float] = 0.0
+    jitter: float = 0.0
+    drop: float | Sequence[float] = 0.0
+    timeout: float = math.inf
+    tamper: Tamper | None = None
+
+    def __post_init__(self) -> None:
+        check_nonnegative("jitter", self.jitter)
+        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise ParameterError(f"timeout must be a positive number (inf allowed); got "
+                                 f"{self.timeout!r}")
+
+    def _arrays(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return (_per_client(self.latency, n, "latency", check_nonnegative),
+                _per_client(self.drop, n, "drop", check_probability))
+
+    def deliveries(self, client_id: int, round: int, reply: Reply, start: float,
+                   latency: float, drop: float, rng: np.random.Generator
+                   ) -> list[tuple[float, Reply]]:
+        """(arrival time, reply) pairs for one sent reply (possibly none)."""
+        lost = rng.random() < drop
+        extra = rng.exponential(self.jitter) if self.jitter > 0 else 0.0
+        if lost:
+            return []
+        replies = [reply] if self.tamper is None else list(self.tamper(client_id, round, reply))
+        return [(start + latency + extra, r) for r in replies]
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """What happened in one synchronous round or one asynchronous tick."""
+
+    round: int
+    time: float
+    accepted: tuple[int, ...]
+    rejected: tuple[tuple[int, str], ...]
+    missing: tuple[int, ...]
+    version: int
+    staleness: tuple[int, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    releases: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Final server state, every client's state and the per-round history."""
+
+    algorithm: Any
+    state: ServerState
+    client_states: tuple[ClientState, ...]
+    history: tuple[RoundRecord, ...]
+
+    @property
+    def model(self) -> Mapping[str, np.ndarray]:
+        """The algorithm's current global estimate."""
+        return self.algorithm.model(self.state)
+
+    def releases(self) -> np.ndarray:
+        """Noisy releases made by each client so far."""
+        return np.array([int(s.scalars.get(DP_RELEASES, 0)) for s in self.client_states])
+
+    def epsilon_history(self) -> np.ndarray:
+        """Each client's composed epsilon after every round, shape (rounds, clients).
+
+        Upper bounds from ``client_dp(k).epsilon_bound`` at each client's delta (0 for a client
+        without privacy); empty when the algorithm has no ``client_dp``.
+        """
+        dps = _client_dps(self.algorithm, len(self.client_states))
+        if dps is None:
+            return np.zeros((len(self.history), 0))
+        return np.array([[0.0 if dp is None else dp.epsilon_bound(n)
+                          for dp, n in zip(dps, r.releases, strict=True)] for r in self.history])
+
+    def final_epsilon(self) -> np.ndarray:
+        """Each client's composed epsilon after the last round (exact accountant value)."""
+        dps = _client_dps(self.algorithm, len(self.client_states))
+        if dps is None:
+            return np.zeros(0)
+        return np.array([0.0 if dp is None else dp.epsilon(int(n))
+                         for dp, n in zip(dps, self.releases(), strict=True)])
+
+    def metric(self, name: str) -> np.ndarray:
+        """One evaluation metric over rounds (NaN where not evaluated)."""
+        return np.array([r.metrics.get(name, np.nan) for r in self.history], dtype=float)
+
+
+def _client_dps(algorithm: Any, n: int) -> list | None:
+    lookup = getattr(algorithm, "client_dp", None)
+    if lookup is None:
+        return None
+    return [lookup(k) for k in range(n)]
+
+
+def _releases(client_states: Sequence[ClientState]) -> tuple[int, ...]:
+    return tuple(int(s.scalars.get(DP_RELEASES, 0)) for s in client_states)
+
+
+def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
+    data = list(client_data)
+    if not data:
+        raise ParameterError("client_data must hold at least one client's data")
+    for k, d in enumerate(data):
+        if not isinstance(d, Mapping):
+            raise ParameterError(f"client_data[{k}] must be a mapping name -> array; got "
+                                 f"{type(d).__name__}")
+    return data
+
+
+# ------------------------------------------------------------------------------- checkpoints
+# An in-flight event is (time, kind, client, seq, payload): kind 0 = a reply arriving (payload a
+# Reply), kind 1 = the timeout of asynchronous request ``payload`` (an int).
+Event = tuple[float, int, int, int, Any]
+
+
+def _save(path: Path, state: ServerState, client_states: Sequence[ClientState],
+          history: Sequence[RoundRecord], position: Mapping[str, Any],
+          events: Sequence[Event]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    arrays = {f"c{k}/{name}": v for k, client in enumerate(client_states)
+              for name, v in client.arrays.items()}
+    headers = []
+    for i, (when, kind, k, seq, payload) in enumerate(events):
+        if kind == 0:
+            arrays.update({f"e{i}/{name}": np.asarray(v) for name, v in payload.arrays.items()})
+            headers.append([when, kind, k, seq, dict(payload.metrics)])
+        else:
+            headers.append([when, kind, k, seq, payload])
+    np.savez(path / "run.npz", **arrays)
+    extra = {"client_scalars": [dict(s.scalars) for s in client_states],
+             "history": [asdict(r) for r in history], "position": dict(position),
+             "events": headers}
+    save_server_state(path / "server", state, extra=extra)
+
+
+def _load(path: Path) -> tuple[ServerState, list[ClientState], list[RoundRecord], dict,
+                               list[Event]]:
+    state, extra = load_server_state(Path(path) / "server")
+    scalars = extra["client_scalars"]
+    client_arrays: list[dict[str, np.ndarray]] = [{} for _ in scalars]
+    event_arrays: dict[int, dict[str, np.ndarray]] = {}
+    with np.load(Path(path) / "run.npz", allow_pickle=False) as npz:
+        for key in npz.files:
+            owner, name = key.split("/", 1)
+            target = client_arrays[int(owner[1:])] if owner[0] == "c" else \
+                event_arrays.setdefault(int(owner[1:]), {})
+            target[name] = npz[key]
+    clients = [ClientState(a, s) for a, s in zip(client_arrays, scalars, strict=True)]
+    history = [RoundRecord(**{**r, "accepted": tuple(r["accepted"]),
+                              "rejected": tuple(tuple(x) for x in r["rejected"]),
+                              "missing": tuple(r["missing"]), "staleness": tuple(r["staleness"]),
+                              "releases": tuple(r["releases"])}) for r in extra["history"]]
+    events = [(when, kind, k, seq, Reply(event_arrays.get(i, {}), payload) if kind == 0
+               else payload) for i, (when, kind, k, seq, payload) in enumerate(extra["events"])]
+    return state, clients, history, extra["position"], events
+
+
+def _start(algorithm, data, seed, resume):
+    if resume is not None:
+        state, clients, history, position, events = _load(Path(resume))
+        if state.num_clients != len(data):
+            raise DimensionError(f"checkpoint {resume} is for {state.num_clients} clients; got "
+                                 f"data for {len(data)}")
+        return state, clients, history, position, events
+    seed = check_integer("seed", seed, minimum=0)
+    state = algorithm.init_server_state(len(data), seed)
+    return state, [ClientState() for _ in data], [], {}, []
+
+
+# ------------------------------------------------------------------------------- synchronous
+def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, seed: int = 0,
+             network: Network | None = None, min_replies: int = 1,
+             evaluate: Evaluate | None = None, checkpoint: str | Path | None = None,
+             checkpoint_every: int = 1, resume: str | Path | None = None,
+             progress: Callable[[int], None] | None = None) -> RunResult:
+    """Run ``rounds`` synchronous rounds of an algorithm on simulated clients.
+
+    Each round: ``configure_round`` (server rng ``derive_rng(seed, "server", 0, t)``) selects
+    clients; each selected client runs :func:`run_client`; the network delivers its reply at
+    ``latency`` (+ jitter) unless it is dropped; the round closes when every selected reply has
+    arrived or at ``timeout``, whichever is first; replies arriving after that are rejected as
+    stale in the round they arrive in.  Valid replies go to ``aggregate`` (when at least
+    ``min_replies`` arrived; otherwise the round leaves the state unchanged).
+
+    Parameters
+    ----------
+    algorithm : FederatedAlgorithm
+    client_data : sequence of mapping
+        Client ``k``'s data is ``client_data[k]``.
+    rounds : int
+        Total number of rounds (a resumed run continues up to this total).
+    seed : int, default 0
+        Run seed (ignored when resuming: the checkpoint holds it).
+    network : Network, optional
+        Default: instant, lossless delivery.
+    min_replies : int, default 1
+    evaluate : callable model -> metrics, optional
+        Called after every round with ``algorithm.model(state)``.
+    checkpoint : path, optional
+        Directory to save the run in after every ``checkpoint_every`` rounds (overwritten).
+    resume : path, optional
+        Continue a run saved with ``checkpoint`` (bit-identical to an uninterrupted run).
+    progress : callable round -> None, optional
+
+    Returns
+    -------
+    RunResult
+        ``history[t].releases`` counts each client's noisy releases after round ``t``;
+        ``epsilon_history()`` turns them into composed epsilons (upper bounds from the
+        accountant) and ``final_epsilon()`` gives the exact final values.
+
+    Examples
+    --------
+    See :mod:`privacy.federated.protocol`.
+    """
+    data = _check_data(client_data)
+    rounds = check_integer("rounds", rounds, minimum=0)
+    min_replies = check_integer("min_replies", min_replies, minimum=1)
+    checkpoint_every = check_integer("checkpoint_every", checkpoint_every, minimum=1)
+    network = network or Network()
+    latency, drop = network._arrays(len(data))
+    state, clients, history, position, pending = _start(algorithm, data, seed, resume)
+    time = float(position.get("time", 0.0))
+    sequence = int(position.get("sequence", 0))
+    for t in range(int(position.get("next_round", 0)), rounds):
+        plan = algorithm.configure_round(state, t, derive_rng(state.seed, "server", 0, t))
+        net_rng = derive_rng(state.seed, "network", 0, t)
+        fresh: list[Event] = []
+        for k in plan.clients:
+            if k >= len(data):
+                raise ParameterError(f"configure_round selected client {k}; only "
+                                     f"{len(data)} clients exist")
+            message = plan.message_for(k, round=t, model_version=state.version, seed=state.seed)
+            reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
+            for when, r in network.deliveries(k, t, reply, time, latency[k], drop[k], net_rng):
+                fresh.append((when, 0, k, sequence, r))
+                sequence += 1
+        closes = time + network.timeout
+        arrived = [a for a in fresh if a[0] <= closes]
+        missing = tuple(sorted(set(plan.clients) - {a[2] for a in arrived}))
+        if missing and not math.isfinite(network.timeout):
+            raise ParameterError(f"round {t}: the replies of clients {list(missing)} were lost "
+                                 f"and the network has no timeout, so the synchronous round "
+                                 f"would never close; set Network(timeout=...)")
+        end = closes if missing else max((a[0] for a in arrived), default=time)
+        on_time = sorted([a for a in pending + fresh if a[0] <= end], key=lambda a: a[:4])
+        pending = [a for a in pending + fresh if a[0] > end]  # late replies still in flight
+        accepted: dict[int, Reply] = {}
+        rejected: list[tuple[int, str]] = []
+        seen: set = set()
+        for _, _, k, _, reply in on_time:
+            reason = validate_reply(reply, algorithm.reply_spec(state, k), client_id=k,
+                                    expected_round=t, seen=seen)
+            if reason is None and k not in plan.clients:
+                reason = f"client {k} was not selected in round {t}"
+            if reason is not None:
+                logger.warning("round %d: rejected reply from client %d: %s", t, k, reason)
+                rejected.append((k, reason))
+            elif not reply.abstained:
+                accepted[k] = reply
+        if missing:
+            logger.warning("round %d: no reply within the timeout from clients %s", t,
+                           list(missing))
+        if len(accepted) >= min_replies:
+            state = algorithm.aggregate(state, t, dict(sorted(accepted.items())))
+        else:
+            logger.warning("round %d: %d valid replies < min_replies=%d; state unchanged", t,
+                           len(accepted), min_replies)
+        time = end
+        metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
+        history.append(RoundRecord(t, time, tuple(sorted(accepted)), tuple(rejected), missing,
+                                   state.version, (), metrics, _releases(clients)))
+        if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == rounds):
+            position = {"next_round": t + 1, "time": time, "sequence": sequence}
+            _save(Path(checkpoint), state, clients, history, position, pending)
+        if progress is not None:
+            progress(t)
+    return RunResult(algorithm, state, tuple(clients), tuple(history))
+
+
+# ------------------------------------------------------------------------------- asynchronous
+def stagger_schedule(stagger: Sequence[int], ticks: int) -> list[tuple[int, int]]:
+    """(tick, client) arrivals of a lossless stagger: client k answers at gamma_k, 2 gamma_k, ...
+
+    Within a tick clients arrive in increasing id order.  After ``Gamma = lcm(gamma)`` ticks
+    client k has answered ``Gamma / gamma_k`` times (seed Sec. 7.3.4).
+
+    Examples
+    --------
+    >>> stagger_schedule([1, 2], 4)
+    [(1, 0), (2, 0), (2, 1), (3, 0), (4, 0), (4, 1)]
+    """
+    rates = [check_integer(f"stagger[{k}]", g, minimum=1) for k, g in enumerate(stagger)]
+    ticks = check_integer("ticks", ticks, minimum=0)
+    return [(t, k) for t in range(1, ticks + 1) for k, g in enumerate(rates) if t % g == 0]
+
+
+def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Sequence[int],
+              ticks: int, seed: int = 0, network: Network | None = None,
+              max_staleness: int | None = None, evaluate: Evaluate | None = None,
+              checkpoint: str | Path | None = None, checkpoint_every: int = 1,
+              resume: str | Path | None = None,
+              progress: Callable[[int], None] | None = None) -> RunResult:
+    """Run an asynchronous algorithm for ``ticks`` ticks with stagger rates ``gamma_k``.
+
+    At time 0 every client gets a request (``configure_client``, request index 0).  Client
+    ``k`` needs ``stagger[k]`` ticks to answer, plus the network's latency and jitter; the
+    server applies each valid reply on arrival (``apply_reply``, ordered by arrival time and
+    client id) and immediately sends that client its next request, built from the current
+    state (so ``model_version`` measures staleness).  A lost reply is noticed at ``timeout``
+    and the request is re-issued; a reply that arrives after its request was given up is
+    rejected as stale.  Records are kept per tick (after all arrivals up to that tick).
+
+    Parameters
+    ----------
+    algorithm : AsyncAlgorithm
+    client_data : sequence of mapping
+    stagger : sequence of int
+        ``gamma_k >= 1``: client ``k`` answers once per ``gamma_k`` ticks.
+    ticks : int
+        Total ticks (a resumed run continues up to this total).
+    max_staleness : int, optional
+        Reject replies computed from a model more than this many versions old.
+    seed, network, evaluate, checkpoint, checkpoint_every, resume, progress
+        As in :func:`run_sync`.
+
+    Returns
+    -------
+    RunResult
+        One :class:`RoundRecord` per tick (``round`` = tick; ``staleness`` of each accepted
+        reply).
+    """
+    data = _check_data(client_data)
+    n = len(data)
+    if np.ndim(stagger) != 1 or len(stagger) != n:
+        raise DimensionError(f"stagger must hold one integer rate per client ({n}); got "
+                             f"{stagger!r}")
+    rates = [check_integer(f"stagger[{k}]", g, minimum=1) for k, g in enumerate(stagger)]
+    ticks = check_integer("ticks", ticks, minimum=0)
+    checkpoint_every = check_integer("checkpoint_every", checkpoint_every, minimum=1)
+    network = network or Network()
+    latency, drop = network._arrays(n)
+    state, clients, history, position, events = _start(algorithm, data, seed, resume)
+    requests = [int(r) for r in position.get("requests", [0] * n)]   # next request index
+    outstanding = [int(r) for r in position.get("outstanding", [-1] * n)]
+    retired = set(position.get("retired", []))
+    sequence = int(position.get("sequence", 0))
+    heapq.heapify(events)
+
+    def send(k: int, now: float) -> None:
+        nonlocal sequence
+        j = requests[k]
+        requests[k] += 1
+        plan = algorithm.configure_client(state, k, j, derive_rng(state.seed, "server", k + 1, j))
+        message = plan.message_for(k, round=j, model_version=state.version, seed=state.seed)
+        reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
+        outstanding[k] = j
+        net_rng = derive_rng(state.seed, "network", k, j)
+        arrivals = network.deliveries(k, j, reply, now + rates[k], latency[k], drop[k], net_rng)
+        timeouts = [(now + network.timeout, 1, j)] if math.isfinite(network.timeout) else []
+        for when, r in arrivals:
+            sequence += 1
+            heapq.heappush(events, (when, 0, k, sequence, r))
+        for when, kind, payload in timeouts:
+            sequence += 1
+            heapq.heappush(events, (when, kind, k, sequence, payload))
+
+    if not position:
+        for k in range(n):
+            send(k, 0.0)
+    for tick in range(int(position.get("next_tick", 1)), ticks + 1):
+        accepted, rejected, staleness = [], [], []
+        seen: set = set()
+        while events and events[0][0] <= tick:
+            when, kind, k, _, payload = heapq.heappop(events)
+            if kind == 1:  # timeout of request `payload`
+                if outstanding[k] == payload and k not in retired:
+                    logger.warning("tick %d: client %d did not answer request %d within the "
+                                   "timeout; re-issuing", tick, k, payload)
+                    send(k, when)
+                continue
+            if outstanding[k] < 0:
+                reason = "unsolicited reply: no request outstanding for this client"
+            else:
+                reason = validate_reply(payload, algorithm.reply_spec(state, k), client_id=k,
+                                        expected_round=outstanding[k], seen=seen,
+                                        current_version=state.version,
+                                        max_staleness=max_staleness)
+            if reason is not None:
+                logger.warning("tick %d: rejected reply from client %d: %s", tick, k, reason)
+                rejected.append((k, reason))
+                continue
+            outstanding[k] = -1
+            if payload.abstained:
+                retired.add(k)
+                logger.info("tick %d: client %d abstained (privacy budget spent); no more "
+                            "requests", tick, k)
+                continue
+            staleness.append(state.version - int(payload.metrics[VERSION]))
+            state = algorithm.apply_reply(state, k, payload)
+            accepted.append(k)
+            send(k, when)
+        metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
+        history.append(RoundRecord(tick, float(tick), tuple(accepted), tuple(rejected), (),
+                                   state.version, tuple(staleness), metrics,
+                                   _releases(clients)))
+        if checkpoint is not None and (tick % checkpoint_every == 0 or tick == ticks):
+            _save(Path(checkpoint), state, clients, history,
+                  {"next_tick": tick + 1, "requests": requests, "outstanding": outstanding,
+                   "retired": sorted(retired), "sequence": sequence}, sorted(events))
+        if progress is not None:
+            progress(tick)
+    return RunResult(algorithm, state, tuple(clients), tuple(history))
