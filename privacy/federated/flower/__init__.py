@@ -23,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without flwr
     raise ImportError("privacy.federated.flower needs Flower: pip install 'dmdidc[federated]' "
                       "(flwr>=1.41,<1.42)") from exc
 
+from privacy.federated.flower.app import DeployedApps, FactorySpec, deployed_apps, load_result
 from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import (
     IDENTIFY,
@@ -33,6 +34,12 @@ from privacy.federated.flower.client import (
     load_client_state,
     make_client_app,
     save_client_state,
+)
+from privacy.federated.flower.deploy import (
+    LocalDeployment,
+    free_ports,
+    run_deployment,
+    write_app,
 )
 from privacy.federated.flower.inprocess import (
     InProcessGrid,
@@ -50,17 +57,25 @@ __all__ = [
     "PARTITION_ID",
     "STATE_DIR",
     "TRAIN",
+    "DeployedApps",
+    "FactorySpec",
     "InProcessGrid",
+    "LocalDeployment",
     "ProtocolStrategy",
     "VirtualClock",
     "WallClock",
+    "deployed_apps",
     "discover_clients",
     "ensure_task_identity",
+    "free_ports",
+    "load_result",
     "load_client_state",
     "make_client_app",
     "run_async_grid",
+    "run_deployment",
     "run_inprocess_async",
     "run_inprocess_sync",
     "run_sync_grid",
     "save_client_state",
+    "write_app",
 ]

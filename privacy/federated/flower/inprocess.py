@@ -35,7 +35,12 @@ from flwr.supercore.run import Run
 
 from privacy.errors import DimensionError, ParameterError
 from privacy.federated.flower.asynchronous import run_async_grid
-from privacy.federated.flower.client import NUM_PARTITIONS, PARTITION_ID, make_client_app
+from privacy.federated.flower.client import (
+    NUM_PARTITIONS,
+    PARTITION_ID,
+    TRAIN,
+    make_client_app,
+)
 from privacy.federated.flower.records import load_context_state
 from privacy.federated.flower.sync import run_sync_grid
 from privacy.federated.protocol import ClientData, ClientState, logger
@@ -102,7 +107,8 @@ class InProcessGrid(Grid):
     delays : float or sequence of float, default 0
         Virtual seconds between a message and its reply, per client.
     silent : iterable of int, optional
-        Clients that never answer (nodes that dropped out).
+        Clients that dropped out after joining: they answer the ``query.identify`` handshake
+        but no ``train`` message.
     tamper : callable (client_id, reply) -> sequence of Message, optional
         Replaces a client's reply by what arrives (none, a corrupted copy, duplicates...).
     run_id : int, default 1
@@ -168,7 +174,7 @@ class InProcessGrid(Grid):
             message_id = uuid.uuid4().hex
             message.metadata.__dict__["_message_id"] = message_id
             ids.append(message_id)
-            if self._client[node] in self.silent:
+            if self._client[node] in self.silent and message.metadata.message_type == TRAIN:
                 continue
             reply = self._call(message, node)
             arrivals = [reply] if self.tamper is None else \
