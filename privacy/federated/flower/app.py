@@ -198,10 +198,12 @@ def deployed_apps(*, algorithm: FactorySpec, data: FactorySpec,
     @server_app.main()
     def main(grid: Grid, context: Context) -> None:
         # The ServerApp process is an application entry point: show our log in Flower's stream.
-        handler = logging.StreamHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("dmdidc %(levelname)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+        if not any(getattr(h, "dmdidc_stream", False) for h in logger.handlers):
+            handler = logging.StreamHandler(sys.stdout)
+            handler.setFormatter(logging.Formatter("dmdidc %(levelname)s: %(message)s"))
+            handler.dmdidc_stream = True
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
         run_from_config(grid, context.run_config, algorithm.build(),
                         None if evaluate is None else evaluate.build())
 
