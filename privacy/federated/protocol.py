@@ -46,10 +46,11 @@ computed from, so staleness is ``state.version - reply.metrics['model_version']`
 clients answering every round, applying the replies of a round one by one gives the same state
 as ``aggregate`` (tested for every algorithm).
 
-Privacy.  An algorithm that releases noisy values has an attribute ``dp`` (a
-:class:`privacy.federated.accounting.LocalDP`, or ``None``); its clients count their releases in
-the client-state scalar ``dp_releases`` (:data:`DP_RELEASES`), from which runtimes report each
-client's composed epsilon after every round.
+Privacy.  An algorithm that releases noisy values has a method ``client_dp(client_id)``
+returning that client's release description (a :class:`privacy.federated.local_dp.LocalDP`, or
+``None``); its clients count their releases in the client-state scalar ``dp_releases``
+(:data:`DP_RELEASES`), from which runtimes report each client's composed epsilon after every
+round (``LocalDP.epsilon_bound``; the exact final value is ``LocalDP.epsilon``).
 
 :func:`validate_reply` rejects malformed, non-finite, wrong-shape, duplicate and stale replies
 with a reason string before any of them reaches ``aggregate`` / ``apply_reply``; the runtime logs
@@ -57,7 +58,8 @@ the reason (``logging.getLogger("privacy.federated")``) and never aggregates the
 
 Reserved keys.  Every message config carries ``round`` (int; the synchronous round, or for an
 asynchronous request the index of the request to that client), ``model_version`` (int; the server
-version the message was built from) and ``seed`` (int; the run seed).  :func:`run_client` stamps
+version the message was built from), ``seed`` (int; the run seed) and ``client_id`` (int; the
+addressee).  :func:`run_client` stamps
 ``client_id``, ``round`` and ``model_version`` into the reply metrics, so the server can measure
 staleness as ``state.version - reply.model_version``.
 
@@ -65,8 +67,8 @@ Randomness.  A client's generator is ``derive_rng(seed, "client", client_id, rou
 (``numpy.random.SeedSequence(seed, spawn_key=(role, client_id, round))``); the server's
 generator for synchronous round ``t`` is ``derive_rng(seed, "server", 0, t)`` and for the
 asynchronous request ``j`` to client ``k`` it is ``derive_rng(seed, "server", k + 1, j)``; the
-reference runner's simulated network uses role ``"network"``.  The numbers therefore depend only on (seed, client,
-round), never on the process, the order of arrival or the runtime.
+reference runner's simulated network uses role ``"network"``.  The numbers therefore depend
+only on (seed, client, round), never on the process, the order of arrival or the runtime.
 
 References
 ----------
@@ -158,7 +160,7 @@ DP_RELEASES = "dp_releases"
 #: such a reply carries no arrays and is neither aggregated nor counted as malformed.
 ABSTAIN = "abstain"
 
-_RESERVED_CONFIG = (ROUND, VERSION, SEED)
+_RESERVED_CONFIG = (ROUND, VERSION, SEED, CLIENT)
 _ROLES = {"client": 0, "server": 1, "network": 2}
 
 #: The logger every runtime reports rejected replies and dropped clients to.
@@ -260,6 +262,11 @@ class Message:
     def seed(self) -> int:
         """Run seed (with client id and round it determines the client's rng)."""
         return self._reserved(SEED)
+
+    @property
+    def client_id(self) -> int:
+        """The client this message is addressed to."""
+        return self._reserved(CLIENT)
 
 
 @dataclass(frozen=True)
@@ -407,7 +414,8 @@ class RoundPlan:
                     ) -> Message:
         """The message for one selected client, with the reserved keys stamped."""
         config = {**self.config, **self.client_config.get(client_id, {}),
-                  ROUND: int(round), VERSION: int(model_version), SEED: int(seed)}
+                  ROUND: int(round), VERSION: int(model_version), SEED: int(seed),
+                  CLIENT: int(client_id)}
         return Message(self.arrays, config)
 
 
@@ -505,6 +513,9 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     new_state : ClientState
     """
     client_id = check_integer("client_id", client_id, minimum=0)
+    if CLIENT in message.config and message.client_id != client_id:
+        raise ParameterError(f"message is addressed to client {message.client_id}, not to "
+                             f"client {client_id}")
     if state.empty:
         state = algorithm.init_client_state(data)
     rng = derive_rng(message.seed, "client", client_id, message.round)

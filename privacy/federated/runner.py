@@ -150,10 +150,13 @@ class RunResult:
 
 
 def _epsilons(algorithm: Any, client_states: Sequence[ClientState]) -> tuple[float, ...]:
-    dp = getattr(algorithm, "dp", None)
-    if dp is None:
+    """Each client's composed epsilon so far (fast upper bound), or () without privacy."""
+    lookup = getattr(algorithm, "client_dp", None)
+    dps = [lookup(k) if lookup is not None else None for k in range(len(client_states))]
+    if all(dp is None for dp in dps):
         return ()
-    return tuple(dp.epsilon(int(s.scalars.get(DP_RELEASES, 0))) for s in client_states)
+    return tuple(0.0 if dp is None else dp.epsilon_bound(int(s.scalars.get(DP_RELEASES, 0)))
+                 for dp, s in zip(dps, client_states, strict=True))
 
 
 def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
@@ -265,8 +268,9 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     Returns
     -------
     RunResult
-        ``history[t].epsilon`` is each client's composed epsilon after round ``t`` (at the
-        algorithm's ``dp.delta``) when the algorithm is differentially private.
+        ``history[t].epsilon`` is each client's composed epsilon after round ``t`` (an upper
+        bound at its ``LocalDP.delta``, from ``LocalDP.epsilon_bound``) when the algorithm has
+        ``client_dp``.
 
     Examples
     --------

@@ -78,8 +78,12 @@ def test_run_client_initializes_state_and_is_deterministic():
     np.testing.assert_array_equal(reply.arrays["mean"], again.arrays["mean"])
     assert reply.metrics[CLIENT] == 1 and reply.metrics[ROUND] == 3
     assert reply.metrics[VERSION] == 2 and state.scalars["sent"] == 1
-    other, _ = run_client(algo, 2, data, ClientState(), message)
+    to_two = RoundPlan((2,), {"mean": np.zeros(2)}).message_for(2, round=3, model_version=2,
+                                                               seed=11)
+    other, _ = run_client(algo, 2, data, ClientState(), to_two)
     assert not np.allclose(other.arrays["mean"], reply.arrays["mean"])
+    with pytest.raises(ParameterError, match="addressed to client 1"):
+        run_client(algo, 2, data, ClientState(), message)
 
 
 def _reply(arrays=None, **metrics):
