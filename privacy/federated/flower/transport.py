@@ -26,8 +26,8 @@ from flwr.serverapp import Grid
 from privacy.errors import ParameterError
 from privacy.federated.flower.client import IDENTIFY, NUM_PARTITIONS, PARTITION_ID, TRAIN
 from privacy.federated.flower.records import message_content, releases_from_flower
-from privacy.federated.protocol import Message, logger
-from privacy.federated.runner import RoundRecord
+from privacy.federated.protocol import DP_RELEASES, ClientState, Message, logger
+from privacy.federated.runner import RoundRecord, _epsilons
 
 __all__ = ["Clock", "WallClock", "discover_clients", "flower_message", "group_of",
            "ReleaseBook", "history_to_json", "history_from_json"]
@@ -156,9 +156,10 @@ class ReleaseBook:
     """Each client's release count as known to the server: an upper bound on its privacy loss.
 
     A client reports its count of noisy releases with every reply; a message it has not
-    answered yet (lost, late, in flight) is counted as one more release, so the bound holds
-    whatever the network does, for algorithms that release at most once per message (all
-    algorithms of this package).  With every reply in, the count equals the client's own.
+    answered yet (lost, late, in flight) is counted as ``releases_per_update`` more releases
+    (the algorithm's attribute, default 1: FedLin releases two per update), so the bound holds
+    whatever the network does.  With every reply in, the count equals the client's own, and the
+    epsilons are the numpy runner's (same accountant call).
     """
 
     def __init__(self, num_clients: int, known: Sequence[int] | None = None,
@@ -177,12 +178,14 @@ class ReleaseBook:
         if count is not None:
             self.known[client_id] = max(self.known[client_id], count)
 
-    def counts(self) -> list[int]:
-        return [k + len(u) for k, u in zip(self.known, self.unanswered, strict=True)]
+    def counts(self, per_message: int = 1) -> list[int]:
+        return [k + per_message * len(u) for k, u in zip(self.known, self.unanswered,
+                                                          strict=True)]
 
     def epsilons(self, algorithm: Any) -> tuple[float, ...]:
-        dp = getattr(algorithm, "dp", None)
-        return () if dp is None else tuple(dp.epsilon(n) for n in self.counts())
+        per_message = int(getattr(algorithm, "releases_per_update", 1))
+        return _epsilons(algorithm, [ClientState(scalars={DP_RELEASES: n})
+                                     for n in self.counts(per_message)])
 
     def to_json(self) -> dict[str, Any]:
         return {"known": self.known, "unanswered": [sorted(u) for u in self.unanswered]}
