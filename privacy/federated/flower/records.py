@@ -85,32 +85,32 @@ def reply_from_flower(message: FlowerMessage) -> Reply | str:
     if message.has_error():
         error = message.error
         return f"client error (Flower code {error.code}): {error.reason}"
+    # (each records view is rebuilt by Flower on access: take it once)
     content = message.content
-    if ARRAYS not in content.array_records or METRICS not in content.metric_records:
+    arrays, metrics = content.array_records.get(ARRAYS), content.metric_records.get(METRICS)
+    if arrays is None or metrics is None:
         return (f"content holds records {sorted(content.keys())}; expected {ARRAYS!r} "
                 f"(ArrayRecord) and {METRICS!r} (MetricRecord)")
     try:
-        arrays = _numpy(content.array_records[ARRAYS])
+        decoded = _numpy(arrays)
     except (ValueError, TypeError, OSError) as exc:
         return f"arrays cannot be decoded: {exc}"
-    return Reply(arrays, dict(content.metric_records[METRICS]))
+    return Reply(decoded, dict(metrics))
 
 
 def releases_from_flower(message: FlowerMessage) -> int | None:
     """The client's reported release count, or ``None`` when absent or malformed."""
-    if message.has_error() or RUNTIME not in message.content.metric_records:
-        return None
-    value = message.content.metric_records[RUNTIME].get(DP_RELEASES)
+    runtime = None if message.has_error() else message.content.metric_records.get(RUNTIME)
+    value = None if runtime is None else runtime.get(DP_RELEASES)
     return int(value) if isinstance(value, int) and value >= 0 else None
 
 
 def load_context_state(context: Context) -> ClientState:
     """The client's protocol state kept in ``context.state`` (empty before its first message)."""
-    state = context.state
-    if _STATE_ARRAYS not in state.array_records:
+    arrays = context.state.array_records.get(_STATE_ARRAYS)
+    if arrays is None:
         return ClientState()
-    return ClientState(_numpy(state.array_records[_STATE_ARRAYS]),
-                       dict(state.config_records[_STATE_SCALARS]))
+    return ClientState(_numpy(arrays), dict(context.state.config_records[_STATE_SCALARS]))
 
 
 def store_context_state(context: Context, state: ClientState) -> None:

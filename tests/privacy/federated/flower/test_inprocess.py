@@ -401,3 +401,12 @@ def test_task_identity_is_set_only_when_flower_has_not_set_it():
                          check=True).stdout
     assert "unset: TaskIdentity.run_id is not set." in out
     assert "run 42" in out
+
+
+@pytest.mark.parametrize("module", ["app", "inprocess", "sync"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(f"privacy.federated.flower.{module}"))
+    assert result.attempted > 0 and result.failed == 0
