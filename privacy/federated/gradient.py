@@ -23,7 +23,10 @@ Methods (``p_k`` data shares, ``S`` the sampled clients):
 * FedProx (5.10): local objective plus ``mu/2 ||W - w||^2``; stragglers do partial work (fewer
   local steps, the inexact local solution of 5.11).
 * SCAFFOLD (5.12-5.17, option II): local steps corrected by ``c - c_k``; the client's new
-  control variate is ``c_k - c + u_k``; the server moves ``c`` by ``sum_S (u_k - c) / K``.
+  control variate is ``c_k - c + u_k``; the server moves ``c`` by ``sum_S p_k (u_k - c)``
+  (5.17 weights clients by ``1/K``; with unequal data shares that makes ``c`` the unweighted
+  mean gradient and the fixed point the minimizer of the unweighted sum of client losses, so
+  the shares ``p_k`` used for ``w`` are used for ``c`` too).
 * FedNova (5.21-5.22): normalized updates, ``w <- w - eta_g eta tau_eff sum_S p_k u_k /
   sum_S p_k`` with ``tau_eff = sum_S p_k s_k / sum_S p_k``.
 * FedLin (5.23): gradient tracking with client-specific steps ``eta_k = eta s / s_k``; the
@@ -328,8 +331,9 @@ class Scaffold(_GradientMethod):
 
     def _apply(self, state, step, clients, replies, **scalars):
         w = state.arrays["w"] + self.server_lr * step
-        dc = sum(np.asarray(replies[k].arrays["dc"], dtype=float) for k in clients)
-        c = state.arrays["c"] + dc / self.num_clients
+        dc = sum(self.shares[k] * np.asarray(replies[k].arrays["dc"], dtype=float)
+                 for k in clients)
+        c = state.arrays["c"] + dc
         return state.replace(arrays={"w": w, "c": c}, **scalars)
 
 

@@ -417,4 +417,4 @@ class SeparableLoss:
         def objective(w: np.ndarray) -> float:
             value = float(np.asarray(self.g(w), dtype=float) @ z)
             return value + (self.regularizer(w) if self.regularizer is not None else 0.0)
-        return optimize.minimize(objective, self.w0, method="BFGS").x
+        return optimize.minimize(objective, self.w0, method="BFGS", options={"gtol": 1e-10}).x

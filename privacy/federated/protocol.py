@@ -50,7 +50,7 @@ Privacy.  An algorithm that releases noisy values has a method ``client_dp(clien
 returning that client's release description (a :class:`privacy.federated.local_dp.LocalDP`, or
 ``None``); its clients count their releases in the client-state scalar ``dp_releases``
 (:data:`DP_RELEASES`), from which runtimes report each client's composed epsilon after every
-round (``LocalDP.epsilon_bound``; the exact final value is ``LocalDP.epsilon``).
+round (``RunResult.epsilon_history``; exact final values ``RunResult.final_epsilon``).
 
 :func:`validate_reply` rejects malformed, non-finite, wrong-shape, duplicate and stale replies
 with a reason string before any of them reaches ``aggregate`` / ``apply_reply``; the runtime logs

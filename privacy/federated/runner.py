@@ -123,7 +123,7 @@ class RoundRecord:
     version: int
     staleness: tuple[int, ...] = ()
     metrics: Mapping[str, float] = field(default_factory=dict)
-    epsilon: tuple[float, ...] = ()
+    releases: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,19 +144,40 @@ class RunResult:
         """Noisy releases made by each client so far."""
         return np.array([int(s.scalars.get(DP_RELEASES, 0)) for s in self.client_states])
 
+    def epsilon_history(self) -> np.ndarray:
+        """Each client's composed epsilon after every round, shape (rounds, clients).
+
+        Upper bounds from ``client_dp(k).epsilon_bound`` at each client's delta (0 for a client
+        without privacy); empty when the algorithm has no ``client_dp``.
+        """
+        dps = _client_dps(self.algorithm, len(self.client_states))
+        if dps is None:
+            return np.zeros((len(self.history), 0))
+        return np.array([[0.0 if dp is None else dp.epsilon_bound(n)
+                          for dp, n in zip(dps, r.releases, strict=True)] for r in self.history])
+
+    def final_epsilon(self) -> np.ndarray:
+        """Each client's composed epsilon after the last round (exact accountant value)."""
+        dps = _client_dps(self.algorithm, len(self.client_states))
+        if dps is None:
+            return np.zeros(0)
+        return np.array([0.0 if dp is None else dp.epsilon(int(n))
+                         for dp, n in zip(dps, self.releases(), strict=True)])
+
     def metric(self, name: str) -> np.ndarray:
         """One evaluation metric over rounds (NaN where not evaluated)."""
         return np.array([r.metrics.get(name, np.nan) for r in self.history], dtype=float)
 
 
-def _epsilons(algorithm: Any, client_states: Sequence[ClientState]) -> tuple[float, ...]:
-    """Each client's composed epsilon so far (fast upper bound), or () without privacy."""
+def _client_dps(algorithm: Any, n: int) -> list | None:
     lookup = getattr(algorithm, "client_dp", None)
-    dps = [lookup(k) if lookup is not None else None for k in range(len(client_states))]
-    if all(dp is None for dp in dps):
-        return ()
-    return tuple(0.0 if dp is None else dp.epsilon_bound(int(s.scalars.get(DP_RELEASES, 0)))
-                 for dp, s in zip(dps, client_states, strict=True))
+    if lookup is None:
+        return None
+    return [lookup(k) for k in range(n)]
+
+
+def _releases(client_states: Sequence[ClientState]) -> tuple[int, ...]:
+    return tuple(int(s.scalars.get(DP_RELEASES, 0)) for s in client_states)
 
 
 def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
@@ -212,7 +233,7 @@ def _load(path: Path) -> tuple[ServerState, list[ClientState], list[RoundRecord]
     history = [RoundRecord(**{**r, "accepted": tuple(r["accepted"]),
                               "rejected": tuple(tuple(x) for x in r["rejected"]),
                               "missing": tuple(r["missing"]), "staleness": tuple(r["staleness"]),
-                              "epsilon": tuple(r["epsilon"])}) for r in extra["history"]]
+                              "releases": tuple(r["releases"])}) for r in extra["history"]]
     events = [(when, kind, k, seq, Reply(event_arrays.get(i, {}), payload) if kind == 0
                else payload) for i, (when, kind, k, seq, payload) in enumerate(extra["events"])]
     return state, clients, history, extra["position"], events
@@ -268,9 +289,9 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     Returns
     -------
     RunResult
-        ``history[t].epsilon`` is each client's composed epsilon after round ``t`` (an upper
-        bound at its ``LocalDP.delta``, from ``LocalDP.epsilon_bound``) when the algorithm has
-        ``client_dp``.
+        ``history[t].releases`` counts each client's noisy releases after round ``t``;
+        ``epsilon_history()`` turns them into composed epsilons (upper bounds from the
+        accountant) and ``final_epsilon()`` gives the exact final values.
 
     Examples
     --------
@@ -332,7 +353,7 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
         time = end
         metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
         history.append(RoundRecord(t, time, tuple(sorted(accepted)), tuple(rejected), missing,
-                                   state.version, (), metrics, _epsilons(algorithm, clients)))
+                                   state.version, (), metrics, _releases(clients)))
         if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == rounds):
             position = {"next_round": t + 1, "time": time, "sequence": sequence}
             _save(Path(checkpoint), state, clients, history, position, pending)
@@ -466,7 +487,7 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
         metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
         history.append(RoundRecord(tick, float(tick), tuple(accepted), tuple(rejected), (),
                                    state.version, tuple(staleness), metrics,
-                                   _epsilons(algorithm, clients)))
+                                   _releases(clients)))
         if checkpoint is not None and (tick % checkpoint_every == 0 or tick == ticks):
             _save(Path(checkpoint), state, clients, history,
                   {"next_tick": tick + 1, "requests": requests, "outstanding": outstanding,
