@@ -66,11 +66,11 @@ def fedinfer(num_clients: int, stagger: list[int] | None = None) -> FedInfer:
     return FedInfer(_model(num_clients), None, num_clients=num_clients, stagger=stagger)
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
+def _best(fn, argument, repeat: int) -> tuple[float, object]:
     best, value = math.inf, None
     for _ in range(repeat):
         start = time.perf_counter()
-        value = fn()
+        value = fn(argument)
         best = min(best, time.perf_counter() - start)
     return best, value
 
@@ -99,8 +99,8 @@ def in_process(clients: int, rounds: int, repeat: int) -> None:
     print(f"{'case':16s} {'clients':>7s} {'numpy ms/round':>15s} {'Flower ms/round':>16s} "
           f"{'ratio':>6s} {'Flower ms/message':>18s}")
     for name, algorithm, numpy_run, flower_run, count in cases:
-        t_numpy, reference = _best(lambda: numpy_run(algorithm), repeat)
-        t_flower, result = _best(lambda: flower_run(algorithm), repeat)
+        t_numpy, reference = _best(numpy_run, algorithm, repeat)
+        t_flower, result = _best(flower_run, algorithm, repeat)
         _same(result, reference)
         messages = sum(len(r.accepted) for r in result.history) or 1
         print(f"{name:16s} {clients:7d} {1e3 * t_numpy / count:15.2f} "

@@ -43,7 +43,13 @@ from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import NUM_PARTITIONS, make_client_app, partition_id
 from privacy.federated.flower.sync import run_sync_grid
 from privacy.federated.flower.transport import history_from_json, history_to_json
-from privacy.federated.protocol import ClientData, load_server_state, logger
+from privacy.federated.protocol import (
+    DP_RELEASES,
+    ClientData,
+    ClientState,
+    load_server_state,
+    logger,
+)
 from privacy.federated.runner import RunResult
 from privacy.validation import check_integer
 
@@ -170,7 +176,10 @@ def run_from_config(grid: Grid, config: Mapping[str, Any], algorithm: Any,
 def load_result(out: str | Path, algorithm: Any) -> RunResult:
     """The result a deployed run wrote into ``out`` (exact arrays, from its checkpoint)."""
     state, extra = load_server_state(Path(out) / _CHECKPOINT / "server")
-    return RunResult(algorithm, state, (), tuple(history_from_json(extra["history"])))
+    history = tuple(history_from_json(extra["history"]))
+    releases = history[-1].releases if history else (0,) * state.num_clients
+    return RunResult(algorithm, state,
+                     tuple(ClientState(scalars={DP_RELEASES: n}) for n in releases), history)
 
 
 def deployed_apps(*, algorithm: FactorySpec, data: FactorySpec,

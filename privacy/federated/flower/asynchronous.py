@@ -131,7 +131,7 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
     -------
     RunResult
         One record per tick, as :func:`privacy.federated.runner.run_async` (``client_states``
-        empty: they stay on the nodes).
+        hold only the release counts: the states stay on the nodes).
     """
     num_clients = check_integer("num_clients", num_clients, minimum=1)
     ticks = check_integer("ticks", ticks, minimum=0)
@@ -252,7 +252,7 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
         metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
         history.append(RoundRecord(tau, clock.now() - origin, tuple(accepted), tuple(rejected),
                                    (), state.version, tuple(staleness), metrics,
-                                   book.epsilons(algorithm)))
+                                   book.counts(algorithm)))
         logger.info("tick %d: version %d, %d applied, %d rejected%s", tau, state.version,
                     len(accepted), len(rejected),
                     "".join(f", {k}={v:.6g}" for k, v in metrics.items()))
@@ -262,5 +262,5 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
                   outstanding)
         if progress is not None:
             progress(tau)
-    return RunResult(algorithm, state, (), tuple(history))
+    return RunResult(algorithm, state, book.client_states(algorithm), tuple(history))
 

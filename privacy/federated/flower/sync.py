@@ -75,8 +75,8 @@ class ProtocolStrategy(Strategy):
     ----------
     state : ServerState
     history : list of RoundRecord
-        One record per finished round (``epsilon``: each client's composed epsilon, from its
-        reported release count plus its unanswered messages — an upper bound).
+        One record per finished round (``releases``: each client's reported release count plus
+        its unanswered messages — an upper bound, see ``ReleaseBook``).
     nodes : dict int -> int or None
         ``client_id -> node_id`` once discovered.
 
@@ -176,7 +176,7 @@ class ProtocolStrategy(Strategy):
         metrics = dict(self.evaluate(model)) if self.evaluate is not None else {}
         record = RoundRecord(t, self._clock.now() - self._started, tuple(sorted(accepted)),
                              tuple(rejected), missing, self.state.version, (), metrics,
-                             self.releases.epsilons(self.algorithm))
+                             self.releases.counts(self.algorithm))
         self.history.append(record)
         logger.info("round %d: version %d, %d accepted, %d rejected, %d missing%s", t,
                     record.version, len(record.accepted), len(rejected), len(missing),
@@ -220,8 +220,10 @@ class ProtocolStrategy(Strategy):
         self.releases = ReleaseBook(self.num_clients, **extra["releases"])
 
     def result(self) -> RunResult:
-        """The run so far (client states stay on the nodes: ``client_states`` is empty)."""
-        return RunResult(self.algorithm, self.state, (), tuple(self.history))
+        """The run so far; ``client_states`` hold only the release counts the server knows
+        (the states themselves stay on the nodes)."""
+        return RunResult(self.algorithm, self.state, self.releases.client_states(self.algorithm),
+                         tuple(self.history))
 
 
 def run_sync_grid(algorithm: Any, grid: Grid, *, num_clients: int, rounds: int, seed: int = 0,
@@ -265,7 +267,7 @@ def run_sync_grid(algorithm: Any, grid: Grid, *, num_clients: int, rounds: int, 
     -------
     RunResult
         As :func:`privacy.federated.runner.run_sync` (``time`` in seconds of the grid's clock;
-        ``client_states`` empty: they stay on the nodes).
+        ``client_states`` hold only the release counts: the states stay on the nodes).
 
     Examples
     --------

@@ -27,7 +27,7 @@ from privacy.errors import ParameterError
 from privacy.federated.flower.client import IDENTIFY, NUM_PARTITIONS, PARTITION_ID, TRAIN
 from privacy.federated.flower.records import message_content, releases_from_flower
 from privacy.federated.protocol import DP_RELEASES, ClientState, Message, logger
-from privacy.federated.runner import RoundRecord, _epsilons
+from privacy.federated.runner import RoundRecord
 
 __all__ = ["Clock", "WallClock", "discover_clients", "flower_message", "group_of",
            "ReleaseBook", "history_to_json", "history_from_json"]
@@ -158,8 +158,8 @@ class ReleaseBook:
     A client reports its count of noisy releases with every reply; a message it has not
     answered yet (lost, late, in flight) is counted as ``releases_per_update`` more releases
     (the algorithm's attribute, default 1: FedLin releases two per update), so the bound holds
-    whatever the network does.  With every reply in, the count equals the client's own, and the
-    epsilons are the numpy runner's (same accountant call).
+    whatever the network does.  With every reply in, the count equals the client's own, and so
+    do the epsilons the result derives from it (``RunResult.epsilon_history``).
     """
 
     def __init__(self, num_clients: int, known: Sequence[int] | None = None,
@@ -178,14 +178,20 @@ class ReleaseBook:
         if count is not None:
             self.known[client_id] = max(self.known[client_id], count)
 
-    def counts(self, per_message: int = 1) -> list[int]:
-        return [k + per_message * len(u) for k, u in zip(self.known, self.unanswered,
-                                                          strict=True)]
+    def counts(self, algorithm: Any) -> tuple[int, ...]:
+        """Each client's releases: reported ones plus ``releases_per_update`` per message in
+        flight (none for a client whose ``client_dp`` is ``None``: it releases nothing)."""
+        per_update = int(getattr(algorithm, "releases_per_update", 1))
+        lookup = getattr(algorithm, "client_dp", None)
+        return tuple(known + (0 if lookup is not None and lookup(k) is None else per_update)
+                     * len(unanswered)
+                     for k, (known, unanswered) in enumerate(zip(self.known, self.unanswered,
+                                                                 strict=True)))
 
-    def epsilons(self, algorithm: Any) -> tuple[float, ...]:
-        per_message = int(getattr(algorithm, "releases_per_update", 1))
-        return _epsilons(algorithm, [ClientState(scalars={DP_RELEASES: n})
-                                     for n in self.counts(per_message)])
+    def client_states(self, algorithm: Any) -> tuple[ClientState, ...]:
+        """The server's view of the clients' states: only their release counts (so that
+        ``RunResult.releases`` / ``final_epsilon`` work where client states stay on nodes)."""
+        return tuple(ClientState(scalars={DP_RELEASES: n}) for n in self.counts(algorithm))
 
     def to_json(self) -> dict[str, Any]:
         return {"known": self.known, "unanswered": [sorted(u) for u in self.unanswered]}
@@ -196,7 +202,7 @@ def history_to_json(history: Iterable[RoundRecord]) -> list[dict[str, Any]]:
 
 
 def history_from_json(records: Iterable[Mapping[str, Any]]) -> list[RoundRecord]:
-    fields = ("accepted", "missing", "staleness", "epsilon")
+    fields = ("accepted", "missing", "staleness", "releases")
     return [RoundRecord(**{**r, **{f: tuple(r[f]) for f in fields},
                            "rejected": tuple(tuple(x) for x in r["rejected"])})
             for r in records]
