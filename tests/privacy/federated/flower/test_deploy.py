@@ -29,12 +29,13 @@ from privacy.federated.flower.app import DATA_FILE, RESULT_FILE, _node_data
 from privacy.federated.flower.deploy import APP_MODULE
 from privacy.federated.protocol import logger
 from privacy.federated.runner import run_sync
-from tests.privacy.federated.flower.factories import toy_partition
+from tests.privacy.federated.flower.factories import classification_partition
 from tests.privacy.federated.flower.test_inprocess import assert_same_run
 
-ALGORITHM = FactorySpec("tests.privacy.federated.toy:NoisyMean",
-                        {"dim": 2, "noise": 0.1, "fraction": 0.7})
-DATA = FactorySpec("tests.privacy.federated.flower.factories:toy_partition", {"seed": 4})
+ALGORITHM = FactorySpec("tests.privacy.federated.flower.factories:private_scaffold",
+                        {"num_clients": 3})
+DATA = FactorySpec("tests.privacy.federated.flower.factories:classification_partition",
+                   {"seed": 4})
 
 
 def reference(num_clients, rounds, seed):
@@ -84,7 +85,8 @@ def test_a_node_can_bring_its_own_data_file(tmp_path):
                       RecordDict(), {})
     np.testing.assert_array_equal(_node_data(DATA, context)["x"], np.ones((3, 2)))
     recipe = Context(1, 9, {"partition-id": 1, "num-partitions": 3}, RecordDict(), {})
-    np.testing.assert_array_equal(_node_data(DATA, recipe)["x"], toy_partition(1, 3, seed=4)["x"])
+    np.testing.assert_array_equal(_node_data(DATA, recipe)["X"],
+                                  classification_partition(1, 3, seed=4)["X"])
     with pytest.raises(ParameterError, match="num-partitions"):
         _node_data(DATA, Context(1, 9, {"partition-id": 1}, RecordDict(), {}))
 
@@ -132,13 +134,16 @@ def processes_using(flwr_home: Path) -> list[int]:
 
 @pytest.mark.slow
 def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_path):
-    """SuperLink + 3 SuperNodes + flwr run (2 rounds: state carried across rounds and nodes)."""
+    """SuperLink + 3 SuperNodes + flwr run: private SCAFFOLD, 2 rounds (client control variates
+    and release counters carried between messages by the SuperNodes, seeded noise drawn in
+    separate processes)."""
     lines: list[str] = []
     result = run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=tmp_path / "out",
                             run_config={"rounds": 2, "seed": 5}, on_line=lines.append,
                             workdir=tmp_path / "work")
     expected = reference(3, 2, 5)
     assert_same_run(result, expected)
+    np.testing.assert_array_equal(result.final_epsilon(), expected.final_epsilon())
     data = [DATA.build(k, 3) for k in range(3)]
     assert_same_run(run_inprocess_sync(ALGORITHM.build(), data, rounds=2, seed=5), expected)
     assert any(line.startswith("dmdidc INFO: round 1") for line in lines)
