@@ -190,7 +190,7 @@ class LocalDeployment:
         self.processes.append(process)
         return process
 
-    def start(self, *, timeout: float = 60.0) -> LocalDeployment:
+    def start(self, *, timeout: float = 120.0) -> LocalDeployment:
         """Start the SuperLink, wait for its port, then start the SuperNodes."""
         home = self.workdir / "flwr-home"
         home.mkdir(parents=True, exist_ok=True)
