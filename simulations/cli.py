@@ -1,4 +1,4 @@
-"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate`` and ``privacy``."""
+"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate``, ``privacy``, ``federated``."""
 
 from __future__ import annotations
 
@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_privacy_parser(sub)
+    from simulations.federated_cli import add_federated_parser
+    add_federated_parser(sub)  # returns the group's actions, for more federated commands
     return parser
 
 

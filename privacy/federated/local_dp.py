@@ -179,6 +179,9 @@ class LocalDP:
                   budget: float | None = None, unit: str = "record") -> LocalDP:
         """Smallest scale (relative 1e-3, rounded up) with ``epsilon(releases) <= epsilon``.
 
+        The search uses the accountant with a 1e-3 loss grid, whose pessimistic value bounds
+        the default grid's, so the returned release meets the target under :meth:`epsilon`.
+
         Use ``releases`` = releases per update for per-update matching and = total releases of
         the run for an equal total budget.
 
@@ -193,8 +196,9 @@ class LocalDP:
         template = cls(noise, 1.0, sensitivity, dimension, alpha, delta, budget, unit)
 
         def composed(scale: float) -> float:
+            # the coarser PLD grid is pessimistic too (it bounds the default grid's value)
             return _composed(noise, scale, sensitivity, template.dimension, template.alpha,
-                             template.delta, releases, None)
+                             template.delta, releases, _FAST_DISCRETIZATION)
         scale = _bisect_log(composed, target, sensitivity, 1e-3)
         return cls(noise, scale, sensitivity, dimension, alpha, delta, budget, unit)
 

@@ -185,6 +185,10 @@ def _float_arrays(kind: str, arrays: Mapping[str, Any] | None) -> dict[str, np.n
                              f"{type(arrays).__name__}")
     out = {}
     for name, value in arrays.items():
+        if (type(value) is np.ndarray and value.dtype == np.float64
+                and not value.flags.writeable and value.base is None):
+            out[_check_name(kind, name)] = value   # already an immutable copy: share it
+            continue
         try:
             array = np.array(value, dtype=np.float64, copy=True)
         except (TypeError, ValueError) as exc:
@@ -567,11 +571,14 @@ def validate_reply(reply: Any, spec: Mapping[str, tuple[int, ...]], *, client_id
     """
     if not isinstance(reply, Reply):
         return f"not a Reply but {type(reply).__name__}"
-    metrics = reply.metrics if isinstance(reply.metrics, Mapping) else {}
+    metrics = reply.metrics if _is_mapping(reply.metrics) else {}
     header = {}
     for key in (CLIENT, ROUND, VERSION):
         value = metrics.get(key)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        if type(value) is not int and (isinstance(value, bool)
+                                       or not isinstance(value, numbers.Integral)):
+            return f"metric {key!r} missing or not a non-negative integer (got {value!r})"
+        if value < 0:
             return f"metric {key!r} missing or not a non-negative integer (got {value!r})"
         header[key] = int(value)
     if header[CLIENT] != client_id:
@@ -588,31 +595,40 @@ def validate_reply(reply: Any, spec: Mapping[str, tuple[int, ...]], *, client_id
             return f"model_version {header[VERSION]} is newer than the server's {current_version}"
         if staleness > max_staleness:
             return f"stale reply: {staleness} versions old (max_staleness={max_staleness})"
-    arrays = reply.arrays if isinstance(reply.arrays, Mapping) else None
+    arrays = reply.arrays if _is_mapping(reply.arrays) else None
     if arrays is None:
         return f"arrays is {type(reply.arrays).__name__}, not a mapping"
     if metrics.get(ABSTAIN, 0):
         if arrays:
             return "abstaining reply carries arrays"
     else:
-        if set(arrays) != set(spec):
+        if arrays.keys() != spec.keys():
             return (f"array names {sorted(map(str, arrays))} differ from the expected "
                     f"{sorted(spec)}")
         for name, shape in spec.items():
-            try:
-                array = np.asarray(arrays[name])
-            except (TypeError, ValueError):
-                return f"array {name!r} is not numeric"
+            array = arrays[name]
+            if type(array) is not np.ndarray:
+                try:
+                    array = np.asarray(array)
+                except (TypeError, ValueError):
+                    return f"array {name!r} is not numeric"
             if array.dtype.kind not in "biuf":
                 return f"array {name!r} has dtype {array.dtype}, not real"
-            if array.shape != tuple(shape):
+            if array.shape != shape and array.shape != tuple(shape):
                 return f"array {name!r} has shape {array.shape}, expected {tuple(shape)}"
-            bad = array.size - int(np.count_nonzero(np.isfinite(array)))
-            if bad:
-                return f"array {name!r} has {bad} non-finite entries"
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = array.sum()   # finite iff no NaN / inf (unless it overflows)
+            if not math.isfinite(total):
+                bad = array.size - int(np.count_nonzero(np.isfinite(array)))
+                if bad:
+                    return f"array {name!r} has {bad} non-finite entries"
     if seen is not None:
         seen.add(key)
     return None
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def save_server_state(path: str | Path, state: ServerState, *,
