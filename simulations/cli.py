@@ -72,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_privacy_parser(sub)
     from simulations.federated_cli import add_federated_parser
-    add_federated_parser(sub)  # returns the group's actions, for more federated commands
+    actions = add_federated_parser(sub)  # returns the group's actions, for more commands
+    from simulations.flower_cli import add_serve_action
+    add_serve_action(actions)
     return parser
 
 

@@ -13,20 +13,23 @@ Run config keys
 ``min-replies`` (sync), ``ticks`` / ``tick`` / ``stagger`` ("1,2,5,10" or "") /
 ``request-timeout`` (ticks, -1: never) / ``max-staleness`` (-1: none) (async),
 ``discovery-timeout``, ``out`` (results folder, absolute), ``resume`` (checkpoint folder or
-""), ``checkpoint-every``.
+""), ``checkpoint-every``, ``cache-dir`` (built algorithms, or "").
 
 Node config keys
 ----------------
 ``partition-id``, ``num-partitions`` (required), ``data-file`` (optional ``.npz`` holding the
 node's own data instead of the run's data recipe), ``state-dir`` (optional; see
-:mod:`privacy.federated.flower.client`).
+:mod:`privacy.federated.flower.client`), ``cache-dir`` (optional; see :func:`build_cached`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
+import os
+import pickle
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,13 +56,15 @@ from privacy.federated.protocol import (
 from privacy.federated.runner import RunResult
 from privacy.validation import check_integer
 
-__all__ = ["FactorySpec", "DeployedApps", "deployed_apps", "RESULT_FILE", "load_result",
-           "DATA_FILE"]
+__all__ = ["FactorySpec", "DeployedApps", "deployed_apps", "build_cached", "RESULT_FILE",
+           "load_result", "DATA_FILE", "CACHE_DIR"]
 
 #: Summary written by the ServerApp into the ``out`` folder (the exact state is beside it).
 RESULT_FILE = "result.json"
 #: Node-config key of a node's own data file (``.npz``).
 DATA_FILE = "data-file"
+#: Node- and run-config key of the folder of built algorithms (see :func:`build_cached`).
+CACHE_DIR = "cache-dir"
 _CHECKPOINT = "checkpoint"
 
 
@@ -124,6 +129,30 @@ class DeployedApps:
 
     server_app: ServerApp
     client_app: ClientApp
+
+
+def build_cached(spec: FactorySpec, directory: str | Path | None) -> Any:
+    """``spec.build()``, kept as a pickle in ``directory`` (keyed by the spec) for later calls.
+
+    A deployed ClientApp runs in a fresh process per message; building an algorithm can mean
+    calibrating its noise (seconds for Gaussian, minutes for vector SaS), so the launcher
+    builds it once into the deployment's cache folder (node config / run config
+    ``cache-dir``) and every process loads it.  The folder is the deployment's own (written by
+    the launcher), never data received over the network.
+    """
+    if not directory:
+        return spec.build()
+    path = Path(str(directory)) / f"{hashlib.sha256(repr(spec).encode()).hexdigest()[:32]}.pkl"
+    if path.exists():
+        with open(path, "rb") as handle:
+            return pickle.load(handle)
+    value = spec.build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        pickle.dump(value, handle)
+    os.replace(tmp, path)
+    return value
 
 
 def _node_data(data: FactorySpec, context: Context) -> ClientData:
@@ -200,8 +229,9 @@ def deployed_apps(*, algorithm: FactorySpec, data: FactorySpec,
     -------
     DeployedApps
     """
-    client_app = make_client_app(lambda context: algorithm.build(),
-                                 lambda context: _node_data(data, context))
+    client_app = make_client_app(
+        lambda context: build_cached(algorithm, context.node_config.get(CACHE_DIR)),
+        lambda context: _node_data(data, context))
     server_app = ServerApp()
 
     @server_app.main()
@@ -213,7 +243,8 @@ def deployed_apps(*, algorithm: FactorySpec, data: FactorySpec,
             handler.dmdidc_stream = True
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-        run_from_config(grid, context.run_config, algorithm.build(),
-                        None if evaluate is None else evaluate.build())
+        cache = context.run_config.get(CACHE_DIR)
+        run_from_config(grid, context.run_config, build_cached(algorithm, cache),
+                        None if evaluate is None else build_cached(evaluate, cache))
 
     return DeployedApps(server_app, client_app)

@@ -33,7 +33,13 @@ from typing import Any
 
 import privacy
 from privacy.errors import ParameterError
-from privacy.federated.flower.app import RESULT_FILE, FactorySpec, load_result
+from privacy.federated.flower.app import (
+    CACHE_DIR,
+    RESULT_FILE,
+    FactorySpec,
+    build_cached,
+    load_result,
+)
 from privacy.federated.runner import RunResult
 from privacy.validation import check_integer, check_positive
 
@@ -47,7 +53,7 @@ _DEFAULT_CONFIG: dict[str, Any] = {
     "mode": "sync", "num-clients": 2, "seed": 0, "rounds": 3, "timeout": 600.0,
     "min-replies": 1, "ticks": 10, "tick": 30.0, "stagger": "", "request-timeout": -1.0,
     "max-staleness": -1, "discovery-timeout": 120.0, "out": "", "resume": "",
-    "checkpoint-every": 1,
+    "checkpoint-every": 1, "cache-dir": "",
 }
 
 
@@ -138,8 +144,8 @@ class LocalDeployment:
     ----------
     num_clients : int
     workdir : path, optional
-        Holds ``FLWR_HOME``, the SuperLink database and one log per process (default: a
-        temporary folder, removed on exit).
+        Holds ``FLWR_HOME``, the SuperLink database, the ``cache`` of built algorithms and one
+        log per process (default: a temporary folder, removed on exit).
     node_config : mapping, optional
         Extra node config for every SuperNode (e.g. ``{"state-dir": ...}``); a mapping
         ``{client_id: {...}}`` under the key ``"per-node"`` adds per-node entries (e.g. a
@@ -165,6 +171,8 @@ class LocalDeployment:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else \
             Path(tempfile.mkdtemp(prefix="dmdidc-flower-"))
+        #: Folder of built algorithms the nodes load (node config ``cache-dir``).
+        self.cache = self.workdir / "cache"
         self.processes: list[subprocess.Popen] = []
         self._logs: list[Any] = []
         self.port = 0
@@ -205,8 +213,9 @@ class LocalDeployment:
                                       "--database", str(self.workdir / "superlink.db")])
             self._wait_for_port(timeout)
             for k, port in enumerate(node_ports):
-                config = {**self._node_config, **self._per_node.get(k, {}),
-                          "partition-id": k, "num-partitions": self.num_clients}
+                config = {CACHE_DIR: str(self.cache), **self._node_config,
+                          **self._per_node.get(k, {}), "partition-id": k,
+                          "num-partitions": self.num_clients}
                 text = " ".join(f"{key}={_toml_value(value)}" for key, value in config.items())
                 self._spawn(f"supernode-{k}", [
                     _executable("flower-supernode"), "--insecure",
@@ -354,8 +363,15 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULT_FILE).unlink(missing_ok=True)
-    config = {**(run_config or {}), "num-clients": num_clients, "out": str(out)}
-    with LocalDeployment(num_clients, workdir=workdir, node_config=node_config) as deployment:
+    deployment = LocalDeployment(num_clients, workdir=workdir, node_config=node_config)
+    try:
+        # built once here (a bad spec fails before any process starts); nodes load it
+        built = build_cached(algorithm, deployment.cache)
+        if evaluate is not None:
+            build_cached(evaluate, deployment.cache)
+        deployment.start()
+        config = {**(run_config or {}), "num-clients": num_clients, "out": str(out),
+                  CACHE_DIR: str(deployment.cache)}
         app = write_app(deployment.workdir / "app", algorithm=algorithm, data=data,
                         evaluate=evaluate, run_config=config)
         code = deployment.run(app, on_line=on_line, timeout=timeout)
@@ -363,4 +379,6 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
             raise RuntimeError(f"the Flower run (flwr run exit code {code}) wrote no "
                                f"{RESULT_FILE}; its output ends with:\n"
                                f"{deployment.log_tail('run')}")
-    return load_result(out, algorithm.build())
+    finally:
+        deployment.stop()
+    return load_result(out, built)

@@ -25,7 +25,7 @@ from privacy.federated.flower import (
     write_app,
 )
 from privacy.federated.flower import deploy as deploy_module
-from privacy.federated.flower.app import DATA_FILE, RESULT_FILE, _node_data
+from privacy.federated.flower.app import DATA_FILE, RESULT_FILE, _node_data, build_cached
 from privacy.federated.flower.deploy import APP_MODULE
 from privacy.federated.protocol import logger
 from privacy.federated.runner import run_sync
@@ -148,3 +148,15 @@ def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_pa
     assert_same_run(run_inprocess_sync(ALGORITHM.build(), data, rounds=2, seed=5), expected)
     assert any(line.startswith("dmdidc INFO: round 1") for line in lines)
     assert processes_using(tmp_path / "work" / "flwr-home") == []
+
+
+def test_built_algorithms_are_cached_for_the_node_processes(tmp_path, monkeypatch):
+    first = build_cached(ALGORITHM, tmp_path)
+    assert len(list(tmp_path.glob("*.pkl"))) == 1
+    monkeypatch.setattr(FactorySpec, "build", lambda self, *a: pytest.fail("rebuilt"))
+    again = build_cached(ALGORITHM, tmp_path)
+    assert type(again) is type(first) and again.dps == first.dps
+    np.testing.assert_array_equal(again.loss.features.basis, first.loss.features.basis)
+    other = FactorySpec(ALGORITHM.target, {"num_clients": 2})
+    with pytest.raises(pytest.fail.Exception, match="rebuilt"):
+        build_cached(other, tmp_path)

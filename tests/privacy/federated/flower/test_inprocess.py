@@ -404,7 +404,7 @@ def test_task_identity_is_set_only_when_flower_has_not_set_it():
     assert "run 42" in out
 
 
-@pytest.mark.parametrize("module", ["app", "inprocess", "sync"])
+@pytest.mark.parametrize("module", ["app", "experiment", "inprocess", "sync"])
 def test_docstring_examples(module):
     import doctest
     import importlib
