@@ -267,21 +267,20 @@ def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rou
 
     Examples
     --------
+    Private FedAvg on the seed's non-IID Iris split: the numbers of the numpy runner.
+
     >>> import numpy as np
     >>> from privacy.federated import run_sync
-    >>> from privacy.federated.fedinfer import FedInfer
+    >>> from privacy.federated.experiments import ExperimentConfig, build_trial
     >>> from privacy.federated.flower import run_inprocess_sync
-    >>> from privacy.federated.models import KernelFeatures, LeastSquaresModel
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 2)); y = (X[:, 0] > X[:, 1]).astype(int)
-    >>> features = KernelFeatures.random(low=[-2, -2], high=[2, 2], count=4, rng=1)
-    >>> model = LeastSquaresModel(features, num_classes=2, feature_bound=10.0,
-    ...                           total_samples=60)
-    >>> data = [{"X": X[:30], "y": y[:30]}, {"X": X[30:], "y": y[30:]}]
-    >>> algorithm = FedInfer(model, None, num_clients=2)
-    >>> flower = run_inprocess_sync(algorithm, data, rounds=2, seed=1)
-    >>> reference = run_sync(algorithm, data, rounds=2, seed=1)
+    >>> config = ExperimentConfig("iris", partition="expert", rounds=3)
+    >>> trial = build_trial(config, 0, ("fedavg",))
+    >>> fedavg, clients = trial.algorithms["fedavg"], trial.data.clients
+    >>> flower = run_inprocess_sync(fedavg, clients, rounds=3, seed=1)
+    >>> reference = run_sync(fedavg, clients, rounds=3, seed=1)
     >>> bool(np.array_equal(flower.model["w"], reference.model["w"]))
+    True
+    >>> bool(np.array_equal(flower.epsilon_history(), reference.epsilon_history()))
     True
     """
     grid = _grid(algorithm, client_data, state_dir, grid_options)

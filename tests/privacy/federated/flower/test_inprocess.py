@@ -426,3 +426,19 @@ def test_server_release_counts_bound_what_clients_released():
     assert truth == [3, 3, 3, 3] and result.releases().tolist() == truth
     assert all(r.missing == (3,) for r in result.history)
     assert np.all(result.final_epsilon() > 0)
+
+
+def test_privacy_imports_without_flower_and_the_adapter_says_what_to_install():
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'flwr' or name.startswith('flwr.'):\n"
+        "            raise ImportError('no flwr here')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import privacy, privacy.federated, privacy.federated.experiments\n"
+        "print('federated ok')\n"
+        "try:\n    import privacy.federated.flower\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "federated ok" in out and "pip install 'dmdidc[federated]'" in out
