@@ -302,7 +302,8 @@ def write_budget_sweep(sweep: dict[float, ExperimentResult], out: str | Path
     any_result = sweep[budgets[0]]
     config = any_result.config
     summary: dict[str, Any] = {
-        "settings": _settings(config.replace(total_epsilon=None), any_result.trials),
+        "settings": {k: v for k, v in _settings(config, any_result.trials).items()
+                     if k != "total_epsilon"},
         "delta": config.delta, "epsilon_per_update": None, "total_epsilon": budgets,
         "centralized_accuracy": any_result.centralized,
         "privacy_unit": "one record of a client's data set (add/remove), local DP",

@@ -62,11 +62,11 @@ _WAIT_FOR_ALL = ("fedavg", "scaffold")
 #: steps), fixed once on noise-free runs and shared by every algorithm.
 SEED_SETTINGS: dict[str, dict[str, Any]] = {
     "synthetic": {"epsilon": 0.16, "delta": 1e-4, "rounds": 100, "basis": 4, "rbf_scale": 1.0,
-                  "ridge": 0.05, "lr": 0.2, "local_steps": 5, "clip": 1.0, "mu": 0.1},
+                  "feature_bound": 2.5, "ridge": 0.05, "lr": 0.2, "local_steps": 5, "clip": 1.0, "mu": 0.1},
     "iris": {"epsilon": 1.38, "delta": 0.0095, "rounds": 200, "basis": 4, "rbf_scale": 1.0,
-             "ridge": 0.05, "lr": 0.15, "local_steps": 5, "clip": 1.0, "mu": 0.1},
+             "feature_bound": 2.5, "ridge": 0.05, "lr": 0.15, "local_steps": 5, "clip": 1.0, "mu": 0.1},
     "breast_cancer": {"epsilon": 0.5, "delta": 0.0025, "rounds": 200, "basis": 11,
-                      "rbf_scale": 0.5, "ridge": 0.05, "lr": 0.04, "local_steps": 10,
+                      "rbf_scale": 0.5, "feature_bound": 4.0, "ridge": 0.05, "lr": 0.04, "local_steps": 10,
                       "clip": 2.0, "mu": 0.1},
 }
 
@@ -94,8 +94,9 @@ class ExperimentConfig:
     budget : {"per-update", "total"}
     total_epsilon : float, optional
         Composed budget per client (``budget="total"``).
-    basis, rbf_scale, ridge, lr, local_steps, clip, mu : optional
-        Model and optimizer settings (see :data:`SEED_SETTINGS`).
+    basis, rbf_scale, feature_bound, ridge, lr, local_steps, clip, mu : optional
+        Model and optimizer settings (see :data:`SEED_SETTINGS`); ``feature_bound`` is the
+        l2 norm every client clips its feature vectors to (sensitivities scale with it).
     test_fraction : float
     """
 
@@ -113,6 +114,7 @@ class ExperimentConfig:
     total_epsilon: float | None = None
     basis: int | None = None
     rbf_scale: float | None = None
+    feature_bound: float | None = None
     ridge: float | None = None
     lr: float | None = None
     local_steps: int | None = None
@@ -135,8 +137,8 @@ class ExperimentConfig:
             if any(g < 1 for g in self.stagger):
                 raise ParameterError(f"stagger rates must be >= 1; got {self.stagger}")
         defaults = SEED_SETTINGS[self.dataset]
-        for name in ("epsilon", "delta", "rounds", "basis", "rbf_scale", "ridge", "lr",
-                     "local_steps", "clip", "mu"):
+        for name in ("epsilon", "delta", "rounds", "basis", "rbf_scale", "feature_bound",
+                     "ridge", "lr", "local_steps", "clip", "mu"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, defaults[name])
 
@@ -250,9 +252,7 @@ def build_model(config: ExperimentConfig, data: FederatedData,
     d = data.input_dim
     feats = KernelFeatures.random(low=-np.ones(d), high=np.ones(d), count=config.basis,
                                   rng=rng, kernel="rbf", scale=config.rbf_scale)
-    # features are in [-1, 1]^d and kernels in (0, 1]: ||phi||^2 <= 1 + d + basis, no clipping
-    bound = math.sqrt(feats.num_features)
-    return LeastSquaresModel(feats, data.num_classes, feature_bound=bound,
+    return LeastSquaresModel(feats, data.num_classes, feature_bound=config.feature_bound,
                              total_samples=data.total_samples, ridge=config.ridge)
 
 
