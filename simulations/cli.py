@@ -177,8 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_privacy_parser(sub)
     from simulations.federated_cli import add_federated_parser
+    from simulations.flower_cli import add_serve_action
     from simulations.seed_fl_cli import add_seed_fl_actions
-    add_seed_fl_actions(add_federated_parser(sub))   # experiment, esn-attack, sifl
+    actions = add_federated_parser(sub)      # experiment (Ch. 8)
+    add_seed_fl_actions(actions)             # esn-attack, sifl
+    add_serve_action(actions)                # serve: real Flower processes
     return parser
 
 

@@ -1,0 +1,179 @@
+"""The Flower ClientApp of any protocol algorithm.
+
+The ClientApp answers two message types:
+
+* ``query.identify`` — the handshake: it replies with the node's ``partition-id`` (its client
+  id in the protocol) and ``num-partitions``, so the server can map protocol client ids to
+  Flower node ids (which Flower draws at random);
+* ``train`` — one protocol message: it runs :func:`~privacy.federated.protocol.run_client`
+  (the same function every runtime calls: state initialisation, the derived rng, the reserved
+  reply metrics) and keeps the client's :class:`~privacy.federated.protocol.ClientState` in
+  ``context.state`` for its next message.
+
+Noise and clipping are *not* Flower mods here: every algorithm of the protocol clips and
+privatises inside its ``client_update`` with the rng derived from (seed, client, round), so the
+numpy runner, in-process Flower and real processes add the same noise exactly once.  A mod
+would add it a second time.  Flower's own ``LocalDpMod`` and ``DifferentialPrivacy*`` wrappers
+are not used either: they add Gaussian noise only, drawn from numpy's global unseeded generator
+(not reproducible, not SaS or Laplace), and their accountant knows Gaussian FedAvg only.
+``mods`` are passed through for Flower's non-privacy mods (e.g. ``message_size_mod``).
+
+Client state survives a restart of the node when its ``node_config`` holds ``state-dir``: the
+state is then also written to ``<state-dir>/client-<partition-id>.{npz,json}`` after every
+message and read back when ``context.state`` is empty (a new run, a restarted SuperNode), so a
+client's release counter — and hence its privacy budget — is never reset by the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flwr.app import ConfigRecord, Context, RecordDict
+from flwr.app import Message as FlowerMessage
+from flwr.clientapp import ClientApp
+
+from privacy.errors import ParameterError
+from privacy.federated.flower.records import (
+    load_context_state,
+    message_from_content,
+    reply_content,
+    store_context_state,
+)
+from privacy.federated.protocol import (
+    DP_RELEASES,
+    ClientData,
+    ClientState,
+    FederatedAlgorithm,
+    run_client,
+)
+from privacy.validation import check_integer
+
+__all__ = [
+    "IDENTIFY",
+    "TRAIN",
+    "PARTITION_ID",
+    "NUM_PARTITIONS",
+    "STATE_DIR",
+    "make_client_app",
+    "partition_id",
+    "save_client_state",
+    "load_client_state",
+]
+
+#: Message types of the handshake and of a protocol message.
+IDENTIFY, TRAIN = "query.identify", "train"
+#: Node-config keys (``flower-supernode --node-config "partition-id=0 num-partitions=3"``).
+PARTITION_ID, NUM_PARTITIONS, STATE_DIR = "partition-id", "num-partitions", "state-dir"
+
+AlgorithmSource = Any | Callable[[Context], Any]
+DataSource = Sequence[ClientData] | Callable[[Context], ClientData]
+
+
+def partition_id(context: Context) -> int:
+    """The node's protocol client id: its ``partition-id`` node config (an integer >= 0)."""
+    if PARTITION_ID not in context.node_config:
+        raise ParameterError(f"node {context.node_id} has no {PARTITION_ID!r} in its node "
+                             f"config {dict(context.node_config)}; start the SuperNode with "
+                             f"--node-config \"{PARTITION_ID}=<k> {NUM_PARTITIONS}=<N>\"")
+    return check_integer(f"node config {PARTITION_ID!r}", context.node_config[PARTITION_ID],
+                         minimum=0)
+
+
+def _state_path(context: Context) -> Path | None:
+    directory = context.node_config.get(STATE_DIR)
+    return None if not directory else Path(str(directory)) / f"client-{partition_id(context)}"
+
+
+def save_client_state(path: str | Path, state: ClientState) -> None:
+    """Write a client state to ``<path>.npz`` + ``<path>.json``, each replaced atomically."""
+    base = Path(path)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    tmp = base.with_name(base.name + ".tmp")
+    with open(tmp.with_suffix(".npz"), "wb") as handle:
+        np.savez(handle, **{k: np.asarray(v) for k, v in state.arrays.items()})
+    tmp.with_suffix(".json").write_text(json.dumps(dict(state.scalars)))
+    os.replace(tmp.with_suffix(".npz"), base.with_suffix(".npz"))
+    os.replace(tmp.with_suffix(".json"), base.with_suffix(".json"))
+
+
+def load_client_state(path: str | Path) -> ClientState:
+    """Inverse of :func:`save_client_state`; an empty state when nothing was saved yet."""
+    base = Path(path)
+    if not base.with_suffix(".json").exists():
+        return ClientState()
+    with np.load(base.with_suffix(".npz"), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return ClientState(arrays, json.loads(base.with_suffix(".json").read_text()))
+
+
+def make_client_app(algorithm: AlgorithmSource, client_data: DataSource, *,
+                    mods: Sequence[Callable] | None = None) -> ClientApp:
+    """A Flower ClientApp running the client half of a protocol algorithm.
+
+    Parameters
+    ----------
+    algorithm : FederatedAlgorithm or callable Context -> FederatedAlgorithm
+        The algorithm (immutable hyperparameters), or how to build it on the node (a deployed
+        ClientApp runs in a fresh process per message).
+    client_data : sequence of mapping, or callable Context -> mapping
+        The clients' local data indexed by ``partition-id``, or how a node loads its own.
+    mods : list of Flower mods, optional
+        Passed to :class:`flwr.clientapp.ClientApp` (not for noise: see the module docstring).
+
+    Returns
+    -------
+    flwr.clientapp.ClientApp
+        Handles ``query.identify`` and ``train`` messages.
+
+    Raises
+    ------
+    ParameterError
+        ``algorithm`` is neither a protocol algorithm nor callable, or ``client_data`` is
+        neither a sequence nor callable.
+
+    """
+    if isinstance(algorithm, FederatedAlgorithm):
+        get_algorithm = lambda context: algorithm  # noqa: E731
+    elif callable(algorithm):
+        get_algorithm = algorithm
+    else:
+        raise ParameterError(f"algorithm must be a protocol algorithm or a callable "
+                             f"Context -> algorithm; got {type(algorithm).__name__}")
+    if callable(client_data):
+        get_data = client_data
+    elif isinstance(client_data, Sequence):
+        data = list(client_data)
+        get_data = lambda context: data[partition_id(context)]  # noqa: E731
+    else:
+        raise ParameterError(f"client_data must be a sequence of mappings (one per partition) "
+                             f"or a callable Context -> mapping; got "
+                             f"{type(client_data).__name__}")
+    app = ClientApp(mods=list(mods or []))
+
+    @app.query("identify")
+    def identify(message: FlowerMessage, context: Context) -> FlowerMessage:
+        node = ConfigRecord({PARTITION_ID: partition_id(context),
+                             NUM_PARTITIONS: int(context.node_config.get(NUM_PARTITIONS, -1))})
+        return FlowerMessage(RecordDict({"node": node}), reply_to=message)
+
+    @app.train()
+    def train(message: FlowerMessage, context: Context) -> FlowerMessage:
+        client_id = partition_id(context)
+        state = load_context_state(context)
+        path = _state_path(context)
+        if state.empty and path is not None:
+            state = load_client_state(path)
+        reply, state = run_client(get_algorithm(context), client_id, get_data(context), state,
+                                  message_from_content(message.content))
+        store_context_state(context, state)
+        if path is not None:
+            save_client_state(path, state)
+        releases = int(state.scalars.get(DP_RELEASES, 0))
+        return FlowerMessage(reply_content(reply, releases), reply_to=message)
+
+    return app

@@ -1,0 +1,162 @@
+"""The deployed app and the loopback launcher (one slow test runs real Flower processes)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from flwr.app import Context, RecordDict
+from flwr.cli.config_utils import load_and_validate
+from flwr.supercore.object_ref import load_app
+
+from privacy.errors import ParameterError
+from privacy.federated.flower import (
+    FactorySpec,
+    InProcessGrid,
+    LocalDeployment,
+    load_result,
+    run_deployment,
+    run_inprocess_sync,
+    write_app,
+)
+from privacy.federated.flower import deploy as deploy_module
+from privacy.federated.flower.app import DATA_FILE, RESULT_FILE, _node_data, build_cached
+from privacy.federated.flower.deploy import APP_MODULE
+from privacy.federated.protocol import logger
+from privacy.federated.runner import run_sync
+from tests.privacy.federated.flower.factories import classification_partition
+from tests.privacy.federated.flower.test_inprocess import assert_same_run
+
+ALGORITHM = FactorySpec("tests.privacy.federated.flower.factories:private_scaffold",
+                        {"num_clients": 3})
+DATA = FactorySpec("tests.privacy.federated.flower.factories:classification_partition",
+                   {"seed": 4})
+
+
+def reference(num_clients, rounds, seed):
+    data = [DATA.build(k, num_clients) for k in range(num_clients)]
+    return run_sync(ALGORITHM.build(), data, rounds=rounds, seed=seed)
+
+
+def test_factory_spec_checks_and_renders_as_python():
+    with pytest.raises(ParameterError, match="module:attribute"):
+        FactorySpec("numpy.linspace")
+    with pytest.raises(ParameterError, match="JSON"):
+        FactorySpec("numpy:linspace", {"num": np.arange(2)})
+    spec = FactorySpec("numpy:linspace", {"num": 2, "endpoint": False})
+    assert eval(repr(spec), {"FactorySpec": FactorySpec}) == spec
+
+
+def test_generated_app_passes_flower_validation_and_runs_in_process(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    app_dir = write_app(tmp_path / "app", algorithm=ALGORITHM, data=DATA,
+                        run_config={"rounds": 3, "seed": 2, "num-clients": 3, "out": str(out)})
+    config, warnings = load_and_validate(app_dir / "pyproject.toml", check_module=False)
+    assert warnings == []
+    assert config["tool"]["flwr"]["app"]["config"]["rounds"] == 3
+    monkeypatch.delitem(sys.modules, APP_MODULE, raising=False)
+    monkeypatch.syspath_prepend(str(app_dir))
+    server_app = load_app(f"{APP_MODULE}:server_app", ValueError, project_dir=app_dir)
+    client_app = load_app(f"{APP_MODULE}:client_app", ValueError, project_dir=app_dir)
+    monkeypatch.delitem(sys.modules, APP_MODULE)
+    grid = InProcessGrid(client_app, num_clients=3)
+    run_config = config["tool"]["flwr"]["app"]["config"]
+    handlers = list(logger.handlers)
+    try:
+        server_app(grid, Context(1, 1, {}, RecordDict(), run_config))
+    finally:
+        for handler in set(logger.handlers) - set(handlers):
+            logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert (out / RESULT_FILE).exists()
+    assert_same_run(load_result(out, ALGORITHM.build()), reference(3, 3, 2))
+    with pytest.raises(ParameterError, match="unknown run config keys"):
+        write_app(tmp_path / "bad", algorithm=ALGORITHM, data=DATA, run_config={"round": 3})
+
+
+def test_a_node_can_bring_its_own_data_file(tmp_path):
+    np.savez(tmp_path / "mine.npz", x=np.ones((3, 2)))
+    context = Context(1, 9, {DATA_FILE: str(tmp_path / "mine.npz"), "partition-id": 0},
+                      RecordDict(), {})
+    np.testing.assert_array_equal(_node_data(DATA, context)["x"], np.ones((3, 2)))
+    recipe = Context(1, 9, {"partition-id": 1, "num-partitions": 3}, RecordDict(), {})
+    np.testing.assert_array_equal(_node_data(DATA, recipe)["X"],
+                                  classification_partition(1, 3, seed=4)["X"])
+    with pytest.raises(ParameterError, match="num-partitions"):
+        _node_data(DATA, Context(1, 9, {"partition-id": 1}, RecordDict(), {}))
+
+
+def group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_stop_ends_whole_process_groups(tmp_path):
+    deployment = LocalDeployment(1, workdir=tmp_path, grace=5)
+    parent = deployment._spawn("sleeper", ["sh", "-c", "sleep 300 & sleep 300 & wait"])
+    assert group_alive(parent.pid)
+    deployment.stop()
+    assert not group_alive(parent.pid) and deployment.alive() == []
+
+
+def test_a_failed_start_leaves_no_process(tmp_path, monkeypatch):
+    failing = tmp_path / "fake-superlink"
+    failing.write_text("#!/bin/sh\necho 'cannot bind' >&2\nexit 3\n")
+    failing.chmod(failing.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(deploy_module, "_executable", lambda name: str(failing))
+    deployment = LocalDeployment(2, workdir=tmp_path / "work", grace=5)
+    with pytest.raises(RuntimeError, match="exited with code 3"):
+        deployment.start(timeout=20)
+    assert deployment.processes == [] and "cannot bind" in deployment.log_tail("superlink")
+
+
+def processes_using(flwr_home: Path) -> list[int]:
+    """Live processes whose environment names this FLWR_HOME (all we started, grandchildren
+    included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if f"FLWR_HOME={flwr_home}".encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_path):
+    """SuperLink + 3 SuperNodes + flwr run: private SCAFFOLD, 2 rounds (client control variates
+    and release counters carried between messages by the SuperNodes, seeded noise drawn in
+    separate processes)."""
+    lines: list[str] = []
+    result = run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=tmp_path / "out",
+                            run_config={"rounds": 2, "seed": 5}, on_line=lines.append,
+                            workdir=tmp_path / "work")
+    expected = reference(3, 2, 5)
+    assert_same_run(result, expected)
+    np.testing.assert_array_equal(result.final_epsilon(), expected.final_epsilon())
+    data = [DATA.build(k, 3) for k in range(3)]
+    assert_same_run(run_inprocess_sync(ALGORITHM.build(), data, rounds=2, seed=5), expected)
+    assert any(line.startswith("dmdidc INFO: round 1") for line in lines)
+    assert processes_using(tmp_path / "work" / "flwr-home") == []
+
+
+def test_built_algorithms_are_cached_for_the_node_processes(tmp_path, monkeypatch):
+    first = build_cached(ALGORITHM, tmp_path)
+    assert len(list(tmp_path.glob("*.pkl"))) == 1
+    monkeypatch.setattr(FactorySpec, "build", lambda self, *a: pytest.fail("rebuilt"))
+    again = build_cached(ALGORITHM, tmp_path)
+    assert type(again) is type(first) and again.dps == first.dps
+    np.testing.assert_array_equal(again.loss.features.basis, first.loss.features.basis)
+    other = FactorySpec(ALGORITHM.target, {"num_clients": 2})
+    with pytest.raises(pytest.fail.Exception, match="rebuilt"):
+        build_cached(other, tmp_path)
