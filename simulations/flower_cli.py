@@ -60,8 +60,10 @@ def add_serve_action(actions: Any) -> argparse.ArgumentParser:
     exp = serve.add_argument_group("Ch. 8 experiment (privacy.federated.experiments)")
     exp.add_argument("--dataset", choices=("synthetic", "iris", "breast_cancer"),
                      help="data set, split over the clients as in 'federated experiment'")
-    exp.add_argument("--partition", choices=("iid", "expert"), default="iid")
-    exp.add_argument("--noise", choices=("gaussian", "laplace", "sas"), default="gaussian")
+    exp.add_argument("--partition", choices=("iid", "expert"), default="iid",
+                     help="how the data set is split over the clients")
+    exp.add_argument("--noise", choices=("gaussian", "laplace", "sas"), default="gaussian",
+                     help="local-DP noise law of the client releases")
     exp.add_argument("--epsilon", type=float, help="per-update epsilon (default: the seed's)")
     exp.add_argument("--delta", type=float, help="delta (default: the seed's)")
     exp.add_argument("--no-privacy", action="store_true", help="no noise at all")

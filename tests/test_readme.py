@@ -18,7 +18,7 @@ def _blocks(language: str = "python") -> list[str]:
 
 def _commands() -> list[list[str]]:
     lines = [shlex.split(line, comments=True) for block in _blocks("bash")
-             for line in block.splitlines()]
+             for line in block.replace("\\\n", " ").splitlines()]   # join continued lines
     return [words[1:] for words in lines
             if len(words) > 1 and words[0] == "dmdidc" and words[1] in RUN_COMMANDS]
 

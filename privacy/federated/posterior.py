@@ -208,13 +208,14 @@ class GaussianPosterior:
             arrays = self.add(arrays, extra)
         n = float(arrays["count"])
         noise_var = self.law.combined_scale ** 2
-        with np.errstate(divide="ignore"):
-            precision = 1.0 / self.prior_var + n / noise_var
-            var = 1.0 / precision
-            mean = var * (np.where(np.isinf(self.prior_var), 0.0, self.prior_mean / self.prior_var)
-                          + n * arrays["mean"] / noise_var)
-        if n == 0:
+        if n == 0:      # no observation yet: the prior (possibly flat, infinite variance)
             mean = np.array(self.prior_mean, dtype=float)
+            var = np.broadcast_to(np.asarray(self.prior_var, dtype=float), mean.shape)
+        else:
+            with np.errstate(divide="ignore"):
+                prior_precision = np.where(np.isinf(self.prior_var), 0.0, 1.0 / self.prior_var)
+            var = 1.0 / (prior_precision + n / noise_var)
+            mean = var * (prior_precision * self.prior_mean + n * arrays["mean"] / noise_var)
         std = np.sqrt(var)
         half = special.ndtri(0.5 + level / 2.0) * std
         return PosteriorSummary(mean, std, mean - half, mean + half, level, int(n))
