@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from controllers.analysis import feedback_gains, lifted_loop
 from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
@@ -319,36 +320,6 @@ class ClosedLoopResult:
 
 
 # ---------------------------------------------------------------------- linear loops
-def _check_gains(K_x: Any, K_u: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    K_x = check_finite_array("K_x", K_x, ndim=2)
-    if K_x.shape != (m, n):
-        raise DimensionError(f"K_x has shape {K_x.shape}; expected {(m, n)} (inputs x states)")
-    if K_u is None:
-        K_u = np.zeros((0, m, m))
-    K_u = check_finite_array("K_u", K_u)
-    if K_u.ndim == 2 and K_u.size == 0:
-        K_u = np.zeros((0, m, m))
-    if K_u.ndim != 3 or K_u.shape[1:] != (m, m):
-        raise DimensionError(f"K_u has shape {K_u.shape}; expected (H, {m}, {m}) (K_u[i-1] "
-                             f"multiplies u_(k-i))")
-    return K_x, K_u
-
-
-def _lifted_loop(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(F, G, C)`` of ``z_{k+1} = F z_k + G u_k``, ``u_k = C z_k`` with ``L = max(R, H)``."""
-    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
-    H = K_u.shape[0]
-    L = max(R, H)
-    blocks = np.concatenate([plant.B_blocks, np.zeros((L - R, n, m))], axis=0)
-    F, G = DelayedPlant(plant.A_d, blocks, plant.dt).lifted_matrices()
-    C = np.zeros((m, n + m * L))
-    C[:, :n] = K_x
-    for i in range(H):
-        C[:, n + m * i:n + m * (i + 1)] = K_u[i]
-    return F, G, C
-
-
 def _diverged(k: int) -> NonFiniteError:
     return NonFiniteError(f"the closed-loop state is no longer finite at step {k}: the loop "
                           f"diverged (check controllers.spectral_radius) or the "
@@ -359,7 +330,7 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
                 steps: int, W: np.ndarray | None, V: np.ndarray | None,
                 bar: Any) -> tuple[np.ndarray, np.ndarray]:
     n = plant.n_states
-    F, G, C = _lifted_loop(plant, K_x, K_u)
+    F, G, C = lifted_loop(plant, K_x, K_u)
     A_cl = F + G @ C
     z0 = np.zeros(A_cl.shape[0])
     z0[:n] = x0
@@ -582,7 +553,7 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     with tqdm(total=steps, disable=not progress, desc="closed loop", unit="step") as bar, \
             np.errstate(over="ignore", invalid="ignore"):
         if use_linear:
-            K_x, K_u = _check_gains(*controller.feedback_matrices(), n, m)
+            K_x, K_u = feedback_gains(controller, n, m)
             X, U = _run_linear(plant, K_x, K_u, x0, steps, W, V, bar)
         else:
             X, U = _run_steps(plant, controller, x0, steps, W, V, bar)
