@@ -124,14 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
     identify.add_argument("--dt", type=float, required=True, help="sampling period T (seconds)")
     identify.add_argument("--max-delay", type=int, required=True,
                           help="delay bound R in sampling periods")
-    identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto")
+    identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto",
+                          help="regression solver: normal equations, refined or redone with QR "
+                               "when ill-conditioned (auto), normal equations only (gram), or "
+                               "backward-stable tall-skinny QR (qr)")
     identify.add_argument("--detrend", choices=("none", "constant", "linear"), default="none",
                           help="remove each experiment's mean or linear trend from states and "
                                "inputs first (sensor offset, non-zero operating point); the "
                                "model is then in deviations (default: none)")
-    identify.add_argument("--significance", type=float, default=1e-3,
+    identify.add_argument("--significance", type=float,
                           help="family-wise level of the test that decides which input blocks "
-                               "act (default: 0.001)")
+                               "act (default: 0.001; not with --block-rtol)")
     identify.add_argument("--block-rtol", type=float, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")
@@ -265,12 +268,17 @@ def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
     from dmdidc import DMDidc, check_excitation
+    from privacy.errors import ParameterError
 
+    if args.significance is not None and args.block_rtol is not None:
+        raise ParameterError("--significance has no effect with --block-rtol (the override "
+                             "replaces the significance test); give one of them")
+    test = ({"block_rtol": args.block_rtol} if args.block_rtol is not None else
+            {} if args.significance is None else {"significance": args.significance})
     X, U = _load_data(args)
     report = check_excitation(X, U, args.max_delay)
     estimator = DMDidc(max_delay=args.max_delay, method=args.method,
-                       detrend=None if args.detrend == "none" else args.detrend,
-                       significance=args.significance, block_rtol=args.block_rtol)
+                       detrend=None if args.detrend == "none" else args.detrend, **test)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(X, U, dt=args.dt)
