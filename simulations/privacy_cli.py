@@ -29,42 +29,40 @@ from typing import Any
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
 _FIGURES = ("3.6", "3.7", "4.1", "4.6")
+_FIGURE_4_6_STEPS = 1000
 _FIGURE_FILES = {"3.6": "fig3_6_epsilon_vs_scale.png", "3.7": "fig3_7_cauchy_limits.png",
                  "4.1": "fig4_1_privacy_curves.png", "4.6": "fig4_6_composed_epsilon.png"}
 
 
 def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``privacy`` (subcommands ``figures``, ``epsilon``, ``calibrate``, ``compare``)."""
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    # The parsers are of the class of the one above (simulations.cli's shows the defaults).
     parser = subparsers.add_parser("privacy", help="SaS/Gaussian privacy: epsilon, calibration, "
-                                                   "figures", formatter_class=fmt,
+                                                   "figures",
                                    description="Differential privacy of SaS noise (alpha = 2 is "
                                                "Gaussian): epsilon (pure or composed), "
                                                "calibration, figures, Gaussian-vs-SaS scales.")
     actions = parser.add_subparsers(dest="privacy_command", required=True)
 
-    figures = actions.add_parser("figures", help="write the seed's Fig. 3.6, 3.7, 4.1, 4.6",
-                                 formatter_class=fmt)
+    figures = actions.add_parser("figures", help="write the seed's Fig. 3.6, 3.7, 4.1, 4.6")
     figures.add_argument("--out", required=True,
                          help="output directory (PNG files; existing ones are overwritten and "
                               "listed as 'overwritten' in the printed JSON)")
     figures.add_argument("--which", nargs="+", default=list(_FIGURES), choices=_FIGURES,
                          help="figures to write")
-    figures.add_argument("--steps", type=int, default=1000,
-                         help="composed releases N of Fig. 4.6 (q = 1e-3, delta = 1e-5)")
+    figures.add_argument("--steps", type=int,
+                         help=f"composed releases N of Fig. 4.6 (q = 1e-3, delta = 1e-5; "
+                              f"default: {_FIGURE_4_6_STEPS}; only with Fig. 4.6)")
 
-    eps = actions.add_parser("epsilon", help="epsilon of SaS noise, one release or composed",
-                             formatter_class=fmt)
+    eps = actions.add_parser("epsilon", help="epsilon of SaS noise, one release or composed")
     _common(eps)
     eps.add_argument("--scale", type=float, required=True, help="SaS scale gamma (> 0)")
 
-    cal = actions.add_parser("calibrate", help="smallest SaS scale meeting a composed epsilon",
-                             formatter_class=fmt)
+    cal = actions.add_parser("calibrate", help="smallest SaS scale meeting a composed epsilon")
     _common(cal)
     cal.add_argument("--epsilon", type=float, required=True, help="target composed epsilon")
 
-    cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)",
-                              formatter_class=fmt)
+    cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)")
     cmp_.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0],
                       help="target composed epsilons")
     cmp_.add_argument("--alphas", type=float, nargs="+", default=[2.0, 1.999, 1.95],
@@ -172,7 +170,12 @@ def _run_figures(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from privacy import figures
+    from privacy.errors import ParameterError
 
+    if args.steps is not None and "4.6" not in args.which:
+        raise ParameterError(f"--steps sets N of Fig. 4.6, which --which {' '.join(args.which)} "
+                             f"does not draw; add 4.6 or leave --steps out")
+    steps = _FIGURE_4_6_STEPS if args.steps is None else args.steps
     out = Path(args.out)
     existing = [_FIGURE_FILES[key] for key in args.which if (out / _FIGURE_FILES[key]).exists()]
     with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar:
@@ -181,7 +184,7 @@ def _run_figures(args: argparse.Namespace) -> int:
             if key == "4.6":   # the slow one (48 composed accountings): its own bar
                 with tqdm(desc="Fig. 4.6 points", unit="point", file=sys.stderr,
                           leave=False) as points:
-                    figures.figure_4_6(out, steps=args.steps, progress=points.update)
+                    figures.figure_4_6(out, steps=steps, progress=points.update)
             else:
                 {"3.6": figures.figure_3_6, "3.7": figures.figure_3_7,
                  "4.1": figures.figure_4_1}[key](out)
@@ -244,17 +247,11 @@ def _num(value: float) -> float | str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m simulations.privacy_cli privacy ...``."""
-    from privacy.errors import ToolboxError
+    """Stand-alone entry point, ``python -m simulations.privacy_cli privacy ...``: the ``dmdidc``
+    command itself (same parser, help and error handling)."""
+    from simulations.cli import main as dmdidc_main
 
-    parser = argparse.ArgumentParser(prog="dmdidc")
-    add_privacy_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (ToolboxError, ValueError, OSError) as exc:
-        print(f"dmdidc privacy: error: {exc}", file=sys.stderr)
-        return 2
+    return dmdidc_main(argv)
 
 
 if __name__ == "__main__":
