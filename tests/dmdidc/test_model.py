@@ -387,6 +387,11 @@ def test_format_versions_and_hand_written_files(plant, tmp_path):
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": [1.0, 2.0]}', DimensionError,
      r"delay has shape \(2,\); expected a scalar or \(1,\)"),
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": -1}', ParameterError, ">= 0"),
+    # a misspelt field would otherwise be dropped: here the continuous model
+    ('{"dt": 1.0, "A_d": [[1.0]], "B_blocks": [[[1.0]]], "A_C": [[0.0]], "B_C": [[1.0]], '
+     '"delay": 0}', ParameterError, r"unknown field\(s\) \['A_C', 'B_C'\].*accepted: "),
+    ('{"dt": 1.0, "A_d": [[1.0]], "B_blocks": [[[1.0]]], "max_delay": 3}', ParameterError,
+     r"max_delay 3 .* B_blocks has 1 block\(s\), so max_delay 0"),
 ])
 def test_malformed_model_files_give_toolbox_errors(tmp_path, content, error, pattern):
     path = tmp_path / "model.json"
