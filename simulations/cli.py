@@ -202,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
 
 
+def json_number(value: float) -> float | str:
+    """``value``, or ``"inf"`` / ``"-inf"`` / ``"nan"``: JSON has no non-finite numbers."""
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
 def _existing_outputs(out: str | None) -> dict[Path, tuple[int, int, int]]:
     """The files ``--out`` (a file, or a folder's files) holds before a command runs."""
     if out is None:
@@ -334,8 +340,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "trajectory.csv")
-    summary = {"controller": args.controller, "steps": args.steps, "cost": float(result.cost),
-               "final_state_norm": float(np.linalg.norm(result.states[:, -1]))}
+    summary = {"controller": args.controller, "steps": args.steps,
+               "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     figure = _plot_trajectory(result, out / "trajectory.png", args.controller)
     print(json.dumps(summary, indent=2))

@@ -278,8 +278,10 @@ class ClosedLoopResult:
 
     @property
     def final_norm(self) -> float:
-        """Euclidean norm of the final state ``x_steps``."""
-        return float(np.linalg.norm(self.states[:, -1]))
+        """Euclidean norm of the final state ``x_steps`` (scaled: no overflow above ~1e154)."""
+        x = self.states[:, -1]
+        largest = float(np.max(np.abs(x), initial=0.0))
+        return largest * float(np.linalg.norm(x / largest)) if largest > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON representation (lists of floats; fine trajectory only if computed)."""
@@ -549,7 +551,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     from tqdm.auto import tqdm
 
     controller.reset()
-    # Overflow of a diverging loop is reported as NonFiniteError, not as numpy warnings.
+    # Overflow of a diverging loop is reported as NonFiniteError, not as numpy warnings; a cost
+    # beyond the float range (finite states above ~1e154) is inf.
     with tqdm(total=steps, disable=not progress, desc="closed loop", unit="step") as bar, \
             np.errstate(over="ignore", invalid="ignore"):
         if use_linear:
@@ -557,9 +560,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
             X, U = _run_linear(plant, K_x, K_u, x0, steps, W, V, bar)
         else:
             X, U = _run_steps(plant, controller, x0, steps, W, V, bar)
-
-    stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
-             + np.sum(U * (R_weight @ U), axis=0))
+        stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
+                 + np.sum(U * (R_weight @ U), axis=0))
     fine_times = fine_states = None
     if fine:
         fine_times, fine_states = fine_grid(plant, X, U, None, points_per_step)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from simulations.cli import json_number
 
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
@@ -126,8 +127,8 @@ def _run_epsilon(args: argparse.Namespace) -> int:
                                  sampling_rate=args.sampling_rate, neighboring=_relation(args))
     print(json.dumps({"alpha": mech.alpha, "scale": mech.scale,
                       "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "pure_epsilon_one_release": _num(mech.epsilon),
-                      "expected_distortion": _num(mech.expected_distortion),
+                      "pure_epsilon_one_release": json_number(mech.epsilon),
+                      "expected_distortion": json_number(mech.expected_distortion),
                       **_guarantee_fields(bound)}))
     return 0
 
@@ -155,13 +156,13 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                                  sampling_rate=args.sampling_rate, neighboring=relation)
     print(json.dumps({"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
                       "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "expected_distortion": _num(mech.expected_distortion),
+                      "expected_distortion": json_number(mech.expected_distortion),
                       **_guarantee_fields(bound)}))
     return 0
 
 
 def _guarantee_fields(bound: Any) -> dict[str, Any]:
-    return {"epsilon": _num(bound.epsilon), "delta": bound.delta, "steps": bound.steps,
+    return {"epsilon": json_number(bound.epsilon), "delta": bound.delta, "steps": bound.steps,
             "sampling_rate": bound.sampling_rate, "neighboring": bound.neighboring.value,
             "method": bound.method}
 
@@ -210,7 +211,7 @@ def _run_compare(args: argparse.Namespace) -> int:
           f"cells: calibrated SaS scale (ratio to the Gaussian's scale = sigma / sqrt(2))")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([{k: _num(v) for k, v in row.items()} for row in rows],
+        out.write_text(json.dumps([{k: json_number(v) for k, v in row.items()} for row in rows],
                                   indent=1))
     return 0
 
@@ -240,10 +241,6 @@ def comparison_table(rows: list[dict[str, float]], *, sampling_rate: float) -> s
         lines.append(f"| {sampling_rate:g} | {eps:g} | {gaussian:#.3g} | "
                      + " | ".join(values) + " |")
     return "\n".join(lines)
-
-
-def _num(value: float) -> float | str:
-    return value if math.isfinite(value) else "inf"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -439,3 +439,25 @@ def test_help_does_not_import_heavy_packages():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_simulate_summary_of_a_diverging_loop_is_strict_json(tmp_path):
+    # The delay-naive controller at 1.5 T (radius ~1.39): after 1200 steps the states are
+    # ~1e171, finite, but the cost is beyond the float range.  The summary says "inf" (as the
+    # privacy commands do), never the non-JSON token Infinity, and numpy stays quiet.
+    import warnings
+
+    model = tmp_path / "seed.json"
+    DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 3.0, 2.0).save(model)
+    out = tmp_path / "naive"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["simulate", str(model), "--controller", "naive", "--steps", "1200",
+                     "--out", str(out)]) == 0
+
+    def refuse(token):
+        raise AssertionError(f"non-JSON number {token}")
+
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=refuse)
+    assert summary["cost"] == "inf"
+    assert 1e100 < summary["final_state_norm"] < 1e300

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -505,6 +506,18 @@ def test_divergence_is_reported(method):
     gain = LinearGain([[5.0]])   # pushes the unstable plant further out
     with pytest.raises(NonFiniteError, match=r"no longer finite at step|at step \d+ returned NaN"):
         simulate_closed_loop(plant, gain, [1.0], 2000, method=method)
+
+
+@pytest.mark.parametrize("method", ["linear", "step"])
+def test_cost_beyond_the_float_range_is_inf_without_numpy_warnings(method):
+    # states grow by 5 + 6 (e - 1) ~ 15.3 a step: x_200 ~ 1e237 is finite, x_200^2 is not
+    plant = DelayedPlant.from_continuous([[1.0]], [[1.0]], 0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = simulate_closed_loop(plant, LinearGain([[5.0]]), [1.0], 200, method=method)
+    assert np.isfinite(result.states).all() and abs(result.states[0, -1]) > 1e200
+    assert result.cost == np.inf
+    assert result.final_norm == pytest.approx(abs(result.states[0, -1]), rel=1e-15)
 
 
 # ---------------------------------------------------------------------- seed example (Ch. 9.4.3)
