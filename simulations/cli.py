@@ -202,6 +202,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
 
 
+def output_path(out: str | None, *, folder: bool) -> Path | None:
+    """``--out`` as a path, refused before any work when it names the wrong kind of entry.
+
+    Raises
+    ------
+    ParameterError
+        A folder option naming an existing file, or a file option naming a folder.
+    """
+    from privacy.errors import ParameterError
+
+    if out is None:
+        return None
+    path = Path(out)
+    if folder and path.exists() and not path.is_dir():
+        raise ParameterError(f"--out {out!r} is a file; it must name a folder (created if "
+                             f"missing) for the output files")
+    if not folder and path.is_dir():
+        raise ParameterError(f"--out {out!r} is a folder; it must name a file")
+    return path
+
+
 def json_number(value: float) -> float | str:
     """``value``, or ``"inf"`` / ``"-inf"`` / ``"nan"``: JSON has no non-finite numbers."""
     value = float(value)
@@ -234,8 +255,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         write_study,
     )
 
+    out = output_path(args.out, folder=True)
     config = StudyConfig(seed=args.seed, steps=args.steps)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     total = 2 * len(config.delays_in_periods)
     with tqdm(total=total, desc="Figure 9.1", unit="run", file=sys.stderr) as bar:
@@ -281,6 +302,7 @@ def _run_identify(args: argparse.Namespace) -> int:
                              "replaces the significance test); give one of them")
     test = ({"block_rtol": args.block_rtol} if args.block_rtol is not None else
             {} if args.significance is None else {"significance": args.significance})
+    output_path(args.out, folder=False)
     X, U = _load_data(args)
     report = check_excitation(X, U, args.max_delay)
     estimator = DMDidc(max_delay=args.max_delay, method=args.method,
@@ -321,6 +343,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from simulations.closed_loop import simulate_closed_loop
 
     _check_simulate_options(args)
+    out = output_path(args.out, folder=True)
     model = _load_plant(args.model, "model")
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
@@ -337,7 +360,6 @@ def _run_simulate(args: argparse.Namespace) -> int:
                                   measurement_noise=_sampler(args, args.measurement_noise),
                                   fine=plant.has_continuous and args.steps <= _FINE_STEPS,
                                   progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "trajectory.csv")
     summary = {"controller": args.controller, "steps": args.steps,

@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from simulations.cli import json_number
+from simulations.cli import json_number, output_path
 
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
@@ -177,7 +176,7 @@ def _run_figures(args: argparse.Namespace) -> int:
         raise ParameterError(f"--steps sets N of Fig. 4.6, which --which {' '.join(args.which)} "
                              f"does not draw; add 4.6 or leave --steps out")
     steps = _FIGURE_4_6_STEPS if args.steps is None else args.steps
-    out = Path(args.out)
+    out = output_path(args.out, folder=True)
     existing = [_FIGURE_FILES[key] for key in args.which if (out / _FIGURE_FILES[key]).exists()]
     with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar:
         for key in args.which:
@@ -200,7 +199,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
     from privacy import figures
 
-    out = Path(args.out) if args.out else None
+    out = output_path(args.out, folder=False)
     total = len(args.epsilons) * len(args.alphas)
     with tqdm(total=total, desc="calibrating", unit="scale", file=sys.stderr) as bar:
         rows = figures.calibration_comparison(

@@ -461,3 +461,25 @@ def test_simulate_summary_of_a_diverging_loop_is_strict_json(tmp_path):
     summary = json.loads((out / "summary.json").read_text(), parse_constant=refuse)
     assert summary["cost"] == "inf"
     assert 1e100 < summary["final_state_norm"] < 1e300
+
+
+@pytest.mark.parametrize("argv, kind", [
+    (["demo"], "folder"),
+    (["simulate", "MODEL"], "folder"),
+    (["privacy", "figures", "--which", "3.7"], "folder"),
+    (["privacy", "compare", "--epsilons", "1", "--alphas", "2", "--steps", "10"], "file"),
+])
+def test_out_of_the_wrong_kind_is_refused_before_any_work(tmp_path, capsys, argv, kind):
+    model = tmp_path / "model.json"
+    DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 1.0).save(model)
+    out = tmp_path / ("folder" if kind == "file" else "file.txt")
+    out.mkdir() if kind == "file" else out.write_text("keep me")
+    argv = [str(model) if a == "MODEL" else a for a in argv]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    expected = "is a folder; it must name a file" if kind == "file" else \
+        "is a file; it must name a folder"
+    assert f"--out {str(out)!r} {expected}" in err, err
+    assert "Errno" not in err
+    if kind == "folder":
+        assert out.read_text() == "keep me"
