@@ -86,7 +86,8 @@ class DelayedPlant:
         Malformed arrays or ``dt``.
     InconsistentModelError
         ``A_c``, ``B_c`` and ``delay`` given with a discrete part that is not their exact
-        discretization (relative difference above :data:`CONSISTENCY_RTOL`).
+        discretization (relative difference above :data:`CONSISTENCY_RTOL`, or a non-zero entry
+        in a block that the delay leaves exactly zero).
 
     Notes
     -----
@@ -553,6 +554,16 @@ def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_
             f"{CONSISTENCY_RTOL:g}), largest in block B^({int(j)}), channel {int(i)} "
             f"(active blocks of the continuous model: "
             f"{np.flatnonzero(exact.active_blocks[:, i]).tolist()}). " + advice)
+    # Which blocks act is a fact, not a value with a tolerance: a rounding-level entry where the
+    # discretization has an exact zero would move the whole delay read from the blocks.
+    given = np.any(B_blocks != 0, axis=1)
+    for i in np.flatnonzero(np.any(given != exact.active_blocks, axis=0)):
+        ours, theirs = (np.flatnonzero(a[:, i]).tolist() for a in (given, exact.active_blocks))
+        raise InconsistentModelError(
+            f"channel {int(i)} acts through blocks {ours} of B_blocks (whole delay "
+            f"{ours[0] if ours else 0}) but through {theirs} in the discretization of its delay "
+            f"{delay[i]:g} s (whole delay {theirs[0] if theirs else 0}); the blocks where the "
+            f"delay gives none must be exactly zero. " + advice)
 
 
 def as_plant(model: Any, name: str = "model") -> DelayedPlant:
