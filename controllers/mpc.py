@@ -421,6 +421,9 @@ class DelayedMPC:
                                     **self.solver_options)
         except cp.error.SolverError as exc:
             raise SolverError(f"{self.solver} failed on the MPC problem: {exc}") from exc
+        except TypeError as exc:    # Clarabel's answer to an unknown or mistyped setting
+            raise ParameterError(f"{self.solver} refused solver_options "
+                                 f"{self.solver_options}: {exc}") from exc
         elapsed = time.perf_counter() - start
         status = self._problem.status
         if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):

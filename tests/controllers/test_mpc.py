@@ -387,6 +387,14 @@ def test_iteration_limit_raises(plant):
         mpc(np.array([3.0, -2.0]))
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_option_the_solver_does_not_know_is_a_toolbox_error(plant, solver):
+    # Clarabel raises a bare TypeError, OSQP a cvxpy SolverError; both name the option.
+    mpc = DelayedMPC(plant, horizon=4, solver=solver, solver_options={"bogus_option": 1})
+    with pytest.raises((ParameterError, SolverError), match="bogus_option"):
+        mpc(np.array([1.0, 0.0]))
+
+
 # ---------------------------------------------------------------------- model mismatch, property
 def identified(plant: DelayedPlant, noise: float, seed: int = 3) -> DMDidc:
     """DMDidc on 5 experiments x 300 samples of the true plant, with measurement noise of
