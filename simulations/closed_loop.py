@@ -445,7 +445,7 @@ def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
 def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, steps: int, *,
                          process_noise: Any = None, measurement_noise: Any = None,
                          rng: np.random.Generator | int | None = None, fine: bool = False,
-                         points_per_step: int = 20, Q: Any = None, R: Any = None,
+                         points_per_step: int | None = None, Q: Any = None, R: Any = None,
                          progress: bool = False, method: str = "auto") -> ClosedLoopResult:
     """Simulate a controller in feedback with the true delayed plant.
 
@@ -472,8 +472,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     fine : bool, default False
         Also compute the exact inter-sample trajectory (needs the plant's continuous model).
         Process noise acts at the sampling instants, so the fine trajectory jumps by ``w_k`` there.
-    points_per_step : int, default 20
-        Instants per sampling period in the fine trajectory.
+    points_per_step : int, optional
+        Instants per sampling period in the fine trajectory (default 20; only with ``fine``).
     Q : array_like, shape (n, n), optional
         State weight of the cost (identity by default).
     R : array_like, shape (m, m), optional
@@ -495,8 +495,9 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     Raises
     ------
     ParameterError
-        For ``steps`` not a non-negative integer, an unknown ``method``, or ``method="linear"``
-        with a controller without ``feedback_matrices``.
+        For ``steps`` not a non-negative integer, an unknown ``method``, ``method="linear"``
+        with a controller without ``feedback_matrices``, or ``points_per_step`` without
+        ``fine``.
     DimensionError
         For a wrong shape of ``x0``, the noise, ``Q``, ``R``, the gains, or of an input returned
         by the controller.
@@ -534,7 +535,10 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     Q = check_weight("Q", Q, n, definite=False)
     R_weight = check_weight("R", R, m, definite=False)
     if fine:
-        check_integer("points_per_step", points_per_step, minimum=1)
+        points_per_step = check_integer("points_per_step", 20 if points_per_step is None
+                                        else points_per_step, minimum=1)
+    elif points_per_step is not None:
+        raise ParameterError("points_per_step needs fine=True (it sets the inter-sample grid)")
     linear = callable(getattr(controller, "feedback_matrices", None))
     if method == "linear" and not linear:
         raise ParameterError(f"method='linear' needs a controller with feedback_matrices(); "

@@ -479,6 +479,8 @@ def test_bad_arguments(seed_plant):
         simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, R=np.eye(1))
     with pytest.raises(ParameterError, match="points_per_step"):
         simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, fine=True, points_per_step=0)
+    with pytest.raises(ParameterError, match="points_per_step needs fine=True"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, points_per_step=10)
     with pytest.raises(ParameterError, match="plant"):
         simulate_closed_loop(np.eye(2), gain, [1.0, 0.0], 5)
 
