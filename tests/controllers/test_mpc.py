@@ -296,7 +296,13 @@ def test_bad_horizon(plant, horizon):
     (dict(P=-np.eye(2)), ParameterError, "P"),
     (dict(solver="ECOS"), ParameterError, "solver"),
     (dict(inaccurate="ignore"), ParameterError, "inaccurate"),
-    (dict(state_penalty=0.0), ParameterError, "state_penalty"),
+    (dict(state_penalty=0.0, x_max=1.0, soft_state_constraints=True), ParameterError,
+     "state_penalty"),
+    # settings that would change nothing are refused, not ignored
+    (dict(soft_state_constraints=True), ParameterError,
+     "soft_state_constraints needs state bounds"),
+    (dict(x_max=1.0, state_penalty=100.0), ParameterError,
+     "state_penalty weighs the slack of soft_state_constraints"),
     (dict(warm_start="yes"), ParameterError, "warm_start"),
 ])
 def test_bad_settings(plant, kwargs, error, match):
