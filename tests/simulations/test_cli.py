@@ -483,3 +483,12 @@ def test_out_of_the_wrong_kind_is_refused_before_any_work(tmp_path, capsys, argv
     assert "Errno" not in err
     if kind == "folder":
         assert out.read_text() == "keep me"
+
+
+def test_demo_defaults_are_the_studys_own():
+    # the parser must not carry its own copy of the study's seed and step count
+    from simulations.cli import build_parser
+    from simulations.fractional_delay_study import StudyConfig
+
+    args = build_parser().parse_args(["demo"])
+    assert (args.seed, args.steps) == (StudyConfig().seed, StudyConfig().steps)
