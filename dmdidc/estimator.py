@@ -116,7 +116,8 @@ class DMDidc:
     -----
     ContinuousModelWarning
         With the evidence, when a channel shows no significant effect, a delay reaches the
-        bound ``max_delay``, the residuals show an offset, or ``A_d`` has no real logarithm
+        bound ``max_delay``, the residuals show an offset, ``A_d`` has no real logarithm or an
+        eigenvalue not significantly away from zero
         (:mod:`dmdidc.diagnostics`).
 
     Notes
