@@ -17,7 +17,14 @@ it has evidence for:
   an input bias or a non-zero operating point, which a linear model through the origin cannot
   represent (``detrend=`` removes it);
 * **no continuous model**: ``A_d`` has no real logarithm (the error says which eigenvalue and
-  why); the relative residual shows whether noise is a plausible cause.
+  why); the relative residual shows whether noise is a plausible cause;
+* **undetermined mode**: an eigenvalue of ``A_d`` that is not significantly away from zero
+  against its standard error (first-order perturbation of the least-squares ``A_d``, Bonferroni
+  over the ``n`` eigenvalues at the block test's level).  Its logarithm, a continuous mode
+  ``log(lambda) / T``, is then not determined (any faster mode fits the data as well), nor are
+  ``A_c``, ``B_c`` and the delay fraction: typically a mode much faster than the sampling
+  period, whose state follows a lagged input (``A_c = diag(-0.1, -30)`` at ``T = 1`` s gives
+  -21 or -23 for the fast mode, depending on the rounding of the data).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression import RegressionSolution
 
-__all__ = ["identification_warnings"]
+__all__ = ["eigenvalue_standard_errors", "identification_warnings"]
 
 #: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
 #: moving average (up to ~2x the variance of their mean assumed by the test).
@@ -118,4 +125,59 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
                 f"operating point)")
     if log_error is not None:
         messages.append(f"no continuous-time model ({fit}): {log_error}")
+    elif model.has_continuous:
+        messages.extend(_undetermined_modes(solution, model, test.significance))
     return messages
+
+
+def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of ``A_d`` and their standard errors from the regression's covariance.
+
+    First-order perturbation: ``d lambda = y^H dA x / (y^H x)`` with ``Cov(dA[a, b], dA[c, d])
+    = Sigma[a, c] C[b, d]`` (least squares, :class:`~dmdidc.regression.RegressionSolution`;
+    ``Sigma`` the residual covariance, at least rounding), so ``E |d lambda|^2 = (y^H Sigma y)
+    (x^H C x) / |y^H x|^2``.  Matches Monte Carlo under process noise; conservative for slow
+    modes under measurement noise (errors in variables).
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+    A_d : ndarray, shape (n, n)
+
+    Returns
+    -------
+    eigenvalues : ndarray, shape (n,)
+    standard_errors : ndarray, shape (n,)
+    """
+    n = A_d.shape[0]
+    rounding = np.finfo(float).eps * solution.target_rms
+    Sigma = solution.residual_covariance + np.diag(rounding ** 2)
+    C = solution.unscaled_covariance[:n, :n]
+    eigenvalues, right = np.linalg.eig(A_d)
+    left = np.linalg.inv(right)             # rows y^H with y^H x = 1
+    errors = np.array([np.sqrt(abs(left[i] @ Sigma @ left[i].conj())
+                               * abs(right[:, i].conj() @ C @ right[:, i])) for i in range(n)])
+    return eigenvalues, errors
+
+
+def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
+                        significance: float) -> list[str]:
+    eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
+    z = float(special.ndtri(1.0 - significance / (2 * eigenvalues.size)))
+    weak = np.flatnonzero(np.abs(eigenvalues) <= z * errors)
+    if not weak.size:
+        return []
+    found = ", ".join(f"{_number(eigenvalues[i])} (standard error {errors[i]:.2g})"
+                      for i in weak)
+    modes = ", ".join(f"{np.log(complex(eigenvalues[i])).real / model.dt:.4g}" for i in weak)
+    return [f"A_d has eigenvalue(s) {found} within {z:.2g} standard errors of zero (level "
+            f"{significance:g}): the continuous mode(s) log(lambda) / T = {modes} 1/s are not "
+            f"determined by the data (any faster mode fits them as well), and with them A_c, "
+            f"B_c and the delay fraction. Likely cause: a mode much faster than the sampling "
+            f"period T = {model.dt:g} s (its state follows a lagged input); sample faster, or "
+            f"rely on the discrete model (A_d, the blocks and the whole delay are fitted)"]
+
+
+def _number(value: complex) -> str:
+    return f"{value.real:.3g}" if value.imag == 0 else f"{complex(value):.3g}"

@@ -677,6 +677,18 @@ def test_transposed_data_with_m_equal_n_minus_one_gives_orientation_error(data3)
         DMDidc(max_delay=2).fit(X.T, U.T, dt=0.3)
 
 
+@pytest.mark.parametrize("fit", ["fit", "partial_fit"])
+def test_transposed_data_with_as_many_inputs_as_states_is_named(fit):
+    # The README's case, n = m = 2: X.T (301, 2), U.T (300, 2).  The sample counts disagree,
+    # and the rows (301 vs 300) are what says why.
+    plant = DelayedPlant.from_continuous(A_SEED, B_SEED, delay=2.5, dt=T_SEED)
+    U = random_excitation(2, 300, rng=0)
+    X = plant.simulate(np.zeros(2), U)
+    with pytest.raises(DimensionError, match=r"U has 2 samples; expected 1 .*look transposed: "
+                                             r"X has 301 rows and U 300"):
+        getattr(DMDidc(max_delay=3), fit)(X.T, U.T, dt=T_SEED)
+
+
 def test_too_few_samples(plant3, data3):
     X, U = data3
     # R = 3: p = 3 + 2 * 4 = 11 regression samples need K = 14 inputs.
