@@ -1,0 +1,141 @@
+"""Choosing the delay bound ``R`` from the data (``DMDidc(max_delay=None)``).
+
+One pass computes the statistics with the largest bound tried, ``R_max``; the statistics of
+every smaller ``R`` are sub-blocks of them (fewer input lags), on the same samples, so every
+candidate is compared on equal footing.  For ``R = 0 .. R_max`` least squares gives the
+residual covariance ``Sigma_R`` and the Bayesian information criterion
+
+    BIC(R) = N log det Sigma_R + n (n + m (R + 1)) log N
+
+(Schwarz 1978; the lag-order criterion of vector autoregressions, Lutkepohl 2005, Sec. 4.3).
+Its minimiser ``R_BIC`` is the last lag whose block explains the data.  The chosen bound is
+``R_BIC + 1``: one spare block, so that the second block of a fractional delay (small when the
+fraction is small, which the criterion may drop) is in the model, and the block test can show
+that the lag after the delay has no effect.  ``R_max`` is the largest bound with at least
+``_SAMPLES_PER_REGRESSOR`` samples per regressor, at most ``_LARGEST_BOUND`` and shorter than
+every trajectory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dmdidc.errors import InsufficientExcitationError, warn_model
+from dmdidc.regression import solve_normal_equations
+from privacy.validation import read_only
+
+__all__ = ["DelayBoundSelection", "largest_bound", "select_max_delay"]
+
+_LARGEST_BOUND = 30
+_SAMPLES_PER_REGRESSOR = 10
+
+
+@dataclass(frozen=True)
+class DelayBoundSelection:
+    """Outcome of the delay-bound selection.
+
+    Attributes
+    ----------
+    candidates : ndarray of int
+        Bounds ``R`` compared (``0 .. limit``).
+    criterion : ndarray
+        BIC of each candidate (smaller is better).
+    best : int
+        ``R_BIC``, the candidate with the smallest criterion.
+    selected : int
+        The bound used, ``min(best + 1, limit)``.
+    limit : int
+        Largest bound tried.
+    n_samples : int
+        Samples the criterion was computed on.
+    """
+
+    candidates: np.ndarray
+    criterion: np.ndarray
+    best: int
+    selected: int
+    limit: int
+    n_samples: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "candidates", read_only(self.candidates))
+        object.__setattr__(self, "criterion", read_only(self.criterion))
+
+    def summary(self) -> str:
+        """The criterion per candidate and the choice, one line."""
+        cells = ", ".join(f"R={r}: {c:.4g}" for r, c in zip(self.candidates, self.criterion,
+                                                              strict=True))
+        return (f"max_delay chosen: {self.selected} (BIC minimal at R={self.best}, plus one "
+                f"spare block; bounds 0..{self.limit} compared on {self.n_samples} samples): "
+                f"{cells}")
+
+
+def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
+    """``R_max`` for trajectories with ``lengths`` inputs each (see the module notes).
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Not even ``R = 1`` has enough samples.
+    """
+    shortest = min(lengths)
+    for R in range(min(_LARGEST_BOUND, shortest - 2), 0, -1):
+        samples = sum(K - R for K in lengths)
+        if samples >= _SAMPLES_PER_REGRESSOR * (n_states + n_inputs * (R + 1)):
+            return R
+    raise InsufficientExcitationError(
+        f"too few samples to choose max_delay from the data: {sum(lengths)} input samples in "
+        f"{len(lengths)} trajectories (shortest {shortest}) give fewer than "
+        f"{_SAMPLES_PER_REGRESSOR} samples per regressor even at R = 1; record more data or "
+        f"set max_delay")
+
+
+def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_inputs: int,
+                     limit: int) -> DelayBoundSelection:
+    """BIC over ``R = 0 .. limit`` from the moments of ``[x_k; u_k..u_{k-limit}; x_{k+1}]``.
+
+    Parameters
+    ----------
+    gram : ndarray, shape (2 n + m (limit + 1), 2 n + m (limit + 1))
+        ``sum_k v_k v_k^T`` (layout of :class:`~dmdidc.SufficientStatistics` without
+        instruments, bound ``limit``), in the data's units.
+    n_samples : int
+    n_states, n_inputs, limit : int
+
+    Returns
+    -------
+    DelayBoundSelection
+
+    Warns
+    -----
+    ContinuousModelWarning
+        When the criterion is smallest at the largest bound tried (the delay may be longer).
+    """
+    n, m = n_states, n_inputs
+    p_max = n + m * (limit + 1)
+    targets = np.arange(p_max, p_max + n)
+    candidates = np.arange(limit + 1)
+    criterion = np.empty(limit + 1)
+    zeros = np.zeros(p_max)
+    for R in candidates:
+        phi = np.arange(n + m * (R + 1))
+        solution = solve_normal_equations(
+            gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)], gram[np.ix_(targets, targets)],
+            n_samples=n_samples, regressor_sum=zeros[phi], target_sum=np.zeros(n),
+            rank_rtol=0.0)
+        residual = solution.residual_covariance * solution.dof / n_samples
+        sign, logdet = np.linalg.slogdet(residual)
+        floor = n * np.log(np.finfo(float).eps * max(np.trace(gram[np.ix_(targets, targets)])
+                                                     / n_samples, np.finfo(float).tiny))
+        logdet = logdet if sign > 0 else floor
+        criterion[R] = n_samples * max(logdet, floor) + n * phi.size * np.log(n_samples)
+    best = int(np.argmin(criterion))
+    if best == limit:
+        warn_model(f"the delay-bound criterion (BIC) is still smallest at the largest bound "
+                   f"tried, R = {limit}: the delay may be longer than {limit} periods, or the "
+                   f"data too short to tell; set max_delay explicitly (larger) to check")
+    return DelayBoundSelection(candidates=candidates, criterion=criterion, best=best,
+                               selected=min(best + 1, limit), limit=limit,
+                               n_samples=n_samples)
