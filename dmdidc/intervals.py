@@ -36,7 +36,7 @@ import numpy as np
 from scipy import special
 
 from dmdidc.errors import ContinuousModelWarning, ParameterError
-from dmdidc.recovery import recover_continuous
+from dmdidc.recovery import recover_channel, recover_continuous
 from privacy.validation import as_generator, check_in_interval, read_only
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
@@ -217,14 +217,26 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
     index = np.array(sorted({a * p + c for a, c in used}))
     se_coef = np.sqrt(np.clip(np.diag(cov)[index], 0.0, None))
     base = _model_vector(restricted, n, m, R, dt, test.active)
+    A_c = base[m:m + n * n].reshape(n, n)
     jacobian = np.zeros((base.size, index.size))
     for k, flat in enumerate(index):
         step = _STEP * se_coef[k] if se_coef[k] > 0 else 1e-8 * (1.0 + abs(restricted.flat[flat]))
-        plus, minus = restricted.copy(), restricted.copy()
-        plus.flat[flat] += step
-        minus.flat[flat] -= step
-        jacobian[:, k] = (_model_vector(plus, n, m, R, dt, test.active)
-                          - _model_vector(minus, n, m, R, dt, test.active)) / (2.0 * step)
+        column = flat % p
+        moved = []
+        for sign in (1.0, -1.0):
+            shifted = restricted.copy()
+            shifted.flat[flat] += sign * step
+            if column < n:                      # A_d: everything moves
+                moved.append(_model_vector(shifted, n, m, R, dt, test.active))
+            else:                               # a block column moves its channel only
+                channel = (column - n) % m
+                columns = shifted[:, n:].reshape(n, R + 1, m)[:, :, channel].T
+                b, delay = recover_channel(A_c, columns, dt, first[channel])
+                vector = base.copy()
+                vector[channel] = delay
+                vector[m + n * n + channel::m] = b
+                moved.append(vector)
+        jacobian[:, k] = (moved[0] - moved[1]) / (2.0 * step)
     variance = np.einsum("ij,jk,ik->i", jacobian, cov[np.ix_(index, index)], jacobian)
     se = np.sqrt(np.clip(variance, 0.0, None))
     silent = np.flatnonzero(first < 0)

@@ -8,7 +8,9 @@ residual covariance ``Sigma_R`` and the Bayesian information criterion
     BIC(R) = N log det Sigma_R + n (n + m (R + 1)) log N
 
 (Schwarz 1978; the lag-order criterion of vector autoregressions, Lutkepohl 2005, Sec. 4.3).
-Its minimiser ``R_BIC`` is the last lag whose block explains the data.  The chosen bound is
+Its minimiser ``R_BIC`` is the last lag whose block explains the data (when the model without
+inputs is better still, no lag explains the states: the delay may exceed ``R_max``, which is
+then chosen, with a warning).  The chosen bound is
 ``R_BIC + 1``: one spare block, so that the second block of a fractional delay (small when the
 fraction is small, which the criterion may drop) is in the model, and the block test can show
 that the lag after the delay has no effect.  ``R_max`` is the largest bound with at least
@@ -117,25 +119,36 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
     p_max = n + m * (limit + 1)
     targets = np.arange(p_max, p_max + n)
     candidates = np.arange(limit + 1)
-    criterion = np.empty(limit + 1)
-    zeros = np.zeros(p_max)
-    for R in candidates:
-        phi = np.arange(n + m * (R + 1))
-        solution = solve_normal_equations(
-            gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)], gram[np.ix_(targets, targets)],
-            n_samples=n_samples, regressor_sum=zeros[phi], target_sum=np.zeros(n),
-            rank_rtol=0.0)
-        residual = solution.residual_covariance * solution.dof / n_samples
-        sign, logdet = np.linalg.slogdet(residual)
-        floor = n * np.log(np.finfo(float).eps * max(np.trace(gram[np.ix_(targets, targets)])
-                                                     / n_samples, np.finfo(float).tiny))
-        logdet = logdet if sign > 0 else floor
-        criterion[R] = n_samples * max(logdet, floor) + n * phi.size * np.log(n_samples)
+    criterion = np.array([_bic(gram, np.arange(n + m * (R + 1)), targets, n_samples, n)
+                          for R in candidates])
     best = int(np.argmin(criterion))
-    if best == limit:
+    states = np.arange(n)
+    no_input = _bic(gram, states, targets, n_samples, n)
+    if no_input <= criterion[best]:
+        warn_model(f"no input lag 0..{limit} explains the states better than the states alone "
+                   f"(BIC {no_input:.4g} without inputs, {criterion[best]:.4g} at best with "
+                   f"R = {best}): the delay may exceed {limit} periods (the largest bound these "
+                   f"data allow), or the input does not act; max_delay is set to {limit}")
+        best = limit
+    elif best == limit:
         warn_model(f"the delay-bound criterion (BIC) is still smallest at the largest bound "
                    f"tried, R = {limit}: the delay may be longer than {limit} periods, or the "
                    f"data too short to tell; set max_delay explicitly (larger) to check")
     return DelayBoundSelection(candidates=candidates, criterion=criterion, best=best,
                                selected=min(best + 1, limit), limit=limit,
                                n_samples=n_samples)
+
+
+def _bic(gram: np.ndarray, phi: np.ndarray, targets: np.ndarray, n_samples: int, n: int
+         ) -> float:
+    """BIC of the least-squares regression of the targets on the entries ``phi``."""
+    solution = solve_normal_equations(
+        gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)], gram[np.ix_(targets, targets)],
+        n_samples=n_samples, regressor_sum=np.zeros(phi.size), target_sum=np.zeros(n),
+        rank_rtol=0.0)
+    residual = solution.residual_covariance * solution.dof / n_samples
+    sign, logdet = np.linalg.slogdet(residual)
+    scale = max(np.trace(gram[np.ix_(targets, targets)]) / n_samples, np.finfo(float).tiny)
+    floor = n * np.log(np.finfo(float).eps * scale)       # an exact fit: rounding level
+    logdet = max(logdet, floor) if sign > 0 else floor
+    return float(n_samples * logdet + n * phi.size * np.log(n_samples))
