@@ -434,8 +434,8 @@ class DMDidc:
             gram, _ = total.moments()
             p = n + m * (total.max_delay + 1)
             self._selection = select_max_delay(gram[:p + n, :p + n], total.n_samples,
-                                               n_states=n, n_inputs=m,
-                                               limit=total.max_delay)
+                                               n_states=n, n_inputs=m, limit=total.max_delay,
+                                               significance=self.significance)
             self._R = self._selection.selected
         else:
             self._R = self.max_delay
@@ -470,7 +470,8 @@ class DMDidc:
             accumulator.update(Xi, Ui)
         stats = accumulator.statistics()
         self._selection = select_max_delay(stats.moments()[0], stats.n_samples, n_states=n,
-                                           n_inputs=m, limit=limit)
+                                           n_inputs=m, limit=limit,
+                                           significance=self.significance)
         return self._selection.selected
 
     def _iv_accumulator(self, n: int, m: int, signal: np.ndarray | None

@@ -107,8 +107,7 @@ class IntervalEstimate:
             value, low, high = self.value[index], self.low[index], self.high[index]
             places = _decimals(0.5 * (high - low))
             if not np.isfinite(high - low):
-                out.append(f"{label} = {value:.3f} {self.unit} (no {self.method} interval: "
-                           f"{_NO_INTERVAL[self.method]})")
+                out.append(f"{label} = {value:.3f} {self.unit} (no {self.method} interval)")
             elif self.method == "asymptotic":
                 out.append(f"{label} = {value:.{places}f} +/- {0.5 * (high - low):.{places}f} "
                            f"{self.unit}")
@@ -149,8 +148,11 @@ class ConfidenceIntervals:
         head = (f"{100 * self.level:g} % confidence intervals ({self.method}"
                 + (f", {self.resamples} resamples, {self.failures} without a continuous model"
                    if self.method == "bootstrap" else "") + "):")
-        return "\n".join([head] + ["  " + line for item in (self.delay, self.A_c, self.B_c)
-                                   for line in item.lines()])
+        lines = [head] + ["  " + line for item in (self.delay, self.A_c, self.B_c)
+                          for line in item.lines()]
+        if any("interval)" in line for line in lines):
+            lines.append(f"  (no {self.method} interval: {_NO_INTERVAL[self.method]})")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()

@@ -34,6 +34,7 @@ noisy Gram and takes the noise variance into its standard errors
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ from dmdidc.errors import ParameterError
 from dmdidc.sensitivity import statistics_sensitivity
 from privacy.validation import check_in_interval, check_positive
 
-__all__ = ["PrivacyRelease", "privatize_statistics", "MECHANISMS"]
+__all__ = ["PrivacyRelease", "privatize_statistics", "calibrate_release", "MECHANISMS"]
 
 MECHANISMS = ("gaussian", "laplace", "sas")
 #: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
@@ -137,6 +138,59 @@ def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: 
     return make(high)
 
 
+@functools.lru_cache(maxsize=256)
+def calibrate_release(mechanism: str, epsilon: float, *, delta: float | None,
+                      alpha: float | None, l1: float, l2: float, dimension: int
+                      ) -> tuple[Any, float, float, float, str]:
+    """The mechanism for one ``dimension``-vector release at ``epsilon`` (module notes).
+
+    Parameters
+    ----------
+    mechanism : {"gaussian", "laplace", "sas"}
+    epsilon : float
+    delta : float or None
+        Required for ``"gaussian"``; for the pure-DP mechanisms only the reported epsilon
+        depends on it.
+    alpha : float or None
+        SaS stability index (``"sas"`` only).
+    l1, l2 : float
+        Sensitivities: the largest l1 / l2 change of the vector between neighbours.
+    dimension : int
+
+    Returns
+    -------
+    mechanism : GaussianMechanism, LaplaceMechanism or SaSMechanism
+        With the matching sensitivity (and dimension, where mechanisms declare one).
+    variance : float
+        Noise variance per entry (``inf`` for SaS with alpha < 2).
+    epsilon, delta : float
+        The guarantee, from the accountant (SaS: privacy's certified pure-DP bound).
+    source : str
+        Where the epsilon comes from.
+
+    Notes
+    -----
+    Cached: the calibration (for SaS a search over the vector bound, seconds) depends only on
+    these numbers, not on the data.
+    """
+    from privacy import GaussianMechanism, LaplaceMechanism, accounting
+
+    report_delta = 0.0 if delta is None else delta
+    if mechanism == "gaussian":
+        mech = _declared(GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2),
+                         dimension)
+        return (mech, mech.sigma ** 2, accounting.epsilon(mech, delta=delta), delta,
+                "privacy.accounting.epsilon (one release)")
+    if mechanism == "laplace":
+        mech = _declared(LaplaceMechanism(scale=l1 / epsilon, sensitivity=l1), dimension)
+        return (mech, 2.0 * mech.scale ** 2, accounting.epsilon(mech, delta=report_delta),
+                report_delta, "privacy.accounting.epsilon (one release)")
+    mech = _sas_mechanism(epsilon, alpha, l1, dimension)
+    return (mech, math.inf, _sas_epsilon(mech), 0.0,
+            f"privacy's certified pure-DP bound of the {dimension}-dimensional SaS release "
+            f"(SaSMechanism.epsilon_vector)")
+
+
 def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
                          delta: float | None = None, unit: str = "sample",
                          window: int | None = None, alpha: float | None = None,
@@ -188,8 +242,6 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     >>> private.privacy.epsilon <= 1.0, private.privacy.unit
     (True, 'sample')
     """
-    from privacy import GaussianMechanism, LaplaceMechanism, accounting
-
     if stats.releases:
         raise ParameterError("these statistics are already privatized; privatize plain "
                              "statistics once (composing releases of the same data is the "
@@ -211,25 +263,11 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
                              f"mechanism={mechanism!r}")
     sens = statistics_sensitivity(stats, unit, window=window)
     dimension = stats.dimension
-    report_delta = 0.0 if delta is None else delta
-    if mechanism == "gaussian":
-        mech = _declared(GaussianMechanism.from_epsilon_delta(epsilon, delta,
-                                                              sensitivity=sens.l2), dimension)
-        variance, norm, sensitivity = mech.sigma ** 2, "l2", sens.l2
-        achieved = accounting.epsilon(mech, delta=delta)
-        source = "privacy.accounting.epsilon (one release)"
-    elif mechanism == "laplace":
-        mech = _declared(LaplaceMechanism(scale=sens.l1 / epsilon, sensitivity=sens.l1),
-                         dimension)
-        variance, norm, sensitivity = 2.0 * mech.scale ** 2, "l1", sens.l1
-        achieved = accounting.epsilon(mech, delta=report_delta)
-        source = "privacy.accounting.epsilon (one release)"
-    else:
-        mech = _sas_mechanism(epsilon, alpha, sens.l1, dimension)
-        variance, norm, sensitivity = math.inf, "l1", sens.l1
-        achieved, report_delta = _sas_epsilon(mech), 0.0
-        source = (f"privacy's certified pure-DP bound of the {dimension}-dimensional SaS "
-                  f"release (SaSMechanism.epsilon_vector)")
+    mech, variance, achieved, report_delta, source = calibrate_release(
+        mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1, l2=sens.l2,
+        dimension=dimension)
+    norm = "l2" if mechanism == "gaussian" else "l1"
+    sensitivity = sens.l2 if mechanism == "gaussian" else sens.l1
     noisy = np.asarray(mech.randomize(stats.to_vector(), rng=rng), dtype=float)
     release = PrivacyRelease(mechanism=mech, epsilon=float(achieved), delta=report_delta,
                              unit=unit, window=sens.window, sensitivity=float(sensitivity),

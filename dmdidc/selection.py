@@ -10,12 +10,18 @@ residual covariance ``Sigma_R`` and the Bayesian information criterion
 (Schwarz 1978; the lag-order criterion of vector autoregressions, Lutkepohl 2005, Sec. 4.3).
 Its minimiser ``R_BIC`` is the last lag whose block explains the data (when the model without
 inputs is better still, no lag explains the states: the delay may exceed ``R_max``, which is
-then chosen, with a warning).  The chosen bound is
-``R_BIC + 1``: one spare block, so that the second block of a fractional delay (small when the
-fraction is small, which the criterion may drop) is in the model, and the block test can show
-that the lag after the delay has no effect.  ``R_max`` is the largest bound with at least
-``_SAMPLES_PER_REGRESSOR`` samples per regressor, at most ``_LARGEST_BOUND`` and shorter than
-every trajectory.
+then chosen, with a warning).  The chosen bound is ``R_BIC + 1``: one spare block, so that the
+second block of a fractional delay (small when the fraction is small, which the criterion may
+drop) is in the model, and the block test can show that the lag after the delay has no effect.
+
+**Noisy states.**  With measurement noise, least squares uses later input lags as a proxy for
+the noisy state (errors in variables: the true state is a combination of past inputs), so the
+criterion keeps falling with ``R`` and would choose ``R_max``.  The blocks *up to* the delay are
+unbiased under that noise (their inputs are independent of the state's noise), so the block
+test on the fit with ``R_max`` finds each channel's first active block ``w`` reliably, and the
+bound is capped at ``max(w) + 2`` (the two blocks of a fractional delay plus one spare).
+``R_max`` is the largest bound with at least ``_SAMPLES_PER_REGRESSOR`` samples per regressor,
+at most ``_LARGEST_BOUND`` and shorter than every trajectory.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dmdidc.blocks import block_test
 from dmdidc.errors import InsufficientExcitationError, warn_model
 from dmdidc.regression import solve_normal_equations
 from privacy.validation import read_only
@@ -46,8 +53,10 @@ class DelayBoundSelection:
         BIC of each candidate (smaller is better).
     best : int
         ``R_BIC``, the candidate with the smallest criterion.
+    first_active : ndarray of int
+        First active input block per channel in the fit with ``limit`` (-1: none).
     selected : int
-        The bound used, ``min(best + 1, limit)``.
+        The bound used, ``min(best + 1, max(first_active) + 2, limit)``.
     limit : int
         Largest bound tried.
     n_samples : int
@@ -57,6 +66,7 @@ class DelayBoundSelection:
     candidates: np.ndarray
     criterion: np.ndarray
     best: int
+    first_active: np.ndarray
     selected: int
     limit: int
     n_samples: int
@@ -64,14 +74,16 @@ class DelayBoundSelection:
     def __post_init__(self) -> None:
         object.__setattr__(self, "candidates", read_only(self.candidates))
         object.__setattr__(self, "criterion", read_only(self.criterion))
+        object.__setattr__(self, "first_active", read_only(self.first_active))
 
     def summary(self) -> str:
         """The criterion per candidate and the choice, one line."""
         cells = ", ".join(f"R={r}: {c:.4g}" for r, c in zip(self.candidates, self.criterion,
                                                               strict=True))
         return (f"max_delay chosen: {self.selected} (BIC minimal at R={self.best}, plus one "
-                f"spare block; bounds 0..{self.limit} compared on {self.n_samples} samples): "
-                f"{cells}")
+                f"spare block; first significant input blocks {self.first_active.tolist()} "
+                f"with R={self.limit}, plus two; bounds 0..{self.limit} compared on "
+                f"{self.n_samples} samples): {cells}")
 
 
 def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
@@ -95,7 +107,7 @@ def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
 
 
 def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_inputs: int,
-                     limit: int) -> DelayBoundSelection:
+                     limit: int, significance: float = 1e-3) -> DelayBoundSelection:
     """BIC over ``R = 0 .. limit`` from the moments of ``[x_k; u_k..u_{k-limit}; x_{k+1}]``.
 
     Parameters
@@ -105,6 +117,8 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
         instruments, bound ``limit``), in the data's units.
     n_samples : int
     n_states, n_inputs, limit : int
+    significance : float, default 1e-3
+        Level of the block test that finds the first active blocks.
 
     Returns
     -------
@@ -122,6 +136,12 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
     criterion = np.array([_bic(gram, np.arange(n + m * (R + 1)), targets, n_samples, n)
                           for R in candidates])
     best = int(np.argmin(criterion))
+    phi = np.arange(p_max)
+    full = solve_normal_equations(gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)],
+                                  gram[np.ix_(targets, targets)], n_samples=n_samples,
+                                  regressor_sum=np.zeros(p_max), target_sum=np.zeros(n),
+                                  rank_rtol=0.0)
+    first = block_test(full, n, m, limit, significance=significance).first_active
     states = np.arange(n)
     no_input = _bic(gram, states, targets, n_samples, n)
     if no_input <= criterion[best]:
@@ -130,13 +150,14 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
                    f"R = {best}): the delay may exceed {limit} periods (the largest bound these "
                    f"data allow), or the input does not act; max_delay is set to {limit}")
         best = limit
-    elif best == limit:
+    elif best == limit and not np.any(first >= 0):
         warn_model(f"the delay-bound criterion (BIC) is still smallest at the largest bound "
                    f"tried, R = {limit}: the delay may be longer than {limit} periods, or the "
                    f"data too short to tell; set max_delay explicitly (larger) to check")
+    cap = int(first.max()) + 2 if np.any(first >= 0) else limit
     return DelayBoundSelection(candidates=candidates, criterion=criterion, best=best,
-                               selected=min(best + 1, limit), limit=limit,
-                               n_samples=n_samples)
+                               first_active=first, selected=min(best + 1, cap, limit),
+                               limit=limit, n_samples=n_samples)
 
 
 def _bic(gram: np.ndarray, phi: np.ndarray, targets: np.ndarray, n_samples: int, n: int

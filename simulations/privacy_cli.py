@@ -53,6 +53,9 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     cmp_.add_argument("--steps", type=int, default=1000)
     cmp_.add_argument("--sampling-rate", type=float, default=1e-3)
 
+    from simulations.private_identification_cli import add_private_parsers
+    add_private_parsers(actions)  # identify, sweep (private identification)
+
     parser.set_defaults(handler=run_privacy)
     return parser
 
@@ -73,6 +76,9 @@ def run_privacy(args: argparse.Namespace) -> int:
     from privacy import NeighboringRelation, SaSMechanism, accounting, calibration, figures
 
     command = args.privacy_command
+    if command in ("identify", "sweep"):
+        from simulations.private_identification_cli import run_private
+        return run_private(args)
     if command == "figures":
         out = Path(args.out)
         makers = {"3.6": figures.figure_3_6, "3.7": figures.figure_3_7,
