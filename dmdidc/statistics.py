@@ -35,16 +35,31 @@ from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.trajectories import as_trajectories
 from privacy.validation import check_finite_array, check_integer, read_only
 
-__all__ = ["SufficientStatistics", "StatisticsAccumulator", "INSTRUMENT_KINDS"]
+__all__ = ["SufficientStatistics", "StatisticsAccumulator", "StatisticsLayout",
+           "INSTRUMENT_KINDS"]
 
 #: Kinds of instruments the statistics can carry (``None``: none, least squares only).
 INSTRUMENT_KINDS = ("inputs", "states", "exogenous")
 _BLOCK = 4096
+#: Samples per chunk in from_data (bounds the working memory, as DMDidc's chunk_size).
+_CHUNK = 65536
 
 
 @dataclass(frozen=True)
-class _Layout:
-    """Which signal and lag each entry of ``v_k`` holds (see the module notes)."""
+class StatisticsLayout:
+    """Which signal and lag each entry of ``v_k`` holds (see the module notes).
+
+    Attributes
+    ----------
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R``.
+    instruments : {None, "inputs", "states", "exogenous"}
+        Which instrument variables ``v_k`` carries (:mod:`dmdidc.instrumental`).
+    instrument_lags : int
+        ``L`` (module notes); 0 without instruments.
+    n_exogenous : int
+        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    """
 
     n_states: int
     n_inputs: int
@@ -131,14 +146,10 @@ class SufficientStatistics:
 
     Attributes
     ----------
-    n_states, n_inputs, max_delay : int
-        ``n``, ``m`` and ``R``.
-    instruments : {None, "inputs", "states", "exogenous"}
-        Which instrument variables ``v_k`` carries (:mod:`dmdidc.instrumental`).
-    instrument_lags : int
-        ``L`` (module notes); 0 without instruments.
-    n_exogenous : int
-        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    layout : StatisticsLayout
+        What ``v_k`` holds; its fields ``n_states``, ``n_inputs``, ``max_delay``,
+        ``instruments``, ``instrument_lags`` and ``n_exogenous`` are also attributes of the
+        statistics.
     gram : ndarray, shape (d, d)
         ``sum_k v_k v_k^T`` in unit-box coordinates (symmetric, read-only).
     sums : ndarray, shape (d,)
@@ -186,12 +197,7 @@ class SufficientStatistics:
     array([1.5])
     """
 
-    n_states: int
-    n_inputs: int
-    max_delay: int
-    instruments: str | None
-    instrument_lags: int
-    n_exogenous: int
+    layout: StatisticsLayout
     gram: np.ndarray
     sums: np.ndarray
     n_samples: int
@@ -267,29 +273,34 @@ class SufficientStatistics:
             detrend=detrend)
         for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
             accumulator.new_trajectory()
-            accumulator.update(Xi, Ui, Ei)
+            for a in range(0, Ui.shape[1], _CHUNK):           # bounded working memory
+                b = min(a + _CHUNK, Ui.shape[1])
+                accumulator.update(Xi[:, a:b + 1], Ui[:, a:b], None if Ei is None else
+                                   Ei[:, a:b])
         return accumulator.statistics()
 
     # ------------------------------------------------------------------ layout
-    @property
-    def _layout(self) -> _Layout:
-        return _Layout(self.n_states, self.n_inputs, self.max_delay, self.instruments,
-                       self.instrument_lags, self.n_exogenous)
+    n_states = property(lambda self: self.layout.n_states, doc="``n``")
+    n_inputs = property(lambda self: self.layout.n_inputs, doc="``m``")
+    max_delay = property(lambda self: self.layout.max_delay, doc="``R``")
+    instruments = property(lambda self: self.layout.instruments, doc="instrument kind")
+    instrument_lags = property(lambda self: self.layout.instrument_lags, doc="``L``")
+    n_exogenous = property(lambda self: self.layout.n_exogenous, doc="exogenous signal rows")
 
     @property
     def n_regressors(self) -> int:
         """``p = n + m (R + 1)``."""
-        return self._layout.n_regressors
+        return self.layout.n_regressors
 
     @property
     def labels(self) -> list[str]:
         """Name of every entry of ``v_k``, e.g. ``"u1[k-2]"``."""
-        return self._layout.labels()
+        return self.layout.labels()
 
     @property
     def instrument_indices(self) -> np.ndarray:
         """Entries of ``v_k`` that are instruments (for :mod:`dmdidc.instrumental`)."""
-        return self._layout.instrument_indices
+        return self.layout.instrument_indices
 
     @property
     def released_sums(self) -> bool:
@@ -301,7 +312,7 @@ class SufficientStatistics:
         if not isinstance(other, SufficientStatistics):
             raise ParameterError(f"can only add SufficientStatistics; got "
                                  f"{type(other).__name__}")
-        mine, theirs = self._layout, other._layout
+        mine, theirs = self.layout, other.layout
         if mine != theirs:
             raise DimensionError(f"statistics with different layouts cannot be added: {mine} "
                                  f"and {theirs}")
@@ -498,7 +509,7 @@ class StatisticsAccumulator:
         n, m = n_states, n_inputs
         lags = 0 if instruments is None else _default_lags(instruments, instrument_lags, n, m,
                                                            R, n_exogenous)
-        self.layout = _Layout(n, m, R, instruments, lags, n_exogenous)
+        self.layout = StatisticsLayout(n, m, R, instruments, lags, n_exogenous)
         bounds = {"x": _bound("state_bound", state_bound, n),
                   "u": _bound("input_bound", input_bound, m),
                   "e": _bound("instrument_bound", instrument_bound, n_exogenous)
@@ -614,9 +625,7 @@ class StatisticsAccumulator:
                                 for s, _ in layout.slots])
         gram = 0.5 * (gram + gram.T)
         return SufficientStatistics(
-            n_states=layout.n_states, n_inputs=layout.n_inputs, max_delay=layout.max_delay,
-            instruments=layout.instruments, instrument_lags=layout.instrument_lags,
-            n_exogenous=layout.n_exogenous, gram=gram, sums=sums, n_samples=n_samples,
+            layout=layout, gram=gram, sums=sums, n_samples=n_samples,
             n_trajectories=n_traj, intercepts=intercepts,
             centering="trajectory" if self.detrend is not None else "none", scale=scale,
             state_bound=self._bounds["x"], input_bound=self._bounds["u"],

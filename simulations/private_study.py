@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["PrivacyStudyConfig", "run_privacy_study", "summarize_study", "plot_privacy_study",
-           "write_privacy_study", "simulate_experiments", "privatize_samples", "APPROACHES"]
+           "write_privacy_study", "simulate_experiments", "privatize_samples",
+           "identification_errors", "APPROACHES"]
 
 APPROACHES = ("statistics", "per-sample")
 
@@ -201,12 +202,17 @@ def privatize_samples(X: np.ndarray, *, state_bound: float, mechanism: str, epsi
         mechanism, epsilon, delta, alpha, 2.0 * state_bound * n,
         2.0 * state_bound * math.sqrt(n), n, steps)
     clipped = np.clip(X, -state_bound, state_bound)
-    releases = clipped.transpose(1, 0, 2).reshape(n, -1)      # one column per time step
-    noisy = np.asarray(mech.randomize(releases, rng=rng)).reshape(n, X.shape[0], -1)
-    return noisy.transpose(1, 0, 2), float(achieved), float(achieved_delta)
+    # One n-dimensional release per time step (the accounting above); the coordinates get
+    # i.i.d. noise of the mechanism's law, drawn in one batch of scalar releases.
+    scalar = (dataclasses.replace(mech, dimension=1)
+              if "dimension" in {f.name for f in dataclasses.fields(mech)} else mech)
+    noisy = np.asarray(scalar.randomize(clipped.reshape(1, -1), rng=rng)).reshape(X.shape)
+    return noisy, float(achieved), float(achieved_delta)
 
 
-def _errors(estimator, plant) -> tuple[float, float, bool]:
+def identification_errors(estimator, plant) -> tuple[float, float, bool]:
+    """``(|r_hat - r| / T worst channel, relative A_c error, whole delay right)``; a fit without
+    a continuous model has infinite errors."""
     model = estimator.model_
     right = bool(np.array_equal(model.delay_steps, plant.delay_steps))
     if not model.has_continuous:
@@ -221,7 +227,7 @@ def _fit(make: Callable[[], Any], plant) -> tuple[float, float, bool]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return _errors(make(), plant)
+            return identification_errors(make(), plant)
         except (ToolboxError, np.linalg.LinAlgError):
             return math.inf, math.inf, False
 
