@@ -138,6 +138,8 @@ def _privacy_share(solution: RegressionSolution) -> float:
     return noise / (noise + sampling) if noise + sampling > 0 else 0.0
 
 
+#: Least squares leaving this fraction of the targets unexplained: noise may bias A_d.
+_NOISY_FIT = 0.05
 #: An eigenvalue within this many standard errors of the negative real axis or of zero: the
 #: data cannot decide on which side it lies.
 _NOISE_STANDARD_ERRORS = 3.0
@@ -152,10 +154,13 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
     undetermined in sign by the data: noise (on the states, or privacy noise) is then the
     likely cause, not the plant.
 
+    Without such an eigenvalue, a least-squares fit that leaves more than 5 % of the targets
+    unexplained still names noise (the errors-in-variables bias is not in the standard errors).
+
     Returns
     -------
     str or None
-        A sentence naming the evidence (``None`` when there is no such eigenvalue).
+        A sentence naming the evidence (``None`` when there is none).
     """
     n, p = solution.coefficients.shape
     eigenvalues, right = np.linalg.eig(A_d)
@@ -172,6 +177,10 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
             findings.append(f"{lam.real:.3g} +/- {se:.2g} (standard error; "
                             f"{abs(lam.real) / se:.2g} standard errors from zero)")
     if not findings:
+        if solution.estimator == "ls" and solution.relative_residual > _NOISY_FIT:
+            return (f"noise may be the cause: the fit leaves {solution.relative_residual:.2g} of "
+                    f"the targets unexplained, and least squares on noisy states biases A_d "
+                    f"(errors in variables) at any data length; estimator='iv' is consistent")
         return None
     return (f"noise is the likely cause: the eigenvalue(s) {'; '.join(findings)} of A_d are "
             f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "

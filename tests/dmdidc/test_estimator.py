@@ -23,6 +23,7 @@ The tests below do not assert copied digits; they compare with the exact discret
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -516,6 +517,28 @@ def test_logarithm_error_under_noise_names_the_eigenvalues_and_the_fast_mode():
     evidence = re.search(r"noise is the likely cause: the eigenvalue\(s\) (-0\.0\d+) \+/- "
                          r"(0\.0\d+) \(standard error; ([\d.]+) standard errors", message)
     assert evidence and float(evidence.group(3)) < 3.0
+
+
+def test_logarithm_evidence_names_noise_from_the_residual_when_standard_errors_are_small():
+    from dmdidc.diagnostics import logarithm_evidence
+
+    plant = DelayedPlant.from_continuous([[-0.2, 1.0], [0.0, -2.0]], [[0.0], [1.0]], 1.4, 1.0)
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((1, 3000))
+    X = plant.simulate(np.zeros(2), U) + 0.3 * rng.standard_normal((2, 3001))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        solution = DMDidc(max_delay=3).fit(X, U, dt=1.0).regression_
+    assert solution.relative_residual > 0.05
+    # an eigenvalue far (in standard errors) from zero: the bias, not the variance, is to blame
+    precise = dataclasses.replace(solution,
+                                  unscaled_covariance=1e-12 * solution.unscaled_covariance)
+    A_d = np.diag([0.7, -0.5])
+    message = logarithm_evidence(precise, A_d)
+    assert message.startswith("noise may be the cause: the fit leaves 0.") and "'iv'" in message
+    assert logarithm_evidence(dataclasses.replace(precise, estimator="iv"), A_d) is None
+    wide = logarithm_evidence(solution, np.diag([0.7, -1e-4]))
+    assert wide.startswith("noise is the likely cause: the eigenvalue(s) -0.0001 +/- ")
 
 
 def test_max_delay_zero_on_a_delayed_plant_warns_with_the_cause():
