@@ -45,12 +45,8 @@ from dmdidc.recovery import recover_continuous
 from dmdidc.regression import GramAccumulator, RegressionSolution, make_accumulator
 from dmdidc.robust import huber_solution
 from dmdidc.selection import DelayBoundSelection, largest_bound, select_max_delay
-from dmdidc.statistics import (
-    INSTRUMENT_KINDS,
-    StatisticsAccumulator,
-    SufficientStatistics,
-    _trajectories,
-)
+from dmdidc.statistics import INSTRUMENT_KINDS, SufficientStatistics, _trajectories
+from dmdidc.statistics_accumulator import StatisticsAccumulator
 from dmdidc.trajectories import detrended, remove_trend
 from privacy.validation import (
     check_finite_array,
