@@ -309,7 +309,7 @@ def summarize_study(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         Keys: ``approach, unit, mechanism, samples, epsilon, delay_median, delay_q25,
         delay_q75, A_c_median, A_c_q25, A_c_q75, right_whole_delay, failed, ratio`` (``ratio``:
         median delay error of per-sample over statistics at the same point, on the statistics
-        row; ``inf`` when the per-sample fits fail).
+        row; ``inf`` when the per-sample fits fail, ``nan`` when the statistics' fail).
     """
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
@@ -334,14 +334,15 @@ def summarize_study(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if entry["approach"] == "statistics":
             other = by_key.get(("per-sample", entry["unit"], entry["mechanism"],
                                 entry["samples"], entry["epsilon"]))
-            if other is not None:
-                entry["ratio"] = (other["delay_median"] / entry["delay_median"]
-                                  if entry["delay_median"] > 0 else math.inf)
+            if other is not None:       # nan when the statistics fail too
+                finite = math.isfinite(entry["delay_median"]) and entry["delay_median"] > 0
+                entry["ratio"] = (other["delay_median"] / entry["delay_median"] if finite
+                                  else math.nan)
     return out
 
 
 def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
-                       samples: int | None = None) -> Path:
+                       samples: int | None = None, dpi: int = 75) -> Path:
     """Delay and ``A_c`` errors against epsilon (one column per unit) at one data size.
 
     Lines: median over seeds; bands: 25-75 % of seeds; solid statistics, dashed per-sample;
@@ -378,7 +379,7 @@ def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
                                     color=colors[mechanism], alpha=0.15)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_ylim(1e-4 if name == "delay" else 1e-3, caps[name] * 1.5)
+            ax.set_ylim(1e-4, caps[name] * 1.5)
             ax.grid(True, which="both", alpha=0.3)
             if row == 0:
                 ax.set_title(f"unit = {unit}")
@@ -389,7 +390,7 @@ def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(f"Private identification, README plant, K = {samples:,} samples (median, "
                  f"band 25-75 % of seeds; failed fits at the top)", fontsize=10)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=dpi)
 
 
 def write_privacy_study(rows: list[dict[str, Any]], summary: list[dict[str, Any]],
