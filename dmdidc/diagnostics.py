@@ -15,7 +15,10 @@ it has evidence for:
   a larger ``max_delay``);
 * **offset**: residuals whose mean differs from zero by many standard errors: a sensor offset,
   an input bias or a non-zero operating point, which a linear model through the origin cannot
-  represent (``detrend=`` removes it);
+  represent (``detrend=`` removes it).  Not checked on privatized statistics, whose sums carry
+  the privacy noise (center them when they are built instead);
+* **privacy noise**: for privatized statistics, its share of the coefficients' variance is
+  named among the causes of a channel without effect (first when it dominates);
 * **no continuous model**: ``A_d`` has no real logarithm (the error says which eigenvalue and
   why); the relative residual shows whether noise is a plausible cause;
 * **undetermined mode**: an eigenvalue of ``A_d`` that is not significantly away from zero
@@ -37,7 +40,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression import RegressionSolution
 
-__all__ = ["eigenvalue_standard_errors", "identification_warnings"]
+__all__ = ["eigenvalue_standard_errors", "identification_warnings", "logarithm_evidence"]
 
 #: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
 #: moving average (up to ~2x the variance of their mean assumed by the test).
@@ -89,6 +92,12 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
             causes.append(f"too few samples for the noise: {solution.n_samples} regression "
                           f"samples for {p} regressors ({solution.dof} residual degrees of "
                           f"freedom); record longer or more experiments")
+        if solution.noise_covariance is not None:
+            share = _privacy_share(solution)
+            privacy = (f"the privacy noise on the statistics: it makes {100 * share:.0f} % of "
+                       f"the coefficients' variance (privatize more data at once, a smaller "
+                       f"privacy unit or a larger epsilon)")
+            causes.insert(0 if share > 0.5 else len(causes), privacy)
         causes.append(f"the input's effect is below the noise ({fit}; lengthen the data or "
                       f"excite more strongly)")
         causes.append("the input does not act on the states")
@@ -108,7 +117,7 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
             f"needs are missing and the identified delay and model are wrong ({fit}). Refit "
             f"with max_delay={R + 1} or more: if B^({R + 1}) is then inactive, the delay is "
             f"{R} periods")
-    if not detrended:
+    if not detrended and solution.noise_covariance is None:   # privatized sums are noisy
         inverse = residual_precision(solution.residual_covariance, solution.target_rms)
         mean = solution.residual_mean
         statistic = float(solution.n_samples * mean @ inverse @ mean)
@@ -137,8 +146,9 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
     First-order perturbation: ``d lambda = y^H dA x / (y^H x)`` with ``Cov(dA[a, b], dA[c, d])
     = Sigma[a, c] C[b, d]`` (least squares, :class:`~dmdidc.regression.RegressionSolution`;
     ``Sigma`` the residual covariance, at least rounding), so ``E |d lambda|^2 = (y^H Sigma y)
-    (x^H C x) / |y^H x|^2``.  Matches Monte Carlo under process noise; conservative for slow
-    modes under measurement noise (errors in variables).
+    (x^H C x) / |y^H x|^2``, plus the privacy noise's covariance for privatized statistics
+    (:meth:`~dmdidc.regression.RegressionSolution.covariance`).  Matches Monte Carlo under
+    process noise; conservative for slow modes under measurement noise (errors in variables).
 
     Parameters
     ----------
@@ -150,14 +160,14 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
     eigenvalues : ndarray, shape (n,)
     standard_errors : ndarray, shape (n,)
     """
-    n = A_d.shape[0]
+    n, p = solution.coefficients.shape
     rounding = np.finfo(float).eps * solution.target_rms
-    Sigma = solution.residual_covariance + np.diag(rounding ** 2)
-    C = solution.unscaled_covariance[:n, :n]
+    cov = solution.covariance() + np.kron(np.diag(rounding ** 2), solution.unscaled_covariance)
+    cov = cov.reshape(n, p, n, p)[:, :n, :, :n].reshape(n * n, n * n)
     eigenvalues, right = np.linalg.eig(A_d)
     left = np.linalg.inv(right)             # rows y^H with y^H x = 1
-    errors = np.array([np.sqrt(abs(left[i] @ Sigma @ left[i].conj())
-                               * abs(right[:, i].conj() @ C @ right[:, i])) for i in range(n)])
+    gradients = np.einsum("ia,bi->iab", left, right).reshape(n, n * n)
+    errors = np.sqrt(np.abs(np.einsum("ij,jk,ik->i", gradients, cov, gradients.conj())))
     return eigenvalues, errors
 
 
@@ -181,3 +191,55 @@ def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
 
 def _number(value: complex) -> str:
     return f"{value.real:.3g}" if value.imag == 0 else f"{complex(value):.3g}"
+
+
+def _privacy_share(solution: RegressionSolution) -> float:
+    """Fraction of the coefficients' total variance that the privacy noise contributes."""
+    sampling = float(np.trace(solution.residual_covariance)
+                     * np.trace(solution.unscaled_covariance))
+    noise = float(np.trace(solution.noise_covariance))
+    return noise / (noise + sampling) if noise + sampling > 0 else 0.0
+
+
+#: Least squares leaving this fraction of the targets unexplained: noise may bias A_d.
+_NOISY_FIT = 0.05
+#: An eigenvalue within this many standard errors of the negative real axis or of zero: the
+#: data cannot decide on which side it lies.
+_NOISE_STANDARD_ERRORS = 3.0
+
+
+def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | None:
+    """Whether noise explains an ``A_d`` without real logarithm, with the numbers.
+
+    For each real eigenvalue ``lambda <= 0`` of ``A_d`` its standard error follows from the
+    covariance of ``A_d`` (first-order perturbation, ``d lambda = l^T dA r / (l^T r)`` with the
+    left and right eigenvectors).  An eigenvalue within ``3`` standard errors of zero is
+    undetermined in sign by the data: noise (on the states, or privacy noise) is then the
+    likely cause, not the plant.
+
+    Without such an eigenvalue, a least-squares fit that leaves more than 5 % of the targets
+    unexplained still names noise (the errors-in-variables bias is not in the standard errors).
+
+    Returns
+    -------
+    str or None
+        A sentence naming the evidence (``None`` when there is none).
+    """
+    eigenvalues, errors = eigenvalue_standard_errors(solution, A_d)
+    findings = []
+    for lam, se in zip(eigenvalues, errors, strict=True):
+        if abs(lam.imag) > 1e-9 * max(abs(lam), 1e-300) or lam.real > 0:
+            continue
+        if se > 0 and abs(lam.real) <= _NOISE_STANDARD_ERRORS * se:
+            findings.append(f"{lam.real:.3g} +/- {se:.2g} (standard error; "
+                            f"{abs(lam.real) / se:.2g} standard errors from zero)")
+    if not findings:
+        if solution.estimator == "ls" and solution.relative_residual > _NOISY_FIT:
+            return (f"noise may be the cause: the fit leaves {solution.relative_residual:.2g} of "
+                    f"the targets unexplained, and least squares on noisy states biases A_d "
+                    f"(errors in variables) at any data length; estimator='iv' is consistent")
+        return None
+    return (f"noise is the likely cause: the eigenvalue(s) {'; '.join(findings)} of A_d are "
+            f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "
+            f"determine their sign (lengthen the data, reduce the noise, use a consistent "
+            f"estimator such as estimator='iv', or sample more slowly if the mode is fast)")

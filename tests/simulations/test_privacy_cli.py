@@ -51,7 +51,7 @@ def test_every_option_has_help_and_shows_its_default():
     sub = top.choices["privacy"]
     commands = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) == {"figures", "epsilon", "calibrate", "compare", "dpsgd",
-                                     "audit"}
+                                     "audit", "identify", "sweep"}
     for name, command in commands.choices.items():
         if name not in OWN_COMMANDS:      # other modules register theirs under privacy too
             continue
