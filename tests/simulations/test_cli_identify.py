@@ -78,18 +78,20 @@ def test_identify_refuses_significance_with_the_block_rtol_override(tmp_path, ca
     out = tmp_path / "m.json"
     assert main(["identify", str(noisy_data(tmp_path)), "--dt", "2", "--max-delay", "3",
                  "--block-rtol", "0.1", "--significance", "0.01", "--out", str(out)]) == 2
-    assert ("--significance has no effect with --block-rtol"
+    assert ("significance=0.01 has no effect with block_rtol=0.1 and a fixed max_delay"
             in capsys.readouterr().err)
     assert not out.exists()
 
 
 def test_identify_help_states_the_estimators_own_defaults(capsys):
     from dmdidc import DMDidc
+    from dmdidc.estimator import DEFAULT_SIGNIFICANCE
 
     with pytest.raises(SystemExit):
         main(["identify", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     defaults = DMDidc().get_params()
-    assert f"(default: {defaults['significance']:g};" in out
+    assert defaults["significance"] is None          # None: the documented default level
+    assert f"(default: {DEFAULT_SIGNIFICANCE:g};" in out
     assert "--method {auto,gram,qr} regression solver" in out
     assert f"(default: {defaults['method']})" in out
