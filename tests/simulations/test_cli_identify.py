@@ -95,3 +95,12 @@ def test_identify_help_states_the_estimators_own_defaults(capsys):
     assert f"(default: {DEFAULT_SIGNIFICANCE:g};" in out
     assert "--method {auto,gram,qr} regression solver" in out
     assert f"(default: {defaults['method']})" in out
+
+
+def test_identify_refuses_an_npz_with_arrays_it_would_ignore(tmp_path, capsys):
+    path, out = tmp_path / "d.npz", tmp_path / "m.json"
+    np.savez(path, X=np.zeros((1, 11)), U=np.zeros((1, 10)), Z=np.zeros((1, 10)))
+    assert main(["identify", str(path), "--dt", "1", "--max-delay", "1", "--out",
+                 str(out)]) == 2
+    assert "holds array(s) ['Z'] besides X and U" in capsys.readouterr().err
+    assert not out.exists()
