@@ -67,6 +67,8 @@ _PARAMS = ("max_delay", "estimator", "instruments", "instrument_lags", "svd_rank
 _DETRENDS = (None, "constant", "linear")
 #: The estimators of the regression.
 ESTIMATORS = ("ls", "iv", "huber")
+#: Family-wise level of the block test when ``significance`` is not given.
+DEFAULT_SIGNIFICANCE = 1e-3
 _TLSQ_REMOVED = (
     "tlsq_rank was removed in dmdidc 0.2. It applied PyDMD's total-least-squares projection, "
     "which builds a K x K matrix (3.3 GB at K = 20000), depends on the units of the states and "
@@ -131,14 +133,17 @@ class DMDidc:
         equilibrium (the estimator warns when the residuals show one).  Needs whole
         trajectories (``fit`` with ``X``, ``U``; not ``partial_fit``, ``Y`` or
         ``fit_statistics``, whose statistics are centred when built).
-    significance : float, default 1e-3
-        Family-wise level of the block test: the probability that some input block without
-        effect is declared active (which would shorten a delay).  A block is active when it is
-        significant against its standard error (Hotelling's T^2, Bonferroni over the
-        ``m (R + 1)`` blocks; :mod:`dmdidc.blocks`); no tolerance has to be tuned to the noise.
+    significance : float or None, default None
+        Family-wise level of the block test (``None``: 1e-3): the probability that some input
+        block without effect is declared active (which would shorten a delay).  A block is
+        active when it is significant against its standard error (Hotelling's T^2, Bonferroni
+        over the ``m (R + 1)`` blocks; :mod:`dmdidc.blocks`); no tolerance has to be tuned to
+        the noise.  With ``max_delay=None`` it is also the level of the delay-bound selection.
     block_rtol : float or None, default None
         Explicit override of the test: a block is active iff its column norm exceeds
         ``block_rtol`` times the largest block of that channel.  ``None`` uses the test.
+        Giving both ``block_rtol`` and ``significance`` with a fixed ``max_delay`` is refused
+        (the significance would change nothing).
     rank_rtol : float, default 1e-10
         Relative singular-value threshold for the rank test.
     chunk_size : int, default 65536
@@ -197,7 +202,7 @@ class DMDidc:
     def __init__(self, *, max_delay: int | None = 0, estimator: str = "ls",
                  instruments: str = "inputs", instrument_lags: int | None = None,
                  svd_rank: int | None = None, tlsq_rank: None = None, method: str = "auto",
-                 detrend: str | None = None, significance: float = 1e-3,
+                 detrend: str | None = None, significance: float | None = None,
                  block_rtol: float | None = None, rank_rtol: float = 1e-10,
                  chunk_size: int = 65536) -> None:
         self.max_delay = max_delay
@@ -242,6 +247,10 @@ class DMDidc:
             setattr(self, name, value)
         return self
 
+    @property
+    def _significance(self) -> float:
+        return DEFAULT_SIGNIFICANCE if self.significance is None else self.significance
+
     def _validated_params(self) -> None:
         if self.max_delay is not None:
             check_integer("max_delay", self.max_delay, minimum=0)
@@ -273,8 +282,16 @@ class DMDidc:
         if self.detrend not in _DETRENDS:
             raise ParameterError(f"detrend must be None, 'constant' or 'linear'; got "
                                  f"{self.detrend!r}")
-        check_in_interval("significance", self.significance, 0.0, 1.0, low_open=True,
-                          high_open=True)
+        if self.significance is not None:
+            check_in_interval("significance", self.significance, 0.0, 1.0, low_open=True,
+                              high_open=True)
+        if (self.significance is not None and self.block_rtol is not None
+                and self.max_delay is not None):
+            raise ParameterError(f"significance={self.significance!r} has no effect with "
+                                 f"block_rtol={self.block_rtol!r} and a fixed max_delay (the "
+                                 f"override replaces the significance test); give one of them "
+                                 f"(significance also sets the level of the delay-bound "
+                                 f"selection with max_delay=None)")
         if self.block_rtol is not None:
             check_in_interval("block_rtol", self.block_rtol, 0.0, 1.0, low_open=True,
                               high_open=True)
@@ -432,7 +449,7 @@ class DMDidc:
             p = n + m * (total.max_delay + 1)
             self._selection = select_max_delay(gram[:p + n, :p + n], total.n_samples,
                                                n_states=n, n_inputs=m, limit=total.max_delay,
-                                               significance=self.significance)
+                                               significance=self._significance)
             self._R = self._selection.selected
         else:
             self._R = self.max_delay
@@ -468,7 +485,7 @@ class DMDidc:
         stats = accumulator.statistics()
         self._selection = select_max_delay(stats.moments()[0], stats.n_samples, n_states=n,
                                            n_inputs=m, limit=limit,
-                                           significance=self.significance)
+                                           significance=self._significance)
         return self._selection.selected
 
     def _iv_accumulator(self, n: int, m: int, signal: np.ndarray | None
@@ -626,7 +643,7 @@ class DMDidc:
         """Decide the active blocks, build the model and warn with the evidence."""
         n, m, R = self._dims
         dt = self.dt
-        test = block_test(solution, n, m, R, significance=self.significance,
+        test = block_test(solution, n, m, R, significance=self._significance,
                           block_rtol=self.block_rtol)
         coefficients = restricted_coefficients(solution, n, test.active)
         A_d = coefficients[:, :n]

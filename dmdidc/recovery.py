@@ -23,7 +23,8 @@ import numpy as np
 from scipy.linalg import expm, logm, solve
 
 from dmdidc.discretization import first_active_blocks, zoh_matrices
-from dmdidc.errors import ContinuousModelWarning, LogarithmError, warn_model
+from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
+from privacy.validation import check_finite_array
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "recover_channel",
            "recover_continuous"]
@@ -206,6 +207,11 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
 
     Raises
     ------
+    DimensionError
+        ``A_d`` not square, ``B_blocks`` not 3-D with ``n`` rows per block (a single (n, m)
+        matrix is ``B_blocks[None]``), or ``active`` not of shape (R + 1, m).
+    NonFiniteError
+        NaN or infinite entries.
     LogarithmError
         When ``A_d`` has no unique real logarithm (see :func:`continuous_state_matrix`).
 
@@ -218,11 +224,27 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     >>> np.round([A_c[0, 0], B_c[0, 0], delay[0]], 10).tolist()
     [-1.0, 2.0, 1.3]
     """
+    A_d = check_finite_array("A_d", A_d, ndim=2)
+    if A_d.shape[0] != A_d.shape[1]:
+        raise DimensionError(f"A_d has shape {A_d.shape}; expected a square (n, n) matrix")
+    n = A_d.shape[0]
+    B_blocks = check_finite_array("B_blocks", B_blocks)
+    if B_blocks.ndim != 3 or B_blocks.shape[1] != n:
+        hint = (f" (a single (n, m) input matrix is B_blocks[None], shape "
+                f"{(1, *B_blocks.shape)})" if B_blocks.ndim == 2 else "")
+        raise DimensionError(f"B_blocks has shape {B_blocks.shape}; expected (R + 1, n, m) = "
+                             f"(R + 1, {n}, m): one (n, m) input matrix per delay lag{hint}")
+    R1, _, m = B_blocks.shape
+    if active is None:
+        active = np.any(B_blocks != 0, axis=1)
+    else:
+        active = np.asarray(active, dtype=bool)
+        if active.shape != (R1, m):
+            raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
+                                 f"{(R1, m)} (one flag per block of B_blocks)")
     A_c = continuous_state_matrix(A_d, dt)
-    active = np.any(B_blocks != 0, axis=1) if active is None else np.asarray(active, bool)
     first = first_active_blocks(active)
-    m = B_blocks.shape[2]
-    B_c = np.zeros((A_d.shape[0], m))
+    B_c = np.zeros((n, m))
     delays = np.zeros(m)
     for j in range(m):
         B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j])

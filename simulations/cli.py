@@ -147,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "model is then in deviations (default: none)")
     identify.add_argument("--significance", type=float,
                           help="family-wise level of the test that decides which input blocks "
-                               "act (default: 0.001; not with --block-rtol)")
+                               "act, and of the bound selection with --max-delay auto "
+                               "(default: 0.001; with --block-rtol only beside auto)")
     identify.add_argument("--block-rtol", type=float, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")
@@ -314,13 +315,9 @@ def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
     from dmdidc import DMDidc, check_excitation
-    from privacy.errors import ParameterError
 
-    if args.significance is not None and args.block_rtol is not None:
-        raise ParameterError("--significance has no effect with --block-rtol (the override "
-                             "replaces the significance test); give one of them")
-    test = ({"block_rtol": args.block_rtol} if args.block_rtol is not None else
-            {} if args.significance is None else {"significance": args.significance})
+    # DMDidc refuses --significance beside --block-rtol where it would change nothing
+    test = {"significance": args.significance, "block_rtol": args.block_rtol}
     output_path(args.out, folder=False)
     X, U = _load_data(args)
     estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,

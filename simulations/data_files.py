@@ -3,8 +3,9 @@
 Two formats, both checked here so that a mistake is reported in terms of the user's files:
 
 * ``.npz`` (``numpy.savez(path, X=X, U=U)``): arrays ``X`` (n, K+1) and ``U`` (m, K), time along
-  the columns as everywhere in the toolbox; a 1-D array is one channel.  Read with
-  ``allow_pickle=False``: a data file can never run code.
+  the columns as everywhere in the toolbox; a 1-D array is one channel; any other array is
+  refused (it would be ignored silently).  Read with ``allow_pickle=False``: a data file can
+  never run code.
 * CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
   K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
   an optional header line.  A decimal comma is refused (it cannot be told from a separator).
@@ -93,6 +94,11 @@ def read_npz_data(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if missing:
         raise ParameterError(f"{str(path)!r} lacks the array(s) {sorted(missing)} (it holds "
                              f"{sorted(arrays)}); it must hold X (n, K+1) and U (m, K)")
+    extra = sorted(set(arrays) - {"X", "U"})
+    if extra:
+        raise ParameterError(f"{str(path)!r} holds array(s) {extra} besides X and U; an "
+                             f"identification data file holds exactly X (n, K+1) and U (m, K) "
+                             f"(save the others in another file: they would be ignored)")
     X, U = (_as_channels(path, name, arrays[name]) for name in ("X", "U"))
     _check_samples(X, U, "X has", "U has", csv=False)
     return X, U
@@ -117,6 +123,13 @@ def read_samples_csv(path: str | Path) -> np.ndarray:
     values, width = [], None
     for number, line in rows:
         fields = [f.strip() for f in (line.split(delimiter) if delimiter else line.split())]
+        if "" in fields:
+            where = ("ends with" if fields[-1] == "" and "" not in fields[:-1] else "holds")
+            cause = (f"a trailing {delimiter!r} (an empty last value)" if where == "ends with"
+                     else f"an empty value (two {delimiter!r} in a row or a leading one)")
+            raise ParameterError(f"{str(path)!r} line {number} {where} {cause}: "
+                                 f"{line.strip()!r}; expected one number per channel separated "
+                                 f"by {delimiter!r}, nothing after the last")
         try:
             row = [float(f) for f in fields]
         except ValueError:

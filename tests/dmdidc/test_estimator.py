@@ -445,6 +445,31 @@ def test_block_rtol_is_an_explicit_override():
     assert est.block_test_.statistics.shape == (4, 2)
 
 
+def test_significance_beside_block_rtol_is_refused_only_when_given_and_useless(data3):
+    from sklearn.base import clone
+
+    X, U = data3
+    with pytest.raises(ParameterError,
+                       match=r"significance=0\.01 has no effect with block_rtol=0\.1"):
+        DMDidc(max_delay=3, significance=0.01, block_rtol=0.1).fit(X, U, dt=0.3)
+    # the default level is not a value the user gave: a clone of an override estimator (which
+    # passes get_params() back to __init__) and set_params of the override still fit
+    override = clone(DMDidc(max_delay=3, block_rtol=0.1))
+    assert override.get_params()["significance"] is None
+    override.fit(X, U, dt=0.3)
+    DMDidc(max_delay=3, significance=0.01).set_params(significance=None, block_rtol=0.1).fit(
+        X, U, dt=0.3)
+    with pytest.raises(ParameterError, match="block_rtol"):
+        DMDidc(max_delay=3, block_rtol=0.1).set_params(significance=0.01).fit(X, U, dt=0.3)
+    # with max_delay=None the level also selects the bound: both are meaningful
+    auto = DMDidc(max_delay=None, significance=1e-6, block_rtol=0.1).fit(X, U, dt=0.3)
+    assert auto.block_test_.rule == "block_rtol"
+    # None means the documented level 1e-3: the same test statistics and decision
+    explicit = DMDidc(max_delay=3, significance=1e-3).fit(X, U, dt=0.3)
+    default = DMDidc(max_delay=3).fit(X, U, dt=0.3)
+    assert default.block_test_.significance == explicit.block_test_.significance == 1e-3
+
+
 def test_tlsq_rank_was_removed_with_the_reason(data3):
     X, U = data3
     for call in (lambda est: est.fit(X, U, dt=0.3), lambda est: est.partial_fit(X, U, dt=0.3)):

@@ -11,6 +11,7 @@ from scipy.linalg import expm
 from dmdidc import (
     ContinuousModelWarning,
     DelayedPlant,
+    DimensionError,
     DMDidc,
     LogarithmError,
     delay_blocks,
@@ -174,3 +175,21 @@ def test_silent_channel_reports_zero_delay():
     # an active mask overrides the non-zero rule: channel 0 declared silent
     _, B_c, delay = recover_continuous(A_d, blocks, 1.0, active=np.zeros((2, 2), bool))
     assert np.all(B_c == 0.0) and np.all(delay == 0.0)
+
+
+def test_recover_continuous_names_a_wrong_shape():
+    A_d, blocks = delay_blocks(np.array([[-1.0, 0.2], [0.0, -0.5]]), np.array([[1.0], [2.0]]),
+                               np.array([1.3]), 0.5)
+    with pytest.raises(DimensionError, match=r"B_blocks has shape \(2, 1\); expected "
+                                             r"\(R \+ 1, n, m\) = \(R \+ 1, 2, m\).*"
+                                             r"B_blocks\[None\], shape \(1, 2, 1\)"):
+        recover_continuous(A_d, blocks[0], 0.5)                 # a 2-D block
+    with pytest.raises(DimensionError, match=r"B_blocks has shape \(4, 3, 1\)"):
+        recover_continuous(A_d, np.zeros((4, 3, 1)), 0.5)       # rows do not match A_d
+    with pytest.raises(DimensionError, match="A_d has shape"):
+        recover_continuous(A_d[:, :1], blocks, 0.5)
+    with pytest.raises(DimensionError, match=r"active has shape \(3,\)"):
+        recover_continuous(A_d, blocks, 0.5, active=np.ones(3, bool))
+    # the accepted form: a single block given as B_blocks[None] (no delay)
+    _, B_c, delay = recover_continuous(A_d, blocks[2][None], 0.5)
+    assert delay[0] == 0.0 and np.all(np.isfinite(B_c))

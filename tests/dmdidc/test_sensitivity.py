@@ -2,9 +2,9 @@
 
 For each privacy unit the derived bound must be at least the largest change an adversary can
 cause: data and replacement values are searched over the vertices {-1, 0, 1} of the unit box
-(greedy coordinate ascent from many random starts) on small problems.  The bound must hold for
-every configuration found, and it should not be far above the worst case found (else the noise
-would be wasted): the measured ratios are in the comments.
+(greedy coordinate ascent from many random starts, simulations.statistics_audit) on small
+problems.  The bound must hold for every configuration found, and it should not be far above
+the worst case found (else the noise would be wasted): the measured ratios are in the comments.
 """
 
 from __future__ import annotations
@@ -14,57 +14,14 @@ import pytest
 
 from dmdidc import ParameterError, SufficientStatistics
 from dmdidc.sensitivity import statistics_sensitivity
-
-GRID = np.array([-1.0, 0.0, 1.0])
-
-
-def released(X, U, R, detrend, instruments=None):
-    stats = SufficientStatistics.from_data(X, U, max_delay=R, state_bound=1.0, input_bound=1.0,
-                                           detrend=detrend, instruments=instruments,
-                                           instrument_lags=1 if instruments else None)
-    return stats.to_vector()
+from simulations.statistics_audit import adversarial_neighbours
 
 
-def change_norm(X, U, X2, U2, steps, inside, R, detrend, norm, instruments):
-    """||v(D') - v(D)||: D' has D's values outside the replaced time steps."""
-    keep_x = np.setdiff1d(np.arange(X.shape[1]), steps)
-    keep_u = np.setdiff1d(np.arange(U.shape[1]), inside)
-    X2[0, keep_x], U2[0, keep_u] = X[0, keep_x], U[0, keep_u]
-    change = released(X2, U2, R, detrend, instruments) - released(X, U, R, detrend, instruments)
-    return np.linalg.norm(change, ord=norm)
-
-
-def worst_change(K, R, unit, window, detrend, norm, instruments=None, starts=25, seed=0):
+def worst_change(K, R, unit, window, detrend, norm, instruments=None):
     """Largest ||v(D') - v(D)|| found: D has one trajectory of K inputs (n = m = 1)."""
-    rng = np.random.default_rng(seed)
-    width = {"sample": 1, "window": window, "trajectory": K + 1}[unit]
-    best = 0.0
-    for _ in range(starts):
-        X, U = rng.choice(GRID, (1, K + 1)), rng.choice(GRID, (1, K))
-        t = int(rng.integers(0, K + 2 - min(width, K + 1)))
-        steps = np.arange(t, min(t + width, K + 1))
-        X2, U2 = X.copy(), U.copy()
-        X2[0, steps] = rng.choice(GRID, steps.size)
-        inside = steps[steps < K]
-        U2[0, inside] = rng.choice(GRID, inside.size)
-        variables = ([(X, (0, j)) for j in range(K + 1)] + [(U, (0, j)) for j in range(K)]
-                     + [(X2, (0, j)) for j in steps] + [(U2, (0, j)) for j in inside])
-        args = (X, U, X2, U2, steps, inside, R, detrend, norm, instruments)
-        current = change_norm(*args)
-        improved = True
-        while improved:                       # greedy coordinate ascent over the vertices
-            improved = False
-            for array, index in variables:
-                keep = array[index]
-                for candidate in GRID:
-                    array[index] = candidate
-                    trial = change_norm(*args)
-                    if trial > current + 1e-12:
-                        current, keep, improved = trial, candidate, True
-                array[index] = keep
-            current = change_norm(*args)
-        best = max(best, current)
-    return best
+    return adversarial_neighbours(unit, norm=norm, window=window, samples=K, max_delay=R,
+                                  detrend=detrend, instruments=instruments, starts=25,
+                                  rng=0).change
 
 
 @pytest.mark.slow

@@ -78,18 +78,29 @@ def test_identify_refuses_significance_with_the_block_rtol_override(tmp_path, ca
     out = tmp_path / "m.json"
     assert main(["identify", str(noisy_data(tmp_path)), "--dt", "2", "--max-delay", "3",
                  "--block-rtol", "0.1", "--significance", "0.01", "--out", str(out)]) == 2
-    assert ("--significance has no effect with --block-rtol"
+    assert ("significance=0.01 has no effect with block_rtol=0.1 and a fixed max_delay"
             in capsys.readouterr().err)
     assert not out.exists()
 
 
 def test_identify_help_states_the_estimators_own_defaults(capsys):
     from dmdidc import DMDidc
+    from dmdidc.estimator import DEFAULT_SIGNIFICANCE
 
     with pytest.raises(SystemExit):
         main(["identify", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     defaults = DMDidc().get_params()
-    assert f"(default: {defaults['significance']:g};" in out
+    assert defaults["significance"] is None          # None: the documented default level
+    assert f"(default: {DEFAULT_SIGNIFICANCE:g};" in out
     assert "--method {auto,gram,qr} regression solver" in out
     assert f"(default: {defaults['method']})" in out
+
+
+def test_identify_refuses_an_npz_with_arrays_it_would_ignore(tmp_path, capsys):
+    path, out = tmp_path / "d.npz", tmp_path / "m.json"
+    np.savez(path, X=np.zeros((1, 11)), U=np.zeros((1, 10)), Z=np.zeros((1, 10)))
+    assert main(["identify", str(path), "--dt", "1", "--max-delay", "1", "--out",
+                 str(out)]) == 2
+    assert "holds array(s) ['Z'] besides X and U" in capsys.readouterr().err
+    assert not out.exists()

@@ -36,6 +36,9 @@ def test_single_column_csv_is_one_channel(tmp_path, table):
     ("1;2\n3;nan\n", NonFiniteError, "line 2 holds a NaN"),
     ("1,5;2,5\n", ParameterError, "',' as decimal mark"),
     ("x,y\n\n", ParameterError, "holds no numeric rows"),
+    ("1,2\n3,4,\n", ParameterError, r"line 2 ends with a trailing ',' \(an empty last value\): "
+                                     r"'3,4,'"),
+    ("a;b\n1;2\n3;;4\n", ParameterError, "line 3 holds an empty value"),
 ])
 def test_csv_errors_name_file_and_line(tmp_path, text, error, message):
     path = tmp_path / "bad.csv"
@@ -61,6 +64,8 @@ def test_npz_one_dimensional_arrays_are_single_channels(tmp_path):
     ({"X": np.zeros((2, 11)), "U": np.zeros((1, 11))}, DimensionError, "one sample more"),
     ({"X": np.zeros((2, 11)), "U": np.zeros((1, 7))}, DimensionError, "exactly one sample more"),
     ({"X": np.zeros((11, 2)), "U": np.zeros((10, 1))}, DimensionError, "look transposed"),
+    ({"X": np.zeros((2, 11)), "U": np.zeros((1, 10)), "Y": np.zeros((2, 10)),
+      "dt": np.array(0.5)}, ParameterError, r"holds array\(s\) \['Y', 'dt'\] besides X and U"),
 ])
 def test_npz_errors(tmp_path, arrays, error, message):
     path = tmp_path / "d.npz"

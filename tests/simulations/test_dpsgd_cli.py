@@ -80,3 +80,18 @@ def test_datasets_are_split_and_scaled_without_test_leakage():
     assert np.abs(data["X_test"].mean(axis=0)).max() > 1e-3    # scaled with train statistics
     digits = load_dataset("digits")
     assert digits["X_train"].max() <= 1.0 and len(np.unique(digits["y_test"])) == 10
+
+
+@pytest.mark.slow
+def test_audit_command_runs_the_statistics_audits_with_their_sample_count(tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
+                 "--statistics-samples", "600", "--no-progress"]) == 0
+    (record,) = json.loads((out / "summary.json").read_text())["audits"]
+    assert record["name"] == "statistics_laplace_sample"
+    assert record["samples_per_neighbour"] == 600 and record["unit"] == "sample"
+    assert record["epsilon_lower_bound"] <= record["epsilon_claimed"] == 1.0
+    assert "statistics_laplace_sample" in capsys.readouterr().out
+    assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
+                 "--statistics-samples", "3", "--no-progress"]) == 2
+    assert "statistics_samples must be an integer >= 4; got 3" in capsys.readouterr().err
