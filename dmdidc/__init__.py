@@ -16,11 +16,16 @@ from dmdidc.errors import (
     ParameterError,
     ToolboxError,
 )
-from dmdidc.estimator import DMDidc
+from dmdidc.estimator import ESTIMATORS, DMDidc
 from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
+from dmdidc.intervals import ConfidenceIntervals, IntervalEstimate
 from dmdidc.model import FORMAT_VERSION, DelayedPlant, as_plant
+from dmdidc.privatization import PrivacyRelease
 from dmdidc.recovery import recover_continuous
 from dmdidc.regression import RegressionSolution
+from dmdidc.selection import DelayBoundSelection
+from dmdidc.sensitivity import StatisticsSensitivity
+from dmdidc.statistics import SufficientStatistics
 
 try:
     __version__ = _version("dmdidc")
@@ -29,12 +34,19 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 __all__ = [
     "BlockTest",
+    "ConfidenceIntervals",
     "ContinuousModelWarning",
     "DMDidc",
+    "DelayBoundSelection",
     "DelayedPlant",
+    "ESTIMATORS",
     "ExcitationReport",
     "FORMAT_VERSION",
+    "IntervalEstimate",
+    "PrivacyRelease",
     "RegressionSolution",
+    "StatisticsSensitivity",
+    "SufficientStatistics",
     "block_test",
     "check_excitation",
     "first_active_blocks",

@@ -33,7 +33,8 @@ from scipy import special
 from dmdidc.discretization import first_active_blocks
 from dmdidc.regression import RegressionSolution
 
-__all__ = ["BlockTest", "block_test", "restricted_coefficients"]
+__all__ = ["BlockTest", "block_test", "column_covariances", "restricted_coefficients",
+           "restriction_projector"]
 
 #: A block column smaller than this fraction of the channel's largest is rounding, never active.
 ROUNDING_RTOL = 1e-7
@@ -95,13 +96,33 @@ def _critical_value(n: int, dof: int, level: float) -> float:
     return float(special.chdtri(n, level))   # no residual information: chi^2 with the floor
 
 
-def residual_precision(covariance: np.ndarray, rms: np.ndarray) -> np.ndarray:
-    """Inverse of the residual covariance, eigenvalues floored relative to each target's rms."""
+def _floored(covariance: np.ndarray, rms: np.ndarray, power: int) -> np.ndarray:
     scale = np.where(rms > 0, rms, 1.0)
     scaled = covariance / np.outer(scale, scale)
     values, vectors = np.linalg.eigh(0.5 * (scaled + scaled.T))
-    values = np.maximum(values, _COVARIANCE_FLOOR ** 2)
-    return (vectors / values) @ vectors.T / np.outer(scale, scale)
+    values = np.maximum(values, _COVARIANCE_FLOOR ** 2) ** power
+    return (vectors * values) @ vectors.T * np.outer(scale, scale) ** power
+
+
+def residual_precision(covariance: np.ndarray, rms: np.ndarray) -> np.ndarray:
+    """Inverse of the residual covariance, eigenvalues floored relative to each target's rms."""
+    return _floored(covariance, rms, -1)
+
+
+def column_covariances(solution: RegressionSolution, columns: np.ndarray) -> np.ndarray:
+    """Covariance (k, n, n) of the coefficient columns, the residual covariance floored.
+
+    As :meth:`RegressionSolution.column_covariances`, with the residual covariance's
+    eigenvalues floored relative to each target's rms (so that noise-free fits give
+    well-defined statistics) and the privacy-noise part, if any, added.
+    """
+    columns = np.asarray(columns, dtype=int)
+    sigma = _floored(solution.residual_covariance, solution.target_rms, 1)
+    covs = np.diag(solution.unscaled_covariance)[columns][:, None, None] * sigma[None]
+    if solution.noise_covariance is not None:
+        n, p = solution.coefficients.shape
+        covs = covs + solution.noise_covariance.reshape(n, p, n, p)[:, columns, :, columns]
+    return covs
 
 
 def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_delay: int, *,
@@ -144,11 +165,12 @@ def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_d
     coefficients = solution.coefficients
     blocks = coefficients[:, n:].reshape(n, R + 1, m)                   # [:, j, i] = B^(j)[:, i]
     norms = np.linalg.norm(blocks, axis=0)                              # (R + 1, m)
-    inverse = residual_precision(solution.residual_covariance, solution.target_rms)
-    variances = np.diag(solution.unscaled_covariance)[n:].reshape(R + 1, m)
-    quadratic = np.einsum("ajb,ac,cjb->jb", blocks, inverse, blocks)
     tiny = np.finfo(float).tiny
-    statistics = quadratic / np.maximum(variances, tiny)
+    columns = blocks.transpose(1, 2, 0).reshape(-1, n)                 # column n + j m + i
+    covs = column_covariances(solution, n + np.arange(m * (R + 1)))
+    covs = covs + tiny * np.eye(n)
+    statistics = np.einsum("ka,ka->k", columns,
+                           np.linalg.solve(covs, columns[:, :, None])[:, :, 0]).reshape(R + 1, m)
     level = significance / (m * (R + 1))
     critical = _critical_value(n, solution.dof, level)
     largest = np.maximum(norms.max(axis=0, keepdims=True), tiny)
@@ -180,11 +202,29 @@ def restricted_coefficients(solution: RegressionSolution, n_states: int,
     ndarray, shape (n, n + m (R + 1))
         Exactly zero in the columns of inactive blocks.
     """
+    coefficients = solution.coefficients @ restriction_projector(solution, n_states, active)
     dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
-    coefficients = solution.coefficients.copy()
-    if dropped.size:
-        C = solution.unscaled_covariance
-        correction = np.linalg.lstsq(C[np.ix_(dropped, dropped)], C[dropped], rcond=None)[0]
-        coefficients -= coefficients[:, dropped] @ correction
-        coefficients[:, dropped] = 0.0
+    coefficients[:, dropped] = 0.0          # exactly, not to rounding
     return coefficients
+
+
+def restriction_projector(solution: RegressionSolution, n_states: int,
+                          active: np.ndarray) -> np.ndarray:
+    """``P`` (p, p) with ``restricted = coefficients @ P``: ``P = I - E_D C_DD^-1 C_D:``.
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+    n_states : int
+    active : ndarray of bool, shape (R + 1, m)
+
+    Returns
+    -------
+    ndarray, shape (p, p)
+    """
+    dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
+    C = solution.unscaled_covariance
+    P = np.eye(C.shape[0])
+    if dropped.size:
+        P[dropped] -= np.linalg.lstsq(C[np.ix_(dropped, dropped)], C[dropped], rcond=None)[0]
+    return P

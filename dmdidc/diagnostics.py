@@ -15,7 +15,10 @@ it has evidence for:
   a larger ``max_delay``);
 * **offset**: residuals whose mean differs from zero by many standard errors: a sensor offset,
   an input bias or a non-zero operating point, which a linear model through the origin cannot
-  represent (``detrend=`` removes it);
+  represent (``detrend=`` removes it).  Not checked on privatized statistics, whose sums carry
+  the privacy noise (center them when they are built instead);
+* **privacy noise**: for privatized statistics, its share of the coefficients' variance is
+  named among the causes of a channel without effect (first when it dominates);
 * **no continuous model**: ``A_d`` has no real logarithm (the error says which eigenvalue and
   why); the relative residual shows whether noise is a plausible cause.
 """
@@ -30,7 +33,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression import RegressionSolution
 
-__all__ = ["identification_warnings"]
+__all__ = ["identification_warnings", "logarithm_evidence"]
 
 #: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
 #: moving average (up to ~2x the variance of their mean assumed by the test).
@@ -82,6 +85,12 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
             causes.append(f"too few samples for the noise: {solution.n_samples} regression "
                           f"samples for {p} regressors ({solution.dof} residual degrees of "
                           f"freedom); record longer or more experiments")
+        if solution.noise_covariance is not None:
+            share = _privacy_share(solution)
+            privacy = (f"the privacy noise on the statistics: it makes {100 * share:.0f} % of "
+                       f"the coefficients' variance (privatize more data at once, a smaller "
+                       f"privacy unit or a larger epsilon)")
+            causes.insert(0 if share > 0.5 else len(causes), privacy)
         causes.append(f"the input's effect is below the noise ({fit}; lengthen the data or "
                       f"excite more strongly)")
         causes.append("the input does not act on the states")
@@ -101,7 +110,7 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
             f"needs are missing and the identified delay and model are wrong ({fit}). Refit "
             f"with max_delay={R + 1} or more: if B^({R + 1}) is then inactive, the delay is "
             f"{R} periods")
-    if not detrended:
+    if not detrended and solution.noise_covariance is None:   # privatized sums are noisy
         inverse = residual_precision(solution.residual_covariance, solution.target_rms)
         mean = solution.residual_mean
         statistic = float(solution.n_samples * mean @ inverse @ mean)
@@ -119,3 +128,52 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
     if log_error is not None:
         messages.append(f"no continuous-time model ({fit}): {log_error}")
     return messages
+
+
+def _privacy_share(solution: RegressionSolution) -> float:
+    """Fraction of the coefficients' total variance that the privacy noise contributes."""
+    sampling = float(np.trace(solution.residual_covariance)
+                     * np.trace(solution.unscaled_covariance))
+    noise = float(np.trace(solution.noise_covariance))
+    return noise / (noise + sampling) if noise + sampling > 0 else 0.0
+
+
+#: An eigenvalue within this many standard errors of the negative real axis or of zero: the
+#: data cannot decide on which side it lies.
+_NOISE_STANDARD_ERRORS = 3.0
+
+
+def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | None:
+    """Whether noise explains an ``A_d`` without real logarithm, with the numbers.
+
+    For each real eigenvalue ``lambda <= 0`` of ``A_d`` its standard error follows from the
+    covariance of ``A_d`` (first-order perturbation, ``d lambda = l^T dA r / (l^T r)`` with the
+    left and right eigenvectors).  An eigenvalue within ``3`` standard errors of zero is
+    undetermined in sign by the data: noise (on the states, or privacy noise) is then the
+    likely cause, not the plant.
+
+    Returns
+    -------
+    str or None
+        A sentence naming the evidence (``None`` when there is no such eigenvalue).
+    """
+    n, p = solution.coefficients.shape
+    eigenvalues, right = np.linalg.eig(A_d)
+    left = np.linalg.inv(right).T                       # rows of inv(V): left eigenvectors
+    cov = solution.covariance().reshape(n, p, n, p)[:, :n, :, :n].reshape(n * n, n * n)
+    findings = []
+    for k, lam in enumerate(eigenvalues):
+        if abs(lam.imag) > 1e-9 * max(abs(lam), 1e-300) or lam.real > 0:
+            continue
+        gradient = np.real(np.outer(left[:, k], right[:, k])
+                           / (left[:, k] @ right[:, k])).ravel()
+        se = float(np.sqrt(max(gradient @ cov @ gradient, 0.0)))
+        if se > 0 and abs(lam.real) <= _NOISE_STANDARD_ERRORS * se:
+            findings.append(f"{lam.real:.3g} +/- {se:.2g} (standard error; "
+                            f"{abs(lam.real) / se:.2g} standard errors from zero)")
+    if not findings:
+        return None
+    return (f"noise is the likely cause: the eigenvalue(s) {'; '.join(findings)} of A_d are "
+            f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "
+            f"determine their sign (lengthen the data, reduce the noise, use a consistent "
+            f"estimator such as estimator='iv', or sample more slowly if the mode is fast)")

@@ -1,21 +1,29 @@
 """The DMDidc estimator: DMD with input-delayed control (dissertation Ch. 9).
 
-It regresses x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}] (eqs. 9.19-9.21), decides which input
-blocks act with a significance test against the regression's own standard errors
-(:mod:`dmdidc.blocks`), reads each channel's whole delay from its first active block and the
-fraction from the two blocks around it, and recovers the continuous plant (eqs. 9.66-9.69).
-With ``max_delay=0`` it is DMDc.
+It regresses x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}] (eqs. 9.19-9.21) by least squares,
+instrumental variables (:mod:`dmdidc.instrumental`) or Huber's robust M-estimation
+(:mod:`dmdidc.robust`), from data or from sufficient statistics (:mod:`dmdidc.statistics`,
+possibly privatized), decides which input blocks act with a significance test against that
+estimator's own standard errors (:mod:`dmdidc.blocks`), reads each channel's whole delay from its
+first active block and the fraction from the two blocks around it, and recovers the continuous
+plant (eqs. 9.66-9.69), with confidence intervals (:mod:`dmdidc.intervals`).  With
+``max_delay=0`` it is DMDc; with ``max_delay=None`` the bound is chosen from the data
+(:mod:`dmdidc.selection`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
-from dmdidc.blocks import BlockTest, block_test, restricted_coefficients
-from dmdidc.diagnostics import identification_warnings
+from dmdidc.blocks import (
+    BlockTest,
+    block_test,
+    restricted_coefficients,
+    restriction_projector,
+)
+from dmdidc.diagnostics import identification_warnings, logarithm_evidence
 from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
@@ -24,9 +32,26 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
+from dmdidc.from_statistics import regression_from_statistics
+from dmdidc.intervals import (
+    INTERVAL_METHODS,
+    ConfidenceIntervals,
+    IntervalEstimate,
+    asymptotic_intervals,
+    bootstrap_intervals,
+)
 from dmdidc.model import DelayedPlant
 from dmdidc.recovery import recover_continuous
-from dmdidc.regression import RegressionSolution, lagged_inputs, make_accumulator
+from dmdidc.regression import GramAccumulator, RegressionSolution, make_accumulator
+from dmdidc.robust import huber_solution
+from dmdidc.selection import DelayBoundSelection, largest_bound, select_max_delay
+from dmdidc.statistics import (
+    INSTRUMENT_KINDS,
+    StatisticsAccumulator,
+    SufficientStatistics,
+    _trajectories,
+)
+from dmdidc.trajectories import detrended, remove_trend
 from privacy.validation import (
     check_finite_array,
     check_in_interval,
@@ -34,16 +59,26 @@ from privacy.validation import (
     check_positive,
 )
 
-__all__ = ["DMDidc"]
+__all__ = ["DMDidc", "ESTIMATORS"]
 
 #: Above this equilibrated condition number the normal equations may lose more than ~8 digits;
 #: "auto" then refines the Gram solution with one more pass over the data ...
 _GRAM_CONDITION_LIMIT = 1e4
 #: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
 _REFINEMENT_CONDITION_LIMIT = 1e6
-_PARAMS = ("max_delay", "svd_rank", "tlsq_rank", "method", "detrend", "significance",
-           "block_rtol", "rank_rtol", "chunk_size")
+_PARAMS = ("max_delay", "estimator", "instruments", "instrument_lags", "svd_rank", "tlsq_rank",
+           "method", "detrend", "significance", "block_rtol", "rank_rtol", "chunk_size")
 _DETRENDS = (None, "constant", "linear")
+#: The estimators of the regression.
+ESTIMATORS = ("ls", "iv", "huber")
+_TLSQ_REMOVED = (
+    "tlsq_rank was removed in dmdidc 0.2. It applied PyDMD's total-least-squares projection, "
+    "which builds a K x K matrix (3.3 GB at K = 20000), depends on the units of the states and "
+    "did not remove the errors-in-variables bias: on noisy data it was worse than plain least "
+    "squares in every case measured (README plant at 20 dB: delay error 0.51 T against 0.026 T; "
+    "random 4-state plants at 10 dB: A_c error 1e2 and more), and a scale-invariant Gram-based "
+    "total least squares fails as well (10 dB: A_c error 3-14). For noisy states use "
+    "estimator='iv' (consistent); for heavy-tailed noise estimator='huber'")
 
 
 class DMDidc:
@@ -51,35 +86,55 @@ class DMDidc:
 
     Parameters
     ----------
-    max_delay : int, default 0
+    max_delay : int or None, default 0
         Bound ``R`` on the input delay in whole sampling periods; the regression uses the last
         ``R + 1`` inputs.  Choose ``R >= ceil(r / T)`` (one more than the whole delay when the
-        delay is fractional).  ``0`` gives DMDc.
+        delay is fractional).  ``0`` gives DMDc.  ``None`` chooses ``R`` from the data by an
+        information criterion (:mod:`dmdidc.selection`; the choice is in ``max_delay_`` and
+        ``delay_bound_``); not with ``partial_fit`` or explicit snapshot pairs ``Y``.
+    estimator : {"ls", "iv", "huber"}, default "ls"
+        ``"ls"``: least squares (dissertation eq. 9.21).  ``"iv"``: instrumental variables
+        (two-stage least squares), consistent when the states are measured with noise
+        (:mod:`dmdidc.instrumental`).  ``"huber"``: Huber's robust M-estimator for heavy-tailed
+        noise (:mod:`dmdidc.robust`; ``fit`` only).  Each feeds its own covariance to the block
+        test and the confidence intervals.
+    instruments : {"inputs", "states", "exogenous"}, default "inputs"
+        Instruments of ``estimator="iv"``: the inputs lagged beyond ``R`` (default; valid for
+        open-loop excitation), the lagged measured states (white measurement noise), or
+        exogenous signals passed as ``fit(..., Z=E)`` (e.g. a known excitation added to
+        closed-loop commands; needed when the inputs are themselves noisy or computed from
+        noisy states).  See :mod:`dmdidc.instrumental`.
+    instrument_lags : int or None, default None
+        Extra lags ``L`` of the instruments; default: the smallest giving ``n`` more
+        instruments than regressors.
     svd_rank : int or None, default None
         Number of singular values of the (column-equilibrated) regression matrix kept; ``None``
         keeps all and raises :class:`~dmdidc.InsufficientExcitationError` when the data are
-        rank-deficient.
-    tlsq_rank : int or None, default None
-        Total-least-squares de-noising rank (PyDMD's ``compute_tlsq``) applied to the regression
-        data before fitting; ``None`` disables it.  Needs the data in memory (``fit`` only;
-        ``partial_fit`` refuses it).
+        rank-deficient.  Not with ``estimator="huber"``.
+    tlsq_rank : None
+        Removed (setting it raises ``ParameterError`` with the reason): PyDMD's total least
+        squares built a K x K matrix and was worse than least squares on noisy data; use
+        ``estimator="iv"``.
     method : {"auto", "gram", "qr"}, default "auto"
-        ``"gram"`` accumulates equilibrated normal equations (fastest; relative error up to
-        ``cond^2 * 1e-16`` for an equilibrated condition number ``cond``); ``"qr"`` keeps a
-        tall-skinny QR factor (backward stable, error about ``cond * 1e-16``, several times
-        slower).  ``"auto"`` uses the Gram path and, in ``fit``, when ``cond > 1e4`` adds
-        passes of iterative refinement with residuals computed sample by sample (one pass up
-        to ``cond ~ 1e5``, two up to ``1e6``), which restores backward-stable accuracy; beyond
-        ``1e6`` it repeats the pass with QR.  In ``partial_fit`` it warns instead, since the
-        data are gone.  All stream with memory independent of the number of samples.
+        Least-squares solver.  ``"gram"`` accumulates equilibrated normal equations (fastest;
+        relative error up to ``cond^2 * 1e-16`` for an equilibrated condition number
+        ``cond``); ``"qr"`` keeps a tall-skinny QR factor (backward stable, error about
+        ``cond * 1e-16``, several times slower).  ``"auto"`` uses the Gram path and, in
+        ``fit``, when ``cond > 1e4`` adds passes of iterative refinement with residuals
+        computed sample by sample (one pass up to ``cond ~ 1e5``, two up to ``1e6``), which
+        restores backward-stable accuracy; beyond ``1e6`` it repeats the pass with QR.  In
+        ``partial_fit`` it warns instead, since the data are gone.  All stream with memory
+        independent of the number of samples.  Only ``"auto"`` with ``estimator != "ls"``.
     detrend : {None, "constant", "linear"}, default None
-        Remove, per trajectory and per row of ``X`` and ``U``, the mean (``"constant"``) or the
-        least-squares straight line over the sample index (``"linear"``) before the fit, as
-        MATLAB's ``detrend``.  The model is then in deviations from the operating point: use it
-        with deviations, ``x - x_op`` and ``u - u_op``.  The removed trends are stored in
-        ``state_trend_`` and ``input_trend_``.  Use it for data with a sensor offset, an input
-        bias or a non-zero equilibrium (the estimator warns when the residuals show one).
-        Needs whole trajectories (``fit`` with ``X``, ``U``; not ``partial_fit`` or ``Y``).
+        Remove, per trajectory and per row of ``X``, ``U`` (and ``Z``), the mean
+        (``"constant"``) or the least-squares straight line over the sample index
+        (``"linear"``) before the fit, as MATLAB's ``detrend``.  The model is then in
+        deviations from the operating point: use it with deviations, ``x - x_op`` and
+        ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
+        ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
+        equilibrium (the estimator warns when the residuals show one).  Needs whole
+        trajectories (``fit`` with ``X``, ``U``; not ``partial_fit``, ``Y`` or
+        ``fit_statistics``, whose statistics are centred when built).
     significance : float, default 1e-3
         Family-wise level of the block test: the probability that some input block without
         effect is declared active (which would shorten a delay).  A block is active when it is
@@ -100,13 +155,18 @@ class DMDidc:
         input blocks are exactly zero, so its ``active_blocks`` and ``delay_steps`` are the
         estimator's decision.  When ``A_d`` has a real logarithm the model is the exact
         discretization of the recovered ``(A_c, B_c, delay)`` (blocks outside ``w, w + 1`` are
-        zero); otherwise it is the discrete least-squares model with the inactive blocks
-        constrained to zero, and ``A_c``, ``B_c``, ``delay`` raise ``LogarithmError``.
+        zero); otherwise it is the discrete model with the inactive blocks constrained to zero,
+        and ``A_c``, ``B_c``, ``delay`` raise ``LogarithmError``.
     regression_ : RegressionSolution
-        The unrestricted least-squares regression: coefficients, their covariance and standard
-        errors, singular values, rank, condition number, residual.
+        The unrestricted regression: coefficients, their covariance (the estimator's own, plus
+        privacy noise for privatized statistics) and standard errors, singular values, rank,
+        condition number, residual.
     block_test_ : BlockTest
         Statistics and decision of the block test.
+    max_delay_ : int
+        The delay bound used (``max_delay``, or the one chosen when ``max_delay=None``).
+    delay_bound_ : DelayBoundSelection or None
+        The selection of ``max_delay=None`` (criterion per candidate); ``None`` otherwise.
     state_trend_, input_trend_ : ndarray, shape (n_trajectories, n or m, 2) or None
         The trends removed by ``detrend``: row ``i`` of trajectory ``t`` had
         ``trend[t, i, 0] + trend[t, i, 1] * k`` removed at sample ``k``.  ``None`` without
@@ -137,12 +197,16 @@ class DMDidc:
     (array([2.5, 2.5]), array([1, 1]), array([0.25, 0.25]))
     """
 
-    def __init__(self, *, max_delay: int = 0, svd_rank: int | None = None,
-                 tlsq_rank: int | None = None, method: str = "auto",
+    def __init__(self, *, max_delay: int | None = 0, estimator: str = "ls",
+                 instruments: str = "inputs", instrument_lags: int | None = None,
+                 svd_rank: int | None = None, tlsq_rank: None = None, method: str = "auto",
                  detrend: str | None = None, significance: float = 1e-3,
                  block_rtol: float | None = None, rank_rtol: float = 1e-10,
                  chunk_size: int = 65536) -> None:
         self.max_delay = max_delay
+        self.estimator = estimator
+        self.instruments = instruments
+        self.instrument_lags = instrument_lags
         self.svd_rank = svd_rank
         self.tlsq_rank = tlsq_rank
         self.method = method
@@ -182,13 +246,33 @@ class DMDidc:
         return self
 
     def _validated_params(self) -> None:
-        check_integer("max_delay", self.max_delay, minimum=0)
+        if self.max_delay is not None:
+            check_integer("max_delay", self.max_delay, minimum=0)
+        if self.estimator not in ESTIMATORS:
+            raise ParameterError(f"estimator must be one of {ESTIMATORS}; got "
+                                 f"{self.estimator!r}")
+        if self.instruments not in INSTRUMENT_KINDS:
+            raise ParameterError(f"instruments must be one of {INSTRUMENT_KINDS}; got "
+                                 f"{self.instruments!r}")
+        if self.estimator != "iv" and (self.instruments != "inputs"
+                                       or self.instrument_lags is not None):
+            raise ParameterError(f"instruments and instrument_lags apply to estimator='iv'; got "
+                                 f"estimator={self.estimator!r}")
+        if self.instrument_lags is not None:
+            check_integer("instrument_lags", self.instrument_lags, minimum=0)
         if self.svd_rank is not None:
             check_integer("svd_rank", self.svd_rank, minimum=1)
+            if self.estimator == "huber":
+                raise ParameterError("svd_rank is not supported by estimator='huber' (its "
+                                     "reweighted fits need full rank); use 'ls' or 'iv'")
         if self.tlsq_rank is not None:
-            check_integer("tlsq_rank", self.tlsq_rank, minimum=1)
+            raise ParameterError(_TLSQ_REMOVED)
         if self.method not in ("auto", "gram", "qr"):
             raise ParameterError(f"method must be 'auto', 'gram' or 'qr'; got {self.method!r}")
+        if self.method != "auto" and self.estimator != "ls":
+            raise ParameterError(f"method={self.method!r} selects a least-squares solver; "
+                                 f"estimator={self.estimator!r} has its own (use "
+                                 f"method='auto')")
         if self.detrend not in _DETRENDS:
             raise ParameterError(f"detrend must be None, 'constant' or 'linear'; got "
                                  f"{self.detrend!r}")
@@ -201,7 +285,7 @@ class DMDidc:
         check_integer("chunk_size", self.chunk_size, minimum=1)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None) -> DMDidc:
+    def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None, Z: Any = None) -> DMDidc:
         """Identify the delayed plant from snapshot data.
 
         Parameters
@@ -213,9 +297,13 @@ class DMDidc:
         dt : float
             Sampling period ``T`` in seconds.
         Y : array_like, shape (n, N), optional
-            Explicit successor snapshots: then ``X`` is (n, N) with ``Y[:, i]`` following
-            ``X[:, i]``, and ``U`` is (m (R + 1), N) holding ``[u_k; u_{k-1}; ...; u_{k-R}]``
-            per snapshot (for ``max_delay=0`` simply the inputs, as in PyDMD).
+            Explicit successor snapshots (least squares only): then ``X`` is (n, N) with
+            ``Y[:, i]`` following ``X[:, i]``, and ``U`` is (m (R + 1), N) holding
+            ``[u_k; u_{k-1}; ...; u_{k-R}]`` per snapshot (for ``max_delay=0`` simply the
+            inputs, as in PyDMD).
+        Z : array_like, shape (q, K), or a list of such arrays, optional
+            Exogenous instrument signals, one per trajectory (``estimator="iv"`` with
+            ``instruments="exogenous"`` only).
 
         Returns
         -------
@@ -231,21 +319,39 @@ class DMDidc:
         self._validated_params()
         dt = check_positive("dt", dt)
         self.state_trend_ = self.input_trend_ = None
+        self._selection: DelayBoundSelection | None = None
+        self._parts = None
         if Y is not None:
-            if self.detrend is not None:
-                raise ParameterError("detrend needs whole trajectories (fit(X, U)); with explicit "
-                                     "snapshot pairs Y remove the offsets before the fit")
+            if self.estimator != "ls" or self.max_delay is None or self.detrend is not None \
+                    or Z is not None:
+                raise ParameterError("explicit snapshot pairs Y need estimator='ls', an integer "
+                                     "max_delay, no detrend and no Z (the other options need "
+                                     "whole trajectories)")
+            self._R = self.max_delay
             return self._fit_snapshots(X, Y, U, dt)
-        trajectories = _as_trajectories(X, U)
+        trajectories, signals = self._data(X, U, Z)
         if self.detrend is not None:
-            trajectories, self.state_trend_, self.input_trend_ = _detrended(trajectories,
-                                                                           self.detrend)
+            trajectories, self.state_trend_, self.input_trend_ = detrended(trajectories,
+                                                                          self.detrend)
+            signals = [None if E is None else remove_trend(E, self.detrend)[0] for E in signals]
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
-        if self.tlsq_rank is not None:
-            Phi = np.concatenate([_regressors(Xi, Ui, self.max_delay) for Xi, Ui in trajectories],
-                                 axis=1)
-            Yt = np.concatenate([Xi[:, self.max_delay + 1:] for Xi, _ in trajectories], axis=1)
-            return self._fit_regression(Phi, Yt, n, m, dt)
+        self._R = self._delay_bound(trajectories, n, m)
+        if self.estimator == "iv":
+            accumulator = self._iv_accumulator(n, m, signals[0])
+            for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
+                accumulator.new_trajectory()
+                for a in range(0, Ui.shape[1], self.chunk_size):
+                    b = min(a + self.chunk_size, Ui.shape[1])
+                    accumulator.update(Xi[:, a:b + 1], Ui[:, a:b],
+                                       None if Ei is None else Ei[:, a:b])
+            self._setup(n, m, dt)
+            self._accumulator = accumulator
+            return self._finish(self._from_statistics(accumulator.statistics()))
+        if self.estimator == "huber":
+            self._setup(n, m, dt)
+            solution, self.n_iterations_ = huber_solution(trajectories, self._R,
+                                                          rank_rtol=self.rank_rtol)
+            return self._finish(solution)
         self._reset(n, m, dt)
         for Xi, Ui in trajectories:
             self._accumulator.new_trajectory()
@@ -262,6 +368,117 @@ class DMDidc:
             solution = self._accumulator.solution(svd_rank=self.svd_rank,
                                                   rank_rtol=self.rank_rtol)
         return self._finish(solution)
+
+    def fit_statistics(self, stats: SufficientStatistics | list[SufficientStatistics], *,
+                       dt: float) -> DMDidc:
+        """Identify the delayed plant from sufficient statistics (plain or privatized).
+
+        Parameters
+        ----------
+        stats : SufficientStatistics or list of SufficientStatistics
+            Statistics of the data (:meth:`SufficientStatistics.from_data`), e.g. summed over
+            clients, possibly privatized.  A list is summed; its parts (independent
+            experiments or clients) are what ``confidence_intervals(method="bootstrap")``
+            resamples.
+        dt : float
+            Sampling period ``T`` in seconds.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ParameterError
+            ``estimator="huber"`` (it needs the samples), ``detrend`` set (center when
+            building the statistics: ``from_data(..., detrend="constant")``), ``max_delay``
+            above the statistics' bound, or ``estimator="iv"`` without instruments.
+        InsufficientExcitationError
+            Too few samples or rank-deficient moments.
+
+        Notes
+        -----
+        Privatized statistics are repaired (projected onto the positive semidefinite matrices)
+        and their noise variance enters the standard errors, the block test and the
+        confidence intervals (:mod:`dmdidc.from_statistics`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc import DMDidc, DelayedPlant, SufficientStatistics, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+        >>> U = random_excitation(1, 2000, rng=0)
+        >>> stats = SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=3,
+        ...                                        state_bound=4.0, input_bound=3.0)
+        >>> est = DMDidc(max_delay=3).fit_statistics(stats, dt=1.0)
+        >>> np.round(est.delay, 6), est.delay_steps
+        (array([1.5]), array([1]))
+        """
+        self._validated_params()
+        dt = check_positive("dt", dt)
+        parts = list(stats) if isinstance(stats, (list, tuple)) else [stats]
+        if not parts or not all(isinstance(part, SufficientStatistics) for part in parts):
+            raise ParameterError(f"stats must be SufficientStatistics or a non-empty list of "
+                                 f"them; got {type(stats).__name__}")
+        if self.estimator == "huber":
+            raise ParameterError("estimator='huber' reweights every sample, which statistics "
+                                 "cannot do; fit the data, or use estimator='ls' or 'iv'")
+        if self.detrend is not None:
+            raise ParameterError("detrend applies to data; statistics are centred when built "
+                                 "(SufficientStatistics.from_data(..., detrend='constant'))")
+        total = sum(parts[1:], parts[0])
+        n, m = total.n_states, total.n_inputs
+        self.state_trend_ = self.input_trend_ = None
+        self._selection = None
+        if self.max_delay is None:
+            gram, _ = total.moments()
+            p = n + m * (total.max_delay + 1)
+            self._selection = select_max_delay(gram[:p + n, :p + n], total.n_samples,
+                                               n_states=n, n_inputs=m, limit=total.max_delay,
+                                               significance=self.significance)
+            self._R = self._selection.selected
+        else:
+            self._R = self.max_delay
+        self._setup(n, m, dt)
+        self._parts = parts if len(parts) > 1 else None
+        return self._finish(self._from_statistics(total))
+
+    def _from_statistics(self, stats: SufficientStatistics) -> RegressionSolution:
+        return regression_from_statistics(stats, self._R, estimator=self.estimator,
+                                          svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+
+    def _data(self, X: Any, U: Any, Z: Any, *, check_orientation: bool = True
+              ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray | None]]:
+        exogenous = self.estimator == "iv" and self.instruments == "exogenous"
+        if exogenous and Z is None:
+            raise ParameterError("instruments='exogenous' needs the instrument signals: "
+                                 "fit(X, U, dt=..., Z=E) with E (q, K) per trajectory")
+        if Z is not None and not exogenous:
+            raise ParameterError("Z (exogenous instrument signals) needs estimator='iv' and "
+                                 "instruments='exogenous'")
+        return _trajectories(X, U, Z, check_orientation=check_orientation)
+
+    def _delay_bound(self, trajectories: list[tuple[np.ndarray, np.ndarray]], n: int, m: int
+                     ) -> int:
+        """``max_delay``, or the bound chosen by :func:`select_max_delay`."""
+        if self.max_delay is not None:
+            return self.max_delay
+        limit = largest_bound([Ui.shape[1] for _, Ui in trajectories], n, m)
+        accumulator = StatisticsAccumulator(n, m, limit)
+        for Xi, Ui in trajectories:
+            accumulator.new_trajectory()
+            accumulator.update(Xi, Ui)
+        stats = accumulator.statistics()
+        self._selection = select_max_delay(stats.moments()[0], stats.n_samples, n_states=n,
+                                           n_inputs=m, limit=limit,
+                                           significance=self.significance)
+        return self._selection.selected
+
+    def _iv_accumulator(self, n: int, m: int, signal: np.ndarray | None
+                        ) -> StatisticsAccumulator:
+        return StatisticsAccumulator(n, m, self._R, instruments=self.instruments,
+                                     instrument_lags=self.instrument_lags,
+                                     n_exogenous=0 if signal is None else signal.shape[0])
 
     def _auto_decision(self) -> tuple[str, RegressionSolution | None]:
         """What "auto" does after the Gram pass: "keep", "refine" (one more pass) or "qr".
@@ -283,8 +500,8 @@ class DMDidc:
             return "refine", solution
         return "qr", None
 
-    def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False
-                    ) -> DMDidc:
+    def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False,
+                    Z: Any = None) -> DMDidc:
         """Add a chunk of one trajectory; memory stays independent of the data length.
 
         Parameters
@@ -298,6 +515,8 @@ class DMDidc:
             Sampling period; must not change between calls.
         new_trajectory : bool, default False
             Start a new trajectory (the first call always does).
+        Z : array_like, shape (q, L), optional
+            Exogenous instrument signals of the chunk (``instruments="exogenous"``).
 
         Returns
         -------
@@ -310,24 +529,37 @@ class DMDidc:
         Raises
         ------
         ParameterError
-            ``tlsq_rank`` or ``detrend`` set (both need the whole data), or ``dt`` changed.
+            ``detrend`` set (it needs the whole data), ``max_delay=None``,
+            ``estimator="huber"`` (its reweighting needs the samples again), or ``dt``
+            changed.
         DimensionError
             A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
         dt = check_positive("dt", dt)
-        for name in ("tlsq_rank", "detrend"):
-            if getattr(self, name) is not None:
-                raise ParameterError(f"partial_fit cannot use {name}={getattr(self, name)!r}: "
-                                     f"it needs the whole data in memory; use fit, or set "
-                                     f"{name}=None")
-        ((Xc, Uc),) = _as_trajectories(X, U, check_orientation=False)
+        if self.detrend is not None:
+            raise ParameterError(f"partial_fit cannot use detrend={self.detrend!r}: it needs "
+                                 f"the whole data in memory; use fit, or set detrend=None")
+        if self.max_delay is None:
+            raise ParameterError("partial_fit needs an integer max_delay (choosing it needs the "
+                                 "whole data): fit once with max_delay=None to choose it")
+        if self.estimator == "huber":
+            raise ParameterError("partial_fit does not support estimator='huber': iteratively "
+                                 "reweighted fits need every sample again; use fit")
+        ((Xc, Uc),), (Ec,) = self._data(X, U, Z, check_orientation=False)
         if getattr(self, "_accumulator", None) is None:
-            self._reset(Xc.shape[0], Uc.shape[0], dt)
+            n, m = Xc.shape[0], Uc.shape[0]
+            self._R = self.max_delay
+            self._selection, self._parts = None, None
+            if self.estimator == "iv":
+                self._setup(n, m, dt)
+                self._accumulator = self._iv_accumulator(n, m, Ec)
+            else:
+                self._reset(n, m, dt)
         else:
             if dt != self.dt:
                 raise ParameterError(f"dt changed between partial_fit calls: {self.dt} then {dt}")
-            n, m = self._accumulator.n, self._accumulator.m
+            n, m, _ = self._dims
             if Xc.shape[0] != n or Uc.shape[0] != m:
                 raise DimensionError(f"chunk has {Xc.shape[0]} states and {Uc.shape[0]} inputs; "
                                      f"earlier chunks had {n} and {m}")
@@ -337,25 +569,37 @@ class DMDidc:
                     Xc[:, 0], self._accumulator.last_state):
                 raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
                                      "its last state); pass new_trajectory=True for a new one")
-        self._stream(Xc, Uc)
+        if self.estimator == "iv":
+            self._accumulator.update(Xc, Uc, Ec)
+        else:
+            self._stream(Xc, Uc)
         self._partial = True
         self.state_trend_ = self.input_trend_ = None
         try:
-            solution = self._accumulator.solution(svd_rank=self.svd_rank,
-                                                  rank_rtol=self.rank_rtol)
+            if self.estimator == "iv":
+                solution = self._from_statistics(self._accumulator.statistics())
+            else:
+                solution = self._accumulator.solution(svd_rank=self.svd_rank,
+                                                      rank_rtol=self.rank_rtol)
         except InsufficientExcitationError as exc:
             self._model = self._solution = self._block_test = None
             self._pending = exc
             return self
         return self._finish(solution)
 
-    def _reset(self, n: int, m: int, dt: float, method: str | None = None) -> None:
+    def _setup(self, n: int, m: int, dt: float) -> None:
+        """Forget earlier results; the next solve is for ``n`` states, ``m`` inputs, ``_R``."""
         self.dt = dt
-        method = method or ("gram" if self.method == "auto" else self.method)
-        self._accumulator = make_accumulator(method, n, m, self.max_delay)
+        self._dims = (n, m, self._R)
+        self._accumulator = None
         self._model = self._solution = self._block_test = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
+
+    def _reset(self, n: int, m: int, dt: float, method: str | None = None) -> None:
+        self._setup(n, m, dt)
+        method = method or ("gram" if self.method == "auto" else self.method)
+        self._accumulator = make_accumulator(method, n, m, self._R)
 
     def _stream(self, X: np.ndarray, U: np.ndarray) -> None:
         K = U.shape[1]
@@ -372,33 +616,19 @@ class DMDidc:
         if U.shape[1] != X.shape[1]:
             raise DimensionError(f"U has {U.shape[1]} snapshots; expected {X.shape[1]} "
                                  f"(the columns of X)")
-        if U.shape[0] % (self.max_delay + 1):
+        if U.shape[0] % (self._R + 1):
             raise DimensionError(f"U has {U.shape[0]} rows; with explicit Y it must stack "
-                                 f"max_delay + 1 = {self.max_delay + 1} lagged inputs")
-        m = U.shape[0] // (self.max_delay + 1)
-        return self._fit_regression(np.concatenate([X, U]), Y, X.shape[0], m, dt)
-
-    def _fit_regression(self, Phi: np.ndarray, Y: np.ndarray, n: int, m: int, dt: float
-                        ) -> DMDidc:
+                                 f"max_delay + 1 = {self._R + 1} lagged inputs")
+        n, m = X.shape[0], U.shape[0] // (self._R + 1)
         self._reset(n, m, dt, method="qr" if self.method == "auto" else None)
-        self._accumulator.add_samples(Phi, Y)
-        solution = self._accumulator.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
-        if self.tlsq_rank is not None:
-            from pydmd.utils import compute_tlsq
-
-            # The de-noised data fit almost exactly, so their residual says nothing about the
-            # noise: the covariance (and the block test) come from the data as recorded.
-            projected = make_accumulator(self._accumulator.method, n, m, self.max_delay)
-            projected.add_samples(*compute_tlsq(Phi, Y, self.tlsq_rank))
-            coefficients = projected.solution(svd_rank=self.svd_rank,
-                                              rank_rtol=self.rank_rtol).coefficients
-            solution = dataclasses.replace(solution, coefficients=coefficients)
-        return self._finish(solution)
+        self._accumulator.add_samples(np.concatenate([X, U]), Y)
+        return self._finish(self._accumulator.solution(svd_rank=self.svd_rank,
+                                                       rank_rtol=self.rank_rtol))
 
     def _finish(self, solution: RegressionSolution) -> DMDidc:
         """Decide the active blocks, build the model and warn with the evidence."""
-        acc = self._accumulator
-        n, m, R, dt = acc.n, acc.m, acc.R, self.dt
+        n, m, R = self._dims
+        dt = self.dt
         test = block_test(solution, n, m, R, significance=self.significance,
                           block_rtol=self.block_rtol)
         coefficients = restricted_coefficients(solution, n, test.active)
@@ -409,16 +639,17 @@ class DMDidc:
             A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=test.active)
             model = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=R)
         except LogarithmError as exc:
-            log_error = exc
-            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(exc))
+            evidence = logarithm_evidence(solution, A_d)
+            log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))
+            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(log_error))
         self._solution, self._block_test, self._model = solution, test, model
         self._pending = None
         for message in identification_warnings(solution, test, model,
                                                 detrended=self.detrend is not None,
                                                 log_error=log_error):
             warn_model(message)
-        if (self.method == "auto" and acc.method == "gram" and self._partial
-                and solution.condition_number > _GRAM_CONDITION_LIMIT):
+        if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
+                and self._partial and solution.condition_number > _GRAM_CONDITION_LIMIT):
             warn_model(f"the equilibrated regression data have condition number "
                        f"{solution.condition_number:.3g}; normal equations lose about "
                        f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
@@ -430,9 +661,122 @@ class DMDidc:
             pending = getattr(self, "_pending", None)
             if pending is not None:
                 raise InsufficientExcitationError(str(pending))
-            raise NotFittedError("this DMDidc estimator is not fitted yet; call fit(X, U, dt=...) "
-                                 "or partial_fit first")
+            raise NotFittedError("this DMDidc estimator is not fitted yet; call fit(X, U, dt=...), "
+                                 "fit_statistics or partial_fit first")
         return value
+
+    # ------------------------------------------------------------------ uncertainty
+    def confidence_intervals(self, level: float = 0.95, *, method: str = "asymptotic",
+                             n_resamples: int = 200,
+                             rng: np.random.Generator | int | None = None, X: Any = None,
+                             U: Any = None, Z: Any = None) -> ConfidenceIntervals:
+        """Confidence intervals of the delays, ``A_c`` and ``B_c`` (:mod:`dmdidc.intervals`).
+
+        Parameters
+        ----------
+        level : float, default 0.95
+        method : {"asymptotic", "bootstrap"}, default "asymptotic"
+            Delta method with the estimator's covariance, or percentile bootstrap over
+            independent trajectories (the data given to ``fit``, passed again as ``X``, ``U``
+            and ``Z``) or over the parts of a list given to ``fit_statistics``.
+        n_resamples : int, default 200
+            Bootstrap resamples.
+        rng : numpy.random.Generator, int or None
+            Bootstrap randomness.
+        X, U, Z : optional
+            The trajectories of ``fit`` (bootstrap of a data fit only).
+
+        Returns
+        -------
+        ConfidenceIntervals
+            ``str()`` shows e.g. ``r = 2.50 +/- 0.03 s``.
+
+        Raises
+        ------
+        LogarithmError
+            No continuous model.
+        ParameterError
+            Unknown method, data given for asymptotic intervals or missing for the
+            bootstrap, fewer than two trajectories.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+        >>> U = random_excitation(1, 3000, rng=0)
+        >>> X = plant.simulate([0.0], U) + 0.05 * np.random.default_rng(1).standard_normal(3001)
+        >>> est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+        >>> ci = est.confidence_intervals(0.95)
+        >>> bool(ci.delay.low[0] < 1.5 < ci.delay.high[0])
+        True
+        """
+        model = self.model_
+        if method not in INTERVAL_METHODS:
+            raise ParameterError(f"method must be one of {INTERVAL_METHODS}; got {method!r}")
+        if not model.has_continuous:
+            raise LogarithmError(model.continuous_note or "no continuous model")
+        n, m, R = self._dims
+        solution, test = self._solution, self._block_test
+        if method == "asymptotic":
+            if X is not None or U is not None or Z is not None:
+                raise ParameterError("asymptotic intervals come from the fit's covariance; "
+                                     "X, U and Z are for method='bootstrap'")
+            restricted = restricted_coefficients(solution, n, test.active)
+            return asymptotic_intervals(solution, test, restricted,
+                                        restriction_projector(solution, n, test.active),
+                                        n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
+                                        level=level)
+        n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
+        estimate = np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
+        refit, parts = self._bootstrap_refit(X, U, Z)
+        return bootstrap_intervals(refit, parts, estimate, n_states=n, n_inputs=m, level=level,
+                                   n_resamples=n_resamples, rng=rng)
+
+    def delay_ci(self, level: float = 0.95, *, method: str = "asymptotic",
+                 **options: Any) -> IntervalEstimate:
+        """Confidence interval of each channel's delay (seconds): ``confidence_intervals``
+        ``(...).delay``; ``str()`` gives ``r = 2.50 +/- 0.03 s``."""
+        return self.confidence_intervals(level, method=method, **options).delay
+
+    def _bootstrap_refit(self, X: Any, U: Any, Z: Any):
+        """``(refit(counts) -> model vector or None, number of parts)`` for the bootstrap."""
+        params = dict(self.get_params(), max_delay=self._R)
+        dt = self.dt
+
+        def vector(estimator: DMDidc) -> np.ndarray | None:
+            model = estimator.model_
+            if not model.has_continuous:
+                return None
+            return np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
+
+        if self._parts is not None:
+            if X is not None or U is not None or Z is not None:
+                raise ParameterError("this estimator was fitted on a list of statistics; the "
+                                     "bootstrap resamples them and takes no data")
+            parts = self._parts
+
+            def refit(counts: np.ndarray) -> np.ndarray | None:
+                chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
+                return vector(DMDidc(**params).fit_statistics(sum(chosen[1:], chosen[0]),
+                                                              dt=dt))
+            return refit, len(parts)
+        if X is None or U is None:
+            raise ParameterError("the bootstrap refits on resampled trajectories: pass the data "
+                                 "given to fit as X=..., U=... (and Z=...), or fit_statistics "
+                                 "with a list of statistics")
+        trajectories, signals = self._data(X, U, Z)
+
+        def refit(counts: np.ndarray) -> np.ndarray | None:
+            chosen = [k for k, c in enumerate(counts) for _ in range(c)]
+            data_Z = [signals[k] for k in chosen] if signals[0] is not None else None
+            try:
+                return vector(DMDidc(**params).fit([trajectories[k][0] for k in chosen],
+                                                   [trajectories[k][1] for k in chosen], dt=dt,
+                                                   Z=data_Z))
+            except InsufficientExcitationError:
+                return None
+        return refit, len(trajectories)
 
     # ------------------------------------------------------------------ fitted results
     @property
@@ -449,6 +793,18 @@ class DMDidc:
     def block_test_(self) -> BlockTest:
         """Statistics and decision of the block test (which input blocks act)."""
         return self._fitted(getattr(self, "_block_test", None))
+
+    @property
+    def max_delay_(self) -> int:
+        """The delay bound used (``max_delay`` or the one chosen for ``max_delay=None``)."""
+        self._fitted(getattr(self, "_solution", None))
+        return self._dims[2]
+
+    @property
+    def delay_bound_(self) -> DelayBoundSelection | None:
+        """The delay-bound selection of ``max_delay=None`` (``None`` otherwise)."""
+        self._fitted(getattr(self, "_solution", None))
+        return self._selection
 
     @property
     def A_d(self) -> np.ndarray:
@@ -519,63 +875,3 @@ class DMDidc:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"DMDidc({params})"
 
-
-def _as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
-                     ) -> list[tuple[np.ndarray, np.ndarray]]:
-    if isinstance(X, (list, tuple)) != isinstance(U, (list, tuple)):
-        raise DimensionError("X and U must both be arrays or both be lists of trajectories")
-    if not isinstance(X, (list, tuple)):
-        X, U = [X], [U]
-    if len(X) != len(U) or not X:
-        raise DimensionError(f"got {len(X)} state and {len(U)} input trajectories; expected the "
-                             f"same positive number")
-    result = []
-    for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
-        tag = f"[{i}]" if len(X) > 1 else ""
-        Xi = check_finite_array(f"X{tag}", Xi, ndim=2)
-        Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
-        if Ui.shape[1] != Xi.shape[1] - 1:
-            raise DimensionError(f"U{tag} has {Ui.shape[1]} samples; expected {Xi.shape[1] - 1} "
-                                 f"(columns of X minus one; time runs along the columns)")
-        if check_orientation and Xi.shape[0] == Ui.shape[0] + 1 and Xi.shape[0] > Xi.shape[1]:
-            raise DimensionError(f"X{tag} has shape {Xi.shape} and U{tag} {Ui.shape}: more states "
-                                 f"than snapshots, which looks like transposed data; time runs "
-                                 f"along the columns (X is (n, K+1), U is (m, K))")
-        if result and (Xi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
-            raise DimensionError(f"trajectory {i} has {Xi.shape[0]} states and {Ui.shape[0]} "
-                                 f"inputs; the first has {result[0][0].shape[0]} and "
-                                 f"{result[0][1].shape[0]}")
-        result.append((Xi, Ui))
-    return result
-
-
-def _regressors(X: np.ndarray, U: np.ndarray, R: int) -> np.ndarray:
-    """In-memory regression matrix [x_k; u_k; ...; u_{k-R}] for k = R .. K-1."""
-    return np.concatenate([X[:, R:-1], lagged_inputs(U, R)], axis=0)
-
-
-def _detrended(trajectories: list[tuple[np.ndarray, np.ndarray]], kind: str
-               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
-    """Remove the per-row mean or least-squares line of every trajectory (MATLAB's detrend).
-
-    Returns the detrended trajectories and the trends ``(n_traj, rows, 2)`` of states and
-    inputs: ``[..., 0]`` the value at sample 0, ``[..., 1]`` the slope per sample.
-    """
-    result, state_trends, input_trends = [], [], []
-    for X, U in trajectories:
-        (Xd, x_trend), (Ud, u_trend) = _remove_trend(X, kind), _remove_trend(U, kind)
-        result.append((Xd, Ud))
-        state_trends.append(x_trend)
-        input_trends.append(u_trend)
-    return result, np.array(state_trends), np.array(input_trends)
-
-
-def _remove_trend(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    k = np.arange(data.shape[1], dtype=float)
-    if kind == "constant" or data.shape[1] < 2:
-        trend = np.stack([data.mean(axis=1), np.zeros(data.shape[0])], axis=1)
-    else:
-        centred = k - k.mean()
-        slope = data @ centred / (centred @ centred)
-        trend = np.stack([data.mean(axis=1) - slope * k.mean(), slope], axis=1)
-    return data - trend[:, :1] - trend[:, 1:] * k, trend

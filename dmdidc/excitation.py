@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from dmdidc.errors import ParameterError
-from dmdidc.estimator import _as_trajectories
 from dmdidc.regression import QRAccumulator
+from dmdidc.trajectories import as_trajectories
 from privacy.validation import as_generator, check_integer, check_positive
 
 __all__ = ["ExcitationReport", "check_excitation", "random_excitation", "samples_needed"]
@@ -159,7 +159,7 @@ def check_excitation(X: Any, U: Any, max_delay: int, *, rank_rtol: float = 1e-10
     """
     R = check_integer("max_delay", max_delay, minimum=0)
     check_positive("rank_rtol", rank_rtol)
-    trajectories = _as_trajectories(X, U)
+    trajectories = as_trajectories(X, U)
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     accumulator = QRAccumulator(n, m, R)
     for Xi, Ui in trajectories:

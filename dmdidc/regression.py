@@ -34,7 +34,8 @@ import numpy as np
 from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
-           "lagged_inputs"]
+           "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
+           "regression_blocks"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,23 @@ class RegressionSolution:
         Root mean square of each target row.
     rank_tolerance : float
         Singular values at or below it count as zero (rank test).
+    estimator : str
+        ``"ls"`` (least squares), ``"iv"`` (instrumental variables, :mod:`dmdidc.instrumental`)
+        or ``"huber"`` (robust M-estimation, :mod:`dmdidc.robust`).  For IV and Huber,
+        ``residual_covariance kron unscaled_covariance`` is that estimator's asymptotic
+        covariance: IV ``Sigma kron (Phi P_Z Phi^T)^+`` with ``P_Z`` the projection on the
+        instruments; Huber ``V kron (Phi Phi^T)^+`` with ``V`` the sandwich
+        ``D^-1 E[psi psi^T] D^-T`` of the score (both in place of the least-squares pair).
+    intercepts : int
+        Means removed before the fit (one per centred trajectory of
+        :class:`~dmdidc.SufficientStatistics`); each costs a residual degree of freedom.
+    noise_covariance : ndarray, shape (n p, n p), optional
+        Covariance of ``vec(Theta)`` (row by row) added by privacy noise on the statistics
+        (:meth:`dmdidc.DMDidc.fit_statistics`); ``None`` for data.
+    instrument_strength : float, optional
+        IV only: the smallest canonical correlation between the regressors and the
+        instruments, in (0, 1] (1 for a regressor that instruments itself; near 0 means weak
+        instruments and large standard errors).
     """
 
     coefficients: np.ndarray
@@ -88,6 +106,10 @@ class RegressionSolution:
     residual_mean: np.ndarray
     target_rms: np.ndarray
     rank_tolerance: float = 0.0
+    estimator: str = "ls"
+    intercepts: int = 0
+    noise_covariance: np.ndarray | None = None
+    instrument_strength: float | None = None
 
     @property
     def relative_residual(self) -> float:
@@ -104,14 +126,46 @@ class RegressionSolution:
 
     @property
     def dof(self) -> int:
-        """Residual degrees of freedom ``N - rank``."""
-        return self.n_samples - self.rank
+        """Residual degrees of freedom ``N - rank - intercepts``."""
+        return self.n_samples - self.rank - self.intercepts
 
     @property
     def standard_errors(self) -> np.ndarray:
-        """Standard error of every coefficient, shape (n, p) (see ``unscaled_covariance``)."""
-        return np.sqrt(np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
-                                np.clip(np.diag(self.unscaled_covariance), 0.0, None)))
+        """Standard error of every coefficient, shape (n, p) (see ``covariance``)."""
+        variance = np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
+                            np.clip(np.diag(self.unscaled_covariance), 0.0, None))
+        if self.noise_covariance is not None:
+            variance = variance + np.diag(self.noise_covariance).reshape(variance.shape)
+        return np.sqrt(variance)
+
+    def covariance(self) -> np.ndarray:
+        """Covariance of ``vec(Theta)`` (row by row: entry ``a p + c`` is ``Theta[a, c]``).
+
+        ``residual_covariance kron unscaled_covariance``, plus ``noise_covariance`` for
+        privatized statistics.
+
+        Returns
+        -------
+        ndarray, shape (n p, n p)
+        """
+        total = np.kron(self.residual_covariance, self.unscaled_covariance)
+        return total if self.noise_covariance is None else total + self.noise_covariance
+
+    def column_covariances(self, columns: np.ndarray) -> np.ndarray:
+        """Covariance of the coefficient columns ``Theta[:, c]`` for each ``c`` in ``columns``.
+
+        Returns
+        -------
+        ndarray, shape (len(columns), n, n)
+        """
+        columns = np.asarray(columns, dtype=int)
+        diag = np.diag(self.unscaled_covariance)[columns]
+        out = diag[:, None, None] * self.residual_covariance[None]
+        if self.noise_covariance is not None:
+            n, p = self.coefficients.shape
+            noise = self.noise_covariance.reshape(n, p, n, p)
+            out = out + noise[:, columns, :, columns]
+        return out
 
 
 def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
@@ -129,6 +183,35 @@ def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
     """
     m, K = U.shape
     return np.concatenate([U[:, max_delay - j:K - j] for j in range(max_delay + 1)], axis=0)
+
+
+def regression_blocks(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int,
+                      block: int | None = None):
+    """Regression samples of in-memory trajectories, block by block (bounded memory).
+
+    Parameters
+    ----------
+    trajectories : list of (X (n, K+1), U (m, K))
+    max_delay : int
+        ``R``: samples ``k = R .. K-1`` of every trajectory.
+    block : int, optional
+        Samples per block (default: a cache-sized block).
+
+    Yields
+    ------
+    Phi : ndarray, shape (n + m (R + 1), L)
+        ``[x_k; u_k; ...; u_{k-R}]``.
+    Y : ndarray, shape (n, L)
+        ``x_{k+1}``.
+    """
+    block = block or _GRAM_BLOCK
+    R = max_delay
+    for X, U in trajectories:
+        padded = np.concatenate([np.zeros((U.shape[0], R)), U], axis=1)
+        for a in range(R, U.shape[1], block):
+            b = min(a + block, U.shape[1])
+            yield (np.concatenate([X[:, a:b], lagged_inputs(padded[:, a:b + R], R)]),
+                   X[:, a + 1:b + 1])
 
 
 class _Accumulator:
@@ -181,18 +264,10 @@ class _Accumulator:
                 residual_matrix: np.ndarray, target_gram_diag: np.ndarray,
                 unscaled: np.ndarray, rank_tolerance: float) -> RegressionSolution:
         """Assemble a :class:`RegressionSolution` (residual matrix ``E E^T``, n x n)."""
-        N = self.n_samples
-        residual_matrix = 0.5 * (residual_matrix + residual_matrix.T)
-        target_sq = float(np.sum(target_gram_diag))
-        return RegressionSolution(
-            coefficients=coefficients, singular_values=singular, rank=rank, n_samples=N,
-            residual_norm=float(np.sqrt(max(np.trace(residual_matrix), 0.0))),
-            target_norm=float(np.sqrt(max(target_sq, 0.0))),
-            residual_covariance=residual_matrix / max(N - rank, 1),
-            unscaled_covariance=0.5 * (unscaled + unscaled.T),
-            residual_mean=(self.target_sum - coefficients @ self.regressor_sum) / max(N, 1),
-            target_rms=np.sqrt(np.clip(target_gram_diag, 0.0, None) / max(N, 1)),
-            rank_tolerance=rank_tolerance)
+        return assemble_solution(coefficients, singular, rank, residual_matrix,
+                                 target_gram_diag, unscaled, rank_tolerance,
+                                 n_samples=self.n_samples, regressor_sum=self.regressor_sum,
+                                 target_sum=self.target_sum)
 
     def _add(self, states: np.ndarray, window: np.ndarray) -> None:
         L = states.shape[1] - 1
@@ -322,36 +397,14 @@ class GramAccumulator(_Accumulator):
         gram[self.n:, self.n:] += self._inputs_done + self._current_input_gram()
         return gram
 
-    def _factors(self, svd_rank: int | None, rank_rtol: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """Equilibration and eigen-decomposition of the Gram matrix, with the rank test."""
-        gram = self.symmetric_gram()
-        scale = _column_scale(np.sqrt(np.clip(np.diag(gram), 0.0, None)))
-        eigenvalues, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
-        order = np.argsort(eigenvalues)[::-1]
-        eigenvalues, vectors = eigenvalues[order], vectors[:, order]
-        singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
-        # Singular values from a Gram matrix carry absolute errors ~sqrt(eps) * largest, so an
-        # exactly rank-deficient matrix can show ~2e-8; below 10 sqrt(eps) nothing is resolved.
-        rank, tol = _choose_rank(singular, svd_rank, rank_rtol, self.p, self.n_samples,
-                                 rank_floor=_GRAM_RANK_FLOOR)
-        return scale, eigenvalues[:rank], vectors[:, :rank], singular, rank, tol
-
     def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
                  ) -> RegressionSolution:
         """Solve the equilibrated normal equations (see the module notes)."""
-        scale, eigenvalues, V, singular, rank, tol = self._factors(svd_rank, rank_rtol)
-        projected = (self.cross / scale) @ V
-        coefficients = (projected / eigenvalues) @ V.T / scale
-        return self._gram_result(coefficients, projected, eigenvalues, V, scale, singular,
-                                 rank, tol)
-
-    def _gram_result(self, coefficients, projected, eigenvalues, V, scale, singular, rank,
-                     tol) -> RegressionSolution:
-        residual = self.target_gram - (projected / eigenvalues) @ projected.T
-        unscaled = (V / eigenvalues) @ V.T / np.outer(scale, scale)
-        return self._result(coefficients, singular, rank, residual, np.diag(self.target_gram),
-                            unscaled, tol)
+        return solve_normal_equations(self.symmetric_gram(), self.cross, self.target_gram,
+                                      n_samples=self.n_samples,
+                                      regressor_sum=self.regressor_sum,
+                                      target_sum=self.target_sum, svd_rank=svd_rank,
+                                      rank_rtol=rank_rtol)
 
     def refine(self, solution: RegressionSolution,
                trajectories: list[tuple[np.ndarray, np.ndarray]]) -> RegressionSolution:
@@ -374,18 +427,14 @@ class GramAccumulator(_Accumulator):
         cond = solution.condition_number
         contraction = min(cond * cond * eps, 0.5)
         passes = int(np.clip(np.ceil(np.log(cond * eps) / np.log(contraction) - 1), 1, 3))
-        scale, eigenvalues, V, singular, rank, tol = self._factors(
-            None if solution.rank == self.p else solution.rank, 0.0)
+        scale, eigenvalues, V, _, _, _ = gram_factors(
+            self.symmetric_gram(), None if solution.rank == self.p else solution.rank, 0.0,
+            self.n_samples)
         coefficients = solution.coefficients
-        R = self.R
         for _ in range(passes):
             correction = np.zeros_like(self.cross)
-            for X, U in trajectories:
-                padded = np.concatenate([np.zeros((self.m, R)), U], axis=1)
-                for a in range(R, U.shape[1], _GRAM_BLOCK):
-                    b = min(a + _GRAM_BLOCK, U.shape[1])
-                    Phi = np.concatenate([X[:, a:b], lagged_inputs(padded[:, a:b + R], R)])
-                    correction += (X[:, a + 1:b + 1] - coefficients @ Phi) @ Phi.T
+            for Phi, Y in regression_blocks(trajectories, self.R):
+                correction += (Y - coefficients @ Phi) @ Phi.T
             coefficients = coefficients + (((correction / scale) @ V) / eigenvalues) @ V.T / scale
         # Residual statistics from the Gram pass: their accuracy is enough for standard errors.
         return dataclasses.replace(
@@ -442,6 +491,75 @@ class QRAccumulator(_Accumulator):
         target_diag = np.sum(self.factor[:, p:] ** 2, axis=0)
         unscaled = (Vt[:rank].T / singular[:rank] ** 2) @ Vt[:rank] / np.outer(scale, scale)
         return self._result(coefficients, singular, rank, residual, target_diag, unscaled, tol)
+
+
+def assemble_solution(coefficients: np.ndarray, singular: np.ndarray, rank: int,
+                      residual_matrix: np.ndarray, target_gram_diag: np.ndarray,
+                      unscaled: np.ndarray, rank_tolerance: float, *, n_samples: int,
+                      regressor_sum: np.ndarray, target_sum: np.ndarray, intercepts: int = 0,
+                      **extra) -> RegressionSolution:
+    """A :class:`RegressionSolution` from the pieces every solver computes.
+
+    ``residual_matrix`` is ``E E^T`` (n x n); the residual covariance divides it by the residual
+    degrees of freedom ``N - rank - intercepts``.  ``extra`` sets the optional fields
+    (``estimator``, ``noise_covariance``, ``instrument_strength``).
+    """
+    N = n_samples
+    residual_matrix = 0.5 * (residual_matrix + residual_matrix.T)
+    target_sq = float(np.sum(target_gram_diag))
+    return RegressionSolution(
+        coefficients=coefficients, singular_values=singular, rank=rank, n_samples=N,
+        residual_norm=float(np.sqrt(max(np.trace(residual_matrix), 0.0))),
+        target_norm=float(np.sqrt(max(target_sq, 0.0))),
+        residual_covariance=residual_matrix / max(N - rank - intercepts, 1),
+        unscaled_covariance=0.5 * (unscaled + unscaled.T),
+        residual_mean=(target_sum - coefficients @ regressor_sum) / max(N, 1),
+        target_rms=np.sqrt(np.clip(target_gram_diag, 0.0, None) / max(N, 1)),
+        rank_tolerance=rank_tolerance, intercepts=intercepts, **extra)
+
+
+def gram_factors(gram: np.ndarray, svd_rank: int | None, rank_rtol: float, n_samples: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
+    """Equilibration and eigen-decomposition of a Gram matrix, with the rank test.
+
+    Returns ``(scale, eigenvalues[:rank], vectors[:, :rank], singular_values, rank, tol)`` of
+    ``gram / outer(scale, scale)`` (``scale`` the column norms).
+    """
+    scale = _column_scale(np.sqrt(np.clip(np.diag(gram), 0.0, None)))
+    eigenvalues, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues, vectors = eigenvalues[order], vectors[:, order]
+    singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+    # Singular values from a Gram matrix carry absolute errors ~sqrt(eps) * largest, so an
+    # exactly rank-deficient matrix can show ~2e-8; below 10 sqrt(eps) nothing is resolved.
+    rank, tol = _choose_rank(singular, svd_rank, rank_rtol, gram.shape[0], n_samples,
+                             rank_floor=_GRAM_RANK_FLOOR)
+    return scale, eigenvalues[:rank], vectors[:, :rank], singular, rank, tol
+
+
+def solve_normal_equations(gram: np.ndarray, cross: np.ndarray, target_gram: np.ndarray, *,
+                           n_samples: int, regressor_sum: np.ndarray, target_sum: np.ndarray,
+                           svd_rank: int | None = None, rank_rtol: float = 1e-10,
+                           intercepts: int = 0) -> RegressionSolution:
+    """Least squares from the moments ``Phi Phi^T`` (p, p), ``Y Phi^T`` (n, p), ``Y Y^T``.
+
+    The normal equations are equilibrated by their diagonal and solved through an
+    eigen-decomposition (rank-revealing; see the module notes).
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Fewer samples than regressors, or a rank-deficient Gram matrix.
+    """
+    scale, eigenvalues, V, singular, rank, tol = gram_factors(gram, svd_rank, rank_rtol,
+                                                              n_samples)
+    projected = (cross / scale) @ V
+    coefficients = (projected / eigenvalues) @ V.T / scale
+    residual = target_gram - (projected / eigenvalues) @ projected.T
+    unscaled = (V / eigenvalues) @ V.T / np.outer(scale, scale)
+    return assemble_solution(coefficients, singular, rank, residual, np.diag(target_gram),
+                             unscaled, tol, n_samples=n_samples, regressor_sum=regressor_sum,
+                             target_sum=target_sum, intercepts=intercepts)
 
 
 def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) -> _Accumulator:

@@ -101,6 +101,13 @@ _scale = _bounded(float, 0.0)
 _bound = _bounded(float, 0.0, strict=True)
 
 
+def _max_delay(text: str) -> int | None:
+    """``--max-delay``: an integer >= 0 or ``auto`` (None: chosen from the data)."""
+    if text == "auto":
+        return None
+    return _seed(text)               # an integer >= 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dmdidc`` command."""
     parser = _Parser(
@@ -122,9 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     identify.add_argument("--states", help="CSV of states, one row per sample (K+1 rows)")
     identify.add_argument("--inputs", help="CSV of inputs, one row per sample (K rows)")
     identify.add_argument("--dt", type=float, required=True, help="sampling period T (seconds)")
-    identify.add_argument("--max-delay", type=int, required=True,
-                          help="delay bound R in sampling periods")
+    identify.add_argument("--max-delay", type=_max_delay, required=True,
+                          help="delay bound R in sampling periods, or 'auto' (chosen from the "
+                               "data by an information criterion)")
     identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto")
+    identify.add_argument("--estimator", choices=("ls", "iv", "huber"), default="ls",
+                          help="least squares, instrumental variables (noisy states) or Huber "
+                               "(heavy-tailed noise)")
+    identify.add_argument("--level", type=float, default=0.95,
+                          help="confidence level of the printed intervals")
     identify.add_argument("--detrend", choices=("none", "constant", "linear"), default="none",
                           help="remove each experiment's mean or linear trend from states and "
                                "inputs first (sensor offset, non-zero operating point); the "
@@ -273,8 +286,7 @@ def _run_identify(args: argparse.Namespace) -> int:
     from dmdidc import DMDidc, check_excitation
 
     X, U = _load_data(args)
-    report = check_excitation(X, U, args.max_delay)
-    estimator = DMDidc(max_delay=args.max_delay, method=args.method,
+    estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,
                        detrend=None if args.detrend == "none" else args.detrend,
                        significance=args.significance, block_rtol=args.block_rtol)
     with warnings.catch_warnings(record=True) as caught:
@@ -284,7 +296,7 @@ def _run_identify(args: argparse.Namespace) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     path = model.save(args.out)
     np.set_printoptions(precision=6, suppress=True)
-    print(report)
+    print(check_excitation(X, U, estimator.max_delay_))
     regression = estimator.regression_
     print(f"regression: rank {regression.rank}, condition number "
           f"{regression.condition_number:.3g}, relative residual "
@@ -296,9 +308,12 @@ def _run_identify(args: argparse.Namespace) -> int:
               f"deviations from the operating point")
     print(f"A_d =\n{model.A_d}")
     print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
+    if estimator.delay_bound_ is not None:
+        print(estimator.delay_bound_.summary())
     if model.has_continuous:
         print(f"delay [s] = {model.delay}  (fraction {model.delay_fraction})")
         print(f"A_c =\n{model.A_c}\nB_c =\n{model.B_c}")
+        print(estimator.confidence_intervals(args.level).summary())
     else:
         print(f"no continuous model: {model.continuous_note}")
     for warning in caught:

@@ -80,6 +80,9 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     from simulations.dpsgd_cli import add_dpsgd_actions
     add_dpsgd_actions(actions)  # dpsgd, audit
 
+    from simulations.private_identification_cli import add_private_parsers
+    add_private_parsers(actions)  # identify, sweep (private identification)
+
     parser.set_defaults(handler=run_privacy)
     return parser
 
@@ -105,6 +108,9 @@ def run_privacy(args: argparse.Namespace) -> int:
     if args.privacy_command in ("dpsgd", "audit"):
         from simulations.dpsgd_cli import run_dpsgd_action
         return run_dpsgd_action(args)
+    if args.privacy_command in ("identify", "sweep"):
+        from simulations.private_identification_cli import run_private
+        return run_private(args)
     handlers = {"figures": _run_figures, "epsilon": _run_epsilon,
                 "calibrate": _run_calibrate, "compare": _run_compare}
     return handlers[args.privacy_command](args)

@@ -46,7 +46,7 @@ def test_every_option_has_help_and_shows_its_default():
     sub = add_privacy_parser(parser.add_subparsers(dest="command", required=True))
     commands = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) == {"figures", "epsilon", "calibrate", "compare", "dpsgd",
-                                     "audit"}
+                                     "audit", "identify", "sweep"}
     for name, command in commands.choices.items():
         text = " ".join(command.format_help().split())
         for action in command._actions:

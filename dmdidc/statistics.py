@@ -1,0 +1,684 @@
+"""Sufficient statistics of the DMDidc regression: the value that adds up, is privatized and fitted.
+
+Every estimator that works from moments (least squares and instrumental variables) needs only
+
+    gram = sum_k v_k v_k^T,   sums = sum_k v_k,   n_samples,
+
+of the regression vectors ``v_k = [x_k; u_k; ...; u_{k-R}; x_{k+1}; instruments]`` (dissertation
+eqs. 9.19-9.21; instruments in :mod:`dmdidc.instrumental`).  These sums add up across chunks,
+trajectories and clients, so a fleet can be identified from the sum of its members'
+statistics, privacy can be applied to them once (:meth:`SufficientStatistics.privatize`), and
+:meth:`dmdidc.DMDidc.fit_statistics` fits from them.
+
+Data declared with bounds (``state_bound``, ``input_bound``, ``instrument_bound``) are clipped to
+them and divided by them, so every entry of ``v_k`` lies in [-1, 1]: states and inputs of
+different size then cost the same privacy budget, and the sensitivity does not depend on units
+(:mod:`dmdidc.sensitivity`).  The statistics are stored in these unit-box coordinates;
+``scale`` converts back (variable ``i`` in the data's units is ``scale[i]`` times the stored one).
+
+Layout of ``v_k`` (``d`` entries, in this order): ``x_k`` (n), ``u_{k-j}`` for ``j = 0..R``
+(m each), ``x_{k+1}`` (n), then the extra instrument variables: ``u_{k-R-l}`` for
+``l = 1..L`` (``instruments="inputs"``), ``x_{k-l}`` for ``l = 1..L`` (``"states"``) or
+``e_{k-l}`` for ``l = 0..R+L`` (exogenous signals ``e``).  Every regression sample of a
+trajectory whose lags are all inside it is used: ``k = k0 .. K-1`` with ``k0`` the largest lag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.trajectories import as_trajectories
+from privacy.validation import check_finite_array, check_integer, read_only
+
+__all__ = ["SufficientStatistics", "StatisticsAccumulator", "INSTRUMENT_KINDS"]
+
+#: Kinds of instruments the statistics can carry (``None``: none, least squares only).
+INSTRUMENT_KINDS = ("inputs", "states", "exogenous")
+_BLOCK = 4096
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Which signal and lag each entry of ``v_k`` holds (see the module notes)."""
+
+    n_states: int
+    n_inputs: int
+    max_delay: int
+    instruments: str | None
+    instrument_lags: int
+    n_exogenous: int
+
+    @property
+    def slots(self) -> list[tuple[str, int]]:
+        """``(signal, lag)`` per block of entries; ``("x", -1)`` is the target ``x_{k+1}``."""
+        R, L = self.max_delay, self.instrument_lags
+        slots = [("x", 0)] + [("u", j) for j in range(R + 1)] + [("x", -1)]
+        if self.instruments == "inputs":
+            slots += [("u", R + lag) for lag in range(1, L + 1)]
+        elif self.instruments == "states":
+            slots += [("x", lag) for lag in range(1, L + 1)]
+        elif self.instruments == "exogenous":
+            slots += [("e", lag) for lag in range(R + L + 1)]
+        return slots
+
+    def width(self, signal: str) -> int:
+        return {"x": self.n_states, "u": self.n_inputs, "e": self.n_exogenous}[signal]
+
+    @property
+    def dimension(self) -> int:
+        return sum(self.width(signal) for signal, _ in self.slots)
+
+    @property
+    def n_regressors(self) -> int:
+        return self.n_states + self.n_inputs * (self.max_delay + 1)
+
+    @property
+    def first_sample(self) -> int:
+        """First regression sample ``k0`` of a trajectory (all lags available)."""
+        return max(lag for _, lag in self.slots)
+
+    def max_lag(self, signal: str) -> int:
+        lags = [lag for s, lag in self.slots if s == signal]
+        return max(max(lags), 0) if lags else 0
+
+    @property
+    def instrument_indices(self) -> np.ndarray:
+        """Entries of ``v_k`` used as instruments (empty without instruments)."""
+        if self.instruments is None:
+            return np.zeros(0, dtype=int)
+        n, p = self.n_states, self.n_regressors
+        extra = np.arange(p + n, self.dimension)
+        if self.instruments == "exogenous":
+            return extra
+        return np.concatenate([np.arange(n, p), extra])   # exogenous inputs instrument themselves
+
+    def labels(self) -> list[str]:
+        names = {"x": "x", "u": "u", "e": "e"}
+        out = []
+        for signal, lag in self.slots:
+            when = "k+1" if lag == -1 else ("k" if lag == 0 else f"k-{lag}")
+            out += [f"{names[signal]}{i}[{when}]" for i in range(self.width(signal))]
+        return out
+
+
+def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
+    if value is None:
+        return None
+    array = check_finite_array(name, value)
+    if array.ndim == 0:
+        array = np.full(size, float(array))
+    if array.shape != (size,):
+        raise DimensionError(f"{name} must be a scalar or have shape ({size},); got shape "
+                             f"{array.shape}")
+    if np.any(array <= 0):
+        raise ParameterError(f"{name} must be > 0 (a symmetric bound |value| <= bound); got "
+                             f"{array.tolist()}")
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class SufficientStatistics:
+    """Moments of the DMDidc regression that add up and can be privatized; immutable.
+
+    Build it with :meth:`from_data`; add statistics of several chunks, trajectories or clients
+    with ``+`` (or ``sum``); privatize with :meth:`privatize`; fit with
+    :meth:`dmdidc.DMDidc.fit_statistics`.
+
+    Attributes
+    ----------
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R``.
+    instruments : {None, "inputs", "states", "exogenous"}
+        Which instrument variables ``v_k`` carries (:mod:`dmdidc.instrumental`).
+    instrument_lags : int
+        ``L`` (module notes); 0 without instruments.
+    n_exogenous : int
+        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    gram : ndarray, shape (d, d)
+        ``sum_k v_k v_k^T`` in unit-box coordinates (symmetric, read-only).
+    sums : ndarray, shape (d,)
+        ``sum_k v_k`` (zero when the trajectories were centred).
+    n_samples : int
+        Number of regression samples ``N``.
+    n_trajectories : int
+        Number of trajectories (experiments) summed.
+    intercepts : int
+        Means removed (one per trajectory with ``detrend="constant"``, one for
+        :meth:`centered`); each costs a residual degree of freedom.
+    centering : {"none", "trajectory", "global"}
+        How the means were removed.
+    scale : ndarray, shape (d,)
+        Entry ``i`` of ``v_k`` in the data's units is ``scale[i]`` times the stored one (the
+        declared bounds; 1 without bounds).
+    state_bound, input_bound, instrument_bound : ndarray or None
+        The declared bounds (clip levels) per state, input and exogenous signal.
+    min_trajectory_samples, max_trajectory_samples : int
+        Regression samples of the shortest and longest trajectory (public; the sensitivity
+        of some privacy units depends on them).
+    clipped : int or None
+        Values of the data that were clipped to the bounds (not part of a privatized release:
+        ``None`` there).
+    noise_variance : float
+        Variance of the privacy noise on every released entry (unit-box coordinates; 0 for
+        plain statistics, ``inf`` for SaS noise with ``alpha < 2``).
+    releases : tuple of dmdidc.privatization.PrivacyRelease
+        The privacy guarantee of every privatized release summed into these statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DMDidc, DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = [random_excitation(1, 200, rng=s) for s in range(3)]
+    >>> X = [plant.simulate([0.0], u) for u in U]
+    >>> parts = [SufficientStatistics.from_data(x, u, max_delay=3, state_bound=5.0,
+    ...                                         input_bound=3.0) for x, u in zip(X, U)]
+    >>> total = sum(parts)
+    >>> total.n_samples, total.n_trajectories
+    (591, 3)
+    >>> est = DMDidc(max_delay=3).fit_statistics(total, dt=1.0)
+    >>> np.round(est.delay, 6)
+    array([1.5])
+    """
+
+    n_states: int
+    n_inputs: int
+    max_delay: int
+    instruments: str | None
+    instrument_lags: int
+    n_exogenous: int
+    gram: np.ndarray
+    sums: np.ndarray
+    n_samples: int
+    n_trajectories: int
+    intercepts: int
+    centering: str
+    scale: np.ndarray
+    state_bound: np.ndarray | None
+    input_bound: np.ndarray | None
+    instrument_bound: np.ndarray | None
+    min_trajectory_samples: int
+    max_trajectory_samples: int
+    clipped: int | None = 0
+    noise_variance: float = 0.0
+    releases: tuple = ()
+
+    def __post_init__(self) -> None:
+        for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
+            object.__setattr__(self, name, read_only(getattr(self, name)))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_data(cls, X: Any, U: Any, *, max_delay: int, state_bound: Any = None,
+                  input_bound: Any = None, instruments: Any = None,
+                  instrument_lags: int | None = None, instrument_bound: Any = None,
+                  detrend: str | None = None) -> SufficientStatistics:
+        """Statistics of one or several trajectories.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, K + 1), or a list of such arrays
+            States ``x_0 .. x_K`` (time on the last axis; several trajectories as a list).
+        U : array_like, shape (m, K), or a list of such arrays
+            Inputs ``u_0 .. u_{K-1}``.
+        max_delay : int
+            ``R``, the delay bound in periods.
+        state_bound, input_bound : float or array_like, shape (n,) / (m,), optional
+            Symmetric bounds ``|x_i| <= state_bound[i]``, ``|u_j| <= input_bound[j]``: the
+            data are clipped to them and divided by them (needed by :meth:`privatize`).
+            Clipping must not depend on the data, so subtract a public operating point
+            (e.g. a set point) before, not a data mean.
+        instruments : {None, "inputs", "states"} or array_like, shape (q, K), or a list
+            Extra variables for instrumental variables (:mod:`dmdidc.instrumental`):
+            ``"inputs"`` (inputs lagged beyond ``R``), ``"states"`` (lagged states) or an
+            exogenous signal ``e`` per trajectory (e.g. a known excitation), used at lags
+            ``0 .. R + L``.
+        instrument_lags : int, optional
+            ``L``; default: the smallest giving ``n`` more instruments than regressors.
+        instrument_bound : float or array_like, shape (q,), optional
+            Bound of an exogenous instrument signal (needed to privatize).
+        detrend : {None, "constant"}, default None
+            ``"constant"`` removes each trajectory's mean from its regression samples (an
+            intercept per trajectory: the model is in deviations from each experiment's
+            operating point).
+
+        Returns
+        -------
+        SufficientStatistics
+
+        Raises
+        ------
+        DimensionError, NonFiniteError, ParameterError
+            Malformed data, bounds or options.
+        """
+        trajectories, signals = _trajectories(X, U, instruments)
+        n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+        kind = None if instruments is None else (
+            instruments if isinstance(instruments, str) else "exogenous")
+        q = signals[0].shape[0] if kind == "exogenous" else 0
+        accumulator = StatisticsAccumulator(
+            n, m, max_delay, instruments=kind, instrument_lags=instrument_lags, n_exogenous=q,
+            state_bound=state_bound, input_bound=input_bound, instrument_bound=instrument_bound,
+            detrend=detrend)
+        for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
+            accumulator.new_trajectory()
+            accumulator.update(Xi, Ui, Ei)
+        return accumulator.statistics()
+
+    # ------------------------------------------------------------------ layout
+    @property
+    def _layout(self) -> _Layout:
+        return _Layout(self.n_states, self.n_inputs, self.max_delay, self.instruments,
+                       self.instrument_lags, self.n_exogenous)
+
+    @property
+    def n_regressors(self) -> int:
+        """``p = n + m (R + 1)``."""
+        return self._layout.n_regressors
+
+    @property
+    def labels(self) -> list[str]:
+        """Name of every entry of ``v_k``, e.g. ``"u1[k-2]"``."""
+        return self._layout.labels()
+
+    @property
+    def instrument_indices(self) -> np.ndarray:
+        """Entries of ``v_k`` that are instruments (for :mod:`dmdidc.instrumental`)."""
+        return self._layout.instrument_indices
+
+    @property
+    def released_sums(self) -> bool:
+        """Whether ``sums`` are part of the vector form (not when the data were centred)."""
+        return self.centering == "none"
+
+    # ------------------------------------------------------------------ algebra
+    def _compatible(self, other: SufficientStatistics) -> None:
+        if not isinstance(other, SufficientStatistics):
+            raise ParameterError(f"can only add SufficientStatistics; got "
+                                 f"{type(other).__name__}")
+        mine, theirs = self._layout, other._layout
+        if mine != theirs:
+            raise DimensionError(f"statistics with different layouts cannot be added: {mine} "
+                                 f"and {theirs}")
+        if not np.array_equal(self.scale, other.scale):
+            raise ParameterError("statistics with different bounds (state_bound, input_bound, "
+                                 "instrument_bound) cannot be added: declare the same bounds")
+        if (self.centering == "none") != (other.centering == "none"):
+            raise ParameterError(f"cannot add centred and uncentred statistics (centering "
+                                 f"{self.centering!r} and {other.centering!r})")
+
+    def __add__(self, other: Any) -> SufficientStatistics:
+        if isinstance(other, int) and other == 0:      # sum() starts from 0
+            return self
+        self._compatible(other)
+        clipped = (None if self.clipped is None or other.clipped is None
+                   else self.clipped + other.clipped)
+        centering = self.centering if self.centering == other.centering else "trajectory"
+        return dataclasses.replace(
+            self, gram=self.gram + other.gram, sums=self.sums + other.sums,
+            n_samples=self.n_samples + other.n_samples,
+            n_trajectories=self.n_trajectories + other.n_trajectories,
+            intercepts=self.intercepts + other.intercepts, centering=centering,
+            min_trajectory_samples=min(self.min_trajectory_samples,
+                                       other.min_trajectory_samples),
+            max_trajectory_samples=max(self.max_trajectory_samples,
+                                       other.max_trajectory_samples),
+            clipped=clipped, noise_variance=self.noise_variance + other.noise_variance,
+            releases=self.releases + other.releases)
+
+    __radd__ = __add__
+
+    def centered(self) -> SufficientStatistics:
+        """The statistics with their overall mean removed (one intercept for all samples).
+
+        ``gram - sums sums^T / N``.  To remove each trajectory's own mean, center each part
+        before adding (or use ``from_data(..., detrend="constant")``).
+
+        Raises
+        ------
+        ParameterError
+            Privatized statistics (center before privatizing: the noise on ``sums`` would
+            enter the Gram) or statistics without samples.
+        """
+        if self.releases:
+            raise ParameterError("centered() needs plain statistics; privatized ones carry "
+                                 "noisy sums. Build them with detrend='constant' before "
+                                 "privatizing")
+        if self.n_samples == 0:
+            raise ParameterError("centered() needs at least one sample")
+        if self.centering != "none":
+            return self
+        gram = self.gram - np.outer(self.sums, self.sums) / self.n_samples
+        return dataclasses.replace(self, gram=gram, sums=np.zeros_like(self.sums),
+                                   intercepts=self.intercepts + 1, centering="global")
+
+    # ------------------------------------------------------------------ vector form
+    @property
+    def dimension(self) -> int:
+        """Length of :meth:`to_vector`: the upper triangle of ``gram``, and ``sums`` if
+        :attr:`released_sums`."""
+        d = self.gram.shape[0]
+        return d * (d + 1) // 2 + (d if self.released_sums else 0)
+
+    def to_vector(self) -> np.ndarray:
+        """Flat form: ``gram[triu]`` row by row, then ``sums`` (if released); shape
+        (dimension,).  Each distinct entry appears once (the Gram is symmetric)."""
+        upper = self.gram[np.triu_indices(self.gram.shape[0])]
+        return np.concatenate([upper, self.sums]) if self.released_sums else upper.copy()
+
+    @classmethod
+    def from_vector(cls, vector: Any, *, like: SufficientStatistics,
+                    noise_variance: float | None = None) -> SufficientStatistics:
+        """Statistics with the layout and metadata of ``like`` and the values of ``vector``.
+
+        Parameters
+        ----------
+        vector : array_like, shape (like.dimension,)
+            As :meth:`to_vector` (e.g. a combination computed by federated inference).
+        like : SufficientStatistics
+        noise_variance : float, optional
+            Noise variance per entry of the new values (default: that of ``like``).
+
+        Raises
+        ------
+        DimensionError
+            Wrong length.
+        """
+        vector = check_finite_array("vector", vector, ndim=1)
+        if vector.size != like.dimension:
+            raise DimensionError(f"vector has {vector.size} entries; expected {like.dimension} "
+                                 f"(like.dimension)")
+        d = like.gram.shape[0]
+        rows, cols = np.triu_indices(d)
+        count = rows.size
+        gram = np.zeros((d, d))
+        gram[rows, cols] = vector[:count]
+        gram[cols, rows] = vector[:count]
+        sums = vector[count:] if like.released_sums else np.zeros(d)
+        return dataclasses.replace(
+            like, gram=gram, sums=sums,
+            noise_variance=like.noise_variance if noise_variance is None else noise_variance)
+
+    def noise_covariance(self) -> np.ndarray:
+        """Covariance of the privacy noise on :meth:`to_vector`, shape (dimension, dimension).
+
+        ``noise_variance`` times the identity (every released entry gets independent noise of
+        the same law); zero for plain statistics, ``inf`` on the diagonal for SaS noise with
+        ``alpha < 2`` (no finite variance: see ``releases`` for the noise law).
+        """
+        return np.diag(np.full(self.dimension, float(self.noise_variance)))
+
+    # ------------------------------------------------------------------ privacy
+    @property
+    def privacy(self):
+        """The guarantee of a single privatized release (``None`` for plain statistics and
+        for sums of several releases, whose guarantees are in ``releases``)."""
+        return self.releases[0] if len(self.releases) == 1 else None
+
+    def sensitivity(self, unit: str = "sample", *, window: int | None = None):
+        """How much one privacy unit can move :meth:`to_vector` (:mod:`dmdidc.sensitivity`)."""
+        from dmdidc.sensitivity import statistics_sensitivity
+
+        return statistics_sensitivity(self, unit, window=window)
+
+    def privatize(self, mechanism: str = "gaussian", *, epsilon: float,
+                  delta: float | None = None, unit: str = "sample", window: int | None = None,
+                  alpha: float | None = None,
+                  rng: np.random.Generator | int | None = None) -> SufficientStatistics:
+        """Release the statistics with differential privacy (:mod:`dmdidc.privatization`).
+
+        Parameters
+        ----------
+        mechanism : {"gaussian", "laplace", "sas"}, default "gaussian"
+            Noise added once to the whole vector (one release of dimension
+            :attr:`dimension`): Gaussian with the l2-sensitivity, calibrated to
+            ``(epsilon, delta)``; Laplace or symmetric alpha-stable with the l1-sensitivity,
+            calibrated to pure ``epsilon``.
+        epsilon : float
+        delta : float, optional
+            Needed (and only accepted) for ``"gaussian"``.
+        unit : {"sample", "window", "trajectory"}, default "sample"
+            What neighbouring data sets differ in: one time step (all signals at one ``k``),
+            ``window`` consecutive time steps, or one whole trajectory.
+        window : int, optional
+            Time steps of a window (``unit="window"`` only).
+        alpha : float, optional
+            Stability index in (0, 2) for ``"sas"``.
+        rng : numpy.random.Generator, int or None
+
+        Returns
+        -------
+        SufficientStatistics
+            With the noisy values, ``noise_variance`` and ``privacy``.
+        """
+        from dmdidc.privatization import privatize_statistics
+
+        return privatize_statistics(self, mechanism, epsilon=epsilon, delta=delta, unit=unit,
+                                    window=window, alpha=alpha, rng=rng)
+
+    # ------------------------------------------------------------------ moments
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(gram, sums)`` in the data's units (the stored values times ``scale``)."""
+        return self.gram * np.outer(self.scale, self.scale), self.sums * self.scale
+
+    def __repr__(self) -> str:
+        private = f", privacy={self.privacy}" if self.privacy is not None else ""
+        return (f"SufficientStatistics(n={self.n_states}, m={self.n_inputs}, R={self.max_delay}, "
+                f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
+                f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
+                f"centering={self.centering!r}{private})")
+
+
+class StatisticsAccumulator:
+    """Streaming sums for :class:`SufficientStatistics` (chunks of trajectories).
+
+    ``update(X, U, E)`` adds a chunk of the current trajectory (chunks overlap by one state, as
+    in :meth:`dmdidc.DMDidc.partial_fit`); ``new_trajectory()`` starts another;
+    ``statistics()`` returns the statistics of everything so far.  Memory is independent of the
+    data length.  Per block of samples the variables ``v_k`` are sliced from the lagged signals
+    and ``V V^T`` is one symmetric product (``d^2 / 2`` flops per sample).
+    """
+
+    def __init__(self, n_states: int, n_inputs: int, max_delay: int, *,
+                 instruments: str | None = None, instrument_lags: int | None = None,
+                 n_exogenous: int = 0, state_bound: Any = None, input_bound: Any = None,
+                 instrument_bound: Any = None, detrend: str | None = None) -> None:
+        R = check_integer("max_delay", max_delay, minimum=0)
+        if instruments is not None and instruments not in INSTRUMENT_KINDS:
+            raise ParameterError(f"instruments must be None, 'inputs', 'states' or an array of "
+                                 f"exogenous signals; got {instruments!r}")
+        if detrend not in (None, "constant"):
+            raise ParameterError(f"detrend must be None or 'constant' for statistics (a mean "
+                                 f"per trajectory); got {detrend!r}")
+        n, m = n_states, n_inputs
+        lags = 0 if instruments is None else _default_lags(instruments, instrument_lags, n, m,
+                                                           R, n_exogenous)
+        self.layout = _Layout(n, m, R, instruments, lags, n_exogenous)
+        bounds = {"x": _bound("state_bound", state_bound, n),
+                  "u": _bound("input_bound", input_bound, m),
+                  "e": _bound("instrument_bound", instrument_bound, n_exogenous)
+                  if instruments == "exogenous" else None}
+        if instrument_bound is not None and instruments != "exogenous":
+            raise ParameterError("instrument_bound applies to exogenous instrument signals "
+                                 "only; lagged inputs and states use input_bound / state_bound")
+        self._bounds = bounds
+        self.bounded = bounds["x"] is not None and bounds["u"] is not None and (
+            instruments != "exogenous" or bounds["e"] is not None)
+        if any(b is not None for b in bounds.values()) and not self.bounded:
+            missing = [name for name, key in (("state_bound", "x"), ("input_bound", "u"),
+                                              ("instrument_bound", "e"))
+                       if bounds[key] is None and (key != "e" or instruments == "exogenous")]
+            raise ParameterError(f"declare all bounds or none; missing {missing}")
+        self.detrend = detrend
+        d = self.layout.dimension
+        self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
+        self.n_samples = self.n_trajectories = self.intercepts = 0
+        self.clipped = 0
+        self._lengths: list[int] = []
+        self._open = False
+
+    # per-trajectory state ----------------------------------------------------------------
+    def new_trajectory(self) -> None:
+        """Close the current trajectory (center it if asked) and start a new one."""
+        self._close()
+        d = self.layout.dimension
+        self._gram, self._sums, self._count = np.zeros((d, d)), np.zeros(d), 0
+        self._time = 0
+        self._history = {s: np.zeros((self.layout.width(s), 0)) for s in ("x", "u", "e")}
+        self._last_state: np.ndarray | None = None
+        self._open = True
+
+    def _close(self) -> None:
+        if not self._open:
+            return
+        gram, sums, count = self._folded()
+        self.gram += gram
+        self.sums += sums
+        self.n_samples += count
+        self.n_trajectories += 1
+        self.intercepts += int(self.detrend is not None and count > 0)
+        self._lengths.append(count)
+        self._open = False
+
+    def _folded(self) -> tuple[np.ndarray, np.ndarray, int]:
+        gram, sums, count = self._gram, self._sums, self._count
+        if self.detrend is not None and count > 0:
+            return gram - np.outer(sums, sums) / count, np.zeros_like(sums), count
+        return gram, sums, count
+
+    @property
+    def last_state(self) -> np.ndarray | None:
+        """Last state of the open trajectory, unit-box coordinates (chunks must continue it)."""
+        return getattr(self, "_last_state", None)
+
+    def _scaled(self, signal: str, data: np.ndarray, new_from: int) -> np.ndarray:
+        bound = self._bounds[signal]
+        if bound is None:
+            return data
+        clipped = np.clip(data, -bound[:, None], bound[:, None])
+        self.clipped += int(np.count_nonzero(clipped[:, new_from:] != data[:, new_from:]))
+        return clipped / bound[:, None]
+
+    def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
+        """Add states ``X`` (n, L + 1), inputs ``U`` (m, L) and exogenous instruments ``E``
+        (q, L) of the current trajectory; ``X[:, 0]`` continues the previous chunk."""
+        if not self._open:
+            self.new_trajectory()
+        layout = self.layout
+        continuing = self._time > 0
+        X = self._scaled("x", X, 1 if continuing else 0)
+        U = self._scaled("u", U, 0)
+        E = self._scaled("e", E, 0) if E is not None else np.zeros((0, U.shape[1]))
+        t0, L = self._time, U.shape[1]
+        hist = self._history
+        lag_x, lag_u, lag_e = (layout.max_lag(s) for s in ("x", "u", "e"))
+        # column c of a padded signal is time t0 - lag + c (x also holds x_{t0 + L})
+        padded = {"x": _pad(hist["x"], lag_x, X), "u": _pad(hist["u"], lag_u, U),
+                  "e": _pad(hist["e"], lag_e, E)}
+        origin = {"x": t0 - lag_x, "u": t0 - lag_u, "e": t0 - lag_e}
+        slots = layout.slots
+        first = max(t0, layout.first_sample)
+        for a in range(first, t0 + L, _BLOCK):
+            b = min(a + _BLOCK, t0 + L)
+            V = np.concatenate([padded[s][:, a - lag - origin[s]:b - lag - origin[s]]
+                                for s, lag in slots], axis=0)
+            self._gram += V @ V.T          # numpy's symmetric product (syrk)
+            self._sums += V @ np.ones(b - a)
+            self._count += b - a
+        self._history = {"x": padded["x"][:, max(padded["x"].shape[1] - 1 - lag_x, 0):-1],
+                         "u": padded["u"][:, padded["u"].shape[1] - lag_u:],
+                         "e": padded["e"][:, padded["e"].shape[1] - lag_e:]}
+        self._last_state = X[:, -1].copy()
+        self._time += L
+
+    def statistics(self) -> SufficientStatistics:
+        """The statistics of all data so far (the open trajectory included)."""
+        gram, sums = self.gram.copy(), self.sums.copy()
+        n_samples, n_traj, intercepts = self.n_samples, self.n_trajectories, self.intercepts
+        lengths = list(self._lengths)
+        if self._open:
+            g, s, c = self._folded()
+            gram, sums = gram + g, sums + s
+            n_samples, n_traj = n_samples + c, n_traj + 1
+            intercepts += int(self.detrend is not None and c > 0)
+            lengths.append(c)
+        layout = self.layout
+        ones = {"x": np.ones(layout.n_states), "u": np.ones(layout.n_inputs),
+                "e": np.ones(layout.n_exogenous)}
+        scale = np.concatenate([(self._bounds[s] if self._bounds[s] is not None else ones[s])
+                                for s, _ in layout.slots])
+        gram = 0.5 * (gram + gram.T)
+        return SufficientStatistics(
+            n_states=layout.n_states, n_inputs=layout.n_inputs, max_delay=layout.max_delay,
+            instruments=layout.instruments, instrument_lags=layout.instrument_lags,
+            n_exogenous=layout.n_exogenous, gram=gram, sums=sums, n_samples=n_samples,
+            n_trajectories=n_traj, intercepts=intercepts,
+            centering="trajectory" if self.detrend is not None else "none", scale=scale,
+            state_bound=self._bounds["x"], input_bound=self._bounds["u"],
+            instrument_bound=self._bounds["e"],
+            min_trajectory_samples=min(lengths, default=0),
+            max_trajectory_samples=max(lengths, default=0), clipped=self.clipped)
+
+
+def _pad(history: np.ndarray, lag: int, data: np.ndarray) -> np.ndarray:
+    """``lag`` columns of history (zeros before the trajectory's start) followed by data."""
+    missing = lag - history.shape[1]
+    parts = [np.zeros((data.shape[0], missing))] if missing > 0 else []
+    return np.concatenate(parts + [history[:, history.shape[1] - lag:] if lag else
+                                   history[:, :0], data], axis=1)
+
+
+def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:
+    """``L``: the given value, or the smallest giving ``n`` more instruments than regressors."""
+    p = n + m * (R + 1)
+    if kind == "exogenous" and q < 1:
+        raise DimensionError("exogenous instruments need at least one signal row")
+    if lags is not None:
+        lags = check_integer("instrument_lags", lags, minimum=0 if kind == "exogenous" else 1)
+    else:
+        target = p + n
+        if kind == "inputs":
+            lags = -(-(target - m * (R + 1)) // m)
+        elif kind == "states":
+            lags = -(-(target - m * (R + 1)) // n)
+        else:
+            lags = max(-(-target // q) - R - 1, 0)
+    count = {"inputs": m * (R + 1 + lags), "states": m * (R + 1) + n * lags,
+             "exogenous": q * (R + 1 + lags)}[kind]
+    if count < p:
+        raise ParameterError(f"instrument_lags={lags} gives {count} instruments for {p} "
+                             f"regressors (n + m (R + 1)); instrumental variables need at least "
+                             f"as many instruments as regressors: raise instrument_lags")
+    return lags
+
+
+def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True
+                  ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray | None]]:
+    """Validated trajectories and, for exogenous instruments, their signals."""
+    trajectories = as_trajectories(X, U, check_orientation=check_orientation)
+    if instruments is None or isinstance(instruments, str):
+        if isinstance(instruments, str) and instruments not in ("inputs", "states"):
+            raise ParameterError(f"instruments must be None, 'inputs', 'states' or an array of "
+                                 f"exogenous signals; got {instruments!r}")
+        return trajectories, [None] * len(trajectories)
+    signals = instruments if isinstance(instruments, (list, tuple)) else [instruments]
+    if len(signals) != len(trajectories):
+        raise DimensionError(f"got {len(signals)} instrument signals for {len(trajectories)} "
+                             f"trajectories; give one per trajectory")
+    out = []
+    for i, (E, (_, Ui)) in enumerate(zip(signals, trajectories, strict=True)):
+        E = check_finite_array(f"instruments[{i}]", E)
+        E = E[None] if E.ndim == 1 else E
+        if E.ndim != 2 or E.shape[1] != Ui.shape[1]:
+            raise DimensionError(f"instruments[{i}] has shape {E.shape}; expected (q, "
+                                 f"{Ui.shape[1]}) (one column per input sample)")
+        if out and E.shape[0] != out[0].shape[0]:
+            raise DimensionError(f"instruments[{i}] has {E.shape[0]} rows; the first has "
+                                 f"{out[0].shape[0]}")
+        out.append(E)
+    return trajectories, out

@@ -1,0 +1,76 @@
+"""Trajectory data: validation (time on the last axis) and per-trajectory detrending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dmdidc.errors import DimensionError
+from privacy.validation import check_finite_array
+
+__all__ = ["as_trajectories", "detrended", "remove_trend"]
+
+
+def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Validated ``(X (n, K+1), U (m, K))`` pairs from arrays or lists of trajectories.
+
+    Raises
+    ------
+    DimensionError, NonFiniteError
+        Mismatched lists or sizes, transposed-looking data, non-finite values.
+    """
+    if isinstance(X, (list, tuple)) != isinstance(U, (list, tuple)):
+        raise DimensionError("X and U must both be arrays or both be lists of trajectories")
+    if not isinstance(X, (list, tuple)):
+        X, U = [X], [U]
+    if len(X) != len(U) or not X:
+        raise DimensionError(f"got {len(X)} state and {len(U)} input trajectories; expected the "
+                             f"same positive number")
+    result = []
+    for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
+        tag = f"[{i}]" if len(X) > 1 else ""
+        Xi = check_finite_array(f"X{tag}", Xi, ndim=2)
+        Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
+        if Ui.shape[1] != Xi.shape[1] - 1:
+            raise DimensionError(f"U{tag} has {Ui.shape[1]} samples; expected {Xi.shape[1] - 1} "
+                                 f"(columns of X minus one; time runs along the columns)")
+        if check_orientation and Xi.shape[0] == Ui.shape[0] + 1 and Xi.shape[0] > Xi.shape[1]:
+            raise DimensionError(f"X{tag} has shape {Xi.shape} and U{tag} {Ui.shape}: more states "
+                                 f"than snapshots, which looks like transposed data; time runs "
+                                 f"along the columns (X is (n, K+1), U is (m, K))")
+        if result and (Xi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
+            raise DimensionError(f"trajectory {i} has {Xi.shape[0]} states and {Ui.shape[0]} "
+                                 f"inputs; the first has {result[0][0].shape[0]} and "
+                                 f"{result[0][1].shape[0]}")
+        result.append((Xi, Ui))
+    return result
+
+
+def detrended(trajectories: list[tuple[np.ndarray, np.ndarray]], kind: str
+              ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray, np.ndarray]:
+    """Remove the per-row mean or least-squares line of every trajectory (MATLAB's detrend).
+
+    Returns the detrended trajectories and the trends ``(n_traj, rows, 2)`` of states and
+    inputs: ``[..., 0]`` the value at sample 0, ``[..., 1]`` the slope per sample.
+    """
+    result, state_trends, input_trends = [], [], []
+    for X, U in trajectories:
+        (Xd, x_trend), (Ud, u_trend) = remove_trend(X, kind), remove_trend(U, kind)
+        result.append((Xd, Ud))
+        state_trends.append(x_trend)
+        input_trends.append(u_trend)
+    return result, np.array(state_trends), np.array(input_trends)
+
+
+def remove_trend(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(data - trend, trend)`` per row; ``trend`` (rows, 2) holds value at 0 and slope."""
+    k = np.arange(data.shape[1], dtype=float)
+    if kind == "constant" or data.shape[1] < 2:
+        trend = np.stack([data.mean(axis=1), np.zeros(data.shape[0])], axis=1)
+    else:
+        centred = k - k.mean()
+        slope = data @ centred / (centred @ centred)
+        trend = np.stack([data.mean(axis=1) - slope * k.mean(), slope], axis=1)
+    return data - trend[:, :1] - trend[:, 1:] * k, trend

@@ -1,0 +1,97 @@
+"""``dmdidc privacy identify`` / ``dmdidc privacy sweep`` and the interval output of
+``dmdidc identify``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from simulations.cli import main
+
+
+@pytest.fixture(scope="module")
+def damped_data(tmp_path_factory):
+    plant = DelayedPlant.from_continuous([[-0.2, 1.0], [-1.0, -0.2]], [[1.0], [0.5]], 1.4, 1.0)
+    rng = np.random.default_rng(0)
+    U = rng.uniform(-1.0, 1.0, (1, 60_000))
+    X = plant.simulate(np.zeros(2), U) + 0.02 * rng.standard_normal((2, 60_001))
+    path = tmp_path_factory.mktemp("data") / "data.npz"
+    np.savez(path, X=X, U=U)
+    return path
+
+
+def test_privacy_identify_prints_the_guarantee_and_writes_model_and_json(damped_data, tmp_path,
+                                                                          capsys):
+    out, summary = tmp_path / "model.json", tmp_path / "summary.json"
+    code = main(["privacy", "identify", str(damped_data), "--dt", "1", "--max-delay", "3",
+                 "--state-bound", "4", "--input-bound", "1", "--epsilon", "10", "--delta",
+                 "1e-5", "--seed", "0", "--out", str(out), "--json", str(summary)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    # n = 2, m = 1, R = 3: v_k has 8 entries, 36 distinct Gram entries and 8 sums
+    assert re.search(r"released: 44 statistics, \(\d+(\.\d+)?, 1e-05\)-DP for one time step "
+                     r"replaced \(GaussianMechanism", printed)
+    assert "95 % confidence intervals (asymptotic)" in printed
+    written = json.loads(summary.read_text())
+    assert written["privacy"]["unit"] == "sample" and written["privacy"]["epsilon"] <= 10.0
+    assert written["delay_low"][0] < 1.4 < written["delay_high"][0]
+    assert DelayedPlant.load(out).delay_steps.tolist() == [1]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mechanism", "gaussian"], "needs delta"),
+    (["--mechanism", "laplace", "--alpha", "1.5"], "--alpha needs --mechanism sas"),
+    (["--mechanism", "laplace", "--window", "5"], "--window needs --unit window"),
+    (["--mechanism", "laplace", "--unit", "window"], "needs window=w"),
+    (["--mechanism", "laplace", "--state-bound", "1,2,3"], "3 bounds for 2 channels"),
+])
+def test_privacy_identify_refuses_inconsistent_options(damped_data, tmp_path, capsys, extra,
+                                                       message):
+    args = ["privacy", "identify", str(damped_data), "--dt", "1", "--max-delay", "3",
+            "--state-bound", "4", "--input-bound", "1", "--epsilon", "1",
+            "--out", str(tmp_path / "m.json")]
+    bound = extra.index("--state-bound") if "--state-bound" in extra else None
+    if bound is not None:
+        args[args.index("--state-bound") + 1] = extra[bound + 1]
+        extra = extra[:bound] + extra[bound + 2:]
+    assert main(args + extra) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_privacy_sweep_writes_table_csv_json_and_figure(tmp_path, capsys):
+    out = tmp_path / "study"
+    code = main(["privacy", "sweep", "--out", str(out), "--epsilons", "2", "8", "--units",
+                 "sample", "--samples", "3000", "--mechanisms", "gaussian", "--seeds", "2"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert re.search(r"sample +gaussian +3000 +2 \|", printed) and "ratio" in printed
+    rows = list(csv.DictReader((out / "privacy_study.csv").open()))
+    assert len(rows) == 2 * 2 * 2                     # epsilons x seeds x approaches
+    summary = json.loads((out / "privacy_study.json").read_text())["summary"]
+    stats = [e for e in summary if e["approach"] == "statistics" and e["epsilon"] == 8.0][0]
+    errors = sorted(float(r["delay_error_T"]) for r in rows
+                    if r["approach"] == "statistics" and float(r["epsilon"]) == 8.0)
+    assert float(stats["delay_median"]) in errors
+    assert (out / "privacy_study.png").stat().st_size > 10_000
+
+
+def test_sweep_options_are_checked(tmp_path, capsys):
+    assert main(["privacy", "sweep", "--out", str(tmp_path), "--samples", "1000"]) == 2
+    assert "multiples of length=300" in capsys.readouterr().err
+
+
+def test_identify_with_an_estimator_and_a_chosen_bound_prints_intervals(damped_data, tmp_path,
+                                                                        capsys):
+    code = main(["identify", str(damped_data), "--dt", "1", "--max-delay", "auto",
+                 "--estimator", "iv", "--level", "0.9", "--out", str(tmp_path / "m.json")])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "max_delay chosen: 3" in printed
+    found = re.search(r"90 % confidence intervals \(asymptotic\):\n  r\[0\] = (1\.\d+) \+/- "
+                      r"(0\.\d+) s", printed)
+    assert found and abs(float(found.group(1)) - 1.4) < 0.01 and float(found.group(2)) < 0.01
