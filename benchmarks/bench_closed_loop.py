@@ -74,9 +74,10 @@ def naive_loop(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int
 
 def tight_loop(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int) -> np.ndarray:
     """The unblocked alternative: iterate the lifted closed-loop matrix one step at a time."""
-    from simulations.closed_loop import _lifted_loop, _linear_trajectory
+    from controllers.analysis import lifted_loop
+    from simulations.closed_loop import _linear_trajectory
 
-    F, G, C = _lifted_loop(plant, *controller.feedback_matrices())
+    F, G, C = lifted_loop(plant, *controller.feedback_matrices())
     z0 = np.zeros(F.shape[0])
     z0[:plant.n_states] = x0
     return _linear_trajectory(F + G @ C, z0, None, steps, None, blocked=False)

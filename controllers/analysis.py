@@ -24,33 +24,89 @@ import numpy as np
 from controllers.factory import LINEAR_CONTROLLER_NAMES, make_controller
 from controllers.gains import lqr_gain
 from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from privacy.errors import DimensionError, ParameterError
 from privacy.plotting import new_figure, save_figure
 from privacy.validation import check_finite_array, check_positive
 
 __all__ = [
     "closed_loop_matrix",
+    "feedback_gains",
+    "lifted_loop",
     "spectral_radius",
     "DelayMismatchStudy",
     "delay_mismatch_study",
     "plot_delay_mismatch",
 ]
 
-def _feedback(controller: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    if not hasattr(controller, "feedback_matrices"):
+
+def feedback_gains(controller: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The validated gains of a linear controller for a plant with ``n`` states, ``m`` inputs.
+
+    Parameters
+    ----------
+    controller : object with ``feedback_matrices() -> (K_x, K_u)``
+    n, m : int
+
+    Returns
+    -------
+    K_x : ndarray, shape (m, n)
+    K_u : ndarray, shape (H, m, m)
+        ``K_u[i-1]`` multiplies ``u_{k-i}`` (``None`` or an empty array: ``H = 0``).
+
+    Raises
+    ------
+    ParameterError
+        ``controller`` has no ``feedback_matrices``.
+    DimensionError, NonFiniteError
+        Gains of the wrong shape or with NaN/inf entries.
+    """
+    if not callable(getattr(controller, "feedback_matrices", None)):
         raise ParameterError(f"controller must provide feedback_matrices() -> (K_x, K_u); got "
-                        f"{type(controller).__name__}")
+                             f"{type(controller).__name__}")
     K_x, K_u = controller.feedback_matrices()
-    K_x = np.asarray(K_x, dtype=float)
-    K_u = np.asarray(K_u, dtype=float)
+    K_x = check_finite_array("K_x", K_x, ndim=2)
     if K_x.shape != (m, n):
-        raise DimensionError(f"controller K_x has shape {K_x.shape}; expected ({m}, {n}) "
+        raise DimensionError(f"K_x has shape {K_x.shape}; expected {(m, n)} (inputs x states) "
                              f"for a plant with {n} states and {m} inputs")
+    K_u = np.zeros((0, m, m)) if K_u is None else check_finite_array("K_u", K_u)
+    if K_u.size == 0 and K_u.ndim < 3:
+        K_u = np.zeros((0, m, m))
     if K_u.ndim != 3 or K_u.shape[1:] != (m, m):
-        raise DimensionError(f"controller K_u has shape {K_u.shape}; expected (H, {m}, {m})")
-    if not (np.all(np.isfinite(K_x)) and np.all(np.isfinite(K_u))):
-        raise NonFiniteError("controller feedback matrices contain NaN or infinite entries")
+        raise DimensionError(f"K_u has shape {K_u.shape}; expected (H, {m}, {m}) (K_u[i-1] "
+                             f"multiplies u_(k-i))")
     return K_x, K_u
+
+
+def lifted_loop(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(F, G, C)`` of the loop ``z_{k+1} = F z_k + G u_k``, ``u_k = C z_k``.
+
+    ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]`` with ``L = max(R, H)``: the plant's lifted
+    realization (:meth:`~dmdidc.DelayedPlant.lifted_matrices`, padded to ``L`` past inputs) and
+    the control law as a row block over ``z_k``.  The closed-loop matrix is ``F + G C``.
+
+    Parameters
+    ----------
+    plant : DelayedPlant
+    K_x : ndarray, shape (m, n)
+    K_u : ndarray, shape (H, m, m)
+
+    Returns
+    -------
+    F : ndarray, shape (n + m L, n + m L)
+    G : ndarray, shape (n + m L, m)
+    C : ndarray, shape (m, n + m L)
+    """
+    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    H = K_u.shape[0]
+    L = max(R, H)
+    blocks = np.concatenate([plant.B_blocks, np.zeros((L - R, n, m))], axis=0)
+    F, G = DelayedPlant(plant.A_d, blocks, plant.dt).lifted_matrices()
+    C = np.zeros((m, n + m * L))
+    C[:, :n] = K_x
+    for i in range(H):
+        C[:, n + m * i:n + m * (i + 1)] = K_u[i]
+    return F, G, C
 
 
 def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
@@ -80,25 +136,8 @@ def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
     (6, 6)
     """
     plant = as_plant(true_plant)
-    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
-    K_x, K_u = _feedback(controller, n, m)
-    H = K_u.shape[0]
-    L = max(R, H)
-    size = n + m * L
-    # u_k = K_x x_k + sum_i K_u[i-1] u_{k-i} as a row block over z_k.
-    law = np.zeros((m, size))
-    law[:, :n] = K_x
-    for i in range(1, H + 1):
-        law[:, n + (i - 1) * m:n + i * m] = K_u[i - 1]
-    M = np.zeros((size, size))
-    M[:n, :n] = plant.A_d
-    for j in range(1, R + 1):
-        M[:n, n + (j - 1) * m:n + j * m] += plant.B_blocks[j]
-    M[:n] += plant.B_blocks[0] @ law
-    if L:
-        M[n:n + m] = law
-        M[n + m:, n:n + m * (L - 1)] = np.eye(m * (L - 1))
-    return M
+    F, G, C = lifted_loop(plant, *feedback_gains(controller, plant.n_states, plant.n_inputs))
+    return F + G @ C
 
 
 def spectral_radius(true_plant: Any, controller: Any) -> float:

@@ -6,7 +6,6 @@ from typing import Any
 
 from controllers.feedback import FractionalDelayController, NaiveStateFeedback, PredictiveController
 from controllers.gains import lqr_gain
-from controllers.mpc import DelayedMPC
 from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 from dmdidc.model import as_plant
 from privacy.errors import ParameterError
@@ -62,6 +61,8 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
         if K is not None:
             raise ParameterError("the MPC controller takes no gain K (its terminal weight comes "
                                  "from the Riccati equation); pass Q, R, P instead")
+        from controllers.mpc import DelayedMPC  # cvxpy (~1.5 s to import): only for an MPC
+
         return DelayedMPC(model, **options)
     unknown = sorted(set(options) - _OPTIONS[name])
     if unknown:

@@ -560,7 +560,7 @@ class FractionalDelayController(_LinearFeedback):
             staggered-sampling loop (channel ``j`` resamples at ``p_j T``).
         """
         A_c, B_c, delay = self.plant.require_continuous("nominal_closed_loop")
-        A_d, B_d = zoh_matrices(A_c, B_c, self.plant.dt)
+        A_d, B_d = self.plant.A_d, self.plant.B_d
         if self.reference_delay is not None:
             return A_d - reduced_input_matrix(self.plant, self.reference_delay) @ self._K
         _, fraction = split_delay(delay, self.plant.dt)

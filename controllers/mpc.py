@@ -39,6 +39,7 @@ __all__ = ["DelayedMPC", "MPCResult"]
 INPUT_BOUND_TOLERANCE = 1e-6
 
 _SOLVERS = ("CLARABEL", "OSQP")
+_DEFAULT_STATE_PENALTY = 1e4
 _INACCURATE_POLICIES = ("warn", "raise", "accept")
 #: Default solver settings (overridable with ``solver_options``).  OSQP is asked for tight
 #: tolerances and solution polishing on every solve (cvxpy only polishes warm re-solves when the
@@ -145,10 +146,11 @@ class DelayedMPC:
         ``soft_state_constraints``.
     soft_state_constraints : bool, default False
         Replace the hard state bounds by an exact L1 penalty ``state_penalty * sum(slack)``; the
-        problem is then always feasible.  Ignored without state bounds.
-    state_penalty : float, default 1e4
-        Weight of the slack penalty; it must exceed the constraint multipliers for the soft
-        bounds to be met whenever the hard ones can be.
+        problem is then always feasible.  Needs state bounds.
+    state_penalty : float, optional
+        Weight of the slack penalty (default 1e4; only with ``soft_state_constraints``); it must
+        exceed the constraint multipliers for the soft bounds to be met whenever the hard ones
+        can be.
     solver : {"CLARABEL", "OSQP"}, default "CLARABEL"
         QP solver called through cvxpy.
     warm_start : bool, default True
@@ -186,7 +188,8 @@ class DelayedMPC:
     ------
     ParameterError
         Bad horizon, weights, solver name or policy; ``u_min > u_max`` or ``x_min > x_max``
-        (names the channel); a plant whose input blocks are all zero.
+        (names the channel); a plant whose input blocks are all zero; soft constraints without
+        state bounds, or a ``state_penalty`` without soft constraints.
     DimensionError
         Wrong shapes.
     NonFiniteError
@@ -227,7 +230,7 @@ class DelayedMPC:
 
     def __init__(self, model: Any, *, horizon: int, Q: Any = None, R: Any = None, P: Any = None,
                  u_min: Any = None, u_max: Any = None, x_min: Any = None, x_max: Any = None,
-                 soft_state_constraints: bool = False, state_penalty: float = 1e4,
+                 soft_state_constraints: bool = False, state_penalty: float | None = None,
                  solver: str = "CLARABEL", warm_start: bool = True, inaccurate: str = "warn",
                  solver_options: dict[str, Any] | None = None) -> None:
         plant = as_plant(model)
@@ -244,7 +247,14 @@ class DelayedMPC:
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
         self.soft_state_constraints = bool(soft_state_constraints)
-        self.state_penalty = check_positive("state_penalty", state_penalty)
+        if soft_state_constraints and x_min is None and x_max is None:
+            raise ParameterError("soft_state_constraints needs state bounds (x_min and/or "
+                                 "x_max) to soften")
+        if state_penalty is not None and not soft_state_constraints:
+            raise ParameterError("state_penalty weighs the slack of soft_state_constraints; "
+                                 "set soft_state_constraints=True or leave it out")
+        self.state_penalty = check_positive("state_penalty", _DEFAULT_STATE_PENALTY
+                                            if state_penalty is None else state_penalty)
         if not isinstance(solver, str) or solver.upper() not in _SOLVERS:
             raise ParameterError(f"solver must be one of {_SOLVERS}; got {solver!r}")
         self.solver = solver.upper()
@@ -421,6 +431,9 @@ class DelayedMPC:
                                     **self.solver_options)
         except cp.error.SolverError as exc:
             raise SolverError(f"{self.solver} failed on the MPC problem: {exc}") from exc
+        except TypeError as exc:    # Clarabel's answer to an unknown or mistyped setting
+            raise ParameterError(f"{self.solver} refused solver_options "
+                                 f"{self.solver_options}: {exc}") from exc
         elapsed = time.perf_counter() - start
         status = self._problem.status
         if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):

@@ -25,7 +25,7 @@ from dmdidc.recovery import recover_continuous
 from dmdidc.regression import RegressionSolution
 from dmdidc.selection import DelayBoundSelection
 from dmdidc.sensitivity import StatisticsSensitivity
-from dmdidc.statistics import SufficientStatistics
+from dmdidc.statistics import StatisticsLayout, SufficientStatistics
 
 try:
     __version__ = _version("dmdidc")
@@ -45,6 +45,7 @@ __all__ = [
     "IntervalEstimate",
     "PrivacyRelease",
     "RegressionSolution",
+    "StatisticsLayout",
     "StatisticsSensitivity",
     "SufficientStatistics",
     "block_test",

@@ -3,11 +3,12 @@
 The whole delay of channel ``i`` is the first lag ``j`` whose block column ``b = B^(j)[:, i]``
 is not zero (dissertation eq. 9.66).  Estimated blocks are never exactly zero, and on noisy data
 a block without effect is as large as the noise, so "not zero" is decided statistically.  Column
-``c`` of the regression coefficients has covariance ``C[c, c] * Sigma`` (least squares:
-``C = (Phi Phi^T)^+``, ``Sigma`` the residual covariance, see
+``c`` of the regression coefficients has covariance ``V_c = C[c, c] * Sigma`` (least squares:
+``C = (Phi Phi^T)^+``, ``Sigma`` the residual covariance; instrumental variables and Huber
+supply their own pair, and privatized statistics add the privacy noise's part, see
 :class:`~dmdidc.regression.RegressionSolution`), so
 
-    T^2 = b^T Sigma^{-1} b / C[c, c]
+    T^2 = b^T V_c^{-1} b        (= b^T Sigma^{-1} b / C[c, c] without privacy noise)
 
 is Hotelling's statistic for ``b = 0``: with ``d`` residual degrees of freedom,
 ``(d - n + 1) / (d n) T^2 ~ F(n, d - n + 1)`` under Gaussian errors (``chi^2_n`` as ``d`` grows).

@@ -20,7 +20,14 @@ it has evidence for:
 * **privacy noise**: for privatized statistics, its share of the coefficients' variance is
   named among the causes of a channel without effect (first when it dominates);
 * **no continuous model**: ``A_d`` has no real logarithm (the error says which eigenvalue and
-  why); the relative residual shows whether noise is a plausible cause.
+  why); the relative residual shows whether noise is a plausible cause;
+* **undetermined mode**: an eigenvalue of ``A_d`` that is not significantly away from zero
+  against its standard error (first-order perturbation of the least-squares ``A_d``, Bonferroni
+  over the ``n`` eigenvalues at the block test's level).  Its logarithm, a continuous mode
+  ``log(lambda) / T``, is then not determined (any faster mode fits the data as well), nor are
+  ``A_c``, ``B_c`` and the delay fraction: typically a mode much faster than the sampling
+  period, whose state follows a lagged input (``A_c = diag(-0.1, -30)`` at ``T = 1`` s gives
+  -21 or -23 for the fast mode, depending on the rounding of the data).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression import RegressionSolution
 
-__all__ = ["identification_warnings", "logarithm_evidence"]
+__all__ = ["eigenvalue_standard_errors", "identification_warnings", "logarithm_evidence"]
 
 #: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
 #: moving average (up to ~2x the variance of their mean assumed by the test).
@@ -127,7 +134,63 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
                 f"operating point)")
     if log_error is not None:
         messages.append(f"no continuous-time model ({fit}): {log_error}")
+    elif model.has_continuous:
+        messages.extend(_undetermined_modes(solution, model, test.significance))
     return messages
+
+
+def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of ``A_d`` and their standard errors from the regression's covariance.
+
+    First-order perturbation: ``d lambda = y^H dA x / (y^H x)`` with ``Cov(dA[a, b], dA[c, d])
+    = Sigma[a, c] C[b, d]`` (least squares, :class:`~dmdidc.regression.RegressionSolution`;
+    ``Sigma`` the residual covariance, at least rounding), so ``E |d lambda|^2 = (y^H Sigma y)
+    (x^H C x) / |y^H x|^2``, plus the privacy noise's covariance for privatized statistics
+    (:meth:`~dmdidc.regression.RegressionSolution.covariance`).  Matches Monte Carlo under
+    process noise; conservative for slow modes under measurement noise (errors in variables).
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+    A_d : ndarray, shape (n, n)
+
+    Returns
+    -------
+    eigenvalues : ndarray, shape (n,)
+    standard_errors : ndarray, shape (n,)
+    """
+    n, p = solution.coefficients.shape
+    rounding = np.finfo(float).eps * solution.target_rms
+    cov = solution.covariance() + np.kron(np.diag(rounding ** 2), solution.unscaled_covariance)
+    cov = cov.reshape(n, p, n, p)[:, :n, :, :n].reshape(n * n, n * n)
+    eigenvalues, right = np.linalg.eig(A_d)
+    left = np.linalg.inv(right)             # rows y^H with y^H x = 1
+    gradients = np.einsum("ia,bi->iab", left, right).reshape(n, n * n)
+    errors = np.sqrt(np.abs(np.einsum("ij,jk,ik->i", gradients, cov, gradients.conj())))
+    return eigenvalues, errors
+
+
+def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
+                        significance: float) -> list[str]:
+    eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
+    z = float(special.ndtri(1.0 - significance / (2 * eigenvalues.size)))
+    weak = np.flatnonzero(np.abs(eigenvalues) <= z * errors)
+    if not weak.size:
+        return []
+    found = ", ".join(f"{_number(eigenvalues[i])} (standard error {errors[i]:.2g})"
+                      for i in weak)
+    modes = ", ".join(f"{np.log(complex(eigenvalues[i])).real / model.dt:.4g}" for i in weak)
+    return [f"A_d has eigenvalue(s) {found} within {z:.2g} standard errors of zero (level "
+            f"{significance:g}): the continuous mode(s) log(lambda) / T = {modes} 1/s are not "
+            f"determined by the data (any faster mode fits them as well), and with them A_c, "
+            f"B_c and the delay fraction. Likely cause: a mode much faster than the sampling "
+            f"period T = {model.dt:g} s (its state follows a lagged input); sample faster, or "
+            f"rely on the discrete model (A_d, the blocks and the whole delay are fitted)"]
+
+
+def _number(value: complex) -> str:
+    return f"{value.real:.3g}" if value.imag == 0 else f"{complex(value):.3g}"
 
 
 def _privacy_share(solution: RegressionSolution) -> float:
@@ -138,6 +201,8 @@ def _privacy_share(solution: RegressionSolution) -> float:
     return noise / (noise + sampling) if noise + sampling > 0 else 0.0
 
 
+#: Least squares leaving this fraction of the targets unexplained: noise may bias A_d.
+_NOISY_FIT = 0.05
 #: An eigenvalue within this many standard errors of the negative real axis or of zero: the
 #: data cannot decide on which side it lies.
 _NOISE_STANDARD_ERRORS = 3.0
@@ -152,26 +217,27 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
     undetermined in sign by the data: noise (on the states, or privacy noise) is then the
     likely cause, not the plant.
 
+    Without such an eigenvalue, a least-squares fit that leaves more than 5 % of the targets
+    unexplained still names noise (the errors-in-variables bias is not in the standard errors).
+
     Returns
     -------
     str or None
-        A sentence naming the evidence (``None`` when there is no such eigenvalue).
+        A sentence naming the evidence (``None`` when there is none).
     """
-    n, p = solution.coefficients.shape
-    eigenvalues, right = np.linalg.eig(A_d)
-    left = np.linalg.inv(right).T                       # rows of inv(V): left eigenvectors
-    cov = solution.covariance().reshape(n, p, n, p)[:, :n, :, :n].reshape(n * n, n * n)
+    eigenvalues, errors = eigenvalue_standard_errors(solution, A_d)
     findings = []
-    for k, lam in enumerate(eigenvalues):
+    for lam, se in zip(eigenvalues, errors, strict=True):
         if abs(lam.imag) > 1e-9 * max(abs(lam), 1e-300) or lam.real > 0:
             continue
-        gradient = np.real(np.outer(left[:, k], right[:, k])
-                           / (left[:, k] @ right[:, k])).ravel()
-        se = float(np.sqrt(max(gradient @ cov @ gradient, 0.0)))
         if se > 0 and abs(lam.real) <= _NOISE_STANDARD_ERRORS * se:
             findings.append(f"{lam.real:.3g} +/- {se:.2g} (standard error; "
                             f"{abs(lam.real) / se:.2g} standard errors from zero)")
     if not findings:
+        if solution.estimator == "ls" and solution.relative_residual > _NOISY_FIT:
+            return (f"noise may be the cause: the fit leaves {solution.relative_residual:.2g} of "
+                    f"the targets unexplained, and least squares on noisy states biases A_d "
+                    f"(errors in variables) at any data length; estimator='iv' is consistent")
         return None
     return (f"noise is the likely cause: the eigenvalue(s) {'; '.join(findings)} of A_d are "
             f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "

@@ -19,7 +19,12 @@ import numpy as np
 from scipy.linalg import expm
 
 from privacy.errors import DimensionError, ParameterError
-from privacy.validation import check_finite_array, check_integer, check_positive
+from privacy.validation import (
+    check_finite_array,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+)
 
 __all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
            "first_active_blocks", "check_continuous"]
@@ -48,6 +53,8 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     ------
     DimensionError
         ``A`` not square or ``B`` with another number of rows.
+    ParameterError
+        ``s`` negative or not finite.
 
     Examples
     --------
@@ -59,6 +66,7 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     if np.ndim(A) != 2 or np.ndim(B) != 2 or A.shape[0] != A.shape[1] or B.shape[0] != A.shape[0]:
         raise DimensionError(f"A must be square (n, n) and B (n, m); got shapes {np.shape(A)} "
                              f"and {np.shape(B)}")
+    s = check_nonnegative("hold length s", s)
     n, m = A.shape[0], B.shape[1]
     block = np.zeros((n + m, n + m))
     block[:n, :n] = A
@@ -82,12 +90,17 @@ def split_delay(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     steps : ndarray of int, shape (m,)
     fraction : ndarray of float, shape (m,)
 
+    Raises
+    ------
+    NonFiniteError, ParameterError
+        A NaN, infinite or negative delay, or ``dt <= 0``.
+
     Examples
     --------
     >>> split_delay(np.array([2.5, 4.0]), 2.0)
     (array([1, 2]), array([0.25, 0.  ]))
     """
-    ratio = np.asarray(delay, dtype=float) / check_positive("dt", dt)
+    ratio = _checked_delays(delay) / check_positive("dt", dt)
     nearest = np.round(ratio)
     ratio = np.where(np.abs(ratio - nearest) < _SNAP_STEPS * np.maximum(1.0, nearest), nearest,
                      ratio)
@@ -137,15 +150,20 @@ def check_continuous(A_c: Any, B_c: Any, delay: Any
     n, m = B_c.shape
     if n != A_c.shape[0]:
         raise DimensionError(f"B_c has {n} rows; expected {A_c.shape[0]} (the size of A_c)")
-    delay = check_finite_array("delay", delay)
+    delay = _checked_delays(delay)
     if delay.ndim == 0:
         delay = np.full(m, float(delay))
     if delay.shape != (m,):
         raise DimensionError(f"delay has shape {delay.shape}; expected a scalar or ({m},) (one "
                              f"per input channel, the columns of B_c)")
+    return A_c, B_c, delay
+
+
+def _checked_delays(delay: Any) -> np.ndarray:
+    delay = check_finite_array("delay", delay)
     if np.any(delay < 0):
         raise ParameterError(f"delay must be >= 0 seconds; got {delay.tolist()}")
-    return A_c, B_c, delay
+    return delay
 
 
 def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,

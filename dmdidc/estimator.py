@@ -45,12 +45,8 @@ from dmdidc.recovery import recover_continuous
 from dmdidc.regression import GramAccumulator, RegressionSolution, make_accumulator
 from dmdidc.robust import huber_solution
 from dmdidc.selection import DelayBoundSelection, largest_bound, select_max_delay
-from dmdidc.statistics import (
-    INSTRUMENT_KINDS,
-    StatisticsAccumulator,
-    SufficientStatistics,
-    _trajectories,
-)
+from dmdidc.statistics import INSTRUMENT_KINDS, SufficientStatistics, _trajectories
+from dmdidc.statistics_accumulator import StatisticsAccumulator
 from dmdidc.trajectories import detrended, remove_trend
 from privacy.validation import (
     check_finite_array,
@@ -176,7 +172,8 @@ class DMDidc:
     -----
     ContinuousModelWarning
         With the evidence, when a channel shows no significant effect, a delay reaches the
-        bound ``max_delay``, the residuals show an offset, or ``A_d`` has no real logarithm
+        bound ``max_delay``, the residuals show an offset, ``A_d`` has no real logarithm or an
+        eigenvalue not significantly away from zero
         (:mod:`dmdidc.diagnostics`).
 
     Notes

@@ -53,6 +53,9 @@ FORMAT_VERSION = 2
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
 #: that went through JSON or ``from_continuous``), far below any hand edit.
 CONSISTENCY_RTOL = 1e-8
+#: The fields of a model file (:meth:`DelayedPlant.from_dict`); any other is refused.
+_FIELDS = ("format_version", "dt", "A_d", "B_blocks", "A_c", "B_c", "delay", "max_delay",
+           "continuous_note")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +86,8 @@ class DelayedPlant:
         Malformed arrays or ``dt``.
     InconsistentModelError
         ``A_c``, ``B_c`` and ``delay`` given with a discrete part that is not their exact
-        discretization (relative difference above :data:`CONSISTENCY_RTOL`).
+        discretization (relative difference above :data:`CONSISTENCY_RTOL`, or a non-zero entry
+        in a block that the delay leaves exactly zero).
 
     Notes
     -----
@@ -392,16 +396,19 @@ class DelayedPlant:
         """Inverse of :meth:`to_dict`; also reads files written by hand or by older versions.
 
         Accepted fields: ``dt`` and a discrete part (``A_d``, ``B_blocks``), a continuous part
-        (``A_c``, ``B_c``, ``delay``, optionally ``max_delay``), or both.  With only the
-        continuous part the discrete one is derived (:meth:`from_continuous`).  With both they
-        must agree (:data:`CONSISTENCY_RTOL`), except in files without ``format_version``
+        (``A_c``, ``B_c``, ``delay``, optionally ``max_delay``), or both; also
+        ``format_version`` and ``continuous_note``.  Any other field is refused (a misspelt
+        name must not drop a part silently), as is a ``max_delay`` the blocks contradict.  With
+        only the continuous part the discrete one is derived (:meth:`from_continuous`).  With
+        both they must agree (:data:`CONSISTENCY_RTOL`), except in files without ``format_version``
         (version 1, written before the rule): there the discrete part is re-derived from the
         continuous one, with a :class:`~dmdidc.ContinuousModelWarning` giving the difference.
 
         Raises
         ------
         ParameterError
-            ``data`` is not a mapping, a field is missing, or the format version is unknown.
+            ``data`` is not a mapping, a field is missing or unknown, ``max_delay`` disagrees
+            with ``B_blocks``, or the format version is unknown.
         DimensionError, NonFiniteError
             Malformed arrays.
         InconsistentModelError
@@ -411,6 +418,10 @@ class DelayedPlant:
             raise ParameterError(f"model data must be a JSON object (a mapping) with the fields "
                                  f"'dt' and 'A_d', 'B_blocks' and/or 'A_c', 'B_c', 'delay'; got "
                                  f"{type(data).__name__}")
+        unknown = sorted(set(data) - set(_FIELDS), key=str)
+        if unknown:
+            raise ParameterError(f"model data has unknown field(s) {unknown} (misspelt?); "
+                                 f"accepted: {list(_FIELDS)}")
         version = data.get("format_version", 1)
         if isinstance(version, np.ndarray):
             version = version.item()
@@ -428,12 +439,19 @@ class DelayedPlant:
         if not discrete and not continuous:
             raise ParameterError(f"model data is missing the field(s) {missing_discrete} (or a "
                                  f"continuous model 'A_c', 'B_c', 'delay' to derive them from)")
+        max_delay = data.get("max_delay")
+        if max_delay is not None:
+            max_delay = check_integer("max_delay", max_delay, minimum=0)
+        if discrete:
+            A_d = check_finite_array("A_d", data["A_d"], ndim=2)
+            B_blocks = check_finite_array("B_blocks", data["B_blocks"])
+            blocks_max_delay = B_blocks.shape[0] - 1 if B_blocks.ndim == 3 else 0
+            if max_delay is not None and max_delay != blocks_max_delay:
+                raise ParameterError(f"model data has max_delay {max_delay} but B_blocks has "
+                                     f"{blocks_max_delay + 1} block(s), so max_delay "
+                                     f"{blocks_max_delay}; drop max_delay or make them agree")
+            max_delay = blocks_max_delay
         if continuous and (not discrete or version == 1):
-            max_delay = data.get("max_delay")
-            if discrete:
-                A_d = check_finite_array("A_d", data["A_d"], ndim=2)
-                B_blocks = check_finite_array("B_blocks", data["B_blocks"])
-                max_delay = B_blocks.shape[0] - 1 if B_blocks.ndim == 3 else 0
             derived = cls.from_continuous(data["A_c"], data["B_c"], data["delay"], data["dt"],
                                           max_delay=max_delay)
             if discrete:
@@ -446,7 +464,7 @@ class DelayedPlant:
                                f"A_c, B_c and delay. Save the model again to store the "
                                f"consistent version {FORMAT_VERSION}")
             return derived
-        return cls(data["A_d"], data["B_blocks"], data["dt"], A_c=data.get("A_c"),
+        return cls(A_d, B_blocks, data["dt"], A_c=data.get("A_c"),
                    B_c=data.get("B_c"), delay=data.get("delay"),
                    continuous_note=data.get("continuous_note"))
 
@@ -536,6 +554,16 @@ def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_
             f"{CONSISTENCY_RTOL:g}), largest in block B^({int(j)}), channel {int(i)} "
             f"(active blocks of the continuous model: "
             f"{np.flatnonzero(exact.active_blocks[:, i]).tolist()}). " + advice)
+    # Which blocks act is a fact, not a value with a tolerance: a rounding-level entry where the
+    # discretization has an exact zero would move the whole delay read from the blocks.
+    given = np.any(B_blocks != 0, axis=1)
+    for i in np.flatnonzero(np.any(given != exact.active_blocks, axis=0)):
+        ours, theirs = (np.flatnonzero(a[:, i]).tolist() for a in (given, exact.active_blocks))
+        raise InconsistentModelError(
+            f"channel {int(i)} acts through blocks {ours} of B_blocks (whole delay "
+            f"{ours[0] if ours else 0}) but through {theirs} in the discretization of its delay "
+            f"{delay[i]:g} s (whole delay {theirs[0] if theirs else 0}); the blocks where the "
+            f"delay gives none must be exactly zero. " + advice)
 
 
 def as_plant(model: Any, name: str = "model") -> DelayedPlant:

@@ -72,9 +72,11 @@ class DelayBoundSelection:
     n_samples: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "candidates", read_only(self.candidates))
+        for name in ("candidates", "first_active"):
+            values = np.array(getattr(self, name), dtype=int)
+            values.flags.writeable = False
+            object.__setattr__(self, name, values)
         object.__setattr__(self, "criterion", read_only(self.criterion))
-        object.__setattr__(self, "first_active", read_only(self.first_active))
 
     def summary(self) -> str:
         """The criterion per candidate and the choice, one line."""

@@ -135,7 +135,7 @@ def statistics_sensitivity(stats, unit: str = "sample", *, window: int | None = 
         raise ParameterError("statistics centred after summing (centered()) have no derived "
                              "sensitivity; center per trajectory with from_data(..., "
                              "detrend='constant') before privatizing")
-    layout = stats._layout
+    layout = stats.layout
     d = layout.dimension
     widths = {s: layout.width(s) for s in ("x", "u", "e")}
     longest = stats.max_trajectory_samples

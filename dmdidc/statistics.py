@@ -33,18 +33,31 @@ import numpy as np
 
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.trajectories import as_trajectories
-from privacy.validation import check_finite_array, check_integer, read_only
+from privacy.validation import check_finite_array, read_only
 
-__all__ = ["SufficientStatistics", "StatisticsAccumulator", "INSTRUMENT_KINDS"]
+__all__ = ["SufficientStatistics", "StatisticsLayout", "INSTRUMENT_KINDS"]
 
 #: Kinds of instruments the statistics can carry (``None``: none, least squares only).
 INSTRUMENT_KINDS = ("inputs", "states", "exogenous")
-_BLOCK = 4096
+#: Samples per chunk in from_data (bounds the working memory, as DMDidc's chunk_size).
+_CHUNK = 65536
 
 
 @dataclass(frozen=True)
-class _Layout:
-    """Which signal and lag each entry of ``v_k`` holds (see the module notes)."""
+class StatisticsLayout:
+    """Which signal and lag each entry of ``v_k`` holds (see the module notes).
+
+    Attributes
+    ----------
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R``.
+    instruments : {None, "inputs", "states", "exogenous"}
+        Which instrument variables ``v_k`` carries (:mod:`dmdidc.instrumental`).
+    instrument_lags : int
+        ``L`` (module notes); 0 without instruments.
+    n_exogenous : int
+        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    """
 
     n_states: int
     n_inputs: int
@@ -106,21 +119,6 @@ class _Layout:
         return out
 
 
-def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
-    if value is None:
-        return None
-    array = check_finite_array(name, value)
-    if array.ndim == 0:
-        array = np.full(size, float(array))
-    if array.shape != (size,):
-        raise DimensionError(f"{name} must be a scalar or have shape ({size},); got shape "
-                             f"{array.shape}")
-    if np.any(array <= 0):
-        raise ParameterError(f"{name} must be > 0 (a symmetric bound |value| <= bound); got "
-                             f"{array.tolist()}")
-    return array
-
-
 @dataclass(frozen=True, eq=False)
 class SufficientStatistics:
     """Moments of the DMDidc regression that add up and can be privatized; immutable.
@@ -131,14 +129,10 @@ class SufficientStatistics:
 
     Attributes
     ----------
-    n_states, n_inputs, max_delay : int
-        ``n``, ``m`` and ``R``.
-    instruments : {None, "inputs", "states", "exogenous"}
-        Which instrument variables ``v_k`` carries (:mod:`dmdidc.instrumental`).
-    instrument_lags : int
-        ``L`` (module notes); 0 without instruments.
-    n_exogenous : int
-        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    layout : StatisticsLayout
+        What ``v_k`` holds; its fields ``n_states``, ``n_inputs``, ``max_delay``,
+        ``instruments``, ``instrument_lags`` and ``n_exogenous`` are also attributes of the
+        statistics.
     gram : ndarray, shape (d, d)
         ``sum_k v_k v_k^T`` in unit-box coordinates (symmetric, read-only).
     sums : ndarray, shape (d,)
@@ -186,12 +180,7 @@ class SufficientStatistics:
     array([1.5])
     """
 
-    n_states: int
-    n_inputs: int
-    max_delay: int
-    instruments: str | None
-    instrument_lags: int
-    n_exogenous: int
+    layout: StatisticsLayout
     gram: np.ndarray
     sums: np.ndarray
     n_samples: int
@@ -256,6 +245,8 @@ class SufficientStatistics:
         DimensionError, NonFiniteError, ParameterError
             Malformed data, bounds or options.
         """
+        from dmdidc.statistics_accumulator import StatisticsAccumulator
+
         trajectories, signals = _trajectories(X, U, instruments)
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         kind = None if instruments is None else (
@@ -267,29 +258,34 @@ class SufficientStatistics:
             detrend=detrend)
         for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
             accumulator.new_trajectory()
-            accumulator.update(Xi, Ui, Ei)
+            for a in range(0, Ui.shape[1], _CHUNK):           # bounded working memory
+                b = min(a + _CHUNK, Ui.shape[1])
+                accumulator.update(Xi[:, a:b + 1], Ui[:, a:b], None if Ei is None else
+                                   Ei[:, a:b])
         return accumulator.statistics()
 
     # ------------------------------------------------------------------ layout
-    @property
-    def _layout(self) -> _Layout:
-        return _Layout(self.n_states, self.n_inputs, self.max_delay, self.instruments,
-                       self.instrument_lags, self.n_exogenous)
+    n_states = property(lambda self: self.layout.n_states, doc="``n``")
+    n_inputs = property(lambda self: self.layout.n_inputs, doc="``m``")
+    max_delay = property(lambda self: self.layout.max_delay, doc="``R``")
+    instruments = property(lambda self: self.layout.instruments, doc="instrument kind")
+    instrument_lags = property(lambda self: self.layout.instrument_lags, doc="``L``")
+    n_exogenous = property(lambda self: self.layout.n_exogenous, doc="exogenous signal rows")
 
     @property
     def n_regressors(self) -> int:
         """``p = n + m (R + 1)``."""
-        return self._layout.n_regressors
+        return self.layout.n_regressors
 
     @property
     def labels(self) -> list[str]:
         """Name of every entry of ``v_k``, e.g. ``"u1[k-2]"``."""
-        return self._layout.labels()
+        return self.layout.labels()
 
     @property
     def instrument_indices(self) -> np.ndarray:
         """Entries of ``v_k`` that are instruments (for :mod:`dmdidc.instrumental`)."""
-        return self._layout.instrument_indices
+        return self.layout.instrument_indices
 
     @property
     def released_sums(self) -> bool:
@@ -301,7 +297,7 @@ class SufficientStatistics:
         if not isinstance(other, SufficientStatistics):
             raise ParameterError(f"can only add SufficientStatistics; got "
                                  f"{type(other).__name__}")
-        mine, theirs = self._layout, other._layout
+        mine, theirs = self.layout, other.layout
         if mine != theirs:
             raise DimensionError(f"statistics with different layouts cannot be added: {mine} "
                                  f"and {theirs}")
@@ -472,189 +468,6 @@ class SufficientStatistics:
                 f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
                 f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
                 f"centering={self.centering!r}{private})")
-
-
-class StatisticsAccumulator:
-    """Streaming sums for :class:`SufficientStatistics` (chunks of trajectories).
-
-    ``update(X, U, E)`` adds a chunk of the current trajectory (chunks overlap by one state, as
-    in :meth:`dmdidc.DMDidc.partial_fit`); ``new_trajectory()`` starts another;
-    ``statistics()`` returns the statistics of everything so far.  Memory is independent of the
-    data length.  Per block of samples the variables ``v_k`` are sliced from the lagged signals
-    and ``V V^T`` is one symmetric product (``d^2 / 2`` flops per sample).
-    """
-
-    def __init__(self, n_states: int, n_inputs: int, max_delay: int, *,
-                 instruments: str | None = None, instrument_lags: int | None = None,
-                 n_exogenous: int = 0, state_bound: Any = None, input_bound: Any = None,
-                 instrument_bound: Any = None, detrend: str | None = None) -> None:
-        R = check_integer("max_delay", max_delay, minimum=0)
-        if instruments is not None and instruments not in INSTRUMENT_KINDS:
-            raise ParameterError(f"instruments must be None, 'inputs', 'states' or an array of "
-                                 f"exogenous signals; got {instruments!r}")
-        if detrend not in (None, "constant"):
-            raise ParameterError(f"detrend must be None or 'constant' for statistics (a mean "
-                                 f"per trajectory); got {detrend!r}")
-        n, m = n_states, n_inputs
-        lags = 0 if instruments is None else _default_lags(instruments, instrument_lags, n, m,
-                                                           R, n_exogenous)
-        self.layout = _Layout(n, m, R, instruments, lags, n_exogenous)
-        bounds = {"x": _bound("state_bound", state_bound, n),
-                  "u": _bound("input_bound", input_bound, m),
-                  "e": _bound("instrument_bound", instrument_bound, n_exogenous)
-                  if instruments == "exogenous" else None}
-        if instrument_bound is not None and instruments != "exogenous":
-            raise ParameterError("instrument_bound applies to exogenous instrument signals "
-                                 "only; lagged inputs and states use input_bound / state_bound")
-        self._bounds = bounds
-        self.bounded = bounds["x"] is not None and bounds["u"] is not None and (
-            instruments != "exogenous" or bounds["e"] is not None)
-        if any(b is not None for b in bounds.values()) and not self.bounded:
-            missing = [name for name, key in (("state_bound", "x"), ("input_bound", "u"),
-                                              ("instrument_bound", "e"))
-                       if bounds[key] is None and (key != "e" or instruments == "exogenous")]
-            raise ParameterError(f"declare all bounds or none; missing {missing}")
-        self.detrend = detrend
-        d = self.layout.dimension
-        self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
-        self.n_samples = self.n_trajectories = self.intercepts = 0
-        self.clipped = 0
-        self._lengths: list[int] = []
-        self._open = False
-
-    # per-trajectory state ----------------------------------------------------------------
-    def new_trajectory(self) -> None:
-        """Close the current trajectory (center it if asked) and start a new one."""
-        self._close()
-        d = self.layout.dimension
-        self._gram, self._sums, self._count = np.zeros((d, d)), np.zeros(d), 0
-        self._time = 0
-        self._history = {s: np.zeros((self.layout.width(s), 0)) for s in ("x", "u", "e")}
-        self._last_state: np.ndarray | None = None
-        self._open = True
-
-    def _close(self) -> None:
-        if not self._open:
-            return
-        gram, sums, count = self._folded()
-        self.gram += gram
-        self.sums += sums
-        self.n_samples += count
-        self.n_trajectories += 1
-        self.intercepts += int(self.detrend is not None and count > 0)
-        self._lengths.append(count)
-        self._open = False
-
-    def _folded(self) -> tuple[np.ndarray, np.ndarray, int]:
-        gram, sums, count = self._gram, self._sums, self._count
-        if self.detrend is not None and count > 0:
-            return gram - np.outer(sums, sums) / count, np.zeros_like(sums), count
-        return gram, sums, count
-
-    @property
-    def last_state(self) -> np.ndarray | None:
-        """Last state of the open trajectory, unit-box coordinates (chunks must continue it)."""
-        return getattr(self, "_last_state", None)
-
-    def _scaled(self, signal: str, data: np.ndarray, new_from: int) -> np.ndarray:
-        bound = self._bounds[signal]
-        if bound is None:
-            return data
-        clipped = np.clip(data, -bound[:, None], bound[:, None])
-        self.clipped += int(np.count_nonzero(clipped[:, new_from:] != data[:, new_from:]))
-        return clipped / bound[:, None]
-
-    def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
-        """Add states ``X`` (n, L + 1), inputs ``U`` (m, L) and exogenous instruments ``E``
-        (q, L) of the current trajectory; ``X[:, 0]`` continues the previous chunk."""
-        if not self._open:
-            self.new_trajectory()
-        layout = self.layout
-        continuing = self._time > 0
-        X = self._scaled("x", X, 1 if continuing else 0)
-        U = self._scaled("u", U, 0)
-        E = self._scaled("e", E, 0) if E is not None else np.zeros((0, U.shape[1]))
-        t0, L = self._time, U.shape[1]
-        hist = self._history
-        lag_x, lag_u, lag_e = (layout.max_lag(s) for s in ("x", "u", "e"))
-        # column c of a padded signal is time t0 - lag + c (x also holds x_{t0 + L})
-        padded = {"x": _pad(hist["x"], lag_x, X), "u": _pad(hist["u"], lag_u, U),
-                  "e": _pad(hist["e"], lag_e, E)}
-        origin = {"x": t0 - lag_x, "u": t0 - lag_u, "e": t0 - lag_e}
-        slots = layout.slots
-        first = max(t0, layout.first_sample)
-        for a in range(first, t0 + L, _BLOCK):
-            b = min(a + _BLOCK, t0 + L)
-            V = np.concatenate([padded[s][:, a - lag - origin[s]:b - lag - origin[s]]
-                                for s, lag in slots], axis=0)
-            self._gram += V @ V.T          # numpy's symmetric product (syrk)
-            self._sums += V @ np.ones(b - a)
-            self._count += b - a
-        self._history = {"x": padded["x"][:, max(padded["x"].shape[1] - 1 - lag_x, 0):-1],
-                         "u": padded["u"][:, padded["u"].shape[1] - lag_u:],
-                         "e": padded["e"][:, padded["e"].shape[1] - lag_e:]}
-        self._last_state = X[:, -1].copy()
-        self._time += L
-
-    def statistics(self) -> SufficientStatistics:
-        """The statistics of all data so far (the open trajectory included)."""
-        gram, sums = self.gram.copy(), self.sums.copy()
-        n_samples, n_traj, intercepts = self.n_samples, self.n_trajectories, self.intercepts
-        lengths = list(self._lengths)
-        if self._open:
-            g, s, c = self._folded()
-            gram, sums = gram + g, sums + s
-            n_samples, n_traj = n_samples + c, n_traj + 1
-            intercepts += int(self.detrend is not None and c > 0)
-            lengths.append(c)
-        layout = self.layout
-        ones = {"x": np.ones(layout.n_states), "u": np.ones(layout.n_inputs),
-                "e": np.ones(layout.n_exogenous)}
-        scale = np.concatenate([(self._bounds[s] if self._bounds[s] is not None else ones[s])
-                                for s, _ in layout.slots])
-        gram = 0.5 * (gram + gram.T)
-        return SufficientStatistics(
-            n_states=layout.n_states, n_inputs=layout.n_inputs, max_delay=layout.max_delay,
-            instruments=layout.instruments, instrument_lags=layout.instrument_lags,
-            n_exogenous=layout.n_exogenous, gram=gram, sums=sums, n_samples=n_samples,
-            n_trajectories=n_traj, intercepts=intercepts,
-            centering="trajectory" if self.detrend is not None else "none", scale=scale,
-            state_bound=self._bounds["x"], input_bound=self._bounds["u"],
-            instrument_bound=self._bounds["e"],
-            min_trajectory_samples=min(lengths, default=0),
-            max_trajectory_samples=max(lengths, default=0), clipped=self.clipped)
-
-
-def _pad(history: np.ndarray, lag: int, data: np.ndarray) -> np.ndarray:
-    """``lag`` columns of history (zeros before the trajectory's start) followed by data."""
-    missing = lag - history.shape[1]
-    parts = [np.zeros((data.shape[0], missing))] if missing > 0 else []
-    return np.concatenate(parts + [history[:, history.shape[1] - lag:] if lag else
-                                   history[:, :0], data], axis=1)
-
-
-def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:
-    """``L``: the given value, or the smallest giving ``n`` more instruments than regressors."""
-    p = n + m * (R + 1)
-    if kind == "exogenous" and q < 1:
-        raise DimensionError("exogenous instruments need at least one signal row")
-    if lags is not None:
-        lags = check_integer("instrument_lags", lags, minimum=0 if kind == "exogenous" else 1)
-    else:
-        target = p + n
-        if kind == "inputs":
-            lags = -(-(target - m * (R + 1)) // m)
-        elif kind == "states":
-            lags = -(-(target - m * (R + 1)) // n)
-        else:
-            lags = max(-(-target // q) - R - 1, 0)
-    count = {"inputs": m * (R + 1 + lags), "states": m * (R + 1) + n * lags,
-             "exogenous": q * (R + 1 + lags)}[kind]
-    if count < p:
-        raise ParameterError(f"instrument_lags={lags} gives {count} instruments for {p} "
-                             f"regressors (n + m (R + 1)); instrumental variables need at least "
-                             f"as many instruments as regressors: raise instrument_lags")
-    return lags
 
 
 def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True

@@ -34,8 +34,11 @@ def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
         Xi = check_finite_array(f"X{tag}", Xi, ndim=2)
         Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
         if Ui.shape[1] != Xi.shape[1] - 1:
+            hint = (f"; the data look transposed: X{tag} has {Xi.shape[0]} rows and U{tag} "
+                    f"{Ui.shape[0]}, one more, as samples would (pass X.T and U.T)"
+                    if Xi.shape[0] == Ui.shape[0] + 1 else "")
             raise DimensionError(f"U{tag} has {Ui.shape[1]} samples; expected {Xi.shape[1] - 1} "
-                                 f"(columns of X minus one; time runs along the columns)")
+                                 f"(columns of X minus one; time runs along the columns){hint}")
         if check_orientation and Xi.shape[0] == Ui.shape[0] + 1 and Xi.shape[0] > Xi.shape[1]:
             raise DimensionError(f"X{tag} has shape {Xi.shape} and U{tag} {Ui.shape}: more states "
                                  f"than snapshots, which looks like transposed data; time runs "

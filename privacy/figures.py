@@ -24,8 +24,7 @@ from privacy import accounting, calibration
 from privacy.mechanisms import SaSMechanism, sas_pure_epsilon
 from privacy.plotting import new_figure, save_figure
 
-__all__ = ["figure_3_6", "figure_3_7", "figure_4_1", "figure_4_6", "all_figures",
-           "calibration_comparison"]
+__all__ = ["figure_3_6", "figure_3_7", "figure_4_1", "figure_4_6", "calibration_comparison"]
 
 
 def _new_axes(title: str) -> tuple[Any, Any]:
@@ -179,13 +178,6 @@ def figure_4_6(out_dir: str | Path, *, alphas: Sequence[float] = (2.0, 1.999, 1.
     ax.set_ylabel(f"epsilon (delta={delta:g})")
     _save(fig, ax, out_dir, "fig4_6_composed_epsilon.png")
     return data
-
-
-def all_figures(out_dir: str | Path) -> dict[str, dict[str, np.ndarray]]:
-    """Write all four figures into ``out_dir``; returns their data keyed by figure name."""
-    return {"fig3_6": figure_3_6(out_dir), "fig3_7": figure_3_7(out_dir),
-            "fig4_1": figure_4_1(out_dir), "fig4_6": figure_4_6(out_dir)}
-
 
 
 def calibration_comparison(*, epsilons: Sequence[float] = (1.0, 3.0, 8.0), delta: float = 1e-5,

@@ -132,7 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     identify.add_argument("--max-delay", type=_max_delay, required=True,
                           help="delay bound R in sampling periods, or 'auto' (chosen from the "
                                "data by an information criterion)")
-    identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto")
+    identify.add_argument("--method", choices=("auto", "gram", "qr"), default="auto",
+                          help="regression solver: normal equations, refined or redone with QR "
+                               "when ill-conditioned (auto), normal equations only (gram), or "
+                               "backward-stable tall-skinny QR (qr)")
     identify.add_argument("--estimator", choices=("ls", "iv", "huber"), default="ls",
                           help="least squares, instrumental variables (noisy states) or Huber "
                                "(heavy-tailed noise)")
@@ -142,9 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="remove each experiment's mean or linear trend from states and "
                                "inputs first (sensor offset, non-zero operating point); the "
                                "model is then in deviations (default: none)")
-    identify.add_argument("--significance", type=float, default=1e-3,
+    identify.add_argument("--significance", type=float,
                           help="family-wise level of the test that decides which input blocks "
-                               "act (default: 0.001)")
+                               "act (default: 0.001; not with --block-rtol)")
     identify.add_argument("--block-rtol", type=float, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")
@@ -218,6 +221,33 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
 
 
+def output_path(out: str | None, *, folder: bool) -> Path | None:
+    """``--out`` as a path, refused before any work when it names the wrong kind of entry.
+
+    Raises
+    ------
+    ParameterError
+        A folder option naming an existing file, or a file option naming a folder.
+    """
+    from privacy.errors import ParameterError
+
+    if out is None:
+        return None
+    path = Path(out)
+    if folder and path.exists() and not path.is_dir():
+        raise ParameterError(f"--out {out!r} is a file; it must name a folder (created if "
+                             f"missing) for the output files")
+    if not folder and path.is_dir():
+        raise ParameterError(f"--out {out!r} is a folder; it must name a file")
+    return path
+
+
+def json_number(value: float) -> float | str:
+    """``value``, or ``"inf"`` / ``"-inf"`` / ``"nan"``: JSON has no non-finite numbers."""
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
 def _existing_outputs(out: str | None) -> dict[Path, tuple[int, int, int]]:
     """The files ``--out`` (a file, or a folder's files) holds before a command runs."""
     if out is None:
@@ -244,8 +274,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         write_study,
     )
 
+    out = output_path(args.out, folder=True)
     config = StudyConfig(seed=args.seed, steps=args.steps)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     total = 2 * len(config.delays_in_periods)
     with tqdm(total=total, desc="Figure 9.1", unit="run", file=sys.stderr) as bar:
@@ -284,11 +314,17 @@ def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
     from dmdidc import DMDidc, check_excitation
+    from privacy.errors import ParameterError
 
+    if args.significance is not None and args.block_rtol is not None:
+        raise ParameterError("--significance has no effect with --block-rtol (the override "
+                             "replaces the significance test); give one of them")
+    test = ({"block_rtol": args.block_rtol} if args.block_rtol is not None else
+            {} if args.significance is None else {"significance": args.significance})
+    output_path(args.out, folder=False)
     X, U = _load_data(args)
     estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,
-                       detrend=None if args.detrend == "none" else args.detrend,
-                       significance=args.significance, block_rtol=args.block_rtol)
+                       detrend=None if args.detrend == "none" else args.detrend, **test)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(X, U, dt=args.dt)
@@ -328,6 +364,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from simulations.closed_loop import simulate_closed_loop
 
     _check_simulate_options(args)
+    out = output_path(args.out, folder=True)
     model = _load_plant(args.model, "model")
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
@@ -344,11 +381,10 @@ def _run_simulate(args: argparse.Namespace) -> int:
                                   measurement_noise=_sampler(args, args.measurement_noise),
                                   fine=plant.has_continuous and args.steps <= _FINE_STEPS,
                                   progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result.to_csv(out / "trajectory.csv")
-    summary = {"controller": args.controller, "steps": args.steps, "cost": float(result.cost),
-               "final_state_norm": float(np.linalg.norm(result.states[:, -1]))}
+    summary = {"controller": args.controller, "steps": args.steps,
+               "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     figure = _plot_trajectory(result, out / "trajectory.png", args.controller)
     print(json.dumps(summary, indent=2))

@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from controllers.analysis import feedback_gains, lifted_loop
 from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
@@ -277,8 +278,10 @@ class ClosedLoopResult:
 
     @property
     def final_norm(self) -> float:
-        """Euclidean norm of the final state ``x_steps``."""
-        return float(np.linalg.norm(self.states[:, -1]))
+        """Euclidean norm of the final state ``x_steps`` (scaled: no overflow above ~1e154)."""
+        x = self.states[:, -1]
+        largest = float(np.max(np.abs(x), initial=0.0))
+        return largest * float(np.linalg.norm(x / largest)) if largest > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON representation (lists of floats; fine trajectory only if computed)."""
@@ -319,36 +322,6 @@ class ClosedLoopResult:
 
 
 # ---------------------------------------------------------------------- linear loops
-def _check_gains(K_x: Any, K_u: Any, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    K_x = check_finite_array("K_x", K_x, ndim=2)
-    if K_x.shape != (m, n):
-        raise DimensionError(f"K_x has shape {K_x.shape}; expected {(m, n)} (inputs x states)")
-    if K_u is None:
-        K_u = np.zeros((0, m, m))
-    K_u = check_finite_array("K_u", K_u)
-    if K_u.ndim == 2 and K_u.size == 0:
-        K_u = np.zeros((0, m, m))
-    if K_u.ndim != 3 or K_u.shape[1:] != (m, m):
-        raise DimensionError(f"K_u has shape {K_u.shape}; expected (H, {m}, {m}) (K_u[i-1] "
-                             f"multiplies u_(k-i))")
-    return K_x, K_u
-
-
-def _lifted_loop(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(F, G, C)`` of ``z_{k+1} = F z_k + G u_k``, ``u_k = C z_k`` with ``L = max(R, H)``."""
-    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
-    H = K_u.shape[0]
-    L = max(R, H)
-    blocks = np.concatenate([plant.B_blocks, np.zeros((L - R, n, m))], axis=0)
-    F, G = DelayedPlant(plant.A_d, blocks, plant.dt).lifted_matrices()
-    C = np.zeros((m, n + m * L))
-    C[:, :n] = K_x
-    for i in range(H):
-        C[:, n + m * i:n + m * (i + 1)] = K_u[i]
-    return F, G, C
-
-
 def _diverged(k: int) -> NonFiniteError:
     return NonFiniteError(f"the closed-loop state is no longer finite at step {k}: the loop "
                           f"diverged (check controllers.spectral_radius) or the "
@@ -359,7 +332,7 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
                 steps: int, W: np.ndarray | None, V: np.ndarray | None,
                 bar: Any) -> tuple[np.ndarray, np.ndarray]:
     n = plant.n_states
-    F, G, C = _lifted_loop(plant, K_x, K_u)
+    F, G, C = lifted_loop(plant, K_x, K_u)
     A_cl = F + G @ C
     z0 = np.zeros(A_cl.shape[0])
     z0[:n] = x0
@@ -472,7 +445,7 @@ def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
 def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, steps: int, *,
                          process_noise: Any = None, measurement_noise: Any = None,
                          rng: np.random.Generator | int | None = None, fine: bool = False,
-                         points_per_step: int = 20, Q: Any = None, R: Any = None,
+                         points_per_step: int | None = None, Q: Any = None, R: Any = None,
                          progress: bool = False, method: str = "auto") -> ClosedLoopResult:
     """Simulate a controller in feedback with the true delayed plant.
 
@@ -499,8 +472,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     fine : bool, default False
         Also compute the exact inter-sample trajectory (needs the plant's continuous model).
         Process noise acts at the sampling instants, so the fine trajectory jumps by ``w_k`` there.
-    points_per_step : int, default 20
-        Instants per sampling period in the fine trajectory.
+    points_per_step : int, optional
+        Instants per sampling period in the fine trajectory (default 20; only with ``fine``).
     Q : array_like, shape (n, n), optional
         State weight of the cost (identity by default).
     R : array_like, shape (m, m), optional
@@ -522,8 +495,9 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     Raises
     ------
     ParameterError
-        For ``steps`` not a non-negative integer, an unknown ``method``, or ``method="linear"``
-        with a controller without ``feedback_matrices``.
+        For ``steps`` not a non-negative integer, an unknown ``method``, ``method="linear"``
+        with a controller without ``feedback_matrices``, or ``points_per_step`` without
+        ``fine``.
     DimensionError
         For a wrong shape of ``x0``, the noise, ``Q``, ``R``, the gains, or of an input returned
         by the controller.
@@ -561,7 +535,10 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     Q = check_weight("Q", Q, n, definite=False)
     R_weight = check_weight("R", R, m, definite=False)
     if fine:
-        check_integer("points_per_step", points_per_step, minimum=1)
+        points_per_step = check_integer("points_per_step", 20 if points_per_step is None
+                                        else points_per_step, minimum=1)
+    elif points_per_step is not None:
+        raise ParameterError("points_per_step needs fine=True (it sets the inter-sample grid)")
     linear = callable(getattr(controller, "feedback_matrices", None))
     if method == "linear" and not linear:
         raise ParameterError(f"method='linear' needs a controller with feedback_matrices(); "
@@ -578,17 +555,17 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     from tqdm.auto import tqdm
 
     controller.reset()
-    # Overflow of a diverging loop is reported as NonFiniteError, not as numpy warnings.
+    # Overflow of a diverging loop is reported as NonFiniteError, not as numpy warnings; a cost
+    # beyond the float range (finite states above ~1e154) is inf.
     with tqdm(total=steps, disable=not progress, desc="closed loop", unit="step") as bar, \
             np.errstate(over="ignore", invalid="ignore"):
         if use_linear:
-            K_x, K_u = _check_gains(*controller.feedback_matrices(), n, m)
+            K_x, K_u = feedback_gains(controller, n, m)
             X, U = _run_linear(plant, K_x, K_u, x0, steps, W, V, bar)
         else:
             X, U = _run_steps(plant, controller, x0, steps, W, V, bar)
-
-    stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
-             + np.sum(U * (R_weight @ U), axis=0))
+        stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
+                 + np.sum(U * (R_weight @ U), axis=0))
     fine_times = fine_states = None
     if fine:
         fine_times, fine_states = fine_grid(plant, X, U, None, points_per_step)

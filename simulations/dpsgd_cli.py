@@ -41,9 +41,8 @@ _HYPER = ("clip_norm", "learning_rate", "sampling_rate", "epochs")
 
 def add_dpsgd_actions(actions: Any) -> None:
     """Add the ``dpsgd`` and ``audit`` actions to the ``privacy`` subparsers object."""
-    fmt = argparse.ArgumentDefaultsHelpFormatter
     study = actions.add_parser(
-        "dpsgd", formatter_class=fmt,
+        "dpsgd",
         help="DP-SGD accuracy vs epsilon: Gaussian vs SaS noise at equal privacy",
         description="Train DP-SGD (numpy; per-example clipping, Poisson sampling) with Gaussian "
                     "and SaS noise calibrated to each target epsilon; write summary.json, "
@@ -77,7 +76,7 @@ def add_dpsgd_actions(actions: Any) -> None:
     study.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     aud = actions.add_parser(
-        "audit", formatter_class=fmt,
+        "audit",
         help="empirical lower bounds on epsilon vs the accountant's claims",
         description="Audit Laplace/Gaussian/SaS mechanisms and DP-SGD (canaries), including "
                     "deliberately mis-calibrated ones; write summary.json ('audits') and "

@@ -51,8 +51,7 @@ def add_serve_action(actions: Any) -> argparse.ArgumentParser:
                     "loopback ports, run one algorithm with 'flwr run', stream progress, write "
                     "OUT/result.json, OUT/history.csv and OUT/checkpoint/, stop everything. "
                     "Either a Ch. 8 experiment (--dataset, --algorithm NAME) or your own "
-                    "factories (--algorithm module:attr --data module:attr --clients N).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "factories (--algorithm module:attr --data module:attr --clients N).")
     serve.add_argument("--algorithm", required=True,
                        help="with --dataset: one of fedinfer, fedavg, fedprox, scaffold, "
                             "fednova, fedlin; otherwise a factory module:attr returning the "

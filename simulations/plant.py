@@ -232,7 +232,7 @@ def fine_grid(plant: DelayedPlant, X: np.ndarray, U: Any, U_past: Any,
 
 
 def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any = None,
-                           points_per_step: int = 20,
+                           points_per_step: int | None = None,
                            times: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact continuous-time trajectory of the true plant, also between the sampling instants.
 
@@ -251,10 +251,11 @@ def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any 
         Held inputs ``u_0 .. u_{K-1}``.
     U_past : array_like, shape (m, R), optional
         Inputs ``u_{-R} .. u_{-1}`` (oldest first); zero by default.
-    points_per_step : int, default 20
-        Number ``P >= 1`` of equally spaced instants per sampling period.
+    points_per_step : int, optional
+        Number ``P >= 1`` of equally spaced instants per sampling period (default 20).
     times : array_like, shape (N,), optional
-        Arbitrary instants in ``[0, K T]`` (seconds) to evaluate instead of the uniform grid.
+        Arbitrary instants in ``[0, K T]`` (seconds) to evaluate instead of the uniform grid
+        (not together with ``points_per_step``).
 
     Returns
     -------
@@ -268,8 +269,8 @@ def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any 
     LogarithmError
         If the plant has no continuous model.
     DimensionError, NonFiniteError, ParameterError
-        For badly shaped or non-finite arrays, ``points_per_step < 1`` or ``times`` outside
-        ``[0, K T]``.
+        For badly shaped or non-finite arrays, ``points_per_step < 1``, ``times`` outside
+        ``[0, K T]``, or both ``points_per_step`` and ``times``.
 
     References
     ----------
@@ -291,7 +292,10 @@ def intersample_trajectory(plant: DelayedPlant, x0: Any, U: Any, *, U_past: Any 
     plant.require_continuous("the inter-sample trajectory")
     X = plant.simulate(x0, U, U_past)
     if times is None:
-        return fine_grid(plant, X, U, U_past, points_per_step)
+        return fine_grid(plant, X, U, U_past, 20 if points_per_step is None else points_per_step)
+    if points_per_step is not None:
+        raise ParameterError("give points_per_step or times, not both (times replaces the "
+                             "uniform grid)")
     t = check_finite_array("times", times, ndim=1)
     K, dt = X.shape[1] - 1, plant.dt
     horizon = K * dt

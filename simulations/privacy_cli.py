@@ -21,50 +21,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from pathlib import Path
 from typing import Any
+
+from simulations.cli import json_number, output_path
 
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
 _FIGURES = ("3.6", "3.7", "4.1", "4.6")
+_FIGURE_4_6_STEPS = 1000
 _FIGURE_FILES = {"3.6": "fig3_6_epsilon_vs_scale.png", "3.7": "fig3_7_cauchy_limits.png",
                  "4.1": "fig4_1_privacy_curves.png", "4.6": "fig4_6_composed_epsilon.png"}
 
 
 def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``privacy`` (subcommands ``figures``, ``epsilon``, ``calibrate``, ``compare``)."""
-    fmt = argparse.ArgumentDefaultsHelpFormatter
+    # The parsers are of the class of the one above (simulations.cli's shows the defaults).
     parser = subparsers.add_parser("privacy", help="SaS/Gaussian privacy: epsilon, calibration, "
-                                                   "figures", formatter_class=fmt,
+                                                   "figures",
                                    description="Differential privacy of SaS noise (alpha = 2 is "
                                                "Gaussian): epsilon (pure or composed), "
                                                "calibration, figures, Gaussian-vs-SaS scales.")
     actions = parser.add_subparsers(dest="privacy_command", required=True)
 
-    figures = actions.add_parser("figures", help="write the seed's Fig. 3.6, 3.7, 4.1, 4.6",
-                                 formatter_class=fmt)
+    figures = actions.add_parser("figures", help="write the seed's Fig. 3.6, 3.7, 4.1, 4.6")
     figures.add_argument("--out", required=True,
                          help="output directory (PNG files; existing ones are overwritten and "
                               "listed as 'overwritten' in the printed JSON)")
     figures.add_argument("--which", nargs="+", default=list(_FIGURES), choices=_FIGURES,
                          help="figures to write")
-    figures.add_argument("--steps", type=int, default=1000,
-                         help="composed releases N of Fig. 4.6 (q = 1e-3, delta = 1e-5)")
+    figures.add_argument("--steps", type=int,
+                         help=f"composed releases N of Fig. 4.6 (q = 1e-3, delta = 1e-5; "
+                              f"default: {_FIGURE_4_6_STEPS}; only with Fig. 4.6)")
 
-    eps = actions.add_parser("epsilon", help="epsilon of SaS noise, one release or composed",
-                             formatter_class=fmt)
+    eps = actions.add_parser("epsilon", help="epsilon of SaS noise, one release or composed")
     _common(eps)
     eps.add_argument("--scale", type=float, required=True, help="SaS scale gamma (> 0)")
 
-    cal = actions.add_parser("calibrate", help="smallest SaS scale meeting a composed epsilon",
-                             formatter_class=fmt)
+    cal = actions.add_parser("calibrate", help="smallest SaS scale meeting a composed epsilon")
     _common(cal)
     cal.add_argument("--epsilon", type=float, required=True, help="target composed epsilon")
 
-    cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)",
-                              formatter_class=fmt)
+    cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)")
     cmp_.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0],
                       help="target composed epsilons")
     cmp_.add_argument("--alphas", type=float, nargs="+", default=[2.0, 1.999, 1.95],
@@ -140,8 +138,8 @@ def _run_epsilon(args: argparse.Namespace) -> int:
                                  sampling_rate=args.sampling_rate, neighboring=_relation(args))
     print(json.dumps({"alpha": mech.alpha, "scale": mech.scale,
                       "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "pure_epsilon_one_release": _num(mech.epsilon),
-                      "expected_distortion": _num(mech.expected_distortion),
+                      "pure_epsilon_one_release": json_number(mech.epsilon),
+                      "expected_distortion": json_number(mech.expected_distortion),
                       **_guarantee_fields(bound)}))
     return 0
 
@@ -169,13 +167,13 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                                  sampling_rate=args.sampling_rate, neighboring=relation)
     print(json.dumps({"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
                       "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "expected_distortion": _num(mech.expected_distortion),
+                      "expected_distortion": json_number(mech.expected_distortion),
                       **_guarantee_fields(bound)}))
     return 0
 
 
 def _guarantee_fields(bound: Any) -> dict[str, Any]:
-    return {"epsilon": _num(bound.epsilon), "delta": bound.delta, "steps": bound.steps,
+    return {"epsilon": json_number(bound.epsilon), "delta": bound.delta, "steps": bound.steps,
             "sampling_rate": bound.sampling_rate, "neighboring": bound.neighboring.value,
             "method": bound.method}
 
@@ -184,8 +182,13 @@ def _run_figures(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from privacy import figures
+    from privacy.errors import ParameterError
 
-    out = Path(args.out)
+    if args.steps is not None and "4.6" not in args.which:
+        raise ParameterError(f"--steps sets N of Fig. 4.6, which --which {' '.join(args.which)} "
+                             f"does not draw; add 4.6 or leave --steps out")
+    steps = _FIGURE_4_6_STEPS if args.steps is None else args.steps
+    out = output_path(args.out, folder=True)
     existing = [_FIGURE_FILES[key] for key in args.which if (out / _FIGURE_FILES[key]).exists()]
     with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar:
         for key in args.which:
@@ -193,7 +196,7 @@ def _run_figures(args: argparse.Namespace) -> int:
             if key == "4.6":   # the slow one (48 composed accountings): its own bar
                 with tqdm(desc="Fig. 4.6 points", unit="point", file=sys.stderr,
                           leave=False) as points:
-                    figures.figure_4_6(out, steps=args.steps, progress=points.update)
+                    figures.figure_4_6(out, steps=steps, progress=points.update)
             else:
                 {"3.6": figures.figure_3_6, "3.7": figures.figure_3_7,
                  "4.1": figures.figure_4_1}[key](out)
@@ -208,7 +211,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
     from privacy import figures
 
-    out = Path(args.out) if args.out else None
+    out = output_path(args.out, folder=False)
     total = len(args.epsilons) * len(args.alphas)
     with tqdm(total=total, desc="calibrating", unit="scale", file=sys.stderr) as bar:
         rows = figures.calibration_comparison(
@@ -219,7 +222,7 @@ def _run_compare(args: argparse.Namespace) -> int:
           f"cells: calibrated SaS scale (ratio to the Gaussian's scale = sigma / sqrt(2))")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([{k: _num(v) for k, v in row.items()} for row in rows],
+        out.write_text(json.dumps([{k: json_number(v) for k, v in row.items()} for row in rows],
                                   indent=1))
     return 0
 
@@ -251,22 +254,12 @@ def comparison_table(rows: list[dict[str, float]], *, sampling_rate: float) -> s
     return "\n".join(lines)
 
 
-def _num(value: float) -> float | str:
-    return value if math.isfinite(value) else "inf"
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m simulations.privacy_cli privacy ...``."""
-    from privacy.errors import ToolboxError
+    """Stand-alone entry point, ``python -m simulations.privacy_cli privacy ...``: the ``dmdidc``
+    command itself (same parser, help and error handling)."""
+    from simulations.cli import main as dmdidc_main
 
-    parser = argparse.ArgumentParser(prog="dmdidc")
-    add_privacy_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (ToolboxError, ValueError, OSError) as exc:
-        print(f"dmdidc privacy: error: {exc}", file=sys.stderr)
-        return 2
+    return dmdidc_main(argv)
 
 
 if __name__ == "__main__":

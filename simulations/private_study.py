@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["PrivacyStudyConfig", "run_privacy_study", "summarize_study", "plot_privacy_study",
-           "write_privacy_study", "simulate_experiments", "privatize_samples", "APPROACHES"]
+           "write_privacy_study", "simulate_experiments", "privatize_samples",
+           "identification_errors", "APPROACHES"]
 
 APPROACHES = ("statistics", "per-sample")
 
@@ -201,12 +202,17 @@ def privatize_samples(X: np.ndarray, *, state_bound: float, mechanism: str, epsi
         mechanism, epsilon, delta, alpha, 2.0 * state_bound * n,
         2.0 * state_bound * math.sqrt(n), n, steps)
     clipped = np.clip(X, -state_bound, state_bound)
-    releases = clipped.transpose(1, 0, 2).reshape(n, -1)      # one column per time step
-    noisy = np.asarray(mech.randomize(releases, rng=rng)).reshape(n, X.shape[0], -1)
-    return noisy.transpose(1, 0, 2), float(achieved), float(achieved_delta)
+    # One n-dimensional release per time step (the accounting above); the coordinates get
+    # i.i.d. noise of the mechanism's law, drawn in one batch of scalar releases.
+    scalar = (dataclasses.replace(mech, dimension=1)
+              if "dimension" in {f.name for f in dataclasses.fields(mech)} else mech)
+    noisy = np.asarray(scalar.randomize(clipped.reshape(1, -1), rng=rng)).reshape(X.shape)
+    return noisy, float(achieved), float(achieved_delta)
 
 
-def _errors(estimator, plant) -> tuple[float, float, bool]:
+def identification_errors(estimator, plant) -> tuple[float, float, bool]:
+    """``(|r_hat - r| / T worst channel, relative A_c error, whole delay right)``; a fit without
+    a continuous model has infinite errors."""
     model = estimator.model_
     right = bool(np.array_equal(model.delay_steps, plant.delay_steps))
     if not model.has_continuous:
@@ -221,7 +227,7 @@ def _fit(make: Callable[[], Any], plant) -> tuple[float, float, bool]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return _errors(make(), plant)
+            return identification_errors(make(), plant)
         except (ToolboxError, np.linalg.LinAlgError):
             return math.inf, math.inf, False
 
@@ -303,7 +309,7 @@ def summarize_study(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         Keys: ``approach, unit, mechanism, samples, epsilon, delay_median, delay_q25,
         delay_q75, A_c_median, A_c_q25, A_c_q75, right_whole_delay, failed, ratio`` (``ratio``:
         median delay error of per-sample over statistics at the same point, on the statistics
-        row; ``inf`` when the per-sample fits fail).
+        row; ``inf`` when the per-sample fits fail, ``nan`` when the statistics' fail).
     """
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
@@ -328,14 +334,15 @@ def summarize_study(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if entry["approach"] == "statistics":
             other = by_key.get(("per-sample", entry["unit"], entry["mechanism"],
                                 entry["samples"], entry["epsilon"]))
-            if other is not None:
-                entry["ratio"] = (other["delay_median"] / entry["delay_median"]
-                                  if entry["delay_median"] > 0 else math.inf)
+            if other is not None:       # nan when the statistics fail too
+                finite = math.isfinite(entry["delay_median"]) and entry["delay_median"] > 0
+                entry["ratio"] = (other["delay_median"] / entry["delay_median"] if finite
+                                  else math.nan)
     return out
 
 
 def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
-                       samples: int | None = None) -> Path:
+                       samples: int | None = None, dpi: int = 75) -> Path:
     """Delay and ``A_c`` errors against epsilon (one column per unit) at one data size.
 
     Lines: median over seeds; bands: 25-75 % of seeds; solid statistics, dashed per-sample;
@@ -372,7 +379,7 @@ def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
                                     color=colors[mechanism], alpha=0.15)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_ylim(top=caps[name] * 1.5)
+            ax.set_ylim(1e-4, caps[name] * 1.5)
             ax.grid(True, which="both", alpha=0.3)
             if row == 0:
                 ax.set_title(f"unit = {unit}")
@@ -381,9 +388,9 @@ def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
             if col == 0:
                 ax.set_ylabel(label)
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle(f"Private identification, README plant, K = {samples:,} samples "
-                 f"(median, band 25-75 % of seeds)")
-    return save_figure(fig, path)
+    fig.suptitle(f"Private identification, README plant, K = {samples:,} samples (median, "
+                 f"band 25-75 % of seeds; failed fits at the top)", fontsize=10)
+    return save_figure(fig, path, dpi=dpi)
 
 
 def write_privacy_study(rows: list[dict[str, Any]], summary: list[dict[str, Any]],

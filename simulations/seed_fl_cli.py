@@ -32,9 +32,8 @@ def _positive_int(text: str) -> int:
 
 def add_seed_fl_actions(actions: Any) -> None:
     """Add ``esn-attack`` and ``sifl`` to ``actions`` (an ``add_subparsers`` object)."""
-    fmt = argparse.ArgumentDefaultsHelpFormatter
     esn = actions.add_parser(
-        "esn-attack", formatter_class=fmt,
+        "esn-attack",
         help="reconstruction attack on federated echo state networks and its DP defence "
              "(seed Ch. 6, Figs. 6.4-6.7)")
     esn.add_argument("--out", required=True, help="output folder (figures, summary.json)")
@@ -59,7 +58,7 @@ def add_seed_fl_actions(actions: Any) -> None:
     esn.set_defaults(handler=run_esn_attack)
 
     sifl = actions.add_parser(
-        "sifl", formatter_class=fmt,
+        "sifl",
         help="immersion-coded FL (SIFL): exactness vs FL, NbAFL baseline, attacks on the codes")
     sifl.add_argument("--out", required=True, help="output folder (figures, summary.json)")
     sifl.add_argument("--dataset", choices=("digits", "breast_cancer"), default="digits",

@@ -88,6 +88,28 @@ def test_seed_radii_table():
         assert rows[factor][1] == pytest.approx(0.152185, abs=1e-5)
 
 
+def test_static_gain_without_history_is_the_plain_lifted_loop():
+    # K_u may be None or empty (H = 0): the loop is the plant's lifted realization closed by K_x
+    from controllers.analysis import feedback_gains, lifted_loop
+
+    plant = seed_plant(1.25)
+    K = lqr_gain(plant)
+    F, G = plant.lifted_matrices()
+    for empty in (None, np.zeros((0, 2, 2)), np.zeros((0,))):
+        class Static:
+            def feedback_matrices(self, empty=empty):
+                return -K, empty
+
+        K_x, K_u = feedback_gains(Static(), 2, 2)
+        assert K_u.shape == (0, 2, 2)
+        expected = F.copy()
+        expected[:, :2] -= G @ K
+        np.testing.assert_allclose(closed_loop_matrix(plant, Static()), expected, atol=1e-15)
+        F_l, G_l, C_l = lifted_loop(plant, K_x, K_u)
+        np.testing.assert_array_equal(F_l, F)
+        np.testing.assert_array_equal(G_l, G)
+
+
 def test_bad_controllers():
     plant = seed_plant(1.25)
 

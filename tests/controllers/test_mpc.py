@@ -296,7 +296,13 @@ def test_bad_horizon(plant, horizon):
     (dict(P=-np.eye(2)), ParameterError, "P"),
     (dict(solver="ECOS"), ParameterError, "solver"),
     (dict(inaccurate="ignore"), ParameterError, "inaccurate"),
-    (dict(state_penalty=0.0), ParameterError, "state_penalty"),
+    (dict(state_penalty=0.0, x_max=1.0, soft_state_constraints=True), ParameterError,
+     "state_penalty"),
+    # settings that would change nothing are refused, not ignored
+    (dict(soft_state_constraints=True), ParameterError,
+     "soft_state_constraints needs state bounds"),
+    (dict(x_max=1.0, state_penalty=100.0), ParameterError,
+     "state_penalty weighs the slack of soft_state_constraints"),
     (dict(warm_start="yes"), ParameterError, "warm_start"),
 ])
 def test_bad_settings(plant, kwargs, error, match):
@@ -385,6 +391,14 @@ def test_iteration_limit_raises(plant):
                      solver_options={"max_iter": 3, "polishing": False})
     with pytest.raises(SolverError, match="user_limit"):
         mpc(np.array([3.0, -2.0]))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_an_option_the_solver_does_not_know_is_a_toolbox_error(plant, solver):
+    # Clarabel raises a bare TypeError, OSQP a cvxpy SolverError; both name the option.
+    mpc = DelayedMPC(plant, horizon=4, solver=solver, solver_options={"bogus_option": 1})
+    with pytest.raises((ParameterError, SolverError), match="bogus_option"):
+        mpc(np.array([1.0, 0.0]))
 
 
 # ---------------------------------------------------------------------- model mismatch, property

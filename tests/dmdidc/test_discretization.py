@@ -16,6 +16,7 @@ from scipy.signal import cont2discrete
 from dmdidc import (
     DelayedPlant,
     DimensionError,
+    NonFiniteError,
     ParameterError,
     delay_blocks,
     split_delay,
@@ -174,6 +175,15 @@ def test_negative_delay_and_bad_dt_raise():
         delay_blocks(A_c, B_c, np.array([0.1]), 0.0)
     with pytest.raises(ParameterError, match="dt"):
         split_delay(np.array([0.1]), 0.0)
+    # the public helpers check what they are given, too (no garbage steps from NaN or -1)
+    with pytest.raises(ParameterError, match=r"delay must be >= 0 seconds; got \[-1.0\]"):
+        split_delay(np.array([-1.0]), 1.0)
+    with pytest.raises(NonFiniteError, match="delay contains 1 NaN"):
+        split_delay(np.array([np.nan]), 1.0)
+    with pytest.raises(ParameterError, match=r"hold length s must be >= 0; got -1.0"):
+        zoh_matrices(A_c, B_c, -1.0)
+    with pytest.raises(ParameterError, match="s must be finite"):
+        zoh_matrices(A_c, B_c, np.inf)
 
 
 def test_delay_count_and_matrix_shapes_are_checked():

@@ -23,6 +23,7 @@ The tests below do not assert copied digits; they compare with the exact discret
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -518,6 +519,28 @@ def test_logarithm_error_under_noise_names_the_eigenvalues_and_the_fast_mode():
     assert evidence and float(evidence.group(3)) < 3.0
 
 
+def test_logarithm_evidence_names_noise_from_the_residual_when_standard_errors_are_small():
+    from dmdidc.diagnostics import logarithm_evidence
+
+    plant = DelayedPlant.from_continuous([[-0.2, 1.0], [0.0, -2.0]], [[0.0], [1.0]], 1.4, 1.0)
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((1, 3000))
+    X = plant.simulate(np.zeros(2), U) + 0.3 * rng.standard_normal((2, 3001))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        solution = DMDidc(max_delay=3).fit(X, U, dt=1.0).regression_
+    assert solution.relative_residual > 0.05
+    # an eigenvalue far (in standard errors) from zero: the bias, not the variance, is to blame
+    precise = dataclasses.replace(solution,
+                                  unscaled_covariance=1e-12 * solution.unscaled_covariance)
+    A_d = np.diag([0.7, -0.5])
+    message = logarithm_evidence(precise, A_d)
+    assert message.startswith("noise may be the cause: the fit leaves 0.") and "'iv'" in message
+    assert logarithm_evidence(dataclasses.replace(precise, estimator="iv"), A_d) is None
+    wide = logarithm_evidence(solution, np.diag([0.7, -1e-4]))
+    assert wide.startswith("noise is the likely cause: the eigenvalue(s) -0.0001 +/- ")
+
+
 def test_max_delay_zero_on_a_delayed_plant_warns_with_the_cause():
     true = DelayedPlant.from_continuous(A_SEED, B_SEED, delay=2.5, dt=T_SEED)
     U = random_excitation(2, 300, rng=0)
@@ -684,6 +707,18 @@ def test_transposed_data_with_m_equal_n_minus_one_gives_orientation_error(data3)
     X, U = data3                                          # n = 3, m = 2: X.T (201, 3), U.T (200, 2)
     with pytest.raises(DimensionError):
         DMDidc(max_delay=2).fit(X.T, U.T, dt=0.3)
+
+
+@pytest.mark.parametrize("fit", ["fit", "partial_fit"])
+def test_transposed_data_with_as_many_inputs_as_states_is_named(fit):
+    # The README's case, n = m = 2: X.T (301, 2), U.T (300, 2).  The sample counts disagree,
+    # and the rows (301 vs 300) are what says why.
+    plant = DelayedPlant.from_continuous(A_SEED, B_SEED, delay=2.5, dt=T_SEED)
+    U = random_excitation(2, 300, rng=0)
+    X = plant.simulate(np.zeros(2), U)
+    with pytest.raises(DimensionError, match=r"U has 2 samples; expected 1 .*look transposed: "
+                                             r"X has 301 rows and U 300"):
+        getattr(DMDidc(max_delay=3), fit)(X.T, U.T, dt=T_SEED)
 
 
 def test_too_few_samples(plant3, data3):

@@ -346,6 +346,24 @@ def test_discrete_and_continuous_parts_must_agree(plant):
     assert issubclass(InconsistentModelError, ValueError)
 
 
+def test_rounding_level_block_where_the_delay_has_none_is_inconsistent(plant, tmp_path):
+    # 1e-14 is far inside the value tolerance, but it would make B^(0) active: the whole delay
+    # read from the blocks (0) would contradict the delay (2.5 s = 1.25 T), and the MPC and the
+    # fractional controller would act on different delays.
+    blocks = np.array(plant.B_blocks)
+    blocks[0, 1, 0] = 1e-14
+    kwargs = dict(A_c=plant.A_c, B_c=plant.B_c, delay=plant.delay)
+    with pytest.raises(InconsistentModelError,
+                       match=r"channel 0 acts through blocks \[0, 1, 2\] of B_blocks \(whole "
+                             r"delay 0\) but through \[1, 2\] in the discretization of its "
+                             r"delay 2.5 s \(whole delay 1\)"):
+        DelayedPlant(plant.A_d, blocks, 2.0, **kwargs)
+    path = tmp_path / "rounded.json"
+    path.write_text(json.dumps(dict(plant.to_dict(), B_blocks=blocks.tolist())))
+    with pytest.raises(InconsistentModelError, match="whole delay 0"):
+        DelayedPlant.load(path)
+
+
 def test_format_versions_and_hand_written_files(plant, tmp_path):
     data = plant.to_dict()
     # Version 2 (what we write): inconsistent parts are an error, on load too.
@@ -387,6 +405,11 @@ def test_format_versions_and_hand_written_files(plant, tmp_path):
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": [1.0, 2.0]}', DimensionError,
      r"delay has shape \(2,\); expected a scalar or \(1,\)"),
     ('{"dt": 1.0, "A_c": [[0.0]], "B_c": [[1.0]], "delay": -1}', ParameterError, ">= 0"),
+    # a misspelt field would otherwise be dropped: here the continuous model
+    ('{"dt": 1.0, "A_d": [[1.0]], "B_blocks": [[[1.0]]], "A_C": [[0.0]], "B_C": [[1.0]], '
+     '"delay": 0}', ParameterError, r"unknown field\(s\) \['A_C', 'B_C'\].*accepted: "),
+    ('{"dt": 1.0, "A_d": [[1.0]], "B_blocks": [[[1.0]]], "max_delay": 3}', ParameterError,
+     r"max_delay 3 .* B_blocks has 1 block\(s\), so max_delay 0"),
 ])
 def test_malformed_model_files_give_toolbox_errors(tmp_path, content, error, pattern):
     path = tmp_path / "model.json"

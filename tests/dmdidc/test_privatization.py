@@ -131,6 +131,23 @@ def test_delay_from_privatized_statistics_with_its_interval(stats, plant):
                         str(interval))
 
 
+def test_iv_from_privatized_statistics_with_instruments(plant):
+    rng = np.random.default_rng(5)
+    Us = [random_excitation(2, 300, rng=rng) for _ in range(300)]
+    Xs = [plant.simulate(np.zeros(2), U) + 2.0 * rng.standard_normal((2, 301)) for U in Us]
+    stats = SufficientStatistics.from_data(Xs, Us, max_delay=3, state_bound=120.0,
+                                           input_bound=4.0, instruments="inputs")
+    # IV spends more of the budget's noise than least squares (its moments have 152 entries,
+    # and its variance is larger): 90 000 samples need epsilon ~20 here
+    private = stats.privatize("gaussian", epsilon=20.0, delta=1e-5, rng=0)
+    assert private.dimension == 16 * 17 // 2 + 16      # v_k: 12 entries + 4 lags of u
+    est = DMDidc(max_delay=3, estimator="iv").fit_statistics(private, dt=T)
+    assert est.regression_.estimator == "iv" and est.regression_.noise_covariance is not None
+    np.testing.assert_array_equal(est.delay_steps, plant.delay_steps)
+    interval = est.delay_ci(0.99)
+    assert np.all((interval.low < plant.delay) & (plant.delay < interval.high))
+
+
 def test_privacy_noise_is_named_when_it_hides_the_input(stats):
     # a window of 10 time steps at epsilon = 1: no block passes the test, and the privacy
     # noise, which makes most of the variance, is named first (measured: T^2 <= 3, critical 18)

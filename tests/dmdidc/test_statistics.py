@@ -24,7 +24,7 @@ from dmdidc import (
 )
 from dmdidc.from_statistics import nearest_psd, regression_from_statistics
 from dmdidc.instrumental import coefficient_jacobian
-from dmdidc.statistics import StatisticsAccumulator
+from dmdidc.statistics_accumulator import StatisticsAccumulator
 
 N_STATES, N_INPUTS, R = 2, 2, 3
 

@@ -439,3 +439,56 @@ def test_help_does_not_import_heavy_packages():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=root, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_simulate_summary_of_a_diverging_loop_is_strict_json(tmp_path):
+    # The delay-naive controller at 1.5 T (radius ~1.39): after 1200 steps the states are
+    # ~1e171, finite, but the cost is beyond the float range.  The summary says "inf" (as the
+    # privacy commands do), never the non-JSON token Infinity, and numpy stays quiet.
+    import warnings
+
+    model = tmp_path / "seed.json"
+    DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 3.0, 2.0).save(model)
+    out = tmp_path / "naive"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["simulate", str(model), "--controller", "naive", "--steps", "1200",
+                     "--out", str(out)]) == 0
+
+    def refuse(token):
+        raise AssertionError(f"non-JSON number {token}")
+
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=refuse)
+    assert summary["cost"] == "inf"
+    assert 1e100 < summary["final_state_norm"] < 1e300
+
+
+@pytest.mark.parametrize("argv, kind", [
+    (["demo"], "folder"),
+    (["simulate", "MODEL"], "folder"),
+    (["privacy", "figures", "--which", "3.7"], "folder"),
+    (["privacy", "compare", "--epsilons", "1", "--alphas", "2", "--steps", "10"], "file"),
+])
+def test_out_of_the_wrong_kind_is_refused_before_any_work(tmp_path, capsys, argv, kind):
+    model = tmp_path / "model.json"
+    DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 1.0).save(model)
+    out = tmp_path / ("folder" if kind == "file" else "file.txt")
+    out.mkdir() if kind == "file" else out.write_text("keep me")
+    argv = [str(model) if a == "MODEL" else a for a in argv]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    expected = "is a folder; it must name a file" if kind == "file" else \
+        "is a file; it must name a folder"
+    assert f"--out {str(out)!r} {expected}" in err, err
+    assert "Errno" not in err
+    if kind == "folder":
+        assert out.read_text() == "keep me"
+
+
+def test_demo_defaults_are_the_studys_own():
+    # the parser must not carry its own copy of the study's seed and step count
+    from simulations.cli import build_parser
+    from simulations.fractional_delay_study import StudyConfig
+
+    args = build_parser().parse_args(["demo"])
+    assert (args.seed, args.steps) == (StudyConfig().seed, StudyConfig().steps)

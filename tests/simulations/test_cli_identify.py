@@ -71,3 +71,25 @@ def test_identify_help_shows_the_defaults(capsys):
         main(["identify", "--help"])
     out = capsys.readouterr().out
     assert "--detrend {none,constant,linear}" in out and "default: 0.001" in out
+
+
+def test_identify_refuses_significance_with_the_block_rtol_override(tmp_path, capsys):
+    # block_rtol replaces the test: a --significance beside it would change nothing
+    out = tmp_path / "m.json"
+    assert main(["identify", str(noisy_data(tmp_path)), "--dt", "2", "--max-delay", "3",
+                 "--block-rtol", "0.1", "--significance", "0.01", "--out", str(out)]) == 2
+    assert ("--significance has no effect with --block-rtol"
+            in capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_identify_help_states_the_estimators_own_defaults(capsys):
+    from dmdidc import DMDidc
+
+    with pytest.raises(SystemExit):
+        main(["identify", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    defaults = DMDidc().get_params()
+    assert f"(default: {defaults['significance']:g};" in out
+    assert "--method {auto,gram,qr} regression solver" in out
+    assert f"(default: {defaults['method']})" in out

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from dmdidc import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
@@ -404,7 +406,16 @@ def test_heavy_tailed_noise_runs_through_the_loop(big_plant):
                                   measurement_noise=noise_sampler("levy_stable", 0.01,
                                                                   alpha=1.5, beta=0.0),
                                   rng=0)
-    assert np.isfinite(result.states).all()
+    # the loop is the plant driven by u_k = K_x (x_k + v_k), with the recorded heavy-tailed v
+    V = result.measurement_noise
+    assert relative_gap(result.inputs, K_x @ (result.states + V)[:, :-1]) < 1e-12
+    assert relative_gap(result.states, big_plant.simulate(np.zeros(6), result.inputs)) < 1e-12
+    # and it is scipy's levy_stable draw (scale 0.01), with its tail: the largest of 1206
+    # |draws| is 126x the median, where a normal sample gives ~6x
+    reference = stats.levy_stable.rvs(1.5, 0.0, scale=0.01, size=V.shape,
+                                      random_state=np.random.default_rng(0))
+    np.testing.assert_array_equal(V, reference)
+    assert np.max(np.abs(V)) > 20 * np.median(np.abs(V))
 
 
 # ---------------------------------------------------------------------- result object
@@ -468,6 +479,8 @@ def test_bad_arguments(seed_plant):
         simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, R=np.eye(1))
     with pytest.raises(ParameterError, match="points_per_step"):
         simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, fine=True, points_per_step=0)
+    with pytest.raises(ParameterError, match="points_per_step needs fine=True"):
+        simulate_closed_loop(seed_plant, gain, [1.0, 0.0], 5, points_per_step=10)
     with pytest.raises(ParameterError, match="plant"):
         simulate_closed_loop(np.eye(2), gain, [1.0, 0.0], 5)
 
@@ -505,6 +518,18 @@ def test_divergence_is_reported(method):
     gain = LinearGain([[5.0]])   # pushes the unstable plant further out
     with pytest.raises(NonFiniteError, match=r"no longer finite at step|at step \d+ returned NaN"):
         simulate_closed_loop(plant, gain, [1.0], 2000, method=method)
+
+
+@pytest.mark.parametrize("method", ["linear", "step"])
+def test_cost_beyond_the_float_range_is_inf_without_numpy_warnings(method):
+    # states grow by 5 + 6 (e - 1) ~ 15.3 a step: x_200 ~ 1e237 is finite, x_200^2 is not
+    plant = DelayedPlant.from_continuous([[1.0]], [[1.0]], 0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = simulate_closed_loop(plant, LinearGain([[5.0]]), [1.0], 200, method=method)
+    assert np.isfinite(result.states).all() and abs(result.states[0, -1]) > 1e200
+    assert result.cost == np.inf
+    assert result.final_norm == pytest.approx(abs(result.states[0, -1]), rel=1e-15)
 
 
 # ---------------------------------------------------------------------- seed example (Ch. 9.4.3)

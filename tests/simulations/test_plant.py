@@ -260,6 +260,8 @@ def test_bad_arguments():
         intersample_trajectory(plant, [1.0, 2.0], U, times=[-1.0, 3.0])
     with pytest.raises(ParameterError, match="times must lie in"):
         intersample_trajectory(plant, [1.0, 2.0], U, times=[9.0])
+    with pytest.raises(ParameterError, match="points_per_step or times, not both"):
+        intersample_trajectory(plant, [1.0, 2.0], U, times=[1.0], points_per_step=7)
     with pytest.raises(ParameterError, match="rng"):
         simulate_plant(plant, [1.0, 2.0], U, process_noise=np.zeros((2, 4)), rng="seed")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 import pytest
 
@@ -16,6 +17,8 @@ from privacy import SaSMechanism
 from privacy.accounting import epsilon as composed_epsilon
 from privacy.composition import amplified_epsilon, pure_dp_epsilon
 from simulations.privacy_cli import add_privacy_parser, main
+
+OWN_COMMANDS = ("figures", "epsilon", "calibrate", "compare")   # defined in privacy_cli
 
 
 def cauchy_eps(scale, sensitivity=1.0):
@@ -42,19 +45,33 @@ def test_parser_registers_handler():
 
 
 def test_every_option_has_help_and_shows_its_default():
-    parser = argparse.ArgumentParser()
-    sub = add_privacy_parser(parser.add_subparsers(dest="command", required=True))
+    from simulations.cli import build_parser
+
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = top.choices["privacy"]
     commands = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction))
     assert set(commands.choices) == {"figures", "epsilon", "calibrate", "compare", "dpsgd",
                                      "audit", "identify", "sweep"}
     for name, command in commands.choices.items():
+        if name not in OWN_COMMANDS:      # other modules register theirs under privacy too
+            continue
         text = " ".join(command.format_help().split())
+        # no noise such as "(default: None)" on required options or a second default
+        assert "(default: None)" not in text and "(default: False)" not in text, name
+        assert not re.search(r"default: [^)]*\) \(default:", text), name   # said twice
         for action in command._actions:
             if action.dest == "help":
                 continue
             assert action.help, (name, action.dest)
-            if not action.required and action.default is not None:
+            if not action.required and action.default not in (None, False):
                 assert f"(default: {action.default})" in text, (name, action.dest)
+
+
+def test_figures_refuses_steps_without_figure_4_6(tmp_path, capsys):
+    code, out, err = run(capsys, "figures", "--out", str(tmp_path), "--which", "3.7",
+                         "--steps", "50")
+    assert code == 2 and "--steps sets N of Fig. 4.6" in err
+    assert not (tmp_path / "fig3_7_cauchy_limits.png").exists()
 
 
 # ----------------------------------------------------------------------------- epsilon

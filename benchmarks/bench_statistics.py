@@ -1,0 +1,139 @@
+"""IV and sufficient-statistics fits against the least-squares Gram pass (issue 8).
+
+Two problems, K samples of i.i.d. normal excitation in one trajectory (generation excluded):
+
+  * the README plant (n = 2, m = 2, R = 3: p = 10 regressors; IV with L = 2 more input lags);
+  * the bench_fit plant (n = 20, m = 4, R = 20: p = 104; IV with L = 10 more input lags).
+
+Timed, per K: the least-squares Gram pass (``GramAccumulator``: accumulate and solve, the
+reference of the ratios); ``DMDidc(estimator="iv").fit`` (statistics with instruments, 2SLS,
+block test and recovery); ``SufficientStatistics.from_data`` without and with instruments;
+``fit_statistics`` on them; ``privatize`` (Gaussian, sample level) plus ``fit_statistics``.
+Peak memory: tracemalloc peak of the first run (numpy reports its buffers) - nothing scales
+like K x K (a K x K matrix of doubles is 8 TB at K = 1e6).
+
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_statistics.py \
+          [--sizes 100000 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+
+from dmdidc import (
+    DelayedPlant,
+    DMDidc,
+    InsufficientExcitationError,
+    SufficientStatistics,
+    random_excitation,
+)
+from dmdidc.regression import make_accumulator
+
+
+def readme_plant() -> tuple[DelayedPlant, int]:
+    return DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 2.5, 2.0,
+                                        max_delay=3), 2
+
+
+def wide_plant() -> tuple[DelayedPlant, int]:
+    rng = np.random.default_rng(0)
+    n, m = 20, 4
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.2, n)) + 0.5 * np.triu(rng.standard_normal((n, n)),
+                                                                      1)) @ Q.T
+    delay = np.array([0.35, 0.9, 1.42, 1.95])
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, 0.1,
+                                        max_delay=20), 10
+
+
+def timed(function, repeats: int) -> tuple[float, float, object]:
+    """(best time, tracemalloc peak MB of the first run, result)."""
+    best, peak, result = np.inf, 0.0, None
+    for i in range(repeats):
+        gc.collect()
+        if i == 0:
+            tracemalloc.start()
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+        if i == 0:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    return best, peak, result
+
+
+def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
+    n, m, R, dt = plant.n_states, plant.n_inputs, plant.max_delay, plant.dt
+    U = random_excitation(m, K, rng=1)
+    X = plant.simulate(np.zeros(n), U) + 0.01 * np.random.default_rng(2).standard_normal(
+        (n, K + 1))
+    bounds = dict(state_bound=4 * np.abs(X).max(axis=1), input_bound=5.0)
+
+    def gram_pass():
+        acc = make_accumulator("gram", n, m, R)
+        for a in range(0, K, 65536):
+            b = min(a + 65536, K)
+            acc.update(X[:, a:b + 1], U[:, a:b])
+        return acc.solution()
+
+    def quiet(function):
+        def wrapped():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    return function()
+                except InsufficientExcitationError:   # privacy noise hid the excitation:
+                    return "failed"                   # the time is still what it costs
+        return wrapped
+
+    plain = SufficientStatistics.from_data(X, U, max_delay=R, **bounds)
+    instrumented = SufficientStatistics.from_data(X, U, max_delay=R, instruments="inputs",
+                                                  instrument_lags=lags, **bounds)
+    steps = [
+        ("least-squares Gram pass (reference)", gram_pass),
+        ("DMDidc(estimator='iv').fit", quiet(lambda: DMDidc(
+            max_delay=R, estimator="iv", instrument_lags=lags).fit(X, U, dt=dt))),
+        ("DMDidc(estimator='ls').fit (auto)", quiet(lambda: DMDidc(max_delay=R).fit(X, U,
+                                                                                   dt=dt))),
+        ("SufficientStatistics.from_data", lambda: SufficientStatistics.from_data(
+            X, U, max_delay=R, **bounds)),
+        ("  ... with instruments", lambda: SufficientStatistics.from_data(
+            X, U, max_delay=R, instruments="inputs", instrument_lags=lags, **bounds)),
+        ("fit_statistics (ls)", quiet(lambda: DMDidc(max_delay=R).fit_statistics(plain, dt=dt))),
+        ("fit_statistics (iv)", quiet(lambda: DMDidc(max_delay=R, estimator="iv")
+                                      .fit_statistics(instrumented, dt=dt))),
+        ("privatize (gaussian, sample) + fit", quiet(lambda: DMDidc(max_delay=R).fit_statistics(
+            plain.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0), dt=dt))),
+    ]
+    reference = None
+    for label, function in steps:
+        best, peak, result = timed(function, repeats)
+        reference = reference or best
+        note = "  (no model: the privacy noise hides the excitation)" if result == "failed" \
+            else ""
+        print(f"  n={n:2d} p={n + m * (R + 1):3d} K={K:.0e}  {label:<38} {best:8.4f} s  "
+              f"x{best / reference:5.2f}  peak {peak:7.1f} MB{note}", flush=True)
+    data_mb = (X.nbytes + U.nbytes) / 2**20
+    print(f"  (data in memory: {data_mb:.1f} MB; statistics: {plain.dimension} / "
+          f"{instrumented.dimension} numbers)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    for make in (readme_plant, wide_plant):
+        plant, lags = make()
+        for K in args.sizes:
+            run(plant, lags, K, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
