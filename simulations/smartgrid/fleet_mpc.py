@@ -86,8 +86,7 @@ class FleetMPC:
         self._high = cp.Parameter((H, N), name="high")
         objective = cp.sum_squares(_factor(single.terminal_weight)
                                    @ (self._terminal_free + self._terminal_input @ self._v))
-        objective += cp.sum_squares(_factor(single.R) @ self._v[None, :, :].reshape(
-            (1, H * N), order="F")) if False else float(single.R[0, 0]) * cp.sum_squares(self._v)
+        objective += float(single.R[0, 0]) * cp.sum_squares(self._v)   # one input: R scalar
         if H > 1:
             stage_weight = _factor(np.kron(np.eye(H - 1), single.Q))
             objective += cp.sum_squares(stage_weight
