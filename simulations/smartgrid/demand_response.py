@@ -224,8 +224,8 @@ def _closed_loop(households: Sequence[Household], control: FleetRecord, model: D
     R_true = dynamics.R
     x = control.X_true[:, :, 0].copy()
     u_past_kw = control.U_past[:, 0]                      # (N, R_true), oldest first
-    history = np.concatenate([np.repeat(u_past_kw[:, -1:], 1, axis=1), u_past_kw[:, ::-1]],
-                             axis=1)[:, :R_true + 1]      # u_k placeholder, u_{k-1} .. u_{k-R}
+    # u_{-1} .. u_{-R-1}, newest first: plant_step prepends u_k and drops the oldest
+    history = np.concatenate([u_past_kw[:, ::-1], u_past_kw[:, :1]], axis=1)[:, :R_true + 1]
     states = np.empty((len(households), 2, K + 1))
     states[:, :, 0] = x
     commands_kw = np.empty((len(households), K))
