@@ -44,6 +44,7 @@ from simulations.smartgrid.tracking import (
     GridSignal,
     LinearLaw,
     belief_model,
+    steady_state_target,
 )
 
 __all__ = ["ControlOutcome", "DemandResponseResult", "run_demand_response", "design_law"]
@@ -163,7 +164,10 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
     Raises
     ------
     ParameterError
-        Unknown controller, bad band, horizon or length.
+        Unknown controller, bad band, horizon or length, or a model that cannot hold a
+        temperature target (singular steady-state balance).
+    controllers.SolverError
+        No stabilizing gain on the model, or an MPC solver failure.
     """
     _check_day(control)
     names = list(controllers)
@@ -185,6 +189,7 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
         (N, 2, K + 1))
     indoor = float(control.setpoint_c[:, 0].mean() - offsets[0])
     comfort = (indoor - comfort_K, indoor + comfort_K)
+    steady_state_target(model, np.zeros((1, 2)), 0.0)     # refuses a model it cannot track
     observer = DisturbanceObserver.design(model)
     requested = p_max.sum() * signal.average(np.arange(K) * dt, dt)
     outcomes: dict[str, ControlOutcome] = {}

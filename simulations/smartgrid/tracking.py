@@ -207,6 +207,25 @@ class DisturbanceObserver:
         return x @ self.model.A_d.T + forcing + c
 
 
+#: Largest condition number of the steady-state balance a model may have to be tracked.
+_TARGET_CONDITION = 1e8
+
+
+def _target_matrix(model: DelayedPlant) -> np.ndarray:
+    """``[(I - A)[:, 1], -B_d]``: unknowns ``x_1`` and ``u`` of the steady state."""
+    if model.n_states != 2 or model.n_inputs != 1:
+        raise DimensionError(f"the tracking needs a model with 2 states and 1 input; got "
+                             f"{model.n_states} states, {model.n_inputs} inputs")
+    I_A = np.eye(2) - model.A_d
+    M = np.column_stack([I_A[:, 1], -model.B_d[:, 0]])
+    if not np.isfinite(np.linalg.cond(M)) or np.linalg.cond(M) > _TARGET_CONDITION:
+        raise ParameterError(f"the model cannot hold the air temperature at a target: its "
+                             f"steady-state balance [(I - A_d)[:, 1], -B_d] has condition number "
+                             f"{np.linalg.cond(M):.3g} (> {_TARGET_CONDITION:.0e}); B_d = "
+                             f"{model.B_d[:, 0]}")
+    return M
+
+
 def steady_state_target(model: DelayedPlant, c: np.ndarray, indoor: float
                         ) -> tuple[np.ndarray, np.ndarray]:
     """States and input holding ``T_i`` (first state) at ``indoor`` under the disturbance ``c``.
@@ -225,10 +244,16 @@ def steady_state_target(model: DelayedPlant, c: np.ndarray, indoor: float
     -------
     x_ss : ndarray, shape (N, 2)
     u_ss : ndarray, shape (N,)
+
+    Raises
+    ------
+    DimensionError
+        Not two states and one input.
+    ParameterError
+        The balance is singular (e.g. a noisy model with ``B_d`` near zero).
     """
-    I_A = np.eye(2) - model.A_d
-    M = np.column_stack([I_A[:, 1], -model.B_d[:, 0]])
-    rhs = c - I_A[:, 0] * indoor
+    M = _target_matrix(model)
+    rhs = c - (np.eye(2) - model.A_d)[:, 0] * indoor
     solution = np.linalg.solve(M, rhs.T).T
     x_ss = np.column_stack([np.full(len(c), indoor), solution[:, 0]])
     return x_ss, solution[:, 1]
