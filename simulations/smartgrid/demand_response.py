@@ -33,7 +33,6 @@ from controllers import lqr_gain, make_controller
 from dmdidc.model import DelayedPlant
 from privacy.errors import ParameterError
 from privacy.validation import as_generator, check_integer, check_positive
-from simulations.smartgrid.fleet_mpc import FleetMPC
 from simulations.smartgrid.household import Household
 from simulations.smartgrid.operation import FleetDynamics, FleetRecord, applied_power
 from simulations.smartgrid.tracking import (
@@ -113,6 +112,8 @@ def design_law(name: str, model: DelayedPlant, *, households: int, horizon_steps
         raise ParameterError(f"controller must be one of {TRACKING_CONTROLLERS}; got {name!r}")
     Q, R = np.diag(STATE_WEIGHT), np.array([[INPUT_WEIGHT]])
     if name == "mpc":
+        from simulations.smartgrid.fleet_mpc import FleetMPC  # cvxpy: only for an MPC
+
         return FleetMPC(model, households=households, horizon=horizon_steps, Q=Q, R=R,
                         input_limits=INPUT_LIMITS, comfort=comfort)
     return LinearLaw.from_controller(make_controller(name, model, K=lqr_gain(model, Q=Q, R=R)))

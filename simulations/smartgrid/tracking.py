@@ -131,6 +131,61 @@ class GridSignal:
         return cls(knots - mean)
 
 
+    @classmethod
+    def flatten(cls, load_kw: Any, *, dt_s: float, fleet_pmax_kw: float, limit: float = 0.25,
+                intraday: float = 0.0, hours: float = 26.0,
+                rng: np.random.Generator | int | None = None) -> GridSignal:
+        """Peak shaving: ask the fleet to absorb the feeder's load deviation from its mean.
+
+        ``m = -(L - mean L) / sum_i P_max,i`` per 15-min knot (``L`` the load forecast averaged
+        over each knot), clipped to ``+-limit``, plus an i.i.d. normal intraday schedule of
+        standard deviation ``intraday`` per knot (re-dispatch announced ahead, as in
+        :meth:`demand_response_day`), shifted to zero mean over the day, so the fleet moves
+        energy from the feeder's peaks into its valleys.  The day's profile is repeated beyond
+        24 h.
+
+        Parameters
+        ----------
+        load_kw : array_like, shape (K,)
+            Forecast of the feeder load the fleet should flatten (kW per period of ``dt_s``;
+            e.g. base loads plus the heat pumps under thermostat control), ``K`` = one day.
+        dt_s : float
+            Period of ``load_kw``; must divide 900 s.
+        fleet_pmax_kw : float
+            ``sum_i P_max,i`` of the fleet.
+        limit : float, default 0.25
+            Largest peak-shaving modulation, fraction of each heat pump's power.
+        intraday : float, default 0
+            Standard deviation of the intraday schedule per knot (fraction of ``P_max``).
+        hours : float, default 26
+        rng : numpy.random.Generator or int or None
+            Draws the intraday schedule.
+
+        Raises
+        ------
+        ParameterError
+            A period not dividing 900 s, a load not covering whole knots, or bad numbers.
+        """
+        load = np.asarray(load_kw, dtype=float)
+        dt = check_positive("dt_s", dt_s)
+        per_knot = round(900.0 / dt)
+        if abs(per_knot * dt - 900.0) > 1e-9 or load.ndim != 1 or load.size % per_knot or \
+                not np.all(np.isfinite(load)):
+            raise ParameterError(f"load_kw must be a finite 1-D array of whole 15-min knots at "
+                                 f"a dt_s dividing 900 s; got shape {load.shape}, dt_s={dt_s}")
+        check_positive("fleet_pmax_kw", fleet_pmax_kw)
+        check_positive("limit", limit)
+        check_nonnegative("intraday", intraday)
+        knot_load = load.reshape(-1, per_knot).mean(axis=1)
+        day = np.clip(-(knot_load - knot_load.mean()) / fleet_pmax_kw, -limit, limit)
+        count = int(np.ceil(check_positive("hours", hours) * 4.0)) + 1
+        knots = np.resize(day, count)
+        if intraday:
+            knots = knots + intraday * as_generator(rng).standard_normal(count)
+        signal = cls(knots)
+        return cls(signal.knots - float(signal.average(0.0, 86400.0)))
+
+
 def belief_model(name: str, model: DelayedPlant) -> DelayedPlant:
     """The delayed plant controller ``name`` believes in (its reference is timed by it).
 

@@ -44,6 +44,21 @@ def test_demand_response_day_has_zero_mean_and_its_shape():
         GridSignal(np.array([1.0]))
 
 
+def test_flatten_opposes_the_load_deviation():
+    hours = np.arange(288) * 300.0 / 3600.0
+    load = 100.0 + 40.0 * np.exp(-0.5 * ((hours - 18.0) / 1.5) ** 2)
+    signal = GridSignal.flatten(load, dt_s=300.0, fleet_pmax_kw=200.0, limit=0.1)
+    assert float(signal.average(0.0, 86400.0)) == pytest.approx(0.0, abs=1e-12)
+    knot_load = load.reshape(-1, 3).mean(axis=1)
+    clipped = np.clip(-(knot_load - knot_load.mean()) / 200.0, -0.1, 0.1)
+    shift = clipped[0] - signal.knots[0]          # the zero-mean shift, the same everywhere
+    np.testing.assert_allclose(signal.knots[:96], clipped - shift, atol=1e-12)
+    assert clipped[72] == -0.1                    # 18:00, the peak, clipped at the limit
+    assert signal.average(3 * 3600.0, 900.0) > 0.0 > signal.average(18 * 3600.0, 900.0)
+    with pytest.raises(ParameterError, match="load_kw"):
+        GridSignal.flatten(load[:-1], dt_s=300.0, fleet_pmax_kw=200.0)
+
+
 @pytest.fixture(scope="module")
 def identified():
     fleet = draw_households(8, rng=0)
