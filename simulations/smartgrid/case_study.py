@@ -18,7 +18,8 @@
    (:mod:`~simulations.smartgrid.demand_response`); the grid signal is peak shaving
    (:meth:`~simulations.smartgrid.tracking.GridSignal.flatten`) of the fleet's own load
    (base loads + heat pumps under thermostat control) on that day, a perfect day-ahead
-   forecast, plus an intraday re-dispatch schedule (:data:`INTRADAY`);
+   forecast, plus an intraday re-dispatch schedule (:data:`INTRADAY`); the controllers run from
+   the day before (without the signal) so that their observers have converged;
 5. runs the day's LV power flows (:class:`~simulations.smartgrid.LVGrid`) with the uncontrolled
    (thermostat) heat pumps and with the fractional controller;
 
@@ -52,7 +53,7 @@ from simulations.smartgrid.private_identification import (
     identify_fleet,
     privatize_household,
 )
-from simulations.smartgrid.profiles import load_profiles
+from simulations.smartgrid.profiles import YEAR_DAYS, load_profiles
 from simulations.smartgrid.report import _figure, _save, plot_voltage_band
 from simulations.smartgrid.tracking import TRACKING_CONTROLLERS, GridSignal
 
@@ -152,6 +153,18 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     ------
     ParameterError
         ``out`` is a file, or a bad epsilon in ``curve_epsilons``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> config = ScenarioConfig(households=3, dt_s=900.0, delay_periods=(0.4, 0.6),
+    ...                         max_delay=2, identification_days=20, mechanism="gaussian",
+    ...                         epsilon=100.0, mpc_horizon_steps=4, profile_source="extract")
+    >>> summary = run_case_study(config, tempfile.mkdtemp(), grid=False, curve_epsilons=())
+    >>> summary["households"], summary["unit"], round(summary["epsilon"], 6)
+    (3, 'sample', 100.0)
+    >>> sorted(summary["tracking_rmse_nonprivate"])
+    ['fractional', 'mpc', 'naive', 'truncated']
     """
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -208,12 +221,15 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
                                   rng=curve_rng) if curve_epsilons else []
     done(stages[4])
 
-    control = simulate_fleet(fleet, profiles, start_day=config.grid_day, days=1,
-                             setpoint_c=config.setpoint_c, setback_K=config.setback_K,
+    # the day before the demand-response day warms the controllers' observers up
+    day = config.steps_per_day
+    control = simulate_fleet(fleet, profiles, start_day=(config.grid_day - 1) % YEAR_DAYS,
+                             days=2, setpoint_c=config.setpoint_c, setback_K=config.setback_K,
                              excitation=0.0, noise_K=config.noise_K, rng=control_rng)
+    uncontrolled_kw, base_kw = control.applied_power()[:, day:], control.base_load_kw[:, day:]
     p_max = np.array([h.parameters.heat_pump_max_kw for h in fleet])
-    forecast = control.applied_power().sum(axis=0) + control.base_load_kw.sum(axis=0)
-    signal = GridSignal.flatten(forecast[:config.steps_per_day], dt_s=config.dt_s,
+    forecast = uncontrolled_kw.sum(axis=0) + base_kw.sum(axis=0)
+    signal = GridSignal.flatten(forecast, dt_s=config.dt_s,
                                 fleet_pmax_kw=float(p_max.sum()), intraday=INTRADAY,
                                 rng=control_rng)
     noise_seed = int(control_rng.integers(2 ** 31))
@@ -230,7 +246,7 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
                 control_results[label] = run_demand_response(
                     fit.model, control, signal, comfort_K=config.comfort_K,
                     offsets_c=bounds.offsets_c, horizon_steps=config.mpc_horizon_steps,
-                    rng=noise_seed)
+                    warmup_steps=day, rng=noise_seed)
             except ToolboxError as exc:    # e.g. a noisy model no gain stabilizes
                 control_results[label] = None
                 control_notes[label] = f"no controller: design failed on this model ({exc})"
@@ -243,13 +259,12 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         from simulations.smartgrid.grid import LVGrid
 
         lv = LVGrid.load(config.grid)
-        grid_results["uncontrolled"] = lv.run(control.applied_power(),
-                                              start_day=config.grid_day, dt_s=config.dt_s,
-                                              base_load_kw=control.base_load_kw)
+        grid_results["uncontrolled"] = lv.run(uncontrolled_kw, start_day=config.grid_day,
+                                              dt_s=config.dt_s, base_load_kw=base_kw)
         if controlled is not None:
             grid_results["controlled"] = lv.run(controlled.outcomes["fractional"].applied_kw,
                                                 start_day=config.grid_day, dt_s=config.dt_s,
-                                                base_load_kw=control.base_load_kw)
+                                                base_load_kw=base_kw)
     done(stages[7])
 
     guarantee = max(guarantees, key=lambda g: g.epsilon)

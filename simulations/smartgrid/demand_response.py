@@ -62,7 +62,7 @@ class ControlOutcome:
     ----------
     power_kw, baseline_kw, target_kw : ndarray, shape (K,)
         Aggregate heat-pump power with the grid signal, without it, and the target
-        ``baseline + sum_i P_max,i m``.
+        ``baseline + sum_i P_max,i m`` (``K`` periods after the warm-up).
     commands_kw : ndarray, shape (N, K)
         Commands sent with the signal.
     applied_kw : ndarray, shape (N, K)
@@ -129,7 +129,7 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
                         controllers: Sequence[str] = TRACKING_CONTROLLERS,
                         comfort_K: float = 1.0, offsets_c: tuple[float, float] = (21.0, 25.0),
                         horizon_steps: int = 12, steps: int | None = None,
-                        progress: Callable[[str], None] | None = None,
+                        warmup_steps: int = 0, progress: Callable[[str], None] | None = None,
                         rng: np.random.Generator | int | None = None) -> DemandResponseResult:
     """Closed loops of the controllers designed on ``model`` on the true fleet of ``control``.
 
@@ -153,6 +153,10 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
         MPC decision moves.
     steps : int, optional
         Periods simulated (default: the record's length).
+    warmup_steps : int, default 0
+        Periods at the start run without the signal and left out of the metrics and of the
+        returned arrays (the observers converge from the thermostat's state); the signal's
+        time 0 is their end.  ``warmup_steps * T`` must be whole knots of the signal.
     progress : callable, optional
         Called with the controller's name before each closed loop (e.g. a tqdm update).
     rng : numpy.random.Generator or int or None
@@ -169,6 +173,22 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
         temperature target (singular steady-state balance).
     controllers.SolverError
         No stabilizing gain on the model, or an MPC solver failure.
+
+    Examples
+    --------
+    >>> from simulations.smartgrid import (aggregate_statistics, draw_households,
+    ...     household_statistics, identify_fleet, load_profiles, simulate_fleet)
+    >>> fleet, profiles = draw_households(4, rng=0), load_profiles("extract")
+    >>> record = simulate_fleet(fleet, profiles, start_day=330, days=14, excitation=0.5,
+    ...                         excitation_signal="binary", rng=1)
+    >>> fit = identify_fleet(aggregate_statistics([household_statistics(record, i,
+    ...                      max_delay=3) for i in range(4)]), dt_s=300.0, max_delay=3)
+    >>> day = simulate_fleet(fleet, profiles, start_day=10, days=1, excitation=0.0, rng=2)
+    >>> result = run_demand_response(fit.model, day, GridSignal.demand_response_day(rng=3),
+    ...                              controllers=("fractional", "naive"), rng=4)
+    >>> rmse = {k: o.tracking_rmse_kw for k, o in result.outcomes.items()}
+    >>> rmse["fractional"] < rmse["naive"]
+    True
     """
     _check_day(control)
     names = list(controllers)
@@ -184,6 +204,15 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
                              f"{K}")
     households = control.households
     N, dt = len(households), control.dt_s
+    W = check_integer("warmup_steps", warmup_steps, minimum=0)
+    if W >= K:
+        raise ParameterError(f"warmup_steps must be < the {K} periods simulated; got {W}")
+    knots_before = W * dt / signal.knot_s
+    if abs(knots_before - round(knots_before)) > 1e-9:
+        raise ParameterError(f"warmup_steps * dt_s = {W * dt} s must be whole knots of the "
+                             f"signal ({signal.knot_s} s)")
+    delayed = GridSignal(np.concatenate([np.zeros(round(knots_before)), signal.knots]),
+                         signal.knot_s) if W else signal
     p_max = np.array([h.parameters.heat_pump_max_kw for h in households])
     offsets = np.asarray(offsets_c, dtype=float)
     noise = np.array([0.1, 0.2])[None, :, None] * as_generator(rng).standard_normal(
@@ -192,22 +221,23 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
     comfort = (indoor - comfort_K, indoor + comfort_K)
     steady_state_target(model, np.zeros((1, 2)), 0.0)     # refuses a model it cannot track
     observer = DisturbanceObserver.design(model)
-    requested = p_max.sum() * signal.average(np.arange(K) * dt, dt)
+    requested = p_max.sum() * signal.average(np.arange(K - W) * dt, dt)
     outcomes: dict[str, ControlOutcome] = {}
     for name in names:
         if progress is not None:
             progress(name)
         runs = {}
-        for label, active in (("signal", signal), ("baseline", _silent(signal))):
+        for label, active in (("signal", delayed), ("baseline", _silent(delayed))):
             law = design_law(name, model, households=N, horizon_steps=horizon_steps,
                              comfort=comfort)
             runs[label] = _closed_loop(households, control, model, law, observer, active,
                                        name, indoor, horizon_steps, noise, offsets, p_max, K)
         (commands, applied, indoor_c), (_, base_applied, _) = runs["signal"], runs["baseline"]
-        power, baseline = applied.sum(axis=0), base_applied.sum(axis=0)
+        commands, applied, indoor_c = commands[:, W:], applied[:, W:], indoor_c[:, W:]
+        power, baseline = applied.sum(axis=0), base_applied[:, W:].sum(axis=0)
         target = baseline + requested
-        setpoints = control.setpoint_c[:, :K + 1] if control.setpoint_c.shape[1] > K else \
-            np.concatenate([control.setpoint_c, control.setpoint_c[:, -1:]], axis=1)[:, :K + 1]
+        setpoints = np.concatenate([control.setpoint_c, control.setpoint_c[:, -1:]],
+                                   axis=1)[:, W:K + 1]
         outside = np.maximum(np.abs(indoor_c - setpoints) - comfort_K, 0.0)
         outcomes[name] = ControlOutcome(
             power, baseline, target, commands, applied, indoor_c,

@@ -72,6 +72,20 @@ class FleetMPC:
     ------
     controllers.SolverError
         From a call, when the iteration has not converged (residuals above 1e-5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> plant = DelayedPlant.from_continuous([[-1e-3, 1e-3], [1e-4, -2e-4]], [[0.0], [2e-4]],
+    ...                                      delay=450.0, dt=300.0)
+    >>> mpc = FleetMPC(plant, households=3, horizon=6, Q=np.diag([1.0, 0.1]), R=1.0,
+    ...                input_limits=(-0.5, 0.5), comfort=(-1.0, 1.0))
+    >>> moves = mpc(np.array([[-2.0, 0.0], [0.0, 0.0], [2.0, 0.0]]), np.zeros((3, 2)),
+    ...             u_ss=np.zeros(3), x_ss=np.zeros((3, 2)), m=np.zeros(12),
+    ...             dx=np.zeros((12, 2)))
+    >>> moves.round(3)           # too cold: full power; at the target: nothing; too warm: off
+    array([ 0.5,  0. , -0.5])
     """
 
     def __init__(self, model: DelayedPlant, *, households: int, horizon: int, Q: Any, R: Any,

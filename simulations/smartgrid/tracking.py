@@ -66,6 +66,12 @@ class GridSignal:
         ``m`` at ``t = 0, knot_s, 2 knot_s, ...``; constant after the last knot.
     knot_s : float
         Spacing of the knots (the schedule's resolution; 900 s = 15 min).
+
+    Examples
+    --------
+    >>> signal = GridSignal(np.array([0.0, 0.2, 0.2]), knot_s=900.0)
+    >>> float(signal.average(0.0, 900.0)), float(signal.average(900.0, 1800.0))
+    (0.1, 0.2)
     """
 
     knots: np.ndarray

@@ -125,3 +125,19 @@ def test_fractional_tracks_better_than_naive_and_truncated_on_the_true_fleet(ide
     assert np.ptp(energy) < 0.02 * np.mean(energy)
     with pytest.raises(ParameterError, match="controllers"):
         run_demand_response(model, control, signal, controllers=("pid",))
+
+
+def test_warmup_is_left_out_and_checked(identified):
+    model, control = identified
+    signal = GridSignal.demand_response_day(rng=3)
+    result = run_demand_response(model, control, signal, controllers=("naive",),
+                                 warmup_steps=96, rng=4)
+    outcome = result.outcomes["naive"]
+    assert outcome.power_kw.shape == (192,) and outcome.indoor_c.shape[1] == 193
+    p_max = sum(h.parameters.heat_pump_max_kw for h in control.households)
+    np.testing.assert_allclose(result.requested_kw[:4], p_max * signal.average(
+        np.arange(4) * T, T))
+    with pytest.raises(ParameterError, match="whole knots"):
+        run_demand_response(model, control, signal, controllers=("naive",), warmup_steps=1)
+    with pytest.raises(ParameterError, match="warmup_steps must be <"):
+        run_demand_response(model, control, signal, controllers=("naive",), warmup_steps=288)
