@@ -29,7 +29,9 @@ _FIELDS = {"households": "households", "epsilon": "epsilon", "delta": "delta",
            "mechanism": "mechanism", "alpha": "alpha", "unit": "unit", "window": "window_steps",
            "days": "identification_days", "start_day": "start_day", "grid_day": "grid_day",
            "seed": "seed", "profiles": "profile_source"}
-_CURVE = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+#: Epsilons of the curve (``case_study.CURVE_EPSILONS``, as text: argparse parses a string
+#: default with the option's type, and the help shows it as written).
+_CURVE = "0.3,1,3,10,30,100"
 
 
 def _epsilons(text: str) -> tuple[float, ...]:
@@ -86,8 +88,7 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
                      help=f"profile source (default: {d['profile_source']})")
     run.add_argument("--seed", type=int, help=f"root seed (default: {d['seed']})")
     run.add_argument("--curve-epsilons", type=_epsilons, default=_CURVE,
-                     help="epsilons of the privacy-utility curve, comma separated, or 'none' "
-                          "(default: " + ",".join(f"{e:g}" for e in _CURVE) + ")")
+                     help="epsilons of the privacy-utility curve, comma separated, or 'none'")
     run.add_argument("--no-grid", action="store_true", help="skip the LV power flows")
     run.add_argument("--out", default="out/smartgrid", help="output folder")
     run.set_defaults(handler=run_command)

@@ -13,7 +13,8 @@ from matplotlib.image import imread
 from privacy import GaussianMechanism, accounting
 from simulations.cli import main
 from simulations.smartgrid import ScenarioConfig
-from simulations.smartgrid_cli import _FIELDS, DEFAULTS, add_smartgrid_parser
+from simulations.smartgrid.case_study import CURVE_EPSILONS
+from simulations.smartgrid_cli import _CURVE, _FIELDS, DEFAULTS, _epsilons, add_smartgrid_parser
 
 
 def test_help_defaults_are_the_scenarios():
@@ -22,6 +23,7 @@ def test_help_defaults_are_the_scenarios():
         assert getattr(config, name) == value, name
     fields = {f.name for f in dataclasses.fields(ScenarioConfig)}
     assert set(_FIELDS.values()) <= fields
+    assert _epsilons(_CURVE) == CURVE_EPSILONS
 
 
 def test_group_is_extensible():
