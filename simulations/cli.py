@@ -1,4 +1,5 @@
-"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate``, ``privacy``, ``federated``.
+"""The ``dmdidc`` command line: ``demo``, ``identify``, ``simulate``, ``privacy``, ``federated``,
+``smartgrid``.
 
 Parsing and ``--help`` import no heavy package (cvxpy, matplotlib, scipy.stats): each handler
 imports what it needs.  Every option either takes effect or is refused with a one-line error
@@ -199,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     actions = add_federated_parser(sub)      # experiment (Ch. 8)
     add_seed_fl_actions(actions)             # esn-attack, sifl
     add_serve_action(actions)                # serve: real Flower processes
+    from simulations.smartgrid_cli import add_smartgrid_parser
+    add_smartgrid_parser(sub)                # smartgrid run (issue 10)
     return parser
 
 

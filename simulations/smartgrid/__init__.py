@@ -5,11 +5,20 @@ profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic 
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
 LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`), the scenario configuration
 (:mod:`.config`) and the two attacks on shared statistics (:mod:`.reconstruction`,
-:mod:`.occupancy_attack`).  pandapower/simbench, Dask and scikit-learn are imported only when
-used.
+:mod:`.occupancy_attack`).  The case study (:mod:`.case_study`): private federated
+identification of the fleet (:mod:`.private_identification`), delay-aware demand response on the
+true fleet (:mod:`.tracking`, :mod:`.fleet_mpc`, :mod:`.demand_response`).  pandapower/simbench,
+Dask, scikit-learn and cvxpy are imported only when used.
 """
 
+from privacy.lazy import lazy_attributes
+from simulations.smartgrid.case_study import privacy_utility_curve, run_case_study
 from simulations.smartgrid.config import ScenarioConfig
+from simulations.smartgrid.demand_response import (
+    ControlOutcome,
+    DemandResponseResult,
+    run_demand_response,
+)
 from simulations.smartgrid.grid import GridResult, LVGrid
 from simulations.smartgrid.household import (
     DISTURBANCES,
@@ -32,6 +41,16 @@ from simulations.smartgrid.occupancy_attack import (
     statistics_features,
 )
 from simulations.smartgrid.operation import FleetRecord, simulate_fleet
+from simulations.smartgrid.private_identification import (
+    BudgetExceededError,
+    FleetIdentification,
+    HouseholdGuarantee,
+    SharingBounds,
+    aggregate_statistics,
+    household_statistics,
+    identify_fleet,
+    privatize_household,
+)
 from simulations.smartgrid.profiles import ProfileData, load_profiles
 from simulations.smartgrid.reconstruction import (
     GramBlocks,
@@ -42,9 +61,31 @@ from simulations.smartgrid.reconstruction import (
     relative_error,
 )
 from simulations.smartgrid.sweep import SweepResult, parameter_grid, run_sweep, task_rng
+from simulations.smartgrid.tracking import DisturbanceObserver, FleetTracker, GridSignal
+
+# cvxpy (the MPC's reference DelayedMPC) is imported on first use
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {"FleetMPC": "simulations.smartgrid.fleet_mpc"}, globals())
 
 __all__ = [
     "DISTURBANCES",
+    "BudgetExceededError",
+    "ControlOutcome",
+    "DemandResponseResult",
+    "DisturbanceObserver",
+    "FleetIdentification",
+    "FleetMPC",
+    "FleetTracker",
+    "GridSignal",
+    "HouseholdGuarantee",
+    "SharingBounds",
+    "aggregate_statistics",
+    "household_statistics",
+    "identify_fleet",
+    "privacy_utility_curve",
+    "privatize_household",
+    "run_case_study",
+    "run_demand_response",
     "FleetRecord",
     "GramBlocks",
     "GridResult",

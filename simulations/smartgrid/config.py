@@ -27,6 +27,7 @@ __all__ = ["ScenarioConfig"]
 MECHANISMS = ("sas", "gaussian", "laplace")
 UNITS = ("sample", "window", "trajectory")
 PROFILE_SOURCES = ("auto", "packages", "extract")
+EXCITATION_SIGNALS = ("binary", "uniform")
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,14 @@ class ScenarioConfig:
     delay_periods : (float, float)
         Range of the households' command-to-compressor delay, in periods ``T``.
     start_day : int
-        First day of the identification data (day of year 2016, 0-based; 0 = 1 January).
+        First day of the identification data (day of year 2016, 0-based; 0 = 1 January; the
+        data wrap around the year: 305 = 1 November).
     identification_days : int
-        Days of operation data per household.
+        Days of operation data per household (the default 120: November-February).
     excitation : float
         Aggregator's excitation amplitude as a fraction of each heat pump's largest power.
+    excitation_signal : {"binary", "uniform"}
+        Law of the per-period excitation (:func:`~simulations.smartgrid.simulate_fleet`).
     noise_K : (float, float)
         Measurement-noise standard deviations of ``T_i`` and ``T_h``, K.
     setpoint_c, setback_K : float
@@ -69,7 +73,11 @@ class ScenarioConfig:
     grid : str
         SimBench code of the LV grid.
     grid_day : int
-        Day of year whose power flows are run.
+        Day of year of the demand-response day and of its power flows.
+    comfort_K : float
+        Half-width of the comfort band around the setpoint (demand response), K.
+    mpc_horizon_steps : int
+        Decision moves of the fleet MPC.
     profile_source : {"auto", "packages", "extract"}
         Where the load and weather profiles come from.
     seed : int
@@ -79,9 +87,10 @@ class ScenarioConfig:
     households: int = 200
     dt_s: float = 300.0
     delay_periods: tuple[float, float] = (1.3, 1.7)
-    start_day: int = 0
-    identification_days: int = 60
-    excitation: float = 0.3
+    start_day: int = 305
+    identification_days: int = 120
+    excitation: float = 0.5
+    excitation_signal: str = "binary"
     noise_K: tuple[float, float] = (0.1, 0.2)
     setpoint_c: float = 21.0
     setback_K: float = 0.0
@@ -95,6 +104,8 @@ class ScenarioConfig:
     attack_window_steps: int = 12
     grid: str = "1-LV-rural2--0-sw"
     grid_day: int = 10
+    comfort_K: float = 1.0
+    mpc_horizon_steps: int = 12
     profile_source: str = "auto"
     seed: int = 0
 
@@ -116,6 +127,11 @@ class ScenarioConfig:
                                      f"{getattr(self, name)}")
         check_integer("identification_days", self.identification_days, minimum=1)
         check_nonnegative("excitation", self.excitation)
+        if self.excitation_signal not in EXCITATION_SIGNALS:
+            raise ParameterError(f"excitation_signal must be one of {EXCITATION_SIGNALS}; got "
+                                 f"{self.excitation_signal!r}")
+        check_positive("comfort_K", self.comfort_K)
+        check_integer("mpc_horizon_steps", self.mpc_horizon_steps, minimum=1)
         for value in self._pair("noise_K", self.noise_K):
             check_nonnegative("noise_K", value)
         check_in_interval("setpoint_c", self.setpoint_c, 5.0, 30.0)

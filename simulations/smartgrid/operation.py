@@ -4,9 +4,11 @@ excitation, real weather, occupancy-driven gains, noisy temperature measurements
 Every household runs a room-temperature PI thermostat (proportional band: full power at 2 K,
 integral time 3 h, anti-windup by conditional integration) with setpoint ``setpoint_c`` while
 someone is home and ``setpoint_c - setback_K`` otherwise; the aggregator adds a random excitation
-``excitation * P_max * s_k`` (``s_k`` i.i.d. uniform on [-1, 1], one draw per period) and the
-command is limited to ``[0, P_max]``.  The command reaches the compressor after the household's
-delay.  All households advance together (batched numpy), exactly as
+``excitation * P_max * s_k`` (``s_k`` i.i.d. per period, uniform on [-1, 1] or, with
+``excitation_signal="binary"``, a random sign: the binary test signal has three times the power
+of the uniform one for the same amplitude) and the command is limited to ``[0, P_max]``.  The
+command reaches the compressor after the household's delay.  All households advance together
+(batched numpy), exactly as
 :meth:`simulations.smartgrid.Household.simulate` (tested).
 
 What the identifier sees and what it does not
@@ -45,8 +47,10 @@ from simulations.smartgrid.occupancy import (
 )
 from simulations.smartgrid.profiles import ProfileData
 
-__all__ = ["FleetRecord", "simulate_fleet"]
+__all__ = ["FleetDynamics", "FleetRecord", "applied_power", "simulate_fleet"]
 
+#: Laws of the aggregator's per-period excitation.
+EXCITATION_SIGNALS = ("uniform", "binary")
 PROPORTIONAL_BAND_K = 2.0
 INTEGRAL_TIME_S = 3 * 3600.0
 
@@ -138,19 +142,9 @@ class FleetRecord:
     def applied_power(self) -> np.ndarray:
         """Electrical power the compressors draw, averaged over each period: shape (N, K).
 
-        The command ``u_k`` reaches the compressor after the delay ``r = (w + p) T``, so period
-        ``k`` draws ``(1 - p) u_{k-w} + p u_{k-w-1}`` (commands before the record from
-        ``U_past``).  This, not ``U``, is what the grid sees.
+        See :func:`applied_power`; this, not ``U``, is what the grid sees.
         """
-        out = np.empty(self.U.shape[::2])
-        K, R = self.U.shape[-1], self.U_past.shape[-1]
-        for i, house in enumerate(self.households):
-            w, p = int(house.plant.delay_steps[0]), float(house.plant.delay_fraction[0])
-            padded = np.concatenate([self.U_past[i, 0], self.U[i, 0]])
-            new = padded[R - w:R - w + K]
-            old = padded[R - w - 1:R - w - 1 + K] if p > 0 else new
-            out[i] = (1.0 - p) * new + p * old
-        return out
+        return applied_power(self.households, self.U[:, 0], self.U_past[:, 0])
 
     def snapshots(self, household: int, max_delay: int, *, days_per_trajectory: int = 1,
                   center: bool = True, measured: bool = True
@@ -193,8 +187,8 @@ class FleetRecord:
 
 def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, start_day: int,
                    days: int, setpoint_c: float = 21.0, setback_K: float = 0.0,
-                   excitation: float = 0.3, noise_K: tuple[float, float] = (0.1, 0.2),
-                   progress: bool = False,
+                   excitation: float = 0.3, excitation_signal: str = "uniform",
+                   noise_K: tuple[float, float] = (0.1, 0.2), progress: bool = False,
                    rng: np.random.Generator | int | None = None) -> FleetRecord:
     """Simulate the fleet's operation with real weather, occupancy and the aggregator's excitation.
 
@@ -215,6 +209,10 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
     excitation : float, default 0.3
         Amplitude of the aggregator's random excitation as a fraction of each heat pump's
         largest power (0: plain thermostat operation).
+    excitation_signal : {"uniform", "binary"}, default "uniform"
+        Law of the per-period excitation ``s_k``: uniform on [-1, 1] or a random sign +-1
+        (a random binary sequence: for a given amplitude it has the largest power, so the
+        data carry the most information about the heat pump's effect per unit of amplitude).
     noise_K : (float, float), default (0.1, 0.2)
         Standard deviation of the measurement noise on ``T_i`` (thermostat) and ``T_h``
         (heat-pump sensor), K.
@@ -250,6 +248,9 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
     start_day = check_integer("start_day", start_day, minimum=0)
     setback = check_nonnegative("setback_K", setback_K)
     amplitude = check_nonnegative("excitation", excitation)
+    if excitation_signal not in EXCITATION_SIGNALS:
+        raise ParameterError(f"excitation_signal must be one of {EXCITATION_SIGNALS}; got "
+                             f"{excitation_signal!r}")
     sigma = np.array([check_nonnegative("noise_K", float(s)) for s in noise_K])
     if sigma.shape != (2,):
         raise ParameterError(f"noise_K must be two standard deviations (T_i, T_h); got "
@@ -271,7 +272,11 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
     present = np.stack([occ.people_home > 0 for occ in occupancy])
     setpoint = np.where(present, setpoint_c, setpoint_c - setback)
     p_max = np.array([h.parameters.heat_pump_max_kw for h in households])
-    excitation_kw = amplitude * p_max[:, None] * rng.uniform(-1.0, 1.0, (N, K))
+    if excitation_signal == "uniform":
+        signs = rng.uniform(-1.0, 1.0, (N, K))
+    else:
+        signs = 2.0 * rng.integers(0, 2, (N, K)) - 1.0
+    excitation_kw = amplitude * p_max[:, None] * signs
     noise = sigma[None, :, None] * rng.standard_normal((N, 2, K + 1))
     # The thermostat acts on the same noisy reading of T_i that the household shares.
     X_true, U, U_past = _run(households, D, setpoint, excitation_kw, noise[:, 0], progress)
@@ -282,18 +287,75 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
                        shape_index)
 
 
+def applied_power(households: Sequence[Household], U: np.ndarray, U_past: np.ndarray
+                  ) -> np.ndarray:
+    """Electrical power the compressors draw, averaged over each period.
+
+    The command ``u_k`` reaches the compressor after the delay ``r = (w + p) T``, so period
+    ``k`` draws ``(1 - p) u_{k-w} + p u_{k-w-1}``.
+
+    Parameters
+    ----------
+    households : sequence of Household
+    U : ndarray, shape (N, K)
+        Commands, kW.
+    U_past : ndarray, shape (N, R)
+        Commands before ``U`` (oldest first), ``R`` at least every household's whole delay + 1.
+
+    Returns
+    -------
+    ndarray, shape (N, K)
+    """
+    out = np.empty(U.shape)
+    K, R = U.shape[-1], U_past.shape[-1]
+    for i, house in enumerate(households):
+        w, p = int(house.plant.delay_steps[0]), float(house.plant.delay_fraction[0])
+        padded = np.concatenate([U_past[i], U[i]])
+        new = padded[R - w:R - w + K]
+        old = padded[R - w - 1:R - w - 1 + K] if p > 0 else new
+        out[i] = (1.0 - p) * new + p * old
+    return out
+
+
+class FleetDynamics:
+    """The true fleet's exact sampled dynamics under known disturbances, batched over houses.
+
+    ``x_{k+1} = A_d x_k + g_k sum_j B^(j) u_{k-j} + E_d d_k`` per household (module notes of
+    :mod:`simulations.smartgrid.household`), every household advanced at once.
+
+    Parameters
+    ----------
+    households : sequence of Household
+    D : ndarray, shape (N, 3, K)
+        Disturbances per household and period.
+    """
+
+    def __init__(self, households: Sequence[Household], D: np.ndarray) -> None:
+        households = tuple(households)
+        N = len(households)
+        self.R = max(h.plant.max_delay for h in households)
+        self.A_d = np.stack([h.plant.A_d for h in households])                    # (N, 2, 2)
+        self.B = np.zeros((N, self.R + 1, 2))
+        for i, h in enumerate(households):
+            self.B[i, :h.plant.max_delay + 1] = h.plant.B_blocks[:, :, 0]
+        self.gain = np.stack([h.input_gain(D[i, 0]) for i, h in enumerate(households)])
+        self.forcing = np.einsum("nij,njk->nik", np.stack([h.E_d for h in households]), D)
+
+    def step(self, x: np.ndarray, history: np.ndarray, k: int) -> np.ndarray:
+        """``x_{k+1}`` from ``x_k`` (N, 2) and the commands ``history`` (N, R + 1), newest
+        first (``u_k, u_{k-1}, ..., u_{k-R}``)."""
+        heat = np.einsum("nj,nji->ni", history, self.B)
+        return np.einsum("nij,nj->ni", self.A_d, x) + self.gain[:, k, None] * heat + \
+            self.forcing[:, :, k]
+
+
 def _run(households: tuple[Household, ...], D: np.ndarray, setpoint: np.ndarray,
          excitation: np.ndarray, sensor_noise: np.ndarray, progress: bool
          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Batched closed loop: PI thermostats + excitation on the exact delayed plants."""
     N, _, K = D.shape
-    R = max(h.plant.max_delay for h in households)
-    A_d = np.stack([h.plant.A_d for h in households])                          # (N, 2, 2)
-    B = np.zeros((N, R + 1, 2))
-    for i, h in enumerate(households):
-        B[i, :h.plant.max_delay + 1] = h.plant.B_blocks[:, :, 0]
-    gain = np.stack([h.input_gain(D[i, 0]) for i, h in enumerate(households)])   # (N, K)
-    forcing = np.einsum("nij,njk->nik", np.stack([h.E_d for h in households]), D)
+    dynamics = FleetDynamics(households, D)
+    R = dynamics.R
     p_max = np.array([h.parameters.heat_pump_max_kw for h in households])
     kp = p_max / PROPORTIONAL_BAND_K
     ki = kp * households[0].dt_s / INTEGRAL_TIME_S
@@ -311,8 +373,7 @@ def _run(households: tuple[Household, ...], D: np.ndarray, setpoint: np.ndarray,
         integral = integral + np.where(saturated, 0.0, ki * error)
         u = np.clip(command + excitation[:, k], 0.0, p_max)
         history = np.concatenate([u[:, None], history[:, :-1]], axis=1)
-        heat = np.einsum("nj,nji->ni", history, B)
-        x = np.einsum("nij,nj->ni", A_d, x) + gain[:, k, None] * heat + forcing[:, :, k]
+        x = dynamics.step(x, history, k)
         X[:, :, k + 1] = x
         U[:, 0, k] = u
     return X, U, U_past

@@ -37,7 +37,7 @@ from simulations.smartgrid.grid import GridResult
 from simulations.smartgrid.household import draw_households
 from simulations.smartgrid.occupancy_attack import occupancy_attack
 from simulations.smartgrid.operation import FleetRecord, simulate_fleet
-from simulations.smartgrid.profiles import load_profiles
+from simulations.smartgrid.profiles import YEAR_DAYS, load_profiles
 from simulations.smartgrid.reconstruction import (
     free_dimensions,
     gram_blocks,
@@ -209,10 +209,11 @@ def run_foundations(config: ScenarioConfig, out: str | Path, *, windows: Sequenc
         8, 10, 12, 13, 14, 16, 24, 48, 96), grid: bool = True,
         progress: bool = True) -> dict[str, Any]:
     """Simulate the configured fleet and measure the foundation numbers; write JSON + figures."""
-    last = config.start_day + config.identification_days - 1
-    if grid and not config.start_day <= config.grid_day <= last:
+    offset = (config.grid_day - config.start_day) % YEAR_DAYS   # the data wrap around the year
+    if grid and offset >= config.identification_days:
+        last = config.start_day + config.identification_days - 1
         raise ParameterError(f"grid_day={config.grid_day} lies outside the simulated days "
-                             f"{config.start_day}..{last}")
+                             f"{config.start_day}..{last} (mod {YEAR_DAYS})")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rng = as_generator(config.seed)
@@ -226,6 +227,7 @@ def run_foundations(config: ScenarioConfig, out: str | Path, *, windows: Sequenc
     record = simulate_fleet(fleet, profiles, start_day=config.start_day,
                             days=config.identification_days, setpoint_c=config.setpoint_c,
                             setback_K=config.setback_K, excitation=config.excitation,
+                            excitation_signal=config.excitation_signal,
                             noise_K=config.noise_K, progress=progress, rng=rng)
     summary["simulate_fleet_s"] = time.perf_counter() - begin
     for sensors, measured in (("measured", True), ("perfect_sensors", False)):
@@ -247,7 +249,6 @@ def run_foundations(config: ScenarioConfig, out: str | Path, *, windows: Sequenc
         from simulations.smartgrid.grid import LVGrid
 
         lv = LVGrid.load(config.grid)
-        offset = config.grid_day - config.start_day
         window = slice(offset * config.steps_per_day, (offset + 1) * config.steps_per_day)
         result = lv.run(record.applied_power()[:, window], start_day=config.grid_day,
                         dt_s=config.dt_s, base_load_kw=record.base_load_kw[:, window],

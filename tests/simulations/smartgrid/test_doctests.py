@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["config", "household", "occupancy", "operation", "profiles", "reconstruction",
-           "sweep"]
+           "sweep", "private_identification", "tracking", "fleet_mpc", "demand_response",
+           "case_study"]
 
 
 @pytest.mark.parametrize("name", MODULES)

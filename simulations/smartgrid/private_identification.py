@@ -1,0 +1,463 @@
+"""Private federated identification of the heat-pump fleet (issue 10, item 3).
+
+Each household turns its own operation data into DMDidc sufficient statistics
+(:class:`dmdidc.SufficientStatistics`), privatizes them once (:meth:`~dmdidc.SufficientStatistics.
+privatize`: Gaussian, Laplace or SaS noise with a sensitivity derived for the privacy unit) and
+shares only the noisy statistics; the aggregator combines the fleet's releases
+(:func:`aggregate_statistics`) and fits the fleet model from them by instrumental variables with
+its own excitation as instrument (:func:`identify_fleet`).
+
+What a household shares (:func:`household_statistics`)
+----------------------------------------------------
+* states ``[T_i - 21 C, T_h - 25 C]`` (a public operating point, subtracted so the clip bounds
+  do not depend on the data), clipped to ``+-2 K`` and ``+-4 K`` (:class:`SharingBounds`);
+* its command as a fraction of its heat pump's power minus one half, ``u / P_max - 0.5`` in
+  ``[-0.5, 0.5]`` (per-unit inputs make the fleet's houses comparable and add up);
+* the aggregator's excitation in the same per-unit scale, as the exogenous instrument: the
+  thermostat computes the command from noisy temperatures, so the command is endogenous and
+  only the excitation is independent of the noise and the disturbances
+  (:mod:`dmdidc.instrumental`);
+* one trajectory per day, days disjoint (the transition across midnight is dropped), so one
+  time step lies in one day's data and daily releases compose in parallel.  The statistics are
+  not centred: with a zero-mean exogenous instrument the instrumental-variable fit needs no
+  intercept (``E[z w] = E[z] E[w] = 0`` for any disturbance mean), and centring would double
+  the sensitivity (the per-day means move with every sample).
+
+Privacy units and the household's guarantee (:func:`household_guarantee`)
+------------------------------------------------------------------------
+``"sample"`` protects one time step (event level), ``"window"`` ``w`` consecutive time steps,
+``"trajectory"`` the household's whole record.  A release's sensitivity is derived by
+:mod:`dmdidc.sensitivity` for a unit inside one trajectory (a day); a unit that reaches ``k``
+trajectories of the same release (a window across midnight: ``k = 2``; the whole record:
+``k`` = all its days) moves the release by at most ``k`` times that (triangle inequality), and a
+unit that reaches ``s`` releases (daily sharing) composes them.  The household's guarantee is
+the accountant's answer (:func:`privacy.accounting.guarantee`) for the released mechanism with
+``k`` times its sensitivity, composed ``s`` times -- never a formula written here.
+:func:`privatize_household` calibrates the release so that this guarantee meets the household's
+budget and refuses to release otherwise (:class:`BudgetExceededError`).
+
+The seam for federated inference
+--------------------------------
+:func:`aggregate_statistics` is where the server combines the clients' releases.  Today it sums
+them, which is what FedInfer's posterior mean of the global statistics reduces to for one round
+of Gaussian releases with a flat prior (dissertation Ch. 7, eq. 7.13).  The FedInfer adapter of
+issue 9 (clients' statistics -> posterior of the global statistics) replaces its body; callers
+stay unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dmdidc import DMDidc, SufficientStatistics
+from dmdidc.privatization import MECHANISMS, PrivacyRelease, calibrate_release
+from dmdidc.sensitivity import PRIVACY_UNITS, statistics_sensitivity
+from privacy.errors import AccountingError, ParameterError
+from privacy.validation import check_in_interval, check_integer, check_positive
+from simulations.smartgrid.operation import FleetRecord
+
+__all__ = [
+    "BudgetExceededError",
+    "FleetIdentification",
+    "HouseholdGuarantee",
+    "SharingBounds",
+    "aggregate_statistics",
+    "daily_household_statistics",
+    "household_guarantee",
+    "household_statistics",
+    "identify_fleet",
+    "privatize_household",
+    "trajectories_reached",
+]
+
+#: Relative precision of the release calibration for units reaching several trajectories.
+_CALIBRATION_RTOL = 1e-2
+
+
+class BudgetExceededError(AccountingError):
+    """A release would take a household beyond its privacy budget."""
+
+
+@dataclass(frozen=True)
+class SharingBounds:
+    """Public operating point and clip bounds of what a household shares (see module notes).
+
+    Attributes
+    ----------
+    offsets_c : (float, float)
+        Subtracted from ``[T_i, T_h]`` before clipping, C.
+    state_bounds_K : (float, float)
+        Clip bounds of the offset states, K.
+    excitation : float
+        Amplitude of the aggregator's excitation as a fraction of ``P_max`` (the instrument's
+        bound).
+    """
+
+    offsets_c: tuple[float, float] = (21.0, 25.0)
+    state_bounds_K: tuple[float, float] = (2.0, 4.0)
+    excitation: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("offsets_c", "state_bounds_K"):
+            value = tuple(float(v) for v in getattr(self, name))
+            if len(value) != 2:
+                raise ParameterError(f"{name} must be two numbers (T_i, T_h); got "
+                                     f"{getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+        for bound in self.state_bounds_K:
+            check_positive("state_bounds_K", bound)
+        check_positive("excitation", self.excitation)
+
+
+def _household_days(record: FleetRecord, household: int, bounds: SharingBounds
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Disjoint per-day trajectories (states, per-unit inputs, per-unit excitation)."""
+    i = check_integer("household", household, minimum=0)
+    if i >= len(record.households):
+        raise ParameterError(f"household must be < {len(record.households)}; got {i}")
+    p_max = record.households[i].parameters.heat_pump_max_kw
+    span = record.steps_per_day
+    offsets = np.array(bounds.offsets_c)[:, None]
+    X_days, U_days, E_days = [], [], []
+    for d in range(record.days):
+        a = d * span
+        X_days.append(record.X[i][:, a:a + span] - offsets)
+        U_days.append(record.U[i][:, a:a + span - 1] / p_max - 0.5)
+        E_days.append(record.excitation_kw[i][:, a:a + span - 1] / p_max)
+    return X_days, U_days, E_days
+
+
+def household_statistics(record: FleetRecord, household: int, *, max_delay: int,
+                         bounds: SharingBounds | None = None) -> SufficientStatistics:
+    """One household's sufficient statistics over its whole record (module notes).
+
+    Parameters
+    ----------
+    record : FleetRecord
+        Operation data with the aggregator's excitation.
+    household : int
+    max_delay : int
+        Delay bound ``R`` (periods).
+    bounds : SharingBounds, optional
+        Default :class:`SharingBounds` ``()``; its ``excitation`` must be the record's amplitude
+        (excitation values beyond it would be clipped).
+
+    Returns
+    -------
+    SufficientStatistics
+        One trajectory per day, exogenous instrument: the per-unit excitation.
+
+    Examples
+    --------
+    >>> from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
+    >>> record = simulate_fleet(draw_households(2, rng=0), load_profiles("extract"),
+    ...                         start_day=10, days=2, excitation=0.5, rng=0)
+    >>> stats = household_statistics(record, 0, max_delay=3)
+    >>> stats.n_trajectories, stats.instruments, stats.dimension
+    (2, 'exogenous', 152)
+    """
+    bounds = SharingBounds() if bounds is None else bounds
+    X_days, U_days, E_days = _household_days(record, household, bounds)
+    return SufficientStatistics.from_data(
+        X_days, U_days, max_delay=check_integer("max_delay", max_delay, minimum=0),
+        state_bound=list(bounds.state_bounds_K), input_bound=0.5, instruments=E_days,
+        instrument_bound=bounds.excitation)
+
+
+def daily_household_statistics(record: FleetRecord, household: int, *, max_delay: int,
+                               bounds: SharingBounds | None = None) -> list[SufficientStatistics]:
+    """The same statistics, one per day (a household sharing daily); they add up to
+    :func:`household_statistics`."""
+    bounds = SharingBounds() if bounds is None else bounds
+    R = check_integer("max_delay", max_delay, minimum=0)
+    return [SufficientStatistics.from_data(X, U, max_delay=R,
+                                           state_bound=list(bounds.state_bounds_K),
+                                           input_bound=0.5, instruments=E,
+                                           instrument_bound=bounds.excitation)
+            for X, U, E in zip(*_household_days(record, household, bounds), strict=True)]
+
+
+def trajectories_reached(unit: str, window: int | None, stats: SufficientStatistics) -> int:
+    """Trajectories of one release a privacy unit can change: 1 for a sample, up to
+    ``1 + ceil((w - 1) / L)`` for a window of ``w`` steps over trajectories of ``L`` samples
+    (at least 2 when ``w > 1``: a window may cross midnight), every trajectory for the record."""
+    if unit not in PRIVACY_UNITS:
+        raise ParameterError(f"unit must be one of {PRIVACY_UNITS}; got {unit!r}")
+    if unit == "sample":
+        return 1
+    if unit == "trajectory":
+        return stats.n_trajectories
+    w = check_integer("window", window, minimum=1)
+    shortest = max(stats.min_trajectory_samples, 1)
+    return min(stats.n_trajectories, 1 + math.ceil((w - 1) / shortest)) if w > 1 else 1
+
+
+@dataclass(frozen=True)
+class HouseholdGuarantee:
+    """A household's composed privacy guarantee for what it released.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The accountant's bound for the unit.
+    unit : str
+        ``"sample"``, ``"window"`` or ``"trajectory"`` (the household's whole record).
+    window : int or None
+    releases : int
+        Releases one unit can reach (composed).
+    trajectories : int
+        Trajectories of one release one unit can change (sensitivity multiple).
+    method : str
+        The accountant's method.
+    release : dmdidc.privatization.PrivacyRelease
+        The per-release description (mechanism, sensitivity in a single trajectory).
+    """
+
+    epsilon: float
+    delta: float
+    unit: str
+    window: int | None
+    releases: int
+    trajectories: int
+    method: str
+    release: PrivacyRelease
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON summary."""
+        mech = self.release.mechanism
+        return {"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
+                "window": self.window, "releases": self.releases,
+                "trajectories_per_release": self.trajectories, "method": self.method,
+                "mechanism": type(mech).__name__,
+                "noise_scale": float(getattr(mech, "sigma", getattr(mech, "scale", math.nan))),
+                "sensitivity": self.release.sensitivity, "norm": self.release.norm,
+                "dimension": self.release.dimension}
+
+
+def household_guarantee(release: PrivacyRelease, *, unit: str, window: int | None,
+                        trajectories: int, releases: int = 1,
+                        delta: float = 0.0) -> HouseholdGuarantee:
+    """The household's guarantee: ``releases`` compositions of ``release``'s mechanism with
+    ``trajectories`` times its sensitivity (module notes), from :mod:`privacy.accounting`."""
+    from privacy import accounting
+
+    trajectories = check_integer("trajectories", trajectories, minimum=1)
+    releases = check_integer("releases", releases, minimum=1)
+    mech = release.mechanism
+    scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
+    bound = accounting.guarantee(scaled, delta=delta, steps=releases)
+    return HouseholdGuarantee(float(bound.epsilon), float(bound.delta), unit, window, releases,
+                              trajectories, bound.method, release)
+
+
+def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float,
+                     delta: float, unit: str, window: int | None, alpha: float | None,
+                     trajectories: int, releases: int) -> float:
+    """Largest per-release epsilon whose household guarantee stays within ``epsilon``."""
+    from privacy import accounting
+
+    if trajectories == 1 and releases == 1:
+        return epsilon
+    sens = statistics_sensitivity(stats, "trajectory" if unit == "trajectory" else unit,
+                                  window=window if unit == "window" else None)
+
+    def household(eps_release: float) -> float:
+        mech = calibrate_release(mechanism, eps_release, delta=delta if mechanism == "gaussian"
+                                 else None, alpha=alpha, l1=sens.l1, l2=sens.l2,
+                                 dimension=stats.dimension)[0]
+        scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
+        return accounting.epsilon(scaled, delta=delta, steps=releases)
+
+    low, high = epsilon / (trajectories * releases), epsilon
+    while household(low) > epsilon:
+        low /= 4.0
+    while high / low > 1.0 + _CALIBRATION_RTOL:
+        middle = math.sqrt(low * high)
+        if household(middle) > epsilon:
+            high = middle
+        else:
+            low = middle
+    return low
+
+
+def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon: float,
+                        delta: float = 1e-5, unit: str = "sample", window: int | None = None,
+                        alpha: float | None = None, releases: int = 1,
+                        budget: tuple[float, float] | None = None,
+                        rng: np.random.Generator | int | None = None
+                        ) -> tuple[SufficientStatistics, HouseholdGuarantee]:
+    """Privatize one release of a household so its composed guarantee meets ``epsilon``.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        Plain statistics with bounds (:func:`household_statistics` or one day of
+        :func:`daily_household_statistics`).
+    mechanism : {"gaussian", "laplace", "sas"}
+    epsilon : float
+        The household's budget for the unit, over all ``releases`` a unit can reach.
+    delta : float, default 1e-5
+        Delta of the guarantee (Gaussian: of the release; Laplace/SaS: the accountant's
+        answer is pure DP and reports it as 0).
+    unit : {"sample", "window", "trajectory"}, default "sample"
+        Time step, ``window`` time steps, or the household's whole record.
+    window : int, optional
+        Time steps of a window (``unit="window"``).
+    alpha : float, optional
+        SaS stability index in (0, 2) (``mechanism="sas"`` only).
+    releases : int, default 1
+        Releases of this kind one unit can reach (e.g. 2 for a window under daily sharing):
+        the budget is split so that their composition meets it.
+    budget : (epsilon, delta), optional
+        The household's hard limit; a release whose guarantee exceeds it is refused.  Default:
+        ``(epsilon, delta)``.
+    rng : numpy.random.Generator or int or None
+
+    Returns
+    -------
+    private : SufficientStatistics
+    guarantee : HouseholdGuarantee
+
+    Raises
+    ------
+    ParameterError
+        Unknown mechanism or unit, bad epsilon/delta/alpha/window.
+    BudgetExceededError
+        The accountant's guarantee exceeds the budget (never released).
+
+    Examples
+    --------
+    >>> from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
+    >>> record = simulate_fleet(draw_households(1, rng=0), load_profiles("extract"),
+    ...                         start_day=10, days=2, excitation=0.5, rng=0)
+    >>> stats = household_statistics(record, 0, max_delay=3)
+    >>> private, guarantee = privatize_household(stats, mechanism="gaussian", epsilon=1.0,
+    ...                                          rng=0)
+    >>> round(guarantee.epsilon, 6), guarantee.unit, guarantee.method
+    (1.0, 'sample', 'gaussian-exact')
+    """
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    epsilon = check_positive("epsilon", epsilon)
+    delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
+    if mechanism == "gaussian" and delta == 0.0:
+        raise ParameterError("the Gaussian mechanism needs delta > 0")
+    if unit != "window" and window is not None:
+        raise ParameterError(f"window applies to unit='window' only; got window={window!r} with "
+                             f"unit={unit!r}")
+    trajectories = trajectories_reached(unit, window, stats)
+    releases = check_integer("releases", releases, minimum=1)
+    limit_eps, limit_delta = (epsilon, delta) if budget is None else budget
+    kind = "trajectory" if unit == "trajectory" else unit
+    eps_release = _release_epsilon(stats, mechanism, epsilon, delta, unit, window, alpha,
+                                   trajectories, releases)
+    private = stats.privatize(mechanism, epsilon=eps_release,
+                              delta=delta if mechanism == "gaussian" else None, unit=kind,
+                              window=window if unit == "window" else None,
+                              alpha=alpha if mechanism == "sas" else None, rng=rng)
+    guarantee = household_guarantee(private.privacy, unit=unit, window=window,
+                                    trajectories=trajectories, releases=releases,
+                                    delta=delta if mechanism == "gaussian" else 0.0)
+    if guarantee.epsilon > limit_eps * (1.0 + 1e-9) or guarantee.delta > limit_delta:
+        raise BudgetExceededError(
+            f"this release would give the household ({guarantee.epsilon:.4g}, "
+            f"{guarantee.delta:.3g})-DP per {unit}, beyond its budget ({limit_eps:.4g}, "
+            f"{limit_delta:.3g}); it was not released")
+    return private, guarantee
+
+
+def aggregate_statistics(releases: Sequence[SufficientStatistics]) -> SufficientStatistics:
+    """Combine the households' (privatized) statistics into the fleet's: the federated seam.
+
+    Sums them: FedInfer's estimate of the global statistics after one round of Gaussian
+    releases under a flat prior (module notes).  The FedInfer adapter of issue 9 replaces this
+    body (posterior over the clients' releases); the signature stays.
+
+    Raises
+    ------
+    ParameterError
+        No releases.
+    """
+    releases = list(releases)
+    if not releases:
+        raise ParameterError("releases must hold at least one household's statistics")
+    return sum(releases[1:], releases[0])
+
+
+@dataclass(frozen=True, eq=False)
+class FleetIdentification:
+    """The aggregator's fleet model, identified from the combined statistics.
+
+    Attributes
+    ----------
+    estimator : dmdidc.DMDidc
+        Fitted (instrumental variables, exogenous instrument).
+    delay_s : float
+        Identified delay of the heat-pump channel, seconds (NaN without a continuous model).
+    delay_ci_s : (float, float)
+        Its confidence interval (NaN when not available).
+    note : str
+        Why the delay or its interval is missing (empty otherwise).
+    """
+
+    estimator: DMDidc
+    delay_s: float
+    delay_ci_s: tuple[float, float]
+    note: str
+
+    @property
+    def model(self):
+        """The identified :class:`dmdidc.DelayedPlant` (per-unit input)."""
+        return self.estimator.model_
+
+    @property
+    def usable(self) -> bool:
+        """Whether the model has a continuous part (needed by the fractional controller)."""
+        return self.model.has_continuous
+
+
+def identify_fleet(statistics: SufficientStatistics, *, dt_s: float, max_delay: int,
+                   level: float = 0.95) -> FleetIdentification:
+    """Fit the fleet model from combined statistics by instrumental variables.
+
+    Parameters
+    ----------
+    statistics : SufficientStatistics
+        :func:`aggregate_statistics` of the households' releases (or plain statistics).
+    dt_s : float
+    max_delay : int
+    level : float, default 0.95
+        Confidence level of ``delay_ci_s``.
+
+    Returns
+    -------
+    FleetIdentification
+
+    Raises
+    ------
+    dmdidc.InsufficientExcitationError
+        When the (noisy) moments are rank-deficient.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the estimator's diagnostics are kept in its fields
+        estimator = DMDidc(max_delay=max_delay, estimator="iv",
+                           instruments="exogenous").fit_statistics(statistics, dt=dt_s)
+    model = estimator.model_
+    if not model.has_continuous:
+        return FleetIdentification(estimator, math.nan, (math.nan, math.nan),
+                                   model.continuous_note or "no continuous model")
+    delay = float(model.delay[0])
+    try:
+        interval = estimator.delay_ci(level)
+        ci = (float(interval.low[0]), float(interval.high[0]))
+        note = "" if all(math.isfinite(v) for v in ci) else "no asymptotic interval"
+    except (ParameterError, ValueError, np.linalg.LinAlgError) as exc:
+        ci, note = (math.nan, math.nan), f"no interval: {exc}"
+    return FleetIdentification(estimator, delay, ci, note)

@@ -1,0 +1,120 @@
+"""Private federated identification of the fleet: statistics, guarantee, enforcement, fleet fit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privacy import GaussianMechanism, LaplaceMechanism, accounting
+from privacy.errors import ParameterError
+from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
+from simulations.smartgrid.private_identification import (
+    BudgetExceededError,
+    aggregate_statistics,
+    daily_household_statistics,
+    household_statistics,
+    identify_fleet,
+    privatize_household,
+    trajectories_reached,
+)
+
+T = 300.0
+
+
+@pytest.fixture(scope="module")
+def record():
+    fleet = draw_households(8, rng=0)
+    return simulate_fleet(fleet, load_profiles("extract"), start_day=330, days=21,
+                          excitation=0.5, excitation_signal="binary", rng=1)
+
+
+@pytest.fixture(scope="module")
+def stats(record):
+    return [household_statistics(record, i, max_delay=3) for i in range(8)]
+
+
+def test_daily_statistics_add_up_to_the_households(record, stats):
+    daily = daily_household_statistics(record, 2, max_delay=3)
+    assert len(daily) == record.days
+    np.testing.assert_allclose(sum(daily[1:], daily[0]).to_vector(), stats[2].to_vector(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(aggregate_statistics(stats).to_vector(),
+                               np.sum([s.to_vector() for s in stats], axis=0), rtol=1e-12)
+
+
+def test_plain_fleet_fit_recovers_the_mean_delay(record, stats):
+    fit = identify_fleet(aggregate_statistics(stats), dt_s=T, max_delay=3)
+    true = np.mean([h.plant.delay[0] for h in record.households])
+    assert fit.usable and fit.note == ""
+    assert abs(fit.delay_s - true) < 0.05 * T
+    assert fit.delay_ci_s[0] < fit.delay_s < fit.delay_ci_s[1]
+
+
+def test_privacy_costs_interval_width(stats):
+    plain = identify_fleet(aggregate_statistics(stats), dt_s=T, max_delay=3)
+    private = [privatize_household(s, mechanism="gaussian", epsilon=30.0, rng=i)[0]
+               for i, s in enumerate(stats)]
+    noisy = identify_fleet(aggregate_statistics(private), dt_s=T, max_delay=3)
+    width = np.diff(noisy.delay_ci_s)[0]
+    assert width > 2.0 * np.diff(plain.delay_ci_s)[0]
+
+
+@pytest.mark.parametrize("unit, window", [("sample", None), ("window", 12),
+                                          ("trajectory", None)])
+def test_gaussian_guarantee_is_the_accountants_and_meets_the_budget(stats, unit, window):
+    private, g = privatize_household(stats[0], mechanism="gaussian", epsilon=1.0, delta=1e-5,
+                                     unit=unit, window=window, rng=0)
+    k = trajectories_reached(unit, window, stats[0])
+    assert g.trajectories == k == {"sample": 1, "window": 2, "trajectory": 21}[unit]
+    # independent: the accountant on a Gaussian with k times the single-trajectory sensitivity
+    sigma = g.to_dict()["noise_scale"]
+    sens = stats[0].sensitivity("trajectory" if unit == "trajectory" else unit,
+                                window=window).l2
+    mech = GaussianMechanism(sigma=sigma, sensitivity=k * sens)
+    eps = accounting.epsilon(mech, delta=1e-5)
+    assert eps == pytest.approx(g.epsilon, rel=1e-9)
+    assert 0.98 <= g.epsilon <= 1.0 + 1e-9
+    assert not np.allclose(private.to_vector(), stats[0].to_vector())
+
+
+def test_laplace_window_under_daily_sharing_composes(stats):
+    _, g = privatize_household(stats[0], mechanism="laplace", epsilon=1.0, delta=0.0,
+                               unit="window", window=12, releases=2, rng=0)
+    scale = g.to_dict()["noise_scale"]
+    sens = stats[0].sensitivity("window", window=12).l1
+    mech = LaplaceMechanism(scale=scale, sensitivity=g.trajectories * sens)
+    assert accounting.epsilon(mech, delta=0.0, steps=2) == pytest.approx(g.epsilon)
+    assert g.epsilon <= 1.0 + 1e-9 and g.releases == 2
+
+
+def test_budget_is_enforced(stats):
+    with pytest.raises(BudgetExceededError, match="beyond its budget"):
+        privatize_household(stats[0], mechanism="gaussian", epsilon=1.0,
+                            budget=(0.5, 1e-5), rng=0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(mechanism="uniform", epsilon=1.0), "mechanism"),
+    (dict(mechanism="gaussian", epsilon=-1.0), "epsilon"),
+    (dict(mechanism="gaussian", epsilon=1.0, delta=0.0), "delta"),
+    (dict(mechanism="gaussian", epsilon=1.0, window=5), "window"),
+    (dict(mechanism="gaussian", epsilon=1.0, unit="day"), "unit"),
+])
+def test_bad_arguments_are_refused(stats, kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        privatize_household(stats[0], **kwargs)
+
+
+def test_aggregate_and_household_refusals(record):
+    with pytest.raises(ParameterError, match="at least one"):
+        aggregate_statistics([])
+    with pytest.raises(ParameterError, match="household must be < 8"):
+        household_statistics(record, 8, max_delay=3)
+
+
+def test_sas_guarantee_is_pure_and_within_budget(stats):
+    _, g = privatize_household(stats[0], mechanism="sas", epsilon=2.0, alpha=1.5, rng=0)
+    assert g.delta == 0.0 and g.method == "pure-dp" and g.epsilon <= 2.0
+    assert math.isfinite(g.to_dict()["noise_scale"])
