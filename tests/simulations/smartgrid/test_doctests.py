@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["config", "household", "occupancy", "operation", "profiles", "reconstruction",
-           "sweep"]
+           "study_sweep", "sweep"]
 
 
 @pytest.mark.parametrize("name", MODULES)
