@@ -92,7 +92,7 @@ def main() -> None:
     header = (f"{'N':>6} | {'serial s':>9} {'dask s':>8} {'serial/dask':>11} | "
               f"{'growth':>6} | {'simulate':>8} {'stats':>7} {'privatize':>9} {'identify':>8}"
               f" {'CPU/wall':>8}"
-              f" | {'peak RSS MB':>11} | load")
+              f" | {'peak RSS MB':>11} | |delay error| / T | load")
     print(header)
     previous = None
     try:
@@ -122,7 +122,9 @@ def main() -> None:
                   f"{growth:>6} | {stages['simulate']:8.2f} {stages['statistics']:7.2f} "
                   f"{stages['privatize']:9.2f} {stages['identify']:8.3f} "
                   f"{stages['cpu'] / stages['total']:8.2f} | {rss:11.0f} | "
-                  f"{_load()}{'' if same else '  (TABLES DIFFER)'}")
+                  + " ".join(f"{r['mechanism']} {abs(r['delay_error_T']):.3g}"
+                             for r in serial.rows)
+                  + f" | {_load()}{'' if same else '  (TABLES DIFFER)'}")
             previous = (N, t_serial)
     finally:
         client.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -44,7 +45,8 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
                     "the fleet delay and compare it with the fleet's true mean delay. Runs on a "
                     "Dask LocalCluster (--workers), an existing cluster (--scheduler) or in "
                     "this process (--serial). Writes sweep.csv (one row per task), sweep.json "
-                    "(settings, rows, summary) and sweep.png.")
+                    "(settings, rows, summary; null for a failed fit or a missing interval) "
+                    "and sweep.png.")
     positive, count = _bounded(float, 0.0, strict=True), _bounded(int, 1)
     sweep.add_argument("--epsilons", type=positive, nargs="+", default=[1.0, 10.0, 100.0],
                        help="budgets per household (composed, for --unit) (default: 1 10 100)")
@@ -154,12 +156,23 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     result.to_csv(out / "sweep.csv")
     settings = {k: v for k, v in vars(args).items() if k != "handler"}
     (out / "sweep.json").write_text(json.dumps(
-        {"settings": settings, "engine": result.engine, "rows": list(result.rows),
-         "summary": summary}, indent=1, default=str))
+        _strict({"settings": settings, "engine": result.engine, "rows": list(result.rows),
+                 "summary": summary}), indent=1, allow_nan=False))
     plot_study(summary, out / "sweep.png")
     print(_table(summary))
     print(f"wrote {', '.join(str(out / name) for name in FILES)}")
     return 0
+
+
+def _strict(value: Any) -> Any:
+    """Plain JSON: non-finite numbers (a failed fit, no interval) become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
 
 
 def _table(summary: list[dict[str, Any]]) -> str:
@@ -175,3 +188,10 @@ def _table(summary: list[dict[str, Any]]) -> str:
             f"{e['plain_abs_error_median_T']:>8.3g} {e['coverage']:>5.2f} "
             f"{e['epsilon_household_max']:>7.4g} {e['time_median_s']:>7.2f}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":            # python -m simulations.smartgrid_sweep_cli sweep ...
+    _parser = argparse.ArgumentParser(prog="dmdidc smartgrid")
+    add_sweep_action(_parser.add_subparsers(dest="action", required=True))
+    _args = _parser.parse_args()
+    sys.exit(_args.handler(_args))

@@ -434,9 +434,14 @@ def _label(entry: Mapping[str, Any]) -> str:
     return entry["mechanism"].capitalize()
 
 
+#: Where the figure draws failed fits (infinite errors), in periods.
+_CEILING = 3.0
+
+
 def plot_study(summary: Sequence[Mapping[str, Any]], path: Any) -> Any:
     """Median ``|delay error|`` (T) against epsilon with its 10-90 % band over repetitions: one
-    panel per (delay, N), one line per mechanism; the plain fit dotted.  Returns the path."""
+    panel per (delay, N), one line per mechanism; the plain fit dotted, 0.05 T dashed; a cell
+    whose median fit failed is an ``x`` at 3 T.  Returns the path."""
     from privacy.plotting import new_figure, save_figure
 
     panels = sorted({(e["delay_T"], e["households"]) for e in summary})
@@ -449,11 +454,14 @@ def plot_study(summary: Sequence[Mapping[str, Any]], path: Any) -> Any:
         for label in dict.fromkeys(_label(e) for e in entries):
             line = sorted((e for e in entries if _label(e) == label), key=lambda e: e["epsilon"])
             eps = np.array([e["epsilon"] for e in line])
-            med, lo, hi = (np.array([e[k] for e in line], dtype=float) for k in
-                           ("abs_error_median_T", "abs_error_q10_T", "abs_error_q90_T"))
-            shown = ax.plot(eps, np.where(np.isfinite(med), med, np.nan), "o-", label=label)
-            ax.fill_between(eps, lo, np.where(np.isfinite(hi), hi, np.nan), alpha=0.2,
-                            color=shown[0].get_color())
+            med, lo, hi = (np.minimum(np.array([e[k] for e in line], dtype=float), _CEILING)
+                           for k in ("abs_error_median_T", "abs_error_q10_T",
+                                     "abs_error_q90_T"))
+            shown = ax.plot(eps, med, "o-", label=label)
+            failed = med >= _CEILING
+            ax.plot(eps[failed], med[failed], "x", ms=9, color=shown[0].get_color())
+            ax.fill_between(eps, lo, hi, alpha=0.2, color=shown[0].get_color())
+        ax.axhline(0.05, color="0.5", ls="--", lw=1, label="0.05 T")
         plain = np.nanmedian([e["plain_abs_error_median_T"] for e in entries])
         if np.isfinite(plain) and plain > 0:
             ax.axhline(plain, color="k", ls=":", lw=1, label="no privacy")

@@ -35,7 +35,8 @@ def test_serial_sweep_writes_table_json_and_figure(tmp_path, capsys):
     assert {r["chunk"] for r in rows} == {"2"} and {r["days"] for r in rows} == {"1"}
     for row in rows:                                     # each household within its budget
         assert float(row["epsilon_household"]) <= float(row["epsilon"]) * (1 + 1e-9)
-    written = json.loads((out / "sweep.json").read_text())
+    written = json.loads((out / "sweep.json").read_text(),       # strict JSON: no NaN/inf
+                         parse_constant=lambda name: pytest.fail(f"non-JSON {name}"))
     assert written["engine"] == "serial" and written["settings"]["seed"] == 3
     assert len(written["summary"]) == 4 and all(s["repeats"] == 2 for s in written["summary"])
     assert [r["delay_true_T"] for r in written["rows"]] == \
