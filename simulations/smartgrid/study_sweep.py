@@ -18,19 +18,20 @@ serially or on Dask.
 Scaling to 10,000 households
 ---------------------------
 * Households are drawn, simulated and reduced ``chunk`` at a time: a chunk's operation record
-  (about ``11 x 288 x days`` doubles per household: 0.35 MB per household-week at T = 5 min)
+  (about ``13 x 288 x days`` doubles per household: 0.2 MB per household-week at T = 5 min)
   is freed once its households' statistics are computed.  What a task keeps is one release per
-  household (``d (d + 1) / 2 + d`` = 152 numbers at ``R = 3``) for the aggregator and the
-  running plain sum; 10,000 households hold ~40 MB.  The draws depend on ``chunk`` (it is part
+  household (``d (d + 1) / 2 + d`` = 152 numbers at ``R = 3``, a few kB with its metadata) for
+  the aggregator and the running plain sum.  The draws depend on ``chunk`` (it is part
   of the configuration and of every row), not on the engine.
 * The simulation advances a whole chunk per time step (:func:`simulate_fleet`, batched numpy)
   and the households' statistics are computed together (:func:`fleet_statistics`: one batched
-  Gram product per day instead of a streaming accumulator per household and day, 4.7x faster
-  for 300 households, same numbers).
+  Gram product per day instead of a streaming accumulator per household and day: 3.9-4.2x
+  faster for 300 households x 14 days, same numbers; ``benchmarks/bench_smartgrid_sweep.py``).
 * The task runs with one BLAS thread: its matrices are 2 x 2 to 16 x 16, where a threaded
-  BLAS only adds synchronisation (drawing 300 households took 3.4 s with two OpenBLAS threads
-  on the shared machine and 0.10 s with one).  Dask's workers are single-threaded already, so
-  the serial and the Dask paths now do the same work per task.
+  BLAS only adds synchronisation (drawing 300 households took 17-23 s with the default
+  OpenBLAS threads on the loaded 2-core machine and 0.36-0.72 s with one, same benchmark).
+  Dask's nannies start workers with ``OPENBLAS_NUM_THREADS=1`` already, so the serial and the
+  Dask paths do the same work per task.
 
 Privacy: the guarantee is the accountant's (``privatize_household`` composes it and refuses a
 release beyond the budget); every household gets the same budget ``epsilon`` for the stated
