@@ -194,4 +194,7 @@ if __name__ == "__main__":            # python -m simulations.smartgrid_sweep_cl
     _parser = argparse.ArgumentParser(prog="dmdidc smartgrid")
     add_sweep_action(_parser.add_subparsers(dest="action", required=True))
     _args = _parser.parse_args()
-    sys.exit(_args.handler(_args))
+    try:
+        sys.exit(_args.handler(_args))
+    except ValueError as _error:      # the toolbox's ParameterError is a ValueError
+        _parser.exit(2, f"dmdidc smartgrid sweep: error: {_error}\n")
