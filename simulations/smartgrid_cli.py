@@ -48,7 +48,8 @@ def _epsilons(text: str) -> tuple[float, ...]:
 
 
 def add_smartgrid_parser(subparsers: Any) -> Any:
-    """Register the ``smartgrid`` group and its ``run`` action; return the group's actions."""
+    """Register the ``smartgrid`` group and its ``run`` and ``sweep`` actions; return the
+    group's actions."""
     group = subparsers.add_parser(
         "smartgrid", help="smart-grid privacy case study: private federated identification of "
                           "a heat-pump fleet, delay-aware demand response, LV grid",
@@ -92,6 +93,9 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
     run.add_argument("--no-grid", action="store_true", help="skip the LV power flows")
     run.add_argument("--out", default="out/smartgrid", help="output folder")
     run.set_defaults(handler=run_command)
+
+    from simulations.smartgrid_sweep_cli import add_sweep_action
+    add_sweep_action(actions)            # smartgrid sweep (issue 10, item 7)
     return actions
 
 

@@ -3,7 +3,8 @@
 Foundations (issue 10): physically grounded heterogeneous households (:mod:`.household`), real
 profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic occupancy
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
-LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`), the scenario configuration
+LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`) and the fleet privacy-utility
+sweep on them (:mod:`.study_sweep`), the scenario configuration
 (:mod:`.config`) and the two attacks on shared statistics (:mod:`.reconstruction`,
 :mod:`.occupancy_attack`).  The case study (:mod:`.case_study`): private federated
 identification of the fleet (:mod:`.private_identification`), delay-aware demand response on the
@@ -60,6 +61,13 @@ from simulations.smartgrid.reconstruction import (
     reconstruct_trajectory,
     relative_error,
 )
+from simulations.smartgrid.study_sweep import (
+    fleet_identification_task,
+    fleet_statistics,
+    plot_study,
+    study_grid,
+    summarize_study,
+)
 from simulations.smartgrid.sweep import SweepResult, parameter_grid, run_sweep, task_rng
 from simulations.smartgrid.tracking import DisturbanceObserver, FleetTracker, GridSignal
 
@@ -101,6 +109,8 @@ __all__ = [
     "base_load",
     "daily_statistics",
     "draw_households",
+    "fleet_identification_task",
+    "fleet_statistics",
     "free_dimensions",
     "gram_blocks",
     "heat_pump_cop",
@@ -108,12 +118,15 @@ __all__ = [
     "load_profiles",
     "occupancy_attack",
     "parameter_grid",
+    "plot_study",
     "reconstruct_trajectory",
     "relative_error",
     "run_sweep",
     "simulate_fleet",
     "simulate_occupancy",
     "statistics_features",
+    "study_grid",
+    "summarize_study",
     "supply_temperature",
     "task_rng",
 ]
