@@ -27,7 +27,6 @@ Seed Ch. 7 (Algorithms 1-2, eqs. 7.13-7.19), Ch. 9 (DMDidc, eqs. 9.19-9.21); Ch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from scipy import special
