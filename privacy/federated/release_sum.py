@@ -7,7 +7,7 @@ and FedInfer's posterior given it is, per coordinate, ``p(z* | y) ~ prior(z*) f_
 with ``f_e`` the law of the summed noise:
 
 * **Gaussian** releases (``sigma_k``): ``e ~ N(0, sum_k sigma_k^2)``; with FedInfer's flat
-  conjugate prior the posterior is ``N(y, sum_k sigma_k^2)`` (:class:`GaussianPosterior`).
+  conjugate prior (:class:`GaussianPosterior`) the posterior is ``N(y, sum_k sigma_k^2)``.
 * **SaS** releases with a common alpha (``gamma_k``): ``e`` is SaS(alpha) with scale
   ``(sum_k gamma_k^alpha)^(1/alpha)`` (stability, seed eq. 3.8; checked against
   ``scipy.stats.levy_stable`` in the tests).  Heterogeneous scales stay closed-form; the relative
@@ -39,14 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.federated.posterior import (
-    GaussianPosterior,
-    GridPosterior,
-    NoiseLaw,
-    PosteriorSummary,
-)
+from privacy.federated.posterior import GridPosterior, NoiseLaw, PosteriorSummary
 from privacy.validation import check_in_interval, check_positive
 
 __all__ = ["ReleaseNoise", "LaplaceSum", "summed_noise_law", "sum_posterior"]
@@ -237,11 +233,14 @@ def sum_posterior(total: Any, noises: Sequence[ReleaseNoise], *, lower: Any, upp
         return PosteriorSummary(y.copy(), zero, y.copy(), y.copy(), level, 1)
     law = summed_noise_law(noises)
     if law.noise == "gaussian":
-        posterior = GaussianPosterior(law, y.size)
-    else:
-        lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
-        if lo.shape != y.shape or hi.shape != y.shape:
-            raise DimensionError(f"lower and upper must have the shape of total {y.shape}; "
-                                 f"got {lo.shape} and {hi.shape}")
-        posterior = GridPosterior(law, lo, hi)
+        # GaussianPosterior's flat-prior closed form for one observation, without its
+        # round-off: the mean is exactly the sum (what a plain aggregation returns)
+        std = np.full(y.size, law.combined_scale)
+        half = special.ndtri(0.5 + level / 2.0) * std
+        return PosteriorSummary(y.copy(), std, y - half, y + half, level, 1)
+    lo, hi = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    if lo.shape != y.shape or hi.shape != y.shape:
+        raise DimensionError(f"lower and upper must have the shape of total {y.shape}; got "
+                             f"{lo.shape} and {hi.shape}")
+    posterior = GridPosterior(law, lo, hi)
     return posterior.summary(posterior.add(posterior.initial(), y), level=level)

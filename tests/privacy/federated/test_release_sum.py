@@ -5,12 +5,12 @@ import pytest
 from scipy import integrate, stats
 
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.federated.posterior import NoiseLaw
+from privacy.federated.posterior import GaussianPosterior, NoiseLaw
 from privacy.federated.release_sum import (
     LaplaceSum,
     ReleaseNoise,
-    summed_noise_law,
     sum_posterior,
+    summed_noise_law,
 )
 
 
@@ -55,7 +55,7 @@ def test_laplace_sum_with_gaussian_term_matches_numerical_convolution():
     b, sigma = 1.3, 0.8
     law = LaplaceSum([b], gaussian_variance=sigma ** 2)
     for x0 in (0.0, 1.0, 4.0):
-        value, _ = integrate.quad(lambda u: stats.laplace.pdf(u, scale=b)
+        value, _ = integrate.quad(lambda u, x0=x0: stats.laplace.pdf(u, scale=b)
                                   * stats.norm.pdf(x0 - u, scale=sigma), -40, 40, points=[0.0])
         assert law.logpdf(x0) == pytest.approx(np.log(value), abs=1e-5)
 
@@ -88,6 +88,11 @@ def test_gaussian_sum_posterior_is_the_closed_form():
     assert np.array_equal(post.mean, y)
     assert np.allclose(post.std, 3.0)
     assert np.allclose(post.upper - post.lower, 2 * stats.norm.ppf(0.975) * 3.0)
+    # FedInfer's conjugate posterior (flat prior, one full observation) says the same
+    conjugate = GaussianPosterior(NoiseLaw("gaussian", 1.0, tuple(sigmas)), 2)
+    reference = conjugate.summary(conjugate.add(conjugate.initial(), y))
+    assert np.allclose(post.mean, reference.mean, rtol=1e-12)
+    assert np.allclose(post.lower, reference.lower, rtol=1e-12)
 
 
 def test_exact_releases_give_the_sum():
