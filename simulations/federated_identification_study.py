@@ -358,8 +358,13 @@ def plot_identification(summary: dict[str, Any], path: Any, *, title: str = "") 
                 rate = summary["rate_expected"]
                 ref = med[last] * (n / n[last]) ** rate
                 ax.plot(n, ref, "k--", lw=0.8, label=f"N^{rate:.2f} (expected)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if any(np.isfinite(e["median"]) and e["median"] > 0
+           for entries in summary["table"].values() for e in entries):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:
+        ax.text(0.5, 0.5, "no delay identified at these N", transform=ax.transAxes,
+                ha="center")
     ax.set_xlabel("clients N (each epsilon = 1, one time step)")
     ax.set_ylabel("delay error |r - r_hat| / T (worst channel)")
     ax.set_title(title or "Federated identification: delay error against N")
