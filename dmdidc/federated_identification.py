@@ -35,7 +35,6 @@ from dmdidc.federated import combine_statistics
 from dmdidc.privatization import MECHANISMS, describe_release
 from dmdidc.statistics import SufficientStatistics
 from dmdidc.statistics_accumulator import StatisticsAccumulator
-from privacy.composition import simple_composition
 from privacy.federated.protocol import (
     ABSTAIN,
     DP_RELEASES,
@@ -62,6 +61,8 @@ class ReleaseAccount:
 
     def epsilon(self, releases: int) -> float:
         """Composed epsilon after ``releases`` releases (an upper bound)."""
+        from privacy.composition import simple_composition
+
         releases = check_integer("releases", releases, minimum=0)
         if releases == 0:
             return 0.0
