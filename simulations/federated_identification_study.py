@@ -18,6 +18,11 @@ At the same per-client budget it compares
   it), and the server fits IV on the pooled noisy data (:mod:`simulations.private_study`).
 
 A single client is the first point (N = 1) of every curve.
+
+On real Flower processes: ``dmdidc federated serve --algorithm
+simulations.federated_identification_study:deployment_algorithm --algorithm-kwargs
+'{"clients": 3}' --data simulations.federated_identification_study:deployment_partition
+--clients 3 --rounds 1 --out DIR``.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from privacy.errors import ParameterError
 from privacy.validation import check_integer, check_positive
 
 __all__ = ["FederatedIdentificationConfig", "run_federated_identification",
-           "summarize_identification", "plot_identification", "client_grid", "BASELINES"]
+           "summarize_identification", "plot_identification", "client_grid", "BASELINES",
+           "deployment_algorithm", "deployment_partition"]
 
 BASELINES = ("average", "per_sample")
 A_C = ((-0.3, 1.1), (-1.1, -0.3))
@@ -102,20 +108,25 @@ def _plant(config: FederatedIdentificationConfig):
                                         config.dt, max_delay=config.max_delay)
 
 
-def _clients(config, plant, rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
-    """Every client's experiments with measurement noise (``noise_db`` below each state's rms)."""
+def _experiments(config, plant, rng: np.random.Generator, count: int
+                 ) -> list[dict[str, np.ndarray]]:
+    """``count`` clients' experiments with measurement noise (``noise_db`` below each state's
+    rms over the batch)."""
     from simulations.private_study import simulate_experiments
 
-    N, E, L = config.clients[-1], config.experiments, config.length
-    out = []
-    for start in range(0, N, 100):                     # bounded memory
-        count = min(100, N - start)
-        U = rng.uniform(-config.input_bound, config.input_bound, (count * E, plant.n_inputs, L))
-        X = simulate_experiments(plant, U)
-        rms = np.sqrt(np.mean(X ** 2, axis=(0, 2)))[None, :, None]
-        X = X + 10 ** (-config.noise_db / 20) * rms * rng.standard_normal(X.shape)
-        out += [{"X": X[k * E:(k + 1) * E], "U": U[k * E:(k + 1) * E]} for k in range(count)]
-    return out
+    E, L = config.experiments, config.length
+    U = rng.uniform(-config.input_bound, config.input_bound, (count * E, plant.n_inputs, L))
+    X = simulate_experiments(plant, U)
+    rms = np.sqrt(np.mean(X ** 2, axis=(0, 2)))[None, :, None]
+    X = X + 10 ** (-config.noise_db / 20) * rms * rng.standard_normal(X.shape)
+    return [{"X": X[k * E:(k + 1) * E], "U": U[k * E:(k + 1) * E]} for k in range(count)]
+
+
+def _clients(config, plant, rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
+    """Every client's experiments, in batches of 100 clients (bounded memory)."""
+    N = config.clients[-1]
+    return [client for start in range(0, N, 100)
+            for client in _experiments(config, plant, rng, min(100, N - start))]
 
 
 def _algorithm(config):
@@ -130,6 +141,23 @@ def _algorithm(config):
         delta=config.delta if config.mechanism == "gaussian" else None,
         alpha=config.alpha if config.mechanism == "sas" else None, unit="sample",
         join_round=joins.tolist(), instruments="inputs")
+
+
+def deployment_algorithm(*, clients: int, **settings: Any):
+    """Factory for ``dmdidc federated serve --algorithm`` (real Flower processes): the
+    study's :class:`~dmdidc.federated_identification.FederatedIdentification` with every
+    client joining in round 0; ``settings`` are :class:`FederatedIdentificationConfig`
+    fields (mechanism, epsilon, delta, alpha, state_bound, ...)."""
+    return _algorithm(FederatedIdentificationConfig(clients=(clients,), **settings))
+
+
+def deployment_partition(partition_id: int, num_partitions: int, *, seed: int = 0,
+                         **settings: Any) -> dict[str, np.ndarray]:
+    """Factory for ``dmdidc federated serve --data``: node ``partition_id``'s own experiments
+    (its own generator, seeded by ``(seed, partition_id)``)."""
+    config = FederatedIdentificationConfig(clients=(num_partitions,), **settings)
+    rng = np.random.default_rng((seed, check_integer("partition_id", partition_id, minimum=0)))
+    return _experiments(config, _plant(config), rng, 1)[0]
 
 
 def _errors(delays: np.ndarray, truth: np.ndarray, dt: float) -> float:

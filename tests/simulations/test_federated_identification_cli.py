@@ -70,3 +70,20 @@ def test_client_grid():
     assert client_grid(1000) == (1, 3, 10, 30, 100, 300, 1000)
     assert client_grid(50) == (1, 3, 10, 30, 50)
     assert client_grid(1) == (1,)
+
+
+def test_deployment_factories_build_the_study_clients():
+    from simulations.federated_identification_study import (
+        deployment_algorithm,
+        deployment_partition,
+    )
+    algo = deployment_algorithm(clients=3, epsilon=0.5, experiments=2, length=30)
+    assert algo.num_clients == 3 and algo.epsilons == (0.5, 0.5, 0.5)
+    assert algo.join_round == (0, 0, 0)
+    data = deployment_partition(1, 3, seed=4, experiments=2, length=30)
+    assert data["X"].shape == (2, 2, 31) and data["U"].shape == (2, 2, 30)
+    again = deployment_partition(1, 3, seed=4, experiments=2, length=30)
+    other = deployment_partition(2, 3, seed=4, experiments=2, length=30)
+    assert np.array_equal(data["X"], again["X"]) and not np.array_equal(data["U"], other["U"])
+    stats = algo.client_statistics(data)
+    assert stats.n_trajectories == 2
