@@ -175,14 +175,19 @@ def _quietly(fit: Callable[[], Any]) -> Any:
             return None
 
 
-def _fedinfer_metrics(algo, config, plant) -> Callable[[dict], dict[str, float]]:
+def _fedinfer_metrics(algo, config, plant, exact: dict[int, np.ndarray]
+                      ) -> Callable[[dict], dict[str, float]]:
+    """Metrics after a round: the delay and its interval, and the relative error of the
+    server's statistics against the exact sum of the joined clients' (``exact`` by N)."""
     from dmdidc import DMDidc
 
     def evaluate(model: dict) -> dict[str, float]:
         stats = algo.statistics_from_model(model)
+        truth = exact[stats.n_trajectories // config.experiments]
         est = _quietly(lambda: DMDidc(max_delay=config.max_delay, estimator="iv")
                        .fit_statistics(stats, dt=config.dt))
-        out = {"n": float(stats.n_samples)}
+        out = {"n": float(stats.n_samples), "statistics_error": float(
+            np.linalg.norm(stats.to_vector() - truth) / np.linalg.norm(truth))}
         if est is None or not est.model_.has_continuous:
             return {**out, "error": math.inf}
         ci = _quietly(est.delay_ci)
@@ -278,7 +283,9 @@ def run_federated_identification(config: FederatedIdentificationConfig, *,
     for s in range(config.seeds):
         seed = config.seed + s
         data = _clients(config, plant, derive_rng(seed, "network", 1, 0))
-        evaluate = _fedinfer_metrics(algo, config, plant)
+        running = np.cumsum([algo.client_statistics(d).to_vector() for d in data], axis=0)
+        exact = {n: running[n - 1] for n in config.clients}
+        evaluate = _fedinfer_metrics(algo, config, plant, exact)
         rounds = len(config.clients)
         if config.engine == "flower":
             from privacy.federated.flower import run_inprocess_sync
@@ -343,11 +350,17 @@ def summarize_identification(result: dict[str, Any]) -> dict[str, Any]:
                     np.isfinite(covered)) else math.nan
                 entry["half_width"] = float(np.nanmedian(widths)) if np.any(
                     np.isfinite(widths)) else math.nan
+                entry["statistics_error"] = float(np.median(
+                    [r["statistics_error"] for r in rows
+                     if r["method"] == method and r["clients"] == n]))
             table[method].append(entry)
     n = np.array(counts, dtype=float)
     rates = {m: _slope(n, np.array([e["median"] for e in table[m]])) for m in methods}
     widths = np.array([e["half_width"] for e in table["fedinfer"]])
     rates["fedinfer_interval"] = _slope(n, widths)
+    noise = np.array([e["statistics_error"] for e in table["fedinfer"]])
+    rates["fedinfer_statistics"] = (float(np.polyfit(np.log(n), np.log(noise), 1)[0])
+                                    if n.size > 1 else math.nan)
     config = result["config"]
     expected = (-0.5 if config["mechanism"] != "sas"
                 else 1.0 / config["alpha"] - 1.0)
@@ -386,6 +399,9 @@ def plot_identification(summary: dict[str, Any], path: Any, *, title: str = "") 
             ok = np.isfinite(half)
             ax.plot(n[ok], half[ok], ":", color=line.get_color(),
                     label="95 % interval half-width")
+            noise = np.array([e["statistics_error"] for e in entries])
+            ax.plot(n, noise, "s:", color="gray", ms=3,
+                    label="relative error of the statistics")
             if shown.any():
                 last = np.flatnonzero(shown)[-1]
                 rate = summary["rate_expected"]
