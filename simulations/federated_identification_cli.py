@@ -63,7 +63,8 @@ def add_identify_action(actions: Any) -> None:
                    help="largest N (grid 1, 3, 10, ... N; clients join over rounds) or an "
                         "explicit list")
     p.add_argument("--epsilon", type=float, default=1.0, help="each client's budget")
-    p.add_argument("--delta", type=float, default=1e-5, help="delta (gaussian only)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="delta of the Gaussian releases (gaussian only; default 1e-5)")
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian")
     p.add_argument("--alpha", type=float, default=None, help="SaS index (sas only; 1.5)")
     p.add_argument("--experiments", type=int, default=30, help="experiments per client")
@@ -106,11 +107,14 @@ def run_identify_command(args: argparse.Namespace) -> int:
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha only applies to --mechanism sas")
+    if args.delta is not None and args.mechanism != "gaussian":
+        raise ParameterError("--delta only applies to --mechanism gaussian (Laplace and SaS "
+                             "releases are pure epsilon-DP)")
     out = output_path(args.out, folder=True)
     config = FederatedIdentificationConfig(
         clients=args.clients, experiments=args.experiments, length=args.length,
         noise_db=args.noise_db, mechanism=args.mechanism, epsilon=args.epsilon,
-        delta=args.delta, alpha=1.5 if args.alpha is None else args.alpha, seeds=args.seeds,
+        delta=1e-5 if args.delta is None else args.delta, alpha=1.5 if args.alpha is None else args.alpha, seeds=args.seeds,
         seed=args.seed, engine=args.engine, baselines=args.baselines)
     with tqdm(total=config.seeds, desc="federated identify", unit="seed",
               file=sys.stderr) as bar:
