@@ -65,14 +65,15 @@ def add_identify_action(actions: Any) -> None:
     p.add_argument("--epsilon", type=float, default=1.0, help="each client's budget")
     p.add_argument("--delta", type=float, default=None,
                    help="delta of the Gaussian releases (gaussian only; default 1e-5)")
-    p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian")
+    p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
+                   help="noise of every client's release")
     p.add_argument("--alpha", type=float, default=None, help="SaS index (sas only; 1.5)")
     p.add_argument("--experiments", type=int, default=30, help="experiments per client")
     p.add_argument("--length", type=int, default=200, help="samples per experiment")
     p.add_argument("--noise-db", type=float, default=20.0,
                    help="measurement noise, dB below each state's rms")
     p.add_argument("--seeds", type=int, default=5, help="repetitions (seed, seed + 1, ...)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the first repetition")
     p.add_argument("--baselines", type=_baselines, default="average,per_sample",
                    help="comparisons at the same budget: average (of client models), "
                         "per_sample (privatized samples), or none")
