@@ -12,7 +12,8 @@ At the same per-client budget it compares
 * ``average``: each client fits its own model from its own release (the same noise draw), the
   server averages ``A_d`` and the input blocks (FedAvg-style) and recovers the delay; a block is
   active when its average is 3 standard errors (spread across clients) from zero (a single
-  client: its own block test);
+  client: its own block test); a channel without an active block gets delay 0, as in
+  :func:`dmdidc.recover_continuous` and the estimator;
 * ``per_sample``: every client releases every state sample (one n-dimensional Gaussian or
   Laplace release per time step, event level; the inputs public, the most favourable case for
   it), and the server fits IV on the pooled noisy data (:mod:`simulations.private_study`).
@@ -223,8 +224,6 @@ def _averaged(fits: list, count: int, plant, config) -> float:
         norm = np.linalg.norm(mean, axis=1)
         spread = np.sqrt(np.sum(error ** 2, axis=1))
         active = norm > 3.0 * spread
-    if not np.any(active, axis=0).all():
-        return math.inf
     result = _quietly(lambda: recover_continuous(A, mean, config.dt, active=active))
     return math.inf if result is None else _errors(result[2], plant.delay, config.dt)
 
