@@ -115,7 +115,8 @@ def run_identify_command(args: argparse.Namespace) -> int:
     config = FederatedIdentificationConfig(
         clients=args.clients, experiments=args.experiments, length=args.length,
         noise_db=args.noise_db, mechanism=args.mechanism, epsilon=args.epsilon,
-        delta=1e-5 if args.delta is None else args.delta, alpha=1.5 if args.alpha is None else args.alpha, seeds=args.seeds,
+        delta=1e-5 if args.delta is None else args.delta,
+        alpha=1.5 if args.alpha is None else args.alpha, seeds=args.seeds,
         seed=args.seed, engine=args.engine, baselines=args.baselines)
     with tqdm(total=config.seeds, desc="federated identify", unit="seed",
               file=sys.stderr) as bar:
