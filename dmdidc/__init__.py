@@ -18,6 +18,8 @@ from dmdidc.errors import (
 )
 from dmdidc.estimator import ESTIMATORS, DMDidc
 from dmdidc.excitation import ExcitationReport, check_excitation, random_excitation, samples_needed
+from dmdidc.federated import combine_statistics
+from dmdidc.federated_identification import FederatedIdentification
 from dmdidc.intervals import ConfidenceIntervals, IntervalEstimate
 from dmdidc.model import FORMAT_VERSION, DelayedPlant, as_plant
 from dmdidc.privatization import PrivacyRelease
@@ -42,6 +44,7 @@ __all__ = [
     "ESTIMATORS",
     "ExcitationReport",
     "FORMAT_VERSION",
+    "FederatedIdentification",
     "IntervalEstimate",
     "PrivacyRelease",
     "RegressionSolution",
@@ -50,6 +53,7 @@ __all__ = [
     "SufficientStatistics",
     "block_test",
     "check_excitation",
+    "combine_statistics",
     "first_active_blocks",
     "random_excitation",
     "recover_continuous",

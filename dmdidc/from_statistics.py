@@ -35,8 +35,18 @@ __all__ = ["regression_from_statistics", "effective_noise_variance", "nearest_ps
 
 
 def effective_noise_variance(stats) -> float:
-    """Noise variance per released entry used for standard errors (module notes)."""
+    """Noise variance per released entry used for standard errors (module notes).
+
+    ``stats.noise_variance`` when finite (Gaussian and Laplace releases, and the posterior of
+    :func:`dmdidc.federated.combine_statistics`).  With SaS releases it is infinite: the
+    releases of each alpha sum to a SaS law of scale ``(sum_k gamma_k^alpha)^(1/alpha)``
+    (stability, seed eq. 3.8), which enters as the variance ``2 gamma^2`` of its alpha = 2
+    member; Gaussian and Laplace releases add their variances.
+    """
+    if np.isfinite(stats.noise_variance):
+        return float(stats.noise_variance)
     total = 0.0
+    stable: dict[float, float] = {}
     for release in stats.releases:
         mech = release.mechanism
         kind = type(mech).__name__
@@ -44,9 +54,9 @@ def effective_noise_variance(stats) -> float:
             total += mech.sigma ** 2
         elif kind == "LaplaceMechanism":
             total += 2.0 * mech.scale ** 2
-        else:                               # SaS: the variance of its alpha = 2 member
-            total += 2.0 * mech.scale ** 2
-    return total
+        else:
+            stable[mech.alpha] = stable.get(mech.alpha, 0.0) + mech.scale ** mech.alpha
+    return total + sum(2.0 * power ** (2.0 / alpha) for alpha, power in stable.items())
 
 
 def nearest_psd(gram: np.ndarray) -> np.ndarray:

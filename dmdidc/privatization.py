@@ -45,7 +45,8 @@ from dmdidc.errors import ParameterError
 from dmdidc.sensitivity import statistics_sensitivity
 from privacy.validation import check_in_interval, check_positive
 
-__all__ = ["PrivacyRelease", "privatize_statistics", "calibrate_release", "MECHANISMS"]
+__all__ = ["PrivacyRelease", "privatize_statistics", "describe_release", "calibrate_release",
+           "MECHANISMS"]
 
 MECHANISMS = ("gaussian", "laplace", "sas")
 #: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
@@ -246,6 +247,40 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
         raise ParameterError("these statistics are already privatized; privatize plain "
                              "statistics once (composing releases of the same data is the "
                              "accountant's job)")
+    release, variance = describe_release(stats, mechanism, epsilon=epsilon, delta=delta,
+                                         unit=unit, window=window, alpha=alpha)
+    noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
+    private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
+    return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
+                     delta: float | None = None, unit: str = "sample",
+                     window: int | None = None, alpha: float | None = None
+                     ) -> tuple[PrivacyRelease, float]:
+    """The release :func:`privatize_statistics` makes of statistics like ``stats``, without
+    drawing noise: its :class:`PrivacyRelease` and the noise variance per entry.
+
+    It depends only on public facts (layout, bounds, centering and, for some units, the
+    trajectory lengths), so a federated server rebuilds each client's release from them.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+    mechanism, epsilon, delta, unit, window, alpha
+        As in :func:`privatize_statistics`.
+
+    Returns
+    -------
+    release : PrivacyRelease
+    variance : float
+        ``inf`` for SaS noise.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`privatize_statistics`.
+    """
     if mechanism not in MECHANISMS:
         raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
     epsilon = check_positive("epsilon", epsilon)
@@ -268,9 +303,7 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
         dimension=dimension)
     norm = "l2" if mechanism == "gaussian" else "l1"
     sensitivity = sens.l2 if mechanism == "gaussian" else sens.l1
-    noisy = np.asarray(mech.randomize(stats.to_vector(), rng=rng), dtype=float)
     release = PrivacyRelease(mechanism=mech, epsilon=float(achieved), delta=report_delta,
                              unit=unit, window=sens.window, sensitivity=float(sensitivity),
                              norm=norm, dimension=dimension, accountant=source)
-    private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
-    return dataclasses.replace(private, releases=(release,), clipped=None)
+    return release, variance

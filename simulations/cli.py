@@ -200,8 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     actions = add_federated_parser(sub)      # experiment (Ch. 8)
     add_seed_fl_actions(actions)             # esn-attack, sifl
     add_serve_action(actions)                # serve: real Flower processes
+    from simulations.federated_identification_cli import add_identify_action
+    add_identify_action(actions)             # identify: federated DMDidc (statistics)
     from simulations.smartgrid_cli import add_smartgrid_parser
-    add_smartgrid_parser(sub)                # smartgrid run (issue 10)
+    add_smartgrid_parser(sub)                # smartgrid run, sweep (issue 10)
     return parser
 
 

@@ -36,13 +36,12 @@ the accountant's answer (:func:`privacy.accounting.guarantee`) for the released 
 :func:`privatize_household` calibrates the release so that this guarantee meets the household's
 budget and refuses to release otherwise (:class:`BudgetExceededError`).
 
-The seam for federated inference
---------------------------------
-:func:`aggregate_statistics` is where the server combines the clients' releases.  Today it sums
-them, which is what FedInfer's posterior mean of the global statistics reduces to for one round
-of Gaussian releases with a flat prior (dissertation Ch. 7, eq. 7.13).  The FedInfer adapter of
-issue 9 (clients' statistics -> posterior of the global statistics) replaces its body; callers
-stay unchanged.
+Federated inference
+-------------------
+:func:`aggregate_statistics` is where the aggregator combines the households' releases: FedInfer's
+posterior of the global statistics (:func:`dmdidc.combine_statistics`, dissertation Ch. 7,
+eqs. 7.13-7.19), which for one round of Gaussian releases is their sum with the summed noise
+variance, and for SaS or Laplace releases the posterior mean under the law of the summed noise.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dmdidc import DMDidc, SufficientStatistics
+from dmdidc import DMDidc, SufficientStatistics, combine_statistics
 from dmdidc.privatization import MECHANISMS, PrivacyRelease, calibrate_release
 from dmdidc.sensitivity import PRIVACY_UNITS, statistics_sensitivity
 from privacy.errors import AccountingError, ParameterError
@@ -376,19 +375,21 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
 def aggregate_statistics(releases: Sequence[SufficientStatistics]) -> SufficientStatistics:
     """Combine the households' (privatized) statistics into the fleet's: the federated seam.
 
-    Sums them: FedInfer's estimate of the global statistics after one round of Gaussian
-    releases under a flat prior (module notes).  The FedInfer adapter of issue 9 replaces this
-    body (posterior over the clients' releases); the signature stays.
+    FedInfer's posterior of the global statistics (:func:`dmdidc.combine_statistics`): the sum
+    with its summed noise variance for Gaussian releases, the posterior mean under the stable
+    sum (SaS) or Laplace likelihood otherwise, carrying every household's release for the
+    privacy record.
 
     Raises
     ------
     ParameterError
-        No releases.
+        No releases, or releases that do not combine (mismatched layouts, bounds or units,
+        SaS releases of different alphas).
     """
     releases = list(releases)
     if not releases:
         raise ParameterError("releases must hold at least one household's statistics")
-    return sum(releases[1:], releases[0])
+    return combine_statistics(releases)
 
 
 @dataclass(frozen=True, eq=False)
