@@ -166,8 +166,8 @@ def reconstruct_window(window: AttackWindow, shared: SufficientStatistics, *,
                        ) -> tuple[float, np.ndarray, float]:
     """Attack (a) on what was shared for ``window`` (its plain or privatized statistics).
 
-    The adversary knows the public clip bounds of the shared states and projects its
-    reconstruction onto them.
+    The adversary starts its search at the mean state the shared sums give (the shared states
+    have either sign), and projects its reconstruction onto the public clip bounds.
 
     Returns
     -------
@@ -182,11 +182,14 @@ def reconstruct_window(window: AttackWindow, shared: SufficientStatistics, *,
     blocks = GramBlocks.from_statistics(shared)
     weights = [w for w in prior_weights if w > 0] if model is not None else []
     limit = np.asarray(shared.state_bound)[:, None]
+    n = shared.n_states
+    level = np.clip(shared.moments()[1][:n] / shared.n_samples, -limit[:, 0], limit[:, 0])
     best = None
     for weight in [0.0, *weights]:
         result = reconstruct_trajectory(blocks, window.commands,
                                         model=model if weight > 0 else None,
-                                        prior_weight=weight, restarts=restarts, rng=rng)
+                                        prior_weight=weight, restarts=restarts,
+                                        start_level=level, rng=rng)
         states = np.clip(result.states, -limit, limit)
         error = relative_error(states, window.states)
         if best is None or error < best[0]:

@@ -179,6 +179,7 @@ def relative_error(states: Any, truth: Any) -> float:
 
 def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | None = None,
                            prior_weight: float = 1.0, restarts: int = 5,
+                           start_level: Any = None,
                            rng: np.random.Generator | int | None = None) -> ReconstructionResult:
     """Search the states whose lagged statistics match intercepted ones (attack a).
 
@@ -196,7 +197,10 @@ def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | 
     prior_weight : float, default 1.0
         Weight of the model prior relative to the statistics (both per sample).
     restarts : int, default 5
-        Random starts around the levels implied by the statistics; the best fit is kept.
+        Random starts around ``start_level``; the best fit is kept.
+    start_level : array_like, shape (n,), optional
+        Where the starts lie (e.g. the mean state, which shared sums give away); default: the
+        root mean square ``sqrt(diag(G)[:n] / N)``, right for positive states only.
     rng : numpy.random.Generator or int or None
 
     Returns
@@ -229,11 +233,16 @@ def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | 
     observed = _observed(blocks)
     prior = None if model is None else _prior_matrices(model, n, U.shape[0], R)
     rng = as_generator(rng)
-    level = np.sqrt(np.clip(np.diag(blocks.gram)[:n], 0.0, None) / N)
+    if start_level is None:
+        level = np.sqrt(np.clip(np.diag(blocks.gram)[:n], 0.0, None) / N)
+    else:
+        level = check_finite_array("start_level", start_level, ndim=1)
+        if level.size != n:
+            raise DimensionError(f"start_level has {level.size} entries; expected n={n}")
     scale = np.linalg.norm(observed)
     best = None
     for _ in range(restarts):
-        start = level[:, None] * (1.0 + 0.01 * rng.standard_normal((n, N + 1)))
+        start = level[:, None] + 0.01 * np.abs(level)[:, None] * rng.standard_normal((n, N + 1))
         fit = least_squares(_residuals, start.ravel(), jac=_jacobian, method="trf",
                             x_scale="jac", args=(H, observed, N, n, prior, weight),
                             xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=200)
