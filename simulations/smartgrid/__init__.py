@@ -4,11 +4,19 @@ Foundations (issue 10): physically grounded heterogeneous households (:mod:`.hou
 profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic occupancy
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
 LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`), the scenario configuration
-(:mod:`.config`) and the two attacks on shared statistics (:mod:`.reconstruction`,
-:mod:`.occupancy_attack`).  pandapower/simbench, Dask and scikit-learn are imported only when
-used.
+(:mod:`.config`), the two attacks on shared statistics (:mod:`.reconstruction`,
+:mod:`.occupancy_attack`) and their study plain vs privatized (:mod:`.attack_study`).
+pandapower/simbench, Dask and scikit-learn are imported only when used.
 """
 
+from simulations.smartgrid.attack_study import (
+    AttackWindow,
+    attack_summary,
+    attack_window,
+    occupancy_privacy_study,
+    plot_attacks,
+    reconstruction_privacy_study,
+)
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.grid import GridResult, LVGrid
 from simulations.smartgrid.household import (
@@ -44,6 +52,7 @@ from simulations.smartgrid.reconstruction import (
 from simulations.smartgrid.sweep import SweepResult, parameter_grid, run_sweep, task_rng
 
 __all__ = [
+    "AttackWindow",
     "DISTURBANCES",
     "FleetRecord",
     "GramBlocks",
@@ -57,6 +66,8 @@ __all__ = [
     "ReconstructionResult",
     "ScenarioConfig",
     "SweepResult",
+    "attack_summary",
+    "attack_window",
     "base_load",
     "daily_statistics",
     "draw_households",
@@ -66,8 +77,11 @@ __all__ = [
     "internal_gains",
     "load_profiles",
     "occupancy_attack",
+    "occupancy_privacy_study",
     "parameter_grid",
+    "plot_attacks",
     "reconstruct_trajectory",
+    "reconstruction_privacy_study",
     "relative_error",
     "run_sweep",
     "simulate_fleet",

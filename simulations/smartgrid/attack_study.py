@@ -471,7 +471,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     >>> from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
     >>> record = simulate_fleet(draw_households(6, rng=0), load_profiles("extract"),
     ...                         start_day=0, days=4, rng=0)
-    >>> summary = attack_summary(record, epsilon=1.0, rng=0)
+    >>> summary = attack_summary(record, mechanism="laplace", epsilon=1.0, rng=0)
     >>> summary["attack_error_plain"] < 1e-6 < 1.0 < summary["attack_error_private"]
     True
     """

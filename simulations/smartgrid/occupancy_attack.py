@@ -161,7 +161,9 @@ def occupancy_attack(record: FleetRecord, *, max_delay: int = 3,
             raise ParameterError(f"a training fold holds days of one class only ({y.size} "
                                  f"household-days, {int(y.sum())} occupied); use more "
                                  f"households or days")
-        model = LogisticRegression(class_weight="balanced", max_iter=2000)
+        # Newton steps: the same convex optimum as lbfgs, ~5x faster for many days, few features
+        model = LogisticRegression(class_weight="balanced", solver="newton-cholesky",
+                                   max_iter=200)
         model.fit(X[train], y[train])
         predicted[test] = model.predict(X[test])
         if np.unique(y[test]).size == 2:            # a one-class fold has no balanced accuracy

@@ -332,16 +332,15 @@ def _jacobian(flat: np.ndarray, H: np.ndarray, observed: Any, N: int, n: int,
     states = flat.reshape(n, N + 1)
     Z = _stack(states, H)
     q = H.shape[0]
-    rows = []
-    for a, b in _pairs(n, q):
-        dZ = np.zeros_like(Z)               # d M[a, b] / d Z = e_a Z[b] + e_b Z[a]
-        dZ[a] += Z[b]
-        dZ[b] += Z[a]
-        dX = np.zeros((n, N + 1))
-        dX[:, :-1] += dZ[:n]                # rows of Z holding x_k
-        dX[:, 1:] += dZ[n + q:]             # rows of Z holding x_{k+1}
-        rows.append(dX.ravel() / N)
-    J = np.array(rows)
+    a, b = np.array(_pairs(n, q)).T
+    pair = np.arange(a.size)
+    dZ = np.zeros((a.size, *Z.shape))       # d M[a, b] / d Z = e_a Z[b] + e_b Z[a], per pair
+    np.add.at(dZ, (pair, a), Z[b])
+    np.add.at(dZ, (pair, b), Z[a])
+    dX = np.zeros((a.size, n, N + 1))
+    dX[:, :, :-1] += dZ[:, :n]              # rows of Z holding x_k
+    dX[:, :, 1:] += dZ[:, n + q:]           # rows of Z holding x_{k+1}
+    J = dX.reshape(a.size, -1) / N
     if prior is not None:
         J = np.vstack([J, np.sqrt(weight / N) * _prior_jacobian(prior[0], N)])
     return J

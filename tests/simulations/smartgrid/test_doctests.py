@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["config", "household", "occupancy", "operation", "profiles", "reconstruction",
-           "sweep"]
+           "sweep", "attack_study"]
 
 
 @pytest.mark.parametrize("name", MODULES)
