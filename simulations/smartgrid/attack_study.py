@@ -560,8 +560,8 @@ def plot_attacks(summary: dict[str, Any], path: str | Path, *,
     private = np.asarray(trace["private"][0])
     left.plot(minutes, private, ":s", color="tab:blue",
               label=f"from private statistics (error {summary['attack_error_private']:.2g})")
-    span = max(np.ptp(truth), 0.2)
-    left.set_ylim(truth.min() - 2 * span, truth.max() + 2 * span)   # private may leave it
+    low, high = min(truth.min(), private.min()), max(truth.max(), private.max())
+    left.set_ylim(low - 0.1 * (high - low) - 0.05, high + 0.1 * (high - low) + 0.05)
     left.set_xlabel("minutes into the attacked window")
     left.set_ylabel("indoor temperature offset (K)")
     left.set_title(f"Attack (a): {summary['attack_window']}-period window")
