@@ -107,7 +107,7 @@ class GramBlocks:
         >>> X, U = np.ones((2, 11)), np.ones((1, 10))
         >>> stats = SufficientStatistics.from_data(X, U, max_delay=3, state_bound=2.0,
         ...                                        input_bound=2.0)
-        >>> GramBlocks.from_statistics(stats).gram[0, 0]    # in the data's units again
+        >>> float(GramBlocks.from_statistics(stats).gram[0, 0])    # in the data's units again
         7.0
         """
         if not isinstance(statistics, SufficientStatistics):

@@ -161,6 +161,7 @@ def test_releases_and_chance_epsilon():
         chance_epsilon(rows, "laplace")
 
 
+@pytest.mark.slow
 def test_attack_summary_keys_values_and_plot(record, tmp_path):
     summary = attack_summary(record, mechanism="laplace", epsilon=1.0, rng=0)
     assert summary["attack_window"] == ATTACK_WINDOW
