@@ -5,16 +5,15 @@ profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic 
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
 LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`), the scenario configuration
 (:mod:`.config`), the two attacks on shared statistics (:mod:`.reconstruction`,
-:mod:`.occupancy_attack`) and their study plain vs privatized (:mod:`.attack_study`).
+:mod:`.occupancy_attack`) and their study plain vs privatized (:mod:`.attack_windows`,
+:mod:`.attack_study`).
 pandapower/simbench, Dask and scikit-learn are imported only when used.
 """
 
-from simulations.smartgrid.attack_study import (
+from simulations.smartgrid.attack_study import attack_summary, occupancy_privacy_study, plot_attacks
+from simulations.smartgrid.attack_windows import (
     AttackWindow,
-    attack_summary,
     attack_window,
-    occupancy_privacy_study,
-    plot_attacks,
     reconstruction_privacy_study,
 )
 from simulations.smartgrid.config import ScenarioConfig

@@ -1,318 +1,52 @@
 """Attack and defence (issue 10, item 4): both attacks on what a household shares, plain and
-privatized.
+privatized, the case-study summary, its figure and the study command.
 
-A household shares :class:`dmdidc.SufficientStatistics` in the coordinates of
-:mod:`~simulations.smartgrid.private_identification` (states minus a public operating point,
-per-unit commands, the aggregator's excitation as instrument, bounds declared), plain or
-privatized by :func:`~simulations.smartgrid.private_identification.privatize_household` with
-a guarantee composed by the accountant.  Both attacks read exactly these objects:
-
-* **(a) reconstruction** (:mod:`~simulations.smartgrid.reconstruction`, dissertation Ch. 6 carried
-  over to identification): the household releases its statistics per window of ``K`` periods
-  (disjoint windows inside a day); the adversary intercepts one window, knows the commands
-  and, at best, the aggregator's fleet model, and searches the states whose regression blocks
-  (:meth:`GramBlocks.from_statistics`) match.  It gets its best shot: random restarts and,
-  per window, the best of several weights of the fleet-model prior (chosen with the truth, an
-  oracle no real adversary has -- so the errors reported are lower bounds on what it
-  achieves).  The error is relative to the trajectory's variation: guessing the true mean
-  level everywhere scores 1.
+* **(a) reconstruction** of a window's trajectory from its statistics:
+  :mod:`~simulations.smartgrid.attack_windows`.
 * **(b) occupancy inference** (:mod:`~simulations.smartgrid.occupancy_attack`): per-day
-  releases, features = every shared entry, logistic regression cross-validated by household;
-  balanced accuracy (chance 0.5) with an interval from resampling households.
+  releases (:func:`~simulations.smartgrid.private_identification.daily_household_statistics`,
+  privatized with the household's composed guarantee), features = every shared entry,
+  logistic regression cross-validated by household; balanced accuracy (chance 0.5) with an
+  interval from resampling households (:func:`household_interval`).
 
-Privacy units and composition: a release covers ``L`` periods (a window of attack (a), a day of
-attack (b)), releases are disjoint in time; one time step (``unit="sample"``) lies in one
-release, a window of ``w`` steps reaches up to ``1 + ceil((w - 1) / L)`` releases, the whole
-record (``unit="trajectory"``) all of them (:func:`releases_reached`); the household's
-guarantee is composed over them by the accountant.
+``python -m simulations.smartgrid.attack_study --out DIR`` runs both against epsilon (and
+window length) and writes CSV, JSON and a PNG.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
 from dmdidc.privatization import MECHANISMS
 from dmdidc.sensitivity import PRIVACY_UNITS
-from privacy.errors import ParameterError, ToolboxError
-from privacy.validation import as_generator, check_in_interval, check_integer, read_only
+from privacy.errors import ParameterError
+from privacy.validation import as_generator, check_in_interval, check_integer
+from simulations.smartgrid.attack_windows import (
+    ATTACK_WINDOW,
+    attack_window,
+    check_mechanisms,
+    fleet_prior,
+    privatize_release,
+    reconstruct_window,
+    reconstruction_privacy_study,
+    releases_reached,
+    window_free_dimensions,
+    window_starts,
+)
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.occupancy_attack import OccupancyAttackResult, occupancy_attack
 from simulations.smartgrid.operation import FleetRecord
-from simulations.smartgrid.private_identification import (
-    SharingBounds,
-    _household_days,
-    aggregate_statistics,
-    daily_household_statistics,
-    privatize_household,
-)
-from simulations.smartgrid.reconstruction import (
-    GramBlocks,
-    free_dimensions,
-    reconstruct_trajectory,
-    relative_error,
-)
+from simulations.smartgrid.private_identification import daily_household_statistics
 
-__all__ = ["AttackWindow", "attack_window", "fleet_prior", "household_interval",
-           "occupancy_privacy_study",
-           "reconstruct_window", "reconstruction_privacy_study", "releases_reached",
-           "chance_epsilon", "attack_summary", "plot_attacks", "main"]
+__all__ = ["attack_summary", "chance_epsilon", "household_interval", "main",
+           "occupancy_privacy_study", "plot_attacks"]
 
-#: Stability index of the SaS mechanism when none is given (the scenario's default).
-DEFAULT_ALPHA = ScenarioConfig.alpha
-#: Window of the reconstruction attack in the case-study run (the scenario's default).
-ATTACK_WINDOW = ScenarioConfig.attack_window_steps
-#: Weights of the fleet-model prior tried by the adversary (0: statistics only).
-PRIOR_WEIGHTS = (0.0, 1.0, 100.0)
-#: A window counts as reconstructed below this relative error.
-SUCCESS_ERROR = 0.1
 CHANCE = 0.5
-
-
-def releases_reached(unit: str, window: int | None, release_steps: int, total: int) -> int:
-    """Releases (disjoint, ``release_steps`` periods each, ``total`` of them) one privacy unit
-    can reach: 1 for a sample, ``min(total, 1 + ceil((w - 1) / release_steps))`` for a window of
-    ``w`` steps, ``total`` for the whole record.
-
-    Examples
-    --------
-    >>> releases_reached("window", 36, 12, 100), releases_reached("trajectory", None, 288, 28)
-    (4, 28)
-    """
-    if unit not in PRIVACY_UNITS:
-        raise ParameterError(f"unit must be one of {PRIVACY_UNITS}; got {unit!r}")
-    L = check_integer("release_steps", release_steps, minimum=1)
-    total = check_integer("total", total, minimum=1)
-    if unit == "sample":
-        return 1
-    if unit == "trajectory":
-        return total
-    w = check_integer("window", window, minimum=1)
-    return min(total, 1 + math.ceil((w - 1) / L))
-
-
-@dataclass(frozen=True, eq=False)
-class AttackWindow:
-    """One window a household shares, and what the adversary attacks it with.
-
-    Attributes
-    ----------
-    statistics : dmdidc.SufficientStatistics
-        Plain statistics of the window (shared coordinates, bounds declared).
-    commands : ndarray, shape (m, N + R)
-        Per-unit commands from ``k0 - R`` (known to the adversary).
-    states : ndarray, shape (n, N + 1)
-        The truth ``x_{k0} .. x_K`` as shared (offset and clipped).
-    start : int
-        Time index of the window's first period in the record.
-    """
-
-    statistics: SufficientStatistics
-    commands: np.ndarray
-    states: np.ndarray
-    start: int
-
-
-def attack_window(record: FleetRecord, household: int, *, start: int, steps: int,
-                  max_delay: int, bounds: SharingBounds | None = None) -> AttackWindow:
-    """The statistics one household shares for ``steps`` periods from ``start`` (one day).
-
-    Built from the same per-day data as
-    :func:`~simulations.smartgrid.private_identification.daily_household_statistics`, sliced.
-
-    Raises
-    ------
-    ParameterError
-        A window that crosses midnight or leaves the record, or too short for the lags.
-    """
-    bounds = SharingBounds() if bounds is None else bounds
-    R = check_integer("max_delay", max_delay, minimum=0)
-    start = check_integer("start", start, minimum=0)
-    steps = check_integer("steps", steps, minimum=1)
-    span = record.steps_per_day
-    day, offset = divmod(start, span)
-    if day >= record.days or offset + steps > span - 1:
-        raise ParameterError(f"the window start={start}, steps={steps} must lie inside one day "
-                             f"of the record ({record.days} days of {span - 1} periods)")
-    X_days, U_days, E_days = _household_days(record, household, bounds)
-    X = X_days[day][:, offset:offset + steps + 1]
-    U = U_days[day][:, offset:offset + steps]
-    stats = SufficientStatistics.from_data(X, U, max_delay=R,
-                                           state_bound=list(bounds.state_bounds_K),
-                                           input_bound=0.5,
-                                           instruments=E_days[day][:, offset:offset + steps],
-                                           instrument_bound=bounds.excitation)
-    k0 = stats.layout.first_sample
-    if stats.n_samples < 1:
-        raise ParameterError(f"steps={steps} leaves no regression sample (the statistics start "
-                             f"at period {k0})")
-    limit = np.array(bounds.state_bounds_K)[:, None]
-    truth = np.clip(X[:, k0:], -limit, limit)
-    return AttackWindow(stats, read_only(np.clip(U[:, k0 - R:], -0.5, 0.5)), read_only(truth),
-                        start)
-
-
-def reconstruct_window(window: AttackWindow, shared: SufficientStatistics, *,
-                       model: DelayedPlant | None = None,
-                       prior_weights: Sequence[float] = PRIOR_WEIGHTS, restarts: int = 3,
-                       rng: np.random.Generator | int | None = None
-                       ) -> tuple[float, np.ndarray, float]:
-    """Attack (a) on what was shared for ``window`` (its plain or privatized statistics).
-
-    The adversary starts its search at the mean state the shared sums give (the shared states
-    have either sign), and projects its reconstruction onto the public clip bounds.
-
-    Returns
-    -------
-    error : float
-        Smallest relative error over the prior weights (without ``model``: statistics only).
-    states : ndarray, shape (n, N + 1)
-        That reconstruction.
-    weight : float
-        The prior weight that gave it.
-    """
-    rng = as_generator(rng)
-    blocks = GramBlocks.from_statistics(shared)
-    weights = [w for w in prior_weights if w > 0] if model is not None else []
-    limit = np.asarray(shared.state_bound)[:, None]
-    n = shared.n_states
-    level = np.clip(shared.moments()[1][:n] / shared.n_samples, -limit[:, 0], limit[:, 0])
-    best = None
-    for weight in [0.0, *weights]:
-        result = reconstruct_trajectory(blocks, window.commands,
-                                        model=model if weight > 0 else None,
-                                        prior_weight=weight, restarts=restarts,
-                                        start_level=level, rng=rng)
-        states = np.clip(result.states, -limit, limit)
-        error = relative_error(states, window.states)
-        if best is None or error < best[0]:
-            best = (error, states, weight)
-    return best
-
-
-def _window_starts(record: FleetRecord, steps: int, count: int, rng: np.random.Generator
-                   ) -> np.ndarray:
-    """``count`` window starts inside days, each day holding whole windows from midnight."""
-    per_day = (record.steps_per_day - 1) // steps
-    if per_day < 1:
-        raise ParameterError(f"a window of {steps} periods does not fit in a day")
-    slots = rng.choice(record.days * per_day, size=min(count, record.days * per_day),
-                       replace=False)
-    return np.sort((slots // per_day) * record.steps_per_day + (slots % per_day) * steps)
-
-
-def _check_mechanisms(mechanisms: Sequence[str]) -> list[str]:
-    mechanisms = list(mechanisms)
-    for mech in mechanisms:
-        if mech not in MECHANISMS:
-            raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mech!r}")
-    return mechanisms
-
-
-def _privatize(stats: SufficientStatistics, mechanism: str, epsilon: float, *, delta: float,
-               unit: str, window: int | None, alpha: float | None, releases: int,
-               rng: np.random.Generator):
-    """:func:`privatize_household` with the scenario's SaS alpha by default."""
-    if mechanism == "sas" and alpha is None:
-        alpha = DEFAULT_ALPHA
-    return privatize_household(stats, mechanism=mechanism, epsilon=epsilon, delta=delta,
-                               unit=unit, window=window, alpha=alpha, releases=releases,
-                               rng=rng)
-
-
-def fleet_prior(record: FleetRecord, max_delay: int,
-                daily: Sequence[Sequence[SufficientStatistics]] | None = None
-                ) -> DelayedPlant | None:
-    """The aggregator's fleet model from the households' plain statistics (the adversary's
-    best prior): the fit of :func:`~simulations.smartgrid.private_identification.
-    identify_fleet` (instrumental variables, the excitation as instrument) without its
-    delay interval; ``None`` when the fit fails."""
-    if daily is None:
-        daily = [daily_household_statistics(record, i, max_delay=max_delay)
-                 for i in range(len(record.households))]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")    # diagnostics of a prior the adversary tries
-            estimator = DMDidc(max_delay=max_delay, estimator="iv", instruments="exogenous")
-            return estimator.fit_statistics(aggregate_statistics([sum(d) for d in daily]),
-                                            dt=record.dt_s).model_
-    except (ToolboxError, np.linalg.LinAlgError):
-        return None
-
-
-def reconstruction_privacy_study(record: FleetRecord, *, windows: Sequence[int] = (12, 14, 16,
-                                 18, 24), epsilons: Sequence[float] = (1.0, 10.0, 100.0,
-                                 1000.0), mechanisms: Sequence[str] = MECHANISMS,
-                                 household: int = 0, starts: int = 3, max_delay: int = 3,
-                                 delta: float = 1e-5, unit: str = "sample",
-                                 window: int | None = None, alpha: float | None = None,
-                                 model: DelayedPlant | None = None, restarts: int = 3,
-                                 progress: bool = False,
-                                 rng: np.random.Generator | int | None = None
-                                 ) -> list[dict[str, Any]]:
-    """Attack (a) against window length and epsilon, plain and privatized.
-
-    For each window length ``K``, ``starts`` windows of ``household`` (whole windows from
-    midnight) are attacked on their plain statistics and on their privatized release for every
-    mechanism and epsilon (the household's composed guarantee per ``unit``, windows shared
-    back to back).
-
-    Returns
-    -------
-    list of dict
-        One row per (window, mechanism, epsilon); ``mechanism="plain"`` rows have
-        ``epsilon`` = inf.  Keys: ``window_steps``, ``n_samples``, ``unknowns``,
-        ``free_dimensions`` (plain, at the truth), ``mechanism``, ``epsilon`` (household,
-        composed), ``releases``, ``median_error``, ``errors``, ``success_share``.
-    """
-    from tqdm.auto import tqdm
-
-    rng = as_generator(rng)
-    mechanisms = _check_mechanisms(mechanisms)
-    R = check_integer("max_delay", max_delay, minimum=0)
-    rows = []
-    for K in tqdm(list(windows), desc="attack (a)", disable=not progress):
-        K = check_integer("window", K, minimum=1)
-        total = record.days * ((record.steps_per_day - 1) // K)
-        releases = releases_reached(unit, window, K, total)
-        errors: dict[tuple[str, float], list[float]] = {}
-        guarantees: dict[tuple[str, float], float] = {}
-        for start in _window_starts(record, K, starts, rng):
-            target = attack_window(record, household, start=int(start), steps=K, max_delay=R)
-            errors.setdefault(("plain", math.inf), []).append(reconstruct_window(
-                target, target.statistics, model=model, restarts=restarts, rng=rng)[0])
-            for mech in mechanisms:
-                for eps in epsilons:
-                    shared, guarantee = _privatize(target.statistics, mech, eps, delta=delta,
-                                                   unit=unit, window=window, alpha=alpha,
-                                                   releases=releases, rng=rng)
-                    guarantees[mech, eps] = guarantee.epsilon
-                    errors.setdefault((mech, eps), []).append(reconstruct_window(
-                        target, shared, model=model, restarts=restarts, rng=rng)[0])
-        unknowns, free = _free_dimensions(target)
-        for (mech, eps), errs in errors.items():
-            rows.append({"window_steps": K, "n_samples": target.statistics.n_samples,
-                         "unknowns": unknowns, "free_dimensions": free, "mechanism": mech,
-                         "epsilon": guarantees.get((mech, eps), math.inf),
-                         "epsilon_target": eps, "unit": unit, "releases": releases,
-                         "median_error": float(np.median(errs)), "errors": errs,
-                         "success_share": float(np.mean(np.array(errs) < SUCCESS_ERROR))})
-    return rows
-
-
-def _free_dimensions(target: AttackWindow) -> tuple[int, int]:
-    """:func:`free_dimensions` of the window's states ``x_{k0} ..`` (the states before ``k0``
-    do not enter the statistics: zeros stand for them)."""
-    R = target.statistics.max_delay
-    states = np.hstack([np.zeros((target.states.shape[0], R)), target.states])
-    return free_dimensions(states, target.commands, R)
 
 
 def household_interval(results: Sequence[OccupancyAttackResult], *, level: float = 0.95,
@@ -372,7 +106,7 @@ def occupancy_privacy_study(record: FleetRecord, *, epsilons: Sequence[float] = 
     from tqdm.auto import tqdm
 
     rng = as_generator(rng)
-    mechanisms = _check_mechanisms(mechanisms)
+    mechanisms = check_mechanisms(mechanisms)
     seeds = check_integer("seeds", seeds, minimum=1)
     R = check_integer("max_delay", max_delay, minimum=0)
     daily = [daily_household_statistics(record, i, max_delay=R)
@@ -386,7 +120,7 @@ def occupancy_privacy_study(record: FleetRecord, *, epsilons: Sequence[float] = 
         for _ in range(seeds):
             shared = []
             for days in daily:
-                released = [_privatize(s, mech, eps, delta=delta, unit=unit, window=window,
+                released = [privatize_release(s, mech, eps, delta=delta, unit=unit, window=window,
                                        alpha=alpha, releases=releases, rng=rng) for s in days]
                 shared.append([p for p, _ in released])
                 guarantee = released[0][1]
@@ -445,7 +179,8 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
         Steps of a privacy window (``unit="window"``).
     mechanism : {"sas", "gaussian", "laplace"}, default "sas"
     alpha : float, optional
-        SaS stability index (default :data:`DEFAULT_ALPHA`).
+        SaS stability index (default
+        :data:`~simulations.smartgrid.attack_windows.DEFAULT_ALPHA`).
     rng : numpy.random.Generator or int or None
 
     Returns
@@ -453,7 +188,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     dict
         ``attack_window`` (periods) and ``attack_window_s``, ``attack_error_plain`` and
         ``attack_error_private`` (median relative error over the windows; 1 = no better than
-        the true mean level), ``attack_unknowns``/``attack_free_dimensions``,
+        the true mean level), ``attack_unknowns``/``attackwindow_free_dimensions``,
         ``attack_accuracy_plain``/``attack_accuracy_private`` (balanced accuracy) with
         ``..._ci`` (95 %, households resampled), ``attack_guarantee_window`` and
         ``attack_guarantee_day`` (the accountant's guarantees), ``attack_trace`` (truth and
@@ -494,9 +229,9 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     releases = releases_reached(unit, window, K, total)
     model = fleet_prior(record, R, daily)
     plain_errors, private_errors, trace = [], [], None
-    for start in _window_starts(record, K, 3, rng):
+    for start in window_starts(record, K, 3, rng):
         target = attack_window(record, household, start=int(start), steps=K, max_delay=R)
-        shared, window_guarantee = _privatize(target.statistics, mechanism, epsilon,
+        shared, window_guarantee = privatize_release(target.statistics, mechanism, epsilon,
                                               releases=releases, rng=rng, **options)
         plain = reconstruct_window(target, target.statistics, model=model, restarts=2, rng=rng)
         private = reconstruct_window(target, shared, model=model, restarts=2, rng=rng)
@@ -506,10 +241,10 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
             trace = {"start": int(start), "first_sample": target.statistics.layout.first_sample,
                      "truth": target.states.tolist(),
                      "plain": plain[1].tolist(), "private": private[1].tolist()}
-            unknowns, free = _free_dimensions(target)
+            unknowns, free = window_free_dimensions(target)
     # attack (b): one release per day
     day_releases = releases_reached(unit, window, record.steps_per_day, record.days)
-    released = [[_privatize(s, mechanism, epsilon, releases=day_releases, rng=rng, **options)
+    released = [[privatize_release(s, mechanism, epsilon, releases=day_releases, rng=rng, **options)
                  for s in days] for days in daily]
     day_guarantee = released[0][0][1]
     plain_b = occupancy_attack(record, statistics=daily)
@@ -517,7 +252,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     return {"attack_window": K, "attack_window_s": K * record.dt_s,
             "attack_error_plain": float(np.median(plain_errors)),
             "attack_error_private": float(np.median(private_errors)),
-            "attack_unknowns": unknowns, "attack_free_dimensions": free,
+            "attack_unknowns": unknowns, "attackwindow_free_dimensions": free,
             "attack_accuracy_plain": plain_b.balanced_accuracy,
             "attack_accuracy_private": private_b.balanced_accuracy,
             "attack_accuracy_plain_ci": household_interval([plain_b], rng=rng),

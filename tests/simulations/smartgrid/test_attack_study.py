@@ -13,13 +13,15 @@ from dmdidc.regression import lagged_inputs
 from privacy.errors import ParameterError
 from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
 from simulations.smartgrid.attack_study import (
-    ATTACK_WINDOW,
     attack_summary,
-    attack_window,
     chance_epsilon,
     household_interval,
     occupancy_privacy_study,
     plot_attacks,
+)
+from simulations.smartgrid.attack_windows import (
+    ATTACK_WINDOW,
+    attack_window,
     reconstruct_window,
     reconstruction_privacy_study,
     releases_reached,

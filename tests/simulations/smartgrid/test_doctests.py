@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["config", "household", "occupancy", "operation", "profiles", "reconstruction",
-           "sweep", "attack_study"]
+           "sweep", "attack_study", "attack_windows"]
 
 
 @pytest.mark.parametrize("name", MODULES)
