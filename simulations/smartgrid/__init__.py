@@ -5,12 +5,11 @@ profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic 
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
 LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`), the scenario configuration
 (:mod:`.config`), the two attacks on shared statistics (:mod:`.reconstruction`,
-:mod:`.occupancy_attack`) and their study plain vs privatized (:mod:`.attack_windows`,
-:mod:`.attack_study`).
+:mod:`.occupancy_attack`) and their study plain vs privatized (:mod:`.attack_windows`;
+:mod:`.attack_study`, like :mod:`.report`, is a study module with a command, not re-exported).
 pandapower/simbench, Dask and scikit-learn are imported only when used.
 """
 
-from simulations.smartgrid.attack_study import attack_summary, occupancy_privacy_study, plot_attacks
 from simulations.smartgrid.attack_windows import (
     AttackWindow,
     attack_window,
@@ -65,7 +64,6 @@ __all__ = [
     "ReconstructionResult",
     "ScenarioConfig",
     "SweepResult",
-    "attack_summary",
     "attack_window",
     "base_load",
     "daily_statistics",
@@ -76,9 +74,7 @@ __all__ = [
     "internal_gains",
     "load_profiles",
     "occupancy_attack",
-    "occupancy_privacy_study",
     "parameter_grid",
-    "plot_attacks",
     "reconstruct_trajectory",
     "reconstruction_privacy_study",
     "relative_error",
