@@ -120,8 +120,9 @@ def occupancy_privacy_study(record: FleetRecord, *, epsilons: Sequence[float] = 
         for _ in range(seeds):
             shared = []
             for days in daily:
-                released = [privatize_release(s, mech, eps, delta=delta, unit=unit, window=window,
-                                       alpha=alpha, releases=releases, rng=rng) for s in days]
+                released = [privatize_release(s, mech, eps, delta=delta, unit=unit,
+                                              window=window, alpha=alpha, releases=releases,
+                                              rng=rng) for s in days]
                 shared.append([p for p, _ in released])
                 guarantee = released[0][1]
             results.append(occupancy_attack(record, statistics=shared))
@@ -232,7 +233,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     for start in window_starts(record, K, 3, rng):
         target = attack_window(record, household, start=int(start), steps=K, max_delay=R)
         shared, window_guarantee = privatize_release(target.statistics, mechanism, epsilon,
-                                              releases=releases, rng=rng, **options)
+                                                     releases=releases, rng=rng, **options)
         plain = reconstruct_window(target, target.statistics, model=model, restarts=2, rng=rng)
         private = reconstruct_window(target, shared, model=model, restarts=2, rng=rng)
         plain_errors.append(plain[0])
@@ -244,8 +245,8 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
             unknowns, free = window_free_dimensions(target)
     # attack (b): one release per day
     day_releases = releases_reached(unit, window, record.steps_per_day, record.days)
-    released = [[privatize_release(s, mechanism, epsilon, releases=day_releases, rng=rng, **options)
-                 for s in days] for days in daily]
+    released = [[privatize_release(s, mechanism, epsilon, releases=day_releases, rng=rng,
+                                   **options) for s in days] for days in daily]
     day_guarantee = released[0][0][1]
     plain_b = occupancy_attack(record, statistics=daily)
     private_b = occupancy_attack(record, statistics=[[p for p, _ in days] for days in released])

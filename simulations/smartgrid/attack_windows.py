@@ -209,9 +209,9 @@ def check_mechanisms(mechanisms: Sequence[str]) -> list[str]:
     return mechanisms
 
 
-def privatize_release(stats: SufficientStatistics, mechanism: str, epsilon: float, *, delta: float,
-               unit: str, window: int | None, alpha: float | None, releases: int,
-               rng: np.random.Generator):
+def privatize_release(stats: SufficientStatistics, mechanism: str, epsilon: float, *,
+                      delta: float, unit: str, window: int | None, alpha: float | None,
+                      releases: int, rng: np.random.Generator):
     """:func:`~simulations.smartgrid.private_identification.privatize_household` with the
     scenario's SaS alpha (:data:`DEFAULT_ALPHA`) by default; returns ``(private, guarantee)``."""
     if mechanism == "sas" and alpha is None:
@@ -284,9 +284,9 @@ def reconstruction_privacy_study(record: FleetRecord, *, windows: Sequence[int] 
                 target, target.statistics, model=model, restarts=restarts, rng=rng)[0])
             for mech in mechanisms:
                 for eps in epsilons:
-                    shared, guarantee = privatize_release(target.statistics, mech, eps, delta=delta,
-                                                   unit=unit, window=window, alpha=alpha,
-                                                   releases=releases, rng=rng)
+                    shared, guarantee = privatize_release(
+                        target.statistics, mech, eps, delta=delta, unit=unit, window=window,
+                        alpha=alpha, releases=releases, rng=rng)
                     guarantees[mech, eps] = guarantee.epsilon
                     errors.setdefault((mech, eps), []).append(reconstruct_window(
                         target, shared, model=model, restarts=restarts, rng=rng)[0])
