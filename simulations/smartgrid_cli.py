@@ -91,6 +91,9 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
     run.add_argument("--curve-epsilons", type=_epsilons, default=_CURVE,
                      help="epsilons of the privacy-utility curve, comma separated, or 'none'")
     run.add_argument("--no-grid", action="store_true", help="skip the LV power flows")
+    run.add_argument("--no-attacks", action="store_true",
+                     help="skip the reconstruction and occupancy attacks (they need at least 5 "
+                          "households)")
     run.add_argument("--out", default="out/smartgrid", help="output folder")
     run.set_defaults(handler=run_command)
 
@@ -116,7 +119,8 @@ def run_command(args: argparse.Namespace) -> int:
                              f"{mechanism}")
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
     summary = run_case_study(config, out, grid=not args.no_grid,
-                             curve_epsilons=args.curve_epsilons, progress=True)
+                             curve_epsilons=args.curve_epsilons, attacks=not args.no_attacks,
+                             progress=True)
     _print(summary)
     print(f"wrote {out}/summary.json")
     return 0
@@ -134,6 +138,11 @@ def _print(summary: dict[str, Any]) -> None:
         print(f"{name:>10}  {rmse:8.3f}  {summary['comfort_violation_Kh'][name]:10.3f}   "
               f"({summary['tracking_rmse_nonprivate'][name]:.3f}, "
               f"{summary['comfort_violation_Kh_nonprivate'][name]:.3f})")
+    if "attack_error_plain" in summary:
+        print(f"attack (a), {summary['attack_window']}-period windows: relative error "
+              f"{summary['attack_error_plain']:.2g} plain, {summary['attack_error_private']:.2g} "
+              f"private; attack (b) balanced accuracy {summary['attack_accuracy_plain']:.2f} "
+              f"plain, {summary['attack_accuracy_private']:.2f} private")
     for name, v in summary["voltage_min_pu"].items():
         print(f"grid {name}: voltage {v:.3f}-{summary['voltage_max_pu'][name]:.3f} pu")
     print(f"time {summary['timings_s']['total']:.0f} s")

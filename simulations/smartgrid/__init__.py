@@ -4,15 +4,21 @@ Foundations (issue 10): physically grounded heterogeneous households (:mod:`.hou
 profiles and weather (:mod:`.profiles`, shipped extract under ODbL), stochastic occupancy
 (:mod:`.occupancy`), fleet operation and identification data (:mod:`.operation`), the SimBench
 LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`) and the fleet privacy-utility
-sweep on them (:mod:`.study_sweep`), the scenario configuration
-(:mod:`.config`) and the two attacks on shared statistics (:mod:`.reconstruction`,
-:mod:`.occupancy_attack`).  The case study (:mod:`.case_study`): private federated
+sweep on them (:mod:`.study_sweep`), the scenario configuration (:mod:`.config`), the two attacks
+on shared statistics (:mod:`.reconstruction`, :mod:`.occupancy_attack`) and their study plain vs
+privatized (:mod:`.attack_windows`; :mod:`.attack_study`, like :mod:`.report`, is a study module
+with a command, not re-exported).  The case study (:mod:`.case_study`): private federated
 identification of the fleet (:mod:`.private_identification`), delay-aware demand response on the
 true fleet (:mod:`.tracking`, :mod:`.fleet_mpc`, :mod:`.demand_response`).  pandapower/simbench,
 Dask, scikit-learn and cvxpy are imported only when used.
 """
 
 from privacy.lazy import lazy_attributes
+from simulations.smartgrid.attack_windows import (
+    AttackWindow,
+    attack_window,
+    reconstruction_privacy_study,
+)
 from simulations.smartgrid.case_study import privacy_utility_curve, run_case_study
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.demand_response import (
@@ -76,6 +82,7 @@ __getattr__, __dir__ = lazy_attributes(
     __name__, {"FleetMPC": "simulations.smartgrid.fleet_mpc"}, globals())
 
 __all__ = [
+    "AttackWindow",
     "DISTURBANCES",
     "BudgetExceededError",
     "ControlOutcome",
@@ -106,6 +113,7 @@ __all__ = [
     "ReconstructionResult",
     "ScenarioConfig",
     "SweepResult",
+    "attack_window",
     "base_load",
     "daily_statistics",
     "draw_households",
@@ -120,6 +128,7 @@ __all__ = [
     "parameter_grid",
     "plot_study",
     "reconstruct_trajectory",
+    "reconstruction_privacy_study",
     "relative_error",
     "run_sweep",
     "simulate_fleet",

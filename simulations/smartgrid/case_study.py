@@ -128,7 +128,7 @@ def privacy_utility_curve(stats, config: ScenarioConfig, true_delay_s: float, *,
 
 
 def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True,
-                   curve_epsilons: Sequence[float] = CURVE_EPSILONS,
+                   curve_epsilons: Sequence[float] = CURVE_EPSILONS, attacks: bool = True,
                    progress: bool = False) -> dict[str, Any]:
     """Run the case study and write ``summary.json`` and the figures (module notes).
 
@@ -141,6 +141,11 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         Run the LV power flows (needs pandapower and simbench; ~20 s to load the grid).
     curve_epsilons : sequence of float, default :data:`CURVE_EPSILONS`
         Epsilons of the privacy-utility curve (empty: no curve).
+    attacks : bool, default True
+        Run both attacks on household 0 and the fleet's per-day statistics, plain and
+        privatized at the household's budget
+        (:func:`simulations.smartgrid.attack_study.attack_summary`; needs at least 5
+        households for household-level cross-validation).
     progress : bool, default False
         Show a tqdm bar over the stages.
 
@@ -152,7 +157,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     Raises
     ------
     ParameterError
-        ``out`` is a file, or a bad epsilon in ``curve_epsilons``.
+        ``out`` is a file, a bad epsilon in ``curve_epsilons``, or ``attacks`` with fewer
+        than 5 households.
 
     Examples
     --------
@@ -160,7 +166,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     >>> config = ScenarioConfig(households=3, dt_s=900.0, delay_periods=(0.4, 0.6),
     ...                         max_delay=2, identification_days=20, mechanism="gaussian",
     ...                         epsilon=100.0, mpc_horizon_steps=4, profile_source="extract")
-    >>> summary = run_case_study(config, tempfile.mkdtemp(), grid=False, curve_epsilons=())
+    >>> summary = run_case_study(config, tempfile.mkdtemp(), grid=False, curve_epsilons=(),
+    ...                          attacks=False)
     >>> summary["households"], summary["unit"], round(summary["epsilon"], 6)
     (3, 'sample', 100.0)
     >>> sorted(summary["tracking_rmse_nonprivate"])
@@ -172,9 +179,13 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     curve_epsilons = [float(e) for e in curve_epsilons]
     if any(not (math.isfinite(e) and e > 0) for e in curve_epsilons):
         raise ParameterError(f"curve_epsilons must be positive numbers; got {curve_epsilons}")
+    if attacks and config.households < 5:
+        raise ParameterError(f"the attacks need at least 5 households (household-level "
+                             f"cross-validation of the occupancy attack); got households="
+                             f"{config.households}: run more households or without attacks")
     out.mkdir(parents=True, exist_ok=True)
     stages = ["profiles and fleet", "statistics", "private release", "identification",
-              "privacy-utility curve", "demand response (private model)",
+              "privacy-utility curve", "attacks", "demand response (private model)",
               "demand response (non-private model)", "LV grid", "figures"]
     bar = tqdm(total=len(stages), desc="smartgrid", unit="stage", disable=not progress)
     timings: dict[str, float] = {}
@@ -191,8 +202,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
 
     # one stream per stage: the fleet, its data and the control day do not depend on which
     # mechanism or curve consumed random numbers before them
-    fleet_rng, release_rng, curve_rng, control_rng = (
-        np.random.default_rng(seed) for seed in np.random.SeedSequence(config.seed).spawn(4))
+    fleet_rng, release_rng, curve_rng, control_rng, attack_rng = (
+        np.random.default_rng(seed) for seed in np.random.SeedSequence(config.seed).spawn(5))
     begin = time.perf_counter()
     bar.set_postfix_str(stages[0])
     profiles = load_profiles(config.profile_source)
@@ -220,6 +231,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     curve = privacy_utility_curve(stats, config, true_delay, epsilons=curve_epsilons,
                                   rng=curve_rng) if curve_epsilons else []
     done(stages[4])
+    attack = _attacks(record, config, attack_rng) if attacks else {}
+    done(stages[5])
 
     # the day before the demand-response day warms the controllers' observers up
     day = config.steps_per_day
@@ -235,8 +248,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     noise_seed = int(control_rng.integers(2 ** 31))
     control_results: dict[str, DemandResponseResult | None] = {}
     control_notes: dict[str, str] = {}
-    for label, fit, stage in (("private", private_fit, stages[5]),
-                              ("nonprivate", plain_fit, stages[6])):
+    for label, fit, stage in (("private", private_fit, stages[6]),
+                              ("nonprivate", plain_fit, stages[7])):
         if fit is None or not fit.usable:
             control_results[label] = None
             control_notes[label] = ("no controller: the identified model has no continuous "
@@ -265,7 +278,7 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
             grid_results["controlled"] = lv.run(controlled.outcomes["fractional"].applied_kw,
                                                 start_day=config.grid_day, dt_s=config.dt_s,
                                                 base_load_kw=base_kw)
-    done(stages[7])
+    done(stages[8])
 
     guarantee = max(guarantees, key=lambda g: g.epsilon)
     summary: dict[str, Any] = {
@@ -290,6 +303,7 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         "delay_error_nonprivate_T": abs(plain_delay - true_delay) / config.dt_s,
         "privacy_utility": curve,
     }
+    summary.update({k: v for k, v in attack.items() if k != "attack_trace"})
     for label, result in control_results.items():
         suffix = "" if label == "private" else "_nonprivate"
         for metric in ("tracking_rmse", "comfort_violation_Kh", "energy_kwh"):
@@ -312,13 +326,29 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         summary[key] = {name: float(reducer(getattr(r, attribute)))
                         for name, r in grid_results.items()}
     _figures(out, summary, curve, control_results, grid_results, control, config)
-    done(stages[8])
+    if attack:
+        from simulations.smartgrid.attack_study import plot_attacks
+        plot_attacks(attack, out / "attacks.png")
+    done(stages[9])
     bar.close()
     timings["total"] = time.perf_counter() - begin
     summary["timings_s"] = timings
     summary["config"] = config.to_dict()
     (out / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2))
     return summary
+
+
+def _attacks(record, config: ScenarioConfig, rng: np.random.Generator) -> dict[str, Any]:
+    """Both attacks at the run's budget and unit (household 0 for the reconstruction)."""
+    from simulations.smartgrid.attack_study import attack_summary
+
+    return attack_summary(record, household=0, epsilon=config.epsilon, delta=config.delta,
+                          unit=config.unit,
+                          window=config.window_steps if config.unit == "window" else None,
+                          mechanism=config.mechanism,
+                          alpha=config.alpha if config.mechanism == "sas" else None,
+                          attack_window_steps=config.attack_window_steps,
+                          max_delay=config.max_delay, rng=rng)
 
 
 def _json_safe(value: Any) -> Any:

@@ -7,6 +7,11 @@ periods, the Gram blocks of its lagged data ``phi_k = [x_k; u_k; ...; u_{k-R}]``
 
     G = Phi Phi^T (p x p),   C = Y Phi^T (n x p),   S = Y Y^T (n x n),   p = n + m (R + 1).
 
+These are the regression blocks of the :class:`dmdidc.SufficientStatistics` the household
+shares (:meth:`GramBlocks.from_statistics`, in the data's units, plain or privatized; with
+instruments the statistics start at a later sample ``k0``, and the blocks of the instrument
+rows are left unused).
+
 The adversary knows the model class (``n`` states, the lag ``R``) and the commands ``U`` (the
 aggregator sent them), and optionally the fleet model (a :class:`dmdidc.DelayedPlant`).  It
 searches the states ``x_R .. x_K`` whose statistics match the intercepted ones (nonlinear least
@@ -30,7 +35,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from dmdidc.model import DelayedPlant
-from dmdidc.regression import GramAccumulator, lagged_inputs
+from dmdidc.regression import lagged_inputs
+from dmdidc.statistics import SufficientStatistics
 from privacy.errors import DimensionError, ParameterError
 from privacy.validation import (
     as_generator,
@@ -60,6 +66,9 @@ class GramBlocks:
         ``N``.
     max_delay : int
         ``R``.
+    first_sample : int or None
+        Time index ``k0 >= R`` of the first regression sample in the window (default ``R``);
+        the blocks hold ``x_{k0} .. x_K`` and need the commands from ``k0 - R``.
     """
 
     gram: np.ndarray
@@ -67,6 +76,48 @@ class GramBlocks:
     target_gram: np.ndarray
     n_samples: int
     max_delay: int
+    first_sample: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.first_sample is None:
+            object.__setattr__(self, "first_sample", self.max_delay)
+        elif check_integer("first_sample", self.first_sample, minimum=0) < self.max_delay:
+            raise ParameterError(f"first_sample must be >= max_delay={self.max_delay}; got "
+                                 f"{self.first_sample}")
+
+    @classmethod
+    def from_statistics(cls, statistics: SufficientStatistics) -> GramBlocks:
+        """The regression blocks of shared statistics, in the data's units.
+
+        Parameters
+        ----------
+        statistics : dmdidc.SufficientStatistics
+            One window (or day) of one household, plain or privatized, uncentred or centred
+            (its ``gram`` is used as stored, times ``scale``).
+
+        Raises
+        ------
+        ParameterError
+            If ``statistics`` is not :class:`dmdidc.SufficientStatistics`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc import SufficientStatistics
+        >>> X, U = np.ones((2, 11)), np.ones((1, 10))
+        >>> stats = SufficientStatistics.from_data(X, U, max_delay=3, state_bound=2.0,
+        ...                                        input_bound=2.0)
+        >>> float(GramBlocks.from_statistics(stats).gram[0, 0])    # in the data's units again
+        7.0
+        """
+        if not isinstance(statistics, SufficientStatistics):
+            raise ParameterError(f"statistics must be a dmdidc.SufficientStatistics; got "
+                                 f"{type(statistics).__name__}")
+        M = statistics.moments()[0]
+        n, p = statistics.n_states, statistics.n_regressors
+        return cls(read_only(M[:p, :p]), read_only(M[p:p + n, :p]),
+                   read_only(M[p:p + n, p:p + n]), statistics.n_samples,
+                   statistics.max_delay, statistics.layout.first_sample)
 
     @property
     def n_states(self) -> int:
@@ -75,8 +126,8 @@ class GramBlocks:
 
 
 def gram_blocks(X: Any, U: Any, max_delay: int) -> GramBlocks:
-    """Statistics of one trajectory (``X`` (n, K + 1), ``U`` (m, K)), via the estimator's own
-    :class:`dmdidc.regression.GramAccumulator`.
+    """Statistics of one trajectory (``X`` (n, K + 1), ``U`` (m, K)): the blocks of its plain
+    :class:`dmdidc.SufficientStatistics` (:meth:`GramBlocks.from_statistics`).
 
     Examples
     --------
@@ -89,10 +140,7 @@ def gram_blocks(X: Any, U: Any, max_delay: int) -> GramBlocks:
     R = check_integer("max_delay", max_delay, minimum=0)
     if U.shape[1] <= R:
         raise DimensionError(f"U has {U.shape[1]} steps; need more than max_delay={R}")
-    acc = GramAccumulator(X.shape[0], U.shape[0], R)
-    acc.update(X, U)
-    return GramBlocks(read_only(acc.symmetric_gram()), read_only(acc.cross),
-                      read_only(acc.target_gram), acc.n_samples, R)
+    return GramBlocks.from_statistics(SufficientStatistics.from_data(X, U, max_delay=R))
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +179,7 @@ def relative_error(states: Any, truth: Any) -> float:
 
 def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | None = None,
                            prior_weight: float = 1.0, restarts: int = 5,
+                           start_level: Any = None,
                            rng: np.random.Generator | int | None = None) -> ReconstructionResult:
     """Search the states whose lagged statistics match intercepted ones (attack a).
 
@@ -138,9 +187,9 @@ def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | 
     ----------
     blocks : GramBlocks
         Intercepted statistics of one window.
-    U : array_like, shape (m, K)
-        The window's commands (known to the aggregator and to an adversary that intercepts
-        them); ``K = blocks.n_samples + blocks.max_delay``.
+    U : array_like, shape (m, N + R)
+        The window's commands from ``k0 - R`` on (known to the aggregator and to an adversary
+        that intercepts them); ``N = blocks.n_samples``, ``k0 = blocks.first_sample``.
     model : dmdidc.DelayedPlant, optional
         Fleet model known to the adversary; adds ``sqrt(prior_weight / N)`` times the one-step
         prediction errors ``x_{k+1} - A_d x_k - sum_j B^(j) u_{k-j}`` to the residuals (its
@@ -148,12 +197,16 @@ def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | 
     prior_weight : float, default 1.0
         Weight of the model prior relative to the statistics (both per sample).
     restarts : int, default 5
-        Random starts around the levels implied by the statistics; the best fit is kept.
+        Random starts around ``start_level``; the best fit is kept.
+    start_level : array_like, shape (n,), optional
+        Where the starts lie (e.g. the mean state, which shared sums give away); default: the
+        root mean square ``sqrt(diag(G)[:n] / N)``, right for positive states only.
     rng : numpy.random.Generator or int or None
 
     Returns
     -------
     ReconstructionResult
+        States ``x_{k0} .. x_K``.
 
     Raises
     ------
@@ -180,11 +233,16 @@ def reconstruct_trajectory(blocks: GramBlocks, U: Any, *, model: DelayedPlant | 
     observed = _observed(blocks)
     prior = None if model is None else _prior_matrices(model, n, U.shape[0], R)
     rng = as_generator(rng)
-    level = np.sqrt(np.clip(np.diag(blocks.gram)[:n], 0.0, None) / N)
+    if start_level is None:
+        level = np.sqrt(np.clip(np.diag(blocks.gram)[:n], 0.0, None) / N)
+    else:
+        level = check_finite_array("start_level", start_level, ndim=1)
+        if level.size != n:
+            raise DimensionError(f"start_level has {level.size} entries; expected n={n}")
     scale = np.linalg.norm(observed)
     best = None
     for _ in range(restarts):
-        start = level[:, None] * (1.0 + 0.01 * rng.standard_normal((n, N + 1)))
+        start = level[:, None] + 0.01 * np.abs(level)[:, None] * rng.standard_normal((n, N + 1))
         fit = least_squares(_residuals, start.ravel(), jac=_jacobian, method="trf",
                             x_scale="jac", args=(H, observed, N, n, prior, weight),
                             xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=200)
@@ -274,16 +332,15 @@ def _jacobian(flat: np.ndarray, H: np.ndarray, observed: Any, N: int, n: int,
     states = flat.reshape(n, N + 1)
     Z = _stack(states, H)
     q = H.shape[0]
-    rows = []
-    for a, b in _pairs(n, q):
-        dZ = np.zeros_like(Z)               # d M[a, b] / d Z = e_a Z[b] + e_b Z[a]
-        dZ[a] += Z[b]
-        dZ[b] += Z[a]
-        dX = np.zeros((n, N + 1))
-        dX[:, :-1] += dZ[:n]                # rows of Z holding x_k
-        dX[:, 1:] += dZ[n + q:]             # rows of Z holding x_{k+1}
-        rows.append(dX.ravel() / N)
-    J = np.array(rows)
+    a, b = np.array(_pairs(n, q)).T
+    pair = np.arange(a.size)
+    dZ = np.zeros((a.size, *Z.shape))       # d M[a, b] / d Z = e_a Z[b] + e_b Z[a], per pair
+    np.add.at(dZ, (pair, a), Z[b])
+    np.add.at(dZ, (pair, b), Z[a])
+    dX = np.zeros((a.size, n, N + 1))
+    dX[:, :, :-1] += dZ[:, :n]              # rows of Z holding x_k
+    dX[:, :, 1:] += dZ[:, n + q:]           # rows of Z holding x_{k+1}
+    J = dX.reshape(a.size, -1) / N
     if prior is not None:
         J = np.vstack([J, np.sqrt(weight / N) * _prior_jacobian(prior[0], N)])
     return J

@@ -40,6 +40,7 @@ def test_group_is_extensible():
     (["--unit", "window"], "needs window_steps"),
     (["--households", "0"], "households must be"),
     (["--epsilon", "-1"], "epsilon must be > 0"),
+    (["--households", "3"], "the attacks need at least 5 households"),
 ])
 def test_bad_arguments_are_refused(tmp_path, capsys, argv, message):
     code = main(["smartgrid", "run", *argv, "--out", str(tmp_path / "o")])
@@ -70,7 +71,8 @@ def test_tiny_case_end_to_end(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     keys = {"households", "dt_s", "epsilon", "delta", "unit", "delay_true_s",
             "delay_identified_s", "delay_ci_s", "tracking_rmse", "comfort_violation_Kh",
-            "voltage_min_pu", "voltage_max_pu"}
+            "voltage_min_pu", "voltage_max_pu", "attack_error_plain", "attack_error_private",
+            "attack_accuracy_plain", "attack_accuracy_private"}
     assert keys <= set(summary)
     assert summary["households"] == 6 and summary["dt_s"] == 900.0
     assert summary["unit"] == "sample" and summary["mechanism"] == "gaussian"
@@ -86,7 +88,10 @@ def test_tiny_case_end_to_end(tmp_path, capsys):
     for name in ("uncontrolled", "controlled"):
         assert 0.8 < summary["voltage_min_pu"][name] <= summary["voltage_max_pu"][name] < 1.2
     assert [r["epsilon"] for r in summary["privacy_utility"]] == [10.0, 100.0] * 3
-    for figure in ("privacy_utility", "tracking", "comfort", "voltages"):
+    # attack (a) recovers the window from plain statistics, not from private ones
+    assert summary["attack_error_plain"] < 1e-3 < 0.1 < summary["attack_error_private"]
+    assert summary["attack_window"] == scenario.attack_window_steps
+    for figure in ("privacy_utility", "tracking", "comfort", "voltages", "attacks"):
         assert imread(out / f"{figure}.png").shape[1] > 500
     printed = capsys.readouterr()
     assert "wrote" in printed.out and "fleet delay" in printed.out

@@ -9,7 +9,7 @@ import pytest
 
 MODULES = ["config", "household", "occupancy", "operation", "profiles", "reconstruction",
            "sweep", "private_identification", "tracking", "fleet_mpc", "demand_response",
-           "case_study", "study_sweep"]
+           "case_study", "study_sweep", "attack_study", "attack_windows"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -86,3 +86,10 @@ def test_bad_inputs():
         reconstruct_trajectory(gram_blocks(X, U, R), U[:, :9])
     with pytest.raises(DimensionError, match="shape"):
         relative_error(np.ones((2, 3)), np.ones((2, 4)))
+
+
+
+def test_start_level_is_checked(record):
+    X, U = record.X[0][:, :11], record.U[0][:, :10]
+    with pytest.raises(DimensionError, match="start_level has 3 entries; expected n=2"):
+        reconstruct_trajectory(gram_blocks(X, U, R), U, start_level=[0.0, 0.0, 0.0])
