@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from dmdidc import DMDidc, SufficientStatistics, combine_statistics
+from dmdidc.discretization import first_active_blocks
 from dmdidc.privatization import MECHANISMS, PrivacyRelease, calibrate_release
 from dmdidc.sensitivity import PRIVACY_UNITS, statistics_sensitivity
 from privacy.errors import AccountingError, ParameterError
@@ -401,7 +402,8 @@ class FleetIdentification:
     estimator : dmdidc.DMDidc
         Fitted (instrumental variables, exogenous instrument).
     delay_s : float
-        Identified delay of the heat-pump channel, seconds (NaN without a continuous model).
+        Identified delay of the heat-pump channel, seconds (NaN when no input block passes the
+        test -- the fit failed, ``note`` says why -- or without a continuous model).
     delay_ci_s : (float, float)
         Its confidence interval (NaN when not available).
     note : str
@@ -420,8 +422,9 @@ class FleetIdentification:
 
     @property
     def usable(self) -> bool:
-        """Whether the model has a continuous part (needed by the fractional controller)."""
-        return self.model.has_continuous
+        """Whether the fit found the heat pump's effect and the model has a continuous part
+        (needed by the fractional controller)."""
+        return math.isfinite(self.delay_s) and self.model.has_continuous
 
 
 def identify_fleet(statistics: SufficientStatistics, *, dt_s: float, max_delay: int,
@@ -446,11 +449,17 @@ def identify_fleet(statistics: SufficientStatistics, *, dt_s: float, max_delay: 
     dmdidc.InsufficientExcitationError
         When the (noisy) moments are rank-deficient.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # the estimator's diagnostics are kept in its fields
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")   # kept: they explain a failed fit in ``note``
         estimator = DMDidc(max_delay=max_delay, estimator="iv",
                            instruments="exogenous").fit_statistics(statistics, dt=dt_s)
     model = estimator.model_
+    if first_active_blocks(model.active_blocks)[0] < 0:
+        # no input block passes the test: a delay of 0 with B = 0 would read as a result
+        reasons = "; ".join(str(w.message) for w in caught)
+        return FleetIdentification(estimator, math.nan, (math.nan, math.nan),
+                                   f"failed: the heat pump's channel shows no significant "
+                                   f"effect ({reasons or 'no input block passes the test'})")
     if not model.has_continuous:
         return FleetIdentification(estimator, math.nan, (math.nan, math.nan),
                                    model.continuous_note or "no continuous model")

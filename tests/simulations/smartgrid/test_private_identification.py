@@ -61,6 +61,16 @@ def test_privacy_costs_interval_width(stats):
     assert width > 2.0 * np.diff(plain.delay_ci_s)[0]
 
 
+def test_a_fit_that_finds_no_input_effect_is_reported_as_failed(stats):
+    # eps = 0.01 buries the heat pump's effect: no block passes the test, and the fit must not
+    # read as "delay 0" (B = 0) but as a failure that names the cause
+    private = [privatize_household(s, mechanism="gaussian", epsilon=0.01, rng=i)[0]
+               for i, s in enumerate(stats)]
+    fit = identify_fleet(aggregate_statistics(private), dt_s=T, max_delay=3)
+    assert math.isnan(fit.delay_s) and not fit.usable
+    assert fit.note.startswith("failed: the heat pump's channel shows no significant effect")
+
+
 @pytest.mark.parametrize("unit, window", [("sample", None), ("window", 12),
                                           ("trajectory", None)])
 def test_gaussian_guarantee_is_the_accountants_and_meets_the_budget(stats, unit, window):
