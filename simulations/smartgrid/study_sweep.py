@@ -463,7 +463,9 @@ def plot_study(summary: Sequence[Mapping[str, Any]], path: Any) -> Any:
             ax.plot(eps[failed], med[failed], "x", ms=9, color=shown[0].get_color())
             ax.fill_between(eps, lo, hi, alpha=0.2, color=shown[0].get_color())
         ax.axhline(0.05, color="0.5", ls="--", lw=1, label="0.05 T")
-        plain = np.nanmedian([e["plain_abs_error_median_T"] for e in entries])
+        plain_errors = np.array([e["plain_abs_error_median_T"] for e in entries], dtype=float)
+        plain_errors = plain_errors[np.isfinite(plain_errors)]   # every plain fit may fail
+        plain = float(np.median(plain_errors)) if plain_errors.size else math.nan
         if np.isfinite(plain) and plain > 0:
             ax.axhline(plain, color="k", ls=":", lw=1, label="no privacy")
         ax.set_xscale("log")

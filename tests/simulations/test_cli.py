@@ -400,7 +400,12 @@ def test_every_help_shows_the_defaults():
             if not action.option_strings or action.default in (None, False, "==SUPPRESS=="):
                 continue
             default = action.default
-            shown = str(default) if not isinstance(default, float) else f"{default:g}"
+
+            def show(value):
+                return f"{value:g}" if isinstance(value, float) else str(value)
+            # a list default may be shown as the values one would type: "1 10 100"
+            shown = (" ".join(show(v) for v in default) if isinstance(default, (list, tuple))
+                     else show(default))
             assert f"default: {default}" in text or f"default: {shown}" in text, \
                 (parser.prog, action.dest)
             checked += 1
