@@ -26,9 +26,9 @@ The guarantee reported in :class:`PrivacyRelease` is the accountant's answer
 (:func:`privacy.accounting.epsilon` for the mechanism with the sensitivity as the shift between
 neighbouring data sets; for the pure-DP vector SaS release privacy's certified pure-DP bound of
 that vector; for the ``(epsilon, delta)`` SaS release the accountant on its certified Gaussian
-equivalent, :attr:`PrivacyRelease.dominating`), never a formula written here.  Neighbouring data sets
-differ in one privacy unit (a time step, a window of time steps or a trajectory) *replaced*;
-the numbers of samples and trajectories are public.
+equivalent, :attr:`PrivacyRelease.dominating`), never a formula written here.  Neighbouring
+data sets differ in one privacy unit (a time step, a window of time steps or a trajectory)
+*replaced*; the numbers of samples and trajectories are public.
 
 What each unit protects: ``"sample"`` one time step of every signal (event-level privacy: a
 single reading, e.g. one 5-minute interval of a household); ``"window"`` ``w`` consecutive time
