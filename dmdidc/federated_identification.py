@@ -95,7 +95,9 @@ class FederatedIdentification:
     epsilon : float or sequence of float
         Each client's budget for its one release.
     delta : float, optional
-        Gaussian releases (and the reported delta of pure-DP ones).
+        Gaussian releases; SaS releases are then also calibrated on the l2-sensitivity
+        through the vector-SaS GDP bound (:func:`dmdidc.privatization.calibrate_release`);
+        Laplace: the reported delta of its pure-DP release.
     unit : {"sample", "window", "trajectory"}, default "sample"
     window : int, optional
     alpha : float, optional

@@ -55,7 +55,8 @@ from scipy import integrate
 from privacy import stable
 from privacy.validation import check_in_interval, check_positive
 
-__all__ = ["sas_gdp_mu", "sas_gaussian_equivalent_sigma", "sas_location_fisher_information"]
+__all__ = ["sas_gdp_mu", "sas_gaussian_equivalent_sigma", "sas_scale_for_gaussian_sigma",
+           "sas_location_fisher_information"]
 
 
 def _check_alpha(alpha: float) -> float:
@@ -98,6 +99,46 @@ def sas_gaussian_equivalent_sigma(alpha: float, scale: float) -> float:
     alpha = _check_alpha(alpha)
     scale = check_positive("scale", scale)
     return scale * math.sqrt(math.pi / 2.0) / math.gamma(1.0 + 1.0 / alpha)
+
+
+def sas_scale_for_gaussian_sigma(alpha: float, sigma: float) -> float:
+    """Smallest SaS scale whose :func:`sas_gaussian_equivalent_sigma` is at least ``sigma``.
+
+    Rounded up to the next float where needed, so i.i.d. ``SaS(alpha, scale)`` noise is
+    certified at least as private as ``N(0, sigma^2)`` noise (module docstring).
+
+    Parameters
+    ----------
+    alpha : float
+        Stability index in ``[1, 2]``.
+    sigma : float
+        Target Gaussian standard deviation ``> 0``.
+
+    Returns
+    -------
+    float
+        The SaS scale ``gamma``.
+
+    Raises
+    ------
+    ParameterError
+        alpha outside ``[1, 2]`` or sigma not positive.
+
+    Examples
+    --------
+    >>> from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
+    >>> scale = sas_scale_for_gaussian_sigma(1.5, 2.0)
+    >>> sas_gaussian_equivalent_sigma(1.5, scale) >= 2.0
+    True
+    """
+    alpha = _check_alpha(alpha)
+    sigma = check_positive("sigma", sigma)
+    scale = sigma / sas_gaussian_equivalent_sigma(alpha, 1.0)
+    while sas_gaussian_equivalent_sigma(alpha, scale) < sigma:
+        scale = math.nextafter(scale, math.inf)
+    while sas_gaussian_equivalent_sigma(alpha, below := math.nextafter(scale, 0.0)) >= sigma:
+        scale = below
+    return scale
 
 
 def sas_gdp_mu(alpha: float, scale: float, sensitivity: float = 1.0) -> float:

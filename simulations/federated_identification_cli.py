@@ -64,7 +64,8 @@ def add_identify_action(actions: Any) -> None:
                         "explicit list")
     p.add_argument("--epsilon", type=float, default=1.0, help="each client's budget")
     p.add_argument("--delta", type=float, default=None,
-                   help="delta of the Gaussian releases (gaussian only; default 1e-5)")
+                   help="delta of the Gaussian and SaS releases (SaS: enables the l2 / GDP "
+                        "calibration; not for laplace; default 1e-5)")
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
                    help="noise of every client's release")
     p.add_argument("--alpha", type=float, default=None, help="SaS index (sas only; 1.5)")
@@ -108,9 +109,9 @@ def run_identify_command(args: argparse.Namespace) -> int:
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha only applies to --mechanism sas")
-    if args.delta is not None and args.mechanism != "gaussian":
-        raise ParameterError("--delta only applies to --mechanism gaussian (Laplace and SaS "
-                             "releases are pure epsilon-DP)")
+    if args.delta is not None and args.mechanism == "laplace":
+        raise ParameterError(f"--delta applies to --mechanism gaussian or sas; got --delta "
+                             f"{args.delta} with --mechanism laplace (pure epsilon-DP)")
     out = output_path(args.out, folder=True)
     config = FederatedIdentificationConfig(
         clients=args.clients, experiments=args.experiments, length=args.length,

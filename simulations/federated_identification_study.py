@@ -139,7 +139,7 @@ def _algorithm(config):
         num_clients=config.clients[-1], n_states=2, n_inputs=2, max_delay=config.max_delay,
         state_bound=config.state_bound, input_bound=config.input_bound,
         mechanism=config.mechanism, epsilon=config.epsilon,
-        delta=config.delta if config.mechanism == "gaussian" else None,
+        delta=None if config.mechanism == "laplace" else config.delta,
         alpha=config.alpha if config.mechanism == "sas" else None, unit="sample",
         join_round=joins.tolist(), instruments="inputs")
 

@@ -280,9 +280,9 @@ def audit_release(pair: NeighbourPair, mechanism: str, *, epsilon: float,
     samples : int, default 20000
         Releases per neighbour (each a ``privatize`` call, ~0.3 ms).
     audit_delta : float, optional
-        Audit at this delta instead of the release's (Gaussian only: the claim is then the
-        accountant's epsilon of the release's mechanism at ``audit_delta``; a larger delta,
-        e.g. 1e-3, is resolvable with fewer samples).
+        Audit at this delta instead of the release's ((epsilon, delta) releases only: the claim
+        is then the accountant's epsilon of the release's ``accounted_mechanism`` at
+        ``audit_delta``; a larger delta, e.g. 1e-3, is resolvable with fewer samples).
     confidence : float, default 0.95
     rng : numpy.random.Generator, int or None
 
@@ -303,12 +303,13 @@ def audit_release(pair: NeighbourPair, mechanism: str, *, epsilon: float,
     release = stats_null.privatize(rng=gen, **kwargs).privacy
     claimed, at_delta = release.epsilon, release.delta
     if audit_delta is not None and audit_delta != release.delta:
-        if mechanism != "gaussian":
-            raise ParameterError(f"audit_delta applies to mechanism='gaussian' only (the "
-                                 f"pure-DP releases claim delta 0); got audit_delta="
-                                 f"{audit_delta!r} with mechanism={mechanism!r}")
+        if release.delta == 0.0:
+            raise ParameterError(f"audit_delta applies to (epsilon, delta) releases only "
+                                 f"(Gaussian, or SaS given delta); this {mechanism} release is "
+                                 f"pure DP (delta 0); got audit_delta={audit_delta!r}")
         from privacy import accounting
-        claimed, at_delta = accounting.epsilon(release.mechanism, delta=audit_delta), audit_delta
+        claimed = accounting.epsilon(release.accounted_mechanism, delta=audit_delta)
+        at_delta = audit_delta
     null_vector, alt_vector = stats_null.to_vector(), stats_alt.to_vector()
     score = privacy_loss_score(release.mechanism, null_vector, alt_vector)
     res = audit(release_sampler(pair, **kwargs), samples=samples, delta=at_delta,

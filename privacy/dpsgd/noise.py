@@ -17,7 +17,6 @@ Seed thesis Ch. 4 (SaS noise in DP-SGD, Tables 4.1-4.5); seed ``002`` Sec. 2 and
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +26,7 @@ from privacy import accounting, calibration, stable
 from privacy.errors import ParameterError
 from privacy.mechanisms import GaussianMechanism
 from privacy.validation import as_generator, check_in_interval, check_positive
-from privacy.vector_sas import sas_gaussian_equivalent_sigma
+from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
 
 __all__ = ["GradientNoise", "dpsgd_epsilon", "calibrate_noise"]
 
@@ -105,10 +104,7 @@ class GradientNoise:
         probe = cls(law, 1.0, alpha)
         if probe.law == "gaussian":
             return cls("gaussian", sigma)
-        scale = sigma / probe.gaussian_equivalent_sigma
-        while sas_gaussian_equivalent_sigma(probe.alpha, scale) < sigma:
-            scale = math.nextafter(scale, math.inf)
-        return cls("sas", scale, probe.alpha)
+        return cls("sas", sas_scale_for_gaussian_sigma(probe.alpha, sigma), probe.alpha)
 
     def logpdf(self, x: np.ndarray) -> np.ndarray:
         """Log density of one noise coordinate at ``x`` (elementwise)."""

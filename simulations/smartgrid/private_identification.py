@@ -245,16 +245,28 @@ def household_guarantee(release: PrivacyRelease, *, unit: str, window: int | Non
                         trajectories: int, releases: int = 1,
                         delta: float = 0.0) -> HouseholdGuarantee:
     """The household's guarantee: ``releases`` compositions of ``release``'s mechanism with
-    ``trajectories`` times its sensitivity (module notes), from :mod:`privacy.accounting`."""
+    ``trajectories`` times its sensitivity (module notes), from :mod:`privacy.accounting`.
+
+    The accountant composes ``release.accounted_mechanism``: for an ``(epsilon, delta)`` SaS
+    release its certified Gaussian equivalent (l2-sensitivity; the triangle inequality scales
+    it by ``trajectories`` as for l1), and ``method`` then names the vector-SaS GDP bound."""
     from privacy import accounting
 
     trajectories = check_integer("trajectories", trajectories, minimum=1)
     releases = check_integer("releases", releases, minimum=1)
-    mech = release.mechanism
+    mech = release.accounted_mechanism
     scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
     bound = accounting.guarantee(scaled, delta=delta, steps=releases)
+    method = bound.method if release.dominating is None else \
+        f"vector-SaS GDP bound ({bound.method})"
     return HouseholdGuarantee(float(bound.epsilon), float(bound.delta), unit, window, releases,
-                              trajectories, bound.method, release)
+                              trajectories, method, release)
+
+
+def _release_delta(mechanism: str, delta: float) -> float | None:
+    """Delta passed to the release: Gaussian and SaS use it (SaS: the l2 / GDP calibration),
+    Laplace is pure DP."""
+    return None if mechanism == "laplace" else delta
 
 
 def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float,
@@ -269,9 +281,9 @@ def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float
                                   window=window if unit == "window" else None)
 
     def household(eps_release: float) -> float:
-        mech = calibrate_release(mechanism, eps_release, delta=delta if mechanism == "gaussian"
-                                 else None, alpha=alpha, l1=sens.l1, l2=sens.l2,
-                                 dimension=stats.dimension)[0]
+        mech = calibrate_release(mechanism, eps_release, delta=_release_delta(mechanism, delta),
+                                 alpha=alpha, l1=sens.l1, l2=sens.l2,
+                                 dimension=stats.dimension)[5]
         scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
         return accounting.epsilon(scaled, delta=delta, steps=releases)
 
@@ -304,8 +316,11 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     epsilon : float
         The household's budget for the unit, over all ``releases`` a unit can reach.
     delta : float, default 1e-5
-        Delta of the guarantee (Gaussian: of the release; Laplace/SaS: the accountant's
-        answer is pure DP and reports it as 0).
+        Delta of the guarantee.  Gaussian: of the release.  SaS: with ``delta > 0`` the
+        release may be calibrated on the l2-sensitivity through the vector-SaS GDP bound
+        (:func:`dmdidc.privatization.calibrate_release`; far less noise on many-entry
+        releases) and the guarantee is the accountant's ``(epsilon, delta)``; ``0`` keeps pure
+        DP.  Laplace: pure DP, reported with delta 0.
     unit : {"sample", "window", "trajectory"}, default "sample"
         Time step, ``window`` time steps, or the household's whole record.
     window : int, optional
@@ -359,12 +374,12 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     eps_release = _release_epsilon(stats, mechanism, epsilon, delta, unit, window, alpha,
                                    trajectories, releases)
     private = stats.privatize(mechanism, epsilon=eps_release,
-                              delta=delta if mechanism == "gaussian" else None, unit=kind,
+                              delta=_release_delta(mechanism, delta), unit=kind,
                               window=window if unit == "window" else None,
                               alpha=alpha if mechanism == "sas" else None, rng=rng)
     guarantee = household_guarantee(private.privacy, unit=unit, window=window,
                                     trajectories=trajectories, releases=releases,
-                                    delta=delta if mechanism == "gaussian" else 0.0)
+                                    delta=_release_delta(mechanism, delta) or 0.0)
     if guarantee.epsilon > limit_eps * (1.0 + 1e-9) or guarantee.delta > limit_delta:
         raise BudgetExceededError(
             f"this release would give the household ({guarantee.epsilon:.4g}, "

@@ -109,7 +109,9 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
     window : int, optional
         Time steps per window (``unit="window"`` only).
     delta : float, default 1e-5
-        Delta of the Gaussian releases (the pure-DP mechanisms report 0).
+        Delta of the Gaussian and SaS releases (SaS: the l2 calibration through the
+        vector-SaS GDP bound, :func:`~simulations.smartgrid.privatize_household`); Laplace
+        reports 0.
     chunk : int, default 500
         Households simulated and reduced at a time (bounds the memory).
     profiles : {"auto", "packages", "extract"}, default "auto"

@@ -214,3 +214,59 @@ def test_sums_of_private_releases_keep_every_guarantee(stats):
     assert total.privacy is None and total.releases == (a.privacy, b.privacy)
     assert total.noise_variance == pytest.approx(a.noise_variance + b.noise_variance)
     assert total.n_samples == 2 * stats.n_samples
+
+
+def test_sas_with_delta_claims_the_accountants_answer_for_the_gaussian_equivalent(stats):
+    from privacy import accounting
+    from privacy.vector_sas import sas_gaussian_equivalent_sigma
+
+    sens = stats.sensitivity()
+    private = stats.privatize("sas", epsilon=1.0, delta=1e-5, alpha=1.9, rng=0)
+    release = private.privacy
+    gamma = release.mechanism.scale
+    # independent: the Gaussian with the certified sigma_eq on the l2-sensitivity, accounted
+    sigma_eq = sas_gaussian_equivalent_sigma(1.9, gamma)
+    expected = accounting.guarantee(GaussianMechanism(sigma_eq, sensitivity=sens.l2),
+                                    delta=1e-5)
+    assert release.epsilon == pytest.approx(expected.epsilon, rel=1e-12)
+    assert release.delta == 1e-5 and 0.999 <= release.epsilon <= 1.0
+    assert release.norm == "l2" and release.sensitivity == pytest.approx(sens.l2)
+    assert release.dominating.sigma == pytest.approx(sigma_eq, rel=1e-12)
+    assert release.accounted_mechanism is release.dominating
+    assert "vector-SaS GDP bound" in release.accountant and "vector-SaS GDP" in str(release)
+    # the noise law is still SaS(1.9, gamma) (what the estimator and FedInfer read)
+    assert release.mechanism.alpha == 1.9 and np.isinf(private.noise_variance)
+    # the Gaussian at (1, 1e-5) (Balle-Wang) has sigma_eq to the rounding of gamma
+    gauss = stats.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0).privacy.mechanism
+    assert sigma_eq == pytest.approx(gauss.sigma, rel=1e-12) and sigma_eq >= gauss.sigma
+
+
+def test_sas_with_delta_is_less_noisy_than_pure_dp_on_a_many_entry_release(stats):
+    pure = stats.privatize("sas", epsilon=1.0, alpha=1.5, rng=0).privacy
+    gdp = stats.privatize("sas", epsilon=1.0, delta=1e-5, alpha=1.5, rng=0).privacy
+    assert stats.dimension > 50 and pure.delta == 0.0 and pure.norm == "l1"
+    assert pure.dominating is None and pure.accounted_mechanism is pure.mechanism
+    assert gdp.mechanism.scale < 0.5 * pure.mechanism.scale
+    # delta = 0 is pure DP, the same release as without delta
+    zero = stats.privatize("sas", epsilon=1.0, delta=0.0, alpha=1.5, rng=0).privacy
+    assert zero.mechanism == pure.mechanism and zero.delta == 0.0
+
+
+def test_sas_with_delta_keeps_pure_dp_where_it_is_less_noisy():
+    from dmdidc.privatization import calibrate_release
+
+    # one entry, l1 = l2: the pure-DP SaS scale beats the Gaussian equivalent at delta 1e-5
+    mech, _, eps, delta, source, accounted = calibrate_release(
+        "sas", 1.0, delta=1e-5, alpha=1.5, l1=1.0, l2=1.0, dimension=1)
+    assert delta == 0.0 and accounted is mech and "pure-DP" in source and eps <= 1.0
+    # alpha below 1: the GDP bound is not verified there, so pure DP only
+    low = calibrate_release("sas", 1.0, delta=1e-5, alpha=0.8, l1=30.0, l2=5.0, dimension=40)
+    assert low[3] == 0.0 and low[5] is low[0]
+
+
+@pytest.mark.parametrize("delta, pattern", [(1.0, "delta must lie in"),
+                                            (-1e-5, "delta must lie in"),
+                                            (float("nan"), "delta")])
+def test_sas_with_bad_delta_is_refused(stats, delta, pattern):
+    with pytest.raises(ParameterError, match=pattern):
+        stats.privatize("sas", epsilon=1.0, delta=delta, alpha=1.5)

@@ -93,3 +93,21 @@ def test_errors():
         sas_gaussian_equivalent_sigma(1.5, 0.0)
     with pytest.raises(ParameterError, match="sensitivity"):
         sas_gdp_mu(1.5, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("alpha, sigma", [(1.0, 0.3), (1.5, 2.0), (1.9, 160.4), (2.0, 1e-3)])
+def test_scale_for_gaussian_sigma_is_the_smallest_certified_scale(alpha, sigma):
+    from privacy.vector_sas import sas_scale_for_gaussian_sigma
+
+    scale = sas_scale_for_gaussian_sigma(alpha, sigma)
+    assert sas_gaussian_equivalent_sigma(alpha, scale) >= sigma
+    assert sas_gaussian_equivalent_sigma(alpha, math.nextafter(scale, 0.0)) < sigma
+
+
+def test_scale_for_gaussian_sigma_refuses_bad_arguments():
+    from privacy.vector_sas import sas_scale_for_gaussian_sigma
+
+    with pytest.raises(ParameterError, match="sigma"):
+        sas_scale_for_gaussian_sigma(1.5, 0.0)
+    with pytest.raises(ParameterError, match="alpha"):
+        sas_scale_for_gaussian_sigma(0.5, 1.0)

@@ -51,7 +51,8 @@ def test_flower_engine_gives_the_numpy_numbers(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--alpha", "1.2"], "--alpha only applies"),
-    (["--mechanism", "laplace", "--delta", "1e-6"], "--delta only applies"),
+    (["--mechanism", "laplace", "--delta", "1e-6"],
+     "--delta applies to --mechanism gaussian or sas"),
     (["--mechanism", "sas", "--baselines", "per_sample"], "per-sample baseline"),
     (["--seeds", "0"], "seeds"),
 ])

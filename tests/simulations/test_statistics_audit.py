@@ -150,9 +150,30 @@ def test_run_audits_records_and_refusals(pairs):
     assert record["name"] == "statistics_laplace_sample" and not record["claim_known_wrong"]
     assert record["epsilon_claimed"] == 1.0 and record["delta"] == 0.0
     assert record["epsilon_lower_bound"] <= 1.0 and "sensitivity 34" in record["note"]
-    with pytest.raises(ParameterError, match="audit_delta applies to mechanism='gaussian'"):
+    with pytest.raises(ParameterError,
+                       match=r"audit_delta applies to \(epsilon, delta\) releases only"):
         audit_release(pairs["sample", 1], "laplace", epsilon=1.0, audit_delta=1e-3, samples=10)
     with pytest.raises(ParameterError, match="norm must be 1 or 2"):
         adversarial_neighbours("sample", norm=3)
     with pytest.raises(ParameterError, match="window is needed with unit='window'"):
         adversarial_neighbours("window", norm=1)
+
+
+@pytest.mark.statistical
+def test_sas_release_with_delta_audits_below_its_gdp_claim(pairs):
+    """SaS at (1, 1e-5) is calibrated on the l2-sensitivity through the vector-SaS GDP bound;
+    audited (l2-worst neighbours) at delta 1e-3 against the accountant's epsilon of its
+    certified Gaussian equivalent there."""
+    from privacy import accounting
+
+    pair = pairs["sample", 2]
+    record = audit_release(pair, "sas", epsilon=1.0, delta=1e-5, alpha=1.5, audit_delta=1e-3,
+                           samples=5000, rng=1)
+    release = pair.statistics()[0].privatize("sas", epsilon=1.0, delta=1e-5, alpha=1.5,
+                                             rng=0).privacy
+    assert release.norm == "l2" and release.dominating is not None
+    assert record["epsilon_claimed"] == pytest.approx(
+        accounting.epsilon(release.dominating, delta=1e-3))
+    assert record["sensitivity"] == pytest.approx(pair.statistics()[0].sensitivity().l2)
+    assert 0.0 < record["epsilon_lower_bound"] <= record["epsilon_claimed"]
+    assert not record["violation"]

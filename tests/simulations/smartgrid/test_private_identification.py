@@ -124,7 +124,41 @@ def test_aggregate_and_household_refusals(record):
         household_statistics(record, 8, max_delay=3)
 
 
-def test_sas_guarantee_is_pure_and_within_budget(stats):
-    _, g = privatize_household(stats[0], mechanism="sas", epsilon=2.0, alpha=1.5, rng=0)
+def test_sas_guarantee_without_delta_is_pure_and_within_budget(stats):
+    _, g = privatize_household(stats[0], mechanism="sas", epsilon=2.0, delta=0.0, alpha=1.5,
+                               rng=0)
     assert g.delta == 0.0 and g.method == "pure-dp" and g.epsilon <= 2.0
     assert math.isfinite(g.to_dict()["noise_scale"])
+
+
+@pytest.mark.parametrize("unit, window, releases", [("sample", None, 1), ("window", 12, 2)])
+def test_sas_with_delta_is_the_accountants_gdp_guarantee_within_budget(stats, unit, window,
+                                                                       releases):
+    from privacy.vector_sas import sas_gaussian_equivalent_sigma
+
+    private, g = privatize_household(stats[0], mechanism="sas", epsilon=1.0, delta=1e-5,
+                                     alpha=1.9, unit=unit, window=window, releases=releases,
+                                     rng=0)
+    # independent: the accountant on the certified Gaussian equivalent, k times the l2
+    # sensitivity of one trajectory, composed over the releases a unit reaches
+    sens = stats[0].sensitivity(unit, window=window).l2
+    sigma = sas_gaussian_equivalent_sigma(1.9, g.to_dict()["noise_scale"])
+    mech = GaussianMechanism(sigma=sigma, sensitivity=g.trajectories * sens)
+    assert accounting.epsilon(mech, delta=1e-5, steps=releases) == pytest.approx(g.epsilon)
+    assert g.delta == 1e-5 and 0.98 <= g.epsilon <= 1.0 + 1e-9
+    assert g.method.startswith("vector-SaS GDP bound") and g.to_dict()["norm"] == "l2"
+    # far less noise than the pure-DP calibration of the same household
+    _, pure = privatize_household(stats[0], mechanism="sas", epsilon=1.0, delta=0.0,
+                                  alpha=1.9, unit=unit, window=window, releases=releases,
+                                  rng=0)
+    assert g.to_dict()["noise_scale"] < 0.5 * pure.to_dict()["noise_scale"]
+    assert type(private.privacy.mechanism).__name__ == "SaSMechanism"
+
+
+def test_sas_with_delta_budget_is_enforced(stats):
+    with pytest.raises(BudgetExceededError, match="beyond its budget"):
+        privatize_household(stats[0], mechanism="sas", epsilon=1.0, delta=1e-5, alpha=1.9,
+                            budget=(0.5, 1e-5), rng=0)
+    with pytest.raises(BudgetExceededError, match="beyond its budget"):
+        privatize_household(stats[0], mechanism="sas", epsilon=1.0, delta=1e-5, alpha=1.9,
+                            budget=(1.0, 1e-6), rng=0)
