@@ -30,7 +30,13 @@ from controllers.errors import SolverError
 from controllers.gains import check_weight
 from dmdidc.model import DelayedPlant, as_plant
 from privacy.errors import DimensionError, ParameterError
-from privacy.validation import check_finite_array, check_integer, check_positive, read_only
+from privacy.validation import (
+    check_finite_array,
+    check_integer,
+    check_positive,
+    check_scalar_or_vector,
+    read_only,
+)
 
 __all__ = ["DelayedMPC", "MPCResult"]
 
@@ -532,13 +538,7 @@ def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | N
         if value is None:
             out.append(None)
             continue
-        array = check_finite_array(name, value)
-        if array.ndim == 0:
-            array = np.full(size, float(array))
-        if array.shape != (size,):
-            raise DimensionError(f"{name} must be a scalar or have shape ({size},); got shape "
-                                 f"{array.shape}")
-        out.append(array)
+        out.append(check_scalar_or_vector(name, value, size))
     low, high = out
     if low is not None and high is not None and np.any(low > high):
         bad = np.flatnonzero(low > high)

@@ -14,7 +14,7 @@ import numpy as np
 
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics import INSTRUMENT_KINDS, StatisticsLayout, SufficientStatistics
-from privacy.validation import check_finite_array, check_integer
+from privacy.validation import check_integer, check_scalar_or_vector
 
 __all__ = ["StatisticsAccumulator"]
 
@@ -25,12 +25,7 @@ _BLOCK = 4096
 def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
     if value is None:
         return None
-    array = check_finite_array(name, value)
-    if array.ndim == 0:
-        array = np.full(size, float(array))
-    if array.shape != (size,):
-        raise DimensionError(f"{name} must be a scalar or have shape ({size},); got shape "
-                             f"{array.shape}")
+    array = check_scalar_or_vector(name, value, size)
     if np.any(array <= 0):
         raise ParameterError(f"{name} must be > 0 (a symmetric bound |value| <= bound); got "
                              f"{array.tolist()}")

@@ -15,6 +15,7 @@ __all__ = [
     "check_in_interval",
     "check_integer",
     "check_finite_array",
+    "check_scalar_or_vector",
     "check_probability",
     "as_generator",
     "read_only",
@@ -91,6 +92,17 @@ def check_finite_array(name: str, value: Any, *, ndim: int | None = None,
         bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
         raise NonFiniteError(f"{name} contains {bad} NaN or infinite entries; all entries "
                              f"must be finite")
+    return array
+
+
+def check_scalar_or_vector(name: str, value: Any, size: int) -> np.ndarray:
+    """A finite scalar (repeated ``size`` times) or a finite vector of shape ``(size,)``."""
+    array = check_finite_array(name, value)
+    if array.ndim == 0:
+        array = np.full(size, float(array))
+    if array.shape != (size,):
+        raise DimensionError(f"{name} must be a scalar or have shape ({size},); got shape "
+                             f"{array.shape}")
     return array
 
 
