@@ -34,11 +34,11 @@ import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
 from privacy.stable import sas_sample
+from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
 from simulations.private_study import identification_errors as errors
 from simulations.private_study import privatize_samples, simulate_experiments
 
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
+A_C, B_C = np.array(SEED_A_C), np.array(SEED_B_C)          # the README plant, eq. 9.76
 T = 2.0
 
 

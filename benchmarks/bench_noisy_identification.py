@@ -25,9 +25,9 @@ import warnings
 import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc
+from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
 
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
+A_C, B_C = np.array(SEED_A_C), np.array(SEED_B_C)          # the README plant, eq. 9.76
 T = 2.0
 SCENARIOS = {"1% noise": (0.01, 0.0), "1% noise + offset": (0.01, 3.0), "20 dB": (0.1, 0.0)}
 

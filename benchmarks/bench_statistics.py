@@ -34,10 +34,11 @@ from dmdidc import (
     random_excitation,
 )
 from dmdidc.regression import make_accumulator
+from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
 
 
 def readme_plant() -> tuple[DelayedPlant, int]:
-    return DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]], 2.5, 2.0,
+    return DelayedPlant.from_continuous(np.array(SEED_A_C), np.array(SEED_B_C), 2.5, 2.0,
                                         max_delay=3), 2
 
 
