@@ -36,7 +36,12 @@ def test_a_mode_the_data_do_not_determine_is_never_reported_silently(delay, max_
     # Rounding or noise decides the sign of the fast eigenvalue (~e^-30): negative, there is no
     # continuous model (and a warning says why); positive, A_c's fast mode came out as -21,
     # -23, -7 or -3.5 (true -30), B_c and the delay fraction with it, and nothing warned.
+    # The premise is a property of the plant, not of one kernel's rounding (which may by chance
+    # land near -30, as Haswell kernels do): the fast mode's discrete eigenvalue e^-30 lies within
+    # a least-squares fit's rounding error (~1e3 eps on unit-scale data), so the data cannot
+    # determine it, and a continuous model must say so.
     plant = DelayedPlant.from_continuous(FAST, B, delay, 1.0)
+    assert np.exp(-30.0) < 1e3 * np.finfo(float).eps
     continuous = 0
     for seed in range(6):
         est, messages = fit(plant, *data(plant, noise, seed), max_delay)
@@ -44,7 +49,6 @@ def test_a_mode_the_data_do_not_determine_is_never_reported_silently(delay, max_
             assert any("no continuous-time model" in m for m in messages), messages
             continue
         continuous += 1
-        assert abs(np.min(np.diag(est.A_c)) + 30.0) > 5.0      # the mode is indeed wrong
         undetermined = [m for m in messages if "standard errors of zero" in m]
         assert len(undetermined) == 1, messages
         assert "much faster than the sampling period T = 1 s" in undetermined[0]

@@ -307,7 +307,8 @@ def test_alpha_below_one_best_effort():
     for alpha in (0.5, 0.8):
         assert np.isclose(float(sas_pdf(0.0, alpha)), math.gamma(1 + 1 / alpha) / math.pi,
                           rtol=1e-13)
-        assert float(sas_sf(0.0, alpha)) == 0.5
+        # 1/2 by symmetry, to rounding (kernels differ in the last bit)
+        assert abs(float(sas_sf(0.0, alpha)) - 0.5) <= 4 * np.finfo(float).eps
     assert sas_pdf(1e6, 0.5) > 0
 
 
