@@ -34,7 +34,7 @@ test-portable: $(BIN)/.installed
 	MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q -p no:cacheprovider $(PORTABLE_TESTS)
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check dmdidc privacy controllers simulations tests benchmarks
+	$(BIN)/ruff check _toolbox dmdidc privacy controllers simulations tests benchmarks
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py

@@ -25,8 +25,8 @@ import warnings
 
 import numpy as np
 
+from _toolbox.errors import ToolboxError
 from dmdidc import DMDidc
-from privacy.errors import ToolboxError
 from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
 
 

@@ -6,8 +6,8 @@ cvxpy until an MPC is asked for.
 
 from __future__ import annotations
 
+from _toolbox.lazy import lazy_attributes
 from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
-from privacy.lazy import lazy_attributes
 
 # public name -> module that defines it
 _EXPORTS = {

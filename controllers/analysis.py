@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.plotting import new_figure, save_figure
+from _toolbox.validation import check_finite_array, check_positive
 from controllers.factory import LINEAR_CONTROLLER_NAMES, make_controller
 from controllers.gains import lqr_gain
 from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, ParameterError
-from privacy.plotting import new_figure, save_figure
-from privacy.validation import check_finite_array, check_positive
 
 __all__ = [
     "closed_loop_matrix",

@@ -1,11 +1,10 @@
-"""Errors of the controllers package (the shared base lives in :mod:`privacy.errors`)."""
+"""The errors ``controllers`` raises, re-exported from :mod:`_toolbox.errors` (their home).
+
+Kept so that ``from controllers.errors import SolverError`` and pickled errors keep working.
+"""
 
 from __future__ import annotations
 
-from privacy.errors import ToolboxError
+from _toolbox.errors import SolverError
 
 __all__ = ["SolverError"]
-
-
-class SolverError(ToolboxError, RuntimeError):
-    """A numerical solver failed or reported an infeasible or inaccurate status."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from _toolbox.errors import ParameterError
 from controllers.feedback import FractionalDelayController, NaiveStateFeedback, PredictiveController
 from controllers.gains import lqr_gain
 from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 from dmdidc.model import as_plant
-from privacy.errors import ParameterError
 
 __all__ = ["CONTROLLER_NAMES", "LINEAR_CONTROLLER_NAMES", "make_controller"]
 

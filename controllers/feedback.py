@@ -30,11 +30,11 @@ from typing import Any, Literal
 import numpy as np
 from scipy.linalg import expm
 
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_finite_array, check_nonnegative
 from controllers.gains import _check_gain
 from dmdidc.discretization import split_delay, zoh_matrices
 from dmdidc.model import as_plant
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import check_finite_array, check_nonnegative
 
 __all__ = [
     "NaiveStateFeedback",

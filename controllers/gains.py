@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from controllers.errors import SolverError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError, SolverError
+from _toolbox.validation import check_finite_array
 from dmdidc.model import as_plant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.validation import check_finite_array
 
 __all__ = ["lqr_gain", "place_gain", "is_schur"]
 

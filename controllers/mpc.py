@@ -26,17 +26,16 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
-from controllers.errors import SolverError
-from controllers.gains import check_weight
-from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError, SolverError
+from _toolbox.validation import (
     check_finite_array,
     check_integer,
     check_positive,
     check_scalar_or_vector,
     read_only,
 )
+from controllers.gains import check_weight
+from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedMPC", "MPCResult"]
 

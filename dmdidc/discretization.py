@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from scipy.linalg import expm
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     check_finite_array,
     check_integer,
     check_nonnegative,

@@ -17,6 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import (
+    check_finite_array,
+    check_in_interval,
+    check_integer,
+    check_positive,
+)
 from dmdidc.blocks import (
     BlockTest,
     block_test,
@@ -48,12 +54,6 @@ from dmdidc.selection import DelayBoundSelection, largest_bound, select_max_dela
 from dmdidc.statistics import INSTRUMENT_KINDS, SufficientStatistics, _trajectories
 from dmdidc.statistics_accumulator import StatisticsAccumulator
 from dmdidc.trajectories import detrended, remove_trend
-from privacy.validation import (
-    check_finite_array,
-    check_in_interval,
-    check_integer,
-    check_positive,
-)
 
 __all__ = ["DMDidc", "ESTIMATORS"]
 

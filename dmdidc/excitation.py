@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import as_generator, check_integer, check_positive
 from dmdidc.errors import ParameterError
 from dmdidc.regression import QRAccumulator
 from dmdidc.trajectories import as_trajectories
-from privacy.validation import as_generator, check_integer, check_positive
 
 __all__ = ["ExcitationReport", "check_excitation", "random_excitation", "samples_needed"]
 

@@ -31,12 +31,12 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
+from _toolbox.errors import NonFiniteError
+from _toolbox.validation import check_in_interval
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics import SufficientStatistics
-from privacy.errors import NonFiniteError
 from privacy.federated.posterior import PosteriorSummary
 from privacy.federated.release_sum import ReleaseNoise, sum_posterior
-from privacy.validation import check_in_interval
 
 __all__ = ["combine_statistics", "statistics_posterior", "statistics_box", "release_noises"]
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_integer
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.federated import combine_statistics
 from dmdidc.privatization import MECHANISMS, describe_release
@@ -43,7 +44,6 @@ from privacy.federated.protocol import (
     RoundPlan,
     ServerState,
 )
-from privacy.validation import check_integer
 
 __all__ = ["FederatedIdentification", "ReleaseAccount"]
 

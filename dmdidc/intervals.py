@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from _toolbox.validation import as_generator, check_in_interval, read_only
 from dmdidc.errors import ContinuousModelWarning, ParameterError
 from dmdidc.recovery import recover_channel, recover_continuous
-from privacy.validation import as_generator, check_in_interval, read_only
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "INTERVAL_METHODS"]

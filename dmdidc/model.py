@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_finite_array, check_integer, check_positive, read_only
 from dmdidc.discretization import (
     check_continuous,
     delay_blocks,
@@ -42,7 +43,6 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from privacy.validation import check_finite_array, check_integer, check_positive, read_only
 
 __all__ = ["DelayedPlant", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
 

@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_in_interval, check_positive
 from dmdidc.errors import ParameterError
 from dmdidc.sensitivity import statistics_sensitivity
-from privacy.validation import check_in_interval, check_positive
 
 __all__ = ["PrivacyRelease", "privatize_statistics", "describe_release", "calibrate_release",
            "MECHANISMS"]

@@ -22,9 +22,9 @@ import warnings
 import numpy as np
 from scipy.linalg import expm, logm, solve
 
+from _toolbox.validation import check_finite_array
 from dmdidc.discretization import first_active_blocks, zoh_matrices
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
-from privacy.validation import check_finite_array
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "recover_channel",
            "recover_continuous"]

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.validation import read_only
 from dmdidc.blocks import block_test
 from dmdidc.errors import InsufficientExcitationError, warn_model
 from dmdidc.regression import solve_normal_equations
-from privacy.validation import read_only
 
 __all__ = ["DelayBoundSelection", "largest_bound", "select_max_delay"]
 

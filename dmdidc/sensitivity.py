@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.validation import check_integer, read_only
 from dmdidc.errors import ParameterError
-from privacy.validation import check_integer, read_only
 
 __all__ = ["StatisticsSensitivity", "statistics_sensitivity", "PRIVACY_UNITS"]
 

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_finite_array, read_only
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.trajectories import as_trajectories
-from privacy.validation import check_finite_array, read_only
 
 __all__ = ["SufficientStatistics", "StatisticsLayout", "INSTRUMENT_KINDS"]
 

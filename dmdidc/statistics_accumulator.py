@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_integer, check_scalar_or_vector
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics import INSTRUMENT_KINDS, StatisticsLayout, SufficientStatistics
-from privacy.validation import check_integer, check_scalar_or_vector
 
 __all__ = ["StatisticsAccumulator"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import check_finite_array
 from dmdidc.errors import DimensionError
-from privacy.validation import check_finite_array
 
 __all__ = ["as_trajectories", "detrended", "remove_trend"]
 

@@ -6,14 +6,14 @@ scipy) on first use, so ``import dmdidc`` does not pay for privacy it does not u
 
 from __future__ import annotations
 
-from privacy.errors import (
+from _toolbox.errors import (
     AccountingError,
     DimensionError,
     NonFiniteError,
     ParameterError,
     ToolboxError,
 )
-from privacy.lazy import lazy_attributes
+from _toolbox.lazy import lazy_attributes
 
 __all__ = [
     "AccountingError",

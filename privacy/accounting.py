@@ -36,12 +36,12 @@ from typing import Any
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
+from _toolbox.errors import AccountingError, ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy import composition
 from privacy.curves import gaussian_delta, gaussian_epsilon
-from privacy.errors import AccountingError, ParameterError
 from privacy.mechanisms import Mechanism, NeighboringRelation
 from privacy.pld import gaussian_equivalent, pessimistic_pld, privacy_loss_distribution
-from privacy.validation import check_in_interval, check_integer, check_positive, check_probability
 
 __all__ = ["epsilon", "delta", "guarantee", "Guarantee", "privacy_loss_distribution",
            "pessimistic_pld"]

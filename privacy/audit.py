@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from privacy.errors import DimensionError
-from privacy.validation import (
+from _toolbox.errors import DimensionError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,

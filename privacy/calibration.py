@@ -11,11 +11,11 @@ Seed Sec. 4 (Fig. 4.6: epsilon after N subsampled compositions vs scale).
 
 from __future__ import annotations
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy import accounting
 from privacy.curves import smallest_satisfying
-from privacy.errors import ParameterError
 from privacy.mechanisms import GaussianMechanism, NeighboringRelation, SaSMechanism
-from privacy.validation import check_in_interval, check_integer, check_positive, check_probability
 
 __all__ = ["calibrate_scale", "calibrate_gaussian_sigma"]
 

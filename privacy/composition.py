@@ -28,10 +28,10 @@ import numpy as np
 from dp_accounting import dp_event
 from dp_accounting.rdp import rdp_privacy_accountant
 
+from _toolbox.errors import AccountingError
+from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy.curves import gaussian_delta, gaussian_epsilon, smallest_satisfying
-from privacy.errors import AccountingError
 from privacy.mechanisms import GaussianMechanism, NeighboringRelation
-from privacy.validation import check_in_interval, check_integer, check_positive, check_probability
 
 __all__ = [
     "simple_composition",

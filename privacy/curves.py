@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from privacy.errors import AccountingError
+from _toolbox.errors import AccountingError
 
 __all__ = ["gaussian_delta", "gaussian_epsilon", "smallest_satisfying"]
 

@@ -1,14 +1,18 @@
-"""The toolbox's exception hierarchy.
+"""The errors ``privacy`` raises, re-exported from :mod:`_toolbox.errors` (their home).
 
-The shared base ``ToolboxError`` and the generic input errors live in ``privacy`` because it is
-the lowest package (it imports nothing of ours) and every other package re-uses them.  Errors
-that only one package raises live with it: identification errors (``InsufficientExcitationError``,
-``NotFittedError``, ``LogarithmError``) in ``dmdidc.errors``, ``SolverError`` in
-``controllers.errors``.  Every input error is a ``ValueError`` so callers that catch builtins
-keep working.
+Kept so that ``from privacy.errors import ParameterError`` and pickled errors keep working;
+the hierarchy itself lives in the neutral base package shared by every package.
 """
 
 from __future__ import annotations
+
+from _toolbox.errors import (
+    AccountingError,
+    DimensionError,
+    NonFiniteError,
+    ParameterError,
+    ToolboxError,
+)
 
 __all__ = [
     "ToolboxError",
@@ -17,23 +21,3 @@ __all__ = [
     "NonFiniteError",
     "AccountingError",
 ]
-
-
-class ToolboxError(Exception):
-    """Base class of every error raised deliberately by this toolbox."""
-
-
-class ParameterError(ToolboxError, ValueError):
-    """A scalar parameter is outside its accepted range or of the wrong type."""
-
-
-class DimensionError(ToolboxError, ValueError):
-    """An array has the wrong number of dimensions, shape or orientation."""
-
-
-class NonFiniteError(ToolboxError, ValueError):
-    """An array contains NaN or infinite entries."""
-
-
-class AccountingError(ToolboxError, ValueError):
-    """A privacy accountant was asked for something it cannot bound rigorously."""

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.plotting import new_figure, save_figure
 from privacy import accounting, calibration
 from privacy.mechanisms import SaSMechanism, sas_pure_epsilon
-from privacy.plotting import new_figure, save_figure
 
 __all__ = ["figure_3_6", "figure_3_7", "figure_4_1", "figure_4_6", "calibration_comparison"]
 

@@ -1,56 +1,10 @@
-"""Lazy package attributes (PEP 562), shared by the packages whose imports must stay cheap.
+"""Lazy package attributes, re-exported from :mod:`_toolbox.lazy` (their home).
 
-It lives in ``privacy`` because that is the lowest package; ``controllers`` and
-``simulations`` use it too, so that the ``dmdidc`` command starts without loading cvxpy,
-matplotlib or scipy.stats.
+Kept so that ``from privacy.lazy import lazy_attributes`` keeps working.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from collections.abc import Callable, Mapping
-from typing import Any
+from _toolbox.lazy import lazy_attributes
 
 __all__ = ["lazy_attributes"]
-
-
-def lazy_attributes(package: str, exports: Mapping[str, str], namespace: dict[str, Any], *,
-                    submodules: bool = False
-                    ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """Module ``__getattr__`` and ``__dir__`` that import ``exports`` on first access.
-
-    Parameters
-    ----------
-    package : str
-        The package's name (for error messages and submodule look-up).
-    exports : mapping of str to str
-        Public name -> module defining it.
-    namespace : dict
-        The package's ``globals()``; a value is cached there after its first look-up.
-    submodules : bool, default False
-        Also resolve ``package.name`` as a submodule (``privacy.accounting``).
-
-    Examples
-    --------
-    In a package's ``__init__.py``::
-
-        __getattr__, __dir__ = lazy_attributes(__name__, {"DMDidc": "dmdidc.estimator"},
-                                               globals())
-    """
-    def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is not None:
-            value = getattr(importlib.import_module(module), name)
-        elif (submodules and not name.startswith("_")
-              and importlib.util.find_spec(f"{package}.{name}") is not None):
-            value = importlib.import_module(f"{package}.{name}")
-        else:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        namespace[name] = value      # later look-ups skip this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(namespace.get("__all__", ())))
-
-    return __getattr__, __dir__

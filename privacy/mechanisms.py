@@ -42,9 +42,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from _toolbox.errors import AccountingError, DimensionError, ParameterError
+from _toolbox.validation import (
+    check_finite_array,
+    check_in_interval,
+    check_integer,
+    check_positive,
+)
 from privacy import stable
 from privacy.curves import gaussian_delta, gaussian_epsilon, smallest_satisfying
-from privacy.errors import AccountingError, DimensionError, ParameterError
 from privacy.noise import GaussianNoise, LaplaceNoise, NoiseLaw, SaSNoise
 from privacy.pure_epsilon import (
     VectorEpsilon,
@@ -52,12 +58,6 @@ from privacy.pure_epsilon import (
     maximize_loss,
     sas_pure_epsilon,
     sas_vector_epsilon,
-)
-from privacy.validation import (
-    check_finite_array,
-    check_in_interval,
-    check_integer,
-    check_positive,
 )
 
 __all__ = [

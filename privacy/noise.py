@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.validation import as_generator, check_in_interval, check_positive, check_probability
 from privacy import stable
-from privacy.validation import as_generator, check_in_interval, check_positive, check_probability
 
 __all__ = ["NoiseLaw", "LaplaceNoise", "GaussianNoise", "SaSNoise"]
 

@@ -34,7 +34,8 @@ from dp_accounting import privacy_accountant
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from privacy.errors import AccountingError
+from _toolbox.errors import AccountingError
+from _toolbox.validation import check_positive, check_probability
 from privacy.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
@@ -43,7 +44,6 @@ from privacy.mechanisms import (
     SaSMechanism,
 )
 from privacy.noise import NoiseLaw
-from privacy.validation import check_positive, check_probability
 
 __all__ = ["privacy_loss_distribution", "pessimistic_pld", "gaussian_equivalent"]
 

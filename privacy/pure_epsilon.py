@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.errors import AccountingError
+from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy import stable
-from privacy.errors import AccountingError
-from privacy.validation import check_in_interval, check_integer, check_positive
 
 __all__ = ["sas_pure_epsilon", "sas_vector_epsilon", "VectorEpsilon", "maximize_loss"]
 

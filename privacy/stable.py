@@ -58,8 +58,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from privacy.errors import DimensionError, NonFiniteError
-from privacy.validation import as_generator, check_in_interval, check_positive
+from _toolbox.errors import DimensionError, NonFiniteError
+from _toolbox.validation import as_generator, check_in_interval, check_positive
 
 __all__ = [
     "sas_pdf",

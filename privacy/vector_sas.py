@@ -52,8 +52,8 @@ import math
 import numpy as np
 from scipy import integrate
 
+from _toolbox.validation import check_in_interval, check_positive
 from privacy import stable
-from privacy.validation import check_in_interval, check_positive
 
 __all__ = ["sas_gdp_mu", "sas_gaussian_equivalent_sigma", "sas_scale_for_gaussian_sigma",
            "sas_location_fisher_information"]

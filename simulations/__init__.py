@@ -6,7 +6,7 @@ entry point lives in this package, starts without loading the controllers and th
 
 from __future__ import annotations
 
-from privacy.lazy import lazy_attributes
+from _toolbox.lazy import lazy_attributes
 
 # public name -> module that defines it
 _EXPORTS = {

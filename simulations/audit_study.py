@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_integer
 from privacy import GaussianMechanism, LaplaceMechanism, SaSMechanism, stable
 from privacy.accounting import epsilon as accountant_epsilon
 from privacy.audit import AuditResult, audit, epsilon_lower_bound
 from privacy.dpsgd import DPSGDConfig, GradientNoise, calibrate_noise, dpsgd_epsilon
 from privacy.dpsgd.canary import canary_scores
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_integer
 from privacy.vector_sas import sas_gaussian_equivalent_sigma
 from simulations.statistics_audit import STATISTICS_AUDIT_NAMES, statistics_audits
 
@@ -226,7 +226,7 @@ def run_audits(*, names: Iterable[str] = AUDIT_NAMES, samples: int = 1_000_000,
 
 def plot_audits(records: list[dict], path) -> None:
     """Horizontal bars: certified lower bound vs claimed epsilon for every audit."""
-    from privacy.plotting import new_figure, save_figure
+    from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((10.5, 0.36 * len(records) + 1.2))
     ax = fig.subplots()

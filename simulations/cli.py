@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dmdidc`` console script; returns the exit code (2 on bad input)."""
     args = build_parser().parse_args(argv)
-    from privacy.errors import ToolboxError  # after parsing: --help stays light
+    from _toolbox.errors import ToolboxError  # after parsing: --help stays light
 
     existing: dict[Path, tuple[int, int, int]] = {}
     try:
@@ -235,7 +235,7 @@ def output_path(out: str | None, *, folder: bool) -> Path | None:
     ParameterError
         A folder option naming an existing file, or a file option naming a folder.
     """
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
 
     if out is None:
         return None
@@ -362,7 +362,7 @@ def _run_identify(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- simulate
 def _run_simulate(args: argparse.Namespace) -> int:
-    from privacy.errors import DimensionError
+    from _toolbox.errors import DimensionError
     from simulations.closed_loop import simulate_closed_loop
 
     _check_simulate_options(args)
@@ -396,7 +396,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
 def _check_simulate_options(args: argparse.Namespace) -> None:
     """Refuse options that would have no effect in this combination."""
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
 
     if args.controller != "mpc":
         idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max))
@@ -419,8 +419,8 @@ def _check_simulate_options(args: argparse.Namespace) -> None:
 
 def _load_plant(path: str, what: str):
     """A DelayedPlant from a file, any defect of the file reported as one clear error."""
+    from _toolbox.errors import ParameterError, ToolboxError
     from dmdidc import DelayedPlant
-    from privacy.errors import ParameterError, ToolboxError
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what} file {path!r} does not exist")
@@ -434,7 +434,7 @@ def _load_plant(path: str, what: str):
 
 
 def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
-    from privacy.errors import DimensionError, ParameterError
+    from _toolbox.errors import DimensionError, ParameterError
 
     if (plant.n_states, plant.n_inputs) != (model.n_states, model.n_inputs):
         raise DimensionError(f"--plant {args.plant!r} has {plant.n_states} states and "
@@ -477,7 +477,7 @@ def _make_controller(args: argparse.Namespace, model):
 
 
 def _plot_trajectory(result, path: Path, title: str) -> Path:
-    from privacy.plotting import new_figure, save_figure
+    from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((7, 5))
     top, bottom = fig.subplots(2, 1, sharex=True)

@@ -33,12 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from controllers.analysis import feedback_gains, lifted_loop
-from controllers.gains import check_weight
-from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.stable import sas_sample
-from privacy.validation import (
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,
@@ -46,6 +42,10 @@ from privacy.validation import (
     check_positive,
     read_only,
 )
+from controllers.analysis import feedback_gains, lifted_loop
+from controllers.gains import check_weight
+from dmdidc.model import DelayedPlant, as_plant
+from privacy.stable import sas_sample
 from simulations.plant import _noise_array, checked_output, fine_grid
 
 __all__ = [

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv"]
 

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 from scipy import stats
 
+from _toolbox.errors import ParameterError
 from privacy import calibration
 from privacy.dpsgd import (
     DPSGDConfig,
@@ -37,7 +38,6 @@ from privacy.dpsgd import (
     dpsgd_epsilon,
     dpsgd_train,
 )
-from privacy.errors import ParameterError
 
 __all__ = ["StudyConfig", "load_dataset", "make_model", "parse_noise", "run_study",
            "tune_hyperparameters", "plot_study", "DATASETS", "MODELS"]
@@ -294,7 +294,7 @@ def tune_hyperparameters(config: StudyConfig, *, epsilon: float, noise: str = "g
 
 def plot_study(summary: dict, path) -> None:
     """Accuracy vs epsilon with 95 % bands (left) and paired differences to Gaussian (right)."""
-    from privacy.plotting import new_figure, save_figure
+    from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((11, 4.2))
     left, right = fig.subplots(1, 2)

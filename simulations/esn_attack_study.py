@@ -17,8 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.plotting import new_figure, save_figure
+from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy.calibration import calibrate_gaussian_sigma
-from privacy.errors import ParameterError
 from privacy.federated.esn_attack import (
     EchoStateReservoir,
     reconstruct_input,
@@ -35,8 +37,6 @@ from privacy.federated.esn_defence import (
     privatize_statistics,
 )
 from privacy.mechanisms import NeighboringRelation
-from privacy.plotting import new_figure, save_figure
-from privacy.validation import check_in_interval, check_integer, check_positive
 
 __all__ = ["ESNStudyConfig", "run_esn_study", "plot_esn_study", "write_esn_study"]
 

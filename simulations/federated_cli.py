@@ -112,7 +112,7 @@ def add_federated_parser(subparsers: Any) -> Any:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
     if args.trials < 1:
         raise ParameterError(f"--trials must be >= 1; got {args.trials}")
     if args.rounds is not None and args.rounds < 1:

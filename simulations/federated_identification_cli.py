@@ -98,7 +98,7 @@ def run_identify_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated identify``."""
     from tqdm import tqdm
 
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
     from simulations.cli import output_path
     from simulations.federated_identification_study import (
         FederatedIdentificationConfig,

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import ParameterError
-from privacy.validation import check_integer, check_positive
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_integer, check_positive
 
 __all__ = ["FederatedIdentificationConfig", "run_federated_identification",
            "summarize_identification", "plot_identification", "client_grid", "BASELINES",
@@ -166,7 +166,7 @@ def _errors(delays: np.ndarray, truth: np.ndarray, dt: float) -> float:
 
 
 def _quietly(fit: Callable[[], Any]) -> Any:
-    from privacy.errors import ToolboxError
+    from _toolbox.errors import ToolboxError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

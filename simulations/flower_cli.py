@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
 
 __all__ = ["add_serve_action", "run_serve"]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from _toolbox.plotting import new_figure, save_figure
+from _toolbox.validation import as_generator, check_integer, check_positive
 from controllers import FractionalDelayController, PredictiveController, lqr_gain
 from controllers.analysis import spectral_radius
 from dmdidc import DelayedPlant, DMDidc, random_excitation
-from privacy.plotting import new_figure, save_figure
-from privacy.validation import as_generator, check_integer, check_positive
 from simulations.closed_loop import ClosedLoopResult, simulate_closed_loop
 
 __all__ = ["StudyConfig", "StudyRow", "format_table", "plot_study", "run_fractional_delay_study",

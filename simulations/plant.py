@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.validation import as_generator, check_finite_array, check_integer
 from dmdidc.discretization import zoh_matrices
 from dmdidc.model import DelayedPlant, as_plant
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.validation import as_generator, check_finite_array, check_integer
 
 __all__ = ["simulate_plant", "intersample_trajectory"]
 

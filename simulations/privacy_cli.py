@@ -121,7 +121,7 @@ def _relation(args: argparse.Namespace) -> Any:
 
 
 def _refuse_gaussian_pure(args: argparse.Namespace) -> None:
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
     if args.alpha == 2.0 and args.delta == 0.0:
         raise ParameterError("--alpha 2 is Gaussian noise, which has no pure-DP epsilon; give "
                              "--delta > 0 (e.g. --delta 1e-5) or --alpha < 2")
@@ -181,8 +181,8 @@ def _guarantee_fields(bound: Any) -> dict[str, Any]:
 def _run_figures(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from _toolbox.errors import ParameterError
     from privacy import figures
-    from privacy.errors import ParameterError
 
     if args.steps is not None and "4.6" not in args.which:
         raise ParameterError(f"--steps sets N of Fig. 4.6, which --which {' '.join(args.which)} "

@@ -111,8 +111,8 @@ def run_private(args: argparse.Namespace) -> int:
 
 
 def _identify(args: argparse.Namespace) -> int:
+    from _toolbox.errors import ParameterError
     from dmdidc import DMDidc, SufficientStatistics
-    from privacy.errors import ParameterError
     from simulations.data_files import load_identification_data
 
     if args.alpha is not None and args.mechanism != "sas":
@@ -163,7 +163,7 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _bound(values: list[float], size: int) -> float | np.ndarray:
-    from privacy.errors import DimensionError
+    from _toolbox.errors import DimensionError
 
     if len(values) == 1:
         return values[0]

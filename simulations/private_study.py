@@ -91,10 +91,10 @@ class PrivacyStudyConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        from _toolbox.errors import ParameterError
+        from _toolbox.validation import check_integer, check_positive
         from dmdidc.privatization import MECHANISMS
         from dmdidc.sensitivity import PRIVACY_UNITS
-        from privacy.errors import ParameterError
-        from privacy.validation import check_integer, check_positive
 
         for name, allowed in (("units", PRIVACY_UNITS), ("mechanisms", MECHANISMS),
                               ("approaches", APPROACHES)):
@@ -222,7 +222,7 @@ def identification_errors(estimator, plant) -> tuple[float, float, bool]:
 
 
 def _fit(make: Callable[[], Any], plant) -> tuple[float, float, bool]:
-    from privacy.errors import ToolboxError
+    from _toolbox.errors import ToolboxError
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -348,7 +348,7 @@ def plot_privacy_study(summary: list[dict[str, Any]], path: str | Path, *,
     Lines: median over seeds; bands: 25-75 % of seeds; solid statistics, dashed per-sample;
     failed fits plotted at the top of the axis.
     """
-    from privacy.plotting import new_figure, save_figure
+    from _toolbox.plotting import new_figure, save_figure
 
     samples = samples or max(e["samples"] for e in summary)
     chosen = [e for e in summary if e["samples"] == samples]

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
+from _toolbox.plotting import new_figure, save_figure
+from _toolbox.validation import check_integer, check_positive
 from privacy.federated.sifl import (
     AggregatorCode,
     ClientData,
@@ -39,8 +41,6 @@ from privacy.federated.sifl_attacks import (
     server_scale_attack,
 )
 from privacy.federated.sifl_models import MLP, OPTIMIZERS, LocalOptimizer, SoftmaxRegression
-from privacy.plotting import new_figure, save_figure
-from privacy.validation import check_integer, check_positive
 
 __all__ = ["SIFLStudyConfig", "CODE_SCALES", "load_federated_data", "run_sifl_study",
            "plot_sifl_study", "write_sifl_study"]

@@ -104,7 +104,7 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid run``."""
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
     from simulations.cli import output_path
     from simulations.smartgrid.case_study import run_case_study
     from simulations.smartgrid.config import ScenarioConfig

@@ -104,7 +104,7 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
 
 
 def _engine(args: argparse.Namespace) -> dict[str, Any]:
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
 
     chosen = [flag for flag, given in (("--workers", args.workers is not None),
                                        ("--scheduler", args.scheduler is not None),
@@ -124,7 +124,7 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
-    from privacy.errors import ParameterError
+    from _toolbox.errors import ParameterError
     from simulations.cli import output_path
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,

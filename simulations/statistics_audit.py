@@ -42,11 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_integer
 from dmdidc import SufficientStatistics
 from privacy import stable
 from privacy.audit import audit
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_integer
 
 __all__ = ["NeighbourPair", "adversarial_neighbours", "audit_release", "release_sampler",
            "privacy_loss_score", "pair_epsilon", "statistics_audits", "STATISTICS_AUDIT_NAMES"]

@@ -31,11 +31,11 @@ import math
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_finite_array, check_integer, check_positive
 from privacy.dpsgd.models import LogisticModel, cross_entropy
 from privacy.dpsgd.noise import GradientNoise
 from privacy.dpsgd.train import DPSGDConfig, dpsgd_train
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_finite_array, check_integer, check_positive
 
 __all__ = ["canary_scores"]
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import as_generator, check_integer, check_positive
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import as_generator, check_integer, check_positive
 
 __all__ = ["LogisticModel", "SoftmaxModel", "MLPModel", "Model", "cross_entropy",
            "check_labels"]

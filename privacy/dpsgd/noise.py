@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_in_interval, check_positive
 from privacy import accounting, calibration, stable
-from privacy.errors import ParameterError
 from privacy.mechanisms import GaussianMechanism
-from privacy.validation import as_generator, check_in_interval, check_positive
 from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
 
 __all__ = ["GradientNoise", "dpsgd_epsilon", "calibrate_noise"]

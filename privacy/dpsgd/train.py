@@ -24,10 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.dpsgd.models import Model, check_labels
-from privacy.dpsgd.noise import GradientNoise, dpsgd_epsilon
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_integer,
@@ -36,6 +34,8 @@ from privacy.validation import (
     check_probability,
     read_only,
 )
+from privacy.dpsgd.models import Model, check_labels
+from privacy.dpsgd.noise import GradientNoise, dpsgd_epsilon
 
 __all__ = ["DPSGDConfig", "DPSGDResult", "dpsgd_train", "poisson_batches"]
 

@@ -12,7 +12,7 @@ Names are imported on first use (PEP 562).
 
 from __future__ import annotations
 
-from privacy.lazy import lazy_attributes
+from _toolbox.lazy import lazy_attributes
 
 # public name -> module that defines it
 _EXPORTS = {

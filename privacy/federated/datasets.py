@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_integer, check_probability
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_integer, check_probability
 
 __all__ = ["DATASETS", "PARTITIONS", "FederatedData", "load_dataset"]
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,

@@ -40,17 +40,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy import accounting
-from privacy.errors import ParameterError
-from privacy.federated.esn_attack import EchoStateReservoir, ReservoirStatistics
-from privacy.mechanisms import GaussianMechanism, NeighboringRelation
-from privacy.validation import (
+from _toolbox.errors import ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,
     check_integer,
     check_positive,
 )
+from privacy import accounting
+from privacy.federated.esn_attack import EchoStateReservoir, ReservoirStatistics
+from privacy.mechanisms import GaussianMechanism, NeighboringRelation
 
 __all__ = [
     "PRIVACY_UNITS",

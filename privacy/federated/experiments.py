@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
 from privacy.federated.datasets import DATASETS, FederatedData, load_dataset
 from privacy.federated.fedinfer import FedInfer
 from privacy.federated.gradient import (

@@ -47,7 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer
 from privacy.federated.local_dp import LocalDP
 from privacy.federated.models import noise_norm
 from privacy.federated.posterior import NoiseLaw, PosteriorSummary, make_posterior
@@ -61,7 +62,6 @@ from privacy.federated.protocol import (
     ServerState,
     logger,
 )
-from privacy.validation import check_integer
 
 __all__ = ["FedInfer"]
 

@@ -48,7 +48,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_nonnegative, check_positive, check_probability
 from privacy.federated.local_dp import LocalDP
 from privacy.federated.models import LeastSquaresModel, noise_norm
 from privacy.federated.protocol import (
@@ -60,7 +61,6 @@ from privacy.federated.protocol import (
     RoundPlan,
     ServerState,
 )
-from privacy.validation import check_integer, check_nonnegative, check_positive, check_probability
 
 __all__ = ["FedAvg", "FedProx", "Scaffold", "FedNova", "FedLin", "update_sensitivity"]
 

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import AccountingError, ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy import accounting
 from privacy.composition import simple_composition
-from privacy.errors import AccountingError, ParameterError
 from privacy.mechanisms import GaussianMechanism, LaplaceMechanism, SaSMechanism
-from privacy.validation import check_in_interval, check_integer, check_positive
 
 __all__ = ["LocalDP", "NOISES"]
 

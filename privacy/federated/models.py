@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_integer,

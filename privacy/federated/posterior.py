@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy.stable import sas_logpdf
-from privacy.validation import check_in_interval, check_integer, check_positive
 
 __all__ = ["NoiseLaw", "PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
 

@@ -121,8 +121,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import check_integer
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer
 
 __all__ = [
     "ROUND",

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.validation import check_in_interval, check_positive
 from privacy.federated.posterior import GridPosterior, NoiseLaw, PosteriorSummary
-from privacy.validation import check_in_interval, check_positive
 
 __all__ = ["ReleaseNoise", "LaplaceSum", "summed_noise_law", "sum_posterior"]
 

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_nonnegative, check_probability
 from privacy.federated.protocol import (
     DP_RELEASES,
     VERSION,
@@ -44,7 +45,6 @@ from privacy.federated.protocol import (
     save_server_state,
     validate_reply,
 )
-from privacy.validation import check_integer, check_nonnegative, check_probability
 
 __all__ = ["Network", "RoundRecord", "RunResult", "run_sync", "run_async", "stagger_schedule"]
 

@@ -39,11 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.calibration import calibrate_gaussian_sigma
-from privacy.errors import DimensionError, ParameterError
-from privacy.federated.sifl_models import LocalOptimizer
-from privacy.mechanisms import NeighboringRelation
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,
@@ -52,6 +49,9 @@ from privacy.validation import (
     check_positive,
     read_only,
 )
+from privacy.calibration import calibrate_gaussian_sigma
+from privacy.federated.sifl_models import LocalOptimizer
+from privacy.mechanisms import NeighboringRelation
 
 __all__ = [
     "ClientData",

@@ -39,11 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
+from _toolbox.errors import DimensionError
+from _toolbox.validation import check_finite_array, check_in_interval, check_positive
 from privacy import accounting
-from privacy.errors import DimensionError
 from privacy.federated.sifl import AggregatorCode, ImmersionCode
 from privacy.mechanisms import GaussianMechanism
-from privacy.validation import check_finite_array, check_in_interval, check_positive
 
 __all__ = [
     "element_epsilon",

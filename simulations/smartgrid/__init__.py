@@ -13,7 +13,7 @@ true fleet (:mod:`.tracking`, :mod:`.fleet_mpc`, :mod:`.demand_response`).  pand
 Dask, scikit-learn and cvxpy are imported only when used.
 """
 
-from privacy.lazy import lazy_attributes
+from _toolbox.lazy import lazy_attributes
 from simulations.smartgrid.attack_windows import (
     AttackWindow,
     attack_window,

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_in_interval, check_integer
 from dmdidc.privatization import MECHANISMS
 from dmdidc.sensitivity import PRIVACY_UNITS
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_in_interval, check_integer
 from simulations.smartgrid.attack_windows import (
     ATTACK_WINDOW,
     attack_window,

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from privacy.errors import ParameterError, ToolboxError
-from privacy.validation import as_generator
+from _toolbox.errors import ParameterError, ToolboxError
+from _toolbox.validation import as_generator
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.demand_response import DemandResponseResult, run_demand_response
 from simulations.smartgrid.household import draw_households

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from privacy.errors import ParameterError
-from privacy.validation import (
+from _toolbox.errors import ParameterError
+from _toolbox.validation import (
     check_in_interval,
     check_integer,
     check_nonnegative,

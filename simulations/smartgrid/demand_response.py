@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_integer, check_positive
 from controllers import lqr_gain, make_controller
 from dmdidc.model import DelayedPlant
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_integer, check_positive
 from simulations.smartgrid.household import Household
 from simulations.smartgrid.operation import FleetDynamics, FleetRecord, applied_power
 from simulations.smartgrid.tracking import (

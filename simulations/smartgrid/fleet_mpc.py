@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from controllers.errors import SolverError
+from _toolbox.errors import SolverError
+from _toolbox.validation import check_integer, check_positive
 from controllers.mpc import DelayedMPC
 from dmdidc.model import DelayedPlant
-from privacy.validation import check_integer, check_positive
 
 __all__ = ["FleetMPC"]
 

@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from controllers.errors import SolverError
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError, SolverError
+from _toolbox.validation import (
     check_finite_array,
     check_in_interval,
     check_integer,

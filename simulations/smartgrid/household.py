@@ -47,10 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from dmdidc.discretization import zoh_matrices
-from dmdidc.model import DelayedPlant
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_in_interval,
@@ -58,6 +56,8 @@ from privacy.validation import (
     check_positive,
     read_only,
 )
+from dmdidc.discretization import zoh_matrices
+from dmdidc.model import DelayedPlant
 
 __all__ = [
     "DISTURBANCES",

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import as_generator, check_finite_array, check_integer, read_only
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import as_generator, check_finite_array, check_integer, read_only
 
 __all__ = ["Occupancy", "simulate_occupancy", "base_load", "internal_gains"]
 

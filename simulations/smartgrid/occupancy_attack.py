@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import as_generator, check_integer, read_only
 from dmdidc.statistics import SufficientStatistics
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import as_generator, check_integer, read_only
 from simulations.smartgrid.operation import FleetRecord
 from simulations.smartgrid.reconstruction import gram_blocks
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from _toolbox.errors import ParameterError
+from _toolbox.validation import as_generator, check_integer, check_nonnegative, read_only
 from dmdidc.regression import lagged_inputs
-from privacy.errors import ParameterError
-from privacy.validation import as_generator, check_integer, check_nonnegative, read_only
 from simulations.smartgrid.household import Household
 from simulations.smartgrid.occupancy import (
     Occupancy,

@@ -55,12 +55,12 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import AccountingError, ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc import DMDidc, SufficientStatistics, combine_statistics
 from dmdidc.discretization import first_active_blocks
 from dmdidc.privatization import MECHANISMS, PrivacyRelease, calibrate_release
 from dmdidc.sensitivity import PRIVACY_UNITS, statistics_sensitivity
-from privacy.errors import AccountingError, ParameterError
-from privacy.validation import check_in_interval, check_integer, check_positive
 from simulations.smartgrid.operation import FleetRecord
 
 __all__ = [

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import check_integer, check_positive, read_only
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_positive, read_only
 
 __all__ = ["ProfileData", "load_profiles", "read_package_profiles", "EXTRACT_PATH"]
 

@@ -34,17 +34,17 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from dmdidc.model import DelayedPlant
-from dmdidc.regression import lagged_inputs
-from dmdidc.statistics import SufficientStatistics
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import (
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_integer,
     check_nonnegative,
     read_only,
 )
+from dmdidc.model import DelayedPlant
+from dmdidc.regression import lagged_inputs
+from dmdidc.statistics import SufficientStatistics
 
 __all__ = ["GramBlocks", "ReconstructionResult", "free_dimensions", "gram_blocks",
            "reconstruct_trajectory", "relative_error"]

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import ParameterError, ToolboxError
+from _toolbox.validation import as_generator, check_integer
 from dmdidc import DMDidc
 from dmdidc.regression import lagged_inputs
-from privacy.errors import ParameterError, ToolboxError
-from privacy.validation import as_generator, check_integer
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.grid import GridResult
 from simulations.smartgrid.household import draw_households

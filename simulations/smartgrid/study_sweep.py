@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from privacy.errors import ParameterError
-from privacy.validation import (
+from _toolbox.errors import ParameterError
+from _toolbox.validation import (
     check_in_interval,
     check_integer,
     check_nonnegative,
@@ -445,7 +445,7 @@ def plot_study(summary: Sequence[Mapping[str, Any]], path: Any) -> Any:
     """Median ``|delay error|`` (T) against epsilon with its 10-90 % band over repetitions: one
     panel per (delay, N), one line per mechanism; the plain fit dotted, 0.05 T dashed; a cell
     whose median fit failed is an ``x`` at 3 T.  Returns the path."""
-    from privacy.plotting import new_figure, save_figure
+    from _toolbox.plotting import new_figure, save_figure
 
     panels = sorted({(e["delay_T"], e["households"]) for e in summary})
     cols = min(len(panels), 3)

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from privacy.errors import ParameterError
-from privacy.validation import check_integer
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_integer
 
 __all__ = ["SweepResult", "parameter_grid", "run_sweep", "task_rng"]
 

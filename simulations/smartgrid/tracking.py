@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import as_generator, check_nonnegative, check_positive, read_only
 from dmdidc.model import DelayedPlant
-from privacy.errors import DimensionError, ParameterError
-from privacy.validation import as_generator, check_nonnegative, check_positive, read_only
 
 __all__ = [
     "DisturbanceObserver",

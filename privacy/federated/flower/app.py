@@ -41,7 +41,8 @@ from flwr.app import Context
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_integer
 from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import NUM_PARTITIONS, make_client_app, partition_id
 from privacy.federated.flower.sync import run_sync_grid
@@ -54,7 +55,6 @@ from privacy.federated.protocol import (
     logger,
 )
 from privacy.federated.runner import RunResult
-from privacy.validation import check_integer
 
 __all__ = ["FactorySpec", "DeployedApps", "deployed_apps", "build_cached", "RESULT_FILE",
            "load_result", "DATA_FILE", "CACHE_DIR"]

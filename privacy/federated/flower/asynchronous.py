@@ -32,7 +32,8 @@ import numpy as np
 from flwr.app import DEFAULT_TTL
 from flwr.serverapp import Grid
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_positive
 from privacy.federated.flower.records import reply_from_flower
 from privacy.federated.flower.transport import (
     ReleaseBook,
@@ -54,7 +55,6 @@ from privacy.federated.protocol import (
     validate_reply,
 )
 from privacy.federated.runner import Evaluate, RoundRecord, RunResult
-from privacy.validation import check_integer, check_positive
 
 __all__ = ["run_async_grid"]
 

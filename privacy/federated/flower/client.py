@@ -37,7 +37,8 @@ from flwr.app import ConfigRecord, Context, RecordDict
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_integer
 from privacy.federated.flower.records import (
     load_context_state,
     message_from_content,
@@ -51,7 +52,6 @@ from privacy.federated.protocol import (
     FederatedAlgorithm,
     run_client,
 )
-from privacy.validation import check_integer
 
 __all__ = [
     "IDENTIFY",

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import privacy
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
+from _toolbox.validation import check_integer, check_positive
 from privacy.federated.flower.app import (
     CACHE_DIR,
     RESULT_FILE,
@@ -41,7 +42,6 @@ from privacy.federated.flower.app import (
     load_result,
 )
 from privacy.federated.runner import RunResult
-from privacy.validation import check_integer, check_positive
 
 __all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment"]
 

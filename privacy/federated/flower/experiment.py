@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
 from privacy.federated.experiments import Evaluator, ExperimentConfig, build_trial, schedule
 from privacy.federated.flower.app import FactorySpec
 from privacy.federated.protocol import ClientData

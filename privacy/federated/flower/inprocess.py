@@ -33,7 +33,8 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid
 from flwr.supercore.run import Run
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_nonnegative
 from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import (
     NUM_PARTITIONS,
@@ -45,7 +46,6 @@ from privacy.federated.flower.records import load_context_state
 from privacy.federated.flower.sync import run_sync_grid
 from privacy.federated.protocol import ClientData, ClientState, logger
 from privacy.federated.runner import Evaluate, RunResult
-from privacy.validation import check_integer, check_nonnegative
 
 __all__ = ["VirtualClock", "InProcessGrid", "ensure_task_identity", "run_inprocess_sync",
            "run_inprocess_async"]

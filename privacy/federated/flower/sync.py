@@ -25,7 +25,8 @@ from flwr.app import Message as FlowerMessage
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from privacy.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_integer, check_positive
 from privacy.federated.flower.records import array_record, reply_from_flower
 from privacy.federated.flower.transport import (
     ReleaseBook,
@@ -46,7 +47,6 @@ from privacy.federated.protocol import (
     validate_reply,
 )
 from privacy.federated.runner import Evaluate, RoundRecord, RunResult
-from privacy.validation import check_integer, check_positive
 
 __all__ = ["ProtocolStrategy", "run_sync_grid"]
 

@@ -23,7 +23,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.app import RecordDict
 from flwr.serverapp import Grid
 
-from privacy.errors import ParameterError
+from _toolbox.errors import ParameterError
 from privacy.federated.flower.client import IDENTIFY, NUM_PARTITIONS, PARTITION_ID, TRAIN
 from privacy.federated.flower.records import message_content, releases_from_flower
 from privacy.federated.protocol import DP_RELEASES, ClientState, Message, logger

@@ -1,8 +1,8 @@
-"""privacy.plotting: figures without pyplot or backend switches."""
+"""_toolbox.plotting: figures without pyplot or backend switches."""
 
 import sys
 
-from privacy.plotting import new_figure, save_figure
+from _toolbox.plotting import new_figure, save_figure
 
 
 def test_save_figure_writes_the_drawn_png(tmp_path):

@@ -1,0 +1,15 @@
+"""The neutral base of the toolbox: errors, input validation, lazy loading, plotting helpers.
+
+A private package imported by every other one (``privacy``, ``dmdidc``, ``controllers``,
+``simulations``) and importing none of them, so that a helper two packages need lives below
+both (the layer contract in ``pyproject.toml`` checks this).  Its modules are imported directly
+(``from _toolbox.errors import ParameterError``); the public homes of the errors remain
+``privacy.errors``, ``dmdidc.errors`` and ``controllers.errors``, which re-export them.
+
+* :mod:`_toolbox.errors`: the one exception hierarchy;
+* :mod:`_toolbox.validation`: argument checks whose messages name argument, value and range;
+* :mod:`_toolbox.lazy`: PEP 562 lazy package attributes (cheap ``import``);
+* :mod:`_toolbox.plotting`: figures without pyplot state.
+"""
+
+__all__: list[str] = []

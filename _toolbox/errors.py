@@ -1,0 +1,79 @@
+"""The toolbox's exception hierarchy: one small tree for every package.
+
+``ToolboxError`` is the base of every error raised deliberately by ``privacy``, ``dmdidc``,
+``controllers`` and ``simulations``; it lives in this neutral base package (which imports
+nothing of ours) so that every package can raise and catch the same classes.  Each error is
+also a builtin: every input error is a ``ValueError``, ``NotFittedError`` an
+``AttributeError`` (as in scikit-learn) and ``SolverError`` a ``RuntimeError``, so callers that
+catch builtins keep working.
+
+The packages re-export the classes they raise from their old homes (``privacy.errors``,
+``dmdidc.errors``, ``controllers.errors``), so imports and pickles made against those paths
+keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ToolboxError",
+    "ParameterError",
+    "DimensionError",
+    "NonFiniteError",
+    "AccountingError",
+    "SolverError",
+    "InsufficientExcitationError",
+    "NotFittedError",
+    "LogarithmError",
+    "InconsistentModelError",
+    "ContinuousModelWarning",
+]
+
+
+class ToolboxError(Exception):
+    """Base class of every error raised deliberately by this toolbox."""
+
+
+# ------------------------------------------------------------------ input errors (every package)
+class ParameterError(ToolboxError, ValueError):
+    """A scalar parameter is outside its accepted range or of the wrong type."""
+
+
+class DimensionError(ToolboxError, ValueError):
+    """An array has the wrong number of dimensions, shape or orientation."""
+
+
+class NonFiniteError(ToolboxError, ValueError):
+    """An array contains NaN or infinite entries."""
+
+
+# ------------------------------------------------------------------ privacy accounting
+class AccountingError(ToolboxError, ValueError):
+    """A privacy accountant was asked for something it cannot bound rigorously."""
+
+
+# ------------------------------------------------------------------ numerical solvers
+class SolverError(ToolboxError, RuntimeError):
+    """A numerical solver failed or reported an infeasible or inaccurate status."""
+
+
+# ------------------------------------------------------------------ identification
+class InsufficientExcitationError(ToolboxError, ValueError):
+    """The regression data matrix is rank-deficient: the data cannot identify the model."""
+
+
+class NotFittedError(ToolboxError, AttributeError):
+    """An estimator was used before ``fit`` (an ``AttributeError``, as in scikit-learn)."""
+
+
+class LogarithmError(ToolboxError, ValueError):
+    """No continuous-time model: ``A_d`` has no unique real logarithm (Culver 1966), or the
+    plant was built from discrete matrices only."""
+
+
+class InconsistentModelError(ToolboxError, ValueError):
+    """The discrete and continuous parts of a plant disagree (``A_d != expm(A_c T)``, or input
+    blocks that are not the discretization of ``B_c`` with the delay)."""
+
+
+class ContinuousModelWarning(UserWarning):
+    """The identified model may be unreliable (delay at the bound, no effect, offset, ...)."""
