@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from dmdidc import ContinuousModelWarning, DelayedPlant, DMDidc, random_excitation
-from dmdidc.recovery import recover_continuous
+from dmdidc.inference.recovery import recover_continuous
 from dmdidc.regression import lagged_inputs, make_accumulator
 
 N_STATES, N_INPUTS, MAX_DELAY, DT = 20, 4, 20, 0.1

@@ -1,14 +1,15 @@
 """The DMDidc estimator: DMD with input-delayed control (dissertation Ch. 9).
 
 It regresses x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}] (eqs. 9.19-9.21) by least squares,
-instrumental variables (:mod:`dmdidc.instrumental`) or Huber's robust M-estimation
-(:mod:`dmdidc.robust`), from data or from sufficient statistics (:mod:`dmdidc.statistics`,
-possibly privatized), decides which input blocks act with a significance test against that
-estimator's own standard errors (:mod:`dmdidc.blocks`), reads each channel's whole delay from its
-first active block and the fraction from the two blocks around it, and recovers the continuous
-plant (eqs. 9.66-9.69), with confidence intervals (:mod:`dmdidc.intervals`).  With
+instrumental variables (:mod:`dmdidc.regression.instrumental`) or Huber's robust
+M-estimation (:mod:`dmdidc.regression.robust`), from data or from sufficient statistics
+(:mod:`dmdidc.statistics`, possibly privatized), decides which input blocks act with a
+significance test against that estimator's own standard errors (:mod:`dmdidc.inference.blocks`),
+reads each channel's whole delay from its first active block and the fraction from the two
+blocks around it, and recovers the continuous plant (eqs. 9.66-9.69), with confidence intervals
+(:mod:`dmdidc.inference.intervals`).  With
 ``max_delay=0`` it is DMDc; with ``max_delay=None`` the bound is chosen from the data
-(:mod:`dmdidc.selection`).
+(:mod:`dmdidc.inference.selection`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,6 @@ from _toolbox.validation import (
     check_integer,
     check_positive,
 )
-from dmdidc.blocks import (
-    BlockTest,
-    block_test,
-    restricted_coefficients,
-    restriction_projector,
-)
-from dmdidc.diagnostics import identification_warnings, logarithm_evidence
 from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
@@ -38,21 +32,29 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.from_statistics import regression_from_statistics
-from dmdidc.intervals import (
+from dmdidc.inference.blocks import (
+    BlockTest,
+    block_test,
+    restricted_coefficients,
+    restriction_projector,
+)
+from dmdidc.inference.diagnostics import identification_warnings, logarithm_evidence
+from dmdidc.inference.intervals import (
     INTERVAL_METHODS,
     ConfidenceIntervals,
     IntervalEstimate,
     asymptotic_intervals,
     bootstrap_intervals,
 )
+from dmdidc.inference.recovery import recover_continuous
+from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.model import DelayedPlant
-from dmdidc.recovery import recover_continuous
-from dmdidc.regression import GramAccumulator, RegressionSolution, make_accumulator
-from dmdidc.robust import huber_solution
-from dmdidc.selection import DelayBoundSelection, largest_bound, select_max_delay
-from dmdidc.statistics import INSTRUMENT_KINDS, SufficientStatistics, _trajectories
-from dmdidc.statistics_accumulator import StatisticsAccumulator
+from dmdidc.regression.robust import huber_solution
+from dmdidc.regression.solution import GramAccumulator, RegressionSolution, make_accumulator
+from dmdidc.statistics.accumulator import StatisticsAccumulator
+from dmdidc.statistics.fit import regression_from_statistics
+from dmdidc.statistics.layout import INSTRUMENT_KINDS
+from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
 from dmdidc.trajectories import detrended, remove_trend
 
 __all__ = ["DMDidc", "ESTIMATORS"]
@@ -88,20 +90,21 @@ class DMDidc:
         Bound ``R`` on the input delay in whole sampling periods; the regression uses the last
         ``R + 1`` inputs.  Choose ``R >= ceil(r / T)`` (one more than the whole delay when the
         delay is fractional).  ``0`` gives DMDc.  ``None`` chooses ``R`` from the data by an
-        information criterion (:mod:`dmdidc.selection`; the choice is in ``max_delay_`` and
-        ``delay_bound_``); not with ``partial_fit`` or explicit snapshot pairs ``Y``.
+        information criterion (:mod:`dmdidc.inference.selection`; the choice is in
+        ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit snapshot
+        pairs ``Y``.
     estimator : {"ls", "iv", "huber"}, default "ls"
         ``"ls"``: least squares (dissertation eq. 9.21).  ``"iv"``: instrumental variables
         (two-stage least squares), consistent when the states are measured with noise
-        (:mod:`dmdidc.instrumental`).  ``"huber"``: Huber's robust M-estimator for heavy-tailed
-        noise (:mod:`dmdidc.robust`; ``fit`` only).  Each feeds its own covariance to the block
-        test and the confidence intervals.
+        (:mod:`dmdidc.regression.instrumental`).  ``"huber"``: Huber's robust M-estimator for
+        heavy-tailed noise (:mod:`dmdidc.regression.robust`; ``fit`` only).  Each feeds its own
+        covariance to the block test and the confidence intervals.
     instruments : {"inputs", "states", "exogenous"}, default "inputs"
         Instruments of ``estimator="iv"``: the inputs lagged beyond ``R`` (default; valid for
         open-loop excitation), the lagged measured states (white measurement noise), or
         exogenous signals passed as ``fit(..., Z=E)`` (e.g. a known excitation added to
         closed-loop commands; needed when the inputs are themselves noisy or computed from
-        noisy states).  See :mod:`dmdidc.instrumental`.
+        noisy states).  See :mod:`dmdidc.regression.instrumental`.
     instrument_lags : int or None, default None
         Extra lags ``L`` of the instruments; default: the smallest giving ``n`` more
         instruments than regressors.
@@ -137,8 +140,9 @@ class DMDidc:
         Family-wise level of the block test (``None``: 1e-3): the probability that some input
         block without effect is declared active (which would shorten a delay).  A block is
         active when it is significant against its standard error (Hotelling's T^2, Bonferroni
-        over the ``m (R + 1)`` blocks; :mod:`dmdidc.blocks`); no tolerance has to be tuned to
-        the noise.  With ``max_delay=None`` it is also the level of the delay-bound selection.
+        over the ``m (R + 1)`` blocks; :mod:`dmdidc.inference.blocks`); no tolerance has to be
+        tuned to the noise.  With ``max_delay=None`` it is also the level of the delay-bound
+        selection.
     block_rtol : float or None, default None
         Explicit override of the test: a block is active iff its column norm exceeds
         ``block_rtol`` times the largest block of that channel.  ``None`` uses the test.
@@ -179,7 +183,7 @@ class DMDidc:
         With the evidence, when a channel shows no significant effect, a delay reaches the
         bound ``max_delay``, the residuals show an offset, ``A_d`` has no real logarithm or an
         eigenvalue not significantly away from zero
-        (:mod:`dmdidc.diagnostics`).
+        (:mod:`dmdidc.inference.diagnostics`).
 
     Notes
     -----
@@ -414,7 +418,7 @@ class DMDidc:
         -----
         Privatized statistics are repaired (projected onto the positive semidefinite matrices)
         and their noise variance enters the standard errors, the block test and the
-        confidence intervals (:mod:`dmdidc.from_statistics`).
+        confidence intervals (:mod:`dmdidc.statistics.fit`).
 
         Examples
         --------
@@ -684,7 +688,8 @@ class DMDidc:
                              n_resamples: int = 200,
                              rng: np.random.Generator | int | None = None, X: Any = None,
                              U: Any = None, Z: Any = None) -> ConfidenceIntervals:
-        """Confidence intervals of the delays, ``A_c`` and ``B_c`` (:mod:`dmdidc.intervals`).
+        """Confidence intervals of the delays, ``A_c`` and ``B_c``
+        (:mod:`dmdidc.inference.intervals`).
 
         Parameters
         ----------

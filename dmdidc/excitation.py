@@ -15,7 +15,7 @@ import numpy as np
 
 from _toolbox.validation import as_generator, check_integer, check_positive
 from dmdidc.errors import ParameterError
-from dmdidc.regression import QRAccumulator
+from dmdidc.regression.solution import QRAccumulator
 from dmdidc.trajectories import as_trajectories
 
 __all__ = ["ExcitationReport", "check_excitation", "random_excitation", "samples_needed"]

@@ -4,7 +4,7 @@ Clients are copies of the README plant with damping (``A_c = [[-0.3, 1.1], [-1.1
 eq. 9.76's ``B_c``, T = 2 s, delays 1.25 T and 1.5 T), each with its own short experiments
 from rest (uniform inputs in [-1, 1]) and measurement noise on the states.  Every client
 releases its statistics (with input instruments, for the noisy states) once at event level
-through :class:`dmdidc.federated_identification.FederatedIdentification`; clients join over
+through :class:`dmdidc.federated.identification.FederatedIdentification`; clients join over
 rounds so that after round ``t`` the first ``clients[t]`` have joined, and the server fits
 ``DMDidc(estimator="iv")`` from :func:`dmdidc.federated.combine_statistics` after every round.
 At the same per-client budget it compares
@@ -131,7 +131,7 @@ def _clients(config, plant, rng: np.random.Generator) -> list[dict[str, np.ndarr
 
 
 def _algorithm(config):
-    from dmdidc.federated_identification import FederatedIdentification
+    from dmdidc.federated.identification import FederatedIdentification
 
     joins = np.searchsorted(np.array(config.clients), np.arange(config.clients[-1]),
                             side="right")
@@ -146,7 +146,7 @@ def _algorithm(config):
 
 def deployment_algorithm(*, clients: int, **settings: Any):
     """Factory for ``dmdidc federated serve --algorithm`` (real Flower processes): the
-    study's :class:`~dmdidc.federated_identification.FederatedIdentification` with every
+    study's :class:`~dmdidc.federated.identification.FederatedIdentification` with every
     client joining in round 0; ``settings`` are :class:`FederatedIdentificationConfig`
     fields (mechanism, epsilon, delta, alpha, state_bound, ...)."""
     return _algorithm(FederatedIdentificationConfig(clients=(clients,), **settings))
@@ -209,7 +209,7 @@ def _fedinfer_metrics(algo, config, plant, exact: dict[int, np.ndarray]
 
 def _averaged(fits: list, count: int, plant, config) -> float:
     """Delay error of the FedAvg-style average of the first ``count`` clients' models."""
-    from dmdidc.recovery import recover_continuous
+    from dmdidc.inference.recovery import recover_continuous
 
     models = [f for f in fits[:count] if f is not None]
     if not models:

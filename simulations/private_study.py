@@ -93,8 +93,8 @@ class PrivacyStudyConfig:
     def __post_init__(self) -> None:
         from _toolbox.errors import ParameterError
         from _toolbox.validation import check_integer, check_positive
-        from dmdidc.privatization import MECHANISMS
-        from dmdidc.sensitivity import PRIVACY_UNITS
+        from dmdidc.private.release import MECHANISMS
+        from dmdidc.private.sensitivity import PRIVACY_UNITS
 
         for name, allowed in (("units", PRIVACY_UNITS), ("mechanisms", MECHANISMS),
                               ("approaches", APPROACHES)):
@@ -157,7 +157,7 @@ def _sample_mechanism(mechanism: str, epsilon: float, delta: float, alpha: float
                       bound_l1: float, bound_l2: float, dimension: int, steps: int):
     """Per-time-step mechanism whose ``steps``-fold composition meets ``(epsilon, delta)``;
     returns ``(mechanism, guarantee epsilon, guarantee delta)``."""
-    from dmdidc.privatization import calibrate_release
+    from dmdidc.private.release import calibrate_release
     from privacy import accounting
     from privacy.calibration import calibrate_gaussian_sigma
     from privacy.composition import simple_composition

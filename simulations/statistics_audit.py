@@ -1,15 +1,15 @@
 """Empirical audit of the privatized sufficient statistics (``SufficientStatistics.privatize``).
 
 The release adds noise once to the vector ``v = stats.to_vector()``, calibrated from the derived
-sensitivity of :mod:`dmdidc.sensitivity` for a privacy unit.  The audit checks that claim from
-below, end to end:
+sensitivity of :mod:`dmdidc.private.sensitivity` for a privacy unit.  The audit checks that
+claim from below, end to end:
 
 1. **Neighbours near the worst case.**  :func:`adversarial_neighbours` searches data sets
    ``D, D'`` (one short trajectory in the unit box, ``n = m = 1``) that differ in one unit and
    move ``v`` as far as possible in the norm the mechanism is calibrated for (l2 for Gaussian,
    l1 for Laplace and SaS): greedy coordinate ascent over the vertices ``{-1, 0, 1}`` from many
    random starts (the brute force that also checks the derived bound,
-   ``tests/dmdidc/test_sensitivity.py``).  The change found is 0.6-1.0 of the bound.
+   ``tests/dmdidc/private/test_sensitivity.py``).  The change found is 0.6-1.0 of the bound.
 2. **Releases through the real path.**  Every output is one call of
    ``stats.privatize(...)`` on ``D`` or on ``D'`` (calibration, sensitivity and noise exactly as a
    user gets them); the claimed epsilon is that release's ``privacy.epsilon``.

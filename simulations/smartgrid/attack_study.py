@@ -24,8 +24,8 @@ import numpy as np
 
 from _toolbox.errors import ParameterError
 from _toolbox.validation import as_generator, check_in_interval, check_integer
-from dmdidc.privatization import MECHANISMS
-from dmdidc.sensitivity import PRIVACY_UNITS
+from dmdidc.private.release import MECHANISMS
+from dmdidc.private.sensitivity import PRIVACY_UNITS
 from simulations.smartgrid.attack_windows import (
     ATTACK_WINDOW,
     attack_window,
@@ -205,7 +205,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     ------
     ParameterError
         Bad mechanism, unit, window, epsilon, delta or household.
-    dmdidc.privatization / BudgetExceededError
+    dmdidc.private.release / BudgetExceededError
         Propagated from :func:`privatize_household`.
 
     Examples

@@ -35,8 +35,8 @@ import numpy as np
 from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer, read_only
 from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
-from dmdidc.privatization import MECHANISMS
-from dmdidc.sensitivity import PRIVACY_UNITS
+from dmdidc.private.release import MECHANISMS
+from dmdidc.private.sensitivity import PRIVACY_UNITS
 from simulations.smartgrid.config import ScenarioConfig
 from simulations.smartgrid.operation import FleetRecord
 from simulations.smartgrid.private_identification import (

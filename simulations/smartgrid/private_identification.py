@@ -16,7 +16,7 @@ What a household shares (:func:`household_statistics`)
 * the aggregator's excitation in the same per-unit scale, as the exogenous instrument: the
   thermostat computes the command from noisy temperatures, so the command is endogenous and
   only the excitation is independent of the noise and the disturbances
-  (:mod:`dmdidc.instrumental`);
+  (:mod:`dmdidc.regression.instrumental`);
 * one trajectory per day, days disjoint (the transition across midnight is dropped), so one
   time step lies in one day's data and daily releases compose in parallel.  The statistics are
   not centred: with a zero-mean exogenous instrument the instrumental-variable fit needs no
@@ -27,8 +27,8 @@ Privacy units and the household's guarantee (:func:`household_guarantee`)
 ------------------------------------------------------------------------
 ``"sample"`` protects one time step (event level), ``"window"`` ``w`` consecutive time steps,
 ``"trajectory"`` the household's whole record.  A release's sensitivity is derived by
-:mod:`dmdidc.sensitivity` for a unit inside one trajectory (a day); a unit that reaches ``k``
-trajectories of the same release (a window across midnight: ``k = 2``; the whole record:
+:mod:`dmdidc.private.sensitivity` for a unit inside one trajectory (a day); a unit that reaches
+``k`` trajectories of the same release (a window across midnight: ``k = 2``; the whole record:
 ``k`` = all its days) moves the release by at most ``k`` times that (triangle inequality), and a
 unit that reaches ``s`` releases (daily sharing) composes them.  The household's guarantee is
 the accountant's answer (:func:`privacy.accounting.guarantee`) for the released mechanism with
@@ -59,8 +59,8 @@ from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc import DMDidc, SufficientStatistics, combine_statistics
 from dmdidc.discretization import first_active_blocks
-from dmdidc.privatization import MECHANISMS, PrivacyRelease, calibrate_release
-from dmdidc.sensitivity import PRIVACY_UNITS, statistics_sensitivity
+from dmdidc.private.release import MECHANISMS, PrivacyRelease, calibrate_release
+from dmdidc.private.sensitivity import PRIVACY_UNITS, statistics_sensitivity
 from simulations.smartgrid.operation import FleetRecord
 
 __all__ = [
@@ -216,7 +216,7 @@ class HouseholdGuarantee:
         Trajectories of one release one unit can change (sensitivity multiple).
     method : str
         The accountant's method.
-    release : dmdidc.privatization.PrivacyRelease
+    release : dmdidc.private.release.PrivacyRelease
         The per-release description (mechanism, sensitivity in a single trajectory).
     """
 
@@ -318,7 +318,7 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     delta : float, default 1e-5
         Delta of the guarantee.  Gaussian: of the release.  SaS: with ``delta > 0`` the
         release may be calibrated on the l2-sensitivity through the vector-SaS GDP bound
-        (:func:`dmdidc.privatization.calibrate_release`; far less noise on many-entry
+        (:func:`dmdidc.private.release.calibrate_release`; far less noise on many-entry
         releases) and the guarantee is the accountant's ``(epsilon, delta)``; ``0`` keeps pure
         DP.  Laplace: pure DP, reported with delta 0.
     unit : {"sample", "window", "trajectory"}, default "sample"

@@ -545,7 +545,7 @@ def test_logarithm_error_under_noise_names_the_eigenvalues_and_the_fast_mode():
 
 
 def test_logarithm_evidence_names_noise_from_the_residual_when_standard_errors_are_small():
-    from dmdidc.diagnostics import logarithm_evidence
+    from dmdidc.inference.diagnostics import logarithm_evidence
 
     plant = DelayedPlant.from_continuous([[-0.2, 1.0], [0.0, -2.0]], [[0.0], [1.0]], 1.4, 1.0)
     rng = np.random.default_rng(0)

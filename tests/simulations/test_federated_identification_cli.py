@@ -25,7 +25,7 @@ def test_identify_writes_summary_with_the_privacy_record(tmp_path, capsys):
     values = summary["epsilon_per_client"]["values"]
     assert len(values) == 3 and max(values) <= 1.0 + 1e-9
     # the accountant's answer for the release each client made (one release: no composition)
-    from dmdidc.federated_identification import FederatedIdentification
+    from dmdidc.federated.identification import FederatedIdentification
     algo = FederatedIdentification(num_clients=1, n_states=2, n_inputs=2, max_delay=3,
                                    state_bound=5.0, input_bound=1.0, epsilon=1.0, delta=1e-5,
                                    instruments="inputs")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-import dmdidc.privatization as privatization
+import dmdidc.private.release as privatization
 from privacy import GaussianMechanism, LaplaceMechanism, ParameterError, SaSMechanism
 from simulations.audit_study import run_audits
 from simulations.statistics_audit import (
@@ -115,7 +115,7 @@ def _halved(real):
 @pytest.mark.statistical
 @pytest.mark.slow
 def test_an_underestimated_sensitivity_is_caught(pairs, monkeypatch):
-    """A bug in dmdidc.sensitivity (bounds halved): the release claims (1, 1e-5) - the
+    """A bug in dmdidc.private.sensitivity (bounds halved): the release claims (1, 1e-5) - the
     accountant's 0.40 at delta 1e-2 - but reveals more for this pair; audited at delta 1e-2,
     where 5000 releases resolve it."""
     pair = pairs["sample", 2]

@@ -1,0 +1,286 @@
+"""Federated DMDidc as a protocol algorithm: clients release statistics, the server combines.
+
+:class:`FederatedIdentification` speaks :mod:`privacy.federated.protocol`, so the numpy runner
+(:func:`privacy.federated.run_sync`) and the Flower adapters
+(:func:`privacy.federated.flower.run_inprocess_sync`, real SuperNodes through
+``dmdidc federated serve``) run it with the same numbers.
+
+* Client (Algorithm 1 with a single release): builds its
+  :class:`~dmdidc.SufficientStatistics` from its experiments ``{"X": (E, n, L + 1),
+  "U": (E, m, L)}`` with the federation's public bounds, privatizes them once with its own
+  (mechanism, epsilon, unit) and replies ``z`` (:meth:`~dmdidc.SufficientStatistics.to_vector`)
+  and its public counts.  Having released, it abstains: its budget is spent.
+* Server: a client joins in the round ``join_round[k]`` (or later, if its reply was lost); the
+  server rebuilds each release from the public facts (:func:`dmdidc.private.release.
+  describe_release`: same law, scale and guarantee as the client's) and its estimate of the
+  global statistics is :func:`dmdidc.federated.combine_statistics` over the clients joined so
+  far (FedInfer's posterior, module notes there).
+
+References
+----------
+Seed Ch. 7 (Algorithms 1-2), Ch. 9 (DMDidc).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from _toolbox.validation import check_integer
+from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.federated.combine import combine_statistics
+from dmdidc.private.release import MECHANISMS, describe_release
+from dmdidc.statistics.accumulator import StatisticsAccumulator
+from dmdidc.statistics.statistics import SufficientStatistics
+from privacy.federated.protocol import (
+    ABSTAIN,
+    DP_RELEASES,
+    ClientResult,
+    ClientState,
+    RoundPlan,
+    ServerState,
+)
+
+__all__ = ["FederatedIdentification", "ReleaseAccount"]
+
+#: Public counts a client reports with its release (the accountant treats them as public).
+_COUNTS = ("n_samples", "n_trajectories", "min_trajectory_samples", "max_trajectory_samples")
+
+
+@dataclass(frozen=True)
+class ReleaseAccount:
+    """A client's guarantee per release, composed by the accountant over its releases."""
+
+    epsilon_per_release: float
+    delta_per_release: float
+    unit: str
+
+    def epsilon(self, releases: int) -> float:
+        """Composed epsilon after ``releases`` releases (an upper bound)."""
+        from privacy.composition import simple_composition
+
+        releases = check_integer("releases", releases, minimum=0)
+        if releases == 0:
+            return 0.0
+        return simple_composition(self.epsilon_per_release, self.delta_per_release,
+                                  steps=releases).epsilon
+
+    epsilon_bound = epsilon
+
+
+def _per_client(name: str, value: Any, count: int) -> tuple:
+    values = (tuple(value) if isinstance(value, (list, tuple, np.ndarray))
+              else (value,) * count)
+    if len(values) != count:
+        raise DimensionError(f"{name} has {len(values)} entries; expected one per client "
+                             f"({count})")
+    return values
+
+
+class FederatedIdentification:
+    """Clients release DMDidc statistics once; the server's FedInfer posterior combines them.
+
+    Parameters
+    ----------
+    num_clients : int
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R`` of every client's statistics.
+    state_bound, input_bound : float or array_like
+        The federation's public clip levels.
+    mechanism : {"gaussian", "laplace", "sas"} or sequence of them (one per client)
+    epsilon : float or sequence of float
+        Each client's budget for its one release.
+    delta : float, optional
+        Gaussian releases; SaS releases are then also calibrated on the l2-sensitivity
+        through the vector-SaS GDP bound (:func:`dmdidc.private.release.calibrate_release`);
+        Laplace: the reported delta of its pure-DP release.
+    unit : {"sample", "window", "trajectory"}, default "sample"
+    window : int, optional
+    alpha : float, optional
+        SaS stability index (one for the federation: stable sums need it).
+    join_round : sequence of int, optional
+        Round in which each client joins (default all 0).
+    detrend : {None, "constant"}
+    instruments : {None, "inputs", "states"}
+    instrument_lags : int, optional
+        As in :meth:`SufficientStatistics.from_data` (instruments for ``estimator="iv"``,
+        e.g. with measurement noise).
+    level : float, default 0.95
+        Posterior interval matched by the noise variance (:func:`combine_statistics`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from privacy.federated import run_sync
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> rng = np.random.default_rng(0)
+    >>> def client(k):
+    ...     U = rng.uniform(-1, 1, (4, 1, 50))
+    ...     return {"X": np.stack([plant.simulate([0.0], u) for u in U]), "U": U}
+    >>> data = [client(k) for k in range(3)]
+    >>> algo = FederatedIdentification(num_clients=3, n_states=1, n_inputs=1, max_delay=2,
+    ...                                state_bound=2.0, input_bound=1.0, epsilon=1.0,
+    ...                                delta=1e-5, join_round=[0, 1, 1])
+    >>> run = run_sync(algo, data, rounds=2, seed=0)
+    >>> algo.statistics(run.state).n_samples, run.final_epsilon().round(3).tolist()
+    (576, [1.0, 1.0, 1.0])
+    """
+
+    name = "fedid"
+
+    def __init__(self, *, num_clients: int, n_states: int, n_inputs: int, max_delay: int,
+                 state_bound: Any, input_bound: Any, mechanism: str | Sequence[str] = "gaussian",
+                 epsilon: float | Sequence[float] = 1.0, delta: float | None = None,
+                 unit: str = "sample", window: int | None = None, alpha: float | None = None,
+                 join_round: Sequence[int] | None = None, detrend: str | None = None,
+                 instruments: str | None = None, instrument_lags: int | None = None,
+                 level: float = 0.95):
+        self.num_clients = check_integer("num_clients", num_clients, minimum=1)
+        k = self.num_clients
+        self.template = StatisticsAccumulator(
+            check_integer("n_states", n_states, minimum=1),
+            check_integer("n_inputs", n_inputs, minimum=1),
+            check_integer("max_delay", max_delay, minimum=0), state_bound=state_bound,
+            input_bound=input_bound, instruments=instruments, instrument_lags=instrument_lags,
+            detrend=detrend).statistics()
+        self.detrend = detrend
+        self.mechanisms = _per_client("mechanism", mechanism, k)
+        for name in self.mechanisms:
+            if name not in MECHANISMS:
+                raise ParameterError(f"mechanism must be among {MECHANISMS}; got {name!r}")
+        self.epsilons = tuple(float(e) for e in _per_client("epsilon", epsilon, k))
+        self.delta, self.unit, self.window, self.alpha = delta, unit, window, alpha
+        self.join_round = tuple(check_integer(f"join_round[{i}]", r, minimum=0)
+                                for i, r in enumerate(_per_client("join_round",
+                                                                  join_round or 0, k)))
+        self.level = level
+        # validates every client's privacy settings now, not in the middle of a run
+        self.accounts = tuple(self._account(i) for i in range(k))
+
+    # ------------------------------------------------------------------ privacy
+    def _release_options(self, client_id: int) -> dict[str, Any]:
+        mechanism = self.mechanisms[client_id]
+        return {"mechanism": mechanism, "epsilon": self.epsilons[client_id],
+                "delta": self.delta, "unit": self.unit, "window": self.window,
+                "alpha": self.alpha if mechanism == "sas" else None}
+
+    def _account(self, client_id: int) -> ReleaseAccount:
+        like = dataclasses.replace(self.template, n_samples=1, n_trajectories=1,
+                                   min_trajectory_samples=1, max_trajectory_samples=1)
+        release, _ = describe_release(like, **self._release_options(client_id))
+        return ReleaseAccount(release.epsilon, release.delta, release.unit)
+
+    def client_dp(self, client_id: int) -> ReleaseAccount:
+        """Client ``client_id``'s guarantee per release (composed by the runtimes)."""
+        return self.accounts[client_id]
+
+    # ------------------------------------------------------------------ client
+    def init_client_state(self, data: Mapping[str, np.ndarray]) -> ClientState:
+        return ClientState(scalars={DP_RELEASES: 0})
+
+    def client_statistics(self, data: Mapping[str, np.ndarray]) -> SufficientStatistics:
+        """A client's plain statistics from ``{"X": (E, n, L + 1), "U": (E, m, L)}``."""
+        X, U = np.asarray(data["X"], dtype=float), np.asarray(data["U"], dtype=float)
+        if X.ndim != 3 or U.ndim != 3 or X.shape[0] != U.shape[0]:
+            raise DimensionError(f"client data must be X (E, n, L + 1) and U (E, m, L); got "
+                                 f"{X.shape} and {U.shape}")
+        t = self.template
+        return SufficientStatistics.from_data(
+            list(X), list(U), max_delay=t.max_delay, state_bound=t.state_bound,
+            input_bound=t.input_bound, instruments=t.instruments,
+            instrument_lags=t.instrument_lags if t.instruments else None,
+            detrend=self.detrend)
+
+    def client_update(self, data, state, message, rng):
+        """The client's one release (later requests are refused: its budget is spent)."""
+        done = int(state.scalars.get(DP_RELEASES, 0))
+        if done:
+            return ClientResult({}, {ABSTAIN: 1}, state)
+        stats = self.client_statistics(data)
+        private = stats.privatize(**self._release_options(message.client_id), rng=rng)
+        metrics = {name: int(getattr(stats, name)) for name in _COUNTS}
+        return ClientResult({"z": private.to_vector()}, metrics,
+                            state.replace(scalars={DP_RELEASES: done + 1}))
+
+    # ------------------------------------------------------------------ server
+    def init_server_state(self, num_clients: int, seed: int) -> ServerState:
+        if num_clients != self.num_clients:
+            raise DimensionError(f"FederatedIdentification was built for {self.num_clients} "
+                                 f"clients; the runtime has {num_clients}")
+        d = self.template.dimension
+        return ServerState.new({"vectors": np.zeros((num_clients, d)),
+                                "counts": np.zeros((num_clients, len(_COUNTS))),
+                                "joined": np.zeros(num_clients)},
+                               num_clients=num_clients, seed=seed)
+
+    def configure_round(self, state: ServerState, round: int, rng) -> RoundPlan:
+        """The clients due to join (including any whose reply has not arrived yet)."""
+        joined = state.arrays["joined"]
+        return RoundPlan(tuple(k for k in range(self.num_clients)
+                               if self.join_round[k] <= round and not joined[k]))
+
+    def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
+        return {"z": (self.template.dimension,)}
+
+    def aggregate(self, state: ServerState, round: int, replies) -> ServerState:
+        vectors = state.arrays["vectors"].copy()
+        counts = state.arrays["counts"].copy()
+        joined = state.arrays["joined"].copy()
+        for k in sorted(replies):
+            reply = replies[k]
+            if reply.abstained or joined[k]:
+                continue
+            vectors[k] = reply.arrays["z"]
+            counts[k] = [reply.metrics[name] for name in _COUNTS]
+            joined[k] = 1.0
+        return state.replace(arrays={"vectors": vectors, "counts": counts, "joined": joined},
+                             version=state.version + 1)
+
+    def _like(self, counts: np.ndarray) -> SufficientStatistics:
+        """Zero statistics with the template's layout and these public counts."""
+        counts = dict(zip(_COUNTS, (int(c) for c in counts), strict=True))
+        intercepts = counts["n_trajectories"] if self.template.centering != "none" else 0
+        return dataclasses.replace(self.template, **counts, intercepts=intercepts)
+
+    def releases(self, state: ServerState) -> list[SufficientStatistics]:
+        """The joined clients' releases as statistics (rebuilt from the public facts)."""
+        out = []
+        for k in np.flatnonzero(state.arrays["joined"]):
+            like = self._like(state.arrays["counts"][k])
+            release, variance = describe_release(like, **self._release_options(int(k)))
+            stats = SufficientStatistics.from_vector(state.arrays["vectors"][k], like=like,
+                                                     noise_variance=variance)
+            out.append(dataclasses.replace(stats, releases=(release,), clipped=None))
+        return out
+
+    def statistics(self, state: ServerState) -> SufficientStatistics:
+        """The server's estimate of the global statistics (:func:`combine_statistics`).
+
+        Raises
+        ------
+        ParameterError
+            No client has joined yet.
+        """
+        return combine_statistics(self.releases(state), level=self.level)
+
+    def model(self, state: ServerState) -> dict[str, np.ndarray]:
+        """The global statistics' posterior mean (vector form) and its noise variance."""
+        if not np.any(state.arrays["joined"]):
+            return {"statistics": np.zeros(self.template.dimension),
+                    "noise_variance": np.array([np.inf]), "counts": np.zeros(len(_COUNTS))}
+        stats = self.statistics(state)
+        return {"statistics": stats.to_vector(),
+                "noise_variance": np.array([stats.noise_variance]),
+                "counts": np.array([getattr(stats, name) for name in _COUNTS], dtype=float)}
+
+    def statistics_from_model(self, model: Mapping[str, np.ndarray]) -> SufficientStatistics:
+        """The global statistics from :meth:`model` (for ``fit_statistics``; without the
+        clients' release records, which :meth:`statistics` keeps)."""
+        return SufficientStatistics.from_vector(model["statistics"],
+                                                like=self._like(model["counts"]),
+                                                noise_variance=float(model["noise_variance"][0]))

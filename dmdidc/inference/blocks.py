@@ -1,0 +1,231 @@
+"""Which input blocks act: a significance test against the regression's own standard errors.
+
+The whole delay of channel ``i`` is the first lag ``j`` whose block column ``b = B^(j)[:, i]``
+is not zero (dissertation eq. 9.66).  Estimated blocks are never exactly zero, and on noisy data
+a block without effect is as large as the noise, so "not zero" is decided statistically.  Column
+``c`` of the regression coefficients has covariance ``V_c = C[c, c] * Sigma`` (least squares:
+``C = (Phi Phi^T)^+``, ``Sigma`` the residual covariance; instrumental variables and Huber
+supply their own pair, and privatized statistics add the privacy noise's part, see
+:class:`~dmdidc.regression.RegressionSolution`), so
+
+    T^2 = b^T V_c^{-1} b        (= b^T Sigma^{-1} b / C[c, c] without privacy noise)
+
+is Hotelling's statistic for ``b = 0``: with ``d`` residual degrees of freedom,
+``(d - n + 1) / (d n) T^2 ~ F(n, d - n + 1)`` under Gaussian errors (``chi^2_n`` as ``d`` grows).
+A block is active when ``T^2`` exceeds the critical value at level ``significance / (m (R + 1))``
+(Bonferroni over all blocks, so the probability that *any* block without effect is declared
+active, which would shorten a delay, is at most ``significance``), and when it is larger than
+rounding: ``|b| > 1e-7 max_j |B^(j)[:, i]|`` (the floor only matters on noise-free data, where
+the residual, and so ``Sigma``, is rounding).
+
+Under measurement noise on the states (errors in variables) the inputs ``u_{k-j}`` with
+``j <= w`` are independent of the regressor ``x_k``, so the blocks before the delay stay
+unbiased and the test keeps its level; blocks after ``w + 1`` pick up a small bias.  The test
+assumes white inputs (as in Theorem 9.4.5); strongly coloured inputs make it approximate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from dmdidc.discretization import first_active_blocks
+from dmdidc.regression.solution import RegressionSolution
+
+__all__ = ["BlockTest", "block_test", "column_covariances", "restricted_coefficients",
+           "restriction_projector"]
+
+#: A block column smaller than this fraction of the channel's largest is rounding, never active.
+ROUNDING_RTOL = 1e-7
+#: The residual covariance is floored at this relative level (per target, in its own units), so
+#: that a noise-free fit (residual at rounding) gives a well-defined statistic.
+_COVARIANCE_FLOOR = 1e-8
+
+
+@dataclass(frozen=True)
+class BlockTest:
+    """Outcome of the test "block ``B^(j)`` acts through channel ``i``" for every block.
+
+    Attributes
+    ----------
+    statistics : ndarray, shape (R + 1, m)
+        Hotelling's ``T^2`` of each block column against zero.
+    critical_value : float
+        ``T^2`` above which a block is significant (level ``significance / (m (R + 1))``).
+    norms : ndarray, shape (R + 1, m)
+        Euclidean norm of each block column.
+    active : ndarray of bool, shape (R + 1, m)
+        The decision (significant and above rounding; or the ``block_rtol`` override).
+    significance : float
+        Family-wise level of the test.
+    rule : str
+        ``"significance"`` (default) or ``"block_rtol"`` (explicit relative-size override).
+    dof : int
+        Residual degrees of freedom of the regression.
+    """
+
+    statistics: np.ndarray
+    critical_value: float
+    norms: np.ndarray
+    active: np.ndarray
+    significance: float
+    rule: str
+    dof: int
+
+    @property
+    def first_active(self) -> np.ndarray:
+        """First active block of each channel, shape (m,); ``-1`` when none is active."""
+        return first_active_blocks(self.active)
+
+    def summary(self) -> str:
+        """One line per channel: statistic of every block, marked ``*`` where active."""
+        lines = [f"block test ({self.rule}; critical T^2 = {self.critical_value:.3g} at "
+                 f"family-wise level {self.significance:g}, {self.dof} residual dof):"]
+        for i in range(self.active.shape[1]):
+            cells = " ".join(f"{self.statistics[j, i]:10.3g}{'*' if self.active[j, i] else ' '}"
+                             for j in range(self.active.shape[0]))
+            lines.append(f"  channel {i}: T^2 by lag 0..{self.active.shape[0] - 1}: {cells}")
+        return "\n".join(lines)
+
+
+def _critical_value(n: int, dof: int, level: float) -> float:
+    if dof >= n:
+        d2 = dof - n + 1
+        return float(special.fdtri(n, d2, 1.0 - level) * dof * n / d2)
+    return float(special.chdtri(n, level))   # no residual information: chi^2 with the floor
+
+
+def _floored(covariance: np.ndarray, rms: np.ndarray, power: int) -> np.ndarray:
+    scale = np.where(rms > 0, rms, 1.0)
+    scaled = covariance / np.outer(scale, scale)
+    values, vectors = np.linalg.eigh(0.5 * (scaled + scaled.T))
+    values = np.maximum(values, _COVARIANCE_FLOOR ** 2) ** power
+    return (vectors * values) @ vectors.T * np.outer(scale, scale) ** power
+
+
+def residual_precision(covariance: np.ndarray, rms: np.ndarray) -> np.ndarray:
+    """Inverse of the residual covariance, eigenvalues floored relative to each target's rms."""
+    return _floored(covariance, rms, -1)
+
+
+def column_covariances(solution: RegressionSolution, columns: np.ndarray) -> np.ndarray:
+    """Covariance (k, n, n) of the coefficient columns, the residual covariance floored.
+
+    As :meth:`RegressionSolution.column_covariances`, with the residual covariance's
+    eigenvalues floored relative to each target's rms (so that noise-free fits give
+    well-defined statistics) and the privacy-noise part, if any, added.
+    """
+    columns = np.asarray(columns, dtype=int)
+    sigma = _floored(solution.residual_covariance, solution.target_rms, 1)
+    covs = np.diag(solution.unscaled_covariance)[columns][:, None, None] * sigma[None]
+    if solution.noise_covariance is not None:
+        n, p = solution.coefficients.shape
+        covs = covs + solution.noise_covariance.reshape(n, p, n, p)[:, columns, :, columns]
+    return covs
+
+
+def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_delay: int, *,
+                significance: float = 1e-3, block_rtol: float | None = None) -> BlockTest:
+    """Decide which input blocks act (see the module notes).
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+        Coefficients ``[A_d, B^(0), ..., B^(R)]`` (n, n + m (R + 1)) with their covariance.
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R``.
+    significance : float, default 1e-3
+        Family-wise probability of declaring some block without effect active.
+    block_rtol : float, optional
+        Explicit override: a block is active iff its column norm exceeds ``block_rtol`` times
+        the channel's largest (the statistics are still reported).
+
+    Returns
+    -------
+    BlockTest
+
+    References
+    ----------
+    Dissertation eq. (9.66); Hotelling's T^2 (e.g. Anderson, *An Introduction to Multivariate
+    Statistical Analysis*, ch. 5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 400, rng=0)
+    >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
+    >>> est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+    >>> est.block_test_.active[:, 0].tolist()
+    [False, True, True, False]
+    """
+    n, m, R = n_states, n_inputs, max_delay
+    coefficients = solution.coefficients
+    blocks = coefficients[:, n:].reshape(n, R + 1, m)                   # [:, j, i] = B^(j)[:, i]
+    norms = np.linalg.norm(blocks, axis=0)                              # (R + 1, m)
+    tiny = np.finfo(float).tiny
+    columns = blocks.transpose(1, 2, 0).reshape(-1, n)                 # column n + j m + i
+    covs = column_covariances(solution, n + np.arange(m * (R + 1)))
+    covs = covs + tiny * np.eye(n)
+    statistics = np.einsum("ka,ka->k", columns,
+                           np.linalg.solve(covs, columns[:, :, None])[:, :, 0]).reshape(R + 1, m)
+    level = significance / (m * (R + 1))
+    critical = _critical_value(n, solution.dof, level)
+    largest = np.maximum(norms.max(axis=0, keepdims=True), tiny)
+    if block_rtol is None:
+        active = (statistics > critical) & (norms > ROUNDING_RTOL * largest)
+        rule = "significance"
+    else:
+        active = norms > block_rtol * largest
+        rule = "block_rtol"
+    return BlockTest(statistics=statistics, critical_value=critical, norms=norms,
+                     active=active, significance=significance, rule=rule, dof=solution.dof)
+
+
+def restricted_coefficients(solution: RegressionSolution, n_states: int,
+                            active: np.ndarray) -> np.ndarray:
+    """Least-squares coefficients with the inactive input blocks constrained to zero.
+
+    From the unrestricted solution and its covariance, without another pass over the data:
+    ``Theta_r = Theta - Theta_D C_DD^{-1} C_D:`` for the dropped columns ``D``.
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+    n_states : int
+    active : ndarray of bool, shape (R + 1, m)
+
+    Returns
+    -------
+    ndarray, shape (n, n + m (R + 1))
+        Exactly zero in the columns of inactive blocks.
+    """
+    coefficients = solution.coefficients @ restriction_projector(solution, n_states, active)
+    dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
+    coefficients[:, dropped] = 0.0          # exactly, not to rounding
+    return coefficients
+
+
+def restriction_projector(solution: RegressionSolution, n_states: int,
+                          active: np.ndarray) -> np.ndarray:
+    """``P`` (p, p) with ``restricted = coefficients @ P``: ``P = I - E_D C_DD^-1 C_D:``.
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+    n_states : int
+    active : ndarray of bool, shape (R + 1, m)
+
+    Returns
+    -------
+    ndarray, shape (p, p)
+    """
+    dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
+    C = solution.unscaled_covariance
+    P = np.eye(C.shape[0])
+    if dropped.size:
+        P[dropped] -= np.linalg.lstsq(C[np.ix_(dropped, dropped)], C[dropped], rcond=None)[0]
+    return P

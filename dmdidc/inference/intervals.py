@@ -1,0 +1,302 @@
+"""Confidence intervals for the identified delay and continuous plant (``A_c``, ``B_c``).
+
+**Asymptotic** (delta method).  The model is a smooth function of the restricted coefficients
+``Theta_r = Theta P`` (inactive blocks constrained to zero; ``P`` as in
+:func:`dmdidc.inference.blocks.restricted_coefficients`): ``A_c = logm(A_d) / T``, and per channel
+``B_c`` and the delay from ``A_c`` and the blocks ``w, w + 1`` (dissertation eqs. 9.67-9.69).
+Its Jacobian is taken by central differences of that recovery (the recovery is solved to
+rounding accuracy, so the differences are accurate), and
+
+    Cov(model) = J Cov(vec Theta_r) J^T,   Cov(vec Theta_r) = (I kron P^T) Cov(vec Theta) (I kron P)
+
+with the estimator's own covariance (least squares, IV, Huber, plus privacy noise; see
+:class:`~dmdidc.regression.RegressionSolution`).  Intervals are ``estimate +/- z se``.  They
+hold for the whole delay the block test decided; a delay fraction near 0 or 1, where the
+whole delay itself is uncertain, makes them optimistic: use the bootstrap there.
+
+**Bootstrap over trajectories** (or over the parts given to ``fit_statistics``): trajectories
+are resampled with replacement, the estimator is refitted (whole-delay decision included), and
+the percentile interval of each quantity is reported.  It needs independent experiments (at
+least ~20 for a 95 % interval) and captures what the asymptotic interval cannot: the
+variability of the whole delay and of the block decision.
+
+Both are intervals for what the estimator converges to: least squares on noisy states
+converges to a biased value (errors in variables), so its intervals do not cover the truth as
+data grow; IV intervals do.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from _toolbox.validation import as_generator, check_in_interval, read_only
+from dmdidc.errors import ContinuousModelWarning, ParameterError
+from dmdidc.inference.recovery import recover_channel, recover_continuous
+
+__all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
+           "bootstrap_intervals", "INTERVAL_METHODS"]
+
+INTERVAL_METHODS = ("asymptotic", "bootstrap")
+_NO_INTERVAL = {"asymptotic": "no active block, or a delay at a whole number of periods, where "
+                              "the delay is not differentiable; use method='bootstrap'",
+                "bootstrap": "no active block"}
+#: A fraction this close to 0 is the boundary of the recovery (the hold length was clipped).
+_BOUNDARY = 1e-9
+#: Central-difference step, relative to each coefficient's standard error.
+_STEP = 1e-3
+
+
+def _decimals(half_width: float) -> int:
+    """Decimals showing one significant digit of the half-width (two if it starts with 1)."""
+    if not math.isfinite(half_width) or half_width <= 0:
+        return 3
+    exponent = math.floor(math.log10(half_width))
+    leading = half_width / 10.0 ** exponent
+    return max(0, -exponent + (1 if leading < 2 else 0))
+
+
+@dataclass(frozen=True)
+class IntervalEstimate:
+    """An estimate with its confidence interval (arrays of one shape).
+
+    Attributes
+    ----------
+    name : str
+        ``"r"``, ``"A_c"`` or ``"B_c"``.
+    value, low, high : ndarray
+        Estimate and interval bounds.
+    standard_error : ndarray
+        Asymptotic standard error (bootstrap: standard deviation over resamples).
+    level : float
+    method : str
+        ``"asymptotic"`` or ``"bootstrap"``.
+    unit : str
+        Unit of the values (``"s"`` for delays, ``"1/s"`` for ``A_c``, ...).
+    """
+
+    name: str
+    value: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    standard_error: np.ndarray
+    level: float
+    method: str
+    unit: str
+
+    def __post_init__(self) -> None:
+        for field in ("value", "low", "high", "standard_error"):
+            object.__setattr__(self, field, read_only(np.asarray(getattr(self, field), float)))
+
+    @property
+    def half_width(self) -> np.ndarray:
+        """Half the interval length."""
+        return 0.5 * (self.high - self.low)
+
+    def lines(self) -> list[str]:
+        """One line per entry: ``"r[0] = 2.50 +/- 0.03 s"`` (asymptotic) or
+        ``"r[0] = 2.50 s, 95 % interval [2.46, 2.53] s"`` (bootstrap)."""
+        out = []
+        for index in np.ndindex(self.value.shape):
+            label = f"{self.name}[{', '.join(map(str, index))}]" if index else self.name
+            value, low, high = self.value[index], self.low[index], self.high[index]
+            places = _decimals(0.5 * (high - low))
+            if not np.isfinite(high - low):
+                out.append(f"{label} = {value:.3f} {self.unit} (no {self.method} interval)")
+            elif self.method == "asymptotic":
+                out.append(f"{label} = {value:.{places}f} +/- {0.5 * (high - low):.{places}f} "
+                           f"{self.unit}")
+            else:
+                out.append(f"{label} = {value:.{places}f} {self.unit}, {100 * self.level:g} % "
+                           f"interval [{low:.{places}f}, {high:.{places}f}] {self.unit}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+@dataclass(frozen=True)
+class ConfidenceIntervals:
+    """Intervals for the delay (per channel), ``A_c`` and ``B_c`` of one identification.
+
+    Attributes
+    ----------
+    delay, A_c, B_c : IntervalEstimate
+    level : float
+    method : str
+    resamples : int
+        Bootstrap resamples used (0 for asymptotic intervals).
+    failures : int
+        Bootstrap resamples without a continuous model (no real logarithm), left out.
+    """
+
+    delay: IntervalEstimate
+    A_c: IntervalEstimate
+    B_c: IntervalEstimate
+    level: float
+    method: str
+    resamples: int = 0
+    failures: int = 0
+
+    def summary(self) -> str:
+        """The intervals as text, delays first."""
+        head = (f"{100 * self.level:g} % confidence intervals ({self.method}"
+                + (f", {self.resamples} resamples, {self.failures} without a continuous model"
+                   if self.method == "bootstrap" else "") + "):")
+        lines = [head] + ["  " + line for item in (self.delay, self.A_c, self.B_c)
+                          for line in item.lines()]
+        if any("interval)" in line for line in lines):
+            lines.append(f"  (no {self.method} interval: {_NO_INTERVAL[self.method]})")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,
+                  active: np.ndarray) -> np.ndarray:
+    A_d = coefficients[:, :n]
+    blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active)
+    return np.concatenate([delay, A_c.ravel(), B_c.ravel()])
+
+
+def _split(vector: np.ndarray, n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return vector[:m], vector[m:m + n * n].reshape(n, n), vector[m + n * n:].reshape(n, m)
+
+
+def _package(values, lows, highs, ses, n, m, level, method, resamples=0, failures=0
+             ) -> ConfidenceIntervals:
+    parts = [_split(v, n, m) for v in (values, lows, highs, ses)]
+    items = [IntervalEstimate(name, *(part[k] for part in parts), level=level, method=method,
+                              unit=unit)
+             for k, (name, unit) in enumerate((("r", "s"), ("A_c", "1/s"), ("B_c", "1/s")))]
+    return ConfidenceIntervals(*items, level=level, method=method, resamples=resamples,
+                               failures=failures)
+
+
+def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.ndarray, *,
+                         n_states: int, n_inputs: int, max_delay: int, dt: float,
+                         level: float = 0.95) -> ConfidenceIntervals:
+    """Delta-method intervals (module notes).
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+        With the estimator's covariance.
+    test : BlockTest
+        Which blocks act.
+    restricted : ndarray, shape (n, p)
+        The restricted coefficients the model was built from.
+    projector : ndarray, shape (p, p)
+        ``P`` with ``restricted = solution.coefficients @ P``.
+    n_states, n_inputs, max_delay : int
+    dt : float
+    level : float, default 0.95
+
+    Raises
+    ------
+    LogarithmError
+        No continuous model to differentiate.
+    """
+    level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    n, m, R = n_states, n_inputs, max_delay
+    p = restricted.shape[1]
+    cov = solution.covariance().reshape(n, p, n, p)
+    cov = np.einsum("apbq,pc,qd->acbd", cov, projector, projector).reshape(n * p, n * p)
+    first = test.first_active
+    used = [(a, c) for a in range(n) for c in range(n)]
+    for i in range(m):
+        if first[i] >= 0:
+            for j in (first[i] - 1, first[i], first[i] + 1):     # the pairs recovery may fit
+                if 0 <= j <= R:
+                    used += [(a, n + j * m + i) for a in range(n)]
+    index = np.array(sorted({a * p + c for a, c in used}))
+    se_coef = np.sqrt(np.clip(np.diag(cov)[index], 0.0, None))
+    base = _model_vector(restricted, n, m, R, dt, test.active)
+    A_c = base[m:m + n * n].reshape(n, n)
+    jacobian = np.zeros((base.size, index.size))
+    for k, flat in enumerate(index):
+        step = _STEP * se_coef[k] if se_coef[k] > 0 else 1e-8 * (1.0 + abs(restricted.flat[flat]))
+        column = flat % p
+        moved = []
+        for sign in (1.0, -1.0):
+            shifted = restricted.copy()
+            shifted.flat[flat] += sign * step
+            if column < n:                      # A_d: everything moves
+                moved.append(_model_vector(shifted, n, m, R, dt, test.active))
+            else:                               # a block column moves its channel only
+                channel = (column - n) % m
+                columns = shifted[:, n:].reshape(n, R + 1, m)[:, :, channel].T
+                b, delay = recover_channel(A_c, columns, dt, first[channel])
+                vector = base.copy()
+                vector[channel] = delay
+                vector[m + n * n + channel::m] = b
+                moved.append(vector)
+        jacobian[:, k] = (moved[0] - moved[1]) / (2.0 * step)
+    variance = np.einsum("ij,jk,ik->i", jacobian, cov[np.ix_(index, index)], jacobian)
+    se = np.sqrt(np.clip(variance, 0.0, None))
+    silent = np.flatnonzero(first < 0)
+    if silent.size:      # no active block: delay and B_c column are reported as 0, no interval
+        se[silent] = np.nan
+        se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
+    periods = base[:m] / dt
+    se[:m][np.abs(periods - np.round(periods)) < _BOUNDARY] = np.nan     # clipped fraction
+    z = float(special.ndtri(0.5 + 0.5 * level))
+    return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
+
+
+def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_parts: int,
+                        estimate: np.ndarray, *, n_states: int, n_inputs: int,
+                        level: float = 0.95, n_resamples: int = 200,
+                        rng: np.random.Generator | int | None = None) -> ConfidenceIntervals:
+    """Percentile intervals from refits on parts resampled with replacement (module notes).
+
+    Parameters
+    ----------
+    refit : callable
+        ``refit(counts)`` with ``counts[i]`` the multiplicity of part ``i`` returns the model
+        vector ``[delay, A_c.ravel(), B_c.ravel()]`` or ``None`` (no continuous model).
+    n_parts : int
+        Independent parts (trajectories, clients), at least 2.
+    estimate : ndarray
+        The model vector of the fit on all data.
+    n_states, n_inputs : int
+    level : float, default 0.95
+    n_resamples : int, default 200
+    rng : numpy.random.Generator, int or None
+
+    Raises
+    ------
+    ParameterError
+        Fewer than two parts, or fewer than two resamples with a continuous model.
+    """
+    level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    if n_parts < 2:
+        raise ParameterError(f"the bootstrap resamples independent trajectories (or statistics "
+                             f"parts); got {n_parts}: record several experiments, or use "
+                             f"method='asymptotic'")
+    generator = as_generator(rng)
+    draws, failures = [], 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        for _ in range(n_resamples):
+            counts = np.bincount(generator.integers(0, n_parts, n_parts), minlength=n_parts)
+            vector = refit(counts)
+            if vector is None:
+                failures += 1
+            else:
+                draws.append(vector)
+    if len(draws) < 2:
+        raise ParameterError(f"only {len(draws)} of {n_resamples} bootstrap fits have a "
+                             f"continuous model; the data cannot support an interval")
+    draws = np.array(draws)
+    tail = 50.0 * (1.0 - level)
+    low, high = np.percentile(draws, [tail, 100.0 - tail], axis=0)
+    return _package(estimate, low, high, draws.std(axis=0, ddof=1), n_states, n_inputs, level,
+                    "bootstrap", resamples=n_resamples, failures=failures)

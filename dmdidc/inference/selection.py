@@ -1,0 +1,177 @@
+"""Choosing the delay bound ``R`` from the data (``DMDidc(max_delay=None)``).
+
+One pass computes the statistics with the largest bound tried, ``R_max``; the statistics of
+every smaller ``R`` are sub-blocks of them (fewer input lags), on the same samples, so every
+candidate is compared on equal footing.  For ``R = 0 .. R_max`` least squares gives the
+residual covariance ``Sigma_R`` and the Bayesian information criterion
+
+    BIC(R) = N log det Sigma_R + n (n + m (R + 1)) log N
+
+(Schwarz 1978; the lag-order criterion of vector autoregressions, Lutkepohl 2005, Sec. 4.3).
+Its minimiser ``R_BIC`` is the last lag whose block explains the data (when the model without
+inputs is better still, no lag explains the states: the delay may exceed ``R_max``, which is
+then chosen, with a warning).  The chosen bound is ``R_BIC + 1``: one spare block, so that the
+second block of a fractional delay (small when the fraction is small, which the criterion may
+drop) is in the model, and the block test can show that the lag after the delay has no effect.
+
+**Noisy states.**  With measurement noise, least squares uses later input lags as a proxy for
+the noisy state (errors in variables: the true state is a combination of past inputs), so the
+criterion keeps falling with ``R`` and would choose ``R_max``.  The blocks *up to* the delay are
+unbiased under that noise (their inputs are independent of the state's noise), so the block
+test on the fit with ``R_max`` finds each channel's first active block ``w`` reliably, and the
+bound is capped at ``max(w) + 2`` (the two blocks of a fractional delay plus one spare).
+``R_max`` is the largest bound with at least ``_SAMPLES_PER_REGRESSOR`` samples per regressor,
+at most ``_LARGEST_BOUND`` and shorter than every trajectory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from _toolbox.validation import read_only
+from dmdidc.errors import InsufficientExcitationError, warn_model
+from dmdidc.inference.blocks import block_test
+from dmdidc.regression.solution import solve_normal_equations
+
+__all__ = ["DelayBoundSelection", "largest_bound", "select_max_delay"]
+
+_LARGEST_BOUND = 30
+_SAMPLES_PER_REGRESSOR = 10
+
+
+@dataclass(frozen=True)
+class DelayBoundSelection:
+    """Outcome of the delay-bound selection.
+
+    Attributes
+    ----------
+    candidates : ndarray of int
+        Bounds ``R`` compared (``0 .. limit``).
+    criterion : ndarray
+        BIC of each candidate (smaller is better).
+    best : int
+        ``R_BIC``, the candidate with the smallest criterion.
+    first_active : ndarray of int
+        First active input block per channel in the fit with ``limit`` (-1: none).
+    selected : int
+        The bound used, ``min(best + 1, max(first_active) + 2, limit)``.
+    limit : int
+        Largest bound tried.
+    n_samples : int
+        Samples the criterion was computed on.
+    """
+
+    candidates: np.ndarray
+    criterion: np.ndarray
+    best: int
+    first_active: np.ndarray
+    selected: int
+    limit: int
+    n_samples: int
+
+    def __post_init__(self) -> None:
+        for name in ("candidates", "first_active"):
+            values = np.array(getattr(self, name), dtype=int)
+            values.flags.writeable = False
+            object.__setattr__(self, name, values)
+        object.__setattr__(self, "criterion", read_only(self.criterion))
+
+    def summary(self) -> str:
+        """The criterion per candidate and the choice, one line."""
+        cells = ", ".join(f"R={r}: {c:.4g}" for r, c in zip(self.candidates, self.criterion,
+                                                              strict=True))
+        return (f"max_delay chosen: {self.selected} (BIC minimal at R={self.best}, plus one "
+                f"spare block; first significant input blocks {self.first_active.tolist()} "
+                f"with R={self.limit}, plus two; bounds 0..{self.limit} compared on "
+                f"{self.n_samples} samples): {cells}")
+
+
+def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
+    """``R_max`` for trajectories with ``lengths`` inputs each (see the module notes).
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Not even ``R = 1`` has enough samples.
+    """
+    shortest = min(lengths)
+    for R in range(min(_LARGEST_BOUND, shortest - 2), 0, -1):
+        samples = sum(K - R for K in lengths)
+        if samples >= _SAMPLES_PER_REGRESSOR * (n_states + n_inputs * (R + 1)):
+            return R
+    raise InsufficientExcitationError(
+        f"too few samples to choose max_delay from the data: {sum(lengths)} input samples in "
+        f"{len(lengths)} trajectories (shortest {shortest}) give fewer than "
+        f"{_SAMPLES_PER_REGRESSOR} samples per regressor even at R = 1; record more data or "
+        f"set max_delay")
+
+
+def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_inputs: int,
+                     limit: int, significance: float = 1e-3) -> DelayBoundSelection:
+    """BIC over ``R = 0 .. limit`` from the moments of ``[x_k; u_k..u_{k-limit}; x_{k+1}]``.
+
+    Parameters
+    ----------
+    gram : ndarray, shape (2 n + m (limit + 1), 2 n + m (limit + 1))
+        ``sum_k v_k v_k^T`` (layout of :class:`~dmdidc.SufficientStatistics` without
+        instruments, bound ``limit``), in the data's units.
+    n_samples : int
+    n_states, n_inputs, limit : int
+    significance : float, default 1e-3
+        Level of the block test that finds the first active blocks.
+
+    Returns
+    -------
+    DelayBoundSelection
+
+    Warns
+    -----
+    ContinuousModelWarning
+        When the criterion is smallest at the largest bound tried (the delay may be longer).
+    """
+    n, m = n_states, n_inputs
+    p_max = n + m * (limit + 1)
+    targets = np.arange(p_max, p_max + n)
+    candidates = np.arange(limit + 1)
+    criterion = np.array([_bic(gram, np.arange(n + m * (R + 1)), targets, n_samples, n)
+                          for R in candidates])
+    best = int(np.argmin(criterion))
+    phi = np.arange(p_max)
+    full = solve_normal_equations(gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)],
+                                  gram[np.ix_(targets, targets)], n_samples=n_samples,
+                                  regressor_sum=np.zeros(p_max), target_sum=np.zeros(n),
+                                  rank_rtol=0.0)
+    first = block_test(full, n, m, limit, significance=significance).first_active
+    states = np.arange(n)
+    no_input = _bic(gram, states, targets, n_samples, n)
+    if no_input <= criterion[best]:
+        warn_model(f"no input lag 0..{limit} explains the states better than the states alone "
+                   f"(BIC {no_input:.4g} without inputs, {criterion[best]:.4g} at best with "
+                   f"R = {best}): the delay may exceed {limit} periods (the largest bound these "
+                   f"data allow), or the input does not act; max_delay is set to {limit}")
+        best = limit
+    elif best == limit and not np.any(first >= 0):
+        warn_model(f"the delay-bound criterion (BIC) is still smallest at the largest bound "
+                   f"tried, R = {limit}: the delay may be longer than {limit} periods, or the "
+                   f"data too short to tell; set max_delay explicitly (larger) to check")
+    cap = int(first.max()) + 2 if np.any(first >= 0) else limit
+    return DelayBoundSelection(candidates=candidates, criterion=criterion, best=best,
+                               first_active=first, selected=min(best + 1, cap, limit),
+                               limit=limit, n_samples=n_samples)
+
+
+def _bic(gram: np.ndarray, phi: np.ndarray, targets: np.ndarray, n_samples: int, n: int
+         ) -> float:
+    """BIC of the least-squares regression of the targets on the entries ``phi``."""
+    solution = solve_normal_equations(
+        gram[np.ix_(phi, phi)], gram[np.ix_(targets, phi)], gram[np.ix_(targets, targets)],
+        n_samples=n_samples, regressor_sum=np.zeros(phi.size), target_sum=np.zeros(n),
+        rank_rtol=0.0)
+    residual = solution.residual_covariance * solution.dof / n_samples
+    sign, logdet = np.linalg.slogdet(residual)
+    scale = max(np.trace(gram[np.ix_(targets, targets)]) / n_samples, np.finfo(float).tiny)
+    floor = n * np.log(np.finfo(float).eps * scale)       # an exact fit: rounding level
+    logdet = max(logdet, floor) if sign > 0 else floor
+    return float(n_samples * logdet + n * phi.size * np.log(n_samples))

@@ -1,0 +1,378 @@
+"""Differentially private release of sufficient statistics (once, with a derived sensitivity).
+
+:func:`privatize_statistics` (``SufficientStatistics.privatize``) adds noise *once* to the
+whole vector :meth:`~dmdidc.SufficientStatistics.to_vector` (the distinct Gram entries and,
+for uncentred statistics, the sums): one release of that dimension through a mechanism of
+:mod:`privacy`, calibrated from the sensitivity of :mod:`dmdidc.private.sensitivity`:
+
+* ``"gaussian"``: ``GaussianMechanism`` with the l2-sensitivity, sigma calibrated analytically
+  for ``(epsilon, delta)`` (Balle and Wang 2018);
+* ``"laplace"``: ``LaplaceMechanism`` with the l1-sensitivity, scale ``l1 / epsilon``;
+* ``"sas"``: ``SaSMechanism`` (symmetric alpha-stable, alpha in (0, 2)) on the query's
+  dimension.  Without ``delta`` (None or 0): pure DP, the smallest scale (within 1 %) whose
+  certified pure-DP epsilon of the whole vector with the l1-sensitivity
+  (``SaSMechanism.epsilon_vector``, dissertation Sec. 3.4 and the worst split of the l1 shift
+  over coordinates) is at most ``epsilon``.  With ``delta > 0`` and alpha in [1, 2) also the
+  vector-SaS GDP bound (:mod:`privacy.vector_sas`): i.i.d. SaS noise on a query of
+  l2-sensitivity ``C`` is at least as private as Gaussian noise of ``sigma_eq(alpha, gamma)``,
+  so the smallest scale whose Gaussian equivalent meets ``(epsilon, delta)`` with the
+  l2-sensitivity; the release uses the smaller of the two scales and claims that calibration's
+  guarantee.  On many-entry releases the l2 calibration is several times less noisy (l1 grows
+  with the number of touched entries, l2 with its square root).  The GDP certificate rests on
+  a numerically verified property of the scalar SaS pair (``privacy.vector_sas``, part (a)),
+  not on a proof.
+
+The guarantee reported in :class:`PrivacyRelease` is the accountant's answer
+(:func:`privacy.accounting.epsilon` for the mechanism with the sensitivity as the shift between
+neighbouring data sets; for the pure-DP vector SaS release privacy's certified pure-DP bound of
+that vector; for the ``(epsilon, delta)`` SaS release the accountant on its certified Gaussian
+equivalent, :attr:`PrivacyRelease.dominating`), never a formula written here.  Neighbouring
+data sets differ in one privacy unit (a time step, a window of time steps or a trajectory)
+*replaced*; the numbers of samples and trajectories are public.
+
+What each unit protects: ``"sample"`` one time step of every signal (event-level privacy: a
+single reading, e.g. one 5-minute interval of a household); ``"window"`` ``w`` consecutive time
+steps (e.g. a day of occupancy); ``"trajectory"`` a whole experiment (e.g. a household's day
+when each day is a trajectory).  The sensitivity, and so the noise, grows with the unit:
+about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory.
+
+The noisy statistics are unbiased (the noise is centred); the estimator repairs an indefinite
+noisy Gram and takes the noise variance into its standard errors
+(:meth:`dmdidc.DMDidc.fit_statistics`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from _toolbox.validation import check_in_interval, check_positive
+from dmdidc.errors import ParameterError
+from dmdidc.private.sensitivity import statistics_sensitivity
+
+__all__ = ["PrivacyRelease", "privatize_statistics", "describe_release", "calibrate_release",
+           "MECHANISMS"]
+
+MECHANISMS = ("gaussian", "laplace", "sas")
+#: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
+_SAS_SCALE_RTOL = 1e-2
+#: Grid of privacy's certified vector bound (``SaSMechanism.epsilon_vector``): its staircase
+#: majorant stays an upper bound on any grid; 200 points cost ~1 % of epsilon and are ~7x
+#: faster than the default 1500.
+_SAS_GRID_POINTS = 200
+
+
+@dataclass(frozen=True)
+class PrivacyRelease:
+    """The guarantee of one privatized release of sufficient statistics.
+
+    Attributes
+    ----------
+    mechanism : GaussianMechanism, LaplaceMechanism or SaSMechanism
+        The mechanism that added the noise; its ``sensitivity`` is the largest change of the
+        released vector between neighbouring data sets.
+    epsilon, delta : float
+        The guarantee: ``(epsilon, delta)``-DP with respect to replacing one ``unit``.
+    unit : str
+        ``"sample"``, ``"window"`` or ``"trajectory"``.
+    window : int or None
+        Time steps per window.
+    sensitivity : float
+        The sensitivity the guarantee rests on, in unit-box coordinates: l2 for Gaussian and
+        for the ``(epsilon, delta)`` SaS release, l1 otherwise.
+    norm : str
+        ``"l2"`` or ``"l1"``.
+    dimension : int
+        Entries released at once (one query of this dimension).
+    accountant : str
+        Where ``epsilon`` comes from.
+    dominating : GaussianMechanism or None
+        For the ``(epsilon, delta)`` SaS release: the certified Gaussian equivalent (sigma from
+        :func:`privacy.vector_sas.sas_gaussian_equivalent_sigma`, the l2-sensitivity), at most
+        as private as the release; the accountant composes it in place of ``mechanism``.
+        None otherwise.
+    """
+
+    mechanism: Any
+    epsilon: float
+    delta: float
+    unit: str
+    window: int | None
+    sensitivity: float
+    norm: str
+    dimension: int
+    accountant: str
+    dominating: Any = None
+
+    @property
+    def accounted_mechanism(self) -> Any:
+        """The mechanism :mod:`privacy.accounting` composes for this release: ``dominating``
+        when set, else ``mechanism``."""
+        return self.mechanism if self.dominating is None else self.dominating
+
+    def __str__(self) -> str:
+        unit = {"sample": "one time step replaced",
+                "window": f"a window of {self.window} time steps replaced",
+                "trajectory": "one trajectory replaced"}[self.unit]
+        return (f"({self.epsilon:.4g}, {self.delta:.3g})-DP for {unit} "
+                f"({type(self.mechanism).__name__}, {self.norm}-sensitivity "
+                f"{self.sensitivity:.4g} of a {self.dimension}-entry release; {self.accountant})")
+
+
+def _declared(mechanism: Any, dimension: int) -> Any:
+    """The mechanism with its query dimension declared, where the mechanism declares one (the
+    release rule: one query of the declared dimension per call)."""
+    names = {f.name for f in dataclasses.fields(mechanism)}
+    return dataclasses.replace(mechanism, dimension=dimension) if "dimension" in names else \
+        mechanism
+
+
+def _sas_epsilon(mechanism) -> float:
+    """Certified pure-DP epsilon of a vector SaS release (privacy's ``epsilon_vector``)."""
+    if mechanism.dimension == 1:
+        return mechanism.epsilon
+    return mechanism.epsilon_vector(mechanism.dimension,
+                                    grid_points=_SAS_GRID_POINTS).upper_bound
+
+
+def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: int):
+    """Smallest SaS scale (within ``_SAS_SCALE_RTOL``, rounded up) whose certified pure-DP
+    epsilon for a ``dimension``-vector with this l1-sensitivity is at most ``epsilon``."""
+    from privacy import SaSMechanism
+
+    def make(scale: float) -> SaSMechanism:
+        return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,
+                            dimension=dimension)
+    # the vector bound is at least the scalar one (all of the shift on one coordinate)
+    low = SaSMechanism.from_epsilon(epsilon, alpha=alpha, sensitivity=sensitivity).scale
+    high = low
+    while _sas_epsilon(make(high)) > epsilon:
+        low, high = high, 2.0 * high
+    while high / low > 1.0 + _SAS_SCALE_RTOL:
+        middle = math.sqrt(low * high)
+        if _sas_epsilon(make(middle)) > epsilon:
+            low = middle
+        else:
+            high = middle
+    return make(high)
+
+
+def _sas_gdp_release(epsilon: float, delta: float, alpha: float, l2: float, dimension: int):
+    """The Gaussian meeting ``(epsilon, delta)`` on the l2-sensitivity and the smallest SaS
+    scale certified at least as private (:mod:`privacy.vector_sas`)."""
+    from privacy import GaussianMechanism
+    from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
+
+    sigma = GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2).sigma
+    scale = sas_scale_for_gaussian_sigma(alpha, sigma)
+    return scale, _declared(GaussianMechanism(sas_gaussian_equivalent_sigma(alpha, scale),
+                                              sensitivity=l2), dimension)
+
+
+@functools.lru_cache(maxsize=256)
+def calibrate_release(mechanism: str, epsilon: float, *, delta: float | None,
+                      alpha: float | None, l1: float, l2: float, dimension: int
+                      ) -> tuple[Any, float, float, float, str, Any]:
+    """The mechanism for one ``dimension``-vector release at ``epsilon`` (module notes).
+
+    Parameters
+    ----------
+    mechanism : {"gaussian", "laplace", "sas"}
+    epsilon : float
+    delta : float or None
+        Required for ``"gaussian"``; for ``"laplace"`` only the reported epsilon depends on it;
+        for ``"sas"`` with alpha in [1, 2) a positive delta adds the l2 (GDP) calibration
+        (module notes).
+    alpha : float or None
+        SaS stability index (``"sas"`` only).
+    l1, l2 : float
+        Sensitivities: the largest l1 / l2 change of the vector between neighbours.
+    dimension : int
+
+    Returns
+    -------
+    mechanism : GaussianMechanism, LaplaceMechanism or SaSMechanism
+        With the matching sensitivity (and dimension, where mechanisms declare one).
+    variance : float
+        Noise variance per entry (``inf`` for SaS with alpha < 2).
+    epsilon, delta : float
+        The guarantee, from the accountant (SaS: privacy's certified pure-DP bound).
+    source : str
+        Where the epsilon comes from.
+    accounted : mechanism
+        What :mod:`privacy.accounting` composes for this release: the SaS release's certified
+        Gaussian equivalent when the GDP calibration is used, else ``mechanism``.
+
+    Notes
+    -----
+    Cached: the calibration (for SaS a search over the vector bound, seconds) depends only on
+    these numbers, not on the data.
+
+    Examples
+    --------
+    >>> from dmdidc.private.release import calibrate_release
+    >>> pure = calibrate_release("sas", 1.0, delta=None, alpha=1.9, l1=508.0, l2=43.0,
+    ...                          dimension=152)
+    >>> gdp = calibrate_release("sas", 1.0, delta=1e-5, alpha=1.9, l1=508.0, l2=43.0,
+    ...                         dimension=152)
+    >>> gdp[0].scale < pure[0].scale / 4, gdp[3], type(gdp[5]).__name__
+    (True, 1e-05, 'GaussianMechanism')
+    """
+    from privacy import GaussianMechanism, LaplaceMechanism, accounting
+
+    report_delta = 0.0 if delta is None else delta
+    if mechanism == "gaussian":
+        mech = _declared(GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2),
+                         dimension)
+        return (mech, mech.sigma ** 2, accounting.epsilon(mech, delta=delta), delta,
+                "privacy.accounting.epsilon (one release)", mech)
+    if mechanism == "laplace":
+        mech = _declared(LaplaceMechanism(scale=l1 / epsilon, sensitivity=l1), dimension)
+        return (mech, 2.0 * mech.scale ** 2, accounting.epsilon(mech, delta=report_delta),
+                report_delta, "privacy.accounting.epsilon (one release)", mech)
+    if delta and 1.0 <= alpha < 2.0:
+        from privacy import SaSMechanism
+
+        scale, gaussian = _sas_gdp_release(epsilon, delta, alpha, l2, dimension)
+        # the pure-DP scale is at least the scalar one: search the vector bound only if needed
+        pure_low = SaSMechanism.from_epsilon(epsilon, alpha=alpha, sensitivity=l1).scale
+        if scale < pure_low or scale < _sas_mechanism(epsilon, alpha, l1, dimension).scale:
+            mech = SaSMechanism(alpha=alpha, scale=scale, sensitivity=l1, dimension=dimension)
+            bound = accounting.guarantee(gaussian, delta=delta)
+            return (mech, math.inf, bound.epsilon, delta,
+                    f"vector-SaS GDP bound (privacy.vector_sas: Gaussian equivalent sigma "
+                    f"{gaussian.sigma:.4g} on the l2-sensitivity; numerically verified scalar "
+                    f"property) composed by privacy.accounting ({bound.method})", gaussian)
+    mech = _sas_mechanism(epsilon, alpha, l1, dimension)
+    return (mech, math.inf, _sas_epsilon(mech), 0.0,
+            f"privacy's certified pure-DP bound of the {dimension}-dimensional SaS release "
+            f"(SaSMechanism.epsilon_vector)", mech)
+
+
+def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
+                         delta: float | None = None, unit: str = "sample",
+                         window: int | None = None, alpha: float | None = None,
+                         rng: np.random.Generator | int | None = None):
+    """Release ``stats`` with differential privacy (see the module notes).
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        Plain statistics built with bounds.
+    mechanism : {"gaussian", "laplace", "sas"}, default "gaussian"
+    epsilon : float
+        Target epsilon of the release.
+    delta : float, optional
+        Target delta; required for ``"gaussian"``.  ``"laplace"``: optional, only changes the
+        reported epsilon (the accountant's epsilon at that delta).  ``"sas"``: without it pure
+        DP on the l1-sensitivity; with ``delta > 0`` (alpha in [1, 2)) the release may instead
+        be calibrated on the l2-sensitivity through the vector-SaS GDP bound, whichever scale
+        is smaller, and then claims ``(epsilon, delta)`` (module notes).
+    unit : {"sample", "window", "trajectory"}, default "sample"
+    window : int, optional
+        Time steps per window (``unit="window"``).
+    alpha : float, optional
+        SaS stability index in (0, 2); required for ``"sas"`` only.
+    rng : numpy.random.Generator, int or None
+
+    Returns
+    -------
+    SufficientStatistics
+        The noisy statistics, with ``noise_variance`` and ``privacy`` set.
+
+    Raises
+    ------
+    ParameterError
+        Unknown mechanism or unit, bad epsilon/delta/alpha, statistics without bounds,
+        statistics already privatized or centred after summing.
+
+    References
+    ----------
+    Seed eqs. (3.1), (3.2), (3.8) (mechanisms), Sec. 3.4 (SaS pure DP); Balle and Wang,
+    "Improving the Gaussian mechanism for differential privacy", ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 1000, rng=0)
+    >>> stats = SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=2,
+    ...                                        state_bound=4.0, input_bound=3.0)
+    >>> private = stats.privatize("gaussian", epsilon=1.0, delta=1e-5, unit="sample", rng=0)
+    >>> private.privacy.epsilon <= 1.0, private.privacy.unit
+    (True, 'sample')
+    """
+    if stats.releases:
+        raise ParameterError("these statistics are already privatized; privatize plain "
+                             "statistics once (composing releases of the same data is the "
+                             "accountant's job)")
+    release, variance = describe_release(stats, mechanism, epsilon=epsilon, delta=delta,
+                                         unit=unit, window=window, alpha=alpha)
+    noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
+    private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
+    return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
+                     delta: float | None = None, unit: str = "sample",
+                     window: int | None = None, alpha: float | None = None
+                     ) -> tuple[PrivacyRelease, float]:
+    """The release :func:`privatize_statistics` makes of statistics like ``stats``, without
+    drawing noise: its :class:`PrivacyRelease` and the noise variance per entry.
+
+    It depends only on public facts (layout, bounds, centering and, for some units, the
+    trajectory lengths), so a federated server rebuilds each client's release from them.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+    mechanism, epsilon, delta, unit, window, alpha
+        As in :func:`privatize_statistics`.
+
+    Returns
+    -------
+    release : PrivacyRelease
+    variance : float
+        ``inf`` for SaS noise.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`privatize_statistics`.
+    """
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    epsilon = check_positive("epsilon", epsilon)
+    if delta is not None:
+        delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
+    if mechanism == "gaussian" and not delta:
+        raise ParameterError("the Gaussian mechanism needs delta in (0, 1) (it is never pure "
+                             "epsilon-DP); use mechanism='laplace' or 'sas' for pure DP")
+    if mechanism == "sas":
+        if alpha is None:
+            raise ParameterError("mechanism='sas' needs alpha in (0, 2)")
+        alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
+    elif alpha is not None:
+        raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "
+                             f"mechanism={mechanism!r}")
+    from privacy import GaussianMechanism
+
+    sens = statistics_sensitivity(stats, unit, window=window)
+    dimension = stats.dimension
+    mech, variance, achieved, report_delta, source, accounted = calibrate_release(
+        mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1, l2=sens.l2,
+        dimension=dimension)
+    on_l2 = isinstance(accounted, GaussianMechanism)
+    dominating = accounted if accounted is not mech else None
+    release = PrivacyRelease(mechanism=mech, epsilon=float(achieved), delta=report_delta,
+                             unit=unit, window=sens.window,
+                             sensitivity=float(sens.l2 if on_l2 else sens.l1),
+                             norm="l2" if on_l2 else "l1", dimension=dimension,
+                             accountant=source, dominating=dominating)
+    return release, variance

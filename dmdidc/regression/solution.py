@@ -1,0 +1,616 @@
+"""Streaming least-squares regression of x_{k+1} on [x_k, u_k, u_{k-1}, ..., u_{k-R}].
+
+The DMDidc regression (dissertation eqs. 9.19-9.21) has p = n + m (R + 1) regressors.  Two
+accumulators share one interface (``update`` per chunk, ``solution`` at any time) and need memory
+independent of the number of samples:
+
+* :class:`GramAccumulator` (default) sums the cross-products.  It never builds the whole
+  augmented data matrix: per cache-sized block it forms the lagged inputs once, and the
+  input-input block of the Gram matrix is block-Toeplitz up to edge terms, so it is read off
+  the m x m lagged auto-correlations (with exact corrections at both ends of each trajectory)
+  at ``m^2 (R + 1)`` instead of ``m^2 (R + 1)^2`` flops per sample.  Numerical soundness: the
+  sums are formed in raw units (a floating-point sum has the same *relative* accuracy whatever
+  the units) and the normal equations are equilibrated by their diagonal before they are
+  solved, so states 1e6 times larger than the inputs cost nothing.  Normal equations square
+  the condition number of the *equilibrated* data; :meth:`GramAccumulator.refine` removes that
+  loss with passes of iterative refinement (residuals computed sample by sample).
+* :class:`QRAccumulator` keeps the triangular factor of the stacked data (TSQR, 2048-row
+  panels), which is backward stable (the condition number is not squared) but several times
+  slower.
+
+Both also sum the regressors and targets, and every :class:`RegressionSolution` carries the
+least-squares covariance ``Cov(vec Theta) = (Phi Phi^T)^+ kron Sigma`` (``Sigma`` the residual
+covariance), from which the standard errors of all coefficients and the block tests of
+:mod:`dmdidc.inference.blocks` follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
+
+__all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
+           "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
+           "regression_blocks"]
+
+
+@dataclass(frozen=True)
+class RegressionSolution:
+    """Least-squares solution, its covariance and the spectrum of the regression matrix.
+
+    The regression is ``Y = Theta Phi + E`` with regressors ``Phi`` (p, N) (states and lagged
+    inputs) and targets ``Y`` (n, N).
+
+    Attributes
+    ----------
+    coefficients : ndarray, shape (n, p)
+        ``Theta = [A_d, B^(0), ..., B^(R)]`` side by side.
+    singular_values : ndarray, shape (p,)
+        Singular values of the column-equilibrated regression matrix, descending.
+    rank : int
+        Number of singular values used.
+    n_samples : int
+        Number ``N`` of regression samples (columns of the data matrix).
+    residual_norm : float
+        Frobenius norm of ``Y - coefficients @ Phi``.  The Gram path computes it as a
+        difference of sums, accurate only to about ``1e-8 * ||Y||`` (a noise-free fit may show
+        a residual at that level); the QR path is accurate to rounding.
+    target_norm : float
+        Frobenius norm of the targets ``Y``.
+    residual_covariance : ndarray, shape (n, n)
+        ``Sigma = E E^T / (N - rank)``: the unbiased estimate of the covariance of the one-step
+        errors (same accuracy caveat as ``residual_norm``).
+    unscaled_covariance : ndarray, shape (p, p)
+        ``(Phi Phi^T)^+`` (rank-``rank`` pseudo-inverse).  The least-squares estimate has
+        ``Cov(Theta[:, a], Theta[:, b]) = unscaled_covariance[a, b] * Sigma`` for white errors
+        independent of the regressors; for white inputs it also holds for the input
+        coefficients under measurement noise on the states (errors-in-variables).
+    residual_mean : ndarray, shape (n,)
+        Mean of the residuals ``E`` over the samples (about zero unless the data have an
+        offset the model through the origin cannot represent).
+    target_rms : ndarray, shape (n,)
+        Root mean square of each target row.
+    rank_tolerance : float
+        Singular values at or below it count as zero (rank test).
+    estimator : str
+        ``"ls"`` (least squares), ``"iv"`` (instrumental variables,
+        :mod:`dmdidc.regression.instrumental`) or ``"huber"`` (robust M-estimation,
+        :mod:`dmdidc.regression.robust`).  For IV and Huber,
+        ``residual_covariance kron unscaled_covariance`` is that estimator's asymptotic
+        covariance: IV ``Sigma kron (Phi P_Z Phi^T)^+`` with ``P_Z`` the projection on the
+        instruments; Huber ``V kron (Phi Phi^T)^+`` with ``V`` the sandwich
+        ``D^-1 E[psi psi^T] D^-T`` of the score (both in place of the least-squares pair).
+    intercepts : int
+        Means removed before the fit (one per centred trajectory of
+        :class:`~dmdidc.SufficientStatistics`); each costs a residual degree of freedom.
+    noise_covariance : ndarray, shape (n p, n p), optional
+        Covariance of ``vec(Theta)`` (row by row) added by privacy noise on the statistics
+        (:meth:`dmdidc.DMDidc.fit_statistics`); ``None`` for data.
+    instrument_strength : float, optional
+        IV only: the smallest canonical correlation between the regressors and the
+        instruments, in (0, 1] (1 for a regressor that instruments itself; near 0 means weak
+        instruments and large standard errors).
+    """
+
+    coefficients: np.ndarray
+    singular_values: np.ndarray
+    rank: int
+    n_samples: int
+    residual_norm: float
+    target_norm: float
+    residual_covariance: np.ndarray
+    unscaled_covariance: np.ndarray
+    residual_mean: np.ndarray
+    target_rms: np.ndarray
+    rank_tolerance: float = 0.0
+    estimator: str = "ls"
+    intercepts: int = 0
+    noise_covariance: np.ndarray | None = None
+    instrument_strength: float | None = None
+
+    @property
+    def relative_residual(self) -> float:
+        """``residual_norm / ||Y||`` (the fraction of the targets the model leaves unexplained)."""
+        return self.residual_norm / self.target_norm if self.target_norm > 0 else float("nan")
+
+    @property
+    def condition_number(self) -> float:
+        """Ratio of the largest to the smallest singular value; inf when rank-deficient."""
+        smallest = self.singular_values[-1]
+        if smallest <= self.rank_tolerance or smallest <= 0:
+            return float("inf")
+        return float(self.singular_values[0] / smallest)
+
+    @property
+    def dof(self) -> int:
+        """Residual degrees of freedom ``N - rank - intercepts``."""
+        return self.n_samples - self.rank - self.intercepts
+
+    @property
+    def standard_errors(self) -> np.ndarray:
+        """Standard error of every coefficient, shape (n, p) (see ``covariance``)."""
+        variance = np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
+                            np.clip(np.diag(self.unscaled_covariance), 0.0, None))
+        if self.noise_covariance is not None:
+            variance = variance + np.diag(self.noise_covariance).reshape(variance.shape)
+        return np.sqrt(variance)
+
+    def covariance(self) -> np.ndarray:
+        """Covariance of ``vec(Theta)`` (row by row: entry ``a p + c`` is ``Theta[a, c]``).
+
+        ``residual_covariance kron unscaled_covariance``, plus ``noise_covariance`` for
+        privatized statistics.
+
+        Returns
+        -------
+        ndarray, shape (n p, n p)
+        """
+        total = np.kron(self.residual_covariance, self.unscaled_covariance)
+        return total if self.noise_covariance is None else total + self.noise_covariance
+
+    def column_covariances(self, columns: np.ndarray) -> np.ndarray:
+        """Covariance of the coefficient columns ``Theta[:, c]`` for each ``c`` in ``columns``.
+
+        Returns
+        -------
+        ndarray, shape (len(columns), n, n)
+        """
+        columns = np.asarray(columns, dtype=int)
+        diag = np.diag(self.unscaled_covariance)[columns]
+        out = diag[:, None, None] * self.residual_covariance[None]
+        if self.noise_covariance is not None:
+            n, p = self.coefficients.shape
+            noise = self.noise_covariance.reshape(n, p, n, p)
+            out = out + noise[:, columns, :, columns]
+        return out
+
+
+def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
+    """Stack ``[u_k; u_{k-1}; ...; u_{k-R}]`` for ``k = R .. K-1``.
+
+    Parameters
+    ----------
+    U : ndarray, shape (m, K)
+    max_delay : int
+        ``R``.
+
+    Returns
+    -------
+    ndarray, shape (m (R + 1), K - R)
+    """
+    m, K = U.shape
+    return np.concatenate([U[:, max_delay - j:K - j] for j in range(max_delay + 1)], axis=0)
+
+
+def regression_blocks(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int,
+                      block: int | None = None):
+    """Regression samples of in-memory trajectories, block by block (bounded memory).
+
+    Parameters
+    ----------
+    trajectories : list of (X (n, K+1), U (m, K))
+    max_delay : int
+        ``R``: samples ``k = R .. K-1`` of every trajectory.
+    block : int, optional
+        Samples per block (default: a cache-sized block).
+
+    Yields
+    ------
+    Phi : ndarray, shape (n + m (R + 1), L)
+        ``[x_k; u_k; ...; u_{k-R}]``.
+    Y : ndarray, shape (n, L)
+        ``x_{k+1}``.
+    """
+    block = block or _GRAM_BLOCK
+    R = max_delay
+    for X, U in trajectories:
+        padded = np.concatenate([np.zeros((U.shape[0], R)), U], axis=1)
+        for a in range(R, U.shape[1], block):
+            b = min(a + block, U.shape[1])
+            yield (np.concatenate([X[:, a:b], lagged_inputs(padded[:, a:b + R], R)]),
+                   X[:, a + 1:b + 1])
+
+
+class _Accumulator:
+    """Shared bookkeeping: trajectory continuity, carried state and input history."""
+
+    def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
+        self.n, self.m, self.R = n_states, n_inputs, max_delay
+        self.p = n_states + n_inputs * (max_delay + 1)
+        self.n_samples = 0
+        self.regressor_sum = np.zeros(self.p)
+        self.target_sum = np.zeros(n_states)
+        self._last_state: np.ndarray | None = None
+        self._history = np.zeros((n_inputs, 0))  # last (at most R) inputs of the trajectory
+
+    @property
+    def last_state(self) -> np.ndarray | None:
+        """Last state of the current trajectory (the next chunk must start with it)."""
+        return self._last_state
+
+    def new_trajectory(self) -> None:
+        """Forget the carried state and input history (the next chunk starts afresh)."""
+        self._last_state = None
+        self._history = np.zeros((self.m, 0))
+
+    def update(self, X: np.ndarray, U: np.ndarray) -> None:
+        """Add a chunk: states ``X`` (n, L + 1) and inputs ``U`` (m, L) of one trajectory.
+
+        If a trajectory is in progress, ``X[:, 0]`` must be its last state (checked by the
+        caller); the carried input history supplies the lags.
+        """
+        inputs = np.concatenate([self._history, U], axis=1)
+        start = self.R - self._history.shape[1]  # first usable sample within this chunk
+        self._history = inputs[:, max(0, inputs.shape[1] - self.R):]
+        self._last_state = X[:, -1].copy()
+        if start >= U.shape[1]:
+            return
+        # Samples k >= start have all R lags; `inputs` then holds exactly u_{start-R} onwards.
+        states = X[:, start:]
+        self._add(states, inputs)
+        self.n_samples += states.shape[1] - 1
+
+    def add_samples(self, Phi: np.ndarray, Y: np.ndarray) -> None:
+        """Add explicit regression samples: regressors ``Phi`` (p, N), targets ``Y`` (n, N)."""
+        self._add_rows(Phi, Y)
+        self.n_samples += Phi.shape[1]
+        self.regressor_sum += Phi.sum(axis=1)
+        self.target_sum += Y.sum(axis=1)
+
+    def _result(self, coefficients: np.ndarray, singular: np.ndarray, rank: int,
+                residual_matrix: np.ndarray, target_gram_diag: np.ndarray,
+                unscaled: np.ndarray, rank_tolerance: float) -> RegressionSolution:
+        """Assemble a :class:`RegressionSolution` (residual matrix ``E E^T``, n x n)."""
+        return assemble_solution(coefficients, singular, rank, residual_matrix,
+                                 target_gram_diag, unscaled, rank_tolerance,
+                                 n_samples=self.n_samples, regressor_sum=self.regressor_sum,
+                                 target_sum=self.target_sum)
+
+    def _add(self, states: np.ndarray, window: np.ndarray) -> None:
+        L = states.shape[1] - 1
+        Phi = np.concatenate([states[:, :-1], lagged_inputs(window, self.R)[:, :L]], axis=0)
+        self._add_rows(Phi, states[:, 1:])
+        self.regressor_sum += Phi.sum(axis=1)
+        self.target_sum += states[:, 1:].sum(axis=1)
+
+    def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+class GramAccumulator(_Accumulator):
+    """Accumulate ``Phi Phi^T``, ``Y Phi^T`` and ``Y Y^T`` with the lag structure exploited.
+
+    Per block of samples it forms ``Z = [x_k; x_{k+1}]`` and the lagged inputs ``H`` once and
+    computes ``Z Z^T``, ``Z H^T`` and the lagged auto-correlations ``u_t u_{t-l}^T`` (one
+    ``m x m(R+1)`` product).  The input-input block of the Gram matrix is read off those
+    auto-correlations with exact edge corrections at the two ends of each trajectory, so it
+    costs ``m^2 (R + 1)`` instead of ``m^2 (R + 1)^2`` per sample.
+    """
+
+    method = "gram"
+
+    def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
+        super().__init__(n_states, n_inputs, max_delay)
+        n, p = n_states, self.p
+        q = n_inputs * (max_delay + 1)
+        self.gram = np.zeros((p, p))
+        self.cross = np.zeros((n, p))
+        self.target_gram = np.zeros((n, n))
+        self._inputs_done = np.zeros((q, q))       # input-input Gram of finished trajectories
+        self._lag_sums = np.zeros((n_inputs, q))   # [A_0 .. A_R], A_l = sum_t u_t u_{t-l}^T
+        self._head = np.zeros((n_inputs, 0))       # u_0 .. u_{R-1} of the current trajectory
+        self._t = 0                                # inputs seen in the current trajectory
+
+    def new_trajectory(self) -> None:
+        """Close the current trajectory (fold its input Gram) and start afresh."""
+        self._inputs_done += self._current_input_gram()
+        self._lag_sums[:] = 0.0
+        self._head = np.zeros((self.m, 0))
+        self._t = 0
+        super().new_trajectory()
+
+    def update(self, X: np.ndarray, U: np.ndarray) -> None:
+        """Add states ``X`` (n, L + 1) and inputs ``U`` (m, L) of the current trajectory."""
+        n, m, R = self.n, self.m, self.R
+        L = U.shape[1]
+        known = self._history.shape[1]
+        # Inputs before the trajectory's start count as zero in the lag sums only; samples
+        # without R real lags (k < R) are excluded from the regression below.
+        padded = np.concatenate([np.zeros((m, R - known)), self._history, U], axis=1)
+        first = max(0, R - self._t)
+        for a in range(0, L, _GRAM_BLOCK):
+            b = min(a + _GRAM_BLOCK, L)
+            H = lagged_inputs(padded[:, a:b + R], R)          # column c: u_{t-j}, t = a + c
+            self._lag_sums += U[:, a:b] @ H.T
+            c0 = max(first, a)
+            if c0 >= b:
+                continue
+            Z = np.concatenate([X[:, c0:b], X[:, c0 + 1:b + 1]], axis=0)   # [x_k; x_{k+1}]
+            ZZ = Z @ Z.T                  # numpy uses the symmetric product (syrk): keep it so
+            ZH = Z @ H[:, c0 - a:].T
+            z_sum = Z @ np.ones(b - c0)   # while Z is in cache: ~2 % of the block's time
+            self.gram[:n, :n] += ZZ[:n, :n]
+            self.cross[:, :n] += ZZ[n:, :n]
+            self.target_gram += ZZ[n:, n:]
+            self.regressor_sum[:n] += z_sum[:n]
+            self.target_sum += z_sum[n:]
+            self.gram[:n, n:] += ZH[:n]
+            self.cross[:, n:] += ZH[n:]
+            self.n_samples += b - c0
+        if first < L:
+            self._add_input_sums(padded, first, L)
+        if self._t < R:
+            self._head = np.concatenate([self._head, U[:, :R - self._t]], axis=1)
+        self._t += L
+        actual = padded[:, R - known:]
+        self._history = actual[:, max(0, actual.shape[1] - R):]
+        self._last_state = X[:, -1].copy()
+
+    def _add_input_sums(self, padded: np.ndarray, first: int, L: int) -> None:
+        """Lagged-input sums of samples ``first .. L - 1``.  Sample ``c`` uses
+        ``padded[:, c + R - j]`` at lag ``j``: the sum over all used columns minus at most
+        ``R`` columns at either end (one pass over the inputs, not ``R + 1``)."""
+        R = self.R
+        total = padded[:, first:L + R].sum(axis=1)
+        sums = [total - padded[:, first:first + R - j].sum(axis=1)
+                - padded[:, L + R - j:L + R].sum(axis=1) for j in range(R + 1)]
+        self.regressor_sum[self.n:] += np.concatenate(sums)
+
+    def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
+        self.gram += Phi @ Phi.T
+        self.cross += Y @ Phi.T
+        self.target_gram += Y @ Y.T
+
+    def _current_input_gram(self) -> np.ndarray:
+        """Input-input Gram ``sum_k u_{k-i} u_{k-j}^T`` (k = R .. K-1) of the open trajectory.
+
+        Block (i, j) sums ``u_t u_{t-l}^T`` (l = j - i) over t = R - i .. K - 1 - i, that is
+        ``A_l`` minus the head t < R - i and the tail t >= K - i.
+        """
+        m, R, K = self.m, self.R, self._t
+        q = m * (R + 1)
+        out = np.zeros((q, q))
+        if K <= R:
+            return out
+        lag_sums = self._lag_sums.reshape(m, R + 1, m)
+        head, tail = self._head, self._history                    # u_0..u_{R-1}, u_{K-R}..
+        for i in range(R + 1):
+            for lag in range(R + 1 - i):
+                j = i + lag
+                block = lag_sums[:, lag, :].copy()
+                if R - i > lag:
+                    block -= head[:, lag:R - i] @ head[:, :R - i - lag].T
+                if i:
+                    block -= tail[:, R - i:] @ tail[:, R - i - lag:R - lag].T
+                out[i * m:(i + 1) * m, j * m:(j + 1) * m] = block
+                if i != j:
+                    out[j * m:(j + 1) * m, i * m:(i + 1) * m] = block.T
+        return out
+
+    def symmetric_gram(self) -> np.ndarray:
+        """The full symmetric ``Phi Phi^T`` (the state rows are accumulated as upper blocks)."""
+        upper = np.triu(self.gram)
+        gram = upper + np.triu(upper, 1).T
+        gram[self.n:, self.n:] += self._inputs_done + self._current_input_gram()
+        return gram
+
+    def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
+                 ) -> RegressionSolution:
+        """Solve the equilibrated normal equations (see the module notes)."""
+        return solve_normal_equations(self.symmetric_gram(), self.cross, self.target_gram,
+                                      n_samples=self.n_samples,
+                                      regressor_sum=self.regressor_sum,
+                                      target_sum=self.target_sum, svd_rank=svd_rank,
+                                      rank_rtol=rank_rtol)
+
+    def refine(self, solution: RegressionSolution,
+               trajectories: list[tuple[np.ndarray, np.ndarray]]) -> RegressionSolution:
+        """Iterative refinement with residuals computed sample by sample.
+
+        The normal equations lose ``cond^2 * eps``; each refinement pass multiplies the error
+        by ``rho = cond^2 * eps`` until it reaches the accuracy of a backward-stable solver
+        (~``cond * eps``).  The number of passes is that predicted by this contraction: one for
+        ``cond`` up to ~1e5, two up to ~1e6.  Each pass costs less than the Gram pass itself,
+        far less than a QR factorization.
+
+        Parameters
+        ----------
+        solution : RegressionSolution
+            From :meth:`solution` on the same data.
+        trajectories : list of (X (n, K+1), U (m, K))
+            The data that were accumulated, again.
+        """
+        eps = np.finfo(float).eps
+        cond = solution.condition_number
+        contraction = min(cond * cond * eps, 0.5)
+        passes = int(np.clip(np.ceil(np.log(cond * eps) / np.log(contraction) - 1), 1, 3))
+        scale, eigenvalues, V, _, _, _ = gram_factors(
+            self.symmetric_gram(), None if solution.rank == self.p else solution.rank, 0.0,
+            self.n_samples)
+        coefficients = solution.coefficients
+        for _ in range(passes):
+            correction = np.zeros_like(self.cross)
+            for Phi, Y in regression_blocks(trajectories, self.R):
+                correction += (Y - coefficients @ Phi) @ Phi.T
+            coefficients = coefficients + (((correction / scale) @ V) / eigenvalues) @ V.T / scale
+        # Residual statistics from the Gram pass: their accuracy is enough for standard errors.
+        return dataclasses.replace(
+            solution, coefficients=coefficients,
+            residual_mean=(self.target_sum - coefficients @ self.regressor_sum)
+            / max(self.n_samples, 1))
+
+
+class QRAccumulator(_Accumulator):
+    """Keep the R factor of ``[Phi^T, Y^T]`` (tall-skinny QR, backward stable)."""
+
+    method = "qr"
+
+    def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
+        super().__init__(n_states, n_inputs, max_delay)
+        self.factor = np.zeros((0, self.p + n_states))
+
+    def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
+        rows = np.concatenate([Phi, Y], axis=0).T
+        for a in range(0, rows.shape[0], _QR_BLOCK):
+            stacked = np.concatenate([self.factor, rows[a:a + _QR_BLOCK]], axis=0)
+            self.factor = np.linalg.qr(stacked, mode="r")
+
+    def singular_values(self) -> np.ndarray:
+        """Singular values of the column-equilibrated regression matrix (descending)."""
+        R11 = self._square_factor()
+        return np.linalg.svd(R11 / _column_scale(np.linalg.norm(R11, axis=0)),
+                             compute_uv=False)
+
+    def _square_factor(self) -> np.ndarray:
+        p = self.p
+        R11 = np.zeros((p, p))
+        rows = min(p, self.factor.shape[0])
+        R11[:rows] = self.factor[:rows, :p]
+        return R11
+
+    def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
+                 ) -> RegressionSolution:
+        """Solve from the triangular factor with an SVD (rank-revealing)."""
+        p = self.p
+        if self.factor.shape[0] < p:
+            raise _too_few(self.n_samples, p)
+        R11, R12 = self.factor[:p, :p], self.factor[:p, p:]
+        scale = _column_scale(np.linalg.norm(R11, axis=0))
+        U_, singular, Vt = np.linalg.svd(R11 / scale)
+        rank, tol = _choose_rank(singular, svd_rank, rank_rtol, p, self.n_samples,
+                                 rank_floor=np.finfo(float).eps * p)
+        projected = U_[:, :rank].T @ R12
+        coefficients = ((Vt[:rank].T / singular[:rank]) @ projected).T / scale
+        # E^T E = R22^T R22 + |(I - U_r U_r^T) R12|^2, both formed without cancellation.
+        R22 = self.factor[p:, p:]
+        outside = R12 - U_[:, :rank] @ projected
+        residual = R22.T @ R22 + outside.T @ outside
+        target_diag = np.sum(self.factor[:, p:] ** 2, axis=0)
+        unscaled = (Vt[:rank].T / singular[:rank] ** 2) @ Vt[:rank] / np.outer(scale, scale)
+        return self._result(coefficients, singular, rank, residual, target_diag, unscaled, tol)
+
+
+def assemble_solution(coefficients: np.ndarray, singular: np.ndarray, rank: int,
+                      residual_matrix: np.ndarray, target_gram_diag: np.ndarray,
+                      unscaled: np.ndarray, rank_tolerance: float, *, n_samples: int,
+                      regressor_sum: np.ndarray, target_sum: np.ndarray, intercepts: int = 0,
+                      **extra) -> RegressionSolution:
+    """A :class:`RegressionSolution` from the pieces every solver computes.
+
+    ``residual_matrix`` is ``E E^T`` (n x n); the residual covariance divides it by the residual
+    degrees of freedom ``N - rank - intercepts``.  ``extra`` sets the optional fields
+    (``estimator``, ``noise_covariance``, ``instrument_strength``).
+    """
+    N = n_samples
+    residual_matrix = 0.5 * (residual_matrix + residual_matrix.T)
+    target_sq = float(np.sum(target_gram_diag))
+    return RegressionSolution(
+        coefficients=coefficients, singular_values=singular, rank=rank, n_samples=N,
+        residual_norm=float(np.sqrt(max(np.trace(residual_matrix), 0.0))),
+        target_norm=float(np.sqrt(max(target_sq, 0.0))),
+        residual_covariance=residual_matrix / max(N - rank - intercepts, 1),
+        unscaled_covariance=0.5 * (unscaled + unscaled.T),
+        residual_mean=(target_sum - coefficients @ regressor_sum) / max(N, 1),
+        target_rms=np.sqrt(np.clip(target_gram_diag, 0.0, None) / max(N, 1)),
+        rank_tolerance=rank_tolerance, intercepts=intercepts, **extra)
+
+
+def gram_factors(gram: np.ndarray, svd_rank: int | None, rank_rtol: float, n_samples: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
+    """Equilibration and eigen-decomposition of a Gram matrix, with the rank test.
+
+    Returns ``(scale, eigenvalues[:rank], vectors[:, :rank], singular_values, rank, tol)`` of
+    ``gram / outer(scale, scale)`` (``scale`` the column norms).
+    """
+    scale = _column_scale(np.sqrt(np.clip(np.diag(gram), 0.0, None)))
+    eigenvalues, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues, vectors = eigenvalues[order], vectors[:, order]
+    singular = np.sqrt(np.clip(eigenvalues, 0.0, None))
+    # Singular values from a Gram matrix carry absolute errors ~sqrt(eps) * largest, so an
+    # exactly rank-deficient matrix can show ~2e-8; below 10 sqrt(eps) nothing is resolved.
+    rank, tol = _choose_rank(singular, svd_rank, rank_rtol, gram.shape[0], n_samples,
+                             rank_floor=_GRAM_RANK_FLOOR)
+    return scale, eigenvalues[:rank], vectors[:, :rank], singular, rank, tol
+
+
+def solve_normal_equations(gram: np.ndarray, cross: np.ndarray, target_gram: np.ndarray, *,
+                           n_samples: int, regressor_sum: np.ndarray, target_sum: np.ndarray,
+                           svd_rank: int | None = None, rank_rtol: float = 1e-10,
+                           intercepts: int = 0) -> RegressionSolution:
+    """Least squares from the moments ``Phi Phi^T`` (p, p), ``Y Phi^T`` (n, p), ``Y Y^T``.
+
+    The normal equations are equilibrated by their diagonal and solved through an
+    eigen-decomposition (rank-revealing; see the module notes).
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Fewer samples than regressors, or a rank-deficient Gram matrix.
+    """
+    scale, eigenvalues, V, singular, rank, tol = gram_factors(gram, svd_rank, rank_rtol,
+                                                              n_samples)
+    projected = (cross / scale) @ V
+    coefficients = (projected / eigenvalues) @ V.T / scale
+    residual = target_gram - (projected / eigenvalues) @ projected.T
+    unscaled = (V / eigenvalues) @ V.T / np.outer(scale, scale)
+    return assemble_solution(coefficients, singular, rank, residual, np.diag(target_gram),
+                             unscaled, tol, n_samples=n_samples, regressor_sum=regressor_sum,
+                             target_sum=target_sum, intercepts=intercepts)
+
+
+def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) -> _Accumulator:
+    """Return a :class:`GramAccumulator` (``"gram"``) or :class:`QRAccumulator` (``"qr"``)."""
+    if method == "gram":
+        return GramAccumulator(n_states, n_inputs, max_delay)
+    if method == "qr":
+        return QRAccumulator(n_states, n_inputs, max_delay)
+    raise ParameterError(f"method must be 'gram' or 'qr'; got {method!r}")
+
+
+_GRAM_RANK_FLOOR = 10 * np.sqrt(np.finfo(float).eps)
+#: Samples per block: the lagged-input block (m (R + 1) x 4096 doubles) stays in cache.
+_GRAM_BLOCK = 4096
+#: Rows per QR update: LAPACK's QR is far faster on short panels than on very tall ones.
+_QR_BLOCK = 2048
+
+
+def _column_scale(norms: np.ndarray) -> np.ndarray:
+    # A regressor that is identically zero keeps scale 1 so that it shows up as a zero singular
+    # value (rank deficiency) instead of a division by zero.
+    return np.where(norms > 0, norms, 1.0)
+
+
+def _too_few(n_samples: int, p: int) -> InsufficientExcitationError:
+    return InsufficientExcitationError(
+        f"the data provide {n_samples} regression samples; at least {p} = n + m (R + 1) are "
+        f"needed (Theorem 9.4.5); record a longer excitation or lower max_delay")
+
+
+def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p: int,
+                 n_samples: int, rank_floor: float) -> tuple[int, float]:
+    """``(rank, tolerance)``: the rank used and the singular-value tolerance of the rank test."""
+    if n_samples < p:
+        raise _too_few(n_samples, p)
+    tol = max(rank_rtol, rank_floor) * singular[0]
+    if svd_rank is not None:
+        if not 1 <= svd_rank <= p:
+            raise DimensionError(f"svd_rank must be between 1 and {p} (the number of "
+                                 f"regressors); got {svd_rank}")
+        return svd_rank, tol
+    rank = int(np.count_nonzero(singular > tol))
+    if rank < p:
+        hint = (" (normal equations cannot resolve smaller singular values; method='qr' can)"
+                if rank_floor == _GRAM_RANK_FLOOR and singular[-1] > 0 else "")
+        raise InsufficientExcitationError(
+            f"the regression data matrix is rank-deficient: numerical rank {rank} of {p} "
+            f"regressors (n + m (R + 1)) with {n_samples} samples; smallest singular value "
+            f"{singular[-1]:.3g}, largest {singular[0]:.3g} (equilibrated columns), tolerance "
+            f"{tol:.3g}{hint}. The inputs do not excite the plant enough (constant or collinear "
+            f"inputs, an uncontrollable plant, or too few samples); use richer random inputs "
+            f"or set svd_rank to fit a reduced model deliberately")
+    return rank, tol

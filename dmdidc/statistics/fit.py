@@ -1,0 +1,158 @@
+"""The DMDidc regression from sufficient statistics, plain or privatized.
+
+:func:`regression_from_statistics` solves least squares or 2SLS from the moments of
+:class:`~dmdidc.SufficientStatistics`, for any delay bound up to the statistics' own (the
+smaller bound's moments are sub-blocks).  For privatized statistics it
+
+* **repairs** the noisy Gram, which may be indefinite (noise in directions where the data
+  have little or no energy, e.g. the residual of a nearly exact fit), by projecting it onto the
+  positive semidefinite cone: eigenvalues below zero set to zero, in the unit-box coordinates
+  where the noise is isotropic (the nearest PSD matrix in Frobenius norm, Higham 1988).  The
+  true Gram is PSD, so the projection never moves the noisy Gram away from it (projection onto
+  a convex set is non-expansive): the repair does not add error, and the noise covariance
+  below, computed for the unrepaired noise, stays an honest (conservative) description;
+* adds the **noise covariance** of the coefficients, ``J diag(v) J^T`` with ``J`` the exact
+  derivative of ``vec(Theta)`` with respect to the Gram entries
+  (:func:`dmdidc.regression.instrumental.coefficient_jacobian`) and ``v`` each released entry's
+  noise variance in the data's units, to the sampling covariance, so standard errors, the block
+  test and confidence intervals account for the privacy noise.  SaS noise with alpha < 2 has
+  no variance; its scale enters as the variance ``2 gamma^2`` of the alpha = 2 member of the
+  family (matching the body of the law, not its heavy tails): the standard errors are then
+  approximate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dmdidc.errors import InsufficientExcitationError, ParameterError
+from dmdidc.regression.instrumental import coefficient_jacobian, instrumental_solution
+from dmdidc.regression.solution import RegressionSolution, solve_normal_equations
+
+__all__ = ["regression_from_statistics", "effective_noise_variance", "nearest_psd"]
+
+
+def effective_noise_variance(stats) -> float:
+    """Noise variance per released entry used for standard errors (module notes).
+
+    ``stats.noise_variance`` when finite (Gaussian and Laplace releases, and the posterior of
+    :func:`dmdidc.federated.combine_statistics`).  With SaS releases it is infinite: the
+    releases of each alpha sum to a SaS law of scale ``(sum_k gamma_k^alpha)^(1/alpha)``
+    (stability, seed eq. 3.8), which enters as the variance ``2 gamma^2`` of its alpha = 2
+    member; Gaussian and Laplace releases add their variances.
+    """
+    if np.isfinite(stats.noise_variance):
+        return float(stats.noise_variance)
+    total = 0.0
+    stable: dict[float, float] = {}
+    for release in stats.releases:
+        mech = release.mechanism
+        kind = type(mech).__name__
+        if kind == "GaussianMechanism":
+            total += mech.sigma ** 2
+        elif kind == "LaplaceMechanism":
+            total += 2.0 * mech.scale ** 2
+        else:
+            stable[mech.alpha] = stable.get(mech.alpha, 0.0) + mech.scale ** mech.alpha
+    return total + sum(2.0 * power ** (2.0 / alpha) for alpha, power in stable.items())
+
+
+def nearest_psd(gram: np.ndarray) -> np.ndarray:
+    """Nearest positive semidefinite matrix in Frobenius norm (negative eigenvalues -> 0)."""
+    values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
+
+
+def _indices(stats, R: int, estimator: str) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """Entries of ``v_k`` in the order [phi (p_R); y (n); other instruments] and the
+    instruments' positions in that order."""
+    n, m, Rs = stats.n_states, stats.n_inputs, stats.max_delay
+    p_s = n + m * (Rs + 1)
+    phi = np.arange(n + m * (R + 1))
+    y = np.arange(p_s, p_s + n)
+    order = np.concatenate([phi, y])
+    if estimator != "iv":
+        return order, phi.size, None
+    instruments = stats.instrument_indices
+    others = np.setdiff1d(instruments, order)
+    order = np.concatenate([order, others])
+    position = {int(v): k for k, v in enumerate(order)}
+    return order, phi.size, np.array([position[int(v)] for v in instruments])
+
+
+def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
+                               svd_rank: int | None = None, rank_rtol: float = 1e-10
+                               ) -> RegressionSolution:
+    """Least squares (``"ls"``) or 2SLS (``"iv"``) from sufficient statistics.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+    max_delay : int
+        ``R <= stats.max_delay``.
+    estimator : {"ls", "iv"}
+    svd_rank, rank_rtol
+        As in :class:`~dmdidc.DMDidc`.
+
+    Returns
+    -------
+    RegressionSolution
+        With ``noise_covariance`` for privatized statistics.
+
+    Raises
+    ------
+    ParameterError
+        ``max_delay`` above the statistics' bound, or IV without instruments.
+    InsufficientExcitationError
+        Too few samples or rank-deficient moments (the message names the privacy noise when
+        the statistics are privatized).
+    """
+    if max_delay > stats.max_delay:
+        raise ParameterError(f"max_delay={max_delay} exceeds the statistics' bound "
+                             f"{stats.max_delay}: build them with max_delay >= {max_delay}")
+    if estimator == "iv" and stats.instruments is None:
+        raise ParameterError("estimator='iv' needs statistics with instruments: build them "
+                             "with SufficientStatistics.from_data(..., instruments='inputs' | "
+                             "'states' | signals)")
+    variance = effective_noise_variance(stats)
+    scaled = nearest_psd(stats.gram) if variance > 0 else stats.gram
+    scale = stats.scale
+    gram = scaled * np.outer(scale, scale)
+    sums = stats.sums * scale
+    n = stats.n_states
+    order, p, instruments = _indices(stats, max_delay, estimator)
+    G, s = gram[np.ix_(order, order)], sums[order]
+    try:
+        if estimator == "iv":
+            solution = instrumental_solution(G, s, stats.n_samples, n_states=n, n_regressors=p,
+                                             instruments=instruments, svd_rank=svd_rank,
+                                             rank_rtol=rank_rtol, intercepts=stats.intercepts)
+        else:
+            phi, y = np.arange(p), np.arange(p, p + n)
+            solution = solve_normal_equations(
+                G[np.ix_(phi, phi)], G[np.ix_(y, phi)], G[np.ix_(y, y)],
+                n_samples=stats.n_samples, regressor_sum=s[phi], target_sum=s[y],
+                svd_rank=svd_rank, rank_rtol=rank_rtol, intercepts=stats.intercepts)
+    except InsufficientExcitationError as exc:
+        if variance > 0:
+            diagonal = np.diag(stats.gram)[order[:p]]
+            raise InsufficientExcitationError(
+                f"the privacy noise hides the excitation: the privatized statistics carry noise "
+                f"of standard deviation {np.sqrt(variance):.3g} per entry against regressor "
+                f"energies (Gram diagonal) of {diagonal.min():.3g} .. {diagonal.max():.3g} "
+                f"(unit-box coordinates, {stats.n_samples} samples), and the repaired Gram is "
+                f"rank-deficient. Privatize more data at once, use a smaller privacy unit or a "
+                f"larger epsilon. (Solver: {exc})") from exc
+        raise
+    if variance == 0:
+        return solution
+    rows, cols = np.triu_indices(order.size)
+    keep = ~((rows >= p) & (rows < p + n) & (cols >= p) & (cols < p + n))   # y-y: no effect
+    rows, cols = rows[keep], cols[keep]
+    jacobian = coefficient_jacobian(G, solution.coefficients, n_states=n, n_regressors=p,
+                                    instruments=instruments, entries=(rows, cols))
+    entry_variance = variance * (scale[order][rows] * scale[order][cols]) ** 2
+    noise = (jacobian * entry_variance) @ jacobian.T
+    return dataclasses.replace(solution, noise_covariance=0.5 * (noise + noise.T))

@@ -1,0 +1,96 @@
+"""The layout of the DMDidc regression vector ``v_k``: which signal and lag each entry holds.
+
+``v_k = [x_k; u_k; ...; u_{k-R}; x_{k+1}; instruments]`` (dissertation eqs. 9.19-9.21): ``x_k``
+(n), ``u_{k-j}`` for ``j = 0..R`` (m each), ``x_{k+1}`` (n), then the extra instrument variables:
+``u_{k-R-l}`` for ``l = 1..L`` (``instruments="inputs"``), ``x_{k-l}`` for ``l = 1..L``
+(``"states"``) or ``e_{k-l}`` for ``l = 0..R+L`` (exogenous signals ``e``).  Shared by the
+streaming sums that build :class:`~dmdidc.statistics.SufficientStatistics` and by the value
+itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["StatisticsLayout", "INSTRUMENT_KINDS"]
+
+#: Kinds of instruments the statistics can carry (``None``: none, least squares only).
+INSTRUMENT_KINDS = ("inputs", "states", "exogenous")
+
+
+@dataclass(frozen=True)
+class StatisticsLayout:
+    """Which signal and lag each entry of ``v_k`` holds (see the module notes).
+
+    Attributes
+    ----------
+    n_states, n_inputs, max_delay : int
+        ``n``, ``m`` and ``R``.
+    instruments : {None, "inputs", "states", "exogenous"}
+        Which instrument variables ``v_k`` carries (:mod:`dmdidc.regression.instrumental`).
+    instrument_lags : int
+        ``L`` (module notes); 0 without instruments.
+    n_exogenous : int
+        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+    """
+
+    n_states: int
+    n_inputs: int
+    max_delay: int
+    instruments: str | None
+    instrument_lags: int
+    n_exogenous: int
+
+    @property
+    def slots(self) -> list[tuple[str, int]]:
+        """``(signal, lag)`` per block of entries; ``("x", -1)`` is the target ``x_{k+1}``."""
+        R, L = self.max_delay, self.instrument_lags
+        slots = [("x", 0)] + [("u", j) for j in range(R + 1)] + [("x", -1)]
+        if self.instruments == "inputs":
+            slots += [("u", R + lag) for lag in range(1, L + 1)]
+        elif self.instruments == "states":
+            slots += [("x", lag) for lag in range(1, L + 1)]
+        elif self.instruments == "exogenous":
+            slots += [("e", lag) for lag in range(R + L + 1)]
+        return slots
+
+    def width(self, signal: str) -> int:
+        return {"x": self.n_states, "u": self.n_inputs, "e": self.n_exogenous}[signal]
+
+    @property
+    def dimension(self) -> int:
+        return sum(self.width(signal) for signal, _ in self.slots)
+
+    @property
+    def n_regressors(self) -> int:
+        return self.n_states + self.n_inputs * (self.max_delay + 1)
+
+    @property
+    def first_sample(self) -> int:
+        """First regression sample ``k0`` of a trajectory (all lags available)."""
+        return max(lag for _, lag in self.slots)
+
+    def max_lag(self, signal: str) -> int:
+        lags = [lag for s, lag in self.slots if s == signal]
+        return max(max(lags), 0) if lags else 0
+
+    @property
+    def instrument_indices(self) -> np.ndarray:
+        """Entries of ``v_k`` used as instruments (empty without instruments)."""
+        if self.instruments is None:
+            return np.zeros(0, dtype=int)
+        n, p = self.n_states, self.n_regressors
+        extra = np.arange(p + n, self.dimension)
+        if self.instruments == "exogenous":
+            return extra
+        return np.concatenate([np.arange(n, p), extra])   # exogenous inputs instrument themselves
+
+    def labels(self) -> list[str]:
+        names = {"x": "x", "u": "u", "e": "e"}
+        out = []
+        for signal, lag in self.slots:
+            when = "k+1" if lag == -1 else ("k" if lag == 0 else f"k-{lag}")
+            out += [f"{names[signal]}{i}[{when}]" for i in range(self.width(signal))]
+        return out

@@ -1,0 +1,421 @@
+"""Sufficient statistics of the DMDidc regression: the value that adds up, is privatized and fitted.
+
+Every estimator that works from moments (least squares and instrumental variables) needs only
+
+    gram = sum_k v_k v_k^T,   sums = sum_k v_k,   n_samples,
+
+of the regression vectors ``v_k = [x_k; u_k; ...; u_{k-R}; x_{k+1}; instruments]`` (dissertation
+eqs. 9.19-9.21; instruments in :mod:`dmdidc.regression.instrumental`).  These sums add up
+across chunks, trajectories and clients, so a fleet can be identified from the sum of its
+members' statistics, privacy can be applied to them once (:meth:`SufficientStatistics.privatize`),
+and :meth:`dmdidc.DMDidc.fit_statistics` fits from them.
+
+Data declared with bounds (``state_bound``, ``input_bound``, ``instrument_bound``) are clipped to
+them and divided by them, so every entry of ``v_k`` lies in [-1, 1]: states and inputs of
+different size then cost the same privacy budget, and the sensitivity does not depend on units
+(:mod:`dmdidc.private.sensitivity`).  The statistics are stored in these unit-box coordinates;
+``scale`` converts back (variable ``i`` in the data's units is ``scale[i]`` times the stored one).
+
+Layout of ``v_k`` (``d`` entries, in this order): ``x_k`` (n), ``u_{k-j}`` for ``j = 0..R``
+(m each), ``x_{k+1}`` (n), then the extra instrument variables: ``u_{k-R-l}`` for
+``l = 1..L`` (``instruments="inputs"``), ``x_{k-l}`` for ``l = 1..L`` (``"states"``) or
+``e_{k-l}`` for ``l = 0..R+L`` (exogenous signals ``e``).  Every regression sample of a
+trajectory whose lags are all inside it is used: ``k = k0 .. K-1`` with ``k0`` the largest lag
+(:class:`~dmdidc.statistics.layout.StatisticsLayout`).  The sums are computed by the streaming
+engine :class:`~dmdidc.statistics.streaming.LaggedSums`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from _toolbox.validation import check_finite_array, read_only
+from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.statistics.layout import StatisticsLayout
+from dmdidc.statistics.streaming import LaggedSums
+from dmdidc.trajectories import as_trajectories
+
+__all__ = ["SufficientStatistics"]
+
+#: Samples per chunk in from_data (bounds the working memory, as DMDidc's chunk_size).
+_CHUNK = 65536
+
+
+@dataclass(frozen=True, eq=False)
+class SufficientStatistics:
+    """Moments of the DMDidc regression that add up and can be privatized; immutable.
+
+    Build it with :meth:`from_data`; add statistics of several chunks, trajectories or clients
+    with ``+`` (or ``sum``); privatize with :meth:`privatize`; fit with
+    :meth:`dmdidc.DMDidc.fit_statistics`.
+
+    Attributes
+    ----------
+    layout : StatisticsLayout
+        What ``v_k`` holds; its fields ``n_states``, ``n_inputs``, ``max_delay``,
+        ``instruments``, ``instrument_lags`` and ``n_exogenous`` are also attributes of the
+        statistics.
+    gram : ndarray, shape (d, d)
+        ``sum_k v_k v_k^T`` in unit-box coordinates (symmetric, read-only).
+    sums : ndarray, shape (d,)
+        ``sum_k v_k`` (zero when the trajectories were centred).
+    n_samples : int
+        Number of regression samples ``N``.
+    n_trajectories : int
+        Number of trajectories (experiments) summed.
+    intercepts : int
+        Means removed (one per trajectory with ``detrend="constant"``, one for
+        :meth:`centered`); each costs a residual degree of freedom.
+    centering : {"none", "trajectory", "global"}
+        How the means were removed.
+    scale : ndarray, shape (d,)
+        Entry ``i`` of ``v_k`` in the data's units is ``scale[i]`` times the stored one (the
+        declared bounds; 1 without bounds).
+    state_bound, input_bound, instrument_bound : ndarray or None
+        The declared bounds (clip levels) per state, input and exogenous signal.
+    min_trajectory_samples, max_trajectory_samples : int
+        Regression samples of the shortest and longest trajectory (public; the sensitivity
+        of some privacy units depends on them).
+    clipped : int or None
+        Values of the data that were clipped to the bounds (not part of a privatized release:
+        ``None`` there).
+    noise_variance : float
+        Variance of the privacy noise on every released entry (unit-box coordinates; 0 for
+        plain statistics, ``inf`` for SaS noise with ``alpha < 2``).
+    releases : tuple of dmdidc.private.release.PrivacyRelease
+        The privacy guarantee of every privatized release summed into these statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DMDidc, DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = [random_excitation(1, 200, rng=s) for s in range(3)]
+    >>> X = [plant.simulate([0.0], u) for u in U]
+    >>> parts = [SufficientStatistics.from_data(x, u, max_delay=3, state_bound=5.0,
+    ...                                         input_bound=3.0) for x, u in zip(X, U)]
+    >>> total = sum(parts)
+    >>> total.n_samples, total.n_trajectories
+    (591, 3)
+    >>> est = DMDidc(max_delay=3).fit_statistics(total, dt=1.0)
+    >>> np.round(est.delay, 6)
+    array([1.5])
+    """
+
+    layout: StatisticsLayout
+    gram: np.ndarray
+    sums: np.ndarray
+    n_samples: int
+    n_trajectories: int
+    intercepts: int
+    centering: str
+    scale: np.ndarray
+    state_bound: np.ndarray | None
+    input_bound: np.ndarray | None
+    instrument_bound: np.ndarray | None
+    min_trajectory_samples: int
+    max_trajectory_samples: int
+    clipped: int | None = 0
+    noise_variance: float = 0.0
+    releases: tuple = ()
+
+    def __post_init__(self) -> None:
+        for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
+            object.__setattr__(self, name, read_only(getattr(self, name)))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_data(cls, X: Any, U: Any, *, max_delay: int, state_bound: Any = None,
+                  input_bound: Any = None, instruments: Any = None,
+                  instrument_lags: int | None = None, instrument_bound: Any = None,
+                  detrend: str | None = None) -> SufficientStatistics:
+        """Statistics of one or several trajectories.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, K + 1), or a list of such arrays
+            States ``x_0 .. x_K`` (time on the last axis; several trajectories as a list).
+        U : array_like, shape (m, K), or a list of such arrays
+            Inputs ``u_0 .. u_{K-1}``.
+        max_delay : int
+            ``R``, the delay bound in periods.
+        state_bound, input_bound : float or array_like, shape (n,) / (m,), optional
+            Symmetric bounds ``|x_i| <= state_bound[i]``, ``|u_j| <= input_bound[j]``: the
+            data are clipped to them and divided by them (needed by :meth:`privatize`).
+            Clipping must not depend on the data, so subtract a public operating point
+            (e.g. a set point) before, not a data mean.
+        instruments : {None, "inputs", "states"} or array_like, shape (q, K), or a list
+            Extra variables for instrumental variables (:mod:`dmdidc.regression.instrumental`):
+            ``"inputs"`` (inputs lagged beyond ``R``), ``"states"`` (lagged states) or an
+            exogenous signal ``e`` per trajectory (e.g. a known excitation), used at lags
+            ``0 .. R + L``.
+        instrument_lags : int, optional
+            ``L``; default: the smallest giving ``n`` more instruments than regressors.
+        instrument_bound : float or array_like, shape (q,), optional
+            Bound of an exogenous instrument signal (needed to privatize).
+        detrend : {None, "constant"}, default None
+            ``"constant"`` removes each trajectory's mean from its regression samples (an
+            intercept per trajectory: the model is in deviations from each experiment's
+            operating point).
+
+        Returns
+        -------
+        SufficientStatistics
+
+        Raises
+        ------
+        DimensionError, NonFiniteError, ParameterError
+            Malformed data, bounds or options.
+        """
+        trajectories, signals = _trajectories(X, U, instruments)
+        n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+        kind = None if instruments is None else (
+            instruments if isinstance(instruments, str) else "exogenous")
+        q = signals[0].shape[0] if kind == "exogenous" else 0
+        sums = LaggedSums(
+            n, m, max_delay, instruments=kind, instrument_lags=instrument_lags, n_exogenous=q,
+            state_bound=state_bound, input_bound=input_bound, instrument_bound=instrument_bound,
+            detrend=detrend)
+        for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
+            sums.new_trajectory()
+            for a in range(0, Ui.shape[1], _CHUNK):           # bounded working memory
+                b = min(a + _CHUNK, Ui.shape[1])
+                sums.update(Xi[:, a:b + 1], Ui[:, a:b], None if Ei is None else Ei[:, a:b])
+        return SufficientStatistics(**sums.totals())
+
+    # ------------------------------------------------------------------ layout
+    n_states = property(lambda self: self.layout.n_states, doc="``n``")
+    n_inputs = property(lambda self: self.layout.n_inputs, doc="``m``")
+    max_delay = property(lambda self: self.layout.max_delay, doc="``R``")
+    instruments = property(lambda self: self.layout.instruments, doc="instrument kind")
+    instrument_lags = property(lambda self: self.layout.instrument_lags, doc="``L``")
+    n_exogenous = property(lambda self: self.layout.n_exogenous, doc="exogenous signal rows")
+
+    @property
+    def n_regressors(self) -> int:
+        """``p = n + m (R + 1)``."""
+        return self.layout.n_regressors
+
+    @property
+    def labels(self) -> list[str]:
+        """Name of every entry of ``v_k``, e.g. ``"u1[k-2]"``."""
+        return self.layout.labels()
+
+    @property
+    def instrument_indices(self) -> np.ndarray:
+        """Entries of ``v_k`` that are instruments (for :mod:`dmdidc.regression.instrumental`)."""
+        return self.layout.instrument_indices
+
+    @property
+    def released_sums(self) -> bool:
+        """Whether ``sums`` are part of the vector form (not when the data were centred)."""
+        return self.centering == "none"
+
+    # ------------------------------------------------------------------ algebra
+    def _compatible(self, other: SufficientStatistics) -> None:
+        if not isinstance(other, SufficientStatistics):
+            raise ParameterError(f"can only add SufficientStatistics; got "
+                                 f"{type(other).__name__}")
+        mine, theirs = self.layout, other.layout
+        if mine != theirs:
+            raise DimensionError(f"statistics with different layouts cannot be added: {mine} "
+                                 f"and {theirs}")
+        if not np.array_equal(self.scale, other.scale):
+            raise ParameterError("statistics with different bounds (state_bound, input_bound, "
+                                 "instrument_bound) cannot be added: declare the same bounds")
+        if (self.centering == "none") != (other.centering == "none"):
+            raise ParameterError(f"cannot add centred and uncentred statistics (centering "
+                                 f"{self.centering!r} and {other.centering!r})")
+
+    def __add__(self, other: Any) -> SufficientStatistics:
+        if isinstance(other, int) and other == 0:      # sum() starts from 0
+            return self
+        self._compatible(other)
+        clipped = (None if self.clipped is None or other.clipped is None
+                   else self.clipped + other.clipped)
+        centering = self.centering if self.centering == other.centering else "trajectory"
+        return dataclasses.replace(
+            self, gram=self.gram + other.gram, sums=self.sums + other.sums,
+            n_samples=self.n_samples + other.n_samples,
+            n_trajectories=self.n_trajectories + other.n_trajectories,
+            intercepts=self.intercepts + other.intercepts, centering=centering,
+            min_trajectory_samples=min(self.min_trajectory_samples,
+                                       other.min_trajectory_samples),
+            max_trajectory_samples=max(self.max_trajectory_samples,
+                                       other.max_trajectory_samples),
+            clipped=clipped, noise_variance=self.noise_variance + other.noise_variance,
+            releases=self.releases + other.releases)
+
+    __radd__ = __add__
+
+    def centered(self) -> SufficientStatistics:
+        """The statistics with their overall mean removed (one intercept for all samples).
+
+        ``gram - sums sums^T / N``.  To remove each trajectory's own mean, center each part
+        before adding (or use ``from_data(..., detrend="constant")``).
+
+        Raises
+        ------
+        ParameterError
+            Privatized statistics (center before privatizing: the noise on ``sums`` would
+            enter the Gram) or statistics without samples.
+        """
+        if self.releases:
+            raise ParameterError("centered() needs plain statistics; privatized ones carry "
+                                 "noisy sums. Build them with detrend='constant' before "
+                                 "privatizing")
+        if self.n_samples == 0:
+            raise ParameterError("centered() needs at least one sample")
+        if self.centering != "none":
+            return self
+        gram = self.gram - np.outer(self.sums, self.sums) / self.n_samples
+        return dataclasses.replace(self, gram=gram, sums=np.zeros_like(self.sums),
+                                   intercepts=self.intercepts + 1, centering="global")
+
+    # ------------------------------------------------------------------ vector form
+    @property
+    def dimension(self) -> int:
+        """Length of :meth:`to_vector`: the upper triangle of ``gram``, and ``sums`` if
+        :attr:`released_sums`."""
+        d = self.gram.shape[0]
+        return d * (d + 1) // 2 + (d if self.released_sums else 0)
+
+    def to_vector(self) -> np.ndarray:
+        """Flat form: ``gram[triu]`` row by row, then ``sums`` (if released); shape
+        (dimension,).  Each distinct entry appears once (the Gram is symmetric)."""
+        upper = self.gram[np.triu_indices(self.gram.shape[0])]
+        return np.concatenate([upper, self.sums]) if self.released_sums else upper.copy()
+
+    @classmethod
+    def from_vector(cls, vector: Any, *, like: SufficientStatistics,
+                    noise_variance: float | None = None) -> SufficientStatistics:
+        """Statistics with the layout and metadata of ``like`` and the values of ``vector``.
+
+        Parameters
+        ----------
+        vector : array_like, shape (like.dimension,)
+            As :meth:`to_vector` (e.g. a combination computed by federated inference).
+        like : SufficientStatistics
+        noise_variance : float, optional
+            Noise variance per entry of the new values (default: that of ``like``).
+
+        Raises
+        ------
+        DimensionError
+            Wrong length.
+        """
+        vector = check_finite_array("vector", vector, ndim=1)
+        if vector.size != like.dimension:
+            raise DimensionError(f"vector has {vector.size} entries; expected {like.dimension} "
+                                 f"(like.dimension)")
+        d = like.gram.shape[0]
+        rows, cols = np.triu_indices(d)
+        count = rows.size
+        gram = np.zeros((d, d))
+        gram[rows, cols] = vector[:count]
+        gram[cols, rows] = vector[:count]
+        sums = vector[count:] if like.released_sums else np.zeros(d)
+        return dataclasses.replace(
+            like, gram=gram, sums=sums,
+            noise_variance=like.noise_variance if noise_variance is None else noise_variance)
+
+    def noise_covariance(self) -> np.ndarray:
+        """Covariance of the privacy noise on :meth:`to_vector`, shape (dimension, dimension).
+
+        ``noise_variance`` times the identity (every released entry gets independent noise of
+        the same law); zero for plain statistics, ``inf`` on the diagonal for SaS noise with
+        ``alpha < 2`` (no finite variance: see ``releases`` for the noise law).
+        """
+        return np.diag(np.full(self.dimension, float(self.noise_variance)))
+
+    # ------------------------------------------------------------------ privacy
+    @property
+    def privacy(self):
+        """The guarantee of a single privatized release (``None`` for plain statistics and
+        for sums of several releases, whose guarantees are in ``releases``)."""
+        return self.releases[0] if len(self.releases) == 1 else None
+
+    def sensitivity(self, unit: str = "sample", *, window: int | None = None):
+        """How much one privacy unit can move :meth:`to_vector`
+        (:mod:`dmdidc.private.sensitivity`)."""
+        from dmdidc.private.sensitivity import statistics_sensitivity
+
+        return statistics_sensitivity(self, unit, window=window)
+
+    def privatize(self, mechanism: str = "gaussian", *, epsilon: float,
+                  delta: float | None = None, unit: str = "sample", window: int | None = None,
+                  alpha: float | None = None,
+                  rng: np.random.Generator | int | None = None) -> SufficientStatistics:
+        """Release the statistics with differential privacy (:mod:`dmdidc.private.release`).
+
+        Parameters
+        ----------
+        mechanism : {"gaussian", "laplace", "sas"}, default "gaussian"
+            Noise added once to the whole vector (one release of dimension
+            :attr:`dimension`): Gaussian with the l2-sensitivity, calibrated to
+            ``(epsilon, delta)``; Laplace or symmetric alpha-stable with the l1-sensitivity,
+            calibrated to pure ``epsilon``.
+        epsilon : float
+        delta : float, optional
+            Needed (and only accepted) for ``"gaussian"``.
+        unit : {"sample", "window", "trajectory"}, default "sample"
+            What neighbouring data sets differ in: one time step (all signals at one ``k``),
+            ``window`` consecutive time steps, or one whole trajectory.
+        window : int, optional
+            Time steps of a window (``unit="window"`` only).
+        alpha : float, optional
+            Stability index in (0, 2) for ``"sas"``.
+        rng : numpy.random.Generator, int or None
+
+        Returns
+        -------
+        SufficientStatistics
+            With the noisy values, ``noise_variance`` and ``privacy``.
+        """
+        from dmdidc.private.release import privatize_statistics
+
+        return privatize_statistics(self, mechanism, epsilon=epsilon, delta=delta, unit=unit,
+                                    window=window, alpha=alpha, rng=rng)
+
+    # ------------------------------------------------------------------ moments
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(gram, sums)`` in the data's units (the stored values times ``scale``)."""
+        return self.gram * np.outer(self.scale, self.scale), self.sums * self.scale
+
+    def __repr__(self) -> str:
+        private = f", privacy={self.privacy}" if self.privacy is not None else ""
+        return (f"SufficientStatistics(n={self.n_states}, m={self.n_inputs}, R={self.max_delay}, "
+                f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
+                f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
+                f"centering={self.centering!r}{private})")
+
+
+def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True
+                  ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray | None]]:
+    """Validated trajectories and, for exogenous instruments, their signals."""
+    trajectories = as_trajectories(X, U, check_orientation=check_orientation)
+    if instruments is None or isinstance(instruments, str):
+        if isinstance(instruments, str) and instruments not in ("inputs", "states"):
+            raise ParameterError(f"instruments must be None, 'inputs', 'states' or an array of "
+                                 f"exogenous signals; got {instruments!r}")
+        return trajectories, [None] * len(trajectories)
+    signals = instruments if isinstance(instruments, (list, tuple)) else [instruments]
+    if len(signals) != len(trajectories):
+        raise DimensionError(f"got {len(signals)} instrument signals for {len(trajectories)} "
+                             f"trajectories; give one per trajectory")
+    out = []
+    for i, (E, (_, Ui)) in enumerate(zip(signals, trajectories, strict=True)):
+        E = check_finite_array(f"instruments[{i}]", E)
+        E = E[None] if E.ndim == 1 else E
+        if E.ndim != 2 or E.shape[1] != Ui.shape[1]:
+            raise DimensionError(f"instruments[{i}] has shape {E.shape}; expected (q, "
+                                 f"{Ui.shape[1]}) (one column per input sample)")
+        if out and E.shape[0] != out[0].shape[0]:
+            raise DimensionError(f"instruments[{i}] has {E.shape[0]} rows; the first has "
+                                 f"{out[0].shape[0]}")
+        out.append(E)
+    return trajectories, out

@@ -1,0 +1,64 @@
+"""Federated identification: the FederatedIdentification protocol on the numpy and Flower
+runtimes."""
+
+import numpy as np
+import pytest
+
+from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.federated import combine_statistics
+from dmdidc.federated.identification import FederatedIdentification
+from privacy.federated import run_sync
+from privacy.federated.protocol import derive_rng
+from tests.dmdidc.federated.test_combine import BOUNDS, _client_data
+
+
+def _algorithm(**kwargs):
+    options = dict(num_clients=4, n_states=1, n_inputs=1, max_delay=2, epsilon=[1.0, 0.5, 2.0, 1.0],
+                   delta=1e-5, join_round=[0, 1, 1, 2], **BOUNDS)
+    options.update(kwargs)
+    return FederatedIdentification(**options)
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
+def test_protocol_equals_combining_the_clients_releases(mechanism):
+    algo = _algorithm(mechanism=mechanism, delta=1e-5 if mechanism == "gaussian" else None)
+    data = [_client_data(k) for k in range(4)]
+    run = run_sync(algo, data, rounds=3, seed=5)
+    assert [r.accepted for r in run.history] == [(0,), (1, 2), (3,)]
+    releases = [algo.client_statistics(d).privatize(
+        **algo._release_options(k), rng=derive_rng(5, "client", k, algo.join_round[k]))
+        for k, d in enumerate(data)]
+    assert np.array_equal(algo.model(run.state)["statistics"],
+                          combine_statistics(releases).to_vector())
+    assert np.allclose(run.final_epsilon(), [r.privacy.epsilon for r in releases])
+    # more rounds: every client has spent its budget and abstains; nothing changes
+    longer = run_sync(algo, data, rounds=5, seed=5)
+    assert np.array_equal(longer.model["statistics"], run.model["statistics"])
+    assert np.array_equal(longer.releases(), [1, 1, 1, 1])
+    rebuilt = algo.statistics_from_model(run.model)
+    assert rebuilt.n_samples == sum(r.n_samples for r in releases)
+
+
+def test_flower_inprocess_is_bit_identical_to_numpy():
+    pytest.importorskip("flwr")
+    from privacy.federated.flower import run_inprocess_sync
+
+    algo = _algorithm(mechanism="laplace", delta=None)
+    data = [_client_data(k) for k in range(4)]
+    flower = run_inprocess_sync(algo, data, rounds=3, seed=9)
+    numpy_ = run_sync(algo, data, rounds=3, seed=9)
+    assert np.array_equal(flower.model["statistics"], numpy_.model["statistics"])
+    assert flower.model["noise_variance"][0] == numpy_.model["noise_variance"][0]
+    assert np.array_equal(flower.final_epsilon(), numpy_.final_epsilon())
+
+
+def test_protocol_bad_settings():
+    with pytest.raises(DimensionError, match="epsilon"):
+        _algorithm(epsilon=[1.0, 1.0])
+    with pytest.raises(ParameterError, match="mechanism"):
+        _algorithm(mechanism="cauchy")
+    with pytest.raises(ParameterError, match="delta"):
+        _algorithm(mechanism="gaussian", delta=None)
+    algo = _algorithm()
+    with pytest.raises(DimensionError, match="X"):
+        algo.client_statistics({"X": np.zeros((2, 1, 10)), "U": np.zeros((3, 1, 9))})

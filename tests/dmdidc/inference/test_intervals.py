@@ -1,0 +1,115 @@
+"""Confidence intervals of the delay, A_c and B_c (dmdidc.inference.intervals)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import (
+    ContinuousModelWarning,
+    DelayedPlant,
+    DMDidc,
+    IntervalEstimate,
+    LogarithmError,
+    ParameterError,
+    SufficientStatistics,
+    random_excitation,
+)
+
+A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
+B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
+T = 2.0
+
+
+def process_noise_experiments(plant, count, seed, length=300, scale=0.3):
+    """Process noise (no measurement noise): least squares is consistent here.  The noise
+    enters as extra inputs with identity block at lag 0, so the plant's exact simulator runs
+    it."""
+    rng = np.random.default_rng(seed)
+    n, m = plant.n_states, plant.n_inputs
+    blocks = np.zeros((plant.max_delay + 1, n, m + n))
+    blocks[:, :, :m] = plant.B_blocks
+    blocks[0, :, m:] = np.eye(n)
+    with_noise = DelayedPlant(plant.A_d, blocks, plant.dt)
+    Us = [random_excitation(m, length, rng=rng) for _ in range(count)]
+    Xs = [with_noise.simulate(np.zeros(n), np.vstack([U, scale * rng.standard_normal(
+        (n, length))])) for U in Us]
+    return Xs, Us
+
+
+def test_interval_text_shows_the_significant_digits():
+    def item(value, half, method="asymptotic"):
+        return IntervalEstimate("r", np.array([value]), np.array([value - half]),
+                                np.array([value + half]), np.array([half / 1.96]), 0.95, method,
+                                "s")
+    assert item(2.5012, 0.031).lines() == ["r[0] = 2.50 +/- 0.03 s"]
+    assert item(2.5012, 0.0123).lines() == ["r[0] = 2.501 +/- 0.012 s"]
+    assert item(2.5012, 0.31).lines() == ["r[0] = 2.5 +/- 0.3 s"]
+    assert item(2.5012, 0.031, "bootstrap").lines() == [
+        "r[0] = 2.50 s, 95 % interval [2.47, 2.53] s"]
+    assert item(2.0, np.nan).lines() == ["r[0] = 2.000 s (no asymptotic interval)"]
+
+
+@pytest.mark.statistical
+def test_asymptotic_intervals_cover_at_their_level():
+    plant = DelayedPlant.from_continuous(A_C, B_C, 2.5, T, max_delay=3)
+    delay_hits, a_hits = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        for seed in range(60):
+            Xs, Us = process_noise_experiments(plant, 5, seed)
+            intervals = DMDidc(max_delay=3).fit(Xs, Us, dt=T).confidence_intervals(0.9)
+            delay_hits.append((intervals.delay.low <= plant.delay)
+                              & (plant.delay <= intervals.delay.high))
+            a_hits.append((intervals.A_c.low <= plant.A_c) & (plant.A_c <= intervals.A_c.high))
+    # 60 repetitions at level 0.9: coverage 0.9 +- 0.04 (one standard deviation)
+    assert np.all(np.abs(np.mean(delay_hits, axis=0) - 0.9) < 0.1)
+    assert np.all(np.abs(np.mean(a_hits, axis=0) - 0.9) < 0.1)
+
+
+def test_bootstrap_over_statistics_parts_and_over_trajectories():
+    plant = DelayedPlant.from_continuous(A_C, B_C, 2.5, T, max_delay=3)
+    Xs, Us = process_noise_experiments(plant, 20, seed=1, length=200)
+    parts = [SufficientStatistics.from_data(X, U, max_delay=3) for X, U in zip(Xs, Us,
+                                                                                strict=True)]
+    from_parts = DMDidc(max_delay=3).fit_statistics(parts, dt=T)
+    boot = from_parts.confidence_intervals(0.95, method="bootstrap", n_resamples=60, rng=0)
+    assert boot.method == "bootstrap" and boot.resamples == 60 and boot.failures == 0
+    assert np.all((boot.delay.low < plant.delay) & (plant.delay < boot.delay.high))
+    asymptotic = from_parts.confidence_intervals(0.95)
+    # the two agree on the width to within a factor 2 (measured ratio 0.9-1.3)
+    ratio = boot.delay.half_width / asymptotic.delay.half_width
+    assert np.all((ratio > 0.5) & (ratio < 2.0))
+    data_fit = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+    again = data_fit.confidence_intervals(0.95, method="bootstrap", n_resamples=60, rng=0,
+                                          X=Xs, U=Us)
+    # the same resamples of the same trajectories: the same intervals
+    np.testing.assert_allclose(again.delay.low, boot.delay.low, rtol=1e-6)
+    assert "95 % interval" in again.summary()
+
+
+def test_interval_requests_that_cannot_be_answered_are_refused():
+    plant = DelayedPlant.from_continuous(A_C, B_C, 2.5, T, max_delay=3)
+    Xs, Us = process_noise_experiments(plant, 2, seed=2, length=100)
+    est = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+    with pytest.raises(ParameterError, match="X, U and Z are for method='bootstrap'"):
+        est.confidence_intervals(X=Xs, U=Us)
+    with pytest.raises(ParameterError, match="pass the data given to fit"):
+        est.confidence_intervals(method="bootstrap")
+    with pytest.raises(ParameterError, match="method must be one of"):
+        est.confidence_intervals(method="jackknife")
+    single = DMDidc(max_delay=3).fit(Xs[0], Us[0], dt=T)
+    with pytest.raises(ParameterError, match="resamples independent trajectories"):
+        single.confidence_intervals(method="bootstrap", X=Xs[0], U=Us[0])
+    discrete = DMDidc(max_delay=1)
+    fast = DelayedPlant.from_continuous(np.diag([-0.1, -30.0]), [[1.0], [1.0]], 0.5, 1.0)
+    rng = np.random.default_rng(0)          # as in test_estimator: eigenvalue -0.0118 of A_d
+    U = rng.standard_normal((1, 500))
+    X = fast.simulate(np.zeros(2), U) + 0.05 * rng.standard_normal((2, 501))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        discrete.fit(X, U, dt=1.0)
+    with pytest.raises(LogarithmError, match="noise is the likely cause"):
+        discrete.delay_ci()

@@ -1,0 +1,195 @@
+"""Continuous-model and delay recovery (dmdidc.inference.recovery, eqs. 9.66-9.69)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+from dmdidc import (
+    ContinuousModelWarning,
+    DelayedPlant,
+    DimensionError,
+    DMDidc,
+    LogarithmError,
+    delay_blocks,
+    first_active_blocks,
+    random_excitation,
+    recover_continuous,
+)
+from dmdidc.inference.recovery import continuous_state_matrix
+
+
+def rotation_plant(omega, dt, damping=0.1):
+    return np.array([[-damping, omega], [-omega, -damping]])
+
+
+@pytest.fixture(scope="module")
+def plant():
+    rng = np.random.default_rng(0)
+    A_c = rng.standard_normal((3, 3)) * 0.5 - 0.5 * np.eye(3)
+    B_c = rng.standard_normal((3, 2))
+    return A_c, B_c
+
+
+# ---------------------------------------------------------------------- logarithm failures
+def test_negative_real_eigenvalue_raises():
+    with pytest.raises(LogarithmError, match=r"eigenvalue -0\.5 on the negative real axis"):
+        recover_continuous(np.diag([-0.5, 0.3]), np.ones((1, 2, 1)), 1.0)
+
+
+def test_mode_exactly_at_nyquist_raises():
+    T = 0.5
+    A_c = rotation_plant(np.pi / T, T, damping=0.0)        # A_d = expm(A_c T) = -I
+    A_d = expm(A_c * T)
+    np.testing.assert_allclose(A_d, -np.eye(2), atol=1e-14)
+    with pytest.raises(LogarithmError, match="Nyquist"):
+        continuous_state_matrix(A_d, T)
+    # Damped mode at Nyquist: eigenvalues -e^{-0.1 T} (double) on the negative real axis.
+    with pytest.raises(LogarithmError, match="negative real axis"):
+        continuous_state_matrix(expm(rotation_plant(np.pi / T, T) * T), T)
+
+
+@pytest.mark.parametrize("A_d", [np.diag([0.0, 0.5]), np.diag([1e-14, 0.5]),
+                                 np.array([[0.0, 1.0], [0.0, 0.0]])])
+def test_singular_a_d_raises(A_d):
+    with pytest.raises(LogarithmError, match="at zero"):
+        continuous_state_matrix(A_d, 1.0)
+
+
+def test_estimator_without_real_logarithm_keeps_discrete_model():
+    # x_{k+1} = diag(-0.5, 0.3) x_k + B u_{k-1}: valid discrete data, no continuous plant.
+    true = DelayedPlant(np.diag([-0.5, 0.3]), np.array([np.zeros((2, 1)), [[1.0], [2.0]]]), 1.0)
+    U = random_excitation(1, 50, rng=0)
+    X = true.simulate(np.zeros(2), U)
+    with pytest.warns(ContinuousModelWarning, match="no continuous-time model.*negative real"):
+        est = DMDidc(max_delay=1).fit(X, U, dt=1.0)
+    np.testing.assert_allclose(est.B_blocks, true.B_blocks, atol=1e-12)
+    np.testing.assert_allclose(est.predict(np.ones(2), U), true.simulate(np.ones(2), U),
+                               atol=1e-10)
+    assert not est.model_.has_continuous
+    for name in ("A_c", "B_c", "delay"):
+        with pytest.raises(LogarithmError, match="negative real axis"):
+            getattr(est, name)
+
+
+def test_jordan_block_has_real_logarithm():
+    A_d = np.array([[1.0, 1.0], [0.0, 1.0]])
+    A_c = continuous_state_matrix(A_d, 2.0)
+    np.testing.assert_allclose(A_c, [[0.0, 0.5], [0.0, 0.0]], atol=1e-14)
+
+
+# ---------------------------------------------------------------------- Nyquist and aliasing
+def test_near_nyquist_warns_but_recovers():
+    T = 0.5
+    A_c = rotation_plant(3.12 / T, T)                       # 3.12 rad per period (pi - 0.02)
+    with pytest.warns(ContinuousModelWarning, match="close to the Nyquist frequency"):
+        recovered = continuous_state_matrix(expm(A_c * T), T)
+    np.testing.assert_allclose(recovered, A_c, atol=1e-9)
+
+
+def test_no_warning_well_below_nyquist():
+    T = 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        continuous_state_matrix(expm(rotation_plant(2.5 / T, T) * T), T)
+
+
+def test_frequency_beyond_nyquist_gives_alias():
+    # 4 rad per period > pi: the data cannot tell it from its alias 4 - 2 pi rad per period.
+    T = 0.5
+    A_c = rotation_plant(4.0 / T, T)
+    true = DelayedPlant.from_continuous(A_c, np.array([[1.0], [0.5]]), delay=0.0, dt=T)
+    U = random_excitation(1, 60, rng=1)
+    est = DMDidc(max_delay=0).fit(true.simulate(np.zeros(2), U), U, dt=T)
+    alias = rotation_plant((4.0 - 2 * np.pi) / T, T)
+    assert np.max(np.abs(est.A_c - A_c)) > 1.0                 # not the true A_c ...
+    np.testing.assert_allclose(est.A_c, alias, atol=1e-9)      # ... but its principal alias
+    np.testing.assert_allclose(expm(est.A_c * T), expm(A_c * T), atol=1e-12)
+    # The alias model reproduces the sampled data exactly.
+    again = DelayedPlant.from_continuous(est.A_c, est.B_c, delay=est.delay, dt=T)
+    np.testing.assert_allclose(again.B_blocks, true.B_blocks, atol=1e-10)
+
+
+# ---------------------------------------------------------------------- delay fraction
+@pytest.mark.parametrize("fraction", [0.0, 1e-3, 0.02, 0.5, 0.98, 0.999])
+@pytest.mark.parametrize("whole", [0, 2])
+def test_fraction_to_full_precision_from_exact_blocks(plant, whole, fraction):
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(whole + fraction) * dt, (1 + 0.37) * dt])
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=4)
+    A_rec, B_rec, d = recover_continuous(A_d, blocks, dt)
+    assert abs(d[0] - delay[0]) <= 1e-9 * dt
+    assert abs(d[1] - delay[1]) <= 1e-9 * dt
+    np.testing.assert_allclose(A_rec, A_c, atol=1e-12)
+    np.testing.assert_allclose(B_rec, B_c, atol=1e-10)
+    if fraction == 0.0:
+        assert d[0] == whole * dt                       # exactly, not w + 1 - 1e-16
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1e-3, 0.5, 0.999])
+def test_fraction_to_full_precision_through_estimator(plant, fraction):
+    # Identified (not exact) blocks: the recovery must still be at rounding level.
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(1 + fraction) * dt, 0.0])
+    true = DelayedPlant.from_continuous(A_c, B_c, delay=delay, dt=dt, max_delay=3)
+    U = random_excitation(2, 120, rng=5)
+    est = DMDidc(max_delay=3, method="qr").fit(true.simulate(np.zeros(3), U), U, dt=dt)
+    err = np.abs(est.delay - delay) / dt
+    assert np.all(err <= 1e-9), err                    # measured ~1e-14
+    np.testing.assert_allclose(est.B_c, B_c, atol=1e-9)
+
+
+@pytest.mark.parametrize("marked_first", [1, 2])
+def test_fraction_just_below_a_whole_period_is_recovered(plant, marked_first):
+    # p = 1 - 1e-8: B^(1) is 1e-8 relative.  Whether it is marked active (the exact non-zero
+    # rule) or not (a noise-aware decision), the pair starting one block earlier explains the
+    # blocks better and is chosen.
+    A_c, B_c = plant
+    dt = 0.4
+    delay = np.array([(2 - 1e-8) * dt, 0.5 * dt])
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=3)
+    active = np.any(blocks != 0, axis=1)
+    active[:marked_first, 0] = False
+    _, _, d = recover_continuous(A_d, blocks, dt, active=active)
+    np.testing.assert_allclose(d, delay, rtol=0, atol=1e-12 * dt)
+
+
+def test_first_active_blocks():
+    active = np.array([[False, False, False], [True, False, False], [False, True, False],
+                       [True, True, False]])
+    np.testing.assert_array_equal(first_active_blocks(active), [1, 2, -1])
+
+
+def test_silent_channel_reports_zero_delay():
+    A_d = np.diag([0.5, 0.8])
+    blocks = np.zeros((2, 2, 2))
+    blocks[1, :, 0] = [1.0, 0.5]
+    _, B_c, delay = recover_continuous(A_d, blocks, 1.0)
+    assert delay[1] == 0.0 and np.all(B_c[:, 1] == 0.0)
+    assert delay[0] == 1.0
+    # an active mask overrides the non-zero rule: channel 0 declared silent
+    _, B_c, delay = recover_continuous(A_d, blocks, 1.0, active=np.zeros((2, 2), bool))
+    assert np.all(B_c == 0.0) and np.all(delay == 0.0)
+
+
+def test_recover_continuous_names_a_wrong_shape():
+    A_d, blocks = delay_blocks(np.array([[-1.0, 0.2], [0.0, -0.5]]), np.array([[1.0], [2.0]]),
+                               np.array([1.3]), 0.5)
+    with pytest.raises(DimensionError, match=r"B_blocks has shape \(2, 1\); expected "
+                                             r"\(R \+ 1, n, m\) = \(R \+ 1, 2, m\).*"
+                                             r"B_blocks\[None\], shape \(1, 2, 1\)"):
+        recover_continuous(A_d, blocks[0], 0.5)                 # a 2-D block
+    with pytest.raises(DimensionError, match=r"B_blocks has shape \(4, 3, 1\)"):
+        recover_continuous(A_d, np.zeros((4, 3, 1)), 0.5)       # rows do not match A_d
+    with pytest.raises(DimensionError, match="A_d has shape"):
+        recover_continuous(A_d[:, :1], blocks, 0.5)
+    with pytest.raises(DimensionError, match=r"active has shape \(3,\)"):
+        recover_continuous(A_d, blocks, 0.5, active=np.ones(3, bool))
+    # the accepted form: a single block given as B_blocks[None] (no delay)
+    _, B_c, delay = recover_continuous(A_d, blocks[2][None], 0.5)
+    assert delay[0] == 0.0 and np.all(np.isfinite(B_c))

@@ -1,0 +1,271 @@
+"""Sufficient statistics (dmdidc.statistics) and the fit from them (dmdidc.statistics.fit).
+
+The statistics are checked against the regression vectors built explicitly with numpy, for every
+instrument kind, in one piece and in chunks; the fits from statistics against numpy's least
+squares and an explicit two-stage least squares on the same samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import (
+    DelayedPlant,
+    DimensionError,
+    DMDidc,
+    InsufficientExcitationError,
+    ParameterError,
+    SufficientStatistics,
+    random_excitation,
+)
+from dmdidc.regression.instrumental import coefficient_jacobian
+from dmdidc.statistics.accumulator import StatisticsAccumulator
+from dmdidc.statistics.fit import nearest_psd, regression_from_statistics
+
+N_STATES, N_INPUTS, R = 2, 2, 3
+
+
+def regression_vectors(X, U, R, kind=None, L=0, E=None):
+    """Explicit v_k = [x_k; u_k..u_{k-R}; x_{k+1}; extras] for every usable k (numpy only)."""
+    k0 = {None: R, "inputs": R + L, "states": max(R, L), "exogenous": R + L}[kind]
+    ks = np.arange(k0, U.shape[1])
+    rows = [X[:, ks]] + [U[:, ks - j] for j in range(R + 1)] + [X[:, ks + 1]]
+    if kind == "inputs":
+        rows += [U[:, ks - R - lag] for lag in range(1, L + 1)]
+    elif kind == "states":
+        rows += [X[:, ks - lag] for lag in range(1, L + 1)]
+    elif kind == "exogenous":
+        rows += [E[:, ks - lag] for lag in range(R + L + 1)]
+    return np.vstack(rows)
+
+
+@pytest.fixture(scope="module")
+def noisy_data():
+    true = DelayedPlant.from_continuous([[0.0, 1.1], [-1.1, 0.0]], [[1.0, -1.0], [-1.0, 2.0]],
+                                        delay=2.5, dt=2.0, max_delay=R)
+    rng = np.random.default_rng(7)
+    Us = [random_excitation(2, 150, rng=rng) for _ in range(4)]
+    Xs = [true.simulate(np.zeros(2), U) + 0.05 * rng.standard_normal((2, 151)) for U in Us]
+    return true, Xs, Us
+
+
+@pytest.mark.parametrize("kind, L", [(None, 0), ("inputs", 2), ("states", 5), ("exogenous", 7)])
+def test_statistics_equal_the_explicit_moments_in_one_piece_and_in_chunks(kind, L):
+    rng = np.random.default_rng(1)
+    X, U, E = rng.standard_normal((2, 61)), rng.standard_normal((2, 60)), rng.standard_normal(
+        (1, 60))
+    V = regression_vectors(X, U, R, kind, L, E)
+    instruments = E if kind == "exogenous" else kind
+    stats = SufficientStatistics.from_data(X, U, max_delay=R, instruments=instruments,
+                                           instrument_lags=L if kind else None)
+    np.testing.assert_allclose(stats.gram, V @ V.T, atol=1e-12)
+    np.testing.assert_allclose(stats.sums, V.sum(axis=1), atol=1e-12)
+    assert stats.n_samples == V.shape[1] and len(stats.labels) == V.shape[0]
+    accumulator = StatisticsAccumulator(2, 2, R, instruments=None if kind is None else (
+        "exogenous" if kind == "exogenous" else kind), instrument_lags=L if kind else None,
+        n_exogenous=1 if kind == "exogenous" else 0)
+    for a, b in ((0, 2), (2, 3), (3, 17), (17, 60)):       # chunks shorter than the lags too
+        accumulator.update(X[:, a:b + 1], U[:, a:b], E[:, a:b] if kind == "exogenous" else None)
+    chunked = accumulator.statistics()
+    np.testing.assert_allclose(chunked.gram, V @ V.T, atol=1e-12)
+    assert chunked.n_samples == V.shape[1]
+    centred = SufficientStatistics.from_data(X, U, max_delay=R, instruments=instruments,
+                                             instrument_lags=L if kind else None,
+                                             detrend="constant")
+    Vc = V - V.mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(centred.gram, Vc @ Vc.T, atol=1e-11)
+    assert centred.intercepts == 1 and centred.centering == "trajectory"
+    assert not centred.released_sums and centred.dimension == V.shape[0] * (V.shape[0] + 1) // 2
+
+
+def test_labels_name_every_entry():
+    stats = SufficientStatistics.from_data(np.zeros((1, 11)), np.zeros((1, 10)), max_delay=1,
+                                           instruments="inputs", instrument_lags=2)
+    assert stats.labels == ["x0[k]", "u0[k]", "u0[k-1]", "x0[k+1]", "u0[k-2]", "u0[k-3]"]
+    np.testing.assert_array_equal(stats.instrument_indices, [1, 2, 4, 5])
+
+
+def test_bounds_clip_and_scale_to_the_unit_box():
+    X = np.array([[0.5, 3.0, -4.0, 1.0]])
+    U = np.array([[10.0, -0.5, 0.2]])
+    stats = SufficientStatistics.from_data(X, U, max_delay=0, state_bound=2.0, input_bound=1.0)
+    clipped_X, clipped_U = np.clip(X, -2, 2), np.clip(U, -1, 1)
+    V = regression_vectors(clipped_X, clipped_U, 0)
+    scale = np.array([2.0, 1.0, 2.0])
+    np.testing.assert_allclose(stats.gram, (V / scale[:, None]) @ (V / scale[:, None]).T)
+    np.testing.assert_allclose(stats.moments()[0], V @ V.T)       # back in the data's units
+    assert stats.clipped == 3 and np.abs(stats.gram).max() <= stats.n_samples
+
+
+def test_addition_equals_statistics_of_all_trajectories(noisy_data):
+    _, Xs, Us = noisy_data
+    parts = [SufficientStatistics.from_data(X, U, max_delay=R, instruments="inputs",
+                                            detrend="constant")
+             for X, U in zip(Xs, Us, strict=True)]
+    whole = SufficientStatistics.from_data(Xs, Us, max_delay=R, instruments="inputs",
+                                           detrend="constant")
+    total = sum(parts)
+    np.testing.assert_allclose(total.gram, whole.gram, atol=1e-10)
+    assert (total.n_samples, total.n_trajectories, total.intercepts) == (
+        whole.n_samples, 4, 4)
+    back = SufficientStatistics.from_vector(total.to_vector(), like=total)
+    np.testing.assert_array_equal(back.gram, total.gram)
+
+
+def test_incompatible_statistics_are_not_added():
+    X, U = np.ones((1, 11)), np.ones((1, 10))
+    base = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    with pytest.raises(DimensionError, match="different layouts"):
+        base + SufficientStatistics.from_data(X, U, max_delay=2, state_bound=1.0,
+                                              input_bound=1.0)
+    with pytest.raises(ParameterError, match="different bounds"):
+        base + SufficientStatistics.from_data(X, U, max_delay=1, state_bound=2.0,
+                                              input_bound=1.0)
+    with pytest.raises(ParameterError, match="centred and uncentred"):
+        base + SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0,
+                                              input_bound=1.0, detrend="constant")
+    with pytest.raises(ParameterError, match="can only add"):
+        base + 1.0
+
+
+@pytest.mark.parametrize("kwargs, error, pattern", [
+    (dict(state_bound=1.0), ParameterError, "declare all bounds or none"),
+    (dict(state_bound=[1.0, 2.0], input_bound=1.0), DimensionError, "state_bound must be"),
+    (dict(state_bound=-1.0, input_bound=1.0), ParameterError, "must be > 0"),
+    (dict(instruments="outputs"), ParameterError, "instruments must be None"),
+    (dict(instruments="inputs", instrument_lags=0), ParameterError, "instrument_lags must be"),
+    (dict(instruments=np.ones((1, 5))), DimensionError, r"expected \(q, 10\)"),
+    (dict(instruments=np.ones((1, 10)), instrument_lags=0), ParameterError,
+     "at least as many instruments as regressors"),
+    (dict(detrend="linear"), ParameterError, "detrend must be None or 'constant'"),
+    (dict(instrument_bound=1.0), ParameterError, "exogenous instrument signals only"),
+])
+def test_bad_arguments_are_refused(kwargs, error, pattern):
+    with pytest.raises(error, match=pattern):
+        SufficientStatistics.from_data(np.ones((1, 11)), np.ones((1, 10)), max_delay=1,
+                                       **kwargs)
+
+
+def test_centered_removes_the_overall_mean_once():
+    rng = np.random.default_rng(3)
+    X, U = rng.standard_normal((1, 31)) + 2.0, rng.standard_normal((1, 30))
+    stats = SufficientStatistics.from_data(X, U, max_delay=1)
+    V = regression_vectors(X, U, 1)
+    Vc = V - V.mean(axis=1, keepdims=True)
+    centred = stats.centered()
+    np.testing.assert_allclose(centred.gram, Vc @ Vc.T, atol=1e-12)
+    assert centred.intercepts == 1 and centred.centering == "global"
+    assert centred.centered() is centred
+
+
+def test_least_squares_from_statistics_equals_numpy_lstsq(noisy_data):
+    _, Xs, Us = noisy_data
+    stats = SufficientStatistics.from_data(Xs, Us, max_delay=R, state_bound=20.0,
+                                           input_bound=5.0, instruments="inputs")
+    V = np.hstack([regression_vectors(np.clip(X, -20, 20), np.clip(U, -5, 5), R, "inputs", 2)
+                   for X, U in zip(Xs, Us, strict=True)])
+    p = 2 + 2 * (R + 1)
+    expected = np.linalg.lstsq(V[:p].T, V[p:p + 2].T, rcond=None)[0].T
+    for R_fit in (R, 2):             # a smaller bound is a sub-block of the same statistics
+        solution = regression_from_statistics(stats, R_fit)
+        q = 2 + 2 * (R_fit + 1)
+        want = expected if R_fit == R else np.linalg.lstsq(V[:q].T, V[p:p + 2].T,
+                                                           rcond=None)[0].T
+        np.testing.assert_allclose(solution.coefficients, want, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("kind, L", [("inputs", 2), ("states", 2), ("exogenous", 6)])
+def test_instrumental_variables_equal_explicit_two_stage_least_squares(noisy_data, kind, L):
+    _, Xs, Us = noisy_data
+    rng = np.random.default_rng(4)
+    Es = [U[:1] + 0.3 * rng.standard_normal((1, U.shape[1])) for U in Us]
+    stats = SufficientStatistics.from_data(Xs, Us, max_delay=R,
+                                           instruments=Es if kind == "exogenous" else kind,
+                                           instrument_lags=L)
+    V = np.hstack([regression_vectors(X, U, R, kind, L, E) for X, U, E in
+                   zip(Xs, Us, Es, strict=True)])
+    p = 2 + 2 * (R + 1)
+    Phi, Y = V[:p], V[p:p + 2]
+    Z = V[stats.instrument_indices]
+    projected = np.linalg.lstsq(Z.T, Phi.T, rcond=None)[0].T @ Z      # first stage
+    expected = np.linalg.lstsq(projected.T, Y.T, rcond=None)[0].T     # second stage
+    solution = regression_from_statistics(stats, R, estimator="iv")
+    np.testing.assert_allclose(solution.coefficients, expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(solution.unscaled_covariance,
+                               np.linalg.inv(projected @ projected.T), rtol=1e-7)
+    assert solution.estimator == "iv" and 0 < solution.instrument_strength <= 1
+
+
+def test_coefficient_jacobian_matches_finite_differences(noisy_data):
+    _, Xs, Us = noisy_data
+    stats = SufficientStatistics.from_data(Xs, Us, max_delay=1, instruments="inputs",
+                                           instrument_lags=2)
+    gram = stats.gram
+    p, n = 2 + 2 * 2, 2
+    instruments = stats.instrument_indices
+    rows, cols = np.triu_indices(gram.shape[0])
+    for estimator, z in (("ls", None), ("iv", instruments)):
+        coefficients = regression_from_statistics(stats, 1, estimator=estimator).coefficients
+        jacobian = coefficient_jacobian(gram, coefficients, n_states=n, n_regressors=p,
+                                        instruments=z, entries=(rows, cols))
+        for e in (0, 5, 17, 30, rows.size - 1):
+            step = 1e-6 * np.sqrt(gram[rows[e], rows[e]] * gram[cols[e], cols[e]])
+            shifted = []
+            for sign in (1.0, -1.0):
+                G = gram.copy()
+                G[rows[e], cols[e]] += sign * step
+                if rows[e] != cols[e]:
+                    G[cols[e], rows[e]] += sign * step
+                moved = dataclasses.replace(stats, gram=G)
+                shifted.append(regression_from_statistics(moved, 1,
+                                                          estimator=estimator).coefficients)
+            numeric = (shifted[0] - shifted[1]).ravel() / (2 * step)
+            np.testing.assert_allclose(jacobian[:, e], numeric, rtol=1e-5,
+                                       atol=1e-7 * np.abs(numeric).max() + 1e-12)
+
+
+def test_fit_statistics_equals_fit_and_refuses_what_statistics_cannot_do(noisy_data):
+    true, Xs, Us = noisy_data
+    stats = SufficientStatistics.from_data(Xs, Us, max_delay=R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from_data = DMDidc(max_delay=R).fit(Xs, Us, dt=2.0)
+        from_stats = DMDidc(max_delay=R).fit_statistics(stats, dt=2.0)
+    np.testing.assert_allclose(from_stats.regression_.coefficients,
+                               from_data.regression_.coefficients, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(from_stats.delay, from_data.delay, rtol=1e-9)
+    with pytest.raises(ParameterError, match="needs statistics with instruments"):
+        DMDidc(max_delay=R, estimator="iv").fit_statistics(stats, dt=2.0)
+    with pytest.raises(ParameterError, match="reweights every sample"):
+        DMDidc(max_delay=R, estimator="huber").fit_statistics(stats, dt=2.0)
+    with pytest.raises(ParameterError, match="statistics are centred when built"):
+        DMDidc(max_delay=R, detrend="constant").fit_statistics(stats, dt=2.0)
+    with pytest.raises(ParameterError, match="exceeds the statistics' bound"):
+        DMDidc(max_delay=R + 1).fit_statistics(stats, dt=2.0)
+    with pytest.raises(ParameterError, match="SufficientStatistics or a non-empty list"):
+        DMDidc(max_delay=R).fit_statistics([], dt=2.0)
+
+
+def test_too_few_samples_in_statistics():
+    stats = SufficientStatistics.from_data(np.ones((2, 8)), np.ones((2, 7)), max_delay=3)
+    with pytest.raises(InsufficientExcitationError, match="at least 10"):
+        DMDidc(max_delay=3).fit_statistics(stats, dt=1.0)
+
+
+def test_nearest_psd_matches_the_convex_program():
+    cvxpy = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((5, 5))
+    A = A + A.T
+    ours = nearest_psd(A)
+    X = cvxpy.Variable((5, 5), PSD=True)
+    cvxpy.Problem(cvxpy.Minimize(cvxpy.norm(X - A, "fro"))).solve(solver="CLARABEL")
+    # the solver's answer agrees to its tolerance, and ours is at least as close to A
+    np.testing.assert_allclose(ours, X.value, atol=5e-4)
+    assert np.linalg.norm(ours - A) <= np.linalg.norm(X.value - A) + 1e-9
+    assert np.linalg.eigvalsh(ours).min() >= -1e-12
+    np.testing.assert_allclose(nearest_psd(ours), ours, atol=1e-12)
