@@ -34,9 +34,9 @@ import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
 from privacy.stable import sas_sample
-from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
-from simulations.private_study import identification_errors as errors
-from simulations.private_study import privatize_samples, simulate_experiments
+from simulations.studies.fractional_delay import SEED_A_C, SEED_B_C
+from simulations.studies.private_identification import identification_errors as errors
+from simulations.studies.private_identification import privatize_samples, simulate_experiments
 
 A_C, B_C = np.array(SEED_A_C), np.array(SEED_B_C)          # the README plant, eq. 9.76
 T = 2.0

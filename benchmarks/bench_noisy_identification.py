@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc
-from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
+from simulations.studies.fractional_delay import SEED_A_C, SEED_B_C
 
 A_C, B_C = np.array(SEED_A_C), np.array(SEED_B_C)          # the README plant, eq. 9.76
 T = 2.0

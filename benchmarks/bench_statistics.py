@@ -34,7 +34,7 @@ from dmdidc import (
     random_excitation,
 )
 from dmdidc.regression import make_accumulator
-from simulations.fractional_delay_study import SEED_A_C, SEED_B_C
+from simulations.studies.fractional_delay import SEED_A_C, SEED_B_C
 
 
 def readme_plant() -> tuple[DelayedPlant, int]:

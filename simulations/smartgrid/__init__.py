@@ -7,10 +7,11 @@ LV grid with pandapower (:mod:`.grid`), Dask sweeps (:mod:`.sweep`) and the flee
 sweep on them (:mod:`.study_sweep`), the scenario configuration (:mod:`.config`), the two attacks
 on shared statistics (:mod:`.reconstruction`, :mod:`.occupancy_attack`) and their study plain vs
 privatized (:mod:`.attack_windows`; :mod:`.attack_study`, like :mod:`.report`, is a study module
-with a command, not re-exported).  The case study (:mod:`.case_study`): private federated
-identification of the fleet (:mod:`.private_identification`), delay-aware demand response on the
-true fleet (:mod:`.tracking`, :mod:`.fleet_mpc`, :mod:`.demand_response`).  pandapower/simbench,
-Dask, scikit-learn and cvxpy are imported only when used.
+behind a command, ``dmdidc smartgrid attacks`` / ``report``, not re-exported).  The case study
+(:mod:`.case_study`): private federated identification of the fleet
+(:mod:`.private_identification`), delay-aware demand response on the true fleet
+(:mod:`.tracking`, :mod:`.fleet_mpc`, :mod:`.demand_response`).  pandapower/simbench, Dask,
+scikit-learn and cvxpy are imported only when used.
 """
 
 from _toolbox.lazy import lazy_attributes

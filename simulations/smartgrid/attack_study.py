@@ -1,5 +1,5 @@
 """Attack and defence (issue 10, item 4): both attacks on what a household shares, plain and
-privatized, the case-study summary, its figure and the study command.
+privatized, the case-study summary and its figure.
 
 * **(a) reconstruction** of a window's trajectory from its statistics:
   :mod:`~simulations.smartgrid.attack_windows`.
@@ -9,8 +9,8 @@ privatized, the case-study summary, its figure and the study command.
   logistic regression cross-validated by household; balanced accuracy (chance 0.5) with an
   interval from resampling households (:func:`household_interval`).
 
-``python -m simulations.smartgrid.attack_study --out DIR`` runs both against epsilon (and
-window length) and writes CSV, JSON and a PNG.
+The command ``dmdidc smartgrid attacks --out DIR`` (:mod:`simulations.cli.smartgrid_studies`)
+runs both against epsilon (and window length) and writes CSV, JSON and a PNG.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from simulations.smartgrid.attack_windows import (
     fleet_prior,
     privatize_release,
     reconstruct_window,
-    reconstruction_privacy_study,
     releases_reached,
     window_free_dimensions,
     window_starts,
@@ -43,7 +42,7 @@ from simulations.smartgrid.occupancy_attack import OccupancyAttackResult, occupa
 from simulations.smartgrid.operation import FleetRecord
 from simulations.smartgrid.private_identification import daily_household_statistics
 
-__all__ = ["attack_summary", "chance_epsilon", "household_interval", "main",
+__all__ = ["attack_summary", "chance_epsilon", "household_interval",
            "occupancy_privacy_study", "plot_attacks"]
 
 CHANCE = 0.5
@@ -338,81 +337,3 @@ def plot_attacks(summary: dict[str, Any], path: str | Path, *,
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     return path
-
-
-def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    import csv
-
-    keys = [k for k in rows[0] if not isinstance(rows[0][k], list)]
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=keys, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m simulations.smartgrid.attack_study --out DIR``: both attacks against
-    epsilon (and window length), CSV + JSON + PNG."""
-    import argparse
-    import json
-
-    from simulations.smartgrid.household import draw_households
-    from simulations.smartgrid.operation import simulate_fleet
-    from simulations.smartgrid.profiles import load_profiles
-
-    parser = argparse.ArgumentParser(description="attack and defence study (issue 10, item 4)",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--households", type=int, default=40, help="fleet size")
-    parser.add_argument("--days", type=int, default=28, help="days of data")
-    parser.add_argument("--start-day", type=int, default=0, help="first day, 0 = 1 January")
-    parser.add_argument("--setback", type=float, default=0.0, help="away setback, K")
-    parser.add_argument("--excitation", type=float, default=ScenarioConfig.excitation,
-                        help="excitation amplitude as a fraction of P_max")
-    parser.add_argument("--epsilons", type=float, nargs="+",
-                        default=[0.1, 1.0, 10.0, 100.0, 1000.0],
-                        help="household budgets per unit (composed)")
-    parser.add_argument("--windows", type=int, nargs="+", default=[12, 14, 16, 18, 24],
-                        help="window lengths of attack (a), periods")
-    parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS),
-                        choices=MECHANISMS, help="privacy mechanisms")
-    parser.add_argument("--unit", default="sample", choices=PRIVACY_UNITS, help="privacy unit")
-    parser.add_argument("--window", type=int, default=None,
-                        help="steps of a privacy window (--unit window)")
-    parser.add_argument("--seeds", type=int, default=2, help="privacy-noise draws, attack (b)")
-    parser.add_argument("--starts", type=int, default=3, help="windows per length, attack (a)")
-    parser.add_argument("--seed", type=int, default=0, help="root seed")
-    parser.add_argument("--out", default="out/attack_study", help="output folder")
-    args = parser.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
-    record = simulate_fleet(draw_households(args.households, rng=rng), load_profiles(),
-                            start_day=args.start_day, days=args.days, setback_K=args.setback,
-                            excitation=args.excitation, progress=True, rng=rng)
-    options = {"unit": args.unit, "window": args.window}
-    summary = attack_summary(record, rng=rng, **options)
-    occupancy = occupancy_privacy_study(record, epsilons=args.epsilons,
-                                        mechanisms=args.mechanisms, seeds=args.seeds,
-                                        progress=True, rng=rng, **options)
-    model = fleet_prior(record, ScenarioConfig.max_delay)
-    reconstruction = reconstruction_privacy_study(
-        record, windows=args.windows, epsilons=args.epsilons, mechanisms=args.mechanisms,
-        starts=args.starts, model=model, progress=True, rng=rng, **options)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    existed = (out / "attack_study.json").exists()
-    result = {"settings": vars(args), "summary": summary,
-              "chance_epsilon": {m: chance_epsilon(occupancy, m) for m in args.mechanisms},
-              "occupancy": occupancy, "reconstruction": reconstruction}
-    (out / "attack_study.json").write_text(json.dumps(result, indent=2, default=float))
-    _write_csv(occupancy, out / "occupancy.csv")
-    _write_csv(reconstruction, out / "reconstruction.csv")
-    plot_attacks(summary, out / "attack_study.png", occupancy_rows=occupancy)
-    print(json.dumps({k: v for k, v in summary.items() if k != "attack_trace"}, indent=2,
-                     default=float))
-    print(f"chance epsilon: {result['chance_epsilon']}")
-    print(f"wrote {out}/attack_study.json, occupancy.csv, reconstruction.csv, attack_study.png"
-          f"{' (overwritten)' if existed else ''}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m simulations.smartgrid.make_extract [--out PATH]
+    dmdidc smartgrid extract [--out PATH]
 
 Writes a compressed ``.npz`` (float32) with the six SimBench household shapes (active and
 reactive), PV1-PV8 and the hourly DWD TRY 2010 region 4 (Potsdam) temperature and irradiance.
@@ -12,8 +12,6 @@ The result is a derived database of SimBench and stays under the Open Database L
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +23,7 @@ from simulations.smartgrid.profiles import (
     _version,
 )
 
-__all__ = ["write_extract", "main"]
+__all__ = ["write_extract"]
 
 
 def write_extract(path: str | Path = EXTRACT_PATH) -> Path:
@@ -38,19 +36,3 @@ def write_extract(path: str | Path = EXTRACT_PATH) -> Path:
     np.savez_compressed(path, source=np.array(source),
                         **{key: value.astype(np.float32) for key, value in arrays.items()})
     return path
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--out", default=str(EXTRACT_PATH), help="output .npz file")
-    args = parser.parse_args(argv)
-    existed = Path(args.out).exists()
-    path = write_extract(args.out)
-    note = " (overwritten)" if existed else ""
-    print(f"wrote {path}{note}: {path.stat().st_size / 1e6:.2f} MB")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,8 @@
-"""Foundation measurements of the smart-grid case study, their figures and one command.
+"""Foundation measurements of the smart-grid case study and their figures.
 
-``python -m simulations.smartgrid.report --households 20 --out out/smartgrid`` simulates a fleet
-from a :class:`~simulations.smartgrid.ScenarioConfig`, and measures what the README reports:
+:func:`run_foundations` (the command ``dmdidc smartgrid report --households 20 --out
+out/smartgrid``) simulates a fleet from a :class:`~simulations.smartgrid.ScenarioConfig`, and
+measures what the README reports:
 
 * identification of every household's delay from its own operation data with the DMDidc
   estimator (:func:`identification_study`): plain least squares on the raw data, with one
@@ -17,7 +18,6 @@ It writes ``foundations.json`` and the figures ``reconstruction.png`` and ``volt
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -46,7 +46,7 @@ from simulations.smartgrid.reconstruction import (
 )
 
 __all__ = ["identification_study", "plot_reconstruction", "plot_voltage_band",
-           "reconstruction_study", "run_foundations", "main"]
+           "reconstruction_study", "run_foundations"]
 
 VARIANTS = ("ls_raw", "ls_centered", "ls_centered_weighted", "iv_excitation")
 #: Scale of T_i in the weighted variants: the delay is read from the T_h (heat-distribution) row,
@@ -261,49 +261,3 @@ def run_foundations(config: ScenarioConfig, out: str | Path, *, windows: Sequenc
     path = out / "foundations.json"
     path.write_text(json.dumps(summary, indent=2))
     return summary
-
-
-#: Command-line flags and the scenario settings they set.
-_FLAGS = {"households": "households", "days": "identification_days", "start_day": "start_day",
-          "grid_day": "grid_day", "setback": "setback_K", "excitation": "excitation",
-          "seed": "seed"}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m simulations.smartgrid.report --households 20 --out DIR``."""
-    defaults = ScenarioConfig(households=20)
-    parser = argparse.ArgumentParser(description="smart-grid foundation measurements",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--config", help="scenario JSON (ScenarioConfig); flags override it")
-    parser.add_argument("--households", type=int, help="fleet size (default 20)")
-    parser.add_argument("--days", type=int, help=f"identification days (default "
-                        f"{defaults.identification_days})")
-    parser.add_argument("--start-day", type=int, help=f"first day of the data, 0 = 1 January "
-                        f"(default {defaults.start_day})")
-    parser.add_argument("--grid-day", type=int, help=f"day of the power flows, within the "
-                        f"data (default {defaults.grid_day})")
-    parser.add_argument("--setback", type=float, help=f"away setback, K (default "
-                        f"{defaults.setback_K})")
-    parser.add_argument("--excitation", type=float, help=f"excitation amplitude as a fraction "
-                        f"of the heat pump's power (default {defaults.excitation})")
-    parser.add_argument("--seed", type=int, help=f"root seed (default {defaults.seed})")
-    parser.add_argument("--windows", type=int, nargs="+",
-                        default=[8, 10, 12, 13, 14, 16, 24, 48, 96],
-                        help="window lengths of the reconstruction attack")
-    parser.add_argument("--no-grid", action="store_true", help="skip the power flows")
-    parser.add_argument("--out", default="out/smartgrid", help="output folder")
-    args = parser.parse_args(argv)
-    base = ScenarioConfig.load(args.config) if args.config else defaults
-    overrides = {field: getattr(args, flag) for flag, field in _FLAGS.items()
-                 if getattr(args, flag) is not None}
-    config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
-    existed = (Path(args.out) / "foundations.json").exists()
-    summary = run_foundations(config, args.out, windows=args.windows, grid=not args.no_grid)
-    print(json.dumps({k: v for k, v in summary.items()
-                      if not k.startswith("identification_rows")}, indent=2))
-    print(f"wrote {args.out}/foundations.json{' (overwritten)' if existed else ''}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -227,7 +227,7 @@ def test_property_pld_delta_never_below_exact_curve(scale, ratio):
 
 
 def test_calibration_comparison_rows():
-    from privacy.figures import calibration_comparison
+    from simulations.studies.sas_figures import calibration_comparison
     # q = 1: the Gaussian reference is the exact closed form, the Cauchy PLD is small (fast)
     rows = calibration_comparison(epsilons=(2.0,), alphas=(2.0, 1.0), steps=10,
                                   sampling_rate=1.0, rtol=1e-3)

@@ -14,7 +14,7 @@ out = Path(tempfile.mkdtemp())
 
 from controllers.analysis import delay_mismatch_study, plot_delay_mismatch
 from simulations.cli import main
-from simulations.fractional_delay_study import (StudyConfig, plot_study,
+from simulations.studies.fractional_delay import (StudyConfig, plot_study,
                                                 run_fractional_delay_study)
 from dmdidc import DelayedPlant
 

@@ -271,7 +271,7 @@ def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rou
 
     >>> import numpy as np
     >>> from privacy.federated import run_sync
-    >>> from privacy.federated.experiments import ExperimentConfig, build_trial
+    >>> from simulations.studies.federated_experiments import ExperimentConfig, build_trial
     >>> from privacy.federated.flower import run_inprocess_sync
     >>> config = ExperimentConfig("iris", partition="expert", rounds=3)
     >>> trial = build_trial(config, 0, ("fedavg",))

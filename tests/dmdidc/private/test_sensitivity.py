@@ -3,7 +3,7 @@ brute force.
 
 For each privacy unit the derived bound must be at least the largest change an adversary can
 cause: data and replacement values are searched over the vertices {-1, 0, 1} of the unit box
-(greedy coordinate ascent from many random starts, simulations.statistics_audit) on small
+(greedy coordinate ascent from many random starts, simulations.studies.statistics_audit) on small
 problems.  The bound must hold for every configuration found, and it should not be far above
 the worst case found (else the noise would be wasted): the measured ratios are in the comments.
 """
@@ -15,7 +15,7 @@ import pytest
 
 from dmdidc import ParameterError, SufficientStatistics
 from dmdidc.private.sensitivity import statistics_sensitivity
-from simulations.statistics_audit import adversarial_neighbours
+from simulations.studies.statistics_audit import adversarial_neighbours
 
 
 def worst_change(K, R, unit, window, detrend, norm, instruments=None):

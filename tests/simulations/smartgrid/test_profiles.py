@@ -88,10 +88,10 @@ def test_packages_and_extract_agree(extract):
 
 @needs_packages
 def test_make_extract_regenerates_the_shipped_file(tmp_path):
-    from simulations.smartgrid.make_extract import main
+    from simulations.cli import main
 
     out = tmp_path / "extract.npz"
-    assert main(["--out", str(out)]) == 0
+    assert main(["smartgrid", "extract", "--out", str(out)]) == 0
     with np.load(out) as new, np.load(EXTRACT_PATH) as shipped:
         assert sorted(new.files) == sorted(shipped.files)
         for key in new.files:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
+from simulations.cli import main
 from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
 from simulations.smartgrid.grid import GridResult
 from simulations.smartgrid.report import (
     identification_study,
-    main,
     plot_reconstruction,
     plot_voltage_band,
     reconstruction_study,
@@ -57,8 +57,8 @@ def test_voltage_band_figure(tmp_path):
 @pytest.mark.slow
 def test_command_writes_the_summary(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["--households", "5", "--days", "6", "--windows", "10", "--no-grid",
-                 "--out", str(out)]) == 0
+    assert main(["smartgrid", "report", "--households", "5", "--days", "6", "--windows", "10",
+                 "--no-grid", "--out", str(out)]) == 0
     summary = json.loads((out / "foundations.json").read_text())
     assert summary["config"]["households"] == 5
     assert set(summary["identification_measured"]) == {"ls_raw", "ls_centered",

@@ -404,7 +404,7 @@ def test_task_identity_is_set_only_when_flower_has_not_set_it():
     assert "run 42" in out
 
 
-@pytest.mark.parametrize("module", ["app", "experiment", "inprocess", "sync"])
+@pytest.mark.parametrize("module", ["app", "inprocess", "sync"])
 def test_docstring_examples(module):
     import doctest
     import importlib
@@ -436,7 +436,7 @@ def test_privacy_imports_without_flower_and_the_adapter_says_what_to_install():
         "        if name == 'flwr' or name.startswith('flwr.'):\n"
         "            raise ImportError('no flwr here')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import privacy, privacy.federated, privacy.federated.experiments\n"
+        "import privacy, privacy.federated, simulations.studies.federated_experiments\n"
         "print('federated ok')\n"
         "try:\n    import privacy.federated.flower\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

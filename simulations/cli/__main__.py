@@ -1,0 +1,7 @@
+"""``python -m simulations.cli ...``: the ``dmdidc`` command."""
+
+import sys
+
+from simulations.cli.root import main
+
+sys.exit(main())

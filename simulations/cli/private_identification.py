@@ -1,0 +1,234 @@
+"""``dmdidc privacy identify`` and ``dmdidc privacy sweep``: private identification on the CLI.
+
+Registered in :mod:`simulations.cli.privacy` with :func:`add_private_parsers` on its actions;
+the handler is :func:`run_private`.
+
+Examples
+--------
+``dmdidc privacy identify data.npz --dt 2 --max-delay 3 --state-bound 150 --input-bound 4 \
+--epsilon 1 --delta 1e-5 --unit sample``
+``dmdidc privacy sweep --out out/privacy_study --samples 30000 300000 --seeds 3``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
+
+PRIVATE_COMMANDS = ("identify", "sweep")
+
+
+def _vector(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers; got "
+                                         f"{text!r}") from exc
+    if any(not np.isfinite(v) or v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"bounds must be finite and > 0; got {text!r}")
+    return values
+
+
+def add_private_parsers(actions: Any) -> None:
+    """Add ``identify`` and ``sweep`` to the ``dmdidc privacy`` actions."""
+    identify = actions.add_parser(
+        "identify", help="privatize a data file's sufficient statistics and identify from them",
+        description="Clip the data to the declared bounds, compute the DMDidc sufficient "
+                    "statistics, release them once with differential privacy and identify the "
+                    "delayed plant from the release (the guarantee is printed).")
+    identify.add_argument("data", nargs="?", help=".npz file with arrays X (n, K+1) and U (m, K)")
+    identify.add_argument("--states", help="CSV of states, one row per sample (K+1 rows)")
+    identify.add_argument("--inputs", help="CSV of inputs, one row per sample (K rows)")
+    identify.add_argument("--dt", type=float, required=True, help="sampling period T (seconds)")
+    identify.add_argument("--max-delay", type=int, required=True,
+                          help="delay bound R in sampling periods")
+    identify.add_argument("--state-bound", type=_vector, required=True,
+                          help="declared bound |x_i| <= c (one value or one per state, comma "
+                               "separated); data beyond it are clipped. Must not come from the "
+                               "data")
+    identify.add_argument("--input-bound", type=_vector, required=True,
+                          help="declared bound |u_j| <= c (one value or one per input)")
+    identify.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"),
+                          default="gaussian", help="noise mechanism")
+    identify.add_argument("--epsilon", type=float, required=True, help="target epsilon")
+    identify.add_argument("--delta", type=float,
+                          help="target delta (required for gaussian; default: none)")
+    identify.add_argument("--alpha", type=float, help="SaS stability index in (0, 2) (only with "
+                                                      "--mechanism sas)")
+    identify.add_argument("--unit", choices=("sample", "window", "trajectory"), default="sample",
+                          help="privacy unit: one time step, a window of time steps, or the "
+                               "whole record")
+    identify.add_argument("--window", type=int, help="time steps per window (only with --unit "
+                                                     "window)")
+    identify.add_argument("--detrend", choices=("none", "constant"), default="none",
+                          help="remove the record's mean (an intercept) before the statistics")
+    identify.add_argument("--estimator", choices=("ls", "iv"), default="ls",
+                          help="least squares or instrumental variables (lagged inputs)")
+    identify.add_argument("--level", type=float, default=0.95,
+                          help="confidence level of the printed intervals")
+    identify.add_argument("--seed", type=int, help="seed of the privacy noise (default: fresh "
+                                                   "randomness, as a real release needs)")
+    identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
+    identify.add_argument("--json", dest="json_out",
+                          help="also write the guarantee, estimates and intervals as JSON here")
+
+    sweep = actions.add_parser(
+        "sweep", help="privacy-utility study: statistics vs per-sample privatization",
+        description="Delay and A_c errors against epsilon for every privacy unit, data size "
+                    "and mechanism, privatizing the sufficient statistics once or every state "
+                    "sample (README plant, experiments of 300 samples). Writes "
+                    "privacy_study.csv, privacy_study.json and privacy_study.png.")
+    sweep.add_argument("--out", default="out/privacy_study", help="output folder")
+    sweep.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
+    sweep.add_argument("--units", nargs="+", default=["sample", "window", "trajectory"],
+                       choices=("sample", "window", "trajectory"))
+    sweep.add_argument("--window", type=int, default=12, help="time steps per window")
+    sweep.add_argument("--samples", type=int, nargs="+", default=[30_000, 300_000, 3_000_000],
+                       help="data sizes K (multiples of 300)")
+    sweep.add_argument("--mechanisms", nargs="+", default=["gaussian", "laplace", "sas"],
+                       choices=("gaussian", "laplace", "sas"))
+    sweep.add_argument("--approaches", nargs="+", default=["statistics", "per-sample"],
+                       choices=("statistics", "per-sample"))
+    sweep.add_argument("--alpha", type=float, default=1.5, help="SaS stability index")
+    sweep.add_argument("--delta", type=float, default=1e-5, help="target delta (gaussian)")
+    sweep.add_argument("--seeds", type=int, default=5, help="repetitions per point")
+    sweep.add_argument("--seed", type=int, default=0, help="root seed")
+
+
+def run_private(args: argparse.Namespace) -> int:
+    """Handler of ``dmdidc privacy identify`` and ``dmdidc privacy sweep``."""
+    if args.privacy_command == "identify":
+        return _identify(args)
+    return _sweep(args)
+
+
+def _identify(args: argparse.Namespace) -> int:
+    from _toolbox.errors import ParameterError
+    from dmdidc import DMDidc, SufficientStatistics
+    from simulations.data_files import load_identification_data
+
+    if args.alpha is not None and args.mechanism != "sas":
+        raise ParameterError("--alpha needs --mechanism sas")
+    if args.window is not None and args.unit != "window":
+        raise ParameterError("--window needs --unit window")
+    X, U = load_identification_data(args.data, states=args.states, inputs=args.inputs)
+    instruments = "inputs" if args.estimator == "iv" else None
+    stats = SufficientStatistics.from_data(
+        X, U, max_delay=args.max_delay, state_bound=_bound(args.state_bound, X.shape[0]),
+        input_bound=_bound(args.input_bound, U.shape[0]), instruments=instruments,
+        detrend=None if args.detrend == "none" else args.detrend)
+    private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
+                              unit=args.unit, window=args.window, alpha=args.alpha,
+                              rng=args.seed)
+    estimator = DMDidc(max_delay=args.max_delay, estimator=args.estimator)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit_statistics(private, dt=args.dt)
+    model = estimator.model_
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    path = model.save(args.out)
+    print(f"data: n = {X.shape[0]} states, m = {U.shape[0]} inputs, {stats.n_samples} regression "
+          f"samples; {stats.clipped} values clipped to the bounds (local information, not "
+          f"released)")
+    print(f"released: {private.dimension} statistics, {private.privacy}")
+    print(estimator.block_test_.summary())
+    print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
+    summary: dict[str, Any] = {"privacy": _release_dict(private.privacy),
+                               "delay_steps": model.delay_steps.tolist()}
+    if model.has_continuous:
+        intervals = estimator.confidence_intervals(args.level)
+        print(intervals.summary())
+        summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),
+                       delay_high=intervals.delay.high.tolist(), A_c=model.A_c.tolist(),
+                       B_c=model.B_c.tolist(), level=args.level)
+    else:
+        print(f"no continuous model: {model.continuous_note}")
+    for warning in caught:
+        print(f"dmdidc privacy identify: warning: {warning.message}", file=sys.stderr)
+    if args.json_out:
+        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_out).write_text(json.dumps(summary, indent=1, default=_jsonable))
+        print(f"wrote {path}, {args.json_out}")
+    else:
+        print(f"wrote {path}")
+    return 0
+
+
+def _bound(values: list[float], size: int) -> float | np.ndarray:
+    from _toolbox.errors import DimensionError
+
+    if len(values) == 1:
+        return values[0]
+    if len(values) != size:
+        raise DimensionError(f"got {len(values)} bounds for {size} channels; give one value or "
+                             f"one per channel")
+    return np.array(values)
+
+
+def _release_dict(release) -> dict[str, Any]:
+    return {"mechanism": type(release.mechanism).__name__, "epsilon": release.epsilon,
+            "delta": release.delta, "unit": release.unit, "window": release.window,
+            "sensitivity": release.sensitivity, "norm": release.norm,
+            "dimension": release.dimension, "accountant": release.accountant,
+            "statement": str(release)}
+
+
+def _jsonable(value: Any) -> Any:
+    return value.tolist() if isinstance(value, np.ndarray) else str(value)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from simulations.studies.private_identification import (
+        PrivacyStudyConfig,
+        plot_privacy_study,
+        run_privacy_study,
+        summarize_study,
+        write_privacy_study,
+    )
+
+    config = PrivacyStudyConfig(
+        epsilons=tuple(args.epsilons), units=tuple(dict.fromkeys(args.units)),
+        window=args.window, samples=tuple(args.samples),
+        mechanisms=tuple(dict.fromkeys(args.mechanisms)),
+        approaches=tuple(dict.fromkeys(args.approaches)), alpha=args.alpha, delta=args.delta,
+        seeds=args.seeds, seed=args.seed)
+    total = (len(config.samples) * config.seeds * len(config.units) * len(config.mechanisms)
+             * len(config.epsilons) * len(config.approaches))
+    with tqdm(total=total, desc="privacy sweep", unit="fit", file=sys.stderr) as bar:
+        rows = run_privacy_study(config, progress=lambda message: (
+            bar.set_postfix_str(message), bar.update(1)))
+    summary = summarize_study(rows)
+    files = write_privacy_study(rows, summary, config, args.out)
+    figure = plot_privacy_study(summary, Path(args.out) / "privacy_study.png")
+    print(_table(summary))
+    print(f"\nwrote {files['csv']}, {files['json']}, {figure}")
+    return 0
+
+
+def _table(summary: list[dict[str, Any]]) -> str:
+    """Median delay error (in T) of both approaches and their ratio, per point."""
+    lines = [f"{'unit':<10} {'mechanism':<9} {'K':>9} {'eps':>6} | {'statistics':>10} "
+             f"{'per-sample':>10} {'ratio':>8} | {'A_c stat.':>9} {'A_c sample':>10}"]
+    by_key = {(e["approach"], e["unit"], e["mechanism"], e["samples"], e["epsilon"]): e
+              for e in summary}
+    for (approach, unit, mechanism, K, eps), entry in sorted(by_key.items(),
+                                                             key=lambda item: item[0][1:]):
+        if approach != "statistics":
+            continue
+        other = by_key.get(("per-sample", unit, mechanism, K, eps))
+        ratio = f"{entry.get('ratio', float('nan')):8.3g}"
+        lines.append(
+            f"{unit:<10} {mechanism:<9} {K:>9} {eps:>6g} | {entry['delay_median']:>10.3g} "
+            f"{other['delay_median'] if other else float('nan'):>10.3g} {ratio} | "
+            f"{entry['A_c_median']:>9.3g} {other['A_c_median'] if other else float('nan'):>10.3g}")
+    return "\n".join(lines)

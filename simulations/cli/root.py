@@ -1,0 +1,101 @@
+"""The root of the ``dmdidc`` command line: ``demo``, ``identify``, ``simulate``, ``privacy``,
+``federated``, ``smartgrid``.
+
+Each command or command group lives in its own module of :mod:`simulations.cli` and registers
+its parser on the root's ``add_subparsers`` object; shared helpers are in
+:mod:`simulations.cli.common` (the groups never import this module).  Parsing and ``--help``
+import no heavy package (cvxpy, matplotlib, scipy.stats): each handler imports what it needs.
+Every option either takes effect or is refused with a one-line error (exit code 2); output
+files that already existed are listed on stderr after being overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from simulations.cli.common import _Parser
+from simulations.cli.demo import add_demo_parser
+from simulations.cli.federated import add_federated_parser
+from simulations.cli.federated_identification import add_identify_action
+from simulations.cli.flower import add_serve_action
+from simulations.cli.identify import add_identify_parser
+from simulations.cli.privacy import add_privacy_parser
+from simulations.cli.seed_fl import add_seed_fl_actions
+from simulations.cli.simulate import add_simulate_parser
+from simulations.cli.smartgrid import add_smartgrid_parser
+
+__all__ = ["main", "build_parser"]
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: imports the package only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from dmdidc import __version__
+
+        print(f"{parser.prog} {__version__}")
+        parser.exit()
+
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dmdidc`` command."""
+    parser = _Parser(
+        prog="dmdidc",
+        description="Identify linear plants with fractional input delay (DMDidc), control them "
+                    "and study privacy mechanisms.")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True)   # subparsers are _Parser too
+    add_demo_parser(sub)
+    add_identify_parser(sub)
+    add_simulate_parser(sub)
+    add_privacy_parser(sub)                  # epsilon, calibrate, compare, figures, dpsgd, ...
+    actions = add_federated_parser(sub)      # experiment (Ch. 8)
+    add_seed_fl_actions(actions)             # esn-attack, sifl
+    add_serve_action(actions)                # serve: real Flower processes
+    add_identify_action(actions)             # identify: federated DMDidc (statistics)
+    add_smartgrid_parser(sub)                # smartgrid run, sweep, report, attacks, extract
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dmdidc`` console script; returns the exit code (2 on bad input)."""
+    args = build_parser().parse_args(argv)
+    from _toolbox.errors import ToolboxError  # after parsing: --help stays light
+
+    existing: dict[Path, tuple[int, int, int]] = {}
+    try:
+        existing = _existing_outputs(getattr(args, "out", None))
+        return int(args.handler(args) or 0)
+    except (ToolboxError, ValueError, OSError) as exc:
+        print(f"dmdidc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        overwritten = [path for path, stamp in existing.items()
+                       if path.is_file() and _stamp(path) != stamp]
+        if overwritten:
+            print(f"dmdidc {args.command}: note: overwrote "
+                  f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
+
+
+
+def _existing_outputs(out: str | None) -> dict[Path, tuple[int, int, int]]:
+    """The files ``--out`` (a file, or a folder's files) holds before a command runs."""
+    if out is None:
+        return {}
+    path = Path(out)
+    files = sorted(path.iterdir()) if path.is_dir() else [path]
+    return {file: _stamp(file) for file in files if file.is_file()}
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
+

@@ -1,0 +1,199 @@
+"""``dmdidc simulate``: the closed loop of a saved model with a controller, on the model itself or
+on a given true plant; trajectory CSV, summary JSON and figure."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from controllers.names import CONTROLLER_NAMES
+from simulations.cli.common import _bound, _count, _scale, _seed, json_number, output_path
+
+__all__ = ["add_simulate_parser"]
+
+# Effective defaults of simulate options whose parser default is None, so that giving them
+# where they do nothing can be refused (help texts show these values).
+_DEFAULT_HORIZON = 10
+_DEFAULT_NOISE = "normal"
+_DEFAULT_ALPHA = 1.5
+_DEFAULT_SEED = 0
+_FINE_STEPS = 2000                  # simulate: inter-sample curve up to this many steps
+_PROGRESS_STEPS = (500_000, 500)    # simulate: progress bar from this many steps (other, MPC)
+
+
+def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``simulate`` on the ``add_subparsers`` object of the root command."""
+    simulate = sub.add_parser("simulate", help="closed loop of a saved model with a controller")
+    simulate.add_argument("model", help="identified model (.json or .npz from 'identify')")
+    simulate.add_argument("--plant", help="true plant to control (.json/.npz with the model's "
+                                          "T, states and inputs; default: the model itself)")
+    simulate.add_argument("--controller", choices=CONTROLLER_NAMES, default="fractional",
+                          help="fractional-delay predictive feedback (eqs. 9.70-9.74), "
+                               "whole-delay prediction (truncated: eq. 9.13, or exact), "
+                               "delay-naive state feedback, or constrained MPC")
+    simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
+    simulate.add_argument("--x0", help="initial state, comma separated (default: all ones)")
+    simulate.add_argument("--horizon", type=_count,
+                          help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
+                               f"--controller mpc)")
+    simulate.add_argument("--u-max", type=_bound,
+                          help="MPC input bound |u| <= u_max (default: unbounded; only with "
+                               "--controller mpc)")
+    simulate.add_argument("--process-noise", type=_scale, default=0.0,
+                          help="scale of the process disturbance added to x_{k+1}")
+    simulate.add_argument("--measurement-noise", type=_scale, default=0.0,
+                          help="scale of the noise on the measured states")
+    simulate.add_argument("--noise", choices=("normal", "laplace", "sas"),
+                          help=f"noise distribution (default: {_DEFAULT_NOISE}; sas: symmetric "
+                               f"alpha-stable, heavy-tailed; needs a noise scale > 0)")
+    simulate.add_argument("--alpha", type=float,
+                          help=f"SaS stability index in (0, 2] (default: {_DEFAULT_ALPHA}; only "
+                               f"with --noise sas)")
+    simulate.add_argument("--seed", type=_seed,
+                          help=f"seed of the noise draws (default: {_DEFAULT_SEED}; needs a noise "
+                               f"scale > 0)")
+    simulate.add_argument("--out", default="out/simulate", help="output folder")
+    simulate.set_defaults(handler=_run_simulate)
+    return simulate
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    from _toolbox.errors import DimensionError
+    from simulations.closed_loop import simulate_closed_loop
+
+    _check_simulate_options(args)
+    out = output_path(args.out, folder=True)
+    model = _load_plant(args.model, "model")
+    plant = model if args.plant is None else _load_plant(args.plant, "--plant")
+    if plant is not model:
+        _check_plant_matches_model(plant, model, args)
+    x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
+    if x0.shape != (model.n_states,):
+        raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
+    controller = _make_controller(args, model)
+    seed = _DEFAULT_SEED if args.seed is None else args.seed
+    # The exact inter-sample curve only serves the figure, which cannot show more than a few
+    # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
+    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=seed,
+                                  process_noise=_sampler(args, args.process_noise),
+                                  measurement_noise=_sampler(args, args.measurement_noise),
+                                  fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+                                  progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
+    out.mkdir(parents=True, exist_ok=True)
+    result.to_csv(out / "trajectory.csv")
+    summary = {"controller": args.controller, "steps": args.steps,
+               "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    figure = _plot_trajectory(result, out / "trajectory.png", args.controller)
+    print(json.dumps(summary, indent=2))
+    print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {figure}")
+    return 0
+
+
+def _check_simulate_options(args: argparse.Namespace) -> None:
+    """Refuse options that would have no effect in this combination."""
+    from _toolbox.errors import ParameterError
+
+    if args.controller != "mpc":
+        idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max))
+                if value is not None]
+        if idle:
+            verb = "applies" if len(idle) == 1 else "apply"
+            raise ParameterError(f"{' and '.join(idle)} {verb} only to --controller mpc; got "
+                                 f"--controller {args.controller}")
+    if args.process_noise == 0 and args.measurement_noise == 0:
+        idle = [flag for flag, value in (("--noise", args.noise), ("--alpha", args.alpha),
+                                         ("--seed", args.seed)) if value is not None]
+        if idle:
+            verb = "acts" if len(idle) == 1 else "act"
+            raise ParameterError(f"{' and '.join(idle)} {verb} only on noise draws: give "
+                                 f"--process-noise or --measurement-noise > 0")
+    if args.alpha is not None and args.noise != "sas":
+        raise ParameterError(f"--alpha is the stability index of SaS noise: it needs --noise sas "
+                             f"(got --noise {args.noise or _DEFAULT_NOISE})")
+
+
+def _load_plant(path: str, what: str):
+    """A DelayedPlant from a file, any defect of the file reported as one clear error."""
+    from _toolbox.errors import ParameterError, ToolboxError
+    from dmdidc import DelayedPlant
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{what} file {path!r} does not exist")
+    try:
+        return DelayedPlant.load(path)
+    except (ToolboxError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        # a malformed file must not end in a traceback, whatever the loader raises
+        raise ParameterError(f"{what} file {path!r} is not a valid plant (expected what "
+                             f"DelayedPlant.save or 'dmdidc identify' writes: .json or .npz with "
+                             f"dt, A_d, B_blocks and optionally A_c, B_c, delay): {exc}") from exc
+
+
+def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
+    from _toolbox.errors import DimensionError, ParameterError
+
+    if (plant.n_states, plant.n_inputs) != (model.n_states, model.n_inputs):
+        raise DimensionError(f"--plant {args.plant!r} has {plant.n_states} states and "
+                             f"{plant.n_inputs} inputs; the model {args.model!r} has "
+                             f"{model.n_states} states and {model.n_inputs} inputs")
+    if not math.isclose(plant.dt, model.dt, rel_tol=1e-9):
+        raise ParameterError(f"--plant {args.plant!r} has sampling period T = {plant.dt:g} s; "
+                             f"the model {args.model!r} has T = {model.dt:g} s: the controller "
+                             f"acts once per model period, so both must agree (identify from "
+                             f"data sampled at the plant's T)")
+
+
+def _parse_vector(option: str, text: str) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in text.split(",")])
+    except ValueError as exc:
+        raise ValueError(f"{option} must be comma-separated numbers; got {text!r}") from exc
+
+
+def _sampler(args: argparse.Namespace, scale: float):
+    from simulations.closed_loop import noise_sampler
+
+    if scale == 0:
+        return None
+    noise = args.noise or _DEFAULT_NOISE
+    if noise != "sas":
+        return noise_sampler(noise, scale)
+    return noise_sampler(noise, scale, alpha=_DEFAULT_ALPHA if args.alpha is None else args.alpha)
+
+
+def _make_controller(args: argparse.Namespace, model):
+    from controllers import make_controller
+
+    if args.controller != "mpc":
+        return make_controller(args.controller, model)
+    bound = args.u_max
+    horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
+    return make_controller("mpc", model, horizon=horizon,
+                           u_min=None if bound is None else -bound, u_max=bound)
+
+
+def _plot_trajectory(result, path: Path, title: str) -> Path:
+    from _toolbox.plotting import new_figure, save_figure
+
+    fig = new_figure((7, 5))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    times = result.fine_times if result.fine_states is not None else result.times
+    states = result.fine_states if result.fine_states is not None else result.states
+    for i, row in enumerate(states):
+        top.plot(times, row, label=f"x{i + 1}")
+    for j, row in enumerate(result.inputs):
+        bottom.step(result.times[:-1], row, where="post", label=f"u{j + 1}")
+    top.set_ylabel("state")
+    bottom.set_ylabel("input")
+    bottom.set_xlabel("time [s]")
+    top.set_title(f"closed loop, {title} controller")
+    for axis in (top, bottom):
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    return save_figure(fig, path)
+

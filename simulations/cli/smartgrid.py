@@ -1,0 +1,154 @@
+"""``dmdidc smartgrid``: the smart-grid privacy case study from the command line (issue 10).
+
+This module defines the group and its ``run`` action; ``sweep`` is in
+:mod:`simulations.cli.smartgrid_sweep`, ``report``, ``attacks`` and ``extract`` in
+:mod:`simulations.cli.smartgrid_studies`.  Wire into the main CLI with
+``actions = add_smartgrid_parser(sub)`` on the ``add_subparsers`` object of
+:mod:`simulations.cli.root`; other modules add actions to the returned ``smartgrid`` group
+(``actions.add_parser(...)`` and ``set_defaults(handler=...)``).
+
+Examples
+--------
+``dmdidc smartgrid run --households 200 --epsilon 1 --out out/smartgrid``
+``dmdidc smartgrid run --households 20 --days 30 --mechanism gaussian --no-grid --out o``
+``dmdidc smartgrid run --config scenario.json --seed 3 --out o`` (flags override the file)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from simulations.cli.smartgrid_studies import add_study_actions
+from simulations.cli.smartgrid_sweep import add_sweep_action
+
+__all__ = ["add_smartgrid_parser", "run_command"]
+
+#: ``ScenarioConfig`` defaults, spelled out so that ``--help`` imports nothing heavy; a test
+#: keeps them equal.
+DEFAULTS = {"households": 200, "epsilon": 1.0, "delta": 1e-5, "mechanism": "sas",
+            "alpha": 1.9, "unit": "sample", "identification_days": 120, "start_day": 305,
+            "grid_day": 10, "seed": 0, "profile_source": "auto"}
+#: Flag -> ScenarioConfig field.
+_FIELDS = {"households": "households", "epsilon": "epsilon", "delta": "delta",
+           "mechanism": "mechanism", "alpha": "alpha", "unit": "unit", "window": "window_steps",
+           "days": "identification_days", "start_day": "start_day", "grid_day": "grid_day",
+           "seed": "seed", "profiles": "profile_source"}
+#: Epsilons of the curve (``case_study.CURVE_EPSILONS``, as text: argparse parses a string
+#: default with the option's type, and the help shows it as written).
+_CURVE = "0.3,1,3,10,30,100"
+
+
+def _epsilons(text: str) -> tuple[float, ...]:
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers or 'none'; got "
+                                         f"{text!r}") from exc
+    if not values or any(not (math.isfinite(v) and v > 0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected epsilons > 0; got {text!r}")
+    return values
+
+
+def add_smartgrid_parser(subparsers: Any) -> Any:
+    """Register the ``smartgrid`` group and its ``run``, ``sweep``, ``report``, ``attacks`` and
+    ``extract`` actions; return the group's actions."""
+    group = subparsers.add_parser(
+        "smartgrid", help="smart-grid privacy case study: private federated identification of "
+                          "a heat-pump fleet, delay-aware demand response, LV grid",
+        description="The smart-grid case study of issue 10.")
+    actions = group.add_subparsers(dest="smartgrid_command", required=True)
+    run = actions.add_parser(
+        "run", help="the whole case study; summary.json and PNG figures",
+        description="Simulate the fleet, privatize every household's sufficient statistics, "
+                    "identify the fleet model, run demand response on the true fleet with the "
+                    "fractional, truncated, naive and MPC controllers (private and non-private "
+                    "models) and the LV power flows; write summary.json and figures.")
+    d = DEFAULTS
+    run.add_argument("--config", help="scenario JSON (ScenarioConfig); flags override it")
+    run.add_argument("--households", type=int,
+                     help=f"fleet size (default: {d['households']})")
+    run.add_argument("--epsilon", type=float,
+                     help=f"per-household budget, composed (default: {d['epsilon']})")
+    run.add_argument("--delta", type=float, help=f"delta of the guarantee (default: "
+                                                  f"{d['delta']})")
+    run.add_argument("--mechanism", choices=("sas", "gaussian", "laplace"),
+                     help=f"noise on the statistics (default: {d['mechanism']})")
+    run.add_argument("--alpha", type=float,
+                     help=f"SaS stability index in (0, 2), --mechanism sas only (default: "
+                          f"{d['alpha']})")
+    run.add_argument("--unit", choices=("sample", "window", "trajectory"),
+                     help=f"privacy unit: one time step, --window steps, or a household's "
+                          f"whole record (default: {d['unit']})")
+    run.add_argument("--window", type=int, help="time steps of a privacy window, --unit window "
+                                                "only")
+    run.add_argument("--days", type=int, help=f"identification days per household "
+                                              f"(default: {d['identification_days']})")
+    run.add_argument("--start-day", type=int, help=f"first day of the data, 0 = 1 January "
+                                                   f"2016 (default: {d['start_day']})")
+    run.add_argument("--grid-day", type=int, help=f"day of the demand response and power "
+                                                  f"flows (default: {d['grid_day']})")
+    run.add_argument("--profiles", choices=("auto", "packages", "extract"),
+                     help=f"profile source (default: {d['profile_source']})")
+    run.add_argument("--seed", type=int, help=f"root seed (default: {d['seed']})")
+    run.add_argument("--curve-epsilons", type=_epsilons, default=_CURVE,
+                     help="epsilons of the privacy-utility curve, comma separated, or 'none'")
+    run.add_argument("--no-grid", action="store_true", help="skip the LV power flows")
+    run.add_argument("--no-attacks", action="store_true",
+                     help="skip the reconstruction and occupancy attacks (they need at least 5 "
+                          "households)")
+    run.add_argument("--out", default="out/smartgrid", help="output folder")
+    run.set_defaults(handler=run_command)
+
+    add_sweep_action(actions)            # smartgrid sweep (issue 10, item 7)
+    add_study_actions(actions)           # smartgrid report, attacks, extract
+    return actions
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Handler of ``dmdidc smartgrid run``."""
+    from _toolbox.errors import ParameterError
+    from simulations.cli.common import output_path
+    from simulations.smartgrid.case_study import run_case_study
+    from simulations.smartgrid.config import ScenarioConfig
+
+    out = output_path(args.out, folder=True)
+    base = ScenarioConfig.load(args.config) if args.config else ScenarioConfig()
+    overrides = {field: getattr(args, flag) for flag, field in _FIELDS.items()
+                 if getattr(args, flag) is not None}
+    mechanism = overrides.get("mechanism", base.mechanism)
+    if "alpha" in overrides and mechanism != "sas":
+        raise ParameterError(f"--alpha only applies to --mechanism sas; got --mechanism "
+                             f"{mechanism}")
+    config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
+    summary = run_case_study(config, out, grid=not args.no_grid,
+                             curve_epsilons=args.curve_epsilons, attacks=not args.no_attacks,
+                             progress=True)
+    _print(summary)
+    print(f"wrote {out}/summary.json")
+    return 0
+
+
+def _print(summary: dict[str, Any]) -> None:
+    T = summary["dt_s"]
+    print(f"{summary['households']} households, ({summary['epsilon']:.3g}, "
+          f"{summary['delta']:.3g})-DP per {summary['unit']} ({summary['mechanism']})")
+    print(f"fleet delay: true mean {summary['delay_true_s'] / T:.3f} T, private "
+          f"{summary['delay_identified_s'] / T:.3f} T (error {summary['delay_error_T']:.3f} T), "
+          f"non-private {summary['delay_identified_nonprivate_s'] / T:.3f} T")
+    print(f"{'controller':>10}  {'RMSE kW':>8}  {'comfort Kh':>10}   (non-private: RMSE, Kh)")
+    for name, rmse in summary["tracking_rmse"].items():
+        print(f"{name:>10}  {rmse:8.3f}  {summary['comfort_violation_Kh'][name]:10.3f}   "
+              f"({summary['tracking_rmse_nonprivate'][name]:.3f}, "
+              f"{summary['comfort_violation_Kh_nonprivate'][name]:.3f})")
+    if "attack_error_plain" in summary:
+        print(f"attack (a), {summary['attack_window']}-period windows: relative error "
+              f"{summary['attack_error_plain']:.2g} plain, {summary['attack_error_private']:.2g} "
+              f"private; attack (b) balanced accuracy {summary['attack_accuracy_plain']:.2f} "
+              f"plain, {summary['attack_accuracy_private']:.2f} private")
+    for name, v in summary["voltage_min_pu"].items():
+        print(f"grid {name}: voltage {v:.3f}-{summary['voltage_max_pu'][name]:.3f} pu")
+    print(f"time {summary['timings_s']['total']:.0f} s")

@@ -1,0 +1,97 @@
+"""``dmdidc privacy dpsgd`` and ``dmdidc privacy audit`` (small, fast settings)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from privacy import ParameterError
+from simulations.cli import main
+from simulations.studies.dpsgd import StudyConfig, load_dataset, parse_noise
+
+
+@pytest.mark.slow
+def test_dpsgd_study_writes_summary_and_figure(tmp_path, capsys):
+    out = tmp_path / "study"
+    assert main(["privacy", "dpsgd", "--dataset", "breast_cancer", "--out", str(out),
+                 "--epsilons", "4", "--noises", "gaussian", "sas_1.9", "--seeds", "3",
+                 "--sampling-rate", "0.5", "--epochs", "2", "--learning-rate", "0.5",
+                 "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["accuracy"]) == {"gaussian", "sas_1.9"}
+    for label in ("gaussian", "sas_1.9"):
+        cell = summary["accuracy"][label]["4"]
+        assert len(cell["per_seed"]) == 3
+        assert cell["ci95_low"] <= cell["mean"] <= cell["ci95_high"]
+        assert 0.5 < cell["mean"] <= 1.0                  # breast cancer is easy
+        # the run's epsilon is recomputed from the accountant and meets the target
+        assert 3.9 < summary["epsilon_composed"][label]["4"] <= 4.0
+    # SaS gets the scale whose certified Gaussian equivalent is the Gaussian's sigma
+    assert summary["gaussian_equivalent_sigma"]["sas_1.9"]["4"] == pytest.approx(
+        summary["noise_scale"]["gaussian"]["4"], rel=1e-12)
+    assert summary["hyperparameters"]["steps"] == 4
+    assert len(summary["runs"]) == 6
+    assert "sas_1.9" in summary["difference_vs_gaussian"]
+    assert (out / "accuracy_vs_epsilon.png").stat().st_size > 10_000
+    assert (out / "runs.csv").read_text().count("\n") == 7
+    assert "gaussian" in capsys.readouterr().out
+
+
+def test_audit_command_flags_the_miscalibrated_mechanism(tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(["privacy", "audit", "--out", str(out), "--which", "laplace",
+                 "laplace_scale_halved", "--samples", "100000", "--no-progress"]) == 0
+    audits = {a["name"]: a for a in json.loads((out / "summary.json").read_text())["audits"]}
+    assert set(audits) == {"laplace", "laplace_scale_halved"}
+    for record in audits.values():
+        assert set(record) >= {"name", "epsilon_claimed", "epsilon_lower_bound", "confidence"}
+        assert record["epsilon_claimed"] == 1.0 and record["confidence"] == 0.95
+    assert 0.8 < audits["laplace"]["epsilon_lower_bound"] <= 1.0
+    assert audits["laplace_scale_halved"]["epsilon_lower_bound"] > 1.0
+    assert audits["laplace_scale_halved"]["violation"]
+    assert (out / "audits.png").exists()
+    printed = capsys.readouterr().out
+    assert "UNEXPECTED" not in printed and "VIOLATION" in printed
+    assert audits["laplace_scale_halved"]["claim_known_wrong"]
+
+
+def test_bad_arguments_are_refused(tmp_path, capsys):
+    with pytest.raises(ParameterError, match="noise must be 'gaussian' or 'sas_<alpha>'"):
+        parse_noise("laplace")
+    with pytest.raises(ParameterError, match="alpha must lie in"):
+        parse_noise("sas_2.5")
+    with pytest.raises(ParameterError, match="binary"):
+        StudyConfig(dataset="digits", model="logistic")
+    with pytest.raises(ParameterError, match="seeds"):
+        StudyConfig(seeds=1)
+    assert main(["privacy", "audit", "--out", str(tmp_path), "--which", "nope",
+                 "--no-progress"]) == 2
+    assert "unknown audits ['nope']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["privacy", "dpsgd", "--dataset", "mnist", "--out", str(tmp_path)])
+
+
+def test_datasets_are_split_and_scaled_without_test_leakage():
+    data = load_dataset("breast_cancer")
+    assert len(data["y_train"]) + len(data["y_val"]) + len(data["y_test"]) == 569
+    np.testing.assert_allclose(data["X_train"].mean(axis=0), 0.0, atol=1e-12)
+    assert np.abs(data["X_test"].mean(axis=0)).max() > 1e-3    # scaled with train statistics
+    digits = load_dataset("digits")
+    assert digits["X_train"].max() <= 1.0 and len(np.unique(digits["y_test"])) == 10
+
+
+@pytest.mark.slow
+def test_audit_command_runs_the_statistics_audits_with_their_sample_count(tmp_path, capsys):
+    out = tmp_path / "audit"
+    assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
+                 "--statistics-samples", "600", "--no-progress"]) == 0
+    (record,) = json.loads((out / "summary.json").read_text())["audits"]
+    assert record["name"] == "statistics_laplace_sample"
+    assert record["samples_per_neighbour"] == 600 and record["unit"] == "sample"
+    assert record["epsilon_lower_bound"] <= record["epsilon_claimed"] == 1.0
+    assert "statistics_laplace_sample" in capsys.readouterr().out
+    assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
+                 "--statistics-samples", "3", "--no-progress"]) == 2
+    assert "statistics_samples must be an integer >= 4; got 3" in capsys.readouterr().err

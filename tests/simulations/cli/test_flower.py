@@ -1,0 +1,127 @@
+"""``dmdidc federated serve`` (the deployment itself is replaced by an in-process run of the same
+factory specs here; real processes are exercised by tests/privacy/federated/flower/
+test_deploy.py)."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+import privacy.federated.flower as flower
+from privacy.errors import ParameterError
+from privacy.federated.flower import run_inprocess_async, run_inprocess_sync
+from privacy.federated.runner import run_sync
+from simulations.cli import build_parser
+from simulations.cli.flower import _plan
+from simulations.studies.federated_experiments import ExperimentConfig, build_trial
+
+OWN = ["federated", "serve", "--algorithm", "tests.privacy.federated.toy:NoisyMean",
+       "--algorithm-kwargs", '{"dim": 2, "fraction": 0.7}',
+       "--data", "tests.privacy.federated.flower.factories:toy_partition",
+       "--data-kwargs", '{"seed": 1}', "--clients", "3"]
+
+
+def parse(*extra):
+    return build_parser().parse_args(list(extra))
+
+
+@pytest.fixture
+def fake_deployment(monkeypatch):
+    """run_deployment replaced by the in-process run of the same specs, streaming log lines."""
+    calls = []
+
+    def fake(*, algorithm, data, num_clients, out, run_config, on_line, evaluate=None,
+             workdir=None):
+        calls.append({"config": run_config, "workdir": workdir, "clients": num_clients})
+        client_data = [data.build(k, num_clients) for k in range(num_clients)]
+        options = {"seed": run_config["seed"],
+                   "evaluate": None if evaluate is None else evaluate.build()}
+        if run_config["mode"] == "sync":
+            result = run_inprocess_sync(algorithm.build(), client_data,
+                                        rounds=run_config["rounds"], **options)
+        else:
+            stagger = [int(g) for g in run_config["stagger"].split(",")]
+            result = run_inprocess_async(algorithm.build(), client_data, stagger=stagger,
+                                         ticks=run_config["ticks"], **options)
+        for r in result.history:
+            on_line(f"dmdidc INFO: round {r.round}: version {r.version}")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "result.json").write_text("{}")
+        return result
+
+    monkeypatch.setattr(flower, "run_deployment", fake)
+    return calls
+
+
+def test_serve_own_factories_writes_history_and_says_what_it_overwrites(tmp_path,
+                                                                         fake_deployment,
+                                                                         capsys):
+    args = parse(*OWN, "--rounds", "3", "--seed", "4", "--out", str(tmp_path))
+    assert args.handler(args) == 0
+    config = fake_deployment[0]["config"]
+    assert (config["rounds"], config["seed"], config["mode"]) == (3, 4, "sync")
+    with open(tmp_path / "history.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["version"]) for r in rows] == [1, 2, 3]
+    assert "3 rounds, model version 3" in capsys.readouterr().out
+    assert args.handler(args) == 0
+    assert f"overwriting {tmp_path / 'history.csv'}" in capsys.readouterr().err
+
+
+def test_serve_an_experiment_runs_the_experiments_trial(tmp_path, fake_deployment, capsys):
+    args = parse("federated", "serve", "--dataset", "iris", "--partition", "expert",
+                 "--algorithm", "scaffold", "--rounds", "2", "--seed", "3", "--out",
+                 str(tmp_path))
+    assert args.handler(args) == 0
+    assert fake_deployment[0]["clients"] == 3
+    trial = build_trial(ExperimentConfig("iris", partition="expert", rounds=2), 3,
+                        ("scaffold",))
+    reference = run_sync(trial.algorithms["scaffold"], trial.data.clients, rounds=2, seed=3)
+    with open(tmp_path / "history.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [float(r["max_epsilon"]) for r in rows] == pytest.approx(
+        reference.epsilon_history().max(axis=1), rel=1e-5)
+    assert 0.0 <= float(rows[-1]["accuracy"]) <= 1.0
+    out = capsys.readouterr().out
+    assert "composed epsilon per client" in out and "last metrics: accuracy" in out
+    eps = [float(e) for e in out.split("server counted): ")[1].splitlines()[0].split(", ")]
+    np.testing.assert_allclose(eps, reference.final_epsilon(), rtol=1e-3)
+
+
+def test_serve_plans_asynchronous_fedinfer_from_the_experiment_schedule(tmp_path):
+    plan = _plan(parse("federated", "serve", "--dataset", "breast_cancer", "--algorithm",
+                       "fedinfer", "--stagger", "1,2,5,10", "--rounds", "20", "--out",
+                       str(tmp_path)))
+    assert plan["num_clients"] == 4
+    assert {k: plan["run_config"][k] for k in ("mode", "ticks", "stagger")} == \
+        {"mode": "async", "ticks": 20, "stagger": "1,2,5,10"}
+    own = _plan(parse(*OWN, "--mode", "async", "--stagger", "1,2,5", "--ticks", "4",
+                      "--request-timeout", "3", "--max-staleness", "2", "--out",
+                      str(tmp_path)))
+    assert {k: own["run_config"][k] for k in ("stagger", "ticks", "request-timeout",
+                                              "max-staleness")} == \
+        {"stagger": "1,2,5", "ticks": 4, "request-timeout": 3.0, "max-staleness": 2}
+
+
+@pytest.mark.parametrize("extra, match", [
+    (OWN + ["--mode", "async", "--stagger", "1,2"], "3 rates"),
+    (OWN + ["--stagger", "1,2,5"], "--mode async"),
+    (OWN + ["--clients", "0"], "--clients must be >= 1"),
+    (["federated", "serve", "--algorithm", "fedavg", "--dataset", "iris", "--data", "m:f"],
+     "--data cannot be combined with --dataset"),
+    (["federated", "serve", "--algorithm", "mypkg:f", "--dataset", "iris"],
+     "must be one of"),
+    (["federated", "serve", "--algorithm", "mypkg:f", "--clients", "2"], "give --data"),
+])
+def test_serve_refuses_contradicting_options(tmp_path, fake_deployment, extra, match):
+    args = parse(*extra, "--out", str(tmp_path))
+    with pytest.raises(ParameterError, match=match):
+        args.handler(args)
+    assert fake_deployment == []
+
+
+def test_serve_refuses_kwargs_that_are_not_a_json_object(tmp_path):
+    with pytest.raises(SystemExit):
+        parse(*OWN, "--algorithm-kwargs", "[1]", "--out", str(tmp_path))

@@ -1,0 +1,99 @@
+"""``dmdidc smartgrid run``: a tiny case end to end, the summary's keys and guarantee, refusals."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from privacy import GaussianMechanism, accounting
+from simulations.cli import main
+from simulations.cli.smartgrid import _CURVE, _FIELDS, DEFAULTS, _epsilons, add_smartgrid_parser
+from simulations.smartgrid import ScenarioConfig
+from simulations.smartgrid.case_study import CURVE_EPSILONS
+
+
+def test_help_defaults_are_the_scenarios():
+    config = ScenarioConfig()
+    for name, value in DEFAULTS.items():
+        assert getattr(config, name) == value, name
+    fields = {f.name for f in dataclasses.fields(ScenarioConfig)}
+    assert set(_FIELDS.values()) <= fields
+    assert _epsilons(_CURVE) == CURVE_EPSILONS
+
+
+def test_group_is_extensible():
+    parser = argparse.ArgumentParser()
+    actions = add_smartgrid_parser(parser.add_subparsers(dest="command", required=True))
+    actions.add_parser("echo").set_defaults(handler=lambda args: 5)
+    args = parser.parse_args(["smartgrid", "echo"])
+    assert args.handler(args) == 5
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mechanism", "gaussian", "--alpha", "1.5"], "--alpha only applies"),
+    (["--window", "12"], "window_steps is only used with unit='window'"),
+    (["--unit", "window"], "needs window_steps"),
+    (["--households", "0"], "households must be"),
+    (["--epsilon", "-1"], "epsilon must be > 0"),
+    (["--households", "3"], "the attacks need at least 5 households"),
+])
+def test_bad_arguments_are_refused(tmp_path, capsys, argv, message):
+    code = main(["smartgrid", "run", *argv, "--out", str(tmp_path / "o")])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_out_file_and_bad_curve_are_refused(tmp_path, capsys):
+    target = tmp_path / "file"
+    target.write_text("x")
+    assert main(["smartgrid", "run", "--out", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["smartgrid", "run", "--curve-epsilons", "1,-2", "--out", str(tmp_path)])
+
+
+@pytest.mark.slow
+def test_tiny_case_end_to_end(tmp_path, capsys):
+    scenario = ScenarioConfig(households=6, dt_s=900.0, delay_periods=(0.4, 0.6), max_delay=2,
+                              identification_days=40, mpc_horizon_steps=4)
+    path = scenario.save(tmp_path / "scenario.json")
+    out = tmp_path / "run"
+    argv = ["smartgrid", "run", "--config", str(path), "--mechanism", "gaussian",
+            "--epsilon", "50", "--curve-epsilons", "10,100", "--profiles", "extract",
+            "--out", str(out)]
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    keys = {"households", "dt_s", "epsilon", "delta", "unit", "delay_true_s",
+            "delay_identified_s", "delay_ci_s", "tracking_rmse", "comfort_violation_Kh",
+            "voltage_min_pu", "voltage_max_pu", "attack_error_plain", "attack_error_private",
+            "attack_accuracy_plain", "attack_accuracy_private"}
+    assert keys <= set(summary)
+    assert summary["households"] == 6 and summary["dt_s"] == 900.0
+    assert summary["unit"] == "sample" and summary["mechanism"] == "gaussian"
+    # the reported guarantee is the accountant's for the noise actually used
+    g = summary["guarantee"]
+    mech = GaussianMechanism(sigma=g["noise_scale"], sensitivity=g["sensitivity"])
+    assert accounting.epsilon(mech, delta=1e-5) == pytest.approx(summary["epsilon"])
+    assert summary["epsilon"] <= 50.0 + 1e-9
+    assert set(summary["tracking_rmse_nonprivate"]) == {"fractional", "truncated", "naive",
+                                                         "mpc"}
+    assert all(np.isfinite(v) for v in summary["tracking_rmse_nonprivate"].values())
+    assert set(summary["voltage_min_pu"]) == {"uncontrolled", "controlled"}
+    for name in ("uncontrolled", "controlled"):
+        assert 0.8 < summary["voltage_min_pu"][name] <= summary["voltage_max_pu"][name] < 1.2
+    assert [r["epsilon"] for r in summary["privacy_utility"]] == [10.0, 100.0] * 3
+    # attack (a) recovers the window from plain statistics, not from private ones
+    assert summary["attack_error_plain"] < 1e-3 < 0.1 < summary["attack_error_private"]
+    assert summary["attack_window"] == scenario.attack_window_steps
+    for figure in ("privacy_utility", "tracking", "comfort", "voltages", "attacks"):
+        assert imread(out / f"{figure}.png").shape[1] > 500
+    printed = capsys.readouterr()
+    assert "wrote" in printed.out and "fleet delay" in printed.out
+    assert main(argv) == 0
+    assert "overwrote" in capsys.readouterr().err
