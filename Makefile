@@ -35,6 +35,7 @@ test-portable: $(BIN)/.installed
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check _toolbox dmdidc privacy controllers simulations tests benchmarks
+	$(BIN)/lint-imports --no-cache
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
