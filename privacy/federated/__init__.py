@@ -1,11 +1,13 @@
 """Federated learning and its privacy.
 
-The protocol between algorithms and runtimes, a numpy reference runtime, Federated Inference
-(dissertation Ch. 7) and the FedAvg family (Ch. 5) with local DP and composed accounting; the
-reconstruction attack on federated echo state networks and its noise defence (Ch. 6);
-immersion-coded FL (SIFL) with the NbAFL baseline and attacks on the codes.  The algorithms are
-plain numpy objects speaking :mod:`privacy.federated.protocol`; runtimes (the reference runner
-here, the Flower adapters in :mod:`privacy.federated.flower`) only move their messages.
+The protocol between algorithms and runtimes, the one server step they all run, a numpy
+reference runtime, Federated Inference (dissertation Ch. 7) and the FedAvg family (Ch. 5) with
+local DP and composed accounting; the reconstruction attack on federated echo state networks
+and its noise defence (Ch. 6); immersion-coded FL (SIFL) with the NbAFL baseline and attacks on
+the codes.  The algorithms are plain numpy objects speaking :mod:`privacy.federated.protocol`;
+the server half of every run is :class:`~privacy.federated.server_step.ServerStep`, and the
+runtimes (the reference runner here, the Flower adapters in :mod:`privacy.federated.flower`)
+only move their messages.
 
 Names are imported on first use (PEP 562).
 """
@@ -68,8 +70,10 @@ _EXPORTS = {
     "sum_posterior": "privacy.federated.release_sum",
     "summed_noise_law": "privacy.federated.release_sum",
     "Network": "privacy.federated.runner",
-    "RoundRecord": "privacy.federated.runner",
-    "RunResult": "privacy.federated.runner",
+    "RoundRecord": "privacy.federated.results",
+    "RunResult": "privacy.federated.results",
+    "ServerStep": "privacy.federated.server_step",
+    "Verdict": "privacy.federated.server_step",
     "run_async": "privacy.federated.runner",
     "run_sync": "privacy.federated.runner",
     "stagger_schedule": "privacy.federated.runner",
@@ -131,9 +135,11 @@ __all__ = [
     "Scaffold",
     "SeparableLoss",
     "ServerState",
+    "ServerStep",
     "SoftmaxRegression",
     "Transcript",
     "VERSION",
+    "Verdict",
     "attack_loss_and_gradient",
     "client_difference_attack",
     "clip_input",

@@ -121,53 +121,10 @@ array([1.5, 1.5])
 
 from __future__ import annotations
 
-from privacy.federated.algorithm import (
-    AsyncAlgorithm,
-    FederatedAlgorithm,
-    derive_rng,
-    logger,
-    run_client,
-)
-from privacy.federated.state_io import load_server_state, save_server_state
-from privacy.federated.validation import validate_reply
-from privacy.federated.values import (
-    ABSTAIN,
-    CLIENT,
-    DP_RELEASES,
-    ROUND,
-    SEED,
-    VERSION,
-    ClientData,
-    ClientResult,
-    ClientState,
-    Message,
-    Reply,
-    RoundPlan,
-    Scalar,
-    ServerState,
-)
+from privacy.federated import algorithm, state_io, validation, values
+from privacy.federated.algorithm import *  # noqa: F403
+from privacy.federated.state_io import *  # noqa: F403
+from privacy.federated.validation import *  # noqa: F403
+from privacy.federated.values import *  # noqa: F403
 
-__all__ = [
-    "ROUND",
-    "VERSION",
-    "SEED",
-    "CLIENT",
-    "ABSTAIN",
-    "DP_RELEASES",
-    "Scalar",
-    "ClientData",
-    "Message",
-    "Reply",
-    "ClientState",
-    "ClientResult",
-    "ServerState",
-    "RoundPlan",
-    "FederatedAlgorithm",
-    "AsyncAlgorithm",
-    "derive_rng",
-    "run_client",
-    "validate_reply",
-    "save_server_state",
-    "load_server_state",
-    "logger",
-]
+__all__ = [*values.__all__, *algorithm.__all__, *validation.__all__, *state_io.__all__]

@@ -1,11 +1,11 @@
 """Plain numpy reference runtime: synchronous rounds and asynchronous stagger on virtual time.
 
-The runner only moves protocol values (:mod:`privacy.federated.protocol`): it calls
-:func:`~privacy.federated.protocol.run_client` for each selected client, passes the replies
+The runner is only transport: the server step (:class:`~privacy.federated.server_step.ServerStep`,
+shared with the Flower runtimes) plans each round, judges every reply (rejections are logged to
+the ``privacy.federated`` logger) and aggregates; the runner calls
+:func:`~privacy.federated.protocol.run_client` for each selected client and passes the replies
 through a simulated :class:`Network` (latency, jitter, drop-outs, a timeout, and a ``tamper``
-hook that tests use to inject malformed, NaN, duplicate or late replies), validates every reply
-with :func:`~privacy.federated.protocol.validate_reply`, logs each rejection to the
-``privacy.federated`` logger, and hands only valid replies to the algorithm.  Time is simulated,
+hook that tests use to inject malformed, NaN, duplicate or late replies).  Time is simulated,
 so a dropped client costs a synchronous round exactly its ``timeout`` and no wall-clock waiting.
 
 Every random number comes from :func:`~privacy.federated.protocol.derive_rng` keyed by (seed,
@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +31,26 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer, check_nonnegative, check_probability
-from privacy.federated.protocol import (
-    DP_RELEASES,
-    VERSION,
-    ClientData,
-    ClientState,
-    Reply,
-    ServerState,
-    derive_rng,
-    load_server_state,
-    logger,
-    run_client,
-    save_server_state,
-    validate_reply,
+from privacy.federated.algorithm import derive_rng, run_client
+from privacy.federated.results import (
+    RoundRecord,
+    RunResult,
+    history_from_json,
+    history_to_json,
+    release_counts,
 )
+from privacy.federated.server_step import Evaluate, ServerStep, Verdict, check_stagger
+from privacy.federated.state_io import (
+    load_array_groups,
+    load_server_state,
+    save_array_groups,
+    save_server_state,
+)
+from privacy.federated.values import ClientData, ClientState, Message, Reply, ServerState
 
 __all__ = ["Network", "RoundRecord", "RunResult", "run_sync", "run_async", "stagger_schedule"]
 
 Tamper = Callable[[int, int, Reply], Sequence[Reply]]
-Evaluate = Callable[[Mapping[str, np.ndarray]], Mapping[str, float]]
 
 
 def _per_client(values: Any, n: int, name: str, check: Callable[[str, Any], float]) -> np.ndarray:
@@ -111,75 +112,6 @@ class Network:
         return [(start + latency + extra, r) for r in replies]
 
 
-@dataclass(frozen=True)
-class RoundRecord:
-    """What happened in one synchronous round or one asynchronous tick."""
-
-    round: int
-    time: float
-    accepted: tuple[int, ...]
-    rejected: tuple[tuple[int, str], ...]
-    missing: tuple[int, ...]
-    version: int
-    staleness: tuple[int, ...] = ()
-    metrics: Mapping[str, float] = field(default_factory=dict)
-    releases: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Final server state, every client's state and the per-round history."""
-
-    algorithm: Any
-    state: ServerState
-    client_states: tuple[ClientState, ...]
-    history: tuple[RoundRecord, ...]
-
-    @property
-    def model(self) -> Mapping[str, np.ndarray]:
-        """The algorithm's current global estimate."""
-        return self.algorithm.model(self.state)
-
-    def releases(self) -> np.ndarray:
-        """Noisy releases made by each client so far."""
-        return np.array([int(s.scalars.get(DP_RELEASES, 0)) for s in self.client_states])
-
-    def epsilon_history(self) -> np.ndarray:
-        """Each client's composed epsilon after every round, shape (rounds, clients).
-
-        Upper bounds from ``client_dp(k).epsilon_bound`` at each client's delta (0 for a client
-        without privacy); empty when the algorithm has no ``client_dp``.
-        """
-        dps = _client_dps(self.algorithm, len(self.client_states))
-        if dps is None:
-            return np.zeros((len(self.history), 0))
-        return np.array([[0.0 if dp is None else dp.epsilon_bound(n)
-                          for dp, n in zip(dps, r.releases, strict=True)] for r in self.history])
-
-    def final_epsilon(self) -> np.ndarray:
-        """Each client's composed epsilon after the last round (exact accountant value)."""
-        dps = _client_dps(self.algorithm, len(self.client_states))
-        if dps is None:
-            return np.zeros(0)
-        return np.array([0.0 if dp is None else dp.epsilon(int(n))
-                         for dp, n in zip(dps, self.releases(), strict=True)])
-
-    def metric(self, name: str) -> np.ndarray:
-        """One evaluation metric over rounds (NaN where not evaluated)."""
-        return np.array([r.metrics.get(name, np.nan) for r in self.history], dtype=float)
-
-
-def _client_dps(algorithm: Any, n: int) -> list | None:
-    lookup = getattr(algorithm, "client_dp", None)
-    if lookup is None:
-        return None
-    return [lookup(k) for k in range(n)]
-
-
-def _releases(client_states: Sequence[ClientState]) -> tuple[int, ...]:
-    return tuple(int(s.scalars.get(DP_RELEASES, 0)) for s in client_states)
-
-
 def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
     data = list(client_data)
     if not data:
@@ -197,58 +129,45 @@ def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
 Event = tuple[float, int, int, int, Any]
 
 
-def _save(path: Path, state: ServerState, client_states: Sequence[ClientState],
-          history: Sequence[RoundRecord], position: Mapping[str, Any],
-          events: Sequence[Event]) -> None:
+def _save(path: Path, step: ServerStep, client_states: Sequence[ClientState],
+          position: Mapping[str, Any], events: Sequence[Event]) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    arrays = {f"c{k}/{name}": v for k, client in enumerate(client_states)
-              for name, v in client.arrays.items()}
+    groups: dict[str, Mapping[str, Any]] = {f"c{k}": c.arrays for k, c in enumerate(client_states)}
     headers = []
     for i, (when, kind, k, seq, payload) in enumerate(events):
         if kind == 0:
-            arrays.update({f"e{i}/{name}": np.asarray(v) for name, v in payload.arrays.items()})
+            groups[f"e{i}"] = payload.arrays
             headers.append([when, kind, k, seq, dict(payload.metrics)])
         else:
             headers.append([when, kind, k, seq, payload])
-    np.savez(path / "run.npz", **arrays)
+    save_array_groups(path / "run.npz", groups)
     extra = {"client_scalars": [dict(s.scalars) for s in client_states],
-             "history": [asdict(r) for r in history], "position": dict(position),
+             "history": history_to_json(step.history), "position": dict(position),
              "events": headers}
-    save_server_state(path / "server", state, extra=extra)
+    save_server_state(path / "server", step.state, extra=extra)
 
 
 def _load(path: Path) -> tuple[ServerState, list[ClientState], list[RoundRecord], dict,
                                list[Event]]:
     state, extra = load_server_state(Path(path) / "server")
-    scalars = extra["client_scalars"]
-    client_arrays: list[dict[str, np.ndarray]] = [{} for _ in scalars]
-    event_arrays: dict[int, dict[str, np.ndarray]] = {}
-    with np.load(Path(path) / "run.npz", allow_pickle=False) as npz:
-        for key in npz.files:
-            owner, name = key.split("/", 1)
-            target = client_arrays[int(owner[1:])] if owner[0] == "c" else \
-                event_arrays.setdefault(int(owner[1:]), {})
-            target[name] = npz[key]
-    clients = [ClientState(a, s) for a, s in zip(client_arrays, scalars, strict=True)]
-    history = [RoundRecord(**{**r, "accepted": tuple(r["accepted"]),
-                              "rejected": tuple(tuple(x) for x in r["rejected"]),
-                              "missing": tuple(r["missing"]), "staleness": tuple(r["staleness"]),
-                              "releases": tuple(r["releases"])}) for r in extra["history"]]
-    events = [(when, kind, k, seq, Reply(event_arrays.get(i, {}), payload) if kind == 0
+    groups = load_array_groups(Path(path) / "run.npz")
+    clients = [ClientState(groups.get(f"c{k}", {}), scalars)
+               for k, scalars in enumerate(extra["client_scalars"])]
+    events = [(when, kind, k, seq, Reply(groups.get(f"e{i}", {}), payload) if kind == 0
                else payload) for i, (when, kind, k, seq, payload) in enumerate(extra["events"])]
-    return state, clients, history, extra["position"], events
+    return state, clients, history_from_json(extra["history"]), extra["position"], events
 
 
-def _start(algorithm, data, seed, resume):
+def _start(algorithm: Any, data: Sequence[ClientData], seed: int,
+           resume: str | Path | None, **options: Any
+           ) -> tuple[ServerStep, list[ClientState], dict, list[Event]]:
     if resume is not None:
         state, clients, history, position, events = _load(Path(resume))
-        if state.num_clients != len(data):
-            raise DimensionError(f"checkpoint {resume} is for {state.num_clients} clients; got "
-                                 f"data for {len(data)}")
-        return state, clients, history, position, events
-    seed = check_integer("seed", seed, minimum=0)
-    state = algorithm.init_server_state(len(data), seed)
-    return state, [ClientState() for _ in data], [], {}, []
+        step = ServerStep.resume(algorithm, state, history, num_clients=len(data),
+                                 source=resume, **options)
+        return step, clients, position, events
+    step = ServerStep.start(algorithm, num_clients=len(data), seed=seed, **options)
+    return step, [ClientState() for _ in data], {}, []
 
 
 # ------------------------------------------------------------------------------- synchronous
@@ -299,29 +218,26 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     """
     data = _check_data(client_data)
     rounds = check_integer("rounds", rounds, minimum=0)
-    min_replies = check_integer("min_replies", min_replies, minimum=1)
     checkpoint_every = check_integer("checkpoint_every", checkpoint_every, minimum=1)
     network = network or Network()
     latency, drop = network._arrays(len(data))
-    state, clients, history, position, pending = _start(algorithm, data, seed, resume)
+    step, clients, position, pending = _start(algorithm, data, seed, resume,
+                                              min_replies=min_replies, evaluate=evaluate)
     time = float(position.get("time", 0.0))
     sequence = int(position.get("sequence", 0))
     for t in range(int(position.get("next_round", 0)), rounds):
-        plan = algorithm.configure_round(state, t, derive_rng(state.seed, "server", 0, t))
-        net_rng = derive_rng(state.seed, "network", 0, t)
+        net_rng = derive_rng(step.state.seed, "network", 0, t)
         fresh: list[Event] = []
-        for k in plan.clients:
-            if k >= len(data):
-                raise ParameterError(f"configure_round selected client {k}; only "
-                                     f"{len(data)} clients exist")
-            message = plan.message_for(k, round=t, model_version=state.version, seed=state.seed)
+        selected = []
+        for k, message in step.open_round(t):
+            selected.append(k)
             reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
             for when, r in network.deliveries(k, t, reply, time, latency[k], drop[k], net_rng):
                 fresh.append((when, 0, k, sequence, r))
                 sequence += 1
         closes = time + network.timeout
         arrived = [a for a in fresh if a[0] <= closes]
-        missing = tuple(sorted(set(plan.clients) - {a[2] for a in arrived}))
+        missing = tuple(sorted(set(selected) - {a[2] for a in arrived}))
         if missing and not math.isfinite(network.timeout):
             raise ParameterError(f"round {t}: the replies of clients {list(missing)} were lost "
                                  f"and the network has no timeout, so the synchronous round "
@@ -329,37 +245,15 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
         end = closes if missing else max((a[0] for a in arrived), default=time)
         on_time = sorted([a for a in pending + fresh if a[0] <= end], key=lambda a: a[:4])
         pending = [a for a in pending + fresh if a[0] > end]  # late replies still in flight
-        accepted: dict[int, Reply] = {}
-        rejected: list[tuple[int, str]] = []
-        seen: set = set()
-        for _, _, k, _, reply in on_time:
-            reason = validate_reply(reply, algorithm.reply_spec(state, k), client_id=k,
-                                    expected_round=t, seen=seen)
-            if reason is None and k not in plan.clients:
-                reason = f"client {k} was not selected in round {t}"
-            if reason is not None:
-                logger.warning("round %d: rejected reply from client %d: %s", t, k, reason)
-                rejected.append((k, reason))
-            elif not reply.abstained:
-                accepted[k] = reply
-        if missing:
-            logger.warning("round %d: no reply within the timeout from clients %s", t,
-                           list(missing))
-        if len(accepted) >= min_replies:
-            state = algorithm.aggregate(state, t, dict(sorted(accepted.items())))
-        else:
-            logger.warning("round %d: %d valid replies < min_replies=%d; state unchanged", t,
-                           len(accepted), min_replies)
         time = end
-        metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
-        history.append(RoundRecord(t, time, tuple(sorted(accepted)), tuple(rejected), missing,
-                                   state.version, (), metrics, _releases(clients)))
+        step.close_round([(k, reply) for _, _, k, _, reply in on_time], missing=missing,
+                         time=time, releases=release_counts(clients))
         if checkpoint is not None and ((t + 1) % checkpoint_every == 0 or t + 1 == rounds):
             position = {"next_round": t + 1, "time": time, "sequence": sequence}
-            _save(Path(checkpoint), state, clients, history, position, pending)
+            _save(Path(checkpoint), step, clients, position, pending)
         if progress is not None:
             progress(t)
-    return RunResult(algorithm, state, tuple(clients), tuple(history))
+    return step.result(clients)
 
 
 # ------------------------------------------------------------------------------- asynchronous
@@ -416,30 +310,24 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
     """
     data = _check_data(client_data)
     n = len(data)
-    if np.ndim(stagger) != 1 or len(stagger) != n:
-        raise DimensionError(f"stagger must hold one integer rate per client ({n}); got "
-                             f"{stagger!r}")
-    rates = [check_integer(f"stagger[{k}]", g, minimum=1) for k, g in enumerate(stagger)]
+    rates = check_stagger(stagger, n)
     ticks = check_integer("ticks", ticks, minimum=0)
     checkpoint_every = check_integer("checkpoint_every", checkpoint_every, minimum=1)
     network = network or Network()
     latency, drop = network._arrays(n)
-    state, clients, history, position, events = _start(algorithm, data, seed, resume)
-    requests = [int(r) for r in position.get("requests", [0] * n)]   # next request index
-    outstanding = [int(r) for r in position.get("outstanding", [-1] * n)]
-    retired = set(position.get("retired", []))
+    step, clients, position, events = _start(algorithm, data, seed, resume,
+                                             max_staleness=max_staleness, evaluate=evaluate)
+    step.requests = [int(r) for r in position.get("requests", [0] * n)]
+    step.outstanding = [None if r < 0 else int(r) for r in position.get("outstanding", [-1] * n)]
+    step.retired = set(position.get("retired", []))
     sequence = int(position.get("sequence", 0))
     heapq.heapify(events)
 
-    def send(k: int, now: float) -> None:
+    def send(message: Message, now: float) -> None:
         nonlocal sequence
-        j = requests[k]
-        requests[k] += 1
-        plan = algorithm.configure_client(state, k, j, derive_rng(state.seed, "server", k + 1, j))
-        message = plan.message_for(k, round=j, model_version=state.version, seed=state.seed)
+        k, j = message.client_id, message.round
         reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
-        outstanding[k] = j
-        net_rng = derive_rng(state.seed, "network", k, j)
+        net_rng = derive_rng(step.state.seed, "network", k, j)
         arrivals = network.deliveries(k, j, reply, now + rates[k], latency[k], drop[k], net_rng)
         timeouts = [(now + network.timeout, 1, j)] if math.isfinite(network.timeout) else []
         for when, r in arrivals:
@@ -451,47 +339,22 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
 
     if not position:
         for k in range(n):
-            send(k, 0.0)
+            send(step.request(k), 0.0)
     for tick in range(int(position.get("next_tick", 1)), ticks + 1):
-        accepted, rejected, staleness = [], [], []
-        seen: set = set()
+        step.open_tick(tick)
         while events and events[0][0] <= tick:
             when, kind, k, _, payload = heapq.heappop(events)
             if kind == 1:  # timeout of request `payload`
-                if outstanding[k] == payload and k not in retired:
-                    logger.warning("tick %d: client %d did not answer request %d within the "
-                                   "timeout; re-issuing", tick, k, payload)
-                    send(k, when)
-                continue
-            if outstanding[k] < 0:
-                reason = "unsolicited reply: no request outstanding for this client"
-            else:
-                reason = validate_reply(payload, algorithm.reply_spec(state, k), client_id=k,
-                                        expected_round=outstanding[k], seen=seen,
-                                        current_version=state.version,
-                                        max_staleness=max_staleness)
-            if reason is not None:
-                logger.warning("tick %d: rejected reply from client %d: %s", tick, k, reason)
-                rejected.append((k, reason))
-                continue
-            outstanding[k] = -1
-            if payload.abstained:
-                retired.add(k)
-                logger.info("tick %d: client %d abstained (privacy budget spent); no more "
-                            "requests", tick, k)
-                continue
-            staleness.append(state.version - int(payload.metrics[VERSION]))
-            state = algorithm.apply_reply(state, k, payload)
-            accepted.append(k)
-            send(k, when)
-        metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
-        history.append(RoundRecord(tick, float(tick), tuple(accepted), tuple(rejected), (),
-                                   state.version, tuple(staleness), metrics,
-                                   _releases(clients)))
+                if step.awaits(k, payload):
+                    send(step.reissue(k, tick), when)
+            elif step.receive(k, payload) is Verdict.APPLIED:
+                send(step.request(k), when)
+        step.close_tick(time=float(tick), releases=release_counts(clients))
         if checkpoint is not None and (tick % checkpoint_every == 0 or tick == ticks):
-            _save(Path(checkpoint), state, clients, history,
-                  {"next_tick": tick + 1, "requests": requests, "outstanding": outstanding,
-                   "retired": sorted(retired), "sequence": sequence}, sorted(events))
+            outstanding = [-1 if j is None else j for j in step.outstanding]
+            _save(Path(checkpoint), step, clients,
+                  {"next_tick": tick + 1, "requests": step.requests, "outstanding": outstanding,
+                   "retired": sorted(step.retired), "sequence": sequence}, sorted(events))
         if progress is not None:
             progress(tick)
-    return RunResult(algorithm, state, tuple(clients), tuple(history))
+    return step.result(clients)

@@ -43,7 +43,6 @@ __all__ = [
     "CLIENT",
     "ABSTAIN",
     "DP_RELEASES",
-    "RESERVED_CONFIG",
     "Scalar",
     "ClientData",
     "Message",
@@ -52,8 +51,6 @@ __all__ = [
     "ClientResult",
     "ServerState",
     "RoundPlan",
-    "float_arrays",
-    "flat_scalars",
 ]
 
 #: Reserved config / metric keys (see :mod:`privacy.federated.protocol`).
@@ -160,6 +157,16 @@ def flat_scalars(kind: str, values: Mapping[str, Any] | None, *, strings: bool =
     return out
 
 
+def _reserved_key(key: str, doc: str) -> property:
+    """A read-only ``int`` property of a message: the reserved config key ``key``."""
+    def get(message: Message) -> int:
+        if key not in message.config:
+            raise ParameterError(f"message config lacks the reserved key {key!r}; runtimes "
+                                 f"must build messages with RoundPlan.message_for")
+        return check_integer(f"message config[{key!r}]", message.config[key], minimum=0)
+    return property(get, doc=doc)
+
+
 @dataclass(frozen=True)
 class Message:
     """Server -> client: named float arrays plus a flat config (with the reserved keys).
@@ -180,31 +187,12 @@ class Message:
         object.__setattr__(self, "arrays", float_arrays("Message.arrays", self.arrays))
         object.__setattr__(self, "config", flat_scalars("Message.config", self.config))
 
-    def _reserved(self, key: str) -> int:
-        if key not in self.config:
-            raise ParameterError(f"message config lacks the reserved key {key!r}; runtimes "
-                                 f"must build messages with RoundPlan.message_for")
-        return check_integer(f"message config[{key!r}]", self.config[key], minimum=0)
-
-    @property
-    def round(self) -> int:
-        """Synchronous round, or the index of an asynchronous request to this client."""
-        return self._reserved(ROUND)
-
-    @property
-    def model_version(self) -> int:
-        """Server version the message was built from."""
-        return self._reserved(VERSION)
-
-    @property
-    def seed(self) -> int:
-        """Run seed (with client id and round it determines the client's rng)."""
-        return self._reserved(SEED)
-
-    @property
-    def client_id(self) -> int:
-        """The client this message is addressed to."""
-        return self._reserved(CLIENT)
+    round = _reserved_key(ROUND, "Synchronous round, or the index of an asynchronous request "
+                                 "to this client.")
+    model_version = _reserved_key(VERSION, "Server version the message was built from.")
+    seed = _reserved_key(SEED, "Run seed (with client id and round it determines the client's "
+                               "rng).")
+    client_id = _reserved_key(CLIENT, "The client this message is addressed to.")
 
 
 @dataclass(frozen=True)

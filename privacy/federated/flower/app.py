@@ -46,7 +46,6 @@ from _toolbox.validation import check_integer
 from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import NUM_PARTITIONS, make_client_app, partition_id
 from privacy.federated.flower.sync import run_sync_grid
-from privacy.federated.flower.transport import history_from_json, history_to_json
 from privacy.federated.protocol import (
     DP_RELEASES,
     ClientData,
@@ -54,7 +53,7 @@ from privacy.federated.protocol import (
     load_server_state,
     logger,
 )
-from privacy.federated.runner import RunResult
+from privacy.federated.results import RunResult, history_from_json, history_to_json
 
 __all__ = ["FactorySpec", "DeployedApps", "deployed_apps", "build_cached", "RESULT_FILE",
            "load_result", "DATA_FILE", "CACHE_DIR"]

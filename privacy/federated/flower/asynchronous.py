@@ -1,11 +1,13 @@
 """Asynchronous federated learning on Flower (seed Algorithm 2), which Flower itself lacks.
 
 The loop keeps one request outstanding per client on the grid's non-blocking
-``push_messages`` / ``pull_messages``: a valid reply is applied at once with the algorithm's
-``apply_reply`` and the client immediately gets its next request, built from the current
-state.  Each message's group id carries ``"<request>/<model version>"``, so the staleness of a
-reply is ``state.version - version`` (and ``max_staleness`` rejects replies computed from too
-old a model).
+``push_messages`` / ``pull_messages``; the server step
+(:class:`~privacy.federated.server_step.ServerStep`, shared with the numpy runner) judges each
+reply and applies a valid one at once with the algorithm's ``apply_reply``, and the client
+immediately gets its next request, built from the current state.  Each message's group id
+carries ``"<request>/<model version>"``, so the staleness of a reply is
+``state.version - version`` (and ``max_staleness`` rejects replies computed from too old a
+model).
 
 Time runs in ticks of ``tick`` seconds of the grid's clock (virtual in-process, wall time in a
 deployment).  Stagger rates gamma_k (seed Sec. 7.3.4) are emulated on the server: a reply to a
@@ -28,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from flwr.app import DEFAULT_TTL
 from flwr.serverapp import Grid
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import ParameterError
 from _toolbox.validation import check_integer, check_positive
+from privacy.federated.algorithm import logger
 from privacy.federated.flower.records import reply_from_flower
 from privacy.federated.flower.transport import (
     ReleaseBook,
@@ -41,20 +43,17 @@ from privacy.federated.flower.transport import (
     discover_clients,
     finite_or_none,
     flower_message,
-    history_from_json,
-    history_to_json,
     push,
 )
-from privacy.federated.protocol import (
-    VERSION,
-    Message,
-    derive_rng,
+from privacy.federated.results import RunResult, history_from_json, history_to_json
+from privacy.federated.server_step import Evaluate, ServerStep, Verdict, check_stagger
+from privacy.federated.state_io import (
+    load_array_groups,
     load_server_state,
-    logger,
+    save_array_groups,
     save_server_state,
-    validate_reply,
 )
-from privacy.federated.runner import Evaluate, RoundRecord, RunResult
+from privacy.federated.values import Message, ServerState
 
 __all__ = ["run_async_grid"]
 
@@ -67,33 +66,30 @@ class _Request:
     message_id: str | None = None
 
 
-def _save(path: Path, state: Any, history: Sequence[RoundRecord], book: ReleaseBook,
-          position: dict[str, Any], outstanding: Sequence[_Request | None]) -> None:
+def _save(path: Path, step: ServerStep, book: ReleaseBook, next_tick: int,
+          in_flight: Sequence[_Request | None]) -> None:
     path.mkdir(parents=True, exist_ok=True)
     requests = [[k, r.round, r.sent, dict(r.message.config)]
-                for k, r in enumerate(outstanding) if r is not None]
-    arrays = {f"{k}/{name}": np.asarray(v) for k, r in enumerate(outstanding) if r is not None
-              for name, v in r.message.arrays.items()}
-    np.savez(path / "requests.npz", **arrays)
-    save_server_state(path / "server", state, extra={
-        "mode": "async", "history": history_to_json(history), "releases": book.to_json(),
-        "position": {**position, "outstanding": requests}})
+                for k, r in enumerate(in_flight) if r is not None]
+    save_array_groups(path / "requests.npz", {k: r.message.arrays
+                                              for k, r in enumerate(in_flight) if r is not None})
+    position = {"next_tick": next_tick, "requests": step.requests,
+                "retired": sorted(step.retired), "outstanding": requests}
+    save_server_state(path / "server", step.state, extra={
+        "mode": "async", "history": history_to_json(step.history), "releases": book.to_json(),
+        "position": position})
 
 
-def _load(path: Path) -> tuple[Any, dict[str, Any], list[_Request | None]]:
+def _load(path: Path) -> tuple[ServerState, dict[str, Any], list[_Request | None]]:
     state, extra = load_server_state(path / "server")
     if extra.get("mode") != "async":
         raise ParameterError(f"checkpoint {path} is not an asynchronous Flower run (mode "
                              f"{extra.get('mode')!r})")
-    arrays: dict[int, dict[str, np.ndarray]] = {}
-    with np.load(path / "requests.npz", allow_pickle=False) as npz:
-        for key in npz.files:
-            k, name = key.split("/", 1)
-            arrays.setdefault(int(k), {})[name] = npz[key]
-    outstanding: list[_Request | None] = [None] * state.num_clients
+    arrays = load_array_groups(path / "requests.npz")
+    in_flight: list[_Request | None] = [None] * state.num_clients
     for k, round_, sent, config in extra["position"]["outstanding"]:
-        outstanding[k] = _Request(round_, sent, Message(arrays.get(k, {}), config))
-    return state, extra, outstanding
+        in_flight[k] = _Request(round_, sent, Message(arrays.get(str(k), {}), config))
+    return state, extra, in_flight
 
 
 def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
@@ -138,29 +134,25 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
     tick = check_positive("tick", tick)
     checkpoint_every = check_integer("checkpoint_every", checkpoint_every, minimum=1)
     if stagger is not None:
-        if np.ndim(stagger) != 1 or len(stagger) != num_clients:
-            raise DimensionError(f"stagger must hold one integer rate per client "
-                                 f"({num_clients}); got {stagger!r}")
-        stagger = [check_integer(f"stagger[{k}]", g, minimum=1) for k, g in enumerate(stagger)]
+        stagger = check_stagger(stagger, num_clients)
     if timeout is not None:
         timeout = check_positive("timeout", timeout)
     ttl = finite_or_none(ttl)
     lifetime = (ttl or DEFAULT_TTL) / tick
 
+    options = {"max_staleness": max_staleness, "evaluate": evaluate}
     if resume is not None:
-        state, extra, outstanding = _load(Path(resume))
-        if state.num_clients != num_clients:
-            raise DimensionError(f"checkpoint {resume} is for {state.num_clients} clients; "
-                                 f"the run has num_clients={num_clients}")
-        history = history_from_json(extra["history"])
+        state, extra, in_flight = _load(Path(resume))
+        step = ServerStep.resume(algorithm, state, history_from_json(extra["history"]),
+                                 num_clients=num_clients, source=resume, **options)
         book = ReleaseBook(num_clients, **extra["releases"])
         position = extra["position"]
-        requests, retired = list(position["requests"]), set(position["retired"])
+        step.requests, step.retired = list(position["requests"]), set(position["retired"])
+        step.outstanding = [None if r is None else r.round for r in in_flight]
         next_tick = int(position["next_tick"])
     else:
-        state = algorithm.init_server_state(num_clients, check_integer("seed", seed, minimum=0))
-        history, book, outstanding = [], ReleaseBook(num_clients), [None] * num_clients
-        requests, retired, next_tick = [0] * num_clients, set(), 1
+        step = ServerStep.start(algorithm, num_clients=num_clients, seed=seed, **options)
+        book, in_flight, next_tick = ReleaseBook(num_clients), [None] * num_clients, 1
     nodes = discover_clients(grid, num_clients, timeout=discovery_timeout)
     client_of = {node: k for k, node in nodes.items()}
     clock = clock_of(grid)
@@ -172,29 +164,25 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
 
     def transmit(k: int, request: _Request) -> None:
         [request.message_id] = push(grid, [flower_message(request.message, nodes[k], ttl=ttl)])
-        outstanding[k] = request
+        in_flight[k] = request
         book.sent(k, request.round)
         if request.message_id is None:
             logger.warning("client %d: request %d could not be pushed", k, request.round)
         else:
             sent_to[request.message_id] = (k, request.sent)
 
-    def send(k: int, now: int) -> None:
-        j = requests[k]
-        requests[k] += 1
-        plan = algorithm.configure_client(state, k, j, derive_rng(state.seed, "server", k + 1, j))
-        message = plan.message_for(k, round=j, model_version=state.version, seed=state.seed)
-        transmit(k, _Request(j, now, message))
+    def send(message: Message, now: int) -> None:
+        transmit(message.client_id, _Request(message.round, now, message))
 
-    for k, request in enumerate(outstanding):
+    for k, request in enumerate(in_flight):
         if request is not None:
             transmit(k, request)
     if resume is None:
         for k in range(num_clients):
-            send(k, 0)
+            send(step.request(k), 0)
     for tau in range(next_tick, ticks + 1):
         clock.sleep(origin + tau * tick - clock.now())
-        wanted = sorted(set(sent_to) & ({r.message_id for r in outstanding if r} | set(late)))
+        wanted = sorted(set(sent_to) & ({r.message_id for r in in_flight if r} | set(late)))
         for message in grid.pull_messages(wanted) if wanted else []:
             k = client_of.get(message.metadata.src_node_id)
             if k is None:
@@ -213,54 +201,24 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
         held.sort(key=lambda item: item[:3])
         ready = [h for h in held if h[0] <= tau]
         held = [h for h in held if h[0] > tau]
-        accepted, rejected, staleness, seen = [], [], [], set()
+        step.open_tick(tau)
         for _, k, _, message in ready:
             book.received(k, message)
-            reply, request = reply_from_flower(message), outstanding[k]
-            if isinstance(reply, str):
-                reason = reply
-            elif request is None:
-                reason = "unsolicited reply: no request outstanding for this client"
-            else:
-                reason = validate_reply(reply, algorithm.reply_spec(state, k), client_id=k,
-                                        expected_round=request.round, seen=seen,
-                                        current_version=state.version,
-                                        max_staleness=max_staleness)
-            if reason is not None:
-                logger.warning("tick %d: rejected reply from client %d: %s", tau, k, reason)
-                rejected.append((k, reason))
-                continue
-            outstanding[k] = None
-            if reply.abstained:
-                retired.add(k)
-                logger.info("tick %d: client %d abstained (privacy budget spent); no more "
-                            "requests", tau, k)
-                continue
-            staleness.append(state.version - int(reply.metrics[VERSION]))
-            state = algorithm.apply_reply(state, k, reply)
-            accepted.append(k)
-            send(k, tau)
-        for k, request in enumerate(outstanding):
-            if (timeout is not None and request is not None and k not in retired
+            verdict = step.receive(k, reply_from_flower(message))
+            if verdict is not Verdict.REJECTED:
+                in_flight[k] = None
+            if verdict is Verdict.APPLIED:
+                send(step.request(k), tau)
+        for k, request in enumerate(in_flight):
+            if (timeout is not None and request is not None and k not in step.retired
                     and tau - request.sent >= timeout):
-                logger.warning("tick %d: client %d did not answer request %d within the "
-                               "timeout; re-issuing", tau, k, request.round)
                 if request.message_id is not None:
                     late[request.message_id] = tau + lifetime
-                send(k, tau)
+                send(step.reissue(k, tau), tau)
         late = {i: e for i, e in late.items() if e > tau}
-        metrics = dict(evaluate(algorithm.model(state))) if evaluate is not None else {}
-        history.append(RoundRecord(tau, clock.now() - origin, tuple(accepted), tuple(rejected),
-                                   (), state.version, tuple(staleness), metrics,
-                                   book.counts(algorithm)))
-        logger.info("tick %d: version %d, %d applied, %d rejected%s", tau, state.version,
-                    len(accepted), len(rejected),
-                    "".join(f", {k}={v:.6g}" for k, v in metrics.items()))
+        step.close_tick(time=clock.now() - origin, releases=book.counts(algorithm))
         if checkpoint is not None and (tau % checkpoint_every == 0 or tau == ticks):
-            _save(Path(checkpoint), state, history, book,
-                  {"next_tick": tau + 1, "requests": requests, "retired": sorted(retired)},
-                  outstanding)
+            _save(Path(checkpoint), step, book, tau + 1, in_flight)
         if progress is not None:
             progress(tau)
-    return RunResult(algorithm, state, book.client_states(algorithm), tuple(history))
-
+    return step.result(book.client_states(algorithm))

@@ -41,7 +41,7 @@ from privacy.federated.flower.app import (
     build_cached,
     load_result,
 )
-from privacy.federated.runner import RunResult
+from privacy.federated.results import RunResult
 
 __all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment"]
 

@@ -45,7 +45,8 @@ from privacy.federated.flower.client import (
 from privacy.federated.flower.records import load_context_state
 from privacy.federated.flower.sync import run_sync_grid
 from privacy.federated.protocol import ClientData, ClientState, logger
-from privacy.federated.runner import Evaluate, RunResult
+from privacy.federated.results import RunResult
+from privacy.federated.server_step import Evaluate
 
 __all__ = ["VirtualClock", "InProcessGrid", "ensure_task_identity", "run_inprocess_sync",
            "run_inprocess_async"]

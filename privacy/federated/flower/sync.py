@@ -1,9 +1,10 @@
 """Synchronous rounds on Flower: a ``Strategy`` running any protocol algorithm, and its loop.
 
 :class:`ProtocolStrategy` is a :class:`flwr.serverapp.strategy.Strategy`: ``configure_train``
-calls the algorithm's ``configure_round`` and builds one Flower message per selected client,
-``aggregate_train`` parses every reply, rejects (and logs) what
-:func:`~privacy.federated.protocol.validate_reply` rejects and hands the rest to the
+has the server step (:class:`~privacy.federated.server_step.ServerStep`, shared with the numpy
+runner) plan the round and builds one Flower message per selected client; ``aggregate_train``
+reads every reply and hands them to the server step, which rejects (and logs) what
+:func:`~privacy.federated.validation.validate_reply` rejects and aggregates the rest with the
 algorithm's ``aggregate``.  It can be driven by Flower's own ``Strategy.start``; the loop
 :func:`run_sync_grid` drives it with what ``Strategy.start`` lacks: replies that arrive after
 their round's timeout are still pulled and rejected as stale (never averaged into a later
@@ -25,8 +26,9 @@ from flwr.app import Message as FlowerMessage
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import ParameterError
 from _toolbox.validation import check_integer, check_positive
+from privacy.federated.algorithm import logger
 from privacy.federated.flower.records import array_record, reply_from_flower
 from privacy.federated.flower.transport import (
     ReleaseBook,
@@ -35,18 +37,12 @@ from privacy.federated.flower.transport import (
     finite_or_none,
     flower_message,
     group_of,
-    history_from_json,
-    history_to_json,
     push,
 )
-from privacy.federated.protocol import (
-    derive_rng,
-    load_server_state,
-    logger,
-    save_server_state,
-    validate_reply,
-)
-from privacy.federated.runner import Evaluate, RoundRecord, RunResult
+from privacy.federated.results import RoundRecord, RunResult, history_from_json, history_to_json
+from privacy.federated.server_step import Evaluate, Received, ServerStep
+from privacy.federated.state_io import load_server_state, save_server_state
+from privacy.federated.values import ServerState
 
 __all__ = ["ProtocolStrategy", "run_sync_grid"]
 
@@ -73,6 +69,8 @@ class ProtocolStrategy(Strategy):
 
     Attributes
     ----------
+    server : ServerStep
+        The server half (state, history, every decision on replies).
     state : ServerState
     history : list of RoundRecord
         One record per finished round (``releases``: each client's reported release count plus
@@ -92,18 +90,30 @@ class ProtocolStrategy(Strategy):
                  discovery_timeout: float = 120.0) -> None:
         self.algorithm = algorithm
         self.num_clients = check_integer("num_clients", num_clients, minimum=1)
-        self.min_replies = check_integer("min_replies", min_replies, minimum=1)
-        self.evaluate = evaluate
         self.ttl = None if ttl is None else check_positive("ttl", ttl)
         self.discovery_timeout = check_positive("discovery_timeout", discovery_timeout)
-        self.state = algorithm.init_server_state(self.num_clients,
-                                                 check_integer("seed", seed, minimum=0))
-        self.history: list[RoundRecord] = []
+        self.server = ServerStep.start(algorithm, num_clients=self.num_clients, seed=seed,
+                                       min_replies=min_replies, evaluate=evaluate)
         self.releases = ReleaseBook(self.num_clients)
         self.nodes: dict[int, int] | None = None
-        self._selected: tuple[int, ...] = ()
         self._clock: Any = None
         self._started = 0.0
+
+    @property
+    def state(self) -> ServerState:
+        return self.server.state
+
+    @property
+    def history(self) -> list[RoundRecord]:
+        return self.server.history
+
+    @property
+    def min_replies(self) -> int:
+        return self.server.min_replies
+
+    @property
+    def evaluate(self) -> Evaluate | None:
+        return self.server.evaluate
 
     @property
     def next_round(self) -> int:
@@ -121,23 +131,16 @@ class ProtocolStrategy(Strategy):
         if self._clock is None:
             self._clock = clock_of(grid)
             self._started = self._clock.now() - (self.history[-1].time if self.history else 0.0)
-        t, state = self.next_round, self.state
-        plan = self.algorithm.configure_round(state, t, derive_rng(state.seed, "server", 0, t))
-        unknown = [k for k in plan.clients if k >= self.num_clients]
-        if unknown:
-            raise ParameterError(f"configure_round selected clients {unknown}; only "
-                                 f"{self.num_clients} clients exist")
-        self._selected = plan.clients
+        t = self.next_round
         messages = []
-        for k in plan.clients:
-            message = plan.message_for(k, round=t, model_version=state.version, seed=state.seed)
+        for k, message in self.server.open_round(t):
             messages.append(flower_message(message, self.nodes[k], ttl=self.ttl))
             self.releases.sent(k, t)
         return messages
 
     def aggregate_train(self, server_round: int, replies: Iterable[FlowerMessage]
                         ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """Validate the replies of the open round and aggregate the valid ones."""
+        """Read the replies of the open round and let the server step judge and aggregate."""
         t = self.next_round
         client_of = {node: k for k, node in (self.nodes or {}).items()}
         received = []
@@ -145,46 +148,24 @@ class ProtocolStrategy(Strategy):
             k = client_of.get(message.metadata.src_node_id, -1)
             received.append((k, group_of(message) or (-1, -1), message))
         received.sort(key=lambda item: item[:2])
-        accepted, rejected, arrived, seen = {}, [], set(), set()
+        judged: list[Received] = []
+        arrived = set()
         for k, (round_, _), message in received:
             if k < 0:
-                reply, reason = None, f"reply from unknown node {message.metadata.src_node_id}"
-            else:
-                self.releases.received(k, message)
-                arrived.update([k] if round_ == t else [])
-                reply = reply_from_flower(message)
-                reason = reply if isinstance(reply, str) else validate_reply(
-                    reply, self.algorithm.reply_spec(self.state, k), client_id=k,
-                    expected_round=t, seen=seen)
-                if reason is None and k not in self._selected:
-                    reason = f"client {k} was not selected in round {t}"
-            if reason is not None:
-                logger.warning("round %d: rejected reply from client %d: %s", t, k, reason)
-                rejected.append((k, reason))
-            elif not reply.abstained:
-                accepted[k] = reply
-        missing = tuple(sorted(set(self._selected) - arrived))
-        if missing:
-            logger.warning("round %d: no reply within the timeout from clients %s", t,
-                           list(missing))
-        if len(accepted) >= self.min_replies:
-            self.state = self.algorithm.aggregate(self.state, t, dict(sorted(accepted.items())))
-        else:
-            logger.warning("round %d: %d valid replies < min_replies=%d; state unchanged", t,
-                           len(accepted), self.min_replies)
-        model = self.algorithm.model(self.state)
-        metrics = dict(self.evaluate(model)) if self.evaluate is not None else {}
-        record = RoundRecord(t, self._clock.now() - self._started, tuple(sorted(accepted)),
-                             tuple(rejected), missing, self.state.version, (), metrics,
-                             self.releases.counts(self.algorithm))
-        self.history.append(record)
-        logger.info("round %d: version %d, %d accepted, %d rejected, %d missing%s", t,
-                    record.version, len(record.accepted), len(rejected), len(missing),
-                    "".join(f", {k}={v:.6g}" for k, v in metrics.items()))
-        summary = {"accepted": len(accepted), "rejected": len(rejected),
-                   "missing": len(missing), "version": self.state.version,
-                   **{k: float(v) for k, v in metrics.items()}}
-        return array_record(model), MetricRecord(summary)
+                judged.append((k, f"reply from unknown node {message.metadata.src_node_id}"))
+                continue
+            self.releases.received(k, message)
+            if round_ == t:
+                arrived.add(k)
+            judged.append((k, reply_from_flower(message)))
+        missing = tuple(sorted(set(self.server.selected) - arrived))
+        record = self.server.close_round(judged, missing=missing,
+                                         time=self._clock.now() - self._started,
+                                         releases=self.releases.counts(self.algorithm))
+        summary = {"accepted": len(record.accepted), "rejected": len(record.rejected),
+                   "missing": len(record.missing), "version": record.version,
+                   **{k: float(v) for k, v in record.metrics.items()}}
+        return array_record(self.server.model()), MetricRecord(summary)
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                            grid: Grid) -> Iterable[FlowerMessage]:
@@ -213,17 +194,15 @@ class ProtocolStrategy(Strategy):
         if extra.get("mode") != "sync":
             raise ParameterError(f"checkpoint {path} is not a synchronous Flower run "
                                  f"(mode {extra.get('mode')!r})")
-        if state.num_clients != self.num_clients:
-            raise DimensionError(f"checkpoint {path} is for {state.num_clients} clients; the "
-                                 f"run has num_clients={self.num_clients}")
-        self.state, self.history = state, history_from_json(extra["history"])
+        self.server = ServerStep.resume(self.algorithm, state, history_from_json(extra["history"]),
+                                        num_clients=self.num_clients, source=path,
+                                        min_replies=self.min_replies, evaluate=self.evaluate)
         self.releases = ReleaseBook(self.num_clients, **extra["releases"])
 
     def result(self) -> RunResult:
         """The run so far; ``client_states`` hold only the release counts the server knows
         (the states themselves stay on the nodes)."""
-        return RunResult(self.algorithm, self.state, self.releases.client_states(self.algorithm),
-                         tuple(self.history))
+        return self.server.result(self.releases.client_states(self.algorithm))
 
 
 def run_sync_grid(algorithm: Any, grid: Grid, *, num_clients: int, rounds: int, seed: int = 0,

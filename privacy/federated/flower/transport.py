@@ -8,15 +8,15 @@
   built from): Flower copies the group id into the reply, so even an error reply can be
   attributed to its request and staleness is ``state.version - version``,
 * the release bookkeeping behind each client's composed epsilon (:class:`ReleaseBook`),
-* the JSON form of the per-round history used by checkpoints and results.
+* the JSON form of the per-round history used by checkpoints and results (defined in
+  :mod:`privacy.federated.results`, re-exported here).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from flwr.app import Message as FlowerMessage
@@ -24,10 +24,11 @@ from flwr.app import RecordDict
 from flwr.serverapp import Grid
 
 from _toolbox.errors import ParameterError
+from privacy.federated.algorithm import logger
 from privacy.federated.flower.client import IDENTIFY, NUM_PARTITIONS, PARTITION_ID, TRAIN
 from privacy.federated.flower.records import message_content, releases_from_flower
-from privacy.federated.protocol import DP_RELEASES, ClientState, Message, logger
-from privacy.federated.runner import RoundRecord
+from privacy.federated.results import history_from_json, history_to_json
+from privacy.federated.values import DP_RELEASES, ClientState, Message
 
 __all__ = ["Clock", "WallClock", "discover_clients", "flower_message", "group_of",
            "ReleaseBook", "history_to_json", "history_from_json"]
@@ -195,17 +196,6 @@ class ReleaseBook:
 
     def to_json(self) -> dict[str, Any]:
         return {"known": self.known, "unanswered": [sorted(u) for u in self.unanswered]}
-
-
-def history_to_json(history: Iterable[RoundRecord]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in history]
-
-
-def history_from_json(records: Iterable[Mapping[str, Any]]) -> list[RoundRecord]:
-    fields = ("accepted", "missing", "staleness", "releases")
-    return [RoundRecord(**{**r, **{f: tuple(r[f]) for f in fields},
-                           "rejected": tuple(tuple(x) for x in r["rejected"])})
-            for r in records]
 
 
 def finite_or_none(value: float | None) -> float | None:
