@@ -35,28 +35,22 @@ from _toolbox.errors import NonFiniteError
 from _toolbox.validation import check_in_interval
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.statistics import SufficientStatistics
+from privacy.federated.noise import NoiseLaw
 from privacy.federated.posterior import PosteriorSummary
-from privacy.federated.release_sum import ReleaseNoise, sum_posterior
+from privacy.federated.release_sum import sum_posterior
 
 __all__ = ["combine_statistics", "statistics_posterior", "statistics_box", "release_noises"]
 
 
-def release_noises(stats: SufficientStatistics) -> list[ReleaseNoise]:
-    """The per-entry noise of every release summed into ``stats`` (empty when plain)."""
-    out = []
-    for release in stats.releases:
-        mech = release.mechanism
-        kind = type(mech).__name__
-        if kind == "GaussianMechanism":
-            out.append(ReleaseNoise("gaussian", mech.sigma))
-        elif kind == "LaplaceMechanism":
-            out.append(ReleaseNoise("laplace", mech.scale))
-        elif kind == "SaSMechanism":
-            out.append(ReleaseNoise("sas", mech.scale, mech.alpha))
-        else:
-            raise ParameterError(f"release with mechanism {kind} has no noise law here; "
-                                 f"expected Gaussian, Laplace or SaS")
-    return out
+def release_noises(stats: SufficientStatistics) -> list[NoiseLaw]:
+    """The per-entry noise of every release summed into ``stats`` (empty when plain).
+
+    Raises
+    ------
+    ParameterError
+        A release whose mechanism is not Gaussian, Laplace or SaS.
+    """
+    return [NoiseLaw.from_mechanism(release.mechanism) for release in stats.releases]
 
 
 def statistics_box(stats: SufficientStatistics) -> tuple[np.ndarray, np.ndarray]:

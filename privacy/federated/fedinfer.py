@@ -50,8 +50,8 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.local_dp import LocalDP
-from privacy.federated.models import noise_norm
-from privacy.federated.posterior import NoiseLaw, PosteriorSummary, make_posterior
+from privacy.federated.noise import NoiseLaw, noise_norm
+from privacy.federated.posterior import PosteriorSummary, make_posterior
 from privacy.federated.protocol import (
     ABSTAIN,
     DP_RELEASES,

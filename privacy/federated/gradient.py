@@ -51,7 +51,8 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer, check_nonnegative, check_positive, check_probability
 from privacy.federated.local_dp import LocalDP
-from privacy.federated.models import LeastSquaresModel, noise_norm
+from privacy.federated.models import LeastSquaresModel
+from privacy.federated.noise import noise_norm
 from privacy.federated.protocol import (
     ABSTAIN,
     DP_RELEASES,

@@ -39,11 +39,12 @@ from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy import accounting
 from privacy.composition import simple_composition
+from privacy.federated.noise import NOISE_KINDS, check_noise_kind
 from privacy.mechanisms import GaussianMechanism, LaplaceMechanism, SaSMechanism
 
 __all__ = ["LocalDP", "NOISES"]
 
-NOISES = ("gaussian", "laplace", "sas")
+NOISES = NOISE_KINDS   # the old name of privacy.federated.noise.NOISE_KINDS
 _UNITS = ("record", "client")
 #: Release counts at which the fast per-round bound is evaluated: every count up to 64, then a
 #: geometric grid (ratio 1.04); a count in between reports the bound at the next grid point.
@@ -102,8 +103,7 @@ class LocalDP:
     unit: str = "record"
 
     def __post_init__(self) -> None:
-        if self.noise not in NOISES:
-            raise ParameterError(f"noise must be one of {NOISES}; got {self.noise!r}")
+        check_noise_kind(self.noise)
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
         object.__setattr__(self, "dimension", check_integer("dimension", self.dimension,

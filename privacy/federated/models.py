@@ -39,19 +39,12 @@ from _toolbox.validation import (
     check_positive,
     read_only,
 )
+from privacy.federated.noise import noise_norm
 
+# noise_norm lives in privacy.federated.noise (the noise-law module); re-exported here
 __all__ = ["KernelFeatures", "LeastSquaresModel", "SeparableLoss", "noise_norm"]
 
 _KERNELS = ("linear", "rbf", "polynomial")
-
-
-def noise_norm(noise: str) -> str:
-    """The sensitivity norm of a noise law: ``"l2"`` for Gaussian, ``"l1"`` for Laplace / SaS."""
-    if noise == "gaussian":
-        return "l2"
-    if noise in ("laplace", "sas"):
-        return "l1"
-    raise ParameterError(f"noise must be 'gaussian', 'laplace' or 'sas'; got {noise!r}")
 
 
 def _check_norm(norm: str) -> str:

@@ -1,16 +1,9 @@
 """The FedInfer server's Bayesian step: posteriors of the global data block under the noise law.
 
 A *full observation* of the global block ``z*`` (7.18 synchronous, 7.24 asynchronous) is ``z*``
-plus a weighted sum of the clients' independent release noises; :class:`NoiseLaw` is its law,
-per coordinate:
-
-* Gaussian releases (sigma): normal with ``sigma sqrt(sum w_i^2)``;
-* SaS releases (alpha, gamma): SaS with ``gamma (sum |w_i|^alpha)^(1/alpha)`` (stability: the
-  sum is again SaS, so the likelihood is exact);
-* Laplace releases (b) with equal weights ``w``: the sum of ``m`` Laplace(b w) variables, whose
-  density is the closed form ``exp(-z) / (2^m (m-1)! s) sum_j (m-1+j)! / (j! (m-1-j)!)
-  2^-j z^(m-1-j)``, ``z = |x| / s`` (a variance-gamma law with half-integer Bessel order).
-  Unequal weights (asynchronous Laplace) have no such closed form and are refused.
+plus a weighted sum of the clients' independent release noises, whose per-coordinate law is a
+:class:`~privacy.federated.noise.NoiseLaw` (defined in :mod:`privacy.federated.noise`, the
+federation's one noise-law type, and re-exported here).
 
 Posteriors over ``z*`` (independent coordinates):
 
@@ -44,99 +37,10 @@ import numpy as np
 from scipy import special
 
 from _toolbox.errors import DimensionError, ParameterError
-from _toolbox.validation import check_in_interval, check_integer, check_positive
-from privacy.stable import sas_logpdf
+from _toolbox.validation import check_integer
+from privacy.federated.noise import NoiseLaw
 
 __all__ = ["NoiseLaw", "PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
-
-_MAX_LAPLACE_TERMS = 400
-
-
-@dataclass(frozen=True)
-class NoiseLaw:
-    """Law of ``sum_i w_i R_i`` with i.i.d. release noises ``R_i`` (per coordinate).
-
-    Parameters
-    ----------
-    noise : {"gaussian", "laplace", "sas"}
-    scale : float
-        Scale of one release's noise (Gaussian sigma, Laplace b, SaS gamma).
-    weights : tuple of float
-        Weights of the releases summed in one full observation (synchronous: ``K`` ones;
-        asynchronous: ``gamma_k / Gamma`` repeated ``Gamma / gamma_k`` times per client, 7.25).
-    alpha : float, default 1.5
-        SaS index.
-
-    Examples
-    --------
-    >>> law = NoiseLaw("sas", 1.0, (1.0, 1.0), alpha=1.0)   # sum of two Cauchy(1)
-    >>> round(law.combined_scale, 12)
-    2.0
-    """
-
-    noise: str
-    scale: float
-    weights: tuple[float, ...]
-    alpha: float = 1.5
-
-    def __post_init__(self) -> None:
-        if self.noise not in ("gaussian", "laplace", "sas"):
-            raise ParameterError(f"noise must be 'gaussian', 'laplace' or 'sas'; got "
-                                 f"{self.noise!r}")
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
-        weights = tuple(check_positive("weight", w) for w in self.weights)
-        if not weights:
-            raise ParameterError("weights must hold at least one release weight")
-        object.__setattr__(self, "weights", weights)
-        object.__setattr__(self, "alpha", check_in_interval("alpha", self.alpha, 0.0, 2.0,
-                                                            low_open=True))
-        if self.noise == "laplace":
-            if max(weights) - min(weights) > 1e-12 * max(weights):
-                raise ParameterError(f"Laplace noise needs equal release weights (the law of a "
-                                     f"weighted Laplace sum has no closed form here); got "
-                                     f"{sorted(set(weights))}. Use Gaussian or SaS noise with "
-                                     f"unequal stagger rates")
-            if len(weights) > _MAX_LAPLACE_TERMS:
-                raise ParameterError(f"Laplace sums of more than {_MAX_LAPLACE_TERMS} releases "
-                                     f"are not supported (got {len(weights)}); use Gaussian "
-                                     f"or SaS noise")
-
-    @property
-    def combined_scale(self) -> float:
-        """Gaussian: sd of the sum; SaS: its scale; Laplace: scale of one weighted term."""
-        w = np.asarray(self.weights)
-        if self.noise == "gaussian":
-            return self.scale * float(np.sqrt(np.sum(w ** 2)))
-        if self.noise == "sas":
-            return self.scale * float(np.sum(w ** self.alpha) ** (1.0 / self.alpha))
-        return self.scale * float(w[0])
-
-    @property
-    def spread(self) -> float:
-        """A scale of the whole sum (sd for Gaussian, SaS scale, sqrt(2m) b w for Laplace)."""
-        if self.noise == "laplace":
-            return self.combined_scale * math.sqrt(2.0 * len(self.weights))
-        return self.combined_scale
-
-    def logpdf(self, x: Any) -> np.ndarray:
-        """Log density of the summed noise at ``x`` (any shape)."""
-        x = np.asarray(x, dtype=float)
-        s = self.combined_scale
-        if self.noise == "gaussian":
-            return -0.5 * (x / s) ** 2 - math.log(s) - 0.5 * math.log(2 * math.pi)
-        if self.noise == "sas":
-            return sas_logpdf(x, self.alpha, s)
-        m = len(self.weights)
-        z = np.abs(x) / s
-        j = np.arange(m)
-        log_a = (special.gammaln(m + j) - special.gammaln(j + 1) - special.gammaln(m - j)
-                 - j * math.log(2.0))
-        power = (m - 1 - j).astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logz = np.log(z)[..., None]
-            terms = np.where(power == 0, log_a, log_a + power * logz)
-        return (-z - m * math.log(2.0) - special.gammaln(m) - math.log(s)
-                + special.logsumexp(terms, axis=-1))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """FedInfer's posterior of a global sum from independent noisy releases of its parts.
 
 Client ``k`` releases ``zhat_k = z_k + r_k`` once (its whole budget), ``r_k`` i.i.d. per
-coordinate with its own law and scale.  The server observes ``y = sum_k zhat_k = z* + e``,
-``e = sum_k r_k``: one *full observation* of the global block ``z* = sum_k z_k`` (seed 7.18),
-and FedInfer's posterior given it is, per coordinate, ``p(z* | y) ~ prior(z*) f_e(y - z*)``
-with ``f_e`` the law of the summed noise:
+coordinate with its own law and scale (a :class:`~privacy.federated.noise.NoiseLaw`:
+``NoiseLaw.release(kind, scale, alpha)``, whose old name ``ReleaseNoise`` still works).  The
+server observes ``y = sum_k zhat_k = z* + e``, ``e = sum_k r_k``: one *full observation* of the
+global block ``z* = sum_k z_k`` (seed 7.18), and FedInfer's posterior given it is, per
+coordinate, ``p(z* | y) ~ prior(z*) f_e(y - z*)`` with ``f_e`` the law of the summed noise:
 
 * **Gaussian** releases (``sigma_k``): ``e ~ N(0, sum_k sigma_k^2)``; with FedInfer's flat
   conjugate prior (:class:`GaussianPosterior`) the posterior is ``N(y, sum_k sigma_k^2)``.
@@ -14,7 +15,7 @@ with ``f_e`` the law of the summed noise:
   error of ``y / N`` falls only like ``N^(1/alpha - 1)`` for equal scales, not ``N^(-1/2)``.
   Different alphas do not sum to a stable law and are refused.
 * **Laplace** releases (``b_k``): equal scales (up to 400 terms) have the closed form of
-  :class:`privacy.federated.posterior.NoiseLaw`; otherwise (heterogeneous scales, or more
+  :class:`privacy.federated.noise.NoiseLaw`; otherwise (heterogeneous scales, or more
   terms) the density is the Fourier inversion of ``prod_k 1 / (1 + b_k^2 t^2)`` on a grid of
   ``spread / 512`` (FFT), tabulated in log and extended beyond the table (where it falls below
   1e-13 of the peak) with the exact exponential rate ``1 / max_k b_k`` (:class:`LaplaceSum`).
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,11 +43,11 @@ from scipy import special
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import check_in_interval, check_positive
-from privacy.federated.posterior import GridPosterior, NoiseLaw, PosteriorSummary
+from privacy.federated.noise import NoiseLaw, ReleaseNoise
+from privacy.federated.posterior import GridPosterior, PosteriorSummary
 
 __all__ = ["ReleaseNoise", "LaplaceSum", "summed_noise_law", "sum_posterior"]
 
-_KINDS = ("gaussian", "laplace", "sas")
 _MAX_CLOSED_LAPLACE = 400
 #: Grid spacing of the Fourier inversion: this fraction of the spread of the sum, and at most
 #: this fraction of the smallest Laplace scale (the cusp of few terms needs it).
@@ -59,32 +59,6 @@ _HALF_WIDTH = 40.0
 _LOG_TINY = -800.0
 #: Below this fraction of the peak the inverted density is numerical noise: extrapolate.
 _FLOOR = 1e-13
-
-
-@dataclass(frozen=True)
-class ReleaseNoise:
-    """The per-coordinate noise of one release.
-
-    Parameters
-    ----------
-    kind : {"gaussian", "laplace", "sas"}
-    scale : float
-        Gaussian sigma, Laplace b or SaS gamma (> 0).
-    alpha : float, default 2
-        SaS stability index in (0, 2) (``kind="sas"`` only).
-    """
-
-    kind: str
-    scale: float
-    alpha: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise ParameterError(f"kind must be one of {_KINDS}; got {self.kind!r}")
-        object.__setattr__(self, "scale", check_positive("scale", self.scale))
-        if self.kind == "sas":
-            object.__setattr__(self, "alpha", check_in_interval(
-                "alpha", self.alpha, 0.0, 2.0, low_open=True, high_open=True))
 
 
 class LaplaceSum:
@@ -151,13 +125,14 @@ class LaplaceSum:
         return np.where(a <= self._x[-1], inside, beyond)
 
 
-def summed_noise_law(noises: Sequence[ReleaseNoise]) -> NoiseLaw | LaplaceSum:
+def summed_noise_law(noises: Sequence[NoiseLaw]) -> NoiseLaw | LaplaceSum:
     """The per-coordinate law of ``sum_k r_k`` (see the module notes).
 
     Parameters
     ----------
-    noises : sequence of ReleaseNoise
-        One per release (at least one).
+    noises : sequence of NoiseLaw
+        One per release (at least one; :meth:`NoiseLaw.release`, formerly ``ReleaseNoise``).
+        A law with several weights stands for its weighted terms.
 
     Returns
     -------
@@ -173,23 +148,24 @@ def summed_noise_law(noises: Sequence[ReleaseNoise]) -> NoiseLaw | LaplaceSum:
     noises = list(noises)
     if not noises:
         raise ParameterError("noises must hold at least one release's noise")
-    kinds = {n.kind for n in noises}
+    terms = [(n.noise, n.scale * w, n.alpha) for n in noises for w in n.weights]
+    kinds = {kind for kind, _, _ in terms}
     if "sas" in kinds:
-        alphas = sorted({n.alpha for n in noises if n.kind == "sas"})
+        alphas = sorted({alpha for kind, _, alpha in terms if kind == "sas"})
         if kinds != {"sas"} or len(alphas) > 1:
             raise ParameterError(f"SaS releases sum to a stable law only with one alpha and no "
                                  f"other noise; got kinds {sorted(kinds)} and alphas {alphas}")
-        return NoiseLaw("sas", 1.0, tuple(n.scale for n in noises), alphas[0])
+        return NoiseLaw("sas", 1.0, tuple(scale for _, scale, _ in terms), alphas[0])
     if kinds == {"gaussian"}:
-        return NoiseLaw("gaussian", 1.0, tuple(n.scale for n in noises))
-    laplace = [n.scale for n in noises if n.kind == "laplace"]
-    variance = sum(n.scale ** 2 for n in noises if n.kind == "gaussian")
+        return NoiseLaw("gaussian", 1.0, tuple(scale for _, scale, _ in terms))
+    laplace = [scale for kind, scale, _ in terms if kind == "laplace"]
+    variance = sum(scale ** 2 for kind, scale, _ in terms if kind == "gaussian")
     if variance == 0 and len(set(laplace)) == 1 and len(laplace) <= _MAX_CLOSED_LAPLACE:
         return NoiseLaw("laplace", laplace[0], (1.0,) * len(laplace))
     return LaplaceSum(laplace, variance)
 
 
-def sum_posterior(total: Any, noises: Sequence[ReleaseNoise], *, lower: Any, upper: Any,
+def sum_posterior(total: Any, noises: Sequence[NoiseLaw], *, lower: Any, upper: Any,
                   level: float = 0.95) -> PosteriorSummary:
     """FedInfer's posterior of ``z* = sum_k z_k`` given ``y = sum_k (z_k + r_k)``.
 
@@ -197,7 +173,7 @@ def sum_posterior(total: Any, noises: Sequence[ReleaseNoise], *, lower: Any, upp
     ----------
     total : array_like, shape (d,)
         ``y``, the sum of the releases.
-    noises : sequence of ReleaseNoise
+    noises : sequence of NoiseLaw
         The noise of every release summed into ``y`` (empty: ``y`` is exact).
     lower, upper : array_like, shape (d,)
         The prior box of ``z*`` (used by non-Gaussian noise; Gaussian noise has FedInfer's
@@ -217,7 +193,7 @@ def sum_posterior(total: Any, noises: Sequence[ReleaseNoise], *, lower: Any, upp
 
     Examples
     --------
-    >>> noises = [ReleaseNoise("gaussian", 3.0), ReleaseNoise("gaussian", 4.0)]
+    >>> noises = [NoiseLaw.release("gaussian", 3.0), NoiseLaw.release("gaussian", 4.0)]
     >>> post = sum_posterior([10.0], noises, lower=[-100.0], upper=[100.0])
     >>> float(post.mean[0]), float(post.std[0])          # N(y, 3^2 + 4^2)
     (10.0, 5.0)

@@ -50,6 +50,7 @@ from _toolbox.validation import (
     read_only,
 )
 from privacy.calibration import calibrate_gaussian_sigma
+from privacy.federated.noise import NoiseLaw, check_noise_kind
 from privacy.federated.sifl_models import LocalOptimizer
 from privacy.mechanisms import NeighboringRelation
 
@@ -65,6 +66,7 @@ __all__ = [
     "run_nbafl",
 ]
 
+#: The noise kinds of the immersion codes (finite variance: ``noise_std`` is their sd).
 NOISE_LAWS = ("gaussian", "laplace")
 
 
@@ -102,19 +104,12 @@ def _random_orthogonal(size: int, gen: np.random.Generator) -> np.ndarray:
     return q * np.sign(np.diag(r))
 
 
-def _draw(law: str, std: float, shape: tuple[int, ...], gen: np.random.Generator) -> np.ndarray:
-    if law == "gaussian":
-        return gen.normal(0.0, std, shape)
-    return gen.laplace(0.0, std / math.sqrt(2.0), shape)      # same standard deviation
-
-
 def _freeze_code(code, arrays: dict[str, np.ndarray]) -> None:
     """Store the checked key matrices read-only and validate the noise law of a code."""
     for name, array in arrays.items():
         object.__setattr__(code, name, read_only(array))
     object.__setattr__(code, "noise_std", check_positive("noise_std", code.noise_std))
-    if code.noise not in NOISE_LAWS:
-        raise ParameterError(f"noise law must be one of {NOISE_LAWS}; got {code.noise!r}")
+    check_noise_kind(code.noise, NOISE_LAWS)
 
 
 @dataclass(frozen=True)
@@ -206,8 +201,8 @@ class ImmersionCode:
         w = np.asarray(w, dtype=float)
         if w.shape[0] != self.n or w.ndim > 2:
             raise DimensionError(f"w has shape {w.shape}; expected ({self.n},) or ({self.n}, p)")
-        r = _draw(self.noise, self.noise_std, (self.n_encoded - self.n,) + w.shape[1:],
-                  as_generator(rng))
+        law = NoiseLaw.from_std(self.noise, self.noise_std)
+        r = law.sample((self.n_encoded - self.n,) + w.shape[1:], rng)
         return self.Pi1 @ w + self.N1 @ r
 
     def decode(self, encoded: np.ndarray) -> np.ndarray:
@@ -278,7 +273,7 @@ class AggregatorCode:
     def encode(self, v: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``v Pi2 + R2 N2`` for ``v`` of shape (n~,): an (n~, p) matrix (31)."""
         v = check_finite_array("v", v, ndim=1)
-        R2 = _draw(self.noise, self.noise_std, (v.size, self.p - 1), as_generator(rng))
+        R2 = NoiseLaw.from_std(self.noise, self.noise_std).sample((v.size, self.p - 1), rng)
         return np.outer(v, self.Pi2) + R2 @ self.N2
 
     def decode(self, encoded: np.ndarray) -> np.ndarray:
