@@ -101,18 +101,22 @@ class ProtocolStrategy(Strategy):
 
     @property
     def state(self) -> ServerState:
+        """The server state (``server.state``)."""
         return self.server.state
 
     @property
     def history(self) -> list[RoundRecord]:
+        """One record per finished round (``server.history``)."""
         return self.server.history
 
     @property
     def min_replies(self) -> int:
+        """Fewer valid replies leave a round's state unchanged."""
         return self.server.min_replies
 
     @property
     def evaluate(self) -> Evaluate | None:
+        """Called on the model after every round (or ``None``)."""
         return self.server.evaluate
 
     @property
