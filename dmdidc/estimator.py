@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import (
-    check_finite_array,
-    check_in_interval,
-    check_integer,
-    check_positive,
+from _toolbox.parameters import (
+    Interval,
+    Options,
+    constructor_parameters,
+    validate_parameters,
 )
+from _toolbox.validation import check_finite_array, check_integer, check_positive
 from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
@@ -45,12 +46,22 @@ from dmdidc.inference.intervals import (
     IntervalEstimate,
     asymptotic_intervals,
     bootstrap_intervals,
+    bootstrap_refit,
+    model_vector,
 )
 from dmdidc.inference.recovery import recover_continuous
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.robust import huber_solution
-from dmdidc.regression.solution import GramAccumulator, RegressionSolution, make_accumulator
+from dmdidc.regression.solution import (
+    GRAM_CONDITION_LIMIT,
+    LEAST_SQUARES_METHODS,
+    GramAccumulator,
+    RegressionSolution,
+    least_squares,
+    make_accumulator,
+    stream_trajectory,
+)
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import INSTRUMENT_KINDS
@@ -59,26 +70,11 @@ from dmdidc.trajectories import detrended, remove_trend
 
 __all__ = ["DMDidc", "ESTIMATORS"]
 
-#: Above this equilibrated condition number the normal equations may lose more than ~8 digits;
-#: "auto" then refines the Gram solution with one more pass over the data ...
-_GRAM_CONDITION_LIMIT = 1e4
-#: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
-_REFINEMENT_CONDITION_LIMIT = 1e6
-_PARAMS = ("max_delay", "estimator", "instruments", "instrument_lags", "svd_rank", "tlsq_rank",
-           "method", "detrend", "significance", "block_rtol", "rank_rtol", "chunk_size")
 _DETRENDS = (None, "constant", "linear")
 #: The estimators of the regression.
 ESTIMATORS = ("ls", "iv", "huber")
 #: Family-wise level of the block test when ``significance`` is not given.
 DEFAULT_SIGNIFICANCE = 1e-3
-_TLSQ_REMOVED = (
-    "tlsq_rank was removed in dmdidc 0.2. It applied PyDMD's total-least-squares projection, "
-    "which builds a K x K matrix (3.3 GB at K = 20000), depends on the units of the states and "
-    "did not remove the errors-in-variables bias: on noisy data it was worse than plain least "
-    "squares in every case measured (README plant at 20 dB: delay error 0.51 T against 0.026 T; "
-    "random 4-state plants at 10 dB: A_c error 1e2 and more), and a scale-invariant Gram-based "
-    "total least squares fails as well (10 dB: A_c error 3-14). For noisy states use "
-    "estimator='iv' (consistent); for heavy-tailed noise estimator='huber'")
 
 
 class DMDidc:
@@ -112,10 +108,6 @@ class DMDidc:
         Number of singular values of the (column-equilibrated) regression matrix kept; ``None``
         keeps all and raises :class:`~dmdidc.InsufficientExcitationError` when the data are
         rank-deficient.  Not with ``estimator="huber"``.
-    tlsq_rank : None
-        Removed (setting it raises ``ParameterError`` with the reason): PyDMD's total least
-        squares built a K x K matrix and was worse than least squares on noisy data; use
-        ``estimator="iv"``.
     method : {"auto", "gram", "qr"}, default "auto"
         Least-squares solver.  ``"gram"`` accumulates equilibrated normal equations (fastest;
         relative error up to ``cond^2 * 1e-16`` for an equilibrated condition number
@@ -203,9 +195,24 @@ class DMDidc:
     (array([2.5, 2.5]), array([1, 1]), array([0.25, 0.25]))
     """
 
+    #: What each constructor parameter accepts (checked in ``fit``, as in scikit-learn).
+    _parameter_constraints: dict[str, list] = {
+        "max_delay": [Interval(int, 0, None), None],
+        "estimator": [Options(*ESTIMATORS)],
+        "instruments": [Options(*INSTRUMENT_KINDS)],
+        "instrument_lags": [Interval(int, 0, None), None],
+        "svd_rank": [Interval(int, 1, None), None],
+        "method": [Options(*LEAST_SQUARES_METHODS)],
+        "detrend": [Options(*_DETRENDS)],
+        "significance": [Interval(float, 0.0, 1.0, open="both"), None],
+        "block_rtol": [Interval(float, 0.0, 1.0, open="both"), None],
+        "rank_rtol": [Interval(float, 0.0, None, open="low")],
+        "chunk_size": [Interval(int, 1, None)],
+    }
+
     def __init__(self, *, max_delay: int | None = 0, estimator: str = "ls",
                  instruments: str = "inputs", instrument_lags: int | None = None,
-                 svd_rank: int | None = None, tlsq_rank: None = None, method: str = "auto",
+                 svd_rank: int | None = None, method: str = "auto",
                  detrend: str | None = None, significance: float | None = None,
                  block_rtol: float | None = None, rank_rtol: float = 1e-10,
                  chunk_size: int = 65536) -> None:
@@ -214,7 +221,6 @@ class DMDidc:
         self.instruments = instruments
         self.instrument_lags = instrument_lags
         self.svd_rank = svd_rank
-        self.tlsq_rank = tlsq_rank
         self.method = method
         self.detrend = detrend
         self.significance = significance
@@ -230,7 +236,7 @@ class DMDidc:
         -------
         dict
         """
-        return {name: getattr(self, name) for name in _PARAMS}
+        return {name: getattr(self, name) for name in constructor_parameters(type(self))}
 
     def set_params(self, **params: Any) -> DMDidc:
         """Set constructor parameters (scikit-learn's contract); validated in ``fit``.
@@ -244,10 +250,11 @@ class DMDidc:
         ParameterError
             An unknown parameter name.
         """
+        valid = constructor_parameters(type(self))
         for name, value in params.items():
-            if name not in _PARAMS:
+            if name not in valid:
                 raise ParameterError(f"DMDidc has no parameter {name!r}; valid parameters: "
-                                     f"{list(_PARAMS)}")
+                                     f"{list(valid)}")
             setattr(self, name, value)
         return self
 
@@ -256,39 +263,19 @@ class DMDidc:
         return DEFAULT_SIGNIFICANCE if self.significance is None else self.significance
 
     def _validated_params(self) -> None:
-        if self.max_delay is not None:
-            check_integer("max_delay", self.max_delay, minimum=0)
-        if self.estimator not in ESTIMATORS:
-            raise ParameterError(f"estimator must be one of {ESTIMATORS}; got "
-                                 f"{self.estimator!r}")
-        if self.instruments not in INSTRUMENT_KINDS:
-            raise ParameterError(f"instruments must be one of {INSTRUMENT_KINDS}; got "
-                                 f"{self.instruments!r}")
+        """Each parameter against its constraint, then the rules that combine parameters."""
+        validate_parameters("DMDidc", self.get_params(), self._parameter_constraints)
         if self.estimator != "iv" and (self.instruments != "inputs"
                                        or self.instrument_lags is not None):
             raise ParameterError(f"instruments and instrument_lags apply to estimator='iv'; got "
                                  f"estimator={self.estimator!r}")
-        if self.instrument_lags is not None:
-            check_integer("instrument_lags", self.instrument_lags, minimum=0)
-        if self.svd_rank is not None:
-            check_integer("svd_rank", self.svd_rank, minimum=1)
-            if self.estimator == "huber":
-                raise ParameterError("svd_rank is not supported by estimator='huber' (its "
-                                     "reweighted fits need full rank); use 'ls' or 'iv'")
-        if self.tlsq_rank is not None:
-            raise ParameterError(_TLSQ_REMOVED)
-        if self.method not in ("auto", "gram", "qr"):
-            raise ParameterError(f"method must be 'auto', 'gram' or 'qr'; got {self.method!r}")
+        if self.svd_rank is not None and self.estimator == "huber":
+            raise ParameterError("svd_rank is not supported by estimator='huber' (its "
+                                 "reweighted fits need full rank); use 'ls' or 'iv'")
         if self.method != "auto" and self.estimator != "ls":
             raise ParameterError(f"method={self.method!r} selects a least-squares solver; "
                                  f"estimator={self.estimator!r} has its own (use "
                                  f"method='auto')")
-        if self.detrend not in _DETRENDS:
-            raise ParameterError(f"detrend must be None, 'constant' or 'linear'; got "
-                                 f"{self.detrend!r}")
-        if self.significance is not None:
-            check_in_interval("significance", self.significance, 0.0, 1.0, low_open=True,
-                              high_open=True)
         if (self.significance is not None and self.block_rtol is not None
                 and self.max_delay is not None):
             raise ParameterError(f"significance={self.significance!r} has no effect with "
@@ -296,11 +283,6 @@ class DMDidc:
                                  f"override replaces the significance test); give one of them "
                                  f"(significance also sets the level of the delay-bound "
                                  f"selection with max_delay=None)")
-        if self.block_rtol is not None:
-            check_in_interval("block_rtol", self.block_rtol, 0.0, 1.0, low_open=True,
-                              high_open=True)
-        check_positive("rank_rtol", self.rank_rtol)
-        check_integer("chunk_size", self.chunk_size, minimum=1)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None, Z: Any = None) -> DMDidc:
@@ -370,21 +352,11 @@ class DMDidc:
             solution, self.n_iterations_ = huber_solution(trajectories, self._R,
                                                           rank_rtol=self.rank_rtol)
             return self._finish(solution)
-        self._reset(n, m, dt)
-        for Xi, Ui in trajectories:
-            self._accumulator.new_trajectory()
-            self._stream(Xi, Ui)
-        decision, solution = self._auto_decision()
-        if decision == "qr":
-            self._reset(n, m, dt, method="qr")
-            for Xi, Ui in trajectories:
-                self._accumulator.new_trajectory()
-                self._stream(Xi, Ui)
-        elif decision == "refine":
-            solution = self._accumulator.refine(solution, trajectories)
-        if solution is None or decision == "qr":
-            solution = self._accumulator.solution(svd_rank=self.svd_rank,
-                                                  rank_rtol=self.rank_rtol)
+        self._setup(n, m, dt)
+        solution, self._accumulator = least_squares(trajectories, self._R, method=self.method,
+                                                    svd_rank=self.svd_rank,
+                                                    rank_rtol=self.rank_rtol,
+                                                    chunk_size=self.chunk_size)
         return self._finish(solution)
 
     def fit_statistics(self, stats: SufficientStatistics | list[SufficientStatistics], *,
@@ -498,26 +470,6 @@ class DMDidc:
                                      instrument_lags=self.instrument_lags,
                                      n_exogenous=0 if signal is None else signal.shape[0])
 
-    def _auto_decision(self) -> tuple[str, RegressionSolution | None]:
-        """What "auto" does after the Gram pass: "keep", "refine" (one more pass) or "qr".
-
-        Decided before any model is built, so a discarded pass neither raises nor warns.
-        """
-        acc = self._accumulator
-        if self.method != "auto" or acc.method != "gram":
-            return "keep", None
-        try:
-            solution = acc.solution(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
-        except InsufficientExcitationError:
-            # The Gram rank test cannot resolve singular values below ~sqrt(eps) (cond > ~7e7)
-            # while QR can: let the QR pass decide (it raises the same error for too few samples).
-            return ("qr" if acc.n_samples >= acc.p else "keep"), None
-        if solution.condition_number <= _GRAM_CONDITION_LIMIT:
-            return "keep", solution
-        if solution.condition_number <= _REFINEMENT_CONDITION_LIMIT:
-            return "refine", solution
-        return "qr", None
-
     def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False,
                     Z: Any = None) -> DMDidc:
         """Add a chunk of one trajectory; memory stays independent of the data length.
@@ -590,7 +542,7 @@ class DMDidc:
         if self.estimator == "iv":
             self._accumulator.update(Xc, Uc, Ec)
         else:
-            self._stream(Xc, Uc)
+            stream_trajectory(self._accumulator, Xc, Uc, self.chunk_size)
         self._partial = True
         self.state_trend_ = self.input_trend_ = None
         try:
@@ -618,12 +570,6 @@ class DMDidc:
         self._setup(n, m, dt)
         method = method or ("gram" if self.method == "auto" else self.method)
         self._accumulator = make_accumulator(method, n, m, self._R)
-
-    def _stream(self, X: np.ndarray, U: np.ndarray) -> None:
-        K = U.shape[1]
-        for start in range(0, K, self.chunk_size):
-            stop = min(start + self.chunk_size, K)
-            self._accumulator.update(X[:, start:stop + 1], U[:, start:stop])
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X = check_finite_array("X", X, ndim=2)
@@ -667,7 +613,7 @@ class DMDidc:
                                                 log_error=log_error):
             warn_model(message)
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
-                and self._partial and solution.condition_number > _GRAM_CONDITION_LIMIT):
+                and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):
             warn_model(f"the equilibrated regression data have condition number "
                        f"{solution.condition_number:.3g}; normal equations lose about "
                        f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
@@ -747,55 +693,28 @@ class DMDidc:
                                         n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
                                         level=level)
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
-        estimate = np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
-        refit, parts = self._bootstrap_refit(X, U, Z)
-        return bootstrap_intervals(refit, parts, estimate, n_states=n, n_inputs=m, level=level,
-                                   n_resamples=n_resamples, rng=rng)
+        params = dict(self.get_params(), max_delay=self._R)
+        if self._parts is not None:
+            if X is not None or U is not None or Z is not None:
+                raise ParameterError("this estimator was fitted on a list of statistics; the "
+                                     "bootstrap resamples them and takes no data")
+            refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt, parts=self._parts)
+        else:
+            if X is None or U is None:
+                raise ParameterError("the bootstrap refits on resampled trajectories: pass the "
+                                     "data given to fit as X=..., U=... (and Z=...), or "
+                                     "fit_statistics with a list of statistics")
+            trajectories, signals = self._data(X, U, Z)
+            refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt,
+                                           trajectories=trajectories, signals=signals)
+        return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
+                                   level=level, n_resamples=n_resamples, rng=rng)
 
     def delay_ci(self, level: float = 0.95, *, method: str = "asymptotic",
                  **options: Any) -> IntervalEstimate:
         """Confidence interval of each channel's delay (seconds): ``confidence_intervals``
         ``(...).delay``; ``str()`` gives ``r = 2.50 +/- 0.03 s``."""
         return self.confidence_intervals(level, method=method, **options).delay
-
-    def _bootstrap_refit(self, X: Any, U: Any, Z: Any):
-        """``(refit(counts) -> model vector or None, number of parts)`` for the bootstrap."""
-        params = dict(self.get_params(), max_delay=self._R)
-        dt = self.dt
-
-        def vector(estimator: DMDidc) -> np.ndarray | None:
-            model = estimator.model_
-            if not model.has_continuous:
-                return None
-            return np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
-
-        if self._parts is not None:
-            if X is not None or U is not None or Z is not None:
-                raise ParameterError("this estimator was fitted on a list of statistics; the "
-                                     "bootstrap resamples them and takes no data")
-            parts = self._parts
-
-            def refit(counts: np.ndarray) -> np.ndarray | None:
-                chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
-                return vector(DMDidc(**params).fit_statistics(sum(chosen[1:], chosen[0]),
-                                                              dt=dt))
-            return refit, len(parts)
-        if X is None or U is None:
-            raise ParameterError("the bootstrap refits on resampled trajectories: pass the data "
-                                 "given to fit as X=..., U=... (and Z=...), or fit_statistics "
-                                 "with a list of statistics")
-        trajectories, signals = self._data(X, U, Z)
-
-        def refit(counts: np.ndarray) -> np.ndarray | None:
-            chosen = [k for k, c in enumerate(counts) for _ in range(c)]
-            data_Z = [signals[k] for k in chosen] if signals[0] is not None else None
-            try:
-                return vector(DMDidc(**params).fit([trajectories[k][0] for k in chosen],
-                                                   [trajectories[k][1] for k in chosen], dt=dt,
-                                                   Z=data_Z))
-            except InsufficientExcitationError:
-                return None
-        return refit, len(trajectories)
 
     # ------------------------------------------------------------------ fitted results
     @property

@@ -31,16 +31,17 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
 
 from _toolbox.validation import as_generator, check_in_interval, read_only
-from dmdidc.errors import ContinuousModelWarning, ParameterError
+from dmdidc.errors import ContinuousModelWarning, InsufficientExcitationError, ParameterError
 from dmdidc.inference.recovery import recover_channel, recover_continuous
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
-           "bootstrap_intervals", "INTERVAL_METHODS"]
+           "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
 _NO_INTERVAL = {"asymptotic": "no active block, or a delay at a whole number of periods, where "
@@ -300,3 +301,45 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     low, high = np.percentile(draws, [tail, 100.0 - tail], axis=0)
     return _package(estimate, low, high, draws.std(axis=0, ddof=1), n_states, n_inputs, level,
                     "bootstrap", resamples=n_resamples, failures=failures)
+
+
+def model_vector(model) -> np.ndarray | None:
+    """``[delay, A_c.ravel(), B_c.ravel()]`` of a plant, or ``None`` without continuous model."""
+    if not model.has_continuous:
+        return None
+    return np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
+
+
+def bootstrap_refit(make_estimator: Callable[[], Any], dt: float, *, parts: list | None = None,
+                    trajectories: list | None = None, signals: list | None = None
+                    ) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
+    """``(refit(counts) -> model vector or None, number of parts)`` for :func:`bootstrap_intervals`.
+
+    Parameters
+    ----------
+    make_estimator : callable
+        Returns a new, unfitted estimator with the parameters of the fit being bootstrapped.
+    dt : float
+    parts : list of SufficientStatistics, optional
+        The parts given to ``fit_statistics`` (resampled as wholes).
+    trajectories : list of (X, U), optional
+        The trajectories given to ``fit``; ``signals`` their exogenous signals (or ``None``).
+    """
+    if parts is not None:
+        def refit(counts: np.ndarray) -> np.ndarray | None:
+            chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
+            return model_vector(make_estimator().fit_statistics(sum(chosen[1:], chosen[0]),
+                                                                dt=dt).model_)
+        return refit, len(parts)
+    signals = signals if signals is not None else [None] * len(trajectories)
+
+    def refit(counts: np.ndarray) -> np.ndarray | None:
+        chosen = [k for k, c in enumerate(counts) for _ in range(c)]
+        Z = [signals[k] for k in chosen] if signals[0] is not None else None
+        try:
+            return model_vector(make_estimator().fit([trajectories[k][0] for k in chosen],
+                                                     [trajectories[k][1] for k in chosen],
+                                                     dt=dt, Z=Z).model_)
+        except InsufficientExcitationError:
+            return None
+    return refit, len(trajectories)

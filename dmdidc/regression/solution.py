@@ -35,7 +35,8 @@ from dmdidc.errors import DimensionError, InsufficientExcitationError, Parameter
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
-           "regression_blocks"]
+           "regression_blocks", "least_squares", "stream_trajectory", "LEAST_SQUARES_METHODS",
+           "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT"]
 
 
 @dataclass(frozen=True)
@@ -614,3 +615,79 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
             f"inputs, an uncontrollable plant, or too few samples); use richer random inputs "
             f"or set svd_rank to fit a reduced model deliberately")
     return rank, tol
+
+
+#: Above this equilibrated condition number the normal equations may lose more than ~8 digits;
+#: "auto" then refines the Gram solution with one more pass over the data ...
+GRAM_CONDITION_LIMIT = 1e4
+#: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
+REFINEMENT_CONDITION_LIMIT = 1e6
+#: The least-squares solvers (``method`` of :func:`least_squares`).
+LEAST_SQUARES_METHODS = ("auto", "gram", "qr")
+
+
+def stream_trajectory(accumulator, X: np.ndarray, U: np.ndarray, chunk_size: int) -> None:
+    """Feed one trajectory to ``accumulator`` in chunks of ``chunk_size`` samples (chunks
+    overlap by one state), so the working memory is bounded."""
+    K = U.shape[1]
+    for start in range(0, K, chunk_size):
+        stop = min(start + chunk_size, K)
+        accumulator.update(X[:, start:stop + 1], U[:, start:stop])
+
+
+def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
+                  method: str = "auto", svd_rank: int | None = None, rank_rtol: float = 1e-10,
+                  chunk_size: int = 65536) -> tuple[RegressionSolution, _Accumulator]:
+    """The least-squares regression of in-memory trajectories, with the solver policy.
+
+    ``"gram"`` and ``"qr"`` use that accumulator.  ``"auto"`` accumulates the equilibrated
+    normal equations and decides from their condition number ``cond`` (before any model is
+    built, so a discarded pass neither raises nor warns): keep the solution up to
+    :data:`GRAM_CONDITION_LIMIT`, add passes of iterative refinement (:meth:`GramAccumulator.
+    refine`) up to :data:`REFINEMENT_CONDITION_LIMIT`, and repeat the pass with QR beyond, or
+    when the Gram rank test cannot resolve singular values below ~sqrt(eps) while QR can.
+
+    Parameters
+    ----------
+    trajectories : list of (X (n, K+1), U (m, K))
+    max_delay : int
+        ``R``.
+    method : {"auto", "gram", "qr"}
+    svd_rank, rank_rtol, chunk_size
+        As in :class:`~dmdidc.DMDidc`.
+
+    Returns
+    -------
+    solution : RegressionSolution
+    accumulator : GramAccumulator or QRAccumulator
+        The accumulator of the pass that gave the solution.
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Too few samples or rank-deficient data.
+    """
+    n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+
+    def accumulate(kind: str) -> _Accumulator:
+        accumulator = make_accumulator(kind, n, m, max_delay)
+        for X, U in trajectories:
+            accumulator.new_trajectory()
+            stream_trajectory(accumulator, X, U, chunk_size)
+        return accumulator
+
+    accumulator = accumulate("gram" if method == "auto" else method)
+    if method != "auto":
+        return accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol), accumulator
+    try:
+        solution = accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol)
+    except InsufficientExcitationError:
+        if accumulator.n_samples < accumulator.p:
+            raise
+        solution = None
+    if solution is not None and solution.condition_number <= GRAM_CONDITION_LIMIT:
+        return solution, accumulator
+    if solution is not None and solution.condition_number <= REFINEMENT_CONDITION_LIMIT:
+        return accumulator.refine(solution, trajectories), accumulator
+    accumulator = accumulate("qr")
+    return accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol), accumulator

@@ -470,15 +470,6 @@ def test_significance_beside_block_rtol_is_refused_only_when_given_and_useless(d
     assert default.block_test_.significance == explicit.block_test_.significance == 1e-3
 
 
-def test_tlsq_rank_was_removed_with_the_reason(data3):
-    X, U = data3
-    for call in (lambda est: est.fit(X, U, dt=0.3), lambda est: est.partial_fit(X, U, dt=0.3)):
-        with pytest.raises(ParameterError, match=r"tlsq_rank was removed.*K x K.*"
-                                                 r"estimator='iv'"):
-            call(DMDidc(max_delay=3, tlsq_rank=10))
-    assert DMDidc().get_params()["tlsq_rank"] is None
-
-
 def test_noise_free_identified_model_has_exact_zero_blocks(plant3, data3):
     X, U = data3
     est = DMDidc(max_delay=3).fit(X, U, dt=0.3)
@@ -685,7 +676,6 @@ def test_init_only_stores_parameters_and_repr():
     (dict(max_delay=True), "max_delay must be an integer"),
     (dict(max_delay=1, method="svd"), "method must be"),
     (dict(max_delay=1, svd_rank=0), "svd_rank"),
-    (dict(max_delay=1, tlsq_rank=0), "tlsq_rank"),
     (dict(max_delay=1, estimator="tls"), "estimator must be one of"),
     (dict(max_delay=1, estimator="iv", instruments="outputs"), "instruments must be one of"),
     (dict(max_delay=1, instrument_lags=2), "apply to estimator='iv'"),
