@@ -3,7 +3,8 @@
 * :mod:`~dmdidc.regression.solution`: the one regression value (:class:`RegressionSolution`),
   one-pass Gram and tall-skinny QR accumulators, lagged data;
 * :mod:`~dmdidc.regression.instrumental`: instrumental variables for noisy states;
-* :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise.
+* :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise;
+* :mod:`~dmdidc.regression.refined`: refined instruments simulated from a first-stage model.
 
 ``dmdidc.regression`` was one module; every name it had is still importable from here (its
 names are imported on first use, PEP 562).
@@ -28,6 +29,11 @@ _EXPORTS = {
     "coefficient_jacobian": "dmdidc.regression.instrumental",
     "huber_solution": "dmdidc.regression.robust",
     "huber_threshold": "dmdidc.regression.robust",
+    "least_squares": "dmdidc.regression.solution",
+    "long_run_covariance": "dmdidc.regression.instrumental",
+    "model_instruments": "dmdidc.regression.refined",
+    "reference_projection": "dmdidc.regression.refined",
+    "simulate_forced": "dmdidc.regression.refined",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -46,13 +46,17 @@ import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
 from dmdidc.regression.solution import (
+    EXACT_FIT,
     RegressionSolution,
     _choose_rank,
     _column_scale,
+    _too_few,
     assemble_solution,
 )
 
-__all__ = ["instrumental_solution", "coefficient_jacobian"]
+__all__ = ["instrumental_solution", "coefficient_jacobian", "long_run_covariance",
+           "first_stage_f", "WEAK_INSTRUMENTS_F",
+           "autocovariances", "hac_lags", "residual_memory"]
 
 #: Instruments whose equilibrated Gram has eigenvalues below this fraction of the largest are
 #: collinear (e.g. repeated); they are projected out.
@@ -104,6 +108,8 @@ def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
         every regressor (rank-deficient first stage).
     """
     n, p = n_states, n_regressors
+    if n_samples < p:
+        raise _too_few(n_samples, p)
     phi, y, z = np.arange(p), np.arange(p, p + n), np.asarray(instruments, dtype=int)
     if z.size < p:
         raise InsufficientExcitationError(
@@ -181,3 +187,134 @@ def coefficient_jacobian(gram: np.ndarray, coefficients: np.ndarray, *, n_states
         dTheta = np.linalg.solve(M.T, rhs.transpose(0, 2, 1)).transpose(0, 2, 1)  # rhs M^-1
         out[:, start:start + E] = dTheta.reshape(E, n * p).T
     return out
+
+
+#: Instruments are weak below this first-stage F (Staiger and Stock 1997's rule of thumb).
+WEAK_INSTRUMENTS_F = 10.0
+
+
+def first_stage_f(solution: RegressionSolution) -> float:
+    """First-stage F of an IV solution from its smallest canonical correlation ``rho``:
+    ``N rho^2 / (1 - rho^2) / n`` (``n`` endogenous regressors, the states); ``inf`` for an
+    exact fit or without instrument strength."""
+    rho = solution.instrument_strength
+    if rho is None or solution.relative_residual < EXACT_FIT:
+        return float("inf")
+    rho = min(rho, 1.0 - 1e-16)
+    return solution.n_samples * rho ** 2 / (1.0 - rho ** 2) / max(solution.coefficients.shape[0], 1)
+
+
+#: Longest lag window of :func:`long_run_covariance`.
+_MAX_HAC_LAGS = 100
+
+
+def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
+    """Per row, ``sum_k s_k s_{k-tau}`` for ``tau = 0 .. max_lag``, summed over the
+    trajectories (lags within a trajectory; means not removed), by FFT.
+
+    Returns
+    -------
+    ndarray, shape (max_lag + 1, rows)
+    """
+    rows = series[0].shape[0]
+    out = np.zeros((max_lag + 1, rows))
+    for s in series:
+        N = s.shape[1]
+        if N == 0:
+            continue
+        size = 1 << int(np.ceil(np.log2(2 * N)))
+        spectrum = np.fft.rfft(s, size, axis=1)
+        acov = np.fft.irfft(spectrum * np.conj(spectrum), size, axis=1)[:, :min(max_lag, N - 1) + 1]
+        out[:acov.shape[1]] += acov.T
+    return out
+
+
+def residual_memory(residuals: list[np.ndarray]) -> int:
+    """The last lag at which some residual's autocorrelation is significant (Bonferroni over
+    rows and lags at level 1 %), 0 for white residuals: beyond it the residuals carry no serial
+    correlation, so products with any independent series do not either."""
+    from scipy import special
+
+    N = sum(e.shape[1] for e in residuals)
+    limit = int(min(_MAX_HAC_LAGS, max(N // 10, 1)))
+    centred = [e - e.mean(axis=1, keepdims=True) for e in residuals]
+    cov = autocovariances(centred, limit)
+    rho = cov / np.where(cov[0] > 0, cov[0], 1.0)
+    z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))
+    significant = np.flatnonzero(np.any(np.abs(rho[1:]) > z / np.sqrt(max(N, 1)), axis=1))
+    return int(significant[-1]) + 1 if significant.size else 0
+
+
+def hac_lags(residuals: list[np.ndarray]) -> int:
+    """Lag window for a long-run covariance of products with a series independent of the
+    residuals: twice the residuals' memory (:func:`residual_memory`), at least 1 (the
+    moving average of measurement noise), at most 100."""
+    return int(min(_MAX_HAC_LAGS, max(1, 2 * residual_memory(residuals))))
+
+
+def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = False,
+                        lags: int | None = None) -> np.ndarray:
+    """Covariance of a 2SLS ``vec(Theta)`` under serially correlated residuals (HAC).
+
+    The 2SLS error is ``Theta - Theta_0 = sum_k e_k h_k^T`` with the projected instruments
+    ``h_k = G^T z_k``, ``G = S_zz^-1 S_zphi M^-1``.  When the instruments are independent of
+    the noise (functions of an open-loop excitation), ``Cov(vec Theta) = sum_tau
+    gamma_e(tau) kron H(tau)`` with ``gamma_e`` the residuals' autocovariance (per sample) and
+    ``H(tau) = sum_k h_k h_{k-tau}^T``; Bartlett weights over ``|tau| <= L`` (Newey and West
+    1987).  Lag 0 alone is the textbook ``Sigma kron M^-1``.  Measurement noise on the states
+    makes the residuals a moving average (``e_k = v_{k+1} - A_d v_k + w_k``) whose negative
+    lag-1 correlation the textbook formula ignores: it overstates the variance of ``A_d``
+    several-fold for slow modes (measured 4-5x on random plants), and understates it under
+    coloured noise.
+
+    Parameters
+    ----------
+    coefficients : ndarray, shape (n, p)
+    blocks : iterable of (Phi (p, N_i), Y (n, N_i), Z (q, N_i))
+        The samples of each trajectory (lags are taken within a trajectory).
+    centred : bool
+        The fit had an intercept (means removed).
+    lags : int, optional
+        ``L`` (default :func:`hac_lags`: the instruments are independent of the noise, so only
+        the lags at which the residuals are correlated contribute).
+
+    Returns
+    -------
+    ndarray, shape (n p, n p)
+    """
+    blocks = list(blocks)
+    Phi = np.concatenate([b[0] for b in blocks], axis=1)
+    Z = np.concatenate([b[2] for b in blocks], axis=1)
+    if centred:
+        Phi = Phi - Phi.mean(axis=1, keepdims=True)
+        Z = Z - Z.mean(axis=1, keepdims=True)
+    z_scale, Lz = _inverse_sqrt(Z @ Z.T)
+    B = Lz @ ((Z @ Phi.T) / z_scale[:, None])                    # whitened first stage
+    M_inv = np.linalg.pinv(B.T @ B)
+    G = (Lz.T @ B @ M_inv) / z_scale[:, None]                    # S_zz^-1 S_zphi M^-1
+    N = Phi.shape[1]
+    n, p = coefficients.shape
+    total = np.zeros((n * p, n * p))
+    start = 0
+    series = []
+    for Phi_i, Y_i, _ in blocks:
+        stop = start + Phi_i.shape[1]
+        E = Y_i - coefficients @ Phi_i
+        if centred:
+            E = E - E.mean(axis=1, keepdims=True)
+        series.append((E, G.T @ Z[:, start:stop]))
+        start = stop
+    L = hac_lags([E for E, _ in series]) if lags is None else lags
+    for tau in range(L + 1):
+        weight = 1.0 - tau / (L + 1.0)
+        gamma_e = np.zeros((n, n))
+        H = np.zeros((p, p))
+        for E, Hk in series:
+            if E.shape[1] <= tau:
+                continue
+            gamma_e += E[:, tau:] @ E[:, :E.shape[1] - tau].T
+            H += Hk[:, tau:] @ Hk[:, :Hk.shape[1] - tau].T
+        term = np.kron(gamma_e / N, H)
+        total += term if tau == 0 else weight * (term + term.T)
+    values, vectors = np.linalg.eigh(0.5 * (total + total.T))
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T

@@ -36,7 +36,7 @@ from dmdidc.errors import DimensionError, InsufficientExcitationError, Parameter
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
            "regression_blocks", "least_squares", "stream_trajectory", "LEAST_SQUARES_METHODS",
-           "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT"]
+           "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT", "EXACT_FIT"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,10 @@ class RegressionSolution:
         IV only: the smallest canonical correlation between the regressors and the
         instruments, in (0, 1] (1 for a regressor that instruments itself; near 0 means weak
         instruments and large standard errors).
+    sampling_covariance : ndarray, shape (n p, n p), optional
+        When set, the covariance of ``vec(Theta)`` (row by row) from the data's own serial
+        correlation (:func:`dmdidc.instrumental.long_run_covariance`), in place of
+        ``residual_covariance kron unscaled_covariance``, which assumes white residuals.
     """
 
     coefficients: np.ndarray
@@ -112,6 +116,7 @@ class RegressionSolution:
     intercepts: int = 0
     noise_covariance: np.ndarray | None = None
     instrument_strength: float | None = None
+    sampling_covariance: np.ndarray | None = None
 
     @property
     def relative_residual(self) -> float:
@@ -134,8 +139,12 @@ class RegressionSolution:
     @property
     def standard_errors(self) -> np.ndarray:
         """Standard error of every coefficient, shape (n, p) (see ``covariance``)."""
-        variance = np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
-                            np.clip(np.diag(self.unscaled_covariance), 0.0, None))
+        if self.sampling_covariance is not None:
+            variance = np.clip(np.diag(self.sampling_covariance), 0.0, None).reshape(
+                self.coefficients.shape)
+        else:
+            variance = np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
+                                np.clip(np.diag(self.unscaled_covariance), 0.0, None))
         if self.noise_covariance is not None:
             variance = variance + np.diag(self.noise_covariance).reshape(variance.shape)
         return np.sqrt(variance)
@@ -143,14 +152,15 @@ class RegressionSolution:
     def covariance(self) -> np.ndarray:
         """Covariance of ``vec(Theta)`` (row by row: entry ``a p + c`` is ``Theta[a, c]``).
 
-        ``residual_covariance kron unscaled_covariance``, plus ``noise_covariance`` for
-        privatized statistics.
+        ``residual_covariance kron unscaled_covariance`` (or ``sampling_covariance`` when
+        set), plus ``noise_covariance`` for privatized statistics.
 
         Returns
         -------
         ndarray, shape (n p, n p)
         """
-        total = np.kron(self.residual_covariance, self.unscaled_covariance)
+        total = (self.sampling_covariance if self.sampling_covariance is not None
+                 else np.kron(self.residual_covariance, self.unscaled_covariance))
         return total if self.noise_covariance is None else total + self.noise_covariance
 
     def column_covariances(self, columns: np.ndarray) -> np.ndarray:
@@ -161,8 +171,13 @@ class RegressionSolution:
         ndarray, shape (len(columns), n, n)
         """
         columns = np.asarray(columns, dtype=int)
-        diag = np.diag(self.unscaled_covariance)[columns]
-        out = diag[:, None, None] * self.residual_covariance[None]
+        if self.sampling_covariance is not None:
+            n, p = self.coefficients.shape
+            full = self.sampling_covariance.reshape(n, p, n, p)
+            out = full[:, columns, :, columns]
+        else:
+            diag = np.diag(self.unscaled_covariance)[columns]
+            out = diag[:, None, None] * self.residual_covariance[None]
         if self.noise_covariance is not None:
             n, p = self.coefficients.shape
             noise = self.noise_covariance.reshape(n, p, n, p)
@@ -622,6 +637,9 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
 GRAM_CONDITION_LIMIT = 1e4
 #: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
 REFINEMENT_CONDITION_LIMIT = 1e6
+#: A fit leaving less than this fraction of its targets unexplained reproduces the data to the
+#: accuracy of the moments (normal equations: ~1e-8): its residuals are rounding, not noise.
+EXACT_FIT = 1e-6
 #: The least-squares solvers (``method`` of :func:`least_squares`).
 LEAST_SQUARES_METHODS = ("auto", "gram", "qr")
 

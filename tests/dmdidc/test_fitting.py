@@ -1,0 +1,118 @@
+"""What the default fit decides on its own, and the instrumental-variable consistency (issue 16)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from _toolbox.errors import InsufficientExcitationError, ParameterError
+from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
+from simulations.studies.data_kinds import make_data, random_plant
+
+
+def quiet_fit(est, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(*args, **kwargs)
+
+
+def a_c_error(est, plant):
+    return float(np.linalg.norm(est.A_c - plant.A_c) / np.linalg.norm(plant.A_c))
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_instrumental_variables_error_falls_like_one_over_root_k():
+    # Issue 16 item 1: random plants at 10 dB measurement noise; ten times the data should
+    # divide the error by about sqrt(10) = 3.2 (a consistent estimator).  Measured over these
+    # plants: median A_c error 0.124 -> 0.025 (ratio 0.2), least squares 3.0 -> 2.7 (biased).
+    errors = {K: [] for K in (3000, 30000)}
+    for seed in range(8):
+        plant = random_plant(1000 + seed)
+        for K in errors:
+            data = make_data("white", plant, samples=K, snr_db=10.0, rng=seed)
+            errors[K].append(a_c_error(quiet_fit(DMDidc(max_delay=4), data.X, data.U,
+                                                 dt=0.5), plant))
+    ratio = np.median(errors[30000]) / np.median(errors[3000])
+    assert ratio < 0.45, (errors, ratio)
+
+
+def test_exact_data_use_least_squares_with_the_backward_stable_solver():
+    plant = random_plant(7)
+    U = np.random.default_rng(0).standard_normal((2, 400))
+    est = DMDidc(max_delay=4).fit(plant.simulate(np.zeros(3), U), U, dt=0.5)
+    assert est.diagnostics_.estimator == "ls" and est.diagnostics_.passed
+    assert any("exactly" in note for note in est.diagnostics_.notes)
+    np.testing.assert_allclose(est.A_c, plant.A_c, atol=1e-9 * np.abs(plant.A_c).max())
+
+
+def test_too_few_samples_for_instruments_fall_back_to_least_squares_and_say_so():
+    plant = random_plant(8)
+    rng = np.random.default_rng(0)
+    p = plant.n_states + plant.n_inputs * (plant.max_delay + 1)
+    U = rng.standard_normal((2, p + plant.max_delay))          # p regression samples
+    X = plant.simulate(np.zeros(3), U) + 1e-3 * rng.standard_normal((3, U.shape[1] + 1))
+    est = quiet_fit(DMDidc(max_delay=4), X, U, dt=0.5)
+    assert est.diagnostics_.estimator == "ls"
+    assert any("least squares was fitted instead" in note for note in est.diagnostics_.notes)
+
+
+def test_explicit_robust_iv_and_its_refusals():
+    plant = random_plant(1003)
+    data = make_data("outliers", plant, rng=3)
+    est = quiet_fit(DMDidc(max_delay=4, estimator="huber_iv"), data.X, data.U, dt=0.5)
+    assert est.regression_.estimator == "huber_iv" and a_c_error(est, plant) < 0.05
+    with pytest.raises(ParameterError, match="huber_iv' weights the refined instruments"):
+        DMDidc(max_delay=4, estimator="huber_iv", instruments="inputs").fit(data.X, data.U,
+                                                                           dt=0.5)
+    with pytest.raises(ParameterError, match="partial_fit does not support"):
+        DMDidc(max_delay=4, estimator="huber_iv").partial_fit(data.X, data.U, dt=0.5)
+
+
+def test_every_instrument_option_takes_effect_or_is_refused():
+    plant = random_plant(1001)
+    data = make_data("white", plant, rng=1)
+    stats = SufficientStatistics.from_data(data.X, data.U, max_delay=4, instruments="inputs")
+    with pytest.raises(ParameterError, match="partial_fit streams"):
+        DMDidc(max_delay=4, instruments="model").partial_fit(data.X, data.U, dt=0.5)
+    with pytest.raises(ParameterError, match=r"statistics carry the\s+instruments"):
+        DMDidc(max_delay=4, instruments="states").fit_statistics(stats, dt=0.5)
+    with pytest.raises(ParameterError, match="instruments='exogenous' needs"):
+        DMDidc(max_delay=4, instruments="exogenous").fit(data.X, data.U, dt=0.5)
+    with pytest.raises(ParameterError, match="reference needs instrumental variables"):
+        DMDidc(max_delay=4, instruments="states").fit(data.X, data.U, dt=0.5,
+                                                      reference=data.U)
+    fits = {kind: quiet_fit(DMDidc(max_delay=4, instruments=kind), data.X, data.U, dt=0.5)
+            for kind in ("model", "inputs", "states")}
+    assert {kind: est.diagnostics_.instruments for kind, est in fits.items()} == {
+        "model": "model", "inputs": "inputs", "states": "states"}
+    assert quiet_fit(DMDidc(max_delay=4), data.X, data.U, dt=0.5).diagnostics_.instruments \
+        == "model"
+    streamed = DMDidc(max_delay=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed.partial_fit(data.X, data.U, dt=0.5)
+    assert streamed.diagnostics_.instruments == "inputs"
+    assert DMDidc(max_delay=4).fit_statistics(stats, dt=0.5).diagnostics_.estimator == "iv"
+
+
+def test_z_is_the_former_name_of_reference():
+    plant = random_plant(1000)
+    data = make_data("closed_loop", plant, samples=2000, rng=0)
+    with pytest.warns(DeprecationWarning, match="Z= was renamed reference="):
+        old = DMDidc(max_delay=4).fit(data.X, data.U, dt=0.5, Z=data.reference)
+    new = quiet_fit(DMDidc(max_delay=4), data.X, data.U, dt=0.5, reference=data.reference)
+    np.testing.assert_array_equal(old.A_d, new.A_d)
+    with pytest.raises(ParameterError, match="give reference= only"):
+        DMDidc(max_delay=4).fit(data.X, data.U, dt=0.5, reference=data.reference,
+                                Z=data.reference)
+
+
+def test_constant_inputs_cannot_identify_an_intercept_and_say_so():
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], 0.3, 1.0)
+    U = np.ones((1, 300))
+    X = plant.simulate([0.0], U) + 1e-3 * np.random.default_rng(0).standard_normal((1, 301))
+    with pytest.raises(InsufficientExcitationError):
+        quiet_fit(DMDidc(max_delay=2), X, U, dt=1.0)
