@@ -11,6 +11,9 @@ Each fact about the plant is decided here, once:
 
 * the two parts agree: a plant that carries a continuous model has exactly its discretization as
   discrete part (checked on construction and on load);
+* the **operating point** ``(x_op, u_op)``, when the data had one (an offset, an input bias, a
+  non-zero equilibrium): the matrices describe deviations ``x - x_op``, ``u - u_op``, and
+  :meth:`DelayedPlant.simulate` works in the physical units the data came in;
 * a block ``B^(j)`` acts through channel ``i`` iff its column ``i`` is not zero
   (:attr:`DelayedPlant.active_blocks`), and the whole delay ``w`` of a channel is its first
   active block (:attr:`DelayedPlant.delay_steps`, eq. 9.66).  No tolerance is involved: an
@@ -44,18 +47,78 @@ from dmdidc.errors import (
     warn_model,
 )
 
-__all__ = ["DelayedPlant", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
+__all__ = ["DelayedPlant", "OperatingPoint", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
 
 #: Version of the file format written by :meth:`DelayedPlant.to_dict` / :meth:`save`.
-#: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule.
-FORMAT_VERSION = 2
+#: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule;
+#: 2: consistent parts; 3: adds the optional ``operating_point``.
+FORMAT_VERSION = 3
 #: Largest relative (Frobenius) difference accepted between the discrete part of a plant and
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
 #: that went through JSON or ``from_continuous``), far below any hand edit.
 CONSISTENCY_RTOL = 1e-8
 #: The fields of a model file (:meth:`DelayedPlant.from_dict`); any other is refused.
 _FIELDS = ("format_version", "dt", "A_d", "B_blocks", "A_c", "B_c", "delay", "max_delay",
-           "continuous_note")
+           "continuous_note", "operating_point")
+
+
+@dataclass(frozen=True, eq=False)
+class OperatingPoint:
+    """The equilibrium a linear model describes deviations from (immutable).
+
+    Attributes
+    ----------
+    state : ndarray, shape (n,)
+        ``x_op``: the state in the data's units.
+    input : ndarray, shape (m,)
+        ``u_op``: the input that holds the plant at ``x_op``.
+
+    Notes
+    -----
+    The model ``x_{k+1} - x_op = A_d (x_k - x_op) + sum_j B^(j) (u_{k-j} - u_op)`` is the affine
+    model ``x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j} + c`` with ``c = (I - A_d) x_op - B_d u_op``
+    (:mod:`dmdidc.offset`).
+    """
+
+    state: np.ndarray
+    input: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", read_only(check_finite_array(
+            "operating_point state", self.state, ndim=1)))
+        object.__setattr__(self, "input", read_only(check_finite_array(
+            "operating_point input", self.input, ndim=1)))
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {"state": self.state.tolist(), "input": self.input.tolist()}
+
+    def __repr__(self) -> str:
+        return (f"OperatingPoint(state={np.array2string(self.state, precision=4)}, "
+                f"input={np.array2string(self.input, precision=4)})")
+
+
+def _operating_point(value: Any, n: int, m: int) -> OperatingPoint | None:
+    """Validate an operating point given as OperatingPoint, (x_op, u_op) or a mapping."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"state", "input"}
+        if unknown or len(value) != 2:
+            raise ParameterError(f"operating_point must have the fields 'state' and 'input'; "
+                                 f"got {sorted(value)}")
+        value = OperatingPoint(value["state"], value["input"])
+    elif not isinstance(value, OperatingPoint):
+        try:
+            state, inputs = value
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"operating_point must be an OperatingPoint, a pair "
+                                 f"(x_op (n,), u_op (m,)) or a mapping; got "
+                                 f"{type(value).__name__}") from exc
+        value = OperatingPoint(state, inputs)
+    if value.state.shape != (n,) or value.input.shape != (m,):
+        raise DimensionError(f"operating_point has state shape {value.state.shape} and input "
+                             f"shape {value.input.shape}; expected ({n},) and ({m},)")
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,6 +142,10 @@ class DelayedPlant:
     continuous_note : str, optional
         Why no continuous model is available (e.g. the matrix logarithm is not unique); shown in
         the error raised when ``A_c``, ``B_c`` or ``delay`` are accessed.
+    operating_point : OperatingPoint or (x_op, u_op), optional
+        The equilibrium the matrices describe deviations from (module notes); ``None``: the
+        origin.  :meth:`simulate` takes and returns physical values; the matrices, the lifted
+        realization and the controllers work in deviations.
 
     Raises
     ------
@@ -114,9 +181,11 @@ class DelayedPlant:
     B_c_: np.ndarray | None = field(default=None, repr=False)
     delay_: np.ndarray | None = field(default=None, repr=False)
     continuous_note: str | None = field(default=None, repr=False)
+    operating_point: OperatingPoint | None = field(default=None)
 
     def __init__(self, A_d: Any, B_blocks: Any, dt: float, A_c: Any = None, B_c: Any = None,
-                 delay: Any = None, continuous_note: str | None = None) -> None:
+                 delay: Any = None, continuous_note: str | None = None,
+                 operating_point: Any = None) -> None:
         A_d = check_finite_array("A_d", A_d, ndim=2)
         B_blocks = check_finite_array("B_blocks", B_blocks)
         if B_blocks.ndim == 2:
@@ -152,9 +221,11 @@ class DelayedPlant:
                 raise DimensionError(f"delay {delay.tolist()} s at dt={dt} needs {needed + 1} "
                                      f"input blocks; B_blocks has {B_blocks.shape[0]}")
             _check_consistent(A_d, B_blocks, A_c, B_c, delay, dt)
-        self._assign(A_d, B_blocks, dt, A_c, B_c, delay, continuous_note)
+        self._assign(A_d, B_blocks, dt, A_c, B_c, delay, continuous_note,
+                     _operating_point(operating_point, n, m))
 
-    def _assign(self, A_d, B_blocks, dt, A_c, B_c, delay, continuous_note) -> None:
+    def _assign(self, A_d, B_blocks, dt, A_c, B_c, delay, continuous_note,
+                operating_point=None) -> None:
         object.__setattr__(self, "A_d", read_only(A_d))
         object.__setattr__(self, "B_blocks", read_only(B_blocks))
         object.__setattr__(self, "dt", float(dt))
@@ -162,11 +233,13 @@ class DelayedPlant:
         object.__setattr__(self, "B_c_", read_only(B_c))
         object.__setattr__(self, "delay_", read_only(delay))
         object.__setattr__(self, "continuous_note", continuous_note)
+        object.__setattr__(self, "operating_point", operating_point)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_continuous(cls, A_c: Any, B_c: Any, delay: Any, dt: float,
-                        max_delay: int | None = None) -> DelayedPlant:
+                        max_delay: int | None = None, *,
+                        operating_point: Any = None) -> DelayedPlant:
         """Exactly discretize ``x' = A_c x + B_c u(t - r)`` with zero-order hold of period dt.
 
         Parameters
@@ -179,6 +252,8 @@ class DelayedPlant:
             Sampling period, seconds.
         max_delay : int, optional
             Number ``R`` of past periods kept (default: the smallest that holds the delay).
+        operating_point : OperatingPoint or (x_op, u_op), optional
+            The equilibrium the model describes deviations from.
 
         Returns
         -------
@@ -199,7 +274,8 @@ class DelayedPlant:
             max_delay = check_integer("max_delay", max_delay, minimum=0)
         A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay)
         plant = cls.__new__(cls)           # consistent by construction: skip the check
-        plant._assign(A_d, blocks, dt, A_c, B_c, delay, None)
+        plant._assign(A_d, blocks, dt, A_c, B_c, delay, None,
+                      _operating_point(operating_point, A_c.shape[0], B_c.shape[1]))
         return plant
 
     # ------------------------------------------------------------------ sizes
@@ -348,13 +424,30 @@ class DelayedPlant:
         U : array_like, shape (m, K)
             Inputs ``u_0 .. u_{K-1}``.
         U_past : array_like, shape (m, R), optional
-            Inputs before time 0, oldest first (``u_{-R} .. u_{-1}``); zero by default.
+            Inputs before time 0, oldest first (``u_{-R} .. u_{-1}``); by default the plant
+            was at rest: zero, or ``u_op`` with an operating point.
 
         Returns
         -------
         X : ndarray, shape (n, K + 1)
             States ``x_0 .. x_K``.
+
+        Notes
+        -----
+        With an :attr:`operating_point` every argument and the result are physical values (in
+        the units of the data the model was fitted to): the deviations from the operating
+        point follow the linear model.
         """
+        op = self.operating_point
+        if op is not None:
+            x0 = check_finite_array("x0", x0, ndim=1)
+            U = check_finite_array("U", U, ndim=2)
+            shift = op.input[:, None] if U.shape[0] == op.input.size else 0.0
+            past = None if U_past is None else check_finite_array("U_past", U_past, ndim=2) \
+                - shift
+            deviation = self.deviation_model().simulate(
+                x0 - op.state if x0.shape == op.state.shape else x0, U - shift, past)
+            return deviation + op.state[:, None]
         n, m, R = self.n_states, self.n_inputs, self.max_delay
         x0 = check_finite_array("x0", x0, ndim=1)
         if x0.shape != (n,):
@@ -380,6 +473,15 @@ class DelayedPlant:
             X[:, k + 1] = A_d @ X[:, k] + forcing[:, k]
         return X
 
+    def deviation_model(self) -> DelayedPlant:
+        """The same plant without operating point (it describes deviations ``x - x_op``)."""
+        if self.operating_point is None:
+            return self
+        plant = DelayedPlant.__new__(DelayedPlant)
+        plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,
+                      self.continuous_note, None)
+        return plant
+
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON representation (lists of floats) with ``format_version``."""
@@ -389,6 +491,8 @@ class DelayedPlant:
             data.update(A_c=self.A_c.tolist(), B_c=self.B_c.tolist(), delay=self.delay.tolist())
         if self.continuous_note:
             data["continuous_note"] = self.continuous_note
+        if self.operating_point is not None:
+            data["operating_point"] = self.operating_point.to_dict()
         return data
 
     @classmethod
@@ -397,7 +501,8 @@ class DelayedPlant:
 
         Accepted fields: ``dt`` and a discrete part (``A_d``, ``B_blocks``), a continuous part
         (``A_c``, ``B_c``, ``delay``, optionally ``max_delay``), or both; also
-        ``format_version`` and ``continuous_note``.  Any other field is refused (a misspelt
+        ``format_version``, ``continuous_note`` and ``operating_point`` (``{"state": [...],
+        "input": [...]}``).  Any other field is refused (a misspelt
         name must not drop a part silently), as is a ``max_delay`` the blocks contradict.  With
         only the continuous part the discrete one is derived (:meth:`from_continuous`).  With
         both they must agree (:data:`CONSISTENCY_RTOL`), except in files without ``format_version``
@@ -425,9 +530,9 @@ class DelayedPlant:
         version = data.get("format_version", 1)
         if isinstance(version, np.ndarray):
             version = version.item()
-        if version not in (1, FORMAT_VERSION) or isinstance(version, bool):
+        if version not in (1, 2, FORMAT_VERSION) or isinstance(version, bool):
             raise ParameterError(f"model data has format_version {version!r}; this version of "
-                                 f"dmdidc reads 1 and {FORMAT_VERSION}")
+                                 f"dmdidc reads 1 to {FORMAT_VERSION}")
         if "dt" not in data:
             raise ParameterError("model data is missing the field 'dt' (sampling period, s)")
         missing_continuous = [k for k in ("A_c", "B_c", "delay") if k not in data]
@@ -451,9 +556,10 @@ class DelayedPlant:
                                      f"{blocks_max_delay + 1} block(s), so max_delay "
                                      f"{blocks_max_delay}; drop max_delay or make them agree")
             max_delay = blocks_max_delay
+        operating = data.get("operating_point")
         if continuous and (not discrete or version == 1):
             derived = cls.from_continuous(data["A_c"], data["B_c"], data["delay"], data["dt"],
-                                          max_delay=max_delay)
+                                          max_delay=max_delay, operating_point=operating)
             if discrete:
                 gaps = _consistency_gaps(A_d, B_blocks, derived)
                 if max(gaps.values()) > CONSISTENCY_RTOL:
@@ -466,7 +572,7 @@ class DelayedPlant:
             return derived
         return cls(A_d, B_blocks, data["dt"], A_c=data.get("A_c"),
                    B_c=data.get("B_c"), delay=data.get("delay"),
-                   continuous_note=data.get("continuous_note"))
+                   continuous_note=data.get("continuous_note"), operating_point=operating)
 
     def save(self, path: str | Path) -> Path:
         """Write the plant as ``.json`` or ``.npz`` (chosen by the suffix).
@@ -478,7 +584,12 @@ class DelayedPlant:
         """
         path = Path(path)
         if path.suffix == ".npz":
-            arrays = {k: np.asarray(v) for k, v in self.to_dict().items()}
+            data = self.to_dict()
+            operating = data.pop("operating_point", None)
+            arrays = {k: np.asarray(v) for k, v in data.items()}
+            if operating is not None:          # npz holds arrays only: one per field
+                arrays.update({f"operating_point.{k}": np.asarray(v)
+                               for k, v in operating.items()})
             np.savez(path, **arrays)
         elif path.suffix == ".json":
             path.write_text(json.dumps(self.to_dict(), indent=2))
@@ -502,6 +613,10 @@ class DelayedPlant:
                 with np.load(path, allow_pickle=False) as archive:
                     data = {k: (archive[k].item() if archive[k].ndim == 0 else archive[k])
                             for k in archive.files}
+                operating = {k.split(".", 1)[1]: data.pop(k) for k in list(data)
+                             if k.startswith("operating_point.")}
+                if operating:
+                    data["operating_point"] = operating
             elif path.suffix == ".json":
                 data = json.loads(path.read_text())
             else:

@@ -276,7 +276,7 @@ def test_to_dict_is_plain_json(plant):
     data = json.loads(json.dumps(plant.to_dict()))
     again = DelayedPlant.from_dict(data)
     np.testing.assert_array_equal(again.B_blocks, plant.B_blocks)
-    assert data["format_version"] == FORMAT_VERSION == 2
+    assert data["format_version"] == FORMAT_VERSION == 3
     with pytest.raises(ParameterError, match=r"missing the field\(s\) \['A_d'\]"):
         DelayedPlant.from_dict({"dt": 1.0, "B_blocks": [[[1.0]]]})
 
@@ -386,8 +386,10 @@ def test_format_versions_and_hand_written_files(plant, tmp_path):
     np.testing.assert_array_equal(loaded.B_blocks, plant.B_blocks)
     consistent_old = {k: v for k, v in data.items() if k != "format_version"}
     np.testing.assert_allclose(DelayedPlant.from_dict(consistent_old).A_d, plant.A_d, rtol=1e-14)
-    with pytest.raises(ParameterError, match="format_version 3"):
-        DelayedPlant.from_dict(dict(data, format_version=3))
+    with pytest.raises(ParameterError, match="format_version 4"):
+        DelayedPlant.from_dict(dict(data, format_version=4))
+    # version 2 (before the operating point) loads as written
+    assert DelayedPlant.from_dict(dict(data, format_version=2)).operating_point is None
 
 
 @pytest.mark.parametrize("content, error, pattern", [
