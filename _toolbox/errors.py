@@ -26,6 +26,7 @@ __all__ = [
     "LogarithmError",
     "InconsistentModelError",
     "ContinuousModelWarning",
+    "DiagnosticWarning",
 ]
 
 
@@ -77,3 +78,8 @@ class InconsistentModelError(ToolboxError, ValueError):
 
 class ContinuousModelWarning(UserWarning):
     """The identified model may be unreliable (delay at the bound, no effect, offset, ...)."""
+
+
+class DiagnosticWarning(ContinuousModelWarning):
+    """A validation check of a fit failed (``dmdidc.inference.diagnostics``): the message names
+    the check, the statistic, the threshold and the remedy."""

@@ -17,6 +17,7 @@ from importlib.metadata import version as _version
 from _toolbox.lazy import lazy_attributes
 from dmdidc.errors import (
     ContinuousModelWarning,
+    DiagnosticWarning,
     DimensionError,
     InconsistentModelError,
     InsufficientExcitationError,
@@ -47,6 +48,9 @@ _EXPORTS = {
     "combine_statistics": "dmdidc.federated.combine",
     "FederatedIdentification": "dmdidc.federated.identification",
     "BlockTest": "dmdidc.inference.blocks",
+    "Check": "dmdidc.inference.checks",
+    "FitDiagnostics": "dmdidc.inference.checks",
+    "OperatingPoint": "dmdidc.model",
     "block_test": "dmdidc.inference.blocks",
     "ConfidenceIntervals": "dmdidc.inference.intervals",
     "IntervalEstimate": "dmdidc.inference.intervals",
@@ -64,6 +68,10 @@ _EXPORTS = {
 
 __all__ = [
     "BlockTest",
+    "Check",
+    "DiagnosticWarning",
+    "FitDiagnostics",
+    "OperatingPoint",
     "ConfidenceIntervals",
     "ContinuousModelWarning",
     "DMDidc",

@@ -15,6 +15,7 @@ import warnings
 
 from _toolbox.errors import (
     ContinuousModelWarning,
+    DiagnosticWarning,
     DimensionError,
     InconsistentModelError,
     InsufficientExcitationError,
@@ -27,6 +28,7 @@ from _toolbox.errors import (
 
 __all__ = [
     "ContinuousModelWarning",
+    "DiagnosticWarning",
     "DimensionError",
     "InconsistentModelError",
     "InsufficientExcitationError",
@@ -41,9 +43,10 @@ __all__ = [
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def warn_model(message: str) -> None:
-    """Issue a :class:`ContinuousModelWarning` attributed to the user's line, not ours."""
+def warn_model(message: str, category: type[Warning] = ContinuousModelWarning) -> None:
+    """Issue a :class:`ContinuousModelWarning` (or ``category``) attributed to the user's line,
+    not ours."""
     frame, level = sys._getframe(1), 2      # level 1 would be this function
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, ContinuousModelWarning, stacklevel=level)
+    warnings.warn(message, category, stacklevel=level)

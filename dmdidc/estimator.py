@@ -33,13 +33,17 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
+from dmdidc.fitting import FitOutcome, fit_trajectories, offset_decision
 from dmdidc.inference.blocks import (
     BlockTest,
     block_test,
+    kept_blocks,
     restricted_coefficients,
     restriction_projector,
 )
-from dmdidc.inference.diagnostics import identification_warnings, logarithm_evidence
+from dmdidc.inference.branches import recover_branch
+from dmdidc.inference.checks import STATISTICAL_CHECKS, DiagnosticWarning, FitDiagnostics
+from dmdidc.inference.diagnostics import fit_diagnostics, logarithm_evidence
 from dmdidc.inference.intervals import (
     INTERVAL_METHODS,
     ConfidenceIntervals,
@@ -49,16 +53,14 @@ from dmdidc.inference.intervals import (
     bootstrap_refit,
     model_vector,
 )
-from dmdidc.inference.recovery import recover_continuous
+from dmdidc.inference.offset import operating_point_of
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.model import DelayedPlant
-from dmdidc.regression.robust import huber_solution
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
     GramAccumulator,
     RegressionSolution,
-    least_squares,
     make_accumulator,
     stream_trajectory,
 )
@@ -70,11 +72,15 @@ from dmdidc.trajectories import detrended, remove_trend
 
 __all__ = ["DMDidc", "ESTIMATORS"]
 
-_DETRENDS = (None, "constant", "linear")
+_DETRENDS = ("auto", None, "constant", "linear")
 #: The estimators of the regression.
-ESTIMATORS = ("ls", "iv", "huber")
+ESTIMATORS = ("auto", "ls", "iv", "huber", "huber_iv")
+#: The instruments of ``estimator="iv"`` (``"auto"``: the best the call allows).
+INSTRUMENTS = ("auto", "model") + INSTRUMENT_KINDS
 #: Family-wise level of the block test when ``significance`` is not given.
 DEFAULT_SIGNIFICANCE = 1e-3
+#: Family-wise false-alarm probability of the statistical validation checks.
+DEFAULT_CHECK_LEVEL = 0.01
 
 
 class DMDidc:
@@ -199,7 +205,7 @@ class DMDidc:
     _parameter_constraints: dict[str, list] = {
         "max_delay": [Interval(int, 0, None), None],
         "estimator": [Options(*ESTIMATORS)],
-        "instruments": [Options(*INSTRUMENT_KINDS)],
+        "instruments": [Options(*INSTRUMENTS)],
         "instrument_lags": [Interval(int, 0, None), None],
         "svd_rank": [Interval(int, 1, None), None],
         "method": [Options(*LEAST_SQUARES_METHODS)],
@@ -208,14 +214,15 @@ class DMDidc:
         "block_rtol": [Interval(float, 0.0, 1.0, open="both"), None],
         "rank_rtol": [Interval(float, 0.0, None, open="low")],
         "chunk_size": [Interval(int, 1, None)],
+        "check_level": [Interval(float, 0.0, 1.0, open="both")],
     }
 
-    def __init__(self, *, max_delay: int | None = 0, estimator: str = "ls",
-                 instruments: str = "inputs", instrument_lags: int | None = None,
+    def __init__(self, *, max_delay: int | None = 0, estimator: str = "auto",
+                 instruments: str = "auto", instrument_lags: int | None = None,
                  svd_rank: int | None = None, method: str = "auto",
-                 detrend: str | None = None, significance: float | None = None,
+                 detrend: str | None = "auto", significance: float | None = None,
                  block_rtol: float | None = None, rank_rtol: float = 1e-10,
-                 chunk_size: int = 65536) -> None:
+                 chunk_size: int = 65536, check_level: float = DEFAULT_CHECK_LEVEL) -> None:
         self.max_delay = max_delay
         self.estimator = estimator
         self.instruments = instruments
@@ -227,6 +234,7 @@ class DMDidc:
         self.block_rtol = block_rtol
         self.rank_rtol = rank_rtol
         self.chunk_size = chunk_size
+        self.check_level = check_level
 
     # ------------------------------------------------------------------ parameters
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -265,13 +273,18 @@ class DMDidc:
     def _validated_params(self) -> None:
         """Each parameter against its constraint, then the rules that combine parameters."""
         validate_parameters("DMDidc", self.get_params(), self._parameter_constraints)
-        if self.estimator != "iv" and (self.instruments != "inputs"
-                                       or self.instrument_lags is not None):
-            raise ParameterError(f"instruments and instrument_lags apply to estimator='iv'; got "
+        if self.estimator in ("ls", "huber") and (self.instruments != "auto"
+                                                  or self.instrument_lags is not None):
+            raise ParameterError(f"instruments and instrument_lags apply to instrumental "
+                                 f"variables (estimator 'auto', 'iv' or 'huber_iv'); got "
                                  f"estimator={self.estimator!r}")
-        if self.svd_rank is not None and self.estimator == "huber":
-            raise ParameterError("svd_rank is not supported by estimator='huber' (its "
-                                 "reweighted fits need full rank); use 'ls' or 'iv'")
+        if self.instrument_lags is not None and self.instruments in ("auto", "model"):
+            raise ParameterError(f"instrument_lags sets the lags of fixed instruments "
+                                 f"(instruments 'inputs', 'states' or 'exogenous'); got "
+                                 f"instruments={self.instruments!r}")
+        if self.svd_rank is not None and self.estimator in ("huber", "huber_iv"):
+            raise ParameterError(f"svd_rank is not supported by estimator={self.estimator!r} "
+                                 f"(its reweighted fits need full rank); use 'ls' or 'iv'")
         if self.method != "auto" and self.estimator != "ls":
             raise ParameterError(f"method={self.method!r} selects a least-squares solver; "
                                  f"estimator={self.estimator!r} has its own (use "
@@ -285,13 +298,15 @@ class DMDidc:
                                  f"selection with max_delay=None)")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None, Z: Any = None) -> DMDidc:
-        """Identify the delayed plant from snapshot data.
+    def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None, reference: Any = None,
+            Z: Any = None) -> DMDidc:
+        """Identify the delayed plant from snapshot data, and validate the fit.
 
         Parameters
         ----------
         X : array_like, shape (n, K + 1), or a list of such arrays
-            States ``x_0 .. x_K`` as columns (several trajectories as a list).
+            States ``x_0 .. x_K`` as columns (several trajectories as a list), in the units
+            they were recorded in (an offset or operating point is handled, see ``detrend``).
         U : array_like, shape (m, K), or a list of such arrays
             Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)``.
         dt : float
@@ -301,13 +316,19 @@ class DMDidc:
             ``Y[:, i]`` following ``X[:, i]``, and ``U`` is (m (R + 1), N) holding
             ``[u_k; u_{k-1}; ...; u_{k-R}]`` per snapshot (for ``max_delay=0`` simply the
             inputs, as in PyDMD).
-        Z : array_like, shape (q, K), or a list of such arrays, optional
-            Exogenous instrument signals, one per trajectory (``estimator="iv"`` with
-            ``instruments="exogenous"`` only).
+        reference : array_like, shape (q, K), or a list of such arrays, optional
+            A signal known to be independent of every noise, one per trajectory: for
+            closed-loop data the reference or dither that excites the loop (the instruments
+            are then driven by it, so the fit stays consistent under feedback), or any
+            exogenous instrument signal (``instruments="exogenous"``).
+        Z : optional
+            Former name of ``reference`` (deprecated).
 
         Returns
         -------
         self
+            With ``model_`` and ``diagnostics_``; every failed check was issued as a
+            :class:`~dmdidc.DiagnosticWarning`.
 
         Raises
         ------
@@ -318,46 +339,35 @@ class DMDidc:
         """
         self._validated_params()
         dt = check_positive("dt", dt)
+        reference = _renamed(reference, Z)
         self.state_trend_ = self.input_trend_ = None
         self._selection: DelayBoundSelection | None = None
         self._parts = None
         if Y is not None:
-            if self.estimator != "ls" or self.max_delay is None or self.detrend is not None \
-                    or Z is not None:
-                raise ParameterError("explicit snapshot pairs Y need estimator='ls', an integer "
-                                     "max_delay, no detrend and no Z (the other options need "
-                                     "whole trajectories)")
+            if self.estimator not in ("ls", "auto") or self.max_delay is None \
+                    or self.detrend not in (None, "auto") or reference is not None:
+                raise ParameterError("explicit snapshot pairs Y need estimator='ls' (or "
+                                     "'auto'), an integer max_delay, no detrend and no "
+                                     "reference (the other options need whole trajectories)")
             self._R = self.max_delay
             return self._fit_snapshots(X, Y, U, dt)
-        trajectories, signals = self._data(X, U, Z)
-        if self.detrend is not None:
+        self._check_instruments(reference, streaming=False)
+        trajectories, references = self._data(X, U, reference)
+        if self.detrend in ("constant", "linear"):
             trajectories, self.state_trend_, self.input_trend_ = detrended(trajectories,
                                                                           self.detrend)
-            signals = [None if E is None else remove_trend(E, self.detrend)[0] for E in signals]
+            references = None if references is None else [
+                remove_trend(E, self.detrend)[0] for E in references]
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         self._R = self._delay_bound(trajectories, n, m)
-        if self.estimator == "iv":
-            accumulator = self._iv_accumulator(n, m, signals[0])
-            for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
-                accumulator.new_trajectory()
-                for a in range(0, Ui.shape[1], self.chunk_size):
-                    b = min(a + self.chunk_size, Ui.shape[1])
-                    accumulator.update(Xi[:, a:b + 1], Ui[:, a:b],
-                                       None if Ei is None else Ei[:, a:b])
-            self._setup(n, m, dt)
-            self._accumulator = accumulator
-            return self._finish(self._from_statistics(accumulator.statistics()))
-        if self.estimator == "huber":
-            self._setup(n, m, dt)
-            solution, self.n_iterations_ = huber_solution(trajectories, self._R,
-                                                          rank_rtol=self.rank_rtol)
-            return self._finish(solution)
         self._setup(n, m, dt)
-        solution, self._accumulator = least_squares(trajectories, self._R, method=self.method,
-                                                    svd_rank=self.svd_rank,
-                                                    rank_rtol=self.rank_rtol,
-                                                    chunk_size=self.chunk_size)
-        return self._finish(solution)
+        outcome = fit_trajectories(
+            trajectories, references, max_delay=self._R, estimator=self.estimator,
+            instruments=self.instruments, instrument_lags=self.instrument_lags,
+            offset={"auto": "auto", None: "test"}.get(self.detrend, "none"),
+            method=self.method, svd_rank=self.svd_rank,
+            rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+        return self._finish(outcome, trajectories)
 
     def fit_statistics(self, stats: SufficientStatistics | list[SufficientStatistics], *,
                        dt: float) -> DMDidc:
@@ -376,13 +386,16 @@ class DMDidc:
         Returns
         -------
         self
+            ``estimator="auto"`` uses instrumental variables when the statistics carry
+            instruments and least squares otherwise (``diagnostics_.estimator``).
 
         Raises
         ------
         ParameterError
-            ``estimator="huber"`` (it needs the samples), ``detrend`` set (center when
-            building the statistics: ``from_data(..., detrend="constant")``), ``max_delay``
-            above the statistics' bound, or ``estimator="iv"`` without instruments.
+            ``estimator="huber"`` or ``"huber_iv"`` (they need the samples), ``detrend``
+            ``"constant"`` or ``"linear"`` (center when building the statistics:
+            ``from_data(..., detrend="constant")``), ``max_delay`` above the statistics' bound,
+            ``estimator="iv"`` without instruments, or ``instruments`` other than ``"auto"``.
         InsufficientExcitationError
             Too few samples or rank-deficient moments.
 
@@ -390,7 +403,8 @@ class DMDidc:
         -----
         Privatized statistics are repaired (projected onto the positive semidefinite matrices)
         and their noise variance enters the standard errors, the block test and the
-        confidence intervals (:mod:`dmdidc.statistics.fit`).
+        confidence intervals (:mod:`dmdidc.statistics.fit`).  Residual checks need the
+        samples: on statistics they are reported as not applicable.
 
         Examples
         --------
@@ -410,13 +424,17 @@ class DMDidc:
         if not parts or not all(isinstance(part, SufficientStatistics) for part in parts):
             raise ParameterError(f"stats must be SufficientStatistics or a non-empty list of "
                                  f"them; got {type(stats).__name__}")
-        if self.estimator == "huber":
-            raise ParameterError("estimator='huber' reweights every sample, which statistics "
-                                 "cannot do; fit the data, or use estimator='ls' or 'iv'")
-        if self.detrend is not None:
+        if self.estimator in ("huber", "huber_iv"):
+            raise ParameterError(f"estimator={self.estimator!r} reweights every sample, which "
+                                 f"statistics cannot do; fit the data, or use 'ls' or 'iv'")
+        if self.detrend in ("constant", "linear"):
             raise ParameterError("detrend applies to data; statistics are centred when built "
                                  "(SufficientStatistics.from_data(..., detrend='constant'))")
         total = sum(parts[1:], parts[0])
+        if self.instruments not in ("auto", total.instruments):
+            raise ParameterError(f"instruments={self.instruments!r}: statistics carry the "
+                                 f"instruments they were built with ({total.instruments!r}, "
+                                 f"from_data(..., instruments=...)); leave instruments='auto'")
         n, m = total.n_states, total.n_inputs
         self.state_trend_ = self.input_trend_ = None
         self._selection = None
@@ -431,22 +449,40 @@ class DMDidc:
             self._R = self.max_delay
         self._setup(n, m, dt)
         self._parts = parts if len(parts) > 1 else None
-        return self._finish(self._from_statistics(total))
+        kind = self.estimator if self.estimator != "auto" else (
+            "iv" if total.instruments is not None else "ls")
+        solution = regression_from_statistics(total, self._R, estimator=kind,
+                                              svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        outcome = FitOutcome(solution, kind, total.instruments if kind == "iv" else None,
+                             statistics=total)
+        if kind == "iv":
+            outcome.least_squares = regression_from_statistics(
+                total, self._R, estimator="ls", svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        return self._finish(outcome)
 
-    def _from_statistics(self, stats: SufficientStatistics) -> RegressionSolution:
-        return regression_from_statistics(stats, self._R, estimator=self.estimator,
-                                          svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+    def _data(self, X: Any, U: Any, reference: Any, *, check_orientation: bool = True
+              ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray] | None]:
+        trajectories, signals = _trajectories(X, U, reference,
+                                              check_orientation=check_orientation)
+        return trajectories, (None if reference is None else signals)
 
-    def _data(self, X: Any, U: Any, Z: Any, *, check_orientation: bool = True
-              ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray | None]]:
-        exogenous = self.estimator == "iv" and self.instruments == "exogenous"
-        if exogenous and Z is None:
+    def _check_instruments(self, reference: Any, *, streaming: bool) -> None:
+        """Refuse an instrument choice that the call cannot honour."""
+        iv = self.estimator in ("auto", "iv", "huber_iv")
+        if self.instruments == "exogenous" and reference is None:
             raise ParameterError("instruments='exogenous' needs the instrument signals: "
-                                 "fit(X, U, dt=..., Z=E) with E (q, K) per trajectory")
-        if Z is not None and not exogenous:
-            raise ParameterError("Z (exogenous instrument signals) needs estimator='iv' and "
-                                 "instruments='exogenous'")
-        return _trajectories(X, U, Z, check_orientation=check_orientation)
+                                 "fit(X, U, dt=..., reference=E) with E (q, K) per trajectory")
+        if reference is not None and (not iv or self.instruments in ("inputs", "states")):
+            raise ParameterError(f"reference needs instrumental variables with instruments "
+                                 f"'auto', 'model' or 'exogenous'; got estimator="
+                                 f"{self.estimator!r}, instruments={self.instruments!r}")
+        if streaming and self.instruments == "model":
+            raise ParameterError("instruments='model' simulates the instruments from a "
+                                 "first-stage model over the whole data; partial_fit streams: "
+                                 "use fit, or instruments='inputs'")
+        if self.estimator == "huber_iv" and self.instruments not in ("auto", "model"):
+            raise ParameterError(f"estimator='huber_iv' weights the refined instruments "
+                                 f"(instruments='auto' or 'model'); got {self.instruments!r}")
 
     def _delay_bound(self, trajectories: list[tuple[np.ndarray, np.ndarray]], n: int, m: int
                      ) -> int:
@@ -464,14 +500,8 @@ class DMDidc:
                                            significance=self._significance)
         return self._selection.selected
 
-    def _iv_accumulator(self, n: int, m: int, signal: np.ndarray | None
-                        ) -> StatisticsAccumulator:
-        return StatisticsAccumulator(n, m, self._R, instruments=self.instruments,
-                                     instrument_lags=self.instrument_lags,
-                                     n_exogenous=0 if signal is None else signal.shape[0])
-
     def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False,
-                    Z: Any = None) -> DMDidc:
+                    reference: Any = None, Z: Any = None) -> DMDidc:
         """Add a chunk of one trajectory; memory stays independent of the data length.
 
         Parameters
@@ -485,8 +515,11 @@ class DMDidc:
             Sampling period; must not change between calls.
         new_trajectory : bool, default False
             Start a new trajectory (the first call always does).
-        Z : array_like, shape (q, L), optional
-            Exogenous instrument signals of the chunk (``instruments="exogenous"``).
+        reference : array_like, shape (q, L), optional
+            Reference or exogenous instrument signals of the chunk (their lags instrument
+            the fit).
+        Z : optional
+            Former name of ``reference`` (deprecated).
 
         Returns
         -------
@@ -494,38 +527,47 @@ class DMDidc:
             ``model_`` reflects all data so far (it is solved at every call, with the
             warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
             many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
-            data are not yet enough.
+            data are not yet enough.  ``estimator="auto"`` streams instrumental variables
+            with the lagged inputs (or the reference's lags) as instruments.
 
         Raises
         ------
         ParameterError
-            ``detrend`` set (it needs the whole data), ``max_delay=None``,
-            ``estimator="huber"`` (its reweighting needs the samples again), or ``dt``
-            changed.
+            ``detrend="constant"`` or ``"linear"`` (they need the whole data),
+            ``max_delay=None``, ``estimator="huber"`` or ``"huber_iv"`` (reweighting needs
+            the samples again), ``instruments="model"``, or ``dt`` changed.
         DimensionError
             A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
         dt = check_positive("dt", dt)
-        if self.detrend is not None:
+        reference = _renamed(reference, Z)
+        if self.detrend in ("constant", "linear"):
             raise ParameterError(f"partial_fit cannot use detrend={self.detrend!r}: it needs "
-                                 f"the whole data in memory; use fit, or set detrend=None")
+                                 f"the whole data in memory; use fit, or detrend='auto'")
         if self.max_delay is None:
             raise ParameterError("partial_fit needs an integer max_delay (choosing it needs the "
                                  "whole data): fit once with max_delay=None to choose it")
-        if self.estimator == "huber":
-            raise ParameterError("partial_fit does not support estimator='huber': iteratively "
-                                 "reweighted fits need every sample again; use fit")
-        ((Xc, Uc),), (Ec,) = self._data(X, U, Z, check_orientation=False)
+        if self.estimator in ("huber", "huber_iv"):
+            raise ParameterError(f"partial_fit does not support estimator={self.estimator!r}: "
+                                 f"iteratively reweighted fits need every sample again; use fit")
+        self._check_instruments(reference, streaming=True)
+        iv = self.estimator in ("auto", "iv")
+        ((Xc, Uc),), (Ec,) = _trajectories(X, U, reference, check_orientation=False)
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
             self._R = self.max_delay
             self._selection, self._parts = None, None
-            if self.estimator == "iv":
-                self._setup(n, m, dt)
-                self._accumulator = self._iv_accumulator(n, m, Ec)
+            self._setup(n, m, dt)
+            if iv:
+                kind = "exogenous" if Ec is not None else (
+                    "inputs" if self.instruments == "auto" else self.instruments)
+                self._accumulator = StatisticsAccumulator(
+                    n, m, self._R, instruments=kind, instrument_lags=self.instrument_lags,
+                    n_exogenous=0 if Ec is None else Ec.shape[0])
             else:
-                self._reset(n, m, dt)
+                self._accumulator = make_accumulator(
+                    "gram" if self.method == "auto" else self.method, n, m, self._R)
         else:
             if dt != self.dt:
                 raise ParameterError(f"dt changed between partial_fit calls: {self.dt} then {dt}")
@@ -539,37 +581,44 @@ class DMDidc:
                     Xc[:, 0], self._accumulator.last_state):
                 raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
                                      "its last state); pass new_trajectory=True for a new one")
-        if self.estimator == "iv":
+        if iv:
             self._accumulator.update(Xc, Uc, Ec)
         else:
             stream_trajectory(self._accumulator, Xc, Uc, self.chunk_size)
         self._partial = True
         self.state_trend_ = self.input_trend_ = None
         try:
-            if self.estimator == "iv":
-                solution = self._from_statistics(self._accumulator.statistics())
-            else:
-                solution = self._accumulator.solution(svd_rank=self.svd_rank,
-                                                      rank_rtol=self.rank_rtol)
+            outcome = self._streamed_outcome(iv)
         except InsufficientExcitationError as exc:
-            self._model = self._solution = self._block_test = None
+            self._model = self._solution = self._block_test = self._diagnostics = None
             self._pending = exc
             return self
-        return self._finish(solution)
+        return self._finish(outcome)
+
+    def _streamed_outcome(self, iv: bool) -> FitOutcome:
+        """The solve of everything streamed so far (offset decided from the moments)."""
+        options = dict(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        if not iv:
+            return FitOutcome(self._accumulator.solution(**options), "ls")
+        stats = self._accumulator.statistics()
+        offset = (offset_decision(stats, self._R, "iv", level=self._check_share, **options)
+                  if self.detrend == "auto" else None)
+        centred = offset is not None and offset.significant
+        use = stats.centered() if centred else stats
+        return FitOutcome(regression_from_statistics(use, self._R, estimator="iv", **options),
+                          "iv", stats.instruments, stats, offset, centred,
+                          least_squares=regression_from_statistics(use, self._R,
+                                                                   estimator="ls", **options))
 
     def _setup(self, n: int, m: int, dt: float) -> None:
         """Forget earlier results; the next solve is for ``n`` states, ``m`` inputs, ``_R``."""
         self.dt = dt
         self._dims = (n, m, self._R)
         self._accumulator = None
-        self._model = self._solution = self._block_test = None
+        self._model = self._solution = self._block_test = self._diagnostics = None
+        self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
-
-    def _reset(self, n: int, m: int, dt: float, method: str | None = None) -> None:
-        self._setup(n, m, dt)
-        method = method or ("gram" if self.method == "auto" else self.method)
-        self._accumulator = make_accumulator(method, n, m, self._R)
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X = check_finite_array("X", X, ndim=2)
@@ -584,34 +633,62 @@ class DMDidc:
             raise DimensionError(f"U has {U.shape[0]} rows; with explicit Y it must stack "
                                  f"max_delay + 1 = {self._R + 1} lagged inputs")
         n, m = X.shape[0], U.shape[0] // (self._R + 1)
-        self._reset(n, m, dt, method="qr" if self.method == "auto" else None)
+        self._setup(n, m, dt)
+        self._accumulator = make_accumulator("qr" if self.method == "auto" else self.method,
+                                             n, m, self._R)
         self._accumulator.add_samples(np.concatenate([X, U]), Y)
-        return self._finish(self._accumulator.solution(svd_rank=self.svd_rank,
-                                                       rank_rtol=self.rank_rtol))
+        return self._finish(FitOutcome(self._accumulator.solution(
+            svd_rank=self.svd_rank, rank_rtol=self.rank_rtol), "ls"))
 
-    def _finish(self, solution: RegressionSolution) -> DMDidc:
-        """Decide the active blocks, build the model and warn with the evidence."""
+    @property
+    def _check_share(self) -> float:
+        """Level of each statistical check: ``check_level`` shared out (Bonferroni)."""
+        return self.check_level / STATISTICAL_CHECKS
+
+    def _finish(self, outcome: FitOutcome, trajectories: list | None = None) -> DMDidc:
+        """Decide the active blocks, build the model, validate it and warn with the evidence."""
         n, m, R = self._dims
         dt = self.dt
+        solution = outcome.solution
         test = block_test(solution, n, m, R, significance=self._significance,
                           block_rtol=self.block_rtol)
-        coefficients = restricted_coefficients(solution, n, test.active)
+        kept = kept_blocks(test.active)
+        coefficients = restricted_coefficients(solution, n, kept)
         A_d = coefficients[:, :n]
         blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
         log_error = None
+        operating = operating_point_of(outcome, A_d, blocks)
         try:
-            A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=test.active)
-            model = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=R)
+            variance = solution.standard_errors[:, n:] ** 2
+            kept_columns = kept.reshape(-1)       # column n + j m + i is block j, channel i
+            block_variance = (float(np.mean(variance[:, kept_columns]))
+                              if kept_columns.any() else 0.0)
+            self._block_variance = block_variance
+            A_c, B_c, delay = recover_branch(A_d, blocks, dt, active=test.active,
+                                             block_variance=block_variance,
+                                             notes=outcome.notes)
+            model = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=R,
+                                                 operating_point=operating)
         except LogarithmError as exc:
             evidence = logarithm_evidence(solution, A_d)
             log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))
-            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(log_error))
+            # No fractional delay to recover: the discrete model keeps the significant blocks.
+            kept = test.active
+            coefficients = restricted_coefficients(solution, n, kept)
+            A_d = coefficients[:, :n]
+            blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(log_error),
+                                 operating_point=operating_point_of(outcome, A_d, blocks))
         self._solution, self._block_test, self._model = solution, test, model
+        self._kept = kept
         self._pending = None
-        for message in identification_warnings(solution, test, model,
-                                                detrended=self.detrend is not None,
-                                                log_error=log_error):
-            warn_model(message)
+        diagnostics = fit_diagnostics(outcome, test, model, trajectories=trajectories,
+                                      log_error=log_error,
+                                      level=self.check_level, share=self._check_share,
+                                      kept=kept)
+        self._diagnostics = diagnostics
+        for check in diagnostics.failed:
+            warn_model(check.message(), DiagnosticWarning)
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):
             warn_model(f"the equilibrated regression data have condition number "
@@ -628,6 +705,7 @@ class DMDidc:
             raise NotFittedError("this DMDidc estimator is not fitted yet; call fit(X, U, dt=...), "
                                  "fit_statistics or partial_fit first")
         return value
+
 
     # ------------------------------------------------------------------ uncertainty
     def confidence_intervals(self, level: float = 0.95, *, method: str = "asymptotic",
@@ -687,11 +765,11 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            restricted = restricted_coefficients(solution, n, test.active)
+            restricted = restricted_coefficients(solution, n, self._kept)
             return asymptotic_intervals(solution, test, restricted,
-                                        restriction_projector(solution, n, test.active),
+                                        restriction_projector(solution, n, self._kept),
                                         n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
-                                        level=level)
+                                        level=level, block_variance=self._block_variance)
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         params = dict(self.get_params(), max_delay=self._R)
         if self._parts is not None:
@@ -731,6 +809,11 @@ class DMDidc:
     def block_test_(self) -> BlockTest:
         """Statistics and decision of the block test (which input blocks act)."""
         return self._fitted(getattr(self, "_block_test", None))
+
+    @property
+    def diagnostics_(self) -> FitDiagnostics:
+        """Every validation check of the fit (``summary()``, ``failed``, ``plot()``)."""
+        return self._fitted(getattr(self, "_diagnostics", None))
 
     @property
     def max_delay_(self) -> int:
@@ -813,3 +896,15 @@ class DMDidc:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"DMDidc({params})"
 
+
+
+def _renamed(reference: Any, Z: Any) -> Any:
+    """``reference``, or its former name ``Z`` with a deprecation warning."""
+    if Z is None:
+        return reference
+    if reference is not None:
+        raise ParameterError("give reference= only (Z is its former name)")
+    import warnings
+
+    warnings.warn("Z= was renamed reference=", DeprecationWarning, stacklevel=3)
+    return Z

@@ -9,7 +9,12 @@ import numpy as np
 from _toolbox.validation import check_finite_array
 from dmdidc.errors import DimensionError
 
-__all__ = ["as_trajectories", "detrended", "remove_trend"]
+__all__ = ["as_trajectories", "detrended", "remove_trend", "subsample", "DIAGNOSTIC_SAMPLES"]
+
+#: Regression samples the residual diagnostics use at most (their power is ample long before).
+DIAGNOSTIC_SAMPLES = 20_000
+#: Pieces a subsample is taken in (spread over the data).
+_PIECES = 10
 
 
 def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
@@ -77,3 +82,37 @@ def remove_trend(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
         slope = data @ centred / (centred @ centred)
         trend = np.stack([data.mean(axis=1) - slope * k.mean(), slope], axis=1)
     return data - trend[:, :1] - trend[:, 1:] * k, trend
+
+
+def subsample(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: list | None,
+              samples: int = DIAGNOSTIC_SAMPLES) -> tuple[list, list | None, float]:
+    """At most about ``samples`` samples of the data, as evenly spread pieces.
+
+    Residual diagnostics on a million samples would cost far more than the fit while their
+    power is ample at tens of thousands: long data are cut into ``10`` pieces per trajectory
+    spread evenly over it (each a trajectory of its own: lags stay inside a piece), short data
+    are returned whole.
+
+    Returns
+    -------
+    trajectories : list of (X, U)
+    signals : list of ndarray or None
+        The matching pieces of ``signals`` (same time axis as ``U``).
+    scale : float
+        Samples of the data per sample kept (1 when nothing was cut): sums over the subsample
+        times ``scale`` estimate sums over the data.
+    """
+    total = sum(U.shape[1] for _, U in trajectories)
+    if total <= samples:
+        return trajectories, signals, 1.0
+    fraction = samples / total
+    pieces, piece_signals, kept = [], [] if signals is not None else None, 0
+    for t, (X, U) in enumerate(trajectories):
+        K = U.shape[1]
+        length = max(int(K * fraction / _PIECES), 1)
+        for start in np.linspace(0, K - length, _PIECES).astype(int):
+            pieces.append((X[:, start:start + length + 1], U[:, start:start + length]))
+            if signals is not None:
+                piece_signals.append(signals[t][:, start:start + length])
+            kept += length
+    return pieces, piece_signals, total / kept

@@ -4,7 +4,10 @@
 * :mod:`~dmdidc.inference.selection`: the delay bound chosen by an information criterion;
 * :mod:`~dmdidc.inference.recovery`: ``A_c``, ``B_c`` and the fractional delays;
 * :mod:`~dmdidc.inference.intervals`: confidence intervals (asymptotic, bootstrap);
-* :mod:`~dmdidc.inference.diagnostics`: warnings when the data break the method's assumptions.
+* :mod:`~dmdidc.inference.offset`: the offset test and the operating point;
+* :mod:`~dmdidc.inference.residuals`: residual analysis (correlations, moment tests);
+* :mod:`~dmdidc.inference.checks`: the value of a check and of all checks of a fit;
+* :mod:`~dmdidc.inference.diagnostics`: every check of a fit, warned when it fails.
 
 Names are imported on first use (PEP 562).
 """
@@ -35,6 +38,18 @@ _EXPORTS = {
     "eigenvalue_standard_errors": "dmdidc.inference.diagnostics",
     "identification_warnings": "dmdidc.inference.diagnostics",
     "logarithm_evidence": "dmdidc.inference.diagnostics",
+    "fit_diagnostics": "dmdidc.inference.diagnostics",
+    "model_checks": "dmdidc.inference.diagnostics",
+    "kept_blocks": "dmdidc.inference.blocks",
+    "Check": "dmdidc.inference.checks",
+    "DiagnosticWarning": "dmdidc.inference.checks",
+    "FitDiagnostics": "dmdidc.inference.checks",
+    "OffsetTest": "dmdidc.inference.offset",
+    "offset_test": "dmdidc.inference.offset",
+    "operating_point": "dmdidc.inference.offset",
+    "ResidualAnalysis": "dmdidc.inference.residuals",
+    "residual_analysis": "dmdidc.inference.residuals",
+    "moment_checks": "dmdidc.inference.residuals",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -34,8 +34,8 @@ from scipy import special
 from dmdidc.discretization import first_active_blocks
 from dmdidc.regression.solution import RegressionSolution
 
-__all__ = ["BlockTest", "block_test", "column_covariances", "restricted_coefficients",
-           "restriction_projector"]
+__all__ = ["BlockTest", "block_test", "column_covariances", "kept_blocks",
+           "restricted_coefficients", "restriction_projector"]
 
 #: A block column smaller than this fraction of the channel's largest is rounding, never active.
 ROUNDING_RTOL = 1e-7
@@ -120,6 +120,12 @@ def column_covariances(solution: RegressionSolution, columns: np.ndarray) -> np.
     columns = np.asarray(columns, dtype=int)
     sigma = _floored(solution.residual_covariance, solution.target_rms, 1)
     covs = np.diag(solution.unscaled_covariance)[columns][:, None, None] * sigma[None]
+    if solution.sampling_covariance is not None:     # serial correlation accounted for
+        n, p = solution.coefficients.shape
+        floor = np.diag((_COVARIANCE_FLOOR * solution.target_rms) ** 2)
+        full = solution.sampling_covariance.reshape(n, p, n, p)
+        covs = (full[:, columns, :, columns]
+                + np.diag(solution.unscaled_covariance)[columns][:, None, None] * floor[None])
     if solution.noise_covariance is not None:
         n, p = solution.coefficients.shape
         covs = covs + solution.noise_covariance.reshape(n, p, n, p)[:, columns, :, columns]
@@ -183,6 +189,32 @@ def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_d
         rule = "block_rtol"
     return BlockTest(statistics=statistics, critical_value=critical, norms=norms,
                      active=active, significance=significance, rule=rule, dof=solution.dof)
+
+
+def kept_blocks(active: np.ndarray) -> np.ndarray:
+    """The blocks a model keeps: the active ones, and ``w + 1`` after each channel's first.
+
+    A fractional delay ``r = (w + p) T`` acts through exactly the blocks ``w`` and ``w + 1``
+    (eq. 9.65), so ``B^(w + 1)`` is kept even when the test finds it insignificant (a small
+    fraction ``p`` makes it small): the fraction is then estimated, with its interval, instead of
+    being set to zero.  Other significant blocks are kept too (the recovery chooses the pair of
+    blocks whose structure explains them all, and the ``block_structure`` check of
+    :mod:`dmdidc.inference.diagnostics` reports significant blocks beyond ``w + 1``).
+
+    Parameters
+    ----------
+    active : ndarray of bool, shape (R + 1, m)
+        The block test's decision.
+
+    Returns
+    -------
+    ndarray of bool, shape (R + 1, m)
+    """
+    kept = np.array(active, dtype=bool)
+    for i, w in enumerate(first_active_blocks(kept)):
+        if 0 <= w < kept.shape[0] - 1:
+            kept[w + 1, i] = True
+    return kept
 
 
 def restricted_coefficients(solution: RegressionSolution, n_states: int,

@@ -32,55 +32,59 @@ the cause it has evidence for:
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy import special
 
 from dmdidc.discretization import first_active_blocks
-from dmdidc.inference.blocks import BlockTest, residual_precision
+from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
+from dmdidc.inference.checks import Check
 from dmdidc.model import DelayedPlant
-from dmdidc.regression.solution import RegressionSolution
+from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
+from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
+from dmdidc.trajectories import subsample
 
-__all__ = ["eigenvalue_standard_errors", "identification_warnings", "logarithm_evidence"]
+__all__ = ["eigenvalue_standard_errors", "fit_diagnostics", "identification_warnings",
+           "logarithm_evidence", "model_checks", "restricted_solution"]
 
-#: Level of the residual-mean (offset) test.  Small, because residuals of noisy states are a
-#: moving average (up to ~2x the variance of their mean assumed by the test).
-_OFFSET_LEVEL = 1e-9
 #: Fewer regression samples per regressor than this: name "too few samples" as a cause.
 _FEW_SAMPLES_PER_REGRESSOR = 20
-#: Below this relative residual the data are explained to (Gram) rounding: nothing is missing.
-_EXACT_FIT = 1e-6
 
 
-def identification_warnings(solution: RegressionSolution, test: BlockTest,
-                            model: DelayedPlant, *, detrended: bool,
-                            log_error: Exception | None = None) -> list[str]:
-    """Messages naming what may be wrong with an identification, each with its evidence.
+def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPlant, *,
+                 log_error: Exception | None = None,
+                 restricted: RegressionSolution | None = None) -> list[Check]:
+    """Checks of the identified model against the regression's own statistics (module notes).
 
     Parameters
     ----------
     solution : RegressionSolution
-        The (unrestricted) least-squares regression.
+        The (unrestricted) regression.
     test : BlockTest
         The statistics of the test which input blocks act.
     model : DelayedPlant
-        The identified model: its active blocks and whole delays are what the warnings speak of
+        The identified model: its active blocks and whole delays are what the checks speak of
         (the same facts the controllers read).
-    detrended : bool
-        Whether offsets were removed before the fit (then the offset check is skipped).
     log_error : Exception, optional
         The :class:`~dmdidc.LogarithmError` of the continuous recovery, if any.
+    restricted : RegressionSolution, optional
+        The regression restricted to the model's blocks (:func:`restricted_solution`), whose
+        covariance is that of the model's ``A_d`` (default: ``solution``).
 
     Returns
     -------
-    list of str
-        Empty when nothing suspicious was found.
+    list of Check
+        ``effect``, ``delay_bound``, ``block_structure``, ``continuous_model`` and
+        ``determined_modes``.
     """
     R = model.max_delay
-    messages = []
+    checks = []
     relative = solution.relative_residual
     fit = f"the fit leaves {relative:.2g} of the targets unexplained"
-    first = first_active_blocks(model.active_blocks)
+    first = first_active_blocks(test.active)
     silent = np.flatnonzero(first < 0)
+    question = "Does every input act within max_delay periods?"
     if silent.size:
         lag = int(np.argmax(test.statistics[:, silent].max(axis=1)))
         largest = float(test.statistics[:, silent].max())
@@ -102,41 +106,78 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest,
                       f"excite more strongly)")
         causes.append("the input does not act on the states")
         listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
-        messages.append(
+        checks.append(Check(
+            "effect", question, False, largest, test.critical_value,
             f"input channel(s) {silent.tolist()} show no significant effect within "
             f"max_delay={R} periods: no input block passes the test (largest T^2 = "
-            f"{largest:.3g} at lag {lag}, critical value {test.critical_value:.3g}); their "
-            f"B_c column and delay are reported as 0. Possible causes: {listed}")
+            f"{largest:.3g} at lag {lag}); their B_c column and delay are reported as 0",
+            f"Possible causes: {listed}"))
+    else:
+        checks.append(Check("effect", question, True, finding="every input acts"))
     at_bound = np.flatnonzero(first == R) if R > 0 else np.zeros(0, dtype=int)
-    if at_bound.size and relative > _EXACT_FIT:
-        messages.append(
-            f"the delay of input channel(s) {at_bound.tolist()} may exceed max_delay={R} "
-            f"periods: their first significant block is the last one, B^({R}) (T^2 = "
-            f"{np.round(test.statistics[R, at_bound], 1).tolist()}), so the delay is at least "
-            f"{R} periods and is identified as exactly {R}; if it is longer, the blocks it "
-            f"needs are missing and the identified delay and model are wrong ({fit}). Refit "
-            f"with max_delay={R + 1} or more: if B^({R + 1}) is then inactive, the delay is "
-            f"{R} periods")
-    if not detrended and solution.noise_covariance is None:   # privatized sums are noisy
-        inverse = residual_precision(solution.residual_covariance, solution.target_rms)
-        mean = solution.residual_mean
-        statistic = float(solution.n_samples * mean @ inverse @ mean)
-        critical = float(special.chdtri(mean.size, _OFFSET_LEVEL))
-        if statistic > critical:
-            messages.append(
-                f"the residuals have the non-zero mean "
-                f"{np.array2string(mean, precision=3, separator=', ')} (T^2 = {statistic:.3g} "
-                f"against zero; about {mean.size} is expected without an offset, and the critical "
-                f"value is {critical:.3g}): the data contain an offset (a sensor "
-                f"offset, an input bias or a non-zero operating point) that a linear model "
-                f"through the origin cannot represent, which biases A_d, the blocks and the "
-                f"delay. Fit with detrend='constant' (the model is then in deviations from the "
-                f"operating point)")
+    question = "Is every delay inside the bound max_delay?"
+    if at_bound.size and relative > EXACT_FIT:
+        checks.append(Check(
+            "delay_bound", question, False, finding=(
+                f"the delay of input channel(s) {at_bound.tolist()} may exceed max_delay={R} "
+                f"periods: their first significant block is the last one, B^({R}) (T^2 = "
+                f"{np.round(test.statistics[R, at_bound], 1).tolist()}), so the delay is at "
+                f"least {R} periods and is identified as exactly {R}; if it is longer, the "
+                f"blocks it needs are missing and the identified delay and model are wrong "
+                f"({fit})"),
+            remedy=f"refit with max_delay={R + 1} or more: if B^({R + 1}) is then inactive, "
+                   f"the delay is {R} periods"))
+    else:
+        checks.append(Check("delay_bound", question, True,
+                            finding="every first active block lies before the last one"))
+    checks.append(_structure_check(test, first))
+    question = "Does A_d have a continuous-time model (a unique real logarithm)?"
     if log_error is not None:
-        messages.append(f"no continuous-time model ({fit}): {log_error}")
-    elif model.has_continuous:
-        messages.extend(_undetermined_modes(solution, model, test.significance))
-    return messages
+        checks.append(Check("continuous_model", question, False,
+                            finding=f"no continuous-time model ({fit}): {log_error}",
+                            remedy="use the discrete model (A_d, the blocks and the whole "
+                                   "delay are fitted), or see the causes above"))
+    else:
+        checks.append(Check("continuous_model", question, True,
+                            finding="A_c = logm(A_d) / T exists"))
+    if model.has_continuous:
+        checks.append(_undetermined_modes(restricted or solution, model, test.significance))
+    return checks
+
+
+def identification_warnings(solution: RegressionSolution, test: BlockTest, model: DelayedPlant,
+                            *, detrended: bool = False,
+                            log_error: Exception | None = None) -> list[str]:
+    """The messages of the failed :func:`model_checks` (the warnings of dmdidc before the
+    checks were values; ``detrended`` is accepted for compatibility and has no effect: the
+    offset is a check of :func:`fit_diagnostics`)."""
+    del detrended
+    return [check.message() for check in model_checks(solution, test, model,
+                                                      log_error=log_error) if check.failed]
+
+
+def _structure_check(test: BlockTest, first: np.ndarray) -> Check:
+    """Significant blocks after ``w + 1``: more than one fractional delay per channel."""
+    question = "Do the inputs act through the blocks w and w + 1 only (one delay per channel)?"
+    R1, m = test.active.shape
+    later = np.zeros_like(test.active)
+    for i in range(m):
+        if first[i] >= 0:
+            later[first[i] + 2:, i] = True
+    if not later.any():
+        return Check("block_structure", question, True, finding="no block after w + 1")
+    statistics = np.where(later, test.statistics, 0.0)
+    j, i = np.unravel_index(int(np.argmax(statistics)), statistics.shape)
+    largest = float(statistics[j, i])
+    if largest <= test.critical_value:
+        return Check("block_structure", question, True, largest, test.critical_value,
+                     "no significant block after w + 1")
+    return Check(
+        "block_structure", question, False, largest, test.critical_value,
+        f"input {i} acts through block B^({j}), {j - first[i]} periods after its first active "
+        f"block B^({first[i]}) (T^2 = {largest:.3g}); the model keeps only w and w + 1",
+        "the plant is not one (fractional) delay per input channel: a distributed delay, "
+        "several paths, or states missing from the data (measure every state)")
 
 
 def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
@@ -172,21 +213,25 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
 
 
 def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
-                        significance: float) -> list[str]:
+                        significance: float) -> Check:
+    question = "Is every eigenvalue of A_d significantly away from zero?"
     eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
     z = float(special.ndtri(1.0 - significance / (2 * eigenvalues.size)))
     weak = np.flatnonzero(np.abs(eigenvalues) <= z * errors)
     if not weak.size:
-        return []
+        return Check("determined_modes", question, True, finding="every mode is determined")
     found = ", ".join(f"{_number(eigenvalues[i])} (standard error {errors[i]:.2g})"
                       for i in weak)
     modes = ", ".join(f"{np.log(complex(eigenvalues[i])).real / model.dt:.4g}" for i in weak)
-    return [f"A_d has eigenvalue(s) {found} within {z:.2g} standard errors of zero (level "
+    return Check(
+        "determined_modes", question, False, finding=(
+            f"A_d has eigenvalue(s) {found} within {z:.2g} standard errors of zero (level "
             f"{significance:g}): the continuous mode(s) log(lambda) / T = {modes} 1/s are not "
             f"determined by the data (any faster mode fits them as well), and with them A_c, "
-            f"B_c and the delay fraction. Likely cause: a mode much faster than the sampling "
-            f"period T = {model.dt:g} s (its state follows a lagged input); sample faster, or "
-            f"rely on the discrete model (A_d, the blocks and the whole delay are fitted)"]
+            f"B_c and the delay fraction"),
+        remedy=(f"a mode much faster than the sampling period T = {model.dt:g} s (its state "
+                f"follows a lagged input): sample faster, or rely on the discrete model (A_d, "
+                f"the blocks and the whole delay are fitted)"))
 
 
 def _number(value: complex) -> str:
@@ -243,3 +288,247 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
             f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "
             f"determine their sign (lengthen the data, reduce the noise, use a consistent "
             f"estimator such as estimator='iv', or sample more slowly if the mode is fast)")
+
+
+#: A delay known only to more than this (95 % half-width, in periods), or an eigenvalue of
+#: A_c to more than this relative half-width, is reported as not determined by the data.
+DELAY_PRECISION = 0.1
+EIGENVALUE_PRECISION = 0.2
+#: Lowest relative eigenvalue of an input's lag covariance that still counts as excited.
+_EXCITED = 1e-4
+
+
+def restricted_solution(solution: RegressionSolution, kept: np.ndarray) -> RegressionSolution:
+    """The regression with the blocks a model drops constrained to zero, and its covariance
+    ``(I kron P^T) Cov (I kron P)`` (:func:`dmdidc.blocks.restriction_projector`): the
+    uncertainty of the model's own ``A_d``, smaller than the unrestricted one's."""
+    n, p = solution.coefficients.shape
+    P = restriction_projector(solution, n, kept)
+    cov = np.einsum("apbq,pc,qd->acbd", solution.covariance().reshape(n, p, n, p), P, P,
+                    optimize=True)
+    return dataclasses.replace(solution, coefficients=restricted_coefficients(solution, n, kept),
+                               sampling_covariance=cov.reshape(n * p, n * p),
+                               noise_covariance=None)
+
+
+def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
+                    trajectories: list | None, log_error: Exception | None,
+                    level: float, share: float, kept: np.ndarray | None = None):
+    """Every check of one fit (:class:`~dmdidc.inference.checks.FitDiagnostics`).
+
+    Parameters
+    ----------
+    outcome : dmdidc.fitting.FitOutcome
+    test : BlockTest
+    model : DelayedPlant
+        The identified model (with its operating point, if any).
+    trajectories : list of (X, U) or None
+        The data (after any per-trajectory detrend); ``None`` for statistics.
+    log_error : Exception or None
+    level : float
+        Family-wise level of the statistical checks.
+    share : float
+        Level of each statistical check (``level / STATISTICAL_CHECKS``).
+
+    Returns
+    -------
+    FitDiagnostics
+    """
+    from dmdidc.inference.checks import FitDiagnostics
+    from dmdidc.inference.residuals import (
+        model_residuals,
+        moment_checks,
+        residual_analysis,
+        residual_checks,
+    )
+
+    solution = outcome.solution
+    restricted = restricted_solution(solution, kept if kept is not None else test.active)
+    checks = model_checks(solution, test, model, log_error=log_error, restricted=restricted)
+    notes = list(outcome.notes)
+    if outcome.offset is not None:
+        check = outcome.offset.check()
+        if outcome.offset.significant and not outcome.centred:
+            check = Check(check.name, check.question, False, check.statistic, check.threshold,
+                          check.finding.split(":")[0] + " but the fit goes through the origin",
+                          "fit with detrend='auto' (the default) or 'constant'")
+        checks.append(check)
+    else:
+        checks.append(Check("offset", "Do the data have an offset?", None,
+                            finding="not tested (detrended data, privatized or streamed "
+                                    "least-squares moments)"))
+    analysis = None
+    signals = outcome.instrument_signals
+    if trajectories is not None:
+        trajectories, signals, _ = subsample(trajectories, signals)
+        deviation = model.deviation_model()
+        op = model.operating_point
+        c = None if op is None else ((np.eye(model.n_states) - model.A_d) @ op.state
+                                     - model.B_d @ op.input)
+        parts = model_residuals(trajectories, deviation.A_d, deviation.B_blocks, c)
+        analysis = residual_analysis(parts, model.max_delay)
+    residual = residual_checks(analysis, share,
+                               robust=solution.estimator in ("huber", "huber_iv"),
+                               reference=outcome.reference,
+                               correlations=trajectories is None or signals is None)
+    if trajectories is not None and signals is not None:
+        replaced = {c.name: c for c in moment_checks(
+            trajectories, signals, solution.coefficients,
+            max_delay=model.max_delay, centred=outcome.centred, level=share,
+            reference=outcome.reference)}
+        residual = [replaced.get(c.name, c) for c in residual]
+    coloured = any(c.name == "whiteness" and c.failed for c in residual)
+    checks += [_inconclusive(c) if coloured and c.name == "state_completeness" and c.failed
+               else c for c in residual]
+    checks.append(_instrument_check(solution))
+    checks.append(_ls_versus_iv(outcome, share))
+    checks.append(_precision_check(model, restricted))
+    if trajectories is not None:
+        checks.append(_excitation_check(trajectories, model))
+    if outcome.offset is not None and outcome.offset.significant and outcome.centred:
+        notes.append(f"offset found and removed: operating point {model.operating_point}")
+    return FitDiagnostics(tuple(checks), outcome.estimator, outcome.instruments, level,
+                          tuple(notes), analysis)
+
+
+def _inconclusive(check: Check) -> Check:
+    """A state-completeness failure under coloured noise: the test cannot tell (its lagged
+    regressor is nearly collinear with the present one, so the coloured noise's bias leaks in)."""
+    return Check(check.name, check.question, None, check.statistic, check.threshold,
+                 f"inconclusive under coloured noise (see 'whiteness'): {check.finding}")
+
+
+def _instrument_check(solution: RegressionSolution) -> Check:
+    question = f"Are the instruments strong (first-stage F above {WEAK_INSTRUMENTS_F:g})?"
+    if solution.estimator not in ("iv", "huber_iv") or solution.instrument_strength is None:
+        return Check("instrument_strength", question, None, finding="not an IV fit")
+    F = first_stage_f(solution)
+    rho = solution.instrument_strength
+    if F >= WEAK_INSTRUMENTS_F:
+        return Check("instrument_strength", question, True, F, WEAK_INSTRUMENTS_F,
+                     f"smallest canonical correlation {rho:.3g} (first-stage F {F:.3g})")
+    return Check("instrument_strength", question, False, WEAK_INSTRUMENTS_F / max(F, 1e-300),
+                 1.0,
+                 f"weak instruments: smallest canonical correlation {rho:.3g} between regressors "
+                 f"and instruments (first-stage F {F:.3g} < {WEAK_INSTRUMENTS_F:g}); instrumental "
+                 f"variables then converge slowly and their standard errors are unreliable",
+                 "excite more strongly or longer; with closed-loop data a larger reference or "
+                 "dither; or estimator='ls' if the states are measured without noise")
+
+
+def _ls_versus_iv(outcome, share: float) -> Check:
+    """Least squares against instrumental variables on the same moments."""
+    question = "Does least squares agree with instrumental variables (no errors in variables)?"
+    iv, ls = outcome.solution, outcome.least_squares
+    if outcome.estimator == "ls":
+        iv, ls = outcome.least_squares, outcome.solution
+    if iv is None or ls is None or iv.estimator not in ("iv", "huber_iv"):
+        return Check("ls_vs_iv", question, None, finding="no pair of fits to compare")
+    difference = iv.coefficients - ls.coefficients
+    variance = iv.standard_errors ** 2
+    z = np.abs(difference) / np.sqrt(np.where(variance > 0, variance, np.inf))
+    largest = float(np.max(z))
+    critical = float(special.ndtri(1.0 - share / (2.0 * z.size)))
+    disagree = largest > critical
+    finding = (f"least squares differs from IV by up to {largest:.3g} IV standard errors"
+               + (": noisy states bias least squares (errors in variables)" if disagree
+                  else ""))
+    if outcome.estimator == "ls" and disagree:
+        return Check("ls_vs_iv", question, False, largest, critical, finding,
+                     "use estimator='auto' (the default) or 'iv', which stays consistent when "
+                     "the states are measured with noise")
+    return Check("ls_vs_iv", question, True, largest, critical,
+                 finding + ("; the IV fit is kept" if disagree else ""))
+
+
+def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -> np.ndarray:
+    """Standard error of each channel's delay (s) from its two blocks, to first order.
+
+    With ``b = Gamma(T)^-1 (b0 + b1)`` and the hold ``s = (1 - p) T`` solving
+    ``Gamma(s) b = b0`` (dissertation eqs. 9.68-9.69) in the least-squares sense, the implicit
+    function theorem gives ``d delay = -d s = f^T (J0 d b0 + J1 d b1) / f^T f`` with
+    ``f = e^{A_c s} b``, ``J1 = Gamma(s) Gamma(T)^-1`` and ``J0 = J1 - I``; the covariance of
+    the two block columns is the restricted regression's.  ``A_c`` is held fixed (its share
+    is second order for the delay).  ``nan`` for a channel without effect or whose second
+    block lies beyond the bound.
+    """
+    from dmdidc.discretization import zoh_matrices
+
+    n, m, R = model.n_states, model.n_inputs, model.max_delay
+    p = restricted.coefficients.shape[1]
+    A_c, B_c, delay = model.require_continuous("delay standard errors")
+    T = model.dt
+    cov = restricted.covariance()
+    _, gamma_T = zoh_matrices(A_c, np.eye(n), T)
+    out = np.full(m, np.nan)
+    for i, w in enumerate(model.delay_steps):
+        if not model.active_blocks[:, i].any() or w + 1 > R:
+            continue
+        hold = T - (delay[i] - w * T)
+        Phi_s, gamma_s = zoh_matrices(A_c, np.eye(n), hold)
+        f = Phi_s @ B_c[:, i]
+        J1 = np.linalg.solve(gamma_T.T, gamma_s.T).T
+        gradient = (f @ np.concatenate([J1 - np.eye(n), J1], axis=1)) / max(f @ f, 1e-300)
+        index = np.concatenate([np.arange(n) * p + n + w * m + i,
+                                np.arange(n) * p + n + (w + 1) * m + i])
+        out[i] = float(np.sqrt(max(gradient @ cov[np.ix_(index, index)] @ gradient, 0.0)))
+    return out
+
+
+def _precision_check(model: DelayedPlant, solution: RegressionSolution) -> Check:
+    question = (f"Do the data determine the delays (95 % to {DELAY_PRECISION:g} T) and the "
+                f"modes (to {100 * EIGENVALUE_PRECISION:g} %)?")
+    if not model.has_continuous:
+        return Check("precision", question, None, finding="no continuous model")
+    T = model.dt
+    half = 1.96 * delay_standard_errors(model, solution) / T
+    finite = np.isfinite(half)
+    worst = float(np.max(half[finite])) if finite.any() else 0.0
+    eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
+    modes = np.log(eigenvalues.astype(complex)) / T            # continuous modes
+    mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
+    relative = float(np.max(1.96 * mode_errors / np.maximum(np.abs(modes), 1e-300)))
+    statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
+    finding = (f"delays known to +/- {worst:.2g} T, the modes of A_c to +/- "
+               f"{100 * relative:.2g} % (95 %)")
+    if statistic <= 1.0:
+        return Check("precision", question, True, statistic, 1.0, finding)
+    return Check("precision", question, False, statistic, 1.0,
+                 finding + ": the data do not determine the model to that accuracy",
+                 "excite more strongly and over a wider band (white inputs), record longer, "
+                 "reduce the noise; see confidence_intervals() before relying on the model")
+
+
+def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
+    """Persistent excitation of each input of the order the regression needs."""
+    question = "Do the inputs excite every lag the regression needs (persistent excitation)?"
+    n, m, R = model.n_states, model.n_inputs, model.max_delay
+    if m == 0:
+        return Check("excitation", question, None, finding="no inputs")
+    order = n + R + 1
+    worst, channel = 1.0, 0
+    for i in range(m):
+        series = [U[i] - U[i].mean() for _, U in trajectories if U.shape[1] > order]
+        if not series:
+            return Check("excitation", question, None, finding="trajectories too short")
+        acov = np.zeros(order)
+        for s in series:
+            for v in range(order):
+                acov[v] += s[v:] @ s[:s.size - v]
+        toeplitz = acov[np.abs(np.subtract.outer(np.arange(order), np.arange(order)))]
+        values = np.linalg.eigvalsh(toeplitz)
+        ratio = float(values[0] / max(values[-1], np.finfo(float).tiny))
+        if ratio < worst:
+            worst, channel = ratio, i
+    statistic = _EXCITED / max(worst, 1e-300)
+    if worst >= _EXCITED:
+        return Check("excitation", question, True, statistic, 1.0,
+                     f"every input is persistently exciting of order n + R + 1 = {order} "
+                     f"(smallest relative eigenvalue of its lag covariance {worst:.2g})")
+    return Check("excitation", question, False, statistic, 1.0,
+                 f"input {channel} is not persistently exciting of order n + R + 1 = {order}: "
+                 f"the smallest eigenvalue of its lag covariance is {worst:.2g} of the largest "
+                 f"(a few sinusoids, or a narrow band), so the states and the lagged inputs are "
+                 f"nearly collinear and the blocks cannot all be identified",
+                 f"excite with a broadband signal (white noise, a PRBS, or a multisine with at "
+                 f"least {(order + 1) // 2} frequencies per input)")

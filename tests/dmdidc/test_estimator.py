@@ -113,7 +113,7 @@ def test_max_delay_zero_equals_pydmd_dmdc():
     true = DelayedPlant.from_continuous(A_c, rng.standard_normal((4, 2)), delay=0.0, dt=0.2)
     U = random_excitation(2, 300, rng=5)
     X = true.simulate(rng.standard_normal(4), U)
-    ours = DMDidc(max_delay=0).fit(X, U, dt=0.2)
+    ours = DMDidc(estimator="ls", detrend=None, max_delay=0).fit(X, U, dt=0.2)
     theirs = DMDc(svd_rank=-1).fit(X, U)
     assert ours.regression_.condition_number < 100       # well conditioned
     A_pydmd = pydmd_full_operator(theirs)
@@ -139,8 +139,8 @@ def unstable_ill_conditioned_data():
 
 def test_ill_conditioned_unstable_auto_refines_to_qr_accuracy_and_equals_pydmd():
     true, X, U = unstable_ill_conditioned_data()
-    auto = DMDidc(max_delay=0).fit(X, U, dt=1.0)
-    qr = DMDidc(max_delay=0, method="qr").fit(X, U, dt=1.0)
+    auto = DMDidc(estimator="ls", detrend=None, max_delay=0).fit(X, U, dt=1.0)
+    qr = DMDidc(estimator="ls", detrend=None, max_delay=0, method="qr").fit(X, U, dt=1.0)
     assert auto.regression_.condition_number > 1e4
     # "auto" refined the Gram solution (cond ~4e5: two passes) to the backward-stable result.
     assert rel_err(auto.A_d, qr.A_d) < 1e-11
@@ -158,8 +158,8 @@ def test_ill_conditioned_unstable_auto_refines_to_qr_accuracy_and_equals_pydmd()
 
 def test_qr_markedly_more_accurate_than_gram_when_ill_conditioned():
     true, X, U = unstable_ill_conditioned_data()
-    gram = DMDidc(max_delay=0, method="gram").fit(X, U, dt=1.0)
-    qr = DMDidc(max_delay=0, method="qr").fit(X, U, dt=1.0)
+    gram = DMDidc(estimator="ls", detrend=None, max_delay=0, method="gram").fit(X, U, dt=1.0)
+    qr = DMDidc(estimator="ls", detrend=None, max_delay=0, method="qr").fit(X, U, dt=1.0)
     err_gram = rel_err(gram.A_d, true.A_d)     # measured 3.2e-5 (cond^2 * eps ~ 1.6e-5)
     err_qr = rel_err(qr.A_d, true.A_d)         # measured 7.1e-13 (cond * eps ~ 9e-11)
     assert err_qr < 1e-10
@@ -177,9 +177,9 @@ def test_auto_handles_data_beyond_the_gram_rank_floor():
     U = random_excitation(1, 200, rng=2)
     X = true.simulate(np.zeros(2), U)
     with pytest.raises(InsufficientExcitationError, match="rank-deficient"):
-        DMDidc(max_delay=0, method="gram").fit(X, U, dt=1.0)
-    qr = DMDidc(max_delay=0, method="qr").fit(X, U, dt=1.0)
-    auto = DMDidc(max_delay=0).fit(X, U, dt=1.0)
+        DMDidc(estimator="ls", detrend=None, max_delay=0, method="gram").fit(X, U, dt=1.0)
+    qr = DMDidc(estimator="ls", detrend=None, max_delay=0, method="qr").fit(X, U, dt=1.0)
+    auto = DMDidc(estimator="ls", detrend=None, max_delay=0).fit(X, U, dt=1.0)
     assert auto.regression_.condition_number > 1e8
     np.testing.assert_array_equal(auto.A_d, qr.A_d)
     assert rel_err(auto.A_d, true.A_d) < 1e-6                  # measured 8.6e-8
@@ -190,20 +190,21 @@ def test_gram_detects_collinear_inputs(plant3):
     U = np.vstack([u, 0.37 * u])                                # channel 2 = 0.37 * channel 1
     X = plant3.simulate(np.zeros(3), U)
     with pytest.raises(InsufficientExcitationError):
-        DMDidc(max_delay=3).fit(X, U, dt=0.3)                   # auto: raises (QR pass)
+        DMDidc(estimator="ls", detrend=None, max_delay=3).fit(X, U, dt=0.3)   # auto: QR raises
     with pytest.raises(InsufficientExcitationError):
-        DMDidc(max_delay=3, method="qr").fit(X, U, dt=0.3)
+        DMDidc(estimator="ls", detrend=None, max_delay=3, method="qr").fit(X, U, dt=0.3)
     with pytest.raises(InsufficientExcitationError):
-        DMDidc(max_delay=3, method="gram").fit(X, U, dt=0.3)
+        DMDidc(estimator="ls", detrend=None, max_delay=3, method="gram").fit(X, U, dt=0.3)
 
 
 # ---------------------------------------------------------------------- data layouts
 def test_explicit_snapshot_triples_equal_fit(plant3, data3):
     X, U = data3
     R = 3
-    est = DMDidc(max_delay=R, method="qr").fit(X, U, dt=0.3)
+    est = DMDidc(estimator="ls", detrend=None, max_delay=R, method="qr").fit(X, U, dt=0.3)
     Ulag = np.concatenate([U[:, R - j:U.shape[1] - j] for j in range(R + 1)], axis=0)
-    explicit = DMDidc(max_delay=R, method="qr").fit(X[:, R:-1], Ulag, dt=0.3, Y=X[:, R + 1:])
+    explicit = DMDidc(estimator="ls", detrend=None, max_delay=R, method="qr").fit(
+        X[:, R:-1], Ulag, dt=0.3, Y=X[:, R + 1:])
     np.testing.assert_allclose(explicit.A_d, est.A_d, atol=1e-12)
     np.testing.assert_allclose(explicit.B_blocks, est.B_blocks, atol=1e-12)
     np.testing.assert_allclose(explicit.delay, [0.35, 0.8], atol=1e-9)
@@ -229,19 +230,19 @@ def test_multiple_trajectories_equal_concatenated_regression(plant3):
         U = random_excitation(2, K, rng=rng)
         Xs.append(plant3.simulate(rng.standard_normal(3), U, U_past=rng.standard_normal((2, 3))))
         Us.append(U)
-    multi = DMDidc(max_delay=R).fit(Xs, Us, dt=0.3)
+    multi = DMDidc(estimator="ls", detrend=None, max_delay=R).fit(Xs, Us, dt=0.3)
     # The same information, assembled by hand: no regression sample straddles two trajectories.
     X_reg = np.concatenate([X[:, R:-1] for X in Xs], axis=1)
     Y_reg = np.concatenate([X[:, R + 1:] for X in Xs], axis=1)
     U_reg = np.concatenate([lagged_inputs(U, R) for U in Us], axis=1)
-    explicit = DMDidc(max_delay=R).fit(X_reg, U_reg, dt=0.3, Y=Y_reg)
+    explicit = DMDidc(estimator="ls", detrend=None, max_delay=R).fit(X_reg, U_reg, dt=0.3, Y=Y_reg)
     assert multi.regression_.n_samples == sum(K - R for K in (40, 25, 60))
     np.testing.assert_allclose(multi.B_blocks, explicit.B_blocks, atol=1e-11)
     np.testing.assert_allclose(multi.A_d, explicit.A_d, atol=1e-11)
     np.testing.assert_allclose(multi.B_blocks, plant3.B_blocks, atol=1e-9)
     # Naively concatenating the trajectories would be wrong (spurious transitions).
-    naive = DMDidc(max_delay=R, method="qr").fit(np.concatenate(Xs, axis=1)[:, :-2],
-                                                  np.concatenate(Us, axis=1), dt=0.3)
+    naive = DMDidc(estimator="ls", detrend=None, max_delay=R, method="qr").fit(
+        np.concatenate(Xs, axis=1)[:, :-2], np.concatenate(Us, axis=1), dt=0.3)
     assert rel_err(naive.A_d, plant3.A_d) > 1e-6
 
 
@@ -261,8 +262,8 @@ def test_trajectory_list_errors(data3):
 def test_partial_fit_in_chunks_equals_fit(data3):
     X, U = data3
     for method in ("gram", "qr"):
-        full = DMDidc(max_delay=3, method=method).fit(X, U, dt=0.3)
-        est = DMDidc(max_delay=3, method=method)
+        full = DMDidc(estimator="ls", detrend=None, max_delay=3, method=method).fit(X, U, dt=0.3)
+        est = DMDidc(estimator="ls", detrend=None, max_delay=3, method=method)
         # chunks shorter than R (1 and 2 samples) exercise the carried input history
         for a, b in [(0, 2), (2, 3), (3, 50), (50, 51), (51, 200)]:
             assert est.partial_fit(X[:, a:b + 1], U[:, a:b], dt=0.3) is est
@@ -288,8 +289,8 @@ def test_partial_fit_new_trajectory_equals_list_fit(plant3, data3):
     rng = np.random.default_rng(9)
     U2 = random_excitation(2, 70, rng=rng)
     X2 = plant3.simulate(rng.standard_normal(3), U2)
-    listed = DMDidc(max_delay=3).fit([X, X2], [U, U2], dt=0.3)
-    est = DMDidc(max_delay=3).partial_fit(X, U, dt=0.3)
+    listed = DMDidc(estimator="ls", detrend=None, max_delay=3).fit([X, X2], [U, U2], dt=0.3)
+    est = DMDidc(estimator="ls", detrend=None, max_delay=3).partial_fit(X, U, dt=0.3)
     est.partial_fit(X2[:, :31], U2[:, :30], dt=0.3, new_trajectory=True)
     est.partial_fit(X2[:, 30:], U2[:, 30:], dt=0.3)
     assert est.regression_.n_samples == listed.regression_.n_samples == (200 - 3) + (70 - 3)
@@ -299,7 +300,7 @@ def test_partial_fit_new_trajectory_equals_list_fit(plant3, data3):
 
 def test_partial_fit_not_enough_data_yet(data3):
     X, U = data3
-    est = DMDidc(max_delay=3).partial_fit(X[:, :6], U[:, :5], dt=0.3)   # 2 samples, need 11
+    est = DMDidc(estimator="ls", max_delay=3).partial_fit(X[:, :6], U[:, :5], dt=0.3)  # 2 of 11
     with pytest.raises(InsufficientExcitationError, match="2 regression samples"):
         _ = est.model_
     est.partial_fit(X[:, 5:], U[:, 5:], dt=0.3)
@@ -332,8 +333,8 @@ def test_per_channel_distinct_delays():
 
 def test_gram_and_qr_agree(plant3, data3):
     X, U = data3
-    gram = DMDidc(max_delay=3, method="gram").fit(X, U, dt=0.3)
-    qr = DMDidc(max_delay=3, method="qr").fit(X, U, dt=0.3)
+    gram = DMDidc(estimator="ls", detrend=None, max_delay=3, method="gram").fit(X, U, dt=0.3)
+    qr = DMDidc(estimator="ls", detrend=None, max_delay=3, method="qr").fit(X, U, dt=0.3)
     np.testing.assert_allclose(gram.A_d, qr.A_d, atol=1e-11)
     np.testing.assert_allclose(gram.B_blocks, qr.B_blocks, atol=1e-11)
     np.testing.assert_allclose(gram.regression_.singular_values,
@@ -352,7 +353,7 @@ def test_badly_scaled_data(plant3, state_scale, input_scale, method):
                                         max_delay=3)
     U = random_excitation(2, 150, rng=21) * input_scale
     X = true.simulate(np.array([0.5, -1.0, 0.2]) * state_scale, U)
-    est = DMDidc(max_delay=3, method=method).fit(X, U, dt=0.3)
+    est = DMDidc(estimator="ls", detrend=None, max_delay=3, method=method).fit(X, U, dt=0.3)
     assert rel_err(est.B_blocks, true.B_blocks) < 1e-8
     assert rel_err(est.A_d, true.A_d) < 1e-8
     np.testing.assert_allclose(est.delay, plant3.delay, atol=1e-9)
@@ -413,19 +414,22 @@ def seed_experiments(periods, seed, *, noise=0.01, offset=0.0, experiments=10, l
 @pytest.mark.parametrize("periods", [1.0, 1.25, 1.5])
 @pytest.mark.parametrize("offset", [0.0, 3.0])
 def test_default_fit_on_noisy_data_with_offset_gets_the_delay(periods, offset):
-    # Issue 7 acceptance: 1 % measurement noise (and a sensor offset, removed by detrend), 10
-    # experiments x 300 samples: the right whole delay and the delay within 0.05 T, with no
-    # tolerance set by the user.  Measured over 20 seeds: errors ~0.003-0.01 T.
+    # Issue 7 acceptance, with issue 16's default (the offset decided from the data): 1 %
+    # measurement noise and a sensor offset, 10 experiments x 300 samples: the right whole
+    # delay and the delay within 0.05 T, no tolerance set by the user and nothing to warn about.
     for seed in range(3):
         true, Xs, Us = seed_experiments(periods, seed, offset=offset)
-        detrend = "constant" if offset else None
         with warnings.catch_warnings():
             warnings.simplefilter("error")          # and nothing to warn about
-            est = DMDidc(max_delay=3, detrend=detrend).fit(Xs, Us, dt=T_SEED)
+            est = DMDidc(max_delay=3).fit(Xs, Us, dt=T_SEED)
         np.testing.assert_array_equal(est.delay_steps, true.delay_steps)
         assert np.all(np.abs(est.delay - true.delay) < 0.05 * T_SEED), est.delay
         # the model carries the decision: exact zeros before the delay and after w + 1
-        np.testing.assert_array_equal(est.model_.active_blocks, true.active_blocks)
+        w = true.delay_steps
+        for i in range(2):
+            active = np.flatnonzero(est.model_.active_blocks[:, i])
+            assert active.min() == w[i] and active.max() <= w[i] + 1
+        assert (est.model_.operating_point is not None) == (offset > 0)
 
 
 def test_block_rtol_is_an_explicit_override():
@@ -521,8 +525,9 @@ def test_logarithm_error_under_noise_names_the_eigenvalues_and_the_fast_mode():
     U = rng.standard_normal((1, 500))
     X = true.simulate(np.zeros(2), U) + 0.05 * rng.standard_normal((2, 501))
     with pytest.warns(ContinuousModelWarning) as record:
-        DMDidc(max_delay=1).fit(X, U, dt=1.0)
-    message = str(record[-1].message)
+        DMDidc(max_delay=1, estimator="ls").fit(X, U, dt=1.0)
+    message = next(str(w.message) for w in record
+                   if "no continuous-time model" in str(w.message))
     # measured: eigenvalues (0.904, -0.0118); 0.039 of the targets unexplained; the eigenvalue's
     # standard error from the covariance of A_d is 0.0098 (1.2 standard errors from zero)
     assert "eigenvalue -0.01" in message and "eigenvalues of A_d: [ 0.904" in message
@@ -544,7 +549,7 @@ def test_logarithm_evidence_names_noise_from_the_residual_when_standard_errors_a
     X = plant.simulate(np.zeros(2), U) + 0.3 * rng.standard_normal((2, 3001))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        solution = DMDidc(max_delay=3).fit(X, U, dt=1.0).regression_
+        solution = DMDidc(max_delay=3, estimator="ls").fit(X, U, dt=1.0).regression_
     assert solution.relative_residual > 0.05
     # an eigenvalue far (in standard errors) from zero: the bias, not the variance, is to blame
     precise = dataclasses.replace(solution,
@@ -564,7 +569,7 @@ def test_max_delay_zero_on_a_delayed_plant_warns_with_the_cause():
     with pytest.warns(ContinuousModelWarning,
                       match=r"channel\(s\) \[0, 1\] show no significant effect within "
                             r"max_delay=0.*\(a\) the delay exceeds max_delay=0.*"
-                            r"leaves 0\.\d+ of the targets unexplained"):
+                            r"leaves [\d.]+ of the targets unexplained"):
         est = DMDidc(max_delay=0).fit(X, U, dt=T_SEED)
     assert est.regression_.relative_residual > 0.05
     np.testing.assert_array_equal(est.B_c, 0.0)
@@ -581,10 +586,15 @@ def test_silent_channel_is_reported_with_its_statistic(plant3):
 def test_offset_without_detrend_is_named_and_detrend_removes_it():
     true, Xs, Us = seed_experiments(1.25, 1, offset=3.0)
     with pytest.warns(ContinuousModelWarning) as record:
-        DMDidc(max_delay=3).fit(Xs, Us, dt=T_SEED)
-    # the offset is named (here it also pushes an eigenvalue of A_d below zero: a second warning)
-    assert any(re.search("non-zero mean.*offset.*detrend='constant'", str(w.message))
-               for w in record)
+        DMDidc(max_delay=3, detrend=None).fit(Xs, Us, dt=T_SEED)
+    # the offset is named with the remedy (it also pushes an eigenvalue of A_d below zero)
+    assert any(re.search("check 'offset' failed.*offset was found.*detrend='auto'",
+                         str(w.message)) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the default finds and removes it
+        auto = DMDidc(max_delay=3).fit(Xs, Us, dt=T_SEED)
+    assert auto.model_.operating_point is not None
+    assert np.all(np.abs(auto.delay - true.delay) < 0.05 * T_SEED)
     est = DMDidc(max_delay=3, detrend="constant").fit(Xs, Us, dt=T_SEED)
     assert est.state_trend_.shape == (10, 2, 2) and est.input_trend_.shape == (10, 2, 2)
     np.testing.assert_allclose(est.state_trend_[:, :, 0],
@@ -678,8 +688,8 @@ def test_init_only_stores_parameters_and_repr():
     (dict(max_delay=1, svd_rank=0), "svd_rank"),
     (dict(max_delay=1, estimator="tls"), "estimator must be one of"),
     (dict(max_delay=1, estimator="iv", instruments="outputs"), "instruments must be one of"),
-    (dict(max_delay=1, instrument_lags=2), "apply to estimator='iv'"),
-    (dict(max_delay=1, instruments="states"), "apply to estimator='iv'"),
+    (dict(max_delay=1, instrument_lags=2), "instrument_lags sets the lags of fixed"),
+    (dict(max_delay=1, estimator="ls", instruments="states"), "apply to instrumental"),
     (dict(max_delay=1, estimator="iv", instrument_lags=-1), "instrument_lags"),
     (dict(max_delay=1, estimator="huber", svd_rank=3), "not supported by estimator='huber'"),
     (dict(max_delay=1, estimator="iv", method="qr"), "selects a least-squares solver"),
@@ -739,11 +749,11 @@ def test_transposed_data_with_as_many_inputs_as_states_is_named(fit):
 def test_too_few_samples(plant3, data3):
     X, U = data3
     # R = 3: p = 3 + 2 * 4 = 11 regression samples need K = 14 inputs.
-    DMDidc(max_delay=3).fit(X[:, :15], U[:, :14], dt=0.3)
+    DMDidc(estimator="ls", max_delay=3).fit(X[:, :15], U[:, :14], dt=0.3)
     with pytest.raises(InsufficientExcitationError, match="10 regression samples; at least 11"):
-        DMDidc(max_delay=3).fit(X[:, :14], U[:, :13], dt=0.3)
+        DMDidc(estimator="ls", max_delay=3).fit(X[:, :14], U[:, :13], dt=0.3)
     with pytest.raises(InsufficientExcitationError):
-        DMDidc(max_delay=3, method="qr").fit(X[:, :14], U[:, :13], dt=0.3)
+        DMDidc(estimator="ls", max_delay=3, method="qr").fit(X[:, :14], U[:, :13], dt=0.3)
 
 
 def test_constant_inputs_insufficient_excitation(plant3):
@@ -767,9 +777,9 @@ def test_auto_refinement_with_lags_and_several_trajectories():
         Ui = random_excitation(1, 300, rng=seed)
         X.append(true.simulate(np.zeros(2), Ui))
         U.append(Ui)
-    gram = DMDidc(max_delay=2, method="gram").fit(X, U, dt=1.0)
-    auto = DMDidc(max_delay=2).fit(X, U, dt=1.0)
-    qr = DMDidc(max_delay=2, method="qr").fit(X, U, dt=1.0)
+    gram = DMDidc(estimator="ls", detrend=None, max_delay=2, method="gram").fit(X, U, dt=1.0)
+    auto = DMDidc(estimator="ls", detrend=None, max_delay=2).fit(X, U, dt=1.0)
+    qr = DMDidc(estimator="ls", detrend=None, max_delay=2, method="qr").fit(X, U, dt=1.0)
     cond = auto.regression_.condition_number
     assert 1e4 < cond <= 1e6, cond
     err_auto = rel_err(auto.B_blocks, true.B_blocks)   # measured 1.8e-17 (QR: 8e-15)

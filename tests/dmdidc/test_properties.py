@@ -102,7 +102,7 @@ def test_exactly_enough_samples_suffice_and_one_fewer_does_not(case):
     U = random_excitation(m, K, rng=seed)
     x0 = np.random.default_rng(seed + 1).standard_normal(n)
     X = true.simulate(x0, U)
-    est = DMDidc(max_delay=R, method="qr").fit(X, U, dt=dt)
+    est = DMDidc(max_delay=R, estimator="ls", method="qr").fit(X, U, dt=dt)
     assert est.regression_.n_samples == n + m * (R + 1) == est.regression_.rank
     # A square, generically invertible system: the fit interpolates the exact blocks.  Its
     # accuracy is cond * eps (cond of the square data matrix, random): allow 1e-12 * cond.

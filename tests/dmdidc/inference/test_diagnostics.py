@@ -18,7 +18,7 @@ B = np.array([[1.0], [1.0]])
 def fit(plant, X, U, max_delay):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = DMDidc(max_delay=max_delay).fit(X, U, dt=plant.dt)
+        est = DMDidc(max_delay=max_delay, estimator="ls").fit(X, U, dt=plant.dt)
     return est, [str(w.message) for w in caught if issubclass(w.category,
                                                                ContinuousModelWarning)]
 

@@ -74,7 +74,7 @@ def test_bootstrap_over_statistics_parts_and_over_trajectories():
     Xs, Us = process_noise_experiments(plant, 20, seed=1, length=200)
     parts = [SufficientStatistics.from_data(X, U, max_delay=3) for X, U in zip(Xs, Us,
                                                                                 strict=True)]
-    from_parts = DMDidc(max_delay=3).fit_statistics(parts, dt=T)
+    from_parts = DMDidc(max_delay=3, detrend=None).fit_statistics(parts, dt=T)
     boot = from_parts.confidence_intervals(0.95, method="bootstrap", n_resamples=60, rng=0)
     assert boot.method == "bootstrap" and boot.resamples == 60 and boot.failures == 0
     assert np.all((boot.delay.low < plant.delay) & (plant.delay < boot.delay.high))
@@ -82,7 +82,7 @@ def test_bootstrap_over_statistics_parts_and_over_trajectories():
     # the two agree on the width to within a factor 2 (measured ratio 0.9-1.3)
     ratio = boot.delay.half_width / asymptotic.delay.half_width
     assert np.all((ratio > 0.5) & (ratio < 2.0))
-    data_fit = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+    data_fit = DMDidc(max_delay=3, estimator="ls", detrend=None).fit(Xs, Us, dt=T)
     again = data_fit.confidence_intervals(0.95, method="bootstrap", n_resamples=60, rng=0,
                                           X=Xs, U=Us)
     # the same resamples of the same trajectories: the same intervals
@@ -103,7 +103,7 @@ def test_interval_requests_that_cannot_be_answered_are_refused():
     single = DMDidc(max_delay=3).fit(Xs[0], Us[0], dt=T)
     with pytest.raises(ParameterError, match="resamples independent trajectories"):
         single.confidence_intervals(method="bootstrap", X=Xs[0], U=Us[0])
-    discrete = DMDidc(max_delay=1)
+    discrete = DMDidc(max_delay=1, estimator="ls")
     fast = DelayedPlant.from_continuous(np.diag([-0.1, -30.0]), [[1.0], [1.0]], 0.5, 1.0)
     rng = np.random.default_rng(0)          # as in test_estimator: eigenvalue -0.0118 of A_d
     U = rng.standard_normal((1, 500))

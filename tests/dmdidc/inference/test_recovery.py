@@ -138,7 +138,8 @@ def test_fraction_to_full_precision_through_estimator(plant, fraction):
     delay = np.array([(1 + fraction) * dt, 0.0])
     true = DelayedPlant.from_continuous(A_c, B_c, delay=delay, dt=dt, max_delay=3)
     U = random_excitation(2, 120, rng=5)
-    est = DMDidc(max_delay=3, method="qr").fit(true.simulate(np.zeros(3), U), U, dt=dt)
+    est = DMDidc(estimator="ls", max_delay=3, method="qr").fit(true.simulate(np.zeros(3), U), U,
+                                                               dt=dt)
     err = np.abs(est.delay - delay) / dt
     assert np.all(err <= 1e-9), err                    # measured ~1e-14
     np.testing.assert_allclose(est.B_c, B_c, atol=1e-9)

@@ -47,7 +47,7 @@ def test_iv_removes_the_errors_in_variables_bias_of_least_squares():
     Xs, Us = noisy_experiments(plant, 100, 10.0, seed=0)          # K = 30 000 at 10 dB
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ls = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+        ls = DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=T)
         iv = DMDidc(max_delay=3, estimator="iv").fit(Xs, Us, dt=T)
     error = {name: np.max(np.abs(est.delay - plant.delay)) / T
              for name, est in (("ls", ls), ("iv", iv))}
@@ -65,8 +65,9 @@ def test_streaming_iv_equals_the_batch_fit():
     Xs, Us = noisy_experiments(plant, 2, 20.0, seed=1, length=200)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        batch = DMDidc(max_delay=3, estimator="iv", instrument_lags=3).fit(Xs, Us, dt=T)
-        stream = DMDidc(max_delay=3, estimator="iv", instrument_lags=3)
+        batch = DMDidc(max_delay=3, estimator="iv", instruments="inputs",
+                       instrument_lags=3).fit(Xs, Us, dt=T)
+        stream = DMDidc(max_delay=3, estimator="iv", instruments="inputs", instrument_lags=3)
         for X, U in zip(Xs, Us, strict=True):
             for i, (a, b) in enumerate(((0, 5), (5, 77), (77, 200))):
                 stream.partial_fit(X[:, a:b + 1], U[:, a:b], dt=T, new_trajectory=i == 0)
@@ -102,9 +103,9 @@ def test_exogenous_instruments_identify_a_closed_loop():
     Xs, Us, Es = closed_loop(plant, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ls = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+        ls = DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=T)
         exogenous = DMDidc(max_delay=3, estimator="iv", instruments="exogenous").fit(
-            Xs, Us, dt=T, Z=Es)
+            Xs, Us, dt=T, reference=Es)
     # measured: least squares 0.41 s off (A_c error 2.1), exogenous IV 0.029 s (0.028)
     assert abs(ls.delay[0] - 1.4) > 0.3
     assert abs(exogenous.delay[0] - 1.4) < 0.05
@@ -116,10 +117,10 @@ def test_iv_options_are_checked():
     Xs, Us = noisy_experiments(plant, 1, 20.0, seed=2, length=100)
     with pytest.raises(ParameterError, match="needs the instrument signals"):
         DMDidc(max_delay=3, estimator="iv", instruments="exogenous").fit(Xs, Us, dt=T)
-    with pytest.raises(ParameterError, match="needs estimator='iv' and"):
-        DMDidc(max_delay=3).fit(Xs, Us, dt=T, Z=Us)
+    with pytest.raises(ParameterError, match="reference needs instrumental variables"):
+        DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=T, reference=Us)
     with pytest.raises(ParameterError, match="explicit snapshot pairs Y need estimator='ls'"):
         DMDidc(max_delay=0, estimator="iv").fit(Xs[0][:, :-1], Us[0], dt=T, Y=Xs[0][:, 1:])
     with pytest.raises(ParameterError, match="at least as many instruments as regressors"):
         DMDidc(max_delay=3, estimator="iv", instruments="exogenous", instrument_lags=0).fit(
-            Xs, Us, dt=T, Z=[U[:1] for U in Us])
+            Xs, Us, dt=T, reference=[U[:1] for U in Us])

@@ -70,7 +70,7 @@ def test_huber_beats_least_squares_under_alpha_stable_measurement_noise():
              for X in Xs]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ls = DMDidc(max_delay=3).fit(noisy, Us, dt=T)
+        ls = DMDidc(max_delay=3, estimator="ls").fit(noisy, Us, dt=T)
         huber = DMDidc(max_delay=3, estimator="huber").fit(noisy, Us, dt=T)
     error_ls = np.max(np.abs(ls.delay - plant.delay)) / T if ls.model_.has_continuous else 1.0
     error_huber = np.max(np.abs(huber.delay - plant.delay)) / T

@@ -1,0 +1,207 @@
+"""The value of one validation check, and the warning a failed check raises.
+
+Every fit validates itself (:mod:`dmdidc.inference.diagnostics`): a :class:`Check` records the
+question asked of the data, the statistic, the threshold it was compared with, what was found and,
+for a failed check, the remedy.  A failed check is issued as a :class:`DiagnosticWarning` whose
+message names all four, so a model is never handed on in silence when the data break the method's
+assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from dmdidc.errors import DiagnosticWarning
+
+__all__ = ["Check", "DiagnosticWarning", "FitDiagnostics", "STATISTICAL_CHECKS"]
+
+#: Statistical checks that share a fit's ``check_level`` (Bonferroni): offset, the five residual
+#: checks and least squares against instrumental variables.
+STATISTICAL_CHECKS = 7
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of one validation check of a fit.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier, e.g. ``"feedback"`` (stable: code may select checks by it).
+    question : str
+        What the check asks of the data.
+    passed : bool or None
+        ``True`` passed, ``False`` failed (a :class:`DiagnosticWarning` was issued), ``None``
+        not applicable (``finding`` says why).
+    statistic : float
+        The test statistic (``nan`` when not applicable).
+    threshold : float
+        The value the statistic was compared with (failed when above it).
+    finding : str
+        What was found, with the numbers.
+    remedy : str
+        What to do when the check fails (empty when it passed).
+    """
+
+    name: str
+    question: str
+    passed: bool | None
+    statistic: float = math.nan
+    threshold: float = math.nan
+    finding: str = ""
+    remedy: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the check failed."""
+        return self.passed is False
+
+    def message(self) -> str:
+        """The warning text: check, statistic against threshold, finding and remedy."""
+        numbers = (f" (statistic {self.statistic:.3g} > threshold {self.threshold:.3g})"
+                   if math.isfinite(self.statistic) and math.isfinite(self.threshold) else "")
+        remedy = f" Remedy: {self.remedy}" if self.remedy else ""
+        return f"check '{self.name}' failed{numbers}: {self.finding}.{remedy}"
+
+    def row(self) -> str:
+        """One line of :meth:`dmdidc.diagnostics.FitDiagnostics.summary`."""
+        status = {True: "pass", False: "FAIL", None: "n/a"}[self.passed]
+        numbers = (f"{self.statistic:9.3g} / {self.threshold:<9.3g}"
+                   if math.isfinite(self.statistic) and math.isfinite(self.threshold)
+                   else f"{'':9s}   {'':9s}")
+        return f"  {status:4s}  {self.name:24s} {numbers}  {self.finding}"
+
+
+@dataclass(frozen=True)
+class FitDiagnostics:
+    """Every validation check of one fit, stored on the estimator as ``diagnostics_``.
+
+    Attributes
+    ----------
+    checks : tuple of Check
+        In a fixed order (see :mod:`dmdidc.inference.diagnostics`); select one with
+        ``diagnostics[name]``.
+    estimator : str
+        The estimator that produced the model (``"ls"``, ``"iv"``, ``"huber"``,
+        ``"huber_iv"``): the choice of ``estimator="auto"`` once resolved.
+    instruments : str or None
+        The instruments of an instrumental-variable fit (``"model"``: refined, simulated from a
+        first-stage model; ``"inputs"``, ``"states"``, ``"exogenous"``), else ``None``.
+    level : float
+        Family-wise false-alarm probability of the statistical checks on well-posed data.
+    notes : tuple of str
+        What the fit decided on its own (estimator, instruments, offset, outliers), one line
+        each.
+    analysis : ResidualAnalysis or None
+        The standardized residual correlations behind the residual checks (``None`` for fits
+        from statistics), for :meth:`plot`.
+    """
+
+    checks: tuple[Check, ...]
+    estimator: str
+    instruments: str | None
+    level: float
+    notes: tuple[str, ...] = ()
+    analysis: Any = field(default=None, repr=False)
+
+    def __getitem__(self, name: str) -> Check:
+        for check in self.checks:
+            if check.name == name:
+                return check
+        raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
+
+    @property
+    def failed(self) -> tuple[Check, ...]:
+        """The checks that failed (each issued a :class:`DiagnosticWarning`)."""
+        return tuple(c for c in self.checks if c.failed)
+
+    @property
+    def passed(self) -> bool:
+        """Whether no check failed."""
+        return not self.failed
+
+    def summary(self) -> str:
+        """A table: status, check, statistic / threshold, finding; then the remedies."""
+        lines = [f"fit diagnostics ({self.estimator}"
+                 f"{'' if self.instruments is None else ', instruments ' + self.instruments}; "
+                 f"statistical checks at family-wise level {self.level:g}):"]
+        lines += [f"  note: {note}" for note in self.notes]
+        lines.append(f"  {'':4s}  {'check':24s} {'statistic':>9s} / threshold")
+        lines += [check.row() for check in self.checks]
+        for check in self.failed:
+            lines.append(f"  remedy ({check.name}): {check.remedy}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        """Residual analysis figure (as MATLAB's ``resid``): residual autocorrelation and
+        residual-input cross-correlation, standardized, with the checks' thresholds.
+
+        Parameters
+        ----------
+        path : str or Path, optional
+            Write a PNG there.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+
+        Raises
+        ------
+        ValueError
+            No residual series (a fit from statistics).
+        """
+        from _toolbox.plotting import new_figure, save_figure
+
+        a = self.analysis
+        if a is None:
+            raise ValueError("no residual analysis: fits from statistics have no residual "
+                             "series; fit the data to get the figure")
+        fig = new_figure((9.0, 6.5))
+        ax_white, ax_input, ax_state = fig.subplots(3, 1)
+        lags = a.lags
+        positive = lags >= 0
+        share = self.level / STATISTICAL_CHECKS          # each check's level
+
+        def band(count: int) -> float:      # Bonferroni over the plotted correlations
+            return float(special.ndtri(1.0 - share / (2.0 * count)))
+
+        for i in range(a.whiteness_z.shape[1]):
+            ax_white.plot(lags[positive][1:], a.whiteness_z[1:, i], "o-", ms=3,
+                          label=f"residual {i}")
+        level = band(a.whiteness_z[2:].size)
+        ax_white.axhspan(-level, level, color="0.9", zorder=0)
+        ax_white.axvspan(0.5, 1.5, color="0.95", zorder=0)
+        ax_white.set(title="Whiteness: residual autocorrelation (lag 1 may reflect "
+                           "measurement noise)", xlabel="lag (samples)",
+                     ylabel="standard deviations")
+        ax_white.legend(fontsize=7, ncol=4)
+        cross = a.input_z.reshape(lags.size, -1)
+        level = band(cross.size)
+        n, m = a.input_z.shape[1:]
+        for k in range(cross.shape[1]):
+            ax_input.plot(lags, cross[:, k], ".-", ms=3, label=f"e{k // m}, u{k % m}")
+        ax_input.axhspan(-level, level, color="0.9", zorder=0)
+        ax_input.axvline(0, color="0.5", lw=0.8)
+        ax_input.axvspan(-0.5, a.max_delay + 0.5, color="0.95", zorder=0)
+        ax_input.set(title="Residual-input correlation (negative lags: feedback; shaded: "
+                           "lags 0..max_delay)", xlabel="lag (samples; input earlier > 0)",
+                     ylabel="standard deviations")
+        ax_input.legend(fontsize=7, ncol=min(n * m, 6))
+        states = a.state_z[1:].reshape(a.state_z.shape[0] - 1, -1)
+        level = band(states.size)
+        ax_state.plot(np.arange(1, a.state_z.shape[0]), states, ".-", ms=3)
+        ax_state.axhspan(-level, level, color="0.9", zorder=0)
+        ax_state.set(title="Residuals against past signals (full state: within the band)",
+                     xlabel="lag (samples)", ylabel="standard deviations")
+        if path is not None:
+            save_figure(fig, path)
+        return fig
