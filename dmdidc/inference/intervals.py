@@ -160,10 +160,16 @@ class ConfidenceIntervals:
 
 
 def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,
-                  active: np.ndarray) -> np.ndarray:
+                  active: np.ndarray, block_variance: float | None = None) -> np.ndarray:
     A_d = coefficients[:, :n]
     blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
-    A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active)
+    if block_variance is None:
+        A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active)
+    else:
+        from dmdidc.inference.branches import recover_branch
+
+        A_c, B_c, delay = recover_branch(A_d, blocks, dt, active=active,
+                                         block_variance=block_variance)
     return np.concatenate([delay, A_c.ravel(), B_c.ravel()])
 
 
@@ -183,7 +189,8 @@ def _package(values, lows, highs, ses, n, m, level, method, resamples=0, failure
 
 def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.ndarray, *,
                          n_states: int, n_inputs: int, max_delay: int, dt: float,
-                         level: float = 0.95) -> ConfidenceIntervals:
+                         level: float = 0.95, block_variance: float | None = None
+                         ) -> ConfidenceIntervals:
     """Delta-method intervals (module notes).
 
     Parameters
@@ -219,7 +226,7 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
                     used += [(a, n + j * m + i) for a in range(n)]
     index = np.array(sorted({a * p + c for a, c in used}))
     se_coef = np.sqrt(np.clip(np.diag(cov)[index], 0.0, None))
-    base = _model_vector(restricted, n, m, R, dt, test.active)
+    base = _model_vector(restricted, n, m, R, dt, test.active, block_variance)
     A_c = base[m:m + n * n].reshape(n, n)
     jacobian = np.zeros((base.size, index.size))
     for k, flat in enumerate(index):
@@ -230,7 +237,8 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
             shifted = restricted.copy()
             shifted.flat[flat] += sign * step
             if column < n:                      # A_d: everything moves
-                moved.append(_model_vector(shifted, n, m, R, dt, test.active))
+                moved.append(_model_vector(shifted, n, m, R, dt, test.active,
+                                           block_variance))
             else:                               # a block column moves its channel only
                 channel = (column - n) % m
                 columns = shifted[:, n:].reshape(n, R + 1, m)[:, :, channel].T

@@ -27,7 +27,7 @@ from dmdidc.discretization import first_active_blocks, zoh_matrices
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "recover_channel",
-           "recover_continuous"]
+           "recover_continuous", "structured_misfit"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
 
@@ -191,8 +191,28 @@ def _solve_hold_length(A_c: np.ndarray, b: np.ndarray, b0: np.ndarray, dt: float
     return s
 
 
+def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay: float,
+                      dt: float) -> float:
+    """``sum_j ||B^(j)[:, i] - B^(j)_model||^2``: how far a channel's blocks are from the
+    discretization of ``(A_c, b, delay)`` (eq. 9.65), every block counted.
+
+    Parameters
+    ----------
+    A_c : ndarray, shape (n, n)
+    columns : ndarray, shape (R + 1, n)
+        The channel's column of every block.
+    b : ndarray, shape (n,)
+    delay : float
+    dt : float
+    """
+    from dmdidc.discretization import delay_blocks
+
+    _, model = delay_blocks(A_c, b[:, None], np.array([delay]), dt, columns.shape[0] - 1)
+    return float(np.sum((columns - model[:, :, 0]) ** 2))
+
+
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
-                       active: np.ndarray | None = None
+                       active: np.ndarray | None = None, A_c: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Continuous ``A_c`` (n, n), ``B_c`` (n, m) and per-channel delays (m,) from the blocks.
 
@@ -202,8 +222,11 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     B_blocks : ndarray, shape (R + 1, n, m)
     dt : float
     active : ndarray of bool, shape (R + 1, m), optional
-        Which blocks act (the estimator's decision, :func:`dmdidc.inference.blocks.block_test`); by
-        default the non-zero ones.  A channel without active block gets ``b = 0`` and delay 0.
+        Which blocks act (the estimator's decision, :func:`dmdidc.inference.blocks.block_test`);
+        by default the non-zero ones.  A channel without active block gets ``b = 0`` and delay 0.
+    A_c : ndarray, shape (n, n), optional
+        A logarithm of ``A_d`` chosen beforehand (an alias the data support,
+        :func:`dmdidc.inference.branches.recover_branch`); by default the principal one.
 
     Raises
     ------
@@ -242,7 +265,8 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
         if active.shape != (R1, m):
             raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
                                  f"{(R1, m)} (one flag per block of B_blocks)")
-    A_c = continuous_state_matrix(A_d, dt)
+    A_c = continuous_state_matrix(A_d, dt) if A_c is None else check_finite_array("A_c", A_c,
+                                                                                    ndim=2)
     first = first_active_blocks(active)
     B_c = np.zeros((n, m))
     delays = np.zeros(m)
