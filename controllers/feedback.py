@@ -50,15 +50,23 @@ _TIME_TOL = 1e-12
 
 # ---------------------------------------------------------------------------------- base class
 class _LinearFeedback:
-    """``u_k = K_x x_k + sum_i K_u[i-1] u_{k-i}`` with the controller's own command history."""
+    """``u_k = K_x x_k + sum_i K_u[i-1] u_{k-i}`` with the controller's own command history.
 
-    def __init__(self, K: np.ndarray, K_x: np.ndarray, K_u: np.ndarray) -> None:
+    A model with an :attr:`~dmdidc.DelayedPlant.operating_point` ``(x_op, u_op)`` describes
+    deviations: the law then acts on them, ``u_k - u_op = K_x (x_k - x_op) + sum_i K_u[i-1]
+    (u_{k-i} - u_op)``, so the controller takes and returns physical values and regulates the
+    plant to its operating point.
+    """
+
+    def __init__(self, K: np.ndarray, K_x: np.ndarray, K_u: np.ndarray,
+                 operating_point: Any = None) -> None:
         m, n = K.shape
         self._K = np.array(K, dtype=float)
         self._K_x = np.array(K_x, dtype=float).reshape(m, n)
         self._K_u = np.array(K_u, dtype=float).reshape(-1, m, m)
         for array in (self._K, self._K_x, self._K_u):
             array.flags.writeable = False
+        self.operating_point = operating_point
         self.reset()
 
     @property
@@ -108,13 +116,14 @@ class _LinearFeedback:
         """
         m, H = self.n_inputs, self.history_steps
         if u_past is None:
-            self._history = np.zeros((H, m))
+            self._history = np.zeros((H, m))       # at rest (at the operating point)
             return
         u_past = check_finite_array("u_past", u_past, ndim=2)
         if u_past.shape != (m, H):
             raise DimensionError(f"u_past has shape {u_past.shape}; expected ({m}, {H}) "
                                  f"(inputs x past steps, oldest first)")
-        self._history = u_past[:, ::-1].T.copy()
+        op = self.operating_point
+        self._history = (u_past[:, ::-1].T - (0.0 if op is None else op.input)).copy()
 
     def __call__(self, x: Any) -> np.ndarray:
         """Command ``u_k`` for the measured state ``x_k``; records it in the history.
@@ -131,11 +140,12 @@ class _LinearFeedback:
         if x.shape != (self.n_states,):
             raise DimensionError(f"x has shape {x.shape}; expected ({self.n_states},) "
                                  f"(one measured state vector)")
-        u = self._K_x @ x
-        if self.history_steps:
+        op = self.operating_point
+        u = self._K_x @ (x if op is None else x - op.state)
+        if self.history_steps:          # the history holds deviations from u_op
             u = u + np.einsum("hab,hb->a", self._K_u, self._history)
             self._history = np.concatenate([u[None, :], self._history[:-1]], axis=0)
-        return u
+        return u if op is None else u + op.input
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(n_states={self.n_states}, n_inputs={self.n_inputs}, "
@@ -373,6 +383,7 @@ class NaiveStateFeedback(_LinearFeedback):
     """
 
     def __init__(self, model_or_m: Any, K: Any) -> None:
+        plant = None
         if model_or_m is None:
             K_arr = check_finite_array("K", K, ndim=2)
             m, n = K_arr.shape
@@ -387,7 +398,8 @@ class NaiveStateFeedback(_LinearFeedback):
             plant = as_plant(model_or_m)
             m, n = plant.n_inputs, plant.n_states
         K = _check_gain(K, n, m)
-        super().__init__(K, -K, np.zeros((0, m, m)))
+        super().__init__(K, -K, np.zeros((0, m, m)),
+                         operating_point=None if plant is None else plant.operating_point)
 
 
 class PredictiveController(_LinearFeedback):
@@ -451,7 +463,8 @@ class PredictiveController(_LinearFeedback):
         self.prediction = prediction
         self.plant = plant
         self.delay_steps = steps
-        super().__init__(K, *_law_from_predictor(K, P_x, P_u))
+        super().__init__(K, *_law_from_predictor(K, P_x, P_u),
+                         operating_point=plant.operating_point)
 
 
 class FractionalDelayController(_LinearFeedback):
@@ -547,7 +560,7 @@ class FractionalDelayController(_LinearFeedback):
                 K, *_reference_predictor(A_c, B_c, delay, plant.dt, reference_delay))
         self.plant = plant
         self.reference_delay = reference_delay
-        super().__init__(K, K_x, K_u)
+        super().__init__(K, K_x, K_u, operating_point=plant.operating_point)
 
     def nominal_closed_loop(self) -> np.ndarray:
         """Loop the controller achieves on its own model (its nonzero eigenvalues are exact).

@@ -131,7 +131,9 @@ class DelayedMPC:
     Parameters
     ----------
     model : DelayedPlant or fitted estimator
-        The (identified) delayed plant; anything :func:`dmdidc.as_plant` accepts.
+        The (identified) delayed plant; anything :func:`dmdidc.as_plant` accepts.  With an
+        operating point the problem is posed in deviations from it (the cost regulates the
+        plant to it); states, inputs and bounds stay in the model's physical units.
     horizon : int
         Number ``N >= 1`` of decision moves.
     Q : float, array_like of shape (n,) or (n, n), optional
@@ -239,6 +241,10 @@ class DelayedMPC:
                  solver: str = "CLARABEL", warm_start: bool = True, inaccurate: str = "warn",
                  solver_options: dict[str, Any] | None = None) -> None:
         plant = as_plant(model)
+        #: The model's operating point: the problem is posed in deviations from it, and
+        #: ``solve`` / ``__call__`` / the bounds are in the model's physical units.
+        self.operating_point = plant.operating_point
+        plant = plant.deviation_model()
         self.plant: DelayedPlant = plant
         n, m, R_max = plant.n_states, plant.n_inputs, plant.max_delay
         self.horizon = check_integer("horizon", horizon, minimum=1)
@@ -248,6 +254,12 @@ class DelayedMPC:
         self.R = read_only(check_weight("R", R, m, definite=True))
         self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
         self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
+        op = self.operating_point
+        u_op, x_op = (np.zeros(m), np.zeros(n)) if op is None else (op.input, op.state)
+        self._u_lo, self._u_hi = (None if b is None else b - u_op for b in (self.u_min,
+                                                                             self.u_max))
+        self._x_lo, self._x_hi = (None if b is None else b - x_op for b in (self.x_min,
+                                                                             self.x_max))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
@@ -329,10 +341,10 @@ class DelayedMPC:
                       for j in range(w, R_max + 1))
         constraints = [self._x[:, 0] == self._x_param,
                        self._x[:, 1:] == self.plant.A_d @ self._x[:, :-1] + forcing]
-        if self.u_min is not None:
-            constraints.append(self._u >= np.outer(self.u_min, np.ones(N)))
-        if self.u_max is not None:
-            constraints.append(self._u <= np.outer(self.u_max, np.ones(N)))
+        if self._u_lo is not None:
+            constraints.append(self._u >= np.outer(self._u_lo, np.ones(N)))
+        if self._u_hi is not None:
+            constraints.append(self._u <= np.outer(self._u_hi, np.ones(N)))
 
         window = self._x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
         objective = cp.sum_squares(_factor(self.R) @ self._u)
@@ -353,10 +365,10 @@ class DelayedMPC:
                 objective = objective + self.state_penalty * cp.sum(self._slack)
             else:
                 slack = 0
-            if self.x_min is not None:
-                constraints.append(window >= np.outer(self.x_min, ones) - slack)
-            if self.x_max is not None:
-                constraints.append(window <= np.outer(self.x_max, ones) + slack)
+            if self._x_lo is not None:
+                constraints.append(window >= np.outer(self._x_lo, ones) - slack)
+            if self._x_hi is not None:
+                constraints.append(window <= np.outer(self._x_hi, ones) + slack)
         self._problem = cp.Problem(cp.Minimize(objective), constraints)
         if not self._problem.is_dcp(dpp=True):  # pragma: no cover - construction guarantees it
             raise SolverError("internal error: the MPC problem is not DPP-compliant")
@@ -422,6 +434,9 @@ class DelayedMPC:
         if x.shape != (self._n,):
             raise DimensionError(f"x has shape {x.shape}; expected ({self._n},)")
         history = self._check_history(u_history)
+        op = self.operating_point
+        if op is not None:              # the problem is posed in deviations
+            x, history = x - op.state, history - op.input[:, None]
         self._x_param.value = x
         if self._history_param is not None:
             self._history_param.value = history
@@ -465,6 +480,8 @@ class DelayedMPC:
         stats = self._problem.solver_stats
         iterations = getattr(stats, "num_iters", None)
         solver_time = getattr(stats, "solve_time", None)
+        if op is not None:
+            inputs, states = inputs + op.input[:, None], states + op.state[:, None]
         return MPCResult(inputs=read_only(inputs), states=read_only(states),
                          cost=float(self._problem.value), status=status, solve_time=elapsed,
                          solver_time=None if solver_time is None else float(solver_time),
@@ -474,8 +491,9 @@ class DelayedMPC:
     # ------------------------------------------------------------------ helpers
     def _check_history(self, u_history: Any) -> np.ndarray:
         m, R_max = self.plant.n_inputs, self.plant.max_delay
-        if u_history is None:
-            return np.zeros((m, R_max))
+        if u_history is None:           # at rest: zero, or the operating point's input
+            op = self.operating_point
+            return np.zeros((m, R_max)) + (0.0 if op is None else op.input[:, None])
         history = check_finite_array("u_history", u_history, ndim=2)
         if history.shape != (m, R_max):
             raise DimensionError(f"u_history has shape {history.shape}; expected {(m, R_max)} "
@@ -483,7 +501,7 @@ class DelayedMPC:
         return history
 
     def _check_input_bounds(self, inputs: np.ndarray) -> None:
-        for name, bound, sign in (("u_min", self.u_min, -1.0), ("u_max", self.u_max, 1.0)):
+        for name, bound, sign in (("u_min", self._u_lo, -1.0), ("u_max", self._u_hi, 1.0)):
             if bound is None:
                 continue
             excess = sign * (inputs - bound[:, None])

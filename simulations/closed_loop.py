@@ -27,6 +27,7 @@ Other controllers are called once per step.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -522,6 +523,11 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     ((1, 51), (1, 50), True)
     """
     plant = as_plant(plant, "plant")
+    if plant.operating_point is not None:
+        return _around_operating_point(plant, controller, x0, steps, process_noise=process_noise,
+                                       measurement_noise=measurement_noise, rng=rng, fine=fine,
+                                       points_per_step=points_per_step, Q=Q, R=R,
+                                       progress=progress, method=method)
     n, m = plant.n_states, plant.n_inputs
     steps = check_integer("steps", steps, minimum=0)
     x0 = check_finite_array("x0", x0, ndim=1)
@@ -543,6 +549,12 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     if method == "linear" and not linear:
         raise ParameterError(f"method='linear' needs a controller with feedback_matrices(); "
                              f"{type(controller).__name__} has none")
+    if getattr(controller, "operating_point", None) is not None:
+        if method == "linear":
+            raise ParameterError("method='linear' iterates the linear law, but this controller "
+                                 "acts around an operating point (an affine law); use "
+                                 "method='step' or 'auto'")
+        linear = False                 # affine law: step the controller itself
     use_linear = linear and method != "step"
 
     generator = as_generator(rng)
@@ -573,3 +585,41 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
                             stage_costs=stage, cost=float(stage.sum()), dt=plant.dt,
                             method="linear" if use_linear else "step", measurement_noise=V,
                             fine_times=fine_times, fine_states=fine_states)
+
+
+class _DeviationController:
+    """A physical-units controller seen from a loop that runs in deviations."""
+
+    def __init__(self, controller: Any, operating_point: Any) -> None:
+        self._controller, self._op = controller, operating_point
+
+    def reset(self) -> None:
+        self._controller.reset()
+
+    def __call__(self, x_deviation: np.ndarray) -> np.ndarray:
+        u = checked_output(f"the controller {type(self._controller).__name__}",
+                           self._controller(x_deviation + self._op.state), self._op.input.shape)
+        return u - self._op.input
+
+
+def _around_operating_point(plant: DelayedPlant, controller: Any, x0: Any, steps: int,
+                            **options: Any) -> ClosedLoopResult:
+    """The loop of a plant with an operating point: its dynamics act on deviations, the
+    controller sees and commands physical values, and the result is physical (stage costs
+    weigh the deviations, the quantity regulated to zero)."""
+    op = plant.operating_point
+    x0 = check_finite_array("x0", x0, ndim=1)
+    if x0.shape != op.state.shape:
+        raise DimensionError(f"x0 has shape {x0.shape}; expected {op.state.shape}")
+    if options.get("method") == "linear":
+        raise ParameterError("method='linear' iterates a linear law in the plant's coordinates; "
+                             "a plant with an operating point runs the controller step by step "
+                             "(method='step' or 'auto')")
+    options["method"] = "step"
+    result = simulate_closed_loop(plant.deviation_model(), _DeviationController(controller, op),
+                                  x0 - op.state, steps, **options)
+    fine = None if result.fine_states is None else read_only(result.fine_states
+                                                             + op.state[:, None])
+    return dataclasses.replace(result, states=read_only(result.states + op.state[:, None]),
+                               inputs=read_only(result.inputs + op.input[:, None]),
+                               fine_states=fine)
