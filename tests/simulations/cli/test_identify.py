@@ -22,23 +22,46 @@ def noisy_data(tmp_path, offset=0.0, noise=0.01, delay=2.5):
 
 def test_default_identify_gets_the_delay_from_noisy_data_with_offset(tmp_path, capsys):
     path, out = noisy_data(tmp_path, offset=5.0), tmp_path / "model.json"
-    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--detrend",
-                 "constant", "--out", str(out)]) == 0
+    figure = tmp_path / "resid.png"
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out", str(out),
+                 "--residuals", str(figure)]) == 0
     model = DelayedPlant.load(out)
     np.testing.assert_array_equal(model.delay_steps, [1, 1])
     assert np.all(np.abs(model.delay - 2.5) < 0.05 * 2.0)
+    assert model.operating_point is not None                  # the offset, found and kept
     captured = capsys.readouterr()
-    assert "block test" in captured.out and "removed (constant) mean state" in captured.out
+    assert "block test" in captured.out and "operating point: x_op" in captured.out
+    assert "fit diagnostics (iv, instruments model" in captured.out
+    assert figure.stat().st_size > 10_000
     assert "warning" not in captured.err
 
 
 def test_identify_offset_without_detrend_warns_with_the_cause(tmp_path, capsys):
     path = noisy_data(tmp_path, offset=5.0)
-    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out",
-                 str(tmp_path / "m.json")]) == 0
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--detrend", "none",
+                 "--out", str(tmp_path / "m.json")]) == 0
     err = capsys.readouterr().err
-    assert "dmdidc identify: warning: the residuals have the non-zero mean" in err
-    assert "detrend='constant'" in err
+    assert "dmdidc identify: warning: check 'offset' failed" in err
+    assert "detrend='auto'" in err
+
+
+def test_identify_closed_loop_with_the_reference_and_refused_flags(tmp_path, capsys):
+    from simulations.studies.data_kinds import make_data, random_plant
+
+    data = make_data("closed_loop", random_plant(1000), samples=4000, rng=0)
+    np.savez(tmp_path / "loop.npz", X=data.X, U=data.U)
+    np.savetxt(tmp_path / "r.csv", data.reference.T, delimiter=",")
+    assert main(["identify", str(tmp_path / "loop.npz"), "--dt", "0.5", "--max-delay", "4",
+                 "--reference", str(tmp_path / "r.csv"), "--out", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "closed loop: instruments driven by the part of the inputs the reference" in out
+    np.savetxt(tmp_path / "short.csv", data.reference.T[:10], delimiter=",")
+    assert main(["identify", str(tmp_path / "loop.npz"), "--dt", "0.5", "--max-delay", "4",
+                 "--reference", str(tmp_path / "short.csv")]) == 2
+    assert "expected 4000 (one per input sample)" in capsys.readouterr().err
+    assert main(["identify", str(tmp_path / "loop.npz"), "--dt", "0.5", "--max-delay", "4",
+                 "--method", "qr"]) == 2           # a least-squares solver for an IV fit
+    assert "selects a least-squares solver" in capsys.readouterr().err
 
 
 def test_identify_max_delay_zero_on_a_delayed_plant_names_the_bound(tmp_path, capsys):
@@ -63,14 +86,15 @@ def test_identify_block_rtol_override_and_bad_significance(tmp_path, capsys):
     np.testing.assert_allclose(DelayedPlant.load(out).delay, 2.5, atol=0.05)
     assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--significance",
                  "2"]) == 2
-    assert "significance must lie in (0.0, 1.0)" in capsys.readouterr().err
+    assert "significance must be a real number in (0, 1)" in capsys.readouterr().err
 
 
 def test_identify_help_shows_the_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["identify", "--help"])
     out = capsys.readouterr().out
-    assert "--detrend {none,constant,linear}" in out and "default: 0.001" in out
+    assert "--detrend {auto,none,constant,linear}" in out and "default: 0.001" in out
+    assert "--estimator {auto,ls,iv,huber,huber_iv}" in out
 
 
 def test_identify_refuses_significance_with_the_block_rtol_override(tmp_path, capsys):
@@ -93,8 +117,9 @@ def test_identify_help_states_the_estimators_own_defaults(capsys):
     defaults = DMDidc().get_params()
     assert defaults["significance"] is None          # None: the documented default level
     assert f"(default: {DEFAULT_SIGNIFICANCE:g};" in out
-    assert "--method {auto,gram,qr} regression solver" in out
+    assert "--method {auto,gram,qr} least-squares solver" in out
     assert f"(default: {defaults['method']})" in out
+    assert f"(default: {defaults['estimator']})" in out and defaults["estimator"] == "auto"
 
 
 def test_identify_refuses_an_npz_with_arrays_it_would_ignore(tmp_path, capsys):
