@@ -1,0 +1,308 @@
+"""The data practitioners record, on random plants: is a fit right, or does it say it may not be?
+
+A *data kind* is a way real identification data depart from the idealized experiment (white
+inputs, every state measured, open loop, white measurement noise): feedback, coloured noise,
+low-pass or multisine inputs, a sensor offset, fewer signals than states, outliers.
+:func:`make_data` draws a data set of one kind from a random stable plant
+(:func:`random_plant`), :func:`assess` fits it and classifies the outcome:
+
+* **right**: every channel's delay within ``delay_tolerance`` periods and every eigenvalue of
+  ``A_c`` within ``eigenvalue_tolerance`` (relative, matched one to one) of the truth;
+* **loud**: the fit raised a toolbox error or issued a warning;
+* **silently wrong**: neither: the failure the toolbox must never produce.
+
+For ``"partial"`` data (``y = C x`` with fewer signals than states, passed as states) a fit is
+counted right when its eigenvalues match a subset of the true ones and the delays are right: a
+reduced model that captures the plant's dominant modes is a useful answer.
+
+:func:`right_or_loud` tabulates outcomes over kinds and seeds; ``benchmarks/bench_trust.py`` and
+the documentation's "When to trust a fit" page use it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import signal
+from scipy.optimize import linear_sum_assignment
+
+from _toolbox.errors import ParameterError, ToolboxError
+from _toolbox.validation import as_generator, check_integer
+
+__all__ = ["DATA_KINDS", "IdentificationData", "Outcome", "assess", "make_data",
+           "random_plant", "right_or_loud"]
+
+#: The kinds of data :func:`make_data` draws, with what each departs from.
+DATA_KINDS = {
+    "white": "white inputs, every state, open loop, white measurement noise (well-posed)",
+    "closed_loop": "a stabilizing controller acts on the noisy measurements, plus a small dither",
+    "coloured_noise": "AR(1)-coloured measurement noise (coefficient 0.9)",
+    "lowpass_inputs": "inputs low-pass filtered (2nd-order Butterworth at 0.1 x Nyquist)",
+    "multisine": "three sinusoids per input channel",
+    "offset": "a constant sensor offset of about 1-2 x each state's rms, no detrend",
+    "partial": "y = C x with one signal fewer than states, passed as the states",
+    "outliers": "1 % of the samples carry outliers of 50 x the noise level",
+}
+
+
+def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int = 3,
+                 n_inputs: int = 2, dt: float = 0.5, max_delay: int = 4,
+                 delay_periods: tuple[float, float] = (0.2, 2.8)):
+    """A random stable plant with a fractional delay per input channel.
+
+    Eigenvalues of ``A_c T`` have real parts in ``[-1, -0.05]`` and, for complex pairs,
+    imaginary parts in ``[0.1, 1.5]``; the eigenvectors are a random matrix with singular values
+    in ``[1, 3]`` (non-normal); ``B_c`` is standard normal; each channel's delay is uniform in
+    ``delay_periods`` (in periods).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator, int or None
+    n_states, n_inputs : int
+    dt : float
+        Sampling period ``T`` (s).
+    max_delay : int
+        ``R`` of the returned :class:`~dmdidc.DelayedPlant` (must cover the delays).
+    delay_periods : (float, float)
+
+    Returns
+    -------
+    dmdidc.DelayedPlant
+    """
+    from dmdidc import DelayedPlant
+
+    rng = as_generator(rng)
+    n, T = n_states, dt
+    J = np.zeros((n, n))
+    i = 0
+    while i < n:
+        real = rng.uniform(-1.0, -0.05) / T
+        if i + 1 < n and rng.random() < 0.5:
+            omega = rng.uniform(0.1, 1.5) / T
+            J[i:i + 2, i:i + 2] = [[real, omega], [-omega, real]]
+            i += 2
+        else:
+            J[i, i] = real
+            i += 1
+    Q1, Q2 = (np.linalg.qr(rng.standard_normal((n, n)))[0] for _ in range(2))
+    V = Q1 @ np.diag(rng.uniform(1.0, 3.0, n)) @ Q2
+    delay = rng.uniform(*delay_periods, n_inputs) * T
+    return DelayedPlant.from_continuous(V @ J @ np.linalg.inv(V),
+                                        rng.standard_normal((n, n_inputs)), delay, T,
+                                        max_delay=max_delay)
+
+
+@dataclass(frozen=True)
+class IdentificationData:
+    """A data set of one kind: what a user would pass to ``DMDidc.fit``.
+
+    Attributes
+    ----------
+    kind : str
+    X : ndarray, shape (q, K + 1)
+        The measured signals (the states, or ``C x`` for ``"partial"``), with the noise.
+    U : ndarray, shape (m, K)
+    reference : ndarray, shape (m, K) or None
+        The dither added to the controller's commands (``"closed_loop"`` only).
+    C : ndarray, shape (q, n) or None
+        The measurement matrix of ``"partial"`` data.
+    """
+
+    kind: str
+    X: np.ndarray
+    U: np.ndarray
+    reference: np.ndarray | None = None
+    C: np.ndarray | None = None
+
+
+def _rms(X: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.mean(X ** 2, axis=1, keepdims=True))
+
+
+def _noise(shape: tuple[int, int], level: np.ndarray, rng: np.random.Generator,
+           ar: float = 0.0) -> np.ndarray:
+    e = rng.standard_normal(shape)
+    if ar:
+        e = signal.lfilter([np.sqrt(1.0 - ar ** 2)], [1.0, -ar], e, axis=1)
+    return level * e
+
+
+def _inputs(kind: str, m: int, K: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "lowpass_inputs":
+        b, a = signal.butter(2, 0.1)
+        U = signal.lfilter(b, a, rng.standard_normal((m, K + 200)), axis=1)[:, 200:]
+        return U / U.std(axis=1, keepdims=True)
+    if kind == "multisine":
+        k = np.arange(K)
+        U = np.zeros((m, K))
+        for i in range(m):
+            for f in rng.uniform(0.02, 0.45, 3):
+                U[i] += np.sin(2 * np.pi * f * k + rng.uniform(0, 2 * np.pi))
+        return U
+    return rng.standard_normal((m, K))
+
+
+def _closed_loop(plant, K: int, snr_db: float, rng: np.random.Generator):
+    """Noisy measurements fed back through an LQR gain (heavy input weight), plus a dither."""
+    from controllers import lqr_gain
+
+    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    gain = lqr_gain(plant, R=3.0 * np.eye(m))
+    scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, K))))
+    dither = 0.3 * rng.standard_normal((m, K))
+    w = 0.3 * scale * rng.standard_normal((n, K))
+    v = _noise((n, K + 1), 10 ** (-snr_db / 20) * scale, rng)
+    X, U = np.zeros((n, K + 1)), np.zeros((m, K))
+    history = np.zeros((R + 1, m))
+    for k in range(K):
+        U[:, k] = -gain @ (X[:, k] + v[:, k]) + dither[:, k]
+        history = np.roll(history, 1, axis=0)
+        history[0] = U[:, k]
+        X[:, k + 1] = plant.A_d @ X[:, k] + np.einsum("jab,jb->a", plant.B_blocks, history) \
+            + w[:, k]
+    return X + v, U, dither
+
+
+def make_data(kind: str, plant, *, samples: int = 3000, snr_db: float = 30.0,
+              rng: np.random.Generator | int | None = None) -> IdentificationData:
+    """Draw a data set of ``kind`` (see :data:`DATA_KINDS`) from ``plant``.
+
+    Parameters
+    ----------
+    kind : str
+    plant : dmdidc.DelayedPlant
+        The true plant.
+    samples : int, default 3000
+        ``K``, the number of inputs.
+    snr_db : float, default 30
+        Measurement noise: standard deviation ``10^(-snr_db / 20)`` times each state's rms.
+    rng : numpy.random.Generator, int or None
+
+    Returns
+    -------
+    IdentificationData
+    """
+    if kind not in DATA_KINDS:
+        raise ParameterError(f"kind must be one of {list(DATA_KINDS)}; got {kind!r}")
+    samples = check_integer("samples", samples, minimum=plant.max_delay + 2)
+    rng = as_generator(rng)
+    n, m = plant.n_states, plant.n_inputs
+    if kind == "closed_loop":
+        X, U, dither = _closed_loop(plant, samples, snr_db, rng)
+        return IdentificationData(kind, X, U, reference=dither)
+    U = _inputs(kind, m, samples, rng)
+    X = plant.simulate(np.zeros(n), U)
+    level = 10 ** (-snr_db / 20) * _rms(X)
+    X = X + _noise(X.shape, level, rng, ar=0.9 if kind == "coloured_noise" else 0.0)
+    C = None
+    if kind == "offset":
+        X = X + 2.0 * _rms(X) * rng.uniform(0.5, 1.0, (n, 1))
+    elif kind == "partial":
+        C = rng.standard_normal((n - 1, n))
+        X = C @ X
+    elif kind == "outliers":
+        hit = rng.random(X.shape[1]) < 0.01
+        X[:, hit] += 50 * level * rng.choice([-1.0, 1.0], (n, int(hit.sum())))
+    return IdentificationData(kind, X, U, C=C)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one fit went (see the module notes)."""
+
+    kind: str
+    right: bool
+    loud: bool
+    eigenvalue_error: float
+    delay_error: float
+    messages: tuple[str, ...] = field(default=())
+
+    @property
+    def silently_wrong(self) -> bool:
+        return not self.right and not self.loud
+
+
+def _eigenvalue_error(estimate: np.ndarray, truth: np.ndarray) -> float:
+    """Largest relative error of the estimated eigenvalues, matched one to one to a subset."""
+    cost = np.abs(estimate[:, None] - truth[None]) / np.abs(truth[None])
+    rows, cols = linear_sum_assignment(cost)
+    return float(cost[rows, cols].max())
+
+
+def assess(fit: Callable[[IdentificationData], Any], data: IdentificationData, plant, *,
+           eigenvalue_tolerance: float = 0.25, delay_tolerance: float = 0.15) -> Outcome:
+    """Fit ``data`` with ``fit(data) -> fitted DMDidc`` and classify the outcome.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(data)`` returns a fitted :class:`~dmdidc.DMDidc` (e.g.
+        ``lambda d: DMDidc(max_delay=4).fit(d.X, d.U, dt=0.5)``).
+    data : IdentificationData
+    plant : dmdidc.DelayedPlant
+        The true plant.
+    eigenvalue_tolerance : float, default 0.25
+        Largest relative eigenvalue error of ``A_c`` counted as right.
+    delay_tolerance : float, default 0.15
+        Largest delay error (periods) counted as right.
+
+    Returns
+    -------
+    Outcome
+
+    Examples
+    --------
+    >>> from dmdidc import DMDidc
+    >>> plant = random_plant(1000)
+    >>> data = make_data("offset", plant, rng=0)
+    >>> outcome = assess(lambda d: DMDidc(max_delay=4).fit(d.X, d.U, dt=0.5), data, plant)
+    >>> outcome.right, outcome.silently_wrong
+    (True, False)
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est = fit(data)
+            A_c, delay = est.A_c, est.delay
+        except (ToolboxError, ValueError) as exc:
+            return Outcome(data.kind, False, True, np.inf, np.inf, (f"raised: {exc}",))
+    messages = tuple(str(w.message) for w in caught if issubclass(w.category, UserWarning))
+    eig = _eigenvalue_error(np.linalg.eigvals(A_c), np.linalg.eigvals(plant.A_c))
+    delay_error = float(np.max(np.abs(delay - plant.delay)) / plant.dt)
+    right = eig <= eigenvalue_tolerance and delay_error <= delay_tolerance
+    return Outcome(data.kind, right, bool(messages), eig, delay_error, messages)
+
+
+def right_or_loud(fit: Callable[[IdentificationData], Any], *,
+                  kinds: Sequence[str] = tuple(DATA_KINDS), seeds: Sequence[int] = range(10),
+                  samples: int = 3000, snr_db: float = 30.0,
+                  plant_options: dict[str, Any] | None = None) -> list[Outcome]:
+    """Outcomes of ``fit`` for every kind and seed (plant seed ``1000 + seed``, data ``seed``).
+
+    Parameters
+    ----------
+    fit : callable
+        As in :func:`assess`.
+    kinds : sequence of str
+        Keys of :data:`DATA_KINDS`.
+    seeds : sequence of int
+    samples, snr_db
+        As in :func:`make_data`.
+    plant_options : dict, optional
+        Keyword arguments of :func:`random_plant`.
+
+    Returns
+    -------
+    list of Outcome
+    """
+    out = []
+    for kind in kinds:
+        for seed in seeds:
+            plant = random_plant(1000 + seed, **(plant_options or {}))
+            data = make_data(kind, plant, samples=samples, snr_db=snr_db, rng=seed)
+            out.append(assess(fit, data, plant))
+    return out
