@@ -66,7 +66,6 @@ from dmdidc.regression.solution import (
 )
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
-from dmdidc.statistics.layout import INSTRUMENT_KINDS
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
 from dmdidc.trajectories import detrended, remove_trend
 
@@ -76,7 +75,7 @@ _DETRENDS = ("auto", None, "constant", "linear")
 #: The estimators of the regression.
 ESTIMATORS = ("auto", "ls", "iv", "huber", "huber_iv")
 #: The instruments of ``estimator="iv"`` (``"auto"``: the best the call allows).
-INSTRUMENTS = ("auto", "model") + INSTRUMENT_KINDS
+INSTRUMENTS = ("auto", "model", "inputs", "states", "exogenous")
 #: Family-wise level of the block test when ``significance`` is not given.
 DEFAULT_SIGNIFICANCE = 1e-3
 #: Family-wise false-alarm probability of the statistical validation checks.

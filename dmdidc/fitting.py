@@ -32,9 +32,20 @@ from dmdidc.regression.instrumental import (
     first_stage_f,
     long_run_covariance,
 )
-from dmdidc.regression.refined import model_instruments, reference_projection
+from dmdidc.regression.refined import (
+    instrument_rows,
+    model_instruments,
+    reference_projection,
+    simulated_states,
+)
 from dmdidc.regression.robust import huber_solution, huber_threshold
-from dmdidc.regression.solution import EXACT_FIT, RegressionSolution, lagged_inputs, least_squares
+from dmdidc.regression.solution import (
+    EXACT_FIT,
+    FULL_COVARIANCE_LIMIT,
+    RegressionSolution,
+    lagged_inputs,
+    least_squares,
+)
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.trajectories import subsample
@@ -73,6 +84,9 @@ class FitOutcome:
     notes : list of str
     reference : bool
         The instruments come from a reference signal (closed loop).
+    instrument_kind : str or None
+        How ``instrument_signals`` instrument (:func:`dmdidc.regression.refined.
+        instrument_rows`): ``"simulated"`` or ``"exogenous"``.
     """
 
     solution: RegressionSolution
@@ -85,13 +99,18 @@ class FitOutcome:
     least_squares: RegressionSolution | None = None
     notes: list[str] = field(default_factory=list)
     reference: bool = False
+    instrument_kind: str | None = None
 
 
-def _statistics(trajectories, R: int, instruments, lags: int | None = None
-                ) -> SufficientStatistics:
-    return SufficientStatistics.from_data([X for X, _ in trajectories],
-                                          [U for _, U in trajectories], max_delay=R,
-                                          instruments=instruments, instrument_lags=lags)
+def _statistics(trajectories, R: int, instruments, lags: int | None = None,
+                signals: list | None = None) -> SufficientStatistics:
+    """Statistics of validated trajectories; ``instruments`` a kind (with ``signals`` for
+    ``"exogenous"`` and ``"simulated"``) or, as in ``from_data``, a list of exogenous signals."""
+    if isinstance(instruments, list):
+        instruments, signals = "exogenous", instruments
+    return SufficientStatistics.from_trajectories(
+        trajectories, signals if signals is not None else [None] * len(trajectories),
+        max_delay=R, instruments=instruments, instrument_lags=lags)
 
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
@@ -308,29 +327,40 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         solution = _solve(first, R, "iv", centred, **options)
     except InsufficientExcitationError:       # weak fixed instruments: start from LS
         solution = _solve(first, R, "ls", centred, **options)
+    # open loop: the simulated states beside the inputs (which instrument themselves); closed
+    # loop: the simulated states and the reference-driven inputs at lags 0 .. R
+    kind = "simulated" if references is None else "exogenous"
     for _ in range(REFINEMENTS):
-        signals = model_instruments(*_model(solution, n, m, R), drives)
-        stats = _statistics(trajectories, R, signals, 0)
+        A_d, B_blocks = _model(solution, n, m, R)
+        signals = ([simulated_states(A_d, B_blocks, U) for U in inputs] if references is None
+                   else model_instruments(A_d, B_blocks, drives))
+        stats = _statistics(trajectories, R, kind, 0, signals)
         solution = _solve(stats, R, "iv", centred, **options)
-    if solution.relative_residual > EXACT_FIT:     # rounding is not serially correlated noise
+    if solution.coefficients.size > FULL_COVARIANCE_LIMIT:
+        notes.append(f"{solution.coefficients.size} coefficients: the long-run covariance "
+                     f"(serially correlated residuals) is not formed beyond "
+                     f"{FULL_COVARIANCE_LIMIT}; standard errors assume white residuals")
+    elif solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         pieces, piece_signals, scale = subsample(trajectories, signals)
         covariance = long_run_covariance(solution.coefficients,
-                                         _regression_vectors(pieces, piece_signals, R),
+                                         _regression_vectors(pieces, piece_signals, R, kind),
                                          centred=centred)
         # the long-run covariance of the moments grows like the samples; Theta's shrinks
         solution = dataclasses.replace(solution, sampling_covariance=covariance / scale)
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
-                      _twin(stats, R, "ls", centred, options), notes, references is not None)
+                      _twin(stats, R, "ls", centred, options), notes, references is not None,
+                      kind)
 
 
-def _regression_vectors(trajectories, signals, R: int):
-    """Per trajectory ``(Phi (p, N), Y (n, N), Z (q (R + 1), N))`` for ``k = R .. K - 1``."""
+def _regression_vectors(trajectories, signals, R: int, kind: str):
+    """Per trajectory ``(Phi (p, N), Y (n, N), Z)`` for ``k = R .. K - 1`` (``Z`` the
+    instruments of ``kind``, :func:`dmdidc.regression.refined.instrument_rows`)."""
     for (X, U), E in zip(trajectories, signals, strict=True):
         K = U.shape[1]
         if K <= R:
             continue
         yield (np.concatenate([X[:, R:K], lagged_inputs(U, R)]), X[:, R + 1:],
-               lagged_inputs(E, R))
+               instrument_rows(kind, U, E, R))
 
 
 def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
@@ -350,7 +380,7 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
     n, p = solution.coefficients.shape
     c = huber_threshold(n)
     signals = outcome.instrument_signals
-    blocks = list(_regression_vectors(trajectories, signals, R))
+    blocks = list(_regression_vectors(trajectories, signals, R, outcome.instrument_kind))
     Phi = np.concatenate([b[0] for b in blocks], axis=1)
     Y = np.concatenate([b[1] for b in blocks], axis=1)
     Z = np.concatenate([b[2] for b in blocks], axis=1)

@@ -196,10 +196,14 @@ class FitDiagnostics:
                            "lags 0..max_delay)", xlabel="lag (samples; input earlier > 0)",
                      ylabel="standard deviations")
         ax_input.legend(fontsize=7, ncol=min(n * m, 6))
-        states = a.state_z[1:].reshape(a.state_z.shape[0] - 1, -1)
-        level = band(states.size)
-        ax_state.plot(np.arange(1, a.state_z.shape[0]), states, ".-", ms=3)
-        ax_state.axhspan(-level, level, color="0.9", zorder=0)
+        if a.whiteness_z.shape[1] ** 2 <= 400:       # one filter per signal and residual
+            states = a.state_z[1:].reshape(a.state_z.shape[0] - 1, -1)
+            level = band(states.size)
+            ax_state.plot(np.arange(1, a.state_z.shape[0]), states, ".-", ms=3)
+            ax_state.axhspan(-level, level, color="0.9", zorder=0)
+        else:
+            ax_state.text(0.5, 0.5, "not drawn: too many signals", ha="center",
+                          transform=ax_state.transAxes)
         ax_state.set(title="Residuals against past signals (full state: within the band)",
                      xlabel="lag (samples)", ylabel="standard deviations")
         if path is not None:

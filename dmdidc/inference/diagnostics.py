@@ -42,7 +42,7 @@ from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restrict
 from dmdidc.inference.checks import Check
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
-from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
+from dmdidc.regression.solution import EXACT_FIT, FULL_COVARIANCE_LIMIT, RegressionSolution
 from dmdidc.trajectories import subsample
 
 __all__ = ["eigenvalue_standard_errors", "fit_diagnostics", "identification_warnings",
@@ -145,6 +145,15 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     return checks
 
 
+def _too_large(name: str, question: str, solution: RegressionSolution) -> Check | None:
+    """A not-applicable check when the full covariance of the coefficients is too large."""
+    if solution.coefficients.size <= FULL_COVARIANCE_LIMIT:
+        return None
+    return Check(name, question, None,
+                 finding=f"not computed: {solution.coefficients.size} coefficients (n p) need "
+                         f"their full covariance, formed only up to {FULL_COVARIANCE_LIMIT}")
+
+
 def identification_warnings(solution: RegressionSolution, test: BlockTest, model: DelayedPlant,
                             *, detrended: bool = False,
                             log_error: Exception | None = None) -> list[str]:
@@ -215,6 +224,9 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
 def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
                         significance: float) -> Check:
     question = "Is every eigenvalue of A_d significantly away from zero?"
+    skipped = _too_large("determined_modes", question, solution)
+    if skipped is not None:
+        return skipped
     eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
     z = float(special.ndtri(1.0 - significance / (2 * eigenvalues.size)))
     weak = np.flatnonzero(np.abs(eigenvalues) <= z * errors)
@@ -270,6 +282,8 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
     str or None
         A sentence naming the evidence (``None`` when there is none).
     """
+    if solution.coefficients.size > FULL_COVARIANCE_LIMIT:
+        return None
     eigenvalues, errors = eigenvalue_standard_errors(solution, A_d)
     findings = []
     for lam, se in zip(eigenvalues, errors, strict=True):
@@ -343,7 +357,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     )
 
     solution = outcome.solution
-    restricted = restricted_solution(solution, kept if kept is not None else test.active)
+    restricted = (restricted_solution(solution, kept if kept is not None else test.active)
+                  if solution.coefficients.size <= FULL_COVARIANCE_LIMIT else None)
     checks = model_checks(solution, test, model, log_error=log_error, restricted=restricted)
     notes = list(outcome.notes)
     if outcome.offset is not None:
@@ -375,7 +390,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         replaced = {c.name: c for c in moment_checks(
             trajectories, signals, solution.coefficients,
             max_delay=model.max_delay, centred=outcome.centred, level=share,
-            reference=outcome.reference)}
+            reference=outcome.reference, kind=outcome.instrument_kind or "exogenous")}
         residual = [replaced.get(c.name, c) for c in residual]
     coloured = any(c.name == "whiteness" and c.failed for c in residual)
     checks += [_inconclusive(c) if coloured and c.name == "state_completeness" and c.failed
@@ -475,11 +490,15 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     return out
 
 
-def _precision_check(model: DelayedPlant, solution: RegressionSolution) -> Check:
+def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -> Check:
     question = (f"Do the data determine the delays (95 % to {DELAY_PRECISION:g} T) and the "
                 f"modes (to {100 * EIGENVALUE_PRECISION:g} %)?")
     if not model.has_continuous:
         return Check("precision", question, None, finding="no continuous model")
+    if solution is None:
+        return Check("precision", question, None,
+                     finding=f"not computed: the coefficients need their full covariance, "
+                             f"formed only up to n p = {FULL_COVARIANCE_LIMIT}")
     T = model.dt
     half = 1.96 * delay_standard_errors(model, solution) / T
     finite = np.isfinite(half)

@@ -39,6 +39,7 @@ from scipy import special
 from _toolbox.validation import as_generator, check_in_interval, read_only
 from dmdidc.errors import ContinuousModelWarning, InsufficientExcitationError, ParameterError
 from dmdidc.inference.recovery import recover_channel, recover_continuous
+from dmdidc.regression.solution import FULL_COVARIANCE_LIMIT
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS"]
@@ -215,6 +216,10 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     n, m, R = n_states, n_inputs, max_delay
     p = restricted.shape[1]
+    if n * p > FULL_COVARIANCE_LIMIT:
+        raise ParameterError(f"asymptotic intervals need the full covariance of the {n * p} "
+                             f"coefficients (formed only up to {FULL_COVARIANCE_LIMIT}); use "
+                             f"method='bootstrap' over independent experiments")
     cov = solution.covariance().reshape(n, p, n, p)
     cov = np.einsum("apbq,pc,qd->acbd", cov, projector, projector).reshape(n * p, n * p)
     first = test.first_active

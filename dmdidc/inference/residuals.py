@@ -46,6 +46,7 @@ import numpy as np
 from scipy import linalg, signal, special
 
 from dmdidc.inference.checks import Check
+from dmdidc.regression.refined import instrument_rows
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS"]
@@ -54,6 +55,9 @@ __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELAT
 CORRELATION_LAGS = 20
 #: Half-width of the Bartlett lag window of the autocorrelations in the variance formula.
 _WINDOW = 25
+#: Residual-signal pairs above which the prewhitened correlations with the signals (one filter
+#: per signal and residual) are not computed.
+_SIGNAL_PAIRS = 400
 #: Fewer residual samples than this: the correlation checks are not applicable.
 _MIN_SAMPLES = 100
 #: Order of the autoregressive prewhitening filter of each input.
@@ -342,16 +346,21 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
     else:
         checks.append(Check(names[1][0], names[1][1], None, finding="no inputs"))
     checks.append(_whiteness_check(analysis, level, *names[2]))
-    states = analysis.state_z[1:]
-    z, (tau, i, j) = _largest(states)
-    critical = _critical(level, states.size)
-    checks.append(Check(
-        names[3][0], names[3][1], z <= critical, z, critical,
-        f"largest correlation of residual {i} with signal {j} {tau + 1} samples earlier: "
-        f"{z:.2f} standard deviations",
-        "the signals may not be the full state (e.g. y = C x with fewer signals than states, "
-        "or an unmeasured state): DMDidc needs every state; measure all states, or identify an "
-        "output model" if z > critical else ""))
+    n = analysis.whiteness_z.shape[1]
+    if n * n > _SIGNAL_PAIRS:
+        checks.append(Check(*names[3], None, finding=f"not computed: {n * n} pairs of residuals "
+                                                     f"and signals exceed {_SIGNAL_PAIRS}"))
+    else:
+        states = analysis.state_z[1:]
+        z, (tau, i, j) = _largest(states)
+        critical = _critical(level, states.size)
+        checks.append(Check(
+            names[3][0], names[3][1], z <= critical, z, critical,
+            f"largest correlation of residual {i} with signal {j} {tau + 1} samples earlier: "
+            f"{z:.2f} standard deviations",
+            "the signals may not be the full state (e.g. y = C x with fewer signals than "
+            "states, or an unmeasured state): DMDidc needs every state; measure all states, or "
+            "identify an output model" if z > critical else ""))
     checks.append(_outlier_check(analysis, level, robust, *names[4]))
     return checks
 
@@ -390,6 +399,11 @@ def _outlier_check(analysis: ResidualAnalysis, level: float, robust: bool, name:
 #: signals ``1 .. S``.
 MOMENT_LAGS = 10
 STATE_LAGS = 2
+#: Largest number of moments (signals x residuals) a moment test forms the covariance of:
+#: by a Kronecker product for signals independent of the noise, by products of the moment
+#: series otherwise (cost ~ moments^2 x samples x lags).
+_MOMENTS_INDEPENDENT = 2000
+_MOMENTS_DEPENDENT = 120
 
 
 def _shifted(signal_: np.ndarray, lags: range, start: int, stop: int) -> np.ndarray:
@@ -400,7 +414,7 @@ def _shifted(signal_: np.ndarray, lags: range, start: int, stop: int) -> np.ndar
 
 def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: list[np.ndarray],
                   coefficients: np.ndarray, *, max_delay: int, centred: bool, level: float,
-                  reference: bool = False) -> list[Check]:
+                  reference: bool = False, kind: str = "exogenous") -> list[Check]:
     """Residual checks as tests of moment conditions, corrected for the fit's estimation error.
 
     A correct model leaves its residuals ``e_k`` uncorrelated with any signal ``w_k`` that is
@@ -419,7 +433,9 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     ----------
     trajectories : list of (X, U)
     signals : list of ndarray (q, K)
-        The fit's instrument signals (lags ``0 .. R`` are its instruments).
+        The fit's instrument signals.
+    kind : {"exogenous", "simulated"}
+        How they instrument (:func:`dmdidc.regression.refined.instrument_rows`).
     coefficients : ndarray, shape (n, p)
         The unrestricted IV coefficients.
     max_delay : int
@@ -450,7 +466,7 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         ks = np.arange(start, stop)
         Phi.append(np.concatenate([X[:, ks], _shifted(U, range(R + 1), start, stop)]))
         Y.append(X[:, ks + 1])
-        Z.append(_shifted(E, range(R + 1), start, stop))
+        Z.append(instrument_rows(kind, U, E, R, start, stop))
         groups["past"].append(_shifted(U, range(R + 1, R + L + 1), start, stop))
         groups["future"].append(_shifted(U, range(-1, -L - 1, -1), start, stop))
         groups["state"].append(_shifted(X, range(1, S + 1), start, stop))
@@ -481,10 +497,17 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     checks = []
     for group, (name, question) in names.items():
         W = np.concatenate(groups[group], axis=1)
+        independent = group != "state"     # inputs are independent of the noise (open loop)
+        limit = _MOMENTS_INDEPENDENT if independent else _MOMENTS_DEPENDENT
+        if W.shape[0] * n > limit:
+            checks.append(Check(name, question, None,
+                                finding=f"not computed: {W.shape[0] * n} moments exceed "
+                                        f"{limit} (a long-run covariance of that size); see "
+                                        f"the correlations of diagnostics_.plot()"))
+            continue
         if centred:
             W = W - W.mean(axis=1, keepdims=True)
         W = W - (W @ Phi_all.T) @ H                            # the estimation-error correction
-        independent = group != "state"     # inputs are independent of the noise (open loop)
         statistic, rank, z, index = _moment_statistic(
             np.split(W, cuts, axis=1), residuals,
             independent_lags if independent else dependent_lags, independent)

@@ -37,8 +37,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg, signal
 
+from dmdidc.regression.solution import lagged_inputs
+
 __all__ = ["simulate_forced", "simulated_states", "reference_projection",
-           "model_instruments", "REFERENCE_LAGS"]
+           "model_instruments", "instrument_rows", "REFERENCE_LAGS"]
 
 #: Lags ``0 .. L`` of the reference in the projection of the inputs on it (closed loop).
 REFERENCE_LAGS = 20
@@ -127,6 +129,35 @@ def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],
     cross = sum(u @ h.T for u, h in zip(inputs, H, strict=True))
     F = np.linalg.lstsq(gram, cross.T, rcond=None)[0].T
     return [F @ h for h in H]
+
+
+def instrument_rows(kind: str, U: np.ndarray, E: np.ndarray, max_delay: int,
+                    start: int | None = None, stop: int | None = None) -> np.ndarray:
+    """The instruments ``z_k`` of one trajectory as columns, ``k = start .. stop - 1``.
+
+    Parameters
+    ----------
+    kind : {"simulated", "exogenous"}
+        ``"simulated"``: ``z_k = [x^_k; u_k; ...; u_{k-R}]`` (open loop: the inputs instrument
+        themselves); ``"exogenous"``: ``z_k = [e_k; ...; e_{k-R}]`` (closed loop: ``e`` holds
+        ``x^`` and the reference-driven inputs).
+    U : ndarray, shape (m, K)
+    E : ndarray, shape (q, K)
+        The instrument signal (aligned with ``U``).
+    max_delay : int
+    start, stop : int, optional
+        Default ``R`` and ``K``.
+
+    Returns
+    -------
+    ndarray
+    """
+    R, K = max_delay, U.shape[1]
+    start = R if start is None else start
+    stop = K if stop is None else stop
+    if kind == "simulated":
+        return np.concatenate([E[:, start:stop], lagged_inputs(U[:, start - R:stop], R)])
+    return lagged_inputs(E[:, start - R:stop], R)
 
 
 def model_instruments(A_d: np.ndarray, B_blocks: np.ndarray,

@@ -36,7 +36,8 @@ from dmdidc.errors import DimensionError, InsufficientExcitationError, Parameter
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
            "regression_blocks", "least_squares", "stream_trajectory", "LEAST_SQUARES_METHODS",
-           "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT", "EXACT_FIT"]
+           "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT", "EXACT_FIT",
+           "FULL_COVARIANCE_LIMIT"]
 
 
 @dataclass(frozen=True)
@@ -637,6 +638,9 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
 GRAM_CONDITION_LIMIT = 1e4
 #: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
 REFINEMENT_CONDITION_LIMIT = 1e6
+#: The full covariance of ``vec(Theta)`` ((n p)^2 numbers) is formed only up to this ``n p``
+#: (128 MB); beyond it (e.g. thousands of sensors) what needs it is skipped and says so.
+FULL_COVARIANCE_LIMIT = 4000
 #: A fit leaving less than this fraction of its targets unexplained reproduces the data to the
 #: accuracy of the moments (normal equations: ~1e-8): its residuals are rounding, not noise.
 EXACT_FIT = 1e-6

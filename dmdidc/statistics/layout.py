@@ -3,7 +3,9 @@
 ``v_k = [x_k; u_k; ...; u_{k-R}; x_{k+1}; instruments]`` (dissertation eqs. 9.19-9.21): ``x_k``
 (n), ``u_{k-j}`` for ``j = 0..R`` (m each), ``x_{k+1}`` (n), then the extra instrument variables:
 ``u_{k-R-l}`` for ``l = 1..L`` (``instruments="inputs"``), ``x_{k-l}`` for ``l = 1..L``
-(``"states"``) or ``e_{k-l}`` for ``l = 0..R+L`` (exogenous signals ``e``).  Shared by the
+(``"states"``), ``e_{k-l}`` for ``l = 0..R+L`` (exogenous signals ``e``) or ``e_k`` alone
+(``"simulated"``: states simulated from a first-stage model, beside the inputs, which instrument
+themselves; :mod:`dmdidc.regression.refined`).  Shared by the
 streaming sums that build :class:`~dmdidc.statistics.SufficientStatistics` and by the value
 itself.
 """
@@ -17,7 +19,7 @@ import numpy as np
 __all__ = ["StatisticsLayout", "INSTRUMENT_KINDS"]
 
 #: Kinds of instruments the statistics can carry (``None``: none, least squares only).
-INSTRUMENT_KINDS = ("inputs", "states", "exogenous")
+INSTRUMENT_KINDS = ("inputs", "states", "exogenous", "simulated")
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,12 @@ class StatisticsLayout:
     ----------
     n_states, n_inputs, max_delay : int
         ``n``, ``m`` and ``R``.
-    instruments : {None, "inputs", "states", "exogenous"}
+    instruments : {None, "inputs", "states", "exogenous", "simulated"}
         Which instrument variables ``v_k`` carries (:mod:`dmdidc.regression.instrumental`).
     instrument_lags : int
         ``L`` (module notes); 0 without instruments.
     n_exogenous : int
-        Rows of the exogenous instrument signal (0 unless ``instruments == "exogenous"``).
+        Rows of the exogenous or simulated instrument signal (0 for the other kinds).
     """
 
     n_states: int
@@ -54,6 +56,8 @@ class StatisticsLayout:
             slots += [("x", lag) for lag in range(1, L + 1)]
         elif self.instruments == "exogenous":
             slots += [("e", lag) for lag in range(R + L + 1)]
+        elif self.instruments == "simulated":
+            slots += [("e", 0)]
         return slots
 
     def width(self, signal: str) -> int:

@@ -172,14 +172,43 @@ class SufficientStatistics:
             Malformed data, bounds or options.
         """
         trajectories, signals = _trajectories(X, U, instruments)
-        n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         kind = None if instruments is None else (
             instruments if isinstance(instruments, str) else "exogenous")
-        q = signals[0].shape[0] if kind == "exogenous" else 0
-        sums = LaggedSums(
-            n, m, max_delay, instruments=kind, instrument_lags=instrument_lags, n_exogenous=q,
-            state_bound=state_bound, input_bound=input_bound, instrument_bound=instrument_bound,
-            detrend=detrend)
+        return cls.from_trajectories(trajectories, signals, max_delay=max_delay, instruments=kind,
+                                     instrument_lags=instrument_lags, state_bound=state_bound,
+                                     input_bound=input_bound, instrument_bound=instrument_bound,
+                                     detrend=detrend)
+
+    @classmethod
+    def from_trajectories(cls, trajectories: list[tuple[np.ndarray, np.ndarray]],
+                          signals: list[np.ndarray | None], *, max_delay: int,
+                          instruments: str | None = None, instrument_lags: int | None = None,
+                          **options: Any) -> SufficientStatistics:
+        """Statistics of validated trajectories (the engine of :meth:`from_data`).
+
+        Parameters
+        ----------
+        trajectories : list of (X (n, K+1), U (m, K))
+            Already validated (:func:`dmdidc.trajectories.as_trajectories`).
+        signals : list of ndarray (q, K) or None
+            The instrument signal per trajectory for the kinds ``"exogenous"`` and
+            ``"simulated"`` (states simulated from a first-stage model, :mod:`dmdidc.
+            regression.refined`), else ``None`` each.
+        max_delay : int
+        instruments : {None, "inputs", "states", "exogenous", "simulated"}
+        instrument_lags : int, optional
+        **options
+            ``state_bound``, ``input_bound``, ``instrument_bound``, ``detrend`` as in
+            :meth:`from_data`.
+
+        Returns
+        -------
+        SufficientStatistics
+        """
+        n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+        q = signals[0].shape[0] if signals[0] is not None else 0
+        sums = LaggedSums(n, m, max_delay, instruments=instruments,
+                          instrument_lags=instrument_lags, n_exogenous=q, **options)
         for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
             sums.new_trajectory()
             for a in range(0, Ui.shape[1], _CHUNK):           # bounded working memory

@@ -199,9 +199,13 @@ def _pad(history: np.ndarray, lag: int, data: np.ndarray) -> np.ndarray:
 def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:
     """``L``: the given value, or the smallest giving ``n`` more instruments than regressors."""
     p = n + m * (R + 1)
-    if kind == "exogenous" and q < 1:
-        raise DimensionError("exogenous instruments need at least one signal row")
-    if lags is not None:
+    if kind in ("exogenous", "simulated") and q < 1:
+        raise DimensionError(f"{kind} instruments need at least one signal row")
+    if kind == "simulated":
+        lags = 0 if lags is None else check_integer("instrument_lags", lags, minimum=0)
+    if kind == "simulated":
+        pass
+    elif lags is not None:
         lags = check_integer("instrument_lags", lags, minimum=0 if kind == "exogenous" else 1)
     else:
         target = p + n
@@ -212,7 +216,7 @@ def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -
         else:
             lags = max(-(-target // q) - R - 1, 0)
     count = {"inputs": m * (R + 1 + lags), "states": m * (R + 1) + n * lags,
-             "exogenous": q * (R + 1 + lags)}[kind]
+             "exogenous": q * (R + 1 + lags), "simulated": m * (R + 1) + q}[kind]
     if count < p:
         raise ParameterError(f"instrument_lags={lags} gives {count} instruments for {p} "
                              f"regressors (n + m (R + 1)); instrumental variables need at least "
