@@ -16,6 +16,7 @@ from _toolbox.errors import (
 from _toolbox.lazy import lazy_attributes
 
 __all__ = [
+    "Accountant",
     "AccountingError",
     "DimensionError",
     "GaussianMechanism",
@@ -29,6 +30,7 @@ __all__ = [
 
 # public name -> module that defines it (imported on first attribute access, PEP 562)
 _LAZY = {
+    "Accountant": "privacy.accountant",
     "GaussianMechanism": "privacy.mechanisms",
     "LaplaceMechanism": "privacy.mechanisms",
     "NeighboringRelation": "privacy.mechanisms",

@@ -41,6 +41,7 @@ __all__ = [
     "pure_dp_epsilon",
     "rdp_epsilon_gaussian",
     "rdp_delta_gaussian",
+    "rdp_accountant",
     "gdp_mu_gaussian",
     "gdp_delta",
     "gdp_epsilon",
@@ -95,24 +96,45 @@ def advanced_composition(epsilon: float, delta: float = 0.0, *, steps: int,
     return CompositionResult(eps, min(1.0, steps * delta + delta_slack), True, "advanced")
 
 
+def rdp_accountant(event: dp_event.DpEvent, neighboring: NeighboringRelation
+                   ) -> rdp_privacy_accountant.RdpAccountant:
+    """``dp_accounting``'s RDP accountant with ``event`` composed under the relation.
+
+    Raises
+    ------
+    AccountingError
+        ``event`` is not supported by the RDP accountant (e.g. Poisson subsampling under
+        REPLACE_ONE).
+
+    Examples
+    --------
+    >>> from privacy import GaussianMechanism, NeighboringRelation
+    >>> acc = rdp_accountant(GaussianMechanism(sigma=2.0).to_dp_event(),
+    ...                      NeighboringRelation.ADD_OR_REMOVE)
+    >>> bool(2.0 < acc.get_epsilon(1e-5) < 3.0)
+    True
+    """
+    rel = (rdp_privacy_accountant.NeighborRel.REPLACE_ONE
+           if neighboring is NeighboringRelation.REPLACE_ONE
+           else rdp_privacy_accountant.NeighborRel.ADD_OR_REMOVE_ONE)
+    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
+    if not accountant.supports(event):
+        raise AccountingError(f"dp_accounting's RDP accountant does not support {event} under "
+                              f"{neighboring.name} (Poisson subsampling under REPLACE_ONE is "
+                              f"not supported)")
+    return accountant.compose(event)
+
+
 def _rdp_accountant(sigma: float, steps: int, sampling_rate: float, sensitivity: float,
                     neighboring: NeighboringRelation) -> rdp_privacy_accountant.RdpAccountant:
     sigma = check_positive("sigma", sigma)
     steps = check_integer("steps", steps, minimum=1)
     q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
     sensitivity = check_positive("sensitivity", sensitivity)
-    rel = (rdp_privacy_accountant.NeighborRel.REPLACE_ONE
-           if neighboring is NeighboringRelation.REPLACE_ONE
-           else rdp_privacy_accountant.NeighborRel.ADD_OR_REMOVE_ONE)
-    if rel is rdp_privacy_accountant.NeighborRel.REPLACE_ONE and q < 1.0:
-        raise AccountingError("dp_accounting's RDP accountant does not support Poisson "
-                              "subsampling under REPLACE_ONE")
     event = GaussianMechanism(sigma, sensitivity).to_dp_event()
     if q < 1.0:
         event = dp_event.PoissonSampledDpEvent(sampling_probability=q, event=event)
-    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=rel)
-    accountant.compose(dp_event.SelfComposedDpEvent(event=event, count=steps))
-    return accountant
+    return rdp_accountant(dp_event.SelfComposedDpEvent(event=event, count=steps), neighboring)
 
 
 def rdp_epsilon_gaussian(sigma: float, *, delta: float, steps: int, sampling_rate: float = 1.0,

@@ -2,9 +2,10 @@
 
 A mechanism adds noise to a query answer (``randomize``, explicit ``rng``) and *describes itself*:
 every mechanism is an immutable (frozen) dataclass holding its noise parameters, the query's
-sensitivity and dimension, and that value is what :mod:`privacy.accounting` composes.  The
-accountant reads the noise through the public :class:`~privacy.noise.NoiseLaw` of
-``mechanism.noise``.
+sensitivity and dimension, and describes its release as a ``DpEvent``
+(:meth:`Mechanism.to_dp_event`, :mod:`privacy.events`), which the one accountant
+(:class:`privacy.accountant.Accountant`) composes.  The accountant reads the noise through
+the public :class:`~privacy.noise.NoiseLaw` of ``mechanism.noise``.
 
 Conventions (shared by every mechanism):
 
@@ -12,7 +13,8 @@ Conventions (shared by every mechanism):
   epsilon.  ``randomize`` accepts exactly these layouts (time on the last axis, as everywhere in
   the toolbox): a scalar (``dimension == 1`` only) or shape ``(dimension,)`` is one release;
   shape ``(dimension, K)`` is a batch of ``K`` releases, one per column, which the accountant
-  must be told about (``steps = mechanism.releases(shape)``).  Every other shape raises
+  must be told about (``mechanism.to_dp_event(shape)``, or ``steps =
+  mechanism.releases(shape)``).  Every other shape raises
   ``DimensionError``, so swapping Laplace for SaS never changes what a call means.
 * ``sensitivity`` is the largest change of the whole ``dimension``-vector between neighbouring
   data sets, in the norm that matches the noise (``sensitivity_norm``: l1 for Laplace and SaS,
@@ -145,6 +147,48 @@ class Mechanism(abc.ABC):
             f"{d}: pass {one}shape ({d},) for one release or ({d}, K) for a batch of K releases "
             f"(one per column){hint}")
 
+    @abc.abstractmethod
+    def _release_event(self) -> Any:
+        """The ``DpEvent`` of one release (see :mod:`privacy.events`)."""
+
+    def to_dp_event(self, shape: tuple[int, ...] | None = None) -> Any:
+        """Describe one release, or the releases of a :meth:`randomize` call, as a ``DpEvent``.
+
+        Parameters
+        ----------
+        shape : tuple of int, optional
+            Shape of the value passed to :meth:`randomize`: ``None`` (one release), ``()``,
+            ``(dimension,)`` or ``(dimension, K)`` (a batch of ``K`` releases, a
+            ``SelfComposedDpEvent`` of ``K`` releases).
+
+        Returns
+        -------
+        dp_accounting.dp_event.DpEvent
+            ``GaussianDpEvent``, ``LaplaceDpEvent`` (scalar Laplace),
+            :class:`~privacy.events.VectorLaplaceDpEvent` or :class:`~privacy.events.SaSDpEvent`
+            with ``noise_multiplier = noise scale / sensitivity``, which
+            :class:`privacy.accountant.Accountant` composes.
+
+        Raises
+        ------
+        DimensionError
+            A shape that :meth:`randomize` refuses.
+
+        Examples
+        --------
+        >>> from privacy import GaussianMechanism
+        >>> GaussianMechanism(sigma=2.0, dimension=3).to_dp_event((3, 10))
+        SelfComposedDpEvent(event=GaussianDpEvent(noise_multiplier=2.0), count=10)
+        """
+        event = self._release_event()
+        if shape is None:
+            return event
+        count = self.releases(shape)
+        if count == 1:
+            return event
+        from dp_accounting import dp_event
+        return dp_event.SelfComposedDpEvent(event=event, count=count)
+
     def randomize(self, value: Any, rng: np.random.Generator | int | None = None
                   ) -> float | np.ndarray:
         """Return ``value`` plus i.i.d. noise: one release, or a batch of releases (columns).
@@ -240,6 +284,14 @@ class LaplaceMechanism(Mechanism):
     def expected_distortion(self) -> float:
         """Mean absolute error per coordinate ``E|Y| = scale`` (seed eq. 3.87)."""
         return self.scale
+
+    def _release_event(self) -> Any:
+        if self.dimension == 1:
+            from dp_accounting import dp_event
+            return dp_event.LaplaceDpEvent(noise_multiplier=self.scale / self.sensitivity)
+        from privacy.events import VectorLaplaceDpEvent
+        return VectorLaplaceDpEvent(noise_multiplier=self.scale / self.sensitivity,
+                                    dimension=self.dimension)
 
     def privacy_loss(self, x: Any) -> float | np.ndarray:
         """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords)."""
@@ -365,8 +417,8 @@ class GaussianMechanism(Mechanism):
         out = (2.0 * x * d - d * d) / (2.0 * self.sigma ** 2)
         return float(out) if out.ndim == 0 else out
 
-    def to_dp_event(self) -> Any:
-        """Equivalent ``dp_accounting.GaussianDpEvent`` (used by the RDP accountant)."""
+    def _release_event(self) -> Any:
+        # rotation invariance: one release of any dimension is the scalar Gaussian pair
         from dp_accounting import dp_event
         return dp_event.GaussianDpEvent(noise_multiplier=self.sigma / self.sensitivity)
 
@@ -480,6 +532,11 @@ class SaSMechanism(Mechanism):
         ``inf`` for ``alpha <= 1`` (no finite mean).
         """
         return stable.sas_mean_absolute_deviation(self.alpha, self.scale)
+
+    def _release_event(self) -> Any:
+        from privacy.events import SaSDpEvent
+        return SaSDpEvent(alpha=self.alpha, noise_multiplier=self.scale / self.sensitivity,
+                          dimension=self.dimension)
 
     def privacy_loss(self, x: Any) -> float | np.ndarray:
         """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords)."""

@@ -1,0 +1,574 @@
+"""The accountant: composes mechanism events and answers epsilon or delta, as upper bounds.
+
+:class:`Accountant` is ``dp_accounting``'s ``PrivacyAccountant`` for this package's events
+(:mod:`privacy.events`) and ``dp_accounting``'s own: it keeps a ledger of the ``DpEvent``
+values that mechanisms describe (:meth:`privacy.mechanisms.Mechanism.to_dp_event`), under one
+neighbouring relation and one privacy unit, and answers ``epsilon(delta)`` or
+``delta(epsilon)`` for their composition.  Every answer is the smallest of the rigorous upper
+bounds that apply (:class:`Guarantee` says which one):
+
+* ``"pld"``: ``dp_accounting``'s privacy loss distribution (PLD) composition of the pessimistic
+  single-release PLDs (:mod:`privacy.pld`: native for Gaussian and Laplace, built from the noise
+  law for SaS), self-composed per kind of release and composed across kinds.  Releases
+  without a PLD of their own (vector Laplace or SaS, ``(epsilon, delta)`` records) enter a
+  composition with other kinds through the PLD of their pure-DP dominating pair.
+* ``"gaussian-exact"``: Gaussian releases without subsampling compose exactly to a Gaussian
+  with ``mu = sqrt(sum_i (D_i / sigma_i)^2)`` (closed form, any number).
+* ``"pure-dp"``: the optimal composition of pure-DP epsilons (amplified by subsampling under
+  ``ADD_OR_REMOVE``) through the N-fold randomized response, which dominates every epsilon-DP
+  mechanism (:func:`privacy.composition.pure_dp_epsilon`); releases of different epsilons are
+  bounded by the largest one.  ``(epsilon, delta)`` records add their deltas as mass at
+  infinite loss (Kairouz, Oh and Viswanath 2015).  The only bound for vector Laplace and SaS
+  releases alone.
+* ``"rdp"``: Renyi DP (``dp_accounting.rdp``) for (subsampled) Gaussians when the composed PLD
+  would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps).
+
+References
+----------
+Seed: composition (2.28), privacy curves (2.36)-(2.38), subsampled PRVs (2.39)-(2.40).
+dp_accounting ``privacy_accountant.py`` and ``pld/pld_privacy_accountant.py``.  P. Kairouz,
+S. Oh, P. Viswanath, "The composition theorem for differential privacy", ICML 2015.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dp_accounting import dp_event, privacy_accountant
+from dp_accounting.pld import common as pld_common
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+from _toolbox.errors import AccountingError, ParameterError
+from _toolbox.validation import check_in_interval, check_integer, check_positive
+from privacy import composition
+from privacy.curves import gaussian_delta, gaussian_epsilon
+from privacy.events import EpsilonDeltaDpEvent, SaSDpEvent, VectorLaplaceDpEvent
+from privacy.mechanisms import (
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    NeighboringRelation,
+    SaSMechanism,
+)
+from privacy.pld import DEFAULT_DISCRETIZATION, gaussian_equivalent, privacy_loss_distribution
+
+__all__ = ["Accountant", "Guarantee"]
+
+_TAIL_MASS_TRUNCATION = 1e-15
+#: Largest composed PLD (grid points of dp_accounting's FFT) the accountant builds.
+_MAX_COMPOSED_POINTS = 2 ** 24
+_RELATIONS = {
+    NeighboringRelation.ADD_OR_REMOVE: privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    NeighboringRelation.REPLACE_ONE: privacy_accountant.NeighboringRelation.REPLACE_ONE,
+}
+_Details = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """A composed ``(epsilon, delta)`` upper bound, how it was obtained and for which unit.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The guarantee (one of them was the target, the other is the upper bound).
+    method : str
+        ``"pld"``, ``"gaussian-exact"``, ``"pure-dp"`` or ``"rdp"`` (module docstring);
+        ``"none"`` without releases, ``"non-private"`` after a release without noise.
+    steps : int
+        Releases composed.
+    sampling_rate : float
+        Poisson sampling probability of the releases (the largest, when they differ).
+    neighboring : NeighboringRelation
+    unit : str, default "record"
+        The privacy unit that neighbouring data sets differ in.
+
+    Examples
+    --------
+    >>> from privacy import GaussianMechanism
+    >>> from privacy.accountant import Accountant
+    >>> print(Accountant(unit="example").compose(GaussianMechanism(sigma=4.0), 2).guarantee(
+    ...     delta=1e-5))
+    (1.356, 1e-05)-DP for one example added or removed (2 releases; upper bound by gaussian-exact)
+    """
+
+    epsilon: float
+    delta: float
+    method: str
+    steps: int
+    sampling_rate: float
+    neighboring: NeighboringRelation
+    unit: str = "record"
+
+    def __str__(self) -> str:
+        relation = ("added or removed" if self.neighboring is NeighboringRelation.ADD_OR_REMOVE
+                    else "replaced")
+        sampled = "" if self.sampling_rate == 1.0 else f", Poisson rate {self.sampling_rate:g}"
+        return (f"({self.epsilon:.4g}, {self.delta:.3g})-DP for one {self.unit} {relation} "
+                f"({self.steps} releases{sampled}; upper bound by {self.method})")
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """One kind of release in the ledger, normalized to sensitivity 1.
+
+    ``kind`` is ``"gaussian"``, ``"laplace"``, ``"sas"`` (``noise_multiplier``, ``alpha``,
+    ``dimension``) or ``"epsilon-delta"`` (``epsilon``, ``delta``).
+    """
+
+    kind: str
+    sampling_rate: float = 1.0
+    noise_multiplier: float = math.nan
+    alpha: float = 2.0
+    dimension: int = 1
+    epsilon: float = math.nan
+    delta: float = 0.0
+
+    def mechanism(self) -> Mechanism | None:
+        if self.kind == "gaussian":
+            return GaussianMechanism(self.noise_multiplier, 1.0, self.dimension)
+        if self.kind == "laplace":
+            return LaplaceMechanism(self.noise_multiplier, 1.0, self.dimension)
+        if self.kind == "sas":
+            return SaSMechanism(self.alpha, self.noise_multiplier, 1.0, self.dimension)
+        return None
+
+
+def _check_real(event: Any, name: str, value: Any, low: float, high: float) -> str | None:
+    try:
+        check_in_interval(name, value, low, high)
+    except ParameterError as exc:
+        return f"{type(event).__name__}.{exc}"
+    return None
+
+
+def _leaf(event: Any, q: float) -> _Leaf | str | None:
+    """The ledger entry for a release event (``"non-private"``, or None when unsupported)."""
+    noisy = {dp_event.GaussianDpEvent: "gaussian", dp_event.LaplaceDpEvent: "laplace",
+             VectorLaplaceDpEvent: "laplace", SaSDpEvent: "sas"}
+    kind = noisy.get(type(event))
+    if kind is not None:
+        error = _check_real(event, "noise_multiplier", event.noise_multiplier, 0.0, math.inf)
+        alpha = getattr(event, "alpha", 2.0)
+        error = error or _check_real(event, "alpha", alpha, 0.0, 2.0)
+        dimension = getattr(event, "dimension", 1)
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            error = error or (f"{type(event).__name__}.dimension must be an integer >= 1; got "
+                              f"{dimension!r}")
+        if error or alpha == 0.0:
+            return error or f"{type(event).__name__}.alpha must lie in (0, 2]; got 0.0"
+        if event.noise_multiplier == 0.0:
+            return "non-private"
+        return _Leaf(kind, q, float(event.noise_multiplier), float(alpha), dimension)
+    if isinstance(event, EpsilonDeltaDpEvent):
+        error = (_check_real(event, "epsilon", event.epsilon, 0.0, math.inf)
+                 if event.epsilon != math.inf else None)
+        error = error or _check_real(event, "delta", event.delta, 0.0, 1.0)
+        if error:
+            return error
+        if event.epsilon == math.inf or event.delta == 1.0:
+            return "non-private"
+        return _Leaf("epsilon-delta", q, epsilon=float(event.epsilon), delta=float(event.delta))
+    return None
+
+
+class Accountant(privacy_accountant.PrivacyAccountant):
+    """The one privacy accountant: composes ``DpEvent`` values, answers upper bounds.
+
+    Parameters
+    ----------
+    neighboring : NeighboringRelation, default ADD_OR_REMOVE
+        How neighbouring data sets differ (the events' sensitivities are stated for it).
+    unit : str, default "record"
+        The privacy unit (a record, an example, a time step, a household's day, ...); every
+        :class:`Guarantee` states it.
+    discretization : float, optional
+        PLD loss grid (default 1e-4, coarser for extreme loss ranges); smaller is tighter and
+        slower.
+    generic : bool, default False
+        Force the generic pessimistic PLD also for Laplace and Gaussian releases (cross-checks).
+
+    Notes
+    -----
+    Supported events: ``NoOpDpEvent``, ``NonPrivateDpEvent``, ``SelfComposedDpEvent``,
+    ``ComposedDpEvent``, ``GaussianDpEvent``, ``LaplaceDpEvent``,
+    :class:`~privacy.events.SaSDpEvent`, :class:`~privacy.events.VectorLaplaceDpEvent`,
+    :class:`~privacy.events.EpsilonDeltaDpEvent` and ``PoissonSampledDpEvent`` of any of the
+    release events.  :meth:`compose` also takes a mechanism (its one-release event).
+
+    Examples
+    --------
+    >>> from dp_accounting import dp_event
+    >>> from privacy import GaussianMechanism, LaplaceMechanism
+    >>> from privacy.accountant import Accountant
+    >>> accountant = Accountant(unit="example")
+    >>> step = GaussianMechanism(sigma=1.0).to_dp_event()
+    >>> _ = accountant.compose(dp_event.PoissonSampledDpEvent(0.01, step), 1000)
+    >>> _ = accountant.compose(LaplaceMechanism(scale=10.0), 5)     # five pure-DP releases
+    >>> g = accountant.guarantee(delta=1e-5)
+    >>> g.method, g.steps, 2.0 < g.epsilon < 2.3
+    ('pld', 1005, True)
+    """
+
+    def __init__(self, *, neighboring: NeighboringRelation = NeighboringRelation.ADD_OR_REMOVE,
+                 unit: str = "record", discretization: float | None = None,
+                 generic: bool = False):
+        if not isinstance(neighboring, NeighboringRelation):
+            raise ParameterError(f"neighboring must be a NeighboringRelation; got "
+                                 f"{neighboring!r}")
+        if not isinstance(unit, str) or not unit:
+            raise ParameterError(f"unit must be a non-empty string naming the privacy unit; "
+                                 f"got {unit!r}")
+        super().__init__(_RELATIONS[neighboring])
+        self._neighboring = neighboring
+        self._unit = unit
+        self._discretization = (None if discretization is None
+                                else check_positive("discretization", discretization))
+        self._generic = bool(generic)
+        self._groups: dict[_Leaf, int] = {}
+        self._non_private = False
+        self._answers: dict[tuple[str, float], Guarantee] = {}
+
+    # ------------------------------------------------------------------ ledger
+    @property
+    def neighboring(self) -> NeighboringRelation:
+        """The neighbouring relation of every answer."""
+        return self._neighboring
+
+    @property
+    def unit(self) -> str:
+        """The privacy unit of every answer."""
+        return self._unit
+
+    @property
+    def releases(self) -> int:
+        """Number of noisy releases composed so far."""
+        return sum(self._groups.values())
+
+    def compose(self, event: Any, count: int = 1) -> Accountant:
+        """Add ``count`` adaptive compositions of ``event`` to the ledger; returns ``self``.
+
+        Parameters
+        ----------
+        event : dp_accounting.dp_event.DpEvent or Mechanism
+            A supported event (class notes), or a mechanism (its one-release event).
+        count : int, default 1
+            ``>= 0``.
+
+        Raises
+        ------
+        ParameterError
+            ``count`` is not an integer ``>= 0`` or ``event`` is not an event.
+        AccountingError
+            The event (or one inside it) is not supported, or has invalid parameters.
+        """
+        if isinstance(event, Mechanism):
+            event = event.to_dp_event()
+        count = check_integer("count", count, minimum=0)
+        if not isinstance(event, dp_event.DpEvent):
+            raise ParameterError(f"event must be a dp_accounting DpEvent or a mechanism; got "
+                                 f"{type(event).__name__}")
+        error = self._maybe_compose(event, count, False)
+        if error is not None:
+            raise AccountingError(f"the accountant cannot compose {error.invalid_event}: "
+                                  f"{error.error_message}")
+        if count:
+            super().compose(event, count)
+            self._answers.clear()
+        return self
+
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int, do_compose: bool
+                       ) -> _Details | None:
+        if isinstance(event, dp_event.NoOpDpEvent):
+            return None
+        if isinstance(event, dp_event.NonPrivateDpEvent):
+            self._non_private |= do_compose and count > 0
+            return None
+        if isinstance(event, dp_event.SelfComposedDpEvent):
+            if isinstance(event.count, bool) or not isinstance(event.count, int) \
+                    or event.count < 0:
+                return _Details(event, f"count must be an integer >= 0; got {event.count!r}")
+            return self._maybe_compose(event.event, event.count * count, do_compose)
+        if isinstance(event, dp_event.ComposedDpEvent):
+            for inner in event.events:
+                error = self._maybe_compose(inner, count, do_compose)
+                if error is not None:
+                    return error
+            return None
+        q = 1.0
+        if isinstance(event, dp_event.PoissonSampledDpEvent):
+            error = _check_real(event, "sampling_probability", event.sampling_probability,
+                                0.0, 1.0)
+            if error:
+                return _Details(event, error)
+            q, event = float(event.sampling_probability), event.event
+            if q == 0.0:
+                return None if _leaf(event, 1.0) is not None else _Details(
+                    event, "Poisson sampling applies to one release event (Gaussian, Laplace, "
+                           "SaS or (epsilon, delta)), not to compositions")
+        leaf = _leaf(event, q)
+        if leaf is None:
+            return _Details(event, "unsupported event (supported: Gaussian, Laplace, SaS, "
+                                   "vector Laplace, (epsilon, delta), their Poisson sampling "
+                                   "and compositions)")
+        if isinstance(leaf, str) and leaf != "non-private":
+            return _Details(event, leaf)
+        if do_compose and count > 0:
+            if leaf == "non-private":
+                self._non_private = True
+            else:
+                self._groups[leaf] = self._groups.get(leaf, 0) + count
+        return None
+
+    # ------------------------------------------------------------------ answers
+    def guarantee(self, *, delta: float | None = None, epsilon: float | None = None
+                  ) -> Guarantee:
+        """The composed guarantee for ``delta`` (or for ``epsilon``), with its method and unit.
+
+        Parameters
+        ----------
+        delta : float, optional
+            Target delta in ``[0, 1)`` (0: pure DP; ``inf`` epsilon for Gaussians).
+        epsilon : float, optional
+            Target epsilon ``> 0``.  Give exactly one of the two.
+
+        Returns
+        -------
+        Guarantee
+            ``epsilon`` an upper bound (maybe ``inf``, never NaN or negative) for the target
+            delta, or ``delta`` in ``[0, 1]`` an upper bound for the target epsilon.
+
+        Raises
+        ------
+        ParameterError
+            Not exactly one target, or a target out of range.
+        AccountingError
+            No method can bound this composition.
+        """
+        if (delta is None) == (epsilon is None):
+            raise ParameterError(f"give exactly one of delta and epsilon; got delta={delta!r}, "
+                                 f"epsilon={epsilon!r}")
+        if delta is not None:
+            key = ("delta", check_in_interval("delta", delta, 0.0, 1.0, high_open=True))
+        else:
+            key = ("epsilon", check_positive("epsilon", epsilon))
+        if key not in self._answers:
+            self._answers[key] = self._answer(*key)
+        return self._answers[key]
+
+    def epsilon(self, delta: float) -> float:
+        """Upper bound on the composed epsilon for ``delta`` in ``[0, 1)``."""
+        return self.guarantee(delta=delta).epsilon
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on the composed delta for ``epsilon > 0``."""
+        return self.guarantee(epsilon=epsilon).delta
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """``dp_accounting``'s name for :meth:`epsilon`."""
+        return self.epsilon(target_delta)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """``dp_accounting``'s name for :meth:`delta`."""
+        return self.delta(target_epsilon)
+
+    def _answer(self, target: str, value: float) -> Guarantee:
+        steps = self.releases
+        rate = max((leaf.sampling_rate for leaf in self._groups), default=1.0)
+
+        def make(eps: float, delta: float, method: str) -> Guarantee:
+            return Guarantee(eps, delta, method, steps, rate, self._neighboring, self._unit)
+        want_epsilon = target == "delta"
+        if self._non_private:
+            return (make(math.inf, value, "non-private") if want_epsilon
+                    else make(value, 1.0, "non-private"))
+        if not self._groups:
+            return make(0.0, value, "none") if want_epsilon else make(value, 0.0, "none")
+        found = _bounds(self._groups, self._neighboring, self._discretization, self._generic,
+                        target_delta=value if want_epsilon else None,
+                        target_epsilon=None if want_epsilon else value)
+        bound, method = min(found, key=lambda item: item[0])
+        if want_epsilon:
+            return make(max(0.0, bound), value, method)
+        return make(value, min(1.0, max(0.0, bound)), method)
+
+
+# ----------------------------------------------------------------------------- the bounds
+
+
+def _pure_epsilon(mechanism: Mechanism, neighboring: NeighboringRelation) -> float:
+    """Pure-DP epsilon of one release under the relation (``inf`` if none)."""
+    if neighboring is NeighboringRelation.REPLACE_ONE:
+        if math.isinf(mechanism.epsilon):
+            return math.inf
+        return dataclasses.replace(mechanism, sensitivity=2.0 * mechanism.sensitivity).epsilon
+    return mechanism.epsilon
+
+
+def _pure(leaf: _Leaf, neighboring: NeighboringRelation) -> tuple[float, float]:
+    """``(epsilon, delta)`` of one (subsampled) release from its pure-DP epsilon."""
+    add_remove = neighboring is NeighboringRelation.ADD_OR_REMOVE
+    q = leaf.sampling_rate
+    if leaf.kind == "epsilon-delta":
+        eps, delta = leaf.epsilon, leaf.delta
+    else:
+        eps, delta = _pure_epsilon(leaf.mechanism(), neighboring), 0.0
+    if math.isfinite(eps) and add_remove and q < 1.0:
+        return composition.amplified_epsilon(eps, q), q * delta
+    return eps, delta
+
+
+def _composed_points(pld: pld_lib.PrivacyLossDistribution, steps: int) -> int:
+    """Grid points of dp_accounting's FFT for ``steps`` self-compositions (its Chernoff bound)."""
+    pmfs = [pld._pmf_remove] if pld._symmetric else [pld._pmf_remove, pld._pmf_add]  # noqa: SLF001
+    points = 0
+    for pmf in pmfs:
+        probs = pmf.to_dense_pmf()._probs  # noqa: SLF001 - the array dp_accounting convolves
+        if steps == 1:
+            points = max(points, probs.size)
+            continue
+        lo, hi = pld_common.compute_self_convolve_bounds(probs, steps, _TAIL_MASS_TRUNCATION)
+        points = max(points, hi - lo + 1)
+    return points
+
+
+def _grid(pld: pld_lib.PrivacyLossDistribution) -> float:
+    return float(pld._pmf_remove._discretization)  # noqa: SLF001
+
+
+def _plds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+          discretization: float | None, generic: bool
+          ) -> list[pld_lib.PrivacyLossDistribution] | None:
+    """One pessimistic PLD per kind of release on a common grid (None if one has none)."""
+    def build(leaf: _Leaf, h: float | None) -> pld_lib.PrivacyLossDistribution | None:
+        mech = leaf.mechanism()
+        if mech is not None and (mech.dimension == 1 or gaussian_equivalent(mech) is not None):
+            return privacy_loss_distribution(mech, sampling_rate=leaf.sampling_rate,
+                                             neighboring=neighboring, discretization=h,
+                                             steps_hint=groups[leaf], generic=generic)
+        eps, delta = _pure(leaf, neighboring)
+        if not math.isfinite(eps) or len(groups) == 1:
+            return None   # alone, the pure-DP bound is the exact composition of this pair
+        return pld_lib.from_privacy_parameters(
+            pld_common.DifferentialPrivacyParameters(eps, delta),
+            value_discretization_interval=h or DEFAULT_DISCRETIZATION)
+
+    plds = [build(leaf, discretization) for leaf in groups]
+    if any(p is None for p in plds):
+        return None
+    grids = {_grid(p) for p in plds}
+    if len(grids) > 1:   # a common (the coarsest, still pessimistic) grid for the composition
+        plds = [build(leaf, max(grids)) for leaf in groups]
+    return plds
+
+
+def _pure_bound(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+                target_delta: float | None, target_epsilon: float | None
+                ) -> float | None:
+    """The pure-DP (randomized-response) bound, or None when a release is not pure DP."""
+    pairs = {leaf: _pure(leaf, neighboring) for leaf in groups}
+    if not all(math.isfinite(eps) for eps, _ in pairs.values()):
+        return None
+    steps = sum(groups.values())
+    total = math.fsum(eps * groups[leaf] for leaf, (eps, _) in pairs.items())
+    eps1 = max(eps for eps, _ in pairs.values())   # every release is eps1-DP
+    # mass at infinite loss: 1 - prod (1 - delta_i)^count_i
+    log_keep = math.fsum(groups[leaf] * math.log1p(-d) for leaf, (_, d) in pairs.items())
+    lost = -math.expm1(log_keep)
+    if target_delta is not None:
+        if lost == 0.0:
+            value = composition.pure_dp_epsilon(eps1, steps=steps, delta=target_delta)
+        elif target_delta < lost:
+            return math.inf
+        else:   # rounded towards a smaller delta for the randomized response: epsilon goes up
+            rest = max(0.0, target_delta - lost * (1.0 + 1e-12)) / (1.0 - lost) * (1.0 - 1e-12)
+            value = composition.pure_dp_epsilon(eps1, steps=steps, delta=rest)
+        return min(value, total)
+    if target_epsilon >= total:
+        pure = 0.0
+    else:
+        pure = composition.pure_dp_delta(eps1, steps=steps, epsilon=target_epsilon)
+    return pure if lost == 0.0 else min(1.0, (lost + (1.0 - lost) * pure) * (1.0 + 1e-12))
+
+
+def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+         target_delta: float | None, target_epsilon: float | None) -> float | None:
+    """Renyi-DP bound for Gaussian-equivalent releases (None where it does not apply)."""
+    events = []
+    for leaf, count in groups.items():
+        gaussian = gaussian_equivalent(leaf.mechanism()) if leaf.kind != "epsilon-delta" \
+            else None
+        if gaussian is None:
+            return None
+        if neighboring is NeighboringRelation.REPLACE_ONE and leaf.sampling_rate < 1.0:
+            return None
+        event = gaussian.to_dp_event()
+        if leaf.sampling_rate < 1.0:
+            event = dp_event.PoissonSampledDpEvent(leaf.sampling_rate, event)
+        events.append(dp_event.SelfComposedDpEvent(event, count))
+    accountant = composition.rdp_accountant(dp_event.ComposedDpEvent(events), neighboring)
+    if target_delta is not None:
+        return float(accountant.get_epsilon(target_delta))
+    return float(min(1.0, accountant.get_delta(target_epsilon)))
+
+
+def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+            discretization: float | None, generic: bool, *,
+            target_delta: float | None = None, target_epsilon: float | None = None
+            ) -> list[tuple[float, str]]:
+    """All applicable upper bounds (value, method) on epsilon (or delta) for the target."""
+    want_epsilon = target_delta is not None
+    leaves = list(groups)
+    gaussians = [None if leaf.kind == "epsilon-delta" else gaussian_equivalent(leaf.mechanism())
+                 for leaf in leaves]
+    if (not generic and all(g is not None for g in gaussians)
+            and all(leaf.sampling_rate == 1.0 for leaf in leaves)):
+        shift = 2.0 if neighboring is NeighboringRelation.REPLACE_ONE else 1.0
+        if len(leaves) == 1:
+            mu = math.sqrt(groups[leaves[0]]) * shift * gaussians[0].sensitivity \
+                / gaussians[0].sigma
+        else:
+            mu = shift * math.sqrt(math.fsum(groups[leaf] * (g.sensitivity / g.sigma) ** 2
+                                             for leaf, g in zip(leaves, gaussians,
+                                                                strict=True)))
+        if want_epsilon:
+            value = math.inf if target_delta == 0.0 else gaussian_epsilon(mu, target_delta)
+        else:
+            value = gaussian_delta(mu, target_epsilon)
+        return [(value, "gaussian-exact")]
+    found: list[tuple[float, str]] = []
+    pure = _pure_bound(groups, neighboring, target_delta, target_epsilon)
+    if pure is not None:
+        found.append((pure, "pure-dp"))
+        if (target_delta == 0.0) if want_epsilon else (pure == 0.0):
+            return found  # exact: the largest composed loss
+    plds = _plds(groups, neighboring, discretization, generic)
+    if plds is not None:
+        points = sum(_composed_points(pld, count) for pld, count in zip(plds, groups.values(),
+                                                                         strict=True))
+        if points <= _MAX_COMPOSED_POINTS:
+            composed = None
+            for pld, count in zip(plds, groups.values(), strict=True):
+                part = (pld.self_compose(count, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
+                        if count > 1 else pld)
+                composed = part if composed is None else composed.compose(
+                    part, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
+            value = float(composed.get_epsilon_for_delta(target_delta) if want_epsilon
+                          else composed.get_delta_for_epsilon(target_epsilon))
+            if math.isnan(value):
+                raise AccountingError("dp_accounting returned NaN")
+            found.insert(0, (value, "pld"))
+            return found
+    rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
+    if rdp is not None:
+        found.append((rdp, "rdp"))
+    if not found:
+        raise AccountingError(f"{sum(groups.values())} releases exceed the PLD accountant's "
+                              f"memory (> {_MAX_COMPOSED_POINTS} grid points) and neither the "
+                              f"pure-DP nor dp_accounting's RDP bound applies (RDP: Gaussian "
+                              f"releases, no Poisson subsampling under REPLACE_ONE); use fewer "
+                              f"steps or ADD_OR_REMOVE")
+    return found

@@ -1,0 +1,264 @@
+"""The one accountant: mechanism events, heterogeneous composition, independent cross-checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.pld import common as pld_common
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from prv_accountant import PRVAccountant
+from prv_accountant.privacy_random_variables import (
+    GaussianMechanism as PRVGaussian,
+)
+from prv_accountant.privacy_random_variables import (
+    PoissonSubsampledGaussianMechanism as PRVSubsampledGaussian,
+)
+from prv_accountant.privacy_random_variables import PureDPMechanism as PRVPure
+
+from privacy import (
+    AccountingError,
+    DimensionError,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NeighboringRelation,
+    ParameterError,
+    SaSMechanism,
+)
+from privacy.accountant import Accountant
+from privacy.accounting import epsilon as mechanism_epsilon
+from privacy.accounting import guarantee as mechanism_guarantee
+from privacy.composition import pure_dp_epsilon, simple_composition
+from privacy.events import EpsilonDeltaDpEvent, SaSDpEvent, VectorLaplaceDpEvent
+
+# ----------------------------------------------------------------------------- events
+
+
+def test_every_mechanism_describes_its_release_as_an_event():
+    assert GaussianMechanism(2.0, 0.5, 3).to_dp_event() == dp_event.GaussianDpEvent(4.0)
+    assert LaplaceMechanism(2.0, 0.5).to_dp_event() == dp_event.LaplaceDpEvent(4.0)
+    assert LaplaceMechanism(2.0, 0.5, 3).to_dp_event() == VectorLaplaceDpEvent(4.0, 3)
+    assert SaSMechanism(1.5, 2.0, 0.5, 3).to_dp_event() == SaSDpEvent(1.5, 4.0, 3)
+
+
+@pytest.mark.parametrize("mech", [GaussianMechanism(1.0, dimension=2),
+                                  LaplaceMechanism(1.0, dimension=2),
+                                  SaSMechanism(1.5, 1.0, dimension=2)])
+def test_a_batch_is_a_self_composition_of_releases(mech):
+    one = mech.to_dp_event()
+    assert mech.to_dp_event((2,)) == one
+    assert mech.to_dp_event((2, 7)) == dp_event.SelfComposedDpEvent(one, 7)
+    with pytest.raises(DimensionError, match="dimension 2"):
+        mech.to_dp_event((3, 7))
+
+
+def test_events_round_trip_through_named_tuples():
+    for event in (SaSDpEvent(1.5, 2.0, 4), VectorLaplaceDpEvent(1.0, 3),
+                  EpsilonDeltaDpEvent(0.5, 1e-6)):
+        assert dp_event.DpEvent.from_named_tuple(event.to_named_tuple()) == event
+
+
+# ----------------------------------------------------------------------------- the views
+
+
+@pytest.mark.parametrize("mech, kwargs", [
+    (GaussianMechanism(1.0), dict(steps=300, sampling_rate=0.01)),
+    (LaplaceMechanism(2.0), dict(steps=20)),
+    (SaSMechanism(1.5, 2.0, 0.5), dict(steps=5)),
+    (SaSMechanism(1.7, 3.0, 1.0, 3), dict(steps=5)),
+])
+def test_the_mechanism_functions_are_the_accountant(mech, kwargs):
+    accountant = Accountant()
+    event = mech.to_dp_event()
+    if kwargs.get("sampling_rate", 1.0) < 1.0:
+        event = dp_event.PoissonSampledDpEvent(kwargs["sampling_rate"], event)
+    accountant.compose(event, kwargs["steps"])
+    g = mechanism_guarantee(mech, delta=1e-5, **kwargs)
+    assert accountant.guarantee(delta=1e-5) == g
+    assert g.unit == "record" and accountant.releases == kwargs["steps"] == g.steps
+
+
+def test_compose_takes_a_mechanism_and_keeps_the_ledger():
+    acc = Accountant().compose(GaussianMechanism(2.0), 3).compose(LaplaceMechanism(1.0))
+    assert acc.ledger == dp_event.ComposedDpEvent([
+        dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(2.0), 3),
+        dp_event.LaplaceDpEvent(1.0)])
+    assert acc.releases == 4 and acc.supports(SaSDpEvent(1.5, 1.0))
+    assert not acc.supports(dp_event.UnsupportedDpEvent())
+
+
+# ----------------------------------------------------------------------------- composition
+
+
+def test_gaussians_without_subsampling_compose_exactly():
+    acc = Accountant().compose(GaussianMechanism(2.0), 3).compose(GaussianMechanism(1.0, 0.5))
+    mu = math.sqrt(3 / 4 + 1 / 4)          # sqrt(sum (D / sigma)^2)
+    g = acc.guarantee(delta=1e-6)
+    assert g.method == "gaussian-exact"
+    assert g.epsilon == pytest.approx(GaussianMechanism(1.0 / mu).epsilon_for_delta(1e-6),
+                                      rel=1e-9)
+
+
+def test_heterogeneous_pld_matches_dp_accounting_side_by_side():
+    """Independent: dp_accounting's own PLDAccountant on the same events (same grid)."""
+    events = [(dp_event.GaussianDpEvent(3.0), 20),
+              (dp_event.PoissonSampledDpEvent(0.02, dp_event.GaussianDpEvent(1.0)), 500),
+              (dp_event.LaplaceDpEvent(8.0), 10)]
+    ours, theirs = Accountant(), pld_privacy_accountant.PLDAccountant()
+    for event, count in events:
+        ours.compose(event, count)
+        theirs.compose(event, count)
+    for delta in (1e-5, 1e-8):
+        g = ours.guarantee(delta=delta)
+        reference = theirs.get_epsilon(delta)
+        assert g.method == "pld" and g.steps == 530 and g.sampling_rate == 1.0
+        assert g.epsilon == pytest.approx(reference, rel=1e-6)
+    assert ours.delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # prv_accountant's float128
+def test_heterogeneous_composition_brackets_prv_accountant():
+    """Independent: Microsoft's PRV accountant (FFT on the privacy random variables) gives a
+    lower and an upper bound; ours is an upper bound, so it lies above the lower one, and
+    within the PRV error of its upper one."""
+    prvs = [PRVGaussian(2.0), PRVSubsampledGaussian(0.01, 1.0), PRVPure(0.05)]
+    counts = [10, 1000, 20]
+    prv = PRVAccountant(prvs=prvs, max_self_compositions=counts, eps_error=1e-2,
+                        delta_error=1e-10)
+    low, estimate, high = prv.compute_epsilon(delta=1e-5, num_self_compositions=counts)
+    ours = (Accountant()
+            .compose(GaussianMechanism(2.0), 10)
+            .compose(dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0)), 1000)
+            .compose(EpsilonDeltaDpEvent(0.05), 20)
+            .epsilon(1e-5))
+    assert low <= ours <= high
+    assert ours == pytest.approx(estimate, abs=1e-2)
+
+
+def test_pure_dp_releases_of_different_epsilons():
+    acc = (Accountant().compose(LaplaceMechanism(2.0, dimension=3), 10)      # 0.5 each
+           .compose(SaSDpEvent(1.0, 4.0, dimension=1), 4))                  # Cauchy
+    cauchy = SaSMechanism(1.0, 4.0).epsilon
+    total = 10 * 0.5 + 4 * cauchy
+    assert acc.epsilon(0.0) == pytest.approx(total, rel=1e-12)
+    g = acc.guarantee(delta=1e-5)
+    # independent: dp_accounting's PLD of the pure-DP pairs (vector Laplace) and of the
+    # Cauchy release's dominating pair, composed
+    rr = pld_lib.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(0.5))
+    reference = rr.self_compose(10).compose(pld_lib.from_privacy_parameters(
+        pld_common.DifferentialPrivacyParameters(cauchy)).self_compose(4))
+    assert g.epsilon <= reference.get_epsilon_for_delta(1e-5) + 1e-3
+    assert g.epsilon < total and g.method in ("pld", "pure-dp")
+
+
+def test_epsilon_delta_records_compose_optimally():
+    """k releases that are only known to be (eps, delta)-DP: the optimal composition
+    (Kairouz et al.), cross-checked with dp_accounting's PLD of the same pair."""
+    eps1, delta1, k = 0.3, 1e-7, 20
+    acc = Accountant().compose(EpsilonDeltaDpEvent(eps1, delta1), k)
+    target = 1e-5
+    ours = acc.epsilon(target)
+    reference = pld_lib.from_privacy_parameters(
+        pld_common.DifferentialPrivacyParameters(eps1, delta1)).self_compose(k)
+    assert ours <= reference.get_epsilon_for_delta(target) + 1e-3
+    assert ours >= reference.get_epsilon_for_delta(target) - 1e-3
+    assert ours <= simple_composition(eps1, delta1, steps=k).epsilon
+    # below the mass at infinite loss nothing can be claimed
+    assert acc.epsilon(1e-7) == math.inf
+    assert acc.delta(ours) <= target * (1 + 1e-9)
+
+
+def test_subsampled_releases_of_every_kind_compose():
+    q = 0.05
+    acc = Accountant()
+    for mech in (GaussianMechanism(1.5), LaplaceMechanism(1.0), SaSMechanism(1.5, 1.0)):
+        acc.compose(dp_event.PoissonSampledDpEvent(q, mech.to_dp_event()), 30)
+    g = acc.guarantee(delta=1e-5)
+    single = [mechanism_epsilon(m, delta=1e-5 / 3, steps=30, sampling_rate=q)
+              for m in (GaussianMechanism(1.5), LaplaceMechanism(1.0), SaSMechanism(1.5, 1.0))]
+    assert g.method == "pld" and g.sampling_rate == q and g.steps == 90
+    assert g.epsilon < sum(single)       # tighter than adding the parts' (eps, delta / 3)
+
+
+def test_replace_one_doubles_the_shift():
+    plain = Accountant().compose(SaSDpEvent(1.5, 1.0, 4)).compose(GaussianMechanism(2.0), 3)
+    replace = (Accountant(neighboring=NeighboringRelation.REPLACE_ONE)
+               .compose(SaSDpEvent(1.5, 2.0, 4)).compose(GaussianMechanism(4.0), 3))
+    for delta in (0.0, 1e-5):
+        assert replace.epsilon(delta) == pytest.approx(plain.epsilon(delta), rel=1e-3)
+
+
+def test_rdp_answers_where_the_pld_cannot():
+    acc = (Accountant()
+           .compose(dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0)), 10 ** 9)
+           .compose(GaussianMechanism(50.0), 10 ** 6))
+    g = acc.guarantee(delta=1e-5)
+    assert g.method == "rdp" and math.isfinite(g.epsilon) and g.steps == 10 ** 9 + 10 ** 6
+
+
+def test_no_release_and_non_private_releases():
+    empty = Accountant(unit="household")
+    assert empty.epsilon(1e-5) == 0.0 and empty.delta(1.0) == 0.0
+    assert empty.guarantee(delta=0.0).method == "none"
+    acc = Accountant().compose(dp_event.NoOpDpEvent()).compose(GaussianMechanism(1.0), 0)
+    assert acc.releases == 0 and acc.epsilon(0.0) == 0.0
+    acc.compose(dp_event.NonPrivateDpEvent())
+    assert acc.epsilon(1e-5) == math.inf and acc.delta(5.0) == 1.0
+    assert Accountant().compose(dp_event.GaussianDpEvent(0.0)).epsilon(0.5) == math.inf
+    sampled_out = Accountant().compose(
+        dp_event.PoissonSampledDpEvent(0.0, dp_event.GaussianDpEvent(1.0)), 5)
+    assert sampled_out.epsilon(1e-5) == 0.0
+
+
+def test_every_answer_is_a_stated_upper_bound():
+    acc = Accountant(unit="example").compose(GaussianMechanism(1.0), 4)
+    g = acc.guarantee(delta=1e-5)
+    assert str(g).startswith(f"({g.epsilon:.4g}, 1e-05)-DP for one example added or removed")
+    assert acc.get_epsilon(1e-5) == g.epsilon and acc.get_delta(1.0) == acc.delta(1.0)
+    # the exact curve of 4 Gaussian releases lies below the accountant's values
+    assert acc.delta(g.epsilon) <= 1e-5 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("call, error, pattern", [
+    (lambda: Accountant(unit=""), ParameterError, "unit"),
+    (lambda: Accountant(neighboring="replace"), ParameterError, "neighboring"),
+    (lambda: Accountant(discretization=0.0), ParameterError, "discretization"),
+    (lambda: Accountant().compose(GaussianMechanism(1.0), -1), ParameterError, "count"),
+    (lambda: Accountant().compose(1.0), ParameterError, "DpEvent"),
+    (lambda: Accountant().compose(dp_event.UnsupportedDpEvent()), AccountingError,
+     "unsupported"),
+    (lambda: Accountant().compose(dp_event.GaussianDpEvent(-1.0)), AccountingError,
+     "noise_multiplier must lie in"),
+    (lambda: Accountant().compose(SaSDpEvent(2.5, 1.0)), AccountingError, "alpha"),
+    (lambda: Accountant().compose(EpsilonDeltaDpEvent(1.0, 1.5)), AccountingError, "delta"),
+    (lambda: Accountant().compose(dp_event.PoissonSampledDpEvent(
+        0.1, dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(1.0), 2))),
+     AccountingError, "unsupported"),
+    (lambda: Accountant().guarantee(delta=1e-5, epsilon=1.0), ParameterError, "exactly one"),
+    (lambda: Accountant().epsilon(1.0), ParameterError, "delta must lie in"),
+    (lambda: Accountant().delta(0.0), ParameterError, "epsilon must be > 0"),
+])
+def test_bad_input_is_refused_by_name(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+
+
+def test_answers_are_cached_until_the_next_composition():
+    acc = Accountant().compose(LaplaceMechanism(1.0, dimension=2), 3)
+    first = acc.guarantee(delta=1e-5)
+    assert acc.guarantee(delta=1e-5) is first
+    acc.compose(LaplaceMechanism(1.0, dimension=2))
+    assert acc.epsilon(0.0) == pytest.approx(4.0) and acc.guarantee(delta=1e-5) != first
+
+
+def test_pure_bound_of_the_largest_epsilon_bounds_mixed_releases():
+    eps = np.array([0.1, 0.2, 0.4])
+    acc = Accountant()
+    for e in eps:
+        acc.compose(EpsilonDeltaDpEvent(float(e)), 50)
+    value = acc.epsilon(1e-6)
+    assert value <= pure_dp_epsilon(0.4, steps=150, delta=1e-6)
+    assert value <= 50 * eps.sum()
