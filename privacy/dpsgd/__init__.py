@@ -5,7 +5,7 @@ algorithm and :mod:`privacy.dpsgd.noise` for the accounting of a run.
 """
 
 from privacy.dpsgd.models import LogisticModel, MLPModel, SoftmaxModel, cross_entropy
-from privacy.dpsgd.noise import GradientNoise, calibrate_noise, dpsgd_epsilon
+from privacy.dpsgd.noise import GradientNoise, calibrate_noise, dpsgd_epsilon, dpsgd_event
 from privacy.dpsgd.train import DPSGDConfig, DPSGDResult, dpsgd_train, poisson_batches
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "calibrate_noise",
     "cross_entropy",
     "dpsgd_epsilon",
+    "dpsgd_event",
     "dpsgd_train",
     "poisson_batches",
 ]

@@ -5,10 +5,13 @@ the l2-clipped per-example gradients of a Poisson sample plus noise on every coo
 composes ``steps`` such releases.
 
 * Gaussian noise ``N(0, sigma^2 I)``: exactly the subsampled Gaussian mechanism with sensitivity
-  ``clip_norm``, composed by :func:`privacy.accounting.epsilon` (dp_accounting's PLD).
+  ``clip_norm``.
 * SaS noise (i.i.d. coordinates): the release is a *vector*; it is accounted through its certified
   Gaussian equivalent :func:`privacy.vector_sas.sas_gaussian_equivalent_sigma` (see that module:
   the scalar SaS accountant does not apply to vectors and would over-claim).
+
+A run is the event :func:`dpsgd_event` (``steps`` Poisson-sampled Gaussian releases), composed
+by the one accountant (:class:`privacy.accountant.Accountant`, dp_accounting's PLD).
 
 References
 ----------
@@ -18,17 +21,25 @@ Seed thesis Ch. 4 (SaS noise in DP-SGD, Tables 4.1-4.5); seed ``002`` Sec. 2 and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from _toolbox.errors import ParameterError
-from _toolbox.validation import as_generator, check_in_interval, check_positive
-from privacy import accounting, calibration, stable
+from _toolbox.validation import (
+    as_generator,
+    check_in_interval,
+    check_integer,
+    check_positive,
+    check_probability,
+)
+from privacy import calibration, stable
+from privacy.accountant import Accountant
 from privacy.mechanisms import GaussianMechanism
 from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
 
-__all__ = ["GradientNoise", "dpsgd_epsilon", "calibrate_noise"]
+__all__ = ["GradientNoise", "dpsgd_event", "dpsgd_epsilon", "calibrate_noise"]
 
 _LAWS = ("gaussian", "sas")
 
@@ -122,9 +133,9 @@ class GradientNoise:
         return stable.sas_sample(self.alpha, self.scale, size=shape, rng=gen)
 
 
-def dpsgd_epsilon(noise: GradientNoise, *, clip_norm: float, steps: int, sampling_rate: float,
-                  delta: float) -> float:
-    """Composed epsilon (upper bound) of a DP-SGD run, privacy unit one example.
+def dpsgd_event(noise: GradientNoise, *, clip_norm: float, steps: int,
+                sampling_rate: float) -> Any:
+    """The ``DpEvent`` of a DP-SGD run: ``steps`` Poisson-sampled noisy gradient sums.
 
     Parameters
     ----------
@@ -132,18 +143,54 @@ def dpsgd_epsilon(noise: GradientNoise, *, clip_norm: float, steps: int, samplin
     clip_norm : float
         l2 clipping bound ``C`` of each per-example gradient (the sensitivity).
     steps : int
-        Number of noisy steps ``N``.
+        Number of noisy steps ``N >= 1``.
     sampling_rate : float
-        Poisson sampling probability ``q``.
+        Poisson sampling probability ``q`` in ``(0, 1]``.
+
+    Returns
+    -------
+    dp_accounting.dp_event.SelfComposedDpEvent
+        ``N`` compositions of ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma / C))`` with
+        ``sigma = noise.gaussian_equivalent_sigma`` (exact for Gaussian noise, a certified
+        dominating pair for SaS noise); without subsampling (``q = 1``) the Gaussian event
+        itself.
+
+    Examples
+    --------
+    >>> from privacy.dpsgd import GradientNoise, dpsgd_event
+    >>> dpsgd_event(GradientNoise("gaussian", 2.0), clip_norm=1.0, steps=10, sampling_rate=0.1)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    SelfComposedDpEvent(event=PoissonSampledDpEvent(sampling_probability=0.1,
+        event=GaussianDpEvent(noise_multiplier=2.0)), count=10)
+    """
+    from dp_accounting import dp_event
+
+    if not isinstance(noise, GradientNoise):
+        raise ParameterError(f"noise must be a GradientNoise; got {type(noise).__name__}")
+    steps = check_integer("steps", steps, minimum=1)
+    q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
+    event = GaussianMechanism(sigma=noise.gaussian_equivalent_sigma,
+                              sensitivity=check_positive("clip_norm", clip_norm)).to_dp_event()
+    if q < 1.0:
+        event = dp_event.PoissonSampledDpEvent(sampling_probability=q, event=event)
+    return dp_event.SelfComposedDpEvent(event=event, count=steps)
+
+
+def dpsgd_epsilon(noise: GradientNoise, *, clip_norm: float, steps: int, sampling_rate: float,
+                  delta: float) -> float:
+    """Composed epsilon (upper bound) of a DP-SGD run, privacy unit one example.
+
+    Parameters
+    ----------
+    noise, clip_norm, steps, sampling_rate
+        As in :func:`dpsgd_event`.
     delta : float
         Target delta.
 
     Returns
     -------
     float
-        epsilon from :func:`privacy.accounting.epsilon` for the subsampled Gaussian mechanism with
-        ``noise.gaussian_equivalent_sigma`` (exact description for Gaussian noise, a certified
-        dominating pair for SaS noise).
+        The accountant's epsilon for :func:`dpsgd_event` (unit: one example added or removed).
 
     Examples
     --------
@@ -153,11 +200,8 @@ def dpsgd_epsilon(noise: GradientNoise, *, clip_norm: float, steps: int, samplin
     >>> 1.8 < eps < 1.9
     True
     """
-    if not isinstance(noise, GradientNoise):
-        raise ParameterError(f"noise must be a GradientNoise; got {type(noise).__name__}")
-    mechanism = GaussianMechanism(sigma=noise.gaussian_equivalent_sigma,
-                                  sensitivity=check_positive("clip_norm", clip_norm))
-    return accounting.epsilon(mechanism, delta=delta, steps=steps, sampling_rate=sampling_rate)
+    event = dpsgd_event(noise, clip_norm=clip_norm, steps=steps, sampling_rate=sampling_rate)
+    return Accountant(unit="example").compose(event).epsilon(delta)
 
 
 def calibrate_noise(target_epsilon: float, *, law: str, alpha: float | None = None,

@@ -4,16 +4,18 @@ A federated client privatizes each message it sends (a FedInfer data block, a gr
 update) by clipping its data to declared bounds and adding noise.  :class:`LocalDP` describes one
 such *release*: the noise law (Gaussian, Laplace or SaS), its scale, the release's sensitivity in
 the norm that matches the noise (l2 for Gaussian, l1 for Laplace and SaS) and its dimension.  It
-adds the noise through the :mod:`privacy.mechanisms` objects and answers the client's *composed*
-epsilon after ``N`` releases from :mod:`privacy.accounting` (never a hand-written formula):
+adds the noise through the :mod:`privacy.mechanisms` objects and is a view of the one
+accountant: the client's *composed* epsilon after ``N`` releases is
+:class:`privacy.accountant.Accountant`'s answer for ``N`` compositions of the release's event
+(:meth:`LocalDP.to_dp_event`), never a hand-written formula:
 
-* Gaussian and Laplace: ``accounting.epsilon(mechanism, delta=delta, steps=N)`` (PLD).  A
-  Gaussian vector release with l2-sensitivity D has the privacy loss of the scalar one (rotation
-  invariance); a Laplace vector release with l1-sensitivity D is dominated by the scalar pair
-  with shift D (checked numerically in the tests).
-* SaS: scalar releases use the PLD accountant; vector releases, which the PLD accountant does not
-  cover, use the certified pure-DP vector bound ``SaSMechanism(dimension=m).epsilon`` composed
-  by simple composition (``N * eps``, delta = 0).
+* Gaussian (any dimension: rotation invariance), scalar Laplace and scalar SaS: the PLD
+  composition (Gaussian without subsampling: exact closed form).
+* Vector Laplace and vector SaS releases: the optimal pure-DP composition of the release's
+  certified pure-DP epsilon (``SaSMechanism(dimension=m).epsilon`` for SaS), which the PLD
+  accountant does not cover.  (A Laplace vector release with l1-sensitivity D is also
+  dominated by the scalar pair with shift D, checked numerically in the tests, but the
+  accountant does not rely on it.)
 
 The privacy unit is stated by ``unit`` (``"record"``: one data point of the client's data set,
 added or removed).  Client sampling by the server gives no amplification here: the server knows
@@ -37,8 +39,7 @@ import numpy as np
 
 from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
-from privacy import accounting
-from privacy.composition import simple_composition
+from privacy.accountant import Accountant, Guarantee
 from privacy.federated.noise import NOISE_KINDS, check_noise_kind
 from privacy.mechanisms import GaussianMechanism, LaplaceMechanism, SaSMechanism
 
@@ -133,6 +134,22 @@ class LocalDP:
         return np.asarray(noisy, dtype=float).reshape(array.shape)
 
     # ---------------------------------------------------------------- accounting
+    def to_dp_event(self) -> Any:
+        """The ``DpEvent`` of one release (:meth:`privacy.mechanisms.Mechanism.to_dp_event`)."""
+        return self.mechanism.to_dp_event()
+
+    def guarantee(self, releases: int) -> Guarantee:
+        """The accountant's guarantee (at ``delta``, for one ``unit``) after ``releases``.
+
+        Examples
+        --------
+        >>> print(LocalDP("laplace", 2.0, 1.0).guarantee(3))
+        (1.5, 1e-05)-DP for one record added or removed (3 releases; upper bound by pld)
+        """
+        releases = check_integer("releases", releases, minimum=0)
+        return Accountant(unit=self.unit).compose(self.to_dp_event(), releases).guarantee(
+            delta=self.delta)
+
     def epsilon(self, releases: int) -> float:
         """Composed epsilon (upper bound, at ``delta``) after ``releases`` releases."""
         releases = check_integer("releases", releases, minimum=0)
@@ -272,12 +289,5 @@ def _composed(noise: str, scale: float, sensitivity: float, dimension: int, alph
 @functools.lru_cache(maxsize=16384)
 def _composed_normalized(noise: str, ratio: float, dimension: int, alpha: float, delta: float,
                          releases: int, discretization: float | None) -> float:
-    mechanism = _mechanism(noise, ratio, 1.0, dimension, alpha)
-    try:
-        return accounting.epsilon(mechanism, delta=delta, steps=releases,
-                                  discretization=discretization)
-    except AccountingError:
-        if noise != "sas":
-            raise
-    # vector SaS: certified pure-DP bound of one release, simple composition
-    return simple_composition(mechanism.epsilon, steps=releases).epsilon
+    event = _mechanism(noise, ratio, 1.0, dimension, alpha).to_dp_event()
+    return Accountant(discretization=discretization).compose(event, releases).epsilon(delta)

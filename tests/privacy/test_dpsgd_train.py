@@ -20,6 +20,7 @@ from privacy.dpsgd import (
     SoftmaxModel,
     calibrate_noise,
     dpsgd_epsilon,
+    dpsgd_event,
     dpsgd_train,
     poisson_batches,
 )
@@ -199,6 +200,17 @@ def test_gaussian_run_epsilon_matches_dp_accounting_and_prv_accountant():
                                       max_steps=steps, eps_error=0.01,
                                       delta_error=1e-10).compute_epsilon(delta, steps)
     assert lower <= ours <= upper
+
+
+def test_a_run_describes_itself_as_an_event():
+    noise = GradientNoise("sas", 1.3, alpha=1.9)
+    sigma = sas_gaussian_equivalent_sigma(1.9, 1.3)
+    event = dpsgd_event(noise, clip_norm=0.5, steps=20, sampling_rate=0.2)
+    assert event == _event(sigma / 0.5, 0.2, 20)
+    assert dpsgd_event(noise, clip_norm=0.5, steps=3, sampling_rate=1.0) == \
+        dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(sigma / 0.5), 3)
+    with pytest.raises(ParameterError, match="sampling_rate"):
+        dpsgd_event(noise, clip_norm=0.5, steps=3, sampling_rate=0.0)
 
 
 def test_sas_run_is_accounted_through_its_gaussian_equivalent():

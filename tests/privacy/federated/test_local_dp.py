@@ -33,6 +33,9 @@ def test_composed_epsilon_is_the_accountants(noise, mech):
         assert dp.epsilon(n) == pytest.approx(
             accountant_epsilon(mech(2.0, 0.5), delta=1e-5, steps=n), rel=1e-9)
     assert dp.epsilon(0) == 0.0
+    g = dp.guarantee(7)
+    assert g.epsilon == pytest.approx(dp.epsilon(7), rel=1e-9) and g.unit == "record"
+    assert dp.to_dp_event() == mech(2.0, 0.5).to_dp_event()
 
 
 def test_fast_bound_is_an_upper_bound_close_to_exact():
