@@ -24,9 +24,10 @@ Seed Ch. 7 (Algorithms 1-2), Ch. 9 (DMDidc).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from privacy.federated.protocol import (
     ServerState,
 )
 
+if TYPE_CHECKING:
+    from privacy.accountant import Guarantee
+
 __all__ = ["FederatedIdentification", "ReleaseAccount"]
 
 #: Public counts a client reports with its release (the accountant treats them as public).
@@ -53,21 +57,60 @@ _COUNTS = ("n_samples", "n_trajectories", "min_trajectory_samples", "max_traject
 
 @dataclass(frozen=True)
 class ReleaseAccount:
-    """A client's guarantee per release, composed by the accountant over its releases."""
+    """A client's guarantee per release, and its composition: a view of the one accountant.
+
+    Attributes
+    ----------
+    epsilon_per_release, delta_per_release : float
+        The guarantee of one release (the accountant's answer for one ``event``).
+    unit : str
+        The privacy unit (``"sample"``, ``"window"`` or ``"trajectory"``).
+    event : dp_accounting.dp_event.DpEvent, optional
+        What one release did (:attr:`dmdidc.private.release.PrivacyRelease.dp_event`).
+        Without it, only ``(epsilon_per_release, delta_per_release)`` is known and the
+        accountant composes that guarantee (:class:`privacy.events.EpsilonDeltaDpEvent`).
+    neighboring : privacy.NeighboringRelation, optional
+        The relation ``event`` is stated for (default ``ADD_OR_REMOVE``; statistics releases:
+        :attr:`~dmdidc.private.release.PrivacyRelease.neighboring`, ``REPLACE_ONE``).
+
+    Examples
+    --------
+    >>> from privacy import GaussianMechanism
+    >>> mech = GaussianMechanism.from_epsilon_delta(1.0, 1e-5)
+    >>> account = ReleaseAccount(1.0, 1e-5, "sample", mech.to_dp_event())
+    >>> account.delta(2), round(account.epsilon(2), 3)   # simple composition: (2.0, 2e-05)
+    (2e-05, 1.4)
+    """
 
     epsilon_per_release: float
     delta_per_release: float
     unit: str
+    event: Any = None
+    neighboring: Any = None
+
+    def delta(self, releases: int) -> float:
+        """The delta at which :meth:`epsilon` is stated: ``releases * delta_per_release``
+        (below 1)."""
+        releases = check_integer("releases", releases, minimum=0)
+        return min(releases * self.delta_per_release, math.nextafter(1.0, 0.0))
+
+    def guarantee(self, releases: int) -> Guarantee:
+        """The accountant's guarantee after ``releases`` releases, at :meth:`delta`."""
+        from privacy import NeighboringRelation
+        from privacy.accountant import Accountant
+        from privacy.events import EpsilonDeltaDpEvent
+
+        event = self.event if self.event is not None else EpsilonDeltaDpEvent(
+            self.epsilon_per_release, self.delta_per_release)
+        neighboring = self.neighboring or NeighboringRelation.ADD_OR_REMOVE
+        return Accountant(neighboring=neighboring, unit=self.unit).compose(
+            event, releases).guarantee(delta=self.delta(releases))
 
     def epsilon(self, releases: int) -> float:
-        """Composed epsilon after ``releases`` releases (an upper bound)."""
-        from privacy.composition import simple_composition
-
-        releases = check_integer("releases", releases, minimum=0)
-        if releases == 0:
-            return 0.0
-        return simple_composition(self.epsilon_per_release, self.delta_per_release,
-                                  steps=releases).epsilon
+        """Composed epsilon after ``releases`` releases: an upper bound at :meth:`delta`, the
+        accountant's answer (at most the simple composition ``releases *
+        epsilon_per_release`` at the same delta)."""
+        return self.guarantee(releases).epsilon
 
     epsilon_bound = epsilon
 
@@ -173,7 +216,8 @@ class FederatedIdentification:
         like = dataclasses.replace(self.template, n_samples=1, n_trajectories=1,
                                    min_trajectory_samples=1, max_trajectory_samples=1)
         release, _ = describe_release(like, **self._release_options(client_id))
-        return ReleaseAccount(release.epsilon, release.delta, release.unit)
+        return ReleaseAccount(release.epsilon, release.delta, release.unit, release.dp_event,
+                              release.neighboring)
 
     def client_dp(self, client_id: int) -> ReleaseAccount:
         """Client ``client_id``'s guarantee per release (composed by the runtimes)."""

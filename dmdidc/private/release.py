@@ -22,13 +22,15 @@ for uncentred statistics, the sums): one release of that dimension through a mec
   a numerically verified property of the scalar SaS pair (``privacy.vector_sas``, part (a)),
   not on a proof.
 
-The guarantee reported in :class:`PrivacyRelease` is the accountant's answer
-(:func:`privacy.accounting.epsilon` for the mechanism with the sensitivity as the shift between
-neighbouring data sets; for the pure-DP vector SaS release privacy's certified pure-DP bound of
-that vector; for the ``(epsilon, delta)`` SaS release the accountant on its certified Gaussian
-equivalent, :attr:`PrivacyRelease.dominating`), never a formula written here.  Neighbouring
-data sets differ in one privacy unit (a time step, a window of time steps or a trajectory)
-*replaced*; the numbers of samples and trajectories are public.
+The guarantee reported in :class:`PrivacyRelease` is the one accountant's answer
+(:class:`privacy.accountant.Accountant`) for the release's event
+(:attr:`PrivacyRelease.dp_event`: the mechanism, or for the ``(epsilon, delta)`` SaS release its
+certified Gaussian equivalent :attr:`PrivacyRelease.dominating`; for the pure-DP vector SaS
+release the accountant uses privacy's certified pure-DP bound of that vector), never a formula
+written here.  Neighbouring data sets differ in one privacy unit (a time step, a window of time
+steps or a trajectory) *replaced* (``NeighboringRelation.REPLACE_ONE``: the derived sensitivity
+is the largest change of the release, twice the event's per-unit bound); the numbers of samples
+and trajectories are public.
 
 What each unit protects: ``"sample"`` one time step of every signal (event-level privacy: a
 single reading, e.g. one 5-minute interval of a household); ``"window"`` ``w`` consecutive time
@@ -61,10 +63,6 @@ __all__ = ["PrivacyRelease", "privatize_statistics", "describe_release", "calibr
 MECHANISMS = ("gaussian", "laplace", "sas")
 #: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
 _SAS_SCALE_RTOL = 1e-2
-#: Grid of privacy's certified vector bound (``SaSMechanism.epsilon_vector``): its staircase
-#: majorant stays an upper bound on any grid; 200 points cost ~1 % of epsilon and are ~7x
-#: faster than the default 1500.
-_SAS_GRID_POINTS = 200
 
 
 @dataclass(frozen=True)
@@ -111,9 +109,33 @@ class PrivacyRelease:
 
     @property
     def accounted_mechanism(self) -> Any:
-        """The mechanism :mod:`privacy.accounting` composes for this release: ``dominating``
-        when set, else ``mechanism``."""
+        """The mechanism the accountant composes for this release: ``dominating`` when set,
+        else ``mechanism`` (with the whole replacement shift as its sensitivity)."""
         return self.mechanism if self.dominating is None else self.dominating
+
+    @property
+    def neighboring(self) -> Any:
+        """``NeighboringRelation.REPLACE_ONE``: neighbours differ in one ``unit`` replaced."""
+        from privacy import NeighboringRelation
+        return NeighboringRelation.REPLACE_ONE
+
+    @property
+    def dp_event(self) -> Any:
+        """The ``DpEvent`` of this release under :attr:`neighboring`.
+
+        ``REPLACE_ONE`` states a unit's contribution bound ``C`` and lets a replacement move the
+        release by ``2 C`` (``dp_accounting``'s convention), so ``C`` is half of
+        ``sensitivity``, the largest change a replacement causes.
+        """
+        mech = self.accounted_mechanism
+        return dataclasses.replace(mech, sensitivity=mech.sensitivity / 2.0).to_dp_event()
+
+    def guarantee(self, releases: int = 1) -> Any:
+        """The accountant's guarantee (at ``delta``) after ``releases`` releases of this kind
+        that one unit reaches (:class:`privacy.accountant.Guarantee`)."""
+        from privacy.accountant import Accountant
+        return Accountant(neighboring=self.neighboring, unit=self.unit).compose(
+            self.dp_event, releases).guarantee(delta=self.delta)
 
     def __str__(self) -> str:
         unit = {"sample": "one time step replaced",
@@ -133,11 +155,10 @@ def _declared(mechanism: Any, dimension: int) -> Any:
 
 
 def _sas_epsilon(mechanism) -> float:
-    """Certified pure-DP epsilon of a vector SaS release (privacy's ``epsilon_vector``)."""
-    if mechanism.dimension == 1:
-        return mechanism.epsilon
-    return mechanism.epsilon_vector(mechanism.dimension,
-                                    grid_points=_SAS_GRID_POINTS).upper_bound
+    """The accountant's pure-DP epsilon of one SaS release (for a vector, privacy's certified
+    bound of the worst split of the l1 shift)."""
+    from privacy import accounting
+    return accounting.epsilon(mechanism, delta=0.0)
 
 
 def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: int):

@@ -62,3 +62,47 @@ def test_protocol_bad_settings():
     algo = _algorithm()
     with pytest.raises(DimensionError, match="X"):
         algo.client_statistics({"X": np.zeros((2, 1, 10)), "U": np.zeros((3, 1, 9))})
+
+
+@pytest.mark.parametrize("mechanism, delta", [("gaussian", 1e-5), ("laplace", None),
+                                              ("sas", None)])
+def test_release_account_is_a_view_of_the_accountant(mechanism, delta):
+    """A client's composed epsilon comes from the accountant, at the delta the replaced simple
+    composition stated (``n * delta``), and is never above that composition's ``n * eps``."""
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    from privacy.accountant import Accountant
+    from privacy.composition import simple_composition
+
+    algo = _algorithm(mechanism=mechanism, delta=delta, alpha=1.5 if mechanism == "sas" else None,
+                      epsilon=1.0)
+    account = algo.client_dp(0)
+    assert account.neighboring.name == "REPLACE_ONE" and account.unit == "sample"
+    assert account.epsilon(0) == 0.0
+    assert account.epsilon(1) == pytest.approx(account.epsilon_per_release, rel=1e-9)
+    for n in (2, 5):
+        old = simple_composition(account.epsilon_per_release, account.delta_per_release,
+                                 steps=n)
+        new = account.guarantee(n)
+        assert new.delta == pytest.approx(old.delta) and new.epsilon <= old.epsilon * (1 + 1e-12)
+        assert new.unit == "sample" and new.neighboring.name == "REPLACE_ONE"
+        independent = Accountant(neighboring=account.neighboring).compose(account.event, n)
+        assert new.epsilon == independent.epsilon(account.delta(n))
+    if mechanism == "gaussian":
+        # side by side with dp_accounting: the event states C = l2 / 2 under REPLACE_ONE (a
+        # replacement moves the release by l2 = 2 C), so the pair is N(0, s^2) against
+        # N(l2, s^2): dp_accounting's unit-shift Gaussian with deviation s / l2 = multiplier / 2
+        sigma = account.event.noise_multiplier / 2.0
+        pld = pld_lib.from_gaussian_mechanism(sigma).self_compose(2)
+        assert account.epsilon(2) == pytest.approx(pld.get_epsilon_for_delta(2e-5), abs=2e-3)
+        assert account.epsilon(2) < 0.75 * simple_composition(1.0, 1e-5, steps=2).epsilon
+    else:   # pure DP: the composition is exact, the same as before
+        assert account.epsilon(2) == pytest.approx(2 * account.epsilon_per_release, rel=1e-12)
+
+
+def test_release_account_without_its_event_composes_the_stated_guarantee():
+    from dmdidc.federated.identification import ReleaseAccount
+
+    account = ReleaseAccount(0.5, 1e-6, "trajectory")
+    assert account.epsilon(1) == pytest.approx(0.5)
+    assert account.epsilon(10) < 5.0 and account.guarantee(10).delta == pytest.approx(1e-5)

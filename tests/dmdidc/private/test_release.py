@@ -270,3 +270,25 @@ def test_sas_with_delta_keeps_pure_dp_where_it_is_less_noisy():
 def test_sas_with_bad_delta_is_refused(stats, delta, pattern):
     with pytest.raises(ParameterError, match=pattern):
         stats.privatize("sas", epsilon=1.0, delta=delta, alpha=1.5)
+
+
+@pytest.mark.parametrize("mechanism, options", [
+    ("gaussian", dict(delta=1e-5)), ("laplace", {}), ("sas", dict(alpha=1.5)),
+    ("sas", dict(alpha=1.9, delta=1e-5))])
+def test_a_release_describes_itself_and_its_guarantee_is_the_accountants(mechanism, options):
+    """The release's event under REPLACE_ONE (a unit's bound is half the replacement shift)
+    gives back the reported epsilon; the independent check is the mechanism itself with the
+    whole shift under ADD_OR_REMOVE."""
+    from privacy import NeighboringRelation, accounting
+
+    X, U = np.zeros((1, 41)), np.zeros((1, 40))
+    small = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    release = small.privatize(mechanism, epsilon=1.0, unit="window", window=3, rng=0,
+                              **options).privacy
+    assert release.neighboring is NeighboringRelation.REPLACE_ONE
+    g = release.guarantee()
+    assert g.epsilon == pytest.approx(release.epsilon, rel=1e-9) and g.delta == release.delta
+    assert g.unit == "window" and g.epsilon <= 1.0 + 1e-9
+    whole_shift = accounting.epsilon(release.accounted_mechanism, delta=release.delta)
+    assert g.epsilon == pytest.approx(whole_shift, rel=1e-9)
+    assert release.guarantee(3).epsilon <= 3 * release.epsilon * (1 + 1e-12)
