@@ -30,9 +30,10 @@ Privacy units and the household's guarantee (:func:`household_guarantee`)
 :mod:`dmdidc.private.sensitivity` for a unit inside one trajectory (a day); a unit that reaches
 ``k`` trajectories of the same release (a window across midnight: ``k = 2``; the whole record:
 ``k`` = all its days) moves the release by at most ``k`` times that (triangle inequality), and a
-unit that reaches ``s`` releases (daily sharing) composes them.  The household's guarantee is
-the accountant's answer (:func:`privacy.accounting.guarantee`) for the released mechanism with
-``k`` times its sensitivity, composed ``s`` times -- never a formula written here.
+unit that reaches ``s`` releases (daily sharing) composes them.  :class:`HouseholdGuarantee` is a
+view of the one accountant (:class:`privacy.accountant.Accountant`, one unit replaced): its
+answer for the release's event with ``k`` times its sensitivity, composed ``s`` times -- never a
+formula written here.
 :func:`privatize_household` calibrates the release so that this guarantee meets the household's
 budget and refuses to release otherwise (:class:`BudgetExceededError`).
 
@@ -51,7 +52,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +63,9 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.private.release import MECHANISMS, PrivacyRelease, calibrate_release
 from dmdidc.private.sensitivity import PRIVACY_UNITS, statistics_sensitivity
 from simulations.smartgrid.operation import FleetRecord
+
+if TYPE_CHECKING:
+    from privacy.accountant import Guarantee
 
 __all__ = [
     "BudgetExceededError",
@@ -201,12 +205,13 @@ def trajectories_reached(unit: str, window: int | None, stats: SufficientStatist
 
 @dataclass(frozen=True)
 class HouseholdGuarantee:
-    """A household's composed privacy guarantee for what it released.
+    """A household's composed privacy guarantee for what it released (a view of the one
+    accountant: :func:`household_guarantee`).
 
     Attributes
     ----------
     epsilon, delta : float
-        The accountant's bound for the unit.
+        The accountant's bound for one unit replaced.
     unit : str
         ``"sample"``, ``"window"`` or ``"trajectory"`` (the household's whole record).
     window : int or None
@@ -233,7 +238,7 @@ class HouseholdGuarantee:
         """Plain-JSON summary."""
         mech = self.release.mechanism
         return {"epsilon": self.epsilon, "delta": self.delta, "unit": self.unit,
-                "window": self.window, "releases": self.releases,
+                "neighboring": "replace_one", "window": self.window, "releases": self.releases,
                 "trajectories_per_release": self.trajectories, "method": self.method,
                 "mechanism": type(mech).__name__,
                 "noise_scale": float(getattr(mech, "sigma", getattr(mech, "scale", math.nan))),
@@ -241,22 +246,34 @@ class HouseholdGuarantee:
                 "dimension": self.release.dimension}
 
 
+def _household_bound(mechanism: Any, *, unit: str, trajectories: int, releases: int,
+                     delta: float) -> Guarantee:
+    """The accountant's guarantee for one ``unit`` replaced: ``releases`` compositions of
+    ``mechanism`` (sensitivity: the largest change of one release within one trajectory) with
+    ``trajectories`` times its sensitivity."""
+    from privacy import NeighboringRelation
+    from privacy.accountant import Accountant
+
+    # REPLACE_ONE: a unit's contribution bound is half the change its replacement causes
+    per_unit = dataclasses.replace(mechanism,
+                                   sensitivity=mechanism.sensitivity * trajectories / 2.0)
+    accountant = Accountant(neighboring=NeighboringRelation.REPLACE_ONE, unit=unit)
+    return accountant.compose(per_unit.to_dp_event(), releases).guarantee(delta=delta)
+
+
 def household_guarantee(release: PrivacyRelease, *, unit: str, window: int | None,
                         trajectories: int, releases: int = 1,
                         delta: float = 0.0) -> HouseholdGuarantee:
-    """The household's guarantee: ``releases`` compositions of ``release``'s mechanism with
-    ``trajectories`` times its sensitivity (module notes), from :mod:`privacy.accounting`.
+    """The household's guarantee: ``releases`` compositions of ``release``'s event with
+    ``trajectories`` times its sensitivity (module notes), from the one accountant.
 
     The accountant composes ``release.accounted_mechanism``: for an ``(epsilon, delta)`` SaS
     release its certified Gaussian equivalent (l2-sensitivity; the triangle inequality scales
     it by ``trajectories`` as for l1), and ``method`` then names the vector-SaS GDP bound."""
-    from privacy import accounting
-
     trajectories = check_integer("trajectories", trajectories, minimum=1)
     releases = check_integer("releases", releases, minimum=1)
-    mech = release.accounted_mechanism
-    scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
-    bound = accounting.guarantee(scaled, delta=delta, steps=releases)
+    bound = _household_bound(release.accounted_mechanism, unit=unit, trajectories=trajectories,
+                             releases=releases, delta=delta)
     method = bound.method if release.dominating is None else \
         f"vector-SaS GDP bound ({bound.method})"
     return HouseholdGuarantee(float(bound.epsilon), float(bound.delta), unit, window, releases,
@@ -273,8 +290,6 @@ def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float
                      delta: float, unit: str, window: int | None, alpha: float | None,
                      trajectories: int, releases: int) -> float:
     """Largest per-release epsilon whose household guarantee stays within ``epsilon``."""
-    from privacy import accounting
-
     if trajectories == 1 and releases == 1:
         return epsilon
     sens = statistics_sensitivity(stats, "trajectory" if unit == "trajectory" else unit,
@@ -284,8 +299,8 @@ def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float
         mech = calibrate_release(mechanism, eps_release, delta=_release_delta(mechanism, delta),
                                  alpha=alpha, l1=sens.l1, l2=sens.l2,
                                  dimension=stats.dimension)[5]
-        scaled = dataclasses.replace(mech, sensitivity=mech.sensitivity * trajectories)
-        return accounting.epsilon(scaled, delta=delta, steps=releases)
+        return _household_bound(mech, unit=unit, trajectories=trajectories,
+                                releases=releases, delta=delta).epsilon
 
     low, high = epsilon / (trajectories * releases), epsilon
     while household(low) > epsilon:

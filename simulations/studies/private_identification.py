@@ -160,7 +160,6 @@ def _sample_mechanism(mechanism: str, epsilon: float, delta: float, alpha: float
     from dmdidc.private.release import calibrate_release
     from privacy import accounting
     from privacy.calibration import calibrate_gaussian_sigma
-    from privacy.composition import simple_composition
 
     if mechanism == "gaussian":
         mech = calibrate_release("gaussian", epsilon, delta=delta, alpha=None, l1=bound_l1,
@@ -169,10 +168,10 @@ def _sample_mechanism(mechanism: str, epsilon: float, delta: float, alpha: float
             mech = dataclasses.replace(mech, sigma=calibrate_gaussian_sigma(
                 epsilon, delta=delta, steps=steps, sensitivity=bound_l2))
         return mech, accounting.epsilon(mech, delta=delta, steps=steps), delta
-    mech, _, step_epsilon, _, _ = calibrate_release(
+    mech = calibrate_release(
         mechanism, epsilon / steps, delta=None, alpha=alpha if mechanism == "sas" else None,
-        l1=bound_l1, l2=bound_l2, dimension=dimension)
-    return mech, simple_composition(step_epsilon, steps=steps).epsilon, 0.0
+        l1=bound_l1, l2=bound_l2, dimension=dimension)[0]
+    return mech, accounting.epsilon(mech, delta=0.0, steps=steps), 0.0
 
 
 def privatize_samples(X: np.ndarray, *, state_bound: float, mechanism: str, epsilon: float,
