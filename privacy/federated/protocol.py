@@ -58,10 +58,13 @@ clients answering every round, applying the replies of a round one by one gives 
 as ``aggregate`` (tested for every algorithm).
 
 Privacy.  An algorithm that releases noisy values has a method ``client_dp(client_id)``
-returning that client's release description (a :class:`privacy.federated.local_dp.LocalDP`, or
-``None``); its clients count their releases in the client-state scalar ``dp_releases``
-(:data:`DP_RELEASES`), from which runtimes report each client's composed epsilon after every
-round (``RunResult.epsilon_history``; exact final values ``RunResult.final_epsilon``).
+returning that client's release description (a :class:`privacy.federated.local_dp.LocalDP`,
+a :class:`dmdidc.federated.identification.ReleaseAccount`, or ``None``: views of the one
+accountant, :class:`privacy.accountant.Accountant`, with ``epsilon(n)`` and
+``epsilon_bound(n)``); its clients count their releases in the client-state scalar
+``dp_releases`` (:data:`DP_RELEASES`), from which runtimes report each client's composed epsilon
+after every round (``RunResult.epsilon_history``; exact final values
+``RunResult.final_epsilon``).
 
 :func:`validate_reply` rejects malformed, non-finite, wrong-shape, duplicate and stale replies
 with a reason string before any of them reaches ``aggregate`` / ``apply_reply``; the server step
