@@ -34,16 +34,14 @@ from dmdidc.errors import (
     warn_model,
 )
 from dmdidc.fitting import FitOutcome, fit_trajectories, offset_decision
+from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
-    block_test,
-    kept_blocks,
     restricted_coefficients,
     restriction_projector,
 )
-from dmdidc.inference.branches import recover_branch
 from dmdidc.inference.checks import STATISTICAL_CHECKS, DiagnosticWarning, FitDiagnostics
-from dmdidc.inference.diagnostics import fit_diagnostics, logarithm_evidence
+from dmdidc.inference.diagnostics import fit_diagnostics
 from dmdidc.inference.intervals import (
     INTERVAL_METHODS,
     ConfidenceIntervals,
@@ -53,7 +51,6 @@ from dmdidc.inference.intervals import (
     bootstrap_refit,
     model_vector,
 )
-from dmdidc.inference.offset import operating_point_of
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.solution import (
@@ -80,6 +77,11 @@ INSTRUMENTS = ("auto", "model", "inputs", "states", "exogenous")
 DEFAULT_SIGNIFICANCE = 1e-3
 #: Family-wise false-alarm probability of the statistical validation checks.
 DEFAULT_CHECK_LEVEL = 0.01
+
+
+def _model_field(name: str, doc: str) -> property:
+    """A read-only property returning ``model_.<name>``."""
+    return property(lambda self: getattr(self.model_, name), doc=doc)
 
 
 class DMDidc:
@@ -647,46 +649,20 @@ class DMDidc:
     def _finish(self, outcome: FitOutcome, trajectories: list | None = None) -> DMDidc:
         """Decide the active blocks, build the model, validate it and warn with the evidence."""
         n, m, R = self._dims
-        dt = self.dt
         solution = outcome.solution
-        test = block_test(solution, n, m, R, significance=self._significance,
-                          block_rtol=self.block_rtol)
-        kept = kept_blocks(test.active)
-        coefficients = restricted_coefficients(solution, n, kept)
-        A_d = coefficients[:, :n]
-        blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
-        log_error = None
-        operating = operating_point_of(outcome, A_d, blocks)
-        try:
-            variance = solution.standard_errors[:, n:] ** 2
-            kept_columns = kept.reshape(-1)       # column n + j m + i is block j, channel i
-            block_variance = (float(np.mean(variance[:, kept_columns]))
-                              if kept_columns.any() else 0.0)
-            self._block_variance = block_variance
-            A_c, B_c, delay = recover_branch(A_d, blocks, dt, active=test.active,
-                                             block_variance=block_variance,
-                                             notes=outcome.notes)
-            model = DelayedPlant.from_continuous(A_c, B_c, delay, dt, max_delay=R,
-                                                 operating_point=operating)
-        except LogarithmError as exc:
-            evidence = logarithm_evidence(solution, A_d)
-            log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))
-            # No fractional delay to recover: the discrete model keeps the significant blocks.
-            kept = test.active
-            coefficients = restricted_coefficients(solution, n, kept)
-            A_d = coefficients[:, :n]
-            blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
-            model = DelayedPlant(A_d, blocks, dt, continuous_note=str(log_error),
-                                 operating_point=operating_point_of(outcome, A_d, blocks))
-        self._solution, self._block_test, self._model = solution, test, model
-        self._kept = kept
+        identified = identified_model(outcome, n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
+                                      significance=self._significance,
+                                      block_rtol=self.block_rtol)
+        self._solution, self._block_test = solution, identified.test
+        self._model, self._kept = identified.model, identified.kept
+        self._block_variance = identified.block_variance
         self._pending = None
-        diagnostics = fit_diagnostics(outcome, test, model, trajectories=trajectories,
-                                      log_error=log_error,
-                                      level=self.check_level, share=self._check_share,
-                                      kept=kept)
-        self._diagnostics = diagnostics
-        for check in diagnostics.failed:
+        self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
+                                            trajectories=trajectories,
+                                            log_error=identified.log_error,
+                                            level=self.check_level, share=self._check_share,
+                                            kept=identified.kept)
+        for check in self._diagnostics.failed:
             warn_model(check.message(), DiagnosticWarning)
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):
@@ -826,45 +802,18 @@ class DMDidc:
         self._fitted(getattr(self, "_solution", None))
         return self._selection
 
-    @property
-    def A_d(self) -> np.ndarray:
-        """Identified discrete state matrix, shape (n, n)."""
-        return self.model_.A_d
-
-    @property
-    def B_blocks(self) -> np.ndarray:
-        """Identified input blocks ``B^(0..R)``, shape (R + 1, n, m)."""
-        return self.model_.B_blocks
-
-    @property
-    def A_c(self) -> np.ndarray:
-        """Continuous state matrix, shape (n, n)."""
-        return self.model_.A_c
-
-    @property
-    def B_c(self) -> np.ndarray:
-        """Continuous input matrix, shape (n, m)."""
-        return self.model_.B_c
-
-    @property
-    def delay(self) -> np.ndarray:
-        """Delay of each input channel in seconds, shape (m,)."""
-        return self.model_.delay
-
-    @property
-    def delay_steps(self) -> np.ndarray:
-        """Whole delay ``w`` per channel, shape (m,)."""
-        return self.model_.delay_steps
-
-    @property
-    def delay_fraction(self) -> np.ndarray:
-        """Fractional delay ``p`` in [0, 1) per channel, shape (m,)."""
-        return self.model_.delay_fraction
-
-    @property
-    def eigs(self) -> np.ndarray:
-        """Eigenvalues of ``A_d`` (the discrete DMD eigenvalues), shape (n,)."""
-        return self.model_.eigs
+    # the identified model's fields, read through (each raises NotFittedError before a fit)
+    A_d = _model_field("A_d", "Identified discrete state matrix, shape (n, n).")
+    B_blocks = _model_field("B_blocks", "Identified input blocks ``B^(0..R)``, shape "
+                                        "(R + 1, n, m).")
+    A_c = _model_field("A_c", "Continuous state matrix, shape (n, n).")
+    B_c = _model_field("B_c", "Continuous input matrix, shape (n, m).")
+    delay = _model_field("delay", "Delay of each input channel in seconds, shape (m,).")
+    delay_steps = _model_field("delay_steps", "Whole delay ``w`` per channel, shape (m,).")
+    delay_fraction = _model_field("delay_fraction", "Fractional delay ``p`` in [0, 1) per "
+                                                    "channel, shape (m,).")
+    eigs = _model_field("eigs", "Eigenvalues of ``A_d`` (the discrete DMD eigenvalues), "
+                                "shape (n,).")
 
     @property
     def modes(self) -> np.ndarray:
