@@ -170,6 +170,15 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     """
     R = max_delay
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+    if m == 0 and estimator == "auto" and references is None:
+        # No inputs: plain DMD. Instruments need an excitation, so least squares it is.
+        outcome = fit_trajectories(trajectories, None, max_delay=R, estimator="ls",
+                                   instruments="auto", instrument_lags=None, offset=offset,
+                                   method=method, svd_rank=svd_rank, rank_rtol=rank_rtol,
+                                   chunk_size=chunk_size, level=level)
+        outcome.notes.append("no inputs: plain DMD by least squares (instrumental variables "
+                             "need an excitation; biased when the states are noisy)")
+        return outcome
     kind = "iv" if estimator == "auto" else estimator
     options = dict(svd_rank=svd_rank, rank_rtol=rank_rtol)
     if kind in ("ls", "huber"):

@@ -178,7 +178,7 @@ def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_d
     covs = covs + tiny * np.eye(n)
     statistics = np.einsum("ka,ka->k", columns,
                            np.linalg.solve(covs, columns[:, :, None])[:, :, 0]).reshape(R + 1, m)
-    level = significance / (m * (R + 1))
+    level = significance / max(m * (R + 1), 1)                      # m = 0: no blocks to test
     critical = _critical_value(n, solution.dof, level)
     largest = np.maximum(norms.max(axis=0, keepdims=True), tiny)
     if block_rtol is None:

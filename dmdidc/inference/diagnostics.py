@@ -508,14 +508,18 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
     mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
     relative = float(np.max(1.96 * mode_errors / np.maximum(np.abs(modes), 1e-300)))
     statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
-    finding = (f"delays known to +/- {worst:.2g} T, the modes of A_c to +/- "
-               f"{100 * relative:.2g} % (95 %)")
+    finding = f"the modes of A_c known to +/- {100 * relative:.2g} % (95 %)"
+    remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
+              "reduce the noise; see confidence_intervals() before relying on the model")
+    if model.n_inputs > 0:
+        finding = f"delays known to +/- {worst:.2g} T, " + finding
+    else:   # plain DMD: only the transients and the process noise excite the modes
+        remedy = ("record longer or more trajectories from different initial states, reduce "
+                  "the noise; see confidence_intervals() before relying on the model")
     if statistic <= 1.0:
         return Check("precision", question, True, statistic, 1.0, finding)
     return Check("precision", question, False, statistic, 1.0,
-                 finding + ": the data do not determine the model to that accuracy",
-                 "excite more strongly and over a wider band (white inputs), record longer, "
-                 "reduce the noise; see confidence_intervals() before relying on the model")
+                 finding + ": the data do not determine the model to that accuracy", remedy)
 
 
 def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:

@@ -199,6 +199,9 @@ def _pad(history: np.ndarray, lag: int, data: np.ndarray) -> np.ndarray:
 def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:
     """``L``: the given value, or the smallest giving ``n`` more instruments than regressors."""
     p = n + m * (R + 1)
+    if kind == "inputs" and m == 0:
+        raise ParameterError("instruments='inputs' need inputs; the data have none (m = 0): "
+                             "use instruments='states' or least squares")
     if kind in ("exogenous", "simulated") and q < 1:
         raise DimensionError(f"{kind} instruments need at least one signal row")
     if kind == "simulated":

@@ -116,3 +116,27 @@ def test_constant_inputs_cannot_identify_an_intercept_and_say_so():
     X = plant.simulate([0.0], U) + 1e-3 * np.random.default_rng(0).standard_normal((1, 301))
     with pytest.raises(InsufficientExcitationError):
         quiet_fit(DMDidc(max_delay=2), X, U, dt=1.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_data_without_inputs_give_plain_dmd_by_least_squares(seed):
+    # m = 0 is plain DMD: the default falls back to least squares (no excitation to build
+    # instruments from) and says so; the eigenvalues match PyDMD's exact DMD on the same data.
+    from pydmd import DMD
+
+    rng = np.random.default_rng(seed)
+    n = 3
+    A = rng.standard_normal((n, n))
+    A *= rng.uniform(0.5, 0.95) / np.max(np.abs(np.linalg.eigvals(A)))
+    X = np.empty((n, 301))
+    X[:, 0] = rng.standard_normal(n)
+    for k in range(300):
+        X[:, k + 1] = A @ X[:, k] + 0.1 * rng.standard_normal(n)
+    est = quiet_fit(DMDidc(max_delay=2), X, np.zeros((0, 300)), dt=1.0)
+    assert est.diagnostics_.estimator == "ls" and est.B_blocks.size == 0
+    assert any("no inputs" in note for note in est.diagnostics_.notes)
+    pydmd = DMD(svd_rank=n, exact=True).fit(X[:, 2:])      # the same pairs (R = 2 drops two)
+    np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(est.A_d)),
+                               np.sort_complex(pydmd.eigs), atol=1e-8)
+    with pytest.raises(ParameterError, match="need inputs"):
+        DMDidc(estimator="iv").fit(X, np.zeros((0, 300)), dt=1.0)
