@@ -3,16 +3,20 @@
 It lives in the neutral base package because every package's ``__init__`` uses it, so that
 ``import dmdidc`` stays light and the ``dmdidc`` command starts without loading cvxpy,
 matplotlib or scipy.stats.
+
+* :func:`lazy_exports`: a package's ``__all__``, ``__getattr__`` and ``__dir__`` from one
+  table, module -> the names it exports; each name is imported on first access;
+* :func:`lazy_attributes`: the ``__getattr__`` and ``__dir__`` behind :func:`lazy_exports`.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["lazy_attributes", "lazy_exports"]
 
 
 def lazy_attributes(package: str, exports: Mapping[str, str], namespace: dict[str, Any], *,
@@ -54,3 +58,45 @@ def lazy_attributes(package: str, exports: Mapping[str, str], namespace: dict[st
         return sorted(set(namespace) | set(namespace.get("__all__", ())))
 
     return __getattr__, __dir__
+
+
+def lazy_exports(namespace: dict[str, Any], modules: Mapping[str, Iterable[str]], *,
+                 eager: Iterable[str] = (), submodules: bool = False
+                 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__all__``, ``__getattr__`` and ``__dir__``: ``modules`` imported on first use.
+
+    Parameters
+    ----------
+    namespace : dict
+        The package's ``globals()``.
+    modules : mapping of str to iterable of str
+        Module -> the public names the package takes from it (each name from one module).
+    eager : iterable of str, default ()
+        Names the package binds itself (imported at once); they join ``__all__``.
+    submodules : bool, default False
+        Also resolve ``package.name`` as a submodule (``privacy.accounting``).
+
+    Returns
+    -------
+    __all__ : list of str
+        Sorted: the eager names and every name of ``modules``.
+    __getattr__, __dir__
+        As :func:`lazy_attributes`.
+
+    Examples
+    --------
+    In a package's ``__init__.py``::
+
+        __all__, __getattr__, __dir__ = lazy_exports(globals(), {
+            "dmdidc.estimator": ["DMDidc", "ESTIMATORS"],
+            "dmdidc.model": ["DelayedPlant", "as_plant"],
+        })
+    """
+    exports: dict[str, str] = {}
+    for module, names in modules.items():
+        for name in names:
+            if exports.setdefault(name, module) != module:
+                raise ValueError(f"{name!r} is exported from both {exports[name]!r} and "
+                                 f"{module!r}")
+    return (sorted({*eager, *exports}),
+            *lazy_attributes(namespace["__name__"], exports, namespace, submodules=submodules))

@@ -6,48 +6,18 @@ cvxpy until an MPC is asked for.
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 
-# public name -> module that defines it
-_EXPORTS = {
-    "DelayMismatchStudy": "controllers.analysis",
-    "closed_loop_matrix": "controllers.analysis",
-    "delay_mismatch_study": "controllers.analysis",
-    "plot_delay_mismatch": "controllers.analysis",
-    "spectral_radius": "controllers.analysis",
-    "SolverError": "controllers.errors",
-    "make_controller": "controllers.factory",
-    "FractionalDelayController": "controllers.feedback",
-    "NaiveStateFeedback": "controllers.feedback",
-    "PredictiveController": "controllers.feedback",
-    "reduced_input_matrix": "controllers.feedback",
-    "is_schur": "controllers.gains",
-    "lqr_gain": "controllers.gains",
-    "place_gain": "controllers.gains",
-    "DelayedMPC": "controllers.mpc",
-    "MPCResult": "controllers.mpc",
-}
-
-__all__ = [
-    "CONTROLLER_NAMES",
-    "DelayMismatchStudy",
-    "DelayedMPC",
-    "FractionalDelayController",
-    "LINEAR_CONTROLLER_NAMES",
-    "MPCResult",
-    "NaiveStateFeedback",
-    "PredictiveController",
-    "SolverError",
-    "closed_loop_matrix",
-    "delay_mismatch_study",
-    "is_schur",
-    "lqr_gain",
-    "make_controller",
-    "place_gain",
-    "plot_delay_mismatch",
-    "reduced_input_matrix",
-    "spectral_radius",
-]
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+__all__ = ["CONTROLLER_NAMES", "LINEAR_CONTROLLER_NAMES"]
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "controllers.analysis": ["DelayMismatchStudy", "closed_loop_matrix", "delay_mismatch_study",
+                             "plot_delay_mismatch", "spectral_radius"],
+    "_toolbox.errors": ["SolverError"],
+    "controllers.factory": ["make_controller"],
+    "controllers.feedback": ["FractionalDelayController", "NaiveStateFeedback",
+                             "PredictiveController", "reduced_input_matrix"],
+    "controllers.gains": ["is_schur", "lqr_gain", "place_gain"],
+    "controllers.mpc": ["DelayedMPC", "MPCResult"],
+}, eager=__all__)

@@ -14,98 +14,33 @@ The names below are imported on first use (PEP 562): ``import dmdidc`` loads the
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from _toolbox.lazy import lazy_attributes
-from dmdidc.errors import (
-    ContinuousModelWarning,
-    DiagnosticWarning,
-    DimensionError,
-    InconsistentModelError,
-    InsufficientExcitationError,
-    LogarithmError,
-    NonFiniteError,
-    NotFittedError,
-    ParameterError,
-    ToolboxError,
-)
+from _toolbox.lazy import lazy_exports
+from dmdidc.errors import *  # noqa: F403  (the errors, loaded at once)
+from dmdidc.errors import __all__ as _errors
 
 try:
     __version__ = _version("dmdidc")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "delay_blocks": "dmdidc.discretization",
-    "first_active_blocks": "dmdidc.discretization",
-    "split_delay": "dmdidc.discretization",
-    "zoh_matrices": "dmdidc.discretization",
-    "ESTIMATORS": "dmdidc.estimator",
-    "DMDidc": "dmdidc.estimator",
-    "ExcitationReport": "dmdidc.excitation",
-    "check_excitation": "dmdidc.excitation",
-    "random_excitation": "dmdidc.excitation",
-    "samples_needed": "dmdidc.excitation",
-    "combine_statistics": "dmdidc.federated.combine",
-    "FederatedIdentification": "dmdidc.federated.identification",
-    "BlockTest": "dmdidc.inference.blocks",
-    "Check": "dmdidc.inference.checks",
-    "FitDiagnostics": "dmdidc.inference.checks",
-    "OperatingPoint": "dmdidc.model",
-    "block_test": "dmdidc.inference.blocks",
-    "ConfidenceIntervals": "dmdidc.inference.intervals",
-    "IntervalEstimate": "dmdidc.inference.intervals",
-    "recover_continuous": "dmdidc.inference.recovery",
-    "DelayBoundSelection": "dmdidc.inference.selection",
-    "FORMAT_VERSION": "dmdidc.model",
-    "DelayedPlant": "dmdidc.model",
-    "as_plant": "dmdidc.model",
-    "PrivacyRelease": "dmdidc.private.release",
-    "StatisticsSensitivity": "dmdidc.private.sensitivity",
-    "RegressionSolution": "dmdidc.regression.solution",
-    "StatisticsLayout": "dmdidc.statistics.layout",
-    "SufficientStatistics": "dmdidc.statistics.statistics",
-}
-
-__all__ = [
-    "BlockTest",
-    "Check",
-    "DiagnosticWarning",
-    "FitDiagnostics",
-    "OperatingPoint",
-    "ConfidenceIntervals",
-    "ContinuousModelWarning",
-    "DMDidc",
-    "DelayBoundSelection",
-    "DelayedPlant",
-    "ESTIMATORS",
-    "ExcitationReport",
-    "FORMAT_VERSION",
-    "FederatedIdentification",
-    "IntervalEstimate",
-    "PrivacyRelease",
-    "RegressionSolution",
-    "StatisticsLayout",
-    "StatisticsSensitivity",
-    "SufficientStatistics",
-    "block_test",
-    "check_excitation",
-    "combine_statistics",
-    "first_active_blocks",
-    "random_excitation",
-    "recover_continuous",
-    "samples_needed",
-    "DimensionError",
-    "InconsistentModelError",
-    "InsufficientExcitationError",
-    "LogarithmError",
-    "NonFiniteError",
-    "NotFittedError",
-    "ParameterError",
-    "ToolboxError",
-    "as_plant",
-    "delay_blocks",
-    "split_delay",
-    "zoh_matrices",
-]
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), submodules=True)
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.discretization": ["delay_blocks", "first_active_blocks", "split_delay",
+                              "zoh_matrices"],
+    "dmdidc.estimator": ["ESTIMATORS", "DMDidc"],
+    "dmdidc.excitation": ["ExcitationReport", "check_excitation", "random_excitation",
+                          "samples_needed"],
+    "dmdidc.federated.combine": ["combine_statistics"],
+    "dmdidc.federated.identification": ["FederatedIdentification"],
+    "dmdidc.inference.blocks": ["BlockTest", "block_test"],
+    "dmdidc.inference.checks": ["Check", "FitDiagnostics"],
+    "dmdidc.inference.intervals": ["ConfidenceIntervals", "IntervalEstimate"],
+    "dmdidc.inference.recovery": ["recover_continuous"],
+    "dmdidc.inference.selection": ["DelayBoundSelection"],
+    "dmdidc.model": ["FORMAT_VERSION", "DelayedPlant", "OperatingPoint", "as_plant"],
+    "dmdidc.private.release": ["PrivacyRelease"],
+    "dmdidc.private.sensitivity": ["StatisticsSensitivity"],
+    "dmdidc.regression.solution": ["RegressionSolution"],
+    "dmdidc.statistics.layout": ["StatisticsLayout"],
+    "dmdidc.statistics.statistics": ["SufficientStatistics"],
+}, eager=_errors, submodules=True)

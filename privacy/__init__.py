@@ -13,29 +13,12 @@ from _toolbox.errors import (
     ParameterError,
     ToolboxError,
 )
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-__all__ = [
-    "Accountant",
-    "AccountingError",
-    "DimensionError",
-    "GaussianMechanism",
-    "LaplaceMechanism",
-    "NeighboringRelation",
-    "SaSMechanism",
-    "NonFiniteError",
-    "ParameterError",
-    "ToolboxError",
-]
-
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_LAZY = {
-    "Accountant": "privacy.accountant",
-    "GaussianMechanism": "privacy.mechanisms",
-    "LaplaceMechanism": "privacy.mechanisms",
-    "NeighboringRelation": "privacy.mechanisms",
-    "SaSMechanism": "privacy.mechanisms",
-}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), submodules=True)
+__all__ = ["AccountingError", "DimensionError", "NonFiniteError", "ParameterError", "ToolboxError"]
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "privacy.accountant": ["Accountant"],
+    "privacy.mechanisms": ["GaussianMechanism", "LaplaceMechanism", "NeighboringRelation",
+                           "SaSMechanism"],
+}, eager=__all__, submodules=True)

@@ -6,26 +6,13 @@ entry point lives in this package, starts without loading the controllers and th
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it
-_EXPORTS = {
-    "ClosedLoopResult": "simulations.closed_loop",
-    "Controller": "simulations.closed_loop",
-    "LinearController": "simulations.closed_loop",
-    "NoiseSampler": "simulations.closed_loop",
-    "noise_sampler": "simulations.closed_loop",
-    "simulate_closed_loop": "simulations.closed_loop",
-    "StudyConfig": "simulations.studies.fractional_delay",
-    "StudyRow": "simulations.studies.fractional_delay",
-    "plot_study": "simulations.studies.fractional_delay",
-    "run_fractional_delay_study": "simulations.studies.fractional_delay",
-    "write_study": "simulations.studies.fractional_delay",
-    "intersample_trajectory": "simulations.plant",
-    "simulate_plant": "simulations.plant",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "simulations.closed_loop": ["ClosedLoopResult", "Controller", "LinearController",
+                                "NoiseSampler", "noise_sampler", "simulate_closed_loop"],
+    "simulations.studies.fractional_delay": ["StudyConfig", "StudyRow", "plot_study",
+                                             "run_fractional_delay_study", "write_study"],
+    "simulations.plant": ["intersample_trajectory", "simulate_plant"],
+})

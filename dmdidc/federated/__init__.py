@@ -11,18 +11,11 @@ names are imported on first use, PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "combine_statistics": "dmdidc.federated.combine",
-    "statistics_posterior": "dmdidc.federated.combine",
-    "statistics_box": "dmdidc.federated.combine",
-    "release_noises": "dmdidc.federated.combine",
-    "FederatedIdentification": "dmdidc.federated.identification",
-    "ReleaseAccount": "dmdidc.federated.identification",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.federated.combine": ["combine_statistics", "statistics_posterior", "statistics_box",
+                                 "release_noises"],
+    "dmdidc.federated.identification": ["FederatedIdentification", "ReleaseAccount"],
+})

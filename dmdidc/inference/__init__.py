@@ -14,44 +14,21 @@ Names are imported on first use (PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "BlockTest": "dmdidc.inference.blocks",
-    "block_test": "dmdidc.inference.blocks",
-    "column_covariances": "dmdidc.inference.blocks",
-    "restricted_coefficients": "dmdidc.inference.blocks",
-    "restriction_projector": "dmdidc.inference.blocks",
-    "DelayBoundSelection": "dmdidc.inference.selection",
-    "largest_bound": "dmdidc.inference.selection",
-    "select_max_delay": "dmdidc.inference.selection",
-    "ContinuousModelWarning": "dmdidc.inference.recovery",
-    "continuous_state_matrix": "dmdidc.inference.recovery",
-    "recover_channel": "dmdidc.inference.recovery",
-    "recover_continuous": "dmdidc.inference.recovery",
-    "IntervalEstimate": "dmdidc.inference.intervals",
-    "ConfidenceIntervals": "dmdidc.inference.intervals",
-    "asymptotic_intervals": "dmdidc.inference.intervals",
-    "bootstrap_intervals": "dmdidc.inference.intervals",
-    "INTERVAL_METHODS": "dmdidc.inference.intervals",
-    "eigenvalue_standard_errors": "dmdidc.inference.diagnostics",
-    "identification_warnings": "dmdidc.inference.diagnostics",
-    "logarithm_evidence": "dmdidc.inference.diagnostics",
-    "fit_diagnostics": "dmdidc.inference.diagnostics",
-    "model_checks": "dmdidc.inference.diagnostics",
-    "kept_blocks": "dmdidc.inference.blocks",
-    "Check": "dmdidc.inference.checks",
-    "DiagnosticWarning": "dmdidc.inference.checks",
-    "FitDiagnostics": "dmdidc.inference.checks",
-    "OffsetTest": "dmdidc.inference.offset",
-    "offset_test": "dmdidc.inference.offset",
-    "operating_point": "dmdidc.inference.offset",
-    "ResidualAnalysis": "dmdidc.inference.residuals",
-    "residual_analysis": "dmdidc.inference.residuals",
-    "moment_checks": "dmdidc.inference.residuals",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.inference.blocks": ["BlockTest", "block_test", "column_covariances",
+                                "restricted_coefficients", "restriction_projector", "kept_blocks"],
+    "dmdidc.inference.selection": ["DelayBoundSelection", "largest_bound", "select_max_delay"],
+    "dmdidc.inference.recovery": ["ContinuousModelWarning", "continuous_state_matrix",
+                                  "recover_channel", "recover_continuous"],
+    "dmdidc.inference.intervals": ["IntervalEstimate", "ConfidenceIntervals",
+                                   "asymptotic_intervals", "bootstrap_intervals",
+                                   "INTERVAL_METHODS"],
+    "dmdidc.inference.diagnostics": ["eigenvalue_standard_errors", "identification_warnings",
+                                     "logarithm_evidence", "fit_diagnostics", "model_checks"],
+    "dmdidc.inference.checks": ["Check", "DiagnosticWarning", "FitDiagnostics"],
+    "dmdidc.inference.offset": ["OffsetTest", "offset_test", "operating_point"],
+    "dmdidc.inference.residuals": ["ResidualAnalysis", "residual_analysis", "moment_checks"],
+})

@@ -9,20 +9,12 @@ Names are imported on first use (PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "StatisticsSensitivity": "dmdidc.private.sensitivity",
-    "statistics_sensitivity": "dmdidc.private.sensitivity",
-    "PRIVACY_UNITS": "dmdidc.private.sensitivity",
-    "PrivacyRelease": "dmdidc.private.release",
-    "privatize_statistics": "dmdidc.private.release",
-    "describe_release": "dmdidc.private.release",
-    "calibrate_release": "dmdidc.private.release",
-    "MECHANISMS": "dmdidc.private.release",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.private.sensitivity": ["StatisticsSensitivity", "statistics_sensitivity",
+                                   "PRIVACY_UNITS"],
+    "dmdidc.private.release": ["PrivacyRelease", "privatize_statistics", "describe_release",
+                               "calibrate_release", "MECHANISMS"],
+})

@@ -12,30 +12,16 @@ names are imported on first use, PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "RegressionSolution": "dmdidc.regression.solution",
-    "GramAccumulator": "dmdidc.regression.solution",
-    "QRAccumulator": "dmdidc.regression.solution",
-    "make_accumulator": "dmdidc.regression.solution",
-    "lagged_inputs": "dmdidc.regression.solution",
-    "assemble_solution": "dmdidc.regression.solution",
-    "gram_factors": "dmdidc.regression.solution",
-    "solve_normal_equations": "dmdidc.regression.solution",
-    "regression_blocks": "dmdidc.regression.solution",
-    "instrumental_solution": "dmdidc.regression.instrumental",
-    "coefficient_jacobian": "dmdidc.regression.instrumental",
-    "huber_solution": "dmdidc.regression.robust",
-    "huber_threshold": "dmdidc.regression.robust",
-    "least_squares": "dmdidc.regression.solution",
-    "long_run_covariance": "dmdidc.regression.instrumental",
-    "model_instruments": "dmdidc.regression.refined",
-    "reference_projection": "dmdidc.regression.refined",
-    "simulate_forced": "dmdidc.regression.refined",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.regression.solution": ["RegressionSolution", "GramAccumulator", "QRAccumulator",
+                                   "make_accumulator", "lagged_inputs", "assemble_solution",
+                                   "gram_factors", "solve_normal_equations", "regression_blocks",
+                                   "least_squares"],
+    "dmdidc.regression.instrumental": ["instrumental_solution", "coefficient_jacobian",
+                                       "long_run_covariance"],
+    "dmdidc.regression.robust": ["huber_solution", "huber_threshold"],
+    "dmdidc.regression.refined": ["model_instruments", "reference_projection", "simulate_forced"],
+})

@@ -13,20 +13,14 @@ names are imported on first use, PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_attributes
+from _toolbox.lazy import lazy_exports
 
-# public name -> module that defines it (imported on first attribute access, PEP 562)
-_EXPORTS = {
-    "StatisticsLayout": "dmdidc.statistics.layout",
-    "INSTRUMENT_KINDS": "dmdidc.statistics.layout",
-    "LaggedSums": "dmdidc.statistics.streaming",
-    "SufficientStatistics": "dmdidc.statistics.statistics",
-    "StatisticsAccumulator": "dmdidc.statistics.accumulator",
-    "regression_from_statistics": "dmdidc.statistics.fit",
-    "effective_noise_variance": "dmdidc.statistics.fit",
-    "nearest_psd": "dmdidc.statistics.fit",
-}
-
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.statistics.layout": ["StatisticsLayout", "INSTRUMENT_KINDS"],
+    "dmdidc.statistics.streaming": ["LaggedSums"],
+    "dmdidc.statistics.statistics": ["SufficientStatistics"],
+    "dmdidc.statistics.accumulator": ["StatisticsAccumulator"],
+    "dmdidc.statistics.fit": ["regression_from_statistics", "effective_noise_variance",
+                              "nearest_psd"],
+})
