@@ -1,10 +1,8 @@
-"""The errors ``controllers`` raises, re-exported from :mod:`_toolbox.errors` (their home).
+"""Alias of :mod:`_toolbox.errors`, where this module moved: importing ``controllers.errors`` gives
+that module itself (imports and pickles naming ``controllers.errors`` keep working)."""
 
-Kept so that ``from controllers.errors import SolverError`` and pickled errors keep working.
-"""
+import sys
 
-from __future__ import annotations
+import _toolbox.errors
 
-from _toolbox.errors import SolverError
-
-__all__ = ["SolverError"]
+sys.modules[__name__] = _toolbox.errors

@@ -1,22 +1,8 @@
-"""Alias of :mod:`dmdidc.inference.blocks`, where this module moved.
+"""Alias of :mod:`dmdidc.inference.blocks`, where this module moved: importing ``dmdidc.blocks``
+gives that module itself (imports and pickles naming ``dmdidc.blocks`` keep working)."""
 
-Keeps ``dmdidc.blocks`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.inference.blocks
 
-from dmdidc.inference.blocks import (
-    BlockTest,
-    block_test,
-    column_covariances,
-    restricted_coefficients,
-    restriction_projector,
-)
-
-__all__ = [
-    "BlockTest",
-    "block_test",
-    "column_covariances",
-    "restricted_coefficients",
-    "restriction_projector",
-]
+sys.modules[__name__] = dmdidc.inference.blocks

@@ -1,18 +1,9 @@
-"""Alias of :mod:`dmdidc.inference.diagnostics`, where this module moved.
+"""Alias of :mod:`dmdidc.inference.diagnostics`, where this module moved: importing
+``dmdidc.diagnostics`` gives that module itself (imports and pickles naming ``dmdidc.diagnostics``
+keep working)."""
 
-Keeps ``dmdidc.diagnostics`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.inference.diagnostics
 
-from dmdidc.inference.diagnostics import (
-    eigenvalue_standard_errors,
-    identification_warnings,
-    logarithm_evidence,
-)
-
-__all__ = [
-    "eigenvalue_standard_errors",
-    "identification_warnings",
-    "logarithm_evidence",
-]
+sys.modules[__name__] = dmdidc.inference.diagnostics

@@ -1,16 +1,9 @@
-"""Alias of :mod:`dmdidc.federated.identification`, where this module moved.
+"""Alias of :mod:`dmdidc.federated.identification`, where this module moved: importing
+``dmdidc.federated_identification`` gives that module itself (imports and pickles naming
+``dmdidc.federated_identification`` keep working)."""
 
-Keeps ``dmdidc.federated_identification`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.federated.identification
 
-from dmdidc.federated.identification import (
-    FederatedIdentification,
-    ReleaseAccount,
-)
-
-__all__ = [
-    "FederatedIdentification",
-    "ReleaseAccount",
-]
+sys.modules[__name__] = dmdidc.federated.identification

@@ -1,18 +1,9 @@
-"""Alias of :mod:`dmdidc.statistics.fit`, where this module moved.
+"""Alias of :mod:`dmdidc.statistics.fit`, where this module moved: importing
+``dmdidc.from_statistics`` gives that module itself (imports and pickles naming
+``dmdidc.from_statistics`` keep working)."""
 
-Keeps ``dmdidc.from_statistics`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.statistics.fit
 
-from dmdidc.statistics.fit import (
-    effective_noise_variance,
-    nearest_psd,
-    regression_from_statistics,
-)
-
-__all__ = [
-    "regression_from_statistics",
-    "effective_noise_variance",
-    "nearest_psd",
-]
+sys.modules[__name__] = dmdidc.statistics.fit

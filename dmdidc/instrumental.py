@@ -1,16 +1,9 @@
-"""Alias of :mod:`dmdidc.regression.instrumental`, where this module moved.
+"""Alias of :mod:`dmdidc.regression.instrumental`, where this module moved: importing
+``dmdidc.instrumental`` gives that module itself (imports and pickles naming
+``dmdidc.instrumental`` keep working)."""
 
-Keeps ``dmdidc.instrumental`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.regression.instrumental
 
-from dmdidc.regression.instrumental import (
-    coefficient_jacobian,
-    instrumental_solution,
-)
-
-__all__ = [
-    "instrumental_solution",
-    "coefficient_jacobian",
-]
+sys.modules[__name__] = dmdidc.regression.instrumental

@@ -1,22 +1,9 @@
-"""Alias of :mod:`dmdidc.inference.intervals`, where this module moved.
+"""Alias of :mod:`dmdidc.inference.intervals`, where this module moved: importing
+``dmdidc.intervals`` gives that module itself (imports and pickles naming ``dmdidc.intervals`` keep
+working)."""
 
-Keeps ``dmdidc.intervals`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.inference.intervals
 
-from dmdidc.inference.intervals import (
-    INTERVAL_METHODS,
-    ConfidenceIntervals,
-    IntervalEstimate,
-    asymptotic_intervals,
-    bootstrap_intervals,
-)
-
-__all__ = [
-    "IntervalEstimate",
-    "ConfidenceIntervals",
-    "asymptotic_intervals",
-    "bootstrap_intervals",
-    "INTERVAL_METHODS",
-]
+sys.modules[__name__] = dmdidc.inference.intervals

@@ -1,22 +1,9 @@
-"""Alias of :mod:`dmdidc.private.release`, where this module moved.
+"""Alias of :mod:`dmdidc.private.release`, where this module moved: importing
+``dmdidc.privatization`` gives that module itself (imports and pickles naming
+``dmdidc.privatization`` keep working)."""
 
-Keeps ``dmdidc.privatization`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.private.release
 
-from dmdidc.private.release import (
-    MECHANISMS,
-    PrivacyRelease,
-    calibrate_release,
-    describe_release,
-    privatize_statistics,
-)
-
-__all__ = [
-    "PrivacyRelease",
-    "privatize_statistics",
-    "describe_release",
-    "calibrate_release",
-    "MECHANISMS",
-]
+sys.modules[__name__] = dmdidc.private.release

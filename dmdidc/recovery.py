@@ -1,20 +1,9 @@
-"""Alias of :mod:`dmdidc.inference.recovery`, where this module moved.
+"""Alias of :mod:`dmdidc.inference.recovery`, where this module moved: importing
+``dmdidc.recovery`` gives that module itself (imports and pickles naming ``dmdidc.recovery`` keep
+working)."""
 
-Keeps ``dmdidc.recovery`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.inference.recovery
 
-from dmdidc.inference.recovery import (
-    ContinuousModelWarning,
-    continuous_state_matrix,
-    recover_channel,
-    recover_continuous,
-)
-
-__all__ = [
-    "ContinuousModelWarning",
-    "continuous_state_matrix",
-    "recover_channel",
-    "recover_continuous",
-]
+sys.modules[__name__] = dmdidc.inference.recovery

@@ -1,16 +1,8 @@
-"""Alias of :mod:`dmdidc.regression.robust`, where this module moved.
+"""Alias of :mod:`dmdidc.regression.robust`, where this module moved: importing ``dmdidc.robust``
+gives that module itself (imports and pickles naming ``dmdidc.robust`` keep working)."""
 
-Keeps ``dmdidc.robust`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.regression.robust
 
-from dmdidc.regression.robust import (
-    huber_solution,
-    huber_threshold,
-)
-
-__all__ = [
-    "huber_solution",
-    "huber_threshold",
-]
+sys.modules[__name__] = dmdidc.regression.robust

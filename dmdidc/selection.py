@@ -1,18 +1,9 @@
-"""Alias of :mod:`dmdidc.inference.selection`, where this module moved.
+"""Alias of :mod:`dmdidc.inference.selection`, where this module moved: importing
+``dmdidc.selection`` gives that module itself (imports and pickles naming ``dmdidc.selection`` keep
+working)."""
 
-Keeps ``dmdidc.selection`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.inference.selection
 
-from dmdidc.inference.selection import (
-    DelayBoundSelection,
-    largest_bound,
-    select_max_delay,
-)
-
-__all__ = [
-    "DelayBoundSelection",
-    "largest_bound",
-    "select_max_delay",
-]
+sys.modules[__name__] = dmdidc.inference.selection

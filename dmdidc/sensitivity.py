@@ -1,18 +1,9 @@
-"""Alias of :mod:`dmdidc.private.sensitivity`, where this module moved.
+"""Alias of :mod:`dmdidc.private.sensitivity`, where this module moved: importing
+``dmdidc.sensitivity`` gives that module itself (imports and pickles naming ``dmdidc.sensitivity``
+keep working)."""
 
-Keeps ``dmdidc.sensitivity`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.private.sensitivity
 
-from dmdidc.private.sensitivity import (
-    PRIVACY_UNITS,
-    StatisticsSensitivity,
-    statistics_sensitivity,
-)
-
-__all__ = [
-    "StatisticsSensitivity",
-    "statistics_sensitivity",
-    "PRIVACY_UNITS",
-]
+sys.modules[__name__] = dmdidc.private.sensitivity

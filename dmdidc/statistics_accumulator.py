@@ -1,14 +1,9 @@
-"""Alias of :mod:`dmdidc.statistics.accumulator`, where this module moved.
+"""Alias of :mod:`dmdidc.statistics.accumulator`, where this module moved: importing
+``dmdidc.statistics_accumulator`` gives that module itself (imports and pickles naming
+``dmdidc.statistics_accumulator`` keep working)."""
 
-Keeps ``dmdidc.statistics_accumulator`` imports and pickles working.
-"""
+import sys
 
-from __future__ import annotations
+import dmdidc.statistics.accumulator
 
-from dmdidc.statistics.accumulator import (
-    StatisticsAccumulator,
-)
-
-__all__ = [
-    "StatisticsAccumulator",
-]
+sys.modules[__name__] = dmdidc.statistics.accumulator

@@ -1,23 +1,8 @@
-"""The errors ``privacy`` raises, re-exported from :mod:`_toolbox.errors` (their home).
+"""Alias of :mod:`_toolbox.errors`, where this module moved: importing ``privacy.errors`` gives
+that module itself (imports and pickles naming ``privacy.errors`` keep working)."""
 
-Kept so that ``from privacy.errors import ParameterError`` and pickled errors keep working;
-the hierarchy itself lives in the neutral base package shared by every package.
-"""
+import sys
 
-from __future__ import annotations
+import _toolbox.errors
 
-from _toolbox.errors import (
-    AccountingError,
-    DimensionError,
-    NonFiniteError,
-    ParameterError,
-    ToolboxError,
-)
-
-__all__ = [
-    "ToolboxError",
-    "ParameterError",
-    "DimensionError",
-    "NonFiniteError",
-    "AccountingError",
-]
+sys.modules[__name__] = _toolbox.errors

@@ -1,10 +1,8 @@
-"""Lazy package attributes, re-exported from :mod:`_toolbox.lazy` (their home).
+"""Alias of :mod:`_toolbox.lazy`, where this module moved: importing ``privacy.lazy`` gives that
+module itself (imports and pickles naming ``privacy.lazy`` keep working)."""
 
-Kept so that ``from privacy.lazy import lazy_attributes`` keeps working.
-"""
+import sys
 
-from __future__ import annotations
+import _toolbox.lazy
 
-from _toolbox.lazy import lazy_attributes
-
-__all__ = ["lazy_attributes"]
+sys.modules[__name__] = _toolbox.lazy

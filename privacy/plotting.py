@@ -1,10 +1,8 @@
-"""Figures without pyplot, re-exported from :mod:`_toolbox.plotting` (their home).
+"""Alias of :mod:`_toolbox.plotting`, where this module moved: importing ``privacy.plotting`` gives
+that module itself (imports and pickles naming ``privacy.plotting`` keep working)."""
 
-Kept so that ``from privacy.plotting import new_figure, save_figure`` keeps working.
-"""
+import sys
 
-from __future__ import annotations
+import _toolbox.plotting
 
-from _toolbox.plotting import new_figure, save_figure
-
-__all__ = ["new_figure", "save_figure"]
+sys.modules[__name__] = _toolbox.plotting

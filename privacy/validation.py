@@ -1,30 +1,8 @@
-"""Argument checks, re-exported from :mod:`_toolbox.validation` (their home).
+"""Alias of :mod:`_toolbox.validation`, where this module moved: importing ``privacy.validation``
+gives that module itself (imports and pickles naming ``privacy.validation`` keep working)."""
 
-Kept so that ``from privacy.validation import check_positive`` keeps working.
-"""
+import sys
 
-from __future__ import annotations
+import _toolbox.validation
 
-from _toolbox.validation import (
-    as_generator,
-    check_finite_array,
-    check_in_interval,
-    check_integer,
-    check_nonnegative,
-    check_positive,
-    check_probability,
-    check_scalar_or_vector,
-    read_only,
-)
-
-__all__ = [
-    "check_positive",
-    "check_nonnegative",
-    "check_in_interval",
-    "check_integer",
-    "check_finite_array",
-    "check_scalar_or_vector",
-    "check_probability",
-    "as_generator",
-    "read_only",
-]
+sys.modules[__name__] = _toolbox.validation
