@@ -34,6 +34,7 @@ import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
 from privacy.stable import sas_sample
+from simulations.studies.data_kinds import random_state_matrix
 from simulations.studies.fractional_delay import SEED_A_C, SEED_B_C
 from simulations.studies.private_identification import identification_errors as errors
 from simulations.studies.private_identification import privatize_samples, simulate_experiments
@@ -44,22 +45,9 @@ T = 2.0
 
 def random_stable_plant(rng: np.random.Generator) -> DelayedPlant:
     n, m, dt = 4, 2, 0.5
-    J = np.zeros((n, n))
-    i = 0
-    while i < n:
-        real = rng.uniform(-1.0, -0.05) / dt
-        if i + 1 < n and rng.random() < 0.5:
-            omega = rng.uniform(0.1, 1.5) / dt
-            J[i:i + 2, i:i + 2] = [[real, omega], [-omega, real]]
-            i += 2
-        else:
-            J[i, i] = real
-            i += 1
-    Q1, Q2 = (np.linalg.qr(rng.standard_normal((n, n)))[0] for _ in range(2))
-    V = Q1 @ np.diag(rng.uniform(1.0, 3.0, n)) @ Q2
+    A_c = random_state_matrix(rng, n, dt)
     delay = (rng.integers(0, 2, m) + rng.uniform(0.1, 0.9, m)) * dt
-    return DelayedPlant.from_continuous(V @ J @ np.linalg.inv(V), rng.standard_normal((n, m)),
-                                        delay, dt, max_delay=3)
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, dt, max_delay=3)
 
 
 def experiments(plant, count, rng, snr_db=None, sas_alpha=None):

@@ -34,7 +34,7 @@ from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer
 
 __all__ = ["DATA_KINDS", "IdentificationData", "Outcome", "assess", "make_data",
-           "random_plant", "right_or_loud"]
+           "random_plant", "random_state_matrix", "right_or_loud"]
 
 #: The kinds of data :func:`make_data` draws, with what each departs from.
 DATA_KINDS = {
@@ -54,9 +54,10 @@ def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int 
                  delay_periods: tuple[float, float] = (0.2, 2.8)):
     """A random stable plant with a fractional delay per input channel.
 
-    Eigenvalues of ``A_c T`` have real parts in ``[-1, -0.05]`` and, for complex pairs,
-    imaginary parts in ``[0.1, 1.5]``; the eigenvectors are a random matrix with singular values
-    in ``[1, 3]`` (non-normal); ``B_c`` is standard normal; each channel's delay is uniform in
+    ``A_c`` from :func:`random_state_matrix`: eigenvalues of ``A_c T`` have real parts in
+    ``[-1, -0.05]`` and, for complex pairs, imaginary parts in ``[0.1, 1.5]``; the eigenvectors
+    are a random matrix with singular values in ``[1, 3]`` (non-normal); ``B_c`` is standard
+    normal; each channel's delay is uniform in
     ``delay_periods`` (in periods).
 
     Parameters
@@ -76,13 +77,42 @@ def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int 
     from dmdidc import DelayedPlant
 
     rng = as_generator(rng)
-    n, T = n_states, dt
+    A_c = random_state_matrix(rng, n_states, dt)
+    delay = rng.uniform(*delay_periods, n_inputs) * dt
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n_states, n_inputs)), delay, dt,
+                                        max_delay=max_delay)
+
+
+def random_state_matrix(rng: np.random.Generator, n_states: int, dt: float, *,
+                        real_parts: tuple[float, float] = (-1.0, -0.05)) -> np.ndarray:
+    """A random state matrix ``A_c = V J V^{-1}`` (the one :func:`random_plant` uses).
+
+    ``J`` is block diagonal: real modes and, with probability 1/2 where two states remain,
+    rotations; eigenvalues of ``A_c T`` have real parts uniform in ``real_parts`` and imaginary
+    parts uniform in ``[0.1, 1.5]`` (well below Nyquist, pi); ``V = Q1 diag(s) Q2`` with random
+    orthogonal ``Q1``, ``Q2`` and ``s`` uniform in ``[1, 3]`` (non-normal, well conditioned).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_states : int
+    dt : float
+        Sampling period ``T`` (s).
+    real_parts : (float, float), default (-1.0, -0.05)
+        Range of ``Re(lambda) T`` (stable by default; an upper end above 0 admits unstable
+        modes).
+
+    Returns
+    -------
+    ndarray, shape (n_states, n_states)
+    """
+    n = n_states
     J = np.zeros((n, n))
     i = 0
     while i < n:
-        real = rng.uniform(-1.0, -0.05) / T
+        real = rng.uniform(*real_parts) / dt
         if i + 1 < n and rng.random() < 0.5:
-            omega = rng.uniform(0.1, 1.5) / T
+            omega = rng.uniform(0.1, 1.5) / dt
             J[i:i + 2, i:i + 2] = [[real, omega], [-omega, real]]
             i += 2
         else:
@@ -90,10 +120,7 @@ def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int 
             i += 1
     Q1, Q2 = (np.linalg.qr(rng.standard_normal((n, n)))[0] for _ in range(2))
     V = Q1 @ np.diag(rng.uniform(1.0, 3.0, n)) @ Q2
-    delay = rng.uniform(*delay_periods, n_inputs) * T
-    return DelayedPlant.from_continuous(V @ J @ np.linalg.inv(V),
-                                        rng.standard_normal((n, n_inputs)), delay, T,
-                                        max_delay=max_delay)
+    return V @ J @ np.linalg.inv(V)
 
 
 @dataclass(frozen=True)

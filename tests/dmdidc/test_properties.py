@@ -24,6 +24,7 @@ from dmdidc import (
     random_excitation,
     samples_needed,
 )
+from simulations.studies.data_kinds import random_state_matrix
 
 
 @st.composite
@@ -34,21 +35,7 @@ def delayed_plants(draw, stable=False):
     dt = draw(st.floats(0.1, 1.0))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    J = np.zeros((n, n))
-    i = 0
-    while i < n:
-        real = rng.uniform(-1.0, -0.05 if stable else 0.1) / dt
-        if i + 1 < n and rng.random() < 0.5:
-            omega = rng.uniform(0.1, 1.5) / dt
-            J[i:i + 2, i:i + 2] = [[real, omega], [-omega, real]]
-            i += 2
-        else:
-            J[i, i] = real
-            i += 1
-    Q1 = np.linalg.qr(rng.standard_normal((n, n)))[0]
-    Q2 = np.linalg.qr(rng.standard_normal((n, n)))[0]
-    V = Q1 @ np.diag(rng.uniform(1.0, 3.0, n)) @ Q2
-    A_c = V @ J @ np.linalg.inv(V)
+    A_c = random_state_matrix(rng, n, dt, real_parts=(-1.0, -0.05 if stable else 0.1))
     B_c = rng.standard_normal((n, m))
     common = draw(st.booleans())
     channels = 1 if common else m
