@@ -20,14 +20,7 @@ from controllers import (
 )
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
-
-
-def seed_plant(factor: float) -> DelayedPlant:
-    return DelayedPlant.from_continuous(A_C, B_C, delay=factor * T, dt=T)
+from tests.seed_example import A_C, B_C, T, seed_plant
 
 
 def run_loop(plant: DelayedPlant, controller, x0: np.ndarray, steps: int) -> np.ndarray:

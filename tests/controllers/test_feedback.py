@@ -23,15 +23,9 @@ from dmdidc.discretization import zoh_matrices
 from dmdidc.errors import LogarithmError
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from tests.seed_example import A_C, B_C, T, seed_plant
 
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
 FACTORS = (1.0, 1.25, 1.5)
-
-
-def seed_plant(factor: float) -> DelayedPlant:
-    return DelayedPlant.from_continuous(A_C, B_C, delay=factor * T, dt=T)
 
 
 def radius(M: np.ndarray) -> float:

@@ -12,15 +12,12 @@ from controllers import is_schur, lqr_gain, place_gain
 from controllers.errors import SolverError
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
+from tests.seed_example import A_C, B_C, T, seed_plant
 
 
 @pytest.fixture(scope="module")
 def plant() -> DelayedPlant:
-    return DelayedPlant.from_continuous(A_C, B_C, delay=1.25 * T, dt=T)
+    return seed_plant(1.25)
 
 
 def radius(M: np.ndarray) -> float:

@@ -12,16 +12,14 @@ from controllers.mpc import INPUT_BOUND_TOLERANCE, DelayedMPC, MPCResult
 from dmdidc import DMDidc
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
+from tests.seed_example import A_C, B_C, T, seed_plant
 
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
 SOLVERS = ["CLARABEL", "OSQP"]
 
 
 @pytest.fixture(scope="module")
 def plant() -> DelayedPlant:
-    return DelayedPlant.from_continuous(A_C, B_C, delay=1.5 * T, dt=T)
+    return seed_plant(1.5)
 
 
 def true_step(plant: DelayedPlant, x: np.ndarray, u_now: np.ndarray,

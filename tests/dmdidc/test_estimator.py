@@ -45,10 +45,9 @@ from dmdidc import (
     random_excitation,
 )
 from dmdidc.regression import lagged_inputs
-
-A_SEED = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_SEED = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T_SEED = 2.0
+from tests.seed_example import A_C as A_SEED
+from tests.seed_example import B_C as B_SEED
+from tests.seed_example import T as T_SEED
 
 
 def rel_err(estimate, truth):

@@ -21,9 +21,8 @@ from dmdidc import (
     ParameterError,
     as_plant,
 )
-
-A_SEED = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_SEED = np.array([[1.0, -1.0], [-1.0, 2.0]])
+from tests.seed_example import A_C as A_SEED
+from tests.seed_example import B_C as B_SEED
 
 
 @pytest.fixture

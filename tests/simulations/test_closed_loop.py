@@ -20,9 +20,8 @@ from simulations.closed_loop import (
     simulate_closed_loop,
 )
 from simulations.plant import intersample_trajectory, simulate_plant
-
-SEED_A = np.array([[0.0, 1.1], [-1.1, 0.0]])      # dissertation eq. (9.76)
-SEED_B = np.array([[1.0, -1.0], [-1.0, 2.0]])
+from tests.seed_example import A_C as SEED_A
+from tests.seed_example import B_C as SEED_B
 
 
 class LinearGain:

@@ -23,10 +23,8 @@ from controllers import (
 from controllers.mpc import INPUT_BOUND_TOLERANCE
 from dmdidc import DelayedPlant, DMDidc, LogarithmError
 from simulations.closed_loop import simulate_closed_loop
+from tests.seed_example import T, seed_plant
 
-A_SEED = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_SEED = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
 X0 = np.array([1.0, 1.0])
 
 
@@ -41,7 +39,7 @@ def experiments(true: DelayedPlant, noise: float, offset: float, seed: int = 0, 
 
 @pytest.fixture(scope="module")
 def true_plant() -> DelayedPlant:
-    return DelayedPlant.from_continuous(A_SEED, B_SEED, delay=1.5 * T, dt=T, max_delay=3)
+    return seed_plant(1.5, max_delay=3)
 
 
 @pytest.fixture(scope="module", params=["noise-free", "noisy with offset"])

@@ -10,11 +10,11 @@ from dmdidc import DelayedPlant
 from dmdidc.errors import LogarithmError
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from simulations.plant import intersample_trajectory, simulate_plant
+from tests.seed_example import A_C as SEED_A
+from tests.seed_example import B_C as SEED_B
+from tests.seed_example import T as SEED_T
 
 RTOL = 1e-8
-SEED_A = np.array([[0.0, 1.1], [-1.1, 0.0]])      # dissertation eq. (9.76)
-SEED_B = np.array([[1.0, -1.0], [-1.0, 2.0]])
-SEED_T = 2.0
 
 
 # ---------------------------------------------------------------------- independent reference

@@ -17,10 +17,7 @@ from dmdidc import (
     SufficientStatistics,
     random_excitation,
 )
-
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
+from tests.seed_example import A_C, B_C, T
 
 
 def process_noise_experiments(plant, count, seed, length=300, scale=0.3):

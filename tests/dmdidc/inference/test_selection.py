@@ -17,10 +17,7 @@ from dmdidc import (
     random_excitation,
 )
 from dmdidc.regression import lagged_inputs
-
-A_C = np.array([[0.0, 1.1], [-1.1, 0.0]])
-B_C = np.array([[1.0, -1.0], [-1.0, 2.0]])
-T = 2.0
+from tests.seed_example import A_C, B_C, T
 
 
 def experiments(delay, noise=0.05, count=10, seed=0):
