@@ -10,9 +10,9 @@ Run:  .venv/bin/python benchmarks/bench_closed_loop.py [--steps 200000] [--repea
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _common import best_time
 
 from dmdidc import DelayedPlant
 from simulations.closed_loop import simulate_closed_loop
@@ -84,11 +84,7 @@ def tight_loop(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int
 
 
 def rate(run, steps: int, repeats: int) -> tuple[float, np.ndarray]:
-    best, out = np.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = run()
-        best = min(best, time.perf_counter() - start)
+    best, out = best_time(run, repeats)
     return steps / best, out
 
 

@@ -37,6 +37,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+from _common import timed
 
 from dmdidc import ContinuousModelWarning, DelayedPlant, DMDidc, random_excitation
 from dmdidc.inference.recovery import recover_continuous
@@ -94,24 +95,6 @@ def numpy_gram_pass(X: np.ndarray, U: np.ndarray, R: int) -> tuple[float, float,
         t_build += t1 - t0
     coefficients = np.linalg.solve(gram, cross.T).T
     return t_build, t_gram, coefficients
-
-
-def timed(function, repeats: int) -> tuple[float, float, float, object]:
-    """Best and median wall time of ``repeats`` runs, tracemalloc peak (MB) of the first run
-    (tracemalloc costs ~microseconds per allocation; these steps allocate few, large arrays),
-    and the last result."""
-    times, peak, result = [], 0.0, None
-    for i in range(repeats):
-        gc.collect()
-        if i == 0:
-            tracemalloc.start()
-        t0 = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - t0)
-        if i == 0:
-            peak = tracemalloc.get_traced_memory()[1] / 2**20
-            tracemalloc.stop()
-    return min(times), statistics.median(times), peak, result
 
 
 def pydmd_dmdc(X: np.ndarray, U: np.ndarray):

@@ -19,15 +19,16 @@ Run:  .venv/bin/python benchmarks/bench_flower.py [--clients 4] [--rounds 20] [-
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from _common import best_time  # noqa: E402
 
 from privacy.federated.fedinfer import FedInfer  # noqa: E402
 from privacy.federated.flower import (  # noqa: E402
@@ -66,15 +67,6 @@ def fedinfer(num_clients: int, stagger: list[int] | None = None) -> FedInfer:
     return FedInfer(_model(num_clients), None, num_clients=num_clients, stagger=stagger)
 
 
-def _best(fn, argument, repeat: int) -> tuple[float, object]:
-    best, value = math.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn(argument)
-        best = min(best, time.perf_counter() - start)
-    return best, value
-
-
 def _same(a, b) -> None:
     for name, value in a.state.arrays.items():
         if not np.array_equal(value, b.state.arrays[name]):
@@ -99,8 +91,8 @@ def in_process(clients: int, rounds: int, repeat: int) -> None:
     print(f"{'case':16s} {'clients':>7s} {'numpy ms/round':>15s} {'Flower ms/round':>16s} "
           f"{'ratio':>6s} {'Flower ms/message':>18s}")
     for name, algorithm, numpy_run, flower_run, count in cases:
-        t_numpy, reference = _best(numpy_run, algorithm, repeat)
-        t_flower, result = _best(flower_run, algorithm, repeat)
+        t_numpy, reference = best_time(partial(numpy_run, algorithm), repeat)
+        t_flower, result = best_time(partial(flower_run, algorithm), repeat)
         _same(result, reference)
         messages = sum(len(r.accepted) for r in result.history) or 1
         print(f"{name:16s} {clients:7d} {1e3 * t_numpy / count:15.2f} "

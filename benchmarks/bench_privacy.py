@@ -26,24 +26,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from _common import best_time  # noqa: E402
 from dp_accounting.pld import privacy_loss_distribution as pld_lib  # noqa: E402
 
 from privacy import GaussianMechanism, SaSMechanism, accounting, pure_epsilon  # noqa: E402
-
-
-def _best(fn, repeat: int) -> tuple[float, object]:
-    best, value = math.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,24 +55,24 @@ def main(argv: list[str] | None = None) -> int:
     def cold_epsilon():
         clear()
         return SaSMechanism(alpha=alpha, scale=scale).epsilon
-    t_eps, eps = _best(cold_epsilon, args.repeat)
+    t_eps, eps = best_time(cold_epsilon, args.repeat)
 
     def calibrate():
         clear()
         return SaSMechanism.from_epsilon(1.0, alpha=alpha).scale
-    t_cal, cal = _best(calibrate, args.repeat)
+    t_cal, cal = best_time(calibrate, args.repeat)
 
     def sas_compose():
         return accounting.epsilon(SaSMechanism(alpha=alpha, scale=scale), delta=args.delta,
                                   steps=steps, sampling_rate=q)
-    t_sas, sas_eps = _best(sas_compose, args.repeat)
+    t_sas, sas_eps = best_time(sas_compose, args.repeat)
 
     sigma = math.sqrt(2.0) * scale
 
     def gauss_compose():
         pld = pld_lib.from_gaussian_mechanism(sigma, sampling_prob=q)
         return pld.self_compose(steps).get_epsilon_for_delta(args.delta)
-    t_gauss, gauss_eps = _best(gauss_compose, args.repeat)
+    t_gauss, gauss_eps = best_time(gauss_compose, args.repeat)
 
     print(f"alpha={alpha} scale={scale} q={q} steps={steps} delta={args.delta}")
     print(f"{'task':<16}{'seconds':>10}  result")
@@ -94,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     def vector():
         clear()
         return SaSMechanism(alpha=alpha, scale=scale, dimension=2).epsilon
-    t_vec, vec = _best(vector, args.repeat)
+    t_vec, vec = best_time(vector, args.repeat)
 
     def vector_one_at_a_time():   # the same grid, one scalar maximisation per point
         clear()
@@ -102,22 +93,22 @@ def main(argv: list[str] | None = None) -> int:
                                          np.geomspace(1e-4, 1.0, 1500),
                                          (1.0 + np.linspace(-0.5, 0.5, 401)) / 2, [0.5]]))
         return max(pure_epsilon._epsilon_of_ratio(alpha, scale / d) for d in grid)
-    t_loop, _ = _best(vector_one_at_a_time, 1)
+    t_loop, _ = best_time(vector_one_at_a_time, 1)
     print(f"{'vector eps m=2':<16}{t_vec:>10.3f}  eps = {vec:.6g}; one grid point at a time: "
           f"{t_loop:.2f} s, ratio {t_loop / t_vec:.1f}x")
 
     tiny = GaussianMechanism(sigma=0.05)
-    t_gen, gen = _best(lambda: accounting.epsilon(tiny, delta=args.delta, generic=True), 1)
-    t_nat, nat = _best(lambda: pld_lib.from_gaussian_mechanism(0.05).get_epsilon_for_delta(
+    t_gen, gen = best_time(lambda: accounting.epsilon(tiny, delta=args.delta, generic=True), 1)
+    t_nat, nat = best_time(lambda: pld_lib.from_gaussian_mechanism(0.05).get_epsilon_for_delta(
         args.delta), 1)
     exact = tiny.epsilon_for_delta(args.delta)
     print(f"{'generic gauss':<16}{t_gen:>10.3f}  sigma=0.05, one release: eps = {gen:.9g}; "
           f"dp_accounting native {nat:.9g} in {t_nat:.2f} s (ratio {t_nat / t_gen:.1f}x); "
           f"exact {exact:.9g}")
 
-    t_rdp, rdp = _best(lambda: accounting.guarantee(
+    t_rdp, rdp = best_time(lambda: accounting.guarantee(
         GaussianMechanism(sigma=1.0), delta=args.delta, steps=10 ** 9, sampling_rate=0.01), 1)
-    t_pure, pure = _best(lambda: accounting.guarantee(
+    t_pure, pure = best_time(lambda: accounting.guarantee(
         SaSMechanism(alpha=alpha, scale=scale), delta=args.delta, steps=10 ** 9,
         sampling_rate=q), 1)
     print(f"{'1e9 steps':<16}{t_rdp:>10.3f}  gauss sigma=1 q=0.01: eps = {rdp.epsilon:.6g} "

@@ -8,25 +8,15 @@ points, and the time of ``sas_logpdf`` / ``sas_cdf`` on 1e6 points.
 from __future__ import annotations
 
 import importlib.util
-import time
 from pathlib import Path
 
 import numpy as np
+from _common import best_time
 from scipy import stats
 
 from privacy.stable import _table, sas_cdf, sas_logpdf, sas_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _best_time(fn, repeat=5, number=1):
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
 
 
 def _reference_module():
@@ -43,9 +33,9 @@ def main() -> None:
           f"{'ratio':>9}")
     for alpha in (1.5, 1.9, 1.999):
         _table.cache_clear()
-        build = _best_time(lambda a=alpha: sas_pdf(x[:1], a), repeat=1)
-        ours = _best_time(lambda a=alpha: sas_pdf(x, a), repeat=7, number=20)
-        theirs = _best_time(lambda a=alpha: stats.levy_stable.pdf(x, a, 0.0), repeat=2)
+        build = best_time(lambda a=alpha: sas_pdf(x[:1], a), 1)[0]
+        ours = best_time(lambda a=alpha: sas_pdf(x, a), 7, number=20)[0]
+        theirs = best_time(lambda a=alpha: stats.levy_stable.pdf(x, a, 0.0), 2)[0]
         print(f"{alpha:>7} {1e3 * build:>11.1f} {1e3 * ours:>13.3f} {1e3 * theirs:>11.1f} "
               f"{theirs / ours:>9.0f}x")
 
@@ -54,8 +44,8 @@ def main() -> None:
         big = np.linspace(-lo_hi, lo_hi, 1_000_000)
         for alpha in (1.5, 1.999):
             sas_logpdf(big[:1], alpha)
-            t_lp = _best_time(lambda a=alpha, g=big: sas_logpdf(g, a), repeat=3)
-            t_cdf = _best_time(lambda a=alpha, g=big: sas_cdf(g, a), repeat=3)
+            t_lp = best_time(lambda a=alpha, g=big: sas_logpdf(g, a), 3)[0]
+            t_cdf = best_time(lambda a=alpha, g=big: sas_cdf(g, a), 3)[0]
             grid = f"[-{lo_hi:g}, {lo_hi:g}]"
             print(f"{alpha:>7} {grid:>22} {1e3 * t_lp:>12.0f} {1e3 * t_cdf:>9.0f}")
 

@@ -19,12 +19,10 @@ Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_statistics.py \
 from __future__ import annotations
 
 import argparse
-import gc
-import time
-import tracemalloc
 import warnings
 
 import numpy as np
+from _common import timed
 
 from dmdidc import (
     DelayedPlant,
@@ -51,22 +49,6 @@ def wide_plant() -> tuple[DelayedPlant, int]:
     delay = np.array([0.35, 0.9, 1.42, 1.95])
     return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, 0.1,
                                         max_delay=20), 10
-
-
-def timed(function, repeats: int) -> tuple[float, float, object]:
-    """(best time, tracemalloc peak MB of the first run, result)."""
-    best, peak, result = np.inf, 0.0, None
-    for i in range(repeats):
-        gc.collect()
-        if i == 0:
-            tracemalloc.start()
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-        if i == 0:
-            peak = tracemalloc.get_traced_memory()[1] / 2**20
-            tracemalloc.stop()
-    return best, peak, result
 
 
 def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
@@ -114,7 +96,7 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
     ]
     reference = None
     for label, function in steps:
-        best, peak, result = timed(function, repeats)
+        best, _, peak, result = timed(function, repeats)
         reference = reference or best
         note = "  (no model: the privacy noise hides the excitation)" if result == "failed" \
             else ""

@@ -24,10 +24,10 @@ Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_trust.py [--seeds
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from _common import best_time
 
 from dmdidc import DMDidc
 from simulations.studies.data_kinds import DATA_KINDS, make_data, random_plant, right_or_loud
@@ -87,14 +87,9 @@ def consistency_section(seeds: int) -> None:
 
 
 def _best(fit, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            start = time.perf_counter()
-            fit()
-            times.append(time.perf_counter() - start)
-    return min(times)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return best_time(fit, repeats)[0]
 
 
 def speed_section(repeats: int) -> None:

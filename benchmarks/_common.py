@@ -1,0 +1,48 @@
+"""Timing helpers the benchmark scripts share.
+
+The scripts run as ``python benchmarks/bench_*.py``, so this folder is on ``sys.path`` and they
+import ``from _common import ...``.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+
+def best_time(fn: Callable[[], Any], repeat: int, *, number: int = 1) -> tuple[float, Any]:
+    """Best wall time (``perf_counter``) of ``repeat`` runs of ``number`` calls of ``fn``, per
+    call, and the value of the last call."""
+    best, value = math.inf, None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            value = fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best, value
+
+
+def timed(function: Callable[[], Any], repeats: int) -> tuple[float, float, float, Any]:
+    """Best and median wall time of ``repeats`` runs (garbage collected before each), the
+    tracemalloc peak (MB) of the first run and the last result.
+
+    tracemalloc costs ~microseconds per allocation; the benchmarked steps allocate few, large
+    arrays.
+    """
+    times, peak, result = [], 0.0, None
+    for i in range(repeats):
+        gc.collect()
+        if i == 0:
+            tracemalloc.start()
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+        if i == 0:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    return min(times), statistics.median(times), peak, result
