@@ -4,11 +4,12 @@ A private package imported by every other one (``privacy``, ``dmdidc``, ``contro
 ``simulations``) and importing none of them, so that a helper two packages need lives below
 both (the layer contract in ``pyproject.toml`` checks this).  Its modules are imported directly
 (``from _toolbox.errors import ParameterError``); the public homes of the errors remain
-``privacy.errors``, ``dmdidc.errors`` and ``controllers.errors``, which re-export them.
+``privacy.errors`` and ``controllers.errors`` (aliases of :mod:`_toolbox.errors`) and
+``dmdidc.errors`` (which re-exports them).
 
 * :mod:`_toolbox.errors`: the one exception hierarchy;
 * :mod:`_toolbox.validation`: argument checks whose messages name argument, value and range;
-* :mod:`_toolbox.lazy`: PEP 562 lazy package attributes (cheap ``import``);
+* :mod:`_toolbox.lazy`: PEP 562 lazy package attributes from one table (cheap ``import``);
 * :mod:`_toolbox.plotting`: figures without pyplot state.
 """
 

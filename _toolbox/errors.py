@@ -7,9 +7,9 @@ also a builtin: every input error is a ``ValueError``, ``NotFittedError`` an
 ``AttributeError`` (as in scikit-learn) and ``SolverError`` a ``RuntimeError``, so callers that
 catch builtins keep working.
 
-The packages re-export the classes they raise from their old homes (``privacy.errors``,
-``dmdidc.errors``, ``controllers.errors``), so imports and pickles made against those paths
-keep working.
+The classes stay importable from their old homes (``privacy.errors`` and ``controllers.errors``
+are aliases of this module, ``dmdidc.errors`` re-exports them), so imports and pickles made
+against those paths keep working.
 """
 
 from __future__ import annotations
