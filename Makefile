@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
 
-.PHONY: demo test test-portable lint bench clean install
+.PHONY: demo test test-fast test-portable lint docs bench clean install
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +17,15 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/dmdidc demo --out $(OUT)
 
+# The whole suite; CI's output ends with the 20 slowest tests.
 test: $(BIN)/.installed
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q \
+	    --durations=20
+
+# Everything but the tests marked `slow` (a quick check while working).
+test-fast: $(BIN)/.installed
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q \
+	    -m "not slow" --durations=10
 
 # Users' CPUs round differently: OpenBLAS picks its kernels by CPU (SkylakeX on AVX-512 Intel,
 # Haswell on AMD EPYC and older Intel, ...). The numerically sensitive tests run again under a
@@ -37,8 +44,12 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check _toolbox dmdidc privacy controllers simulations tests benchmarks
 	$(BIN)/lint-imports --no-cache
 
+# The documentation site, from docs/ and the docstrings, into site/ (warnings are errors).
+docs: $(BIN)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) out site .pytest_cache .hypothesis
