@@ -413,8 +413,11 @@ class DMDidc:
         >>> from dmdidc import DMDidc, DelayedPlant, SufficientStatistics, random_excitation
         >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
         >>> U = random_excitation(1, 2000, rng=0)
-        >>> stats = SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=3,
-        ...                                        state_bound=4.0, input_bound=3.0)
+        >>> X = plant.simulate([0.0], U)
+        >>> float(abs(X).max()), float(abs(U).max())     # the bounds must hold the data
+        (3.45..., 3.89...)
+        >>> stats = SufficientStatistics.from_data(X, U, max_delay=3, state_bound=5.0,
+        ...                                        input_bound=5.0)
         >>> est = DMDidc(max_delay=3).fit_statistics(stats, dt=1.0)
         >>> np.round(est.delay, 6), est.delay_steps
         (array([1.5]), array([1]))

@@ -1,0 +1,130 @@
+"""The documentation runs as written, so it stays true.
+
+Every page of ``docs/`` runs in its own temporary folder: its Python blocks in order (later
+blocks use names from earlier ones on the same page), then its ``dmdidc identify`` /
+``dmdidc simulate`` command lines (the other commands take minutes; their options are tested
+in ``tests/simulations/cli``). A block preceded by a line ``<!-- docs-test: skip ... -->`` is
+left out; the page must say why (only for blocks that take minutes). The README's example runs
+too, and every page and every module is reachable from the site (``mkdocs.yml``).
+"""
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+PACKAGES = ("_toolbox", "privacy", "dmdidc", "controllers", "simulations")
+#: The command lines of the pages that the tests run.
+RUN_COMMANDS = ("identify", "simulate")
+#: The marker, on the line before a fence, of a block the tests leave out.
+SKIP = "<!-- docs-test: skip"
+#: Pages whose blocks take more than a few seconds (``make test-fast`` leaves them out).
+SLOW_PAGES = {"noisy-data.md", "privacy.md", "auditing.md", "command-line.md"}
+
+
+def _blocks(path: Path, language: str = "python") -> list[str]:
+    """The ``language`` blocks of a Markdown file, in order, without the skipped ones."""
+    text = path.read_text()
+    blocks = []
+    for match in re.finditer(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M):
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        if not before.startswith(SKIP):
+            blocks.append(match.group(1))
+    return blocks
+
+
+def _commands(path: Path) -> list[list[str]]:
+    lines = [shlex.split(line, comments=True) for block in _blocks(path, "bash")
+             for line in block.replace("\\\n", " ").splitlines()]   # join continued lines
+    return [words[1:] for words in lines
+            if len(words) > 1 and words[0] == "dmdidc" and words[1] in RUN_COMMANDS]
+
+
+PAGES = sorted(path for path in DOCS.glob("*.md") if _blocks(path) or _commands(path))
+
+
+def _run(path: Path, blocks: list[str]) -> dict:
+    namespace: dict = {"__name__": "__docs__"}
+    for block in blocks:
+        exec(compile(block, str(path), "exec"), namespace)
+    return namespace
+
+
+def test_pages_have_examples():
+    assert sum(len(_blocks(path)) for path in PAGES) >= 15
+    commands = {words[0] for path in PAGES for words in _commands(path)}
+    assert commands == set(RUN_COMMANDS)
+
+
+@pytest.mark.parametrize(
+    "page", [pytest.param(path, id=path.name,
+                          marks=[pytest.mark.slow] if path.name in SLOW_PAGES else [])
+             for path in PAGES])
+def test_page_runs(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                  # the examples write model.json, data files
+    _run(page, _blocks(page))
+    commands = _commands(page)
+    if commands:
+        from simulations.cli import main
+        for argv in commands:
+            assert main(argv) == 0, argv
+
+
+def test_command_line_page_writes_its_files(tmp_path, monkeypatch):
+    """The command-line page's files are those its commands read and write."""
+    monkeypatch.chdir(tmp_path)
+    page = DOCS / "command-line.md"
+    _run(page, _blocks(page))
+    for name in ("true.json", "data.npz", "x.csv", "u.csv"):
+        assert (tmp_path / name).exists(), name
+
+
+def test_readme_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = _blocks(README)
+    assert len(blocks) == 1
+    namespace = _run(README, blocks)
+    assert (tmp_path / "model.json").exists()
+    assert namespace["est"].delay_steps.tolist() == [1, 1]
+
+
+def test_readme_links_to_pages_that_exist():
+    links = re.findall(r"\]\((docs/[^)#]+)", README.read_text())
+    assert len(links) >= 10
+    for link in links:
+        assert (ROOT / link).exists(), link
+
+
+def test_every_page_is_in_the_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for path in sorted(DOCS.rglob("*.md")):
+        assert f": {path.relative_to(DOCS).as_posix()}\n" in nav, path
+
+
+def _modules() -> list[str]:
+    """Every module of the five packages but the aliases of moved modules."""
+    names = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__main__":
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            first = doc.splitlines()[0] if doc else ""
+            if first.startswith("Alias of") or "re-exported from :mod:`_toolbox" in first:
+                continue
+            names.append(".".join(parts))
+    return names
+
+
+def test_api_reference_covers_every_module():
+    documented = set(re.findall(r"^::: ([\w.]+)$", "\n".join(
+        path.read_text() for path in (DOCS / "api").glob("*.md")), flags=re.M))
+    assert set(_modules()) == documented
