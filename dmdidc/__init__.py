@@ -25,9 +25,11 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 # module -> the public names imported from it on first attribute access (PEP 562)
 __all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "dmdidc.data": ["IdData", "read_data"],
     "dmdidc.discretization": ["delay_blocks", "first_active_blocks", "split_delay",
                               "zoh_matrices"],
     "dmdidc.estimator": ["ESTIMATORS", "DMDidc"],
+    "dmdidc.evaluation": ["Comparison", "ResidualCorrelation", "compare", "resid"],
     "dmdidc.excitation": ["ExcitationReport", "check_excitation", "random_excitation",
                           "samples_needed"],
     "dmdidc.federated.combine": ["combine_statistics"],
@@ -37,6 +39,8 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.inference.intervals": ["ConfidenceIntervals", "IntervalEstimate"],
     "dmdidc.inference.recovery": ["recover_continuous"],
     "dmdidc.inference.selection": ["DelayBoundSelection"],
+    "dmdidc.info": ["ModelInfo"],
+    "dmdidc.missing": ["MissingReport"],
     "dmdidc.model": ["FORMAT_VERSION", "DelayedPlant", "OperatingPoint", "as_plant"],
     "dmdidc.private.release": ["PrivacyRelease"],
     "dmdidc.private.sensitivity": ["StatisticsSensitivity"],

@@ -25,6 +25,7 @@ from _toolbox.parameters import (
     validate_parameters,
 )
 from _toolbox.validation import check_finite_array, check_integer, check_positive
+from dmdidc.data import IdData, as_arrays
 from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
@@ -52,7 +53,8 @@ from dmdidc.inference.intervals import (
     model_vector,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
-from dmdidc.model import DelayedPlant
+from dmdidc.info import ModelInfo
+from dmdidc.model import DelayedPlant, OperatingPoint
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
@@ -299,19 +301,21 @@ class DMDidc:
                                  f"selection with max_delay=None)")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Any, U: Any, *, dt: float, Y: Any = None, reference: Any = None,
-            Z: Any = None) -> DMDidc:
+    def fit(self, X: Any, U: Any = None, *, dt: float | None = None, Y: Any = None,
+            reference: Any = None, Z: Any = None) -> DMDidc:
         """Identify the delayed plant from snapshot data, and validate the fit.
 
         Parameters
         ----------
-        X : array_like, shape (n, K + 1), or a list of such arrays
+        X : array_like, shape (n, K + 1), a list of such arrays, or IdData
             States ``x_0 .. x_K`` as columns (several trajectories as a list), in the units
-            they were recorded in (an offset or operating point is handled, see ``detrend``).
+            they were recorded in (an offset or operating point is handled, see ``detrend``);
+            or an :class:`~dmdidc.IdData` (then without ``U`` and ``dt``: the model takes its
+            names, units, operating point and provenance).
         U : array_like, shape (m, K), or a list of such arrays
-            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)``.
+            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)`` (with arrays).
         dt : float
-            Sampling period ``T`` in seconds.
+            Sampling period ``T`` in seconds (with arrays).
         Y : array_like, shape (n, N), optional
             Explicit successor snapshots (least squares only): then ``X`` is (n, N) with
             ``Y[:, i]`` following ``X[:, i]``, and ``U`` is (m (R + 1), N) holding
@@ -339,12 +343,17 @@ class DMDidc:
             Fewer than ``n + m (R + 1)`` regression samples, or rank-deficient data.
         """
         self._validated_params()
+        X, U, dt, data = as_arrays(X, U, dt, caller="fit")
         dt = check_positive("dt", dt)
         reference = _renamed(reference, Z)
         self.state_trend_ = self.input_trend_ = None
         self._selection: DelayBoundSelection | None = None
         self._parts = None
+        self._source = data
         if Y is not None:
+            if data is not None:
+                raise ParameterError("explicit snapshot pairs Y take arrays X, U; not an "
+                                     "IdData")
             if self.estimator not in ("ls", "auto") or self.max_delay is None \
                     or self.detrend not in (None, "auto") or reference is not None:
                 raise ParameterError("explicit snapshot pairs Y need estimator='ls' (or "
@@ -452,6 +461,7 @@ class DMDidc:
         else:
             self._R = self.max_delay
         self._setup(n, m, dt)
+        self._source = None
         self._parts = parts if len(parts) > 1 else None
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
@@ -504,19 +514,22 @@ class DMDidc:
                                            significance=self._significance)
         return self._selection.selected
 
-    def partial_fit(self, X: Any, U: Any, *, dt: float, new_trajectory: bool = False,
-                    reference: Any = None, Z: Any = None) -> DMDidc:
+    def partial_fit(self, X: Any, U: Any = None, *, dt: float | None = None,
+                    new_trajectory: bool = False, reference: Any = None,
+                    Z: Any = None) -> DMDidc:
         """Add a chunk of one trajectory; memory stays independent of the data length.
 
         Parameters
         ----------
-        X : array_like, shape (n, L + 1)
+        X : array_like, shape (n, L + 1), or IdData
             States of the chunk.  When continuing a trajectory, ``X[:, 0]`` must equal the last
             state of the previous chunk (chunks overlap by one state, like ``X[:, a:b+1]``
-            with ``U[:, a:b]``).
+            with ``U[:, a:b]``).  An :class:`~dmdidc.IdData` (without ``U`` and ``dt``) adds
+            each of its experiments as a new trajectory after the first.
         U : array_like, shape (m, L)
+            With arrays.
         dt : float
-            Sampling period; must not change between calls.
+            Sampling period; must not change between calls (with arrays).
         new_trajectory : bool, default False
             Start a new trajectory (the first call always does).
         reference : array_like, shape (q, L), optional
@@ -544,6 +557,9 @@ class DMDidc:
             A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
+        X, U, dt, data = as_arrays(X, U, dt, caller="partial_fit")
+        if data is not None:
+            return self._partial_fit_data(data, new_trajectory, reference, Z)
         dt = check_positive("dt", dt)
         reference = _renamed(reference, Z)
         if self.detrend in ("constant", "linear"):
@@ -563,6 +579,7 @@ class DMDidc:
             self._R = self.max_delay
             self._selection, self._parts = None, None
             self._setup(n, m, dt)
+            self._source = None
             if iv:
                 kind = "exogenous" if Ec is not None else (
                     "inputs" if self.instruments == "auto" else self.instruments)
@@ -598,6 +615,46 @@ class DMDidc:
             self._pending = exc
             return self
         return self._finish(outcome)
+
+    def _partial_fit_data(self, data: IdData, new_trajectory: bool, reference: Any,
+                          Z: Any) -> DMDidc:
+        """``partial_fit`` of every experiment of an IdData (one trajectory each)."""
+        if reference is not None or Z is not None:
+            raise ParameterError("partial_fit with an IdData takes no reference; pass arrays")
+        earlier = getattr(self, "_source", None)
+        if earlier is not None and getattr(self, "_accumulator", None) is not None:
+            for name in ("state_names", "input_names", "state_units", "input_units"):
+                if getattr(data, name) != getattr(earlier, name):
+                    raise ParameterError(f"this chunk's {name} {getattr(data, name)!r} differ "
+                                         f"from the earlier chunks' {getattr(earlier, name)!r}")
+        X, U = data.arrays(deviations=True)
+        X, U = (X, U) if data.n_experiments > 1 else ([X], [U])
+        for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
+            self.partial_fit(Xi, Ui, dt=data.dt, new_trajectory=new_trajectory or i > 0)
+        self._source = data
+        if self._model is not None:
+            self._model = self._annotated(self._model)
+        return self
+
+    def _annotated(self, model: DelayedPlant) -> DelayedPlant:
+        """The model with the names, units, operating point and provenance of its data."""
+        data = getattr(self, "_source", None)
+        provenance = {"dmdidc_version": _package_version(), "estimator": self.get_params(),
+                      "data": None if data is None else data.provenance()}
+        if data is None:
+            info = model.signal_info.renamed(provenance=provenance)
+            return model.with_info(info)
+        info = ModelInfo(data.state_names, data.input_names, data.state_units,
+                         data.input_units, provenance=provenance)
+        op = data.operating_point
+        if op is not None:                      # the fit saw deviations from it
+            fitted = model.operating_point
+            if fitted is not None:
+                op = OperatingPoint(op.state + fitted.state, op.input + fitted.input)
+            model = DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_,
+                                 B_c=model.B_c_, delay=model.delay_,
+                                 continuous_note=model.continuous_note, operating_point=op)
+        return model.with_info(info)
 
     def _streamed_outcome(self, iv: bool) -> FitOutcome:
         """The solve of everything streamed so far (offset decided from the moments)."""
@@ -657,7 +714,7 @@ class DMDidc:
                                       significance=self._significance,
                                       block_rtol=self.block_rtol)
         self._solution, self._block_test = solution, identified.test
-        self._model, self._kept = identified.model, identified.kept
+        self._model, self._kept = self._annotated(identified.model), identified.kept
         self._block_variance = identified.block_variance
         self._pending = None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
@@ -705,7 +762,8 @@ class DMDidc:
         rng : numpy.random.Generator, int or None
             Bootstrap randomness.
         X, U, Z : optional
-            The trajectories of ``fit`` (bootstrap of a data fit only).
+            The trajectories of ``fit`` (bootstrap of a data fit only); ``X`` may be the
+            :class:`~dmdidc.IdData` given to ``fit``.
 
         Returns
         -------
@@ -756,6 +814,8 @@ class DMDidc:
                                      "bootstrap resamples them and takes no data")
             refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt, parts=self._parts)
         else:
+            if isinstance(X, IdData):
+                X, U, _, _ = as_arrays(X, U, None, caller="confidence_intervals")
             if X is None or U is None:
                 raise ParameterError("the bootstrap refits on resampled trajectories: pass the "
                                      "data given to fit as X=..., U=... (and Z=...), or "
@@ -843,10 +903,88 @@ class DMDidc:
         """The identified model as a python-control discrete ``StateSpace``."""
         return self.model_.to_statespace()
 
+    def to_control(self, **options: Any):
+        """The identified model in python-control with signal names
+        (:meth:`dmdidc.DelayedPlant.to_control`: exact discrete, or continuous with Pade)."""
+        return self.model_.to_control(**options)
+
+    # ------------------------------------------------------------------ validation on data
+    def compare(self, data: Any, U: Any = None, *, horizon: int | None = None):
+        """Fit percentage and NRMSE of each state on data, by simulation or ``horizon``-step
+        prediction (:func:`dmdidc.evaluation.compare`; ``.plot()`` draws it).
+
+        Examples
+        --------
+        >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+        >>> U = random_excitation(1, 300, rng=0)
+        >>> est = DMDidc(max_delay=3).fit(plant.simulate([0.0], U), U, dt=1.0)
+        >>> V = random_excitation(1, 300, rng=1)
+        >>> bool(est.compare(plant.simulate([0.0], V), V).fit_percent[0] > 99.9)
+        True
+        """
+        from dmdidc.evaluation import compare
+
+        return compare(self.model_, data, U, horizon=horizon)
+
+    def resid(self, data: Any, U: Any = None, *, lags: int = 20, level: float = 0.99):
+        """Auto-correlation of the one-step residuals and their cross-correlation with the
+        inputs, with confidence bands (:func:`dmdidc.evaluation.resid`; ``.plot()`` draws
+        them)."""
+        from dmdidc.evaluation import resid
+
+        return resid(self.model_, data, U, lags=lags, level=level)
+
+    # ------------------------------------------------------------------ saving
+    def annotated_model(self, level: float | None = 0.95) -> DelayedPlant:
+        """``model_`` with the asymptotic confidence intervals at ``level`` in its
+        :attr:`~dmdidc.DelayedPlant.info` (``None``, or no continuous model: without)."""
+        model = self.model_
+        if level is None or not model.has_continuous:
+            return model
+        ci = self.confidence_intervals(level)
+        intervals = {"level": ci.level, "method": ci.method, **{
+            item.name if item.name != "r" else "delay": {
+                "value": item.value.tolist(), "low": item.low.tolist(),
+                "high": item.high.tolist(), "standard_error": item.standard_error.tolist(),
+                "unit": item.unit} for item in (ci.delay, ci.A_c, ci.B_c)}}
+        return model.with_info(model.signal_info.renamed(intervals=intervals))
+
+    def save(self, path: Any, *, level: float | None = 0.95) -> Any:
+        """Write the identified model with its operating point, signal names and units,
+        confidence intervals at ``level`` and data provenance (``.json`` or ``.npz``; read
+        with :meth:`dmdidc.DelayedPlant.load`).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from dmdidc import DMDidc, DelayedPlant, IdData, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+        >>> U = random_excitation(1, 300, rng=0)
+        >>> data = IdData(plant.simulate([0.0], U), U, dt=1.0, state_names=["T"],
+        ...               input_names=["heater"], source="rig 3")
+        >>> path = DMDidc(max_delay=3).fit(data).save(Path(tempfile.mkdtemp()) / "model.json")
+        >>> info = DelayedPlant.load(path).info
+        >>> info.input_names, info.intervals["delay"]["unit"], info.provenance["data"]["source"]
+        (('heater',), 's', 'rig 3')
+        """
+        return self.annotated_model(level).save(path)
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"DMDidc({params})"
 
+
+
+def _package_version() -> str:
+    from dmdidc import __version__
+
+    return __version__
 
 
 def _renamed(reference: Any, Z: Any) -> Any:

@@ -46,20 +46,22 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
+from dmdidc.info import ModelInfo
 
 __all__ = ["DelayedPlant", "OperatingPoint", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
 
 #: Version of the file format written by :meth:`DelayedPlant.to_dict` / :meth:`save`.
 #: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule;
-#: 2: consistent parts; 3: adds the optional ``operating_point``.
-FORMAT_VERSION = 3
+#: 2: consistent parts; 3: adds the optional ``operating_point``; 4: adds the optional ``info``
+#: (signal names and units, confidence intervals, data provenance: :class:`~dmdidc.ModelInfo`).
+FORMAT_VERSION = 4
 #: Largest relative (Frobenius) difference accepted between the discrete part of a plant and
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
 #: that went through JSON or ``from_continuous``), far below any hand edit.
 CONSISTENCY_RTOL = 1e-8
 #: The fields of a model file (:meth:`DelayedPlant.from_dict`); any other is refused.
 _FIELDS = ("format_version", "dt", "A_d", "B_blocks", "A_c", "B_c", "delay", "max_delay",
-           "continuous_note", "operating_point")
+           "continuous_note", "operating_point", "info")
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,6 +148,9 @@ class DelayedPlant:
         The equilibrium the matrices describe deviations from (module notes); ``None``: the
         origin.  :meth:`simulate` takes and returns physical values; the matrices, the lifted
         realization and the controllers work in deviations.
+    info : ModelInfo, optional
+        Signal names and units, confidence intervals and data provenance (saved with the
+        model); :attr:`signal_info` gives defaults when there is none.
 
     Raises
     ------
@@ -182,10 +187,11 @@ class DelayedPlant:
     delay_: np.ndarray | None = field(default=None, repr=False)
     continuous_note: str | None = field(default=None, repr=False)
     operating_point: OperatingPoint | None = field(default=None)
+    info: ModelInfo | None = field(default=None, repr=False)
 
     def __init__(self, A_d: Any, B_blocks: Any, dt: float, A_c: Any = None, B_c: Any = None,
                  delay: Any = None, continuous_note: str | None = None,
-                 operating_point: Any = None) -> None:
+                 operating_point: Any = None, info: ModelInfo | None = None) -> None:
         A_d = check_finite_array("A_d", A_d, ndim=2)
         B_blocks = check_finite_array("B_blocks", B_blocks)
         if B_blocks.ndim == 2:
@@ -222,10 +228,10 @@ class DelayedPlant:
                                      f"input blocks; B_blocks has {B_blocks.shape[0]}")
             _check_consistent(A_d, B_blocks, A_c, B_c, delay, dt)
         self._assign(A_d, B_blocks, dt, A_c, B_c, delay, continuous_note,
-                     _operating_point(operating_point, n, m))
+                     _operating_point(operating_point, n, m), _info(info, n, m))
 
     def _assign(self, A_d, B_blocks, dt, A_c, B_c, delay, continuous_note,
-                operating_point=None) -> None:
+                operating_point=None, info=None) -> None:
         object.__setattr__(self, "A_d", read_only(A_d))
         object.__setattr__(self, "B_blocks", read_only(B_blocks))
         object.__setattr__(self, "dt", float(dt))
@@ -234,12 +240,13 @@ class DelayedPlant:
         object.__setattr__(self, "delay_", read_only(delay))
         object.__setattr__(self, "continuous_note", continuous_note)
         object.__setattr__(self, "operating_point", operating_point)
+        object.__setattr__(self, "info", info)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_continuous(cls, A_c: Any, B_c: Any, delay: Any, dt: float,
-                        max_delay: int | None = None, *,
-                        operating_point: Any = None) -> DelayedPlant:
+                        max_delay: int | None = None, *, operating_point: Any = None,
+                        info: ModelInfo | None = None) -> DelayedPlant:
         """Exactly discretize ``x' = A_c x + B_c u(t - r)`` with zero-order hold of period dt.
 
         Parameters
@@ -254,6 +261,8 @@ class DelayedPlant:
             Number ``R`` of past periods kept (default: the smallest that holds the delay).
         operating_point : OperatingPoint or (x_op, u_op), optional
             The equilibrium the model describes deviations from.
+        info : ModelInfo, optional
+            Signal names, units, intervals, provenance.
 
         Returns
         -------
@@ -274,8 +283,9 @@ class DelayedPlant:
             max_delay = check_integer("max_delay", max_delay, minimum=0)
         A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay)
         plant = cls.__new__(cls)           # consistent by construction: skip the check
+        n, m = B_c.shape
         plant._assign(A_d, blocks, dt, A_c, B_c, delay, None,
-                      _operating_point(operating_point, A_c.shape[0], B_c.shape[1]))
+                      _operating_point(operating_point, n, m), _info(info, n, m))
         return plant
 
     # ------------------------------------------------------------------ sizes
@@ -414,6 +424,94 @@ class DelayedPlant:
         C[:, :self.n_states] = np.eye(self.n_states)
         return control.ss(F, G, C, np.zeros((self.n_states, self.n_inputs)), self.dt)
 
+    def to_control(self, *, form: str = "discrete", pade_order: int = 6):
+        """Export to python-control as a ``StateSpace`` with the model's signal names.
+
+        Parameters
+        ----------
+        form : {"discrete", "pade"}, default "discrete"
+            ``"discrete"``: the exact sampled model, a discrete ``StateSpace`` (sampling time
+            ``dt``) whose states are the plant states followed by the input history
+            ``u_i[k-1] .. u_i[k-R]`` (:meth:`lifted_matrices`): the fractional delay is exact
+            at the samples, no approximation.  ``"pade"``: a continuous ``StateSpace`` of
+            ``(A_c, B_c)`` with each channel's delay replaced by a Pade approximant of order
+            ``pade_order`` (accurate well below the frequency ``pade_order / delay``).  The
+            delay-free continuous plant with the delays given separately is
+            :meth:`to_control_continuous`.
+        pade_order : int, default 6
+
+        Returns
+        -------
+        control.StateSpace
+            Inputs named after the inputs, outputs after the states (:attr:`signal_info`).
+            With an :attr:`operating_point` it describes the deviations from it.
+
+        Raises
+        ------
+        ParameterError
+            Unknown ``form``.
+        LogarithmError
+            ``form="pade"`` without a continuous model.
+
+        Examples
+        --------
+        >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+        >>> sys = plant.to_control()
+        >>> sys.nstates, sys.dt, sys.input_labels, sys.output_labels
+        (3, 1.0, ['u0'], ['x0'])
+        >>> float(sys.dcgain()), float(plant.to_control(form="pade").dcgain())
+        (2.0..., 2.0...)
+        """
+        import control
+
+        names = self.signal_info
+        if form == "discrete":
+            F, G = self.lifted_matrices()
+            n, m, R = self.n_states, self.n_inputs, self.max_delay
+            C = np.eye(n, F.shape[0])
+            history = [f"{names.input_names[i]}[k-{j}]" for j in range(1, R + 1)
+                       for i in range(m)]
+            return control.ss(F, G, C, np.zeros((n, m)), self.dt,
+                              inputs=list(names.input_names), outputs=list(names.state_names),
+                              states=list(names.state_names) + history)
+        if form != "pade":
+            raise ParameterError(f"form must be 'discrete' or 'pade'; got {form!r}")
+        pade_order = check_integer("pade_order", pade_order, minimum=1)
+        plant, delay = self.to_control_continuous()
+        channels = [control.tf2ss(*control.pade(r, pade_order)) if r > 0
+                    else control.ss([], [], [], [[1.0]]) for r in delay]
+        delayed = control.series(control.append(*channels), plant)
+        return control.ss(delayed.A, delayed.B, delayed.C, delayed.D,
+                          inputs=list(names.input_names), outputs=list(names.state_names))
+
+    def to_control_continuous(self):
+        """The delay-free continuous plant as a python-control ``StateSpace`` and the delays.
+
+        python-control's state-space objects hold no delay, so it is returned beside them:
+        ``x'(t) = A_c x(t) + B_c u(t - delay)``.
+
+        Returns
+        -------
+        system : control.StateSpace
+            ``(A_c, B_c, I, 0)`` with the signal names.
+        delay : ndarray, shape (m,)
+            Each input channel's delay, seconds.
+
+        Raises
+        ------
+        LogarithmError
+            No continuous model.
+        """
+        import control
+
+        A_c, B_c, delay = self.require_continuous("a continuous python-control model")
+        names = self.signal_info
+        n = self.n_states
+        system = control.ss(A_c, B_c, np.eye(n), np.zeros((n, self.n_inputs)),
+                            inputs=list(names.input_names), outputs=list(names.state_names),
+                            states=list(names.state_names))
+        return system, delay.copy()
+
     # ------------------------------------------------------------------ simulation
     def simulate(self, x0: Any, U: Any, U_past: Any = None) -> np.ndarray:
         """Sample-exact response to a held input sequence.
@@ -479,8 +577,21 @@ class DelayedPlant:
             return self
         plant = DelayedPlant.__new__(DelayedPlant)
         plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,
-                      self.continuous_note, None)
+                      self.continuous_note, None, self.info)
         return plant
+
+    def with_info(self, info: ModelInfo | None) -> DelayedPlant:
+        """The same plant with another :class:`~dmdidc.ModelInfo` (``None``: without)."""
+        plant = DelayedPlant.__new__(DelayedPlant)
+        plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,
+                      self.continuous_note, self.operating_point,
+                      _info(info, self.n_states, self.n_inputs))
+        return plant
+
+    @property
+    def signal_info(self) -> ModelInfo:
+        """:attr:`info`, or default names (``x0 ..``, ``u0 ..``) when the plant has none."""
+        return self.info or ModelInfo.default(self.n_states, self.n_inputs)
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
@@ -493,6 +604,8 @@ class DelayedPlant:
             data["continuous_note"] = self.continuous_note
         if self.operating_point is not None:
             data["operating_point"] = self.operating_point.to_dict()
+        if self.info is not None:
+            data["info"] = self.info.to_dict()
         return data
 
     @classmethod
@@ -501,11 +614,12 @@ class DelayedPlant:
 
         Accepted fields: ``dt`` and a discrete part (``A_d``, ``B_blocks``), a continuous part
         (``A_c``, ``B_c``, ``delay``, optionally ``max_delay``), or both; also
-        ``format_version``, ``continuous_note`` and ``operating_point`` (``{"state": [...],
-        "input": [...]}``).  Any other field is refused (a misspelt
-        name must not drop a part silently), as is a ``max_delay`` the blocks contradict.  With
-        only the continuous part the discrete one is derived (:meth:`from_continuous`).  With
-        both they must agree (:data:`CONSISTENCY_RTOL`), except in files without ``format_version``
+        ``format_version``, ``continuous_note``, ``operating_point`` (``{"state": [...],
+        "input": [...]}``) and ``info`` (:meth:`ModelInfo.to_dict`).  Any other field is
+        refused (a misspelt name must not drop a part silently), as is a ``max_delay`` the
+        blocks contradict.  With only the continuous part the discrete one is derived
+        (:meth:`from_continuous`).  With both they must agree (:data:`CONSISTENCY_RTOL`), except
+        in files without ``format_version``
         (version 1, written before the rule): there the discrete part is re-derived from the
         continuous one, with a :class:`~dmdidc.ContinuousModelWarning` giving the difference.
 
@@ -530,7 +644,7 @@ class DelayedPlant:
         version = data.get("format_version", 1)
         if isinstance(version, np.ndarray):
             version = version.item()
-        if version not in (1, 2, FORMAT_VERSION) or isinstance(version, bool):
+        if version not in range(1, FORMAT_VERSION + 1) or isinstance(version, bool):
             raise ParameterError(f"model data has format_version {version!r}; this version of "
                                  f"dmdidc reads 1 to {FORMAT_VERSION}")
         if "dt" not in data:
@@ -557,9 +671,11 @@ class DelayedPlant:
                                      f"{blocks_max_delay}; drop max_delay or make them agree")
             max_delay = blocks_max_delay
         operating = data.get("operating_point")
+        info = None if data.get("info") is None else ModelInfo.from_dict(data["info"])
         if continuous and (not discrete or version == 1):
             derived = cls.from_continuous(data["A_c"], data["B_c"], data["delay"], data["dt"],
-                                          max_delay=max_delay, operating_point=operating)
+                                          max_delay=max_delay, operating_point=operating,
+                                          info=info)
             if discrete:
                 gaps = _consistency_gaps(A_d, B_blocks, derived)
                 if max(gaps.values()) > CONSISTENCY_RTOL:
@@ -572,7 +688,8 @@ class DelayedPlant:
             return derived
         return cls(A_d, B_blocks, data["dt"], A_c=data.get("A_c"),
                    B_c=data.get("B_c"), delay=data.get("delay"),
-                   continuous_note=data.get("continuous_note"), operating_point=operating)
+                   continuous_note=data.get("continuous_note"), operating_point=operating,
+                   info=info)
 
     def save(self, path: str | Path) -> Path:
         """Write the plant as ``.json`` or ``.npz`` (chosen by the suffix).
@@ -586,7 +703,10 @@ class DelayedPlant:
         if path.suffix == ".npz":
             data = self.to_dict()
             operating = data.pop("operating_point", None)
+            info = data.pop("info", None)
             arrays = {k: np.asarray(v) for k, v in data.items()}
+            if info is not None:               # names and records: one JSON string
+                arrays["info"] = np.asarray(json.dumps(info))
             if operating is not None:          # npz holds arrays only: one per field
                 arrays.update({f"operating_point.{k}": np.asarray(v)
                                for k, v in operating.items()})
@@ -617,6 +737,8 @@ class DelayedPlant:
                              if k.startswith("operating_point.")}
                 if operating:
                     data["operating_point"] = operating
+                if "info" in data:
+                    data["info"] = json.loads(str(data["info"]))
             elif path.suffix == ".json":
                 data = json.loads(path.read_text())
             else:
@@ -679,6 +801,14 @@ def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_
             f"{ours[0] if ours else 0}) but through {theirs} in the discretization of its delay "
             f"{delay[i]:g} s (whole delay {theirs[0] if theirs else 0}); the blocks where the "
             f"delay gives none must be exactly zero. " + advice)
+
+
+def _info(info: Any, n: int, m: int) -> ModelInfo | None:
+    if info is None:
+        return None
+    if not isinstance(info, ModelInfo):
+        raise ParameterError(f"info must be a ModelInfo or None; got {type(info).__name__}")
+    return info.check_sizes(n, m)
 
 
 def as_plant(model: Any, name: str = "model") -> DelayedPlant:

@@ -275,7 +275,7 @@ def test_to_dict_is_plain_json(plant):
     data = json.loads(json.dumps(plant.to_dict()))
     again = DelayedPlant.from_dict(data)
     np.testing.assert_array_equal(again.B_blocks, plant.B_blocks)
-    assert data["format_version"] == FORMAT_VERSION == 3
+    assert data["format_version"] == FORMAT_VERSION == 4
     with pytest.raises(ParameterError, match=r"missing the field\(s\) \['A_d'\]"):
         DelayedPlant.from_dict({"dt": 1.0, "B_blocks": [[[1.0]]]})
 
@@ -385,10 +385,11 @@ def test_format_versions_and_hand_written_files(plant, tmp_path):
     np.testing.assert_array_equal(loaded.B_blocks, plant.B_blocks)
     consistent_old = {k: v for k, v in data.items() if k != "format_version"}
     np.testing.assert_allclose(DelayedPlant.from_dict(consistent_old).A_d, plant.A_d, rtol=1e-14)
-    with pytest.raises(ParameterError, match="format_version 4"):
-        DelayedPlant.from_dict(dict(data, format_version=4))
-    # version 2 (before the operating point) loads as written
+    with pytest.raises(ParameterError, match="format_version 5"):
+        DelayedPlant.from_dict(dict(data, format_version=5))
+    # versions 2 (before the operating point) and 3 (before the info) load as written
     assert DelayedPlant.from_dict(dict(data, format_version=2)).operating_point is None
+    assert DelayedPlant.from_dict(dict(data, format_version=3)).info is None
 
 
 @pytest.mark.parametrize("content, error, pattern", [

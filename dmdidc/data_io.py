@@ -1,0 +1,222 @@
+"""Files of :class:`~dmdidc.IdData`, without pandas: CSV with a header, or NPZ with metadata.
+
+**CSV.**  One row per sample, one column per signal, a header line naming the columns, each
+name optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a
+tab; ``.`` as decimal mark; an empty cell or ``nan`` is a missing sample (see
+:mod:`dmdidc.missing`).  Row ``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an
+experiment are not used (the state after the last input), and may be empty.  Select columns by
+name: ``inputs`` (required), ``states`` (default: every other column), ``time`` (a column of
+sample times, from which ``dt`` is read and checked to be uniform), ``experiment`` (a column
+whose value changes where a new experiment starts).
+
+**NPZ.**  Arrays ``X_0, U_0, X_1, ...`` and a ``metadata`` JSON string (names, units, dt,
+operating point, source); read with ``allow_pickle=False``, so a data file never runs code.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _toolbox.errors import DimensionError, ParameterError
+
+__all__ = ["read_fields", "write_data", "TIME_RTOL"]
+
+#: Largest relative deviation of a time column's steps from their median.
+TIME_RTOL = 1e-6
+_HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
+
+
+def write_data(data: Any, path: str | Path) -> Path:
+    """Write an :class:`~dmdidc.IdData` as ``.csv`` or ``.npz`` (module notes); returns the path.
+
+    Raises
+    ------
+    ParameterError
+        Another suffix.
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        meta = {"dt": data.dt, "state_names": data.state_names, "input_names": data.input_names,
+                "state_units": data.state_units, "input_units": data.input_units,
+                "source": data.source, "operating_point": None if data.operating_point is None
+                else data.operating_point.to_dict()}
+        arrays = {f"{kind}_{i}": a for kind, group in (("X", data.X), ("U", data.U))
+                  for i, a in enumerate(group)}
+        np.savez(path, metadata=np.array(json.dumps(meta)), **arrays)
+        return path
+    if path.suffix != ".csv":
+        raise ParameterError(f"path must end in .csv or .npz; got {str(path)!r}")
+    several = data.n_experiments > 1
+    header = (["experiment"] if several else []) + ["time [s]"] + [
+        f"{n} [{u}]" if u else n for n, u in zip(data.state_names + data.input_names,
+                                                  data.state_units + data.input_units,
+                                                  strict=True)]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for e, (X, U) in enumerate(zip(data.X, data.U, strict=True)):
+            U = np.concatenate([U, np.full((U.shape[0], 1), np.nan)], axis=1)
+            for k in range(X.shape[1]):
+                row = [repr(float(v)) if np.isfinite(v) else "" for v in (*X[:, k], *U[:, k])]
+                writer.writerow(([e] if several else []) + [repr(k * data.dt)] + row)
+    return path
+
+
+def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
+                time: str | None = None, experiment: str | None = None,
+                dt: float | None = None, missing: str = "error",
+                operating_point: Any = None) -> dict[str, Any]:
+    """The arguments of :class:`~dmdidc.IdData` read from ``.csv`` or ``.npz`` (module notes;
+    :func:`dmdidc.read_data` builds the IdData).
+
+    Parameters
+    ----------
+    path : str or Path
+    inputs : sequence of str
+        CSV: the input columns (required).
+    states : sequence of str, optional
+        CSV: the state columns (default: all columns but the others named here).
+    time : str, optional
+        CSV: a column of sample times (then ``dt`` is read from it).
+    experiment : str, optional
+        CSV: a column that labels the experiment of each row.
+    dt : float, optional
+        Sampling period; required for a CSV without ``time``.
+    missing : {"error", "interpolate", "drop"}, default "error"
+    operating_point : optional
+        CSV: the operating point of the data (an NPZ file carries its own).
+
+    Returns
+    -------
+    dict
+        ``X``, ``U`` and the keyword arguments of IdData, ``source`` the file name.
+
+    Raises
+    ------
+    ParameterError
+        Unknown columns, a missing ``dt``, a non-uniform time column, a cell that is not a
+        number, another suffix.
+    DimensionError, NonFiniteError
+        As :class:`~dmdidc.IdData`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "rig.csv"
+    >>> _ = path.write_text("t,T_out [K],heater [kW]\\n0,300,1\\n0.5,301,0\\n1.0,301.5,\\n")
+    >>> from dmdidc import read_data
+    >>> data = read_data(path, inputs=["heater"], time="t")
+    >>> data.dt, data.state_units, data.U[0].shape
+    (0.5, ('K',), (1, 2))
+    """
+    path = Path(path)
+    if path.suffix == ".npz":
+        if inputs is not None or states is not None or time is not None or \
+                experiment is not None or operating_point is not None:
+            raise ParameterError("an .npz data file carries its own signals and operating "
+                                 "point; inputs, states, time, experiment and operating_point "
+                                 "are for CSV files")
+        return _read_npz(path, dt=dt, missing=missing)
+    if path.suffix != ".csv":
+        raise ParameterError(f"path must end in .csv or .npz; got {str(path)!r}")
+    if inputs is None:
+        raise ParameterError("a CSV data file needs inputs=[...]: the names of its input "
+                             "columns")
+    names, units, values = _read_csv(path)
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    special = [c for c in (time, experiment) if c is not None]
+    if states is None:
+        states = [n for n in names if n not in inputs and n not in special]
+    states = [states] if isinstance(states, str) else list(states)
+    for column in inputs + states + special:
+        if column not in names:
+            raise ParameterError(f"{path.name} has no column {column!r}; its columns are "
+                                 f"{names}")
+    column = {n: i for i, n in enumerate(names)}
+    labels = values[:, column[experiment]] if experiment else np.zeros(len(values))
+    starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
+    pieces = np.split(values, starts[1:])
+    if time is not None:
+        dt = _uniform_step(path, [p[:, column[time]] for p in pieces], dt)
+    elif dt is None:
+        raise ParameterError(f"{path.name}: give dt=... (seconds) or time='<column>' to read "
+                             f"it from a time column")
+    X = [p[:, [column[s] for s in states]].T for p in pieces]
+    U = [p[:-1, [column[s] for s in inputs]].T for p in pieces]
+    return dict(X=X, U=U, dt=dt, state_names=states, input_names=inputs,
+                state_units=[units[column[s]] for s in states],
+                input_units=[units[column[s]] for s in inputs],
+                operating_point=operating_point, missing=missing, source=path.name)
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """Header names, units and the values (rows, columns; empty cells NaN)."""
+    text = path.read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        raise ParameterError(f"{path.name} needs a header line and at least one row")
+    delimiter = next((d for d in (",", ";", "\t") if d in lines[0]), ",")
+    rows = list(csv.reader(lines, delimiter=delimiter))
+    parsed = [_HEADER.match(cell).groups() for cell in rows[0]]
+    names, units = [n for n, _ in parsed], [u or "" for _, u in parsed]
+    if len(set(names)) != len(names):
+        raise ParameterError(f"{path.name} has repeated column names {names}")
+    values = np.empty((len(rows) - 1, len(names)))
+    for r, row in enumerate(rows[1:], 2):
+        if len(row) != len(names):
+            raise DimensionError(f"{path.name} line {r} has {len(row)} cells; the header has "
+                                 f"{len(names)}")
+        for c, cell in enumerate(row):
+            cell = cell.strip()
+            try:
+                values[r - 2, c] = float(cell) if cell else np.nan
+            except ValueError:
+                raise ParameterError(f"{path.name} line {r}, column {names[c]!r}: {cell!r} is "
+                                     f"not a number (use '.' as decimal mark; leave the cell "
+                                     f"empty for a missing sample)") from None
+    return names, units, values
+
+
+def _uniform_step(path: Path, times: list[np.ndarray], dt: float | None) -> float:
+    steps = np.concatenate([np.diff(t) for t in times])
+    if steps.size == 0 or not np.all(np.isfinite(steps)):
+        raise ParameterError(f"{path.name}: the time column needs at least two finite times "
+                             f"per experiment")
+    step = float(np.median(steps))
+    worst = float(np.max(np.abs(steps - step)))
+    if step <= 0 or worst > TIME_RTOL * step:
+        raise ParameterError(f"{path.name}: the time column is not uniform (median step "
+                             f"{step:g} s, a step deviates by {worst:g} s); resample the data "
+                             f"or mark lost samples as empty cells")
+    if dt is not None and abs(dt - step) > TIME_RTOL * step:
+        raise ParameterError(f"dt={dt} disagrees with the time column's step {step:g} s")
+    return step
+
+
+def _read_npz(path: Path, *, dt: float | None, missing: str) -> dict[str, Any]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"cannot read data from {str(path)!r}: {exc}") from exc
+    if "metadata" not in arrays:
+        raise ParameterError(f"{path.name} has no 'metadata' entry; it was not written by "
+                             f"IdData.save (arrays X, U only: IdData(X, U, dt=...))")
+    meta = json.loads(str(arrays.pop("metadata")))
+    count = sum(1 for k in arrays if k.startswith("X_"))
+    X = [arrays[f"X_{i}"] for i in range(count)]
+    U = [arrays[f"U_{i}"] for i in range(count)]
+    if dt is not None and dt != meta["dt"]:
+        raise ParameterError(f"dt={dt} disagrees with the file's {meta['dt']}")
+    return dict(X=X if count > 1 else X[0], U=U if count > 1 else U[0], dt=meta["dt"],
+                state_names=meta["state_names"], input_names=meta["input_names"],
+                state_units=meta["state_units"], input_units=meta["input_units"],
+                operating_point=meta["operating_point"], missing=missing,
+                source=meta.get("source") or path.name)

@@ -1,0 +1,188 @@
+"""Missing samples (NaN) in identification data: interpolated or dropped, with a report.
+
+MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each reported:
+
+* ``"interpolate"``: every gap inside an experiment is filled by linear interpolation in time,
+  channel by channel; a gap at the start or the end of an experiment (nothing to interpolate
+  from on one side) is cut off;
+* ``"drop"``: the experiment is split at every sample with a missing value, since a sample
+  cannot be removed from a trajectory without joining two states that are not one period
+  apart.  The pieces become experiments of their own (the regression's lags stay inside a
+  piece); pieces with fewer than two states are discarded.
+
+Infinite values are never "missing": they are refused (a sensor that overflowed is not a gap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from _toolbox.errors import NonFiniteError, ParameterError
+
+__all__ = ["MISSING_POLICIES", "MissingReport", "handle_missing"]
+
+#: What :class:`~dmdidc.IdData` does with NaN samples.
+MISSING_POLICIES = ("error", "interpolate", "drop")
+
+
+@dataclass(frozen=True)
+class MissingReport:
+    """What was missing and what was done about it.
+
+    Attributes
+    ----------
+    policy : str
+        ``"interpolate"`` or ``"drop"``.
+    counts : dict of str to int
+        Missing samples per signal name.
+    locations : tuple of (int, str, tuple of int)
+        ``(experiment, signal, sample indices)`` of every signal with a gap.
+    interpolated : int
+        Values filled in by interpolation.
+    removed : int
+        Samples (time instants) removed: cut edges, or dropped and too-short pieces.
+    experiments_before, experiments_after : int
+        Experiments given and experiments handed on (``"drop"`` splits them).
+    """
+
+    policy: str
+    counts: dict
+    locations: tuple
+    interpolated: int
+    removed: int
+    experiments_before: int
+    experiments_after: int
+
+    @property
+    def n_missing(self) -> int:
+        """Missing values in all signals."""
+        return int(sum(self.counts.values()))
+
+    def __str__(self) -> str:
+        if not self.n_missing:
+            return "no missing samples"
+        where = "; ".join(f"experiment {e}, {name}: samples {_ranges(idx)}"
+                          for e, name, idx in self.locations)
+        action = (f"{self.interpolated} value(s) interpolated" if self.policy == "interpolate"
+                  else f"experiments split: {self.experiments_before} -> "
+                       f"{self.experiments_after}")
+        return (f"{self.n_missing} missing value(s) ({where}); {action}; {self.removed} "
+                f"sample(s) removed")
+
+
+def _ranges(indices: tuple[int, ...]) -> str:
+    """``(3, 4, 5, 9)`` -> ``"3-5, 9"``."""
+    parts, start = [], None
+    for i, k in enumerate(indices):
+        if start is None:
+            start = k
+        if i + 1 == len(indices) or indices[i + 1] != k + 1:
+            parts.append(str(start) if start == k else f"{start}-{k}")
+            start = None
+    return ", ".join(parts)
+
+
+def _interpolated(row: np.ndarray) -> np.ndarray:
+    good = np.flatnonzero(~np.isnan(row))
+    filled = row.copy()
+    bad = np.flatnonzero(np.isnan(row))
+    filled[bad] = np.interp(bad, good, row[good])
+    return filled
+
+
+def handle_missing(experiments: list[tuple[np.ndarray, np.ndarray]], names: list[str],
+                   policy: str) -> tuple[list[tuple[np.ndarray, np.ndarray]], MissingReport]:
+    """Apply ``policy`` to the NaN samples of ``(X (n, K+1), U (m, K))`` experiments.
+
+    Parameters
+    ----------
+    experiments : list of (X, U)
+    names : list of str
+        The ``n + m`` signal names (states, then inputs), for the report.
+    policy : {"error", "interpolate", "drop"}
+
+    Returns
+    -------
+    experiments : list of (X, U)
+        Without NaN.
+    report : MissingReport
+
+    Raises
+    ------
+    NonFiniteError
+        An infinite value, any NaN with ``policy="error"`` (the message says where and how to
+        handle it), or an experiment with no complete piece left.
+    ParameterError
+        An unknown policy.
+    """
+    if policy not in MISSING_POLICIES:
+        raise ParameterError(f"missing must be one of {MISSING_POLICIES}; got {policy!r}")
+    counts = dict.fromkeys(names, 0)
+    locations = []
+    for e, (X, U) in enumerate(experiments):
+        for name, row in zip(names, list(X) + list(U), strict=True):
+            if np.isinf(row).any():
+                k = int(np.flatnonzero(np.isinf(row))[0])
+                raise NonFiniteError(f"signal {name!r} of experiment {e} is infinite at sample "
+                                     f"{k}; only NaN marks a missing sample")
+            gaps = tuple(int(k) for k in np.flatnonzero(np.isnan(row)))
+            if gaps:
+                counts[name] += len(gaps)
+                locations.append((e, name, gaps))
+    if locations and policy == "error":
+        first = locations[0]
+        raise NonFiniteError(
+            f"{sum(counts.values())} missing (NaN) value(s), first in experiment {first[0]}, "
+            f"signal {first[1]!r}, samples {_ranges(first[2])}; pass missing='interpolate' or "
+            f"missing='drop' to handle them (with a report)")
+    if policy == "interpolate":
+        result, interpolated, removed = _interpolate(experiments)
+    else:
+        result, interpolated, removed = _drop(experiments)
+    report = MissingReport("interpolate" if policy == "error" else policy, counts,
+                           tuple(locations), interpolated, removed, len(experiments),
+                           len(result))
+    return result, report
+
+
+def _complete(X: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Per time instant ``0 .. K``: are ``x_k`` and (for ``k < K``) ``u_k`` all present?"""
+    ok = ~np.isnan(X).any(axis=0)
+    ok[:-1] &= ~np.isnan(U).any(axis=0)
+    return ok
+
+
+def _interpolate(experiments):
+    result, interpolated, removed = [], 0, 0
+    for e, (X, U) in enumerate(experiments):
+        ok = _complete(X, U)
+        if ok.sum() < 2:
+            raise NonFiniteError(f"experiment {e} has fewer than two complete samples; nothing "
+                                 f"to interpolate from")
+        first, last = np.flatnonzero(ok)[[0, -1]]
+        X, U = X[:, first:last + 1], U[:, first:last]
+        removed += len(ok) - (last - first + 1)
+        interpolated += int(np.isnan(X).sum() + np.isnan(U).sum())
+        result.append((np.array([_interpolated(r) for r in X]),
+                       np.array([_interpolated(r) for r in U]).reshape(U.shape)))
+    return result, interpolated, removed
+
+
+def _drop(experiments):
+    result, removed = [], 0
+    for X, U in experiments:
+        ok = _complete(X, U)
+        # runs of complete instants a..b give the states x_a..x_b and inputs u_a..u_{b-1}
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], ok.astype(int), [0]])))
+        for a, b in zip(edges[::2], edges[1::2] - 1, strict=True):
+            if b - a >= 1:
+                result.append((X[:, a:b + 1].copy(), U[:, a:b].copy()))
+            else:
+                removed += 1
+        removed += int((~ok).sum())
+    if not result:
+        raise NonFiniteError("no two consecutive complete samples are left after dropping the "
+                             "missing ones; use missing='interpolate' or fewer gaps")
+    return result, 0, removed

@@ -1,0 +1,254 @@
+"""IdData: metadata, experiments, missing samples (interpolated or dropped, reported), files,
+and fits that accept it wherever they accept arrays."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import (
+    DelayedPlant,
+    DimensionError,
+    DMDidc,
+    IdData,
+    NonFiniteError,
+    ParameterError,
+    random_excitation,
+    read_data,
+)
+
+
+def _random_plant(rng, n=2, m=1, dt=0.5):
+    """A random stable plant with a fractional delay per channel (0.3 to 1.8 periods)."""
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c = Q @ np.diag(-rng.uniform(0.2, 1.5, n)) @ Q.T + 0.3 * (Q @ np.triu(
+        rng.standard_normal((n, n)), 1) @ Q.T)
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                        delay=dt * rng.uniform(0.3, 1.8, m), dt=dt, max_delay=3)
+
+
+def _data(seed, K=600, noise=0.01, n=2, m=1):
+    rng = np.random.default_rng(seed)
+    plant = _random_plant(rng, n, m)
+    U = random_excitation(m, K, rng=rng)
+    X = plant.simulate(np.zeros(n), U) + noise * rng.standard_normal((n, K + 1))
+    return plant, X, U
+
+
+def _quiet_fit(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DMDidc(max_delay=3).fit(*args, **kwargs)
+
+
+def test_metadata_and_views():
+    _, X, U = _data(0)
+    data = IdData(X, U, dt=0.5, state_names=["T", "p"], state_units=["K", "Pa"],
+                  input_names="valve", source="rig")
+    assert (data.n_states, data.n_inputs, data.n_experiments, data.n_samples) == (2, 1, 1, 600)
+    assert data.input_units == ("",) and data.state_units == ("K", "Pa")
+    assert "T [K]" in repr(data) and "valve" in repr(data)
+    np.testing.assert_array_equal(data.time()[:3], [0.0, 0.5, 1.0])
+    with pytest.raises(ValueError):
+        data.X[0][0, 0] = 1.0                       # immutable
+    Xa, Ua = data.arrays()
+    np.testing.assert_array_equal(Xa, X)
+    default = IdData(X, U, dt=0.5)
+    assert default.state_names == ("x0", "x1") and default.input_names == ("u0",)
+
+
+def test_bad_input_is_loud():
+    _, X, U = _data(0)
+    with pytest.raises(DimensionError, match="state_names must be 2"):
+        IdData(X, U, dt=0.5, state_names=["T"])
+    with pytest.raises(DimensionError, match="U has 599 samples; expected 600"):
+        IdData(X, U[:, 1:], dt=0.5)
+    with pytest.raises(ParameterError, match="dt"):
+        IdData(X, U, dt=0.0)
+    with pytest.raises(ParameterError, match="missing must be one of"):
+        IdData(X, U, dt=0.5, missing="zero")
+    with pytest.raises(DimensionError, match="experiment 1 has 1 states"):
+        IdData([X, X[:1]], [U, U], dt=0.5)
+    with pytest.raises(ParameterError, match="experiment must be an integer"):
+        IdData(X, U, dt=0.5).time(3)
+    bad = X.copy()
+    bad[1, 7] = np.inf
+    with pytest.raises(NonFiniteError, match="infinite at sample 7"):
+        IdData(bad, U, dt=0.5, missing="interpolate")
+
+
+def test_missing_samples_are_refused_by_default_with_their_place():
+    _, X, U = _data(1)
+    X = X.copy()
+    X[1, [10, 11, 12]] = np.nan
+    with pytest.raises(NonFiniteError, match=r"3 missing.*signal 'x1', samples 10-12.*"
+                                             r"missing='interpolate'"):
+        IdData(X, U, dt=0.5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_interpolation_fills_interior_gaps_and_cuts_the_edges(seed):
+    rng = np.random.default_rng(seed)
+    _, X, U = _data(seed)
+    X, U = X.copy(), U.copy()
+    gaps = np.sort(rng.choice(np.arange(5, 590), 6, replace=False))
+    X[0, gaps] = np.nan
+    U[0, gaps[:2] + 1] = np.nan
+    X[1, :2] = np.nan                                 # an edge: nothing to interpolate from
+    data = IdData(X, U, dt=0.5, missing="interpolate")
+    report = data.missing_report
+    assert report.counts == {"x0": 6, "x1": 2, "u0": 2}
+    assert report.removed == 2 and report.interpolated == 8
+    assert data.X[0].shape == (2, 599) and np.isfinite(data.X[0]).all()
+    # a filled value lies on the straight line between its neighbours (an isolated gap)
+    isolated = [k for k in gaps if k - 1 not in gaps and k + 1 not in gaps]
+    for k in isolated:
+        np.testing.assert_allclose(data.X[0][0, k - 2], 0.5 * (X[0, k - 1] + X[0, k + 1]))
+    assert "interpolated" in str(report) and "x0: samples" in str(report)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_drop_splits_experiments_and_the_fit_stays_consistent(seed):
+    plant, X, U = _data(seed, K=1500, noise=0.002)
+    X = X.copy()
+    X[1, [300, 301, 900]] = np.nan
+    data = IdData(X, U, dt=0.5, missing="drop")
+    report = data.missing_report
+    assert (report.experiments_before, report.experiments_after) == (1, 3)
+    assert report.removed == 3 and data.n_experiments == 3
+    assert data.n_samples == 1500 - 3 - 2        # the input before each removed gap goes too
+    est = _quiet_fit(data)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.05)
+
+
+def test_nan_everywhere_is_loud():
+    _, X, U = _data(0, K=10)
+    with pytest.raises(NonFiniteError, match="no two consecutive complete samples"):
+        IdData(np.where(np.arange(11) % 2, np.nan, X), U, dt=0.5, missing="drop")
+    with pytest.raises(NonFiniteError, match="fewer than two complete"):
+        IdData(np.full_like(X, np.nan), U, dt=0.5, missing="interpolate")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fit_on_iddata_equals_fit_on_arrays(seed):
+    _, X, U = _data(seed)
+    a = _quiet_fit(X, U, dt=0.5)
+    b = _quiet_fit(IdData(X, U, dt=0.5))
+    np.testing.assert_array_equal(a.A_d, b.A_d)
+    np.testing.assert_array_equal(a.B_blocks, b.B_blocks)
+
+
+def test_operating_point_of_the_data_is_subtracted_and_carried():
+    plant, X, U = _data(3)
+    x_op, u_op = np.array([350.0, 2e5]), np.array([4.0])
+    data = IdData(X + x_op[:, None], U + u_op[:, None], dt=0.5,
+                  operating_point=(x_op, u_op))
+    est = _quiet_fit(data)
+    deviations = _quiet_fit(X, U, dt=0.5)
+    np.testing.assert_allclose(est.A_d, deviations.A_d, atol=1e-7)   # x + op - op rounds
+    op = est.model_.operating_point
+    np.testing.assert_allclose(op.state, x_op, rtol=1e-6)
+    np.testing.assert_allclose(op.input, u_op, rtol=1e-6)
+    # the model simulates physical values
+    sim = est.model_.simulate(x_op, np.full((1, 50), 4.0))
+    np.testing.assert_allclose(sim[:, -1], x_op, rtol=1e-9)
+
+
+def test_fit_arguments_with_iddata_and_arrays():
+    _, X, U = _data(0)
+    data = IdData(X, U, dt=0.5)
+    with pytest.raises(ParameterError, match="an IdData and U"):
+        DMDidc(max_delay=3).fit(data, U)
+    with pytest.raises(ParameterError, match="differs from the data's sampling period"):
+        DMDidc(max_delay=3).fit(data, dt=1.0)
+    with pytest.raises(ParameterError, match="needs the sampling period dt"):
+        DMDidc(max_delay=3).fit(X, U)
+    with pytest.raises(ParameterError, match="needs the inputs U"):
+        DMDidc(max_delay=3).fit(X, dt=0.5)
+    assert _quiet_fit(data, dt=0.5).model_.dt == 0.5
+
+
+def test_partial_fit_streams_experiments_of_iddata():
+    _, X, U = _data(2, K=1200)
+    halves = IdData([X[:, :601], X[:, 600:]], [U[:, :600], U[:, 600:]], dt=0.5,
+                    state_names=["a", "b"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed = DMDidc(max_delay=3, estimator="ls").partial_fit(halves)
+        whole = DMDidc(max_delay=3, estimator="ls").fit([X[:, :601], X[:, 600:]],
+                                                        [U[:, :600], U[:, 600:]], dt=0.5)
+        np.testing.assert_allclose(streamed.A_d, whole.A_d, atol=1e-8)
+        assert streamed.model_.info.state_names == ("a", "b")
+        with pytest.raises(ParameterError, match="state_names"):
+            streamed.partial_fit(IdData(X, U, dt=0.5))
+
+
+def test_bootstrap_intervals_take_iddata():
+    _, X, U = _data(4)
+    data = IdData([X[:, :301], X[:, 300:]], [U[:, :300], U[:, 300:]], dt=0.5)
+    est = _quiet_fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = est.confidence_intervals(method="bootstrap", n_resamples=8, rng=0, X=data)
+    assert ci.method == "bootstrap" and np.all(ci.delay.low <= ci.delay.high)
+
+
+def test_merge_and_experiment():
+    _, X, U = _data(0)
+    a = IdData(X, U, dt=0.5, state_names=["T", "p"])
+    both = IdData.merge(a, a)
+    assert both.n_experiments == 2 and both.state_names == ("T", "p")
+    np.testing.assert_array_equal(both.experiment(1).X[0], X)
+    with pytest.raises(ParameterError, match="dataset 1 has dt"):
+        IdData.merge(a, IdData(X, U, dt=1.0, state_names=["T", "p"]))
+    with pytest.raises(ParameterError, match="operating point"):
+        IdData.merge(a, IdData(X, U, dt=0.5, state_names=["T", "p"],
+                               operating_point=([1.0, 1.0], [0.0])))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_files_round_trip(tmp_path, suffix):
+    _, X, U = _data(5, K=50)
+    X = X.copy()
+    X[0, 20] = np.nan
+    data = IdData([X, X], [U, U], dt=0.5, state_names=["T", "p"], state_units=["K", "Pa"],
+                  input_names=["valve"], operating_point=([1.0, 2.0], [0.5]),
+                  missing="interpolate")
+    path = data.save(tmp_path / f"data{suffix}")
+    options = dict(inputs=["valve"], time="time", experiment="experiment",
+                   operating_point=([1.0, 2.0], [0.5])) if suffix == ".csv" else {}
+    again = IdData.load(path, **options)
+    assert again.state_names == data.state_names and again.state_units == data.state_units
+    assert again.dt == 0.5 and again.n_experiments == 2
+    np.testing.assert_allclose(again.operating_point.state, [1.0, 2.0])
+    for a, b in zip(again.X + again.U, data.X + data.U, strict=True):
+        np.testing.assert_array_equal(a, b)          # repr() of floats is exact
+
+
+def test_csv_columns_are_chosen_by_name_and_mistakes_are_named(tmp_path):
+    path = tmp_path / "rig.csv"
+    path.write_text("t;T [K];heater [kW];note\n0;300;1;0\n0.5;;0;0\n1.0;301;1;0\n1.5;301.2;;0\n")
+    data = read_data(path, inputs="heater", states=["T"], time="t", missing="interpolate")
+    assert data.dt == 0.5 and data.state_units == ("K",) and data.input_units == ("kW",)
+    np.testing.assert_allclose(data.X[0], [[300, 300.5, 301, 301.2]])
+    with pytest.raises(ParameterError, match="has no column 'valve'"):
+        read_data(path, inputs="valve", time="t")
+    with pytest.raises(ParameterError, match="give dt"):
+        read_data(path, inputs="heater")
+    with pytest.raises(ParameterError, match="needs inputs"):
+        read_data(path)
+    path.write_text("t,T,u\n0,1,1\n0.5,1,1\n1.2,1,1\n")
+    with pytest.raises(ParameterError, match="not uniform"):
+        read_data(path, inputs="u", time="t")
+    path.write_text("T,u\n1,1\n1,2,5\n")
+    with pytest.raises(DimensionError, match="line 3 has 3 cells"):
+        read_data(path, inputs="u", dt=1.0)
+    path.write_text("T,u\n1,1\n1,2\n1,'x'\n")
+    with pytest.raises(ParameterError, match="line 4, column 'u'.*not a number"):
+        read_data(path, inputs="u", dt=1.0)
+    npz = tmp_path / "plain.npz"
+    np.savez(npz, X=np.zeros((1, 3)), U=np.zeros((1, 2)))
+    with pytest.raises(ParameterError, match="no 'metadata'"):
+        read_data(npz)
+    with pytest.raises(ParameterError, match=".csv or .npz"):
+        read_data(tmp_path / "data.txt", inputs="u")
