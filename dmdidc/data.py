@@ -216,10 +216,15 @@ class IdData:
             U = [u - self.operating_point.input[:, None] for u in U]
         return (X[0], U[0]) if len(X) == 1 else (X, U)
 
-    def experiment(self, index: int) -> IdData:
-        """One experiment as an :class:`IdData` with the same metadata."""
-        i = self._index(index)
-        return self._replace(self.X[i], self.U[i])
+    def experiment(self, index: int | list[int]) -> IdData:
+        """One experiment, or a list of them, as an :class:`IdData` with the same metadata
+        (and the missing-sample report of the data they came from)."""
+        several = isinstance(index, (list, tuple, range))
+        indices = [self._index(i) for i in (index if several else [index])]
+        if not indices:
+            raise ParameterError("experiment needs at least one index")
+        return self._replace([self.X[i] for i in indices], [self.U[i] for i in indices],
+                             self.missing_report)
 
     @classmethod
     def merge(cls, *datasets: IdData) -> IdData:
@@ -242,13 +247,16 @@ class IdData:
                 raise ParameterError(f"dataset {i} has another operating point than dataset "
                                      f"0; subtract them first or give them the same one")
         return first._replace([x for d in datasets for x in d.X],
-                              [u for d in datasets for u in d.U])
+                              [u for d in datasets for u in d.U],
+                              MissingReport.combined([d.missing_report for d in datasets]))
 
-    def _replace(self, X: Any, U: Any) -> IdData:
-        return IdData(X, U, dt=self.dt, state_names=self.state_names,
+    def _replace(self, X: list, U: list, report: MissingReport) -> IdData:
+        data = IdData(X, U, dt=self.dt, state_names=self.state_names,
                       input_names=self.input_names, state_units=self.state_units,
                       input_units=self.input_units, operating_point=self.operating_point,
                       source=self.source)
+        object.__setattr__(data, "missing_report", report)
+        return data
 
     def provenance(self) -> dict[str, Any]:
         """What a saved model records about its data (source, sizes, missing samples)."""

@@ -17,8 +17,10 @@ confidence bands at ``level``: ``z / sqrt(N)`` for the auto-correlation of white
 for the cross-correlation, Bartlett's variance ``(1/N) sum_v rho_ee(v) rho_uu(v)`` of two
 independent series (exactly ``1/N`` when either is white).  A correct model leaves about
 ``1 - level`` of the correlations outside their band by chance; many more, or a large one at a
-particular lag, point to missing dynamics or a wrong delay.  The fit's own statistical tests,
-with family-wise levels, are in ``DMDidc.diagnostics_``.
+particular lag, point to missing dynamics or a wrong delay.  One exception: measurement noise on
+the states makes the one-step residual a moving average of order one, ``e_k = v_{k+1} - A_d v_k
++ w_k``, so a negative auto-correlation at lag 1 is expected from a correct model.  The fit's
+own statistical tests, with family-wise levels, are in ``DMDidc.diagnostics_``.
 
 Both take the data in the units they were recorded in: a model with an operating point
 predicts physical values (:meth:`dmdidc.DelayedPlant.simulate`).
@@ -299,11 +301,14 @@ class ResidualCorrelation:
         lines = [f"residual correlations, {self.n_samples} samples, {100 * self.level:g} % "
                  f"bands (about {expected:g} % outside by chance):"]
         for i, name in enumerate(self.state_names):
-            outside = self.auto_outside[:, i]
-            worst = int(np.argmax(np.abs(self.auto[1:, i]))) + 1
-            lines.append(f"  {name}: auto {100 * outside.mean():.0f} % outside, largest "
-                         f"{self.auto[worst, i]:+.3f} at lag {worst} (band "
-                         f"{self.auto_band:.3f})")
+            # lag 1 apart: measurement noise on the states makes e_k a moving average of order
+            # one (e_k = v_{k+1} - A_d v_k + w_k), so it is expected there
+            later = self.auto[2:, i]
+            worst = int(np.argmax(np.abs(later))) + 2 if later.size else 1
+            lines.append(f"  {name}: auto lag 1 {self.auto[1, i]:+.3f} (measurement noise "
+                         f"makes it negative), lags 2+ {100 * self.auto_outside[1:, i].mean():.0f}"
+                         f" % outside, largest {self.auto[worst, i]:+.3f} at lag {worst} "
+                         f"(band {self.auto_band:.3f})")
             for j, inp in enumerate(self.input_names):
                 z = np.abs(self.cross[:, i, j]) / self.cross_band[i, j]
                 k = int(np.argmax(z))

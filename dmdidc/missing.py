@@ -34,7 +34,7 @@ class MissingReport:
     Attributes
     ----------
     policy : str
-        ``"interpolate"`` or ``"drop"``.
+        ``"error"``, ``"interpolate"`` or ``"drop"``: what the data were read with.
     counts : dict of str to int
         Missing samples per signal name.
     locations : tuple of (int, str, tuple of int)
@@ -70,6 +70,22 @@ class MissingReport:
                        f"{self.experiments_after}")
         return (f"{self.n_missing} missing value(s) ({where}); {action}; {self.removed} "
                 f"sample(s) removed")
+
+    @classmethod
+    def combined(cls, reports: list[MissingReport]) -> MissingReport:
+        """One report for datasets merged from several (the same report once if all agree)."""
+        if all(r == reports[0] for r in reports):
+            return reports[0]
+        counts: dict = {}
+        for r in reports:
+            for name, count in r.counts.items():
+                counts[name] = counts.get(name, 0) + count
+        policies = {r.policy for r in reports}
+        return cls(policies.pop() if len(policies) == 1 else "mixed", counts,
+                   tuple(loc for r in reports for loc in r.locations),
+                   sum(r.interpolated for r in reports), sum(r.removed for r in reports),
+                   sum(r.experiments_before for r in reports),
+                   sum(r.experiments_after for r in reports))
 
 
 def _ranges(indices: tuple[int, ...]) -> str:
@@ -137,13 +153,14 @@ def handle_missing(experiments: list[tuple[np.ndarray, np.ndarray]], names: list
             f"{sum(counts.values())} missing (NaN) value(s), first in experiment {first[0]}, "
             f"signal {first[1]!r}, samples {_ranges(first[2])}; pass missing='interpolate' or "
             f"missing='drop' to handle them (with a report)")
-    if policy == "interpolate":
+    if not locations:
+        result, interpolated, removed = experiments, 0, 0
+    elif policy == "interpolate":
         result, interpolated, removed = _interpolate(experiments)
     else:
         result, interpolated, removed = _drop(experiments)
-    report = MissingReport("interpolate" if policy == "error" else policy, counts,
-                           tuple(locations), interpolated, removed, len(experiments),
-                           len(result))
+    report = MissingReport(policy, counts, tuple(locations), interpolated, removed,
+                           len(experiments), len(result))
     return result, report
 
 

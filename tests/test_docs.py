@@ -128,3 +128,39 @@ def test_api_reference_covers_every_module():
     documented = set(re.findall(r"^::: ([\w.]+)$", "\n".join(
         path.read_text() for path in (DOCS / "api").glob("*.md")), flags=re.M))
     assert set(_modules()) == documented
+
+
+EXAMPLES = sorted((DOCS / "examples").glob("*.py"))
+
+
+def test_gallery_has_examples_and_a_place_in_the_navigation():
+    assert len(EXAMPLES) >= 4
+    nav = (ROOT / "mkdocs.yml").read_text()
+    assert ": gallery.md\n" in nav and "docs/scripts/gallery.py" in nav
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_gallery_example_runs_and_draws(script, tmp_path, monkeypatch):
+    """Each example of the gallery runs as the site build runs it and writes its figures."""
+    import runpy
+
+    monkeypatch.chdir(tmp_path)
+    doc = ast.get_docstring(ast.parse(script.read_text()))
+    assert doc and len(doc.splitlines()[0]) < 100          # the title of its gallery section
+    runpy.run_path(str(script), run_name="__main__")
+    assert sorted(tmp_path.glob("*.png")), f"{script.name} wrote no figure"
+
+
+def test_gallery_section_shows_title_figures_output_and_source():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gallery_hook", DOCS / "scripts" / "gallery.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    script = DOCS / "examples" / "workflow.py"
+    text = hook.example_markdown(script, "printed line\n", ["gallery/workflow/compare.png"])
+    title = ast.get_docstring(ast.parse(script.read_text())).splitlines()[0]
+    assert text.startswith(f"## {title}\n")
+    assert "![compare](gallery/workflow/compare.png)" in text
+    assert "```text\nprinted line\n```" in text
+    assert '"""' not in text and "est.save(" in text        # the source, without its docstring

@@ -201,6 +201,18 @@ def test_merge_and_experiment():
     np.testing.assert_array_equal(both.experiment(1).X[0], X)
     with pytest.raises(ParameterError, match="dataset 1 has dt"):
         IdData.merge(a, IdData(X, U, dt=1.0, state_names=["T", "p"]))
+    assert a.experiment([0]).missing_report.policy == "error"
+    # subsets keep the report of the data they came from; merging different ones adds up
+    gappy = X.copy()
+    gappy[0, [5, 300]] = np.nan
+    split = IdData(gappy, U, dt=0.5, state_names=["T", "p"], missing="drop")
+    assert split.n_experiments == 3
+    assert split.experiment([0, 2]).missing_report == split.missing_report
+    merged = IdData.merge(split, a).missing_report
+    assert merged.policy == "mixed" and merged.n_missing == 2
+    assert merged.experiments_after == 3 + 1
+    with pytest.raises(ParameterError, match="at least one"):
+        split.experiment([])
     with pytest.raises(ParameterError, match="operating point"):
         IdData.merge(a, IdData(X, U, dt=0.5, state_names=["T", "p"],
                                operating_point=([1.0, 1.0], [0.0])))
