@@ -27,7 +27,7 @@ from dmdidc.missing import MissingReport, handle_missing
 from dmdidc.model import OperatingPoint, _operating_point
 from dmdidc.trajectories import as_trajectories
 
-__all__ = ["IdData", "as_arrays", "read_data"]
+__all__ = ["IdData", "as_arrays", "data_arrays", "read_data"]
 
 
 def _channels(name: str, value: Any, index: int | None) -> np.ndarray:
@@ -290,6 +290,25 @@ def _op_tuple(op: OperatingPoint | None) -> tuple | None:
     return None if op is None else (tuple(op.state), tuple(op.input))
 
 
+def data_arrays(X: Any, U: Any, *, caller: str) -> tuple[Any, Any]:
+    """``(X, U)`` from an :class:`IdData` (deviations from its operating point; ``U`` not
+    given) or from arrays (``U`` required).
+
+    Raises
+    ------
+    ParameterError
+        Both an IdData and ``U``, or arrays without ``U``.
+    """
+    if isinstance(X, IdData):
+        if U is not None:
+            raise ParameterError(f"{caller} takes an IdData or arrays X, U; got an IdData and U")
+        return X.arrays(deviations=True)
+    if U is None:
+        raise ParameterError(f"{caller} needs the inputs U with state arrays X (or an IdData "
+                             f"as the only data argument)")
+    return X, U
+
+
 def as_arrays(X: Any, U: Any, dt: Any, *, caller: str) -> tuple[Any, Any, float, IdData | None]:
     """``(X, U, dt, data)`` from either an :class:`IdData` (``U`` and ``dt`` not given, or
     ``dt`` equal to the data's) or arrays with ``dt``; the arrays of an IdData are deviations
@@ -300,17 +319,12 @@ def as_arrays(X: Any, U: Any, dt: Any, *, caller: str) -> tuple[Any, Any, float,
     ParameterError
         Both an IdData and ``U``, a different ``dt``, or arrays without ``U`` or ``dt``.
     """
+    Xa, Ua = data_arrays(X, U, caller=caller)
     if isinstance(X, IdData):
-        if U is not None:
-            raise ParameterError(f"{caller} takes an IdData or arrays X, U; got an IdData and U")
         if dt is not None and check_positive("dt", dt) != X.dt:
             raise ParameterError(f"dt={dt!r} differs from the data's sampling period {X.dt}; "
                                  f"leave dt out with an IdData")
-        Xa, Ua = X.arrays(deviations=True)
         return Xa, Ua, X.dt, X
-    if U is None:
-        raise ParameterError(f"{caller} needs the inputs U with state arrays X (or an IdData "
-                             f"as the only data argument)")
     if dt is None:
         raise ParameterError(f"{caller} needs the sampling period dt (seconds) with arrays "
                              f"(an IdData carries its own)")

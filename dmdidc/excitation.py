@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import as_generator, check_integer, check_positive
+from dmdidc.data import data_arrays
 from dmdidc.errors import ParameterError
 from dmdidc.regression.solution import QRAccumulator
 from dmdidc.trajectories import as_trajectories
@@ -131,16 +132,16 @@ class ExcitationReport:
                 f"condition number {self.condition_number:.3g}")
 
 
-def check_excitation(X: Any, U: Any, max_delay: int, *, rank_rtol: float = 1e-10
-                     ) -> ExcitationReport:
+def check_excitation(X: Any, U: Any = None, max_delay: int | None = None, *,
+                     rank_rtol: float = 1e-10) -> ExcitationReport:
     """Report rank, singular values and sample count of the DMDidc regression data.
 
     Parameters
     ----------
-    X : array_like, shape (n, K + 1), or list of such
-    U : array_like, shape (m, K), or list of such
+    X : array_like, shape (n, K + 1), list of such, or IdData
+    U : array_like, shape (m, K), or list of such (with arrays)
     max_delay : int
-        ``R``.
+        ``R`` (required).
     rank_rtol : float
         Relative singular-value threshold for the rank.
 
@@ -157,9 +158,11 @@ def check_excitation(X: Any, U: Any, max_delay: int, *, rank_rtol: float = 1e-10
     >>> check_excitation(plant.simulate([0.0], U), U, max_delay=1).sufficient
     True
     """
+    if max_delay is None:
+        raise ParameterError("check_excitation needs max_delay (the delay bound R, periods)")
     R = check_integer("max_delay", max_delay, minimum=0)
     check_positive("rank_rtol", rank_rtol)
-    trajectories = as_trajectories(X, U)
+    trajectories = as_trajectories(*data_arrays(X, U, caller="check_excitation"))
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     accumulator = QRAccumulator(n, m, R)
     for Xi, Ui in trajectories:

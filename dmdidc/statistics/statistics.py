@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_finite_array, read_only
+from dmdidc.data import data_arrays
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.streaming import LaggedSums
@@ -129,7 +130,7 @@ class SufficientStatistics:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_data(cls, X: Any, U: Any, *, max_delay: int, state_bound: Any = None,
+    def from_data(cls, X: Any, U: Any = None, *, max_delay: int, state_bound: Any = None,
                   input_bound: Any = None, instruments: Any = None,
                   instrument_lags: int | None = None, instrument_bound: Any = None,
                   detrend: str | None = None) -> SufficientStatistics:
@@ -137,10 +138,12 @@ class SufficientStatistics:
 
         Parameters
         ----------
-        X : array_like, shape (n, K + 1), or a list of such arrays
-            States ``x_0 .. x_K`` (time on the last axis; several trajectories as a list).
+        X : array_like, shape (n, K + 1), a list of such arrays, or IdData
+            States ``x_0 .. x_K`` (time on the last axis; several trajectories as a list), or
+            an :class:`~dmdidc.IdData` without ``U`` (its deviations from its operating point:
+            a public operating point, as clipping needs).
         U : array_like, shape (m, K), or a list of such arrays
-            Inputs ``u_0 .. u_{K-1}``.
+            Inputs ``u_0 .. u_{K-1}`` (with arrays).
         max_delay : int
             ``R``, the delay bound in periods.
         state_bound, input_bound : float or array_like, shape (n,) / (m,), optional
@@ -171,6 +174,7 @@ class SufficientStatistics:
         DimensionError, NonFiniteError, ParameterError
             Malformed data, bounds or options.
         """
+        X, U = data_arrays(X, U, caller="SufficientStatistics.from_data")
         trajectories, signals = _trajectories(X, U, instruments)
         kind = None if instruments is None else (
             instruments if isinstance(instruments, str) else "exogenous")

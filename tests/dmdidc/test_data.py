@@ -264,3 +264,19 @@ def test_csv_columns_are_chosen_by_name_and_mistakes_are_named(tmp_path):
         read_data(npz)
     with pytest.raises(ParameterError, match=".csv or .npz"):
         read_data(tmp_path / "data.txt", inputs="u")
+
+
+def test_statistics_and_excitation_take_iddata():
+    from dmdidc import SufficientStatistics, check_excitation
+
+    _, X, U = _data(6)
+    x_op, u_op = np.array([20.0, -5.0]), np.array([1.0])
+    data = IdData(X + x_op[:, None], U + u_op[:, None], dt=0.5, operating_point=(x_op, u_op))
+    a = SufficientStatistics.from_data(data, max_delay=3, state_bound=10.0, input_bound=10.0)
+    b = SufficientStatistics.from_data(X, U, max_delay=3, state_bound=10.0, input_bound=10.0)
+    np.testing.assert_allclose(a.moments()[0], b.moments()[0], atol=1e-9)
+    assert check_excitation(data, max_delay=3).rank == check_excitation(X, U, 3).rank
+    with pytest.raises(ParameterError, match="needs max_delay"):
+        check_excitation(data)
+    with pytest.raises(ParameterError, match="an IdData and U"):
+        SufficientStatistics.from_data(data, U, max_delay=3)
