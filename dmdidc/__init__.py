@@ -6,7 +6,10 @@ exact discretization (:mod:`dmdidc.discretization`); the regression on lagged da
 says about the plant (:mod:`dmdidc.inference`: block tests, delay bound, continuous model,
 intervals, diagnostics); the sufficient statistics that add up (:mod:`dmdidc.statistics`), their
 private release (:mod:`dmdidc.private`) and federated combination (:mod:`dmdidc.federated`); and
-the estimator that ties them together (:mod:`dmdidc.estimator`).
+the estimator that ties them together (:mod:`dmdidc.estimator`).  Around them, the
+practitioner's workflow: identification data with names, units, experiments and missing samples
+(:mod:`dmdidc.data`), validation on data (:mod:`dmdidc.evaluation`: ``compare``, ``resid``), and
+models that carry their signal names, intervals and provenance (:mod:`dmdidc.info`).
 
 The names below are imported on first use (PEP 562): ``import dmdidc`` loads the errors only.
 """
