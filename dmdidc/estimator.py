@@ -629,6 +629,7 @@ class DMDidc:
                                          f"from the earlier chunks' {getattr(earlier, name)!r}")
         X, U = data.arrays(deviations=True)
         X, U = (X, U) if data.n_experiments > 1 else ([X], [U])
+        self._source = None          # the chunks are deviations; the data's metadata come after
         for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
             self.partial_fit(Xi, Ui, dt=data.dt, new_trajectory=new_trajectory or i > 0)
         self._source = data

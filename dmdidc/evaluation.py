@@ -23,7 +23,8 @@ the states makes the one-step residual a moving average of order one, ``e_k = v_
 own statistical tests, with family-wise levels, are in ``DMDidc.diagnostics_``.
 
 Both take the data in the units they were recorded in: a model with an operating point
-predicts physical values (:meth:`dmdidc.DelayedPlant.simulate`).
+predicts physical values (:meth:`dmdidc.DelayedPlant.simulate`); for a model without one, the
+deviations of an :class:`~dmdidc.IdData` from its operating point are compared.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ def _experiments(model: DelayedPlant, data: Any, U: Any
     if isinstance(data, IdData):
         if U is not None:
             raise ParameterError("give an IdData or arrays X, U; not both")
-        experiments = list(zip(data.X, data.U, strict=True))
+        # a model without operating point describes deviations: compare the data's deviations
+        X, U = data.arrays(deviations=model.operating_point is None)
+        experiments = list(zip(*((X, U) if data.n_experiments > 1 else ([X], [U])),
+                               strict=True))
         labels = (data.state_names, data.input_names), (data.state_units, data.input_units)
     else:
         if U is None:

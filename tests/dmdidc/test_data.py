@@ -179,6 +179,15 @@ def test_partial_fit_streams_experiments_of_iddata():
                                                         [U[:, :600], U[:, 600:]], dt=0.5)
         np.testing.assert_allclose(streamed.A_d, whole.A_d, atol=1e-8)
         assert streamed.model_.info.state_names == ("a", "b")
+        # chunks of data with an operating point: the model carries it once, however streamed
+        op = ([10.0, -2.0], [1.0])
+        shifted = IdData(X[:, :601] + np.array(op[0])[:, None], U[:, :600] + 1.0, dt=0.5,
+                         operating_point=op)
+        later = IdData(X[:, 600:] + np.array(op[0])[:, None], U[:, 600:] + 1.0, dt=0.5,
+                       operating_point=op)
+        twice = DMDidc(max_delay=3, estimator="ls").partial_fit(shifted)
+        twice.partial_fit(later, new_trajectory=True)
+        np.testing.assert_allclose(twice.model_.operating_point.state, op[0], rtol=1e-6)
         with pytest.raises(ParameterError, match="state_names"):
             streamed.partial_fit(IdData(X, U, dt=0.5))
 

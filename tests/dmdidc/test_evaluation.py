@@ -82,6 +82,10 @@ def test_operating_point_and_iddata_names():
     np.testing.assert_allclose(physical.fit_percent, compare(plant, X, U).fit_percent,
                                rtol=1e-9)
     assert physical.names == ("T", "p") and "T" in str(physical)
+    # a model without operating point is compared with the data's deviations
+    np.testing.assert_allclose(compare(plant, IdData(
+        X + np.array(op[0])[:, None], U + op[1][0], dt=plant.dt, operating_point=op)).fit_percent,
+        compare(plant, X, U).fit_percent, rtol=1e-9)
     ahead = compare(shifted, data, horizon=2)
     np.testing.assert_allclose(ahead.fit_percent, compare(plant, X, U, horizon=2).fit_percent,
                                rtol=1e-9)
