@@ -11,8 +11,11 @@ B^(j) is used.  With a whole delay of ``w`` periods (the leading ``w`` blocks ar
 x_{k+1} .. x_{k+w} are fixed by the past, so the cost is put on the states the decisions can move,
 x_{k+w+1} .. x_{k+w+N}.
 
-The cvxpy problem is built once, with ``cp.Parameter`` objects for x_k and the input history, and
-is DPP-compliant, so each step only updates two parameter values and re-solves (warm-started).
+The quadratic program is built once (:mod:`controllers.mpc_qp`); each step only updates its
+vectors (the measured state, the input history, the bounds) and re-solves, warm-started, with a
+solver called directly (:mod:`controllers.qp_solvers`): DAQP on the condensed QP for small
+problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy formulation
+(:mod:`controllers.mpc_cvxpy`) remains for costs and constraints of the user's own.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
@@ -35,6 +37,8 @@ from _toolbox.validation import (
     read_only,
 )
 from controllers.gains import check_weight
+from controllers.mpc_qp import build_qp, qp_sizes
+from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedMPC", "MPCResult"]
@@ -42,20 +46,17 @@ __all__ = ["DelayedMPC", "MPCResult"]
 #: Largest violation of an input bound (absolute, in input units, scaled by ``max(1, |bound|)``)
 #: accepted from the solver.  Inputs are never clipped: a larger violation raises SolverError.
 INPUT_BOUND_TOLERANCE = 1e-6
+#: Largest QP a controller builds (decision variables of the sparse QP, or entries of the dense
+#: condensed matrices for DAQP): a horizon beyond it is refused rather than exhausting memory.
+MAX_QP_VARIABLES = 200_000
+MAX_DENSE_ENTRIES = 4_000_000
+#: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries
+#: (about 0.1 ms per step at n = 10, m = 2, N = 20), else OSQP on the sparse QP.
+AUTO_DENSE_ENTRIES = 250_000
 
-_SOLVERS = ("CLARABEL", "OSQP")
+_SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
 _INACCURATE_POLICIES = ("warn", "raise", "accept")
-#: Default solver settings (overridable with ``solver_options``).  OSQP is asked for tight
-#: tolerances and solution polishing on every solve (cvxpy only polishes warm re-solves when the
-#: matrices change), so that input bounds hold to ~1e-9 instead of OSQP's default 1e-5.
-#: Clarabel's presolve is disabled because cvxpy can only reuse (update) a Clarabel solver
-#: without presolve.
-_DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "OSQP": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 20000, "polishing": True},
-    "CLARABEL": {"presolve_enable": False},
-}
-
 
 
 @dataclass(frozen=True)
@@ -73,16 +74,16 @@ class MPCResult:
         Optimal value of the objective (see :class:`DelayedMPC`), including any soft-constraint
         penalty.
     status : str
-        cvxpy status: ``"optimal"`` or ``"optimal_inaccurate"`` (other statuses raise).
+        ``"optimal"`` or ``"optimal_inaccurate"`` (other statuses raise).
     solve_time : float
-        Wall-clock seconds of the whole ``Problem.solve`` call (parameter update, cvxpy's cached
-        re-canonicalization and the solver).
+        Wall-clock seconds of the solve: vector update and the solver (with cvxpy: also its
+        cached re-canonicalization).
     solver_time : float or None
         Seconds reported by the solver itself, when it reports them.
     iterations : int or None
         Solver iterations, when reported.
     solver : str
-        ``"CLARABEL"`` or ``"OSQP"``.
+        ``"DAQP"``, ``"OSQP"``, ``"CLARABEL"`` or ``"CVXPY"``.
     dead_steps : int
         Whole delay ``w`` (periods) used by the prediction.
     """
@@ -105,7 +106,7 @@ class MPCResult:
     @property
     def success(self) -> bool:
         """True when the solver reported ``optimal`` (not ``optimal_inaccurate``)."""
-        return self.status == cp.OPTIMAL
+        return self.status == "optimal"
 
 
 class DelayedMPC:
@@ -158,10 +159,15 @@ class DelayedMPC:
         Weight of the slack penalty (default 1e4; only with ``soft_state_constraints``); it must
         exceed the constraint multipliers for the soft bounds to be met whenever the hard ones
         can be.
-    solver : {"CLARABEL", "OSQP"}, default "CLARABEL"
-        QP solver called through cvxpy.
+    solver : {"auto", "DAQP", "OSQP", "CLARABEL", "CVXPY"}, default "auto"
+        ``"DAQP"``: the dual active-set solver on the condensed QP (inputs only), warm-started
+        with the previous active set; ``"OSQP"`` / ``"CLARABEL"``: on the sparse QP (states
+        and inputs), called directly; ``"CVXPY"``: the cvxpy problem (:attr:`problem`), for
+        formulations of one's own.  ``"auto"``: DAQP while the condensed matrices are small
+        (``AUTO_DENSE_ENTRIES``), else OSQP.  Case-insensitive.
     warm_start : bool, default True
-        Re-use the solver (and, for OSQP, the previous primal/dual solution) between solves.
+        Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
+        solution).
     inaccurate : {"warn", "raise", "accept"}, default "warn"
         What to do on cvxpy status ``optimal_inaccurate`` (the solver stopped at reduced
         accuracy): return the solution with a ``RuntimeWarning``, raise :class:`SolverError`,
@@ -169,8 +175,11 @@ class DelayedMPC:
         bounds are checked in every case.  Every other non-optimal status (infeasible,
         unbounded, ``user_limit``, solver error) raises :class:`SolverError`.
     solver_options : dict, optional
-        Extra keyword arguments for ``Problem.solve`` (override the defaults: OSQP
-        ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel ``presolve_enable=False``).
+        Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
+        ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
+        attributes); with ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
+        ``solver`` picks cvxpy's solver (``"CLARABEL"``, default, or ``"OSQP"``).  A setting
+        the solver does not have is refused.
 
     Attributes
     ----------
@@ -184,8 +193,10 @@ class DelayedMPC:
         (``min`` of the model's ``delay_steps`` over the channels that act).
     terminal_weight : ndarray, shape (n + m (R - w), n + m (R - w))
         The terminal weight ``P`` in use (on the lifted terminal state).
+    solver : str
+        The solver in use (``"auto"`` resolved).
     problem : cvxpy.Problem
-        The parametrized problem, built once.
+        The parametrized cvxpy problem (built on first access).
     history : ndarray, shape (m, R)
         Inputs sent so far that still act on the plant, oldest first (``u_{k-R} .. u_{k-1}``).
     last_result : MPCResult or None
@@ -194,9 +205,10 @@ class DelayedMPC:
     Raises
     ------
     ParameterError
-        Bad horizon, weights, solver name or policy; ``u_min > u_max`` or ``x_min > x_max``
-        (names the channel); a plant whose input blocks are all zero; soft constraints without
-        state bounds, or a ``state_penalty`` without soft constraints.
+        Bad horizon, weights, solver name, settings or policy; ``u_min > u_max`` or
+        ``x_min > x_max`` (names the channel); a plant whose input blocks are all zero; soft
+        constraints without state bounds, or a ``state_penalty`` without soft constraints; a
+        horizon whose QP exceeds ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``).
     DimensionError
         Wrong shapes.
     NonFiniteError
@@ -204,10 +216,9 @@ class DelayedMPC:
 
     Notes
     -----
-    The dynamics are imposed as equality constraints on a state variable (sparse, the standard
-    QP form), with ``x_k`` and the input history as ``cp.Parameter``; the problem satisfies
-    ``problem.is_dcp(dpp=True)``, so cvxpy caches its parameter-to-data map after the first
-    solve.  An identified model (:class:`dmdidc.DMDidc`) has exact zeros in the blocks its
+    The QP's matrices are built and factored once; a step updates only its vectors, so a
+    constrained step costs about one warm-started solve (benchmarks/bench_mpc.py).  An
+    identified model (:class:`dmdidc.DMDidc`) has exact zeros in the blocks its
     estimator found inactive, so ``w`` is the identified whole delay even on noisy data.
 
     References
@@ -238,7 +249,7 @@ class DelayedMPC:
     def __init__(self, model: Any, *, horizon: int, Q: Any = None, R: Any = None, P: Any = None,
                  u_min: Any = None, u_max: Any = None, x_min: Any = None, x_max: Any = None,
                  soft_state_constraints: bool = False, state_penalty: float | None = None,
-                 solver: str = "CLARABEL", warm_start: bool = True, inaccurate: str = "warn",
+                 solver: str = "auto", warm_start: bool = True, inaccurate: str = "warn",
                  solver_options: dict[str, Any] | None = None) -> None:
         plant = as_plant(model)
         #: The model's operating point: the problem is posed in deviations from it, and
@@ -272,12 +283,6 @@ class DelayedMPC:
                                  "set soft_state_constraints=True or leave it out")
         self.state_penalty = check_positive("state_penalty", _DEFAULT_STATE_PENALTY
                                             if state_penalty is None else state_penalty)
-        if not isinstance(solver, str) or solver.upper() not in _SOLVERS:
-            raise ParameterError(f"solver must be one of {_SOLVERS}; got {solver!r}")
-        self.solver = solver.upper()
-        if self.solver not in cp.installed_solvers():
-            raise ParameterError(f"solver {self.solver!r} is not installed; cvxpy has "
-                                 f"{cp.installed_solvers()}")
         if not isinstance(warm_start, (bool, np.bool_)):
             raise ParameterError(f"warm_start must be a bool; got {warm_start!r}")
         self.warm_start = bool(warm_start)
@@ -288,15 +293,59 @@ class DelayedMPC:
         if solver_options is not None and not isinstance(solver_options, dict):
             raise ParameterError(f"solver_options must be a dict or None; got "
                                  f"{type(solver_options).__name__}")
-        self.solver_options = {**_DEFAULT_OPTIONS[self.solver], **(solver_options or {})}
+        self.solver_options = dict(solver_options or {})
+        self._n, self._m, self._R = n, m, R_max
+        self.solver = self._choose_solver(solver)
 
         w = self.dead_steps
         reduced = DelayedPlant(plant.A_d, plant.B_blocks[w:], plant.dt)
         self._F, self._G = reduced.lifted_matrices()
         self.terminal_weight = read_only(self._terminal_weight(P, n))
-        self._n, self._m, self._R = n, m, R_max
-        self._build()
+        self._cvxpy: Any = None
+        self._u_allowed: list[tuple[str, np.ndarray, float, np.ndarray]] | None = None
+        if self.solver == "CVXPY":
+            from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
+
+            self._cvxpy = CvxpySolver(self, self.solver_options, warm_start=self.warm_start)
+            self._solver: Any = self._cvxpy
+        else:
+            kind, sparse = QP_SOLVERS[self.solver]
+            self._qp = self._build_qp(sparse=sparse)
+            self._solver = kind(self._qp, self.solver_options, warm_start=self.warm_start)
         self.reset()
+
+    def _choose_solver(self, solver: Any) -> str:
+        """Resolve ``solver`` ("auto": by the size of the condensed QP) and check the size."""
+        if not isinstance(solver, str) or solver.lower() not in {s.lower() for s in _SOLVERS}:
+            raise ParameterError(f"solver must be one of {_SOLVERS} (case-insensitive); got "
+                                 f"{solver!r}")
+        solver = "auto" if solver.lower() == "auto" else solver.upper()
+        n, m, N, w = self._n, self._m, self.horizon, self.dead_steps
+        soft = self.soft_state_constraints
+        bounded = self.x_min is not None or self.x_max is not None
+        variables, _ = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=True)
+        if variables > MAX_QP_VARIABLES:
+            raise ParameterError(f"horizon={N} gives a QP of {variables} variables (n={n} "
+                                 f"states, m={m} inputs, dead steps {w}); at most "
+                                 f"{MAX_QP_VARIABLES} are accepted: shorten the horizon")
+        dense_v, dense_rows = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=False)
+        if not bounded:
+            dense_rows = dense_v
+        entries = dense_v * (dense_v + dense_rows)
+        if solver == "DAQP" and entries > MAX_DENSE_ENTRIES:
+            raise ParameterError(f"horizon={N} gives a condensed QP of {entries} matrix "
+                                 f"entries for DAQP (at most {MAX_DENSE_ENTRIES}); shorten the "
+                                 f"horizon or use solver='OSQP' (sparse)")
+        if solver == "auto":
+            solver = "DAQP" if entries <= AUTO_DENSE_ENTRIES else "OSQP"
+        return solver
+
+    def _build_qp(self, *, sparse: bool) -> Any:
+        return build_qp(self.plant, dead_steps=self.dead_steps, horizon=self.horizon, Q=self.Q,
+                        R=self.R, terminal_weight=self.terminal_weight,
+                        u_bounds=(self._u_lo, self._u_hi), x_bounds=(self._x_lo, self._x_hi),
+                        soft=self.soft_state_constraints, state_penalty=self.state_penalty,
+                        sparse=sparse)
 
     # ------------------------------------------------------------------ set-up
     def _terminal_weight(self, P: Any, n: int) -> np.ndarray:
@@ -324,60 +373,21 @@ class DelayedMPC:
             return Q_lifted
         return 0.5 * (P + P.T)
 
-    def _build(self) -> None:
-        n, m, R_max, N, w = self._n, self._m, self.plant.max_delay, self.horizon, self.dead_steps
-        steps = w + N
-        self._x_param = cp.Parameter(n, name="x_k")
-        self._u = cp.Variable((m, N), name="u")
-        self._x = cp.Variable((n, steps + 1), name="x")
-        if R_max:
-            self._history_param = cp.Parameter((m, R_max), name="u_history")
-            u_all = cp.hstack([self._history_param, self._u])
-        else:
-            self._history_param = None
-            u_all = self._u
-        # Column c of u_all is u_{k - R + c}; step t uses u_{k+t-j} = column R + t - j.
-        forcing = sum(self.plant.B_blocks[j] @ u_all[:, R_max - j:R_max - j + steps]
-                      for j in range(w, R_max + 1))
-        constraints = [self._x[:, 0] == self._x_param,
-                       self._x[:, 1:] == self.plant.A_d @ self._x[:, :-1] + forcing]
-        if self._u_lo is not None:
-            constraints.append(self._u >= np.outer(self._u_lo, np.ones(N)))
-        if self._u_hi is not None:
-            constraints.append(self._u <= np.outer(self._u_hi, np.ones(N)))
-
-        window = self._x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
-        objective = cp.sum_squares(_factor(self.R) @ self._u)
-        if N > 1:
-            objective = objective + cp.sum_squares(_factor(self.Q) @ window[:, :-1])
-        reduced_delay = R_max - w
-        terminal = [self._x[:, steps]] + [u_all[:, R_max + N - 1 - i]
-                                          for i in range(reduced_delay)]
-        terminal_state = cp.hstack(terminal) if len(terminal) > 1 else terminal[0]
-        objective = objective + cp.sum_squares(_factor(self.terminal_weight) @ terminal_state)
-
-        self._slack = None
-        if self.x_min is not None or self.x_max is not None:
-            ones = np.ones(N)
-            if self.soft_state_constraints:
-                self._slack = cp.Variable((n, N), nonneg=True, name="state_slack")
-                slack = self._slack
-                objective = objective + self.state_penalty * cp.sum(self._slack)
-            else:
-                slack = 0
-            if self._x_lo is not None:
-                constraints.append(window >= np.outer(self._x_lo, ones) - slack)
-            if self._x_hi is not None:
-                constraints.append(window <= np.outer(self._x_hi, ones) + slack)
-        self._problem = cp.Problem(cp.Minimize(objective), constraints)
-        if not self._problem.is_dcp(dpp=True):  # pragma: no cover - construction guarantees it
-            raise SolverError("internal error: the MPC problem is not DPP-compliant")
-
     # ------------------------------------------------------------------ public API
     @property
-    def problem(self) -> cp.Problem:
-        """The parametrized cvxpy problem (built once; same object for every solve)."""
-        return self._problem
+    def problem(self) -> Any:
+        """The parametrized cvxpy problem (built on first access, then the same object).
+
+        Variables ``u`` (m, N) and ``x`` (n, w + N + 1), parameters ``x_k`` and ``u_history``;
+        DPP-compliant.  With ``solver="CVXPY"`` it is the problem the controller solves; add
+        costs or constraints on a copy (``cvxpy.Problem(problem.objective + extra,
+        problem.constraints + more)``).
+        """
+        if self._cvxpy is None:
+            from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
+
+            self._cvxpy = CvxpySolver(self, {}, warm_start=self.warm_start)
+        return self._cvxpy.problem
 
     @property
     def history(self) -> np.ndarray:
@@ -437,55 +447,44 @@ class DelayedMPC:
         op = self.operating_point
         if op is not None:              # the problem is posed in deviations
             x, history = x - op.state, history - op.input[:, None]
-        self._x_param.value = x
-        if self._history_param is not None:
-            self._history_param.value = history
+        p = np.concatenate([x, history.T.ravel()])     # [x_k, u_{k-R}, ..., u_{k-1}]
         start = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                # cvxpy's generic "Solution may be inaccurate" warning: the status is handled
-                # below according to ``inaccurate``.
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate",
-                                        category=UserWarning)
-                self._problem.solve(solver=self.solver, warm_start=self.warm_start,
-                                    **self.solver_options)
-        except cp.error.SolverError as exc:
-            raise SolverError(f"{self.solver} failed on the MPC problem: {exc}") from exc
-        except TypeError as exc:    # Clarabel's answer to an unknown or mistyped setting
-            raise ParameterError(f"{self.solver} refused solver_options "
-                                 f"{self.solver_options}: {exc}") from exc
+        outcome = self._solver.solve(p)
         elapsed = time.perf_counter() - start
-        status = self._problem.status
-        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-            raise SolverError(self._infeasible_message(x, history, status))
-        if status == cp.USER_LIMIT:
+        status = outcome.status
+        if status == "infeasible":
+            raise SolverError(self._infeasible_message(x, history))
+        if status == "user_limit":
             raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
-                              f"'user_limit') before solving the MPC problem; raise "
-                              f"'max_iter' (or the time limit) in solver_options")
-        if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                              f"'user_limit') before solving the MPC problem; raise its "
+                              f"iteration limit (or the time limit) in solver_options")
+        if status not in ("optimal", "optimal_inaccurate"):
             raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
-        if status == cp.OPTIMAL_INACCURATE:
+        if status == "optimal_inaccurate":
             if self.inaccurate == "raise":
                 raise SolverError(f"{self.solver} returned 'optimal_inaccurate' for the MPC "
                                   f"problem (inaccurate='raise')")
             if self.inaccurate == "warn":
                 warnings.warn(f"{self.solver} returned 'optimal_inaccurate'; using the "
                               f"solution", RuntimeWarning, stacklevel=2)
-        inputs, states = self._u.value, self._x.value
+        if outcome.v is not None:
+            v = outcome.v
+            inputs = v[:self._qp.n_inputs].reshape(self.horizon, self._m).T
+            states = self._qp.states(v, p, self._n)
+            cost = (self._qp.cost(v, p) if outcome.objective is None
+                    else outcome.objective + self._qp.constant(p))
+        else:
+            inputs, states, cost = outcome.inputs, outcome.states, outcome.cost
         if inputs is None or states is None or not (np.all(np.isfinite(inputs))
                                                     and np.all(np.isfinite(states))):
             raise SolverError(f"{self.solver} reported {status!r} but returned no finite "
                               f"solution")
         self._check_input_bounds(inputs)
-        stats = self._problem.solver_stats
-        iterations = getattr(stats, "num_iters", None)
-        solver_time = getattr(stats, "solve_time", None)
         if op is not None:
             inputs, states = inputs + op.input[:, None], states + op.state[:, None]
         return MPCResult(inputs=read_only(inputs), states=read_only(states),
-                         cost=float(self._problem.value), status=status, solve_time=elapsed,
-                         solver_time=None if solver_time is None else float(solver_time),
-                         iterations=None if iterations is None else int(iterations),
+                         cost=float(cost), status=status, solve_time=elapsed,
+                         solver_time=outcome.solver_time, iterations=outcome.iterations,
                          solver=self.solver, dead_steps=self.dead_steps)
 
     # ------------------------------------------------------------------ helpers
@@ -501,21 +500,23 @@ class DelayedMPC:
         return history
 
     def _check_input_bounds(self, inputs: np.ndarray) -> None:
-        for name, bound, sign in (("u_min", self._u_lo, -1.0), ("u_max", self._u_hi, 1.0)):
-            if bound is None:
-                continue
-            excess = sign * (inputs - bound[:, None])
-            allowed = INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(bound))[:, None]
-            if np.any(excess > allowed):
-                worst = float(np.max(excess))
+        if self._u_allowed is None:     # limits with the tolerance, computed once
+            self._u_allowed = [(name, bound, sign, sign * bound[:, None] + INPUT_BOUND_TOLERANCE
+                                * np.maximum(1.0, np.abs(bound))[:, None])
+                               for name, bound, sign in (("u_min", self._u_lo, -1.0),
+                                                         ("u_max", self._u_hi, 1.0))
+                               if bound is not None]
+        for name, bound, sign, allowed in self._u_allowed:
+            if (sign * inputs > allowed).any():
+                worst = float(np.max(sign * (inputs - bound[:, None])))
                 raise SolverError(f"{self.solver} returned inputs that violate {name} by "
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
-                                  f"tighten solver_options or use the other solver")
+                                  f"tighten solver_options or use another solver")
 
-    def _infeasible_message(self, x: np.ndarray, history: np.ndarray, status: str) -> str:
+    def _infeasible_message(self, x: np.ndarray, history: np.ndarray) -> str:
         w, N = self.dead_steps, self.horizon
-        message = (f"MPC problem is infeasible ({self.solver} status {status!r}): the hard state "
-                   f"bounds x_min={_fmt(self.x_min)}, x_max={_fmt(self.x_max)} on "
+        message = (f"MPC problem is infeasible ({self.solver}): the hard state bounds "
+                   f"x_min={_fmt(self.x_min)}, x_max={_fmt(self.x_max)} on "
                    f"x_(k+{w + 1}) .. x_(k+{w + N}) cannot be met with inputs in "
                    f"[{_fmt(self.u_min)}, {_fmt(self.u_max)}] from x_k={_fmt(x)}")
         if self._R:
@@ -524,9 +525,32 @@ class DelayedMPC:
             message += (f" given the committed inputs u_(k-{self._R}) .. u_(k-1)="
                         f"{_fmt(history)}; x_(k+{w}) = {_fmt(fixed[:, -1])} is already fixed "
                         f"by them")
-        if self.x_min is None and self.x_max is None:  # pragma: no cover - box inputs only
-            message = f"MPC problem reported infeasible ({status!r}) with only input bounds"
+        found = self._unreachable_bound(np.concatenate([x, history.T.ravel()]))
+        if found is not None:
+            name, component, step, reached = found
+            bound = (self.x_min if name == "x_min" else self.x_max)[component]
+            message += (f"; the first bound that cannot be met is {name}[{component}] = "
+                        f"{bound:.4g} on x_(k+{step}) (the closest the inputs bring "
+                        f"x_(k+{step})[{component}] is {reached:.4g})")
         return message + ". Use soft_state_constraints=True, a longer horizon or wider bounds."
+
+    def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
+        """The earliest hard state bound missed by the inputs that miss them least (in the
+        least-squares sense; DAQP with soft state rows on the condensed QP), or None."""
+        qp = getattr(self, "_qp", None)
+        if qp is None or qp.sparse:
+            n_v, rows = qp_sizes(self._n, self._m, self.dead_steps, self.horizon, soft=False,
+                                 sparse=False)
+            if n_v * (n_v + rows) > MAX_DENSE_ENTRIES:
+                return None
+            qp = self._build_qp(sparse=False)
+        missed = unreachable_rows(qp, p)
+        if missed is None:
+            return None
+        row, value, lower, upper = missed
+        step, component = divmod(row, self._n)
+        return ("x_min" if value < lower else "x_max", component,
+                self.dead_steps + 1 + step, value)
 
 
 # ---------------------------------------------------------------------- module helpers
@@ -536,15 +560,6 @@ def _dead_steps(plant: DelayedPlant) -> int:
         raise ParameterError("every input block B^(j) of the plant is zero: the inputs do not "
                              "act on the state, so there is nothing to control")
     return int(acting[0])
-
-
-def _factor(weight: np.ndarray) -> np.ndarray:
-    """Return L with L' L = weight (rows of zero eigenvalues dropped, at least one row)."""
-    values, vectors = np.linalg.eigh(weight)
-    keep = values > 1e-14 * max(1.0, float(values.max(initial=0.0)))
-    if not np.any(keep):
-        return np.zeros((1, weight.shape[0]))
-    return np.sqrt(values[keep])[:, None] * vectors[:, keep].T
 
 
 def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | None,

@@ -14,7 +14,7 @@ from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from tests.seed_example import A_C, B_C, T, seed_plant
 
-SOLVERS = ["CLARABEL", "OSQP"]
+SOLVERS = ["DAQP", "OSQP", "CLARABEL", "CVXPY"]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_dead_steps_shapes_and_fixed_states(plant):
     result = mpc.solve(x, hist)
     assert isinstance(result, MPCResult)
     assert result.inputs.shape == (2, 6) and result.states.shape == (2, 1 + 6 + 1)
-    assert result.dead_steps == 1 and result.solver == "CLARABEL"
+    assert result.dead_steps == 1 and result.solver == "DAQP"   # "auto" on a small QP
     assert result.status == "optimal" and result.success
     assert np.isfinite(result.cost) and result.solve_time > 0
     assert result.iterations is None or result.iterations >= 0
@@ -109,7 +109,7 @@ def test_result_is_immutable(plant):
     assert result.inputs[0, 0] != 99.0
 
 
-@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("solver", ["CVXPY", "DAQP"])
 def test_dpp_and_problem_built_once(plant, solver):
     mpc = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, x_min=-10, x_max=10, solver=solver)
     problem = mpc.problem
@@ -124,10 +124,11 @@ def test_dpp_and_problem_built_once(plant, solver):
     assert mpc.problem is problem
 
 
-def test_osqp_warm_start_saves_iterations(plant):
+@pytest.mark.parametrize("solver", ["OSQP", "DAQP"])
+def test_warm_start_saves_iterations(plant, solver):
     x = np.array([1.0, 0.5])
-    cold = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP", warm_start=False)
-    warm = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP", warm_start=True)
+    cold = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver=solver, warm_start=False)
+    warm = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver=solver, warm_start=True)
     for mpc in (cold, warm):
         mpc.solve(x)
     r_cold, r_warm = cold.solve(x * 0.9), warm.solve(x * 0.9)
@@ -196,14 +197,16 @@ def test_unconstrained_matches_closed_form_finite_horizon_lq(plant, solver):
     np.testing.assert_allclose(result.inputs, expected, atol=1e-6)
 
 
-def test_solvers_agree_with_active_constraints(plant):
+@pytest.mark.parametrize("solver", ["DAQP", "OSQP", "CLARABEL"])
+def test_solvers_agree_with_active_constraints(plant, solver):
     kwargs = dict(horizon=10, u_min=[-1.0, -0.5], u_max=[1.0, 0.5], x_min=-3, x_max=3)
     x, hist = np.array([2.0, -1.5]), np.array([[0.5, -0.5], [0.2, 0.1]])
-    a = DelayedMPC(plant, solver="CLARABEL", **kwargs).solve(x, hist)
-    b = DelayedMPC(plant, solver="OSQP", **kwargs).solve(x, hist)
+    a = DelayedMPC(plant, solver="CVXPY", **kwargs).solve(x, hist)
+    b = DelayedMPC(plant, solver=solver, **kwargs).solve(x, hist)
     assert np.any(np.isclose(np.abs(a.inputs), [[1.0], [0.5]], atol=1e-6))  # active bounds
     np.testing.assert_allclose(a.inputs, b.inputs, atol=1e-5)
     np.testing.assert_allclose(a.cost, b.cost, rtol=1e-6)
+    np.testing.assert_allclose(a.states, b.states, atol=1e-5)
 
 
 def test_no_delay_plant_and_distinct_channel_delays():
@@ -249,6 +252,8 @@ def test_unreachable_state_bounds_raise_solver_error(plant, solver):
     with pytest.raises(SolverError, match="infeasible") as info:
         mpc.solve(x, hist)
     assert "x_max" in str(info.value) and "committed inputs" in str(info.value)
+    # the message names the first bound that cannot be met: component, side and step
+    assert "first bound that cannot be met is x_max[0] = 0.01 on x_(k+2)" in str(info.value)
     assert isinstance(info.value, RuntimeError)
     before = mpc.history
     with pytest.raises(SolverError):
@@ -330,6 +335,7 @@ def test_bad_call_arguments(plant):
 
 def test_solver_name_case_insensitive_and_lq_default_weights(plant):
     assert DelayedMPC(plant, horizon=2, solver="osqp").solver == "OSQP"
+    assert DelayedMPC(plant, horizon=2, solver="Auto").solver == "DAQP"
 
 
 def test_terminal_weight_fallback_warns_when_dare_has_no_solution():
@@ -344,16 +350,14 @@ def test_terminal_weight_fallback_warns_when_dare_has_no_solution():
 # ---------------------------------------------------------------------- solver status policy
 def _fake_status(monkeypatch, mpc: DelayedMPC, status: str, scale: float = 1.0) -> None:
     """Make the next solves report ``status`` (and optionally scale the returned inputs)."""
-    problem = mpc.problem
-    original = problem.solve
+    solver = mpc._solver
+    original = solver.solve
 
-    def solve(*args, **kwargs):
-        value = original(*args, **kwargs)
-        problem._status = status
-        mpc._u.value = mpc._u.value * scale
-        return value
+    def solve(p):
+        outcome = original(p)
+        return dataclasses.replace(outcome, status=status, v=outcome.v * scale)
 
-    monkeypatch.setattr(problem, "solve", solve)
+    monkeypatch.setattr(solver, "solve", solve)
 
 
 def test_optimal_inaccurate_policies(plant, monkeypatch):
@@ -384,19 +388,22 @@ def test_inputs_outside_bounds_are_reported_not_clipped(plant, monkeypatch):
         mpc.solve(np.array([6.0, -4.0]))
 
 
-def test_iteration_limit_raises(plant):
-    mpc = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver="OSQP",
-                     solver_options={"max_iter": 3, "polishing": False})
+@pytest.mark.parametrize("solver, options", [
+    ("OSQP", {"max_iter": 3, "polishing": False}), ("DAQP", {"iter_limit": 1}),
+    ("CLARABEL", {"max_iter": 1})])
+def test_iteration_limit_raises(plant, solver, options):
+    mpc = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver=solver,
+                     solver_options=options)
     with pytest.raises(SolverError, match="user_limit"):
         mpc(np.array([3.0, -2.0]))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_an_option_the_solver_does_not_know_is_a_toolbox_error(plant, solver):
-    # Clarabel raises a bare TypeError, OSQP a cvxpy SolverError; both name the option.
-    mpc = DelayedMPC(plant, horizon=4, solver=solver, solver_options={"bogus_option": 1})
+    # refused when the solver is set up (direct solvers) or at the first solve (cvxpy)
     with pytest.raises((ParameterError, SolverError), match="bogus_option"):
-        mpc(np.array([1.0, 0.0]))
+        DelayedMPC(plant, horizon=4, solver=solver,
+                   solver_options={"bogus_option": 1})(np.array([1.0, 0.0]))
 
 
 # ---------------------------------------------------------------------- model mismatch, property

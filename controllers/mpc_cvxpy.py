@@ -1,0 +1,150 @@
+"""The cvxpy formulation of :class:`controllers.DelayedMPC`'s problem (for costs and constraints
+of the user's own).
+
+The problem is built once, with ``cp.Parameter`` objects for ``x_k`` and the input history, and
+is DPP-compliant, so each step only updates two parameter values and re-solves (cvxpy caches
+its parameter-to-data map after the first solve).  A user who adds terms builds
+``cp.Problem(problem.objective + extra, problem.constraints + more)`` on the same variables and
+parameters.  Slower than the direct solvers of :mod:`controllers.qp_solvers` (cvxpy
+re-canonicalizes at every solve), and kept for that flexibility and as a reference.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from _toolbox.errors import ParameterError, SolverError
+from controllers.qp_solvers import QPOutcome
+
+__all__ = ["CvxpySolver"]
+
+#: Default options of the solvers cvxpy calls: OSQP with tight tolerances and polishing on every
+#: solve (input bounds to ~1e-9); Clarabel without presolve (so cvxpy can update it).
+_DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
+    "OSQP": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 20000, "polishing": True},
+    "CLARABEL": {"presolve_enable": False},
+}
+
+
+class CvxpySolver:
+    """The MPC problem as a parametrized cvxpy problem, solved through cvxpy.
+
+    Parameters
+    ----------
+    mpc : DelayedMPC
+        The controller whose problem to build (its model, weights, bounds).
+    options : dict
+        Keyword arguments of ``Problem.solve``; ``solver`` picks cvxpy's QP solver
+        (``"CLARABEL"``, default, or ``"OSQP"``).
+    warm_start : bool
+        cvxpy's ``warm_start``.
+
+    Attributes
+    ----------
+    problem : cvxpy.Problem
+        The parametrized problem; variables ``u`` (m, N), ``x`` (n, w + N + 1), parameters
+        ``x_k`` and ``u_history``.
+    """
+
+    name = "CVXPY"
+
+    def __init__(self, mpc: Any, options: dict[str, Any], *, warm_start: bool) -> None:
+        import cvxpy as cp
+
+        self._cp, self._warm = cp, warm_start
+        options = dict(options)
+        inner = str(options.pop("solver", "CLARABEL")).upper()
+        if inner not in _DEFAULT_OPTIONS or inner not in cp.installed_solvers():
+            raise ParameterError(f"solver_options['solver'] must be one of the installed "
+                                 f"{sorted(set(_DEFAULT_OPTIONS) & set(cp.installed_solvers()))}"
+                                 f"; got {inner!r}")
+        self.inner = inner
+        self._options = {**_DEFAULT_OPTIONS[inner], **options}
+        self._n, self._m = mpc.plant.n_states, mpc.plant.n_inputs
+        self._R = mpc.plant.max_delay
+        self._build(mpc)
+
+    def _build(self, mpc: Any) -> None:
+        cp = self._cp
+        plant, N, w = mpc.plant, mpc.horizon, mpc.dead_steps
+        n, m, R_max = self._n, self._m, self._R
+        steps = w + N
+        self._x_param = cp.Parameter(n, name="x_k")
+        self.u = cp.Variable((m, N), name="u")
+        self.x = cp.Variable((n, steps + 1), name="x")
+        if R_max:
+            self._history_param = cp.Parameter((m, R_max), name="u_history")
+            u_all = cp.hstack([self._history_param, self.u])
+        else:
+            self._history_param = None
+            u_all = self.u
+        # Column c of u_all is u_{k - R + c}; step t uses u_{k+t-j} = column R + t - j.
+        forcing = sum(plant.B_blocks[j] @ u_all[:, R_max - j:R_max - j + steps]
+                      for j in range(w, R_max + 1))
+        constraints = [self.x[:, 0] == self._x_param,
+                       self.x[:, 1:] == plant.A_d @ self.x[:, :-1] + forcing]
+        u_lo, u_hi = mpc._u_lo, mpc._u_hi
+        if u_lo is not None:
+            constraints.append(self.u >= np.outer(u_lo, np.ones(N)))
+        if u_hi is not None:
+            constraints.append(self.u <= np.outer(u_hi, np.ones(N)))
+        window = self.x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
+        objective = cp.sum_squares(_factor(mpc.R) @ self.u)
+        if N > 1:
+            objective = objective + cp.sum_squares(_factor(mpc.Q) @ window[:, :-1])
+        terminal = [self.x[:, steps]] + [u_all[:, R_max + N - 1 - i] for i in range(R_max - w)]
+        terminal_state = cp.hstack(terminal) if len(terminal) > 1 else terminal[0]
+        objective = objective + cp.sum_squares(_factor(mpc.terminal_weight) @ terminal_state)
+        x_lo, x_hi = mpc._x_lo, mpc._x_hi
+        if x_lo is not None or x_hi is not None:
+            ones = np.ones(N)
+            slack: Any = 0
+            if mpc.soft_state_constraints:
+                slack = cp.Variable((n, N), nonneg=True, name="state_slack")
+                objective = objective + mpc.state_penalty * cp.sum(slack)
+            if x_lo is not None:
+                constraints.append(window >= np.outer(x_lo, ones) - slack)
+            if x_hi is not None:
+                constraints.append(window <= np.outer(x_hi, ones) + slack)
+        self.problem = cp.Problem(cp.Minimize(objective), constraints)
+
+    def solve(self, p: np.ndarray) -> QPOutcome:
+        """Solve at ``p = [x_k, committed inputs (time-major)]``."""
+        cp = self._cp
+        self._x_param.value = p[:self._n]
+        if self._history_param is not None:
+            self._history_param.value = p[self._n:].reshape(self._R, self._m).T
+        try:
+            with warnings.catch_warnings():
+                # cvxpy's generic "Solution may be inaccurate": the status says it
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate",
+                                        category=UserWarning)
+                self.problem.solve(solver=self.inner, warm_start=self._warm, **self._options)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"{self.inner} (through cvxpy) failed on the MPC problem: "
+                              f"{exc}") from exc
+        except TypeError as exc:    # Clarabel's answer to an unknown or mistyped setting
+            raise ParameterError(f"{self.inner} refused solver_options {self._options}: "
+                                 f"{exc}") from exc
+        status = {cp.OPTIMAL: "optimal", cp.OPTIMAL_INACCURATE: "optimal_inaccurate",
+                  cp.INFEASIBLE: "infeasible", cp.INFEASIBLE_INACCURATE: "infeasible",
+                  cp.USER_LIMIT: "user_limit"}.get(self.problem.status,
+                                                   f"error: status {self.problem.status!r}")
+        stats = self.problem.solver_stats
+        iterations, solver_time = stats.num_iters, stats.solve_time
+        return QPOutcome(None, status, None if iterations is None else int(iterations),
+                         None if solver_time is None else float(solver_time),
+                         inputs=self.u.value, states=self.x.value,
+                         cost=None if self.problem.value is None else float(self.problem.value))
+
+
+def _factor(weight: np.ndarray) -> np.ndarray:
+    """Return L with L' L = weight (rows of zero eigenvalues dropped, at least one row)."""
+    values, vectors = np.linalg.eigh(weight)
+    keep = values > 1e-14 * max(1.0, float(values.max(initial=0.0)))
+    if not np.any(keep):
+        return np.zeros((1, weight.shape[0]))
+    return np.sqrt(values[keep])[:, None] * vectors[:, keep].T

@@ -1,0 +1,270 @@
+"""The problem of :class:`controllers.DelayedMPC` as a parametric quadratic program, built once.
+
+Only vectors depend on the measured state ``x_k`` and the committed inputs
+``u_{k-R} .. u_{k-1}``; stacked as ``p = [x_k, u_{k-R}, ..., u_{k-1}]`` they enter linearly:
+
+    minimize    0.5 v' H v + (q0 + q_p p)' v + p' Y p
+    subject to  lower0 + lower_p p  <=  A v  <=  upper0 + upper_p p,
+
+so a controller builds ``H`` and ``A`` (and factors them, in the solver) once and only updates
+``q``, ``lower`` and ``upper`` at each step.  Two layouts of the decision vector ``v``:
+
+* **condensed** (dense): ``v = [u_k .. u_{k+N-1}, slack]``; the states are eliminated with the
+  prediction ``x_t = T_v[t] v + T_p[t] p``.  Few variables (``m N``), dense matrices: the layout
+  of an active-set solver (DAQP) and of small problems.
+* **sparse**: ``v = [u, slack, x_{k+1} .. x_{k+w+N}]`` with the dynamics as equality rows; the
+  matrices grow linearly with the horizon: the layout of OSQP or Clarabel for long horizons or
+  many states.
+
+Both are derived from one description: every state and input is an affine map of ``(v, p)``,
+and the cost blocks, bounds and dynamics are written once in terms of these maps.  The leading
+rows of ``A`` are the bounds on ``u`` and on the slack (identity rows on the leading entries of
+``v``), which an active-set solver treats as simple bounds.
+
+References
+----------
+Dissertation eqs. (9.21), (9.65) (the delayed prediction); J. B. Rawlings, D. Q. Mayne and
+M. M. Diehl, *Model Predictive Control*, 2nd ed., 2017, Sec. 6.1 (condensed and sparse QPs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dmdidc.model import DelayedPlant
+
+__all__ = ["MPCQuadraticProgram", "build_qp"]
+
+
+@dataclass(frozen=True)
+class MPCQuadraticProgram:
+    """A parametric QP (module notes); matrices dense (condensed) or scipy CSC (sparse).
+
+    Attributes
+    ----------
+    hessian : ndarray or sparse matrix, shape (n_v, n_v)
+        ``H`` (full, symmetric, positive semidefinite).
+    q0, q_p : ndarray, shapes (n_v,), (n_v, n_p)
+        Linear cost ``q0 + q_p p``.
+    constant_p : ndarray, shape (n_p, n_p)
+        The cost's part ``p' Y p`` that no decision moves.
+    A : ndarray or sparse matrix, shape (n_rows, n_v)
+        Constraint rows: first the ``n_simple`` simple bounds on ``v[:n_simple]``, then the
+        state bounds (``state_rows``), then (sparse layout) the dynamics.
+    lower0, lower_p, upper0, upper_p : ndarray
+        Row bounds ``lower0 + lower_p p`` and ``upper0 + upper_p p`` (infinite where a side is
+        absent).
+    n_simple : int
+        Leading rows that are identity rows on ``v[:n_simple]``.
+    state_rows : slice
+        The rows of state bounds, ordered (side, step, component) with sides ``x_min`` /
+        ``x_max`` for soft bounds, or one two-sided row per (step, component) for hard bounds.
+    states_v, states_p : ndarray or sparse matrix
+        Predicted states ``x_k .. x_{k+w+N}`` stacked by time: ``states_v v + states_p p``.
+    n_inputs : int
+        ``m N``: the inputs are ``v[:m N]``, time-major.
+    sparse : bool
+        Layout (module notes).
+    """
+
+    hessian: Any
+    q0: np.ndarray
+    q_p: np.ndarray
+    constant_p: np.ndarray
+    A: Any
+    lower0: np.ndarray
+    lower_p: np.ndarray
+    upper0: np.ndarray
+    upper_p: np.ndarray
+    n_simple: int
+    state_rows: slice
+    states_v: Any
+    states_p: np.ndarray
+    n_inputs: int
+    sparse: bool
+
+    @property
+    def n_variables(self) -> int:
+        """Number of decision variables ``n_v``."""
+        return self.q0.shape[0]
+
+    def cost_vector(self, p: np.ndarray) -> np.ndarray:
+        """``q0 + q_p p``, shape (n_v,)."""
+        return self.q0 + self.q_p @ p
+
+    def bounds(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row bounds ``(lower, upper)`` at ``p``."""
+        return self.lower0 + self.lower_p @ p, self.upper0 + self.upper_p @ p
+
+    def cost(self, v: np.ndarray, p: np.ndarray) -> float:
+        """The MPC objective at ``v`` (with the constant part)."""
+        return float(0.5 * v @ (self.hessian @ v) + self.cost_vector(p) @ v) + self.constant(p)
+
+    def constant(self, p: np.ndarray) -> float:
+        """The cost's part ``p' Y p`` that no decision moves."""
+        return float(p @ self.constant_p @ p)
+
+    def states(self, v: np.ndarray, p: np.ndarray, n: int) -> np.ndarray:
+        """Predicted states, shape (n, w + N + 1)."""
+        return (self.states_v @ v + self.states_p @ p).reshape(-1, n).T
+
+
+def qp_sizes(n: int, m: int, dead_steps: int, horizon: int, *, soft: bool,
+             sparse: bool) -> tuple[int, int]:
+    """``(variables, constraint rows)`` of the QP (without building it); for size checks."""
+    slack = n * horizon if soft else 0
+    states = n * (dead_steps + horizon) if sparse else 0
+    state_rows = 2 * n * horizon if soft else n * horizon
+    return m * horizon + slack + states, m * horizon + slack + state_rows + states
+
+
+def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarray,
+             R: np.ndarray, terminal_weight: np.ndarray, u_bounds: tuple[Any, Any],
+             x_bounds: tuple[Any, Any], soft: bool, state_penalty: float,
+             sparse: bool) -> MPCQuadraticProgram:
+    """Build the QP of :class:`controllers.DelayedMPC` once (module notes).
+
+    Parameters
+    ----------
+    plant : DelayedPlant
+        Deviation model (no operating point).
+    dead_steps, horizon : int
+        ``w`` and ``N``.
+    Q, R, terminal_weight : ndarray
+        Weights (n, n), (m, m) and on the lifted terminal state.
+    u_bounds, x_bounds : (ndarray or None, ndarray or None)
+        Bounds in deviations (``None``: no bound on that side).
+    soft : bool
+        State bounds with an exact L1 slack penalty ``state_penalty``.
+    sparse : bool
+        Layout (module notes).
+
+    Returns
+    -------
+    MPCQuadraticProgram
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> plant = DelayedPlant(np.array([[0.9]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    >>> qp = build_qp(plant, dead_steps=1, horizon=3, Q=np.eye(1), R=np.eye(1),
+    ...               terminal_weight=np.eye(1), u_bounds=(-np.ones(1), np.ones(1)),
+    ...               x_bounds=(None, None), soft=False, state_penalty=1.0, sparse=False)
+    >>> qp.hessian.shape, qp.n_simple, qp.A.shape
+    ((3, 3), 3, (3, 3))
+    """
+    n, m, R_max = plant.n_states, plant.n_inputs, plant.max_delay
+    w, N = dead_steps, horizon
+    steps = w + N
+    has_x = x_bounds[0] is not None or x_bounds[1] is not None
+    n_slack = n * N if (soft and has_x) else 0
+    n_v = m * N + n_slack + (n * steps if sparse else 0)
+    n_p = n + m * R_max
+    lin = sp.csr_array if sparse else np.asarray
+
+    def zero_v(rows: int) -> Any:
+        return sp.csr_array((rows, n_v)) if sparse else np.zeros((rows, n_v))
+
+    def select_v(start: int, size: int) -> Any:
+        if sparse:
+            return sp.csr_array((np.ones(size), (np.arange(size), start + np.arange(size))),
+                                shape=(size, n_v))
+        rows = np.zeros((size, n_v))
+        rows[:, start:start + size] = np.eye(size)
+        return rows
+
+    def select_p(start: int, size: int) -> np.ndarray:
+        rows = np.zeros((size, n_p))
+        rows[:, start:start + size] = np.eye(size)
+        return rows
+
+    def move(i: int) -> tuple[Any, np.ndarray]:
+        """u_{k+i} as (C_v, C_p): a decision for i >= 0, a committed input for i < 0."""
+        if i >= 0:
+            return select_v(m * i, m), np.zeros((m, n_p))
+        return zero_v(m), select_p(n + m * (R_max + i), m)
+
+    def forcing(t: int) -> tuple[Any, np.ndarray]:
+        """sum_j B^(j) u_{k+t-j} (blocks before ``w`` are zero)."""
+        out_v, out_p = zero_v(n), np.zeros((n, n_p))
+        for j in range(w, R_max + 1):
+            c_v, c_p = move(t - j)
+            out_v = out_v + lin(plant.B_blocks[j]) @ c_v
+            out_p = out_p + plant.B_blocks[j] @ c_p
+        return out_v, out_p
+
+    A_lin = lin(plant.A_d)
+    state = [(zero_v(n), select_p(0, n))]
+    dynamics_v, dynamics_p = [], []
+    for t in range(steps):
+        f_v, f_p = forcing(t)
+        if sparse:   # x_{t+1} is a variable; its dynamics become equality rows
+            state.append((select_v(m * N + n_slack + n * t, n), np.zeros((n, n_p))))
+            dynamics_v.append(state[t + 1][0] - A_lin @ state[t][0] - f_v)
+            dynamics_p.append(-plant.A_d @ state[t][1] - f_p)    # rows: d_v v + d_p p = 0
+        else:        # condensed: the prediction itself
+            state.append((A_lin @ state[t][0] + f_v, plant.A_d @ state[t][1] + f_p))
+
+    # cost blocks (weight, C_v, C_p): stage states, inputs, lifted terminal state
+    blocks = [(Q, *state[w + i]) for i in range(1, N)]
+    blocks += [(R, *move(i)) for i in range(N)]
+    terminal = [state[steps]] + [move(N - 1 - i) for i in range(R_max - w)]
+    stack = sp.vstack if sparse else np.vstack
+    blocks.append((terminal_weight, stack([c for c, _ in terminal]),
+                   np.vstack([c for _, c in terminal])))
+    hessian, q_p, constant_p = zero_v(n_v), np.zeros((n_v, n_p)), np.zeros((n_p, n_p))
+    for weight, c_v, c_p in blocks:
+        weighted_v = lin(weight) @ c_v
+        hessian = hessian + 2.0 * (c_v.T @ weighted_v)
+        q_p = q_p + 2.0 * (weighted_v.T @ c_p)
+        constant_p = constant_p + c_p.T @ weight @ c_p
+    q0 = np.zeros(n_v)
+    q0[m * N:m * N + n_slack] = state_penalty
+
+    # rows: u bounds, slack >= 0, state bounds on x_{k+w+1} .. x_{k+w+N}, dynamics
+    u_lo, u_hi = (np.tile(b, N) if b is not None else np.full(m * N, sign * np.inf)
+                  for b, sign in zip(u_bounds, (-1.0, 1.0), strict=True))
+    rows_v = [select_v(0, m * N + n_slack)]
+    rows_p = [np.zeros((m * N + n_slack, n_p))]
+    lower0 = [u_lo, np.zeros(n_slack)]
+    upper0 = [u_hi, np.full(n_slack, np.inf)]
+    n_simple = m * N + n_slack
+    if has_x:
+        window_v = stack([state[w + i][0] for i in range(1, N + 1)])
+        window_p = np.vstack([state[w + i][1] for i in range(1, N + 1)])
+        x_lo, x_hi = (np.tile(b, N) if b is not None else np.full(n * N, sign * np.inf)
+                      for b, sign in zip(x_bounds, (-1.0, 1.0), strict=True))
+        if n_slack:   # x + s >= x_min and x - s <= x_max, s >= 0
+            slack = select_v(m * N, n_slack)
+            rows_v += [window_v + slack, window_v - slack]
+            rows_p += [window_p, window_p]
+            lower0 += [x_lo, np.full(n * N, -np.inf)]
+            upper0 += [np.full(n * N, np.inf), x_hi]
+        else:
+            rows_v.append(window_v)
+            rows_p.append(window_p)
+            lower0.append(x_lo)
+            upper0.append(x_hi)
+    state_rows = slice(n_simple, n_simple + sum(len(b) for b in lower0[2:]))
+    bound_p = np.vstack(rows_p)
+    lower_p, upper_p = -bound_p, -bound_p       # rows are C_v v + C_p p within the bounds
+    if sparse:
+        rows_v += dynamics_v
+        dyn_p = np.vstack(dynamics_p)
+        lower_p = upper_p = np.vstack([-bound_p, -dyn_p])
+        lower0.append(np.zeros(n * steps))
+        upper0.append(np.zeros(n * steps))
+    A = stack(rows_v)
+    states_v, states_p = stack([s[0] for s in state]), np.vstack([s[1] for s in state])
+    if sparse:
+        hessian, A, states_v = (sp.csc_matrix(M) for M in (hessian, A, states_v))
+    return MPCQuadraticProgram(
+        hessian=0.5 * (hessian + hessian.T), q0=q0, q_p=q_p, constant_p=constant_p, A=A,
+        lower0=np.concatenate(lower0), lower_p=lower_p, upper0=np.concatenate(upper0),
+        upper_p=upper_p, n_simple=n_simple, state_rows=state_rows, states_v=states_v,
+        states_p=states_p, n_inputs=m * N, sparse=sparse)

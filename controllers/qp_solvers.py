@@ -1,0 +1,291 @@
+"""QP solvers called directly on an :class:`~controllers.mpc_qp.MPCQuadraticProgram`.
+
+Each solver is set up once with the QP's matrices (and factors them); a solve only updates the
+vectors ``q``, ``lower`` and ``upper`` and re-solves, warm-started:
+
+* :class:`DAQPSolver`: the dual active-set solver DAQP on the condensed QP, warm-started with the
+  previous active set (kept in its workspace); the bounds on the inputs are simple bounds;
+* :class:`OSQPSolver`: OSQP (ADMM) on the sparse QP, with the previous primal and dual solution;
+* :class:`ClarabelSolver`: Clarabel (interior point) on the sparse QP, data updated in place.
+
+Every solver reports one of the statuses ``"optimal"``, ``"optimal_inaccurate"``,
+``"infeasible"``, ``"user_limit"`` (iteration or time limit) or ``"error: <solver's word>"``,
+so that :class:`controllers.DelayedMPC` checks them once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from _toolbox.errors import ParameterError
+from controllers.mpc_qp import MPCQuadraticProgram
+
+__all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
+           "unreachable_rows"]
+
+
+@dataclass(frozen=True)
+class QPOutcome:
+    """What a solve returned: ``v`` (``None`` unless a solution), status, statistics.
+
+    ``objective`` is the QP's ``0.5 v' H v + q' v`` (the MPC cost without the constant part),
+    when the solver reports it.  A solver on another formulation (cvxpy) returns ``inputs``
+    (m, N), ``states`` and ``cost`` directly instead of ``v``.
+    """
+
+    v: np.ndarray | None
+    status: str
+    iterations: int | None
+    solver_time: float | None
+    inputs: np.ndarray | None = None
+    states: np.ndarray | None = None
+    cost: float | None = None
+    objective: float | None = None
+
+
+def _check_options(solver: str, options: dict[str, Any], known: Any) -> None:
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ParameterError(f"solver_options {unknown} are not settings of {solver}; it "
+                             f"accepts {sorted(known)}")
+
+
+class DAQPSolver:
+    """DAQP on the condensed QP (simple bounds first), warm-started with the last active set.
+
+    Parameters
+    ----------
+    qp : MPCQuadraticProgram
+        Condensed layout.
+    options : dict
+        DAQP settings (``daqp.Model().settings``: ``primal_tol``, ``iter_limit``, ...).
+    warm_start : bool
+        Start from the previous active set (else from the empty one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers.mpc_qp import build_qp
+    >>> plant = DelayedPlant(np.array([[0.9]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    >>> qp = build_qp(plant, dead_steps=1, horizon=3, Q=np.eye(1), R=np.eye(1),
+    ...               terminal_weight=np.eye(1), u_bounds=(-np.ones(1), np.ones(1)),
+    ...               x_bounds=(None, None), soft=False, state_penalty=1.0, sparse=False)
+    >>> outcome = DAQPSolver(qp, {}, warm_start=True).solve(np.array([5.0, 0.0]))
+    >>> outcome.status, outcome.v.shape, bool(abs(outcome.v[0] + 1) < 1e-9)  # u >= -1 active
+    ('optimal', (3,), True)
+    """
+
+    name = "DAQP"
+    _STATUS = {1: "optimal", 2: "optimal", -1: "infeasible", -4: "user_limit"}
+
+    def __init__(self, qp: MPCQuadraticProgram, options: dict[str, Any], *,
+                 warm_start: bool) -> None:
+        import daqp
+
+        self._qp, self._warm = qp, warm_start
+        self._model = daqp.Model()
+        _check_options("DAQP", options, self._model.settings)
+        self._rows = np.ascontiguousarray(qp.A[qp.n_simple:])
+        lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
+        self._model.setup(np.ascontiguousarray(qp.hessian), qp.q0.copy(), self._rows, upper,
+                          lower, np.zeros(len(lower), dtype=np.intc))
+        self._model.settings = {**self._model.settings, **options}
+        self._cold = np.zeros(len(lower), dtype=np.intc)
+        # the per-step work is one product: q and the bounds of the rows that depend on p
+        # (the state rows; the simple bounds on the inputs are constant)
+        self._lower, self._upper = lower, upper
+        self._varying = np.flatnonzero(np.any(qp.lower_p != 0, axis=1)
+                                       | np.any(qp.upper_p != 0, axis=1))
+        self._affine = np.vstack([qp.q_p, qp.lower_p[self._varying], qp.upper_p[self._varying]])
+        self._offset = np.concatenate([qp.q0, qp.lower0[self._varying],
+                                       qp.upper0[self._varying]])
+
+    def solve(self, p: np.ndarray) -> QPOutcome:
+        """Solve at parameter ``p`` (``[x_k, committed inputs]``)."""
+        data = self._offset + self._affine @ p
+        n_v, n_rows = len(self._qp.q0), len(self._varying)
+        update: dict[str, Any] = {"f": data[:n_v]}
+        if n_rows:
+            self._lower[self._varying] = data[n_v:n_v + n_rows]
+            self._upper[self._varying] = data[n_v + n_rows:]
+            update.update(bupper=self._upper, blower=self._lower)
+        if not self._warm:
+            update["sense"] = self._cold
+        self._model.update(**update)
+        v, fval, flag, info = self._model.solve()
+        status = self._STATUS.get(int(flag), f"error: DAQP exit flag {int(flag)}")
+        return QPOutcome(np.array(v) if status == "optimal" else None, status,
+                         int(info["iterations"]), float(info["solve_time"]),
+                         objective=float(fval))
+
+
+class OSQPSolver:
+    """OSQP on the sparse QP, set up once, warm-started with the previous solution.
+
+    Parameters
+    ----------
+    qp : MPCQuadraticProgram
+        Sparse layout.
+    options : dict
+        OSQP settings (defaults: ``eps_abs = eps_rel = 1e-8``, ``polishing=True``,
+        ``max_iter=20000``: input bounds hold to ~1e-9 instead of OSQP's default 1e-5).
+    warm_start : bool
+        Start from the previous primal and dual solution.
+    """
+
+    name = "OSQP"
+    DEFAULTS = {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 20000, "polishing": True}
+
+    def __init__(self, qp: MPCQuadraticProgram, options: dict[str, Any], *,
+                 warm_start: bool) -> None:
+        import osqp
+
+        self._qp = qp
+        self._solver = osqp.OSQP()
+        settings = {**self.DEFAULTS, "verbose": False, "warm_starting": warm_start, **options}
+        lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
+        try:
+            self._solver.setup(P=sp.triu(qp.hessian, format="csc"), q=qp.q0, A=qp.A,
+                               l=lower, u=upper, **settings)
+        except (TypeError, ValueError) as exc:      # OSQP checks its settings' names
+            raise ParameterError(f"OSQP refused solver_options {options}: {exc}") from exc
+
+    def solve(self, p: np.ndarray) -> QPOutcome:
+        """Solve at parameter ``p``."""
+        lower, upper = self._qp.bounds(p)
+        self._solver.update(q=self._qp.cost_vector(p), l=lower, u=upper)
+        result = self._solver.solve(raise_error=False)
+        word = str(result.info.status).lower()
+        if word == "solved":
+            status = "optimal"
+        elif word == "solved inaccurate":
+            status = "optimal_inaccurate"
+        elif "primal infeasible" in word:
+            status = "infeasible"
+        elif "maximum iterations" in word or "time limit" in word:
+            status = "user_limit"
+        else:
+            status = f"error: OSQP status {result.info.status!r}"
+        solution = result.x if status.startswith("optimal") else None
+        return QPOutcome(None if solution is None else np.array(solution), status,
+                         int(result.info.iter), float(result.info.run_time),
+                         objective=float(result.info.obj_val))
+
+
+class ClarabelSolver:
+    """Clarabel on the sparse QP, set up once; each solve updates ``q`` and ``b`` in place.
+
+    Parameters
+    ----------
+    qp : MPCQuadraticProgram
+        Sparse layout.
+    options : dict
+        Clarabel settings (``clarabel.DefaultSettings`` attributes); presolve is disabled so
+        that the data can be updated.
+    warm_start : bool
+        Unused (an interior-point method starts from its own central point).
+    """
+
+    name = "CLARABEL"
+
+    def __init__(self, qp: MPCQuadraticProgram, options: dict[str, Any], *,
+                 warm_start: bool) -> None:
+        import clarabel
+
+        self._qp = qp
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        settings.presolve_enable = False
+        known = [name for name in dir(settings) if not name.startswith("_")]
+        _check_options("CLARABEL", options, known)
+        for key, value in options.items():
+            try:
+                setattr(settings, key, value)
+            except (TypeError, ValueError) as exc:
+                raise ParameterError(f"CLARABEL refused solver_options {{{key!r}: "
+                                     f"{value!r}}}: {exc}") from exc
+        # l <= A v <= u as cones: equalities (zero cone), then finite upper and lower sides
+        lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
+        self._equal = np.flatnonzero(lower == upper)
+        self._upper = np.flatnonzero((lower != upper) & np.isfinite(upper))
+        self._lower = np.flatnonzero((lower != upper) & np.isfinite(lower))
+        A = sp.csr_matrix(qp.A)
+        stacked = sp.vstack([A[self._equal], A[self._upper], -A[self._lower]], format="csc")
+        cones = [clarabel.ZeroConeT(len(self._equal)),
+                 clarabel.NonnegativeConeT(len(self._upper) + len(self._lower))]
+        self._solver = clarabel.DefaultSolver(sp.triu(qp.hessian, format="csc"), qp.q0,
+                                              stacked, self._b(lower, upper), cones, settings)
+
+    def _b(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        return np.concatenate([upper[self._equal], upper[self._upper], -lower[self._lower]])
+
+    def solve(self, p: np.ndarray) -> QPOutcome:
+        """Solve at parameter ``p``."""
+        lower, upper = self._qp.bounds(p)
+        self._solver.update(q=self._qp.cost_vector(p), b=self._b(lower, upper))
+        start = time.perf_counter()
+        solution = self._solver.solve()
+        elapsed = time.perf_counter() - start
+        word = str(solution.status)
+        status = {"Solved": "optimal", "AlmostSolved": "optimal_inaccurate",
+                  "PrimalInfeasible": "infeasible", "AlmostPrimalInfeasible": "infeasible",
+                  "MaxIterations": "user_limit", "MaxTime": "user_limit"}.get(
+                      word, f"error: Clarabel status {word!r}")
+        v = np.array(solution.x) if status.startswith("optimal") else None
+        return QPOutcome(v, status, int(solution.iterations), elapsed,
+                         objective=float(solution.obj_val))
+
+
+#: Solver name -> (class, layout is sparse).
+QP_SOLVERS: dict[str, tuple[type, bool]] = {"DAQP": (DAQPSolver, False),
+                                            "OSQP": (OSQPSolver, True),
+                                            "CLARABEL": (ClarabelSolver, True)}
+
+
+def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
+                     ) -> tuple[int, float, float, float] | None:
+    """The first state-bound row an infeasible condensed QP misses, or ``None``.
+
+    DAQP solves the QP with the state rows soft (violations penalized, the simple bounds on
+    the inputs kept hard); the first row (in time order) whose value lies outside its bounds
+    is returned as ``(row within the state rows, its state's value, lower, upper)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers.mpc_qp import build_qp
+    >>> plant = DelayedPlant(np.array([[0.9]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    >>> qp = build_qp(plant, dead_steps=1, horizon=3, Q=np.eye(1), R=np.eye(1),
+    ...               terminal_weight=np.eye(1), u_bounds=(-np.ones(1), np.ones(1)),
+    ...               x_bounds=(-np.ones(1), np.ones(1)), soft=False, state_penalty=1.0,
+    ...               sparse=False)
+    >>> row, value, lower, upper = unreachable_rows(qp, np.array([5.0, 0.0]))
+    >>> row, bool(value > upper)
+    (0, True)
+    """
+    import daqp
+
+    lower, upper = qp.bounds(p)
+    sense = np.zeros(len(lower), dtype=np.intc)
+    sense[qp.state_rows] = 8                                     # DAQP's "soft" flag
+    v, _, flag, _ = daqp.solve(np.ascontiguousarray(qp.hessian), qp.cost_vector(p),
+                               np.ascontiguousarray(qp.A[qp.n_simple:]), upper, lower, sense)
+    if int(flag) not in (1, 2):
+        return None
+    rows = qp.state_rows
+    values = qp.A[rows] @ v - qp.lower_p[rows] @ p      # the states (rows: C_v v + C_p p)
+    lo, hi = qp.lower0[rows], qp.upper0[rows]
+    scale = np.maximum(1.0, np.maximum(np.abs(np.where(np.isfinite(lo), lo, 0.0)),
+                                       np.abs(np.where(np.isfinite(hi), hi, 0.0))))
+    missed = np.flatnonzero((values < lo - 1e-6 * scale) | (values > hi + 1e-6 * scale))
+    if not missed.size:
+        return None
+    row = int(missed[0])
+    return row, float(values[row]), float(lo[row]), float(hi[row])
