@@ -470,9 +470,7 @@ class DelayedMPC:
         if outcome.v is not None:
             v = outcome.v
             inputs = v[:self._qp.n_inputs].reshape(self.horizon, self._m).T
-            states = self._qp.states(v, p, self._n)
-            cost = (self._qp.cost(v, p) if outcome.objective is None
-                    else outcome.objective + self._qp.constant(p))
+            states, cost = self._qp.states(v, p, self._n), self._qp.cost(v, p)
         else:
             inputs, states, cost = outcome.inputs, outcome.states, outcome.cost
         if inputs is None or states is None or not (np.all(np.isfinite(inputs))

@@ -102,15 +102,70 @@ class MPCQuadraticProgram:
 
     def cost(self, v: np.ndarray, p: np.ndarray) -> float:
         """The MPC objective at ``v`` (with the constant part)."""
-        return float(0.5 * v @ (self.hessian @ v) + self.cost_vector(p) @ v) + self.constant(p)
-
-    def constant(self, p: np.ndarray) -> float:
-        """The cost's part ``p' Y p`` that no decision moves."""
-        return float(p @ self.constant_p @ p)
+        return float(0.5 * v @ (self.hessian @ v) + self.cost_vector(p) @ v
+                     + p @ self.constant_p @ p)
 
     def states(self, v: np.ndarray, p: np.ndarray, n: int) -> np.ndarray:
         """Predicted states, shape (n, w + N + 1)."""
         return (self.states_v @ v + self.states_p @ p).reshape(-1, n).T
+
+
+class _Blocks:
+    """A sparse linear map as a list of dense blocks ``(first row, first column, block)``.
+
+    The sparse layout's maps (selectors, dynamics rows) are assembled from a few small blocks
+    each; scipy's per-operation overhead made the horizon loop cost seconds, so the blocks are
+    kept as numpy arrays and scattered into one CSC matrix at the end (duplicates add up).
+    """
+
+    __array_ufunc__ = None      # ``ndarray @ _Blocks`` calls ``_Blocks.__rmatmul__``
+
+    def __init__(self, shape: tuple[int, int], blocks: list | None = None) -> None:
+        self.shape, self.blocks = shape, blocks or []
+
+    def __add__(self, other: _Blocks) -> _Blocks:
+        return _Blocks(self.shape, self.blocks + other.blocks)
+
+    def __neg__(self) -> _Blocks:
+        return _Blocks(self.shape, [(r, c, -b) for r, c, b in self.blocks])
+
+    def __sub__(self, other: _Blocks) -> _Blocks:
+        return self + (-other)
+
+    def __rmatmul__(self, M: np.ndarray) -> _Blocks:
+        return _Blocks((M.shape[0], self.shape[1]),
+                       [(0, c, M[:, r:r + b.shape[0]] @ b) for r, c, b in self.blocks])
+
+    @staticmethod
+    def vstack(parts: list[_Blocks]) -> _Blocks:
+        blocks, rows = [], 0
+        for part in parts:
+            blocks += [(rows + r, c, b) for r, c, b in part.blocks]
+            rows += part.shape[0]
+        return _Blocks((rows, parts[0].shape[1]), blocks)
+
+    def gram(self, W: np.ndarray) -> _Blocks:
+        """``C' W C`` (shape (columns, columns))."""
+        return _Blocks((self.shape[1], self.shape[1]),
+                       [(c1, c2, b1.T @ W[r1:r1 + b1.shape[0], r2:r2 + b2.shape[0]] @ b2)
+                        for r1, c1, b1 in self.blocks for r2, c2, b2 in self.blocks])
+
+    def cross(self, W: np.ndarray, C_p: np.ndarray) -> np.ndarray:
+        """``C' W C_p`` (dense)."""
+        out = np.zeros((self.shape[1], C_p.shape[1]))
+        for r, c, b in self.blocks:
+            out[c:c + b.shape[1]] += b.T @ (W[r:r + b.shape[0]] @ C_p)
+        return out
+
+    def tocsc(self) -> sp.csc_matrix:
+        rows, cols, values = [np.zeros(0, dtype=int)], [np.zeros(0, dtype=int)], [np.zeros(0)]
+        for r, c, b in self.blocks:
+            i, j = np.nonzero(b)
+            rows.append(r + i)
+            cols.append(c + j)
+            values.append(b[i, j])
+        return sp.csc_matrix((np.concatenate(values), (np.concatenate(rows),
+                                                       np.concatenate(cols))), shape=self.shape)
 
 
 def qp_sizes(n: int, m: int, dead_steps: int, horizon: int, *, soft: bool,
@@ -165,15 +220,13 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     n_slack = n * N if (soft and has_x) else 0
     n_v = m * N + n_slack + (n * steps if sparse else 0)
     n_p = n + m * R_max
-    lin = sp.csr_array if sparse else np.asarray
 
     def zero_v(rows: int) -> Any:
-        return sp.csr_array((rows, n_v)) if sparse else np.zeros((rows, n_v))
+        return _Blocks((rows, n_v)) if sparse else np.zeros((rows, n_v))
 
     def select_v(start: int, size: int) -> Any:
         if sparse:
-            return sp.csr_array((np.ones(size), (np.arange(size), start + np.arange(size))),
-                                shape=(size, n_v))
+            return _Blocks((size, n_v), [(0, start, np.eye(size))])
         rows = np.zeros((size, n_v))
         rows[:, start:start + size] = np.eye(size)
         return rows
@@ -194,34 +247,36 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
         out_v, out_p = zero_v(n), np.zeros((n, n_p))
         for j in range(w, R_max + 1):
             c_v, c_p = move(t - j)
-            out_v = out_v + lin(plant.B_blocks[j]) @ c_v
+            out_v = out_v + plant.B_blocks[j] @ c_v
             out_p = out_p + plant.B_blocks[j] @ c_p
         return out_v, out_p
 
-    A_lin = lin(plant.A_d)
     state = [(zero_v(n), select_p(0, n))]
     dynamics_v, dynamics_p = [], []
     for t in range(steps):
         f_v, f_p = forcing(t)
         if sparse:   # x_{t+1} is a variable; its dynamics become equality rows
             state.append((select_v(m * N + n_slack + n * t, n), np.zeros((n, n_p))))
-            dynamics_v.append(state[t + 1][0] - A_lin @ state[t][0] - f_v)
+            dynamics_v.append(state[t + 1][0] - plant.A_d @ state[t][0] - f_v)
             dynamics_p.append(-plant.A_d @ state[t][1] - f_p)    # rows: d_v v + d_p p = 0
         else:        # condensed: the prediction itself
-            state.append((A_lin @ state[t][0] + f_v, plant.A_d @ state[t][1] + f_p))
+            state.append((plant.A_d @ state[t][0] + f_v, plant.A_d @ state[t][1] + f_p))
 
     # cost blocks (weight, C_v, C_p): stage states, inputs, lifted terminal state
     blocks = [(Q, *state[w + i]) for i in range(1, N)]
     blocks += [(R, *move(i)) for i in range(N)]
     terminal = [state[steps]] + [move(N - 1 - i) for i in range(R_max - w)]
-    stack = sp.vstack if sparse else np.vstack
+    stack = _Blocks.vstack if sparse else np.vstack
     blocks.append((terminal_weight, stack([c for c, _ in terminal]),
                    np.vstack([c for _, c in terminal])))
     hessian, q_p, constant_p = zero_v(n_v), np.zeros((n_v, n_p)), np.zeros((n_p, n_p))
     for weight, c_v, c_p in blocks:
-        weighted_v = lin(weight) @ c_v
-        hessian = hessian + 2.0 * (c_v.T @ weighted_v)
-        q_p = q_p + 2.0 * (weighted_v.T @ c_p)
+        if sparse:      # appended in place: a sum of N block lists would copy N^2 blocks
+            hessian.blocks += c_v.gram(2.0 * weight).blocks
+            q_p = q_p + c_v.cross(2.0 * weight, c_p)
+        else:
+            hessian = hessian + 2.0 * (c_v.T @ weight @ c_v)
+            q_p = q_p + 2.0 * (c_v.T @ weight @ c_p)
         constant_p = constant_p + c_p.T @ weight @ c_p
     q0 = np.zeros(n_v)
     q0[m * N:m * N + n_slack] = state_penalty
@@ -262,7 +317,7 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     A = stack(rows_v)
     states_v, states_p = stack([s[0] for s in state]), np.vstack([s[1] for s in state])
     if sparse:
-        hessian, A, states_v = (sp.csc_matrix(M) for M in (hessian, A, states_v))
+        hessian, A, states_v = (M.tocsc() for M in (hessian, A, states_v))
     return MPCQuadraticProgram(
         hessian=0.5 * (hessian + hessian.T), q0=q0, q_p=q_p, constant_p=constant_p, A=A,
         lower0=np.concatenate(lower0), lower_p=lower_p, upper0=np.concatenate(upper0),

@@ -33,9 +33,8 @@ __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcom
 class QPOutcome:
     """What a solve returned: ``v`` (``None`` unless a solution), status, statistics.
 
-    ``objective`` is the QP's ``0.5 v' H v + q' v`` (the MPC cost without the constant part),
-    when the solver reports it.  A solver on another formulation (cvxpy) returns ``inputs``
-    (m, N), ``states`` and ``cost`` directly instead of ``v``.
+    A solver on another formulation (cvxpy) returns ``inputs`` (m, N), ``states`` and ``cost``
+    directly instead of ``v``.
     """
 
     v: np.ndarray | None
@@ -45,7 +44,6 @@ class QPOutcome:
     inputs: np.ndarray | None = None
     states: np.ndarray | None = None
     cost: float | None = None
-    objective: float | None = None
 
 
 def _check_options(solver: str, options: dict[str, Any], known: Any) -> None:
@@ -118,11 +116,10 @@ class DAQPSolver:
         if not self._warm:
             update["sense"] = self._cold
         self._model.update(**update)
-        v, fval, flag, info = self._model.solve()
+        v, _, flag, info = self._model.solve()
         status = self._STATUS.get(int(flag), f"error: DAQP exit flag {int(flag)}")
         return QPOutcome(np.array(v) if status == "optimal" else None, status,
-                         int(info["iterations"]), float(info["solve_time"]),
-                         objective=float(fval))
+                         int(info["iterations"]), float(info["solve_time"]))
 
 
 class OSQPSolver:
@@ -174,8 +171,7 @@ class OSQPSolver:
             status = f"error: OSQP status {result.info.status!r}"
         solution = result.x if status.startswith("optimal") else None
         return QPOutcome(None if solution is None else np.array(solution), status,
-                         int(result.info.iter), float(result.info.run_time),
-                         objective=float(result.info.obj_val))
+                         int(result.info.iter), float(result.info.run_time))
 
 
 class ClarabelSolver:
@@ -238,8 +234,7 @@ class ClarabelSolver:
                   "MaxIterations": "user_limit", "MaxTime": "user_limit"}.get(
                       word, f"error: Clarabel status {word!r}")
         v = np.array(solution.x) if status.startswith("optimal") else None
-        return QPOutcome(v, status, int(solution.iterations), elapsed,
-                         objective=float(solution.obj_val))
+        return QPOutcome(v, status, int(solution.iterations), elapsed)
 
 
 #: Solver name -> (class, layout is sparse).

@@ -485,3 +485,83 @@ def test_settings_are_read_only(plant):
     for array in (mpc.Q, mpc.R, mpc.u_min, mpc.terminal_weight):
         with pytest.raises(ValueError):
             array[0] = 5.0
+
+
+# ---------------------------------------------------------------------- direct solvers vs cvxpy
+def random_delayed_plant(rng: np.random.Generator, n: int, m: int) -> DelayedPlant:
+    """A random plant with fractional per-channel delays (slowest mode slightly unstable)."""
+    A_c = rng.standard_normal((n, n)) / np.sqrt(n)
+    A_c -= (np.max(np.linalg.eigvals(A_c).real) - 0.05) * np.eye(n)
+    dt = 0.2
+    delays = rng.choice([0.25, 0.5, 1.25, 1.5, 2.5], size=m) * dt
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay=delays, dt=dt)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("constraints", ["inputs", "hard states", "soft states"])
+def test_direct_solvers_match_the_cvxpy_path_on_random_plants(seed, constraints):
+    """First moves (and whole plans) of DAQP, OSQP and Clarabel agree with the cvxpy
+    formulation to 1e-4, on random plants with fractional delays, with bounds that are active
+    (large initial state) and inactive (small one)."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 6)), int(rng.integers(1, 3))
+    plant = random_delayed_plant(rng, n, m)
+    kwargs: dict = dict(horizon=int(rng.integers(3, 12)), u_min=-1.0, u_max=1.0)
+    if constraints != "inputs":
+        kwargs.update(x_min=-4.0, x_max=4.0,
+                      soft_state_constraints=constraints == "soft states")
+    reference = DelayedMPC(plant, solver="CVXPY", **kwargs)
+    others = [DelayedMPC(plant, solver=name, **kwargs) for name in ("DAQP", "OSQP", "CLARABEL")]
+    hist = 0.3 * rng.standard_normal((m, plant.max_delay))
+    direction = rng.standard_normal(n)
+    saturated = False
+    for scale in (0.01, 3.0):                    # bounds inactive, then active
+        x = scale * direction / np.linalg.norm(direction)
+        try:
+            expected = reference.solve(x, hist)
+        except SolverError:                      # hard bounds the inputs cannot meet
+            for mpc in others:
+                with pytest.raises(SolverError, match="infeasible"):
+                    mpc.solve(x, hist)
+            continue
+        saturated |= bool(np.any(np.abs(expected.inputs) > 1 - 1e-6))
+        for mpc in others:
+            got = mpc.solve(x, hist)
+            assert got.solver == mpc.solver and got.status == "optimal"
+            np.testing.assert_allclose(got.first_input, expected.first_input, atol=1e-4)
+            np.testing.assert_allclose(got.inputs, expected.inputs, atol=1e-4)
+            assert abs(got.cost - expected.cost) <= 1e-5 * max(1.0, abs(expected.cost))
+            assert np.max(np.abs(got.inputs)) <= 1 + INPUT_BOUND_TOLERANCE
+    if constraints == "inputs":
+        assert saturated                         # the large state did activate the bounds
+
+
+def test_direct_solvers_follow_the_closed_loop_of_the_cvxpy_path():
+    """30 closed-loop steps with warm starts: same trajectory as the cvxpy path."""
+    rng = np.random.default_rng(11)
+    plant = random_delayed_plant(rng, 6, 2)
+    kwargs = dict(horizon=15, u_min=-1.0, u_max=1.0, x_min=-6.0, x_max=6.0)
+    x0 = 2.5 * rng.standard_normal(6)
+    X_ref, U_ref = closed_loop(plant, DelayedMPC(plant, solver="CVXPY", **kwargs), x0, 30)
+    for name in ("DAQP", "OSQP"):
+        X, U = closed_loop(plant, DelayedMPC(plant, solver=name, **kwargs), x0, 30)
+        np.testing.assert_allclose(U, U_ref, atol=1e-4)
+        np.testing.assert_allclose(X, X_ref, atol=1e-3)
+
+
+def test_auto_picks_daqp_for_small_and_osqp_for_large_problems(plant):
+    assert DelayedMPC(plant, horizon=20, u_min=-1, u_max=1).solver == "DAQP"
+    big = DelayedMPC(plant, horizon=400, u_min=-1, u_max=1, x_min=-50, x_max=50)
+    assert big.solver == "OSQP"
+    assert np.all(np.abs(big.solve(np.array([3.0, -2.0])).inputs) <= 1 + 1e-6)
+
+
+def test_horizon_whose_qp_is_too_large_is_refused(plant):
+    from controllers.mpc import MAX_DENSE_ENTRIES, MAX_QP_VARIABLES
+
+    too_long = MAX_QP_VARIABLES // 4 + 1         # (n + m) N variables at least
+    with pytest.raises(ParameterError, match=f"horizon={too_long}.*shorten the horizon"):
+        DelayedMPC(plant, horizon=too_long)
+    dense = int(np.sqrt(MAX_DENSE_ENTRIES)) // 2 + 1
+    with pytest.raises(ParameterError, match="condensed QP.*solver='OSQP'"):
+        DelayedMPC(plant, horizon=dense, solver="DAQP")
