@@ -1,20 +1,29 @@
-"""Benchmark: DelayedMPC solve time per closed-loop step vs horizon, both solvers.
+"""Benchmark: one constrained MPC step, DelayedMPC side by side with the QP solved by hand.
 
-For each plant (the seed plant of dissertation section 9.5 with delay 1.5 T, and a random plant
-with n = 10, m = 2, R = 3), each solver and each horizon N, the script runs a closed loop with
-|u| <= 1 and reports the median time per step (CPU time of the calling thread, which is robust
-to a loaded machine; the solvers run in that thread) of
+The case of issue 21: a random plant with n = 10 states, m = 2 inputs and fractional delays
+(1.25 T and 2.5 T, so R = 3), horizon N = 20, |u| <= 1, in closed loop from a state that
+saturates the inputs.  At every step each contender solves the same problem (same state, same
+committed inputs) and keeps its own warm start; the plant follows DelayedMPC's move.  Per step,
+the median CPU time of the calling thread (robust on a loaded machine; the solvers run in that
+thread, BLAS single-threaded):
 
-* ``param``: the DelayedMPC way - one DPP problem, parameters updated, warm-started re-solve;
-* ``naive``: a fresh controller (new cvxpy problem, compiled and solved) at every step, with the
-  same terminal weight passed in so that no Riccati solve is timed.
+* ``DelayedMPC auto``: the default (DAQP on the condensed QP), the whole ``solve`` call
+  (argument checks, vector update, solve, predicted states, cost, result);
+* ``DelayedMPC OSQP`` / ``CLARABEL`` / ``CVXPY``: the other solvers of the controller;
+* ``DAQP by hand``: the condensed QP's matrices set up once in a ``daqp.Model``; per step only
+  ``f = q0 + q_p p``, ``update(f=f)`` and ``solve()`` (the floor: the QP itself);
+* ``OSQP by hand``: the sparse QP set up once in ``osqp.OSQP``; per step ``update(q, l, u)`` and
+  ``solve()`` (warm-started);
+* ``python-control``: ``control.optimal.solve_ocp`` on the lifted delay-free system (the same
+  cost and bounds; a general nonlinear-programming path), a few steps only;
+* ``do-mpc``: ``do_mpc.controller.MPC`` on the lifted system (CasADi + IPOPT), if installed.
 
-Columns: ``first ms`` is the first parametrized solve (includes cvxpy's one-off DPP compilation),
-``param ms`` the median of the later ones (``wall ms``: the same in wall-clock time),
-``solver ms`` the median time the QP solver itself reports, ``iters`` the median solver
-iterations (OSQP checks termination every 25).
+Columns: median ms per step, ratio to the DAQP solve by hand, and the largest difference of the
+first move from DelayedMPC's (the solutions agree to solver tolerance).  A second table shows
+how ``solver="auto"`` scales with the horizon (DAQP on the condensed QP, then OSQP on the
+sparse one).
 
-Run:  .venv/bin/python benchmarks/bench_mpc.py [--steps 30] [--naive-steps 8]
+Run:  .venv/bin/python benchmarks/bench_mpc.py [--steps 40]
 """
 
 from __future__ import annotations
@@ -25,10 +34,10 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
-# Small dense problems: BLAS threads only add contention (a 2x2 triangular solve took 20 ms on a
-# loaded 2-core box).  Set before numpy is imported; an explicit environment value wins.
+# Small dense problems: BLAS threads only add contention.  Set before numpy is imported.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
@@ -39,27 +48,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from controllers.mpc import DelayedMPC  # noqa: E402
 from dmdidc.model import DelayedPlant  # noqa: E402
 
-HORIZONS = (5, 10, 20, 40)
-SOLVERS = ("CLARABEL", "OSQP")
+HORIZON = 20
 
 
-def seed_plant() -> DelayedPlant:
-    """Seed plant: A_c = [[0, 1.1], [-1.1, 0]], B_c = [[1, -1], [-1, 2]], T = 2, delay 1.5 T."""
-    A_c = np.array([[0.0, 1.1], [-1.1, 0.0]])
-    B_c = np.array([[1.0, -1.0], [-1.0, 2.0]])
-    return DelayedPlant.from_continuous(A_c, B_c, delay=3.0, dt=2.0)
-
-
-def random_plant(seed: int = 0) -> DelayedPlant:
-    """n = 10, m = 2, delays (1.25 T, 2.5 T) so R = 3; mildly unstable continuous dynamics."""
+def random_plant(seed: int = 0, n: int = 10) -> DelayedPlant:
+    """n states, m = 2, delays (1.25 T, 2.5 T) so R = 3; mildly unstable continuous dynamics."""
     rng = np.random.default_rng(seed)
-    A_c = rng.standard_normal((10, 10)) / np.sqrt(10)
-    A_c -= (np.max(np.linalg.eigvals(A_c).real) - 0.05) * np.eye(10)  # slowest mode unstable
-    B_c = rng.standard_normal((10, 2))
+    A_c = rng.standard_normal((n, n)) / np.sqrt(n)
+    A_c -= (np.max(np.linalg.eigvals(A_c).real) - 0.05) * np.eye(n)  # slowest mode unstable
+    B_c = rng.standard_normal((n, 2))
     dt = 0.2
-    plant = DelayedPlant.from_continuous(A_c, B_c, delay=[1.25 * dt, 2.5 * dt], dt=dt)
-    assert plant.max_delay == 3
-    return plant
+    return DelayedPlant.from_continuous(A_c, B_c, delay=[1.25 * dt, 2.5 * dt], dt=dt)
 
 
 def true_step(plant: DelayedPlant, x: np.ndarray, u: np.ndarray, past: np.ndarray) -> np.ndarray:
@@ -70,64 +69,204 @@ def true_step(plant: DelayedPlant, x: np.ndarray, u: np.ndarray, past: np.ndarra
     return x_next
 
 
-def run(plant: DelayedPlant, solver: str, horizon: int, steps: int, naive_steps: int,
-        x0: np.ndarray) -> dict[str, float]:
-    kwargs = dict(horizon=horizon, u_min=-1.0, u_max=1.0, solver=solver)
-    mpc = DelayedMPC(plant, **kwargs)
-    P = mpc.terminal_weight
-    x, past = x0.copy(), np.zeros((plant.n_inputs, plant.max_delay))
-    param_times, param_wall, naive_times, iterations, solver_times = [], [], [], [], []
-    for k in range(steps):
-        start, wall = time.thread_time(), time.perf_counter()
-        result = mpc.solve(x, past)
-        param_times.append(time.thread_time() - start)
-        param_wall.append(time.perf_counter() - wall)
-        if result.iterations is not None:
-            iterations.append(result.iterations)
-        if result.solver_time is not None:
-            solver_times.append(result.solver_time)
-        if k < naive_steps:
-            start = time.thread_time()
-            fresh = DelayedMPC(plant, P=P, warm_start=False, **kwargs).solve(x, past)
-            naive_times.append(time.thread_time() - start)
-            assert np.allclose(fresh.first_input, result.first_input, atol=1e-5)
-        u = result.first_input
+def parameter(x: np.ndarray, past: np.ndarray) -> np.ndarray:
+    return np.concatenate([x, past.T.ravel()])
+
+
+def daqp_by_hand(mpc: DelayedMPC) -> Callable:
+    """The condensed QP's matrices in a DAQP workspace; a step updates f and solves."""
+    import daqp
+
+    qp = mpc._qp
+    model = daqp.Model()
+    lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
+    model.setup(np.ascontiguousarray(qp.hessian), qp.q0.copy(), np.zeros((0, qp.n_variables)),
+                upper, lower, np.zeros(len(lower), dtype=np.intc))
+    m = mpc.plant.n_inputs
+
+    def step(x: np.ndarray, past: np.ndarray) -> np.ndarray:
+        model.update(f=qp.q0 + qp.q_p @ parameter(x, past))
+        v, _, flag, _ = model.solve()
+        assert flag == 1
+        return np.asarray(v[:m])
+    return step
+
+
+def osqp_by_hand(mpc: DelayedMPC) -> Callable:
+    """The sparse QP in OSQP (tolerance 1e-8, polished, warm-started); a step updates q, l, u."""
+    import osqp
+    import scipy.sparse as sp
+
+    from controllers.mpc_qp import build_qp
+    qp = build_qp(mpc.plant, dead_steps=mpc.dead_steps, horizon=mpc.horizon, Q=mpc.Q, R=mpc.R,
+                  terminal_weight=mpc.terminal_weight, u_bounds=(mpc.u_min, mpc.u_max),
+                  x_bounds=(None, None), soft=False, state_penalty=1.0, sparse=True)
+    solver = osqp.OSQP()
+    lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
+    solver.setup(P=sp.triu(qp.hessian, format="csc"), q=qp.q0, A=qp.A, l=lower, u=upper,
+                 eps_abs=1e-8, eps_rel=1e-8, polishing=True, verbose=False, max_iter=20000)
+    m = mpc.plant.n_inputs
+
+    def step(x: np.ndarray, past: np.ndarray) -> np.ndarray:
+        p = parameter(x, past)
+        low, high = qp.bounds(p)
+        solver.update(q=qp.cost_vector(p), l=low, u=high)
+        result = solver.solve()
+        return np.asarray(result.x[:m])
+    return step
+
+
+def lifted_problem(mpc: DelayedMPC, x: np.ndarray, past: np.ndarray) -> np.ndarray:
+    """The lifted state z = [x_{k+w}, u_{k-1}, ..., u_{k-R+w}] of the delay-free pair (F, G)."""
+    plant, w = mpc.plant, mpc.dead_steps
+    R, m = plant.max_delay, plant.n_inputs
+    fixed = plant.simulate(x, np.zeros((m, w)), past)[:, -1]
+    return np.concatenate([fixed, *[past[:, R - i] for i in range(1, R - w + 1)]])
+
+
+def python_control(mpc: DelayedMPC) -> Callable:
+    """control.optimal.solve_ocp on the lifted delay-free system (same cost and bounds)."""
+    import control
+    import control.optimal as opt
+
+    F, G = mpc._F, mpc._G
+    n = mpc.plant.n_states
+    size, m = G.shape
+    Q_lift = np.zeros((size, size))
+    Q_lift[:n, :n] = mpc.Q
+    system = control.ss(F, G, np.eye(size), np.zeros((size, m)), mpc.plant.dt)
+    timepts = np.arange(mpc.horizon + 1) * mpc.plant.dt
+    cost = opt.quadratic_cost(system, Q_lift, mpc.R)
+    terminal = opt.quadratic_cost(system, mpc.terminal_weight, None)
+    bounds = [opt.input_range_constraint(system, mpc.u_min, mpc.u_max)]
+
+    def step(x: np.ndarray, past: np.ndarray) -> np.ndarray:
+        result = opt.solve_ocp(system, timepts, lifted_problem(mpc, x, past), cost, bounds,
+                               terminal_cost=terminal, print_summary=False)
+        return np.asarray(result.inputs[:, 0])
+    return step
+
+
+def do_mpc_controller(mpc: DelayedMPC) -> Callable:
+    """do_mpc.controller.MPC on the lifted delay-free system (CasADi + IPOPT)."""
+    import do_mpc
+
+    F, G = mpc._F, mpc._G
+    n = mpc.plant.n_states
+    size, m = G.shape
+    Q_lift = np.zeros((size, size))
+    Q_lift[:n, :n] = mpc.Q
+    model = do_mpc.model.Model("discrete")
+    z = model.set_variable("_x", "z", shape=(size, 1))
+    u = model.set_variable("_u", "u", shape=(m, 1))
+    model.set_rhs("z", F @ z + G @ u)
+    model.setup()
+    controller = do_mpc.controller.MPC(model)
+    controller.set_param(n_horizon=mpc.horizon, t_step=mpc.plant.dt, store_full_solution=False,
+                         nlpsol_opts={"ipopt.print_level": 0, "ipopt.sb": "yes",
+                                      "print_time": 0})
+    controller.set_objective(lterm=z.T @ Q_lift @ z + u.T @ mpc.R @ u,
+                             mterm=z.T @ mpc.terminal_weight @ z)
+    controller.bounds["lower", "_u", "u"] = mpc.u_min
+    controller.bounds["upper", "_u", "u"] = mpc.u_max
+    controller.setup()
+    controller.set_initial_guess()
+
+    def step(x: np.ndarray, past: np.ndarray) -> np.ndarray:
+        return np.asarray(controller.make_step(lifted_problem(mpc, x, past)[:, None])).ravel()
+    return step
+
+
+def compare(steps: int, slow_steps: int) -> None:
+    plant = random_plant()
+    kwargs = dict(horizon=HORIZON, u_min=-1.0, u_max=1.0)
+    # the closed loop of DelayedMPC, recorded; every contender then replays it in a pass of
+    # its own (its warm start follows the same states; no contender runs on caches that
+    # another one has just filled with its own data)
+    reference = DelayedMPC(plant, **kwargs)
+    x = 3.0 * np.random.default_rng(1).standard_normal(plant.n_states)
+    past = np.zeros((plant.n_inputs, plant.max_delay))
+    trajectory, moves = [], []
+    for _ in range(steps):
+        u = reference.solve(x, past).first_input
+        trajectory.append((x, past))
+        moves.append(u)
         x = true_step(plant, x, u, past)
         past = np.concatenate([past[:, 1:], u[:, None]], axis=1)
-    # the first parametrized solve includes the one-off DPP compilation: report it separately
-    return {"first": param_times[0] * 1e3,
-            "param": statistics.median(param_times[1:]) * 1e3,
-            "wall": statistics.median(param_wall[1:]) * 1e3,
-            "naive": statistics.median(naive_times) * 1e3,
-            "solver": statistics.median(solver_times) * 1e3 if solver_times else float("nan"),
-            "iters": statistics.median(iterations) if iterations else float("nan"),
-            "final_norm": float(np.linalg.norm(x))}
+    saturated = sum(bool(np.any(np.abs(u) > 1 - 1e-6)) for u in moves)
+    contenders: dict[str, tuple[Callable, int]] = {}
+    for name in ("auto", "OSQP", "CLARABEL", "CVXPY"):
+        mpc = DelayedMPC(plant, solver=name, **kwargs)
+        contenders[f"DelayedMPC {name}"] = (lambda x, p, o=mpc: o.solve(x, p).first_input,
+                                            steps)
+    contenders["DAQP by hand"] = (daqp_by_hand(reference), steps)
+    contenders["OSQP by hand"] = (osqp_by_hand(reference), steps)
+    contenders["python-control solve_ocp"] = (python_control(reference), slow_steps)
+    try:
+        contenders["do-mpc"] = (do_mpc_controller(reference), steps)
+    except ImportError:
+        print("(do-mpc not installed: skipped)")
+    median, errors, counts = {}, {}, {}
+    for name, (step, count) in contenders.items():
+        times, error = [], 0.0
+        for (x, past), u in zip(trajectory[:count], moves[:count], strict=True):
+            start = time.thread_time()
+            got = step(x, past)
+            times.append(time.thread_time() - start)
+            error = max(error, float(np.max(np.abs(got - u))))
+        # the first step pays one-off set-up (cvxpy compiles, DAQP factors)
+        median[name] = statistics.median(times[1:] if len(times) > 2 else times) * 1e3
+        errors[name], counts[name] = error, len(times)
+    floor = median["DAQP by hand"]
+    print(f"n=10 m=2 delays (1.25 T, 2.5 T) R=3, N={HORIZON}, |u|<=1, {steps} closed-loop steps "
+          f"({saturated} with a saturated first move); |x_end| = {np.linalg.norm(x):.1e}")
+    header = (f"{'step':<27} {'median ms':>10} {'/ DAQP by hand':>15} {'max |du_0|':>11} "
+              f"{'steps':>6}")
+    print(header)
+    print("-" * len(header))
+    for name, value in median.items():
+        print(f"{name:<27} {value:>10.3f} {value / floor:>15.1f} {errors[name]:>11.1e} "
+              f"{counts[name]:>6}")
+
+
+def scaling(steps: int) -> None:
+    print(f"\nsolver='auto' against the horizon (n=10, m=2, |u|<=1, |x|<=20; median of {steps} "
+          f"steps)")
+    header = (f"{'N':>5} {'auto picks':>10} {'build ms':>9} {'auto ms':>8} {'DAQP ms':>8} "
+              f"{'OSQP ms':>8}")
+    print(header)
+    print("-" * len(header))
+    plant = random_plant()
+    x0 = 3.0 * np.random.default_rng(1).standard_normal(plant.n_states)
+    for N in (10, 20, 50, 100, 200, 400):
+        row = {}
+        for name in ("auto", "DAQP", "OSQP"):
+            start = time.perf_counter()
+            mpc = DelayedMPC(plant, horizon=N, u_min=-1.0, u_max=1.0, x_min=-20.0, x_max=20.0,
+                             solver=name)
+            build = time.perf_counter() - start
+            x, past, spent = x0.copy(), np.zeros((2, plant.max_delay)), []
+            for _ in range(steps):
+                start = time.thread_time()
+                u = mpc.solve(x, past).first_input
+                spent.append(time.thread_time() - start)
+                x = true_step(plant, x, u, past)
+                past = np.concatenate([past[:, 1:], u[:, None]], axis=1)
+            row[name] = (mpc.solver, build * 1e3, statistics.median(spent[1:]) * 1e3)
+        print(f"{N:>5} {row['auto'][0]:>10} {row['auto'][1]:>9.1f} {row['auto'][2]:>8.3f} "
+              f"{row['DAQP'][2]:>8.3f} {row['OSQP'][2]:>8.3f}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30, help="closed-loop steps per case")
-    parser.add_argument("--naive-steps", type=int, default=8,
-                        help="steps on which the rebuild-every-step variant is also timed")
+    parser.add_argument("--steps", type=int, default=40, help="closed-loop steps")
+    parser.add_argument("--slow-steps", type=int, default=4,
+                        help="steps for python-control (a general NLP solve: ~seconds each)")
     args = parser.parse_args(argv)
-    plants = {"seed n=2 m=2 R=2": (seed_plant(), np.array([3.0, -2.0])),
-              "random n=10 m=2 R=3": (random_plant(), np.random.default_rng(1).standard_normal(10))}
-    header = (f"{'plant':<21} {'solver':<9} {'N':>3} {'first ms':>9} {'param ms':>9} "
-              f"{'wall ms':>8} {'solver ms':>9} {'naive ms':>9} {'naive/param':>11} "
-              f"{'iters':>6} {'|x_end|':>9}")
-    print(header)
-    print("-" * len(header))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an inaccurate solve should not hide in a benchmark
-        for name, (plant, x0) in plants.items():
-            for solver in SOLVERS:
-                for horizon in HORIZONS:
-                    row = run(plant, solver, horizon, args.steps, args.naive_steps, x0)
-                    print(f"{name:<21} {solver:<9} {horizon:>3} {row['first']:>9.2f} "
-                          f"{row['param']:>9.2f} {row['wall']:>8.2f} {row['solver']:>9.2f} "
-                          f"{row['naive']:>9.2f} "
-                          f"{row['naive'] / row['param']:>11.1f} {row['iters']:>6.0f} "
-                          f"{row['final_norm']:>9.1e}")
+        warnings.simplefilter("ignore")   # do-mpc and python-control talk on import
+        compare(args.steps, args.slow_steps)
+        scaling(max(5, args.steps // 4))
 
 
 if __name__ == "__main__":

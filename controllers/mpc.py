@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -49,10 +51,11 @@ INPUT_BOUND_TOLERANCE = 1e-6
 #: Largest QP a controller builds (decision variables of the sparse QP, or entries of the dense
 #: condensed matrices for DAQP): a horizon beyond it is refused rather than exhausting memory.
 MAX_QP_VARIABLES = 200_000
-MAX_DENSE_ENTRIES = 4_000_000
-#: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries
-#: (about 0.1 ms per step at n = 10, m = 2, N = 20), else OSQP on the sparse QP.
-AUTO_DENSE_ENTRIES = 250_000
+MAX_DENSE_ENTRIES = 10_000_000
+#: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries,
+#: else OSQP on the sparse QP.  At n = 10, m = 2 with state bounds DAQP was 10x faster than
+#: OSQP up to N = 200 (1.1e6 entries; benchmarks/bench_mpc.py).
+AUTO_DENSE_ENTRIES = 2_000_000
 
 _SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
@@ -69,10 +72,11 @@ class MPCResult:
         Optimal input sequence ``u_k .. u_{k+N-1}``; ``inputs[:, 0]`` is the move to apply.
     states : ndarray, shape (n, w + N + 1)
         Predicted states ``x_k .. x_{k+w+N}``; the first ``w + 1`` columns are fixed by ``x_k``
-        and the committed inputs.
+        and the committed inputs.  Computed on first access (a controller step needs only the
+        first move).
     cost : float
         Optimal value of the objective (see :class:`DelayedMPC`), including any soft-constraint
-        penalty.
+        penalty; computed on first access.
     status : str
         ``"optimal"`` or ``"optimal_inaccurate"`` (other statuses raise).
     solve_time : float
@@ -89,14 +93,29 @@ class MPCResult:
     """
 
     inputs: np.ndarray
-    states: np.ndarray
-    cost: float
     status: str
     solve_time: float
     solver_time: float | None
     iterations: int | None
     solver: str
     dead_steps: int
+    #: () -> (states, cost): the prediction of this solution, evaluated once, on demand
+    _prediction: Callable[[], tuple[np.ndarray, float]] = field(repr=False, compare=False)
+
+    @cached_property
+    def _predicted(self) -> tuple[np.ndarray, float]:
+        states, cost = self._prediction()
+        return read_only(states, copy=False), float(cost)
+
+    @property
+    def states(self) -> np.ndarray:
+        """Predicted states ``x_k .. x_{k+w+N}``, shape (n, w + N + 1), read-only."""
+        return self._predicted[0]
+
+    @property
+    def cost(self) -> float:
+        """Optimal value of the objective."""
+        return self._predicted[1]
 
     @property
     def first_input(self) -> np.ndarray:
@@ -302,7 +321,8 @@ class DelayedMPC:
         self._F, self._G = reduced.lifted_matrices()
         self.terminal_weight = read_only(self._terminal_weight(P, n))
         self._cvxpy: Any = None
-        self._u_allowed: list[tuple[str, np.ndarray, float, np.ndarray]] | None = None
+        self._u_allowed: list[np.ndarray] | None = None
+        self._zero_history = read_only(self._check_history(None))
         if self.solver == "CVXPY":
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
 
@@ -440,52 +460,81 @@ class DelayedMPC:
             past), unbounded, solver failure, inaccurate with ``inaccurate="raise"``, or an
             input bound violated by more than ``INPUT_BOUND_TOLERANCE``.
         """
-        x = check_finite_array("x", x, ndim=1)
-        if x.shape != (self._n,):
-            raise DimensionError(f"x has shape {x.shape}; expected ({self._n},)")
-        history = self._check_history(u_history)
+        x = np.asarray(x, dtype=float) if isinstance(x, np.ndarray) else x
+        history = self._zero_history if u_history is None else u_history
+        if (not isinstance(history, np.ndarray) or history.shape != self._zero_history.shape
+                or not isinstance(x, np.ndarray) or x.shape != (self._n,)):
+            x, history = self._check_x(x), self._check_history(u_history)
+        p = np.concatenate((x, history.T.ravel()))   # [x_k, u_{k-R}, ..., u_{k-1}]
+        if not np.isfinite(p).all():                 # one check; the messages name which
+            x, history = self._check_x(x), self._check_history(u_history)
         op = self.operating_point
         if op is not None:              # the problem is posed in deviations
             x, history = x - op.state, history - op.input[:, None]
-        p = np.concatenate([x, history.T.ravel()])     # [x_k, u_{k-R}, ..., u_{k-1}]
+            p = np.concatenate((x, history.T.ravel()))
+        return self._solve(p, x, history)
+
+    def _solve(self, p: np.ndarray, x: np.ndarray, history: np.ndarray) -> MPCResult:
+        """Solve at ``p = [x_k, committed inputs]`` (deviations, checked)."""
         start = time.perf_counter()
         outcome = self._solver.solve(p)
         elapsed = time.perf_counter() - start
         status = outcome.status
+        if status != "optimal":
+            self._check_status(status, x, history)
+        op = self.operating_point
+        if outcome.v is not None:
+            v = outcome.v
+            moves = v[:self._qp.n_inputs]                     # u_k .. u_{k+N-1}, time-major
+            self._check_input_bounds(moves)                   # (and that they are finite)
+            inputs = moves.reshape(self.horizon, self._m).T
+            qp, n = self._qp, self._n
+
+            def prediction() -> tuple[np.ndarray, float]:
+                states = qp.states(v, p, n)
+                return (states if op is None else states + op.state[:, None]), qp.cost(v, p)
+        else:
+            inputs, states, cost = outcome.inputs, outcome.states, outcome.cost
+            if inputs is None or states is None or not np.isfinite(states).all():
+                raise SolverError(f"{self.solver} reported {status!r} but returned no finite "
+                                  f"solution")
+            self._check_input_bounds(inputs.T.ravel())
+            shifted = states if op is None else states + op.state[:, None]
+
+            def prediction() -> tuple[np.ndarray, float]:
+                return shifted, cost
+        if op is not None:
+            inputs = inputs + op.input[:, None]
+        # a fresh array of this solve: flagged read-only without a copy
+        return MPCResult(inputs=read_only(inputs, copy=False), status=status,
+                         solve_time=elapsed, solver_time=outcome.solver_time,
+                         iterations=outcome.iterations, solver=self.solver,
+                         dead_steps=self.dead_steps, _prediction=prediction)
+
+    def _check_status(self, status: str, x: np.ndarray, history: np.ndarray) -> None:
+        """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
         if status == "infeasible":
             raise SolverError(self._infeasible_message(x, history))
         if status == "user_limit":
             raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
                               f"'user_limit') before solving the MPC problem; raise its "
                               f"iteration limit (or the time limit) in solver_options")
-        if status not in ("optimal", "optimal_inaccurate"):
+        if status != "optimal_inaccurate":
             raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
-        if status == "optimal_inaccurate":
-            if self.inaccurate == "raise":
-                raise SolverError(f"{self.solver} returned 'optimal_inaccurate' for the MPC "
-                                  f"problem (inaccurate='raise')")
-            if self.inaccurate == "warn":
-                warnings.warn(f"{self.solver} returned 'optimal_inaccurate'; using the "
-                              f"solution", RuntimeWarning, stacklevel=2)
-        if outcome.v is not None:
-            v = outcome.v
-            inputs = v[:self._qp.n_inputs].reshape(self.horizon, self._m).T
-            states, cost = self._qp.states(v, p, self._n), self._qp.cost(v, p)
-        else:
-            inputs, states, cost = outcome.inputs, outcome.states, outcome.cost
-        if inputs is None or states is None or not (np.all(np.isfinite(inputs))
-                                                    and np.all(np.isfinite(states))):
-            raise SolverError(f"{self.solver} reported {status!r} but returned no finite "
-                              f"solution")
-        self._check_input_bounds(inputs)
-        if op is not None:
-            inputs, states = inputs + op.input[:, None], states + op.state[:, None]
-        return MPCResult(inputs=read_only(inputs), states=read_only(states),
-                         cost=float(cost), status=status, solve_time=elapsed,
-                         solver_time=outcome.solver_time, iterations=outcome.iterations,
-                         solver=self.solver, dead_steps=self.dead_steps)
+        if self.inaccurate == "raise":
+            raise SolverError(f"{self.solver} returned 'optimal_inaccurate' for the MPC "
+                              f"problem (inaccurate='raise')")
+        if self.inaccurate == "warn":
+            warnings.warn(f"{self.solver} returned 'optimal_inaccurate'; using the "
+                          f"solution", RuntimeWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ helpers
+    def _check_x(self, x: Any) -> np.ndarray:
+        x = check_finite_array("x", x, ndim=1)
+        if x.shape != (self._n,):
+            raise DimensionError(f"x has shape {x.shape}; expected ({self._n},)")
+        return x
+
     def _check_history(self, u_history: Any) -> np.ndarray:
         m, R_max = self.plant.n_inputs, self.plant.max_delay
         if u_history is None:           # at rest: zero, or the operating point's input
@@ -497,16 +546,25 @@ class DelayedMPC:
                                  f"(inputs u_(k-R) .. u_(k-1) as columns, oldest first)")
         return history
 
-    def _check_input_bounds(self, inputs: np.ndarray) -> None:
-        if self._u_allowed is None:     # limits with the tolerance, computed once
-            self._u_allowed = [(name, bound, sign, sign * bound[:, None] + INPUT_BOUND_TOLERANCE
-                                * np.maximum(1.0, np.abs(bound))[:, None])
-                               for name, bound, sign in (("u_min", self._u_lo, -1.0),
-                                                         ("u_max", self._u_hi, 1.0))
-                               if bound is not None]
-        for name, bound, sign, allowed in self._u_allowed:
-            if (sign * inputs > allowed).any():
-                worst = float(np.max(sign * (inputs - bound[:, None])))
+    def _check_input_bounds(self, moves: np.ndarray) -> None:
+        """Refuse moves (time-major, shape (m N,)) that are not finite or lie beyond a bound by
+        more than the tolerance (one comparison each side; NaN fails both)."""
+        if self._u_allowed is None:     # the limits with the tolerance, computed once
+            self._u_allowed = [
+                np.tile(np.full(self._m, sign * np.inf) if bound is None else
+                        bound + sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(bound)),
+                        self.horizon)
+                for bound, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        low, high = self._u_allowed
+        if (moves >= low).all() and (moves <= high).all():
+            return
+        if not np.isfinite(moves).all():
+            raise SolverError(f"{self.solver} reported an optimal status but returned no finite "
+                              f"solution")
+        for name, bound, sign in (("u_min", self._u_lo, -1.0), ("u_max", self._u_hi, 1.0)):
+            limit = low if sign < 0 else high
+            if bound is not None and np.any(sign * (moves - limit) > 0):
+                worst = float(np.max(sign * (moves - np.tile(bound, self.horizon))))
                 raise SolverError(f"{self.solver} returned inputs that violate {name} by "
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")

@@ -102,8 +102,8 @@ class MPCQuadraticProgram:
 
     def cost(self, v: np.ndarray, p: np.ndarray) -> float:
         """The MPC objective at ``v`` (with the constant part)."""
-        return float(0.5 * v @ (self.hessian @ v) + self.cost_vector(p) @ v
-                     + p @ self.constant_p @ p)
+        return float(v @ (0.5 * (self.hessian @ v) + self.cost_vector(p))
+                     + p @ (self.constant_p @ p))
 
     def states(self, v: np.ndarray, p: np.ndarray, n: int) -> np.ndarray:
         """Predicted states, shape (n, w + N + 1)."""

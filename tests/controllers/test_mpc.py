@@ -355,7 +355,7 @@ def _fake_status(monkeypatch, mpc: DelayedMPC, status: str, scale: float = 1.0) 
 
     def solve(p):
         outcome = original(p)
-        return dataclasses.replace(outcome, status=status, v=outcome.v * scale)
+        return outcome._replace(status=status, v=outcome.v * scale)
 
     monkeypatch.setattr(solver, "solve", solve)
 
@@ -379,6 +379,14 @@ def test_optimal_inaccurate_policies(plant, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert accept.solve(x).status == "optimal_inaccurate"
+
+
+def test_a_solution_that_is_not_finite_is_refused(plant, monkeypatch):
+    mpc = DelayedMPC(plant, horizon=4, u_min=-1, u_max=1)
+    _fake_status(monkeypatch, mpc, "optimal", scale=np.nan)
+    with pytest.raises(SolverError, match="no finite solution"):
+        mpc(np.array([1.0, -1.0]))
+    assert mpc.last_result is None
 
 
 def test_inputs_outside_bounds_are_reported_not_clipped(plant, monkeypatch):
@@ -551,7 +559,7 @@ def test_direct_solvers_follow_the_closed_loop_of_the_cvxpy_path():
 
 def test_auto_picks_daqp_for_small_and_osqp_for_large_problems(plant):
     assert DelayedMPC(plant, horizon=20, u_min=-1, u_max=1).solver == "DAQP"
-    big = DelayedMPC(plant, horizon=400, u_min=-1, u_max=1, x_min=-50, x_max=50)
+    big = DelayedMPC(plant, horizon=600, u_min=-1, u_max=1, x_min=-50, x_max=50)
     assert big.solver == "OSQP"
     assert np.all(np.abs(big.solve(np.array([3.0, -2.0])).inputs) <= 1 + 1e-6)
 
