@@ -573,3 +573,28 @@ def test_horizon_whose_qp_is_too_large_is_refused(plant):
     dense = int(np.sqrt(MAX_DENSE_ENTRIES)) // 2 + 1
     with pytest.raises(ParameterError, match="condensed QP.*solver='OSQP'"):
         DelayedMPC(plant, horizon=dense, solver="DAQP")
+
+
+def test_cvxpy_path_takes_cvxpys_solver_in_its_options(plant):
+    x = np.array([2.0, -1.0])
+    clarabel = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, solver="CVXPY").solve(x)
+    osqp = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, solver="CVXPY",
+                      solver_options={"solver": "osqp"}).solve(x)
+    np.testing.assert_allclose(osqp.inputs, clarabel.inputs, atol=1e-5)
+    with pytest.raises(ParameterError, match=r"solver_options\['solver'\].*'ECOS'"):
+        DelayedMPC(plant, horizon=8, solver="CVXPY", solver_options={"solver": "ECOS"})
+
+
+def test_operating_point_is_handled_by_every_solver():
+    """A model with an operating point: bounds and states in physical units, same answer."""
+    base = seed_plant(1.5)
+    plant = DelayedPlant(base.A_d, base.B_blocks, base.dt,
+                         operating_point=(np.array([1.0, -0.5]), np.array([0.2, 0.1])))
+    x = np.array([2.5, -1.5])
+    kwargs = dict(horizon=8, u_min=-0.8, u_max=1.2, x_min=-6.0, x_max=6.0)
+    results = {name: DelayedMPC(plant, solver=name, **kwargs).solve(x)
+               for name in ("DAQP", "OSQP", "CVXPY")}
+    for result in results.values():
+        np.testing.assert_allclose(result.states[:, 0], x)
+        np.testing.assert_allclose(result.inputs, results["CVXPY"].inputs, atol=1e-5)
+        assert np.all(result.inputs <= 1.2 + 1e-6) and np.all(result.inputs >= -0.8 - 1e-6)
