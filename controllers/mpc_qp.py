@@ -269,15 +269,18 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     stack = _Blocks.vstack if sparse else np.vstack
     blocks.append((terminal_weight, stack([c for c, _ in terminal]),
                    np.vstack([c for _, c in terminal])))
-    hessian, q_p, constant_p = zero_v(n_v), np.zeros((n_v, n_p)), np.zeros((n_p, n_p))
-    for weight, c_v, c_p in blocks:
-        if sparse:      # appended in place: a sum of N block lists would copy N^2 blocks
+    weighted_p = np.vstack([weight @ c_p for weight, _, c_p in blocks])
+    all_p = np.vstack([c_p for _, _, c_p in blocks])
+    constant_p = all_p.T @ weighted_p
+    if sparse:
+        hessian, q_p = zero_v(n_v), np.zeros((n_v, n_p))
+        for weight, c_v, c_p in blocks:  # in place: a sum of N block lists copies N^2 blocks
             hessian.blocks += c_v.gram(2.0 * weight).blocks
-            q_p = q_p + c_v.cross(2.0 * weight, c_p)
-        else:
-            hessian = hessian + 2.0 * (c_v.T @ weight @ c_v)
-            q_p = q_p + 2.0 * (c_v.T @ weight @ c_p)
-        constant_p = constant_p + c_p.T @ weight @ c_p
+            q_p += c_v.cross(2.0 * weight, c_p)
+    else:               # one product over all blocks (a sum of N products was 5x slower)
+        weighted_v = np.vstack([weight @ c_v for weight, c_v, _ in blocks])
+        all_v = np.vstack([c_v for _, c_v, _ in blocks])
+        hessian, q_p = 2.0 * (all_v.T @ weighted_v), 2.0 * (weighted_v.T @ all_p)
     q0 = np.zeros(n_v)
     q0[m * N:m * N + n_slack] = state_penalty
 
