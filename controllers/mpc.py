@@ -188,10 +188,11 @@ class DelayedMPC:
         Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
         solution).
     inaccurate : {"warn", "raise", "accept"}, default "warn"
-        What to do on cvxpy status ``optimal_inaccurate`` (the solver stopped at reduced
-        accuracy): return the solution with a ``RuntimeWarning``, raise :class:`SolverError`,
-        or return it silently.  The result's ``status`` always records it, and the input
-        bounds are checked in every case.  Every other non-optimal status (infeasible,
+        What to do on status ``optimal_inaccurate`` (the solver stopped at reduced accuracy:
+        OSQP ``solved inaccurate``, Clarabel ``AlmostSolved``, cvxpy's status): return the
+        solution with a ``RuntimeWarning``, raise :class:`SolverError`, or return it silently.
+        The result's ``status`` always records it, and the input bounds are checked in every
+        case.  Every other non-optimal status (infeasible,
         unbounded, ``user_limit``, solver error) raises :class:`SolverError`.
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
@@ -505,8 +506,8 @@ class DelayedMPC:
                 return shifted, cost
         if op is not None:
             inputs = inputs + op.input[:, None]
-        # a fresh array of this solve: flagged read-only without a copy
-        return MPCResult(inputs=read_only(inputs, copy=False), status=status,
+        inputs.flags.writeable = False   # a fresh float array of this solve: no copy needed
+        return MPCResult(inputs=inputs, status=status,
                          solve_time=elapsed, solver_time=outcome.solver_time,
                          iterations=outcome.iterations, solver=self.solver,
                          dead_steps=self.dead_steps, _prediction=prediction)
