@@ -1,7 +1,7 @@
 """Delay-aware controllers: gain design, predictive and fractional-delay feedback, MPC.
 
-The names below are imported on first use (PEP 562): ``import controllers`` does not load
-cvxpy until an MPC is asked for.
+The names below are imported on first use (PEP 562): ``import controllers`` loads no numerics;
+an MPC loads its QP solver when it is built, and cvxpy only with ``solver="CVXPY"``.
 """
 
 from __future__ import annotations

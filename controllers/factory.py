@@ -61,7 +61,7 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
         if K is not None:
             raise ParameterError("the MPC controller takes no gain K (its terminal weight comes "
                                  "from the Riccati equation); pass Q, R, P instead")
-        from controllers.mpc import DelayedMPC  # cvxpy (~1.5 s to import): only for an MPC
+        from controllers.mpc import DelayedMPC  # the QP machinery (scipy.sparse): only for an MPC
 
         return DelayedMPC(model, **options)
     unknown = sorted(set(options) - _OPTIONS[name])
