@@ -20,6 +20,7 @@ problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy for
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -467,7 +468,7 @@ class DelayedMPC:
                 or not isinstance(x, np.ndarray) or x.shape != (self._n,)):
             x, history = self._check_x(x), self._check_history(u_history)
         p = np.concatenate((x, history.T.ravel()))   # [x_k, u_{k-R}, ..., u_{k-1}]
-        if not np.isfinite(p).all():                 # one check; the messages name which
+        if not math.isfinite(p @ p):    # one cheap check (overflow only sends to the exact one)
             x, history = self._check_x(x), self._check_history(u_history)
         op = self.operating_point
         if op is not None:              # the problem is posed in deviations

@@ -102,10 +102,11 @@ class DAQPSolver:
         self._affine = np.vstack([qp.q_p, qp.lower_p[self._varying], qp.upper_p[self._varying]])
         self._offset = np.concatenate([qp.q0, qp.lower0[self._varying],
                                        qp.upper0[self._varying]])
+        self._offset_zero = not self._offset.any()     # no slack, no state bounds
 
     def solve(self, p: np.ndarray) -> QPOutcome:
         """Solve at parameter ``p`` (``[x_k, committed inputs]``)."""
-        data = self._offset + self._affine @ p
+        data = self._affine @ p if self._offset_zero else self._offset + self._affine @ p
         if self._varying.size:
             n_v, n_rows = len(self._qp.q0), len(self._varying)
             self._lower[self._varying] = data[n_v:n_v + n_rows]
