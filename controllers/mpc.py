@@ -20,7 +20,6 @@ problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy for
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -468,7 +467,7 @@ class DelayedMPC:
                 or not isinstance(x, np.ndarray) or x.shape != (self._n,)):
             x, history = self._check_x(x), self._check_history(u_history)
         p = np.concatenate((x, history.T.ravel()))   # [x_k, u_{k-R}, ..., u_{k-1}]
-        if not math.isfinite(p @ p):    # one cheap check (overflow only sends to the exact one)
+        if not np.isfinite(p).all():                 # one check; the messages name which
             x, history = self._check_x(x), self._check_history(u_history)
         op = self.operating_point
         if op is not None:              # the problem is posed in deviations
@@ -573,6 +572,11 @@ class DelayedMPC:
 
     def _infeasible_message(self, x: np.ndarray, history: np.ndarray) -> str:
         w, N = self.dead_steps, self.horizon
+        if self.x_min is None and self.x_max is None:   # input bounds alone are feasible
+            return (f"{self.solver} reported the MPC problem infeasible although it has only "
+                    f"input bounds (always feasible): numerical trouble at x_k={_fmt(x)}, "
+                    f"committed inputs {_fmt(history)}; check the scaling of the model and of "
+                    f"the state")
         message = (f"MPC problem is infeasible ({self.solver}): the hard state bounds "
                    f"x_min={_fmt(self.x_min)}, x_max={_fmt(self.x_max)} on "
                    f"x_(k+{w + 1}) .. x_(k+{w + N}) cannot be met with inputs in "

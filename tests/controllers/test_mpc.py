@@ -598,3 +598,16 @@ def test_operating_point_is_handled_by_every_solver():
         np.testing.assert_allclose(result.states[:, 0], x)
         np.testing.assert_allclose(result.inputs, results["CVXPY"].inputs, atol=1e-5)
         assert np.all(result.inputs <= 1.2 + 1e-6) and np.all(result.inputs >= -0.8 - 1e-6)
+
+
+def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
+    # finite, if absurd: no NonFiniteError (and no overflow warning from the checks)
+    mpc = DelayedMPC(plant, horizon=3, u_min=-1, u_max=1)
+    try:
+        u = mpc(np.array([1e160, 0.0]))
+    except SolverError as exc:      # the solver may fail at this scale, but says so
+        assert "only input bounds" in str(exc) and "numerical trouble" in str(exc)
+    else:
+        assert np.all(np.isfinite(u)) and np.all(np.abs(u) <= 1 + INPUT_BOUND_TOLERANCE)
+    with pytest.raises(NonFiniteError, match="u_history"):
+        mpc.solve(np.zeros(2), np.array([[np.inf, 0.0], [0.0, 0.0]]))
