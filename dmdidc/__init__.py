@@ -45,6 +45,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.info": ["ModelInfo"],
     "dmdidc.missing": ["MissingReport"],
     "dmdidc.model": ["FORMAT_VERSION", "DelayedPlant", "OperatingPoint", "as_plant"],
+    "dmdidc.output.estimator": ["OutputDMDidc"],
     "dmdidc.private.release": ["PrivacyRelease"],
     "dmdidc.private.sensitivity": ["StatisticsSensitivity"],
     "dmdidc.regression.solution": ["RegressionSolution"],

@@ -1,0 +1,271 @@
+"""Input matrix and per-channel delays given ``A`` and ``C``: structured output-error regression.
+
+With the dynamics fixed, the outputs are linear in the input blocks, the initial states and the
+feedthrough:
+
+    y_k = C A^(k - R) x_R + sum_j sum_{t = R}^{k - 1} C A^(k - 1 - t) B^(j) u_{t - j} + D u_k
+
+(rows from ``k = R`` on, so every input a row needs was recorded).  Unlike state data, outputs
+do not determine the blocks ``B^(j)`` themselves: an input "in flight" can be counted in the
+state along any direction ``E`` with ``C E = 0`` (``B^(0) + E``, ``B^(1) - A E`` give the same
+outputs).  What they determine is the continuous plant: a channel with delay
+``r = (w + p) T`` acts only through ``B^(w) = Gamma_0(p) b`` and ``B^(w+1) = Gamma_1(p) b``
+(eq. 9.65), so for a given ``r`` the outputs are linear in ``b`` and the delay is the minimizer
+of the profile residual (a separable least-squares problem, Golub & Pereyra 1973).
+
+The unstructured second moments of all lag responses are accumulated once
+(:func:`lag_moments`: FFT convolutions with the impulse response ``C A^t``); every candidate
+delay then costs a congruence of that Gram matrix, never another pass over the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import linalg, optimize, signal
+
+__all__ = ["LagMoments", "StructuredFit", "impulse_response", "lag_moments", "pair_of",
+           "structured_fit", "profile_delays"]
+
+#: Grid points per sampling period of the first delay search.
+_GRID_PER_PERIOD = 8
+
+
+@dataclass(frozen=True)
+class LagMoments:
+    """Second moments of the unstructured lag regression (one pass over the data).
+
+    Coefficient order: ``B^(j)[:, i]`` for lag j, then channel i (``(R + 1) m n``), then the
+    initial state of each experiment, then ``D`` row-major when ``feedthrough``.
+    """
+
+    normal: np.ndarray        # (P, P): Phi^T Phi
+    moment: np.ndarray        # (P,)
+    energy: float             # sum of squared targets
+    rows: int
+    n_states: int
+    n_inputs: int
+    max_delay: int
+    n_experiments: int
+    n_outputs: int
+    feedthrough: bool
+
+
+@dataclass(frozen=True)
+class StructuredFit:
+    """The structured regression at given delays.
+
+    Attributes
+    ----------
+    delays : ndarray, shape (m,)
+        Seconds.
+    B_c : ndarray, shape (n, m)
+    D : ndarray, shape (ny, m)
+    initial_states : ndarray, shape (E, n)
+    rss : float
+    dof : int
+    covariance : ndarray
+        Covariance (white output noise) of ``[vec(B_c) by channel, x_R's, D]``.
+    """
+
+    delays: np.ndarray
+    B_c: np.ndarray
+    D: np.ndarray
+    initial_states: np.ndarray
+    rss: float
+    dof: int
+    covariance: np.ndarray
+
+
+def impulse_response(A: np.ndarray, C: np.ndarray, length: int) -> np.ndarray:
+    """``C A^t`` for ``t < length``, shape (length, ny, n), by doubling (log2(length) products)."""
+    ny, n = C.shape
+    h = np.zeros((length, ny, n))
+    h[0] = C
+    power, filled = A.copy(), 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        while filled < length:
+            take = min(filled, length - filled)
+            h[filled:filled + take] = h[:take] @ power
+            filled += take
+            power = power @ power
+    return h
+
+
+def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int,
+                feedthrough: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lag responses (T, ny, (R+1) m n), initial-state responses (T, ny, n), feedthrough rows."""
+    ny, n = C.shape
+    m, K = U.shape
+    T = K - R
+    h = impulse_response(A, C, T)                                            # (T, ny, n)
+    lagged = np.stack([U[:, R - j:K - j] for j in range(R + 1)])             # (R+1, m, T)
+    # response[k] = sum_{t < k} h[k - 1 - t] v_t: convolve, then delay by one sample.
+    conv = signal.fftconvolve(h[None, None], lagged[:, :, :, None, None], axes=2)[:, :, :T - 1]
+    blocks = np.zeros((T, ny, R + 1, m, n))
+    blocks[1:] = conv.transpose(2, 3, 0, 1, 4)
+    direct = (np.einsum("ab,tk->tabk", np.eye(ny), U[:, R:].T).reshape(T, ny, ny * m)
+              if feedthrough else np.zeros((T, ny, 0)))
+    return blocks.reshape(T, ny, -1), h, direct
+
+
+def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
+                C: np.ndarray, max_delay: int, *, feedthrough: bool = False) -> LagMoments:
+    """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``."""
+    ny, n = C.shape
+    m, R, E = experiments[0][1].shape[0], max_delay, len(experiments)
+    n_block = (R + 1) * m * n
+    width = n_block + E * n + (ny * m if feedthrough else 0)
+    normal = np.zeros((width, width))
+    moment = np.zeros(width)
+    energy, rows = 0.0, 0
+    for e, (Y, U) in enumerate(experiments):
+        lags, initial, direct = _regressors(Y, U, A, C, R, feedthrough)
+        full = np.zeros((lags.shape[0], ny, width))
+        full[:, :, :n_block] = lags
+        full[:, :, n_block + e * n:n_block + (e + 1) * n] = initial
+        full[:, :, n_block + E * n:] = direct
+        target = Y[:, R:].T
+        flat = full.reshape(-1, width)
+        normal += flat.T @ flat
+        moment += np.einsum("tap,ta->p", full, target)
+        energy += float(np.sum(target ** 2))
+        rows += target.size
+    return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
+                      n_inputs=m, max_delay=R, n_experiments=E, n_outputs=ny,
+                      feedthrough=feedthrough)
+
+
+def _hold(A_c: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(e^{A s}, int_0^s e^{A t} dt)`` from one exponential of the augmented matrix."""
+    n = A_c.shape[0]
+    augmented = np.zeros((2 * n, 2 * n))
+    augmented[:n, :n], augmented[:n, n:] = A_c * s, np.eye(n) * s
+    E = linalg.expm(augmented)
+    return E[:n, :n], E[:n, n:]
+
+
+def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, np.ndarray]:
+    """Whole steps ``w`` and the blocks ``Gamma_0(p)``, ``Gamma_1(p)`` of ``r = (w + p) T``."""
+    steps = delay / dt
+    w = int(np.floor(steps + 1e-12))
+    p = min(max(steps - w, 0.0), 1.0)
+    phi, gamma_0 = _hold(A_c, (1.0 - p) * dt)
+    _, gamma_p = _hold(A_c, p * dt)
+    return w, gamma_0, phi @ gamma_p
+
+
+def _structure(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
+               free: np.ndarray, pairs=None) -> np.ndarray:
+    """Map (P, Q) from structured parameters to the unstructured lag coefficients.
+
+    Channels in ``free`` keep every lag block unstructured (used while another channel's delay
+    is searched); the others act through ``Gamma_0(p)``, ``Gamma_1(p)`` at their delay.
+    """
+    n, m, R = moments.n_states, moments.n_inputs, moments.max_delay
+    P = moments.moment.size
+    n_block = (R + 1) * m * n
+    widths = [(R + 1) * n if free[i] else n for i in range(m)]
+    Q = sum(widths) + P - n_block
+    S = np.zeros((P, Q))
+    col = 0
+    for i in range(m):
+        if free[i]:
+            for j in range(R + 1):
+                rows = slice((j * m + i) * n, (j * m + i + 1) * n)
+                S[rows, col + j * n:col + (j + 1) * n] = np.eye(n)
+        else:
+            w, gamma_0, gamma_1 = (pairs or pair_of)(A_c, dt, float(delays[i]))
+            for j, gamma in ((w, gamma_0), (w + 1, gamma_1)):
+                if j <= R:
+                    S[(j * m + i) * n:(j * m + i + 1) * n, col:col + n] = gamma
+        col += widths[i]
+    S[n_block:, col:] = np.eye(P - n_block)
+    return S
+
+
+def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
+    normal = S.T @ moments.normal @ S
+    rhs = S.T @ moments.moment
+    theta = np.linalg.lstsq(normal, rhs, rcond=None)[0]
+    return theta, max(moments.energy - float(rhs @ theta), 0.0)
+
+
+def profile_rss(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
+                free: np.ndarray | None = None, pairs=None) -> float:
+    """Residual sum of squares with ``b`` (and initial states, ``D``) re-fitted at ``delays``."""
+    free = np.zeros(moments.n_inputs, dtype=bool) if free is None else free
+    return _solve(moments, _structure(moments, A_c, dt, delays, free, pairs))[1]
+
+
+def _cached_pairs(A_c: np.ndarray, dt: float):
+    """:func:`pair_of` remembered per delay (the grid is searched for every channel)."""
+    @lru_cache(maxsize=4096)
+    def pair(delay: float):
+        return pair_of(A_c, dt, delay)
+    return lambda _A, _dt, delay: pair(delay)
+
+
+def _search(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray, channel: int,
+            free: np.ndarray, pairs) -> float:
+    """The delay of one channel minimizing the profile residual (grid, then bounded refine)."""
+    top = moments.max_delay * dt
+    grid = np.linspace(0.0, top, moments.max_delay * _GRID_PER_PERIOD + 1)
+    trial = delays.copy()
+
+    def rss(r: float) -> float:
+        trial[channel] = r
+        return profile_rss(moments, A_c, dt, trial, free, pairs)
+
+    values = np.array([rss(r) for r in grid])
+    best = int(np.argmin(values))
+    step = grid[1] - grid[0]
+    low, high = max(grid[best] - step, 0.0), min(grid[best] + step, top)
+    refined = optimize.minimize_scalar(rss, bounds=(low, high), method="bounded",
+                                       options={"xatol": 1e-6 * dt})
+    return float(refined.x) if refined.fun <= values[best] else float(grid[best])
+
+
+def profile_delays(moments: LagMoments, A_c: np.ndarray, dt: float, *,
+                   sweeps: int = 1) -> np.ndarray:
+    """Per-channel delays (seconds) minimizing the profile residual.
+
+    Each channel is first searched with the others unstructured (so the search does not depend
+    on their unknown delays), then all channels are refined in turn with the others structured.
+    """
+    m = moments.n_inputs
+    pairs = _cached_pairs(A_c, dt)
+    delays = np.zeros(m)
+    for i in range(m):
+        free = np.ones(m, dtype=bool)
+        free[i] = False
+        delays[i] = _search(moments, A_c, dt, delays, i, free, pairs)
+    if m > 1:
+        structured = np.zeros(m, dtype=bool)
+        for _ in range(sweeps):
+            previous = delays.copy()
+            for i in range(m):
+                delays[i] = _search(moments, A_c, dt, delays, i, structured, pairs)
+            if np.max(np.abs(delays - previous)) < 1e-6 * dt:
+                break
+    return delays
+
+
+def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray
+                   ) -> StructuredFit:
+    """``B_c``, initial states and ``D`` at the given delays, with their covariance."""
+    n, m, E = moments.n_states, moments.n_inputs, moments.n_experiments
+    ny = moments.n_outputs
+    S = _structure(moments, A_c, dt, delays, np.zeros(m, dtype=bool))
+    theta, rss = _solve(moments, S)
+    Q = S.shape[1]
+    dof = max(moments.rows - Q, 1)
+    # White noise of equal variance in every (scaled) output: sigma^2 (S^T Phi^T Phi S)^-1.
+    covariance = rss / dof * np.linalg.pinv(S.T @ moments.normal @ S)
+    return StructuredFit(delays=delays.copy(), B_c=theta[:m * n].reshape(m, n).T,
+                         D=theta[m * n + E * n:].reshape(ny, m) if moments.feedthrough
+                         else np.zeros((ny, m)),
+                         initial_states=theta[m * n:m * n + E * n].reshape(E, n), rss=rss,
+                         dof=dof, covariance=covariance)

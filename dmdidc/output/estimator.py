@@ -1,0 +1,397 @@
+"""``OutputDMDidc``: a delayed plant and its per-channel fractional delays from measured outputs."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from scipy import linalg, stats
+
+from _toolbox.validation import check_finite_array, check_integer, check_positive
+from dmdidc.errors import (
+    DiagnosticWarning,
+    DimensionError,
+    InsufficientExcitationError,
+    LogarithmError,
+    NotFittedError,
+    ParameterError,
+)
+from dmdidc.inference.recovery import continuous_state_matrix
+from dmdidc.output.blocks import (
+    StructuredFit,
+    lag_moments,
+    profile_delays,
+    structured_fit,
+)
+from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
+from dmdidc.output.subspace import SubspaceBasis, subspace_basis
+
+__all__ = ["OutputDMDidc"]
+
+#: Orders above the noise-edge count the residual test may still add (weak modes the canonical
+#: correlations cannot separate from noise but the input-output residuals reveal).
+_EXTRA_ORDERS = 2
+#: A residual sum of squares below this fraction of the output energy is an exact fit.
+_EXACT = 1e-20
+
+
+def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Validated ``(Y (l, K), U (m, K))`` pairs from arrays or lists of experiments."""
+    if isinstance(Y, (list, tuple)) != isinstance(U, (list, tuple)):
+        raise DimensionError("Y and U must both be arrays or both be lists of experiments")
+    if not isinstance(Y, (list, tuple)):
+        Y, U = [Y], [U]
+    if len(Y) != len(U) or not Y:
+        raise DimensionError(f"got {len(Y)} output and {len(U)} input experiments; expected the "
+                             f"same positive number")
+    result = []
+    for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
+        tag = f"[{i}]" if len(Y) > 1 else ""
+        Yi = check_finite_array(f"Y{tag}", Yi, ndim=2)
+        Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
+        if Ui.shape[0] == 0:
+            raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
+                                 "for output-only data use DMDidc (plain DMD) on the outputs")
+        if Yi.shape[1] == Ui.shape[1] + 1:      # the state convention: one output more
+            Yi = Yi[:, :-1]
+        if Yi.shape[1] != Ui.shape[1]:
+            raise DimensionError(f"Y{tag} has {Yi.shape[1]} samples and U{tag} {Ui.shape[1]}; "
+                                 f"expected the same number (samples on the last axis)")
+        if Yi.shape[0] > Yi.shape[1] or Ui.shape[0] > Ui.shape[1]:
+            raise DimensionError(f"Y{tag} {Yi.shape} or U{tag} {Ui.shape} has more signals than "
+                                 f"samples: pass signals as rows (transpose the data)")
+        if result and (Yi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
+            raise DimensionError(f"experiment {i} has {Yi.shape[0]} outputs and {Ui.shape[0]} "
+                                 f"inputs; the first has {result[0][0].shape[0]} and "
+                                 f"{result[0][1].shape[0]}")
+        result.append((Yi, Ui))
+    return result
+
+
+def _with_real_logarithm(A_d: np.ndarray) -> np.ndarray:
+    """``A_d`` with eigenvalues on the closed negative real axis reflected to the positive one.
+
+    Only a starting point: a noisy subspace estimate of a slow or nearly repeated mode can
+    land on the negative axis, where no real logarithm exists; the output-error refinement then
+    moves the mode to where the data put it (and its standard error says how well).
+    """
+    values, vectors = np.linalg.eig(A_d)
+    bad = (np.abs(values.imag) <= 1e-12 * np.maximum(np.abs(values), 1.0)) & (values.real <= 0)
+    if not bad.any() or np.linalg.cond(vectors) > 1e8:
+        return A_d
+    values = np.where(bad, np.maximum(np.abs(values.real), 1e-3), values)
+    return np.real(vectors @ np.diag(values) @ np.linalg.inv(vectors))
+
+
+class OutputDMDidc:
+    """Plant ``(A_c, B_c, C, D)`` and per-channel fractional input delays from outputs.
+
+    For ``y_k = C x_k (+ D u_k)`` with fewer (or more) measured signals than states: a canonical
+    variate subspace step gives the dynamics ``(A, C)`` with the inputs in flight projected out
+    (so the delay adds no states, :mod:`dmdidc.output.subspace`), then each channel's input
+    vector ``b`` and delay ``r = (w + p) T`` follow from the structured output-error regression
+    of eq. (9.65), ``B^(w) = Gamma_0(p) b``, ``B^(w+1) = Gamma_1(p) b``
+    (:mod:`dmdidc.output.blocks`).  Use :class:`~dmdidc.DMDidc` when every state is measured.
+
+    Parameters
+    ----------
+    max_delay : int
+        ``R``: delays up to ``R T`` are searched.
+    order : int, optional
+        Plant order; by default the number of canonical correlations above the noise edge,
+        raised (by at most two) until the output-error residuals no longer depend on the
+        inputs (``order_rule_`` says which and why).
+    horizon : int, optional
+        Future and past window ``f``; default ``max(10, ceil(2 (max_order + 1) / l))``.
+    max_order : int, default 10
+    feedthrough : bool, default False
+        Estimate ``D`` (outputs that react to the input within the same sample).
+    detrend : {False, "constant"}, default False
+        Remove each experiment's mean from outputs and inputs (data in absolute units).
+    significance : float, default 1e-3
+        Level of the test "channel ``i`` acts" (a channel without effect gets a warning).
+
+    Attributes
+    ----------
+    A_c, B_c, C, D : ndarray
+        The plant in the basis of the canonical variates (``A_c`` and ``C`` fix it; only
+        basis-free quantities such as eigenvalues, the transfer function and delays are unique).
+    A_d : ndarray
+    delay, delay_steps, delay_fraction : ndarray, shape (m,)
+        Delays in seconds, whole periods ``w`` and fractions ``p``.
+    order_ : int
+    order_rule_ : str
+    singular_values_ : ndarray
+        The canonical correlations (plot them with :meth:`plot_singular_values`).
+    eigenvalues_ : ndarray
+        Eigenvalues of ``A_c``.
+    noise_std_ : ndarray, shape (l,)
+        Output residual standard deviations.
+    initial_states_ : ndarray, shape (E, n)
+        State at sample ``max_delay`` of each experiment.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+    ...                                      delay=1.3, dt=0.5)
+    >>> U = random_excitation(1, 2000, rng=0)
+    >>> Y = [[1.0, 0.0]] @ plant.simulate([0.0, 0.0], U)[:, :-1]    # the first state only
+    >>> est = OutputDMDidc(max_delay=4).fit(Y, U, dt=0.5)
+    >>> est.order_, np.round(est.delay, 6).tolist()
+    (2, [1.3])
+    """
+
+    def __init__(self, max_delay: int, order: int | None = None, *, horizon: int | None = None,
+                 max_order: int = 10, feedthrough: bool = False, detrend: str | bool = False,
+                 significance: float = 1e-3) -> None:
+        self.max_delay = max_delay
+        self.order = order
+        self.horizon = horizon
+        self.max_order = max_order
+        self.feedthrough = feedthrough
+        self.detrend = detrend
+        self.significance = significance
+
+    # -- parameters -----------------------------------------------------------------------
+    def _checked(self, n_outputs: int) -> tuple[int, int | None, int, int]:
+        R = check_integer("max_delay", self.max_delay, minimum=0)
+        max_order = check_integer("max_order", self.max_order, minimum=1)
+        order = None if self.order is None else check_integer("order", self.order, minimum=1)
+        horizon = (max(10, int(np.ceil(2 * (max(max_order, order or 0) + 1) / n_outputs)))
+                   if self.horizon is None else check_integer("horizon", self.horizon,
+                                                              minimum=2))
+        if self.detrend not in (False, "constant"):
+            raise ParameterError(f"detrend={self.detrend!r}; accepted: False or 'constant'")
+        if not isinstance(self.feedthrough, bool):
+            raise ParameterError(f"feedthrough={self.feedthrough!r}; accepted: True or False")
+        if not 0.0 < float(self.significance) < 1.0:
+            raise ParameterError(f"significance={self.significance!r}; accepted: (0, 1)")
+        return R, order, horizon, max_order
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, Y: Any, U: Any, *, dt: float) -> OutputDMDidc:
+        """Identify the plant from outputs ``Y`` (l, K) and inputs ``U`` (m, K).
+
+        Parameters
+        ----------
+        Y, U : array_like or list of array_like
+            Samples on the last axis; several experiments as lists.  ``Y`` may carry one
+            sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).
+        dt : float
+            Sampling period ``T`` in seconds.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InsufficientExcitationError
+            Too few samples, or no dynamics found.
+        LogarithmError
+            The discrete dynamics have no real logarithm (no continuous plant).
+        """
+        dt = check_positive("dt", dt)
+        experiments = _experiments(Y, U)
+        R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
+        if self.detrend == "constant":
+            experiments = [(Yi - Yi.mean(axis=1, keepdims=True),
+                            Ui - Ui.mean(axis=1, keepdims=True)) for Yi, Ui in experiments]
+        # Outputs in comparable units, so that the regression weighs them alike.
+        scale = np.sqrt(np.mean(np.hstack([Yi for Yi, _ in experiments]) ** 2, axis=1))
+        scale = np.where(scale > 0, scale, 1.0)
+        scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
+        basis = subspace_basis(scaled, R, horizon=horizon)
+        self.dt, self.scale_ = dt, scale
+        n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
+        self._finish(n, start, refined, basis, R)
+        return self
+
+    def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int
+                   ) -> tuple[StructuredFit, Refined, float, str]:
+        """Subspace dynamics of order ``n``, delays by profile, joint refinement, residual test."""
+        A_d, C = basis.dynamics(n)
+        A_d = _with_real_logarithm(A_d)
+        A_c = continuous_state_matrix(A_d, dt)
+        moments = lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough)
+        start = structured_fit(moments, A_c, dt, profile_delays(moments, A_c, dt))
+        refined = refine(experiments, dt, R, A_c=A_c, C=C, B_c=start.B_c, delays=start.delays,
+                         initial_states=start.initial_states,
+                         D=start.D if self.feedthrough else None)
+        if refined.rss <= _EXACT * moments.energy:
+            return start, refined, 1.0, "the model reproduces the outputs to rounding"
+        p_value, sentence = residual_input_test(experiments, refined, dt, R,
+                                                lags=max(2 * R + 2, 10))
+        return start, refined, p_value, sentence
+
+    def _fit_orders(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
+                    order: int | None, max_order: int) -> tuple[StructuredFit, Refined]:
+        """The order: fixed, or the smallest from the noise-edge count whose residuals no
+        longer depend on the inputs (``order_rule_`` says which and why)."""
+        limit = min(max_order, basis.max_order)
+        if order is not None:
+            if order > basis.max_order:
+                raise InsufficientExcitationError(
+                    f"order={order} exceeds what horizon={basis.horizon} with "
+                    f"{basis.n_outputs} outputs can reveal ({basis.max_order}); raise horizon")
+            start, refined, p_value, sentence = self._fit_order(basis, experiments, R, dt, order)
+            self.order_rule_ = f"order {order}: fixed by the user"
+            self._residual_check(p_value, sentence, order)
+            return order, start, refined
+        detected = min(basis.detected_order(), limit)
+        edge = (f"{detected} canonical correlation(s) above the noise edge "
+                f"{np.sqrt(basis.noise_edge):.3g}")
+        tried, last_error = {}, None
+        for n in range(max(detected, 1), min(detected + _EXTRA_ORDERS, limit) + 1):
+            try:
+                tried[n] = self._fit_order(basis, experiments, R, dt, n)
+            except LogarithmError as exc:      # an order with no continuous plant: next one
+                last_error = exc
+                continue
+            if tried[n][2] > self.significance:
+                self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
+                                    f"depend on the inputs ({tried[n][3]})")
+                return n, tried[n][0], tried[n][1]
+        if not tried:
+            raise LogarithmError(
+                f"no order from {max(detected, 1)} gives dynamics with a real logarithm "
+                f"({last_error}); the sampling period may alias the plant's modes: sample "
+                f"faster or fix order")
+        n = max(tried, key=lambda k: tried[k][2])
+        self.order_rule_ = (f"order {n}: {edge}; no order up to {max(tried)} leaves residuals "
+                            f"independent of the inputs, order {n} comes closest")
+        self._residual_check(tried[n][2], tried[n][3], n)
+        return n, tried[n][0], tried[n][1]
+
+    def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
+        if p_value <= self.significance:
+            warnings.warn(
+                f"residual check failed at order {order}: {sentence} <= {self.significance:g}. "
+                f"The model misses how the inputs act: a higher order (order=, max_order=), a "
+                f"delay beyond max_delay, or feedback from the outputs to the inputs (closed "
+                f"loop biases output-error fits)", DiagnosticWarning, stacklevel=4)
+
+    def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
+                R: int) -> None:
+        dt = self.dt
+        self.order_ = n
+        self.singular_values_ = basis.singular_values
+        self.noise_edge_ = float(np.sqrt(basis.noise_edge))
+        self.horizon_ = basis.horizon
+        self.refined_ = refined
+        self.A_c, self.B_c, self.delay = refined.A_c, refined.B_c, refined.delays
+        self.A_d = linalg.expm(self.A_c * dt)
+        self.C = refined.C * self.scale_[:, None]
+        self.D = refined.D * self.scale_[:, None]
+        self.delay_steps = np.floor(self.delay / dt + 1e-12).astype(int)
+        self.delay_fraction = self.delay / dt - self.delay_steps
+        self.initial_states_ = refined.initial_states
+        values, gradients = eigenvalue_gradients(self.A_c)
+        cov = refined.covariance[refined.layout["A_c"], refined.layout["A_c"]]
+        self.eigenvalues_ = values
+        self.eigenvalue_se_ = np.sqrt(np.einsum("ia,ab,ib->i", gradients.real, cov,
+                                                gradients.real)
+                                      + np.einsum("ia,ab,ib->i", gradients.imag, cov,
+                                                  gradients.imag))
+        delays = refined.layout["delays"]
+        self.delay_se_ = np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0, None))
+        self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
+        self._warn_checks(start, R)
+
+    def _warn_checks(self, fit: StructuredFit, R: int) -> None:
+        """Right or loud: a channel without effect, a delay at the bound, an order at the cap.
+
+        The channel test uses the structured fit at the subspace dynamics (``b``'s covariance
+        there is basis-consistent); the bound check the refined delays.
+        """
+        m, n = fit.B_c.shape[1], fit.B_c.shape[0]
+        sigma2 = fit.rss / fit.dof
+        for i in range(m):
+            cov = fit.covariance[i * n:(i + 1) * n, i * n:(i + 1) * n]
+            b = fit.B_c[:, i]
+            statistic = float(b @ np.linalg.lstsq(cov, b, rcond=None)[0]) if sigma2 > 0 else np.inf
+            critical = float(stats.chi2.isf(self.significance / m, n))
+            if statistic <= critical:
+                warnings.warn(
+                    f"channel {i}: no significant effect on the outputs (chi^2 = "
+                    f"{statistic:.3g} <= {critical:.3g} at level {self.significance:g}); its "
+                    f"delay {self.delay[i]:.4g} s is meaningless: excite it more or drop it",
+                    DiagnosticWarning, stacklevel=3)
+            if self.delay[i] >= (R - 0.05) * self.dt and R > 0:
+                warnings.warn(
+                    f"channel {i}: delay {self.delay[i]:.4g} s is at the bound max_delay * dt "
+                    f"= {R * self.dt:g} s: the true delay may be longer; raise max_delay",
+                    DiagnosticWarning, stacklevel=3)
+        if self.order_ >= min(self.max_order, (self.horizon_ - 1) * len(self.scale_)):
+            warnings.warn(
+                f"order {self.order_} is the largest allowed: more dynamics may be present; "
+                f"raise max_order or horizon", DiagnosticWarning, stacklevel=3)
+
+    # -- results --------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "order_"):
+            raise NotFittedError("this OutputDMDidc is not fitted yet: call fit(Y, U, dt=...)")
+
+    def delay_ci(self, level: float = 0.95) -> np.ndarray:
+        """Confidence interval of each channel's delay, shape (m, 2), seconds.
+
+        Wald intervals ``delay +- z se`` from the joint output-error covariance (the errors of
+        the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
+        """
+        self._check_fitted()
+        level = float(level)
+        if not 0.0 < level < 1.0:
+            raise ParameterError(f"level={level!r}; accepted: (0, 1)")
+        z = stats.norm.isf((1.0 - level) / 2.0)
+        low = np.clip(self.delay - z * self.delay_se_, 0.0, self.max_delay * self.dt)
+        high = np.clip(self.delay + z * self.delay_se_, 0.0, self.max_delay * self.dt)
+        return np.stack([low, high], axis=1)
+
+    def eigenvalue_ci(self, level: float = 0.95) -> np.ndarray:
+        """Confidence intervals (n, 2) of the eigenvalues' real and imaginary parts as complex
+        bounds ``low``, ``high`` (``lambda -+ z se`` along both axes)."""
+        self._check_fitted()
+        z = stats.norm.isf((1.0 - float(level)) / 2.0)
+        spread = z * self.eigenvalue_se_ * (1 + 1j) / np.sqrt(2)
+        return np.stack([self.eigenvalues_ - spread, self.eigenvalues_ + spread], axis=1)
+
+    def predict(self, U: Any, x0: Any = None) -> np.ndarray:
+        """Outputs (l, K) of the identified plant for inputs ``U`` (m, K), from ``x0``."""
+        self._check_fitted()
+        U = check_finite_array("U", U, ndim=2)
+        if U.shape[0] != self.B_c.shape[1]:
+            raise DimensionError(f"U has {U.shape[0]} rows; the model has {self.B_c.shape[1]} "
+                                 f"inputs")
+        plant = self.plant()
+        x0 = np.zeros(self.order_) if x0 is None else check_finite_array("x0", x0, ndim=1)
+        X = plant.simulate(x0, U)[:, :-1]
+        return self.C @ X + self.D @ U
+
+    def plant(self):
+        """The state part as a :class:`~dmdidc.DelayedPlant` (its states are this basis')."""
+        from dmdidc.model import DelayedPlant
+        self._check_fitted()
+        return DelayedPlant.from_continuous(self.A_c, self.B_c, self.delay, self.dt,
+                                            max_delay=max(self.max_delay, 1))
+
+    def plot_singular_values(self, ax=None):
+        """Canonical correlations with the noise edge and the chosen order; returns the Figure."""
+        from _toolbox.plotting import new_figure
+        self._check_fitted()
+        if ax is None:
+            fig = new_figure((5, 3.2))
+            ax = fig.add_subplot()
+        else:
+            fig = ax.figure
+        k = np.arange(1, self.singular_values_.size + 1)
+        ax.semilogy(k, np.maximum(self.singular_values_, 1e-16), "o-", label="canonical corr.")
+        ax.axhline(self.noise_edge_, color="grey", ls="--", label="noise edge")
+        ax.axvline(self.order_ + 0.5, color="C3", ls=":", label=f"order {self.order_}")
+        ax.set_xlabel("index")
+        ax.set_ylabel("correlation")
+        ax.legend(frameon=False)
+        fig.tight_layout()
+        return fig

@@ -1,0 +1,217 @@
+"""Output-error refinement: every parameter at once, and their covariance.
+
+The subspace step fixes the dynamics before the delays are read, so its errors in ``(A, C)``
+pass into everything else unaccounted for.  Starting from it, the output-error criterion
+
+    sum_k || y_k - yhat_k(A_c, C, B_c, r, x_R, D) ||^2
+
+is minimized over all parameters jointly (Gauss-Newton / trust region,
+:func:`scipy.optimize.least_squares`); for white output noise this is the maximum-likelihood
+(prediction-error) estimate, and ``sigma^2 (J^T J)^+`` its covariance.  The parametrization is
+redundant (any similarity transform gives the same outputs): the pseudo-inverse gives the
+covariance of every quantity that does not depend on the basis (eigenvalues, delays, transfer
+function), which are the ones reported.
+
+The predicted outputs of a candidate are FFT convolutions of the impulse response ``C A^t`` with
+the state input ``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, optimize, signal, special
+
+from dmdidc.output.blocks import impulse_response, pair_of
+
+__all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
+
+
+@dataclass(frozen=True)
+class Refined:
+    """The refined parameters and their covariance (module notes)."""
+
+    A_c: np.ndarray
+    C: np.ndarray
+    B_c: np.ndarray
+    delays: np.ndarray
+    initial_states: np.ndarray
+    D: np.ndarray
+    covariance: np.ndarray
+    rss: float
+    dof: int
+    layout: dict
+    converged: bool
+
+
+def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool) -> dict:
+    sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m, "x0": E * n,
+             "D": ny * m if feedthrough else 0}
+    layout, start = {}, 0
+    for name, size in sizes.items():
+        layout[name] = slice(start, start + size)
+        start += size
+    layout["size"] = start
+    return layout
+
+
+def _unpack(theta: np.ndarray, layout: dict, n: int, ny: int, m: int, E: int):
+    A_c = theta[layout["A_c"]].reshape(n, n)
+    C = theta[layout["C"]].reshape(ny, n)
+    B_c = theta[layout["B_c"]].reshape(n, m)
+    delays = theta[layout["delays"]]
+    x0 = theta[layout["x0"]].reshape(E, n)
+    D = theta[layout["D"]].reshape(ny, m) if layout["D"].stop > layout["D"].start else None
+    return A_c, C, B_c, delays, x0, D
+
+
+#: Residual of a diverged trial (squares of many stay finite).
+_DIVERGED = 1e100
+#: Eigenvector condition number above which the modal simulation is not trusted.
+_MODAL_CONDITION = 1e8
+
+
+def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.ndarray:
+    """State input ``sum_i Gamma_0(p_i) b_i u_{k-w_i} + Gamma_1(p_i) b_i u_{k-w_i-1}``, k >= R."""
+    K = U.shape[1]
+    v = np.zeros((B_c.shape[0], K - R))
+    for i, (w, gamma_0, gamma_1) in enumerate(pairs):
+        for j, gamma in ((w, gamma_0), (w + 1, gamma_1)):
+            if j <= R:
+                v += np.outer(gamma @ B_c[:, i], U[i, R - j:K - j])
+    return v
+
+
+def _simulated(A_d: np.ndarray, C: np.ndarray, v: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """Outputs (T, ny) of ``x_{k+1} = A_d x_k + v_k``, ``y_k = C x_k`` from ``x0``.
+
+    Diagonalized: each mode is a first-order recursion run by :func:`scipy.signal.lfilter`
+    (linear in the data length, in C); an ill-conditioned eigenbasis falls back to FFT
+    convolution with the impulse response.
+    """
+    T = v.shape[1]
+    values, vectors = np.linalg.eig(A_d)
+    if np.linalg.cond(vectors) < _MODAL_CONDITION:
+        modal = np.linalg.solve(vectors, np.column_stack([x0, v]))    # (n, T + 1)
+        z = np.empty((values.size, T), dtype=complex)
+        z[:, 0] = modal[:, 0]
+        for i, lam in enumerate(values):
+            # y_k = z_{k+1} = lam z_k + g_k: lfilter's state before sample 0 is lam z_0.
+            z[i, 1:] = signal.lfilter([1.0], [1.0, -lam], modal[i, 1:T],
+                                      zi=[lam * modal[i, 0]])[0]
+        return ((C @ vectors) @ z).real.T
+    h = impulse_response(A_d, C, T)
+    y = h @ x0
+    y[1:] += signal.fftconvolve(h, v.T[:, None, :], axes=0)[:T - 1].sum(axis=2)
+    return y
+
+
+def _predicted(A_c, C, B_c, delays, x0, D, experiments, dt: float, R: int) -> list:
+    A_d = linalg.expm(A_c * dt)
+    pairs = [pair_of(A_c, dt, float(min(max(r, 0.0), R * dt))) for r in delays]
+    outputs = []
+    for e, (_, U) in enumerate(experiments):
+        y = _simulated(A_d, C, _state_inputs(U, B_c, pairs, R), x0[e])
+        if D is not None:
+            y = y + U[:, R:].T @ D.T
+        outputs.append(y)
+    return outputs
+
+
+def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
+           B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
+           D: np.ndarray | None, max_evaluations: int = 60) -> Refined:
+    """Joint output-error fit from a starting point (module notes)."""
+    n, ny, m, E = A_c.shape[0], C.shape[0], B_c.shape[1], len(experiments)
+    feedthrough = D is not None
+    layout = _layout(n, ny, m, E, feedthrough)
+    targets = np.concatenate([Y[:, R:].T.ravel() for Y, _ in experiments])
+    theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays,
+                             np.asarray(initial_states).ravel()]
+                            + ([D.ravel()] if feedthrough else []))
+    lower = np.full(theta0.size, -np.inf)
+    upper = np.full(theta0.size, np.inf)
+    lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
+    theta0[layout["delays"]] = np.clip(theta0[layout["delays"]], 0.0, R * dt)
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        parts = _unpack(theta, layout, n, ny, m, E)
+        with np.errstate(over="ignore", invalid="ignore"):
+            try:
+                predicted = np.concatenate([y.ravel() for y in
+                                            _predicted(*parts, experiments, dt, R)])
+            except (np.linalg.LinAlgError, ValueError):     # A_d overflowed: a wild trial
+                return np.full(targets.size, _DIVERGED)
+            r = targets - predicted
+        # An unstable trial diverges: a large finite residual steers the search back.
+        return np.clip(np.nan_to_num(r, nan=_DIVERGED, posinf=_DIVERGED, neginf=-_DIVERGED),
+                       -_DIVERGED, _DIVERGED)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = optimize.least_squares(residuals, theta0, bounds=(lower, upper),
+                                        method="trf", x_scale="jac", max_nfev=max_evaluations)
+    theta = result.x
+    J = result.jac
+    rss = float(result.fun @ result.fun)
+    dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
+    covariance = rss / dof * np.linalg.pinv(J.T @ J, rcond=1e-10, hermitian=True)
+    A_c, C, B_c, delays, x0, D = _unpack(theta, layout, n, ny, m, E)
+    return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
+                   D=np.zeros((ny, m)) if D is None else D, covariance=covariance, rss=rss,
+                   dof=dof, layout=layout, converged=bool(result.status > 0))
+
+
+def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of ``A_c`` and their gradients ``d lambda / d vec(A_c)`` (row-major), (n, n^2).
+
+    ``d lambda_i = (v_i^H dA u_i) / (v_i^H u_i)`` with right and left eigenvectors.
+    """
+    values, left, right = linalg.eig(A_c, left=True, right=True)
+    gradients = np.empty((values.size, A_c.size), dtype=complex)
+    for i in range(values.size):
+        u, v = right[:, i], left[:, i]
+        gradients[i] = (np.outer(v.conj(), u) / (v.conj() @ u)).ravel()
+    return values, gradients
+
+
+def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, *,
+                        lags: int) -> tuple[float, str]:
+    """Do the output-error residuals still depend on the inputs?  ``(p_value, sentence)``.
+
+    Each output's residual is regressed on the inputs at lags ``0..lags``; the F statistic of
+    that regression against none, Bonferroni-combined over outputs.  A model with the right
+    order and delays leaves residuals independent of the inputs (open loop); a missing mode or
+    a delay beyond the bound does not.  White residuals are assumed for the reference
+    distribution.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        predicted = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
+                               refined.initial_states,
+                               None if not refined.D.any() else refined.D, experiments, dt, R)
+    rows, targets = [], []
+    for (Y, U), y in zip(experiments, predicted, strict=True):
+        residual = Y[:, R:].T - y                                   # (T, ny)
+        T = residual.shape[0]
+        if T <= lags + 1:
+            continue
+        lagged = np.hstack([U[:, R + lags - j:R + T - j].T for j in range(lags + 1)
+                            if R + lags - j >= 0])
+        rows.append(lagged)
+        targets.append(residual[lags:])
+    if not rows:
+        return 1.0, "too few samples for the residual test"
+    X, E = np.vstack(rows), np.vstack(targets)
+    q = X.shape[1]
+    N = X.shape[0]
+    if N <= 2 * q:
+        return 1.0, "too few samples for the residual test"
+    coef = np.linalg.lstsq(X, E, rcond=None)[0]
+    rss1 = np.sum((E - X @ coef) ** 2, axis=0)
+    rss0 = np.sum(E ** 2, axis=0)
+    F = (rss0 - rss1) / q / (rss1 / (N - q))
+    p_values = special.fdtrc(q, N - q, F)
+    worst = int(np.argmin(p_values))
+    p_value = float(min(1.0, p_values[worst] * E.shape[1]))
+    return p_value, (f"output {worst}: residuals regressed on the inputs at lags 0..{lags}: "
+                     f"F = {F[worst]:.3g} on ({q}, {N - q}) dof, p = {p_value:.2g}")

@@ -1,0 +1,156 @@
+"""The plant's dynamics (A, C) from input-output data with delayed inputs: a CVA subspace step.
+
+The future outputs ``Y_f = [y_k; ...; y_{k+f-1}]`` of a plant whose inputs act with a delay of
+at most ``R`` samples are ``Y_f = Gamma_f x_k + H U_f + noise``, where ``Gamma_f`` is the
+extended observability matrix and ``U_f = [u_{k-R}; ...; u_{k+f-1}]`` holds every input that can
+still reach them (the ``R`` most recent past inputs included: they are "in flight").  The part
+of ``x_k`` those in-flight inputs did not cause is a function of the past window
+``W_p = [y_{k-p}; ...; y_{k-1}; u_{k-p-R}; ...; u_{k-R-1}]``, so the canonical correlations
+between ``Y_f`` and ``W_p``, both with ``U_f`` projected out, have rank ``n`` (canonical variate
+analysis, Larimore 1990).  Because the in-flight inputs are projected out, the delay adds no
+states: the order found is the plant's, and the delay is read afterwards from the input blocks
+(:mod:`dmdidc.output.blocks`).
+
+Everything is computed from the ``R`` factor of one QR decomposition of the stacked data
+``[U_f; W_p; Y_f]`` (the LQ form of subspace identification, Van Overschee & De Moor 1996), so
+the cost is one pass over the data and the memory the stacked rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from dmdidc.errors import InsufficientExcitationError
+
+__all__ = ["SubspaceBasis", "noise_edge", "subspace_basis", "stacked_windows"]
+
+#: Relative floor on the eigenvalues of the output weighting (noise-free data have a singular one).
+_WEIGHT_FLOOR = 1e-12
+
+
+@dataclass(frozen=True, eq=False)
+class SubspaceBasis:
+    """The canonical variates of one subspace step, from which ``(A, C)`` of any order follow.
+
+    Attributes
+    ----------
+    singular_values : ndarray
+        Canonical correlations between future outputs and the past window (descending), both
+        with the inputs in flight and the future inputs projected out.
+    noise_edge : float
+        Largest squared canonical correlation pure noise reaches with these dimensions and
+        this many windows (Wachter's limit plus a fluctuation margin).
+    horizon : int
+        Future and past window length ``f = p``.
+    columns : int
+        Number of data windows used.
+    """
+
+    singular_values: np.ndarray
+    noise_edge: float
+    horizon: int
+    columns: int
+    n_outputs: int
+    _left: np.ndarray
+    _weight_sqrt: np.ndarray
+
+    @property
+    def max_order(self) -> int:
+        """The largest order the horizon can reveal (``f ny - ny``, at most the past dimension)."""
+        return min((self.horizon - 1) * self.n_outputs, self.singular_values.size)
+
+    def detected_order(self) -> int:
+        """Number of canonical correlations above the noise edge."""
+        return int(np.sum(self.singular_values[:self.max_order] ** 2 > self.noise_edge))
+
+    def dynamics(self, order: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(A, C)`` of the given order, in the basis of the canonical variates.
+
+        Only basis-free quantities (eigenvalues, transfer function, delays) are unique.
+        """
+        ny = self.n_outputs
+        gamma = self._weight_sqrt @ self._left[:, :order] * np.sqrt(self.singular_values[:order])
+        A = np.linalg.lstsq(gamma[:-ny], gamma[ny:], rcond=None)[0]
+        return A, gamma[:ny]
+
+
+def stacked_windows(series: np.ndarray, first: int, count: int, length: int) -> np.ndarray:
+    """Rows ``series[:, first + i]`` for ``i < length`` stacked, one column per window start.
+
+    ``series`` is (d, K); the result is (length d, count): column ``c`` is
+    ``[series[:, first + c]; ...; series[:, first + c + length - 1]]``.
+    """
+    d = series.shape[0]
+    view = np.lib.stride_tricks.sliding_window_view(series, length, axis=1)   # (d, K-L+1, L)
+    block = view[:, first:first + count, :]                                   # (d, count, L)
+    return block.transpose(2, 0, 1).reshape(length * d, count)
+
+
+def _windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, ...] | None:
+    """``U_f``, ``W_p`` and ``Y_f`` of one experiment (``None`` if it is too short)."""
+    K = Y.shape[1]
+    start = f + R                                       # first k with k - p - R >= 0 (p = f)
+    count = K - f + 1 - start                           # last k with k + f - 1 <= K - 1
+    if count <= 0:
+        return None
+    U_f = stacked_windows(U, start - R, count, f + R)
+    past = np.vstack([stacked_windows(Y, start - f, count, f),
+                      stacked_windows(U, start - f - R, count, f)])
+    Y_f = stacked_windows(Y, start, count, f)
+    return U_f, past, Y_f
+
+
+def _inverse_sqrt(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values, vectors = np.linalg.eigh(0.5 * (weight + weight.T))
+    values = np.maximum(values, _WEIGHT_FLOOR * max(values.max(), np.finfo(float).tiny))
+    return (vectors / np.sqrt(values)) @ vectors.T, (vectors * np.sqrt(values)) @ vectors.T
+
+
+def noise_edge(columns: int, n_future: int, n_past: int) -> float:
+    """Largest squared canonical correlation between independent noise blocks (module notes).
+
+    Wachter's limit ``(sqrt(c1 (1 - c2)) + sqrt(c2 (1 - c1)))^2`` with ``c1 = a / N``,
+    ``c2 = b / N`` (Wachter 1980), plus ``3 N^(-2/3)`` for the Tracy-Widom fluctuation of the
+    largest one at finite ``N`` (Johnstone 2008).
+    """
+    c1, c2 = min(n_future / columns, 1.0), min(n_past / columns, 1.0)
+    edge = (np.sqrt(c1 * (1 - c2)) + np.sqrt(c2 * (1 - c1))) ** 2
+    return float(min(edge + 3.0 * columns ** (-2.0 / 3.0), 1.0))
+
+
+def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
+                   horizon: int) -> SubspaceBasis:
+    """The canonical variates of output experiments ``(Y (ny, K), U (m, K))``.
+
+    Raises
+    ------
+    InsufficientExcitationError
+        Too few samples for the windows.
+    """
+    R, f = max_delay, horizon
+    blocks = [w for w in (_windows(Y, U, R, f) for Y, U in experiments) if w is not None]
+    if not blocks:
+        need = 2 * f + R
+        raise InsufficientExcitationError(
+            f"each experiment needs more than {need} samples for horizon={f} and "
+            f"max_delay={R}; the longest has {max(Y.shape[1] for Y, _ in experiments)}: record "
+            f"longer or lower horizon")
+    U_f, past, Y_f = (np.hstack(parts) for parts in zip(*blocks, strict=True))
+    columns = U_f.shape[1]
+    a, b, c = U_f.shape[0], past.shape[0], Y_f.shape[0]
+    if columns < 2 * (a + b + c):
+        raise InsufficientExcitationError(
+            f"{columns} data windows for {a + b + c} stacked rows (horizon={f}, max_delay={R}): "
+            f"need at least {2 * (a + b + c)}; record longer, add experiments or lower horizon")
+    # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
+    L = linalg.qr(np.vstack([U_f, past, Y_f]).T, mode="r", check_finite=False)[0].T
+    L32, L33 = L[a + b:, a:a + b], L[a + b:, a + b:]
+    weight_inv_sqrt, weight_sqrt = _inverse_sqrt(L32 @ L32.T + L33 @ L33.T)
+    left, correlations, _ = np.linalg.svd(weight_inv_sqrt @ L32, full_matrices=False)
+    return SubspaceBasis(singular_values=np.clip(correlations, 0.0, 1.0),
+                         noise_edge=noise_edge(columns, c, b), horizon=f, columns=columns,
+                         n_outputs=experiments[0][0].shape[0], _left=left,
+                         _weight_sqrt=weight_sqrt)

@@ -1,0 +1,155 @@
+"""OutputDMDidc: plants and fractional delays from partial measurements, right or loud."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import DMDidc, OutputDMDidc, random_excitation
+from dmdidc.errors import (
+    DiagnosticWarning,
+    DimensionError,
+    InsufficientExcitationError,
+    NotFittedError,
+    ParameterError,
+)
+from simulations.studies.data_kinds import random_plant
+
+T, R = 0.5, 4
+
+
+def _experiment(seed: int, *, n: int = 3, m: int = 2, outputs: int = 2, K: int = 4000,
+                snr_db: float = np.inf, delay_periods=(0.2, 2.8)):
+    """A random plant seen through ``outputs`` random sensors (fewer than its states)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
+                         delay_periods=delay_periods)
+    U = random_excitation(m, K, rng=rng)
+    C = rng.standard_normal((outputs, n))
+    Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
+    if np.isfinite(snr_db):
+        Y = Y + Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * rng.standard_normal(Y.shape)
+    return plant, C, Y, U
+
+
+def _eigenvalue_error(plant, est) -> float:
+    truth = np.sort_complex(np.linalg.eigvals(plant.A_c))
+    found = np.sort_complex(est.eigenvalues_)
+    return float(np.max(np.abs(truth - found) / np.abs(truth)))
+
+
+def _dc_gain_error(plant, C, est) -> float:
+    truth = C @ np.linalg.solve(-plant.A_c, plant.B_c)
+    found = est.C @ np.linalg.solve(-est.A_c, est.B_c)
+    return float(np.max(np.abs(truth - found)) / np.max(np.abs(truth)))
+
+
+@pytest.mark.parametrize("seed,n,m,outputs", [(0, 3, 2, 2), (1, 3, 1, 1), (2, 4, 2, 2),
+                                              (3, 2, 2, 1), (4, 4, 1, 3)])
+def test_exact_data_give_the_plant_and_every_delay(seed, n, m, outputs):
+    plant, C, Y, U = _experiment(seed, n=n, m=m, outputs=outputs, K=1500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiagnosticWarning)
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    assert est.order_ == n
+    assert _eigenvalue_error(plant, est) < 1e-6
+    np.testing.assert_allclose(est.delay, plant.delay, atol=1e-6 * T)
+    assert _dc_gain_error(plant, C, est) < 1e-6
+    np.testing.assert_array_equal(est.delay_steps, np.floor(plant.delay / T + 1e-9))
+    # the identified model reproduces the outputs (the basis is its own, the outputs are not)
+    assert est.predict(U).shape == Y.shape
+
+
+@pytest.mark.slow
+def test_twenty_db_partial_measurements_within_a_few_percent_with_honest_intervals():
+    """Three close fast modes (seed 1) can be one order fewer: the input-output map, delays
+    and DC gain, is still right (a reduced model the data cannot tell apart)."""
+    covered, errors = 0, []
+    for seed in range(4):
+        plant, C, Y, U = _experiment(seed, snr_db=20.0)
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+        if est.order_ == 3:
+            errors.append(_eigenvalue_error(plant, est))
+        assert np.max(np.abs(est.delay - plant.delay)) < 0.1 * T
+        assert _dc_gain_error(plant, C, est) < 0.05
+        ci = est.delay_ci()
+        covered += int(np.all((ci[:, 0] <= plant.delay) & (plant.delay <= ci[:, 1])))
+    assert len(errors) >= 3 and np.median(errors) < 0.05
+    assert covered >= 3                      # 95 % intervals: all but rarely one of four
+
+
+def test_all_states_measured_agree_with_dmdidc():
+    plant, _, _, U = _experiment(5, K=3000)
+    X = plant.simulate(np.zeros(3), U)
+    rng = np.random.default_rng(5)
+    noisy = X + 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    out = OutputDMDidc(max_delay=R).fit(noisy[:, :-1], U, dt=T)
+    full = DMDidc(max_delay=R).fit(noisy, U, dt=T)
+    np.testing.assert_allclose(out.delay, full.delay, atol=0.05 * T)
+    np.testing.assert_allclose(np.sort_complex(out.eigenvalues_),
+                               np.sort_complex(np.linalg.eigvals(full.A_c)), rtol=0.05)
+
+
+def test_an_order_too_low_is_loud():
+    plant, C, Y, U = _experiment(6, snr_db=30.0, K=3000)
+    with pytest.warns(DiagnosticWarning, match="residual check failed"):
+        OutputDMDidc(max_delay=R, order=1).fit(Y, U, dt=T)
+
+
+def test_a_delay_beyond_the_bound_is_loud():
+    plant, C, Y, U = _experiment(7, snr_db=30.0, K=3000, m=1, delay_periods=(3.3, 3.6))
+    with pytest.warns(DiagnosticWarning):
+        OutputDMDidc(max_delay=2).fit(Y, U, dt=T)
+
+
+@pytest.mark.parametrize("seed", [8, 9, 10])
+def test_well_posed_data_raise_no_false_alarm(seed):
+    plant, C, Y, U = _experiment(seed, snr_db=30.0, K=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    assert est.order_ == 3
+
+
+def test_offsets_need_detrend_and_detrend_removes_them():
+    plant, C, Y, U = _experiment(11, snr_db=30.0, K=3000)
+    est = OutputDMDidc(max_delay=R, detrend="constant").fit(Y + 350.0, U + 2.0, dt=T)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * T)
+
+
+def test_several_experiments_are_one_data_set():
+    plant, C, Y, U = _experiment(12, K=1200)
+    est = OutputDMDidc(max_delay=R).fit([Y[:, :600], Y[:, 600:]], [U[:, :600], U[:, 600:]],
+                                        dt=T)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=1e-6 * T)
+    assert est.initial_states_.shape == (2, 3)
+
+
+def test_singular_value_figure_marks_the_order():
+    plant, C, Y, U = _experiment(13, K=1500)
+    fig = OutputDMDidc(max_delay=R).fit(Y, U, dt=T).plot_singular_values()
+    assert fig.axes and any("order 3" in t.get_text() for t in fig.axes[0].get_legend().texts)
+
+
+def test_bad_input_is_refused_with_the_argument_named():
+    _, _, Y, U = _experiment(14, K=800)
+    with pytest.raises(ParameterError, match="no input rows"):
+        OutputDMDidc(max_delay=R).fit(Y, np.zeros((0, Y.shape[1])), dt=T)
+    with pytest.raises(DimensionError, match="samples"):
+        OutputDMDidc(max_delay=R).fit(Y[:, :-5], U, dt=T)
+    with pytest.raises(InsufficientExcitationError, match="data windows|samples"):
+        OutputDMDidc(max_delay=R).fit(Y[:, :30], U[:, :30], dt=T)
+    with pytest.raises(ParameterError, match="max_delay"):
+        OutputDMDidc(max_delay=-1).fit(Y, U, dt=T)
+    with pytest.raises(ParameterError, match="detrend"):
+        OutputDMDidc(max_delay=R, detrend="linear?").fit(Y, U, dt=T)
+    with pytest.raises(ParameterError, match="dt"):
+        OutputDMDidc(max_delay=R).fit(Y, U, dt=0.0)
+    with pytest.raises(NotFittedError):
+        OutputDMDidc(max_delay=R).delay_ci()
+    Y_bad = Y.copy()
+    Y_bad[0, 3] = np.nan
+    with pytest.raises(ValueError, match="Y"):
+        OutputDMDidc(max_delay=R).fit(Y_bad, U, dt=T)
