@@ -360,7 +360,7 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
             f"{z:.2f} standard deviations",
             "the signals may not be the full state (e.g. y = C x with fewer signals than "
             "states, or an unmeasured state): DMDidc needs every state; measure all states, or "
-            "identify an output model" if z > critical else ""))
+            "identify from the outputs with OutputDMDidc" if z > critical else ""))
     checks.append(_outlier_check(analysis, level, robust, *names[4]))
     return checks
 
@@ -569,7 +569,7 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
         meaning = "the signals are not a Markov state"
         remedy = ("the signals may not be the full state (e.g. y = C x with fewer signals "
                   "than states, or an unmeasured state): DMDidc needs every state; measure all "
-                  "states, or identify an output model" if failed else "")
+                  "states, or identify from the outputs with OutputDMDidc" if failed else "")
     finding = (f"moment statistic {statistic:.3g}; largest: residual {residual} with {where} "
                f"({z:.2f} standard deviations)")
     if failed:
