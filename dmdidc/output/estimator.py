@@ -172,16 +172,18 @@ class OutputDMDidc:
         return R, order, horizon, max_order
 
     # -- fitting --------------------------------------------------------------------------
-    def fit(self, Y: Any, U: Any, *, dt: float) -> OutputDMDidc:
+    def fit(self, Y: Any, U: Any = None, *, dt: float | None = None) -> OutputDMDidc:
         """Identify the plant from outputs ``Y`` (l, K) and inputs ``U`` (m, K).
 
         Parameters
         ----------
         Y, U : array_like or list of array_like
             Samples on the last axis; several experiments as lists.  ``Y`` may carry one
-            sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).
+            sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).  An
+            :class:`~dmdidc.IdData` (its signals are the outputs) replaces ``Y``, ``U`` and
+            ``dt``; its operating point is removed first.
         dt : float
-            Sampling period ``T`` in seconds.
+            Sampling period ``T`` in seconds (not with an IdData).
 
         Returns
         -------
@@ -194,6 +196,8 @@ class OutputDMDidc:
         LogarithmError
             The discrete dynamics have no real logarithm (no continuous plant).
         """
+        from dmdidc.data import as_arrays
+        Y, U, dt, _ = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])

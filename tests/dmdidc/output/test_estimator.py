@@ -127,6 +127,15 @@ def test_several_experiments_are_one_data_set():
     assert est.initial_states_.shape == (2, 3)
 
 
+def test_an_iddata_is_accepted_with_its_operating_point_removed():
+    from dmdidc import IdData
+    plant, C, Y, U = _experiment(12, K=1200)
+    # IdData keeps the state convention: one output sample more than inputs
+    data = IdData(Y + 20.0, U[:, :-1], dt=T, operating_point=(np.full(2, 20.0), np.zeros(2)))
+    est = OutputDMDidc(max_delay=R).fit(data)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=1e-6 * T)
+
+
 def test_singular_value_figure_marks_the_order():
     plant, C, Y, U = _experiment(13, K=1500)
     fig = OutputDMDidc(max_delay=R).fit(Y, U, dt=T).plot_singular_values()
