@@ -20,4 +20,5 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
                              "PredictiveController", "reduced_input_matrix"],
     "controllers.gains": ["is_schur", "lqr_gain", "place_gain"],
     "controllers.mpc": ["DelayedMPC", "MPCResult"],
+    "controllers.observer": ["DelayedKalmanObserver", "OutputFeedback"],
 }, eager=__all__)

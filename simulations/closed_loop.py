@@ -417,8 +417,8 @@ def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None
 
 
 def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
-               W: np.ndarray | None, V: np.ndarray | None, bar: Any
-               ) -> tuple[np.ndarray, np.ndarray]:
+               W: np.ndarray | None, V: np.ndarray | None, bar: Any,
+               C: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     n, m = plant.n_states, plant.n_inputs
     F, G = plant.lifted_matrices()
     size = F.shape[0]
@@ -432,9 +432,12 @@ def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,
         x = Z[k, :n]
         if not np.isfinite(x).all():
             raise _diverged(k)
-        y = x + V[:, k] if V is not None else x.copy()
+        y = x.copy() if C is None else C @ x
+        if V is not None:
+            y += V[:, k]
         U[k] = checked_output(f"the controller at step {k}", controller(y), (m,),
-                              f" (norm of the measured state: {np.linalg.norm(y):.3g})")
+                              f" (norm of the measured {'state' if C is None else 'output'}: "
+                              f"{np.linalg.norm(y):.3g})")
         Z[k + 1] += Z[k] @ F_T + U[k] @ G_T
         bar.update(1)   # every step: a controller call (an MPC solve) can take milliseconds
     X = Z[:, :n].T
@@ -447,7 +450,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
                          process_noise: Any = None, measurement_noise: Any = None,
                          rng: np.random.Generator | int | None = None, fine: bool = False,
                          points_per_step: int | None = None, Q: Any = None, R: Any = None,
-                         progress: bool = False, method: str = "auto") -> ClosedLoopResult:
+                         progress: bool = False, method: str = "auto",
+                         measurement_matrix: Any = None) -> ClosedLoopResult:
     """Simulate a controller in feedback with the true delayed plant.
 
     Parameters
@@ -465,9 +469,10 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     process_noise : ndarray of shape (n, steps), or callable, optional
         Discrete process noise ``w_k`` added to ``x_{k+1}``, explicit or a sampler
         ``sampler(rng, (n, steps))`` (e.g. :func:`noise_sampler`).
-    measurement_noise : ndarray of shape (n, steps + 1) or (n, steps), or callable, optional
-        Noise ``v_k`` on the measurement ``y_k = x_k + v_k`` of ``x_0 .. x_steps`` (the last one
-        is only recorded; with ``(n, steps)`` it is zero).  A sampler gets ``(n, steps + 1)``.
+    measurement_noise : ndarray of shape (l, steps + 1) or (l, steps), or callable, optional
+        Noise ``v_k`` on the measurement ``y_k = x_k + v_k`` (or ``C x_k + v_k``) of
+        ``x_0 .. x_steps`` (the last one is only recorded; with ``(l, steps)`` it is zero);
+        ``l = n`` without ``measurement_matrix``.  A sampler gets ``(l, steps + 1)``.
     rng : numpy.random.Generator or int or None, optional
         Randomness for the samplers: process noise is drawn first, then measurement noise.
     fine : bool, default False
@@ -486,6 +491,9 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
         ``feedback_matrices``; the controller object itself is not called, so its internal
         history is not advanced); ``"step"`` calls the controller every step; ``"auto"`` picks
         ``"linear"`` when available.
+    measurement_matrix : array_like, shape (l, n), optional
+        The controller sees only ``y_k = C x_k + v_k`` (output feedback, e.g.
+        :class:`~controllers.OutputFeedback`); the loop is then stepped (``method="step"``).
 
     Returns
     -------
@@ -523,6 +531,18 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     ((1, 51), (1, 50), True)
     """
     plant = as_plant(plant, "plant")
+    C = None
+    if measurement_matrix is not None:
+        C = check_finite_array("measurement_matrix", measurement_matrix, ndim=2)
+        if C.shape[1] != plant.n_states:
+            raise DimensionError(f"measurement_matrix has shape {C.shape}; expected "
+                                 f"(l, {plant.n_states})")
+        if plant.operating_point is not None:
+            raise ParameterError("measurement_matrix with a plant that has an operating point "
+                                 "is not supported: simulate its deviation_model()")
+        if method == "linear":
+            raise ParameterError("method='linear' iterates a state-feedback law; with "
+                                 "measurement_matrix the loop is stepped (method='step')")
     if plant.operating_point is not None:
         return _around_operating_point(plant, controller, x0, steps, process_noise=process_noise,
                                        measurement_noise=measurement_noise, rng=rng, fine=fine,
@@ -555,14 +575,15 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
                                  "acts around an operating point (an affine law); use "
                                  "method='step' or 'auto'")
         linear = False                 # affine law: step the controller itself
-    use_linear = linear and method != "step"
+    use_linear = linear and method != "step" and C is None
 
     generator = as_generator(rng)
     W = _noise_array("process_noise", process_noise, (n, steps), generator)
-    V = _noise_array("measurement_noise", measurement_noise, (n, steps + 1), generator,
-                     accepted=((n, steps + 1), (n, steps)))
+    signals = n if C is None else C.shape[0]
+    V = _noise_array("measurement_noise", measurement_noise, (signals, steps + 1), generator,
+                     accepted=((signals, steps + 1), (signals, steps)))
     if V is not None and V.shape[1] == steps:
-        V = np.concatenate([V, np.zeros((n, 1))], axis=1)
+        V = np.concatenate([V, np.zeros((signals, 1))], axis=1)
 
     from tqdm.auto import tqdm
 
@@ -575,7 +596,7 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
             K_x, K_u = feedback_gains(controller, n, m)
             X, U = _run_linear(plant, K_x, K_u, x0, steps, W, V, bar)
         else:
-            X, U = _run_steps(plant, controller, x0, steps, W, V, bar)
+            X, U = _run_steps(plant, controller, x0, steps, W, V, bar, C)
         stage = (np.sum(X[:, :-1] * (Q @ X[:, :-1]), axis=0)
                  + np.sum(U * (R_weight @ U), axis=0))
     fine_times = fine_states = None

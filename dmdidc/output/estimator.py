@@ -381,6 +381,12 @@ class OutputDMDidc:
         return DelayedPlant.from_continuous(self.A_c, self.B_c, self.delay, self.dt,
                                             max_delay=max(self.max_delay, 1))
 
+    @property
+    def model_(self):
+        """:meth:`plant`, so that controllers accept the estimator as a model
+        (:class:`~controllers.DelayedKalmanObserver` also reads ``C`` and ``noise_std_``)."""
+        return self.plant()
+
     def plot_singular_values(self, ax=None):
         """Canonical correlations with the noise edge and the chosen order; returns the Figure."""
         from _toolbox.plotting import new_figure

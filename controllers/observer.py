@@ -1,0 +1,184 @@
+"""Control from outputs: a delay-aware Kalman filter in front of any state controller.
+
+The lifted realization of a delayed plant has the state ``[x_k, u_{k-1}, ..., u_{k-R}]``; its
+input-history part is known exactly (the controller issued those commands), so only ``x_k``
+needs estimating.  :class:`DelayedKalmanObserver` is the steady-state Kalman filter for
+
+    x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j} + w_k,     y_k = C x_k + v_k,
+
+with the delayed inputs entering the prediction exactly (fractional delays included: they are
+the blocks ``B^(w)``, ``B^(w+1)``).  :class:`OutputFeedback` wires it to a state controller
+(predictive, fractional-delay, MPC): at every step it corrects the estimate with ``y_k``, asks
+the controller for ``u_k`` and predicts ``x_{k+1}``.  The separation principle makes the loop's
+eigenvalues those of the state-feedback loop and of the filter ``A_d - A_d M C``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import linalg
+
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_finite_array
+from dmdidc.model import as_plant
+
+__all__ = ["DelayedKalmanObserver", "OutputFeedback"]
+
+
+def _covariance(name: str, value: Any, size: int) -> np.ndarray:
+    """A symmetric positive semidefinite (size, size) matrix from a scalar, vector or matrix."""
+    array = check_finite_array(name, value)
+    if array.ndim == 0:
+        array = float(array) * np.eye(size)
+    elif array.ndim == 1:
+        if array.size != size:
+            raise DimensionError(f"{name} has {array.size} entries; expected {size}")
+        array = np.diag(array)
+    if array.shape != (size, size):
+        raise DimensionError(f"{name} has shape {array.shape}; expected ({size}, {size})")
+    array = 0.5 * (array + array.T)
+    if np.linalg.eigvalsh(array).min() < -1e-12 * max(np.abs(array).max(), 1.0):
+        raise ParameterError(f"{name} must be positive semidefinite (a covariance)")
+    return array
+
+
+class DelayedKalmanObserver:
+    """Steady-state Kalman filter for a delayed plant measured through ``y = C x + v``.
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator (DMDidc, OutputDMDidc)
+        The plant; an :class:`~dmdidc.OutputDMDidc` also supplies ``C`` and the output noise.
+    C : array_like, shape (l, n), optional
+        Measurement matrix (required unless ``model`` has one).
+    measurement_noise : float, array_like (l,) or (l, l), optional
+        Covariance of ``v``; default the model's ``noise_std_ ** 2``, else ``1e-4``.
+    process_noise : float, array_like (n,) or (n, n), optional
+        Covariance of ``w``; default ``0.1 B_d B_d^T + 1e-6 I`` (disturbances entering with the
+        inputs), a tuning knob: larger trusts the measurements more.
+
+    Attributes
+    ----------
+    gain : ndarray, shape (n, l)
+        Measurement-update gain ``M`` (``xhat_k|k = xhat_k|k-1 + M (y_k - C xhat_k|k-1)``).
+    error_eigenvalues : ndarray
+        Eigenvalues of the estimation-error dynamics ``A_d (I - M C)`` (inside the unit circle).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+    ...                                      delay=1.3, dt=0.5)
+    >>> observer = DelayedKalmanObserver(plant, C=[[1.0, 0.0]], measurement_noise=1e-4)
+    >>> bool(np.all(np.abs(observer.error_eigenvalues) < 1))
+    True
+    """
+
+    def __init__(self, model: Any, C: Any = None, *, measurement_noise: Any = None,
+                 process_noise: Any = None) -> None:
+        plant = as_plant(model)
+        C = getattr(model, "C", None) if C is None else C
+        if C is None:
+            raise ParameterError("C is required: the measurement matrix y = C x (the model has "
+                                 "none)")
+        C = check_finite_array("C", C, ndim=2)
+        n = plant.n_states
+        if C.shape[1] != n:
+            raise DimensionError(f"C has shape {C.shape}; expected (l, {n})")
+        D = getattr(model, "D", None)
+        if D is not None and np.any(np.asarray(D) != 0):
+            raise ParameterError("the model has feedthrough D != 0: the output depends on the "
+                                 "command being computed (an algebraic loop); fit with "
+                                 "feedthrough=False for control")
+        if measurement_noise is None:
+            std = getattr(model, "noise_std_", None)
+            measurement_noise = np.square(std) if std is not None else 1e-4
+        R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
+        B_d = plant.B_blocks.sum(axis=0)
+        Q_w = (_covariance("process_noise", process_noise, n) if process_noise is not None
+               else 0.1 * B_d @ B_d.T + 1e-6 * np.eye(n))
+        A = plant.A_d
+        try:
+            P = linalg.solve_discrete_are(A.T, C.T, Q_w, R_v + 1e-12 * np.eye(C.shape[0]))
+        except (np.linalg.LinAlgError, ValueError) as exc:
+            raise ParameterError(f"no steady-state Kalman filter: (A_d, C) is not detectable "
+                                 f"or the noise covariances are degenerate ({exc})") from exc
+        self.plant, self.C = plant, C
+        self.gain = P @ C.T @ np.linalg.inv(C @ P @ C.T + R_v)
+        self.error_eigenvalues = np.linalg.eigvals(A @ (np.eye(n) - self.gain @ C))
+        self.reset()
+
+    def reset(self, x0: Any = None) -> None:
+        """Start from ``x0`` (default zero) with zero past inputs."""
+        n, m, R = self.plant.n_states, self.plant.n_inputs, self.plant.max_delay
+        self._x = np.zeros(n) if x0 is None else check_finite_array("x0", x0, ndim=1).copy()
+        self._history = np.zeros((R + 1, m))          # u_k, u_{k-1}, ..., u_{k-R}
+
+    def correct(self, y: Any) -> np.ndarray:
+        """The estimate ``xhat_k|k`` after measuring ``y_k`` (shape (n,))."""
+        y = check_finite_array("y", y, ndim=1)
+        if y.shape != (self.C.shape[0],):
+            raise DimensionError(f"y has shape {y.shape}; expected ({self.C.shape[0]},)")
+        self._x = self._x + self.gain @ (y - self.C @ self._x)
+        return self._x.copy()
+
+    def predict(self, u: Any) -> np.ndarray:
+        """Record the command ``u_k`` and return the prediction ``xhat_{k+1|k}``."""
+        u = check_finite_array("u", u, ndim=1)
+        self._history = np.vstack([u[None, :], self._history[:-1]])
+        self._x = self.plant.A_d @ self._x + np.einsum("jnm,jm->n", self.plant.B_blocks,
+                                                       self._history)
+        return self._x.copy()
+
+
+class OutputFeedback:
+    """A state controller fed by a :class:`DelayedKalmanObserver`: ``u_k = controller(xhat_k|k)``.
+
+    Parameters
+    ----------
+    controller : object with ``reset()`` and ``__call__(x) -> u``
+        A :class:`~controllers.PredictiveController`,
+        :class:`~controllers.FractionalDelayController`, :class:`~controllers.DelayedMPC`, ...
+        designed on the observer's model.
+    observer : DelayedKalmanObserver
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import PredictiveController, lqr_gain
+    >>> plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+    ...                                      delay=1.3, dt=0.5)
+    >>> loop = OutputFeedback(PredictiveController(plant, lqr_gain(plant)),
+    ...                       DelayedKalmanObserver(plant, C=[[1.0, 0.0]]))
+    >>> loop.reset()
+    >>> loop(np.array([0.2])).shape
+    (1,)
+    """
+
+    def __init__(self, controller: Any, observer: DelayedKalmanObserver) -> None:
+        if not (callable(controller) and hasattr(controller, "reset")):
+            raise ParameterError("controller must have reset() and __call__(x) -> u")
+        if not isinstance(observer, DelayedKalmanObserver):
+            raise ParameterError("observer must be a DelayedKalmanObserver")
+        self.controller, self.observer = controller, observer
+
+    @property
+    def n_outputs(self) -> int:
+        """Number of measured signals ``l``."""
+        return self.observer.C.shape[0]
+
+    def reset(self, x0: Any = None) -> None:
+        """Reset the controller and the observer (estimate ``x0``, default zero)."""
+        self.controller.reset()
+        self.observer.reset(x0)
+
+    def __call__(self, y: Any) -> np.ndarray:
+        """Command ``u_k`` for the measurement ``y_k``."""
+        x_hat = self.observer.correct(y)
+        u = np.asarray(self.controller(x_hat), dtype=float)
+        self.observer.predict(u)
+        return u

@@ -1,0 +1,115 @@
+"""Control from outputs: the delay-aware Kalman filter and output feedback, end to end."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from controllers import (
+    DelayedKalmanObserver,
+    FractionalDelayController,
+    OutputFeedback,
+    PredictiveController,
+    lqr_gain,
+)
+from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+from dmdidc.errors import DimensionError, NotFittedError, ParameterError
+from simulations.closed_loop import simulate_closed_loop
+
+T = 0.5
+# A lightly damped oscillator plus a slow mode, two inputs with fractional delays; one sensor
+# sees a mix of two states.
+A_C = np.array([[-0.05, 1.2, 0.0], [-1.2, -0.05, 0.3], [0.0, 0.0, -0.2]])
+B_C = np.array([[0.0, 0.5], [1.0, 0.0], [0.3, 1.0]])
+C_TRUE = np.array([[1.0, 0.0, 0.5]])
+PLANT = DelayedPlant.from_continuous(A_C, B_C, [0.7, 1.2], T, max_delay=4)
+
+
+class _Zero:
+    def reset(self):
+        pass
+
+    def __call__(self, x):
+        return np.zeros(2)
+
+
+def test_the_filter_converges_to_the_true_state():
+    observer = DelayedKalmanObserver(PLANT, C=C_TRUE, measurement_noise=1e-6)
+    assert np.all(np.abs(observer.error_eigenvalues) < 1)
+    rng = np.random.default_rng(0)
+    U = random_excitation(2, 200, rng=rng)
+    X = PLANT.simulate(np.array([1.0, -1.0, 0.5]), U)
+    observer.reset()
+    for k in range(200):
+        observer.correct(C_TRUE @ X[:, k])
+        estimate = observer.predict(U[:, k])
+    assert np.linalg.norm(estimate - X[:, 200]) < 1e-6 * np.linalg.norm(X[:, 200]) + 1e-9
+
+
+@pytest.mark.parametrize("design", [PredictiveController, FractionalDelayController])
+def test_output_feedback_on_the_true_model_damps_the_plant(design):
+    K = lqr_gain(PLANT)
+    loop = OutputFeedback(design(PLANT, K), DelayedKalmanObserver(PLANT, C=C_TRUE))
+    x0 = np.array([1.0, -1.0, 0.5])
+    closed = simulate_closed_loop(PLANT, loop, x0, 200, measurement_matrix=C_TRUE)
+    idle = simulate_closed_loop(PLANT, _Zero(), x0, 200, method="step")
+    assert closed.cost < 0.7 * idle.cost
+    assert np.linalg.norm(closed.states[:, -1]) < 1e-3
+
+
+def test_identify_from_outputs_then_control_in_closed_loop():
+    rng = np.random.default_rng(1)
+    U = random_excitation(2, 4000, rng=rng)
+    Y = C_TRUE @ PLANT.simulate(np.zeros(3), U)[:, :-1]
+    Y = Y + 0.02 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+    assert est.order_ == 3
+    np.testing.assert_allclose(est.delay, PLANT.delay, atol=0.05 * T)
+    # Weights on the output: the same objective in any state basis (the identified one is not
+    # the plant's).
+    def design(model, C):
+        return FractionalDelayController(model, lqr_gain(model, Q=C.T @ C + 1e-6 * np.eye(3),
+                                                         R=0.1 * np.eye(2)))
+
+    loop = OutputFeedback(design(est, est.C), DelayedKalmanObserver(est))
+    x0 = np.array([1.0, -1.0, 0.5])
+    noise = 0.01 * rng.standard_normal((1, 301))
+    weights = {"Q": C_TRUE.T @ C_TRUE, "R": 0.1 * np.eye(2)}
+    closed = simulate_closed_loop(PLANT, loop, x0, 300, measurement_matrix=C_TRUE,
+                                  measurement_noise=noise, **weights)
+    idle = simulate_closed_loop(PLANT, _Zero(), x0, 300, method="step", **weights)
+    # The same output feedback knowing the true plant: the best this loop can do.
+    ideal = simulate_closed_loop(
+        PLANT, OutputFeedback(design(PLANT, C_TRUE),
+                              DelayedKalmanObserver(PLANT, C=C_TRUE, measurement_noise=1e-4)),
+        x0, 300, measurement_matrix=C_TRUE, measurement_noise=noise, **weights)
+    assert closed.cost < 0.7 * idle.cost
+    assert closed.cost < 1.5 * ideal.cost       # the identified model costs little
+    assert np.linalg.norm(closed.states[:, -50:], axis=0).max() < 0.1
+
+
+def test_bad_observer_and_loop_arguments_are_refused():
+    with pytest.raises(ParameterError, match="C is required"):
+        DelayedKalmanObserver(PLANT)
+    with pytest.raises(DimensionError, match="C has shape"):
+        DelayedKalmanObserver(PLANT, C=np.ones((1, 2)))
+    with pytest.raises(ParameterError, match="semidefinite"):
+        DelayedKalmanObserver(PLANT, C=C_TRUE, measurement_noise=-1.0)
+    with pytest.raises(NotFittedError):
+        DelayedKalmanObserver(OutputDMDidc(max_delay=3))
+    with pytest.raises(ParameterError, match="observer"):
+        OutputFeedback(PredictiveController(PLANT, lqr_gain(PLANT)), object())
+    loop = OutputFeedback(PredictiveController(PLANT, lqr_gain(PLANT)),
+                          DelayedKalmanObserver(PLANT, C=C_TRUE))
+    with pytest.raises(ParameterError, match="linear"):
+        simulate_closed_loop(PLANT, loop, np.zeros(3), 5, measurement_matrix=C_TRUE,
+                             method="linear")
+    with pytest.raises(DimensionError, match="measurement_matrix"):
+        simulate_closed_loop(PLANT, loop, np.zeros(3), 5, measurement_matrix=np.ones((1, 2)))
+    loop.reset()
+    with pytest.raises(DimensionError, match="y has shape"):
+        loop(np.zeros(2))
