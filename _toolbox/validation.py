@@ -1,7 +1,13 @@
-"""Small argument checks shared by every package (messages name argument, value and range)."""
+"""Small argument checks shared by every package (messages name argument, value and range).
+
+Resource limit: :func:`check_allocation` refuses, before anything is allocated, a request whose
+arrays would exceed :data:`ALLOCATION_LIMIT_BYTES` (so a huge size is a ``ParameterError``
+naming the argument, not a ``MemoryError`` or a machine that swaps).
+"""
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -15,6 +21,8 @@ __all__ = [
     "check_in_interval",
     "check_integer",
     "check_finite_array",
+    "check_allocation",
+    "ALLOCATION_LIMIT_BYTES",
     "check_scalar_or_vector",
     "check_probability",
     "as_generator",
@@ -80,10 +88,27 @@ def check_integer(name: str, value: Any, *, minimum: int | None = None) -> int:
 
 def check_finite_array(name: str, value: Any, *, ndim: int | None = None,
                        dtype: type = float) -> np.ndarray:
-    """Convert to an ndarray and reject NaN/inf and a wrong number of dimensions."""
+    """Convert to an ndarray and reject NaN/inf, complex entries and a wrong number of
+    dimensions.
+
+    A complex array whose imaginary parts are all exactly zero is accepted (as its real part);
+    any other complex entry raises ``ParameterError`` instead of being cast away.
+    """
     try:
-        array = np.asarray(value, dtype=dtype)
+        array = np.asarray(value)
+        if np.iscomplexobj(array):
+            if np.any(array.imag != 0):
+                raise ParameterError(f"{name} has complex entries (largest imaginary part "
+                                     f"{float(np.max(np.abs(array.imag))):.3g}); it must be "
+                                     f"real")
+            array = array.real
+        array = np.asarray(array, dtype=dtype)
+    except OverflowError as exc:          # a Python integer beyond the float range
+        raise NonFiniteError(f"{name} has an entry beyond the float range ({exc}); all "
+                             f"entries must be finite") from exc
     except (TypeError, ValueError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
         raise DimensionError(f"{name} must be a numeric array; got {type(value).__name__} "
                              f"({exc})") from exc
     if ndim is not None and array.ndim != ndim:
@@ -93,6 +118,62 @@ def check_finite_array(name: str, value: Any, *, ndim: int | None = None,
         raise NonFiniteError(f"{name} contains {bad} NaN or infinite entries; all entries "
                              f"must be finite")
     return array
+
+
+#: Largest array, in bytes, that a request may allocate (:func:`check_allocation`): 4 GiB.
+#: A module attribute so that a machine with more memory may raise it.
+ALLOCATION_LIMIT_BYTES = 4 * 2 ** 30
+
+
+def _bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            return f"{size:.3g} {unit}"
+        size /= 1024
+    return f"{size:.3g} PiB"       # pragma: no cover  (the loop returns)
+
+
+def check_allocation(name: str, shape: tuple[int, ...], dtype: Any = float, *,
+                     accepted: str = "") -> int:
+    """Refuse, before allocating, an array larger than :data:`ALLOCATION_LIMIT_BYTES`.
+
+    Parameters
+    ----------
+    name : str
+        The argument (and its value) that asks for the array, e.g. ``"max_delay = 1000000"``.
+    shape : tuple of int
+        The array's shape (exact Python integers: no overflow however large).
+    dtype : numpy dtype, default float
+    accepted : str, optional
+        The accepted range of the argument, appended to the message.
+
+    Returns
+    -------
+    int
+        The array's size in bytes.
+
+    Raises
+    ------
+    ParameterError
+        The array would exceed the limit; the message gives its shape and size and the limit.
+
+    Examples
+    --------
+    >>> check_allocation("n_steps = 1000", (2, 1000))
+    16000
+    >>> check_allocation("n_steps = 10**12", (2, 10**12))
+    Traceback (most recent call last):
+    ...
+    _toolbox.errors.ParameterError: n_steps = 10**12 needs an array of shape (2, 1000000000000) ...
+    """
+    size = math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize
+    if size > ALLOCATION_LIMIT_BYTES:
+        raise ParameterError(
+            f"{name} needs an array of shape {tuple(int(d) for d in shape)} ({_bytes(size)} of "
+            f"{np.dtype(dtype).name}), above the limit of {_bytes(ALLOCATION_LIMIT_BYTES)} "
+            f"(_toolbox.validation.ALLOCATION_LIMIT_BYTES)" + (f"; {accepted}" if accepted
+                                                               else ""))
+    return size
 
 
 def check_scalar_or_vector(name: str, value: Any, size: int) -> np.ndarray:
