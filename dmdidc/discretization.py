@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from scipy.linalg import expm
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import (
+    check_allocation,
     check_finite_array,
     check_integer,
     check_nonnegative,
@@ -27,11 +28,55 @@ from _toolbox.validation import (
 )
 
 __all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
-           "first_active_blocks", "check_continuous"]
+           "first_active_blocks", "check_continuous", "checked_expm"]
 
 #: Delays within this many sampling periods of a whole multiple are snapped to it, so that
 #: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
 _SNAP_STEPS = 1e-12
+
+
+def checked_expm(M: np.ndarray, what: str, scale: float = 1.0) -> np.ndarray:
+    """``e^{M scale}``, or ``NonFiniteError`` naming ``what`` when it is not finite in float64.
+
+    ``e^{A s}`` overflows when ``s`` times the largest real part of an eigenvalue of ``A``
+    exceeds about 709, and scaling and squaring can fail (NaN) long before that when
+    ``||A|| s`` is huge (e.g. ``1e300``); either way the result would be silently wrong.
+
+    Parameters
+    ----------
+    M : ndarray, shape (k, k)
+    what : str
+        The arguments that made ``M``, for the message (e.g. ``"A_c = ..., dt = 2.0"``).
+    scale : float, default 1.0
+        A time span multiplying ``M`` (an overflowing product is refused, not warned about).
+
+    Returns
+    -------
+    ndarray, shape (k, k)
+
+    Raises
+    ------
+    NonFiniteError
+        ``M`` or ``e^M`` has a NaN or infinite entry.
+
+    Examples
+    --------
+    >>> checked_expm(np.array([[1.0]]), "A_c = 1, dt = 1.0")
+    array([[2.71828183]])
+    >>> checked_expm(np.array([[2000.0]]), "A_c = 1000, dt = 2.0")
+    Traceback (most recent call last):
+    ...
+    _toolbox.errors.NonFiniteError: the matrix exponential of A_c = 1000, dt = 2.0 is not ...
+    """
+    with np.errstate(all="ignore"):
+        M = M * scale
+        result = expm(M) if np.all(np.isfinite(M)) else None
+    if result is None or not np.all(np.isfinite(result)):
+        norm = np.max(np.abs(M)) if np.all(np.isfinite(M)) else np.inf
+        raise NonFiniteError(f"the matrix exponential of {what} is not finite in float64 (the "
+                             f"exponent's largest entry is {norm:.3g}; e^x overflows beyond "
+                             f"x = 709): reduce the time span or the rates")
+    return result
 
 
 def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +98,9 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     ------
     DimensionError
         ``A`` not square or ``B`` with another number of rows.
+    NonFiniteError
+        ``A`` or ``B`` with NaN or infinite entries, or a result that is not finite in
+        float64 (``A s`` too large, :func:`checked_expm`).
     ParameterError
         ``s`` negative or not finite.
 
@@ -63,7 +111,8 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     >>> bool(np.isclose(G[0, 0], 1 - np.exp(-1.0)))
     True
     """
-    if np.ndim(A) != 2 or np.ndim(B) != 2 or A.shape[0] != A.shape[1] or B.shape[0] != A.shape[0]:
+    A, B = check_finite_array("A", A), check_finite_array("B", B)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[0] != A.shape[1] or B.shape[0] != A.shape[0]:
         raise DimensionError(f"A must be square (n, n) and B (n, m); got shapes {np.shape(A)} "
                              f"and {np.shape(B)}")
     s = check_nonnegative("hold length s", s)
@@ -71,7 +120,7 @@ def zoh_matrices(A: np.ndarray, B: np.ndarray, s: float) -> tuple[np.ndarray, np
     block = np.zeros((n + m, n + m))
     block[:n, :n] = A
     block[:n, n:] = B
-    exp_block = expm(block * s)
+    exp_block = checked_expm(block, f"[[A, B], [0, 0]] * s with s = {s!r}", s)
     return exp_block[:n, :n], exp_block[:n, n:]
 
 
@@ -191,9 +240,11 @@ def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
     ------
     DimensionError, NonFiniteError
         ``A_c`` not square, ``B_c`` with the wrong number of rows, ``delay`` not of shape
-        ``(m,)``, NaN or infinite entries.
+        ``(m,)``, NaN or infinite entries, or a discretization that overflows float64
+        (e.g. ``e^{A_c dt}`` with ``A_c dt > 709``).
     ParameterError
-        A negative delay, ``dt <= 0``, or ``max_delay`` too small for the delays.
+        A negative delay, ``dt <= 0``, ``max_delay`` too small for the delays, or blocks
+        beyond :data:`~_toolbox.validation.ALLOCATION_LIMIT_BYTES`.
 
     References
     ----------
@@ -213,8 +264,13 @@ def delay_blocks(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
     if R < needed:
         raise ParameterError(f"max_delay={R} is too small for delays {delay.tolist()} s at "
                              f"dt={dt}: at least {needed} past periods are needed")
+    check_allocation(f"max_delay = {R}", (R + 1, n, m))
     steps, fraction = split_delay(delay, dt)
-    A_d, _ = zoh_matrices(A_c, B_c, dt)
+    try:
+        A_d, _ = zoh_matrices(A_c, B_c, dt)
+    except NonFiniteError as exc:
+        raise NonFiniteError(f"A_c (largest |entry| {np.max(np.abs(A_c)):.3g}) with dt = "
+                             f"{dt!r} has no float64 discretization: {exc}") from exc
     blocks = np.zeros((R + 1, n, m))
     for j in range(m):
         b = B_c[:, j:j + 1]

@@ -61,6 +61,7 @@ from dmdidc.regression.solution import (
     GramAccumulator,
     RegressionSolution,
     make_accumulator,
+    require_samples,
     stream_trajectory,
 )
 from dmdidc.statistics.accumulator import StatisticsAccumulator
@@ -371,6 +372,8 @@ class DMDidc:
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
+        require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
+                        n + m * (self._R + 1))
         outcome = fit_trajectories(
             trajectories, references, max_delay=self._R, estimator=self.estimator,
             instruments=self.instruments, instrument_lags=self.instrument_lags,
@@ -572,8 +575,11 @@ class DMDidc:
             raise ParameterError(f"partial_fit does not support estimator={self.estimator!r}: "
                                  f"iteratively reweighted fits need every sample again; use fit")
         self._check_instruments(reference, streaming=True)
-        iv = self.estimator in ("auto", "iv")
         ((Xc, Uc),), (Ec,) = _trajectories(X, U, reference, check_orientation=False)
+        # no inputs and no reference: plain DMD, by least squares as in fit (nothing to
+        # instrument with)
+        iv = self.estimator == "iv" or (self.estimator == "auto"
+                                        and (Uc.shape[0] > 0 or Ec is not None))
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
             self._R = self.max_delay

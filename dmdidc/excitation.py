@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import as_generator, check_integer, check_positive
+from _toolbox import validation
+from _toolbox.validation import (
+    as_generator,
+    check_allocation,
+    check_integer,
+    check_positive,
+)
 from dmdidc.data import data_arrays
 from dmdidc.errors import ParameterError
 from dmdidc.regression.solution import QRAccumulator
@@ -62,6 +68,12 @@ def random_excitation(n_inputs: int, n_steps: int, *, distribution: Any = None,
     -------
     U : ndarray, shape (n_inputs, n_steps)
 
+    Raises
+    ------
+    ParameterError
+        A size that is not a positive integer, or an array beyond
+        :data:`~_toolbox.validation.ALLOCATION_LIMIT_BYTES` (refused before drawing).
+
     Examples
     --------
     >>> from scipy import stats
@@ -74,6 +86,9 @@ def random_excitation(n_inputs: int, n_steps: int, *, distribution: Any = None,
     scale = check_positive("scale", scale)
     generator = as_generator(rng)
     shape = (m, K)
+    largest = validation.ALLOCATION_LIMIT_BYTES // (8 * m)
+    check_allocation(f"n_inputs = {m}, n_steps = {K}", shape,
+                     accepted=f"n_steps <= {largest} for {m} inputs")
     if distribution is None:
         draws = generator.standard_normal(shape)
     elif hasattr(distribution, "rvs"):

@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import check_finite_array, check_integer, check_positive, read_only
+from _toolbox.validation import (
+    check_allocation,
+    check_finite_array,
+    check_integer,
+    check_positive,
+    read_only,
+)
 from dmdidc.discretization import (
     check_continuous,
     delay_blocks,
@@ -43,6 +49,7 @@ from dmdidc.errors import (
     DimensionError,
     InconsistentModelError,
     LogarithmError,
+    NonFiniteError,
     ParameterError,
     warn_model,
 )
@@ -399,6 +406,8 @@ class DelayedPlant:
         """
         n, m, R = self.n_states, self.n_inputs, self.max_delay
         size = n + m * R
+        check_allocation(f"a plant with max_delay = {R} (lifted state of size n + m R)",
+                         (size, size))
         F = np.zeros((size, size))
         G = np.zeros((size, m))
         F[:n, :n] = self.A_d
@@ -530,6 +539,12 @@ class DelayedPlant:
         X : ndarray, shape (n, K + 1)
             States ``x_0 .. x_K``.
 
+        Raises
+        ------
+        DimensionError, NonFiniteError, ParameterError
+            Malformed or non-finite arguments, or states that overflow float64 (an unstable
+            plant over many steps, or huge ``x0`` or ``U``).
+
         Notes
         -----
         With an :attr:`operating_point` every argument and the result are physical values (in
@@ -560,15 +575,23 @@ class DelayedPlant:
             raise DimensionError(f"U_past has shape {history.shape}; expected {(m, R)}")
         K = U.shape[1]
         padded = np.concatenate([history, U], axis=1)
-        # forcing[:, k] = sum_j B^(j) u_{k-j}, vectorized over k before the recursion.
-        forcing = np.zeros((n, K))
-        for j in range(R + 1):
-            forcing += self.B_blocks[j] @ padded[:, R - j:R - j + K]
         X = np.empty((n, K + 1))
         X[:, 0] = x0
         A_d = self.A_d
-        for k in range(K):
-            X[:, k + 1] = A_d @ X[:, k] + forcing[:, k]
+        with np.errstate(over="ignore", invalid="ignore"):   # overflow is refused below
+            # forcing[:, k] = sum_j B^(j) u_{k-j}, vectorized over k before the recursion.
+            forcing = np.zeros((n, K))
+            for j in range(R + 1):
+                forcing += self.B_blocks[j] @ padded[:, R - j:R - j + K]
+            for k in range(K):
+                X[:, k + 1] = A_d @ X[:, k] + forcing[:, k]
+        if not np.all(np.isfinite(X)):
+            first = int(np.argmin(np.all(np.isfinite(X), axis=0)))
+            raise NonFiniteError(f"the simulated state overflows float64 at step {first} of "
+                                 f"{K} (largest |x0| {np.max(np.abs(x0), initial=0):.3g}, "
+                                 f"largest |U| {np.max(np.abs(U), initial=0):.3g}, spectral "
+                                 f"radius of A_d {np.max(np.abs(self.eigs), initial=0):.3g}): "
+                                 f"simulate fewer steps or smaller x0 and U")
         return X
 
     def deviation_model(self) -> DelayedPlant:

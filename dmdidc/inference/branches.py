@@ -123,7 +123,7 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
         return BranchChoice(principal, (), {}, None)
     first = first_active_blocks(active)
     channels = [j for j in range(B_blocks.shape[2]) if first[j] >= 0]
-    scale = max(block_variance, (1e-12 * float(np.max(np.abs(B_blocks)))) ** 2,
+    scale = max(block_variance, (1e-12 * float(np.max(np.abs(B_blocks), initial=0.0))) ** 2,
                 np.finfo(float).tiny)
     misfits = {}
     for shifts, A_c in candidates:

@@ -134,6 +134,11 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
     n, m = n_states, n_inputs
     p_max = n + m * (limit + 1)
     targets = np.arange(p_max, p_max + n)
+    if m == 0:          # no inputs, no delay: plain DMD needs no lag (and no warning)
+        return DelayBoundSelection(
+            candidates=np.zeros(1), criterion=np.array([_bic(gram, np.arange(n), targets,
+                                                             n_samples, n)]),
+            best=0, first_active=np.zeros(0), selected=0, limit=limit, n_samples=n_samples)
     candidates = np.arange(limit + 1)
     criterion = np.array([_bic(gram, np.arange(n + m * (R + 1)), targets, n_samples, n)
                           for R in candidates])

@@ -27,10 +27,13 @@ covariance), from which the standard errors of all coefficients and the block te
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox import validation
+from _toolbox.validation import check_allocation
 from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
@@ -238,6 +241,7 @@ class _Accumulator:
     def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
         self.n, self.m, self.R = n_states, n_inputs, max_delay
         self.p = n_states + n_inputs * (max_delay + 1)
+        check_regression_size(n_states, n_inputs, max_delay, self.p + n_states)
         self.n_samples = 0
         self.regressor_sum = np.zeros(self.p)
         self.target_sum = np.zeros(n_states)
@@ -477,17 +481,15 @@ class QRAccumulator(_Accumulator):
             self.factor = np.linalg.qr(stacked, mode="r")
 
     def singular_values(self) -> np.ndarray:
-        """Singular values of the column-equilibrated regression matrix (descending)."""
-        R11 = self._square_factor()
-        return np.linalg.svd(R11 / _column_scale(np.linalg.norm(R11, axis=0)),
-                             compute_uv=False)
-
-    def _square_factor(self) -> np.ndarray:
-        p = self.p
-        R11 = np.zeros((p, p))
-        rows = min(p, self.factor.shape[0])
-        R11[:rows] = self.factor[:rows, :p]
-        return R11
+        """Singular values of the column-equilibrated regression matrix (descending); with
+        fewer samples than regressors the missing ones are zero (no ``p x p`` SVD of zeros)."""
+        R11 = self.factor[:self.p, :self.p]
+        singular = np.zeros(self.p)
+        if R11.shape[0]:
+            found = np.linalg.svd(R11 / _column_scale(np.linalg.norm(R11, axis=0)),
+                                  compute_uv=False)
+            singular[:found.size] = found
+        return singular
 
     def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
                  ) -> RegressionSolution:
@@ -580,6 +582,19 @@ def solve_normal_equations(gram: np.ndarray, cross: np.ndarray, target_gram: np.
                              target_sum=target_sum, intercepts=intercepts)
 
 
+def check_regression_size(n_states: int, n_inputs: int, max_delay: int, dimension: int
+                          ) -> None:
+    """Refuse, before allocating, moments of ``dimension`` variables whose square matrix
+    exceeds :data:`~_toolbox.validation.ALLOCATION_LIMIT_BYTES` (a ``ParameterError`` naming
+    ``max_delay`` and the largest one these sizes allow)."""
+    side = math.isqrt(validation.ALLOCATION_LIMIT_BYTES // 8)
+    largest = (side - (dimension - n_inputs * (max_delay + 1))) // max(n_inputs, 1) - 1
+    check_allocation(f"max_delay = {max_delay} with n = {n_states} states and m = {n_inputs} "
+                     f"inputs", (dimension, dimension),
+                     accepted=(f"max_delay <= {largest} for these sizes" if largest >= 0
+                               else "fewer states or inputs"))
+
+
 def make_accumulator(method: str, n_states: int, n_inputs: int, max_delay: int) -> _Accumulator:
     """Return a :class:`GramAccumulator` (``"gram"``) or :class:`QRAccumulator` (``"qr"``)."""
     if method == "gram":
@@ -600,6 +615,14 @@ def _column_scale(norms: np.ndarray) -> np.ndarray:
     # A regressor that is identically zero keeps scale 1 so that it shows up as a zero singular
     # value (rank deficiency) instead of a division by zero.
     return np.where(norms > 0, norms, 1.0)
+
+
+def require_samples(n_samples: int, p: int) -> None:
+    """Raise :class:`InsufficientExcitationError` when fewer than ``p`` regression samples are
+    available (before any moments are allocated: a bound ``R`` far beyond the data is refused
+    at once instead of after building a ``p x p`` matrix of zeros)."""
+    if n_samples < p:
+        raise _too_few(n_samples, p)
 
 
 def _too_few(n_samples: int, p: int) -> InsufficientExcitationError:

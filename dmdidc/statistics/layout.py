@@ -65,7 +65,12 @@ class StatisticsLayout:
 
     @property
     def dimension(self) -> int:
-        return sum(self.width(signal) for signal, _ in self.slots)
+        """Entries of ``v_k``: the sum of the slots' widths, in closed form (``slots`` has
+        ``R`` entries, and a huge ``R`` is refused by size before anything is built)."""
+        n, m, q, L = self.n_states, self.n_inputs, self.n_exogenous, self.instrument_lags
+        extra = {"inputs": m * L, "states": n * L, "exogenous": q * (self.max_delay + L + 1),
+                 "simulated": q}.get(self.instruments, 0)
+        return 2 * n + m * (self.max_delay + 1) + extra
 
     @property
     def n_regressors(self) -> int:

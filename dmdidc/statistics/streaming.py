@@ -20,6 +20,7 @@ import numpy as np
 
 from _toolbox.validation import check_integer, check_scalar_or_vector
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.regression.solution import check_regression_size
 from dmdidc.statistics.layout import INSTRUMENT_KINDS, StatisticsLayout
 
 __all__ = ["LaggedSums"]
@@ -80,6 +81,7 @@ class LaggedSums:
             raise ParameterError(f"declare all bounds or none; missing {missing}")
         self.detrend = detrend
         d = self.layout.dimension
+        check_regression_size(n, m, R, d)
         self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
         self.n_samples = self.n_trajectories = self.intercepts = 0
         self.clipped = 0

@@ -140,3 +140,88 @@ def test_data_without_inputs_give_plain_dmd_by_least_squares(seed):
                                np.sort_complex(pydmd.eigs), atol=1e-8)
     with pytest.raises(ParameterError, match="need inputs"):
         DMDidc(estimator="iv").fit(X, np.zeros((0, 300)), dt=1.0)
+
+
+def _autonomous(rng, n=3, K=300, trajectories=1):
+    """Trajectories of a random stable continuous plant without inputs (sampled at T = 1, so
+    ``A_d`` has a real logarithm), driven by process noise."""
+    from scipy.linalg import expm
+
+    A_c = rng.standard_normal((n, n))
+    A_c -= (np.max(np.linalg.eigvals(A_c).real) + rng.uniform(0.2, 1.0)) * np.eye(n)
+    A = expm(A_c)
+    Xs = []
+    for _ in range(trajectories):
+        X = np.empty((n, K + 1))
+        X[:, 0] = rng.standard_normal(n)
+        for k in range(K):
+            X[:, k + 1] = A @ X[:, k] + 0.1 * rng.standard_normal(n)
+        Xs.append(X)
+    return A, Xs
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_delay", [0, 3])
+def test_every_path_without_inputs_fits_plain_dmd(seed, max_delay):
+    # Issue 20: m = 0 once divided by zero; fit, partial_fit (in chunks), fit_statistics and
+    # max_delay=None now all give the same plain-DMD model, and its intervals are finite.
+    rng = np.random.default_rng(seed)
+    _, (X,) = _autonomous(rng)
+    U = np.zeros((0, 300))
+    whole = quiet_fit(DMDidc(max_delay=max_delay), X, U, dt=1.0)
+    streamed = DMDidc(max_delay=max_delay)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streamed.partial_fit(X[:, :151], U[:, :150], dt=1.0)
+        streamed.partial_fit(X[:, 150:], U[:, 150:], dt=1.0)
+        from_stats = DMDidc(max_delay=max_delay).fit_statistics(
+            SufficientStatistics.from_data(X, U, max_delay=max_delay), dt=1.0)
+    for other in (streamed, from_stats):
+        np.testing.assert_allclose(other.A_d, whole.A_d, atol=1e-8 * np.abs(whole.A_d).max())
+        assert other.B_blocks.shape == (max_delay + 1, 3, 0)
+    if whole.model_.has_continuous:          # (a fast mode may leave A_d no logarithm)
+        assert whole.delay.shape == (0,)
+        intervals = whole.confidence_intervals()
+        assert intervals.delay.value.shape == (0,)
+        assert np.all(np.isfinite(intervals.A_c.low)) and np.all(np.isfinite(intervals.A_c.high))
+
+
+def test_delay_bound_without_inputs_is_zero_without_a_warning():
+    # No inputs, no delay: max_delay=None chooses 0 and does not warn that "no input lag
+    # explains the states" (there is no input to explain anything).
+    _, (X,) = _autonomous(np.random.default_rng(5))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = DMDidc(max_delay=None).fit(X, np.zeros((0, 300)), dt=1.0)
+    assert est.max_delay_ == 0
+    assert not any("input lag" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bootstrap_without_inputs_is_finite(seed):
+    rng = np.random.default_rng(seed)
+    _, Xs = _autonomous(rng, K=200, trajectories=4)
+    Us = [np.zeros((0, 200))] * 4
+    est = quiet_fit(DMDidc(max_delay=1), Xs, Us, dt=1.0)
+    if not est.model_.has_continuous:
+        pytest.skip("no real logarithm for this draw")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        intervals = est.confidence_intervals(method="bootstrap", X=Xs, U=Us, rng=seed,
+                                             n_resamples=20)
+    assert intervals.delay.value.shape == (0,)
+    assert np.all(np.isfinite(intervals.A_c.low)) and np.all(np.isfinite(intervals.A_c.high))
+
+
+def test_a_delay_bound_far_beyond_the_data_is_refused_at_once():
+    # Issue 20: max_delay=10**6 on 100 samples allocated a 7 TiB Gram matrix (MemoryError), and
+    # 5000 spent minutes on a 5003 x 5003 matrix of zeros; both are refused before allocating.
+    import time
+
+    rng = np.random.default_rng(0)
+    X, U = rng.standard_normal((2, 101)), rng.standard_normal((1, 100))
+    for max_delay in (5000, 10 ** 6):
+        start = time.perf_counter()
+        with pytest.raises(InsufficientExcitationError, match="at least"):
+            DMDidc(max_delay=max_delay).fit(X, U, dt=1.0)
+        assert time.perf_counter() - start < 1.0
