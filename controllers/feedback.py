@@ -28,12 +28,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from scipy.linalg import expm
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import check_finite_array, check_nonnegative
 from controllers.gains import _check_gain
-from dmdidc.discretization import split_delay, zoh_matrices
+from dmdidc.discretization import checked_expm, split_delay, zoh_matrices
 from dmdidc.model import as_plant
 
 __all__ = [
@@ -64,6 +63,13 @@ class _LinearFeedback:
         self._K = np.array(K, dtype=float)
         self._K_x = np.array(K_x, dtype=float).reshape(m, n)
         self._K_u = np.array(K_u, dtype=float).reshape(-1, m, m)
+        if not (np.all(np.isfinite(self._K_x)) and np.all(np.isfinite(self._K_u))):
+            # e.g. a prediction over many periods of an unstable plant: A_d^w overflows
+            raise NonFiniteError(f"the feedback law of gain K (largest |entry| "
+                                 f"{np.max(np.abs(self._K)):.3g}) on this plant is not finite "
+                                 f"in float64 (a prediction over {self._K_u.shape[0]} periods "
+                                 f"overflows); use a model with a shorter delay or slower "
+                                 f"unstable modes")
         for array in (self._K, self._K_x, self._K_u):
             array.flags.writeable = False
         self.operating_point = operating_point
@@ -204,7 +210,8 @@ class _Exponentials:
             if s >= 0:
                 self._cache[key] = zoh_matrices(self.A_c, self.B_c, s)
             else:
-                self._cache[key] = (expm(self.A_c * s), np.full(self.B_c.shape, np.nan))
+                self._cache[key] = (checked_expm(self.A_c, f"A_c * {s} s", s),
+                                    np.full(self.B_c.shape, np.nan))
         return self._cache[key]
 
     def segment_effect(self, channel: int, start: float, tau: float, *,
@@ -243,7 +250,7 @@ def _reference_predictor(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt
             effect = exponentials.segment_effect(j, r[j] - h * dt, reference, backward=True)
             if effect is not None:
                 P_u[h - 1, :, j] = effect
-    return expm(A_c * reference), P_u
+    return checked_expm(A_c, f"A_c * reference_delay ({reference} s)", reference), P_u
 
 
 def _own_instant_law(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray, dt: float,
@@ -311,6 +318,11 @@ def reduced_input_matrix(model: Any, reference_delay: float | None = None) -> np
     -------
     B_eff : ndarray, shape (n, m)
 
+    Raises
+    ------
+    NonFiniteError
+        ``e^{A_c (r* - r_j)}`` is not finite in float64 (``reference_delay`` far too large).
+
     References
     ----------
     Artstein (1982), "Linear systems with delayed controls: a reduction", IEEE TAC 27(4).
@@ -331,7 +343,8 @@ def reduced_input_matrix(model: Any, reference_delay: float | None = None) -> np
     reference = float(np.max(delay)) if reference_delay is None else \
         check_nonnegative("reference_delay", reference_delay)
     _, B_d = zoh_matrices(A_c, B_c, plant.dt)
-    return np.stack([expm(A_c * (reference - delay[j])) @ B_d[:, j]
+    return np.stack([checked_expm(A_c, f"A_c * (reference_delay - delay[{j}])",
+                                  reference - delay[j]) @ B_d[:, j]
                      for j in range(B_c.shape[1])], axis=1)
 
 
@@ -556,8 +569,13 @@ class FractionalDelayController(_LinearFeedback):
             K_x, K_u = _own_instant_law(A_c, B_c, delay, plant.dt, K)
         else:
             reference_delay = check_nonnegative("reference_delay", reference_delay)
-            K_x, K_u = _law_from_predictor(
-                K, *_reference_predictor(A_c, B_c, delay, plant.dt, reference_delay))
+            try:
+                K_x, K_u = _law_from_predictor(
+                    K, *_reference_predictor(A_c, B_c, delay, plant.dt, reference_delay))
+            except NonFiniteError as exc:
+                raise NonFiniteError(f"reference_delay = {reference_delay!r} s: the prediction "
+                                     f"to it is not finite ({exc}); choose a reference delay "
+                                     f"near the plant's delays {delay.tolist()} s") from exc
         self.plant = plant
         self.reference_delay = reference_delay
         super().__init__(K, K_x, K_u, operating_point=plant.operating_point)
