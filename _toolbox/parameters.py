@@ -55,6 +55,11 @@ class Interval:
         base = numbers.Integral if self.kind is int else numbers.Real
         if isinstance(value, bool) or not isinstance(value, base):
             return False
+        if self.kind is not int:
+            try:
+                value = float(value)       # a real parameter is used as a float
+            except OverflowError:          # an integer beyond the float range
+                return False
         if value != value or value in (float("inf"), float("-inf")):
             return False
         low_open = self.open in ("low", "both")

@@ -34,7 +34,11 @@ def _check_real(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterError(f"{name} must be a real number; got {value!r} of type "
                              f"{type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:              # an integer beyond the float range
+        raise ParameterError(f"{name} must be finite; got an integer of {len(str(value))} "
+                             f"digits") from None
     if not np.isfinite(value):
         raise ParameterError(f"{name} must be finite; got {value!r}")
     return value
@@ -125,12 +129,13 @@ def check_finite_array(name: str, value: Any, *, ndim: int | None = None,
 ALLOCATION_LIMIT_BYTES = 4 * 2 ** 30
 
 
-def _bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if size < 1024 or unit == "PiB":
-            return f"{size:.3g} {unit}"
-        size /= 1024
-    return f"{size:.3g} PiB"       # pragma: no cover  (the loop returns)
+def _bytes(size: int) -> str:
+    if size >= 2 ** 1000:               # beyond what a float (and any machine) holds
+        return "more than 1e300 B"
+    for power, unit in enumerate(("B", "KiB", "MiB", "GiB", "TiB")):
+        if size < 1024 ** (power + 1):
+            return f"{size / 1024 ** power:.3g} {unit}"
+    return f"{size / 1024 ** 5:.3g} PiB"
 
 
 def check_allocation(name: str, shape: tuple[int, ...], dtype: Any = float, *,
