@@ -67,7 +67,7 @@ from dmdidc.regression.solution import (
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
-from dmdidc.trajectories import detrended, remove_trend
+from dmdidc.trajectories import check_data, detrended, remove_trend
 
 __all__ = ["DMDidc", "ESTIMATORS"]
 
@@ -689,9 +689,7 @@ class DMDidc:
         self._partial = False
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
-        X = check_finite_array("X", X, ndim=2)
-        Y = check_finite_array("Y", Y, ndim=2)
-        U = check_finite_array("U", U, ndim=2)
+        X, Y, U = check_data("X", X), check_data("Y", Y), check_data("U", U)
         if Y.shape != X.shape:
             raise DimensionError(f"Y has shape {Y.shape}; expected {X.shape} (the shape of X)")
         if U.shape[1] != X.shape[1]:
@@ -765,7 +763,7 @@ class DMDidc:
             independent trajectories (the data given to ``fit``, passed again as ``X``, ``U``
             and ``Z``) or over the parts of a list given to ``fit_statistics``.
         n_resamples : int, default 200
-            Bootstrap resamples.
+            Bootstrap resamples, at most ``MAX_RESAMPLES`` (10,000; each is a whole fit).
         rng : numpy.random.Generator, int or None
             Bootstrap randomness.
         X, U, Z : optional

@@ -102,7 +102,13 @@ def random_excitation(n_inputs: int, n_steps: int, *, distribution: Any = None,
     if draws.shape != shape or not np.all(np.isfinite(draws)):
         raise ParameterError(f"distribution produced an array of shape {draws.shape} with "
                              f"non-finite entries or the wrong shape; expected finite {shape}")
-    return scale * draws
+    with np.errstate(over="ignore"):
+        scaled = scale * draws
+    if not np.all(np.isfinite(scaled)):
+        raise ParameterError(f"scale = {scale!r} times the draws (up to "
+                             f"{np.max(np.abs(draws)):.3g}) overflows float64; accepted: "
+                             f"scale below {np.finfo(float).max / np.max(np.abs(draws)):.3g}")
+    return scaled
 
 
 @dataclass(frozen=True)

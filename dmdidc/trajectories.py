@@ -7,14 +7,35 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_finite_array
-from dmdidc.errors import DimensionError
+from dmdidc.errors import DimensionError, NonFiniteError
 
-__all__ = ["as_trajectories", "detrended", "remove_trend", "subsample", "DIAGNOSTIC_SAMPLES"]
+__all__ = ["as_trajectories", "check_data", "detrended", "remove_trend", "subsample",
+           "DIAGNOSTIC_SAMPLES", "DATA_MAGNITUDE_LIMIT"]
 
 #: Regression samples the residual diagnostics use at most (their power is ample long before).
 DIAGNOSTIC_SAMPLES = 20_000
 #: Pieces a subsample is taken in (spread over the data).
 _PIECES = 10
+#: Largest magnitude of a data entry: the regression sums products of entries over samples,
+#: which overflow float64 (1.8e308) for entries near 1e154; 1e100 leaves room for any length.
+DATA_MAGNITUDE_LIMIT = 1e100
+
+
+def check_data(name: str, value: Any) -> np.ndarray:
+    """A finite, real 2-D array whose entries stay within :data:`DATA_MAGNITUDE_LIMIT`.
+
+    Raises
+    ------
+    DimensionError, NonFiniteError, ParameterError
+        Not 2-D, NaN or infinite, beyond the limit (its moments would overflow), or complex.
+    """
+    array = check_finite_array(name, value, ndim=2)
+    largest = float(np.max(np.abs(array), initial=0.0))
+    if largest > DATA_MAGNITUDE_LIMIT:
+        raise NonFiniteError(f"{name} has an entry of magnitude {largest:.3g}, beyond "
+                             f"{DATA_MAGNITUDE_LIMIT:.0e}: the regression's sums of products "
+                             f"would overflow float64; rescale the data (e.g. other units)")
+    return array
 
 
 def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
@@ -24,7 +45,8 @@ def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
     Raises
     ------
     DimensionError, NonFiniteError
-        Mismatched lists or sizes, transposed-looking data, non-finite values.
+        Mismatched lists or sizes, transposed-looking data, non-finite values or values
+        beyond :data:`DATA_MAGNITUDE_LIMIT`.
     """
     if isinstance(X, (list, tuple)) != isinstance(U, (list, tuple)):
         raise DimensionError("X and U must both be arrays or both be lists of trajectories")
@@ -36,8 +58,8 @@ def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
     result = []
     for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
         tag = f"[{i}]" if len(X) > 1 else ""
-        Xi = check_finite_array(f"X{tag}", Xi, ndim=2)
-        Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
+        Xi = check_data(f"X{tag}", Xi)
+        Ui = check_data(f"U{tag}", Ui)
         if Ui.shape[1] != Xi.shape[1] - 1:
             hint = (f"; the data look transposed: X{tag} has {Xi.shape[0]} rows and U{tag} "
                     f"{Ui.shape[0]}, one more, as samples would (pass X.T and U.T)"

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from _toolbox.validation import as_generator, check_in_interval, read_only
+from _toolbox.validation import as_generator, check_in_interval, check_integer, read_only
 from dmdidc.errors import ContinuousModelWarning, InsufficientExcitationError, ParameterError
 from dmdidc.inference.recovery import recover_channel, recover_continuous
 from dmdidc.regression.solution import FULL_COVARIANCE_LIMIT
@@ -45,6 +45,8 @@ __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
+#: Most bootstrap refits one call may ask for (each is a whole fit).
+MAX_RESAMPLES = 10_000
 _NO_INTERVAL = {"asymptotic": "no active block, or a delay at a whole number of periods, where "
                               "the delay is not differentiable; use method='bootstrap'",
                 "bootstrap": "no active block"}
@@ -288,9 +290,14 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     Raises
     ------
     ParameterError
-        Fewer than two parts, or fewer than two resamples with a continuous model.
+        Fewer than two parts, ``n_resamples`` outside ``2 .. MAX_RESAMPLES``, or fewer than two
+        resamples with a continuous model.
     """
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    if check_integer("n_resamples", n_resamples, minimum=2) > MAX_RESAMPLES:
+        raise ParameterError(f"n_resamples = {n_resamples} refits the model that many times; "
+                             f"accepted: 2 .. {MAX_RESAMPLES} (percentile intervals settle "
+                             f"long before)")
     if n_parts < 2:
         raise ParameterError(f"the bootstrap resamples independent trajectories (or statistics "
                              f"parts); got {n_parts}: record several experiments, or use "

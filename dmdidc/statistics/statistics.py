@@ -38,7 +38,7 @@ from dmdidc.data import data_arrays
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.streaming import LaggedSums
-from dmdidc.trajectories import as_trajectories
+from dmdidc.trajectories import as_trajectories, check_data
 
 __all__ = ["SufficientStatistics"]
 
@@ -443,7 +443,7 @@ def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool =
     out = []
     for i, (E, (_, Ui)) in enumerate(zip(signals, trajectories, strict=True)):
         E = check_finite_array(f"instruments[{i}]", E)
-        E = E[None] if E.ndim == 1 else E
+        E = check_data(f"instruments[{i}]", E[None] if E.ndim == 1 else E)
         if E.ndim != 2 or E.shape[1] != Ui.shape[1]:
             raise DimensionError(f"instruments[{i}] has shape {E.shape}; expected (q, "
                                  f"{Ui.shape[1]}) (one column per input sample)")
