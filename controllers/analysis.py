@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.plotting import new_figure, save_figure
 from _toolbox.validation import check_finite_array, check_positive
 from controllers.factory import LINEAR_CONTROLLER_NAMES, make_controller
@@ -125,6 +125,11 @@ def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
     M : ndarray, shape (n + m L, n + m L)
         ``z_{k+1} = M z_k`` with ``z_k = [x_k, u_{k-1}, ..., u_{k-L}]``, ``L = max(R, H)``.
 
+    Raises
+    ------
+    NonFiniteError
+        The product of the plant's input blocks and the gains overflows float64.
+
     Examples
     --------
     >>> import numpy as np
@@ -137,7 +142,14 @@ def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
     """
     plant = as_plant(true_plant)
     F, G, C = lifted_loop(plant, *feedback_gains(controller, plant.n_states, plant.n_inputs))
-    return F + G @ C
+    with np.errstate(over="ignore", invalid="ignore"):
+        M = F + G @ C
+    if not np.all(np.isfinite(M)):
+        raise NonFiniteError(f"the closed-loop matrix overflows float64 (largest |B^(j)| "
+                             f"{np.max(np.abs(plant.B_blocks), initial=0):.3g}, largest |gain| "
+                             f"{np.max(np.abs(C), initial=0):.3g}): the loop has no finite "
+                             f"spectrum to analyse")
+    return M
 
 
 def spectral_radius(true_plant: Any, controller: Any) -> float:
@@ -238,6 +250,9 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
     """
     dt = check_positive("dt", dt)
     true_plant = DelayedPlant.from_continuous(A_c, B_c, true_delay, dt)
+    if true_plant.n_inputs == 0:
+        raise ParameterError(f"B_c has shape {true_plant.B_c.shape}: no input, no delay to "
+                             f"mismatch; give at least one input column")
     if K is None:
         K = lqr_gain(true_plant)
     offsets = np.linspace(-0.5, 0.5, 41) * dt if offsets is None else \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from _toolbox.errors import ParameterError
@@ -62,6 +63,14 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
             raise ParameterError("the MPC controller takes no gain K (its terminal weight comes "
                                  "from the Riccati equation); pass Q, R, P instead")
         from controllers.mpc import DelayedMPC  # the QP machinery (scipy.sparse): only for an MPC
+
+        if "horizon" not in options:
+            raise ParameterError("the MPC controller needs horizon=N (the number of moves)")
+        accepted = set(inspect.signature(DelayedMPC).parameters) - {"model"}
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise ParameterError(f"the 'mpc' controller takes no option(s) {unknown}; it "
+                                 f"accepts {sorted(accepted)}")
 
         return DelayedMPC(model, **options)
     unknown = sorted(set(options) - _OPTIONS[name])

@@ -141,15 +141,26 @@ class _LinearFeedback:
         Returns
         -------
         u : ndarray, shape (m,)
+
+        Raises
+        ------
+        DimensionError, NonFiniteError, ParameterError
+            ``x`` of the wrong shape, not finite or complex, or a command that overflows.
         """
         x = check_finite_array("x", x)
         if x.shape != (self.n_states,):
             raise DimensionError(f"x has shape {x.shape}; expected ({self.n_states},) "
                                  f"(one measured state vector)")
         op = self.operating_point
-        u = self._K_x @ (x if op is None else x - op.state)
-        if self.history_steps:          # the history holds deviations from u_op
-            u = u + np.einsum("hab,hb->a", self._K_u, self._history)
+        with np.errstate(over="ignore", invalid="ignore"):     # refused just below
+            u = self._K_x @ (x if op is None else x - op.state)
+            if self.history_steps:          # the history holds deviations from u_op
+                u = u + np.einsum("hab,hb->a", self._K_u, self._history)
+        if not np.all(np.isfinite(u)):      # checked before the history records it
+            raise NonFiniteError(f"the command for x (largest |x| {np.max(np.abs(x)):.3g}) "
+                                 f"overflows float64 with this gain and command history; "
+                                 f"the controller's state is unchanged")
+        if self.history_steps:
             self._history = np.concatenate([u[None, :], self._history[:-1]], axis=0)
         return u if op is None else u + op.input
 

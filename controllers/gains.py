@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError, SolverError
-from _toolbox.validation import check_finite_array
+from _toolbox.validation import check_finite_array, check_in_interval
 from dmdidc.model import as_plant
 
 __all__ = ["lqr_gain", "place_gain", "is_schur"]
@@ -47,6 +47,7 @@ def is_schur(matrix: Any, *, margin: float = _SCHUR_MARGIN) -> bool:
     True
     """
     matrix = check_finite_array("matrix", matrix, ndim=2)
+    margin = check_in_interval("margin", margin, 0.0, 1.0, high_open=True)
     if matrix.size == 0:
         return True
     return bool(np.max(np.abs(np.linalg.eigvals(matrix))) < 1.0 - margin)
@@ -104,7 +105,7 @@ def check_weight(name: str, W: Any, size: int, *, definite: bool) -> np.ndarray:
     if not np.allclose(W, W.T, rtol=0.0, atol=1e-12 * scale):
         raise ParameterError(f"{name} must be symmetric; max |{name} - {name}^T| = "
                              f"{float(np.max(np.abs(W - W.T))):.3g}")
-    W = 0.5 * (W + W.T)
+    W = 0.5 * W + 0.5 * W.T             # (W + W.T) / 2 overflows for entries near 1e308
     smallest = float(np.min(np.linalg.eigvalsh(W)))
     if definite and smallest <= 1e-12 * scale:
         raise ParameterError(f"{name} must be symmetric positive definite; its smallest "

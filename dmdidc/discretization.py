@@ -33,6 +33,9 @@ __all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
 #: Delays within this many sampling periods of a whole multiple are snapped to it, so that
 #: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
 _SNAP_STEPS = 1e-12
+#: Delays of this many sampling periods or more are refused: beyond 2**53 a float no longer
+#: holds the whole number of periods (and the blocks would not fit in memory anyway).
+_MAX_PERIODS = 2.0 ** 53
 
 
 def checked_expm(M: np.ndarray, what: str, scale: float = 1.0) -> np.ndarray:
@@ -142,14 +145,21 @@ def split_delay(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     Raises
     ------
     NonFiniteError, ParameterError
-        A NaN, infinite or negative delay, or ``dt <= 0``.
+        A NaN, infinite or negative delay, ``dt <= 0``, or a delay of ``2**53`` periods or
+        more.
 
     Examples
     --------
     >>> split_delay(np.array([2.5, 4.0]), 2.0)
     (array([1, 2]), array([0.25, 0.  ]))
     """
-    ratio = _checked_delays(delay) / check_positive("dt", dt)
+    delay = _checked_delays(delay)
+    with np.errstate(over="ignore"):
+        ratio = delay / check_positive("dt", dt)
+    if np.any(ratio >= _MAX_PERIODS):
+        raise ParameterError(f"delay {delay.tolist()} s at dt = {dt!r} s is "
+                             f"{float(np.max(ratio)):.3g} sampling periods; accepted: fewer "
+                             f"than 2**53 = {_MAX_PERIODS:.3g} (whole periods exact in float64)")
     nearest = np.round(ratio)
     ratio = np.where(np.abs(ratio - nearest) < _SNAP_STEPS * np.maximum(1.0, nearest), nearest,
                      ratio)
