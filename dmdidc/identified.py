@@ -26,6 +26,7 @@ from dmdidc.inference.blocks import (
 from dmdidc.inference.branches import recover_branch
 from dmdidc.inference.diagnostics import logarithm_evidence
 from dmdidc.inference.offset import operating_point_of
+from dmdidc.inference.recovery import finite_recovery
 from dmdidc.model import DelayedPlant
 
 __all__ = ["Identified", "identified_model"]
@@ -89,8 +90,8 @@ def identified_model(outcome, *, n_states: int, n_inputs: int, max_delay: int, d
     columns = kept.reshape(-1)                 # column n + j m + i is block j, channel i
     block_variance = float(np.mean(variance[:, columns])) if columns.any() else 0.0
     try:
-        A_c, B_c, delay = _recovered(A_d, blocks, dt, active=test.active,
-                                     block_variance=block_variance, notes=outcome.notes)
+        A_c, B_c, delay = finite_recovery(recover_branch, A_d, blocks, dt, active=test.active,
+                                          block_variance=block_variance, notes=outcome.notes)
     except LogarithmError as exc:
         evidence = logarithm_evidence(solution, A_d)
         log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))
@@ -104,20 +105,3 @@ def identified_model(outcome, *, n_states: int, n_inputs: int, max_delay: int, d
                                                                             blocks))
     return Identified(test, kept, model, None, block_variance)
 
-
-def _recovered(A_d: np.ndarray, blocks: np.ndarray, dt: float, **options
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`recover_branch`, with a continuous model that float64 cannot hold (a sampling
-    period near the underflow limit makes ``logm(A_d) / dt`` overflow) reported as its
-    absence: the discrete model is still exact."""
-    try:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            A_c, B_c, delay = recover_branch(A_d, blocks, dt, **options)
-    except np.linalg.LinAlgError as exc:
-        raise LogarithmError(f"the continuous model is not computable in float64 at dt = "
-                             f"{dt!r} s ({exc})") from exc
-    if not all(np.all(np.isfinite(part)) for part in (A_c, B_c, delay)):
-        raise LogarithmError(f"the continuous model is not finite in float64 at dt = {dt!r} s "
-                             f"(logm(A_d) / dt overflows): use the discrete model, or a "
-                             f"sampling period in seconds that float64 can divide by")
-    return A_c, B_c, delay

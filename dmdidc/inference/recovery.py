@@ -22,12 +22,12 @@ import warnings
 import numpy as np
 from scipy.linalg import expm, logm, solve
 
-from _toolbox.validation import check_finite_array
+from _toolbox.validation import check_finite_array, check_positive
 from dmdidc.discretization import first_active_blocks, zoh_matrices
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
 
-__all__ = ["ContinuousModelWarning", "continuous_state_matrix", "recover_channel",
-           "recover_continuous", "structured_misfit"]
+__all__ = ["ContinuousModelWarning", "continuous_state_matrix", "finite_recovery",
+           "recover_channel", "recover_continuous", "structured_misfit"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
 
@@ -235,8 +235,11 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
         matrix is ``B_blocks[None]``), or ``active`` not of shape (R + 1, m).
     NonFiniteError
         NaN or infinite entries.
+    ParameterError
+        ``dt`` not a finite positive number.
     LogarithmError
-        When ``A_d`` has no unique real logarithm (see :func:`continuous_state_matrix`).
+        When ``A_d`` has no unique real logarithm (see :func:`continuous_state_matrix`), or
+        the continuous model is not finite in float64 (:func:`finite_recovery`).
 
     Examples
     --------
@@ -247,6 +250,7 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     >>> np.round([A_c[0, 0], B_c[0, 0], delay[0]], 10).tolist()
     [-1.0, 2.0, 1.3]
     """
+    dt = check_positive("dt", dt)
     A_d = check_finite_array("A_d", A_d, ndim=2)
     if A_d.shape[0] != A_d.shape[1]:
         raise DimensionError(f"A_d has shape {A_d.shape}; expected a square (n, n) matrix")
@@ -265,11 +269,38 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
         if active.shape != (R1, m):
             raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
                                  f"{(R1, m)} (one flag per block of B_blocks)")
-    A_c = continuous_state_matrix(A_d, dt) if A_c is None else check_finite_array("A_c", A_c,
-                                                                                    ndim=2)
+    A_c = None if A_c is None else check_finite_array("A_c", A_c, ndim=2)
+    return finite_recovery(_recover, A_d, B_blocks, dt, active=active, A_c=A_c)
+
+
+def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
+             A_c: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    A_c = continuous_state_matrix(A_d, dt) if A_c is None else A_c
+    n, m = B_blocks.shape[1:]
     first = first_active_blocks(active)
     B_c = np.zeros((n, m))
     delays = np.zeros(m)
     for j in range(m):
         B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j])
     return A_c, B_c, delays
+
+
+def finite_recovery(recover, A_d: np.ndarray, B_blocks: np.ndarray, dt: float, **options
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``recover(A_d, B_blocks, dt, **options)``, with a continuous model that float64 cannot
+    hold reported as a :class:`LogarithmError` (its absence; the discrete model stays exact).
+
+    A sampling period near the underflow limit makes ``logm(A_d) / dt`` overflow, and a
+    singular hold matrix makes the channel solve fail; neither may leave NaN in a model.
+    """
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            A_c, B_c, delay = recover(A_d, B_blocks, dt, **options)
+    except np.linalg.LinAlgError as exc:
+        raise LogarithmError(f"the continuous model is not computable in float64 at dt = "
+                             f"{dt!r} s ({exc})") from exc
+    if not all(np.all(np.isfinite(part)) for part in (A_c, B_c, delay)):
+        raise LogarithmError(f"the continuous model is not finite in float64 at dt = {dt!r} s "
+                             f"(logm(A_d) / dt overflows): use the discrete model, or a "
+                             f"sampling period in seconds that float64 can divide by")
+    return A_c, B_c, delay

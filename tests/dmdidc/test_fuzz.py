@@ -26,10 +26,15 @@ from _toolbox.errors import (
 from dmdidc import (
     DelayedPlant,
     DMDidc,
+    OperatingPoint,
     SufficientStatistics,
+    as_plant,
     check_excitation,
+    combine_statistics,
     delay_blocks,
+    first_active_blocks,
     random_excitation,
+    recover_continuous,
     samples_needed,
     split_delay,
     zoh_matrices,
@@ -247,3 +252,35 @@ def test_check_excitation(X_, U_, max_delay, rank_rtol):
 @given(SIZES, SIZES, SIZES)
 def test_samples_needed(n_states, n_inputs, max_delay):
     check_call(samples_needed, n_states, n_inputs, max_delay)
+
+
+@FUZZ_SETTINGS
+@given(hostile_arrays(PLANT.A_d), hostile_arrays(PLANT.B_blocks),
+       st.one_of(st.just(1.0), HOSTILE_SCALARS),
+       st.one_of(st.none(), hostile_arrays(PLANT.active_blocks)))
+def test_recover_continuous_and_first_active_blocks(A_d, B_blocks, dt, active):
+    check_call(recover_continuous, A_d, B_blocks, dt, active=active)
+    if active is not None:
+        check_call(first_active_blocks, active)
+
+
+@FUZZ_SETTINGS
+@given(hostile_arrays(X[:, 0]), hostile_arrays(U[:, 0]),
+       st.sampled_from([PLANT, FITTED, "plant", None, 3, PLANT.to_dict()]))
+def test_operating_point_and_as_plant(state, inputs, model):
+    check_call(OperatingPoint, state, inputs, finite=lambda op: (op.state, op.input))
+    check_call(DelayedPlant, PLANT.A_d, PLANT.B_blocks, PLANT.dt,
+               operating_point=(state, inputs), finite=lambda p: p.operating_point)
+    check_call(as_plant, model, finite=lambda p: (p.A_d, p.B_blocks))
+
+
+@FUZZ_SETTINGS
+@given(hostile_arrays(U), st.one_of(st.integers(0, 3), HOSTILE_SCALARS),
+       st.one_of(st.none(), st.integers(0, 3), HOSTILE_SCALARS),
+       st.one_of(st.just(0.95), HOSTILE_SCALARS))
+def test_exogenous_statistics_sum_and_combination(E, max_delay, lags, level):
+    def combined():
+        stats = SufficientStatistics.from_data(X, U, max_delay=max_delay, instruments=E,
+                                               instrument_lags=lags)
+        return combine_statistics([stats, stats + stats], level=level)
+    check_call(combined, finite=lambda stats: (stats.gram, stats.sums))
