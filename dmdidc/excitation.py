@@ -17,11 +17,12 @@ from _toolbox import validation
 from _toolbox.validation import (
     as_generator,
     check_allocation,
+    check_finite_array,
     check_integer,
     check_positive,
 )
 from dmdidc.data import data_arrays
-from dmdidc.errors import ParameterError
+from dmdidc.errors import DimensionError, NonFiniteError, ParameterError
 from dmdidc.regression.solution import QRAccumulator
 from dmdidc.trajectories import as_trajectories
 
@@ -98,7 +99,10 @@ def random_excitation(n_inputs: int, n_steps: int, *, distribution: Any = None,
     else:
         raise ParameterError(f"distribution must be a scipy.stats distribution, a callable "
                              f"(rng, shape) -> array, or None; got {type(distribution).__name__}")
-    draws = np.asarray(draws, dtype=float)
+    try:
+        draws = check_finite_array("the distribution's draws", draws)   # complex: refused
+    except (DimensionError, NonFiniteError):
+        draws = np.full(np.shape(draws), np.nan)        # the message below says what is wrong
     if draws.shape != shape or not np.all(np.isfinite(draws)):
         raise ParameterError(f"distribution produced an array of shape {draws.shape} with "
                              f"non-finite entries or the wrong shape; expected finite {shape}")

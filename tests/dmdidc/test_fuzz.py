@@ -284,3 +284,11 @@ def test_exogenous_statistics_sum_and_combination(E, max_delay, lags, level):
                                                instrument_lags=lags)
         return combine_statistics([stats, stats + stats], level=level)
     check_call(combined, finite=lambda stats: (stats.gram, stats.sums))
+
+
+@pytest.mark.parametrize("draws", [lambda g, s: g.standard_normal(s) + 1j,
+                                   lambda g, s: np.full(s, np.nan), lambda g, s: [[1.0, 2.0]],
+                                   lambda g, s: "abc", lambda g, s: np.full(s, 1e308)])
+def test_a_distribution_with_bad_draws_is_named(draws):
+    with pytest.raises(ParameterError, match="distribution|draws|scale"):
+        random_excitation(1, 3, distribution=draws, scale=10.0, rng=0)
