@@ -234,6 +234,8 @@ def place_gain(model_or_A: Any, B: Any = None, *, poles: Any) -> np.ndarray:
     A, B = _design_pair(model_or_A, B)
     try:
         poles = np.asarray(poles, dtype=complex)
+    except OverflowError as exc:            # an integer beyond the float range
+        raise NonFiniteError("poles has an entry beyond the float range") from exc
     except (TypeError, ValueError) as exc:
         raise DimensionError(f"poles must be a numeric array; got {type(poles).__name__}") from exc
     poles = poles.reshape(-1) if poles.ndim == 0 else poles
