@@ -23,7 +23,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.plotting import new_figure, save_figure
-from _toolbox.validation import check_finite_array, check_positive
+from _toolbox.validation import check_allocation, check_finite_array, check_positive
 from controllers.factory import LINEAR_CONTROLLER_NAMES, make_controller
 from controllers.gains import lqr_gain
 from dmdidc.model import DelayedPlant, as_plant
@@ -253,6 +253,12 @@ def delay_mismatch_study(A_c: Any, B_c: Any, dt: float, true_delay: Any, K: Any 
     if true_plant.n_inputs == 0:
         raise ParameterError(f"B_c has shape {true_plant.B_c.shape}: no input, no delay to "
                              f"mismatch; give at least one input column")
+    # every offset's lifted loop has at least the true plant's size: refuse it before building
+    size = true_plant.n_states + true_plant.n_inputs * true_plant.max_delay
+    check_allocation(f"true_delay = {np.asarray(true_delay).tolist()} s at dt = {dt} s "
+                     f"({true_plant.max_delay} periods)", (size, size),
+                     accepted="a delay of fewer periods (the lifted loop holds every input "
+                              "still in flight)")
     if K is None:
         K = lqr_gain(true_plant)
     offsets = np.linspace(-0.5, 0.5, 41) * dt if offsets is None else \
