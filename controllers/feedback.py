@@ -216,7 +216,7 @@ class _Exponentials:
         self._cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
 
     def __call__(self, s: float) -> tuple[np.ndarray, np.ndarray]:
-        key = round(s / self.dt, 12)
+        key = round(float(s) / self.dt, 12)        # a Python float: no overflow warning
         if key not in self._cache:
             if s >= 0:
                 self._cache[key] = zoh_matrices(self.A_c, self.B_c, s)
