@@ -24,7 +24,7 @@ from _toolbox.parameters import (
     constructor_parameters,
     validate_parameters,
 )
-from _toolbox.validation import check_finite_array, check_integer, check_positive
+from _toolbox.validation import check_integer, check_positive
 from dmdidc.data import IdData, as_arrays
 from dmdidc.errors import (
     DimensionError,
