@@ -49,8 +49,9 @@ __all__ = ["DelayedMPC", "MPCResult"]
 #: accepted from the solver.  Inputs are never clipped: a larger violation raises SolverError.
 INPUT_BOUND_TOLERANCE = 1e-6
 #: Largest QP a controller builds (decision variables of the sparse QP, or entries of the dense
-#: condensed matrices for DAQP): a horizon beyond it is refused rather than exhausting memory.
-MAX_QP_VARIABLES = 200_000
+#: condensed matrices for DAQP): a horizon beyond it is refused rather than exhausting memory or
+#: time (10,000 variables: about 3 s of CPU to build and solve the sparse QP, 40 MB).
+MAX_QP_VARIABLES = 10_000
 MAX_DENSE_ENTRIES = 10_000_000
 #: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries,
 #: else OSQP on the sparse QP.  At n = 10, m = 2 with state bounds DAQP was 10x faster than
@@ -346,9 +347,17 @@ class DelayedMPC:
         bounded = self.x_min is not None or self.x_max is not None
         variables, _ = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=True)
         if variables > MAX_QP_VARIABLES:
-            raise ParameterError(f"horizon={N} gives a QP of {variables} variables (n={n} "
-                                 f"states, m={m} inputs, dead steps {w}); at most "
-                                 f"{MAX_QP_VARIABLES} are accepted: shorten the horizon")
+            def fits(horizon: int) -> bool:
+                return qp_sizes(n, m, w, horizon, soft=soft and bounded,
+                                sparse=True)[0] <= MAX_QP_VARIABLES
+            low, high = 0, N                       # the largest horizon that fits: bisection
+            while high - low > 1:
+                low, high = ((low + high) // 2, high) if fits((low + high) // 2) else \
+                    (low, (low + high) // 2)
+            raise ParameterError(f"horizon = {N} gives a QP of {variables} variables (n={n} "
+                                 f"states, m={m} inputs, dead steps {w}) above the limit "
+                                 f"MAX_QP_VARIABLES = {MAX_QP_VARIABLES} (controllers.mpc); "
+                                 f"accepted: horizon <= {low} for this plant")
         dense_v, dense_rows = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=False)
         if not bounded:
             dense_rows = dense_v

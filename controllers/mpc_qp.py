@@ -110,6 +110,10 @@ class MPCQuadraticProgram:
         return (self.states_v @ v + self.states_p @ p).reshape(-1, n).T
 
 
+#: Largest identity block of a sparse selector.
+_EYE_PIECE = 512
+
+
 class _Blocks:
     """A sparse linear map as a list of dense blocks ``(first row, first column, block)``.
 
@@ -225,8 +229,9 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
         return _Blocks((rows, n_v)) if sparse else np.zeros((rows, n_v))
 
     def select_v(start: int, size: int) -> Any:
-        if sparse:
-            return _Blocks((size, n_v), [(0, start, np.eye(size))])
+        if sparse:      # identity pieces: one dense eye(m N) would take GBs at long horizons
+            return _Blocks((size, n_v), [(i, start + i, np.eye(min(_EYE_PIECE, size - i)))
+                                         for i in range(0, size, _EYE_PIECE)])
         rows = np.zeros((size, n_v))
         rows[:, start:start + size] = np.eye(size)
         return rows

@@ -53,7 +53,7 @@ def test_a_huge_mpc_horizon_is_refused_at_once():
         DelayedMPC(PLANT, horizon=10 ** 6)
     assert time.perf_counter() - start < 1.0
     largest = int(re.search(r"horizon <= (\d+)", str(caught.value)).group(1))
-    assert largest >= 10_000
+    assert largest >= 1_000
     DelayedMPC(PLANT, horizon=largest)            # the limit itself is accepted (not solved:
     with pytest.raises(ParameterError):           # that takes seconds), one more is not
         DelayedMPC(PLANT, horizon=largest + 1)
