@@ -41,7 +41,6 @@ from dmdidc.regression.refined import (
 from dmdidc.regression.robust import huber_solution, huber_threshold
 from dmdidc.regression.solution import (
     EXACT_FIT,
-    FULL_COVARIANCE_LIMIT,
     RegressionSolution,
     lagged_inputs,
     least_squares,
@@ -345,17 +344,14 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                    else model_instruments(A_d, B_blocks, drives))
         stats = _statistics(trajectories, R, kind, 0, signals)
         solution = _solve(stats, R, "iv", centred, **options)
-    if solution.coefficients.size > FULL_COVARIANCE_LIMIT:
-        notes.append(f"{solution.coefficients.size} coefficients: the long-run covariance "
-                     f"(serially correlated residuals) is not formed beyond "
-                     f"{FULL_COVARIANCE_LIMIT}; standard errors assume white residuals")
-    elif solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
+    if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         pieces, piece_signals, scale = subsample(trajectories, signals)
         covariance = long_run_covariance(solution.coefficients,
                                          _regression_vectors(pieces, piece_signals, R, kind),
                                          centred=centred)
         # the long-run covariance of the moments grows like the samples; Theta's shrinks
-        solution = dataclasses.replace(solution, sampling_covariance=covariance / scale)
+        solution = dataclasses.replace(solution,
+                                       sampling_covariance=covariance.scaled(1.0 / scale))
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
                       _twin(stats, R, "ls", centred, options), notes, references is not None,
                       kind)

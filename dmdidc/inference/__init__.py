@@ -4,6 +4,7 @@
 * :mod:`~dmdidc.inference.selection`: the delay bound chosen by an information criterion;
 * :mod:`~dmdidc.inference.recovery`: ``A_c``, ``B_c`` and the fractional delays;
 * :mod:`~dmdidc.inference.intervals`: confidence intervals (asymptotic, bootstrap);
+* :mod:`~dmdidc.inference.jacobian`: the analytic Jacobian of the recovered plant (delta method);
 * :mod:`~dmdidc.inference.offset`: the offset test and the operating point;
 * :mod:`~dmdidc.inference.residuals`: residual analysis (correlations, moment tests);
 * :mod:`~dmdidc.inference.checks`: the value of a check and of all checks of a fit;
@@ -26,6 +27,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.inference.intervals": ["IntervalEstimate", "ConfidenceIntervals",
                                    "asymptotic_intervals", "bootstrap_intervals",
                                    "INTERVAL_METHODS"],
+    "dmdidc.inference.jacobian": ["model_jacobian"],
     "dmdidc.inference.diagnostics": ["eigenvalue_standard_errors", "identification_warnings",
                                      "logarithm_evidence", "fit_diagnostics", "model_checks"],
     "dmdidc.inference.checks": ["Check", "DiagnosticWarning", "FitDiagnostics"],

@@ -119,13 +119,12 @@ def column_covariances(solution: RegressionSolution, columns: np.ndarray) -> np.
     """
     columns = np.asarray(columns, dtype=int)
     sigma = _floored(solution.residual_covariance, solution.target_rms, 1)
-    covs = np.diag(solution.unscaled_covariance)[columns][:, None, None] * sigma[None]
+    unscaled = np.diag(solution.unscaled_covariance)[columns][:, None, None]
     if solution.sampling_covariance is not None:     # serial correlation accounted for
-        n, p = solution.coefficients.shape
         floor = np.diag((_COVARIANCE_FLOOR * solution.target_rms) ** 2)
-        full = solution.sampling_covariance.reshape(n, p, n, p)
-        covs = (full[:, columns, :, columns]
-                + np.diag(solution.unscaled_covariance)[columns][:, None, None] * floor[None])
+        covs = solution.sampling_covariance.columns(columns) + unscaled * floor[None]
+    else:
+        covs = unscaled * sigma[None]
     if solution.noise_covariance is not None:
         n, p = solution.coefficients.shape
         covs = covs + solution.noise_covariance.reshape(n, p, n, p)[:, columns, :, columns]

@@ -42,7 +42,7 @@ from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restrict
 from dmdidc.inference.checks import Check
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
-from dmdidc.regression.solution import EXACT_FIT, FULL_COVARIANCE_LIMIT, RegressionSolution
+from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
 from dmdidc.trajectories import subsample
 
 __all__ = ["eigenvalue_standard_errors", "fit_diagnostics", "identification_warnings",
@@ -145,15 +145,6 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     return checks
 
 
-def _too_large(name: str, question: str, solution: RegressionSolution) -> Check | None:
-    """A not-applicable check when the full covariance of the coefficients is too large."""
-    if solution.coefficients.size <= FULL_COVARIANCE_LIMIT:
-        return None
-    return Check(name, question, None,
-                 finding=f"not computed: {solution.coefficients.size} coefficients (n p) need "
-                         f"their full covariance, formed only up to {FULL_COVARIANCE_LIMIT}")
-
-
 def identification_warnings(solution: RegressionSolution, test: BlockTest, model: DelayedPlant,
                             *, detrended: bool = False,
                             log_error: Exception | None = None) -> list[str]:
@@ -210,23 +201,20 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
     eigenvalues : ndarray, shape (n,)
     standard_errors : ndarray, shape (n,)
     """
-    n, p = solution.coefficients.shape
+    n = A_d.shape[0]
     rounding = np.finfo(float).eps * solution.target_rms
-    cov = solution.covariance() + np.kron(np.diag(rounding ** 2), solution.unscaled_covariance)
-    cov = cov.reshape(n, p, n, p)[:, :n, :, :n].reshape(n * n, n * n)
+    cov = solution.factored_covariance().plus(np.diag(rounding ** 2),
+                                              solution.unscaled_covariance)
     eigenvalues, right = np.linalg.eig(A_d)
     left = np.linalg.inv(right)             # rows y^H with y^H x = 1
-    gradients = np.einsum("ia,bi->iab", left, right).reshape(n, n * n)
-    errors = np.sqrt(np.abs(np.einsum("ij,jk,ik->i", gradients, cov, gradients.conj())))
+    # the gradient of lambda_i is the rank-one y_i^H x_i^T: never the (n^2)^2 covariance
+    errors = np.sqrt(cov.rank_one_variances(left, right.T, np.arange(n)))
     return eigenvalues, errors
 
 
 def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
                         significance: float) -> Check:
     question = "Is every eigenvalue of A_d significantly away from zero?"
-    skipped = _too_large("determined_modes", question, solution)
-    if skipped is not None:
-        return skipped
     eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
     z = float(special.ndtri(1.0 - significance / (2 * eigenvalues.size)))
     weak = np.flatnonzero(np.abs(eigenvalues) <= z * errors)
@@ -282,8 +270,6 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
     str or None
         A sentence naming the evidence (``None`` when there is none).
     """
-    if solution.coefficients.size > FULL_COVARIANCE_LIMIT:
-        return None
     eigenvalues, errors = eigenvalue_standard_errors(solution, A_d)
     findings = []
     for lam, se in zip(eigenvalues, errors, strict=True):
@@ -314,14 +300,12 @@ _EXCITED = 1e-4
 
 def restricted_solution(solution: RegressionSolution, kept: np.ndarray) -> RegressionSolution:
     """The regression with the blocks a model drops constrained to zero, and its covariance
-    ``(I kron P^T) Cov (I kron P)`` (:func:`dmdidc.blocks.restriction_projector`): the
+    ``(I kron P^T) Cov (I kron P)`` (:func:`dmdidc.blocks.restriction_projector`, factored): the
     uncertainty of the model's own ``A_d``, smaller than the unrestricted one's."""
-    n, p = solution.coefficients.shape
+    n = solution.coefficients.shape[0]
     P = restriction_projector(solution, n, kept)
-    cov = np.einsum("apbq,pc,qd->acbd", solution.covariance().reshape(n, p, n, p), P, P,
-                    optimize=True)
     return dataclasses.replace(solution, coefficients=restricted_coefficients(solution, n, kept),
-                               sampling_covariance=cov.reshape(n * p, n * p),
+                               sampling_covariance=solution.factored_covariance().project(P),
                                noise_covariance=None)
 
 
@@ -357,8 +341,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     )
 
     solution = outcome.solution
-    restricted = (restricted_solution(solution, kept if kept is not None else test.active)
-                  if solution.coefficients.size <= FULL_COVARIANCE_LIMIT else None)
+    restricted = restricted_solution(solution, kept if kept is not None else test.active)
     checks = model_checks(solution, test, model, log_error=log_error, restricted=restricted)
     notes = list(outcome.notes)
     if outcome.offset is not None:
@@ -473,7 +456,7 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     p = restricted.coefficients.shape[1]
     A_c, B_c, delay = model.require_continuous("delay standard errors")
     T = model.dt
-    cov = restricted.covariance()
+    cov = restricted.factored_covariance()
     _, gamma_T = zoh_matrices(A_c, np.eye(n), T)
     out = np.full(m, np.nan)
     for i, w in enumerate(model.delay_steps):
@@ -486,7 +469,7 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
         gradient = (f @ np.concatenate([J1 - np.eye(n), J1], axis=1)) / max(f @ f, 1e-300)
         index = np.concatenate([np.arange(n) * p + n + w * m + i,
                                 np.arange(n) * p + n + (w + 1) * m + i])
-        out[i] = float(np.sqrt(max(gradient @ cov[np.ix_(index, index)] @ gradient, 0.0)))
+        out[i] = float(np.sqrt(max(gradient @ cov.submatrix(index) @ gradient, 0.0)))
     return out
 
 
@@ -497,8 +480,7 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
         return Check("precision", question, None, finding="no continuous model")
     if solution is None:
         return Check("precision", question, None,
-                     finding=f"not computed: the coefficients need their full covariance, "
-                             f"formed only up to n p = {FULL_COVARIANCE_LIMIT}")
+                     finding="not computed: no restricted regression")
     T = model.dt
     half = 1.96 * delay_standard_errors(model, solution) / T
     finite = np.isfinite(half)

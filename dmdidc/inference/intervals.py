@@ -4,10 +4,14 @@
 ``Theta_r = Theta P`` (inactive blocks constrained to zero; ``P`` as in
 :func:`dmdidc.inference.blocks.restricted_coefficients`): ``A_c = logm(A_d) / T``, and per channel
 ``B_c`` and the delay from ``A_c`` and the blocks ``w, w + 1`` (dissertation eqs. 9.67-9.69).
-Its Jacobian is taken by central differences of that recovery (the recovery is solved to
-rounding accuracy, so the differences are accurate), and
+Its Jacobian is analytic (:mod:`dmdidc.inference.jacobian`: Frechet derivatives in the
+eigenbasis of ``A_c`` and the implicit function theorem for the hold length), with central
+differences of the recovery only when ``A_c`` is not safely diagonalizable, and
 
     Cov(model) = J Cov(vec Theta_r) J^T,   Cov(vec Theta_r) = (I kron P^T) Cov(vec Theta) (I kron P)
+
+where only the covariance of the coefficients the model depends on is formed, from the
+Kronecker factors (:mod:`dmdidc.regression.covariance`).
 
 with the estimator's own covariance (least squares, IV, Huber, plus privacy noise; see
 :class:`~dmdidc.regression.RegressionSolution`).  Intervals are ``estimate +/- z se``.  They
@@ -38,8 +42,8 @@ from scipy import special
 
 from _toolbox.validation import as_generator, check_in_interval, check_integer, read_only
 from dmdidc.errors import ContinuousModelWarning, InsufficientExcitationError, ParameterError
+from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import recover_channel, recover_continuous
-from dmdidc.regression.solution import FULL_COVARIANCE_LIMIT
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS"]
@@ -218,12 +222,39 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     n, m, R = n_states, n_inputs, max_delay
     p = restricted.shape[1]
-    if n * p > FULL_COVARIANCE_LIMIT:
-        raise ParameterError(f"asymptotic intervals need the full covariance of the {n * p} "
-                             f"coefficients (formed only up to {FULL_COVARIANCE_LIMIT}); use "
-                             f"method='bootstrap' over independent experiments")
-    cov = solution.covariance().reshape(n, p, n, p)
-    cov = np.einsum("apbq,pc,qd->acbd", cov, projector, projector).reshape(n * p, n * p)
+    cov = solution.factored_covariance().project(projector)     # that of Theta_r, factored
+    first = test.first_active
+    base = _model_vector(restricted, n, m, R, dt, test.active, block_variance)
+    delay, A_c = base[:m], base[m:m + n * n].reshape(n, n)
+    B_c = base[m + n * n:].reshape(n, m)
+    pairs, index = [], [a * p + c for a in range(n) for c in range(n)]
+    for i in range(m):
+        start = int(np.floor(delay[i] / dt + 1e-9))
+        lags = [start, start + 1] if first[i] >= 0 else []
+        pairs.append(tuple(restricted[:, n + j * m + i] if j <= R else None for j in lags)
+                     or None)
+        index += [a * p + n + min(j, R) * m + i for j in (start, start + 1) for a in range(n)]
+    jacobian = model_jacobian(A_c, B_c, delay, pairs, dt)
+    if jacobian is None:                # not safely diagonalizable: central differences
+        jacobian, index = _numerical_jacobian(restricted, cov, test, base, n, m, R, dt,
+                                          block_variance)
+    variance = cov.linear_variances(jacobian, index)
+    se = np.sqrt(np.clip(variance, 0.0, None))
+    silent = np.flatnonzero(first < 0)
+    if silent.size:      # no active block: delay and B_c column are reported as 0, no interval
+        se[silent] = np.nan
+        se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
+    periods = base[:m] / dt
+    se[:m][np.abs(periods - np.round(periods)) < _BOUNDARY] = np.nan     # clipped fraction
+    z = float(special.ndtri(0.5 + 0.5 * level))
+    return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
+
+
+def _numerical_jacobian(restricted, cov, test, base, n, m, R, dt, block_variance
+                        ) -> tuple[np.ndarray, list[int]]:
+    """Central differences of the recovery (for an ``A_c`` that is not safely diagonalizable):
+    ``(jacobian, index)`` over the entries of ``A_d`` and the blocks around each delay."""
+    p = restricted.shape[1]
     first = test.first_active
     used = [(a, c) for a in range(n) for c in range(n)]
     for i in range(m):
@@ -231,11 +262,10 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
             for j in (first[i] - 1, first[i], first[i] + 1):     # the pairs recovery may fit
                 if 0 <= j <= R:
                     used += [(a, n + j * m + i) for a in range(n)]
-    index = np.array(sorted({a * p + c for a, c in used}))
-    se_coef = np.sqrt(np.clip(np.diag(cov)[index], 0.0, None))
-    base = _model_vector(restricted, n, m, R, dt, test.active, block_variance)
+    index = sorted({a * p + c for a, c in used})
+    se_coef = np.sqrt(np.clip(cov.diagonal().ravel()[index], 0.0, None))
     A_c = base[m:m + n * n].reshape(n, n)
-    jacobian = np.zeros((base.size, index.size))
+    jacobian = np.zeros((base.size, len(index)))
     for k, flat in enumerate(index):
         step = _STEP * se_coef[k] if se_coef[k] > 0 else 1e-8 * (1.0 + abs(restricted.flat[flat]))
         column = flat % p
@@ -255,16 +285,7 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
                 vector[m + n * n + channel::m] = b
                 moved.append(vector)
         jacobian[:, k] = (moved[0] - moved[1]) / (2.0 * step)
-    variance = np.einsum("ij,jk,ik->i", jacobian, cov[np.ix_(index, index)], jacobian)
-    se = np.sqrt(np.clip(variance, 0.0, None))
-    silent = np.flatnonzero(first < 0)
-    if silent.size:      # no active block: delay and B_c column are reported as 0, no interval
-        se[silent] = np.nan
-        se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
-    periods = base[:m] / dt
-    se[:m][np.abs(periods - np.round(periods)) < _BOUNDARY] = np.nan     # clipped fraction
-    z = float(special.ndtri(0.5 + 0.5 * level))
-    return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
+    return jacobian, index
 
 
 def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_parts: int,

@@ -2,6 +2,8 @@
 
 * :mod:`~dmdidc.regression.solution`: the one regression value (:class:`RegressionSolution`),
   one-pass Gram and tall-skinny QR accumulators, lagged data;
+* :mod:`~dmdidc.regression.covariance`: the coefficient covariance as a sum of Kronecker
+  products (never the (n p)^2 matrix);
 * :mod:`~dmdidc.regression.instrumental`: instrumental variables for noisy states;
 * :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise;
 * :mod:`~dmdidc.regression.refined`: refined instruments simulated from a first-stage model.
@@ -20,6 +22,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
                                    "make_accumulator", "lagged_inputs", "assemble_solution",
                                    "gram_factors", "solve_normal_equations", "regression_blocks",
                                    "least_squares"],
+    "dmdidc.regression.covariance": ["KroneckerCovariance"],
     "dmdidc.regression.instrumental": ["instrumental_solution", "coefficient_jacobian",
                                        "long_run_covariance"],
     "dmdidc.regression.robust": ["huber_solution", "huber_threshold"],

@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
+from dmdidc.regression.covariance import KroneckerCovariance
 from dmdidc.regression.solution import (
     EXACT_FIT,
     RegressionSolution,
@@ -206,11 +207,15 @@ def first_stage_f(solution: RegressionSolution) -> float:
 
 #: Longest lag window of :func:`long_run_covariance`.
 _MAX_HAC_LAGS = 100
+#: Up to this many lags :func:`autocovariances` sums products directly (O(lags N) per row,
+#: against O(N log N) with a large constant for the zero-padded FFT).
+_DIRECT_LAGS = 64
 
 
 def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     """Per row, ``sum_k s_k s_{k-tau}`` for ``tau = 0 .. max_lag``, summed over the
-    trajectories (lags within a trajectory; means not removed), by FFT.
+    trajectories (lags within a trajectory; means not removed), directly for a few lags and by
+    FFT for many.
 
     Returns
     -------
@@ -221,6 +226,10 @@ def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     for s in series:
         N = s.shape[1]
         if N == 0:
+            continue
+        if max_lag < _DIRECT_LAGS:      # a few lags: row-wise dot products beat a padded FFT
+            for tau in range(min(max_lag, N - 1) + 1):
+                out[tau] += np.einsum("ij,ij->i", s[:, tau:], s[:, :N - tau])
             continue
         size = 1 << int(np.ceil(np.log2(2 * N)))
         spectrum = np.fft.rfft(s, size, axis=1)
@@ -280,7 +289,8 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
 
     Returns
     -------
-    ndarray, shape (n p, n p)
+    KroneckerCovariance
+        ``2 L + 1`` Kronecker terms (never the ``(n p)^2`` matrix).
     """
     blocks = list(blocks)
     Phi = np.concatenate([b[0] for b in blocks], axis=1)
@@ -294,7 +304,6 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     G = (Lz.T @ B @ M_inv) / z_scale[:, None]                    # S_zz^-1 S_zphi M^-1
     N = Phi.shape[1]
     n, p = coefficients.shape
-    total = np.zeros((n * p, n * p))
     start = 0
     series = []
     for Phi_i, Y_i, _ in blocks:
@@ -305,6 +314,7 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
         series.append((E, G.T @ Z[:, start:stop]))
         start = stop
     L = hac_lags([E for E, _ in series]) if lags is None else lags
+    left, right = [], []
     for tau in range(L + 1):
         weight = 1.0 - tau / (L + 1.0)
         gamma_e = np.zeros((n, n))
@@ -314,7 +324,12 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
                 continue
             gamma_e += E[:, tau:] @ E[:, :E.shape[1] - tau].T
             H += Hk[:, tau:] @ Hk[:, :Hk.shape[1] - tau].T
-        term = np.kron(gamma_e / N, H)
-        total += term if tau == 0 else weight * (term + term.T)
-    values, vectors = np.linalg.eigh(0.5 * (total + total.T))
-    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
+        if tau == 0:
+            left.append(gamma_e / N)
+            right.append(H)
+        else:
+            left += [weight * gamma_e / N, weight * gamma_e.T / N]
+            right += [H, H.T]
+    # Positive semi-definite without repair: the Bartlett-weighted sum of the lagged Kronecker
+    # products of two positive-definite autocovariance sequences is a non-negative spectrum.
+    return KroneckerCovariance(np.array(left), np.array(right))

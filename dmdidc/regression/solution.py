@@ -19,9 +19,9 @@ independent of the number of samples:
   slower.
 
 Both also sum the regressors and targets, and every :class:`RegressionSolution` carries the
-least-squares covariance ``Cov(vec Theta) = (Phi Phi^T)^+ kron Sigma`` (``Sigma`` the residual
-covariance), from which the standard errors of all coefficients and the block tests of
-:mod:`dmdidc.inference.blocks` follow.
+least-squares covariance ``Cov(vec Theta) = Sigma kron (Phi Phi^T)^+`` (``Sigma`` the residual
+covariance; kept factored, :mod:`dmdidc.regression.covariance`), from which the standard
+errors of all coefficients and the block tests of :mod:`dmdidc.inference.blocks` follow.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 from _toolbox import validation
 from _toolbox.validation import check_allocation
 from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
+from dmdidc.regression.covariance import KroneckerCovariance
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
@@ -99,10 +100,11 @@ class RegressionSolution:
         IV only: the smallest canonical correlation between the regressors and the
         instruments, in (0, 1] (1 for a regressor that instruments itself; near 0 means weak
         instruments and large standard errors).
-    sampling_covariance : ndarray, shape (n p, n p), optional
+    sampling_covariance : KroneckerCovariance, optional
         When set, the covariance of ``vec(Theta)`` (row by row) from the data's own serial
-        correlation (:func:`dmdidc.instrumental.long_run_covariance`), in place of
-        ``residual_covariance kron unscaled_covariance``, which assumes white residuals.
+        correlation (:func:`dmdidc.regression.instrumental.long_run_covariance`, a sum of
+        Kronecker products), in place of ``residual_covariance kron unscaled_covariance``,
+        which assumes white residuals.
     """
 
     coefficients: np.ndarray
@@ -120,7 +122,7 @@ class RegressionSolution:
     intercepts: int = 0
     noise_covariance: np.ndarray | None = None
     instrument_strength: float | None = None
-    sampling_covariance: np.ndarray | None = None
+    sampling_covariance: KroneckerCovariance | None = None
 
     @property
     def relative_residual(self) -> float:
@@ -143,29 +145,29 @@ class RegressionSolution:
     @property
     def standard_errors(self) -> np.ndarray:
         """Standard error of every coefficient, shape (n, p) (see ``covariance``)."""
-        if self.sampling_covariance is not None:
-            variance = np.clip(np.diag(self.sampling_covariance), 0.0, None).reshape(
-                self.coefficients.shape)
-        else:
-            variance = np.outer(np.clip(np.diag(self.residual_covariance), 0.0, None),
-                                np.clip(np.diag(self.unscaled_covariance), 0.0, None))
-        if self.noise_covariance is not None:
-            variance = variance + np.diag(self.noise_covariance).reshape(variance.shape)
-        return np.sqrt(variance)
+        return np.sqrt(np.clip(self.factored_covariance().diagonal(), 0.0, None))
+
+    def factored_covariance(self) -> KroneckerCovariance:
+        """Covariance of ``vec(Theta)`` as a sum of Kronecker products
+        (:class:`~dmdidc.regression.covariance.KroneckerCovariance`): ``residual_covariance
+        kron unscaled_covariance`` (or ``sampling_covariance`` when set), plus
+        ``noise_covariance`` for privatized statistics.  Never forms the ``(n p)^2`` matrix."""
+        factored = (self.sampling_covariance if self.sampling_covariance is not None
+                    else KroneckerCovariance.single(self.residual_covariance,
+                                                    self.unscaled_covariance))
+        return factored.with_extra(self.noise_covariance)
 
     def covariance(self) -> np.ndarray:
         """Covariance of ``vec(Theta)`` (row by row: entry ``a p + c`` is ``Theta[a, c]``).
 
-        ``residual_covariance kron unscaled_covariance`` (or ``sampling_covariance`` when
-        set), plus ``noise_covariance`` for privatized statistics.
+        The dense form of :meth:`factored_covariance`, with ``(n p)^2`` entries: for small
+        problems only (everything in the package reads the factors).
 
         Returns
         -------
         ndarray, shape (n p, n p)
         """
-        total = (self.sampling_covariance if self.sampling_covariance is not None
-                 else np.kron(self.residual_covariance, self.unscaled_covariance))
-        return total if self.noise_covariance is None else total + self.noise_covariance
+        return self.factored_covariance().dense()
 
     def column_covariances(self, columns: np.ndarray) -> np.ndarray:
         """Covariance of the coefficient columns ``Theta[:, c]`` for each ``c`` in ``columns``.
@@ -174,19 +176,7 @@ class RegressionSolution:
         -------
         ndarray, shape (len(columns), n, n)
         """
-        columns = np.asarray(columns, dtype=int)
-        if self.sampling_covariance is not None:
-            n, p = self.coefficients.shape
-            full = self.sampling_covariance.reshape(n, p, n, p)
-            out = full[:, columns, :, columns]
-        else:
-            diag = np.diag(self.unscaled_covariance)[columns]
-            out = diag[:, None, None] * self.residual_covariance[None]
-        if self.noise_covariance is not None:
-            n, p = self.coefficients.shape
-            noise = self.noise_covariance.reshape(n, p, n, p)
-            out = out + noise[:, columns, :, columns]
-        return out
+        return self.factored_covariance().columns(columns)
 
 
 def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
@@ -639,7 +629,7 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
     tol = max(rank_rtol, rank_floor) * singular[0]
     if svd_rank is not None:
         if not 1 <= svd_rank <= p:
-            raise DimensionError(f"svd_rank must be between 1 and {p} (the number of "
+            raise DimensionError(f"regression_rank must be between 1 and {p} (the number of "
                                  f"regressors); got {svd_rank}")
         return svd_rank, tol
     rank = int(np.count_nonzero(singular > tol))
@@ -651,8 +641,10 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
             f"regressors (n + m (R + 1)) with {n_samples} samples; smallest singular value "
             f"{singular[-1]:.3g}, largest {singular[0]:.3g} (equilibrated columns), tolerance "
             f"{tol:.3g}{hint}. The inputs do not excite the plant enough (constant or collinear "
-            f"inputs, an uncontrollable plant, or too few samples); use richer random inputs "
-            f"or set svd_rank to fit a reduced model deliberately")
+            f"inputs, an uncontrollable plant, too few samples, or redundant states such as "
+            f"many sensors of a few modes); use richer random inputs, set svd_rank to "
+            f"identify in the leading POD modes of the states, or regression_rank to fit a "
+            f"reduced regression deliberately")
     return rank, tol
 
 

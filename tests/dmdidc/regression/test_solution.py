@@ -138,7 +138,7 @@ def test_too_few_samples_and_rank_deficiency(cls):
     truncated = acc2.solution(svd_rank=4)                    # deliberate reduced fit
     assert truncated.rank == 4
     assert truncated.condition_number == float("inf")        # rank-deficient data
-    with pytest.raises(DimensionError, match="svd_rank must be between 1 and 6"):
+    with pytest.raises(DimensionError, match="regression_rank must be between 1 and 6"):
         acc2.solution(svd_rank=7)
 
 

@@ -1,0 +1,130 @@
+"""The factored coefficient covariance gives the numbers of the dense Kronecker formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmdidc.regression.covariance import KroneckerCovariance
+from dmdidc.regression.instrumental import long_run_covariance
+
+
+def _psd(rng, k):
+    M = rng.standard_normal((k, k))
+    return M @ M.T / k + 0.1 * np.eye(k)
+
+
+def _random(rng, n, p, terms, extra):
+    left = np.array([_psd(rng, n)] + [rng.standard_normal((n, n)) for _ in range(terms - 1)])
+    right = np.array([_psd(rng, p)] + [rng.standard_normal((p, p)) for _ in range(terms - 1)])
+    return KroneckerCovariance(left, right, _psd(rng, n * p) if extra else None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("extra", [False, True])
+def test_every_factored_read_equals_the_dense_matrix(seed, extra):
+    rng = np.random.default_rng(seed)
+    n, p = rng.integers(1, 5), rng.integers(2, 8)
+    cov = _random(rng, n, p, terms=int(rng.integers(1, 4)), extra=extra)
+    dense = cov.dense()
+    scale = np.abs(dense).max()
+    close = dict(rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(cov.diagonal().ravel(), np.diag(dense), **close)
+    columns = rng.choice(p, size=min(p, 3), replace=False)
+    full = dense.reshape(n, p, n, p)
+    np.testing.assert_allclose(cov.columns(columns), full[:, columns, :, columns], **close)
+    P = rng.standard_normal((p, p))
+    big = np.kron(np.eye(n), P)
+    np.testing.assert_allclose(cov.project(P).dense(), big.T @ dense @ big,
+                               rtol=1e-10, atol=1e-10 * scale * np.abs(P).max() ** 2)
+    index = rng.choice(n * p, size=min(n * p, 7), replace=False)
+    sub = dense[np.ix_(index, index)]
+    np.testing.assert_allclose(cov.submatrix(index), sub, **close)
+    J = rng.standard_normal((5, index.size))
+    np.testing.assert_allclose(cov.linear_variances(J, index), np.diag(J @ sub @ J.T),
+                               rtol=1e-10, atol=1e-10 * scale)
+    u = rng.standard_normal((3, n)) + 1j * rng.standard_normal((3, n))
+    v = rng.standard_normal((3, p)) + 1j * rng.standard_normal((3, p))
+    gradients = np.einsum("ka,kc->kac", u, v).reshape(3, n * p)
+    expected = np.abs(np.einsum("ki,ij,kj->k", gradients, dense, gradients.conj()))
+    np.testing.assert_allclose(cov.rank_one_variances(u, v, np.arange(p)), expected,
+                               rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_repeated_positions_add_their_gradients():
+    rng = np.random.default_rng(3)
+    cov = _random(rng, 3, 4, terms=2, extra=False)
+    index = np.array([5, 2, 5, 7])
+    J = rng.standard_normal((2, 4))
+    merged = np.array([2, 5, 7])
+    J_merged = np.stack([J[:, 1], J[:, 0] + J[:, 2], J[:, 3]], axis=1)
+    np.testing.assert_allclose(cov.linear_variances(J, index),
+                               cov.linear_variances(J_merged, merged), rtol=1e-12)
+
+
+def _old_long_run(coefficients, blocks, lags):
+    """The dense formula the factored one replaces (main before issue 19), verbatim."""
+    from dmdidc.regression.instrumental import _inverse_sqrt
+
+    Phi = np.concatenate([b[0] for b in blocks], axis=1)
+    Z = np.concatenate([b[2] for b in blocks], axis=1)
+    z_scale, Lz = _inverse_sqrt(Z @ Z.T)
+    B = Lz @ ((Z @ Phi.T) / z_scale[:, None])
+    M_inv = np.linalg.pinv(B.T @ B)
+    G = (Lz.T @ B @ M_inv) / z_scale[:, None]
+    N = Phi.shape[1]
+    n, p = coefficients.shape
+    total = np.zeros((n * p, n * p))
+    start, series = 0, []
+    for Phi_i, Y_i, _ in blocks:
+        stop = start + Phi_i.shape[1]
+        series.append((Y_i - coefficients @ Phi_i, G.T @ Z[:, start:stop]))
+        start = stop
+    L = lags
+    for tau in range(L + 1):
+        weight = 1.0 - tau / (L + 1.0)
+        gamma_e = sum(E[:, tau:] @ E[:, :E.shape[1] - tau].T for E, _ in series)
+        H = sum(h[:, tau:] @ h[:, :h.shape[1] - tau].T for _, h in series)
+        term = np.kron(gamma_e / N, H)
+        total += term if tau == 0 else weight * (term + term.T)
+    values, vectors = np.linalg.eigh(0.5 * (total + total.T))
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_long_run_covariance_is_the_lag_sum_and_positive_semidefinite(seed):
+    rng = np.random.default_rng(seed)
+    n, p, N = 2, 4, 400
+    Theta = rng.standard_normal((n, p))
+    blocks = []
+    for _ in range(2):
+        Phi = rng.standard_normal((p, N))
+        Z = np.concatenate([Phi, rng.standard_normal((2, N))]) + 0.1 * rng.standard_normal(
+            (p + 2, N))
+        noise = rng.standard_normal((n, N + 1))
+        blocks.append((Phi, Theta @ Phi + noise[:, 1:] - 0.6 * noise[:, :-1], Z))
+    cov = long_run_covariance(Theta, blocks, lags=3)
+    dense = cov.dense()
+    # symmetric and positive semi-definite without any repair (a Bartlett-weighted spectrum)
+    np.testing.assert_allclose(dense, dense.T, atol=1e-12 * np.abs(dense).max())
+    assert np.linalg.eigvalsh(dense).min() >= -1e-10 * np.abs(dense).max()
+    assert cov.left.shape[0] == 2 * 3 + 1
+    # the terms are those of the textbook formula: lag 0 alone is Sigma kron H(0)
+    lag0 = long_run_covariance(Theta, blocks, lags=0)
+    np.testing.assert_allclose(lag0.dense(), np.kron(lag0.left[0], lag0.right[0]))
+
+
+def test_long_run_covariance_matches_the_dense_formula_it_replaces():
+    rng = np.random.default_rng(7)
+    n, p, N = 3, 4, 300
+    Theta = rng.standard_normal((n, p))
+    blocks = []
+    for length in (N, N - 50):
+        Phi = rng.standard_normal((p, length))
+        Z = np.concatenate([Phi, rng.standard_normal((2, length))])
+        noise = rng.standard_normal((n, length + 1))
+        blocks.append((Phi, Theta @ Phi + noise[:, 1:] + 0.5 * noise[:, :-1], Z))
+    for lags in (0, 2, 5):
+        old = _old_long_run(Theta, blocks, lags)
+        np.testing.assert_allclose(long_run_covariance(Theta, blocks, lags=lags).dense(), old,
+                                   rtol=1e-9, atol=1e-12 * np.abs(old).max())
