@@ -24,7 +24,7 @@ from _toolbox.parameters import (
     constructor_parameters,
     validate_parameters,
 )
-from _toolbox.validation import check_integer, check_positive
+from _toolbox.validation import check_finite_array, check_integer, check_positive, read_only
 from dmdidc.data import IdData, as_arrays
 from dmdidc.errors import (
     DimensionError,
@@ -55,6 +55,7 @@ from dmdidc.inference.intervals import (
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
 from dmdidc.model import DelayedPlant, OperatingPoint
+from dmdidc.regression.pod import pod_modes
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
@@ -115,9 +116,18 @@ class DMDidc:
         Extra lags ``L`` of the instruments; default: the smallest giving ``n`` more
         instruments than regressors.
     svd_rank : int or None, default None
-        Number of singular values of the (column-equilibrated) regression matrix kept; ``None``
-        keeps all and raises :class:`~dmdidc.InsufficientExcitationError` when the data are
-        rank-deficient.  Not with ``estimator="huber"``.
+        Identify in the leading ``svd_rank`` POD modes of the states (thin SVD of the
+        snapshots, :mod:`dmdidc.regression.pod`): for many sensors observing a few modes
+        (``X = C z``, ``n`` large, even ``n`` above the number of samples).  The modes are
+        ``modes_`` (n, r); ``model_`` (and ``A_c``, ``B_c``) is in the coordinates
+        ``z = modes_^T x``, while eigenvalues and delays are the plant's; ``predict`` works in
+        the full space.  Memory ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` only
+        (not ``partial_fit``, ``fit_statistics`` or explicit ``Y``).  ``None``: all states.
+    regression_rank : int or None, default None
+        Number of singular values of the (column-equilibrated) regression matrix kept (a
+        deliberately reduced fit); ``None`` keeps all and raises
+        :class:`~dmdidc.InsufficientExcitationError` when the data are rank-deficient.  Not
+        with ``estimator="huber"``.
     method : {"auto", "gram", "qr"}, default "auto"
         Least-squares solver.  ``"gram"`` accumulates equilibrated normal equations (fastest;
         relative error up to ``cond^2 * 1e-16`` for an equilibrated condition number
@@ -212,6 +222,7 @@ class DMDidc:
         "instruments": [Options(*INSTRUMENTS)],
         "instrument_lags": [Interval(int, 0, None), None],
         "svd_rank": [Interval(int, 1, None), None],
+        "regression_rank": [Interval(int, 1, None), None],
         "method": [Options(*LEAST_SQUARES_METHODS)],
         "detrend": [Options(*_DETRENDS)],
         "significance": [Interval(float, 0.0, 1.0, open="both"), None],
@@ -223,7 +234,8 @@ class DMDidc:
 
     def __init__(self, *, max_delay: int | None = 0, estimator: str = "auto",
                  instruments: str = "auto", instrument_lags: int | None = None,
-                 svd_rank: int | None = None, method: str = "auto",
+                 svd_rank: int | None = None, regression_rank: int | None = None,
+                 method: str = "auto",
                  detrend: str | None = "auto", significance: float | None = None,
                  block_rtol: float | None = None, rank_rtol: float = 1e-10,
                  chunk_size: int = 65536, check_level: float = DEFAULT_CHECK_LEVEL) -> None:
@@ -232,6 +244,7 @@ class DMDidc:
         self.instruments = instruments
         self.instrument_lags = instrument_lags
         self.svd_rank = svd_rank
+        self.regression_rank = regression_rank
         self.method = method
         self.detrend = detrend
         self.significance = significance
@@ -286,8 +299,9 @@ class DMDidc:
             raise ParameterError(f"instrument_lags sets the lags of fixed instruments "
                                  f"(instruments 'inputs', 'states' or 'exogenous'); got "
                                  f"instruments={self.instruments!r}")
-        if self.svd_rank is not None and self.estimator in ("huber", "huber_iv"):
-            raise ParameterError(f"svd_rank is not supported by estimator={self.estimator!r} "
+        if self.regression_rank is not None and self.estimator in ("huber", "huber_iv"):
+            raise ParameterError(f"regression_rank is not supported by estimator="
+                                 f"{self.estimator!r} "
                                  f"(its reweighted fits need full rank); use 'ls' or 'iv'")
         if self.method != "auto" and self.estimator != "ls":
             raise ParameterError(f"method={self.method!r} selects a least-squares solver; "
@@ -352,6 +366,7 @@ class DMDidc:
         self._parts = None
         self._source = data
         if Y is not None:
+            self._refuse_svd_rank("explicit snapshot pairs Y")
             if data is not None:
                 raise ParameterError("explicit snapshot pairs Y take arrays X, U; not an "
                                      "IdData")
@@ -369,18 +384,40 @@ class DMDidc:
                                                                           self.detrend)
             references = None if references is None else [
                 remove_trend(E, self.detrend)[0] for E in references]
+        pod = None
+        if self.svd_rank is not None:      # identify in the leading POD modes
+            pod = pod_modes([Xi for Xi, _ in trajectories], self.svd_rank)
+            trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
-        require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
-                        n + m * (self._R + 1))
-        outcome = fit_trajectories(
-            trajectories, references, max_delay=self._R, estimator=self.estimator,
-            instruments=self.instruments, instrument_lags=self.instrument_lags,
-            offset={"auto": "auto", None: "test"}.get(self.detrend, "none"),
-            method=self.method, svd_rank=self.svd_rank,
-            rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+        self._pod = pod
+        try:
+            require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
+                            n + m * (self._R + 1))
+            outcome = fit_trajectories(
+                trajectories, references, max_delay=self._R, estimator=self.estimator,
+                instruments=self.instruments, instrument_lags=self.instrument_lags,
+                offset={"auto": "auto", None: "test"}.get(self.detrend, "none"),
+                method=self.method, svd_rank=self.regression_rank,
+                rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+        except InsufficientExcitationError as exc:
+            if pod is not None:
+                raise
+            snapshots = sum(Xi.shape[1] for Xi, _ in trajectories)
+            raise InsufficientExcitationError(
+                f"{exc}. With {n} states and {snapshots} snapshots"
+                + (" (more states than snapshots)" if n >= snapshots else "")
+                + ": if the states are many sensors of a few modes, DMDidc(svd_rank=r) "
+                  "identifies in the leading r POD modes (pod_modes shows the singular "
+                  "values)") from exc
         return self._finish(outcome, trajectories)
+
+    def _refuse_svd_rank(self, call: str) -> None:
+        if self.svd_rank is not None:
+            raise ParameterError(f"svd_rank projects whole trajectories onto their POD modes; "
+                                 f"{call} cannot: use fit(X, U, dt=...) with the snapshots, "
+                                 f"or project them yourself (dmdidc.regression.pod.pod_modes)")
 
     def fit_statistics(self, stats: SufficientStatistics | list[SufficientStatistics], *,
                        dt: float) -> DMDidc:
@@ -435,6 +472,7 @@ class DMDidc:
         (array([1.5]), array([1]))
         """
         self._validated_params()
+        self._refuse_svd_rank("fit_statistics")
         dt = check_positive("dt", dt)
         parts = list(stats) if isinstance(stats, (list, tuple)) else [stats]
         if not parts or not all(isinstance(part, SufficientStatistics) for part in parts):
@@ -469,12 +507,14 @@ class DMDidc:
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
         solution = regression_from_statistics(total, self._R, estimator=kind,
-                                              svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+                                              svd_rank=self.regression_rank,
+                                              rank_rtol=self.rank_rtol)
         outcome = FitOutcome(solution, kind, total.instruments if kind == "iv" else None,
                              statistics=total)
         if kind == "iv":
             outcome.least_squares = regression_from_statistics(
-                total, self._R, estimator="ls", svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+                total, self._R, estimator="ls", svd_rank=self.regression_rank,
+                rank_rtol=self.rank_rtol)
         return self._finish(outcome)
 
     def _data(self, X: Any, U: Any, reference: Any, *, check_orientation: bool = True
@@ -560,6 +600,7 @@ class DMDidc:
             A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
+        self._refuse_svd_rank("partial_fit")
         X, U, dt, data = as_arrays(X, U, dt, caller="partial_fit")
         if data is not None:
             return self._partial_fit_data(data, new_trajectory, reference, Z)
@@ -665,7 +706,7 @@ class DMDidc:
 
     def _streamed_outcome(self, iv: bool) -> FitOutcome:
         """The solve of everything streamed so far (offset decided from the moments)."""
-        options = dict(svd_rank=self.svd_rank, rank_rtol=self.rank_rtol)
+        options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
         if not iv:
             return FitOutcome(self._accumulator.solution(**options), "ls")
         stats = self._accumulator.statistics()
@@ -683,6 +724,7 @@ class DMDidc:
         self.dt = dt
         self._dims = (n, m, self._R)
         self._accumulator = None
+        self._pod: tuple[np.ndarray, np.ndarray] | None = None
         self._model = self._solution = self._block_test = self._diagnostics = None
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
@@ -704,7 +746,7 @@ class DMDidc:
                                              n, m, self._R)
         self._accumulator.add_samples(np.concatenate([X, U]), Y)
         return self._finish(FitOutcome(self._accumulator.solution(
-            svd_rank=self.svd_rank, rank_rtol=self.rank_rtol), "ls"))
+            svd_rank=self.regression_rank, rank_rtol=self.rank_rtol), "ls"))
 
     @property
     def _check_share(self) -> float:
@@ -885,11 +927,31 @@ class DMDidc:
 
     @property
     def modes(self) -> np.ndarray:
-        """DMD modes: unit-norm eigenvectors of ``A_d`` as columns, shape (n, n)."""
-        return np.linalg.eig(self.model_.A_d)[1]
+        """DMD modes: unit-norm eigenvectors of ``A_d`` as columns, shape (n, n); with
+        ``svd_rank`` mapped to the full space, shape (n, svd_rank)."""
+        vectors = np.linalg.eig(self.model_.A_d)[1]
+        if self._pod is None:
+            return vectors
+        full = self._pod[0] @ vectors
+        return full / np.linalg.norm(full, axis=0)
+
+    @property
+    def modes_(self) -> np.ndarray | None:
+        """The POD modes of ``svd_rank`` (orthonormal columns, shape (n, svd_rank)): the model
+        is in the coordinates ``z = modes_^T x``.  ``None`` without ``svd_rank``."""
+        self._fitted(getattr(self, "_solution", None))
+        return None if self._pod is None else read_only(self._pod[0])
+
+    @property
+    def pod_singular_values_(self) -> np.ndarray | None:
+        """All singular values of the snapshots (descending) with ``svd_rank``, to choose
+        the rank; ``None`` without ``svd_rank``."""
+        self._fitted(getattr(self, "_solution", None))
+        return None if self._pod is None else read_only(self._pod[1])
 
     def predict(self, x0: Any, U: Any, U_past: Any = None) -> np.ndarray:
-        """Predict states for new inputs over any horizon.
+        """Predict states for new inputs over any horizon (in the full space with
+        ``svd_rank``: projected onto the modes, simulated, mapped back).
 
         Parameters
         ----------
@@ -902,7 +964,15 @@ class DMDidc:
         -------
         X : ndarray, shape (n, K + 1)
         """
-        return self.model_.simulate(x0, U, U_past)
+        model = self.model_
+        if self._pod is None:
+            return model.simulate(x0, U, U_past)
+        modes = self._pod[0]
+        x0 = check_finite_array("x0", x0, ndim=1)
+        if x0.shape[0] != modes.shape[0]:
+            raise DimensionError(f"x0 has {x0.shape[0]} entries; expected {modes.shape[0]} "
+                                 f"(the states the estimator was fitted on)")
+        return modes @ model.simulate(modes.T @ x0, U, U_past)
 
     def to_statespace(self):
         """The identified model as a python-control discrete ``StateSpace``."""

@@ -5,6 +5,7 @@
 * :mod:`~dmdidc.regression.covariance`: the coefficient covariance as a sum of Kronecker
   products (never the (n p)^2 matrix);
 * :mod:`~dmdidc.regression.instrumental`: instrumental variables for noisy states;
+* :mod:`~dmdidc.regression.pod`: the leading POD modes of many sensors (``svd_rank``);
 * :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise;
 * :mod:`~dmdidc.regression.refined`: refined instruments simulated from a first-stage model.
 
@@ -25,6 +26,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.regression.covariance": ["KroneckerCovariance"],
     "dmdidc.regression.instrumental": ["instrumental_solution", "coefficient_jacobian",
                                        "long_run_covariance"],
+    "dmdidc.regression.pod": ["pod_modes"],
     "dmdidc.regression.robust": ["huber_solution", "huber_threshold"],
     "dmdidc.regression.refined": ["model_instruments", "reference_projection", "simulate_forced"],
 })

@@ -386,15 +386,15 @@ def test_eigs_and_modes_consistent(data3):
                                np.sort_complex(np.linalg.eigvals(est.A_c)), atol=1e-9)
 
 
-def test_svd_rank_full_equals_default_and_out_of_range(data3):
+def test_regression_rank_full_equals_default_and_out_of_range(data3):
     X, U = data3
     p = 3 + 2 * 4
     full = DMDidc(max_delay=3).fit(X, U, dt=0.3)
-    ranked = DMDidc(max_delay=3, svd_rank=p).fit(X, U, dt=0.3)
+    ranked = DMDidc(max_delay=3, regression_rank=p).fit(X, U, dt=0.3)
     np.testing.assert_allclose(ranked.B_blocks, full.B_blocks, atol=1e-12)
     assert ranked.regression_.rank == p
-    with pytest.raises(DimensionError, match="svd_rank must be between 1 and 11"):
-        DMDidc(max_delay=3, svd_rank=p + 1).fit(X, U, dt=0.3)
+    with pytest.raises(DimensionError, match="regression_rank must be between 1 and 11"):
+        DMDidc(max_delay=3, regression_rank=p + 1).fit(X, U, dt=0.3)
 
 
 def seed_experiments(periods, seed, *, noise=0.01, offset=0.0, experiments=10, length=300):
@@ -690,7 +690,9 @@ def test_init_only_stores_parameters_and_repr():
     (dict(max_delay=1, instrument_lags=2), "instrument_lags sets the lags of fixed"),
     (dict(max_delay=1, estimator="ls", instruments="states"), "apply to instrumental"),
     (dict(max_delay=1, estimator="iv", instrument_lags=-1), "instrument_lags"),
-    (dict(max_delay=1, estimator="huber", svd_rank=3), "not supported by estimator='huber'"),
+    (dict(max_delay=1, regression_rank=0), "regression_rank"),
+    (dict(max_delay=1, estimator="huber", regression_rank=3),
+     "not supported by estimator='huber'"),
     (dict(max_delay=1, estimator="iv", method="qr"), "selects a least-squares solver"),
     (dict(max_delay=1, block_rtol=0.0), "block_rtol"),
     (dict(max_delay=1, significance=0.0), "significance"),
