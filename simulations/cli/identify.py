@@ -67,6 +67,9 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--block-rtol", type=float, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")
+    identify.add_argument("--svd-rank", type=int, default=None, metavar="R",
+                          help="identify in the leading R POD modes of the states (many "
+                               "sensors of a few modes); the model file is in those coordinates")
     identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
     identify.set_defaults(handler=_run_identify)
     return identify
@@ -105,7 +108,7 @@ def _run_identify(args: argparse.Namespace) -> int:
     reference = None if args.reference is None else _load_reference(args.reference, U.shape[1])
     estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,
                        detrend=None if args.detrend == "none" else args.detrend,
-                       check_level=args.check_level, **test)
+                       check_level=args.check_level, svd_rank=args.svd_rank, **test)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(X, U, dt=args.dt, reference=reference)

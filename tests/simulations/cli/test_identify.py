@@ -129,3 +129,19 @@ def test_identify_refuses_an_npz_with_arrays_it_would_ignore(tmp_path, capsys):
                  str(out)]) == 2
     assert "holds array(s) ['Z'] besides X and U" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_identify_many_sensors_with_svd_rank(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, -0.2]], [[1.0], [-1.0]], 2.5, 2.0)
+    U = rng.standard_normal((1, 400))
+    X = rng.standard_normal((600, 2)) @ plant.simulate(np.zeros(2), U)   # more sensors than samples
+    X += 0.01 * X.std() * rng.standard_normal(X.shape)
+    np.savez(tmp_path / "sensors.npz", X=X, U=U)
+    out = tmp_path / "m.json"
+    assert main(["identify", str(tmp_path / "sensors.npz"), "--dt", "2", "--max-delay", "3",
+                 "--svd-rank", "2", "--out", str(out)]) == 0
+    model = DelayedPlant.load(out)
+    assert model.n_states == 2 and abs(model.delay[0] - 2.5) < 0.05 * 2.0
+    np.testing.assert_allclose(np.sort_complex(model.eigs), np.sort_complex(plant.eigs),
+                               atol=0.01)
