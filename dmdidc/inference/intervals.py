@@ -233,11 +233,15 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
         lags = [start, start + 1] if first[i] >= 0 else []
         pairs.append(tuple(restricted[:, n + j * m + i] if j <= R else None for j in lags)
                      or None)
-        index += [a * p + n + min(j, R) * m + i for j in (start, start + 1) for a in range(n)]
+        # (a block beyond the bound: its Jacobian columns are zero; -1 drops them below)
+        index += [a * p + n + j * m + i if j <= R else -1 for j in (start, start + 1)
+                  for a in range(n)]
     jacobian = model_jacobian(A_c, B_c, delay, pairs, dt)
     if jacobian is None:                # not safely diagonalizable: central differences
         jacobian, index = _numerical_jacobian(restricted, cov, test, base, n, m, R, dt,
-                                          block_variance)
+                                              block_variance)
+    index = np.asarray(index)
+    jacobian, index = jacobian[:, index >= 0], index[index >= 0]
     variance = cov.linear_variances(jacobian, index)
     se = np.sqrt(np.clip(variance, 0.0, None))
     silent = np.flatnonzero(first < 0)

@@ -54,7 +54,7 @@ def _frechet_times(V: np.ndarray, W: np.ndarray, D: np.ndarray, v: np.ndarray) -
     beta = W @ v
     Z = D @ (V * beta[None, :]).T                     # Z[i, d] = sum_j D_ij V[d, j] beta_j
     n = V.shape[0]
-    return np.einsum("ai,ic,id->acd", V, W, Z, optimize=True).real.reshape(n, n * n)
+    return (V @ (W[:, :, None] * Z[:, None, :]).reshape(n, n * n)).real
 
 
 def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
@@ -90,8 +90,11 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
     if np.min(np.abs(D_exp)) == 0:
         return None
     # d vec A_c / d vec A_d: V ((W dA_d V) / D_exp) W, an (n^2, n^2) matrix
-    log_jacobian = np.einsum("ai,ic,dj,jb,ij->abcd", V, W, V, W, 1.0 / D_exp,
-                             optimize=True).real.reshape(n * n, n * n)
+    # [a, b, c, d] = sum_ij (V[a, i] W[i, c]) / D_exp[i, j] (V[d, j] W[j, b]): two products
+    left = (V[:, None, :] * W.T[None, :, :]).reshape(n * n, n)          # (a c, i)
+    right = (V[:, None, :] * W.T[None, :, :]).transpose(2, 1, 0)        # (j, b, d)
+    log_jacobian = ((left @ (1.0 / D_exp)) @ right.reshape(n, n * n)).real
+    log_jacobian = log_jacobian.reshape(n, n, n, n).transpose(0, 2, 1, 3).reshape(n * n, n * n)
     out = np.zeros((m + n * n + n * m, n * n + 2 * m * n))
     out[m:m + n * n, :n * n] = log_jacobian
     gamma_T, gamma_T_slope = _gamma(mu, dt)

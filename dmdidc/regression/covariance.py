@@ -156,11 +156,13 @@ class KroneckerCovariance:
         -------
         ndarray, shape (k,)
         """
-        index, order, starts = np.unique(np.asarray(index, dtype=int), return_inverse=True,
-                                         return_counts=True)
-        # repeated positions: add their columns up (sorted, one reduceat)
-        order = np.argsort(order, kind="stable")
-        jacobian = np.add.reduceat(jacobian[:, order], np.r_[0, np.cumsum(starts)[:-1]], axis=1)
+        index = np.asarray(index, dtype=int)
+        unique, inverse, counts = np.unique(index, return_inverse=True, return_counts=True)
+        if unique.size < index.size:     # repeated positions: add their columns up
+            order = np.argsort(inverse, kind="stable")
+            jacobian = np.add.reduceat(jacobian[:, order], np.r_[0, np.cumsum(counts)[:-1]],
+                                       axis=1)
+            index = unique
         _, p = self.shape
         rows, cols = np.divmod(index, p)
         used, where = np.unique(cols, return_inverse=True)

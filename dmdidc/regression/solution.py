@@ -653,8 +653,8 @@ def _choose_rank(singular: np.ndarray, svd_rank: int | None, rank_rtol: float, p
 GRAM_CONDITION_LIMIT = 1e4
 #: ... and beyond this one, where refinement may not converge, repeats the pass with QR.
 REFINEMENT_CONDITION_LIMIT = 1e6
-#: The full covariance of ``vec(Theta)`` ((n p)^2 numbers) is formed only up to this ``n p``
-#: (128 MB); beyond it (e.g. thousands of sensors) what needs it is skipped and says so.
+#: Formerly the largest ``n p`` whose dense covariance was formed; every covariance is now
+#: factored (:mod:`dmdidc.regression.covariance`) and nothing is skipped.  Kept for callers.
 FULL_COVARIANCE_LIMIT = 4000
 #: A fit leaving less than this fraction of its targets unexplained reproduces the data to the
 #: accuracy of the moments (normal equations: ~1e-8): its residuals are rounding, not noise.

@@ -1,0 +1,102 @@
+"""Cost of a fit as the state dimension grows (issue 19 item 5): the factored covariance.
+
+A random stable plant with n states, m inputs, max_delay R, K samples of i.i.d. excitation
+and relative measurement noise ``--noise`` (default 1e-5: at 1e-3 the weakly excited
+directions of the larger random plants put an eigenvalue of A_d below zero, so there is no
+continuous model to give intervals of; generation excluded).  Printed per size:
+
+  * one numpy Gram pass of the regression data (``[Phi; Y] [Phi; Y]^T`` with the lagged inputs
+    built): the reference of the ratios;
+  * the default ``DMDidc(max_delay=R).fit`` (IV with refined instruments, every check), its
+    tracemalloc peak beyond the data, and the ratio to the Gram pass;
+  * ``confidence_intervals()`` (analytic delta method) and, for small n, the same intervals by
+    central differences of the recovery (the method replaced; ``--numeric-up-to``).
+
+Goals of the issue: n = 50, m = 4, R = 5, K = 2e4 under 200 MB beyond the data and within 10x
+of the Gram pass; ``delay_ci()`` at n = 30, m = 5 under a second.
+
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_scaling.py \\
+          [--sizes 4,2 30,5 50,4] [--samples 20000] [--numeric-up-to 10] [--noise 1e-5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+from _common import timed
+
+import dmdidc.inference.intervals as intervals
+from dmdidc import DelayedPlant, DMDidc, random_excitation
+from dmdidc.regression import lagged_inputs
+
+
+def random_plant(n: int, m: int, R: int, rng: np.random.Generator, dt: float = 0.5
+                 ) -> DelayedPlant:
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.2, n))
+               + 0.3 / np.sqrt(n) * np.triu(rng.standard_normal((n, n)), 1)) @ Q.T
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                        rng.uniform(0.05, (R - 1) * dt, m), dt, max_delay=R)
+
+
+def run(n: int, m: int, R: int, K: int, repeats: int, numeric_up_to: int, noise: float
+        ) -> None:
+    rng = np.random.default_rng(0)
+    plant = random_plant(n, m, R, rng)
+    U = random_excitation(m, K, rng=1)
+    X = plant.simulate(np.zeros(n), U)
+    X = X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+
+    def gram_pass():
+        data = np.concatenate([X[:, R:-1], lagged_inputs(U, R), X[:, R + 1:]])
+        return data @ data.T
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return DMDidc(max_delay=R).fit(X, U, dt=plant.dt)
+
+    gram, _, gram_peak, _ = timed(gram_pass, repeats)
+    best, _, peak, est = timed(fit, repeats)
+    print(f"n={n:3d} m={m} R={R} K={K:.0e}  Gram pass {gram:7.4f} s ({gram_peak:6.1f} MB)  "
+          f"fit {best:7.3f} s  x{best / gram:6.1f}  peak {peak:6.1f} MB beyond the data "
+          f"({(X.nbytes + U.nbytes) / 2**20:.1f} MB)  [{est.diagnostics_.estimator}]",
+          flush=True)
+    if not est.model_.has_continuous:
+        print("      (no continuous model on this draw: no intervals)")
+        return
+    analytic, _, ci_peak, ci = timed(est.confidence_intervals, repeats)
+    line = f"      confidence_intervals {analytic:7.3f} s (peak {ci_peak:6.1f} MB)"
+    if n <= numeric_up_to:
+        original = intervals.model_jacobian
+        intervals.model_jacobian = lambda *args: None           # central differences
+        try:
+            numeric, _, _, slow = timed(est.confidence_intervals, 1)
+        finally:
+            intervals.model_jacobian = original
+        gap = np.nanmax(np.abs(ci.delay.standard_error - slow.delay.standard_error)
+                        / slow.delay.standard_error)
+        line += (f"; central differences {numeric:7.3f} s (x{numeric / analytic:5.1f} "
+                 f"slower; delay SE differ by {gap:.1e} relative)")
+    print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=["4,2", "10,3", "30,5", "50,4"],
+                        help="n,m pairs")
+    parser.add_argument("--samples", type=int, default=20_000)
+    parser.add_argument("--max-delay", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--numeric-up-to", type=int, default=10)
+    parser.add_argument("--noise", type=float, default=1e-5)
+    args = parser.parse_args()
+    for size in args.sizes:
+        n, m = (int(v) for v in size.split(","))
+        run(n, m, args.max_delay, args.samples, args.repeats, args.numeric_up_to, args.noise)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""The moment statistic's quadratic form: Cholesky when safe, the same number as the
+eigen-decomposition's pseudo-inverse form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmdidc.inference.residuals import _pseudo_quadratic
+
+
+def _eigen_form(V, g):
+    values, vectors = np.linalg.eigh(V)
+    keep = values > 1e-10 * values.max()
+    projected = vectors[:, keep].T @ g
+    return float(np.sum(projected ** 2 / values[keep])), int(keep.sum())
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("size, columns", [(40, 80), (200, 600), (60, 30), (60, 60)])
+def test_cholesky_and_eigen_forms_agree(seed, size, columns):
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((size, columns)) * np.exp(rng.uniform(-3, 3, columns))
+    V = M @ M.T
+    g = V @ rng.standard_normal(size) if columns < size else rng.standard_normal(size)
+    statistic, rank = _pseudo_quadratic(V, g)
+    expected, expected_rank = _eigen_form(V, g)
+    assert rank == expected_rank
+    np.testing.assert_allclose(statistic, expected, rtol=1e-6)
+
+
+def test_a_singular_covariance_takes_the_eigen_path():
+    rng = np.random.default_rng(1)
+    M = rng.standard_normal((30, 10))
+    V = M @ M.T                                   # rank 10 of 30
+    g = M @ rng.standard_normal(10)
+    assert _pseudo_quadratic(V, g)[1] == 10
