@@ -122,7 +122,9 @@ class DMDidc:
         ``modes_`` (n, r); ``model_`` (and ``A_c``, ``B_c``) is in the coordinates
         ``z = modes_^T x``, while eigenvalues and delays are the plant's; ``predict`` works in
         the full space.  Memory ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` only
-        (not ``partial_fit``, ``fit_statistics`` or explicit ``Y``).  ``None``: all states.
+        (not ``partial_fit``, ``fit_statistics`` or explicit ``Y``).  Bootstrap intervals
+        recompute the modes per resample: those of the delays and eigenvalues hold, those of
+        ``A_c`` and ``B_c`` entries mix bases (use the asymptotic ones).  ``None``: all states.
     regression_rank : int or None, default None
         Number of singular values of the (column-equilibrated) regression matrix kept (a
         deliberately reduced fit); ``None`` keeps all and raises

@@ -84,6 +84,12 @@ def test_no_false_alarm_on_exactly_low_rank_data():
     np.testing.assert_allclose(np.sort_complex(est.eigs), np.sort_complex(plant.eigs),
                                atol=1e-8)
     assert not [c.name for c in est.diagnostics_.failed if c.name in ("effect", "delay_bound")]
+    # DMD modes in the sensor space: unit columns, each an eigenvector of the full-space map
+    modes = est.modes
+    assert modes.shape == (300, 6)
+    np.testing.assert_allclose(np.linalg.norm(modes, axis=0), 1.0, atol=1e-12)
+    full = est.modes_ @ est.A_d @ est.modes_.T
+    np.testing.assert_allclose(full @ modes, modes * est.eigs, atol=1e-8)
 
 
 @pytest.mark.filterwarnings("ignore:Input data condition number")   # PyDMD on rank-6 data
