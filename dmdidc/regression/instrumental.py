@@ -207,9 +207,9 @@ def first_stage_f(solution: RegressionSolution) -> float:
 
 #: Longest lag window of :func:`long_run_covariance`.
 _MAX_HAC_LAGS = 100
-#: Up to this many lags :func:`autocovariances` sums products directly (O(lags N) per row,
+#: Below this many lags :func:`autocovariances` sums products directly (O(lags N) per row,
 #: against O(N log N) with a large constant for the zero-padded FFT).
-_DIRECT_LAGS = 64
+_DIRECT_LAGS = 128
 
 
 def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:

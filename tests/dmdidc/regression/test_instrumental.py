@@ -124,3 +124,19 @@ def test_iv_options_are_checked():
     with pytest.raises(ParameterError, match="at least as many instruments as regressors"):
         DMDidc(max_delay=3, estimator="iv", instruments="exogenous", instrument_lags=0).fit(
             Xs, Us, dt=T, reference=[U[:1] for U in Us])
+
+
+@pytest.mark.parametrize("lags", [0, 5, 130])
+def test_autocovariances_direct_and_fft_agree(lags, monkeypatch):
+    from dmdidc.regression import instrumental
+
+    rng = np.random.default_rng(lags)
+    series = [rng.standard_normal((3, 400)), rng.standard_normal((3, 90))]   # one shorter
+    expected = np.zeros((lags + 1, 3))
+    for s in series:
+        for tau in range(min(lags, s.shape[1] - 1) + 1):
+            expected[tau] += np.sum(s[:, tau:] * s[:, :s.shape[1] - tau], axis=1)
+    for direct in (0, 10**6):                       # force the FFT, then the direct sums
+        monkeypatch.setattr(instrumental, "_DIRECT_LAGS", direct)
+        np.testing.assert_allclose(instrumental.autocovariances(series, lags), expected,
+                                   rtol=1e-10, atol=1e-10)
