@@ -5,7 +5,8 @@ A random 6-state plant with two inputs (fractional delays 0.35 s and 0.8 s, T = 
 observed by ``n`` sensors, ``X = C z`` plus 1 % noise, ``K`` samples (generation excluded).
 Printed per size: the time of ``np.linalg.svd(X, full_matrices=False)`` (the reference),
 ``DMDidc(max_delay=5, svd_rank=6).fit`` (POD, IV, block test, every check), PyDMD
-``DMDc(svd_rank=6)`` (no delay model), their ratios to the SVD, the tracemalloc peaks beyond
+``DMDc(svd_rank=6)`` (no delay model), the POD step alone by the Gram route and randomized,
+their ratios to the SVD, the tracemalloc peaks beyond
 the data, and the accuracy: the largest eigenvalue error (continuous, relative) and delay error.
 
 Goal of the issue: at most 2x one thin SVD, memory O(n r + p^2).
@@ -23,6 +24,7 @@ import numpy as np
 from _common import timed
 
 from dmdidc import DelayedPlant, DMDidc, random_excitation
+from dmdidc.regression.pod import pod_modes
 
 
 def data(n: int, K: int) -> tuple[DelayedPlant, np.ndarray, np.ndarray]:
@@ -61,6 +63,10 @@ def run(n: int, K: int, repeats: int, pydmd: bool) -> None:
     print(f"    DMDidc(svd_rank=6)  {best:7.3f} s  x{best / svd:5.2f} of the SVD  peak "
           f"{peak:6.0f} MB  eigenvalue error {error:.1e}  delay error "
           f"{np.max(np.abs(est.delay - plant.delay)):.1e} s", flush=True)
+    for randomized in (False, True):
+        seconds, _, _, _ = timed(lambda r=randomized: pod_modes([X], 6, randomized=r), repeats)
+        print(f"    pod_modes(randomized={randomized!s:5}) {seconds:7.3f} s  "
+              f"x{seconds / svd:5.2f} of the SVD", flush=True)
     if pydmd:
         from pydmd import DMDc
 

@@ -15,15 +15,29 @@ the sensors, else ``X^T X``), one symmetric product and one symmetric eigen-deco
 cost).  The Gram squares the singular values, so a mode is resolved when its singular value
 exceeds ``~1e-7`` of the largest; below :data:`GRAM_RESOLUTION` the thin SVD is used instead.
 Memory: ``n r`` for the modes plus ``min(n, K)^2`` for the Gram.
+
+When both sides are large (``min(n, K)`` above :data:`RANDOMIZED_ABOVE`, where even the Gram
+costs ``n K min(n, K)``), a randomized range finder with power iterations (Halko, Martinsson
+and Tropp 2011, Alg. 4.4) costs ``~6 n K (r + 10)`` flops instead; its subspace is accurate
+when the kept singular values stand clear of the rest (a few states above the noise), the
+case ``svd_rank`` is for.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from _toolbox.validation import as_generator
 from dmdidc.errors import DimensionError
 
-__all__ = ["pod_modes", "GRAM_RESOLUTION", "SPECTRUM_EXTRA"]
+__all__ = ["pod_modes", "GRAM_RESOLUTION", "SPECTRUM_EXTRA", "RANDOMIZED_ABOVE"]
+
+#: ``min(n, K)`` above which ``pod_modes`` is randomized by default (the Gram would cost more
+#: than ~(r + 10) / min(n, K) times as much).
+RANDOMIZED_ABOVE = 4000
+#: Oversampling and power iterations of the randomized range finder.
+_OVERSAMPLING = 10
+_POWER_ITERATIONS = 2
 
 #: Singular values reported beyond the rank (only the leading part of the spectrum is
 #: computed: the partial eigen-decomposition is several times cheaper than the whole).
@@ -35,7 +49,8 @@ SPECTRUM_EXTRA = 20
 GRAM_RESOLUTION = 1e3 * np.sqrt(np.finfo(float).eps)
 
 
-def pod_modes(states: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarray]:
+def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = None,
+              rng: np.random.Generator | int | None = 0) -> tuple[np.ndarray, np.ndarray]:
     """The leading ``rank`` POD modes of the snapshots of every trajectory.
 
     Parameters
@@ -44,6 +59,11 @@ def pod_modes(states: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarr
         The snapshots of each trajectory (columns).
     rank : int
         Number of modes ``r``, at most ``min(n, sum K_i + 1)``.
+    randomized : bool or None, default None
+        Use the randomized range finder (module notes); ``None``: when ``min(n, samples)``
+        exceeds :data:`RANDOMIZED_ABOVE` and ``rank + 10`` is below a tenth of it.
+    rng : numpy.random.Generator, int or None, default 0
+        Randomness of the randomized range finder (a fixed seed by default, so fits repeat).
 
     Returns
     -------
@@ -76,6 +96,11 @@ def pod_modes(states: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarr
         raise DimensionError(f"svd_rank must be between 1 and min(n, snapshots) = "
                              f"{min(n, samples)} (n = {n} states, {samples} snapshots); "
                              f"got {rank}")
+    small = min(n, samples)
+    if randomized is None:
+        randomized = small > RANDOMIZED_ABOVE and 10 * (rank + _OVERSAMPLING) < small
+    if randomized:
+        return _randomized(states, rank, as_generator(rng))
     if n <= samples:          # sensors fewer than snapshots: the n x n Gram (streams)
         values, vectors = _leading(sum(X @ X.T for X in states), rank)
         modes = vectors[:, :rank]
@@ -94,8 +119,7 @@ def pod_modes(states: list[np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarr
         # re-orthonormalize (the snapshot route divides by singular values)
         Q, triangle = np.linalg.qr(modes)
         modes = Q * np.where(np.diag(triangle) < 0, -1.0, 1.0)
-    signs = np.sign(modes[np.argmax(np.abs(modes), axis=0), np.arange(rank)])
-    return modes * np.where(signs == 0, 1.0, signs), singular
+    return _signed(modes), singular
 
 
 def _leading(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,3 +131,23 @@ def _leading(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
     values, vectors = linalg.eigh(gram, subset_by_index=[size - count, size - 1],
                                   driver="evr", check_finite=False)
     return values[::-1], vectors[:, ::-1]
+
+
+def _randomized(states: list[np.ndarray], rank: int, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Randomized range finder with power iterations, each re-orthonormalized (Halko et al.
+    2011, Alg. 4.4), then the SVD of the small projection."""
+    X = np.concatenate(states, axis=1) if len(states) > 1 else states[0]
+    k = min(rank + _OVERSAMPLING, *X.shape)
+    basis = np.linalg.qr(X @ rng.standard_normal((X.shape[1], k)))[0]
+    for _ in range(_POWER_ITERATIONS):
+        basis = np.linalg.qr(X @ np.linalg.qr(X.T @ basis)[0])[0]
+    left, singular, _ = np.linalg.svd(basis.T @ X, full_matrices=False)
+    modes = basis @ left[:, :rank]
+    return _signed(modes), singular
+
+
+def _signed(modes: np.ndarray) -> np.ndarray:
+    """Each column signed so that its largest entry is positive (a reproducible basis)."""
+    signs = np.sign(modes[np.argmax(np.abs(modes), axis=0), np.arange(modes.shape[1])])
+    return modes * np.where(signs == 0, 1.0, signs)

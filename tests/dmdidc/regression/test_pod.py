@@ -151,3 +151,18 @@ def test_without_svd_rank_there_are_no_pod_modes():
     plant, X, U = sensor_data(0, 400, noise=0.0, sensors=6)
     est = fit(X, U, plant)
     assert est.modes_ is None and est.pod_singular_values_ is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_randomized_modes_span_the_leading_subspace(seed):
+    # a few modes well above the noise: the randomized range finder finds their subspace
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((1500, 6)))[0]
+    X = Q @ np.diag([50, 30, 20, 10, 5, 3.0]) @ rng.standard_normal((6, 800))
+    X += 0.01 * rng.standard_normal(X.shape)
+    exact, s = pod_modes([X], 6, randomized=False)
+    fast, s_fast = pod_modes([X], 6, randomized=True, rng=seed)
+    np.testing.assert_allclose(np.abs(fast.T @ exact), np.eye(6), atol=1e-6)
+    np.testing.assert_allclose(s_fast[:6], s[:6], rtol=1e-8)
+    again, _ = pod_modes([X], 6, randomized=True, rng=seed)
+    np.testing.assert_array_equal(again, fast)                  # reproducible with the seed
