@@ -43,7 +43,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
-from privacy import composition
+from privacy import composition, stable
 from privacy.curves import gaussian_delta, gaussian_epsilon
 from privacy.events import EpsilonDeltaDpEvent, SaSDpEvent, VectorLaplaceDpEvent
 from privacy.mechanisms import (
@@ -153,13 +153,13 @@ def _leaf(event: Any, q: float) -> _Leaf | str | None:
     if kind is not None:
         error = _check_real(event, "noise_multiplier", event.noise_multiplier, 0.0, math.inf)
         alpha = getattr(event, "alpha", 2.0)
-        error = error or _check_real(event, "alpha", alpha, 0.0, 2.0)
+        error = error or _check_real(event, "alpha", alpha, stable.MIN_ALPHA, 2.0)
         dimension = getattr(event, "dimension", 1)
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             error = error or (f"{type(event).__name__}.dimension must be an integer >= 1; got "
                               f"{dimension!r}")
-        if error or alpha == 0.0:
-            return error or f"{type(event).__name__}.alpha must lie in (0, 2]; got 0.0"
+        if error:
+            return error
         if event.noise_multiplier == 0.0:
             return "non-private"
         return _Leaf(kind, q, float(event.noise_multiplier), float(alpha), dimension)
@@ -446,9 +446,12 @@ def _plds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     def build(leaf: _Leaf, h: float | None) -> pld_lib.PrivacyLossDistribution | None:
         mech = leaf.mechanism()
         if mech is not None and (mech.dimension == 1 or gaussian_equivalent(mech) is not None):
-            return privacy_loss_distribution(mech, sampling_rate=leaf.sampling_rate,
-                                             neighboring=neighboring, discretization=h,
-                                             steps_hint=groups[leaf], generic=generic)
+            try:
+                return privacy_loss_distribution(mech, sampling_rate=leaf.sampling_rate,
+                                                 neighboring=neighboring, discretization=h,
+                                                 steps_hint=groups[leaf], generic=generic)
+            except AccountingError:
+                return None   # a loss range beyond any grid: RDP or pure DP bound it
         eps, delta = _pure(leaf, neighboring)
         if not math.isfinite(eps) or len(groups) == 1:
             return None   # alone, the pure-DP bound is the exact composition of this pair

@@ -16,6 +16,7 @@ from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy import accounting
 from privacy.curves import smallest_satisfying
 from privacy.mechanisms import GaussianMechanism, NeighboringRelation, SaSMechanism
+from privacy.stable import check_alpha
 
 __all__ = ["calibrate_scale", "calibrate_gaussian_sigma"]
 
@@ -48,7 +49,8 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     sampling_rate : float, default 1.0
         Poisson sampling probability.
     alpha : float, default 2.0
-        SaS stability index in ``(0, 2]`` (2 = Gaussian with ``sigma = sqrt(2) scale``).
+        SaS stability index in ``[0.1, 2]`` (``privacy.stable.MIN_ALPHA``; 2 = Gaussian with
+        ``sigma = sqrt(2) scale``).
     sensitivity : float, default 1.0
         l1-sensitivity of one release.
     neighboring : NeighboringRelation
@@ -81,7 +83,7 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     """
     target, delta, steps, q, sensitivity, rtol = _check_target(
         target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
-    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    alpha = check_alpha(alpha)
     dimension = check_integer("dimension", dimension, minimum=1)
     if delta == 0.0 and alpha == 2.0:
         raise ParameterError("delta=0 asks for pure DP, which alpha=2 (Gaussian noise) never "

@@ -132,6 +132,10 @@ def gaussian_delta(mu: float, epsilon: float) -> float:
     if mu == math.inf:
         return 1.0
     first = float(special.ndtr(-epsilon / mu + mu / 2.0))
+    if epsilon > 1e12:
+        # the exponent below adds two terms of size ~epsilon and keeps too few digits of
+        # their sum: drop the subtracted term (delta <= first is still an upper bound)
+        return min(1.0, first)
     log_second = epsilon + float(special.log_ndtr(-epsilon / mu - mu / 2.0))
     second = math.exp(log_second) if log_second > -745.0 else 0.0
     return min(1.0, max(0.0, first - second))
@@ -149,5 +153,8 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     """
     if gaussian_delta(mu, 0.0) <= delta:
         return 0.0
-    return smallest_satisfying(lambda e: gaussian_delta(mu, e), delta, start=max(mu, 1e-3),
-                               rtol=1e-13, what="epsilon")
+    if mu > 1e150:   # epsilon is about mu**2 / 2, beyond the floats: inf is the upper bound
+        return math.inf
+    # the answer is about mu**2 / 2 + mu * Phi^-1(1 - delta): start there
+    return smallest_satisfying(lambda e: gaussian_delta(mu, e), delta,
+                               start=max(mu, 0.5 * mu * mu, 1e-3), rtol=1e-13, what="epsilon")

@@ -50,7 +50,7 @@ class SaSDpEvent(dp_event.DpEvent):
     Attributes
     ----------
     alpha : float
-        Stability index in ``(0, 2]``.
+        Stability index in ``[0.1, 2]`` (the accountant refuses smaller values).
     noise_multiplier : float
         ``s / C`` (``0``: no noise, not private).
     dimension : int, default 1

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from _toolbox.errors import AccountingError, DimensionError, ParameterError
+from _toolbox.errors import AccountingError, DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import (
     check_finite_array,
     check_in_interval,
@@ -221,8 +221,20 @@ class Mechanism(abc.ABC):
             raise ParameterError(f"value must be a real number or array; got {value!r}")
         array = check_finite_array("value", value)
         self.releases(array.shape)
-        noisy = array + self.noise.sample(array.shape, rng)
+        with np.errstate(over="ignore"):
+            noisy = array + self.noise.sample(array.shape, rng)
+        if not np.all(np.isfinite(noisy)):
+            raise NonFiniteError(f"value plus noise overflowed the floats (largest |value| "
+                                 f"{float(np.max(np.abs(array))):.3g}); the release would be "
+                                 f"inf: rescale the query")
         return float(noisy) if array.ndim == 0 else noisy
+
+
+def _outcomes(x: Any) -> np.ndarray:
+    """Outcomes of ``privacy_loss``: finite reals (every mechanism refuses NaN and inf alike)."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ParameterError(f"x must be a real number or array of outcomes; got {x!r}")
+    return check_finite_array("x", x)
 
 
 # ----------------------------------------------------------------------------- Laplace
@@ -294,9 +306,16 @@ class LaplaceMechanism(Mechanism):
                                     dimension=self.dimension)
 
     def privacy_loss(self, x: Any) -> float | np.ndarray:
-        """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords)."""
-        x = np.asarray(x, dtype=float)
-        out = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
+        """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords).
+
+        Raises
+        ------
+        NonFiniteError
+            NaN or infinite ``x`` (as for every mechanism).
+        """
+        x = _outcomes(x)
+        with np.errstate(over="ignore"):   # beyond the floats only for scale < D / 1e308
+            out = (np.abs(x) - np.abs(x - self.sensitivity)) / self.scale
         return float(out) if out.ndim == 0 else out
 
 
@@ -411,10 +430,21 @@ class GaussianMechanism(Mechanism):
         return math.sqrt(2.0 / math.pi) * self.sigma
 
     def privacy_loss(self, x: Any) -> float | np.ndarray:
-        """Privacy loss ``log p(x - D) - log p(x) = (2 x D - D^2) / (2 sigma^2)``."""
-        x = np.asarray(x, dtype=float)
+        """Privacy loss ``log p(x - D) - log p(x) = (D / sigma) (x - D / 2) / sigma``.
+
+        Evaluated as that product, so no power of sigma over- or underflows; a loss beyond the
+        floats is ``+-inf`` (never NaN).
+
+        Raises
+        ------
+        NonFiniteError
+            NaN or infinite ``x`` (as for every mechanism).
+        """
+        x = _outcomes(x)
         d = self.sensitivity
-        out = (2.0 * x * d - d * d) / (2.0 * self.sigma ** 2)
+        centred = x - 0.5 * d
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            out = np.where(centred == 0.0, 0.0, (d / self.sigma) * (centred / self.sigma))
         return float(out) if out.ndim == 0 else out
 
     def _release_event(self) -> Any:
@@ -433,7 +463,8 @@ class SaSMechanism(Mechanism):
     Parameters
     ----------
     alpha : float
-        Stability index in ``(0, 2]``; ``alpha = 2`` is Gaussian with ``sigma = sqrt(2) scale``
+        Stability index in ``[0.1, 2]`` (``privacy.stable.MIN_ALPHA``); ``alpha = 2`` is
+        Gaussian with ``sigma = sqrt(2) scale``
         and ``alpha = 1`` is Cauchy.
     scale : float
         Scale ``gamma > 0`` (characteristic function ``exp(-|gamma t|^alpha)``).
@@ -467,8 +498,7 @@ class SaSMechanism(Mechanism):
     sensitivity_norm: ClassVar[str] = "l1"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", check_in_interval("alpha", self.alpha, 0.0, 2.0,
-                                                            low_open=True))
+        object.__setattr__(self, "alpha", stable.check_alpha(self.alpha))
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         self._check_common()
 
@@ -513,7 +543,7 @@ class SaSMechanism(Mechanism):
             ``alpha`` outside ``(0, 2)`` (alpha = 2 is not pure DP) or bad epsilon/sensitivity.
         """
         epsilon = check_positive("epsilon", epsilon)
-        alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
+        alpha = stable.check_alpha(alpha, high_open=True)
         sensitivity = check_positive("sensitivity", sensitivity)
         dimension = check_integer("dimension", dimension, minimum=1)
         ratio = smallest_satisfying(lambda r: _epsilon_of_ratio(alpha, r), epsilon, rtol=1e-10,
@@ -539,8 +569,14 @@ class SaSMechanism(Mechanism):
                           dimension=self.dimension)
 
     def privacy_loss(self, x: Any) -> float | np.ndarray:
-        """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords)."""
-        x = np.asarray(x, dtype=float)
+        """Privacy loss ``log p(x - D) - log p(x)`` of scalar outcome(s) ``x`` (noise coords).
+
+        Raises
+        ------
+        NonFiniteError
+            NaN or infinite ``x`` (as for every mechanism).
+        """
+        x = _outcomes(x)
         out = np.asarray(self.noise.logpdf(x - self.sensitivity) - self.noise.logpdf(x),
                          dtype=float)
         return float(out) if out.ndim == 0 else out

@@ -15,15 +15,39 @@ from __future__ import annotations
 
 import abc
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import as_generator, check_in_interval, check_positive, check_probability
 from privacy import stable
 
 __all__ = ["NoiseLaw", "LaplaceNoise", "GaussianNoise", "SaSNoise"]
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    """A sample shape: an integer or a tuple of integers >= 0."""
+    dims = (shape,) if isinstance(shape, numbers.Integral) else shape
+    try:
+        ok = all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 0
+                 for n in dims)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise DimensionError(f"shape must be an integer or a tuple of integers >= 0; "
+                             f"got {shape!r}")
+    return tuple(int(n) for n in dims)
+
+
+def _finite_draws(draws: np.ndarray, law: NoiseLaw) -> np.ndarray:
+    """The draws, refused when a scale near the float limit made some of them overflow."""
+    if not np.all(np.isfinite(draws)):
+        raise NonFiniteError(f"{law!r} drew non-finite noise (its scale is too close to the "
+                             f"float limit 1.8e308)")
+    return draws
 
 
 class NoiseLaw(abc.ABC):
@@ -83,7 +107,12 @@ class NoiseLaw(abc.ABC):
         -------
         ndarray, shape (n,)
         """
-        edges = np.asarray(edges, dtype=float)
+        edges = stable.as_points("edges", edges)
+        if edges.ndim != 1 or edges.size < 2:
+            raise DimensionError(f"edges must be a 1-d array of at least 2 increasing values; "
+                                 f"got shape {edges.shape}")
+        if np.any(np.diff(edges) < 0):
+            raise ParameterError("edges must be non-decreasing")
         cdf, sf = self.cdf(edges), self.sf(edges)
         lo, hi = edges[:-1], edges[1:]
         mass = np.where(hi <= 0, cdf[1:] - cdf[:-1],
@@ -109,15 +138,16 @@ class LaplaceNoise(NoiseLaw):
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
 
     def logpdf(self, x: Any) -> np.ndarray:
-        return -np.abs(np.asarray(x, dtype=float)) / self.scale - math.log(2.0 * self.scale)
+        with np.errstate(over="ignore"):
+            return -np.abs(stable.as_points("x", x)) / self.scale - math.log(2.0 * self.scale)
 
     def sf(self, x: Any) -> np.ndarray:
-        z = np.asarray(x, dtype=float) / self.scale
         with np.errstate(over="ignore"):
+            z = stable.as_points("x", x) / self.scale
             return np.where(z >= 0, 0.5 * np.exp(-np.abs(z)), 1.0 - 0.5 * np.exp(-np.abs(z)))
 
     def cdf(self, x: Any) -> np.ndarray:
-        return self.sf(-np.asarray(x, dtype=float))
+        return self.sf(-stable.as_points("x", x))
 
     def tail_bound(self, mass: float) -> float:
         mass = check_in_interval("mass", mass, 0.0, 0.5, low_open=True)
@@ -125,7 +155,8 @@ class LaplaceNoise(NoiseLaw):
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator | int | None = None
                ) -> np.ndarray:
-        return as_generator(rng).laplace(0.0, self.scale, size=shape)
+        return _finite_draws(as_generator(rng).laplace(0.0, self.scale, size=_shape(shape)),
+                             self)
 
 
 @dataclass(frozen=True)
@@ -146,16 +177,19 @@ class GaussianNoise(NoiseLaw):
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
 
     def logpdf(self, x: Any) -> np.ndarray:
-        z = np.asarray(x, dtype=float) / self.scale
-        return -0.5 * z * z - math.log(self.scale * math.sqrt(2.0 * math.pi))
+        with np.errstate(over="ignore"):
+            z = stable.as_points("x", x) / self.scale
+            return -0.5 * z * z - math.log(self.scale * math.sqrt(2.0 * math.pi))
 
     def cdf(self, x: Any) -> np.ndarray:
         from scipy import special
-        return special.ndtr(np.asarray(x, dtype=float) / self.scale)
+        with np.errstate(over="ignore"):
+            return special.ndtr(stable.as_points("x", x) / self.scale)
 
     def sf(self, x: Any) -> np.ndarray:
         from scipy import special
-        return special.ndtr(-np.asarray(x, dtype=float) / self.scale)
+        with np.errstate(over="ignore"):
+            return special.ndtr(-stable.as_points("x", x) / self.scale)
 
     def tail_bound(self, mass: float) -> float:
         from scipy import special
@@ -164,7 +198,8 @@ class GaussianNoise(NoiseLaw):
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator | int | None = None
                ) -> np.ndarray:
-        return as_generator(rng).normal(0.0, self.scale, size=shape)
+        return _finite_draws(as_generator(rng).normal(0.0, self.scale, size=_shape(shape)),
+                             self)
 
 
 @dataclass(frozen=True)
@@ -185,8 +220,7 @@ class SaSNoise(NoiseLaw):
     scale: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", check_in_interval("alpha", self.alpha, 0.0, 2.0,
-                                                            low_open=True))
+        object.__setattr__(self, "alpha", stable.check_alpha(self.alpha))
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
 
     @property
@@ -209,5 +243,6 @@ class SaSNoise(NoiseLaw):
 
     def sample(self, shape: tuple[int, ...], rng: np.random.Generator | int | None = None
                ) -> np.ndarray:
-        return np.asarray(stable.sas_sample(self.alpha, self.scale, size=shape, rng=rng),
-                          dtype=float)
+        return _finite_draws(np.asarray(stable.sas_sample(self.alpha, self.scale,
+                                                          size=_shape(shape), rng=rng),
+                                        dtype=float), self)

@@ -27,6 +27,7 @@ discrete approximations of privacy loss distributions", PETS 2022.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -34,7 +35,7 @@ from dp_accounting import privacy_accountant
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from _toolbox.errors import AccountingError
+from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_positive, check_probability
 from privacy.mechanisms import (
     GaussianMechanism,
@@ -52,6 +53,15 @@ DEFAULT_DISCRETIZATION = 1e-4
 #: beyond it (loss ranges above 200, e.g. a Gaussian with sigma < sensitivity / 15) the grid
 #: spacing grows with the range; the result stays an upper bound.
 _MAX_GRID_POINTS = 2_000_000
+#: Largest range of the privacy loss of one release that is put on a PLD grid: at most
+#: ``_MAX_GRID_POINTS`` points means a spacing of up to 50, beyond which ``exp(spacing)`` in
+#: the connect-the-dots construction nears overflow.  Wider losses (a Gaussian with
+#: ``sigma < sensitivity / 1e4``, Laplace or SaS with ``scale < sensitivity / 5e7``) get no
+#: PLD; the accountant bounds them by RDP or pure DP instead.
+_MAX_LOSS_RANGE = 1e8
+#: Automatic grid of the generic (SaS) builder: at most this many points per release, so that
+#: compositions of wide losses stay fast (dp_accounting's epsilon search loops in Python).
+_AUTO_GENERIC_POINTS = 200_000
 _MAX_CELLS = 3_000_000
 _TAIL_MASS = 1e-19
 
@@ -202,6 +212,16 @@ def _connect_dots(mass: np.ndarray, loss_values: np.ndarray, infinity_mass: floa
         discretization, int(k_lo), int(k_hi), deltas)
 
 
+def _pure_loss_bound(mechanism: Mechanism, neighboring: NeighboringRelation, q: float
+                     ) -> float:
+    """Largest absolute privacy loss of one (subsampled) pure-DP release."""
+    if neighboring is NeighboringRelation.REPLACE_ONE:
+        return dataclasses.replace(mechanism, sensitivity=2.0 * mechanism.sensitivity).epsilon
+    eps = mechanism.epsilon
+    # |log(q e^{+-l} + 1 - q)| <= log(q e^eps + 1 - q), in log space (no overflow)
+    return eps if q == 1.0 else float(np.logaddexp(math.log(q) + eps, math.log1p(-q)))
+
+
 def _kinds(neighboring: NeighboringRelation, q: float) -> tuple[str, ...]:
     if neighboring is NeighboringRelation.REPLACE_ONE:
         return ("replace",)
@@ -225,9 +245,10 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
         Poisson sampling probability ``q`` in ``(0, 1]``.
     neighboring : NeighboringRelation
     discretization : float, optional
-        Loss grid spacing of the resulting PLD.  Default: 1e-4, or ``range / 2e6`` when the
-        single-release loss range exceeds 200 (extreme noise-to-sensitivity ratios), which
-        keeps the grid at two million points; the result is an upper bound either way.
+        Loss grid spacing of the resulting PLD.  Default: 1e-4, or ``range / 2e5`` when the
+        single-release loss range exceeds 20 (extreme noise-to-sensitivity ratios), which
+        keeps the grid at 200,000 points; the result is an upper bound either way.  Values
+        needing more than two million points are refused (``ParameterError``).
     cell_tolerance : float, optional
         Largest variation of the loss inside a cell of the outcome partition (tightness only;
         any value gives an upper bound).  Default ``discretization / 10``; never below
@@ -239,9 +260,12 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
 
     Raises
     ------
+    ParameterError
+        ``discretization`` so fine that the grid would exceed two million points (the message
+        gives the smallest accepted value).
     AccountingError
-        A vector Laplace or SaS mechanism (no PLD is built for it), or a loss that cannot be
-        bounded.
+        A vector Laplace or SaS mechanism (no PLD is built for it), a loss range above 1e8
+        (noise far below the sensitivity), or a loss that cannot be bounded.
     """
     q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
     gaussian = gaussian_equivalent(mechanism)
@@ -254,13 +278,42 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
     kinds = _kinds(neighboring, q)
     probe = _initial_grid(law, d)
     spread = max(float(np.ptp(_loss(law, d, probe, kind, q))) for kind in kinds)
-    h = (max(DEFAULT_DISCRETIZATION, spread / _MAX_GRID_POINTS) if discretization is None
-         else check_positive("discretization", discretization))
+    if gaussian is None:   # pure DP: the loss lies within +-epsilon (the probe may miss a peak)
+        spread = max(spread, 2.0 * _pure_loss_bound(mechanism, neighboring, q))
+    h = _grid_spacing(spread, discretization, type(mechanism).__name__,
+                      auto_points=_AUTO_GENERIC_POINTS)
     tol = h / 10.0 if cell_tolerance is None else check_positive("cell_tolerance",
                                                                    cell_tolerance)
-    tol = max(tol, 1e-6 * spread)   # extreme loss ranges: keep the partition to ~1e6 cells
+    # wide loss ranges: the partition costs ~spread / tol cells of SaS cell masses; keep it
+    # below ~1e6 (range < 10) and ~1e7 / spread beyond (coarser cells stay an upper bound)
+    tol = max(tol, 1e-6 * spread, 1e-7 * spread * spread)
     pmfs = [_connect_dots(*_discrete_pld(law, d, kind, q, tol), h) for kind in kinds]
     return pld_lib.PrivacyLossDistribution(*pmfs)
+
+
+def _grid_spacing(spread: float, discretization: float | None, what: str, *,
+                  auto_points: int = _MAX_GRID_POINTS) -> float:
+    """Loss grid spacing for one release whose loss spans ``spread``; refuses what cannot fit.
+
+    ``None`` picks 1e-4, coarser when the grid would exceed ``auto_points`` (still an
+    upper bound).  An explicit spacing that needs more points is refused before anything is
+    allocated, with the number of points and the accepted range.
+    """
+    if not spread <= _MAX_LOSS_RANGE:
+        raise AccountingError(f"the privacy loss of one {what} release spans {spread:.3g} "
+                              f"(more than {_MAX_LOSS_RANGE:.0e}): no privacy loss distribution "
+                              f"is built for it (the noise is far below the sensitivity)")
+    finest = spread / _MAX_GRID_POINTS
+    if discretization is None:
+        return max(DEFAULT_DISCRETIZATION, spread / auto_points)
+    h = check_positive("discretization", discretization)
+    if h < finest:
+        raise ParameterError(
+            f"discretization={h!r} would put the privacy loss of one {what} release (range "
+            f"{spread:.4g}) on {spread / h:.3g} grid points ({8 * spread / h / 2**30:.3g} GiB); "
+            f"accepted: discretization >= {finest:.3g} (at most {_MAX_GRID_POINTS:.0e} points) "
+            f"or None (automatic)")
+    return h
 
 
 def _tolerance_for(steps: int, discretization: float) -> float:
@@ -277,15 +330,24 @@ def privacy_loss_distribution(mechanism: Mechanism, *, sampling_rate: float = 1.
     ``generic=True`` forces :func:`pessimistic_pld` (used to cross-check the native
     constructors).  ``steps_hint`` tightens the outcome partition for long compositions.
     ``discretization=None`` picks the grid automatically (see :func:`pessimistic_pld`).
+
+    Raises
+    ------
+    ParameterError
+        ``discretization`` finer than the two-million-point grid allows (refused before
+        anything is allocated; the message gives the accepted range).
+    AccountingError
+        The privacy loss of one release spans more than 1e8 (no PLD is built).
     """
     q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
     relation = privacy_accountant.NeighboringRelation
     gaussian = gaussian_equivalent(mechanism)
     if not generic and gaussian is not None:
         mu = gaussian.sensitivity / gaussian.sigma
+        if neighboring is NeighboringRelation.REPLACE_ONE:
+            mu *= 2.0
         spread = mu * mu + 20.0 * mu          # loss range within dp_accountings's truncation
-        h = (max(DEFAULT_DISCRETIZATION, spread / _MAX_GRID_POINTS) if discretization is None
-             else check_positive("discretization", discretization))
+        h = _grid_spacing(spread, discretization, "Gaussian")
         rel = (relation.REPLACE_ONE if neighboring is NeighboringRelation.REPLACE_ONE
                else relation.ADD_OR_REMOVE_ONE)
         return pld_lib.from_gaussian_mechanism(
@@ -293,8 +355,7 @@ def privacy_loss_distribution(mechanism: Mechanism, *, sampling_rate: float = 1.
             value_discretization_interval=h, neighboring_relation=rel)
     if (not generic and isinstance(mechanism, LaplaceMechanism) and mechanism.dimension == 1
             and neighboring is NeighboringRelation.ADD_OR_REMOVE):
-        h = DEFAULT_DISCRETIZATION if discretization is None else check_positive(
-            "discretization", discretization)
+        h = _grid_spacing(2.0 * mechanism.epsilon, discretization, "Laplace")
         return pld_lib.from_laplace_mechanism(
             mechanism.scale, sensitivity=mechanism.sensitivity, sampling_prob=q,
             value_discretization_interval=h)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from _toolbox.errors import AccountingError
-from _toolbox.validation import check_in_interval, check_integer, check_positive
+from _toolbox.validation import check_integer, check_positive
 from privacy import stable
 
 __all__ = ["sas_pure_epsilon", "sas_vector_epsilon", "VectorEpsilon", "maximize_loss"]
@@ -191,7 +191,7 @@ def sas_pure_epsilon(alpha: float, scale: float, sensitivity: float = 1.0) -> fl
     Raises
     ------
     ParameterError
-        alpha outside (0, 2], non-positive or non-finite scale or sensitivity.
+        alpha outside [0.1, 2], non-positive or non-finite scale or sensitivity.
 
     Examples
     --------
@@ -199,7 +199,7 @@ def sas_pure_epsilon(alpha: float, scale: float, sensitivity: float = 1.0) -> fl
     >>> round(sas_pure_epsilon(1.0, 1.0), 6)   # Cauchy, eq. (3.57)
     0.962424
     """
-    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    alpha = stable.check_alpha(alpha)
     scale = check_positive("scale", scale)
     sensitivity = check_positive("sensitivity", sensitivity)
     return _epsilon_of_ratio(alpha, scale / sensitivity)
@@ -292,7 +292,7 @@ def sas_vector_epsilon(alpha: float, scale: float, sensitivity: float = 1.0,
     Parameters
     ----------
     alpha : float
-        Stability index in ``(0, 2]`` (``inf`` at 2).
+        Stability index in ``[0.1, 2]`` (``inf`` at 2).
     scale, sensitivity : float
         Noise scale and l1-sensitivity ``D`` of the whole m-vector.
     dimension : int, default 1
@@ -314,7 +314,7 @@ def sas_vector_epsilon(alpha: float, scale: float, sensitivity: float = 1.0,
     >>> round(v.achieved, 6), v.upper_bound <= 1.01 * v.achieved
     (0.989866, True)
     """
-    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    alpha = stable.check_alpha(alpha)
     scale = check_positive("scale", scale)
     sensitivity = check_positive("sensitivity", sensitivity)
     dimension = check_integer("dimension", dimension, minimum=1)

@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from _toolbox.errors import DimensionError, NonFiniteError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import as_generator, check_in_interval, check_positive
 
 __all__ = [
@@ -70,6 +70,8 @@ __all__ = [
     "sas_logsf",
     "sas_sample",
     "sas_mean_absolute_deviation",
+    "check_alpha",
+    "MIN_ALPHA",
 ]
 
 _HALF_PI = 0.5 * np.pi
@@ -546,24 +548,54 @@ def _std_logsf(a: np.ndarray, alpha: float) -> np.ndarray:
 # Argument handling
 # --------------------------------------------------------------------------------------------
 
+#: Smallest supported stability index of the density, distribution and the mechanisms: below
+#: it the core of the density is narrower than 1e-30 (see the module notes) and the tables
+#: take seconds to build; the sampler's powers ``1/alpha`` overflow to inf and NaN.
+MIN_ALPHA = 0.1
+
+
+def check_alpha(alpha: Any, *, high_open: bool = False) -> float:
+    """``alpha`` as a float in ``[MIN_ALPHA, 2]`` (``[MIN_ALPHA, 2)`` with ``high_open``).
+
+    Raises
+    ------
+    ParameterError
+        Not a real number, or outside the range; the message names the supported minimum.
+    """
+    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=high_open)
+    if alpha < MIN_ALPHA:
+        raise ParameterError(f"alpha={alpha!r} is below the supported minimum {MIN_ALPHA} of the "
+                             f"SaS density and accountant; accepted: alpha in [{MIN_ALPHA}, 2"
+                             f"{')' if high_open else ']'}")
+    return alpha
+
+
 def _check_params(alpha: Any, scale: Any, loc: Any) -> tuple[float, float, float]:
-    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True)
+    alpha = check_alpha(alpha)
     scale = check_positive("scale", scale)
     loc = check_in_interval("loc", loc, -math.inf, math.inf)
     return alpha, scale, loc
 
 
-def _standardize(x: Any, scale: float, loc: float) -> np.ndarray:
-    """``(x - loc)/scale`` as a float ndarray; NaN is rejected, +-inf allowed."""
+def as_points(name: str, x: Any) -> np.ndarray:
+    """Real points as a float ndarray: NaN (and None, strings) refused, ``+-inf`` allowed."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ParameterError(f"{name} must be a real number or array; got {x!r}")
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise DimensionError(f"x must be a real numeric array; got {type(x).__name__} "
+        raise DimensionError(f"{name} must be a real numeric array; got {type(x).__name__} "
                              f"({exc})") from exc
     if np.isnan(arr).any():
         bad = int(np.count_nonzero(np.isnan(arr)))
-        raise NonFiniteError(f"x contains {bad} NaN entries; entries must be real numbers or "
-                             f"+-inf")
+        raise NonFiniteError(f"{name} contains {bad} NaN entries; entries must be real numbers "
+                             f"or +-inf")
+    return arr
+
+
+def _standardize(x: Any, scale: float, loc: float) -> np.ndarray:
+    """``(x - loc)/scale`` as a float ndarray; NaN is rejected, +-inf allowed."""
+    arr = as_points("x", x)
     with np.errstate(over="ignore"):
         return (arr - loc) / scale
 
@@ -583,7 +615,8 @@ _DOC_PARAMS = """
     x : array_like, shape (...)
         Points (``+-inf`` allowed; NaN raises ``NonFiniteError``).
     alpha : float
-        Stability index in ``(0, 2]`` (full accuracy on ``[1, 2]``; see module notes).
+        Stability index in ``[0.1, 2]`` (``MIN_ALPHA``; full accuracy on ``[1, 2]``, see the
+        module notes).
     scale : float, default 1.0
         Scale ``gamma > 0`` (seed eq. 3.7): the characteristic function is
         ``exp(i t loc - |scale t|**alpha)``.
@@ -769,7 +802,7 @@ def sas_sample(alpha: float, scale: float = 1.0, loc: float = 0.0, size: Any = N
     Parameters
     ----------
     alpha : float
-        Stability index in ``(0, 2]``.
+        Stability index in ``[0.1, 2]``.
     scale : float, default 1.0
         Scale ``gamma > 0``.
     loc : float, default 0.0
