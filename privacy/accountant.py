@@ -7,9 +7,10 @@ neighbouring relation and one privacy unit, and answers ``epsilon(delta)`` or
 ``delta(epsilon)`` for their composition.  Every answer is the smallest of the rigorous upper
 bounds that apply (:class:`Guarantee` says which one):
 
-* ``"pld"``: ``dp_accounting``'s privacy loss distribution (PLD) composition of the pessimistic
-  single-release PLDs (:mod:`privacy.pld`: native for Gaussian and Laplace, built from the noise
-  law for SaS), self-composed per kind of release and composed across kinds.  Releases
+* ``"pld"``: the privacy loss distribution (PLD) composition of the pessimistic
+  single-release PLDs (:mod:`privacy.pld`: ``dp_accounting``'s for Gaussian and Laplace, built
+  from the noise law for SaS), self-composed per kind of release by FFT squaring with
+  pessimistic truncation and composed across kinds (:mod:`privacy.dense`).  Releases
   without a PLD of their own (vector Laplace or SaS, ``(epsilon, delta)`` records) enter a
   composition with other kinds through the PLD of their pure-DP dominating pair.
 * ``"gaussian-exact"``: Gaussian releases without subsampling compose exactly to a Gaussian
@@ -37,13 +38,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
-from privacy import composition, stable
+from privacy import composition, dense, stable
 from privacy.curves import gaussian_delta, gaussian_epsilon
 from privacy.events import EpsilonDeltaDpEvent, SaSDpEvent, VectorLaplaceDpEvent
 from privacy.mechanisms import (
@@ -57,7 +59,9 @@ from privacy.pld import DEFAULT_DISCRETIZATION, gaussian_equivalent, privacy_los
 
 __all__ = ["Accountant", "Guarantee"]
 
-_TAIL_MASS_TRUNCATION = 1e-15
+#: Mass the truncations of one composition may move to infinite loss (adds at most this to
+#: delta); see :func:`privacy.dense.self_compose`.
+_TAIL_MASS_TRUNCATION = 1e-12
 #: Largest composed PLD (grid points of dp_accounting's FFT) the accountant builds.
 _MAX_COMPOSED_POINTS = 2 ** 24
 _RELATIONS = {
@@ -421,18 +425,54 @@ def _pure(leaf: _Leaf, neighboring: NeighboringRelation) -> tuple[float, float]:
     return eps, delta
 
 
-def _composed_points(pld: pld_lib.PrivacyLossDistribution, steps: int) -> int:
-    """Grid points of dp_accounting's FFT for ``steps`` self-compositions (its Chernoff bound)."""
-    pmfs = [pld._pmf_remove] if pld._symmetric else [pld._pmf_remove, pld._pmf_add]  # noqa: SLF001
-    points = 0
-    for pmf in pmfs:
-        probs = pmf.to_dense_pmf()._probs  # noqa: SLF001 - the array dp_accounting convolves
-        if steps == 1:
-            points = max(points, probs.size)
-            continue
-        lo, hi = pld_common.compute_self_convolve_bounds(probs, steps, _TAIL_MASS_TRUNCATION)
-        points = max(points, hi - lo + 1)
-    return points
+def _pmfs(pld: pld_lib.PrivacyLossDistribution) -> list[dense.DensePmf]:
+    """The REMOVE and ADD pmfs of a PLD as dense arrays (one when they coincide)."""
+    sides = [pld._pmf_remove] if pld._symmetric else [pld._pmf_remove, pld._pmf_add]  # noqa: SLF001
+    return [dense.from_dp_accounting(pmf) for pmf in sides]
+
+
+def _composed_width(pmf: dense.DensePmf, steps: int) -> float:
+    """Rough grid width of ``steps`` compositions: +-8 standard deviations of the sum.
+
+    Only used to skip compositions far beyond memory before spending time on them; the
+    convolutions check their exact sizes themselves.
+    """
+    p = pmf.probs / max(float(np.sum(pmf.probs)), 1e-300)
+    index = np.arange(p.size)
+    mean = float(index @ p)
+    std = math.sqrt(max(float(((index - mean) ** 2) @ p), 0.0))
+    return 16.0 * std * math.sqrt(steps) + p.size
+
+
+def _pld_bound(plds: list[pld_lib.PrivacyLossDistribution], counts: list[int],
+               target_delta: float | None, target_epsilon: float | None) -> float | None:
+    """The PLD bound: dense FFT composition of each side, the worse side's answer.
+
+    None when the composition would exceed ``_MAX_COMPOSED_POINTS`` grid points.
+    """
+    per_pld = [_pmfs(pld) for pld in plds]
+    n_sides = max(len(sides) for sides in per_pld)
+    if sum(_composed_width(sides[0], count) for sides, count in zip(per_pld, counts,
+                                                                    strict=True)) \
+            > _MAX_COMPOSED_POINTS:
+        return None
+    answers = []
+    for side in range(n_sides):
+        composed = None
+        for sides, count in zip(per_pld, counts, strict=True):
+            pmf = sides[min(side, len(sides) - 1)]   # symmetric: ADD is REMOVE
+            try:
+                part = dense.self_compose(pmf, count, tail_mass=_TAIL_MASS_TRUNCATION,
+                                          max_points=_MAX_COMPOSED_POINTS)
+                composed = part if composed is None else dense.compose(
+                    composed, part, tail_mass=_TAIL_MASS_TRUNCATION,
+                    max_points=_MAX_COMPOSED_POINTS)
+            except AccountingError:
+                return None   # beyond memory: the other bounds answer
+        answers.append(dense.epsilon_for_delta(composed, target_delta)
+                       if target_delta is not None
+                       else dense.delta_for_epsilon(composed, target_epsilon))
+    return max(answers)
 
 
 def _grid(pld: pld_lib.PrivacyLossDistribution) -> float:
@@ -550,19 +590,8 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             return found  # exact: the largest composed loss
     plds = _plds(groups, neighboring, discretization, generic)
     if plds is not None:
-        points = sum(_composed_points(pld, count) for pld, count in zip(plds, groups.values(),
-                                                                         strict=True))
-        if points <= _MAX_COMPOSED_POINTS:
-            composed = None
-            for pld, count in zip(plds, groups.values(), strict=True):
-                part = (pld.self_compose(count, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
-                        if count > 1 else pld)
-                composed = part if composed is None else composed.compose(
-                    part, tail_mass_truncation=_TAIL_MASS_TRUNCATION)
-            value = float(composed.get_epsilon_for_delta(target_delta) if want_epsilon
-                          else composed.get_delta_for_epsilon(target_epsilon))
-            if math.isnan(value):
-                raise AccountingError("dp_accounting returned NaN")
+        value = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
+        if value is not None:
             found.insert(0, (value, "pld"))
             return found
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
