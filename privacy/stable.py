@@ -43,10 +43,14 @@ body, the alpha -> 2 transition region and the tails, for ``|x|`` up to ``1e6`` 
 one).  ``alpha in (0, 1)`` uses the same machinery (measured: below ``2e-13`` for
 ``alpha >= 0.1`` and ``|x|`` from ``1e-20`` to ``1e6``, but this range is not part of the
 guarantee); for ``alpha < ~0.07`` the core of the density is narrower than ``1e-30`` and the
-first table piece ``[0, 1e-30]`` is then less accurate.
+first table piece ``[0, 1e-30]`` is then less accurate; ``alpha`` below ``MIN_ALPHA = 0.1`` is
+refused.
 
-Cost: the first call for a new ``alpha`` builds its table (about 0.03-0.4 s; an LRU cache keeps
-64 values of ``alpha``); afterwards evaluation costs about 0.1 us per point.
+Cost: the first call for a new ``alpha`` sets up its table (the tail series) and builds the
+Chebyshev pieces it needs (14-21 ms of CPU for one point, measured by
+``benchmarks/bench_sas_composition.py``); every other piece is built on first use (a whole
+table costs 0.1-0.4 s of CPU; an LRU cache keeps 64 values of ``alpha``); afterwards
+evaluation costs about 0.1 us per point.
 """
 
 from __future__ import annotations
@@ -397,19 +401,33 @@ class _Table:
         self.breaks = breaks
         left, right = breaks[:-1], breaks[1:]
         t = _cheb_nodes(_CHEB_N)
-        nodes = 0.5 * (left + right)[:, None] + 0.5 * (right - left)[:, None] * t[None, :]
-        flat = nodes.ravel()
-        lp, ls = _direct_both(flat, alpha)
-        lp, ls = lp.reshape(nodes.shape), ls.reshape(nodes.shape)
-        self.c_pdf = np.ascontiguousarray(_cheb_coeffs(lp).T)       # (n, P)
-        self.c_sf = np.ascontiguousarray(_cheb_coeffs(ls).T)
+        self.nodes = 0.5 * (left + right)[:, None] + 0.5 * (right - left)[:, None] * t[None, :]
+        # pieces are built on first use (the quadrature is ~97 % of a whole table: a first
+        # call at a few points costs a few pieces, not the ~100 of the table)
+        self.c_pdf = np.zeros((_CHEB_N, left.size))       # (n, P)
+        self.c_sf = np.zeros((_CHEB_N, left.size))
+        self.built = np.zeros(left.size, dtype=bool)
         self.mid = 0.5 * (left + right)
         self.inv_half = 2.0 / (right - left)
-        # pin the exact values at 0 (p(0) = Gamma(1 + 1/alpha)/pi, sf(0) = 1/2): shifts the
-        # first piece by the interpolation error there (~1e-15)
-        zero = np.zeros(1)
-        self.c_pdf[0, 0] += (math.lgamma(1.0 + 1.0 / alpha) - _LOG_PI) - self.log_pdf(zero)[0]
-        self.c_sf[0, 0] += -math.log(2.0) - self.log_sf(zero)[0]
+
+    def _build(self, pieces: np.ndarray) -> None:
+        """Chebyshev coefficients of the given pieces (unique indices) by direct quadrature."""
+        missing = pieces[~self.built[pieces]]
+        if missing.size == 0:
+            return
+        nodes = self.nodes[missing]
+        lp, ls = _direct_both(nodes.ravel(), self.alpha)
+        self.c_pdf[:, missing] = _cheb_coeffs(lp.reshape(nodes.shape)).T
+        self.c_sf[:, missing] = _cheb_coeffs(ls.reshape(nodes.shape)).T
+        self.built[missing] = True
+        if missing[0] == 0:
+            # pin the exact values at 0 (p(0) = Gamma(1 + 1/alpha)/pi, sf(0) = 1/2): shifts
+            # the first piece by the interpolation error there (~1e-15)
+            at_zero = (np.zeros(1, dtype=int), np.full(1, -1.0))    # piece 0, u = -1
+            alpha = self.alpha
+            self.c_pdf[0, 0] += ((math.lgamma(1.0 + 1.0 / alpha) - _LOG_PI)
+                                 - self._clenshaw(self.c_pdf, *at_zero)[0])
+            self.c_sf[0, 0] += -math.log(2.0) - self._clenshaw(self.c_sf, *at_zero)[0]
 
     def _verify_tail(self, alpha, x_max, k_stop):
         """Check the tail series against the quadrature; move x_max outwards if needed."""
@@ -486,16 +504,19 @@ class _Table:
                     acc[m] = a
             return np.log(acc) - (alpha if sf else alpha + 1.0) * logz - _LOG_PI
 
+    def _inner(self, z: np.ndarray, sf: bool) -> np.ndarray:
+        idx, u = self._locate(z)
+        if not self.built.all():
+            self._build(np.unique(idx))
+        return self._clenshaw(self.c_sf if sf else self.c_pdf, idx, u)
+
     def _eval(self, z: np.ndarray, sf: bool) -> np.ndarray:
-        coef = self.c_sf if sf else self.c_pdf
         inner = z <= self.x_max
         if inner.all():
-            idx, u = self._locate(z)
-            return self._clenshaw(coef, idx, u)
+            return self._inner(z, sf)
         out = np.empty_like(z)
         if inner.any():
-            idx, u = self._locate(z[inner])
-            out[inner] = self._clenshaw(coef, idx, u)
+            out[inner] = self._inner(z[inner], sf)
         outer = ~inner
         out[outer] = self._series(z[outer], sf)
         return out
@@ -638,9 +659,9 @@ def sas_logpdf(x: Any, alpha: float, scale: float = 1.0, loc: float = 0.0) -> np
     Notes
     -----
     Relative error of the density (absolute error of its log) is about ``1e-12`` for
-    ``alpha in [1, 2]`` (see the module docstring).  The first call for a new ``alpha`` builds
-    a table (30-300 ms, cached for 64 values of ``alpha``); later calls cost about 0.1 us per
-    point.
+    ``alpha in [1, 2]`` (see the module docstring).  The first call for a new ``alpha`` sets
+    up its table (about 15-20 ms of CPU; its pieces are built as points need them, cached for
+    64 values of ``alpha``); later calls cost about 0.1 us per point.
 
     References
     ----------
