@@ -600,9 +600,11 @@ def _check_params(alpha: Any, scale: Any, loc: Any) -> tuple[float, float, float
 
 def as_points(name: str, x: Any) -> np.ndarray:
     """Real points as a float ndarray: NaN (and None, strings) refused, ``+-inf`` allowed."""
-    if isinstance(x, (str, bytes)) or x is None:
-        raise ParameterError(f"{name} must be a real number or array; got {x!r}")
+    if x is None:
+        raise ParameterError(f"{name} must be a real number or array; got None")
     try:
+        if isinstance(x, (str, bytes)):
+            raise TypeError("text is not a number")
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
         raise DimensionError(f"{name} must be a real numeric array; got {type(x).__name__} "
