@@ -115,8 +115,11 @@ def test_heterogeneous_pld_matches_dp_accounting_side_by_side():
         g = ours.guarantee(delta=delta)
         reference = theirs.get_epsilon(delta)
         assert g.method == "pld" and g.steps == 530 and g.sampling_rate == 1.0
-        assert g.epsilon == pytest.approx(reference, rel=1e-6)
-    assert ours.delta(1.0) == pytest.approx(theirs.get_delta(1.0), rel=1e-6)
+        # never below; the pessimistic truncation of the dense composition (privacy.dense)
+        # puts ~1e-11 at infinite loss, which moves epsilon at delta = 1e-8 by ~4e-5
+        assert reference * (1 - 1e-9) <= g.epsilon <= reference * (1 + 1e-4)
+    theirs_delta = theirs.get_delta(1.0)
+    assert theirs_delta * (1 - 1e-9) <= ours.delta(1.0) <= theirs_delta * (1 + 1e-6) + 1e-10
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")   # prv_accountant's float128
