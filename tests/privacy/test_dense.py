@@ -107,3 +107,15 @@ def test_sas_composition_dominates_and_is_consistent():
     assert delta <= 1e-5 * (1 + 1e-6)
     pld = pld_lib.from_gaussian_mechanism(math.sqrt(2) * 2.0, sampling_prob=0.05)
     assert g.epsilon >= pld.self_compose(200).get_epsilon_for_delta(1e-5) * 0.5
+
+
+@pytest.mark.parametrize("scale,q,steps", [(1.0, 0.1, 50), (4.0, 1.0, 200)])
+def test_laplace_composition_is_never_below_dp_accounting(scale, q, steps):
+    from privacy import LaplaceMechanism
+    ours = accounting.guarantee(LaplaceMechanism(scale=scale), delta=1e-6, steps=steps,
+                                sampling_rate=q, discretization=1e-3)
+    pld = pld_lib.from_laplace_mechanism(scale, sampling_prob=q,
+                                         value_discretization_interval=1e-3)
+    theirs = pld.self_compose(steps).get_epsilon_for_delta(1e-6)
+    assert ours.method == "pld"
+    assert theirs * (1 - 1e-9) <= ours.epsilon <= theirs * (1 + 1e-4)
