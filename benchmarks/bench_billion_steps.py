@@ -2,11 +2,11 @@
 
 Two accountants that answer where dp_accounting's PLD self-composition cannot: RDP for a
 Poisson-subsampled Gaussian (sigma = 1, q = 0.01) and, for SaS (alpha = 1.95, scale 1,
-q = 1e-3), the dense FFT composition of its PLD (:mod:`privacy.dense`; it fits in memory here,
-the optimal pure-DP composition answered before), both at delta = 1e-5.  Each runs in a fresh process (so the
-first call pays the cold caches), then ``--repeat`` more times; wall clock *and* CPU time are
-printed with the load average, because on a shared machine the wall clock mostly measures the
-other processes.
+q = 1e-3), the dense FFT composition of its PLD (:mod:`privacy.dense`; it fits in memory
+here, the optimal pure-DP composition answered before), both at delta = 1e-5.  Each runs in
+a fresh process (so the first call pays the cold caches), then ``--repeat`` more times;
+wall clock *and* CPU time are printed with the load average, because on a shared machine the
+wall clock mostly measures the other processes.
 
 Run:  .venv/bin/python benchmarks/bench_billion_steps.py [--repeat 3]
 """
