@@ -3,47 +3,26 @@
 ``outcome(call, seconds)`` runs ``call`` under a SIGALRM deadline and returns its value, or
 ``None`` when it raised a toolbox ``ValueError`` (the only accepted failure: it names the
 argument).  Any other exception, or running past the deadline, fails the test with the call's
-description.  (A shared ``tests/fuzzing.py`` was not in this tree when the suite was written.)
+description.
 """
 
 from __future__ import annotations
 
 import math
-import signal
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 
-from _toolbox.errors import ToolboxError
-
-
-class _Hang(BaseException):
-    """Raised by the alarm; a BaseException so that no ``except Exception`` swallows it."""
-
-
-def _alarm(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise _Hang
+from tests.fuzzing import check_call
 
 
 def outcome(call: Callable[[], Any], seconds: float, what: str) -> Any:
-    """The value of ``call()``, or None for a toolbox ValueError; fails on anything else."""
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        return call()
-    except _Hang:
-        pytest.fail(f"{what} ran longer than {seconds} s")
-    except ToolboxError as exc:
-        if not isinstance(exc, ValueError):
-            pytest.fail(f"{what} raised {type(exc).__name__} (not a ValueError): {exc}")
-        return None
-    except Exception as exc:  # noqa: BLE001 - the point of the guard
-        pytest.fail(f"{what} raised {type(exc).__name__}: {exc}")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, previous)
+    """The value of ``call()``, or None for a toolbox ValueError; fails on anything else (the
+    shared guard :func:`tests.fuzzing.check_call`; privacy answers may be inf, so finiteness
+    is left to :func:`assert_not_nan` and :func:`assert_bound`)."""
+    call.__qualname__ = what                   # names the call in a failure
+    return check_call(call, seconds=seconds, finite=lambda _: 0.0)
 
 
 def assert_not_nan(value: Any, what: str) -> None:
