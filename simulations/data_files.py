@@ -13,19 +13,24 @@ Two formats, both checked here so that a mistake is reported in terms of the use
 
 from __future__ import annotations
 
+import math
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 
-__all__ = ["load_identification_data", "read_npz_data", "read_samples_csv"]
+__all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
+           "CsvTable"]
 
 def load_identification_data(data: str | Path | None = None, *, states: str | Path | None = None,
                              inputs: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Load ``X`` (n, K+1) and ``U`` (m, K) from one ``.npz`` file or two CSV files.
+
+    The strict form of :func:`read_identification_data`: no time column, no missing value.
 
     Parameters
     ----------
@@ -65,16 +70,22 @@ def load_identification_data(data: str | Path | None = None, *, states: str | Pa
                              f"CSV files, not both")
     if data is not None:
         return read_npz_data(data)
-    if states is None or inputs is None:
-        raise ParameterError("give an .npz data file, or both --states and --inputs CSV files "
-                             f"(got {'--states' if states else '--inputs' if inputs else 'none'})")
+    _check_pair(states, inputs)
     X, U = read_samples_csv(states).T, read_samples_csv(inputs).T
     _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True)
     return X, U
 
 
-def read_npz_data(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Arrays ``X`` (n, K+1) and ``U`` (m, K) of an ``.npz`` archive (see the module notes)."""
+def _check_pair(states: str | Path | None, inputs: str | Path | None) -> None:
+    if states is None or inputs is None:
+        raise ParameterError("give an .npz data file, or both --states and --inputs CSV files "
+                             f"(got {'--states' if states else '--inputs' if inputs else 'none'})")
+
+
+def read_npz_data(path: str | Path, *, allow_missing: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Arrays ``X`` (n, K+1) and ``U`` (m, K) of an ``.npz`` archive (see the module notes);
+    with ``allow_missing`` a NaN is a missing sample (an infinite value is always refused)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such data file: {str(path)!r}")
@@ -99,7 +110,7 @@ def read_npz_data(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise ParameterError(f"{str(path)!r} holds array(s) {extra} besides X and U; an "
                              f"identification data file holds exactly X (n, K+1) and U (m, K) "
                              f"(save the others in another file: they would be ignored)")
-    X, U = (_as_channels(path, name, arrays[name]) for name in ("X", "U"))
+    X, U = (_as_channels(path, name, arrays[name], allow_missing) for name in ("X", "U"))
     _check_samples(X, U, "X has", "U has", csv=False)
     return X, U
 
@@ -109,46 +120,126 @@ def read_samples_csv(path: str | Path) -> np.ndarray:
 
     Separators ``,``, ``;``, tabs or spaces, ``.`` decimals, an optional header line (a first
     line without numbers) and ``#`` comment lines.  The result is at least 2-D: a single column
-    gives shape (rows, 1).
+    gives shape (rows, 1).  Every value must be present and finite (see
+    :func:`read_csv_table` for a table with names and missing values).
+    """
+    return read_csv_table(path).values
+
+
+@dataclass(frozen=True)
+class CsvTable:
+    """A CSV file of samples: its column names (from the header line, if any), its values
+    (rows = samples, NaN where a value is missing) and the file line of each row."""
+
+    path: Path
+    names: tuple[str, ...] | None
+    values: np.ndarray
+    lines: np.ndarray
+
+    def label(self, column: int) -> str:
+        """The column's header name, or ``column <number>`` (1-based)."""
+        return repr(self.names[column]) if self.names else f"column {column + 1}"
+
+
+def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable:
+    """A CSV file of samples with its header names and the line number of each row.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (format as in :func:`read_samples_csv`).
+    allow_missing : bool
+        Read an empty value or one of ``nan``, ``na``, ``n/a``, ``null`` as missing (NaN)
+        instead of refusing it.
+
+    Returns
+    -------
+    CsvTable
+
+    Raises
+    ------
+    ParameterError
+        For text that is not a number (booleans included: write 0/1), an empty value (unless
+        ``allow_missing``), a trailing delimiter or a decimal comma, with the file and line.
+    DimensionError
+        For rows of different widths.
+    NonFiniteError
+        For an infinite value, or a NaN unless ``allow_missing``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "x.csv"
+    >>> _ = path.write_text("t,x1\n0,1.5\n2,\n4,2.5\n")
+    >>> table = read_csv_table(path, allow_missing=True)
+    >>> table.names, table.values[:, 1].tolist(), table.lines.tolist()
+    (('t', 'x1'), [1.5, nan, 2.5], [2, 3, 4])
     """
     path = Path(path)
     lines = path.read_text(errors="replace").splitlines()
     rows = [(number, line) for number, line in enumerate(lines, start=1)
             if line.strip() and not line.lstrip().startswith("#")]
-    if rows and not any(_is_number(f) for f in re.split(r"[,;\s]+", rows[0][1].strip())):
-        rows = rows[1:]                                     # a header line
+    names = None
+    if rows and not any(_is_number(f) or f.lower() in _MISSING
+                        for f in re.split(r"[,;\s]+", rows[0][1].strip()) if f):
+        names, rows = rows[0][1], rows[1:]                  # a header line
     if not rows:
         raise ParameterError(f"{str(path)!r} holds no numeric rows; expected one row per sample")
     delimiter = _delimiter(path, rows[0][1])
-    values, width = [], None
+    if names is not None:
+        names = tuple(_split(names, delimiter))
+    values, width = [], None if names is None else len(names)
     for number, line in rows:
-        fields = [f.strip() for f in (line.split(delimiter) if delimiter else line.split())]
-        if "" in fields:
-            where = ("ends with" if fields[-1] == "" and "" not in fields[:-1] else "holds")
-            cause = (f"a trailing {delimiter!r} (an empty last value)" if where == "ends with"
-                     else f"an empty value (two {delimiter!r} in a row or a leading one)")
-            raise ParameterError(f"{str(path)!r} line {number} {where} {cause}: "
-                                 f"{line.strip()!r}; expected one number per channel separated "
-                                 f"by {delimiter!r}, nothing after the last")
-        try:
-            row = [float(f) for f in fields]
-        except ValueError:
-            bad = next(f for f in fields if not _is_number(f))
-            raise ParameterError(f"{str(path)!r} line {number}: {bad!r} is not a number "
-                                 f"(expected one row per sample, numbers separated by "
-                                 f"{delimiter or 'spaces'!r}, '.' as decimal mark)") from None
+        fields = _split(line, delimiter)
+        if fields[-1] == "" and delimiter and (width is None or len(fields) == width + 1):
+            raise ParameterError(f"{str(path)!r} line {number} ends with a trailing "
+                                 f"{delimiter!r} (an empty last value): {line.strip()!r}; "
+                                 f"expected one number per channel separated by "
+                                 f"{delimiter!r}, nothing after the last")
+        if "" in fields and not allow_missing:
+            raise ParameterError(f"{str(path)!r} line {number} holds an empty value (two "
+                                 f"{delimiter!r} in a row or a leading one): {line.strip()!r}; "
+                                 f"a missing sample needs --missing drop or interpolate")
+        row = [_number(path, number, field, delimiter, allow_missing) for field in fields]
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise DimensionError(f"{str(path)!r} line {number} has {len(row)} values; the "
-                                 f"first row has {width} (one column per channel)")
+            first = "the header has" if names is not None else "the first row has"
+            raise DimensionError(f"{str(path)!r} line {number} has {len(row)} values; {first} "
+                                 f"{width} (one column per channel)")
         values.append(row)
     array = np.array(values, dtype=float)
-    finite = np.isfinite(array).all(axis=1)
-    if not finite.all():
-        raise NonFiniteError(f"{str(path)!r} line {rows[int(np.argmin(finite))][0]} holds a NaN "
-                             f"or infinite value; every sample must be finite")
-    return array
+    bad = np.isinf(array) if allow_missing else ~np.isfinite(array)
+    if bad.any():
+        row = int(np.argmax(bad.any(axis=1)))
+        raise NonFiniteError(f"{str(path)!r} line {rows[row][0]} holds a NaN or infinite value; "
+                             f"every sample must be finite (a missing one needs --missing drop "
+                             f"or interpolate)")
+    return CsvTable(path, names, array, np.array([number for number, _ in rows]))
+
+
+_MISSING = frozenset({"", "nan", "na", "n/a", "null"})
+_BOOLEANS = frozenset({"true", "false"})
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    return [f.strip() for f in (line.split(delimiter) if delimiter else line.split())]
+
+
+def _number(path: Path, line: int, field: str, delimiter: str | None,
+            allow_missing: bool) -> float:
+    if allow_missing and field.lower() in _MISSING:
+        return math.nan
+    try:
+        return float(field)
+    except ValueError:
+        pass
+    if field.lower() in _BOOLEANS:
+        raise ParameterError(f"{str(path)!r} line {line}: {field!r} is a boolean; write on/off "
+                             f"signals as numbers (1/0) so that their scale is explicit")
+    raise ParameterError(f"{str(path)!r} line {line}: {field!r} is not a number "
+                         f"(expected one row per sample, numbers separated by "
+                         f"{delimiter or 'spaces'!r}, '.' as decimal mark)")
 
 
 def _is_number(text: str) -> bool:
@@ -178,8 +269,11 @@ def _looks_like_text(path: Path) -> bool:
     return bool(head) and b"\0" not in head
 
 
-def _as_channels(path: Path, name: str, array: np.ndarray) -> np.ndarray:
-    if array.dtype.kind not in "biuf":
+def _as_channels(path: Path, name: str, array: np.ndarray, allow_missing: bool) -> np.ndarray:
+    if array.dtype.kind == "b":
+        raise ParameterError(f"{str(path)!r}: {name} is boolean; save on/off signals as numbers "
+                             f"({name}.astype(float)) so that their scale is explicit")
+    if array.dtype.kind not in "iuf":
         raise ParameterError(f"{str(path)!r}: {name} has dtype {array.dtype}; expected real "
                              f"numbers")
     array = np.asarray(array, dtype=float)
@@ -188,10 +282,11 @@ def _as_channels(path: Path, name: str, array: np.ndarray) -> np.ndarray:
     if array.ndim != 2:
         raise DimensionError(f"{str(path)!r}: {name} has shape {array.shape}; expected a 2-D "
                              f"array (channels, samples)")
-    if not np.isfinite(array).all():
-        bad = int(array.size - np.count_nonzero(np.isfinite(array)))
-        raise NonFiniteError(f"{str(path)!r}: {name} holds {bad} NaN or infinite values; every "
-                             f"sample must be finite")
+    bad = np.isinf(array) if allow_missing else ~np.isfinite(array)
+    if bad.any():
+        raise NonFiniteError(f"{str(path)!r}: {name} holds {int(bad.sum())} NaN or infinite "
+                             f"values; every sample must be finite (a missing one, NaN, needs "
+                             f"--missing drop or interpolate)")
     return array
 
 

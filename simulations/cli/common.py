@@ -1,7 +1,8 @@
 """Helpers shared by the modules of the ``dmdidc`` command line.
 
-The parser class that shows every option's default, the bounded-number argument types, and the
-checks and conversions of output paths and JSON numbers.  Every command-group module imports
+The parser class that shows every option's default, the bounded-number argument types, the
+checks and conversions of output paths and JSON numbers, and the human-readable table written
+beside every JSON summary.  Every command-group module imports
 them from here, never from the root command (:mod:`simulations.cli.root`), which imports the
 command groups.
 """
@@ -10,10 +11,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["output_path", "json_number"]
+__all__ = ["output_path", "json_number", "positive_vector", "summary_table", "write_summary",
+           "strict_json"]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -66,6 +71,18 @@ def _bounded(kind: type, minimum: float, *, strict: bool = False):
     return convert
 
 
+def positive_vector(text: str) -> list[float]:
+    """argparse type: one finite number > 0, or several separated by commas."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or comma-separated numbers > 0; "
+                                         f"got {text!r}")
+    return values
+
+
 _count = _bounded(int, 1)
 _seed = _bounded(int, 0)
 _scale = _bounded(float, 0.0)
@@ -98,3 +115,75 @@ def json_number(value: float) -> float | str:
     value = float(value)
     return value if math.isfinite(value) else str(value)
 
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``"inf"`` / ``"-inf"`` / ``"nan"``."""
+    if isinstance(value, Mapping):
+        return {str(key): strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    if isinstance(value, float):
+        return json_number(value)
+    return value
+
+
+def summary_table(summary: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> str:
+    """A Markdown table of a JSON summary: ``| key | value |`` rows for a mapping (nested keys
+    joined by dots), or one row per record for a list of records.
+
+    Examples
+    --------
+    >>> print(summary_table({"cost": 5.6640001, "run": {"steps": 50}}))
+    | quantity | value |
+    | --- | --- |
+    | cost | 5.664 |
+    | run.steps | 50 |
+    >>> print(summary_table([{"alpha": 2.0, "scale": 1.5}, {"alpha": 1.9, "scale": None}]))
+    | alpha | scale |
+    | --- | --- |
+    | 2 | 1.5 |
+    | 1.9 | n/a |
+    """
+    if isinstance(summary, Mapping):
+        rows = [(key, _cell(value)) for key, value in _flatten(summary)]
+        return "\n".join(["| quantity | value |", "| --- | --- |"]
+                         + [f"| {key} | {value} |" for key, value in rows])
+    records = [dict(_flatten(record)) for record in summary]
+    columns = list(dict.fromkeys(key for record in records for key in record))
+    lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    lines += ["| " + " | ".join(_cell(record.get(key)) for key in columns) + " |"
+              for record in records]
+    return "\n".join(lines)
+
+
+def write_summary(folder: Path, summary: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
+                  title: str, name: str = "summary") -> tuple[Path, Path]:
+    """Write ``<name>.json`` (strict JSON) and ``<name>.md`` (its table under ``title``)."""
+    json_path, table_path = folder / f"{name}.json", folder / f"{name}.md"
+    json_path.write_text(json.dumps(strict_json(summary), indent=2))
+    table_path.write_text(f"# {title}\n\n{summary_table(summary)}\n")
+    return json_path, table_path
+
+
+def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items = []
+    for key, value in mapping.items():
+        if isinstance(value, Mapping):
+            items += _flatten(value, f"{prefix}{key}.")
+        else:
+            items.append((f"{prefix}{key}", value))
+    return items
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4g}" if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)):
+        shown = ", ".join(_cell(item) for item in value[:6])
+        return f"[{shown}{', ...' if len(value) > 6 else ''}]"
+    return str(value).replace("|", "\\|")

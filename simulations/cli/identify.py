@@ -4,15 +4,18 @@ the model file."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from simulations.cli.atomic import staged_file
 from simulations.cli.common import _seed, output_path
 
-__all__ = ["add_identify_parser"]
+__all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
+           "refuse_delay_at_bound"]
 
 
 def _max_delay(text: str) -> int | None:
@@ -26,10 +29,7 @@ def _max_delay(text: str) -> int | None:
 def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``identify`` on the ``add_subparsers`` object of the root command."""
     identify = sub.add_parser("identify", help="identify a delayed plant from X, U data")
-    identify.add_argument("data", nargs="?", help=".npz file with arrays X (n, K+1) and U (m, K)")
-    identify.add_argument("--states", help="CSV of states, one row per sample (K+1 rows)")
-    identify.add_argument("--inputs", help="CSV of inputs, one row per sample (K rows)")
-    identify.add_argument("--dt", type=float, required=True, help="sampling period T (seconds)")
+    add_data_arguments(identify)
     identify.add_argument("--max-delay", type=_max_delay, required=True,
                           help="delay bound R in sampling periods, or 'auto' (chosen from the "
                                "data by an information criterion)")
@@ -75,10 +75,70 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     return identify
 
 
-def _load_data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    from simulations.data_files import load_identification_data
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data options shared by every command that reads identification data files."""
+    parser.add_argument("data", nargs="?",
+                        help=".npz file with arrays X (n, K+1) and U (m, K), or a CSV table "
+                             "with a row per sample (then --inputs and --states name columns)")
+    parser.add_argument("--states",
+                        help="CSV of states, one row per sample (K+1 rows); with a CSV table: "
+                             "its state columns, comma separated (names or 1-based numbers; "
+                             "default: every column but the time and the inputs)")
+    parser.add_argument("--inputs",
+                        help="CSV of inputs, one row per sample (K rows); with a CSV table: "
+                             "its input columns (required)")
+    parser.add_argument("--outputs",
+                        help="reserved for output identification (y = C x): not available "
+                             "from data files yet, refused")
+    parser.add_argument("--time", metavar="COLUMN",
+                        help="the time column of the CSV file(s) (name or 1-based number), or "
+                             "'none'; default: a column named time, t or timestamp (a time "
+                             "column is never fitted as a state)")
+    parser.add_argument("--missing", choices=("error", "drop", "interpolate"), default="error",
+                        help="missing samples (empty, nan, NA): refuse them, drop them (the "
+                             "record splits into experiments at the gaps) or interpolate them "
+                             "linearly in time; the command reports how many and where")
+    parser.add_argument("--dt", type=float,
+                        help="sampling period T (seconds); default: the time column's step "
+                             "(required without a time column)")
 
-    return load_identification_data(args.data, states=args.states, inputs=args.inputs)
+
+def load_data(args: argparse.Namespace):
+    """The data of ``args`` (:class:`~simulations.data_preparation.IdentificationData`), its
+    notes printed, and the sampling period decided (``args.dt`` set)."""
+    from _toolbox.errors import ParameterError
+    from simulations.data_preparation import read_identification_data
+
+    data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
+                                    time=args.time, missing=args.missing, dt=args.dt,
+                                    outputs=args.outputs)
+    if data.dt is None:
+        raise ParameterError("give --dt, the sampling period T in seconds (the data have no "
+                             "time column to read it from)")
+    args.dt = data.dt
+    _check_magnitude(data)
+    for note in data.notes:
+        print(f"data: {note}")
+    return data
+
+
+def _check_magnitude(data) -> None:
+    """Refuse values whose squares, summed over the samples, overflow float64: the fit forms
+    such sums (Gram matrices), and an overflow surfaces as an obscure linear-algebra failure."""
+    from _toolbox.errors import NonFiniteError
+
+    samples = sum(U.shape[1] + 1 for U in data.U)
+    limit = math.sqrt(np.finfo(float).max / (64.0 * samples))
+    for kind, arrays in (("x", data.X), ("u", data.U)):
+        for array in arrays:
+            peak = np.abs(array)
+            if peak.max() > limit:
+                channel, sample = np.unravel_index(int(np.argmax(peak)), peak.shape)
+                raise NonFiniteError(
+                    f"{kind}{channel + 1} reaches {array[channel, sample]:.3g} at sample "
+                    f"{sample}: the fit sums squares of the data, which overflow float64 "
+                    f"beyond |value| = {limit:.2g} for {samples} samples; rescale the data "
+                    f"(larger units) or remove the outlier")
 
 
 def _load_reference(path: str, samples: int) -> np.ndarray:
@@ -104,17 +164,27 @@ def _run_identify(args: argparse.Namespace) -> int:
     output_path(args.out, folder=False)
     if args.residuals is not None:
         output_path(args.residuals, folder=False)
-    X, U = _load_data(args)
-    reference = None if args.reference is None else _load_reference(args.reference, U.shape[1])
+    data = load_data(args)
+    X, U = data.arrays
+    if args.reference is not None and len(data.X) > 1:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError("--reference needs one unbroken record; --missing drop split the "
+                             "data into segments (use --missing interpolate)")
+    check_delay_memory(args.max_delay, data)
+    reference = (None if args.reference is None
+                 else _load_reference(args.reference, data.U[0].shape[1]))
     estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,
                        detrend=None if args.detrend == "none" else args.detrend,
                        check_level=args.check_level, svd_rank=args.svd_rank, **test)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(X, U, dt=args.dt, reference=reference)
+    refuse_delay_at_bound(estimator, "--max-delay")
     model = estimator.model_
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    path = model.save(args.out)
+    with staged_file(args.out) as staged:
+        model.save(staged)
+    path = Path(args.out)
     np.set_printoptions(precision=6, suppress=True)
     print(check_excitation(X, U, estimator.max_delay_))
     regression = estimator.regression_
@@ -141,9 +211,51 @@ def _run_identify(args: argparse.Namespace) -> int:
         print(f"no continuous model: {model.continuous_note}")
     print(estimator.diagnostics_.summary())
     if args.residuals is not None:
-        estimator.diagnostics_.plot(args.residuals)
+        with staged_file(args.residuals) as staged:
+            estimator.diagnostics_.plot(staged)
         print(f"wrote {args.residuals}")
     for warning in caught:
         print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
     print(f"wrote {path}")
     return 0
+
+
+def check_delay_memory(max_delay: int | None, data) -> None:
+    """Refuse a delay bound the data cannot hold or the memory cannot fit, before fitting."""
+    from _toolbox.errors import ParameterError
+    from simulations.cli.resources import check_memory, memory_budget
+
+    if max_delay is None:
+        return
+    longest = max(U.shape[1] for U in data.U)
+    if max_delay >= longest:
+        raise ParameterError(f"--max-delay {max_delay} needs more than {max_delay} samples; the "
+                             f"longest record has {longest}: accepted --max-delay 0 .. "
+                             f"{max(longest - 2, 0)} (at least one regression sample)")
+    budget = memory_budget()
+    low, high = 0, longest - 1                 # the largest bound that fits, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if _regression_bytes(middle, data) <= budget else \
+            (low, middle - 1)
+    check_memory("--max-delay", max_delay, _regression_bytes(max_delay, data),
+                 f"0 .. {low} for these data", budget)
+
+
+def _regression_bytes(max_delay: int, data) -> float:
+    """Peak memory of a DMDidc fit: ``p = n + m (R + 1) + 1`` regressors over the ``K - R``
+    samples of each segment, kept in about four copies (data, instruments, residuals, Gram)."""
+    n, m = data.X[0].shape[0], data.U[0].shape[0]
+    samples = sum(max(U.shape[1] - max_delay, 0) for U in data.U)
+    regressors = n + m * (max_delay + 1) + 1
+    return 8.0 * 4 * regressors * (samples + regressors)
+
+
+def refuse_delay_at_bound(estimator, option: str) -> None:
+    """A delay found at the delay bound is an error, not a model: the bound may cut it."""
+    from _toolbox.errors import ParameterError
+
+    check = estimator.diagnostics_["delay_bound"]
+    if check.failed:
+        raise ParameterError(f"{option} {estimator.max_delay_} is too small: {check.finding}; "
+                             f"{check.remedy} (no model written)")

@@ -1,10 +1,9 @@
-"""``dmdidc simulate``: the closed loop of a saved model with a controller, on the model itself or
-on a given true plant; trajectory CSV, summary JSON and figure."""
+"""``dmdidc simulate``: the closed loop of a saved model with a controller (or the open loop), on
+the model itself or on a given true plant; trajectory CSV, summary JSON and Markdown, figure."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,17 @@ from typing import Any
 import numpy as np
 
 from controllers.names import CONTROLLER_NAMES
-from simulations.cli.common import _bound, _count, _scale, _seed, json_number, output_path
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import (
+    _count,
+    _scale,
+    _seed,
+    json_number,
+    output_path,
+    positive_vector,
+    summary_table,
+    write_summary,
+)
 
 __all__ = ["add_simulate_parser"]
 
@@ -22,6 +31,7 @@ _DEFAULT_HORIZON = 10
 _DEFAULT_NOISE = "normal"
 _DEFAULT_ALPHA = 1.5
 _DEFAULT_SEED = 0
+_X0_LIMIT = 1e150                   # simulate: |x0| whose squares (the cost) stay finite
 _FINE_STEPS = 2000                  # simulate: inter-sample curve up to this many steps
 _PROGRESS_STEPS = (500_000, 500)    # simulate: progress bar from this many steps (other, MPC)
 
@@ -32,18 +42,27 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("model", help="identified model (.json or .npz from 'identify')")
     simulate.add_argument("--plant", help="true plant to control (.json/.npz with the model's "
                                           "T, states and inputs; default: the model itself)")
-    simulate.add_argument("--controller", choices=CONTROLLER_NAMES, default="fractional",
+    simulate.add_argument("--controller", choices=CONTROLLER_NAMES + ("none",),
+                          default="fractional",
                           help="fractional-delay predictive feedback (eqs. 9.70-9.74), "
                                "whole-delay prediction (truncated: eq. 9.13, or exact), "
-                               "delay-naive state feedback, or constrained MPC")
+                               "delay-naive state feedback, constrained MPC, or none (the open "
+                               "loop: inputs held at the operating point, or 0)")
     simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
     simulate.add_argument("--x0", help="initial state, comma separated (default: all ones)")
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
-    simulate.add_argument("--u-max", type=_bound,
-                          help="MPC input bound |u| <= u_max (default: unbounded; only with "
+    simulate.add_argument("--u-max", type=positive_vector,
+                          help="MPC input bounds |u_j| <= u_max_j: one value for every input or "
+                               "one per input, comma separated (default: unbounded; only with "
                                "--controller mpc)")
+    simulate.add_argument("--q", type=positive_vector,
+                          help="state weights: the diagonal of Q (one value, or one per state) "
+                               "of the LQR or MPC design and of the reported cost (default: 1)")
+    simulate.add_argument("--r", type=positive_vector,
+                          help="input weights: the diagonal of R (one value, or one per input; "
+                               "default: 1)")
     simulate.add_argument("--process-noise", type=_scale, default=0.0,
                           help="scale of the process disturbance added to x_{k+1}")
     simulate.add_argument("--measurement-noise", type=_scale, default=0.0,
@@ -63,7 +82,8 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-    from _toolbox.errors import DimensionError
+    from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+    from simulations.cli.resources import check_memory, memory_budget
     from simulations.closed_loop import simulate_closed_loop
 
     _check_simulate_options(args)
@@ -75,30 +95,66 @@ def _run_simulate(args: argparse.Namespace) -> int:
     x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
     if x0.shape != (model.n_states,):
         raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
-    controller = _make_controller(args, model)
+    if np.abs(x0).max() > _X0_LIMIT:
+        raise ParameterError(f"--x0 {args.x0}: the cost squares the states, and float64 "
+                             f"overflows beyond 1.3e154; accepted |x0_i| <= {_X0_LIMIT:g} "
+                             f"(express the states in larger units; nothing written)")
+    # states, measurements, process and measurement noise, inputs, cost terms: per step
+    per_step = 8.0 * (4 * model.n_states + 2 * model.n_inputs + 2)
+    check_memory("--steps", args.steps, per_step * (args.steps + 1),
+                 f"1 .. {int(memory_budget() // per_step) - 1} for this model")
+    Q = _weights("--q", args.q, model.n_states)
+    R = _weights("--r", args.r, model.n_inputs)
+    controller = _make_controller(args, model, Q, R)
     seed = _DEFAULT_SEED if args.seed is None else args.seed
     # The exact inter-sample curve only serves the figure, which cannot show more than a few
     # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
-    result = simulate_closed_loop(plant, controller, x0, args.steps, rng=seed,
-                                  process_noise=_sampler(args, args.process_noise),
-                                  measurement_noise=_sampler(args, args.measurement_noise),
-                                  fine=plant.has_continuous and args.steps <= _FINE_STEPS,
-                                  progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
-    out.mkdir(parents=True, exist_ok=True)
-    result.to_csv(out / "trajectory.csv")
+    try:
+        result = simulate_closed_loop(
+            plant, controller, x0, args.steps, rng=seed, Q=Q, R=R,
+            process_noise=_sampler(args, args.process_noise),
+            measurement_noise=_sampler(args, args.measurement_noise),
+            fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+            progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
+    except NonFiniteError as exc:
+        raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} is not finite "
+                             f"({exc}); float64 holds values up to 1.8e308: scale the states "
+                             f"or start nearer the origin (nothing written)") from exc
+    if not (np.isfinite(result.states).all() and np.isfinite(result.inputs).all()):
+        raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} overflows float64 "
+                             f"(values beyond 1.8e308); scale the states or start nearer the "
+                             f"origin (nothing written)")
     summary = {"controller": args.controller, "steps": args.steps,
                "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    figure = _plot_trajectory(result, out / "trajectory.png", args.controller)
-    print(json.dumps(summary, indent=2))
-    print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {figure}")
+    with staged_folder(out) as stage:
+        result.to_csv(stage / "trajectory.csv")
+        write_summary(stage, summary, title=f"dmdidc simulate {args.model}")
+        _plot_trajectory(result, stage / "trajectory.png", args.controller)
+    print(summary_table(summary))
+    print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
+          f"{out / 'trajectory.png'}")
     return 0
+
+
+def _weights(option: str, values: list[float] | None, size: int) -> np.ndarray | None:
+    """``--q``/``--r`` as a diagonal weight matrix (None: the identity default)."""
+    from _toolbox.errors import DimensionError
+
+    if values is None:
+        return None
+    if len(values) not in (1, size):
+        raise DimensionError(f"{option} has {len(values)} values; give one, or {size} (one per "
+                             f"{'state' if option == '--q' else 'input'})")
+    return np.diag(np.broadcast_to(np.asarray(values, dtype=float), (size,)))
 
 
 def _check_simulate_options(args: argparse.Namespace) -> None:
     """Refuse options that would have no effect in this combination."""
     from _toolbox.errors import ParameterError
 
+    if args.controller == "none" and args.r is not None:
+        raise ParameterError("--r weighs the inputs of a controller's design; --controller none "
+                             "holds the inputs (its cost weighs the states by --q)")
     if args.controller != "mpc":
         idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max))
                 if value is not None]
@@ -149,10 +205,15 @@ def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
 
 
 def _parse_vector(option: str, text: str) -> np.ndarray:
+    from _toolbox.errors import NonFiniteError, ParameterError
+
     try:
-        return np.array([float(v) for v in text.split(",")])
+        values = np.array([float(v) for v in text.split(",")])
     except ValueError as exc:
-        raise ValueError(f"{option} must be comma-separated numbers; got {text!r}") from exc
+        raise ParameterError(f"{option} must be comma-separated numbers; got {text!r}") from exc
+    if not np.isfinite(values).all():
+        raise NonFiniteError(f"{option} must be finite numbers; got {text!r}")
+    return values
 
 
 def _sampler(args: argparse.Namespace, scale: float):
@@ -166,14 +227,38 @@ def _sampler(args: argparse.Namespace, scale: float):
     return noise_sampler(noise, scale, alpha=_DEFAULT_ALPHA if args.alpha is None else args.alpha)
 
 
-def _make_controller(args: argparse.Namespace, model):
-    from controllers import make_controller
+class _OpenLoop:
+    """``--controller none``: the inputs held at the model's operating point (0 without one)."""
 
+    def __init__(self, model) -> None:
+        point = model.operating_point
+        self._input = (np.zeros(model.n_inputs) if point is None
+                       else np.asarray(point.input, dtype=float))
+
+    def reset(self) -> None:
+        """Nothing to forget."""
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self._input.copy()
+
+
+def _make_controller(args: argparse.Namespace, model, Q, R):
+    from _toolbox.errors import DimensionError
+    from controllers import lqr_gain, make_controller
+
+    if args.controller == "none":
+        return _OpenLoop(model)
     if args.controller != "mpc":
-        return make_controller(args.controller, model)
+        K = None if Q is None and R is None else lqr_gain(model, Q=Q, R=R)
+        return make_controller(args.controller, model, K)
     bound = args.u_max
+    if bound is not None:
+        if len(bound) not in (1, model.n_inputs):
+            raise DimensionError(f"--u-max has {len(bound)} values; give one, or "
+                                 f"{model.n_inputs} (one per input)")
+        bound = np.broadcast_to(np.asarray(bound, dtype=float), (model.n_inputs,))
     horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
-    return make_controller("mpc", model, horizon=horizon,
+    return make_controller("mpc", model, horizon=horizon, Q=Q, R=R,
                            u_min=None if bound is None else -bound, u_max=bound)
 
 
@@ -191,7 +276,7 @@ def _plot_trajectory(result, path: Path, title: str) -> Path:
     top.set_ylabel("state")
     bottom.set_ylabel("input")
     bottom.set_xlabel("time [s]")
-    top.set_title(f"closed loop, {title} controller")
+    top.set_title("open loop" if title == "none" else f"closed loop, {title} controller")
     for axis in (top, bottom):
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)

@@ -235,7 +235,7 @@ def test_mpc_options_reach_the_controller(model_file, options, horizon, bound):
     args = build_parser().parse_args(["simulate", str(model_file), "--controller", "mpc",
                                       *options])
     model = DelayedPlant.load(model_file)
-    mpc = _make_controller(args, model)
+    mpc = _make_controller(args, model, None, None)
     assert mpc.horizon == horizon
     if bound is None:
         assert mpc.u_min is None and mpc.u_max is None
@@ -312,12 +312,13 @@ def test_missing_model_file(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ identify's data files
-def test_identify_refuses_a_csv_given_as_data(data_file, tmp_path, capsys):
+def test_identify_a_csv_given_as_data_is_a_table_that_needs_its_input_columns(
+        data_file, tmp_path, capsys):
     _, X, _ = data_file
     np.savetxt(tmp_path / "x.csv", X.T, delimiter=",")
     assert main(["identify", str(tmp_path / "x.csv"), "--dt", "2", "--max-delay", "3"]) == 2
     err = _error_line(capsys)
-    assert "not an .npz archive" in err and "--states x.csv --inputs u.csv" in err
+    assert "is a CSV table: give --inputs COLUMNS" in err and "--states x.csv --inputs u.csv" in err
     assert "pickle" not in err
 
 

@@ -1,0 +1,456 @@
+"""Turn a user's data files into DMDidc's ``X``, ``U``: columns by name, the time column,
+missing samples.
+
+Three forms of data (read by :mod:`simulations.data_files`):
+
+* an ``.npz`` archive with ``X`` (n, K+1) and ``U`` (m, K);
+* two CSV files, ``states`` (K+1 rows) and ``inputs`` (K rows);
+* one CSV table (``.csv``, ``.tsv``, ``.txt``, ``.dat``) with a row per sample ``t_k, x_k, u_k``:
+  ``inputs`` and ``states`` then name its columns (header names or 1-based numbers); the
+  states are every row, the inputs every row but the last (its input acts after the record).
+
+A time column is never fitted as a state.  A column named ``time``, ``t`` or ``timestamp`` is
+taken as the time (with a note); a first column that is strictly increasing and evenly spaced
+but not so named is refused as ambiguous; ``time`` decides (a column, or ``"none"``).
+Timestamps must increase by one sampling period per row: a repeated, decreasing or uneven
+timestamp is refused with its line.  Missing samples (empty fields, ``nan``, ``NA``; NaN in an
+``.npz``) are refused, dropped (the record splits into segments at the gaps, used as separate
+experiments) or interpolated (linearly in time between their neighbours; rows before the first
+or after the last complete sample are trimmed), and every note says how many and where.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from _toolbox.errors import DimensionError, ParameterError
+from simulations.data_files import (
+    CsvTable,
+    _check_pair,
+    _check_samples,
+    read_csv_table,
+    read_npz_data,
+)
+
+__all__ = ["IdentificationData", "read_identification_data", "MISSING_POLICIES"]
+
+MISSING_POLICIES = ("error", "drop", "interpolate")
+_TIME_NAMES = frozenset({"time", "t", "timestamp"})
+_TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
+_SHOWN = 5                            # locations listed in a note before "..."
+
+
+@dataclass(frozen=True)
+class IdentificationData:
+    """Data ready for :meth:`dmdidc.DMDidc.fit`: one or more segments (experiments).
+
+    Attributes
+    ----------
+    X : tuple of ndarray, each (n, K_i + 1)
+    U : tuple of ndarray, each (m, K_i)
+    dt : float or None
+        The sampling period read from a time column (None without one).
+    notes : tuple of str
+        What was decided about the files (time column, missing samples), for the user.
+    """
+
+    X: tuple[np.ndarray, ...]
+    U: tuple[np.ndarray, ...]
+    dt: float | None
+    notes: tuple[str, ...]
+
+    @property
+    def arrays(self) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
+        """``X, U`` as :meth:`dmdidc.DMDidc.fit` takes them: arrays, or lists of segments."""
+        if len(self.X) == 1:
+            return self.X[0], self.U[0]
+        return list(self.X), list(self.U)
+
+
+def read_identification_data(data: str | Path | None = None, *, states: str | None = None,
+                             inputs: str | None = None, time: str | None = None,
+                             missing: str = "error", dt: float | None = None,
+                             outputs: str | None = None) -> IdentificationData:
+    """Read ``X``, ``U`` from an ``.npz`` file, two CSV files or one CSV table.
+
+    Parameters
+    ----------
+    data : str or Path, optional
+        An ``.npz`` archive, or a CSV table (by its suffix: ``.csv``, ``.tsv``, ``.txt``,
+        ``.dat``).
+    states, inputs : str, optional
+        Without ``data``: the CSV files of states (K+1 rows) and inputs (K rows).  With a CSV
+        table: its columns, comma separated (header names or 1-based numbers); ``inputs`` is
+        required, ``states`` defaults to every other column but the time.
+    time : str, optional
+        The time column of the CSV file(s) (a name or 1-based number), or ``"none"`` (no time
+        column: every column is a signal).  Default: a column named time, t or timestamp.
+    missing : {"error", "drop", "interpolate"}
+        What to do with missing samples (see the module notes).
+    dt : float, optional
+        The sampling period; checked against the time column's, which it defaults to.
+    outputs : str, optional
+        Reserved for output identification (y = C x), which the files cannot select yet:
+        refused.
+
+    Returns
+    -------
+    IdentificationData
+
+    Raises
+    ------
+    ParameterError
+        For a column that is not in the file, a column used twice, an ambiguous time-like
+        column, bad timestamps (with the line), or a ``dt`` that disagrees with the time column.
+    NonFiniteError
+        For missing samples with ``missing="error"`` (how many and where).
+    DimensionError
+        For sample counts that do not match.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "log.csv"
+    >>> rows = ["time,valve,temp"] + [f"{2 * k},{k % 2},{k * k}" for k in range(6)]
+    >>> _ = path.write_text("\\n".join(rows).replace("4,0,4", "4,0,"))   # temp missing at t=4
+    >>> data = read_identification_data(path, inputs="valve", missing="interpolate")
+    >>> data.dt, data.X[0].tolist(), data.U[0].shape
+    (2.0, [[0.0, 1.0, 5.0, 9.0, 16.0, 25.0]], (1, 5))
+    >>> print(data.notes[-1])
+    interpolated 1 missing value: 'temp' at sample 2 (t = 4)
+    """
+    if missing not in MISSING_POLICIES:
+        raise ParameterError(f"missing must be one of {MISSING_POLICIES}; got {missing!r}")
+    if outputs is not None:
+        raise ParameterError(f"--outputs {outputs!r}: output identification (y = C x) is not "
+                             f"available from data files yet; select the measured signals as "
+                             f"--states, or use dmdidc.OutputDMDidc from Python")
+    if dt is not None and not (math.isfinite(dt) and dt > 0):
+        raise ParameterError(f"--dt must be a finite number > 0; got {dt!r}")
+    if data is not None and Path(data).suffix.lower() in _TABLE_SUFFIXES \
+            and not zipfile.is_zipfile(data):
+        signals = _from_table(Path(data), states, inputs, time)
+    else:
+        signals = _from_files(data, states, inputs, time)
+    period = _sampling_period(signals, dt)
+    X, U, notes = _resolve_missing(signals, missing)
+    return IdentificationData(X, U, period, tuple(signals.notes + notes))
+
+
+@dataclass
+class _Signals:
+    """One record before the missing samples are resolved (NaN where missing)."""
+
+    X: np.ndarray                    # (n, K+1)
+    U: np.ndarray                    # (m, K)
+    x_names: list[str]
+    u_names: list[str]
+    times: np.ndarray | None         # (K+1,) or (K,)
+    time_source: str                 # the time column, for messages
+    notes: list[str]
+
+
+def _from_files(data, states, inputs, time) -> _Signals:
+    """The ``.npz`` form or the two-CSV form."""
+    if data is not None:
+        if states is not None or inputs is not None:
+            raise ParameterError(f"give either a data file ({str(data)!r}, an .npz archive "
+                                 f"holding X and U) or --states and --inputs CSV files, not "
+                                 f"both (--states and --inputs name columns only of a CSV "
+                                 f"table)")
+        if time is not None:
+            raise ParameterError(f"--time names a CSV column; {str(data)!r} is an .npz archive "
+                                 f"(its samples are evenly spaced by --dt)")
+        X, U = read_npz_data(data, allow_missing=True)
+        return _Signals(X, U, _default_names("x", X), _default_names("u", U), None, "", [])
+    _check_pair(states, inputs)
+    notes: list[str] = []
+    x_table, u_table = (read_csv_table(path, allow_missing=True) for path in (states, inputs))
+    x_time = _time_column(x_table, time, notes, required=False)
+    # a column number names the states file's column; the inputs file's is found by name
+    u_spec = None if time is not None and time.strip().isdigit() else time
+    u_time = _time_column(u_table, u_spec, notes, required=False)
+    if time not in (None, "none") and x_time is None and u_time is None:
+        raise ParameterError(f"--time {time!r}: neither {str(states)!r} nor {str(inputs)!r} has "
+                             f"that column")
+    x_cols = [c for c in range(x_table.values.shape[1]) if c != x_time]
+    u_cols = [c for c in range(u_table.values.shape[1]) if c != u_time]
+    X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
+    _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True)
+    times, source = None, ""
+    if x_time is not None:
+        times, source = _checked_times(x_table, x_time), _where(x_table, x_time)
+    if u_time is not None:
+        u_times = _checked_times(u_table, u_time)
+        if times is not None and not np.allclose(u_times, times[:-1], rtol=1e-9, atol=0):
+            row = int(np.argmax(~np.isclose(u_times, times[:-1], rtol=1e-9, atol=0)))
+            raise ParameterError(f"{str(inputs)!r} line {u_table.lines[row]} has time "
+                                 f"{u_times[row]:g}; {str(states)!r} has {times[row]:g} in that "
+                                 f"row: the files must share their time stamps")
+        if times is None:
+            times, source = u_times, _where(u_table, u_time)
+    return _Signals(X, U, _names(x_table, x_cols, "x"), _names(u_table, u_cols, "u"), times,
+                    source, notes)
+
+
+def _from_table(path: Path, states, inputs, time) -> _Signals:
+    """The one-table form: a row per sample, columns chosen by name."""
+    table = read_csv_table(path, allow_missing=True)
+    notes: list[str] = []
+    time_col = _time_column(table, time, notes, required=True)
+    if inputs is None:
+        raise ParameterError(f"{str(path)!r} is a CSV table: give --inputs COLUMNS (header names "
+                             f"or 1-based numbers, comma separated; it has "
+                             f"{_columns_text(table)}), and optionally --states COLUMNS; "
+                             f"separate files go in --states x.csv --inputs u.csv without a "
+                             f"data file")
+    u_cols = _columns(table, inputs, "--inputs")
+    taken = set(u_cols) | ({time_col} if time_col is not None else set())
+    if states is None:
+        x_cols = [c for c in range(table.values.shape[1]) if c not in taken]
+        if not x_cols:
+            raise ParameterError(f"{str(path)!r} has no column left for the states (it has "
+                                 f"{_columns_text(table)}); give --states COLUMNS")
+        notes.append(f"states: {', '.join(table.label(c) for c in x_cols)} (every column but "
+                     f"the time and the inputs; --states selects)")
+    else:
+        x_cols = _columns(table, states, "--states")
+    for option, cols in (("--states", x_cols), ("--inputs", u_cols)):
+        clash = sorted(set(cols) & ({time_col} if time_col is not None else set()))
+        if clash:
+            raise ParameterError(f"{option} includes the time column {table.label(clash[0])}; "
+                                 f"a time column is never a signal (--time none if it is one)")
+    both = sorted(set(x_cols) & set(u_cols))
+    if both:
+        raise ParameterError(f"column {table.label(both[0])} of {str(path)!r} is in both "
+                             f"--states and --inputs; each column is one signal")
+    if table.values.shape[0] < 2:
+        raise DimensionError(f"{str(path)!r} has {table.values.shape[0]} row; a record needs at "
+                             f"least two samples")
+    X, U = table.values[:, x_cols].T, table.values[:-1, u_cols].T
+    times = None if time_col is None else _checked_times(table, time_col)
+    return _Signals(X, U, _names(table, x_cols, "x"), _names(table, u_cols, "u"), times,
+                    "" if time_col is None else _where(table, time_col), notes)
+
+
+def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
+                 required: bool) -> int | None:
+    """The index of the time column of ``table`` (None: no time column)."""
+    if time == "none":
+        return None
+    if time is not None:
+        found = _find_column(table, time)
+        if found is None and required:
+            raise ParameterError(f"--time {time!r} is not a column of {str(table.path)!r} (it has "
+                                 f"{_columns_text(table)})")
+        return found
+    named = [c for c, name in enumerate(table.names or ()) if name.lower() in _TIME_NAMES]
+    if named:
+        notes.append(f"{_where(table, named[0])} is the time (a time column is never a state; "
+                     f"--time none fits it as a signal)")
+        return named[0]
+    first = table.values[:, 0]
+    if table.values.shape[1] > 1 and _evenly_increasing(first):
+        raise ParameterError(f"{_where(table, 0)} increases by the same step in every row "
+                             f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...): it looks like a "
+                             f"time column; give --time 1 to use it as the time, or --time none "
+                             f"to fit it as a signal")
+    return None
+
+
+def _evenly_increasing(column: np.ndarray) -> bool:
+    steps = np.diff(column)
+    return (column.size >= 3 and bool(np.all(np.isfinite(column))) and bool(np.all(steps > 0))
+            and float(np.ptp(steps)) <= 1e-6 * float(np.median(steps)))
+
+
+def _checked_times(table: CsvTable, column: int) -> np.ndarray:
+    """The time column, refused with its line unless it increases by one period per row."""
+    times = table.values[:, column]
+    where = _where(table, column)
+    if np.isnan(times).any():
+        row = int(np.argmax(np.isnan(times)))
+        raise ParameterError(f"{where} has no time at line {table.lines[row]}; every row needs "
+                             f"its time stamp")
+    steps = np.diff(times)
+    if steps.size == 0:
+        return times
+    for row, step in enumerate(steps, start=1):
+        if step <= 0:
+            kind = "repeats" if step == 0 else "goes back from"
+            raise ParameterError(f"{where} line {table.lines[row]} {kind} the time "
+                                 f"{times[row - 1]:g} of line {table.lines[row - 1]} (got "
+                                 f"{times[row]:g}); time stamps must strictly increase")
+    period = float(np.median(steps))
+    uneven = np.abs(steps - period) > 1e-4 * period + 8 * np.spacing(np.abs(times[1:]))
+    if uneven.any():
+        row = int(np.argmax(uneven)) + 1
+        raise ParameterError(f"{where} line {table.lines[row]}: the time advances by "
+                             f"{steps[row - 1]:g} from line {table.lines[row - 1]}; the sampling "
+                             f"period is {period:g}: the samples must be evenly spaced (a gap of "
+                             f"whole periods is missing rows: insert them with empty values and "
+                             f"give --missing drop or interpolate)")
+    return times
+
+
+def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
+    if signals.times is None or signals.times.size < 2:
+        return dt
+    period = float(np.median(np.diff(signals.times)))
+    if dt is not None and not math.isclose(dt, period, rel_tol=1e-4):
+        raise ParameterError(f"--dt {dt:g} disagrees with {signals.time_source}, which advances "
+                             f"by {period:g} per row; drop --dt to use the time column's")
+    return period
+
+
+def _resolve_missing(signals: _Signals, missing: str
+                     ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], list[str]]:
+    X, U = signals.X, signals.U
+    x_gap, u_gap = np.isnan(X), np.isnan(U)
+    count = int(x_gap.sum() + u_gap.sum())
+    if count == 0:
+        return (X,), (U,), []
+    places = _places(signals, x_gap, u_gap)
+    plural = "s" if count > 1 else ""
+    if missing == "error":
+        from _toolbox.errors import NonFiniteError
+
+        raise NonFiniteError(f"{count} missing value{plural} ({places}); give --missing drop "
+                             f"(split the record at the gaps) or --missing interpolate "
+                             f"(linear in time)")
+    if missing == "interpolate":
+        return _interpolate(X, U, count, places)
+    return _drop(X, U, x_gap, u_gap, count, places)
+
+
+def _interpolate(X: np.ndarray, U: np.ndarray, count: int, places: str):
+    """Linear interpolation of interior gaps; rows before the first sample or after the last
+    one where every signal is known are trimmed (nothing to interpolate from)."""
+    first, last = _support(X, U)
+    if last - first < 1:
+        raise ParameterError(f"the missing values ({places}) leave fewer than two samples with "
+                             f"data to interpolate between")
+    trimmed = X.shape[1] - (last - first + 1)
+    X, U = X[:, first:last + 1].copy(), U[:, first:last].copy()
+    for signal in (*X, *U):                                   # rows are views: filled in place
+        gap = np.isnan(signal)
+        if gap.any():
+            index = np.arange(signal.size)
+            signal[gap] = np.interp(index[gap], index[~gap], signal[~gap])
+    plural = "s" if count > 1 else ""
+    notes = [f"interpolated {count} missing value{plural}: {places}"]
+    if trimmed:
+        notes[0] = (f"interpolated the missing values ({places}); trimmed {first} sample(s) "
+                    f"at the start and {trimmed - first} at the end, outside the known data")
+    return (X,), (U,), notes
+
+
+def _support(X: np.ndarray, U: np.ndarray) -> tuple[int, int]:
+    """First and last sample from which every signal can be interpolated."""
+    firsts, lasts = [], []
+    for signal, pad in [(row, 0) for row in X] + [(row, 1) for row in U]:
+        known = np.flatnonzero(~np.isnan(signal))
+        if known.size == 0:
+            return 0, -1
+        firsts.append(int(known[0]))
+        lasts.append(int(known[-1]) + pad)
+    return max(firsts), min(lasts)
+
+
+def _drop(X: np.ndarray, U: np.ndarray, x_gap: np.ndarray, u_gap: np.ndarray, count: int,
+          places: str):
+    """Split the record at the gaps: a sample without its state ends the segment before it; a
+    sample with its state but without its input ends a segment (its state is kept)."""
+    state_ok = ~x_gap.any(axis=0)
+    input_ok = np.append(~u_gap.any(axis=0), False)            # no input after the last state
+    segments, start = [], None
+    for k in range(X.shape[1]):
+        if not state_ok[k]:
+            if start is not None and k - 1 > start:
+                segments.append((start, k - 1))
+            start = None
+            continue
+        if start is None:
+            start = k
+        if not input_ok[k]:
+            if k > start:
+                segments.append((start, k))
+            start = None
+    if not segments:
+        raise ParameterError(f"dropping the missing values ({places}) leaves no two consecutive "
+                             f"samples; use --missing interpolate or complete the data")
+    lengths = ", ".join(str(b - a) for a, b in segments)
+    plural = "s" if count > 1 else ""
+    note = (f"dropped {count} missing value{plural} ({places}): {len(segments)} segment"
+            f"{'s' if len(segments) > 1 else ''} of {lengths} steps, fitted as separate "
+            f"experiments")
+    return (tuple(X[:, a:b + 1] for a, b in segments), tuple(U[:, a:b] for a, b in segments),
+            [note])
+
+
+def _places(signals: _Signals, x_gap: np.ndarray, u_gap: np.ndarray) -> str:
+    """Where values are missing: ``'x2' at samples 4, 5 (t = 8, 10); ...``."""
+    parts = []
+    for names, gaps in ((signals.x_names, x_gap), (signals.u_names, u_gap)):
+        for name, gap in zip(names, gaps, strict=True):
+            samples = np.flatnonzero(gap)
+            if samples.size == 0:
+                continue
+            shown = ", ".join(str(int(k)) for k in samples[:_SHOWN])
+            more = f", ... ({samples.size} in all)" if samples.size > _SHOWN else ""
+            when = ""
+            if signals.times is not None:
+                times = signals.times[samples[samples < signals.times.size][:_SHOWN]]
+                when = f" (t = {', '.join(f'{t:g}' for t in times)}{', ...' if more else ''})"
+            noun = "samples" if samples.size > 1 else "sample"
+            parts.append(f"{name} at {noun} {shown}{more}{when}")
+    return "; ".join(parts)
+
+
+def _find_column(table: CsvTable, spec: str) -> int | None:
+    spec = spec.strip()
+    if table.names and spec in table.names:
+        return table.names.index(spec)
+    if spec.isdigit() and 1 <= int(spec) <= table.values.shape[1]:
+        return int(spec) - 1
+    return None
+
+
+def _columns(table: CsvTable, spec: str, option: str) -> list[int]:
+    """Comma-separated names or 1-based numbers of columns of ``table``."""
+    columns = []
+    for part in spec.split(","):
+        found = _find_column(table, part)
+        if found is None:
+            raise ParameterError(f"{option} {spec!r}: {part.strip()!r} is not a column of "
+                                 f"{str(table.path)!r} (it has {_columns_text(table)})")
+        if found in columns:
+            raise ParameterError(f"{option} {spec!r} names {table.label(found)} twice")
+        columns.append(found)
+    return columns
+
+
+def _columns_text(table: CsvTable) -> str:
+    width = table.values.shape[1]
+    if table.names:
+        return f"columns {', '.join(table.names)}"
+    return f"{width} unnamed columns, numbered 1 to {width}"
+
+
+def _names(table: CsvTable, columns: list[int], prefix: str) -> list[str]:
+    if table.names:
+        return [repr(table.names[c]) for c in columns]
+    return [f"{prefix}{i + 1}" for i in range(len(columns))]
+
+
+def _default_names(prefix: str, array: np.ndarray) -> list[str]:
+    return [f"{prefix}{i + 1}" for i in range(array.shape[0])]
+
+
+def _where(table: CsvTable, column: int) -> str:
+    return f"{table.label(column)} of {str(table.path)!r}"

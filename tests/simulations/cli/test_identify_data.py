@@ -1,0 +1,132 @@
+"""``dmdidc identify`` on a user's tables: columns by name, the time column, missing samples,
+a delay at the bound, resource limits and atomic model files (issues 18 and 20)."""
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant, random_excitation
+from simulations.cli import main
+
+
+def table(tmp_path, seed, samples=400, delay=2.5, name="log.csv"):
+    """A random stable plant's record as one CSV table ``time, x1, x2, u1, u2``."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((2, 2))
+    A_c -= (np.linalg.eigvals(A_c).real.max() + rng.uniform(0.1, 0.6)) * np.eye(2)   # stable
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)) + 2 * np.eye(2),
+                                         delay, 2.0)
+    U = random_excitation(2, samples, rng=rng)
+    X = plant.simulate(np.zeros(2), U)
+    X = X + 1e-4 * rng.standard_normal(X.shape)
+    t = 100.0 + 2.0 * np.arange(samples + 1)
+    inputs = np.vstack([U.T, np.full((1, 2), np.nan)])
+    path = tmp_path / name
+    np.savetxt(path, np.column_stack([t, X.T, inputs]), delimiter=",",
+               header="time,x1,x2,u1,u2", comments="", fmt="%.17g")
+    return path, plant, X, U
+
+
+def identify(tmp_path, *argv, out="model.json"):
+    return main(["identify", *map(str, argv), "--out", str(tmp_path / out)])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_time_column_is_never_fitted_as_a_state(tmp_path, capsys, seed):
+    """The reported failure: ``x.csv`` with a time column was fitted as a third state."""
+    path, plant, X, U = table(tmp_path, seed)
+    np.savetxt(tmp_path / "x.csv", np.column_stack([100 + 2.0 * np.arange(X.shape[1]), X.T]),
+               delimiter=",", header="t,x1,x2", comments="", fmt="%.17g")
+    np.savetxt(tmp_path / "u.csv", U.T, delimiter=",", fmt="%.17g")
+    assert identify(tmp_path, "--states", tmp_path / "x.csv", "--inputs", tmp_path / "u.csv",
+                    "--max-delay", 3) == 0
+    model = DelayedPlant.load(tmp_path / "model.json")
+    assert model.n_states == 2 and model.dt == 2.0
+    np.testing.assert_array_equal(model.delay_steps, [1, 1])
+    assert "data: 't' of" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_table_with_columns_by_name(tmp_path, seed):
+    path, plant, _, _ = table(tmp_path, seed)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--states", "x1,x2",
+                    "--max-delay", 3) == 0
+    model = DelayedPlant.load(tmp_path / "model.json")
+    assert np.all(np.abs(model.delay - 2.5) < 0.1)
+    assert np.allclose(model.A_d, plant.A_d, atol=1e-2)
+
+
+@pytest.mark.parametrize("missing", ["drop", "interpolate"])
+def test_missing_samples_are_handled_and_reported(tmp_path, capsys, missing):
+    path, _, _, _ = table(tmp_path, 7)
+    lines = path.read_text().splitlines()
+    for row in (50, 51, 200):
+        fields = lines[row].split(",")
+        fields[2] = ""
+        lines[row] = ",".join(fields)
+    path.write_text("\n".join(lines) + "\n")
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 2
+    err = capsys.readouterr().err
+    assert "3 missing values ('x2' at samples 49, 50, 199" in err and "--missing" in err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3,
+                    "--missing", missing) == 0
+    out = capsys.readouterr().out
+    assert f"data: {'dropped' if missing == 'drop' else 'interpolated'} 3 missing values" in out
+    model = DelayedPlant.load(tmp_path / "model.json")
+    assert np.all(np.abs(model.delay - 2.5) < 0.2)
+
+
+def test_a_delay_at_the_bound_is_an_error_that_names_it(tmp_path, capsys):
+    path, _, _, _ = table(tmp_path, 3, delay=5.0)               # 2.5 periods
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 2) == 2
+    err = capsys.readouterr().err
+    assert "--max-delay 2 is too small" in err and "refit with max_delay=3" in err
+    assert not (tmp_path / "model.json").exists()
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 4) == 0
+
+
+def test_a_bound_beyond_the_data_or_the_memory_is_refused_before_fitting(tmp_path, capsys,
+                                                                        monkeypatch):
+    path, _, _, _ = table(tmp_path, 4)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 1000000) == 2
+    assert "accepted --max-delay 0 .. 398" in capsys.readouterr().err
+    from simulations.cli import resources
+
+    monkeypatch.setattr(resources, "memory_budget", lambda: 2**20)      # a 1 MiB machine
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 300) == 2
+    err = capsys.readouterr().err
+    assert "--max-delay 300 needs about" in err and "the budget is 1 MiB" in err
+    accepted = int(err.split("accepted --max-delay 0 .. ")[1].split()[0])
+    assert 0 < accepted < 300
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", accepted) in (0, 2)
+
+
+def test_a_failing_identify_keeps_the_previous_model(tmp_path):
+    path, _, _, _ = table(tmp_path, 5)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 0
+    model = tmp_path / "model.json"
+    before = (model.read_bytes(), model.stat().st_mtime_ns)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 1) == 2   # at the bound
+    assert identify(tmp_path, path, "--inputs", "u1,u9", "--max-delay", 3) == 2   # no column
+    assert (model.read_bytes(), model.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv", "model.json"]
+
+
+def test_outputs_are_reserved_and_dt_must_come_from_somewhere(tmp_path, capsys):
+    path, _, X, U = table(tmp_path, 6)
+    assert identify(tmp_path, path, "--inputs", "u1", "--outputs", "x1", "--max-delay", 3) == 2
+    assert "output identification (y = C x) is not available" in capsys.readouterr().err
+    np.savez(tmp_path / "d.npz", X=X, U=U)
+    assert identify(tmp_path, tmp_path / "d.npz", "--max-delay", 3) == 2
+    assert "give --dt" in capsys.readouterr().err
+
+
+def test_values_whose_squares_overflow_are_refused_with_the_cause(tmp_path, capsys):
+    """The reported failure: a value of 1e308 in the data ended in 'Eigenvalues did not
+    converge'."""
+    path, _, X, U = table(tmp_path, 8)
+    X[1, 17] = 1e308
+    np.savez(tmp_path / "d.npz", X=X, U=U)
+    assert identify(tmp_path, tmp_path / "d.npz", "--dt", 2, "--max-delay", 3) == 2
+    err = capsys.readouterr().err
+    assert "x2 reaches 1e+308 at sample 17" in err and "overflow" in err
+    assert "Eigenvalues" not in err

@@ -1,0 +1,115 @@
+"""``dmdidc simulate``: open loop, user weights, per-channel limits, refusals before any write."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from simulations.cli import main
+
+
+def random_model(tmp_path, seed, name="model.json"):
+    """A random 2-state, 2-input plant with a fractional delay, saved as a model file."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((2, 2)) - 0.5 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)) + 2 * np.eye(2),
+                                         rng.uniform(0.2, 3.0), 1.0)
+    return plant, plant.save(tmp_path / name)
+
+
+def run(tmp_path, model, *options, out="sim"):
+    code = main(["simulate", str(model), "--steps", "15", "--out", str(tmp_path / out),
+                 *options])
+    summary = None
+    if code == 0:
+        summary = json.loads((tmp_path / out / "summary.json").read_text())
+    return code, summary
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_open_loop_holds_the_inputs_and_follows_the_plant(tmp_path, seed):
+    plant, model = random_model(tmp_path, seed)
+    code, summary = run(tmp_path, model, "--controller", "none", "--x0", "1,-1")
+    assert code == 0 and summary["controller"] == "none"
+    table = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)
+    expected = plant.simulate(np.array([1.0, -1.0]), np.zeros((2, 15)))
+    assert np.allclose([table["x_1"], table["x_2"]], expected, rtol=1e-9, atol=1e-12)
+    assert np.all(table["u_1"][:-1] == 0) and np.all(table["u_2"][:-1] == 0)
+    assert (tmp_path / "sim" / "summary.md").read_text().startswith("# dmdidc simulate")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_heavier_input_weight_means_smaller_inputs(tmp_path, seed):
+    _, model = random_model(tmp_path, seed)
+    energy = {}
+    for r in ("0.1", "100"):
+        assert run(tmp_path, model, "--controller", "exact", "--r", r, out=r)[0] == 0
+        table = np.genfromtxt(tmp_path / r / "trajectory.csv", delimiter=",", names=True)
+        inputs = np.column_stack([table[name] for name in table.dtype.names
+                                  if name.startswith("u")])
+        energy[r] = float(np.nansum(inputs ** 2))
+    assert energy["100"] < energy["0.1"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mpc_respects_per_channel_limits(tmp_path, seed):
+    _, model = random_model(tmp_path, seed)
+    code, _ = run(tmp_path, model, "--controller", "mpc", "--u-max", "0.2,0.7", "--q", "1,3",
+                  "--x0", "2,2")
+    assert code == 0
+    table = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)
+    for name, bound in (("u_1", 0.2), ("u_2", 0.7)):
+        column = table[name][np.isfinite(table[name])]
+        assert np.all(np.abs(column) <= bound * (1 + 1e-6) + 1e-7)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--q", "1,2,3"], r"--q has 3 values; give one, or 2 \(one per state\)"),
+    (["--controller", "mpc", "--u-max", "1,2,3"], "--u-max has 3 values"),
+    (["--controller", "none", "--r", "2"], "--r weighs the inputs"),
+    (["--u-max", "1"], "only to --controller mpc"),
+    (["--x0", "1e308,1e308"], r"accepted \|x0_i\| <= 1e\+150"),
+    (["--x0", "nan,1"], "--x0 must be finite"),
+    (["--steps", "100000000000"], r"--steps 100000000000 needs about .* TiB of memory; .*"
+                                  r"accepted --steps 1 \.\. \d+ for this model"),
+])
+def test_refusals_name_the_option_and_write_nothing(tmp_path, capsys, options, message):
+    import re
+
+    _, model = random_model(tmp_path, 0)
+    assert main(["simulate", str(model), "--out", str(tmp_path / "sim"), *options]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "sim").exists()
+
+
+def test_a_failing_run_leaves_the_good_outputs_untouched(tmp_path):
+    _, model = random_model(tmp_path, 1)
+    assert run(tmp_path, model)[0] == 0
+    folder = tmp_path / "sim"
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+    assert set(before) == {"summary.json", "summary.md", "trajectory.csv", "trajectory.png"}
+    for bad in (["--x0", "1e308,1e308"], ["--x0", "1,2,3"], ["--steps", "10000000000000"]):
+        assert run(tmp_path, model, *bad)[0] == 2
+        after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+        assert after == before
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_a_failure_while_writing_keeps_the_old_files(tmp_path, monkeypatch):
+    """A failure after some outputs were written (here: the figure) changes nothing."""
+    from simulations.cli import simulate
+
+    _, model = random_model(tmp_path, 2)
+    assert run(tmp_path, model)[0] == 0
+    before = {p.name: p.read_bytes() for p in (tmp_path / "sim").iterdir()}
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(simulate, "_plot_trajectory", broken)
+    assert run(tmp_path, model, "--x0", "3,3")[0] == 2
+    assert {p.name: p.read_bytes() for p in (tmp_path / "sim").iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
