@@ -2,7 +2,8 @@
 
 * :mod:`~simulations.cli.root`: the ``dmdidc`` parser and :func:`main` (the console script);
 * :mod:`~simulations.cli.common`: helpers shared by the groups (parser class, argument types,
-  output paths);
+  output paths, the summary tables); :mod:`~simulations.cli.atomic`: every output written
+  atomically; :mod:`~simulations.cli.resources`: requests refused before they exhaust memory;
 * ``demo``, ``identify``, ``simulate``: :mod:`~simulations.cli.demo`,
   :mod:`~simulations.cli.identify`, :mod:`~simulations.cli.simulate`;
 * ``privacy``: :mod:`~simulations.cli.privacy` with :mod:`~simulations.cli.dpsgd` and

@@ -157,13 +157,15 @@ def summary_table(summary: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> s
     return "\n".join(lines)
 
 
-def write_summary(folder: Path, summary: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
-                  title: str, name: str = "summary") -> tuple[Path, Path]:
-    """Write ``<name>.json`` (strict JSON) and ``<name>.md`` (its table under ``title``)."""
-    json_path, table_path = folder / f"{name}.json", folder / f"{name}.md"
-    json_path.write_text(json.dumps(strict_json(summary), indent=2))
+def write_summary(path: Path, summary: Mapping[str, Any] | Sequence[Mapping[str, Any]], *,
+                  title: str) -> tuple[Path, Path]:
+    """Write ``summary`` as strict JSON to ``path`` and its table, under ``title``, beside it
+    (the same name with ``.md``)."""
+    path = Path(path)
+    table_path = path.with_suffix(".md")
+    path.write_text(json.dumps(strict_json(summary), indent=2))
     table_path.write_text(f"# {title}\n\n{summary_table(summary)}\n")
-    return json_path, table_path
+    return path, table_path
 
 
 def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -24,7 +24,8 @@ import json
 import sys
 from typing import Any
 
-from simulations.cli.common import json_number, output_path
+from simulations.cli.atomic import staged_file, staged_folder
+from simulations.cli.common import _bound, json_number, output_path, strict_json, summary_table
 
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
@@ -53,10 +54,11 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     figures.add_argument("--steps", type=int,
                          help=f"composed releases N of Fig. 4.6 (q = 1e-3, delta = 1e-5; "
                               f"default: {_FIGURE_4_6_STEPS}; only with Fig. 4.6)")
+    _json_flag(figures)
 
     eps = actions.add_parser("epsilon", help="epsilon of SaS noise, one release or composed")
     _common(eps)
-    eps.add_argument("--scale", type=float, required=True, help="SaS scale gamma (> 0)")
+    eps.add_argument("--scale", type=_bound, required=True, help="SaS scale gamma (> 0)")
 
     cal = actions.add_parser("calibrate", help="smallest SaS scale meeting a composed epsilon")
     _common(cal)
@@ -85,15 +87,24 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as one JSON object instead of a table")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--alpha", type=float, default=2.0,
-                        help="stability index in (0, 2]; 2 = Gaussian (sigma = sqrt(2) scale)")
+    _json_flag(parser)
+    parser.add_argument("--alpha", type=float,
+                        help="stability index in (0, 2]; 2 = Gaussian (sigma = sqrt(2) scale); "
+                             "default: 2 with --delta > 0; without --delta it must be given "
+                             "(< 2: pure DP)")
     parser.add_argument("--sensitivity", type=float, default=1.0,
                         help="l1-sensitivity of one release")
     parser.add_argument("--dimension", type=int, default=1,
                         help="query dimension of one release (vector SaS: pure-DP composition)")
-    parser.add_argument("--delta", type=float, default=0.0,
-                        help="delta of the composed guarantee; 0 = pure DP (needs alpha < 2)")
+    parser.add_argument("--delta", type=float,
+                        help="delta of the composed guarantee; 0 = pure DP (needs alpha < 2); "
+                             "default: 0 with --alpha < 2")
     parser.add_argument("--steps", type=int, default=1, help="composed releases N")
     parser.add_argument("--sampling-rate", type=float, default=1.0,
                         help="Poisson sampling probability q per release")
@@ -120,27 +131,47 @@ def _relation(args: argparse.Namespace) -> Any:
             else NeighboringRelation.ADD_OR_REMOVE)
 
 
-def _refuse_gaussian_pure(args: argparse.Namespace) -> None:
+def _resolve_noise(args: argparse.Namespace) -> None:
+    """Set ``args.alpha`` and ``args.delta`` from what was given, refusing the combination
+    that has no epsilon (a Gaussian, alpha = 2, under pure DP, delta = 0) with the reason."""
     from _toolbox.errors import ParameterError
+
+    if args.alpha is None and args.delta is None:
+        raise ParameterError("give the noise: --alpha A with 0 < A < 2 for a pure-DP "
+                             "(delta = 0) epsilon of SaS noise, or --delta D > 0 for an "
+                             "(epsilon, delta) guarantee (alpha then defaults to 2, Gaussian); "
+                             "the Gaussian has no pure-DP epsilon, so no default pair is valid")
+    if args.delta is None:
+        args.delta = 0.0
+    if args.alpha is None:
+        if args.delta == 0.0:
+            raise ParameterError("--delta 0 is pure DP, which the default alpha = 2 (Gaussian) "
+                                 "cannot give; give --alpha < 2 or --delta > 0")
+        args.alpha = 2.0
     if args.alpha == 2.0 and args.delta == 0.0:
         raise ParameterError("--alpha 2 is Gaussian noise, which has no pure-DP epsilon; give "
                              "--delta > 0 (e.g. --delta 1e-5) or --alpha < 2")
+
+
+def _report(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """The result as a table, or as one JSON object with ``--json``."""
+    print(json.dumps(strict_json(result)) if args.json else summary_table(result))
 
 
 def _run_epsilon(args: argparse.Namespace) -> int:
     from privacy import accounting
     from privacy.mechanisms import SaSMechanism
 
-    _refuse_gaussian_pure(args)
+    _resolve_noise(args)
     mech = SaSMechanism(alpha=args.alpha, scale=args.scale, sensitivity=args.sensitivity,
                         dimension=args.dimension)
     bound = accounting.guarantee(mech, delta=args.delta, steps=args.steps,
                                  sampling_rate=args.sampling_rate, neighboring=_relation(args))
-    print(json.dumps({"alpha": mech.alpha, "scale": mech.scale,
-                      "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "pure_epsilon_one_release": json_number(mech.epsilon),
-                      "expected_distortion": json_number(mech.expected_distortion),
-                      **_guarantee_fields(bound)}))
+    _report(args, {"alpha": mech.alpha, "scale": mech.scale,
+                   "sensitivity": mech.sensitivity, "dimension": mech.dimension,
+                   "pure_epsilon_one_release": json_number(mech.epsilon),
+                   "expected_distortion": json_number(mech.expected_distortion),
+                   **_guarantee_fields(bound)})
     return 0
 
 
@@ -148,7 +179,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     from privacy import accounting, calibration
     from privacy.mechanisms import NeighboringRelation, SaSMechanism
 
-    _refuse_gaussian_pure(args)
+    _resolve_noise(args)
     relation = _relation(args)
     single_pure = (args.delta == 0.0 and args.steps == 1 and args.sampling_rate == 1.0
                    and relation is NeighboringRelation.ADD_OR_REMOVE and args.alpha < 2.0)
@@ -165,10 +196,10 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                         dimension=args.dimension)
     bound = accounting.guarantee(mech, delta=args.delta, steps=args.steps,
                                  sampling_rate=args.sampling_rate, neighboring=relation)
-    print(json.dumps({"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
-                      "sensitivity": mech.sensitivity, "dimension": mech.dimension,
-                      "expected_distortion": json_number(mech.expected_distortion),
-                      **_guarantee_fields(bound)}))
+    _report(args, {"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
+                   "sensitivity": mech.sensitivity, "dimension": mech.dimension,
+                   "expected_distortion": json_number(mech.expected_distortion),
+                   **_guarantee_fields(bound)})
     return 0
 
 
@@ -190,19 +221,20 @@ def _run_figures(args: argparse.Namespace) -> int:
     steps = _FIGURE_4_6_STEPS if args.steps is None else args.steps
     out = output_path(args.out, folder=True)
     existing = [_FIGURE_FILES[key] for key in args.which if (out / _FIGURE_FILES[key]).exists()]
-    with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar:
+    with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar, \
+            staged_folder(out) as stage:
         for key in args.which:
             bar.set_postfix_str(f"Fig. {key}")
             if key == "4.6":   # the slow one (48 composed accountings): its own bar
                 with tqdm(desc="Fig. 4.6 points", unit="point", file=sys.stderr,
                           leave=False) as points:
-                    figures.figure_4_6(out, steps=steps, progress=points.update)
+                    figures.figure_4_6(stage, steps=steps, progress=points.update)
             else:
                 {"3.6": figures.figure_3_6, "3.7": figures.figure_3_7,
-                 "4.1": figures.figure_4_1}[key](out)
+                 "4.1": figures.figure_4_1}[key](stage)
             bar.update()
-    print(json.dumps({"out": str(out), "figures": [_FIGURE_FILES[k] for k in args.which],
-                      "overwritten": existing}))
+    _report(args, {"out": str(out), "figures": [_FIGURE_FILES[k] for k in args.which],
+                   "overwritten": existing})
     return 0
 
 
@@ -221,9 +253,8 @@ def _run_compare(args: argparse.Namespace) -> int:
     print(f"\nN = {args.steps} releases, q = {args.sampling_rate:g}, delta = {args.delta:g}; "
           f"cells: calibrated SaS scale (ratio to the Gaussian's scale = sigma / sqrt(2))")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([{k: json_number(v) for k, v in row.items()} for row in rows],
-                                  indent=1))
+        with staged_file(out) as staged:
+            staged.write_text(json.dumps(strict_json(rows), indent=1))
     return 0
 
 

@@ -21,6 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from simulations.cli.atomic import staged_file, staged_folder
+from simulations.cli.common import output_path, write_summary
+from simulations.cli.identify import add_data_arguments, load_data
+
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
 
 PRIVATE_COMMANDS = ("identify", "sweep")
@@ -44,10 +48,7 @@ def add_private_parsers(actions: Any) -> None:
         description="Clip the data to the declared bounds, compute the DMDidc sufficient "
                     "statistics, release them once with differential privacy and identify the "
                     "delayed plant from the release (the guarantee is printed).")
-    identify.add_argument("data", nargs="?", help=".npz file with arrays X (n, K+1) and U (m, K)")
-    identify.add_argument("--states", help="CSV of states, one row per sample (K+1 rows)")
-    identify.add_argument("--inputs", help="CSV of inputs, one row per sample (K rows)")
-    identify.add_argument("--dt", type=float, required=True, help="sampling period T (seconds)")
+    add_data_arguments(identify)
     identify.add_argument("--max-delay", type=int, required=True,
                           help="delay bound R in sampling periods")
     identify.add_argument("--state-bound", type=_vector, required=True,
@@ -78,7 +79,8 @@ def add_private_parsers(actions: Any) -> None:
                                                    "randomness, as a real release needs)")
     identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
     identify.add_argument("--json", dest="json_out",
-                          help="also write the guarantee, estimates and intervals as JSON here")
+                          help="also write the guarantee, estimates and intervals as JSON here "
+                               "(and their table beside it, as .md)")
 
     sweep = actions.add_parser(
         "sweep", help="privacy-utility study: statistics vs per-sample privatization",
@@ -113,17 +115,20 @@ def run_private(args: argparse.Namespace) -> int:
 def _identify(args: argparse.Namespace) -> int:
     from _toolbox.errors import ParameterError
     from dmdidc import DMDidc, SufficientStatistics
-    from simulations.data_files import load_identification_data
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha needs --mechanism sas")
     if args.window is not None and args.unit != "window":
         raise ParameterError("--window needs --unit window")
-    X, U = load_identification_data(args.data, states=args.states, inputs=args.inputs)
+    if args.json_out is not None:
+        output_path(args.json_out, folder=False)
+    data = load_data(args)
+    X, U = data.arrays
+    n, m = data.X[0].shape[0], data.U[0].shape[0]
     instruments = "inputs" if args.estimator == "iv" else None
     stats = SufficientStatistics.from_data(
-        X, U, max_delay=args.max_delay, state_bound=_bound(args.state_bound, X.shape[0]),
-        input_bound=_bound(args.input_bound, U.shape[0]), instruments=instruments,
+        X, U, max_delay=args.max_delay, state_bound=_bound(args.state_bound, n),
+        input_bound=_bound(args.input_bound, m), instruments=instruments,
         detrend=None if args.detrend == "none" else args.detrend)
     private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                               unit=args.unit, window=args.window, alpha=args.alpha,
@@ -133,9 +138,8 @@ def _identify(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         estimator.fit_statistics(private, dt=args.dt)
     model = estimator.model_
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    path = model.save(args.out)
-    print(f"data: n = {X.shape[0]} states, m = {U.shape[0]} inputs, {stats.n_samples} regression "
+    path = Path(args.out)
+    print(f"data: n = {n} states, m = {m} inputs, {stats.n_samples} regression "
           f"samples; {stats.clipped} values clipped to the bounds (local information, not "
           f"released)")
     print(f"released: {private.dimension} statistics, {private.privacy}")
@@ -153,10 +157,16 @@ def _identify(args: argparse.Namespace) -> int:
         print(f"no continuous model: {model.continuous_note}")
     for warning in caught:
         print(f"dmdidc privacy identify: warning: {warning.message}", file=sys.stderr)
+    with staged_file(path) as staged_model:
+        model.save(staged_model)
+        if args.json_out:
+            json_path = Path(args.json_out)
+            with staged_folder(json_path.parent) as stage:
+                write_summary(stage / json_path.name,
+                              json.loads(json.dumps(summary, default=_jsonable)),
+                              title=f"dmdidc privacy identify {args.data or args.states}")
     if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(json.dumps(summary, indent=1, default=_jsonable))
-        print(f"wrote {path}, {args.json_out}")
+        print(f"wrote {path}, {args.json_out}, {Path(args.json_out).with_suffix('.md')}")
     else:
         print(f"wrote {path}")
     return 0
@@ -208,10 +218,15 @@ def _sweep(args: argparse.Namespace) -> int:
         rows = run_privacy_study(config, progress=lambda message: (
             bar.set_postfix_str(message), bar.update(1)))
     summary = summarize_study(rows)
-    files = write_privacy_study(rows, summary, config, args.out)
-    figure = plot_privacy_study(summary, Path(args.out) / "privacy_study.png")
+    out = Path(args.out)
+    with staged_folder(out) as stage:
+        write_privacy_study(rows, summary, config, stage)
+        plot_privacy_study(summary, stage / "privacy_study.png")
+        (stage / "privacy_study.md").write_text(f"# dmdidc privacy sweep\n\n```\n"
+                                                f"{_table(summary)}\n```\n")
     print(_table(summary))
-    print(f"\nwrote {files['csv']}, {files['json']}, {figure}")
+    print(f"\nwrote {out / 'privacy_study.csv'}, {out / 'privacy_study.json'}, "
+          f"{out / 'privacy_study.md'}, {out / 'privacy_study.png'}")
     return 0
 
 

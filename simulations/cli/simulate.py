@@ -128,7 +128,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
                "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
     with staged_folder(out) as stage:
         result.to_csv(stage / "trajectory.csv")
-        write_summary(stage, summary, title=f"dmdidc simulate {args.model}")
+        write_summary(stage / "summary.json", summary, title=f"dmdidc simulate {args.model}")
         _plot_trajectory(result, stage / "trajectory.png", args.controller)
     print(summary_table(summary))
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "

@@ -32,8 +32,8 @@ def run(capsys, *argv):
     return code, captured.out, captured.err
 
 
-def run_json(capsys, *argv):
-    code, out, err = run(capsys, *argv)
+def run_json(capsys, action, *argv):
+    code, out, err = run(capsys, action, "--json", *argv)
     assert code == 0, err
     return json.loads(out)
 
@@ -207,3 +207,35 @@ def test_figures_says_when_it_overwrites(tmp_path, capsys):
     assert (tmp_path / "fig3_7_cauchy_limits.png").stat().st_size > 10_000
     again = run_json(capsys, "figures", "--out", str(tmp_path), "--which", "3.7")
     assert again["overwritten"] == ["fig3_7_cauchy_limits.png"]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--scale", "2"], "give the noise: --alpha A with 0 < A < 2 for a pure-DP"),
+    (["--scale", "2", "--delta", "0"], "--delta 0 is pure DP, which the default alpha = 2"),
+    (["--scale", "2", "--alpha", "2"], "--alpha 2 is Gaussian noise"),
+])
+def test_epsilon_never_defaults_to_an_invalid_pair(capsys, argv, message):
+    """The reported failure: ``--scale 2`` alone silently meant alpha = 2 with delta = 0."""
+    code, out, err = run(capsys, "epsilon", *argv)
+    assert code == 2 and out == "" and message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("scale", ["-1", "0", "nan", "inf"])
+def test_a_bad_scale_blames_the_scale(capsys, scale):
+    with pytest.raises(SystemExit) as info:
+        main(["privacy", "epsilon", "--alpha", "1.5", "--scale", scale])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --scale: must be a number > 0; got '{scale}'" in err
+    assert "alpha" not in err.splitlines()[-1]
+    with pytest.raises(SystemExit):
+        main(["privacy", "epsilon", "--scale", scale])          # before the defaults' refusal
+    assert "argument --scale" in capsys.readouterr().err
+
+
+def test_gaussian_with_delta_is_the_default_alpha_and_the_table_is_readable(capsys):
+    code, out, err = run(capsys, "epsilon", "--scale", "2", "--delta", "1e-5", "--steps", "10")
+    assert code == 0, err
+    assert out.startswith("| quantity | value |") and "| alpha | 2 |" in out
+    assert "| method |" in out
