@@ -37,7 +37,7 @@ from simulations.data_files import (
     read_npz_data,
 )
 
-__all__ = ["IdentificationData", "read_identification_data", "MISSING_POLICIES"]
+__all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES"]
 
 MISSING_POLICIES = ("error", "drop", "interpolate")
 _TIME_NAMES = frozenset({"time", "t", "timestamp"})
@@ -132,14 +132,20 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
                              f"--states, or use dmdidc.OutputDMDidc from Python")
     if dt is not None and not (math.isfinite(dt) and dt > 0):
         raise ParameterError(f"--dt must be a finite number > 0; got {dt!r}")
-    if data is not None and Path(data).suffix.lower() in _TABLE_SUFFIXES \
-            and not zipfile.is_zipfile(data):
+    if data is not None and is_table(data):
         signals = _from_table(Path(data), states, inputs, time)
     else:
         signals = _from_files(data, states, inputs, time)
     period = _sampling_period(signals, dt)
     X, U, notes = _resolve_missing(signals, missing)
     return IdentificationData(X, U, period, tuple(signals.notes + notes))
+
+
+def is_table(path: str | Path) -> bool:
+    """Whether ``path`` is read as a CSV table (by its suffix, unless it is a zip archive)."""
+    path = Path(path)
+    return path.suffix.lower() in _TABLE_SUFFIXES and not (path.is_file()
+                                                            and zipfile.is_zipfile(path))
 
 
 @dataclass

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["output_path", "json_number", "positive_vector", "summary_table", "write_summary",
-           "strict_json"]
+__all__ = ["output_path", "json_number", "positive_vector", "per_channel", "summary_table",
+           "write_summary", "strict_json"]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -81,6 +81,26 @@ def positive_vector(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"must be a number > 0 or comma-separated numbers > 0; "
                                          f"got {text!r}")
     return values
+
+
+def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
+    """``values`` of ``option`` as one scalar, or one value per channel (an array of ``size``).
+
+    Raises
+    ------
+    DimensionError
+        For a count other than 1 or ``size``, naming the option.
+    """
+    import numpy as np
+
+    from _toolbox.errors import DimensionError
+
+    if len(values) == 1:
+        return values[0]
+    if len(values) != size:
+        raise DimensionError(f"{option} has {len(values)} values; give one, or {size} (one per "
+                             f"{noun})")
+    return np.array(values, dtype=float)
 
 
 _count = _bounded(int, 1)

@@ -8,6 +8,9 @@ Examples
 ``dmdidc federated identify --clients 1000 --epsilon 1 --out out/fedid``
 ``dmdidc federated identify --clients 1,10,100 --mechanism sas --alpha 1.5 --out out/sas``
 ``dmdidc federated identify --clients 30 --engine flower --seeds 1 --out out/flower``
+``dmdidc federated identify a.csv b.csv c.csv --inputs u1,u2 --max-delay 3 --state-bound 5 \
+--input-bound 1 --out out/fed`` (the users' files, one per client:
+:mod:`simulations.cli.federated_files`)
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from simulations.cli.common import positive_vector
+from simulations.cli.identify import add_data_arguments
 
 __all__ = ["add_identify_action", "run_identify_command"]
 
@@ -53,15 +59,28 @@ def add_identify_action(actions: Any) -> None:
     """Add ``identify`` to the ``dmdidc federated`` group."""
     p = actions.add_parser(
         "identify", help="federated DMDidc: clients release statistics, FedInfer combines",
-        description="Clients (the README plant with damping, delays 1.25 T and 1.5 T, noisy "
+        description="With data files (one per client, read as 'dmdidc identify' reads its "
+                    "data): every client privatizes its DMDidc statistics once within the "
+                    "public bounds, FedInfer combines them and the plant is identified; writes "
+                    "the model, summary.json and summary.md. Without files, the built-in study: "
+                    "clients (the README plant with damping, delays 1.25 T and 1.5 T, noisy "
                     "measurements, many short experiments each) privatize their DMDidc "
                     "statistics once at event level; the server's FedInfer posterior of the "
                     "global statistics gives the delay with intervals. Writes summary.json, "
-                    "rows.json and delay_error.png.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--clients", type=_counts, default="1000",
-                   help="largest N (grid 1, 3, 10, ... N; clients join over rounds) or an "
-                        "explicit list")
+                    "summary.md, rows.json and delay_error.png.")
+    add_data_arguments(p, clients=True)
+    p.add_argument("--max-delay", type=int, help="delay bound R (data files; required)")
+    p.add_argument("--state-bound", type=positive_vector,
+                   help="public clip level |x_i| <= c of every client (one value or one per "
+                        "state; data files; required)")
+    p.add_argument("--input-bound", type=positive_vector,
+                   help="public clip level |u_j| <= c (one value or one per input; data files; "
+                        "required)")
+    p.add_argument("--model", help="name of the model file written in --out (data files; "
+                                   "default: model.json)")
+    p.add_argument("--clients", type=_counts,
+                   help="built-in study: largest N (grid 1, 3, 10, ... N; clients join over "
+                        "rounds) or an explicit list (default: 1000)")
     p.add_argument("--epsilon", type=float, default=1.0, help="each client's budget")
     p.add_argument("--delta", type=float, default=None,
                    help="delta of the Gaussian and SaS releases (SaS: enables the l2 / GDP "
@@ -69,15 +88,21 @@ def add_identify_action(actions: Any) -> None:
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
                    help="noise of every client's release")
     p.add_argument("--alpha", type=float, default=None, help="SaS index (sas only; 1.5)")
-    p.add_argument("--experiments", type=int, default=30, help="experiments per client")
-    p.add_argument("--length", type=int, default=200, help="samples per experiment")
-    p.add_argument("--noise-db", type=float, default=20.0,
-                   help="measurement noise, dB below each state's rms")
-    p.add_argument("--seeds", type=int, default=5, help="repetitions (seed, seed + 1, ...)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first repetition")
-    p.add_argument("--baselines", type=_baselines, default="average,per_sample",
-                   help="comparisons at the same budget: average (of client models), "
-                        "per_sample (privatized samples), or none")
+    p.add_argument("--experiments", type=int,
+                   help="built-in study: experiments per client (default: 30)")
+    p.add_argument("--length", type=int,
+                   help="built-in study: samples per experiment (default: 200)")
+    p.add_argument("--noise-db", type=float,
+                   help="built-in study: measurement noise, dB below each state's rms "
+                        "(default: 20)")
+    p.add_argument("--seeds", type=int,
+                   help="built-in study: repetitions (seed, seed + 1, ...; default: 5)")
+    p.add_argument("--seed", type=int, help="seed of the first repetition / of the privacy "
+                                            "noise (default: 0)")
+    p.add_argument("--baselines", type=_baselines,
+                   help="built-in study: comparisons at the same budget: average (of client "
+                        "models), per_sample (privatized samples), or none (default: "
+                        "average,per_sample)")
     p.add_argument("--engine", choices=("numpy", "flower"), default="numpy",
                    help="runtime of the protocol: numpy runner or Flower in-process")
     p.add_argument("--out", required=True, help="output folder")
@@ -94,12 +119,30 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _default(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _refuse_file_options(args: argparse.Namespace) -> None:
+    from _toolbox.errors import ParameterError
+    from simulations.cli.federated_files import FILE_OPTIONS
+
+    given = [flag for name, flag in FILE_OPTIONS.items() if getattr(args, name) is not None]
+    if args.missing != "error":
+        given.append("--missing")
+    if given:
+        raise ParameterError(f"{', '.join(given)} act on data files; give the clients' files "
+                             f"(dmdidc federated identify a.csv b.csv ...) or leave them out "
+                             f"for the built-in study")
+
+
 def run_identify_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated identify``."""
     from tqdm import tqdm
 
     from _toolbox.errors import ParameterError
-    from simulations.cli.common import output_path
+    from simulations.cli.atomic import staged_folder
+    from simulations.cli.common import output_path, write_summary
     from simulations.studies.federated_identification import (
         FederatedIdentificationConfig,
         plot_identification,
@@ -112,13 +155,19 @@ def run_identify_command(args: argparse.Namespace) -> int:
     if args.delta is not None and args.mechanism == "laplace":
         raise ParameterError(f"--delta applies to --mechanism gaussian or sas; got --delta "
                              f"{args.delta} with --mechanism laplace (pure epsilon-DP)")
+    if args.files:
+        from simulations.cli.federated_files import run_on_files
+        return run_on_files(args)
+    _refuse_file_options(args)
     out = output_path(args.out, folder=True)
     config = FederatedIdentificationConfig(
-        clients=args.clients, experiments=args.experiments, length=args.length,
-        noise_db=args.noise_db, mechanism=args.mechanism, epsilon=args.epsilon,
+        clients=_counts("1000") if args.clients is None else args.clients,
+        experiments=_default(args.experiments, 30), length=_default(args.length, 200),
+        noise_db=_default(args.noise_db, 20.0), mechanism=args.mechanism, epsilon=args.epsilon,
         delta=1e-5 if args.delta is None else args.delta,
-        alpha=1.5 if args.alpha is None else args.alpha, seeds=args.seeds,
-        seed=args.seed, engine=args.engine, baselines=args.baselines)
+        alpha=1.5 if args.alpha is None else args.alpha, seeds=_default(args.seeds, 5),
+        seed=_default(args.seed, 0), engine=args.engine,
+        baselines=_default(args.baselines, ("average", "per_sample")))
     with tqdm(total=config.seeds, desc="federated identify", unit="seed",
               file=sys.stderr) as bar:
         result = run_federated_identification(config, progress=lambda s: bar.update(1))
@@ -128,11 +177,13 @@ def run_identify_command(args: argparse.Namespace) -> int:
                    epsilon_per_client={"max": max(epsilons), "min": min(epsilons),
                                        "values": epsilons},
                    delta=result["delta"], config=result["config"])
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(_finite(summary), indent=2))
-    (out / "rows.json").write_text(json.dumps(_finite(result["rows"])))
-    plot_identification(summary, out / "delay_error.png",
-                        title=f"{config.mechanism}, epsilon = {config.epsilon:g} per client")
+    with staged_folder(out) as stage:
+        write_summary(stage / "summary.json", _finite(summary),
+                      title=f"dmdidc federated identify ({config.mechanism}, epsilon = "
+                            f"{config.epsilon:g} per client)")
+        (stage / "rows.json").write_text(json.dumps(_finite(result["rows"])))
+        plot_identification(summary, stage / "delay_error.png",
+                            title=f"{config.mechanism}, epsilon = {config.epsilon:g} per client")
     print(f"{'N':>6}  " + "  ".join(f"{m:>22}" for m in summary["table"]))
     for i, n in enumerate(config.clients):
         cells = [summary["table"][m][i] for m in summary["table"]]
@@ -143,5 +194,5 @@ def run_identify_command(args: argparse.Namespace) -> int:
           + f"; expected {summary['rate_expected']:.2f}")
     print(f"each client: epsilon <= {max(epsilons):.4g} (delta {result['delta']:g}) per "
           f"{result['unit']}, composed over its releases")
-    print(f"wrote {Path(out) / 'summary.json'}, rows.json, delay_error.png")
+    print(f"wrote {Path(out) / 'summary.json'}, summary.md, rows.json, delay_error.png")
     return 0

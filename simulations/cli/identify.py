@@ -75,18 +75,28 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     return identify
 
 
-def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """The data options shared by every command that reads identification data files."""
-    parser.add_argument("data", nargs="?",
-                        help=".npz file with arrays X (n, K+1) and U (m, K), or a CSV table "
-                             "with a row per sample (then --inputs and --states name columns)")
+def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False) -> None:
+    """The data options shared by every command that reads identification data files
+    (``clients``: one file per client, CSV tables or ``.npz``, no two-file form)."""
+    if clients:
+        parser.add_argument("files", nargs="*", metavar="FILE",
+                            help="the clients' data files (.npz with X and U, or CSV tables: "
+                                 "then --inputs and --states name columns); none: the "
+                                 "built-in study")
+    else:
+        parser.add_argument("data", nargs="?",
+                            help=".npz file with arrays X (n, K+1) and U (m, K), or a CSV "
+                                 "table with a row per sample (then --inputs and --states name "
+                                 "columns)")
+    two_files = "" if clients else "CSV of states, one row per sample (K+1 rows); with a CSV "
     parser.add_argument("--states",
-                        help="CSV of states, one row per sample (K+1 rows); with a CSV table: "
-                             "its state columns, comma separated (names or 1-based numbers; "
-                             "default: every column but the time and the inputs)")
+                        help=f"{two_files}{'table: ' if not clients else 'the tables: '}its "
+                             f"state columns, comma separated (names or 1-based numbers; "
+                             f"default: every column but the time and the inputs)")
     parser.add_argument("--inputs",
-                        help="CSV of inputs, one row per sample (K rows); with a CSV table: "
-                             "its input columns (required)")
+                        help=("" if clients else "CSV of inputs, one row per sample (K rows); "
+                                                 "with a CSV table: ")
+                             + "its input columns (required)")
     parser.add_argument("--outputs",
                         help="reserved for output identification (y = C x): not available "
                              "from data files yet, refused")

@@ -22,23 +22,12 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file, staged_folder
-from simulations.cli.common import output_path, write_summary
+from simulations.cli.common import output_path, per_channel, positive_vector, write_summary
 from simulations.cli.identify import add_data_arguments, load_data
 
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
 
 PRIVATE_COMMANDS = ("identify", "sweep")
-
-
-def _vector(text: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a number or comma-separated numbers; got "
-                                         f"{text!r}") from exc
-    if any(not np.isfinite(v) or v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"bounds must be finite and > 0; got {text!r}")
-    return values
 
 
 def add_private_parsers(actions: Any) -> None:
@@ -51,11 +40,11 @@ def add_private_parsers(actions: Any) -> None:
     add_data_arguments(identify)
     identify.add_argument("--max-delay", type=int, required=True,
                           help="delay bound R in sampling periods")
-    identify.add_argument("--state-bound", type=_vector, required=True,
+    identify.add_argument("--state-bound", type=positive_vector, required=True,
                           help="declared bound |x_i| <= c (one value or one per state, comma "
                                "separated); data beyond it are clipped. Must not come from the "
                                "data")
-    identify.add_argument("--input-bound", type=_vector, required=True,
+    identify.add_argument("--input-bound", type=positive_vector, required=True,
                           help="declared bound |u_j| <= c (one value or one per input)")
     identify.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"),
                           default="gaussian", help="noise mechanism")
@@ -127,8 +116,10 @@ def _identify(args: argparse.Namespace) -> int:
     n, m = data.X[0].shape[0], data.U[0].shape[0]
     instruments = "inputs" if args.estimator == "iv" else None
     stats = SufficientStatistics.from_data(
-        X, U, max_delay=args.max_delay, state_bound=_bound(args.state_bound, n),
-        input_bound=_bound(args.input_bound, m), instruments=instruments,
+        X, U, max_delay=args.max_delay,
+        state_bound=per_channel("--state-bound", args.state_bound, n, "state"),
+        input_bound=per_channel("--input-bound", args.input_bound, m, "input"),
+        instruments=instruments,
         detrend=None if args.detrend == "none" else args.detrend)
     private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                               unit=args.unit, window=args.window, alpha=args.alpha,
@@ -170,17 +161,6 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {path}")
     return 0
-
-
-def _bound(values: list[float], size: int) -> float | np.ndarray:
-    from _toolbox.errors import DimensionError
-
-    if len(values) == 1:
-        return values[0]
-    if len(values) != size:
-        raise DimensionError(f"got {len(values)} bounds for {size} channels; give one value or "
-                             f"one per channel")
-    return np.array(values)
 
 
 def _release_dict(release) -> dict[str, Any]:

@@ -48,7 +48,8 @@ def test_privacy_identify_prints_the_guarantee_and_writes_model_and_json(damped_
     (["--mechanism", "laplace", "--alpha", "1.5"], "--alpha needs --mechanism sas"),
     (["--mechanism", "laplace", "--window", "5"], "--window needs --unit window"),
     (["--mechanism", "laplace", "--unit", "window"], "needs window=w"),
-    (["--mechanism", "laplace", "--state-bound", "1,2,3"], "3 bounds for 2 channels"),
+    (["--mechanism", "laplace", "--state-bound", "1,2,3"],
+     "--state-bound has 3 values; give one, or 2 (one per state)"),
 ])
 def test_privacy_identify_refuses_inconsistent_options(damped_data, tmp_path, capsys, extra,
                                                        message):

@@ -1,0 +1,158 @@
+"""``dmdidc federated identify FILE [FILE ...]``: federated DMDidc on the users' own data, one
+file per client.
+
+Each file is read as ``dmdidc identify`` reads its data file (an ``.npz`` with ``X`` and ``U``,
+or a CSV table with ``--inputs`` / ``--states`` / ``--time`` columns and ``--missing``); every
+client privatizes its DMDidc statistics once with the federation's public bounds
+(``--state-bound``, ``--input-bound``), the server combines the releases with FedInfer
+(:class:`dmdidc.federated.identification.FederatedIdentification` on the numpy runner) and
+identifies the plant from the combination.  Writes the model file (``--model``, in ``--out``),
+``summary.json`` and ``summary.md``.
+
+Example
+-------
+``dmdidc federated identify site1.csv site2.csv site3.csv --inputs u1,u2 --max-delay 3
+--state-bound 5 --input-bound 1 --epsilon 1 --delta 1e-5 --out out/fed``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["run_on_files", "STUDY_OPTIONS"]
+
+#: Options of the built-in study (their flags), refused beside data files.
+STUDY_OPTIONS = {"clients": "--clients", "experiments": "--experiments", "length": "--length",
+                 "noise_db": "--noise-db", "seeds": "--seeds", "baselines": "--baselines"}
+#: Options that only act on data files, refused in the built-in study.
+FILE_OPTIONS = {"states": "--states", "inputs": "--inputs", "outputs": "--outputs",
+                "time": "--time", "dt": "--dt", "max_delay": "--max-delay",
+                "state_bound": "--state-bound", "input_bound": "--input-bound",
+                "model": "--model"}
+
+
+def run_on_files(args: argparse.Namespace) -> int:
+    """Handler of ``dmdidc federated identify`` with data files."""
+    from _toolbox.errors import ParameterError
+    from dmdidc import DMDidc
+    from dmdidc.federated.identification import FederatedIdentification
+    from privacy.federated import run_sync
+    from simulations.cli.atomic import staged_folder
+    from simulations.cli.common import output_path, per_channel, summary_table, write_summary
+    from simulations.cli.identify import check_delay_memory, refuse_delay_at_bound
+
+    given = [flag for name, flag in STUDY_OPTIONS.items() if getattr(args, name) is not None]
+    if given:
+        raise ParameterError(f"{', '.join(given)} set the built-in study's simulated clients; "
+                             f"with data files every file is one client (leave them out)")
+    missing = [flag for name, flag in (("max_delay", "--max-delay"),
+                                       ("state_bound", "--state-bound"),
+                                       ("input_bound", "--input-bound"))
+               if getattr(args, name) is None]
+    if missing:
+        raise ParameterError(f"federated identification on data files needs {', '.join(missing)}"
+                             f" (the bounds are public: they must not come from the data)")
+    if args.engine != "numpy":
+        raise ParameterError("--engine flower runs the built-in study; data files run on the "
+                             "numpy runner (deploy real nodes with 'dmdidc federated serve')")
+    out = output_path(args.out, folder=True)
+    clients, dt = _read_clients(args)
+    n, m = clients[0]["X"].shape[1], clients[0]["U"].shape[1]
+    for client in clients:
+        check_delay_memory(args.max_delay, _AsData(client))
+    algo = FederatedIdentification(
+        num_clients=len(clients), n_states=n, n_inputs=m, max_delay=args.max_delay,
+        state_bound=per_channel("--state-bound", args.state_bound, n, "state"),
+        input_bound=per_channel("--input-bound", args.input_bound, m, "input"),
+        mechanism=args.mechanism, epsilon=args.epsilon,
+        delta=None if args.mechanism == "laplace" else (1e-5 if args.delta is None
+                                                        else args.delta),
+        alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,
+        unit="sample", instruments="inputs")
+    seed = 0 if args.seed is None else args.seed
+    run = run_sync(algo, clients, rounds=1, seed=seed)
+    estimator = DMDidc(max_delay=args.max_delay, estimator="iv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit_statistics(algo.statistics(run.state), dt=dt)
+    refuse_delay_at_bound(estimator, "--max-delay")
+    model = estimator.model_
+    epsilons = run.final_epsilon()
+    summary: dict[str, Any] = {
+        "clients": len(clients), "files": list(args.files), "dt": dt,
+        "mechanism": args.mechanism, "epsilon_per_client_max": float(epsilons.max()),
+        "delta": algo.delta, "unit": "sample",
+        "delay_steps": model.delay_steps.tolist()}
+    if model.has_continuous:
+        intervals = estimator.confidence_intervals(0.95)
+        summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),
+                       delay_high=intervals.delay.high.tolist())
+    else:
+        summary["delay_s"] = f"n/a (no continuous model: {model.continuous_note})"
+    model_name = Path(args.model or "model.json").name
+    with staged_folder(out) as stage:
+        model.save(stage / model_name)
+        write_summary(stage / "summary.json", summary,
+                      title=f"dmdidc federated identify ({len(clients)} clients)")
+    print(summary_table(summary))
+    for warning in caught:
+        print(f"dmdidc federated: warning: {warning.message}", file=sys.stderr)
+    print(f"wrote {out / model_name}, {out / 'summary.json'}, {out / 'summary.md'}")
+    return 0
+
+
+class _AsData:
+    """A client's arrays in the shape :func:`~simulations.cli.identify.check_delay_memory`
+    reads (tuples of segments)."""
+
+    def __init__(self, client: dict[str, np.ndarray]) -> None:
+        self.X, self.U = tuple(client["X"]), tuple(client["U"])
+
+
+def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]], float]:
+    """Every file as ``{"X": (E, n, K + 1), "U": (E, m, K)}`` and the common sampling period."""
+    import math
+
+    from _toolbox.errors import DimensionError, ParameterError
+    from simulations.data_preparation import is_table, read_identification_data
+
+    if len(args.files) < 1:
+        raise ParameterError("give one data file per client")
+    clients, periods = [], []
+    for path in args.files:
+        table = is_table(path)
+        data = read_identification_data(
+            path, states=args.states if table else None, inputs=args.inputs if table else None,
+            time=args.time if table else None, missing=args.missing, dt=args.dt,
+            outputs=args.outputs)
+        if data.dt is None:
+            raise ParameterError(f"{path!r}: give --dt, the sampling period in seconds (the "
+                                 f"file has no time column to read it from)")
+        lengths = {U.shape[1] for U in data.U}
+        if len(lengths) > 1:
+            raise ParameterError(f"{path!r}: --missing drop split the record into segments of "
+                                 f"different lengths ({sorted(lengths)}); a client's "
+                                 f"experiments must have one length: use --missing "
+                                 f"interpolate")
+        for note in data.notes:
+            print(f"data ({path}): {note}")
+        clients.append({"X": np.stack(data.X), "U": np.stack(data.U)})
+        periods.append(data.dt)
+    first = clients[0]
+    for path, client, period in zip(args.files, clients, periods, strict=True):
+        if client["X"].shape[1] != first["X"].shape[1] or \
+                client["U"].shape[1] != first["U"].shape[1]:
+            raise DimensionError(f"{path!r} has {client['X'].shape[1]} states and "
+                                 f"{client['U'].shape[1]} inputs; {args.files[0]!r} has "
+                                 f"{first['X'].shape[1]} and {first['U'].shape[1]}: every "
+                                 f"client measures the same plant")
+        if not math.isclose(period, periods[0], rel_tol=1e-6):
+            raise ParameterError(f"{path!r} is sampled every {period:g} s; {args.files[0]!r} "
+                                 f"every {periods[0]:g} s: every client needs the same period")
+    return clients, periods[0]

@@ -1,0 +1,77 @@
+"""``dmdidc federated identify FILE ...``: federated DMDidc on the users' own files."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from simulations.cli import main
+
+
+def client_files(tmp_path, clients=3, samples=800, seed=0):
+    plant = DelayedPlant.from_continuous([[-0.3, 1.1], [-1.1, -0.3]], [[1, -1], [-1, 2]], 2.5,
+                                         2.0)
+    rng = np.random.default_rng(seed)
+    paths = []
+    for k in range(clients):
+        U = rng.uniform(-1, 1, (2, samples))
+        X = plant.simulate(np.zeros(2), U) + 0.01 * rng.standard_normal((2, samples + 1))
+        if k == 1:                                           # one client keeps an .npz
+            paths.append(tmp_path / f"c{k}.npz")
+            np.savez(paths[-1], X=X, U=U)
+            continue
+        t = 2.0 * np.arange(samples + 1)
+        paths.append(tmp_path / f"c{k}.csv")
+        np.savetxt(paths[-1], np.column_stack([t, X.T, np.vstack([U.T, [np.nan, np.nan]])]),
+                   delimiter=",", header="time,x1,x2,u1,u2", comments="", fmt="%.17g")
+    return paths
+
+
+BOUNDS = ["--max-delay", "3", "--state-bound", "4", "--input-bound", "1"]
+
+
+def test_clients_files_identify_the_plant_with_each_clients_guarantee(tmp_path, capsys):
+    files = client_files(tmp_path)
+    out = tmp_path / "fed"
+    assert main(["federated", "identify", *map(str, files), "--inputs", "u1,u2", "--dt", "2",
+                 *BOUNDS, "--epsilon", "20", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["clients"] == 3 and summary["epsilon_per_client_max"] <= 20 * (1 + 1e-9)
+    assert summary["delay_steps"] == [1, 1]
+    assert all(low <= 2.5 <= high for low, high in zip(summary["delay_low"],
+                                                       summary["delay_high"], strict=True))
+    model = DelayedPlant.load(out / "model.json")
+    assert np.all(np.abs(model.delay - 2.5) < 0.5)
+    assert (out / "summary.md").read_text().startswith("# dmdidc federated identify")
+    assert "| clients | 3 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--clients", "10"], "--clients set the built-in study's simulated clients"),
+    ([], "needs --max-delay, --state-bound, --input-bound"),
+    (["--engine", "flower", *BOUNDS], "--engine flower runs the built-in study"),
+    (["--dt", "3", *BOUNDS], "--dt 3 disagrees with 'time'"),
+])
+def test_file_mistakes_are_refused_before_any_work(tmp_path, capsys, extra, message):
+    files = client_files(tmp_path, samples=30)
+    code = main(["federated", "identify", *map(str, files[:1]), "--inputs", "u1,u2", *extra,
+                 "--out", str(tmp_path / "fed")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "fed").exists()
+
+
+def test_clients_must_measure_the_same_plant_at_the_same_period(tmp_path, capsys):
+    files = client_files(tmp_path, samples=30)
+    np.savez(tmp_path / "other.npz", X=np.zeros((3, 31)), U=np.zeros((2, 30)))
+    assert main(["federated", "identify", str(files[0]), str(tmp_path / "other.npz"),
+                 "--inputs", "u1,u2", *BOUNDS, "--dt", "2", "--out", str(tmp_path / "f")]) == 2
+    assert "every client measures the same plant" in capsys.readouterr().err
+
+
+def test_file_options_without_files_are_refused(tmp_path, capsys):
+    assert main(["federated", "identify", "--inputs", "u1", "--missing", "drop",
+                 "--out", str(tmp_path / "f")]) == 2
+    assert "--inputs, --missing act on data files" in capsys.readouterr().err
