@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["output_path", "json_number", "positive_vector", "per_channel", "summary_table",
-           "write_summary", "strict_json"]
+           "write_summary", "strict_json", "known"]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -135,6 +135,23 @@ def json_number(value: float) -> float | str:
     value = float(value)
     return value if math.isfinite(value) else str(value)
 
+
+
+def known(value: Any, show: Any, why: str | None) -> str:
+    """``show(value)``, or ``n/a (why)`` for a missing or non-finite number: a console never
+    prints a bare ``nan``.  ``why=""`` prints ``n/a`` alone (the reason is printed nearby);
+    ``why=None`` prints nothing.
+
+    Examples
+    --------
+    >>> known(0.25, "{:.2f}".format, "no model"), known(float("nan"), "{:.2f}".format, "no model")
+    ('0.25', 'n/a (no model)')
+    """
+    if value is not None and math.isfinite(value):
+        return show(value)
+    if why is None:
+        return ""
+    return f"n/a ({why})" if why else "n/a"
 
 
 def strict_json(value: Any) -> Any:

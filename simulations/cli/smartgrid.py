@@ -111,6 +111,7 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid run``."""
     from _toolbox.errors import ParameterError
+    from simulations.cli.atomic import staged_folder
     from simulations.cli.common import output_path
     from simulations.smartgrid.case_study import run_case_study
     from simulations.smartgrid.config import ScenarioConfig
@@ -124,31 +125,89 @@ def run_command(args: argparse.Namespace) -> int:
         raise ParameterError(f"--alpha only applies to --mechanism sas; got --mechanism "
                              f"{mechanism}")
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
-    summary = run_case_study(config, out, grid=not args.no_grid,
-                             curve_epsilons=args.curve_epsilons, attacks=not args.no_attacks,
-                             progress=True)
-    _print(summary)
-    print(f"wrote {out}/summary.json")
+    with staged_folder(out) as stage:
+        summary = run_case_study(config, stage, grid=not args.no_grid,
+                                 curve_epsilons=args.curve_epsilons,
+                                 attacks=not args.no_attacks, progress=True)
+        lines = console_lines(summary, grid=not args.no_grid, attacks=not args.no_attacks)
+        (stage / "summary.md").write_text("# dmdidc smartgrid run\n\n```\n"
+                                          + "\n".join(lines) + "\n```\n")
+    print("\n".join(lines))
+    print(f"wrote {out}/summary.json, {out}/summary.md and the figures")
     return 0
 
 
-def _print(summary: dict[str, Any]) -> None:
+def console_lines(summary: dict[str, Any], *, grid: bool = True,
+                  attacks: bool = True) -> list[str]:
+    """The console report of a case-study summary; every missing number says why (``n/a
+    (reason)``), never a bare ``nan``.
+
+    Examples
+    --------
+    >>> summary = {"households": 3, "epsilon": 1.0, "delta": 1e-5, "unit": "sample",
+    ...            "mechanism": "sas", "dt_s": 900.0, "delay_true_s": 450.0,
+    ...            "delay_identified_s": float("nan"), "delay_error_T": float("nan"),
+    ...            "delay_note": "rank-deficient moments",
+    ...            "delay_identified_nonprivate_s": 460.0,
+    ...            "tracking_rmse": {"mpc": float("nan")},
+    ...            "comfort_violation_Kh": {"mpc": float("nan")},
+    ...            "tracking_rmse_nonprivate": {"mpc": 0.5},
+    ...            "comfort_violation_Kh_nonprivate": {"mpc": 0.1},
+    ...            "control_notes": {"private": "no controller: no model"},
+    ...            "voltage_min_pu": {}, "voltage_max_pu": {}, "timings_s": {"total": 3.0}}
+    >>> print("\\n".join(console_lines(summary, grid=False, attacks=False)))
+    3 households, (1, 1e-05)-DP per sample (sas)
+    fleet delay: true mean 0.500 T, private n/a (rank-deficient moments), non-private 0.511 T
+    controller   RMSE kW  comfort Kh   (non-private: RMSE, Kh)
+           mpc       n/a         n/a   (0.500, 0.100)
+      private model: n/a: no controller: no model
+    attacks: n/a (skipped: --no-attacks)
+    grid: n/a (skipped: --no-grid)
+    time 3 s
+    """
+    from simulations.cli.common import known
+
     T = summary["dt_s"]
-    print(f"{summary['households']} households, ({summary['epsilon']:.3g}, "
-          f"{summary['delta']:.3g})-DP per {summary['unit']} ({summary['mechanism']})")
-    print(f"fleet delay: true mean {summary['delay_true_s'] / T:.3f} T, private "
-          f"{summary['delay_identified_s'] / T:.3f} T (error {summary['delay_error_T']:.3f} T), "
-          f"non-private {summary['delay_identified_nonprivate_s'] / T:.3f} T")
-    print(f"{'controller':>10}  {'RMSE kW':>8}  {'comfort Kh':>10}   (non-private: RMSE, Kh)")
+    notes = summary.get("control_notes", {})
+    private_delay = known(summary["delay_identified_s"], lambda v: f"{v / T:.3f} T",
+                           summary.get("delay_note") or "no private model")
+    error = known(summary["delay_error_T"], lambda v: f" (error {v:.3f} T)", None)
+    plain = known(summary["delay_identified_nonprivate_s"], lambda v: f"{v / T:.3f} T",
+                   "no usable non-private model")
+    lines = [f"{summary['households']} households, ({summary['epsilon']:.3g}, "
+             f"{summary['delta']:.3g})-DP per {summary['unit']} ({summary['mechanism']})",
+             f"fleet delay: true mean {summary['delay_true_s'] / T:.3f} T, private "
+             f"{private_delay}{error}, non-private {plain}",
+             f"{'controller':>10}  {'RMSE kW':>8}  {'comfort Kh':>10}   (non-private: RMSE, Kh)"]
     for name, rmse in summary["tracking_rmse"].items():
-        print(f"{name:>10}  {rmse:8.3f}  {summary['comfort_violation_Kh'][name]:10.3f}   "
-              f"({summary['tracking_rmse_nonprivate'][name]:.3f}, "
-              f"{summary['comfort_violation_Kh_nonprivate'][name]:.3f})")
+        other = (summary["tracking_rmse_nonprivate"][name],
+                 summary["comfort_violation_Kh_nonprivate"][name])
+        lines.append(f"{name:>10}  {known(rmse, '{:8.3f}'.format, ''):>8}  "
+                     f"{known(summary['comfort_violation_Kh'][name], '{:10.3f}'.format, ''):>10}"
+                     f"   ({', '.join(known(v, '{:.3f}'.format, '') for v in other)})")
+    for label in ("private", "nonprivate"):
+        if label in notes:
+            lines.append(f"  {label.replace('nonprivate', 'non-private')} model: n/a: "
+                         f"{notes[label]}")
     if "attack_error_plain" in summary:
-        print(f"attack (a), {summary['attack_window']}-period windows: relative error "
-              f"{summary['attack_error_plain']:.2g} plain, {summary['attack_error_private']:.2g} "
-              f"private; attack (b) balanced accuracy {summary['attack_accuracy_plain']:.2f} "
-              f"plain, {summary['attack_accuracy_private']:.2f} private")
-    for name, v in summary["voltage_min_pu"].items():
-        print(f"grid {name}: voltage {v:.3f}-{summary['voltage_max_pu'][name]:.3f} pu")
-    print(f"time {summary['timings_s']['total']:.0f} s")
+        def attack(key: str, pattern: str) -> str:
+            return known(summary[key], pattern.format, "the attack failed")
+
+        lines.append(f"attack (a), {summary['attack_window']}-period windows: relative error "
+                     f"{attack('attack_error_plain', '{:.2g}')} plain, "
+                     f"{attack('attack_error_private', '{:.2g}')} private; attack (b) balanced "
+                     f"accuracy {attack('attack_accuracy_plain', '{:.2f}')} plain, "
+                     f"{attack('attack_accuracy_private', '{:.2f}')} private")
+    else:
+        lines.append("attacks: n/a (" + ("skipped: --no-attacks" if not attacks
+                                         else "not run for this fleet") + ")")
+    if not grid:
+        lines.append("grid: n/a (skipped: --no-grid)")
+    for name in ("uncontrolled", "controlled"):
+        if name in summary["voltage_min_pu"]:
+            lines.append(f"grid {name}: voltage {summary['voltage_min_pu'][name]:.3f}-"
+                         f"{summary['voltage_max_pu'][name]:.3f} pu")
+        elif grid:
+            lines.append(f"grid {name}: n/a (no controller ran on either model)")
+    lines.append(f"time {summary['timings_s']['total']:.0f} s")
+    return lines

@@ -26,7 +26,7 @@ from simulations.cli.common import _bounded
 __all__ = ["add_sweep_action", "run_sweep_action", "DEFAULT_WORKERS"]
 
 DEFAULT_WORKERS = 2
-FILES = ("sweep.csv", "sweep.json", "sweep.png")
+FILES = ("sweep.csv", "sweep.json", "sweep.md", "sweep.png")
 
 
 def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
@@ -125,6 +125,7 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
     from _toolbox.errors import ParameterError
+    from simulations.cli.atomic import staged_folder
     from simulations.cli.common import output_path
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,
@@ -152,14 +153,16 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     result = run_sweep(fleet_identification_task, configs, seed=args.seed,
                        progress=not args.no_progress, **engine)
     summary = summarize_study(result.rows)
-    out.mkdir(parents=True, exist_ok=True)
-    result.to_csv(out / "sweep.csv")
     settings = {k: v for k, v in vars(args).items() if k != "handler"}
-    (out / "sweep.json").write_text(json.dumps(
-        _strict({"settings": settings, "engine": result.engine, "rows": list(result.rows),
-                 "summary": summary}), indent=1, allow_nan=False))
-    plot_study(summary, out / "sweep.png")
-    print(_table(summary))
+    table = _table(summary)
+    with staged_folder(out) as stage:
+        result.to_csv(stage / "sweep.csv")
+        (stage / "sweep.json").write_text(json.dumps(
+            _strict({"settings": settings, "engine": result.engine, "rows": list(result.rows),
+                     "summary": summary}), indent=1, allow_nan=False))
+        plot_study(summary, stage / "sweep.png")
+        (stage / "sweep.md").write_text(f"# dmdidc smartgrid sweep\n\n```\n{table}\n```\n")
+    print(table)
     print(f"wrote {', '.join(str(out / name) for name in FILES)}")
     return 0
 
@@ -176,15 +179,28 @@ def _strict(value: Any) -> Any:
 
 
 def _table(summary: list[dict[str, Any]]) -> str:
+    """The console table; a missing number reads ``n/a`` and the legend under the table says
+    why (every repeat failed, or no repeat gave an interval)."""
+    from simulations.cli.common import known
+
     lines = [f"{'mechanism':<14} {'N':>6} {'delay':>5} {'eps':>6} | {'|err| med':>9} "
              f"{'q10':>8} {'q90':>8} {'failed':>6} {'plain':>8} {'cover':>5} "
              f"{'eps_hh':>7} {'time s':>7}"]
+    missing = False
     for e in summary:
         name = f"sas {e['alpha']:g}" if e["mechanism"] == "sas" else e["mechanism"]
+        cells = [known(e[key], pattern.format, "") for key, pattern in (
+            ("abs_error_median_T", "{:>9.3g}"), ("abs_error_q10_T", "{:>8.3g}"),
+            ("abs_error_q90_T", "{:>8.3g}"))]
+        plain = known(e["plain_abs_error_median_T"], "{:>8.3g}".format, "")
+        cover = known(e["coverage"], "{:>5.2f}".format, "")
+        epsilon = known(e["epsilon_household_max"], "{:>7.4g}".format, "")
+        missing |= "n/a" in "".join([*cells, plain, cover, epsilon])
         lines.append(
             f"{name:<14} {e['households']:>6} {e['delay_T']:>5g} {e['epsilon']:>6g} | "
-            f"{e['abs_error_median_T']:>9.3g} {e['abs_error_q10_T']:>8.3g} "
-            f"{e['abs_error_q90_T']:>8.3g} {e['failed']:>3}/{e['repeats']:<2} "
-            f"{e['plain_abs_error_median_T']:>8.3g} {e['coverage']:>5.2f} "
-            f"{e['epsilon_household_max']:>7.4g} {e['time_median_s']:>7.2f}")
+            f"{cells[0]:>9} {cells[1]:>8} {cells[2]:>8} {e['failed']:>3}/{e['repeats']:<2} "
+            f"{plain:>8} {cover:>5} {epsilon:>7} {e['time_median_s']:>7.2f}")
+    if missing:
+        lines.append("n/a: no repeat of that row gave the number (every fit failed: see "
+                     "'failed'; or no fit gave an interval to cover the delay)")
     return "\n".join(lines)

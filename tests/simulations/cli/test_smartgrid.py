@@ -97,3 +97,57 @@ def test_tiny_case_end_to_end(tmp_path, capsys):
     assert "wrote" in printed.out and "fleet delay" in printed.out
     assert main(argv) == 0
     assert "overwrote" in capsys.readouterr().err
+
+
+def _summary(rng):
+    """A case-study summary with every number present, then some of them missing (NaN)."""
+    names = ("fractional", "truncated", "naive", "mpc")
+    summary = {"households": 6, "epsilon": 1.0, "delta": 1e-5, "unit": "sample",
+               "mechanism": "gaussian", "dt_s": 900.0, "delay_true_s": 450.0,
+               "delay_identified_s": 455.0, "delay_error_T": 0.006,
+               "delay_note": "rank-deficient moments", "delay_identified_nonprivate_s": 451.0,
+               "attack_window": 8, "attack_error_plain": 1e-6, "attack_error_private": 0.4,
+               "attack_accuracy_plain": 0.9, "attack_accuracy_private": 0.5,
+               "voltage_min_pu": {"uncontrolled": 0.95, "controlled": 0.97},
+               "voltage_max_pu": {"uncontrolled": 1.02, "controlled": 1.01},
+               "timings_s": {"total": 12.0}, "control_notes": {}}
+    for suffix in ("", "_nonprivate"):
+        summary["tracking_rmse" + suffix] = {name: float(rng.uniform(0.1, 1)) for name in names}
+        summary["comfort_violation_Kh" + suffix] = {name: 0.1 for name in names}
+    if rng.random() < 0.5:                       # no private model: its delay and controllers
+        summary["delay_identified_s"] = summary["delay_error_T"] = float("nan")
+        summary["tracking_rmse"] = dict.fromkeys(names, float("nan"))
+        summary["comfort_violation_Kh"] = dict.fromkeys(names, float("nan"))
+        summary["control_notes"]["private"] = "no controller: no continuous part"
+        del summary["voltage_min_pu"]["controlled"], summary["voltage_max_pu"]["controlled"]
+    if rng.random() < 0.5:
+        summary["attack_error_private"] = float("nan")
+    return summary
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_console_explains_every_missing_number(seed):
+    """The reported failure: the smart-grid console printed a bare ``nan``."""
+    from simulations.cli.smartgrid import console_lines
+
+    rng = np.random.default_rng(seed)
+    summary = _summary(rng)
+    grid, attacks = bool(rng.random() < 0.7), bool(rng.random() < 0.7)
+    if not attacks:
+        for key in [k for k in summary if k.startswith("attack")]:
+            del summary[key]
+    if not grid:
+        summary["voltage_min_pu"], summary["voltage_max_pu"] = {}, {}
+    lines = console_lines(summary, grid=grid, attacks=attacks)
+    text = "\n".join(lines)
+    assert "nan" not in text.lower().replace("n/a", "")
+    for line in lines:
+        if "n/a" in line and "n/a (" not in line:
+            # a bare n/a in the controller table: the model's note follows the table
+            assert "model: n/a: no controller" in text
+    if not attacks:
+        assert "attacks: n/a (skipped: --no-attacks)" in text
+    if not grid:
+        assert "grid: n/a (skipped: --no-grid)" in text
+    if grid and "controlled" not in summary["voltage_min_pu"]:
+        assert "grid controlled: n/a (no controller ran on either model)" in text

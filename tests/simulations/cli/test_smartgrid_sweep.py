@@ -111,3 +111,19 @@ def test_dmdidc_smartgrid_group_registers_sweep():
 
     args = build_parser().parse_args(["smartgrid", "sweep", *TINY, "--serial"])
     assert args.handler is run_sweep_action and args.serial
+
+
+def test_the_sweep_table_explains_missing_numbers():
+    from simulations.cli.smartgrid_sweep import _table
+
+    row = {"mechanism": "sas", "alpha": 1.9, "households": 10, "delay_T": 0.5, "epsilon": 1.0,
+           "abs_error_median_T": float("nan"), "abs_error_q10_T": float("nan"),
+           "abs_error_q90_T": float("nan"), "failed": 3, "repeats": 3,
+           "plain_abs_error_median_T": 0.01, "coverage": float("nan"),
+           "epsilon_household_max": 1.0, "time_median_s": 0.5}
+    text = _table([row, {**row, "abs_error_median_T": 0.1, "abs_error_q10_T": 0.05,
+                         "abs_error_q90_T": 0.2, "failed": 0, "coverage": 0.9}])
+    assert "nan" not in text.replace("n/a", "")
+    assert text.splitlines()[-1].startswith("n/a: no repeat of that row gave the number")
+    assert "n/a" not in _table([{**row, "abs_error_median_T": 0.1, "abs_error_q10_T": 0.05,
+                                 "abs_error_q90_T": 0.2, "failed": 0, "coverage": 0.9}])
