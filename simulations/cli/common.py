@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["output_path", "json_number", "positive_vector", "per_channel", "summary_table",
-           "write_summary", "strict_json", "known"]
+           "write_summary", "write_table", "strict_json", "known"]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -199,10 +199,18 @@ def write_summary(path: Path, summary: Mapping[str, Any] | Sequence[Mapping[str,
     """Write ``summary`` as strict JSON to ``path`` and its table, under ``title``, beside it
     (the same name with ``.md``)."""
     path = Path(path)
-    table_path = path.with_suffix(".md")
     path.write_text(json.dumps(strict_json(summary), indent=2))
-    table_path.write_text(f"# {title}\n\n{summary_table(summary)}\n")
-    return path, table_path
+    return path, write_table(path.with_suffix(".md"), summary, title=title)
+
+
+def write_table(path: Path, summary: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str, *,
+                title: str) -> Path:
+    """Write a Markdown page: ``title``, then the table of ``summary`` (a preformatted text
+    table as is)."""
+    body = f"```\n{summary}\n```" if isinstance(summary, str) else summary_table(summary)
+    path = Path(path)
+    path.write_text(f"# {title}\n\n{body}\n")
+    return path
 
 
 def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from simulations.cli.common import _count, _seed, output_path
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import _count, _seed, output_path, write_table
 
 __all__ = ["add_demo_parser"]
 
@@ -39,16 +40,20 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     out = output_path(args.out, folder=True)
     config = StudyConfig(seed=args.seed, steps=args.steps)
-    out.mkdir(parents=True, exist_ok=True)
     total = 2 * len(config.delays_in_periods)
     with tqdm(total=total, desc="Figure 9.1", unit="run", file=sys.stderr) as bar:
         rows, runs = run_fractional_delay_study(
             config, progress=lambda message: (bar.set_postfix_str(message), bar.update(1)))
-    figure = plot_study(runs, out / "figure_9_1.png")
-    files = write_study(rows, config, out)
-    mismatch = _mismatch_figure(config, out)
-    print(format_table(rows))
-    print(f"\nwrote {figure}, {mismatch}, {files['json']}, {files['csv']}")
+    table = format_table(rows)
+    with staged_folder(out) as stage:
+        plot_study(runs, stage / "figure_9_1.png")
+        files = write_study(rows, config, stage)
+        _mismatch_figure(config, stage)
+        write_table(stage / "summary.md", table, title="dmdidc demo (Figure 9.1)")
+    print(table)
+    written = ["figure_9_1.png", "delay_mismatch.png", files["json"].name, files["csv"].name,
+               "summary.md"]
+    print(f"\nwrote {', '.join(str(out / name) for name in written)}")
     return 0
 
 

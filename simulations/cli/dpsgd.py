@@ -19,6 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import _bound, _count, _seed, write_table
+
 __all__ = ["add_dpsgd_actions", "run_dpsgd_action", "DEFAULT_HYPERPARAMETERS", "TUNING_GRID"]
 
 #: Hyperparameters used when none are given: the result of ``--tune`` (Gaussian noise,
@@ -52,27 +55,27 @@ def add_dpsgd_actions(actions: Any) -> None:
     study.add_argument("--model", choices=("logistic", "softmax", "mlp"), default=None,
                        help="default: softmax for digits, logistic for breast_cancer")
     study.add_argument("--out", required=True, help="output directory")
-    study.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0],
+    study.add_argument("--epsilons", type=_bound, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0],
                        help="target composed epsilons of a whole run")
     study.add_argument("--noises", nargs="+",
                        default=["gaussian", "sas_1.999", "sas_1.95", "sas_1.9", "sas_1.5"],
                        help="'gaussian' or 'sas_<alpha>' (alpha in [1, 2))")
-    study.add_argument("--scalar-accounting-alphas", type=float, nargs="*", default=[],
+    study.add_argument("--scalar-accounting-alphas", type=_bound, nargs="*", default=[],
                        help="also run SaS with the seed's scalar accountant (an over-claim "
                             "for vectors; reported with the certified epsilon); none to skip")
-    study.add_argument("--seeds", type=int, default=20, help="training seeds per cell")
-    study.add_argument("--delta", type=float, default=1e-5, help="target delta")
+    study.add_argument("--seeds", type=_count, default=20, help="training seeds per cell")
+    study.add_argument("--delta", type=_bound, default=1e-5, help="target delta")
     for name in _HYPER:
-        study.add_argument("--" + name.replace("_", "-"), type=float, default=None,
+        study.add_argument("--" + name.replace("_", "-"), type=_bound, default=None,
                            help="default: the tuned value for the dataset/model")
-    study.add_argument("--hidden", type=int, default=32, help="hidden units of the MLP")
-    study.add_argument("--split-seed", type=int, default=0, help="train/val/test split seed")
-    study.add_argument("--seed", type=int, default=0, help="training seed")
+    study.add_argument("--hidden", type=_count, default=32, help="hidden units of the MLP")
+    study.add_argument("--split-seed", type=_seed, default=0, help="train/val/test split seed")
+    study.add_argument("--seed", type=_seed, default=0, help="training seed")
     study.add_argument("--tune", action="store_true",
                        help="grid-search the hyperparameters not given on the validation split "
                             "first (one shared set for every noise)")
     study.add_argument("--tune-noise", default="gaussian", help="noise used for tuning")
-    study.add_argument("--tune-epsilon", type=float, default=2.0, help="epsilon for tuning")
+    study.add_argument("--tune-epsilon", type=_bound, default=2.0, help="epsilon for tuning")
     study.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
     aud = actions.add_parser(
@@ -86,17 +89,17 @@ def add_dpsgd_actions(actions: Any) -> None:
     aud.add_argument("--which", nargs="+", default=None,
                      help="audits to run (default: all; an unknown name is refused with the "
                           "list of choices, which the README gives too)")
-    aud.add_argument("--samples", type=int, default=1_000_000,
+    aud.add_argument("--samples", type=_count, default=1_000_000,
                      help="outputs per neighbour for scalar mechanisms")
-    aud.add_argument("--vector-samples", type=int, default=400_000,
+    aud.add_argument("--vector-samples", type=_count, default=400_000,
                      help="outputs per neighbour for the 16-dimensional SaS release")
-    aud.add_argument("--runs", type=int, default=20_000, help="DP-SGD runs per neighbour")
-    aud.add_argument("--statistics-samples", type=int, default=20_000,
+    aud.add_argument("--runs", type=_count, default=20_000, help="DP-SGD runs per neighbour")
+    aud.add_argument("--statistics-samples", type=_count, default=20_000,
                      help="privatized sufficient statistics per neighbour (one privatize call "
                           "each, ~0.3 ms)")
     aud.add_argument("--confidence", type=float, default=0.95,
                      help="probability that each lower bound holds")
-    aud.add_argument("--seed", type=int, default=0, help="random seed")
+    aud.add_argument("--seed", type=_seed, default=0, help="random seed")
     aud.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -108,14 +111,12 @@ def _progress(args: argparse.Namespace, desc: str):
 
 
 def _prepare_out(out: str) -> Path:
-    path = Path(out)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    from simulations.cli.common import output_path
+
+    return output_path(out, folder=True)
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    if path.exists():
-        print(f"overwriting {path}", file=sys.stderr)
     path.write_text(json.dumps(payload, indent=1))
 
 
@@ -141,27 +142,31 @@ def _run_study(args: argparse.Namespace) -> int:
                   "chosen": {k: getattr(config, k) for k in _HYPER}, "candidates": scores}
     summary = run_study(config, progress=_progress(args, "dpsgd"))
     summary["tuning"] = tuning
-    plot_study(summary, out / "accuracy_vs_epsilon.png")
     summary["figures"] = ["accuracy_vs_epsilon.png"]
-    _write_json(out / "summary.json", summary)
-    with open(out / "runs.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(summary["runs"][0]))
-        writer.writeheader()
-        writer.writerows(summary["runs"])
-    _print_table(summary)
+    table = _study_table(summary)
+    with staged_folder(out) as stage:
+        plot_study(summary, stage / "accuracy_vs_epsilon.png")
+        _write_json(stage / "summary.json", summary)
+        write_table(stage / "summary.md", table, title="dmdidc privacy dpsgd")
+        with open(stage / "runs.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(summary["runs"][0]))
+            writer.writeheader()
+            writer.writerows(summary["runs"])
+    print(table)
     return 0
 
 
-def _print_table(summary: dict) -> None:
+def _study_table(summary: dict) -> str:
     eps = [f"{e:g}" for e in summary["epsilons"]]
-    print(f"{'noise':>30} " + " ".join(f"{'eps=' + e:>17}" for e in eps))
+    lines = [f"{'noise':>30} " + " ".join(f"{'eps=' + e:>17}" for e in eps)]
     for label, cells in summary["accuracy"].items():
         row = " ".join(f"{100 * c['mean']:7.2f} +- {100 * (c['ci95_high'] - c['mean']):5.2f}"
                        for c in (cells[e] for e in eps))
-        print(f"{label:>30} {row}")
+        lines.append(f"{label:>30} {row}")
     if "non_private" in summary:
-        print(f"{'no noise (clipped)':>30} "
-              f"{100 * summary['non_private']['accuracy']['mean']:7.2f}")
+        lines.append(f"{'no noise (clipped)':>30} "
+                     f"{100 * summary['non_private']['accuracy']['mean']:7.2f}")
+    return "\n".join(lines)
 
 
 def _run_audit(args: argparse.Namespace) -> int:
@@ -173,16 +178,19 @@ def _run_audit(args: argparse.Namespace) -> int:
                          confidence=args.confidence, rng=args.seed,
                          progress=_progress(args, "audits"))
     out = _prepare_out(args.out)
-    plot_audits(records, out / "audits.png")
-    _write_json(out / "summary.json", {"audits": records, "figures": ["audits.png"]})
-    print(f"{'audit':>52} {'delta':>7} {'claimed':>8} {'lower bd':>8}  result")
+    lines = [f"{'audit':>52} {'delta':>7} {'claimed':>8} {'lower bd':>8}  result"]
     for r in records:
         if r["violation"]:
             flag = "VIOLATION" + ("" if r["claim_known_wrong"] else " (UNEXPECTED: a bug?)")
         else:
             flag = "not detected (claim known wrong)" if r["claim_known_wrong"] else "ok"
-        print(f"{r['name']:>52} {r['delta']:7.0e} {r['epsilon_claimed']:8.3f} "
-              f"{r['epsilon_lower_bound']:8.3f}  {flag}")
+        lines.append(f"{r['name']:>52} {r['delta']:7.0e} {r['epsilon_claimed']:8.3f} "
+                     f"{r['epsilon_lower_bound']:8.3f}  {flag}")
+    with staged_folder(out) as stage:
+        plot_audits(records, stage / "audits.png")
+        _write_json(stage / "summary.json", {"audits": records, "figures": ["audits.png"]})
+        write_table(stage / "summary.md", "\n".join(lines), title="dmdidc privacy audit")
+    print("\n".join(lines))
     return 0
 
 

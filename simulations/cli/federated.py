@@ -19,6 +19,9 @@ import argparse
 import sys
 from typing import Any
 
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import output_path, write_table
+
 __all__ = ["add_federated_parser", "run_experiment_command", "ALGORITHM_NAMES"]
 
 _DEFAULT_BUDGETS = (1.0, 2.0, 4.0, 8.0, 16.0)
@@ -138,6 +141,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     from simulations.studies.federated_experiments import ExperimentConfig
 
     _check(args)
+    out = output_path(args.out, folder=True)
     if args.algorithms is None:
         args.algorithms = ALGORITHM_NAMES
     config = ExperimentConfig(args.dataset, partition=args.partition, stagger=args.stagger,
@@ -154,32 +158,35 @@ def run_experiment_command(args: argparse.Namespace) -> int:
         def step(name: str) -> None:
             bar.set_postfix_str(name)
             bar.update(1)
-        if args.budget == "total":
-            sweep = run_budget_sweep(config, budgets, trials=args.trials, seed=args.seed,
-                                     algorithms=args.algorithms, progress=step)
-            summary = write_budget_sweep(sweep, args.out)
-        else:
-            result = run_experiment(config, trials=args.trials, seed=args.seed,
-                                    algorithms=args.algorithms, progress=step)
-            summary = write_experiment(result, args.out)
-    _print(summary, args)
+        with staged_folder(out) as stage:
+            if args.budget == "total":
+                sweep = run_budget_sweep(config, budgets, trials=args.trials, seed=args.seed,
+                                         algorithms=args.algorithms, progress=step)
+                summary = write_budget_sweep(sweep, stage)
+            else:
+                result = run_experiment(config, trials=args.trials, seed=args.seed,
+                                        algorithms=args.algorithms, progress=step)
+                summary = write_experiment(result, stage)
+            table = _table(summary, args)
+            write_table(stage / "summary.md", table,
+                        title=f"dmdidc federated experiment ({args.dataset})")
+    print(table)
+    print(f"wrote {out / 'summary.json'}, {out / 'summary.md'}")
     return 0
 
 
-def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
+def _table(summary: dict[str, Any], args: argparse.Namespace) -> str:
     names = [n for n in args.algorithms if n in summary]
     if args.budget == "total":
-        print("total epsilon  " + "  ".join(f"{n:>9}" for n in names))
+        lines = ["total epsilon  " + "  ".join(f"{n:>9}" for n in names)]
         for i, b in enumerate(summary["total_epsilon"]):
-            print(f"{b:13g}  " + "  ".join(f"{summary[n]['final_accuracy'][i]:9.3f}"
-                                             for n in names))
-    else:
-        print(f"{'algorithm':>10}  final accuracy  composed epsilon (max client)")
-        for n in names:
-            eps = summary[n]["epsilon_composed"]
-            print(f"{n:>10}  {summary[n]['final_accuracy']:14.3f}  "
-                  f"{max(eps) if eps else 0.0:.3g}")
-        print(f"{'central':>10}  {summary['centralized_accuracy']:14.3f}  (no privacy)")
-    for path in summary.get("overwritten", []):
-        print(f"overwrote {path}")
-    print(f"wrote {args.out}/summary.json")
+            lines.append(f"{b:13g}  " + "  ".join(f"{summary[n]['final_accuracy'][i]:9.3f}"
+                                                  for n in names))
+        return "\n".join(lines)
+    lines = [f"{'algorithm':>10}  final accuracy  composed epsilon (max client)"]
+    for n in names:
+        eps = summary[n]["epsilon_composed"]
+        lines.append(f"{n:>10}  {summary[n]['final_accuracy']:14.3f}  "
+                     f"{max(eps) if eps else 0.0:.3g}")
+    lines.append(f"{'central':>10}  {summary['centralized_accuracy']:14.3f}  (no privacy)")
+    return "\n".join(lines)

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from _toolbox.errors import ParameterError
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import output_path
 
 __all__ = ["add_serve_action", "run_serve"]
 
@@ -195,7 +197,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     plan = _plan(args)
     config = plan["run_config"]
-    out = Path(args.out)
+    out = output_path(args.out, folder=True)
     for name in ("result.json", "history.csv"):
         if (out / name).exists():
             print(f"overwriting {out / name}", file=sys.stderr)
@@ -224,7 +226,10 @@ def run_serve(args: argparse.Namespace) -> int:
             print("dmdidc federated serve: interrupted; every Flower process was stopped",
                   file=sys.stderr)
             return 130
-    _write_history(out / "history.csv", result)
+    # run_deployment writes result.json and the checkpoint itself (the checkpoint must
+    # survive a failed run: it is what --resume continues from); the table is ours
+    with staged_folder(out) as stage:
+        _write_history(stage / "history.csv", result)
     last = result.history[-1] if result.history else None
     print(f"{mode} run of {args.algorithm} on {clients} SuperNodes: "
           f"{len(result.history)} {unit}s, model version {result.state.version}"

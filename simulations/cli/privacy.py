@@ -25,7 +25,14 @@ import sys
 from typing import Any
 
 from simulations.cli.atomic import staged_file, staged_folder
-from simulations.cli.common import _bound, json_number, output_path, strict_json, summary_table
+from simulations.cli.common import (
+    _bound,
+    _count,
+    json_number,
+    output_path,
+    strict_json,
+    summary_table,
+)
 
 __all__ = ["add_privacy_parser", "run_privacy", "comparison_table"]
 
@@ -65,13 +72,13 @@ def add_privacy_parser(subparsers: Any) -> argparse.ArgumentParser:
     cal.add_argument("--epsilon", type=float, required=True, help="target composed epsilon")
 
     cmp_ = actions.add_parser("compare", help="calibrated scales: Gaussian vs SaS (seed claim)")
-    cmp_.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 3.0, 8.0],
+    cmp_.add_argument("--epsilons", type=_bound, nargs="+", default=[1.0, 3.0, 8.0],
                       help="target composed epsilons")
-    cmp_.add_argument("--alphas", type=float, nargs="+", default=[2.0, 1.999, 1.95],
+    cmp_.add_argument("--alphas", type=_bound, nargs="+", default=[2.0, 1.999, 1.95],
                       help="stability indices (2 = Gaussian; it is always the reference)")
-    cmp_.add_argument("--delta", type=float, default=1e-5, help="delta of the guarantee (> 0)")
-    cmp_.add_argument("--steps", type=int, default=1000, help="composed releases N")
-    cmp_.add_argument("--sampling-rate", type=float, default=1e-3,
+    cmp_.add_argument("--delta", type=_bound, default=1e-5, help="delta of the guarantee (> 0)")
+    cmp_.add_argument("--steps", type=_count, default=1000, help="composed releases N")
+    cmp_.add_argument("--sampling-rate", type=_bound, default=1e-3,
                       help="Poisson sampling probability q per release")
     cmp_.add_argument("--out", default=None,
                       help="also write the rows as JSON to this file (an existing file is "

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file, staged_folder
-from simulations.cli.common import output_path, per_channel, positive_vector, write_summary
+from simulations.cli.common import (
+    output_path,
+    per_channel,
+    positive_vector,
+    write_summary,
+    write_table,
+)
 from simulations.cli.identify import add_data_arguments, load_data
 
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
@@ -202,8 +208,7 @@ def _sweep(args: argparse.Namespace) -> int:
     with staged_folder(out) as stage:
         write_privacy_study(rows, summary, config, stage)
         plot_privacy_study(summary, stage / "privacy_study.png")
-        (stage / "privacy_study.md").write_text(f"# dmdidc privacy sweep\n\n```\n"
-                                                f"{_table(summary)}\n```\n")
+        write_table(stage / "privacy_study.md", _table(summary), title="dmdidc privacy sweep")
     print(_table(summary))
     print(f"\nwrote {out / 'privacy_study.csv'}, {out / 'privacy_study.json'}, "
           f"{out / 'privacy_study.md'}, {out / 'privacy_study.png'}")

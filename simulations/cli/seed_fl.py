@@ -15,10 +15,12 @@ Examples
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from simulations.cli.atomic import staged_folder
+from simulations.cli.common import output_path, summary_table, write_table
 
 __all__ = ["add_seed_fl_actions", "run_esn_attack", "run_sifl_study_cli"]
 
@@ -97,12 +99,6 @@ def _progress(total: int, desc: str):
     return bar, tick
 
 
-def _overwrite_note(out: Path) -> None:
-    if (out / "summary.json").exists():
-        print(f"note: overwriting {out / 'summary.json'} and the figures in {out}",
-              file=sys.stderr)
-
-
 def run_esn_attack(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated esn-attack``."""
     from simulations.studies.esn_attack import (
@@ -117,16 +113,24 @@ def run_esn_attack(args: argparse.Namespace) -> int:
                             snr=args.snr,
                             input_bound=args.input_bound, unit=args.unit,
                             observations=args.observations, delta=args.delta, seed=args.seed)
-    out = Path(args.out)
-    _overwrite_note(out)
+    out = output_path(args.out, folder=True)
     bar, tick = _progress(4 + 2 * config.trials, "esn-attack")
     with bar:
         result = run_esn_study(config, progress=tick)
-    written = plot_esn_study(result, out) + write_esn_study(result, out)
     keys = ("plain_relative_error", "private_relative_error", "private_epsilon",
             "private_delta", "privacy_unit", "noise_sigma", "sensitivity_l2_diameter")
-    print(json.dumps({k: result["summary"][k] for k in keys}, indent=2))
-    print("wrote " + ", ".join(str(p) for p in written))
+    return _finish(out, "dmdidc federated esn-attack", {k: result["summary"][k] for k in keys},
+                   lambda stage: plot_esn_study(result, stage) + write_esn_study(result, stage))
+
+
+def _finish(out: Path, title: str, shown: dict[str, Any], write) -> int:
+    """Write the study's files (``write(stage)`` returns their paths) and ``summary.md``
+    atomically into ``out``, print the table and the files."""
+    with staged_folder(out) as stage:
+        written = [Path(p).name for p in write(stage)]
+        write_table(stage / "summary.md", shown, title=title)
+    print(summary_table(shown))
+    print("wrote " + ", ".join(str(out / name) for name in [*written, "summary.md"]))
     return 0
 
 
@@ -145,17 +149,16 @@ def run_sifl_study_cli(args: argparse.Namespace) -> int:
                              scales=tuple(args.scales), epsilons=tuple(args.epsilons),
                              delta=args.delta, clip=args.clip, nbafl_seeds=args.nbafl_seeds,
                              seed=args.seed)
-    out = Path(args.out)
-    _overwrite_note(out)
+    out = output_path(args.out, folder=True)
     per_model = 6 * len(config.scales) + 1 + len(config.epsilons)
     bar, tick = _progress(1 + per_model * len(config.models) + len(config.scales), "sifl")
     with bar:
         result = run_sifl_study(config, progress=tick)
-    written = plot_sifl_study(result, out) + [write_sifl_study(result, out)]
     summary = result["summary"]
-    print(json.dumps({"max_abs_difference_vs_plain": summary["max_abs_difference_vs_plain"],
-                      "max_abs_difference_vs_plain_by_scale":
-                          summary["max_abs_difference_vs_plain_by_scale"],
-                      "accuracy": summary["accuracy"]}, indent=2))
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    shown = {"max_abs_difference_vs_plain": summary["max_abs_difference_vs_plain"],
+             "max_abs_difference_vs_plain_by_scale":
+                 summary["max_abs_difference_vs_plain_by_scale"],
+             "accuracy": summary["accuracy"]}
+    return _finish(out, "dmdidc federated sifl", shown,
+                   lambda stage: plot_sifl_study(result, stage) + [write_sifl_study(result,
+                                                                                    stage)])

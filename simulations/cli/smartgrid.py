@@ -112,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid run``."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path
+    from simulations.cli.common import output_path, write_table
     from simulations.smartgrid.case_study import run_case_study
     from simulations.smartgrid.config import ScenarioConfig
 
@@ -130,8 +130,7 @@ def run_command(args: argparse.Namespace) -> int:
                                  curve_epsilons=args.curve_epsilons,
                                  attacks=not args.no_attacks, progress=True)
         lines = console_lines(summary, grid=not args.no_grid, attacks=not args.no_attacks)
-        (stage / "summary.md").write_text("# dmdidc smartgrid run\n\n```\n"
-                                          + "\n".join(lines) + "\n```\n")
+        write_table(stage / "summary.md", "\n".join(lines), title="dmdidc smartgrid run")
     print("\n".join(lines))
     print(f"wrote {out}/summary.json, {out}/summary.md and the figures")
     return 0

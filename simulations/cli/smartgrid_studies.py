@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from simulations.cli.common import _bound, _count, _scale, _seed
+
 __all__ = ["add_study_actions", "MECHANISMS", "PRIVACY_UNITS", "REPORT_DEFAULTS"]
 
 #: ``dmdidc.private.MECHANISMS`` and ``PRIVACY_UNITS`` (the library's order), spelled out so that
@@ -55,19 +57,19 @@ def add_study_actions(actions: Any) -> None:
                     "on the foundations: identification variants, the reconstruction and "
                     "occupancy attacks, and the LV power flows; writes foundations.json.")
     report.add_argument("--config", help="scenario JSON (ScenarioConfig); flags override it")
-    report.add_argument("--households", type=int, help=f"fleet size (default {d['households']})")
-    report.add_argument("--days", type=int, help=f"identification days (default "
+    report.add_argument("--households", type=_count, help=f"fleet size (default {d['households']})")
+    report.add_argument("--days", type=_count, help=f"identification days (default "
                         f"{d['identification_days']})")
-    report.add_argument("--start-day", type=int, help=f"first day of the data, 0 = 1 January "
+    report.add_argument("--start-day", type=_seed, help=f"first day of the data, 0 = 1 January "
                         f"(default {d['start_day']})")
-    report.add_argument("--grid-day", type=int, help=f"day of the power flows, within the "
+    report.add_argument("--grid-day", type=_seed, help=f"day of the power flows, within the "
                         f"data (default {d['grid_day']})")
-    report.add_argument("--setback", type=float, help=f"away setback, K (default "
+    report.add_argument("--setback", type=_scale, help=f"away setback, K (default "
                         f"{d['setback_K']})")
-    report.add_argument("--excitation", type=float, help=f"excitation amplitude as a fraction "
+    report.add_argument("--excitation", type=_scale, help=f"excitation amplitude as a fraction "
                         f"of the heat pump's power (default {d['excitation']})")
-    report.add_argument("--seed", type=int, help=f"root seed (default {d['seed']})")
-    report.add_argument("--windows", type=int, nargs="+",
+    report.add_argument("--seed", type=_seed, help=f"root seed (default {d['seed']})")
+    report.add_argument("--windows", type=_count, nargs="+",
                         default=[8, 10, 12, 13, 14, 16, 24, 48, 96],
                         help="window lengths of the reconstruction attack")
     report.add_argument("--no-grid", action="store_true", help="skip the power flows")
@@ -81,25 +83,25 @@ def add_study_actions(actions: Any) -> None:
                     "against epsilon and window length, the occupancy attack against epsilon, "
                     "plain and privatized; writes attack_study.json, occupancy.csv, "
                     "reconstruction.csv and attack_study.png.")
-    attacks.add_argument("--households", type=int, default=40, help="fleet size")
-    attacks.add_argument("--days", type=int, default=28, help="days of data")
-    attacks.add_argument("--start-day", type=int, default=0, help="first day, 0 = 1 January")
-    attacks.add_argument("--setback", type=float, default=0.0, help="away setback, K")
-    attacks.add_argument("--excitation", type=float, default=d["excitation"],
+    attacks.add_argument("--households", type=_count, default=40, help="fleet size")
+    attacks.add_argument("--days", type=_count, default=28, help="days of data")
+    attacks.add_argument("--start-day", type=_seed, default=0, help="first day, 0 = 1 January")
+    attacks.add_argument("--setback", type=_scale, default=0.0, help="away setback, K")
+    attacks.add_argument("--excitation", type=_scale, default=d["excitation"],
                          help="excitation amplitude as a fraction of P_max")
-    attacks.add_argument("--epsilons", type=float, nargs="+",
+    attacks.add_argument("--epsilons", type=_bound, nargs="+",
                          default=[0.1, 1.0, 10.0, 100.0, 1000.0],
                          help="household budgets per unit (composed)")
-    attacks.add_argument("--windows", type=int, nargs="+", default=[12, 14, 16, 18, 24],
+    attacks.add_argument("--windows", type=_count, nargs="+", default=[12, 14, 16, 18, 24],
                          help="window lengths of attack (a), periods")
     attacks.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS),
                          choices=MECHANISMS, help="privacy mechanisms")
     attacks.add_argument("--unit", default="sample", choices=PRIVACY_UNITS, help="privacy unit")
-    attacks.add_argument("--window", type=int, default=None,
+    attacks.add_argument("--window", type=_count, default=None,
                          help="steps of a privacy window (--unit window)")
-    attacks.add_argument("--seeds", type=int, default=2, help="privacy-noise draws, attack (b)")
-    attacks.add_argument("--starts", type=int, default=3, help="windows per length, attack (a)")
-    attacks.add_argument("--seed", type=int, default=0, help="root seed")
+    attacks.add_argument("--seeds", type=_count, default=2, help="privacy-noise draws, attack (b)")
+    attacks.add_argument("--starts", type=_count, default=3, help="windows per length, attack (a)")
+    attacks.add_argument("--seed", type=_seed, default=0, help="root seed")
     attacks.add_argument("--out", default="out/attack_study", help="output folder")
     attacks.set_defaults(handler=run_attacks)
 
@@ -118,19 +120,22 @@ def add_study_actions(actions: Any) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid report``."""
-    from simulations.cli.common import output_path
+    from simulations.cli.atomic import staged_folder
+    from simulations.cli.common import output_path, summary_table, write_table
     from simulations.smartgrid.config import ScenarioConfig
     from simulations.smartgrid.report import run_foundations
 
-    output_path(args.out, folder=True)
+    out = output_path(args.out, folder=True)
     base = ScenarioConfig.load(args.config) if args.config else ScenarioConfig(households=20)
     overrides = {field: getattr(args, flag) for flag, field in _REPORT_FLAGS.items()
                  if getattr(args, flag) is not None}
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
-    summary = run_foundations(config, args.out, windows=args.windows, grid=not args.no_grid)
-    print(json.dumps({k: v for k, v in summary.items()
-                      if not k.startswith("identification_rows")}, indent=2))
-    print(f"wrote {args.out}/foundations.json")
+    with staged_folder(out) as stage:
+        summary = run_foundations(config, stage, windows=args.windows, grid=not args.no_grid)
+        shown = {k: v for k, v in summary.items() if not k.startswith("identification_rows")}
+        write_table(stage / "foundations.md", shown, title="dmdidc smartgrid report")
+    print(summary_table(shown))
+    print(f"wrote {out}/foundations.json, {out}/foundations.md")
     return 0
 
 
@@ -139,7 +144,8 @@ def run_attacks(args: argparse.Namespace) -> int:
     length), CSV + JSON + PNG."""
     import numpy as np
 
-    from simulations.cli.common import output_path
+    from simulations.cli.atomic import staged_folder
+    from simulations.cli.common import output_path, summary_table, write_table
     from simulations.smartgrid.attack_study import (
         attack_summary,
         chance_epsilon,
@@ -166,28 +172,34 @@ def run_attacks(args: argparse.Namespace) -> int:
     reconstruction = reconstruction_privacy_study(
         record, windows=args.windows, epsilons=args.epsilons, mechanisms=args.mechanisms,
         starts=args.starts, model=model, progress=True, rng=rng, **options)
-    out.mkdir(parents=True, exist_ok=True)
     result = {"settings": {key: getattr(args, key) for key in _ATTACK_SETTINGS},
               "summary": summary,
               "chance_epsilon": {m: chance_epsilon(occupancy, m) for m in args.mechanisms},
               "occupancy": occupancy, "reconstruction": reconstruction}
-    (out / "attack_study.json").write_text(json.dumps(result, indent=2, default=float))
-    _write_csv(occupancy, out / "occupancy.csv")
-    _write_csv(reconstruction, out / "reconstruction.csv")
-    plot_attacks(summary, out / "attack_study.png", occupancy_rows=occupancy)
-    print(json.dumps({k: v for k, v in summary.items() if k != "attack_trace"}, indent=2,
-                     default=float))
-    print(f"chance epsilon: {result['chance_epsilon']}")
-    print(f"wrote {out}/attack_study.json, occupancy.csv, reconstruction.csv, attack_study.png")
+    shown = {**{k: v for k, v in summary.items() if k != "attack_trace"},
+             "chance_epsilon": result["chance_epsilon"]}
+    shown = json.loads(json.dumps(shown, default=float))          # numpy scalars as numbers
+    with staged_folder(out) as stage:
+        (stage / "attack_study.json").write_text(json.dumps(result, indent=2, default=float))
+        _write_csv(occupancy, stage / "occupancy.csv")
+        _write_csv(reconstruction, stage / "reconstruction.csv")
+        plot_attacks(summary, stage / "attack_study.png", occupancy_rows=occupancy)
+        write_table(stage / "attack_study.md", shown, title="dmdidc smartgrid attacks")
+    print(summary_table(shown))
+    print(f"wrote {out}/attack_study.json, attack_study.md, occupancy.csv, reconstruction.csv, "
+          f"attack_study.png")
     return 0
 
 
 def run_extract(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid extract``."""
+    from simulations.cli.atomic import staged_file
     from simulations.smartgrid.make_extract import write_extract
     from simulations.smartgrid.profiles import EXTRACT_PATH
 
-    path = write_extract(EXTRACT_PATH if args.out is None else args.out)
+    path = Path(EXTRACT_PATH if args.out is None else args.out)
+    with staged_file(path) as staged:
+        write_extract(staged)
     print(f"wrote {path}: {path.stat().st_size / 1e6:.2f} MB")
     return 0
 

@@ -126,7 +126,7 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path
+    from simulations.cli.common import output_path, write_table
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,
         plot_study,
@@ -161,7 +161,7 @@ def run_sweep_action(args: argparse.Namespace) -> int:
             _strict({"settings": settings, "engine": result.engine, "rows": list(result.rows),
                      "summary": summary}), indent=1, allow_nan=False))
         plot_study(summary, stage / "sweep.png")
-        (stage / "sweep.md").write_text(f"# dmdidc smartgrid sweep\n\n```\n{table}\n```\n")
+        write_table(stage / "sweep.md", table, title="dmdidc smartgrid sweep")
     print(table)
     print(f"wrote {', '.join(str(out / name) for name in FILES)}")
     return 0

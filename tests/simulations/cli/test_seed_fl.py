@@ -40,7 +40,7 @@ def test_esn_attack_cli(tmp_path, capsys):
         assert saved["private_best"].shape == (1, 6)
         np.testing.assert_allclose(saved["plain_best"][0], saved["u"], rtol=1e-6)
     assert main(argv) == 0
-    assert "overwriting" in capsys.readouterr().err
+    assert "note: overwrote" in capsys.readouterr().err
 
 
 def test_sifl_cli(tmp_path):
