@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import signal
 import tempfile
 from pathlib import Path
@@ -24,7 +25,8 @@ from dmdidc import DelayedPlant, random_excitation
 from simulations.cli import main
 
 LIMIT_S = 20
-FUZZ = settings(max_examples=12, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=int(os.environ.get("DMDIDC_FUZZ_EXAMPLES", 8)), deadline=None,
+                derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -197,37 +199,56 @@ def test_privacy_accounting_with_odd_values(action, values, scale):
     run(argv)
 
 
-# ------------------------------------------------------------------ every other command
-HEAVY = {
-    "demo": ["demo", "--seed", "{bad}"],
-    "figures": ["privacy", "figures", "--which", "3.7", "--steps", "{bad}"],
-    "compare": ["privacy", "compare", "--steps", "{bad}"],
-    "dpsgd": ["privacy", "dpsgd", "--epsilons", "{bad}"],
-    "audit": ["privacy", "audit", "--samples", "{bad}"],
-    "private identify": ["privacy", "identify", "DATA", "--dt", "2", "--max-delay", "2",
-                         "--state-bound", "{bad}", "--input-bound", "1", "--epsilon", "1",
-                         "--delta", "1e-5"],
-    "private sweep": ["privacy", "sweep", "--samples", "{bad}"],
-    "experiment": ["federated", "experiment", "--rounds", "{bad}"],
-    "esn-attack": ["federated", "esn-attack", "--trials", "{bad}"],
-    "sifl": ["federated", "sifl", "--rounds", "{bad}"],
-    "serve": ["federated", "serve", "--clients", "{bad}"],
-    "federated identify": ["federated", "identify", "--seeds", "{bad}"],
-    "federated files": ["federated", "identify", "DATA", "--max-delay", "{bad}",
-                        "--state-bound", "5", "--input-bound", "1"],
-    "smartgrid run": ["smartgrid", "run", "--households", "{bad}"],
-    "smartgrid sweep": ["smartgrid", "sweep", "--epsilons", "{bad}"],
-    "smartgrid report": ["smartgrid", "report", "--windows", "{bad}"],
-    "smartgrid attacks": ["smartgrid", "attacks", "--households", "{bad}"],
-}
-BAD = ["0", "-1", "nan", "inf", "x", "", "1e308", "-1e308"]
+# ------------------------------------------------------------------ every numeric option
+def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
+    """(command words, option) for every option of every command that takes a number."""
+    import argparse
+
+    from simulations.cli import build_parser
+
+    def leaves(parser, prefix=()):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            yield prefix, parser
+            return
+        for name, sub in subs[0].choices.items():
+            yield from leaves(sub, prefix + (name,))
+
+    found = []
+    for prefix, parser in leaves(build_parser()):
+        for action in parser._actions:
+            if action.option_strings and action.nargs != 0 and not action.choices \
+                    and action.type not in (None, str) and action.dest != "help":
+                found.append((prefix, action.option_strings[-1]))
+    return found
 
 
-@settings(max_examples=24, deadline=None, derandomize=True)
-@given(command=st.sampled_from(sorted(HEAVY)), bad=st.sampled_from(BAD))
-def test_every_other_command_refuses_a_bad_value_before_any_work(files, command, bad):
-    argv = [str(files / "data.npz") if item == "DATA" else item.format(bad=bad)
-            for item in HEAVY[command]]
-    code, _ = run([*argv, "--out", str(files / "heavy")] if command != "serve" else
-                  [*argv, "--algorithm", "fedavg", "--out", str(files / "heavy")])
+NUMERIC = _numeric_options()
+#: Values no numeric option accepts.
+BAD = ["-1", "nan", "inf", "-inf", "x", ""]
+
+
+def test_the_numeric_options_are_many():
+    assert len(NUMERIC) > 100
+    assert {prefix[0] for prefix, _ in NUMERIC} == {"demo", "identify", "simulate", "privacy",
+                                                     "federated", "smartgrid"}
+
+
+@settings(max_examples=2 * FUZZ.max_examples, deadline=None, derandomize=True)
+@given(option=st.sampled_from(NUMERIC), bad=st.sampled_from(BAD))
+def test_every_numeric_option_refuses_a_bad_value_before_any_work(files, option, bad):
+    """A bad number is refused by its option (or the handler's first check): exit code 2 at
+    once, whatever the command (the studies would otherwise run for minutes)."""
+    prefix, flag = option
+    argv = [*prefix]
+    if prefix in (("identify",), ("privacy", "identify")):
+        argv.append(str(files / "data.npz"))
+    elif prefix == ("simulate",):
+        argv.append(str(files / "model.json"))
+    argv += [flag, bad]
+    if flag != "--out":
+        argv += ["--out", str(files / "numeric")]
+    if prefix == ("federated", "serve"):
+        argv += ["--algorithm", "fedavg"]
+    code, _ = run(argv)
     assert code == 2, argv
