@@ -170,7 +170,7 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     --------
     >>> import tempfile
     >>> path = Path(tempfile.mkdtemp()) / "x.csv"
-    >>> _ = path.write_text("t,x1\n0,1.5\n2,\n4,2.5\n")
+    >>> _ = path.write_text("t,x1\\n0,1.5\\n2,\\n4,2.5\\n")
     >>> table = read_csv_table(path, allow_missing=True)
     >>> table.names, table.values[:, 1].tolist(), table.lines.tolist()
     (('t', 'x1'), [1.5, nan, 2.5], [2, 3, 4])

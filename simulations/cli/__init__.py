@@ -9,7 +9,8 @@
 * ``privacy``: :mod:`~simulations.cli.privacy` with :mod:`~simulations.cli.dpsgd` and
   :mod:`~simulations.cli.private_identification`;
 * ``federated``: :mod:`~simulations.cli.federated` with :mod:`~simulations.cli.seed_fl`,
-  :mod:`~simulations.cli.flower` and :mod:`~simulations.cli.federated_identification`;
+  :mod:`~simulations.cli.flower` and :mod:`~simulations.cli.federated_identification` (with
+  :mod:`~simulations.cli.federated_files` for the users' files);
 * ``smartgrid``: :mod:`~simulations.cli.smartgrid` with :mod:`~simulations.cli.smartgrid_sweep`.
 
 Building the parser imports nothing heavy, so ``dmdidc --help`` starts fast.
