@@ -29,7 +29,7 @@ from simulations.cli.common import (
     write_summary,
     write_table,
 )
-from simulations.cli.identify import add_data_arguments, load_data
+from simulations.cli.identify import add_data_arguments, load_data, refuse_delay_at_bound
 
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
 
@@ -134,6 +134,7 @@ def _identify(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit_statistics(private, dt=args.dt)
+    refuse_delay_at_bound(estimator, "--max-delay")
     model = estimator.model_
     path = Path(args.out)
     print(f"data: n = {n} states, m = {m} inputs, {stats.n_samples} regression "

@@ -130,3 +130,15 @@ def test_values_whose_squares_overflow_are_refused_with_the_cause(tmp_path, caps
     err = capsys.readouterr().err
     assert "x2 reaches 1e+308 at sample 17" in err and "overflow" in err
     assert "Eigenvalues" not in err
+
+
+def test_privacy_identify_reads_tables_and_refuses_a_delay_at_the_bound(tmp_path, capsys):
+    path, _, _, _ = table(tmp_path, 9, samples=2000, delay=5.0)          # 2.5 periods
+    private = ["privacy", "identify", str(path), "--inputs", "u1,u2", "--state-bound", "20",
+               "--input-bound", "1", "--epsilon", "1e4", "--delta", "1e-5", "--seed", "0",
+               "--out", str(tmp_path / "private.json")]
+    assert main([*private, "--max-delay", "2"]) == 2
+    assert "--max-delay 2 is too small" in capsys.readouterr().err
+    assert main([*private, "--max-delay", "4", "--json", str(tmp_path / "s.json")]) == 0
+    assert DelayedPlant.load(tmp_path / "private.json").delay_steps.tolist() == [2, 2]
+    assert (tmp_path / "s.md").read_text().startswith("# dmdidc privacy identify")
