@@ -5,8 +5,9 @@ Each command or command group lives in its own module of :mod:`simulations.cli` 
 its parser on the root's ``add_subparsers`` object; shared helpers are in
 :mod:`simulations.cli.common` (the groups never import this module).  Parsing and ``--help``
 import no heavy package (cvxpy, matplotlib, scipy.stats): each handler imports what it needs.
-Every option either takes effect or is refused with a one-line error (exit code 2); output
-files that already existed are listed on stderr after being overwritten.
+Every option either takes effect or is refused with a one-line error (exit code 2); outputs
+are written atomically (:mod:`simulations.cli.atomic`: a failing run changes no file), and
+output files that already existed are listed on stderr after being overwritten.
 """
 
 from __future__ import annotations
