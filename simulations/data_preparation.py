@@ -95,8 +95,10 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     dt : float, optional
         The sampling period; checked against the time column's, which it defaults to.
     outputs : str, optional
-        Reserved for output identification (y = C x), which the files cannot select yet:
-        refused.
+        Output identification (``y = C x``, fewer signals than states): the measured columns of
+        a CSV table (or ``"all"``: every column but the time and the inputs; with an ``.npz``
+        archive or two CSV files, ``"all"`` reads the states as outputs).  They are returned
+        where the states would be (``X``); not with ``states``.
 
     Returns
     -------
@@ -126,10 +128,18 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     """
     if missing not in MISSING_POLICIES:
         raise ParameterError(f"missing must be one of {MISSING_POLICIES}; got {missing!r}")
-    if outputs is not None:
-        raise ParameterError(f"--outputs {outputs!r}: output identification (y = C x) is not "
-                             f"available from data files yet; select the measured signals as "
-                             f"--states, or use dmdidc.OutputDMDidc from Python")
+    if outputs is not None:        # measured outputs y = C x: read where the states would be
+        if states is not None:
+            raise ParameterError(f"give --outputs (measured signals y = C x, output "
+                                 f"identification) or --states (every state measured), not "
+                                 f"both; got --states {states!r} and --outputs {outputs!r}")
+        if data is None or not is_table(data):
+            if outputs != "all":
+                raise ParameterError(f"--outputs {outputs!r} names columns of a CSV table; with "
+                                     f"an .npz archive or two CSV files, --outputs all reads "
+                                     f"the state array or file as the measured outputs")
+        else:
+            states = None if outputs == "all" else outputs
     if dt is not None and not (math.isfinite(dt) and dt > 0):
         raise ParameterError(f"--dt must be a finite number > 0; got {dt!r}")
     if data is not None and is_table(data):

@@ -51,6 +51,7 @@ class LagMoments:
     n_experiments: int
     n_outputs: int
     feedthrough: bool
+    offset: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class StructuredFit:
     B_c : ndarray, shape (n, m)
     D : ndarray, shape (ny, m)
     initial_states : ndarray, shape (E, n)
+    offset : ndarray, shape (ny,)
+        Constant output offset (zero unless estimated).
     rss : float
     dof : int
     covariance : ndarray
@@ -74,6 +77,7 @@ class StructuredFit:
     B_c: np.ndarray
     D: np.ndarray
     initial_states: np.ndarray
+    offset: np.ndarray
     rss: float
     dof: int
     covariance: np.ndarray
@@ -95,8 +99,10 @@ def impulse_response(A: np.ndarray, C: np.ndarray, length: int) -> np.ndarray:
 
 
 def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int,
-                feedthrough: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lag responses (T, ny, (R+1) m n), initial-state responses (T, ny, n), feedthrough rows."""
+                feedthrough: bool, offset: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lag responses (T, ny, (R+1) m n), initial-state responses (T, ny, n), and the direct
+    rows: feedthrough ``D`` (ny m), then a constant output offset (ny)."""
     ny, n = C.shape
     m, K = U.shape
     T = K - R
@@ -108,21 +114,24 @@ def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: i
     blocks[1:] = conv.transpose(2, 3, 0, 1, 4)
     direct = (np.einsum("ab,tk->tabk", np.eye(ny), U[:, R:].T).reshape(T, ny, ny * m)
               if feedthrough else np.zeros((T, ny, 0)))
+    if offset:
+        direct = np.concatenate([direct, np.broadcast_to(np.eye(ny), (T, ny, ny))], axis=2)
     return blocks.reshape(T, ny, -1), h, direct
 
 
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
-                C: np.ndarray, max_delay: int, *, feedthrough: bool = False) -> LagMoments:
+                C: np.ndarray, max_delay: int, *, feedthrough: bool = False,
+                offset: bool = False) -> LagMoments:
     """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``."""
     ny, n = C.shape
     m, R, E = experiments[0][1].shape[0], max_delay, len(experiments)
     n_block = (R + 1) * m * n
-    width = n_block + E * n + (ny * m if feedthrough else 0)
+    width = n_block + E * n + (ny * m if feedthrough else 0) + (ny if offset else 0)
     normal = np.zeros((width, width))
     moment = np.zeros(width)
     energy, rows = 0.0, 0
     for e, (Y, U) in enumerate(experiments):
-        lags, initial, direct = _regressors(Y, U, A, C, R, feedthrough)
+        lags, initial, direct = _regressors(Y, U, A, C, R, feedthrough, offset)
         full = np.zeros((lags.shape[0], ny, width))
         full[:, :, :n_block] = lags
         full[:, :, n_block + e * n:n_block + (e + 1) * n] = initial
@@ -135,7 +144,7 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
         rows += target.size
     return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
                       n_inputs=m, max_delay=R, n_experiments=E, n_outputs=ny,
-                      feedthrough=feedthrough)
+                      feedthrough=feedthrough, offset=offset)
 
 
 def _hold(A_c: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +274,8 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     # White noise of equal variance in every (scaled) output: sigma^2 (S^T Phi^T Phi S)^-1.
     covariance = rss / dof * np.linalg.pinv(S.T @ moments.normal @ S)
     return StructuredFit(delays=delays.copy(), B_c=theta[:m * n].reshape(m, n).T,
-                         D=theta[m * n + E * n:].reshape(ny, m) if moments.feedthrough
-                         else np.zeros((ny, m)),
+                         D=theta[m * n + E * n:m * n + E * n + ny * m].reshape(ny, m)
+                         if moments.feedthrough else np.zeros((ny, m)),
+                         offset=theta[theta.size - ny:] if moments.offset else np.zeros(ny),
                          initial_states=theta[m * n:m * n + E * n].reshape(E, n), rss=rss,
                          dof=dof, covariance=covariance)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,6 +109,9 @@ class OutputDMDidc:
     max_order : int, default 10
     feedthrough : bool, default False
         Estimate ``D`` (outputs that react to the input within the same sample).
+    offset : bool, default True
+        Estimate a constant output offset ``y_k = C x_k + D u_k + c`` (sensor offsets, data in
+        absolute units, inputs around a non-zero operating point): ``offset_``.
     detrend : {False, "constant"}, default False
         Remove each experiment's mean from outputs and inputs (data in absolute units).
     significance : float, default 1e-3
@@ -128,6 +133,8 @@ class OutputDMDidc:
         Eigenvalues of ``A_c``.
     noise_std_ : ndarray, shape (l,)
         Output residual standard deviations.
+    offset_ : ndarray, shape (l,)
+        Constant output offset (zero with ``offset=False``).
     initial_states_ : ndarray, shape (E, n)
         State at sample ``max_delay`` of each experiment.
 
@@ -145,13 +152,14 @@ class OutputDMDidc:
     """
 
     def __init__(self, max_delay: int, order: int | None = None, *, horizon: int | None = None,
-                 max_order: int = 10, feedthrough: bool = False, detrend: str | bool = False,
-                 significance: float = 1e-3) -> None:
+                 max_order: int = 10, feedthrough: bool = False, offset: bool = True,
+                 detrend: str | bool = False, significance: float = 1e-3) -> None:
         self.max_delay = max_delay
         self.order = order
         self.horizon = horizon
         self.max_order = max_order
         self.feedthrough = feedthrough
+        self.offset = offset
         self.detrend = detrend
         self.significance = significance
 
@@ -165,8 +173,9 @@ class OutputDMDidc:
                                                               minimum=2))
         if self.detrend not in (False, "constant"):
             raise ParameterError(f"detrend={self.detrend!r}; accepted: False or 'constant'")
-        if not isinstance(self.feedthrough, bool):
-            raise ParameterError(f"feedthrough={self.feedthrough!r}; accepted: True or False")
+        for name in ("feedthrough", "offset"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(f"{name}={getattr(self, name)!r}; accepted: True or False")
         if not 0.0 < float(self.significance) < 1.0:
             raise ParameterError(f"significance={self.significance!r}; accepted: (0, 1)")
         return R, order, horizon, max_order
@@ -208,7 +217,7 @@ class OutputDMDidc:
         scale = np.sqrt(np.mean(np.hstack([Yi for Yi, _ in experiments]) ** 2, axis=1))
         scale = np.where(scale > 0, scale, 1.0)
         scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
-        basis = subspace_basis(scaled, R, horizon=horizon)
+        basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset)
         self.dt, self.scale_ = dt, scale
         n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
         self._finish(n, start, refined, basis, R)
@@ -220,11 +229,13 @@ class OutputDMDidc:
         A_d, C = basis.dynamics(n)
         A_d = _with_real_logarithm(A_d)
         A_c = continuous_state_matrix(A_d, dt)
-        moments = lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough)
+        moments = lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough,
+                              offset=self.offset)
         start = structured_fit(moments, A_c, dt, profile_delays(moments, A_c, dt))
         refined = refine(experiments, dt, R, A_c=A_c, C=C, B_c=start.B_c, delays=start.delays,
                          initial_states=start.initial_states,
-                         D=start.D if self.feedthrough else None)
+                         D=start.D if self.feedthrough else None,
+                         offset=start.offset if self.offset else None)
         if refined.rss <= _EXACT * moments.energy:
             return start, refined, 1.0, "the model reproduces the outputs to rounding"
         p_value, sentence = residual_input_test(experiments, refined, dt, R,
@@ -290,6 +301,7 @@ class OutputDMDidc:
         self.A_d = linalg.expm(self.A_c * dt)
         self.C = refined.C * self.scale_[:, None]
         self.D = refined.D * self.scale_[:, None]
+        self.offset_ = refined.offset * self.scale_
         self.delay_steps = np.floor(self.delay / dt + 1e-12).astype(int)
         self.delay_fraction = self.delay / dt - self.delay_steps
         self.initial_states_ = refined.initial_states
@@ -372,7 +384,7 @@ class OutputDMDidc:
         plant = self.plant()
         x0 = np.zeros(self.order_) if x0 is None else check_finite_array("x0", x0, ndim=1)
         X = plant.simulate(x0, U)[:, :-1]
-        return self.C @ X + self.D @ U
+        return self.C @ X + self.D @ U + self.offset_[:, None]
 
     def plant(self):
         """The state part as a :class:`~dmdidc.DelayedPlant` (its states are this basis')."""
@@ -386,6 +398,64 @@ class OutputDMDidc:
         """:meth:`plant`, so that controllers accept the estimator as a model
         (:class:`~controllers.DelayedKalmanObserver` also reads ``C`` and ``noise_std_``)."""
         return self.plant()
+
+    #: Identifies the JSON files :meth:`save` writes.
+    FILE_FORMAT = "dmdidc-output-model"
+
+    def save(self, path: str | Path, *, level: float = 0.95) -> Path:
+        """Write the identified model as JSON: plant, delays with their intervals, eigenvalues
+        with standard errors, order and how it was chosen, settings (:meth:`load` reads it)."""
+        self._check_fitted()
+        intervals = self.delay_ci(level)
+        record = {
+            "format": self.FILE_FORMAT, "format_version": 1, "dt": self.dt,
+            "A_c": self.A_c.tolist(), "B_c": self.B_c.tolist(), "C": self.C.tolist(),
+            "D": self.D.tolist(), "offset": self.offset_.tolist(),
+            "delay": self.delay.tolist(),
+            "delay_interval": intervals.tolist(), "interval_level": level,
+            "delay_se": self.delay_se_.tolist(),
+            "eigenvalues": [[v.real, v.imag] for v in self.eigenvalues_],
+            "eigenvalue_se": self.eigenvalue_se_.tolist(),
+            "noise_std": self.noise_std_.tolist(), "order": self.order_,
+            "singular_values": self.singular_values_.tolist(), "noise_edge": self.noise_edge_,
+            "horizon": self.horizon_,
+            "order_rule": self.order_rule_, "basis": "canonical variates (only eigenvalues, "
+            "delays and the transfer function are unique)",
+            "settings": {"max_delay": self.max_delay, "order": self.order,
+                         "horizon": self.horizon, "max_order": self.max_order,
+                         "feedthrough": self.feedthrough, "offset": self.offset,
+                         "detrend": self.detrend,
+                         "significance": self.significance},
+        }
+        path = Path(path)
+        path.write_text(json.dumps(record, indent=1))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> OutputDMDidc:
+        """A fitted estimator from a file of :meth:`save` (predict, plant, controllers work;
+        the data-dependent intervals are read back as stored)."""
+        record = json.loads(Path(path).read_text())
+        if record.get("format") != cls.FILE_FORMAT:
+            raise ParameterError(f"{str(path)!r} is not an OutputDMDidc model file (format "
+                                 f"{record.get('format')!r}; expected {cls.FILE_FORMAT!r})")
+        est = cls(**record["settings"])
+        est.dt = float(record["dt"])
+        est.A_c, est.B_c = np.array(record["A_c"]), np.array(record["B_c"])
+        est.C, est.D = np.array(record["C"]), np.array(record["D"])
+        est.offset_ = np.array(record["offset"])
+        est.A_d = linalg.expm(est.A_c * est.dt)
+        est.delay = np.array(record["delay"])
+        est.delay_steps = np.floor(est.delay / est.dt + 1e-12).astype(int)
+        est.delay_fraction = est.delay / est.dt - est.delay_steps
+        est.delay_se_ = np.array(record["delay_se"])
+        est.eigenvalues_ = np.array([complex(*v) for v in record["eigenvalues"]])
+        est.eigenvalue_se_ = np.array(record["eigenvalue_se"])
+        est.noise_std_ = np.array(record["noise_std"])
+        est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
+        est.singular_values_ = np.array(record["singular_values"])
+        est.noise_edge_, est.horizon_ = float(record["noise_edge"]), int(record["horizon"])
+        return est
 
     def plot_singular_values(self, ax=None):
         """Canonical correlations with the noise edge and the chosen order; returns the Figure."""

@@ -38,6 +38,7 @@ class Refined:
     delays: np.ndarray
     initial_states: np.ndarray
     D: np.ndarray
+    offset: np.ndarray
     covariance: np.ndarray
     rss: float
     dof: int
@@ -45,9 +46,9 @@ class Refined:
     converged: bool
 
 
-def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool) -> dict:
+def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool) -> dict:
     sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m, "x0": E * n,
-             "D": ny * m if feedthrough else 0}
+             "D": ny * m if feedthrough else 0, "offset": ny if offset else 0}
     layout, start = {}, 0
     for name, size in sizes.items():
         layout[name] = slice(start, start + size)
@@ -63,7 +64,8 @@ def _unpack(theta: np.ndarray, layout: dict, n: int, ny: int, m: int, E: int):
     delays = theta[layout["delays"]]
     x0 = theta[layout["x0"]].reshape(E, n)
     D = theta[layout["D"]].reshape(ny, m) if layout["D"].stop > layout["D"].start else None
-    return A_c, C, B_c, delays, x0, D
+    offset = theta[layout["offset"]] if layout["offset"].stop > layout["offset"].start else None
+    return A_c, C, B_c, delays, x0, D, offset
 
 
 #: Residual of a diverged trial (squares of many stay finite).
@@ -107,7 +109,7 @@ def _simulated(A_d: np.ndarray, C: np.ndarray, v: np.ndarray, x0: np.ndarray) ->
     return y
 
 
-def _predicted(A_c, C, B_c, delays, x0, D, experiments, dt: float, R: int) -> list:
+def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: int) -> list:
     A_d = linalg.expm(A_c * dt)
     pairs = [pair_of(A_c, dt, float(min(max(r, 0.0), R * dt))) for r in delays]
     outputs = []
@@ -115,21 +117,25 @@ def _predicted(A_c, C, B_c, delays, x0, D, experiments, dt: float, R: int) -> li
         y = _simulated(A_d, C, _state_inputs(U, B_c, pairs, R), x0[e])
         if D is not None:
             y = y + U[:, R:].T @ D.T
+        if offset is not None:
+            y = y + offset
         outputs.append(y)
     return outputs
 
 
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
-           D: np.ndarray | None, max_evaluations: int = 60) -> Refined:
+           D: np.ndarray | None, offset: np.ndarray | None = None,
+           max_evaluations: int = 60) -> Refined:
     """Joint output-error fit from a starting point (module notes)."""
     n, ny, m, E = A_c.shape[0], C.shape[0], B_c.shape[1], len(experiments)
     feedthrough = D is not None
-    layout = _layout(n, ny, m, E, feedthrough)
+    layout = _layout(n, ny, m, E, feedthrough, offset is not None)
     targets = np.concatenate([Y[:, R:].T.ravel() for Y, _ in experiments])
     theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays,
                              np.asarray(initial_states).ravel()]
-                            + ([D.ravel()] if feedthrough else []))
+                            + ([D.ravel()] if feedthrough else [])
+                            + ([np.asarray(offset, dtype=float)] if offset is not None else []))
     lower = np.full(theta0.size, -np.inf)
     upper = np.full(theta0.size, np.inf)
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
@@ -156,9 +162,10 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     rss = float(result.fun @ result.fun)
     dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
     covariance = rss / dof * np.linalg.pinv(J.T @ J, rcond=1e-10, hermitian=True)
-    A_c, C, B_c, delays, x0, D = _unpack(theta, layout, n, ny, m, E)
+    A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
-                   D=np.zeros((ny, m)) if D is None else D, covariance=covariance, rss=rss,
+                   D=np.zeros((ny, m)) if D is None else D,
+                   offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
                    dof=dof, layout=layout, converged=bool(result.status > 0))
 
 
@@ -188,7 +195,8 @@ def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, 
     with np.errstate(over="ignore", invalid="ignore"):
         predicted = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
                                refined.initial_states,
-                               None if not refined.D.any() else refined.D, experiments, dt, R)
+                               None if not refined.D.any() else refined.D, refined.offset,
+                               experiments, dt, R)
     rows, targets = [], []
     for (Y, U), y in zip(experiments, predicted, strict=True):
         residual = Y[:, R:].T - y                                   # (T, ny)

@@ -122,8 +122,11 @@ def noise_edge(columns: int, n_future: int, n_past: int) -> float:
 
 
 def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
-                   horizon: int) -> SubspaceBasis:
+                   horizon: int, offset: bool = False) -> SubspaceBasis:
     """The canonical variates of output experiments ``(Y (ny, K), U (m, K))``.
+
+    ``offset``: a constant row joins the projected-out inputs (a constant output offset is
+    then no dynamics).
 
     Raises
     ------
@@ -139,6 +142,8 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
             f"max_delay={R}; the longest has {max(Y.shape[1] for Y, _ in experiments)}: record "
             f"longer or lower horizon")
     U_f, past, Y_f = (np.hstack(parts) for parts in zip(*blocks, strict=True))
+    if offset:       # a constant output offset is projected out with the inputs, not a mode
+        U_f = np.vstack([U_f, np.ones((1, U_f.shape[1]))])
     columns = U_f.shape[1]
     a, b, c = U_f.shape[0], past.shape[0], Y_f.shape[0]
     if columns < 2 * (a + b + c):

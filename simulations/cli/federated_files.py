@@ -120,10 +120,12 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
     import math
 
     from _toolbox.errors import DimensionError, ParameterError
+    from simulations.cli.identify import refuse_outputs
     from simulations.data_preparation import is_table, read_identification_data
 
     if len(args.files) < 1:
         raise ParameterError("give one data file per client")
+    refuse_outputs(args)
     clients, periods = [], []
     for path in args.files:
         table = is_table(path)

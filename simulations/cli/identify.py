@@ -15,7 +15,7 @@ from simulations.cli.atomic import staged_file
 from simulations.cli.common import _seed, output_path
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
-           "refuse_delay_at_bound"]
+           "refuse_delay_at_bound", "refuse_outputs"]
 
 
 def _max_delay(text: str) -> int | None:
@@ -98,8 +98,10 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                                                  "with a CSV table: ")
                              + "its input columns (required)")
     parser.add_argument("--outputs",
-                        help="reserved for output identification (y = C x): not available "
-                             "from data files yet, refused")
+                        help="output identification (y = C x, fewer measured signals than "
+                             "states; OutputDMDidc): the CSV table's measured columns, or "
+                             "'all' (every column but the time and the inputs; with .npz or "
+                             "two files: the states array or file); not with --states")
     parser.add_argument("--time", metavar="COLUMN",
                         help="the time column of the CSV file(s) (name or 1-based number), or "
                              "'none'; default: a column named time, t or timestamp (a time "
@@ -113,11 +115,14 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                              "(required without a time column)")
 
 
-def load_data(args: argparse.Namespace):
+def load_data(args: argparse.Namespace, *, outputs: bool = False):
     """The data of ``args`` (:class:`~simulations.data_preparation.IdentificationData`), its
-    notes printed, and the sampling period decided (``args.dt`` set)."""
+    notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
+    identifies from measured outputs (``--outputs``); the others refuse it."""
     from _toolbox.errors import ParameterError
     from simulations.data_preparation import read_identification_data
+
+    refuse_outputs(args, accepted=outputs)
 
     data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
                                     time=args.time, missing=args.missing, dt=args.dt,
@@ -130,6 +135,16 @@ def load_data(args: argparse.Namespace):
     for note in data.notes:
         print(f"data: {note}")
     return data
+
+
+def refuse_outputs(args: argparse.Namespace, *, accepted: bool = False) -> None:
+    """``--outputs`` is output identification: only ``dmdidc identify`` does it."""
+    from _toolbox.errors import ParameterError
+
+    if getattr(args, "outputs", None) is not None and not accepted:
+        raise ParameterError(f"--outputs {args.outputs!r}: output identification (y = C x) is "
+                             f"done by 'dmdidc identify --outputs'; this command needs every "
+                             f"state measured (--states)")
 
 
 def _check_magnitude(data) -> None:
@@ -167,15 +182,17 @@ def _load_reference(path: str, samples: int) -> np.ndarray:
 def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
-    from dmdidc import DMDidc, check_excitation
+    from dmdidc import DMDidc
 
     # DMDidc refuses --significance beside --block-rtol where it would change nothing
     test = {"significance": args.significance, "block_rtol": args.block_rtol}
     output_path(args.out, folder=False)
     if args.residuals is not None:
         output_path(args.residuals, folder=False)
-    data = load_data(args)
+    data = load_data(args, outputs=True)
     X, U = data.arrays
+    if args.outputs is not None:
+        return _run_identify_outputs(args, data)
     if args.reference is not None and len(data.X) > 1:
         from _toolbox.errors import ParameterError
 
@@ -195,7 +212,15 @@ def _run_identify(args: argparse.Namespace) -> int:
     with staged_file(args.out) as staged:
         model.save(staged)
     path = Path(args.out)
-    np.set_printoptions(precision=6, suppress=True)
+    with np.printoptions(precision=6, suppress=True):
+        _report(args, estimator, model, X, U, caught)
+    print(f"wrote {path}")
+    return 0
+
+
+def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> None:
+    from dmdidc import check_excitation
+
     print(check_excitation(X, U, estimator.max_delay_))
     regression = estimator.regression_
     print(f"regression ({regression.estimator}): rank {regression.rank}, condition number "
@@ -226,7 +251,64 @@ def _run_identify(args: argparse.Namespace) -> int:
         print(f"wrote {args.residuals}")
     for warning in caught:
         print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
-    print(f"wrote {path}")
+
+
+#: Options of the state fit that output identification does not take (name: default).
+_STATE_ONLY = {"reference": None, "estimator": "auto", "method": "auto", "svd_rank": None,
+               "block_rtol": None, "residuals": None, "significance": None}
+
+
+def _run_identify_outputs(args: argparse.Namespace, data) -> int:
+    """``identify --outputs``: :class:`~dmdidc.OutputDMDidc` on the measured outputs."""
+    import warnings
+
+    from _toolbox.errors import ParameterError
+    from dmdidc import OutputDMDidc
+
+    given = [name for name, default in _STATE_ONLY.items()
+             if getattr(args, name, default) != default]
+    if given:
+        raise ParameterError(f"--outputs (output identification) does not take "
+                             f"{', '.join('--' + g.replace('_', '-') for g in given)}: they "
+                             f"configure the state fit")
+    if args.max_delay is None:
+        raise ParameterError("--outputs needs an integer --max-delay (the bound is not chosen "
+                             "automatically for outputs)")
+    if args.detrend not in ("auto", "none", "constant"):
+        raise ParameterError(f"--outputs takes --detrend auto (estimate a constant output "
+                             f"offset), none or constant; got {args.detrend}")
+    check_delay_memory(args.max_delay, data)
+    # auto: a constant output offset is estimated (the operating point of the outputs)
+    estimator = OutputDMDidc(max_delay=args.max_delay, offset=args.detrend != "none",
+                             detrend="constant" if args.detrend == "constant" else False)
+    Y, U = data.arrays
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(Y, U, dt=args.dt)
+    top = args.max_delay * args.dt
+    at_bound = [i for i, r in enumerate(estimator.delay) if r >= top - 0.05 * args.dt]
+    if at_bound:
+        raise ParameterError(f"--max-delay {args.max_delay} is too small: the delay of input(s) "
+                             f"{at_bound} reached the bound {top:g} s; raise --max-delay (no "
+                             f"model written)")
+    with staged_file(args.out) as staged:
+        estimator.save(staged, level=args.level)
+    intervals = estimator.delay_ci(args.level)
+    with np.printoptions(precision=6, suppress=True):
+        print(f"output identification (OutputDMDidc): {estimator.order_rule_}")
+        for i, (delay, (low, high)) in enumerate(zip(estimator.delay, intervals, strict=True)):
+            print(f"input {i}: delay {delay:.6g} s ({estimator.delay_steps[i]} whole periods + "
+                  f"fraction {estimator.delay_fraction[i]:.3f}), {args.level:.0%} interval "
+                  f"[{low:.6g}, {high:.6g}] s")
+        print(f"eigenvalues of A_c: {estimator.eigenvalues_} (standard errors "
+              f"{estimator.eigenvalue_se_})")
+        print(f"output noise std: {estimator.noise_std_}")
+        print(f"A_c =\n{estimator.A_c}\nB_c =\n{estimator.B_c}\nC =\n{estimator.C}\n"
+              f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
+              f"function are unique)")
+    for warning in caught:
+        print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
+    print(f"wrote {args.out}")
     return 0
 
 

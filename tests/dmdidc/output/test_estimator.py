@@ -119,6 +119,20 @@ def test_offsets_need_detrend_and_detrend_removes_them():
     np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * T)
 
 
+def test_an_output_offset_is_estimated_without_detrend():
+    plant, C, Y, U = _experiment(16, snr_db=30.0, K=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiagnosticWarning)
+        est = OutputDMDidc(max_delay=R).fit(Y + 350.0, U + 2.0, dt=T)
+    assert est.order_ == 3
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * T)
+    assert _eigenvalue_error(plant, est) < 0.05
+    # The model sees the inputs' operating point through its own gain, so the offset is the
+    # sensors' 350; a slow mode's initial condition looks alike over a finite record, so only
+    # its order of magnitude is asserted.
+    assert np.all(np.abs(est.offset_ - 350.0) < 5 * Y.std(axis=1))
+
+
 def test_several_experiments_are_one_data_set():
     plant, C, Y, U = _experiment(12, K=1200)
     est = OutputDMDidc(max_delay=R).fit([Y[:, :600], Y[:, 600:]], [U[:, :600], U[:, 600:]],
@@ -134,6 +148,19 @@ def test_an_iddata_is_accepted_with_its_operating_point_removed():
     data = IdData(Y + 20.0, U[:, :-1], dt=T, operating_point=(np.full(2, 20.0), np.zeros(2)))
     est = OutputDMDidc(max_delay=R).fit(data)
     np.testing.assert_allclose(est.delay, plant.delay, atol=1e-6 * T)
+
+
+def test_a_saved_model_loads_and_predicts_the_same(tmp_path):
+    plant, C, Y, U = _experiment(15, K=1200)
+    est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
+    np.testing.assert_array_equal(loaded.delay, est.delay)
+    np.testing.assert_allclose(loaded.predict(U[:, :200]), est.predict(U[:, :200]), atol=1e-12)
+    np.testing.assert_array_equal(loaded.delay_ci(), est.delay_ci())
+    assert loaded.plot_singular_values().axes
+    (tmp_path / "other.json").write_text('{"format": "something"}')
+    with pytest.raises(ParameterError, match="not an OutputDMDidc model file"):
+        OutputDMDidc.load(tmp_path / "other.json")
 
 
 def test_singular_value_figure_marks_the_order():

@@ -111,10 +111,40 @@ def test_a_failing_identify_keeps_the_previous_model(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv", "model.json"]
 
 
-def test_outputs_are_reserved_and_dt_must_come_from_somewhere(tmp_path, capsys):
+def test_outputs_identify_from_one_measured_signal(tmp_path, capsys):
+    """``--outputs``: OutputDMDidc on the named columns (here one sensor of a 2-state plant)."""
+    from dmdidc import OutputDMDidc
+
+    path, plant, X, U = table(tmp_path, 0, samples=1500)     # seed 6 is aliased at T = 2 s
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", 3) == 0
+    out = capsys.readouterr().out
+    assert "output identification (OutputDMDidc): order 2" in out
+    est = OutputDMDidc.load(tmp_path / "model.json")
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.02 * 2.0)
+    np.testing.assert_allclose(np.sort_complex(est.eigenvalues_),
+                               np.sort_complex(np.linalg.eigvals(plant.A_c)), rtol=0.02)
+
+
+def test_outputs_refuse_what_configures_the_state_fit(tmp_path, capsys):
     path, _, X, U = table(tmp_path, 6)
-    assert identify(tmp_path, path, "--inputs", "u1", "--outputs", "x1", "--max-delay", 3) == 2
-    assert "output identification (y = C x) is not available" in capsys.readouterr().err
+    assert identify(tmp_path, path, "--inputs", "u1", "--outputs", "x1", "--states", "x2",
+                    "--max-delay", 3) == 2
+    assert "not both" in capsys.readouterr().err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    "--estimator", "ls") == 2
+    assert "does not take --estimator" in capsys.readouterr().err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", "auto") == 2
+    assert "integer --max-delay" in capsys.readouterr().err
+    assert main(["privacy", "identify", str(path), "--inputs", "u1,u2", "--outputs", "x1",
+                 "--max-delay", "3", "--epsilon", "1", "--state-bound", "5", "--input-bound",
+                 "5", "--out", str(tmp_path / "p.json")]) == 2
+    assert "dmdidc identify --outputs" in capsys.readouterr().err
+
+
+def test_dt_must_come_from_somewhere(tmp_path, capsys):
+    path, _, X, U = table(tmp_path, 6)
     np.savez(tmp_path / "d.npz", X=X, U=U)
     assert identify(tmp_path, tmp_path / "d.npz", "--max-delay", 3) == 2
     assert "give --dt" in capsys.readouterr().err
