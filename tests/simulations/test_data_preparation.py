@@ -101,7 +101,7 @@ def test_dt_must_agree_with_the_time_column(tmp_path):
     ({"inputs": "u1", "states": "x1,u1"}, "column 'u1' of .* is in both --states and --inputs"),
     ({"inputs": "u1", "states": "time,x1"}, "includes the time column 'time'"),
     ({}, "is a CSV table: give --inputs COLUMNS"),
-    ({"inputs": "u1", "outputs": "x1"}, "--outputs 'x1': output identification"),
+    ({"inputs": "u1", "outputs": "x1", "states": "x2"}, "give --outputs .* or --states"),
     ({"inputs": "u1", "missing": "guess"}, "missing must be one of"),
 ])
 def test_column_mistakes_name_the_column_and_what_the_file_has(tmp_path, options, message):
