@@ -62,6 +62,8 @@ from privacy.federated.protocol import (
     ServerState,
     logger,
 )
+from privacy.federated.robust import check_robust
+from privacy.federated.validation import FALSE_ALARM, ReplyBound
 
 __all__ = ["FedInfer"]
 
@@ -86,6 +88,18 @@ class FedInfer:
         Data shares ``p_k = |D_k| / |D|`` (public; default ``1/K``), used in (7.26).
     grid_core, grid_tail : int
         Grid sizes of the SaS / Laplace posterior (see ``GridPosterior``).
+    partial : {"skip", "cycle"}, default "skip"
+        A synchronous round without every client's valid block: ``"skip"`` it (the model stays
+        at the last full observation, so a client whose blocks are always rejected stalls the
+        run), or ``"cycle"``: apply every round's valid blocks one by one as asynchronous
+        replies (Algorithm 2, lines 9-17; with every client answering this equals the
+        synchronous round), so the cycles complete with the clients that answer and mis-weight
+        the missing ones as under asynchronous drop-outs.
+    robust : None
+        Refused for FedInfer: the coordinate-wise median or a trimmed mean of the blocks is no
+        observation of ``z* = sum_k z_k`` with a known noise law (the posterior would be
+        wrong), and norm bounding is already done by the declared box of
+        :meth:`reply_bounds`, which every reply is screened against.
 
     Examples
     --------
@@ -108,7 +122,16 @@ class FedInfer:
 
     def __init__(self, loss: Any, dp: LocalDP | None, *, num_clients: int,
                  stagger: Sequence[int] | None = None, shares: Sequence[float] | None = None,
-                 grid_core: int = 384, grid_tail: int = 96):
+                 grid_core: int = 384, grid_tail: int = 96, partial: str = "skip",
+                 robust: None = None):
+        if check_robust(robust, 0.0)[0] is not None:
+            raise ParameterError(f"FedInfer takes no robust rule (got {robust!r}): a median or "
+                                 f"trimmed mean of the clients' blocks is not their sum, so the "
+                                 f"posterior of z* would be wrong; every block is already "
+                                 f"screened against the declared box (reply_bounds)")
+        if partial not in ("skip", "cycle"):
+            raise ParameterError(f"partial must be 'skip' or 'cycle'; got {partial!r}")
+        self.partial = partial
         self.loss = loss
         self.dp = dp
         self.num_clients = check_integer("num_clients", num_clients, minimum=1)
@@ -142,6 +165,7 @@ class FedInfer:
                else NoiseLaw("gaussian", 1.0, weights))   # noise-free: running mean
         self.posterior = make_posterior(law, d, loss.block_bounds(self.norm), core=grid_core,
                                         tail=grid_tail)
+        self._reply_bound = self._declared_box(loss.block_bounds(self.norm))
 
     def client_dp(self, client_id: int) -> LocalDP | None:
         """Every client releases the same block law."""
@@ -184,6 +208,20 @@ class FedInfer:
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
         return {"z": (self.loss.block_dimension,)}
 
+    def _declared_box(self, bounds: tuple[np.ndarray, np.ndarray]) -> ReplyBound:
+        """The box of one client's noisy block: a client's records are some of the ``N``, so its
+        block lies in the hull of the global box and 0, widened by the noise allowance."""
+        low, high = np.minimum(bounds[0], 0.0), np.maximum(bounds[1], 0.0)
+        slack = 1e-9 * np.maximum(np.abs(low), np.abs(high)) + 1e-300
+        noise = 0.0 if self.dp is None else self.dp.noise_allowance(FALSE_ALARM)[0]
+        low, high = low - slack - noise, high + slack + noise
+        low.flags.writeable = high.flags.writeable = False
+        return ReplyBound(low, high)
+
+    def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
+        """The box an honest client's noisy block lies in (except w.p. ``FALSE_ALARM``)."""
+        return {"z": self._reply_bound}
+
     def _post(self, state: ServerState) -> dict[str, np.ndarray]:
         return {k[len(_POST):]: v for k, v in state.arrays.items() if k.startswith(_POST)}
 
@@ -200,6 +238,10 @@ class FedInfer:
         if self.cycle != self.num_clients:
             raise ParameterError("synchronous rounds need all stagger rates equal to 1; use "
                                  "the asynchronous runner for stagger")
+        if self.partial == "cycle":
+            for k in sorted(replies):
+                state = self.apply_reply(state, k, replies[k])
+            return state
         if len(replies) != self.num_clients:
             missing = sorted(set(range(self.num_clients)) - set(replies))
             logger.warning("FedInfer round %d: clients %s missing; a partial round is not a "

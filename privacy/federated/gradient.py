@@ -62,6 +62,8 @@ from privacy.federated.protocol import (
     RoundPlan,
     ServerState,
 )
+from privacy.federated.robust import check_robust, combine
+from privacy.federated.validation import FALSE_ALARM, ReplyBound
 
 __all__ = ["FedAvg", "FedProx", "Scaffold", "FedNova", "FedLin", "update_sensitivity"]
 
@@ -83,7 +85,7 @@ class _GradientMethod:
     def __init__(self, model: LeastSquaresModel, dp: Sequence[LocalDP | None] | LocalDP | None,
                  *, samples: Sequence[int], lr: float, local_steps: int | Sequence[int] = 1,
                  clip: float = 1.0, server_lr: float = 1.0, sample_rate: float = 1.0,
-                 mu: float = 0.0):
+                 mu: float = 0.0, robust: str | None = None, trim: float = 0.2):
         if not isinstance(model, LeastSquaresModel):
             raise ParameterError(f"model must be a LeastSquaresModel; got "
                                  f"{type(model).__name__}")
@@ -104,6 +106,7 @@ class _GradientMethod:
         self.server_lr = check_positive("server_lr", server_lr)
         self.sample_rate = check_probability("sample_rate", sample_rate, allow_zero=False)
         self.mu = check_nonnegative("mu", mu)
+        self.robust, self.trim = check_robust(robust, trim)
         total = sum(self.samples)
         self.shares = np.array(self.samples, dtype=float) / total
         dps = [dp] * k if dp is None or isinstance(dp, LocalDP) else list(dp)
@@ -224,10 +227,50 @@ class _GradientMethod:
 
     def configure_client(self, state: ServerState, client_id: int, request: int,
                          rng) -> RoundPlan:
+        self._no_robust_async()
         return RoundPlan((client_id,), self._broadcast(state))
+
+    def _no_robust_async(self) -> None:
+        if self.robust is not None:
+            raise ParameterError(f"robust={self.robust!r} combines the replies of a round; an "
+                                 f"asynchronous run applies them one at a time (its replies "
+                                 f"are screened against their declared bounds): use "
+                                 f"robust=None asynchronously")
 
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
         return {"u": self.loss.weight_shape}
+
+    # ------------------------------------------------------------------ declared reply bounds
+    def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
+        """The l2 ball an honest client's noisy update lies in (except w.p. ``FALSE_ALARM``).
+
+        Local steps from the broadcast ``w`` move ``W`` by at most ``lr (G + c + mu ||w||)``
+        each (the ridge and proximal terms contract: ``lr (ridge + mu) <= 2``), so
+        ``||W_s|| <= R = ||w|| + s lr (G + c + mu ||w||)`` and the released mean direction
+        ``u`` has norm at most ``G + c + ridge R + mu (R + ||w||)`` (``G`` the per-record clip,
+        ``c`` a bound on the correction: 0 for FedAvg, FedProx and FedNova), plus the l2 noise
+        allowance of the client's release.
+        """
+        return {"u": ReplyBound(radius=self._update_radius(state, client_id))}
+
+    def _correction_bound(self, state: ServerState, client: int) -> float:
+        return 0.0
+
+    def _update_radius(self, state: ServerState, client: int) -> float:
+        c = self._correction_bound(state, client)
+        if not np.isfinite(c):
+            return np.inf
+        nw = float(np.linalg.norm(state.arrays["w"]))
+        s, lr = self.local_steps[client], self.step_sizes()[client]
+        reach = nw + s * lr * (self.clip + c + self.mu * nw)
+        clean = self.clip + c + self.loss.ridge * reach + self.mu * (reach + nw)
+        return self._widen(clean, client)
+
+    def _widen(self, clean: float, client: int) -> float:
+        """A clean norm bound plus rounding slack plus the client's l2 noise allowance."""
+        dp = self.dps[client]
+        noise = 0.0 if dp is None else dp.noise_allowance(FALSE_ALARM)[1]
+        return clean * (1 + 1e-9) + 1e-12 + noise
 
     def _delta(self, client: int, reply: Reply) -> np.ndarray:
         return -self.local_steps[client] * self.step_sizes()[client] * np.asarray(
@@ -238,10 +281,11 @@ class _GradientMethod:
         clients = sorted(replies)
         p = self.shares[clients]
         deltas = np.array([self._delta(k, replies[k]) for k in clients])
-        step = np.tensordot(p / p.sum(), deltas, axes=1)
+        step = combine(deltas, p / p.sum(), self.robust, trim=self.trim)
         return self._apply(state, step, clients, replies, version=state.version + 1)
 
     def apply_reply(self, state: ServerState, client_id: int, reply: Reply) -> ServerState:
+        self._no_robust_async()
         step = self.shares[client_id] * self._delta(client_id, reply)
         return self._apply(state, step, [client_id], {client_id: reply},
                            version=state.version + 1)
@@ -274,14 +318,19 @@ class FedAvg(_GradientMethod):
     server_lr : float, default 1.0
     sample_rate : float, default 1.0
         Probability that a client takes part in a round.
+    robust : {None, "median", "trimmed", "norm"}, optional
+        Robust aggregation of a round's updates (:mod:`privacy.federated.robust`; synchronous
+        runs only).  Every reply is also screened against :meth:`reply_bounds`.
+    trim : float, default 0.2
+        Fraction trimmed at each end by ``robust="trimmed"``.
     """
 
     name = "fedavg"
 
     def __init__(self, model, dp, *, samples, lr, local_steps=1, clip=1.0, server_lr=1.0,
-                 sample_rate=1.0):
+                 sample_rate=1.0, robust=None, trim=0.2):
         super().__init__(model, dp, samples=samples, lr=lr, local_steps=local_steps, clip=clip,
-                         server_lr=server_lr, sample_rate=sample_rate)
+                         server_lr=server_lr, sample_rate=sample_rate, robust=robust, trim=trim)
 
 
 class FedProx(_GradientMethod):
@@ -293,10 +342,10 @@ class FedProx(_GradientMethod):
     name = "fedprox"
 
     def __init__(self, model, dp, *, samples, lr, mu=0.1, local_steps=1, clip=1.0,
-                 server_lr=1.0, sample_rate=1.0):
+                 server_lr=1.0, sample_rate=1.0, robust=None, trim=0.2):
         super().__init__(model, dp, samples=samples, lr=lr, local_steps=local_steps, clip=clip,
                          server_lr=server_lr, sample_rate=sample_rate,
-                         mu=check_positive("mu", mu))
+                         mu=check_positive("mu", mu), robust=robust, trim=trim)
 
 
 class Scaffold(_GradientMethod):
@@ -330,10 +379,17 @@ class Scaffold(_GradientMethod):
         dc = result.state.arrays["c_k"] - state.arrays["c_k"]
         return ClientResult({**result.arrays, "dc": dc}, result.metrics, result.state)
 
+    def _correction_bound(self, state, client):
+        return np.inf   # c - c_k: the client's control variate is not known to the server
+
+    def reply_bounds(self, state, client_id):
+        return {"u": ReplyBound(), "dc": ReplyBound()}
+
     def _apply(self, state, step, clients, replies, **scalars):
         w = state.arrays["w"] + self.server_lr * step
-        dc = sum(self.shares[k] * np.asarray(replies[k].arrays["dc"], dtype=float)
-                 for k in clients)
+        p = self.shares[clients]
+        dcs = np.array([np.asarray(replies[k].arrays["dc"], dtype=float) for k in clients])
+        dc = p.sum() * combine(dcs, p / p.sum(), self.robust, trim=self.trim)
         c = state.arrays["c"] + dc
         return state.replace(arrays={"w": w, "c": c}, **scalars)
 
@@ -347,11 +403,13 @@ class FedNova(_GradientMethod):
         clients = sorted(replies)
         p = self.shares[clients] / self.shares[clients].sum()
         tau = float(np.dot(p, [self.local_steps[k] for k in clients]))
-        u = np.tensordot(p, np.array([replies[k].arrays["u"] for k in clients]), axes=1)
+        u = combine(np.array([replies[k].arrays["u"] for k in clients]), p, self.robust,
+                    trim=self.trim)
         return self._apply(state, -tau * self.lr * u, clients, replies,
                            version=state.version + 1)
 
     def apply_reply(self, state, client_id, reply):
+        self._no_robust_async()
         tau = float(np.dot(self.shares, self.local_steps))
         step = -tau * self.lr * self.shares[client_id] * np.asarray(reply.arrays["u"])
         return self._apply(state, step, [client_id], {client_id: reply},
@@ -374,13 +432,13 @@ class FedLin(_GradientMethod):
     releases_per_update = 2
 
     def __init__(self, model, dp, *, samples, lr, local_steps=1, clip=1.0, server_lr=1.0,
-                 sample_rate=1.0, reference_steps=None):
+                 sample_rate=1.0, reference_steps=None, robust=None, trim=0.2):
         steps = [local_steps] if np.ndim(local_steps) == 0 else list(local_steps)
         self.reference_steps = (max(steps) if reference_steps is None
                                 else check_integer("reference_steps", reference_steps,
                                                    minimum=1))
         super().__init__(model, dp, samples=samples, lr=lr, local_steps=local_steps, clip=clip,
-                         server_lr=server_lr, sample_rate=sample_rate)
+                         server_lr=server_lr, sample_rate=sample_rate, robust=robust, trim=trim)
 
     def step_sizes(self):
         return tuple(self.lr * self.reference_steps / s for s in self.local_steps)
@@ -407,12 +465,22 @@ class FedLin(_GradientMethod):
             return {"u": shape, "grad": shape}
         return {"grad": shape}
 
+    def _correction_bound(self, state, client):
+        return np.inf   # g - g_k: the client's last gradient may not be the one the server kept
+
+    def reply_bounds(self, state, client_id):
+        """``grad`` (clipped gradient plus ridge term at ``w``) in a ball; ``u`` unbounded."""
+        nw = float(np.linalg.norm(state.arrays["w"]))
+        grad = ReplyBound(radius=self._widen(self.clip + self.loss.ridge * nw, client_id))
+        return {"u": ReplyBound(), "grad": grad}
+
     def configure_round(self, state, round, rng):
         plan = super().configure_round(state, round, rng)
         return RoundPlan(plan.clients, plan.arrays, {}, {
             k: {"tracking": int(self._tracking(state, k))} for k in plan.clients})
 
     def configure_client(self, state, client_id, request, rng):
+        self._no_robust_async()
         return RoundPlan((client_id,), self._broadcast(state), {}, {
             client_id: {"tracking": int(self._tracking(state, client_id))}})
 

@@ -133,6 +133,26 @@ class LocalDP:
         noisy = self.mechanism.randomize(array.ravel(), rng=rng)
         return np.asarray(noisy, dtype=float).reshape(array.shape)
 
+    def noise_allowance(self, false_alarm: float = 1e-12) -> tuple[float, float]:
+        """How far one release's noise reaches: ``(per coordinate, l2)``, each exceeded with
+        probability at most ``false_alarm``.
+
+        The coordinate allowance is the noise's tail bound at ``false_alarm / (2 dimension)``
+        (a union bound over coordinates and signs); the l2 allowance is ``sqrt(dimension)``
+        times it, and for Gaussian noise also at most ``sigma (sqrt(d) + sqrt(2 ln(1 /
+        false_alarm)))`` (Gaussian concentration of the norm).  The server widens a client's
+        declared clipping bound by these (:class:`privacy.federated.validation.ReplyBound`), so
+        an honest reply is rejected with probability at most ``false_alarm``.
+
+        Examples
+        --------
+        >>> coordinate, l2 = LocalDP("gaussian", 1.0, 1.0, dimension=100).noise_allowance()
+        >>> 7.0 < coordinate < 9.0 and 10.0 < l2 < 18.0
+        True
+        """
+        false_alarm = check_in_interval("false_alarm", false_alarm, 0.0, 0.5, low_open=True)
+        return _noise_allowance(self.noise, self.scale, self.dimension, self.alpha, false_alarm)
+
     # ---------------------------------------------------------------- accounting
     def to_dp_event(self) -> Any:
         """The ``DpEvent`` of one release (:meth:`privacy.mechanisms.Mechanism.to_dp_event`)."""
@@ -291,3 +311,14 @@ def _composed_normalized(noise: str, ratio: float, dimension: int, alpha: float,
                          releases: int, discretization: float | None) -> float:
     event = _mechanism(noise, ratio, 1.0, dimension, alpha).to_dp_event()
     return Accountant(discretization=discretization).compose(event, releases).epsilon(delta)
+
+
+@functools.lru_cache(maxsize=64)
+def _noise_allowance(noise: str, scale: float, dimension: int, alpha: float,
+                     false_alarm: float) -> tuple[float, float]:
+    law = _mechanism(noise, scale, 1.0, dimension, alpha).noise
+    coordinate = law.tail_bound(false_alarm / (2 * dimension))
+    l2 = math.sqrt(dimension) * coordinate
+    if noise == "gaussian":
+        l2 = min(l2, scale * (math.sqrt(dimension) + math.sqrt(2 * math.log(1 / false_alarm))))
+    return coordinate, l2

@@ -175,7 +175,7 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
              network: Network | None = None, min_replies: int = 1,
              evaluate: Evaluate | None = None, checkpoint: str | Path | None = None,
              checkpoint_every: int = 1, resume: str | Path | None = None,
-             progress: Callable[[int], None] | None = None) -> RunResult:
+             progress: Callable[[int], None] | None = None, screen: bool = True) -> RunResult:
     """Run ``rounds`` synchronous rounds of an algorithm on simulated clients.
 
     Each round: ``configure_round`` (server rng ``derive_rng(seed, "server", 0, t)``) selects
@@ -204,6 +204,10 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     resume : path, optional
         Continue a run saved with ``checkpoint`` (bit-identical to an uninterrupted run).
     progress : callable round -> None, optional
+    screen : bool, default True
+        Screen replies against the algorithm's declared bounds and reject integer / boolean
+        arrays (:class:`~privacy.federated.server_step.ServerStep`); ``False``: the
+        undefended server of the trust study.
 
     Returns
     -------
@@ -222,7 +226,8 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     network = network or Network()
     latency, drop = network._arrays(len(data))
     step, clients, position, pending = _start(algorithm, data, seed, resume,
-                                              min_replies=min_replies, evaluate=evaluate)
+                                              min_replies=min_replies, evaluate=evaluate,
+                                              screen=screen)
     time = float(position.get("time", 0.0))
     sequence = int(position.get("sequence", 0))
     for t in range(int(position.get("next_round", 0)), rounds):
@@ -278,7 +283,7 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
               max_staleness: int | None = None, evaluate: Evaluate | None = None,
               checkpoint: str | Path | None = None, checkpoint_every: int = 1,
               resume: str | Path | None = None,
-              progress: Callable[[int], None] | None = None) -> RunResult:
+              progress: Callable[[int], None] | None = None, screen: bool = True) -> RunResult:
     """Run an asynchronous algorithm for ``ticks`` ticks with stagger rates ``gamma_k``.
 
     At time 0 every client gets a request (``configure_client``, request index 0).  Client
@@ -299,8 +304,9 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
         Total ticks (a resumed run continues up to this total).
     max_staleness : int, optional
         Reject replies computed from a model more than this many versions old.
-    seed, network, evaluate, checkpoint, checkpoint_every, resume, progress
-        As in :func:`run_sync`.
+    seed, network, evaluate, checkpoint, checkpoint_every, resume, progress, screen
+        As in :func:`run_sync`.  A client whose answer to its request is rejected is sent a
+        new request at once (:attr:`Verdict.RETRY <privacy.federated.server_step.Verdict>`).
 
     Returns
     -------
@@ -316,7 +322,8 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
     network = network or Network()
     latency, drop = network._arrays(n)
     step, clients, position, events = _start(algorithm, data, seed, resume,
-                                             max_staleness=max_staleness, evaluate=evaluate)
+                                             max_staleness=max_staleness, evaluate=evaluate,
+                                             screen=screen)
     step.requests = [int(r) for r in position.get("requests", [0] * n)]
     step.outstanding = [None if r < 0 else int(r) for r in position.get("outstanding", [-1] * n)]
     step.retired = set(position.get("retired", []))
@@ -347,7 +354,7 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
             if kind == 1:  # timeout of request `payload`
                 if step.awaits(k, payload):
                     send(step.reissue(k, tick), when)
-            elif step.receive(k, payload) is Verdict.APPLIED:
+            elif step.receive(k, payload) in (Verdict.APPLIED, Verdict.RETRY):
                 send(step.request(k), when)
         step.close_tick(time=float(tick), releases=release_counts(clients))
         if checkpoint is not None and (tick % checkpoint_every == 0 or tick == ticks):

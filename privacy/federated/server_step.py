@@ -7,10 +7,14 @@ back, and when.  Everything the server *decides* is here, once:
 * **planning**: the server rng of each round (``derive_rng(seed, "server", 0, t)``) or
   asynchronous request (``derive_rng(seed, "server", k + 1, j)``), the algorithm's
   ``configure_round`` / ``configure_client`` and the messages with their reserved keys;
-* **judging**: every reply goes through :func:`~privacy.federated.validation.validate_reply`
-  (plus "not selected" in a synchronous round, "unsolicited" when no request is outstanding);
-  each rejection is logged to the ``privacy.federated`` logger with its reason and kept in the
-  round's record; abstaining clients are never aggregated (asynchronously: never asked again);
+* **judging**: the replies of a round go through
+  :func:`~privacy.federated.validation.validate_replies` at once, an asynchronous reply through
+  :func:`~privacy.federated.validation.validate_reply` (plus "not selected" in a synchronous
+  round, "unsolicited" when no request is outstanding), screened against the algorithm's
+  declared ``reply_bounds`` (when it has them); each rejection is logged to the
+  ``privacy.federated`` logger with its reason and kept in the round's record; abstaining
+  clients are never aggregated (asynchronously: never asked again); an asynchronous client
+  whose answer to its request was rejected is asked again (:attr:`Verdict.RETRY`);
 * **the strategy**: the algorithm's ``aggregate`` (FedInfer's posterior, the FedAvg family,
   robust rules: whatever the algorithm is) on the valid replies, in client-id order, when at
   least ``min_replies`` arrived; asynchronously ``apply_reply`` on each valid reply in arrival
@@ -29,7 +33,8 @@ and asynchronously::
 
     message = step.request(k)                            # k's next request (also on re-issue)
     step.open_tick(tick)
-    verdict = step.receive(k, reply)                     # APPLIED -> send k its next request
+    verdict = step.receive(k, reply)                     # APPLIED or RETRY -> send k its next
+                                                         # request
     record = step.close_tick(time=..., releases=...)
 
 Examples
@@ -80,8 +85,8 @@ from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.algorithm import derive_rng, logger
 from privacy.federated.results import RoundRecord, RunResult
-from privacy.federated.validation import validate_reply
-from privacy.federated.values import VERSION, ClientState, Message, Reply, ServerState
+from privacy.federated.validation import ReplyBound, validate_replies, validate_reply
+from privacy.federated.values import ROUND, VERSION, ClientState, Message, Reply, ServerState
 
 __all__ = ["Evaluate", "Received", "Verdict", "ServerStep", "check_stagger"]
 
@@ -95,7 +100,10 @@ class Verdict(enum.Enum):
 
     APPLIED = "applied"
     ABSTAINED = "abstained"
+    #: Rejected; the client's request stays outstanding (a stale, duplicate or unsolicited reply).
     REJECTED = "rejected"
+    #: The client's answer to its outstanding request was rejected: ask it again.
+    RETRY = "retry"
 
 
 @dataclass
@@ -128,6 +136,11 @@ class ServerStep:
         Asynchronous: reject replies computed from a model more than this many versions old.
     evaluate : callable model -> metrics, optional
         Called on ``algorithm.model(state)`` after every round or tick.
+    screen : bool, default True
+        Reject integer / boolean reply arrays and arrays outside the algorithm's
+        ``reply_bounds(state, client_id)`` (:class:`~privacy.federated.validation.ReplyBound`;
+        an algorithm without the method declares none).  ``False`` is the undefended server of
+        the trust study: it checks only the form of a reply.
 
     Attributes
     ----------
@@ -143,13 +156,15 @@ class ServerStep:
 
     def __init__(self, algorithm: Any, state: ServerState, *,
                  history: Sequence[RoundRecord] = (), min_replies: int = 1,
-                 max_staleness: int | None = None, evaluate: Evaluate | None = None) -> None:
+                 max_staleness: int | None = None, evaluate: Evaluate | None = None,
+                 screen: bool = True) -> None:
         self.algorithm = algorithm
         self.state = state
         self.history: list[RoundRecord] = list(history)
         self.min_replies = check_integer("min_replies", min_replies, minimum=1)
         self.max_staleness = max_staleness
         self.evaluate = evaluate
+        self.screen = bool(screen)
         n = state.num_clients
         self.requests: list[int] = [0] * n
         self.outstanding: list[int | None] = [None] * n
@@ -242,8 +257,12 @@ class ServerStep:
         """
         tally = self._open("round")
         t = tally.index
+        received = list(received)
+        readable = [(k, r) for k, r in received if not isinstance(r, str)]
+        verdicts = iter(validate_replies(readable, self._spec, self._bounds, expected_round=t,
+                                         seen=tally.seen, screen=self.screen))
         for k, reply in received:
-            reason = self._check(k, reply, expected_round=t, seen=tally.seen)
+            reason = reply if isinstance(reply, str) else next(verdicts)
             if reason is None and k not in tally.selected:
                 reason = f"client {k} was not selected in round {t}"
             if reason is not None:
@@ -293,8 +312,10 @@ class ServerStep:
     def receive(self, client_id: int, reply: Reply | str) -> Verdict:
         """Judge one asynchronous reply and apply it at once when valid.
 
-        On ``APPLIED`` the runtime sends the client its next :meth:`request`; on
-        ``ABSTAINED`` the client is retired.
+        On ``APPLIED`` and ``RETRY`` the runtime sends the client its next :meth:`request`
+        (on ``RETRY`` the client's answer to its outstanding request was rejected, so without a
+        new request it would never be heard again under an infinite timeout); on ``ABSTAINED``
+        the client is retired; on ``REJECTED`` its request stays outstanding.
         """
         tally, k = self._open("tick"), client_id
         request = self.outstanding[k]
@@ -306,6 +327,9 @@ class ServerStep:
                                  max_staleness=self.max_staleness)
         if reason is not None:
             self._reject(tally, "tick", k, reason)
+            if request is not None and not isinstance(reply, str) and _answers(reply, request):
+                self.outstanding[k] = None
+                return Verdict.RETRY
             return Verdict.REJECTED
         self.outstanding[k] = None
         if reply.abstained:
@@ -335,8 +359,17 @@ class ServerStep:
     def _check(self, client_id: int, reply: Reply | str, **checks: Any) -> str | None:
         if isinstance(reply, str):
             return reply
-        spec = self.algorithm.reply_spec(self.state, client_id)
-        return validate_reply(reply, spec, client_id=client_id, **checks)
+        return validate_reply(reply, self._spec(client_id), client_id=client_id,
+                              bounds=self._bounds(client_id), screen=self.screen, **checks)
+
+    def _spec(self, client_id: int) -> Mapping[str, tuple[int, ...]]:
+        return self.algorithm.reply_spec(self.state, client_id)
+
+    def _bounds(self, client_id: int) -> Mapping[str, ReplyBound] | None:
+        declared = getattr(self.algorithm, "reply_bounds", None)
+        if not self.screen or declared is None:
+            return None
+        return declared(self.state, client_id)
 
     @staticmethod
     def _reject(tally: _Tally, kind: str, client_id: int, reason: str) -> None:
@@ -353,6 +386,12 @@ class ServerStep:
                              tuple(releases))
         self.history.append(record)
         return record
+
+
+def _answers(reply: Reply, request: int) -> bool:
+    """Whether a (rejected) reply claims to answer ``request``: its round header says so."""
+    metrics = reply.metrics if isinstance(reply.metrics, Mapping) else {}
+    return type(metrics.get(ROUND)) is int and metrics[ROUND] == request
 
 
 def _metrics_text(metrics: Mapping[str, float]) -> str:

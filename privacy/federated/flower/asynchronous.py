@@ -207,7 +207,7 @@ def run_async_grid(algorithm: Any, grid: Grid, *, num_clients: int, ticks: int,
             verdict = step.receive(k, reply_from_flower(message))
             if verdict is not Verdict.REJECTED:
                 in_flight[k] = None
-            if verdict is Verdict.APPLIED:
+            if verdict in (Verdict.APPLIED, Verdict.RETRY):
                 send(step.request(k), tau)
         for k, request in enumerate(in_flight):
             if (timeout is not None and request is not None and k not in step.retired
