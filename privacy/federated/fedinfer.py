@@ -166,6 +166,8 @@ class FedInfer:
         self.posterior = make_posterior(law, d, loss.block_bounds(self.norm), core=grid_core,
                                         tail=grid_tail)
         self._reply_bound = self._declared_box(loss.block_bounds(self.norm))
+        self._reply_spec = {"z": (d,)}
+        self._reply_bounds = {"z": self._reply_bound}
 
     def client_dp(self, client_id: int) -> LocalDP | None:
         """Every client releases the same block law."""
@@ -206,7 +208,7 @@ class FedInfer:
         return RoundPlan((client_id,))
 
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
-        return {"z": (self.loss.block_dimension,)}
+        return self._reply_spec   # one object for every client: the server compares it once
 
     def _declared_box(self, bounds: tuple[np.ndarray, np.ndarray]) -> ReplyBound:
         """The box of one client's noisy block: a client's records are some of the ``N``, so its
@@ -220,7 +222,7 @@ class FedInfer:
 
     def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
         """The box an honest client's noisy block lies in (except w.p. ``FALSE_ALARM``)."""
-        return {"z": self._reply_bound}
+        return self._reply_bounds
 
     def _post(self, state: ServerState) -> dict[str, np.ndarray]:
         return {k[len(_POST):]: v for k, v in state.arrays.items() if k.startswith(_POST)}
@@ -247,7 +249,7 @@ class FedInfer:
             logger.warning("FedInfer round %d: clients %s missing; a partial round is not a "
                            "full observation of z* and is skipped", round, missing)
             return state
-        total = np.sum([replies[k].arrays["z"] for k in sorted(replies)], axis=0)
+        total = np.array([replies[k].arrays["z"] for k in sorted(replies)]).sum(axis=0)
         return self._complete(state, total, i=int(state.scalars["i"]) + self.num_clients,
                               version=state.version + 1)
 

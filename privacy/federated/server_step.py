@@ -74,6 +74,7 @@ REJECTED
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,8 +86,16 @@ from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.algorithm import derive_rng, logger
 from privacy.federated.results import RoundRecord, RunResult
-from privacy.federated.validation import ReplyBound, validate_replies, validate_reply
-from privacy.federated.values import ROUND, VERSION, ClientState, Message, Reply, ServerState
+from privacy.federated.validation import validate_replies, validate_reply
+from privacy.federated.values import (
+    ABSTAIN,
+    ROUND,
+    VERSION,
+    ClientState,
+    Message,
+    Reply,
+    ServerState,
+)
 
 __all__ = ["Evaluate", "Received", "Verdict", "ServerStep", "check_stagger"]
 
@@ -258,26 +267,39 @@ class ServerStep:
         tally = self._open("round")
         t = tally.index
         received = list(received)
-        readable = [(k, r) for k, r in received if not isinstance(r, str)]
-        verdicts = iter(validate_replies(readable, self._spec, self._bounds, expected_round=t,
-                                         seen=tally.seen, screen=self.screen))
+        readable = [(k, r) for k, r in received if type(r) is not str]
+        spec = functools.partial(self.algorithm.reply_spec, self.state)
+        declared = getattr(self.algorithm, "reply_bounds", None)
+        bounds = None if declared is None else functools.partial(declared, self.state)
+        reasons = validate_replies(readable, spec, bounds, expected_round=t, seen=tally.seen,
+                                   screen=self.screen)
+        verdicts = iter(reasons)
+        selected = set(tally.selected)
+        ids = [k for k, _ in received]
+        if (len(readable) == len(received) and reasons.count(None) == len(reasons)
+                and selected.issuperset(ids)
+                and not any(map(_abstained, received))):
+            tally.valid.update(received)   # every reply valid (the common case): no loop below
+            received = []
         for k, reply in received:
-            reason = reply if isinstance(reply, str) else next(verdicts)
-            if reason is None and k not in tally.selected:
+            reason = reply if type(reply) is str else next(verdicts)
+            if reason is None and k not in selected:
                 reason = f"client {k} was not selected in round {t}"
             if reason is not None:
                 self._reject(tally, "round", k, reason)
-            elif not reply.abstained:
+            elif not reply.metrics.get(ABSTAIN, 0):
                 tally.valid[k] = reply
         if missing:
             logger.warning("round %d: no reply within the timeout from clients %s", t,
                            list(missing))
+        tally.accepted = sorted(tally.valid)
         if len(tally.valid) >= self.min_replies:
-            self.state = self.algorithm.aggregate(self.state, t, dict(sorted(tally.valid.items())))
+            in_order = (tally.valid if tally.accepted == list(tally.valid)
+                        else {k: tally.valid[k] for k in tally.accepted})
+            self.state = self.algorithm.aggregate(self.state, t, in_order)
         else:
             logger.warning("round %d: %d valid replies < min_replies=%d; state unchanged", t,
                            len(tally.valid), self.min_replies)
-        tally.accepted = sorted(tally.valid)
         record = self._close(time, tuple(missing), releases)
         logger.info("round %d: version %d, %d accepted, %d rejected, %d missing%s", t,
                     record.version, len(record.accepted), len(record.rejected),
@@ -359,17 +381,11 @@ class ServerStep:
     def _check(self, client_id: int, reply: Reply | str, **checks: Any) -> str | None:
         if isinstance(reply, str):
             return reply
-        return validate_reply(reply, self._spec(client_id), client_id=client_id,
-                              bounds=self._bounds(client_id), screen=self.screen, **checks)
-
-    def _spec(self, client_id: int) -> Mapping[str, tuple[int, ...]]:
-        return self.algorithm.reply_spec(self.state, client_id)
-
-    def _bounds(self, client_id: int) -> Mapping[str, ReplyBound] | None:
         declared = getattr(self.algorithm, "reply_bounds", None)
-        if not self.screen or declared is None:
-            return None
-        return declared(self.state, client_id)
+        return validate_reply(reply, self.algorithm.reply_spec(self.state, client_id),
+                              client_id=client_id, screen=self.screen,
+                              bounds=None if declared is None else declared(self.state, client_id),
+                              **checks)
 
     @staticmethod
     def _reject(tally: _Tally, kind: str, client_id: int, reason: str) -> None:
@@ -386,6 +402,10 @@ class ServerStep:
                              tuple(releases))
         self.history.append(record)
         return record
+
+
+def _abstained(received: Received) -> bool:
+    return bool(received[1].metrics.get(ABSTAIN, 0))
 
 
 def _answers(reply: Reply, request: int) -> bool:

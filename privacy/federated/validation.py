@@ -17,6 +17,7 @@ not clipped, so an honest round is never altered and a poisoned value never ente
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,11 +68,12 @@ class ReplyBound:
         low = np.broadcast_to(np.asarray(self.low, dtype=float), stack.shape[1:]).ravel()
         high = np.broadcast_to(np.asarray(self.high, dtype=float), stack.shape[1:]).ravel()
         if np.isfinite(low).any() or np.isfinite(high).any():
-            excess = np.maximum(flat - high, low - flat)          # > 0 outside the box
-            outside = np.count_nonzero(excess > 0, axis=1)
-            for i in np.flatnonzero(outside):
-                out[i] = (f"array {name!r} has {outside[i]} entries outside its declared box "
-                          f"(by up to {excess[i].max():.3g})")
+            outside = flat > high
+            outside |= flat < low
+            for i in np.flatnonzero(outside.any(axis=1)):   # the reasons of the few bad rows
+                excess = np.maximum(flat[i] - high, low - flat[i]).max()
+                out[i] = (f"array {name!r} has {np.count_nonzero(outside[i])} entries outside "
+                          f"its declared box (by up to {excess:.3g})")
         if np.isfinite(self.radius):
             with np.errstate(over="ignore"):
                 norms = np.sqrt(np.einsum("ij,ij->i", flat, flat))
@@ -147,11 +149,12 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
                      screen: bool = True) -> list[str | None]:
     """:func:`validate_reply` on every reply of a round, the arrays checked as one array each.
 
-    The headers are read one by one (dictionary look-ups); the arrays of the replies that share
-    a spec are stacked once per array name, and finiteness and the declared bounds are checked
-    on the stack, so a round of 1e4 replies costs a few array operations, not 1e4 of each.  The
-    verdicts are those of judging the replies one by one in order (a duplicate is a second
-    reply for the (client, round) of a valid one).
+    A round whose replies are all valid (the common case) is decided by a few passes over the
+    headers and one stacked array per array name (finiteness and the declared bounds checked on
+    the stack); a round with a bad reply is then judged reply by reply for the reasons, its
+    arrays still checked one stack per array name and spec.  The verdicts are those of judging
+    the replies one by one in order (a duplicate is a second reply for the (client, round) of
+    a valid one).
 
     Parameters
     ----------
@@ -177,9 +180,14 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     [None, None, None, "array 'w' has 2 entries outside its declared box (by up to 1e+308)"]
     """
     seen = set() if seen is None else seen
+    if max_staleness is None and _all_valid(replies, spec, bounds if screen else None,
+                                            expected_round, seen, "f" if screen else "biuf"):
+        return [None] * len(replies)
     reasons: list[str | None] = [None] * len(replies)
     keys: list[tuple[int, int] | None] = [None] * len(replies)
     groups: dict[tuple, list[int]] = {}     # spec -> positions of replies with arrays to check
+    last: Spec | None = None
+    group: list[int] = []
     for i, (k, reply) in enumerate(replies):
         reasons[i], keys[i] = _header_reason(reply, k, expected_round, current_version,
                                              max_staleness)
@@ -195,8 +203,11 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
             reasons[i] = (f"array names {sorted(map(str, arrays))} differ from the expected "
                           f"{sorted(expected)}")
             continue
-        groups.setdefault(tuple(sorted((n, tuple(s)) for n, s in expected.items())),
-                          []).append(i)
+        if expected != last:   # (clients mostly share one spec: one dict comparison each)
+            last = expected
+            group = groups.setdefault(tuple(sorted((n, tuple(s)) for n, s in last.items())),
+                                      [])
+        group.append(i)
     kinds = "f" if screen else "biuf"
     for key, positions in groups.items():
         for name, shape in key:
@@ -210,7 +221,7 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
                         rows.append(array)
             if not live:
                 continue
-            stack = np.stack(rows)
+            stack = np.array(rows)
             finite = np.isfinite(stack.reshape(len(live), -1))
             ok = finite.all(axis=1)
             for j in np.flatnonzero(~ok):
@@ -228,6 +239,64 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     return reasons
 
 
+def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
+               bounds: Callable[[int], Bounds | None] | None, expected_round: int | None,
+               seen: set, kinds: str) -> bool:
+    """Whether every reply is valid, decided with whole-round passes (``seen`` updated if so).
+
+    False means "not shown here", and the caller judges the replies one by one.  The passes
+    are ``map`` / ``set`` over the round (C loops): ``set(map(type, xs)) == {int}`` says every
+    ``x`` is an ``int`` (not a ``bool``), and so on.
+    """
+    n = len(replies)
+    if not n or expected_round is None:
+        return False
+    ids = [k for k, _ in replies]
+    got = [r for _, r in replies]
+    if set(map(type, got)) != {Reply}:
+        return False
+    metrics, arrays = list(map(_METRICS, got)), list(map(_ARRAYS, got))
+    if set(map(type, metrics)) != {dict} or set(map(type, arrays)) != {dict}:
+        return False
+    clients, rounds, versions = (list(map(operator.methodcaller("get", key), metrics))
+                                 for key in (CLIENT, ROUND, VERSION))
+    if (set(map(type, clients)) != {int} or set(map(type, rounds)) != {int}
+            or set(map(type, versions)) != {int} or clients != ids or min(versions) < 0
+            or rounds.count(expected_round) != n or len(set(ids)) != n
+            or any(map(operator.methodcaller("get", ABSTAIN, 0), metrics))):
+        return False
+    keys = list(zip(ids, rounds, strict=True))
+    if seen and not seen.isdisjoint(keys):
+        return False
+    specs = list(map(spec, ids))
+    first = specs[0]
+    if len(set(map(id, specs))) != 1 and not all(s == first for s in specs):
+        return False
+    if set(map(len, arrays)) != {len(first)}:   # with every spec name present: equal names
+        return False
+    declared = list(map(bounds, ids)) if bounds is not None else [None]
+    if len(set(map(id, declared))) != 1:
+        return False   # per-client bounds: the general path groups them
+    for name, shape in first.items():
+        values = list(map(operator.methodcaller("get", name), arrays))
+        dtypes = set(map(_DTYPE, values)) if set(map(type, values)) == {np.ndarray} else ()
+        if (len(dtypes) != 1 or next(iter(dtypes)).kind not in kinds
+                or set(map(_SHAPE, values)) != {tuple(shape)}):
+            return False
+        stack = np.array(values)   # (equal shapes: one C-level copy, faster than np.stack)
+        if not np.isfinite(stack).all():
+            return False
+        bound = (declared[0] or {}).get(name)
+        if bound is not None and any(bound.reasons(name, stack)):
+            return False
+    seen.update(keys)
+    return True
+
+
+_METRICS, _ARRAYS = operator.attrgetter("metrics"), operator.attrgetter("arrays")
+_DTYPE, _SHAPE = operator.attrgetter("dtype"), operator.attrgetter("shape")
+
+
 def _header_reason(reply: Any, client_id: int, expected_round: int | None,
                    current_version: int | None, max_staleness: int | None
                    ) -> tuple[str | None, tuple[int, int] | None]:
@@ -235,6 +304,13 @@ def _header_reason(reply: Any, client_id: int, expected_round: int | None,
     reason = None
     if not isinstance(reply, Reply):
         return f"not a Reply but {type(reply).__name__}", None
+    metrics = reply.metrics
+    if type(metrics) is dict and type(reply.arrays) is dict and max_staleness is None:
+        # the common case, decided without building the header (type(x) is int excludes bool)
+        c, r, v = metrics.get(CLIENT), metrics.get(ROUND), metrics.get(VERSION)
+        if (type(c) is int and type(r) is int and type(v) is int and c == client_id
+                and v >= 0 and r >= 0 and (expected_round is None or r == expected_round)):
+            return None, (c, r)
     metrics = reply.metrics if _is_mapping(reply.metrics) else {}
     header = {}
     for key in (CLIENT, ROUND, VERSION):
@@ -282,11 +358,12 @@ def _bound_reasons(name: str, stack: np.ndarray, live: Sequence[int], ok: np.nda
                    bounds: Callable[[int], Bounds | None], replies: Sequence[tuple[int, Any]],
                    reasons: list[str | None]) -> None:
     """Check the finite rows of ``stack`` against their clients' bounds, one stack per bound."""
+    rows = np.flatnonzero(ok).tolist()
+    declared = [(bounds(replies[live[j]][0]) or {}).get(name) for j in rows]
     by_bound: dict[int, tuple[ReplyBound, list[int]]] = {}
-    for j in np.flatnonzero(ok):
-        bound = (bounds(replies[live[j]][0]) or {}).get(name)
+    for j, bound in zip(rows, declared, strict=True):
         if bound is not None:
-            by_bound.setdefault(id(bound), (bound, []))[1].append(int(j))
+            by_bound.setdefault(id(bound), (bound, []))[1].append(j)
     for bound, rows in by_bound.values():
         for j, reason in zip(rows, bound.reasons(name, stack[rows]), strict=True):
             if reason is not None:
