@@ -180,8 +180,10 @@ def plot_poisoning(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     finite = [r["distance"] for r in rows if np.isfinite(r["distance"]) and r["distance"] > 0]
     top = 10 * max(finite, default=1.0)
     styles = {"none": ":", "screen": "--", "screen+median": "-"}
+    algorithms = list(dict.fromkeys(r["algorithm"] for r in rows))
+    colours = {a: f"C{i}" for i, a in enumerate(algorithms)}   # colour: algorithm; line: defence
     for ax, attack in zip(axes[0], attacks, strict=True):
-        for algorithm in dict.fromkeys(r["algorithm"] for r in rows):
+        for algorithm in algorithms:
             for defence, line in styles.items():
                 chosen = [r for r in rows if (r["attack"], r["algorithm"], r["defence"])
                           == (attack, algorithm, defence)]
@@ -189,13 +191,15 @@ def plot_poisoning(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
                     continue
                 ys = [min(r["distance"], top) for r in chosen]
                 ax.plot([r["attackers"] for r in chosen], np.maximum(ys, 1e-6), line,
-                        marker="o", label=f"{algorithm}, {defence}")
+                        color=colours[algorithm], marker="o", ms=3,
+                        label=f"{algorithm}, {defence}")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_yscale("log")
         ax.set_title(f"attack {attack}")
         ax.set_xlabel("poisoning clients of 10")
-    axes[0][0].set_ylabel("||w - w_honest|| / ||w_honest||")
-    axes[0][-1].legend(fontsize=5, ncol=2)
+        ax.set_xticks(sorted({r["attackers"] for r in rows}))
+    axes[0][0].set_ylabel("||w - w_honest|| / ||w_honest|| (top: overflow)")
+    axes[0][-1].legend(fontsize=5, ncol=2, loc="upper left")
     return save_figure(fig, path)
 
 
