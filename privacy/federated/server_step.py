@@ -271,8 +271,8 @@ class ServerStep:
         spec = functools.partial(self.algorithm.reply_spec, self.state)
         declared = getattr(self.algorithm, "reply_bounds", None)
         bounds = None if declared is None else functools.partial(declared, self.state)
-        reasons = validate_replies(readable, spec, bounds, expected_round=t, seen=tally.seen,
-                                   screen=self.screen)
+        # (tally.seen is not passed: a round is judged in this one call)
+        reasons = validate_replies(readable, spec, bounds, expected_round=t, screen=self.screen)
         verdicts = iter(reasons)
         selected = set(tally.selected)
         ids = [k for k, _ in received]

@@ -179,10 +179,10 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     ...                  lambda k: {"w": ReplyBound(-10.0, 10.0)}, expected_round=0)
     [None, None, None, "array 'w' has 2 entries outside its declared box (by up to 1e+308)"]
     """
-    seen = set() if seen is None else seen
     if max_staleness is None and _all_valid(replies, spec, bounds if screen else None,
                                             expected_round, seen, "f" if screen else "biuf"):
         return [None] * len(replies)
+    seen = set() if seen is None else seen
     reasons: list[str | None] = [None] * len(replies)
     keys: list[tuple[int, int] | None] = [None] * len(replies)
     groups: dict[tuple, list[int]] = {}     # spec -> positions of replies with arrays to check
@@ -241,7 +241,7 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
 
 def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
                bounds: Callable[[int], Bounds | None] | None, expected_round: int | None,
-               seen: set, kinds: str) -> bool:
+               seen: set | None, kinds: str) -> bool:
     """Whether every reply is valid, decided with whole-round passes (``seen`` updated if so).
 
     False means "not shown here", and the caller judges the replies one by one.  The passes
@@ -258,14 +258,16 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     metrics, arrays = list(map(_METRICS, got)), list(map(_ARRAYS, got))
     if set(map(type, metrics)) != {dict} or set(map(type, arrays)) != {dict}:
         return False
-    clients, rounds, versions = (list(map(operator.methodcaller("get", key), metrics))
-                                 for key in (CLIENT, ROUND, VERSION))
-    if (set(map(type, clients)) != {int} or set(map(type, rounds)) != {int}
-            or set(map(type, versions)) != {int} or clients != ids or min(versions) < 0
-            or rounds.count(expected_round) != n or len(set(ids)) != n
-            or any(map(operator.methodcaller("get", ABSTAIN, 0), metrics))):
+    try:
+        clients, rounds, versions = zip(*map(_HEADER, metrics), strict=True)
+    except KeyError:
         return False
-    keys = list(zip(ids, rounds, strict=True))
+    if (set(map(type, clients)) != {int} or set(map(type, rounds)) != {int}
+            or set(map(type, versions)) != {int} or list(clients) != ids or min(versions) < 0
+            or rounds.count(expected_round) != n or len(set(ids)) != n
+            or any(map(_ABSTAINED, metrics))):
+        return False
+    keys = () if seen is None else list(zip(ids, rounds, strict=True))
     if seen and not seen.isdisjoint(keys):
         return False
     specs = list(map(spec, ids))
@@ -289,11 +291,14 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
         bound = (declared[0] or {}).get(name)
         if bound is not None and any(bound.reasons(name, stack)):
             return False
-    seen.update(keys)
+    if seen is not None:
+        seen.update(keys)
     return True
 
 
 _METRICS, _ARRAYS = operator.attrgetter("metrics"), operator.attrgetter("arrays")
+_HEADER = operator.itemgetter(CLIENT, ROUND, VERSION)
+_ABSTAINED = operator.methodcaller("get", ABSTAIN, 0)
 _DTYPE, _SHAPE = operator.attrgetter("dtype"), operator.attrgetter("shape")
 
 
