@@ -41,6 +41,7 @@ Seed Algorithms 1-2, eqs. (7.11)-(7.26), Theorems 7.3.1-7.3.2, Ch. 8.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -165,9 +166,7 @@ class FedInfer:
                else NoiseLaw("gaussian", 1.0, weights))   # noise-free: running mean
         self.posterior = make_posterior(law, d, loss.block_bounds(self.norm), core=grid_core,
                                         tail=grid_tail)
-        self._reply_bound = self._declared_box(loss.block_bounds(self.norm))
         self._reply_spec = {"z": (d,)}
-        self._reply_bounds = {"z": self._reply_bound}
 
     def client_dp(self, client_id: int) -> LocalDP | None:
         """Every client releases the same block law."""
@@ -210,15 +209,18 @@ class FedInfer:
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
         return self._reply_spec   # one object for every client: the server compares it once
 
-    def _declared_box(self, bounds: tuple[np.ndarray, np.ndarray]) -> ReplyBound:
+    @functools.cached_property
+    def _reply_bounds(self) -> dict[str, ReplyBound]:
         """The box of one client's noisy block: a client's records are some of the ``N``, so its
-        block lies in the hull of the global box and 0, widened by the noise allowance."""
+        block lies in the hull of the global box and 0, widened by the noise allowance (computed
+        on first use: a SaS tail bound takes a fraction of a second)."""
+        bounds = self.loss.block_bounds(self.norm)
         low, high = np.minimum(bounds[0], 0.0), np.maximum(bounds[1], 0.0)
         slack = 1e-9 * np.maximum(np.abs(low), np.abs(high)) + 1e-300
         noise = 0.0 if self.dp is None else self.dp.noise_allowance(FALSE_ALARM)[0]
         low, high = low - slack - noise, high + slack + noise
         low.flags.writeable = high.flags.writeable = False
-        return ReplyBound(low, high)
+        return {"z": ReplyBound(low, high)}
 
     def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
         """The box an honest client's noisy block lies in (except w.p. ``FALSE_ALARM``)."""
