@@ -1,0 +1,441 @@
+"""Live identification: forgetting statistics, lost packets and change detection.
+
+:class:`OnlineDMDidc` keeps the moments of the DMDidc regression (the ``gram`` and ``sums`` of
+:class:`~dmdidc.SufficientStatistics`, ``v_k = [x_k; u_k; ...; u_{k-R}; x_{k+1};
+instruments]``) with **exponential forgetting** (row ``k`` weighs ``lambda^(t - k)`` at time ``t``)
+or over a **sliding window** of the last ``window`` samples.  A chunk of ``L`` samples costs one
+block update ``G <- lambda^L G + V diag(w) V^T`` (``d^2`` flops per sample, ``d = 2n + m (R +
+1)``): memory is ``O(d^2)`` with forgetting (the window also keeps its ``window`` regression
+vectors, which it must subtract when they leave).  The model is the fit of these statistics by
+:meth:`dmdidc.DMDidc.fit_statistics` (the block test, the delay recovery and the intervals are
+DMDidc's own), solved when asked and cached until the next update.  The default estimator is
+**instrumental variables** (2SLS with the inputs lagged beyond ``R`` as instruments: ``v_k``
+then also holds ``u_{k-R-1} .. u_{k-R-L}``), consistent under measurement noise on the states;
+``estimator="ls"`` is least squares, which that noise biases (errors in variables: on random
+plants at 30 dB its delay was off by up to 0.35 T where IV's error was below 0.005 T).
+
+**Lost packets.**  A NaN anywhere in ``x_t`` or ``u_t`` marks sample ``t`` as lost: exactly the
+regression rows that involve it are skipped (rows ``t - 1`` and ``t`` for a lost state, rows
+``t .. t + R + L`` for a lost input: every row holding one of its lags); nothing is
+interpolated.  Lost samples are counted (``dropped_samples_``) and grouped into bursts
+(``drop_bursts_``).  Forgetting follows the clock, not the received rows: a gap ages the
+statistics as the time that passed.
+
+**Change detection.**  Every received row's one-step prediction residual ``e_k`` (a priori: with
+the coefficients of the previous update) is normalized by the running residual covariance
+``Sigma`` of the fit, ``q_k = e_k^T Sigma^{-1} e_k`` (chi-square with ``n`` degrees of freedom
+while the model holds), and a CUSUM of the log-likelihood ratio of a covariance inflated by
+``kappa`` (``magnitude``), ``l_k = (1 - 1/kappa) q_k / 2 - (n / 2) ln kappa``, runs over them:
+``g_k = max(0, g_{k-1} + l_k)``.  Its mean drift is negative on a stationary plant and jumps
+positive when the delay or the plant changes (the old delay blocks mispredict every sample).  At
+``g_k > threshold`` an event is recorded, the statistics older than the CUSUM's change-point
+estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p`` samples (kept
+only so the model stays defined), and the detector rests for ``warmup`` received samples while
+the new plant is learned.  The stationary false-alarm rate is measured in the tests: no event
+in 20 000 samples on each of several random plants at 30 dB with 3 % lost samples (the CUSUM's
+average run length under no change is about ``exp(threshold)`` samples for white residuals).
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from _toolbox.validation import check_in_interval, check_integer, check_positive
+from dmdidc.errors import DimensionError, NonFiniteError, ParameterError
+from dmdidc.statistics.fit import regression_from_statistics
+from dmdidc.statistics.layout import StatisticsLayout
+from dmdidc.statistics.statistics import SufficientStatistics
+from dmdidc.statistics.streaming import _default_lags
+
+__all__ = ["OnlineDMDidc", "ChangeEvent"]
+
+
+@dataclass
+class ChangeEvent:
+    """A change flagged by the detector of :class:`OnlineDMDidc`.
+
+    Attributes
+    ----------
+    sample : int
+        Time index ``k`` of the row at which the CUSUM crossed the threshold.
+    onset : int
+        The CUSUM's estimate of when the change began (the statistics before it were shrunk).
+    old_delay : ndarray, shape (m,) or None
+        Delay estimate (s) just before the event (``None`` if it could not be recovered).
+    new_delay : ndarray, shape (m,) or None
+        Delay estimate (s) when the detector re-armed, ``warmup`` samples later (``None``
+        until then).
+    statistic : float
+        The CUSUM value at the alarm.
+    """
+
+    sample: int
+    onset: int
+    old_delay: np.ndarray | None
+    new_delay: np.ndarray | None
+    statistic: float
+
+
+class OnlineDMDidc:
+    """DMDidc on a live stream: forgetting statistics, lost samples and change detection.
+
+    See the module notes for the estimator, the lost-sample rule and the detector.
+
+    Parameters
+    ----------
+    max_delay : int
+        ``R``, the delay bound in periods (as :class:`~dmdidc.DMDidc`).
+    dt : float
+        Sampling period ``T`` (s).
+    forgetting : float in (0, 1] or None, default None
+        ``lambda``: each row's weight is multiplied by it per sample (memory about
+        ``1 / (1 - lambda)`` samples).  ``None`` (and 1) keep every sample with equal weight
+        unless ``window`` is given.
+    window : int or None, default None
+        Keep exactly the rows of the last ``window`` samples instead (not with
+        ``forgetting``).
+    estimator : {"iv", "ls"}, default "iv"
+        Instrumental variables with lagged inputs (consistent under measurement noise) or
+        least squares (module notes).
+    instrument_lags : int or None, default None
+        ``L`` of the IV instruments (default: the smallest giving ``n`` more instruments than
+        regressors, as :class:`~dmdidc.DMDidc`).
+    detect : bool, default True
+        Run the change detector.
+    threshold : float, default 25.0
+        CUSUM threshold ``h`` (module notes).
+    magnitude : float, default 2.0
+        ``kappa > 1``, the residual-covariance inflation the CUSUM is tuned to.
+    warmup : int or None, default None
+        Received rows before the detector arms (at the start and after each event); default
+        ``max(20 p, 500)`` with ``p = n + m (R + 1)`` regressors.
+
+    Attributes
+    ----------
+    estimator_ : DMDidc
+        The DMDidc fit of the current statistics (``delay``, ``A_c``, ``B_c``,
+        ``model_``, ``delay_ci``, ... are forwarded to it).
+    dropped_samples_ : int
+        Samples ``t`` (of the complete ones, ``t < samples_seen_``) with a NaN in ``x_t`` or
+        ``u_t``.
+    drop_bursts_ : list of (int, int)
+        ``(start, length)`` of every run of consecutive lost samples.
+    events_ : list of ChangeEvent
+    samples_seen_ : int
+        Inputs received (lost ones included).
+    rows_used_ : int
+        Regression rows added to the statistics (complete ones only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, OnlineDMDidc, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 3000, rng=0)
+    >>> X = plant.simulate([0.0], U)
+    >>> X[:, 100:103] = np.nan                       # three lost packets
+    >>> live = OnlineDMDidc(max_delay=3, dt=1.0, forgetting=0.999)
+    >>> for a in range(0, 3000, 500):                # chunks overlap by one state
+    ...     live = live.update(X[:, a:a + 501], U[:, a:a + 500])
+    >>> bool(abs(live.delay[0] - 1.5) < 1e-6), live.dropped_samples_, live.drop_bursts_
+    (True, 3, [(100, 3)])
+    """
+
+    def __init__(self, *, max_delay: int, dt: float, forgetting: float | None = None,
+                 window: int | None = None, estimator: str = "iv",
+                 instrument_lags: int | None = None, detect: bool = True, threshold: float = 25.0,
+                 magnitude: float = 2.0, warmup: int | None = None) -> None:
+        self.max_delay = check_integer("max_delay", max_delay, minimum=0)
+        self.dt = check_positive("dt", dt)
+        if forgetting is not None and window is not None:
+            raise ParameterError(f"give forgetting or window, not both; got forgetting="
+                                 f"{forgetting!r} and window={window!r}")
+        self.forgetting = 1.0 if forgetting is None else check_in_interval(
+            "forgetting", forgetting, 0.0, 1.0, low_open=True)
+        self.window = None if window is None else check_integer("window", window, minimum=1)
+        if estimator not in ("iv", "ls"):
+            raise ParameterError(f"estimator must be 'iv' or 'ls'; got {estimator!r}")
+        self.estimator = estimator
+        self.instrument_lags = instrument_lags
+        self.detect = bool(detect)
+        self.threshold = check_positive("threshold", threshold)
+        self.magnitude = check_in_interval("magnitude", magnitude, 1.0, np.inf, low_open=True)
+        self.warmup = None if warmup is None else check_integer("warmup", warmup, minimum=1)
+        self._layout: StatisticsLayout | None = None
+
+    # ------------------------------------------------------------------ streaming
+    def _start(self, n: int, m: int) -> None:
+        R = self.max_delay
+        kind = "inputs" if self.estimator == "iv" else None
+        lags = 0 if kind is None else _default_lags(kind, self.instrument_lags, n, m, R, 0)
+        self._layout = StatisticsLayout(n, m, R, kind, lags, 0)
+        d, p = self._layout.dimension, self._layout.n_regressors
+        self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
+        self._rows: collections.deque = collections.deque()   # (times, V) kept by the window
+        self._now = 0                            # rows are weighted lambda^(now - k)
+        self._lags = R + lags                    # input lags in v_k (regressors, instruments)
+        self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
+        self._last_state: np.ndarray | None = None
+        self._last_lost = False
+        self.samples_seen_ = self.rows_used_ = self.dropped_samples_ = 0
+        self.drop_bursts_: list[tuple[int, int]] = []
+        self.events_: list[ChangeEvent] = []
+        self._warmup_left = self.warmup if self.warmup is not None else max(20 * p, 500)
+        self._cusum = 0.0
+        self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
+        self._fit = None
+
+    def update(self, X: Any, U: Any) -> OnlineDMDidc:
+        """Add a chunk: states ``X`` (n, L + 1) and inputs ``U`` (m, L).
+
+        As :meth:`dmdidc.DMDidc.partial_fit`: ``X[:, 0]`` is the previous chunk's last state
+        (on the first call, the first state).  NaN entries are lost samples (module notes).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        DimensionError
+            Wrong shapes, sizes that change, or ``X[:, 0]`` not continuing the previous chunk.
+        NonFiniteError
+            Infinite entries (a lost sample is NaN; infinity is a fault).
+        """
+        X, U = _chunk("X", X), _chunk("U", U)
+        if X.shape[1] != U.shape[1] + 1:
+            raise DimensionError(f"X has {X.shape[1]} columns and U {U.shape[1]}; X needs one "
+                                 f"more (x_t .. x_(t+L) with u_t .. u_(t+L-1))")
+        if self._layout is None:
+            self._start(X.shape[0], U.shape[0])
+        n, m = self._layout.n_states, self._layout.n_inputs
+        if X.shape[0] != n or U.shape[0] != m:
+            raise DimensionError(f"chunk has {X.shape[0]} states and {U.shape[0]} inputs; "
+                                 f"earlier chunks had {n} and {m}")
+        if self._last_state is not None and not np.array_equal(X[:, 0], self._last_state,
+                                                               equal_nan=True):
+            raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
+                                 "its last state, NaN for a lost one)")
+        L, t0, R, lags = U.shape[1], self.samples_seen_, self.max_delay, self._lags
+        lost_x = np.isnan(X).any(axis=0)
+        lost = lost_x[:L] | np.isnan(U).any(axis=0)
+        self._count_lost(lost, t0)
+        inputs = np.concatenate([self._inputs, U], axis=1)
+        u = [inputs[:, lags - j:lags - j + L] for j in range(lags + 1)]   # u_{k-j}
+        V = np.concatenate([X[:, :L]] + u[:R + 1] + [X[:, 1:]] + u[R + 1:], axis=0)
+        keep = ~np.isnan(V).any(axis=0)
+        times = t0 + np.flatnonzero(keep)
+        self._inputs = inputs[:, inputs.shape[1] - lags:] if lags else inputs[:, :0]
+        self._last_state = X[:, -1].copy()
+        self.samples_seen_ = t0 + L
+        self._process(V[:, keep], times)
+        self._advance(t0 + L)
+        self._fit = None
+        if self._warmup_left == 0 and self.detect:
+            self._predictor = self._predictor_from_fit()
+        return self
+
+    def _count_lost(self, lost: np.ndarray, t0: int) -> None:
+        """Count lost samples and extend the bursts (a run may continue the previous one)."""
+        self.dropped_samples_ += int(lost.sum())
+        edges = np.diff(np.concatenate([[0], lost.astype(np.int8), [0]]))
+        for start, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
+                              strict=True):
+            first = t0 + int(start)
+            bursts = self.drop_bursts_
+            if bursts and bursts[-1][0] + bursts[-1][1] == first:
+                bursts[-1] = (bursts[-1][0], bursts[-1][1] + int(end - start))
+            else:
+                bursts.append((first, int(end - start)))
+
+    def _process(self, V: np.ndarray, times: np.ndarray) -> None:
+        """Add the received rows, running the detector over them (module notes)."""
+        i, N = 0, times.size
+        while i < N:
+            if self._predictor is None or not self.detect:
+                # (warmup done but the predictor undefined: add all, retry after the chunk)
+                j = N if not self.detect or not self._warmup_left else min(
+                    N, i + self._warmup_left)
+                self._add(V[:, i:j], times[i:j])
+                if self.detect and self._warmup_left:
+                    self._warmup_left -= j - i
+                    if self._warmup_left == 0:
+                        self._rearm(times[j - 1])
+                i = j
+                continue
+            g = self._cusum_path(V[:, i:])
+            alarm = np.flatnonzero(g > self.threshold)
+            if alarm.size == 0:
+                self._add(V[:, i:], times[i:])
+                self._cusum = float(g[-1])
+                return
+            a = i + int(alarm[0])
+            zeros = np.flatnonzero(g[:a - i + 1] <= 0.0)
+            onset = i + int(zeros[-1]) + 1 if zeros.size else i
+            self._add(V[:, i:onset], times[i:onset])
+            self._event(int(times[a]), int(times[onset]), float(g[a - i]))
+            self._add(V[:, onset:a + 1], times[onset:a + 1])
+            self._warmup_left = max(self._resolved_warmup() - (a + 1 - onset), 1)
+            i = a + 1
+
+    def _cusum_path(self, V: np.ndarray) -> np.ndarray:
+        """CUSUM ``g`` over the rows of ``V`` from the current value (vectorized:
+        ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` with ``S`` the running sum of ``l``)."""
+        n, p = self._layout.n_states, self._layout.n_regressors
+        theta, precision = self._predictor
+        residual = V[p:p + n] - theta @ V[:p]
+        q = np.einsum("ik,ij,jk->k", residual, precision, residual)
+        kappa = self.magnitude
+        llr = 0.5 * (1.0 - 1.0 / kappa) * q - 0.5 * n * np.log(kappa)
+        S = np.cumsum(llr)
+        return S - np.minimum(np.minimum.accumulate(S), -self._cusum)
+
+    def _event(self, sample: int, onset: int, statistic: float) -> None:
+        """Record a change and forget what came before its onset."""
+        self._fit = None
+        self.events_.append(ChangeEvent(sample, onset, self._delay_or_none(), None, statistic))
+        keep = self._layout.n_regressors / max(self._weight, 1.0)
+        if keep < 1.0:
+            self._gram *= keep
+            self._sums *= keep
+            self._weight *= keep
+            self._rows = collections.deque((t, V * np.sqrt(keep)) for t, V in self._rows)
+        self._predictor, self._cusum = None, 0.0
+
+    def _rearm(self, time: int) -> None:
+        self._advance(int(time) + 1)
+        self._fit = None
+        self._predictor = self._predictor_from_fit()
+        if self.events_ and self.events_[-1].new_delay is None:
+            self.events_[-1].new_delay = self._delay_or_none()
+
+    def _resolved_warmup(self) -> int:
+        return self.warmup if self.warmup is not None else max(20 * self._layout.n_regressors,
+                                                               500)
+
+    def _advance(self, now: int) -> None:
+        """Age the statistics to time ``now`` (forgetting) or drop rows older than the window."""
+        if now <= self._now:
+            return
+        if self.window is None:
+            decay = self.forgetting ** (now - self._now)
+            self._gram *= decay
+            self._sums *= decay
+            self._weight *= decay
+        else:
+            while self._rows and self._rows[0][0][0] < now - self.window:
+                times, V = self._rows.popleft()
+                old = times < now - self.window
+                self._remove(V[:, old])
+                if not old.all():
+                    self._rows.appendleft((times[~old], V[:, ~old]))
+        self._now = now
+
+    def _add(self, V: np.ndarray, times: np.ndarray) -> None:
+        if times.size == 0:
+            return
+        self._advance(int(times[-1]) + 1)
+        if self.window is None and self.forgetting < 1.0:
+            weights = self.forgetting ** (self._now - times)
+            self._gram += (V * weights) @ V.T
+            self._sums += V @ weights
+            self._weight += float(weights.sum())
+        else:
+            self._gram += V @ V.T
+            self._sums += V.sum(axis=1)
+            self._weight += times.size
+            if self.window is not None:
+                self._rows.append((times, V))
+        self.rows_used_ += times.size
+
+    def _remove(self, V: np.ndarray) -> None:
+        self._gram -= V @ V.T
+        self._sums -= V.sum(axis=1)
+        self._weight -= V.shape[1]
+
+    # ------------------------------------------------------------------ the fit
+    def statistics(self) -> SufficientStatistics:
+        """The current (weighted) statistics; ``n_samples`` is the total weight, rounded.
+
+        With forgetting, that weight overstates the information of the data about twice
+        (``sum w^2 / sum w ~ 1 / (1 + lambda)``), so the intervals of the fit are
+        conservative.
+        """
+        if self._layout is None:
+            raise ParameterError("no data yet: call update(X, U) first")
+        weight = int(round(self._weight))
+        return SufficientStatistics(
+            layout=self._layout, gram=0.5 * (self._gram + self._gram.T), sums=self._sums.copy(),
+            n_samples=weight, n_trajectories=1, intercepts=0, centering="none",
+            scale=np.ones(self._layout.dimension), state_bound=None, input_bound=None,
+            instrument_bound=None, min_trajectory_samples=weight,
+            max_trajectory_samples=weight)
+
+    @property
+    def estimator_(self):
+        """The :class:`~dmdidc.DMDidc` fit of the current statistics (cached)."""
+        if self._fit is None:
+            from dmdidc.estimator import DMDidc
+
+            self._fit = DMDidc(max_delay=self.max_delay, estimator=self.estimator
+                               ).fit_statistics(
+                self.statistics(), dt=self.dt)
+        return self._fit
+
+    def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """One-step predictor and residual precision of the current statistics (``None``
+        while they do not determine the regression)."""
+        try:
+            solution = regression_from_statistics(self.statistics(), self.max_delay,
+                                                  estimator=self.estimator)
+        except ValueError:
+            return None
+        sigma = solution.residual_covariance
+        # a noise-free stream has Sigma ~ 0: floor it so rounding is not taken for a change
+        floor = 1e-12 * np.diag(self._gram)[-self._layout.n_states:] / max(self._weight, 1.0)
+        sigma = 0.5 * (sigma + sigma.T) + np.diag(floor + np.finfo(float).tiny)
+        return solution.coefficients, np.linalg.inv(sigma)
+
+    def _delay_or_none(self) -> np.ndarray | None:
+        try:
+            return np.array(self.estimator_.delay, dtype=float)
+        except (ValueError, AttributeError):
+            return None
+
+    def __getattr__(self, name: str) -> Any:
+        # delay, A_c, B_c, model_, delay_ci, confidence_intervals, ...: those of the fit
+        if name.startswith("_") or name in ("samples_seen_", "rows_used_", "dropped_samples_",
+                                            "drop_bursts_", "events_"):
+            raise AttributeError(name)
+        if name in _FORWARDED:
+            return getattr(self.estimator_, name)
+        raise AttributeError(f"'OnlineDMDidc' object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"OnlineDMDidc(max_delay={self.max_delay}, dt={self.dt}, forgetting="
+                f"{self.forgetting}, window={self.window})")
+
+
+#: Attributes of the fit that the online estimator forwards.
+_FORWARDED = ("delay", "A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
+              "delay_ci", "confidence_intervals", "regression_", "block_test_", "predict")
+
+
+def _chunk(name: str, value: Any) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise DimensionError(f"{name} must be a numeric array; got {type(value).__name__}"
+                             ) from exc
+    array = array[None] if array.ndim == 1 else array
+    if array.ndim != 2:
+        raise DimensionError(f"{name} must be 2-dimensional (signals x time); got shape "
+                             f"{array.shape}")
+    if np.isinf(array).any():
+        raise NonFiniteError(f"{name} contains {int(np.isinf(array).sum())} infinite entries; "
+                             f"a lost sample is NaN, infinity is a fault")
+    return array
