@@ -113,6 +113,11 @@ class OnlineDMDidc:
     warmup : int or None, default None
         Received rows before the detector arms (at the start and after each event); default
         ``max(20 p, 500)`` with ``p = n + m (R + 1)`` regressors.
+    refresh : int, default 200
+        Received rows between re-solves of the detector's one-step predictor (a solve costs
+        about a millisecond; amortized over ``refresh`` rows it keeps the per-sample cost
+        ``O(d^2)``).  The predictor is a priori either way: the residuals of a chunk use the
+        coefficients of an earlier one.
 
     Attributes
     ----------
@@ -148,7 +153,7 @@ class OnlineDMDidc:
     def __init__(self, *, max_delay: int, dt: float, forgetting: float | None = None,
                  window: int | None = None, estimator: str = "iv",
                  instrument_lags: int | None = None, detect: bool = True, threshold: float = 25.0,
-                 magnitude: float = 2.0, warmup: int | None = None) -> None:
+                 magnitude: float = 2.0, warmup: int | None = None, refresh: int = 200) -> None:
         self.max_delay = check_integer("max_delay", max_delay, minimum=0)
         self.dt = check_positive("dt", dt)
         if forgetting is not None and window is not None:
@@ -165,6 +170,7 @@ class OnlineDMDidc:
         self.threshold = check_positive("threshold", threshold)
         self.magnitude = check_in_interval("magnitude", magnitude, 1.0, np.inf, low_open=True)
         self.warmup = None if warmup is None else check_integer("warmup", warmup, minimum=1)
+        self.refresh = check_integer("refresh", refresh, minimum=1)
         self._layout: StatisticsLayout | None = None
 
     # ------------------------------------------------------------------ streaming
@@ -186,6 +192,7 @@ class OnlineDMDidc:
         self.events_: list[ChangeEvent] = []
         self._warmup_left = self.warmup if self.warmup is not None else max(20 * p, 500)
         self._cusum = 0.0
+        self._since_solve = 0
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
         self._fit = None
 
@@ -235,7 +242,9 @@ class OnlineDMDidc:
         self._process(V[:, keep], times)
         self._advance(t0 + L)
         self._fit = None
-        if self._warmup_left == 0 and self.detect:
+        self._since_solve += int(times.size)
+        if self._warmup_left == 0 and self.detect and (
+                self._predictor is None or self._since_solve >= self.refresh):
             self._predictor = self._predictor_from_fit()
         return self
 
@@ -389,6 +398,7 @@ class OnlineDMDidc:
     def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
         """One-step predictor and residual precision of the current statistics (``None``
         while they do not determine the regression)."""
+        self._since_solve = 0
         try:
             solution = regression_from_statistics(self.statistics(), self.max_delay,
                                                   estimator=self.estimator)

@@ -53,7 +53,8 @@ class DelayStepStream:
 def delay_step_stream(rng: np.random.Generator | int | None = None, *, before: int = 6000,
                       after: int = 4000, step_periods: tuple[float, float] = (1.0, 2.0),
                       snr_db: float = 30.0, lost: float = 0.03, dt: float = 0.5,
-                      max_delay: int = 4) -> DelayStepStream:
+                      max_delay: int = 4, n_states: int = 3,
+                      n_inputs: int = 2) -> DelayStepStream:
     """Draw a :class:`DelayStepStream` (module notes).
 
     Parameters
@@ -70,6 +71,8 @@ def delay_step_stream(rng: np.random.Generator | int | None = None, *, before: i
     dt : float
     max_delay : int
         Must cover the new delays (``1.5 + step_periods[1] <= max_delay``).
+    n_states, n_inputs : int
+        Of the random plant.
 
     Returns
     -------
@@ -87,7 +90,8 @@ def delay_step_stream(rng: np.random.Generator | int | None = None, *, before: i
     before = check_integer("before", before, minimum=max_delay + 1)
     after = check_integer("after", after, minimum=0)
     lost = check_probability("lost", lost, allow_one=False)
-    old = random_plant(rng, max_delay=max_delay, delay_periods=(0.3, 1.5), dt=dt)
+    old = random_plant(rng, n_states=n_states, n_inputs=n_inputs, max_delay=max_delay,
+                       delay_periods=(0.3, 1.5), dt=dt)
     new_delay = old.delay + rng.uniform(*step_periods, old.n_inputs) * dt
     new = DelayedPlant.from_continuous(old.A_c, old.B_c, new_delay, dt, max_delay=max_delay)
     U = rng.standard_normal((old.n_inputs, before + after))
