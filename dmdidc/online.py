@@ -181,7 +181,8 @@ class OnlineDMDidc:
         self._layout = StatisticsLayout(n, m, R, kind, lags, 0)
         d, p = self._layout.dimension, self._layout.n_regressors
         self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
-        self._rows: collections.deque = collections.deque()   # (times, V) kept by the window
+        # (times, V, weight) of the rows the window holds (weight < 1 after an event)
+        self._rows: collections.deque = collections.deque()
         self._now = 0                            # rows are weighted lambda^(now - k)
         self._lags = R + lags                    # input lags in v_k (regressors, instruments)
         self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
@@ -312,7 +313,7 @@ class OnlineDMDidc:
             self._gram *= keep
             self._sums *= keep
             self._weight *= keep
-            self._rows = collections.deque((t, V * np.sqrt(keep)) for t, V in self._rows)
+            self._rows = collections.deque((t, V, w * keep) for t, V, w in self._rows)
         self._predictor, self._cusum = None, 0.0
 
     def _rearm(self, time: int) -> None:
@@ -337,11 +338,11 @@ class OnlineDMDidc:
             self._weight *= decay
         else:
             while self._rows and self._rows[0][0][0] < now - self.window:
-                times, V = self._rows.popleft()
+                times, V, weight = self._rows.popleft()
                 old = times < now - self.window
-                self._remove(V[:, old])
+                self._remove(V[:, old], weight)
                 if not old.all():
-                    self._rows.appendleft((times[~old], V[:, ~old]))
+                    self._rows.appendleft((times[~old], V[:, ~old], weight))
         self._now = now
 
     def _add(self, V: np.ndarray, times: np.ndarray) -> None:
@@ -358,13 +359,13 @@ class OnlineDMDidc:
             self._sums += V.sum(axis=1)
             self._weight += times.size
             if self.window is not None:
-                self._rows.append((times, V))
+                self._rows.append((times, V, 1.0))
         self.rows_used_ += times.size
 
-    def _remove(self, V: np.ndarray) -> None:
-        self._gram -= V @ V.T
-        self._sums -= V.sum(axis=1)
-        self._weight -= V.shape[1]
+    def _remove(self, V: np.ndarray, weight: float) -> None:
+        self._gram -= weight * (V @ V.T)
+        self._sums -= weight * V.sum(axis=1)
+        self._weight -= weight * V.shape[1]
 
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:

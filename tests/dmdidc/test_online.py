@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dmdidc import (
+    DelayedPlant,
     DimensionError,
     DMDidc,
     NonFiniteError,
@@ -13,6 +14,7 @@ from dmdidc import (
     ParameterError,
     SufficientStatistics,
 )
+from simulations.studies.data_kinds import random_plant
 from simulations.studies.live_stream import delay_step_stream
 
 
@@ -29,15 +31,18 @@ def _run(live, X, U, chunk, checkpoints=()):
     return seen
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_tracks_a_delay_step_with_lost_samples(seed):
-    s = delay_step_stream(seed, before=6000, after=2000)
-    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
+@pytest.mark.parametrize("seed, step, memory", [
+    (0, (1.0, 2.0), {"forgetting": 0.999}), (1, (1.0, 2.0), {"forgetting": 0.999}),
+    (2, (0.2, 0.4), {"forgetting": 0.999}), (3, (-0.3, -0.2), {"forgetting": 0.999}),
+    (4, (1.0, 2.0), {"window": 1000}), (5, (0.2, 0.4), {"window": 1500})])
+def test_tracks_a_delay_step_with_lost_samples(seed, step, memory):
+    """Large, small and negative delay steps, with forgetting and with a window."""
+    s = delay_step_stream(seed, before=6000, after=2000, step_periods=step)
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, **memory)
     seen = _run(live, s.X, s.U, 250, checkpoints=(s.step, s.step + 2000))
     assert np.abs(seen[s.step] - s.old_delay).max() < 0.1 * s.dt
     assert np.abs(seen[s.step + 2000] - s.new_delay).max() < 0.1 * s.dt
     assert live.dropped_samples_ == s.lost.sum() > 0
-    assert sum(length for _, length in live.drop_bursts_) == s.lost.sum()
     lost_at = np.concatenate([np.arange(a, a + n) for a, n in live.drop_bursts_])
     assert np.array_equal(lost_at, np.flatnonzero(s.lost))
     assert len(live.events_) == 1
@@ -45,6 +50,25 @@ def test_tracks_a_delay_step_with_lost_samples(seed):
     assert s.step <= event.sample < s.step + 100 and event.onset <= event.sample
     assert np.abs(event.old_delay - s.old_delay).max() < 0.1 * s.dt
     assert event.new_delay is not None and event.statistic > live.threshold
+
+
+def test_detects_a_change_of_the_dynamics():
+    """A_c speeds up by 60 % (same delays) at sample 4000: flagged, new eigenvalues learned."""
+    R, dt, rng = 4, 0.5, np.random.default_rng(7)
+    old = random_plant(rng, max_delay=R, delay_periods=(0.3, 1.5), dt=dt)
+    new = DelayedPlant.from_continuous(1.6 * old.A_c, old.B_c, old.delay, dt, max_delay=R)
+    U = rng.standard_normal((2, 7000))
+    X = old.simulate(np.zeros(3), U[:, :4000])
+    tail = new.simulate(X[:, -1], U[:, 4000:], U_past=U[:, 4000 - R:4000])
+    X = np.concatenate([X, tail[:, 1:]], axis=1)
+    X += 10 ** -1.5 * np.sqrt((X ** 2).mean(axis=1, keepdims=True)) * rng.standard_normal(X.shape)
+    live = OnlineDMDidc(max_delay=R, dt=dt, forgetting=0.999)
+    _run(live, X, U, 500)
+    assert [4000 <= e.sample < 4100 for e in live.events_] == [True]
+    truth = np.sort_complex(np.linalg.eigvals(new.A_c))
+    found = np.sort_complex(np.linalg.eigvals(live.A_c))
+    assert np.abs(found - truth).max() < 0.05 * np.abs(truth).max()
+    assert np.abs(live.delay - old.delay).max() < 0.1 * dt
 
 
 @pytest.mark.parametrize("seed", range(10, 14))
