@@ -31,9 +31,11 @@ positive when the delay or the plant changes (the old delay blocks mispredict ev
 ``g_k > threshold`` an event is recorded, the statistics older than the CUSUM's change-point
 estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p`` samples (kept
 only so the model stays defined), and the detector rests for ``warmup`` received samples while
-the new plant is learned.  The stationary false-alarm rate is measured in the tests: no event
-in 20 000 samples on each of several random plants at 30 dB with 3 % lost samples (the CUSUM's
-average run length under no change is about ``exp(threshold)`` samples for white residuals).
+the new plant is learned.  False alarms, measured: no event in 20 000 stationary samples on each
+of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM peaked at 19.8
+against the default threshold 35 (the residuals of noisy states are correlated, so the
+white-residual run length ``~exp(threshold)`` is optimistic).  Changes of the delay by 0.2 T or
+more were flagged within 6 samples.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class OnlineDMDidc:
         regressors, as :class:`~dmdidc.DMDidc`).
     detect : bool, default True
         Run the change detector.
-    threshold : float, default 25.0
+    threshold : float, default 35.0
         CUSUM threshold ``h`` (module notes).
     magnitude : float, default 2.0
         ``kappa > 1``, the residual-covariance inflation the CUSUM is tuned to.
@@ -152,7 +154,8 @@ class OnlineDMDidc:
 
     def __init__(self, *, max_delay: int, dt: float, forgetting: float | None = None,
                  window: int | None = None, estimator: str = "iv",
-                 instrument_lags: int | None = None, detect: bool = True, threshold: float = 25.0,
+                 instrument_lags: int | None = None, detect: bool = True,
+                 threshold: float = 35.0,
                  magnitude: float = 2.0, warmup: int | None = None, refresh: int = 200) -> None:
         self.max_delay = check_integer("max_delay", max_delay, minimum=0)
         self.dt = check_positive("dt", dt)
