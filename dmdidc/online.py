@@ -135,7 +135,8 @@ class OnlineDMDidc:
     samples_seen_ : int
         Inputs received (lost ones included).
     rows_used_ : int
-        Regression rows added to the statistics (complete ones only).
+        Complete regression rows received (the others involve a lost sample); with a window,
+        the statistics hold those of the last ``window`` samples.
 
     Examples
     --------
@@ -352,6 +353,10 @@ class OnlineDMDidc:
         if times.size == 0:
             return
         self._advance(int(times[-1]) + 1)
+        self.rows_used_ += times.size
+        if self.window is not None:              # a chunk longer than the window: its tail only
+            recent = times >= self._now - self.window
+            V, times = V[:, recent], times[recent]
         if self.window is None and self.forgetting < 1.0:
             weights = self.forgetting ** (self._now - times)
             self._gram += (V * weights) @ V.T
@@ -363,7 +368,6 @@ class OnlineDMDidc:
             self._weight += times.size
             if self.window is not None:
                 self._rows.append((times, V, 1.0))
-        self.rows_used_ += times.size
 
     def _remove(self, V: np.ndarray, weight: float) -> None:
         self._gram -= weight * (V @ V.T)

@@ -143,3 +143,17 @@ def test_bad_input_is_loud():
         live.update(np.zeros((3, 11)), np.ones((1, 10)))
     with pytest.raises(NonFiniteError, match="infinite"):
         live.update(np.zeros((2, 11)), np.full((1, 10), np.inf))
+
+
+@pytest.mark.parametrize("memory", [{"forgetting": 0.99}, {"window": 300}])
+def test_statistics_do_not_depend_on_the_chunking(memory):
+    """Forgetting follows the clock, lost samples included: any chunking, the same moments."""
+    s = delay_step_stream(8, before=1200, after=0, lost=0.05)
+    grams = []
+    for chunk in (1, 7, 250, 1200):
+        live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, detect=False, **memory)
+        _run(live, s.X, s.U, chunk)
+        grams.append(live.statistics().gram)
+        assert live.dropped_samples_ == s.lost.sum()
+    for gram in grams[1:]:
+        assert np.allclose(gram, grams[0], rtol=1e-9, atol=1e-9 * np.abs(grams[0]).max())
