@@ -255,6 +255,8 @@ class OnlineDMDidc:
 
     def _count_lost(self, lost: np.ndarray, t0: int) -> None:
         """Count lost samples and extend the bursts (a run may continue the previous one)."""
+        if not lost.any():
+            return
         self.dropped_samples_ += int(lost.sum())
         edges = np.diff(np.concatenate([[0], lost.astype(np.int8), [0]]))
         for start, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1),
