@@ -169,7 +169,8 @@ class OnlineDMDidc:
         if estimator not in ("iv", "ls"):
             raise ParameterError(f"estimator must be 'iv' or 'ls'; got {estimator!r}")
         self.estimator = estimator
-        self.instrument_lags = instrument_lags
+        self.instrument_lags = None if instrument_lags is None else check_integer(
+            "instrument_lags", instrument_lags, minimum=1)
         self.detect = bool(detect)
         self.threshold = check_positive("threshold", threshold)
         self.magnitude = check_in_interval("magnitude", magnitude, 1.0, np.inf, low_open=True)
@@ -183,7 +184,7 @@ class OnlineDMDidc:
         kind = "inputs" if self.estimator == "iv" else None
         lags = 0 if kind is None else _default_lags(kind, self.instrument_lags, n, m, R, 0)
         self._layout = StatisticsLayout(n, m, R, kind, lags, 0)
-        d, p = self._layout.dimension, self._layout.n_regressors
+        d = self._layout.dimension
         self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
         # (times, V, weight) of the rows the window holds (weight < 1 after an event)
         self._rows: collections.deque = collections.deque()
@@ -191,11 +192,10 @@ class OnlineDMDidc:
         self._lags = R + lags                    # input lags in v_k (regressors, instruments)
         self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
         self._last_state: np.ndarray | None = None
-        self._last_lost = False
         self.samples_seen_ = self.rows_used_ = self.dropped_samples_ = 0
         self.drop_bursts_: list[tuple[int, int]] = []
         self.events_: list[ChangeEvent] = []
-        self._warmup_left = self.warmup if self.warmup is not None else max(20 * p, 500)
+        self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
         self._since_solve = 0
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}

@@ -131,6 +131,8 @@ def test_bad_input_is_loud():
         OnlineDMDidc(max_delay=2, dt=1.0, forgetting=0.99, window=100)
     with pytest.raises(ParameterError, match="estimator"):
         OnlineDMDidc(max_delay=2, dt=1.0, estimator="huber")
+    with pytest.raises(ParameterError, match="instrument_lags"):
+        OnlineDMDidc(max_delay=2, dt=1.0, instrument_lags=0)
     live = OnlineDMDidc(max_delay=2, dt=1.0)
     with pytest.raises(ParameterError, match="no data"):
         live.statistics()
@@ -157,3 +159,12 @@ def test_statistics_do_not_depend_on_the_chunking(memory):
         assert live.dropped_samples_ == s.lost.sum()
     for gram in grams[1:]:
         assert np.allclose(gram, grams[0], rtol=1e-9, atol=1e-9 * np.abs(grams[0]).max())
+
+
+def test_least_squares_is_exact_on_noise_free_data():
+    s = delay_step_stream(9, before=2000, after=0, snr_db=300.0)
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, estimator="ls", forgetting=0.995)
+    _run(live, s.X, s.U, 400)
+    assert live.statistics().instruments is None
+    assert np.abs(live.delay - s.old_delay).max() < 1e-6 * s.dt
+    assert live.events_ == [] and live.dropped_samples_ == s.lost.sum()
