@@ -17,7 +17,8 @@ plants at 30 dB its delay was off by up to 0.35 T where IV's error was below 0.0
 **Lost packets.**  A NaN anywhere in ``x_t`` or ``u_t`` marks sample ``t`` as lost: exactly the
 regression rows that involve it are skipped (rows ``t - 1`` and ``t`` for a lost state, rows
 ``t .. t + R + L`` for a lost input: every row holding one of its lags); nothing is
-interpolated.  Lost samples are counted (``dropped_samples_``) and grouped into bursts
+interpolated.  With ``lost_inputs="hold"`` a NaN input is instead a lost command packet: the
+actuator held its last applied value, which is used (per entry).  Lost samples are counted (``dropped_samples_``) and grouped into bursts
 (``drop_bursts_``).  Forgetting follows the clock, not the received rows: a gap ages the
 statistics as the time that passed.
 
@@ -115,6 +116,11 @@ class OnlineDMDidc:
     warmup : int or None, default None
         Received rows before the detector arms (at the start and after each event); default
         ``max(20 p, 500)`` with ``p = n + m (R + 1)`` regressors.
+    lost_inputs : {"skip", "hold"}, default "skip"
+        What a NaN in ``U`` means.  ``"skip"``: the record of the input is lost (the plant
+        applied something unknown): the rows holding it are skipped.  ``"hold"``: the command
+        packet was lost and the actuator held its last applied value, which is then used (per
+        entry; the sample still counts as lost).
     refresh : int, default 200
         Received rows between re-solves of the detector's one-step predictor (a solve costs
         about a millisecond; amortized over ``refresh`` rows it keeps the per-sample cost
@@ -157,7 +163,8 @@ class OnlineDMDidc:
                  window: int | None = None, estimator: str = "iv",
                  instrument_lags: int | None = None, detect: bool = True,
                  threshold: float = 35.0,
-                 magnitude: float = 2.0, warmup: int | None = None, refresh: int = 200) -> None:
+                 magnitude: float = 2.0, warmup: int | None = None, refresh: int = 200,
+                 lost_inputs: str = "skip") -> None:
         self.max_delay = check_integer("max_delay", max_delay, minimum=0)
         self.dt = check_positive("dt", dt)
         if forgetting is not None and window is not None:
@@ -176,6 +183,9 @@ class OnlineDMDidc:
         self.magnitude = check_in_interval("magnitude", magnitude, 1.0, np.inf, low_open=True)
         self.warmup = None if warmup is None else check_integer("warmup", warmup, minimum=1)
         self.refresh = check_integer("refresh", refresh, minimum=1)
+        if lost_inputs not in ("skip", "hold"):
+            raise ParameterError(f"lost_inputs must be 'skip' or 'hold'; got {lost_inputs!r}")
+        self.lost_inputs = lost_inputs
         self._layout: StatisticsLayout | None = None
 
     # ------------------------------------------------------------------ streaming
@@ -237,6 +247,8 @@ class OnlineDMDidc:
         lost = lost_x[:L] | np.isnan(U).any(axis=0)
         self._count_lost(lost, t0)
         inputs = np.concatenate([self._inputs, U], axis=1)
+        if self.lost_inputs == "hold":
+            inputs = _held(inputs)
         u = [inputs[:, lags - j:lags - j + L] for j in range(lags + 1)]   # u_{k-j}
         V = np.concatenate([X[:, :L]] + u[:R + 1] + [X[:, 1:]] + u[R + 1:], axis=0)
         keep = ~np.isnan(V).any(axis=0)
@@ -443,6 +455,15 @@ class OnlineDMDidc:
 #: Attributes of the fit that the online estimator forwards.
 _FORWARDED = ("delay", "A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
               "delay_ci", "confidence_intervals", "regression_", "block_test_", "predict")
+
+
+def _held(inputs: np.ndarray) -> np.ndarray:
+    """Each NaN entry replaced by the last earlier value of its row (what a holding actuator
+    applied); NaN where the row has none yet."""
+    columns = np.arange(inputs.shape[1])
+    last = np.maximum.accumulate(np.where(np.isnan(inputs), 0, columns), axis=1)
+    held = np.take_along_axis(inputs, last, axis=1)
+    return held
 
 
 def _chunk(name: str, value: Any) -> np.ndarray:

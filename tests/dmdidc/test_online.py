@@ -131,6 +131,8 @@ def test_bad_input_is_loud():
         OnlineDMDidc(max_delay=2, dt=1.0, forgetting=0.99, window=100)
     with pytest.raises(ParameterError, match="estimator"):
         OnlineDMDidc(max_delay=2, dt=1.0, estimator="huber")
+    with pytest.raises(ParameterError, match="lost_inputs"):
+        OnlineDMDidc(max_delay=2, dt=1.0, lost_inputs="interpolate")
     with pytest.raises(ParameterError, match="instrument_lags"):
         OnlineDMDidc(max_delay=2, dt=1.0, instrument_lags=0)
     live = OnlineDMDidc(max_delay=2, dt=1.0)
@@ -168,3 +170,27 @@ def test_least_squares_is_exact_on_noise_free_data():
     assert live.statistics().instruments is None
     assert np.abs(live.delay - s.old_delay).max() < 1e-6 * s.dt
     assert live.events_ == [] and live.dropped_samples_ == s.lost.sum()
+
+
+def test_held_inputs_use_what_the_actuator_applied():
+    """lost_inputs='hold': a lost command is the last applied one (per entry), rows are kept."""
+    rng = np.random.default_rng(11)
+    plant = random_plant(rng, max_delay=4, delay_periods=(0.3, 1.5), dt=0.5)
+    commands = rng.standard_normal((2, 1500))
+    lost = rng.random(commands.shape) < 0.05               # per channel
+    lost[:, 0] = False
+    applied = commands.copy()
+    for k in np.flatnonzero(lost.any(axis=0)):
+        applied[lost[:, k], k] = applied[lost[:, k], k - 1]
+    X = plant.simulate(np.zeros(3), applied)
+    recorded = np.where(lost, np.nan, commands)
+    live = OnlineDMDidc(max_delay=4, dt=0.5, lost_inputs="hold", detect=False)
+    _run(live, X, recorded, 100)
+    batch = SufficientStatistics.from_data(X, applied, max_delay=4, instruments="inputs")
+    assert live.dropped_samples_ == lost.any(axis=0).sum()
+    assert live.statistics().n_samples == batch.n_samples
+    assert np.allclose(live.statistics().gram, batch.gram, rtol=1e-10,
+                       atol=1e-10 * np.abs(batch.gram).max())
+    skipping = OnlineDMDidc(max_delay=4, dt=0.5, detect=False)
+    _run(skipping, X, recorded, 100)
+    assert skipping.rows_used_ < live.rows_used_
