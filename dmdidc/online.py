@@ -18,9 +18,9 @@ plants at 30 dB its delay was off by up to 0.35 T where IV's error was below 0.0
 regression rows that involve it are skipped (rows ``t - 1`` and ``t`` for a lost state, rows
 ``t .. t + R + L`` for a lost input: every row holding one of its lags); nothing is
 interpolated.  With ``lost_inputs="hold"`` a NaN input is instead a lost command packet: the
-actuator held its last applied value, which is used (per entry).  Lost samples are counted (``dropped_samples_``) and grouped into bursts
-(``drop_bursts_``).  Forgetting follows the clock, not the received rows: a gap ages the
-statistics as the time that passed.
+actuator held its last applied value, which is used (per entry).  Lost samples are counted
+(``dropped_samples_``) and grouped into bursts (``drop_bursts_``).  Forgetting follows the
+clock, not the received rows: a gap ages the statistics as the time that passed.
 
 **Change detection.**  Every received row's one-step prediction residual ``e_k`` (a priori: with
 the coefficients of the previous update) is normalized by the running residual covariance
