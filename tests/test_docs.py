@@ -87,7 +87,7 @@ def test_command_line_page_writes_its_files(tmp_path, monkeypatch):
 def test_readme_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blocks = _blocks(README)
-    assert len(blocks) == 1
+    assert len(blocks) == 3                       # identify, control, privatize
     namespace = _run(README, blocks)
     assert (tmp_path / "model.json").exists()
     assert namespace["est"].delay_steps.tolist() == [1, 1]
