@@ -124,16 +124,22 @@ def lifted_problem(mpc: DelayedMPC, x: np.ndarray, past: np.ndarray) -> np.ndarr
     return np.concatenate([fixed, *[past[:, R - i] for i in range(1, R - w + 1)]])
 
 
+def _lifted(mpc: DelayedMPC) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lifted delay-free system ``(F, G)`` and the state weight on its plant states."""
+    F, G = mpc._F, mpc._G
+    n, size = mpc.plant.n_states, G.shape[0]
+    Q_lift = np.zeros((size, size))
+    Q_lift[:n, :n] = mpc.Q
+    return F, G, Q_lift
+
+
 def python_control(mpc: DelayedMPC) -> Callable:
     """control.optimal.solve_ocp on the lifted delay-free system (same cost and bounds)."""
     import control
     import control.optimal as opt
 
-    F, G = mpc._F, mpc._G
-    n = mpc.plant.n_states
+    F, G, Q_lift = _lifted(mpc)
     size, m = G.shape
-    Q_lift = np.zeros((size, size))
-    Q_lift[:n, :n] = mpc.Q
     system = control.ss(F, G, np.eye(size), np.zeros((size, m)), mpc.plant.dt)
     timepts = np.arange(mpc.horizon + 1) * mpc.plant.dt
     cost = opt.quadratic_cost(system, Q_lift, mpc.R)
@@ -151,11 +157,8 @@ def do_mpc_controller(mpc: DelayedMPC) -> Callable:
     """do_mpc.controller.MPC on the lifted delay-free system (CasADi + IPOPT)."""
     import do_mpc
 
-    F, G = mpc._F, mpc._G
-    n = mpc.plant.n_states
+    F, G, Q_lift = _lifted(mpc)
     size, m = G.shape
-    Q_lift = np.zeros((size, size))
-    Q_lift[:n, :n] = mpc.Q
     model = do_mpc.model.Model("discrete")
     z = model.set_variable("_x", "z", shape=(size, 1))
     u = model.set_variable("_u", "u", shape=(m, 1))

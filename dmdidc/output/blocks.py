@@ -20,11 +20,14 @@ delay then costs a congruence of that Gram matrix, never another pass over the d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
-from scipy import linalg, optimize, signal
+from scipy import optimize, signal
+
+from dmdidc.discretization import split_delay, zoh_matrices
 
 __all__ = ["LagMoments", "StructuredFit", "impulse_response", "lag_moments", "pair_of",
            "structured_fit", "profile_delays"]
@@ -147,27 +150,25 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
                       feedthrough=feedthrough, offset=offset)
 
 
-def _hold(A_c: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(e^{A s}, int_0^s e^{A t} dt)`` from one exponential of the augmented matrix."""
-    n = A_c.shape[0]
-    augmented = np.zeros((2 * n, 2 * n))
-    augmented[:n, :n], augmented[:n, n:] = A_c * s, np.eye(n) * s
-    E = linalg.expm(augmented)
-    return E[:n, :n], E[:n, n:]
+#: ``pair(delay) -> (w, Gamma_0(p), Gamma_1(p))`` for one plant (:func:`pair_of`).
+Pair = Callable[[float], tuple[int, np.ndarray, np.ndarray]]
 
 
 def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, np.ndarray]:
-    """Whole steps ``w`` and the blocks ``Gamma_0(p)``, ``Gamma_1(p)`` of ``r = (w + p) T``."""
-    steps = delay / dt
-    w = int(np.floor(steps + 1e-12))
-    p = min(max(steps - w, 0.0), 1.0)
-    phi, gamma_0 = _hold(A_c, (1.0 - p) * dt)
-    _, gamma_p = _hold(A_c, p * dt)
-    return w, gamma_0, phi @ gamma_p
+    """Whole steps ``w`` and the blocks ``Gamma_0(p)``, ``Gamma_1(p)`` of ``r = (w + p) T``.
+
+    ``B^(w) = Gamma_0(p) b`` and ``B^(w+1) = Gamma_1(p) b`` (eq. 9.65), from the hold matrices
+    of the two parts of the sampling period.
+    """
+    (w,), (p,) = split_delay(np.array([delay]), dt)
+    n = A_c.shape[0]
+    phi, gamma_0 = zoh_matrices(A_c, np.eye(n), (1.0 - p) * dt)
+    _, gamma_p = zoh_matrices(A_c, np.eye(n), p * dt)
+    return int(w), gamma_0, phi @ gamma_p
 
 
-def _structure(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
-               free: np.ndarray, pairs=None) -> np.ndarray:
+def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,
+               free: np.ndarray) -> np.ndarray:
     """Map (P, Q) from structured parameters to the unstructured lag coefficients.
 
     Channels in ``free`` keep every lag block unstructured (used while another channel's delay
@@ -186,7 +187,7 @@ def _structure(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarr
                 rows = slice((j * m + i) * n, (j * m + i + 1) * n)
                 S[rows, col + j * n:col + (j + 1) * n] = np.eye(n)
         else:
-            w, gamma_0, gamma_1 = (pairs or pair_of)(A_c, dt, float(delays[i]))
+            w, gamma_0, gamma_1 = pair(float(delays[i]))
             for j, gamma in ((w, gamma_0), (w + 1, gamma_1)):
                 if j <= R:
                     S[(j * m + i) * n:(j * m + i + 1) * n, col:col + n] = gamma
@@ -202,23 +203,8 @@ def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
     return theta, max(moments.energy - float(rhs @ theta), 0.0)
 
 
-def profile_rss(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
-                free: np.ndarray | None = None, pairs=None) -> float:
-    """Residual sum of squares with ``b`` (and initial states, ``D``) re-fitted at ``delays``."""
-    free = np.zeros(moments.n_inputs, dtype=bool) if free is None else free
-    return _solve(moments, _structure(moments, A_c, dt, delays, free, pairs))[1]
-
-
-def _cached_pairs(A_c: np.ndarray, dt: float):
-    """:func:`pair_of` remembered per delay (the grid is searched for every channel)."""
-    @lru_cache(maxsize=4096)
-    def pair(delay: float):
-        return pair_of(A_c, dt, delay)
-    return lambda _A, _dt, delay: pair(delay)
-
-
-def _search(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray, channel: int,
-            free: np.ndarray, pairs) -> float:
+def _search(moments: LagMoments, pair: Pair, dt: float, delays: np.ndarray, channel: int,
+            free: np.ndarray) -> float:
     """The delay of one channel minimizing the profile residual (grid, then bounded refine)."""
     top = moments.max_delay * dt
     grid = np.linspace(0.0, top, moments.max_delay * _GRID_PER_PERIOD + 1)
@@ -226,7 +212,7 @@ def _search(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
 
     def rss(r: float) -> float:
         trial[channel] = r
-        return profile_rss(moments, A_c, dt, trial, free, pairs)
+        return _solve(moments, _structure(moments, pair, trial, free))[1]
 
     values = np.array([rss(r) for r in grid])
     best = int(np.argmin(values))
@@ -245,18 +231,18 @@ def profile_delays(moments: LagMoments, A_c: np.ndarray, dt: float, *,
     on their unknown delays), then all channels are refined in turn with the others structured.
     """
     m = moments.n_inputs
-    pairs = _cached_pairs(A_c, dt)
+    pair = lru_cache(maxsize=4096)(partial(pair_of, A_c, dt))   # the grid recurs per channel
     delays = np.zeros(m)
     for i in range(m):
         free = np.ones(m, dtype=bool)
         free[i] = False
-        delays[i] = _search(moments, A_c, dt, delays, i, free, pairs)
+        delays[i] = _search(moments, pair, dt, delays, i, free)
     if m > 1:
         structured = np.zeros(m, dtype=bool)
         for _ in range(sweeps):
             previous = delays.copy()
             for i in range(m):
-                delays[i] = _search(moments, A_c, dt, delays, i, structured, pairs)
+                delays[i] = _search(moments, pair, dt, delays, i, structured)
             if np.max(np.abs(delays - previous)) < 1e-6 * dt:
                 break
     return delays
@@ -267,7 +253,7 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     """``B_c``, initial states and ``D`` at the given delays, with their covariance."""
     n, m, E = moments.n_states, moments.n_inputs, moments.n_experiments
     ny = moments.n_outputs
-    S = _structure(moments, A_c, dt, delays, np.zeros(m, dtype=bool))
+    S = _structure(moments, partial(pair_of, A_c, dt), delays, np.zeros(m, dtype=bool))
     theta, rss = _solve(moments, S)
     Q = S.shape[1]
     dof = max(moments.rows - Q, 1)

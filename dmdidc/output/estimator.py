@@ -11,6 +11,8 @@ import numpy as np
 from scipy import linalg, stats
 
 from _toolbox.validation import check_finite_array, check_integer, check_positive
+from dmdidc.data import as_arrays
+from dmdidc.discretization import split_delay
 from dmdidc.errors import (
     DiagnosticWarning,
     DimensionError,
@@ -69,6 +71,11 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
                                  f"{result[0][1].shape[0]}")
         result.append((Yi, Ui))
     return result
+
+
+def _at_bound(delay: np.ndarray, max_delay: int, dt: float) -> np.ndarray:
+    """Channels within 5 % of a period of ``max_delay * dt``: the bound may cut their delay."""
+    return (delay >= (max_delay - 0.05) * dt) & (max_delay > 0)
 
 
 def _with_real_logarithm(A_d: np.ndarray) -> np.ndarray:
@@ -131,6 +138,8 @@ class OutputDMDidc:
         The canonical correlations (plot them with :meth:`plot_singular_values`).
     eigenvalues_ : ndarray
         Eigenvalues of ``A_c``.
+    at_bound_ : ndarray of bool, shape (m,)
+        Channels whose delay reached ``max_delay * dt`` (they warn: the bound may cut them).
     noise_std_ : ndarray, shape (l,)
         Output residual standard deviations.
     offset_ : ndarray, shape (l,)
@@ -205,7 +214,6 @@ class OutputDMDidc:
         LogarithmError
             The discrete dynamics have no real logarithm (no continuous plant).
         """
-        from dmdidc.data import as_arrays
         Y, U, dt, _ = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
         experiments = _experiments(Y, U)
@@ -302,8 +310,7 @@ class OutputDMDidc:
         self.C = refined.C * self.scale_[:, None]
         self.D = refined.D * self.scale_[:, None]
         self.offset_ = refined.offset * self.scale_
-        self.delay_steps = np.floor(self.delay / dt + 1e-12).astype(int)
-        self.delay_fraction = self.delay / dt - self.delay_steps
+        self.delay_steps, self.delay_fraction = split_delay(self.delay, dt)
         self.initial_states_ = refined.initial_states
         values, gradients = eigenvalue_gradients(self.A_c)
         cov = refined.covariance[refined.layout["A_c"], refined.layout["A_c"]]
@@ -315,6 +322,7 @@ class OutputDMDidc:
         delays = refined.layout["delays"]
         self.delay_se_ = np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0, None))
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
+        self.at_bound_ = _at_bound(self.delay, R, dt)
         self._warn_checks(start, R)
 
     def _warn_checks(self, fit: StructuredFit, R: int) -> None:
@@ -336,7 +344,7 @@ class OutputDMDidc:
                     f"{statistic:.3g} <= {critical:.3g} at level {self.significance:g}); its "
                     f"delay {self.delay[i]:.4g} s is meaningless: excite it more or drop it",
                     DiagnosticWarning, stacklevel=3)
-            if self.delay[i] >= (R - 0.05) * self.dt and R > 0:
+            if self.at_bound_[i]:
                 warnings.warn(
                     f"channel {i}: delay {self.delay[i]:.4g} s is at the bound max_delay * dt "
                     f"= {R * self.dt:g} s: the true delay may be longer; raise max_delay",
@@ -446,8 +454,8 @@ class OutputDMDidc:
         est.offset_ = np.array(record["offset"])
         est.A_d = linalg.expm(est.A_c * est.dt)
         est.delay = np.array(record["delay"])
-        est.delay_steps = np.floor(est.delay / est.dt + 1e-12).astype(int)
-        est.delay_fraction = est.delay / est.dt - est.delay_steps
+        est.delay_steps, est.delay_fraction = split_delay(est.delay, est.dt)
+        est.at_bound_ = _at_bound(est.delay, est.max_delay, est.dt)
         est.delay_se_ = np.array(record["delay_se"])
         est.eigenvalues_ = np.array([complex(*v) for v in record["eigenvalues"]])
         est.eigenvalue_se_ = np.array(record["eigenvalue_se"])

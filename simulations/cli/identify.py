@@ -285,12 +285,11 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(Y, U, dt=args.dt)
-    top = args.max_delay * args.dt
-    at_bound = [i for i, r in enumerate(estimator.delay) if r >= top - 0.05 * args.dt]
-    if at_bound:
+    if estimator.at_bound_.any():
         raise ParameterError(f"--max-delay {args.max_delay} is too small: the delay of input(s) "
-                             f"{at_bound} reached the bound {top:g} s; raise --max-delay (no "
-                             f"model written)")
+                             f"{np.flatnonzero(estimator.at_bound_).tolist()} reached the bound "
+                             f"{args.max_delay * args.dt:g} s; raise --max-delay (no model "
+                             f"written)")
     with staged_file(args.out) as staged:
         estimator.save(staged, level=args.level)
     intervals = estimator.delay_ci(args.level)
