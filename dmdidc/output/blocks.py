@@ -27,10 +27,10 @@ from functools import lru_cache, partial
 import numpy as np
 from scipy import optimize, signal
 
-from dmdidc.discretization import split_delay, zoh_matrices
+from dmdidc.discretization import checked_expm, split_delay
 
-__all__ = ["LagMoments", "StructuredFit", "impulse_response", "lag_moments", "pair_of",
-           "structured_fit", "profile_delays"]
+__all__ = ["LagMoments", "StructuredFit", "hold_blocks", "impulse_response", "lag_moments",
+           "pair_of", "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -154,17 +154,34 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
 Pair = Callable[[float], tuple[int, np.ndarray, np.ndarray]]
 
 
-def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, np.ndarray]:
-    """Whole steps ``w`` and the blocks ``Gamma_0(p)``, ``Gamma_1(p)`` of ``r = (w + p) T``.
+def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
+                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """``(w, Gamma_0(p), Gamma_1(p))`` of each delay ``r = (w + p) T`` (eq. 9.65).
 
-    ``B^(w) = Gamma_0(p) b`` and ``B^(w+1) = Gamma_1(p) b`` (eq. 9.65), from the hold matrices
-    of the two parts of the sampling period.
+    ``B^(w) = Gamma_0(p) b`` with ``Gamma_0(p) = Gamma((1 - p) T)`` and ``B^(w+1) =
+    Gamma_1(p) b`` with ``Gamma_1(p) = e^{A (1 - p) T} Gamma(p T) = Gamma(T) - Gamma_0(p)``
+    (the two holds make up one period), ``Gamma(s) = int_0^s e^{A t} dt``: one matrix
+    exponential per delay and one per plant (this runs at every step of the refinement).
     """
-    (w,), (p,) = split_delay(np.array([delay]), dt)
+    steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
     n = A_c.shape[0]
-    phi, gamma_0 = zoh_matrices(A_c, np.eye(n), (1.0 - p) * dt)
-    _, gamma_p = zoh_matrices(A_c, np.eye(n), p * dt)
-    return int(w), gamma_0, phi @ gamma_p
+    block = np.zeros((2 * n, 2 * n))
+    block[:n, :n], block[:n, n:] = A_c, np.eye(n)
+
+    def gamma(s: float) -> np.ndarray:
+        return checked_expm(block, f"[[A_c, I], [0, 0]] * s with s = {s!r}", s)[:n, n:]
+
+    period = gamma(dt)
+    pairs = []
+    for w, p in zip(steps, fractions, strict=True):
+        gamma_0 = gamma((1.0 - p) * dt)
+        pairs.append((int(w), gamma_0, period - gamma_0))
+    return pairs
+
+
+def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, np.ndarray]:
+    """:func:`hold_blocks` of one delay."""
+    return hold_blocks(A_c, dt, np.array([delay]))[0]
 
 
 def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, optimize, signal, special
 
-from dmdidc.output.blocks import impulse_response, pair_of
+from dmdidc.output.blocks import hold_blocks, impulse_response
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
 
@@ -111,7 +111,7 @@ def _simulated(A_d: np.ndarray, C: np.ndarray, v: np.ndarray, x0: np.ndarray) ->
 
 def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: int) -> list:
     A_d = linalg.expm(A_c * dt)
-    pairs = [pair_of(A_c, dt, float(min(max(r, 0.0), R * dt))) for r in delays]
+    pairs = hold_blocks(A_c, dt, np.clip(delays, 0.0, R * dt))
     outputs = []
     for e, (_, U) in enumerate(experiments):
         y = _simulated(A_d, C, _state_inputs(U, B_c, pairs, R), x0[e])
