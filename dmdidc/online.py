@@ -37,6 +37,25 @@ of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM p
 against the default threshold 35 (the residuals of noisy states are correlated, so the
 white-residual run length ``~exp(threshold)`` is optimistic).  Changes of the delay by 0.2 T or
 more were flagged within 6 samples.
+
+**Learning the bound.**  When the warmup ends (at the start, after a change, after a growth)
+and every 2000 received rows after, the block test of the detector's regression decides, by
+DMDidc's own rule (:func:`~dmdidc.inference.diagnostics.beyond_bound`, that of its ``effect``
+and ``delay_bound`` checks), whether a channel's delay may exceed the bound: no significant
+block within it, or the first one is the last, ``B^(R)``.  Then ``R`` grows to
+``min(2 R + 1, max_delay_limit)`` (the blocks double).  The moments of the new lags cannot be
+derived from the ``O(d^2)`` statistics, so these are rebuilt from a ring of the last
+``max(20 p, 500) + R + L + 1`` raw samples (``p``, ``R`` and ``L`` of the limit; ``n + m``
+numbers a sample: 1400 samples for 4 states, 2 inputs and ``R = 7``, whose default limit is
+31): their rows in the grown layout (those after the last change's onset, weighted by the clock
+as if received so) replace the statistics, and the detector rests for what the warmup still
+lacks, then checks the bound again.  Measured on 60 random plants with delays of 2.2-6 T and
+``max_delay=2`` (2 -> 5 -> 11), 30 dB, 3 % lost, forgetting 0.999, a window of 1500 or no
+detector: every delay within 0.016 T after 1000 samples; on 20 plants whose delay stepped by
+2.5-4 T past ``max_delay=3``: the bound grew 750 samples after the step (when the detector
+re-armed) and the delays were within 0.013 T 1000 samples after it; no growth on 20 plants
+with delays inside the bound (20 000 samples each).  Growth is recorded in ``bound_events_``;
+at ``max_delay_limit`` one :class:`~dmdidc.DiagnosticWarning` names the limit and the remedy.
 """
 
 from __future__ import annotations
@@ -48,13 +67,25 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_in_interval, check_integer, check_positive
-from dmdidc.errors import DimensionError, NonFiniteError, ParameterError
+from dmdidc.errors import (
+    DiagnosticWarning,
+    DimensionError,
+    NonFiniteError,
+    ParameterError,
+    warn_model,
+)
+from dmdidc.inference.blocks import block_test
+from dmdidc.inference.diagnostics import beyond_bound
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.statistics.streaming import _default_lags
 
-__all__ = ["OnlineDMDidc", "ChangeEvent"]
+__all__ = ["OnlineDMDidc", "ChangeEvent", "BoundEvent"]
+
+#: Received rows between two checks of the delay bound (besides the one when the warmup ends):
+#: a block test (about 0.15 ms at p = 20) on the predictor's regression, under 0.1 us a row.
+_BOUND_EVERY = 2000
 
 
 @dataclass
@@ -83,15 +114,46 @@ class ChangeEvent:
     statistic: float
 
 
+@dataclass(frozen=True)
+class BoundEvent:
+    """A growth of the delay bound of :class:`OnlineDMDidc`.
+
+    Attributes
+    ----------
+    sample : int
+        Samples received when the bound grew.
+    old_max_delay, new_max_delay : int
+        The bound ``R`` before and after.
+    channels : tuple of int
+        The input channels whose delay may exceed the old bound (no significant block within
+        it, or the first one is the last, ``B^(R)``).
+    rows : int
+        Regression rows of the recent raw samples the grown statistics were rebuilt from.
+    """
+
+    sample: int
+    old_max_delay: int
+    new_max_delay: int
+    channels: tuple[int, ...]
+    rows: int
+
+
 class OnlineDMDidc:
     """DMDidc on a live stream: forgetting statistics, lost samples and change detection.
 
-    See the module notes for the estimator, the lost-sample rule and the detector.
+    See the module notes for the estimator, the lost-sample rule, the detector and the growth
+    of the delay bound.
 
     Parameters
     ----------
     max_delay : int
-        ``R``, the delay bound in periods (as :class:`~dmdidc.DMDidc`).
+        ``R``, the initial delay bound in periods (as :class:`~dmdidc.DMDidc`).
+    max_delay_limit : int or None, default None
+        The largest bound growth may reach (module notes, *Learning the bound*): when a
+        channel's delay may exceed the bound, ``R`` grows to ``min(2 R + 1, max_delay_limit)``
+        and the statistics are rebuilt from the recent raw samples.  ``None``: ``4 R + 3`` (two
+        doublings of the blocks); ``max_delay`` keeps the bound fixed.  At the limit a
+        :class:`~dmdidc.DiagnosticWarning` names it and the remedy.
     dt : float
         Sampling period ``T`` (s).
     forgetting : float in (0, 1] or None, default None
@@ -129,6 +191,10 @@ class OnlineDMDidc:
 
     Attributes
     ----------
+    max_delay_ : int
+        The current bound ``R`` (``max_delay`` until it grows).
+    bound_events_ : list of BoundEvent
+        Every growth of the bound.
     estimator_ : DMDidc
         The DMDidc fit of the current statistics (``delay``, ``A_c``, ``B_c``,
         ``model_``, ``delay_ci``, ... are forwarded to it).
@@ -164,8 +230,10 @@ class OnlineDMDidc:
                  instrument_lags: int | None = None, detect: bool = True,
                  threshold: float = 35.0,
                  magnitude: float = 2.0, warmup: int | None = None, refresh: int = 200,
-                 lost_inputs: str = "skip") -> None:
+                 lost_inputs: str = "skip", max_delay_limit: int | None = None) -> None:
         self.max_delay = check_integer("max_delay", max_delay, minimum=0)
+        self.max_delay_limit = 4 * self.max_delay + 3 if max_delay_limit is None else \
+            check_integer("max_delay_limit", max_delay_limit, minimum=self.max_delay)
         self.dt = check_positive("dt", dt)
         if forgetting is not None and window is not None:
             raise ParameterError(f"give forgetting or window, not both; got forgetting="
@@ -190,25 +258,44 @@ class OnlineDMDidc:
 
     # ------------------------------------------------------------------ streaming
     def _start(self, n: int, m: int) -> None:
-        R = self.max_delay
-        kind = "inputs" if self.estimator == "iv" else None
-        lags = 0 if kind is None else _default_lags(kind, self.instrument_lags, n, m, R, 0)
-        self._layout = StatisticsLayout(n, m, R, kind, lags, 0)
-        d = self._layout.dimension
-        self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
-        # (times, V, weight) of the rows the window holds (weight < 1 after an event)
-        self._rows: collections.deque = collections.deque()
         self._now = 0                            # rows are weighted lambda^(now - k)
-        self._lags = R + lags                    # input lags in v_k (regressors, instruments)
-        self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
         self._last_state: np.ndarray | None = None
         self.samples_seen_ = self.rows_used_ = self.dropped_samples_ = 0
         self.drop_bursts_: list[tuple[int, int]] = []
         self.events_: list[ChangeEvent] = []
+        self.bound_events_: list[BoundEvent] = []
+        self._configure(n, m, self.max_delay)
+        # A ring of the recent raw samples (x_t and u_t in column t mod size) that growth
+        # rebuilds from: the warmup of the largest bound and the input lags of its first row.
+        size = 0
+        if self.max_delay_limit > self.max_delay:
+            cap = self._layout_for(n, m, self.max_delay_limit)
+            size = max(self._resolved_warmup(cap), 20 * cap.n_regressors) + cap.first_sample + 1
+        self._raw_X, self._raw_U = np.full((n, size), np.nan), np.full((m, size), np.nan)
+
+    def _layout_for(self, n: int, m: int, R: int) -> StatisticsLayout:
+        kind = "inputs" if self.estimator == "iv" else None
+        lags = 0 if kind is None else _default_lags(kind, self.instrument_lags, n, m, R, 0)
+        return StatisticsLayout(n, m, R, kind, lags, 0)
+
+    def _configure(self, n: int, m: int, R: int) -> None:
+        """Empty statistics, input history and detector for the bound ``R``."""
+        self.max_delay_ = R
+        self._layout = self._layout_for(n, m, R)
+        d = self._layout.dimension
+        self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
+        # (times, V, weight) of the rows the window holds (weight < 1 after an event)
+        self._rows: collections.deque = collections.deque()
+        self._lags = self._layout.first_sample  # input lags in v_k (regressors, instruments)
+        self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
         self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
-        self._since_solve = 0
+        self._since_solve = self._since_bound = 0
+        self._bound_due = False                  # check the bound after this chunk
+        self._filled = False                     # the last event's new_delay was just set
+        self._capped = False                     # the limit's warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
+        self._solution = None                    # the predictor's regression
         self._fit = None
 
     def update(self, X: Any, U: Any) -> OnlineDMDidc:
@@ -242,28 +329,44 @@ class OnlineDMDidc:
                                                                equal_nan=True):
             raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
                                  "its last state, NaN for a lost one)")
-        L, t0, R, lags = U.shape[1], self.samples_seen_, self.max_delay, self._lags
+        L, t0 = U.shape[1], self.samples_seen_
         lost_x = np.isnan(X).any(axis=0)
         lost = lost_x[:L] | np.isnan(U).any(axis=0)
         self._count_lost(lost, t0)
+        V, times = self._regression_rows(X, U, t0)
+        self._last_state = X[:, -1].copy()
+        self.samples_seen_ = t0 + L
+        size = self._raw_U.shape[1]
+        if size:
+            first = max(t0, t0 + L + 1 - size)   # x_t0 was stored with the previous chunk
+            self._raw_X[:, np.arange(first, t0 + L + 1) % size] = X[:, first - t0:]
+            self._raw_U[:, np.arange(first, t0 + L) % size] = U[:, first - t0:]
+        self._process(V, times)
+        self._advance(t0 + L)
+        self._fit = None
+        self._since_solve += int(times.size)
+        self._since_bound += int(times.size)
+        if self._warmup_left == 0 and self.detect and (
+                self._predictor is None or self._since_solve >= self.refresh):
+            self._predictor = self._predictor_from_fit()
+        fresh = self._since_solve == 0           # the predictor's regression is reused
+        if self._bound_due or (self._since_bound >= _BOUND_EVERY and (fresh or not self.detect)):
+            self._check_bound()
+        return self
+
+    def _regression_rows(self, X: np.ndarray, U: np.ndarray, t0: int
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """The complete regression vectors ``v_k`` of a chunk starting at sample ``t0`` and
+        their times, after the input history (which then moves on to the chunk's end)."""
+        L, R, lags = U.shape[1], self.max_delay_, self._lags
         inputs = np.concatenate([self._inputs, U], axis=1)
         if self.lost_inputs == "hold":
             inputs = _held(inputs)
         u = [inputs[:, lags - j:lags - j + L] for j in range(lags + 1)]   # u_{k-j}
         V = np.concatenate([X[:, :L]] + u[:R + 1] + [X[:, 1:]] + u[R + 1:], axis=0)
         keep = ~np.isnan(V).any(axis=0)
-        times = t0 + np.flatnonzero(keep)
         self._inputs = inputs[:, inputs.shape[1] - lags:] if lags else inputs[:, :0]
-        self._last_state = X[:, -1].copy()
-        self.samples_seen_ = t0 + L
-        self._process(V[:, keep], times)
-        self._advance(t0 + L)
-        self._fit = None
-        self._since_solve += int(times.size)
-        if self._warmup_left == 0 and self.detect and (
-                self._predictor is None or self._since_solve >= self.refresh):
-            self._predictor = self._predictor_from_fit()
-        return self
+        return V[:, keep], t0 + np.flatnonzero(keep)
 
     def _count_lost(self, lost: np.ndarray, t0: int) -> None:
         """Count lost samples and extend the bursts (a run may continue the previous one)."""
@@ -286,13 +389,13 @@ class OnlineDMDidc:
         while i < N:
             if self._predictor is None or not self.detect:
                 # (warmup done but the predictor undefined: add all, retry after the chunk)
-                j = N if not self.detect or not self._warmup_left else min(
-                    N, i + self._warmup_left)
+                j = N if not self._warmup_left else min(N, i + self._warmup_left)
                 self._add(V[:, i:j], times[i:j])
-                if self.detect and self._warmup_left:
+                if self._warmup_left:
                     self._warmup_left -= j - i
-                    if self._warmup_left == 0:
+                    if self._warmup_left == 0 and self.detect:
                         self._rearm(times[j - 1])
+                    self._bound_due = self._warmup_left == 0
                 i = j
                 continue
             g = self._cusum_path(V[:, i:])
@@ -340,10 +443,67 @@ class OnlineDMDidc:
         self._predictor = self._predictor_from_fit()
         if self.events_ and self.events_[-1].new_delay is None:
             self.events_[-1].new_delay = self._delay_or_none()
+            self._filled = True                  # (emptied again if the bound must grow)
 
-    def _resolved_warmup(self) -> int:
-        return self.warmup if self.warmup is not None else max(20 * self._layout.n_regressors,
-                                                               500)
+    # ------------------------------------------------------------------ the bound
+    def _check_bound(self) -> None:
+        """Grow the bound if a channel's delay may exceed it (DMDidc's decision,
+        :func:`~dmdidc.inference.diagnostics.beyond_bound`), or warn at the limit."""
+        filled, self._filled = self._filled, False
+        self._bound_due, self._since_bound = False, 0
+        if self._warmup_left:
+            return                               # too few rows to tell a cut from noise
+        solution = self._solution if self._since_solve == 0 else None
+        if solution is None:
+            try:
+                solution = regression_from_statistics(self.statistics(), self.max_delay_,
+                                                      estimator=self.estimator)
+            except ValueError:
+                return
+        from dmdidc.estimator import DEFAULT_SIGNIFICANCE  # (that of estimator_'s fit)
+
+        n, m, R = self._layout.n_states, self._layout.n_inputs, self.max_delay_
+        test = block_test(solution, n, m, R, significance=DEFAULT_SIGNIFICANCE)
+        silent, at_bound = beyond_bound(test, R, solution.relative_residual)
+        channels = tuple(sorted(int(i) for i in np.concatenate([silent, at_bound])))
+        if not channels:
+            return
+        if R < self.max_delay_limit:
+            if filled:                           # found at the bound: learned again
+                self.events_[-1].new_delay = None
+            self._grow(channels)
+        elif not self._capped:
+            self._capped = True
+            warn_model(f"the delay of input channel(s) {list(channels)} may exceed "
+                       f"max_delay_limit={self.max_delay_limit} periods (no significant input "
+                       f"block within it, or the first is the last one): the bound cannot grow "
+                       f"further, so the identified delay and model are wrong if the delay is "
+                       f"longer; construct OnlineDMDidc with a larger max_delay_limit",
+                       DiagnosticWarning)
+
+    def _grow(self, channels: tuple[int, ...]) -> None:
+        """The bound grows to ``min(2 R + 1, limit)``; the statistics restart from the rows of
+        the recent raw samples after the last change's onset."""
+        old = self.max_delay_
+        n, m = self._layout.n_states, self._layout.n_inputs
+        self._configure(n, m, min(2 * old + 1, self.max_delay_limit))
+        end, size = self.samples_seen_, self._raw_U.shape[1]
+        start = max(end + 1 - size, 0)
+        V, times = self._regression_rows(self._raw_X[:, np.arange(start, end + 1) % size],
+                                         self._raw_U[:, np.arange(start, end) % size], start)
+        if self.events_:                         # the rows of the plant before a change: out
+            recent = times >= self.events_[-1].onset
+            V, times = V[:, recent], times[recent]
+        rows_used = self.rows_used_
+        self._add(V, times)
+        self.rows_used_ = rows_used              # (not received again)
+        self._warmup_left = max(self._resolved_warmup() - times.size, 1)
+        self.bound_events_.append(BoundEvent(self.samples_seen_, old, self.max_delay_, channels,
+                                             int(times.size)))
+
+    def _resolved_warmup(self, layout: StatisticsLayout | None = None) -> int:
+        p = (layout or self._layout).n_regressors
+        return self.warmup if self.warmup is not None else max(20 * p, 500)
 
     def _advance(self, now: int) -> None:
         """Age the statistics to time ``now`` (forgetting) or drop rows older than the window."""
@@ -412,7 +572,7 @@ class OnlineDMDidc:
         if self._fit is None:
             from dmdidc.estimator import DMDidc
 
-            self._fit = DMDidc(max_delay=self.max_delay, estimator=self.estimator
+            self._fit = DMDidc(max_delay=self.max_delay_, estimator=self.estimator
                                ).fit_statistics(
                 self.statistics(), dt=self.dt)
         return self._fit
@@ -420,12 +580,13 @@ class OnlineDMDidc:
     def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
         """One-step predictor and residual precision of the current statistics (``None``
         while they do not determine the regression)."""
-        self._since_solve = 0
+        self._since_solve, self._solution = 0, None
         try:
-            solution = regression_from_statistics(self.statistics(), self.max_delay,
+            solution = regression_from_statistics(self.statistics(), self.max_delay_,
                                                   estimator=self.estimator)
         except ValueError:
             return None
+        self._solution = solution
         sigma = solution.residual_covariance
         # a noise-free stream has Sigma ~ 0: floor it so rounding is not taken for a change
         floor = 1e-12 * np.diag(self._gram)[-self._layout.n_states:] / max(self._weight, 1.0)
@@ -441,7 +602,8 @@ class OnlineDMDidc:
     def __getattr__(self, name: str) -> Any:
         # delay, A_c, B_c, model_, delay_ci, confidence_intervals, ...: those of the fit
         if name.startswith("_") or name in ("samples_seen_", "rows_used_", "dropped_samples_",
-                                            "drop_bursts_", "events_"):
+                                            "drop_bursts_", "events_", "bound_events_",
+                                            "max_delay_"):
             raise AttributeError(name)
         if name in _FORWARDED:
             return getattr(self.estimator_, name)
@@ -449,7 +611,8 @@ class OnlineDMDidc:
 
     def __repr__(self) -> str:
         return (f"OnlineDMDidc(max_delay={self.max_delay}, dt={self.dt}, forgetting="
-                f"{self.forgetting}, window={self.window})")
+                f"{self.forgetting}, window={self.window}, max_delay_limit="
+                f"{self.max_delay_limit})")
 
 
 #: Attributes of the fit that the online estimator forwards.

@@ -45,11 +45,53 @@ from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
 from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
 from dmdidc.trajectories import subsample
 
-__all__ = ["eigenvalue_standard_errors", "fit_diagnostics", "identification_warnings",
-           "logarithm_evidence", "model_checks", "restricted_solution"]
+__all__ = ["beyond_bound", "eigenvalue_standard_errors", "fit_diagnostics",
+           "identification_warnings", "logarithm_evidence", "model_checks",
+           "restricted_solution"]
 
 #: Fewer regression samples per regressor than this: name "too few samples" as a cause.
 _FEW_SAMPLES_PER_REGRESSOR = 20
+
+
+def beyond_bound(test: BlockTest, max_delay: int, relative_residual: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The channels whose delay may exceed ``max_delay`` (module notes), the one decision of
+    the ``effect`` and ``delay_bound`` checks (and of :class:`~dmdidc.OnlineDMDidc`'s growth).
+
+    Parameters
+    ----------
+    test : BlockTest
+    max_delay : int
+        ``R``.
+    relative_residual : float
+        Of the regression: an exact fit (below ``EXACT_FIT``) misses no block, so a first
+        active block ``R`` is then the delay, not a cut.
+
+    Returns
+    -------
+    silent : ndarray of int
+        Channels without any significant block.
+    at_bound : ndarray of int
+        Channels whose first significant block is the last one, ``B^(R)`` (``R > 0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=2.5, dt=1.0)
+    >>> U = random_excitation(1, 400, rng=0)
+    >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
+    >>> est = DMDidc(max_delay=2).fit(X, U, dt=1.0)
+    >>> silent, at_bound = beyond_bound(est.block_test_, 2, est.regression_.relative_residual)
+    >>> silent.tolist(), at_bound.tolist()
+    ([], [0])
+    """
+    first = first_active_blocks(test.active)
+    silent = np.flatnonzero(first < 0)
+    at_bound = np.flatnonzero(first == max_delay) if max_delay > 0 else np.zeros(0, dtype=int)
+    if relative_residual <= EXACT_FIT:
+        at_bound = at_bound[:0]
+    return silent, at_bound
 
 
 def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPlant, *,
@@ -83,7 +125,7 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     relative = solution.relative_residual
     fit = f"the fit leaves {relative:.2g} of the targets unexplained"
     first = first_active_blocks(test.active)
-    silent = np.flatnonzero(first < 0)
+    silent, at_bound = beyond_bound(test, R, relative)
     question = "Does every input act within max_delay periods?"
     if silent.size:
         lag = int(np.argmax(test.statistics[:, silent].max(axis=1)))
@@ -114,9 +156,8 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
             f"Possible causes: {listed}"))
     else:
         checks.append(Check("effect", question, True, finding="every input acts"))
-    at_bound = np.flatnonzero(first == R) if R > 0 else np.zeros(0, dtype=int)
     question = "Is every delay inside the bound max_delay?"
-    if at_bound.size and relative > EXACT_FIT:
+    if at_bound.size:
         checks.append(Check(
             "delay_bound", question, False, finding=(
                 f"the delay of input channel(s) {at_bound.tolist()} may exceed max_delay={R} "

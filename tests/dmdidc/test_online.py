@@ -7,6 +7,7 @@ import pytest
 
 from dmdidc import (
     DelayedPlant,
+    DiagnosticWarning,
     DimensionError,
     DMDidc,
     NonFiniteError,
@@ -36,13 +37,17 @@ def _run(live, X, U, chunk, checkpoints=()):
     (2, (0.2, 0.4), {"forgetting": 0.999}), (3, (-0.3, -0.2), {"forgetting": 0.999}),
     (4, (1.0, 2.0), {"window": 1000}), (5, (0.2, 0.4), {"window": 1500})])
 def test_tracks_a_delay_step_with_lost_samples(seed, step, memory):
-    """Large, small and negative delay steps, with forgetting and with a window."""
+    """Issue 22's acceptance test: random plants with a delay step mid-stream (large, small and
+    negative; forgetting or a window), 30 dB noise and 3 % lost samples: within 0.1 T of the
+    old delay before the step and of the new one 2000 samples after it, every lost sample
+    counted, nothing raised; the delays stay inside the bound, which does not grow."""
     s = delay_step_stream(seed, before=6000, after=2000, step_periods=step)
     live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, **memory)
     seen = _run(live, s.X, s.U, 250, checkpoints=(s.step, s.step + 2000))
     assert np.abs(seen[s.step] - s.old_delay).max() < 0.1 * s.dt
     assert np.abs(seen[s.step + 2000] - s.new_delay).max() < 0.1 * s.dt
     assert live.dropped_samples_ == s.lost.sum() > 0
+    assert live.bound_events_ == [] and live.max_delay_ == s.max_delay
     lost_at = np.concatenate([np.arange(a, a + n) for a, n in live.drop_bursts_])
     assert np.array_equal(lost_at, np.flatnonzero(s.lost))
     assert len(live.events_) == 1
@@ -77,7 +82,7 @@ def test_quiet_on_a_stationary_plant(seed):
     s = delay_step_stream(seed, before=20000, after=0)
     live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
     _run(live, s.X, s.U, 1000)
-    assert live.events_ == []
+    assert live.events_ == [] and live.bound_events_ == []
     assert live.dropped_samples_ == s.lost.sum()
     assert np.abs(live.delay - s.old_delay).max() < 0.1 * s.dt
 
@@ -135,6 +140,8 @@ def test_bad_input_is_loud():
         OnlineDMDidc(max_delay=2, dt=1.0, lost_inputs="interpolate")
     with pytest.raises(ParameterError, match="instrument_lags"):
         OnlineDMDidc(max_delay=2, dt=1.0, instrument_lags=0)
+    with pytest.raises(ParameterError, match="max_delay_limit"):
+        OnlineDMDidc(max_delay=4, dt=1.0, max_delay_limit=3)
     live = OnlineDMDidc(max_delay=2, dt=1.0)
     with pytest.raises(ParameterError, match="no data"):
         live.statistics()
@@ -194,3 +201,88 @@ def test_held_inputs_use_what_the_actuator_applied():
     skipping = OnlineDMDidc(max_delay=4, dt=0.5, detect=False)
     _run(skipping, X, recorded, 100)
     assert skipping.rows_used_ < live.rows_used_
+
+
+def _long_delay_stream(seed, samples, delay_periods, lost=0.03):
+    """A random plant (3 states, 2 inputs, T = 0.5 s) whose delays lie in ``delay_periods``,
+    30 dB noise, a fraction ``lost`` of the samples lost (NaN states, and inputs for half)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, max_delay=12, delay_periods=delay_periods)
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    X += 10 ** -1.5 * np.sqrt((X ** 2).mean(axis=1, keepdims=True)) * rng.standard_normal(X.shape)
+    dropped = np.flatnonzero(rng.random(samples) < lost)
+    X[:, dropped] = np.nan
+    U[:, dropped[::2]] = np.nan
+    return plant, X, U, dropped.size
+
+
+@pytest.mark.parametrize("seed, memory", [
+    (30, {"forgetting": 0.999}), (31, {"forgetting": 0.999}), (32, {"forgetting": 0.999}),
+    (33, {"window": 1500}), (34, {"forgetting": 0.999, "detect": False})])
+def test_grows_the_bound_from_the_start(seed, memory):
+    """Delays of 2.2-6 T with max_delay=2: the bound doubles (2 -> 5 -> 11) until it holds
+    them, and the delays are right 1500 samples into the stream (30 dB, 3 % lost)."""
+    plant, X, U, lost = _long_delay_stream(seed, 3000, (2.2, 6.0))
+    live = OnlineDMDidc(max_delay=2, dt=0.5, **memory)
+    seen = _run(live, X, U, 250, checkpoints=(1500, 3000))
+    for delay in seen.values():
+        assert np.abs(delay - plant.delay).max() < 0.1 * 0.5
+    growth = [(b.old_max_delay, b.new_max_delay) for b in live.bound_events_]
+    assert growth in ([(2, 5)], [(2, 5), (5, 11)])
+    assert live.max_delay_ == growth[-1][1] > plant.delay.max() / 0.5
+    assert all(b.sample <= 1500 and b.rows > 0 for b in live.bound_events_)
+    assert live.dropped_samples_ == lost
+
+
+@pytest.mark.parametrize("seed", range(20, 24))
+def test_grows_the_bound_when_the_delay_steps_beyond_it(seed):
+    """Issue 22's acceptance test past the bound: delays of 0.3-1.5 T stepping by 2.5-4 T
+    beyond max_delay=3 (30 dB, 3 % lost): the change is flagged, the bound grows once (3 -> 7)
+    when the detector re-arms, and the new delays are right 1000 samples after the step."""
+    s = delay_step_stream(seed, before=4000, after=2000, step_periods=(2.5, 4.0), max_delay=8)
+    live = OnlineDMDidc(max_delay=3, dt=s.dt, forgetting=0.999)
+    seen = _run(live, s.X, s.U, 250, checkpoints=(s.step, s.step + 1000, s.step + 2000))
+    assert np.abs(seen[s.step] - s.old_delay).max() < 0.1 * s.dt
+    for after in (s.step + 1000, s.step + 2000):
+        assert np.abs(seen[after] - s.new_delay).max() < 0.1 * s.dt
+    assert [(b.old_max_delay, b.new_max_delay) for b in live.bound_events_] == [(3, 7)]
+    assert s.step < live.bound_events_[0].sample <= s.step + 1000
+    assert [s.step <= e.sample < s.step + 100 for e in live.events_] == [True]
+    assert np.abs(live.events_[0].new_delay - s.new_delay).max() < 0.1 * s.dt
+    assert live.dropped_samples_ == s.lost.sum()
+
+
+def test_grown_statistics_are_those_of_the_recent_samples():
+    """Growth rebuilds the statistics from the recent raw samples: without forgetting, losses
+    or change, they then equal the batch statistics, at the grown bound, from there on."""
+    plant, X, U, _ = _long_delay_stream(40, 2500, (2.3, 2.8), lost=0.0)
+    live = OnlineDMDidc(max_delay=2, dt=0.5, detect=False)
+    _run(live, X, U, 100)
+    [grown] = live.bound_events_
+    assert (grown.old_max_delay, grown.new_max_delay) == (2, 5) == (2, live.max_delay_)
+    lags = live.statistics().layout.first_sample
+    start = grown.sample - grown.rows - lags
+    batch = SufficientStatistics.from_data(X[:, start:], U[:, start:], max_delay=5,
+                                           instruments="inputs")
+    mine = live.statistics()
+    assert mine.layout == batch.layout and mine.n_samples == batch.n_samples
+    assert np.allclose(mine.gram, batch.gram, rtol=1e-10, atol=1e-9 * np.abs(batch.gram).max())
+    assert np.abs(live.delay - plant.delay).max() < 0.1 * 0.5
+
+
+@pytest.mark.parametrize("seed", range(50, 53))
+def test_the_bound_limit_is_loud(seed):
+    """Delays of 4.2-5 T, max_delay=1 and max_delay_limit=3: the bound grows to the limit,
+    then one DiagnosticWarning names the limit and the remedy (nothing raises)."""
+    _, X, U, _ = _long_delay_stream(seed, 2000, (4.2, 5.0))
+    live = OnlineDMDidc(max_delay=1, dt=0.5, max_delay_limit=3, forgetting=0.999)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a in range(0, 2000, 250):
+            live.update(X[:, a:a + 251], U[:, a:a + 250])
+    limit = [w for w in caught if "max_delay_limit=3" in str(w.message)]
+    assert len(limit) == 1 and issubclass(limit[0].category, DiagnosticWarning)
+    assert "larger max_delay_limit" in str(limit[0].message)
+    assert [(b.old_max_delay, b.new_max_delay) for b in live.bound_events_] == [(1, 3)]
+    assert live.max_delay_ == 3 and live.max_delay == 1
