@@ -336,11 +336,9 @@ class OnlineDMDidc:
         V, times = self._regression_rows(X, U, t0)
         self._last_state = X[:, -1].copy()
         self.samples_seen_ = t0 + L
-        size = self._raw_U.shape[1]
-        if size:
-            first = max(t0, t0 + L + 1 - size)   # x_t0 was stored with the previous chunk
-            self._raw_X[:, np.arange(first, t0 + L + 1) % size] = X[:, first - t0:]
-            self._raw_U[:, np.arange(first, t0 + L) % size] = U[:, first - t0:]
+        if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
+            _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
+            _ring_write(self._raw_U, t0, U)
         self._process(V, times)
         self._advance(t0 + L)
         self._fit = None
@@ -349,7 +347,7 @@ class OnlineDMDidc:
         if self._warmup_left == 0 and self.detect and (
                 self._predictor is None or self._since_solve >= self.refresh):
             self._predictor = self._predictor_from_fit()
-        fresh = self._since_solve == 0           # the predictor's regression is reused
+        fresh = self._since_solve == 0           # (the predictor's regression is reused)
         if self._bound_due or (self._since_bound >= _BOUND_EVERY and (fresh or not self.detect)):
             self._check_bound()
         return self
@@ -435,7 +433,7 @@ class OnlineDMDidc:
             self._sums *= keep
             self._weight *= keep
             self._rows = collections.deque((t, V, w * keep) for t, V, w in self._rows)
-        self._predictor, self._cusum = None, 0.0
+        self._predictor, self._solution, self._cusum = None, None, 0.0
 
     def _rearm(self, time: int) -> None:
         self._advance(int(time) + 1)
@@ -453,7 +451,7 @@ class OnlineDMDidc:
         self._bound_due, self._since_bound = False, 0
         if self._warmup_left:
             return                               # too few rows to tell a cut from noise
-        solution = self._solution if self._since_solve == 0 else None
+        solution = self._solution               # the predictor's, solved this chunk or lately
         if solution is None:
             try:
                 solution = regression_from_statistics(self.statistics(), self.max_delay_,
@@ -467,6 +465,7 @@ class OnlineDMDidc:
         silent, at_bound = beyond_bound(test, R, solution.relative_residual)
         channels = tuple(sorted(int(i) for i in np.concatenate([silent, at_bound])))
         if not channels:
+            self._capped = False                 # (a later episode at the limit warns again)
             return
         if R < self.max_delay_limit:
             if filled:                           # found at the bound: learned again
@@ -487,10 +486,10 @@ class OnlineDMDidc:
         old = self.max_delay_
         n, m = self._layout.n_states, self._layout.n_inputs
         self._configure(n, m, min(2 * old + 1, self.max_delay_limit))
-        end, size = self.samples_seen_, self._raw_U.shape[1]
-        start = max(end + 1 - size, 0)
-        V, times = self._regression_rows(self._raw_X[:, np.arange(start, end + 1) % size],
-                                         self._raw_U[:, np.arange(start, end) % size], start)
+        end = self.samples_seen_
+        start = max(end + 1 - self._raw_U.shape[1], 0)
+        V, times = self._regression_rows(_ring_read(self._raw_X, start, end + 1),
+                                         _ring_read(self._raw_U, start, end), start)
         if self.events_:                         # the rows of the plant before a change: out
             recent = times >= self.events_[-1].onset
             V, times = V[:, recent], times[recent]
@@ -618,6 +617,29 @@ class OnlineDMDidc:
 #: Attributes of the fit that the online estimator forwards.
 _FORWARDED = ("delay", "A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
               "delay_ci", "confidence_intervals", "regression_", "block_test_", "predict")
+
+
+def _ring_write(ring: np.ndarray, t: int, values: np.ndarray) -> None:
+    """Store the columns of ``values`` (times ``t, t + 1, ...``) at their times modulo the
+    ring's size (two slice copies at most: fancy indexing costs tens of microseconds)."""
+    size, count = ring.shape[1], values.shape[1]
+    a = t % size
+    if a + count <= size:                   # (the usual case: one copy)
+        ring[:, a:a + count] = values
+        return
+    if count > size:
+        t, values = t + count - size, values[:, -size:]
+        a = t % size
+    head = min(size - a, values.shape[1])
+    ring[:, a:a + head] = values[:, :head]
+    ring[:, :values.shape[1] - head] = values[:, head:]
+
+
+def _ring_read(ring: np.ndarray, start: int, end: int) -> np.ndarray:
+    """The columns of times ``start .. end - 1`` (at most the ring's size back)."""
+    a, count = start % ring.shape[1], end - start
+    return np.concatenate([ring[:, a:a + count], ring[:, :max(a + count - ring.shape[1], 0)]],
+                          axis=1)
 
 
 def _held(inputs: np.ndarray) -> np.ndarray:

@@ -253,12 +253,14 @@ def test_grows_the_bound_when_the_delay_steps_beyond_it(seed):
     assert live.dropped_samples_ == s.lost.sum()
 
 
-def test_grown_statistics_are_those_of_the_recent_samples():
-    """Growth rebuilds the statistics from the recent raw samples: without forgetting, losses
-    or change, they then equal the batch statistics, at the grown bound, from there on."""
+@pytest.mark.parametrize("chunk", [7, 100, 1000])
+def test_grown_statistics_are_those_of_the_recent_samples(chunk):
+    """Growth rebuilds the statistics from the recent raw samples (kept in a ring shorter than
+    the stream, and than a chunk of 1000): without forgetting, losses or change, they then
+    equal the batch statistics, at the grown bound, from there on."""
     plant, X, U, _ = _long_delay_stream(40, 2500, (2.3, 2.8), lost=0.0)
     live = OnlineDMDidc(max_delay=2, dt=0.5, detect=False)
-    _run(live, X, U, 100)
+    _run(live, X, U, chunk)
     [grown] = live.bound_events_
     assert (grown.old_max_delay, grown.new_max_delay) == (2, 5) == (2, live.max_delay_)
     lags = live.statistics().layout.first_sample
