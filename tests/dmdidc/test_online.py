@@ -288,3 +288,17 @@ def test_the_bound_limit_is_loud(seed):
     assert "larger max_delay_limit" in str(limit[0].message)
     assert [(b.old_max_delay, b.new_max_delay) for b in live.bound_events_] == [(1, 3)]
     assert live.max_delay_ == 3 and live.max_delay == 1
+
+
+@pytest.mark.parametrize("seed", range(60, 63))
+def test_without_the_detector_the_periodic_check_grows_the_bound(seed):
+    """No detector, forgetting 0.998: a delay step of 2.5-4 T past max_delay=3 at sample 3000
+    is caught by the bound check every 5000 received rows (30 dB, 3 % lost)."""
+    s = delay_step_stream(seed, before=3000, after=6000, step_periods=(2.5, 4.0), max_delay=8)
+    live = OnlineDMDidc(max_delay=3, dt=s.dt, forgetting=0.998, detect=False)
+    seen = _run(live, s.X, s.U, 250, checkpoints=(s.step, 9000))
+    assert np.abs(seen[s.step] - s.old_delay).max() < 0.1 * s.dt
+    assert np.abs(seen[9000] - s.new_delay).max() < 0.1 * s.dt
+    [grown] = live.bound_events_
+    assert (grown.old_max_delay, grown.new_max_delay) == (3, 7)
+    assert s.step < grown.sample <= s.step + 5500 and live.events_ == []
