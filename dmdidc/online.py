@@ -103,7 +103,7 @@ class ChangeEvent:
         Delay estimate (s) just before the event (``None`` if it could not be recovered).
     new_delay : ndarray, shape (m,) or None
         Delay estimate (s) when the detector re-armed, ``warmup`` samples later (``None``
-        until then).
+        until then; if the bound had to grow then, at the re-arming after the growth).
     statistic : float
         The CUSUM value at the alarm.
     """
@@ -551,6 +551,8 @@ class OnlineDMDidc:
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:
         """The current (weighted) statistics; ``n_samples`` is the total weight, rounded.
+
+        Their layout is that of the current bound ``max_delay_`` (it changes when it grows).
 
         With forgetting, that weight overstates the information of the data about twice
         (``sum w^2 / sum w ~ 1 / (1 + lambda)``), so the intervals of the fit are
