@@ -164,9 +164,71 @@ class _LinearFeedback:
             self._history = np.concatenate([u[None, :], self._history[:-1]], axis=0)
         return u if op is None else u + op.input
 
+    def with_model(self, model: Any, K: Any = None) -> Any:
+        """This controller re-designed for an updated ``model`` (e.g. a new delay estimate).
+
+        Re-used: the gain ``K`` (it depends on the delay-free pair ``(A_d, B_d)`` only, not on
+        the delay; pass ``K`` to replace it) and the other settings (``prediction``,
+        ``reference_delay``).  Recomputed: the prediction through the model's delay, i.e. the
+        law ``(K_x, K_u)``.  The command history is carried over: the newest
+        ``min(H_old, H_new)`` commands, older ones (if the new law needs more) at rest.  The
+        result equals a controller built afresh on ``model`` with the same ``K`` and those
+        commands; this controller is left unchanged.
+
+        Parameters
+        ----------
+        model : DelayedPlant or fitted estimator
+            The updated model, same numbers of states and inputs.
+        K : array_like, shape (m, n), optional
+            A new gain (default: keep this controller's).
+
+        Returns
+        -------
+        controller
+            Of this controller's class.
+
+        Raises
+        ------
+        DimensionError
+            ``model`` or ``K`` of other sizes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc import DelayedPlant
+        >>> from controllers import lqr_gain
+        >>> A_c, B_c = [[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]]
+        >>> old = DelayedPlant.from_continuous(A_c, B_c, delay=0.65, dt=0.5, max_delay=4)
+        >>> new = DelayedPlant.from_continuous(A_c, B_c, delay=1.3, dt=0.5, max_delay=4)
+        >>> ctrl = FractionalDelayController(old, lqr_gain(old))
+        >>> updated = ctrl.with_model(new)           # same K, prediction over 1.3 s
+        >>> fresh = FractionalDelayController(new, ctrl.K)
+        >>> all(np.allclose(a, b) for a, b in zip(updated.feedback_matrices(),
+        ...                                        fresh.feedback_matrices()))
+        True
+        """
+        plant = as_plant(model)
+        if (plant.n_states, plant.n_inputs) != (self.n_states, self.n_inputs):
+            raise DimensionError(f"model has {plant.n_states} states and {plant.n_inputs} "
+                                 f"inputs; this controller has {self.n_states} and "
+                                 f"{self.n_inputs}")
+        new = self._redesigned(plant, self._K if K is None else K)
+        keep = min(self.history_steps, new.history_steps)
+        # the histories hold deviations from each model's operating input
+        shift = _operating_input(self.operating_point) - _operating_input(new.operating_point)
+        new._history[:keep] = self._history[:keep] + shift
+        return new
+
+    def _redesigned(self, plant: Any, K: Any) -> _LinearFeedback:
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(n_states={self.n_states}, n_inputs={self.n_inputs}, "
                 f"history_steps={self.history_steps})")
+
+
+def _operating_input(op: Any) -> Any:
+    return 0.0 if op is None else op.input
 
 
 def _law_from_predictor(K: np.ndarray, P_x: np.ndarray,
@@ -425,6 +487,9 @@ class NaiveStateFeedback(_LinearFeedback):
         super().__init__(K, -K, np.zeros((0, m, m)),
                          operating_point=None if plant is None else plant.operating_point)
 
+    def _redesigned(self, plant: Any, K: Any) -> NaiveStateFeedback:
+        return NaiveStateFeedback(plant, K)
+
 
 class PredictiveController(_LinearFeedback):
     """Predictive feedback over the whole delay (eq. 9.13): ``u_k = -K xhat_{k+w}``.
@@ -489,6 +554,9 @@ class PredictiveController(_LinearFeedback):
         self.delay_steps = steps
         super().__init__(K, *_law_from_predictor(K, P_x, P_u),
                          operating_point=plant.operating_point)
+
+    def _redesigned(self, plant: Any, K: Any) -> PredictiveController:
+        return PredictiveController(plant, K, prediction=self.prediction)
 
 
 class FractionalDelayController(_LinearFeedback):
@@ -590,6 +658,9 @@ class FractionalDelayController(_LinearFeedback):
         self.plant = plant
         self.reference_delay = reference_delay
         super().__init__(K, K_x, K_u, operating_point=plant.operating_point)
+
+    def _redesigned(self, plant: Any, K: Any) -> FractionalDelayController:
+        return FractionalDelayController(plant, K, reference_delay=self.reference_delay)
 
     def nominal_closed_loop(self) -> np.ndarray:
         """Loop the controller achieves on its own model (its nonzero eigenvalues are exact).

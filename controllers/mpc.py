@@ -20,6 +20,7 @@ problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy for
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Callable
@@ -273,25 +274,13 @@ class DelayedMPC:
                  solver: str = "auto", warm_start: bool = True, inaccurate: str = "warn",
                  solver_options: dict[str, Any] | None = None) -> None:
         plant = as_plant(model)
-        #: The model's operating point: the problem is posed in deviations from it, and
-        #: ``solve`` / ``__call__`` / the bounds are in the model's physical units.
-        self.operating_point = plant.operating_point
-        plant = plant.deviation_model()
-        self.plant: DelayedPlant = plant
-        n, m, R_max = plant.n_states, plant.n_inputs, plant.max_delay
+        n, m = plant.n_states, plant.n_inputs
         self.horizon = check_integer("horizon", horizon, minimum=1)
-        self.dead_steps = _dead_steps(plant)
         # Read-only: the problem is built from these once, so changing them later would lie.
         self.Q = read_only(check_weight("Q", Q, n, definite=False))
         self.R = read_only(check_weight("R", R, m, definite=True))
         self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
         self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
-        op = self.operating_point
-        u_op, x_op = (np.zeros(m), np.zeros(n)) if op is None else (op.input, op.state)
-        self._u_lo, self._u_hi = (None if b is None else b - u_op for b in (self.u_min,
-                                                                             self.u_max))
-        self._x_lo, self._x_hi = (None if b is None else b - x_op for b in (self.x_min,
-                                                                             self.x_max))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
@@ -315,7 +304,27 @@ class DelayedMPC:
             raise ParameterError(f"solver_options must be a dict or None; got "
                                  f"{type(solver_options).__name__}")
         self.solver_options = dict(solver_options or {})
-        self._n, self._m, self._R = n, m, R_max
+        self._n, self._m = n, m
+        self._requested = (solver, P)      # re-resolved for every model (with_model)
+        self._design(plant)
+
+    def _design(self, plant: DelayedPlant) -> None:
+        """Everything that depends on the model: delay, lifted pair, terminal weight, QP."""
+        #: The model's operating point: the problem is posed in deviations from it, and
+        #: ``solve`` / ``__call__`` / the bounds are in the model's physical units.
+        self.operating_point = plant.operating_point
+        plant = plant.deviation_model()
+        self.plant: DelayedPlant = plant
+        n, m = self._n, self._m
+        self._R = plant.max_delay
+        self.dead_steps = _dead_steps(plant)
+        op = self.operating_point
+        u_op, x_op = (np.zeros(m), np.zeros(n)) if op is None else (op.input, op.state)
+        self._u_lo, self._u_hi = (None if b is None else b - u_op for b in (self.u_min,
+                                                                             self.u_max))
+        self._x_lo, self._x_hi = (None if b is None else b - x_op for b in (self.x_min,
+                                                                             self.x_max))
+        solver, P = self._requested
         self.solver = self._choose_solver(solver)
 
         w = self.dead_steps
@@ -335,6 +344,61 @@ class DelayedMPC:
             self._qp = self._build_qp(sparse=sparse)
             self._solver = kind(self._qp, self.solver_options, warm_start=self.warm_start)
         self.reset()
+
+    def with_model(self, model: Any) -> DelayedMPC:
+        """This MPC re-designed for an updated ``model`` (e.g. a new delay estimate).
+
+        Re-used (not re-validated): the horizon, the weights ``Q``, ``R`` (and a ``P`` given on
+        ``x_{k+w+N}``), the bounds, the soft-constraint settings, the solver choice and its
+        options.  Recomputed from the model: the whole delay ``w``, the lifted pair and the
+        default terminal weight (its Riccati equation), the QP's matrices and the solver's
+        set-up (its factorization): they all depend on the input blocks.  The committed inputs
+        are carried over (the newest ``min(R_old, R_new)``; older ones at rest), so the
+        controller continues the loop.  The result solves exactly the problem of a controller
+        built afresh with the same arguments on ``model``; this controller is left unchanged.
+
+        Parameters
+        ----------
+        model : DelayedPlant or fitted estimator
+            Same numbers of states and inputs.
+
+        Returns
+        -------
+        DelayedMPC
+
+        Raises
+        ------
+        DimensionError
+            ``model`` of other sizes, or a lifted-state ``P`` that does not fit its delay.
+        ParameterError
+            A model whose input blocks are all zero, or whose QP exceeds the size limits.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc import DelayedPlant
+        >>> A_c, B_c = [[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]]
+        >>> old = DelayedPlant.from_continuous(A_c, B_c, delay=0.65, dt=0.5, max_delay=4)
+        >>> new = DelayedPlant.from_continuous(A_c, B_c, delay=1.3, dt=0.5, max_delay=4)
+        >>> mpc = DelayedMPC(old, horizon=8, u_min=-1, u_max=1)
+        >>> updated = mpc.with_model(new)
+        >>> updated.dead_steps, mpc.dead_steps
+        (2, 1)
+        >>> fresh = DelayedMPC(new, horizon=8, u_min=-1, u_max=1)
+        >>> x = np.array([0.5, -1.0])
+        >>> bool(np.allclose(updated.solve(x).inputs, fresh.solve(x).inputs, atol=1e-8))
+        True
+        """
+        plant = as_plant(model)
+        if (plant.n_states, plant.n_inputs) != (self._n, self._m):
+            raise DimensionError(f"model has {plant.n_states} states and {plant.n_inputs} "
+                                 f"inputs; this MPC has {self._n} and {self._m}")
+        new = copy.copy(self)
+        new._design(plant)
+        keep = min(self._R, new._R)
+        if keep:        # the newest committed inputs, in physical units
+            new._history[:, -keep:] = self._history[:, -keep:]
+        return new
 
     def _choose_solver(self, solver: Any) -> str:
         """Resolve ``solver`` ("auto": by the size of the condensed QP) and check the size."""
@@ -399,7 +463,7 @@ class DelayedMPC:
         except (np.linalg.LinAlgError, ValueError) as exc:
             warnings.warn(f"the Riccati equation of the lifted delay-free pair has no "
                           f"stabilizing solution ({exc}); using P = Q on x_{{k+w+N}} as the "
-                          f"terminal weight", RuntimeWarning, stacklevel=3)
+                          f"terminal weight", RuntimeWarning, stacklevel=4)
             return Q_lifted
         return 0.5 * (P + P.T)
 
