@@ -208,8 +208,9 @@ def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
 
     def leaves(parser, prefix=()):
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not subs:
+        if not subs or not subs[0].required:     # a command that also runs on its own
             yield prefix, parser
+        if not subs:
             return
         for name, sub in subs[0].choices.items():
             yield from leaves(sub, prefix + (name,))
