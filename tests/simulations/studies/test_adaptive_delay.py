@@ -70,3 +70,9 @@ def test_same_seed_same_run() -> None:
 def test_bad_settings_are_refused(change: dict, match: str) -> None:
     with pytest.raises(ParameterError, match=match):
         replace(SMALL, **change)
+
+
+def test_whole_identified_model_update_also_beats_fixed() -> None:
+    run = adaptive_delay_run(replace(SMALL, update="model"), 2)
+    costs = run.costs()
+    assert run.redesigns and costs["adaptive_after"] < costs["fixed_after"]
