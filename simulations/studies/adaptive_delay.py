@@ -38,12 +38,21 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import ParameterError
-from _toolbox.validation import as_generator, check_integer
+from _toolbox.validation import (
+    as_generator,
+    check_in_interval,
+    check_integer,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+)
 from simulations.studies.data_kinds import random_state_matrix
 
 __all__ = ["AdaptiveConfig", "AdaptiveRun", "adaptive_delay_run", "adaptive_delay_study",
            "plot_adaptive_run", "summarize_runs"]
 
+#: The controllers the study runs (names of :func:`controllers.make_controller`).
+_CONTROLLERS = ("fractional", "truncated", "exact", "mpc")
 #: A state norm beyond which a loop counts as diverged (its cost is then infinite).
 DIVERGED_NORM = 1e6
 
@@ -87,6 +96,8 @@ class AdaptiveConfig:
 
     def __post_init__(self) -> None:
         check_integer("steps", self.steps, minimum=2)
+        for name in ("max_delay", "n_states", "n_inputs", "horizon"):
+            check_integer(name, getattr(self, name), minimum=1)
         check_integer("step", self.step, minimum=1)
         if not self.step < self.steps:
             raise ParameterError(f"step must lie inside the run (0 < step < steps = "
@@ -100,8 +111,18 @@ class AdaptiveConfig:
         check_integer("settle", self.settle, minimum=0)
         if self.update not in ("delay", "model"):
             raise ParameterError(f"update must be 'delay' or 'model'; got {self.update!r}")
-        if not 0 <= self.lost < 1:
-            raise ParameterError(f"lost must be a probability in [0, 1); got {self.lost!r}")
+        check_probability("lost", self.lost, allow_one=False)
+        check_positive("dt", self.dt)
+        for name in ("excitation", "process_noise", "measurement_noise"):
+            check_nonnegative(name, getattr(self, name))
+        for name in ("tolerance", "interval_width"):
+            check_positive(name, getattr(self, name))
+        check_in_interval("forgetting", self.forgetting, 0.0, 1.0, low_open=True)
+        check_in_interval("level", self.level, 0.0, 1.0, low_open=True, high_open=True)
+        check_integer("chunk", self.chunk, minimum=1)
+        if self.controller not in _CONTROLLERS:
+            raise ParameterError(f"controller must be one of {_CONTROLLERS}; got "
+                                 f"{self.controller!r}")
 
 
 @dataclass
