@@ -33,6 +33,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
                               "zoh_matrices"],
     "dmdidc.estimator": ["ESTIMATORS", "DMDidc"],
     "dmdidc.online": ["OnlineDMDidc", "ChangeEvent", "BoundEvent"],
+    "dmdidc.follow": ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"],
     "dmdidc.evaluation": ["Comparison", "ResidualCorrelation", "compare", "resid"],
     "dmdidc.excitation": ["ExcitationReport", "check_excitation", "random_excitation",
                           "samples_needed"],

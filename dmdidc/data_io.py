@@ -162,26 +162,40 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2:
         raise ParameterError(f"{path.name} needs a header line and at least one row")
-    delimiter = next((d for d in (",", ";", "\t") if d in lines[0]), ",")
-    rows = list(csv.reader(lines, delimiter=delimiter))
-    parsed = [_HEADER.match(cell).groups() for cell in rows[0]]
+    names, units, delimiter = parse_header(lines[0], path.name)
+    rows = csv.reader(lines[1:], delimiter=delimiter)
+    values = np.array([parse_row(row, names, f"{path.name} line {r}")
+                       for r, row in enumerate(rows, 2)])
+    return names, units, values
+
+
+def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
+    """Names, units and delimiter of a CSV header line (module notes); ``source`` names the
+    file in messages.  Shared with :func:`dmdidc.follow.follow_csv`."""
+    delimiter = next((d for d in (",", ";", "\t") if d in line), ",")
+    parsed = [_HEADER.match(cell).groups() for cell in next(csv.reader([line],
+                                                                       delimiter=delimiter))]
     names, units = [n for n, _ in parsed], [u or "" for _, u in parsed]
     if len(set(names)) != len(names):
-        raise ParameterError(f"{path.name} has repeated column names {names}")
-    values = np.empty((len(rows) - 1, len(names)))
-    for r, row in enumerate(rows[1:], 2):
-        if len(row) != len(names):
-            raise DimensionError(f"{path.name} line {r} has {len(row)} cells; the header has "
-                                 f"{len(names)}")
-        for c, cell in enumerate(row):
-            cell = cell.strip()
-            try:
-                values[r - 2, c] = float(cell) if cell else np.nan
-            except ValueError:
-                raise ParameterError(f"{path.name} line {r}, column {names[c]!r}: {cell!r} is "
-                                     f"not a number (use '.' as decimal mark; leave the cell "
-                                     f"empty for a missing sample)") from None
-    return names, units, values
+        raise ParameterError(f"{source} has repeated column names {names}")
+    return names, units, delimiter
+
+
+def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
+    """The values of one CSV row's ``cells`` (an empty cell is NaN); ``where`` names the file
+    and line in messages."""
+    if len(cells) != len(names):
+        raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}")
+    values = np.empty(len(names))
+    for c, cell in enumerate(cells):
+        cell = cell.strip()
+        try:
+            values[c] = float(cell) if cell else np.nan
+        except ValueError:
+            raise ParameterError(f"{where}, column {names[c]!r}: {cell!r} is not a number (use "
+                                 f"'.' as decimal mark; leave the cell empty for a missing "
+                                 f"sample)") from None
+    return values
 
 
 def _uniform_step(path: Path, times: list[np.ndarray], dt: float | None) -> float:

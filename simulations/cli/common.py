@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["output_path", "json_number", "positive_vector", "per_channel", "summary_table",
-           "write_summary", "write_table", "strict_json", "known"]
+__all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
+           "summary_table", "write_summary", "write_table", "strict_json", "known"]
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -107,6 +107,13 @@ _count = _bounded(int, 1)
 _seed = _bounded(int, 0)
 _scale = _bounded(float, 0.0)
 _bound = _bounded(float, 0.0, strict=True)
+
+
+def given_options(args: argparse.Namespace, defaults: Mapping[str, Any]) -> list[str]:
+    """The options of ``args`` set away from their ``defaults`` (name: default), as
+    ``--name``: those a mode refuses because they would do nothing there."""
+    return ["--" + name.replace("_", "-") for name, default in defaults.items()
+            if getattr(args, name, default) != default]
 
 
 def output_path(out: str | None, *, folder: bool) -> Path | None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file
-from simulations.cli.common import _seed, output_path
+from simulations.cli.common import _seed, given_options, output_path
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs"]
@@ -70,7 +70,8 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--svd-rank", type=int, default=None, metavar="R",
                           help="identify in the leading R POD modes of the states (many "
                                "sensors of a few modes); the model file is in those coordinates")
-    identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
+    identify.add_argument("--out", "--model-out", default="model.json",
+                          help="model file (.json or .npz)")
     identify.set_defaults(handler=_run_identify)
     return identify
 
@@ -265,12 +266,10 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     from _toolbox.errors import ParameterError
     from dmdidc import OutputDMDidc
 
-    given = [name for name, default in _STATE_ONLY.items()
-             if getattr(args, name, default) != default]
+    given = given_options(args, _STATE_ONLY)
     if given:
         raise ParameterError(f"--outputs (output identification) does not take "
-                             f"{', '.join('--' + g.replace('_', '-') for g in given)}: they "
-                             f"configure the state fit")
+                             f"{', '.join(given)}: they configure the state fit")
     if args.max_delay is None:
         raise ParameterError("--outputs needs an integer --max-delay (the bound is not chosen "
                              "automatically for outputs)")

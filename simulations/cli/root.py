@@ -22,6 +22,7 @@ from simulations.cli.demo import add_demo_parser
 from simulations.cli.federated import add_federated_parser
 from simulations.cli.federated_identification import add_identify_action
 from simulations.cli.flower import add_serve_action
+from simulations.cli.follow import add_follow_arguments
 from simulations.cli.identify import add_identify_parser
 from simulations.cli.privacy import add_privacy_parser
 from simulations.cli.seed_fl import add_seed_fl_actions
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)   # subparsers are _Parser too
     add_demo_parser(sub)
-    add_identify_parser(sub)
+    add_follow_arguments(add_identify_parser(sub))    # identify --follow: live data
     add_simulate_parser(sub)
     add_privacy_parser(sub)                  # epsilon, calibrate, compare, figures, dpsgd, ...
     actions = add_federated_parser(sub)      # experiment (Ch. 8)

@@ -1,0 +1,501 @@
+"""Live sources: follow a growing CSV file (like ``tail -f``) and track a live estimator.
+
+:func:`follow_csv` reads a CSV file while a logger writes it and yields :class:`Chunk` s in the
+chunk convention of :meth:`~dmdidc.OnlineDMDidc.update` (``X[:, 0]`` is the previous chunk's
+last state).  The file has the format of :mod:`dmdidc.data_io` (a header line naming the
+columns, row ``k`` holding ``x_k`` and ``u_k``, an empty cell or ``nan`` a lost sample).
+:func:`track` feeds any iterable of chunks (this one, a socket, a queue) to an
+:class:`~dmdidc.OnlineDMDidc` and yields a :class:`Snapshot` (samples, delay and interval, new
+change events) every ``every`` samples.
+
+The rules, for a writer that misbehaves:
+
+* **Torn last line.**  Only lines ended by a newline are read; a partial last line waits for
+  the rest of it (it is never parsed in halves).
+* **Restart of the writer.**  A file that was replaced (another inode), truncated (it shrank) or
+  rewritten (the bytes already read changed) is a *new stream*: a message says so, its header
+  is read again (it must name the same columns), and its rows are read from its first one.
+  The first chunk of a new stream has ``restart=True`` and starts at its own first state, so
+  the chunk continuity restarts; :func:`track` bridges the break by two lost samples (NaN), so
+  no regression row joins the two files and no complete sample of either is lost or counted
+  twice.  Lines that the writer wrote and truncated before they were read are gone (the
+  message gives the sizes).
+* **Stalled file.**  After ``idle_timeout`` seconds without a new complete line the generator
+  says so (and what torn line it leaves) and ends; a file that disappears (while a writer
+  replaces it) counts as stalled until it is back.
+* **Malformed line** (a cell that is not a number, a wrong number of cells, a time stamp off
+  the grid): ``bad_lines="error"`` raises a :class:`~dmdidc.errors.ParameterError` or
+  :class:`~dmdidc.errors.DimensionError` naming the file, the line and its content;
+  ``"lost"`` reports it and counts the line as one lost sample (all NaN), as a garbled packet.
+
+With a ``time`` column, the sampling period is its first step (or ``dt``, which it must match)
+and a gap of ``j`` whole periods is ``j - 1`` lost samples (NaN rows); a stamp that repeats,
+goes back or falls off the grid (relative error above :data:`~dmdidc.data_io.TIME_RTOL`) is a
+malformed line.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time as _time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _toolbox.validation import check_integer, check_positive
+from dmdidc.data_io import TIME_RTOL, parse_header, parse_row
+from dmdidc.errors import DimensionError, ParameterError
+
+__all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"]
+
+#: Bytes before the read position compared at every poll to see a rewritten file.
+_TAIL_BYTES = 64
+
+
+class StreamWarning(UserWarning):
+    """A live source restarted, stalled or skipped a malformed line (the default report)."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Samples of a live source in the chunk convention of :meth:`~dmdidc.OnlineDMDidc.update`.
+
+    Attributes
+    ----------
+    X : ndarray, shape (n, L + 1)
+        States; ``X[:, 0]`` is the previous chunk's last state (the stream's first state in a
+        stream's first chunk).  NaN: a lost sample.
+    U : ndarray, shape (m, L)
+    restart : bool
+        The first chunk of a new stream (the writer restarted): it does not continue the
+        previous chunk.
+    line : int
+        The file line of the chunk's last sample.
+    dt : float or None
+        The sampling period (given, or the time column's step; None without either).
+    state_names, input_names : tuple of str
+    """
+
+    X: np.ndarray
+    U: np.ndarray
+    restart: bool = False
+    line: int = 0
+    dt: float | None = None
+    state_names: tuple[str, ...] = ()
+    input_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state of a tracked estimator after a chunk (:func:`track`).
+
+    Attributes
+    ----------
+    samples : int
+        Samples received (lost ones and restart bridges included: ``samples_seen_``).
+    delay, low, high : ndarray, shape (m,), or None
+        Delay estimate (s) of each input and its interval at ``level`` (None while the fit is
+        not defined: then ``note`` says why).
+    events : tuple of ChangeEvent
+        Changes detected since the previous snapshot.
+    dropped : int
+        Lost samples so far.
+    restarts : int
+        Restarts of the source so far.
+    note : str
+        Why there is no delay yet ("" when there is one).
+    warnings : tuple of str
+        The warnings of the current fit (its failed diagnostics), kept out of the warning
+        system so a live loop does not repeat them.
+    """
+
+    samples: int
+    delay: np.ndarray | None
+    low: np.ndarray | None
+    high: np.ndarray | None
+    events: tuple
+    dropped: int
+    restarts: int
+    note: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any = None,
+               dt: float | None = None, poll: float = 0.2, idle_timeout: float | None = None,
+               chunk: int = 1000, bad_lines: str = "error",
+               report: Callable[[str], None] | None = None) -> Iterator[Chunk]:
+    """Follow a CSV file as it grows and yield its samples in chunks (module notes).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file; it must exist (an empty file waits for its header line).
+    inputs : str, int or sequence of them
+        The input columns: header names, or 0-based column numbers.
+    states : str, int or sequence of them, optional
+        The state columns (default: every column but the inputs and the time).
+    time : str or int, optional
+        A column of sample times (module notes); default none; ``"auto"``: a column named
+        ``time``, ``t`` or ``timestamp`` (any case) if there is one.
+    dt : float, optional
+        Sampling period (s); with ``time`` it must agree with the column's step.
+    poll : float, default 0.2
+        Seconds between looks at a file that has no new complete line.
+    idle_timeout : float or None, default None
+        End after this many seconds without a new complete line (None: wait for ever).
+    chunk : int, default 1000
+        Most samples per chunk; a chunk holds what was written since the last one.
+    bad_lines : {"error", "lost"}, default "error"
+        A malformed line raises, or is reported and counted as one lost sample.
+    report : callable, optional
+        Receives the messages (restart, stall, lost lines); default: a :class:`StreamWarning`.
+
+    Yields
+    ------
+    Chunk
+
+    Raises
+    ------
+    ParameterError, DimensionError
+        Unknown columns, a restarted file with other columns, a malformed line (with
+        ``bad_lines="error"``), bad arguments.
+    FileNotFoundError
+        ``path`` does not exist at the start.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "log.csv"
+    >>> _ = path.write_text("time,x,u\\n0,1.0,0.5\\n0.5,0.9,-1\\n1.0,0.7,0\\n2.0,0.4,1\\n1.")
+    >>> messages = []
+    >>> [(c.X.tolist(), c.U.tolist(), c.dt) for c in follow_csv(
+    ...     path, inputs="u", time="time", poll=0.01, idle_timeout=0.05, report=messages.append)]
+    [([[1.0, 0.9, 0.7, nan, 0.4]], [[0.5, -1.0, 0.0, nan]], 0.5)]
+    >>> "stopped" in messages[0], "'1.' has no newline" in messages[0]
+    (True, True)
+    """
+    path = Path(path)
+    if bad_lines not in ("error", "lost"):
+        raise ParameterError(f"bad_lines must be 'error' or 'lost'; got {bad_lines!r}")
+    check_positive("poll", poll)
+    if idle_timeout is not None:
+        check_positive("idle_timeout", idle_timeout)
+    chunk = check_integer("chunk", chunk, minimum=1)
+    dt = None if dt is None else check_positive("dt", dt)
+    say = report or (lambda message: warnings.warn(message, StreamWarning, stacklevel=3))
+    columns = _Columns(path.name, inputs, states, time)
+    stream, restart = None, False
+    for batch in _Tail(path, poll, idle_timeout, say).batches():
+        if isinstance(batch, str):                       # the writer restarted
+            say(f"{path.name}: {batch}; reading it as a new stream from its first line")
+            stream, restart = None, True
+            continue
+        for number, text in batch:
+            if stream is None:
+                stream = _Stream(columns.resolve(text, number), path.name, dt, bad_lines, say)
+            else:
+                stream.add(number, text)
+        if stream is not None and stream.time is not None and dt is None:
+            dt = stream.dt                               # kept for the streams after a restart
+        while stream is not None and stream.ready():
+            yield stream.take(chunk, restart)
+            restart = False
+
+
+class _Tail:
+    """The complete lines of a growing file, batch by batch, and its restarts."""
+
+    def __init__(self, path: Path, poll: float, idle_timeout: float | None,
+                 say: Callable[[str], None]) -> None:
+        self.path, self.poll, self.idle_timeout, self.say = path, poll, idle_timeout, say
+        self.handle = None
+        self._open()
+        if not self._open():
+            raise FileNotFoundError(f"no such file to follow: {str(path)!r}")
+
+    def _open(self) -> bool:
+        try:
+            handle = self.path.open("rb")
+        except FileNotFoundError:
+            return False
+        if self.handle is not None:
+            self.handle.close()
+        stat = os.fstat(handle.fileno())
+        self.handle, self.identity = handle, (stat.st_dev, stat.st_ino)
+        self.offset, self.pending, self.tail, self.line = 0, b"", b"", 0
+        return True
+
+    def batches(self) -> Iterator[list[tuple[int, str]] | str]:
+        """Lists of (file line, text) of new complete lines, or a string saying why the file
+        restarted; ends after ``idle_timeout`` seconds without a new line."""
+        try:
+            idle_since = _time.monotonic()
+            while True:
+                change = self._change()
+                if change is not None:
+                    if change.startswith("replaced"):    # the old file's last lines first
+                        lines = self._read()
+                        if lines:
+                            yield lines
+                    torn = self._torn()
+                    if self._open():
+                        yield change + (f" (its torn last line {torn} is not used)"
+                                        if torn else "")
+                        continue
+                lines = self._read()
+                if lines:
+                    idle_since = _time.monotonic()
+                    yield lines
+                    continue
+                idle = _time.monotonic() - idle_since
+                if self.idle_timeout is not None and idle >= self.idle_timeout:
+                    torn = self._torn()
+                    self.say(f"{self.path.name}: no new complete line for {self.idle_timeout:g} "
+                             f"s; stopped" + (f" (the last line {torn} has no newline yet: "
+                                               f"not used)" if torn else ""))
+                    return
+                _time.sleep(self.poll)
+        finally:
+            self.handle.close()
+
+    def _torn(self) -> str:
+        return repr(self.pending.decode(errors="replace")[:80]) if self.pending.strip() else ""
+
+    def _change(self) -> str | None:
+        """Why the file is not the one being read any more (None: it is, or it is missing)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:                # being replaced: wait (a stall) until it is back
+            return None
+        if (stat.st_dev, stat.st_ino) != self.identity:
+            return "replaced by a new file"
+        if stat.st_size < self.offset:
+            return f"truncated (it has {stat.st_size} bytes; {self.offset} were read)"
+        start = self.offset - len(self.tail)
+        if self.tail and os.pread(self.handle.fileno(), len(self.tail), start) != self.tail:
+            return "rewritten (the bytes already read changed)"
+        return None
+
+    def _read(self) -> list[tuple[int, str]]:
+        data = self.handle.read()
+        if not data:
+            return []
+        self.offset += len(data)
+        self.tail = (self.tail + data)[-_TAIL_BYTES:]
+        self.pending += data
+        end = self.pending.rfind(b"\n") + 1        # a torn last line waits for its newline
+        complete, self.pending = self.pending[:end], self.pending[end:]
+        lines = []
+        for text in complete.decode(errors="replace").split("\n")[:-1]:
+            self.line += 1
+            if text.strip():
+                lines.append((self.line, text.rstrip("\r")))
+        return lines
+
+
+class _Columns:
+    """The column choice, resolved against each stream's header (the same for every stream)."""
+
+    def __init__(self, source: str, inputs: Any, states: Any, time: Any) -> None:
+        if inputs is None:
+            raise ParameterError("follow_csv needs inputs=[...]: the input columns")
+        self.source, self.names = source, None
+        self.inputs, self.states, self.time = _specs(inputs), states, time
+
+    def resolve(self, header: str, number: int) -> dict:
+        names, _, delimiter = parse_header(header, f"{self.source} line {number}")
+        if self.names is not None and names != self.names:
+            raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
+                                 f"{self.names} (a new stream must have the same signals)")
+        self.names = names
+        time = self.time
+        if time == "auto" and "auto" not in names:
+            time = next((n for n in names if n.lower() in ("time", "t", "timestamp")), None)
+        special = [] if time is None else [self._index(time, "time")]
+        inputs = [self._index(spec, "inputs") for spec in self.inputs]
+        states = ([c for c in range(len(names)) if c not in inputs + special]
+                  if self.states is None else
+                  [self._index(spec, "states") for spec in _specs(self.states)])
+        if not states or set(states) & set(inputs + special) or set(inputs) & set(special):
+            raise ParameterError(f"{self.source}: states {[names[c] for c in states]}, inputs "
+                                 f"{[names[c] for c in inputs]} and time "
+                                 f"{[names[c] for c in special]} must be distinct, with at "
+                                 f"least one state")
+        return dict(names=names, delimiter=delimiter, states=states, inputs=inputs,
+                    time=special[0] if special else None)
+
+    def _index(self, spec: Any, option: str) -> int:
+        names = self.names
+        if isinstance(spec, str) and spec in names:
+            return names.index(spec)
+        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) and \
+                0 <= spec < len(names):
+            return int(spec)
+        raise ParameterError(f"{option}: {spec!r} is not a column of {self.source} (its columns "
+                             f"are {names}; give names or 0-based numbers)")
+
+
+def _specs(value: Any) -> list:
+    return [value] if isinstance(value, (str, int, np.integer)) else list(value)
+
+
+class _Stream:
+    """The rows of one stream (one file, until a restart) and the chunks made of them."""
+
+    def __init__(self, columns: dict, source: str, dt: float | None, bad_lines: str,
+                 say: Callable[[str], None]) -> None:
+        self.columns, self.source, self.dt = columns, source, dt
+        self.bad_lines, self.say = bad_lines, say
+        self.time = columns["time"]
+        self.rows: list[np.ndarray] = []          # new rows (values of every column)
+        self.last: np.ndarray | None = None       # the row whose state starts the next chunk
+        self.last_time: float | None = None
+        self.line = 0
+
+    def add(self, number: int, text: str) -> None:
+        where = f"{self.source} line {number} ({text.strip()[:80]!r})"
+        try:
+            cells = next(csv.reader([text], delimiter=self.columns["delimiter"]))
+            values = parse_row(cells, self.columns["names"], where)
+            gap = self._gap(values, where)
+        except (ParameterError, DimensionError) as exc:
+            if self.bad_lines == "error":
+                raise
+            self.say(f"{exc}; counted as a lost sample")
+            values, gap = np.full(len(self.columns["names"]), np.nan), 0
+            if self.last_time is not None:
+                self.last_time += self.dt or 0.0    # the clock advances by one period
+        self.rows.extend([np.full(values.size, np.nan)] * gap + [values])
+        self.line = number
+
+    def _gap(self, values: np.ndarray, where: str) -> int:
+        """Lost samples before this row by its time stamp (0 without a time column)."""
+        if self.time is None:
+            return 0
+        stamp = values[self.time]
+        if not np.isfinite(stamp):
+            raise ParameterError(f"{where}: no time stamp")
+        previous, self.last_time = self.last_time, float(stamp)
+        if previous is None:
+            return 0
+        step = stamp - previous
+        if self.dt is None and step > 0:
+            self.dt = float(step)                   # the first step sets the period
+        periods = round(step / self.dt) if step > 0 else 0
+        if periods < 1 or abs(step - periods * self.dt) > TIME_RTOL * periods * self.dt:
+            self.last_time = previous
+            period = "" if self.dt is None else f" of {self.dt:g} s"
+            raise ParameterError(f"{where}: time {stamp:g} after {previous:g} is not a whole "
+                                 f"number of periods{period} later (time stamps grow by whole "
+                                 f"sampling periods)")
+        return periods - 1
+
+    def ready(self) -> bool:
+        if self.last is None and self.rows:
+            self.last = self.rows.pop(0)
+        return self.last is not None and bool(self.rows)
+
+    def take(self, size: int, restart: bool) -> Chunk:
+        rows, self.rows = self.rows[:size], self.rows[size:]
+        table = np.array([self.last] + rows)
+        self.last = rows[-1]
+        c = self.columns
+        return Chunk(X=table[:, c["states"]].T, U=table[:-1, c["inputs"]].T, restart=restart,
+                     line=self.line, dt=self.dt,
+                     state_names=tuple(c["names"][i] for i in c["states"]),
+                     input_names=tuple(c["names"][i] for i in c["inputs"]))
+
+
+def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.95
+          ) -> Iterator[Snapshot]:
+    """Feed the chunks of ``source`` to ``estimator`` and yield what it knows.
+
+    Parameters
+    ----------
+    source : iterable
+        :class:`Chunk` s, or pairs ``(X, U)`` (or triples ``(X, U, restart)``) in the chunk
+        convention of :meth:`~dmdidc.OnlineDMDidc.update`: a socket reader, a queue, a file.
+    estimator : OnlineDMDidc
+    every : int, default 1
+        Samples between snapshots (a snapshot solves the fit, about 10 ms); a chunk with a new
+        change event always gives one, and the end of the source gives the last one.
+    level : float, default 0.95
+        Level of the delay intervals.
+
+    Yields
+    ------
+    Snapshot
+
+    Notes
+    -----
+    A chunk marked ``restart`` starts a new stream: it is joined to the previous one by two
+    lost samples (``[x_last, NaN, x_new]`` with NaN inputs), so no regression row spans the
+    break (with ``lost_inputs="hold"`` the held inputs do span it: the actuator is assumed to
+    hold its command while the writer restarts).
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant, OnlineDMDidc, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 2000, rng=0)
+    >>> X = plant.simulate([0.0], U)
+    >>> chunks = ((X[:, a:a + 501], U[:, a:a + 500]) for a in range(0, 2000, 500))
+    >>> live = OnlineDMDidc(max_delay=3, dt=1.0)
+    >>> [(s.samples, round(float(s.delay[0]), 6)) for s in track(chunks, live, every=1000)]
+    [(1000, 1.5), (2000, 1.5)]
+    """
+    every = check_integer("every", every, minimum=1)
+    last_state, pending, restarts = None, 0, 0
+    seen = len(getattr(estimator, "events_", ()))
+    for item in source:
+        X, U, restart = _unpack(item)
+        if restart and last_state is not None:
+            restarts += 1
+            bridge = np.column_stack([last_state, np.full_like(last_state, np.nan), X[:, 0]])
+            estimator.update(bridge, np.full((U.shape[0], 2), np.nan))
+            pending += 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # fits inside an update (an event's delays)
+            estimator.update(X, U)
+        last_state, pending = X[:, -1], pending + U.shape[1]
+        events = estimator.events_[seen:]
+        if pending >= every or events:
+            seen += len(events)
+            pending = 0
+            yield _snapshot(estimator, tuple(events), restarts, level)
+    if pending:
+        yield _snapshot(estimator, (), restarts, level)
+
+
+def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    if isinstance(item, Chunk):
+        return item.X, item.U, item.restart
+    X, U, *rest = item
+    X = np.asarray(X, dtype=float)
+    return X[None] if X.ndim == 1 else X, np.atleast_2d(np.asarray(U, dtype=float)), \
+        bool(rest and rest[0])
+
+
+def _snapshot(estimator: Any, events: tuple, restarts: int, level: float) -> Snapshot:
+    delay = low = high = None
+    note, failed = "", []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            interval = estimator.delay_ci(level)
+            delay, low, high = (np.array(a, dtype=float) for a in (
+                estimator.delay, interval.low, interval.high))
+            # (the fit may be cached from an update, whose warnings were not kept)
+            failed = [check.message() for check in estimator.estimator_.diagnostics_.failed]
+        except (ValueError, np.linalg.LinAlgError) as exc:
+            note = str(exc)
+    return Snapshot(samples=estimator.samples_seen_, delay=delay, low=low, high=high,
+                    events=events, dropped=estimator.dropped_samples_, restarts=restarts,
+                    note=note, warnings=tuple(dict.fromkeys(failed + [str(w.message)
+                                                                      for w in caught])))

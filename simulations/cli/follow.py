@@ -1,0 +1,255 @@
+"""``dmdidc identify --follow FILE``: identify while a logger writes the CSV file.
+
+The file is followed like ``tail -f`` by :func:`dmdidc.follow_csv` and fed to an
+:class:`~dmdidc.OnlineDMDidc` by :func:`dmdidc.track`.  One line is printed every ``--every``
+samples (samples, lost samples, each input's delay with its interval) and one per detected
+change.  The model is written to ``--out`` at the end (``--idle-timeout`` seconds without a new
+line, or Ctrl-C) and on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after
+the update under way otherwise, so the estimator is never saved half-updated; a request that
+cannot be met (too few samples yet) is reported and the following goes on.  A Ctrl-C during an
+update stops after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import signal
+import sys
+from typing import Any
+
+from simulations.cli.atomic import staged_file
+from simulations.cli.common import _bounded, given_options, output_path
+from simulations.cli.identify import refuse_delay_at_bound
+
+__all__ = ["add_follow_arguments", "run_follow"]
+
+#: Options of ``identify`` that the live fit does not take (name: default).
+_BATCH_ONLY = {"outputs": None, "reference": None, "residuals": None,
+               "svd_rank": None, "method": "auto", "detrend": "auto", "missing": "error",
+               "significance": None, "block_rtol": None, "check_level": 0.01}
+#: The live options (name: default).
+_FOLLOW_ONLY = {"every": 500, "idle_timeout": None, "poll": 0.2, "forgetting": None,
+                "window": None, "bad_lines": "error"}
+
+
+def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--follow`` and its options to the ``dmdidc identify`` parser: its handler then
+    follows the file when ``--follow`` is given, and refuses the live options otherwise."""
+    batch = parser.get_default("handler")
+
+    def handler(args: argparse.Namespace) -> int:
+        if args.follow is not None:
+            return run_follow(args)
+        refuse_follow_options(args)
+        return batch(args)
+
+    parser.set_defaults(handler=handler)
+    group = parser.add_argument_group("live data (--follow)")
+    group.add_argument("--follow", metavar="CSV",
+                       help="follow this CSV table while it is written (like tail -f): print "
+                            "the delay every --every samples and each detected change, write "
+                            "the model at the end (--idle-timeout or Ctrl-C) and on SIGUSR1")
+    group.add_argument("--every", type=_bounded(int, 1), default=_FOLLOW_ONLY["every"],
+                       help="samples between printed lines")
+    group.add_argument("--idle-timeout", type=_bounded(float, 0, strict=True), metavar="S",
+                       help="stop after S seconds without a new line (default: follow until "
+                            "Ctrl-C)")
+    group.add_argument("--poll", type=_bounded(float, 0, strict=True), default=_FOLLOW_ONLY["poll"],
+                       metavar="S", help="seconds between looks at a file without new lines")
+    group.add_argument("--forgetting", type=float,
+                       help="forgetting factor in (0, 1] (memory about 1/(1 - lambda) samples)")
+    group.add_argument("--window", type=_bounded(int, 1),
+                       help="keep exactly the last W samples instead (not with --forgetting)")
+    group.add_argument("--bad-lines", choices=("error", "lost"), default="error",
+                       help="a malformed line stops with its line number, or counts as one "
+                            "lost sample")
+
+
+def run_follow(args: argparse.Namespace) -> int:
+    """The ``--follow`` handler of ``dmdidc identify``."""
+    from _toolbox.errors import ParameterError
+    from dmdidc import OnlineDMDidc, follow_csv, track
+
+    _refuse_batch_options(args)
+    output_path(args.out, folder=False)
+    source = iter(follow_csv(
+        args.follow, inputs=_specs(args.inputs, "--inputs"),
+        states=None if args.states is None else _specs(args.states, "--states"),
+        time=_time_spec(args.time), dt=args.dt, poll=args.poll,
+        idle_timeout=args.idle_timeout, bad_lines=args.bad_lines, report=_note,
+        chunk=args.every))                       # a backlog is read in update periods
+    guard = _Guard(args.out)
+    with guard:
+        try:
+            first = next(source, None)
+        except KeyboardInterrupt:
+            first = None
+        if first is None:
+            raise ParameterError(f"{args.follow}: no complete sample before the end; no model "
+                                 f"written")
+        dt = args.dt if args.dt is not None else first.dt
+        if dt is None:
+            raise ParameterError(f"{args.follow} has no time column: give --dt, the sampling "
+                                 f"period T in seconds")
+        live = OnlineDMDidc(max_delay=args.max_delay, dt=dt, forgetting=args.forgetting,
+                            window=args.window,
+                            estimator="iv" if args.estimator == "auto" else args.estimator)
+        guard.live, names = live, first.input_names
+        print(f"following {args.follow}: states {', '.join(first.state_names)}; inputs "
+              f"{', '.join(names)}; T = {dt:g} s; a line every {args.every} samples")
+        snapshot = None
+        try:
+            for snapshot in track(guard.chunks(first, source), live,
+                                  every=args.every, level=args.level):
+                for line in _lines(snapshot, names, args.level):
+                    print(line, flush=True)
+        except KeyboardInterrupt:
+            print("interrupted (Ctrl-C)")
+    _write(live, args.out, "at the end")
+    for warning in () if snapshot is None else snapshot.warnings:
+        print(f"dmdidc identify: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+class _Guard:
+    """Ctrl-C and SIGUSR1 while following: a Ctrl-C during an update (or a fit) stops after
+    it, one while waiting for data stops at once; SIGUSR1 asks for the model, which is written
+    between updates."""
+
+    def __init__(self, out: str) -> None:
+        self.busy = self.stop = self.requested = False
+        self.out, self.live = out, None
+        self._saved: dict = {}
+
+    def __enter__(self) -> _Guard:
+        for name, handler in (("SIGINT", self._interrupt), ("SIGUSR1", self._request)):
+            number = getattr(signal, name, None)
+            if number is not None:
+                try:
+                    self._saved[number] = signal.signal(number, handler)
+                except ValueError:               # not the main thread: the defaults stay
+                    pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for number, handler in self._saved.items():
+            signal.signal(number, handler)
+
+    def _interrupt(self, signum: int, frame: Any) -> None:
+        if not self.busy:
+            raise KeyboardInterrupt
+        self.stop = True
+
+    def _request(self, signum: int, frame: Any) -> None:
+        if self.busy:
+            self.requested = True
+        else:                                    # between updates: the estimator is whole
+            self._write_requested()
+
+    def _write_requested(self) -> None:
+        from _toolbox.errors import ToolboxError
+
+        self.requested = False
+        try:
+            if self.live is None:
+                raise ValueError("no sample read yet")
+            _write(self.live, self.out, "on request (SIGUSR1)")
+        except (ToolboxError, ValueError, OSError) as exc:     # the following goes on
+            _note(f"no model written on request: {exc}")
+
+    def chunks(self, first, source):
+        """The chunks, marked busy while the estimator holds one."""
+        for chunk in itertools.chain([first], source):
+            self.busy = True
+            yield chunk
+            if self.requested:
+                self._write_requested()
+            self.busy = False
+            if self.stop:
+                print("interrupted (Ctrl-C)")
+                return
+
+
+def _write(live, out: str, when: str) -> None:
+    """Save the current model (refused, as by ``identify``, with the delay at the bound)."""
+    import warnings
+
+    from _toolbox.errors import ParameterError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model = live.model_
+            refuse_delay_at_bound(live.estimator_, "--max-delay")
+        except ValueError as exc:
+            raise ParameterError(f"no model written {when} ({live.samples_seen_} samples): "
+                                 f"{exc}") from exc
+    with staged_file(out) as staged:
+        model.save(staged)
+    print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)
+
+
+def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
+    lines = []
+    for event in snapshot.events:
+        before = "" if event.old_delay is None else ": delay was " + ", ".join(
+            f"{name} {d:.4g} s" for name, d in zip(names, event.old_delay, strict=True))
+        lines.append(f"change detected at sample {event.sample} (onset {event.onset}, CUSUM "
+                     f"{event.statistic:.3g}){before}; relearning")
+    head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
+    if snapshot.delay is None:
+        return lines + [f"{head}: no delay yet ({snapshot.note})"]
+    delays = ", ".join(f"{name} {d:.4g} s [{lo:.4g}, {hi:.4g}]" for name, d, lo, hi in zip(
+        names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
+    return lines + [f"{head}: delay {delays} ({level:.0%} intervals)"]
+
+
+def _note(message: str) -> None:
+    print(f"dmdidc identify --follow: {message}", file=sys.stderr, flush=True)
+
+
+def _specs(text: str | None, option: str) -> list:
+    """Comma-separated header names or 1-based column numbers (a header name is never a
+    number) as :func:`dmdidc.follow_csv` takes them."""
+    from _toolbox.errors import ParameterError
+
+    if text is None:
+        raise ParameterError(f"--follow needs {option} COLUMNS (header names or 1-based "
+                             f"numbers, comma separated)")
+    return [int(part) - 1 if part.strip().isdigit() else part.strip()
+            for part in text.split(",")]
+
+
+def _time_spec(text: str | None):
+    if text is None:
+        return "auto"                        # a column named time, t or timestamp
+    if text == "none":
+        return None
+    return _specs(text, "--time")[0]
+
+
+def _refuse_batch_options(args: argparse.Namespace) -> None:
+    from _toolbox.errors import ParameterError
+
+    given = (["the data file"] if args.data is not None else []) + given_options(
+        args, _BATCH_ONLY)
+    if given:
+        raise ParameterError(f"--follow (live identification, OnlineDMDidc) does not take "
+                             f"{', '.join(given)}: they configure the batch fit")
+    if args.max_delay is None:
+        raise ParameterError("--follow needs an integer --max-delay (the bound is not chosen "
+                             "automatically on a live stream)")
+    if args.estimator not in ("auto", "iv", "ls"):
+        raise ParameterError(f"--follow takes --estimator auto (iv), iv or ls; got "
+                             f"{args.estimator}")
+
+
+def refuse_follow_options(args: argparse.Namespace) -> None:
+    """The live options without ``--follow`` are refused (they would do nothing)."""
+    from _toolbox.errors import ParameterError
+
+    given = given_options(args, _FOLLOW_ONLY)
+    if given:
+        raise ParameterError(f"{', '.join(given)} configure live identification: give "
+                             f"--follow FILE")

@@ -1,0 +1,336 @@
+"""follow_csv and track (dmdidc/follow.py): a CSV file read while it is written.
+
+The writer runs inside the follower's waits: the module's clock is replaced by one whose
+``sleep`` performs the writer's next step (a piece of text cut anywhere, a truncation, a
+replacement) and then advances a fake time, so the tests are exact and do not sleep.  One test
+uses a real writer thread.
+"""
+
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import dmdidc.follow as follow_module
+from dmdidc import (
+    Chunk,
+    DimensionError,
+    OnlineDMDidc,
+    ParameterError,
+    StreamWarning,
+    follow_csv,
+    track,
+)
+from simulations.studies.data_kinds import random_plant
+from simulations.studies.live_stream import delay_step_stream
+
+DT, R = 0.5, 4
+
+
+def _record(seed, samples=600, lost=0.02):
+    """A random plant's noisy states and inputs, with lost samples (NaN)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, max_delay=R, dt=DT)
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    X = X + 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    X[:, rng.random(samples + 1) < lost] = np.nan
+    return plant, X, U
+
+
+def _text(X, U, *, header=True, time=True):
+    """The CSV table of a record (row k: t_k, x_k, u_k; the last row's inputs empty)."""
+    inputs = np.column_stack([U, np.full((U.shape[0], 1), np.nan)])
+    lines = ["time,x1,x2,x3,u1,u2"] if header else []
+    for k in range(X.shape[1]):
+        cells = [repr(k * DT)] if time else []
+        cells += ["" if np.isnan(v) else repr(float(v)) for v in (*X[:, k], *inputs[:, k])]
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+class _Writer:
+    """The module clock: ``sleep`` runs the writer's next step, then time advances."""
+
+    def __init__(self, steps):
+        self.steps, self.now = list(steps), 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        if self.steps:
+            self.steps.pop(0)()
+        self.now += seconds
+
+
+def _append(path, text):
+    def step():
+        with open(path, "a") as handle:
+            handle.write(text)
+    return step
+
+
+def _pieces(path, text, rng, count=40):
+    """Steps appending ``text`` in ``count`` pieces cut at random places (torn lines)."""
+    cuts = np.sort(rng.choice(np.arange(1, len(text)), count - 1, replace=False))
+    bounds = [0, *cuts.tolist(), len(text)]
+    return [_append(path, text[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _follow(monkeypatch, path, steps, **options):
+    """The chunks and messages of following ``path`` while ``steps`` run."""
+    monkeypatch.setattr(follow_module, "_time", _Writer(steps))
+    messages = []
+    kwargs = dict(inputs=["u1", "u2"], time="time", poll=0.01, idle_timeout=0.05,
+                  report=messages.append) | options
+    return list(follow_csv(path, **kwargs)), messages
+
+
+def _joined(chunks):
+    """The record the chunks describe (each chunk's first state is the previous last)."""
+    X = np.concatenate([chunks[0].X[:, :1]] + [c.X[:, 1:] for c in chunks], axis=1)
+    return X, np.concatenate([c.U for c in chunks], axis=1)
+
+
+def _fed(X, U):
+    live = OnlineDMDidc(max_delay=R, dt=DT, detect=False)
+    return live.update(X, U)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_file_written_in_torn_pieces_gives_every_sample_and_the_batch_statistics(
+        seed, tmp_path, monkeypatch):
+    _, X, U = _record(seed)
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    chunks, messages = _follow(monkeypatch, path, _pieces(path, _text(X, U),
+                                                          np.random.default_rng(seed)),
+                               chunk=int(np.random.default_rng(seed).integers(5, 200)))
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, X)           # repr round-trips: exactly the record
+    np.testing.assert_array_equal(Uf, U)
+    assert len(chunks) > 5 and not any(c.restart for c in chunks)
+    assert chunks[-1].dt == DT and chunks[-1].input_names == ("u1", "u2")
+    assert chunks[-1].state_names == ("x1", "x2", "x3") and chunks[-1].line == X.shape[1] + 1
+    assert len(messages) == 1 and "stopped" in messages[0]   # no false alarm before the end
+    live = OnlineDMDidc(max_delay=R, dt=DT, detect=False)
+    snapshots = list(track(chunks, live, every=100))
+    batch = _fed(X, U)
+    assert live.samples_seen_ == batch.samples_seen_ == U.shape[1] == snapshots[-1].samples
+    assert live.rows_used_ == batch.rows_used_ and live.dropped_samples_ == batch.dropped_samples_
+    np.testing.assert_allclose(live.statistics().gram, batch.statistics().gram, rtol=1e-10,
+                               atol=1e-10 * np.abs(batch.statistics().gram).max())
+
+
+def test_a_real_writer_thread(tmp_path):
+    """A writer thread appends torn pieces while the follower polls."""
+    plant, X, U = _record(11, samples=1500, lost=0.0)
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    text = _text(X, U)
+
+    def write():
+        rng = np.random.default_rng(0)
+        a = 0
+        while a < len(text):
+            b = min(len(text), a + int(rng.integers(1, 8000)))
+            with open(path, "a") as handle:
+                handle.write(text[a:b])
+            a = b
+            time.sleep(0.002)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    live = OnlineDMDidc(max_delay=R, dt=DT)
+    source = follow_csv(path, inputs=["u1", "u2"], time="time", poll=0.002, idle_timeout=0.3,
+                        report=lambda message: None)
+    snapshots = list(track(source, live, every=500))
+    writer.join()
+    assert snapshots[-1].samples == U.shape[1]
+    assert np.abs(snapshots[-1].delay - plant.delay).max() < 0.1 * DT
+    assert np.all((snapshots[-1].low <= snapshots[-1].delay)
+                  & (snapshots[-1].delay <= snapshots[-1].high))
+
+
+def _truncate(path):
+    def step():
+        with open(path, "w"):
+            pass
+    return step
+
+
+def _replace(path, text):
+    def step():
+        fresh = path.with_name("fresh.csv")
+        fresh.write_text(text)
+        os.replace(fresh, path)
+    return step
+
+
+def _rewrite(path, text):
+    def step():
+        path.write_text(text)                  # same inode, longer than what was read
+    return step
+
+
+@pytest.mark.parametrize("how, word", [("truncate", "truncated"), ("replace", "replaced"),
+                                       ("rewrite", "rewritten")])
+def test_a_restarted_writer_is_a_new_stream_and_no_sample_is_lost_or_doubled(
+        how, word, tmp_path, monkeypatch):
+    _, XA, UA = _record(1, samples=400)
+    _, XB, UB = _record(2, samples=500 if how == "rewrite" else 300)
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    rng = np.random.default_rng(3)
+    first = _pieces(path, _text(XA, UA), rng, count=10)
+    second = {"truncate": [_truncate(path)] + _pieces(path, _text(XB, UB), rng, count=10),
+              "replace": [_replace(path, _text(XB, UB))],
+              "rewrite": [_rewrite(path, _text(XB, UB))]}[how]
+    chunks, messages = _follow(monkeypatch, path, first + second, chunk=97)
+    starts = [i for i, c in enumerate(chunks) if c.restart]
+    assert len(starts) == 1
+    for part, (X, U) in zip((chunks[:starts[0]], chunks[starts[0]:]), ((XA, UA), (XB, UB)),
+                            strict=True):
+        Xf, Uf = _joined(part)
+        np.testing.assert_array_equal(Xf, X)
+        np.testing.assert_array_equal(Uf, U)
+    assert len(messages) == 2 and word in messages[0] and "new stream" in messages[0]
+    live = OnlineDMDidc(max_delay=R, dt=DT, detect=False)
+    snapshots = list(track(chunks, live, every=10_000))
+    assert snapshots[-1].restarts == 1
+    A, B = _fed(XA, UA), _fed(XB, UB)
+    # two bridging lost samples; no regression row joins the files
+    assert live.samples_seen_ == UA.shape[1] + UB.shape[1] + 2
+    assert live.rows_used_ == A.rows_used_ + B.rows_used_
+    gram = A.statistics().gram + B.statistics().gram
+    np.testing.assert_allclose(live.statistics().gram, gram, rtol=1e-10,
+                               atol=1e-10 * np.abs(gram).max())
+
+
+def test_a_restart_with_other_columns_is_refused(tmp_path, monkeypatch):
+    _, X, U = _record(4, samples=50)
+    path = tmp_path / "log.csv"
+    path.write_text(_text(X, U))
+    other = _text(X, U).replace("u2", "valve", 1)
+    with pytest.raises(ParameterError, match=r"restarted with the columns .*valve"):
+        _follow(monkeypatch, path, [_replace(path, other)])
+
+
+def test_a_stalled_file_ends_cleanly_and_leaves_the_torn_line(tmp_path, monkeypatch):
+    _, X, U = _record(5, samples=80)
+    text = _text(X, U)
+    path = tmp_path / "log.csv"
+    path.write_text(text + "40.5,0.25,0.1")           # a torn last line
+    chunks, messages = _follow(monkeypatch, path, [], idle_timeout=2.0)
+    np.testing.assert_array_equal(_joined(chunks)[0], X)
+    assert len(messages) == 1
+    assert "no new complete line for 2 s; stopped" in messages[0]
+    assert "'40.5,0.25,0.1' has no newline yet: not used" in messages[0]
+
+
+def test_an_empty_file_waits_for_its_header_and_a_missing_one_is_refused(tmp_path,
+                                                                         monkeypatch):
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    chunks, messages = _follow(monkeypatch, path, [])
+    assert chunks == [] and "stopped" in messages[0]
+    with pytest.raises(FileNotFoundError, match="no such file to follow"):
+        list(follow_csv(tmp_path / "none.csv", inputs="u"))
+
+
+@pytest.mark.parametrize("line, error, match", [
+    ("2.0,0.1,abc,0.3,1,2", ParameterError, r"line 6 .*'abc' is not a number"),
+    ("2.0,0.1,0.2", DimensionError, r"line 6 \('2.0,0.1,0.2'\) has 3 cells; the header has 6"),
+    ("2.2,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*not a whole number of periods of 0.5"),
+    ("1.5,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*time 1.5 after 1.5"),
+    (",0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*no time stamp")])
+def test_a_malformed_line_is_an_error_naming_it_or_a_lost_sample(line, error, match, tmp_path,
+                                                                  monkeypatch):
+    _, X, U = _record(6, samples=10, lost=0.0)
+    lines = _text(X, U).splitlines(keepends=True)
+    path = tmp_path / "log.csv"
+    path.write_text("".join(lines[:5]) + line + "\n" + "".join(lines[6:]))  # replaces t = 2.0
+    with pytest.raises(error, match=match):
+        _follow(monkeypatch, path, [])
+    chunks, messages = _follow(monkeypatch, path, [], bad_lines="lost")
+    Xf, Uf = _joined(chunks)
+    expected_X, expected_U = X.copy(), U.copy()
+    expected_X[:, 4], expected_U[:, 4] = np.nan, np.nan     # one lost sample where it was
+    np.testing.assert_array_equal(Xf, expected_X)
+    np.testing.assert_array_equal(Uf, expected_U)
+    assert "line 6" in messages[0] and "counted as a lost sample" in messages[0]
+
+
+def test_time_gaps_are_lost_samples_and_dt_must_agree(tmp_path, monkeypatch):
+    _, X, U = _record(7, samples=30, lost=0.0)
+    lines = _text(X, U).splitlines(keepends=True)
+    path = tmp_path / "log.csv"
+    path.write_text("".join(lines[:8] + lines[11:]))        # rows of t = 3.5, 4, 4.5 missing
+    chunks, _ = _follow(monkeypatch, path, [])
+    Xf, Uf = _joined(chunks)
+    assert np.isnan(Xf[:, 7:10]).all() and np.isnan(Uf[:, 7:10]).all()
+    np.testing.assert_array_equal(Xf[:, 10:], X[:, 10:])
+    assert Xf.shape == X.shape
+    with pytest.raises(ParameterError, match="line 3 .*not a whole number of periods of 0.75 s"):
+        _follow(monkeypatch, path, [], dt=0.25 * 3)
+    chunks, _ = _follow(monkeypatch, path, [], dt=DT)
+    np.testing.assert_array_equal(_joined(chunks)[0], Xf)
+
+
+def test_columns_by_name_or_number_and_clear_refusals(tmp_path, monkeypatch):
+    _, X, U = _record(8, samples=20, lost=0.0)
+    path = tmp_path / "log.csv"
+    path.write_text(_text(X, U))
+    chunks, _ = _follow(monkeypatch, path, [], inputs=[4, "u2"], states=["x2", 1], time="auto")
+    np.testing.assert_array_equal(_joined(chunks)[0], X[[1, 0]])
+    assert chunks[0].state_names == ("x2", "x1")
+    with pytest.raises(ParameterError, match=r"inputs: 'valve' is not a column of log.csv "
+                                             r"\(its columns are \['time', 'x1'"):
+        _follow(monkeypatch, path, [], inputs="valve")
+    with pytest.raises(ParameterError, match="must be distinct"):
+        _follow(monkeypatch, path, [], states=["u1"])
+    for bad, match in ((dict(bad_lines="skip"), "bad_lines"), (dict(poll=0), "poll"),
+                       (dict(chunk=0), "chunk"), (dict(inputs=None), "needs inputs")):
+        with pytest.raises(ParameterError, match=match):
+            _follow(monkeypatch, path, [], **bad)
+
+
+def test_the_default_report_is_a_warning(tmp_path, monkeypatch):
+    path = tmp_path / "log.csv"
+    path.write_text("time,x,u\n0,1,1\n")
+    monkeypatch.setattr(follow_module, "_time", _Writer([]))
+    with pytest.warns(StreamWarning, match="stopped"):
+        assert list(follow_csv(path, inputs="u", idle_timeout=0.05, poll=0.01)) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_track_takes_any_iterable_and_reports_delays_and_events(seed):
+    """Pairs of arrays from a 'socket': delay within 0.1 T, the event reported once."""
+    s = delay_step_stream(seed, before=3000, after=1500)
+    rng = np.random.default_rng(seed)
+    edges = np.unique(np.concatenate([[0, s.U.shape[1]],
+                                      rng.integers(1, s.U.shape[1], 40)]))
+    pairs = ((s.X[:, a:b + 1], s.U[:, a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True))
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # track keeps the fits' warnings inside
+        snapshots = list(track(pairs, live, every=500))
+    events = [e for snap in snapshots for e in snap.events]
+    assert len(events) == 1 and s.step <= events[0].sample < s.step + 100
+    assert snapshots[-1].samples == s.U.shape[1] and snapshots[-1].dropped == s.lost.sum()
+    assert np.abs(snapshots[-1].delay - s.new_delay).max() < 0.1 * s.dt
+    quiet = [snap for snap in snapshots if not snap.events]
+    assert all(np.diff([snap.samples for snap in quiet])[:-1] >= 500)
+
+
+def test_track_says_why_there_is_no_delay_yet_and_takes_chunks():
+    _, X, U = _record(9, samples=8, lost=0.0)
+    live = OnlineDMDidc(max_delay=R, dt=DT)
+    (snapshot,) = track([Chunk(X=X, U=U)], live)
+    assert snapshot.delay is None and snapshot.note and snapshot.samples == 8
+    with pytest.raises(ParameterError, match="every"):
+        list(track([], live, every=0))

@@ -1,0 +1,133 @@
+"""``dmdidc identify --follow``: a live CSV file, the model written at the end, on SIGUSR1 and
+after Ctrl-C, and the options refused where they do nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant
+from simulations.cli import main
+from simulations.studies.data_kinds import random_plant
+
+ROOT = Path(__file__).resolve().parents[3]
+DT = 0.5
+
+
+def _log(path, seed, samples=2000, time_column=True):
+    """A noisy record of a random plant as a CSV table; returns the plant."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, max_delay=4, dt=DT)
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    X = X + 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    inputs = np.vstack([U.T, np.full((1, 2), np.nan)])
+    columns = [DT * np.arange(X.shape[1])] if time_column else []
+    np.savetxt(path, np.column_stack(columns + [X.T, inputs]), delimiter=",",
+               header=("time," if time_column else "") + "x1,x2,x3,u1,u2", comments="")
+    return plant
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_follow_a_written_file_prints_delays_and_writes_a_loadable_model(seed, tmp_path,
+                                                                         capsys):
+    plant = _log(tmp_path / "log.csv", seed)
+    out = tmp_path / "live.json"
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+                 "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "500",
+                 "--model-out", str(out)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == (f"following {tmp_path / 'log.csv'}: states x1, x2, x3; inputs u1, u2; "
+                        f"T = 0.5 s; a line every 500 samples")
+    assert [line.split(" (")[0] for line in lines[1:5]] == [f"samples {k}"
+                                                             for k in (500, 1000, 1500, 2000)]
+    assert "delay u1 " in lines[4] and "(95% intervals)" in lines[4]
+    assert lines[-1] == f"wrote {out} at the end (2000 samples)"
+    assert "no new complete line for 0.05 s; stopped" in captured.err
+    model = DelayedPlant.load(out)
+    assert np.abs(model.delay - plant.delay).max() < 0.1 * DT
+
+
+def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys):
+    _log(tmp_path / "log.csv", 3, samples=600, time_column=False)
+    argv = ["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "4,5", "--max-delay",
+            "4", "--idle-timeout", "0.05", "--poll", "0.01", "--out", str(tmp_path / "m.json"),
+            "--forgetting", "0.999", "--estimator", "ls"]
+    assert main(argv) == 2
+    assert "has no time column: give --dt" in capsys.readouterr().err
+    assert main(argv + ["--dt", "0.5"]) == 0
+    assert "inputs u1, u2; T = 0.5 s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--reference", "r.csv"], "does not take --reference"),
+    (["--missing", "drop"], "does not take --missing"),
+    (["--max-delay", "auto"], "needs an integer --max-delay"),
+    (["--estimator", "huber"], "takes --estimator auto (iv), iv or ls"),
+    (["--window", "100", "--forgetting", "0.99"], "forgetting or window, not both")])
+def test_follow_refuses_what_the_live_fit_does_not_do(extra, message, tmp_path, capsys):
+    _log(tmp_path / "log.csv", 4, samples=100)
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+                 "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01",
+                 "--out", str(tmp_path / "m.json")] + extra) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_live_options_without_follow_are_refused(tmp_path, capsys):
+    _log(tmp_path / "log.csv", 5, samples=100)
+    assert main(["identify", str(tmp_path / "log.csv"), "--inputs", "u1,u2", "--max-delay", "3",
+                 "--every", "10", "--out", str(tmp_path / "m.json")]) == 2
+    assert "--every configure live identification: give --follow FILE" in \
+        capsys.readouterr().err
+
+
+def test_follow_a_malformed_line_and_too_few_samples(tmp_path, capsys):
+    path = tmp_path / "log.csv"
+    path.write_text("time,x,u\n0,1,0.5\n0.5,0.9,x\n1.0,0.8,0\n")
+    argv = ["identify", "--follow", str(path), "--inputs", "u", "--max-delay", "1",
+            "--idle-timeout", "0.05", "--poll", "0.01", "--out", str(tmp_path / "m.json")]
+    assert main(argv) == 2
+    assert "log.csv line 3 ('0.5,0.9,x'), column 'u': 'x' is not a number" in \
+        capsys.readouterr().err
+    assert main(argv + ["--bad-lines", "lost"]) == 2
+    err = capsys.readouterr().err
+    assert "counted as a lost sample" in err and "no model written at the end (2 samples)" in err
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.slow                   # a real process: its start (imports) takes seconds
+def test_sigusr1_writes_the_model_and_ctrl_c_ends_with_it(tmp_path):
+    """A real process follows a file being written: SIGUSR1 while it waits (too early, then in
+    time), more data, Ctrl-C (SIGINT) while it waits."""
+    _log(tmp_path / "full.csv", 6, samples=3000)
+    lines = (tmp_path / "full.csv").read_text().splitlines(keepends=True)
+    path, out = tmp_path / "log.csv", tmp_path / "m.json"
+    path.write_text(lines[0] + "".join(lines[1:11]))        # 9 samples: no model yet
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simulations.cli", "identify", "--follow", str(path), "--inputs",
+         "u1,u2", "--max-delay", "4", "--poll", "0.01", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        assert process.stdout.readline().startswith("following")
+        process.send_signal(signal.SIGUSR1)
+        assert "no model written on request" in process.stderr.readline()
+        with path.open("a") as handle:
+            handle.write("".join(lines[11:1011]))            # 1009 samples in all
+        assert process.stdout.readline().startswith("samples 509 (lost 0): delay u1 ")
+        assert process.stdout.readline().startswith("samples 1009 (lost 0): delay u1 ")
+        process.send_signal(signal.SIGUSR1)
+        assert process.stdout.readline() == f"wrote {out} on request (SIGUSR1) (1009 samples)\n"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    assert stdout == f"interrupted (Ctrl-C)\nwrote {out} at the end (1009 samples)\n"
+    assert DelayedPlant.load(out).delay.shape == (2,)
