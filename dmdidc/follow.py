@@ -55,6 +55,8 @@ __all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"]
 
 #: Bytes before the read position compared at every poll to see a rewritten file.
 _TAIL_BYTES = 64
+#: Bytes read at a time (a long backlog is parsed and yielded block by block).
+_BLOCK = 1 << 20
 
 
 class StreamWarning(UserWarning):
@@ -283,7 +285,12 @@ class _Tail:
         return None
 
     def _read(self) -> list[tuple[int, str]]:
-        data = self.handle.read()
+        data = self.handle.read(_BLOCK)
+        while data and b"\n" not in data:      # a long torn line: read on to its end or EOF
+            more = self.handle.read(_BLOCK)
+            if not more:
+                break
+            data += more
         if not data:
             return []
         self.offset += len(data)
@@ -354,9 +361,9 @@ class _Stream:
         self.bad_lines, self.say = bad_lines, say
         self.time = columns["time"]
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
+        self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None
-        self.line = 0
 
     def add(self, number: int, text: str) -> None:
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"
@@ -372,7 +379,7 @@ class _Stream:
             if self.last_time is not None:
                 self.last_time += self.dt or 0.0    # the clock advances by one period
         self.rows.extend([np.full(values.size, np.nan)] * gap + [values])
-        self.line = number
+        self.lines.extend([number] * (gap + 1))
 
     def _gap(self, values: np.ndarray, where: str) -> int:
         """Lost samples before this row by its time stamp (0 without a time column)."""
@@ -399,15 +406,17 @@ class _Stream:
     def ready(self) -> bool:
         if self.last is None and self.rows:
             self.last = self.rows.pop(0)
+            self.lines.pop(0)
         return self.last is not None and bool(self.rows)
 
     def take(self, size: int, restart: bool) -> Chunk:
         rows, self.rows = self.rows[:size], self.rows[size:]
+        line, self.lines = self.lines[len(rows) - 1], self.lines[size:]
         table = np.array([self.last] + rows)
         self.last = rows[-1]
         c = self.columns
         return Chunk(X=table[:, c["states"]].T, U=table[:-1, c["inputs"]].T, restart=restart,
-                     line=self.line, dt=self.dt,
+                     line=line, dt=self.dt,
                      state_names=tuple(c["names"][i] for i in c["states"]),
                      input_names=tuple(c["names"][i] for i in c["inputs"]))
 

@@ -66,6 +66,7 @@ def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys)
 
 @pytest.mark.parametrize("extra, message", [
     (["--reference", "r.csv"], "does not take --reference"),
+    (["data.npz"], "does not take the data file"),
     (["--missing", "drop"], "does not take --missing"),
     (["--max-delay", "auto"], "needs an integer --max-delay"),
     (["--estimator", "huber"], "takes --estimator auto (iv), iv or ls"),
