@@ -13,8 +13,9 @@ The rules, for a writer that misbehaves:
 * **Torn last line.**  Only lines ended by a newline are read; a partial last line waits for
   the rest of it (it is never parsed in halves).
 * **Restart of the writer.**  A file that was replaced (another inode), truncated (it shrank) or
-  rewritten (the bytes already read changed) is a *new stream*: a message says so, its header
-  is read again (it must name the same columns), and its rows are read from its first one.
+  rewritten (the bytes already read changed), or a header line repeated further down (a writer
+  that appends after a restart), starts a *new stream*: a message says so, the header is read
+  again (it must name the same columns), and the rows are read from the new stream's first.
   The first chunk of a new stream has ``restart=True`` and starts at its own first state, so
   the chunk continuity restarts; :func:`track` bridges the break by two lost samples (NaN), so
   no regression row joins the two files and no complete sample of either is lost or counted
@@ -193,21 +194,32 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     say = report or (lambda message: warnings.warn(message, StreamWarning, stacklevel=3))
     columns = _Columns(path.name, inputs, states, time)
     stream, restart = None, False
+
+    def ready_chunks() -> Iterator[Chunk]:
+        nonlocal restart
+        while stream is not None and stream.ready():
+            yield stream.take(chunk, restart)
+            restart = False
+
     for batch in _Tail(path, poll, idle_timeout, say).batches():
         if isinstance(batch, str):                       # the writer restarted
             say(f"{path.name}: {batch}; reading it as a new stream from its first line")
             stream, restart = None, True
             continue
         for number, text in batch:
+            if stream is not None and text.strip() == stream.header:
+                yield from ready_chunks()                # the old stream's rows first
+                say(f"{path.name} line {number} repeats the header: the writer restarted; "
+                    f"reading a new stream from there")
+                stream, restart = None, True
             if stream is None:
                 stream = _Stream(columns.resolve(text, number), path.name, dt, bad_lines, say)
+                stream.header = text.strip()
             else:
                 stream.add(number, text)
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
-        while stream is not None and stream.ready():
-            yield stream.take(chunk, restart)
-            restart = False
+        yield from ready_chunks()
 
 
 class _Tail:
@@ -364,6 +376,7 @@ class _Stream:
         self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None
+        self.header = ""                          # the header line's text
 
     def add(self, number: int, text: str) -> None:
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"

@@ -180,7 +180,8 @@ def _rewrite(path, text):
 
 
 @pytest.mark.parametrize("how, word", [("truncate", "truncated"), ("replace", "replaced"),
-                                       ("rewrite", "rewritten")])
+                                       ("rewrite", "rewritten"), ("delete", "replaced"),
+                                       ("append", "repeats the header")])
 def test_a_restarted_writer_is_a_new_stream_and_no_sample_is_lost_or_doubled(
         how, word, tmp_path, monkeypatch):
     _, XA, UA = _record(1, samples=400)
@@ -191,7 +192,10 @@ def test_a_restarted_writer_is_a_new_stream_and_no_sample_is_lost_or_doubled(
     first = _pieces(path, _text(XA, UA), rng, count=10)
     second = {"truncate": [_truncate(path)] + _pieces(path, _text(XB, UB), rng, count=10),
               "replace": [_replace(path, _text(XB, UB))],
-              "rewrite": [_rewrite(path, _text(XB, UB))]}[how]
+              "rewrite": [_rewrite(path, _text(XB, UB))],
+              "delete": [path.unlink, lambda: None] + _pieces(path, _text(XB, UB), rng,
+                                                             count=10),
+              "append": [_append(path, _text(XB, UB))]}[how]
     chunks, messages = _follow(monkeypatch, path, first + second, chunk=97)
     starts = [i for i, c in enumerate(chunks) if c.restart]
     assert len(starts) == 1
