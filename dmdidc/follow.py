@@ -158,15 +158,16 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     report : callable, optional
         Receives the messages (restart, stall, lost lines); default: a :class:`StreamWarning`.
 
-    Yields
-    ------
-    Chunk
+    Returns
+    -------
+    iterator of Chunk
+        A generator: the file is read as it is iterated.
 
     Raises
     ------
     ParameterError, DimensionError
-        Unknown columns, a restarted file with other columns, a malformed line (with
-        ``bad_lines="error"``), bad arguments.
+        Bad arguments here; while iterating: unknown columns, a restarted file with other
+        columns, a malformed line (with ``bad_lines="error"``).
     FileNotFoundError
         ``path`` does not exist at the start.
 
@@ -193,6 +194,14 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     dt = None if dt is None else check_positive("dt", dt)
     say = report or (lambda message: warnings.warn(message, StreamWarning, stacklevel=3))
     columns = _Columns(path.name, inputs, states, time)
+    # (checked and opened here, not at the first chunk: a bad call fails where it is made)
+    return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
+                   bad_lines, say)
+
+
+def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: int,
+            bad_lines: str, say: Callable[[str], None]) -> Iterator[Chunk]:
+    """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
     stream, restart = None, False
 
     def ready_chunks() -> Iterator[Chunk]:
@@ -201,20 +210,20 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
             yield stream.take(chunk, restart)
             restart = False
 
-    for batch in _Tail(path, poll, idle_timeout, say).batches():
+    for batch in tail.batches():
         if isinstance(batch, str):                       # the writer restarted
-            say(f"{path.name}: {batch}; reading it as a new stream from its first line")
+            say(f"{name}: {batch}; reading it as a new stream from its first line")
             stream, restart = None, True
             continue
         for number, text in batch:
             if stream is not None and text.strip() == stream.header:
                 yield from ready_chunks()                # the old stream's rows first
-                say(f"{path.name} line {number} repeats the header: the writer restarted; "
+                say(f"{name} line {number} repeats the header: the writer restarted; "
                     f"reading a new stream from there")
                 stream, restart = None, True
             if stream is None:
-                stream = _Stream(columns.resolve(text, number), path.name, dt, bad_lines, say)
-                stream.header = text.strip()
+                stream = _Stream(columns.resolve(text, number), text.strip(), name, dt,
+                                 bad_lines, say)
             else:
                 stream.add(number, text)
         if stream is not None and stream.time is not None and dt is None:
@@ -367,16 +376,15 @@ def _specs(value: Any) -> list:
 class _Stream:
     """The rows of one stream (one file, until a restart) and the chunks made of them."""
 
-    def __init__(self, columns: dict, source: str, dt: float | None, bad_lines: str,
-                 say: Callable[[str], None]) -> None:
-        self.columns, self.source, self.dt = columns, source, dt
+    def __init__(self, columns: dict, header: str, source: str, dt: float | None,
+                 bad_lines: str, say: Callable[[str], None]) -> None:
+        self.columns, self.header, self.source, self.dt = columns, header, source, dt
         self.bad_lines, self.say = bad_lines, say
         self.time = columns["time"]
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
         self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None
-        self.header = ""                          # the header line's text
 
     def add(self, number: int, text: str) -> None:
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"

@@ -245,7 +245,9 @@ def test_an_empty_file_waits_for_its_header_and_a_missing_one_is_refused(tmp_pat
     chunks, messages = _follow(monkeypatch, path, [])
     assert chunks == [] and "stopped" in messages[0]
     with pytest.raises(FileNotFoundError, match="no such file to follow"):
-        list(follow_csv(tmp_path / "none.csv", inputs="u"))
+        follow_csv(tmp_path / "none.csv", inputs="u")          # at the call, not later
+    with pytest.raises(ParameterError, match="bad_lines"):
+        follow_csv(path, inputs="u", bad_lines="skip")
 
 
 @pytest.mark.parametrize("line, error, match", [
