@@ -97,7 +97,7 @@ def run_follow(args: argparse.Namespace) -> int:
                             estimator="iv" if args.estimator == "auto" else args.estimator)
         guard.live, names = live, first.input_names
         print(f"following {args.follow}: states {', '.join(first.state_names)}; inputs "
-              f"{', '.join(names)}; T = {dt:g} s; a line every {args.every} samples")
+              f"{', '.join(names)}; T = {dt:g} s; a line every {args.every} samples", flush=True)
         snapshot = None
         try:
             for snapshot in track(guard.chunks(first, source), live,
@@ -151,21 +151,22 @@ class _Guard:
         from _toolbox.errors import ToolboxError
 
         self.requested = False
+        if self.live is None or not getattr(self.live, "samples_seen_", 0):  # (unfed: none)
+            _note("no model written on request (SIGUSR1): no sample received yet")
+            return
         try:
-            if self.live is None:
-                raise ValueError("no sample read yet")
             _write(self.live, self.out, "on request (SIGUSR1)")
         except (ToolboxError, ValueError, OSError) as exc:     # the following goes on
-            _note(f"no model written on request: {exc}")
+            _note(str(exc))
 
     def chunks(self, first, source):
         """The chunks, marked busy while the estimator holds one."""
         for chunk in itertools.chain([first], source):
             self.busy = True
             yield chunk
-            if self.requested:
-                self._write_requested()
             self.busy = False
+            if self.requested:                   # asked during the update (from now on the
+                self._write_requested()          # handler writes at once)
             if self.stop:
                 print("interrupted (Ctrl-C)")
                 return

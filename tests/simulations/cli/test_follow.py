@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -102,10 +103,26 @@ def test_follow_a_malformed_line_and_too_few_samples(tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
 
 
+def test_a_model_request_before_any_sample_is_reported_and_following_goes_on(tmp_path, capsys):
+    from dmdidc import OnlineDMDidc
+    from simulations.cli.follow import _Guard
+
+    guard = _Guard(str(tmp_path / "m.json"))
+    for live in (None, OnlineDMDidc(max_delay=2, dt=1.0)):      # before and after creation
+        guard.live = live
+        guard._request(signal.SIGUSR1, None)                    # between updates: at once
+        assert "no model written on request (SIGUSR1): no sample received yet" in \
+            capsys.readouterr().err
+    guard.busy = True
+    guard._request(signal.SIGUSR1, None)                        # during an update: deferred
+    assert guard.requested and capsys.readouterr().err == ""
+    assert not (tmp_path / "m.json").exists()
+
+
 @pytest.mark.slow                   # a real process: its start (imports) takes seconds
 def test_sigusr1_writes_the_model_and_ctrl_c_ends_with_it(tmp_path):
-    """A real process follows a file being written: SIGUSR1 while it waits (too early, then in
-    time), more data, Ctrl-C (SIGINT) while it waits."""
+    """A real process follows a file being written: SIGUSR1 too early (refused, it goes on),
+    more data, SIGUSR1 until the model of every sample is written, Ctrl-C (SIGINT)."""
     _log(tmp_path / "full.csv", 6, samples=3000)
     lines = (tmp_path / "full.csv").read_text().splitlines(keepends=True)
     path, out = tmp_path / "log.csv", tmp_path / "m.json"
@@ -114,21 +131,25 @@ def test_sigusr1_writes_the_model_and_ctrl_c_ends_with_it(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "simulations.cli", "identify", "--follow", str(path), "--inputs",
          "u1,u2", "--max-delay", "4", "--poll", "0.01", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
     try:
         assert process.stdout.readline().startswith("following")
         process.send_signal(signal.SIGUSR1)
-        assert "no model written on request" in process.stderr.readline()
+        assert "no model written on request (SIGUSR1)" in process.stdout.readline()
         with path.open("a") as handle:
             handle.write("".join(lines[11:1011]))            # 1009 samples in all
-        assert process.stdout.readline().startswith("samples 509 (lost 0): delay u1 ")
-        assert process.stdout.readline().startswith("samples 1009 (lost 0): delay u1 ")
-        process.send_signal(signal.SIGUSR1)
-        assert process.stdout.readline() == f"wrote {out} on request (SIGUSR1) (1009 samples)\n"
+        for _ in range(500):                                # each request: one line
+            process.send_signal(signal.SIGUSR1)
+            written = next(line for line in process.stdout if "on request (SIGUSR1)" in line)
+            if written == f"wrote {out} on request (SIGUSR1) (1009 samples)\n":
+                break
+            time.sleep(0.02)                                # the data are still being read
+        else:
+            pytest.fail(f"no model of the 1009 samples written on request; last: {written}")
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=20)
+        output, _ = process.communicate(timeout=20)
     finally:
         process.kill()
-    assert process.returncode == 0, stderr
-    assert stdout == f"interrupted (Ctrl-C)\nwrote {out} at the end (1009 samples)\n"
+    assert process.returncode == 0, output
+    assert f"interrupted (Ctrl-C)\nwrote {out} at the end (1009 samples)\n" in output
     assert DelayedPlant.load(out).delay.shape == (2,)
