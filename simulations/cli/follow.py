@@ -47,19 +47,21 @@ def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=handler)
     group = parser.add_argument_group("live data (--follow)")
     group.add_argument("--follow", metavar="CSV",
-                       help="follow this CSV table while it is written (like tail -f): print "
-                            "the delay every --every samples and each detected change, write "
-                            "the model at the end (--idle-timeout or Ctrl-C) and on SIGUSR1")
+                       help="follow this CSV table while it is written (like tail -f; columns "
+                            "by --inputs, --states, --time): print the delay every --every "
+                            "samples and each detected change, write the model to --out at "
+                            "the end (--idle-timeout or Ctrl-C) and on SIGUSR1")
     group.add_argument("--every", type=_bounded(int, 1), default=_FOLLOW_ONLY["every"],
+                       metavar="N",
                        help="samples between printed lines")
     group.add_argument("--idle-timeout", type=_bounded(float, 0, strict=True), metavar="S",
                        help="stop after S seconds without a new line (default: follow until "
                             "Ctrl-C)")
     group.add_argument("--poll", type=_bounded(float, 0, strict=True), default=_FOLLOW_ONLY["poll"],
                        metavar="S", help="seconds between looks at a file without new lines")
-    group.add_argument("--forgetting", type=float,
+    group.add_argument("--forgetting", type=float, metavar="LAMBDA",
                        help="forgetting factor in (0, 1] (memory about 1/(1 - lambda) samples)")
-    group.add_argument("--window", type=_bounded(int, 1),
+    group.add_argument("--window", type=_bounded(int, 1), metavar="W",
                        help="keep exactly the last W samples instead (not with --forgetting)")
     group.add_argument("--bad-lines", choices=("error", "lost"), default="error",
                        help="a malformed line stops with its line number, or counts as one "
