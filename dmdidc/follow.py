@@ -238,7 +238,6 @@ class _Tail:
                  say: Callable[[str], None]) -> None:
         self.path, self.poll, self.idle_timeout, self.say = path, poll, idle_timeout, say
         self.handle = None
-        self._open()
         if not self._open():
             raise FileNotFoundError(f"no such file to follow: {str(path)!r}")
 
@@ -350,11 +349,12 @@ class _Columns:
         states = ([c for c in range(len(names)) if c not in inputs + special]
                   if self.states is None else
                   [self._index(spec, "states") for spec in _specs(self.states)])
-        if not states or set(states) & set(inputs + special) or set(inputs) & set(special):
+        chosen = states + inputs + special
+        if not states or len(set(chosen)) != len(chosen):
             raise ParameterError(f"{self.source}: states {[names[c] for c in states]}, inputs "
                                  f"{[names[c] for c in inputs]} and time "
-                                 f"{[names[c] for c in special]} must be distinct, with at "
-                                 f"least one state")
+                                 f"{[names[c] for c in special]} must be distinct columns, "
+                                 f"with at least one state")
         return dict(names=names, delimiter=delimiter, states=states, inputs=inputs,
                     time=special[0] if special else None)
 

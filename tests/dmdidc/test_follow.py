@@ -306,8 +306,9 @@ def test_columns_by_name_or_number_and_clear_refusals(tmp_path, monkeypatch):
     with pytest.raises(ParameterError, match=r"inputs: 'valve' is not a column of log.csv "
                                              r"\(its columns are \['time', 'x1'"):
         _follow(monkeypatch, path, [], inputs="valve")
-    with pytest.raises(ParameterError, match="must be distinct"):
-        _follow(monkeypatch, path, [], states=["u1"])
+    for bad in (dict(states=["u1"]), dict(inputs=["u1", "u1"]), dict(states=["time"])):
+        with pytest.raises(ParameterError, match="must be distinct columns"):
+            _follow(monkeypatch, path, [], **bad)
     for bad, match in ((dict(bad_lines="skip"), "bad_lines"), (dict(poll=0), "poll"),
                        (dict(chunk=0), "chunk"), (dict(inputs=None), "needs inputs")):
         with pytest.raises(ParameterError, match=match):
