@@ -384,7 +384,8 @@ class _Stream:
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
         self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
-        self.last_time: float | None = None
+        self.last_time: float | None = None       # the last good time stamp
+        self.skipped = 0                          # lost lines since: a period each
 
     def add(self, number: int, text: str) -> None:
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"
@@ -397,8 +398,7 @@ class _Stream:
                 raise
             self.say(f"{exc}; counted as a lost sample")
             values, gap = np.full(len(self.columns["names"]), np.nan), 0
-            if self.last_time is not None:
-                self.last_time += self.dt or 0.0    # the clock advances by one period
+            self.skipped += 1
         self.rows.extend([np.full(values.size, np.nan)] * gap + [values])
         self.lines.extend([number] * (gap + 1))
 
@@ -409,20 +409,21 @@ class _Stream:
         stamp = values[self.time]
         if not np.isfinite(stamp):
             raise ParameterError(f"{where}: no time stamp")
-        previous, self.last_time = self.last_time, float(stamp)
+        previous, slots = self.last_time, 1 + self.skipped   # (lost lines took a period each)
         if previous is None:
+            self.last_time, self.skipped = float(stamp), 0
             return 0
         step = stamp - previous
         if self.dt is None and step > 0:
-            self.dt = float(step)                   # the first step sets the period
+            self.dt = float(step) / slots           # the first step sets the period
         periods = round(step / self.dt) if step > 0 else 0
-        if periods < 1 or abs(step - periods * self.dt) > TIME_RTOL * periods * self.dt:
-            self.last_time = previous
+        if periods < slots or abs(step - periods * self.dt) > TIME_RTOL * periods * self.dt:
             period = "" if self.dt is None else f" of {self.dt:g} s"
             raise ParameterError(f"{where}: time {stamp:g} after {previous:g} is not a whole "
                                  f"number of periods{period} later (time stamps grow by whole "
                                  f"sampling periods)")
-        return periods - 1
+        self.last_time, self.skipped = float(stamp), 0
+        return periods - slots
 
     def ready(self) -> bool:
         if self.last is None and self.rows:

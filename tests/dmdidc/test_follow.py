@@ -280,6 +280,25 @@ def test_a_malformed_line_is_an_error_naming_it_or_a_lost_sample(line, error, ma
     assert "line 6" in messages[0] and "counted as a lost sample" in messages[0]
 
 
+@pytest.mark.parametrize("bad", [[1], [2], [1, 2], [4, 7, 8]])
+def test_lost_lines_keep_their_periods_even_before_the_period_is_known(bad, tmp_path,
+                                                                       monkeypatch):
+    """Garbled lines (the first ones included: the period is not known yet) are lost samples
+    in their places; the time stamps after them are checked against the clock."""
+    _, X, U = _record(10, samples=12, lost=0.0)
+    lines = _text(X, U).splitlines(keepends=True)
+    for k in bad:
+        lines[k + 1] = "garbled\n"                          # sample k (after the header)
+    path = tmp_path / "log.csv"
+    path.write_text("".join(lines))
+    chunks, messages = _follow(monkeypatch, path, [], bad_lines="lost")
+    Xf, _ = _joined(chunks)
+    expected = X.copy()
+    expected[:, bad] = np.nan
+    np.testing.assert_array_equal(Xf, expected)
+    assert chunks[-1].dt == DT and len(messages) == len(bad) + 1
+
+
 def test_time_gaps_are_lost_samples_and_dt_must_agree(tmp_path, monkeypatch):
     _, X, U = _record(7, samples=30, lost=0.0)
     lines = _text(X, U).splitlines(keepends=True)
