@@ -34,6 +34,28 @@ def test_package_imports_load_no_heavy_module(statement):
     assert "numpy" not in _loaded_after("import dmdidc")       # the errors need no numpy
 
 
+#: A default fit of a small random plant (open loop, noisy: the IV refinement and the residual
+#: checks run), in a fresh interpreter.
+_FIT = ("import numpy as np; from dmdidc import DMDidc, DelayedPlant; "
+        "rng = np.random.default_rng({seed}); n = 4; "
+        "A_c = rng.standard_normal((n, n)) / 2; "
+        "A_c -= (np.linalg.eigvals(A_c).real.max() + 0.5) * np.eye(n); "
+        "plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, 2)), "
+        "delay=rng.uniform(0.0, 0.25, 2), dt=0.1); "
+        "U = rng.standard_normal((2, 3000)); X = plant.simulate(np.zeros(n), U); "
+        "X = X + 0.01 * np.std(X) * rng.standard_normal(X.shape); "
+        "model = DMDidc(max_delay=3).fit(X, U, dt=plant.dt); model.model_; "
+        "assert model.diagnostics_ is not None")
+
+
+@pytest.mark.parametrize("statement", ["from dmdidc import DMDidc", _FIT.format(seed=0),
+                                       _FIT.format(seed=1)])
+def test_the_estimator_and_its_default_fit_load_no_statistics_library(statement):
+    # scipy.stats costs ~0.5 s (scipy.signal loads it too); the default fit needs neither
+    loaded = _loaded_after(statement)
+    assert not loaded & {*HEAVY, "scipy.signal"}, sorted(loaded & {*HEAVY, "scipy.signal"})
+
+
 def test_the_mpc_loads_its_solver_not_cvxpy():
     loaded = _loaded_after("from controllers import DelayedMPC")
     assert "controllers.mpc" in loaded

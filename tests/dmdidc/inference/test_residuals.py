@@ -35,3 +35,17 @@ def test_a_singular_covariance_takes_the_eigen_path():
     V = M @ M.T                                   # rank 10 of 30
     g = M @ rng.standard_normal(10)
     assert _pseudo_quadratic(V, g)[1] == 10
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_prewhitening_fir_is_the_causal_filter(seed):
+    from scipy import signal
+
+    from dmdidc.inference.residuals import _fir
+
+    rng = np.random.default_rng(seed)
+    taps = rng.standard_normal(rng.integers(1, 6))
+    for K in (1, taps.size, 300):                 # fewer samples than taps too
+        x = rng.standard_normal((3, K))
+        np.testing.assert_allclose(_fir(taps, x), signal.lfilter(taps, [1.0], x, axis=1),
+                                   atol=1e-12 * np.abs(x).max() * np.abs(taps).sum())
