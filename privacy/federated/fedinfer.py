@@ -64,7 +64,7 @@ from privacy.federated.protocol import (
     logger,
 )
 from privacy.federated.robust import check_robust
-from privacy.federated.validation import FALSE_ALARM, ReplyBound
+from privacy.federated.validation import FALSE_ALARM, ReplyBound, stacked
 
 __all__ = ["FedInfer"]
 
@@ -251,7 +251,7 @@ class FedInfer:
             logger.warning("FedInfer round %d: clients %s missing; a partial round is not a "
                            "full observation of z* and is skipped", round, missing)
             return state
-        total = np.array([replies[k].arrays["z"] for k in sorted(replies)]).sum(axis=0)
+        total = stacked(replies, "z").sum(axis=0)
         return self._complete(state, total, i=int(state.scalars["i"]) + self.num_clients,
                               version=state.version + 1)
 

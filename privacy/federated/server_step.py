@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +87,7 @@ from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.algorithm import derive_rng, logger
 from privacy.federated.results import RoundRecord, RunResult
-from privacy.federated.validation import validate_replies, validate_reply
+from privacy.federated.validation import StackedReplies, validate_replies, validate_reply
 from privacy.federated.values import (
     ABSTAIN,
     ROUND,
@@ -267,23 +268,25 @@ class ServerStep:
         tally = self._open("round")
         t = tally.index
         received = list(received)
-        readable = [(k, r) for k, r in received if type(r) is not str]
         spec = functools.partial(self.algorithm.reply_spec, self.state)
         declared = getattr(self.algorithm, "reply_bounds", None)
         bounds = None if declared is None else functools.partial(declared, self.state)
-        # (tally.seen is not passed: a round is judged in this one call)
-        reasons = validate_replies(readable, spec, bounds, expected_round=t, screen=self.screen)
-        verdicts = iter(reasons)
         selected = set(tally.selected)
-        ids = [k for k, _ in received]
-        if (len(readable) == len(received) and reasons.count(None) == len(reasons)
-                and selected.issuperset(ids)
-                and not any(map(_abstained, received))):
-            tally.valid.update(received)   # every reply valid (the common case): no loop below
-            received = []
-        for k, reply in received:
-            reason = reply if type(reply) is str else next(verdicts)
-            if reason is None and k not in selected:
+        # The common case first: every reply a valid Reply of a selected client, none abstaining
+        # (the whole-round passes show all of it); its stacked arrays go on to the aggregate.
+        stacks: dict[str, np.ndarray] = {}
+        # (tally.seen is not passed: a round is judged in this one call)
+        reasons = validate_replies(received, spec, bounds, expected_round=t, screen=self.screen,
+                                   stacks=stacks)
+        if stacks and selected.issuperset(map(_ID, received)):
+            tally.valid.update(received)
+            received, reasons = [], []
+        else:
+            stacks = {}
+        for (k, reply), reason in zip(received, reasons, strict=True):
+            if type(reply) is str:       # what the runtime could not read, with its reason
+                reason = reply
+            elif reason is None and k not in selected:
                 reason = f"client {k} was not selected in round {t}"
             if reason is not None:
                 self._reject(tally, "round", k, reason)
@@ -294,8 +297,10 @@ class ServerStep:
                            list(missing))
         tally.accepted = sorted(tally.valid)
         if len(tally.valid) >= self.min_replies:
-            in_order = (tally.valid if tally.accepted == list(tally.valid)
-                        else {k: tally.valid[k] for k in tally.accepted})
+            if tally.accepted != list(tally.valid):
+                in_order = {k: tally.valid[k] for k in tally.accepted}
+            else:   # the stacks' rows are in the order received: here the clients' order
+                in_order = StackedReplies(tally.valid, stacks) if stacks else tally.valid
             self.state = self.algorithm.aggregate(self.state, t, in_order)
         else:
             logger.warning("round %d: %d valid replies < min_replies=%d; state unchanged", t,
@@ -404,8 +409,7 @@ class ServerStep:
         return record
 
 
-def _abstained(received: Received) -> bool:
-    return bool(received[1].metrics.get(ABSTAIN, 0))
+_ID = operator.itemgetter(0)
 
 
 def _answers(reply: Reply, request: int) -> bool:

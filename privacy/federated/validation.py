@@ -26,7 +26,8 @@ import numpy as np
 
 from privacy.federated.values import ABSTAIN, CLIENT, ROUND, VERSION, Reply
 
-__all__ = ["FALSE_ALARM", "ReplyBound", "validate_reply", "validate_replies"]
+__all__ = ["FALSE_ALARM", "ReplyBound", "StackedReplies", "stacked", "validate_reply",
+           "validate_replies"]
 
 #: Probability that an honest reply's noise carries it outside its declared bound (per reply).
 FALSE_ALARM = 1e-12
@@ -60,6 +61,23 @@ class ReplyBound:
     high: float | np.ndarray = np.inf
     radius: float = np.inf
 
+    def holds(self, stack: np.ndarray) -> bool:
+        """Whether every row of ``stack`` (finite replies stacked along axis 0) keeps the bound.
+
+        Decided on the column extremes (one pass each for the box) instead of a boolean array
+        per side: the honest round's test, with :meth:`reasons` left for a round that fails it.
+        """
+        if len(stack) == 0:
+            return True
+        if (np.isfinite(self.low).any() and not (stack.min(axis=0) >= self.low).all()
+                or np.isfinite(self.high).any() and not (stack.max(axis=0) <= self.high).all()):
+            return False
+        if np.isfinite(self.radius):
+            flat = stack.reshape(len(stack), -1)
+            with np.errstate(over="ignore"):
+                return bool(np.einsum("ij,ij->i", flat, flat).max() <= self.radius ** 2)
+        return True
+
     def reasons(self, name: str, stack: np.ndarray) -> list[str | None]:
         """Why each row of ``stack`` (finite replies stacked along axis 0) breaks the bound."""
         n = len(stack)
@@ -82,6 +100,34 @@ class ReplyBound:
                     out[i] = (f"array {name!r} has l2 norm {norms[i]:.3g} > its declared bound "
                               f"{self.radius:.3g}")
         return out
+
+
+class StackedReplies(dict):
+    """A round's valid replies by client id (increasing), with the stacks its validation built.
+
+    ``stacks[name]`` holds every reply's array ``name`` stacked along axis 0 in the order of
+    the client ids: :func:`stacked` returns it instead of copying the round a second time.
+    """
+
+    def __init__(self, replies: Mapping[int, Any], stacks: Mapping[str, np.ndarray]) -> None:
+        super().__init__(replies)
+        self.stacks = dict(stacks)
+
+
+def stacked(replies: Mapping[int, Any], name: str) -> np.ndarray:
+    """The arrays ``name`` of ``replies`` stacked along axis 0, in increasing client id order.
+
+    Examples
+    --------
+    >>> replies = {1: Reply({"z": [3.0, 4.0]}, {}), 0: Reply({"z": [1.0, 2.0]}, {})}
+    >>> stacked(replies, "z")
+    array([[1., 2.],
+           [3., 4.]])
+    """
+    stacks = getattr(replies, "stacks", None)
+    if stacks is not None and name in stacks:
+        return stacks[name]
+    return np.array([replies[k].arrays[name] for k in sorted(replies)])
 
 
 def validate_reply(reply: Any, spec: Spec, *, client_id: int, expected_round: int | None = None,
@@ -146,7 +192,8 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
                      bounds: Callable[[int], Bounds | None] | None = None, *,
                      expected_round: int | None = None, seen: set | None = None,
                      current_version: int | None = None, max_staleness: int | None = None,
-                     screen: bool = True) -> list[str | None]:
+                     screen: bool = True, stacks: dict[str, np.ndarray] | None = None
+                     ) -> list[str | None]:
     """:func:`validate_reply` on every reply of a round, the arrays checked as one array each.
 
     A round whose replies are all valid (the common case) is decided by a few passes over the
@@ -164,6 +211,10 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     bounds : callable client_id -> mapping str -> ReplyBound, optional
     expected_round, seen, current_version, max_staleness, screen
         As in :func:`validate_reply`.
+    stacks : dict, optional
+        Filled, when every reply is valid and decided by the whole-round passes, with each
+        array name's replies stacked along axis 0 in the order of ``replies`` (the arrays the
+        checks ran on: an aggregate can reuse them instead of stacking the round again).
 
     Returns
     -------
@@ -180,7 +231,8 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     [None, None, None, "array 'w' has 2 entries outside its declared box (by up to 1e+308)"]
     """
     if max_staleness is None and _all_valid(replies, spec, bounds if screen else None,
-                                            expected_round, seen, "f" if screen else "biuf"):
+                                            expected_round, seen, "f" if screen else "biuf",
+                                            {} if stacks is None else stacks):
         return [None] * len(replies)
     seen = set() if seen is None else seen
     reasons: list[str | None] = [None] * len(replies)
@@ -241,8 +293,9 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
 
 def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
                bounds: Callable[[int], Bounds | None] | None, expected_round: int | None,
-               seen: set | None, kinds: str) -> bool:
-    """Whether every reply is valid, decided with whole-round passes (``seen`` updated if so).
+               seen: set | None, kinds: str, stacks: dict[str, np.ndarray]) -> bool:
+    """Whether every reply is valid, decided with whole-round passes (``seen`` updated and
+    ``stacks`` filled if so).
 
     False means "not shown here", and the caller judges the replies one by one.  The passes
     are ``map`` / ``set`` over the round (C loops): ``set(map(type, xs)) == {int}`` says every
@@ -265,7 +318,8 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     if (set(map(type, clients)) != {int} or set(map(type, rounds)) != {int}
             or set(map(type, versions)) != {int} or list(clients) != ids or min(versions) < 0
             or rounds.count(expected_round) != n or len(set(ids)) != n
-            or any(map(_ABSTAINED, metrics))):
+            # three metrics are the header itself: no abstention (a C pass, not a lookup each)
+            or set(map(len, metrics)) != {3} and any(map(_ABSTAINED, metrics))):
         return False
     keys = () if seen is None else list(zip(ids, rounds, strict=True))
     if seen and not seen.isdisjoint(keys):
@@ -279,18 +333,23 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     declared = list(map(bounds, ids)) if bounds is not None else [None]
     if len(set(map(id, declared))) != 1:
         return False   # per-client bounds: the general path groups them
+    stacked = {}
     for name, shape in first.items():
         values = list(map(operator.methodcaller("get", name), arrays))
         dtypes = set(map(_DTYPE, values)) if set(map(type, values)) == {np.ndarray} else ()
-        if (len(dtypes) != 1 or next(iter(dtypes)).kind not in kinds
-                or set(map(_SHAPE, values)) != {tuple(shape)}):
+        if len(dtypes) != 1 or next(iter(dtypes)).kind not in kinds:
             return False
-        stack = np.array(values)   # (equal shapes: one C-level copy, faster than np.stack)
-        if not np.isfinite(stack).all():
+        try:   # equal shapes: one C-level copy (faster than np.stack); unequal ones raise
+            stack = np.array(values)
+        except ValueError:
             return False
+        if stack.shape != (n, *shape) or not np.isfinite(stack).all():
+            return False   # (the stack's shape is every value's: no shape tuple per reply)
         bound = (declared[0] or {}).get(name)
-        if bound is not None and any(bound.reasons(name, stack)):
+        if bound is not None and not bound.holds(stack):
             return False
+        stacked[name] = stack
+    stacks.update(stacked)
     if seen is not None:
         seen.update(keys)
     return True
@@ -299,7 +358,7 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
 _METRICS, _ARRAYS = operator.attrgetter("metrics"), operator.attrgetter("arrays")
 _HEADER = operator.itemgetter(CLIENT, ROUND, VERSION)
 _ABSTAINED = operator.methodcaller("get", ABSTAIN, 0)
-_DTYPE, _SHAPE = operator.attrgetter("dtype"), operator.attrgetter("shape")
+_DTYPE = operator.attrgetter("dtype")
 
 
 def _header_reason(reply: Any, client_id: int, expected_round: int | None,

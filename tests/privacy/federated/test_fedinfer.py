@@ -168,3 +168,29 @@ def test_inconsistent_privacy_or_shapes_are_refused():
         FedInfer(model, None, num_clients=3, shares=[0.5, 0.5, 0.5])
     with pytest.raises(ParameterError, match="equal release weights"):
         FedInfer(model, _dp(model, "laplace"), num_clients=3, stagger=[1, 2, 2])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_clean_round_aggregates_its_validation_stack_like_any_other_order(seed):
+    # in order, the server step aggregates the stack its validation built; shuffled or with an
+    # unreadable entry it takes the general path: the same state either way
+    from privacy.federated.protocol import CLIENT, ROUND, VERSION, Reply
+    from privacy.federated.server_step import ServerStep
+
+    rng = np.random.default_rng(seed)
+    model, _, _, _ = _setup()
+    algo = FedInfer(model, _dp(model), num_clients=3)
+    size = model.block_dimension
+    replies = [(k, Reply({"z": rng.uniform(-0.1, 0.1, size)}, {CLIENT: k, ROUND: 0, VERSION: 0}))
+               for k in range(3)]
+    states = []
+    for received in (replies, replies[::-1], [*replies, (-1, "unreadable")]):
+        step = ServerStep.start(algo, num_clients=3, seed=0)
+        step.open_round(0)
+        record = step.close_round(received, missing=(), time=0.0, releases=())
+        assert record.accepted == (0, 1, 2)
+        states.append(step.state)
+    for state in states[1:]:
+        for name in ("xi", "zbar", "post/mean"):
+            np.testing.assert_allclose(state.arrays[name], states[0].arrays[name],
+                                       rtol=1e-13, atol=1e-300)

@@ -264,3 +264,36 @@ def test_vectorized_validation_equals_judging_one_by_one(seed):
                           bounds=bounds[k]) for k, r in replies]
     assert batch == one and seen_batch == seen_one
     assert any(r is None for r in one) and any(r is not None for r in one)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bound_holds_exactly_when_no_row_breaks_it(seed):
+    # the honest round's fast test (column extremes) agrees with the per-row reasons
+    rng = np.random.default_rng(seed)
+    stack = rng.normal(size=(int(rng.integers(1, 50)), 2, 3))
+    low = -rng.uniform(2.0, 4.0, size=(2, 3)) if seed % 2 else -3.0
+    bound = ReplyBound(low, rng.uniform(2.0, 4.0), radius=float(rng.uniform(3.0, 6.0))
+                       if seed % 3 else np.inf)
+    for rows in (stack, stack[:1], stack * 0.1):
+        assert bound.holds(rows) == (not any(bound.reasons("u", rows)))
+    assert bound.holds(stack[:0])
+
+
+def test_an_all_valid_round_hands_its_stacks_on():
+    rng = np.random.default_rng(3)
+    replies = [(k, Reply({"u": rng.normal(size=(2, 3))}, {CLIENT: k, ROUND: 1, VERSION: 0}))
+               for k in range(20)]
+    spec, bound = {"u": (2, 3)}, {"u": ReplyBound(-10.0, 10.0)}
+    stacks = {}
+    assert validate_replies(replies, lambda k: spec, lambda k: bound, expected_round=1,
+                            stacks=stacks) == [None] * 20
+    np.testing.assert_array_equal(stacks["u"], [r.arrays["u"] for _, r in replies])
+    bad = replies[:5] + [(5, Reply({"u": np.full((2, 3), 11.0)}, replies[5][1].metrics))]
+    stacks = {}
+    reasons = validate_replies(bad, lambda k: spec, lambda k: bound, expected_round=1,
+                               stacks=stacks)
+    assert reasons[:5] == [None] * 5 and "declared box" in reasons[5] and stacks == {}
+    ragged = replies[:2] + [(2, Reply({"u": np.zeros((3, 2))}, replies[2][1].metrics))]
+    stacks = {}
+    reasons = validate_replies(ragged, lambda k: spec, expected_round=1, stacks=stacks)
+    assert reasons[:2] == [None] * 2 and "shape" in reasons[2] and stacks == {}
