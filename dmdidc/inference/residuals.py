@@ -193,10 +193,14 @@ def _fir(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``y_k = sum_j a_j x_{k-j}`` along the last axis (``x`` zero before the start): the causal
     FIR filter ``scipy.signal.lfilter(a, [1], x)`` for the few taps of a prewhitening filter,
     without importing scipy.signal (which loads scipy.stats, ~0.5 s, on every fit)."""
-    y = a[0] * x
-    for j in range(1, min(a.size, x.shape[-1])):
-        y[..., j:] += a[j] * x[..., :-j]
-    return y
+    K = x.shape[-1]
+    if K == 0:
+        return np.zeros(x.shape)
+    rows = x.reshape(-1, K)
+    y = np.empty(rows.shape)
+    for i, row in enumerate(rows):      # np.convolve: one C loop per row, as fast as lfilter
+        y[i] = np.convolve(row, a)[:K]
+    return y.reshape(x.shape)
 
 
 def _bartlett_sd(rho_a: np.ndarray, rho_b: np.ndarray, n_samples: int) -> np.ndarray:
