@@ -63,3 +63,25 @@ def timed(function: Callable[[], Any], repeats: int) -> tuple[float, float, floa
             peak = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
     return min(times), statistics.median(times), peak, result
+
+
+#: The line prefix of a script's ``--json`` rows on stdout, read by ``run_all.py``.
+SUMMARY_MARK = "SUMMARY-JSON "
+
+
+def summary_row(row: str, ours: float, peer: float, peer_name: str, goal: str, met: bool,
+                note: str = "") -> dict[str, Any]:
+    """One row of ``make bench``'s table: our time and the peer's (seconds), the ratio
+    ``ours / peer`` (below 1: ours is faster), the issue's goal and whether it holds."""
+    return {"row": row, "ours": ours, "peer": peer, "peer_name": peer_name,
+            "ratio": ours / peer, "goal": goal, "met": bool(met), "note": note}
+
+
+def emit_summary(rows: list[dict[str, Any]]) -> None:
+    """Print the rows as one JSON line after :data:`SUMMARY_MARK` (and each one readably)."""
+    import json
+
+    for r in rows:
+        print(f"{r['row']}: ours {r['ours']:.4g} s, {r['peer_name']} {r['peer']:.4g} s, "
+              f"ratio {r['ratio']:.3g} (goal {r['goal']}: {'met' if r['met'] else 'MISSED'})")
+    print(SUMMARY_MARK + json.dumps(rows), flush=True)

@@ -2,9 +2,10 @@
 
 Plant: random n = 10 states, m = 2 inputs, per-channel fractional delays (R = 3 past periods),
 delay-aware LQR feedback on state and input history (a linear controller, H = R).
-Prints steps per second and ratios.
+Prints steps per second and ratios, with python-control's ``forced_response`` of the lifted
+closed loop as the established alternative.
 
-Run:  .venv/bin/python benchmarks/bench_closed_loop.py [--steps 200000] [--repeats 3]
+Run:  .venv/bin/python benchmarks/bench_closed_loop.py [--steps 200000] [--repeats 3] [--json]
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import best_time
+from _common import best_time, emit_summary, summary_row
 
 from dmdidc import DelayedPlant
 from simulations.closed_loop import simulate_closed_loop
+
+#: The closed-loop row's goal: keep the ratio to python-control measured on main (35x faster),
+#: with 50 % allowed for a loaded shared machine.
+KEEP = 1.5 / 35
 
 
 class Gain:
@@ -83,6 +88,24 @@ def tight_loop(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int
     return _linear_trajectory(F + G @ C, z0, None, steps, None, blocked=False)
 
 
+def python_control(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int
+                   ) -> np.ndarray:
+    """The established alternative: python-control's ``forced_response`` of the lifted closed
+    loop (delay-free state ``[x_k, u_{k-1}, ..]``, no external input), its plant states."""
+    import control
+
+    from controllers.analysis import lifted_loop
+
+    F, G, C = lifted_loop(plant, *controller.feedback_matrices())
+    size = F.shape[0]
+    z0 = np.zeros(size)
+    z0[:plant.n_states] = x0
+    loop = control.ss(F + G @ C, np.zeros((size, 1)), np.eye(size), np.zeros((size, 1)),
+                      plant.dt)
+    response = control.forced_response(loop, T=np.arange(steps + 1) * plant.dt, X0=z0)
+    return response.states[:plant.n_states]
+
+
 def rate(run, steps: int, repeats: int) -> tuple[float, np.ndarray]:
     best, out = best_time(run, repeats)
     return steps / best, out
@@ -92,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", action="store_true",
+                        help="only the headline row (fast path vs python-control) for "
+                             "run_all.py's table")
     args = parser.parse_args(argv)
     plant, controller, x0 = make_problem()
     steps = args.steps
@@ -99,6 +125,17 @@ def main(argv: list[str] | None = None) -> None:
     fast, fast_result = rate(lambda: simulate_closed_loop(plant, controller, x0, steps,
                                                           method="linear"), steps, args.repeats)
     rows.append(("fast path (lifted, method='linear')", fast))
+    peer, peer_states = rate(lambda: python_control(plant, controller, x0, steps), steps,
+                             args.repeats)
+    rows.append(("python-control forced_response", peer))
+    if args.json:
+        scale = np.max(np.abs(peer_states))
+        assert np.max(np.abs(fast_result.states - peer_states)) <= 1e-8 * scale
+        emit_summary([summary_row(f"closed loop, {steps} steps", steps / fast, steps / peer,
+                                  "python-control forced_response",
+                                  f"keep (<= {KEEP:.3f}: 1/35 on main, +50 % for load)",
+                                  peer / fast <= KEEP)])
+        return
     noisy, _ = rate(lambda: simulate_closed_loop(plant, controller, x0, steps, method="linear",
                                                  process_noise=lambda r, s: r.normal(0, .01, s),
                                                  rng=0), steps, args.repeats)

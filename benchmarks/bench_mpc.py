@@ -23,7 +23,7 @@ first move from DelayedMPC's (the solutions agree to solver tolerance).  A secon
 how ``solver="auto"`` scales with the horizon (DAQP on the condensed QP, then OSQP on the
 sparse one).
 
-Run:  .venv/bin/python benchmarks/bench_mpc.py [--steps 40]
+Run:  .venv/bin/python benchmarks/bench_mpc.py [--steps 40] [--json]
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import emit_summary, summary_row  # noqa: E402
 
 from controllers.mpc import DelayedMPC  # noqa: E402
 from dmdidc.model import DelayedPlant  # noqa: E402
@@ -180,7 +182,9 @@ def do_mpc_controller(mpc: DelayedMPC) -> Callable:
     return step
 
 
-def compare(steps: int, slow_steps: int) -> None:
+def compare(steps: int, slow_steps: int, headline: bool = False) -> dict[str, float]:
+    """The contenders' median ms per step (printed); ``headline``: DelayedMPC auto and DAQP by
+    hand only."""
     plant = random_plant()
     kwargs = dict(horizon=HORIZON, u_min=-1.0, u_max=1.0)
     # the closed loop of DelayedMPC, recorded; every contender then replays it in a pass of
@@ -198,17 +202,18 @@ def compare(steps: int, slow_steps: int) -> None:
         past = np.concatenate([past[:, 1:], u[:, None]], axis=1)
     saturated = sum(bool(np.any(np.abs(u) > 1 - 1e-6)) for u in moves)
     contenders: dict[str, tuple[Callable, int]] = {}
-    for name in ("auto", "OSQP", "CLARABEL", "CVXPY"):
+    for name in ("auto",) if headline else ("auto", "OSQP", "CLARABEL", "CVXPY"):
         mpc = DelayedMPC(plant, solver=name, **kwargs)
         contenders[f"DelayedMPC {name}"] = (lambda x, p, o=mpc: o.solve(x, p).first_input,
                                             steps)
     contenders["DAQP by hand"] = (daqp_by_hand(reference), steps)
-    contenders["OSQP by hand"] = (osqp_by_hand(reference), steps)
-    contenders["python-control solve_ocp"] = (python_control(reference), slow_steps)
-    try:
-        contenders["do-mpc"] = (do_mpc_controller(reference), steps)
-    except ImportError:
-        print("(do-mpc not installed: skipped)")
+    if not headline:
+        contenders["OSQP by hand"] = (osqp_by_hand(reference), steps)
+        contenders["python-control solve_ocp"] = (python_control(reference), slow_steps)
+        try:
+            contenders["do-mpc"] = (do_mpc_controller(reference), steps)
+        except ImportError:
+            print("(do-mpc not installed: skipped)")
     median, errors, counts = {}, {}, {}
     for name, (step, count) in contenders.items():
         times, error = [], 0.0
@@ -230,6 +235,7 @@ def compare(steps: int, slow_steps: int) -> None:
     for name, value in median.items():
         print(f"{name:<27} {value:>10.3f} {value / floor:>15.1f} {errors[name]:>11.1e} "
               f"{counts[name]:>6}")
+    return {**median, "first move error": errors["DAQP by hand"]}
 
 
 def scaling(steps: int) -> None:
@@ -265,10 +271,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=40, help="closed-loop steps")
     parser.add_argument("--slow-steps", type=int, default=4,
                         help="steps for python-control (a general NLP solve: ~seconds each)")
+    parser.add_argument("--json", action="store_true",
+                        help="only the headline row (DelayedMPC auto vs DAQP by hand) for "
+                             "run_all.py's table")
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # do-mpc and python-control talk on import
-        compare(args.steps, args.slow_steps)
+        median = compare(args.steps, args.slow_steps, headline=args.json)
+        if args.json:
+            ours, floor = median["DelayedMPC auto"] / 1e3, median["DAQP by hand"] / 1e3
+            error = median["first move error"]
+            emit_summary([summary_row(
+                f"MPC step (n = 10, m = 2, N = {HORIZON}, bounded inputs)", ours, floor,
+                "DAQP by hand", "<= 2, first moves to 1e-4", ours <= 2 * floor and error <= 1e-4,
+                note=f"first moves agree to {error:.1e}")])
+            return
         scaling(max(5, args.steps // 4))
 
 

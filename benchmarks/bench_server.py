@@ -20,7 +20,7 @@ the conjugate posterior.  Timed (best CPU time of ``--repeat``, garbage collecto
 
 Ratios > 1 mean ours is faster.
 
-Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_server.py [--clients 10000]
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_server.py [--clients 10000] [--json]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 from _common import cpu_best_time as best_time  # noqa: E402
+from _common import emit_summary, summary_row  # noqa: E402
 from flwr.app import Array, ArrayRecord, Message, MetricRecord, RecordDict  # noqa: E402
 from flwr.server.strategy.aggregate import aggregate  # noqa: E402
 from flwr.serverapp.strategy import FedAvg  # noqa: E402
@@ -91,26 +92,40 @@ def _flower_messages(replies, ours: bool) -> list[Message]:
     return [Message(c, reply_to=request) for c in contents]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=10_000)
-    parser.add_argument("--entries", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-    n, repeat = args.clients, args.repeat
-    algorithm, replies = _setup(n, args.entries)
-    received = list(enumerate(replies))
-    ours_flower, theirs = _flower_messages(replies, True), _flower_messages(replies, False)
-
+def _headline(algorithm, replies, repeat: int) -> tuple[float, float]:
+    """CPU seconds of our server step and of Flower's aggregate on the same round, interleaved
+    (both see the same load of the shared machine)."""
+    n, received = len(replies), list(enumerate(replies))
     results = [([r.arrays["z"]], 1) for r in replies]
     steps = [_opened(algorithm, n) for _ in range(repeat)]
     t_step, t_numpy = math.inf, math.inf
-    for _ in range(repeat):   # interleaved: both see the same load of the shared machine
+    for _ in range(repeat):
         t, record = best_time(lambda: steps.pop().close_round(received, missing=(), time=0.0,
                                                               releases=()), 1)
         t_step = min(t_step, t)
         t_numpy = min(t_numpy, best_time(lambda: aggregate(results), 1)[0])
     assert record.accepted == tuple(range(n)) and not record.rejected
+    return t_step, t_numpy
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=10_000)
+    parser.add_argument("--entries", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true",
+                        help="only the headline row (server step vs Flower's aggregate) for "
+                             "run_all.py's table")
+    args = parser.parse_args(argv)
+    n, repeat = args.clients, args.repeat
+    algorithm, replies = _setup(n, args.entries)
+    t_step, t_numpy = _headline(algorithm, replies, repeat)
+    if args.json:
+        emit_summary([summary_row(
+            f"FedInfer server round ({n} clients, d = {args.entries})", t_step, t_numpy,
+            "Flower aggregate", "< 1 (faster)", t_step < t_numpy)])
+        return 0
+    ours_flower, theirs = _flower_messages(replies, True), _flower_messages(replies, False)
     state = algorithm.init_server_state(n, 0)
     t_one, _ = best_time(lambda: _one_by_one(algorithm, state, replies), repeat)
     steps = [_opened(algorithm, n) for _ in range(repeat)]

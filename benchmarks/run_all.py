@@ -1,13 +1,138 @@
-"""Run every benchmark script in this folder, one after the other (``make bench``)."""
+"""``make bench``: one table of issue 21's rows, each measured side by side with its peer.
 
+Every row comes from its benchmark script run with ``--json`` in a fresh interpreter (its
+headline measurement only, at sizes that still measure it honestly), except the fit rows,
+measured here (``--fit-row``): ``DMDidc(estimator="ls" | "iv").fit`` against one numpy Gram
+pass ``V @ V.T`` of the same 104 x K regression data (n = 20, m = 4, R = 20, K = 2e5 noisy
+samples; the detailed fit benchmarks are ``bench_fit.py`` and ``bench_statistics.py``).  Each
+row: our time, the peer's, the ratio ``ours / peer`` (below 1: ours is faster), the issue's
+goal and whether it holds.  The table is printed and written to ``out/bench/summary.json`` and
+``summary.md``.
+
+Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/run_all.py [--full] [--all]
+
+``--full`` uses the issue's sizes and more repeats where the default is smaller; ``--all`` also
+runs every ``bench_*.py`` script in full afterwards, one after the other (tens of minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
+from _common import SUMMARY_MARK, cpu_best_time, emit_summary, summary_row
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+#: (script, its arguments by default, with ``--full``): the rows of the table, in order.
+ROWS = [
+    ("bench_mpc.py", ["--steps", "40"], ["--steps", "200"]),
+    ("run_all.py", ["--fit-row"], ["--fit-row", "--repeat", "3"]),
+    ("bench_import.py", ["--repeat", "3"], ["--repeat", "7"]),
+    ("bench_sas_composition.py", ["--repeat", "1"], ["--repeat", "3"]),
+    ("bench_server.py", ["--repeat", "5"], ["--repeat", "9"]),
+    ("bench_closed_loop.py", ["--steps", "50000"], ["--steps", "200000"]),
+]
+
+
+def fit_rows(K: int = 200_000, repeat: int = 1) -> list[dict]:
+    """The LS and IV fits (CPU time) against one numpy Gram pass of the regression data."""
+    import numpy as np
+    from bench_fit import make_plant
+
+    from dmdidc import DMDidc, random_excitation
+    from dmdidc.regression import lagged_inputs
+
+    plant = make_plant()
+    n, R, dt = plant.n_states, plant.max_delay, plant.dt
+    rng = np.random.default_rng(1)
+    U = random_excitation(plant.n_inputs, K, rng=rng)
+    X = plant.simulate(rng.standard_normal(n), U)
+    X += 0.01 * np.std(X, axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    V = np.concatenate([X[:, R:K], lagged_inputs(U, R)], axis=0)   # 104 x (K - R)
+    t_gram, _ = cpu_best_time(lambda: V @ V.T, repeat + 2)
+    rows = []
+    for estimator in ("ls", "iv"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, _ = cpu_best_time(lambda e=estimator: DMDidc(max_delay=R, estimator=e).fit(
+                X, U, dt=dt), repeat)
+        rows.append(summary_row(f"DMDidc fit, {estimator.upper()} (n = {n}, R = {R}, K = {K:.0e})",
+                                t, t_gram, f"numpy V @ V.T ({V.shape[0]} x K)", "<= 1.5",
+                                t <= 1.5 * t_gram))
+    return rows
+
+
+def _run(script: str, args: list[str]) -> tuple[list[dict], str]:
+    """The rows a script prints after :data:`SUMMARY_MARK`, and its other output."""
+    env = dict(os.environ)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(name, "1")    # small dense problems: BLAS threads only add contention
+    result = subprocess.run([sys.executable, str(HERE / script), *args, "--json"], cwd=ROOT,
+                            capture_output=True, text=True, env=env)
+    rows = [json.loads(line[len(SUMMARY_MARK):]) for line in result.stdout.splitlines()
+            if line.startswith(SUMMARY_MARK)]
+    if result.returncode or not rows:
+        return [], f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    return rows[-1], ""
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a markdown table (times in ms)."""
+    lines = ["| row | ours ms | peer | peer ms | ours / peer | goal | met? |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r['row']} | {1e3 * r['ours']:.4g} | {r['peer_name']} | "
+                     f"{1e3 * r['peer']:.4g} | {r['ratio']:.3g} | {r['goal']} | "
+                     f"{'yes' if r['met'] else 'no'} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the issue's sizes, more repeats")
+    parser.add_argument("--all", action="store_true",
+                        help="afterwards run every bench_*.py script in full")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
+    parser.add_argument("--fit-row", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.fit_row:
+        emit_summary(fit_rows(repeat=args.repeat))
+        return 0
+    rows, failures = [], []
+    for script, default, full in ROWS:
+        print(f"running {script} ...", flush=True)
+        got, error = _run(script, full if args.full else default)
+        rows += got
+        if error:
+            failures.append(error)
+            print(error, flush=True)
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
+               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    text = table(rows)
+    print(f"\nissue 21, {when} ({machine}):\n\n{text}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(
+        {"when": when, "machine": machine, "full": args.full, "rows": rows}, indent=1))
+    (args.out / "summary.md").write_text(f"Measured {when} ({machine}).\n\n{text}\n")
+    print(f"(written to {args.out / 'summary.json'} and summary.md)")
+    if args.all:
+        for script in sorted(HERE.glob("bench_*.py")):
+            print(f"\n===== {script.name} =====", flush=True)
+            failures += [script.name] * (subprocess.call([sys.executable, str(script)]) != 0)
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
-    here = Path(__file__).resolve().parent
-    failures = 0
-    for script in sorted(here.glob("bench_*.py")):
-        print(f"\n===== {script.name} =====", flush=True)
-        failures += subprocess.call([sys.executable, str(script)]) != 0
-    sys.exit(1 if failures else 0)
+    sys.exit(main())
