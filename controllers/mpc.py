@@ -333,6 +333,7 @@ class DelayedMPC:
         self.terminal_weight = read_only(self._terminal_weight(P, n))
         self._cvxpy: Any = None
         self._u_allowed: list[np.ndarray] | None = None
+        self._u_box: tuple[np.ndarray, np.ndarray] | None = None   # (middle, 1 / half width)
         self._zero_history = read_only(self._check_history(None))
         if self.solver == "CVXPY":
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
@@ -629,8 +630,15 @@ class DelayedMPC:
                         bound + sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(bound)),
                         self.horizon)
                 for bound, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+            low, high = self._u_allowed
+            if np.isfinite(low).all() and np.isfinite(high).all():
+                self._u_box = 0.5 * (low + high), 2.0 / (high - low)
+        if self._u_box is not None:     # two-sided: one reduction (NaN fails it), every step
+            middle, scale = self._u_box
+            if np.maximum.reduce(np.abs(moves - middle) * scale) < 1.0:
+                return
         low, high = self._u_allowed
-        if (moves >= low).all() and (moves <= high).all():
+        if (moves >= low).all() and (moves <= high).all():   # the exact decision
             return
         if not np.isfinite(moves).all():
             raise SolverError(f"{self.solver} reported an optimal status but returned no finite "

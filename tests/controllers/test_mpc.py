@@ -611,3 +611,27 @@ def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
         assert np.all(np.isfinite(u)) and np.all(np.abs(u) <= 1 + INPUT_BOUND_TOLERANCE)
     with pytest.raises(NonFiniteError, match="u_history"):
         mpc.solve(np.zeros(2), np.array([[np.inf, 0.0], [0.0, 0.0]]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed):
+    # every step's quick test of the moves (one reduction over the box) accepts only what the
+    # exact comparison accepts; anything near or past a bound goes on to the exact decision
+    rng = np.random.default_rng(seed)
+    m = plant.n_inputs
+    low = -rng.uniform(0.5, 2.0, m)
+    mpc = DelayedMPC(plant, horizon=4, u_min=low, u_max=low + rng.uniform(0.5, 3.0, m))
+    for _ in range(200):
+        scale = rng.choice([0.5, 1.0, 1.0 + 0.5 * INPUT_BOUND_TOLERANCE, 1.0 + 3e-6, 1.5])
+        moves = np.tile(mpc.u_min + (mpc.u_max - mpc.u_min) * rng.uniform(0.5 - scale / 2,
+                                                                          0.5 + scale / 2, m),
+                        mpc.horizon)
+        try:
+            mpc._check_input_bounds(moves)
+            refused = False
+        except SolverError:
+            refused = True
+        allowed_low, allowed_high = mpc._u_allowed
+        assert refused == (not ((moves >= allowed_low).all() and (moves <= allowed_high).all()))
+    with pytest.raises(SolverError, match="no finite"):
+        mpc._check_input_bounds(np.full(m * mpc.horizon, np.nan))
