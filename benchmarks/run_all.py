@@ -89,9 +89,12 @@ def table(rows: list[dict]) -> str:
     """The rows as a markdown table (times in ms)."""
     lines = ["| row | ours ms | peer | peer ms | ours / peer | goal | met? |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")     # a bar in a name would split the cell
+
     for r in rows:
-        lines.append(f"| {r['row']} | {1e3 * r['ours']:.4g} | {r['peer_name']} | "
-                     f"{1e3 * r['peer']:.4g} | {r['ratio']:.3g} | {r['goal']} | "
+        lines.append(f"| {cell(r['row'])} | {1e3 * r['ours']:.4g} | {cell(r['peer_name'])} | "
+                     f"{1e3 * r['peer']:.4g} | {r['ratio']:.3g} | {cell(r['goal'])} | "
                      f"{'yes' if r['met'] else 'no'} |")
     return "\n".join(lines)
 

@@ -1,0 +1,34 @@
+"""``make bench``'s table: the scripts' ``--json`` rows, collected and printed as markdown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from _common import summary_row  # noqa: E402
+from run_all import _run, table  # noqa: E402
+
+
+def test_the_table_has_one_row_per_measurement_and_says_whether_each_goal_holds():
+    rows = [summary_row("step, |u| <= 1", 2e-5, 1e-5, "solver by hand", "<= 2", True),
+            summary_row("round", 3.0, 2.0, "peer", "< 1 (faster)", False)]
+    assert rows[0]["ratio"] == pytest.approx(2.0) and rows[1]["ratio"] == pytest.approx(1.5)
+    lines = table(rows).splitlines()
+    assert len(lines) == 2 + len(rows)
+    cells = [line.replace("\\|", "").split("|")[1:-1] for line in lines]
+    assert {len(c) for c in cells} == {7}          # a bar inside a name stays in its cell
+    assert [c[-1].strip() for c in cells[2:]] == ["yes", "no"]
+
+
+def test_a_script_hands_its_headline_row_to_the_table():
+    rows, error = _run("bench_mpc.py", ["--steps", "4"])
+    assert not error and len(rows) == 1
+    row = rows[0]
+    assert row["ours"] > 0 and row["peer"] > 0 and row["ratio"] == row["ours"] / row["peer"]
+    assert "first moves agree" in row["note"]
+    rows, error = _run("bench_mpc.py", ["--steps", "not-a-number"])
+    assert rows == [] and "failed" in error
