@@ -24,6 +24,7 @@ import numpy as np
 from scipy import linalg, optimize, signal, special
 
 from dmdidc.output.blocks import hold_blocks, impulse_response
+from dmdidc.output.jacobian import prediction_jacobian
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
 
@@ -85,8 +86,8 @@ def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.nda
     return v
 
 
-def _simulated(A_d: np.ndarray, C: np.ndarray, v: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """Outputs (T, ny) of ``x_{k+1} = A_d x_k + v_k``, ``y_k = C x_k`` from ``x0``.
+def _states(A_d: np.ndarray, v: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    """States (n, T) of ``x_{k+1} = A_d x_k + v_k`` from ``x0``.
 
     Diagonalized: each mode is a first-order recursion run by :func:`scipy.signal.lfilter`
     (linear in the data length, in C); an ill-conditioned eigenbasis falls back to FFT
@@ -102,25 +103,29 @@ def _simulated(A_d: np.ndarray, C: np.ndarray, v: np.ndarray, x0: np.ndarray) ->
             # y_k = z_{k+1} = lam z_k + g_k: lfilter's state before sample 0 is lam z_0.
             z[i, 1:] = signal.lfilter([1.0], [1.0, -lam], modal[i, 1:T],
                                       zi=[lam * modal[i, 0]])[0]
-        return ((C @ vectors) @ z).real.T
-    h = impulse_response(A_d, C, T)
-    y = h @ x0
-    y[1:] += signal.fftconvolve(h, v.T[:, None, :], axes=0)[:T - 1].sum(axis=2)
-    return y
+        return (vectors @ z).real
+    h = impulse_response(A_d, np.eye(A_d.shape[0]), T)
+    x = h @ x0
+    x[1:] += signal.fftconvolve(h, v.T[:, None, :], axes=0)[:T - 1].sum(axis=2)
+    return x.T
 
 
-def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: int) -> list:
+def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: int
+               ) -> tuple[list, list]:
+    """Predicted outputs (T, ny) and states (n, T) of every experiment."""
     A_d = linalg.expm(A_c * dt)
     pairs = hold_blocks(A_c, dt, np.clip(delays, 0.0, R * dt))
-    outputs = []
+    outputs, states = [], []
     for e, (_, U) in enumerate(experiments):
-        y = _simulated(A_d, C, _state_inputs(U, B_c, pairs, R), x0[e])
+        X = _states(A_d, _state_inputs(U, B_c, pairs, R), x0[e])
+        y = X.T @ C.T
         if D is not None:
             y = y + U[:, R:].T @ D.T
         if offset is not None:
             y = y + offset
         outputs.append(y)
-    return outputs
+        states.append(X)
+    return outputs, states
 
 
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
@@ -141,21 +146,36 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
     theta0[layout["delays"]] = np.clip(theta0[layout["delays"]], 0.0, R * dt)
 
+    last = {}                # the states of the latest evaluation, for the Jacobian there
+
     def residuals(theta: np.ndarray) -> np.ndarray:
         parts = _unpack(theta, layout, n, ny, m, E)
+        last.clear()
         with np.errstate(over="ignore", invalid="ignore"):
             try:
-                predicted = np.concatenate([y.ravel() for y in
-                                            _predicted(*parts, experiments, dt, R)])
+                outputs, states = _predicted(*parts, experiments, dt, R)
             except (np.linalg.LinAlgError, ValueError):     # A_d overflowed: a wild trial
                 return np.full(targets.size, _DIVERGED)
-            r = targets - predicted
+            r = targets - np.concatenate([y.ravel() for y in outputs])
+        last.update(theta=theta.copy(), states=states)
         # An unstable trial diverges: a large finite residual steers the search back.
         return np.clip(np.nan_to_num(r, nan=_DIVERGED, posinf=_DIVERGED, neginf=-_DIVERGED),
                        -_DIVERGED, _DIVERGED)
 
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        if "theta" not in last or not np.array_equal(last["theta"], theta):
+            residuals(theta)
+        if "states" not in last:                            # a diverged trial: no direction
+            return np.zeros((targets.size, theta.size))
+        A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
+        with np.errstate(over="ignore", invalid="ignore"):
+            J = prediction_jacobian(experiments, dt, R, A_c=A_c, C=C, B_c=B_c,
+                                    delays=np.clip(delays, 0.0, R * dt),
+                                    states=last["states"], layout=layout)
+        return -np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+
     with np.errstate(over="ignore", invalid="ignore"):
-        result = optimize.least_squares(residuals, theta0, bounds=(lower, upper),
+        result = optimize.least_squares(residuals, theta0, jac=jacobian, bounds=(lower, upper),
                                         method="trf", x_scale="jac", max_nfev=max_evaluations)
     theta = result.x
     J = result.jac
@@ -193,7 +213,7 @@ def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, 
     distribution.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        predicted = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
+        predicted, _ = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
                                refined.initial_states,
                                None if not refined.D.any() else refined.D, refined.offset,
                                experiments, dt, R)

@@ -1,0 +1,133 @@
+"""Exact Jacobian of the output-error predictions (forward sensitivities, no finite differences).
+
+One experiment's predicted outputs are ``y_k = C x_k + D u_k + c`` with ``x_{k+1} = A_d x_k +
+v_k`` from ``x_0`` and the state input ``v_k = sum_i Gamma_0(p_i) b_i u_i[k + R - w_i] +
+Gamma_1(p_i) b_i u_i[k + R - w_i - 1]`` (:mod:`dmdidc.output.refine`).  A parameter acting
+through the dynamics or the state input (``A_c``, ``B_c``, the delays) changes the outputs by
+
+    dy_k = sum_{t < k} C A_d^(k - 1 - t) s_t,    s_t = (dA_d) x_t + dv_t,
+
+one convolution with the impulse response ``C A_d^t``: all of them are one FFT product each, at
+the cost of a few residual evaluations instead of one per parameter.  The others act directly:
+``dy_k / dx_0 = C A_d^k``, ``dy_k / dC = x_k``, ``D``: ``u_k``, the offset: 1.
+
+Derivatives of the matrix functions:
+
+* ``A_c``: ``e^{M s} = [[e^{A_c s}, Gamma(s)], [0, I]]`` for ``M = [[A_c, I], [0, 0]]``, and its
+  Fréchet derivative along ``[[E, 0], [0, 0]]`` is the upper right block of the exponential of
+  ``[[M s, E' s], [0, M s]]`` (Higham 2008, Thm. 3.6): one batched ``expm`` for every entry of
+  ``A_c`` and every time span (``T`` and each ``(1 - p_i) T``).
+* a delay ``r = (w + p) T``: ``Gamma_0 = Gamma((1 - p) T)`` and ``Gamma_1 = Gamma(T) - Gamma_0``
+  give ``dGamma_0 / dr = -e^{A_c (1 - p) T} = -dGamma_1 / dr`` within a period.  At a period
+  boundary this is the derivative from above, as the split restarts there; the upper bound
+  ``R T`` is read from below (``w = R - 1``, ``p = 1``: the same prediction, and the only side
+  the bounds allow).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import fft, linalg
+
+from dmdidc.discretization import split_delay
+from dmdidc.output.blocks import impulse_response
+
+__all__ = ["HoldSensitivities", "prediction_jacobian"]
+
+
+class HoldSensitivities:
+    """``A_d``, the hold blocks of every channel and their derivatives along ``A_c`` and ``r``.
+
+    Attributes
+    ----------
+    A_d : ndarray, shape (n, n)
+    d_A_d : ndarray, shape (n*n, n, n)
+        ``d A_d / d A_c[a, b]`` at index ``a n + b``.
+    steps : ndarray of int, shape (m,)
+        ``w_i`` (``R - 1`` for a delay at the upper bound ``R T``, see module notes).
+    gamma_0, gamma_1, shift : ndarray, shape (m, n, n)
+        ``Gamma_0(p_i)``, ``Gamma_1(p_i)`` and ``e^{A_c (1 - p_i) T}`` (= ``-dGamma_0 / dr``).
+    d_gamma_0, d_gamma_1 : ndarray, shape (m, n*n, n, n)
+        Their derivatives along ``A_c[a, b]``.
+    """
+
+    def __init__(self, A_c: np.ndarray, dt: float, delays: np.ndarray, R: int) -> None:
+        n = A_c.shape[0]
+        steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
+        top = (steps >= R) & (R > 0)           # r = R T: the same prediction read from below
+        steps, fractions = np.where(top, R - 1, steps), np.where(top, 1.0, fractions)
+        spans = np.concatenate([[dt], (1.0 - fractions) * dt])
+        M = np.zeros((2 * n, 2 * n))
+        M[:n, :n], M[:n, n:] = A_c, np.eye(n)
+        # [[M s, E_ab s], [0, M s]] for every span s and every direction E_ab (Fréchet trick).
+        big = np.zeros((spans.size, n * n, 4 * n, 4 * n))
+        big[:, :, :2 * n, :2 * n] = big[:, :, 2 * n:, 2 * n:] = M * spans[:, None, None, None]
+        rows, cols = np.divmod(np.arange(n * n), n)
+        big[:, np.arange(n * n), rows, 2 * n + cols] = spans[:, None]
+        with np.errstate(all="ignore"):
+            exps = linalg.expm(big)
+        value = exps[:, 0, :n, :2 * n]                 # [e^{A s}, Gamma(s)]   (S, n, 2n)
+        derivative = exps[:, :, :n, 2 * n:]   # its derivatives   (S, n*n, n, 2n)
+        self.A_d, self.d_A_d = value[0, :, :n], derivative[0, :, :, :n]
+        period, d_period = value[0, :, n:], derivative[0, :, :, n:]
+        self.steps = steps.astype(int)
+        self.shift = value[1:, :, :n]
+        self.gamma_0 = value[1:, :, n:]
+        self.gamma_1 = period - self.gamma_0
+        self.d_gamma_0 = derivative[1:, :, :, n:]
+        self.d_gamma_1 = d_period - self.d_gamma_0
+
+
+def _lagged(U: np.ndarray, lag: int, R: int, T: int) -> np.ndarray:
+    """``u[k + R - lag]`` for ``k < T`` (zero when ``lag > R``: that input is not modelled)."""
+    if lag > R:
+        return np.zeros((U.shape[0], T))
+    return U[:, R - lag:R - lag + T]
+
+
+def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
+                        C: np.ndarray, B_c: np.ndarray, delays: np.ndarray,
+                        states: list[np.ndarray], layout: dict) -> np.ndarray:
+    """``d vec(predicted outputs) / d theta`` (rows ``k ny + a`` per experiment, stacked).
+
+    ``states[e]`` is experiment ``e``'s state trajectory ``x_k`` (n, T) at the parameters;
+    ``layout`` the parameter slices of :func:`dmdidc.output.refine.refine`.
+    """
+    n, ny, m = A_c.shape[0], C.shape[0], B_c.shape[1]
+    holds = HoldSensitivities(A_c, dt, delays, R)
+    # d(Gamma_j b_i) / dA_c[a, b]: (m, n*n, n)
+    d_in_0 = np.einsum("idrc,ci->idr", holds.d_gamma_0, B_c)
+    d_in_1 = np.einsum("idrc,ci->idr", holds.d_gamma_1, B_c)
+    shifted_b = np.einsum("irc,ci->ir", holds.shift, B_c)
+    dynamic = np.r_[layout["A_c"], layout["B_c"], layout["delays"]]
+    blocks = []
+    for e, ((_, U), X) in enumerate(zip(experiments, states, strict=True)):
+        T = X.shape[1]
+        size = fft.next_fast_len(2 * T - 1, real=True)
+        h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
+        H = fft.rfft(h, size, axis=0)                                       # (F, ny, n)
+        u_0 = np.stack([_lagged(U[i:i + 1], w, R, T)[0] for i, w in enumerate(holds.steps)])
+        u_1 = np.stack([_lagged(U[i:i + 1], w + 1, R, T)[0]
+                        for i, w in enumerate(holds.steps)])
+        F_0, F_1, F_x = fft.rfft(u_0, size), fft.rfft(u_1, size), fft.rfft(X, size)
+        # Sensitivity inputs s (F, n, P) of A_c, B_c (index l m + i) and the delays, as
+        # matrix products (einsum over the frequency axis is several times slower).
+        s_A = (F_x.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
+               + F_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
+               + F_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(-1, n, n * n)
+        s_B = (F_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
+               + F_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0)).reshape(-1, n, n * m)
+        s_r = -(F_0 - F_1).T[:, None, :] * shifted_b.T
+        s = np.concatenate([s_A, s_B, s_r], axis=2)
+        response = fft.irfft(H @ s, size, axis=0)[:T - 1]                 # (T - 1, ny, P)
+        J = np.zeros((T, ny, layout["size"]))
+        J[1:, :, dynamic] = response
+        J[:, :, layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h
+        for a in range(ny):
+            J[:, a, layout["C"].start + a * n:layout["C"].start + (a + 1) * n] = X.T
+            if layout["D"].stop > layout["D"].start:
+                J[:, a, layout["D"].start + a * m:layout["D"].start + (a + 1) * m] = U[:, R:].T
+            if layout["offset"].stop > layout["offset"].start:
+                J[:, a, layout["offset"].start + a] = 1.0
+        blocks.append(J.reshape(T * ny, -1))
+    return np.vstack(blocks)

@@ -1,0 +1,73 @@
+"""The output-error Jacobian equals finite differences of the predictions (random plants)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmdidc.output.jacobian import prediction_jacobian
+from dmdidc.output.refine import _layout, _predicted, _unpack
+
+DT, R = 0.5, 3
+
+
+def _problem(seed: int, n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool,
+             at_bound: bool = False, T: int = 200):
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((n, n))
+    A_c -= (np.max(np.linalg.eigvals(A_c).real) + rng.uniform(0.1, 1.0)) * np.eye(n)
+    delays = (rng.integers(0, R, m) + rng.uniform(0.1, 0.9, m)) * DT   # inside a period
+    if at_bound:
+        delays[0] = R * DT
+    parts = [A_c, rng.standard_normal((ny, n)), rng.standard_normal((n, m)), delays,
+             rng.standard_normal((E, n))]
+    parts += [rng.standard_normal((ny, m))] if feedthrough else []
+    parts += [rng.standard_normal(ny)] if offset else []
+    experiments = [(np.zeros((ny, T)), rng.standard_normal((m, T))) for _ in range(E)]
+    layout = _layout(n, ny, m, E, feedthrough, offset)
+    return np.concatenate([np.ravel(p) for p in parts]), layout, experiments
+
+
+def _predictions(theta, layout, experiments, shape):
+    outputs, states = _predicted(*_unpack(theta, layout, *shape), experiments, DT, R)
+    return np.concatenate([y.ravel() for y in outputs]), states
+
+
+def _relative_errors(theta, layout, experiments, shape, one_sided=()):
+    _, states = _predictions(theta, layout, experiments, shape)
+    A_c, C, B_c, delays, *_ = _unpack(theta, layout, *shape)
+    J = prediction_jacobian(experiments, DT, R, A_c=A_c, C=C, B_c=B_c, delays=delays,
+                            states=states, layout=layout)
+    numeric = np.empty_like(J)
+    for p in range(theta.size):
+        step = 1e-6 * max(1.0, abs(theta[p]))
+        low, high = theta.copy(), theta.copy()
+        low[p] -= step
+        if p in one_sided:               # the upper delay bound: from below only
+            numeric[:, p] = (_predictions(theta, layout, experiments, shape)[0]
+                             - _predictions(low, layout, experiments, shape)[0]) / step
+            continue
+        high[p] += step
+        numeric[:, p] = (_predictions(high, layout, experiments, shape)[0]
+                         - _predictions(low, layout, experiments, shape)[0]) / (2 * step)
+    scale = np.maximum(np.linalg.norm(numeric, axis=0), 1e-12)
+    return np.linalg.norm(J - numeric, axis=0) / scale
+
+
+@pytest.mark.parametrize("seed,n,ny,m,E,feedthrough,offset", [
+    (0, 3, 2, 2, 1, False, True), (1, 2, 1, 1, 1, False, False), (2, 4, 2, 3, 2, True, True),
+    (3, 3, 3, 1, 2, True, False), (4, 1, 2, 2, 1, False, True), (5, 5, 2, 2, 1, True, True)])
+def test_jacobian_matches_central_differences(seed, n, ny, m, E, feedthrough, offset):
+    theta, layout, experiments = _problem(seed, n, ny, m, E, feedthrough, offset)
+    errors = _relative_errors(theta, layout, experiments, (n, ny, m, E))
+    assert errors.max() < 1e-5, f"worst column {int(np.argmax(errors))}: {errors.max():.2e}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_delay_at_the_upper_bound_is_differentiated_from_below(seed):
+    n, ny, m, E = 3, 2, 2, 1
+    theta, layout, experiments = _problem(seed, n, ny, m, E, False, True, at_bound=True)
+    column = layout["delays"].start
+    errors = _relative_errors(theta, layout, experiments, (n, ny, m, E), one_sided=(column,))
+    assert errors[column] < 1e-3                   # one-sided difference: first order in the step
+    assert np.delete(errors, column).max() < 1e-5
