@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, optimize, signal, special
+from scipy import linalg, signal, special
 
 from dmdidc.output.blocks import hold_blocks, impulse_response
 from dmdidc.output.jacobian import prediction_jacobian
@@ -128,6 +128,60 @@ def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: in
     return outputs, states
 
 
+#: An accepted step that lowers the residual sum of squares by less than this many noise
+#: variances ends the search: it moves the parameters by a small fraction of their standard
+#: errors (0.01 in chi^2 is about 0.1 standard error along the step).
+_CHI2_STEP = 0.01
+#: Smallest Levenberg-Marquardt damping (column-scaled): the similarity transforms of the state
+#: basis leave ``J^T J`` singular, and the damping keeps the step out of that null space.
+_MIN_DAMPING = 1e-9
+
+
+def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluations: int):
+    """Damped Gauss-Newton on the normal equations with the box projected; the start is good
+    (the subspace estimate), so it takes full Gauss-Newton steps within a few iterations.
+
+    Works on ``J^T J`` (parameters << residuals): a Gram product per iteration instead of the
+    SVD of ``J`` that :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at
+    8000 x 28).  Returns ``(theta, residuals, J, converged)``.
+    """
+    r = residuals(theta)
+    rss, evaluations = float(r @ r), 1
+    J = jacobian(theta)
+    damping, growth = 1e-3, 2.0
+    while evaluations < max_evaluations:
+        normal, gradient = J.T @ J, J.T @ r
+        scale = np.sqrt(np.diag(normal))
+        scale[scale == 0] = 1.0
+        scaled = normal / np.outer(scale, scale)
+        scaled[np.diag_indices_from(scaled)] += damping
+        try:
+            step = -linalg.solve(scaled, gradient / scale, assume_a="pos") / scale
+        except (linalg.LinAlgError, ValueError):
+            damping, growth = damping * growth, growth * 2
+            continue
+        trial = np.clip(theta + step, lower, upper)
+        step = trial - theta
+        r_trial = residuals(trial)
+        evaluations += 1
+        rss_trial = float(r_trial @ r_trial)
+        predicted = -(2.0 * gradient @ step + step @ normal @ step)
+        if rss_trial < rss:
+            small = rss - rss_trial <= _CHI2_STEP * rss / r.size
+            ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
+            theta, r, rss = trial, r_trial, rss_trial
+            J = jacobian(theta)
+            damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
+            growth = 2.0
+            if small:
+                return theta, r, J, True
+        else:
+            damping, growth = damping * growth, growth * 2
+        if np.all(np.abs(step) <= 1e-12 * (1.0 + np.abs(theta))):
+            return theta, r, J, True
+    return theta, r, J, False
+
+
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
@@ -175,18 +229,16 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         return -np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
 
     with np.errstate(over="ignore", invalid="ignore"):
-        result = optimize.least_squares(residuals, theta0, jac=jacobian, bounds=(lower, upper),
-                                        method="trf", x_scale="jac", max_nfev=max_evaluations)
-    theta = result.x
-    J = result.jac
-    rss = float(result.fun @ result.fun)
+        theta, r, J, converged = _levenberg_marquardt(residuals, jacobian, theta0, lower, upper,
+                                                      max_evaluations)
+    rss = float(r @ r)
     dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
     covariance = rss / dof * np.linalg.pinv(J.T @ J, rcond=1e-10, hermitian=True)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
-                   dof=dof, layout=layout, converged=bool(result.status > 0))
+                   dof=dof, layout=layout, converged=converged)
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
