@@ -7,8 +7,9 @@ through the dynamics or the state input (``A_c``, ``B_c``, the delays) changes t
 
     dy_k = sum_{t < k} C A_d^(k - 1 - t) s_t,    s_t = (dA_d) x_t + dv_t,
 
-one convolution with the impulse response ``C A_d^t``: all of them are one FFT product each, at
-the cost of a few residual evaluations instead of one per parameter.  The others act directly:
+the response of the plant to ``s``: all of them are propagated at once
+(:func:`~dmdidc.output.blocks.propagate`), at the cost of a few residual evaluations instead of
+one per parameter.  The others act directly:
 ``dy_k / dx_0 = C A_d^k``, ``dy_k / dC = x_k``, ``D``: ``u_k``, the offset: 1.
 
 Derivatives of the matrix functions:
@@ -27,10 +28,10 @@ Derivatives of the matrix functions:
 from __future__ import annotations
 
 import numpy as np
-from scipy import fft, linalg
+from scipy import linalg
 
 from dmdidc.discretization import split_delay
-from dmdidc.output.blocks import impulse_response
+from dmdidc.output.blocks import impulse_response, propagate
 
 __all__ = ["HoldSensitivities", "prediction_jacobian"]
 
@@ -103,25 +104,19 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     blocks = []
     for e, ((_, U), X) in enumerate(zip(experiments, states, strict=True)):
         T = X.shape[1]
-        size = fft.next_fast_len(2 * T - 1, real=True)
-        h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
-        H = fft.rfft(h, size, axis=0)                                       # (F, ny, n)
         u_0 = np.stack([_lagged(U[i:i + 1], w, R, T)[0] for i, w in enumerate(holds.steps)])
         u_1 = np.stack([_lagged(U[i:i + 1], w + 1, R, T)[0]
                         for i, w in enumerate(holds.steps)])
-        F_0, F_1, F_x = fft.rfft(u_0, size), fft.rfft(u_1, size), fft.rfft(X, size)
-        # Sensitivity inputs s (F, n, P) of A_c, B_c (index l m + i) and the delays, as
-        # matrix products (einsum over the frequency axis is several times slower).
-        s_A = (F_x.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
-               + F_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
-               + F_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(-1, n, n * n)
-        s_B = (F_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
-               + F_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0)).reshape(-1, n, n * m)
-        s_r = -(F_0 - F_1).T[:, None, :] * shifted_b.T
-        s = np.concatenate([s_A, s_B, s_r], axis=2)
-        response = fft.irfft(H @ s, size, axis=0)[:T - 1]                 # (T - 1, ny, P)
+        # Sensitivity inputs s (T, n, P) of A_c, B_c (index l m + i) and the delays.
+        s_A = (X.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
+               + u_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
+               + u_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(T, n, n * n)
+        s_B = (u_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
+               + u_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0)).reshape(T, n, n * m)
+        s_r = -(u_0 - u_1).T[:, None, :] * shifted_b.T
         J = np.zeros((T, ny, layout["size"]))
-        J[1:, :, dynamic] = response
+        J[:, :, dynamic] = propagate(holds.A_d, np.concatenate([s_A, s_B, s_r], axis=2), C=C)
+        h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
         J[:, :, layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h
         for a in range(ny):
             J[:, a, layout["C"].start + a * n:layout["C"].start + (a + 1) * n] = X.T

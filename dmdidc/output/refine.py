@@ -12,8 +12,8 @@ redundant (any similarity transform gives the same outputs): the pseudo-inverse 
 covariance of every quantity that does not depend on the basis (eigenvalues, delays, transfer
 function), which are the ones reported.
 
-The predicted outputs of a candidate are FFT convolutions of the impulse response ``C A^t`` with
-the state input ``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
+The predicted outputs of a candidate are the states (:func:`~dmdidc.output.blocks.propagate`)
+driven by the state input ``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, signal, special
+from scipy import linalg, special
 
-from dmdidc.output.blocks import hold_blocks, impulse_response
+from dmdidc.output.blocks import hold_blocks, propagate
 from dmdidc.output.jacobian import prediction_jacobian
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
@@ -71,8 +71,6 @@ def _unpack(theta: np.ndarray, layout: dict, n: int, ny: int, m: int, E: int):
 
 #: Residual of a diverged trial (squares of many stay finite).
 _DIVERGED = 1e100
-#: Eigenvector condition number above which the modal simulation is not trusted.
-_MODAL_CONDITION = 1e8
 
 
 def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.ndarray:
@@ -87,27 +85,8 @@ def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.nda
 
 
 def _states(A_d: np.ndarray, v: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    """States (n, T) of ``x_{k+1} = A_d x_k + v_k`` from ``x0``.
-
-    Diagonalized: each mode is a first-order recursion run by :func:`scipy.signal.lfilter`
-    (linear in the data length, in C); an ill-conditioned eigenbasis falls back to FFT
-    convolution with the impulse response.
-    """
-    T = v.shape[1]
-    values, vectors = np.linalg.eig(A_d)
-    if np.linalg.cond(vectors) < _MODAL_CONDITION:
-        modal = np.linalg.solve(vectors, np.column_stack([x0, v]))    # (n, T + 1)
-        z = np.empty((values.size, T), dtype=complex)
-        z[:, 0] = modal[:, 0]
-        for i, lam in enumerate(values):
-            # y_k = z_{k+1} = lam z_k + g_k: lfilter's state before sample 0 is lam z_0.
-            z[i, 1:] = signal.lfilter([1.0], [1.0, -lam], modal[i, 1:T],
-                                      zi=[lam * modal[i, 0]])[0]
-        return (vectors @ z).real
-    h = impulse_response(A_d, np.eye(A_d.shape[0]), T)
-    x = h @ x0
-    x[1:] += signal.fftconvolve(h, v.T[:, None, :], axes=0)[:T - 1].sum(axis=2)
-    return x.T
+    """States (n, T) of ``x_{k+1} = A_d x_k + v_k`` from ``x0``."""
+    return propagate(A_d, v.T[:, :, None], initial=x0[:, None])[:, :, 0].T
 
 
 def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: int
