@@ -223,20 +223,23 @@ def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, 
 
 
 def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,
-               free: np.ndarray) -> np.ndarray:
+               free: np.ndarray, drop: int | None = None) -> np.ndarray:
     """Map (P, Q) from structured parameters to the unstructured lag coefficients.
 
     Channels in ``free`` keep every lag block unstructured (used while another channel's delay
-    is searched); the others act through ``Gamma_0(p)``, ``Gamma_1(p)`` at their delay.
+    is searched); the others act through ``Gamma_0(p)``, ``Gamma_1(p)`` at their delay; channel
+    ``drop`` has no columns (the one being searched, :func:`_channel_profile`).
     """
     n, m, R = moments.n_states, moments.n_inputs, moments.max_delay
     P = moments.moment.size
     n_block = (R + 1) * m * n
-    widths = [(R + 1) * n if free[i] else n for i in range(m)]
+    widths = [0 if i == drop else (R + 1) * n if free[i] else n for i in range(m)]
     Q = sum(widths) + P - n_block
     S = np.zeros((P, Q))
     col = 0
     for i in range(m):
+        if i == drop:
+            continue
         if free[i]:
             for j in range(R + 1):
                 rows = slice((j * m + i) * n, (j * m + i + 1) * n)
@@ -258,17 +261,40 @@ def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
     return theta, max(moments.energy - float(rhs @ theta), 0.0)
 
 
+def _channel_profile(moments: LagMoments, pair: Pair, delays: np.ndarray, channel: int,
+                     free: np.ndarray) -> Callable[[float], float]:
+    """The profile residual of one channel's delay, ``r -> RSS``, with the others fixed.
+
+    The other columns ``S_o`` do not depend on ``r``: they are projected out once (normal
+    matrix ``N~ = N - N S_o (S_o^T N S_o)^+ S_o^T N``, moment ``m~`` likewise), so each trial
+    delay costs the ``n x n`` normal equations of its two blocks, ``Gamma_0`` at lag ``w`` and
+    ``Gamma_1`` at ``w + 1`` (the same RSS as the joint least squares, by the Schur complement).
+    """
+    n, m, R = moments.n_states, moments.n_inputs, moments.max_delay
+    S = _structure(moments, pair, delays, free, drop=channel)
+    NS = moments.normal @ S
+    inverse = np.linalg.pinv(S.T @ NS, hermitian=True)
+    other_moment = S.T @ moments.moment
+    normal = moments.normal - NS @ inverse @ NS.T
+    moment = moments.moment - NS @ (inverse @ other_moment)
+    base = moments.energy - float(other_moment @ inverse @ other_moment)
+
+    def rss(r: float) -> float:
+        w, gamma_0, gamma_1 = pair(r)
+        parts = [(slice((j * m + channel) * n, (j * m + channel + 1) * n), gamma)
+                 for j, gamma in ((w, gamma_0), (w + 1, gamma_1)) if j <= R]
+        M = sum(ga.T @ normal[a, b] @ gb for a, ga in parts for b, gb in parts)
+        v = sum(ga.T @ moment[a] for a, ga in parts)
+        return max(base - float(v @ np.linalg.lstsq(M, v, rcond=None)[0]), 0.0)
+    return rss
+
+
 def _search(moments: LagMoments, pair: Pair, dt: float, delays: np.ndarray, channel: int,
             free: np.ndarray) -> float:
     """The delay of one channel minimizing the profile residual (grid, then bounded refine)."""
     top = moments.max_delay * dt
     grid = np.linspace(0.0, top, moments.max_delay * _GRID_PER_PERIOD + 1)
-    trial = delays.copy()
-
-    def rss(r: float) -> float:
-        trial[channel] = r
-        return _solve(moments, _structure(moments, pair, trial, free))[1]
-
+    rss = _channel_profile(moments, pair, delays, channel, free)
     values = np.array([rss(r) for r in grid])
     best = int(np.argmin(values))
     step = grid[1] - grid[0]
