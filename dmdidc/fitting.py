@@ -112,6 +112,14 @@ def _statistics(trajectories, R: int, instruments, lags: int | None = None,
         max_delay=R, instruments=instruments, instrument_lags=lags)
 
 
+def _input_statistics(trajectories, R: int, memo: dict) -> SufficientStatistics:
+    """The statistics with the lagged inputs as instruments, once per fit: the refined-IV
+    start and the least-squares fallback's IV twin both use them (one pass saved)."""
+    if "inputs" not in memo:
+        memo["inputs"] = _statistics(trajectories, R, "inputs")
+    return memo["inputs"]
+
+
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
            svd_rank: int | None, rank_rtol: float) -> RegressionSolution:
     return regression_from_statistics(stats.centered() if centred else stats, R,
@@ -142,7 +150,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                      references: list[np.ndarray] | None, *, max_delay: int, estimator: str,
                      instruments: str, instrument_lags: int | None, offset: str,
                      method: str, svd_rank: int | None, rank_rtol: float, chunk_size: int,
-                     level: float) -> FitOutcome:
+                     level: float, memo: dict | None = None) -> FitOutcome:
     """The regression of in-memory trajectories (module notes).
 
     Parameters
@@ -162,19 +170,23 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         (the data were detrended).
     level : float
         Level of the offset test and of the outlier test of ``estimator="auto"``.
+    memo : dict, optional
+        Statistics already computed on these trajectories (filled as the fit goes; the
+        fallbacks of one fit share it).
 
     Returns
     -------
     FitOutcome
     """
     R = max_delay
+    memo = {} if memo is None else memo
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     if m == 0 and estimator == "auto" and references is None:
         # No inputs: plain DMD. Instruments need an excitation, so least squares it is.
         outcome = fit_trajectories(trajectories, None, max_delay=R, estimator="ls",
                                    instruments="auto", instrument_lags=None, offset=offset,
                                    method=method, svd_rank=svd_rank, rank_rtol=rank_rtol,
-                                   chunk_size=chunk_size, level=level)
+                                   chunk_size=chunk_size, level=level, memo=memo)
         outcome.notes.append("no inputs: plain DMD by least squares (instrumental variables "
                              "need an excitation; biased when the states are noisy)")
         return outcome
@@ -187,7 +199,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",
                               offset=test)
         centred = offset == "auto" and test is not None and test.significant
-        twin = _instrumental_twin(trajectories, R, centred, options)
+        twin = _instrumental_twin(trajectories, R, centred, options, memo)
         if centred:
             return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
                               True, least_squares=twin)
@@ -205,7 +217,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                           reference=chosen == "exogenous")
     try:
         outcome = _refined(trajectories, references, R=R, n=n, m=m, offset=offset,
-                           level=level, options=options)
+                           level=level, options=options, memo=memo)
     except InsufficientExcitationError as exc:
         if estimator != "auto" or references is not None:
             raise
@@ -214,7 +226,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         outcome = fit_trajectories(trajectories, None, max_delay=R, estimator="ls",
                                    instruments="auto", instrument_lags=None, offset=offset,
                                    method=method, chunk_size=chunk_size, level=level,
-                                   **options)
+                                   memo=memo, **options)
         outcome.notes.append(f"instrumental variables are not identified by these data "
                              f"({exc}); least squares was fitted instead (biased when the "
                              f"states are measured with noise)")
@@ -227,7 +239,8 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         # backward-stable solver (QR, refinement); IV from moments loses cond^2 * eps.
         exact = fit_trajectories(trajectories, None, max_delay=R, estimator="ls",
                                  instruments="auto", instrument_lags=None, offset=offset,
-                                 method=method, chunk_size=chunk_size, level=level, **options)
+                                 method=method, chunk_size=chunk_size, level=level, memo=memo,
+                                 **options)
         exact.notes.append("the data are fitted exactly (no noise): least squares with the "
                            "backward-stable solver")
         return exact
@@ -251,11 +264,11 @@ def _twin(stats, R, estimator, centred, options) -> RegressionSolution | None:
         return None
 
 
-def _instrumental_twin(trajectories, R: int, centred: bool, options: dict
+def _instrumental_twin(trajectories, R: int, centred: bool, options: dict, memo: dict
                        ) -> RegressionSolution | None:
     """IV with the lagged inputs as instruments, beside a least-squares fit (``ls_vs_iv``)."""
     try:
-        return _twin(_statistics(trajectories, R, "inputs"), R, "iv", centred, options)
+        return _twin(_input_statistics(trajectories, R, memo), R, "iv", centred, options)
     except (InsufficientExcitationError, ValueError):
         return None
 
@@ -314,12 +327,12 @@ def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
-             level: float, options: dict) -> FitOutcome:
+             level: float, options: dict, memo: dict) -> FitOutcome:
     """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages."""
     notes = []
     inputs = [U for _, U in trajectories]
     if references is None:
-        first = _statistics(trajectories, R, "inputs")
+        first = _input_statistics(trajectories, R, memo)
         drives = inputs
     else:
         first = _statistics(trajectories, R, references)

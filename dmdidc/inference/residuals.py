@@ -60,6 +60,8 @@ _WINDOW = 25
 _SIGNAL_PAIRS = 400
 #: Fewer residual samples than this: the correlation checks are not applicable.
 _MIN_SAMPLES = 100
+#: Samples per chunk of :func:`_cross_correlations` (bounds its lag-shifted copies).
+_CHUNK = 8192
 #: Order of the autoregressive prewhitening filter of each input.
 _PREWHITEN_ORDER = 10
 
@@ -157,8 +159,12 @@ def _autocorrelations(series: list[np.ndarray], window: int) -> np.ndarray:
 
 def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarray
                         ) -> np.ndarray:
-    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled), shape (len(lags), rows_a, rows_b)."""
-    out = np.zeros((lags.size, a[0].shape[0], b[0].shape[0]))
+    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled), shape (len(lags), rows_a, rows_b).
+
+    All lags in one matrix product per chunk of samples: ``a`` against the lag-shifted copies
+    of ``b`` (zero outside the trajectory), so ``a`` is read once, not once per lag.
+    """
+    out = np.zeros((a[0].shape[0], lags.size, b[0].shape[0]))
     var_a, var_b = np.zeros(a[0].shape[0]), np.zeros(b[0].shape[0])
     for x, y in zip(a, b, strict=True):
         x = x - x.mean(axis=1, keepdims=True)
@@ -166,15 +172,16 @@ def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarr
         N = x.shape[1]
         var_a += np.sum(x * x, axis=1)
         var_b += np.sum(y * y, axis=1)
-        for i, tau in enumerate(lags):
-            if abs(tau) >= N:
-                continue
-            if tau >= 0:
-                out[i] += x[:, tau:] @ y[:, :N - tau].T
-            else:
-                out[i] += x[:, :N + tau] @ y[:, -tau:].T
+        for c0 in range(0, N, _CHUNK):
+            c1 = min(N, c0 + _CHUNK)
+            shifted = np.zeros((lags.size, y.shape[0], c1 - c0))
+            for i, tau in enumerate(lags):
+                low, high = max(c0, tau), min(c1, N + tau)     # 0 <= k - tau < N
+                if low < high:
+                    shifted[i, :, low - c0:high - c0] = y[:, low - tau:high - tau]
+            out += (x[:, c0:c1] @ shifted.reshape(-1, c1 - c0).T).reshape(out.shape)
     scale = np.sqrt(np.outer(np.where(var_a > 0, var_a, 1.0), np.where(var_b > 0, var_b, 1.0)))
-    return out / scale
+    return out.transpose(1, 0, 2) / scale
 
 
 def _prewhitening_filter(series: list[np.ndarray], order: int) -> np.ndarray:

@@ -28,9 +28,10 @@ import numpy as np
 from scipy import optimize, signal
 
 from dmdidc.discretization import checked_expm, split_delay
+from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "hold_blocks", "impulse_response", "lag_moments",
-           "pair_of", "propagate", "structured_fit", "profile_delays"]
+__all__ = ["LagMoments", "StructuredFit", "hold_blocks", "lag_moments", "pair_of",
+           "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -84,59 +85,6 @@ class StructuredFit:
     rss: float
     dof: int
     covariance: np.ndarray
-
-
-def impulse_response(A: np.ndarray, C: np.ndarray, length: int) -> np.ndarray:
-    """``C A^t`` for ``t < length``, shape (length, ny, n), by doubling (log2(length) products)."""
-    ny, n = C.shape
-    h = np.zeros((length, ny, n))
-    h[0] = C
-    power, filled = A.copy(), 1
-    with np.errstate(over="ignore", invalid="ignore"):
-        while filled < length:
-            take = min(filled, length - filled)
-            h[filled:filled + take] = h[:take] @ power
-            filled += take
-            power = power @ power
-    return h
-
-
-#: Samples per block of :func:`propagate`: its in-block part is one matrix product for every
-#: block, so only the block starts run in sequence (longer blocks cost L ny n flops a sample).
-_BLOCK = 32
-
-
-def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None = None,
-              C: np.ndarray | None = None) -> np.ndarray:
-    """Outputs ``C x_k`` (T, ny, P) of ``x_{k+1} = A x_k + inputs_k`` from ``x_0 = initial``.
-
-    ``inputs`` is (T, n, P): P systems driven at once; ``initial`` (n, P), zero by default;
-    ``C`` the identity (states) by default.  Blocked: within a block of ``L`` samples
-    ``x_{jL+i} = A^i x_{jL} + sum_{t<i} A^(i-1-t) s_{jL+t}`` is one (block Toeplitz) matrix
-    product for all blocks, and only the ``T / L`` block starts are a recursion: linear in
-    ``T``, in BLAS, stable for any ``A`` (no eigenbasis, no FFT round-off).
-    """
-    T, n, P = inputs.shape
-    C = np.eye(n) if C is None else C
-    ny, L = C.shape[0], min(_BLOCK, T)
-    count = -(-T // L)
-    h = impulse_response(A, C, L)                                            # C A^i, (L, ny, n)
-    powers = impulse_response(A, np.eye(n), L + 1)                           # A^i, i <= L
-    padded = np.zeros((count * L, n, P))
-    padded[:T] = inputs
-    blocks = padded.reshape(count, L * n, P)          # rows (t, c) of block j: no transposes
-    lag = np.arange(L)[:, None] - np.arange(L)[None, :] - 1                  # i - 1 - t
-    toeplitz = np.where((lag >= 0)[:, :, None, None], h[np.maximum(lag, 0)], 0.0)
-    y = toeplitz.transpose(0, 2, 1, 3).reshape(L * ny, L * n) @ blocks      # (count, L ny, P)
-    pushed = powers[L - 1::-1].transpose(1, 0, 2).reshape(n, L * n) @ blocks  # sum A^(L-1-t) s_t
-    starts = np.zeros((count, n, P))
-    if initial is not None:
-        starts[0] = initial
-    with np.errstate(over="ignore", invalid="ignore"):
-        for j in range(count - 1):
-            starts[j + 1] = powers[L] @ starts[j] + pushed[j]
-        y += h.reshape(L * ny, n) @ starts
-    return y.reshape(count * L, ny, P)[:T]
 
 
 def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int,

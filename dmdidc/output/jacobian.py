@@ -8,9 +8,9 @@ through the dynamics or the state input (``A_c``, ``B_c``, the delays) changes t
     dy_k = sum_{t < k} C A_d^(k - 1 - t) s_t,    s_t = (dA_d) x_t + dv_t,
 
 the response of the plant to ``s``: all of them are propagated at once
-(:func:`~dmdidc.output.blocks.propagate`), at the cost of a few residual evaluations instead of
-one per parameter.  The others act directly:
-``dy_k / dx_0 = C A_d^k``, ``dy_k / dC = x_k``, ``D``: ``u_k``, the offset: 1.
+(:func:`~dmdidc.regression.propagation.propagate`), at the cost of a few residual evaluations
+instead of one per parameter.  The others act directly: ``dy_k / dx_0 = C A_d^k``,
+``dy_k / dC = x_k``, ``D``: ``u_k``, the offset: 1.
 
 Derivatives of the matrix functions:
 
@@ -31,7 +31,7 @@ import numpy as np
 from scipy import linalg
 
 from dmdidc.discretization import split_delay
-from dmdidc.output.blocks import impulse_response, propagate
+from dmdidc.regression.propagation import impulse_response, propagate
 
 __all__ = ["HoldSensitivities", "prediction_jacobian"]
 

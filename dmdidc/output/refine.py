@@ -12,8 +12,9 @@ redundant (any similarity transform gives the same outputs): the pseudo-inverse 
 covariance of every quantity that does not depend on the basis (eigenvalues, delays, transfer
 function), which are the ones reported.
 
-The predicted outputs of a candidate are the states (:func:`~dmdidc.output.blocks.propagate`)
-driven by the state input ``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
+The predicted outputs of a candidate are the states
+(:func:`~dmdidc.regression.propagation.propagate`) driven by the state input
+``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from dmdidc.output.blocks import hold_blocks, propagate
+from dmdidc.output.blocks import hold_blocks
 from dmdidc.output.jacobian import prediction_jacobian
+from dmdidc.regression.propagation import propagate
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
 

@@ -6,6 +6,7 @@
   products (never the (n p)^2 matrix);
 * :mod:`~dmdidc.regression.instrumental`: instrumental variables for noisy states;
 * :mod:`~dmdidc.regression.pod`: the leading POD modes of many sensors (``svd_rank``);
+* :mod:`~dmdidc.regression.propagation`: linear recursions as matrix products;
 * :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise;
 * :mod:`~dmdidc.regression.refined`: refined instruments simulated from a first-stage model.
 

@@ -21,8 +21,10 @@ model) makes them closer to optimal.  An unstable first-stage model is simulated
 unstable eigenvalues reflected into the unit circle (``lambda -> 1 / conj(lambda)``, which keeps
 the modes' frequencies): the instruments stay bounded and valid.
 
-The simulation is an ``O(n^2 K)`` recursion in the complex Schur basis, one
-first-order recursion (LAPACK ``ztbtrs``) per Schur coordinate (no Python loop over samples).
+The simulation is an ``O(n^2 K)`` recursion in matrix products
+(:func:`~dmdidc.regression.propagation.propagate`); a model to stabilize is run in the complex
+Schur basis, one first-order recursion (LAPACK ``ztbtrs``) per Schur coordinate (no Python loop
+over samples).
 
 References
 ----------
@@ -38,6 +40,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
+from dmdidc.regression.propagation import propagate
 from dmdidc.regression.solution import lagged_inputs
 
 __all__ = ["simulate_forced", "simulated_states", "reference_projection",
@@ -63,6 +66,10 @@ def simulate_forced(A: np.ndarray, forcing: np.ndarray, *, stabilize: bool = Fal
     ndarray, shape (n, K + 1)
     """
     n, K = forcing.shape
+    if not stabilize or np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0:
+        # nothing to reflect: the blocked recursion (BLAS products, no Schur sweep)
+        inputs = np.concatenate([forcing, np.zeros((n, 1))], axis=1).T[:, :, None]
+        return propagate(A, inputs)[:, :, 0].T
     T, Q = linalg.schur(A, output="complex")
     if stabilize:
         diagonal = np.diag(T).copy()

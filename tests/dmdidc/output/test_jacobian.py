@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dmdidc.output.blocks import propagate
 from dmdidc.output.jacobian import prediction_jacobian
 from dmdidc.output.refine import _layout, _predicted, _unpack
 
@@ -73,17 +72,3 @@ def test_a_delay_at_the_upper_bound_is_differentiated_from_below(seed):
     assert errors[column] < 1e-3                   # one-sided difference: first order in the step
     assert np.delete(errors, column).max() < 1e-5
 
-
-@pytest.mark.parametrize("seed,T,P", [(0, 1, 1), (1, 31, 2), (2, 33, 1), (3, 500, 7)])
-def test_blocked_propagation_equals_the_recursion(seed, T, P):
-    rng = np.random.default_rng(seed)
-    n, ny = 4, 2
-    A = rng.standard_normal((n, n)) / np.sqrt(n)                  # some modes may grow
-    inputs, initial = rng.standard_normal((T, n, P)), rng.standard_normal((n, P))
-    C = rng.standard_normal((ny, n))
-    x, expected = initial.copy(), np.empty((T, ny, P))
-    for k in range(T):
-        expected[k] = C @ x
-        x = A @ x + inputs[k]
-    found = propagate(A, inputs, initial=initial, C=C)
-    assert np.allclose(found, expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
