@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import lru_cache
 
 import numpy as np
 from scipy import optimize, signal
@@ -140,16 +140,14 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
 Pair = Callable[[float], tuple[int, np.ndarray, np.ndarray]]
 
 
-def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
-                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """``(w, Gamma_0(p), Gamma_1(p))`` of each delay ``r = (w + p) T`` (eq. 9.65).
+def pair_of(A_c: np.ndarray, dt: float) -> Pair:
+    """``delay -> (w, Gamma_0(p), Gamma_1(p))`` of ``r = (w + p) T`` (eq. 9.65), remembered.
 
     ``B^(w) = Gamma_0(p) b`` with ``Gamma_0(p) = Gamma((1 - p) T)`` and ``B^(w+1) =
     Gamma_1(p) b`` with ``Gamma_1(p) = e^{A (1 - p) T} Gamma(p T) = Gamma(T) - Gamma_0(p)``
     (the two holds make up one period), ``Gamma(s) = int_0^s e^{A t} dt``: one matrix
-    exponential per delay and one per plant (this runs at every step of the refinement).
+    exponential per plant and one per new delay (the delay searches revisit their grid).
     """
-    steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
     n = A_c.shape[0]
     block = np.zeros((2 * n, 2 * n))
     block[:n, :n], block[:n, n:] = A_c, np.eye(n)
@@ -158,16 +156,20 @@ def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
         return checked_expm(block, f"[[A_c, I], [0, 0]] * s with s = {s!r}", s)[:n, n:]
 
     period = gamma(dt)
-    pairs = []
-    for w, p in zip(steps, fractions, strict=True):
-        gamma_0 = gamma((1.0 - p) * dt)
-        pairs.append((int(w), gamma_0, period - gamma_0))
-    return pairs
+
+    @lru_cache(maxsize=4096)
+    def pair(delay: float) -> tuple[int, np.ndarray, np.ndarray]:
+        steps, fractions = split_delay(np.array([delay]), dt)
+        gamma_0 = gamma((1.0 - fractions[0]) * dt)
+        return int(steps[0]), gamma_0, period - gamma_0
+    return pair
 
 
-def pair_of(A_c: np.ndarray, dt: float, delay: float) -> tuple[int, np.ndarray, np.ndarray]:
-    """:func:`hold_blocks` of one delay."""
-    return hold_blocks(A_c, dt, np.array([delay]))[0]
+def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
+                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`pair_of` of each delay (this runs at every step of the refinement)."""
+    pair = pair_of(A_c, dt)
+    return [pair(float(r)) for r in np.asarray(delays, dtype=float)]
 
 
 def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,
@@ -260,7 +262,7 @@ def profile_delays(moments: LagMoments, A_c: np.ndarray, dt: float, *,
     on their unknown delays), then all channels are refined in turn with the others structured.
     """
     m = moments.n_inputs
-    pair = lru_cache(maxsize=4096)(partial(pair_of, A_c, dt))   # the grid recurs per channel
+    pair = pair_of(A_c, dt)
     delays = np.zeros(m)
     for i in range(m):
         free = np.ones(m, dtype=bool)
@@ -282,7 +284,7 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     """``B_c``, initial states and ``D`` at the given delays, with their covariance."""
     n, m, E = moments.n_states, moments.n_inputs, moments.n_experiments
     ny = moments.n_outputs
-    S = _structure(moments, partial(pair_of, A_c, dt), delays, np.zeros(m, dtype=bool))
+    S = _structure(moments, pair_of(A_c, dt), delays, np.zeros(m, dtype=bool))
     theta, rss = _solve(moments, S)
     Q = S.shape[1]
     dof = max(moments.rows - Q, 1)
