@@ -3,9 +3,10 @@
 The samples are cut into ``count`` blocks of ``L ~ sqrt(T)``.  Every block is first run from a
 zero state, all blocks at once: ``L`` steps, each one ``(n, n) @ (n, count P)`` product.  The
 block starts then follow from ``x_{(j+1)L} = A^L x_{jL} + (block j's end)`` (``count`` small
-steps), and each sample adds ``A^i x_{jL}`` (one product).  That is ``3 n^2 T P`` flops in
-matrix products and ``2 sqrt(T)`` Python steps: the cost of the plain recursion in BLAS, with no
-eigenbasis (defective or ill-conditioned ``A`` alike) and no FFT round-off.
+steps), and each sample adds ``A^i x_{jL}`` (one product).  That is ``2 n^2 T P`` flops in
+matrix products (``ny n T P`` more for outputs ``C x``) and ``2 sqrt(T)`` Python steps: twice
+the plain recursion, in BLAS, with no eigenbasis (defective or ill-conditioned ``A`` alike) and
+no FFT round-off.
 """
 
 from __future__ import annotations
@@ -61,8 +62,7 @@ def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None =
     array([0.  , 1.  , 1.5 , 1.75])
     """
     T, n, P = inputs.shape
-    C = np.eye(n) if C is None else C
-    ny = C.shape[0]
+    ny = n if C is None else C.shape[0]
     L = max(1, int(np.sqrt(T)))
     count = -(-T // L)
     padded = np.zeros((count * L, n, P))
@@ -80,7 +80,7 @@ def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None =
         leap = np.linalg.matrix_power(A, L)
         for j in range(count - 1):
             starts[j + 1] = leap @ starts[j] + ends[:, j]
-        y = (C @ local[:L]).reshape(L, ny, count, P)
-        y += (impulse_response(A, C, L).reshape(L * ny, n)
+        y = (local[:L] if C is None else C @ local[:L]).reshape(L, ny, count, P)
+        y += (impulse_response(A, np.eye(n) if C is None else C, L).reshape(L * ny, n)
               @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
     return y.transpose(2, 0, 1, 3).reshape(count * L, ny, P)[:T]
