@@ -157,31 +157,107 @@ def _autocorrelations(series: list[np.ndarray], window: int) -> np.ndarray:
     return cov / np.where(cov[0] > 0, cov[0], 1.0)
 
 
+def _lag_products(x: np.ndarray, y: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """``sum_k x_i,k y_j,k-tau`` over the samples where both exist, (rows_x, len(lags), rows_y).
+
+    All lags in one matrix product per chunk of samples: ``x`` against the lag-shifted copies
+    of ``y`` (zero outside the trajectory), so ``x`` is read once, not once per lag.
+    """
+    N = x.shape[1]
+    out = np.zeros((x.shape[0], lags.size, y.shape[0]))
+    for c0 in range(0, N, _CHUNK):
+        c1 = min(N, c0 + _CHUNK)
+        shifted = np.zeros((lags.size, y.shape[0], c1 - c0))
+        for i, tau in enumerate(lags):
+            low, high = max(c0, tau), min(c1, N + tau)     # 0 <= k - tau < N
+            if low < high:
+                shifted[i, :, low - c0:high - c0] = y[:, low - tau:high - tau]
+        out += (x[:, c0:c1] @ shifted.reshape(-1, c1 - c0).T).reshape(out.shape)
+    return out
+
+
 def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarray
                         ) -> np.ndarray:
-    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled), shape (len(lags), rows_a, rows_b).
-
-    All lags in one matrix product per chunk of samples: ``a`` against the lag-shifted copies
-    of ``b`` (zero outside the trajectory), so ``a`` is read once, not once per lag.
-    """
+    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled), shape (len(lags), rows_a, rows_b)."""
     out = np.zeros((a[0].shape[0], lags.size, b[0].shape[0]))
     var_a, var_b = np.zeros(a[0].shape[0]), np.zeros(b[0].shape[0])
     for x, y in zip(a, b, strict=True):
         x = x - x.mean(axis=1, keepdims=True)
         y = y - y.mean(axis=1, keepdims=True)
-        N = x.shape[1]
         var_a += np.sum(x * x, axis=1)
         var_b += np.sum(y * y, axis=1)
-        for c0 in range(0, N, _CHUNK):
-            c1 = min(N, c0 + _CHUNK)
-            shifted = np.zeros((lags.size, y.shape[0], c1 - c0))
-            for i, tau in enumerate(lags):
-                low, high = max(c0, tau), min(c1, N + tau)     # 0 <= k - tau < N
-                if low < high:
-                    shifted[i, :, low - c0:high - c0] = y[:, low - tau:high - tau]
-            out += (x[:, c0:c1] @ shifted.reshape(-1, c1 - c0).T).reshape(out.shape)
+        out += _lag_products(x, y, lags)
     scale = np.sqrt(np.outer(np.where(var_a > 0, var_a, 1.0), np.where(var_b > 0, var_b, 1.0)))
     return out.transpose(1, 0, 2) / scale
+
+
+def _tail_products(x: np.ndarray, y: np.ndarray, order: int, shifts: np.ndarray) -> np.ndarray:
+    """``sum_{i = N - p}^{N - 1} x_i,k y_i - d`` (``y`` zero beyond its end) for ``p = 0 ..
+    order`` and every shift ``d``: shape (rows, order + 1, len(shifts)); ``y`` has one row or
+    the rows of ``x``.  The end effects of an FIR filter applied to ``x`` (module notes)."""
+    N = x.shape[1]
+    indices = np.arange(N - order, N)[:, None] - shifts[None, :]            # (order, shifts)
+    valid = (indices >= 0) & (indices < N)
+    products = x[:, N - order:, None] * np.where(valid, y[:, np.clip(indices, 0, N - 1)], 0.0)
+    tails = np.zeros((x.shape[0], order + 1, shifts.size))
+    tails[:, 1:] = np.cumsum(products[:, ::-1], axis=1)
+    return tails
+
+
+def _filtered_correlations(E: list[np.ndarray], S: list[np.ndarray], a: np.ndarray,
+                           lags: np.ndarray, window: int, autocov: list[np.ndarray]
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``Ew = lfilter(a, E)`` (zero initial state) and the filtered signal ``Sw``: the
+    pooled centred autocovariance of ``Ew`` (lags ``0 .. window``), its cross products with the
+    centred ``Sw`` at ``lags`` and the centred energy of ``Sw`` -- without filtering ``E``.
+
+    ``Ew_k = sum_p a_p E_{k-p}``, so its products are those of ``E`` (``autocov``: lags
+    ``0 .. window + q``, means not removed, computed once for every signal) combined with the
+    filter, less the last ``p`` samples that the filter cuts off (:func:`_tail_products`); the
+    means come from the first and last samples of ``Ew`` (filtered directly).  Exact: the same
+    sums as filtering ``E`` (only rounding differs).
+    """
+    q = a.size - 1
+    taus = np.arange(window + 1)
+    d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
+    weights = np.outer(a, a)                                                  # (p, p')
+    edge = max(window, int(np.max(np.abs(lags)))) + 1
+    cov = np.zeros((window + 1, E[0].shape[0]))
+    cross = np.zeros((E[0].shape[0], lags.size))
+    energy = 0.0
+    for e, s, gamma in zip(E, S, autocov, strict=True):
+        N = e.shape[1]
+        sw = _fir(a, s)
+        head = _fir(a, e[:, :edge])
+        tail = _fir(a, e[:, N - edge - q:])[:, q:]
+        suffix = np.concatenate([np.zeros((e.shape[0], 1)),
+                                 np.cumsum(e[:, :N - q - 1:-1], axis=1)], axis=1)[:, :q + 1]
+        total = a @ (e.sum(axis=1)[None, :] - suffix.T)                    # sum_k Ew_k
+        mean = total / N
+        # sum_{k >= tau} Ew_k Ew_{k - tau}
+        tails = _tail_products(e, e, q, np.arange(-q, window + q + 1))       # (rows, p, d + q)
+        p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
+        raw = np.einsum("pq,tpqr->tr", weights, gamma[np.abs(d)]
+                        - tails[:, p_index, d + q].transpose(1, 2, 3, 0))
+        head_sums = np.concatenate([np.zeros((e.shape[0], 1)), np.cumsum(head, axis=1)], axis=1)
+        tail_sums = np.concatenate([np.zeros((e.shape[0], 1)),
+                                    np.cumsum(tail[:, ::-1], axis=1)], axis=1)
+        cov += (raw - mean * (2 * total - head_sums[:, taus].T - tail_sums[:, taus].T)
+                + (N - taus)[:, None] * mean ** 2)
+        # sum_k Ew_k Sw_{k - tau} over the samples where both exist
+        shifts = np.arange(int(lags.min()) - q, int(lags.max()) + 1)
+        products = _lag_products(e, sw[None], shifts)[:, :, 0]             # (rows, shifts)
+        tails = _tail_products(e, sw[None], q, shifts)
+        filtered = sum(a[p] * (products[:, lags - p - shifts[0]]
+                               - tails[:, p, lags - p - shifts[0]]) for p in range(q + 1))
+        centre = sw.mean()
+        low, high = np.maximum(lags, 0), np.minimum(N, N + lags)
+        sw_sums = np.concatenate([[0.0], np.cumsum(sw)])
+        ew_inside = (total[:, None] - head_sums[:, low] - tail_sums[:, N - high])
+        cross += (filtered - mean[:, None] * (sw_sums[high - lags] - sw_sums[low - lags])
+                  - centre * ew_inside + (high - low) * mean[:, None] * centre)
+        energy += float(np.sum((sw - centre) ** 2))
+    return cov, cross, energy
 
 
 def _prewhitening_filter(series: list[np.ndarray], order: int) -> np.ndarray:
@@ -222,17 +298,35 @@ def _bartlett_sd(rho_a: np.ndarray, rho_b: np.ndarray, n_samples: int) -> np.nda
 def _prewhitened_correlations(E: list[np.ndarray], signals: list[np.ndarray],
                               lags: np.ndarray) -> np.ndarray:
     """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
-    filter and the residuals filtered alike (module notes); shape (len(lags), n, rows)."""
+    filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
+
+    The filtered residuals' moments come from those of the residuals, computed once for every
+    signal (:func:`_filtered_correlations`); trajectories too short for that are filtered.
+    """
+    from dmdidc.regression.instrumental import autocovariances
+
     N = sum(e.shape[1] for e in E)
     window = min(_WINDOW, max(N // 10, 1))
     order = min(_PREWHITEN_ORDER, max(N // 50, 0))
     out = np.zeros((lags.size, E[0].shape[0], signals[0].shape[0]))
+    edge = max(window, int(np.max(np.abs(lags)))) + 1
+    factored = all(e.shape[1] > 2 * (edge + 2 * order + window) for e in E)
+    autocov = [autocovariances([e], window + order) for e in E] if factored else None
     for j in range(signals[0].shape[0]):
         a = _prewhitening_filter([s[j] for s in signals], order)
         Sw = [_fir(a, s[j])[None] for s in signals]
-        Ew = [_fir(a, e) for e in E]
-        sd = _bartlett_sd(_autocorrelations(Ew, window), _autocorrelations(Sw, window), N)
-        out[:, :, j] = (_cross_correlations(Ew, Sw, lags) / sd)[:, :, 0]
+        rho_s = _autocorrelations(Sw, window)
+        if factored:
+            cov, cross, energy = _filtered_correlations(E, [s[j] for s in signals], a, lags,
+                                                        window, autocov)
+            rho_e = cov / np.where(cov[0] > 0, cov[0], 1.0)
+            scale = np.sqrt(np.where(cov[0] > 0, cov[0], 1.0) * (energy if energy > 0 else 1.0))
+            correlation = (cross / scale[:, None]).T
+        else:
+            Ew = [_fir(a, e) for e in E]
+            rho_e = _autocorrelations(Ew, window)
+            correlation = _cross_correlations(Ew, Sw, lags)[:, :, 0]
+        out[:, :, j] = correlation / _bartlett_sd(rho_e, rho_s, N)[:, 0]
     return out
 
 

@@ -49,3 +49,35 @@ def test_prewhitening_fir_is_the_causal_filter(seed):
         x = rng.standard_normal((3, K))
         np.testing.assert_allclose(_fir(taps, x), signal.lfilter(taps, [1.0], x, axis=1),
                                    atol=1e-12 * np.abs(x).max() * np.abs(taps).sum())
+
+
+@pytest.mark.parametrize("seed,lengths,lags", [(0, (4000,), 20), (1, (900, 1300), 25),
+                                               (2, (600,), 30)])
+def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed, lengths, lags):
+    """The factored moments of the filtered residuals are the filtered residuals' (rounding)."""
+    from scipy import signal
+
+    from dmdidc.inference.residuals import (
+        _autocorrelations,
+        _bartlett_sd,
+        _cross_correlations,
+        _prewhitened_correlations,
+        _prewhitening_filter,
+    )
+
+    rng = np.random.default_rng(seed)
+    E = [signal.lfilter([1.0], [1.0, -0.6], rng.standard_normal((3, K)), axis=1) + 0.2
+         for K in lengths]
+    S = [signal.lfilter([1.0], [1.0, -0.9], rng.standard_normal((2, K)), axis=1) - 1.0
+         for K in lengths]
+    tau = np.arange(-lags, lags + 1)
+    N = sum(lengths)
+    window, order = min(25, N // 10), min(10, N // 50)
+    found = _prewhitened_correlations(E, S, tau)
+    for j in range(2):
+        a = _prewhitening_filter([s[j] for s in S], order)
+        Ew = [signal.lfilter(a, [1.0], e, axis=1) for e in E]
+        Sw = [signal.lfilter(a, [1.0], s[j])[None] for s in S]
+        sd = _bartlett_sd(_autocorrelations(Ew, window), _autocorrelations(Sw, window), N)
+        expected = (_cross_correlations(Ew, Sw, tau) / sd)[:, :, 0]
+        assert np.allclose(found[:, :, j], expected, rtol=1e-9, atol=1e-9)
