@@ -642,18 +642,24 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
     N = sum(e.shape[1] for e in E)
     g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()       # row-major (q, n)
     V = np.zeros((q * n, q * n))
-    moments = None if independent else [(w[:, None, :] * e[None, :, :]).reshape(q * n, -1)
-                                         for w, e in zip(W, E, strict=True)]
-    for tau in range(lags + 1):
-        weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
-        if independent:
+    if independent:
+        for tau in range(lags + 1):
+            weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
             Wt = sum(w[:, tau:] @ w[:, :w.shape[1] - tau].T for w in W if w.shape[1] > tau)
             Et = sum(e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau) / N
             term = np.kron(Wt, Et)
-        else:
-            term = sum(g[:, tau:] @ g[:, :g.shape[1] - tau].T for g in moments
-                       if g.shape[1] > tau)
-        V += term if tau == 0 else weight * (term + term.T)
+            V += term if tau == 0 else weight * (term + term.T)
+    else:
+        # sum_k sum_l weight(|k - l|) m_k m_l^T: each moment series smoothed by the Bartlett
+        # kernel (within its trajectory), then one product -- not one product per lag.
+        for w, e in zip(W, E, strict=True):
+            moments = (w[:, None, :] * e[None, :, :]).reshape(q * n, -1)
+            smoothed = moments.copy()
+            for tau in range(1, min(lags, moments.shape[1] - 1) + 1):
+                weight = 1.0 - tau / (lags + 1.0)
+                smoothed[:, tau:] += weight * moments[:, :-tau]
+                smoothed[:, :-tau] += weight * moments[:, tau:]
+            V += moments @ smoothed.T
     V = 0.5 * (V + V.T)
     statistic, rank = _pseudo_quadratic(V, g)
     sd = np.sqrt(np.clip(np.diag(V), np.finfo(float).tiny, None))

@@ -81,3 +81,22 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
         sd = _bartlett_sd(_autocorrelations(Ew, window), _autocorrelations(Sw, window), N)
         expected = (_cross_correlations(Ew, Sw, tau) / sd)[:, :, 0]
         assert np.allclose(found[:, :, j], expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed,lengths,lags", [(0, (3000,), 15), (1, (400, 60, 5), 12)])
+def test_dependent_moment_covariance_equals_the_sum_over_lags(seed, lengths, lags):
+    """The Bartlett-smoothed product is the weighted sum of lagged moment products."""
+    from dmdidc.inference.residuals import _moment_statistic, _pseudo_quadratic
+
+    rng = np.random.default_rng(seed)
+    W = [rng.standard_normal((3, K)) for K in lengths]
+    E = [rng.standard_normal((2, K)) for K in lengths]
+    moments = [(w[:, None, :] * e[None, :, :]).reshape(6, -1) for w, e in zip(W, E, strict=True)]
+    V = np.zeros((6, 6))
+    for tau in range(lags + 1):
+        term = sum(m[:, tau:] @ m[:, :m.shape[1] - tau].T for m in moments if m.shape[1] > tau)
+        V += term if tau == 0 else (1.0 - tau / (lags + 1.0)) * (term + term.T)
+    g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()
+    statistic, rank, _, _ = _moment_statistic(W, E, lags, independent=False)
+    expected, expected_rank = _pseudo_quadratic(0.5 * (V + V.T), g)
+    assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
