@@ -607,8 +607,9 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     H = G.T @ Z_all                                            # projected instruments (p, N)
     cuts = np.cumsum(lengths)[:-1]
     residuals = np.split(E_all, cuts, axis=1)
-    independent_lags = hac_lags(residuals)
-    dependent_lags = max(independent_lags, 2 * (residual_memory(residuals) + S + 1))
+    memory = residual_memory(residuals)                     # one pass of up to 100 lags
+    independent_lags = hac_lags(residuals, memory)
+    dependent_lags = max(independent_lags, 2 * (memory + S + 1))
     checks = []
     for group, (name, question) in names.items():
         W = np.concatenate(groups[group], axis=1)

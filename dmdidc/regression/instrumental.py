@@ -254,11 +254,12 @@ def residual_memory(residuals: list[np.ndarray]) -> int:
     return int(significant[-1]) + 1 if significant.size else 0
 
 
-def hac_lags(residuals: list[np.ndarray]) -> int:
+def hac_lags(residuals: list[np.ndarray], memory: int | None = None) -> int:
     """Lag window for a long-run covariance of products with a series independent of the
-    residuals: twice the residuals' memory (:func:`residual_memory`), at least 1 (the
-    moving average of measurement noise), at most 100."""
-    return int(min(_MAX_HAC_LAGS, max(1, 2 * residual_memory(residuals))))
+    residuals: twice the residuals' memory (:func:`residual_memory`, or ``memory`` when the
+    caller has it), at least 1 (the moving average of measurement noise), at most 100."""
+    memory = residual_memory(residuals) if memory is None else memory
+    return int(min(_MAX_HAC_LAGS, max(1, 2 * memory)))
 
 
 def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = False,
