@@ -243,6 +243,8 @@ def _search(moments: LagMoments, pair: Pair, dt: float, delays: np.ndarray, chan
             free: np.ndarray) -> float:
     """The delay of one channel minimizing the profile residual (grid, then bounded refine)."""
     top = moments.max_delay * dt
+    if top == 0.0:                                  # max_delay = 0: nothing to search
+        return 0.0
     grid = np.linspace(0.0, top, moments.max_delay * _GRID_PER_PERIOD + 1)
     rss = _channel_profile(moments, pair, delays, channel, free)
     values = np.array([rss(r) for r in grid])

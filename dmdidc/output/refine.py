@@ -207,6 +207,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
             J = prediction_jacobian(experiments, dt, R, A_c=A_c, C=C, B_c=B_c,
                                     delays=np.clip(delays, 0.0, R * dt),
                                     states=last["states"], layout=layout)
+        J[:, lower >= upper] = 0.0               # max_delay = 0: the delays are fixed at 0
         return -np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
 
     with np.errstate(over="ignore", invalid="ignore"):
