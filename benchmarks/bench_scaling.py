@@ -8,7 +8,8 @@ continuous model to give intervals of; generation excluded).  Printed per size:
   * one numpy Gram pass of the regression data (``[Phi; Y] [Phi; Y]^T`` with the lagged inputs
     built): the reference of the ratios;
   * the default ``DMDidc(max_delay=R).fit`` (IV with refined instruments, every check), its
-    tracemalloc peak beyond the data, and the ratio to the Gram pass;
+    tracemalloc peak beyond the data, and the ratio to the Gram pass (wall, and CPU:
+    ``process_time``, steadier on a shared machine);
   * ``confidence_intervals()`` (analytic delta method) and, for small n, the same intervals by
     central differences of the recovery (the method replaced; ``--numeric-up-to``).
 
@@ -22,6 +23,7 @@ Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_scaling.py \\
 from __future__ import annotations
 
 import argparse
+import time
 import warnings
 
 import numpy as np
@@ -39,6 +41,17 @@ def random_plant(n: int, m: int, R: int, rng: np.random.Generator, dt: float = 0
                + 0.3 / np.sqrt(n) * np.triu(rng.standard_normal((n, n)), 1)) @ Q.T
     return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
                                         rng.uniform(0.05, (R - 1) * dt, m), dt, max_delay=R)
+
+
+def _cpu(function, repeats: int) -> float:
+    """Best CPU time (``process_time``) of ``repeats`` runs: steadier than wall time on a
+    shared machine, where other jobs stretch the short Gram pass more than the fit."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        function()
+        times.append(time.process_time() - start)
+    return min(times)
 
 
 def run(n: int, m: int, R: int, K: int, repeats: int, numeric_up_to: int, noise: float
@@ -60,10 +73,11 @@ def run(n: int, m: int, R: int, K: int, repeats: int, numeric_up_to: int, noise:
 
     gram, _, gram_peak, _ = timed(gram_pass, repeats)
     best, _, peak, est = timed(fit, repeats)
+    cpu = _cpu(fit, repeats) / _cpu(gram_pass, repeats)
     print(f"n={n:3d} m={m} R={R} K={K:.0e}  Gram pass {gram:7.4f} s ({gram_peak:6.1f} MB)  "
-          f"fit {best:7.3f} s  x{best / gram:6.1f}  peak {peak:6.1f} MB beyond the data "
-          f"({(X.nbytes + U.nbytes) / 2**20:.1f} MB)  [{est.diagnostics_.estimator}]",
-          flush=True)
+          f"fit {best:7.3f} s  x{best / gram:6.1f} (CPU x{cpu:5.1f})  peak {peak:6.1f} MB "
+          f"beyond the data ({(X.nbytes + U.nbytes) / 2**20:.1f} MB)  "
+          f"[{est.diagnostics_.estimator}]", flush=True)
     if not est.model_.has_continuous:
         print("      (no continuous model on this draw: no intervals)")
         return
