@@ -29,6 +29,7 @@ from dmdidc.output.blocks import (
     structured_fit,
 )
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
+from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
 
 __all__ = ["OutputDMDidc"]
@@ -123,6 +124,9 @@ class OutputDMDidc:
         Remove each experiment's mean from outputs and inputs (data in absolute units).
     significance : float, default 1e-3
         Level of the test "channel ``i`` acts" (a channel without effect gets a warning).
+    memory : int, default 20000
+        Samples :meth:`partial_fit` keeps (the most recent) for the delays and the
+        output-error refinement; the subspace step always uses every sample.
 
     Attributes
     ----------
@@ -145,7 +149,14 @@ class OutputDMDidc:
     offset_ : ndarray, shape (l,)
         Constant output offset (zero with ``offset=False``).
     initial_states_ : ndarray, shape (E, n)
-        State at sample ``max_delay`` of each experiment.
+        State at sample ``max_delay`` of each experiment (with :meth:`partial_fit`: of each
+        experiment in the reservoir).
+    subspace_ : SubspaceBasis
+        The canonical variates of all data (``subspace_.dynamics(n)``: ``(A, C)`` of order
+        ``n`` before the refinement).
+    samples_, refinement_samples_ : int
+        Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
+        streamed more than ``memory``).
 
     Examples
     --------
@@ -162,7 +173,8 @@ class OutputDMDidc:
 
     def __init__(self, max_delay: int, order: int | None = None, *, horizon: int | None = None,
                  max_order: int = 10, feedthrough: bool = False, offset: bool = True,
-                 detrend: str | bool = False, significance: float = 1e-3) -> None:
+                 detrend: str | bool = False, significance: float = 1e-3,
+                 memory: int = 20000) -> None:
         self.max_delay = max_delay
         self.order = order
         self.horizon = horizon
@@ -171,6 +183,7 @@ class OutputDMDidc:
         self.offset = offset
         self.detrend = detrend
         self.significance = significance
+        self.memory = memory
 
     # -- parameters -----------------------------------------------------------------------
     def _checked(self, n_outputs: int) -> tuple[int, int | None, int, int]:
@@ -187,6 +200,7 @@ class OutputDMDidc:
                 raise ParameterError(f"{name}={getattr(self, name)!r}; accepted: True or False")
         if not 0.0 < float(self.significance) < 1.0:
             raise ParameterError(f"significance={self.significance!r}; accepted: (0, 1)")
+        check_integer("memory", self.memory, minimum=2 * horizon + R + 1)
         return R, order, horizon, max_order
 
     # -- fitting --------------------------------------------------------------------------
@@ -226,10 +240,145 @@ class OutputDMDidc:
         scale = np.where(scale > 0, scale, 1.0)
         scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
         basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset)
-        self.dt, self.scale_ = dt, scale
+        self.dt, self.scale_, self._stream, self._pending = dt, scale, None, None
+        self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
         n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
         self._finish(n, start, refined, basis, R)
         return self
+
+    def partial_fit(self, Y: Any, U: Any = None, *, dt: float | None = None,
+                    new_experiment: bool = False) -> OutputDMDidc:
+        """Add a chunk of one experiment; memory stays independent of the data length.
+
+        The canonical variate step uses every sample streamed (its statistics, a triangular
+        factor of the stacked windows, are updated exactly: :mod:`dmdidc.output.streaming`),
+        so ``singular_values_``, ``subspace_`` and the order's noise-edge count equal
+        :meth:`fit`'s on the concatenated data to rounding.  The delays, the output-error
+        refinement and the residual test of the order need the samples themselves: they run on
+        the most recent ``memory`` samples (all of them while fewer were streamed, and then
+        the result is :meth:`fit`'s).  The model is solved at every call (about one fit of
+        ``memory`` samples: feed chunks of many samples).
+
+        Parameters
+        ----------
+        Y : array_like, shape (l, L) or (l, L + 1), or IdData
+            Outputs of the chunk.  With ``L + 1`` samples (the state convention of
+            :meth:`DMDidc.partial_fit <dmdidc.DMDidc.partial_fit>`) chunks overlap by one
+            sample: a continuing chunk's ``Y[:, 0]`` must equal the previous chunk's last
+            output.  With ``L`` samples chunks follow each other (``Y[:, a:b]``,
+            ``U[:, a:b]``).  The first chunk fixes the convention.  An
+            :class:`~dmdidc.IdData` (without ``U`` and ``dt``; operating point removed) adds
+            each of its experiments as a new experiment after the first.
+        U : array_like, shape (m, L)
+        dt : float
+            Sampling period; must not change between calls.
+        new_experiment : bool, default False
+            Start a new experiment (the first call always does).
+
+        Returns
+        -------
+        self
+            Fitted on everything so far; while the data are not yet enough the results raise
+            the :class:`~dmdidc.InsufficientExcitationError` that says what is missing.
+
+        Raises
+        ------
+        ParameterError
+            ``detrend="constant"`` (it needs each whole experiment; ``offset=True``
+            estimates a constant output offset instead), or ``dt`` changed.
+        DimensionError
+            A chunk that does not continue the previous one, or changed sizes.
+
+        Examples
+        --------
+        >>> from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-1.0, 2.0], [-2.0, -1.0]], [[1.0], [0.0]],
+        ...                                      delay=0.7, dt=0.5)
+        >>> U = random_excitation(1, 3000, rng=1)
+        >>> Y = [[0.0, 1.0]] @ plant.simulate([0.0, 0.0], U)        # K + 1 outputs
+        >>> est = OutputDMDidc(max_delay=3)
+        >>> for a in range(0, 3000, 1000):                          # chunks overlap by one
+        ...     est = est.partial_fit(Y[:, a:a + 1001], U[:, a:a + 1000], dt=0.5)
+        >>> est.order_, round(float(est.delay[0]), 4), est.samples_
+        (2, 0.7, 3000)
+        """
+        Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.partial_fit")
+        dt = check_positive("dt", dt)
+        if data is not None:          # deviations from its operating point, one experiment each
+            Y, U = (Y, U) if isinstance(Y, (list, tuple)) else ([Y], [U])
+            for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
+                self.partial_fit(Yi, Ui, dt=dt, new_experiment=new_experiment or i > 0)
+            return self
+        if self.detrend == "constant":
+            raise ParameterError("partial_fit cannot use detrend='constant' (it needs each "
+                                 "whole experiment); offset=True estimates a constant output "
+                                 "offset instead")
+        Y, U = self._chunk(Y, U, dt, new_experiment)
+        stream, reservoir = self._stream, self._reservoir
+        stream.update(Y, U, new_experiment=self._new)
+        reservoir.add(Y, U, new_experiment=self._new)
+        self._new = False
+        try:
+            scale = stream.rms()
+            scale = np.where(scale > 0, scale, 1.0)
+            basis = stream.basis(scale)
+            scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in reservoir.experiments]
+            if not scaled:
+                raise InsufficientExcitationError(
+                    f"no experiment has {reservoir.shortest} samples yet (a window's span)")
+            self.scale_, self.samples_ = scale, stream.samples
+            self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in scaled)
+            R, order, _, max_order = self._checked(Y.shape[0])
+            n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
+        except InsufficientExcitationError as exc:
+            self._pending = exc
+            if hasattr(self, "order_"):
+                del self.order_
+            return self
+        self._pending = None
+        self._finish(n, start, refined, basis, R)
+        return self
+
+    def _chunk(self, Y: Any, U: Any, dt: float, new_experiment: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The chunk's ``(Y, U)`` pairs, checked against the stream (set up on the first)."""
+        Y = check_finite_array("Y", Y, ndim=2)
+        U = check_finite_array("U", U, ndim=2)
+        if U.shape[0] == 0:
+            raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
+                                 "for output-only data use DMDidc (plain DMD) on the outputs")
+        if Y.shape[1] not in (U.shape[1], U.shape[1] + 1):
+            raise DimensionError(f"Y has {Y.shape[1]} samples and U {U.shape[1]}; expected "
+                                 f"the same number, or one output more (chunks overlapping by "
+                                 f"one sample); samples on the last axis")
+        overlap = Y.shape[1] == U.shape[1] + 1
+        if getattr(self, "_stream", None) is None:
+            R, _, horizon, _ = self._checked(Y.shape[0])
+            self.dt, self._overlap, self._new, self._last = dt, overlap, True, None
+            self._stream = SubspaceStatistics(Y.shape[0], U.shape[0], max_delay=R,
+                                              horizon=horizon, offset=self.offset)
+            self._reservoir = Reservoir(self.memory, shortest=self._stream.span + 1)
+        else:
+            if dt != self.dt:
+                raise ParameterError(f"dt changed between partial_fit calls: {self.dt} then {dt}")
+            stream = self._stream
+            if (Y.shape[0], U.shape[0]) != (stream.n_outputs, stream.n_inputs):
+                raise DimensionError(f"chunk has {Y.shape[0]} outputs and {U.shape[0]} inputs; "
+                                     f"earlier chunks had {stream.n_outputs} and "
+                                     f"{stream.n_inputs}")
+            if overlap != self._overlap:
+                raise DimensionError(
+                    f"chunk has {Y.shape[1]} outputs for {U.shape[1]} inputs; the first chunk "
+                    f"fixed {'one output more than inputs' if self._overlap else 'as many'}")
+            self._new = self._new or new_experiment
+            if overlap and not self._new and not np.array_equal(Y[:, 0], self._last):
+                raise DimensionError("Y[:, 0] does not continue the previous chunk (it must "
+                                     "equal its last output); pass new_experiment=True for a "
+                                     "new one")
+        if overlap:
+            self._last = Y[:, -1].copy()
+            Y = Y[:, :-1]
+        return Y, U
 
     def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int
                    ) -> tuple[StructuredFit, Refined, float, str]:
@@ -301,6 +450,7 @@ class OutputDMDidc:
                 R: int) -> None:
         dt = self.dt
         self.order_ = n
+        self.subspace_ = basis
         self.singular_values_ = basis.singular_values
         self.noise_edge_ = float(np.sqrt(basis.noise_edge))
         self.horizon_ = basis.horizon
@@ -356,6 +506,8 @@ class OutputDMDidc:
 
     # -- results --------------------------------------------------------------------------
     def _check_fitted(self) -> None:
+        if getattr(self, "_pending", None) is not None:
+            raise InsufficientExcitationError(f"not enough data streamed yet: {self._pending}")
         if not hasattr(self, "order_"):
             raise NotFittedError("this OutputDMDidc is not fitted yet: call fit(Y, U, dt=...)")
 
@@ -433,7 +585,7 @@ class OutputDMDidc:
                          "horizon": self.horizon, "max_order": self.max_order,
                          "feedthrough": self.feedthrough, "offset": self.offset,
                          "detrend": self.detrend,
-                         "significance": self.significance},
+                         "significance": self.significance, "memory": self.memory},
         }
         path = Path(path)
         path.write_text(json.dumps(record, indent=1))

@@ -25,7 +25,8 @@ from scipy import linalg
 
 from dmdidc.errors import InsufficientExcitationError
 
-__all__ = ["SubspaceBasis", "noise_edge", "subspace_basis", "stacked_windows"]
+__all__ = ["SubspaceBasis", "basis_from_factor", "noise_edge", "stacked_data",
+           "stacked_windows", "subspace_basis", "windows"]
 
 #: Relative floor on the eigenvalues of the output weighting (noise-free data have a singular one).
 _WEIGHT_FLOOR = 1e-12
@@ -89,8 +90,11 @@ def stacked_windows(series: np.ndarray, first: int, count: int, length: int) -> 
     return block.transpose(2, 0, 1).reshape(length * d, count)
 
 
-def _windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, ...] | None:
-    """``U_f``, ``W_p`` and ``Y_f`` of one experiment (``None`` if it is too short)."""
+def windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, ...] | None:
+    """``U_f``, ``W_p`` and ``Y_f`` of one experiment (``None`` if it is too short).
+
+    Every window spans ``2 f + R`` consecutive samples.
+    """
     K = Y.shape[1]
     start = f + R                                       # first k with k - p - R >= 0 (p = f)
     count = K - f + 1 - start                           # last k with k + f - 1 <= K - 1
@@ -134,28 +138,51 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
         Too few samples for the windows.
     """
     R, f = max_delay, horizon
-    blocks = [w for w in (_windows(Y, U, R, f) for Y, U in experiments) if w is not None]
-    if not blocks:
+    stacked = stacked_data(experiments, R, f, offset=offset)
+    if stacked is None:
         need = 2 * f + R
         raise InsufficientExcitationError(
             f"each experiment needs more than {need} samples for horizon={f} and "
             f"max_delay={R}; the longest has {max(Y.shape[1] for Y, _ in experiments)}: record "
             f"longer or lower horizon")
+    Z, sizes = stacked
+    # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
+    L = linalg.qr(Z.T, mode="r", check_finite=False)[0].T
+    return basis_from_factor(L, sizes, Z.shape[1], horizon=f, max_delay=R,
+                             n_outputs=experiments[0][0].shape[0])
+
+
+def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, horizon: int,
+                 *, offset: bool) -> tuple[np.ndarray, tuple[int, int, int]] | None:
+    """``Z = [U_f (; 1); W_p; Y_f]`` of every window of the experiments, with the row counts of
+    its three parts (``None`` when no experiment is long enough)."""
+    blocks = [w for w in (windows(Y, U, max_delay, horizon) for Y, U in experiments)
+              if w is not None]
+    if not blocks:
+        return None
     U_f, past, Y_f = (np.hstack(parts) for parts in zip(*blocks, strict=True))
     if offset:       # a constant output offset is projected out with the inputs, not a mode
         U_f = np.vstack([U_f, np.ones((1, U_f.shape[1]))])
-    columns = U_f.shape[1]
-    a, b, c = U_f.shape[0], past.shape[0], Y_f.shape[0]
+    return np.vstack([U_f, past, Y_f]), (U_f.shape[0], past.shape[0], Y_f.shape[0])
+
+
+def basis_from_factor(L: np.ndarray, sizes: tuple[int, int, int], columns: int, *,
+                      horizon: int, max_delay: int, n_outputs: int) -> SubspaceBasis:
+    """The canonical variates from a lower-triangular ``L`` with ``L L^T = Z Z^T`` for the
+    stacked data ``Z = [U_f; W_p; Y_f]`` of ``columns`` windows (row counts ``sizes``).
+
+    Any such factor gives the same canonical correlations and variates (up to signs), so a
+    factor updated chunk by chunk (:mod:`dmdidc.output.streaming`) serves as well as one QR.
+    """
+    a, b, c = sizes
     if columns < 2 * (a + b + c):
         raise InsufficientExcitationError(
-            f"{columns} data windows for {a + b + c} stacked rows (horizon={f}, max_delay={R}): "
-            f"need at least {2 * (a + b + c)}; record longer, add experiments or lower horizon")
-    # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
-    L = linalg.qr(np.vstack([U_f, past, Y_f]).T, mode="r", check_finite=False)[0].T
+            f"{columns} data windows for {a + b + c} stacked rows (horizon={horizon}, "
+            f"max_delay={max_delay}): need at least {2 * (a + b + c)}; record longer, add "
+            f"experiments or lower horizon")
     L32, L33 = L[a + b:, a:a + b], L[a + b:, a + b:]
     weight_inv_sqrt, weight_sqrt = _inverse_sqrt(L32 @ L32.T + L33 @ L33.T)
     left, correlations, _ = np.linalg.svd(weight_inv_sqrt @ L32, full_matrices=False)
     return SubspaceBasis(singular_values=np.clip(correlations, 0.0, 1.0),
-                         noise_edge=noise_edge(columns, c, b), horizon=f, columns=columns,
-                         n_outputs=experiments[0][0].shape[0], _left=left,
-                         _weight_sqrt=weight_sqrt)
+                         noise_edge=noise_edge(columns, c, b), horizon=horizon, columns=columns,
+                         n_outputs=n_outputs, _left=left, _weight_sqrt=weight_sqrt)
