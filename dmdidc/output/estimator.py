@@ -28,6 +28,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
+from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
@@ -380,10 +381,12 @@ class OutputDMDidc:
             Y = Y[:, :-1]
         return Y, U
 
-    def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int
+    def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int,
+                   dynamics: tuple[np.ndarray, np.ndarray] | None = None
                    ) -> tuple[StructuredFit, Refined, float, str]:
-        """Subspace dynamics of order ``n``, delays by profile, joint refinement, residual test."""
-        A_d, C = basis.dynamics(n)
+        """Subspace dynamics of order ``n`` (or the given discrete ``(A, C)``), delays by
+        profile, joint refinement, residual test."""
+        A_d, C = basis.dynamics(n) if dynamics is None else dynamics
         A_d = _with_real_logarithm(A_d)
         A_c = continuous_state_matrix(A_d, dt)
         moments = lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough,
@@ -400,9 +403,69 @@ class OutputDMDidc:
         return start, refined, p_value, sentence
 
     def _fit_orders(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
-                    order: int | None, max_order: int) -> tuple[StructuredFit, Refined]:
+                    order: int | None, max_order: int) -> tuple[int, StructuredFit, Refined]:
+        """The order (fixed, or :meth:`_edge_order`, lowered to what the input-output part
+        needs when the residuals are coloured: :mod:`dmdidc.output.noise`), with its fits."""
+        n, start, refined, explained = self._edge_order(basis, experiments, R, dt, order,
+                                                        max_order)
+        if not explained:       # coloured by the misfit, which the residual check has reported
+            return n, start, refined
+        white, sentence = self._whiteness(experiments, refined, R, dt)
+        if white > self.significance:
+            return n, start, refined
+        lowered = (None if order is not None
+                   else self._lowest_order(basis, experiments, R, dt, refined))
+        if lowered is not None:
+            (n, start, refined), rule = lowered
+            self.order_rule_ = (f"order {n}: the residuals of the noise-edge order are coloured "
+                                f"({sentence}), so the edge count includes noise-model states; "
+                                f"{rule}")
+            order_note = f"the order was lowered to the {n} states the inputs excite (order_rule_)"
+        elif order is None:
+            order_note = (f"no lower order explains the input-output part, so order {n} stands; "
+                          f"modes the inputs barely excite may be noise-model states (compare "
+                          f"fits with a lower order=)")
+        else:
+            order_note = f"order {n} was fixed by the user"
+        warnings.warn(
+            f"coloured output noise: the residuals are not white ({sentence}); {order_note}. "
+            f"The output-error fit stays consistent, but delay_ci, eigenvalue_ci and the "
+            f"standard errors assume white noise and are too narrow: treat them as lower "
+            f"bounds, or estimate the spread from independent experiments",
+            DiagnosticWarning, stacklevel=3)
+        return n, start, refined
+
+    def _whiteness(self, experiments: list, refined: Refined, R: int, dt: float
+                   ) -> tuple[float, str]:
+        """Ljung-Box p-value of the output-error residuals (1 for an exact fit)."""
+        energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
+        if refined.rss <= _EXACT * energy:
+            return 1.0, "an exact fit"
+        return whiteness_test(output_residuals(experiments, refined, dt, R))
+
+    def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
+                      fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
+        """Below the order of ``fitted``, the smallest order whose residuals do not depend on
+        the inputs: ``((order, start, refined), rule)``, or ``None``.  Each starts from the
+        balanced truncation of ``fitted`` (its noise states go first), else from the subspace
+        basis; searched upward (low orders are cheap fits, orders with noise modes are not)."""
+        for k in range(1, fitted.A_c.shape[0]):
+            try:
+                start, refined, p_value, sentence = self._fit_order(
+                    basis, experiments, R, dt, k, balanced_dynamics(fitted, k, dt))
+            except LogarithmError:          # no continuous plant of this order: the next
+                continue
+            if p_value > self.significance:
+                return (k, start, refined), (f"order {k} is the smallest whose residuals do "
+                                             f"not depend on the inputs ({sentence})")
+        return None
+
+    def _edge_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
+                    order: int | None, max_order: int
+                    ) -> tuple[int, StructuredFit, Refined, bool]:
         """The order: fixed, or the smallest from the noise-edge count whose residuals no
-        longer depend on the inputs (``order_rule_`` says which and why)."""
+        longer depend on the inputs (``order_rule_`` says which and why); and whether they
+        do not."""
         limit = min(max_order, basis.max_order)
         if order is not None:
             if order > basis.max_order:
@@ -412,7 +475,7 @@ class OutputDMDidc:
             start, refined, p_value, sentence = self._fit_order(basis, experiments, R, dt, order)
             self.order_rule_ = f"order {order}: fixed by the user"
             self._residual_check(p_value, sentence, order)
-            return order, start, refined
+            return order, start, refined, p_value > self.significance
         detected = min(basis.detected_order(), limit)
         edge = (f"{detected} canonical correlation(s) above the noise edge "
                 f"{np.sqrt(basis.noise_edge):.3g}")
@@ -426,7 +489,7 @@ class OutputDMDidc:
             if tried[n][2] > self.significance:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
-                return n, tried[n][0], tried[n][1]
+                return n, tried[n][0], tried[n][1], True
         if not tried:
             raise LogarithmError(
                 f"no order from {max(detected, 1)} gives dynamics with a real logarithm "
@@ -436,7 +499,7 @@ class OutputDMDidc:
         self.order_rule_ = (f"order {n}: {edge}; no order up to {max(tried)} leaves residuals "
                             f"independent of the inputs, order {n} comes closest")
         self._residual_check(tried[n][2], tried[n][3], n)
-        return n, tried[n][0], tried[n][1]
+        return n, tried[n][0], tried[n][1], False
 
     def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
         if p_value <= self.significance:
@@ -444,7 +507,7 @@ class OutputDMDidc:
                 f"residual check failed at order {order}: {sentence} <= {self.significance:g}. "
                 f"The model misses how the inputs act: a higher order (order=, max_order=), a "
                 f"delay beyond max_delay, or feedback from the outputs to the inputs (closed "
-                f"loop biases output-error fits)", DiagnosticWarning, stacklevel=4)
+                f"loop biases output-error fits)", DiagnosticWarning, stacklevel=5)
 
     def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
                 R: int) -> None:

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import signal
 
 from dmdidc import DMDidc, OutputDMDidc, random_excitation
 from dmdidc.errors import (
@@ -21,8 +22,9 @@ T, R = 0.5, 4
 
 
 def _experiment(seed: int, *, n: int = 3, m: int = 2, outputs: int = 2, K: int = 4000,
-                snr_db: float = np.inf, delay_periods=(0.2, 2.8)):
-    """A random plant seen through ``outputs`` random sensors (fewer than its states)."""
+                snr_db: float = np.inf, delay_periods=(0.2, 2.8), noise_pole: float = 0.0):
+    """A random plant seen through ``outputs`` random sensors (fewer than its states), with
+    white or AR(1) output noise (``noise_pole``) at ``snr_db``."""
     rng = np.random.default_rng(seed)
     plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
                          delay_periods=delay_periods)
@@ -30,7 +32,9 @@ def _experiment(seed: int, *, n: int = 3, m: int = 2, outputs: int = 2, K: int =
     C = rng.standard_normal((outputs, n))
     Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
     if np.isfinite(snr_db):
-        Y = Y + Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * rng.standard_normal(Y.shape)
+        noise = signal.lfilter([1.0], [1.0, -noise_pole], rng.standard_normal(Y.shape), axis=1)
+        noise /= noise.std(axis=1, keepdims=True)
+        Y = Y + Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * noise
     return plant, C, Y, U
 
 

@@ -1,0 +1,64 @@
+"""Coloured output noise: the order counts only input-driven states, and the fit is loud."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from dmdidc import OutputDMDidc
+from dmdidc.errors import DiagnosticWarning
+from dmdidc.output.noise import whiteness_test
+
+from .test_estimator import R, T, _eigenvalue_error, _experiment
+
+
+def _fit(Y, U):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    return est, [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
+
+
+def _right(plant, est) -> bool:
+    return (est.order_ == plant.n_states and _eigenvalue_error(plant, est) < 0.1
+            and np.max(np.abs(est.delay - plant.delay)) < 0.1 * T)
+
+
+@pytest.mark.parametrize("seed,m", [(2, 1), (3, 1), (0, 2), (2, 2)])
+def test_ar1_output_noise_gives_the_plant_order_and_says_the_intervals_are_too_narrow(seed, m):
+    """Before: the noise pole counted as states (orders 4-5 on every seed tried, silently)."""
+    plant, C, Y, U = _experiment(seed, n=2, m=m, outputs=1, snr_db=20.0, K=2000,
+                                 noise_pole=0.9)
+    est, loud = _fit(Y, U)
+    assert _right(plant, est), est.order_rule_
+    assert "noise-model states" in est.order_rule_
+    assert any("coloured output noise" in message for message in loud)
+
+
+@pytest.mark.slow
+def test_coloured_noise_is_right_or_loud_and_white_noise_is_quiet_over_many_plants():
+    right = 0
+    for seed in range(5):
+        plant, C, Y, U = _experiment(seed, snr_db=20.0, K=4000, noise_pole=0.9)
+        est, loud = _fit(Y, U)
+        right += _right(plant, est)
+        assert loud                                  # the intervals assume white noise
+        plant, C, Y, U = _experiment(seed, snr_db=20.0, K=4000)
+        est, loud = _fit(Y, U)
+        assert not any("coloured" in message for message in loud)
+    assert right >= 4                  # seed 1: three close fast modes fit as two, as in white
+
+
+def test_whiteness_test_holds_its_level_and_sees_an_ar1():
+    rng = np.random.default_rng(0)
+    false_alarms = sum(whiteness_test([rng.standard_normal((2000, 2))])[0] <= 0.01
+                       for _ in range(200))
+    assert false_alarms <= 8                       # level 1 %: 2 expected
+    for pole in (0.5, 0.9, -0.7):
+        coloured = signal.lfilter([1.0], [1.0, -pole], rng.standard_normal((2000, 2)), axis=0)
+        assert whiteness_test([coloured, coloured[:500]])[0] < 1e-6
+    assert whiteness_test([np.zeros((100, 1))])[0] == 1.0
+    assert whiteness_test([rng.standard_normal((30, 1))])[0] == 1.0     # too short: no claim
