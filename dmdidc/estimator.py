@@ -55,6 +55,7 @@ from dmdidc.inference.intervals import (
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
 from dmdidc.model import DelayedPlant, OperatingPoint
+from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import pod_modes
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
@@ -121,8 +122,11 @@ class DMDidc:
         (``X = C z``, ``n`` large, even ``n`` above the number of samples).  The modes are
         ``modes_`` (n, r); ``model_`` (and ``A_c``, ``B_c``) is in the coordinates
         ``z = modes_^T x``, while eigenvalues and delays are the plant's; ``predict`` works in
-        the full space.  Memory ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` only
-        (not ``partial_fit``, ``fit_statistics`` or explicit ``Y``).  Bootstrap intervals
+        the full space.  Memory ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` and
+        ``partial_fit`` (an incremental POD with ``r + 10`` tracked modes whose moments are
+        carried into each new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit``
+        when the states stand clear of the sensor noise), not ``fit_statistics`` or
+        explicit ``Y``.  Bootstrap intervals
         recompute the modes per resample: those of the delays and eigenvalues hold, those of
         ``A_c`` and ``B_c`` entries mix bases (use the asymptotic ones).  ``None``: all states.
     regression_rank : int or None, default None
@@ -590,7 +594,9 @@ class DMDidc:
             warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
             many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
             data are not yet enough.  ``estimator="auto"`` streams instrumental variables
-            with the lagged inputs (or the reference's lags) as instruments.
+            with the lagged inputs (or the reference's lags) as instruments.  With
+            ``svd_rank`` the snapshots are reduced by streamed POD modes
+            (:mod:`dmdidc.pod_streaming`; least squares or input instruments, no reference).
 
         Raises
         ------
@@ -602,7 +608,6 @@ class DMDidc:
             A chunk that does not continue the previous one, or changed sizes.
         """
         self._validated_params()
-        self._refuse_svd_rank("partial_fit")
         X, U, dt, data = as_arrays(X, U, dt, caller="partial_fit")
         if data is not None:
             return self._partial_fit_data(data, new_trajectory, reference, Z)
@@ -623,13 +628,24 @@ class DMDidc:
         # instrument with)
         iv = self.estimator == "iv" or (self.estimator == "auto"
                                         and (Uc.shape[0] > 0 or Ec is not None))
+        if self.svd_rank is not None and (Ec is not None
+                                          or self.instruments not in ("auto", "inputs")):
+            raise ParameterError("partial_fit with svd_rank streams least squares or "
+                                 "instruments from the inputs (instruments='auto' or "
+                                 "'inputs'), without a reference; use fit for the others")
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
             self._R = self.max_delay
             self._selection, self._parts = None, None
-            self._setup(n, m, dt)
+            self._setup(n if self.svd_rank is None else self.svd_rank, m, dt)
             self._source = None
-            if iv:
+            if self.svd_rank is not None:       # the statistics of streamed POD coordinates
+                if self.svd_rank > n:
+                    raise DimensionError(f"svd_rank={self.svd_rank} exceeds the {n} states")
+                self._accumulator = PODStatistics(n, m, self._R, self.svd_rank,
+                                                  instruments="inputs" if iv else None,
+                                                  instrument_lags=self.instrument_lags)
+            elif iv:
                 kind = "exogenous" if Ec is not None else (
                     "inputs" if self.instruments == "auto" else self.instruments)
                 self._accumulator = StatisticsAccumulator(
@@ -642,6 +658,7 @@ class DMDidc:
             if dt != self.dt:
                 raise ParameterError(f"dt changed between partial_fit calls: {self.dt} then {dt}")
             n, m, _ = self._dims
+            n = n if self.svd_rank is None else self._accumulator.n_states
             if Xc.shape[0] != n or Uc.shape[0] != m:
                 raise DimensionError(f"chunk has {Xc.shape[0]} states and {Uc.shape[0]} inputs; "
                                      f"earlier chunks had {n} and {m}")
@@ -651,13 +668,15 @@ class DMDidc:
                     Xc[:, 0], self._accumulator.last_state):
                 raise DimensionError("X[:, 0] does not continue the previous chunk (it must equal "
                                      "its last state); pass new_trajectory=True for a new one")
-        if iv:
+        if iv or self.svd_rank is not None:
             self._accumulator.update(Xc, Uc, Ec)
         else:
             stream_trajectory(self._accumulator, Xc, Uc, self.chunk_size)
         self._partial = True
         self.state_trend_ = self.input_trend_ = None
         try:
+            if self.svd_rank is not None:
+                self._pod = (self._accumulator.modes, self._accumulator.pod.singular_values)
             outcome = self._streamed_outcome(iv)
         except InsufficientExcitationError as exc:
             self._model = self._solution = self._block_test = self._diagnostics = None
@@ -709,8 +728,12 @@ class DMDidc:
     def _streamed_outcome(self, iv: bool) -> FitOutcome:
         """The solve of everything streamed so far (offset decided from the moments)."""
         options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
-        if not iv:
+        if not iv and self.svd_rank is None:
             return FitOutcome(self._accumulator.solution(**options), "ls")
+        if not iv:                       # streamed POD coordinates: least squares on moments
+            stats = self._accumulator.statistics()
+            return FitOutcome(regression_from_statistics(stats, self._R, estimator="ls",
+                                                         **options), "ls", statistics=stats)
         stats = self._accumulator.statistics()
         offset = (offset_decision(stats, self._R, "iv", level=self._check_share, **options)
                   if self.detrend == "auto" else None)

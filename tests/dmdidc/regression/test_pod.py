@@ -133,9 +133,12 @@ def test_pod_modes_fall_back_to_the_svd_below_the_gram_resolution():
 def test_svd_rank_refuses_what_it_cannot_do(call):
     plant, X, U = sensor_data(0, 300, noise=0.0, sensors=50)
     est = DMDidc(max_delay=5, svd_rank=6)
-    if call == "partial_fit":
-        with pytest.raises(ParameterError, match="svd_rank projects whole trajectories"):
-            est.partial_fit(X, U, dt=plant.dt)
+    if call == "partial_fit":            # it streams (test_pod_streaming), but not these
+        with pytest.raises(ParameterError, match="svd_rank streams least squares"):
+            DMDidc(max_delay=5, svd_rank=6, instruments="states").partial_fit(X, U,
+                                                                             dt=plant.dt)
+        with pytest.raises(DimensionError, match="svd_rank=60 exceeds the 50 states"):
+            DMDidc(max_delay=5, svd_rank=60).partial_fit(X, U, dt=plant.dt)
     elif call == "fit_statistics":
         with pytest.raises(ParameterError, match="svd_rank projects whole trajectories"):
             est.fit_statistics(None, dt=plant.dt)

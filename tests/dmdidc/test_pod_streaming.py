@@ -1,0 +1,71 @@
+"""DMDidc(svd_rank=r).partial_fit: streamed POD coordinates agree with the batch POD fit."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import DimensionError, DMDidc, InsufficientExcitationError, random_excitation
+from simulations.studies.data_kinds import random_plant
+
+T, R, SENSORS = 0.5, 3, 800
+
+
+def _sensors(seed: int, K: int = 1500, noise: float = 0.02):
+    """A random 3-state plant seen by many sensors (X = C z + noise), K samples."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, dt=T, max_delay=R,
+                         delay_periods=(0.2, 2.8))
+    U = random_excitation(2, K, rng=rng)
+    X = rng.standard_normal((SENSORS, 3)) @ plant.simulate(rng.standard_normal(3), U)
+    return plant, X + noise * X.std() * rng.standard_normal(X.shape), U
+
+
+def _streamed(X, U, size, **params):
+    est = DMDidc(max_delay=R, svd_rank=3, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for a in range(0, U.shape[1], size):
+            est.partial_fit(X[:, a:a + size + 1], U[:, a:a + size], dt=T)
+    return est
+
+
+def _eigenvalues(est):
+    return np.sort_complex(np.linalg.eigvals(est.A_c))
+
+
+@pytest.mark.parametrize("seed,estimator", [(0, "auto"), (1, "ls"), (2, "auto"), (3, "ls")])
+def test_streamed_svd_rank_agrees_with_the_batch_fit(seed, estimator):
+    plant, X, U = _sensors(seed)
+    est = _streamed(X, U, 400, estimator=estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        batch = DMDidc(max_delay=R, svd_rank=3, estimator=estimator).fit(X, U, dt=T)
+    modes, reference = est.modes_, batch.modes_
+    assert modes.shape == (SENSORS, 3)
+    assert np.linalg.norm(reference - modes @ (modes.T @ reference), 2) < 1e-4
+    np.testing.assert_allclose(_eigenvalues(est), _eigenvalues(batch), rtol=2e-3)
+    np.testing.assert_allclose(est.delay, batch.delay, atol=0.01 * T)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.05 * T)
+    # predictions live in the full space
+    assert est.predict(X[:, 0], U[:, :20]).shape == (SENSORS, 21)
+
+
+def test_trajectories_chunks_and_bad_chunks():
+    plant, X, U = _sensors(4, K=1600)
+    est = DMDidc(max_delay=R, svd_rank=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.partial_fit(X[:, :3], U[:, :2], dt=T)                    # 3 snapshots: rank 3
+        with pytest.raises(InsufficientExcitationError):
+            _ = est.model_                                          # no regression sample yet
+        est.partial_fit(X[:, 2:801], U[:, 2:800], dt=T)
+        with pytest.raises(DimensionError, match="does not continue"):
+            est.partial_fit(X[:, 801:1201], U[:, 801:1200], dt=T)
+        with pytest.raises(DimensionError, match="states"):
+            est.partial_fit(X[:5, 800:1201], U[:, 800:1200], dt=T)
+        est.partial_fit(X[:, 900:], U[:, 900:], dt=T, new_trajectory=True)
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.05 * T)
+    assert est.modes_.shape == (SENSORS, 3)
