@@ -446,18 +446,21 @@ class OutputDMDidc:
     def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                       fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
         """Below the order of ``fitted``, the smallest order whose residuals do not depend on
-        the inputs: ``((order, start, refined), rule)``, or ``None``.  Each starts from the
-        balanced truncation of ``fitted`` (its noise states go first), else from the subspace
-        basis; searched upward (low orders are cheap fits, orders with noise modes are not)."""
+        the inputs: ``((order, start, refined), rule)``, or ``None``.  Each order starts from
+        the balanced truncation of ``fitted`` (its noise states go first), then, if that fit
+        fails, from the subspace basis (``None``); searched upward (low orders are cheap fits,
+        orders with noise modes are not)."""
         for k in range(1, fitted.A_c.shape[0]):
-            try:
-                start, refined, p_value, sentence = self._fit_order(
-                    basis, experiments, R, dt, k, balanced_dynamics(fitted, k, dt))
-            except LogarithmError:          # no continuous plant of this order: the next
-                continue
-            if p_value > self.significance:
-                return (k, start, refined), (f"order {k} is the smallest whose residuals do "
-                                             f"not depend on the inputs ({sentence})")
+            balanced = balanced_dynamics(fitted, k, dt)
+            for start_from in ([balanced] if balanced is not None else []) + [None]:
+                try:
+                    start, refined, p_value, sentence = self._fit_order(
+                        basis, experiments, R, dt, k, start_from)
+                except LogarithmError:      # no continuous plant from this start
+                    continue
+                if p_value > self.significance:
+                    return (k, start, refined), (f"order {k} is the smallest whose residuals "
+                                                 f"do not depend on the inputs ({sentence})")
         return None
 
     def _edge_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
