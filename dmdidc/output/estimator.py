@@ -112,7 +112,9 @@ class OutputDMDidc:
     order : int, optional
         Plant order; by default the number of canonical correlations above the noise edge,
         raised (by at most two) until the output-error residuals no longer depend on the
-        inputs (``order_rule_`` says which and why).
+        inputs, and lowered to the smallest such order when those residuals are coloured
+        (noise-model states counted by the edge: :mod:`dmdidc.output.noise`); ``order_rule_``
+        says which and why.
     horizon : int, optional
         Future and past window ``f``; default ``max(10, ceil(2 (max_order + 1) / l))``.
     max_order : int, default 10
