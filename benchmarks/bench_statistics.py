@@ -5,15 +5,17 @@ Two problems, K samples of i.i.d. normal excitation in one trajectory (generatio
   * the README plant (n = 2, m = 2, R = 3: p = 10 regressors; IV with L = 2 more input lags);
   * the bench_fit plant (n = 20, m = 4, R = 20: p = 104; IV with L = 10 more input lags).
 
-Timed, per K: the least-squares Gram pass (``GramAccumulator``: accumulate and solve, the
-reference of the ratios); ``DMDidc(estimator="iv").fit`` (statistics with instruments, 2SLS,
-block test and recovery); ``SufficientStatistics.from_data`` without and with instruments;
-``fit_statistics`` on them; ``privatize`` (Gaussian, sample level) plus ``fit_statistics``.
+Timed, per K: one numpy Gram pass (``Phi @ Phi.T + Y @ Phi.T`` of the explicit p x K regression
+data, built in chunks outside the timing, as in bench_fit: the reference of the ratios, issue
+21); the least-squares Gram pass (``GramAccumulator``: accumulate and solve);
+``DMDidc(estimator="iv").fit`` (statistics with instruments, 2SLS, block test and recovery);
+``SufficientStatistics.from_data`` without and with instruments; ``fit_statistics`` on them;
+``privatize`` (Gaussian, sample level) plus ``fit_statistics``.
 Peak memory: tracemalloc peak of the first run (numpy reports its buffers) - nothing scales
 like K x K (a K x K matrix of doubles is 8 TB at K = 1e6).
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_statistics.py \
-          [--sizes 100000 1000000]
+          [--sizes 100000 1000000] [--plants readme wide] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import warnings
 
 import numpy as np
 from _common import timed
+from bench_fit import numpy_gram_pass
 
 from dmdidc import (
     DelayedPlant,
@@ -79,9 +82,10 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
     instrumented = SufficientStatistics.from_data(X, U, max_delay=R, instruments="inputs",
                                                   instrument_lags=lags, **bounds)
     steps = [
-        ("least-squares Gram pass (reference)", gram_pass),
+        ("least-squares Gram pass", gram_pass),
         ("DMDidc(estimator='iv').fit", quiet(lambda: DMDidc(
-            max_delay=R, estimator="iv", instrument_lags=lags).fit(X, U, dt=dt))),
+            max_delay=R, estimator="iv", instruments="inputs",
+            instrument_lags=lags).fit(X, U, dt=dt))),
         ("DMDidc(estimator='ls').fit (auto)", quiet(lambda: DMDidc(max_delay=R).fit(X, U,
                                                                                    dt=dt))),
         ("SufficientStatistics.from_data", lambda: SufficientStatistics.from_data(
@@ -94,14 +98,16 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
         ("privatize (gaussian, sample) + fit", quiet(lambda: DMDidc(max_delay=R).fit_statistics(
             plain.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0), dt=dt))),
     ]
-    reference = None
+    # the reference: the products alone (numpy_gram_pass times them, not building Phi)
+    reference = min(numpy_gram_pass(X, U, R)[1] for _ in range(repeats))
+    print(f"  n={n:2d} p={n + m * (R + 1):3d} K={K:.0e}  {'numpy Gram pass (reference)':<38} "
+          f"{reference:8.4f} s  x 1.00", flush=True)
     for label, function in steps:
         best, _, peak, result = timed(function, repeats)
-        reference = reference or best
         note = "  (no model: the privacy noise hides the excitation)" if result == "failed" \
             else ""
         print(f"  n={n:2d} p={n + m * (R + 1):3d} K={K:.0e}  {label:<38} {best:8.4f} s  "
-              f"x{best / reference:5.2f}  peak {peak:7.1f} MB{note}", flush=True)
+              f"x{best / reference:5.2f} numpy Gram  peak {peak:7.1f} MB{note}", flush=True)
     data_mb = (X.nbytes + U.nbytes) / 2**20
     print(f"  (data in memory: {data_mb:.1f} MB; statistics: {plain.dimension} / "
           f"{instrumented.dimension} numbers)")
@@ -111,8 +117,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--plants", nargs="+", choices=["readme", "wide"],
+                        default=["readme", "wide"])
     args = parser.parse_args()
-    for make in (readme_plant, wide_plant):
+    for make in (readme_plant if name == "readme" else wide_plant for name in args.plants):
         plant, lags = make()
         for K in args.sizes:
             run(plant, lags, K, args.repeats)

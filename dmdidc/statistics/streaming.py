@@ -1,9 +1,12 @@
 """Streaming sums of the DMDidc regression vectors (chunks of trajectories): the engine.
 
-Per block of samples the regression vectors ``v_k`` (layout of
-:class:`~dmdidc.statistics.layout.StatisticsLayout`) are sliced from the lagged, clipped and
-scaled signals and ``V V^T`` is one symmetric product (``d^2 / 2`` flops per sample); the history
-the lags need is carried from chunk to chunk, so memory is independent of the data length.
+The regression vectors ``v_k`` (layout of :class:`~dmdidc.statistics.layout.StatisticsLayout`)
+stack lags of a few signals, so their Gram matrix is block-Toeplitz up to the ends of each
+trajectory: :class:`~dmdidc.regression.lagged_gram.LaggedGram` (shared with the least-squares
+:class:`~dmdidc.regression.GramAccumulator`) sums the cross-correlations of the clipped and
+scaled signals and corrects the ends exactly, instead of the dense ``V V^T`` (``d^2 / 2``
+flops per sample).  The history the lags need is carried from chunk to chunk, so memory is
+independent of the data length.
 
 :class:`LaggedSums` returns the fields of a
 :class:`~dmdidc.statistics.SufficientStatistics` as plain values (:meth:`LaggedSums.totals`)
@@ -20,14 +23,11 @@ import numpy as np
 
 from _toolbox.validation import check_integer, check_scalar_or_vector
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.regression.lagged_gram import LaggedGram
 from dmdidc.regression.solution import check_regression_size
 from dmdidc.statistics.layout import INSTRUMENT_KINDS, StatisticsLayout
 
 __all__ = ["LaggedSums"]
-
-#: Samples per block: the block of regression vectors (d x 4096 doubles) stays in cache.
-_BLOCK = 4096
-
 
 def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
     if value is None:
@@ -39,14 +39,14 @@ def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
     return array
 
 
+
 class LaggedSums:
     """Streaming sums of the regression vectors ``v_k`` (chunks of trajectories).
 
     ``update(X, U, E)`` adds a chunk of the current trajectory (chunks overlap by one state, as
     in :meth:`dmdidc.DMDidc.partial_fit`); ``new_trajectory()`` starts another; ``totals()``
     returns the fields of the statistics of everything so far.  Memory is independent of the
-    data length.  Per block of samples the variables ``v_k`` are sliced from the lagged signals
-    and ``V V^T`` is one symmetric product (``d^2 / 2`` flops per sample).
+    data length.  The sums come from the cross-correlations of the signals (module notes).
     """
 
     def __init__(self, n_states: int, n_inputs: int, max_delay: int, *,
@@ -83,6 +83,7 @@ class LaggedSums:
         d = self.layout.dimension
         check_regression_size(n, m, R, d)
         self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
+        self._engine = LaggedGram(self.layout.slots, {"x": n, "u": m, "e": n_exogenous})
         self.n_samples = self.n_trajectories = self.intercepts = 0
         self.clipped = 0
         self._lengths: list[int] = []
@@ -92,10 +93,7 @@ class LaggedSums:
     def new_trajectory(self) -> None:
         """Close the current trajectory (center it if asked) and start a new one."""
         self._close()
-        d = self.layout.dimension
-        self._gram, self._sums, self._count = np.zeros((d, d)), np.zeros(d), 0
-        self._time = 0
-        self._history = {s: np.zeros((self.layout.width(s), 0)) for s in ("x", "u", "e")}
+        self._engine.new_trajectory()
         self._last_state: np.ndarray | None = None
         self._open = True
 
@@ -112,7 +110,10 @@ class LaggedSums:
         self._open = False
 
     def _folded(self) -> tuple[np.ndarray, np.ndarray, int]:
-        gram, sums, count = self._gram, self._sums, self._count
+        """Gram matrix, sums and count of the open trajectory (centred if asked)."""
+        d = self.layout.dimension
+        augmented, count = self._engine.gram(), self._engine.n_samples
+        gram, sums = augmented[:d, :d], augmented[d, :d]
         if self.detrend is not None and count > 0:
             return gram - np.outer(sums, sums) / count, np.zeros_like(sums), count
         return gram, sums, count
@@ -135,32 +136,18 @@ class LaggedSums:
         (q, L) of the current trajectory; ``X[:, 0]`` continues the previous chunk."""
         if not self._open:
             self.new_trajectory()
-        layout = self.layout
-        continuing = self._time > 0
-        X = self._scaled("x", X, 1 if continuing else 0)
-        U = self._scaled("u", U, 0)
-        E = self._scaled("e", E, 0) if E is not None else np.zeros((0, U.shape[1]))
-        t0, L = self._time, U.shape[1]
-        hist = self._history
-        lag_x, lag_u, lag_e = (layout.max_lag(s) for s in ("x", "u", "e"))
-        # column c of a padded signal is time t0 - lag + c (x also holds x_{t0 + L})
-        padded = {"x": _pad(hist["x"], lag_x, X), "u": _pad(hist["u"], lag_u, U),
-                  "e": _pad(hist["e"], lag_e, E)}
-        origin = {"x": t0 - lag_x, "u": t0 - lag_u, "e": t0 - lag_e}
-        slots = layout.slots
-        first = max(t0, layout.first_sample)
-        for a in range(first, t0 + L, _BLOCK):
-            b = min(a + _BLOCK, t0 + L)
-            V = np.concatenate([padded[s][:, a - lag - origin[s]:b - lag - origin[s]]
-                                for s, lag in slots], axis=0)
-            self._gram += V @ V.T          # numpy's symmetric product (syrk)
-            self._sums += V @ np.ones(b - a)
-            self._count += b - a
-        self._history = {"x": padded["x"][:, max(padded["x"].shape[1] - 1 - lag_x, 0):-1],
-                         "u": padded["u"][:, padded["u"].shape[1] - lag_u:],
-                         "e": padded["e"][:, padded["e"].shape[1] - lag_e:]}
+        if E is None and self.layout.n_exogenous > 0:
+            raise DimensionError(f"these statistics carry {self.layout.n_exogenous} instrument "
+                                 f"signal rows (instruments={self.layout.instruments!r}); "
+                                 f"update needs E (q, L) with every chunk")
+        # clipping and scaling act on each signal once, before its lags are taken
+        new_from = 0 if self._last_state is None else 1
+        X = self._scaled("x", X, new_from)
+        values = {"x": X[:, new_from:], "u": self._scaled("u", U, 0)}
+        if E is not None:
+            values["e"] = self._scaled("e", E, 0)
+        self._engine.update(values)
         self._last_state = X[:, -1].copy()
-        self._time += L
 
     def totals(self) -> dict[str, Any]:
         """The fields of the statistics of all data so far (the open trajectory included): the
@@ -188,14 +175,6 @@ class LaggedSums:
             instrument_bound=self._bounds["e"],
             min_trajectory_samples=min(lengths, default=0),
             max_trajectory_samples=max(lengths, default=0), clipped=self.clipped)
-
-
-def _pad(history: np.ndarray, lag: int, data: np.ndarray) -> np.ndarray:
-    """``lag`` columns of history (zeros before the trajectory's start) followed by data."""
-    missing = lag - history.shape[1]
-    parts = [np.zeros((data.shape[0], missing))] if missing > 0 else []
-    return np.concatenate(parts + [history[:, history.shape[1] - lag:] if lag else
-                                   history[:, :0], data], axis=1)
 
 
 def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:
