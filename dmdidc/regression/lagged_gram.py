@@ -32,10 +32,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["LaggedGram"]
+__all__ = ["LaggedGram", "regression_slots"]
 
 #: Samples per block: the lag matrices (a few hundred rows x 4096 doubles) stay in cache.
 _BLOCK = 4096
+
+
+def regression_slots(max_delay: int) -> list[tuple[str, int]]:
+    """The slots of the DMDidc regression ``[x_k; u_k; ...; u_{k-R}; x_{k+1}]`` (eqs.
+    9.19-9.21), ``(signal, lag)`` each; instruments follow them in the statistics."""
+    return [("x", 0)] + [("u", j) for j in range(max_delay + 1)] + [("x", -1)]
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ accumulators share one interface (``update`` per chunk, ``solution`` at any time
 independent of the number of samples:
 
 * :class:`GramAccumulator` (default) sums the cross-products.  It never builds the whole
-  augmented data matrix: per cache-sized block it forms the lagged inputs once, and the
-  input-input block of the Gram matrix is block-Toeplitz up to edge terms, so it is read off
-  the m x m lagged auto-correlations (with exact corrections at both ends of each trajectory)
-  at ``m^2 (R + 1)`` instead of ``m^2 (R + 1)^2`` flops per sample.  Numerical soundness: the
+  augmented data matrix: the Gram matrix of lagged signals is block-Toeplitz up to edge terms,
+  so it is read off the cross-correlations of the states and inputs (with exact corrections
+  at both ends of each trajectory, :mod:`dmdidc.regression.lagged_gram`) at about
+  ``n m (R + 2) + m^2 (R + 1)`` instead of ``p^2 / 2`` flops per sample.  Numerical soundness: the
   sums are formed in raw units (a floating-point sum has the same *relative* accuracy whatever
   the units) and the normal equations are equilibrated by their diagonal before they are
   solved, so states 1e6 times larger than the inputs cost nothing.  Normal equations square
@@ -36,6 +36,7 @@ from _toolbox import validation
 from _toolbox.validation import check_allocation
 from dmdidc.errors import DimensionError, InsufficientExcitationError, ParameterError
 from dmdidc.regression.covariance import KroneckerCovariance
+from dmdidc.regression.lagged_gram import LaggedGram, regression_slots
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
@@ -295,119 +296,56 @@ class _Accumulator:
 class GramAccumulator(_Accumulator):
     """Accumulate ``Phi Phi^T``, ``Y Phi^T`` and ``Y Y^T`` with the lag structure exploited.
 
-    Per block of samples it forms ``Z = [x_k; x_{k+1}]`` and the lagged inputs ``H`` once and
-    computes ``Z Z^T``, ``Z H^T`` and the lagged auto-correlations ``u_t u_{t-l}^T`` (one
-    ``m x m(R+1)`` product).  The input-input block of the Gram matrix is read off those
-    auto-correlations with exact edge corrections at the two ends of each trajectory, so it
-    costs ``m^2 (R + 1)`` instead of ``m^2 (R + 1)^2`` per sample.
+    The Gram matrix of ``[x_k; u_k; ...; u_{k-R}; x_{k+1}; 1]`` is read off the
+    cross-correlations of the states and inputs with exact corrections at the two ends of each
+    trajectory (:class:`~dmdidc.regression.lagged_gram.LaggedGram`, shared with the statistics
+    of :mod:`dmdidc.statistics`): per sample ``n x m (R + 2)`` for the states against the
+    inputs and ``m^2 (R + 1)`` for the inputs, instead of ``p^2 / 2``.  ``gram``, ``cross``,
+    ``target_gram``, the sums and ``n_samples`` are its blocks after every call.
     """
 
     method = "gram"
 
     def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
         super().__init__(n_states, n_inputs, max_delay)
-        n, p = n_states, self.p
-        q = n_inputs * (max_delay + 1)
-        self.gram = np.zeros((p, p))
-        self.cross = np.zeros((n, p))
-        self.target_gram = np.zeros((n, n))
-        self._inputs_done = np.zeros((q, q))       # input-input Gram of finished trajectories
-        self._lag_sums = np.zeros((n_inputs, q))   # [A_0 .. A_R], A_l = sum_t u_t u_{t-l}^T
-        self._head = np.zeros((n_inputs, 0))       # u_0 .. u_{R-1} of the current trajectory
-        self._t = 0                                # inputs seen in the current trajectory
+        self._lagged = LaggedGram(regression_slots(max_delay), {"x": n_states, "u": n_inputs})
+        size = self.p + n_states + 1
+        self._done = np.zeros((size, size))      # finished trajectories and explicit samples
+        self._done_samples = 0
+        self._refresh()
 
     def new_trajectory(self) -> None:
-        """Close the current trajectory (fold its input Gram) and start afresh."""
-        self._inputs_done += self._current_input_gram()
-        self._lag_sums[:] = 0.0
-        self._head = np.zeros((self.m, 0))
-        self._t = 0
+        """Close the current trajectory (fold its Gram matrix) and start afresh."""
+        self._done += self._lagged.gram()
+        self._done_samples += self._lagged.n_samples
+        self._lagged.new_trajectory()
         super().new_trajectory()
 
     def update(self, X: np.ndarray, U: np.ndarray) -> None:
         """Add states ``X`` (n, L + 1) and inputs ``U`` (m, L) of the current trajectory."""
-        n, m, R = self.n, self.m, self.R
-        L = U.shape[1]
-        known = self._history.shape[1]
-        # Inputs before the trajectory's start count as zero in the lag sums only; samples
-        # without R real lags (k < R) are excluded from the regression below.
-        padded = np.concatenate([np.zeros((m, R - known)), self._history, U], axis=1)
-        first = max(0, R - self._t)
-        for a in range(0, L, _GRAM_BLOCK):
-            b = min(a + _GRAM_BLOCK, L)
-            H = lagged_inputs(padded[:, a:b + R], R)          # column c: u_{t-j}, t = a + c
-            self._lag_sums += U[:, a:b] @ H.T
-            c0 = max(first, a)
-            if c0 >= b:
-                continue
-            Z = np.concatenate([X[:, c0:b], X[:, c0 + 1:b + 1]], axis=0)   # [x_k; x_{k+1}]
-            ZZ = Z @ Z.T                  # numpy uses the symmetric product (syrk): keep it so
-            ZH = Z @ H[:, c0 - a:].T
-            z_sum = Z @ np.ones(b - c0)   # while Z is in cache: ~2 % of the block's time
-            self.gram[:n, :n] += ZZ[:n, :n]
-            self.cross[:, :n] += ZZ[n:, :n]
-            self.target_gram += ZZ[n:, n:]
-            self.regressor_sum[:n] += z_sum[:n]
-            self.target_sum += z_sum[n:]
-            self.gram[:n, n:] += ZH[:n]
-            self.cross[:, n:] += ZH[n:]
-            self.n_samples += b - c0
-        if first < L:
-            self._add_input_sums(padded, first, L)
-        if self._t < R:
-            self._head = np.concatenate([self._head, U[:, :R - self._t]], axis=1)
-        self._t += L
-        actual = padded[:, R - known:]
-        self._history = actual[:, max(0, actual.shape[1] - R):]
+        self._lagged.update({"x": X if self._last_state is None else X[:, 1:], "u": U})
         self._last_state = X[:, -1].copy()
+        self._refresh()
 
-    def _add_input_sums(self, padded: np.ndarray, first: int, L: int) -> None:
-        """Lagged-input sums of samples ``first .. L - 1``.  Sample ``c`` uses
-        ``padded[:, c + R - j]`` at lag ``j``: the sum over all used columns minus at most
-        ``R`` columns at either end (one pass over the inputs, not ``R + 1``)."""
-        R = self.R
-        total = padded[:, first:L + R].sum(axis=1)
-        sums = [total - padded[:, first:first + R - j].sum(axis=1)
-                - padded[:, L + R - j:L + R].sum(axis=1) for j in range(R + 1)]
-        self.regressor_sum[self.n:] += np.concatenate(sums)
+    def add_samples(self, Phi: np.ndarray, Y: np.ndarray) -> None:
+        """Add explicit regression samples: regressors ``Phi`` (p, N), targets ``Y`` (n, N)."""
+        V = np.concatenate([Phi, Y, np.ones((1, Phi.shape[1]))])
+        self._done += V @ V.T
+        self._done_samples += Phi.shape[1]
+        self._refresh()
 
-    def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
-        self.gram += Phi @ Phi.T
-        self.cross += Y @ Phi.T
-        self.target_gram += Y @ Y.T
-
-    def _current_input_gram(self) -> np.ndarray:
-        """Input-input Gram ``sum_k u_{k-i} u_{k-j}^T`` (k = R .. K-1) of the open trajectory.
-
-        Block (i, j) sums ``u_t u_{t-l}^T`` (l = j - i) over t = R - i .. K - 1 - i, that is
-        ``A_l`` minus the head t < R - i and the tail t >= K - i.
-        """
-        m, R, K = self.m, self.R, self._t
-        q = m * (R + 1)
-        out = np.zeros((q, q))
-        if K <= R:
-            return out
-        lag_sums = self._lag_sums.reshape(m, R + 1, m)
-        head, tail = self._head, self._history                    # u_0..u_{R-1}, u_{K-R}..
-        for i in range(R + 1):
-            for lag in range(R + 1 - i):
-                j = i + lag
-                block = lag_sums[:, lag, :].copy()
-                if R - i > lag:
-                    block -= head[:, lag:R - i] @ head[:, :R - i - lag].T
-                if i:
-                    block -= tail[:, R - i:] @ tail[:, R - i - lag:R - lag].T
-                out[i * m:(i + 1) * m, j * m:(j + 1) * m] = block
-                if i != j:
-                    out[j * m:(j + 1) * m, i * m:(i + 1) * m] = block.T
-        return out
+    def _refresh(self) -> None:
+        """The moments' blocks from the Gram matrix of everything so far."""
+        G = self._done + self._lagged.gram()
+        G = 0.5 * (G + G.T)
+        n, p = self.n, self.p
+        self.gram, self.cross, self.target_gram = G[:p, :p], G[p:p + n, :p], G[p:-1, p:-1]
+        self.regressor_sum, self.target_sum = G[-1, :p], G[-1, p:-1]
+        self.n_samples = self._done_samples + self._lagged.n_samples
 
     def symmetric_gram(self) -> np.ndarray:
-        """The full symmetric ``Phi Phi^T`` (the state rows are accumulated as upper blocks)."""
-        upper = np.triu(self.gram)
-        gram = upper + np.triu(upper, 1).T
-        gram[self.n:, self.n:] += self._inputs_done + self._current_input_gram()
-        return gram
+        """The symmetric ``Phi Phi^T``."""
+        return self.gram.copy()
 
     def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
                  ) -> RegressionSolution:

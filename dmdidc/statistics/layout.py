@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dmdidc.regression.lagged_gram import regression_slots
+
 __all__ = ["StatisticsLayout", "INSTRUMENT_KINDS"]
 
 #: Kinds of instruments the statistics can carry (``None``: none, least squares only).
@@ -49,7 +51,7 @@ class StatisticsLayout:
     def slots(self) -> list[tuple[str, int]]:
         """``(signal, lag)`` per block of entries; ``("x", -1)`` is the target ``x_{k+1}``."""
         R, L = self.max_delay, self.instrument_lags
-        slots = [("x", 0)] + [("u", j) for j in range(R + 1)] + [("x", -1)]
+        slots = regression_slots(R)
         if self.instruments == "inputs":
             slots += [("u", R + lag) for lag in range(1, L + 1)]
         elif self.instruments == "states":
