@@ -2,25 +2,27 @@
 
 A regression vector ``v_k`` stacks *slots* ``s_{k-a}``: a signal ``s`` (states ``x``, inputs
 ``u``, instruments ``e``) at a lag ``a`` (``-1`` for ``x_{k+1}``), for the samples
-``k = k0 .. K-1`` of a trajectory (``k0`` the largest lag, so that every slot exists).  The
-block of two slots, signals ``s`` and ``r`` at lags ``a`` and ``b``,
+``k = k0 .. K-1`` of a trajectory (``k0`` the largest lag, so that every slot exists).  With
+every signal zero outside its data, the sum over *all* ``k`` of a block of two slots, signals
+``s`` and ``r`` at lags ``a`` and ``b``, is a cross-correlation at the lag ``l = b - a``:
 
-    G_ab = sum_{k=k0}^{K-1} s_{k-a} r_{k-b}^T,
+    sum_k s_{k-a} r_{k-b}^T = C_l = sum_t s_t r_{t-l}^T,
 
-depends on ``a`` and ``b`` through ``l = b - a`` only, up to the few samples at the two ends.
-With ``a*`` the largest lag of ``s``, ``delta = a* - a >= 0`` and ``k' = k + delta``,
+so the Gram matrix over all ``k`` is block-Toeplitz, read off the ``C_l``.  The samples
+outside ``k0 .. K-1`` are the few (at most the largest lag + 2) at either end, whose vectors
+``v_k`` are formed from the first and last values kept:
 
-    G_ab = C_l - sum_{k'=k0}^{k0+delta-1} P_l(k') + sum_{k'=K}^{K+delta-1} P_l(k'),
-    P_l(k) = s_{k-a*} r_{k-a*-l}^T,    C_l = sum_{k=k0}^{K-1} P_l(k),
+    sum_{k=k0}^{K-1} v_k v_k^T = T(C) - H H^T - E E^T    (H, E: the vectors v_k, k < k0, k >= K).
 
-signals being zero outside the data (the identity holds term by term, for any ``K``).
-``C_l`` needs at sample ``k`` no value later than the slots of ``v_k``: it streams.  So per
-sample one product of ``s_{k-a*}`` with the lag matrix of ``r`` (``ws x wr`` per lag) replaces
-the dense ``V V^T`` (``d^2 / 2``): for the states against the inputs ``n x m`` per input lag
-instead of ``2n x m``, for the inputs against themselves ``m x m`` per lag instead of
-``(m (R + 1))^2 / 2``.  The ends cost ``O(lags^2)`` small products per trajectory, from the
-first and last few values kept.  A constant signal ``1`` (one row, lag 0) is the last slot:
-the last row of the Gram matrix holds the sums of the slots and the number of samples.
+``C_l`` streams as ``sum_k s_{k-a*} r_{k-a*-l}^T`` with ``a*`` the largest lag of ``s`` (or any
+of its lags for ``r = s``): at sample ``k`` no value later than the slots of ``v_k`` is
+needed.  Per sample, one product of the rows of the other signals with the lag matrix of each
+signal replaces the dense ``V V^T`` (``d^2 / 2``): the states against the inputs cost ``n x m``
+per input lag instead of ``2n x m``, the inputs against themselves ``m x m`` per lag instead of
+``(m (R + 1))^2 / 2``.  A constant signal ``1`` (one row, lag 0; ones at the sample times) is
+the last slot: the last row of the Gram matrix holds the sums of the slots and the count.
+A short trajectory (at most ``2^23 / d^2`` samples) keeps all its values and is summed as one
+dense product of its vectors: there the fixed cost of the ends would dominate.
 
 Every element-wise transformation of a signal (clipping, scaling) keeps the structure: it is
 applied once to the signal, before its lags are taken.  Per-sample weights would not.
@@ -36,6 +38,10 @@ __all__ = ["LaggedGram", "regression_slots"]
 
 #: Samples per block: the lag matrices (a few hundred rows x 4096 doubles) stay in cache.
 _BLOCK = 4096
+#: A trajectory of at most this many samples times d^2 (or _DENSE_SAMPLES samples) is summed
+#: as one dense product: below it the fixed cost of the correlations' ends (~0.5 ms) dominates.
+_DENSE_WORK = 2 ** 23
+_DENSE_SAMPLES = 65536
 
 
 def regression_slots(max_delay: int) -> list[tuple[str, int]]:
@@ -116,12 +122,22 @@ class LaggedGram:
         self._widths = widths
         self._signals = list(dict.fromkeys(s for s, _ in slots))
         self._lags = {s: np.array([lag for t, lag in slots if t == s]) for s in self._signals}
+        self._slices = [(int(offsets[i]), int(offsets[i + 1]), t, lag)
+                        for i, (t, lag) in enumerate(slots)]
         self._rows = {s: np.concatenate([np.arange(offsets[i], offsets[i + 1])
                                          for i, (t, _) in enumerate(slots) if t == s])
                       for s in self._signals}
+        self._span = {s: (int(lags.min()), int(lags.max())) for s, lags in self._lags.items()}
         self._groups = self._plan()
-        # values kept at each end: the corrections reach 2 (largest lag + 1) + 1 steps
+        self._toeplitz = self._toeplitz_index()
+        # the correlation sums start at the first sample whose rows are not all zero
+        self._start = min(p.top for g in self._groups for p in g.pairs)
+        # values kept at each end: the end vectors reach 2 (largest lag + 1) + 1 steps
         self._keep = 2 * (self.first_sample + 1) + 2
+        # A short trajectory costs less as one dense product of its vectors than the fixed
+        # cost of the correlations' ends: all its values are kept until it has more samples.
+        self._short = min(_DENSE_WORK // self.dimension ** 2, _DENSE_SAMPLES)
+        self._hold = self._keep + self._short + self.first_sample + 2
         self.new_trajectory()
 
     def _plan(self) -> list[_Group]:
@@ -156,6 +172,7 @@ class LaggedGram:
         """Forget the open trajectory (the caller folds its :meth:`gram` first)."""
         self._count = dict.fromkeys(self._signals, 0)   # values seen per signal
         self._samples = 0                               # K: samples with every slot known
+        self._next = self._start                        # next k of the correlation sums
         self._head = {s: np.zeros((self._widths[s], 0)) for s in self._signals}
         # the last `_keep` values (zeros before time 0): the history of the lags and the tail
         self._recent = {s: np.zeros((self._widths[s], self._keep)) for s in self._signals}
@@ -180,87 +197,109 @@ class LaggedGram:
                 self._count[s] += new.shape[1]
             else:
                 buffers[s] = self._recent[s]
-        samples = min(self._count[s] + int(self._lags[s].min())
-                      for s in self._signals if s != "1")
-        start = max(self._samples, self.first_sample)
+        samples = min(self._count[s] + self._span[s][0] for s in self._signals if s != "1")
         grow = max(samples - self._count["1"], 0)      # the constant: one per sample time
         buffers["1"] = np.concatenate([buffers["1"], np.ones((1, grow))], axis=1)
         self._count["1"] += grow
-        for a in range(start, samples, _BLOCK):
-            b = min(a + _BLOCK, samples)
-            for group, corr in zip(self._groups, self._corr, strict=True):
-                rows = np.concatenate([buffers[p.row][:, a - p.top - low[p.row]:
-                                                      b - p.top - low[p.row]]
-                                       for p in group.pairs])
-                corr += rows @ _lag_matrix(buffers[group.col], a - low[group.col], b - a,
-                                           group.first, group.last).T
+        if samples - self.first_sample > self._short:
+            source, origin = buffers, low
+            if self._next < self._samples:    # left while short: every value is in the head
+                source = {s: np.concatenate([np.zeros((self._widths[s], self._keep)),
+                                             self._head[s], buffers[s][:, self._keep:]], axis=1)
+                          for s in self._signals}
+                origin = dict.fromkeys(self._signals, -self._keep)
+            self._accumulate(self._corr, source, origin, self._next, samples)
+            self._next = max(self._next, samples)
         for s in self._signals:
-            have = self._head[s].shape[1]        # the head: the first `_keep` values
-            need = min(self._keep, self._count[s]) - have
+            have = self._head[s].shape[1]        # the head: the first `_hold` values
+            need = min(self._hold, self._count[s]) - have
             if need > 0:
                 self._head[s] = np.concatenate([self._head[s], buffers[s][
                     :, have - low[s]:have - low[s] + need]], axis=1)
             self._recent[s] = buffers[s][:, buffers[s].shape[1] - self._keep:]
         self._samples = max(self._samples, samples)
 
+    def _accumulate(self, corr: list[np.ndarray], buffers: dict[str, np.ndarray],
+                    low: dict[str, int], start: int, stop: int) -> None:
+        """Add the terms of samples ``start .. stop - 1`` to the correlation sums ``corr``
+        (``buffers[s]`` holds ``s`` from time ``low[s]``)."""
+        for a in range(start, stop, _BLOCK):
+            b = min(a + _BLOCK, stop)
+            for group, total in zip(self._groups, corr, strict=True):
+                rows = np.concatenate([buffers[p.row][:, a - p.top - low[p.row]:
+                                                      b - p.top - low[p.row]]
+                                       for p in group.pairs])
+                total += rows @ _lag_matrix(buffers[group.col], a - low[group.col], b - a,
+                                            group.first, group.last).T
+
     def gram(self) -> np.ndarray:
         """``sum_k v_k v_k^T`` over the samples of the open trajectory, ``(d + 1, d + 1)`` with
         the constant last (its row: the sums of the entries and the count)."""
-        out = np.zeros((self.dimension, self.dimension))
-        if self._samples <= self.first_sample:
-            return out
-        for group, corr in zip(self._groups, self._corr, strict=True):
-            wr = self._widths[group.col]
-            row = 0
-            for pair in group.pairs:
-                ws = self._widths[pair.row]
-                block = corr[row:row + ws, (pair.top + pair.lo - group.first) * wr:
-                             (pair.top + pair.hi - group.first + 1) * wr]
-                self._place(out, pair, block.reshape(ws, pair.hi - pair.lo + 1, wr))
-                row += ws
+        K, k0 = self._samples, self.first_sample
+        if K <= k0:
+            return np.zeros((self.dimension, self.dimension))
+        if K - k0 <= self._short:             # every value is kept: one dense product
+            vectors = self._vectors(k0, K)
+            return vectors @ vectors.T
+        # the correlation terms of the samples after K (the signals end with zeros)
+        beyond = self.first_sample + 3
+        buffers = {s: np.concatenate([self._recent[s], np.zeros((self._widths[s], beyond))],
+                                     axis=1) for s in self._signals}
+        low = {s: self._count[s] - self._keep for s in self._signals}
+        corr = [c.copy() for c in self._corr]
+        self._accumulate(corr, buffers, low, K, K + beyond)
+        full = np.concatenate([c.ravel() for c in corr])[self._toeplitz]
+        head = self._vectors(min(first for first, _ in self._span.values()), k0)
+        tail = self._vectors(K, K + beyond)
+        return full - head @ head.T - tail @ tail.T
+
+    def _vectors(self, k0: int, k1: int) -> np.ndarray:
+        """The vectors ``v_k`` (with the constant) of samples ``k0 .. k1 - 1``, zero outside
+        the data, from the values kept."""
+        windows = {s: self._window(s, k0 - last, k1 - first)
+                   for s, (first, last) in self._span.items()}
+        out = np.empty((self.dimension, k1 - k0))
+        for start, stop, s, lag in self._slices:
+            column = self._span[s][1] - lag
+            out[start:stop] = windows[s][:, column:column + k1 - k0]
         return out
 
-    def _place(self, out: np.ndarray, pair: _Pair, corr: np.ndarray) -> None:
-        """Write the blocks of ``pair`` into ``out`` from its correlations ``corr``
-        ``(ws, lag, wr)`` and the exact end corrections (module notes)."""
-        s, r = pair.row, pair.col
-        a, b = self._lags[s], self._lags[r]
-        shift = pair.top - (np.minimum(a[:, None], b[None, :]) if pair.same else a[:, None])
-        low, high = int(shift.min()), int(shift.max())
-        # sum_{k0+delta}^{K-1+delta} = C + [F(K + delta) - F(K)] - [F(k0 + delta) - F(k0)]
-        table = corr[None] + (self._partial(pair, self._samples, low, high)
-                              - self._partial(pair, self.first_sample, low, high))
-        shift = np.broadcast_to(shift - low, (a.size, b.size))
-        if pair.same:
-            blocks = table[shift, :, np.abs(b[None, :] - a[:, None]), :]
-            flip = (a[:, None] > b[None, :])[..., None, None]
-            blocks = np.where(flip, blocks.swapaxes(-1, -2), blocks)
-        else:
-            blocks = table[shift, :, b[None, :] - a[:, None] - pair.lo, :]
-        # blocks (slot of s, slot of r, ws, wr) -> the rows of s and the columns of r
-        dense = blocks.transpose(0, 2, 1, 3).reshape(a.size * self._widths[s],
-                                                      b.size * self._widths[r])
-        out[np.ix_(self._rows[s], self._rows[r])] = dense
-        out[np.ix_(self._rows[r], self._rows[s])] = dense.T
-
-    def _partial(self, pair: _Pair, start: int, low: int, high: int) -> np.ndarray:
-        """``F(start + delta) - F(start)`` for ``delta = low .. high``, ``F(t)`` the sum of
-        ``P_l(k)`` over ``k < t``: ``(high - low + 1, ws, lag, wr)``."""
-        ws, wr, lags = self._widths[pair.row], self._widths[pair.col], pair.hi - pair.lo + 1
-        span = high - low
-        partial = np.zeros((span + 1, ws, lags, wr))
-        if span:
-            t0 = start + low - pair.top          # times of the row values
-            rows = self._window(pair.row, t0, t0 + span)
-            lagged = _lag_matrix(self._window(pair.col, t0 - pair.hi, t0 + span - pair.lo),
-                                 pair.hi, span, pair.lo, pair.hi)
-            terms = np.einsum("ic,jc->cij", rows, lagged).reshape(span, ws, lags, wr)
-            np.cumsum(terms, axis=0, out=partial[1:])
-        return partial - partial[-low]
+    def _toeplitz_index(self) -> np.ndarray:
+        """Index into the concatenated, flattened correlation sums of every entry of the
+        block-Toeplitz Gram matrix ``T(C)``."""
+        index = np.zeros((self.dimension, self.dimension), dtype=np.intp)
+        offset = 0
+        for group in self._groups:
+            wr = self._widths[group.col]
+            columns = (group.last - group.first + 1) * wr
+            row0 = offset
+            for pair in group.pairs:
+                ws = self._widths[pair.row]
+                a = self._lags[pair.row][:, None, None, None]
+                b = self._lags[pair.col][None, None, :, None]
+                alpha = np.arange(ws)[None, :, None, None]
+                beta = np.arange(wr)[None, None, None, :]
+                lag = b - a
+                upper = lag >= 0 if pair.same else np.ones_like(lag, dtype=bool)
+                # a block below the diagonal of one signal is the transpose of C_{a-b}
+                i = np.where(upper, alpha, beta)
+                j = np.where(upper, beta, alpha)
+                c = pair.top + np.abs(lag) if pair.same else pair.top + lag
+                flat = row0 + i * columns + (c - group.first) * wr + j
+                flat = np.broadcast_to(flat, (a.shape[0], ws, b.shape[2], wr))
+                rows = self._rows[pair.row].reshape(-1, ws)[:, :, None, None]
+                cols = self._rows[pair.col].reshape(-1, wr)[None, None, :, :]
+                index[rows, cols] = flat
+                index[cols.transpose(2, 3, 0, 1), rows.transpose(2, 3, 0, 1)] = \
+                    flat.transpose(2, 3, 0, 1)
+                row0 += ws * columns
+            offset = row0
+        return index
 
     def _window(self, s: str, t0: int, t1: int) -> np.ndarray:
         """Values of ``s`` at times ``t0 .. t1 - 1`` (zero outside the data) from the kept
-        head and tail; the corrections only reach times within ``_keep`` of either end."""
+        head and tail: the end vectors reach times within ``_keep`` of either end, a short
+        trajectory is all head."""
         out = np.zeros((self._widths[s], t1 - t0))
         count = self._count[s]
         for values, first in ((self._head[s], 0), (self._recent[s], count - self._keep)):
