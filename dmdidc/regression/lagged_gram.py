@@ -130,6 +130,7 @@ class LaggedGram:
         self._span = {s: (int(lags.min()), int(lags.max())) for s, lags in self._lags.items()}
         self._groups = self._plan()
         self._toeplitz = self._toeplitz_index()
+        self._work: list[tuple[np.ndarray, np.ndarray]] | None = None
         # the correlation sums start at the first sample whose rows are not all zero
         self._start = min(p.top for g in self._groups for p in g.pairs)
         # values kept at each end: the end vectors reach 2 (largest lag + 1) + 1 steps
@@ -223,14 +224,25 @@ class LaggedGram:
                     low: dict[str, int], start: int, stop: int) -> None:
         """Add the terms of samples ``start .. stop - 1`` to the correlation sums ``corr``
         (``buffers[s]`` holds ``s`` from time ``low[s]``)."""
+        if self._work is None:
+            # one workspace per group, reused block after block: fresh multi-megabyte arrays
+            # would be page-faulted in again for every block
+            self._work = [(np.empty((total.shape[0], _BLOCK)),
+                           np.empty(((g.last - g.first + 1) * self._widths[g.col], _BLOCK)))
+                          for g, total in zip(self._groups, corr, strict=True)]
         for a in range(start, stop, _BLOCK):
             b = min(a + _BLOCK, stop)
-            for group, total in zip(self._groups, corr, strict=True):
-                rows = np.concatenate([buffers[p.row][:, a - p.top - low[p.row]:
-                                                      b - p.top - low[p.row]]
-                                       for p in group.pairs])
-                total += rows @ _lag_matrix(buffers[group.col], a - low[group.col], b - a,
-                                            group.first, group.last).T
+            for group, total, (rows, lagged) in zip(self._groups, corr, self._work,
+                                                    strict=True):
+                row = 0
+                for p in group.pairs:
+                    width = self._widths[p.row]
+                    rows[row:row + width, :b - a] = buffers[p.row][:, a - p.top - low[p.row]:
+                                                                   b - p.top - low[p.row]]
+                    row += width
+                _lag_matrix(buffers[group.col], a - low[group.col], group.first, group.last,
+                            lagged[:, :b - a])
+                total += rows[:, :b - a] @ lagged[:, :b - a].T
 
     def gram(self) -> np.ndarray:
         """``sum_k v_k v_k^T`` over the samples of the open trajectory, ``(d + 1, d + 1)`` with
@@ -309,12 +321,9 @@ class LaggedGram:
         return out
 
 
-def _lag_matrix(values: np.ndarray, at: int, length: int, first: int, last: int
-                ) -> np.ndarray:
-    """Rows ``r_{t-c}`` for ``c = first .. last`` (blocks of ``wr`` rows), columns ``t`` from
-    column ``at`` of ``values`` on, ``length`` of them."""
-    wr = values.shape[0]
-    out = np.empty(((last - first + 1) * wr, length))
+def _lag_matrix(values: np.ndarray, at: int, first: int, last: int, out: np.ndarray) -> None:
+    """Write the rows ``r_{t-c}`` for ``c = first .. last`` (blocks of ``wr`` rows) into ``out``,
+    columns ``t`` from column ``at`` of ``values`` on."""
+    wr, length = values.shape[0], out.shape[1]
     for j, c in enumerate(range(first, last + 1)):     # plain copies: faster than a strided view
         out[j * wr:(j + 1) * wr] = values[:, at - c:at - c + length]
-    return out
