@@ -9,7 +9,9 @@ Timed, per K: one numpy Gram pass (``Phi @ Phi.T + Y @ Phi.T`` of the explicit p
 data, built in chunks outside the timing, as in bench_fit: the reference of the ratios, issue
 21); the least-squares Gram pass (``GramAccumulator``: accumulate and solve);
 ``DMDidc(estimator="iv").fit`` (statistics with instruments, 2SLS, block test and recovery);
-``SufficientStatistics.from_data`` without and with instruments; ``fit_statistics`` on them;
+the statistics pass alone (``from_trajectories``: no validation, no clipping) and
+``SufficientStatistics.from_data`` (validation, clipping to bounds), each without and with
+instruments; ``fit_statistics`` on them;
 ``privatize`` (Gaussian, sample level) plus ``fit_statistics``.
 Peak memory: tracemalloc peak of the first run (numpy reports its buffers) - nothing scales
 like K x K (a K x K matrix of doubles is 8 TB at K = 1e6).
@@ -88,6 +90,11 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
             instrument_lags=lags).fit(X, U, dt=dt))),
         ("DMDidc(estimator='ls').fit (auto)", quiet(lambda: DMDidc(max_delay=R).fit(X, U,
                                                                                    dt=dt))),
+        # the Gram pass of the statistics alone (validated data, no clipping): issue 21
+        ("statistics pass (from_trajectories)", lambda: SufficientStatistics.from_trajectories(
+            [(X, U)], [None], max_delay=R)),
+        ("  ... with instruments", lambda: SufficientStatistics.from_trajectories(
+            [(X, U)], [None], max_delay=R, instruments="inputs", instrument_lags=lags)),
         ("SufficientStatistics.from_data", lambda: SufficientStatistics.from_data(
             X, U, max_delay=R, **bounds)),
         ("  ... with instruments", lambda: SufficientStatistics.from_data(
