@@ -29,6 +29,7 @@ from dmdidc.statistics.layout import INSTRUMENT_KINDS, StatisticsLayout
 
 __all__ = ["LaggedSums"]
 
+
 def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
     if value is None:
         return None
@@ -37,7 +38,6 @@ def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
         raise ParameterError(f"{name} must be > 0 (a symmetric bound |value| <= bound); got "
                              f"{array.tolist()}")
     return array
-
 
 
 class LaggedSums:
