@@ -85,7 +85,7 @@ def tight_loop(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int
     F, G, C = lifted_loop(plant, *controller.feedback_matrices())
     z0 = np.zeros(F.shape[0])
     z0[:plant.n_states] = x0
-    return _linear_trajectory(F + G @ C, z0, None, steps, None, blocked=False)
+    return _linear_trajectory(F + G @ C, z0, None, steps, None, blocked=False).T
 
 
 def python_control(plant: DelayedPlant, controller: Gain, x0: np.ndarray, steps: int

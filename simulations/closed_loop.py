@@ -332,6 +332,7 @@ def _diverged(k: int) -> NonFiniteError:
 def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.ndarray,
                 steps: int, W: np.ndarray | None, V: np.ndarray | None,
                 bar: Any) -> tuple[np.ndarray, np.ndarray]:
+    """States (n, steps + 1) and inputs (m, steps) of the lifted linear loop."""
     n = plant.n_states
     F, G, C = lifted_loop(plant, K_x, K_u)
     A_cl = F + G @ C
@@ -346,74 +347,70 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
         if V is not None:
             forcing += V[:, :steps].T @ (G @ K_x).T
     Z = _linear_trajectory(A_cl, z0, forcing, steps, bar)
-    if not np.isfinite(Z[:n]).all():
+    if not np.isfinite(Z[:, :n]).all():
         # The blocked recursion can overflow in A^b before the trajectory does: redo it plainly.
         Z = _linear_trajectory(A_cl, z0, forcing, steps, None, blocked=False)
-        finite = np.isfinite(Z[:n]).all(axis=0)
+        finite = np.isfinite(Z[:, :n]).all(axis=1)
         if not finite.all():
             raise _diverged(int(np.argmin(finite)))
-    U = C @ Z[:, :-1]
-    if V is not None:
-        U += K_x @ V[:, :steps]
-    return Z[:n].copy(), U
+    U = C @ Z[:-1].T if V is None else C @ Z[:-1].T + K_x @ V[:, :steps]
+    # contiguous states: the stage costs and the result read them along time
+    return np.ascontiguousarray(Z[:, :n].T), U
 
 
 def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None, N: int,
                        bar: Any, blocked: bool = True) -> np.ndarray:
-    """Return ``Z`` (s, N + 1) with ``z_{k+1} = A z_k + d_k``, ``d_k = forcing[k]`` (or 0).
+    """Return ``Z`` (N + 1, s), row ``k`` the state ``z_k`` of ``z_{k+1} = A z_k + d_k``,
+    ``d_k = forcing[k]`` (or 0).
 
     Short runs use the plain loop.  Long runs split the horizon into ``nb`` blocks of
     ``b ~ sqrt(N)`` steps: the block-start states follow
     ``z_{(i+1)b} = A^b z_{ib} + sum_j A^{b-1-j} d_{ib+j}`` (one contraction for all blocks'
     forcing), then all blocks advance together, one vectorized step of the same recursion at a
     time.  That is ``O(sqrt(N))`` Python iterations instead of ``N``, with rounding differences of
-    the order of ``b`` machine epsilons.
+    the order of ``b`` machine epsilons.  The rows are written where they belong (block ``i``,
+    step ``j`` is row ``ib + j``): no transposition of the trajectory afterwards.
     """
     size = A.shape[0]
     A_T = np.ascontiguousarray(A.T)   # row-vector form: z_{k+1}' = z_k' A' + d_k'
     if not blocked or N <= _BLOCKED_ABOVE:
-        Z = np.zeros((N + 1, size)) if forcing is None else np.concatenate(
-            [np.zeros((1, size)), forcing], axis=0)
+        Z = np.empty((N + 1, size))
         Z[0] = z0
+        Z[1:] = 0.0 if forcing is None else forcing
         for start in range(0, N, _CHUNK):
             stop = min(start + _CHUNK, N)
             for k in range(start, stop):
                 Z[k + 1] += Z[k] @ A_T
             if bar is not None:
                 bar.update(stop - start)
-        return np.ascontiguousarray(Z.T)
+        return Z
     b = int(np.ceil(np.sqrt(N)))
     nb = -(-N // b)
     powers = np.empty((b + 1, size, size))   # powers[i] = A_T^i
     powers[0] = np.eye(size)
     for i in range(b):
         powers[i + 1] = powers[i] @ A_T
-    # blocks[j, i] = z_{ib+j}: every vectorized step below reads and writes contiguous rows
-    blocks = np.empty((b + 1, nb, size))
-    blocks[0, 0] = z0
+    # rows[ib + j] = z_{ib+j}; rows nb b (a block start) and beyond N are computed and dropped
+    rows = np.empty((nb * b + 1, size))
+    rows[0] = z0
+    rows[1:N + 1] = 0.0 if forcing is None else forcing
+    rows[N + 1:] = 0.0
+    starts = rows[::b]                       # z_{ib}, i = 0 .. nb (a view)
     A_b = powers[b]
     if forcing is None:
-        for i in range(nb - 1):
-            blocks[0, i + 1] = blocks[0, i] @ A_b
-        D = None
+        for i in range(nb):
+            np.matmul(starts[i], A_b, out=starts[i + 1])
     else:
-        padded = np.zeros((nb * b, size))
-        padded[:N] = forcing
-        # f[i] = sum_j d_{ib+j}' A_T^{b-1-j}
-        f = padded.reshape(nb, b * size) @ powers[b - 1::-1].reshape(b * size, size)
-        for i in range(nb - 1):
-            blocks[0, i + 1] = blocks[0, i] @ A_b + f[i]
-        D = padded.reshape(nb, b, size).transpose(1, 0, 2).copy()   # D[j, i] = d_{ib+j}
-    for j in range(b):
-        np.matmul(blocks[j], A_T, out=blocks[j + 1])
-        if D is not None:
-            blocks[j + 1] += D[j]
+        # f[i] = sum_j d_{ib+j}' A_T^{b-1-j}, read from the rows before the starts overwrite them
+        f = rows[1:nb * b + 1].reshape(nb, b * size) @ powers[b - 1::-1].reshape(b * size, size)
+        for i in range(nb):
+            starts[i + 1] = starts[i] @ A_b + f[i]
+    blocks = rows[:nb * b].reshape(nb, b, size)   # blocks[i, j] = z_{ib+j} (a view)
+    for j in range(b - 1):
+        blocks[:, j + 1] += blocks[:, j] @ A_T
         if bar is not None:
-            bar.update(min(nb, max(N - j * nb, 0)))
-    Z = np.empty((size, N + 1))
-    Z[:, :N] = blocks[:b].transpose(2, 1, 0).reshape(size, nb * b)[:, :N]
-    Z[:, N] = blocks[N - (nb - 1) * b, nb - 1]
-    return Z
+            bar.update(N * (j + 1) // (b - 1) - N * j // (b - 1))   # N in all
+    return rows[:N + 1]
 
 
 def _run_steps(plant: DelayedPlant, controller: Any, x0: np.ndarray, steps: int,

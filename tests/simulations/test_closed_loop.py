@@ -114,7 +114,8 @@ def test_paths_agree_with_noise(big_plant):
 
 
 @pytest.mark.parametrize("noisy", [False, True])
-@pytest.mark.parametrize("steps", [1025, 4099])   # long runs take the blocked recursion
+# long runs take the blocked recursion; 1089 = 33^2 fills its last block exactly
+@pytest.mark.parametrize("steps", [1025, 1089, 4099])
 def test_blocked_linear_path_agrees_with_step_path(big_plant, noisy, steps):
     K_x = stabilizing_gain(big_plant)
     K_u = np.array([[[0.02, 0.0], [0.01, -0.03]]])
@@ -444,6 +445,26 @@ def test_progress_bar(seed_plant, capsys):
                                   progress=True)
     assert result.states.shape == (2, 11)
     assert "closed loop" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steps", [1025, 1089, 2000, 4099])
+def test_blocked_recursion_matches_plain_loop_and_counts_steps(steps):
+    from simulations.closed_loop import _linear_trajectory
+
+    class Counter:
+        total = 0
+
+        def update(self, count):
+            assert count >= 0
+            self.total += count
+
+    rng = np.random.default_rng(steps)
+    A = 0.2 * rng.normal(size=(5, 5))
+    z0, forcing, bar = rng.normal(size=5), rng.normal(size=(steps, 5)), Counter()
+    Z = _linear_trajectory(A, z0, forcing, steps, bar)
+    plain = _linear_trajectory(A, z0, forcing, steps, None, blocked=False)
+    assert Z.shape == plain.shape == (steps + 1, 5) and bar.total == steps
+    assert relative_gap(Z, plain) < 1e-12
 
 
 # ---------------------------------------------------------------------- errors
