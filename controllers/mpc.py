@@ -44,6 +44,8 @@ from controllers.mpc_qp import build_qp, qp_sizes
 from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
 
+_FLOAT = np.dtype(float)
+
 __all__ = ["DelayedMPC", "MPCResult"]
 
 #: Largest violation of an input bound (absolute, in input units, scaled by ``max(1, |bound|)``)
@@ -103,6 +105,19 @@ class MPCResult:
     dead_steps: int
     #: () -> (states, cost): the prediction of this solution, evaluated once, on demand
     _prediction: Callable[[], tuple[np.ndarray, float]] = field(repr=False, compare=False)
+
+    @classmethod
+    def _of(cls, inputs: np.ndarray, status: str, solve_time: float, solver_time: float | None,
+            iterations: int | None, solver: str, dead_steps: int,
+            prediction: Callable[[], tuple[np.ndarray, float]]) -> MPCResult:
+        """The result of a controller step, made without the frozen dataclass's ``__init__``
+        (one ``object.__setattr__`` per field: a microsecond of each MPC step); the same
+        fields, and the same object."""
+        result = object.__new__(cls)
+        result.__dict__.update(inputs=inputs, status=status, solve_time=solve_time,
+                               solver_time=solver_time, iterations=iterations, solver=solver,
+                               dead_steps=dead_steps, _prediction=prediction)
+        return result
 
     @cached_property
     def _predicted(self) -> tuple[np.ndarray, float]:
@@ -334,7 +349,11 @@ class DelayedMPC:
         self._cvxpy: Any = None
         self._u_allowed: list[np.ndarray] | None = None
         self._u_box: tuple[np.ndarray, np.ndarray] | None = None   # (middle, 1 / half width)
+        self._u_range: tuple[float, float] | None = None   # the same limits for every input
         self._zero_history = read_only(self._check_history(None))
+        self._p = np.empty(n + m * self._R)          # solve's parameter vector, filled in place
+        self._p_x = self._p[:n]                      # views: x_k, and u_{k-R} .. u_{k-1} rows
+        self._p_history = self._p[n:].reshape(self._R, m)
         if self.solver == "CVXPY":
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
 
@@ -535,14 +554,19 @@ class DelayedMPC:
             past), unbounded, solver failure, inaccurate with ``inaccurate="raise"``, or an
             input bound violated by more than ``INPUT_BOUND_TOLERANCE``.
         """
-        x = np.asarray(x, dtype=float) if isinstance(x, np.ndarray) else x
         history = self._zero_history if u_history is None else u_history
-        if (not isinstance(history, np.ndarray) or history.shape != self._zero_history.shape
-                or not isinstance(x, np.ndarray) or x.shape != (self._n,)):
+        if (type(x) is not np.ndarray or x.dtype != _FLOAT or x.shape != (self._n,)
+                or type(history) is not np.ndarray or history.dtype != _FLOAT
+                or history.shape != self._zero_history.shape):
             x, history = self._check_x(x), self._check_history(u_history)
-        p = np.concatenate((x, history.T.ravel()))   # [x_k, u_{k-R}, ..., u_{k-1}]
-        if not np.isfinite(p).all():                 # one check; the messages name which
+        p = self._p                                  # [x_k, u_{k-R}, ..., u_{k-1}]
+        self._p_x[...] = x
+        self._p_history[...] = history.T
+        # one check for both arguments (the extremes are finite, and NaN propagates to them;
+        # no overflow, no warning); the messages name the argument
+        if not -np.inf < np.minimum.reduce(p) <= np.maximum.reduce(p) < np.inf:
             x, history = self._check_x(x), self._check_history(u_history)
+        p = p.copy()                                 # the result's lazy prediction keeps it
         op = self.operating_point
         if op is not None:              # the problem is posed in deviations
             x, history = x - op.state, history - op.input[:, None]
@@ -581,10 +605,8 @@ class DelayedMPC:
         if op is not None:
             inputs = inputs + op.input[:, None]
         inputs.flags.writeable = False   # a fresh float array of this solve: no copy needed
-        return MPCResult(inputs=inputs, status=status,
-                         solve_time=elapsed, solver_time=outcome.solver_time,
-                         iterations=outcome.iterations, solver=self.solver,
-                         dead_steps=self.dead_steps, _prediction=prediction)
+        return MPCResult._of(inputs, status, elapsed, outcome.solver_time, outcome.iterations,
+                             self.solver, self.dead_steps, prediction)
 
     def _check_status(self, status: str, x: np.ndarray, history: np.ndarray) -> None:
         """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
@@ -631,9 +653,15 @@ class DelayedMPC:
                         self.horizon)
                 for bound, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
             low, high = self._u_allowed
-            if np.isfinite(low).all() and np.isfinite(high).all():
+            if (low == low[0]).all() and (high == high[0]).all():
+                self._u_range = float(low[0]), float(high[0])
+            elif np.isfinite(low).all() and np.isfinite(high).all():
                 self._u_box = 0.5 * (low + high), 2.0 / (high - low)
-        if self._u_box is not None:     # two-sided: one reduction (NaN fails it), every step
+        if self._u_range is not None:   # one limit for every input: the extreme moves decide
+            low, high = self._u_range   # (a NaN propagates to both and fails them)
+            if np.minimum.reduce(moves) >= low and np.maximum.reduce(moves) <= high:
+                return
+        elif self._u_box is not None:   # two-sided: one reduction (NaN fails it), every step
             middle, scale = self._u_box
             if np.maximum.reduce(np.abs(moves - middle) * scale) < 1.0:
                 return

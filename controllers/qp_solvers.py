@@ -103,10 +103,13 @@ class DAQPSolver:
         self._offset = np.concatenate([qp.q0, qp.lower0[self._varying],
                                        qp.upper0[self._varying]])
         self._offset_zero = not self._offset.any()     # no slack, no state bounds
+        self._data = np.empty(len(self._offset))       # DAQP copies what update() is given
 
     def solve(self, p: np.ndarray) -> QPOutcome:
         """Solve at parameter ``p`` (``[x_k, committed inputs]``)."""
-        data = self._affine @ p if self._offset_zero else self._offset + self._affine @ p
+        data = np.dot(self._affine, p, out=self._data)
+        if not self._offset_zero:
+            data += self._offset
         if self._varying.size:
             n_v, n_rows = len(self._qp.q0), len(self._varying)
             self._lower[self._varying] = data[n_v:n_v + n_rows]

@@ -613,14 +613,18 @@ def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
         mpc.solve(np.zeros(2), np.array([[np.inf, 0.0], [0.0, 0.0]]))
 
 
+@pytest.mark.parametrize("limits", ["per input", "one for all"])
 @pytest.mark.parametrize("seed", range(5))
-def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed):
-    # every step's quick test of the moves (one reduction over the box) accepts only what the
-    # exact comparison accepts; anything near or past a bound goes on to the exact decision
+def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed, limits):
+    # every step's quick test of the moves (one reduction over the box, or the extreme moves
+    # when every input has the same limits) accepts only what the exact comparison accepts;
+    # anything near or past a bound goes on to the exact decision
     rng = np.random.default_rng(seed)
     m = plant.n_inputs
-    low = -rng.uniform(0.5, 2.0, m)
-    mpc = DelayedMPC(plant, horizon=4, u_min=low, u_max=low + rng.uniform(0.5, 3.0, m))
+    low = -rng.uniform(0.5, 2.0, m if limits == "per input" else 1).repeat(
+        1 if limits == "per input" else m)
+    mpc = DelayedMPC(plant, horizon=4, u_min=low, u_max=low + (rng.uniform(0.5, 3.0, m)
+                                                            if limits == "per input" else 1.5))
     for _ in range(200):
         scale = rng.choice([0.5, 1.0, 1.0 + 0.5 * INPUT_BOUND_TOLERANCE, 1.0 + 3e-6, 1.5])
         moves = np.tile(mpc.u_min + (mpc.u_max - mpc.u_min) * rng.uniform(0.5 - scale / 2,
@@ -635,3 +639,29 @@ def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed):
         assert refused == (not ((moves >= allowed_low).all() and (moves <= allowed_high).all()))
     with pytest.raises(SolverError, match="no finite"):
         mpc._check_input_bounds(np.full(m * mpc.horizon, np.nan))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_solve_takes_any_real_arguments_and_keeps_each_results_prediction(seed):
+    # solve fills one parameter buffer in place: each result must keep its own parameter, and
+    # lists, integer arrays and float arrays of the same values give the same moves
+    plant = random_delayed_plant(np.random.default_rng(seed), 4, 2)
+    mpc = DelayedMPC(plant, horizon=5, u_min=-1.0, u_max=1.0)
+    rng = np.random.default_rng(100 + seed)
+    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    x1, x2 = rng.integers(-3, 4, n), rng.integers(-3, 4, n)
+    history = rng.integers(-1, 2, (m, R))
+    first = mpc.solve(x1, history)
+    second = mpc.solve(x2.astype(float), history.astype(float))
+    np.testing.assert_array_equal(first.states[:, 0], x1)      # lazy, computed after `second`
+    np.testing.assert_array_equal(second.states[:, 0], x2)
+    again = mpc.solve(x1.tolist(), history.tolist())
+    np.testing.assert_allclose(again.inputs, first.inputs, atol=1e-9)
+    for bad in (np.nan, np.inf, -np.inf):
+        where = rng.integers(n)
+        with pytest.raises(NonFiniteError, match="x"):
+            mpc.solve(np.where(np.arange(n) == where, bad, 1.0), history)
+        bad_history = history * 1.0
+        bad_history[rng.integers(m), rng.integers(R)] = bad
+        with pytest.raises(NonFiniteError, match="u_history"):
+            mpc.solve(x1 * 1.0, bad_history)
