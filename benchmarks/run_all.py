@@ -37,7 +37,7 @@ ROWS = [
     ("bench_mpc.py", ["--steps", "40"], ["--steps", "200"]),
     ("run_all.py", ["--fit-row"], ["--fit-row", "--repeat", "3"]),
     ("bench_import.py", ["--repeat", "3"], ["--repeat", "7"]),
-    ("bench_sas_composition.py", ["--repeat", "1"], ["--repeat", "3"]),
+    ("bench_sas_composition.py", ["--repeat", "2"], ["--repeat", "3"]),
     ("bench_server.py", ["--repeat", "5"], ["--repeat", "9"]),
     ("bench_closed_loop.py", ["--steps", "50000"], ["--steps", "200000"]),
 ]
