@@ -361,6 +361,27 @@ def _cheb_coeffs(values: np.ndarray) -> np.ndarray:
     return coef
 
 
+def _tier_start(z: float, k_use: int, alpha: float, coef: np.ndarray, log_gammas: np.ndarray
+                ) -> float:
+    """First ``z * 1.05^j`` (j >= 0) where the envelope of the Bergstrom terms after the first
+    ``k_use`` is below ``_SERIES_TOL`` of their sum; ``log_gammas`` the envelope's
+    ``log Gamma(alpha k + 1) - log Gamma(k + 1)``, ``k = 1 .. len(coef)``.
+
+    The candidates are tested 256 at a time (one array expression instead of a Python loop
+    of scalar ones: most of a table's set-up at small alpha), in increasing order.
+    """
+    k = np.arange(1, coef.size + 1, dtype=float)
+    while True:
+        zs = np.cumprod(np.concatenate([[z], np.full(255, 1.05)]))   # z, z 1.05, ...
+        log_z = np.log(zs)[:, None]
+        envelope = np.exp(log_gammas[k_use:] - alpha * k[k_use:] * log_z).sum(axis=1)
+        total = np.abs(np.exp(-alpha * k[:k_use] * log_z) @ coef[:k_use])
+        ok = envelope <= _SERIES_TOL * total
+        if ok.any():
+            return float(zs[np.argmax(ok)])
+        z = float(zs[-1]) * 1.05
+
+
 class _Table:
     """Piecewise Chebyshev interpolants of log pdf and log sf on [0, x_max], plus tail series."""
 
@@ -446,18 +467,11 @@ class _Table:
         self.coef, self.coef_sf = coef, coef_sf
         # fewer terms further out: tier j uses tier_k[j] terms for z >= tier_start[j]
         starts, ks = [x_max], [k_stop]
-        env_all = lambda z: np.exp(_log_envelope(alpha, z, k_stop))  # noqa: E731
+        log_gammas = special.gammaln(alpha * k + 1.0) - special.gammaln(k + 1.0)
         for k_use in (24, 12, 6, 3):
             if k_use >= ks[-1]:
                 continue
-            z = starts[-1]
-            while True:
-                env = env_all(z)
-                total = abs(float(np.sum(coef[:k_use] * z ** (-alpha * np.arange(1, k_use + 1)))))
-                if env[k_use:].sum() <= _SERIES_TOL * total:
-                    break
-                z *= 1.05
-            starts.append(z)
+            starts.append(_tier_start(starts[-1], k_use, alpha, coef, log_gammas))
             ks.append(k_use)
         self.tier_start = np.array(starts)
         self.tier_k = ks

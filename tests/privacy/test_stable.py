@@ -391,3 +391,25 @@ def test_bad_sampler_and_mad_arguments():
         sas_mean_absolute_deviation(2.5)
     with pytest.raises(ParameterError, match="scale"):
         sas_mean_absolute_deviation(1.5, 0.0)
+
+
+@pytest.mark.parametrize("alpha", [0.35, 0.77, 1.23, 1.57, 1.91, 1.99])
+def test_series_tiers_start_where_the_scalar_search_does(alpha):
+    # the table's tier search tests 256 candidates z0 1.05^j at a time; it must pick the
+    # first candidate where the dropped Bergstrom terms are negligible, as a scalar loop does
+    from scipy import special
+
+    from privacy.stable import _SERIES_TOL, _bergstrom_coeffs, _log_envelope, _tier_start
+
+    coef = _bergstrom_coeffs(alpha, 40)
+    k = np.arange(1, coef.size + 1, dtype=float)
+    log_gammas = special.gammaln(alpha * k + 1.0) - special.gammaln(k + 1.0)
+    for z0, k_use in ((3.0, 24), (5.0, 12), (2.5, 6), (40.0, 3)):
+        z = z0
+        while True:          # the reference: one candidate at a time
+            envelope = np.exp(_log_envelope(alpha, z, coef.size))
+            total = abs(float(np.sum(coef[:k_use] * z ** (-alpha * k[:k_use]))))
+            if envelope[k_use:].sum() <= _SERIES_TOL * total:
+                break
+            z *= 1.05
+        assert _tier_start(z0, k_use, alpha, coef, log_gammas) == pytest.approx(z, rel=1e-12)
