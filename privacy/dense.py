@@ -69,37 +69,63 @@ def from_dp_accounting(pmf) -> DensePmf:
                     float(dense._infinity_mass))  # noqa: SLF001
 
 
+def _tail_length(probs: np.ndarray, half: float) -> int:
+    """How many leading entries of ``probs`` sum to at most ``half``.
+
+    The cumulative sums of a prefix are those of the whole array (cumsum adds in order), and
+    the tails cut are short: prefixes of 256, 2048, ... entries are summed until one exceeds
+    ``half``, rather than the whole array.
+    """
+    count = 256
+    while True:
+        head = np.cumsum(probs[:count])
+        if head[-1] > half or count >= probs.size:
+            return int(np.searchsorted(head, half, side="right"))
+        count *= 8
+
+
 def _truncate(probs: np.ndarray, lower: int, budget: float) -> tuple[np.ndarray, int, float]:
     """Pessimistic truncation: drop up to ``budget / 2`` of mass at each end.
 
     The left tail is added to the first kept loss (its loss only grows) and the right tail is
-    returned as mass for ``+inf``; both moves can only increase every delta.
+    returned as mass for ``+inf``; both moves can only increase every delta.  ``probs`` is
+    changed in place (the result is a view of it).
     """
     if budget <= 0.0 or probs.size <= 1:
         return probs, lower, 0.0
     half = 0.5 * budget
-    left = int(np.searchsorted(np.cumsum(probs), half, side="right"))
-    right = int(np.searchsorted(np.cumsum(probs[::-1]), half, side="right"))
-    left = min(left, probs.size - 1)
-    right = min(right, probs.size - 1 - left)
-    kept = probs[left:probs.size - right].copy()
-    kept[0] += float(np.sum(probs[:left]))
-    return kept, lower + left, float(np.sum(probs[probs.size - right:]))
+    left = min(_tail_length(probs, half), probs.size - 1)
+    right = min(_tail_length(probs[::-1], half), probs.size - 1 - left)
+    probs[left] += float(np.sum(probs[:left]))
+    return probs[left:probs.size - right], lower + left, float(np.sum(probs[probs.size - right:]))
+
+
+def _size(a: DensePmf, b: DensePmf, max_points: int) -> int:
+    """Grid points of ``a * b``; refused (before anything is allocated) beyond ``max_points``."""
+    size = a.probs.size + b.probs.size - 1
+    if size > max_points:
+        raise AccountingError(f"the composed privacy loss distribution needs {size} grid points "
+                              f"(more than {max_points}); no PLD bound for this composition")
+    return size
 
 
 def _convolve(a: DensePmf, b: DensePmf | None, budget: float, max_points: int) -> DensePmf:
     """``a * b`` (``a * a`` when ``b`` is None) by real FFT, then pessimistic truncation."""
     other = a if b is None else b
-    size = a.probs.size + other.probs.size - 1
-    if size > max_points:
-        raise AccountingError(f"the composed privacy loss distribution needs {size} grid points "
-                              f"(more than {max_points}); no PLD bound for this composition")
+    size = _size(a, other, max_points)
     n = fft.next_fast_len(size, real=True)
     fa = fft.rfft(a.probs, n)
-    spectrum = fa * fa if b is None else fa * fft.rfft(other.probs, n)
+    return _inverse(a, other, fa * fa if b is None else fa * fft.rfft(other.probs, n), n, size,
+                    budget)
+
+
+def _inverse(a: DensePmf, other: DensePmf, spectrum: np.ndarray, n: int, size: int,
+             budget: float) -> DensePmf:
+    """The truncated PMF of ``a * other`` from the ``n``-point spectrum of the product."""
     # FFT round-off leaves ~1e-20 of either sign in every bin (measured; a few 1e-16 summed
     # over a tail), far below the truncation budget: negative residues are dropped
-    probs = np.maximum(fft.irfft(spectrum, n)[:size], 0.0)
+    probs = fft.irfft(spectrum, n)[:size]
+    np.maximum(probs, 0.0, out=probs)
     probs, lower, right = _truncate(probs, a.lower + other.lower, budget)
     infinity = 1.0 - (1.0 - a.infinity_mass) * (1.0 - other.infinity_mass)
     return DensePmf(a.discretization, lower, probs, min(1.0, infinity + right))
@@ -151,6 +177,16 @@ def self_compose(pmf: DensePmf, count: int, *, tail_mass: float = 1e-12,
     budget = tail_mass / (2 * count.bit_length())
     result, base = None, pmf
     while True:
+        if count & 1 and result is not None and count > 1:
+            # the product result * base and the square of base share base's spectrum (at
+            # the square's size, the larger: result holds lower powers): one FFT fewer
+            size, square = _size(result, base, max_points), _size(base, base, max_points)
+            n = fft.next_fast_len(max(size, square), real=True)
+            fb = fft.rfft(base.probs, n)
+            result = _inverse(result, base, fft.rfft(result.probs, n) * fb, n, size, budget)
+            base = _inverse(base, base, fb * fb, n, square, budget)
+            count >>= 1
+            continue
         if count & 1:
             result = base if result is None else _convolve(result, base, budget, max_points)
         count >>= 1

@@ -119,3 +119,30 @@ def test_laplace_composition_is_never_below_dp_accounting(scale, q, steps):
     theirs = pld.self_compose(steps).get_epsilon_for_delta(1e-6)
     assert ours.method == "pld"
     assert theirs * (1 - 1e-9) <= ours.epsilon <= theirs * (1 + 1e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tail_cut_sums_prefixes_as_the_whole_cumulative_sum(seed):
+    # the truncation sums growing prefixes (256, 2048, ... entries) instead of the whole array:
+    # the same cut, whether it lies in the first prefix, a later one or spans everything
+    from privacy.dense import _tail_length
+
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(int(rng.integers(1, 40_000)), 0.3))
+    whole = np.cumsum(probs)
+    for half in (0.0, 1e-300, *rng.uniform(0, 1, 5) ** 4, 0.999, 1.0, 2.0):
+        assert _tail_length(probs, half) == int(np.searchsorted(whole, half, side="right"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_truncated_composition_dominates_on_long_tails(seed):
+    """Tails cut over thousands of grid points (beyond the first prefix) stay pessimistic."""
+    rng = np.random.default_rng(50 + seed)
+    pmf = _random_pmf(rng, 300)
+    count = int(rng.integers(20, 60))
+    exact = self_compose(pmf, count, tail_mass=0.0)
+    cut = self_compose(pmf, count, tail_mass=0.05)
+    assert cut.probs.size < exact.probs.size - 1000
+    assert cut.infinity_mass >= exact.infinity_mass
+    for eps in np.linspace(exact.losses[0], exact.losses[-1], 40):
+        assert delta_for_epsilon(cut, eps) >= delta_for_epsilon(exact, eps) - 1e-14
