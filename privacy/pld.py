@@ -107,11 +107,10 @@ def _initial_grid(law: NoiseLaw, d: float) -> np.ndarray:
     return np.unique(np.concatenate(parts))
 
 
-def _cell_suprema(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Adaptive partition; returns (points, loss at points, upper bound of loss on each cell)."""
-    from scipy import optimize
-
+def _partition(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive partition: (points, loss at points), the loss varying by at most
+    ``tolerance`` between neighbours (or the cell budget spent)."""
     points = _initial_grid(law, d)
     losses = _loss(law, d, points, kind, q)
     for _ in range(60):
@@ -129,6 +128,29 @@ def _cell_suprema(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float
         mids = 0.5 * (points[idx] + points[idx + 1])
         points = np.insert(points, idx + 1, mids)
         losses = np.insert(losses, idx + 1, _loss(law, d, mids, kind, q))
+    return points, losses
+
+
+def _mirrored(partition: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The partition of the 'add' loss from that of the 'remove' loss.
+
+    The noise is centred and symmetric, so ``L_add(x) = -L_remove(-x)``: the same densities
+    at mirrored points (``logpdf`` of ``|x - d|`` and ``|x|``), so the refinement of one is the
+    mirror image of the other's and need not be computed twice.
+    """
+    points, losses = partition
+    return -points[::-1], -losses[::-1]
+
+
+def _cell_suprema(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float,
+                  partition: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Adaptive partition (``partition`` if given); returns (points, loss at points, upper
+    bound of loss on each cell)."""
+    from scipy import optimize
+
+    points, losses = (_partition(law, d, kind, q, tolerance) if partition is None
+                      else partition)
     if not np.all(np.isfinite(losses)):
         raise AccountingError("privacy loss evaluation returned non-finite values on the grid")
     sup = np.maximum(losses[:-1], losses[1:])
@@ -161,10 +183,12 @@ def _cell_suprema(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float
     return points, losses, sup
 
 
-def _discrete_pld(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float
+def _discrete_pld(law: NoiseLaw, d: float, kind: str, q: float, tolerance: float,
+                  partition: tuple[np.ndarray, np.ndarray] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
-    """Exact dominating discrete PLD ``(mass, loss, mass at +inf)`` for one adjacency kind."""
-    points, losses, sup = _cell_suprema(law, d, kind, q, tolerance)
+    """Exact dominating discrete PLD ``(mass, loss, mass at +inf)`` for one adjacency kind
+    (on ``partition``, see :func:`_cell_suprema`)."""
+    points, losses, sup = _cell_suprema(law, d, kind, q, tolerance, partition)
     edges = np.concatenate([[-np.inf], points, [np.inf]])
     masses = law.cell_masses(edges)                   # left tail, cells, right tail
     if kind != "add":  # upper distribution is q mu(x + D) + (1 - q) mu(x)
@@ -290,7 +314,11 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
                                                                    cell_tolerance)
     # extreme loss ranges: keep the partition to ~1e6 cells (fewer for wide SaS losses)
     tol = max(tol, 1e-6 * spread, 1e-7 * spread * spread if heavy else 0.0)
-    pmfs = [_connect_dots(*_discrete_pld(law, d, kind, q, tol), h) for kind in kinds]
+    partitions = {kind: _partition(law, d, kind, q, tol) for kind in kinds if kind != "add"}
+    if "add" in kinds:   # the mirror image of the remove partition (half the density calls)
+        partitions["add"] = _mirrored(partitions["remove"])
+    pmfs = [_connect_dots(*_discrete_pld(law, d, kind, q, tol, partitions[kind]), h)
+            for kind in kinds]
     return pld_lib.PrivacyLossDistribution(*pmfs)
 
 

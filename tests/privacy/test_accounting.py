@@ -34,6 +34,7 @@ from privacy.composition import (
     rdp_epsilon_gaussian,
     simple_composition,
 )
+from privacy.noise import GaussianNoise, LaplaceNoise, SaSNoise
 from privacy.pld import _connect_dots
 
 
@@ -428,3 +429,20 @@ def test_pure_calibration_matches_the_cauchy_closed_form():
     gamma = calibrate_scale(1.0, delta=0.0, steps=10, alpha=1.0, rtol=1e-6)
     expected = 1.0 / (2.0 * math.sinh(0.05))
     assert expected <= gamma <= expected * (1 + 2e-6)
+
+
+@pytest.mark.parametrize("law", [SaSNoise(alpha=1.95, scale=1.0), SaSNoise(alpha=1.2, scale=0.5),
+                                 LaplaceNoise(scale=2.0), GaussianNoise(scale=1.5)],
+                         ids=["sas-1.95", "sas-1.2", "laplace", "gauss"])
+@pytest.mark.parametrize("q", [1e-3, 0.3])
+def test_add_partition_is_the_mirror_of_remove(law, q):
+    # the 'add' PLD reuses the mirrored 'remove' partition (centred symmetric noise):
+    # its losses must be what the add loss gives at those points, and its cells as fine
+    from privacy.pld import _loss, _mirrored, _partition
+
+    tolerance = 1e-4
+    points, losses = _mirrored(_partition(law, 1.0, "remove", q, tolerance))
+    assert np.all(np.diff(points) > 0)
+    direct = _loss(law, 1.0, points, "add", q)
+    assert np.max(np.abs(losses - direct)) <= 1e-14 * max(1.0, np.max(np.abs(direct)))
+    assert np.max(np.abs(np.diff(losses))) <= tolerance
