@@ -66,6 +66,23 @@ _DEFAULT_STATE_PENALTY = 1e4
 _INACCURATE_POLICIES = ("warn", "raise", "accept")
 
 
+class _ParameterBuffer:
+    """The parameter vector ``[x_k, u_{k-R}, ..., u_{k-1}]`` and two views that fill it.
+
+    Copies and pickles make a fresh buffer (``__reduce__``): a deep copy of the views alone
+    would no longer write into the vector.
+    """
+
+    def __init__(self, n: int, m: int, R: int) -> None:
+        self.shape = (n, m, R)
+        self.vector = np.empty(n + m * R)
+        self.x = self.vector[:n]
+        self.history = self.vector[n:].reshape(R, m)   # rows u_{k-R} .. u_{k-1}
+
+    def __reduce__(self) -> tuple[type, tuple[int, int, int]]:
+        return _ParameterBuffer, self.shape
+
+
 @dataclass(frozen=True)
 class MPCResult:
     """Outcome of one MPC solve (immutable; arrays are read-only).
@@ -351,9 +368,7 @@ class DelayedMPC:
         self._u_box: tuple[np.ndarray, np.ndarray] | None = None   # (middle, 1 / half width)
         self._u_range: tuple[float, float] | None = None   # the same limits for every input
         self._zero_history = read_only(self._check_history(None))
-        self._p = np.empty(n + m * self._R)          # solve's parameter vector, filled in place
-        self._p_x = self._p[:n]                      # views: x_k, and u_{k-R} .. u_{k-1} rows
-        self._p_history = self._p[n:].reshape(self._R, m)
+        self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
         if self.solver == "CVXPY":
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
 
@@ -559,9 +574,10 @@ class DelayedMPC:
                 or type(history) is not np.ndarray or history.dtype != _FLOAT
                 or history.shape != self._zero_history.shape):
             x, history = self._check_x(x), self._check_history(u_history)
-        p = self._p                                  # [x_k, u_{k-R}, ..., u_{k-1}]
-        self._p_x[...] = x
-        self._p_history[...] = history.T
+        buffer = self._p
+        p = buffer.vector                            # [x_k, u_{k-R}, ..., u_{k-1}]
+        buffer.x[...] = x
+        buffer.history[...] = history.T
         # one check for both arguments (the extremes are finite, and NaN propagates to them;
         # no overflow, no warning); the messages name the argument
         if not -np.inf < np.minimum.reduce(p) <= np.maximum.reduce(p) < np.inf:

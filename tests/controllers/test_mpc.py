@@ -665,3 +665,22 @@ def test_solve_takes_any_real_arguments_and_keeps_each_results_prediction(seed):
         bad_history[rng.integers(m), rng.integers(R)] = bad
         with pytest.raises(NonFiniteError, match="u_history"):
             mpc.solve(x1 * 1.0, bad_history)
+
+
+def test_a_copied_controller_solves_as_the_original(plant):
+    # solve fills a parameter buffer through views of it: a copy (with_model makes one) must
+    # fill a buffer consistent with its views, interleaved with the original
+    import copy
+
+    mpc = DelayedMPC(plant, horizon=4, u_min=-1.0, u_max=1.0)
+    twin = copy.copy(mpc)
+    fresh = DelayedMPC(plant, horizon=4, u_min=-1.0, u_max=1.0)
+    for x in (np.array([1.0, -1.0]), np.array([-3.0, 0.5]), np.array([0.2, 2.0])):
+        expected = fresh.solve(x).inputs
+        np.testing.assert_allclose(twin.solve(x).inputs, expected, atol=1e-9)
+        np.testing.assert_allclose(mpc.solve(-x).inputs, fresh.solve(-x).inputs, atol=1e-9)
+    rebuilt = copy.copy(mpc._p)          # a copied buffer is a fresh, consistent one
+    rebuilt.x[...] = 1.0
+    rebuilt.history[...] = 2.0
+    assert rebuilt.vector.tolist() == [1.0] * plant.n_states + [2.0] * (rebuilt.vector.size
+                                                                        - plant.n_states)
