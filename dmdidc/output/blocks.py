@@ -30,8 +30,8 @@ from scipy import optimize, signal
 from dmdidc.discretization import checked_expm, split_delay
 from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "hold_blocks", "lag_moments", "pair_of",
-           "structured_fit", "profile_delays"]
+__all__ = ["LagMoments", "StructuredFit", "delay_profile", "hold_blocks", "lag_moments",
+           "pair_of", "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -298,3 +298,13 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
                          offset=theta[theta.size - ny:] if moments.offset else np.zeros(ny),
                          initial_states=theta[m * n:m * n + E * n].reshape(E, n), rss=rss,
                          dof=dof, covariance=covariance)
+
+
+def delay_profile(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
+                  channel: int) -> tuple[np.ndarray, np.ndarray]:
+    """The profile residual of one channel's delay on a grid (steps of 1/16 period over
+    ``[0, max_delay dt]``), the other channels structured at ``delays``: ``(grid, rss)``."""
+    grid = np.linspace(0.0, moments.max_delay * dt, 2 * moments.max_delay * _GRID_PER_PERIOD + 1)
+    rss = _channel_profile(moments, pair_of(A_c, dt), delays, channel,
+                           np.zeros(moments.n_inputs, dtype=bool))
+    return grid, np.array([rss(r) for r in grid])

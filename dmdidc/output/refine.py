@@ -163,6 +163,42 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
     return theta, r, J, False
 
 
+def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray,
+                           layout: dict) -> np.ndarray:
+    """Orthonormal basis (size, n^2) of the parameter directions a change of state basis
+    ``x -> (I + eps E) x`` moves along: ``(EA - AE, -CE, EB, E x0)``; the outputs do not
+    change along them, so they are the only null directions the parametrization must have."""
+    n = A_c.shape[0]
+    directions = np.zeros((layout["size"], n * n))
+    for k in range(n * n):
+        G = np.zeros((n, n))
+        G[divmod(k, n)] = 1.0
+        directions[layout["A_c"], k] = (G @ A_c - A_c @ G).ravel()
+        directions[layout["C"], k] = (-C @ G).ravel()
+        directions[layout["B_c"], k] = (G @ B_c).ravel()
+        directions[layout["x0"], k] = (x0 @ G.T).ravel()
+    basis, singular, _ = np.linalg.svd(directions, full_matrices=False)
+    return basis[:, singular > 1e-12 * max(singular.max(initial=0.0), 1e-300)]
+
+
+def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarray:
+    """``(J^T J)^-1`` on the complement of the similarity directions.
+
+    A pseudo-inverse with a relative cutoff would also drop any *other* flat direction (a
+    delay the data cannot fix, a mode the inputs barely excite) and report a tiny variance
+    along it, the opposite of the truth; here only the basis directions are removed and every
+    other direction is inverted exactly (a flat one gets a variance as large as its flatness).
+    """
+    size = normal.shape[0]
+    complement = np.linalg.svd(np.eye(size) - similarity @ similarity.T)[0][
+        :, :size - similarity.shape[1]]
+    reduced = complement.T @ normal @ complement
+    values, vectors = np.linalg.eigh(0.5 * (reduced + reduced.T))
+    floor = np.finfo(float).eps * max(values.max(initial=0.0), np.finfo(float).tiny)
+    inverse = (vectors / np.maximum(values, floor)) @ vectors.T
+    return complement @ inverse @ complement.T
+
+
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
@@ -215,8 +251,11 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                                                       max_evaluations)
     rss = float(r @ r)
     dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
-    covariance = rss / dof * np.linalg.pinv(J.T @ J, rcond=1e-10, hermitian=True)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
+    covariance = rss / dof * _basis_free_inverse(J.T @ J, _similarity_directions(
+        A_c, C, B_c, x0, layout))
+    fixed = lower >= upper                      # max_delay = 0: the delays are known exactly
+    covariance[fixed], covariance[:, fixed] = 0.0, 0.0
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,

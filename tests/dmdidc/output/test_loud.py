@@ -1,0 +1,51 @@
+"""OutputDMDidc is right or loud: the silent failures of issue 19, and no false alarms."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import OutputDMDidc
+from dmdidc.errors import DiagnosticWarning
+from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
+
+
+def _fit(Y, U):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    return est, [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
+
+
+def test_two_delays_that_fit_equally_well_are_named():
+    """One sensor, two states: each channel's sampled numerator has as many coefficients as
+    ``(b, r)`` parameters, and a second delay fits as well as the true one."""
+    plant, _, Y, U = _experiment(3, n=2, m=2, outputs=1, K=2000, snr_db=20.0)
+    est, messages = _fit(Y, U)
+    wrong = np.abs(est.delay - plant.delay) > 0.1 * T
+    for i in np.flatnonzero(wrong):
+        assert any(f"channel {i}: delay not determined" in text for text in messages)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_well_posed_plants_raise_no_false_alarm(seed):
+    plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=30.0)
+    est, messages = _fit(Y, U)
+    assert messages == []
+    assert est.order_ == 2 and _eigenvalue_error(plant, est) < 0.1
+    assert np.max(np.abs(est.delay - plant.delay)) < 0.1 * T
+
+
+_CLOSE_MODES = pytest.mark.xfail(strict=True, reason="issue 19 open: three close fast modes "
+                                 "fitted as order 2 without warning (order 3 is not significant)")
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=_CLOSE_MODES), 2, 3, 4, 5])
+def test_one_sensor_fits_are_right_or_loud(seed):
+    plant, _, Y, U = _experiment(seed, n=3, m=2, outputs=1, K=2000, snr_db=20.0)
+    est, messages = _fit(Y, U)
+    right = (est.order_ == 3 and _eigenvalue_error(plant, est) < 0.1
+             and np.max(np.abs(est.delay - plant.delay)) < 0.1 * T)
+    assert right or messages
