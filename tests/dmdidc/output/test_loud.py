@@ -49,3 +49,15 @@ def test_one_sensor_fits_are_right_or_loud(seed):
     right = (est.order_ == 3 and _eigenvalue_error(plant, est) < 0.1
              and np.max(np.abs(est.delay - plant.delay)) < 0.1 * T)
     assert right or messages
+
+
+@pytest.mark.parametrize("seed", [3, 5, 6])
+def test_a_weak_state_near_the_noise_edge_makes_the_order_uncertain(seed):
+    """Four states seen by one sensor at 25 dB: the weakest kept canonical correlation is near
+    the edge and a neighbouring order fits as well (or better): the order is reported
+    uncertain, naming the check and the remedy."""
+    plant, _, Y, U = _experiment(seed, n=4, m=1, outputs=1, K=2000, snr_db=25.0)
+    est, messages = _fit(Y, U)
+    if est.order_ != 4 or _eigenvalue_error(plant, est) >= 0.1:
+        assert any(f"order {est.order_} is uncertain" in text and "order=" in text
+                   for text in messages)
