@@ -38,6 +38,13 @@ against the default threshold 35 (the residuals of noisy states are correlated, 
 white-residual run length ``~exp(threshold)`` is optimistic).  Changes of the delay by 0.2 T or
 more were flagged within 6 samples.
 
+**Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
+(on few rows: the first ones, or the first after a detected change, when the statistics
+restart; or a channel the data do not excite) has no delay the data support: its ``delay`` and
+``delay_ci`` are NaN and ``delay_status_`` says why, instead of the fit's 0 (measured in the
+closed loop of :mod:`simulations.studies.adaptive_delay`: 0 with no interval for 50-300
+samples after the change on most plants).  The other channels keep their estimates.
+
 **Learning the bound.**  When the warmup ends (at the start, after a change, after a growth)
 and every 5000 received rows after, the block test of the detector's regression decides, by
 DMDidc's own rule (:func:`~dmdidc.inference.diagnostics.beyond_bound`, that of its ``effect``
@@ -62,7 +69,7 @@ at ``max_delay_limit`` one :class:`~dmdidc.DiagnosticWarning` names the limit an
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -77,6 +84,7 @@ from dmdidc.errors import (
 )
 from dmdidc.inference.blocks import block_test
 from dmdidc.inference.diagnostics import beyond_bound
+from dmdidc.inference.intervals import IntervalEstimate
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -197,8 +205,13 @@ class OnlineDMDidc:
     bound_events_ : list of BoundEvent
         Every growth of the bound.
     estimator_ : DMDidc
-        The DMDidc fit of the current statistics (``delay``, ``A_c``, ``B_c``,
-        ``model_``, ``delay_ci``, ... are forwarded to it).
+        The DMDidc fit of the current statistics (``A_c``, ``B_c``, ``model_``,
+        ``confidence_intervals``, ... are forwarded to it).
+    delay : ndarray, shape (m,)
+        The fit's delay (s), NaN for a channel whose delay is undetermined; ``delay_ci(level)``
+        likewise.
+    delay_status_ : list of str
+        Per channel ``"determined"`` or the reason it is not (module notes).
     dropped_samples_ : int
         Samples ``t`` (of the complete ones, ``t < samples_seen_``) with a NaN in ``x_t`` or
         ``u_t``.
@@ -595,9 +608,62 @@ class OnlineDMDidc:
         sigma = 0.5 * (sigma + sigma.T) + np.diag(floor + np.finfo(float).tiny)
         return solution.coefficients, np.linalg.inv(sigma)
 
+    @property
+    def delay_status_(self) -> list[str]:
+        """Per input channel: ``"determined"``, or why its delay is undetermined (then
+        ``delay`` and ``delay_ci`` are NaN for it; module notes, *Undetermined delays*)."""
+        return self._delay_status()
+
+    def _delay_status(self, ci: IntervalEstimate | None = None) -> list[str]:
+        """``delay_status_``, from ``ci`` (the fit's delay interval at any level) if given."""
+        fit = self.estimator_
+        cached = getattr(self, "_status", None)
+        if cached is not None and cached[0] is fit:
+            return cached[1]
+        first = fit.block_test_.first_active
+        ci = fit.delay_ci() if ci is None else ci
+        # the 99 % half-width, at least 0.1 T (a NaN one: a whole delay at the boundary)
+        z99 = 2.5758293035489004
+        tolerance = np.maximum(np.nan_to_num(z99 * ci.standard_error), _AMBIGUITY * self.dt)
+        below = _delay_with_earlier_block(fit, self.max_delay_, self.dt)
+        status = []
+        for i in range(first.size):
+            if first[i] < 0:
+                status.append(f"undetermined: no input block of this channel is significant in "
+                              f"the block test on {self.rows_used_} rows "
+                              f"({len(self.events_)} change(s) detected; the statistics "
+                              f"restart at each): the data do not yet show its effect; feed "
+                              f"more samples or more excitation")
+            elif abs(below[i] - ci.value[i]) > tolerance[i]:
+                status.append(f"undetermined: the delay reads {ci.value[i] / self.dt:.3g} T with "
+                              f"B^({first[i] - 1}) insignificant and set to zero, but "
+                              f"{below[i] / self.dt:.3g} T with that block fitted; the data "
+                              f"cannot tell the whole delay yet (its effect is weak): feed "
+                              f"more samples or more excitation")
+            else:
+                status.append("determined")
+        self._status = (fit, status)
+        return status
+
+    @property
+    def delay(self) -> np.ndarray:
+        """Delay (s) of each input channel, NaN where it is undetermined
+        (``delay_status_``)."""
+        determined = np.array([s == "determined" for s in self.delay_status_])
+        return np.where(determined, self.estimator_.delay, np.nan)
+
+    def delay_ci(self, level: float = 0.95, **options: Any) -> IntervalEstimate:
+        """The fit's ``delay_ci`` (:meth:`dmdidc.DMDidc.delay_ci`), with value and bounds NaN
+        for the undetermined channels (``delay_status_``)."""
+        ci = self.estimator_.delay_ci(level, **options)
+        undetermined = np.array([s != "determined" for s in self._delay_status(ci)])
+        nan = lambda a: np.where(undetermined, np.nan, a)       # noqa: E731
+        return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
+                       standard_error=nan(ci.standard_error))
+
     def _delay_or_none(self) -> np.ndarray | None:
         try:
-            return np.array(self.estimator_.delay, dtype=float)
+            return self.delay
         except (ValueError, AttributeError):
             return None
 
@@ -617,9 +683,43 @@ class OnlineDMDidc:
                 f"{self.max_delay_limit})")
 
 
+#: Periods by which the delay recovered with the block before the first active one fitted
+#: (instead of set to zero) may differ from the estimate, beyond its 99 % interval, before the
+#: whole delay counts as undetermined (the accuracy asked of the online estimate, issue 22).
+_AMBIGUITY = 0.1
+
+
+def _delay_with_earlier_block(fit: Any, R: int, dt: float) -> np.ndarray:
+    """Each channel's delay recovered with ``B^(w - 1)`` fitted too (NaN for ``w < 1``).
+
+    The block test zeroes every block before the first significant one ``w``; when the true
+    ``B^(w - 1)`` is merely weak (few rows, a weak channel), that zero makes the recovery
+    return ``w`` exactly (its pair ``w - 1, w`` degenerate, without interval) or a delay
+    near ``w`` with a narrow interval: confidently wrong.  Fitted, the block gives the delay
+    the data support; agreement of the two means the decision did not matter.
+    """
+    from dmdidc.inference.blocks import kept_blocks, restricted_coefficients
+    from dmdidc.inference.recovery import recover_channel
+
+    test = fit.block_test_
+    n, m = fit.A_c.shape[0], test.active.shape[1]
+    first = test.first_active
+    kept = kept_blocks(test.active)
+    for i, w in enumerate(first):
+        if w >= 1:
+            kept[w - 1, i] = True
+    blocks = restricted_coefficients(fit.regression_, n, kept)[:, n:]
+    blocks = blocks.reshape(n, R + 1, m).transpose(1, 0, 2)
+    delays = np.full(m, np.nan)
+    for i, w in enumerate(first):
+        if w >= 1:
+            delays[i] = recover_channel(fit.A_c, blocks[:, :, i], dt, int(w))[1]
+    return delays
+
+
 #: Attributes of the fit that the online estimator forwards.
-_FORWARDED = ("delay", "A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
-              "delay_ci", "confidence_intervals", "regression_", "block_test_", "predict")
+_FORWARDED = ("A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
+              "confidence_intervals", "regression_", "block_test_", "predict")
 
 
 def _ring_write(ring: np.ndarray, t: int, values: np.ndarray) -> None:

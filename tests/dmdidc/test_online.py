@@ -302,3 +302,51 @@ def test_without_the_detector_the_periodic_check_grows_the_bound(seed):
     [grown] = live.bound_events_
     assert (grown.old_max_delay, grown.new_max_delay) == (3, 7)
     assert s.step < grown.sample <= s.step + 5500 and live.events_ == []
+
+
+def _open_loop(seed, samples, snr_db=30.0, silent=()):
+    """A plant (3 states, 2 inputs, random ``B_c`` and delays of 0.3-3.5 T, T = 0.5 s; the
+    ``silent`` channels act 1e-6 times weaker) driven by white inputs, its states at
+    ``snr_db``."""
+    rng = np.random.default_rng(seed)
+    A_c = np.array([[-0.5, 0.8, 0.0], [-0.8, -0.5, 0.0], [0.0, 0.0, -1.0]])
+    B_c = rng.standard_normal((3, 2))
+    B_c[:, list(silent)] *= 1e-6
+    plant = DelayedPlant.from_continuous(A_c, B_c, rng.uniform(0.3, 3.5, 2) * 0.5, 0.5,
+                                         max_delay=4)
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    noise = 10 ** (-snr_db / 20) * np.sqrt(np.mean(X ** 2, axis=1, keepdims=True))
+    return plant, X + noise * rng.standard_normal(X.shape), U
+
+
+@pytest.mark.filterwarnings("ignore::dmdidc.DiagnosticWarning")   # (the fit's effect check)
+@pytest.mark.parametrize("seed", range(4))
+def test_an_unexcited_channel_is_undetermined_not_zero(seed):
+    """Issue 22: a channel whose blocks the test finds insignificant (here: its effect is far
+    below the noise) has no delay the data support: NaN with the reason, not the fit's 0; the
+    other channel keeps its estimate and interval.  (Least squares at 60 dB: the lags of a
+    silent input are no instruments for the states, so IV would be loud about that first.)"""
+    plant, X, U = _open_loop(seed, 3000, snr_db=60.0, silent=(1,))
+    live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999, max_delay_limit=4,
+                        estimator="ls")
+    _run(live, X, U, 500)
+    status = live.delay_status_
+    assert status[0] == "determined" and "no input block" in status[1]
+    assert abs(live.delay[0] - plant.delay[0]) < 0.1 * plant.dt and np.isnan(live.delay[1])
+    ci = live.delay_ci(0.99)
+    assert np.isfinite([ci.low[0], ci.high[0]]).all()
+    assert np.isnan([ci.value[1], ci.low[1], ci.high[1]]).all()
+
+
+@pytest.mark.filterwarnings("ignore::dmdidc.DiagnosticWarning")
+@pytest.mark.parametrize("seed", range(8))
+def test_well_posed_streams_are_determined(seed):
+    """No false alarm: on random plants at 30 dB (and noise-free), every channel's delay is
+    determined, near the truth, after 1000 samples (open loop, white inputs)."""
+    for snr_db in (30.0, np.inf):
+        plant, X, U = _open_loop(seed, 1000, snr_db)
+        live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999)
+        _run(live, X, U, 250)
+        assert live.delay_status_ == ["determined"] * 2
+        assert np.abs(live.delay - plant.delay).max() < 0.1 * plant.dt

@@ -79,3 +79,28 @@ def test_whole_identified_model_update_also_beats_fixed() -> None:
     run = adaptive_delay_run(replace(SMALL, update="model"), 2)
     costs = run.costs()
     assert run.redesigns and costs["adaptive_after"] < costs["fixed_after"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_online_delay_in_closed_loop_is_right_or_undetermined(seed: int) -> None:
+    # Issue 22: in the closed loop (feedback, excitation, 3 % lost packets both ways) every
+    # reported delay is near the truth or covered by its interval, or NaN (undetermined, with
+    # the reason in delay_status_): never the fit's 0 for a channel without a significant
+    # block, nor a whole delay the block test made by zeroing a weak block (3.0 T for 2.6 T).
+    # After the warm-up (500 samples from the start or the change) the delays are determined
+    # but for a weakly excited channel's few updates (measured: 5 of 336 on 12 plants).  The
+    # chunk holding the step (detected 0-10 samples in) is skipped.
+    config = replace(AdaptiveConfig(), steps=1600, step=800)
+    run = adaptive_delay_run(config, rng=seed)
+    if not np.isfinite(run.cost_adaptive).all():
+        pytest.skip("the adaptive loop diverged before its re-design")
+    times = run.times[:, None]
+    truth = np.where(times <= config.step, config.old_delay, config.new_delay)
+    skip = (times > config.step) & (times <= config.step + config.chunk)
+    reported = np.isfinite(run.estimate) & ~skip
+    covers = (run.low <= truth) & (truth <= run.high)
+    near = np.abs(run.estimate - truth) < 0.1
+    assert np.all((near | covers)[reported]), run.estimate[~(near | covers) & reported]
+    assert not np.any(reported & (run.estimate == 0.0))
+    warm = ((times >= 500) & (times <= config.step)) | (times >= config.step + 500)
+    assert np.isnan(run.estimate[warm.ravel()]).mean() <= 0.2
