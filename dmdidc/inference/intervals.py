@@ -16,7 +16,10 @@ Kronecker factors (:mod:`dmdidc.regression.covariance`).
 with the estimator's own covariance (least squares, IV, Huber, plus privacy noise; see
 :class:`~dmdidc.regression.RegressionSolution`).  Intervals are ``estimate +/- z se``.  They
 hold for the whole delay the block test decided; a delay fraction near 0 or 1, where the
-whole delay itself is uncertain, makes them optimistic: use the bootstrap there.
+whole delay itself is uncertain, makes them optimistic: use the bootstrap there.  A delay at
+a whole number of periods ``w`` (the hold length clipped at the boundary of the recovery)
+gets the derivative from the side of the pair ``w, w + 1`` (the side the block decision
+allows): on exact data a zero-width interval, not NaN.
 
 **Bootstrap over trajectories** (or over the parts given to ``fit_statistics``): trajectories
 are resampled with replacement, the estimator is refitted (whole-delay decision included), and
@@ -51,11 +54,7 @@ __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
 #: Most bootstrap refits one call may ask for (each is a whole fit).
 MAX_RESAMPLES = 10_000
-_NO_INTERVAL = {"asymptotic": "no active block, or a delay at a whole number of periods, where "
-                              "the delay is not differentiable; use method='bootstrap'",
-                "bootstrap": "no active block"}
-#: A fraction this close to 0 is the boundary of the recovery (the hold length was clipped).
-_BOUNDARY = 1e-9
+_NO_INTERVAL = {"asymptotic": "no active block", "bootstrap": "no active block"}
 #: Central-difference step, relative to each coefficient's standard error.
 _STEP = 1e-3
 
@@ -248,8 +247,6 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
     if silent.size:      # no active block: delay and B_c column are reported as 0, no interval
         se[silent] = np.nan
         se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
-    periods = base[:m] / dt
-    se[:m][np.abs(periods - np.round(periods)) < _BOUNDARY] = np.nan     # clipped fraction
     z = float(special.ndtri(0.5 + 0.5 * level))
     return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
 
