@@ -11,8 +11,9 @@ run on the same plant with the same random draws (common random numbers):
   (``controller.with_model(live.model_)``: the gain is kept, the prediction through the delay
   recomputed) when the delay estimate of some channel has moved from the controller's delay by
   more than ``tolerance`` periods *and* its confidence interval excludes the controller's
-  delay, on ``confirm`` updates in a row, so noise alone does not re-design it
-  (:class:`AdaptiveConfig`).
+  delay (:class:`AdaptiveConfig`).  No confirmation over several updates is needed: a delay
+  the data do not support is NaN (``OnlineDMDidc.delay_status_``), not a confident wrong
+  number, and NaN re-designs nothing.
 
 Each step the controller measures ``y_k = x_k + v_k`` (it sits with the sensor) and issues
 ``u_k = law(y_k, issued commands) + e_k``, with a white excitation ``e_k`` that keeps the
@@ -61,10 +62,10 @@ DIVERGED_NORM = 1e6
 class AdaptiveConfig:
     """Settings of the study (delays in periods ``T``; noise levels are standard deviations).
 
-    The adaptive controller is re-designed when, for ``confirm`` identifier updates in a row
-    and not before sample ``settle``, some channel's estimate moved by more than ``tolerance``
-    with its ``level`` interval excluding the controller's delay and every channel's interval
-    is narrower than ``interval_width``.  ``update="delay"`` replaces the delay of the design
+    The adaptive controller is re-designed after an identifier update where some channel's
+    estimate moved by more than ``tolerance`` with its ``level`` interval excluding the
+    controller's delay and every channel's delay is determined with an interval narrower than
+    ``interval_width``.  ``update="delay"`` replaces the delay of the design
     model (``A_c``, ``B_c`` kept); ``"model"`` takes the whole identified model.
     ``controller`` is a name of :func:`controllers.make_controller` (``"fractional"``,
     ``"truncated"``, ``"exact"`` or ``"mpc"``, the latter with ``horizon``).
@@ -87,8 +88,6 @@ class AdaptiveConfig:
     forgetting: float = 0.999
     tolerance: float = 0.15
     interval_width: float = 0.5
-    confirm: int = 2
-    settle: int = 500
     update: str = "delay"
     level: float = 0.99
     controller: str = "fractional"
@@ -107,8 +106,6 @@ class AdaptiveConfig:
             if not 0 <= value <= self.max_delay:
                 raise ParameterError(f"{name} must be in [0, max_delay = {self.max_delay}] "
                                      f"periods; got {value!r}")
-        check_integer("confirm", self.confirm, minimum=1)
-        check_integer("settle", self.settle, minimum=0)
         if self.update not in ("delay", "model"):
             raise ParameterError(f"update must be 'delay' or 'model'; got {self.update!r}")
         check_probability("lost", self.lost, allow_one=False)
@@ -269,7 +266,7 @@ def adaptive_delay_run(config: AdaptiveConfig = AdaptiveConfig(),
     controller_delay = np.full(m, c.old_delay)
     track: dict[str, list] = {k: [] for k in ("times", "estimate", "low", "high", "ctrl")}
     redesigns: list[int] = []
-    last = agreeing = 0      # updates in a row that called for a re-design
+    last = 0
     for k in range(steps):
         plant = old if k < c.step else new
         for name, loop in loops.items():
@@ -286,15 +283,13 @@ def adaptive_delay_run(config: AdaptiveConfig = AdaptiveConfig(),
                 live.update(Y[last:k + 2].T, U[last:k + 1].T)
             last = k + 1
             estimate, low, high = _read(live, c)
-            agreeing = agreeing + 1 if k + 1 >= c.settle and _should_redesign(
-                estimate, low, high, controller_delay, c.tolerance, c.interval_width) else 0
-            if agreeing >= c.confirm:
+            if _should_redesign(estimate, low, high, controller_delay, c.tolerance,
+                                c.interval_width):
                 redesigned = _redesign(loops["adaptive"].controller, live, old, estimate, c)
                 if redesigned is not None:
                     loops["adaptive"].controller = redesigned
                     controller_delay = estimate.copy()
                     redesigns.append(k + 1)
-                    agreeing = 0
             for key, value in zip(("times", "estimate", "low", "high", "ctrl"),
                                   (k + 1, estimate, low, high, controller_delay.copy()),
                                   strict=True):

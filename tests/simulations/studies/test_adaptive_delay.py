@@ -68,7 +68,7 @@ def test_same_seed_same_run() -> None:
     ({"old_delay": -1.0}, "old_delay"), ({"lost": 1.0}, "lost"), ({"update": "all"}, "update"),
     ({"excitation": -0.1}, "excitation"), ({"forgetting": 0.0}, "forgetting"),
     ({"level": 1.0}, "level"), ({"controller": "naive"}, "controller"), ({"chunk": 0}, "chunk"),
-    ({"confirm": 0}, "confirm"), ({"tolerance": 0.0}, "tolerance"), ({"horizon": 0}, "horizon"),
+    ({"tolerance": 0.0}, "tolerance"), ({"horizon": 0}, "horizon"),
 ])
 def test_bad_settings_are_refused(change: dict, match: str) -> None:
     with pytest.raises(ParameterError, match=match):
