@@ -108,7 +108,8 @@ class ChangeEvent:
     onset : int
         The CUSUM's estimate of when the change began (the statistics before it were shrunk).
     old_delay : ndarray, shape (m,) or None
-        Delay estimate (s) just before the event (``None`` if it could not be recovered).
+        Delay estimate (s) just before the event (NaN for an undetermined channel,
+        ``delay_status_``; ``None`` if the fit failed).
     new_delay : ndarray, shape (m,) or None
         Delay estimate (s) when the detector re-armed, ``warmup`` samples later (``None``
         until then; if the bound had to grow then, at the re-arming after the growth).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import signal
 import sys
 from typing import Any
@@ -203,8 +204,10 @@ def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
     head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
     if snapshot.delay is None:
         return lines + [f"{head}: no delay yet ({snapshot.note})"]
-    delays = ", ".join(f"{name} {d:.4g} s [{lo:.4g}, {hi:.4g}]" for name, d, lo, hi in zip(
-        names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
+    # (NaN: the data do not determine the channel's delay yet, OnlineDMDidc.delay_status_)
+    delays = ", ".join(f"{name} {d:.4g} s [{lo:.4g}, {hi:.4g}]" if math.isfinite(d) else
+                       f"{name} undetermined" for name, d, lo, hi in zip(
+                           names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
     return lines + [f"{head}: delay {delays} ({level:.0%} intervals)"]
 
 
