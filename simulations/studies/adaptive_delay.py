@@ -390,7 +390,7 @@ def plot_adaptive_run(run: AdaptiveRun, path: str | Path) -> Path:
                                               gridspec_kw={"height_ratios": [3, 3, 1]})
     k = np.arange(c.steps)
     for i in range(c.n_inputs):
-        # no interval: the fit (e.g. just after an event, on few samples) gives no delay
+        # no interval: the delay is undetermined (e.g. just after an event, on few samples)
         shown = np.where(np.isfinite(run.low[:, i]), run.estimate[:, i], np.nan)
         line, = ax_delay.plot(run.times, shown, lw=1.3,
                               label=f"estimate, input {i}")
