@@ -621,12 +621,14 @@ class OnlineDMDidc:
         cached = getattr(self, "_status", None)
         if cached is not None and cached[0] is fit:
             return cached[1]
-        first = fit.block_test_.first_active
-        ci = fit.delay_ci() if ci is None else ci
-        # the 99 % half-width, at least 0.1 T (a NaN one: a whole delay at the boundary)
-        z99 = 2.5758293035489004
-        tolerance = np.maximum(np.nan_to_num(z99 * ci.standard_error), _AMBIGUITY * self.dt)
+        first, estimate = fit.block_test_.first_active, fit.delay
         below = _delay_with_earlier_block(fit, self.max_delay_, self.dt)
+        gap = np.abs(below - estimate)                  # (NaN for w = 0: nothing earlier)
+        tolerance = np.full(first.size, _AMBIGUITY * self.dt)
+        if np.any(gap > tolerance):                     # only then is the interval needed
+            ci = fit.delay_ci() if ci is None else ci
+            z99 = 2.5758293035489004                    # its 99 % half-width
+            tolerance = np.maximum(np.nan_to_num(z99 * ci.standard_error), tolerance)
         status = []
         for i in range(first.size):
             if first[i] < 0:
@@ -635,8 +637,8 @@ class OnlineDMDidc:
                               f"({len(self.events_)} change(s) detected; the statistics "
                               f"restart at each): the data do not yet show its effect; feed "
                               f"more samples or more excitation")
-            elif abs(below[i] - ci.value[i]) > tolerance[i]:
-                status.append(f"undetermined: the delay reads {ci.value[i] / self.dt:.3g} T with "
+            elif gap[i] > tolerance[i]:
+                status.append(f"undetermined: the delay reads {estimate[i] / self.dt:.3g} T with "
                               f"B^({first[i] - 1}) insignificant and set to zero, but "
                               f"{below[i] / self.dt:.3g} T with that block fitted; the data "
                               f"cannot tell the whole delay yet (its effect is weak): feed "
