@@ -302,7 +302,11 @@ class OnlineDMDidc:
         # (times, V, weight) of the rows the window holds (weight < 1 after an event)
         self._rows: collections.deque = collections.deque()
         self._lags = self._layout.first_sample  # input lags in v_k (regressors, instruments)
-        self._inputs = np.full((m, self._lags), np.nan)   # u_{t-R-L} .. u_{t-1}: none yet
+        # u_{t-1}, u_{t-2}, .., u_{t-R-L} (NaN: none yet) then room for one more: the one-sample
+        # path shifts it by m and writes u_t in front, which gives the inputs of v_t in order
+        self._recent = np.full(m * (self._lags + 1), np.nan)
+        self._v, self._w = np.empty(d), np.empty(d)   # the one-sample path's v_t, w_t v_t
+        self._outer = np.empty((d, d))
         self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
         self._since_solve = self._since_bound = 0
@@ -330,6 +334,9 @@ class OnlineDMDidc:
         NonFiniteError
             Infinite entries (a lost sample is NaN; infinity is a fault).
         """
+        if self._one_sample(X, U):
+            self._after_chunk(1)
+            return self
         X, U = _chunk("X", X), _chunk("U", U)
         if X.shape[1] != U.shape[1] + 1:
             raise DimensionError(f"X has {X.shape[1]} columns and U {U.shape[1]}; X needs one "
@@ -356,29 +363,107 @@ class OnlineDMDidc:
             _ring_write(self._raw_U, t0, U)
         self._process(V, times)
         self._advance(t0 + L)
+        self._after_chunk(int(times.size))
+        return self
+
+    def _after_chunk(self, rows: int) -> None:
+        """Refresh the predictor and check the bound when due, after ``rows`` received rows."""
         self._fit = None
-        self._since_solve += int(times.size)
-        self._since_bound += int(times.size)
+        self._since_solve += rows
+        self._since_bound += rows
         if self._warmup_left == 0 and self.detect and (
                 self._predictor is None or self._since_solve >= self.refresh):
             self._predictor = self._predictor_from_fit()
         fresh = self._since_solve == 0           # (the predictor's regression is reused)
         if self._bound_due or (self._since_bound >= _BOUND_EVERY and (fresh or not self.detect)):
             self._check_bound()
-        return self
+
+    def _one_sample(self, X: Any, U: Any) -> bool:
+        """The update by one complete sample, in place, if nothing special happens (else
+        ``False``, with nothing changed, and the chunk path handles it).
+
+        A live controller feeds one sample per period: this path does what the chunk path
+        does for it (the same rank-one update ``G <- lambda G + v v^T``, the same CUSUM step)
+        without its per-chunk array work.  It declines a NaN or infinite entry (the chunk
+        path counts or rejects it), a window, the end of the warmup and an alarm.
+        """
+        layout = self._layout
+        if (layout is None or self._last_state is None or self.window is not None
+                or type(X) is not np.ndarray
+                or type(U) is not np.ndarray or X.dtype != np.float64 or U.dtype != np.float64
+                or X.shape != (layout.n_states, 2) or U.shape != (layout.n_inputs, 1)):
+            return False
+        n, m, R, lags = layout.n_states, layout.n_inputs, self.max_delay_, self._lags
+        v, recent, u = self._v, self._recent, U[:, 0]
+        past = m * R                             # v = [x_t; u_t .. u_{t-R}; x_{t+1}; instruments]
+        v[:n] = X[:, 0]
+        v[n:n + m] = u
+        v[n + m:n + m + past] = recent[:past]
+        v[n + m + past:2 * n + m + past] = X[:, 1]
+        v[2 * n + m + past:] = recent[past:m * lags]
+        total = v.sum()                          # NaN or infinite if any entry is
+        if total - total != 0.0 or (X[:, 0] != self._last_state).any():
+            return False                         # (a lost sample, a fault or a broken chain)
+        armed = self.detect and self._predictor is not None
+        if armed:
+            g = self._cusum + self._cusum_step(v)
+            if g > self.threshold:
+                return False
+        elif self._warmup_left == 1:
+            return False                         # (the detector arms: the chunk path)
+        t = self.samples_seen_
+        recent[m:] = recent[:-m]                 # (numpy copies overlapping slices safely)
+        recent[:m] = u
+        self._last_state[:] = X[:, 1]
+        self.samples_seen_ = t + 1
+        if self._raw_U.shape[1]:
+            size = self._raw_U.shape[1]
+            self._raw_X[:, (t + 1) % size] = X[:, 1]
+            self._raw_U[:, t % size] = u
+        weight = self.forgetting                 # row t weighs lambda^(now - t), now = t + 1
+        if weight < 1.0:                         # (in the order of _advance and _add)
+            decay = weight ** (t + 1 - self._now)
+            self._gram *= decay
+            self._sums *= decay
+            self._weight *= decay
+            w = np.multiply(v, weight, out=self._w)
+        else:
+            w = v
+        self._gram += np.multiply.outer(w, v, out=self._outer)
+        self._sums += w
+        self._weight += weight
+        self._now = t + 1
+        self.rows_used_ += 1
+        if armed:
+            self._cusum = max(g, 0.0)
+        elif self._warmup_left:
+            self._warmup_left -= 1
+        return True
+
+    def _cusum_step(self, v: np.ndarray) -> float:
+        """The CUSUM increment ``l`` of one regression vector (as :meth:`_cusum_path`)."""
+        n, p = self._layout.n_states, self._layout.n_regressors
+        theta, precision = self._predictor
+        residual = v[p:p + n] - theta @ v[:p]
+        q = float(residual @ (precision @ residual))
+        kappa = self.magnitude
+        return 0.5 * (1.0 - 1.0 / kappa) * q - 0.5 * n * np.log(kappa)
 
     def _regression_rows(self, X: np.ndarray, U: np.ndarray, t0: int
                          ) -> tuple[np.ndarray, np.ndarray]:
         """The complete regression vectors ``v_k`` of a chunk starting at sample ``t0`` and
         their times, after the input history (which then moves on to the chunk's end)."""
         L, R, lags = U.shape[1], self.max_delay_, self._lags
-        inputs = np.concatenate([self._inputs, U], axis=1)
+        m = U.shape[0]
+        history = self._recent[:m * lags].reshape(lags, m)[::-1].T   # u_{t0-lags} .. u_{t0-1}
+        inputs = np.concatenate([history, U], axis=1)
         if self.lost_inputs == "hold":
             inputs = _held(inputs)
         u = [inputs[:, lags - j:lags - j + L] for j in range(lags + 1)]   # u_{k-j}
         V = np.concatenate([X[:, :L]] + u[:R + 1] + [X[:, 1:]] + u[R + 1:], axis=0)
         keep = ~np.isnan(V).any(axis=0)
-        self._inputs = inputs[:, inputs.shape[1] - lags:] if lags else inputs[:, :0]
+        if lags:
+            self._recent[:m * lags] = inputs[:, inputs.shape[1] - lags:][:, ::-1].T.ravel()
         return V[:, keep], t0 + np.flatnonzero(keep)
 
     def _count_lost(self, lost: np.ndarray, t0: int) -> None:
