@@ -350,3 +350,50 @@ def test_well_posed_streams_are_determined(seed):
         _run(live, X, U, 250)
         assert live.delay_status_ == ["determined"] * 2
         assert np.abs(live.delay - plant.delay).max() < 0.1 * plant.dt
+
+
+@pytest.mark.parametrize("seed, options", [
+    (20, {"forgetting": 0.999}),
+    (21, {"lost_inputs": "hold"}),
+    (22, {"forgetting": 0.995, "lost_inputs": "hold"}),
+])
+def test_one_sample_calls_take_the_chunk_paths_steps(seed, options):
+    """A live controller's one sample per call takes a fast path; on a stream with lost
+    samples, a delay step past the bound (an event, then growth) it keeps the statistics,
+    events, growth and counts of the chunk path fed the same one-sample chunks."""
+    s = delay_step_stream(seed, before=1500, after=1500, step_periods=(2.5, 4.0), max_delay=8,
+                          lost=0.05)
+    runs = []
+    for fast in (True, False):
+        live = OnlineDMDidc(max_delay=3, dt=s.dt, **options)
+        if not fast:
+            live._one_sample = lambda X, U: False          # every call takes the chunk path
+        _run(live, s.X, s.U, 1)
+        runs.append(live)
+    fast, chunked = runs
+    assert [(e.sample, e.onset) for e in fast.events_] == \
+        [(e.sample, e.onset) for e in chunked.events_] != []
+    assert fast.bound_events_ == chunked.bound_events_ != []
+    assert (fast.dropped_samples_, fast.drop_bursts_, fast.rows_used_) == \
+        (chunked.dropped_samples_, chunked.drop_bursts_, chunked.rows_used_)
+    scale = np.abs(chunked.statistics().gram).max()
+    assert np.allclose(fast.statistics().gram, chunked.statistics().gram, rtol=1e-9,
+                       atol=1e-9 * scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                       # (the fit's diagnostics)
+        assert np.allclose(fast.delay, chunked.delay, equal_nan=True, atol=1e-6 * s.dt)
+
+
+def test_one_sample_calls_reject_what_chunks_reject():
+    """The fast path declines, and the chunk path then raises for, infinity and a broken
+    chain; a NaN sample is counted as lost."""
+    s = delay_step_stream(5, before=800, after=0, lost=0.0)
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt)
+    _run(live, s.X[:, :701], s.U[:, :700], 1)
+    x, u = s.X[:, 700:702].copy(), s.U[:, 700:701].copy()
+    with pytest.raises(NonFiniteError, match="U contains 1 infinite"):
+        live.update(x, np.where(np.arange(u.shape[0])[:, None] == 0, np.inf, u))
+    with pytest.raises(DimensionError, match="does not continue"):
+        live.update(x + 1.0, u)
+    live.update(x, np.full_like(u, np.nan))
+    assert live.dropped_samples_ == 1 and live.drop_bursts_ == [(700, 1)]
