@@ -74,6 +74,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from scipy.linalg import blas
 
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc.errors import (
@@ -306,8 +307,7 @@ class OnlineDMDidc:
         # u_{t-1}, u_{t-2}, .., u_{t-R-L} (NaN: none yet) then room for one more: the one-sample
         # path shifts it by m and writes u_t in front, which gives the inputs of v_t in order
         self._recent = np.full(m * (self._lags + 1), np.nan)
-        self._v, self._w = np.empty(d), np.empty(d)   # the one-sample path's v_t, w_t v_t
-        self._outer = np.empty((d, d))
+        self._v = np.empty(d)                    # the one-sample path's v_t
         self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
         self._since_solve = self._since_bound = 0
@@ -422,16 +422,14 @@ class OnlineDMDidc:
             self._raw_X[:, (t + 1) % size] = X[:, 1]
             self._raw_U[:, t % size] = u
         weight = self.forgetting                 # row t weighs lambda^(now - t), now = t + 1
-        if weight < 1.0:                         # (in the order of _advance and _add)
+        if weight < 1.0:                         # (as _advance then _add)
             decay = weight ** (t + 1 - self._now)
             self._gram *= decay
             self._sums *= decay
             self._weight *= decay
-            w = np.multiply(v, weight, out=self._w)
-        else:
-            w = v
-        self._gram += np.dot(w[:, None], v[None, :], out=self._outer)   # (as _add's product)
-        self._sums += w
+        # in place by BLAS (G is symmetric, so its transpose is the Fortran-ordered G)
+        blas.dger(weight, v, v, a=self._gram.T, overwrite_a=1)
+        blas.daxpy(v, self._sums, a=weight)
         self._weight += weight
         self._now = t + 1
         self.rows_used_ += 1
