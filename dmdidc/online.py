@@ -304,10 +304,17 @@ class OnlineDMDidc:
         # (times, V, weight) of the rows the window holds (weight < 1 after an event)
         self._rows: collections.deque = collections.deque()
         self._lags = self._layout.first_sample  # input lags in v_k (regressors, instruments)
-        # u_{t-1}, u_{t-2}, .., u_{t-R-L} (NaN: none yet) then room for one more: the one-sample
-        # path shifts it by m and writes u_t in front, which gives the inputs of v_t in order
-        self._recent = np.full(m * (self._lags + 1), np.nan)
-        self._v = np.empty(d)                    # the one-sample path's v_t
+        # The one-sample path's sample: [x_t; x_{t+1}; u_t; u_{t-1} .. u_{t-R-L}], then v_t is
+        # one gather from it.  Its recent inputs, u_{t-1} .. u_{t-R-L} (NaN: none yet) then room
+        # for one more, are the chunk path's input history too; shifted by m with u_t written
+        # in front, they are the inputs of v_t in order.
+        self._sample = np.full(2 * n + m * (self._lags + 1), np.nan)
+        self._recent = self._sample[2 * n:]
+        inputs = 2 * n + np.arange(m * (self._lags + 1))
+        past = m * (R + 1)                       # v = [x_t; u_t .. u_{t-R}; x_{t+1}; instruments]
+        self._gather = np.concatenate([np.arange(n), inputs[:past], n + np.arange(n),
+                                       inputs[past:]])
+        self._v = np.empty(d)
         self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
         self._since_solve = self._since_bound = 0
@@ -395,26 +402,25 @@ class OnlineDMDidc:
                 or type(U) is not np.ndarray or X.dtype != np.float64 or U.dtype != np.float64
                 or X.shape != (layout.n_states, 2) or U.shape != (layout.n_inputs, 1)):
             return False
-        n, m, R, lags = layout.n_states, layout.n_inputs, self.max_delay_, self._lags
-        v, recent, u = self._v, self._recent, U[:, 0]
-        past = m * R                             # v = [x_t; u_t .. u_{t-R}; x_{t+1}; instruments]
-        v[:n] = X[:, 0]
-        v[n:n + m] = u
-        v[n + m:n + m + past] = recent[:past]
-        v[n + m + past:2 * n + m + past] = X[:, 1]
-        v[2 * n + m + past:] = recent[past:m * lags]
-        if not math.isfinite(v.dot(v)) or X[:, 0].tolist() != self._last_state.tolist():
-            return False                         # (a lost sample, a fault or a broken chain)
-        armed = self.detect and self._predictor is not None
-        if armed:
-            g = self._cusum + self._cusum_step(v)
-            if g > self.threshold:
-                return False
-        elif self._warmup_left == 1:
-            return False                         # (the detector arms: the chunk path)
-        t = self.samples_seen_
+        if X[:, 0].tolist() != self._last_state.tolist():
+            return False                         # (a broken chain, or a lost state: NaN)
+        m, recent, u = layout.n_inputs, self._recent, U[:, 0]
+        self._sample[:2 * layout.n_states].reshape(2, -1)[...] = X.T
         recent[m:] = recent[:-m]                 # (numpy copies overlapping slices safely)
         recent[:m] = u
+        v = np.take(self._sample, self._gather, out=self._v)
+        armed = self.detect and self._predictor is not None
+        if not math.isfinite(v.dot(v)):
+            decline = True                       # (a lost sample or a fault)
+        elif armed:
+            g = self._cusum + self._cusum_step(v)
+            decline = g > self.threshold
+        else:
+            decline = self._warmup_left == 1     # (the detector arms: the chunk path)
+        if decline:
+            recent[:-m] = recent[m:]             # (back: only the spare slot is lost)
+            return False
+        t = self.samples_seen_
         self._last_state[:] = X[:, 1]
         self.samples_seen_ = t + 1
         if self._raw_U.shape[1]:
