@@ -309,7 +309,7 @@ class OnlineDMDidc:
         # for one more, are the chunk path's input history too; shifted by m with u_t written
         # in front, they are the inputs of v_t in order.
         self._sample = np.full(2 * n + m * (self._lags + 1), np.nan)
-        self._recent = self._sample[2 * n:]
+        self._states, self._recent = self._sample[:2 * n].reshape(2, n), self._sample[2 * n:]
         inputs = 2 * n + np.arange(m * (self._lags + 1))
         past = m * (R + 1)                       # v = [x_t; u_t .. u_{t-R}; x_{t+1}; instruments]
         self._gather = np.concatenate([np.arange(n), inputs[:past], n + np.arange(n),
@@ -322,7 +322,7 @@ class OnlineDMDidc:
         self._filled = False                     # the last event's new_delay was just set
         self._capped = False                     # the limit's warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
-        self._whitening: tuple[Any, np.ndarray | None] = (None, None)  # (of _cusum_step)
+        self._whitening: tuple = (None,)        # (predictor, W, l's gain and offset)
         self._solution = None                    # the predictor's regression
         self._fit = None
 
@@ -405,10 +405,10 @@ class OnlineDMDidc:
         if X[:, 0].tolist() != self._last_state.tolist():
             return False                         # (a broken chain, or a lost state: NaN)
         m, recent, u = layout.n_inputs, self._recent, U[:, 0]
-        self._sample[:2 * layout.n_states].reshape(2, -1)[...] = X.T
+        self._states[...] = X.T
         recent[m:] = recent[:-m]                 # (numpy copies overlapping slices safely)
         recent[:m] = u
-        v = np.take(self._sample, self._gather, out=self._v)
+        v = self._sample.take(self._gather, out=self._v)
         armed = self.detect and self._predictor is not None
         if not math.isfinite(v.dot(v)):
             decline = True                       # (a lost sample or a fault)
@@ -453,11 +453,15 @@ class OnlineDMDidc:
             theta, precision = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
-            residual = np.hstack([-theta, np.eye(theta.shape[0])])
-            self._whitening = (self._predictor, root @ residual)
-        z = self._whitening[1].dot(v[:self._whitening[1].shape[1]])
-        kappa = self.magnitude
-        return 0.5 * (1.0 - 1.0 / kappa) * float(z.dot(z)) - 0.5 * z.size * math.log(kappa)
+            n, p = theta.shape
+            residual = np.zeros((n, v.size))    # (zero on the instruments: no slicing of v)
+            residual[:, :p], residual[:, p:p + n] = -theta, np.eye(n)
+            kappa = self.magnitude
+            self._whitening = (self._predictor, root @ residual, 0.5 * (1.0 - 1.0 / kappa),
+                               0.5 * n * math.log(kappa))
+        _, whiten, gain, offset = self._whitening
+        z = whiten.dot(v)
+        return gain * float(z.dot(z)) - offset
 
     def _regression_rows(self, X: np.ndarray, U: np.ndarray, t0: int
                          ) -> tuple[np.ndarray, np.ndarray]:
