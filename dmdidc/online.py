@@ -301,6 +301,7 @@ class OnlineDMDidc:
         self._layout = self._layout_for(n, m, R)
         d = self._layout.dimension
         self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
+        self._scale = 1.0                        # the moments are _scale * (_gram, _sums)
         # (times, V, weight) of the rows the window holds (weight < 1 after an event)
         self._rows: collections.deque = collections.deque()
         self._lags = self._layout.first_sample  # input lags in v_k (regressors, instruments)
@@ -428,14 +429,15 @@ class OnlineDMDidc:
             self._raw_X[:, (t + 1) % size] = X[:, 1]
             self._raw_U[:, t % size] = u
         weight = self.forgetting                 # row t weighs lambda^(now - t), now = t + 1
-        if weight < 1.0:                         # (as _advance then _add)
-            decay = weight ** (t + 1 - self._now)
-            self._gram *= decay
-            self._sums *= decay
+        if weight < 1.0:                         # (as _advance then _add; the decay of the
+            decay = weight ** (t + 1 - self._now)   # moments is deferred to a scalar)
+            self._scale *= decay
             self._weight *= decay
+            if self._scale < 1e-100:
+                self._settle()
         # in place by BLAS (G is symmetric, so its transpose is the Fortran-ordered G)
-        blas.dger(weight, v, v, a=self._gram.T, overwrite_a=1)
-        blas.daxpy(v, self._sums, a=weight)
+        blas.dger(weight / self._scale, v, v, a=self._gram.T, overwrite_a=1)
+        blas.daxpy(v, self._sums, a=weight / self._scale)
         self._weight += weight
         self._now = t + 1
         self.rows_used_ += 1
@@ -622,6 +624,7 @@ class OnlineDMDidc:
         """Age the statistics to time ``now`` (forgetting) or drop rows older than the window."""
         if now <= self._now:
             return
+        self._settle()
         if self.window is None:
             decay = self.forgetting ** (now - self._now)
             self._gram *= decay
@@ -656,7 +659,15 @@ class OnlineDMDidc:
             if self.window is not None:
                 self._rows.append((times, V, 1.0))
 
+    def _settle(self) -> None:
+        """Apply the deferred decay of the one-sample path to the moments."""
+        if self._scale != 1.0:
+            self._gram *= self._scale
+            self._sums *= self._scale
+            self._scale = 1.0
+
     def _remove(self, V: np.ndarray, weight: float) -> None:
+        self._settle()
         self._gram -= weight * (V @ V.T)
         self._sums -= weight * V.sum(axis=1)
         self._weight -= weight * V.shape[1]
@@ -673,6 +684,7 @@ class OnlineDMDidc:
         """
         if self._layout is None:
             raise ParameterError("no data yet: call update(X, U) first")
+        self._settle()
         weight = int(round(self._weight))
         return SufficientStatistics(
             layout=self._layout, gram=0.5 * (self._gram + self._gram.T), sums=self._sums.copy(),

@@ -397,3 +397,17 @@ def test_one_sample_calls_reject_what_chunks_reject():
         live.update(x + 1.0, u)
     live.update(x, np.full_like(u, np.nan))
     assert live.dropped_samples_ == 1 and live.drop_bursts_ == [(700, 1)]
+
+
+def test_one_sample_calls_with_short_memory():
+    """The one-sample path defers the decay to a scalar, applied when read or when it nears
+    underflow: with lambda = 0.5 (1e-100 in 333 samples, none lost) the moments stay those of
+    one chunk."""
+    s = delay_step_stream(9, before=1500, after=0, lost=0.0)
+    grams = []
+    for chunk in (1, 1500):
+        live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, detect=False, forgetting=0.5)
+        _run(live, s.X, s.U, chunk)
+        grams.append(live.statistics().gram)
+    assert np.all(np.isfinite(grams[0])) and np.abs(grams[1]).max() > 0
+    assert np.allclose(grams[0], grams[1], rtol=1e-9, atol=1e-9 * np.abs(grams[1]).max())
