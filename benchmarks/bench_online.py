@@ -8,7 +8,8 @@ one core (``OPENBLAS_NUM_THREADS=1``), throughput in samples per second:
 
 * ``OnlineDMDidc`` fed chunks of ``L`` samples (forgetting 0.999, detector on): the statistics
   and the detector's predictor are updated per chunk; ``+ fit`` also reads ``model_`` after
-  every chunk (the full DMDidc fit: block test, recovery, diagnostics);
+  every chunk (the full DMDidc fit: block test, recovery, diagnostics); ``L = 1`` is a live
+  controller's one sample per call (its own path in ``OnlineDMDidc``), over the whole stream;
 * **refit**: after every chunk, DMDidc from scratch on the raw data of the last 2000 samples
   (what a sliding refit costs without statistics that update);
 * **osysid** (``OnlineLinearModel``, online DMD with inputs and a forgetting factor; no delay
@@ -82,9 +83,8 @@ def main() -> None:
                          _cpu(lambda c=chunk: _online(X, U, c, False, dt))))
         rows.append(("OnlineDMDidc, chunks of 100 + fit", K,
                      _cpu(lambda: _online(X, U, 100, True, dt))))
-        short = 2000                                          # per-sample calls: a prefix
-        rows.append(("OnlineDMDidc, chunks of 1", short,
-                     _cpu(lambda: _online(X[:, :short + 1], U[:, :short], 1, False, dt))))
+        rows.append(("OnlineDMDidc, chunks of 1", K,          # (a live controller's calls)
+                     _cpu(lambda: _online(X, U, 1, False, dt))))
         rows.append(("refit (last 2000) every 100", K - WINDOW,
                      _cpu(lambda: _refit(X, U, 100, dt), repeat=1)))
         try:

@@ -14,6 +14,14 @@ then also holds ``u_{k-R-1} .. u_{k-R-L}``), consistent under measurement noise 
 ``estimator="ls"`` is least squares, which that noise biases (errors in variables: on random
 plants at 30 dB its delay was off by up to 0.35 T where IV's error was below 0.005 T).
 
+**One sample per call.**  A live controller feeds a sample a period; such a call, complete (no
+NaN) and quiet (no alarm, not the end of the warmup, no window), takes a path without the chunk
+machinery: ``v_t`` gathered from a buffer of the recent inputs, the rank-one update ``G <- G +
+(lambda / c) v v^T`` in place by BLAS with the decay kept in a scalar ``c`` (applied when the
+statistics are read), and the CUSUM step from the predictor whitened once per refresh.  It
+keeps the chunk path's statistics (to rounding), events, growth and counts (tested on streams
+with lost samples, a change and a growth); any other call takes the chunk path.
+
 **Lost packets.**  A NaN anywhere in ``x_t`` or ``u_t`` marks sample ``t`` as lost: exactly the
 regression rows that involve it are skipped (rows ``t - 1`` and ``t`` for a lost state, rows
 ``t .. t + R + L`` for a lost input: every row holding one of its lags); nothing is
