@@ -92,6 +92,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
+from dmdidc.inference.ambiguity import delay_ambiguity
 from dmdidc.inference.blocks import block_test
 from dmdidc.inference.diagnostics import beyond_bound
 from dmdidc.inference.intervals import IntervalEstimate
@@ -740,14 +741,11 @@ class OnlineDMDidc:
         cached = getattr(self, "_status", None)
         if cached is not None and cached[0] is fit:
             return cached[1]
-        first, estimate = fit.block_test_.first_active, fit.delay
-        below = _delay_with_earlier_block(fit, self.max_delay_, self.dt)
-        gap = np.abs(below - estimate)                  # (NaN for w = 0: nothing earlier)
-        tolerance = np.full(first.size, _AMBIGUITY * self.dt)
-        if np.any(gap > tolerance):                     # only then is the interval needed
-            ci = fit.delay_ci() if ci is None else ci
-            z99 = 2.5758293035489004                    # its 99 % half-width
-            tolerance = np.maximum(np.nan_to_num(z99 * ci.standard_error), tolerance)
+        first = fit.block_test_.first_active
+        check = delay_ambiguity(fit.A_c, fit.regression_, fit.block_test_.active, fit.delay,
+                                self.dt, lambda: (fit.delay_ci() if ci is None
+                                                  else ci).standard_error)
+        estimate, below = check.estimate, check.below
         status = []
         for i in range(first.size):
             if first[i] < 0:
@@ -756,7 +754,7 @@ class OnlineDMDidc:
                               f"({len(self.events_)} change(s) detected; the statistics "
                               f"restart at each): the data do not yet show its effect; feed "
                               f"more samples or more excitation")
-            elif gap[i] > tolerance[i]:
+            elif check.ambiguous[i]:
                 status.append(f"undetermined: the delay reads {estimate[i] / self.dt:.3g} T with "
                               f"B^({first[i] - 1}) insignificant and set to zero, but "
                               f"{below[i] / self.dt:.3g} T with that block fitted; the data "
@@ -803,40 +801,6 @@ class OnlineDMDidc:
         return (f"OnlineDMDidc(max_delay={self.max_delay}, dt={self.dt}, forgetting="
                 f"{self.forgetting}, window={self.window}, max_delay_limit="
                 f"{self.max_delay_limit})")
-
-
-#: Periods by which the delay recovered with the block before the first active one fitted
-#: (instead of set to zero) may differ from the estimate, beyond its 99 % interval, before the
-#: whole delay counts as undetermined (the accuracy asked of the online estimate, issue 22).
-_AMBIGUITY = 0.1
-
-
-def _delay_with_earlier_block(fit: Any, R: int, dt: float) -> np.ndarray:
-    """Each channel's delay recovered with ``B^(w - 1)`` fitted too (NaN for ``w < 1``).
-
-    The block test zeroes every block before the first significant one ``w``; when the true
-    ``B^(w - 1)`` is merely weak (few rows, a weak channel), that zero makes the recovery
-    return ``w`` exactly (its pair ``w - 1, w`` degenerate, without interval) or a delay
-    near ``w`` with a narrow interval: confidently wrong.  Fitted, the block gives the delay
-    the data support; agreement of the two means the decision did not matter.
-    """
-    from dmdidc.inference.blocks import kept_blocks, restricted_coefficients
-    from dmdidc.inference.recovery import recover_channel
-
-    test = fit.block_test_
-    n, m = fit.A_c.shape[0], test.active.shape[1]
-    first = test.first_active
-    kept = kept_blocks(test.active)
-    for i, w in enumerate(first):
-        if w >= 1:
-            kept[w - 1, i] = True
-    blocks = restricted_coefficients(fit.regression_, n, kept)[:, n:]
-    blocks = blocks.reshape(n, R + 1, m).transpose(1, 0, 2)
-    delays = np.full(m, np.nan)
-    for i, w in enumerate(first):
-        if w >= 1:
-            delays[i] = recover_channel(fit.A_c, blocks[:, :, i], dt, int(w))[1]
-    return delays
 
 
 #: Attributes of the fit that the online estimator forwards.

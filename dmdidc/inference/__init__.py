@@ -3,6 +3,7 @@
 * :mod:`~dmdidc.inference.blocks`: which input blocks act (a test on the estimator's covariance);
 * :mod:`~dmdidc.inference.selection`: the delay bound chosen by an information criterion;
 * :mod:`~dmdidc.inference.recovery`: ``A_c``, ``B_c`` and the fractional delays;
+* :mod:`~dmdidc.inference.ambiguity`: whether a weak block decided the whole delay;
 * :mod:`~dmdidc.inference.intervals`: confidence intervals (asymptotic, bootstrap);
 * :mod:`~dmdidc.inference.jacobian`: the analytic Jacobian of the recovered plant (delta method);
 * :mod:`~dmdidc.inference.offset`: the offset test and the operating point;
@@ -28,6 +29,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
                                    "asymptotic_intervals", "bootstrap_intervals",
                                    "INTERVAL_METHODS"],
     "dmdidc.inference.jacobian": ["model_jacobian"],
+    "dmdidc.inference.ambiguity": ["DelayAmbiguity", "delay_ambiguity"],
     "dmdidc.inference.diagnostics": ["eigenvalue_standard_errors", "identification_warnings",
                                      "logarithm_evidence", "fit_diagnostics", "model_checks"],
     "dmdidc.inference.checks": ["Check", "DiagnosticWarning", "FitDiagnostics"],

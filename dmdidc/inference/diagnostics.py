@@ -13,6 +13,11 @@ the cause it has evidence for:
   This is a warning rather than an error because a delay of exactly ``R T`` is consistent with
   the data and refusing it would reject correct fits; the warning says how to decide (refit with
   a larger ``max_delay``);
+* **delay ambiguity**: a channel whose delay recovered with ``B^(w - 1)`` fitted (instead of
+  zeroed by the block test) differs from the estimate by more than its 99 % half-width and
+  0.1 T (:mod:`~dmdidc.inference.ambiguity`): a weak block decided the whole part of the delay,
+  and the delay and its interval may be confidently wrong (3.05 T, 99 % interval [2.84, 3.27],
+  for a true 2.6 T on a weakly excited channel);
 * **offset**: residuals whose mean differs from zero by many standard errors: a sensor offset,
   an input bias or a non-zero operating point, which a linear model through the origin cannot
   represent (``detrend=`` removes it).  Not checked on privatized statistics, whose sums carry
@@ -38,6 +43,7 @@ import numpy as np
 from scipy import special
 
 from dmdidc.discretization import first_active_blocks
+from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
 from dmdidc.inference.checks import Check
 from dmdidc.model import DelayedPlant
@@ -117,8 +123,8 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     Returns
     -------
     list of Check
-        ``effect``, ``delay_bound``, ``block_structure``, ``continuous_model`` and
-        ``determined_modes``.
+        ``effect``, ``delay_bound``, ``delay_ambiguity``, ``block_structure``,
+        ``continuous_model`` and ``determined_modes``.
     """
     R = model.max_delay
     checks = []
@@ -171,6 +177,8 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     else:
         checks.append(Check("delay_bound", question, True,
                             finding="every first active block lies before the last one"))
+    if model.has_continuous and model.n_inputs > 0:
+        checks.append(_ambiguity_check(solution, test, model, restricted or solution))
     checks.append(_structure_check(test, first))
     question = "Does A_d have a continuous-time model (a unique real logarithm)?"
     if log_error is not None:
@@ -195,6 +203,36 @@ def identification_warnings(solution: RegressionSolution, test: BlockTest, model
     del detrended
     return [check.message() for check in model_checks(solution, test, model,
                                                       log_error=log_error) if check.failed]
+
+
+def _ambiguity_check(solution: RegressionSolution, test: BlockTest, model: DelayedPlant,
+                     restricted: RegressionSolution) -> Check:
+    """``delay_ambiguity``: did zeroing a weak ``B^(w - 1)`` decide the whole delay?
+    (:mod:`dmdidc.inference.ambiguity`, the rule of ``OnlineDMDidc.delay_status_``)."""
+    question = "Does each delay hold with the block before the first active one fitted too?"
+    T = model.dt
+    found = delay_ambiguity(model.A_c, solution, test.active, model.delay, T,
+                            lambda: delay_standard_errors(model, restricted))
+    channels = np.flatnonzero(found.ambiguous)
+    if not channels.size:
+        return Check("delay_ambiguity", question, True,
+                     finding=f"every delay within max(99 % half-width, {AMBIGUITY:g} T) of its "
+                             f"recovery with B^(w-1) fitted")
+    first = first_active_blocks(test.active)
+    pairs = "; ".join(
+        f"channel {i}: {found.estimate[i] / T:.3g} T with B^({first[i] - 1}) insignificant "
+        f"and set to zero, but {found.below[i] / T:.3g} T with it fitted (they may differ by "
+        f"{found.tolerance[i] / T:.2g} T)" for i in channels)
+    return Check(
+        "delay_ambiguity", question, False,
+        float(np.max(np.abs(found.below - found.estimate)[channels] / found.tolerance[channels])),
+        1.0,
+        f"the whole part of the delay of input channel(s) {channels.tolist()} was decided by the "
+        f"block test zeroing a weak block: {pairs}; the delay and its interval (conditional on "
+        f"that decision) may be confidently wrong",
+        "excite the channel(s) more strongly or record longer data, so that the block test "
+        "decides B^(w-1); if the delay may be longer than max_delay allows for, widen max_delay; "
+        "until then, do not rely on the delay of these channels")
 
 
 def _structure_check(test: BlockTest, first: np.ndarray) -> Check:
