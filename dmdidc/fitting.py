@@ -120,6 +120,26 @@ def _input_statistics(trajectories, R: int, memo: dict) -> SufficientStatistics:
     return memo["inputs"]
 
 
+def _plain_statistics(trajectories, R: int, memo: dict) -> SufficientStatistics:
+    """The least-squares statistics, as the regression block of the input-instrument ones
+    (which the IV twin of a least-squares fit needs anyway) plus the first ``L`` samples of
+    each trajectory that those skip for their extra lags: one pass over the data, not two."""
+    try:
+        inputs = _input_statistics(trajectories, R, memo)
+    except ValueError:                      # no inputs to instrument with: a pass of its own
+        return _statistics(trajectories, R, None)
+    first = R + inputs.instrument_lags      # the input statistics' first sample
+    head = _statistics([(X[:, :min(U.shape[1], first) + 1], U[:, :first])
+                        for X, U in trajectories], R, None)
+    d = head.gram.shape[0]                  # [x_k; u_k .. u_k-R; x_k+1] lead both layouts
+    lengths = [max(U.shape[1] - R, 0) for _, U in trajectories]
+    return dataclasses.replace(head, gram=head.gram + inputs.gram[:d, :d],
+                               sums=head.sums + inputs.sums[:d],
+                               n_samples=head.n_samples + inputs.n_samples,
+                               min_trajectory_samples=min(lengths),
+                               max_trajectory_samples=max(lengths))
+
+
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
            svd_rank: int | None, rank_rtol: float) -> RegressionSolution:
     return regression_from_statistics(stats.centered() if centred else stats, R,
@@ -193,7 +213,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     kind = "iv" if estimator == "auto" else estimator
     options = dict(svd_rank=svd_rank, rank_rtol=rank_rtol)
     if kind in ("ls", "huber"):
-        plain = _statistics(trajectories, R, None)
+        plain = _plain_statistics(trajectories, R, memo)
         test = offset_decision(plain, R, "ls", level=level, **options) if offset != "none" else None
         if kind == "huber":       # fits through the origin: an offset fails its check
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",

@@ -225,3 +225,25 @@ def test_a_delay_bound_far_beyond_the_data_is_refused_at_once():
         with pytest.raises(InsufficientExcitationError, match="at least"):
             DMDidc(max_delay=max_delay).fit(X, U, dt=1.0)
         assert time.perf_counter() - start < 1.0
+
+
+def test_least_squares_statistics_from_the_input_instrument_pass_equal_a_pass_of_their_own():
+    # The LS fit takes its statistics from the IV twin's pass (regression block plus the first
+    # samples the twin skips): equal to the direct pass on trajectories of every length,
+    # shorter than the lags included.
+    from dmdidc.fitting import _plain_statistics, _statistics
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n, m, R = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        trajectories = []
+        for K in rng.integers(1, 60, size=int(rng.integers(1, 4))):
+            trajectories.append((rng.standard_normal((n, int(K) + 1)),
+                                 rng.standard_normal((m, int(K)))))
+        direct, fused = _statistics(trajectories, R, None), _plain_statistics(trajectories, R, {})
+        np.testing.assert_allclose(fused.gram, direct.gram, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fused.sums, direct.sums, rtol=1e-12, atol=1e-12)
+        assert fused.layout == direct.layout
+        for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
+                     "max_trajectory_samples", "intercepts", "clipped", "centering"):
+            assert getattr(fused, name) == getattr(direct, name), name
