@@ -139,14 +139,21 @@ class ResidualAnalysis:
     def input_z(self) -> np.ndarray:
         R = self.max_delay
         return _prewhitened_correlations([e for e, _, _ in self.parts],
-                                         [u[:, R:] for _, u, _ in self.parts], self.lags)
+                                         [u[:, R:] for _, u, _ in self.parts], self.lags,
+                                         self._residual_autocovariances)
 
     @cached_property
     def state_z(self) -> np.ndarray:
         R = self.max_delay
         return _prewhitened_correlations([e for e, _, _ in self.parts],
                                          [x[:, R:] for _, _, x in self.parts],
-                                         self.lags[self.lags >= 0])
+                                         self.lags[self.lags >= 0],
+                                         self._residual_autocovariances)
+
+    @cached_property
+    def _residual_autocovariances(self) -> list[np.ndarray] | None:
+        """The residuals' autocovariances that both correlations filter: one pass, not two."""
+        return _residual_autocovariances([e for e, _, _ in self.parts], self.lags)
 
 
 def _autocorrelations(series: list[np.ndarray], window: int) -> np.ndarray:
@@ -295,23 +302,42 @@ def _bartlett_sd(rho_a: np.ndarray, rho_b: np.ndarray, n_samples: int) -> np.nda
     return np.sqrt(np.maximum(variance, 0.25 / n_samples))
 
 
+def _filter_sizes(E: list[np.ndarray]) -> tuple[int, int, int]:
+    """Samples ``N``, the Bartlett ``window`` and the prewhitening ``order`` for residuals ``E``."""
+    N = sum(e.shape[1] for e in E)
+    return N, min(_WINDOW, max(N // 10, 1)), min(_PREWHITEN_ORDER, max(N // 50, 0))
+
+
+def _residual_autocovariances(E: list[np.ndarray], lags: np.ndarray
+                              ) -> list[np.ndarray] | None:
+    """Per trajectory, the autocovariance of ``E`` (means not removed) at lags ``0 .. window +
+    order`` that :func:`_filtered_correlations` combines with each filter; ``None`` when a
+    trajectory is too short for that (the residuals are filtered directly).  Any ``lags`` up to
+    ``max(|lags|)`` may use it."""
+    from dmdidc.regression.instrumental import autocovariances
+
+    _, window, order = _filter_sizes(E)
+    edge = max(window, int(np.max(np.abs(lags)))) + 1
+    if not all(e.shape[1] > 2 * (edge + 2 * order + window) for e in E):
+        return None
+    return [autocovariances([e], window + order) for e in E]
+
+
 def _prewhitened_correlations(E: list[np.ndarray], signals: list[np.ndarray],
-                              lags: np.ndarray) -> np.ndarray:
+                              lags: np.ndarray, autocov: list[np.ndarray] | None = None
+                              ) -> np.ndarray:
     """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
     filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
 
-    The filtered residuals' moments come from those of the residuals, computed once for every
-    signal (:func:`_filtered_correlations`); trajectories too short for that are filtered.
+    The filtered residuals' moments come from those of the residuals (``autocov``, from
+    :func:`_residual_autocovariances` with lags reaching as far as these), computed once for
+    every signal (:func:`_filtered_correlations`); trajectories too short for that are filtered.
     """
-    from dmdidc.regression.instrumental import autocovariances
-
-    N = sum(e.shape[1] for e in E)
-    window = min(_WINDOW, max(N // 10, 1))
-    order = min(_PREWHITEN_ORDER, max(N // 50, 0))
+    N, window, order = _filter_sizes(E)
     out = np.zeros((lags.size, E[0].shape[0], signals[0].shape[0]))
-    edge = max(window, int(np.max(np.abs(lags)))) + 1
-    factored = all(e.shape[1] > 2 * (edge + 2 * order + window) for e in E)
-    autocov = [autocovariances([e], window + order) for e in E] if factored else None
+    if autocov is None:
+        autocov = _residual_autocovariances(E, lags)
+    factored = autocov is not None
     for j in range(signals[0].shape[0]):
         a = _prewhitening_filter([s[j] for s in signals], order)
         Sw = [_fir(a, s[j])[None] for s in signals]

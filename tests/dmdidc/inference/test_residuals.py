@@ -63,6 +63,7 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
         _cross_correlations,
         _prewhitened_correlations,
         _prewhitening_filter,
+        _residual_autocovariances,
     )
 
     rng = np.random.default_rng(seed)
@@ -74,6 +75,9 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
     N = sum(lengths)
     window, order = min(25, N // 10), min(10, N // 50)
     found = _prewhitened_correlations(E, S, tau)
+    # the residual moments are shared by the input (all lags) and state (lags >= 0) correlations
+    shared = _prewhitened_correlations(E, S, tau[tau >= 0], _residual_autocovariances(E, tau))
+    np.testing.assert_allclose(shared, found[tau >= 0], rtol=1e-12, atol=1e-12)
     for j in range(2):
         a = _prewhitening_filter([s[j] for s in S], order)
         Ew = [signal.lfilter(a, [1.0], e, axis=1) for e in E]
