@@ -172,8 +172,9 @@ def _lag_products(x: np.ndarray, y: np.ndarray, lags: np.ndarray) -> np.ndarray:
     """
     N = x.shape[1]
     out = np.zeros((x.shape[0], lags.size, y.shape[0]))
-    for c0 in range(0, N, _CHUNK):
-        c1 = min(N, c0 + _CHUNK)
+    step = max(1024, _CHUNK // max(y.shape[0], 1))      # bounded copies of many rows of y
+    for c0 in range(0, N, step):
+        c1 = min(N, c0 + step)
         shifted = np.zeros((lags.size, y.shape[0], c1 - c0))
         for i, tau in enumerate(lags):
             low, high = max(c0, tau), min(c1, N + tau)     # 0 <= k - tau < N
@@ -211,65 +212,81 @@ def _tail_products(x: np.ndarray, y: np.ndarray, order: int, shifts: np.ndarray)
     return tails
 
 
-def _filtered_correlations(E: list[np.ndarray], S: list[np.ndarray], a: np.ndarray,
+def _filtered_correlations(E: list[np.ndarray], Sw: list[np.ndarray], a: np.ndarray,
                            lags: np.ndarray, window: int, autocov: list[np.ndarray]
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For ``Ew = lfilter(a, E)`` (zero initial state) and the filtered signal ``Sw``: the
-    pooled centred autocovariance of ``Ew`` (lags ``0 .. window``), its cross products with the
-    centred ``Sw`` at ``lags`` and the centred energy of ``Sw`` -- without filtering ``E``.
+    """For every signal ``j`` (filter ``a[j]``, filtered signal ``Sw[.][j]``) and ``Ew =
+    lfilter(a[j], E)`` (zero initial state): the pooled centred autocovariance of ``Ew`` (lags
+    ``0 .. window``, shape (rows, window + 1, n)), its cross products with the centred ``Sw[j]``
+    at ``lags`` (rows, n, len(lags)) and the centred energy of ``Sw[j]`` (rows,) -- without
+    filtering ``E``, and reading it once for all signals.
 
     ``Ew_k = sum_p a_p E_{k-p}``, so its products are those of ``E`` (``autocov``: lags
-    ``0 .. window + q``, means not removed, computed once for every signal) combined with the
-    filter, less the last ``p`` samples that the filter cuts off (:func:`_tail_products`); the
-    means come from the first and last samples of ``Ew`` (filtered directly).  Exact: the same
-    sums as filtering ``E`` (only rounding differs).
+    ``0 .. window + q``, means not removed) combined with the filter, less the last ``p``
+    samples that the filter cuts off (:func:`_tail_products`); the means come from the first
+    and last samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering ``E``
+    (only rounding differs).  ``a`` is (rows, q + 1), shorter filters padded with zeros.
     """
-    q = a.size - 1
+    J, q = a.shape[0], a.shape[1] - 1
     taus = np.arange(window + 1)
     d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
-    weights = np.outer(a, a)                                                  # (p, p')
+    weights = a[:, :, None] * a[:, None, :]                                 # (j, p, p')
     edge = max(window, int(np.max(np.abs(lags)))) + 1
-    cov = np.zeros((window + 1, E[0].shape[0]))
-    cross = np.zeros((E[0].shape[0], lags.size))
-    energy = 0.0
-    for e, s, gamma in zip(E, S, autocov, strict=True):
+    shifts = np.arange(int(lags.min()) - q, int(lags.max()) + 1)
+    p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
+    n = E[0].shape[0]
+    cov = np.zeros((J, window + 1, n))
+    cross = np.zeros((J, n, lags.size))
+    energy = np.zeros(J)
+
+    def fir_rows(x: np.ndarray) -> np.ndarray:           # every filter on x: (j, n, samples)
+        padded = np.concatenate([np.zeros((x.shape[0], q)), x], axis=1)
+        stack = np.stack([padded[:, q - p:q - p + x.shape[1]] for p in range(q + 1)])
+        return np.einsum("jp,pik->jik", a, stack)
+
+    def prefix(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)], axis=-1)
+
+    for e, sw, gamma in zip(E, Sw, autocov, strict=True):
         N = e.shape[1]
-        sw = _fir(a, s)
-        head = _fir(a, e[:, :edge])
-        tail = _fir(a, e[:, N - edge - q:])[:, q:]
-        suffix = np.concatenate([np.zeros((e.shape[0], 1)),
-                                 np.cumsum(e[:, :N - q - 1:-1], axis=1)], axis=1)[:, :q + 1]
-        total = a @ (e.sum(axis=1)[None, :] - suffix.T)                    # sum_k Ew_k
+        head = fir_rows(e[:, :edge])
+        tail = fir_rows(e[:, N - edge - q:])[:, :, q:]
+        suffix = prefix(e[:, :N - q - 1:-1])[:, :q + 1]
+        total = a @ (e.sum(axis=1)[None, :] - suffix.T)                    # (j, n): sum_k Ew_k
         mean = total / N
-        # sum_{k >= tau} Ew_k Ew_{k - tau}
+        # sum_{k >= tau} Ew_k Ew_{k - tau}: E's products (all signals) combined per filter
         tails = _tail_products(e, e, q, np.arange(-q, window + q + 1))       # (rows, p, d + q)
-        p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
-        raw = np.einsum("pq,tpqr->tr", weights, gamma[np.abs(d)]
+        raw = np.einsum("jpq,tpqr->jtr", weights, gamma[np.abs(d)]
                         - tails[:, p_index, d + q].transpose(1, 2, 3, 0))
-        head_sums = np.concatenate([np.zeros((e.shape[0], 1)), np.cumsum(head, axis=1)], axis=1)
-        tail_sums = np.concatenate([np.zeros((e.shape[0], 1)),
-                                    np.cumsum(tail[:, ::-1], axis=1)], axis=1)
-        cov += (raw - mean * (2 * total - head_sums[:, taus].T - tail_sums[:, taus].T)
-                + (N - taus)[:, None] * mean ** 2)
+        head_sums, tail_sums = prefix(head), prefix(tail[:, :, ::-1])
+        cov += (raw - mean[:, None, :] * (2 * total[:, None, :]
+                                          - head_sums[:, :, taus].transpose(0, 2, 1)
+                                          - tail_sums[:, :, taus].transpose(0, 2, 1))
+                + (N - taus)[None, :, None] * mean[:, None, :] ** 2)
         # sum_k Ew_k Sw_{k - tau} over the samples where both exist
-        shifts = np.arange(int(lags.min()) - q, int(lags.max()) + 1)
-        products = _lag_products(e, sw[None], shifts)[:, :, 0]             # (rows, shifts)
-        tails = _tail_products(e, sw[None], q, shifts)
-        filtered = sum(a[p] * (products[:, lags - p - shifts[0]]
-                               - tails[:, p, lags - p - shifts[0]]) for p in range(q + 1))
-        centre = sw.mean()
+        products = _lag_products(e, sw, shifts).transpose(2, 0, 1)           # (j, rows, shifts)
         low, high = np.maximum(lags, 0), np.minimum(N, N + lags)
-        sw_sums = np.concatenate([[0.0], np.cumsum(sw)])
-        ew_inside = (total[:, None] - head_sums[:, low] - tail_sums[:, N - high])
-        cross += (filtered - mean[:, None] * (sw_sums[high - lags] - sw_sums[low - lags])
-                  - centre * ew_inside + (high - low) * mean[:, None] * centre)
-        energy += float(np.sum((sw - centre) ** 2))
+        sw_sums = prefix(sw)
+        centre = sw_sums[:, -1] / N
+        for j in range(J):
+            tails = _tail_products(e, sw[j][None], q, shifts)
+            filtered = sum(a[j, p] * (products[j][:, lags - p - shifts[0]]
+                                      - tails[:, p, lags - p - shifts[0]]) for p in range(q + 1))
+            ew_inside = total[j][:, None] - head_sums[j][:, low] - tail_sums[j][:, N - high]
+            cross[j] += (filtered - mean[j][:, None] * (sw_sums[j][high - lags]
+                                                        - sw_sums[j][low - lags])
+                         - centre[j] * ew_inside + (high - low) * mean[j][:, None] * centre[j])
+        energy += np.sum((sw - centre[:, None]) ** 2, axis=1)
     return cov, cross, energy
 
 
 def _prewhitening_filter(series: list[np.ndarray], order: int) -> np.ndarray:
     """Yule-Walker AR filter ``[1, -a_1, .., -a_q]`` of one signal (pooled trajectories)."""
-    rho = _autocorrelations([s[None] for s in series], order)[:, 0]
+    return _yule_walker(_autocorrelations([s[None] for s in series], order)[:, 0], order)
+
+
+def _yule_walker(rho: np.ndarray, order: int) -> np.ndarray:
+    """The AR filter ``[1, -a_1, .., -a_q]`` of the autocorrelation ``rho`` (lags 0 .. order)."""
     if rho[0] <= 0 or order == 0:
         return np.ones(1)
     try:
@@ -337,21 +354,29 @@ def _prewhitened_correlations(E: list[np.ndarray], signals: list[np.ndarray],
     out = np.zeros((lags.size, E[0].shape[0], signals[0].shape[0]))
     if autocov is None:
         autocov = _residual_autocovariances(E, lags)
-    factored = autocov is not None
-    for j in range(signals[0].shape[0]):
-        a = _prewhitening_filter([s[j] for s in signals], order)
-        Sw = [_fir(a, s[j])[None] for s in signals]
-        rho_s = _autocorrelations(Sw, window)
-        if factored:
-            cov, cross, energy = _filtered_correlations(E, [s[j] for s in signals], a, lags,
-                                                        window, autocov)
+    rows = signals[0].shape[0]
+    # every signal's autocorrelation in one pass (lags 0 .. order, then 0 .. window filtered)
+    rho = _autocorrelations(signals, order)
+    filters = [_yule_walker(rho[:, j], order) for j in range(rows)]
+    Sw = [np.stack([_fir(f, s[j]) for j, f in enumerate(filters)]) for s in signals]
+    rho_sw = _autocorrelations(Sw, window)
+    if autocov is not None:        # every signal's moments from one read of the residuals
+        taps = np.zeros((rows, max(f.size for f in filters)))
+        for j, f in enumerate(filters):
+            taps[j, :f.size] = f   # zero taps: the same filter
+        moments = _filtered_correlations(E, Sw, taps, lags, window, autocov)
+    for j, a in enumerate(filters):
+        rho_s = rho_sw[:, j:j + 1]
+        if autocov is not None:
+            cov, cross, energy = (m[j] for m in moments)
             rho_e = cov / np.where(cov[0] > 0, cov[0], 1.0)
             scale = np.sqrt(np.where(cov[0] > 0, cov[0], 1.0) * (energy if energy > 0 else 1.0))
             correlation = (cross / scale[:, None]).T
         else:
+            Sw_j = [sw[j][None] for sw in Sw]
             Ew = [_fir(a, e) for e in E]
             rho_e = _autocorrelations(Ew, window)
-            correlation = _cross_correlations(Ew, Sw, lags)[:, :, 0]
+            correlation = _cross_correlations(Ew, Sw_j, lags)[:, :, 0]
         out[:, :, j] = correlation / _bartlett_sd(rho_e, rho_s, N)[:, 0]
     return out
 
