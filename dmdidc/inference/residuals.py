@@ -355,6 +355,8 @@ def _prewhitened_correlations(E: list[np.ndarray], signals: list[np.ndarray],
     if autocov is None:
         autocov = _residual_autocovariances(E, lags)
     rows = signals[0].shape[0]
+    if rows == 0:                  # no inputs: nothing to correlate with
+        return out
     # every signal's autocorrelation in one pass (lags 0 .. order, then 0 .. window filtered)
     rho = _autocorrelations(signals, order)
     filters = [_yule_walker(rho[:, j], order) for j in range(rows)]
