@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg import lapack
 
 from dmdidc.regression.propagation import propagate
 from dmdidc.regression.solution import lagged_inputs
@@ -66,33 +65,21 @@ def simulate_forced(A: np.ndarray, forcing: np.ndarray, *, stabilize: bool = Fal
     ndarray, shape (n, K + 1)
     """
     n, K = forcing.shape
+    inputs = np.concatenate([forcing, np.zeros((n, 1))], axis=1).T[:, :, None]
     if not stabilize or np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0:
         # nothing to reflect: the blocked recursion (BLAS products, no Schur sweep)
-        inputs = np.concatenate([forcing, np.zeros((n, 1))], axis=1).T[:, :, None]
         return propagate(A, inputs)[:, :, 0].T
     T, Q = linalg.schur(A, output="complex")
-    if stabilize:
-        diagonal = np.diag(T).copy()
-        outside = np.abs(diagonal) >= 1.0
-        diagonal[outside] = 1.0 / np.conj(diagonal[outside])
-        T = T - np.diag(np.diag(T)) + np.diag(diagonal)
-    g = Q.conj().T @ forcing
-    z = np.zeros((n, K + 1), dtype=complex)
-    for i in range(n - 1, -1, -1):          # back substitution through the triangle
-        drive = g[i] + T[i, i + 1:] @ z[i + 1:, :K]
-        z[i, 1:] = _first_order(T[i, i], drive)
-    return (Q @ z).real
-
-
-def _first_order(t: complex, drive: np.ndarray) -> np.ndarray:
-    """``y_k = t y_{k-1} + drive_k`` from ``y_{-1} = 0``: forward substitution through the unit
-    lower bidiagonal system (LAPACK ``ztbtrs``), the same recursion as
-    ``scipy.signal.lfilter([1], [1, -t], drive)`` without importing scipy.signal (which loads
-    scipy.stats, ~0.5 s, on the default fit's path)."""
-    band = np.empty((2, drive.size), dtype=complex)
-    band[0], band[1] = 1.0, -t
-    y, _ = lapack.ztbtrs(band, drive.astype(complex)[:, None], uplo="L", diag="U")
-    return y[:, 0]
+    diagonal = np.diag(T).copy()
+    outside = np.abs(diagonal) >= 1.0
+    diagonal[outside] = 1.0 / np.conj(diagonal[outside])
+    M = Q @ (T - np.diag(np.diag(T)) + np.diag(diagonal)) @ Q.conj().T
+    # The reflected matrix M is complex (the Schur vectors of a non-normal A are not conjugate
+    # pairs) and the states are Re(x) of x_{k+1} = M x_k + forcing: the real recursion of
+    # [Re x; Im x] in one blocked pass (BLAS products), not one sweep of the data per Schur row.
+    real = np.block([[M.real, -M.imag], [M.imag, M.real]])
+    doubled = np.concatenate([inputs, np.zeros_like(inputs)], axis=1)
+    return propagate(real, doubled)[:, :n, 0].T
 
 
 def _forcing(B_blocks: np.ndarray, drive: np.ndarray) -> np.ndarray:
