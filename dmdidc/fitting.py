@@ -28,6 +28,7 @@ import numpy as np
 from dmdidc.errors import InsufficientExcitationError
 from dmdidc.inference.offset import OffsetTest, offset_test
 from dmdidc.regression.instrumental import (
+    _INSTRUMENT_RTOL,
     WEAK_INSTRUMENTS_F,
     first_stage_f,
     long_run_covariance,
@@ -375,6 +376,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         A_d, B_blocks = _model(solution, n, m, R)
         signals = ([simulated_states(A_d, B_blocks, U) for U in inputs] if references is None
                    else model_instruments(A_d, B_blocks, drives))
+        if references is None:
+            _require_state_directions(signals, R, centred, n + m * (R + 1), m * (R + 1))
         stats = _statistics(trajectories, R, kind, 0, signals)
         solution = _solve(stats, R, "iv", centred, **options)
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
@@ -388,6 +391,33 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
                       _twin(stats, R, "ls", centred, options), notes, references is not None,
                       kind)
+
+
+def _require_state_directions(signals, R: int, centred: bool, p: int, fixed: int) -> None:
+    """Refuse simulated-state instruments that cannot determine the ``p`` regressors before
+    their statistics pass (the decision of :func:`dmdidc.regression.instrumental.
+    instrumental_solution`, bounded from the states' own moments).
+
+    By Cauchy interlacing, the equilibrated moments of ``[u_k .. u_k-R; x^_k]`` have at most
+    ``fixed`` (the lagged inputs) more eigenvalues above the solver's threshold than their
+    simulated-state block has above any lower one: here half the same fraction of the block's
+    own largest eigenvalue (at most the whole's).  Fewer than ``p`` then means IV must fail.
+    """
+    states = [E[:, R:] for E in signals if E.shape[1] > R]     # the samples k = R .. K - 1
+    if not states:
+        return
+    gram = sum(s @ s.T for s in states)
+    if centred:
+        sums = sum(s.sum(axis=1) for s in states)
+        gram = gram - np.outer(sums, sums) / sum(s.shape[1] for s in states)
+    scale = np.sqrt(np.clip(np.diag(gram), 0.0, None))
+    scale = np.where(scale > 0, scale, 1.0)
+    values = np.linalg.eigvalsh(gram / np.outer(scale, scale))
+    count = int(np.sum(values > 0.5 * _INSTRUMENT_RTOL * max(values.max(), np.finfo(float).tiny)))
+    if fixed + count < p:
+        raise InsufficientExcitationError(
+            f"the instruments span at most {fixed + count} directions for {p} regressors (the "
+            f"simulated states only {count} of {gram.shape[0]}): use more or other instruments")
 
 
 def _regression_vectors(trajectories, signals, R: int, kind: str):

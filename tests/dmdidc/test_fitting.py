@@ -247,3 +247,32 @@ def test_least_squares_statistics_from_the_input_instrument_pass_equal_a_pass_of
         for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
                      "max_trajectory_samples", "intercepts", "clipped", "centering"):
             assert getattr(fused, name) == getattr(direct, name), name
+
+
+def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
+    # The cheap rank bound on the simulated states (before their statistics pass) must never
+    # refuse instruments that instrumental_solution accepts, and it catches the collinear ones
+    # of large weakly excited plants (n = 50, m = 4: 54 of 74 directions in the scaling bench).
+    from dmdidc.fitting import _require_state_directions, _solve, _statistics
+    from dmdidc.regression.refined import simulated_states
+
+    refused = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        n, m, R = int(rng.choice([3, 12, 30])), int(rng.integers(1, 3)), int(rng.integers(1, 4))
+        Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+        A_d = Q @ np.diag(rng.uniform(0.3, 0.98, n)) @ Q.T
+        B_blocks = rng.standard_normal((R + 1, n, m)) * (rng.random((R + 1, 1, 1)) < 0.5)
+        U = rng.standard_normal((m, 3000))
+        X = simulated_states(A_d, B_blocks, np.concatenate([U, np.zeros((m, 1))], axis=1))
+        X = X + 10.0 ** rng.uniform(-6, -1) * rng.standard_normal(X.shape)
+        signals = [simulated_states(A_d, B_blocks, U)]
+        for centred in (False, True):
+            try:
+                _require_state_directions(signals, R, centred, n + m * (R + 1), m * (R + 1))
+            except InsufficientExcitationError:
+                refused += 1
+                stats = _statistics([(X, U)], R, "simulated", 0, signals)
+                with pytest.raises(InsufficientExcitationError):
+                    _solve(stats, R, "iv", centred, svd_rank=None, rank_rtol=1e-10)
+    assert refused > 0
