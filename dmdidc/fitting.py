@@ -42,6 +42,7 @@ from dmdidc.regression.refined import (
 from dmdidc.regression.robust import huber_solution, huber_threshold
 from dmdidc.regression.solution import (
     EXACT_FIT,
+    GramAccumulator,
     RegressionSolution,
     lagged_inputs,
     least_squares,
@@ -224,8 +225,11 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         if centred:
             return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
                               True, least_squares=twin)
+        # the Gram pass of the solver is the statistics' own: start from them
+        moments = GramAccumulator.from_moments(plain.gram, plain.sums, plain.n_samples,
+                                               n_states=n, n_inputs=m, max_delay=R)
         solution, _ = least_squares(trajectories, R, method=method, chunk_size=chunk_size,
-                                    **options)
+                                    accumulated=moments, **options)
         return FitOutcome(solution, "ls", None, plain, test, False, least_squares=twin)
     chosen = "model" if instruments == "auto" else instruments
     if chosen != "model":

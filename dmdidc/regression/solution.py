@@ -314,6 +314,20 @@ class GramAccumulator(_Accumulator):
         self._done_samples = 0
         self._refresh()
 
+    @classmethod
+    def from_moments(cls, gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
+                     n_states: int, n_inputs: int, max_delay: int) -> GramAccumulator:
+        """The accumulator holding the moments ``gram`` and ``sums`` of ``[phi_k; x_k+1]``
+        (the least-squares layout of :class:`~dmdidc.SufficientStatistics`, uncentred) over
+        ``n_samples`` samples: a pass over data whose statistics are known is not repeated."""
+        accumulator = cls(n_states, n_inputs, max_delay)
+        d = accumulator._done.shape[0] - 1
+        accumulator._done[:d, :d], accumulator._done[d, :d] = gram, sums
+        accumulator._done[:d, d], accumulator._done[d, d] = sums, n_samples
+        accumulator._done_samples = n_samples
+        accumulator._refresh()
+        return accumulator
+
     def new_trajectory(self) -> None:
         """Close the current trajectory (fold its Gram matrix) and start afresh."""
         self._done += self._lagged.gram()
@@ -612,7 +626,8 @@ def stream_trajectory(accumulator, X: np.ndarray, U: np.ndarray, chunk_size: int
 
 def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
                   method: str = "auto", svd_rank: int | None = None, rank_rtol: float = 1e-10,
-                  chunk_size: int = 65536) -> tuple[RegressionSolution, _Accumulator]:
+                  chunk_size: int = 65536, accumulated: GramAccumulator | None = None
+                  ) -> tuple[RegressionSolution, _Accumulator]:
     """The least-squares regression of in-memory trajectories, with the solver policy.
 
     ``"gram"`` and ``"qr"`` use that accumulator.  ``"auto"`` accumulates the equilibrated
@@ -630,6 +645,9 @@ def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: 
     method : {"auto", "gram", "qr"}
     svd_rank, rank_rtol, chunk_size
         As in :class:`~dmdidc.DMDidc`.
+    accumulated : GramAccumulator, optional
+        The Gram pass of these trajectories, already done (:meth:`GramAccumulator.
+        from_moments`): ``"auto"`` and ``"gram"`` start from it instead of a pass.
 
     Returns
     -------
@@ -651,7 +669,8 @@ def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: 
             stream_trajectory(accumulator, X, U, chunk_size)
         return accumulator
 
-    accumulator = accumulate("gram" if method == "auto" else method)
+    kind = "gram" if method == "auto" else method
+    accumulator = accumulated if accumulated is not None and kind == "gram" else accumulate(kind)
     if method != "auto":
         return accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol), accumulator
     try:

@@ -276,3 +276,27 @@ def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
                 with pytest.raises(InsufficientExcitationError):
                     _solve(stats, R, "iv", centred, svd_rank=None, rank_rtol=1e-10)
     assert refused > 0
+
+
+def test_least_squares_from_the_statistics_moments_equals_its_own_gram_pass():
+    # The LS fit starts the solver from the statistics (GramAccumulator.from_moments) instead
+    # of a Gram pass of its own: the same moments and coefficients on random trajectory sets.
+    from dmdidc.fitting import _statistics
+    from dmdidc.regression.solution import GramAccumulator, least_squares
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        n, m, R = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        trajectories = [(rng.standard_normal((n, int(K) + 1)), rng.standard_normal((m, int(K))))
+                        for K in rng.integers(30, 300, size=2)]
+        plain = _statistics(trajectories, R, None)
+        given = GramAccumulator.from_moments(plain.gram, plain.sums, plain.n_samples,
+                                             n_states=n, n_inputs=m, max_delay=R)
+        own, pass_ = least_squares(trajectories, R, method="gram")
+        started, _ = least_squares(trajectories, R, method="gram", accumulated=given)
+        np.testing.assert_allclose(started.coefficients, own.coefficients, rtol=1e-10,
+                                   atol=1e-12)
+        for name in ("gram", "cross", "target_gram", "regressor_sum", "target_sum"):
+            np.testing.assert_allclose(getattr(given, name), getattr(pass_, name),
+                                       rtol=1e-12, atol=1e-10)
+        assert given.n_samples == pass_.n_samples
