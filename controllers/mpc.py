@@ -21,6 +21,7 @@ problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy for
 from __future__ import annotations
 
 import copy
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -136,6 +137,13 @@ class MPCResult:
                                dead_steps=dead_steps, _prediction=prediction)
         return result
 
+    def __reduce__(self) -> tuple[Callable[..., MPCResult], tuple]:
+        # the prediction is a closure over the solver's vectors: a copy or a pickle carries
+        # its value instead (evaluated now)
+        states, cost = self._predicted
+        return _known_result, (self.inputs, self.status, self.solve_time, self.solver_time,
+                               self.iterations, self.solver, self.dead_steps, states, cost)
+
     @cached_property
     def _predicted(self) -> tuple[np.ndarray, float]:
         states, cost = self._prediction()
@@ -160,6 +168,18 @@ class MPCResult:
     def success(self) -> bool:
         """True when the solver reported ``optimal`` (not ``optimal_inaccurate``)."""
         return self.status == "optimal"
+
+
+def _known_result(inputs: np.ndarray, status: str, solve_time: float, solver_time: float | None,
+                  iterations: int | None, solver: str, dead_steps: int, states: np.ndarray,
+                  cost: float) -> MPCResult:
+    """An :class:`MPCResult` whose prediction is already known (copies and pickles)."""
+    return MPCResult._of(read_only(inputs), status, solve_time, solver_time, iterations, solver,
+                         dead_steps, functools.partial(_known_prediction, states, cost))
+
+
+def _known_prediction(states: np.ndarray, cost: float) -> tuple[np.ndarray, float]:
+    return states, cost
 
 
 class DelayedMPC:
@@ -369,16 +389,42 @@ class DelayedMPC:
         self._u_range: tuple[float, float] | None = None   # the same limits for every input
         self._zero_history = read_only(self._check_history(None))
         self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
+        if self.solver != "CVXPY":
+            self._qp = self._build_qp(sparse=QP_SOLVERS[self.solver][1])
+        self._solver: Any = self._new_solver()
+        self.reset()
+
+    def _new_solver(self) -> Any:
+        """The solver of ``self.solver``, set up on the stored QP (or the cvxpy problem)."""
         if self.solver == "CVXPY":
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
 
             self._cvxpy = CvxpySolver(self, self.solver_options, warm_start=self.warm_start)
-            self._solver: Any = self._cvxpy
-        else:
-            kind, sparse = QP_SOLVERS[self.solver]
-            self._qp = self._build_qp(sparse=sparse)
-            self._solver = kind(self._qp, self.solver_options, warm_start=self.warm_start)
-        self.reset()
+            return self._cvxpy
+        return QP_SOLVERS[self.solver][0](self._qp, self.solver_options,
+                                          warm_start=self.warm_start)
+
+    # ------------------------------------------------------------------ copies and pickles
+    # The solvers hold native handles (DAQP's workspace, the OSQP and Clarabel solvers, the
+    # compiled cvxpy problem) that can be neither copied nor pickled; the QP they are set up on
+    # is plain data.  So the state of a deep copy or a pickle leaves the handles out and the
+    # copy sets its own solver up again on its own copy of the QP: an independent controller
+    # with the same history, whose first solve starts cold (same solution, maybe more
+    # iterations).  A shallow ``copy.copy`` shares the solver (only its warm start: each solve
+    # loads its own vectors), as ``with_model`` needs before it re-designs the copy.
+    def __copy__(self) -> DelayedMPC:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_solver"] = state["_cvxpy"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._solver = self._new_solver()
 
     def with_model(self, model: Any) -> DelayedMPC:
         """This MPC re-designed for an updated ``model`` (e.g. a new delay estimate).

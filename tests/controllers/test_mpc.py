@@ -684,3 +684,54 @@ def test_a_copied_controller_solves_as_the_original(plant):
     rebuilt.history[...] = 2.0
     assert rebuilt.vector.tolist() == [1.0] * plant.n_states + [2.0] * (rebuilt.vector.size
                                                                         - plant.n_states)
+
+
+# ---------------------------------------------------------------------- deep copies and pickles
+def _pickled(mpc: DelayedMPC) -> DelayedMPC:
+    import pickle
+
+    return pickle.loads(pickle.dumps(mpc))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("seed", range(3))
+def test_deep_copies_and_pickles_are_independent_controllers(solver, seed):
+    """A deep copy or an unpickled controller, taken mid-run (warm solver, history, last
+    result), makes the same next moves as the original, and stepping it leaves the original's
+    history, last result and moves unchanged (each has its own solver)."""
+    import copy
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 5)), int(rng.integers(1, 3))
+    plant = random_delayed_plant(rng, n, m)
+    kwargs: dict = dict(horizon=int(rng.integers(3, 9)), u_min=-1.0, u_max=1.0, solver=solver)
+    if seed == 2:
+        kwargs.update(x_min=-5.0, x_max=5.0, soft_state_constraints=True)
+    mpc = DelayedMPC(plant, **kwargs)
+    for _ in range(3):                              # warm start and history in use
+        mpc(2.0 * rng.standard_normal(n))
+    for duplicate in (copy.deepcopy, _pickled):
+        twin = duplicate(mpc)
+        assert twin._solver is not mpc._solver and twin.solver == mpc.solver
+        np.testing.assert_array_equal(twin.history, mpc.history)
+        np.testing.assert_allclose(twin.last_result.states, mpc.last_result.states)
+        history, result = mpc.history, mpc.last_result
+        states = [2.0 * rng.standard_normal(n) for _ in range(3)]
+        moves = [twin(x) for x in states]           # stepping the copy ...
+        np.testing.assert_array_equal(mpc.history, history)   # ... leaves the original alone
+        assert mpc.last_result is result
+        for x, u in zip(states, moves, strict=True):   # ... which then makes the same moves
+            np.testing.assert_allclose(mpc(x), u, atol=1e-6)
+        np.testing.assert_allclose(twin.history, mpc.history, atol=1e-6)
+
+
+def test_a_pickled_result_keeps_its_prediction(plant):
+    import copy
+
+    mpc = DelayedMPC(plant, horizon=4, u_min=-1.0, u_max=1.0, solver="DAQP")
+    result = mpc.solve(np.array([2.0, -1.0]))
+    for twin in (_pickled(result), copy.deepcopy(result)):
+        np.testing.assert_array_equal(twin.inputs, result.inputs)
+        np.testing.assert_array_equal(twin.states, result.states)
+        assert twin.cost == result.cost and twin.status == result.status
+        assert not twin.inputs.flags.writeable and not twin.states.flags.writeable
