@@ -6,17 +6,20 @@ matplotlib or scipy.stats.
 
 * :func:`lazy_exports`: a package's ``__all__``, ``__getattr__`` and ``__dir__`` from one
   table, module -> the names it exports; each name is imported on first access;
-* :func:`lazy_attributes`: the ``__getattr__`` and ``__dir__`` behind :func:`lazy_exports`.
+* :func:`lazy_attributes`: the ``__getattr__`` and ``__dir__`` behind :func:`lazy_exports`;
+* :func:`deprecated_attributes`: a module ``__getattr__`` that still serves the old names of
+  renamed objects, with a ``DeprecationWarning`` on every access.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes", "lazy_exports"]
+__all__ = ["deprecated_attributes", "lazy_attributes", "lazy_exports"]
 
 
 def lazy_attributes(package: str, exports: Mapping[str, str], namespace: dict[str, Any], *,
@@ -100,3 +103,48 @@ def lazy_exports(namespace: dict[str, Any], modules: Mapping[str, Iterable[str]]
                                  f"{module!r}")
     return (sorted({*eager, *exports}),
             *lazy_attributes(namespace["__name__"], exports, namespace, submodules=submodules))
+
+
+def deprecated_attributes(module: str, renamed: Mapping[str, tuple[str, str]], *,
+                          fallback: Callable[[str], Any] | None = None
+                          ) -> Callable[[str], Any]:
+    """Module ``__getattr__`` (PEP 562) serving old names of renamed objects, with a warning.
+
+    Every access to an old name (``module.old`` or ``from module import old``) issues a
+    ``DeprecationWarning`` that gives the new name and why, and returns the new object; the
+    old name is not cached in the module (each access warns) and stays out of ``__all__``.
+
+    Parameters
+    ----------
+    module : str
+        The module's name (``__name__``).
+    renamed : mapping of str to (str, str)
+        Old name -> (``"package.module.NewName"``, a note on why it was renamed).
+    fallback : callable, optional
+        The module's other ``__getattr__`` (e.g. from :func:`lazy_exports`), asked for
+        every other name; without it other names raise ``AttributeError``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> getattr_ = deprecated_attributes("pkg", {"Old": ("_toolbox.lazy.lazy_exports", "why")})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     value = getattr_("Old")
+    >>> value is lazy_exports, caught[0].category.__name__
+    (True, 'DeprecationWarning')
+    >>> print(caught[0].message)
+    pkg.Old is deprecated: use _toolbox.lazy.lazy_exports (why)
+    """
+    def __getattr__(name: str) -> Any:
+        if name in renamed:
+            target, why = renamed[name]
+            warnings.warn(f"{module}.{name} is deprecated: use {target} ({why})",
+                          DeprecationWarning, stacklevel=2)
+            where, _, attribute = target.rpartition(".")
+            return getattr(importlib.import_module(where), attribute)
+        if fallback is not None:
+            return fallback(name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -35,14 +35,14 @@ from _toolbox.errors import NonFiniteError
 from _toolbox.validation import check_in_interval
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.statistics import SufficientStatistics
-from privacy.federated.noise import NoiseLaw
+from privacy.federated.noise import ReleaseSumNoise
 from privacy.federated.posterior import PosteriorSummary
 from privacy.federated.release_sum import sum_posterior
 
 __all__ = ["combine_statistics", "statistics_posterior", "statistics_box", "release_noises"]
 
 
-def release_noises(stats: SufficientStatistics) -> list[NoiseLaw]:
+def release_noises(stats: SufficientStatistics) -> list[ReleaseSumNoise]:
     """The per-entry noise of every release summed into ``stats`` (empty when plain).
 
     Raises
@@ -50,7 +50,7 @@ def release_noises(stats: SufficientStatistics) -> list[NoiseLaw]:
     ParameterError
         A release whose mechanism is not Gaussian, Laplace or SaS.
     """
-    return [NoiseLaw.from_mechanism(release.mechanism) for release in stats.releases]
+    return [ReleaseSumNoise.from_mechanism(release.mechanism) for release in stats.releases]
 
 
 def statistics_box(stats: SufficientStatistics) -> tuple[np.ndarray, np.ndarray]:

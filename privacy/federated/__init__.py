@@ -14,10 +14,10 @@ Names are imported on first use (PEP 562).
 
 from __future__ import annotations
 
-from _toolbox.lazy import lazy_exports
+from _toolbox.lazy import deprecated_attributes, lazy_exports
 
 # module -> the public names imported from it on first attribute access (PEP 562)
-__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+__all__, _lazy_getattr, __dir__ = lazy_exports(globals(), {
     "privacy.federated.esn_attack": ["EchoStateReservoir", "ReconstructionResult",
                                      "ReservoirStatistics", "attack_loss_and_gradient",
                                      "reconstruct_input", "reconstruct_input_subspace",
@@ -30,7 +30,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "privacy.federated.local_dp": ["LocalDP"],
     "privacy.federated.models": ["KernelFeatures", "LeastSquaresModel", "SeparableLoss"],
     "privacy.federated.posterior": ["GaussianPosterior", "GridPosterior"],
-    "privacy.federated.noise": ["NoiseLaw", "ReleaseNoise"],
+    "privacy.federated.noise": ["ReleaseNoise", "ReleaseSumNoise"],
     "privacy.federated.protocol": ["ABSTAIN", "AsyncAlgorithm", "CLIENT", "ClientResult",
                                    "ClientState", "DP_RELEASES", "FederatedAlgorithm", "Message",
                                    "ROUND", "Reply", "RoundPlan", "SEED", "ServerState", "VERSION",
@@ -46,3 +46,9 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
                                        "noise_subspace_attack", "server_scale_attack"],
     "privacy.federated.sifl_models": ["LocalOptimizer", "MLP", "SoftmaxRegression"],
 }, submodules=True)
+# Old names of renamed objects: served on access with a DeprecationWarning (here and in the
+# modules that defined or re-exported them: noise, posterior)
+_RENAMED = {"NoiseLaw": ("privacy.federated.noise.ReleaseSumNoise",
+                         "renamed: privacy.noise.NoiseLaw is the law of one coordinate of a "
+                         "mechanism's noise; this is the noise of a weighted sum of releases")}
+__getattr__ = deprecated_attributes(__name__, _RENAMED, fallback=_lazy_getattr)

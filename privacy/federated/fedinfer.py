@@ -51,7 +51,7 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.local_dp import LocalDP
-from privacy.federated.noise import NoiseLaw, noise_norm
+from privacy.federated.noise import ReleaseSumNoise, noise_norm
 from privacy.federated.posterior import PosteriorSummary, make_posterior
 from privacy.federated.protocol import (
     ABSTAIN,
@@ -162,8 +162,8 @@ class FedInfer:
         self.shares = p
         weights = tuple(g / self.period for g in self.stagger
                         for _ in range(self.period // g))
-        law = (NoiseLaw(dp.noise, dp.scale, weights, dp.alpha) if dp is not None
-               else NoiseLaw("gaussian", 1.0, weights))   # noise-free: running mean
+        law = (ReleaseSumNoise(dp.noise, dp.scale, weights, dp.alpha) if dp is not None
+               else ReleaseSumNoise("gaussian", 1.0, weights))   # noise-free: running mean
         self.posterior = make_posterior(law, d, loss.block_bounds(self.norm), core=grid_core,
                                         tail=grid_tail)
         self._reply_spec = {"z": (d,)}

@@ -1,9 +1,10 @@
-"""The one noise-law type of :mod:`privacy.federated`: the noise of releases and of their sums.
+"""The one noise type of :mod:`privacy.federated`: the noise of releases and of their sums.
 
-A :class:`NoiseLaw` is the per-coordinate law of ``sum_i w_i R_i``, where the ``R_i`` are
-i.i.d. release noises of one kind (Gaussian sigma, Laplace b, or symmetric alpha-stable gamma)
-and one scale.  One release is the default ``weights=(1.0,)``; a full observation of FedInfer's
-global block (seed 7.18 synchronous, 7.24 asynchronous) is a weighted sum.  Per coordinate:
+A :class:`ReleaseSumNoise` is the per-coordinate law of ``sum_i w_i R_i``, where the ``R_i``
+are i.i.d. release noises of one kind (Gaussian sigma, Laplace b, or symmetric alpha-stable
+gamma) and one scale.  One release is the default ``weights=(1.0,)``; a full observation of
+FedInfer's global block (seed 7.18 synchronous, 7.24 asynchronous) is a weighted sum.  Per
+coordinate:
 
 * Gaussian releases: normal with sd ``sigma sqrt(sum w_i^2)``;
 * SaS releases: SaS with scale ``gamma (sum |w_i|^alpha)^(1/alpha)`` (stability, seed eq. 3.8:
@@ -16,10 +17,16 @@ global block (seed 7.18 synchronous, 7.24 asynchronous) is a weighted sum.  Per 
 
 Everything in the federation that names a noise uses this type or its kinds
 (:data:`NOISE_KINDS`, :func:`check_noise_kind`, :func:`noise_norm`): FedInfer's posterior, the
-posterior of a sum of releases (``ReleaseNoise`` is the old name of :meth:`NoiseLaw.release`),
-local DP's release description (:class:`~privacy.federated.local_dp.LocalDP`'s ``noise``) and
-SIFL's encoding noise (:meth:`NoiseLaw.from_std`).  :meth:`NoiseLaw.from_mechanism` reads the
-law a :mod:`privacy.mechanisms` mechanism adds (its :mod:`privacy.noise` law of one coordinate).
+posterior of a sum of releases (``ReleaseNoise`` is the old name of
+:meth:`ReleaseSumNoise.release`), local DP's release description
+(:class:`~privacy.federated.local_dp.LocalDP`'s ``noise``) and SIFL's encoding noise
+(:meth:`ReleaseSumNoise.from_std`).  :meth:`ReleaseSumNoise.from_mechanism` reads the law a
+:mod:`privacy.mechanisms` mechanism adds: its :class:`privacy.noise.NoiseLaw`, the law of one
+coordinate of one release that the accountant reads.
+
+``ReleaseSumNoise`` was called ``NoiseLaw`` here, the name of that other type; the old name
+still works (``privacy.federated.noise.NoiseLaw``, ``privacy.federated.NoiseLaw`` and
+``privacy.federated.posterior.NoiseLaw``), with a ``DeprecationWarning``.
 
 References
 ----------
@@ -27,10 +34,10 @@ Seed eqs. (3.1)-(3.2), (3.7)-(3.8), (7.4)-(7.5), (7.16)-(7.19), (7.24)-(7.25).
 
 Examples
 --------
->>> law = NoiseLaw("sas", 1.0, (1.0, 1.0), alpha=1.0)   # sum of two Cauchy(1)
+>>> law = ReleaseSumNoise("sas", 1.0, (1.0, 1.0), alpha=1.0)   # sum of two Cauchy(1)
 >>> round(law.combined_scale, 12)
 2.0
->>> one = NoiseLaw.release("laplace", 2.0)
+>>> one = ReleaseSumNoise.release("laplace", 2.0)
 >>> one.kind, one.norm, one.weights
 ('laplace', 'l1', (1.0,))
 """
@@ -45,11 +52,13 @@ import numpy as np
 from scipy import special
 
 from _toolbox.errors import ParameterError
+from _toolbox.lazy import deprecated_attributes
 from _toolbox.validation import as_generator, check_in_interval, check_positive
 from privacy import noise as coordinate_noise
 from privacy import stable
+from privacy.federated import _RENAMED
 
-__all__ = ["NOISE_KINDS", "NoiseLaw", "ReleaseNoise", "check_noise_kind", "noise_norm"]
+__all__ = ["NOISE_KINDS", "ReleaseSumNoise", "ReleaseNoise", "check_noise_kind", "noise_norm"]
 
 #: The noise kinds of the federation (Gaussian sigma, Laplace b, symmetric alpha-stable gamma).
 NOISE_KINDS = ("gaussian", "laplace", "sas")
@@ -75,7 +84,7 @@ def noise_norm(noise: str) -> str:
 
 
 @dataclass(frozen=True)
-class NoiseLaw:
+class ReleaseSumNoise:
     """Law of ``sum_i w_i R_i`` with i.i.d. release noises ``R_i`` (per coordinate).
 
     Parameters
@@ -125,7 +134,7 @@ class NoiseLaw:
 
     # ---------------------------------------------------------------- constructors
     @classmethod
-    def release(cls, kind: str, scale: float, alpha: float = 2.0) -> NoiseLaw:
+    def release(cls, kind: str, scale: float, alpha: float = 2.0) -> ReleaseSumNoise:
         """The noise of one release (formerly ``ReleaseNoise(kind, scale, alpha)``).
 
         ``alpha`` must lie in (0, 2) for SaS; it is ignored by the other kinds.
@@ -135,7 +144,7 @@ class NoiseLaw:
         return cls(kind, scale, alpha=alpha)
 
     @classmethod
-    def from_std(cls, kind: str, std: float) -> NoiseLaw:
+    def from_std(cls, kind: str, std: float) -> ReleaseSumNoise:
         """One release of Gaussian or Laplace noise with standard deviation ``std``.
 
         Raises
@@ -148,7 +157,7 @@ class NoiseLaw:
         return cls(kind, std if kind == "gaussian" else std / math.sqrt(2.0))
 
     @classmethod
-    def from_mechanism(cls, mechanism: Any) -> NoiseLaw:
+    def from_mechanism(cls, mechanism: Any) -> ReleaseSumNoise:
         """The noise one release of a :mod:`privacy.mechanisms` mechanism adds per coordinate.
 
         Raises
@@ -221,7 +230,7 @@ class NoiseLaw:
 
         Examples
         --------
-        >>> draws = NoiseLaw.from_std("laplace", 2.0).sample((20000,), rng=0)
+        >>> draws = ReleaseSumNoise.from_std("laplace", 2.0).sample((20000,), rng=0)
         >>> bool(abs(draws.std() - 2.0) < 0.05)
         True
         """
@@ -236,5 +245,8 @@ class NoiseLaw:
         return gen.laplace(0.0, s, (len(self.weights),) + tuple(shape)).sum(axis=0)
 
 
-#: The old name of :meth:`NoiseLaw.release` (``ReleaseNoise(kind, scale, alpha=2.0)``).
-ReleaseNoise = NoiseLaw.release
+#: The old name of :meth:`ReleaseSumNoise.release` (``ReleaseNoise(kind, scale, alpha=2.0)``).
+ReleaseNoise = ReleaseSumNoise.release
+
+# the old name of ReleaseSumNoise, NoiseLaw, with a DeprecationWarning
+__getattr__ = deprecated_attributes(__name__, _RENAMED)

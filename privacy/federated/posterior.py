@@ -2,23 +2,23 @@
 
 A *full observation* of the global block ``z*`` (7.18 synchronous, 7.24 asynchronous) is ``z*``
 plus a weighted sum of the clients' independent release noises, whose per-coordinate law is a
-:class:`~privacy.federated.noise.NoiseLaw` (defined in :mod:`privacy.federated.noise`, the
-federation's one noise-law type, and re-exported here).
+:class:`~privacy.federated.noise.ReleaseSumNoise` (defined in :mod:`privacy.federated.noise`, the
+federation's one noise type; its old name ``NoiseLaw`` is still served here, deprecated).
 
 Posteriors over ``z*`` (independent coordinates):
 
 * :class:`GaussianPosterior`: conjugate normal prior ``N(m0, v0)`` (flat by default); the
   streaming sufficient statistic is (count, running mean); posterior
   ``N(v (m0/v0 + n zbar/s^2), v = 1/(1/v0 + n/s^2))``.
-* :class:`GridPosterior`: any :class:`NoiseLaw` (used for SaS and Laplace, which have no finite
-  sufficient statistic).  Prior uniform on the box that holds every possible block (known from
-  the clients' clipping bounds).  Per coordinate the log-likelihood is kept on a grid that always
-  spans the whole box: a uniform core of ``core`` nodes over the posterior mean +- 24 sd and
-  geometric tails out to the box edges.  When the posterior sd has halved since the grid was
+* :class:`GridPosterior`: any :class:`ReleaseSumNoise` (used for SaS and Laplace, which have no
+  finite sufficient statistic). Prior uniform on the box that holds every possible block (known
+  from the clients' clipping bounds). Per coordinate the log-likelihood is kept on a grid that
+  always spans the whole box: a uniform core of ``core`` nodes over the posterior mean +- 24 sd
+  and geometric tails out to the box edges. When the posterior sd has halved since the grid was
   built, the grid is rebuilt and the log-likelihood re-evaluated exactly from the stored
-  observations (O(n) work at geometrically spaced n, so O(n) in total).  Nothing is truncated
-  (the grid covers the prior's support); the only error is the trapezoid rule on a grid with
-  8 nodes per posterior sd right after re-gridding (at least 4 until the next), which the tests
+  observations (O(n) work at geometrically spaced n, so O(n) in total). Nothing is truncated
+  (the grid covers the prior's support); the only error is the trapezoid rule on a grid with 8
+  nodes per posterior sd right after re-gridding (at least 4 until the next), which the tests
   check against adaptive quadrature of the exact posterior (relative errors ~1e-7 and below).
 
 References
@@ -37,10 +37,14 @@ import numpy as np
 from scipy import special
 
 from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.lazy import deprecated_attributes
 from _toolbox.validation import check_integer
-from privacy.federated.noise import NoiseLaw
+from privacy.federated import _RENAMED
+from privacy.federated.noise import ReleaseSumNoise
 
-__all__ = ["NoiseLaw", "PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
+__all__ = ["PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
+# ``NoiseLaw``, once re-exported here, is now ``ReleaseSumNoise`` (served with a warning)
+__getattr__ = deprecated_attributes(__name__, _RENAMED)
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class GaussianPosterior:
 
     Parameters
     ----------
-    law : NoiseLaw
+    law : ReleaseSumNoise
         Gaussian law of one full observation.
     dimension : int
     prior_mean : float or array, default 0
@@ -75,7 +79,7 @@ class GaussianPosterior:
 
     Examples
     --------
-    >>> post = GaussianPosterior(NoiseLaw("gaussian", 2.0, (1.0,)), dimension=1)
+    >>> post = GaussianPosterior(ReleaseSumNoise("gaussian", 2.0, (1.0,)), dimension=1)
     >>> arrays = post.add(post.initial(), np.array([1.0]))
     >>> arrays = post.add(arrays, np.array([3.0]))
     >>> s = post.summary(arrays)
@@ -83,7 +87,7 @@ class GaussianPosterior:
     (2.0, 1.414214)
     """
 
-    def __init__(self, law: NoiseLaw, dimension: int, *, prior_mean: Any = 0.0,
+    def __init__(self, law: ReleaseSumNoise, dimension: int, *, prior_mean: Any = 0.0,
                  prior_var: Any = math.inf):
         if law.noise != "gaussian":
             raise ParameterError(f"GaussianPosterior needs a Gaussian noise law; got "
@@ -126,11 +130,11 @@ class GaussianPosterior:
 
 
 class GridPosterior:
-    """Posterior of ``z*`` on adaptive per-coordinate grids, for any :class:`NoiseLaw`.
+    """Posterior of ``z*`` on adaptive per-coordinate grids, for any :class:`ReleaseSumNoise`.
 
     Parameters
     ----------
-    law : NoiseLaw
+    law : ReleaseSumNoise
     lower, upper : array_like, shape (d,)
         The box holding every possible global block (uniform prior on it).
     core : int, default 384
@@ -140,7 +144,7 @@ class GridPosterior:
 
     Examples
     --------
-    >>> law = NoiseLaw("sas", 0.5, (1.0, 1.0), alpha=1.5)
+    >>> law = ReleaseSumNoise("sas", 0.5, (1.0, 1.0), alpha=1.5)
     >>> post = GridPosterior(law, lower=[-10.0], upper=[10.0])
     >>> arrays = post.initial()
     >>> for x in (0.9, 1.3, 0.7, 1.1):
@@ -150,7 +154,7 @@ class GridPosterior:
     True
     """
 
-    def __init__(self, law: NoiseLaw, lower: Any, upper: Any, *, core: int = 384,
+    def __init__(self, law: ReleaseSumNoise, lower: Any, upper: Any, *, core: int = 384,
                  tail: int = 96):
         lo = np.asarray(lower, dtype=float)
         hi = np.asarray(upper, dtype=float)
@@ -289,7 +293,7 @@ def _quantile(grid: np.ndarray, cdf: np.ndarray, q: float) -> np.ndarray:
     return out
 
 
-def make_posterior(law: NoiseLaw, dimension: int, bounds: tuple[Any, Any] | None = None,
+def make_posterior(law: ReleaseSumNoise, dimension: int, bounds: tuple[Any, Any] | None = None,
                    **kwargs: Any) -> GaussianPosterior | GridPosterior:
     """Conjugate normal posterior for Gaussian noise, grid posterior otherwise."""
     if law.noise == "gaussian":

@@ -1,8 +1,9 @@
 """FedInfer's posterior of a global sum from independent noisy releases of its parts.
 
 Client ``k`` releases ``zhat_k = z_k + r_k`` once (its whole budget), ``r_k`` i.i.d. per
-coordinate with its own law and scale (a :class:`~privacy.federated.noise.NoiseLaw`:
-``NoiseLaw.release(kind, scale, alpha)``, whose old name ``ReleaseNoise`` still works).  The
+coordinate with its own law and scale (a :class:`~privacy.federated.noise.ReleaseSumNoise`:
+``ReleaseSumNoise.release(kind, scale, alpha)``, whose old name ``ReleaseNoise`` still
+works).  The
 server observes ``y = sum_k zhat_k = z* + e``, ``e = sum_k r_k``: one *full observation* of the
 global block ``z* = sum_k z_k`` (seed 7.18), and FedInfer's posterior given it is, per
 coordinate, ``p(z* | y) ~ prior(z*) f_e(y - z*)`` with ``f_e`` the law of the summed noise:
@@ -15,7 +16,7 @@ coordinate, ``p(z* | y) ~ prior(z*) f_e(y - z*)`` with ``f_e`` the law of the su
   error of ``y / N`` falls only like ``N^(1/alpha - 1)`` for equal scales, not ``N^(-1/2)``.
   Different alphas do not sum to a stable law and are refused.
 * **Laplace** releases (``b_k``): equal scales (up to 400 terms) have the closed form of
-  :class:`privacy.federated.noise.NoiseLaw`; otherwise (heterogeneous scales, or more
+  :class:`privacy.federated.noise.ReleaseSumNoise`; otherwise (heterogeneous scales, or more
   terms) the density is the Fourier inversion of ``prod_k 1 / (1 + b_k^2 t^2)`` on a grid of
   ``spread / 512`` (FFT), tabulated in log and extended beyond the table (where it falls below
   1e-13 of the peak) with the exact exponential rate ``1 / max_k b_k`` (:class:`LaplaceSum`).
@@ -43,7 +44,7 @@ from scipy import special
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import check_in_interval, check_positive
-from privacy.federated.noise import NoiseLaw, ReleaseNoise
+from privacy.federated.noise import ReleaseNoise, ReleaseSumNoise
 from privacy.federated.posterior import GridPosterior, PosteriorSummary
 
 __all__ = ["ReleaseNoise", "LaplaceSum", "summed_noise_law", "sum_posterior"]
@@ -73,10 +74,10 @@ class LaplaceSum:
 
     Examples
     --------
-    Two equal scales against the closed form of :class:`NoiseLaw`:
+    Two equal scales against the closed form of :class:`ReleaseSumNoise`:
 
     >>> law = LaplaceSum([1.0, 1.0])
-    >>> exact = NoiseLaw("laplace", 1.0, (1.0, 1.0))
+    >>> exact = ReleaseSumNoise("laplace", 1.0, (1.0, 1.0))
     >>> x = np.array([0.0, 1.0, 5.0, 20.0])
     >>> bool(np.allclose(law.logpdf(x), exact.logpdf(x), atol=1e-6))
     True
@@ -125,20 +126,21 @@ class LaplaceSum:
         return np.where(a <= self._x[-1], inside, beyond)
 
 
-def summed_noise_law(noises: Sequence[NoiseLaw]) -> NoiseLaw | LaplaceSum:
+def summed_noise_law(noises: Sequence[ReleaseSumNoise]) -> ReleaseSumNoise | LaplaceSum:
     """The per-coordinate law of ``sum_k r_k`` (see the module notes).
 
     Parameters
     ----------
-    noises : sequence of NoiseLaw
-        One per release (at least one; :meth:`NoiseLaw.release`, formerly ``ReleaseNoise``).
+    noises : sequence of ReleaseSumNoise
+        One per release (at least one; :meth:`ReleaseSumNoise.release`, formerly
+        ``ReleaseNoise``).
         A law with several weights stands for its weighted terms.
 
     Returns
     -------
-    NoiseLaw or LaplaceSum
+    ReleaseSumNoise or LaplaceSum
         With ``logpdf`` and ``spread`` (what :class:`GridPosterior` needs); Gaussian sums
-        as a Gaussian :class:`NoiseLaw`.
+        as a Gaussian :class:`ReleaseSumNoise`.
 
     Raises
     ------
@@ -155,17 +157,17 @@ def summed_noise_law(noises: Sequence[NoiseLaw]) -> NoiseLaw | LaplaceSum:
         if kinds != {"sas"} or len(alphas) > 1:
             raise ParameterError(f"SaS releases sum to a stable law only with one alpha and no "
                                  f"other noise; got kinds {sorted(kinds)} and alphas {alphas}")
-        return NoiseLaw("sas", 1.0, tuple(scale for _, scale, _ in terms), alphas[0])
+        return ReleaseSumNoise("sas", 1.0, tuple(scale for _, scale, _ in terms), alphas[0])
     if kinds == {"gaussian"}:
-        return NoiseLaw("gaussian", 1.0, tuple(scale for _, scale, _ in terms))
+        return ReleaseSumNoise("gaussian", 1.0, tuple(scale for _, scale, _ in terms))
     laplace = [scale for kind, scale, _ in terms if kind == "laplace"]
     variance = sum(scale ** 2 for kind, scale, _ in terms if kind == "gaussian")
     if variance == 0 and len(set(laplace)) == 1 and len(laplace) <= _MAX_CLOSED_LAPLACE:
-        return NoiseLaw("laplace", laplace[0], (1.0,) * len(laplace))
+        return ReleaseSumNoise("laplace", laplace[0], (1.0,) * len(laplace))
     return LaplaceSum(laplace, variance)
 
 
-def sum_posterior(total: Any, noises: Sequence[NoiseLaw], *, lower: Any, upper: Any,
+def sum_posterior(total: Any, noises: Sequence[ReleaseSumNoise], *, lower: Any, upper: Any,
                   level: float = 0.95) -> PosteriorSummary:
     """FedInfer's posterior of ``z* = sum_k z_k`` given ``y = sum_k (z_k + r_k)``.
 
@@ -173,7 +175,7 @@ def sum_posterior(total: Any, noises: Sequence[NoiseLaw], *, lower: Any, upper: 
     ----------
     total : array_like, shape (d,)
         ``y``, the sum of the releases.
-    noises : sequence of NoiseLaw
+    noises : sequence of ReleaseSumNoise
         The noise of every release summed into ``y`` (empty: ``y`` is exact).
     lower, upper : array_like, shape (d,)
         The prior box of ``z*`` (used by non-Gaussian noise; Gaussian noise has FedInfer's
@@ -193,7 +195,8 @@ def sum_posterior(total: Any, noises: Sequence[NoiseLaw], *, lower: Any, upper: 
 
     Examples
     --------
-    >>> noises = [NoiseLaw.release("gaussian", 3.0), NoiseLaw.release("gaussian", 4.0)]
+    >>> noises = [ReleaseSumNoise.release("gaussian", 3.0),
+    ...           ReleaseSumNoise.release("gaussian", 4.0)]
     >>> post = sum_posterior([10.0], noises, lower=[-100.0], upper=[100.0])
     >>> float(post.mean[0]), float(post.std[0])          # N(y, 3^2 + 4^2)
     (10.0, 5.0)

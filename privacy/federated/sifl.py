@@ -50,7 +50,7 @@ from _toolbox.validation import (
     read_only,
 )
 from privacy.calibration import calibrate_gaussian_sigma
-from privacy.federated.noise import NoiseLaw, check_noise_kind
+from privacy.federated.noise import ReleaseSumNoise, check_noise_kind
 from privacy.federated.sifl_models import LocalOptimizer
 from privacy.mechanisms import NeighboringRelation
 
@@ -201,7 +201,7 @@ class ImmersionCode:
         w = np.asarray(w, dtype=float)
         if w.shape[0] != self.n or w.ndim > 2:
             raise DimensionError(f"w has shape {w.shape}; expected ({self.n},) or ({self.n}, p)")
-        law = NoiseLaw.from_std(self.noise, self.noise_std)
+        law = ReleaseSumNoise.from_std(self.noise, self.noise_std)
         r = law.sample((self.n_encoded - self.n,) + w.shape[1:], rng)
         return self.Pi1 @ w + self.N1 @ r
 
@@ -273,7 +273,7 @@ class AggregatorCode:
     def encode(self, v: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``v Pi2 + R2 N2`` for ``v`` of shape (n~,): an (n~, p) matrix (31)."""
         v = check_finite_array("v", v, ndim=1)
-        R2 = NoiseLaw.from_std(self.noise, self.noise_std).sample((v.size, self.p - 1), rng)
+        R2 = ReleaseSumNoise.from_std(self.noise, self.noise_std).sample((v.size, self.p - 1), rng)
         return np.outer(v, self.Pi2) + R2 @ self.N2
 
     def decode(self, encoded: np.ndarray) -> np.ndarray:

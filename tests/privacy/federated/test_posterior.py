@@ -7,26 +7,27 @@ import pytest
 from scipy import integrate, stats
 
 from privacy.errors import ParameterError
-from privacy.federated.posterior import GaussianPosterior, GridPosterior, NoiseLaw
+from privacy.federated.noise import ReleaseSumNoise
+from privacy.federated.posterior import GaussianPosterior, GridPosterior
 from privacy.stable import sas_logpdf
 
 
 def test_laws_of_sums():
-    sas = NoiseLaw("sas", 0.7, (0.5, 0.5, 1.0), alpha=1.3)
+    sas = ReleaseSumNoise("sas", 0.7, (0.5, 0.5, 1.0), alpha=1.3)
     expected = 0.7 * (2 * 0.5 ** 1.3 + 1.0) ** (1 / 1.3)
     assert sas.combined_scale == pytest.approx(expected)
     x = np.linspace(-5, 5, 7)
     np.testing.assert_allclose(sas.logpdf(x), sas_logpdf(x, 1.3, expected))
-    gauss = NoiseLaw("gaussian", 2.0, (1.0, 1.0, 1.0))
+    gauss = ReleaseSumNoise("gaussian", 2.0, (1.0, 1.0, 1.0))
     np.testing.assert_allclose(gauss.logpdf(x), stats.norm.logpdf(x, scale=2 * np.sqrt(3)))
-    one = NoiseLaw("laplace", 1.5, (2.0,))
+    one = ReleaseSumNoise("laplace", 1.5, (2.0,))
     np.testing.assert_allclose(one.logpdf(x), stats.laplace.logpdf(x, scale=3.0))
 
 
 @pytest.mark.parametrize("m", [2, 3, 6])
 def test_laplace_sum_density_is_the_convolution(m):
-    law = NoiseLaw("laplace", 0.8, (1.0,) * m)
-    prev = NoiseLaw("laplace", 0.8, (1.0,) * (m - 1))
+    law = ReleaseSumNoise("laplace", 0.8, (1.0,) * m)
+    prev = ReleaseSumNoise("laplace", 0.8, (1.0,) * (m - 1))
     for x in (0.0, 0.3, 2.0, 9.0):
         conv = integrate.quad(lambda t, x=x: np.exp(prev.logpdf(t) + stats.laplace.logpdf(
             x - t, scale=0.8)), -60, 60, points=[0.0, x], limit=400, epsabs=0, epsrel=1e-12)[0]
@@ -34,11 +35,11 @@ def test_laplace_sum_density_is_the_convolution(m):
     total = integrate.quad(lambda t: np.exp(law.logpdf(t)), -80, 80, points=[0.0])[0]
     assert total == pytest.approx(1.0, rel=1e-10)
     with pytest.raises(ParameterError, match="equal release weights"):
-        NoiseLaw("laplace", 1.0, (0.5, 1.0))
+        ReleaseSumNoise("laplace", 1.0, (0.5, 1.0))
 
 
 def test_gaussian_posterior_is_the_conjugate_formula():
-    law = NoiseLaw("gaussian", 1.0, (1.0, 1.0))
+    law = ReleaseSumNoise("gaussian", 1.0, (1.0, 1.0))
     post = GaussianPosterior(law, 2, prior_mean=[0.0, 1.0], prior_var=[4.0, np.inf])
     arrays = post.initial()
     obs = np.array([[1.0, 2.0], [0.5, 3.0], [2.5, -1.0]])
@@ -66,10 +67,10 @@ def _exact(law, obs, lo, hi):
     return mean, np.sqrt(var)
 
 
-@pytest.mark.parametrize("law", [NoiseLaw("sas", 0.3, (1.0, 1.0, 1.0), alpha=1.5),
-                                 NoiseLaw("sas", 0.2, (0.5, 0.5, 1.0), alpha=1.1),
-                                 NoiseLaw("laplace", 0.3, (1.0, 1.0)),
-                                 NoiseLaw("gaussian", 0.3, (1.0, 1.0))])
+@pytest.mark.parametrize("law", [ReleaseSumNoise("sas", 0.3, (1.0, 1.0, 1.0), alpha=1.5),
+                                 ReleaseSumNoise("sas", 0.2, (0.5, 0.5, 1.0), alpha=1.1),
+                                 ReleaseSumNoise("laplace", 0.3, (1.0, 1.0)),
+                                 ReleaseSumNoise("gaussian", 0.3, (1.0, 1.0))])
 def test_grid_posterior_matches_quadrature(law):
     rng = np.random.default_rng(3)
     post = GridPosterior(law, [-5.0], [6.0])
@@ -91,7 +92,7 @@ def test_grid_posterior_matches_quadrature(law):
 
 
 def test_pseudo_observation_does_not_change_the_stored_posterior():
-    law = NoiseLaw("sas", 0.5, (1.0, 1.0), alpha=1.6)
+    law = ReleaseSumNoise("sas", 0.5, (1.0, 1.0), alpha=1.6)
     post = GridPosterior(law, [-3.0, -3.0], [3.0, 3.0])
     arrays = post.initial()
     for x in ([0.1, 0.2], [0.3, -0.1], [0.0, 0.4]):
@@ -108,6 +109,6 @@ def test_pseudo_observation_does_not_change_the_stored_posterior():
 
 def test_grid_posterior_needs_a_finite_box():
     with pytest.raises(ParameterError, match="finite prior box"):
-        GridPosterior(NoiseLaw("sas", 1.0, (1.0,)), [-np.inf], [1.0])
+        GridPosterior(ReleaseSumNoise("sas", 1.0, (1.0,)), [-np.inf], [1.0])
     with pytest.raises(ParameterError, match="Gaussian noise law"):
-        GaussianPosterior(NoiseLaw("sas", 1.0, (1.0,)), 1)
+        GaussianPosterior(ReleaseSumNoise("sas", 1.0, (1.0,)), 1)

@@ -5,7 +5,8 @@ import pytest
 from scipy import integrate, stats
 
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
-from privacy.federated.posterior import GaussianPosterior, NoiseLaw
+from privacy.federated.noise import ReleaseSumNoise
+from privacy.federated.posterior import GaussianPosterior
 from privacy.federated.release_sum import (
     LaplaceSum,
     ReleaseNoise,
@@ -42,7 +43,7 @@ def test_laplace_sum_matches_partial_fractions(scales):
 
 @pytest.mark.parametrize("m", [2, 5, 60])
 def test_laplace_sum_matches_closed_form_for_equal_scales(m):
-    law, exact = LaplaceSum([0.7] * m), NoiseLaw("laplace", 0.7, (1.0,) * m)
+    law, exact = LaplaceSum([0.7] * m), ReleaseSumNoise("laplace", 0.7, (1.0,) * m)
     x = np.linspace(0, 12 * law.spread, 400)
     ours, truth = law.logpdf(x), exact.logpdf(x)
     body = truth > truth[0] + np.log(1e-11)
@@ -89,7 +90,7 @@ def test_gaussian_sum_posterior_is_the_closed_form():
     assert np.allclose(post.std, 3.0)
     assert np.allclose(post.upper - post.lower, 2 * stats.norm.ppf(0.975) * 3.0)
     # FedInfer's conjugate posterior (flat prior, one full observation) says the same
-    conjugate = GaussianPosterior(NoiseLaw("gaussian", 1.0, tuple(sigmas)), 2)
+    conjugate = GaussianPosterior(ReleaseSumNoise("gaussian", 1.0, tuple(sigmas)), 2)
     reference = conjugate.summary(conjugate.add(conjugate.initial(), y))
     assert np.allclose(post.mean, reference.mean, rtol=1e-12)
     assert np.allclose(post.lower, reference.lower, rtol=1e-12)
