@@ -3,7 +3,9 @@
 * :mod:`~dmdidc.federated.combine`: the posterior of the summed statistics from noisy releases
   (:func:`combine_statistics`, FedInfer's estimate);
 * :mod:`~dmdidc.federated.identification`: :class:`FederatedIdentification`, the algorithm that
-  runs on :mod:`privacy.federated`'s runtimes.
+  runs on :mod:`privacy.federated`'s runtimes;
+* :mod:`~dmdidc.federated.screening`: what an honest client's release can be (the server's
+  screen of every reply against poisoned statistics).
 
 ``dmdidc.federated`` was one module; every name it had is still importable from here (its
 names are imported on first use, PEP 562).

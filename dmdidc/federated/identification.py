@@ -15,6 +15,14 @@
   describe_release`: same law, scale and guarantee as the client's) and its estimate of the
   global statistics is :func:`dmdidc.federated.combine_statistics` over the clients joined so
   far (FedInfer's posterior, module notes there).
+* Screening (:mod:`dmdidc.federated.screening`): before a reply reaches the server, the
+  runtime's :class:`~privacy.federated.server_step.ServerStep` rejects, with a logged reason
+  kept in the round's record, a reply of the wrong form (names, shape, dtype, NaN / inf),
+  one outside :meth:`~FederatedIdentification.reply_bounds` (declared with ``max_samples``)
+  and one :meth:`~FederatedIdentification.screen_reply` refuses: inconsistent counts, values
+  that no honest clipped statistics of its ``n_samples`` plus its release noise can take, a
+  Gram matrix that is not positive semidefinite up to that noise.  An honest reply is
+  rejected with probability at most ``FALSE_ALARM`` (1e-12).
 
 References
 ----------
@@ -34,6 +42,13 @@ import numpy as np
 from _toolbox.validation import check_integer
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.federated.combine import combine_statistics
+from dmdidc.federated.screening import (
+    COUNTS,
+    count_reason,
+    gram_reason,
+    release_allowance,
+    statistics_bound,
+)
 from dmdidc.private.release import MECHANISMS, describe_release
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -42,17 +57,16 @@ from privacy.federated.protocol import (
     DP_RELEASES,
     ClientResult,
     ClientState,
+    Reply,
     RoundPlan,
     ServerState,
 )
+from privacy.federated.validation import ReplyBound
 
 if TYPE_CHECKING:
     from privacy.accountant import Guarantee
 
 __all__ = ["FederatedIdentification", "ReleaseAccount"]
-
-#: Public counts a client reports with its release (the accountant treats them as public).
-_COUNTS = ("n_samples", "n_trajectories", "min_trajectory_samples", "max_trajectory_samples")
 
 
 @dataclass(frozen=True)
@@ -154,6 +168,12 @@ class FederatedIdentification:
         e.g. with measurement noise).
     level : float, default 0.95
         Posterior interval matched by the noise variance (:func:`combine_statistics`).
+    max_samples : int or sequence of int, optional
+        The federation's public cap on a client's regression samples (one for all, or one per
+        client): a reply reporting more is rejected, and :meth:`reply_bounds` declares the box
+        of statistics of that many samples.  Without it, each reply is screened against its
+        own reported count (:meth:`screen_reply`), so a client may still claim many samples
+        and send statistics of that size.
 
     Examples
     --------
@@ -182,7 +202,7 @@ class FederatedIdentification:
                  unit: str = "sample", window: int | None = None, alpha: float | None = None,
                  join_round: Sequence[int] | None = None, detrend: str | None = None,
                  instruments: str | None = None, instrument_lags: int | None = None,
-                 level: float = 0.95):
+                 level: float = 0.95, max_samples: int | Sequence[int] | None = None):
         self.num_clients = check_integer("num_clients", num_clients, minimum=1)
         k = self.num_clients
         self.template = StatisticsAccumulator(
@@ -202,6 +222,11 @@ class FederatedIdentification:
                                 for i, r in enumerate(_per_client("join_round",
                                                                   join_round or 0, k)))
         self.level = level
+        self.max_samples = tuple(None if cap is None else check_integer(f"max_samples[{i}]", cap,
+                                                                        minimum=1)
+                                 for i, cap in enumerate(_per_client("max_samples", max_samples,
+                                                                     k)))
+        self._declared: dict[tuple, dict[str, ReplyBound]] = {}
         # validates every client's privacy settings now, not in the middle of a run
         self.accounts = tuple(self._account(i) for i in range(k))
 
@@ -247,7 +272,7 @@ class FederatedIdentification:
             return ClientResult({}, {ABSTAIN: 1}, state)
         stats = self.client_statistics(data)
         private = stats.privatize(**self._release_options(message.client_id), rng=rng)
-        metrics = {name: int(getattr(stats, name)) for name in _COUNTS}
+        metrics = {name: int(getattr(stats, name)) for name in COUNTS}
         return ClientResult({"z": private.to_vector()}, metrics,
                             state.replace(scalars={DP_RELEASES: done + 1}))
 
@@ -258,7 +283,7 @@ class FederatedIdentification:
                                  f"clients; the runtime has {num_clients}")
         d = self.template.dimension
         return ServerState.new({"vectors": np.zeros((num_clients, d)),
-                                "counts": np.zeros((num_clients, len(_COUNTS))),
+                                "counts": np.zeros((num_clients, len(COUNTS))),
                                 "joined": np.zeros(num_clients)},
                                num_clients=num_clients, seed=seed)
 
@@ -271,6 +296,46 @@ class FederatedIdentification:
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
         return {"z": (self.template.dimension,)}
 
+    def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
+        """The box an honest client's noisy statistics lie in (except w.p. ``FALSE_ALARM``),
+        declared when the federation caps its samples (``max_samples``): statistics of at most
+        that many samples, widened by the reach of the client's release noise.  Without a cap
+        nothing is declared (:meth:`screen_reply` checks each reply against its own count)."""
+        cap = self.max_samples[client_id]
+        if cap is None:
+            return {}
+        options = self._release_options(client_id)
+        key = (cap, *options.items())
+        if key not in self._declared:    # (clients with equal settings share one object)
+            # the noise is largest for one trajectory of all the samples (unit "trajectory")
+            like = self._like((cap, 1, cap, cap))
+            allowance = release_allowance(describe_release(like, **options)[0], like.dimension)
+            self._declared[key] = {"z": statistics_bound(like, allowance)}
+        return self._declared[key]
+
+    def screen_reply(self, state: ServerState, client_id: int, reply: Reply) -> str | None:
+        """Why a well-formed reply cannot be an honest client's release, or ``None``.
+
+        Its counts must be consistent (and within ``max_samples``), its statistics within the
+        box of statistics of its ``n_samples`` widened by the reach of its release noise, and
+        its Gram matrix positive semidefinite up to that noise
+        (:mod:`dmdidc.federated.screening`).  Called by the runtimes'
+        :class:`~privacy.federated.server_step.ServerStep` on every reply that passed the form
+        checks and :meth:`reply_bounds`.
+        """
+        reason = count_reason(reply.metrics, self.max_samples[client_id])
+        if reason is not None:
+            return reason
+        n = int(reply.metrics["n_samples"])
+        like = self._like([reply.metrics[name] for name in COUNTS])
+        release, _ = describe_release(like, **self._release_options(client_id))
+        allowance = release_allowance(release, like.dimension)
+        z = reply.arrays["z"]
+        outside = statistics_bound(like, allowance).reasons("z", z[None])[0]
+        if outside is not None:
+            return f"statistics that {n} samples and their release noise cannot give: {outside}"
+        return gram_reason(z, like, allowance)
+
     def aggregate(self, state: ServerState, round: int, replies) -> ServerState:
         vectors = state.arrays["vectors"].copy()
         counts = state.arrays["counts"].copy()
@@ -280,14 +345,14 @@ class FederatedIdentification:
             if reply.abstained or joined[k]:
                 continue
             vectors[k] = reply.arrays["z"]
-            counts[k] = [reply.metrics[name] for name in _COUNTS]
+            counts[k] = [reply.metrics[name] for name in COUNTS]
             joined[k] = 1.0
         return state.replace(arrays={"vectors": vectors, "counts": counts, "joined": joined},
                              version=state.version + 1)
 
     def _like(self, counts: np.ndarray) -> SufficientStatistics:
         """Zero statistics with the template's layout and these public counts."""
-        counts = dict(zip(_COUNTS, (int(c) for c in counts), strict=True))
+        counts = dict(zip(COUNTS, (int(c) for c in counts), strict=True))
         intercepts = counts["n_trajectories"] if self.template.centering != "none" else 0
         return dataclasses.replace(self.template, **counts, intercepts=intercepts)
 
@@ -316,11 +381,11 @@ class FederatedIdentification:
         """The global statistics' posterior mean (vector form) and its noise variance."""
         if not np.any(state.arrays["joined"]):
             return {"statistics": np.zeros(self.template.dimension),
-                    "noise_variance": np.array([np.inf]), "counts": np.zeros(len(_COUNTS))}
+                    "noise_variance": np.array([np.inf]), "counts": np.zeros(len(COUNTS))}
         stats = self.statistics(state)
         return {"statistics": stats.to_vector(),
                 "noise_variance": np.array([stats.noise_variance]),
-                "counts": np.array([getattr(stats, name) for name in _COUNTS], dtype=float)}
+                "counts": np.array([getattr(stats, name) for name in COUNTS], dtype=float)}
 
     def statistics_from_model(self, model: Mapping[str, np.ndarray]) -> SufficientStatistics:
         """The global statistics from :meth:`model` (for ``fit_statistics``; without the

@@ -41,6 +41,7 @@ from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from privacy.accountant import Accountant, Guarantee
 from privacy.federated.noise import NOISE_KINDS, check_noise_kind
+from privacy.federated.validation import noise_allowance
 from privacy.mechanisms import GaussianMechanism, LaplaceMechanism, SaSMechanism
 
 __all__ = ["LocalDP", "NOISES"]
@@ -316,8 +317,8 @@ def _composed_normalized(noise: str, ratio: float, dimension: int, alpha: float,
 @functools.lru_cache(maxsize=64)
 def _noise_allowance(noise: str, scale: float, dimension: int, alpha: float,
                      false_alarm: float) -> tuple[float, float]:
-    law = _mechanism(noise, scale, 1.0, dimension, alpha).noise
-    coordinate = law.tail_bound(false_alarm / (2 * dimension))
+    coordinate = noise_allowance(_mechanism(noise, scale, 1.0, dimension, alpha).noise,
+                                 dimension, false_alarm)
     l2 = math.sqrt(dimension) * coordinate
     if noise == "gaussian":
         l2 = min(l2, scale * (math.sqrt(dimension) + math.sqrt(2 * math.log(1 / false_alarm))))

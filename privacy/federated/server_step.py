@@ -11,7 +11,8 @@ back, and when.  Everything the server *decides* is here, once:
   :func:`~privacy.federated.validation.validate_replies` at once, an asynchronous reply through
   :func:`~privacy.federated.validation.validate_reply` (plus "not selected" in a synchronous
   round, "unsolicited" when no request is outstanding), screened against the algorithm's
-  declared ``reply_bounds`` (when it has them); each rejection is logged to the
+  declared ``reply_bounds`` (when it has them) and its ``screen_reply`` (when it has one:
+  checks that need the whole reply); each rejection is logged to the
   ``privacy.federated`` logger with its reason and kept in the round's record; abstaining
   clients are never aggregated (asynchronously: never asked again); an asynchronous client
   whose answer to its request was rejected is asked again (:attr:`Verdict.RETRY`);
@@ -149,8 +150,10 @@ class ServerStep:
     screen : bool, default True
         Reject integer / boolean reply arrays and arrays outside the algorithm's
         ``reply_bounds(state, client_id)`` (:class:`~privacy.federated.validation.ReplyBound`;
-        an algorithm without the method declares none).  ``False`` is the undefended server of
-        the trust study: it checks only the form of a reply.
+        an algorithm without the method declares none), and the replies that pass but that
+        the algorithm's ``screen_reply(state, client_id, reply)`` gives a reason to reject
+        (checks that need the whole reply, e.g. its reported counts; optional).  ``False`` is
+        the undefended server of the trust study: it checks only the form of a reply.
 
     Attributes
     ----------
@@ -292,6 +295,13 @@ class ServerStep:
                 self._reject(tally, "round", k, reason)
             elif not reply.metrics.get(ABSTAIN, 0):
                 tally.valid[k] = reply
+        screen = self._screen_reply()
+        for k in list(tally.valid) if screen is not None else ():
+            reason = screen(self.state, k, tally.valid[k])
+            if reason is not None:
+                del tally.valid[k]
+                self._reject(tally, "round", k, reason)
+                stacks = {}          # (their rows no longer match the valid replies)
         if missing:
             logger.warning("round %d: no reply within the timeout from clients %s", t,
                            list(missing))
@@ -387,10 +397,19 @@ class ServerStep:
         if isinstance(reply, str):
             return reply
         declared = getattr(self.algorithm, "reply_bounds", None)
-        return validate_reply(reply, self.algorithm.reply_spec(self.state, client_id),
-                              client_id=client_id, screen=self.screen,
-                              bounds=None if declared is None else declared(self.state, client_id),
-                              **checks)
+        reason = validate_reply(reply, self.algorithm.reply_spec(self.state, client_id),
+                                client_id=client_id, screen=self.screen,
+                                bounds=None if declared is None else declared(self.state,
+                                                                              client_id),
+                                **checks)
+        screen = self._screen_reply()
+        if reason is None and screen is not None and not reply.abstained:
+            reason = screen(self.state, client_id, reply)
+        return reason
+
+    def _screen_reply(self) -> Callable[[ServerState, int, Reply], str | None] | None:
+        """The algorithm's own screen of a valid reply (``screen_reply``), when screening."""
+        return getattr(self.algorithm, "screen_reply", None) if self.screen else None
 
     @staticmethod
     def _reject(tally: _Tally, kind: str, client_id: int, reason: str) -> None:

@@ -12,6 +12,10 @@ lie within the :class:`ReplyBound` its algorithm declares (``algorithm.reply_bou
 client_id)``): what an honest client's clipped value can be, widened by what its release noise
 exceeds only with probability :data:`FALSE_ALARM` per reply.  A reply outside it is rejected,
 not clipped, so an honest round is never altered and a poisoned value never enters the model.
+(:func:`noise_allowance` is that widening for one release's noise law.)  An algorithm whose
+honest values depend on what the reply itself reports (e.g. its public sample counts) or obey
+a structure no box can state (a Gram matrix is positive semidefinite) also screens each reply
+that passed with its ``screen_reply(state, client_id, reply)`` (reason or ``None``).
 """
 
 from __future__ import annotations
@@ -26,14 +30,30 @@ import numpy as np
 
 from privacy.federated.values import ABSTAIN, CLIENT, ROUND, VERSION, Reply
 
-__all__ = ["FALSE_ALARM", "ReplyBound", "StackedReplies", "stacked", "validate_reply",
-           "validate_replies"]
+__all__ = ["FALSE_ALARM", "ReplyBound", "StackedReplies", "noise_allowance", "stacked",
+           "validate_reply", "validate_replies"]
 
 #: Probability that an honest reply's noise carries it outside its declared bound (per reply).
 FALSE_ALARM = 1e-12
 
 Spec = Mapping[str, tuple[int, ...]]
 Bounds = Mapping[str, "ReplyBound"]
+
+
+def noise_allowance(law: Any, dimension: int, false_alarm: float = FALSE_ALARM) -> float:
+    """How far one release's noise reaches on any of its ``dimension`` coordinates, except with
+    probability ``false_alarm``: the tail bound of its per-coordinate law ``law`` (a
+    :class:`privacy.noise.NoiseLaw`, ``mechanism.noise``) at ``false_alarm / (2 dimension)``
+    (a union bound over the coordinates and both signs).
+
+    Examples
+    --------
+    >>> from privacy.noise import GaussianNoise
+    >>> t = noise_allowance(GaussianNoise(scale=1.0), dimension=100)
+    >>> 7.0 < t < 9.0
+    True
+    """
+    return law.tail_bound(false_alarm / (2 * dimension))
 
 
 @dataclass(frozen=True)
