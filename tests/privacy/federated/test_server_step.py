@@ -131,3 +131,37 @@ def test_misuse_and_bad_arguments_are_refused():
         check_stagger([1, 2], 3)
     with pytest.raises(ParameterError, match="stagger\\[1\\]"):
         check_stagger([1, 0], 2)
+
+
+class _Screened(NoisyMean):
+    """Rejects, through its own screen, every reply whose first coordinate is negative."""
+
+    def screen_reply(self, state, client_id, reply):
+        value = reply.arrays["mean"][0]
+        return f"first coordinate {value:.3g} < 0" if value < 0 else None
+
+
+def test_the_algorithms_own_screen_rejects_valid_replies_sync_and_async():
+    """``screen_reply`` is asked about every reply that passed the form checks (sync round,
+    the whole-round fast path included, and async receive); a reason rejects it with a record
+    and the aggregate is that of the others; ``screen=False`` skips it."""
+    data = toy_data(4)
+    data[2]["x"] = -np.abs(data[2]["x"]) - 1.0            # client 2's mean is negative
+    for screen in (True, False):
+        step = ServerStep.start(_Screened(noise=0.0), num_clients=4, seed=0, screen=screen)
+        replies = _replies(step, step.open_round(0), data)
+        record = step.close_round(sorted(replies.items()), missing=(), time=1.0, releases=())
+        kept = [0, 1, 3] if screen else [0, 1, 2, 3]
+        assert record.accepted == tuple(kept)
+        assert ([k for k, _ in record.rejected] == [2]) == screen
+        expected = np.mean([data[k]["x"].mean(axis=0) for k in kept], axis=0)
+        np.testing.assert_allclose(step.model()["mean"], expected)
+    step = ServerStep.start(_Screened(noise=0.0), num_clients=4, seed=0)
+    messages = {k: step.request(k) for k in (1, 2)}
+    step.open_tick(1)
+    answers = {k: run_client(step.algorithm, k, data[k], ClientState(), m)[0]
+               for k, m in messages.items()}
+    assert step.receive(2, answers[2]) is Verdict.RETRY     # rejected: asked again
+    assert step.receive(1, answers[1]) is Verdict.APPLIED
+    record = step.close_tick(time=1.0, releases=())
+    assert record.accepted == (1,) and "first coordinate" in record.rejected[0][1]
