@@ -294,6 +294,9 @@ class DelayedMPC:
     constrained step costs about one warm-started solve (benchmarks/bench_mpc.py).  An
     identified model (:class:`dmdidc.DMDidc`) has exact zeros in the blocks its
     estimator found inactive, so ``w`` is the identified whole delay even on noisy data.
+    ``copy.deepcopy`` and ``pickle`` give an independent controller with the same history (its
+    solver set up again from its copy of the QP, starting cold); ``copy.copy`` shares the
+    solver.
 
     References
     ----------
