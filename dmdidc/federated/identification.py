@@ -344,6 +344,12 @@ class FederatedIdentification:
             reply = replies[k]
             if reply.abstained or joined[k]:
                 continue
+            missing = [name for name in COUNTS if name not in reply.metrics]
+            if missing or "z" not in reply.arrays:
+                # only an unscreened server gets here: screening refuses such replies
+                raise ParameterError(
+                    f"reply of client {k} lacks {missing or ['arrays z']}; a reply carries the "
+                    f"arrays 'z' and the metrics {list(COUNTS)} (screen=True refuses such replies)")
             vectors[k] = reply.arrays["z"]
             counts[k] = [reply.metrics[name] for name in COUNTS]
             joined[k] = 1.0

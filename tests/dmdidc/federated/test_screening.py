@@ -216,3 +216,11 @@ def test_bad_max_samples_are_refused():
         _algorithm(max_samples=0)
     with pytest.raises(DimensionError, match="max_samples"):
         _algorithm(max_samples=[100, 100])
+
+
+def test_the_undefended_server_names_a_missing_count():
+    """Without screening, a reply without its counts is refused by name, not a KeyError."""
+    data = _federation(0, experiments=4, length=60)
+    network = Network(tamper=_tamper(ATTACKS["missing count"][0], {1}))
+    with pytest.raises(ParameterError, match="client 1 lacks.*n_trajectories"):
+        run_sync(_algorithm(), data, rounds=1, seed=0, network=network, screen=False)
