@@ -340,14 +340,13 @@ def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
     """Largest robustly standardized residual of the fit, and the Bonferroni threshold."""
     from scipy import special
 
+    from dmdidc.inference.residuals import largest_robust_residual
+
     coefficients = outcome.solution.coefficients
     pieces, _, _ = subsample(trajectories, None)
     E = np.concatenate([X[:, R + 1:] - coefficients @ np.concatenate(
         [X[:, R:U.shape[1]], lagged_inputs(U, R)]) for X, U in pieces if U.shape[1] > R], axis=1)
-    deviation = E - np.median(E, axis=1, keepdims=True)
-    scale = _MAD_TO_SIGMA * np.median(np.abs(deviation), axis=1, keepdims=True)
-    scale = np.where(scale > 0, scale, np.finfo(float).tiny)
-    z = float(np.max(np.abs(deviation) / scale))
+    z = largest_robust_residual(E, constant_rows="tiny")
     return z, float(special.ndtri(1.0 - level / (2.0 * E.size)))
 
 

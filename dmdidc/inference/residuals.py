@@ -39,17 +39,19 @@ autocorrelated time-series", J. R. Stat. Soc. Suppl. 8 (1946) 27-41.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 from scipy import linalg, special
 
 from dmdidc.inference.checks import Check
+from dmdidc.inference.lagged_products import PieceLayout, lag_products
 from dmdidc.regression.refined import instrument_rows
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
 
-__all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS"]
+__all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
+           "largest_robust_residual"]
 
 #: Lags ``L`` of the correlation checks (beyond ``max_delay``, at least this many).
 CORRELATION_LAGS = 20
@@ -60,10 +62,10 @@ _WINDOW = 25
 _SIGNAL_PAIRS = 400
 #: Fewer residual samples than this: the correlation checks are not applicable.
 _MIN_SAMPLES = 100
-#: Samples per chunk of :func:`_cross_correlations` (bounds its lag-shifted copies).
-_CHUNK = 8192
 #: Order of the autoregressive prewhitening filter of each input.
 _PREWHITEN_ORDER = 10
+#: Robust standard deviation per median absolute deviation (Gaussian).
+_MAD_TO_SIGMA = 1.482602218505602
 
 
 
@@ -134,150 +136,194 @@ class ResidualAnalysis:
     outlier_z: float
     n_samples: int
     relative_residual: float
+    _moments: _ResidualMoments | None = field(default=None, repr=False)
 
     @cached_property
     def input_z(self) -> np.ndarray:
         R = self.max_delay
-        return _prewhitened_correlations([e for e, _, _ in self.parts],
-                                         [u[:, R:] for _, u, _ in self.parts], self.lags,
-                                         self._residual_autocovariances)
+        return _prewhitened_correlations(self._residual_moments,
+                                         [u[:, R:] for _, u, _ in self.parts], self.lags)
 
     @cached_property
     def state_z(self) -> np.ndarray:
         R = self.max_delay
-        return _prewhitened_correlations([e for e, _, _ in self.parts],
+        return _prewhitened_correlations(self._residual_moments,
                                          [x[:, R:] for _, _, x in self.parts],
-                                         self.lags[self.lags >= 0],
-                                         self._residual_autocovariances)
+                                         self.lags[self.lags >= 0])
 
-    @cached_property
-    def _residual_autocovariances(self) -> list[np.ndarray] | None:
-        """The residuals' autocovariances that both correlations filter: one pass, not two."""
-        return _residual_autocovariances([e for e, _, _ in self.parts], self.lags)
+    @property
+    def _residual_moments(self) -> _ResidualMoments:
+        """The residuals' moments that both correlations filter: one pass, not two."""
+        if self._moments is not None:
+            return self._moments
+        return _ResidualMoments.of([e for e, _, _ in self.parts], int(self.lags.max()))
+
+
+@dataclass(frozen=True, eq=False)
+class _ResidualMoments:
+    """The residual pieces laid out once (:class:`~dmdidc.inference.lagged_products.
+    PieceLayout`) with their pooled autocovariances ``gamma`` (means not removed, lags ``0 ..
+    max(L, window + order)``, shape (lags, n)): the whiteness test and every prewhitening
+    filter's moments of the residuals (:func:`_filtered_moments`) read them instead of the
+    residuals.  ``factored``: every piece is long enough for those (shorter ones are filtered,
+    :func:`_filtered_directly`)."""
+
+    layout: PieceLayout
+    E: np.ndarray
+    gamma: np.ndarray
+    n_samples: int
+    window: int
+    order: int
+    factored: bool
+
+    @classmethod
+    def of(cls, E: list[np.ndarray], L: int) -> _ResidualMoments:
+        N, window, order = _filter_sizes(E)
+        lengths = np.array([e.shape[1] for e in E])
+        layout = PieceLayout(lengths, gap=max(L, window) + order + 1)
+        laid = layout.place(E)
+        gamma = lag_products(laid, laid, 0, max(L, window + order), diagonal=True).T
+        edge = max(window, L) + 1
+        return cls(layout, laid, gamma, N, window, order,
+                   bool(np.all(lengths > 2 * (edge + 2 * order + window))))
+
+    def autocorrelations(self, L: int) -> np.ndarray:
+        """``corr(e_i,k , e_i,k-tau)`` at lags ``0 .. L`` (each piece centred), (L + 1, n)."""
+        layout, lengths, taus = self.layout, self.layout.lengths, np.arange(L + 1)
+        totals = layout.sums(self.E)                                        # (n, pieces)
+        means = totals / lengths
+        # sum_{k >= tau} (e_k - m)(e_{k-tau} - m) = gamma - m (sums but the first / last tau
+        # samples) + (N - tau) m^2, per piece
+        first = _prefix(layout.window(self.E, 0, L))
+        last = _prefix(layout.window(self.E, -L, L, from_end=True)[..., ::-1])
+        cov = (self.gamma[:L + 1]
+               - np.einsum("ip,ipt->ti", means, 2.0 * totals[..., None] - first - last)
+               + np.einsum("ip,pt->ti", means ** 2,
+                           np.maximum(lengths[:, None] - taus[None, :], 0)))
+        return cov / np.where(cov[0] > 0, cov[0], 1.0)
+
+
+def _prefix(x: np.ndarray) -> np.ndarray:
+    """Sums of the first ``0 .. width`` entries along the last axis, shape (..., width + 1)."""
+    return np.concatenate([np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)], axis=-1)
+
+
+def _pieces(series: list[np.ndarray], lags: int) -> tuple[PieceLayout, list[np.ndarray]]:
+    """The non-empty pieces of ``series`` laid out for products of up to ``lags`` lags."""
+    kept = [s for s in series if s.shape[1] > 0]
+    return PieceLayout(np.array([s.shape[1] for s in kept]), gap=lags + 1), kept
 
 
 def _autocorrelations(series: list[np.ndarray], window: int) -> np.ndarray:
-    """Per row, the autocorrelation at lags ``0 .. window`` pooled over trajectories."""
-    from dmdidc.regression.instrumental import autocovariances
-
-    cov = autocovariances([s - s.mean(axis=1, keepdims=True) for s in series], window)
+    """Per row, the autocorrelation at lags ``0 .. window`` pooled over trajectories (each
+    centred), shape (window + 1, rows)."""
+    layout, kept = _pieces(series, window)
+    if not kept:
+        return np.zeros((window + 1, series[0].shape[0]))
+    x = layout.centred(layout.place(kept))
+    cov = lag_products(x, x, 0, window, diagonal=True).T
     return cov / np.where(cov[0] > 0, cov[0], 1.0)
-
-
-def _lag_products(x: np.ndarray, y: np.ndarray, lags: np.ndarray) -> np.ndarray:
-    """``sum_k x_i,k y_j,k-tau`` over the samples where both exist, (rows_x, len(lags), rows_y).
-
-    All lags in one matrix product per chunk of samples: ``x`` against the lag-shifted copies
-    of ``y`` (zero outside the trajectory), so ``x`` is read once, not once per lag.
-    """
-    N = x.shape[1]
-    out = np.zeros((x.shape[0], lags.size, y.shape[0]))
-    step = max(1024, _CHUNK // max(y.shape[0], 1))      # bounded copies of many rows of y
-    for c0 in range(0, N, step):
-        c1 = min(N, c0 + step)
-        shifted = np.zeros((lags.size, y.shape[0], c1 - c0))
-        for i, tau in enumerate(lags):
-            low, high = max(c0, tau), min(c1, N + tau)     # 0 <= k - tau < N
-            if low < high:
-                shifted[i, :, low - c0:high - c0] = y[:, low - tau:high - tau]
-        out += (x[:, c0:c1] @ shifted.reshape(-1, c1 - c0).T).reshape(out.shape)
-    return out
 
 
 def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarray
                         ) -> np.ndarray:
-    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled), shape (len(lags), rows_a, rows_b)."""
-    out = np.zeros((a[0].shape[0], lags.size, b[0].shape[0]))
-    var_a, var_b = np.zeros(a[0].shape[0]), np.zeros(b[0].shape[0])
-    for x, y in zip(a, b, strict=True):
-        x = x - x.mean(axis=1, keepdims=True)
-        y = y - y.mean(axis=1, keepdims=True)
-        var_a += np.sum(x * x, axis=1)
-        var_b += np.sum(y * y, axis=1)
-        out += _lag_products(x, y, lags)
+    """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled, each trajectory centred), shape
+    (len(lags), rows_a, rows_b)."""
+    width = int(np.max(np.abs(lags)))
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x.shape[1] > 0]
+    if not pairs:
+        return np.zeros((lags.size, a[0].shape[0], b[0].shape[0]))
+    layout, _ = _pieces([x for x, _ in pairs], width)
+    x = layout.centred(layout.place([x for x, _ in pairs]))
+    y = layout.centred(layout.place([y for _, y in pairs]))
+    low = int(lags.min())
+    products = lag_products(x, y, low, int(lags.max()))[:, :, lags - low]
+    var_a, var_b = np.sum(x * x, axis=1), np.sum(y * y, axis=1)
     scale = np.sqrt(np.outer(np.where(var_a > 0, var_a, 1.0), np.where(var_b > 0, var_b, 1.0)))
-    return out.transpose(1, 0, 2) / scale
+    return products.transpose(2, 0, 1) / scale
 
 
-def _tail_products(x: np.ndarray, y: np.ndarray, order: int, shifts: np.ndarray) -> np.ndarray:
-    """``sum_{i = N - p}^{N - 1} x_i,k y_i - d`` (``y`` zero beyond its end) for ``p = 0 ..
-    order`` and every shift ``d``: shape (rows, order + 1, len(shifts)); ``y`` has one row or
-    the rows of ``x``.  The end effects of an FIR filter applied to ``x`` (module notes)."""
-    N = x.shape[1]
-    indices = np.arange(N - order, N)[:, None] - shifts[None, :]            # (order, shifts)
-    valid = (indices >= 0) & (indices < N)
-    products = x[:, N - order:, None] * np.where(valid, y[:, np.clip(indices, 0, N - 1)], 0.0)
-    tails = np.zeros((x.shape[0], order + 1, shifts.size))
-    tails[:, 1:] = np.cumsum(products[:, ::-1], axis=1)
-    return tails
+def _edge_filtered(taps: np.ndarray, window: np.ndarray) -> np.ndarray:
+    """Each filter (rows of ``taps``, (J, q + 1)) on per-piece windows (n, pieces, q + w)
+    whose first ``q`` samples precede the ``w`` outputs: shape (J, n, pieces, w)."""
+    q = taps.shape[1] - 1
+    width = window.shape[-1] - q
+    stack = np.stack([window[..., q - p:q - p + width] for p in range(q + 1)])
+    return np.einsum("jp,pinw->jinw", taps, stack)
 
 
-def _filtered_correlations(E: list[np.ndarray], Sw: list[np.ndarray], a: np.ndarray,
-                           lags: np.ndarray, window: int, autocov: list[np.ndarray]
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every signal ``j`` (filter ``a[j]``, filtered signal ``Sw[.][j]``) and ``Ew =
-    lfilter(a[j], E)`` (zero initial state): the pooled centred autocovariance of ``Ew`` (lags
-    ``0 .. window``, shape (rows, window + 1, n)), its cross products with the centred ``Sw[j]``
-    at ``lags`` (rows, n, len(lags)) and the centred energy of ``Sw[j]`` (rows,) -- without
-    filtering ``E``, and reading it once for all signals.
+def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
+                      lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every signal ``j`` (filter ``taps[j]``, its filtered and centred signal ``Sw[j]``,
+    laid out) and ``Ew = fir(taps[j], E)`` (each piece from rest): the pooled centred
+    autocovariance of ``Ew`` (lags ``0 .. window``, shape (J, window + 1, n)) and its centred
+    cross products with ``Sw[j]`` at ``lags`` (J, n, len(lags)) -- without filtering ``E``.
 
-    ``Ew_k = sum_p a_p E_{k-p}``, so its products are those of ``E`` (``autocov``: lags
-    ``0 .. window + q``, means not removed) combined with the filter, less the last ``p``
-    samples that the filter cuts off (:func:`_tail_products`); the means come from the first
-    and last samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering ``E``
-    (only rounding differs).  ``a`` is (rows, q + 1), shorter filters padded with zeros.
+    ``Ew_k = sum_p a_p e_{k-p}``, so its products are those of ``e`` (``gamma``, and one
+    :func:`~dmdidc.inference.lagged_products.lag_products` of ``e`` with every ``Sw``)
+    combined along the lag axis, less the terms of the last ``p`` samples of each piece that
+    the filter carries beyond its end (the tails); the means come from the first and last
+    samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering (up to rounding).
     """
-    J, q = a.shape[0], a.shape[1] - 1
+    layout, E, gamma, window = moments.layout, moments.E, moments.gamma, moments.window
+    q, lengths = taps.shape[1] - 1, layout.lengths
     taus = np.arange(window + 1)
-    d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
-    weights = a[:, :, None] * a[:, None, :]                                 # (j, p, p')
     edge = max(window, int(np.max(np.abs(lags)))) + 1
-    shifts = np.arange(int(lags.min()) - q, int(lags.max()) + 1)
+    # per piece, sum_k Ew_k = sum_p a_p (the sum of e but its last p samples)
+    last = layout.window(E, -q, q, from_end=True)[..., ::-1]      # (n, pieces, q): e_{N-1-r}
+    total = np.einsum("jp,inp->jni", taps, layout.sums(E)[..., None] - _prefix(last))
+    mean = total / lengths[None, :, None]                                # (J, pieces, n)
+    head = _prefix(_edge_filtered(taps, layout.window(E, -q, edge + q)))
+    tail = _prefix(_edge_filtered(taps, layout.window(E, -edge - q, edge + q,
+                                                      from_end=True))[..., ::-1])
+
+    def tail_products(signal_: np.ndarray, shifts: np.ndarray, spec: str) -> np.ndarray:
+        """``sum_{r < p} e_{N-1-r} s_{N-1-r-d}`` pooled, for ``p = 0 .. q`` and ``d`` in
+        ``shifts`` (``s`` zero beyond a piece): the filter's terms past each piece's end."""
+        ends = layout.starts + lengths
+        index = ends[:, None, None] - 1 - np.arange(q)[None, :, None] - shifts[None, None, :]
+        products = np.einsum(spec, last, signal_[:, index])
+        return _prefix(np.moveaxis(products, -2, -1))                   # (..., d, p)
+
+    # sum_{k >= tau} Ew_k Ew_{k - tau} = sum_{p, p'} a_p a_p' (gamma - tails)(tau + p' - p)
+    d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
+    tails = tail_products(E, np.arange(-q, window + q + 1), "inr,inrd->ird")    # (n, d, p)
     p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
-    n = E[0].shape[0]
-    cov = np.zeros((J, window + 1, n))
-    cross = np.zeros((J, n, lags.size))
-    energy = np.zeros(J)
+    raw = np.einsum("jp,jq,tpqi->jti", taps, taps,
+                    gamma[np.abs(d)] - tails[:, d + q, p_index].transpose(1, 2, 3, 0))
+    cov = (raw - np.einsum("jni,jint->jti", mean,
+                           2.0 * total.transpose(0, 2, 1)[..., None] - head[..., taus]
+                           - tail[..., taus])
+           + np.einsum("jni,nt->jti", mean ** 2, lengths[:, None] - taus[None, :]))
+    # sum_k Ew_k Sw_{k - tau} = sum_p a_p (products of e with Sw - tails)(tau - p)
+    low = int(lags.min()) - q
+    shifts = np.arange(low, int(lags.max()) + 1)
+    products = lag_products(E, Sw, low, int(shifts[-1]))                 # (n, J, shifts)
+    cut = tail_products(Sw, shifts, "inr,jnrd->ijrd")                     # (n, J, d, p)
+    at = lags[:, None] - np.arange(q + 1)[None, :] - low                 # (lags, p)
+    filtered = np.einsum("ijtp,jp->jit", products[:, :, at]
+                         - cut[:, :, at, np.arange(q + 1)[None, :]], taps)
+    # less mean(Ew) times the sum of Sw over the samples it meets (Sw sums to 0 per piece)
+    reach = int(np.max(np.abs(lags)))
+    first = _prefix(layout.window(Sw, 0, reach))
+    final = _prefix(layout.window(Sw, -reach, reach, from_end=True)[..., ::-1])
+    met = layout.sums(Sw)[..., None] - np.where(lags >= 0, final[..., np.maximum(lags, 0)],
+                                                first[..., np.maximum(-lags, 0)])
+    return cov, filtered - np.einsum("jni,jnt->jit", mean, met)
 
-    def fir_rows(x: np.ndarray) -> np.ndarray:           # every filter on x: (j, n, samples)
-        padded = np.concatenate([np.zeros((x.shape[0], q)), x], axis=1)
-        stack = np.stack([padded[:, q - p:q - p + x.shape[1]] for p in range(q + 1)])
-        return np.einsum("jp,pik->jik", a, stack)
 
-    def prefix(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.zeros(x.shape[:-1] + (1,)), np.cumsum(x, axis=-1)], axis=-1)
-
-    for e, sw, gamma in zip(E, Sw, autocov, strict=True):
-        N = e.shape[1]
-        head = fir_rows(e[:, :edge])
-        tail = fir_rows(e[:, N - edge - q:])[:, :, q:]
-        suffix = prefix(e[:, :N - q - 1:-1])[:, :q + 1]
-        total = a @ (e.sum(axis=1)[None, :] - suffix.T)                    # (j, n): sum_k Ew_k
-        mean = total / N
-        # sum_{k >= tau} Ew_k Ew_{k - tau}: E's products (all signals) combined per filter
-        tails = _tail_products(e, e, q, np.arange(-q, window + q + 1))       # (rows, p, d + q)
-        raw = np.einsum("jpq,tpqr->jtr", weights, gamma[np.abs(d)]
-                        - tails[:, p_index, d + q].transpose(1, 2, 3, 0))
-        head_sums, tail_sums = prefix(head), prefix(tail[:, :, ::-1])
-        cov += (raw - mean[:, None, :] * (2 * total[:, None, :]
-                                          - head_sums[:, :, taus].transpose(0, 2, 1)
-                                          - tail_sums[:, :, taus].transpose(0, 2, 1))
-                + (N - taus)[None, :, None] * mean[:, None, :] ** 2)
-        # sum_k Ew_k Sw_{k - tau} over the samples where both exist
-        products = _lag_products(e, sw, shifts).transpose(2, 0, 1)           # (j, rows, shifts)
-        low, high = np.maximum(lags, 0), np.minimum(N, N + lags)
-        sw_sums = prefix(sw)
-        centre = sw_sums[:, -1] / N
-        for j in range(J):
-            tails = _tail_products(e, sw[j][None], q, shifts)
-            filtered = sum(a[j, p] * (products[j][:, lags - p - shifts[0]]
-                                      - tails[:, p, lags - p - shifts[0]]) for p in range(q + 1))
-            ew_inside = total[j][:, None] - head_sums[j][:, low] - tail_sums[j][:, N - high]
-            cross[j] += (filtered - mean[j][:, None] * (sw_sums[j][high - lags]
-                                                        - sw_sums[j][low - lags])
-                         - centre[j] * ew_inside + (high - low) * mean[j][:, None] * centre[j])
-        energy += np.sum((sw - centre[:, None]) ** 2, axis=1)
-    return cov, cross, energy
+def _filtered_directly(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
+                       lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`_filtered_moments` returns, by filtering the residuals once per signal (for
+    pieces too short for its edge terms)."""
+    layout, window, low = moments.layout, moments.window, int(lags.min())
+    cov = np.zeros((taps.shape[0], window + 1, moments.E.shape[0]))
+    cross = np.zeros((taps.shape[0], moments.E.shape[0], lags.size))
+    for j, a in enumerate(taps):
+        Ew = layout.centred(_fir(a, moments.E) * layout.mask)
+        cov[j] = lag_products(Ew, Ew, 0, window, diagonal=True).T
+        cross[j] = lag_products(Ew, Sw[j:j + 1], low, int(lags.max()))[:, 0, lags - low]
+    return cov, cross
 
 
 def _prewhitening_filter(series: list[np.ndarray], order: int) -> np.ndarray:
@@ -299,23 +345,23 @@ def _yule_walker(rho: np.ndarray, order: int) -> np.ndarray:
 def _fir(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``y_k = sum_j a_j x_{k-j}`` along the last axis (``x`` zero before the start): the causal
     FIR filter ``scipy.signal.lfilter(a, [1], x)`` for the few taps of a prewhitening filter,
-    without importing scipy.signal (which loads scipy.stats, ~0.5 s, on every fit)."""
+    without importing scipy.signal (which loads scipy.stats, ~0.5 s, on every fit).  ``a`` of
+    shape (q + 1,), or (rows, q + 1) for one filter per row of ``x``."""
+    a = np.asarray(a, dtype=float)[..., None]                   # (..., q + 1, 1)
     K = x.shape[-1]
-    if K == 0:
-        return np.zeros(x.shape)
-    rows = x.reshape(-1, K)
-    y = np.empty(rows.shape)
-    for i, row in enumerate(rows):      # np.convolve: one C loop per row, as fast as lfilter
-        y[i] = np.convolve(row, a)[:K]
-    return y.reshape(x.shape)
+    y = a[..., 0, :] * x
+    for p in range(1, min(a.shape[-2], K)):     # a shifted copy per tap: one pass each
+        y[..., p:] += a[..., p, :] * x[..., :K - p]
+    return y
 
 
 def _bartlett_sd(rho_a: np.ndarray, rho_b: np.ndarray, n_samples: int) -> np.ndarray:
-    """Standard deviation of a cross-correlation of independent series (rows_a, rows_b)."""
-    window = rho_a.shape[0] - 1
+    """Standard deviation of a cross-correlation of independent series (..., rows_a, rows_b),
+    from their autocorrelations (..., window + 1, rows)."""
+    window = rho_a.shape[-2] - 1
     taper = 1.0 - np.arange(window + 1) / (window + 1)
     weights = np.concatenate([[1.0], 2.0 * taper[1:]])
-    variance = np.einsum("v,va,vb->ab", weights, rho_a, rho_b) / n_samples
+    variance = np.einsum("v,...va,...vb->...ab", weights, rho_a, rho_b) / n_samples
     return np.sqrt(np.maximum(variance, 0.25 / n_samples))
 
 
@@ -325,62 +371,76 @@ def _filter_sizes(E: list[np.ndarray]) -> tuple[int, int, int]:
     return N, min(_WINDOW, max(N // 10, 1)), min(_PREWHITEN_ORDER, max(N // 50, 0))
 
 
-def _residual_autocovariances(E: list[np.ndarray], lags: np.ndarray
-                              ) -> list[np.ndarray] | None:
-    """Per trajectory, the autocovariance of ``E`` (means not removed) at lags ``0 .. window +
-    order`` that :func:`_filtered_correlations` combines with each filter; ``None`` when a
-    trajectory is too short for that (the residuals are filtered directly).  Any ``lags`` up to
-    ``max(|lags|)`` may use it."""
-    from dmdidc.regression.instrumental import autocovariances
-
-    _, window, order = _filter_sizes(E)
-    edge = max(window, int(np.max(np.abs(lags)))) + 1
-    if not all(e.shape[1] > 2 * (edge + 2 * order + window) for e in E):
-        return None
-    return [autocovariances([e], window + order) for e in E]
-
-
-def _prewhitened_correlations(E: list[np.ndarray], signals: list[np.ndarray],
-                              lags: np.ndarray, autocov: list[np.ndarray] | None = None
-                              ) -> np.ndarray:
+def _prewhitened_correlations(moments: _ResidualMoments, signals: list[np.ndarray],
+                              lags: np.ndarray) -> np.ndarray:
     """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
     filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
 
-    The filtered residuals' moments come from those of the residuals (``autocov``, from
-    :func:`_residual_autocovariances` with lags reaching as far as these), computed once for
-    every signal (:func:`_filtered_correlations`); trajectories too short for that are filtered.
+    The filtered residuals' moments come from the residuals' (``moments``, read once for
+    every signal, :func:`_filtered_moments`); pieces too short for that are filtered.
     """
-    N, window, order = _filter_sizes(E)
-    out = np.zeros((lags.size, E[0].shape[0], signals[0].shape[0]))
-    if autocov is None:
-        autocov = _residual_autocovariances(E, lags)
+    layout, window, order, N = moments.layout, moments.window, moments.order, moments.n_samples
     rows = signals[0].shape[0]
     if rows == 0:                  # no inputs: nothing to correlate with
-        return out
-    # every signal's autocorrelation in one pass (lags 0 .. order, then 0 .. window filtered)
-    rho = _autocorrelations(signals, order)
-    filters = [_yule_walker(rho[:, j], order) for j in range(rows)]
-    Sw = [np.stack([_fir(f, s[j]) for j, f in enumerate(filters)]) for s in signals]
-    rho_sw = _autocorrelations(Sw, window)
-    if autocov is not None:        # every signal's moments from one read of the residuals
-        taps = np.zeros((rows, max(f.size for f in filters)))
-        for j, f in enumerate(filters):
-            taps[j, :f.size] = f   # zero taps: the same filter
-        moments = _filtered_correlations(E, Sw, taps, lags, window, autocov)
-    for j, a in enumerate(filters):
-        rho_s = rho_sw[:, j:j + 1]
-        if autocov is not None:
-            cov, cross, energy = (m[j] for m in moments)
-            rho_e = cov / np.where(cov[0] > 0, cov[0], 1.0)
-            scale = np.sqrt(np.where(cov[0] > 0, cov[0], 1.0) * (energy if energy > 0 else 1.0))
-            correlation = (cross / scale[:, None]).T
-        else:
-            Sw_j = [sw[j][None] for sw in Sw]
-            Ew = [_fir(a, e) for e in E]
-            rho_e = _autocorrelations(Ew, window)
-            correlation = _cross_correlations(Ew, Sw_j, lags)[:, :, 0]
-        out[:, :, j] = correlation / _bartlett_sd(rho_e, rho_s, N)[:, 0]
-    return out
+        return np.zeros((lags.size, moments.E.shape[0], 0))
+    laid = layout.place(signals)
+    # every signal's filter from its autocorrelation (lags 0 .. order), one pass for all
+    centred = layout.centred(laid)
+    rho = lag_products(centred, centred, 0, order, diagonal=True).T
+    rho = rho / np.where(rho[0] > 0, rho[0], 1.0)
+    taps = np.zeros((rows, order + 1))
+    for j in range(rows):
+        f = _yule_walker(rho[:, j], order)
+        taps[j, :f.size] = f       # zero taps: the same filter
+    Sw = layout.centred(_fir(taps, laid) * layout.mask)
+    sw_cov = lag_products(Sw, Sw, 0, window, diagonal=True)              # (rows, window + 1)
+    energy = sw_cov[:, 0]
+    rho_s = sw_cov / np.where(energy > 0, energy, 1.0)[:, None]
+    moments_of = _filtered_moments if moments.factored else _filtered_directly
+    cov, cross = moments_of(moments, Sw, taps, lags)         # (J, window + 1, n), (J, n, lags)
+    c0 = np.where(cov[:, 0] > 0, cov[:, 0], 1.0)
+    scale = np.sqrt(c0 * np.where(energy > 0, energy, 1.0)[:, None])               # (J, n)
+    sd = _bartlett_sd(cov / c0[:, None, :], rho_s[:, :, None], N)[..., 0]          # (J, n)
+    return (cross / (scale * sd)[..., None]).transpose(2, 1, 0)
+
+
+def largest_robust_residual(E: np.ndarray, *, constant_rows: str = "rms") -> float:
+    """Largest ``|e_ik - median_i| / (1.4826 MAD_i)`` over the rows of ``E`` (n, N).
+
+    Rows whose MAD is zero (more than half the residuals equal) are scaled by their rms about
+    the median (``constant_rows="rms"``) or by the smallest float (``"tiny"``: any deviation is
+    an outlier).  The medians by one partition per row (``np.median`` partitions around two
+    more indices and takes five times as long).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> E = np.random.default_rng(0).standard_normal((2, 1000))
+    >>> E[1, 10] = 40.0
+    >>> bool(largest_robust_residual(E) > 30)
+    True
+    """
+    centre = _row_medians(E)
+    deviation = np.abs(E - centre[:, None])
+    mad = _MAD_TO_SIGMA * _row_medians(deviation)
+    if constant_rows == "rms":
+        fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), np.finfo(float).tiny)
+    else:
+        fallback = np.finfo(float).tiny
+    scale = np.where(mad > 0, mad, fallback)
+    return float(np.max(deviation / scale[:, None])) if E.size else 0.0
+
+
+def _row_medians(x: np.ndarray) -> np.ndarray:
+    """``np.median(x, axis=1)``, the same numbers, by one partition per row."""
+    N = x.shape[1]
+    if N == 0:
+        return np.full(x.shape[0], np.nan)
+    half = N // 2
+    part = np.partition(x, half, axis=1)
+    if N % 2:
+        return part[:, half]
+    return (part[:, :half].max(axis=1) + part[:, half]) / 2.0
 
 
 def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], max_delay: int,
@@ -407,20 +467,16 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     N = sum(e.shape[1] for e in E)
     if N < _MIN_SAMPLES:
         return None
-    rho_e = _autocorrelations(E, L)
+    moments = _ResidualMoments.of(E, L)
+    rho_e = moments.autocorrelations(L)
     # whiteness: lags >= 2 against Bartlett's variance for a moving average of order one
     whiteness_z = rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / N)
     stacked = np.concatenate(E, axis=1)
-    centre = np.median(stacked, axis=1, keepdims=True)
-    mad = 1.482602218505602 * np.median(np.abs(stacked - centre), axis=1, keepdims=True)
-    rms = np.sqrt(np.mean((stacked - centre) ** 2, axis=1, keepdims=True))
-    scale = np.where(mad > 0, mad, np.maximum(rms, np.finfo(float).tiny))
-    outlier_z = float(np.max(np.abs(stacked - centre) / scale))
     targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts)
                       + sum(float(np.sum(e ** 2)) for e in E))
     relative = float(np.sqrt(np.sum(stacked ** 2)) / max(targets, np.finfo(float).tiny))
-    return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z, outlier_z, N,
-                            relative)
+    return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z,
+                            largest_robust_residual(stacked), N, relative, moments)
 
 
 def _critical(level: float, count: int) -> float:

@@ -52,9 +52,12 @@ def test_prewhitening_fir_is_the_causal_filter(seed):
 
 
 @pytest.mark.parametrize("seed,lengths,lags", [(0, (4000,), 20), (1, (900, 1300), 25),
-                                               (2, (600,), 30)])
+                                               (2, (600,), 30), (3, (150, 2000, 90), 12)])
 def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed, lengths, lags):
-    """The factored moments of the filtered residuals are the filtered residuals' (rounding)."""
+    """The factored moments of the filtered residuals are the filtered residuals' (rounding),
+    and so are those of the pieces too short for them (filtered directly)."""
+    import dataclasses
+
     from scipy import signal
 
     from dmdidc.inference.residuals import (
@@ -63,7 +66,7 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
         _cross_correlations,
         _prewhitened_correlations,
         _prewhitening_filter,
-        _residual_autocovariances,
+        _ResidualMoments,
     )
 
     rng = np.random.default_rng(seed)
@@ -74,10 +77,13 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
     tau = np.arange(-lags, lags + 1)
     N = sum(lengths)
     window, order = min(25, N // 10), min(10, N // 50)
-    found = _prewhitened_correlations(E, S, tau)
+    moments = _ResidualMoments.of(E, lags)
+    found = _prewhitened_correlations(moments, S, tau)
     # the residual moments are shared by the input (all lags) and state (lags >= 0) correlations
-    shared = _prewhitened_correlations(E, S, tau[tau >= 0], _residual_autocovariances(E, tau))
+    shared = _prewhitened_correlations(moments, S, tau[tau >= 0])
     np.testing.assert_allclose(shared, found[tau >= 0], rtol=1e-12, atol=1e-12)
+    direct = _prewhitened_correlations(dataclasses.replace(moments, factored=False), S, tau)
+    np.testing.assert_allclose(direct, found, rtol=1e-9, atol=1e-9)
     for j in range(2):
         a = _prewhitening_filter([s[j] for s in S], order)
         Ew = [signal.lfilter(a, [1.0], e, axis=1) for e in E]
@@ -85,6 +91,41 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
         sd = _bartlett_sd(_autocorrelations(Ew, window), _autocorrelations(Sw, window), N)
         expected = (_cross_correlations(Ew, Sw, tau) / sd)[:, :, 0]
         assert np.allclose(found[:, :, j], expected, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_correlation_sums_equal_the_direct_sums(seed):
+    """Autocorrelations, cross-correlations and the centred whiteness moments by blocked FFT
+    over laid-out pieces equal the sums over each piece (pieces shorter than the lags too)."""
+    from dmdidc.inference.residuals import (
+        _autocorrelations,
+        _cross_correlations,
+        _ResidualMoments,
+    )
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 400, size=rng.integers(1, 5))
+    A = [rng.standard_normal((3, K)) + rng.normal() for K in lengths]
+    B = [rng.standard_normal((2, K)) - rng.normal() for K in lengths]
+    lags = np.arange(-12, 9)
+
+    def direct(x, y, tau):
+        x, y = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        K = x.shape[1]
+        lo, hi = max(0, tau), min(K, K + tau)
+        if lo >= hi:
+            return np.zeros((x.shape[0], y.shape[0]))
+        return x[:, lo:hi] @ y[:, lo - tau:hi - tau].T
+
+    cross = np.stack([sum(direct(x, y, tau) for x, y in zip(A, B, strict=True)) for tau in lags])
+    var_a = sum(np.sum((x - x.mean(axis=1, keepdims=True)) ** 2, axis=1) for x in A)
+    var_b = sum(np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1) for y in B)
+    expected = cross / np.sqrt(np.outer(var_a, var_b))
+    np.testing.assert_allclose(_cross_correlations(A, B, lags), expected, atol=1e-12)
+    auto = np.stack([sum(np.diag(direct(x, x, tau)) for x in A) for tau in range(15)])
+    np.testing.assert_allclose(_autocorrelations(A, 14), auto / auto[0], atol=1e-12)
+    np.testing.assert_allclose(_ResidualMoments.of(A, 14).autocorrelations(14), auto / auto[0],
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("seed,lengths,lags", [(0, (3000,), 15), (1, (400, 60, 5), 12)])

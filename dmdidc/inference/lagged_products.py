@@ -1,0 +1,169 @@
+"""Sums of lagged products ``sum_k a_i,k b_j,k-d`` of many series over a range of lags.
+
+The residual checks correlate tens of residual series with tens of signals at tens of lags.  One
+matrix product per lag costs ``rows_a x rows_b x lags`` multiply-adds per sample, several Gram
+passes of the regression.  :func:`lag_products` instead cuts ``a`` into blocks of ``B`` samples
+and pairs each block with the ``B + span`` samples of ``b`` that its lags reach: their circular
+correlation of length ``F >= B + span`` is the linear one at every lag of the range, and the
+transforms add over blocks, so each frequency takes one small complex matrix product
+(``rows_a x blocks`` by ``blocks x rows_b``).  That is about ``4 rows_a rows_b F / B`` flops per
+sample whatever the number of lags, plus the transforms (``(rows_a + rows_b) log F``).
+
+Trajectories (pieces) are laid end to end with zeros between them (:class:`PieceLayout`):
+products across a gap at least as wide as the largest lag vanish, so one call pools the pieces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from dmdidc.errors import ParameterError
+
+__all__ = ["PieceLayout", "lag_products"]
+
+#: Complex values of one group of block transforms (bounds the working memory).
+_GROUP_VALUES = 1 << 20
+
+
+def _transform_size(span: int, samples: int) -> int:
+    """A power of two at least four times the lag span (blocks of ``F - span`` samples waste
+    at most a quarter of each transform), and no longer than the data need."""
+    size = max(64, 1 << int(np.ceil(np.log2(4 * (span + 1)))))
+    return min(size, 1 << int(np.ceil(np.log2(max(samples + span, 2)))))
+
+
+def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
+                 diagonal: bool = False) -> np.ndarray:
+    """``sum_k a_i,k b_j,k-d`` for every lag ``d = low .. high`` (both zero outside their samples).
+
+    Parameters
+    ----------
+    a : ndarray, shape (rows_a, T)
+    b : ndarray, shape (rows_b, T)
+        ``rows_b == rows_a`` when ``diagonal``.
+    low, high : int
+        The lag range, ``low <= high`` (negative lags: ``b`` later than ``a``).
+    diagonal : bool, default False
+        Only the products of row ``i`` of ``a`` with row ``i`` of ``b`` (autocovariances when
+        ``b is a``).
+
+    Returns
+    -------
+    ndarray, shape (rows_a, rows_b, high - low + 1), or (rows_a, high - low + 1) when diagonal
+        The same sums as the direct products, up to rounding (blocked FFT, module notes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.standard_normal((2, 500)), rng.standard_normal((3, 500))
+    >>> sums = lag_products(a, b, -2, 4)
+    >>> direct = a[1, 3:] @ b[2, :-3]                  # lag 3: a_k b_{k-3}
+    >>> bool(np.isclose(sums[1, 2, 3 + 2], direct))
+    True
+    """
+    if high < low:
+        raise ParameterError(f"lag range {low} .. {high}: expected low <= high")
+    span, T = high - low, a.shape[1]
+    rows_a, rows_b = a.shape[0], b.shape[0]
+    out_shape = (rows_a, span + 1) if diagonal else (rows_a, rows_b, span + 1)
+    if T == 0 or rows_a == 0 or rows_b == 0:
+        return np.zeros(out_shape)
+    F = _transform_size(span, T)
+    B = F - span
+    blocks = -(-T // B)
+    # b placed so that block c's segment is padded[c B : c B + F]: padded[t] = b[t - high]
+    padded = np.zeros((rows_b, blocks * B + span))
+    first, stop = max(high, 0), min(high + T, padded.shape[1])
+    if first < stop:
+        padded[:, first:stop] = b[:, first - high:stop - high]
+    segments = np.lib.stride_tricks.sliding_window_view(padded, F, axis=1)[:, ::B]
+    a_blocks = np.zeros((rows_a, blocks * B))
+    a_blocks[:, :T] = a
+    a_blocks = a_blocks.reshape(rows_a, blocks, B)
+    frequencies = F // 2 + 1
+    G = np.zeros((frequencies, rows_a) if diagonal else (frequencies, rows_a, rows_b), complex)
+    group = max(1, _GROUP_VALUES // ((rows_a + rows_b) * frequencies))
+    for c0 in range(0, blocks, group):
+        c1 = min(blocks, c0 + group)
+        a_hat = np.conj(np.fft.rfft(a_blocks[:, c0:c1], F, axis=2))
+        b_hat = np.fft.rfft(segments[:, c0:c1], axis=2)
+        if diagonal:
+            G += np.einsum("icf,icf->fi", a_hat, b_hat)
+        else:   # one (rows_a x blocks) @ (blocks x rows_b) product per frequency
+            G += a_hat.transpose(2, 0, 1) @ b_hat.transpose(2, 1, 0)
+    # circular correlation r(m) = sum_i a_i s_{i + m}, m = 0 .. span, is the lag d = high - m
+    r = np.fft.irfft(G, F, axis=0)[span::-1]
+    return np.moveaxis(r, 0, -1)
+
+
+@dataclass(frozen=True, eq=False)
+class PieceLayout:
+    """Pieces of ``lengths`` samples laid end to end, each after ``gap`` zeros (and the last
+    followed by ``gap`` zeros): lagged products of up to ``gap`` lags stay within a piece, and
+    a causal filter of up to ``gap`` taps starts each piece from rest.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layout = PieceLayout(np.array([3, 2]), gap=1)
+    >>> layout.place([np.array([[1.0, 2.0, 3.0]]), np.array([[4.0, 5.0]])])
+    array([[0., 1., 2., 3., 0., 4., 5., 0.]])
+    """
+
+    lengths: np.ndarray
+    gap: int
+
+    def __post_init__(self):
+        if self.gap < 1 or np.any(self.lengths < 1):
+            raise ParameterError(f"pieces of {self.lengths} samples with gaps of {self.gap}: "
+                             f"expected pieces of at least one sample and gaps of at least one")
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """First sample of each piece."""
+        return self.gap + np.concatenate([[0], np.cumsum(self.lengths + self.gap)[:-1]])
+
+    @cached_property
+    def size(self) -> int:
+        return int(self.lengths.sum() + (self.lengths.size + 1) * self.gap)
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """``True`` on the samples of the pieces, shape (size,)."""
+        return self.piece >= 0
+
+    @cached_property
+    def piece(self) -> np.ndarray:
+        """The piece of each sample, ``-1`` in the gaps, shape (size,)."""
+        index = np.full(self.size, -1)
+        for p, (start, length) in enumerate(zip(self.starts, self.lengths, strict=True)):
+            index[start:start + length] = p
+        return index
+
+    def place(self, series: list[np.ndarray]) -> np.ndarray:
+        """The pieces ``series`` (each (rows, length)) laid out, shape (rows, size)."""
+        out = np.zeros((series[0].shape[0], self.size))
+        for start, s in zip(self.starts, series, strict=True):
+            out[:, start:start + s.shape[1]] = s
+        return out
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """Per piece, the sum of its samples of the laid-out ``x``: shape (rows, pieces)."""
+        bounds = np.stack([self.starts, self.starts + self.lengths], axis=1).ravel()
+        return np.add.reduceat(x, bounds, axis=1)[:, ::2]      # [start, end), not the gaps
+
+    def centred(self, x: np.ndarray) -> np.ndarray:
+        """The laid-out ``x`` with each piece's mean removed (zeros stay in the gaps)."""
+        means = np.concatenate([self.sums(x) / self.lengths, np.zeros((x.shape[0], 1))], axis=1)
+        return x - means[:, self.piece]
+
+    def window(self, x: np.ndarray, offset: int, width: int, *, from_end: bool = False
+               ) -> np.ndarray:
+        """Per piece, the ``width`` samples from ``offset`` after its first sample (from its
+        end, one past its last, when ``from_end``): shape (rows, pieces, width)."""
+        anchor = self.starts + (self.lengths if from_end else 0)
+        return x[:, anchor[:, None] + offset + np.arange(width)[None, :]]
