@@ -24,15 +24,16 @@ from dmdidc.errors import ParameterError
 
 __all__ = ["PieceLayout", "lag_products"]
 
-#: Complex values of one group of block transforms (bounds the working memory).
-_GROUP_VALUES = 1 << 20
+#: Samples (rows x transform length) of one group of blocks: its buffers and transforms stay
+#: in the L2 cache.
+_GROUP_VALUES = 1 << 16
 
 
 def _transform_size(span: int, samples: int) -> int:
     """A power of two at least four times the lag span (blocks of ``F - span`` samples waste
     at most a quarter of each transform), and no longer than the data need."""
-    size = max(64, 1 << int(np.ceil(np.log2(4 * (span + 1)))))
-    return min(size, 1 << int(np.ceil(np.log2(max(samples + span, 2)))))
+    size = max(64, 1 << (4 * (span + 1) - 1).bit_length())
+    return min(size, 1 << (max(samples + span, 2) - 1).bit_length())
 
 
 def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
@@ -75,22 +76,31 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
     F = _transform_size(span, T)
     B = F - span
     blocks = -(-T // B)
-    # b placed so that block c's segment is padded[c B : c B + F]: padded[t] = b[t - high]
-    padded = np.zeros((rows_b, blocks * B + span))
-    first, stop = max(high, 0), min(high + T, padded.shape[1])
-    if first < stop:
-        padded[:, first:stop] = b[:, first - high:stop - high]
-    segments = np.lib.stride_tricks.sliding_window_view(padded, F, axis=1)[:, ::B]
-    a_blocks = np.zeros((rows_a, blocks * B))
-    a_blocks[:, :T] = a
-    a_blocks = a_blocks.reshape(rows_a, blocks, B)
     frequencies = F // 2 + 1
     G = np.zeros((frequencies, rows_a) if diagonal else (frequencies, rows_a, rows_b), complex)
-    group = max(1, _GROUP_VALUES // ((rows_a + rows_b) * frequencies))
+    # groups of blocks whose buffers stay in cache, reused: fresh large arrays cost page faults
+    group = min(blocks, max(1, _GROUP_VALUES // ((rows_a + rows_b) * F)))
+    a_flat = np.zeros((rows_a, group * B))
+    a_blocks = np.zeros((rows_a, group, F))                  # zero-padded beyond B samples
+    b_flat = np.zeros((rows_b, group * B + span))
     for c0 in range(0, blocks, group):
-        c1 = min(blocks, c0 + group)
-        a_hat = np.conj(np.fft.rfft(a_blocks[:, c0:c1], F, axis=2))
-        b_hat = np.fft.rfft(segments[:, c0:c1], axis=2)
+        g = min(group, blocks - c0)
+        start = c0 * B
+        stop = min(T, start + g * B)
+        a_flat[:, :stop - start] = a[:, start:stop]
+        a_flat[:, stop - start:] = 0.0
+        a_blocks[:, :g, :B] = a_flat[:, :g * B].reshape(rows_a, g, B)
+        # the samples of b that the block's lags reach: b[start - high .. stop - low)
+        first, last = start - high, start - high + g * B + span
+        low_b, high_b = max(0, first), min(T, last)
+        b_flat[:] = 0.0
+        if low_b < high_b:
+            b_flat[:, low_b - first:high_b - first] = b[:, low_b:high_b]
+        segments = np.lib.stride_tricks.sliding_window_view(
+            b_flat[:, :g * B + span], F, axis=1)[:, ::B]
+        a_hat = np.fft.rfft(a_blocks[:, :g], axis=2)
+        np.conjugate(a_hat, out=a_hat)
+        b_hat = np.fft.rfft(segments, axis=2)
         if diagonal:
             G += np.einsum("icf,icf->fi", a_hat, b_hat)
         else:   # one (rows_a x blocks) @ (blocks x rows_b) product per frequency

@@ -277,20 +277,29 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     tail = _prefix(_edge_filtered(taps, layout.window(E, -edge - q, edge + q,
                                                       from_end=True))[..., ::-1])
 
-    def tail_products(signal_: np.ndarray, shifts: np.ndarray, spec: str) -> np.ndarray:
+    def tail_products(signal_: np.ndarray, shifts: np.ndarray, rowwise: bool) -> np.ndarray:
         """``sum_{r < p} e_{N-1-r} s_{N-1-r-d}`` pooled, for ``p = 0 .. q`` and ``d`` in
-        ``shifts`` (``s`` zero beyond a piece): the filter's terms past each piece's end."""
+        ``shifts`` (``s`` zero beyond a piece): the filter's terms past each piece's end.
+        Shape (n, d, p) for ``s = e`` row by row (``rowwise``), else (n, rows, d, p)."""
         ends = layout.starts + lengths
         index = ends[:, None, None] - 1 - np.arange(q)[None, :, None] - shifts[None, None, :]
-        products = np.einsum(spec, last, signal_[:, index])
-        return _prefix(np.moveaxis(products, -2, -1))                   # (..., d, p)
+        near = signal_[:, index]                                  # (rows, pieces, r, d)
+        if rowwise:
+            products = np.einsum("inr,inrd->idr", last, near)
+        else:   # per r one (n x pieces) @ (pieces x rows d) product
+            products = (last.transpose(2, 0, 1) @ near.transpose(2, 1, 0, 3).reshape(
+                q, near.shape[1], -1)).reshape(q, last.shape[0], near.shape[0], -1)
+            products = products.transpose(1, 2, 3, 0)
+        return _prefix(products)
 
     # sum_{k >= tau} Ew_k Ew_{k - tau} = sum_{p, p'} a_p a_p' (gamma - tails)(tau + p' - p)
     d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
-    tails = tail_products(E, np.arange(-q, window + q + 1), "inr,inrd->ird")    # (n, d, p)
+    tails = tail_products(E, np.arange(-q, window + q + 1), True)               # (n, d, p)
     p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
-    raw = np.einsum("jp,jq,tpqi->jti", taps, taps,
-                    gamma[np.abs(d)] - tails[:, d + q, p_index].transpose(1, 2, 3, 0))
+    terms = gamma[np.abs(d)] - tails[:, d + q, p_index].transpose(1, 2, 3, 0)  # (t, p, p', n)
+    weights = (taps[:, :, None] * taps[:, None, :]).reshape(taps.shape[0], -1)
+    raw = (weights @ terms.reshape(taus.size, -1, terms.shape[-1]))            # (t, J, n)
+    raw = raw.transpose(1, 0, 2)
     cov = (raw - np.einsum("jni,jint->jti", mean,
                            2.0 * total.transpose(0, 2, 1)[..., None] - head[..., taus]
                            - tail[..., taus])
@@ -299,7 +308,7 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     low = int(lags.min()) - q
     shifts = np.arange(low, int(lags.max()) + 1)
     products = lag_products(E, Sw, low, int(shifts[-1]))                 # (n, J, shifts)
-    cut = tail_products(Sw, shifts, "inr,jnrd->ijrd")                     # (n, J, d, p)
+    cut = tail_products(Sw, shifts, False)                                # (n, J, d, p)
     at = lags[:, None] - np.arange(q + 1)[None, :] - low                 # (lags, p)
     filtered = np.einsum("ijtp,jp->jit", products[:, :, at]
                          - cut[:, :, at, np.arange(q + 1)[None, :]], taps)
