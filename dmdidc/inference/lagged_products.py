@@ -24,6 +24,9 @@ from dmdidc.errors import ParameterError
 
 __all__ = ["PieceLayout", "lag_products"]
 
+#: Lag spans below this: the diagonal products directly (a transform per row costs about as
+#: much as two dozen products).
+_DIRECT_SPAN = 20
 #: Samples (rows x transform length) of one group of blocks: its buffers and transforms stay
 #: in the L2 cache.
 _GROUP_VALUES = 1 << 16
@@ -73,6 +76,12 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
     out_shape = (rows_a, span + 1) if diagonal else (rows_a, rows_b, span + 1)
     if T == 0 or rows_a == 0 or rows_b == 0:
         return np.zeros(out_shape)
+    if diagonal and span < _DIRECT_SPAN:     # a few lags: row-wise dot products are cheaper
+        out = np.zeros(out_shape)
+        for d in range(max(low, 1 - T), min(high, T - 1) + 1):     # k and k - d in 0 .. T-1
+            first, stop = max(d, 0), min(T, T + d)
+            out[:, d - low] = np.einsum("ik,ik->i", a[:, first:stop], b[:, first - d:stop - d])
+        return out
     F = _transform_size(span, T)
     B = F - span
     blocks = -(-T // B)

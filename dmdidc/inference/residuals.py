@@ -39,6 +39,7 @@ autocorrelated time-series", J. R. Stat. Soc. Suppl. 8 (1946) 27-41.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -153,10 +154,12 @@ class ResidualAnalysis:
 
     @property
     def _residual_moments(self) -> _ResidualMoments:
-        """The residuals' moments that both correlations filter: one pass, not two."""
-        if self._moments is not None:
-            return self._moments
-        return _ResidualMoments.of([e for e, _, _ in self.parts], int(self.lags.max()))
+        """The residuals' moments that both correlations filter: one pass, not two (the
+        residuals laid out again when read: a copy is not kept with the analysis)."""
+        E = [e for e, _, _ in self.parts]
+        if self._moments is None:
+            return _ResidualMoments.of(E, int(self.lags.max()))
+        return dataclasses.replace(self._moments, E=self._moments.layout.place(E))
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +172,7 @@ class _ResidualMoments:
     :func:`_filtered_directly`)."""
 
     layout: PieceLayout
-    E: np.ndarray
+    E: np.ndarray | None
     gamma: np.ndarray
     n_samples: int
     window: int
@@ -485,7 +488,8 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
                       + sum(float(np.sum(e ** 2)) for e in E))
     relative = float(np.sqrt(np.sum(stacked ** 2)) / max(targets, np.finfo(float).tiny))
     return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z,
-                            largest_robust_residual(stacked), N, relative, moments)
+                            largest_robust_residual(stacked), N, relative,
+                            dataclasses.replace(moments, E=None))
 
 
 def _critical(level: float, count: int) -> float:
