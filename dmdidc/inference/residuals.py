@@ -432,15 +432,14 @@ def largest_robust_residual(E: np.ndarray, *, constant_rows: str = "rms") -> flo
     >>> bool(largest_robust_residual(E) > 30)
     True
     """
-    centre = _row_medians(E)
-    deviation = np.abs(E - centre[:, None])
+    if E.size == 0:
+        return 0.0
+    deviation = np.abs(E - _row_medians(E)[:, None])
     mad = _MAD_TO_SIGMA * _row_medians(deviation)
-    if constant_rows == "rms":
-        fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), np.finfo(float).tiny)
-    else:
-        fallback = np.finfo(float).tiny
-    scale = np.where(mad > 0, mad, fallback)
-    return float(np.max(deviation / scale[:, None])) if E.size else 0.0
+    fallback = np.finfo(float).tiny
+    if constant_rows == "rms" and np.any(mad <= 0):
+        fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), fallback)
+    return float(np.max(np.max(deviation, axis=1) / np.where(mad > 0, mad, fallback)))
 
 
 def _row_medians(x: np.ndarray) -> np.ndarray:
@@ -481,6 +480,7 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
         return None
     moments = _ResidualMoments.of(E, L)
     rho_e = moments.autocorrelations(L)
+    moments = dataclasses.replace(moments, E=None)     # laid out again when read: no copy kept
     # whiteness: lags >= 2 against Bartlett's variance for a moving average of order one
     whiteness_z = rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / N)
     stacked = np.concatenate(E, axis=1)
@@ -488,8 +488,7 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
                       + sum(float(np.sum(e ** 2)) for e in E))
     relative = float(np.sqrt(np.sum(stacked ** 2)) / max(targets, np.finfo(float).tiny))
     return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z,
-                            largest_robust_residual(stacked), N, relative,
-                            dataclasses.replace(moments, E=None))
+                            largest_robust_residual(stacked), N, relative, moments)
 
 
 def _critical(level: float, count: int) -> float:
