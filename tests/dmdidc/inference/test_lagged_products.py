@@ -1,0 +1,75 @@
+"""Lagged products by blocked FFT equal the direct sums; the piece layout keeps pieces apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dmdidc.errors import ParameterError
+from dmdidc.inference.lagged_products import PieceLayout, lag_products
+
+
+def _direct(a, b, low, high):
+    T = a.shape[1]
+    out = np.zeros((a.shape[0], b.shape[0], high - low + 1))
+    for d in range(low, high + 1):
+        first, stop = max(0, d), min(T, T + d)
+        if first < stop:
+            out[:, :, d - low] = a[:, first:stop] @ b[:, first - d:stop - d].T
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lag_products_equal_the_direct_sums(seed):
+    rng = np.random.default_rng(seed)
+    for T in (1, 7, 64, int(rng.integers(100, 3000))):
+        low = int(rng.integers(-45, 10))
+        high = low + int(rng.integers(0, 70))
+        a = rng.standard_normal((3, T)) + rng.normal()
+        b = rng.standard_normal((2, T)) * 10.0
+        expected = _direct(a, b, low, high)
+        scale = np.sqrt(np.sum(a ** 2) * np.sum(b ** 2))
+        np.testing.assert_allclose(lag_products(a, b, low, high), expected, atol=1e-13 * scale)
+        auto = lag_products(a, a, low, high, diagonal=True)       # few and many lags
+        np.testing.assert_allclose(auto, np.einsum("iid->id", _direct(a, a, low, high)),
+                                   atol=1e-13 * np.sum(a ** 2))
+
+
+def test_lag_products_refuse_an_empty_lag_range():
+    with pytest.raises(ParameterError, match="low <= high"):
+        lag_products(np.ones((1, 5)), np.ones((1, 5)), 3, 2)
+
+
+def test_layout_keeps_pieces_apart_for_lags_up_to_the_gap():
+    rng = np.random.default_rng(3)
+    pieces = [rng.standard_normal((2, K)) for K in (5, 40, 1, 17)]
+    layout = PieceLayout(np.array([p.shape[1] for p in pieces]), gap=6)
+    laid = layout.place(pieces)
+    pooled = sum(_direct(p, p, -6, 6) for p in pieces)
+    np.testing.assert_allclose(lag_products(laid, laid, -6, 6), pooled, atol=1e-12)
+    np.testing.assert_allclose(layout.sums(laid), np.stack([p.sum(axis=1) for p in pieces], 1))
+    centred = layout.centred(laid)
+    assert np.allclose(layout.sums(centred), 0.0) and np.all(centred[:, ~layout.mask] == 0.0)
+    np.testing.assert_array_equal(layout.window(laid, -2, 2, from_end=True)[:, 1],
+                                  pieces[1][:, -2:])
+    with pytest.raises(ParameterError, match="gaps of at least one"):
+        PieceLayout(np.array([3]), gap=0)
+
+
+@pytest.mark.parametrize("N", [999, 1000])
+def test_largest_robust_residual_is_the_median_based_z(N):
+    from dmdidc.inference.residuals import largest_robust_residual
+
+    rng = np.random.default_rng(N)
+    E = rng.standard_t(3, size=(4, N))
+    E[2] = 1.5                                      # a constant row: MAD zero
+    E[2, 7] = 2.0
+    centre = np.median(E, axis=1, keepdims=True)
+    deviation = np.abs(E - centre)
+    mad = 1.482602218505602 * np.median(deviation, axis=1, keepdims=True)
+    rms = np.sqrt(np.mean(deviation ** 2, axis=1, keepdims=True))
+    expected = np.max(deviation / np.where(mad > 0, mad, rms))
+    assert largest_robust_residual(E) == pytest.approx(expected, rel=1e-14)
+    assert largest_robust_residual(np.delete(E, 2, axis=0), constant_rows="tiny") == \
+        pytest.approx(np.max(np.delete(deviation / np.where(mad > 0, mad, 1.0), 2, axis=0)),
+                      rel=1e-14)
