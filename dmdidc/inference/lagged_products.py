@@ -105,8 +105,9 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
         b_flat[:] = 0.0
         if low_b < high_b:
             b_flat[:, low_b - first:high_b - first] = b[:, low_b:high_b]
-        segments = np.lib.stride_tricks.sliding_window_view(
-            b_flat[:, :g * B + span], F, axis=1)[:, ::B]
+        step = b_flat.strides[1]                      # block c's segment: b_flat[c B : c B + F]
+        segments = np.lib.stride_tricks.as_strided(
+            b_flat, (rows_b, g, F), (b_flat.strides[0], B * step, step), writeable=False)
         a_hat = np.fft.rfft(a_blocks[:, :g], axis=2)
         np.conjugate(a_hat, out=a_hat)
         b_hat = np.fft.rfft(segments, axis=2)
@@ -177,8 +178,12 @@ class PieceLayout:
 
     def centred(self, x: np.ndarray) -> np.ndarray:
         """The laid-out ``x`` with each piece's mean removed (zeros stay in the gaps)."""
-        means = np.concatenate([self.sums(x) / self.lengths, np.zeros((x.shape[0], 1))], axis=1)
-        return x - means[:, self.piece]
+        means = self.sums(x) / self.lengths
+        gaps = np.zeros((x.shape[0], means.shape[1] + 1))
+        runs = np.stack([gaps[:, :-1], means], axis=2).reshape(x.shape[0], -1)  # gap, piece, ..
+        counts = np.stack([np.full(self.lengths.size, self.gap), self.lengths], 1).ravel()
+        return x - np.repeat(np.concatenate([runs, gaps[:, -1:]], axis=1),
+                             np.append(counts, self.gap), axis=1)
 
     def window(self, x: np.ndarray, offset: int, width: int, *, from_end: bool = False
                ) -> np.ndarray:
