@@ -252,7 +252,7 @@ def _edge_filtered(taps: np.ndarray, window: np.ndarray) -> np.ndarray:
     q = taps.shape[1] - 1
     width = window.shape[-1] - q
     stack = np.stack([window[..., q - p:q - p + width] for p in range(q + 1)])
-    return np.einsum("jp,pinw->jinw", taps, stack)
+    return (taps @ stack.reshape(q + 1, -1)).reshape((taps.shape[0],) + stack.shape[1:])
 
 
 def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
@@ -288,12 +288,12 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
         index = ends[:, None, None] - 1 - np.arange(q)[None, :, None] - shifts[None, None, :]
         near = signal_[:, index]                                  # (rows, pieces, r, d)
         if rowwise:
-            products = np.einsum("inr,inrd->idr", last, near)
+            products = np.einsum("inr,inrd->rid", last, near)
         else:   # per r one (n x pieces) @ (pieces x rows d) product
             products = (last.transpose(2, 0, 1) @ near.transpose(2, 1, 0, 3).reshape(
                 q, near.shape[1], -1)).reshape(q, last.shape[0], near.shape[0], -1)
-            products = products.transpose(1, 2, 3, 0)
-        return _prefix(products)
+        # sums over r < p along the leading axis (contiguous), then p last
+        return np.moveaxis(_prefix(products.T).T, 0, -1)
 
     # sum_{k >= tau} Ew_k Ew_{k - tau} = sum_{p, p'} a_p a_p' (gamma - tails)(tau + p' - p)
     d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
@@ -362,8 +362,10 @@ def _fir(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)[..., None]                   # (..., q + 1, 1)
     K = x.shape[-1]
     y = a[..., 0, :] * x
+    term = np.empty(y.shape)
     for p in range(1, min(a.shape[-2], K)):     # a shifted copy per tap: one pass each
-        y[..., p:] += a[..., p, :] * x[..., :K - p]
+        np.multiply(a[..., p, :], x[..., :K - p], out=term[..., :K - p])
+        y[..., p:] += term[..., :K - p]
     return y
 
 
