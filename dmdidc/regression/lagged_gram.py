@@ -38,6 +38,8 @@ __all__ = ["LaggedGram", "regression_slots"]
 
 #: Samples per block: the lag matrices (a few hundred rows x 4096 doubles) stay in cache.
 _BLOCK = 4096
+#: Groups of at most this many lags are multiplied lag by lag from views (no lag matrix).
+_DIRECT_LAGS = 3
 #: A trajectory of at most this many samples times d^2 (or _DENSE_SAMPLES samples) is summed
 #: as one dense product: below it the fixed cost of the correlations' ends (~0.5 ms) dominates.
 _DENSE_WORK = 2 ** 23
@@ -149,6 +151,9 @@ class LaggedGram:
         self._start = min(p.top for g in self._groups for p in g.pairs)
         # values kept at each end: the end vectors reach 2 (largest lag + 1) + 1 steps
         self._keep = 2 * (self.first_sample + 1) + 2
+        # the correlation terms of sample k read values from k - _reach to k + _ahead - 1
+        self._reach = max(max(g.last, *(p.top for p in g.pairs)) for g in self._groups)
+        self._ahead = 1 + max(0, -min(first for first, _ in self._span.values()))
         # A short trajectory costs less as one dense product of its vectors than the fixed
         # cost of the correlations' ends: all its values are kept until it has more samples.
         self._short = min(_DENSE_WORK // self.dimension ** 2, _DENSE_SAMPLES)
@@ -203,35 +208,48 @@ class LaggedGram:
     def update(self, values: dict[str, np.ndarray]) -> None:
         """Append new values (``(width, count)`` arrays) of the signals of the open trajectory;
         a signal left out gets none."""
-        low = {s: self._count[s] - self._keep for s in self._signals}     # time of column 0
-        buffers = {}
+        old = dict(self._count)                     # time of the first new value
+        new = {}
         for s in self._signals:
-            new = values.get(s) if s != "1" else None
-            if new is not None:
-                buffers[s] = np.concatenate([self._recent[s], new], axis=1)
-                self._count[s] += new.shape[1]
-            else:
-                buffers[s] = self._recent[s]
+            given = values.get(s) if s != "1" else None
+            new[s] = given if given is not None else np.zeros((self._widths[s], 0))
+            self._count[s] += new[s].shape[1]
         samples = min(self._count[s] + self._span[s][0] for s in self._signals if s != "1")
         grow = max(samples - self._count["1"], 0)      # the constant: one per sample time
-        buffers["1"] = np.concatenate([buffers["1"], np.ones((1, grow))], axis=1)
+        new["1"] = np.ones((1, grow))
         self._count["1"] += grow
         if samples - self.first_sample > self._short:
-            source, origin = buffers, low
             if self._next < self._samples:    # left while short: every value is in the head
                 source = {s: np.concatenate([np.zeros((self._widths[s], self._keep)),
-                                             self._head[s], buffers[s][:, self._keep:]], axis=1)
+                                             self._head[s], new[s]], axis=1)
                           for s in self._signals}
-                origin = dict.fromkeys(self._signals, -self._keep)
-            self._accumulate(self._corr, source, origin, self._next, samples)
+                self._accumulate(self._corr, source, dict.fromkeys(self._signals, -self._keep),
+                                 self._next, samples)
+            else:
+                # The first samples reach back into the kept values: a short joined buffer.
+                # The others read the new values in place (copying every chunk cost ~10 %).
+                split = min(max(old.values()) + self._reach, samples)
+                if self._next < split:
+                    joined = {s: np.concatenate([self._recent[s], new[s][
+                        :, :max(split + self._ahead - old[s], 0)]], axis=1)
+                              for s in self._signals}
+                    self._accumulate(self._corr, joined,
+                                     {s: old[s] - self._keep for s in self._signals},
+                                     self._next, split)
+                if max(split, self._next) < samples:
+                    self._accumulate(self._corr, new, old, max(split, self._next), samples)
             self._next = max(self._next, samples)
         for s in self._signals:
             have = self._head[s].shape[1]        # the head: the first `_hold` values
             need = min(self._hold, self._count[s]) - have
-            if need > 0:
-                self._head[s] = np.concatenate([self._head[s], buffers[s][
-                    :, have - low[s]:have - low[s] + need]], axis=1)
-            self._recent[s] = buffers[s][:, buffers[s].shape[1] - self._keep:]
+            if need > 0:                         # then the head holds every old value
+                self._head[s] = np.concatenate([self._head[s], new[s][
+                    :, have - old[s]:have - old[s] + need]], axis=1)
+            if new[s].shape[1] >= self._keep:    # a copy: a view would keep the chunk alive
+                self._recent[s] = new[s][:, new[s].shape[1] - self._keep:].copy()
+            else:
+                self._recent[s] = np.concatenate([self._recent[s], new[s]], axis=1)[
+                    :, new[s].shape[1]:]
         self._samples = max(self._samples, samples)
 
     def _accumulate(self, corr: list[np.ndarray], buffers: dict[str, np.ndarray],
@@ -241,13 +259,17 @@ class LaggedGram:
         if self._work is None:
             # one workspace per group, reused block after block: fresh multi-megabyte arrays
             # would be page-faulted in again for every block
-            self._work = [(np.empty((total.shape[0], _BLOCK)),
+            self._work = [None if _direct(g) else
+                          (np.empty((total.shape[0], _BLOCK)),
                            np.empty(((g.last - g.first + 1) * self._widths[g.col], _BLOCK)))
                           for g, total in zip(self._groups, corr, strict=True)]
         for a in range(start, stop, _BLOCK):
             b = min(a + _BLOCK, stop)
-            for group, total, (rows, lagged) in zip(self._groups, corr, self._work,
-                                                    strict=True):
+            for group, total, work in zip(self._groups, corr, self._work, strict=True):
+                if work is None:
+                    self._add_direct(group, total, buffers, low, a, b)
+                    continue
+                rows, lagged = work
                 row = 0
                 for p in group.pairs:
                     width = self._widths[p.row]
@@ -257,6 +279,21 @@ class LaggedGram:
                 _lag_matrix(buffers[group.col], a - low[group.col], group.first, group.last,
                             lagged[:, :b - a])
                 total += rows[:, :b - a] @ lagged[:, :b - a].T
+
+    def _add_direct(self, group: _Group, total: np.ndarray, buffers: dict[str, np.ndarray],
+                    low: dict[str, int], a: int, b: int) -> None:
+        """A group of few lags: one product of views of the buffers per pair and lag (no
+        copies; a signal against itself at its own lag is a symmetric rank-k update)."""
+        wr, col = self._widths[group.col], buffers[group.col]
+        row = 0
+        for p in group.pairs:
+            width = self._widths[p.row]
+            rows = buffers[p.row][:, a - p.top - low[p.row]:b - p.top - low[p.row]]
+            for c in range(p.top + p.lo, p.top + p.hi + 1):
+                j = (c - group.first) * wr
+                total[row:row + width, j:j + wr] += rows @ col[:, a - c - low[group.col]:
+                                                               b - c - low[group.col]].T
+            row += width
 
     def gram(self) -> np.ndarray:
         """``sum_k v_k v_k^T`` over the samples of the open trajectory, ``(d + 1, d + 1)`` with
@@ -333,6 +370,12 @@ class LaggedGram:
             if lo < hi:
                 out[:, lo - t0:hi - t0] = values[:, lo - first:hi - first]
         return out
+
+
+def _direct(group: _Group) -> bool:
+    """Whether the group's lags are few enough to multiply views of the data lag by lag:
+    copying them into a lag matrix would cost more than the smaller products."""
+    return group.last - group.first < _DIRECT_LAGS
 
 
 def _lag_matrix(values: np.ndarray, at: int, first: int, last: int, out: np.ndarray) -> None:

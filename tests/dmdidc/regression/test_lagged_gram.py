@@ -188,3 +188,49 @@ def test_least_squares_moments_equal_explicit_products_of_a_simulated_plant(seed
     actual[-1, -1] = acc.n_samples
     assert acc.n_samples == Phi.shape[1]
     assert_gram_close(actual, V @ V.T)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_statistics_of_long_pieces_equal_the_dense_gram_across_blocks(seed, monkeypatch):
+    """Long trajectories (many correlation blocks of a random size, chunks shorter and longer
+    than the kept history), split where samples were lost (NaN: ``missing="drop"``), for random
+    layouts: the sums equal the dense Gram of the explicitly stacked vectors."""
+    from dmdidc import SufficientStatistics
+    from dmdidc.missing import handle_missing
+
+    rng = np.random.default_rng(300 + seed)
+    monkeypatch.setattr(lagged_gram, "_BLOCK", int(rng.integers(3, 200)))
+    monkeypatch.setattr(lagged_gram, "_DENSE_SAMPLES", int(rng.choice([0, 50])))
+    n, m, q = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    R, L = int(rng.integers(0, 8)), int(rng.integers(1, 6))
+    kind = [None, "inputs", "states", "exogenous"][seed % 4]
+    L = L if kind == "states" else None                  # others: enough instruments
+    experiments = []
+    for _ in range(int(rng.integers(1, 3))):
+        K = int(rng.integers(200, 1500))
+        X = 10.0 ** rng.uniform(-2, 2) * (rng.standard_normal((n, K + 1)) + 0.5)
+        U = rng.standard_normal((m, K))
+        for _ in range(int(rng.integers(0, 4))):         # lost samples: NaN segments
+            start = int(rng.integers(0, K))
+            X[int(rng.integers(0, n)), start:start + int(rng.integers(1, 20))] = np.nan
+        experiments.append((X, U))
+    names = [f"x{i}" for i in range(n)] + [f"u{j}" for j in range(m)]
+    pieces, _ = handle_missing(experiments, names, "drop")
+    signals = [rng.standard_normal((q, U.shape[1])) for _, U in pieces]
+    instruments = signals if kind == "exogenous" else kind
+    sums = LaggedSums(n, m, R, instruments=kind, instrument_lags=L,
+                      n_exogenous=q if kind == "exogenous" else 0)
+    for (X, U), E in zip(pieces, signals, strict=True):      # in random chunks
+        sums.new_trajectory()
+        for a, b in pairwise(random_chunks(rng, U.shape[1])):
+            sums.update(X[:, a:b + 1], U[:, a:b], E[:, a:b] if kind == "exogenous" else None)
+    gram, total, count = explicit_statistics(pieces, signals, sums.layout, None, None)
+    totals = sums.totals()
+    assert totals["n_samples"] == count
+    assert_gram_close(totals["gram"], gram)
+    # the one-call constructor (chunks of its own) agrees
+    whole = SufficientStatistics.from_data([X for X, _ in pieces], [U for _, U in pieces],
+                                           max_delay=R, instruments=instruments,
+                                           instrument_lags=L)
+    assert whole.n_samples == count
+    assert_gram_close(whole.gram, gram)
