@@ -28,10 +28,23 @@ def check_data(name: str, value: Any) -> np.ndarray:
     ------
     DimensionError, NonFiniteError, ParameterError
         Not 2-D, NaN or infinite, beyond the limit (its moments would overflow), or complex.
+
+    Examples
+    --------
+    >>> check_data("X", [[1.0, -2.0]]).shape
+    (1, 2)
     """
-    array = check_finite_array(name, value, ndim=2)
-    largest = float(np.max(np.abs(array), initial=0.0))
-    if largest > DATA_MAGNITUDE_LIMIT:
+    array = value
+    if not (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2
+            and value.size):
+        array = check_finite_array(name, value, ndim=2)
+    # One pass for the largest and one for the smallest entry (NaN and inf propagate through
+    # both): no boolean or absolute-value copies of the data, which cost as much as the
+    # statistics' own pass over them.
+    largest = max(float(np.max(array, initial=0.0)), -float(np.min(array, initial=0.0)))
+    if not largest <= DATA_MAGNITUDE_LIMIT:
+        if not np.isfinite(largest):
+            check_finite_array(name, array, ndim=2)      # says how many entries and raises
         raise NonFiniteError(f"{name} has an entry of magnitude {largest:.3g}, beyond "
                              f"{DATA_MAGNITUDE_LIMIT:.0e}: the regression's sums of products "
                              f"would overflow float64; rescale the data (e.g. other units)")
