@@ -284,15 +284,25 @@ class LaggedGram:
                     low: dict[str, int], a: int, b: int) -> None:
         """A group of few lags: one product of views of the buffers per pair and lag (no
         copies; a signal against itself at its own lag is a symmetric rank-k update)."""
-        wr, col = self._widths[group.col], buffers[group.col]
+        wr, col, at = self._widths[group.col], buffers[group.col], low[group.col]
         row = 0
         for p in group.pairs:
             width = self._widths[p.row]
             rows = buffers[p.row][:, a - p.top - low[p.row]:b - p.top - low[p.row]]
+            if p.row == "1" and rows.min(initial=0.0) == 1.0:
+                # the constant inside the data: sums of the column signal over windows one
+                # sample apart differ by two values (one sum instead of a product per lag)
+                sums = col[:, a - p.top - p.lo - at:b - p.top - p.lo - at].sum(axis=1)
+                for c in range(p.top + p.lo, p.top + p.hi + 1):
+                    if c > p.top + p.lo:
+                        sums = sums + col[:, a - c - at] - col[:, b - c - at]
+                    j = (c - group.first) * wr
+                    total[row, j:j + wr] += sums
+                row += width
+                continue
             for c in range(p.top + p.lo, p.top + p.hi + 1):
                 j = (c - group.first) * wr
-                total[row:row + width, j:j + wr] += rows @ col[:, a - c - low[group.col]:
-                                                               b - c - low[group.col]].T
+                total[row:row + width, j:j + wr] += rows @ col[:, a - c - at:b - c - at].T
             row += width
 
     def gram(self) -> np.ndarray:
