@@ -15,6 +15,9 @@ instruments; ``fit_statistics`` on them;
 ``privatize`` (Gaussian, sample level) plus ``fit_statistics``.
 Peak memory: tracemalloc peak of the first run (numpy reports its buffers) - nothing scales
 like K x K (a K x K matrix of doubles is 8 TB at K = 1e6).
+Last, the statistics pass alone in CPU time (the wall clock of a shared machine also measures
+the other processes): ``from_trajectories`` without and with instruments against the numpy
+products, taking turns, best of the repeats (issue 21's goal: <= 0.5x).
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_statistics.py \
           [--sizes 100000 1000000] [--plants readme wide] [--repeats 3]
@@ -26,8 +29,8 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import timed
-from bench_fit import numpy_gram_pass
+from _common import cpu_best_time, timed
+from bench_fit import CHUNK, numpy_gram_pass
 
 from dmdidc import (
     DelayedPlant,
@@ -36,7 +39,7 @@ from dmdidc import (
     SufficientStatistics,
     random_excitation,
 )
-from dmdidc.regression import make_accumulator
+from dmdidc.regression import lagged_inputs, make_accumulator
 from simulations.studies.fractional_delay import SEED_A_C, SEED_B_C
 
 
@@ -115,9 +118,41 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
             else ""
         print(f"  n={n:2d} p={n + m * (R + 1):3d} K={K:.0e}  {label:<38} {best:8.4f} s  "
               f"x{best / reference:5.2f} numpy Gram  peak {peak:7.1f} MB{note}", flush=True)
+    statistics_pass_cpu(X, U, R, lags, repeats)
     data_mb = (X.nbytes + U.nbytes) / 2**20
     print(f"  (data in memory: {data_mb:.1f} MB; statistics: {plain.dimension} / "
           f"{instrumented.dimension} numbers)")
+
+
+def statistics_pass_cpu(X: np.ndarray, U: np.ndarray, R: int, lags: int, repeats: int) -> None:
+    """CPU time of the statistics pass (plain, with instruments) against the numpy products of
+    the regression data (built outside the timing), measured in turns."""
+    n, K = X.shape[0], U.shape[1]
+    chunks = []
+    for start in range(R, K, CHUNK):
+        stop = min(start + CHUNK, K)
+        chunks.append((np.concatenate([X[:, start:stop], lagged_inputs(U[:, start - R:stop], R)]),
+                       X[:, start + 1:stop + 1]))
+
+    def products():
+        for Phi, Y in chunks:
+            Phi @ Phi.T
+            Y @ Phi.T
+
+    steps = {"numpy products": products,
+             "statistics pass": lambda: SufficientStatistics.from_trajectories(
+                 [(X, U)], [None], max_delay=R),
+             "  ... with instruments": lambda: SufficientStatistics.from_trajectories(
+                 [(X, U)], [None], max_delay=R, instruments="inputs", instrument_lags=lags)}
+    best = dict.fromkeys(steps, np.inf)
+    for _ in range(max(repeats, 3)):
+        for label, function in steps.items():
+            best[label] = min(best[label], cpu_best_time(function, 1)[0])
+    reference = best.pop("numpy products")
+    print(f"  n={n:2d} K={K:.0e}  CPU: numpy products {reference:.4f} s", flush=True)
+    for label, seconds in best.items():
+        print(f"  n={n:2d} K={K:.0e}  CPU: {label:<24} {seconds:8.4f} s  "
+              f"x{seconds / reference:5.2f} numpy products", flush=True)
 
 
 def main() -> None:
