@@ -219,7 +219,7 @@ class LaggedGram:
         new["1"] = np.ones((1, grow))
         self._count["1"] += grow
         if samples - self.first_sample > self._short:
-            if self._next < self._samples:    # left while short: every value is in the head
+            if 0 < self._samples > self._next:   # left while short: every value is in the head
                 source = {s: np.concatenate([np.zeros((self._widths[s], self._keep)),
                                              self._head[s], new[s]], axis=1)
                           for s in self._signals}
