@@ -127,9 +127,11 @@ class LaggedSums:
         bound = self._bounds[signal]
         if bound is None:
             return data
-        clipped = np.clip(data, -bound[:, None], bound[:, None])
-        self.clipped += int(np.count_nonzero(clipped[:, new_from:] != data[:, new_from:]))
-        return clipped / bound[:, None]
+        scaled = data / bound[:, None]
+        if data.size and max(scaled.max(), -scaled.min()) <= 1.0:
+            return scaled              # the common case: nothing to clip, nothing to count
+        self.clipped += int(np.count_nonzero(np.abs(scaled[:, new_from:]) > 1.0))
+        return np.clip(scaled, -1.0, 1.0, out=scaled)
 
     def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
         """Add states ``X`` (n, L + 1), inputs ``U`` (m, L) and exogenous instruments ``E``

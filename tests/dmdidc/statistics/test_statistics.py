@@ -270,3 +270,28 @@ def test_nearest_psd_matches_the_convex_program():
     assert np.linalg.norm(ours - A) <= np.linalg.norm(X.value - A) + 1e-9
     assert np.linalg.eigvalsh(ours).min() >= -1e-12
     np.testing.assert_allclose(nearest_psd(ours), ours, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_clipped_count_and_scaled_sums_in_chunks(seed):
+    """Data inside their bounds are only scaled; data beyond are clipped and counted once
+    (chunks share a state): the count and the moments equal the explicit ones."""
+    from dmdidc.statistics.streaming import LaggedSums
+
+    rng = np.random.default_rng(500 + seed)
+    n, m, R, K = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4)), 400
+    X, U = 3 * rng.standard_normal((n, K + 1)), rng.standard_normal((m, K))
+    inside = seed % 2 == 0                        # half the draws: nothing beyond the bounds
+    bx = np.abs(X).max(axis=1) * (1.5 if inside else rng.uniform(0.3, 1.2, n))
+    bu = np.abs(U).max(axis=1) * (1.5 if inside else rng.uniform(0.3, 1.2, m))
+    sums = LaggedSums(n, m, R, state_bound=bx, input_bound=bu)
+    cuts = [0, *np.sort(rng.integers(0, K, 3)).tolist(), K]
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        sums.update(X[:, a:b + 1], U[:, a:b])
+    totals = sums.totals()
+    expected = (np.count_nonzero(np.abs(X) > bx[:, None])
+                + np.count_nonzero(np.abs(U) > bu[:, None]))
+    assert totals["clipped"] == expected and (expected == 0) == inside
+    V = regression_vectors(np.clip(X, -bx[:, None], bx[:, None]) / bx[:, None],
+                           np.clip(U, -bu[:, None], bu[:, None]) / bu[:, None], R)
+    assert np.allclose(totals["gram"], V @ V.T, rtol=1e-12, atol=1e-12 * K)
