@@ -130,7 +130,8 @@ class LaggedSums:
         scaled = data / bound[:, None]
         if data.size and max(scaled.max(), -scaled.min()) <= 1.0:
             return scaled              # the common case: nothing to clip, nothing to count
-        self.clipped += int(np.count_nonzero(np.abs(scaled[:, new_from:]) > 1.0))
+        new = scaled[:, new_from:]
+        self.clipped += int(np.count_nonzero(new > 1.0) + np.count_nonzero(new < -1.0))
         return np.clip(scaled, -1.0, 1.0, out=scaled)
 
     def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
