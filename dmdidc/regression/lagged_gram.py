@@ -289,7 +289,7 @@ class LaggedGram:
         for p in group.pairs:
             width = self._widths[p.row]
             rows = buffers[p.row][:, a - p.top - low[p.row]:b - p.top - low[p.row]]
-            if p.row == "1" and rows.min(initial=0.0) == 1.0:
+            if p.row == "1" and rows.size and rows.min() == 1.0:
                 # the constant inside the data: sums of the column signal over windows one
                 # sample apart differ by two values (one sum instead of a product per lag)
                 sums = col[:, a - p.top - p.lo - at:b - p.top - p.lo - at].sum(axis=1)
