@@ -19,8 +19,11 @@ of its lags for ``r = s``): at sample ``k`` no value later than the slots of ``v
 needed.  Per sample, one product of the rows of the other signals with the lag matrix of each
 signal replaces the dense ``V V^T`` (``d^2 / 2``): the states against the inputs cost ``n x m``
 per input lag instead of ``2n x m``, the inputs against themselves ``m x m`` per lag instead of
-``(m (R + 1))^2 / 2``.  A constant signal ``1`` (one row, lag 0; ones at the sample times) is
-the last slot: the last row of the Gram matrix holds the sums of the slots and the count.
+``(m (R + 1))^2 / 2``.  A signal of at most three lags (the states) is instead multiplied
+lag by lag as views of the data (copying it into a lag matrix would cost more than the
+products), and each chunk is read in place.  A constant signal ``1`` (one row, lag 0; ones at
+the sample times) is the last slot: the last row of the Gram matrix holds the sums of the
+slots and the count.
 A short trajectory (at most ``2^23 / d^2`` samples) keeps all its values and is summed as one
 dense product of its vectors: there the fixed cost of the ends would dominate.
 
