@@ -35,7 +35,7 @@ def check_data(name: str, value: Any) -> np.ndarray:
     (1, 2)
     """
     array = value
-    if not (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 2
+    if not (type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 2
             and value.size):
         array = check_finite_array(name, value, ndim=2)
     # One pass for the largest and one for the smallest entry (NaN and inf propagate through

@@ -53,3 +53,12 @@ def test_wrong_dimensions_and_complex_entries_are_refused():
         check_data("X", np.zeros(5))
     with pytest.raises(ValueError, match="complex"):
         check_data("X", np.array([[1.0 + 1j]]))
+
+
+class _Tagged(np.ndarray):
+    """An ndarray subclass (as np.matrix or a unit-carrying array would be)."""
+
+
+def test_array_subclasses_become_plain_arrays():
+    checked = check_data("X", np.ones((2, 3)).view(_Tagged))
+    assert type(checked) is np.ndarray and checked.shape == (2, 3)
