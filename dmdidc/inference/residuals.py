@@ -767,12 +767,19 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
     g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()       # row-major (q, n)
     V = np.zeros((q * n, q * n))
     if independent:
+        # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
+        # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term
+        left, right = [], []
         for tau in range(lags + 1):
             weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
-            Wt = sum(w[:, tau:] @ w[:, :w.shape[1] - tau].T for w in W if w.shape[1] > tau)
-            Et = sum(e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau) / N
-            term = np.kron(Wt, Et)
-            V += term if tau == 0 else weight * (term + term.T)
+            Wt = sum((w[:, tau:] @ w[:, :w.shape[1] - tau].T for w in W if w.shape[1] > tau),
+                     np.zeros((q, q)))
+            Et = sum((e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau),
+                     np.zeros((n, n))) / N
+            left += [weight * Wt] if tau == 0 else [weight * Wt, weight * Wt.T]
+            right += [Et] if tau == 0 else [Et, Et.T]
+        products = np.reshape(left, (len(left), q * q)).T @ np.reshape(right, (len(right), n * n))
+        V = products.reshape(q, q, n, n).transpose(0, 2, 1, 3).reshape(q * n, q * n)
     else:
         # sum_k sum_l weight(|k - l|) m_k m_l^T: each moment series smoothed by the Bartlett
         # kernel (within its trajectory), then one product -- not one product per lag.
@@ -796,25 +803,47 @@ _MOMENT_RANK_RTOL = 1e-10
 
 
 def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
-    """``(g^T V^+ g, rank)`` with eigenvalues below ``_MOMENT_RANK_RTOL`` of the largest
-    dropped: by Cholesky (a tenth of the cost of the eigen-decomposition) when ``V`` is
-    safely non-singular, by the eigen-decomposition otherwise."""
-    from scipy import linalg
+    """``(g^T V^+ g, rank)`` with eigenvalues at or below ``_MOMENT_RANK_RTOL`` of the largest
+    dropped, without the full eigen-decomposition (about a third of its cost).
 
+    ``V - rtol ||V||_1 I`` positive definite (a Cholesky factorization succeeds) bounds every
+    eigenvalue above the threshold (``||V||_1 >= lambda_max``): then ``g^T V^-1 g`` by Cholesky
+    is the pseudo-inverse form.  Otherwise one tridiagonal reduction gives ``lambda_max`` and
+    the eigenvalues below the threshold (bisection), their eigenvectors ``Q`` (inverse
+    iteration): ``g^T V^+ g = g_Q^T (V + lambda_max Q Q^T)^-1 g_Q`` with ``g_Q = g - Q Q^T g``
+    (the dropped eigenvalues are lifted, the kept ones untouched), by Cholesky.
+    """
+    from scipy import linalg
+    from scipy.linalg import lapack
+
+    size = V.shape[0]
+
+    def cholesky_form(matrix: np.ndarray, vector: np.ndarray) -> float:
+        factor = linalg.cho_factor(matrix, lower=True, check_finite=False)[0]
+        whitened = linalg.solve_triangular(factor, vector, lower=True, check_finite=False)
+        return float(whitened @ whitened)
+
+    shift = _MOMENT_RANK_RTOL * np.linalg.norm(V, 1)
     try:
-        factor, lower = linalg.cho_factor(V, lower=True, check_finite=False)
-        rcond, info = linalg.lapack.dpocon(factor, np.linalg.norm(V, 1), uplo="L")
+        linalg.cho_factor(V - shift * np.eye(size), lower=True, check_finite=False)
+        return cholesky_form(V, g), size
     except linalg.LinAlgError:
-        rcond, info = 0.0, 1
-    # kappa_2 <= size kappa_1, and the 1-norm estimate is within a small factor (10 here):
-    # then every eigenvalue is above the threshold and g^T V^-1 g is the pseudo-inverse form
-    if info == 0 and rcond > 10 * V.shape[0] * _MOMENT_RANK_RTOL:
-        whitened = linalg.solve_triangular(factor, g, lower=True, check_finite=False)
-        return float(whitened @ whitened), V.shape[0]
-    values, vectors = np.linalg.eigh(V)
-    keep = values > _MOMENT_RANK_RTOL * max(values.max(), np.finfo(float).tiny)
-    projected = vectors[:, keep].T @ g
-    return float(np.sum(projected ** 2 / values[keep])), int(keep.sum())
+        pass
+    reduced, d, e, tau, _ = lapack.dsytrd(V, lower=1, lwork=64 * size)
+    top = max(lapack.dstebz(d, e, 2, 0.0, 0.0, size, size, 0.0, b"E")[1][0],
+              np.finfo(float).tiny)
+    dropped, w, block, split, _ = lapack.dstebz(d, e, 1, -np.inf, _MOMENT_RANK_RTOL * top, 0, 0,
+                                                0.0, b"B")
+    if dropped == 0:                     # all above the threshold, if barely: plain Cholesky
+        return cholesky_form(V, g), size
+    if dropped == size:
+        return 0.0, 0
+    Q = lapack.dstein(d, e, w[:dropped], block, split)[0]
+    # back to V's basis: Q_V = H_1 .. H_{size-1} Q (the reflectors of the reduction, as ormtr)
+    Q[1:] = lapack.dormqr(b"L", b"N", reduced[1:, :-1], tau, Q[1:],
+                          lwork=64 * max(dropped, 1))[0]
+    kept = g - Q @ (Q.T @ g)
+    return cholesky_form(V + top * (Q @ Q.T), kept), size - dropped
 
 
 def _moment_check(group: str, name: str, question: str, statistic: float, critical: float,

@@ -7,13 +7,19 @@ steps), and each sample adds ``A^i x_{jL}`` (one product).  That is ``2 n^2 T P`
 matrix products (``ny n T P`` more for outputs ``C x``) and ``2 sqrt(T)`` Python steps: twice
 the plain recursion, in BLAS, with no eigenbasis (defective or ill-conditioned ``A`` alike) and
 no FFT round-off.
+
+With delayed inputs, ``s_k = sum_j B^(j) u_{k-j}`` (:func:`delayed_response`), the inputs of a
+step are one product of the stacked ``[B^(R) .. B^(0)]`` with overlapping windows of the
+time-major inputs (a strided view, nothing copied): the forcing is never stored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["impulse_response", "propagate"]
+__all__ = ["delayed_response", "impulse_response", "propagate"]
 
 
 def impulse_response(A: np.ndarray, C: np.ndarray, length: int) -> np.ndarray:
@@ -35,6 +41,42 @@ def impulse_response(A: np.ndarray, C: np.ndarray, length: int) -> np.ndarray:
             filled += take
             power = power @ power
     return h
+
+
+def _blocks(T: int, shortest: int = 1) -> tuple[int, int]:
+    """Block length ``L ~ sqrt(T)`` (at least ``shortest``) and the number of blocks."""
+    L = max(1, shortest, int(np.sqrt(T)))
+    return L, -(-T // L)
+
+
+def _blocked(A: np.ndarray, L: int, count: int, P: int,
+             drive: Callable[[int], np.ndarray], initial: np.ndarray | None,
+             C: np.ndarray | None) -> np.ndarray:
+    """Outputs ``C x_{cL+i}`` (count, L, ny, P) of the recursion (module notes).
+
+    ``drive(i)`` gives the inputs of in-block step ``i`` of every block, shape
+    (r, count P) (column ``c P + p``: block ``c``, system ``p``); they enter the first ``r``
+    states.
+    """
+    n = A.shape[0]
+    ny = n if C is None else C.shape[0]
+    local = np.empty((L + 1, n, count * P))            # every block from a zero state
+    local[0] = 0.0
+    for i in range(L):
+        np.matmul(A, local[i], out=local[i + 1])
+        step = drive(i)
+        local[i + 1, :step.shape[0]] += step
+    starts = np.zeros((count, n, P))
+    if initial is not None:
+        starts[0] = initial
+    ends = local[L].reshape(n, count, P)
+    leap = np.linalg.matrix_power(A, L)
+    for j in range(count - 1):
+        starts[j + 1] = leap @ starts[j] + ends[:, j]
+    y = (local[:L] if C is None else C @ local[:L]).reshape(L, ny, count, P)
+    y += (impulse_response(A, np.eye(n) if C is None else C, L).reshape(L * ny, n)
+          @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
+    return y.transpose(2, 0, 1, 3)
 
 
 def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None = None,
@@ -63,24 +105,47 @@ def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None =
     """
     T, n, P = inputs.shape
     ny = n if C is None else C.shape[0]
-    L = max(1, int(np.sqrt(T)))
-    count = -(-T // L)
+    L, count = _blocks(T)
     padded = np.zeros((count * L, n, P))
     padded[:T] = inputs
     drive = padded.reshape(count, L, n, P).transpose(1, 2, 0, 3).reshape(L, n, count * P)
     with np.errstate(over="ignore", invalid="ignore"):
-        local = np.zeros((L + 1, n, count * P))            # every block from a zero state
-        for i in range(L):
-            np.matmul(A, local[i], out=local[i + 1])
-            local[i + 1] += drive[i]
-        starts = np.zeros((count, n, P))
-        if initial is not None:
-            starts[0] = initial
-        ends = local[L].reshape(n, count, P)
-        leap = np.linalg.matrix_power(A, L)
-        for j in range(count - 1):
-            starts[j + 1] = leap @ starts[j] + ends[:, j]
-        y = (local[:L] if C is None else C @ local[:L]).reshape(L, ny, count, P)
-        y += (impulse_response(A, np.eye(n) if C is None else C, L).reshape(L * ny, n)
-              @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
-    return y.transpose(2, 0, 1, 3).reshape(count * L, ny, P)[:T]
+        y = _blocked(A, L, count, P, drive.__getitem__, initial, C)
+    return y.reshape(count * L, ny, P)[:T]
+
+
+def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray) -> np.ndarray:
+    """States ``x_0 .. x_{K-1}`` of ``x_{k+1} = A x_k + sum_j B^(j) u_{k-j}`` from ``x_0 = 0``
+    (``u`` zero before the start; module notes).
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, n)
+    B_blocks : ndarray, shape (R + 1, r, m)
+        ``r <= n``: the inputs enter the first ``r`` states (the others are driven through
+        ``A`` only).
+    inputs : ndarray, shape (m, K)
+
+    Returns
+    -------
+    ndarray, shape (n, K)
+        Column ``k`` is ``x_k``.
+
+    Examples
+    --------
+    >>> B = np.array([[[0.0]], [[1.0]]])                  # u reaches x one period late
+    >>> delayed_response(np.array([[0.5]]), B, np.ones((1, 4)))[0]
+    array([0. , 0. , 1. , 1.5])
+    """
+    R1, r, m = B_blocks.shape
+    n, K = A.shape[0], inputs.shape[1]
+    L, count = _blocks(K, shortest=R1)      # windows L m apart do not overlap: BLAS reads them
+    padded = np.zeros((count * L + R1 - 1, m))              # time-major, R zeros first
+    padded[R1 - 1:R1 - 1 + K] = inputs.T
+    # window t covers padded rows t .. t + R, i.e. u_{t-R} .. u_t: B^(R) first
+    windows = np.lib.stride_tricks.sliding_window_view(padded.ravel(), R1 * m)[::m]
+    stacked = B_blocks[::-1].transpose(0, 2, 1).reshape(R1 * m, r)       # (R1 m, r)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None)
+    # C order, as the data: later products of F-ordered slices run several times slower
+    return np.ascontiguousarray(x.reshape(count * L, n)[:K].T)

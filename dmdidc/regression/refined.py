@@ -21,10 +21,10 @@ model) makes them closer to optimal.  An unstable first-stage model is simulated
 unstable eigenvalues reflected into the unit circle (``lambda -> 1 / conj(lambda)``, which keeps
 the modes' frequencies): the instruments stay bounded and valid.
 
-The simulation is an ``O(n^2 K)`` recursion in matrix products
-(:func:`~dmdidc.regression.propagation.propagate`); a model to stabilize is run in the complex
-Schur basis, one first-order recursion (LAPACK ``ztbtrs``) per Schur coordinate (no Python loop
-over samples).
+The simulation is an ``O(n (n + m R) K)`` recursion in matrix products, the delayed forcing
+read from windows of the inputs (:func:`~dmdidc.regression.propagation.delayed_response`); a
+model to stabilize runs as the real recursion of the real and imaginary parts of its reflected
+complex Schur form (``2 n`` states).
 
 References
 ----------
@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from dmdidc.regression.propagation import propagate
+from dmdidc.regression.propagation import delayed_response, propagate
 from dmdidc.regression.solution import lagged_inputs
 
 __all__ = ["simulate_forced", "simulated_states", "reference_projection",
@@ -47,6 +47,25 @@ __all__ = ["simulate_forced", "simulated_states", "reference_projection",
 
 #: Lags ``0 .. L`` of the reference in the projection of the inputs on it (closed loop).
 REFERENCE_LAGS = 20
+
+
+def _recursion_matrix(A: np.ndarray) -> np.ndarray:
+    """The real recursion that simulates the stabilized ``A`` in its first ``n`` states.
+
+    ``A`` itself when no eigenvalue is outside the unit circle.  Otherwise the complex Schur
+    form ``A = Q T Q^H`` gets the reflected diagonal, ``M = Q T' Q^H``: ``M`` is complex (the
+    Schur vectors of a non-normal ``A`` are not conjugate pairs) and the states are ``Re(x)``
+    of ``x_{k+1} = M x_k + s_k``, i.e. the real recursion of ``[Re x; Im x]`` with the matrix
+    ``[[Re M, -Im M], [Im M, Re M]]`` (``2 n`` states, real products).
+    """
+    if np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0:
+        return A
+    T, Q = linalg.schur(A, output="complex")
+    diagonal = np.diag(T).copy()
+    outside = np.abs(diagonal) >= 1.0
+    diagonal[outside] = 1.0 / np.conj(diagonal[outside])
+    M = Q @ (T - np.diag(np.diag(T)) + np.diag(diagonal)) @ Q.conj().T
+    return np.block([[M.real, -M.imag], [M.imag, M.real]])
 
 
 def simulate_forced(A: np.ndarray, forcing: np.ndarray, *, stabilize: bool = False
@@ -65,29 +84,10 @@ def simulate_forced(A: np.ndarray, forcing: np.ndarray, *, stabilize: bool = Fal
     ndarray, shape (n, K + 1)
     """
     n, K = forcing.shape
-    inputs = np.concatenate([forcing, np.zeros((n, 1))], axis=1).T[:, :, None]
-    if not stabilize or np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0:
-        # nothing to reflect: the blocked recursion (BLAS products, no Schur sweep)
-        return propagate(A, inputs)[:, :, 0].T
-    T, Q = linalg.schur(A, output="complex")
-    diagonal = np.diag(T).copy()
-    outside = np.abs(diagonal) >= 1.0
-    diagonal[outside] = 1.0 / np.conj(diagonal[outside])
-    M = Q @ (T - np.diag(np.diag(T)) + np.diag(diagonal)) @ Q.conj().T
-    # The reflected matrix M is complex (the Schur vectors of a non-normal A are not conjugate
-    # pairs) and the states are Re(x) of x_{k+1} = M x_k + forcing: the real recursion of
-    # [Re x; Im x] in one blocked pass (BLAS products), not one sweep of the data per Schur row.
-    real = np.block([[M.real, -M.imag], [M.imag, M.real]])
-    doubled = np.concatenate([inputs, np.zeros_like(inputs)], axis=1)
-    return propagate(real, doubled)[:, :n, 0].T
-
-
-def _forcing(B_blocks: np.ndarray, drive: np.ndarray) -> np.ndarray:
-    """``sum_j B^(j) d_{k-j}`` for ``k = 0 .. K-1`` (``d`` zero before the start)."""
-    R1 = B_blocks.shape[0]
-    K = drive.shape[1]
-    padded = np.concatenate([np.zeros((drive.shape[0], R1 - 1)), drive], axis=1)
-    return sum(B_blocks[j] @ padded[:, R1 - 1 - j:R1 - 1 - j + K] for j in range(R1))
+    M = _recursion_matrix(A) if stabilize else A
+    inputs = np.zeros((K + 1, M.shape[0], 1))             # the imaginary part is not driven
+    inputs[:K, :n, 0] = forcing.T
+    return propagate(M, inputs)[:, :n, 0].T
 
 
 def simulated_states(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray) -> np.ndarray:
@@ -104,7 +104,8 @@ def simulated_states(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray) -
     ndarray, shape (n, K)
         Column ``k`` is ``x^_k``, aligned with the input ``u_k``.
     """
-    return simulate_forced(A_d, _forcing(B_blocks, drive), stabilize=True)[:, :-1]
+    # a reflected model's imaginary part (states n .. 2n) is not driven
+    return delayed_response(_recursion_matrix(A_d), B_blocks, drive)[:A_d.shape[0]]
 
 
 def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],

@@ -29,6 +29,29 @@ def test_cholesky_and_eigen_forms_agree(seed, size, columns):
     np.testing.assert_allclose(statistic, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_graded_kronecker_covariances_drop_the_same_directions(seed):
+    # Moment covariances as the checks form them (a Bartlett sum of Kronecker products of
+    # autocovariances) whose signal factor has a graded spectrum down to ~1e-13 of the largest:
+    # some products fall below the threshold, some just above; g has components in all of them.
+    rng = np.random.default_rng(seed)
+    q, n, N = int(rng.integers(3, 13)), int(rng.integers(2, 8)), 3000
+    W = rng.standard_normal((q, N)) * np.logspace(0, -rng.uniform(3, 6.5), q)[:, None]
+    W = np.linalg.qr(rng.standard_normal((q, q)))[0] @ W
+    E = rng.standard_normal((n, N + 1))
+    E = E[:, 1:] - 0.6 * E[:, :-1]                     # a moving average, as measurement noise
+    V = np.zeros((q * n, q * n))
+    for tau, weight in ((0, 1.0), (1, 2.0 / 3.0), (2, 1.0 / 3.0)):
+        term = np.kron(W[:, tau:] @ W[:, :N - tau].T, E[:, tau:] @ E[:, :N - tau].T)
+        V += term if tau == 0 else weight * (term + term.T)
+    V = 0.5 * (V + V.T)
+    g = rng.standard_normal(q * n) * np.sqrt(np.abs(np.diag(V)))
+    statistic, rank = _pseudo_quadratic(V, g)
+    expected, expected_rank = _eigen_form(V, g)
+    assert rank == expected_rank
+    np.testing.assert_allclose(statistic, expected, rtol=1e-6)
+
+
 def test_a_singular_covariance_takes_the_eigen_path():
     rng = np.random.default_rng(1)
     M = rng.standard_normal((30, 10))
@@ -145,3 +168,26 @@ def test_dependent_moment_covariance_equals_the_sum_over_lags(seed, lengths, lag
     statistic, rank, _, _ = _moment_statistic(W, E, lags, independent=False)
     expected, expected_rank = _pseudo_quadratic(0.5 * (V + V.T), g)
     assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed,lengths,lags", [(0, (3000,), 2), (1, (400, 60, 2), 7)])
+def test_independent_moment_covariance_is_the_bartlett_sum_of_kronecker_products(seed, lengths,
+                                                                                 lags):
+    from dmdidc.inference.residuals import _moment_statistic, _pseudo_quadratic
+
+    rng = np.random.default_rng(seed)
+    W = [rng.standard_normal((4, K)) for K in lengths]
+    E = [rng.standard_normal((3, K)) for K in lengths]
+    N = sum(lengths)
+    V = np.zeros((12, 12))
+    for tau in range(lags + 1):
+        Wt = sum(w[:, tau:] @ w[:, :w.shape[1] - tau].T for w in W if w.shape[1] > tau)
+        Et = sum(e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau) / N
+        term = np.kron(Wt, Et)
+        V += term if tau == 0 else (1.0 - tau / (lags + 1.0)) * (term + term.T)
+    g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()
+    statistic, rank, z, index = _moment_statistic(W, E, lags, independent=True)
+    expected, expected_rank = _pseudo_quadratic(0.5 * (V + V.T), g)
+    sd = np.sqrt(np.diag(V))
+    assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
+    assert index == np.argmax(np.abs(g) / sd) and np.isclose(z, np.max(np.abs(g) / sd))

@@ -137,6 +137,6 @@ def test_autocovariances_direct_and_fft_agree(lags, monkeypatch):
         for tau in range(min(lags, s.shape[1] - 1) + 1):
             expected[tau] += np.sum(s[:, tau:] * s[:, :s.shape[1] - tau], axis=1)
     for direct in (0, 10**6):                       # force the FFT, then the direct sums
-        monkeypatch.setattr(instrumental, "_DIRECT_LAGS", direct)
+        monkeypatch.setattr(instrumental, "_DIRECT_LAGS_PER_LOG", direct)
         np.testing.assert_allclose(instrumental.autocovariances(series, lags), expected,
                                    rtol=1e-10, atol=1e-10)
