@@ -51,15 +51,16 @@ def _blocks(T: int, shortest: int = 1) -> tuple[int, int]:
 
 def _blocked(A: np.ndarray, L: int, count: int, P: int,
              drive: Callable[[int], np.ndarray], initial: np.ndarray | None,
-             C: np.ndarray | None) -> np.ndarray:
-    """Outputs ``C x_{cL+i}`` (count, L, ny, P) of the recursion (module notes).
+             C: np.ndarray | None, leading: int | None = None) -> np.ndarray:
+    """Outputs ``C x_{cL+i}`` (count, L, ny, P) of the recursion (module notes); without
+    ``C``, the states (their first ``leading`` ones only, when given).
 
     ``drive(i)`` gives the inputs of in-block step ``i`` of every block, shape
     (r, count P) (column ``c P + p``: block ``c``, system ``p``); they enter the first ``r``
     states.
     """
     n = A.shape[0]
-    ny = n if C is None else C.shape[0]
+    ny = C.shape[0] if C is not None else n if leading is None else leading
     local = np.empty((L + 1, n, count * P))            # every block from a zero state
     local[0] = 0.0
     for i in range(L):
@@ -73,8 +74,8 @@ def _blocked(A: np.ndarray, L: int, count: int, P: int,
     leap = np.linalg.matrix_power(A, L)
     for j in range(count - 1):
         starts[j + 1] = leap @ starts[j] + ends[:, j]
-    y = (local[:L] if C is None else C @ local[:L]).reshape(L, ny, count, P)
-    y += (impulse_response(A, np.eye(n) if C is None else C, L).reshape(L * ny, n)
+    y = (local[:L, :ny] if C is None else C @ local[:L]).reshape(L, ny, count, P)
+    y += (impulse_response(A, np.eye(n)[:ny] if C is None else C, L).reshape(L * ny, n)
           @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
     return y.transpose(2, 0, 1, 3)
 
@@ -114,7 +115,8 @@ def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None =
     return y.reshape(count * L, ny, P)[:T]
 
 
-def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray) -> np.ndarray:
+def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
+                     leading: int | None = None) -> np.ndarray:
     """States ``x_0 .. x_{K-1}`` of ``x_{k+1} = A x_k + sum_j B^(j) u_{k-j}`` from ``x_0 = 0``
     (``u`` zero before the start; module notes).
 
@@ -125,10 +127,12 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray) ->
         ``r <= n``: the inputs enter the first ``r`` states (the others are driven through
         ``A`` only).
     inputs : ndarray, shape (m, K)
+    leading : int, optional
+        Return only the first ``leading`` states (the others are still simulated).
 
     Returns
     -------
-    ndarray, shape (n, K)
+    ndarray, shape (n, K) or (leading, K)
         Column ``k`` is ``x_k``.
 
     Examples
@@ -138,7 +142,7 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray) ->
     array([0. , 0. , 1. , 1.5])
     """
     R1, r, m = B_blocks.shape
-    n, K = A.shape[0], inputs.shape[1]
+    K = inputs.shape[1]
     L, count = _blocks(K, shortest=R1)      # windows L m apart do not overlap: BLAS reads them
     padded = np.zeros((count * L + R1 - 1, m))              # time-major, R zeros first
     padded[R1 - 1:R1 - 1 + K] = inputs.T
@@ -146,6 +150,7 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray) ->
     windows = np.lib.stride_tricks.sliding_window_view(padded.ravel(), R1 * m)[::m]
     stacked = B_blocks[::-1].transpose(0, 2, 1).reshape(R1 * m, r)       # (R1 m, r)
     with np.errstate(over="ignore", invalid="ignore"):
-        x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None)
+        x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None,
+                     leading)
     # C order, as the data: later products of F-ordered slices run several times slower
-    return np.ascontiguousarray(x.reshape(count * L, n)[:K].T)
+    return np.ascontiguousarray(x.reshape(count * L, x.shape[2])[:K].T)

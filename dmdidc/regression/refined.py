@@ -105,7 +105,7 @@ def simulated_states(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray) -
         Column ``k`` is ``x^_k``, aligned with the input ``u_k``.
     """
     # a reflected model's imaginary part (states n .. 2n) is not driven
-    return delayed_response(_recursion_matrix(A_d), B_blocks, drive)[:A_d.shape[0]]
+    return delayed_response(_recursion_matrix(A_d), B_blocks, drive, leading=A_d.shape[0])
 
 
 def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],

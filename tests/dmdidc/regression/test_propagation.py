@@ -65,3 +65,5 @@ def test_delayed_inputs_may_enter_only_the_leading_states():
     padded = np.concatenate([B, np.zeros((3, 2, 2))], axis=1)
     np.testing.assert_allclose(delayed_response(A, B, U), delayed_response(A, padded, U),
                                rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(delayed_response(A, B, U, leading=3),
+                               delayed_response(A, B, U)[:3], rtol=1e-12, atol=1e-12)
