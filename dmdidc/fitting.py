@@ -131,15 +131,62 @@ def _plain_statistics(trajectories, R: int, memo: dict) -> SufficientStatistics:
     except ValueError:                      # no inputs to instrument with: a pass of its own
         return _statistics(trajectories, R, None)
     first = R + inputs.instrument_lags      # the input statistics' first sample
-    head = _statistics([(X[:, :min(U.shape[1], first) + 1], U[:, :first])
-                        for X, U in trajectories], R, None)
+    head = _statistics(_heads(trajectories, first), R, None)
     d = head.gram.shape[0]                  # [x_k; u_k .. u_k-R; x_k+1] lead both layouts
+    return _joined(head, inputs, trajectories, R, head.gram + inputs.gram[:d, :d],
+                   head.sums + inputs.sums[:d])
+
+
+def _heads(trajectories, first: int) -> list:
+    """The first ``first`` input samples of each trajectory (and their states)."""
+    return [(X[:, :min(U.shape[1], first) + 1], U[:, :first]) for X, U in trajectories]
+
+
+def _joined(head: SufficientStatistics, inputs: SufficientStatistics, trajectories, R: int,
+            gram: np.ndarray, sums: np.ndarray) -> SufficientStatistics:
+    """``head``'s layout with the moments of all samples: the head's and the input
+    statistics' samples (which start where the head's end)."""
     lengths = [max(U.shape[1] - R, 0) for _, U in trajectories]
-    return dataclasses.replace(head, gram=head.gram + inputs.gram[:d, :d],
-                               sums=head.sums + inputs.sums[:d],
+    return dataclasses.replace(head, gram=gram, sums=sums,
                                n_samples=head.n_samples + inputs.n_samples,
                                min_trajectory_samples=min(lengths),
                                max_trajectory_samples=max(lengths))
+
+
+#: Samples per block of the simulated states' products in :func:`_simulated_statistics`.
+_CROSS_BLOCK = 8192
+
+
+def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
+                          ) -> SufficientStatistics:
+    """The statistics of the simulated-state instruments (``z_k = [x^_k; u_k .. u_k-R]``)
+    without a second pass over the regression data: their regression block
+    ``[x_k; u_k .. u_k-R; x_k+1]`` is the input statistics' (the refined-IV start) plus the
+    few samples those skip, so only the products of ``x^_k`` are new (``n`` rows instead of
+    ``2 p``), summed in blocks that stay in cache."""
+    inputs = memo["inputs"]
+    first = R + inputs.instrument_lags
+    head = _statistics(_heads(trajectories, first), R, "simulated", 0,
+                       [E[:, :first] for E in signals])
+    d = head.gram.shape[0] - signals[0].shape[0]         # [x_k; u_k .. u_k-R; x_k+1]
+    gram, sums = head.gram.copy(), head.sums.copy()
+    gram[:d, :d] += inputs.gram[:d, :d]
+    sums[:d] += inputs.sums[:d]
+    n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+    rows = np.zeros((gram.shape[0] - d, gram.shape[0]))        # sum_k x^_k v_k^T
+    for (X, U), E in zip(trajectories, signals, strict=True):
+        for a in range(first, U.shape[1], _CROSS_BLOCK):
+            b = min(a + _CROSS_BLOCK, U.shape[1])
+            S = E[:, a:b]
+            rows[:, :n] += S @ X[:, a:b].T
+            for j in range(R + 1):
+                rows[:, n + j * m:n + (j + 1) * m] += S @ U[:, a - j:b - j].T
+            rows[:, d - n:d] += S @ X[:, a + 1:b + 1].T
+            rows[:, d:] += S @ S.T
+            sums[d:] += S.sum(axis=1)
+    gram[d:] += rows
+    gram[:d, d:] += rows[:, :d].T
+    return _joined(head, inputs, trajectories, R, gram, sums)
 
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
@@ -381,7 +428,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                    else model_instruments(A_d, B_blocks, drives))
         if references is None:
             _require_state_directions(signals, R, centred, n + m * (R + 1), m * (R + 1))
-        stats = _statistics(trajectories, R, kind, 0, signals)
+        stats = (_simulated_statistics(trajectories, R, signals, memo) if references is None
+                 else _statistics(trajectories, R, kind, 0, signals))
         solution = _solve(stats, R, "iv", centred, **options)
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         pieces, piece_signals, scale = subsample(trajectories, signals)

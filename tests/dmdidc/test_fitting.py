@@ -249,6 +249,38 @@ def test_least_squares_statistics_from_the_input_instrument_pass_equal_a_pass_of
             assert getattr(fused, name) == getattr(direct, name), name
 
 
+@pytest.mark.parametrize("block", [7, 8192])
+def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_own(block,
+                                                                                 monkeypatch):
+    # The refined stage takes its regression block from the input-instrument pass and adds only
+    # the simulated states' products (in blocks of samples): equal to the direct pass, on
+    # trajectories of every length, shorter than the lags included.
+    from dmdidc import fitting
+
+    monkeypatch.setattr(fitting, "_CROSS_BLOCK", block)
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        n, m, R = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        trajectories, signals = [], []
+        for K in rng.integers(1, 60, size=int(rng.integers(1, 4))):
+            trajectories.append((rng.standard_normal((n, int(K) + 1)),
+                                 rng.standard_normal((m, int(K)))))
+            signals.append(rng.standard_normal((n, int(K))))
+        memo = {}
+        try:
+            fitting._input_statistics(trajectories, R, memo)
+        except ValueError:
+            continue
+        direct = fitting._statistics(trajectories, R, "simulated", 0, signals)
+        fused = fitting._simulated_statistics(trajectories, R, signals, memo)
+        np.testing.assert_allclose(fused.gram, direct.gram, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fused.sums, direct.sums, rtol=1e-12, atol=1e-12)
+        assert fused.layout == direct.layout
+        for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
+                     "max_trajectory_samples", "intercepts", "clipped", "centering"):
+            assert getattr(fused, name) == getattr(direct, name), name
+
+
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
     # The cheap rank bound on the simulated states (before their statistics pass) must never
     # refuse instruments that instrumental_solution accepts, and it catches the collinear ones
