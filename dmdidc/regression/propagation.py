@@ -152,5 +152,7 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
     with np.errstate(over="ignore", invalid="ignore"):
         x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None,
                      leading)
-    # C order, as the data: later products of F-ordered slices run several times slower
-    return np.ascontiguousarray(x.reshape(count * L, x.shape[2])[:K].T)
+    # one transposing copy into rows of samples, as the data (later products of F-ordered
+    # slices run several times slower)
+    rows = np.ascontiguousarray(x[..., 0].transpose(2, 0, 1))            # (ny, count, L)
+    return rows.reshape(rows.shape[0], count * L)[:, :K]
