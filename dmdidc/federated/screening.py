@@ -6,9 +6,12 @@ row by row, then the sums ``s`` if released) and its public counts.  In the unit
 coordinates of a release (every regressor entry clipped to its declared bound and divided by
 it), the statistics of ``N`` regression samples, centred or not, satisfy
 
-* the counts are consistent: ``n_trajectories >= 1``, ``1 <= min_trajectory_samples <=
-  max_trajectory_samples`` and ``n_trajectories min <= N <= n_trajectories max`` (and ``N`` is
-  at most the federation's public cap ``max_samples``, when it declares one);
+* the counts are consistent: ``n_trajectories = k >= 1``, ``1 <= min_trajectory_samples <=
+  max_trajectory_samples`` (equal when ``k = 1``) and ``max + (k - 1) min <= N <= min + (k -
+  1) max`` (one trajectory of each extreme length; and ``N`` is at most the federation's
+  public cap ``max_samples``, when it declares one).  The release noise of ``unit=
+  "trajectory"`` grows with ``max`` and that of centred statistics as ``min`` falls, so
+  counts no trajectories can have would widen the screen below;
 * ``0 <= G_ii <= N``, ``|G_ij| <= N`` and ``|s_i| <= N`` (each of the ``N`` regressors has
   entries in [-1, 1]; centring only lowers the diagonal, and Cauchy-Schwarz bounds the rest:
   the prior box of FedInfer's posterior, :func:`~dmdidc.federated.combine.statistics_box`);
@@ -80,7 +83,10 @@ def count_reason(metrics: Mapping[str, Any], max_samples: int | None = None) -> 
         values[name] = int(value)
     n, trajectories = values["n_samples"], values["n_trajectories"]
     shortest, longest = values["min_trajectory_samples"], values["max_trajectory_samples"]
-    if shortest > longest or not trajectories * shortest <= n <= trajectories * longest:
+    # one trajectory of each extreme length, the others anywhere between (one: both its own)
+    others = trajectories - 1
+    if (shortest > longest or (trajectories == 1 and shortest != longest)
+            or not longest + others * shortest <= n <= shortest + others * longest):
         return (f"n_samples = {n} is not what {trajectories} trajectories of {shortest} to "
                 f"{longest} samples hold")
     if max_samples is not None and n > max_samples:

@@ -224,3 +224,45 @@ def test_the_undefended_server_names_a_missing_count():
     network = Network(tamper=_tamper(ATTACKS["missing count"][0], {1}))
     with pytest.raises(ParameterError, match="client 1 lacks.*n_trajectories"):
         run_sync(_algorithm(), data, rounds=1, seed=0, network=network, screen=False)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_counts_of_any_honest_lengths_pass_and_impossible_spreads_are_refused(seed):
+    """Honest counts (random trajectory lengths) always pass; counts that no trajectories
+    can have are refused: a longest trajectory longer than the samples left by the others at
+    their shortest, or a shortest one longer than what the others leave at their longest
+    (one trajectory: its length is the sample count)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 400, size=int(rng.integers(1, 8)))
+    n, k = int(lengths.sum()), lengths.size
+    honest = {"n_samples": n, "n_trajectories": k,
+              "min_trajectory_samples": int(lengths.min()),
+              "max_trajectory_samples": int(lengths.max())}
+    assert count_reason(honest) is None
+    shortest, longest = honest["min_trajectory_samples"], honest["max_trajectory_samples"]
+    too_long = n - (k - 1) * shortest + 1              # the others at their shortest
+    too_short = n - (k - 1) * longest - 1              # the others at their longest
+    assert "not what" in count_reason({**honest, "max_trajectory_samples": too_long})
+    if k == 1:
+        assert "not what" in count_reason({**honest, "min_trajectory_samples": n - 1})
+    elif too_short >= 1:
+        assert "not what" in count_reason({**honest, "min_trajectory_samples": too_short})
+    assert "not what" in count_reason({**honest, "n_trajectories": 1,
+                                       "min_trajectory_samples": 1,
+                                       "max_trajectory_samples": 10 ** 6})
+
+
+def test_inflated_counts_do_not_widen_the_screen_for_a_trajectory_release():
+    """A client reporting one trajectory of 40 samples whose longest has 10^6 would be
+    screened against the noise of a 10^6-sample trajectory release: statistics 10^4 times
+    too large must still be refused."""
+    algo = _algorithm(unit="trajectory")
+    data = _federation(0, experiments=1, length=42)[0]
+    stats = algo.client_statistics(data)
+    z = stats.to_vector()
+    metrics = {name: int(getattr(stats, name)) for name in COUNTS}
+    run = run_sync(algo, _federation(0, experiments=1, length=42), rounds=1, seed=0)
+    assert algo.screen_reply(run.state, 3, Reply({"z": z}, metrics)) is None
+    lying = {**metrics, "min_trajectory_samples": 1, "max_trajectory_samples": 10 ** 6}
+    reason = algo.screen_reply(run.state, 3, Reply({"z": z * 1e4}, lying))
+    assert reason is not None and "not what" in reason
