@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from dmdidc.errors import ParameterError
+from dmdidc.errors import DimensionError, ParameterError
 
 __all__ = ["PieceLayout", "lag_products"]
 
@@ -57,7 +57,16 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
     Returns
     -------
     ndarray, shape (rows_a, rows_b, high - low + 1), or (rows_a, high - low + 1) when diagonal
-        The same sums as the direct products, up to rounding (blocked FFT, module notes).
+        The same sums as the direct products, up to rounding (blocked FFT, module notes), in
+        double precision whatever the series' float type.
+
+    Raises
+    ------
+    ParameterError
+        ``high < low``, or complex series.
+    DimensionError
+        Series that are not two-dimensional, of different sample counts, or (``diagonal``)
+        of different row counts.
 
     Examples
     --------
@@ -71,6 +80,13 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
     """
     if high < low:
         raise ParameterError(f"lag range {low} .. {high}: expected low <= high")
+    a, b = _real_series("a", a), _real_series("b", b)
+    if a.shape[1] != b.shape[1]:
+        raise DimensionError(f"a has {a.shape[1]} samples and b {b.shape[1]}: expected the "
+                             f"same number (the sums run over common sample indices)")
+    if diagonal and a.shape[0] != b.shape[0]:
+        raise DimensionError(f"diagonal products pair row i of a with row i of b: a has "
+                             f"{a.shape[0]} rows and b {b.shape[0]}; expected the same number")
     span, T = high - low, a.shape[1]
     rows_a, rows_b = a.shape[0], b.shape[0]
     out_shape = (rows_a, span + 1) if diagonal else (rows_a, rows_b, span + 1)
@@ -80,7 +96,8 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
         out = np.zeros(out_shape)
         for d in range(max(low, 1 - T), min(high, T - 1) + 1):     # k and k - d in 0 .. T-1
             first, stop = max(d, 0), min(T, T + d)
-            out[:, d - low] = np.einsum("ik,ik->i", a[:, first:stop], b[:, first - d:stop - d])
+            out[:, d - low] = np.einsum("ik,ik->i", a[:, first:stop], b[:, first - d:stop - d],
+                                        dtype=float)    # float32 series: double sums
         return out
     F = _transform_size(span, T)
     B = F - span
@@ -118,6 +135,18 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
     # circular correlation r(m) = sum_i a_i s_{i + m}, m = 0 .. span, is the lag d = high - m
     r = np.fft.irfft(G, F, axis=0)[span::-1]
     return np.moveaxis(r, 0, -1)
+
+
+def _real_series(name: str, x: np.ndarray) -> np.ndarray:
+    """``x`` as an array of real series (rows, samples); complex values are refused, not
+    silently made real (the sums here are of real products)."""
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise DimensionError(f"{name} has shape {x.shape}: expected two-dimensional series "
+                             f"(rows, samples)")
+    if np.iscomplexobj(x):
+        raise ParameterError(f"{name} is complex ({x.dtype}): expected real series")
+    return x
 
 
 @dataclass(frozen=True, eq=False)

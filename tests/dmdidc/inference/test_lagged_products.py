@@ -73,3 +73,34 @@ def test_largest_robust_residual_is_the_median_based_z(N):
     assert largest_robust_residual(np.delete(E, 2, axis=0), constant_rows="tiny") == \
         pytest.approx(np.max(np.delete(deviation / np.where(mad > 0, mad, 1.0), 2, axis=0)),
                       rel=1e-14)
+
+
+def test_lag_products_refuse_what_they_would_get_wrong():
+    """Series of different lengths, diagonal products of different row counts, complex or
+    one-dimensional series: a named error, not a truncation, a broadcast or a dropped
+    imaginary part."""
+    from dmdidc.errors import DimensionError
+
+    a = np.ones((2, 50))
+    for b, diagonal, what in [(np.ones((2, 60)), False, "samples"),
+                              (np.ones((2, 40)), True, "samples"),
+                              (np.ones((1, 50)), True, "rows"),
+                              (np.ones(50), False, "two-dimensional")]:
+        for span in (3, 30):                       # the direct and the transform paths
+            with pytest.raises(DimensionError, match=what):
+                lag_products(a, b, 0, span, diagonal=diagonal)
+    with pytest.raises(ParameterError, match="real"):
+        lag_products(a * 1j, a, 0, 3, diagonal=True)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lag_products_of_single_precision_series_are_double_sums(seed):
+    """float32 series give the float64 sums of their values on both paths (few and many
+    lags on the diagonal), as the transforms do."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((3, 3000)) + 5.0).astype(np.float32)
+    for high in (4, 40):
+        expected = np.einsum("iid->id", _direct(a.astype(float), a.astype(float), 0, high))
+        got = lag_products(a, a, 0, high, diagonal=True)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * expected.max())
