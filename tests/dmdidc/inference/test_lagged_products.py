@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dmdidc.errors import ParameterError
 from dmdidc.inference.lagged_products import PieceLayout, lag_products
@@ -104,3 +106,42 @@ def test_lag_products_of_single_precision_series_are_double_sums(seed):
         got = lag_products(a, a, 0, high, diagonal=True)
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * expected.max())
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(1, 120), min_size=1, max_size=6),
+       gap=st.integers(1, 40), seed=st.integers(0, 2 ** 32 - 1),
+       rows=st.tuples(st.integers(1, 4), st.integers(1, 4)), data=st.data())
+def test_pooled_lag_products_over_any_layout_equal_the_sums_per_piece(lengths, gap, seed, rows,
+                                                                      data):
+    """Any pieces (shorter than the lags too), any lag range within the gap, both paths:
+    the pooled products equal the direct sums piece by piece."""
+    rng = np.random.default_rng(seed)
+    low = data.draw(st.integers(-gap, gap), label="low")
+    high = data.draw(st.integers(low, gap), label="high")
+    A = [rng.standard_normal((rows[0], K)) + 3.0 for K in lengths]
+    B = [rng.standard_normal((rows[1], K)) for K in lengths]
+    layout = PieceLayout(np.array(lengths), gap=gap)
+    a, b = layout.place(A), layout.place(B)
+    pooled = sum(_direct(x, y, low, high) for x, y in zip(A, B, strict=True))
+    scale = np.sqrt(np.sum(a ** 2) * np.sum(b ** 2))
+    np.testing.assert_allclose(lag_products(a, b, low, high), pooled, atol=1e-13 * scale)
+    square = layout.place([x[:rows[1]] if rows[0] >= rows[1] else
+                           np.vstack([x, np.zeros((rows[1] - rows[0], x.shape[1]))])
+                           for x in A])
+    np.testing.assert_allclose(lag_products(square, b, low, high, diagonal=True),
+                               np.einsum("iid->id", _direct(square, b, low, high)),
+                               atol=1e-13 * scale)
+
+
+def test_lag_products_over_many_groups_of_blocks_equal_the_direct_sums():
+    """Enough rows and samples for many cache-sized groups of blocks, the last one partial
+    (the buffers are reused from group to group: nothing of one may leak into the next)."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((20, 20011)) + 1.0, rng.standard_normal((18, 20011))
+    scale = np.sqrt(np.sum(a ** 2) * np.sum(b ** 2))
+    np.testing.assert_allclose(lag_products(a, b, -30, 30), _direct(a, b, -30, 30),
+                               atol=1e-13 * scale)
+    np.testing.assert_allclose(lag_products(a[:18], b, -5, 40, diagonal=True),
+                               np.einsum("iid->id", _direct(a[:18], b, -5, 40)),
+                               atol=1e-13 * scale)
