@@ -307,8 +307,10 @@ class FederatedIdentification:
         options = self._release_options(client_id)
         key = (cap, *options.items())
         if key not in self._declared:    # (clients with equal settings share one object)
-            # the noise is largest for one trajectory of all the samples (unit "trajectory")
-            like = self._like((cap, 1, cap, cap))
+            # the noise of any counts within the cap: it grows with the longest trajectory
+            # (unit "trajectory") and, centred, as the shortest falls (a mean over fewer
+            # samples): the longest at the cap and the shortest of one sample bound them all
+            like = self._like((cap, 1, 1, cap))
             allowance = release_allowance(describe_release(like, **options)[0], like.dimension)
             self._declared[key] = {"z": statistics_bound(like, allowance)}
         return self._declared[key]

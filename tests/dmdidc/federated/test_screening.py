@@ -266,3 +266,25 @@ def test_inflated_counts_do_not_widen_the_screen_for_a_trajectory_release():
     lying = {**metrics, "min_trajectory_samples": 1, "max_trajectory_samples": 10 ** 6}
     reason = algo.screen_reply(run.state, 3, Reply({"z": z * 1e4}, lying))
     assert reason is not None and "not what" in reason
+
+
+@pytest.mark.parametrize("detrend, unit", [(None, "sample"), ("constant", "sample"),
+                                           ("constant", "window"), (None, "trajectory")])
+def test_the_declared_box_holds_every_honest_box_within_the_cap(detrend, unit):
+    """The box declared at the cap must contain the box screen_reply grants any honest
+    counts within it: centred releases of short trajectories carry more noise (a mean term
+    over the shortest trajectory), so the cap's box must allow for them too."""
+    from dmdidc.federated.screening import release_allowance
+    from dmdidc.private.release import describe_release
+
+    cap = 240
+    algo = _algorithm(detrend=detrend, unit=unit, window=3 if unit == "window" else None,
+                      max_samples=cap, epsilon=1.0)
+    state = algo.init_server_state(CLIENTS, seed=0)
+    declared = algo.reply_bounds(state, 0)["z"]
+    for k, length in [(240, 1), (120, 2), (24, 10), (8, 30), (2, 120), (1, 240), (3, 50)]:
+        like = algo._like((k * length, k, length, length))
+        release, _ = describe_release(like, **algo._release_options(0))
+        honest = statistics_bound(like, release_allowance(release, like.dimension))
+        assert np.all(declared.low <= honest.low) and np.all(honest.high <= declared.high), \
+            (k, length)
