@@ -476,6 +476,7 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     """
     R = max_delay
     L = lags if lags is not None else max(R + 10, CORRELATION_LAGS)
+    parts = [part for part in parts if part[0].shape[1] > 0]   # (the layout needs samples)
     E = [e for e, _, _ in parts]
     N = sum(e.shape[1] for e in E)
     if N < _MIN_SAMPLES:

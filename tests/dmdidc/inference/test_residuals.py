@@ -191,3 +191,19 @@ def test_independent_moment_covariance_is_the_bartlett_sum_of_kronecker_products
     sd = np.sqrt(np.diag(V))
     assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
     assert index == np.argmax(np.abs(g) / sd) and np.isclose(z, np.max(np.abs(g) / sd))
+
+def test_a_trajectory_without_residual_samples_changes_nothing():
+    """residual_analysis (public) given a piece with no residuals (as a trajectory of R + 1
+    samples or fewer leaves): the same analysis as without it, not an error of the layout."""
+    from dmdidc.inference.residuals import residual_analysis
+
+    rng = np.random.default_rng(0)
+    full = [(rng.standard_normal((2, K)), rng.standard_normal((1, K + 2)),
+             rng.standard_normal((2, K + 2))) for K in (300, 150)]
+    empty = (np.zeros((2, 0)), rng.standard_normal((1, 2)), rng.standard_normal((2, 2)))
+    with_empty = residual_analysis([full[0], empty, full[1]], 2)
+    alone = residual_analysis(full, 2)
+    for name in ("whiteness_z", "input_z", "state_z"):
+        np.testing.assert_allclose(getattr(with_empty, name), getattr(alone, name),
+                                   rtol=1e-12, atol=1e-12)
+    assert with_empty.outlier_z == alone.outlier_z and with_empty.n_samples == alone.n_samples
