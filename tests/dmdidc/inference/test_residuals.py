@@ -192,6 +192,7 @@ def test_independent_moment_covariance_is_the_bartlett_sum_of_kronecker_products
     assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
     assert index == np.argmax(np.abs(g) / sd) and np.isclose(z, np.max(np.abs(g) / sd))
 
+
 def test_a_trajectory_without_residual_samples_changes_nothing():
     """residual_analysis (public) given a piece with no residuals (as a trajectory of R + 1
     samples or fewer leaves): the same analysis as without it, not an error of the layout."""
