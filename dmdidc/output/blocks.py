@@ -25,16 +25,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize, signal
+from scipy import linalg, signal
 
 from dmdidc.discretization import checked_expm, split_delay
 from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "delay_profile", "hold_blocks", "lag_moments",
+__all__ = ["LagMoments", "StructuredFit", "delay_profile", "hold_blocks", "hold_family",
+           "lag_moments",
            "pair_of", "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
+#: Finer grids of the search around its best point, each ``_ZOOM`` times finer (to 1/4096 of a
+#: period: well within the delay's standard error at any realistic noise).
+_ZOOMS, _ZOOM = 3, 8
 
 
 @dataclass(frozen=True)
@@ -88,24 +92,31 @@ class StructuredFit:
 
 
 def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int,
-                feedthrough: bool, offset: bool = False
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lag responses (T, ny, (R+1) m n), initial-state responses (T, ny, n), and the direct
-    rows: feedthrough ``D`` (ny m), then a constant output offset (ny)."""
+                out: np.ndarray) -> np.ndarray:
+    """Write the lag responses into ``out`` (T, ny, (R+1) m n); return the initial-state
+    responses ``h[k] = C A^k`` (T, ny, n).
+
+    The response of lag ``j`` at row ``k`` is ``sum_{t < k} h[k - 1 - t] u[t + R - j]``: the
+    response ``z[k + R - j]`` to the whole input record less that of its first ``R - j``
+    samples, which is ``h[k] Q_j`` with ``Q_j = sum_{s < R - j} u[s] A^(R - j - 1 - s)``
+    (n x n per channel).  So one convolution per channel serves every lag.
+    """
     ny, n = C.shape
     m, K = U.shape
     T = K - R
-    h = impulse_response(A, C, T)                                            # (T, ny, n)
-    lagged = np.stack([U[:, R - j:K - j] for j in range(R + 1)])             # (R+1, m, T)
-    # response[k] = sum_{t < k} h[k - 1 - t] v_t: convolve, then delay by one sample.
-    conv = signal.fftconvolve(h[None, None], lagged[:, :, :, None, None], axes=2)[:, :, :T - 1]
-    blocks = np.zeros((T, ny, R + 1, m, n))
-    blocks[1:] = conv.transpose(2, 3, 0, 1, 4)
-    direct = (np.einsum("ab,tk->tabk", np.eye(ny), U[:, R:].T).reshape(T, ny, ny * m)
-              if feedthrough else np.zeros((T, ny, 0)))
-    if offset:
-        direct = np.concatenate([direct, np.broadcast_to(np.eye(ny), (T, ny, ny))], axis=2)
-    return blocks.reshape(T, ny, -1), h, direct
+    h = impulse_response(A, C, K)                                            # (K, ny, n)
+    # z[q] = sum_{s < q} h[q - 1 - s] u[s]: convolve, then delay by one sample.
+    z = np.zeros((K, ny, m, n))
+    z[1:] = signal.fftconvolve(h[:, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
+    powers = np.stack([np.linalg.matrix_power(A, k) for k in range(R + 1)])
+    blocks = out.reshape(T, ny, R + 1, m, n)
+    for j in range(R + 1):
+        blocks[:, :, j] = z[R - j:R - j + T]
+        if j < R:    # Q_j[i] = sum_{s < R - j} u_i[s] A^(R - j - 1 - s)   (m, n, n)
+            Q = np.einsum("is,src->irc", U[:, :R - j], powers[R - j - 1::-1])
+            blocks[:, :, j] -= (h[:T].reshape(T * ny, n) @ Q.transpose(1, 0, 2).reshape(n, -1)
+                                ).reshape(T, ny, m, n)
+    return h[:T]
 
 
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
@@ -115,20 +126,25 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
     ny, n = C.shape
     m, R, E = experiments[0][1].shape[0], max_delay, len(experiments)
     n_block = (R + 1) * m * n
-    width = n_block + E * n + (ny * m if feedthrough else 0) + (ny if offset else 0)
+    direct = n_block + E * n                    # feedthrough D (ny m), then the offset (ny)
+    width = direct + (ny * m if feedthrough else 0) + (ny if offset else 0)
     normal = np.zeros((width, width))
     moment = np.zeros(width)
     energy, rows = 0.0, 0
     for e, (Y, U) in enumerate(experiments):
-        lags, initial, direct = _regressors(Y, U, A, C, R, feedthrough, offset)
-        full = np.zeros((lags.shape[0], ny, width))
-        full[:, :, :n_block] = lags
-        full[:, :, n_block + e * n:n_block + (e + 1) * n] = initial
-        full[:, :, n_block + E * n:] = direct
+        T = U.shape[1] - R
+        full = np.zeros((T, ny, width))
+        full[:, :, n_block + e * n:n_block + (e + 1) * n] = _regressors(
+            Y, U, A, C, R, full[:, :, :n_block])
+        for a in range(ny):
+            if feedthrough:
+                full[:, a, direct + a * m:direct + (a + 1) * m] = U[:, R:].T
+            if offset:
+                full[:, a, width - ny + a] = 1.0
         target = Y[:, R:].T
         flat = full.reshape(-1, width)
         normal += flat.T @ flat
-        moment += np.einsum("tap,ta->p", full, target)
+        moment += flat.T @ target.ravel()
         energy += float(np.sum(target ** 2))
         rows += target.size
     return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
@@ -136,40 +152,57 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
                       feedthrough=feedthrough, offset=offset)
 
 
+def hold_family(A_c: np.ndarray, dt: float, delays: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whole steps ``w`` (G,) and hold blocks ``Gamma_0(p)``, ``Gamma_1(p)`` (G, n, n) of the
+    delays ``r = (w + p) T`` (G,) (eq. 9.65).
+
+    ``B^(w) = Gamma_0(p) b`` with ``Gamma_0(p) = Gamma((1 - p) T)`` and ``B^(w+1) =
+    Gamma_1(p) b`` with ``Gamma_1(p) = e^{A (1 - p) T} Gamma(p T) = Gamma(T) - Gamma_0(p)``
+    (the two holds make up one period), ``Gamma(s) = int_0^s e^{A t} dt``: the upper right
+    block of ``e^{M s}``, ``M = [[A_c, I], [0, 0]]``, for every span in one batched ``expm``
+    (a delay search evaluates whole grids of delays).
+
+    Examples
+    --------
+    >>> steps, gamma_0, gamma_1 = hold_family(np.array([[-1.0]]), 0.5, np.array([0.2, 0.5]))
+    >>> steps.tolist(), bool(np.allclose(gamma_0[:, 0, 0] + gamma_1[:, 0, 0], 1 - np.exp(-0.5)))
+    ([0, 1], True)
+    """
+    n = A_c.shape[0]
+    steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
+    spans = np.concatenate([[1.0], 1.0 - fractions]) * dt
+    block = np.zeros((2 * n, 2 * n))
+    block[:n, :n], block[:n, n:] = A_c, np.eye(n)
+    with np.errstate(all="ignore"):
+        exps = linalg.expm(block * spans[:, None, None]) if np.all(np.isfinite(block)) else None
+    if exps is None or not np.all(np.isfinite(exps)):      # the error names the failing span
+        exps = np.stack([checked_expm(block, f"[[A_c, I], [0, 0]] * s with s = {s!r}", s)
+                         for s in spans])
+    gamma = exps[:, :n, n:]
+    return steps, gamma[1:], gamma[0] - gamma[1:]
+
+
 #: ``pair(delay) -> (w, Gamma_0(p), Gamma_1(p))`` for one plant (:func:`pair_of`).
 Pair = Callable[[float], tuple[int, np.ndarray, np.ndarray]]
 
 
 def pair_of(A_c: np.ndarray, dt: float) -> Pair:
-    """``delay -> (w, Gamma_0(p), Gamma_1(p))`` of ``r = (w + p) T`` (eq. 9.65), remembered.
-
-    ``B^(w) = Gamma_0(p) b`` with ``Gamma_0(p) = Gamma((1 - p) T)`` and ``B^(w+1) =
-    Gamma_1(p) b`` with ``Gamma_1(p) = e^{A (1 - p) T} Gamma(p T) = Gamma(T) - Gamma_0(p)``
-    (the two holds make up one period), ``Gamma(s) = int_0^s e^{A t} dt``: one matrix
-    exponential per plant and one per new delay (the delay searches revisit their grid).
-    """
-    n = A_c.shape[0]
-    block = np.zeros((2 * n, 2 * n))
-    block[:n, :n], block[:n, n:] = A_c, np.eye(n)
-
-    def gamma(s: float) -> np.ndarray:
-        return checked_expm(block, f"[[A_c, I], [0, 0]] * s with s = {s!r}", s)[:n, n:]
-
-    period = gamma(dt)
-
+    """``delay -> (w, Gamma_0(p), Gamma_1(p))`` of one plant (:func:`hold_family`), remembered
+    (the structured fits revisit the delays of the search)."""
     @lru_cache(maxsize=4096)
     def pair(delay: float) -> tuple[int, np.ndarray, np.ndarray]:
-        steps, fractions = split_delay(np.array([delay]), dt)
-        gamma_0 = gamma((1.0 - fractions[0]) * dt)
-        return int(steps[0]), gamma_0, period - gamma_0
+        steps, gamma_0, gamma_1 = hold_family(A_c, dt, np.array([delay]))
+        return int(steps[0]), gamma_0[0], gamma_1[0]
     return pair
 
 
 def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
                 ) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """:func:`pair_of` of each delay (this runs at every step of the refinement)."""
-    pair = pair_of(A_c, dt)
-    return [pair(float(r)) for r in np.asarray(delays, dtype=float)]
+    """``(w, Gamma_0(p), Gamma_1(p))`` of each delay (this runs at every step of the
+    refinement: one batched exponential)."""
+    steps, gamma_0, gamma_1 = hold_family(A_c, dt, delays)
+    return [(int(w), g0, g1) for w, g0, g1 in zip(steps, gamma_0, gamma_1, strict=True)]
 
 
 def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,
@@ -211,49 +244,76 @@ def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
     return theta, max(moments.energy - float(rhs @ theta), 0.0)
 
 
-def _channel_profile(moments: LagMoments, pair: Pair, delays: np.ndarray, channel: int,
-                     free: np.ndarray) -> Callable[[float], float]:
-    """The profile residual of one channel's delay, ``r -> RSS``, with the others fixed.
+#: Relative cutoff of the pseudo-inverse in the profile residual (``lstsq``'s default scale).
+_RCOND = 10 * np.finfo(float).eps
+
+
+def _channel_profile(moments: LagMoments, A_c: np.ndarray, dt: float, pair: Pair,
+                     delays: np.ndarray, channel: int, free: np.ndarray
+                     ) -> Callable[[np.ndarray], np.ndarray]:
+    """The profile residual of one channel's delay, ``r (G,) -> RSS (G,)``, others fixed.
 
     The other columns ``S_o`` do not depend on ``r``: they are projected out once (normal
     matrix ``N~ = N - N S_o (S_o^T N S_o)^+ S_o^T N``, moment ``m~`` likewise), so each trial
     delay costs the ``n x n`` normal equations of its two blocks, ``Gamma_0`` at lag ``w`` and
-    ``Gamma_1`` at ``w + 1`` (the same RSS as the joint least squares, by the Schur complement).
+    ``Gamma_1`` at ``w + 1`` (the same RSS as the joint least squares, by the Schur
+    complement), for a whole grid of trial delays at once.
     """
     n, m, R = moments.n_states, moments.n_inputs, moments.max_delay
     S = _structure(moments, pair, delays, free, drop=channel)
     NS = moments.normal @ S
     inverse = np.linalg.pinv(S.T @ NS, hermitian=True)
     other_moment = S.T @ moments.moment
-    normal = moments.normal - NS @ inverse @ NS.T
-    moment = moments.moment - NS @ (inverse @ other_moment)
+    # The channel's lag blocks of N~ and m~, with a zero block for lag R + 1 (not modelled).
+    rows = ((np.arange(R + 1)[:, None] * m + channel) * n + np.arange(n)).ravel()
+    normal = np.zeros((R + 2, n, R + 2, n))
+    normal[:R + 1, :, :R + 1] = (moments.normal[np.ix_(rows, rows)]
+                                 - NS[rows] @ inverse @ NS[rows].T).reshape(R + 1, n, R + 1, n)
+    moment = np.zeros((R + 2, n))
+    moment[:R + 1] = (moments.moment[rows] - NS[rows] @ (inverse @ other_moment)).reshape(R + 1, n)
     base = moments.energy - float(other_moment @ inverse @ other_moment)
 
-    def rss(r: float) -> float:
-        w, gamma_0, gamma_1 = pair(r)
-        parts = [(slice((j * m + channel) * n, (j * m + channel + 1) * n), gamma)
-                 for j, gamma in ((w, gamma_0), (w + 1, gamma_1)) if j <= R]
-        M = sum(ga.T @ normal[a, b] @ gb for a, ga in parts for b, gb in parts)
-        v = sum(ga.T @ moment[a] for a, ga in parts)
-        return max(base - float(v @ np.linalg.lstsq(M, v, rcond=None)[0]), 0.0)
+    def rss(r: np.ndarray) -> np.ndarray:
+        w, gamma_0, gamma_1 = hold_family(A_c, dt, np.atleast_1d(r))
+        G = np.concatenate([gamma_0, gamma_1], axis=1)                      # (G, 2n, n)
+        lags = np.stack([w, w + 1], axis=1)
+        N = normal[lags[:, :, None], :, lags[:, None, :]]                   # (G, 2, 2, n, n)
+        N = N.transpose(0, 1, 3, 2, 4).reshape(-1, 2 * n, 2 * n)
+        M = G.transpose(0, 2, 1) @ N @ G
+        v = np.einsum("gkc,gk->gc", G, moment[lags].reshape(-1, 2 * n))
+        values, vectors = np.linalg.eigh(0.5 * (M + M.transpose(0, 2, 1)))
+        keep = values > _RCOND * np.max(np.abs(values), axis=1, keepdims=True)
+        along = np.einsum("gkc,gk->gc", vectors, v)
+        explained = np.sum(np.where(keep, along ** 2 / np.where(keep, values, 1.0), 0.0), axis=1)
+        return np.maximum(base - explained, 0.0)
     return rss
 
 
-def _search(moments: LagMoments, pair: Pair, dt: float, delays: np.ndarray, channel: int,
-            free: np.ndarray) -> float:
-    """The delay of one channel minimizing the profile residual (grid, then bounded refine)."""
+def _search(moments: LagMoments, A_c: np.ndarray, pair: Pair, dt: float, delays: np.ndarray,
+            channel: int, free: np.ndarray) -> float:
+    """The delay of one channel minimizing the profile residual: a grid, ``_ZOOMS`` finer grids
+    around the best point (each a batch of hold blocks), then the vertex of the parabola
+    through the last three points if it is lower (a start for the output-error refinement,
+    which settles the last digits)."""
     top = moments.max_delay * dt
     if top == 0.0:                                  # max_delay = 0: nothing to search
         return 0.0
     grid = np.linspace(0.0, top, moments.max_delay * _GRID_PER_PERIOD + 1)
-    rss = _channel_profile(moments, pair, delays, channel, free)
-    values = np.array([rss(r) for r in grid])
-    best = int(np.argmin(values))
-    step = grid[1] - grid[0]
-    low, high = max(grid[best] - step, 0.0), min(grid[best] + step, top)
-    refined = optimize.minimize_scalar(rss, bounds=(low, high), method="bounded",
-                                       options={"xatol": 1e-6 * dt})
-    return float(refined.x) if refined.fun <= values[best] else float(grid[best])
+    rss = _channel_profile(moments, A_c, dt, pair, delays, channel, free)
+    values = rss(grid)
+    best, step = int(np.argmin(values)), grid[1] - grid[0]
+    for _ in range(_ZOOMS):
+        grid = np.clip(grid[best] + step * np.linspace(-1.0, 1.0, 2 * _ZOOM + 1), 0.0, top)
+        values = rss(grid)
+        best, step = int(np.argmin(values)), step / _ZOOM
+    if 0 < best < grid.size - 1:
+        left, middle, right = values[best - 1:best + 2]
+        curvature = left - 2.0 * middle + right
+        if curvature > 0:
+            vertex = grid[best] + 0.5 * step * (left - right) / curvature
+            if rss(vertex)[0] < middle:
+                return float(vertex)
+    return float(grid[best])
 
 
 def profile_delays(moments: LagMoments, A_c: np.ndarray, dt: float, *,
@@ -269,13 +329,13 @@ def profile_delays(moments: LagMoments, A_c: np.ndarray, dt: float, *,
     for i in range(m):
         free = np.ones(m, dtype=bool)
         free[i] = False
-        delays[i] = _search(moments, pair, dt, delays, i, free)
+        delays[i] = _search(moments, A_c, pair, dt, delays, i, free)
     if m > 1:
         structured = np.zeros(m, dtype=bool)
         for _ in range(sweeps):
             previous = delays.copy()
             for i in range(m):
-                delays[i] = _search(moments, pair, dt, delays, i, structured)
+                delays[i] = _search(moments, A_c, pair, dt, delays, i, structured)
             if np.max(np.abs(delays - previous)) < 1e-6 * dt:
                 break
     return delays
@@ -305,6 +365,6 @@ def delay_profile(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.nd
     """The profile residual of one channel's delay on a grid (steps of 1/16 period over
     ``[0, max_delay dt]``), the other channels structured at ``delays``: ``(grid, rss)``."""
     grid = np.linspace(0.0, moments.max_delay * dt, 2 * moments.max_delay * _GRID_PER_PERIOD + 1)
-    rss = _channel_profile(moments, pair_of(A_c, dt), delays, channel,
+    rss = _channel_profile(moments, A_c, dt, pair_of(A_c, dt), delays, channel,
                            np.zeros(moments.n_inputs, dtype=bool))
-    return grid, np.array([rss(r) for r in grid])
+    return grid, rss(grid)

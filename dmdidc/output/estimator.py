@@ -456,7 +456,8 @@ class OutputDMDidc:
         energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
         if refined.rss <= _EXACT * energy:
             return 1.0, "an exact fit"
-        return whiteness_test(output_residuals(experiments, refined, dt, R))
+        return whiteness_test(list(refined.residuals) if refined.residuals is not None
+                              else output_residuals(experiments, refined, dt, R))
 
     def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                       fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
@@ -579,9 +580,12 @@ class OutputDMDidc:
             return refined
         critical = float(stats.chi2.isf(self.significance, 1))
         z, delay_at = float(stats.norm.isf(self.significance / 2)), refined.layout["delays"].start
+        moments, at = None, None
         for i in range(refined.delays.size):
-            moments = lag_moments(experiments, linalg.expm(refined.A_c * dt), refined.C, R,
-                                  feedthrough=self.feedthrough, offset=self.offset)
+            if at is not refined:           # the moments of the current fit's dynamics
+                moments, at = lag_moments(experiments, linalg.expm(refined.A_c * dt),
+                                          refined.C, R, feedthrough=self.feedthrough,
+                                          offset=self.offset), refined
             grid, values = delay_profile(moments, refined.A_c, dt, refined.delays, i)
             inner = np.r_[True, values[1:] <= values[:-1]] & np.r_[values[:-1] <= values[1:], True]
             # outside the chosen delay's interval at ``significance`` and its grid cell

@@ -100,7 +100,7 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     d_in_0 = np.einsum("idrc,ci->idr", holds.d_gamma_0, B_c)
     d_in_1 = np.einsum("idrc,ci->idr", holds.d_gamma_1, B_c)
     shifted_b = np.einsum("irc,ci->ir", holds.shift, B_c)
-    dynamic = np.r_[layout["A_c"], layout["B_c"], layout["delays"]]
+    nn, nm = n * n, n * m
     blocks = []
     for e, ((_, U), X) in enumerate(zip(experiments, states, strict=True)):
         T = X.shape[1]
@@ -108,14 +108,19 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
         u_1 = np.stack([_lagged(U[i:i + 1], w + 1, R, T)[0]
                         for i, w in enumerate(holds.steps)])
         # Sensitivity inputs s (T, n, P) of A_c, B_c (index l m + i) and the delays.
-        s_A = (X.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
-               + u_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
-               + u_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(T, n, n * n)
-        s_B = (u_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
-               + u_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0)).reshape(T, n, n * m)
-        s_r = -(u_0 - u_1).T[:, None, :] * shifted_b.T
+        s = np.empty((T, n, nn + nm + m))
+        s[:, :, :nn] = (X.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
+                        + u_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
+                        + u_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(T, n, nn)
+        s[:, :, nn:nn + nm].reshape(T, n, n, m)[:] = (
+            u_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
+            + u_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0))
+        s[:, :, nn + nm:] = -(u_0 - u_1).T[:, None, :] * shifted_b.T
         J = np.zeros((T, ny, layout["size"]))
-        J[:, :, dynamic] = propagate(holds.A_d, np.concatenate([s_A, s_B, s_r], axis=2), C=C)
+        response = propagate(holds.A_d, s, C=C)
+        # A_c, then B_c and the delays (adjacent in the layout)
+        J[:, :, layout["A_c"]] = response[:, :, :nn]
+        J[:, :, layout["B_c"].start:layout["delays"].stop] = response[:, :, nn:]
         h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
         J[:, :, layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h
         for a in range(ny):
@@ -125,4 +130,4 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
             if layout["offset"].stop > layout["offset"].start:
                 J[:, a, layout["offset"].start + a] = 1.0
         blocks.append(J.reshape(T * ny, -1))
-    return np.vstack(blocks)
+    return blocks[0] if len(blocks) == 1 else np.vstack(blocks)

@@ -47,6 +47,9 @@ class Refined:
     dof: int
     layout: dict
     converged: bool
+    #: Output-error residuals ``y_k - yhat_k`` (T_e, ny) of each experiment from sample ``R``
+    #: (the search's last evaluation: no second simulation for the residual checks).
+    residuals: tuple[np.ndarray, ...] | None = None
 
 
 def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool) -> dict:
@@ -124,7 +127,11 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
 
     Works on ``J^T J`` (parameters << residuals): a Gram product per iteration instead of the
     SVD of ``J`` that :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at
-    8000 x 28).  Returns ``(theta, residuals, J, converged)``.
+    8000 x 28).  The last step gains at most ``_CHI2_STEP`` noise variances, so it moved the
+    parameters by about a tenth of a standard error (a Gauss-Newton step's gain is its length
+    squared in standard errors): the Jacobian before it serves the covariance (it differs by
+    O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
+    J, converged)``.
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
@@ -151,11 +158,11 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
             small = rss - rss_trial <= _CHI2_STEP * rss / r.size
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
+            if small:                   # the previous Jacobian serves (docstring)
+                return theta, r, J, True
             J = jacobian(theta)
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
-            if small:
-                return theta, r, J, True
         else:
             damping, growth = damping * growth, growth * 2
         if np.all(np.abs(step) <= 1e-12 * (1.0 + np.abs(theta))):
@@ -244,7 +251,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                                     delays=np.clip(delays, 0.0, R * dt),
                                     states=last["states"], layout=layout)
         J[:, lower >= upper] = 0.0               # max_delay = 0: the delays are fixed at 0
-        return -np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+        if not np.isfinite(J).all():             # a wild trial: no direction from overflow
+            J = np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+        return np.negative(J, out=J)
 
     with np.errstate(over="ignore", invalid="ignore"):
         theta, r, J, converged = _levenberg_marquardt(residuals, jacobian, theta0, lower, upper,
@@ -259,7 +268,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
-                   dof=dof, layout=layout, converged=converged)
+                   dof=dof, layout=layout, converged=converged,
+                   residuals=tuple(part.reshape(-1, ny) for part in np.split(
+                       r, np.cumsum([(Y.shape[1] - R) * ny for Y, _ in experiments])[:-1])))
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
