@@ -171,6 +171,8 @@ def hold_family(A_c: np.ndarray, dt: float, delays: np.ndarray
     """
     n = A_c.shape[0]
     steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
+    # A grid over several periods repeats its fractions: each distinct span once.
+    fractions, inverse = np.unique(fractions, return_inverse=True)
     spans = np.concatenate([[1.0], 1.0 - fractions]) * dt
     block = np.zeros((2 * n, 2 * n))
     block[:n, :n], block[:n, n:] = A_c, np.eye(n)
@@ -180,7 +182,8 @@ def hold_family(A_c: np.ndarray, dt: float, delays: np.ndarray
         exps = np.stack([checked_expm(block, f"[[A_c, I], [0, 0]] * s with s = {s!r}", s)
                          for s in spans])
     gamma = exps[:, :n, n:]
-    return steps, gamma[1:], gamma[0] - gamma[1:]
+    gamma_0 = gamma[1:][inverse.ravel()]
+    return steps, gamma_0, gamma[0] - gamma_0
 
 
 #: ``pair(delay) -> (w, Gamma_0(p), Gamma_1(p))`` for one plant (:func:`pair_of`).

@@ -296,14 +296,17 @@ def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, 
     a delay beyond the bound does not.  White residuals are assumed for the reference
     distribution.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        predicted, _ = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
-                               refined.initial_states,
-                               None if not refined.D.any() else refined.D, refined.offset,
-                               experiments, dt, R)
+    if refined.residuals is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            predicted, _ = _predicted(refined.A_c, refined.C, refined.B_c, refined.delays,
+                                      refined.initial_states,
+                                      None if not refined.D.any() else refined.D,
+                                      refined.offset, experiments, dt, R)
+        residuals = [Y[:, R:].T - y for (Y, _), y in zip(experiments, predicted, strict=True)]
+    else:
+        residuals = refined.residuals
     rows, targets = [], []
-    for (Y, U), y in zip(experiments, predicted, strict=True):
-        residual = Y[:, R:].T - y                                   # (T, ny)
+    for (_, U), residual in zip(experiments, residuals, strict=True):     # residual (T, ny)
         T = residual.shape[0]
         if T <= lags + 1:
             continue
