@@ -78,16 +78,37 @@ class SubspaceBasis:
         return A, gamma[:ny]
 
 
-def stacked_windows(series: np.ndarray, first: int, count: int, length: int) -> np.ndarray:
+def stacked_windows(series: np.ndarray, first: int, count: int, length: int,
+                    out: np.ndarray | None = None) -> np.ndarray:
     """Rows ``series[:, first + i]`` for ``i < length`` stacked, one column per window start.
 
     ``series`` is (d, K); the result is (length d, count): column ``c`` is
-    ``[series[:, first + c]; ...; series[:, first + c + length - 1]]``.
+    ``[series[:, first + c]; ...; series[:, first + c + length - 1]]``.  Written into ``out``
+    when given (a block of a larger array).
     """
     d = series.shape[0]
-    view = np.lib.stride_tricks.sliding_window_view(series, length, axis=1)   # (d, K-L+1, L)
-    block = view[:, first:first + count, :]                                   # (d, count, L)
-    return block.transpose(2, 0, 1).reshape(length * d, count)
+    out = np.empty((length * d, count)) if out is None else out
+    for i in range(length):             # row blocks are shifted slices: contiguous copies
+        out[i * d:(i + 1) * d] = series[:, first + i:first + i + count]
+    return out
+
+
+def _window_range(K: int, R: int, f: int) -> tuple[int, int]:
+    """First window start ``k`` (``k - p - R >= 0`` with ``p = f``) and the number of windows
+    (the last has ``k + f - 1 <= K - 1``) of an experiment of ``K`` samples."""
+    start = f + R
+    return start, K - f + 1 - start
+
+
+def _fill_windows(Y: np.ndarray, U: np.ndarray, R: int, f: int, parts: list[np.ndarray]
+                  ) -> None:
+    """Write ``U_f``, ``W_p`` and ``Y_f`` of one experiment into ``parts`` (three blocks)."""
+    start, count = _window_range(Y.shape[1], R, f)
+    U_f, past, Y_f = parts
+    stacked_windows(U, start - R, count, f + R, out=U_f)
+    stacked_windows(Y, start - f, count, f, out=past[:f * Y.shape[0]])
+    stacked_windows(U, start - f - R, count, f, out=past[f * Y.shape[0]:])
+    stacked_windows(Y, start, count, f, out=Y_f)
 
 
 def windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, ...] | None:
@@ -95,16 +116,14 @@ def windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, .
 
     Every window spans ``2 f + R`` consecutive samples.
     """
-    K = Y.shape[1]
-    start = f + R                                       # first k with k - p - R >= 0 (p = f)
-    count = K - f + 1 - start                           # last k with k + f - 1 <= K - 1
+    (ny, K), m = Y.shape, U.shape[0]
+    count = _window_range(K, R, f)[1]
     if count <= 0:
         return None
-    U_f = stacked_windows(U, start - R, count, f + R)
-    past = np.vstack([stacked_windows(Y, start - f, count, f),
-                      stacked_windows(U, start - f - R, count, f)])
-    Y_f = stacked_windows(Y, start, count, f)
-    return U_f, past, Y_f
+    parts = [np.empty(((f + R) * m, count)), np.empty((f * (ny + m), count)),
+             np.empty((f * ny, count))]
+    _fill_windows(Y, U, R, f, parts)
+    return tuple(parts)
 
 
 def _inverse_sqrt(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -147,8 +166,9 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
             f"longer or lower horizon")
     Z, sizes = stacked
     # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
-    L = linalg.qr(Z.T, mode="r", check_finite=False)[0].T
-    return basis_from_factor(L, sizes, Z.shape[1], horizon=f, max_delay=R,
+    columns = Z.shape[1]
+    L = linalg.qr(Z.T, mode="r", overwrite_a=True, check_finite=False)[0].T   # Z is ours
+    return basis_from_factor(L, sizes, columns, horizon=f, max_delay=R,
                              n_outputs=experiments[0][0].shape[0])
 
 
@@ -156,14 +176,25 @@ def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: in
                  *, offset: bool) -> tuple[np.ndarray, tuple[int, int, int]] | None:
     """``Z = [U_f (; 1); W_p; Y_f]`` of every window of the experiments, with the row counts of
     its three parts (``None`` when no experiment is long enough)."""
-    blocks = [w for w in (windows(Y, U, max_delay, horizon) for Y, U in experiments)
-              if w is not None]
-    if not blocks:
+    R, f = max_delay, horizon
+    counts = [max(_window_range(Y.shape[1], R, f)[1], 0) for Y, _ in experiments]
+    if not any(counts):
         return None
-    U_f, past, Y_f = (np.hstack(parts) for parts in zip(*blocks, strict=True))
+    ny, m = experiments[0][0].shape[0], experiments[0][1].shape[0]
+    sizes = ((f + R) * m + (1 if offset else 0), f * (ny + m), f * ny)
+    # One array, each experiment's windows written into its columns (no stacking copies).
+    Z = np.empty((sum(sizes), sum(counts)))
+    rows = np.cumsum((0,) + sizes)
+    column = 0
+    for (Y, U), count in zip(experiments, counts, strict=True):
+        if count:
+            block = Z[:, column:column + count]
+            _fill_windows(Y, U, R, f, [block[rows[0]:rows[0] + (f + R) * m],
+                                       block[rows[1]:rows[2]], block[rows[2]:rows[3]]])
+            column += count
     if offset:       # a constant output offset is projected out with the inputs, not a mode
-        U_f = np.vstack([U_f, np.ones((1, U_f.shape[1]))])
-    return np.vstack([U_f, past, Y_f]), (U_f.shape[0], past.shape[0], Y_f.shape[0])
+        Z[sizes[0] - 1] = 1.0
+    return Z, sizes
 
 
 def basis_from_factor(L: np.ndarray, sizes: tuple[int, int, int], columns: int, *,
