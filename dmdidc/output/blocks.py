@@ -91,10 +91,15 @@ class StructuredFit:
     covariance: np.ndarray
 
 
-def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int,
-                out: np.ndarray) -> np.ndarray:
-    """Write the lag responses into ``out`` (T, ny, (R+1) m n); return the initial-state
-    responses ``h[k] = C A^k`` (T, ny, n).
+#: Rows of the lag regression formed at a time (its Gram is accumulated chunk by chunk, so
+#: the regressors stay in cache and the memory does not grow with the data).
+_CHUNK = 2048
+
+
+def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``h[k] = C A^k`` (K, ny, n), the responses ``z`` (K, ny, m, n) to the whole input
+    record and the corrections ``Q`` (R + 1, n, m n) of the lags (zero for lag ``R``).
 
     The response of lag ``j`` at row ``k`` is ``sum_{t < k} h[k - 1 - t] u[t + R - j]``: the
     response ``z[k + R - j]`` to the whole input record less that of its first ``R - j``
@@ -103,20 +108,15 @@ def _regressors(Y: np.ndarray, U: np.ndarray, A: np.ndarray, C: np.ndarray, R: i
     """
     ny, n = C.shape
     m, K = U.shape
-    T = K - R
     h = impulse_response(A, C, K)                                            # (K, ny, n)
     # z[q] = sum_{s < q} h[q - 1 - s] u[s]: convolve, then delay by one sample.
     z = np.zeros((K, ny, m, n))
     z[1:] = signal.fftconvolve(h[:, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
     powers = np.stack([np.linalg.matrix_power(A, k) for k in range(R + 1)])
-    blocks = out.reshape(T, ny, R + 1, m, n)
-    for j in range(R + 1):
-        blocks[:, :, j] = z[R - j:R - j + T]
-        if j < R:    # Q_j[i] = sum_{s < R - j} u_i[s] A^(R - j - 1 - s)   (m, n, n)
-            Q = np.einsum("is,src->irc", U[:, :R - j], powers[R - j - 1::-1])
-            blocks[:, :, j] -= (h[:T].reshape(T * ny, n) @ Q.transpose(1, 0, 2).reshape(n, -1)
-                                ).reshape(T, ny, m, n)
-    return h[:T]
+    Q = np.zeros((R + 1, n, m * n))
+    for j in range(R):      # Q_j[i] = sum_{s < R - j} u_i[s] A^(R - j - 1 - s)   (m, n, n)
+        Q[j] = np.einsum("is,src->ric", U[:, :R - j], powers[R - j - 1::-1]).reshape(n, -1)
+    return h, z, Q
 
 
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
@@ -132,21 +132,25 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
     moment = np.zeros(width)
     energy, rows = 0.0, 0
     for e, (Y, U) in enumerate(experiments):
-        T = U.shape[1] - R
-        full = np.zeros((T, ny, width))
-        full[:, :, n_block + e * n:n_block + (e + 1) * n] = _regressors(
-            Y, U, A, C, R, full[:, :, :n_block])
-        for a in range(ny):
-            if feedthrough:
-                full[:, a, direct + a * m:direct + (a + 1) * m] = U[:, R:].T
-            if offset:
-                full[:, a, width - ny + a] = 1.0
-        target = Y[:, R:].T
-        flat = full.reshape(-1, width)
-        normal += flat.T @ flat
-        moment += flat.T @ target.ravel()
-        energy += float(np.sum(target ** 2))
-        rows += target.size
+        h, z, Q = _responses(U, A, C, R)
+        for a in range(0, U.shape[1] - R, _CHUNK):
+            b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
+            full = np.zeros((b - a, ny, width))
+            lags = full[:, :, :n_block].reshape(b - a, ny, R + 1, m * n)
+            for j in range(R + 1):
+                lags[:, :, j] = z[R - j + a:R - j + b].reshape(b - a, ny, m * n) - h[a:b] @ Q[j]
+            full[:, :, n_block + e * n:n_block + (e + 1) * n] = h[a:b]
+            for o in range(ny):
+                if feedthrough:
+                    full[:, o, direct + o * m:direct + (o + 1) * m] = U[:, R + a:R + b].T
+                if offset:
+                    full[:, o, width - ny + o] = 1.0
+            target = Y[:, R + a:R + b].T
+            flat = full.reshape(-1, width)
+            normal += flat.T @ flat
+            moment += flat.T @ target.ravel()
+            energy += float(np.sum(target ** 2))
+            rows += target.size
     return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
                       n_inputs=m, max_delay=R, n_experiments=E, n_outputs=ny,
                       feedthrough=feedthrough, offset=offset)
