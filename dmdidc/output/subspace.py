@@ -166,8 +166,11 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
             f"longer or lower horizon")
     Z, sizes = stacked
     # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
-    columns = Z.shape[1]
-    L = linalg.qr(Z.T, mode="r", overwrite_a=True, check_finite=False)[0].T   # Z is ours
+    rows, columns = Z.shape
+    # The Householder form: its top square is R (mode="r" would return and triu the full
+    # columns x rows array, mostly zeros); Z is ours to overwrite.
+    factored = linalg.qr(Z.T, mode="raw", overwrite_a=True, check_finite=False)[0][0]
+    L = np.triu(factored[:rows]).T
     return basis_from_factor(L, sizes, columns, horizon=f, max_delay=R,
                              n_outputs=experiments[0][0].shape[0])
 
