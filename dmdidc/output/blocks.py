@@ -137,8 +137,10 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
             b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
             full = np.zeros((b - a, ny, width))
             lags = full[:, :, :n_block].reshape(b - a, ny, R + 1, m * n)
+            initial = h[a:b].reshape(-1, n)           # one product, not one per row
             for j in range(R + 1):
-                lags[:, :, j] = z[R - j + a:R - j + b].reshape(b - a, ny, m * n) - h[a:b] @ Q[j]
+                lags[:, :, j] = (z[R - j + a:R - j + b].reshape(b - a, ny, m * n)
+                                 - (initial @ Q[j]).reshape(b - a, ny, m * n))
             full[:, :, n_block + e * n:n_block + (e + 1) * n] = h[a:b]
             for o in range(ny):
                 if feedthrough:
