@@ -1,0 +1,114 @@
+"""The fast paths of the output identification equal their plain definitions."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import linalg
+
+from dmdidc.output.blocks import _CHUNK, hold_family, lag_moments, spectral_family
+from dmdidc.output.subspace import stacked_data
+from simulations.studies.data_kinds import random_state_matrix
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_spectral_hold_blocks_equal_the_exponentials(seed):
+    rng = np.random.default_rng(seed)
+    n, dt = int(rng.integers(1, 6)), 0.5
+    A_c = random_state_matrix(rng, n, dt)
+    delays = np.r_[np.linspace(0.0, 2.0, 33), rng.uniform(0.0, 2.0, 7)]
+    fast, exact = spectral_family(A_c, dt)(delays), hold_family(A_c, dt, delays)
+    assert np.array_equal(fast[0], exact[0])
+    scale = np.max(np.abs(exact[1]))
+    for a, b in zip(fast[1:], exact[1:], strict=True):
+        assert np.max(np.abs(a - b)) <= 1e-9 * scale
+
+
+def test_a_defective_plant_takes_the_exponentials():
+    A_c = np.array([[-1.0, 1.0], [0.0, -1.0]])          # a Jordan block: no eigenbasis
+    delays = np.linspace(0.0, 1.5, 13)
+    fast, exact = spectral_family(A_c, 0.5)(delays), hold_family(A_c, 0.5, delays)
+    for a, b in zip(fast, exact, strict=True):
+        assert np.array_equal(a, b)
+
+
+def _explicit_regressors(Y, U, A, C, R, e, E, feedthrough, offset):
+    """The lag regression by simulating every regressor column sample by sample."""
+    (ny, n), (m, K) = C.shape, U.shape
+    T = K - R
+    columns = (R + 1) * m * n
+    drive = np.zeros((T, n, columns))
+    for j in range(R + 1):
+        for i in range(m):
+            for c in range(n):
+                drive[:, c, (j * m + i) * n + c] = U[i, R - j:K - j]
+    x = np.zeros((n, columns))
+    lags = np.zeros((T, ny, columns))
+    for k in range(T):
+        lags[k] = C @ x
+        x = A @ x + drive[k]
+    initial = np.stack([C @ np.linalg.matrix_power(A, k) for k in range(T)])
+    parts = [lags, np.zeros((T, ny, E * n))]
+    parts[1][:, :, e * n:(e + 1) * n] = initial
+    if feedthrough:
+        parts.append(np.einsum("ab,kt->tabk", np.eye(ny), U[:, R:]).reshape(T, ny, ny * m))
+    if offset:
+        parts.append(np.broadcast_to(np.eye(ny), (T, ny, ny)))
+    return np.concatenate(parts, axis=2).reshape(T * ny, -1), Y[:, R:].T.ravel()
+
+
+@pytest.mark.parametrize("seed,feedthrough,offset", [(0, False, True), (1, True, False),
+                                                     (2, True, True)])
+def test_lag_moments_equal_the_explicit_regression(seed, feedthrough, offset):
+    """Several experiments, one longer than a chunk: the moments of the simulated regressors."""
+    rng = np.random.default_rng(seed)
+    n, m, ny, R = 2, 2, 2, 3
+    A = linalg.expm(random_state_matrix(rng, n, 0.5) * 0.5)
+    C = rng.standard_normal((ny, n))
+    experiments = [(rng.standard_normal((ny, K)), rng.standard_normal((m, K)))
+                   for K in (_CHUNK + 300, 400)]
+    moments = lag_moments(experiments, A, C, R, feedthrough=feedthrough, offset=offset)
+    rows = [_explicit_regressors(Y, U, A, C, R, e, 2, feedthrough, offset)
+            for e, (Y, U) in enumerate(experiments)]
+    Phi, target = np.vstack([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
+    scale = np.max(np.abs(Phi.T @ Phi))
+    assert np.max(np.abs(moments.normal - Phi.T @ Phi)) <= 1e-10 * scale
+    assert np.max(np.abs(moments.moment - Phi.T @ target)) <= 1e-10 * scale
+    assert moments.rows == target.size
+
+
+def test_stacked_windows_are_the_windows_of_every_experiment():
+    rng = np.random.default_rng(3)
+    ny, m, R, f = 2, 1, 2, 3
+    experiments = [(rng.standard_normal((ny, K)), rng.standard_normal((m, K)))
+                   for K in (40, 5, 25)]                    # the middle one is too short
+    Z, sizes = stacked_data(experiments, R, f, offset=True)
+    columns = []
+    for Y, U in experiments:
+        for k in range(f + R, Y.shape[1] - f + 1):
+            columns.append(np.concatenate(
+                [U[:, k - R:k + f].T.ravel(), [1.0], Y[:, k - f:k].T.ravel(),
+                 U[:, k - f - R:k - R].T.ravel(), Y[:, k:k + f].T.ravel()]))
+    assert sizes == ((f + R) * m + 1, f * (ny + m), f * ny)
+    assert np.array_equal(Z, np.array(columns).T)
+
+
+def test_the_refinement_residuals_are_the_simulated_residuals():
+    """The residual checks read the search's last residuals instead of simulating again."""
+    from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+    from dmdidc.output.noise import output_residuals
+    rng = np.random.default_rng(4)
+    plant = DelayedPlant.from_continuous(random_state_matrix(rng, 2, 0.5),
+                                         rng.standard_normal((2, 1)), [0.7], 0.5, max_delay=3)
+    U = [random_excitation(1, K, rng=rng) for K in (900, 700)]
+    Y = [rng.standard_normal((1, 2)) @ plant.simulate(np.zeros(2), u)[:, :-1]
+         + 0.05 * rng.standard_normal((1, u.shape[1])) for u in U]
+    with warnings.catch_warnings():      # the fit's quality is not the point here
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=3).fit(Y, U, dt=0.5)
+    scaled = [(y / est.scale_[:, None], u) for y, u in zip(Y, U, strict=True)]
+    simulated = output_residuals(scaled, est.refined_, 0.5, 3)
+    for a, b in zip(est.refined_.residuals, simulated, strict=True):
+        assert a.shape == b.shape and np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b))
