@@ -101,21 +101,28 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     d_in_1 = np.einsum("idrc,ci->idr", holds.d_gamma_1, B_c)
     shifted_b = np.einsum("irc,ci->ir", holds.shift, B_c)
     nn, nm = n * n, n * m
+    P = nn + nm + m
+    # s_t = sum_q z_t[q] M[q] with z_t = [x_t; u_0(t); u_1(t)]: every sensitivity input of
+    # A_c, B_c (index c m + i) and the delays, (T, n, P), in one product.
+    M = np.zeros((n + 2 * m, n, P))
+    M[:n, :, :nn] = holds.d_A_d.transpose(2, 1, 0)
+    M[n:n + m, :, :nn] = d_in_0.transpose(0, 2, 1)
+    M[n + m:, :, :nn] = d_in_1.transpose(0, 2, 1)
+    channels = np.arange(m)
+    on_b = M[:, :, nn:nn + nm].reshape(n + 2 * m, n, n, m)       # [q, r, c, i]
+    on_b[n + channels, :, :, channels] = holds.gamma_0
+    on_b[n + m + channels, :, :, channels] = holds.gamma_1
+    M[n + channels, :, nn + nm + channels] = -shifted_b
+    M[n + m + channels, :, nn + nm + channels] = shifted_b
     blocks = []
     for e, ((_, U), X) in enumerate(zip(experiments, states, strict=True)):
         T = X.shape[1]
-        u_0 = np.stack([_lagged(U[i:i + 1], w, R, T)[0] for i, w in enumerate(holds.steps)])
-        u_1 = np.stack([_lagged(U[i:i + 1], w + 1, R, T)[0]
-                        for i, w in enumerate(holds.steps)])
-        # Sensitivity inputs s (T, n, P) of A_c, B_c (index l m + i) and the delays.
-        s = np.empty((T, n, nn + nm + m))
-        s[:, :, :nn] = (X.T @ holds.d_A_d.transpose(2, 1, 0).reshape(n, -1)
-                        + u_0.T @ d_in_0.transpose(0, 2, 1).reshape(m, -1)
-                        + u_1.T @ d_in_1.transpose(0, 2, 1).reshape(m, -1)).reshape(T, n, nn)
-        s[:, :, nn:nn + nm].reshape(T, n, n, m)[:] = (
-            u_0.T[:, None, None, :] * holds.gamma_0.transpose(1, 2, 0)
-            + u_1.T[:, None, None, :] * holds.gamma_1.transpose(1, 2, 0))
-        s[:, :, nn + nm:] = -(u_0 - u_1).T[:, None, :] * shifted_b.T
+        z = np.empty((T, n + 2 * m))
+        z[:, :n] = X.T
+        for i, w in enumerate(holds.steps):
+            z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
+            z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
+        s = (z @ M.reshape(n + 2 * m, n * P)).reshape(T, n, P)
         J = np.zeros((T, ny, layout["size"]))
         response = propagate(holds.A_d, s, C=C)
         # A_c, then B_c and the delays (adjacent in the layout)
