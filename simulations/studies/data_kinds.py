@@ -33,8 +33,8 @@ from scipy.optimize import linear_sum_assignment
 from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer
 
-__all__ = ["DATA_KINDS", "IdentificationData", "Outcome", "assess", "make_data",
-           "random_plant", "random_state_matrix", "right_or_loud"]
+__all__ = ["DATA_KINDS", "IdentificationData", "Outcome", "assess", "closed_loop_radius",
+           "make_data", "random_plant", "random_state_matrix", "right_or_loud"]
 
 #: The kinds of data :func:`make_data` draws, with what each departs from.
 DATA_KINDS = {
@@ -173,12 +173,35 @@ def _inputs(kind: str, m: int, K: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((m, K))
 
 
-def _closed_loop(plant, K: int, snr_db: float, rng: np.random.Generator):
-    """Noisy measurements fed back through an LQR gain (heavy input weight), plus a dither."""
+def _loop_gain(plant) -> np.ndarray:
+    """The state-feedback gain of the ``"closed_loop"`` kind: LQR, heavy input weight."""
     from controllers import lqr_gain
 
+    return lqr_gain(plant, R=3.0 * np.eye(plant.n_inputs))
+
+
+def closed_loop_radius(plant) -> float:
+    """Spectral radius of the loop that ``make_data("closed_loop", plant)`` runs.
+
+    The gain ignores the delay, so on some random plants the loop is unstable (radius >= 1)
+    and the data diverge; draw such plants again when a study needs a working loop.
+
+    Examples
+    --------
+    >>> closed_loop_radius(random_plant(0, dt=1.0)) < 1.0
+    True
+    """
+    from controllers.analysis import lifted_loop
+
+    m = plant.n_inputs
+    F, G, C = lifted_loop(plant, -_loop_gain(plant), np.zeros((0, m, m)))
+    return float(np.max(np.abs(np.linalg.eigvals(F + G @ C))))
+
+
+def _closed_loop(plant, K: int, snr_db: float, rng: np.random.Generator):
+    """Noisy measurements fed back through an LQR gain (heavy input weight), plus a dither."""
     n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
-    gain = lqr_gain(plant, R=3.0 * np.eye(m))
+    gain = _loop_gain(plant)
     scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, K))))
     dither = 0.3 * rng.standard_normal((m, K))
     w = 0.3 * scale * rng.standard_normal((n, K))
