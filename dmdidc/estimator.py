@@ -51,6 +51,7 @@ from dmdidc.inference.intervals import (
     bootstrap_intervals,
     bootstrap_refit,
     model_vector,
+    with_pretest_bias,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
@@ -788,6 +789,8 @@ class DMDidc:
         self._solution, self._block_test = solution, identified.test
         self._model, self._kept = self._annotated(identified.model), identified.kept
         self._block_variance = identified.block_variance
+        # least squares kept by Hausman's pretest: its intervals need the IV twin
+        self._pretest_iv = outcome.least_squares if outcome.pretest else None
         self._pending = None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
                                             trajectories=trajectories,
@@ -826,7 +829,10 @@ class DMDidc:
         ----------
         level : float, default 0.95
         method : {"asymptotic", "bootstrap"}, default "asymptotic"
-            Delta method with the estimator's covariance, or percentile bootstrap over
+            Delta method with the estimator's covariance (when ``estimator="auto"`` kept
+            least squares after comparing it with IV, e.g. on closed-loop data, widened by the
+            bias that comparison cannot exclude:
+            :func:`~dmdidc.inference.intervals.with_pretest_bias`), or percentile bootstrap over
             independent trajectories (the data given to ``fit``, passed again as ``X``, ``U``
             and ``Z``) or over the parts of a list given to ``fit_statistics``.
         n_resamples : int, default 200
@@ -868,16 +874,20 @@ class DMDidc:
         if not model.has_continuous:
             raise LogarithmError(model.continuous_note or "no continuous model")
         n, m, R = self._dims
-        solution, test = self._solution, self._block_test
+        solution = self._solution
         if method == "asymptotic":
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            restricted = restricted_coefficients(solution, n, self._kept)
-            return asymptotic_intervals(solution, test, restricted,
-                                        restriction_projector(solution, n, self._kept),
-                                        n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
-                                        level=level, block_variance=self._block_variance)
+            intervals = self._asymptotic(solution, level)
+            iv = getattr(self, "_pretest_iv", None)
+            if iv is None:
+                return intervals
+            try:
+                return with_pretest_bias(intervals, self._asymptotic(iv, level))
+            except (ValueError, np.linalg.LinAlgError):
+                # (IV's blocks have no continuous model: no bias estimate to add)
+                return intervals
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         params = dict(self.get_params(), max_delay=self._R)
         if self._parts is not None:
@@ -897,6 +907,15 @@ class DMDidc:
                                            trajectories=trajectories, signals=signals)
         return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
                                    level=level, n_resamples=n_resamples, rng=rng)
+
+    def _asymptotic(self, solution: RegressionSolution, level: float) -> ConfidenceIntervals:
+        """Delta-method intervals of ``solution`` with the fit's block decision."""
+        n, m, R = self._dims
+        restricted = restricted_coefficients(solution, n, self._kept)
+        return asymptotic_intervals(solution, self._block_test, restricted,
+                                    restriction_projector(solution, n, self._kept),
+                                    n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
+                                    level=level, block_variance=self._block_variance)
 
     def delay_ci(self, level: float = 0.95, *, method: str = "asymptotic",
                  **options: Any) -> IntervalEstimate:

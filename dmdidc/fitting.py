@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
+from dmdidc.inference.intervals import hausman_variance
 from dmdidc.inference.offset import OffsetTest, offset_test
 from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
@@ -88,6 +89,10 @@ class FitOutcome:
     instrument_kind : str or None
         How ``instrument_signals`` instrument (:func:`dmdidc.regression.refined.
         instrument_rows`): ``"simulated"`` or ``"exogenous"``.
+    pretest : bool
+        Least squares was kept because Hausman's comparison found no difference from IV
+        (``least_squares`` then holds the IV solution): its intervals add the bias that
+        comparison cannot exclude (:func:`dmdidc.inference.intervals.with_pretest_bias`).
     """
 
     solution: RegressionSolution
@@ -101,6 +106,7 @@ class FitOutcome:
     notes: list[str] = field(default_factory=list)
     reference: bool = False
     instrument_kind: str | None = None
+    pretest: bool = False
 
 
 def _statistics(trajectories, R: int, instruments, lags: int | None = None,
@@ -365,8 +371,7 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
     if ls is None or iv.estimator != "iv" or first_stage_f(iv) >= WEAK_INSTRUMENTS_F:
         return False              # strong instruments: IV is precise and consistent
     difference = iv.coefficients - ls.coefficients
-    v_iv, v_ls = iv.standard_errors ** 2, ls.standard_errors ** 2
-    variance = np.maximum(v_iv - v_ls, 0.05 * v_iv)
+    variance = hausman_variance(iv.standard_errors ** 2, ls.standard_errors ** 2)
     z = float(np.max(np.abs(difference) / np.sqrt(np.where(variance > 0, variance, np.inf))))
     critical = float(special.ndtri(1.0 - level / (2.0 * difference.size)))
     if z > critical:
@@ -378,7 +383,7 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
                          f"deviations, threshold {critical:.3g}): the more precise least "
                          f"squares is kept")
     outcome.least_squares, outcome.solution = iv, ls
-    outcome.estimator, outcome.instruments = "ls", None
+    outcome.estimator, outcome.instruments, outcome.pretest = "ls", None, True
     return True
 
 

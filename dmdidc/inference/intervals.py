@@ -30,6 +30,15 @@ variability of the whole delay and of the block decision.
 Both are intervals for what the estimator converges to: least squares on noisy states
 converges to a biased value (errors in variables), so its intervals do not cover the truth as
 data grow; IV intervals do.
+
+**After a pretest** (``estimator="auto"`` kept least squares because Hausman's comparison found
+no difference from weak-instrument IV, typically closed-loop data): the comparison has least
+power exactly then, so a bias it cannot detect may still exceed least squares' own standard
+error, and a pretest estimator's nominal intervals undercover (Guggenberger 2010).
+:func:`with_pretest_bias` adds the estimated squared bias ``max(D^2 - Var D, 0)`` of each
+quantity, ``D`` its IV-minus-LS difference, to the least-squares variance (a mean-squared-error
+interval): on 120 random closed-loop plants the 95 % delay intervals of such fits covered
+91 % of the true delays before, 94 % after (``docs/scripts/closed_loop_coverage.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +58,8 @@ from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import recover_channel, recover_continuous
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
-           "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS"]
+           "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS",
+           "hausman_variance", "with_pretest_bias"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
 #: Most bootstrap refits one call may ask for (each is a whole fit).
@@ -249,6 +259,67 @@ def asymptotic_intervals(solution, test, restricted: np.ndarray, projector: np.n
         se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
     z = float(special.ndtri(0.5 + 0.5 * level))
     return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
+
+
+def hausman_variance(v_iv: np.ndarray, v_ls: np.ndarray) -> np.ndarray:
+    """Variance of an IV-minus-LS difference if least squares is consistent (Hausman 1978).
+
+    Least squares is then efficient, so ``Var(IV - LS) = Var IV - Var LS``; floored at 5 % of
+    ``Var IV`` (two estimates from the same data never differ by exactly their variances'
+    difference; the floor keeps a near-equal pair from dividing by about zero).
+
+    Examples
+    --------
+    >>> hausman_variance(np.array([4.0, 1.0]), np.array([1.0, 1.0])).tolist()
+    [3.0, 0.05]
+    """
+    return np.maximum(v_iv - v_ls, 0.05 * v_iv)
+
+
+def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceIntervals
+                      ) -> ConfidenceIntervals:
+    """Asymptotic intervals of least squares kept by a pretest, widened by its estimated bias.
+
+    Per quantity, ``D = alternative - chosen`` (IV minus least squares) estimates the bias of
+    least squares with variance :func:`hausman_variance`; ``max(D^2 - Var D, 0)`` estimates its
+    square (unbiased before the clipping), and the standard error becomes
+    ``sqrt(se^2 + max(D^2 - Var D, 0))``: the interval is built on the estimated mean-squared
+    error.  Where the alternative has no interval the chosen one is kept.
+
+    Parameters
+    ----------
+    chosen : ConfidenceIntervals
+        Least squares' asymptotic intervals (the reported values).
+    alternative : ConfidenceIntervals
+        IV's asymptotic intervals on the same data and block decision.
+
+    Returns
+    -------
+    ConfidenceIntervals
+        Same values as ``chosen``, same level, wider where IV differs by more than chance.
+
+    Examples
+    --------
+    >>> ls = IntervalEstimate("r", [2.0], [1.9], [2.1], [0.05], 0.95, "asymptotic", "s")
+    >>> iv = IntervalEstimate("r", [2.3], [2.1], [2.5], [0.1], 0.95, "asymptotic", "s")
+    >>> pair = [ConfidenceIntervals(x, x, x, 0.95, "asymptotic") for x in (ls, iv)]
+    >>> bool(with_pretest_bias(*pair).delay.half_width[0] > 0.5)
+    True
+    """
+    z = float(special.ndtri(0.5 + 0.5 * chosen.level))
+    items = []
+    for mine, other in ((chosen.delay, alternative.delay), (chosen.A_c, alternative.A_c),
+                        (chosen.B_c, alternative.B_c)):
+        v_ls, v_iv = mine.standard_error ** 2, other.standard_error ** 2
+        with np.errstate(invalid="ignore"):
+            bias2 = np.maximum((other.value - mine.value) ** 2 - hausman_variance(v_iv, v_ls),
+                               0.0)
+        se = np.where(np.isfinite(bias2), np.sqrt(v_ls + np.nan_to_num(bias2)),
+                      mine.standard_error)
+        items.append(IntervalEstimate(mine.name, mine.value, mine.value - z * se,
+                                      mine.value + z * se, se, mine.level, mine.method,
+                                      mine.unit))
+    return ConfidenceIntervals(*items, level=chosen.level, method=chosen.method)
 
 
 def _numerical_jacobian(restricted, cov, test, base, n, m, R, dt, block_variance
