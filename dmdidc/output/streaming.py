@@ -83,8 +83,10 @@ class SubspaceStatistics:
         if stacked is None:                       # too short for a window yet: all in the tail
             return
         Z = stacked[0]
-        self._factor = linalg.qr(np.vstack([self._factor, Z.T]), mode="r",
-                                 check_finite=False)[0][:Z.shape[0]]
+        # Householder form (as subspace.py): mode="r" would return and triu the full array
+        factored = linalg.qr(np.vstack([self._factor, Z.T]), mode="raw", overwrite_a=True,
+                             check_finite=False)[0][0]
+        self._factor = np.triu(factored[:Z.shape[0]])
         self.columns += Z.shape[1]
 
     def rms(self) -> np.ndarray:
