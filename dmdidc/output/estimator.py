@@ -30,6 +30,7 @@ from dmdidc.output.blocks import (
     structured_fit,
 )
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
+from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
@@ -255,8 +256,8 @@ class OutputDMDidc:
         self.dt, self.scale_, self._stream, self._pending = dt, scale, None, None
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
         n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
+        n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
         refined = self._check_delays(scaled, R, dt, refined)
-        self._check_order(basis, scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
         return self
 
@@ -344,8 +345,8 @@ class OutputDMDidc:
             self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in scaled)
             R, order, _, max_order = self._checked(Y.shape[0])
             n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
+            n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
             refined = self._check_delays(scaled, R, dt, refined)
-            self._check_order(basis, scaled, R, dt, refined)
         except InsufficientExcitationError as exc:
             self._pending = exc
             if hasattr(self, "order_"):
@@ -520,41 +521,45 @@ class OutputDMDidc:
         self._residual_check(tried[n][2], tried[n][3], n)
         return n, tried[n][0], tried[n][1], False
 
-    def _check_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
-                     refined: Refined) -> None:
-        """Right or loud about a chosen order whose weakest state is not clearly a state.
+    def _check_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int,
+                     start: StructuredFit, refined: Refined
+                     ) -> tuple[int, StructuredFit, Refined]:
+        """Right or loud about the automatic order (:mod:`dmdidc.output.order_check`).
 
-        When the weakest kept canonical correlation is below ``_CLEAR`` noise edges, the
-        neighbouring orders are fitted (``n - 1`` from the balanced truncation of the fit,
-        ``n + 1`` from the subspace basis) and compared by likelihood ratios ``Delta RSS /
-        sigma^2`` against chi^2 with one state's basis-free parameters (``l + m + E``): the
-        order is uncertain if its weakest state is not significant at ``significance``, or if
-        one more state is at ``_UNCERTAIN``.  Only automatic orders of inexact fits.
+        With white residuals, states are added while one more is significant at
+        ``significance`` by its likelihood ratio (``order_rule_`` says so).  When the weakest
+        kept canonical correlation is below ``_CLEAR`` noise edges, the order is reported
+        uncertain if order ``n - 1`` (from the balanced truncation of the fit) fits as well at
+        ``significance``, or order ``n + 1`` fits better at ``_UNCERTAIN``.  Only automatic
+        orders of inexact fits.
         """
-        n = refined.A_c.shape[0]
         energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
-        if (self.order is not None or refined.rss <= _EXACT * energy
-                or basis.singular_values[n - 1] >= _CLEAR * np.sqrt(basis.noise_edge)):
-            return
-        sigma2 = refined.rss / refined.dof
-        ny, m = refined.C.shape[0], refined.B_c.shape[1]
-        dof = ny + m + len(experiments)
-        found = []
-        for k, level in ((n - 1, self.significance), (n + 1, _UNCERTAIN)):
-            if not 1 <= k <= min(basis.max_order, self.max_order):
-                continue
-            start = balanced_dynamics(refined, k, dt) if k < n else None
-            if k < n and start is None:
-                continue
-            try:
-                other = self._fit_order(basis, experiments, R, dt, k, start)[1]
-            except (LogarithmError, InsufficientExcitationError, np.linalg.LinAlgError):
-                continue
-            p_value = float(stats.chi2.sf(abs(refined.rss - other.rss) / sigma2, dof))
-            if (k < n and p_value > level) or (k > n and other.rss < refined.rss
-                                               and p_value <= level):
-                found.append(f"order {k} {'fits as well' if k < n else 'fits better'} "
-                             f"(likelihood ratio p = {p_value:.2g})")
+        if self.order is not None or refined.rss <= _EXACT * energy:
+            return n, start, refined
+        E = len(experiments)
+
+        def fit(k: int, dynamics=None) -> tuple[StructuredFit, Refined]:
+            return self._fit_order(basis, experiments, R, dt, k, dynamics)[:2]
+
+        larger, raised = None, ""
+        if self._whiteness(experiments, refined, R, dt)[0] > self.significance:
+            def starts(fitted: Refined) -> list:
+                residuals = np.vstack(output_residuals(experiments, fitted, dt, R))
+                return extended_dynamics(fitted, residuals, dt)
+
+            n, start, refined, raised, larger = raise_order(
+                fit, n, start, refined, limit=min(self.max_order, basis.max_order),
+                significance=self.significance, n_experiments=E, starts=starts,
+                truncate=lambda fitted, k: balanced_dynamics(fitted, k, dt))
+            if raised:
+                self.order_rule_ += f"; raised: {raised}"
+        if basis.singular_values[n - 1] >= _CLEAR * np.sqrt(basis.noise_edge):
+            return n, start, refined
+        # a raised order's weakest state was just found significant: no n - 1 refit
+        smaller = None if raised else balanced_dynamics(refined, n - 1, dt) if n > 1 else None
+        found = neighbour_verdicts(fit, refined, smaller, larger, raised=raised,
+                                   significance=self.significance, uncertain=_UNCERTAIN,
+                                   n_experiments=E)
         if found:
             warnings.warn(
                 f"order {n} is uncertain: its weakest canonical correlation "
@@ -562,6 +567,7 @@ class OutputDMDidc:
                 f"{np.sqrt(basis.noise_edge):.3g} and {'; '.join(found)}; modes may be missing, "
                 f"spurious or off. Remedy: more data, richer inputs or more sensors, or compare "
                 f"fits with order= set", DiagnosticWarning, stacklevel=3)
+        return n, start, refined
 
     def _check_delays(self, experiments: list, R: int, dt: float, refined: Refined) -> Refined:
         """Right or loud about each delay: is there a second delay the data fit as well?
@@ -645,10 +651,11 @@ class OutputDMDidc:
         values, gradients = eigenvalue_gradients(self.A_c)
         cov = refined.covariance[refined.layout["A_c"], refined.layout["A_c"]]
         self.eigenvalues_ = values
-        self.eigenvalue_se_ = np.sqrt(np.einsum("ia,ab,ib->i", gradients.real, cov,
-                                                gradients.real)
-                                      + np.einsum("ia,ab,ib->i", gradients.imag, cov,
-                                                  gradients.imag))
+        # standard errors of the real and imaginary parts, (n, 2)
+        self._eigenvalue_axes_se = np.sqrt(np.clip(np.stack(
+            [np.einsum("ia,ab,ib->i", part, cov, part)
+             for part in (gradients.real, gradients.imag)], axis=1), 0.0, None))
+        self.eigenvalue_se_ = np.hypot(*self._eigenvalue_axes_se.T)
         delays = refined.layout["delays"]
         self.delay_se_ = np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0, None))
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
@@ -708,11 +715,26 @@ class OutputDMDidc:
 
     def eigenvalue_ci(self, level: float = 0.95) -> np.ndarray:
         """Confidence intervals (n, 2) of the eigenvalues' real and imaginary parts as complex
-        bounds ``low``, ``high`` (``lambda -+ z se`` along both axes)."""
+        bounds ``low``, ``high``: ``Re lambda -+ z se(Re lambda)`` and the same for the
+        imaginary part, each at ``level`` (a real eigenvalue's imaginary part has none).
+
+        A model read by :meth:`load` from a file without the parts' standard errors uses
+        ``eigenvalue_se_`` (their root sum of squares) on both axes: wider, never narrower.
+        """
         self._check_fitted()
-        z = stats.norm.isf((1.0 - float(level)) / 2.0)
-        spread = z * self.eigenvalue_se_ * (1 + 1j) / np.sqrt(2)
+        level = float(level)
+        if not 0.0 < level < 1.0:
+            raise ParameterError(f"level={level!r}; accepted: (0, 1)")
+        z = stats.norm.isf((1.0 - level) / 2.0)
+        axes = self._axes_se()
+        spread = z * (axes[:, 0] + 1j * axes[:, 1])
         return np.stack([self.eigenvalues_ - spread, self.eigenvalues_ + spread], axis=1)
+
+    def _axes_se(self) -> np.ndarray:
+        """Standard errors (n, 2) of the eigenvalues' real and imaginary parts (both
+        ``eigenvalue_se_`` for a model loaded without them)."""
+        axes = getattr(self, "_eigenvalue_axes_se", None)
+        return np.stack([self.eigenvalue_se_] * 2, axis=1) if axes is None else axes
 
     def predict(self, U: Any, x0: Any = None) -> np.ndarray:
         """Outputs (l, K) of the identified plant for inputs ``U`` (m, K), from ``x0``."""
@@ -756,6 +778,7 @@ class OutputDMDidc:
             "delay_se": self.delay_se_.tolist(),
             "eigenvalues": [[v.real, v.imag] for v in self.eigenvalues_],
             "eigenvalue_se": self.eigenvalue_se_.tolist(),
+            "eigenvalue_se_parts": self._axes_se().tolist(),
             "noise_std": self.noise_std_.tolist(), "order": self.order_,
             "singular_values": self.singular_values_.tolist(), "noise_edge": self.noise_edge_,
             "horizon": self.horizon_,
@@ -791,6 +814,8 @@ class OutputDMDidc:
         est.delay_se_ = np.array(record["delay_se"])
         est.eigenvalues_ = np.array([complex(*v) for v in record["eigenvalues"]])
         est.eigenvalue_se_ = np.array(record["eigenvalue_se"])
+        if "eigenvalue_se_parts" in record:
+            est._eigenvalue_axes_se = np.array(record["eigenvalue_se_parts"]).reshape(-1, 2)
         est.noise_std_ = np.array(record["noise_std"])
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])

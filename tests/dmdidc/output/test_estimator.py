@@ -87,7 +87,9 @@ def test_twenty_db_partial_measurements_within_a_few_percent_with_honest_interva
 def test_all_states_measured_agree_with_dmdidc():
     plant, _, _, U = _experiment(5, K=3000)
     X = plant.simulate(np.zeros(3), U)
-    rng = np.random.default_rng(5)
+    # not default_rng(5): that stream drew the plant and U, so its normals would be the inputs
+    # again, and the "noise" an input-driven signal (the likelihood ratio found it as a mode)
+    rng = np.random.default_rng(1005)
     noisy = X + 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
     out = OutputDMDidc(max_delay=R).fit(noisy[:, :-1], U, dt=T)
     full = DMDidc(max_delay=R).fit(noisy, U, dt=T)

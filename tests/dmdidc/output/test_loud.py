@@ -38,12 +38,12 @@ def test_well_posed_plants_raise_no_false_alarm(seed):
     assert np.max(np.abs(est.delay - plant.delay)) < 0.1 * T
 
 
-_CLOSE_MODES = pytest.mark.xfail(strict=True, reason="issue 19 open: three close fast modes "
-                                 "fitted as order 2 without warning (order 3 is not significant)")
-
-
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=_CLOSE_MODES), 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", range(6))
 def test_one_sensor_fits_are_right_or_loud(seed):
+    """Seed 1 has three close modes (A_c T = -0.51, -0.70, -0.86): fits of order 2 and 3
+    from the subspace basis end above the order-1 residual, the nested start of
+    :func:`~dmdidc.output.order_check.extended_dynamics` finds order 2 significant and order 3
+    better at 0.05 but not at the level, so the order is reported uncertain."""
     plant, _, Y, U = _experiment(seed, n=3, m=2, outputs=1, K=2000, snr_db=20.0)
     est, messages = _fit(Y, U)
     right = (est.order_ == 3 and _eigenvalue_error(plant, est) < 0.1

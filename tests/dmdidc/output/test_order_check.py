@@ -1,0 +1,73 @@
+"""The order checks of OutputDMDidc: likelihood ratios, nested starts, interval axes."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import linalg, stats
+
+from dmdidc import OutputDMDidc
+from dmdidc.output.order_check import extended_dynamics, likelihood_ratio
+from dmdidc.output.refine import Refined
+from tests.dmdidc.output.test_estimator import R, T, _experiment
+
+
+def _refined(A_c, C, rss=1.0, dof=1000):
+    n = A_c.shape[0]
+    return Refined(A_c=A_c, C=C, B_c=np.ones((n, 1)), delays=np.zeros(1),
+                   initial_states=np.zeros((1, n)), D=np.zeros((C.shape[0], 1)),
+                   offset=np.zeros(C.shape[0]), covariance=np.zeros((0, 0)), rss=rss, dof=dof,
+                   layout={}, converged=True)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_likelihood_ratio_is_chi2_with_one_states_parameters(seed):
+    rng = np.random.default_rng(seed)
+    n, ny = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    smaller = _refined(-np.eye(n), rng.standard_normal((ny, n)), rss=100.0 + rng.random())
+    larger = _refined(-np.eye(n + 1), rng.standard_normal((ny, n + 1)), rss=100.0)
+    statistic, p_value = likelihood_ratio(smaller, larger, n_experiments=2)
+    assert statistic == pytest.approx((smaller.rss - 100.0) / 0.1)
+    assert p_value == pytest.approx(stats.chi2.sf(statistic, ny + 1 + 2))
+    # a larger fit stuck above the smaller one is no evidence for more states
+    stuck = _refined(-np.eye(n + 1), larger.C, rss=smaller.rss * 1.5)
+    assert likelihood_ratio(smaller, stuck, n_experiments=2)[1] == 1.0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_extended_start_keeps_the_fit_and_adds_a_slower_real_mode(seed):
+    rng = np.random.default_rng(seed)
+    n, ny = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    A_c = -np.diag(rng.uniform(0.2, 3.0, n))
+    fit = _refined(A_c, rng.standard_normal((ny, n)))
+    (A_d, C), = extended_dynamics(fit, rng.standard_normal((500, ny)), dt=T)
+    rates = np.sort(np.log(np.linalg.eigvals(A_d).real) / T)
+    old = np.sort(np.diag(A_c))
+    assert np.allclose(np.sort(np.r_[old, old.max() / 3.0]), rates)
+    assert np.allclose(C[:, :n], fit.C) and np.isclose(np.linalg.norm(C[:, n]), 1.0)
+    np.testing.assert_allclose(A_d[:n, :n], linalg.expm(A_c * T))
+
+
+def test_no_extended_start_from_an_unstable_fit():
+    fit = _refined(np.array([[0.1]]), np.ones((1, 1)))
+    assert extended_dynamics(fit, np.ones((10, 1)), dt=T) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_real_eigenvalue_interval_is_z_standard_errors_wide(seed, tmp_path):
+    """A real eigenvalue's interval is +- z se along the real axis (not z se / sqrt 2), and
+    survives save / load."""
+    plant, _, Y, U = _experiment(seed, n=1, m=1, outputs=1, K=1000, snr_db=20.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    low, high = est.eigenvalue_ci(0.95)[0]
+    z = stats.norm.isf(0.025)
+    assert (high - low).real == pytest.approx(2 * z * est.eigenvalue_se_[0])
+    assert (high - low).imag == 0.0
+    loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
+    np.testing.assert_allclose(loaded.eigenvalue_ci(0.95), est.eigenvalue_ci(0.95))
+    with pytest.raises(ValueError, match="level"):
+        est.eigenvalue_ci(1.5)
