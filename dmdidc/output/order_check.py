@@ -109,14 +109,15 @@ def raise_order(fit: Callable[[int, object], tuple], n: int, start, refined: Ref
 
     ``fit(k, dynamics)`` returns ``(start, refined)`` of order ``k`` from discrete
     ``dynamics = (A_d, C)`` (``None``: the subspace basis); ``starts(refined)`` gives the
-    starts of order ``n + 1`` besides the subspace basis (:func:`extended_dynamics`), and the
-    best fit counts.  The likelihood ratio compares the best fits of the two orders: before a
-    state is added, order ``n`` is refitted from ``truncate(fit_n1, n)`` (the balanced
-    truncation of the better fit), since a fit of order ``n`` stuck above its minimum makes
-    any larger fit look significant (seed 63 of the sweep: 32 noise variances above the fit
-    started from the true plant).  ``rule`` says which orders were added and why (empty if
-    none); ``last`` is the final comparison of order ``n + 1`` (``None`` if it could not be
-    fitted), for :func:`neighbour_verdicts`.
+    starts of order ``n + 1`` tried when the subspace basis' fit ends above order ``n``'s
+    (stuck: no evidence either way; :func:`extended_dynamics`), and the best fit counts.
+    The likelihood ratio compares the best fits of the two orders: before a state is added,
+    order ``n`` is refitted from ``truncate(fit_n1, n)`` (the balanced truncation of the
+    better fit), since a fit of order ``n`` stuck above its minimum makes any larger fit look
+    significant (seed 63 of the sweep: 32 noise variances above the fit started from the true
+    plant).  ``rule`` says which orders were added and why (empty if none); ``last`` is the
+    final comparison of order ``n + 1`` (``None`` if it could not be fitted), for
+    :func:`neighbour_verdicts`.
     """
     rules, last = [], None
     while n < limit:
@@ -128,8 +129,8 @@ def raise_order(fit: Callable[[int, object], tuple], n: int, start, refined: Ref
                 continue
             if best is None or candidate[1].rss < best[1].rss:
                 best = candidate
-            if likelihood_ratio(refined, best[1], n_experiments)[1] <= significance:
-                break                           # significant already: spare the other starts
+            if best[1].rss < refined.rss:
+                break      # a fit below order n's decides; only a stuck one needs another start
         if best is None:
             return n, start, refined, "; ".join(rules), None
         other_start, other = best
