@@ -582,8 +582,12 @@ class OutputDMDidc:
         with one dof at ``significance``): a significantly better fit replaces the first, an
         indistinguishable one warns, naming both delays.
         """
-        if R == 0 or refined.rss <= _EXACT * sum(float(np.sum(Y ** 2)) for Y, _ in experiments):
+        if R == 0:
             return refined
+        # Exact (noise-free) data have no sigma^2 for the likelihood ratio: there a second
+        # delay counts as equally good when it fits exactly too.
+        exact_rss = _EXACT * sum(float(np.sum(Y ** 2)) for Y, _ in experiments)
+        exact = refined.rss <= exact_rss
         critical = float(stats.chi2.isf(self.significance, 1))
         z, delay_at = float(stats.norm.isf(self.significance / 2)), refined.layout["delays"].start
         moments, at = None, None
@@ -599,7 +603,7 @@ class OutputDMDidc:
                          grid[1] - grid[0])
             far = inner & (np.abs(grid - refined.delays[i]) > spread)
             chosen = np.interp(refined.delays[i], grid, values)
-            if not far.any() or values[far].min() > 2.0 * chosen:
+            if not far.any() or values[far].min() > max(2.0 * chosen, exact_rss if exact else 0):
                 continue
             delays = refined.delays.copy()
             delays[i] = grid[far][np.argmin(values[far])]
@@ -611,14 +615,21 @@ class OutputDMDidc:
                                offset=refined.offset if self.offset else None)
             except (LogarithmError, np.linalg.LinAlgError):
                 continue
-            ratio = (refined.rss - other.rss) / (refined.rss / refined.dof)
-            if ratio > critical:          # the restart fits significantly better: take it
-                refined = other
-            elif ratio > -critical and abs(other.delays[i] - refined.delays[i]) > spread:
+            if exact:
+                tied = other.rss <= exact_rss
+                evidence = "both fit the noise-free data exactly"
+            else:
+                ratio = (refined.rss - other.rss) / (refined.rss / refined.dof)
+                if ratio > critical:          # the restart fits significantly better: take it
+                    refined = other
+                    continue
+                tied = ratio > -critical
+                evidence = (f"likelihood ratio {abs(ratio):.3g} < {critical:.3g} at level "
+                            f"{self.significance:g}")
+            if tied and abs(other.delays[i] - refined.delays[i]) > spread:
                 warnings.warn(
                     f"channel {i}: delay not determined by the data: {refined.delays[i]:.4g} s "
-                    f"and {other.delays[i]:.4g} s fit equally well (likelihood ratio "
-                    f"{abs(ratio):.3g} < {critical:.3g} at level {self.significance:g}); the "
+                    f"and {other.delays[i]:.4g} s fit equally well ({evidence}); the "
                     f"interval delay_ci covers only the first. Add outputs (sensors), excite "
                     f"with richer inputs, or fix the delay from other knowledge",
                     DiagnosticWarning, stacklevel=3)

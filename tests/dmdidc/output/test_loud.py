@@ -29,6 +29,20 @@ def test_two_delays_that_fit_equally_well_are_named():
         assert any(f"channel {i}: delay not determined" in text for text in messages)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_noise_free_data_name_a_second_exact_delay(seed):
+    """Without noise there is no sigma^2 for the likelihood ratio: a second delay that fits
+    the outputs exactly as well is still named (one sensor), and two sensors, which tell the
+    delays apart, raise no warning."""
+    plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=1, K=2000)
+    est, messages = _fit(Y, U)
+    for i in np.flatnonzero(np.abs(est.delay - plant.delay) > 0.1 * T):
+        assert messages, (seed, i, est.delay, plant.delay)
+    plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000)
+    est, messages = _fit(Y, U)
+    assert messages == [] and np.max(np.abs(est.delay - plant.delay)) < 1e-3 * T
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_well_posed_plants_raise_no_false_alarm(seed):
     plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=30.0)
