@@ -747,10 +747,14 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
             continue
         if centred:
             W = W - W.mean(axis=1, keepdims=True)
-        W = W - (W @ Phi_all.T) @ H                            # the estimation-error correction
+        corrected = W - (W @ Phi_all.T) @ H                    # the estimation-error correction
+        reduced, back = _decidable_directions(W, corrected)
+        if reduced.shape[0] == 0:
+            checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
+            continue
         statistic, rank, z, index = _moment_statistic(
-            np.split(W, cuts, axis=1), residuals,
-            independent_lags if independent else dependent_lags, independent)
+            np.split(reduced, cuts, axis=1), residuals,
+            independent_lags if independent else dependent_lags, independent, back)
         critical = float(special.chdtri(max(rank, 1), level))
         row, residual = divmod(index, n)
         width = U.shape[0] if group != "state" else n
@@ -760,9 +764,58 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     return checks
 
 
-def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, independent: bool
-                      ) -> tuple[float, int, float, int]:
-    """``vec(g)^T V^+ vec(g)``, its degrees of freedom, and the largest ``|g_i| / sd_i``."""
+#: A direction of the corrected moments keeping less than this fraction of the raw moments'
+#: energy (squared norm) is taken as determined by the fit (dropped): periodic inputs make the
+#: corrected moments cancellation noise (1e-27 .. 1e-9 of the raw energy, the top when two
+#: frequencies are close on a short record), while genuine directions keep 1e-10 .. 1 of it
+#: (dropping the few below this bound only drops moment conditions: the test stays valid).
+_DECIDABLE_ENERGY = 1e-6
+
+_UNDECIDABLE = {
+    group: f"not computed: the {what}, corrected for the fit's estimation error, are cancellation "
+           f"noise (below {_DECIDABLE_ENERGY:.0e} of their raw energy): they are linear "
+           f"combinations of the signals the fit already uses, as for a periodic input (a few "
+           f"sinusoids) or an otherwise degenerate excitation, so the data cannot decide this "
+           f"check; excite with a broadband input (white noise, a PRBS) to test it"
+    for group, what in (("past", "moments with past inputs beyond max_delay"),
+                         ("future", "moments with future inputs"),
+                         ("state", "moments with past signals"))}
+
+
+def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """The directions of the corrected moment signals the data can decide, and the way back.
+
+    A rank decision relative to the *raw* signals' scale (each row of ``raw`` of unit energy),
+    not to the corrected ones' own: when the signals are in the span of the instruments (a
+    periodic input once a period fits in the lag window) the correction cancels them to
+    rounding, and a decision relative to that noise would keep it and test it.
+
+    Returns
+    -------
+    reduced : ndarray, shape (r, N)
+        The kept directions, orthonormal rows (``r = 0``: nothing decidable).
+    back : ndarray, shape (q, r)
+        ``back @ reduced`` is ``corrected`` without the dropped directions.
+    """
+    energy = np.sum(raw * raw, axis=1)
+    scale = np.sqrt(np.where(energy > 0, energy, 1.0))
+    scaled = corrected / scale[:, None]
+    values, vectors = np.linalg.eigh(scaled @ scaled.T)
+    keep = values > _DECIDABLE_ENERGY
+    root = np.sqrt(values[keep])
+    reduced = (vectors[:, keep] / root).T @ scaled
+    return reduced, scale[:, None] * vectors[:, keep] * root
+
+
+def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, independent: bool,
+                      back: np.ndarray | None = None) -> tuple[float, int, float, int]:
+    """``vec(g)^T V^+ vec(g)``, its degrees of freedom, and the largest ``|g_i| / sd_i``.
+
+    With ``back`` (q, r), ``W`` holds ``r`` reduced directions (:func:`_decidable_directions`)
+    and the largest standardized moment is that of the signals ``back @ W`` (the index into
+    their ``(q, n)`` moments).
+    """
     q, n = W[0].shape[0], E[0].shape[0]
     N = sum(e.shape[1] for e in E)
     g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()       # row-major (q, n)
@@ -794,7 +847,11 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
             V += moments @ smoothed.T
     V = 0.5 * (V + V.T)
     statistic, rank = _pseudo_quadratic(V, g)
-    sd = np.sqrt(np.clip(np.diag(V), np.finfo(float).tiny, None))
+    variances = np.diag(V)
+    if back is not None:                 # the moments of back @ W and their variances
+        g = (back @ g.reshape(q, n)).ravel()
+        variances = np.einsum("ia,ib,arbr->ir", back, back, V.reshape(q, n, q, n)).ravel()
+    sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
     index = int(np.argmax(np.abs(g) / sd))
     return statistic, rank, float(abs(g[index]) / sd[index]), index
 
