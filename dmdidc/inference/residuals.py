@@ -688,7 +688,10 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     Returns
     -------
     list of Check
-        ``input_correlation``, ``feedback``, ``state_completeness``.
+        ``input_correlation``, ``feedback``, ``state_completeness``.  A check whose corrected
+        moments are all cancellation noise (periodic inputs: lagged inputs are combinations
+        of the instruments, :func:`_decidable_directions`) is not applicable
+        (``passed=None``), with the reason: the data cannot decide it.
     """
     from dmdidc.regression.instrumental import _inverse_sqrt, hac_lags, residual_memory
 
