@@ -11,6 +11,8 @@ Seed Sec. 4 (Fig. 4.6: epsilon after N subsampled compositions vs scale).
 
 from __future__ import annotations
 
+import functools
+
 from _toolbox.errors import ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy import accounting
@@ -111,13 +113,22 @@ def calibrate_gaussian_sigma(target_epsilon: float, *, delta: float, steps: int,
     Examples
     --------
     >>> from privacy.calibration import calibrate_gaussian_sigma
-    >>> 0.9 < calibrate_gaussian_sigma(2.0, delta=1e-5, steps=1000, sampling_rate=0.01) < 1.0
+    >>> 1.3 < calibrate_gaussian_sigma(1.0, delta=1e-5, steps=1000, sampling_rate=0.01) < 1.5
     True
     """
     target, delta, steps, q, sensitivity, rtol = _check_target(
         target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
     if delta == 0.0:
         raise ParameterError("delta must be > 0 for a Gaussian (it has no pure DP); got 0")
+    return _gaussian_sigma(target, delta, steps, q, sensitivity, neighboring, rtol)
+
+
+@functools.lru_cache(maxsize=128)
+def _gaussian_sigma(target: float, delta: float, steps: int, q: float, sensitivity: float,
+                    neighboring: NeighboringRelation, rtol: float) -> float:
+    """The search of :func:`calibrate_gaussian_sigma` on checked arguments, remembered: each
+    evaluation composes a PLD (seconds at small ``q``), and callers such as
+    :func:`privacy.dpsgd.calibrate_noise` calibrate the same Gaussian for several noise laws."""
 
     def evaluate(sigma: float) -> float:
         return accounting.epsilon(GaussianMechanism(sigma=sigma, sensitivity=sensitivity),

@@ -216,9 +216,9 @@ def calibrate_noise(target_epsilon: float, *, law: str, alpha: float | None = No
     --------
     >>> from privacy.dpsgd import calibrate_noise
     >>> g = calibrate_noise(1.0, law="gaussian", clip_norm=1.0, steps=1000,
-    ...                     sampling_rate=1e-3, delta=1e-5)
+    ...                     sampling_rate=1e-2, delta=1e-5)
     >>> s = calibrate_noise(1.0, law="sas", alpha=1.999, clip_norm=1.0, steps=1000,
-    ...                     sampling_rate=1e-3, delta=1e-5)
+    ...                     sampling_rate=1e-2, delta=1e-5)
     >>> round(s.scale / (g.scale / 2 ** 0.5), 4)           # no smaller scale than the Gaussian's
     1.0
     """

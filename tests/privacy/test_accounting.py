@@ -448,3 +448,16 @@ def test_add_partition_is_the_mirror_of_remove(law, q):
     direct = _loss(law, 1.0, points, "add", q)
     assert np.max(np.abs(losses - direct)) <= 1e-14 * max(1.0, np.max(np.abs(direct)))
     assert np.max(np.abs(np.diff(losses))) <= tolerance
+
+
+def test_gaussian_calibration_is_remembered_per_question():
+    """The same (checked) question is searched once: calibrate_noise for several noise laws
+    reuses the Gaussian sigma; a different question is searched again."""
+    from privacy import calibration
+
+    args = dict(delta=1e-5, steps=20, sampling_rate=0.5)
+    first = calibration.calibrate_gaussian_sigma(1.5, **args)
+    hits = calibration._gaussian_sigma.cache_info().hits
+    assert calibration.calibrate_gaussian_sigma(1.5, **args) == first
+    assert calibration._gaussian_sigma.cache_info().hits == hits + 1
+    assert calibration.calibrate_gaussian_sigma(3.0, **args) < first
