@@ -33,13 +33,18 @@ from scipy.optimize import linear_sum_assignment
 from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer
 
-__all__ = ["DATA_KINDS", "IdentificationData", "Outcome", "assess", "closed_loop_radius",
-           "make_data", "random_plant", "random_state_matrix", "right_or_loud"]
+__all__ = ["DATA_KINDS", "LOOP_MARGIN", "IdentificationData", "Outcome", "assess",
+           "closed_loop_radius", "make_data", "random_plant", "random_state_matrix",
+           "right_or_loud"]
+
+#: Spectral radius below which the ``"closed_loop"`` kind's loop (delay included) lies.
+LOOP_MARGIN = 0.98
 
 #: The kinds of data :func:`make_data` draws, with what each departs from.
 DATA_KINDS = {
     "white": "white inputs, every state, open loop, white measurement noise (well-posed)",
-    "closed_loop": "a stabilizing controller acts on the noisy measurements, plus a small dither",
+    "closed_loop": "an LQR state feedback on the noisy measurements, scaled down until the loop "
+                   "with the delay has spectral radius below 0.98, plus a small dither",
     "coloured_noise": "AR(1)-coloured measurement noise (coefficient 0.9)",
     "lowpass_inputs": "inputs low-pass filtered (2nd-order Butterworth at 0.1 x Nyquist)",
     "multisine": "three sinusoids per input channel",
@@ -173,33 +178,66 @@ def _inputs(kind: str, m: int, K: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal((m, K))
 
 
+#: Factors tried on the LQR gain, largest first: halvings down to 2^-10.
+_GAIN_FACTORS = tuple(0.5 ** i for i in range(11))
+
+
+def _lifted_radius(plant, gain: np.ndarray) -> float:
+    """Spectral radius of ``x_{k+1} = A_d x_k + sum_j B_j u_{k-j}``, ``u_k = -gain x_k``."""
+    from controllers.analysis import lifted_loop
+
+    m = plant.n_inputs
+    F, G, C = lifted_loop(plant, -gain, np.zeros((0, m, m)))
+    return float(np.max(np.abs(np.linalg.eigvals(F + G @ C))))
+
+
 def _loop_gain(plant) -> np.ndarray:
-    """The state-feedback gain of the ``"closed_loop"`` kind: LQR, heavy input weight."""
+    """The state-feedback gain of the ``"closed_loop"`` kind (see :func:`closed_loop_radius`)."""
     from controllers import lqr_gain
 
-    return lqr_gain(plant, R=3.0 * np.eye(plant.n_inputs))
+    open_loop = float(np.max(np.abs(np.linalg.eigvals(plant.A_d))))
+    if open_loop >= 1.0:
+        # The noise levels are relative to the open-loop response, which diverges.
+        raise ParameterError(f"plant: the 'closed_loop' data kind needs a stable plant; A_d has "
+                             f"spectral radius {open_loop:.4g} (accepted: below 1)")
+    lqr = lqr_gain(plant, R=3.0 * np.eye(plant.n_inputs))
+    for factor in _GAIN_FACTORS:
+        if _lifted_radius(plant, factor * lqr) < LOOP_MARGIN:
+            return factor * lqr
+    raise ParameterError(
+        f"plant: the 'closed_loop' data kind needs a loop with spectral radius below "
+        f"{LOOP_MARGIN}, but no factor in {{1, 1/2, ..., 1/1024}} of the delay-blind LQR gain "
+        f"gives one with the plant's delays {np.round(plant.delay / plant.dt, 3).tolist()} T "
+        f"(open-loop spectral radius of A_d {open_loop:.4g}; accepted: a plant such a gain "
+        f"stabilizes with margin, e.g. one whose A_d has spectral radius well below "
+        f"{LOOP_MARGIN})")
 
 
 def closed_loop_radius(plant) -> float:
     """Spectral radius of the loop that ``make_data("closed_loop", plant)`` runs.
 
-    The gain ignores the delay, so on some random plants the loop is unstable (radius >= 1)
-    and the data diverge; draw such plants again when a study needs a working loop.
+    The gain is the LQR gain of the delay-free pair ``(A_d, B_d)`` (input weight ``3 I``), which
+    ignores the delay; when the loop of the delayed plant (its lifted realization) has a
+    spectral radius of :data:`LOOP_MARGIN` or more, the gain is halved until it is below (down
+    to ``1/1024``).  The radius is therefore always below the margin; a plant no such gain
+    stabilizes raises.
+
+    Raises
+    ------
+    ParameterError
+        ``plant`` is not stable (the noise levels are relative to its open-loop response), or
+        no gain of the family brings the radius below :data:`LOOP_MARGIN`.
 
     Examples
     --------
-    >>> closed_loop_radius(random_plant(0, dt=1.0)) < 1.0
+    >>> closed_loop_radius(random_plant(0, dt=1.0)) < LOOP_MARGIN
     True
     """
-    from controllers.analysis import lifted_loop
-
-    m = plant.n_inputs
-    F, G, C = lifted_loop(plant, -_loop_gain(plant), np.zeros((0, m, m)))
-    return float(np.max(np.abs(np.linalg.eigvals(F + G @ C))))
+    return _lifted_radius(plant, _loop_gain(plant))
 
 
 def _closed_loop(plant, K: int, snr_db: float, rng: np.random.Generator):
-    """Noisy measurements fed back through an LQR gain (heavy input weight), plus a dither."""
+    """Noisy measurements fed back through the gain of :func:`_loop_gain`, plus a dither."""
     n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
     gain = _loop_gain(plant)
     scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, K))))

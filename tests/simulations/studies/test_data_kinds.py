@@ -12,10 +12,14 @@ import numpy as np
 import pytest
 
 from _toolbox.errors import ParameterError
-from dmdidc import DMDidc
+from controllers import lqr_gain
+from controllers.analysis import lifted_loop
+from dmdidc import DelayedPlant, DMDidc
 from simulations.studies.data_kinds import (
     DATA_KINDS,
+    LOOP_MARGIN,
     assess,
+    closed_loop_radius,
     make_data,
     random_plant,
     right_or_loud,
@@ -76,3 +80,52 @@ def test_data_kinds_are_reproducible_and_checked():
         make_data("sinusoids", plant)
     with pytest.raises(ParameterError, match="samples"):
         make_data("white", plant, samples=3)
+
+
+def _delay_blind_radius(plant) -> float:
+    """Spectral radius of the delayed loop under the unscaled LQR gain (the kind before)."""
+    m = plant.n_inputs
+    gain = lqr_gain(plant, R=3.0 * np.eye(m))
+    F, G, C = lifted_loop(plant, -gain, np.zeros((0, m, m)))
+    return float(np.max(np.abs(np.linalg.eigvals(F + G @ C))))
+
+
+def _rms(X):
+    return float(np.sqrt(np.mean(X ** 2)))
+
+
+@pytest.mark.parametrize("dt", [0.5, 1.0])
+def test_closed_loop_kind_is_stable_with_margin_on_every_random_plant(dt):
+    # The unscaled delay-blind LQR loop is unstable on 9 (T = 0.5) and 39 (T = 1) of 500
+    # random plants; the kind scales the gain down until the delayed loop has radius < 0.98.
+    plants = [random_plant(seed, dt=dt) for seed in range(150)]
+    radii = np.array([closed_loop_radius(plant) for plant in plants])
+    assert radii.max() < LOOP_MARGIN, radii.max()
+    assert any(_delay_blind_radius(plant) >= 1.0 for plant in plants)   # the fix is exercised
+
+
+def test_closed_loop_data_are_bounded_where_the_delay_blind_loop_diverged():
+    seeds = [s for s in range(60) if _delay_blind_radius(random_plant(s, dt=1.0)) >= 1.0][:4]
+    assert seeds
+    for seed in seeds + [0, 1]:
+        plant = random_plant(seed, dt=1.0)
+        data = make_data("closed_loop", plant, samples=2000, rng=seed)
+        assert np.all(np.isfinite(data.X)) and np.all(np.isfinite(data.U))
+        # Stationary: no growth from the first half to the second (divergence is e^100+).
+        half = data.X.shape[1] // 2
+        assert _rms(data.X[:, half:]) < 2.0 * _rms(data.X[:, :half]), seed
+        again = make_data("closed_loop", random_plant(seed, dt=1.0), samples=2000, rng=seed)
+        np.testing.assert_array_equal(data.X, again.X)
+
+
+def test_closed_loop_kind_refuses_plants_it_cannot_run_stably():
+    unstable = DelayedPlant.from_continuous([[0.8]], [[1.0]], delay=1.5, dt=1.0, max_delay=4)
+    with pytest.raises(ParameterError, match=r"plant: .*stable plant; A_d has spectral radius"):
+        make_data("closed_loop", unstable)
+    # A slow mode the heavy-input-weight gain barely reaches: no gain factor gets below 0.98.
+    slow = DelayedPlant.from_continuous(np.diag([-0.001, -0.5]), [[1e-3], [1.0]], delay=1.5,
+                                        dt=1.0, max_delay=4)
+    with pytest.raises(ParameterError, match=r"plant: .*no factor .*open-loop spectral"):
+        make_data("closed_loop", slow, rng=0)
+    with pytest.raises(ParameterError, match="plant"):
+        closed_loop_radius(slow)
