@@ -11,6 +11,11 @@ low-pass or multisine inputs, a sensor offset, fewer signals than states, outlie
 * **loud**: the fit raised a toolbox error or issued a warning;
 * **silently wrong**: neither: the failure the toolbox must never produce.
 
+The ``"closed_loop"`` kind's feedback ignores the delay (an LQR gain of the delay-free pair), so
+it is scaled down until the loop of the delayed plant has spectral radius below
+:data:`LOOP_MARGIN` (:func:`closed_loop_radius`): its data stay bounded, and a plant no such gain
+stabilizes raises.
+
 For ``"partial"`` data (``y = C x`` with fewer signals than states, passed as states) a fit is
 counted right when its eigenvalues match a subset of the true ones and the delays are right: a
 reduced model that captures the plant's dominant modes is a useful answer.
