@@ -102,15 +102,24 @@ class DMDidc:
         information criterion (:mod:`dmdidc.inference.selection`; the choice is in
         ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit snapshot
         pairs ``Y``.
-    estimator : {"ls", "iv", "huber"}, default "ls"
-        ``"ls"``: least squares (dissertation eq. 9.21).  ``"iv"``: instrumental variables
-        (two-stage least squares), consistent when the states are measured with noise
+    estimator : {"auto", "ls", "iv", "huber", "huber_iv"}, default "auto"
+        ``"auto"``: instrumental variables with refined instruments; with weak instruments
+        (e.g. a closed loop excited by a small dither) least squares is kept when Hausman's
+        comparison finds no difference (its intervals then include the estimated bias), robust
+        IV when the residuals show outliers, least squares when the data are fitted exactly
+        (:mod:`dmdidc.fitting`; the choice is ``diagnostics_.estimator``).  ``"ls"``: least
+        squares (dissertation eq. 9.21).  ``"iv"``: instrumental variables (two-stage least
+        squares), consistent when the states are measured with noise
         (:mod:`dmdidc.regression.instrumental`).  ``"huber"``: Huber's robust M-estimator for
-        heavy-tailed noise (:mod:`dmdidc.regression.robust`; ``fit`` only).  Each feeds its own
-        covariance to the block test and the confidence intervals.
-    instruments : {"inputs", "states", "exogenous"}, default "inputs"
-        Instruments of ``estimator="iv"``: the inputs lagged beyond ``R`` (default; valid for
-        open-loop excitation), the lagged measured states (white measurement noise), or
+        heavy-tailed noise (:mod:`dmdidc.regression.robust`; ``fit`` only); ``"huber_iv"``
+        its instrumental-variables form.  Each feeds its own covariance to the block test and
+        the confidence intervals.
+    instruments : {"auto", "model", "inputs", "states", "exogenous"}, default "auto"
+        Instruments of instrumental variables: ``"auto"`` the best the call allows
+        (``"model"`` for ``fit``: a first stage on the lagged inputs, or the reference's lags
+        in closed loop, refined with states simulated from the previous model), the inputs
+        lagged beyond ``R`` (``"inputs"``; valid for open-loop excitation), the lagged
+        measured states (white measurement noise), or
         exogenous signals passed as ``fit(..., Z=E)`` (e.g. a known excitation added to
         closed-loop commands; needed when the inputs are themselves noisy or computed from
         noisy states).  See :mod:`dmdidc.regression.instrumental`.
