@@ -398,10 +398,11 @@ class OutputDMDidc:
         return Y, U
 
     def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int,
-                   dynamics: tuple[np.ndarray, np.ndarray] | None = None
+                   dynamics: tuple[np.ndarray, np.ndarray] | None = None, stop=None
                    ) -> tuple[StructuredFit, Refined, float, str]:
         """Subspace dynamics of order ``n`` (or the given discrete ``(A, C)``), delays by
-        profile, joint refinement, residual test."""
+        profile, joint refinement (``stop``: :func:`~dmdidc.output.refine.refine`), residual
+        test."""
         A_d, C = basis.dynamics(n) if dynamics is None else dynamics
         A_d = _with_real_logarithm(A_d)
         A_c = continuous_state_matrix(A_d, dt)
@@ -411,7 +412,7 @@ class OutputDMDidc:
         refined = refine(experiments, dt, R, A_c=A_c, C=C, B_c=start.B_c, delays=start.delays,
                          initial_states=start.initial_states,
                          D=start.D if self.feedthrough else None,
-                         offset=start.offset if self.offset else None)
+                         offset=start.offset if self.offset else None, stop=stop)
         if refined.rss <= _EXACT * moments.energy:
             return start, refined, 1.0, "the model reproduces the outputs to rounding"
         p_value, sentence = residual_input_test(experiments, refined, dt, R,
@@ -538,22 +539,27 @@ class OutputDMDidc:
             return n, start, refined
         E = len(experiments)
 
-        def fit(k: int, dynamics=None) -> tuple[StructuredFit, Refined]:
-            return self._fit_order(basis, experiments, R, dt, k, dynamics)[:2]
+        def fit(k: int, dynamics=None, stop=None) -> tuple[StructuredFit, Refined]:
+            return self._fit_order(basis, experiments, R, dt, k, dynamics, stop)[:2]
+
+        def unclear(k: int) -> bool:    # is order k's weakest canonical correlation unclear?
+            return bool(basis.singular_values[k - 1] < _CLEAR * np.sqrt(basis.noise_edge))
 
         larger, raised = None, ""
         if self._whiteness(experiments, refined, R, dt)[0] > self.significance:
             def starts(fitted: Refined) -> list:
-                residuals = np.vstack(output_residuals(experiments, fitted, dt, R))
+                residuals = np.vstack(fitted.residuals if fitted.residuals is not None
+                                      else output_residuals(experiments, fitted, dt, R))
                 return extended_dynamics(fitted, residuals, dt)
 
             n, start, refined, raised, larger = raise_order(
                 fit, n, start, refined, limit=min(self.max_order, basis.max_order),
                 significance=self.significance, n_experiments=E, starts=starts,
+                read_at=lambda k: _UNCERTAIN if unclear(k) else 0.0,
                 truncate=lambda fitted, k: balanced_dynamics(fitted, k, dt))
             if raised:
                 self.order_rule_ += f"; raised: {raised}"
-        if basis.singular_values[n - 1] >= _CLEAR * np.sqrt(basis.noise_edge):
+        if not unclear(n):
             return n, start, refined
         # a raised order's weakest state was just found significant: no n - 1 refit
         smaller = None if raised else balanced_dynamics(refined, n - 1, dt) if n > 1 else None

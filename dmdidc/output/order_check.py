@@ -34,8 +34,8 @@ from scipy import linalg, stats
 from dmdidc.errors import InsufficientExcitationError, LogarithmError
 from dmdidc.output.refine import Refined
 
-__all__ = ["Comparison", "extended_dynamics", "likelihood_ratio", "neighbour_verdicts",
-           "raise_order"]
+__all__ = ["Comparison", "extended_dynamics", "hopeless", "likelihood_ratio",
+           "neighbour_verdicts", "raise_order"]
 
 #: Failures of a candidate fit that say nothing about the order: no continuous plant from the
 #: start, an order the horizon cannot reveal, a singular step.
@@ -102,13 +102,17 @@ def extended_dynamics(refined: Refined, residuals: np.ndarray, dt: float
             for rate in (rates.max() / 3.0,)]
 
 
-def raise_order(fit: Callable[[int, object], tuple], n: int, start, refined: Refined, *,
-                limit: int, significance: float, n_experiments: int,
+def raise_order(fit: Callable[..., tuple], n: int, start, refined: Refined, *,
+                limit: int, significance: float, read_at: Callable[[int], float],
+                n_experiments: int,
                 starts: Callable[[Refined], list], truncate: Callable[[Refined, int], object]):
     """Add states while one more is significant: ``(n, start, refined, rule, last)``.
 
     ``fit(k, dynamics)`` returns ``(start, refined)`` of order ``k`` from discrete
-    ``dynamics = (A_d, C)`` (``None``: the subspace basis); ``starts(refined)`` gives the
+    ``dynamics = (A_d, C)`` (``None``: the subspace basis; ``fit(k, dynamics, stop)`` with a
+    :func:`hopeless` rule for the candidates of order ``n + 1``: the comparison is read at
+    ``significance`` and, should the order stay ``n``, at ``read_at(n)``, so a candidate short
+    of the looser level decides nothing); ``starts(refined)`` gives the
     starts of order ``n + 1`` tried when the subspace basis' fit ends above order ``n``'s
     (stuck: no evidence either way; :func:`extended_dynamics`), and the best fit counts.
     The likelihood ratio compares the best fits of the two orders: before a state is added,
@@ -121,10 +125,10 @@ def raise_order(fit: Callable[[int, object], tuple], n: int, start, refined: Ref
     """
     rules, last = [], None
     while n < limit:
-        best = None
-        for dynamics in [None, *starts(refined)]:
+        best, stop = None, hopeless(refined, max(significance, read_at(n)), n_experiments)
+        for dynamics in _starts(starts, refined):
             try:
-                candidate = fit(n + 1, dynamics)
+                candidate = fit(n + 1, dynamics, stop)
             except _FIT_FAILURES:
                 continue
             if best is None or candidate[1].rss < best[1].rss:
@@ -145,6 +149,51 @@ def raise_order(fit: Callable[[int, object], tuple], n: int, start, refined: Ref
                      f"p = {p_value:.2g} <= {significance:g})")
         n, start, refined, last = n + 1, other_start, other, None
     return n, start, refined, "; ".join(rules), last
+
+
+def _starts(starts: Callable[[Refined], list], refined: Refined):
+    """The subspace basis (``None``), then ``starts(refined)``, computed only if asked for."""
+    yield None
+    yield from starts(refined)
+
+
+#: How many times the local quadratic model's largest decrease a candidate of order ``n + 1``
+#: must still lack before :func:`hopeless` gives it up.  The model is local: on the sweeps of
+#: ``benchmarks/bench_output_loud.py`` the decrease still to come reached up to ~30 times it
+#: (slow progress along a flat valley), so the margin is well above that.
+_MARGIN = 100.0
+
+
+def hopeless(refined: Refined, level: float, n_experiments: int) -> Callable[[float, float], bool]:
+    """Stop rule for the fit of order ``n + 1`` against ``refined`` (order ``n``).
+
+    ``stop(rss, gain)`` is ``True`` when even ``_MARGIN`` times the quadratic model's largest
+    decrease ``gain`` leaves the fit short of significance at ``level`` (the likelihood ratio
+    of :func:`likelihood_ratio` reaches its critical value only below ``refined.rss / (1 +
+    critical / dof)``) and cannot change whether it ends below ``refined.rss`` (which decides
+    whether :func:`raise_order` tries another start).  Most candidates are not significant, and
+    their searches end a few Jacobians earlier instead of crawling to convergence.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc.output.refine import Refined
+    >>> fit = Refined(A_c=-np.eye(1), C=np.ones((1, 1)), B_c=np.ones((1, 1)),
+    ...               delays=np.zeros(1), initial_states=np.zeros((1, 1)), D=np.zeros((1, 1)),
+    ...               offset=np.zeros(1), covariance=np.zeros((0, 0)), rss=100.0, dof=1000,
+    ...               layout={}, converged=True)
+    >>> stop = hopeless(fit, 0.05, n_experiments=1)
+    >>> stop(99.9, 1e-5), stop(99.9, 1e-2), stop(150.0, 1.0)    # far, may reach, may get below
+    (True, False, False)
+    """
+    added = refined.C.shape[0] + refined.B_c.shape[1] + n_experiments
+    critical = stats.chi2.isf(level, added)
+    target = refined.rss / (1.0 + critical / max(refined.dof - added, 1))
+
+    def stop(rss: float, gain: float) -> bool:
+        reach = rss - _MARGIN * gain
+        return bool(reach > target and (rss < refined.rss or reach > refined.rss))
+    return stop
 
 
 def _best_of_order(fit: Callable[[int, object], tuple], n: int, start, refined: Refined,

@@ -121,7 +121,17 @@ _CHI2_STEP = 0.01
 _MIN_DAMPING = 1e-9
 
 
-def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluations: int):
+def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
+    """The largest decrease of the residual sum of squares the local quadratic model allows:
+    ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped)."""
+    values, vectors = np.linalg.eigh(scaled)
+    keep = values > 1e-10 * max(values.max(initial=0.0), np.finfo(float).tiny)
+    projected = vectors[:, keep].T @ gradient
+    return float(projected @ (projected / values[keep]))
+
+
+def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluations: int,
+                         stop=None):
     """Damped Gauss-Newton on the normal equations with the box projected; the start is good
     (the subspace estimate), so it takes full Gauss-Newton steps within a few iterations.
 
@@ -131,17 +141,21 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
     parameters by about a tenth of a standard error (a Gauss-Newton step's gain is its length
     squared in standard errors): the Jacobian before it serves the covariance (it differs by
     O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
-    J, converged)``.
+    J, converged)``.  ``stop(rss, gain)`` (optional) is asked at every new Jacobian with the
+    quadratic model's largest decrease ``gain``; ``True`` ends the search there (not converged).
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
     J = jacobian(theta)
-    damping, growth = 1e-3, 2.0
+    damping, growth, fresh = 1e-3, 2.0, True
     while evaluations < max_evaluations:
         normal, gradient = J.T @ J, J.T @ r
         scale = np.sqrt(np.diag(normal))
         scale[scale == 0] = 1.0
         scaled = normal / np.outer(scale, scale)
+        if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
+            return theta, r, J, False
+        fresh = False
         scaled[np.diag_indices_from(scaled)] += damping
         try:
             step = -linalg.solve(scaled, gradient / scale, assume_a="pos") / scale
@@ -160,7 +174,7 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
             theta, r, rss = trial, r_trial, rss_trial
             if small:                   # the previous Jacobian serves (docstring)
                 return theta, r, J, True
-            J = jacobian(theta)
+            J, fresh = jacobian(theta), True
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
         else:
@@ -209,8 +223,10 @@ def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarra
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
-           max_evaluations: int = 60) -> Refined:
-    """Joint output-error fit from a starting point (module notes)."""
+           max_evaluations: int = 60, stop=None) -> Refined:
+    """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
+    end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates).
+    """
     n, ny, m, E = A_c.shape[0], C.shape[0], B_c.shape[1], len(experiments)
     feedthrough = D is not None
     layout = _layout(n, ny, m, E, feedthrough, offset is not None)
@@ -257,7 +273,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
 
     with np.errstate(over="ignore", invalid="ignore"):
         theta, r, J, converged = _levenberg_marquardt(residuals, jacobian, theta0, lower, upper,
-                                                      max_evaluations)
+                                                      max_evaluations, stop)
     rss = float(r @ r)
     dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)

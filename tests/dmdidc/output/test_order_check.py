@@ -9,7 +9,8 @@ import pytest
 from scipy import linalg, stats
 
 from dmdidc import OutputDMDidc
-from dmdidc.output.order_check import extended_dynamics, likelihood_ratio
+from dmdidc.output import order_check
+from dmdidc.output.order_check import extended_dynamics, hopeless, likelihood_ratio
 from dmdidc.output.refine import Refined
 from tests.dmdidc.output.test_estimator import R, T, _experiment
 
@@ -34,6 +35,31 @@ def test_likelihood_ratio_is_chi2_with_one_states_parameters(seed):
     # a larger fit stuck above the smaller one is no evidence for more states
     stuck = _refined(-np.eye(n + 1), larger.C, rss=smaller.rss * 1.5)
     assert likelihood_ratio(smaller, stuck, n_experiments=2)[1] == 1.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_hopeless_gives_up_only_on_fits_that_cannot_be_significant(seed):
+    """The stop rule agrees with the likelihood ratio at its level: a candidate it gives up
+    on stays above the critical value even after margin x the model's decrease; one it keeps
+    could still get there (or below the smaller fit, which decides on another start)."""
+    rng = np.random.default_rng(seed)
+    n, ny = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    level = float(rng.choice([1e-3, 0.05]))
+    smaller = _refined(-np.eye(n), rng.standard_normal((ny, n)), rss=rng.uniform(10, 1e3),
+                       dof=int(rng.integers(500, 20000)))
+    stop = hopeless(smaller, level, n_experiments=1)
+    added = ny + 1 + 1
+    for _ in range(50):
+        rss = smaller.rss * rng.uniform(0.98, 1.02)
+        gain = smaller.rss * 10 ** rng.uniform(-9, -2)
+        best = rss - order_check._MARGIN * gain
+        larger = _refined(-np.eye(n + 1), rng.standard_normal((ny, n + 1)), rss=max(best, 1e-9),
+                          dof=smaller.dof - added)
+        reachable = likelihood_ratio(smaller, larger, n_experiments=1)[1] <= level
+        if stop(rss, gain):
+            assert not reachable and (rss < smaller.rss) == (best < smaller.rss)
+        elif rss < smaller.rss or best > smaller.rss:
+            assert reachable
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -71,3 +97,34 @@ def test_real_eigenvalue_interval_is_z_standard_errors_wide(seed, tmp_path):
     np.testing.assert_allclose(loaded.eigenvalue_ci(0.95), est.eigenvalue_ci(0.95))
     with pytest.raises(ValueError, match="level"):
         est.eigenvalue_ci(1.5)
+
+
+def test_order_decisions_do_not_depend_on_giving_up_hopeless_candidates(monkeypatch):
+    """Fits with the stop rule choose the same orders, give the same warnings and keep the
+    same model as fits whose order-(n + 1) candidates all run to convergence (margin inf);
+    a weak third mode and one or two sensors make the candidates matter."""
+    stops = []
+
+    def counted(*args, **kwargs):
+        rule = original(*args, **kwargs)
+
+        def stop(rss, gain):
+            stops.append(rule(rss, gain))
+            return stops[-1]
+        return stop
+
+    original = order_check.hopeless
+    for seed in range(4):
+        plant, C, Y, U = _experiment(seed, outputs=1 + seed % 2, K=1500, snr_db=20)
+        runs = []
+        for margin in (order_check._MARGIN, np.inf):
+            monkeypatch.setattr(order_check, "_MARGIN", margin)
+            monkeypatch.setattr(order_check, "hopeless", counted)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+            runs.append((est.order_, est.order_rule_, [str(w.message)[:40] for w in caught],
+                         est.refined_.rss))
+        assert runs[0][:3] == runs[1][:3]
+        assert runs[0][3] == pytest.approx(runs[1][3], rel=1e-9)
+    assert any(stops)                      # the rule did end some searches early
