@@ -188,11 +188,15 @@ def hopeless(refined: Refined, level: float, n_experiments: int) -> Callable[[fl
     """
     added = refined.C.shape[0] + refined.B_c.shape[1] + n_experiments
     critical = stats.chi2.isf(level, added)
-    target = refined.rss / (1.0 + critical / max(refined.dof - added, 1))
+    return _short_of(refined.rss / (1.0 + critical / max(refined.dof - added, 1)), refined.rss)
 
+
+def _short_of(target: float, divide: float = np.inf) -> Callable[[float, float], bool]:
+    """``stop(rss, gain)``: even ``_MARGIN`` x ``gain`` cannot bring ``rss`` to ``target``,
+    nor change on which side of ``divide`` the search ends (:func:`hopeless`)."""
     def stop(rss: float, gain: float) -> bool:
         reach = rss - _MARGIN * gain
-        return bool(reach > target and (rss < refined.rss or reach > refined.rss))
+        return bool(reach > target and (rss < divide or reach > divide))
     return stop
 
 
@@ -208,20 +212,24 @@ def _best_of_order(fit: Callable[[int, object], tuple], n: int, start, refined: 
     return (other_start, other) if other.rss < refined.rss else (start, refined)
 
 
-def neighbour_verdicts(fit: Callable[[int, object], tuple], refined: Refined,
+def neighbour_verdicts(fit: Callable[..., tuple], refined: Refined,
                        smaller_start, larger: Comparison | None, *, raised: str,
                        significance: float, uncertain: float, n_experiments: int) -> list[str]:
     """Sentences against the chosen order ``n`` of ``refined``: order ``n - 1`` fits as well
     (its weakest state is not significant at ``significance``; fitted from ``smaller_start``,
-    skipped if ``None``), order ``n + 1`` (``larger``) fits better at ``uncertain``, or the
-    order was ``raised`` by :func:`raise_order` (states the likelihood sees but the canonical
-    correlations do not: on the sweep such fits were often still too low or had modes off, as
-    the next weak state need not be significant in turn)."""
+    skipped if ``None``, and given up once it cannot fit as well: :func:`hopeless`), order
+    ``n + 1`` (``larger``) fits better at ``uncertain``, or the order was ``raised`` by
+    :func:`raise_order` (states the likelihood sees but the canonical correlations do not: on
+    the sweep such fits were often still too low or had modes off, as the next weak state need
+    not be significant in turn)."""
     found = [f"states were added by the likelihood ratio only ({raised})"] if raised else []
     n = refined.A_c.shape[0]
     if smaller_start is not None and n > 1:
+        # it fits as well below this residual; a search that cannot get there decides "no"
+        added = refined.C.shape[0] + refined.B_c.shape[1] + n_experiments
+        target = refined.rss * (1.0 + stats.chi2.isf(significance, added) / refined.dof)
         try:
-            smaller = fit(n - 1, smaller_start)[1]
+            smaller = fit(n - 1, smaller_start, _short_of(target))[1]
         except _FIT_FAILURES:
             smaller = None
         if smaller is not None:
