@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy import linalg, stats
 
-from dmdidc import OutputDMDidc
+from dmdidc import DelayedPlant, OutputDMDidc
 from dmdidc.output import order_check
 from dmdidc.output.order_check import extended_dynamics, hopeless, likelihood_ratio
 from dmdidc.output.refine import Refined
+from simulations.studies.data_kinds import random_state_matrix
 from tests.dmdidc.output.test_estimator import R, T, _experiment
 
 
@@ -128,3 +129,36 @@ def test_order_decisions_do_not_depend_on_giving_up_hopeless_candidates(monkeypa
         assert runs[0][:3] == runs[1][:3]
         assert runs[0][3] == pytest.approx(runs[1][3], rel=1e-9)
     assert any(stops)                      # the rule did end some searches early
+
+
+@pytest.mark.slow
+def test_stop_margin_keeps_the_order_warning_of_a_crawling_candidate(monkeypatch):
+    """Seed 50 of ``benchmarks/bench_output_loud.py`` (4 states, 3 inputs, 3 sensors, 12 dB,
+    K = 6836): order 5 fits better at p = 0.04 after a long crawl, so order 4 is reported
+    uncertain.  A stop margin of 30 gave that candidate up too early and the fit went silent
+    (``order_check._MARGIN``); the default keeps the warning of the search run to the end."""
+    rng = np.random.default_rng(50)
+    n, m, ny = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    whole = rng.random() < 0.5
+    periods = (np.clip(rng.integers(1, R, m) + rng.uniform(-0.03, 0.03, m), 0.0, R - 0.1)
+               if whole else rng.uniform(0.2, R - 0.2, m))
+    snr_db, K = float(rng.uniform(10, 40)), int(rng.integers(1000, 8001))
+    lowpass = rng.random() < 0.5
+    assert (n, m, ny, whole, K, lowpass) == (4, 3, 3, False, 6836, False)
+    plant = DelayedPlant.from_continuous(random_state_matrix(rng, n, T),
+                                         rng.standard_normal((n, m)), periods * T, T,
+                                         max_delay=R)
+    U = rng.standard_normal((m, K))
+    C = rng.standard_normal((ny, n))
+    clean = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
+    Y = clean + clean.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * rng.standard_normal(
+        clean.shape)
+    verdicts = []
+    for margin in (order_check._MARGIN, np.inf):
+        monkeypatch.setattr(order_check, "_MARGIN", margin)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+        verdicts.append((est.order_, any("order 4 is uncertain" in str(w.message)
+                                         for w in caught)))
+    assert verdicts[0] == verdicts[1] == (4, True)
