@@ -18,12 +18,13 @@ identified discrete blocks (dissertation eqs. 9.66-9.69).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from scipy.linalg import expm, logm, solve
 
 from _toolbox.validation import check_finite_array, check_positive
-from dmdidc.discretization import first_active_blocks, zoh_matrices
+from dmdidc.discretization import checked_expm, first_active_blocks, zoh_matrices
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "finite_recovery",
@@ -127,58 +128,64 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
     References
     ----------
     Dissertation eqs. (9.66)-(9.69).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc.discretization import delay_blocks
+    >>> A_c, B_c = np.array([[-1.0, 2.0], [-2.0, -1.0]]), np.array([[1.0], [0.5]])
+    >>> _, blocks = delay_blocks(A_c, B_c, np.array([0.7]), 0.5)
+    >>> b, delay = recover_channel(A_c, blocks[:, :, 0], 0.5, 1)
+    >>> bool(np.allclose(b, B_c[:, 0])), round(delay, 10)
+    (True, 0.7)
     """
     n = A_c.shape[0]
     w = int(first)
     if w < 0:
         return np.zeros(n), 0.0
-    _, gamma_T = zoh_matrices(A_c, np.eye(n), dt)
+    hold = _hold_integrals(A_c)
     # A fraction p close to 1 leaves B^(w) below the threshold, and on noisy data a marginal
     # block before the delay can pass the test: the pairs starting one block earlier and one
     # later are fitted too, and the pair whose structure explains all blocks wins.
     starts = {max(w - 1, 0), w} | ({w + 1} if w + 1 < columns.shape[0] else set())
-    fits = [_fit_pair(A_c, gamma_T, columns, start, dt) for start in sorted(starts)]
+    fits = [_fit_pair(hold, columns, start, dt) for start in sorted(starts)]
     start, b, s, _ = min(fits, key=lambda fit: fit[3])
     fraction = 1.0 - s / dt
     if fraction >= 1.0 - 1e-12:      # B^(start) vanishes: the delay is a whole start + 1 periods
         start, fraction = start + 1, 0.0
-    return b, (start + max(fraction, 0.0)) * dt
+    if fraction <= 1e-12:            # B^(start + 1) vanishes: a whole delay, not start + 1e-16
+        fraction = 0.0
+    return b, float((start + fraction) * dt)
 
 
-def _fit_pair(A_c: np.ndarray, gamma_T: np.ndarray, columns: np.ndarray, start: int, dt: float
+def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float
               ) -> tuple[int, np.ndarray, float, float]:
     """Fit ``b`` and the hold length to the blocks ``start, start + 1`` (9.68-9.69).
 
     Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
     the structure says is zero.
     """
-    n = A_c.shape[0]
+    n = columns.shape[1]
     b0 = columns[start]
     b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
-    b = solve(gamma_T, b0 + b1)
-    s = _solve_hold_length(A_c, b, b0, dt)
-    _, gamma_s_b = zoh_matrices(A_c, b[:, None], s)
+    b = hold.solve(dt, b0 + b1)
+    s, r = _solve_hold_length(hold, b, b0, dt)
     others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
-    misfit = 2.0 * float(np.sum((gamma_s_b[:, 0] - b0) ** 2)) + float(np.sum(others ** 2))
+    misfit = 2.0 * float(r @ r) + float(np.sum(others ** 2))
     return start, b, s, misfit
 
 
-def _solve_hold_length(A_c: np.ndarray, b: np.ndarray, b0: np.ndarray, dt: float) -> float:
-    """Solve ``Gamma(s) b = b0`` for ``s`` in [0, dt] (least squares, Gauss-Newton)."""
-    column = b[:, None]
-
-    def residual_and_slope(s: float) -> tuple[np.ndarray, np.ndarray]:
-        Phi, gamma_b = zoh_matrices(A_c, column, s)
-        return gamma_b[:, 0] - b0, Phi @ b          # d/ds Gamma(s) b = e^{A s} b
-
+def _solve_hold_length(hold: _HoldIntegrals, b: np.ndarray, b0: np.ndarray, dt: float
+                       ) -> tuple[float, np.ndarray]:
+    """Solve ``Gamma(s) b = b0`` for ``s`` in [0, dt] (least squares: a grid, then
+    Gauss-Newton); returns ``s`` and the residual ``Gamma(s) b - b0``."""
+    integrals = hold.along(b, dt)
     grid = np.linspace(0.0, dt, 33)
-    n = A_c.shape[0]
-    block = np.zeros((n + 1, n + 1))
-    block[:n, :n], block[:n, n] = A_c, b
-    gamma_b = expm(grid[:, None, None] * block)[:, :n, n]      # Gamma(s) b, one batched expm
+    gamma_b, _ = integrals(grid)
     s = float(grid[int(np.argmin(np.sum((gamma_b - b0) ** 2, axis=1)))])
     for _ in range(60):
-        r, slope = residual_and_slope(s)
+        gamma_b, slope = integrals(np.array([s]))      # d/ds Gamma(s) b = e^{A s} b
+        r, slope = gamma_b[0] - b0, slope[0]
         denom = slope @ slope
         if denom == 0:
             break
@@ -188,7 +195,98 @@ def _solve_hold_length(A_c: np.ndarray, b: np.ndarray, b0: np.ndarray, dt: float
             s = s_new
             break
         s = s_new
-    return s
+    gamma_b, _ = integrals(np.array([s]))
+    return s, gamma_b[0] - b0
+
+
+#: Eigenvector matrices of A_c with a condition number above this are not used: the eigenbasis
+#: formulas lose about cond * eps of relative accuracy (1e-12 at this limit), so beyond it the
+#: hold integrals are computed by the matrix exponential instead.
+_EIGENBASIS_CONDITION = 1e4
+#: Largest ``Re(lambda) s`` the eigenbasis path takes: beyond it ``e^{lambda s}`` nears the
+#: float64 overflow, and the exponential path raises the error that names it.
+_EIGENBASIS_EXPONENT = 600.0
+
+
+class _HoldIntegrals:
+    """``Gamma(s) b = int_0^s e^{A tau} d tau b`` and ``e^{A s} b`` for one ``A_c``.
+
+    A recovery evaluates these for every channel, candidate pair, grid point and Gauss-Newton
+    step.  When ``A_c = V diag(lambda) V^-1`` with a well-conditioned ``V``, one decomposition
+    serves them all: ``Gamma(s) b = V diag(expm1(lambda s) / lambda) V^-1 b``; otherwise (a
+    defective or nearly defective ``A_c``) every value is the exact block exponential
+    ``expm([[A, b], [0, 0]] s)``.
+    """
+
+    def __init__(self, A_c: np.ndarray) -> None:
+        self.A_c = A_c
+        self.vectors = None
+        with np.errstate(all="ignore"):
+            values, vectors = np.linalg.eig(A_c)
+            condition = np.linalg.cond(vectors)
+        if np.isfinite(condition) and condition <= _EIGENBASIS_CONDITION:
+            self.values, self.vectors = values, vectors
+            self.inverse = np.linalg.inv(vectors)
+            self.fastest = float(np.max(values.real, initial=0.0))
+            self.zero = values == 0                      # Gamma = s there
+
+    def _eigenbasis(self, span: float) -> bool:
+        """Whether the eigenbasis serves hold lengths up to ``span``."""
+        return self.vectors is not None and self.fastest * span <= _EIGENBASIS_EXPONENT
+
+    def _integral_factors(self, z: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """``(e^{lambda s} - 1) / lambda`` from ``z = lambda s`` (``s`` where ``lambda = 0``)."""
+        if not self.zero.any():
+            return np.expm1(z) / self.values
+        return np.where(self.zero, s[:, None], np.expm1(z) / np.where(self.zero, 1.0, self.values))
+
+    def along(self, b: np.ndarray, span: float
+              ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """``s -> (Gamma(s_k) b, e^{A s_k} b)``, each of shape (len(s), n), for ``s <= span``."""
+        if self._eigenbasis(span):
+            c, rows = self.inverse @ b, self.vectors.T
+
+            def eigenbasis(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                z = np.multiply.outer(s, self.values)
+                return (((self._integral_factors(z, s) * c) @ rows).real,
+                        ((np.exp(z) * c) @ rows).real)
+            return eigenbasis
+        n = b.size
+        block = np.zeros((n + 1, n + 1))
+        block[:n, :n], block[:n, n] = self.A_c, b
+
+        def exact(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            if s.size == 1:
+                exp_block = checked_expm(block, f"[[A_c, b], [0, 0]] * s with s = {s[0]!r}",
+                                         float(s[0]))[None]
+            else:                                    # the grid: one batched expm
+                exp_block = expm(s[:, None, None] * block)
+            return exp_block[:, :n, n], exp_block[:, :n, :n] @ b
+        return exact
+
+    def solve(self, s: float, rhs: np.ndarray) -> np.ndarray:
+        """``b`` with ``Gamma(s) b = rhs``."""
+        if self._eigenbasis(s):
+            factors = self._integral_factors(s * self.values[None], np.array([s]))[0]
+            if np.min(np.abs(factors)) > 1e-12 * np.max(np.abs(factors)):
+                return np.real(self.vectors @ ((self.inverse @ rhs) / factors))
+        # Exact path, also for a (nearly) singular Gamma(s) (lambda s = 2 pi i k): solve() says so.
+        _, gamma = zoh_matrices(self.A_c, np.eye(self.A_c.shape[0]), s)
+        return solve(gamma, rhs)
+
+
+_LAST: list = []     # the last (key, _HoldIntegrals): a fit recovers every channel with one A_c
+
+
+def _hold_integrals(A_c: np.ndarray) -> _HoldIntegrals:
+    """The :class:`_HoldIntegrals` of ``A_c``, reused while the same ``A_c`` is recovered
+    (the estimate, the ambiguity check and the branch candidates call once per channel)."""
+    key = (A_c.shape, A_c.tobytes())
+    if _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    hold = _HoldIntegrals(np.array(A_c, dtype=float))
+    _LAST[:] = [(key, hold)]
+    return hold
 
 
 def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay: float,

@@ -194,3 +194,59 @@ def test_recover_continuous_names_a_wrong_shape():
     # the accepted form: a single block given as B_blocks[None] (no delay)
     _, B_c, delay = recover_continuous(A_d, blocks[2][None], 0.5)
     assert delay[0] == 0.0 and np.all(np.isfinite(B_c))
+
+
+# ---------------------------------------------------------------------- hold integrals
+def _random_case(seed):
+    rng = np.random.default_rng(seed)
+    n, m, R, dt = int(rng.integers(2, 9)), int(rng.integers(1, 4)), 4, float(rng.uniform(0.05, 1))
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    upper = 0.5 * np.triu(rng.standard_normal((n, n)), 1)
+    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.1, n)) + upper) @ Q.T
+    B_c = rng.standard_normal((n, m))
+    delay = rng.uniform(0.0, R - 1.0, m) * dt
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=R)
+    noisy = blocks + 1e-4 * np.max(np.abs(blocks)) * rng.standard_normal(blocks.shape)
+    return A_d, noisy, dt
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_eigenbasis_and_exponential_paths_agree(seed, monkeypatch):
+    # The eigenbasis of A_c (one decomposition for every channel and hold length) and the
+    # exact block exponential give the same recovery on noisy blocks of random plants.
+    from dmdidc.inference import recovery
+
+    A_d, blocks, dt = _random_case(seed)
+    fast = recover_continuous(A_d, blocks, dt)
+    monkeypatch.setattr(recovery, "_EIGENBASIS_CONDITION", 0.0)   # every A_c takes expm
+    monkeypatch.setattr(recovery, "_LAST", [])
+    exact = recover_continuous(A_d, blocks, dt)
+    np.testing.assert_allclose(fast[1], exact[1], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fast[2], exact[2], rtol=0, atol=1e-8 * dt)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.3, 0.9])
+def test_defective_state_matrix_takes_the_exponential_path(fraction):
+    # A Jordan block has no eigenbasis: the exact path recovers the delay all the same.
+    A_c = np.array([[-0.5, 1.0, 0.0], [0.0, -0.5, 1.0], [0.0, 0.0, -0.5]])
+    B_c = np.array([[0.3], [-1.0], [2.0]])
+    dt = 0.25
+    delay = np.array([(2 + fraction) * dt])
+    A_d, blocks = delay_blocks(A_c, B_c, delay, dt, max_delay=4)
+    _, B_rec, d = recover_continuous(A_d, blocks, dt, A_c=A_c)
+    assert abs(d[0] - delay[0]) <= 1e-9 * dt
+    np.testing.assert_allclose(B_rec, B_c, atol=1e-9)
+
+
+def test_a_state_matrix_changed_in_place_is_not_served_from_the_cache():
+    from dmdidc.inference.recovery import recover_channel
+
+    A_c = np.array([[-1.0, 2.0], [-2.0, -1.0]])
+    B_c = np.array([[1.0], [0.5]])
+    _, blocks = delay_blocks(A_c, B_c, np.array([0.7]), 0.5, max_delay=3)
+    recover_channel(A_c, blocks[:, :, 0], 0.5, 1)
+    A_c[0, 1] = 1.5                                     # another plant, same array
+    _, blocks = delay_blocks(A_c, B_c, np.array([0.6]), 0.5, max_delay=3)
+    b, delay = recover_channel(A_c, blocks[:, :, 0], 0.5, 1)
+    assert abs(delay - 0.6) <= 1e-9
+    np.testing.assert_allclose(b, B_c[:, 0], atol=1e-9)
