@@ -282,8 +282,9 @@ def _hold_integrals(A_c: np.ndarray) -> _HoldIntegrals:
     """The :class:`_HoldIntegrals` of ``A_c``, reused while the same ``A_c`` is recovered
     (the estimate, the ambiguity check and the branch candidates call once per channel)."""
     key = (A_c.shape, A_c.tobytes())
-    if _LAST and _LAST[0][0] == key:
-        return _LAST[0][1]
+    last = _LAST[0] if _LAST else None          # read once: another thread may replace it
+    if last is not None and last[0] == key:
+        return last[1]
     hold = _HoldIntegrals(np.array(A_c, dtype=float))
     _LAST[:] = [(key, hold)]
     return hold

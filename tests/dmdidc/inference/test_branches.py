@@ -47,3 +47,24 @@ def test_a_whole_delay_cannot_tell_the_alias_and_the_principal_log_stays():
     A_c, _, _ = recover_branch(true.A_d, true.B_blocks, T, active=true.active_blocks,
                                block_variance=0.0, notes=notes)
     assert np.max(np.abs(np.linalg.eigvals(A_c).imag)) < np.pi / T and not notes
+
+
+def test_a_repeated_recovery_keeps_its_note_and_hands_out_copies():
+    # The last recovery is remembered (the intervals redo the fit's): a second call still
+    # reports the alias, and changing one answer leaves the next untouched.
+    true = DelayedPlant.from_continuous(A_FAST, [[1.0], [0.5]], delay=1.4 * T, dt=T,
+                                        max_delay=3)
+    answers, notes = [], [[], []]
+    for note_list in notes:
+        answers.append(recover_branch(true.A_d, true.B_blocks, T, active=true.active_blocks,
+                                      block_variance=0.0, notes=note_list))
+    assert all(len(found) == 1 and "aliasing resolved" in found[0] for found in notes)
+    for first, second in zip(*answers, strict=True):
+        np.testing.assert_array_equal(first, second)
+    answers[1][0][:] = 0.0
+    again = recover_branch(true.A_d, true.B_blocks, T, active=true.active_blocks,
+                           block_variance=0.0)
+    np.testing.assert_array_equal(again[0], answers[0][0])
+    other = recover_branch(true.A_d, true.B_blocks, T, active=true.active_blocks,
+                           block_variance=1.0)               # other inputs: computed anew
+    assert other[0].shape == (2, 2)
