@@ -529,20 +529,21 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     is second order for the delay).  ``nan`` for a channel without effect or whose second
     block lies beyond the bound.
     """
-    from dmdidc.discretization import zoh_matrices
+    from dmdidc.inference.recovery import _hold_integrals
 
     n, m, R = model.n_states, model.n_inputs, model.max_delay
     p = restricted.coefficients.shape[1]
     A_c, B_c, delay = model.require_continuous("delay standard errors")
     T = model.dt
     cov = restricted.factored_covariance()
-    _, gamma_T = zoh_matrices(A_c, np.eye(n), T)
+    hold_integrals = _hold_integrals(A_c)       # the recovery's (one eigendecomposition)
+    _, gamma_T = hold_integrals.matrices(T)
     out = np.full(m, np.nan)
     for i, w in enumerate(model.delay_steps):
         if not model.active_blocks[:, i].any() or w + 1 > R:
             continue
         hold = T - (delay[i] - w * T)
-        Phi_s, gamma_s = zoh_matrices(A_c, np.eye(n), hold)
+        Phi_s, gamma_s = hold_integrals.matrices(hold)
         f = Phi_s @ B_c[:, i]
         J1 = np.linalg.solve(gamma_T.T, gamma_s.T).T
         gradient = (f @ np.concatenate([J1 - np.eye(n), J1], axis=1)) / max(f @ f, 1e-300)

@@ -264,6 +264,16 @@ class _HoldIntegrals:
             return exp_block[:, :n, n], exp_block[:, :n, :n] @ b
         return exact
 
+    def matrices(self, s: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(e^{A s}, Gamma(s))``, each (n, n): :func:`~dmdidc.discretization.zoh_matrices`
+        of the identity."""
+        if self._eigenbasis(s):
+            z = s * self.values
+            factors = self._integral_factors(z[None], np.array([s]))[0]
+            return (np.real((self.vectors * np.exp(z)) @ self.inverse),
+                    np.real((self.vectors * factors) @ self.inverse))
+        return zoh_matrices(self.A_c, np.eye(self.A_c.shape[0]), s)
+
     def solve(self, s: float, rhs: np.ndarray) -> np.ndarray:
         """``b`` with ``Gamma(s) b = rhs``."""
         if self._eigenbasis(s):

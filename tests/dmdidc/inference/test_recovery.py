@@ -250,3 +250,18 @@ def test_a_state_matrix_changed_in_place_is_not_served_from_the_cache():
     b, delay = recover_channel(A_c, blocks[:, :, 0], 0.5, 1)
     assert abs(delay - 0.6) <= 1e-9
     np.testing.assert_allclose(b, B_c[:, 0], atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hold_matrices_match_the_block_exponential(seed):
+    from dmdidc.discretization import zoh_matrices
+    from dmdidc.inference.recovery import _hold_integrals
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 8))
+    A_c = rng.standard_normal((n, n)) - np.eye(n)
+    for s in (0.0, 1e-9, 0.3, 1.7):
+        fast, exact = _hold_integrals(A_c).matrices(s), zoh_matrices(A_c, np.eye(n), s)
+        for mine, reference in zip(fast, exact, strict=True):
+            scale = max(float(np.max(np.abs(reference))), 1e-300)    # rounding is relative
+            np.testing.assert_allclose(mine, reference, rtol=0, atol=1e-11 * scale)
