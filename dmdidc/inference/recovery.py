@@ -221,6 +221,7 @@ class _HoldIntegrals:
     def __init__(self, A_c: np.ndarray) -> None:
         self.A_c = A_c
         self.vectors = None
+        self.exact_gamma: dict[float, np.ndarray] = {}
         with np.errstate(all="ignore"):
             values, vectors = np.linalg.eig(A_c)
             condition = np.linalg.cond(vectors)
@@ -281,8 +282,9 @@ class _HoldIntegrals:
             if np.min(np.abs(factors)) > 1e-12 * np.max(np.abs(factors)):
                 return np.real(self.vectors @ ((self.inverse @ rhs) / factors))
         # Exact path, also for a (nearly) singular Gamma(s) (lambda s = 2 pi i k): solve() says so.
-        _, gamma = zoh_matrices(self.A_c, np.eye(self.A_c.shape[0]), s)
-        return solve(gamma, rhs)
+        if s not in self.exact_gamma:           # every channel's pairs solve with Gamma(T)
+            self.exact_gamma[s] = zoh_matrices(self.A_c, np.eye(self.A_c.shape[0]), s)[1]
+        return solve(self.exact_gamma[s], rhs)
 
 
 _LAST: list = []     # the last (key, _HoldIntegrals): a fit recovers every channel with one A_c
