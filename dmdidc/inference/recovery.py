@@ -52,7 +52,7 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
         logarithm), or the logarithm does not reproduce ``A_d``.  The message gives the
         eigenvalues and the possible causes, most likely first.
     """
-    eigenvalues = np.linalg.eigvals(A_d)
+    eigenvalues, vectors = np.linalg.eig(A_d)
     size = max(np.max(np.abs(eigenvalues)), np.finfo(float).tiny)
     for lam in eigenvalues:
         if abs(lam) <= 1e-12 * size or (lam.real < 0 and abs(lam.imag) <= 1e-9 * abs(lam)):
@@ -63,9 +63,11 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
             f"A_d has eigenvalues with frequency {angles.max() / dt:.4g} rad/s, close to the "
             f"Nyquist frequency {np.pi / dt:.4g} rad/s; A_c is the principal (below-Nyquist) "
             f"logarithm, and a plant with faster modes would give the same data")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        log = logm(A_d)
+    log = _eigenbasis_logarithm(eigenvalues, vectors)
+    if log is None:                  # defective or nearly so: the Schur-based logarithm
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            log = logm(A_d)
     log = np.asarray(log)
     if np.iscomplexobj(log):
         if np.max(np.abs(log.imag)) > 1e-8 * max(1.0, np.max(np.abs(log.real))):
@@ -78,6 +80,17 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
         raise LogarithmError(f"expm(A_c T) reproduces A_d only to relative error {mismatch:.2g}; "
                              f"A_d is too ill-conditioned for a reliable logarithm")
     return A_c
+
+
+def _eigenbasis_logarithm(eigenvalues: np.ndarray, vectors: np.ndarray) -> np.ndarray | None:
+    """``V diag(log lambda) V^-1`` (the principal logarithm: ``np.log`` keeps the angles in
+    (-pi, pi]) when the eigenvectors are well conditioned, else None.  The accuracy is that of
+    the hold integrals (:data:`_EIGENBASIS_CONDITION`); the caller checks the result."""
+    with np.errstate(all="ignore"):
+        condition = np.linalg.cond(vectors)
+    if not (np.isfinite(condition) and condition <= _EIGENBASIS_CONDITION):
+        return None
+    return (vectors * np.log(eigenvalues.astype(complex))) @ np.linalg.inv(vectors)
 
 
 def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt: float) -> str:

@@ -265,3 +265,24 @@ def test_hold_matrices_match_the_block_exponential(seed):
         for mine, reference in zip(fast, exact, strict=True):
             scale = max(float(np.max(np.abs(reference))), 1e-300)    # rounding is relative
             np.testing.assert_allclose(mine, reference, rtol=0, atol=1e-11 * scale)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_eigenbasis_logarithm_matches_the_schur_logarithm(seed):
+    # The principal logarithm from the eigenbasis of A_d (well-conditioned case) is scipy's
+    # logm to rounding, also with complex pairs and modes close to Nyquist.
+    from scipy.linalg import logm
+
+    rng = np.random.default_rng(seed)
+    n, dt = int(rng.integers(2, 9)), float(rng.uniform(0.05, 1.0))
+    A_c = rng.standard_normal((n, n)) * rng.uniform(0.5, 3.0) - 0.3 * np.eye(n)
+    A_d = expm(A_c * dt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            mine = continuous_state_matrix(A_d, dt)
+        except LogarithmError:
+            pytest.skip("no real logarithm for this draw")
+    reference = np.real(logm(A_d)) / dt
+    np.testing.assert_allclose(mine, reference, rtol=0,
+                               atol=1e-10 * max(1.0, float(np.max(np.abs(reference)))))
