@@ -76,6 +76,20 @@ def generate(plant: DelayedPlant, K: int, seed: int = 1) -> tuple[np.ndarray, np
     return X, U
 
 
+def noisy_row_data(K: int, seed: int = 1
+                   ) -> tuple[DelayedPlant, np.ndarray, np.ndarray, np.ndarray]:
+    """The data of ``make bench``'s fit rows: the plant, states with 1 % relative measurement
+    noise, i.i.d. inputs, and the regression data ``V = [x_k; u_k .. u_{k-R}]`` (p x (K - R))."""
+    plant = make_plant()
+    n, R = plant.n_states, plant.max_delay
+    rng = np.random.default_rng(seed)
+    U = random_excitation(plant.n_inputs, K, rng=rng)
+    X = plant.simulate(rng.standard_normal(n), U)
+    X += 0.01 * np.std(X, axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    V = np.concatenate([X[:, R:K], lagged_inputs(U, R)], axis=0)
+    return plant, X, U, V
+
+
 def numpy_gram_pass(X: np.ndarray, U: np.ndarray, R: int) -> tuple[float, float, np.ndarray]:
     """Build Phi chunk by chunk and accumulate Phi Phi^T, Y Phi^T; return (t_build, t_gram, C)."""
     K = U.shape[1]

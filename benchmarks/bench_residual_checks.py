@@ -20,12 +20,11 @@ import warnings
 
 import numpy as np
 from _common import cpu_best_time, emit_summary, summary_row
-from bench_fit import make_plant
+from bench_fit import noisy_row_data
 
-from dmdidc import DMDidc, random_excitation
+from dmdidc import DMDidc
 from dmdidc.inference.lagged_products import PieceLayout, lag_products
 from dmdidc.inference.residuals import residual_analysis, residual_checks
-from dmdidc.regression import lagged_inputs
 
 
 def direct_products(E: np.ndarray, X: np.ndarray, low: int, high: int) -> np.ndarray:
@@ -44,13 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    plant = make_plant()
-    n, R, K = plant.n_states, plant.max_delay, args.samples
-    rng = np.random.default_rng(1)
-    U = random_excitation(plant.n_inputs, K, rng=rng)
-    X = plant.simulate(rng.standard_normal(n), U)
-    X += 0.01 * np.std(X, axis=1, keepdims=True) * rng.standard_normal(X.shape)
-    V = np.concatenate([X[:, R:K], lagged_inputs(U, R)], axis=0)
+    K = args.samples
+    plant, X, U, V = noisy_row_data(K)
+    n, R = plant.n_states, plant.max_delay
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = DMDidc(max_delay=R, estimator="ls").fit(X, U, dt=plant.dt)

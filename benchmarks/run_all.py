@@ -45,19 +45,12 @@ ROWS = [
 
 def fit_rows(K: int = 200_000, repeat: int = 1) -> list[dict]:
     """The LS and IV fits (CPU time) against one numpy Gram pass of the regression data."""
-    import numpy as np
-    from bench_fit import make_plant
+    from bench_fit import noisy_row_data
 
-    from dmdidc import DMDidc, random_excitation
-    from dmdidc.regression import lagged_inputs
+    from dmdidc import DMDidc
 
-    plant = make_plant()
+    plant, X, U, V = noisy_row_data(K)                              # V: 104 x (K - R)
     n, R, dt = plant.n_states, plant.max_delay, plant.dt
-    rng = np.random.default_rng(1)
-    U = random_excitation(plant.n_inputs, K, rng=rng)
-    X = plant.simulate(rng.standard_normal(n), U)
-    X += 0.01 * np.std(X, axis=1, keepdims=True) * rng.standard_normal(X.shape)
-    V = np.concatenate([X[:, R:K], lagged_inputs(U, R)], axis=0)   # 104 x (K - R)
     t_gram, _ = cpu_best_time(lambda: V @ V.T, repeat + 2)
     rows = []
     for estimator in ("ls", "iv"):

@@ -213,6 +213,15 @@ def test_bootstrap_without_inputs_is_finite(seed):
     assert np.all(np.isfinite(intervals.A_c.low)) and np.all(np.isfinite(intervals.A_c.high))
 
 
+def _assert_same_statistics(fused, direct) -> None:
+    np.testing.assert_allclose(fused.gram, direct.gram, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fused.sums, direct.sums, rtol=1e-12, atol=1e-12)
+    assert fused.layout == direct.layout
+    for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
+                 "max_trajectory_samples", "intercepts", "clipped", "centering"):
+        assert getattr(fused, name) == getattr(direct, name), name
+
+
 def test_a_delay_bound_far_beyond_the_data_is_refused_at_once():
     # Issue 20: max_delay=10**6 on 100 samples allocated a 7 TiB Gram matrix (MemoryError), and
     # 5000 spent minutes on a 5003 x 5003 matrix of zeros; both are refused before allocating.
@@ -241,12 +250,7 @@ def test_least_squares_statistics_from_the_input_instrument_pass_equal_a_pass_of
             trajectories.append((rng.standard_normal((n, int(K) + 1)),
                                  rng.standard_normal((m, int(K)))))
         direct, fused = _statistics(trajectories, R, None), _plain_statistics(trajectories, R, {})
-        np.testing.assert_allclose(fused.gram, direct.gram, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(fused.sums, direct.sums, rtol=1e-12, atol=1e-12)
-        assert fused.layout == direct.layout
-        for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
-                     "max_trajectory_samples", "intercepts", "clipped", "centering"):
-            assert getattr(fused, name) == getattr(direct, name), name
+        _assert_same_statistics(fused, direct)
 
 
 @pytest.mark.parametrize("block", [7, 8192])
@@ -273,12 +277,7 @@ def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_ow
             continue
         direct = fitting._statistics(trajectories, R, "simulated", 0, signals)
         fused = fitting._simulated_statistics(trajectories, R, signals, memo)
-        np.testing.assert_allclose(fused.gram, direct.gram, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(fused.sums, direct.sums, rtol=1e-12, atol=1e-12)
-        assert fused.layout == direct.layout
-        for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
-                     "max_trajectory_samples", "intercepts", "clipped", "centering"):
-            assert getattr(fused, name) == getattr(direct, name), name
+        _assert_same_statistics(fused, direct)
 
 
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
