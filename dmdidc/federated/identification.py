@@ -252,15 +252,19 @@ class FederatedIdentification:
     def init_client_state(self, data: Mapping[str, np.ndarray]) -> ClientState:
         return ClientState(scalars={DP_RELEASES: 0})
 
-    def client_statistics(self, data: Mapping[str, np.ndarray]) -> SufficientStatistics:
-        """A client's plain statistics from ``{"X": (E, n, L + 1), "U": (E, m, L)}``."""
-        X, U = np.asarray(data["X"], dtype=float), np.asarray(data["U"], dtype=float)
-        if X.ndim != 3 or U.ndim != 3 or X.shape[0] != U.shape[0]:
-            raise DimensionError(f"client data must be X (E, n, L + 1) and U (E, m, L); got "
-                                 f"{X.shape} and {U.shape}")
+    def client_statistics(self, data: Mapping[str, Any]) -> SufficientStatistics:
+        """A client's plain statistics from ``{"X": (E, n, L + 1), "U": (E, m, L)}``, or from
+        sequences of E trajectories ``X[e]`` (n, L_e + 1), ``U[e]`` (m, L_e) of any lengths."""
+        X, U = _experiments(data, "X"), _experiments(data, "U")
+        if len(X) != len(U) or any(x.ndim != 2 for x in X) or any(u.ndim != 2 for u in U):
+            raise DimensionError(
+                f"client data must be X (E, n, L + 1) and U (E, m, L), or E trajectories "
+                f"X[e] (n, L_e + 1) and U[e] (m, L_e); got {len(X)} X of shapes "
+                f"{sorted({x.shape for x in X})} and {len(U)} U of shapes "
+                f"{sorted({u.shape for u in U})}")
         t = self.template
         return SufficientStatistics.from_data(
-            list(X), list(U), max_delay=t.max_delay, state_bound=t.state_bound,
+            X, U, max_delay=t.max_delay, state_bound=t.state_bound,
             input_bound=t.input_bound, instruments=t.instruments,
             instrument_lags=t.instrument_lags if t.instruments else None,
             detrend=self.detrend)
@@ -401,3 +405,15 @@ class FederatedIdentification:
         return SufficientStatistics.from_vector(model["statistics"],
                                                 like=self._like(model["counts"]),
                                                 noise_variance=float(model["noise_variance"][0]))
+
+
+def _experiments(data: Mapping[str, Any], key: str) -> list[np.ndarray]:
+    """``data[key]`` as a list of 2-D float arrays (a 3-D array is split along its first axis)."""
+    value = data[key]
+    if isinstance(value, np.ndarray) and value.ndim == 3:
+        return list(np.asarray(value, dtype=float))
+    if isinstance(value, np.ndarray) or not isinstance(value, Sequence):
+        array = np.asarray(value, dtype=float)
+        raise DimensionError(f"client data {key!r} must be an (E, rows, samples) array or a "
+                             f"sequence of 2-D trajectories; got shape {array.shape}")
+    return [np.asarray(part, dtype=float) for part in value]

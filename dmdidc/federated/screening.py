@@ -6,7 +6,7 @@ row by row, then the sums ``s`` if released) and its public counts.  In the unit
 coordinates of a release (every regressor entry clipped to its declared bound and divided by
 it), the statistics of ``N`` regression samples, centred or not, satisfy
 
-* the counts are consistent: ``n_trajectories = k >= 1``, ``1 <= min_trajectory_samples <=
+* the counts are consistent: ``n_trajectories = k >= 1``, ``0 <= min_trajectory_samples <=
   max_trajectory_samples`` (equal when ``k = 1``) and ``max + (k - 1) min <= N <= min + (k -
   1) max`` (one trajectory of each extreme length; and ``N`` is at most the federation's
   public cap ``max_samples``, when it declares one).  The release noise of ``unit=
@@ -77,9 +77,11 @@ def count_reason(metrics: Mapping[str, Any], max_samples: int | None = None) -> 
     values = {}
     for name in COUNTS:
         value = metrics.get(name)
+        # a trajectory of max_delay + 1 samples or fewer holds no regression sample
+        least = 0 if name == "min_trajectory_samples" else 1
         if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-                or not np.isfinite(value) or value != int(value) or value < 1):
-            return f"count {name!r} missing or not an integer >= 1 (got {value!r})"
+                or not np.isfinite(value) or value != int(value) or value < least):
+            return f"count {name!r} missing or not an integer >= {least} (got {value!r})"
         values[name] = int(value)
     n, trajectories = values["n_samples"], values["n_trajectories"]
     shortest, longest = values["min_trajectory_samples"], values["max_trajectory_samples"]

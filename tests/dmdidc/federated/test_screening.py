@@ -89,6 +89,31 @@ def test_honest_releases_are_never_rejected(seed, mechanism):
     assert np.array_equal(run.model["statistics"], plain.model["statistics"])
 
 
+@pytest.mark.parametrize("options", [{}, {"detrend": "constant"}, {"instruments": "inputs"}])
+def test_trajectories_of_any_length_are_honest(options):
+    """Clients with trajectories of different lengths, one too short to hold a regression
+    sample (min_trajectory_samples = 0): their statistics are those of the trajectories and no
+    reply is rejected."""
+    rng = np.random.default_rng(3)
+    data = _federation(3, experiments=4, length=80)
+    plant = _plant(np.random.default_rng(3))
+    for client, lengths in ((1, (80, 35, 2)), (2, (120, 1))):
+        U = [rng.uniform(-1, 1, (1, L)) for L in lengths]
+        data[client] = {"X": [plant.simulate([0.0, 0.0], u) for u in U], "U": U}
+    algo = _algorithm(**options)
+    assert algo.client_statistics(data[1]).min_trajectory_samples == 0
+    run = run_sync(algo, data, rounds=1, seed=3)
+    assert _rejected(run) == {} and run.history[0].accepted == tuple(range(CLIENTS))
+
+
+def test_ragged_client_data_are_refused_by_name():
+    algo = _algorithm()
+    with pytest.raises(DimensionError, match="client data 'X'"):
+        algo.client_statistics({"X": np.zeros((2, 5)), "U": np.zeros((1, 4))})
+    with pytest.raises(DimensionError, match="E trajectories"):
+        algo.client_statistics({"X": [np.zeros((2, 5))], "U": [np.zeros((1, 4)), np.zeros((1, 4))]})
+
+
 # ---------------------------------------------------------------------- poisoned replies fail
 def _tamper(change, clients):
     """A network tamper hook: ``clients`` reply ``change(reply)`` (abstentions untouched)."""
