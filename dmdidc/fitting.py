@@ -40,7 +40,7 @@ from dmdidc.regression.refined import (
     reference_projection,
     simulated_states,
 )
-from dmdidc.regression.robust import huber_solution, huber_threshold
+from dmdidc.regression.robust import _MAD_TO_SIGMA, huber_solution, huber_threshold
 from dmdidc.regression.solution import (
     EXACT_FIT,
     GramAccumulator,
@@ -60,7 +60,6 @@ REFINEMENTS = 1
 #: IRLS iterations of robust IV, and its stopping rule (relative change of the coefficients).
 _ROBUST_ITERATIONS = 50
 _ROBUST_TOLERANCE = 1e-8
-_MAD_TO_SIGMA = 1.482602218505602
 
 
 @dataclass

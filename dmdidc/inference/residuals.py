@@ -49,6 +49,7 @@ from scipy import linalg, special
 from dmdidc.inference.checks import Check
 from dmdidc.inference.lagged_products import PieceLayout, lag_products
 from dmdidc.regression.refined import instrument_rows
+from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
@@ -65,8 +66,6 @@ _SIGNAL_PAIRS = 400
 _MIN_SAMPLES = 100
 #: Order of the autoregressive prewhitening filter of each input.
 _PREWHITEN_ORDER = 10
-#: Robust standard deviation per median absolute deviation (Gaussian).
-_MAD_TO_SIGMA = 1.482602218505602
 
 
 
