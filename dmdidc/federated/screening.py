@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from dmdidc.statistics.statistics import SufficientStatistics
 from privacy.federated.validation import ReplyBound, noise_allowance
 
 __all__ = ["COUNTS", "count_reason", "gram_reason", "release_allowance", "statistics_bound"]
@@ -110,10 +111,8 @@ def statistics_bound(like: Any, allowance: float) -> ReplyBound:
 def gram_reason(z: np.ndarray, like: Any, allowance: float) -> str | None:
     """Why the Gram matrix in ``z`` cannot be an honest Gram plus noise of reach ``allowance``
     per entry (its smallest eigenvalue below ``-p allowance``), or ``None``."""
-    p = like.gram.shape[0]
-    rows, cols = np.triu_indices(p)
-    gram = np.zeros((p, p))
-    gram[rows, cols] = gram[cols, rows] = z[:rows.size]
+    gram = SufficientStatistics.from_vector(z, like=like).gram   # the layout of to_vector
+    p = gram.shape[0]
     smallest = float(np.linalg.eigvalsh(gram)[0])
     floor = p * allowance + 1e-9 * float(np.abs(np.diag(gram)).sum())
     if smallest < -floor:
