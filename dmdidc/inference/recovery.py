@@ -86,9 +86,7 @@ def _eigenbasis_logarithm(eigenvalues: np.ndarray, vectors: np.ndarray) -> np.nd
     """``V diag(log lambda) V^-1`` (the principal logarithm: ``np.log`` keeps the angles in
     (-pi, pi]) when the eigenvectors are well conditioned, else None.  The accuracy is that of
     the hold integrals (:data:`_EIGENBASIS_CONDITION`); the caller checks the result."""
-    with np.errstate(all="ignore"):
-        condition = np.linalg.cond(vectors)
-    if not (np.isfinite(condition) and condition <= _EIGENBASIS_CONDITION):
+    if not _well_conditioned(vectors):
         return None
     return (vectors * np.log(eigenvalues.astype(complex))) @ np.linalg.inv(vectors)
 
@@ -221,6 +219,14 @@ _EIGENBASIS_CONDITION = 1e4
 _EIGENBASIS_EXPONENT = 600.0
 
 
+def _well_conditioned(vectors: np.ndarray) -> bool:
+    """Whether an eigenvector matrix is safe for the eigenbasis formulas
+    (condition number finite and at most :data:`_EIGENBASIS_CONDITION`)."""
+    with np.errstate(all="ignore"):
+        condition = np.linalg.cond(vectors)
+    return bool(np.isfinite(condition) and condition <= _EIGENBASIS_CONDITION)
+
+
 class _HoldIntegrals:
     """``Gamma(s) b = int_0^s e^{A tau} d tau b`` and ``e^{A s} b`` for one ``A_c``.
 
@@ -237,8 +243,7 @@ class _HoldIntegrals:
         self.exact_gamma: dict[float, np.ndarray] = {}
         with np.errstate(all="ignore"):
             values, vectors = np.linalg.eig(A_c)
-            condition = np.linalg.cond(vectors)
-        if np.isfinite(condition) and condition <= _EIGENBASIS_CONDITION:
+        if _well_conditioned(vectors):
             self.values, self.vectors = values, vectors
             self.inverse = np.linalg.inv(vectors)
             self.fastest = float(np.max(values.real, initial=0.0))
