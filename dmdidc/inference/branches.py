@@ -23,6 +23,7 @@ from scipy import special
 
 from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.recovery import (
+    _remembered,
     continuous_state_matrix,
     recover_channel,
     recover_continuous,
@@ -167,15 +168,14 @@ def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: 
     A_d, B_blocks, active = (np.asarray(a) for a in (A_d, B_blocks, active))
     key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in (A_d, B_blocks, active)) + (
         float(dt), float(block_variance))
-    last = _LAST[0] if _LAST else None          # read once: another thread may replace it
-    if last is not None and last[0] == key:
-        result, note = last[1]
-    else:
+
+    def recovery() -> tuple[tuple[np.ndarray, ...], str]:
         choice = choose_branch(continuous_state_matrix(A_d, dt), B_blocks, dt, active,
                                block_variance=block_variance)
-        result = recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c)
-        note = choice.note
-        _LAST[:] = [(key, (result, note))]
+        return (recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c),
+                choice.note)
+
+    result, note = _remembered(_LAST, key, recovery)
     if note and notes is not None:
         notes.append(note)
     return tuple(part.copy() for part in result)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.linalg import expm, logm, solve
@@ -311,13 +312,20 @@ _LAST: list = []     # the last (key, _HoldIntegrals): a fit recovers every chan
 def _hold_integrals(A_c: np.ndarray) -> _HoldIntegrals:
     """The :class:`_HoldIntegrals` of ``A_c``, reused while the same ``A_c`` is recovered
     (the estimate, the ambiguity check and the branch candidates call once per channel)."""
-    key = (A_c.shape, A_c.tobytes())
-    last = _LAST[0] if _LAST else None          # read once: another thread may replace it
+    return _remembered(_LAST, (A_c.shape, A_c.tobytes()),
+                       lambda: _HoldIntegrals(np.array(A_c, dtype=float)))
+
+
+def _remembered(store: list, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, or the value remembered in ``store`` (a one-entry list of the last
+    ``(key, value)``) when ``key`` is the last call's: a fit asks for the same thing once per
+    channel (and :func:`~dmdidc.inference.branches.recover_branch` twice per fit)."""
+    last = store[0] if store else None          # read once: another thread may replace it
     if last is not None and last[0] == key:
         return last[1]
-    hold = _HoldIntegrals(np.array(A_c, dtype=float))
-    _LAST[:] = [(key, hold)]
-    return hold
+    value = compute()
+    store[:] = [(key, value)]
+    return value
 
 
 def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay: float,
