@@ -736,7 +736,8 @@ class OnlineDMDidc:
         return self._delay_status()
 
     def _delay_status(self, ci: IntervalEstimate | None = None) -> list[str]:
-        """``delay_status_``, from ``ci`` (the fit's delay interval at any level) if given."""
+        """``delay_status_``, from ``ci`` (the fit's asymptotic delay interval at any level) if
+        given."""
         fit = self.estimator_
         cached = getattr(self, "_status", None)
         if cached is not None and cached[0] is fit:
@@ -776,7 +777,11 @@ class OnlineDMDidc:
         """The fit's ``delay_ci`` (:meth:`dmdidc.DMDidc.delay_ci`), with value and bounds NaN
         for the undetermined channels (``delay_status_``)."""
         ci = self.estimator_.delay_ci(level, **options)
-        undetermined = np.array([s != "determined" for s in self._delay_status(ci)])
+        # the status is decided once per fit, from the asymptotic standard errors (whichever
+        # interval is asked for first): reuse ci only when it carries those
+        asymptotic = options.get("method", "asymptotic") == "asymptotic"
+        status = self._delay_status(ci if asymptotic else None)
+        undetermined = np.array([s != "determined" for s in status])
         nan = lambda a: np.where(undetermined, np.nan, a)       # noqa: E731
         return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
                        standard_error=nan(ci.standard_error))
