@@ -52,6 +52,13 @@ _UNCERTAIN = 0.05
 _EXACT = 1e-20
 
 
+def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[np.ndarray]:
+    """The output-error residuals (T_e, l) of a fit: those :func:`refine` kept, else simulated."""
+    if refined.residuals is not None:
+        return list(refined.residuals)
+    return output_residuals(experiments, refined, dt, R)
+
+
 def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Validated ``(Y (l, K), U (m, K))`` pairs from arrays or lists of experiments."""
     if isinstance(Y, (list, tuple)) != isinstance(U, (list, tuple)):
@@ -458,8 +465,7 @@ class OutputDMDidc:
         energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
         if refined.rss <= _EXACT * energy:
             return 1.0, "an exact fit"
-        return whiteness_test(list(refined.residuals) if refined.residuals is not None
-                              else output_residuals(experiments, refined, dt, R))
+        return whiteness_test(_residuals(experiments, refined, dt, R))
 
     def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                       fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
@@ -548,9 +554,8 @@ class OutputDMDidc:
         larger, raised = None, ""
         if self._whiteness(experiments, refined, R, dt)[0] > self.significance:
             def starts(fitted: Refined) -> list:
-                residuals = np.vstack(fitted.residuals if fitted.residuals is not None
-                                      else output_residuals(experiments, fitted, dt, R))
-                return extended_dynamics(fitted, residuals, dt)
+                return extended_dynamics(
+                    fitted, np.vstack(_residuals(experiments, fitted, dt, R)), dt)
 
             n, start, refined, raised, larger = raise_order(
                 fit, n, start, refined, limit=min(self.max_order, basis.max_order),
