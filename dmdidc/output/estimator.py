@@ -52,6 +52,11 @@ _UNCERTAIN = 0.05
 _EXACT = 1e-20
 
 
+def _exact_fit(experiments: list, refined: Refined, R: int) -> bool:
+    """Does the fit reproduce the outputs from sample ``R`` to rounding?"""
+    return refined.rss <= _EXACT * sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
+
+
 def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[np.ndarray]:
     """The output-error residuals (T_e, l) of a fit: those :func:`refine` kept, else simulated."""
     if refined.residuals is not None:
@@ -462,8 +467,7 @@ class OutputDMDidc:
     def _whiteness(self, experiments: list, refined: Refined, R: int, dt: float
                    ) -> tuple[float, str]:
         """Ljung-Box p-value of the output-error residuals (1 for an exact fit)."""
-        energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
-        if refined.rss <= _EXACT * energy:
+        if _exact_fit(experiments, refined, R):
             return 1.0, "an exact fit"
         return whiteness_test(_residuals(experiments, refined, dt, R))
 
@@ -540,8 +544,7 @@ class OutputDMDidc:
         ``significance``, or order ``n + 1`` fits better at ``_UNCERTAIN``.  Only automatic
         orders of inexact fits.
         """
-        energy = sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
-        if self.order is not None or refined.rss <= _EXACT * energy:
+        if self.order is not None or _exact_fit(experiments, refined, R):
             return n, start, refined
         E = len(experiments)
 
