@@ -38,8 +38,6 @@ from dmdidc.fitting import FitOutcome, fit_trajectories, offset_decision
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
-    restricted_coefficients,
-    restriction_projector,
 )
 from dmdidc.inference.checks import STATISTICAL_CHECKS, DiagnosticWarning, FitDiagnostics
 from dmdidc.inference.diagnostics import fit_diagnostics
@@ -51,7 +49,6 @@ from dmdidc.inference.intervals import (
     bootstrap_intervals,
     bootstrap_refit,
     model_vector,
-    with_pretest_bias,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
@@ -888,15 +885,7 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            intervals = self._asymptotic(solution, level)
-            iv = getattr(self, "_pretest_iv", None)
-            if iv is None:
-                return intervals
-            try:
-                return with_pretest_bias(intervals, self._asymptotic(iv, level))
-            except (ValueError, np.linalg.LinAlgError):
-                # (IV's blocks have no continuous model: no bias estimate to add)
-                return intervals
+            return self._asymptotic(solution, level, getattr(self, "_pretest_iv", None))
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         params = dict(self.get_params(), max_delay=self._R)
         if self._parts is not None:
@@ -917,14 +906,15 @@ class DMDidc:
         return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
                                    level=level, n_resamples=n_resamples, rng=rng)
 
-    def _asymptotic(self, solution: RegressionSolution, level: float) -> ConfidenceIntervals:
-        """Delta-method intervals of ``solution`` with the fit's block decision."""
+    def _asymptotic(self, solution: RegressionSolution, level: float,
+                    alternative: RegressionSolution | None = None) -> ConfidenceIntervals:
+        """Delta-method intervals of ``solution`` with the fit's block decision (widened by
+        the pretest's bias against ``alternative``, if given)."""
         n, m, R = self._dims
-        restricted = restricted_coefficients(solution, n, self._kept)
-        return asymptotic_intervals(solution, self._block_test, restricted,
-                                    restriction_projector(solution, n, self._kept),
-                                    n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
-                                    level=level, block_variance=self._block_variance)
+        return asymptotic_intervals(solution, self._block_test, self._kept, n_states=n,
+                                    n_inputs=m, max_delay=R, dt=self.dt, level=level,
+                                    block_variance=self._block_variance,
+                                    alternative=alternative)
 
     def delay_ci(self, level: float = 0.95, *, method: str = "asymptotic",
                  **options: Any) -> IntervalEstimate:

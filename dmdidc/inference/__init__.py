@@ -21,7 +21,8 @@ from _toolbox.lazy import lazy_exports
 # module -> the public names imported from it on first attribute access (PEP 562)
 __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.inference.blocks": ["BlockTest", "block_test", "column_covariances",
-                                "restricted_coefficients", "restriction_projector", "kept_blocks"],
+                                "restricted_coefficients", "restriction_projector", "kept_blocks",
+                                "with_earlier_blocks"],
     "dmdidc.inference.selection": ["DelayBoundSelection", "largest_bound", "select_max_delay"],
     "dmdidc.inference.recovery": ["ContinuousModelWarning", "continuous_state_matrix",
                                   "recover_channel", "recover_continuous"],

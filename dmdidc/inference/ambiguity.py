@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmdidc.discretization import first_active_blocks
-from dmdidc.inference.blocks import kept_blocks, restricted_coefficients
+from dmdidc.inference.blocks import kept_blocks, restricted_coefficients, with_earlier_blocks
 from dmdidc.inference.recovery import recover_channel
 from dmdidc.regression.solution import RegressionSolution
 
@@ -75,10 +75,7 @@ def delay_with_earlier_block(A_c: np.ndarray, solution: RegressionSolution,
     """
     n, (R1, m) = A_c.shape[0], active.shape
     first = first_active_blocks(active)
-    kept = kept_blocks(active)
-    for i, w in enumerate(first):
-        if w >= 1:
-            kept[w - 1, i] = True
+    kept = with_earlier_blocks(kept_blocks(active), active)
     blocks = restricted_coefficients(solution, n, kept)[:, n:]
     blocks = blocks.reshape(n, R1, m).transpose(1, 0, 2)
     delays = np.full(m, np.nan)

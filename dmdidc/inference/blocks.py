@@ -35,7 +35,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.regression.solution import RegressionSolution
 
 __all__ = ["BlockTest", "block_test", "column_covariances", "kept_blocks",
-           "restricted_coefficients", "restriction_projector"]
+           "restricted_coefficients", "restriction_projector", "with_earlier_blocks"]
 
 #: A block column smaller than this fraction of the channel's largest is rounding, never active.
 ROUNDING_RTOL = 1e-7
@@ -214,6 +214,39 @@ def kept_blocks(active: np.ndarray) -> np.ndarray:
         if 0 <= w < kept.shape[0] - 1:
             kept[w + 1, i] = True
     return kept
+
+
+def with_earlier_blocks(blocks: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """``blocks`` with ``B^(w - 1)`` added for every channel whose first active block is ``w >= 1``.
+
+    The block test zeroes every block before a channel's first significant one ``w``, and a
+    weak ``B^(w - 1)`` (a delay just short of ``w`` periods under weak excitation) is zeroed
+    too; this is the block structure that fits it as well.  The ``delay_ambiguity`` check
+    (:mod:`dmdidc.inference.ambiguity`) recovers the delay with it, and the asymptotic delay
+    interval (:func:`dmdidc.inference.intervals.asymptotic_intervals`) spans it.
+
+    Parameters
+    ----------
+    blocks : ndarray of bool, shape (R + 1, m)
+        A block selection (the test's ``active``, or the :func:`kept_blocks`).
+    active : ndarray of bool, shape (R + 1, m)
+        The block test's decision, which gives each channel's ``w``.
+
+    Returns
+    -------
+    ndarray of bool, shape (R + 1, m)
+
+    Examples
+    --------
+    >>> active = np.array([[False, True], [True, True], [False, False]])
+    >>> with_earlier_blocks(kept_blocks(active), active).astype(int).tolist()
+    [[1, 1], [1, 1], [1, 0]]
+    """
+    out = np.array(blocks, dtype=bool)
+    for i, w in enumerate(first_active_blocks(active)):
+        if w >= 1:
+            out[w - 1, i] = True
+    return out
 
 
 def restricted_coefficients(solution: RegressionSolution, n_states: int,

@@ -58,8 +58,8 @@ def _frechet_times(V: np.ndarray, W: np.ndarray, D: np.ndarray, v: np.ndarray) -
 
 
 def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
-                   columns: list[tuple[np.ndarray, np.ndarray | None] | None], dt: float
-                   ) -> np.ndarray | None:
+                   columns: list[tuple[np.ndarray, np.ndarray | None] | None], dt: float,
+                   starts: np.ndarray | None = None) -> np.ndarray | None:
     """Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs).
 
     Parameters
@@ -73,6 +73,10 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
         (``b1`` ``None`` when the second block lies beyond the bound), ``None`` for a channel
         without effect or with a whole delay (no derivative).
     dt : float
+    starts : ndarray of int, shape (m,), optional
+        The first block of each channel's pair; by default ``floor(delay / dt)``, so a whole
+        delay ``w`` is differentiated from the side of the pair ``w, w + 1`` (``w - 1`` gives
+        the side of the pair ``w - 1, w``).
 
     Returns
     -------
@@ -106,7 +110,7 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
             continue
         b0, b1 = columns[i]
         b = B_c[:, i]
-        start = np.floor(delay[i] / dt + 1e-9)
+        start = np.floor(delay[i] / dt + 1e-9) if starts is None else starts[i]
         s = (start + 1) * dt - delay[i]
         gamma_s, gamma_s_slope = _gamma(mu, s)
         E_s = ((V * np.exp(mu * s)) @ W).real
