@@ -141,3 +141,66 @@ def test_a_whole_delay_has_an_interval(seed):
         assert np.isfinite(noisy.high - noisy.low).all()
         covered += list((noisy.low <= delay) & (delay <= noisy.high))
     assert np.mean(covered) >= 0.8             # 12 intervals at 95 % (measured: 79 of 80)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_whole_delays_are_not_needlessly_widened(seed):
+    # Open loop, whole delays (common): B^(w-1) is truly zero, so spanning the structure with it
+    # fitted must not widen the intervals beyond a little, and they still cover.
+    from dmdidc.inference.blocks import with_earlier_blocks
+    from dmdidc.inference.intervals import _delta_method
+    from simulations.studies.data_kinds import make_data, random_plant
+
+    covered, ratios = [], []
+    for k in range(4):
+        rng = np.random.default_rng(700 + 4 * seed + k)
+        base = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
+        plant = DelayedPlant.from_continuous(base.A_c, base.B_c, rng.integers(1, 4, 2), 1.0,
+                                             max_delay=4)
+        data = make_data("white", plant, samples=3000, snr_db=float(rng.uniform(20, 35)),
+                         rng=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # ('precision' of the modes: not the delays')
+            fit = DMDidc(max_delay=4).fit(data.X, data.U, dt=1.0)
+        ci = fit.delay_ci(0.95)
+        n, m, R = fit._dims
+        decided = _delta_method(fit.regression_, fit.block_test_.active, fit._kept, n=n, m=m,
+                                R=R, dt=1.0, level=0.95, block_variance=fit._block_variance)
+        np.testing.assert_array_equal(ci.value, decided.delay.value)
+        assert np.all(ci.low <= decided.delay.low) and np.all(ci.high == decided.delay.high)
+        ratios += list(ci.half_width / decided.delay.half_width)
+        covered += list((ci.low <= plant.delay) & (plant.delay <= ci.high))
+        assert not np.array_equal(with_earlier_blocks(fit.block_test_.active,
+                                                      fit.block_test_.active),
+                                  fit.block_test_.active)        # a structure was spanned
+    assert max(ratios) <= 1.25, ratios
+    assert np.mean(covered) >= 0.75
+
+
+def test_whole_delay_is_differentiated_from_the_side_with_variance():
+    from dmdidc.inference.intervals import _pair_starts
+
+    kept = np.zeros((5, 3), dtype=bool)
+    kept[1:3, :] = True                  # blocks 1 and 2 kept in every channel
+    kept[3, 2] = True                    # and block 3 in channel 2
+    # channel 0: 2 periods, B^(3) constrained to zero -> the pair 1, 2; channel 1: 1.4 periods
+    # -> the pair around it; channel 2: 2 periods with B^(3) kept -> the pair 2, 3
+    starts = _pair_starts(np.array([2.0, 1.4, 2.0]), kept, earlier_side=False)
+    assert starts.tolist() == [1, 1, 2]
+    assert _pair_starts(np.array([2.0, 1.4, 2.0]), kept, earlier_side=True).tolist() == [1, 1, 1]
+    # a whole delay whose earlier block is not kept stays on the later pair
+    assert _pair_starts(np.array([1.0, 0.0, 1.0]), kept, earlier_side=True).tolist() == [1, 0, 1]
+
+
+def test_asymmetric_intervals_print_their_ends_and_keep_them_under_the_pretest():
+    from dmdidc.inference.intervals import ConfidenceIntervals, with_pretest_bias
+
+    item = IntervalEstimate("r", [1.0], [0.86], [1.07], [0.035], 0.95, "asymptotic", "s")
+    assert item.lines() == ["r[0] = 1.00 s, 95 % interval [0.86, 1.07] s"]
+    same = ConfidenceIntervals(item, item, item, 0.95, "asymptotic")
+    kept = with_pretest_bias(same, same)             # IV agrees: nothing to add
+    np.testing.assert_allclose([kept.delay.low[0], kept.delay.high[0]], [0.86, 1.07])
+    iv = IntervalEstimate("r", [1.3], [1.2], [1.4], [0.05], 0.95, "asymptotic", "s")
+    wider = with_pretest_bias(same, ConfidenceIntervals(iv, iv, iv, 0.95, "asymptotic")).delay
+    assert wider.low[0] < 0.86 and wider.high[0] > 1.07
+    assert wider.value[0] - wider.low[0] > wider.high[0] - wider.value[0]   # the sides kept
