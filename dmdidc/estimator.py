@@ -835,7 +835,9 @@ class DMDidc:
         ----------
         level : float, default 0.95
         method : {"asymptotic", "bootstrap"}, default "asymptotic"
-            Delta method with the estimator's covariance (when ``estimator="auto"`` kept
+            Delta method with the estimator's covariance, spanning the block structure with
+            the block before each delay fitted too (:mod:`dmdidc.inference.intervals`,
+            *Selection*; when ``estimator="auto"`` kept
             least squares after comparing it with IV, e.g. on closed-loop data, widened by the
             bias that comparison cannot exclude:
             :func:`~dmdidc.inference.intervals.with_pretest_bias`), or percentile bootstrap over

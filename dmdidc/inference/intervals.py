@@ -71,7 +71,12 @@ from scipy import special
 
 from _toolbox.validation import as_generator, check_in_interval, check_integer, read_only
 from dmdidc.discretization import first_active_blocks
-from dmdidc.errors import ContinuousModelWarning, InsufficientExcitationError, ParameterError
+from dmdidc.errors import (
+    ContinuousModelWarning,
+    InsufficientExcitationError,
+    LogarithmError,
+    ParameterError,
+)
 from dmdidc.inference.blocks import (
     restricted_coefficients,
     restriction_projector,
@@ -112,7 +117,9 @@ class IntervalEstimate:
     value, low, high : ndarray
         Estimate and interval bounds.
     standard_error : ndarray
-        Asymptotic standard error (bootstrap: standard deviation over resamples).
+        Asymptotic standard error in the decided block structure (the interval may reach
+        further on one side: it spans the structure with ``B^(w - 1)`` fitted too, module
+        notes, *Selection*); bootstrap: standard deviation over resamples.
     level : float
     method : str
         ``"asymptotic"`` or ``"bootstrap"``.
@@ -264,7 +271,7 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
     Raises
     ------
     LogarithmError
-        No continuous model to differentiate.
+        No continuous model to differentiate (in either structure).
     """
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     shape = dict(n=n_states, m=n_inputs, R=max_delay, dt=dt, level=level,
@@ -276,7 +283,15 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
         structures.append((earlier, with_earlier_blocks(kept, test.active), True))
     out = None
     for active, blocks, earlier_side in structures:
-        intervals = _delta_method(solution, active, blocks, **shape, earlier_side=earlier_side)
+        try:
+            intervals = _delta_method(solution, active, blocks, **shape,
+                                      earlier_side=earlier_side)
+        except LogarithmError as exc:
+            if not earlier_side:
+                raise
+            raise LogarithmError(f"the intervals span the block structure with the block "
+                                 f"before each delay fitted too, which has no continuous "
+                                 f"model ({exc}); use method='bootstrap'") from exc
         if alternative is not None:
             try:
                 intervals = with_pretest_bias(intervals, _delta_method(

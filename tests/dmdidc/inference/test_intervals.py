@@ -204,3 +204,22 @@ def test_asymmetric_intervals_print_their_ends_and_keep_them_under_the_pretest()
     wider = with_pretest_bias(same, ConfidenceIntervals(iv, iv, iv, 0.95, "asymptotic")).delay
     assert wider.low[0] < 0.86 and wider.high[0] > 1.07
     assert wider.value[0] - wider.low[0] > wider.high[0] - wider.value[0]   # the sides kept
+
+
+def test_a_spanned_structure_without_continuous_model_is_named(monkeypatch):
+    from dmdidc.inference import intervals
+
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    U = random_excitation(1, 400, rng=0)
+    X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
+    est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+    plain = intervals._delta_method
+
+    def failing(*args, earlier_side=False, **kwargs):
+        if earlier_side:
+            raise LogarithmError("A_d has the eigenvalue -0.01 on the negative real axis")
+        return plain(*args, earlier_side=earlier_side, **kwargs)
+
+    monkeypatch.setattr(intervals, "_delta_method", failing)
+    with pytest.raises(LogarithmError, match="block before each delay fitted too"):
+        est.delay_ci()
