@@ -437,9 +437,12 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         solution = _solve(stats, R, "iv", centred, **options)
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         pieces, piece_signals, scale = subsample(trajectories, signals)
-        covariance = long_run_covariance(solution.coefficients,
-                                         _regression_vectors(pieces, piece_signals, R, kind),
-                                         centred=centred)
+        # open loop, z_k = [x^_k; u_k .. u_k-R] shares the lagged inputs with phi_k; closed
+        # loop, z_k is lags 0 .. R of one signal
+        covariance = long_run_covariance(
+            solution.coefficients, _regression_vectors(pieces, piece_signals, R, kind),
+            centred=centred, common=m * (R + 1) if kind == "simulated" else 0,
+            lagged=(n, m) if kind == "simulated" else (0, signals[0].shape[0]))
         # the long-run covariance of the moments grows like the samples; Theta's shrinks
         solution = dataclasses.replace(solution,
                                        sampling_covariance=covariance.scaled(1.0 / scale))

@@ -692,12 +692,31 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         of the instruments, :func:`_decidable_directions`) is not applicable
         (``passed=None``), with the reason: the data cannot decide it.
     """
-    from dmdidc.regression.instrumental import _inverse_sqrt, hac_lags, residual_memory
+    from dmdidc.regression.instrumental import (
+        hac_lags,
+        instrument_moments,
+        projected_instruments,
+        residual_memory,
+    )
 
     R, L, S = max_delay, MOMENT_LAGS, STATE_LAGS
     n, p = coefficients.shape
+    names = {"past": ("input_correlation", "Are the residuals uncorrelated with past inputs "
+                      "beyond max_delay (no missing dynamics)?"),
+             "future": ("feedback", "Are the residuals uncorrelated with future inputs "
+                        "(no feedback)?"),
+             "state": ("state_completeness", "Do past signals add nothing to the model (the "
+                       "signals are the full state)?")}
+    m = trajectories[0][1].shape[0]
+    signals_of = {"past": (1, range(R + 1, R + L + 1)), "future": (1, range(-1, -L - 1, -1)),
+                  "state": (0, range(1, S + 1))}            # (X or U, lags)
+    widths = {"past": m * L, "future": m * L, "state": n * S}
+    limits = {group: _MOMENTS_INDEPENDENT if group != "state" else _MOMENTS_DEPENDENT
+              for group in names}
+    # the groups whose covariance is affordable (the others are not built at all)
+    computed = [group for group in names if widths[group] * n <= limits[group]]
     start_lag = R + L
-    groups = {"past": [], "future": [], "state": []}
+    groups = {group: [] for group in computed}
     Phi, Y, Z = [], [], []
     for (X, U), E in zip(trajectories, signals, strict=True):
         K = U.shape[1]
@@ -708,48 +727,43 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         Phi.append(np.concatenate([X[:, ks], _shifted(U, range(R + 1), start, stop)]))
         Y.append(X[:, ks + 1])
         Z.append(instrument_rows(kind, U, E, R, start, stop))
-        groups["past"].append(_shifted(U, range(R + 1, R + L + 1), start, stop))
-        groups["future"].append(_shifted(U, range(-1, -L - 1, -1), start, stop))
-        groups["state"].append(_shifted(X, range(1, S + 1), start, stop))
-    names = {"past": ("input_correlation", "Are the residuals uncorrelated with past inputs "
-                      "beyond max_delay (no missing dynamics)?"),
-             "future": ("feedback", "Are the residuals uncorrelated with future inputs "
-                        "(no feedback)?"),
-             "state": ("state_completeness", "Do past signals add nothing to the model (the "
-                       "signals are the full state)?")}
+        for group in computed:
+            which, lags = signals_of[group]
+            groups[group].append(_shifted((X, U)[which], lags, start, stop))
     lengths = [phi.shape[1] for phi in Phi]
-    if sum(lengths) < _MIN_SAMPLES or U.shape[0] == 0:
+    if sum(lengths) < _MIN_SAMPLES or m == 0:
         return [Check(name, question, None, finding="too few samples, or no inputs")
                 for name, question in names.values()]
     Phi_all, Z_all = np.concatenate(Phi, axis=1), np.concatenate(Z, axis=1)
     E_all = np.concatenate(Y, axis=1) - coefficients @ Phi_all
+    W_all = np.concatenate([np.concatenate(groups[group], axis=1) for group in computed]
+                           ) if computed else np.zeros((0, Phi_all.shape[1]))
     if centred:
         Phi_all = Phi_all - Phi_all.mean(axis=1, keepdims=True)
         Z_all = Z_all - Z_all.mean(axis=1, keepdims=True)
         E_all = E_all - E_all.mean(axis=1, keepdims=True)
-    z_scale, Lz = _inverse_sqrt(Z_all @ Z_all.T)
-    B = Lz @ ((Z_all @ Phi_all.T) / z_scale[:, None])
-    G = (Lz.T @ B @ np.linalg.pinv(B.T @ B)) / z_scale[:, None]
-    H = G.T @ Z_all                                            # projected instruments (p, N)
+        W_all = W_all - W_all.mean(axis=1, keepdims=True)
+    # the estimation-error correction of every computed group at once: w~_k = w_k - S_wphi
+    # G^T z_k (G the projected instruments), as (S_wphi G^T) Z, never the (p, N) G^T Z
+    G = projected_instruments(*instrument_moments(
+        Z_all, Phi_all, m * (R + 1) if kind == "simulated" else 0))
+    corrected_all = W_all - ((W_all @ Phi_all.T) @ G.T) @ Z_all
     cuts = np.cumsum(lengths)[:-1]
     residuals = np.split(E_all, cuts, axis=1)
     memory = residual_memory(residuals)                     # one pass of up to 100 lags
     independent_lags = hac_lags(residuals, memory)
     dependent_lags = max(independent_lags, 2 * (memory + S + 1))
-    checks = []
+    checks, row = [], 0
     for group, (name, question) in names.items():
-        W = np.concatenate(groups[group], axis=1)
         independent = group != "state"     # inputs are independent of the noise (open loop)
-        limit = _MOMENTS_INDEPENDENT if independent else _MOMENTS_DEPENDENT
-        if W.shape[0] * n > limit:
+        if group not in computed:
             checks.append(Check(name, question, None,
-                                finding=f"not computed: {W.shape[0] * n} moments exceed "
-                                        f"{limit} (a long-run covariance of that size); see "
-                                        f"the correlations of diagnostics_.plot()"))
+                                finding=f"not computed: {widths[group] * n} moments exceed "
+                                        f"{limits[group]} (a long-run covariance of that "
+                                        f"size); see the correlations of diagnostics_.plot()"))
             continue
-        if centred:
-            W = W - W.mean(axis=1, keepdims=True)
-        corrected = W - (W @ Phi_all.T) @ H                    # the estimation-error correction
+        W, corrected = (x[row:row + widths[group]] for x in (W_all, corrected_all))
+        row += widths[group]
         reduced, back = _decidable_directions(W, corrected)
         if reduced.shape[0] == 0:
             checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
@@ -758,9 +772,9 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
             np.split(reduced, cuts, axis=1), residuals,
             independent_lags if independent else dependent_lags, independent, back)
         critical = float(special.chdtri(max(rank, 1), level))
-        row, residual = divmod(index, n)
-        width = U.shape[0] if group != "state" else n
-        lag, channel = divmod(row, width)
+        moment_row, residual = divmod(index, n)
+        width = m if group != "state" else n
+        lag, channel = divmod(moment_row, width)
         checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
                                     residual, R, reference))
     return checks

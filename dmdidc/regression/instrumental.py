@@ -56,6 +56,7 @@ from dmdidc.regression.solution import (
 )
 
 __all__ = ["instrumental_solution", "coefficient_jacobian", "long_run_covariance",
+           "instrument_moments", "projected_instruments", "lagged_moments",
            "first_stage_f", "WEAK_INSTRUMENTS_F",
            "autocovariances", "hac_lags", "residual_memory"]
 
@@ -264,20 +265,132 @@ def hac_lags(residuals: list[np.ndarray], memory: int | None = None) -> int:
     return int(min(_MAX_HAC_LAGS, max(1, 2 * memory)))
 
 
+def instrument_moments(Z: np.ndarray, Phi: np.ndarray, common: int = 0
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``(Z Z^T, Z Phi^T)``; the last ``common`` rows of ``Z`` and ``Phi`` are the same signals
+    (the lagged inputs instrument themselves), so their columns are read from ``Z Z^T``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> shared = rng.standard_normal((2, 50))
+    >>> Z, Phi = np.vstack([rng.standard_normal((1, 50)), shared]), np.vstack([shared[:1], shared])
+    >>> S_zz, S_zphi = instrument_moments(Z, Phi, common=2)
+    >>> bool(np.allclose(S_zphi, Z @ Phi.T))
+    True
+    """
+    S_zz = Z @ Z.T
+    if common == 0:
+        return S_zz, Z @ Phi.T
+    return S_zz, np.concatenate([Z @ Phi[:-common].T, S_zz[:, -common:]], axis=1)
+
+
+def projected_instruments(S_zz: np.ndarray, S_zphi: np.ndarray) -> np.ndarray:
+    """``G = S_zz^-1 S_zphi M^-1`` (``M = S_phiz S_zz^-1 S_zphi``, pseudo-inverses on the
+    instruments' range), so that ``h_k = G^T z_k`` are the projected instruments of 2SLS."""
+    z_scale, Lz = _inverse_sqrt(S_zz)
+    B = Lz @ (S_zphi / z_scale[:, None])                           # whitened first stage
+    return (Lz.T @ B @ np.linalg.pinv(B.T @ B)) / z_scale[:, None]
+
+
+#: Rows of the stacked lagged operand of :func:`lagged_moments` (bounded memory: a block of
+#: lags is one matrix product, one pass over the instruments instead of one per lag).
+_LAGGED_ROWS = 256
+
+
+def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarray,
+                   means: np.ndarray | None = None,
+                   lagged: tuple[int, int] | None = None) -> np.ndarray:
+    """``S(tau) = sum_k z_k z_{k-tau}^T`` within each piece, for ``tau = 1 .. lags``.
+
+    Parameters
+    ----------
+    Z : ndarray, shape (q, N)
+        The pieces (trajectories) side by side; lags stay inside a piece.
+    lengths : list of int
+        Samples of each piece.
+    lags : int
+    gram : ndarray, shape (q, q)
+        ``Z Z^T`` (lag 0).
+    means : ndarray, shape (q,), optional
+        Row means that were subtracted from ``Z`` (centred series).
+    lagged : (head, width), optional
+        The rows after ``head`` are ``v_k, v_{k-1}, ..`` of a ``width``-row signal ``v``
+        (as :func:`~dmdidc.regression.solution.lagged_inputs` lays them out, before any
+        centring): row ``(j, c)`` at ``k - tau`` is row ``(j + tau, c)`` at ``k``, so those
+        columns are ``gram``'s less the first ``tau`` samples of each piece, and only
+        ``head + width tau`` columns are new products.
+
+    Returns
+    -------
+    ndarray, shape (lags, q, q)
+
+    Examples
+    --------
+    >>> from dmdidc.regression.solution import lagged_inputs
+    >>> rng = np.random.default_rng(0)
+    >>> Z = lagged_inputs(rng.standard_normal((2, 60)), 3)             # (8, 57): lags 0 .. 3
+    >>> fast = lagged_moments(Z, [57], 2, Z @ Z.T, lagged=(0, 2))
+    >>> bool(np.allclose(fast[1], Z[:, 2:] @ Z[:, :-2].T))
+    True
+    """
+    q, N = Z.shape
+    head, width = (q, 0) if lagged is None else lagged
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+    out = np.empty((lags, q, q))
+    direct = [np.concatenate([np.arange(min(head, q)), np.arange(max(q - width * tau, head), q)])
+              for tau in range(1, lags + 1)]
+    # the new columns of a block of lags in one product with a stacked operand whose rows
+    # for lag tau hold z_{k-tau} (zero for the first tau samples of each piece)
+    first = 1
+    while first <= lags:
+        last, rows = first, direct[first - 1].size
+        while last < lags and rows + direct[last].size <= _LAGGED_ROWS:
+            rows += direct[last].size
+            last += 1
+        stacked = np.zeros((rows, N))
+        at = 0
+        for tau in range(first, last + 1):
+            cols = direct[tau - 1]
+            for s, length in zip(starts, lengths, strict=True):
+                if length > tau:
+                    stacked[at:at + cols.size, s + tau:s + length] = Z[cols, s:s + length - tau]
+            at += cols.size
+        products = Z @ stacked.T
+        at = 0
+        for tau in range(first, last + 1):
+            cols = direct[tau - 1]
+            out[tau - 1][:, cols] = products[:, at:at + cols.size]
+            at += cols.size
+        first = last + 1
+    for tau in range(1, lags + 1):
+        shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
+        if shifted.size == 0:
+            continue
+        source = shifted + width * tau
+        edges = [Z[:, s:s + min(tau, length)] for s, length in zip(starts, lengths, strict=True)]
+        out[tau - 1][:, shifted] = gram[:, source] - sum(e @ e[source].T for e in edges)
+        if means is not None:       # centred, rows (j, c) and (j + tau, c) differ by a constant
+            sums = Z.sum(axis=1) - sum(e.sum(axis=1) for e in edges)
+            out[tau - 1][:, shifted] += np.outer(sums, means[source] - means[shifted])
+    return out
+
+
 def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = False,
-                        lags: int | None = None) -> np.ndarray:
+                        lags: int | None = None, common: int = 0,
+                        lagged: tuple[int, int] | None = None) -> np.ndarray:
     """Covariance of a 2SLS ``vec(Theta)`` under serially correlated residuals (HAC).
 
     The 2SLS error is ``Theta - Theta_0 = sum_k e_k h_k^T`` with the projected instruments
     ``h_k = G^T z_k``, ``G = S_zz^-1 S_zphi M^-1``.  When the instruments are independent of
     the noise (functions of an open-loop excitation), ``Cov(vec Theta) = sum_tau
     gamma_e(tau) kron H(tau)`` with ``gamma_e`` the residuals' autocovariance (per sample) and
-    ``H(tau) = sum_k h_k h_{k-tau}^T``; Bartlett weights over ``|tau| <= L`` (Newey and West
-    1987).  Lag 0 alone is the textbook ``Sigma kron M^-1``.  Measurement noise on the states
-    makes the residuals a moving average (``e_k = v_{k+1} - A_d v_k + w_k``) whose negative
-    lag-1 correlation the textbook formula ignores: it overstates the variance of ``A_d``
-    several-fold for slow modes (measured 4-5x on random plants), and understates it under
-    coloured noise.
+    ``H(tau) = sum_k h_k h_{k-tau}^T = G^T S_zz(tau) G``; Bartlett weights over ``|tau| <= L``
+    (Newey and West 1987).  Lag 0 alone is the textbook ``Sigma kron M^-1``.  Measurement
+    noise on the states makes the residuals a moving average (``e_k = v_{k+1} - A_d v_k +
+    w_k``) whose negative lag-1 correlation the textbook formula ignores: it overstates the
+    variance of ``A_d`` several-fold for slow modes (measured 4-5x on random plants), and
+    understates it under coloured noise.
 
     Parameters
     ----------
@@ -289,6 +402,11 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     lags : int, optional
         ``L`` (default :func:`hac_lags`: the instruments are independent of the noise, so only
         the lags at which the residuals are correlated contribute).
+    common : int, default 0
+        The last ``common`` rows of ``Z`` are those of ``Phi`` (:func:`instrument_moments`).
+    lagged : (head, width), optional
+        ``Z``'s rows after ``head`` are lags ``0, 1, ..`` of one signal
+        (:func:`lagged_moments`): the lagged products reuse the lag-0 ones.
 
     Returns
     -------
@@ -298,35 +416,28 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     blocks = list(blocks)
     Phi = np.concatenate([b[0] for b in blocks], axis=1)
     Z = np.concatenate([b[2] for b in blocks], axis=1)
+    means = None
     if centred:
         Phi = Phi - Phi.mean(axis=1, keepdims=True)
-        Z = Z - Z.mean(axis=1, keepdims=True)
-    z_scale, Lz = _inverse_sqrt(Z @ Z.T)
-    B = Lz @ ((Z @ Phi.T) / z_scale[:, None])                    # whitened first stage
-    M_inv = np.linalg.pinv(B.T @ B)
-    G = (Lz.T @ B @ M_inv) / z_scale[:, None]                    # S_zz^-1 S_zphi M^-1
+        means = Z.mean(axis=1)
+        Z = Z - means[:, None]
+    S_zz, S_zphi = instrument_moments(Z, Phi, common)
+    G = projected_instruments(S_zz, S_zphi)
     N = Phi.shape[1]
     n, p = coefficients.shape
-    start = 0
-    series = []
+    residuals = []
     for Phi_i, Y_i, _ in blocks:
-        stop = start + Phi_i.shape[1]
         E = Y_i - coefficients @ Phi_i
-        if centred:
-            E = E - E.mean(axis=1, keepdims=True)
-        series.append((E, G.T @ Z[:, start:stop]))
-        start = stop
-    L = hac_lags([E for E, _ in series]) if lags is None else lags
+        residuals.append(E - E.mean(axis=1, keepdims=True) if centred else E)
+    L = hac_lags(residuals) if lags is None else lags
+    # H(tau) = G^T S_zz(tau) G: the instruments' lagged products, never the (p, N) h_k
+    S_lagged = lagged_moments(Z, [b[0].shape[1] for b in blocks], L, S_zz, means, lagged)
     left, right = [], []
     for tau in range(L + 1):
         weight = 1.0 - tau / (L + 1.0)
-        gamma_e = np.zeros((n, n))
-        H = np.zeros((p, p))
-        for E, Hk in series:
-            if E.shape[1] <= tau:
-                continue
-            gamma_e += E[:, tau:] @ E[:, :E.shape[1] - tau].T
-            H += Hk[:, tau:] @ Hk[:, :Hk.shape[1] - tau].T
+        gamma_e = sum((E[:, tau:] @ E[:, :E.shape[1] - tau].T for E in residuals
+                       if E.shape[1] > tau), np.zeros((n, n)))
+        H = G.T @ (S_zz if tau == 0 else S_lagged[tau - 1]) @ G
         if tau == 0:
             left.append(gamma_e / N)
             right.append(H)

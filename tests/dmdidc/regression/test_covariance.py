@@ -128,3 +128,88 @@ def test_long_run_covariance_matches_the_dense_formula_it_replaces():
         old = _old_long_run(Theta, blocks, lags)
         np.testing.assert_allclose(long_run_covariance(Theta, blocks, lags=lags).dense(), old,
                                    rtol=1e-9, atol=1e-12 * np.abs(old).max())
+
+
+def _instrument_blocks(rng, layout: str, lengths, n=3, m=2, R=4, offset=0.0):
+    """Regression blocks whose instruments are laid out as the refined fit's: open loop
+    ``[x^_k; u_k .. u_k-R]`` (the lagged inputs shared with ``phi_k``), closed loop lags
+    ``0 .. R`` of one signal; realistic correlation between instruments and regressors."""
+    from dmdidc.regression.solution import lagged_inputs
+
+    Theta = rng.standard_normal((n, n + m * (R + 1))) / np.sqrt(n + m * (R + 1))
+    blocks = []
+    for length in lengths:
+        U = rng.standard_normal((m, length + R)) + offset
+        X = rng.standard_normal((n, length)) + offset
+        signal = X + 0.5 * rng.standard_normal((n, length))          # correlated, not equal
+        Phi = np.concatenate([X, lagged_inputs(U, R)])
+        if layout == "simulated":
+            Z = np.concatenate([signal, lagged_inputs(U, R)])
+        else:
+            V = np.concatenate([np.concatenate([np.zeros((n, R)), signal], axis=1), U])
+            Z = lagged_inputs(V, R)
+        noise = rng.standard_normal((n, length + 1))
+        blocks.append((Phi, Theta @ Phi + noise[:, 1:] - 0.5 * noise[:, :-1], Z))
+    structure = (dict(common=m * (R + 1), lagged=(n, m)) if layout == "simulated"
+                 else dict(lagged=(0, n + m)))
+    return Theta, blocks, structure
+
+
+@pytest.mark.parametrize("layout", ["simulated", "exogenous"])
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout, centred, seed):
+    # Lags up to past the instruments' own lag window (R = 4) and pieces shorter than the lag:
+    # the shifted columns of the lag-0 gram (less each piece's first samples, plus the constant
+    # that centring leaves between two lags of one signal) are the direct products.
+    from dmdidc.regression.instrumental import lagged_moments
+
+    rng = np.random.default_rng(seed)
+    _, blocks, structure = _instrument_blocks(rng, layout, (120, 3, 57, 1), offset=0.7)
+    Z = np.concatenate([b[2] for b in blocks], axis=1)
+    means = Z.mean(axis=1) if centred else None
+    if centred:
+        Z = Z - means[:, None]
+    lengths = [b[2].shape[1] for b in blocks]
+    pieces = np.split(Z, np.cumsum(lengths)[:-1], axis=1)
+    fast = lagged_moments(Z, lengths, 7, Z @ Z.T, means, structure["lagged"])
+    plain = lagged_moments(Z, lengths, 7, Z @ Z.T)
+    for tau in range(1, 8):
+        direct = sum(z[:, tau:] @ z[:, :z.shape[1] - tau].T for z in pieces if z.shape[1] > tau)
+        scale = np.abs(direct).max()
+        np.testing.assert_allclose(fast[tau - 1], direct, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(plain[tau - 1], direct, rtol=0, atol=1e-12 * scale)
+
+
+def test_projected_instruments_invert_the_first_stage():
+    # G^T S_zphi = I (the projected instruments reproduce the regressors' moments) and
+    # G^T S_zz G = M^-1, with the shared lagged-input columns read from Z Z^T.
+    from dmdidc.regression.instrumental import instrument_moments, projected_instruments
+
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        _, blocks, structure = _instrument_blocks(rng, "simulated", (400, 300))
+        Phi = np.concatenate([b[0] for b in blocks], axis=1)
+        Z = np.concatenate([b[2] for b in blocks], axis=1)
+        S_zz, S_zphi = instrument_moments(Z, Phi, structure["common"])
+        np.testing.assert_allclose(S_zphi, Z @ Phi.T, rtol=1e-12, atol=1e-12 * np.abs(S_zz).max())
+        G = projected_instruments(S_zz, S_zphi)
+        np.testing.assert_allclose(G.T @ S_zphi, np.eye(Phi.shape[0]), atol=1e-9)
+        M = S_zphi.T @ np.linalg.solve(S_zz, S_zphi)
+        np.testing.assert_allclose(G.T @ S_zz @ G, np.linalg.inv(M), rtol=1e-8,
+                                   atol=1e-10 * np.abs(np.linalg.inv(M)).max())
+
+
+@pytest.mark.parametrize("layout", ["simulated", "exogenous"])
+@pytest.mark.parametrize("centred", [False, True])
+def test_long_run_covariance_with_the_instrument_layout_equals_the_plain_one(layout, centred):
+    # The structured path (shared columns, lags from the lag-0 gram) computes the same
+    # Kronecker terms as the plain one, over random draws and lag windows.
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        Theta, blocks, structure = _instrument_blocks(rng, layout, (300, 250, 2), offset=0.5)
+        for lags in (0, 1, 3, 6):
+            plain = long_run_covariance(Theta, blocks, lags=lags, centred=centred).dense()
+            fast = long_run_covariance(Theta, blocks, lags=lags, centred=centred,
+                                       **structure).dense()
+            np.testing.assert_allclose(fast, plain, rtol=0, atol=1e-10 * np.abs(plain).max())
