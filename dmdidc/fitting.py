@@ -159,7 +159,7 @@ def _joined(head: SufficientStatistics, inputs: SufficientStatistics, trajectori
 
 
 #: Samples per block of the simulated states' products in :func:`_simulated_statistics`.
-_CROSS_BLOCK = 8192
+_CROSS_BLOCK = 4096
 
 
 def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
@@ -168,7 +168,8 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
     without a second pass over the regression data: their regression block
     ``[x_k; u_k .. u_k-R; x_k+1]`` is the input statistics' (the refined-IV start) plus the
     few samples those skip, so only the products of ``x^_k`` are new (``n`` rows instead of
-    ``2 p``), summed in blocks that stay in cache."""
+    ``2 p``), summed in blocks that stay in cache; the lagged inputs of a block are one copied
+    window of the time-major inputs (one product, not one per lag)."""
     inputs = memo["inputs"]
     first = R + inputs.instrument_lags
     head = _statistics(_heads(trajectories, first), R, "simulated", 0,
@@ -180,12 +181,18 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     rows = np.zeros((gram.shape[0] - d, gram.shape[0]))        # sum_k x^_k v_k^T
     for (X, U), E in zip(trajectories, signals, strict=True):
+        if U.shape[1] <= first:
+            continue
+        # row t of the windows is [u_t .. u_t+R] (time-major): sample k reads row k - R
+        windows = np.lib.stride_tricks.sliding_window_view(
+            np.ascontiguousarray(U.T).ravel(), (R + 1) * m)[::m] if m else None
         for a in range(first, U.shape[1], _CROSS_BLOCK):
             b = min(a + _CROSS_BLOCK, U.shape[1])
             S = E[:, a:b]
             rows[:, :n] += S @ X[:, a:b].T
-            for j in range(R + 1):
-                rows[:, n + j * m:n + (j + 1) * m] += S @ U[:, a - j:b - j].T
+            if m:
+                lagged = (S @ np.ascontiguousarray(windows[a - R:b - R])).reshape(-1, R + 1, m)
+                rows[:, n:n + m * (R + 1)] += lagged[:, ::-1].reshape(-1, m * (R + 1))
             rows[:, d - n:d] += S @ X[:, a + 1:b + 1].T
             rows[:, d:] += S @ S.T
             sums[d:] += S.sum(axis=1)
@@ -428,12 +435,13 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     kind = "simulated" if references is None else "exogenous"
     for _ in range(REFINEMENTS):
         A_d, B_blocks = _model(solution, n, m, R)
-        signals = ([simulated_states(A_d, B_blocks, U) for U in inputs] if references is None
-                   else model_instruments(A_d, B_blocks, drives))
         if references is None:
-            _require_state_directions(signals, R, centred, n + m * (R + 1), m * (R + 1))
-        stats = (_simulated_statistics(trajectories, R, signals, memo) if references is None
-                 else _statistics(trajectories, R, kind, 0, signals))
+            signals = [simulated_states(A_d, B_blocks, U) for U in inputs]
+            stats = _simulated_statistics(trajectories, R, signals, memo)
+            _require_state_directions(stats, centred, n + m * (R + 1), m * (R + 1))
+        else:
+            signals = model_instruments(A_d, B_blocks, drives)
+            stats = _statistics(trajectories, R, kind, 0, signals)
         solution = _solve(stats, R, "iv", centred, **options)
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         pieces, piece_signals, scale = subsample(trajectories, signals)
@@ -451,23 +459,25 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                       kind)
 
 
-def _require_state_directions(signals, R: int, centred: bool, p: int, fixed: int) -> None:
+def _require_state_directions(stats: SufficientStatistics, centred: bool, p: int,
+                              fixed: int) -> None:
     """Refuse simulated-state instruments that cannot determine the ``p`` regressors before
-    their statistics pass (the decision of :func:`dmdidc.regression.instrumental.
-    instrumental_solution`, bounded from the states' own moments).
+    they are solved for (the decision of :func:`dmdidc.regression.instrumental.
+    instrumental_solution`, bounded from the simulated states' block of ``stats``, the moments
+    of ``[phi_k; y_k; x^_k]``: no product of its own).
 
     By Cauchy interlacing, the equilibrated moments of ``[u_k .. u_k-R; x^_k]`` have at most
     ``fixed`` (the lagged inputs) more eigenvalues above the solver's threshold than their
     simulated-state block has above any lower one: here half the same fraction of the block's
     own largest eigenvalue (at most the whole's).  Fewer than ``p`` then means IV must fail.
     """
-    states = [E[:, R:] for E in signals if E.shape[1] > R]     # the samples k = R .. K - 1
-    if not states:
+    if stats.n_samples == 0:
         return
-    gram = sum(s @ s.T for s in states)
+    states = slice(stats.n_regressors + stats.n_states, None)
+    gram = stats.gram[states, states]
     if centred:
-        sums = sum(s.sum(axis=1) for s in states)
-        gram = gram - np.outer(sums, sums) / sum(s.shape[1] for s in states)
+        sums = stats.sums[states]
+        gram = gram - np.outer(sums, sums) / stats.n_samples
     scale = np.sqrt(np.clip(np.diag(gram), 0.0, None))
     scale = np.where(scale > 0, scale, 1.0)
     values = np.linalg.eigvalsh(gram / np.outer(scale, scale))
