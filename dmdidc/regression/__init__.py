@@ -5,6 +5,7 @@
 * :mod:`~dmdidc.regression.covariance`: the coefficient covariance as a sum of Kronecker
   products (never the (n p)^2 matrix);
 * :mod:`~dmdidc.regression.instrumental`: instrumental variables for noisy states;
+* :mod:`~dmdidc.regression.lag_products`: sums of lagged products by blocked FFT;
 * :mod:`~dmdidc.regression.pod`: the leading POD modes of many sensors (``svd_rank``);
 * :mod:`~dmdidc.regression.propagation`: linear recursions as matrix products;
 * :mod:`~dmdidc.regression.robust`: Huber's M-estimator for heavy-tailed noise;

@@ -46,6 +46,7 @@ import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
 from dmdidc.regression.covariance import KroneckerCovariance
+from dmdidc.regression.lag_products import autocovariances
 from dmdidc.regression.solution import (
     EXACT_FIT,
     RegressionSolution,
@@ -208,39 +209,6 @@ def first_stage_f(solution: RegressionSolution) -> float:
 
 #: Longest lag window of :func:`long_run_covariance`.
 _MAX_HAC_LAGS = 100
-#: :func:`autocovariances` sums products directly below this many lags per ``log2`` of the
-#: FFT length (``lags`` calls of ``O(N)`` per series, against ``O(N log N)`` in two FFTs):
-#: measured, 20 rows at 100 lags, 2000 samples 3.2 (direct) vs 1.0 ms (FFT), 20000 samples 21
-#: vs 28 ms.
-_DIRECT_LAGS_PER_LOG = 7
-
-
-def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
-    """Per row, ``sum_k s_k s_{k-tau}`` for ``tau = 0 .. max_lag``, summed over the
-    trajectories (lags within a trajectory; means not removed), directly for a few lags and by
-    FFT for many (relative to the length).
-
-    Returns
-    -------
-    ndarray, shape (max_lag + 1, rows)
-    """
-    rows = series[0].shape[0]
-    out = np.zeros((max_lag + 1, rows))
-    for s in series:
-        N = s.shape[1]
-        if N == 0:
-            continue
-        size = 1 << int(np.ceil(np.log2(2 * N)))
-        if max_lag < _DIRECT_LAGS_PER_LOG * np.log2(size):   # row-wise dot products
-            for tau in range(min(max_lag, N - 1) + 1):
-                out[tau] += np.einsum("ij,ij->i", s[:, tau:], s[:, :N - tau])
-            continue
-        spectrum = np.fft.rfft(s, size, axis=1)
-        acov = np.fft.irfft(spectrum * np.conj(spectrum), size, axis=1)[:, :min(max_lag, N - 1) + 1]
-        out[:acov.shape[1]] += acov.T
-    return out
-
-
 def residual_memory(residuals: list[np.ndarray]) -> int:
     """The last lag at which some residual's autocorrelation is significant (Bonferroni over
     rows and lags at level 1 %), 0 for white residuals: beyond it the residuals carry no serial
