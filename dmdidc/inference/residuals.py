@@ -692,12 +692,7 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         of the instruments, :func:`_decidable_directions`) is not applicable
         (``passed=None``), with the reason: the data cannot decide it.
     """
-    from dmdidc.regression.instrumental import (
-        hac_lags,
-        instrument_moments,
-        projected_instruments,
-        residual_memory,
-    )
+    from dmdidc.regression.instrumental import hac_lags, residual_memory
 
     R, L, S = max_delay, MOMENT_LAGS, STATE_LAGS
     n, p = coefficients.shape
@@ -743,11 +738,8 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         Z_all = Z_all - Z_all.mean(axis=1, keepdims=True)
         E_all = E_all - E_all.mean(axis=1, keepdims=True)
         W_all = W_all - W_all.mean(axis=1, keepdims=True)
-    # the estimation-error correction of every computed group at once: w~_k = w_k - S_wphi
-    # G^T z_k (G the projected instruments), as (S_wphi G^T) Z, never the (p, N) G^T Z
-    G = projected_instruments(*instrument_moments(
-        Z_all, Phi_all, m * (R + 1) if kind == "simulated" else 0))
-    corrected_all = W_all - ((W_all @ Phi_all.T) @ G.T) @ Z_all
+    corrected_all = _corrected_signals(W_all, Phi_all, Z_all,
+                                       m * (R + 1) if kind == "simulated" else 0)
     cuts = np.cumsum(lengths)[:-1]
     residuals = np.split(E_all, cuts, axis=1)
     memory = residual_memory(residuals)                     # one pass of up to 100 lags
@@ -778,6 +770,19 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
                                     residual, R, reference))
     return checks
+
+
+def _corrected_signals(W: np.ndarray, Phi: np.ndarray, Z: np.ndarray, common: int = 0
+                       ) -> np.ndarray:
+    """The moment signals corrected for the fit's estimation error, ``w~_k = w_k - S_wphi
+    h_k`` with the projected instruments ``h_k = G^T z_k``
+    (:func:`~dmdidc.regression.instrumental.projected_instruments`), every group at once and
+    as ``(S_wphi G^T) Z``: never the ``(p, N)`` projected instruments.  ``common``: the last
+    rows of ``Z`` and ``Phi`` that are the same signals."""
+    from dmdidc.regression.instrumental import instrument_moments, projected_instruments
+
+    G = projected_instruments(*instrument_moments(Z, Phi, common))
+    return W - ((W @ Phi.T) @ G.T) @ Z
 
 
 #: A direction of the corrected moments keeping less than this fraction of the raw moments'

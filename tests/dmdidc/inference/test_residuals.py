@@ -208,3 +208,37 @@ def test_a_trajectory_without_residual_samples_changes_nothing():
         np.testing.assert_allclose(getattr(with_empty, name), getattr(alone, name),
                                    rtol=1e-12, atol=1e-12)
     assert with_empty.outlier_z == alone.outlier_z and with_empty.n_samples == alone.n_samples
+
+
+@pytest.mark.parametrize("exogenous", [False, True])
+def test_corrected_moment_signals_equal_the_explicit_two_stage_correction(exogenous):
+    # w~ = w - S_wphi h_k with the explicit 2SLS projection h_k = M^-1 S_phiz S_zz^-1 z_k, for
+    # instruments sharing the lagged inputs with the regressors (open loop, as many as the
+    # regressors) and for more instruments than regressors (closed loop); the corrected signals
+    # are orthogonal to the regressors.
+    from dmdidc.inference.residuals import _corrected_signals
+    from dmdidc.regression.solution import lagged_inputs
+
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        n, m, R, N = 3, 2, 4, 3000
+        U = rng.standard_normal((m, N + R + 10))
+        X = rng.standard_normal((n, N))
+        lagged = lagged_inputs(U[:, :N + R], R)
+        Phi = np.concatenate([X, lagged])
+        if exogenous:
+            signal = np.concatenate([X + rng.standard_normal((n, N)), U[:, R:N + R]])
+            Z = lagged_inputs(np.concatenate([np.zeros((n + m, R)), signal], axis=1), R)
+            common = 0
+        else:
+            Z = np.concatenate([X + 0.5 * rng.standard_normal((n, N)), lagged])
+            common = m * (R + 1)
+        W = lagged_inputs(U[:, :N + R + 3], R + 3)[-2 * m:, :N] + 0.3 * rng.standard_normal(
+            (2 * m, N))
+        S_zz, S_zphi = Z @ Z.T, Z @ Phi.T
+        H = np.linalg.solve(S_zphi.T @ np.linalg.solve(S_zz, S_zphi),
+                            S_zphi.T @ np.linalg.solve(S_zz, Z))
+        direct = W - (W @ Phi.T) @ H
+        corrected = _corrected_signals(W, Phi, Z, common)
+        np.testing.assert_allclose(corrected, direct, rtol=0, atol=1e-10 * np.abs(W).max())
+        assert np.abs(corrected @ Phi.T).max() <= 1e-9 * np.linalg.norm(W) * np.linalg.norm(Phi)
