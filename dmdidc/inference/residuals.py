@@ -887,11 +887,13 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
     when the shifted Cholesky test passes, 45-80 ms otherwise, against 100-120 ms).
 
     ``V - rtol ||V||_1 I`` positive definite (a Cholesky factorization succeeds) bounds every
-    eigenvalue above the threshold (``||V||_1 >= lambda_max``): then ``g^T V^-1 g`` by Cholesky
-    is the pseudo-inverse form.  Otherwise one tridiagonal reduction gives ``lambda_max`` and
-    the eigenvalues below the threshold (bisection), their eigenvectors ``Q`` (inverse
-    iteration): ``g^T V^+ g = g_Q^T (V + lambda_max Q Q^T)^-1 g_Q`` with ``g_Q = g - Q Q^T g``
-    (the dropped eigenvalues are lifted, the kept ones untouched), by Cholesky.
+    eigenvalue above the threshold (``||V||_1 >= lambda_max``): then ``g^T V^-1 g`` is the
+    pseudo-inverse form, from that same factor (:func:`_neumann_form`; a factorization of
+    ``V`` only when its series is slow).  Otherwise one tridiagonal reduction gives
+    ``lambda_max`` and the eigenvalues below the threshold (bisection), their eigenvectors ``Q``
+    (inverse iteration): ``g^T V^+ g = g_Q^T (V + lambda_max Q Q^T)^-1 g_Q`` with
+    ``g_Q = g - Q Q^T g`` (the dropped eigenvalues are lifted, the kept ones untouched), by
+    Cholesky.
     """
     from scipy import linalg
     from scipy.linalg import lapack
@@ -905,10 +907,12 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
 
     shift = _MOMENT_RANK_RTOL * np.linalg.norm(V, 1)
     try:
-        linalg.cho_factor(V - shift * np.eye(size), lower=True, check_finite=False)
-        return cholesky_form(V, g), size
+        shifted = linalg.cho_factor(V - shift * np.eye(size), lower=True, check_finite=False)
     except linalg.LinAlgError:
-        pass
+        shifted = None
+    if shifted is not None:
+        form = _neumann_form(shifted, shift, g)
+        return (cholesky_form(V, g) if form is None else form), size
     reduced, d, e, tau, _ = lapack.dsytrd(V, lower=1, lwork=64 * size)
     top = max(lapack.dstebz(d, e, 2, 0.0, 0.0, size, size, 0.0, b"E")[1][0],
               np.finfo(float).tiny)
@@ -924,6 +928,27 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
                           lwork=64 * max(dropped, 1))[0]
     kept = g - Q @ (Q.T @ g)
     return cholesky_form(V + top * (Q @ Q.T), kept), size - dropped
+
+
+#: Terms of :func:`_neumann_form` before it leaves the form to a factorization of its own.
+_NEUMANN_TERMS = 12
+
+
+def _neumann_form(shifted, shift: float, g: np.ndarray) -> float | None:
+    """``g^T V^-1 g`` from the Cholesky factor of ``P = V - shift I`` (no second factorization):
+    ``V^-1 = sum_j (-shift)^j P^-(j+1)``, which converges when every eigenvalue of ``P`` exceeds
+    ``shift``, fast when by far (the usual case: the terms fall like ``(shift / lambda_min)^j``).
+    ``None`` when the terms have not fallen below rounding after :data:`_NEUMANN_TERMS`."""
+    from scipy import linalg
+
+    total, y = 0.0, g
+    for j in range(_NEUMANN_TERMS):
+        y = linalg.cho_solve(shifted, y, check_finite=False)
+        term = (-shift) ** j * float(g @ y)
+        total += term
+        if abs(term) <= 1e-16 * abs(total):
+            return total
+    return None
 
 
 def _moment_check(group: str, name: str, question: str, statistic: float, critical: float,

@@ -242,3 +242,27 @@ def test_corrected_moment_signals_equal_the_explicit_two_stage_correction(exogen
         corrected = _corrected_signals(W, Phi, Z, common)
         np.testing.assert_allclose(corrected, direct, rtol=0, atol=1e-10 * np.abs(W).max())
         assert np.abs(corrected @ Phi.T).max() <= 1e-9 * np.linalg.norm(W) * np.linalg.norm(Phi)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_shifted_factor_gives_the_quadratic_form_without_a_second_factorization(seed):
+    # g^T V^-1 g from the factor of V - s I (Neumann series) equals the direct solve when the
+    # smallest eigenvalue is far above the shift and when it is only a few times the shift
+    # (more terms, or the factorization of V itself): the same number either way, up to the
+    # rounding of a solve.
+    from dmdidc.inference.residuals import _MOMENT_RANK_RTOL
+
+    rng = np.random.default_rng(seed)
+    size = 120
+    Q = np.linalg.qr(rng.standard_normal((size, size)))[0]
+    for smallest in (1e-2, 1e-6, 3e-9, 1.2e-9):
+        values = np.concatenate([[1.0], np.geomspace(smallest, 1.0, size - 1)])
+        V = (Q * values) @ Q.T
+        V = 0.5 * (V + V.T)
+        g = rng.standard_normal(size)
+        statistic, rank = _pseudo_quadratic(V, g)
+        if smallest > 2 * _MOMENT_RANK_RTOL * np.linalg.norm(V, 1):
+            assert rank == size
+            expected = float(g @ np.linalg.solve(V, g))
+            # any solve's rounding is about the condition number (1 / smallest) times eps
+            np.testing.assert_allclose(statistic, expected, rtol=1e-13 / smallest)
