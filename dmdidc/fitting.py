@@ -162,14 +162,24 @@ def _joined(head: SufficientStatistics, inputs: SufficientStatistics, trajectori
 _CROSS_BLOCK = 4096
 
 
-def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
-                          ) -> SufficientStatistics:
+def _state_moments(signals: list, R: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(sum_k x^_k x^_k^T, sum_k x^_k, count)`` of the simulated states over the samples
+    ``k = R .. K - 1`` of every trajectory (those of the statistics)."""
+    states = [E[:, R:] for E in signals if E.shape[1] > R]
+    q = signals[0].shape[0]
+    return (sum((s @ s.T for s in states), np.zeros((q, q))),
+            sum((s.sum(axis=1) for s in states), np.zeros(q)), sum(s.shape[1] for s in states))
+
+
+def _simulated_statistics(trajectories, R: int, signals: list, memo: dict,
+                          states: tuple | None = None) -> SufficientStatistics:
     """The statistics of the simulated-state instruments (``z_k = [x^_k; u_k .. u_k-R]``)
     without a second pass over the regression data: their regression block
     ``[x_k; u_k .. u_k-R; x_k+1]`` is the input statistics' (the refined-IV start) plus the
     few samples those skip, so only the products of ``x^_k`` are new (``n`` rows instead of
     ``2 p``), summed in blocks that stay in cache; the lagged inputs of a block are one copied
-    window of the time-major inputs (one product, not one per lag)."""
+    window of the time-major inputs (one product, not one per lag).  ``states``: their own
+    moments (:func:`_state_moments`) when already computed."""
     inputs = memo["inputs"]
     first = R + inputs.instrument_lags
     head = _statistics(_heads(trajectories, first), R, "simulated", 0,
@@ -194,10 +204,10 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict
                 lagged = (S @ np.ascontiguousarray(windows[a - R:b - R])).reshape(-1, R + 1, m)
                 rows[:, n:n + m * (R + 1)] += lagged[:, ::-1].reshape(-1, m * (R + 1))
             rows[:, d - n:d] += S @ X[:, a + 1:b + 1].T
-            rows[:, d:] += S @ S.T
-            sums[d:] += S.sum(axis=1)
     gram[d:] += rows
     gram[:d, d:] += rows[:, :d].T
+    # the states' own block: every sample k = R .. K - 1 (the head's and the blocks')
+    gram[d:, d:], sums[d:], _ = _state_moments(signals, R) if states is None else states
     return _joined(head, inputs, trajectories, R, gram, sums)
 
 
@@ -437,8 +447,9 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         A_d, B_blocks = _model(solution, n, m, R)
         if references is None:
             signals = [simulated_states(A_d, B_blocks, U) for U in inputs]
-            stats = _simulated_statistics(trajectories, R, signals, memo)
-            _require_state_directions(stats, centred, n + m * (R + 1), m * (R + 1))
+            states = _state_moments(signals, R)          # once: the bound and the statistics
+            _require_state_directions(states, centred, n + m * (R + 1), m * (R + 1))
+            stats = _simulated_statistics(trajectories, R, signals, memo, states)
         else:
             signals = model_instruments(A_d, B_blocks, drives)
             stats = _statistics(trajectories, R, kind, 0, signals)
@@ -459,25 +470,22 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                       kind)
 
 
-def _require_state_directions(stats: SufficientStatistics, centred: bool, p: int,
-                              fixed: int) -> None:
+def _require_state_directions(states: tuple, centred: bool, p: int, fixed: int) -> None:
     """Refuse simulated-state instruments that cannot determine the ``p`` regressors before
-    they are solved for (the decision of :func:`dmdidc.regression.instrumental.
-    instrumental_solution`, bounded from the simulated states' block of ``stats``, the moments
-    of ``[phi_k; y_k; x^_k]``: no product of its own).
+    their statistics pass (the decision of :func:`dmdidc.regression.instrumental.
+    instrumental_solution`, bounded from the states' own moments, :func:`_state_moments`,
+    which the statistics then reuse).
 
     By Cauchy interlacing, the equilibrated moments of ``[u_k .. u_k-R; x^_k]`` have at most
     ``fixed`` (the lagged inputs) more eigenvalues above the solver's threshold than their
     simulated-state block has above any lower one: here half the same fraction of the block's
     own largest eigenvalue (at most the whole's).  Fewer than ``p`` then means IV must fail.
     """
-    if stats.n_samples == 0:
+    gram, sums, samples = states
+    if samples == 0:
         return
-    states = slice(stats.n_regressors + stats.n_states, None)
-    gram = stats.gram[states, states]
     if centred:
-        sums = stats.sums[states]
-        gram = gram - np.outer(sums, sums) / stats.n_samples
+        gram = gram - np.outer(sums, sums) / samples
     scale = np.sqrt(np.clip(np.diag(gram), 0.0, None))
     scale = np.where(scale > 0, scale, 1.0)
     values = np.linalg.eigvalsh(gram / np.outer(scale, scale))

@@ -718,9 +718,8 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         start, stop = start_lag, K - L
         if stop - start < 2:
             continue
-        ks = np.arange(start, stop)
-        Phi.append(np.concatenate([X[:, ks], _shifted(U, range(R + 1), start, stop)]))
-        Y.append(X[:, ks + 1])
+        Phi.append(np.concatenate([X[:, start:stop], _shifted(U, range(R + 1), start, stop)]))
+        Y.append(X[:, start + 1:stop + 1])
         Z.append(instrument_rows(kind, U, E, R, start, stop))
         for group in computed:
             which, lags = signals_of[group]

@@ -281,10 +281,10 @@ def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_ow
 
 
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
-    # The cheap rank bound on the simulated states (from their statistics' block) must never
+    # The cheap rank bound on the simulated states (before their statistics pass) must never
     # refuse instruments that instrumental_solution accepts, and it catches the collinear ones
     # of large weakly excited plants (n = 50, m = 4: 54 of 74 directions in the scaling bench).
-    from dmdidc.fitting import _require_state_directions, _solve, _statistics
+    from dmdidc.fitting import _require_state_directions, _solve, _state_moments, _statistics
     from dmdidc.regression.refined import simulated_states
 
     refused = 0
@@ -298,12 +298,13 @@ def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
         X = simulated_states(A_d, B_blocks, np.concatenate([U, np.zeros((m, 1))], axis=1))
         X = X + 10.0 ** rng.uniform(-6, -1) * rng.standard_normal(X.shape)
         signals = [simulated_states(A_d, B_blocks, U)]
-        stats = _statistics([(X, U)], R, "simulated", 0, signals)
         for centred in (False, True):
             try:
-                _require_state_directions(stats, centred, n + m * (R + 1), m * (R + 1))
+                _require_state_directions(_state_moments(signals, R), centred,
+                                          n + m * (R + 1), m * (R + 1))
             except InsufficientExcitationError:
                 refused += 1
+                stats = _statistics([(X, U)], R, "simulated", 0, signals)
                 with pytest.raises(InsufficientExcitationError):
                     _solve(stats, R, "iv", centred, svd_rank=None, rank_rtol=1e-10)
     assert refused > 0
