@@ -842,14 +842,20 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
     V = np.zeros((q * n, q * n))
     if independent:
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
-        # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term
+        # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
+        # the lagged products of all pieces and lags in a few products (lagged_moments)
+        from dmdidc.regression.instrumental import lagged_moments
+
+        lengths = [w.shape[1] for w in W]
+        Wc, Ec = np.concatenate(W, axis=1), np.concatenate(E, axis=1)
+        W0, E0 = Wc @ Wc.T, Ec @ Ec.T
+        W_lagged = lagged_moments(Wc, lengths, lags, W0)
+        E_lagged = lagged_moments(Ec, lengths, lags, E0)
         left, right = [], []
         for tau in range(lags + 1):
             weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
-            Wt = sum((w[:, tau:] @ w[:, :w.shape[1] - tau].T for w in W if w.shape[1] > tau),
-                     np.zeros((q, q)))
-            Et = sum((e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau),
-                     np.zeros((n, n))) / N
+            Wt = W0 if tau == 0 else W_lagged[tau - 1]
+            Et = (E0 if tau == 0 else E_lagged[tau - 1]) / N
             left += [weight * Wt] if tau == 0 else [weight * Wt, weight * Wt.T]
             right += [Et] if tau == 0 else [Et, Et.T]
         products = np.reshape(left, (len(left), q * q)).T @ np.reshape(right, (len(right), n * n))
