@@ -27,6 +27,16 @@ slots and the count.
 A short trajectory (at most ``2^23 / d^2`` samples) keeps all its values and is summed as one
 dense product of its vectors: there the fixed cost of the ends would dominate.
 
+A signal of many lags (the inputs, ``C = R + L + 2`` lags against the states) costs ``C`` products
+per row and sample in the time domain.  Its correlations are instead summed over segments of
+``P`` samples in the frequency domain (overlap-add of the correlation): each segment's rows and
+its window of ``P + C - 1`` values of the lagged signal are transformed (length ``N >= P + C -
+1``, no wrap-around), the products of their spectra add up over the segments, and one inverse
+transform in :meth:`LaggedGram.gram` gives the ``C`` lags.  Per row and sample that is a
+transform (``~ log N``) and ``~ width / 2`` complex products instead of ``C x width`` real
+ones; the rounding is that of the transforms (``~ eps log N`` of the signals' norms).  The
+samples that do not fill a segment take the time-domain products.
+
 Every element-wise transformation of a signal (clipping, scaling) keeps the structure: it is
 applied once to the signal, before its lags are taken.  Per-sample weights would not.
 """
@@ -36,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ["LaggedGram", "regression_slots"]
 
@@ -47,6 +58,15 @@ _DIRECT_LAGS = 3
 #: as one dense product: below it the fixed cost of the correlations' ends (~0.5 ms) dominates.
 _DENSE_WORK = 2 ** 23
 _DENSE_SAMPLES = 65536
+#: A group whose lag matrix has at least this many rows (lags times the column's width), and
+#: at least _SPECTRAL_LAGS lags, accumulates whole segments of samples in the frequency domain
+#: (module notes): its products per sample grow with the lags, the transforms only with their
+#: logarithm.  Measured (n = 20, m = 4, one thread): 32 lags of 4 inputs 1.4x faster, 22 lags
+#: even.
+_SPECTRAL_ROWS = 96
+_SPECTRAL_LAGS = 8
+#: Samples per batch of segments transformed at once (a few megabytes of spectra).
+_SPECTRAL_BATCH = 16384
 #: Plans and Toeplitz indices by layout (slots, widths), the oldest dropped beyond the limit.
 _PLANS: dict[tuple, tuple[tuple, np.ndarray]] = {}
 _MAX_PLANS = 64
@@ -150,6 +170,8 @@ class LaggedGram:
             _PLANS[key] = (groups, index)
         self._groups, self._toeplitz = _PLANS[key]
         self._work: list[tuple[np.ndarray, np.ndarray]] | None = None
+        # per group, the length of its transforms (0: products in the time domain only)
+        self._transform = [_transform_length(g, widths[g.col]) for g in self._groups]
         # the correlation sums start at the first sample whose rows are not all zero
         self._start = min(p.top for g in self._groups for p in g.pairs)
         # values kept at each end: the end vectors reach 2 (largest lag + 1) + 1 steps
@@ -202,6 +224,11 @@ class LaggedGram:
         self._corr = [np.zeros((sum(self._widths[p.row] for p in g.pairs),
                                 (g.last - g.first + 1) * self._widths[g.col]))
                       for g in self._groups]
+        # the conjugate cross-spectra of the segments summed in the frequency domain
+        self._spectra = [np.zeros((size // 2 + 1, c.shape[0], self._widths[g.col]), complex)
+                         if size else None
+                         for g, c, size in zip(self._groups, self._corr, self._transform,
+                                               strict=True)]
 
     @property
     def n_samples(self) -> int:
@@ -227,7 +254,7 @@ class LaggedGram:
                                              self._head[s], new[s]], axis=1)
                           for s in self._signals}
                 self._accumulate(self._corr, source, dict.fromkeys(self._signals, -self._keep),
-                                 self._next, samples)
+                                 self._next, samples, spectral=True)
             else:
                 # The first samples reach back into the kept values: a short joined buffer.
                 # The others read the new values in place (copying every chunk cost ~10 %).
@@ -238,9 +265,10 @@ class LaggedGram:
                               for s in self._signals}
                     self._accumulate(self._corr, joined,
                                      {s: old[s] - self._keep for s in self._signals},
-                                     self._next, split)
+                                     self._next, split, spectral=True)
                 if max(split, self._next) < samples:
-                    self._accumulate(self._corr, new, old, max(split, self._next), samples)
+                    self._accumulate(self._corr, new, old, max(split, self._next), samples,
+                                     spectral=True)
             self._next = max(self._next, samples)
         for s in self._signals:
             have = self._head[s].shape[1]        # the head: the first `_hold` values
@@ -256,9 +284,11 @@ class LaggedGram:
         self._samples = max(self._samples, samples)
 
     def _accumulate(self, corr: list[np.ndarray], buffers: dict[str, np.ndarray],
-                    low: dict[str, int], start: int, stop: int) -> None:
+                    low: dict[str, int], start: int, stop: int, *, spectral: bool = False
+                    ) -> None:
         """Add the terms of samples ``start .. stop - 1`` to the correlation sums ``corr``
-        (``buffers[s]`` holds ``s`` from time ``low[s]``)."""
+        (``buffers[s]`` holds ``s`` from time ``low[s]``); with ``spectral``, the whole
+        segments of the groups with transforms to their spectra instead."""
         if self._work is None:
             # one workspace per group, reused block after block: fresh multi-megabyte arrays
             # would be page-faulted in again for every block
@@ -266,9 +296,17 @@ class LaggedGram:
                           (np.empty((total.shape[0], _BLOCK)),
                            np.empty(((g.last - g.first + 1) * self._widths[g.col], _BLOCK)))
                           for g, total in zip(self._groups, corr, strict=True)]
-        for a in range(start, stop, _BLOCK):
-            b = min(a + _BLOCK, stop)
-            for group, total, work in zip(self._groups, corr, self._work, strict=True):
+        begin = [start] * len(self._groups)          # per group, the first sample left
+        if spectral:
+            begin = [self._add_spectral(i, g, buffers, low, start, stop) if size else start
+                     for i, (g, size) in enumerate(zip(self._groups, self._transform,
+                                                       strict=True))]
+        for a0 in range(min(begin), stop, _BLOCK):
+            for group, total, work, first in zip(self._groups, corr, self._work, begin,
+                                                 strict=True):
+                a, b = max(a0, first), min(a0 + _BLOCK, stop)
+                if a >= b:
+                    continue
                 if work is None:
                     self._add_direct(group, total, buffers, low, a, b)
                     continue
@@ -282,6 +320,39 @@ class LaggedGram:
                 _lag_matrix(buffers[group.col], a - low[group.col], group.first, group.last,
                             lagged[:, :b - a])
                 total += rows[:, :b - a] @ lagged[:, :b - a].T
+
+    def _add_spectral(self, index: int, group: _Group, buffers: dict[str, np.ndarray],
+                      low: dict[str, int], start: int, stop: int) -> int:
+        """Add the whole segments of samples from ``start`` (before ``stop``) to the group's
+        spectra; return the first sample left for the products.
+
+        A segment of ``P`` samples from ``s`` correlates its rows ``y_t = row_{s+t-top}`` with
+        the window ``w_tau = col_{s-last+tau}`` (``P + C - 1`` values, ``C`` lags): the term of
+        lag ``c`` is ``sum_t y_t w_{t+last-c}^T``, the circular correlation at ``last - c`` of
+        transforms of length ``N >= P + C - 1`` (no wrap-around).  Transforms are linear, so
+        the segments' products of spectra add up and are transformed back once, in
+        :meth:`gram`."""
+        size = self._transform[index]
+        lags = group.last - group.first + 1
+        length = size - lags + 1                          # P
+        count = (stop - start) // length
+        spectrum, col, at = self._spectra[index], buffers[group.col], low[group.col]
+        batch = max(1, _SPECTRAL_BATCH // length)
+        for first in range(0, count, batch):
+            q = min(batch, count - first)
+            a = start + first * length
+            b = a + q * length
+            windows = sliding_window_view(col[:, a - group.last - at:b - group.first - at],
+                                          length + lags - 1, axis=1)[:, ::length]
+            W = np.fft.rfft(windows.transpose(2, 0, 1), size, axis=0).conj().transpose(0, 2, 1)
+            row = 0
+            for p in group.pairs:
+                width = self._widths[p.row]
+                rows = buffers[p.row][:, a - p.top - low[p.row]:b - p.top - low[p.row]]
+                Y = np.fft.rfft(rows.reshape(width, q, length).transpose(2, 0, 1), size, axis=0)
+                spectrum[:, row:row + width] += Y @ W
+                row += width
+        return start + count * length
 
     def _add_direct(self, group: _Group, total: np.ndarray, buffers: dict[str, np.ndarray],
                     low: dict[str, int], a: int, b: int) -> None:
@@ -324,6 +395,11 @@ class LaggedGram:
         low = {s: self._count[s] - self._keep for s in self._signals}
         corr = [c.copy() for c in self._corr]
         self._accumulate(corr, buffers, low, K, K + beyond)
+        for total, spectrum, size in zip(corr, self._spectra, self._transform, strict=True):
+            if size:           # lag c at last - c of the correlation: in reverse order
+                lags = total.shape[1] // spectrum.shape[2]
+                back = np.fft.irfft(spectrum.conj(), size, axis=0)[lags - 1::-1]
+                total += back.transpose(1, 0, 2).reshape(total.shape)
         full = np.concatenate([c.ravel() for c in corr])[self._toeplitz]
         head = self._vectors(min(first for first, _ in self._span.values()), k0)
         tail = self._vectors(K, K + beyond)
@@ -383,6 +459,15 @@ class LaggedGram:
             if lo < hi:
                 out[:, lo - t0:hi - t0] = values[:, lo - first:hi - first]
         return out
+
+
+def _transform_length(group: _Group, width: int) -> int:
+    """Length ``N`` of the group's transforms (a power of two near 8 times its lags, where
+    the cost per sample is flattest), or 0 when its products stay in the time domain."""
+    lags = group.last - group.first + 1
+    if lags < _SPECTRAL_LAGS or lags * width < _SPECTRAL_ROWS:
+        return 0
+    return 1 << int(np.ceil(np.log2(8 * lags)))
 
 
 def _direct(group: _Group) -> bool:

@@ -19,12 +19,25 @@ from dmdidc.statistics.streaming import LaggedSums
 TOL = 1e-12
 
 
-@pytest.fixture(params=[0, 5, None], ids=["correlations", "switching", "default"])
+@pytest.fixture(params=[0, 5, None, "spectral"],
+                ids=["correlations", "switching", "default", "spectral"])
 def short(request, monkeypatch):
     """Trajectories of up to this many samples are summed densely: 0 tests the correlations
-    alone, 5 the switch from one to the other within a trajectory."""
-    if request.param is not None:
+    alone, 5 the switch from one to the other within a trajectory; "spectral" the correlations
+    with every group of four lags or more summed in segments in the frequency domain."""
+    if request.param == "spectral":
+        spectral(monkeypatch, batch=3)
+        monkeypatch.setattr(lagged_gram, "_DENSE_SAMPLES", 0)
+    elif request.param is not None:
         monkeypatch.setattr(lagged_gram, "_DENSE_SAMPLES", request.param)
+
+
+def spectral(monkeypatch, batch: int) -> None:
+    """Every group of more lags than the direct ones accumulates whole segments in the
+    frequency domain, ``batch`` samples' worth of segments at a time."""
+    monkeypatch.setattr(lagged_gram, "_SPECTRAL_ROWS", 1)
+    monkeypatch.setattr(lagged_gram, "_SPECTRAL_LAGS", 1)
+    monkeypatch.setattr(lagged_gram, "_SPECTRAL_BATCH", batch)
 
 
 def dense_gram(slots, widths, signals, K):
@@ -201,6 +214,8 @@ def test_statistics_of_long_pieces_equal_the_dense_gram_across_blocks(seed, monk
     rng = np.random.default_rng(300 + seed)
     monkeypatch.setattr(lagged_gram, "_BLOCK", int(rng.integers(3, 200)))
     monkeypatch.setattr(lagged_gram, "_DENSE_SAMPLES", int(rng.choice([0, 50])))
+    if seed % 2:                  # whole segments in the frequency domain, in random batches
+        spectral(monkeypatch, batch=int(rng.integers(1, 400)))
     n, m, q = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 3))
     R, L = int(rng.integers(0, 8)), int(rng.integers(1, 6))
     kind = [None, "inputs", "states", "exogenous"][seed % 4]
