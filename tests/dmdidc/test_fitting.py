@@ -253,6 +253,40 @@ def test_least_squares_statistics_from_the_input_instrument_pass_equal_a_pass_of
         _assert_same_statistics(fused, direct)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_one_fit_passes_over_the_data_once(seed, monkeypatch):
+    # Issue 21: the statistics of a fit are one pass over the samples (the input-instrument
+    # pass serves least squares, its IV twin and the refined-IV start; the few first samples
+    # it skips are added once), also when "auto" falls back to least squares on exact data.
+    from dmdidc.regression.lagged_gram import LaggedGram
+
+    rng = np.random.default_rng(seed)
+    n, m, R = int(rng.integers(2, 5)), int(rng.integers(1, 3)), int(rng.integers(3, 6))
+    plant = random_plant(rng, n_states=n, n_inputs=m, max_delay=R)
+    samples = []
+    update = LaggedGram.update
+
+    def counted(self, values):
+        samples.append(values["u"].shape[1] if "u" in values else 0)
+        update(self, values)
+
+    monkeypatch.setattr(LaggedGram, "update", counted)
+    trajectories = []
+    for K in rng.integers(300, 800, size=int(rng.integers(1, 3))):
+        U = rng.standard_normal((m, int(K)))
+        trajectories.append((plant.simulate(rng.standard_normal(n), U), U))
+    total = sum(U.shape[1] for _, U in trajectories)
+    X, U = [x for x, _ in trajectories], [u for _, u in trajectories]
+    noisy = [x + 1e-2 * rng.standard_normal(x.shape) for x in X]
+    for estimator, states in (("ls", noisy), ("iv", noisy), ("auto", X)):
+        samples.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DMDidc(max_delay=R, estimator=estimator).fit(states, U, dt=plant.dt)
+        first = R - (-2 * n // m)        # R + L: the samples the input-instrument pass skips
+        assert total <= sum(samples) <= total + 2 * first * len(trajectories), estimator
+
+
 @pytest.mark.parametrize("block", [7, 8192])
 def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_own(block,
                                                                                  monkeypatch):
