@@ -35,7 +35,8 @@ its window of ``P + C - 1`` values of the lagged signal are transformed (length 
 transform in :meth:`LaggedGram.gram` gives the ``C`` lags.  Per row and sample that is a
 transform (``~ log N``) and ``~ width / 2`` complex products instead of ``C x width`` real
 ones; the rounding is that of the transforms (``~ eps log N`` of the signals' norms).  The
-samples that do not fill a segment take the time-domain products.
+samples that do not fill a segment, and chunks or trajectories of fewer than
+``_SPECTRAL_SAMPLES`` samples, take the time-domain products.
 
 Every element-wise transformation of a signal (clipping, scaling) keeps the structure: it is
 applied once to the signal, before its lags are taken.  Per-sample weights would not.
@@ -67,6 +68,10 @@ _SPECTRAL_ROWS = 96
 _SPECTRAL_LAGS = 8
 #: Samples per batch of segments transformed at once (a few megabytes of spectra).
 _SPECTRAL_BATCH = 16384
+#: Fewer new samples than this (a short trajectory or chunk) stay in the time domain: the
+#: fixed costs of the transforms would outweigh their gain (600-sample trajectories took
+#: 1.5-2x longer).
+_SPECTRAL_SAMPLES = 4096
 #: Plans and Toeplitz indices by layout (slots, widths), the oldest dropped beyond the limit.
 _PLANS: dict[tuple, tuple[tuple, np.ndarray]] = {}
 _MAX_PLANS = 64
@@ -224,11 +229,9 @@ class LaggedGram:
         self._corr = [np.zeros((sum(self._widths[p.row] for p in g.pairs),
                                 (g.last - g.first + 1) * self._widths[g.col]))
                       for g in self._groups]
-        # the conjugate cross-spectra of the segments summed in the frequency domain
-        self._spectra = [np.zeros((size // 2 + 1, c.shape[0], self._widths[g.col]), complex)
-                         if size else None
-                         for g, c, size in zip(self._groups, self._corr, self._transform,
-                                               strict=True)]
+        # the conjugate cross-spectra of the segments summed in the frequency domain (per
+        # group, allocated when its first segments arrive)
+        self._spectra: list[np.ndarray | None] = [None] * len(self._groups)
 
     @property
     def n_samples(self) -> int:
@@ -332,10 +335,17 @@ class LaggedGram:
         transforms of length ``N >= P + C - 1`` (no wrap-around).  Transforms are linear, so
         the segments' products of spectra add up and are transformed back once, in
         :meth:`gram`."""
+        if stop - start < _SPECTRAL_SAMPLES:
+            return start
         size = self._transform[index]
         lags = group.last - group.first + 1
         length = size - lags + 1                          # P
         count = (stop - start) // length
+        if count == 0:
+            return start
+        if self._spectra[index] is None:
+            self._spectra[index] = np.zeros((size // 2 + 1, self._corr[index].shape[0],
+                                             self._widths[group.col]), complex)
         spectrum, col, at = self._spectra[index], buffers[group.col], low[group.col]
         batch = max(1, _SPECTRAL_BATCH // length)
         for first in range(0, count, batch):
@@ -396,7 +406,7 @@ class LaggedGram:
         corr = [c.copy() for c in self._corr]
         self._accumulate(corr, buffers, low, K, K + beyond)
         for total, spectrum, size in zip(corr, self._spectra, self._transform, strict=True):
-            if size:           # lag c at last - c of the correlation: in reverse order
+            if spectrum is not None:     # lag c at last - c of the correlation: reversed
                 lags = total.shape[1] // spectrum.shape[2]
                 back = np.fft.irfft(spectrum.conj(), size, axis=0)[lags - 1::-1]
                 total += back.transpose(1, 0, 2).reshape(total.shape)

@@ -38,6 +38,7 @@ def spectral(monkeypatch, batch: int) -> None:
     monkeypatch.setattr(lagged_gram, "_SPECTRAL_ROWS", 1)
     monkeypatch.setattr(lagged_gram, "_SPECTRAL_LAGS", 1)
     monkeypatch.setattr(lagged_gram, "_SPECTRAL_BATCH", batch)
+    monkeypatch.setattr(lagged_gram, "_SPECTRAL_SAMPLES", 1)
 
 
 def dense_gram(slots, widths, signals, K):
