@@ -14,6 +14,7 @@ blocks around it, and recovers the continuous plant (eqs. 9.66-9.69), with confi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ from dmdidc.regression.solution import (
     require_samples,
     stream_trajectory,
 )
+from dmdidc.resampling import Decisions, trajectory_refit
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
@@ -391,16 +393,9 @@ class DMDidc:
             self._R = self.max_delay
             return self._fit_snapshots(X, Y, U, dt)
         self._check_instruments(reference, streaming=False)
-        trajectories, references = self._data(X, U, reference)
-        if self.detrend in ("constant", "linear"):
-            trajectories, self.state_trend_, self.input_trend_ = detrended(trajectories,
-                                                                          self.detrend)
-            references = None if references is None else [
-                remove_trend(E, self.detrend)[0] for E in references]
-        pod = None
-        if self.svd_rank is not None:      # identify in the leading POD modes
-            pod = pod_modes([Xi for Xi, _ in trajectories], self.svd_rank)
-            trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
+        trajectories, references, pod, trends = self._regression_data(X, U, reference)
+        if trends is not None:
+            self.state_trend_, self.input_trend_ = trends
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
@@ -425,6 +420,22 @@ class DMDidc:
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
         return self._finish(outcome, trajectories)
+
+    def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None
+                         ) -> tuple[list, list | None, tuple | None, tuple | None]:
+        """The trajectories and references as the regression sees them: detrended
+        (``detrend``) and projected on the POD modes (``svd_rank``: those of ``pod``, else of
+        these data), with those modes and the removed ``(state, input)`` trends (or None)."""
+        trajectories, references = self._data(X, U, reference)
+        trends = None
+        if self.detrend in ("constant", "linear"):
+            trajectories, *trends = detrended(trajectories, self.detrend)
+            references = None if references is None else [
+                remove_trend(E, self.detrend)[0] for E in references]
+        if self.svd_rank is not None:      # identify in the leading POD modes
+            pod = pod or pod_modes([Xi for Xi, _ in trajectories], self.svd_rank)
+            trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
+        return trajectories, references, pod, trends
 
     def _refuse_svd_rank(self, call: str) -> None:
         if self.svd_rank is not None:
@@ -797,6 +808,7 @@ class DMDidc:
         self._block_variance = identified.block_variance
         # least squares kept by Hausman's pretest: its intervals need the IV twin
         self._pretest_iv = outcome.least_squares if outcome.pretest else None
+        self._decisions = Decisions.of(outcome)     # what bootstrap resamples keep
         self._pending = None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
                                             trajectories=trajectories,
@@ -889,11 +901,11 @@ class DMDidc:
                                      "X, U and Z are for method='bootstrap'")
             return self._asymptotic(solution, level, getattr(self, "_pretest_iv", None))
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
-        params = dict(self.get_params(), max_delay=self._R)
         if self._parts is not None:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("this estimator was fitted on a list of statistics; the "
                                      "bootstrap resamples them and takes no data")
+            params = dict(self.get_params(), max_delay=self._R)
             refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt, parts=self._parts)
         else:
             if isinstance(X, IdData):
@@ -902,11 +914,27 @@ class DMDidc:
                 raise ParameterError("the bootstrap refits on resampled trajectories: pass the "
                                      "data given to fit as X=..., U=... (and Z=...), or "
                                      "fit_statistics with a list of statistics")
-            trajectories, signals = self._data(X, U, Z)
-            refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt,
-                                           trajectories=trajectories, signals=signals)
+            refit, parts = self._trajectory_refit(X, U, Z)
         return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
                                    level=level, n_resamples=n_resamples, rng=rng)
+
+    def _trajectory_refit(self, X: Any, U: Any, reference: Any
+                          ) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
+        """The bootstrap refit over the fit's trajectories (:mod:`dmdidc.resampling`: the
+        fit's decisions kept, detrending and POD modes as the fit's) and their number."""
+        n, m, R = self._dims
+        trajectories, references, _, _ = self._regression_data(X, U, reference, self._pod)
+        if (trajectories[0][0].shape[0], trajectories[0][1].shape[0]) != (n, m):
+            raise DimensionError(f"the bootstrap data have {trajectories[0][0].shape[0]} "
+                                 f"states and {trajectories[0][1].shape[0]} inputs; the fit "
+                                 f"had {n} and {m}: pass the data given to fit")
+        refit = trajectory_refit(self._decisions, trajectories, references, max_delay=R,
+                                 dt=self.dt, instrument_lags=self.instrument_lags,
+                                 method=self.method, svd_rank=self.regression_rank,
+                                 rank_rtol=self.rank_rtol, chunk_size=self.chunk_size,
+                                 significance=self._significance, block_rtol=self.block_rtol,
+                                 level=self._check_share)
+        return refit, len(trajectories)
 
     def _asymptotic(self, solution: RegressionSolution, level: float,
                     alternative: RegressionSolution | None = None) -> ConfidenceIntervals:

@@ -231,6 +231,11 @@ def offset_decision(stats: SufficientStatistics, R: int, estimator: str, *, leve
     return offset_test(centred, stats, level=level)
 
 
+def _centred(offset: str, test: OffsetTest | None) -> bool:
+    """Whether the fit is affine: decided earlier (``"centred"``) or by the test (``"auto"``)."""
+    return offset == "centred" or (offset == "auto" and test is not None and test.significant)
+
+
 def _model(solution: RegressionSolution, n: int, m: int, R: int
            ) -> tuple[np.ndarray, np.ndarray]:
     coefficients = solution.coefficients
@@ -255,10 +260,11 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     instruments : {"auto", "model", "inputs", "states", "exogenous"}
     instrument_lags, method, svd_rank, rank_rtol, chunk_size
         As in :class:`~dmdidc.DMDidc`.
-    offset : {"auto", "test", "none"}
+    offset : {"auto", "test", "none", "centred"}
         Test the intercept and keep it when significant (``"auto"``), only test it (the
-        model goes through the origin; a significant offset fails the check), or neither
-        (the data were detrended).
+        model goes through the origin; a significant offset fails the check), neither
+        (the data were detrended), or keep it untested (``"centred"``: an earlier fit on
+        these data decided it, e.g. for bootstrap resamples, :mod:`dmdidc.resampling`).
     level : float
         Level of the offset test and of the outlier test of ``estimator="auto"``.
     memo : dict, optional
@@ -285,11 +291,12 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     options = dict(svd_rank=svd_rank, rank_rtol=rank_rtol)
     if kind in ("ls", "huber"):
         plain = _plain_statistics(trajectories, R, memo)
-        test = offset_decision(plain, R, "ls", level=level, **options) if offset != "none" else None
+        test = (offset_decision(plain, R, "ls", level=level, **options)
+                if offset in ("auto", "test") else None)
         if kind == "huber":       # fits through the origin: an offset fails its check
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",
                               offset=test)
-        centred = offset == "auto" and test is not None and test.significant
+        centred = _centred(offset, test)
         twin = _instrumental_twin(trajectories, R, centred, options, memo)
         if centred:
             return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
@@ -304,8 +311,9 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     if chosen != "model":
         signals = references if chosen == "exogenous" else chosen
         stats = _statistics(trajectories, R, signals, instrument_lags)
-        test = offset_decision(stats, R, "iv", level=level, **options) if offset != "none" else None
-        centred = offset == "auto" and test is not None and test.significant
+        test = (offset_decision(stats, R, "iv", level=level, **options)
+                if offset in ("auto", "test") else None)
+        centred = _centred(offset, test)
         return FitOutcome(_solve(stats, R, "iv", centred, **options), "iv", chosen, stats,
                           test, centred, least_squares=_twin(stats, R, "ls", centred, options),
                           reference=chosen == "exogenous")
@@ -432,10 +440,10 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         notes.append("closed loop: instruments driven by the part of the inputs the reference "
                      "explains (two-stage)")
     test = None
-    if offset != "none":
+    if offset in ("auto", "test"):
         test = (offset_decision(first, R, "iv", level=level, **options)
                 or offset_decision(first, R, "ls", level=level, **options))
-    centred = offset == "auto" and test is not None and test.significant
+    centred = _centred(offset, test)
     try:
         solution = _solve(first, R, "iv", centred, **options)
     except InsufficientExcitationError:       # weak fixed instruments: start from LS

@@ -73,7 +73,6 @@ from _toolbox.validation import as_generator, check_in_interval, check_integer, 
 from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import (
     ContinuousModelWarning,
-    InsufficientExcitationError,
     LogarithmError,
     ParameterError,
 )
@@ -533,36 +532,21 @@ def model_vector(model) -> np.ndarray | None:
     return np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
 
 
-def bootstrap_refit(make_estimator: Callable[[], Any], dt: float, *, parts: list | None = None,
-                    trajectories: list | None = None, signals: list | None = None
+def bootstrap_refit(make_estimator: Callable[[], Any], dt: float, *, parts: list
                     ) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
-    """``(refit(counts) -> model vector or None, number of parts)`` for :func:`bootstrap_intervals`.
+    """``(refit(counts) -> model vector or None, number of parts)`` for :func:`bootstrap_intervals`
+    over the parts given to ``fit_statistics`` (resampled as wholes; the bootstrap over
+    trajectories is :func:`dmdidc.resampling.trajectory_refit`).
 
     Parameters
     ----------
     make_estimator : callable
         Returns a new, unfitted estimator with the parameters of the fit being bootstrapped.
     dt : float
-    parts : list of SufficientStatistics, optional
-        The parts given to ``fit_statistics`` (resampled as wholes).
-    trajectories : list of (X, U), optional
-        The trajectories given to ``fit``; ``signals`` their exogenous signals (or ``None``).
+    parts : list of SufficientStatistics
     """
-    if parts is not None:
-        def refit(counts: np.ndarray) -> np.ndarray | None:
-            chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
-            return model_vector(make_estimator().fit_statistics(sum(chosen[1:], chosen[0]),
-                                                                dt=dt).model_)
-        return refit, len(parts)
-    signals = signals if signals is not None else [None] * len(trajectories)
-
     def refit(counts: np.ndarray) -> np.ndarray | None:
-        chosen = [k for k, c in enumerate(counts) for _ in range(c)]
-        Z = [signals[k] for k in chosen] if signals[0] is not None else None
-        try:
-            return model_vector(make_estimator().fit([trajectories[k][0] for k in chosen],
-                                                     [trajectories[k][1] for k in chosen],
-                                                     dt=dt, Z=Z).model_)
-        except InsufficientExcitationError:
-            return None
-    return refit, len(trajectories)
+        chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
+        return model_vector(make_estimator().fit_statistics(sum(chosen[1:], chosen[0]),
+                                                            dt=dt).model_)
+    return refit, len(parts)

@@ -1,0 +1,222 @@
+"""Bootstrap refits over trajectories at the cost of the estimates, not of whole fits.
+
+``DMDidc.confidence_intervals(method="bootstrap", X=..., U=...)`` refits the model on
+trajectories resampled with replacement (:func:`dmdidc.inference.intervals.
+bootstrap_intervals`).  Each fact is decided once, on all data, by the reported fit, and every
+resample keeps it (:class:`Decisions`): the estimator (what ``estimator="auto"`` chose: a
+resample does not switch to least squares, robust IV or back), the instruments, whether the
+fit is affine (centred), the delay bound ``R`` and the block test's settings.  The block
+decision itself is taken again per resample (its variability belongs in the interval), and no
+diagnostic check runs per resample.
+
+Where the estimator's moments add up over trajectories (least squares, and IV with the
+inputs, the lagged states or an exogenous signal as instruments) the statistics of each
+trajectory are computed once and a resample is their sum weighted by its counts plus one
+solve.  A centred fit centres that sum with the resample's own mean (one intercept over the
+resampled samples, as a fit on the resampled data does; centring commutes with nothing else,
+so it comes after the sum).  Least squares keeps its solver policy: iterative refinement or QR
+over the resampled data when the equilibrated moments are ill-conditioned.
+
+Refined IV (instruments simulated from the model: ``estimator="auto"`` or ``"iv"`` with the
+default ``instruments``) and the robust estimators depend on every sample through the model or
+the weights: those resamples are fitted on the resampled data with the decisions fixed, the
+first stage's input-instrument statistics summed as above.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dmdidc.errors import InsufficientExcitationError
+from dmdidc.fitting import FitOutcome, _solve, _statistics, fit_trajectories
+from dmdidc.identified import identified_model
+from dmdidc.inference.intervals import model_vector
+from dmdidc.regression.solution import GramAccumulator, least_squares
+from dmdidc.statistics.statistics import SufficientStatistics
+
+__all__ = ["Decisions", "trajectory_refit", "weighted_total"]
+
+#: Fixed instruments whose moments add up over trajectories.
+_ADDITIVE_INSTRUMENTS = ("inputs", "states", "exogenous")
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a fit decided on all data, kept by each of its bootstrap resamples.
+
+    Attributes
+    ----------
+    estimator : {"ls", "iv", "huber", "huber_iv"}
+        The estimator the fit used (``estimator="auto"``'s choice).
+    instruments : str or None
+        Its instruments (``"model"``: refined; ``"inputs"``, ``"states"``, ``"exogenous"``).
+    centred : bool
+        The fit is affine (intercept kept).
+
+    Examples
+    --------
+    >>> Decisions("iv", "inputs", False).additive
+    True
+    >>> Decisions("iv", "model", True).additive
+    False
+    """
+
+    estimator: str
+    instruments: str | None
+    centred: bool
+
+    @classmethod
+    def of(cls, outcome: FitOutcome) -> Decisions:
+        """The decisions of a fit's outcome (:class:`dmdidc.fitting.FitOutcome`)."""
+        return cls(outcome.estimator, outcome.instruments, bool(outcome.centred))
+
+    @property
+    def additive(self) -> bool:
+        """Whether the estimator's moments add up over trajectories (module notes)."""
+        return self.estimator == "ls" or (self.estimator == "iv"
+                                          and self.instruments in _ADDITIVE_INSTRUMENTS)
+
+
+def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
+                   ) -> SufficientStatistics:
+    """``sum_i counts[i] * parts[i]`` of plain statistics of one layout (``sum`` of the
+    repeated parts, without the repetitions).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import SufficientStatistics
+    >>> rng = np.random.default_rng(0)
+    >>> parts = [SufficientStatistics.from_data(rng.standard_normal((1, 31)),
+    ...                                         rng.standard_normal((1, 30)), max_delay=1)
+    ...          for _ in range(3)]
+    >>> total = weighted_total(parts, np.array([2, 0, 1]))
+    >>> bool(np.allclose(total.gram, (parts[0] + parts[0] + parts[2]).gram))
+    True
+    >>> total.n_samples, total.n_trajectories
+    (87, 3)
+    """
+    counts = np.asarray(counts)
+    used = [part for part, c in zip(parts, counts, strict=True) if c > 0]
+    weights = counts.astype(float)
+    return dataclasses.replace(
+        parts[0], gram=np.tensordot(weights, np.stack([p.gram for p in parts]), axes=1),
+        sums=weights @ np.stack([p.sums for p in parts]),
+        n_samples=int(counts @ [p.n_samples for p in parts]),
+        n_trajectories=int(counts @ [p.n_trajectories for p in parts]),
+        intercepts=int(counts @ [p.intercepts for p in parts]),
+        min_trajectory_samples=min(p.min_trajectory_samples for p in used),
+        max_trajectory_samples=max(p.max_trajectory_samples for p in used),
+        clipped=int(counts @ [p.clipped or 0 for p in parts]))
+
+
+def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, np.ndarray]],
+                     references: list[np.ndarray] | None, *, max_delay: int, dt: float,
+                     instrument_lags: int | None, method: str, svd_rank: int | None,
+                     rank_rtol: float, chunk_size: int, significance: float,
+                     block_rtol: float | None, level: float
+                     ) -> Callable[[np.ndarray], np.ndarray | None]:
+    """``refit(counts)``: the model vector of the fit on trajectory ``i`` repeated
+    ``counts[i]`` times, with ``decisions`` kept (module notes), or ``None`` without a
+    continuous model or when the resample does not identify the regression.
+
+    Parameters
+    ----------
+    decisions : Decisions
+    trajectories : list of (X (n, K+1), U (m, K))
+        As the regression of the fit saw them (detrended, projected on its POD modes).
+    references : list of ndarray (q, K) or None
+        The reference or exogenous instrument signal of each trajectory.
+    max_delay : int
+        The fit's ``R``.
+    dt : float
+    instrument_lags, method, svd_rank, rank_rtol, chunk_size
+        As in :class:`~dmdidc.DMDidc` (``svd_rank`` its ``regression_rank``).
+    significance, block_rtol
+        The block test's.
+    level : float
+        Level of the fit's own statistical checks (the refined first stage's).
+
+    Returns
+    -------
+    callable
+        For :func:`~dmdidc.inference.intervals.bootstrap_intervals`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> Us = [random_excitation(1, 100, rng=s) for s in range(4)]
+    >>> data = [(plant.simulate([0.0], U), U) for U in Us]
+    >>> refit = trajectory_refit(Decisions("ls", None, False), data, None, max_delay=3,
+    ...                          dt=1.0, instrument_lags=None, method="auto", svd_rank=None,
+    ...                          rank_rtol=1e-10, chunk_size=65536, significance=1e-3,
+    ...                          block_rtol=None, level=0.01)
+    >>> np.round(refit(np.array([2, 0, 1, 1])), 6)      # delay, A_c, B_c
+    array([ 1.5, -0.5,  1. ])
+    """
+    R = max_delay
+    n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+    options = dict(svd_rank=svd_rank, rank_rtol=rank_rtol)
+    kind = decisions.instruments if decisions.estimator == "iv" else None
+    signals = references if references is not None else [None] * len(trajectories)
+
+    def vector(outcome: FitOutcome) -> np.ndarray | None:
+        return model_vector(identified_model(outcome, n_states=n, n_inputs=m, max_delay=R,
+                                             dt=dt, significance=significance,
+                                             block_rtol=block_rtol).model)
+
+    def chosen(counts: np.ndarray) -> list[int]:
+        return [k for k, c in enumerate(counts) for _ in range(c)]
+
+    if decisions.additive:
+        parts = [_statistics([trajectory], R, kind if kind != "exogenous" else [signal],
+                             instrument_lags if kind is not None else None)
+                 for trajectory, signal in zip(trajectories, signals, strict=True)]
+
+        def refit(counts: np.ndarray) -> np.ndarray | None:
+            stats = weighted_total(parts, counts)
+            try:
+                if decisions.estimator == "ls" and not decisions.centred:
+                    # as the fit: the Gram pass is the statistics', refined on the data when
+                    # the moments are ill-conditioned
+                    moments = GramAccumulator.from_moments(stats.gram, stats.sums,
+                                                           stats.n_samples, n_states=n,
+                                                           n_inputs=m, max_delay=R)
+                    solution, _ = least_squares([trajectories[k] for k in chosen(counts)], R,
+                                                method=method, chunk_size=chunk_size,
+                                                accumulated=moments, **options)
+                else:
+                    solution = _solve(stats, R, decisions.estimator, decisions.centred,
+                                      **options)
+            except InsufficientExcitationError:
+                return None
+            return vector(FitOutcome(solution, decisions.estimator, decisions.instruments,
+                                     stats, centred=decisions.centred))
+        return refit
+
+    refined = decisions.instruments == "model" and references is None
+    inputs = ([_statistics([trajectory], R, "inputs") for trajectory in trajectories]
+              if refined and m > 0 else None)
+
+    def refit(counts: np.ndarray) -> np.ndarray | None:
+        picked = chosen(counts)
+        # the refined first stage's statistics (the fit's memo), summed instead of a pass
+        memo = {} if inputs is None else {"inputs": weighted_total(inputs, counts)}
+        try:
+            outcome = fit_trajectories(
+                [trajectories[k] for k in picked],
+                None if references is None else [references[k] for k in picked],
+                max_delay=R, estimator=decisions.estimator,
+                instruments=decisions.instruments or "auto", instrument_lags=instrument_lags,
+                offset="centred" if decisions.centred else "none", method=method,
+                chunk_size=chunk_size, level=level, memo=memo, **options)
+        except InsufficientExcitationError:
+            return None
+        return vector(outcome)
+    return refit

@@ -1,0 +1,128 @@
+"""The bootstrap over trajectories refits only what determines the model (dmdidc.resampling).
+
+Each resample must give the model vector the whole ``fit`` gives on the resampled data when
+that fit takes the same decisions (estimator, instruments, intercept), whatever the speed-up
+(summed per-trajectory statistics, or the refined fit without checks)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant, DMDidc, random_excitation
+from dmdidc.errors import ContinuousModelWarning
+from dmdidc.inference.intervals import model_vector
+from dmdidc.resampling import Decisions
+
+T = 1.0
+
+
+def random_plant(rng: np.random.Generator) -> DelayedPlant:
+    """A stable plant, 2-3 states, 1-2 inputs, fractional delays below 2 T."""
+    n, m = int(rng.integers(2, 4)), int(rng.integers(1, 3))
+    V = rng.standard_normal((n, n)) + 2 * np.eye(n)
+    A_c = V @ np.diag(-rng.uniform(0.2, 1.0, n)) @ np.linalg.inv(V)
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                        rng.uniform(0.2, 1.9, m), T, max_delay=3)
+
+
+def experiments(plant, rng, *, count=6, length=150, snr_db=20.0, offset=0.0):
+    Us = [random_excitation(plant.n_inputs, length, rng=rng) for _ in range(count)]
+    Xs = [plant.simulate(np.zeros(plant.n_states), U) for U in Us]
+    rms = np.sqrt(np.mean(np.concatenate(Xs, axis=1) ** 2, axis=1))[:, None]
+    scale = 10 ** (-snr_db / 20) * rms
+    return [X + offset * rms + scale * rng.standard_normal(X.shape) for X in Xs], Us
+
+
+# estimator parameters, offset on the states (in rms), SNR (least squares: small bias)
+CASES = {
+    "ls plain": (dict(estimator="ls", detrend=None), 0.0, 40.0),
+    "ls centred": (dict(estimator="ls"), 3.0, 40.0),
+    "iv inputs plain": (dict(estimator="iv", instruments="inputs", detrend=None), 0.0, 20.0),
+    "iv inputs centred": (dict(estimator="iv", instruments="inputs"), 3.0, 20.0),
+    "iv refined plain": (dict(estimator="iv", detrend=None), 0.0, 20.0),
+    "auto": (dict(), 0.0, 20.0),
+}
+
+
+def compare_with_whole_refits(params: dict, offset: float, snr_db: float, seed: int) -> None:
+    """Resamples of a fit on a random plant against the whole fits of the resampled data."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng)
+    Xs, Us = experiments(plant, rng, offset=offset, snr_db=snr_db)
+    compared = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=3, **params).fit(Xs, Us, dt=T)
+        assert est._decisions.centred == (offset != 0.0)
+        refit, parts = est._trajectory_refit(Xs, Us, None)
+        assert parts == len(Xs)
+        for _ in range(3):
+            counts = np.bincount(rng.integers(0, parts, parts), minlength=parts)
+            picked = [k for k, c in enumerate(counts) for _ in range(c)]
+            whole = DMDidc(max_delay=3, **params).fit([Xs[k] for k in picked],
+                                                       [Us[k] for k in picked], dt=T)
+            if whole._decisions != est._decisions:     # the whole fit decided otherwise
+                continue
+            old, new = model_vector(whole.model_), refit(counts)
+            assert (old is None) == (new is None)
+            if old is not None:
+                np.testing.assert_allclose(new, old, rtol=1e-8, atol=1e-8 * np.abs(old).max())
+                compared += 1
+    assert compared >= 2
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("seed", range(2))
+def test_resamples_equal_whole_refits_with_the_same_decisions(case, seed):
+    compare_with_whole_refits(*CASES[case], seed=100 * seed + len(case))
+
+
+@pytest.mark.parametrize("seed", [200, 201])
+def test_refined_resamples_keep_the_intercept(seed):
+    # a state offset c (intercept (I - A_d) c) that the refined fit detects on these plants
+    # (its test has little power for state offsets on others): every resample keeps it
+    compare_with_whole_refits(dict(estimator="iv"), 3.0, 20.0, seed)
+
+
+def test_decisions_are_those_of_the_reported_fit():
+    rng = np.random.default_rng(7)
+    plant = random_plant(rng)
+    Xs, Us = experiments(plant, rng, snr_db=60.0)
+    exact = [plant.simulate(np.zeros(plant.n_states), U) for U in Us]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        noisy = DMDidc(max_delay=3).fit(Xs, Us, dt=T)
+        clean = DMDidc(max_delay=3).fit(exact, Us, dt=T)
+        inputs = DMDidc(max_delay=3, estimator="iv", instruments="inputs").fit(Xs, Us, dt=T)
+    assert noisy._decisions == Decisions("iv", "model", False)
+    assert clean._decisions == Decisions("ls", None, False)      # exact data: least squares
+    assert inputs._decisions.additive and not noisy._decisions.additive
+
+
+def test_bootstrap_data_must_be_the_fitted_kind():
+    rng = np.random.default_rng(3)
+    plant = DelayedPlant.from_continuous([[-0.3, 1.1], [-1.1, -0.3]], [[1, -1], [-1, 2]],
+                                         delay=2.5, dt=2.0)
+    Xs, Us = experiments(plant, rng)
+    est = DMDidc(max_delay=3, estimator="iv").fit(Xs, Us, dt=2.0)
+    with pytest.raises(ValueError, match="inputs; the fit had"):
+        est.confidence_intervals(method="bootstrap", X=Xs, U=[np.vstack([U, U]) for U in Us])
+
+
+def test_resamples_raise_no_diagnostic_warnings():
+    # a structure the model does not hold (a second path 2 periods after the first) fails
+    # checks on every fit; the bootstrap's resamples run none and warn nothing
+    rng = np.random.default_rng(5)
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], 0.5, T, max_delay=3)
+    blocks = plant.B_blocks.copy()
+    blocks[3] = 0.5
+    two_paths = DelayedPlant(plant.A_d, blocks, T)
+    Us = [random_excitation(1, 200, rng=rng) for _ in range(10)]
+    Xs = [two_paths.simulate([0.0], U) + 0.05 * rng.standard_normal((1, 201)) for U in Us]
+    with pytest.warns(ContinuousModelWarning):
+        est = DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=T)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ci = est.confidence_intervals(method="bootstrap", X=Xs, U=Us, n_resamples=20, rng=0)
+    assert caught == [] and ci.resamples == 20
