@@ -136,8 +136,9 @@ class DMDidc:
         carried into each new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit``
         when the states stand clear of the sensor noise), not ``fit_statistics`` or
         explicit ``Y``.  Bootstrap intervals
-        recompute the modes per resample: those of the delays and eigenvalues hold, those of
-        ``A_c`` and ``B_c`` entries mix bases (use the asymptotic ones).  ``None``: all states.
+        project every resample on the fit's modes (one basis: the intervals of ``A_c`` and
+        ``B_c`` entries are in the model's coordinates; the modes' own variability is not in
+        them).  ``None``: all states.
     regression_rank : int or None, default None
         Number of singular values of the (column-equilibrated) regression matrix kept (a
         deliberately reduced fit); ``None`` keeps all and raises
@@ -856,7 +857,9 @@ class DMDidc:
             independent trajectories (the data given to ``fit``, passed again as ``X``, ``U``
             and ``Z``) or over the parts of a list given to ``fit_statistics``.
         n_resamples : int, default 200
-            Bootstrap resamples, at most ``MAX_RESAMPLES`` (10,000; each is a whole fit).
+            Bootstrap resamples, at most ``MAX_RESAMPLES`` (10,000).  Each keeps the
+            decisions of this fit (estimator, instruments, intercept, ``max_delay_``) and runs
+            no checks; the block test is taken again (:mod:`dmdidc.resampling`).
         rng : numpy.random.Generator, int or None
             Bootstrap randomness.
         X, U, Z : optional

@@ -36,8 +36,9 @@ The ``block_rtol`` override fixes the structure by the user's rule instead of a 
 its intervals are not spanned.
 
 **Bootstrap over trajectories** (or over the parts given to ``fit_statistics``): trajectories
-are resampled with replacement, the estimator is refitted (whole-delay decision included), and
-the percentile interval of each quantity is reported.  It needs independent experiments (at
+are resampled with replacement, the estimator is refitted (whole-delay decision included; over
+trajectories with the fit's estimator, instruments and intercept kept and no checks,
+:mod:`dmdidc.resampling`), and the percentile interval of each quantity is reported.  It needs independent experiments (at
 least ~20 for a 95 % interval) and captures what the asymptotic interval cannot: the
 variability of the whole delay and of the block decision.
 
@@ -89,7 +90,7 @@ __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "hausman_variance", "with_pretest_bias"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
-#: Most bootstrap refits one call may ask for (each is a whole fit).
+#: Most bootstrap refits one call may ask for.
 MAX_RESAMPLES = 10_000
 _NO_INTERVAL = {"asymptotic": "no active block", "bootstrap": "no active block"}
 #: Central-difference step, relative to each coefficient's standard error.
