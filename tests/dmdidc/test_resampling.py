@@ -126,3 +126,18 @@ def test_resamples_raise_no_diagnostic_warnings():
         warnings.simplefilter("always")
         ci = est.confidence_intervals(method="bootstrap", X=Xs, U=Us, n_resamples=20, rng=0)
     assert caught == [] and ci.resamples == 20
+
+
+@pytest.mark.parametrize("estimator", ["ls", "iv"])
+def test_a_resample_without_enough_samples_is_a_failure_not_an_error(estimator):
+    rng = np.random.default_rng(11)
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], 1.5, T, max_delay=3)
+    Us = [random_excitation(1, length, rng=rng) for length in (300, 300, 4)]
+    Xs = [plant.simulate([0.0], U) + 0.05 * rng.standard_normal((1, U.shape[1] + 1))
+          for U in Us]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=3, estimator=estimator).fit(Xs, Us, dt=T)
+    refit, _ = est._trajectory_refit(Xs, Us, None)
+    assert refit(np.array([0, 0, 3])) is None           # 3 samples for 5 regressors
+    assert refit(np.array([1, 1, 1])) is not None
