@@ -40,6 +40,7 @@ CASES = {
     "ls centred": (dict(estimator="ls"), 3.0, 40.0),
     "iv inputs plain": (dict(estimator="iv", instruments="inputs", detrend=None), 0.0, 20.0),
     "iv inputs centred": (dict(estimator="iv", instruments="inputs"), 3.0, 20.0),
+    "iv states plain": (dict(estimator="iv", instruments="states", detrend=None), 0.0, 20.0),
     "iv refined plain": (dict(estimator="iv", detrend=None), 0.0, 20.0),
     "auto": (dict(), 0.0, 20.0),
 }
