@@ -38,9 +38,9 @@ its intervals are not spanned.
 **Bootstrap over trajectories** (or over the parts given to ``fit_statistics``): trajectories
 are resampled with replacement, the estimator is refitted (whole-delay decision included; over
 trajectories with the fit's estimator, instruments and intercept kept and no checks,
-:mod:`dmdidc.resampling`), and the percentile interval of each quantity is reported.  It needs independent experiments (at
-least ~20 for a 95 % interval) and captures what the asymptotic interval cannot: the
-variability of the whole delay and of the block decision.
+:mod:`dmdidc.resampling`), and the percentile interval of each quantity is reported.  It
+needs independent experiments (at least ~20 for a 95 % interval) and captures what the
+asymptotic interval cannot: the variability of the whole delay and of the block decision.
 
 Both are intervals for what the estimator converges to: least squares on noisy states
 converges to a biased value (errors in variables), so its intervals do not cover the truth as
