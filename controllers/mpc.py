@@ -631,9 +631,13 @@ class DelayedMPC:
         # no overflow, no warning); the messages name the argument
         if not -np.inf < np.minimum.reduce(p) <= np.maximum.reduce(p) < np.inf:
             x, history = self._check_x(x), self._check_history(u_history)
-        p = p.copy()                                 # the result's lazy prediction keeps it
         op = self.operating_point
-        if op is not None:              # the problem is posed in deviations
+        if op is None:
+            # the result's lazy prediction keeps p, and the next solve refills the buffer: this
+            # copy is the one allocation of the parameter (buffer + copy: 0.7 us, a fresh
+            # concatenate: 1.4-1.7 us)
+            p = p.copy()
+        else:                           # the problem is posed in deviations (a fresh p)
             x, history = x - op.state, history - op.input[:, None]
             p = np.concatenate((x, history.T.ravel()))
         return self._solve(p, x, history)

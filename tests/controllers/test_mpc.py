@@ -600,6 +600,23 @@ def test_operating_point_is_handled_by_every_solver():
         assert np.all(result.inputs <= 1.2 + 1e-6) and np.all(result.inputs >= -0.8 - 1e-6)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_each_result_keeps_its_prediction_with_an_operating_point(seed):
+    # with an operating point the parameter is built afresh (deviations) instead of copied from
+    # the buffer: a result's lazy prediction, evaluated after later solves, is still its own
+    rng = np.random.default_rng(seed)
+    base = random_delayed_plant(rng, 3, 2)
+    op = (rng.standard_normal(3), 0.1 * rng.standard_normal(2))
+    plant = DelayedPlant(base.A_d, base.B_blocks, base.dt, operating_point=op)
+    mpc = DelayedMPC(plant, horizon=5, u_min=-1.0, u_max=1.0)
+    xs = [rng.standard_normal(3) for _ in range(3)]
+    results = [mpc.solve(x) for x in xs]
+    fresh = [DelayedMPC(plant, horizon=5, u_min=-1.0, u_max=1.0).solve(x) for x in xs]
+    for x, result, alone in zip(xs, results, fresh, strict=True):
+        np.testing.assert_allclose(result.states[:, 0], x, atol=1e-12)
+        np.testing.assert_allclose(result.states, alone.states, atol=1e-8)
+
+
 def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
     # finite, if absurd: no NonFiniteError (and no overflow warning from the checks)
     mpc = DelayedMPC(plant, horizon=3, u_min=-1, u_max=1)
