@@ -14,8 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("_toolbox", "privacy", "dmdidc", "controllers", "simulations")
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-SLOW = {"privacy.dpsgd.noise", "privacy.dpsgd.train", "privacy.calibration",
-        "simulations.studies.sas_figures", "simulations.studies.statistics_audit",
+SLOW = {"privacy.dpsgd.noise", "privacy.calibration", "simulations.studies.statistics_audit",
         "simulations.smartgrid.attack_study"}
 
 
