@@ -24,13 +24,17 @@ __all__ = ["calibrate_scale", "calibrate_gaussian_sigma"]
 
 
 def _check_target(target_epsilon: float, delta: float, steps: int, sampling_rate: float,
-                  sensitivity: float, rtol: float) -> tuple[float, float, int, float, float, float]:
+                  sensitivity: float, rtol: float, neighboring: NeighboringRelation
+                  ) -> tuple[float, float, int, float, float, float, NeighboringRelation]:
+    # (all checked before the remembered searches: their keys must be hashable and exact)
+    if not isinstance(neighboring, NeighboringRelation):
+        raise ParameterError(f"neighboring must be a NeighboringRelation; got {neighboring!r}")
     return (check_positive("target_epsilon", target_epsilon),
             check_in_interval("delta", delta, 0.0, 1.0, high_open=True),
             check_integer("steps", steps, minimum=1),
             check_probability("sampling_rate", sampling_rate, allow_zero=False),
             check_positive("sensitivity", sensitivity),
-            check_in_interval("rtol", rtol, 0.0, 0.5, low_open=True))
+            check_in_interval("rtol", rtol, 0.0, 0.5, low_open=True), neighboring)
 
 
 def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
@@ -76,6 +80,11 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     AccountingError
         No scale up to ``1e12 * sensitivity`` meets the target.
 
+    Notes
+    -----
+    Answers are remembered per question (every argument, after its check): calibrating the
+    same noise again, e.g. for each client of a federation, returns the same scale at once.
+
     Examples
     --------
     >>> from privacy.calibration import calibrate_scale
@@ -83,13 +92,26 @@ def calibrate_scale(target_epsilon: float, *, delta: float, steps: int,
     >>> 7.5 < gamma < 7.7
     True
     """
-    target, delta, steps, q, sensitivity, rtol = _check_target(
-        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
+    target, delta, steps, q, sensitivity, rtol, neighboring = _check_target(
+        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol, neighboring)
     alpha = check_alpha(alpha)
     dimension = check_integer("dimension", dimension, minimum=1)
     if delta == 0.0 and alpha == 2.0:
         raise ParameterError("delta=0 asks for pure DP, which alpha=2 (Gaussian noise) never "
                              "gives at any scale; use delta > 0 or alpha < 2")
+    if discretization is not None:
+        discretization = check_positive("discretization", discretization)
+    return _sas_scale(target, delta, steps, q, alpha, sensitivity, neighboring, rtol,
+                      discretization, dimension)
+
+
+@functools.lru_cache(maxsize=128)
+def _sas_scale(target: float, delta: float, steps: int, q: float, alpha: float,
+               sensitivity: float, neighboring: NeighboringRelation, rtol: float,
+               discretization: float | None, dimension: int) -> float:
+    """The search of :func:`calibrate_scale` on checked arguments, remembered per question
+    (every argument is in the key): each evaluation composes a PLD (seconds at small ``q``),
+    and studies calibrate the same noise again (per client, per law, per table row)."""
 
     def evaluate(scale: float) -> float:
         mech = SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,
@@ -116,8 +138,8 @@ def calibrate_gaussian_sigma(target_epsilon: float, *, delta: float, steps: int,
     >>> 1.3 < calibrate_gaussian_sigma(1.0, delta=1e-5, steps=1000, sampling_rate=0.01) < 1.5
     True
     """
-    target, delta, steps, q, sensitivity, rtol = _check_target(
-        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol)
+    target, delta, steps, q, sensitivity, rtol, neighboring = _check_target(
+        target_epsilon, delta, steps, sampling_rate, sensitivity, rtol, neighboring)
     if delta == 0.0:
         raise ParameterError("delta must be > 0 for a Gaussian (it has no pure DP); got 0")
     return _gaussian_sigma(target, delta, steps, q, sensitivity, neighboring, rtol)

@@ -455,9 +455,49 @@ def test_gaussian_calibration_is_remembered_per_question():
     reuses the Gaussian sigma; a different question is searched again."""
     from privacy import calibration
 
-    args = dict(delta=1e-5, steps=20, sampling_rate=0.5)
+    # (no subsampling: the search composes an analytic Gaussian, milliseconds instead of the
+    # seconds of a subsampled PLD; what is remembered does not depend on it)
+    args = dict(delta=1e-5, steps=20, sampling_rate=1.0)
     first = calibration.calibrate_gaussian_sigma(1.5, **args)
     hits = calibration._gaussian_sigma.cache_info().hits
     assert calibration.calibrate_gaussian_sigma(1.5, **args) == first
     assert calibration._gaussian_sigma.cache_info().hits == hits + 1
     assert calibration.calibrate_gaussian_sigma(3.0, **args) < first
+
+
+def test_sas_calibration_is_remembered_per_question_and_only_for_it():
+    """calibrate_scale searches a question once; every argument is part of the question, so a
+    call that differs in any one of them is searched afresh and gets what a search without
+    memory gives."""
+    from privacy import calibration
+
+    # pure DP of Cauchy noise: closed forms, so each search takes milliseconds
+    base = dict(target_epsilon=2.0, delta=0.0, steps=10, sampling_rate=1.0, alpha=1.0,
+                sensitivity=1.0, neighboring=NeighboringRelation.ADD_OR_REMOVE, rtol=1e-2,
+                discretization=None, dimension=1)
+
+    def searched(args: dict) -> float:   # the search itself, without the memory
+        return calibration._sas_scale.__wrapped__(
+            args["target_epsilon"], args["delta"], args["steps"], args["sampling_rate"],
+            args["alpha"], args["sensitivity"], args["neighboring"], args["rtol"],
+            args["discretization"], args["dimension"])
+
+    first = calibrate_scale(**base)
+    info = calibration._sas_scale.cache_info()
+    assert calibrate_scale(**{**base, "steps": np.int64(10), "sensitivity": 1}) == first
+    assert calibration._sas_scale.cache_info().hits == info.hits + 1
+    changes = dict(target_epsilon=3.0, delta=1e-5, steps=11, sampling_rate=0.5, alpha=1.5,
+                   sensitivity=2.0, neighboring=NeighboringRelation.REPLACE_ONE, rtol=5e-3,
+                   discretization=1e-3, dimension=3)
+    for name, value in changes.items():
+        args = {**base, name: value}
+        misses = calibration._sas_scale.cache_info().misses
+        got = calibrate_scale(**args)
+        assert calibration._sas_scale.cache_info().misses == misses + 1, name
+        assert got == searched(args), name
+    assert calibrate_scale(**{**base, "target_epsilon": 3.0}) < first < calibrate_scale(
+        **{**base, "steps": 11})
+    with pytest.raises(ParameterError, match="neighboring"):
+        calibrate_scale(**{**base, "neighboring": ["add"]})
+    with pytest.raises(ParameterError, match="discretization"):
+        calibrate_scale(**{**base, "discretization": -1e-3})
