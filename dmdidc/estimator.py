@@ -537,7 +537,7 @@ class DMDidc:
         outcome = FitOutcome(solution, kind, total.instruments if kind == "iv" else None,
                              statistics=total)
         if kind == "iv":
-            outcome.least_squares = regression_from_statistics(
+            outcome.twin = regression_from_statistics(
                 total, self._R, estimator="ls", svd_rank=self.regression_rank,
                 rank_rtol=self.rank_rtol)
         return self._finish(outcome)
@@ -760,8 +760,8 @@ class DMDidc:
         use = stats.centered() if centred else stats
         return FitOutcome(regression_from_statistics(use, self._R, estimator="iv", **options),
                           "iv", stats.instruments, stats, offset, centred,
-                          least_squares=regression_from_statistics(use, self._R,
-                                                                   estimator="ls", **options))
+                          twin=regression_from_statistics(use, self._R, estimator="ls",
+                                                          **options))
 
     def _setup(self, n: int, m: int, dt: float) -> None:
         """Forget earlier results; the next solve is for ``n`` states, ``m`` inputs, ``_R``."""
@@ -808,7 +808,7 @@ class DMDidc:
         self._model, self._kept = self._annotated(identified.model), identified.kept
         self._block_variance = identified.block_variance
         # least squares kept by Hausman's pretest: its intervals need the IV twin
-        self._pretest_iv = outcome.least_squares if outcome.pretest else None
+        self._pretest_iv = outcome.twin if outcome.pretest else None
         self._decisions = Decisions.of(outcome)     # what bootstrap resamples keep
         self._pending = None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,

@@ -80,8 +80,9 @@ class FitOutcome:
         Whether the solution is that of the affine model.
     instrument_signals : list of ndarray or None
         The refined instrument signals (for a robust refit).
-    least_squares : RegressionSolution or None
-        Least squares on the same moments (for the LS-versus-IV comparison).
+    twin : RegressionSolution or None
+        The other estimator on the same moments, for the LS-versus-IV comparison: least
+        squares beside an IV solution, IV beside a least-squares one.
     notes : list of str
     reference : bool
         The instruments come from a reference signal (closed loop).
@@ -90,7 +91,7 @@ class FitOutcome:
         instrument_rows`): ``"simulated"`` or ``"exogenous"``.
     pretest : bool
         Least squares was kept because Hausman's comparison found no difference from IV
-        (``least_squares`` then holds the IV solution): its intervals add the bias that
+        (``twin`` then holds the IV solution): its intervals add the bias that
         comparison cannot exclude (:func:`dmdidc.inference.intervals.with_pretest_bias`).
     """
 
@@ -101,7 +102,7 @@ class FitOutcome:
     offset: OffsetTest | None = None
     centred: bool = False
     instrument_signals: list | None = None
-    least_squares: RegressionSolution | None = None
+    twin: RegressionSolution | None = None
     notes: list[str] = field(default_factory=list)
     reference: bool = False
     instrument_kind: str | None = None
@@ -300,13 +301,13 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         twin = _instrumental_twin(trajectories, R, centred, options, memo)
         if centred:
             return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
-                              True, least_squares=twin)
+                              True, twin=twin)
         # the Gram pass of the solver is the statistics' own: start from them
         moments = GramAccumulator.from_moments(plain.gram, plain.sums, plain.n_samples,
                                                n_states=n, n_inputs=m, max_delay=R)
         solution, _ = least_squares(trajectories, R, method=method, chunk_size=chunk_size,
                                     accumulated=moments, **options)
-        return FitOutcome(solution, "ls", None, plain, test, False, least_squares=twin)
+        return FitOutcome(solution, "ls", None, plain, test, False, twin=twin)
     chosen = "model" if instruments == "auto" else instruments
     if chosen != "model":
         signals = references if chosen == "exogenous" else chosen
@@ -315,7 +316,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                 if offset in ("auto", "test") else None)
         centred = _centred(offset, test)
         return FitOutcome(_solve(stats, R, "iv", centred, **options), "iv", chosen, stats,
-                          test, centred, least_squares=_twin(stats, R, "ls", centred, options),
+                          test, centred, twin=_twin(stats, R, "ls", centred, options),
                           reference=chosen == "exogenous")
     try:
         outcome = _refined(trajectories, references, R=R, n=n, m=m, offset=offset,
@@ -391,7 +392,7 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
     """
     from scipy import special
 
-    iv, ls = outcome.solution, outcome.least_squares
+    iv, ls = outcome.solution, outcome.twin
     if ls is None or iv.estimator != "iv" or first_stage_f(iv) >= WEAK_INSTRUMENTS_F:
         return False              # strong instruments: IV is precise and consistent
     difference = iv.coefficients - ls.coefficients
@@ -406,7 +407,7 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
     outcome.notes.append(f"least squares agrees with IV (largest difference {z:.3g} standard "
                          f"deviations, threshold {critical:.3g}): the more precise least "
                          f"squares is kept")
-    outcome.least_squares, outcome.solution = iv, ls
+    outcome.twin, outcome.solution = iv, ls
     outcome.estimator, outcome.instruments, outcome.pretest = "ls", None, True
     return True
 

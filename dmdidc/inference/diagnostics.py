@@ -496,9 +496,9 @@ def _instrument_check(solution: RegressionSolution) -> Check:
 def _ls_versus_iv(outcome, share: float) -> Check:
     """Least squares against instrumental variables on the same moments."""
     question = "Does least squares agree with instrumental variables (no errors in variables)?"
-    iv, ls = outcome.solution, outcome.least_squares
+    iv, ls = outcome.solution, outcome.twin
     if outcome.estimator == "ls":
-        iv, ls = outcome.least_squares, outcome.solution
+        iv, ls = outcome.twin, outcome.solution
     if iv is None or ls is None or iv.estimator not in ("iv", "huber_iv"):
         return Check("ls_vs_iv", question, None, finding="no pair of fits to compare")
     difference = iv.coefficients - ls.coefficients
