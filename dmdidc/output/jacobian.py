@@ -7,10 +7,11 @@ through the dynamics or the state input (``A_c``, ``B_c``, the delays) changes t
 
     dy_k = sum_{t < k} C A_d^(k - 1 - t) s_t,    s_t = (dA_d) x_t + dv_t,
 
-the response of the plant to ``s``: all of them are propagated at once
-(:func:`~dmdidc.regression.propagation.propagate`), at the cost of a few residual evaluations
-instead of one per parameter.  The others act directly: ``dy_k / dx_0 = C A_d^k``,
-``dy_k / dC = x_k``, ``D``: ``u_k``, the offset: 1.
+the response of the plant to ``s``: all of them at once, as one FFT convolution with the
+impulse response ``C A_d^t`` (:func:`_responses`; about 3x cheaper than running the recursion
+for every parameter at K = 4000, n = 3), instead of one residual evaluation per parameter.
+The others act directly: ``dy_k / dx_0 = C A_d^k``, ``dy_k / dC = x_k``, ``D``: ``u_k``, the
+offset: 1.
 
 Derivatives of the matrix functions:
 
@@ -28,10 +29,10 @@ Derivatives of the matrix functions:
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg
+from scipy import fft, linalg
 
 from dmdidc.discretization import split_delay
-from dmdidc.regression.propagation import impulse_response, propagate
+from dmdidc.regression.propagation import impulse_response
 
 __all__ = ["HoldSensitivities", "prediction_jacobian"]
 
@@ -86,6 +87,42 @@ def _lagged(U: np.ndarray, lag: int, R: int, T: int) -> np.ndarray:
     return U[:, R - lag:R - lag + T]
 
 
+#: Impulse-response samples below this fraction of its largest are dropped (far below the
+#: rounding of the convolution, ``eps`` of the largest).
+_NEGLIGIBLE = 1e-20
+
+
+def _responses(h: np.ndarray, z: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """Outputs ``sum_{t < k} h[k - 1 - t] s_t`` (T, ny, P) of the sensitivity inputs
+    ``s_t = sum_q z_t[q] M[q]`` (``h`` (T, ny, n), ``z`` (T, Q), ``M`` (Q, n, P)).
+
+    One FFT convolution: the transforms of the ``Q`` signals ``z`` (not of the ``n P`` inputs
+    ``s``: the map is linear, so it is applied per frequency) times those of ``h``; only the
+    ``ny P`` outputs go back.  A few times cheaper than the recursion for these sizes, and the
+    rounding (relative ``eps log T`` of the largest response) is far below what a Jacobian
+    needs (the residuals themselves are simulated).
+    """
+    T, Q = z.shape
+    ny, n, P = h.shape[1], h.shape[2], M.shape[2]
+    # A stable plant's response decays below rounding long before T: cut it there (shorter
+    # transforms, and no subnormal numbers, which slow an FFT several times).
+    size = np.abs(h).reshape(T, -1).max(axis=1)
+    length = int(np.flatnonzero(size > _NEGLIGIBLE * size.max(initial=0.0))[-1:].sum()) + 1
+    size = fft.next_fast_len(T + length - 1, real=True)
+    spectra = fft.rfft(z.T, size)                                           # (Q, F)
+    response = fft.rfft(h[:length].reshape(length, ny * n).T, size)         # (ny n, F)
+    # products[a, p, f] = sum_{r, q} response[a r, f] spectra[q, f] M[q, r, p]: one real
+    # matrix product per part over the (r, q) pairs
+    pairs = (response.reshape(ny, n, 1, -1) * spectra[None, None]).reshape(ny, n * Q, -1)
+    weights = M.transpose(2, 1, 0).reshape(P, n * Q)                        # [p, r Q + q]
+    parts = weights @ np.concatenate([pairs.real, pairs.imag], axis=-1)    # (ny, P, 2F)
+    products = parts[..., :pairs.shape[-1]] + 1j * parts[..., pairs.shape[-1]:]
+    convolved = fft.irfft(products, size)[..., :T - 1]
+    out = np.zeros((T, ny, P))
+    out[1:] = convolved.transpose(2, 0, 1)      # the input at t acts from sample t + 1 on
+    return out
+
+
 def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
                         C: np.ndarray, B_c: np.ndarray, delays: np.ndarray,
                         states: list[np.ndarray], layout: dict) -> np.ndarray:
@@ -122,13 +159,12 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
         for i, w in enumerate(holds.steps):
             z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
             z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
-        s = (z @ M.reshape(n + 2 * m, n * P)).reshape(T, n, P)
+        h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
         J = np.zeros((T, ny, layout["size"]))
-        response = propagate(holds.A_d, s, C=C)
+        response = _responses(h, z, M)
         # A_c, then B_c and the delays (adjacent in the layout)
         J[:, :, layout["A_c"]] = response[:, :, :nn]
         J[:, :, layout["B_c"].start:layout["delays"].stop] = response[:, :, nn:]
-        h = impulse_response(holds.A_d, C, T)                               # (T, ny, n)
         J[:, :, layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h
         for a in range(ny):
             J[:, a, layout["C"].start + a * n:layout["C"].start + (a + 1) * n] = X.T
