@@ -52,9 +52,15 @@ _UNCERTAIN = 0.05
 _EXACT = 1e-20
 
 
+def _exact_rss(experiments: list, R: int) -> float:
+    """Residual sum of squares below which a fit reproduces the outputs from sample ``R``
+    (the samples the fits use) to rounding."""
+    return _EXACT * sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
+
+
 def _exact_fit(experiments: list, refined: Refined, R: int) -> bool:
     """Does the fit reproduce the outputs from sample ``R`` to rounding?"""
-    return refined.rss <= _EXACT * sum(float(np.sum(Y[:, R:] ** 2)) for Y, _ in experiments)
+    return refined.rss <= _exact_rss(experiments, R)
 
 
 def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[np.ndarray]:
@@ -410,11 +416,11 @@ class OutputDMDidc:
         return Y, U
 
     def _fit_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int,
-                   dynamics: tuple[np.ndarray, np.ndarray] | None = None, stop=None
-                   ) -> tuple[StructuredFit, Refined, float, str]:
+                   dynamics: tuple[np.ndarray, np.ndarray] | None = None, stop=None,
+                   test: bool = True) -> tuple[StructuredFit, Refined, float, str]:
         """Subspace dynamics of order ``n`` (or the given discrete ``(A, C)``), delays by
         profile, joint refinement (``stop``: :func:`~dmdidc.output.refine.refine`), residual
-        test."""
+        test (``test=False``: skipped, p-value NaN, for fits compared by likelihood only)."""
         A_d, C = basis.dynamics(n) if dynamics is None else dynamics
         A_d = _with_real_logarithm(A_d)
         A_c = continuous_state_matrix(A_d, dt)
@@ -427,6 +433,8 @@ class OutputDMDidc:
                          offset=start.offset if self.offset else None, stop=stop)
         if refined.rss <= _EXACT * moments.energy:
             return start, refined, 1.0, "the model reproduces the outputs to rounding"
+        if not test:
+            return start, refined, np.nan, "not tested"
         p_value, sentence = residual_input_test(experiments, refined, dt, R,
                                                 lags=max(2 * R + 2, 10))
         return start, refined, p_value, sentence
@@ -549,7 +557,9 @@ class OutputDMDidc:
         E = len(experiments)
 
         def fit(k: int, dynamics=None, stop=None) -> tuple[StructuredFit, Refined]:
-            return self._fit_order(basis, experiments, R, dt, k, dynamics, stop)[:2]
+            # candidates are compared by likelihood: their residual input test is not needed
+            return self._fit_order(basis, experiments, R, dt, k, dynamics, stop,
+                                   test=False)[:2]
 
         def unclear(k: int) -> bool:    # is order k's weakest canonical correlation unclear?
             return bool(basis.singular_values[k - 1] < _CLEAR * np.sqrt(basis.noise_edge))
@@ -600,7 +610,7 @@ class OutputDMDidc:
             return refined
         # Exact (noise-free) data have no sigma^2 for the likelihood ratio: there a second
         # delay counts as equally good when it fits exactly too.
-        exact_rss = _EXACT * sum(float(np.sum(Y ** 2)) for Y, _ in experiments)
+        exact_rss = _exact_rss(experiments, R)
         exact = refined.rss <= exact_rss
         critical = float(stats.chi2.isf(self.significance, 1))
         z, delay_at = float(stats.norm.isf(self.significance / 2)), refined.layout["delays"].start

@@ -26,7 +26,7 @@ from scipy import linalg
 from dmdidc.errors import InsufficientExcitationError
 
 __all__ = ["SubspaceBasis", "basis_from_factor", "noise_edge", "stacked_data",
-           "stacked_windows", "subspace_basis", "windows"]
+           "stacked_windows", "subspace_basis"]
 
 #: Relative floor on the eigenvalues of the output weighting (noise-free data have a singular one).
 _WEIGHT_FLOOR = 1e-12
@@ -109,21 +109,6 @@ def _fill_windows(Y: np.ndarray, U: np.ndarray, R: int, f: int, parts: list[np.n
     stacked_windows(Y, start - f, count, f, out=past[:f * Y.shape[0]])
     stacked_windows(U, start - f - R, count, f, out=past[f * Y.shape[0]:])
     stacked_windows(Y, start, count, f, out=Y_f)
-
-
-def windows(Y: np.ndarray, U: np.ndarray, R: int, f: int) -> tuple[np.ndarray, ...] | None:
-    """``U_f``, ``W_p`` and ``Y_f`` of one experiment (``None`` if it is too short).
-
-    Every window spans ``2 f + R`` consecutive samples.
-    """
-    (ny, K), m = Y.shape, U.shape[0]
-    count = _window_range(K, R, f)[1]
-    if count <= 0:
-        return None
-    parts = [np.empty(((f + R) * m, count)), np.empty((f * (ny + m), count)),
-             np.empty((f * ny, count))]
-    _fill_windows(Y, U, R, f, parts)
-    return tuple(parts)
 
 
 def _inverse_sqrt(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
