@@ -30,9 +30,9 @@ from scipy import linalg, signal
 from dmdidc.discretization import checked_expm, split_delay
 from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "delay_profile", "hold_blocks", "hold_family",
-           "lag_moments", "spectral_family",
-           "pair_of", "structured_fit", "profile_delays"]
+__all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile", "hold_blocks",
+           "hold_family", "lag_moments", "spectral_family", "pair_of", "structured_fit",
+           "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -96,6 +96,42 @@ class StructuredFit:
 _CHUNK = 2048
 
 
+#: Impulse-response entries below this fraction of its largest are zero (far below the
+#: rounding of any product with them, ``eps`` of the largest term).
+_NEGLIGIBLE = 1e-20
+
+
+def decaying_response(A: np.ndarray, C: np.ndarray, length: int) -> tuple[np.ndarray, int]:
+    """``C A^t`` (length, ny, n) with entries below ``_NEGLIGIBLE`` of the largest set to zero,
+    and the number of leading samples that are not all zero.
+
+    A stable plant's response decays below rounding long before the data end: it is computed
+    only that far (the powers beyond are subnormal numbers, which slow every product with them
+    several times), and convolutions with it need only that many samples.  Once ``n``
+    consecutive samples are negligible, every later one is a combination of them (Cayley-
+    Hamilton), so a negligible second half of what was computed ends the doubling.
+
+    Examples
+    --------
+    >>> h, kept = decaying_response(np.array([[0.5]]), np.array([[1.0]]), 1000)
+    >>> h.shape, 60 < kept < 200, float(h[kept:].max())
+    ((1000, 1, 1), True, 0.0)
+    """
+    take = min(length, 64)
+    while True:
+        h = impulse_response(A, C, take)
+        size = np.abs(h).reshape(take, -1).max(axis=1)
+        small = size <= _NEGLIGIBLE * size.max(initial=0.0)
+        if take == length or (take >= 2 * A.shape[0] and small[take // 2:].all()):
+            break
+        take = min(length, 8 * take)
+    h[np.abs(h) < _NEGLIGIBLE * size.max(initial=0.0)] = 0.0
+    kept = int(np.flatnonzero(~small)[-1:].sum()) + 1
+    out = np.zeros((length,) + h.shape[1:])
+    out[:take] = h
+    return out, min(kept, length)
+
+
 def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``h[k] = C A^k`` (K, ny, n), the responses ``z`` (K, ny, m, n) to the whole input
@@ -108,10 +144,10 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
     """
     ny, n = C.shape
     m, K = U.shape
-    h = impulse_response(A, C, K)                                            # (K, ny, n)
+    h, kept = decaying_response(A, C, K)                                     # (K, ny, n)
     # z[q] = sum_{s < q} h[q - 1 - s] u[s]: convolve, then delay by one sample.
     z = np.zeros((K, ny, m, n))
-    z[1:] = signal.fftconvolve(h[:, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
+    z[1:] = signal.fftconvolve(h[:kept, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
     powers = np.stack([np.linalg.matrix_power(A, k) for k in range(R + 1)])
     Q = np.zeros((R + 1, n, m * n))
     for j in range(R):      # Q_j[i] = sum_{s < R - j} u_i[s] A^(R - j - 1 - s)   (m, n, n)

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import fft, linalg
 
 from dmdidc.discretization import split_delay
-from dmdidc.regression.propagation import impulse_response
+from dmdidc.output.blocks import decaying_response
 
 __all__ = ["HoldSensitivities", "prediction_jacobian"]
 
@@ -87,22 +87,14 @@ def _lagged(U: np.ndarray, lag: int, R: int, T: int) -> np.ndarray:
     return U[:, R - lag:R - lag + T]
 
 
-#: Impulse-response samples below this fraction of its largest are dropped (far below the
-#: rounding of the convolution, ``eps`` of the largest).
-_NEGLIGIBLE = 1e-20
+#: Frequencies per block of :func:`_responses`.
+_FREQUENCIES = 4096
 
 
-def _flushed(h: np.ndarray) -> np.ndarray:
-    """``h`` with entries below ``_NEGLIGIBLE`` of its largest set to zero: a fast mode's
-    response decays into subnormal numbers, which slow every later product (FFT, ``J^T J``)
-    several times."""
-    h[np.abs(h) < _NEGLIGIBLE * np.abs(h).max(initial=0.0)] = 0.0
-    return h
-
-
-def _responses(h: np.ndarray, z: np.ndarray, M: np.ndarray) -> np.ndarray:
+def _responses(h: np.ndarray, length: int, z: np.ndarray, M: np.ndarray) -> np.ndarray:
     """Outputs ``sum_{t < k} h[k - 1 - t] s_t`` (T, ny, P) of the sensitivity inputs
-    ``s_t = sum_q z_t[q] M[q]`` (``h`` (T, ny, n), ``z`` (T, Q), ``M`` (Q, n, P)).
+    ``s_t = sum_q z_t[q] M[q]`` (``h`` (T, ny, n), zero from sample ``length`` on (a decayed
+    response: shorter transforms), ``z`` (T, Q), ``M`` (Q, n, P)).
 
     One FFT convolution: the transforms of the ``Q`` signals ``z`` (not of the ``n P`` inputs
     ``s``: the map is linear, so it is applied per frequency) times those of ``h``; only the
@@ -112,19 +104,22 @@ def _responses(h: np.ndarray, z: np.ndarray, M: np.ndarray) -> np.ndarray:
     """
     T, Q = z.shape
     ny, n, P = h.shape[1], h.shape[2], M.shape[2]
-    # A stable plant's response decays below rounding long before T: cut it there (shorter
-    # transforms).
-    size = np.abs(h).reshape(T, -1).max(axis=1)
-    length = int(np.flatnonzero(size > _NEGLIGIBLE * size.max(initial=0.0))[-1:].sum()) + 1
     size = fft.next_fast_len(T + length - 1, real=True)
     spectra = fft.rfft(z.T, size)                                           # (Q, F)
-    response = fft.rfft(h[:length].reshape(length, ny * n).T, size)         # (ny n, F)
-    # products[a, p, f] = sum_{r, q} response[a r, f] spectra[q, f] M[q, r, p]: one real
-    # matrix product per part over the (r, q) pairs
-    pairs = (response.reshape(ny, n, 1, -1) * spectra[None, None]).reshape(ny, n * Q, -1)
-    weights = M.transpose(2, 1, 0).reshape(P, n * Q)                        # [p, r Q + q]
-    parts = weights @ np.concatenate([pairs.real, pairs.imag], axis=-1)    # (ny, P, 2F)
-    products = parts[..., :pairs.shape[-1]] + 1j * parts[..., pairs.shape[-1]:]
+    response = fft.rfft(h[:length].reshape(length, ny * n).T, size).reshape(ny, n, -1)
+    # S[r, p] = sum_q M[q, r, p] spectra[q]: a real matrix times the spectra read as
+    # interleaved real and imaginary parts; then products[a, p] = sum_r response[a, r] S[r, p],
+    # frequency by frequency.  A block of frequencies at a time: S stays in cache, and the
+    # memory does not grow with the data.
+    weights = np.ascontiguousarray(M.transpose(1, 2, 0)).reshape(n * P, Q)   # [r P + p, q]
+    F = spectra.shape[1]
+    products = np.zeros((ny, P, F), dtype=complex)
+    for a in range(0, F, _FREQUENCIES):
+        b = min(a + _FREQUENCIES, F)
+        block = np.ascontiguousarray(spectra[:, a:b]).view(float)               # (Q, 2 f)
+        S = (weights @ block).view(complex).reshape(n, P, b - a)
+        for r in range(n):
+            products[..., a:b] += response[:, r, None, a:b] * S[r]
     convolved = fft.irfft(products, size)[..., :T - 1]
     out = np.zeros((T, ny, P))
     out[1:] = convolved.transpose(2, 0, 1)      # the input at t acts from sample t + 1 on
@@ -167,9 +162,9 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
         for i, w in enumerate(holds.steps):
             z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
             z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
-        h = _flushed(impulse_response(holds.A_d, C, T))                     # (T, ny, n)
+        h, length = decaying_response(holds.A_d, C, T)                      # (T, ny, n)
         J = np.zeros((T, ny, layout["size"]))
-        response = _responses(h, z, M)
+        response = _responses(h, length, z, M)
         # A_c, then B_c and the delays (adjacent in the layout)
         J[:, :, layout["A_c"]] = response[:, :, :nn]
         J[:, :, layout["B_c"].start:layout["delays"].stop] = response[:, :, nn:]
