@@ -332,8 +332,9 @@ def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
     return theta, max(moments.energy - float(rhs @ theta), 0.0)
 
 
-#: Relative cutoff of the pseudo-inverse in the profile residual (``lstsq``'s default scale).
-_RCOND = 10 * np.finfo(float).eps
+#: Relative eigenvalue cutoff of the pseudo-inverses of :mod:`dmdidc.output` (``lstsq``'s
+#: default scale): the profile residual's normal matrices and the refinement's quadratic model.
+RCOND = 10 * np.finfo(float).eps
 
 
 def _channel_profile(moments: LagMoments, family: Callable, pair: Pair,
@@ -370,7 +371,7 @@ def _channel_profile(moments: LagMoments, family: Callable, pair: Pair,
         M = G.transpose(0, 2, 1) @ N @ G
         v = np.einsum("gkc,gk->gc", G, moment[lags].reshape(-1, 2 * n))
         values, vectors = np.linalg.eigh(0.5 * (M + M.transpose(0, 2, 1)))
-        keep = values > _RCOND * np.max(np.abs(values), axis=1, keepdims=True)
+        keep = values > RCOND * np.max(np.abs(values), axis=1, keepdims=True)
         along = np.einsum("gkc,gk->gc", vectors, v)
         explained = np.sum(np.where(keep, along ** 2 / np.where(keep, values, 1.0), 0.0), axis=1)
         return np.maximum(base - explained, 0.0)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, special
 
-from dmdidc.output.blocks import hold_blocks
+from dmdidc.output.blocks import RCOND, hold_blocks
 from dmdidc.output.jacobian import prediction_jacobian
 from dmdidc.regression.propagation import propagate
 
@@ -123,9 +123,10 @@ _MIN_DAMPING = 1e-9
 
 def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
     """The largest decrease of the residual sum of squares the local quadratic model allows:
-    ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped)."""
+    ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped,
+    below the relative cutoff ``RCOND`` of every pseudo-inverse of :mod:`dmdidc.output`)."""
     values, vectors = np.linalg.eigh(scaled)
-    keep = values > 1e-10 * max(values.max(initial=0.0), np.finfo(float).tiny)
+    keep = values > RCOND * max(values.max(initial=0.0), np.finfo(float).tiny)
     projected = vectors[:, keep].T @ gradient
     return float(projected @ (projected / values[keep]))
 
