@@ -34,7 +34,7 @@ from scipy import fft, linalg
 from dmdidc.discretization import split_delay
 from dmdidc.output.blocks import decaying_response
 
-__all__ = ["HoldSensitivities", "prediction_jacobian"]
+__all__ = ["HoldSensitivities", "normal_equations", "prediction_jacobian"]
 
 
 class HoldSensitivities:
@@ -92,7 +92,7 @@ _FREQUENCIES = 4096
 
 
 def _responses(h: np.ndarray, length: int, z: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """Outputs ``sum_{t < k} h[k - 1 - t] s_t`` (T, ny, P) of the sensitivity inputs
+    """Outputs ``sum_{t < k} h[k - 1 - t] s_t`` (ny, P, T) of the sensitivity inputs
     ``s_t = sum_q z_t[q] M[q]`` (``h`` (T, ny, n), zero from sample ``length`` on (a decayed
     response: shorter transforms), ``z`` (T, Q), ``M`` (Q, n, P)).
 
@@ -120,20 +120,15 @@ def _responses(h: np.ndarray, length: int, z: np.ndarray, M: np.ndarray) -> np.n
         S = (weights @ block).view(complex).reshape(n, P, b - a)
         for r in range(n):
             products[..., a:b] += response[:, r, None, a:b] * S[r]
-    convolved = fft.irfft(products, size)[..., :T - 1]
-    out = np.zeros((T, ny, P))
-    out[1:] = convolved.transpose(2, 0, 1)      # the input at t acts from sample t + 1 on
+    out = np.zeros((ny, P, T))
+    out[..., 1:] = fft.irfft(products, size)[..., :T - 1]     # the input at t acts from t + 1
     return out
 
 
-def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
-                        C: np.ndarray, B_c: np.ndarray, delays: np.ndarray,
-                        states: list[np.ndarray], layout: dict) -> np.ndarray:
-    """``d vec(predicted outputs) / d theta`` (rows ``k ny + a`` per experiment, stacked).
-
-    ``states[e]`` is experiment ``e``'s state trajectory ``x_k`` (n, T) at the parameters;
-    ``layout`` the parameter slices of :func:`dmdidc.output.refine.refine`.
-    """
+def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
+                   B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray], layout: dict):
+    """Per experiment, the transposed Jacobian of each output: a list of ``ny`` arrays
+    (size, T), ``d (predicted output a) / d theta`` at every sample (module notes)."""
     n, ny, m = A_c.shape[0], C.shape[0], B_c.shape[1]
     holds = HoldSensitivities(A_c, dt, delays, R)
     # d(Gamma_j b_i) / dA_c[a, b]: (m, n*n, n)
@@ -154,7 +149,6 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     on_b[n + m + channels, :, :, channels] = holds.gamma_1
     M[n + channels, :, nn + nm + channels] = -shifted_b
     M[n + m + channels, :, nn + nm + channels] = shifted_b
-    blocks = []
     for e, ((_, U), X) in enumerate(zip(experiments, states, strict=True)):
         T = X.shape[1]
         z = np.empty((T, n + 2 * m))
@@ -163,17 +157,50 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
             z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
             z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
         h, length = decaying_response(holds.A_d, C, T)                      # (T, ny, n)
-        J = np.zeros((T, ny, layout["size"]))
-        response = _responses(h, length, z, M)
-        # A_c, then B_c and the delays (adjacent in the layout)
-        J[:, :, layout["A_c"]] = response[:, :, :nn]
-        J[:, :, layout["B_c"].start:layout["delays"].stop] = response[:, :, nn:]
-        J[:, :, layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h
+        response = _responses(h, length, z, M)                              # (ny, P, T)
+        rows = []
         for a in range(ny):
-            J[:, a, layout["C"].start + a * n:layout["C"].start + (a + 1) * n] = X.T
+            G = np.zeros((layout["size"], T))
+            # A_c, then B_c and the delays (adjacent in the layout)
+            G[layout["A_c"]] = response[a, :nn]
+            G[layout["B_c"].start:layout["delays"].stop] = response[a, nn:]
+            G[layout["x0"].start + e * n:layout["x0"].start + (e + 1) * n] = h[:, a].T
+            G[layout["C"].start + a * n:layout["C"].start + (a + 1) * n] = X
             if layout["D"].stop > layout["D"].start:
-                J[:, a, layout["D"].start + a * m:layout["D"].start + (a + 1) * m] = U[:, R:].T
+                G[layout["D"].start + a * m:layout["D"].start + (a + 1) * m] = U[:, R:R + T]
             if layout["offset"].stop > layout["offset"].start:
-                J[:, a, layout["offset"].start + a] = 1.0
-        blocks.append(J.reshape(T * ny, -1))
+                G[layout["offset"].start + a] = 1.0
+            rows.append(G)
+        yield rows
+
+
+def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
+                        C: np.ndarray, B_c: np.ndarray, delays: np.ndarray,
+                        states: list[np.ndarray], layout: dict) -> np.ndarray:
+    """``d vec(predicted outputs) / d theta`` (rows ``k ny + a`` per experiment, stacked).
+
+    ``states[e]`` is experiment ``e``'s state trajectory ``x_k`` (n, T) at the parameters;
+    ``layout`` the parameter slices of :func:`dmdidc.output.refine.refine`.
+    """
+    blocks = [np.stack(rows).transpose(2, 0, 1).reshape(-1, layout["size"])      # (T ny, size)
+              for rows in _sensitivities(experiments, dt, R, A_c=A_c, C=C, B_c=B_c,
+                                         delays=delays, states=states, layout=layout)]
     return blocks[0] if len(blocks) == 1 else np.vstack(blocks)
+
+
+def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
+                     B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray],
+                     layout: dict, residuals: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(J^T J, J^T r)`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
+    (``residuals[e]`` (T, ny)), accumulated output by output: ``J`` itself (samples x
+    parameters) is never formed, nor transposed into sample-major rows.
+    """
+    normal = np.zeros((layout["size"], layout["size"]))
+    gradient = np.zeros(layout["size"])
+    for rows, r in zip(_sensitivities(experiments, dt, R, A_c=A_c, C=C, B_c=B_c,
+                                      delays=delays, states=states, layout=layout),
+                       residuals, strict=True):
+        for a, G in enumerate(rows):
+            normal += G @ G.T
+            gradient += G @ r[:, a]
+    return normal, gradient

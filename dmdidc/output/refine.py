@@ -25,7 +25,7 @@ import numpy as np
 from scipy import linalg, special
 
 from dmdidc.output.blocks import RCOND, hold_blocks
-from dmdidc.output.jacobian import prediction_jacobian
+from dmdidc.output.jacobian import normal_equations
 from dmdidc.regression.propagation import propagate
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
@@ -131,31 +131,32 @@ def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
     return float(projected @ (projected / values[keep]))
 
 
-def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluations: int,
+def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluations: int,
                          stop=None):
     """Damped Gauss-Newton on the normal equations with the box projected; the start is good
     (the subspace estimate), so it takes full Gauss-Newton steps within a few iterations.
 
-    Works on ``J^T J`` (parameters << residuals): a Gram product per iteration instead of the
-    SVD of ``J`` that :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at
-    8000 x 28).  The last step gains at most ``_CHI2_STEP`` noise variances, so it moved the
-    parameters by about a tenth of a standard error (a Gauss-Newton step's gain is its length
-    squared in standard errors): the Jacobian before it serves the covariance (it differs by
-    O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
-    J, converged)``.  ``stop(rss, gain)`` (optional) is asked at every new Jacobian with the
-    quadratic model's largest decrease ``gain``; ``True`` ends the search there (not converged).
+    Works on the normal equations ``J^T J``, ``J^T r`` (parameters << residuals), which
+    ``linearize(theta)`` gives at the last evaluated ``theta`` (:func:`~dmdidc.output.jacobian.
+    normal_equations`: ``J`` is never formed), instead of the SVD of ``J`` that
+    :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at 8000 x 28).  The
+    last step gains at most ``_CHI2_STEP`` noise variances, so it moved the parameters by about
+    a tenth of a standard error (a Gauss-Newton step's gain is its length squared in standard
+    errors): the Jacobian before it serves the covariance (it differs by O(0.1 / sqrt(samples))
+    relatively) instead of a new one.  Returns ``(theta, residuals, J^T J, converged)``.
+    ``stop(rss, gain)`` (optional) is asked at every new Jacobian with the quadratic model's
+    largest decrease ``gain``; ``True`` ends the search there (not converged).
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
-    J = jacobian(theta)
+    normal, gradient = linearize(theta)
     damping, growth, fresh = 1e-3, 2.0, True
     while evaluations < max_evaluations:
-        normal, gradient = J.T @ J, J.T @ r
         scale = np.sqrt(np.diag(normal))
         scale[scale == 0] = 1.0
         scaled = normal / np.outer(scale, scale)
         if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
-            return theta, r, J, False
+            return theta, r, normal, False
         fresh = False
         scaled[np.diag_indices_from(scaled)] += damping
         try:
@@ -174,15 +175,15 @@ def _levenberg_marquardt(residuals, jacobian, theta, lower, upper, max_evaluatio
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
             if small:                   # the previous Jacobian serves (docstring)
-                return theta, r, J, True
-            J, fresh = jacobian(theta), True
+                return theta, r, normal, True
+            (normal, gradient), fresh = linearize(theta), True
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
         else:
             damping, growth = damping * growth, growth * 2
         if np.all(np.abs(step) <= 1e-12 * (1.0 + np.abs(theta))):
-            return theta, r, J, True
-    return theta, r, J, False
+            return theta, r, normal, True
+    return theta, r, normal, False
 
 
 def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray,
@@ -241,7 +242,8 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
     theta0[layout["delays"]] = np.clip(theta0[layout["delays"]], 0.0, R * dt)
 
-    last = {}                # the states of the latest evaluation, for the Jacobian there
+    last = {}     # the states and residuals of the latest evaluation, for the Jacobian there
+    splits = np.cumsum([Y.shape[1] - R for Y, _ in experiments])[:-1]     # experiments' rows
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         parts = _unpack(theta, layout, n, ny, m, E)
@@ -252,33 +254,40 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
             except (np.linalg.LinAlgError, ValueError):     # A_d overflowed: a wild trial
                 return np.full(targets.size, _DIVERGED)
             r = targets - np.concatenate([y.ravel() for y in outputs])
-        last.update(theta=theta.copy(), states=states)
         # An unstable trial diverges: a large finite residual steers the search back.
-        return np.clip(np.nan_to_num(r, nan=_DIVERGED, posinf=_DIVERGED, neginf=-_DIVERGED),
-                       -_DIVERGED, _DIVERGED)
+        r = np.clip(np.nan_to_num(r, nan=_DIVERGED, posinf=_DIVERGED, neginf=-_DIVERGED),
+                    -_DIVERGED, _DIVERGED)
+        last.update(theta=theta.copy(), states=states, r=r)
+        return r
 
-    def jacobian(theta: np.ndarray) -> np.ndarray:
+    def linearize(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(J^T J, J^T r)`` of the residuals' Jacobian ``J`` at ``theta``."""
         if "theta" not in last or not np.array_equal(last["theta"], theta):
             residuals(theta)
         if "states" not in last:                            # a diverged trial: no direction
-            return np.zeros((targets.size, theta.size))
+            return np.zeros((theta.size, theta.size)), np.zeros(theta.size)
         A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
         with np.errstate(over="ignore", invalid="ignore"):
-            J = prediction_jacobian(experiments, dt, R, A_c=A_c, C=C, B_c=B_c,
-                                    delays=np.clip(delays, 0.0, R * dt),
-                                    states=last["states"], layout=layout)
-        J[:, lower >= upper] = 0.0               # max_delay = 0: the delays are fixed at 0
-        if not np.isfinite(J).all():             # a wild trial: no direction from overflow
-            J = np.nan_to_num(J, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
-        return np.negative(J, out=J)
+            # the residuals are y - yhat: their Jacobian is minus the predictions'
+            normal, gradient = normal_equations(
+                experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=np.clip(delays, 0.0, R * dt),
+                states=last["states"], layout=layout,
+                residuals=np.split(-last["r"].reshape(-1, ny), splits))
+        fixed = lower >= upper                   # max_delay = 0: the delays are fixed at 0
+        normal[fixed], normal[:, fixed], gradient[fixed] = 0.0, 0.0, 0.0
+        if not (np.isfinite(normal).all() and np.isfinite(gradient).all()):
+            # a wild trial: no direction from overflow
+            normal = np.nan_to_num(normal, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+            gradient = np.nan_to_num(gradient, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+        return normal, gradient
 
     with np.errstate(over="ignore", invalid="ignore"):
-        theta, r, J, converged = _levenberg_marquardt(residuals, jacobian, theta0, lower, upper,
-                                                      max_evaluations, stop)
+        theta, r, normal, converged = _levenberg_marquardt(residuals, linearize, theta0, lower,
+                                                           upper, max_evaluations, stop)
     rss = float(r @ r)
     dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
-    covariance = rss / dof * _basis_free_inverse(J.T @ J, _similarity_directions(
+    covariance = rss / dof * _basis_free_inverse(normal, _similarity_directions(
         A_c, C, B_c, x0, layout))
     fixed = lower >= upper                      # max_delay = 0: the delays are known exactly
     covariance[fixed], covariance[:, fixed] = 0.0, 0.0
