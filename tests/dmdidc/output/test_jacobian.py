@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dmdidc.output.jacobian import prediction_jacobian
+from dmdidc.output.blocks import decaying_response
+from dmdidc.output.jacobian import normal_equations, prediction_jacobian
 from dmdidc.output.refine import _layout, _predicted, _unpack
+from dmdidc.regression.propagation import impulse_response
 
 DT, R = 0.5, 3
 
@@ -72,3 +74,35 @@ def test_a_delay_at_the_upper_bound_is_differentiated_from_below(seed):
     assert errors[column] < 1e-3                   # one-sided difference: first order in the step
     assert np.delete(errors, column).max() < 1e-5
 
+
+
+@pytest.mark.parametrize("seed,n,ny,m,E,feedthrough,offset", [
+    (10, 3, 2, 2, 1, False, True), (11, 2, 1, 1, 2, True, True), (12, 4, 3, 2, 2, True, False)])
+def test_normal_equations_are_those_of_the_jacobian(seed, n, ny, m, E, feedthrough, offset):
+    theta, layout, experiments = _problem(seed, n, ny, m, E, feedthrough, offset)
+    _, states = _predictions(theta, layout, experiments, (n, ny, m, E))
+    A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
+    parts = dict(A_c=A_c, C=C, B_c=B_c, delays=delays, states=states, layout=layout)
+    J = prediction_jacobian(experiments, DT, R, **parts)
+    r = np.random.default_rng(seed).standard_normal(J.shape[0])
+    rows = np.cumsum([X.shape[1] for X in states])[:-1]
+    normal, gradient = normal_equations(experiments, DT, R, **parts,
+                                        residuals=np.split(r.reshape(-1, ny), rows))
+    scale = np.sqrt(np.outer(np.diag(J.T @ J), np.diag(J.T @ J)))
+    assert np.all(np.abs(normal - J.T @ J) <= 1e-12 * scale)
+    assert np.allclose(gradient, J.T @ r, rtol=1e-10, atol=1e-10 * np.abs(J.T @ r).max())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_decaying_response_is_the_impulse_response_cut_below_rounding(seed):
+    rng = np.random.default_rng(seed)
+    n, ny = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    vectors = rng.standard_normal((n, n))
+    A = vectors @ np.diag(rng.uniform(0.3, 0.95, n)) @ np.linalg.inv(vectors)   # stable
+    C = rng.standard_normal((ny, n))
+    h, kept = decaying_response(A, C, 3000)
+    full = impulse_response(A, C, 3000)
+    assert kept < 3000 and not h[kept:].any()                  # the tail is exactly zero
+    assert np.abs(h - full).max() <= 1e-20 * np.abs(full).max()
+    marginal, kept = decaying_response(np.eye(n), C, 500)      # nothing decays: all kept
+    assert kept == 500 and np.array_equal(marginal, impulse_response(np.eye(n), C, 500))
