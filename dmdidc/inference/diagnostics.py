@@ -443,7 +443,9 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         c = None if op is None else ((np.eye(model.n_states) - model.A_d) @ op.state
                                      - model.B_d @ op.input)
         parts = model_residuals(trajectories, deviation.A_d, deviation.B_blocks, c)
-        analysis = residual_analysis(parts, model.max_delay)
+        # the correlations with the same transforms of the residuals as their whiteness,
+        # unless the moment tests replace them (instrumented fits: then only if plotted)
+        analysis = residual_analysis(parts, model.max_delay, correlations=signals is None)
     residual = residual_checks(analysis, share,
                                robust=solution.estimator in ("huber", "huber_iv"),
                                reference=outcome.reference,

@@ -39,7 +39,6 @@ autocorrelated time-series", J. R. Stat. Soc. Suppl. 8 (1946) 27-41.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -47,7 +46,7 @@ import numpy as np
 from scipy import linalg, special
 
 from dmdidc.inference.checks import Check
-from dmdidc.inference.lagged_products import PieceLayout, lag_products
+from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
 from dmdidc.regression.refined import instrument_rows
 from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
@@ -89,15 +88,18 @@ def model_residuals(trajectories: list[tuple[np.ndarray, np.ndarray]], A_d: np.n
         and states of samples ``0 .. K - 1`` (so ``e[:, i]`` belongs to sample ``R + i``).
     """
     R = B_blocks.shape[0] - 1
-    blocks = np.concatenate(list(B_blocks), axis=1)             # [B^(0) .. B^(R)]
+    # [A_d, B^(0) .. B^(R)] on [x_k; u_k; ..; u_{k-R}]: one product and one difference, in
+    # place (no partial sums of the size of the data)
+    theta = np.concatenate([A_d] + list(B_blocks), axis=1)
     out = []
     for X, U in trajectories:
         K = U.shape[1]
         if K <= R:
             continue
-        E = X[:, R + 1:] - A_d @ X[:, R:K] - blocks @ lagged_inputs(U, R)
+        E = theta @ np.concatenate([X[:, R:K], lagged_inputs(U, R)])
+        np.subtract(X[:, R + 1:], E, out=E)
         if intercept is not None:
-            E = E - intercept[:, None]
+            E -= intercept[:, None]
         out.append((E, U, X[:, :K]))
     return out
 
@@ -123,10 +125,11 @@ class ResidualAnalysis:
         rounding and the residuals are not tested (rounding errors are structured, not noise).
     input_z : ndarray, shape (2 L + 1, n, m)
         ``corr(e_i,k , u_j,k-tau) / sd`` at each lag ``tau`` (positive: past inputs), each
-        input prewhitened (computed when first read).
+        input prewhitened (computed with the analysis, or when first read).
     state_z : ndarray, shape (L + 1, n, n)
         ``corr(e_i,k , x_j,k-tau) / sd`` at lags ``0 .. L``, each signal prewhitened
-        (computed when first read).
+        (computed with the analysis when ``n^2`` is at most :data:`_SIGNAL_PAIRS`, else when
+        first read).
     """
 
     parts: tuple
@@ -136,29 +139,40 @@ class ResidualAnalysis:
     outlier_z: float
     n_samples: int
     relative_residual: float
-    _moments: _ResidualMoments | None = field(default=None, repr=False)
+    _correlations: dict = field(default_factory=dict, repr=False)
 
     @cached_property
     def input_z(self) -> np.ndarray:
-        R = self.max_delay
-        return _prewhitened_correlations(self._residual_moments,
-                                         [u[:, R:] for _, u, _ in self.parts], self.lags)
+        return self._correlation("input")
 
     @cached_property
     def state_z(self) -> np.ndarray:
-        R = self.max_delay
-        return _prewhitened_correlations(self._residual_moments,
-                                         [x[:, R:] for _, _, x in self.parts],
-                                         self.lags[self.lags >= 0])
+        return self._correlation("state")
 
-    @property
-    def _residual_moments(self) -> _ResidualMoments:
-        """The residuals' moments that both correlations filter: one pass, not two (the
-        residuals laid out again when read: a copy is not kept with the analysis)."""
-        E = [e for e, _, _ in self.parts]
-        if self._moments is None:
-            return _ResidualMoments.of(E, int(self.lags.max()))
-        return dataclasses.replace(self._moments, E=self._moments.layout.place(E))
+    def _correlation(self, group: str) -> np.ndarray:
+        """The correlations of one group, computed with the analysis or now (the residuals'
+        moments again: their layout is not kept with the analysis)."""
+        if group not in self._correlations:
+            return _correlations(self.parts, self.max_delay, int(self.lags.max()),
+                                 (group,))[1][group]
+        return self._correlations[group]
+
+
+@dataclass(frozen=True, eq=False)
+class _Signals:
+    """Signals each prewhitened by its own autoregressive filter (module notes), laid out as
+    the residuals, with the lagged products the correlations read.
+
+    ``taps`` (J, order + 1): the filters; ``Sw`` (J, size): the filtered signals, each piece
+    centred (zeros in the gaps); ``cov`` (J, window + 1): their pooled autocovariances;
+    ``products`` (n, J, lags): ``sum_k e_k Sw_{k-d}`` at lags ``d = low .. high`` (the
+    residuals' own, not filtered: :func:`_filtered_moments` filters them along the lags)."""
+
+    taps: np.ndarray
+    Sw: np.ndarray
+    cov: np.ndarray
+    products: np.ndarray
+    low: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,7 +182,10 @@ class _ResidualMoments:
     max(L, window + order)``, shape (lags, n)): the whiteness test and every prewhitening
     filter's moments of the residuals (:func:`_filtered_moments`) read them instead of the
     residuals.  ``factored``: every piece is long enough for those (shorter ones are filtered,
-    :func:`_filtered_directly`)."""
+    :func:`_filtered_directly`).  ``signals``: per group of signals given, the prewhitened
+    signals and their products with the residuals (:class:`_Signals`), from the same
+    transforms of the residuals as ``gamma``
+    (:func:`~dmdidc.inference.lagged_products.lag_product_sets`)."""
 
     layout: PieceLayout
     E: np.ndarray | None
@@ -177,17 +194,34 @@ class _ResidualMoments:
     window: int
     order: int
     factored: bool
+    signals: tuple = ()
 
     @classmethod
-    def of(cls, E: list[np.ndarray], L: int) -> _ResidualMoments:
+    def of(cls, E: list[np.ndarray], L: int, groups: tuple = ()) -> _ResidualMoments:
+        """The moments of the residuals ``E``, and of each group of signals in ``groups``
+        (each a list of (rows, N_p) pieces aligned with ``E``'s) at the lags ``-L .. L``."""
         N, window, order = _filter_sizes(E)
         lengths = np.array([e.shape[1] for e in E])
         layout = PieceLayout(lengths, gap=max(L, window) + order + 1)
         laid = layout.place(E)
-        gamma = lag_products(laid, laid, 0, max(L, window + order), diagonal=True).T
+        high = max(L, window + order)
         edge = max(window, L) + 1
-        return cls(layout, laid, gamma, N, window, order,
-                   bool(np.all(lengths > 2 * (edge + 2 * order + window))))
+        factored = bool(np.all(lengths > 2 * (edge + 2 * order + window)))
+        if not groups:
+            gamma = lag_products(laid, laid, 0, high, diagonal=True).T
+            return cls(layout, laid, gamma, N, window, order, factored)
+        # one pass: the residuals' blocks transformed once for their own autocovariances and
+        # their products with every group's signals (lags -L - order .. L, the filters' reach)
+        low = -L - order
+        filtered = [_prewhiten(layout, signals, order) for signals in groups]
+        pairs = [(0, 0, True)]
+        for g in range(1, len(groups) + 1):
+            pairs += [(0, g, False), (g, g, True)]
+        sums = lag_product_sets([laid] + [Sw for _, Sw in filtered], pairs, low, high)
+        signals = tuple(_Signals(taps, Sw, sums[2 * g + 2][:, -low:-low + window + 1],
+                                 sums[2 * g + 1], low)
+                        for g, (taps, Sw) in enumerate(filtered))
+        return cls(layout, laid, sums[0][:, -low:].T, N, window, order, factored, signals)
 
     def autocorrelations(self, L: int) -> np.ndarray:
         """``corr(e_i,k , e_i,k-tau)`` at lags ``0 .. L`` (each piece centred), (L + 1, n)."""
@@ -255,17 +289,18 @@ def _edge_filtered(taps: np.ndarray, window: np.ndarray) -> np.ndarray:
 
 
 def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
-                      lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                      lags: np.ndarray, products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every signal ``j`` (filter ``taps[j]``, its filtered and centred signal ``Sw[j]``,
     laid out) and ``Ew = fir(taps[j], E)`` (each piece from rest): the pooled centred
     autocovariance of ``Ew`` (lags ``0 .. window``, shape (J, window + 1, n)) and its centred
     cross products with ``Sw[j]`` at ``lags`` (J, n, len(lags)) -- without filtering ``E``.
 
-    ``Ew_k = sum_p a_p e_{k-p}``, so its products are those of ``e`` (``gamma``, and one
-    :func:`~dmdidc.inference.lagged_products.lag_products` of ``e`` with every ``Sw``)
-    combined along the lag axis, less the terms of the last ``p`` samples of each piece that
-    the filter carries beyond its end (the tails); the means come from the first and last
-    samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering (up to rounding).
+    ``Ew_k = sum_p a_p e_{k-p}``, so its products are those of ``e`` (``gamma``, and
+    ``products``: ``sum_k e_k Sw_{k-d}`` at ``d = min(lags) - q .. max(lags)``, shape (n, J,
+    d)) combined along the lag axis, less the terms of the last ``p`` samples of each piece
+    that the filter carries beyond its end (the tails); the means come from the first and
+    last samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering (up to
+    rounding).
     """
     layout, E, gamma, window = moments.layout, moments.E, moments.gamma, moments.window
     q, lengths = taps.shape[1] - 1, layout.lengths
@@ -309,7 +344,6 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     # sum_k Ew_k Sw_{k - tau} = sum_p a_p (products of e with Sw - tails)(tau - p)
     low = int(lags.min()) - q
     shifts = np.arange(low, int(lags.max()) + 1)
-    products = lag_products(E, Sw, low, int(shifts[-1]))                 # (n, J, shifts)
     cut = tail_products(Sw, shifts, False)                                # (n, J, d, p)
     at = lags[:, None] - np.arange(q + 1)[None, :] - low                 # (lags, p)
     filtered = np.einsum("ijtp,jp->jit", products[:, :, at]
@@ -384,20 +418,15 @@ def _filter_sizes(E: list[np.ndarray]) -> tuple[int, int, int]:
     return N, min(_WINDOW, max(N // 10, 1)), min(_PREWHITEN_ORDER, max(N // 50, 0))
 
 
-def _prewhitened_correlations(moments: _ResidualMoments, signals: list[np.ndarray],
-                              lags: np.ndarray) -> np.ndarray:
-    """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
-    filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
-
-    The filtered residuals' moments come from the residuals' (``moments``, read once for
-    every signal, :func:`_filtered_moments`); pieces too short for that are filtered.
-    """
-    layout, window, order, N = moments.layout, moments.window, moments.order, moments.n_samples
+def _prewhiten(layout: PieceLayout, signals: list[np.ndarray], order: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Each signal's AR filter (Yule-Walker on its pooled autocorrelation at lags ``0 ..
+    order``, one pass for all) and the signals filtered, each piece centred: ``taps`` (J,
+    order + 1) and ``Sw`` (J, size), laid out."""
     rows = signals[0].shape[0]
-    if rows == 0:                  # no inputs: nothing to correlate with
-        return np.zeros((lags.size, moments.E.shape[0], 0))
+    if rows == 0:                  # no inputs: nothing to filter
+        return np.zeros((0, order + 1)), np.zeros((0, layout.size))
     laid = layout.place(signals)
-    # every signal's filter from its autocorrelation (lags 0 .. order), one pass for all
     centred = layout.centred(laid)
     rho = lag_products(centred, centred, 0, order, diagonal=True).T
     rho = rho / np.where(rho[0] > 0, rho[0], 1.0)
@@ -405,12 +434,32 @@ def _prewhitened_correlations(moments: _ResidualMoments, signals: list[np.ndarra
     for j in range(rows):
         f = _yule_walker(rho[:, j], order)
         taps[j, :f.size] = f       # zero taps: the same filter
-    Sw = layout.centred(_fir(taps, laid) * layout.mask)
-    sw_cov = lag_products(Sw, Sw, 0, window, diagonal=True)              # (rows, window + 1)
-    energy = sw_cov[:, 0]
-    rho_s = sw_cov / np.where(energy > 0, energy, 1.0)[:, None]
-    moments_of = _filtered_moments if moments.factored else _filtered_directly
-    cov, cross = moments_of(moments, Sw, taps, lags)         # (J, window + 1, n), (J, n, lags)
+    Sw = _fir(taps, laid)
+    layout.centre(Sw)              # (and the filters' tails in the gaps zeroed)
+    return taps, Sw
+
+
+def _prewhitened_correlations(moments: _ResidualMoments, signals: _Signals,
+                              lags: np.ndarray) -> np.ndarray:
+    """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
+    filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
+
+    The filtered residuals' moments come from the residuals' (``moments``, with their
+    products with the prewhitened ``signals``, :func:`_filtered_moments`); pieces too short
+    for that are filtered.
+    """
+    N, taps, Sw = moments.n_samples, signals.taps, signals.Sw
+    rows, q = taps.shape[0], taps.shape[1] - 1
+    if rows == 0:                  # no inputs: nothing to correlate with
+        return np.zeros((lags.size, moments.gamma.shape[1], 0))
+    energy = signals.cov[:, 0]
+    rho_s = signals.cov / np.where(energy > 0, energy, 1.0)[:, None]
+    if moments.factored:           # (J, window + 1, n), (J, n, lags)
+        first = int(lags.min()) - q - signals.low
+        products = signals.products[:, :, first:first + int(np.ptp(lags)) + q + 1]
+        cov, cross = _filtered_moments(moments, Sw, taps, lags, products)
+    else:
+        cov, cross = _filtered_directly(moments, Sw, taps, lags)
     c0 = np.where(cov[:, 0] > 0, cov[:, 0], 1.0)
     scale = np.sqrt(c0 * np.where(energy > 0, energy, 1.0)[:, None])               # (J, n)
     sd = _bartlett_sd(cov / c0[:, None, :], rho_s[:, :, None], N)[..., 0]          # (J, n)
@@ -433,32 +482,47 @@ def largest_robust_residual(E: np.ndarray, *, constant_rows: str = "rms") -> flo
     >>> bool(largest_robust_residual(E) > 30)
     True
     """
-    if E.size == 0:
+    return _largest_robust_residual(np.array(E, dtype=float), constant_rows=constant_rows)
+
+
+def _largest_robust_residual(work: np.ndarray, *, constant_rows: str = "rms") -> float:
+    """:func:`largest_robust_residual` of ``work`` (n, N), which it overwrites: the medians,
+    deviations and their medians in place (partitions permute each row, and every statistic
+    here is of a row's values, not their order), no copy of the residuals."""
+    if work.size == 0:
         return 0.0
-    deviation = np.abs(E - _row_medians(E)[:, None])
-    mad = _MAD_TO_SIGMA * _row_medians(deviation)
+    medians = _row_medians(work, overwrite=True)
+    np.subtract(work, medians[:, None], out=work)
+    deviation = np.abs(work, out=work)
+    largest = np.max(deviation, axis=1)
+    mad = _MAD_TO_SIGMA * _row_medians(deviation, overwrite=True)
     fallback = np.finfo(float).tiny
     if constant_rows == "rms" and np.any(mad <= 0):
         fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), fallback)
-    return float(np.max(np.max(deviation, axis=1) / np.where(mad > 0, mad, fallback)))
+    return float(np.max(largest / np.where(mad > 0, mad, fallback)))
 
 
-def _row_medians(x: np.ndarray) -> np.ndarray:
-    """``np.median(x, axis=1)``, the same numbers, by one partition per row."""
+def _row_medians(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+    """``np.median(x, axis=1)``, the same numbers, by one partition per row (of ``x`` itself,
+    reordering each row, when ``overwrite``)."""
     N = x.shape[1]
     if N == 0:
         return np.full(x.shape[0], np.nan)
     half = N // 2
-    part = np.partition(x, half, axis=1)
+    if overwrite:
+        x.partition(half, axis=1)
+        part = x
+    else:
+        part = np.partition(x, half, axis=1)
     if N % 2:
         return part[:, half]
     return (part[:, :half].max(axis=1) + part[:, half]) / 2.0
 
 
 def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], max_delay: int,
-                      lags: int | None = None) -> ResidualAnalysis | None:
-    """Residual whiteness, outliers and (on demand) correlations; ``None`` with too few
-    samples.
+                      lags: int | None = None, *, correlations: bool = True
+                      ) -> ResidualAnalysis | None:
+    """Residual whiteness, outliers and correlations; ``None`` with too few samples.
 
     Parameters
     ----------
@@ -468,6 +532,10 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
         ``R``.
     lags : int, optional
         ``L`` (default ``max(R + 10, 20)``).
+    correlations : bool, default True
+        Compute the correlations with the inputs (and with the signals, when ``n^2`` is at
+        most :data:`_SIGNAL_PAIRS`) now, from the same transforms of the residuals as the
+        whiteness test; ``False`` computes them only when first read.
 
     Returns
     -------
@@ -476,21 +544,38 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     R = max_delay
     L = lags if lags is not None else max(R + 10, CORRELATION_LAGS)
     parts = [part for part in parts if part[0].shape[1] > 0]   # (the layout needs samples)
-    E = [e for e, _, _ in parts]
-    N = sum(e.shape[1] for e in E)
+    N = sum(e.shape[1] for e, _, _ in parts)
     if N < _MIN_SAMPLES:
         return None
-    moments = _ResidualMoments.of(E, L)
+    groups = ()
+    if correlations:
+        n = parts[0][0].shape[0]
+        groups = ("input", "state") if n * n <= _SIGNAL_PAIRS else ("input",)
+    moments, found = _correlations(parts, R, L, groups)
     rho_e = moments.autocorrelations(L)
-    moments = dataclasses.replace(moments, E=None)     # laid out again when read: no copy kept
     # whiteness: lags >= 2 against Bartlett's variance for a moving average of order one
     whiteness_z = rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / N)
-    stacked = np.concatenate(E, axis=1)
-    targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts)
-                      + sum(float(np.sum(e ** 2)) for e in E))
-    relative = float(np.sqrt(np.sum(stacked ** 2)) / max(targets, np.finfo(float).tiny))
-    return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z,
-                            largest_robust_residual(stacked), N, relative, moments)
+    energy = float(np.sum(moments.gamma[0]))            # sum of e^2 (lag 0 of the moments)
+    targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts) + energy)
+    relative = float(np.sqrt(energy) / max(targets, np.finfo(float).tiny))
+    outlier_z = _largest_robust_residual(np.concatenate([e for e, _, _ in parts], axis=1))
+    return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z, outlier_z, N,
+                            relative, found)
+
+
+def _correlations(parts: list, R: int, L: int, groups: tuple[str, ...]
+                  ) -> tuple[_ResidualMoments, dict[str, np.ndarray]]:
+    """The residuals' moments and the prewhitened correlations of each group (``"input"``:
+    lags ``-L .. L``, ``"state"``: lags ``0 .. L``) in one pass over the residuals."""
+    lags = np.arange(-L, L + 1)
+    signals = {"input": [u[:, R:] for _, u, _ in parts],
+               "state": [x[:, R:] for _, _, x in parts]}
+    moments = _ResidualMoments.of([e for e, _, _ in parts], L,
+                                  tuple(signals[group] for group in groups))
+    found = {group: _prewhitened_correlations(moments, filtered,
+                                              lags if group == "input" else lags[lags >= 0])
+             for group, filtered in zip(groups, moments.signals, strict=True)}
+    return moments, found
 
 
 def _critical(level: float, count: int) -> float:

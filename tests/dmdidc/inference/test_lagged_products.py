@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dmdidc.errors import ParameterError
-from dmdidc.inference.lagged_products import PieceLayout, lag_products
+from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
 
 
 def _direct(a, b, low, high):
@@ -145,3 +145,54 @@ def test_lag_products_over_many_groups_of_blocks_equal_the_direct_sums():
     np.testing.assert_allclose(lag_products(a[:18], b, -5, 40, diagonal=True),
                                np.einsum("iid->id", _direct(a[:18], b, -5, 40)),
                                atol=1e-13 * scale)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_product_sets_equal_the_direct_sums_of_each_pair(seed):
+    """Several products over one lag range, each series transformed once per role (several
+    groups of blocks, the last partial, and series shorter than a transform): every pair's
+    sums are its direct sums."""
+    rng = np.random.default_rng(seed)
+    T = int(rng.choice([70, 900, 20011]))
+    low = -int(rng.integers(0, 45))
+    high = int(rng.integers(max(low, 0), 40))
+    e = rng.standard_normal((int(rng.integers(1, 21)), T)) + 1.0
+    u, x = rng.standard_normal((3, T)), rng.standard_normal((int(rng.integers(1, 21)), T))
+    pairs = [(0, 0, True), (0, 1, False), (1, 1, True), (0, 2, False), (2, 2, True)]
+    series = [e, u, x]
+    found = lag_product_sets(series, pairs, low, high)
+    for (i, j, diagonal), got in zip(pairs, found, strict=True):
+        direct = _direct(series[i], series[j], low, high)
+        scale = np.sqrt(np.sum(series[i] ** 2) * np.sum(series[j] ** 2))
+        expected = np.einsum("iid->id", direct) if diagonal else direct
+        np.testing.assert_allclose(got, expected, atol=1e-13 * scale)
+
+
+def test_product_sets_refuse_what_they_would_get_wrong():
+    from dmdidc.errors import DimensionError
+
+    a = np.ones((2, 50))
+    with pytest.raises(DimensionError, match="samples"):
+        lag_product_sets([a, np.ones((2, 49))], [(0, 1, False)], 0, 30)
+    with pytest.raises(DimensionError, match="rows"):
+        lag_product_sets([a, np.ones((3, 50))], [(0, 1, True)], 0, 30)
+    with pytest.raises(ParameterError, match="low <= high"):
+        lag_product_sets([a], [(0, 0, True)], 3, 2)
+
+
+def test_centre_in_place_is_centred_with_the_gaps_cleared():
+    rng = np.random.default_rng(3)
+    layout = PieceLayout(np.array([5, 1, 8]), gap=3)
+    laid = layout.place([rng.standard_normal((2, K)) + 4.0 for K in (5, 1, 8)])
+    dirty = laid + 7.0 * ~layout.mask                # a filter's tails in the gaps
+    layout.centre(dirty)
+    np.testing.assert_allclose(dirty, layout.centred(laid), atol=1e-14)
+
+
+def test_a_product_with_a_series_without_rows_is_empty_and_leaves_the_others_alone():
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal((2, 300))
+    auto, cross = lag_product_sets([e, np.zeros((0, 300))], [(0, 0, True), (0, 1, False)],
+                                   -3, 25)
+    assert cross.shape == (2, 0, 29)
+    np.testing.assert_allclose(auto, lag_products(e, e, -3, 25, diagonal=True), atol=1e-10)

@@ -100,12 +100,14 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
     tau = np.arange(-lags, lags + 1)
     N = sum(lengths)
     window, order = min(25, N // 10), min(10, N // 50)
-    moments = _ResidualMoments.of(E, lags)
-    found = _prewhitened_correlations(moments, S, tau)
+    moments = _ResidualMoments.of(E, lags, (S,))
+    signals = moments.signals[0]
+    found = _prewhitened_correlations(moments, signals, tau)
     # the residual moments are shared by the input (all lags) and state (lags >= 0) correlations
-    shared = _prewhitened_correlations(moments, S, tau[tau >= 0])
+    shared = _prewhitened_correlations(moments, signals, tau[tau >= 0])
     np.testing.assert_allclose(shared, found[tau >= 0], rtol=1e-12, atol=1e-12)
-    direct = _prewhitened_correlations(dataclasses.replace(moments, factored=False), S, tau)
+    direct = _prewhitened_correlations(dataclasses.replace(moments, factored=False), signals,
+                                       tau)
     np.testing.assert_allclose(direct, found, rtol=1e-9, atol=1e-9)
     for j in range(2):
         a = _prewhitening_filter([s[j] for s in S], order)
@@ -266,3 +268,32 @@ def test_the_shifted_factor_gives_the_quadratic_form_without_a_second_factorizat
             expected = float(g @ np.linalg.solve(V, g))
             # any solve's rounding is about the condition number (1 / smallest) times eps
             np.testing.assert_allclose(statistic, expected, rtol=1e-13 / smallest)
+
+@pytest.mark.parametrize("seed", range(4))
+def test_correlations_with_the_analysis_equal_those_computed_when_read(seed):
+    """One pass for the whiteness test and every correlation (the residuals' transforms
+    shared) gives the correlations each computed on its own when first read."""
+    from dmdidc.inference.residuals import residual_analysis
+
+    rng = np.random.default_rng(seed)
+    n, m, R = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(0, 4))
+    parts = [(rng.standard_normal((n, K)), rng.standard_normal((m, K + R)),
+              np.cumsum(rng.standard_normal((n, K + R)), axis=1) * 0.1)
+             for K in rng.integers(200, 3000, size=int(rng.integers(1, 4)))]
+    eager = residual_analysis(parts, R)
+    lazy = residual_analysis(parts, R, correlations=False)
+    assert not lazy._correlations and set(eager._correlations) == {"input", "state"}
+    np.testing.assert_allclose(eager.whiteness_z, lazy.whiteness_z, rtol=1e-10, atol=1e-10)
+    for name in ("input_z", "state_z"):
+        np.testing.assert_allclose(getattr(eager, name), getattr(lazy, name), rtol=1e-10,
+                                   atol=1e-10)
+
+
+def test_the_robust_residual_in_place_is_the_one_on_a_copy():
+    from dmdidc.inference.residuals import _largest_robust_residual, largest_robust_residual
+
+    rng = np.random.default_rng(0)
+    E = rng.standard_t(3, size=(3, 1001))
+    kept = E.copy()
+    assert _largest_robust_residual(E.copy()) == largest_robust_residual(E)
+    np.testing.assert_array_equal(E, kept)           # the public function leaves E alone
