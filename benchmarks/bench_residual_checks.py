@@ -8,7 +8,12 @@ fitted once; then, in CPU time (best of ``--repeat``):
     samples) against one numpy ``V @ V.T`` of the 104 x K regression data;
   * :func:`dmdidc.inference.lagged_products.lag_products` of the residuals with the states at
     the 41 lags the state correlations need, against the same sums as one matrix product per
-    lag (``E[:, d:] @ X[:, :-d].T``), the direct way.
+    lag (``E[:, d:] @ X[:, :-d].T``), the direct way;
+  * :func:`dmdidc.inference.lagged_products.lag_product_sets` of the products the checks
+    read (the residuals' autocovariances, their products with the inputs and with the states,
+    the inputs' and states' autocovariances; lags -30 .. 35), each series transformed once,
+    against the same five products as separate ``lag_products`` calls (each transforming its
+    series again).
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_residual_checks.py [--repeat 5]
 """
@@ -23,7 +28,7 @@ from _common import cpu_best_time, emit_summary, summary_row
 from bench_fit import noisy_row_data
 
 from dmdidc import DMDidc
-from dmdidc.inference.lagged_products import PieceLayout, lag_products
+from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
 from dmdidc.inference.residuals import residual_analysis, residual_checks
 
 
@@ -63,12 +68,25 @@ def main(argv: list[str] | None = None) -> int:
     t_direct, slow = cpu_best_time(lambda: direct_products(E_laid, X_laid, -10, 30),
                                    args.repeat)
     error = float(np.max(np.abs(fast - slow)) / np.max(np.abs(slow)))
+    U_laid = layout.place([u[:, R:] for _, u, _ in parts])
+    series = [E_laid, U_laid, X_laid]
+    pairs = [(0, 0, True), (0, 1, False), (1, 1, True), (0, 2, False), (2, 2, True)]
+    t_sets, shared = cpu_best_time(lambda: lag_product_sets(series, pairs, -30, 35),
+                                   args.repeat)
+    t_calls, separate = cpu_best_time(
+        lambda: [lag_products(series[i], series[j], -30, 35, diagonal=d) for i, j, d in pairs],
+        args.repeat)
+    sets_error = max(float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+                     for a, b in zip(shared, separate, strict=True))
     rows = [summary_row(f"residual checks of the LS fit (n = {n}, R = {R}, K = {K:.0e}, "
                         f"{sum(e.shape[1] for e in E)} diagnostic samples)", t_checks, t_gram,
                         f"numpy V @ V.T ({V.shape[0]} x K)", "<= 0.3", t_checks <= 0.3 * t_gram),
             summary_row(f"lag_products, {n} residuals x {n} states, 41 lags (max rel. "
                         f"difference {error:.1e})", t_fft, t_direct,
-                        "one matrix product per lag", "< 1 (faster)", t_fft < t_direct)]
+                        "one matrix product per lag", "< 1 (faster)", t_fft < t_direct),
+            summary_row(f"lag_product_sets, the checks' 5 products (residuals, {U.shape[0]} "
+                        f"inputs, {n} states; max rel. difference {sets_error:.1e})", t_sets,
+                        t_calls, "5 lag_products calls", "< 1 (faster)", t_sets < t_calls)]
     emit_summary(rows)
     return 0
 

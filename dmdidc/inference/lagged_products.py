@@ -8,6 +8,10 @@ correlation of length ``F >= B + span`` is the linear one at every lag of the ra
 transforms add over blocks, so each frequency takes one small complex matrix product
 (``rows_a x blocks`` by ``blocks x rows_b``).  That is about ``4 rows_a rows_b F / B`` flops per
 sample whatever the number of lags, plus the transforms (``(rows_a + rows_b) log F``).
+:func:`lag_product_sets` computes several such products over one lag range and transforms
+each series once per role: the residual checks' whiteness moments and their products with
+every prewhitened signal share the residuals' transforms (half the transforms of separate
+calls).
 
 Trajectories (pieces) are laid end to end with zeros between them (:class:`PieceLayout`):
 products across a gap at least as wide as the largest lag vanish, so one call pools the pieces.
