@@ -6,10 +6,10 @@ fitted once; then, in CPU time (best of ``--repeat``):
   * the residual checks of that fit (``residual_analysis`` + ``residual_checks``: whiteness,
     outliers, the prewhitened correlations with every input and state on the 2e4 diagnostic
     samples) against one numpy ``V @ V.T`` of the 104 x K regression data;
-  * :func:`dmdidc.inference.lagged_products.lag_products` of the residuals with the states at
+  * :func:`dmdidc.regression.lag_products.lag_products` of the residuals with the states at
     the 41 lags the state correlations need, against the same sums as one matrix product per
     lag (``E[:, d:] @ X[:, :-d].T``), the direct way;
-  * :func:`dmdidc.inference.lagged_products.lag_product_sets` of the products the checks
+  * :func:`dmdidc.regression.lag_products.lag_product_sets` of the products the checks
     read (the residuals' autocovariances, their products with the inputs and with the states,
     the inputs' and states' autocovariances; lags -30 .. 35), each series transformed once,
     against the same five products as separate ``lag_products`` calls (each transforming its
@@ -28,8 +28,8 @@ from _common import cpu_best_time, emit_summary, summary_row
 from bench_fit import noisy_row_data
 
 from dmdidc import DMDidc
-from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
 from dmdidc.inference.residuals import residual_analysis, residual_checks
+from dmdidc.regression.lag_products import PieceLayout, lag_product_sets, lag_products
 
 
 def direct_products(E: np.ndarray, X: np.ndarray, low: int, high: int) -> np.ndarray:

@@ -46,7 +46,7 @@ import numpy as np
 from scipy import linalg, special
 
 from dmdidc.inference.checks import Check
-from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
+from dmdidc.regression.lag_products import PieceLayout, lag_product_sets, lag_products
 from dmdidc.regression.refined import instrument_rows
 from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
@@ -177,7 +177,7 @@ class _Signals:
 
 @dataclass(frozen=True, eq=False)
 class _ResidualMoments:
-    """The residual pieces laid out once (:class:`~dmdidc.inference.lagged_products.
+    """The residual pieces laid out once (:class:`~dmdidc.regression.lag_products.
     PieceLayout`) with their pooled autocovariances ``gamma`` (means not removed, lags ``0 ..
     max(L, window + order)``, shape (lags, n)): the whiteness test and every prewhitening
     filter's moments of the residuals (:func:`_filtered_moments`) read them instead of the
@@ -185,7 +185,7 @@ class _ResidualMoments:
     :func:`_filtered_directly`).  ``signals``: per group of signals given, the prewhitened
     signals and their products with the residuals (:class:`_Signals`), from the same
     transforms of the residuals as ``gamma``
-    (:func:`~dmdidc.inference.lagged_products.lag_product_sets`)."""
+    (:func:`~dmdidc.regression.lag_products.lag_product_sets`)."""
 
     layout: PieceLayout
     E: np.ndarray | None

@@ -1,27 +1,35 @@
 """Sums of lagged products ``sum_k a_i,k b_j,k-d`` of many series over a range of lags.
 
-The regression's long-run covariances and the residual checks correlate tens of series with
-tens of signals at tens of lags.  One matrix product per lag costs ``rows_a x rows_b x lags``
-multiply-adds per sample.  :func:`lag_products` instead cuts ``a`` into blocks of ``B`` samples
+The residual checks correlate tens of residual series with tens of signals at tens of lags.  One
+matrix product per lag costs ``rows_a x rows_b x lags`` multiply-adds per sample, several Gram
+passes of the regression.  :func:`lag_products` instead cuts ``a`` into blocks of ``B`` samples
 and pairs each block with the ``B + span`` samples of ``b`` that its lags reach: their circular
 correlation of length ``F >= B + span`` is the linear one at every lag of the range, and the
 transforms add over blocks, so each frequency takes one small complex matrix product
 (``rows_a x blocks`` by ``blocks x rows_b``).  That is about ``4 rows_a rows_b F / B`` flops per
 sample whatever the number of lags, plus the transforms (``(rows_a + rows_b) log F``).
+:func:`lag_product_sets` computes several such products over one lag range and transforms
+each series once per role: the residual checks' whiteness moments and their products with
+every prewhitened signal share the residuals' transforms (half the transforms of separate
+calls).
 
-Several trajectories are laid end to end with at least as many zeros between them as the
-largest lag (:func:`autocovariances`): products across the gap vanish, so one call pools them.
-(The routine lives in the regression layer so that :mod:`dmdidc.regression.instrumental`, which
-cannot import :mod:`dmdidc.inference`, shares it with the residual checks.)
+Trajectories (pieces) are laid end to end with zeros between them (:class:`PieceLayout`):
+products across a gap at least as wide as the largest lag vanish, so one call pools the pieces
+(:func:`autocovariances`). The routines live in the regression layer so that
+:mod:`dmdidc.regression.instrumental`, which cannot import :mod:`dmdidc.inference`, shares them
+with the residual checks.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from dmdidc.errors import DimensionError, ParameterError
 
-__all__ = ["lag_products", "autocovariances"]
+__all__ = ["PieceLayout", "autocovariances", "lag_product_sets", "lag_products"]
 
 #: Lag spans below this: the diagonal products directly (a transform per row costs about as
 #: much as two dozen products).
@@ -29,6 +37,8 @@ _DIRECT_SPAN = 20
 #: Samples (rows x transform length) of one group of blocks: its buffers and transforms stay
 #: in the L2 cache.
 _GROUP_VALUES = 1 << 16
+#: Fewest blocks of a group: the per-frequency products are matrices this wide.
+_MIN_GROUP = 8
 
 
 def _transform_size(span: int, samples: int) -> int:
@@ -98,42 +108,146 @@ def lag_products(a: np.ndarray, b: np.ndarray, low: int, high: int, *,
             out[:, d - low] = np.einsum("ik,ik->i", a[:, first:stop], b[:, first - d:stop - d],
                                         dtype=float)    # float32 series: double sums
         return out
+    return _blocked([a] if b is a else [a, b], [(0, 0 if b is a else 1, diagonal)],
+                    low, high)[0]
+
+
+def lag_product_sets(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: int,
+                     high: int) -> list[np.ndarray]:
+    """Several :func:`lag_products` over one lag range, each series transformed once.
+
+    A series that takes part in several products (the residuals, correlated with themselves
+    and with every signal) is cut into blocks and transformed once per role (the leading
+    ``a`` and the trailing ``b`` of the products), not once per product.
+
+    Parameters
+    ----------
+    series : list of ndarray, each (rows, T)
+        Real series of one sample count.
+    pairs : list of (int, int, bool)
+        ``(i, j, diagonal)``: the products ``sum_k series[i]_k series[j]_{k-d}^T``
+        (``diagonal``: row by row).
+    low, high : int
+        The lag range, ``low <= high``.
+
+    Returns
+    -------
+    list of ndarray
+        Per pair, what ``lag_products(series[i], series[j], low, high, diagonal=diagonal)``
+        returns (the blocked transforms always: no direct path for few lags).
+
+    Raises
+    ------
+    ParameterError, DimensionError
+        As :func:`lag_products`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> e, s = rng.standard_normal((2, 800)), rng.standard_normal((3, 800))
+    >>> auto, cross = lag_product_sets([e, s], [(0, 0, True), (0, 1, False)], -3, 30)
+    >>> bool(np.allclose(auto, lag_products(e, e, -3, 30, diagonal=True)))
+    True
+    >>> bool(np.allclose(cross, lag_products(e, s, -3, 30)))
+    True
+    """
+    if high < low:
+        raise ParameterError(f"lag range {low} .. {high}: expected low <= high")
+    series = [_real_series(f"series[{i}]", x) for i, x in enumerate(series)]
+    for i, x in enumerate(series):
+        if x.shape[1] != series[0].shape[1]:
+            raise DimensionError(f"series[{i}] has {x.shape[1]} samples and series[0] "
+                                 f"{series[0].shape[1]}: expected the same number")
+    for i, j, diagonal in pairs:
+        if diagonal and series[i].shape[0] != series[j].shape[0]:
+            raise DimensionError(f"diagonal products pair row k of series[{i}] with row k of "
+                                 f"series[{j}]: they have {series[i].shape[0]} and "
+                                 f"{series[j].shape[0]} rows; expected the same number")
+    return _blocked(series, pairs, low, high)
+
+
+def _blocked(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: int,
+             high: int) -> list[np.ndarray]:
+    """The blocked-transform sums of every pair (module notes), validated series."""
+    span, T = high - low, series[0].shape[1]
+    rows = [x.shape[0] for x in series]
+    shapes = [(rows[i], span + 1) if diagonal else (rows[i], rows[j], span + 1)
+              for i, j, diagonal in pairs]
+    empty = [T == 0 or rows[i] == 0 or rows[j] == 0 for i, j, _ in pairs]
+    if any(empty):                # (sums over nothing: zeros, and the others as usual)
+        kept = [pair for pair, none in zip(pairs, empty, strict=True) if not none]
+        found = iter(_blocked(series, kept, low, high) if kept else [])
+        return [np.zeros(shape) if none else next(found)
+                for shape, none in zip(shapes, empty, strict=True)]
     F = _transform_size(span, T)
     B = F - span
     blocks = -(-T // B)
     frequencies = F // 2 + 1
-    G = np.zeros((frequencies, rows_a) if diagonal else (frequencies, rows_a, rows_b), complex)
-    # groups of blocks whose buffers stay in cache, reused: fresh large arrays cost page faults
-    group = min(blocks, max(1, _GROUP_VALUES // ((rows_a + rows_b) * F)))
-    a_flat = np.zeros((rows_a, group * B))
-    a_blocks = np.zeros((rows_a, group, F))                  # zero-padded beyond B samples
-    b_flat = np.zeros((rows_b, group * B + span))
+    leading = sorted({i for i, _, _ in pairs})
+    trailing = sorted({j for _, j, _ in pairs})
+    crossed = {("a", i) for i, _, diagonal in pairs if not diagonal} | {
+        ("b", j) for _, j, diagonal in pairs if not diagonal}
+    # groups of blocks whose buffers stay in cache, reused (fresh large arrays cost page
+    # faults), of at least _MIN_GROUP blocks (the products' matrices are blocks wide)
+    values = sum(rows[i] for i in leading) + sum(rows[j] for j in trailing)
+    group = min(blocks, max(_MIN_GROUP, _GROUP_VALUES // (values * F)))
+    G = [np.zeros((frequencies,) + shape[:-1], complex) for shape in shapes]
+    product = [np.empty_like(acc) for acc in G]
+    a_in = {i: np.zeros((rows[i], group, F)) for i in leading}    # zero-padded beyond B
+    b_pad = {j: np.zeros((rows[j], group * B + span)) for j in trailing}
+    hat = {("a", i): np.empty((rows[i], group, frequencies), complex) for i in leading}
+    hat |= {("b", j): np.empty((rows[j], group, frequencies), complex) for j in trailing}
+    # per frequency, (rows x blocks) matrices for BLAS (the transforms are frequency-last)
+    by_frequency = {key: np.empty((frequencies, rows[key[1]], group), complex)
+                    for key in crossed}
     for c0 in range(0, blocks, group):
         g = min(group, blocks - c0)
         start = c0 * B
         stop = min(T, start + g * B)
-        a_flat[:, :stop - start] = a[:, start:stop]
-        a_flat[:, stop - start:] = 0.0
-        a_blocks[:, :g, :B] = a_flat[:, :g * B].reshape(rows_a, g, B)
-        # the samples of b that the block's lags reach: b[start - high .. stop - low)
-        first, last = start - high, start - high + g * B + span
-        low_b, high_b = max(0, first), min(T, last)
-        b_flat[:] = 0.0
-        if low_b < high_b:
-            b_flat[:, low_b - first:high_b - first] = b[:, low_b:high_b]
-        step = b_flat.strides[1]                      # block c's segment: b_flat[c B : c B + F]
-        segments = np.lib.stride_tricks.as_strided(
-            b_flat, (rows_b, g, F), (b_flat.strides[0], B * step, step), writeable=False)
-        a_hat = np.fft.rfft(a_blocks[:, :g], axis=2)
-        np.conjugate(a_hat, out=a_hat)
-        b_hat = np.fft.rfft(segments, axis=2)
-        if diagonal:
-            G += np.einsum("icf,icf->fi", a_hat, b_hat)
-        else:   # one (rows_a x blocks) @ (blocks x rows_b) product per frequency
-            G += a_hat.transpose(2, 0, 1) @ b_hat.transpose(2, 1, 0)
+        for i in leading:             # blocks of B samples
+            x, buffer = series[i], a_in[i]
+            whole = (stop - start) // B
+            buffer[:, :whole, :B] = x[:, start:start + whole * B].reshape(rows[i], whole, B)
+            if whole < g:             # the last, partial block
+                buffer[:, whole, :B] = 0.0
+                buffer[:, whole, :stop - start - whole * B] = x[:, start + whole * B:stop]
+            out = hat["a", i][:, :g]
+            np.fft.rfft(buffer[:, :g], axis=2, out=out)
+            np.conjugate(out, out=out)
+        # the samples of b that the blocks' lags reach: b[start - high .. stop - low)
+        first = start - high
+        for j in trailing:            # block c's segment: samples first + c B .. + F
+            x = series[j]
+            if first < 0 or first + g * B + span > T:     # zeros beyond the series
+                x = b_pad[j]
+                x[:] = 0.0
+                low_b, high_b = max(0, first), min(T, first + g * B + span)
+                if low_b < high_b:
+                    x[:, low_b - first:high_b - first] = series[j][:, low_b:high_b]
+            else:
+                x = x[:, first:]
+            np.fft.rfft(_strided(x, g, F, B), axis=2, out=hat["b", j][:, :g])
+        for key in crossed:
+            np.copyto(by_frequency[key][:, :, :g], hat[key][:, :g].transpose(2, 0, 1))
+        for (i, j, diagonal), acc, out in zip(pairs, G, product, strict=True):
+            if diagonal:
+                acc += np.einsum("icf,icf->fi", hat["a", i][:, :g], hat["b", j][:, :g])
+            else:   # one (rows_a x blocks) @ (blocks x rows_b) product per frequency
+                np.matmul(by_frequency["a", i][:, :, :g],
+                          by_frequency["b", j][:, :, :g].transpose(0, 2, 1), out=out)
+                acc += out
     # circular correlation r(m) = sum_i a_i s_{i + m}, m = 0 .. span, is the lag d = high - m
-    r = np.fft.irfft(G, F, axis=0)[span::-1]
-    return np.moveaxis(r, 0, -1)
+    return [np.moveaxis(np.fft.irfft(acc, F, axis=0)[span::-1], 0, -1) for acc in G]
+
+
+def _strided(flat: np.ndarray, count: int, width: int, step: int) -> np.ndarray:
+    """``count`` windows of ``width`` samples every ``step`` samples of each row of ``flat``
+    (which holds them all), shape (rows, count, width), a read-only view."""
+    stride = flat.strides[1]
+    return np.lib.stride_tricks.as_strided(flat, (flat.shape[0], count, width),
+                                           (flat.strides[0], step * stride, stride),
+                                           writeable=False)
 
 
 def _real_series(name: str, x: np.ndarray) -> np.ndarray:
@@ -146,6 +260,88 @@ def _real_series(name: str, x: np.ndarray) -> np.ndarray:
     if np.iscomplexobj(x):
         raise ParameterError(f"{name} is complex ({x.dtype}): expected real series")
     return x
+
+
+@dataclass(frozen=True, eq=False)
+class PieceLayout:
+    """Pieces of ``lengths`` samples laid end to end, each after ``gap`` zeros (and the last
+    followed by ``gap`` zeros): lagged products of up to ``gap`` lags stay within a piece, and
+    a causal filter of up to ``gap`` taps starts each piece from rest.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layout = PieceLayout(np.array([3, 2]), gap=1)
+    >>> layout.place([np.array([[1.0, 2.0, 3.0]]), np.array([[4.0, 5.0]])])
+    array([[0., 1., 2., 3., 0., 4., 5., 0.]])
+    """
+
+    lengths: np.ndarray
+    gap: int
+
+    def __post_init__(self):
+        if self.gap < 1 or np.any(self.lengths < 1):
+            raise ParameterError(f"pieces of {self.lengths} samples with gaps of {self.gap}: "
+                             f"expected pieces of at least one sample and gaps of at least one")
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """First sample of each piece."""
+        return self.gap + np.concatenate([[0], np.cumsum(self.lengths + self.gap)[:-1]])
+
+    @cached_property
+    def size(self) -> int:
+        return int(self.lengths.sum() + (self.lengths.size + 1) * self.gap)
+
+    @cached_property
+    def mask(self) -> np.ndarray:
+        """``True`` on the samples of the pieces, shape (size,)."""
+        return self.piece >= 0
+
+    @cached_property
+    def piece(self) -> np.ndarray:
+        """The piece of each sample, ``-1`` in the gaps, shape (size,)."""
+        index = np.full(self.size, -1)
+        for p, (start, length) in enumerate(zip(self.starts, self.lengths, strict=True)):
+            index[start:start + length] = p
+        return index
+
+    def place(self, series: list[np.ndarray]) -> np.ndarray:
+        """The pieces ``series`` (each (rows, length)) laid out, shape (rows, size)."""
+        out = np.zeros((series[0].shape[0], self.size))
+        for start, s in zip(self.starts, series, strict=True):
+            out[:, start:start + s.shape[1]] = s
+        return out
+
+    def sums(self, x: np.ndarray) -> np.ndarray:
+        """Per piece, the sum of its samples of the laid-out ``x``: shape (rows, pieces)."""
+        bounds = np.stack([self.starts, self.starts + self.lengths], axis=1).ravel()
+        return np.add.reduceat(x, bounds, axis=1)[:, ::2]      # [start, end), not the gaps
+
+    def centred(self, x: np.ndarray) -> np.ndarray:
+        """The laid-out ``x`` with each piece's mean removed (zeros stay in the gaps)."""
+        means = self.sums(x) / self.lengths
+        gaps = np.zeros((x.shape[0], means.shape[1] + 1))
+        runs = np.stack([gaps[:, :-1], means], axis=2).reshape(x.shape[0], -1)  # gap, piece, ..
+        counts = np.stack([np.full(self.lengths.size, self.gap), self.lengths], 1).ravel()
+        return x - np.repeat(np.concatenate([runs, gaps[:, -1:]], axis=1),
+                             np.append(counts, self.gap), axis=1)
+
+    def centre(self, x: np.ndarray) -> None:
+        """:meth:`centred` in place, and the gaps set to zero (whatever they held, such as the
+        tails a filter carries past each piece): no copy of ``x``."""
+        means = self.sums(x) / self.lengths
+        x[:, :self.starts[0]] = 0.0
+        for p, (start, length) in enumerate(zip(self.starts, self.lengths, strict=True)):
+            x[:, start:start + length] -= means[:, p:p + 1]
+            x[:, start + length:start + length + self.gap] = 0.0
+
+    def window(self, x: np.ndarray, offset: int, width: int, *, from_end: bool = False
+               ) -> np.ndarray:
+        """Per piece, the ``width`` samples from ``offset`` after its first sample (from its
+        end, one past its last, when ``from_end``): shape (rows, pieces, width)."""
+        anchor = self.starts + (self.lengths if from_end else 0)
+        return x[:, anchor[:, None] + offset + np.arange(width)[None, :]]
 
 
 def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:

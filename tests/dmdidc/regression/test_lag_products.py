@@ -1,6 +1,6 @@
 """The regression layer's lagged products (shared by the HAC covariance and the residual checks;
-their blocked FFT against the direct sums is tested in tests/dmdidc/inference/
-test_lagged_products.py): pooled over trajectories without products across them."""
+their blocked FFT against the direct sums is tested in
+test_lag_product_sets.py): pooled over trajectories without products across them."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dmdidc.errors import ParameterError
-from dmdidc.inference.lagged_products import PieceLayout, lag_product_sets, lag_products
+from dmdidc.regression.lag_products import PieceLayout, lag_product_sets, lag_products
 
 
 def _direct(a, b, low, high):
