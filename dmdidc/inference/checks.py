@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import DiagnosticWarning
+from dmdidc.inference.blocks import BlockTest
 
-__all__ = ["Check", "DiagnosticWarning", "FitDiagnostics", "STATISTICAL_CHECKS"]
+__all__ = ["Check", "DiagnosticWarning", "FitDiagnostics", "STATISTICAL_CHECKS",
+           "unexplained_blocks"]
 
 #: Statistical checks that share a fit's ``check_level`` (Bonferroni): offset, the five residual
 #: checks and least squares against instrumental variables.
@@ -209,3 +212,67 @@ class FitDiagnostics:
         if path is not None:
             save_figure(fig, path)
         return fig
+
+
+def unexplained_blocks(test: BlockTest, model: Any) -> Check:
+    """``unexplained_block``: does the recovered delay explain every block the test found
+    significant?
+
+    The recovery chooses, per channel, the pair of blocks whose structure explains the blocks
+    best (:func:`~dmdidc.inference.recovery.recover_channel`), and the model acts through that
+    pair only.  A block ``B^(j)`` with ``j <= w + 1`` (later ones are the ``block_structure``
+    check's) that the test found significant but the model sets to zero is an effect of the
+    input the model discards: the residual is the block itself, with the test's ``T^2``
+    above its critical value.  The point delay then stands on a block structure the data
+    contradict (a delay 1.891 T read as 2.00 T with the significant ``B^(1)``, ``T^2 = 38``,
+    set to zero).  Blocks the model keeps are not judged here: their residual also carries
+    the error of the estimated ``A_c``, which the block's covariance leaves out.
+
+    Parameters
+    ----------
+    test : BlockTest
+    model : DelayedPlant
+        The identified model (its :attr:`~dmdidc.DelayedPlant.active_blocks`).
+
+    Returns
+    -------
+    Check
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 400, rng=0)
+    >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
+    >>> est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+    >>> unexplained_blocks(est.block_test_, est.model_).passed
+    True
+    >>> later = DelayedPlant.from_continuous(est.A_c, est.B_c, [2.0], 1.0, max_delay=3)
+    >>> unexplained_blocks(est.block_test_, later).passed            # B^(1) set to zero
+    False
+    """
+    question = "Does the recovered delay explain every block the test found significant?"
+    R1 = test.active.shape[0]
+    first = first_active_blocks(test.active)
+    discarded = ((test.statistics > test.critical_value) & ~np.asarray(model.active_blocks)
+                 & (np.arange(R1)[:, None] <= first[None, :] + 1))
+    if not discarded.any():
+        return Check("unexplained_block", question, True,
+                     finding="the model keeps every significant block up to w + 1")
+    statistics = np.where(discarded, test.statistics, 0.0)
+    T = model.dt
+    listed = "; ".join(
+        f"channel {i}: B^({j}) (T^2 = {test.statistics[j, i]:.3g}) is zero in the model of "
+        f"delay {model.delay[i] / T:.3g} T, which acts through the blocks "
+        f"{np.flatnonzero(model.active_blocks[:, i]).tolist()}"
+        for j, i in zip(*np.nonzero(discarded), strict=True))
+    return Check(
+        "unexplained_block", question, False, float(statistics.max()), test.critical_value,
+        f"the recovered delay leaves significant input blocks unexplained ({listed}): the "
+        f"model discards an effect of the input the data show, so its delay stands on a block "
+        f"structure the data contradict",
+        "excite the channel(s) more strongly or record longer data, so that the blocks fit one "
+        "delay; until then use method='bootstrap' intervals (which refit the block decision "
+        "on resampled experiments) rather than the asymptotic ones, or the discrete model (its "
+        "blocks)")

@@ -45,7 +45,7 @@ from scipy import special
 from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
-from dmdidc.inference.checks import Check
+from dmdidc.inference.checks import Check, unexplained_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
 from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
@@ -124,7 +124,7 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     -------
     list of Check
         ``effect``, ``delay_bound``, ``delay_ambiguity``, ``block_structure``,
-        ``continuous_model`` and ``determined_modes``.
+        ``unexplained_block``, ``continuous_model`` and ``determined_modes``.
     """
     R = model.max_delay
     checks = []
@@ -180,6 +180,8 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     if model.has_continuous and model.n_inputs > 0:
         checks.append(_ambiguity_check(solution, test, model, restricted or solution))
     checks.append(_structure_check(test, first))
+    if model.has_continuous:
+        checks.append(unexplained_blocks(test, model))
     question = "Does A_d have a continuous-time model (a unique real logarithm)?"
     if log_error is not None:
         checks.append(Check("continuous_model", question, False,

@@ -118,8 +118,8 @@ def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt
             f"so A_c is not determined. Possible causes: {listed}")
 
 
-def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
-                    ) -> tuple[np.ndarray, float]:
+def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int, *,
+                    precision: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Continuous input column ``b`` and delay (seconds) of one channel.
 
     Parameters
@@ -130,6 +130,10 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
     dt : float
     first : int
         The channel's first active block ``w`` (eq. 9.66), ``-1`` if none is active.
+    precision : ndarray, shape (R + 1, n, n), optional
+        Inverse covariance of each block column (:func:`~dmdidc.inference.blocks.
+        block_precisions`): the metric in which the candidate pairs' misfits are compared.
+        By default the Euclidean one (exact or noise-free blocks).
 
     Returns
     -------
@@ -158,9 +162,14 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
     hold = _hold_integrals(A_c)
     # A fraction p close to 1 leaves B^(w) below the threshold, and on noisy data a marginal
     # block before the delay can pass the test: the pairs starting one block earlier and one
-    # later are fitted too, and the pair whose structure explains all blocks wins.
+    # later are fitted too, and the pair whose structure explains all blocks wins.  "Explains"
+    # is measured in the blocks' own precision: in Euclidean norm, a significant but small
+    # B^(w) (a delay a little short of w + 1 periods) lost to the pair w + 1, w + 2 whenever
+    # noise in its poorly determined directions made its fitted residual the larger.
     starts = {max(w - 1, 0), w} | ({w + 1} if w + 1 < columns.shape[0] else set())
-    fits = [_fit_pair(hold, columns, start, dt) for start in sorted(starts)]
+    if precision is None:
+        precision = np.broadcast_to(np.eye(columns.shape[1]), (columns.shape[0],) + 2 * (n,))
+    fits = [_fit_pair(hold, columns, start, dt, precision) for start in sorted(starts)]
     start, b, s, _ = min(fits, key=lambda fit: fit[3])
     fraction = 1.0 - s / dt
     if fraction >= 1.0 - 1e-12:      # B^(start) vanishes: the delay is a whole start + 1 periods
@@ -170,20 +179,25 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int
     return b, float((start + fraction) * dt)
 
 
-def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float
-              ) -> tuple[int, np.ndarray, float, float]:
+def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float,
+              precision: np.ndarray) -> tuple[int, np.ndarray, float, float]:
     """Fit ``b`` and the hold length to the blocks ``start, start + 1`` (9.68-9.69).
 
-    Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
-    the structure says is zero.
+    Returns ``(start, b, s, misfit)``: the misfit is ``sum_j e_j^T P_j e_j`` over every block
+    ``j`` (``e_j`` the block minus the structure's, which is zero outside the pair; ``P_j``
+    the block's ``precision``).  The pair's residuals are ``r`` and ``-r``
+    (``b0 + b1 = Gamma(T) b`` exactly); a block beyond the bound counts with ``P_start``.
     """
-    n = columns.shape[1]
+    n, R1 = columns.shape[1], columns.shape[0]
     b0 = columns[start]
-    b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
+    b1 = columns[start + 1] if start + 1 < R1 else np.zeros(n)
     b = hold.solve(dt, b0 + b1)
     s, r = _solve_hold_length(hold, b, b0, dt)
-    others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
-    misfit = 2.0 * float(r @ r) + float(np.sum(others ** 2))
+    pair = [j for j in (start, start + 1) if j < R1]
+    others = np.delete(np.arange(R1), pair)
+    weight = precision[start] + precision[pair[-1]]
+    misfit = float(r @ weight @ r) + float(np.einsum("ja,jab,jb->", columns[others],
+                                                     precision[others], columns[others]))
     return start, b, s, misfit
 
 
@@ -349,7 +363,8 @@ def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay
 
 
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
-                       active: np.ndarray | None = None, A_c: np.ndarray | None = None
+                       active: np.ndarray | None = None, A_c: np.ndarray | None = None,
+                       precision: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Continuous ``A_c`` (n, n), ``B_c`` (n, m) and per-channel delays (m,) from the blocks.
 
@@ -364,12 +379,16 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     A_c : ndarray, shape (n, n), optional
         A logarithm of ``A_d`` chosen beforehand (an alias the data support,
         :func:`dmdidc.inference.branches.recover_branch`); by default the principal one.
+    precision : ndarray, shape (R + 1, m, n, n), optional
+        Inverse covariance of each block column (:func:`~dmdidc.inference.blocks.
+        block_precisions`), the metric in which each channel's candidate pairs of blocks are
+        compared (:func:`recover_channel`); by default the Euclidean one.
 
     Raises
     ------
     DimensionError
         ``A_d`` not square, ``B_blocks`` not 3-D with ``n`` rows per block (a single (n, m)
-        matrix is ``B_blocks[None]``), or ``active`` not of shape (R + 1, m).
+        matrix is ``B_blocks[None]``), or ``active`` or ``precision`` not of their shapes.
     NonFiniteError
         NaN or infinite entries.
     ParameterError
@@ -407,18 +426,28 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
             raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
                                  f"{(R1, m)} (one flag per block of B_blocks)")
     A_c = None if A_c is None else check_finite_array("A_c", A_c, ndim=2)
-    return finite_recovery(_recover, A_d, B_blocks, dt, active=active, A_c=A_c)
+    if precision is not None:
+        precision = check_finite_array("precision", precision)
+        if precision.shape != (R1, m, n, n):
+            raise DimensionError(f"precision has shape {precision.shape}; expected (R + 1, m, "
+                                 f"n, n) = {(R1, m, n, n)} (one inverse covariance per block "
+                                 f"column)")
+    return finite_recovery(_recover, A_d, B_blocks, dt, active=active, A_c=A_c,
+                           precision=precision)
 
 
 def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
-             A_c: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             A_c: np.ndarray | None, precision: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A_c = continuous_state_matrix(A_d, dt) if A_c is None else A_c
     n, m = B_blocks.shape[1:]
     first = first_active_blocks(active)
     B_c = np.zeros((n, m))
     delays = np.zeros(m)
     for j in range(m):
-        B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j])
+        B_c[:, j], delays[j] = recover_channel(
+            A_c, B_blocks[:, :, j], dt, first[j],
+            precision=None if precision is None else precision[:, j])
     return A_c, B_c, delays
 
 

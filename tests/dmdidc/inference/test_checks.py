@@ -105,3 +105,42 @@ def test_check_level_is_validated_and_sets_the_thresholds():
         loose = DMDidc(max_delay=4, check_level=0.5).fit(data.X, data.U, dt=0.5)
     assert strict.diagnostics_["whiteness"].threshold > loose.diagnostics_["whiteness"].threshold
     assert strict.diagnostics_.level == 1e-6
+
+
+def test_a_delay_that_discards_a_significant_block_is_reported():
+    # The check on the fitted model passes; on a model whose delay (2.00 T for 1.5 T) sets the
+    # significant B^(1) to zero it fails, naming the channel, the block, its T^2 and the remedy.
+    from dmdidc import DelayedPlant, random_excitation
+    from dmdidc.inference.checks import unexplained_blocks
+
+    plant = DelayedPlant.from_continuous([[-0.5, 0.3], [0.0, -0.8]], [[1.0], [0.5]],
+                                         delay=1.5, dt=1.0)
+    U = random_excitation(1, 600, rng=0)
+    X = plant.simulate([0.0, 0.0], U) + 0.01 * np.random.default_rng(1).standard_normal((2, 601))
+    est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+    check = unexplained_blocks(est.block_test_, est.model_)
+    assert check.passed and est.diagnostics_["unexplained_block"].passed
+    later = DelayedPlant.from_continuous(est.A_c, est.B_c, [2.0], 1.0, max_delay=3)
+    check = unexplained_blocks(est.block_test_, later)
+    assert check.failed and check.statistic > check.threshold
+    assert re.search(r"channel 0: B\^\(1\) \(T\^2 = [\d.e+]+\) is zero in the model of delay 2 T",
+                     check.finding), check.finding
+    assert "method='bootstrap'" in check.remedy and "longer data" in check.remedy
+
+
+@pytest.mark.parametrize("delays", ["whole", "fractional", "short"])
+def test_the_recovered_delay_explains_the_blocks_of_well_posed_fits(delays):
+    # Random open-loop plants with white inputs (whole delays, fractional ones, and delays
+    # 0.04-0.15 T short of a whole period, whose B^(w) is weak): the check raises no alarm.
+    from dmdidc import DelayedPlant
+
+    for seed in range(4):
+        rng = np.random.default_rng(900 + seed)
+        base = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
+        delay = {"whole": rng.integers(1, 4, 2).astype(float), "fractional": base.delay,
+                 "short": rng.integers(1, 3, 2) - rng.uniform(0.04, 0.15, 2)}[delays]
+        plant = DelayedPlant.from_continuous(base.A_c, base.B_c, delay, 1.0, max_delay=4)
+        data = make_data("white", plant, samples=2000, snr_db=rng.uniform(25, 35), rng=seed)
+        est = DMDidc(max_delay=4).fit(data.X, data.U, dt=1.0)
+        assert est.diagnostics_["unexplained_block"].passed, est.diagnostics_["unexplained_block"]
+        assert np.all(np.abs(est.delay - plant.delay) <= 0.1), (est.delay, plant.delay)

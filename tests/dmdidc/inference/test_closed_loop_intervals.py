@@ -211,14 +211,19 @@ def test_delays_just_short_of_whole_periods_are_right_or_loud(kind):
     assert channels >= 12 and covered / channels >= 0.8
 
 
-def test_a_whole_delay_read_from_the_later_pair_has_a_width():
-    # Seed 2 above: B^(1) is significant, yet the recovery's pair 2, 3 explains the blocks
-    # better, so the delay reads 2.00 T with B^(3) constrained to zero: differentiated through
-    # that pair alone, the interval had zero width on noisy data ([2.00, 2.00] for 1.891 T).
+def test_a_significant_block_is_not_discarded_by_the_pair_choice():
+    # Seed 2 above (1.891 T): B^(1) is significant (T^2 = 38), yet in the Euclidean norm the
+    # recovery's pair 2, 3 explained the blocks better, so the delay read 2.00 T with B^(1)
+    # set to zero and no check failing (its interval, differentiated through that pair alone,
+    # once had zero width).  Weighed by the blocks' precision the pair 1, 2 wins: 1.95 T, the
+    # model keeps B^(1), and the interval has a width and covers the truth.
     plant, samples, snr_db = _near_whole_case(2)
     fit, warned = default_fit(make_data("closed_loop", plant, samples=samples, snr_db=snr_db,
                                         rng=2))
     assert fit is not None
+    assert fit.block_test_.statistics[1, 0] > fit.block_test_.critical_value
+    assert fit.model_.active_blocks[1, 0] and fit.diagnostics_["unexplained_block"].passed
+    assert np.all(np.abs(fit.delay - plant.delay) <= 0.1), fit.delay
     ci = fit.delay_ci(0.95)
     assert np.all(ci.high - ci.low > 0.01), (ci.low, ci.high)
     assert warned or np.all((ci.low <= plant.delay) & (plant.delay <= ci.high))
