@@ -19,7 +19,6 @@ import numpy as np
 from dmdidc.errors import LogarithmError
 from dmdidc.inference.blocks import (
     BlockTest,
-    block_precisions,
     block_test,
     kept_blocks,
     restricted_coefficients,
@@ -92,8 +91,7 @@ def identified_model(outcome, *, n_states: int, n_inputs: int, max_delay: int, d
     block_variance = float(np.mean(variance[:, columns])) if columns.any() else 0.0
     try:
         A_c, B_c, delay = finite_recovery(recover_branch, A_d, blocks, dt, active=test.active,
-                                          block_variance=block_variance, notes=outcome.notes,
-                                          precision=block_precisions(solution, n, m, R))
+                                          block_variance=block_variance, notes=outcome.notes)
     except LogarithmError as exc:
         evidence = logarithm_evidence(solution, A_d)
         log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))

@@ -20,12 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmdidc.discretization import first_active_blocks
-from dmdidc.inference.blocks import (
-    block_precisions,
-    kept_blocks,
-    restricted_coefficients,
-    with_earlier_blocks,
-)
+from dmdidc.inference.blocks import kept_blocks, restricted_coefficients, with_earlier_blocks
 from dmdidc.inference.recovery import recover_channel
 from dmdidc.regression.solution import RegressionSolution
 
@@ -83,12 +78,11 @@ def delay_with_earlier_block(A_c: np.ndarray, solution: RegressionSolution,
     kept = with_earlier_blocks(kept_blocks(active), active)
     blocks = restricted_coefficients(solution, n, kept)[:, n:]
     blocks = blocks.reshape(n, R1, m).transpose(1, 0, 2)
-    precision = block_precisions(solution, n, m, R1 - 1)     # as the fit chose its pairs
     delays = np.full(m, np.nan)
     for i, w in enumerate(first):
         if w >= 1:
             delays[i] = recover_channel(A_c, blocks[:, :, i], dt, int(w),
-                                        precision=precision[:, i])[1]
+                                        significant=active[:, i])[1]
     return delays
 
 

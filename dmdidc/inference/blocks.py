@@ -34,7 +34,7 @@ from scipy import special
 from dmdidc.discretization import first_active_blocks
 from dmdidc.regression.solution import RegressionSolution
 
-__all__ = ["BlockTest", "block_precisions", "block_test", "column_covariances", "kept_blocks",
+__all__ = ["BlockTest", "block_test", "column_covariances", "kept_blocks",
            "restricted_coefficients", "restriction_projector", "with_earlier_blocks"]
 
 #: A block column smaller than this fraction of the channel's largest is rounding, never active.
@@ -131,51 +131,6 @@ def column_covariances(solution: RegressionSolution, columns: np.ndarray) -> np.
     return covs
 
 
-def _block_covariances(solution: RegressionSolution, n: int, m: int, R: int) -> np.ndarray:
-    """Covariance (m (R + 1), n, n) of every block column, ordered ``j m + i`` (lag ``j``,
-    channel ``i``); ``tiny * I`` added so that a zero covariance stays invertible."""
-    covs = column_covariances(solution, n + np.arange(m * (R + 1)))
-    return covs + np.finfo(float).tiny * np.eye(n)
-
-
-def block_precisions(solution: RegressionSolution, n_states: int, n_inputs: int,
-                     max_delay: int) -> np.ndarray:
-    """Inverse covariance of every block column, shape (R + 1, m, n, n): ``[j, i]`` is that of
-    ``B^(j)[:, i]``, the metric of the block test's ``T^2 = b^T V^-1 b``.
-
-    The delay recovery weighs how well a pair of blocks explains a channel's blocks with it
-    (:func:`~dmdidc.inference.recovery.recover_channel`), so a block the test found significant
-    counts by its significance, not by its Euclidean size.
-
-    Parameters
-    ----------
-    solution : RegressionSolution
-    n_states, n_inputs, max_delay : int
-        ``n``, ``m`` and ``R``.
-
-    Returns
-    -------
-    ndarray, shape (R + 1, m, n, n)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dmdidc import DMDidc, DelayedPlant, random_excitation
-    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
-    >>> U = random_excitation(1, 400, rng=0)
-    >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
-    >>> est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
-    >>> P = block_precisions(est.regression_, 1, 1, 3)
-    >>> b = est.regression_.coefficients[0, 2]                  # B^(1)[0, 0]
-    >>> bool(np.isclose(b * P[1, 0, 0, 0] * b, est.block_test_.statistics[1, 0]))
-    True
-    """
-    n, m, R = n_states, n_inputs, max_delay
-    covs = _block_covariances(solution, n, m, R)
-    covs = 0.5 * (covs + covs.transpose(0, 2, 1))
-    return np.linalg.inv(covs).reshape(R + 1, m, n, n)
-
-
 def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_delay: int, *,
                 significance: float = 1e-3, block_rtol: float | None = None) -> BlockTest:
     """Decide which input blocks act (see the module notes).
@@ -218,7 +173,8 @@ def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_d
     norms = np.linalg.norm(blocks, axis=0)                              # (R + 1, m)
     tiny = np.finfo(float).tiny
     columns = blocks.transpose(1, 2, 0).reshape(-1, n)                 # column n + j m + i
-    covs = _block_covariances(solution, n, m, R)
+    covs = column_covariances(solution, n + np.arange(m * (R + 1)))
+    covs = covs + tiny * np.eye(n)
     statistics = np.einsum("ka,ka->k", columns,
                            np.linalg.solve(covs, columns[:, :, None])[:, :, 0]).reshape(R + 1, m)
     level = significance / max(m * (R + 1), 1)                      # m = 0: no blocks to test

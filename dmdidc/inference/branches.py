@@ -98,8 +98,7 @@ def logarithm_branches(principal: np.ndarray, dt: float
 
 
 def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active: np.ndarray,
-                  *, block_variance: float, level: float = 1e-3,
-                  precision: np.ndarray | None = None) -> BranchChoice:
+                  *, block_variance: float, level: float = 1e-3) -> BranchChoice:
     """The logarithm whose delay structure explains the blocks (module notes).
 
     Parameters
@@ -115,9 +114,6 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
         exact data (then any improvement beyond rounding decides).
     level : float
         Level of the chi-square comparison.
-    precision : ndarray, shape (R + 1, m, n, n), optional
-        The blocks' inverse covariances, for each channel's choice of its pair of blocks
-        (:func:`~dmdidc.inference.recovery.recover_continuous`).
 
     Returns
     -------
@@ -135,7 +131,7 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
         total = 0.0
         for j in channels:
             b, delay = recover_channel(A_c, B_blocks[:, :, j], dt, first[j],
-                                       precision=None if precision is None else precision[:, j])
+                                       significant=active[:, j])
             total += structured_misfit(A_c, B_blocks[:, :, j], b, delay, dt)
         misfits[shifts] = total / scale
     principal_shifts = candidates[0][0]
@@ -156,13 +152,10 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
 
 
 def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
-                   block_variance: float, notes: list | None = None,
-                   precision: np.ndarray | None = None
+                   block_variance: float, notes: list | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~dmdidc.inference.recovery.recover_continuous` with the logarithm the data
     support (:func:`choose_branch`); a sentence is appended to ``notes`` when it is an alias.
-    ``precision`` (R + 1, m, n, n), the blocks' inverse covariances, weighs each channel's
-    choice of its pair of blocks (:func:`~dmdidc.inference.recovery.recover_channel`).
 
     The last recovery is remembered: the asymptotic intervals of a fit recover the same
     restricted blocks as the fit did (bit for bit), and get its answer without a second
@@ -173,17 +166,15 @@ def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: 
     LogarithmError
         ``A_d`` has no real logarithm.
     """
-    arrays = [np.asarray(a) for a in (A_d, B_blocks, active)]
-    arrays += [] if precision is None else [np.asarray(precision)]
-    A_d, B_blocks, active = arrays[:3]
-    key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in arrays) + (
+    A_d, B_blocks, active = (np.asarray(a) for a in (A_d, B_blocks, active))
+    key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in (A_d, B_blocks, active)) + (
         float(dt), float(block_variance))
 
     def recovery() -> tuple[tuple[np.ndarray, ...], str]:
         choice = choose_branch(continuous_state_matrix(A_d, dt), B_blocks, dt, active,
-                               block_variance=block_variance, precision=precision)
-        return (recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c,
-                                   precision=precision), choice.note)
+                               block_variance=block_variance)
+        return (recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c),
+                choice.note)
 
     result, note = _remembered(_LAST, key, recovery)
     if note and notes is not None:

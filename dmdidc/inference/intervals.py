@@ -78,7 +78,6 @@ from dmdidc.errors import (
     ParameterError,
 )
 from dmdidc.inference.blocks import (
-    block_precisions,
     restricted_coefficients,
     restriction_projector,
     with_earlier_blocks,
@@ -209,18 +208,16 @@ class ConfidenceIntervals:
 
 
 def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,
-                  active: np.ndarray, block_variance: float | None = None,
-                  precision: np.ndarray | None = None) -> np.ndarray:
+                  active: np.ndarray, block_variance: float | None = None) -> np.ndarray:
     A_d = coefficients[:, :n]
     blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
     if block_variance is None:
-        A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active,
-                                             precision=precision)
+        A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active)
     else:
         from dmdidc.inference.branches import recover_branch
 
         A_c, B_c, delay = recover_branch(A_d, blocks, dt, active=active,
-                                         block_variance=block_variance, precision=precision)
+                                         block_variance=block_variance)
     return np.concatenate([delay, A_c.ravel(), B_c.ravel()])
 
 
@@ -315,8 +312,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     p = restricted.shape[1]
     cov = solution.factored_covariance().project(projector)     # that of Theta_r, factored
     first = first_active_blocks(active)
-    precision = block_precisions(solution, n, m, R)     # the fit's choice of pairs
-    base = _model_vector(restricted, n, m, R, dt, active, block_variance, precision)
+    base = _model_vector(restricted, n, m, R, dt, active, block_variance)
     delay, A_c = base[:m], base[m:m + n * n].reshape(n, n)
     B_c = base[m + n * n:].reshape(n, m)
     starts = _pair_starts(delay / dt, kept, earlier_side)
@@ -331,7 +327,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     jacobian = model_jacobian(A_c, B_c, delay, pairs, dt, starts)
     if jacobian is None:                # not safely diagonalizable: central differences
         jacobian, index = _numerical_jacobian(restricted, cov, active, base, n, m, R, dt,
-                                              block_variance, precision)
+                                              block_variance)
     index = np.asarray(index)
     jacobian, index = jacobian[:, index >= 0], index[index >= 0]
     variance = cov.linear_variances(jacobian, index)
@@ -437,7 +433,7 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
     return ConfidenceIntervals(*items, level=chosen.level, method=chosen.method)
 
 
-def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_variance, precision
+def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_variance
                         ) -> tuple[np.ndarray, list[int]]:
     """Central differences of the recovery (for an ``A_c`` that is not safely diagonalizable):
     ``(jacobian, index)`` over the entries of ``A_d`` and the blocks around each delay."""
@@ -461,13 +457,12 @@ def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_varian
             shifted = restricted.copy()
             shifted.flat[flat] += sign * step
             if column < n:                      # A_d: everything moves
-                moved.append(_model_vector(shifted, n, m, R, dt, active, block_variance,
-                                           precision))
+                moved.append(_model_vector(shifted, n, m, R, dt, active, block_variance))
             else:                               # a block column moves its channel only
                 channel = (column - n) % m
                 columns = shifted[:, n:].reshape(n, R + 1, m)[:, :, channel].T
                 b, delay = recover_channel(A_c, columns, dt, first[channel],
-                                           precision=precision[:, channel])
+                                           significant=active[:, channel])
                 vector = base.copy()
                 vector[channel] = delay
                 vector[m + n * n + channel::m] = b

@@ -119,7 +119,7 @@ def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt
 
 
 def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int, *,
-                    precision: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+                    significant: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Continuous input column ``b`` and delay (seconds) of one channel.
 
     Parameters
@@ -130,10 +130,10 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
     dt : float
     first : int
         The channel's first active block ``w`` (eq. 9.66), ``-1`` if none is active.
-    precision : ndarray, shape (R + 1, n, n), optional
-        Inverse covariance of each block column (:func:`~dmdidc.inference.blocks.
-        block_precisions`): the metric in which the candidate pairs' misfits are compared.
-        By default the Euclidean one (exact or noise-free blocks).
+    significant : ndarray of bool, shape (R + 1,), optional
+        The blocks the block test found significant.  A candidate pair whose structure sets
+        one of them to zero is chosen only if every candidate sets as many to zero (the
+        ``unexplained_block`` check of the fit then says so).  By default no block is.
 
     Returns
     -------
@@ -162,42 +162,48 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
     hold = _hold_integrals(A_c)
     # A fraction p close to 1 leaves B^(w) below the threshold, and on noisy data a marginal
     # block before the delay can pass the test: the pairs starting one block earlier and one
-    # later are fitted too, and the pair whose structure explains all blocks wins.  "Explains"
-    # is measured in the blocks' own precision: in Euclidean norm, a significant but small
-    # B^(w) (a delay a little short of w + 1 periods) lost to the pair w + 1, w + 2 whenever
-    # noise in its poorly determined directions made its fitted residual the larger.
+    # later are fitted too, and the pair whose structure explains all blocks wins.  A pair
+    # that zeroes a block the test found significant loses to one that keeps it: by misfit
+    # alone, a small significant B^(w) (a delay a little short of w + 1 periods) lost to the
+    # pair w + 1, w + 2 whenever noise made its fitted residual larger than B^(w) itself.
     starts = {max(w - 1, 0), w} | ({w + 1} if w + 1 < columns.shape[0] else set())
-    if precision is None:
-        precision = np.broadcast_to(np.eye(columns.shape[1]), (columns.shape[0],) + 2 * (n,))
-    fits = [_fit_pair(hold, columns, start, dt, precision) for start in sorted(starts)]
-    start, b, s, _ = min(fits, key=lambda fit: fit[3])
+    fits = [_fit_pair(hold, columns, start, dt) for start in sorted(starts)]
+    kept = np.zeros(columns.shape[0], dtype=bool) if significant is None else significant
+
+    def discarded(fit: tuple) -> int:
+        whole, fraction = _delay_periods(fit[0], fit[2], dt)
+        acting = {whole, whole + 1} if fraction > 0 else {whole}
+        return sum(1 for j in np.flatnonzero(kept) if j not in acting)
+
+    start, b, s, _ = min(fits, key=lambda fit: (discarded(fit), fit[3]))
+    whole, fraction = _delay_periods(start, s, dt)
+    return b, float((whole + fraction) * dt)
+
+
+def _delay_periods(start: int, s: float, dt: float) -> tuple[int, float]:
+    """Whole periods and fraction of the delay of the pair ``start`` with hold length ``s``."""
     fraction = 1.0 - s / dt
     if fraction >= 1.0 - 1e-12:      # B^(start) vanishes: the delay is a whole start + 1 periods
-        start, fraction = start + 1, 0.0
+        return start + 1, 0.0
     if fraction <= 1e-12:            # B^(start + 1) vanishes: a whole delay, not start + 1e-16
-        fraction = 0.0
-    return b, float((start + fraction) * dt)
+        return start, 0.0
+    return start, fraction
 
 
-def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float,
-              precision: np.ndarray) -> tuple[int, np.ndarray, float, float]:
+def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float
+              ) -> tuple[int, np.ndarray, float, float]:
     """Fit ``b`` and the hold length to the blocks ``start, start + 1`` (9.68-9.69).
 
-    Returns ``(start, b, s, misfit)``: the misfit is ``sum_j e_j^T P_j e_j`` over every block
-    ``j`` (``e_j`` the block minus the structure's, which is zero outside the pair; ``P_j``
-    the block's ``precision``).  The pair's residuals are ``r`` and ``-r``
-    (``b0 + b1 = Gamma(T) b`` exactly); a block beyond the bound counts with ``P_start``.
+    Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
+    the structure says is zero.
     """
-    n, R1 = columns.shape[1], columns.shape[0]
+    n = columns.shape[1]
     b0 = columns[start]
-    b1 = columns[start + 1] if start + 1 < R1 else np.zeros(n)
+    b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
     b = hold.solve(dt, b0 + b1)
     s, r = _solve_hold_length(hold, b, b0, dt)
-    pair = [j for j in (start, start + 1) if j < R1]
-    others = np.delete(np.arange(R1), pair)
-    weight = precision[start] + precision[pair[-1]]
-    misfit = float(r @ weight @ r) + float(np.einsum("ja,jab,jb->", columns[others],
-                                                     precision[others], columns[others]))
+    others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
+    misfit = 2.0 * float(r @ r) + float(np.sum(others ** 2))
     return start, b, s, misfit
 
 
@@ -363,8 +369,7 @@ def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay
 
 
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
-                       active: np.ndarray | None = None, A_c: np.ndarray | None = None,
-                       precision: np.ndarray | None = None
+                       active: np.ndarray | None = None, A_c: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Continuous ``A_c`` (n, n), ``B_c`` (n, m) and per-channel delays (m,) from the blocks.
 
@@ -376,19 +381,17 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     active : ndarray of bool, shape (R + 1, m), optional
         Which blocks act (the estimator's decision, :func:`dmdidc.inference.blocks.block_test`);
         by default the non-zero ones.  A channel without active block gets ``b = 0`` and delay 0.
+        When given, each channel's pair of blocks keeps its active ones where a candidate pair
+        can (:func:`recover_channel`).
     A_c : ndarray, shape (n, n), optional
         A logarithm of ``A_d`` chosen beforehand (an alias the data support,
         :func:`dmdidc.inference.branches.recover_branch`); by default the principal one.
-    precision : ndarray, shape (R + 1, m, n, n), optional
-        Inverse covariance of each block column (:func:`~dmdidc.inference.blocks.
-        block_precisions`), the metric in which each channel's candidate pairs of blocks are
-        compared (:func:`recover_channel`); by default the Euclidean one.
 
     Raises
     ------
     DimensionError
         ``A_d`` not square, ``B_blocks`` not 3-D with ``n`` rows per block (a single (n, m)
-        matrix is ``B_blocks[None]``), or ``active`` or ``precision`` not of their shapes.
+        matrix is ``B_blocks[None]``), or ``active`` not of shape (R + 1, m).
     NonFiniteError
         NaN or infinite entries.
     ParameterError
@@ -418,7 +421,8 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
         raise DimensionError(f"B_blocks has shape {B_blocks.shape}; expected (R + 1, n, m) = "
                              f"(R + 1, {n}, m): one (n, m) input matrix per delay lag{hint}")
     R1, _, m = B_blocks.shape
-    if active is None:
+    decided = active is not None
+    if not decided:
         active = np.any(B_blocks != 0, axis=1)
     else:
         active = np.asarray(active, dtype=bool)
@@ -426,18 +430,12 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
             raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
                                  f"{(R1, m)} (one flag per block of B_blocks)")
     A_c = None if A_c is None else check_finite_array("A_c", A_c, ndim=2)
-    if precision is not None:
-        precision = check_finite_array("precision", precision)
-        if precision.shape != (R1, m, n, n):
-            raise DimensionError(f"precision has shape {precision.shape}; expected (R + 1, m, "
-                                 f"n, n) = {(R1, m, n, n)} (one inverse covariance per block "
-                                 f"column)")
     return finite_recovery(_recover, A_d, B_blocks, dt, active=active, A_c=A_c,
-                           precision=precision)
+                           decided=decided)
 
 
 def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
-             A_c: np.ndarray | None, precision: np.ndarray | None = None
+             A_c: np.ndarray | None, decided: bool = True
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A_c = continuous_state_matrix(A_d, dt) if A_c is None else A_c
     n, m = B_blocks.shape[1:]
@@ -445,9 +443,9 @@ def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.nda
     B_c = np.zeros((n, m))
     delays = np.zeros(m)
     for j in range(m):
-        B_c[:, j], delays[j] = recover_channel(
-            A_c, B_blocks[:, :, j], dt, first[j],
-            precision=None if precision is None else precision[:, j])
+        # (the non-zero rule is no significance decision: every noisy block is non-zero)
+        B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j],
+                                               significant=active[:, j] if decided else None)
     return A_c, B_c, delays
 
 

@@ -212,11 +212,11 @@ def test_delays_just_short_of_whole_periods_are_right_or_loud(kind):
 
 
 def test_a_significant_block_is_not_discarded_by_the_pair_choice():
-    # Seed 2 above (1.891 T): B^(1) is significant (T^2 = 38), yet in the Euclidean norm the
-    # recovery's pair 2, 3 explained the blocks better, so the delay read 2.00 T with B^(1)
-    # set to zero and no check failing (its interval, differentiated through that pair alone,
-    # once had zero width).  Weighed by the blocks' precision the pair 1, 2 wins: 1.95 T, the
-    # model keeps B^(1), and the interval has a width and covers the truth.
+    # Seed 2 above (1.891 T): B^(1) is significant (T^2 = 38), yet by misfit the recovery's
+    # pair 2, 3 explained the blocks better, so the delay read 2.00 T with B^(1) set to zero
+    # and no check failing (its interval, differentiated through that pair alone, once had
+    # zero width).  The pair 1, 2 keeps the significant block and now wins: 1.95 T, and the
+    # interval has a width and covers the truth.
     plant, samples, snr_db = _near_whole_case(2)
     fit, warned = default_fit(make_data("closed_loop", plant, samples=samples, snr_db=snr_db,
                                         rng=2))

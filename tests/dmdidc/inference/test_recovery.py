@@ -160,41 +160,37 @@ def test_fraction_just_below_a_whole_period_is_recovered(plant, marked_first):
     np.testing.assert_allclose(d, delay, rtol=0, atol=1e-12 * dt)
 
 
-def test_a_small_significant_block_wins_its_pair_in_its_own_precision(plant):
+def test_a_pair_that_keeps_the_significant_blocks_wins(plant):
     # Delays a little short of 2 T: B^(1) = Gamma(0.05..0.12 T) b is small.  Noise about twice
-    # B^(1) along a direction the data determine poorly (its precision is 1e-4 of the
-    # others') makes the pair 1, 2 leave a larger Euclidean residual than discarding B^(1)
-    # (the pair 2, 3): the delay reads 2.00 T.  Weighed by the blocks' precision, the pair 1, 2
-    # wins and every delay is right (within 0.1 T: the noise still moves b, which is fitted to
-    # B^(1) + B^(2)); on exact blocks the weights change nothing.
+    # B^(1) makes the pair 1, 2 leave a larger residual than discarding B^(1) (the pair 2, 3):
+    # by misfit alone the delay reads 2.00 T with B^(1) set to zero.  When the test found
+    # B^(1) significant, the pair that keeps it wins and every delay is right (within 0.1 T:
+    # the noise still moves b, fitted to B^(1) + B^(2)); on exact blocks nothing changes.
     A_c, B_c = plant
-    dt, n = 1.0, 3
+    dt = 1.0
     A_c_hat = continuous_state_matrix(expm(A_c * dt), dt)
+    significant = np.array([False, True, True, False, False])
     discarded = 0
     for seed in range(12):
         rng = np.random.default_rng(seed)
         delay = 2.0 - rng.uniform(0.05, 0.12)
         _, blocks = delay_blocks(A_c, B_c[:, :1], np.array([delay]), dt, max_delay=4)
         columns = blocks[:, :, 0].copy()
-        loose = np.cross(columns[1], columns[2])             # off the pair's own directions
-        loose /= np.linalg.norm(loose)
-        columns[1] += rng.uniform(1.7, 2.1) * np.linalg.norm(columns[1]) * loose
-        precision = np.broadcast_to(np.eye(n) - (1 - 1e-4) * np.outer(loose, loose),
-                                    (5, n, n))
-        _, euclidean = recover_channel(A_c_hat, columns, dt, 1)
-        _, weighed = recover_channel(A_c_hat, columns, dt, 1, precision=precision)
-        discarded += euclidean == 2.0
-        assert abs(weighed - delay) < 0.1, (seed, weighed, delay)
-        _, exact = recover_channel(A_c_hat, blocks[:, :, 0], dt, 1, precision=precision)
+        noise = np.cross(columns[1], columns[2])
+        columns[1] += rng.uniform(1.7, 2.1) * np.linalg.norm(columns[1]) * noise / np.linalg.norm(
+            noise)
+        _, by_misfit = recover_channel(A_c_hat, columns, dt, 1)
+        _, keeping = recover_channel(A_c_hat, columns, dt, 1, significant=significant)
+        discarded += by_misfit == 2.0
+        assert abs(keeping - delay) < 0.1, (seed, keeping, delay)
+        _, exact = recover_channel(A_c_hat, blocks[:, :, 0], dt, 1, significant=significant)
         assert abs(exact - delay) < 1e-9
-    assert discarded >= 8           # measured: 10 of 12 read 2.00 T in the Euclidean norm
-
-
-def test_recover_continuous_names_a_wrong_precision_shape():
-    A_d, blocks = np.diag([0.5, 0.8]), np.ones((2, 2, 1))
-    with pytest.raises(DimensionError, match=r"precision has shape \(2, 2, 2\); expected "
-                                             r"\(R \+ 1, m, n, n\) = \(2, 1, 2, 2\)"):
-        recover_continuous(A_d, blocks, 1.0, precision=np.ones((2, 2, 2)))
+    assert discarded >= 8           # measured: 10 of 12 read 2.00 T by misfit alone
+    # every candidate zeroes a significant block (B^(0) and B^(3) with the delay at 1.9 T):
+    # the misfit decides, as without the test's decision
+    both_ends = np.array([True, True, True, True, False])
+    assert recover_channel(A_c_hat, columns, dt, 0, significant=both_ends)[1] == pytest.approx(
+        recover_channel(A_c_hat, columns, dt, 0)[1])
 
 
 def test_first_active_blocks():
