@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from _toolbox.validation import check_integer
 from dmdidc.errors import DimensionError, ParameterError
 
 __all__ = ["PieceLayout", "autocovariances", "lag_product_sets", "lag_products"]
@@ -353,13 +354,30 @@ def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     -------
     ndarray, shape (max_lag + 1, rows)
 
+    Raises
+    ------
+    ParameterError
+        No series, ``max_lag`` not an integer >= 0, or a complex series.
+    DimensionError
+        A series that is not two-dimensional, or with another number of rows than the first.
+
     Examples
     --------
     >>> s = [np.array([[1.0, 2.0, 3.0]]), np.array([[4.0]])]
     >>> autocovariances(s, 2)[:, 0]                     # 1+4+9+16, 1*2+2*3, 1*3
     array([30.,  8.,  3.])
     """
+    max_lag = check_integer("max_lag", max_lag, minimum=0)
+    if len(series) == 0:
+        raise ParameterError("series is empty: expected at least one (rows, samples) array")
+    # (checked here: laid into one real array, a complex series would silently lose its
+    # imaginary part and rows of another count would fail with numpy's broadcasting message)
+    series = [_real_series(f"series[{k}]", s) for k, s in enumerate(series)]
     rows = series[0].shape[0]
+    for k, s in enumerate(series):
+        if s.shape[0] != rows:
+            raise DimensionError(f"series[{k}] has {s.shape[0]} rows and series[0] {rows}: "
+                                 f"expected the same signals in every trajectory")
     laid = np.zeros((rows, sum(s.shape[1] + max_lag for s in series)))
     at = 0
     for s in series:

@@ -30,3 +30,30 @@ def test_lag_products_refuse_bad_series_loudly():
         lag_products(np.ones((1, 5)), np.ones((1, 4)), 0, 2)
     with pytest.raises(ParameterError, match="complex"):
         lag_products(np.ones((1, 5)) * 1j, np.ones((1, 5)), 0, 2)
+
+
+def test_autocovariances_refuse_bad_series_loudly():
+    # each bad input raises the package's errors naming the argument: no IndexError, no
+    # broadcasting message, no complex values silently made real
+    ones = np.ones((2, 5))
+    bad = [(([], 2), ParameterError, "series is empty"),
+           (([ones], -1), ParameterError, "max_lag"),
+           (([ones], 1.5), ParameterError, "max_lag"),
+           (([np.ones(5)], 1), DimensionError, r"series\[0\] has shape"),
+           (([ones, np.ones((3, 4))], 1), DimensionError, r"series\[1\] has 3 rows"),
+           (([ones, ones * 1j], 1), ParameterError, r"series\[1\] is complex")]
+    for args, error, message in bad:
+        with pytest.raises(error, match=message):
+            autocovariances(*args)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_autocovariances_accept_good_series_of_any_lengths(seed):
+    # no false alarm: empty, single-sample and integer series, any lag including 0
+    rng = np.random.default_rng(seed)
+    rows, lags = int(rng.integers(1, 4)), int(rng.integers(0, 6))
+    series = [rng.integers(-3, 4, (rows, int(K))) for K in rng.integers(0, 9, 3)]
+    out = autocovariances(series, lags)
+    assert out.shape == (lags + 1, rows)
+    lag0 = sum(np.sum(s.astype(float) ** 2, axis=1) for s in series)
+    np.testing.assert_allclose(out[0], lag0, rtol=1e-12, atol=1e-12)
