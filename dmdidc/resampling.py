@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmdidc.errors import InsufficientExcitationError
+from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.fitting import FitOutcome, _solve, _statistics, fit_trajectories
 from dmdidc.identified import identified_model
 from dmdidc.inference.intervals import model_vector
@@ -86,6 +86,14 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
     """``sum_i counts[i] * parts[i]`` of plain statistics of one layout (``sum`` of the
     repeated parts, without the repetitions).
 
+    Raises
+    ------
+    ParameterError
+        No parts, privatized parts, ``counts`` that are not ``len(parts)`` integers >= 0 with
+        a positive sum, or parts that cannot be added (other bounds or centring).
+    DimensionError
+        Parts of other layouts.
+
     Examples
     --------
     >>> import numpy as np
@@ -100,18 +108,33 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
     >>> total.n_samples, total.n_trajectories
     (87, 3)
     """
+    if len(parts) == 0:
+        raise ParameterError("parts is empty: expected the statistics of one trajectory each")
     counts = np.asarray(counts)
+    if (counts.shape != (len(parts),) or not np.issubdtype(counts.dtype, np.integer)
+            or np.any(counts < 0) or counts.sum() == 0):
+        raise ParameterError(f"counts has {counts.size} entries ({counts.dtype}): expected "
+                             f"{len(parts)} integers >= 0, not all zero (how often each part "
+                             f"is drawn)")
+    if any(part.releases for part in parts):
+        raise ParameterError("weighted_total sums plain statistics; privatized parts would "
+                             "repeat their noise (and not add its variance)")
+    for part in parts[1:]:
+        parts[0]._compatible(part)          # (the checks of `+`: layouts, bounds, centring)
     used = [part for part, c in zip(parts, counts, strict=True) if c > 0]
     weights = counts.astype(float)
     return dataclasses.replace(
-        parts[0], gram=np.tensordot(weights, np.stack([p.gram for p in parts]), axes=1),
+        used[0], gram=np.tensordot(weights, np.stack([p.gram for p in parts]), axes=1),
         sums=weights @ np.stack([p.sums for p in parts]),
         n_samples=int(counts @ [p.n_samples for p in parts]),
         n_trajectories=int(counts @ [p.n_trajectories for p in parts]),
         intercepts=int(counts @ [p.intercepts for p in parts]),
+        centering=(used[0].centering if len({p.centering for p in used}) == 1
+                   else "trajectory"),                              # (as `+` combines them)
         min_trajectory_samples=min(p.min_trajectory_samples for p in used),
         max_trajectory_samples=max(p.max_trajectory_samples for p in used),
-        clipped=int(counts @ [p.clipped or 0 for p in parts]))
+        clipped=(None if any(p.clipped is None for p in used)
+                 else int(counts @ [p.clipped or 0 for p in parts])))
 
 
 def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, np.ndarray]],

@@ -142,3 +142,53 @@ def test_a_resample_without_enough_samples_is_a_failure_not_an_error(estimator):
     refit, _ = est._trajectory_refit(Xs, Us, None)
     assert refit(np.array([0, 0, 3])) is None           # 3 samples for 5 regressors
     assert refit(np.array([1, 1, 1])) is not None
+
+
+def _parts(rng, count=3, **kwargs):
+    from dmdidc import SufficientStatistics
+    return [SufficientStatistics.from_data(rng.standard_normal((2, 41)),
+                                           rng.standard_normal((1, 40)), max_delay=2, **kwargs)
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_total_equals_the_sum_of_the_repeated_parts(seed):
+    # no false alarm, and the same value as sum() of the repetitions (clipped counts, centring)
+    from dmdidc.resampling import weighted_total
+
+    rng = np.random.default_rng(seed)
+    bounded = dict(state_bound=1.5, input_bound=1.5) if seed % 2 else {}
+    parts = _parts(rng, 4, detrend="constant" if seed >= 2 else None, **bounded)
+    counts = np.bincount(rng.integers(0, 4, 4), minlength=4)
+    repeated = [p for p, c in zip(parts, counts, strict=True) for _ in range(c)]
+    expected, total = sum(repeated[1:], repeated[0]), weighted_total(parts, counts)
+    np.testing.assert_allclose(total.gram, expected.gram, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(total.sums, expected.sums, rtol=1e-13, atol=1e-13)
+    for field in ("n_samples", "n_trajectories", "intercepts", "clipped", "centering",
+                  "min_trajectory_samples", "max_trajectory_samples"):
+        assert getattr(total, field) == getattr(expected, field), field
+
+
+def test_weighted_total_refuses_what_a_sum_would_not_give():
+    # parts of other layouts or bounds, privatized parts (their noise would be repeated, and
+    # its variance dropped), and counts that are no resample: loud, naming the argument
+    from dmdidc.errors import DimensionError, ParameterError
+    from dmdidc.resampling import weighted_total
+
+    rng = np.random.default_rng(0)
+    parts = _parts(rng)
+    other = _parts(rng, 1, instruments="inputs")[0]
+    with pytest.raises(DimensionError, match="layouts"):
+        weighted_total([*parts[:2], other], np.array([1, 1, 1]))
+    bounded = _parts(rng, 2, state_bound=1.0, input_bound=1.0)
+    private = bounded[0].privatize(epsilon=1.0, delta=1e-5, rng=0)
+    with pytest.raises(ParameterError, match="privatized"):
+        weighted_total([private, bounded[1]], np.array([1, 1]))
+    for counts, message in ((np.array([1, 1]), "counts has 2"),
+                            (np.array([1, -1, 2]), "counts"),
+                            (np.array([0.5, 1, 1.5]), "counts"),
+                            (np.zeros(3, int), "counts")):
+        with pytest.raises(ParameterError, match=message):
+            weighted_total(parts, counts)
+    with pytest.raises(ParameterError, match="parts"):
+        weighted_total([], np.array([], int))
