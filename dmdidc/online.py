@@ -332,7 +332,7 @@ class OnlineDMDidc:
         self._filled = False                     # the last event's new_delay was just set
         self._capped = False                     # the limit's warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
-        self._whitening: tuple = (None,)        # (predictor, W, l's gain and offset)
+        self._whitening: tuple = (None,) * 5    # (predictor, W, l's gain, offset, kappa)
         self._solution = None                    # the predictor's regression
         self._fit = None
 
@@ -456,13 +456,14 @@ class OnlineDMDidc:
             self._warmup_left -= 1
         return True
 
-    def _whitener(self) -> tuple[Any, np.ndarray, float, float]:
-        """``(predictor, W, gain, offset)``, cached per predictor: the CUSUM increment of a
+    def _whitener(self) -> tuple[Any, np.ndarray, float, float, float]:
+        """``(predictor, W, gain, offset, kappa)``, cached per predictor and ``magnitude``
+        (``kappa``, a public attribute that may change between chunks): the CUSUM increment of a
         regression vector ``v`` is ``l = gain |W v|^2 - offset``, with ``W = Sigma^{-1/2}
         [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the residual's
         ``q = r' Sigma^{-1} r``, ``gain = (1 - 1/kappa) / 2`` and ``offset = n log(kappa) / 2``.
         The one-sample and the chunk paths both use it: one definition of ``l``."""
-        if self._whitening[0] is not self._predictor:
+        if self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude:
             theta, precision = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
@@ -471,15 +472,15 @@ class OnlineDMDidc:
             residual[:, :p], residual[:, p:p + n] = -theta, np.eye(n)
             kappa = self.magnitude
             self._whitening = (self._predictor, root @ residual, 0.5 * (1.0 - 1.0 / kappa),
-                               0.5 * n * math.log(kappa))
+                               0.5 * n * math.log(kappa), kappa)
         return self._whitening
 
     def _cusum_step(self, v: np.ndarray) -> float:
         """The CUSUM increment ``l`` of one regression vector ``v`` (:meth:`_whitener`)."""
         whitening = self._whitening     # (the cache read inline: a call is 7 % of this step)
-        if whitening[0] is not self._predictor:
+        if whitening[0] is not self._predictor or whitening[4] != self.magnitude:
             whitening = self._whitener()
-        _, whiten, gain, offset = whitening
+        _, whiten, gain, offset, _ = whitening
         z = whiten.dot(v)
         return gain * float(z.dot(z)) - offset
 
@@ -549,7 +550,7 @@ class OnlineDMDidc:
         """CUSUM ``g`` over the rows of ``V`` from the current value (vectorized:
         ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` with ``S`` the running sum of the
         increments ``l`` of :meth:`_whitener`, as :meth:`_cusum_step` column by column)."""
-        _, whiten, gain, offset = self._whitener()
+        _, whiten, gain, offset, _ = self._whitener()
         Z = whiten @ V
         S = np.cumsum(gain * np.einsum("ik,ik->k", Z, Z) - offset)
         return S - np.minimum(np.minimum.accumulate(S), -self._cusum)

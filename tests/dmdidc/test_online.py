@@ -411,3 +411,30 @@ def test_one_sample_calls_with_short_memory():
         grams.append(live.statistics().gram)
     assert np.all(np.isfinite(grams[0])) and np.abs(grams[1]).max() > 0
     assert np.allclose(grams[0], grams[1], rtol=1e-9, atol=1e-9 * np.abs(grams[1]).max())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cusum_increments_follow_a_changed_magnitude(seed):
+    # the cached whitening is keyed on the predictor and on kappa: after `magnitude` changes,
+    # the one-sample and the chunk increments are l = (1 - 1/kappa) q / 2 - n log(kappa) / 2
+    # with the new kappa (q from the predictor directly), not the kappa of the cache
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=2, n_inputs=1, max_delay=3, dt=1.0)
+    U = rng.standard_normal((1, 2000))
+    X = plant.simulate(rng.standard_normal(2), U) + 0.01 * rng.standard_normal((2, 2001))
+    live = OnlineDMDidc(max_delay=3, dt=1.0, warmup=300, refresh=10_000).update(X, U)
+    theta, precision = live._predictor
+    n, p = theta.shape
+    V = rng.standard_normal((live._layout.dimension, 6))
+    residual = V[p:p + n] - theta @ V[:p]
+    q = np.einsum("ik,ij,jk->k", residual, precision, residual)
+    for kappa in (live.magnitude, 4.0, 1.5):
+        live.magnitude = kappa
+        expected = 0.5 * (1 - 1 / kappa) * q - 0.5 * n * np.log(kappa)
+        steps = [live._cusum_step(v) for v in V.T]
+        np.testing.assert_allclose(steps, expected, rtol=1e-9, atol=1e-9 * np.abs(q).max())
+        live._cusum = 0.0
+        S = np.cumsum(expected)
+        np.testing.assert_allclose(live._cusum_path(V), S - np.minimum(np.minimum.accumulate(S),
+                                                                      0.0),
+                                   rtol=1e-9, atol=1e-9 * np.abs(q).sum())
