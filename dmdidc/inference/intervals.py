@@ -74,6 +74,7 @@ from _toolbox.validation import as_generator, check_in_interval, check_integer, 
 from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import (
     ContinuousModelWarning,
+    InconsistentModelError,
     LogarithmError,
     ParameterError,
 )
@@ -296,7 +297,7 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
             try:
                 intervals = with_pretest_bias(intervals, _delta_method(
                     alternative, active, blocks, **shape, earlier_side=earlier_side))
-            except (ValueError, np.linalg.LinAlgError):
+            except (LogarithmError, InconsistentModelError, np.linalg.LinAlgError):
                 pass     # IV's blocks have no continuous model: no bias estimate to add
         out = intervals if out is None else _union(out, intervals)
     return out
