@@ -297,3 +297,22 @@ def test_the_robust_residual_in_place_is_the_one_on_a_copy():
     kept = E.copy()
     assert _largest_robust_residual(E.copy()) == largest_robust_residual(E)
     np.testing.assert_array_equal(E, kept)           # the public function leaves E alone
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_laid_out_rows_are_the_shifted_signals_of_every_kept_trajectory(seed):
+    # the moment checks' one-array layout equals building each trajectory's lagged rows and
+    # concatenating them; trajectories with fewer than two samples in range are left out
+    from dmdidc.inference.residuals import _laid_out
+
+    rng = np.random.default_rng(seed)
+    start, end = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+    sources = [(rng.standard_normal((3, K + 1)), rng.standard_normal((2, K)))
+               for K in rng.integers(start + end, start + end + 40, size=4)]
+    blocks = [(0, range(-1, 1)), (1, range(-end, start + 1))]
+    laid, lengths = _laid_out(sources, blocks, start, end)
+    expected = [np.concatenate([s[w][:, start - lag:s[1].shape[1] - end - lag]
+                                for w, lags in blocks for lag in lags])
+                for s in sources if s[1].shape[1] - end - start >= 2]
+    assert lengths == [e.shape[1] for e in expected]
+    np.testing.assert_array_equal(laid, np.concatenate(expected, axis=1))
