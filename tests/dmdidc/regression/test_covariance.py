@@ -158,14 +158,17 @@ def _instrument_blocks(rng, layout: str, lengths, n=3, m=2, R=4, offset=0.0):
 @pytest.mark.parametrize("layout", ["simulated", "exogenous"])
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout, centred, seed):
-    # Lags up to past the instruments' own lag window (R = 4) and pieces shorter than the lag:
+@pytest.mark.parametrize("lengths", [(120, 3, 57, 1), (2, 1, 90, 5)])
+def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout, centred, seed,
+                                                                         lengths):
+    # Lags up to past the instruments' own lag window (R = 4) and pieces shorter than the lag
+    # (also first, so products across piece starts reach back over several pieces):
     # the shifted columns of the lag-0 gram (less each piece's first samples, plus the constant
     # that centring leaves between two lags of one signal) are the direct products.
     from dmdidc.regression.instrumental import lagged_moments
 
     rng = np.random.default_rng(seed)
-    _, blocks, structure = _instrument_blocks(rng, layout, (120, 3, 57, 1), offset=0.7)
+    _, blocks, structure = _instrument_blocks(rng, layout, lengths, offset=0.7)
     Z = np.concatenate([b[2] for b in blocks], axis=1)
     means = Z.mean(axis=1) if centred else None
     if centred:
