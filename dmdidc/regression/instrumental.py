@@ -261,6 +261,11 @@ def projected_instruments(S_zz: np.ndarray, S_zphi: np.ndarray) -> np.ndarray:
     return (Lz.T @ B @ np.linalg.pinv(B.T @ B)) / z_scale[:, None]
 
 
+#: Rows of the stacked lagged operand of :func:`lagged_moments` (bounded memory: a block of
+#: lags is one matrix product, one pass over the instruments instead of one per lag).
+_LAGGED_ROWS = 256
+
+
 def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarray,
                    means: np.ndarray | None = None,
                    lagged: tuple[int, int] | None = None) -> np.ndarray:
@@ -301,20 +306,34 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
     head, width = (q, 0) if lagged is None else lagged
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
     out = np.empty((lags, q, q))
-    for tau in range(1, lags + 1):
-        # the new columns: one product of the pieces side by side at the shift tau (views,
-        # no copy), less the products that reach across the start of a piece (at most tau
-        # samples each): 1.3-2x faster than a zero-padded stacked operand of the lags
-        tail = max(q - width * tau, head)
-        for cols in (slice(0, min(head, q)), slice(tail, q)):
-            if cols.start >= cols.stop:
-                continue
-            block = Z[:, tau:] @ Z[cols, :N - tau].T
-            for s, length in zip(starts[1:], lengths[1:], strict=True):
-                lo, hi = max(s, tau), min(s + tau, s + length)
-                if lo < hi:
-                    block -= Z[:, lo:hi] @ Z[cols, lo - tau:hi - tau].T
-            out[tau - 1][:, cols] = block
+    if lagged is None:
+        _direct_lags(Z, starts, lengths, out)
+        return out
+    direct = [np.concatenate([np.arange(min(head, q)), np.arange(max(q - width * tau, head), q)])
+              for tau in range(1, lags + 1)]
+    # the new columns of a block of lags in one product with a stacked operand whose rows
+    # for lag tau hold z_{k-tau} (zero for the first tau samples of each piece)
+    first = 1
+    while first <= lags:
+        last, rows = first, direct[first - 1].size
+        while last < lags and rows + direct[last].size <= _LAGGED_ROWS:
+            rows += direct[last].size
+            last += 1
+        stacked = np.zeros((rows, N))
+        at = 0
+        for tau in range(first, last + 1):
+            cols = direct[tau - 1]
+            for s, length in zip(starts, lengths, strict=True):
+                if length > tau:
+                    stacked[at:at + cols.size, s + tau:s + length] = Z[cols, s:s + length - tau]
+            at += cols.size
+        products = Z @ stacked.T
+        at = 0
+        for tau in range(first, last + 1):
+            cols = direct[tau - 1]
+            out[tau - 1][:, cols] = products[:, at:at + cols.size]
+            at += cols.size
+        first = last + 1
     for tau in range(1, lags + 1):
         shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
         if shifted.size == 0:
@@ -326,6 +345,23 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
             sums = Z.sum(axis=1) - sum(e.sum(axis=1) for e in edges)
             out[tau - 1][:, shifted] += np.outer(sums, means[source] - means[shifted])
     return out
+
+
+def _direct_lags(Z: np.ndarray, starts: np.ndarray, lengths: list[int], out: np.ndarray) -> None:
+    """``out[tau - 1] = S(tau)`` for series without lag structure: per lag one product of the
+    pieces side by side at the shift (views, no copy) less the few products reaching across
+    piece starts.  Every column is new here, and a pass over ``Z`` per lag costs less than
+    copying them into a stacked operand (40 rows x 2 lags 4.6 ms against 7.7 ms, 40 x 20 57
+    against 94 ms on 10 pieces of 1960 samples); with few new columns per lag (the lagged
+    layout) the stacked operand's single pass wins (104 rows, head 20: 9-10 ms against 12)."""
+    N = Z.shape[1]
+    for tau in range(1, out.shape[0] + 1):
+        block = Z[:, tau:] @ Z[:, :N - tau].T
+        for s, length in zip(starts[1:], lengths[1:], strict=True):
+            lo, hi = max(s, tau), min(s + tau, s + length)
+            if lo < hi:
+                block -= Z[:, lo:hi] @ Z[:, lo - tau:hi - tau].T
+        out[tau - 1] = block
 
 
 def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = False,
