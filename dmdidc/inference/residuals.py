@@ -859,8 +859,8 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
             checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
             continue
         statistic, rank, z, index = _moment_statistic(
-            np.split(reduced, cuts, axis=1), residuals,
-            independent_lags if independent else dependent_lags, independent, back)
+            reduced, E_all, lengths, independent_lags if independent else dependent_lags,
+            independent, back, np.eye(reduced.shape[0]))     # orthonormal directions
         critical = float(special.chdtri(max(rank, 1), level))
         moment_row, residual = divmod(index, n)
         width = m if group != "state" else n
@@ -917,27 +917,30 @@ def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
     back : ndarray, shape (q, r)
         ``back @ reduced`` is ``corrected`` without the dropped directions.
     """
-    energy = np.sum(raw * raw, axis=1)
+    energy = np.einsum("ij,ij->i", raw, raw)
     scale = np.sqrt(np.where(energy > 0, energy, 1.0))
-    scaled = corrected / scale[:, None]
-    values, vectors = np.linalg.eigh(scaled @ scaled.T)
+    # the scaled signals' Gram and directions, without a scaled copy of the signals
+    values, vectors = np.linalg.eigh((corrected @ corrected.T) / np.outer(scale, scale))
     keep = values > _DECIDABLE_ENERGY
     root = np.sqrt(values[keep])
-    reduced = (vectors[:, keep] / root).T @ scaled
+    reduced = (vectors[:, keep] / root / scale[:, None]).T @ corrected
     return reduced, scale[:, None] * vectors[:, keep] * root
 
 
-def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, independent: bool,
-                      back: np.ndarray | None = None) -> tuple[float, int, float, int]:
+def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: int,
+                      independent: bool, back: np.ndarray | None = None,
+                      gram: np.ndarray | None = None) -> tuple[float, int, float, int]:
     """``vec(g)^T V^+ vec(g)``, its degrees of freedom, and the largest ``|g_i| / sd_i``.
 
-    With ``back`` (q, r), ``W`` holds ``r`` reduced directions (:func:`_decidable_directions`)
-    and the largest standardized moment is that of the signals ``back @ W`` (the index into
-    their ``(q, n)`` moments).
+    ``W`` (q, N) and ``E`` (n, N) hold the trajectories (``lengths`` samples each) side by
+    side; lags stay within a trajectory.  With ``back`` (q, r), ``W`` holds ``r`` reduced
+    directions (:func:`_decidable_directions`) and the largest standardized moment is that of
+    the signals ``back @ W`` (the index into their ``(q, n)`` moments).  ``gram``: ``W W^T``
+    when the caller knows it (the identity for orthonormal directions).
     """
-    q, n = W[0].shape[0], E[0].shape[0]
-    N = sum(e.shape[1] for e in E)
-    g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()       # row-major (q, n)
+    q, n = W.shape[0], E.shape[0]
+    N = E.shape[1]
+    g = (W @ E.T).ravel()                                             # row-major (q, n)
     V = np.zeros((q * n, q * n))
     if independent:
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
@@ -945,11 +948,10 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
         # the lagged products of all pieces and lags in a few products (lagged_moments)
         from dmdidc.regression.instrumental import lagged_moments
 
-        lengths = [w.shape[1] for w in W]
-        Wc, Ec = np.concatenate(W, axis=1), np.concatenate(E, axis=1)
-        W0, E0 = Wc @ Wc.T, Ec @ Ec.T
-        W_lagged = lagged_moments(Wc, lengths, lags, W0)
-        E_lagged = lagged_moments(Ec, lengths, lags, E0)
+        W0 = W @ W.T if gram is None else gram
+        E0 = E @ E.T
+        W_lagged = lagged_moments(W, lengths, lags, W0)
+        E_lagged = lagged_moments(E, lengths, lags, E0)
         left, right = [], []
         for tau in range(lags + 1):
             weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
@@ -962,7 +964,8 @@ def _moment_statistic(W: list[np.ndarray], E: list[np.ndarray], lags: int, indep
     else:
         # sum_k sum_l weight(|k - l|) m_k m_l^T: each moment series smoothed by the Bartlett
         # kernel (within its trajectory), then one product -- not one product per lag.
-        for w, e in zip(W, E, strict=True):
+        cuts = np.cumsum(lengths)[:-1]
+        for w, e in zip(np.split(W, cuts, axis=1), np.split(E, cuts, axis=1), strict=True):
             moments = (w[:, None, :] * e[None, :, :]).reshape(q * n, -1)
             smoothed = moments.copy()
             for tau in range(1, min(lags, moments.shape[1] - 1) + 1):

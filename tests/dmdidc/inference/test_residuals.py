@@ -167,7 +167,9 @@ def test_dependent_moment_covariance_equals_the_sum_over_lags(seed, lengths, lag
         term = sum(m[:, tau:] @ m[:, :m.shape[1] - tau].T for m in moments if m.shape[1] > tau)
         V += term if tau == 0 else (1.0 - tau / (lags + 1.0)) * (term + term.T)
     g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()
-    statistic, rank, _, _ = _moment_statistic(W, E, lags, independent=False)
+    statistic, rank, _, _ = _moment_statistic(np.concatenate(W, axis=1),
+                                              np.concatenate(E, axis=1), list(lengths), lags,
+                                              independent=False)
     expected, expected_rank = _pseudo_quadratic(0.5 * (V + V.T), g)
     assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
 
@@ -188,7 +190,9 @@ def test_independent_moment_covariance_is_the_bartlett_sum_of_kronecker_products
         term = np.kron(Wt, Et)
         V += term if tau == 0 else (1.0 - tau / (lags + 1.0)) * (term + term.T)
     g = sum(w @ e.T for w, e in zip(W, E, strict=True)).ravel()
-    statistic, rank, z, index = _moment_statistic(W, E, lags, independent=True)
+    statistic, rank, z, index = _moment_statistic(np.concatenate(W, axis=1),
+                                                  np.concatenate(E, axis=1), list(lengths),
+                                                  lags, independent=True)
     expected, expected_rank = _pseudo_quadratic(0.5 * (V + V.T), g)
     sd = np.sqrt(np.diag(V))
     assert rank == expected_rank and np.isclose(statistic, expected, rtol=1e-9)
