@@ -7,13 +7,16 @@ closed-loop inputs (an LQR gain on the noisy measurements plus a dither, as
 ``make_data("closed_loop")``); 20-40 dB of measurement noise; K log-uniform in 2000-20000.
 Scenarios on the same plant and noise: ``none`` (no offset), ``sensor`` (``y = x + c``, ``c``
 0.1-3 times each state's rms, log-uniform, random signs), ``bias`` (the actuator acts on
-``u + b``, ``b`` 0.1-3 input standard deviations; the recorded input is ``u``) and ``both``.
+``u + b``, ``b`` 0.1-3 input standard deviations; the recorded input is ``u``) and ``both``;
+``mean`` is offset-free too, with the inputs recorded around a mean ``b`` (an operating point).
 Each fit: *right* (every delay within 0.1 T and every eigenvalue of ``A_c`` within 10 %,
 matched one to one), else *loud* (an error or a DiagnosticWarning), else *silently wrong*.
-On offset-free data, a fit that is right but warns is a *false alarm*.
+A failed ``offset`` check on offset-free data is a *false alarm* (it can fail only with
+``--detrend none``).
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python docs/scripts/offset_sweep.py \
-          [--plants 30] [--estimators auto iv ls] [--scenarios none sensor bias both]
+          [--plants 30] [--estimators auto iv ls] [--scenarios none mean sensor bias both]
+          [--detrend auto|none]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dmdidc import DelayedPlant, DMDidc
 from dmdidc.errors import DiagnosticWarning
 from simulations.studies.data_kinds import _loop_gain, _rms, random_plant
 
-SCENARIOS = ("none", "sensor", "bias", "both")
+SCENARIOS = ("none", "mean", "sensor", "bias", "both")
 FEEDS = ("white", "lowpass", "closed_loop")
 
 
@@ -65,6 +68,8 @@ def simulate(case: dict, scenario: str, seed: int):
     c = case["sensor"][:, None] * scale if scenario in ("sensor", "both") else np.zeros((n, 1))
     u_scale = 1.0 if not closed else 0.3
     b = case["bias"] * u_scale if scenario in ("bias", "both") else np.zeros(m)
+    if scenario == "mean":
+        excitation = excitation + case["bias"][:, None] * u_scale
     if not closed:
         return plant.simulate(np.zeros(n), excitation + b[:, None]) + c + noise, excitation, None
     gain = _loop_gain(plant)
@@ -86,7 +91,7 @@ def _eigenvalue_error(estimate: np.ndarray, truth: np.ndarray) -> float:
     return float(cost[rows, cols].max())
 
 
-def fit_case(seed: int, scenario: str, estimator: str) -> dict:
+def fit_case(seed: int, scenario: str, estimator: str, detrend: str | None = "auto") -> dict:
     """One fit: the verdict, the errors, whether the affine model was fitted, the warnings."""
     case = draw_case(seed)
     plant = case["plant"]
@@ -94,7 +99,7 @@ def fit_case(seed: int, scenario: str, estimator: str) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            fit = DMDidc(max_delay=4, estimator=estimator).fit(
+            fit = DMDidc(max_delay=4, estimator=estimator, detrend=detrend).fit(
                 Y, U, dt=1.0, reference=None if estimator == "ls" else reference)
             A_c, delay = fit.A_c, fit.delay
         except ValueError as error:
@@ -117,19 +122,23 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="first seed")
     parser.add_argument("--estimators", nargs="+", default=["auto", "iv", "ls"])
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS))
+    parser.add_argument("--detrend", choices=["auto", "none"], default="auto")
     parser.add_argument("--verbose", action="store_true", help="print every fit not right")
     args = parser.parse_args()
     seeds = range(args.first, args.first + args.plants)
     for estimator in args.estimators:
-        results = {s: [fit_case(seed, s, estimator) for seed in seeds] for s in args.scenarios}
+        detrend = None if args.detrend == "none" else "auto"
+        results = {s: [fit_case(seed, s, estimator, detrend) for seed in seeds]
+                   for s in args.scenarios}
         baseline = results.get("none")
         for scenario, rows in results.items():
             tally = Counter(r["verdict"] for r in rows)
             line = (f"{estimator:4s} {scenario:6s}: right {tally['right']:3d}, loud "
                     f"{tally['loud']:3d}, silently wrong {tally['silently wrong']:3d} of "
-                    f"{len(rows)}; affine {sum(bool(r['affine']) for r in rows)}; right but "
-                    f"warned {sum(r['verdict'] == 'right' and r['alarm'] for r in rows)}")
-            if baseline is not None and scenario != "none":
+                    f"{len(rows)}; affine {sum(bool(r['affine']) for r in rows)}; offset check "
+                    f"failed {sum('offset' in r['failed'] for r in rows)}; right but warned "
+                    f"{sum(r['verdict'] == 'right' and r['alarm'] for r in rows)}")
+            if baseline is not None and scenario not in ("none", "mean"):
                 kept = Counter(r["verdict"] for r, b in zip(rows, baseline, strict=True)
                                if b["verdict"] == "right")
                 line += (f"; of the {sum(kept.values())} right without offset: right "
