@@ -130,17 +130,56 @@ def judge(seed: int) -> dict:
         result["right"] = result["eig_error"] < 0.1 and result["delay_error"] < 0.1
         low, high = est.delay_ci().T
         result["delay_covered"] = list((low <= plant.delay) & (plant.delay <= high))
+        result["delay_width"] = list((high - low) / T)
+        periods = plant.delay / T
+        result["delay_whole"] = list(np.abs(periods - np.round(periods)) < 0.05)
         low, high = est.eigenvalue_ci().T
         low, high = low[np.argsort(est.eigenvalues_)], high[np.argsort(est.eigenvalues_)]
-        inside = ((low.real <= truth.real) & (truth.real <= high.real)
-                  & (low.imag <= truth.imag) & (truth.imag <= high.imag))
+        real_in = (low.real <= truth.real) & (truth.real <= high.real)
+        imag_in = (low.imag <= truth.imag) & (truth.imag <= high.imag)
+        inside = real_in & imag_in
         result["covered"] = result["delay_covered"] + list(inside)
+        # per part, a conjugate pair counted once (its upper member)
+        upper = truth.imag >= 0
+        result["eig_parts"] = [(bool(t.imag != 0), bool(r), bool(i), float(h.real - lo.real)
+                                / abs(t), float(h.imag - lo.imag) / abs(t))
+                               for t, r, i, lo, h in zip(truth[upper], real_in[upper],
+                                                         imag_in[upper], low[upper], high[upper],
+                                                         strict=True)]
         result["within"] = bool(all(result["covered"]))
     if result["right"] and result["loud"]:
         result["true_warning"] = all(true_delay_warning(c, text) for text in messages)
     if not result["right"] and not result["loud"] and est.order_ < c["n"]:
         result["oracle_p"] = oracle_p(c, est)
     return result
+
+
+def coverage_breakdown(right: list) -> None:
+    """Coverage per quantity on the right fits, with the median interval widths."""
+    if not right:
+        return
+    delays = [(c, w, whole) for r in right for c, w, whole in zip(
+        r["delay_covered"], r["delay_width"], r["delay_whole"], strict=True)]
+    parts = [p for r in right for p in r["eig_parts"]]
+
+    def line(name: str, covered: list, widths: list, unit: str) -> None:
+        if covered:
+            print(f"  {name:<44} {len(covered):>4} covered {np.mean(covered):.3f}  median "
+                  f"width {np.median(widths):.4g} {unit}")
+    print("95 % intervals on the right fits (a conjugate pair counted once):")
+    for name, keep in (("delays", lambda d: True), ("delays within 0.05 T of a whole period",
+                                                    lambda d: d[2]),
+                       ("fractional delays", lambda d: not d[2])):
+        chosen = [d for d in delays if keep(d)]
+        line(name, [d[0] for d in chosen], [d[1] for d in chosen], "T")
+    real = [p for p in parts if not p[0]]
+    pairs = [p for p in parts if p[0]]
+    line("real eigenvalues", [p[1] and p[2] for p in real], [p[3] for p in real], "|lambda|")
+    line("complex pairs: real part", [p[1] for p in pairs], [p[3] for p in pairs], "|lambda|")
+    line("complex pairs: imaginary part", [p[2] for p in pairs], [p[4] for p in pairs],
+         "|lambda|")
+    line("complex pairs: box (both parts)", [p[1] and p[2] for p in pairs],
+         [max(p[3], p[4]) for p in pairs], "|lambda| (longer side)")
 
 
 def main() -> None:
@@ -176,6 +215,7 @@ def main() -> None:
           f"{len(false_alarms):>13} {np.mean(delays) if delays else np.nan:>15.2f} "
           f"{np.mean(every) if every else np.nan:>13.2f} "
           f"{np.median([r['seconds'] for r in results]):>15.2f}")
+    coverage_breakdown(right)
     if silent:
         print("silently wrong seeds:", ",".join(str(r["seed"]) for r in silent))
         groups = {

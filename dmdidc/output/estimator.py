@@ -29,6 +29,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
+from dmdidc.output.intervals import other_sides, spanned
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
 from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
@@ -275,7 +276,7 @@ class OutputDMDidc:
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
         n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
         n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
-        refined = self._check_delays(scaled, R, dt, refined)
+        refined = self._checked_delays(scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
         return self
 
@@ -364,7 +365,7 @@ class OutputDMDidc:
             R, order, _, max_order = self._checked(Y.shape[0])
             n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
             n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
-            refined = self._check_delays(scaled, R, dt, refined)
+            refined = self._checked_delays(scaled, R, dt, refined)
         except InsufficientExcitationError as exc:
             self._pending = exc
             if hasattr(self, "order_"):
@@ -593,6 +594,15 @@ class OutputDMDidc:
                 f"fits with order= set", DiagnosticWarning, stacklevel=3)
         return n, start, refined
 
+    def _checked_delays(self, experiments: list, R: int, dt: float, refined: Refined
+                        ) -> Refined:
+        """:meth:`_check_delays`, then the fits across the nearest whole periods that
+        :meth:`delay_ci` joins (:mod:`dmdidc.output.intervals`)."""
+        refined = self._check_delays(experiments, R, dt, refined)
+        self._other_sides = other_sides(experiments, refined, dt, R,
+                                        feedthrough=self.feedthrough, offset=self.offset)
+        return refined
+
     def _check_delays(self, experiments: list, R: int, dt: float, refined: Refined) -> Refined:
         """Right or loud about each delay: is there a second delay the data fit as well?
 
@@ -738,15 +748,19 @@ class OutputDMDidc:
 
         Wald intervals ``delay +- z se`` from the joint output-error covariance (the errors of
         the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
+        Near a whole period, the fit restarted across it is joined unless the likelihood
+        ratio rejects it at ``level`` (the outputs are not smooth in the delay
+        there: :mod:`dmdidc.output.intervals`; not for a model read by :meth:`load`).
         """
         self._check_fitted()
         level = float(level)
         if not 0.0 < level < 1.0:
             raise ParameterError(f"level={level!r}; accepted: (0, 1)")
         z = stats.norm.isf((1.0 - level) / 2.0)
-        low = np.clip(self.delay - z * self.delay_se_, 0.0, self.max_delay * self.dt)
-        high = np.clip(self.delay + z * self.delay_se_, 0.0, self.max_delay * self.dt)
-        return np.stack([low, high], axis=1)
+        low, high = spanned(self.delay - z * self.delay_se_, self.delay + z * self.delay_se_,
+                            getattr(self, "_other_sides", ()), z, level)
+        bound = self.max_delay * self.dt
+        return np.stack([np.clip(low, 0.0, bound), np.clip(high, 0.0, bound)], axis=1)
 
     def eigenvalue_ci(self, level: float = 0.95) -> np.ndarray:
         """Confidence intervals (n, 2) of the eigenvalues' real and imaginary parts as complex
