@@ -79,3 +79,27 @@ def test_intervals_stay_inside_the_delay_bounds(level):
     _, est = _kink_case(3, 1.01)
     low, high = est.delay_ci(level)[0]
     assert 0.0 <= low <= est.delay[0] <= high <= est.max_delay * T
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_a_complex_eigenvalues_box_covers_it_at_the_level(level):
+    """Each part of a complex eigenvalue's box is at sqrt(level) (Sidak), so that the box,
+    not each side alone, has the level; a real eigenvalue's interval stays at the level."""
+    rng = np.random.default_rng(4)
+    A_c = np.array([[-0.3, 2.0, 0.0], [-2.0, -0.3, 0.0], [0.0, 0.0, -1.0]])
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((3, 1)), np.array([0.7 * T]),
+                                         T, max_delay=3)
+    U = rng.standard_normal((1, 2000))
+    clean = rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :2000]
+    Y = clean + 0.05 * clean.std(axis=1, keepdims=True) * rng.standard_normal(clean.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=3, order=3).fit(Y, U, dt=T)
+    low, high = est.eigenvalue_ci(level).T
+    axes = est._axes_se()
+    complex_ = est.eigenvalues_.imag != 0
+    assert complex_.sum() == 2
+    z = np.where(complex_, stats.norm.isf((1 - np.sqrt(level)) / 2),
+                 stats.norm.isf((1 - level) / 2))
+    np.testing.assert_allclose((high - low).real, 2 * z * axes[:, 0], rtol=1e-12)
+    np.testing.assert_allclose((high - low).imag, 2 * z * axes[:, 1], rtol=1e-12)
