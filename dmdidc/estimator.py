@@ -48,7 +48,6 @@ from dmdidc.inference.intervals import (
     IntervalEstimate,
     asymptotic_intervals,
     bootstrap_intervals,
-    bootstrap_refit,
     model_vector,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
@@ -65,7 +64,7 @@ from dmdidc.regression.solution import (
     require_samples,
     stream_trajectory,
 )
-from dmdidc.resampling import Decisions, trajectory_refit
+from dmdidc.resampling import Decisions, parts_refit, trajectory_refit
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
@@ -908,8 +907,7 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("this estimator was fitted on a list of statistics; the "
                                      "bootstrap resamples them and takes no data")
-            params = dict(self.get_params(), max_delay=self._R)
-            refit, parts = bootstrap_refit(lambda: DMDidc(**params), self.dt, parts=self._parts)
+            refit, parts = self._parts_refit()
         else:
             if isinstance(X, IdData):
                 X, U, _, _ = as_arrays(X, U, None, caller="confidence_intervals")
@@ -920,6 +918,14 @@ class DMDidc:
             refit, parts = self._trajectory_refit(X, U, Z)
         return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
                                    level=level, n_resamples=n_resamples, rng=rng)
+
+    def _parts_refit(self) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
+        """The bootstrap refit over the parts given to ``fit_statistics``
+        (:func:`dmdidc.resampling.parts_refit`: the fit's decisions kept) and their number."""
+        refit = parts_refit(self._decisions, self._parts, max_delay=self._R, dt=self.dt,
+                            svd_rank=self.regression_rank, rank_rtol=self.rank_rtol,
+                            significance=self._significance, block_rtol=self.block_rtol)
+        return refit, len(self._parts)
 
     def _trajectory_refit(self, X: Any, U: Any, reference: Any
                           ) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:

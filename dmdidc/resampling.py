@@ -1,4 +1,4 @@
-"""Bootstrap refits over trajectories at the cost of the estimates, not of whole fits.
+"""Bootstrap refits (over trajectories or statistics parts) at the cost of the estimates.
 
 ``DMDidc.confidence_intervals(method="bootstrap", X=..., U=...)`` refits the model on
 trajectories resampled with replacement (:func:`dmdidc.inference.intervals.
@@ -21,6 +21,13 @@ Refined IV (instruments simulated from the model: ``estimator="auto"`` or ``"iv"
 default ``instruments``) and the robust estimators depend on every sample through the model or
 the weights: those resamples are fitted on the resampled data with the decisions fixed, the
 first stage's input-instrument statistics summed as above.
+
+The bootstrap over the parts given to ``fit_statistics`` (:func:`parts_refit`) follows the same
+rule: a resample is the counts-weighted sum of the parts and the solve the fit used (its
+estimator, instruments and ``R``), with no checks.  Privatized parts are resampled as the
+releases they are: a drawn part brings its noise realization (and its declared variance) as
+often as it is drawn, the sum ``+`` of the repeated parts (:func:`weighted_total` refuses them,
+as a sum of plain statistics).
 """
 
 from __future__ import annotations
@@ -35,10 +42,10 @@ from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.fitting import FitOutcome, _solve, _statistics, fit_trajectories
 from dmdidc.identified import identified_model
 from dmdidc.inference.intervals import model_vector
-from dmdidc.regression.solution import GramAccumulator, least_squares
+from dmdidc.regression.solution import GramAccumulator, RegressionSolution, least_squares
 from dmdidc.statistics.statistics import SufficientStatistics
 
-__all__ = ["Decisions", "trajectory_refit", "weighted_total"]
+__all__ = ["Decisions", "parts_refit", "trajectory_refit", "weighted_total"]
 
 #: Fixed instruments whose moments add up over trajectories.
 _ADDITIVE_INSTRUMENTS = ("inputs", "states", "exogenous")
@@ -137,6 +144,88 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
                  else int(counts @ [p.clipped or 0 for p in parts])))
 
 
+def _model_vector(n: int, m: int, R: int, dt: float, significance: float,
+                  block_rtol: float | None) -> Callable[[FitOutcome], np.ndarray | None]:
+    """The model vector of a resample's outcome: block test and recovery, no checks."""
+    def vector(outcome: FitOutcome) -> np.ndarray | None:
+        return model_vector(identified_model(outcome, n_states=n, n_inputs=m, max_delay=R,
+                                             dt=dt, significance=significance,
+                                             block_rtol=block_rtol).model)
+    return vector
+
+
+def _summed_refit(decisions: Decisions, total: Callable[[np.ndarray], SufficientStatistics],
+                  solve: Callable[[SufficientStatistics, np.ndarray], RegressionSolution],
+                  vector: Callable[[FitOutcome], np.ndarray | None]
+                  ) -> Callable[[np.ndarray], np.ndarray | None]:
+    """``refit(counts)``: the solve of the resample's summed statistics with ``decisions``
+    kept, or ``None`` when they do not identify the regression (a counted failure)."""
+    def refit(counts: np.ndarray) -> np.ndarray | None:
+        stats = total(counts)
+        try:
+            solution = solve(stats, counts)
+        except InsufficientExcitationError:
+            return None
+        return vector(FitOutcome(solution, decisions.estimator, decisions.instruments, stats,
+                                 centred=decisions.centred))
+    return refit
+
+
+def parts_refit(decisions: Decisions, parts: list[SufficientStatistics], *, max_delay: int,
+                dt: float, svd_rank: int | None, rank_rtol: float, significance: float,
+                block_rtol: float | None) -> Callable[[np.ndarray], np.ndarray | None]:
+    """``refit(counts)``: the model vector of ``fit_statistics`` on part ``i`` repeated
+    ``counts[i]`` times, with ``decisions`` kept and no checks (module notes), or ``None``
+    without a continuous model or when the resample does not identify the regression.
+
+    Parameters
+    ----------
+    decisions : Decisions
+        Those of the ``fit_statistics`` fit (its estimator and instruments).
+    parts : list of SufficientStatistics
+        The parts given to ``fit_statistics`` (plain or privatized).
+    max_delay : int
+        The fit's ``R``.
+    dt : float
+    svd_rank, rank_rtol
+        As in :class:`~dmdidc.DMDidc` (``svd_rank`` its ``regression_rank``).
+    significance, block_rtol
+        The block test's.
+
+    Returns
+    -------
+    callable
+        For :func:`~dmdidc.inference.intervals.bootstrap_intervals`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> parts = [SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=3)
+    ...          for U in (random_excitation(1, 100, rng=s) for s in range(4))]
+    >>> refit = parts_refit(Decisions("ls", None, False), parts, max_delay=3, dt=1.0,
+    ...                     svd_rank=None, rank_rtol=1e-10, significance=1e-3,
+    ...                     block_rtol=None)
+    >>> np.round(refit(np.array([2, 0, 1, 1])), 6)      # delay, A_c, B_c
+    array([ 1.5, -0.5,  1. ])
+    """
+    R = max_delay
+    private = any(part.releases for part in parts)
+
+    def total(counts: np.ndarray) -> SufficientStatistics:
+        if not private:
+            return weighted_total(parts, counts)
+        repeated = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
+        return sum(repeated[1:], repeated[0])      # each drawn release with its own noise
+
+    return _summed_refit(
+        decisions, total,
+        lambda stats, _: _solve(stats, R, decisions.estimator, decisions.centred,
+                                svd_rank=svd_rank, rank_rtol=rank_rtol),
+        _model_vector(parts[0].n_states, parts[0].n_inputs, R, dt, significance, block_rtol))
+
+
 def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, np.ndarray]],
                      references: list[np.ndarray] | None, *, max_delay: int, dt: float,
                      instrument_lags: int | None, method: str, svd_rank: int | None,
@@ -189,10 +278,7 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
     kind = decisions.instruments if decisions.estimator == "iv" else None
     signals = references if references is not None else [None] * len(trajectories)
 
-    def vector(outcome: FitOutcome) -> np.ndarray | None:
-        return model_vector(identified_model(outcome, n_states=n, n_inputs=m, max_delay=R,
-                                             dt=dt, significance=significance,
-                                             block_rtol=block_rtol).model)
+    vector = _model_vector(n, m, R, dt, significance, block_rtol)
 
     def chosen(counts: np.ndarray) -> list[int]:
         return [k for k, c in enumerate(counts) for _ in range(c)]
@@ -202,26 +288,18 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
                              instrument_lags if kind is not None else None)
                  for trajectory, signal in zip(trajectories, signals, strict=True)]
 
-        def refit(counts: np.ndarray) -> np.ndarray | None:
-            stats = weighted_total(parts, counts)
-            try:
-                if decisions.estimator == "ls" and not decisions.centred:
-                    # as the fit: the Gram pass is the statistics', refined on the data when
-                    # the moments are ill-conditioned
-                    moments = GramAccumulator.from_moments(stats.gram, stats.sums,
-                                                           stats.n_samples, n_states=n,
-                                                           n_inputs=m, max_delay=R)
-                    solution, _ = least_squares([trajectories[k] for k in chosen(counts)], R,
-                                                method=method, chunk_size=chunk_size,
-                                                accumulated=moments, **options)
-                else:
-                    solution = _solve(stats, R, decisions.estimator, decisions.centred,
-                                      **options)
-            except InsufficientExcitationError:
-                return None
-            return vector(FitOutcome(solution, decisions.estimator, decisions.instruments,
-                                     stats, centred=decisions.centred))
-        return refit
+        def solve(stats: SufficientStatistics, counts: np.ndarray) -> RegressionSolution:
+            if decisions.estimator == "ls" and not decisions.centred:
+                # as the fit: the Gram pass is the statistics', refined on the data when the
+                # moments are ill-conditioned
+                moments = GramAccumulator.from_moments(stats.gram, stats.sums, stats.n_samples,
+                                                       n_states=n, n_inputs=m, max_delay=R)
+                return least_squares([trajectories[k] for k in chosen(counts)], R,
+                                     method=method, chunk_size=chunk_size,
+                                     accumulated=moments, **options)[0]
+            return _solve(stats, R, decisions.estimator, decisions.centred, **options)
+        return _summed_refit(decisions, lambda counts: weighted_total(parts, counts), solve,
+                             vector)
 
     refined = decisions.instruments == "model" and references is None
     inputs = ([_statistics([trajectory], R, "inputs") for trajectory in trajectories]

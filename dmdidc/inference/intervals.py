@@ -36,8 +36,8 @@ The ``block_rtol`` override fixes the structure by the user's rule instead of a 
 its intervals are not spanned.
 
 **Bootstrap over trajectories** (or over the parts given to ``fit_statistics``): trajectories
-are resampled with replacement, the estimator is refitted (whole-delay decision included; over
-trajectories with the fit's estimator, instruments and intercept kept and no checks,
+(parts) are resampled with replacement, the estimator is refitted with the fit's estimator,
+instruments and intercept kept and no checks (whole-delay decision included:
 :mod:`dmdidc.resampling`), and the percentile interval of each quantity is reported.  It
 needs independent experiments (at least ~20 for a 95 % interval) and captures what the
 asymptotic interval cannot: the variability of the whole delay and of the block decision.
@@ -65,7 +65,6 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import special
@@ -87,7 +86,7 @@ from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import recover_channel, recover_continuous
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
-           "bootstrap_intervals", "bootstrap_refit", "model_vector", "INTERVAL_METHODS",
+           "bootstrap_intervals", "model_vector", "INTERVAL_METHODS",
            "hausman_variance", "with_pretest_bias"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
@@ -182,7 +181,8 @@ class ConfidenceIntervals:
     resamples : int
         Bootstrap resamples used (0 for asymptotic intervals).
     failures : int
-        Bootstrap resamples without a continuous model (no real logarithm), left out.
+        Bootstrap resamples without a continuous model (no real logarithm, or moments that do
+        not identify the regression), left out.
     """
 
     delay: IntervalEstimate
@@ -533,23 +533,3 @@ def model_vector(model) -> np.ndarray | None:
     if not model.has_continuous:
         return None
     return np.concatenate([model.delay, model.A_c.ravel(), model.B_c.ravel()])
-
-
-def bootstrap_refit(make_estimator: Callable[[], Any], dt: float, *, parts: list
-                    ) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
-    """``(refit(counts) -> model vector or None, number of parts)`` for :func:`bootstrap_intervals`
-    over the parts given to ``fit_statistics`` (resampled as wholes; the bootstrap over
-    trajectories is :func:`dmdidc.resampling.trajectory_refit`).
-
-    Parameters
-    ----------
-    make_estimator : callable
-        Returns a new, unfitted estimator with the parameters of the fit being bootstrapped.
-    dt : float
-    parts : list of SufficientStatistics
-    """
-    def refit(counts: np.ndarray) -> np.ndarray | None:
-        chosen = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
-        return model_vector(make_estimator().fit_statistics(sum(chosen[1:], chosen[0]),
-                                                            dt=dt).model_)
-    return refit, len(parts)

@@ -111,16 +111,21 @@ def test_bootstrap_data_must_be_the_fitted_kind():
         est.confidence_intervals(method="bootstrap", X=Xs, U=[np.vstack([U, U]) for U in Us])
 
 
-def test_resamples_raise_no_diagnostic_warnings():
-    # a structure the model does not hold (a second path 2 periods after the first) fails
-    # checks on every fit; the bootstrap's resamples run none and warn nothing
-    rng = np.random.default_rng(5)
+def two_path_experiments(rng, lengths):
+    """A structure the model does not hold (a second path 2 periods after the first): it
+    fails checks on every fit."""
     plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], 0.5, T, max_delay=3)
     blocks = plant.B_blocks.copy()
     blocks[3] = 0.5
     two_paths = DelayedPlant(plant.A_d, blocks, T)
-    Us = [random_excitation(1, 200, rng=rng) for _ in range(10)]
-    Xs = [two_paths.simulate([0.0], U) + 0.05 * rng.standard_normal((1, 201)) for U in Us]
+    Us = [random_excitation(1, length, rng=rng) for length in lengths]
+    return [two_paths.simulate([0.0], U) + 0.05 * rng.standard_normal((1, U.shape[1] + 1))
+            for U in Us], Us
+
+
+def test_resamples_raise_no_diagnostic_warnings():
+    # checks fail on every fit; the bootstrap's resamples run none and warn nothing
+    Xs, Us = two_path_experiments(np.random.default_rng(5), [200] * 10)
     with pytest.warns(ContinuousModelWarning):
         est = DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=T)
     with warnings.catch_warnings(record=True) as caught:
@@ -192,3 +197,74 @@ def test_weighted_total_refuses_what_a_sum_would_not_give():
             weighted_total(parts, counts)
     with pytest.raises(ParameterError, match="parts"):
         weighted_total([], np.array([], int))
+
+
+# the bootstrap over fit_statistics parts: the same rule (decisions kept, summed, no checks)
+PART_CASES = {
+    "ls plain": (dict(estimator="ls"), dict()),
+    "ls centred parts": (dict(estimator="ls"), dict(detrend="constant")),
+    "iv inputs": (dict(estimator="iv"), dict(instruments="inputs")),
+    "iv states centred parts": (dict(estimator="iv"), dict(instruments="states",
+                                                            detrend="constant")),
+    "auto (iv)": (dict(), dict(instruments="inputs")),
+    "auto (ls)": (dict(), dict()),
+    "ls privatized": (dict(estimator="ls"), dict(privatized=True)),
+}
+
+
+def statistics_parts(plant, rng, *, privatized=False, **kwargs):
+    from dmdidc import SufficientStatistics
+
+    Xs, Us = experiments(plant, rng, count=8, length=300)
+    if not privatized:
+        return [SufficientStatistics.from_data(X, U, max_delay=3, **kwargs)
+                for X, U in zip(Xs, Us, strict=True)]
+    bound = float(np.abs(np.concatenate(Xs, axis=1)).max()) + 1.0
+    return [SufficientStatistics.from_data(X, U, max_delay=3, state_bound=bound,
+                                           input_bound=5.0, **kwargs)
+            .privatize("gaussian", epsilon=1e3, delta=1e-5, rng=k)
+            for k, (X, U) in enumerate(zip(Xs, Us, strict=True))]
+
+
+@pytest.mark.parametrize("case", list(PART_CASES))
+@pytest.mark.parametrize("seed", range(2))
+def test_parts_resamples_equal_whole_fit_statistics_with_the_same_decisions(case, seed):
+    params, build = PART_CASES[case]
+    rng = np.random.default_rng(300 + 10 * seed + len(case))
+    plant = random_plant(rng)
+    parts = statistics_parts(plant, rng, **build)
+    compared = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=3, **params).fit_statistics(parts, dt=T)
+        refit, count = est._parts_refit()
+        assert count == len(parts)
+        for _ in range(3):
+            counts = np.bincount(rng.integers(0, count, count), minlength=count)
+            repeated = [p for p, c in zip(parts, counts, strict=True) for _ in range(c)]
+            whole = DMDidc(max_delay=3, **params).fit_statistics(sum(repeated), dt=T)
+            assert whole._decisions == est._decisions     # (statistics decide nothing else)
+            old, new = model_vector(whole.model_), refit(counts)
+            assert (old is None) == (new is None)
+            if old is not None:
+                np.testing.assert_allclose(new, old, rtol=1e-8, atol=1e-8 * np.abs(old).max())
+                compared += 1
+    assert compared >= 1
+
+
+def test_parts_bootstrap_warns_nothing_and_counts_failures():
+    # checks fail on every whole fit; the resamples run none; a resample of too few samples
+    # is a counted failure, not an error
+    from dmdidc import SufficientStatistics
+
+    Xs, Us = two_path_experiments(np.random.default_rng(5), [200] * 9 + [4])
+    parts = [SufficientStatistics.from_data(X, U, max_delay=3)
+             for X, U in zip(Xs, Us, strict=True)]
+    with pytest.warns(ContinuousModelWarning):
+        est = DMDidc(max_delay=3, estimator="ls").fit_statistics(parts, dt=T)
+    refit, _ = est._parts_refit()
+    assert refit(np.array([0] * 9 + [10])) is None       # one 1-sample part ten times: rank 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ci = est.confidence_intervals(method="bootstrap", n_resamples=20, rng=0)
+    assert caught == [] and ci.resamples == 20
