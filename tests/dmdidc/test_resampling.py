@@ -268,3 +268,24 @@ def test_parts_bootstrap_warns_nothing_and_counts_failures():
         warnings.simplefilter("always")
         ci = est.confidence_intervals(method="bootstrap", n_resamples=20, rng=0)
     assert caught == [] and ci.resamples == 20
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_privatized_resample_hidden_by_its_noise_is_a_failure_not_an_error(seed):
+    # eight copies of one 1-sample release: the repaired Gram is rank-deficient (the whole
+    # fit_statistics raises InsufficientExcitationError, which used to stop the bootstrap)
+    from dmdidc import SufficientStatistics
+
+    rng = np.random.default_rng(seed)
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], 1.5, T, max_delay=3)
+    Us = [random_excitation(1, length, rng=rng) for length in [400] * 7 + [4]]
+    parts = [SufficientStatistics.from_data(
+        plant.simulate([0.0], U) + 0.05 * rng.standard_normal((1, U.shape[1] + 1)), U,
+        max_delay=3, state_bound=5.0, input_bound=5.0).privatize(
+            "gaussian", epsilon=10.0, delta=1e-5, rng=k) for k, U in enumerate(Us)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=3, estimator="ls").fit_statistics(parts, dt=T)
+    refit, _ = est._parts_refit()
+    assert refit(np.array([0] * 7 + [8])) is None
+    assert refit(np.ones(8, int)) is not None
