@@ -35,7 +35,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.fitting import FitOutcome, fit_trajectories, offset_decision
+from dmdidc.fitting import FitOutcome, fit_trajectories, instrumented_offset_decision
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
@@ -753,7 +753,8 @@ class DMDidc:
             return FitOutcome(regression_from_statistics(stats, self._R, estimator="ls",
                                                          **options), "ls", statistics=stats)
         stats = self._accumulator.statistics()
-        offset = (offset_decision(stats, self._R, "iv", level=self._check_share, **options)
+        offset = (instrumented_offset_decision(stats, self._R, level=self._check_share,
+                                               **options)
                   if self.detrend == "auto" else None)
         centred = offset is not None and offset.significant
         use = stats.centered() if centred else stats

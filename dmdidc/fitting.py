@@ -52,7 +52,8 @@ from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.trajectories import subsample
 
-__all__ = ["FitOutcome", "fit_trajectories", "offset_decision", "REFINEMENTS"]
+__all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
+           "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
 #: A_c error on random plants at 10 dB by less than 2 % and costs a pass over the data).

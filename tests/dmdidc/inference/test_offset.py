@@ -174,3 +174,17 @@ def test_no_offset_no_false_alarm_on_random_plants(mean_input):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert DMDidc(max_delay=4).fit(X, U, dt=1.0).diagnostics_["offset"].passed
+
+
+def test_streamed_iv_decides_the_offset_as_the_batch_fit_does():
+    # partial_fit's IV solve decides the intercept by the same rule as fit (IV's test, then
+    # least squares' when IV's finds nothing): the sensor offsets IV's test alone misses are
+    # fitted as an operating point when streamed, too.
+    for seed in range(4):
+        plant, X, U = random_offset_data(seed, sensor=1.0, bias=0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = DMDidc(max_delay=4, estimator="iv")
+            for a in range(0, 4000, 1000):         # chunks overlap by one state
+                est.partial_fit(X[:, a:a + 1001], U[:, a:a + 1000], dt=1.0)
+        assert est.model_.operating_point is not None, seed
