@@ -196,7 +196,7 @@ class ConfidenceIntervals:
     def summary(self) -> str:
         """The intervals as text, delays first."""
         head = (f"{100 * self.level:g} % confidence intervals ({self.method}"
-                + (f", {self.resamples} resamples, {self.failures} without a continuous model"
+                + (f", {self.resamples} resamples, {self.failures} left out"
                    if self.method == "bootstrap" else "") + "):")
         lines = [head] + ["  " + line for item in (self.delay, self.A_c, self.B_c)
                           for line in item.lines()]

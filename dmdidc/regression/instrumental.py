@@ -217,7 +217,8 @@ def residual_memory(residuals: list[np.ndarray]) -> int:
 
     N = sum(e.shape[1] for e in residuals)
     limit = int(min(_MAX_HAC_LAGS, max(N // 10, 1)))
-    centred = [e - e.mean(axis=1, keepdims=True) for e in residuals]
+    # (a piece without samples has no mean: it adds nothing to the sums)
+    centred = [e - e.mean(axis=1, keepdims=True) for e in residuals if e.shape[1]]
     cov = autocovariances(centred, limit)
     rho = cov / np.where(cov[0] > 0, cov[0], 1.0)
     z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))

@@ -57,3 +57,16 @@ def test_autocovariances_accept_good_series_of_any_lengths(seed):
     assert out.shape == (lags + 1, rows)
     lag0 = sum(np.sum(s.astype(float) ** 2, axis=1) for s in series)
     np.testing.assert_allclose(out[0], lag0, rtol=1e-12, atol=1e-12)
+
+
+def test_residual_memory_skips_empty_pieces_without_a_warning():
+    # A trajectory with no residual samples adds nothing (it used to warn "Mean of empty slice").
+    import warnings
+
+    from dmdidc.regression.instrumental import residual_memory
+
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal((2, 500))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert residual_memory([e, np.zeros((2, 0))]) == residual_memory([e])
