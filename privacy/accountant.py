@@ -406,8 +406,8 @@ class Accountant(privacy_accountant.PrivacyAccountant):
 def _pure_epsilon(mechanism: Mechanism, neighboring: NeighboringRelation) -> float:
     """Pure-DP epsilon of one release under the relation (``inf`` if none)."""
     if neighboring is NeighboringRelation.REPLACE_ONE:
-        if math.isinf(mechanism.epsilon):
-            return math.inf
+        # epsilon grows with the sensitivity (infinite at D when infinite at D / 2): the
+        # undoubled one need not be computed first (a certified vector bound, ~0.2 s for SaS)
         return dataclasses.replace(mechanism, sensitivity=2.0 * mechanism.sensitivity).epsilon
     return mechanism.epsilon
 
