@@ -153,11 +153,16 @@ class DMDidc:
         restores backward-stable accuracy; beyond ``1e6`` it repeats the pass with QR.  In
         ``partial_fit`` it warns instead, since the data are gone.  All stream with memory
         independent of the number of samples.  Only ``"auto"`` with ``estimator != "ls"``.
-    detrend : {None, "constant", "linear"}, default None
-        Remove, per trajectory and per row of ``X``, ``U`` (and ``Z``), the mean
-        (``"constant"``) or the least-squares straight line over the sample index
-        (``"linear"``) before the fit, as MATLAB's ``detrend``.  The model is then in
-        deviations from the operating point: use it with deviations, ``x - x_op`` and
+    detrend : {"auto", None, "constant", "linear"}, default "auto"
+        ``"auto"``: test the regression's intercept (Hotelling's T^2 on the fit's moments,
+        :mod:`dmdidc.inference.offset`; under instrumental variables least squares' test when
+        IV's finds nothing) and fit the affine model (an operating point in ``model_``) when
+        it is significant, in ``fit`` and in ``partial_fit``'s instrumental solve.  ``None``:
+        fit through the origin; a significant intercept fails the ``offset`` check (a
+        warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
+        ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
+        the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``.  The model is
+        then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
         equilibrium (the estimator warns when the residuals show one).  Needs whole

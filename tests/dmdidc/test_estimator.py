@@ -24,6 +24,7 @@ The tests below do not assert copied digits; they compare with the exact discret
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import warnings
 
@@ -808,3 +809,13 @@ def test_block_rtol_must_lie_in_the_open_unit_interval():
     for bad in (0.0, 1.0, 2.0, -1e-3):
         with pytest.raises(ParameterError, match="block_rtol"):
             DMDidc(max_delay=1, block_rtol=bad).fit(X, U, dt=1.0)
+
+
+def test_documented_defaults_are_the_signature_defaults():
+    """Every ``name : ..., default X`` line of DMDidc's docstring names the default the
+    constructor has (detrend was documented as ``default None`` while it is ``"auto"``)."""
+    documented = dict(re.findall(r"^    (\w+) : .*, default (.+)$", DMDidc.__doc__, re.M))
+    signature = inspect.signature(DMDidc.__init__).parameters
+    assert "detrend" in documented and len(documented) >= 5
+    for name, default in documented.items():
+        assert default == repr(signature[name].default).replace("'", '"'), name
