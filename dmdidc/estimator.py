@@ -758,10 +758,12 @@ class DMDidc:
             return FitOutcome(regression_from_statistics(stats, self._R, estimator="ls",
                                                          **options), "ls", statistics=stats)
         stats = self._accumulator.statistics()
-        offset = (instrumented_offset_decision(stats, self._R, level=self._check_share,
-                                               **options)
-                  if self.detrend == "auto" else None)
-        centred = offset is not None and offset.significant
+        # the batch fit's rule (fit_trajectories): "auto" fits a significant intercept,
+        # None tests it only (the offset check then fails, as in fit)
+        mode = {"auto": "auto", None: "test"}[self.detrend]
+        offset = instrumented_offset_decision(stats, self._R, level=self._check_share,
+                                              offset=mode, **options)
+        centred = mode == "auto" and offset is not None and offset.significant
         use = stats.centered() if centred else stats
         return FitOutcome(regression_from_statistics(use, self._R, estimator="iv", **options),
                           "iv", stats.instruments, stats, offset, centred,

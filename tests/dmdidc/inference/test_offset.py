@@ -184,7 +184,35 @@ def test_streamed_iv_decides_the_offset_as_the_batch_fit_does():
         plant, X, U = random_offset_data(seed, sensor=1.0, bias=0.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = DMDidc(max_delay=4, estimator="iv")
-            for a in range(0, 4000, 1000):         # chunks overlap by one state
-                est.partial_fit(X[:, a:a + 1001], U[:, a:a + 1000], dt=1.0)
+            est = streamed(X, U, 1.0, max_delay=4, estimator="iv")
         assert est.model_.operating_point is not None, seed
+
+
+def streamed(X, U, dt, chunks=4, **params):
+    """DMDidc(**params) fed X, U in ``chunks`` consecutive chunks by partial_fit."""
+    est, L = DMDidc(**params), U.shape[1] // chunks
+    for a in range(0, chunks * L, L):                # chunks overlap by one state
+        est.partial_fit(X[:, a:a + L + 1], U[:, a:a + L], dt=dt)
+    return est
+
+
+def test_streamed_iv_without_detrend_tests_the_offset_as_the_batch_fit_does():
+    # detrend=None: fit tests the intercept and a significant one fails the offset check;
+    # partial_fit's IV solve did not test it at all (the check said 'not tested').  Now the
+    # streamed verdict is the batch one, loud with a large offset, quiet without one, and
+    # neither fits an operating point.
+    cases = [(data([3.0, -2.0], seed), 0.5, False) for seed in range(2)]
+    cases += [(data([0.0, 0.0], seed), 0.5, True) for seed in range(2)]
+    cases += [(random_offset_data(seed, sensor=sensor, bias=0.0), 1.0,
+               True if sensor == 0.0 else None)       # IV's weak test: batch's verdict
+              for seed in range(2) for sensor in (1.0, 0.0)]
+    for (_, X, U), dt, expected in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            batch = DMDidc(max_delay=4, estimator="iv", detrend=None).fit(X, U, dt=dt)
+            est = streamed(X, U, dt, max_delay=4, estimator="iv", detrend=None)
+        check = est.diagnostics_["offset"]
+        assert check.passed is batch.diagnostics_["offset"].passed, check
+        if expected is not None:                      # loud, or no false alarm
+            assert check.passed is expected, check
+        assert est.model_.operating_point is None
