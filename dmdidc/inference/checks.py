@@ -267,12 +267,15 @@ def unexplained_blocks(test: BlockTest, model: Any) -> Check:
         f"delay {model.delay[i] / T:.3g} T, which acts through the blocks "
         f"{np.flatnonzero(model.active_blocks[:, i]).tolist()}"
         for j, i in zip(*np.nonzero(discarded), strict=True))
+    remedy = ("excite the channel(s) more strongly or record longer data, so that the blocks "
+              "fit one delay; until then use method='bootstrap' intervals (which refit the "
+              "block decision on resampled experiments) rather than the asymptotic ones, or the "
+              "discrete model (its blocks)")
+    if test.rule == "block_rtol":       # the override, not the data, discarded the blocks
+        remedy = ("lower block_rtol, or leave it None so that the blocks are decided by their "
+                  "significance (the test)")
     return Check(
         "unexplained_block", question, False, float(statistics.max()), test.critical_value,
         f"the recovered delay leaves significant input blocks unexplained ({listed}): the "
         f"model discards an effect of the input the data show, so its delay stands on a block "
-        f"structure the data contradict",
-        "excite the channel(s) more strongly or record longer data, so that the blocks fit one "
-        "delay; until then use method='bootstrap' intervals (which refit the block decision "
-        "on resampled experiments) rather than the asymptotic ones, or the discrete model (its "
-        "blocks)")
+        f"structure the data contradict", remedy)

@@ -128,6 +128,25 @@ def test_a_delay_that_discards_a_significant_block_is_reported():
     assert "method='bootstrap'" in check.remedy and "longer data" in check.remedy
 
 
+def test_blocks_discarded_by_a_block_rtol_override_name_the_override():
+    # block_rtol=0.8 keeps only each channel's largest blocks: on random white-input plants
+    # with fractional delays the model then zeroes significant blocks (1.71 T read as 2 T).
+    # The check says so and its remedy is the override, not more excitation.
+    failed = 0
+    for seed in range(4):
+        rng = np.random.default_rng(5000 + seed)
+        plant = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
+        data = make_data("white", plant, samples=3000, snr_db=35, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = DMDidc(max_delay=4, block_rtol=0.8).fit(data.X, data.U, dt=1.0)
+        check = est.diagnostics_["unexplained_block"]
+        if check.failed:
+            failed += 1
+            assert "block_rtol" in check.remedy and "excite" not in check.remedy, check.remedy
+    assert failed >= 2
+
+
 @pytest.mark.parametrize("delays", ["whole", "fractional", "short"])
 def test_the_recovered_delay_explains_the_blocks_of_well_posed_fits(delays):
     # Random open-loop plants with white inputs (whole delays, fractional ones, and delays
