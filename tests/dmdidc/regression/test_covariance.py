@@ -184,6 +184,23 @@ def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout,
         np.testing.assert_allclose(plain[tau - 1], direct, rtol=0, atol=1e-12 * scale)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_lagged_moments_of_lags_beyond_all_samples_are_zero(seed):
+    # Without lag structure, a lag longer than all the pieces together pairs no samples: the
+    # products are zero (the shift's slice wrapped round and numpy raised a matmul error).
+    from dmdidc.regression.instrumental import lagged_moments
+
+    rng = np.random.default_rng(seed)
+    lengths = [int(k) for k in rng.integers(0, 3, 3)] + [1]
+    Z = rng.standard_normal((3, sum(lengths)))
+    moments = lagged_moments(Z, lengths, sum(lengths) + 3, Z @ Z.T)
+    pieces = np.split(Z, np.cumsum(lengths)[:-1], axis=1)
+    for tau in range(1, moments.shape[0] + 1):
+        direct = sum((z[:, tau:] @ z[:, :z.shape[1] - tau].T for z in pieces
+                      if z.shape[1] > tau), np.zeros((3, 3)))
+        np.testing.assert_allclose(moments[tau - 1], direct, rtol=0, atol=1e-12)
+
+
 def test_projected_instruments_invert_the_first_stage():
     # G^T S_zphi = I (the projected instruments reproduce the regressors' moments) and
     # G^T S_zz G = M^-1, with the shared lagged-input columns read from Z Z^T.
