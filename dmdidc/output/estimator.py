@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -29,7 +30,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
-from dmdidc.output.intervals import other_sides, spanned
+from dmdidc.output.intervals import OtherSide, other_sides, spanned
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
 from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
@@ -750,7 +751,7 @@ class OutputDMDidc:
         the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
         Near a whole period, the fit restarted across it is joined unless the likelihood
         ratio rejects it at ``level`` (the outputs are not smooth in the delay
-        there: :mod:`dmdidc.output.intervals`; not for a model read by :meth:`load`).
+        there: :mod:`dmdidc.output.intervals`; a model read by :meth:`load` keeps those fits).
         """
         self._check_fitted()
         level = float(level)
@@ -833,6 +834,9 @@ class OutputDMDidc:
             "eigenvalues": [[v.real, v.imag] for v in self.eigenvalues_],
             "eigenvalue_se": self.eigenvalue_se_.tolist(),
             "eigenvalue_se_parts": self._axes_se().tolist(),
+            # the fits across a whole period (delay_ci at any level, as fitted)
+            "other_sides": [None if side is None else dataclasses.asdict(side)
+                            for side in getattr(self, "_other_sides", ())],
             "noise_std": self.noise_std_.tolist(), "order": self.order_,
             "singular_values": self.singular_values_.tolist(), "noise_edge": self.noise_edge_,
             "horizon": self.horizon_,
@@ -870,6 +874,8 @@ class OutputDMDidc:
         est.eigenvalue_se_ = np.array(record["eigenvalue_se"])
         if "eigenvalue_se_parts" in record:
             est._eigenvalue_axes_se = np.array(record["eigenvalue_se_parts"]).reshape(-1, 2)
+        est._other_sides = tuple(None if side is None else OtherSide(**side)
+                                 for side in record.get("other_sides", ()))
         est.noise_std_ = np.array(record["noise_std"])
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])

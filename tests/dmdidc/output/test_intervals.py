@@ -106,3 +106,23 @@ def test_a_complex_eigenvalues_box_covers_it_at_the_level(level):
                  stats.norm.isf((1 - level) / 2))
     np.testing.assert_allclose((high - low).real, 2 * z * axes[:, 0], rtol=1e-12)
     np.testing.assert_allclose((high - low).imag, 2 * z * axes[:, 1], rtol=1e-12)
+
+
+def test_a_loaded_model_keeps_the_intervals_across_the_period(tmp_path):
+    # save/load kept the delay and its standard error but not the fit across the period: a
+    # loaded model's delay_ci fell back to the (narrower) Wald interval.  Now equal at every
+    # level, on fits whose joined interval differs from the Wald one.
+    joined = 0
+    for seed in range(12):
+        _, est = _kink_case(seed, 1.01)
+        if est._other_sides == (None,):
+            continue
+        loaded = OutputDMDidc.load(est.save(tmp_path / f"model{seed}.json"))
+        for level in (0.9, 0.95, 0.99):
+            np.testing.assert_array_equal(loaded.delay_ci(level), est.delay_ci(level))
+        z = stats.norm.isf(0.025)
+        wald = est.delay[0] + np.array([-z, z]) * est.delay_se_[0]
+        joined += not np.allclose(est.delay_ci()[0], np.clip(wald, 0, est.max_delay * T))
+        if joined >= 2:
+            return
+    pytest.fail(f"only {joined} fits joined the other side's interval")
