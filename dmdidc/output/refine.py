@@ -295,8 +295,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
                    dof=dof, layout=layout, converged=converged,
-                   residuals=tuple(part.reshape(-1, ny) for part in np.split(
-                       r, np.cumsum([(Y.shape[1] - R) * ny for Y, _ in experiments])[:-1])))
+                   residuals=tuple(np.split(r.reshape(-1, ny), splits)))
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
