@@ -22,9 +22,13 @@ most recent ``memory`` samples (:class:`Reservoir`).
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg
 
-from dmdidc.output.subspace import SubspaceBasis, basis_from_factor, stacked_data
+from dmdidc.output.subspace import (
+    SubspaceBasis,
+    basis_from_factor,
+    stacked_data,
+    triangular_factor,
+)
 
 __all__ = ["Reservoir", "SubspaceStatistics"]
 
@@ -83,10 +87,7 @@ class SubspaceStatistics:
         if stacked is None:                       # too short for a window yet: all in the tail
             return
         Z = stacked[0]
-        # Householder form (as subspace.py): mode="r" would return and triu the full array
-        factored = linalg.qr(np.vstack([self._factor, Z.T]), mode="raw", overwrite_a=True,
-                             check_finite=False)[0][0]
-        self._factor = np.triu(factored[:Z.shape[0]])
+        self._factor = triangular_factor(np.vstack([self._factor, Z.T]))
         self.columns += Z.shape[1]
 
     def rms(self) -> np.ndarray:

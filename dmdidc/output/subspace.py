@@ -26,7 +26,7 @@ from scipy import linalg
 from dmdidc.errors import InsufficientExcitationError
 
 __all__ = ["SubspaceBasis", "basis_from_factor", "noise_edge", "stacked_data",
-           "stacked_windows", "subspace_basis"]
+           "stacked_windows", "subspace_basis", "triangular_factor"]
 
 #: Relative floor on the eigenvalues of the output weighting (noise-free data have a singular one).
 _WEIGHT_FLOOR = 1e-12
@@ -111,6 +111,24 @@ def _fill_windows(Y: np.ndarray, U: np.ndarray, R: int, f: int, parts: list[np.n
     stacked_windows(Y, start, count, f, out=Y_f)
 
 
+def triangular_factor(A: np.ndarray) -> np.ndarray:
+    """The upper triangular ``R`` (first ``A.shape[1]`` rows) of ``A = Q R``; ``A`` is
+    overwritten.
+
+    The Householder form: its top square is ``R`` (``mode="r"`` would return and triu the
+    whole array, mostly zeros for the tall stacked data).
+
+    Examples
+    --------
+    >>> A = np.random.default_rng(0).standard_normal((50, 3))
+    >>> R = triangular_factor(A.copy())
+    >>> R.shape, bool(np.allclose(R.T @ R, A.T @ A)), bool(np.allclose(R, np.triu(R)))
+    ((3, 3), True, True)
+    """
+    factored = linalg.qr(A, mode="raw", overwrite_a=True, check_finite=False)[0][0]
+    return np.triu(factored[:A.shape[1]])
+
+
 def _inverse_sqrt(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values, vectors = np.linalg.eigh(0.5 * (weight + weight.T))
     values = np.maximum(values, _WEIGHT_FLOOR * max(values.max(), np.finfo(float).tiny))
@@ -150,12 +168,9 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
             f"max_delay={R}; the longest has {max(Y.shape[1] for Y, _ in experiments)}: record "
             f"longer or lower horizon")
     Z, sizes = stacked
-    # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form).
-    rows, columns = Z.shape
-    # The Householder form: its top square is R (mode="r" would return and triu the full
-    # columns x rows array, mostly zeros); Z is ours to overwrite.
-    factored = linalg.qr(Z.T, mode="raw", overwrite_a=True, check_finite=False)[0][0]
-    L = np.triu(factored[:rows]).T
+    columns = Z.shape[1]
+    # One QR of the stacked data: Z = L Q with L lower triangular (the LQ form); Z is ours.
+    L = triangular_factor(Z.T).T
     return basis_from_factor(L, sizes, columns, horizon=f, max_delay=R,
                              n_outputs=experiments[0][0].shape[0])
 
