@@ -189,11 +189,10 @@ _GAIN_FACTORS = tuple(0.5 ** i for i in range(11))
 
 def _lifted_radius(plant, gain: np.ndarray) -> float:
     """Spectral radius of ``x_{k+1} = A_d x_k + sum_j B_j u_{k-j}``, ``u_k = -gain x_k``."""
-    from controllers.analysis import lifted_loop
+    from controllers import NaiveStateFeedback
+    from controllers.analysis import spectral_radius
 
-    m = plant.n_inputs
-    F, G, C = lifted_loop(plant, -gain, np.zeros((0, m, m)))
-    return float(np.max(np.abs(np.linalg.eigvals(F + G @ C))))
+    return spectral_radius(plant, NaiveStateFeedback(plant, gain))
 
 
 def _loop_gain(plant) -> np.ndarray:
