@@ -29,7 +29,7 @@ import numpy as np
 
 from dmdidc import DelayedPlant, DMDidc
 from dmdidc.errors import DiagnosticWarning
-from simulations.studies.data_kinds import _loop_gain, _rms, random_plant
+from simulations.studies.data_kinds import _eigenvalue_error, _loop_gain, _rms, random_plant
 
 SCENARIOS = ("none", "mean", "sensor", "bias", "both")
 FEEDS = ("white", "lowpass", "closed_loop")
@@ -82,13 +82,6 @@ def simulate(case: dict, scenario: str, seed: int):
         X[:, k + 1] = (plant.A_d @ X[:, k] + np.einsum("jab,jb->a", plant.B_blocks, history)
                        + process[:, k])
     return X + c + noise, U, excitation
-
-
-def _eigenvalue_error(estimate: np.ndarray, truth: np.ndarray) -> float:
-    from scipy.optimize import linear_sum_assignment
-    cost = np.abs(estimate[:, None] - truth[None]) / np.abs(truth[None])
-    rows, cols = linear_sum_assignment(cost)
-    return float(cost[rows, cols].max())
 
 
 def fit_case(seed: int, scenario: str, estimator: str, detrend: str | None = "auto") -> dict:
