@@ -1002,7 +1002,6 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
     ``g_Q = g - Q Q^T g`` (the dropped eigenvalues are lifted, the kept ones untouched), by
     Cholesky.
     """
-    from scipy import linalg
     from scipy.linalg import lapack
 
     size = V.shape[0]
@@ -1046,8 +1045,6 @@ def _neumann_form(shifted, shift: float, g: np.ndarray) -> float | None:
     ``V^-1 = sum_j (-shift)^j P^-(j+1)``, which converges when every eigenvalue of ``P`` exceeds
     ``shift``, fast when by far (the usual case: the terms fall like ``(shift / lambda_min)^j``).
     ``None`` when the terms have not fallen below rounding after :data:`_NEUMANN_TERMS`."""
-    from scipy import linalg
-
     total, y = 0.0, g
     for j in range(_NEUMANN_TERMS):
         y = linalg.cho_solve(shifted, y, check_finite=False)
