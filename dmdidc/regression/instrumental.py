@@ -335,6 +335,7 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
             out[tau - 1][:, cols] = products[:, at:at + cols.size]
             at += cols.size
         first = last + 1
+    totals = Z.sum(axis=1) if means is not None else None        # the same for every lag
     for tau in range(1, lags + 1):
         shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
         if shifted.size == 0:
@@ -343,7 +344,7 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
         edges = [Z[:, s:s + min(tau, length)] for s, length in zip(starts, lengths, strict=True)]
         out[tau - 1][:, shifted] = gram[:, source] - sum(e @ e[source].T for e in edges)
         if means is not None:       # centred, rows (j, c) and (j + tau, c) differ by a constant
-            sums = Z.sum(axis=1) - sum(e.sum(axis=1) for e in edges)
+            sums = totals - sum(e.sum(axis=1) for e in edges)
             out[tau - 1][:, shifted] += np.outer(sums, means[source] - means[shifted])
     return out
 
