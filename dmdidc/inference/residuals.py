@@ -46,6 +46,13 @@ import numpy as np
 from scipy import linalg, special
 
 from dmdidc.inference.checks import Check
+from dmdidc.regression.instrumental import (
+    hac_lags,
+    instrument_moments,
+    lagged_moments,
+    projected_instruments,
+    residual_memory,
+)
 from dmdidc.regression.lag_products import PieceLayout, lag_product_sets, lag_products
 from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
@@ -798,8 +805,6 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         of the instruments, :func:`_decidable_directions`) is not applicable
         (``passed=None``), with the reason: the data cannot decide it.
     """
-    from dmdidc.regression.instrumental import hac_lags, residual_memory
-
     R, L, S = max_delay, MOMENT_LAGS, STATE_LAGS
     n, p = coefficients.shape
     names = {"past": ("input_correlation", "Are the residuals uncorrelated with past inputs "
@@ -877,8 +882,6 @@ def _corrected_signals(W: np.ndarray, Phi: np.ndarray, Z: np.ndarray, common: in
     (:func:`~dmdidc.regression.instrumental.projected_instruments`), every group at once and
     as ``(S_wphi G^T) Z``: never the ``(p, N)`` projected instruments.  ``common``: the last
     rows of ``Z`` and ``Phi`` that are the same signals."""
-    from dmdidc.regression.instrumental import instrument_moments, projected_instruments
-
     G = projected_instruments(*instrument_moments(Z, Phi, common))
     return W - ((W @ Phi.T) @ G.T) @ Z
 
@@ -946,8 +949,6 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
         # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
         # the lagged products of all pieces and lags in a few products (lagged_moments)
-        from dmdidc.regression.instrumental import lagged_moments
-
         W0 = W @ W.T if gram is None else gram
         E0 = E @ E.T
         W_lagged = lagged_moments(W, lengths, lags, W0)
