@@ -821,7 +821,7 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
               for group in names}
     # the groups whose covariance is affordable (the others are not built at all)
     computed = [group for group in names if widths[group] * n <= limits[group]]
-    p, q = coefficients.shape[1], signals[0].shape[0]
+    q = signals[0].shape[0]
     # [x_k; u_k .. u_{k-R}] (Phi), x_{k+1} (Y), the instruments' own rows (z_k less the
     # lagged inputs it shares with Phi when simulated, instrument_rows), the moment signals
     own = (2, range(1)) if kind == "simulated" else (2, range(R + 1))
