@@ -35,7 +35,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.fitting import FitOutcome, fit_trajectories, instrumented_offset_decision
+from dmdidc.fitting import FitOutcome, _centred, fit_trajectories, instrumented_offset_decision
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
@@ -763,7 +763,7 @@ class DMDidc:
         mode = {"auto": "auto", None: "test"}[self.detrend]
         offset = instrumented_offset_decision(stats, self._R, level=self._check_share,
                                               offset=mode, **options)
-        centred = mode == "auto" and offset is not None and offset.significant
+        centred = _centred(mode, offset)
         use = stats.centered() if centred else stats
         return FitOutcome(regression_from_statistics(use, self._R, estimator="iv", **options),
                           "iv", stats.instruments, stats, offset, centred,
@@ -909,7 +909,7 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            return self._asymptotic(solution, level, getattr(self, "_pretest_iv", None))
+            return self._asymptotic(solution, level, self._pretest_iv)
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         if self._parts is not None:
             if X is not None or U is not None or Z is not None:
