@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import DiagnosticWarning
 from dmdidc.inference.blocks import BlockTest
 
@@ -254,7 +253,7 @@ def unexplained_blocks(test: BlockTest, model: Any) -> Check:
     """
     question = "Does the recovered delay explain every block the test found significant?"
     R1 = test.active.shape[0]
-    first = first_active_blocks(test.active)
+    first = test.first_active
     discarded = ((test.statistics > test.critical_value) & ~np.asarray(model.active_blocks)
                  & (np.arange(R1)[:, None] <= first[None, :] + 1))
     if not discarded.any():
