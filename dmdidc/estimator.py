@@ -411,7 +411,7 @@ class DMDidc:
             outcome = fit_trajectories(
                 trajectories, references, max_delay=self._R, estimator=self.estimator,
                 instruments=self.instruments, instrument_lags=self.instrument_lags,
-                offset={"auto": "auto", None: "test"}.get(self.detrend, "none"),
+                offset=self._offset_mode(),
                 method=self.method, svd_rank=self.regression_rank,
                 rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
         except InsufficientExcitationError as exc:
@@ -441,6 +441,12 @@ class DMDidc:
             pod = pod or pod_modes([Xi for Xi, _ in trajectories], self.svd_rank)
             trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
         return trajectories, references, pod, trends
+
+    def _offset_mode(self) -> str:
+        """The intercept rule of the fit (:func:`~dmdidc.fitting.fit_trajectories`'s
+        ``offset``): ``detrend="auto"`` fits a significant intercept, ``None`` only tests it
+        (a significant one fails the offset check), a removed trend leaves none to test."""
+        return {"auto": "auto", None: "test"}.get(self.detrend, "none")
 
     def _refuse_svd_rank(self, call: str) -> None:
         if self.svd_rank is not None:
@@ -758,9 +764,7 @@ class DMDidc:
             return FitOutcome(regression_from_statistics(stats, self._R, estimator="ls",
                                                          **options), "ls", statistics=stats)
         stats = self._accumulator.statistics()
-        # the batch fit's rule (fit_trajectories): "auto" fits a significant intercept,
-        # None tests it only (the offset check then fails, as in fit)
-        mode = {"auto": "auto", None: "test"}[self.detrend]
+        mode = self._offset_mode()          # (partial_fit refuses the whole-data detrends)
         offset = instrumented_offset_decision(stats, self._R, level=self._check_share,
                                               offset=mode, **options)
         centred = _centred(mode, offset)
