@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
-from dmdidc.inference.intervals import hausman_variance
 from dmdidc.inference.offset import OffsetTest, offset_test
 from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
     WEAK_INSTRUMENTS_F,
     first_stage_f,
+    hausman_variance,
     long_run_covariance,
 )
 from dmdidc.regression.refined import (

@@ -84,10 +84,11 @@ from dmdidc.inference.blocks import (
 )
 from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import recover_channel, recover_continuous
+from dmdidc.regression.instrumental import hausman_variance
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "model_vector", "INTERVAL_METHODS",
-           "hausman_variance", "with_pretest_bias"]
+           "with_pretest_bias"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
 #: Most bootstrap refits one call may ask for.
@@ -370,20 +371,6 @@ def _union(decided: ConfidenceIntervals, earlier: ConfidenceIntervals) -> Confid
              for mine, theirs in ((decided.A_c, earlier.A_c), (decided.B_c, earlier.B_c))]
     return ConfidenceIntervals(delay, *items, level=decided.level, method=decided.method)
 
-
-def hausman_variance(v_iv: np.ndarray, v_ls: np.ndarray) -> np.ndarray:
-    """Variance of an IV-minus-LS difference if least squares is consistent (Hausman 1978).
-
-    Least squares is then efficient, so ``Var(IV - LS) = Var IV - Var LS``; floored at 5 % of
-    ``Var IV`` (two estimates from the same data never differ by exactly their variances'
-    difference; the floor keeps a near-equal pair from dividing by about zero).
-
-    Examples
-    --------
-    >>> hausman_variance(np.array([4.0, 1.0]), np.array([1.0, 1.0])).tolist()
-    [3.0, 0.05]
-    """
-    return np.maximum(v_iv - v_ls, 0.05 * v_iv)
 
 
 def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceIntervals

@@ -58,8 +58,8 @@ from dmdidc.regression.solution import (
 
 __all__ = ["instrumental_solution", "coefficient_jacobian", "long_run_covariance",
            "instrument_moments", "projected_instruments", "lagged_moments",
-           "first_stage_f", "WEAK_INSTRUMENTS_F",
-           "autocovariances", "hac_lags", "residual_memory"]
+           "first_stage_f", "WEAK_INSTRUMENTS_F", "hausman_variance",
+           "hac_lags", "residual_memory"]
 
 #: Instruments whose equilibrated Gram has eigenvalues below this fraction of the largest are
 #: collinear (e.g. repeated); they are projected out.
@@ -440,3 +440,17 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     # Positive semi-definite without repair: the Bartlett-weighted sum of the lagged Kronecker
     # products of two positive-definite autocovariance sequences is a non-negative spectrum.
     return KroneckerCovariance(np.array(left), np.array(right))
+
+def hausman_variance(v_iv: np.ndarray, v_ls: np.ndarray) -> np.ndarray:
+    """Variance of an IV-minus-LS difference if least squares is consistent (Hausman 1978).
+
+    Least squares is then efficient, so ``Var(IV - LS) = Var IV - Var LS``; floored at 5 % of
+    ``Var IV`` (two estimates from the same data never differ by exactly their variances'
+    difference; the floor keeps a near-equal pair from dividing by about zero).
+
+    Examples
+    --------
+    >>> hausman_variance(np.array([4.0, 1.0]), np.array([1.0, 1.0])).tolist()
+    [3.0, 0.05]
+    """
+    return np.maximum(v_iv - v_ls, 0.05 * v_iv)

@@ -14,9 +14,9 @@ from dmdidc.errors import DiagnosticWarning
 from dmdidc.inference.intervals import (
     ConfidenceIntervals,
     IntervalEstimate,
-    hausman_variance,
     with_pretest_bias,
 )
+from dmdidc.regression.instrumental import hausman_variance
 from simulations.studies.data_kinds import (
     LOOP_MARGIN,
     closed_loop_radius,
