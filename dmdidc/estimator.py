@@ -35,7 +35,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.fitting import FitOutcome, _centred, fit_trajectories, instrumented_offset_decision
+from dmdidc.fitting import FitOutcome, fit_trajectories, intercept_decision
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
@@ -67,6 +67,7 @@ from dmdidc.regression.solution import (
 from dmdidc.resampling import Decisions, parts_refit, trajectory_refit
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
+from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
 from dmdidc.trajectories import check_data, detrended, remove_trend
 
@@ -157,7 +158,9 @@ class DMDidc:
         ``"auto"``: test the regression's intercept (Hotelling's T^2 on the fit's moments,
         :mod:`dmdidc.inference.offset`; under instrumental variables least squares' test when
         IV's finds nothing) and fit the affine model (an operating point in ``model_``) when
-        it is significant, in ``fit`` and in ``partial_fit``'s instrumental solve.  ``None``:
+        it is significant, the same way in ``fit``, ``partial_fit`` and ``fit_statistics``
+        (:func:`~dmdidc.fitting.intercept_decision`; not for statistics centred when built or
+        privatized: the ``offset`` check says so).  ``None``:
         fit through the origin; a significant intercept fails the ``offset`` check (a
         warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
@@ -541,16 +544,20 @@ class DMDidc:
         self._parts = parts if len(parts) > 1 else None
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
-        solution = regression_from_statistics(total, self._R, estimator=kind,
-                                              svd_rank=self.regression_rank,
-                                              rank_rtol=self.rank_rtol)
-        outcome = FitOutcome(solution, kind, total.instruments if kind == "iv" else None,
-                             statistics=total)
-        if kind == "iv":
-            outcome.twin = regression_from_statistics(
-                total, self._R, estimator="ls", svd_rank=self.regression_rank,
-                rank_rtol=self.rank_rtol)
-        return self._finish(outcome)
+        return self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
+
+    def _statistics_offset(self, total: SufficientStatistics) -> tuple[str, str]:
+        """The intercept rule for statistics and, when they cannot be tested, why: centred
+        statistics have no intercept left, privatized ones cannot be centred (the noise on
+        their sums would enter the Gram)."""
+        mode = self._offset_mode()
+        if total.centering != "none":
+            return "none", "not tested (the statistics were centred when built)"
+        if total.releases and mode != "none":
+            return "none", ("not tested: privatized statistics carry noisy sums and cannot "
+                            "be centred; remove a public operating point before building "
+                            "them, or build them with detrend='constant' before privatizing")
+        return mode, ""
 
     def _data(self, X: Any, U: Any, reference: Any, *, check_orientation: bool = True
               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray] | None]:
@@ -755,24 +762,50 @@ class DMDidc:
         return model.with_info(info)
 
     def _streamed_outcome(self, iv: bool) -> FitOutcome:
-        """The solve of everything streamed so far (offset decided from the moments)."""
-        options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
+        """The solve of everything streamed so far, the intercept decided as in ``fit``."""
         if not iv and self.svd_rank is None:
-            return FitOutcome(self._accumulator.solution(**options), "ls")
-        if not iv:                       # streamed POD coordinates: least squares on moments
-            stats = self._accumulator.statistics()
-            return FitOutcome(regression_from_statistics(stats, self._R, estimator="ls",
-                                                         **options), "ls", statistics=stats)
-        stats = self._accumulator.statistics()
-        mode = self._offset_mode()          # (partial_fit refuses the whole-data detrends)
-        offset = instrumented_offset_decision(stats, self._R, level=self._check_share,
-                                              offset=mode, **options)
-        centred = _centred(mode, offset)
+            return self._least_squares_outcome()
+        return self._moments_outcome(self._accumulator.statistics(), "iv" if iv else "ls",
+                                     self._offset_mode())
+
+    def _moments_outcome(self, stats: SufficientStatistics, kind: str, mode: str,
+                         note: str = "") -> FitOutcome:
+        """The ``kind`` (``"ls"`` or ``"iv"``) solve of uncentred ``stats``, affine when the
+        intercept rule of every fit path (:func:`~dmdidc.fitting.intercept_decision`) says so;
+        ``note`` says why the intercept is not tested (``mode="none"``)."""
+        options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
+        test, centred = intercept_decision(stats, self._R, kind, level=self._check_share,
+                                           offset=mode, **options)
         use = stats.centered() if centred else stats
-        return FitOutcome(regression_from_statistics(use, self._R, estimator="iv", **options),
-                          "iv", stats.instruments, stats, offset, centred,
-                          twin=regression_from_statistics(use, self._R, estimator="ls",
-                                                          **options))
+        twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
+                if kind == "iv" else None)
+        return FitOutcome(regression_from_statistics(use, self._R, estimator=kind, **options),
+                          kind, stats.instruments if kind == "iv" else None, stats, test,
+                          centred, twin=twin, offset_note=note)
+
+    def _least_squares_outcome(self) -> FitOutcome:
+        """The solve of a least-squares accumulator (``partial_fit``, explicit ``Y``).
+
+        Its moments (the Gram solver's blocks, or ``F^T F`` of the QR factor) and its sums are
+        the statistics of the intercept rule, as in ``fit``; an affine fit is solved from the
+        centred moments, as ``fit`` does, the fit through the origin by the accumulator's own
+        solver."""
+        accumulator, (n, m, R) = self._accumulator, self._dims
+        if isinstance(accumulator, GramAccumulator):
+            gram = np.block([[accumulator.gram, accumulator.cross.T],
+                             [accumulator.cross, accumulator.target_gram]])
+        else:
+            gram = accumulator.factor.T @ accumulator.factor
+        stats = SufficientStatistics.plain(
+            StatisticsLayout(n, m, R, None, 0, 0), gram,
+            np.concatenate([accumulator.regressor_sum, accumulator.target_sum]),
+            accumulator.n_samples)
+        options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
+        test, centred = intercept_decision(stats, R, "ls", level=self._check_share,
+                                           offset=self._offset_mode(), **options)
+        solution = (regression_from_statistics(stats.centered(), R, estimator="ls", **options)
+                    if centred else accumulator.solution(**options))
+        return FitOutcome(solution, "ls", None, stats, test, centred)
 
     def _setup(self, n: int, m: int, dt: float) -> None:
         """Forget earlier results; the next solve is for ``n`` states, ``m`` inputs, ``_R``."""
@@ -800,8 +833,7 @@ class DMDidc:
         self._accumulator = make_accumulator("qr" if self.method == "auto" else self.method,
                                              n, m, self._R)
         self._accumulator.add_samples(np.concatenate([X, U]), Y)
-        return self._finish(FitOutcome(self._accumulator.solution(
-            svd_rank=self.regression_rank, rank_rtol=self.rank_rtol), "ls"))
+        return self._finish(self._least_squares_outcome())
 
     @property
     def _check_share(self) -> float:

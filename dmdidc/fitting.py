@@ -53,6 +53,7 @@ from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.trajectories import subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
+           "intercept_decision",
            "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
@@ -94,6 +95,9 @@ class FitOutcome:
         Least squares was kept because Hausman's comparison found no difference from IV
         (``twin`` then holds the IV solution): its intervals add the bias that
         comparison cannot exclude (:func:`dmdidc.inference.intervals.with_pretest_bias`).
+    offset_note : str
+        Why the intercept was not tested (``offset`` is ``None``), for the ``offset`` check;
+        empty for the default reason (detrended data or too few samples).
     """
 
     solution: RegressionSolution
@@ -108,6 +112,7 @@ class FitOutcome:
     reference: bool = False
     instrument_kind: str | None = None
     pretest: bool = False
+    offset_note: str = ""
 
 
 def _statistics(trajectories, R: int, instruments, lags: int | None = None,
@@ -259,6 +264,52 @@ def _centred(offset: str, test: OffsetTest | None) -> bool:
     return offset == "centred" or (offset == "auto" and test is not None and test.significant)
 
 
+def intercept_decision(stats: SufficientStatistics, R: int, estimator: str, *, level: float,
+                       offset: str, **options) -> tuple[OffsetTest | None, bool]:
+    """The intercept rule of every fit path (``fit``, ``partial_fit``, ``fit_statistics``):
+    the test and whether the fit is affine, decided once from the uncentred moments ``stats``.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        Uncentred moments of the regression (their ``sums`` give the means).
+    R : int
+    estimator : {"ls", "iv"}
+        ``"iv"`` runs :func:`instrumented_offset_decision` (IV's test, then least squares'),
+        ``"ls"`` least squares' test (:func:`offset_decision`).
+    level : float
+    offset : {"auto", "test", "none", "centred"}
+        As in :func:`fit_trajectories`.
+    **options
+        ``svd_rank``, ``rank_rtol``.
+
+    Returns
+    -------
+    test : OffsetTest or None
+        ``None`` when not tested (``offset`` ``"none"`` or ``"centred"``, too few samples).
+    centred : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 2000, rng=0)
+    >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(2001)
+    >>> for offset in (0.0, 3.0):                  # a sensor offset of 3
+    ...     stats = SufficientStatistics.from_data(X + offset, U, max_delay=3)
+    ...     test, centred = intercept_decision(stats, 3, "ls", level=1e-3, offset="auto")
+    ...     print(test.significant, centred)
+    False False
+    True True
+    """
+    test = None
+    if offset in ("auto", "test"):
+        test = (instrumented_offset_decision(stats, R, level=level, offset=offset, **options)
+                if estimator == "iv" else offset_decision(stats, R, "ls", level=level, **options))
+    return test, _centred(offset, test)
+
+
 def _model(solution: RegressionSolution, n: int, m: int, R: int
            ) -> tuple[np.ndarray, np.ndarray]:
     coefficients = solution.coefficients
@@ -314,12 +365,11 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     options = dict(svd_rank=svd_rank, rank_rtol=rank_rtol)
     if kind in ("ls", "huber"):
         plain = _plain_statistics(trajectories, R, memo)
-        test = (offset_decision(plain, R, "ls", level=level, **options)
-                if offset in ("auto", "test") else None)
+        test, centred = intercept_decision(plain, R, "ls", level=level, offset=offset,
+                                           **options)
         if kind == "huber":       # fits through the origin: an offset fails its check
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",
                               offset=test)
-        centred = _centred(offset, test)
         twin = _instrumental_twin(trajectories, R, centred, options, memo)
         if centred:
             return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
@@ -334,9 +384,8 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     if chosen != "model":
         signals = references if chosen == "exogenous" else chosen
         stats = _statistics(trajectories, R, signals, instrument_lags)
-        test = (instrumented_offset_decision(stats, R, level=level, offset=offset, **options)
-                if offset in ("auto", "test") else None)
-        centred = _centred(offset, test)
+        test, centred = intercept_decision(stats, R, "iv", level=level, offset=offset,
+                                           **options)
         return FitOutcome(_solve(stats, R, "iv", centred, **options), "iv", chosen, stats,
                           test, centred, twin=_twin(stats, R, "ls", centred, options),
                           reference=chosen == "exogenous")
@@ -462,10 +511,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         drives = reference_projection(inputs, references)
         notes.append("closed loop: instruments driven by the part of the inputs the reference "
                      "explains (two-stage)")
-    test = None
-    if offset in ("auto", "test"):
-        test = instrumented_offset_decision(first, R, level=level, offset=offset, **options)
-    centred = _centred(offset, test)
+    test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
     try:
         solution = _solve(first, R, "iv", centred, **options)
     except InsufficientExcitationError:       # weak fixed instruments: start from LS

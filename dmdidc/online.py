@@ -702,12 +702,7 @@ class OnlineDMDidc:
             raise ParameterError("no data yet: call update(X, U) first")
         self._settle()
         weight = int(round(self._weight))
-        return SufficientStatistics(
-            layout=self._layout, gram=0.5 * (self._gram + self._gram.T), sums=self._sums.copy(),
-            n_samples=weight, n_trajectories=1, intercepts=0, centering="none",
-            scale=np.ones(self._layout.dimension), state_bound=None, input_bound=None,
-            instrument_bound=None, min_trajectory_samples=weight,
-            max_trajectory_samples=weight)
+        return SufficientStatistics.plain(self._layout, self._gram, self._sums, weight)
 
     @property
     def estimator_(self):

@@ -434,8 +434,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         checks.append(check)
     else:
         checks.append(Check("offset", "Do the data have an offset?", None,
-                            finding="not tested (detrended data, privatized or streamed "
-                                    "least-squares moments)"))
+                            finding=outcome.offset_note or "not tested (detrended data, or "
+                                    "too few samples for an intercept)"))
     analysis = None
     signals = outcome.instrument_signals
     if trajectories is not None:

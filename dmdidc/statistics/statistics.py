@@ -220,6 +220,29 @@ class SufficientStatistics:
                 sums.update(Xi[:, a:b + 1], Ui[:, a:b], None if Ei is None else Ei[:, a:b])
         return SufficientStatistics(**sums.totals())
 
+    @classmethod
+    def plain(cls, layout: StatisticsLayout, gram: np.ndarray, sums: np.ndarray,
+              n_samples: int) -> SufficientStatistics:
+        """Uncentred statistics in the data's units (no bounds, no privacy) of moments that
+        were summed elsewhere, e.g. by a least-squares solver's accumulator: one trajectory of
+        ``n_samples`` samples (the count matters only to privacy, which these never had).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc.statistics.layout import StatisticsLayout
+        >>> V = np.random.default_rng(0).standard_normal((3, 50))   # [x_k; u_k; x_k+1]
+        >>> stats = SufficientStatistics.plain(StatisticsLayout(1, 1, 0, None, 0, 0),
+        ...                                    V @ V.T, V.sum(axis=1), 50)
+        >>> stats.n_regressors, stats.centering
+        (2, 'none')
+        """
+        return cls(layout=layout, gram=0.5 * (gram + gram.T), sums=np.array(sums, dtype=float),
+                   n_samples=int(n_samples), n_trajectories=1, intercepts=0, centering="none",
+                   scale=np.ones(gram.shape[0]), state_bound=None, input_bound=None,
+                   instrument_bound=None, min_trajectory_samples=int(n_samples),
+                   max_trajectory_samples=int(n_samples))
+
     # ------------------------------------------------------------------ layout
     n_states = property(lambda self: self.layout.n_states, doc="``n``")
     n_inputs = property(lambda self: self.layout.n_inputs, doc="``m``")

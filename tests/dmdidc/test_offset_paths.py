@@ -1,0 +1,137 @@
+"""One intercept rule for every fit path: ``fit``, ``partial_fit`` and ``fit_statistics``.
+
+The same data fitted in memory, streamed in chunks and summed into statistics must decide the
+intercept the same way (:func:`dmdidc.fitting.intercept_decision`) and give the same model.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+
+import numpy as np
+import pytest
+
+from dmdidc import DMDidc, SufficientStatistics
+from simulations.studies.data_kinds import make_data, random_plant
+
+R = 4
+
+
+@cache     # the LS and IV tests share the data (closed loops are slow to draw)
+def experiments(seed: int, *, loop: str, offset: str) -> tuple[list, list, list | None]:
+    """Two experiments of a random plant (open loop, or closed loop with its dither as the
+    reference), with a sensor offset, an input bias (recorded inputs around a non-zero level
+    the plant does not see) or neither."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=1 + seed % 2, dt=1.0, max_delay=R)
+    Xs, Us, Es = [], [], []
+    sensor = rng.choice([-1.0, 1.0], (plant.n_states, 1))
+    bias = rng.choice([-1.0, 1.0], (plant.n_inputs, 1))
+    for _ in range(2):
+        data = make_data("closed_loop" if loop == "closed" else "white", plant, samples=1500,
+                         rng=rng)
+        X, U = data.X, data.U
+        if offset == "sensor":
+            X = X + 2.0 * X.std(axis=1, keepdims=True) * sensor
+        elif offset == "bias":
+            U = U + 2.0 * U.std(axis=1, keepdims=True) * bias
+        Xs.append(X)
+        Us.append(U)
+        Es.append(data.reference)
+    return Xs, Us, (Es if loop == "closed" else None)
+
+
+def three_fits(Xs, Us, Es, estimator: str):
+    """The same data by fit, partial_fit (chunks of each experiment) and fit_statistics (one
+    part per experiment)."""
+    instruments = None if estimator == "ls" else ("inputs" if Es is None else "exogenous")
+    options = dict(max_delay=R, estimator=estimator)
+    fixed = {} if instruments is None else {"instruments": instruments}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # the checks' verdicts are not what is compared
+        Es = None if estimator == "ls" else Es      # least squares takes no reference
+        batch = DMDidc(**options, **fixed).fit(Xs, Us, dt=1.0, reference=Es)
+        streamed = DMDidc(**options, **fixed)
+        for t, (X, U) in enumerate(zip(Xs, Us, strict=True)):
+            cuts = [0, 400, 1100, U.shape[1]]
+            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+                streamed.partial_fit(X[:, a:b + 1], U[:, a:b], dt=1.0, new_trajectory=i == 0,
+                                     reference=None if Es is None else Es[t][:, a:b])
+        signals = [None] * len(Xs) if instruments != "exogenous" else Es
+        parts = [SufficientStatistics.from_data(
+            X, U, max_delay=R, instruments=instruments if e is None else e)
+            for X, U, e in zip(Xs, Us, signals, strict=True)]
+        summed = DMDidc(**options).fit_statistics(parts, dt=1.0)
+    return batch, streamed, summed
+
+
+def affine(est) -> bool:
+    return est.model_.operating_point is not None
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("loop", ["open", "closed"])
+@pytest.mark.parametrize("estimator", ["ls", "iv"])
+def test_fit_partial_fit_and_fit_statistics_decide_the_intercept_alike(loop, estimator, seed):
+    for offset in ("none", "sensor", "bias"):
+        batch, streamed, summed = three_fits(*experiments(seed, loop=loop, offset=offset),
+                                             estimator)
+        decisions = {affine(batch), affine(streamed), affine(summed)}
+        assert len(decisions) == 1, (seed, offset, decisions)
+        tests = [est.diagnostics_["offset"] for est in (batch, streamed, summed)]
+        assert all(t.passed is not None for t in tests)      # every path tested it
+        # the test's statistic is the same number from the same moments
+        statistics = [t.statistic for t in tests]
+        np.testing.assert_allclose(statistics, statistics[0], rtol=1e-6)
+        reference = batch.regression_.coefficients
+        for other in (streamed, summed):
+            error = np.linalg.norm(other.regression_.coefficients - reference)
+            assert error <= 1e-8 * np.linalg.norm(reference), (seed, offset)
+        if offset == "sensor" or (offset == "bias" and loop == "open"):
+            assert affine(batch), (seed, offset)
+        if offset == "none" and loop == "open":
+            assert not affine(batch), seed                   # no false offset
+
+
+def test_streamed_least_squares_with_either_solver_finds_the_offset_and_its_operating_point():
+    Xs, Us, _ = experiments(5, loop="open", offset="sensor")
+    X, U = Xs[0], Us[0]
+    batch = DMDidc(max_delay=R, estimator="ls").fit(X, U, dt=1.0)
+    for method in ("gram", "qr"):
+        streamed = DMDidc(max_delay=R, estimator="ls", method=method)
+        streamed.partial_fit(X[:, :1001], U[:, :1000], dt=1.0)
+        streamed.partial_fit(X[:, 1000:], U[:, 1000:], dt=1.0)
+        assert streamed.diagnostics_["offset"].passed
+        np.testing.assert_allclose(streamed.model_.operating_point.state,
+                                   batch.model_.operating_point.state, rtol=1e-8)
+        np.testing.assert_allclose(streamed.A_d, batch.A_d, rtol=0, atol=1e-8)
+
+
+def test_without_detrend_every_path_fails_the_offset_check_loudly():
+    Xs, Us, _ = experiments(1, loop="open", offset="sensor")
+    parts = [SufficientStatistics.from_data(X, U, max_delay=R) for X, U in zip(Xs, Us,
+                                                                                strict=True)]
+    estimator = DMDidc(max_delay=R, estimator="ls", detrend=None)
+    with pytest.warns(UserWarning, match="check 'offset' failed"):
+        estimator.partial_fit(Xs[0], Us[0], dt=1.0)
+    assert estimator.model_.operating_point is None
+    with pytest.warns(UserWarning, match="check 'offset' failed"):
+        DMDidc(max_delay=R, estimator="ls", detrend=None).fit_statistics(parts, dt=1.0)
+
+
+def test_statistics_that_cannot_be_tested_say_why():
+    Xs, Us, _ = experiments(2, loop="open", offset="none")
+    centred = SufficientStatistics.from_data(Xs, Us, max_delay=R, detrend="constant")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check = DMDidc(max_delay=R).fit_statistics(centred, dt=1.0).diagnostics_["offset"]
+    assert check.passed is None and "centred when built" in check.finding
+    bounded = SufficientStatistics.from_data(
+        Xs, Us, max_delay=R, state_bound=np.abs(np.hstack(Xs)).max(axis=1),
+        input_bound=np.abs(np.hstack(Us)).max(axis=1))
+    private = bounded.privatize(epsilon=1e4, delta=1e-5, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check = DMDidc(max_delay=R).fit_statistics(private, dt=1.0).diagnostics_["offset"]
+    assert check.passed is None and "privatized" in check.finding
