@@ -57,7 +57,7 @@ class BlockTest:
     norms : ndarray, shape (R + 1, m)
         Euclidean norm of each block column.
     active : ndarray of bool, shape (R + 1, m)
-        The decision (significant and above rounding; or the ``block_rtol`` override).
+        The decision: :attr:`significant` (the default rule), or the ``block_rtol`` override.
     significance : float
         Family-wise level of the test.
     rule : str
@@ -75,6 +75,14 @@ class BlockTest:
     dof: int
 
     @property
+    def significant(self) -> np.ndarray:
+        """The blocks the data show, shape (R + 1, m): ``T^2`` above the critical value and
+        the column larger than rounding (module notes).  This is what "active" means by
+        default (``active`` is this array); the ``block_rtol`` override decides ``active``
+        by size instead, and the checks compare its model with these blocks."""
+        return _significant(self.statistics, self.critical_value, self.norms)
+
+    @property
     def first_active(self) -> np.ndarray:
         """First active block of each channel, shape (m,); ``-1`` when none is active."""
         return first_active_blocks(self.active)
@@ -88,6 +96,16 @@ class BlockTest:
                              for j in range(self.active.shape[0]))
             lines.append(f"  channel {i}: T^2 by lag 0..{self.active.shape[0] - 1}: {cells}")
         return "\n".join(lines)
+
+
+def _largest(norms: np.ndarray) -> np.ndarray:
+    """Each channel's largest block-column norm, shape (1, m) (never zero)."""
+    return np.maximum(norms.max(axis=0, keepdims=True), np.finfo(float).tiny)
+
+
+def _significant(statistics: np.ndarray, critical: float, norms: np.ndarray) -> np.ndarray:
+    """Significant and larger than rounding: the default rule of "a block is active"."""
+    return (statistics > critical) & (norms > ROUNDING_RTOL * _largest(norms))
 
 
 def _critical_value(n: int, dof: int, level: float) -> float:
@@ -179,12 +197,11 @@ def block_test(solution: RegressionSolution, n_states: int, n_inputs: int, max_d
                            np.linalg.solve(covs, columns[:, :, None])[:, :, 0]).reshape(R + 1, m)
     level = significance / max(m * (R + 1), 1)                      # m = 0: no blocks to test
     critical = _critical_value(n, solution.dof, level)
-    largest = np.maximum(norms.max(axis=0, keepdims=True), tiny)
     if block_rtol is None:
-        active = (statistics > critical) & (norms > ROUNDING_RTOL * largest)
+        active = _significant(statistics, critical, norms)
         rule = "significance"
     else:
-        active = norms > block_rtol * largest
+        active = norms > block_rtol * _largest(norms)
         rule = "block_rtol"
     return BlockTest(statistics=statistics, critical_value=critical, norms=norms,
                      active=active, significance=significance, rule=rule, dof=solution.dof)

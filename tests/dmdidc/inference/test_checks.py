@@ -147,6 +147,23 @@ def test_blocks_discarded_by_a_block_rtol_override_name_the_override():
     assert failed >= 2
 
 
+def test_one_definition_of_an_active_block_for_the_recovery_and_the_check():
+    # By default the recovery's blocks (active) are the check's (significant); the block_rtol
+    # override changes the recovery's only, so the check still sees what the data show.
+    for seed in range(4):
+        rng = np.random.default_rng(5000 + seed)
+        plant = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
+        data = make_data("white", plant, samples=2000, snr_db=35, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            default = DMDidc(max_delay=4).fit(data.X, data.U, dt=1.0).block_test_
+            override = DMDidc(max_delay=4, block_rtol=0.8).fit(data.X, data.U,
+                                                               dt=1.0).block_test_
+        np.testing.assert_array_equal(default.significant, default.active)
+        np.testing.assert_array_equal(override.significant, default.active)
+        assert override.rule == "block_rtol"
+
+
 @pytest.mark.parametrize("delays", ["whole", "fractional", "short"])
 def test_the_recovered_delay_explains_the_blocks_of_well_posed_fits(delays):
     # Random open-loop plants with white inputs (whole delays, fractional ones, and delays
