@@ -945,7 +945,7 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            return self._asymptotic(solution, level, self._pretest_iv)
+            return self._asymptotic(solution, level, self._stored("_pretest_iv"))
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         if self._parts is not None:
             if X is not None or U is not None or Z is not None:
@@ -966,8 +966,8 @@ class DMDidc:
     def _parts_refit(self) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
         """The bootstrap refit over the parts given to ``fit_statistics``
         (:func:`dmdidc.resampling.parts_refit`: the fit's decisions kept) and their number."""
-        refit = parts_refit(self._decisions, self._parts, max_delay=self._R, dt=self.dt,
-                            svd_rank=self.regression_rank, rank_rtol=self.rank_rtol,
+        refit = parts_refit(self._stored("_decisions"), self._parts, max_delay=self._R,
+                            dt=self.dt, svd_rank=self.regression_rank, rank_rtol=self.rank_rtol,
                             significance=self._significance, block_rtol=self.block_rtol)
         return refit, len(self._parts)
 
@@ -981,8 +981,8 @@ class DMDidc:
             raise DimensionError(f"the bootstrap data have {trajectories[0][0].shape[0]} "
                                  f"states and {trajectories[0][1].shape[0]} inputs; the fit "
                                  f"had {n} and {m}: pass the data given to fit")
-        refit = trajectory_refit(self._decisions, trajectories, references, max_delay=R,
-                                 dt=self.dt, instrument_lags=self.instrument_lags,
+        refit = trajectory_refit(self._stored("_decisions"), trajectories, references,
+                                 max_delay=R, dt=self.dt, instrument_lags=self.instrument_lags,
                                  method=self.method, svd_rank=self.regression_rank,
                                  rank_rtol=self.rank_rtol, chunk_size=self.chunk_size,
                                  significance=self._significance, block_rtol=self.block_rtol,
@@ -1179,6 +1179,36 @@ class DMDidc:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"DMDidc({params})"
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle.  An estimator pickled before the fit stored its decisions (what
+        bootstrap resamples keep) gets them back from its diagnostics: the estimator and
+        instruments they name, and an affine fit where the ``offset`` check found an offset
+        and passed (the fit kept it).  Least squares that ``estimator="auto"`` may have kept
+        by Hausman's pretest cannot be told apart from its other reasons: its intervals raise
+        a :class:`~dmdidc.ParameterError` asking for a refit."""
+        self.__dict__.update(state)
+        diagnostics = state.get("_diagnostics")
+        if diagnostics is None:
+            return
+        if "_decisions" not in state:
+            offset = next((c for c in diagnostics.checks if c.name == "offset"), None)
+            centred = bool(offset is not None and offset.passed
+                           and offset.statistic > offset.threshold)
+            self._decisions = Decisions(diagnostics.estimator, diagnostics.instruments, centred)
+        if "_pretest_iv" not in state and (diagnostics.estimator != "ls"
+                                           or self.estimator != "auto"):
+            self._pretest_iv = None             # no pretest: nothing to widen
+
+    def _stored(self, name: str) -> Any:
+        """A fitted attribute that an estimator pickled by an older version may lack."""
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise ParameterError(
+                f"this estimator was pickled by an older dmdidc version that did not store "
+                f"{name.lstrip('_')!r} (needed here); refit it with this version (fit, "
+                f"partial_fit or fit_statistics on the same data)") from None
 
 
 

@@ -819,3 +819,49 @@ def test_documented_defaults_are_the_signature_defaults():
     assert "detrend" in documented and len(documented) >= 5
     for name, default in documented.items():
         assert default == repr(signature[name].default).replace("'", '"'), name
+
+
+def _pickled_without(estimator: DMDidc, *names: str) -> DMDidc:
+    """``estimator`` through pickle as an older version stored it (without ``names``)."""
+    import pickle
+
+    class Old(DMDidc):
+        def __reduce_ex__(self, protocol):
+            state = {k: v for k, v in self.__dict__.items() if k not in names}
+            return (DMDidc.__new__, (DMDidc,), state)
+
+    old = Old.__new__(Old)
+    old.__dict__.update(estimator.__dict__)
+    return pickle.loads(pickle.dumps(old))
+
+
+def test_an_estimator_pickled_before_its_decisions_were_stored_gets_them_back():
+    # The decisions (estimator, instruments, intercept) come back from the diagnostics, equal
+    # to those the fit took, for affine and linear fits by least squares and IV.
+    rng = np.random.default_rng(7)
+    plant = DelayedPlant.from_continuous([[-0.5, 0.3], [0.0, -0.8]], [[1.0], [0.5]],
+                                         delay=1.5, dt=1.0)
+    for seed, offset in enumerate((0.0, 3.0) * 2):
+        U = random_excitation(1, 1500, rng=seed)
+        X = plant.simulate([0.0, 0.0], U) + 0.02 * rng.standard_normal((2, 1501)) + offset
+        for options in ({"estimator": "ls"}, {"estimator": "iv", "instruments": "inputs"}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = DMDidc(max_delay=3, **options).fit(X, U, dt=1.0)
+            restored = _pickled_without(est, "_decisions", "_pretest_iv")
+            assert restored._decisions == est._decisions, (seed, options)
+            assert restored._decisions.centred == (offset != 0.0)
+            low = restored.confidence_intervals(0.9).delay.low
+            np.testing.assert_array_equal(low, est.confidence_intervals(0.9).delay.low)
+
+
+def test_an_old_pickle_whose_pretest_cannot_be_recovered_asks_for_a_refit():
+    # estimator="auto" fitted least squares (here: noise-free data); whether Hausman's
+    # pretest kept it is not in the diagnostics, so the intervals ask for a refit.
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    U = random_excitation(1, 300, rng=0)
+    est = DMDidc(max_delay=3).fit(plant.simulate([0.0], U), U, dt=1.0)
+    assert est.diagnostics_.estimator == "ls"
+    restored = _pickled_without(est, "_decisions", "_pretest_iv")
+    with pytest.raises(ParameterError, match="pickled by an older dmdidc.*refit"):
+        restored.confidence_intervals(0.9)
