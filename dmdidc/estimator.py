@@ -492,7 +492,9 @@ class DMDidc:
         Privatized statistics are repaired (projected onto the positive semidefinite matrices)
         and their noise variance enters the standard errors, the block test and the
         confidence intervals (:mod:`dmdidc.statistics.fit`).  Residual checks need the
-        samples: on statistics they are reported as not applicable.
+        samples: on statistics they are reported as not applicable.  The intercept is decided
+        as in ``fit`` (``detrend``), from the statistics' sums; statistics centred when built
+        and privatized ones are not tested (the ``offset`` check says why).
 
         Examples
         --------
@@ -629,9 +631,10 @@ class DMDidc:
             ``model_`` reflects all data so far (it is solved at every call, with the
             warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
             many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
-            data are not yet enough.  ``estimator="auto"`` streams instrumental variables
-            with the lagged inputs (or the reference's lags) as instruments.  With
-            ``svd_rank`` the snapshots are reduced by streamed POD modes
+            data are not yet enough.  The intercept is decided as in ``fit`` (``detrend``),
+            from the streamed moments and sums, by every solver.  ``estimator="auto"``
+            streams instrumental variables with the lagged inputs (or the reference's lags) as
+            instruments.  With ``svd_rank`` the snapshots are reduced by streamed POD modes
             (:mod:`dmdidc.pod_streaming`; least squares or input instruments, no reference).
 
         Raises
