@@ -135,3 +135,19 @@ def test_statistics_that_cannot_be_tested_say_why():
         warnings.simplefilter("ignore")
         check = DMDidc(max_delay=R).fit_statistics(private, dt=1.0).diagnostics_["offset"]
     assert check.passed is None and "privatized" in check.finding
+
+
+def test_explicit_snapshot_pairs_decide_the_intercept_as_the_trajectory_fit():
+    from dmdidc.regression import lagged_inputs
+
+    for seed, offset in ((6, "sensor"), (7, "none"), (8, "bias")):
+        Xs, Us, _ = experiments(seed, loop="open", offset=offset)
+        X, U = Xs[0], Us[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            batch = DMDidc(max_delay=R, estimator="ls").fit(X, U, dt=1.0)
+            pairs = DMDidc(max_delay=R, estimator="ls").fit(X[:, R:-1], lagged_inputs(U, R),
+                                                            dt=1.0, Y=X[:, R + 1:])
+        assert affine(pairs) == affine(batch) == (offset != "none"), (seed, offset)
+        np.testing.assert_allclose(pairs.regression_.coefficients,
+                                   batch.regression_.coefficients, rtol=0, atol=1e-8)
