@@ -128,7 +128,9 @@ class ResidualAnalysis:
     n_samples : int
     relative_residual : float
         ``||E|| / ||x_{k+1}||``: below :data:`EXACT_FIT` the model reproduces the data to
-        rounding and the residuals are not tested (rounding errors are structured, not noise).
+        rounding and the residuals are not tested (rounding errors are structured, not noise):
+        ``whiteness_z`` and ``outlier_z`` are then computed only when first read (for the
+        figure), as the correlations are.
     input_z : ndarray, shape (2 L + 1, n, m)
         ``corr(e_i,k , u_j,k-tau) / sd`` at each lag ``tau`` (positive: past inputs), each
         input prewhitened (computed with the analysis, or when first read).
@@ -141,11 +143,23 @@ class ResidualAnalysis:
     parts: tuple
     max_delay: int
     lags: np.ndarray
-    whiteness_z: np.ndarray
-    outlier_z: float
     n_samples: int
     relative_residual: float
     _correlations: dict = field(default_factory=dict, repr=False)
+    _tests: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def whiteness_z(self) -> np.ndarray:
+        if "whiteness" not in self._tests:
+            moments, _ = _correlations(self.parts, self.max_delay, int(self.lags.max()), ())
+            return _whiteness_z(moments, int(self.lags.max()))
+        return self._tests["whiteness"]
+
+    @cached_property
+    def outlier_z(self) -> float:
+        if "outliers" not in self._tests:
+            return _outlier_z(self.parts)
+        return self._tests["outliers"]
 
     @cached_property
     def input_z(self) -> np.ndarray:
@@ -553,20 +567,34 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     N = sum(e.shape[1] for e, _, _ in parts)
     if N < _MIN_SAMPLES:
         return None
+    # ||E|| / ||x_k+1|| first: an exact fit's residuals are not tested (residual_checks), so
+    # their whiteness, outliers and correlations wait until read (the figure)
+    energy = sum(float(np.einsum("ik,ik->", e, e)) for e, _, _ in parts)
+    targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts) + energy)
+    relative = float(np.sqrt(energy) / max(targets, np.finfo(float).tiny))
+    analysis = ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), N, relative)
+    if relative < EXACT_FIT:
+        return analysis
     groups = ()
     if correlations:
         n = parts[0][0].shape[0]
         groups = ("input", "state") if n * n <= _SIGNAL_PAIRS else ("input",)
     moments, found = _correlations(parts, R, L, groups)
+    analysis._correlations.update(found)
+    analysis._tests.update(whiteness=_whiteness_z(moments, L), outliers=_outlier_z(parts))
+    return analysis
+
+
+def _whiteness_z(moments: _ResidualMoments, L: int) -> np.ndarray:
+    """The residuals' autocorrelations at lags ``0 .. L`` standardized by Bartlett's variance
+    for a moving average of order one (lag 1 is allowed, lags >= 2 are tested)."""
     rho_e = moments.autocorrelations(L)
-    # whiteness: lags >= 2 against Bartlett's variance for a moving average of order one
-    whiteness_z = rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / N)
-    energy = float(np.sum(moments.gamma[0]))            # sum of e^2 (lag 0 of the moments)
-    targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts) + energy)
-    relative = float(np.sqrt(energy) / max(targets, np.finfo(float).tiny))
-    outlier_z = _largest_robust_residual(np.concatenate([e for e, _, _ in parts], axis=1))
-    return ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), whiteness_z, outlier_z, N,
-                            relative, found)
+    return rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / moments.n_samples)
+
+
+def _outlier_z(parts) -> float:
+    """The largest robustly standardized residual over every part."""
+    return _largest_robust_residual(np.concatenate([e for e, _, _ in parts], axis=1))
 
 
 def _correlations(parts: list, R: int, L: int, groups: tuple[str, ...]
