@@ -206,3 +206,64 @@ def test_make_accumulator():
     assert make_accumulator("qr", 2, 1, 3).p == 2 + 1 * 4
     with pytest.raises(ParameterError, match="'gram' or 'qr'"):
         make_accumulator("svd", 2, 1, 3)
+
+
+def _close_modes(rng, gap, noise, K=3000):
+    """A plant of two nearly equal modes (cond 2e2 - 5e4 with ``gap`` 1e-3 - 1e-5) and states
+    measured with relative noise ``noise``."""
+    from dmdidc import DelayedPlant, random_excitation
+
+    true = DelayedPlant.from_continuous(np.diag([-0.1, -0.1 + gap]), np.array([[1.0], [1.0]]),
+                                        0.45, 1.0, max_delay=2)
+    U = random_excitation(1, K, rng=rng)
+    X = true.simulate(np.zeros(2), U)
+    return X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape), U
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_auto_skips_refinement_only_when_its_rounding_hides_in_the_noise(seed):
+    """cond in (1e4, 1e6]: the Gram solution is kept when the estimated rounding error is at
+    most 1 % of every standard error, and then differs from QR by little of one (the estimate
+    was measured within 0.2-1.4x); otherwise refinement reaches QR's accuracy."""
+    from dmdidc.regression.solution import (
+        GRAM_CONDITION_LIMIT,
+        REFINEMENT_CONDITION_LIMIT,
+        ROUNDING_SHARE,
+        _rounding_share,
+        least_squares,
+    )
+
+    rng = np.random.default_rng(seed)
+    for noise in (1e-4, 1e-6, 1e-8, 1e-11):
+        X, U = _close_modes(rng, 1e-5, noise)
+        gram, _ = least_squares([(X, U)], 2, method="gram")
+        if not GRAM_CONDITION_LIMIT < gram.condition_number <= REFINEMENT_CONDITION_LIMIT:
+            continue
+        auto, _ = least_squares([(X, U)], 2)
+        qr, _ = least_squares([(X, U)], 2, method="qr")
+        error = np.max(np.abs(auto.coefficients - qr.coefficients) / qr.standard_errors)
+        if _rounding_share(gram) <= ROUNDING_SHARE:
+            np.testing.assert_array_equal(auto.coefficients, gram.coefficients)
+            assert error < 5 * ROUNDING_SHARE
+        else:                            # refined: far below the Gram solution's error
+            assert error < 1e-3 * ROUNDING_SHARE + 0.1 * np.max(
+                np.abs(gram.coefficients - qr.coefficients) / qr.standard_errors)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_noise_free_fits_are_always_refined(seed):
+    """Exact fits' residuals are rounding, not noise: the share is infinite and "auto"
+    refines to QR's accuracy."""
+    from dmdidc.regression.solution import _rounding_share, least_squares
+
+    rng = np.random.default_rng(seed)
+    for gap in (1e-5, 1e-6):
+        X, U = _close_modes(rng, gap, 0.0)
+        gram, _ = least_squares([(X, U)], 2, method="gram")
+        if gram.condition_number > 1e6:
+            continue
+        assert _rounding_share(gram) == np.inf
+        auto, _ = least_squares([(X, U)], 2)
+        qr, _ = least_squares([(X, U)], 2, method="qr")
+        assert np.max(np.abs(auto.coefficients - qr.coefficients)) <= 1e-3 * np.max(
+            np.abs(gram.coefficients - qr.coefficients)) + 1e-13
