@@ -40,8 +40,9 @@ from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.plotting import new_figure, save_figure
 from _toolbox.validation import check_in_interval, check_integer
 from dmdidc.data import IdData
-from dmdidc.inference.residuals import _autocorrelations, _bartlett_sd, _cross_correlations
+from dmdidc.inference.residuals import _bartlett_sd, _cross_correlations
 from dmdidc.model import DelayedPlant, as_plant
+from dmdidc.regression.lag_products import autocorrelations
 
 __all__ = ["Comparison", "ResidualCorrelation", "compare", "resid", "predict_ahead"]
 
@@ -410,8 +411,8 @@ def resid(model: Any, data: Any, U: Any = None, *, lags: int = 20,
                              f"give longer data or fewer lags")
     z = float(special.ndtri(0.5 + level / 2))
     window = min(_WINDOW, max(N // 10, 1))
-    auto = _autocorrelations(E, max(lags, window))
-    rho_u = _autocorrelations(inputs, window)
+    auto = autocorrelations(E, max(lags, window))
+    rho_u = autocorrelations(inputs, window)
     tau = np.arange(-lags, lags + 1)
     cross_band = z * _bartlett_sd(auto[:window + 1], rho_u, N)
     return ResidualCorrelation(tuple(state_names), tuple(input_names), tau, auto[:lags + 1],

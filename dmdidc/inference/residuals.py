@@ -53,7 +53,12 @@ from dmdidc.regression.instrumental import (
     projected_instruments,
     residual_memory,
 )
-from dmdidc.regression.lag_products import PieceLayout, lag_product_sets, lag_products
+from dmdidc.regression.lag_products import (
+    PieceLayout,
+    autocorrelations,
+    lag_product_sets,
+    lag_products,
+)
 from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
 
@@ -270,17 +275,6 @@ def _pieces(series: list[np.ndarray], lags: int) -> tuple[PieceLayout, list[np.n
     return PieceLayout(np.array([s.shape[1] for s in kept]), gap=lags + 1), kept
 
 
-def _autocorrelations(series: list[np.ndarray], window: int) -> np.ndarray:
-    """Per row, the autocorrelation at lags ``0 .. window`` pooled over trajectories (each
-    centred), shape (window + 1, rows)."""
-    layout, kept = _pieces(series, window)
-    if not kept:
-        return np.zeros((window + 1, series[0].shape[0]))
-    x = layout.centred(layout.place(kept))
-    cov = lag_products(x, x, 0, window, diagonal=True).T
-    return cov / np.where(cov[0] > 0, cov[0], 1.0)
-
-
 def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarray
                         ) -> np.ndarray:
     """``corr(a_i,k , b_j,k-tau)`` for every lag (pooled, each trajectory centred), shape
@@ -393,7 +387,7 @@ def _filtered_directly(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarr
 
 def _prewhitening_filter(series: list[np.ndarray], order: int) -> np.ndarray:
     """Yule-Walker AR filter ``[1, -a_1, .., -a_q]`` of one signal (pooled trajectories)."""
-    return _yule_walker(_autocorrelations([s[None] for s in series], order)[:, 0], order)
+    return _yule_walker(autocorrelations([s[None] for s in series], order)[:, 0], order)
 
 
 def _yule_walker(rho: np.ndarray, order: int) -> np.ndarray:

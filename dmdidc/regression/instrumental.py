@@ -46,7 +46,7 @@ import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
 from dmdidc.regression.covariance import KroneckerCovariance
-from dmdidc.regression.lag_products import autocovariances
+from dmdidc.regression.lag_products import autocorrelations
 from dmdidc.regression.solution import (
     EXACT_FIT,
     RegressionSolution,
@@ -217,10 +217,7 @@ def residual_memory(residuals: list[np.ndarray]) -> int:
 
     N = sum(e.shape[1] for e in residuals)
     limit = int(min(_MAX_HAC_LAGS, max(N // 10, 1)))
-    # (a piece without samples has no mean: it adds nothing to the sums)
-    centred = [e - e.mean(axis=1, keepdims=True) for e in residuals if e.shape[1]]
-    cov = autocovariances(centred, limit)
-    rho = cov / np.where(cov[0] > 0, cov[0], 1.0)
+    rho = autocorrelations(residuals, limit)
     z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))
     significant = np.flatnonzero(np.any(np.abs(rho[1:]) > z / np.sqrt(max(N, 1)), axis=1))
     return int(significant[-1]) + 1 if significant.size else 0

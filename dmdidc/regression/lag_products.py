@@ -30,7 +30,8 @@ import numpy as np
 from _toolbox.validation import check_integer
 from dmdidc.errors import DimensionError, ParameterError
 
-__all__ = ["PieceLayout", "autocovariances", "lag_product_sets", "lag_products"]
+__all__ = ["PieceLayout", "autocorrelations", "autocovariances", "lag_product_sets",
+           "lag_products"]
 
 #: Lag spans below this: the diagonal products directly (a transform per row costs about as
 #: much as two dozen products).
@@ -384,3 +385,29 @@ def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
         laid[:, at:at + s.shape[1]] = s
         at += s.shape[1] + max_lag
     return lag_products(laid, laid, 0, max_lag, diagonal=True).T
+
+
+def autocorrelations(series: list[np.ndarray], max_lag: int) -> np.ndarray:
+    """Per row, the autocorrelation at lags ``0 .. max_lag`` pooled over the pieces ``series``
+    (each centred on its own mean, lags within a piece; pieces without samples add nothing):
+    the residual checks' Bartlett variances and prewhitening filters and the memory of the
+    instrumental-variable residuals (:func:`~dmdidc.regression.instrumental.residual_memory`).
+
+    Returns
+    -------
+    ndarray, shape (max_lag + 1, rows)
+        Lag 0 is 1 (0 for a constant row); all zeros without samples.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, -1.0, 1.0, -1.0]])
+    >>> autocorrelations([x, x + 5.0], 2)[:, 0]        # each piece centred: -1, 1, -1, 1
+    array([ 1.  , -0.75,  0.5 ])
+    """
+    kept = [s for s in series if s.shape[1] > 0]
+    if not kept:
+        return np.zeros((max_lag + 1, series[0].shape[0]))
+    layout = PieceLayout(np.array([s.shape[1] for s in kept]), gap=max_lag + 1)
+    x = layout.centred(layout.place(kept))
+    cov = lag_products(x, x, 0, max_lag, diagonal=True).T
+    return cov / np.where(cov[0] > 0, cov[0], 1.0)

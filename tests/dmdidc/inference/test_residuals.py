@@ -84,13 +84,13 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
     from scipy import signal
 
     from dmdidc.inference.residuals import (
-        _autocorrelations,
         _bartlett_sd,
         _cross_correlations,
         _prewhitened_correlations,
         _prewhitening_filter,
         _ResidualMoments,
     )
+    from dmdidc.regression.lag_products import autocorrelations
 
     rng = np.random.default_rng(seed)
     E = [signal.lfilter([1.0], [1.0, -0.6], rng.standard_normal((3, K)), axis=1) + 0.2
@@ -113,7 +113,7 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
         a = _prewhitening_filter([s[j] for s in S], order)
         Ew = [signal.lfilter(a, [1.0], e, axis=1) for e in E]
         Sw = [signal.lfilter(a, [1.0], s[j])[None] for s in S]
-        sd = _bartlett_sd(_autocorrelations(Ew, window), _autocorrelations(Sw, window), N)
+        sd = _bartlett_sd(autocorrelations(Ew, window), autocorrelations(Sw, window), N)
         expected = (_cross_correlations(Ew, Sw, tau) / sd)[:, :, 0]
         assert np.allclose(found[:, :, j], expected, rtol=1e-9, atol=1e-9)
 
@@ -122,11 +122,8 @@ def test_prewhitened_correlations_from_the_residual_moments_equal_filtering(seed
 def test_correlation_sums_equal_the_direct_sums(seed):
     """Autocorrelations, cross-correlations and the centred whiteness moments by blocked FFT
     over laid-out pieces equal the sums over each piece (pieces shorter than the lags too)."""
-    from dmdidc.inference.residuals import (
-        _autocorrelations,
-        _cross_correlations,
-        _ResidualMoments,
-    )
+    from dmdidc.inference.residuals import _cross_correlations, _ResidualMoments
+    from dmdidc.regression.lag_products import autocorrelations
 
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, 400, size=rng.integers(1, 5))
@@ -148,7 +145,7 @@ def test_correlation_sums_equal_the_direct_sums(seed):
     expected = cross / np.sqrt(np.outer(var_a, var_b))
     np.testing.assert_allclose(_cross_correlations(A, B, lags), expected, atol=1e-12)
     auto = np.stack([sum(np.diag(direct(x, x, tau)) for x in A) for tau in range(15)])
-    np.testing.assert_allclose(_autocorrelations(A, 14), auto / auto[0], atol=1e-12)
+    np.testing.assert_allclose(autocorrelations(A, 14), auto / auto[0], atol=1e-12)
     np.testing.assert_allclose(_ResidualMoments.of(A, 14).autocorrelations(14), auto / auto[0],
                                atol=1e-12)
 

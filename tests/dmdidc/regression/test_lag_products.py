@@ -70,3 +70,44 @@ def test_residual_memory_skips_empty_pieces_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert residual_memory([e, np.zeros((2, 0))]) == residual_memory([e])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_autocorrelations_equal_the_centred_sums_per_piece(seed):
+    """Each piece centred on its own mean, lags within a piece, pooled; empty pieces add
+    nothing and a constant row gives zeros (no division by zero)."""
+    from dmdidc.regression.lag_products import autocorrelations
+
+    rng = np.random.default_rng(seed)
+    rows, lags = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+    series = [np.cumsum(rng.standard_normal((rows, int(K))), axis=1) + 3.0
+              for K in rng.integers(0, 300, 4)]
+    series[0] = np.zeros((rows, 0))
+    series[1][-1] = 2.0                                    # constant within its piece
+    centred = [s - s.mean(axis=1, keepdims=True) for s in series if s.shape[1]]
+    cov = np.stack([sum(np.sum(c[:, v:] * c[:, :c.shape[1] - v], axis=1) if v < c.shape[1]
+                        else np.zeros(rows) for c in centred) for v in range(lags + 1)])
+    expected = cov / np.where(cov[0] > 0, cov[0], 1.0)
+    np.testing.assert_allclose(autocorrelations(series, lags), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_residual_memory_decides_as_the_centred_autocovariances(seed):
+    """residual_memory reads the shared autocorrelations: the same memory as its former
+    autocovariances of the centred pieces, on white, moving-average and AR residuals."""
+    from scipy import signal, special
+
+    from dmdidc.regression.instrumental import _MAX_HAC_LAGS, residual_memory
+
+    rng = np.random.default_rng(seed)
+    colour = [[1.0], [1.0, 0.5], [1.0, -0.3, 0.2, 0.4]][seed % 3]
+    residuals = [signal.lfilter(colour, [1.0, -0.5 * (seed % 2)],
+                                rng.standard_normal((3, int(K))), axis=1) + 1.0
+                 for K in rng.integers(50, 2000, 3)]
+    N = sum(e.shape[1] for e in residuals)
+    limit = int(min(_MAX_HAC_LAGS, max(N // 10, 1)))
+    cov = autocovariances([e - e.mean(axis=1, keepdims=True) for e in residuals], limit)
+    rho = cov / np.where(cov[0] > 0, cov[0], 1.0)
+    z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))
+    significant = np.flatnonzero(np.any(np.abs(rho[1:]) > z / np.sqrt(N), axis=1))
+    assert residual_memory(residuals) == (int(significant[-1]) + 1 if significant.size else 0)
