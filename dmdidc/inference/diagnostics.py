@@ -48,6 +48,7 @@ from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restrict
 from dmdidc.inference.checks import Check, unexplained_blocks
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
+from dmdidc.regression.lag_products import autocorrelations
 from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
 from dmdidc.trajectories import subsample
 
@@ -595,20 +596,17 @@ def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
     if m == 0:
         return Check("excitation", question, None, finding="no inputs")
     order = n + R + 1
-    worst, channel = 1.0, 0
-    for i in range(m):
-        series = [U[i] - U[i].mean() for _, U in trajectories if U.shape[1] > order]
-        if not series:
-            return Check("excitation", question, None, finding="trajectories too short")
-        acov = np.zeros(order)
-        for s in series:
-            for v in range(order):
-                acov[v] += s[v:] @ s[:s.size - v]
-        toeplitz = acov[np.abs(np.subtract.outer(np.arange(order), np.arange(order)))]
-        values = np.linalg.eigvalsh(toeplitz)
-        ratio = float(values[0] / max(values[-1], np.finfo(float).tiny))
-        if ratio < worst:
-            worst, channel = ratio, i
+    series = [U for _, U in trajectories if U.shape[1] > order]
+    if not series:
+        return Check("excitation", question, None, finding="trajectories too short")
+    # every channel's lag covariance at once; its eigenvalue ratio ignores the scale, so the
+    # autocorrelations (lags 0 .. order - 1, each trajectory centred) serve
+    rho = autocorrelations(series, order - 1).T                        # (m, order)
+    values = np.linalg.eigvalsh(
+        rho[:, np.abs(np.subtract.outer(np.arange(order), np.arange(order)))])
+    ratios = values[:, 0] / np.maximum(values[:, -1], np.finfo(float).tiny)
+    channel = int(np.argmin(ratios))
+    worst = min(1.0, float(ratios[channel]))
     statistic = _EXCITED / max(worst, 1e-300)
     if worst >= _EXCITED:
         return Check("excitation", question, True, statistic, 1.0,

@@ -405,15 +405,18 @@ def _fir(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``y_k = sum_j a_j x_{k-j}`` along the last axis (``x`` zero before the start): the causal
     FIR filter ``scipy.signal.lfilter(a, [1], x)`` for the few taps of a prewhitening filter,
     without importing scipy.signal (which loads scipy.stats, ~0.5 s, on every fit).  ``a`` of
-    shape (q + 1,), or (rows, q + 1) for one filter per row of ``x``."""
-    a = np.asarray(a, dtype=float)[..., None]                   # (..., q + 1, 1)
+    shape (q + 1,), or (rows, q + 1) for one filter per row of ``x`` (rows, K).  One
+    ``np.convolve`` per row (a loop over the taps in C): 4.5x faster than a pass over the whole
+    array per tap (20 rows of 2e4 samples, 11 taps: 1.8 ms against 8 ms)."""
+    a = np.asarray(a, dtype=float)
     K = x.shape[-1]
-    y = a[..., 0, :] * x
-    term = np.empty(y.shape)
-    for p in range(1, min(a.shape[-2], K)):     # a shifted copy per tap: one pass each
-        np.multiply(a[..., p, :], x[..., :K - p], out=term[..., :K - p])
-        y[..., p:] += term[..., :K - p]
-    return y
+    rows = x.reshape(-1, K)
+    taps = np.broadcast_to(a, (rows.shape[0], a.shape[-1])) if a.ndim == 1 else a
+    y = np.zeros(rows.shape)
+    if K:
+        for j, row in enumerate(rows):
+            y[j] = np.convolve(row, taps[j])[:K]
+    return y.reshape(x.shape)
 
 
 def _bartlett_sd(rho_a: np.ndarray, rho_b: np.ndarray, n_samples: int) -> np.ndarray:

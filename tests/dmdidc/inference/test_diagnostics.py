@@ -90,3 +90,44 @@ def test_eigenvalue_standard_errors_match_monte_carlo(A_c):
     spread = np.sqrt(np.mean(np.abs(np.array(estimates) - np.mean(estimates, axis=0)) ** 2,
                              axis=0))
     np.testing.assert_allclose(spread, np.mean(predicted, axis=0), rtol=0.25)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_excitation_check_equals_the_lag_covariance_of_each_channel(seed):
+    """All channels at once (autocorrelations) decide as each channel's lag covariance did:
+    the smallest relative eigenvalue, its channel and the verdict, for white, low-pass and
+    sinusoidal inputs, over several trajectories (one too short to count)."""
+    from scipy import signal
+
+    from dmdidc.inference.diagnostics import _EXCITED, _excitation_check
+
+    rng = np.random.default_rng(seed)
+    n, m, R = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(0, 4))
+    order = n + R + 1
+    k = np.arange(3000)
+
+    def channel(kind):
+        if kind == 0:
+            return rng.standard_normal(k.size) + 2.0
+        if kind == 1:
+            return signal.lfilter([1.0], [1.0, -0.98], rng.standard_normal(k.size))
+        return np.sin(0.3 * k + rng.uniform(0, 6)) + 0.5 * np.sin(1.1 * k)
+    kinds = rng.integers(0, 3, m)
+    trajectories = [(None, np.array([channel(kind) for kind in kinds])[:, :K])
+                    for K in (3000, 1700, order)]            # the last one too short
+    model = DelayedPlant(np.eye(n) * 0.5, np.zeros((R + 1, n, m)), 1.0)
+    check = _excitation_check(trajectories, model)
+    ratios = []
+    for i in range(m):
+        acov = np.zeros(order)
+        for _, U in trajectories[:2]:
+            s = U[i] - U[i].mean()
+            acov += [s[v:] @ s[:s.size - v] for v in range(order)]
+        values = np.linalg.eigvalsh(acov[np.abs(np.subtract.outer(np.arange(order),
+                                                                  np.arange(order)))])
+        ratios.append(values[0] / values[-1])
+    worst = min(ratios)
+    np.testing.assert_allclose(check.statistic, _EXCITED / worst, rtol=1e-8)
+    assert check.passed == (worst >= _EXCITED)
+    if not check.passed:
+        assert f"input {int(np.argmin(ratios))} " in check.finding
