@@ -567,7 +567,8 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     # ||E|| / ||x_k+1|| first: an exact fit's residuals are not tested (residual_checks), so
     # their whiteness, outliers and correlations wait until read (the figure)
     energy = sum(float(np.einsum("ik,ik->", e, e)) for e, _, _ in parts)
-    targets = np.sqrt(sum(float(np.sum(x[:, R + 1:] ** 2)) for _, _, x in parts) + energy)
+    targets = np.sqrt(sum(float(np.einsum("ik,ik->", x[:, R + 1:], x[:, R + 1:]))
+                          for _, _, x in parts) + energy)
     relative = float(np.sqrt(energy) / max(targets, np.finfo(float).tiny))
     analysis = ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), N, relative)
     if relative < EXACT_FIT:
