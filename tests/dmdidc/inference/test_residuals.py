@@ -317,3 +317,28 @@ def test_laid_out_rows_are_the_shifted_signals_of_every_kept_trajectory(seed):
                 for s in sources if s[1].shape[1] - end - start >= 2]
     assert lengths == [e.shape[1] for e in expected]
     np.testing.assert_array_equal(laid, np.concatenate(expected, axis=1))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_yule_walker_rows_equal_one_toeplitz_solve_per_signal(seed):
+    """Levinson-Durbin over every column at once: the filters of scipy's Toeplitz solve, and
+    no filter (``[1, 0, ..]``) for a constant signal or a singular minor."""
+    from scipy import linalg, signal
+
+    from dmdidc.inference.residuals import _yule_walker
+    from dmdidc.regression.lag_products import autocorrelations
+
+    rng = np.random.default_rng(seed)
+    order = int(rng.integers(1, 11))
+    rows = np.stack([signal.lfilter([1.0], [1.0, -rng.uniform(-0.95, 0.95)],
+                                    rng.standard_normal(3000)) for _ in range(4)])
+    rows[1] = 5.0                                               # constant: no filter
+    rho = autocorrelations([rows], order)
+    rho = np.concatenate([rho, np.ones((order + 1, 1))], axis=1)     # singular minor
+    taps = _yule_walker(rho, order)
+    for j in (0, 2, 3):
+        a = linalg.solve_toeplitz(rho[:order, j], rho[1:, j])
+        np.testing.assert_allclose(taps[j], np.concatenate([[1.0], -a]), rtol=1e-10,
+                                   atol=1e-12)
+    for j in (1, 4):
+        np.testing.assert_array_equal(taps[j], np.eye(order + 1)[0])
