@@ -342,3 +342,24 @@ def test_yule_walker_rows_equal_one_toeplitz_solve_per_signal(seed):
                                    atol=1e-12)
     for j in (1, 4):
         np.testing.assert_array_equal(taps[j], np.eye(order + 1)[0])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_exact_fits_residual_statistics_wait_until_read(seed):
+    """Below EXACT_FIT the checks do not read whiteness, outliers or correlations: they are
+    not computed with the analysis, and when read equal those of the same residuals scaled
+    above it (every one of them is scale-free)."""
+    from dmdidc.inference.residuals import residual_analysis, residual_checks
+
+    rng = np.random.default_rng(seed)
+    n, m, R = 2, 1, 2
+    parts = [(1e-12 * rng.standard_normal((n, K)), rng.standard_normal((m, K + R)),
+              rng.standard_normal((n, K + R + 1))) for K in (800, 1500)]
+    exact = residual_analysis(parts, R)
+    assert exact.relative_residual < 1e-6 and not exact._tests and not exact._correlations
+    assert all(c.passed for c in residual_checks(exact, 0.01))
+    noisy = residual_analysis([(1e9 * e, u, x) for e, u, x in parts], R)
+    assert noisy._tests
+    for name in ("whiteness_z", "outlier_z", "input_z", "state_z"):
+        np.testing.assert_allclose(getattr(exact, name), getattr(noisy, name), rtol=1e-10,
+                                   atol=1e-10)
