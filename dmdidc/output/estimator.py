@@ -30,7 +30,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
-from dmdidc.output.intervals import OtherSide, other_sides, spanned
+from dmdidc.output.intervals import OtherSide, other_sides, restart, spanned
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
 from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
@@ -642,13 +642,9 @@ class OutputDMDidc:
                 continue
             delays = refined.delays.copy()
             delays[i] = grid[far][np.argmin(values[far])]
-            try:
-                other = refine(experiments, dt, R, A_c=refined.A_c, C=refined.C,
-                               B_c=refined.B_c, delays=delays,
-                               initial_states=refined.initial_states,
-                               D=refined.D if self.feedthrough else None,
-                               offset=refined.offset if self.offset else None)
-            except (LogarithmError, np.linalg.LinAlgError):
+            other = restart(experiments, refined, delays, dt, R, feedthrough=self.feedthrough,
+                            offset=self.offset)
+            if other is None:
                 continue
             if exact:
                 tied = other.rss <= exact_rss

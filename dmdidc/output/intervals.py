@@ -29,7 +29,7 @@ from scipy import stats
 from dmdidc.errors import LogarithmError
 from dmdidc.output.refine import Refined, refine
 
-__all__ = ["OtherSide", "REACH", "other_sides", "spanned"]
+__all__ = ["OtherSide", "REACH", "other_sides", "restart", "spanned"]
 
 #: Channels within this many standard errors of a whole period are refitted across it (the
 #: half-width of a 0.999 interval: every level up to there can reach the period).
@@ -55,20 +55,28 @@ class OtherSide:
     excess: float
 
 
-def _refit(experiments: list, refined: Refined, i: int, delay: float, dt: float, R: int, *,
-           feedthrough: bool, offset: bool, max_evaluations: int = 60) -> Refined | None:
-    """The output-error fit started from ``refined`` with channel ``i``'s delay at ``delay``
-    (``None`` if it fails); ``max_evaluations=1`` evaluates there without a step."""
-    delays = refined.delays.copy()
-    delays[i] = delay
+def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, R: int, *,
+            feedthrough: bool, offset: bool, max_evaluations: int = 60) -> Refined | None:
+    """The output-error fit started from ``refined`` with the delays ``delays`` (m,), or
+    ``None`` if no continuous plant is found from there (:class:`~dmdidc.errors.
+    LogarithmError`, a singular system); ``max_evaluations=1`` evaluates there without a
+    step.  Bad input is not caught: it raises."""
     try:
         return refine(experiments, dt, R, A_c=refined.A_c, C=refined.C, B_c=refined.B_c,
                       delays=delays, initial_states=refined.initial_states,
                       D=refined.D if feedthrough else None,
                       offset=refined.offset if offset else None,
                       max_evaluations=max_evaluations)
-    except (LogarithmError, np.linalg.LinAlgError, ValueError):
+    except (LogarithmError, np.linalg.LinAlgError):
         return None
+
+
+def _refit(experiments: list, refined: Refined, i: int, delay: float, dt: float, R: int,
+           **options) -> Refined | None:
+    """:func:`restart` with channel ``i``'s delay moved to ``delay``."""
+    delays = refined.delays.copy()
+    delays[i] = delay
+    return restart(experiments, refined, delays, dt, R, **options)
 
 
 def other_sides(experiments: list, refined: Refined, dt: float, R: int, *, feedthrough: bool,

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dmdidc import DelayedPlant, OutputDMDidc
-from dmdidc.output.intervals import REACH, OtherSide, spanned
+from dmdidc.output.intervals import REACH, OtherSide, restart, spanned
 from simulations.studies.data_kinds import random_state_matrix
 
 T = 0.5
@@ -126,3 +126,17 @@ def test_a_loaded_model_keeps_the_intervals_across_the_period(tmp_path):
         if joined >= 2:
             return
     pytest.fail(f"only {joined} fits joined the other side's interval")
+
+
+def test_a_restart_across_the_period_lets_bad_input_through():
+    """Only "no continuous plant from there" means "no other side": bad input raises (the
+    refit caught every ValueError and reported it as a missing side)."""
+    _, est = _kink_case(3, 1.01)
+    refined = est.refined_
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((1, 300))
+    Y = rng.standard_normal((2, 300))          # two outputs for a model of one: bad input
+    with pytest.raises(ValueError):
+        restart([(Y, U)], refined, refined.delays, T, 3, feedthrough=False, offset=True)
+    good = restart([(Y[:1], U)], refined, refined.delays, T, 3, feedthrough=False, offset=True)
+    assert good is not None and good.delays.shape == refined.delays.shape
