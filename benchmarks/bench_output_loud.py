@@ -130,6 +130,10 @@ def judge(seed: int) -> dict:
         result["right"] = result["eig_error"] < 0.1 and result["delay_error"] < 0.1
         low, high = est.delay_ci().T
         result["delay_covered"] = list((low <= plant.delay) & (plant.delay <= high))
+        result["misses"] = [f"delay {i}: true {plant.delay[i] / T:.4f} T, fitted "
+                            f"{est.delay[i] / T:.4f} T, interval [{low[i] / T:.4f}, "
+                            f"{high[i] / T:.4f}] T" for i in np.flatnonzero(
+                                ~np.array(result["delay_covered"]))]
         result["delay_width"] = list((high - low) / T)
         periods = plant.delay / T
         result["delay_whole"] = list(np.abs(periods - np.round(periods)) < 0.05)
@@ -139,6 +143,8 @@ def judge(seed: int) -> dict:
         imag_in = (low.imag <= truth.imag) & (truth.imag <= high.imag)
         inside = real_in & imag_in
         result["covered"] = result["delay_covered"] + list(inside)
+        result["misses"] += [f"eigenvalue {t:.4g}: box [{lo:.4g}, {h:.4g}]" for t, lo, h, ok
+                             in zip(truth, low, high, inside, strict=True) if not ok]
         # per part, a conjugate pair counted once (its upper member)
         upper = truth.imag >= 0
         result["eig_parts"] = [(bool(t.imag != 0), bool(r), bool(i), float(h.real - lo.real)
@@ -201,6 +207,9 @@ def main() -> None:
                   f"{r['seconds']:.1f}s", flush=True)
             for text in r["warnings"] + ([repr(r["error"])] if r["error"] else []):
                 print(f"      {text[:160]}", flush=True)
+            if r["right"]:
+                for text in r.get("misses", []):
+                    print(f"      outside its 95 % interval: {text}", flush=True)
     right = [r for r in results if r["right"]]
     silent = [r for r in results if not r["right"] and not r["loud"]]
     wrong_loud = [r for r in results if not r["right"] and r["loud"]]

@@ -30,10 +30,18 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
-from dmdidc.output.intervals import OtherSide, other_sides, restart, spanned
+from dmdidc.output.intervals import (
+    DelayProfile,
+    eigenvalue_parts,
+    joined_boxes,
+    joined_delays,
+    profiles,
+    restart,
+)
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
 from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
-from dmdidc.output.refine import Refined, eigenvalue_gradients, refine, residual_input_test
+from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
+from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
 
@@ -597,11 +605,11 @@ class OutputDMDidc:
 
     def _checked_delays(self, experiments: list, R: int, dt: float, refined: Refined
                         ) -> Refined:
-        """:meth:`_check_delays`, then the fits across the nearest whole periods that
-        :meth:`delay_ci` joins (:mod:`dmdidc.output.intervals`)."""
+        """:meth:`_check_delays`, then the profiles of the delays near whole periods that
+        :meth:`delay_ci` and :meth:`eigenvalue_ci` join (:mod:`dmdidc.output.intervals`)."""
         refined = self._check_delays(experiments, R, dt, refined)
-        self._other_sides = other_sides(experiments, refined, dt, R,
-                                        feedthrough=self.feedthrough, offset=self.offset)
+        self._profiles = profiles(experiments, refined, dt, R, feedthrough=self.feedthrough,
+                                  offset=self.offset)
         return refined
 
     def _check_delays(self, experiments: list, R: int, dt: float, refined: Refined) -> Refined:
@@ -690,13 +698,10 @@ class OutputDMDidc:
         self.offset_ = refined.offset * self.scale_
         self.delay_steps, self.delay_fraction = split_delay(self.delay, dt)
         self.initial_states_ = refined.initial_states
-        values, gradients = eigenvalue_gradients(self.A_c)
-        cov = refined.covariance[refined.layout["A_c"], refined.layout["A_c"]]
-        self.eigenvalues_ = values
         # standard errors of the real and imaginary parts, (n, 2)
-        self._eigenvalue_axes_se = np.sqrt(np.clip(np.stack(
-            [np.einsum("ia,ab,ib->i", part, cov, part)
-             for part in (gradients.real, gradients.imag)], axis=1), 0.0, None))
+        self.eigenvalues_, self._eigenvalue_axes_se = eigenvalue_parts(refined)
+        self._pairs = coalescing_pairs(refined.A_c, refined.covariance[
+            refined.layout["A_c"], refined.layout["A_c"]])
         self.eigenvalue_se_ = np.hypot(*self._eigenvalue_axes_se.T)
         delays = refined.layout["delays"]
         self.delay_se_ = np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0, None))
@@ -745,17 +750,18 @@ class OutputDMDidc:
 
         Wald intervals ``delay +- z se`` from the joint output-error covariance (the errors of
         the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
-        Near a whole period, the fit restarted across it is joined unless the likelihood
-        ratio rejects it at ``level`` (the outputs are not smooth in the delay
-        there: :mod:`dmdidc.output.intervals`; a model read by :meth:`load` keeps those fits).
+        Near a whole period the outputs are not smooth in the delay; there the interval also
+        holds every delay the profile likelihood ratio does not reject at ``level``
+        (:mod:`dmdidc.output.intervals`; a model read by :meth:`load` keeps the profiles).
         """
         self._check_fitted()
         level = float(level)
         if not 0.0 < level < 1.0:
             raise ParameterError(f"level={level!r}; accepted: (0, 1)")
         z = stats.norm.isf((1.0 - level) / 2.0)
-        low, high = spanned(self.delay - z * self.delay_se_, self.delay + z * self.delay_se_,
-                            getattr(self, "_other_sides", ()), z, level)
+        low, high = joined_delays(self.delay - z * self.delay_se_,
+                                  self.delay + z * self.delay_se_,
+                                  getattr(self, "_profiles", ()), level)
         bound = self.max_delay * self.dt
         return np.stack([np.clip(low, 0.0, bound), np.clip(high, 0.0, bound)], axis=1)
 
@@ -766,7 +772,10 @@ class OutputDMDidc:
         ``sqrt(level)`` (Sidak: the box of two parts at ``level`` each covered only about
         ``level^2``, 0.86-0.89 instead of 0.95 on the sweep of
         ``benchmarks/bench_output_loud.py``); a real eigenvalue's interval is at ``level``
-        (its imaginary part has none).
+        (its imaginary part has none).  Near a whole period, the boxes of the other fits not
+        rejected at ``level`` are joined (:mod:`dmdidc.output.intervals`); for a pair whose
+        characteristic polynomial's region at ``level`` holds both real and complex pairs,
+        the box of its roots there (:mod:`dmdidc.output.pairs`).
 
         A model read by :meth:`load` from a file without the parts' standard errors uses
         ``eigenvalue_se_`` (their root sum of squares) on both axes: wider, never narrower.
@@ -779,7 +788,10 @@ class OutputDMDidc:
         z = stats.norm.isf((1.0 - parts) / 2.0)
         axes = self._axes_se()
         spread = z * (axes[:, 0] + 1j * axes[:, 1])
-        return np.stack([self.eigenvalues_ - spread, self.eigenvalues_ + spread], axis=1)
+        low, high = joined_boxes(self.eigenvalues_ - spread, self.eigenvalues_ + spread,
+                                 getattr(self, "_profiles", ()), level, z)
+        low, high = pair_boxes(low, high, getattr(self, "_pairs", ()), level)
+        return np.stack([low, high], axis=1)
 
     def _axes_se(self) -> np.ndarray:
         """Standard errors (n, 2) of the eigenvalues' real and imaginary parts (both
@@ -830,9 +842,10 @@ class OutputDMDidc:
             "eigenvalues": [[v.real, v.imag] for v in self.eigenvalues_],
             "eigenvalue_se": self.eigenvalue_se_.tolist(),
             "eigenvalue_se_parts": self._axes_se().tolist(),
-            # the fits across a whole period (delay_ci at any level, as fitted)
-            "other_sides": [None if side is None else dataclasses.asdict(side)
-                            for side in getattr(self, "_other_sides", ())],
+            # the delay profiles near whole periods (the intervals at any level, as fitted)
+            "profiles": [None if profile is None else dataclasses.asdict(profile)
+                         for profile in getattr(self, "_profiles", ())],
+            "pairs": [dataclasses.asdict(pair) for pair in getattr(self, "_pairs", ())],
             "noise_std": self.noise_std_.tolist(), "order": self.order_,
             "singular_values": self.singular_values_.tolist(), "noise_edge": self.noise_edge_,
             "horizon": self.horizon_,
@@ -870,8 +883,15 @@ class OutputDMDidc:
         est.eigenvalue_se_ = np.array(record["eigenvalue_se"])
         if "eigenvalue_se_parts" in record:
             est._eigenvalue_axes_se = np.array(record["eigenvalue_se_parts"]).reshape(-1, 2)
-        est._other_sides = tuple(None if side is None else OtherSide(**side)
-                                 for side in record.get("other_sides", ()))
+        est._profiles = tuple(None if profile is None else DelayProfile(
+            delays=tuple(profile["delays"]), excess=tuple(profile["excess"]),
+            se=tuple(profile["se"]),
+            boxes=tuple(tuple(tuple(part) for part in box) for box in profile["boxes"]))
+            for profile in record.get("profiles", ()))
+        est._pairs = tuple(PairCoefficients(
+            lower=pair["lower"], upper=pair["upper"], coefficients=tuple(pair["coefficients"]),
+            covariance=tuple(tuple(row) for row in pair["covariance"]))
+            for pair in record.get("pairs", ()))
         est.noise_std_ = np.array(record["noise_std"])
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])

@@ -1,22 +1,31 @@
-"""Delay intervals across a whole period: the fit on the other side of the kink.
+"""Intervals across a whole period: the profile likelihood of a delay near one.
 
 The sampled outputs are continuous in a channel's delay but not smooth at a whole number of
 periods: just below ``w T`` the input's switch falls inside the sample interval that ends at
 ``w T`` and reaches the state sampled there, just above it does not.  With partial
 measurements (``C B`` large against the slower terms) the residual sum of squares then has a
-sharp, narrow well just below the whole period, and a fit can stop there even when the true
-delay lies a little above it (seen in ``benchmarks/bench_output_loud.py``: true 1.019 T fitted
-at 0.9994 T with a standard error of 0.0006 T, 32 of them from the truth; a fit restarted just
-above the period ends at 1.018 T, 2 noise variances lower, with a standard error of 0.013 T).
-The Wald interval there uses one side's curvature only, and the data do not decide the side.
+sharp, narrow well just below the whole period or a corner at it, and a fit can stop there
+even when the true delay lies a little above it (seen in ``benchmarks/bench_output_loud.py``:
+true 1.019 T fitted at 0.9994 T with a standard error of 0.0006 T, 32 of them from the truth).
+A Wald interval uses the curvature on one side of the kink at one point; across the kink the
+residual is much flatter (or steeper) than that curvature says, and the data do not decide
+the side.
 
 For each channel whose delay lies within :data:`REACH` standard errors of a whole period
-(between the bounds), the output-error fit is restarted just across it; if it stays on that
-side, its delay, standard error and excess ``Delta RSS / sigma^2`` over the chosen fit are kept.
-:meth:`~dmdidc.output.OutputDMDidc.delay_ci` joins that side's interval whenever the other
-fit is not rejected at the interval's level by the likelihood ratio (both sides' delays are
-then consistent with the data), the analogue of spanning the block
-structure in :mod:`dmdidc.inference.intervals`.
+(between the bounds), the output-error fit is restarted :data:`_ACROSS` of a period across it.
+If it stays on that side, it is one more candidate: its delay, standard error and excess
+``Delta RSS / sigma^2`` over the chosen fit. If it comes back, the other side's best lies at
+the period itself, a corner: the chosen fit evaluated just across the period (that side's
+one-sided curvature) is one candidate, and the profile likelihood is walked too: the fit is
+repeated with the delay *held* at steps doubling from the standard error on both sides (each
+fit started from the last) until the excess over the best fit passes the chi-squared(1)
+quantile at :data:`REACH`'s level (toward the period only once past it).
+
+:meth:`~dmdidc.output.OutputDMDidc.delay_ci` joins the delays of the fits that the likelihood
+ratio does not reject at the level (a free fit with its Wald interval; between a kept held
+fit and a rejected one, where the profile crosses the critical value), and
+:meth:`~dmdidc.output.OutputDMDidc.eigenvalue_ci` joins their eigenvalue boxes (the other
+parameters move with the delay across the kink).  The point estimate is not changed.
 """
 
 from __future__ import annotations
@@ -24,17 +33,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from dmdidc.errors import LogarithmError
-from dmdidc.output.refine import Refined, refine
+from dmdidc.output.refine import Refined, eigenvalue_gradients, refine
 
-__all__ = ["OtherSide", "REACH", "other_sides", "restart", "spanned"]
+__all__ = ["DelayProfile", "REACH", "eigenvalue_parts", "joined_boxes", "joined_delays",
+           "profiles", "restart"]
 
-#: Channels within this many standard errors of a whole period are refitted across it (the
-#: half-width of a 0.999 interval: every level up to there can reach the period).
+#: Channels within this many standard errors of a whole period are profiled (the half-width
+#: of a 0.999 interval: every level up to there can reach the period).
 REACH = float(stats.norm.isf(0.0005))
-#: The restart starts this fraction of a period across the whole period (inside the other
+#: A side's walk ends once the excess passes this (the chi-squared(1) quantile at REACH's
+#: level: every interval up to 0.999 ends inside the profile).
+_FAR = float(stats.chi2.isf(0.001, 1))
+#: At most this many held fits per side; the first step is the standard error (at least
+#: :data:`_MIN_STEP` periods), each next one twice the last.
+_STEPS = 6
+_MIN_STEP = 1e-3
+#: Evaluations per held fit (each starts from its neighbour's fit, a small move away).
+_EVALUATIONS = 10
+#: The fit across the period starts this fraction of a period across it (inside the other
 #: side's smooth piece, away from the kink's narrow well).
 _ACROSS = 0.01
 #: Where the other side is evaluated when its fit returns to the chosen side: just across the
@@ -43,51 +62,120 @@ _CORNER = 1e-9
 
 
 @dataclass(frozen=True)
-class OtherSide:
-    """The fit with one channel's delay on the other side of a whole period."""
+class DelayProfile:
+    """One channel's fits near a whole period: points of its profile likelihood.
 
-    #: The whole period crossed, seconds.
-    period: float
-    #: That fit's delay and its standard error, seconds.
-    delay: float
-    se: float
-    #: ``(RSS_other - RSS_chosen) / sigma^2`` (negative when the other side fits better).
-    excess: float
+    Point ``k`` is a fit with the delay at ``delays[k]`` (seconds, increasing; the chosen fit
+    included), its excess ``(RSS - RSS_chosen) / sigma^2`` and, for a fit whose delay was free
+    (the chosen one, the one across the period), its standard error ``se[k]`` (0 for a fit
+    with the delay held); ``boxes[k][j]`` is ``(re, im, se_re, se_im)`` of its eigenvalue
+    ``j`` (matched to the chosen fit's).
+    """
+
+    delays: tuple[float, ...]
+    excess: tuple[float, ...]
+    se: tuple[float, ...]
+    boxes: tuple[tuple[tuple[float, float, float, float], ...], ...]
+
+    def accepted(self, level: float) -> np.ndarray:
+        """Which points the likelihood ratio does not reject at ``level`` (against the best
+        fit found, the chosen one or another point)."""
+        excess = np.asarray(self.excess)
+        return excess - min(excess.min(), 0.0) <= float(stats.chi2.isf(1.0 - level, 1))
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """The delays not rejected at ``level``: the accepted points, each free fit's Wald
+        interval, and between an accepted point and a rejected neighbour the crossing of the
+        critical value (linear in the signed root of the excess: exact for a quadratic)."""
+        delays, se = np.asarray(self.delays), np.asarray(self.se)
+        excess = np.asarray(self.excess) - min(min(self.excess), 0.0)
+        critical = float(stats.chi2.isf(1.0 - level, 1))
+        z = float(stats.norm.isf((1.0 - level) / 2.0))
+        inside = excess <= critical
+        low, high = np.min((delays - z * se)[inside]), np.max((delays + z * se)[inside])
+        root, limit = np.sqrt(excess), np.sqrt(critical)
+        for k in np.flatnonzero(inside):
+            for out in (k - 1, k + 1):
+                if 0 <= out < delays.size and not inside[out]:
+                    end = delays[k] + (limit - root[k]) / (root[out] - root[k]) * (
+                        delays[out] - delays[k])
+                    low, high = min(low, end), max(high, end)
+        return float(low), float(high)
+
+
+def eigenvalue_parts(refined: Refined) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (n,) of ``refined.A_c`` and the standard errors (n, 2) of their real and
+    imaginary parts (first-order gradients with the fit's covariance)."""
+    values, gradients = eigenvalue_gradients(refined.A_c)
+    cov = refined.covariance[refined.layout["A_c"], refined.layout["A_c"]]
+    return values, np.sqrt(np.clip(np.stack(
+        [np.einsum("ia,ab,ib->i", part, cov, part) for part in (gradients.real, gradients.imag)],
+        axis=1), 0.0, None))
 
 
 def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, R: int, *,
-            feedthrough: bool, offset: bool, max_evaluations: int = 60) -> Refined | None:
-    """The output-error fit started from ``refined`` with the delays ``delays`` (m,), or
-    ``None`` if no continuous plant is found from there (:class:`~dmdidc.errors.
-    LogarithmError`, a singular system); ``max_evaluations=1`` evaluates there without a
-    step.  Bad input is not caught: it raises."""
+            feedthrough: bool, offset: bool, max_evaluations: int = 60,
+            held: np.ndarray | None = None) -> Refined | None:
+    """The output-error fit started from ``refined`` with the delays ``delays`` (m,) (those
+    ``held`` stay there), or ``None`` if no continuous plant is found from there
+    (:class:`~dmdidc.errors.LogarithmError`, a singular system).  Bad input is not caught."""
     try:
         return refine(experiments, dt, R, A_c=refined.A_c, C=refined.C, B_c=refined.B_c,
                       delays=delays, initial_states=refined.initial_states,
                       D=refined.D if feedthrough else None,
                       offset=refined.offset if offset else None,
-                      max_evaluations=max_evaluations)
+                      max_evaluations=max_evaluations, held=held)
     except (LogarithmError, np.linalg.LinAlgError):
         return None
 
 
-def _refit(experiments: list, refined: Refined, i: int, delay: float, dt: float, R: int,
-           **options) -> Refined | None:
-    """:func:`restart` with channel ``i``'s delay moved to ``delay``."""
-    delays = refined.delays.copy()
-    delays[i] = delay
-    return restart(experiments, refined, delays, dt, R, **options)
+def _boxes(fit: Refined, chosen: np.ndarray) -> tuple:
+    """``fit``'s eigenvalue parts, matched to the ``chosen`` eigenvalues (nearest pairing)."""
+    values, axes = eigenvalue_parts(fit)
+    rows, cols = optimize.linear_sum_assignment(np.abs(chosen[:, None] - values[None, :]))
+    order = cols[np.argsort(rows)]
+    return tuple((float(v.real), float(v.imag), float(a[0]), float(a[1]))
+                 for v, a in zip(values[order], axes[order], strict=True))
 
 
-def other_sides(experiments: list, refined: Refined, dt: float, R: int, *, feedthrough: bool,
-                offset: bool) -> tuple[OtherSide | None, ...]:
-    """Per channel, the fit restarted across the nearest whole period (if it returns to the
-    chosen side, the chosen fit evaluated just across the period, with that side's one-sided
-    curvature), or ``None`` (the delay is farther than :data:`REACH` standard errors from a
-    whole period inside ``(0, R dt)``, or the fit failed)."""
+def _walk(experiments: list, refined: Refined, i: int, period: float, se: float, dt: float,
+          R: int, sigma2: float, chosen: np.ndarray, **options) -> list[tuple]:
+    """Profile points (delay, excess, 0, boxes) of channel ``i``: fits with its delay held at
+    steps doubling from ``se`` away from the chosen delay on both sides, each started from the
+    last, until the excess passes :data:`_FAR` (toward the period only once past it)."""
+    delay, points = float(refined.delays[i]), []
+    held = np.arange(refined.delays.size) == i
+    for side in (-1.0, 1.0):
+        start, step = refined, max(se, _MIN_STEP * dt)
+        crossed = side * (period - delay) < 0
+        for _ in range(_STEPS):
+            target = float(np.clip(delay + side * step, 0.0, R * dt))
+            delays = start.delays.copy()
+            delays[i] = target
+            fit = restart(experiments, start, delays, dt, R, held=held,
+                          max_evaluations=_EVALUATIONS, **options)
+            if fit is None:
+                break
+            excess = (fit.rss - refined.rss) / sigma2
+            points.append((target, float(excess), 0.0, _boxes(fit, chosen)))
+            crossed = crossed or side * (target - period) > 0
+            if (crossed and excess - min(0.0, *(p[1] for p in points)) > _FAR
+                    or target in (0.0, R * dt)):
+                break
+            start, step = fit, 2.0 * step
+    return points
+
+
+def profiles(experiments: list, refined: Refined, dt: float, R: int, *, feedthrough: bool,
+             offset: bool) -> tuple[DelayProfile | None, ...]:
+    """Per channel, the fits near its nearest whole period (module notes), or ``None`` (the
+    delay is farther than :data:`REACH` standard errors from a whole period inside
+    ``(0, R dt)``, or its fits failed)."""
     at = refined.layout["delays"].start
     sigma2 = refined.rss / refined.dof
-    found: list[OtherSide | None] = []
+    chosen = eigenvalue_parts(refined)[0]
+    options = {"feedthrough": feedthrough, "offset": offset}
+    found: list[DelayProfile | None] = []
     for i, delay in enumerate(refined.delays):
         se = float(np.sqrt(max(refined.covariance[at + i, at + i], 0.0)))
         period = round(delay / dt) * dt
@@ -95,42 +183,68 @@ def other_sides(experiments: list, refined: Refined, dt: float, R: int, *, feedt
         if not (0 < period < R * dt and abs(delay - period) <= REACH * se) or sigma2 <= 0:
             found.append(None)
             continue
-        other = _refit(experiments, refined, i, period + side * _ACROSS * dt, dt, R,
-                       feedthrough=feedthrough, offset=offset)
-        if other is None or side * (other.delays[i] - period) < 0:
-            # came back to the chosen side: the other side's best is at the period itself
-            # (a corner); its one-sided curvature there bounds it (no step taken)
-            other = _refit(experiments, refined, i, period + side * _CORNER * dt, dt, R,
-                           feedthrough=feedthrough, offset=offset, max_evaluations=1)
-        if other is None:
-            found.append(None)
-            continue
-        found.append(OtherSide(
-            period=float(period), delay=float(other.delays[i]),
-            se=float(np.sqrt(max(other.covariance[at + i, at + i], 0.0))),
-            excess=(other.rss - refined.rss) / sigma2))
+        points = [(float(delay), 0.0, se, _boxes(refined, chosen))]
+        delays = refined.delays.copy()
+        delays[i] = period + side * _ACROSS * dt
+        other = restart(experiments, refined, delays, dt, R, **options)
+        if other is not None and side * (other.delays[i] - period) >= 0:
+            points.append((float(other.delays[i]), (other.rss - refined.rss) / sigma2,
+                           float(np.sqrt(max(other.covariance[at + i, at + i], 0.0))),
+                           _boxes(other, chosen)))
+        else:
+            # It came back: the other side's best is at the period itself, a corner.  Both the
+            # one-sided curvature there (the chosen fit evaluated just across, no step) and
+            # the profile walked on both sides are kept: at a kink the likelihood ratio is not
+            # chi-squared, and neither alone held its level (sweep plant 6, 1.01 T plants).
+            delays[i] = period + side * _CORNER * dt
+            corner = restart(experiments, refined, delays, dt, R, max_evaluations=1, **options)
+            if corner is not None:
+                points.append((float(corner.delays[i]), (corner.rss - refined.rss) / sigma2,
+                               float(np.sqrt(max(corner.covariance[at + i, at + i], 0.0))),
+                               _boxes(corner, chosen)))
+            points += _walk(experiments, refined, i, period, se, dt, R, sigma2, chosen,
+                            **options)
+        points.sort(key=lambda p: p[0])
+        found.append(DelayProfile(*(tuple(p[k] for p in points) for k in range(4))))
     return tuple(found)
 
 
-def spanned(low: np.ndarray, high: np.ndarray, sides: tuple[OtherSide | None, ...], z: float,
-            level: float) -> tuple[np.ndarray, np.ndarray]:
-    """The Wald bounds ``low``, ``high`` (m,) joined with each other side's interval where
-    the other fit is not rejected at ``level`` (``excess`` below the chi-squared(1) quantile):
-    the data do not decide the side, whether or not the chosen side's interval reaches the
-    period (a sharp well just below it is narrower than its distance to the period).
+def joined_delays(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile | None, ...],
+                  level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The Wald bounds ``low``, ``high`` (m,) joined with each profiled channel's interval at
+    ``level``: never narrower than the Wald interval.
 
     Examples
     --------
-    >>> side = OtherSide(period=1.0, delay=1.02, se=0.01, excess=1.5)
-    >>> low, high = spanned(np.array([0.998]), np.array([1.0005]), (side,), 1.96, 0.95)
-    >>> float(low[0]), round(float(high[0]), 4)
-    (0.998, 1.0396)
+    >>> profile = DelayProfile(delays=(0.99, 1.0, 1.02, 1.04), excess=(9.0, 0.0, 1.0, 9.0),
+    ...                        se=(0.0, 0.001, 0.0, 0.0), boxes=((), (), (), ()))
+    >>> low, high = joined_delays(np.array([0.998]), np.array([1.002]), (profile,), 0.95)
+    >>> round(float(low[0]), 4), round(float(high[0]), 4)
+    (0.9935, 1.0296)
     """
     low, high = low.copy(), high.copy()
-    critical = float(stats.chi2.isf(1.0 - level, 1))
-    for i, side in enumerate(sides):
-        if side is None or side.excess > critical:
+    for i, profile in enumerate(found):
+        if profile is not None:
+            a, b = profile.interval(level)
+            low[i], high[i] = min(low[i], a), max(high[i], b)
+    return low, high
+
+
+def joined_boxes(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile | None, ...],
+                 level: float, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenvalue boxes ``low``, ``high`` (n,) complex corners joined with the boxes
+    (``z`` (n,) standard errors per part) of the profile fits not rejected at ``level``."""
+    low, high = low.copy(), high.copy()
+    for profile in found:
+        if profile is None:
             continue
-        low[i] = min(low[i], side.delay - z * side.se)
-        high[i] = max(high[i], side.delay + z * side.se)
+        for keep, boxes in zip(profile.accepted(level), profile.boxes, strict=True):
+            if not keep or not boxes:
+                continue
+            parts = np.array(boxes)                          # (n, 4)
+            centre = parts[:, 0] + 1j * parts[:, 1]
+            spread = z * (parts[:, 2] + 1j * parts[:, 3])
+            a, b = centre - spread, centre + spread
+            low = np.minimum(low.real, a.real) + 1j * np.minimum(low.imag, a.imag)
+            high = np.maximum(high.real, b.real) + 1j * np.maximum(high.imag, b.imag)
     return low, high

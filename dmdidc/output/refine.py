@@ -225,9 +225,11 @@ def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarra
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
-           max_evaluations: int = 60, stop=None) -> Refined:
+           max_evaluations: int = 60, stop=None, held: np.ndarray | None = None) -> Refined:
     """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
-    end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates).
+    end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates);
+    the delays of the channels ``held`` (bool, (m,)) stay at ``delays`` (a profile over the
+    other parameters, :mod:`dmdidc.output.intervals`).
     """
     n, ny, m, E = A_c.shape[0], C.shape[0], B_c.shape[1], len(experiments)
     feedthrough = D is not None
@@ -241,6 +243,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     upper = np.full(theta0.size, np.inf)
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
     theta0[layout["delays"]] = np.clip(theta0[layout["delays"]], 0.0, R * dt)
+    if held is not None:        # equal bounds: the search and the covariance leave them fixed
+        at = np.arange(layout["delays"].start, layout["delays"].stop)[np.asarray(held, bool)]
+        lower[at] = upper[at] = theta0[at]
 
     last = {}     # the states and residuals of the latest evaluation, for the Jacobian there
     splits = np.cumsum([Y.shape[1] - R for Y, _ in experiments])[:-1]     # experiments' rows
@@ -273,7 +278,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                 experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=np.clip(delays, 0.0, R * dt),
                 states=last["states"], layout=layout,
                 residuals=np.split(-last["r"].reshape(-1, ny), splits))
-        fixed = lower >= upper                   # max_delay = 0: the delays are fixed at 0
+        fixed = lower >= upper              # max_delay = 0 or held: those delays are fixed
         normal[fixed], normal[:, fixed], gradient[fixed] = 0.0, 0.0, 0.0
         if not (np.isfinite(normal).all() and np.isfinite(gradient).all()):
             # a wild trial: no direction from overflow
@@ -289,7 +294,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
     covariance = rss / dof * _basis_free_inverse(normal, _similarity_directions(
         A_c, C, B_c, x0, layout))
-    fixed = lower >= upper                      # max_delay = 0: the delays are known exactly
+    fixed = lower >= upper                  # max_delay = 0 or held: those delays are known
     covariance[fixed], covariance[:, fixed] = 0.0, 0.0
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,

@@ -84,15 +84,18 @@ def test_no_extended_start_from_an_unstable_fit():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_real_eigenvalue_interval_is_z_standard_errors_wide(seed, tmp_path):
-    """A real eigenvalue's interval is +- z se along the real axis (not z se / sqrt 2), and
-    survives save / load."""
+    """A real eigenvalue's interval is +- z se along the real axis (not z se / sqrt 2), or
+    wider near a whole period, and survives save / load."""
     plant, _, Y, U = _experiment(seed, n=1, m=1, outputs=1, K=1000, snr_db=20.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
     low, high = est.eigenvalue_ci(0.95)[0]
     z = stats.norm.isf(0.025)
-    assert (high - low).real == pytest.approx(2 * z * est.eigenvalue_se_[0])
+    if est._profiles == (None,):
+        assert (high - low).real == pytest.approx(2 * z * est.eigenvalue_se_[0])
+    else:       # a delay near a whole period: the profile fits' intervals are joined
+        assert (high - low).real >= 2 * z * est.eigenvalue_se_[0] * (1 - 1e-12)
     assert (high - low).imag == 0.0
     loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
     np.testing.assert_allclose(loaded.eigenvalue_ci(0.95), est.eigenvalue_ci(0.95))
