@@ -70,6 +70,18 @@ def test_determined_modes_give_no_such_warning(A_c, noise):
                                rtol=tol)
 
 
+def _process_noise_fits(plant, noise: float, seeds: int):
+    """Eigenvalues of A_d and their standard errors from least-squares fits of data sets
+    with process noise (1000 samples each)."""
+    for seed in range(seeds):
+        rng = np.random.default_rng(seed)
+        U = rng.standard_normal((1, 1000))
+        X = simulate_plant(plant, np.zeros(2), U, process_noise=noise * rng.standard_normal(
+            (2, 1000)))
+        est, _ = fit(plant, X, U, 3)
+        yield eigenvalue_standard_errors(est.regression_, est.model_.A_d)
+
+
 @pytest.mark.statistical
 @pytest.mark.parametrize("A_c", [np.diag([-0.1, -5.0]), [[0.0, 1.1], [-1.1, 0.0]]])
 def test_eigenvalue_standard_errors_match_monte_carlo(A_c):
@@ -77,13 +89,7 @@ def test_eigenvalue_standard_errors_match_monte_carlo(A_c):
     # over 60 data sets is the predicted standard error (measured within 7 %).
     plant = DelayedPlant.from_continuous(A_c, B, 2.5, 1.0)
     estimates, predicted = [], []
-    for seed in range(60):
-        rng = np.random.default_rng(seed)
-        U = rng.standard_normal((1, 1000))
-        X = simulate_plant(plant, np.zeros(2), U, process_noise=0.01 * rng.standard_normal(
-            (2, 1000)))
-        est, _ = fit(plant, X, U, 3)
-        values, errors = eigenvalue_standard_errors(est.regression_, est.model_.A_d)
+    for values, errors in _process_noise_fits(plant, 0.01, 60):
         order = np.lexsort((values.imag, -np.abs(values)))
         estimates.append(values[order])
         predicted.append(errors[order])
@@ -144,13 +150,7 @@ def test_eigenvalue_standard_errors_hold_for_a_pair_near_coalescence():
     truth = np.linalg.eigvals(plant.A_d)
     upper = truth[np.argmax(truth.imag)]
     ratios, real = [], 0
-    for seed in range(40):
-        rng = np.random.default_rng(seed)
-        U = rng.standard_normal((1, 1000))
-        X = simulate_plant(plant, np.zeros(2), U, process_noise=0.03 * rng.standard_normal(
-            (2, 1000)))
-        est, _ = fit(plant, X, U, 3)
-        values, errors = eigenvalue_standard_errors(est.regression_, est.model_.A_d)
+    for values, errors in _process_noise_fits(plant, 0.03, 40):
         real += bool(np.all(values.imag == 0))
         i = int(np.argmin(np.abs(values - upper)))
         ratios.append(abs(values[i] - upper) / errors[i])
