@@ -35,7 +35,7 @@ def test_the_profile_interval_holds_the_delays_the_likelihood_ratio_does_not_rej
     assert new_low[0] == low[0] and new_high[0] >= 1.04
 
 
-def _kink_case(seed: int, fraction: float):
+def _kink_data(seed: int, fraction: float):
     """Two states, one sensor, one input delayed ``fraction`` periods, 5 % noise."""
     rng = np.random.default_rng([5, seed])
     plant = DelayedPlant.from_continuous(random_state_matrix(rng, 2, T),
@@ -44,7 +44,12 @@ def _kink_case(seed: int, fraction: float):
     U = rng.standard_normal((1, 1500))
     C = rng.standard_normal((1, 2))
     clean = C @ plant.simulate(rng.standard_normal(2), U)[:, :1500]
-    Y = clean + 0.05 * clean.std() * rng.standard_normal(clean.shape)
+    return plant, clean + 0.05 * clean.std() * rng.standard_normal(clean.shape), U
+
+
+def _kink_case(seed: int, fraction: float):
+    """The fit of :func:`_kink_data` at order 2."""
+    plant, Y, U = _kink_data(seed, fraction)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return plant, OutputDMDidc(max_delay=3, order=2).fit(Y, U, dt=T)
@@ -149,3 +154,19 @@ def test_a_restart_across_the_period_lets_bad_input_through():
         restart([(Y, U)], refined, refined.delays, T, 3, feedthrough=False, offset=True)
     good = restart([(Y[:1], U)], refined, refined.delays, T, 3, feedthrough=False, offset=True)
     assert good is not None and good.delays.shape == refined.delays.shape
+
+
+def test_a_held_delay_stays_where_it_is_put():
+    """The profile's fits: the held delay does not move and has no variance; the other
+    parameters are refitted, and the fit is not better than the free one (near its minimum)."""
+    _, Y, U = _kink_data(3, 1.01)
+    _, est = _kink_case(3, 1.01)
+    refined, at = est.refined_, est.refined_.layout["delays"].start
+    for shift in (-0.02, 0.01, 0.05):
+        target = refined.delays + shift * T
+        held = restart([(Y / est.scale_[:, None], U)], refined, target, T, 3,
+                       feedthrough=False, offset=True, held=np.array([True]), max_evaluations=20)
+        assert held.delays[0] == target[0]
+        assert held.covariance[at, at] == 0.0 and not held.covariance[at].any()
+        # the chosen fit's search stops within a fraction of a noise variance of its minimum
+        assert held.rss >= refined.rss - refined.rss / refined.dof
