@@ -127,7 +127,8 @@ def report(result: dict, *, pooled: bool = False) -> None:
         if t.imag:
             ratio += f", imaginary {_spread(errors.imag / axes[:, 1]):.2f}"
         print(f"  eigenvalue {kind}: covered {np.mean([row[2] for row in mine]):.3f}, median "
-              f"width {np.median([row[3] for row in mine]):.4f} |lambda|, spread / se {ratio}")
+              f"width {np.median([row[3] for row in mine]):.4f} |lambda|, rms of error / se "
+              f"{ratio}")
 
 
 def main() -> None:
