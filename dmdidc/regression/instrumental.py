@@ -420,13 +420,17 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
         E = Y_i - coefficients @ Phi_i
         residuals.append(E - E.mean(axis=1, keepdims=True) if centred else E)
     L = hac_lags(residuals) if lags is None else lags
-    # H(tau) = G^T S_zz(tau) G: the instruments' lagged products, never the (p, N) h_k
-    S_lagged = lagged_moments(Z, [b[0].shape[1] for b in blocks], L, S_zz, means, lagged)
+    # H(tau) = G^T S_zz(tau) G and gamma_e(tau): the instruments' and the residuals' lagged
+    # products within each trajectory, never the (p, N) h_k
+    lengths = [b[0].shape[1] for b in blocks]
+    S_lagged = lagged_moments(Z, lengths, L, S_zz, means, lagged)
+    E = np.concatenate(residuals, axis=1) if residuals else np.zeros((n, 0))
+    E_0 = E @ E.T
+    E_lagged = lagged_moments(E, lengths, L, E_0)
     left, right = [], []
     for tau in range(L + 1):
         weight = 1.0 - tau / (L + 1.0)
-        gamma_e = sum((E[:, tau:] @ E[:, :E.shape[1] - tau].T for E in residuals
-                       if E.shape[1] > tau), np.zeros((n, n)))
+        gamma_e = E_0 if tau == 0 else E_lagged[tau - 1]
         H = G.T @ (S_zz if tau == 0 else S_lagged[tau - 1]) @ G
         if tau == 0:
             left.append(gamma_e / N)

@@ -130,6 +130,32 @@ def test_long_run_covariance_matches_the_dense_formula_it_replaces():
                                    rtol=1e-9, atol=1e-12 * np.abs(old).max())
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_long_run_residual_terms_are_the_lagged_products_within_each_trajectory(seed):
+    # gamma_e(tau) = sum over trajectories of sum_k e_k e_{k-tau}^T, lags never crossing a
+    # trajectory start; a trajectory shorter than the lag adds nothing to it.
+    rng = np.random.default_rng(seed)
+    n, p = 3, 4
+    Theta = rng.standard_normal((n, p))
+    blocks = []
+    for length in (200, 3, 150):
+        Phi = rng.standard_normal((p, length))
+        Z = np.concatenate([Phi, rng.standard_normal((2, length))])
+        noise = rng.standard_normal((n, length + 1))
+        blocks.append((Phi, Theta @ Phi + noise[:, 1:] - 0.4 * noise[:, :-1], Z))
+    lags = 5
+    cov = long_run_covariance(Theta, blocks, lags=lags)
+    E = [Y - Theta @ Phi for Phi, Y, _ in blocks]
+    N = sum(e.shape[1] for e in E)
+    for tau in range(lags + 1):
+        direct = sum((e[:, tau:] @ e[:, :e.shape[1] - tau].T for e in E if e.shape[1] > tau),
+                     np.zeros((n, n)))
+        weight = 1.0 - tau / (lags + 1.0)
+        term = cov.left[0] if tau == 0 else cov.left[2 * tau - 1]
+        np.testing.assert_allclose(term * N / weight, direct, rtol=1e-10,
+                                   atol=1e-12 * np.abs(direct).max())
+
+
 def _instrument_blocks(rng, layout: str, lengths, n=3, m=2, R=4, offset=0.0):
     """Regression blocks whose instruments are laid out as the refined fit's: open loop
     ``[x^_k; u_k .. u_k-R]`` (the lagged inputs shared with ``phi_k``), closed loop lags
