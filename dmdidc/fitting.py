@@ -35,6 +35,7 @@ from dmdidc.regression.instrumental import (
     long_run_covariance,
 )
 from dmdidc.regression.refined import (
+    _recursion_matrix,
     instrument_rows,
     model_instruments,
     reference_projection,
@@ -179,14 +180,17 @@ def _state_moments(signals: list, R: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _simulated_statistics(trajectories, R: int, signals: list, memo: dict,
-                          states: tuple | None = None) -> SufficientStatistics:
+                          states: tuple | None = None, recursion: tuple | None = None
+                          ) -> SufficientStatistics:
     """The statistics of the simulated-state instruments (``z_k = [x^_k; u_k .. u_k-R]``)
     without a second pass over the regression data: their regression block
     ``[x_k; u_k .. u_k-R; x_k+1]`` is the input statistics' (the refined-IV start) plus the
     few samples those skip, so only the products of ``x^_k`` are new (``n`` rows instead of
-    ``2 p``), summed in blocks that stay in cache; the lagged inputs of a block are one copied
-    window of the time-major inputs (one product, not one per lag).  ``states``: their own
-    moments (:func:`_state_moments`) when already computed."""
+    ``2 p``), summed in blocks that stay in cache.  Their products with the lagged inputs
+    follow from lag 0 by the simulation's recursion (:func:`_lagged_state_products`) when
+    ``recursion`` holds it, else each block's lagged inputs are one copied window of the
+    time-major inputs (one product, not one per lag).  ``states``: their own moments
+    (:func:`_state_moments`) when already computed."""
     inputs = memo["inputs"]
     first = R + inputs.instrument_lags
     head = _statistics(_heads(trajectories, first), R, "simulated", 0,
@@ -196,26 +200,65 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict,
     gram[:d, :d] += inputs.gram[:d, :d]
     sums[:d] += inputs.sums[:d]
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+    lags = slice(n, n + m * (R + 1))
     rows = np.zeros((gram.shape[0] - d, gram.shape[0]))        # sum_k x^_k v_k^T
+    direct = m > 0 and recursion is None
     for (X, U), E in zip(trajectories, signals, strict=True):
         if U.shape[1] <= first:
             continue
         # row t of the windows is [u_t .. u_t+R] (time-major): sample k reads row k - R
         windows = np.lib.stride_tricks.sliding_window_view(
-            np.ascontiguousarray(U.T).ravel(), (R + 1) * m)[::m] if m else None
+            np.ascontiguousarray(U.T).ravel(), (R + 1) * m)[::m] if direct else None
         for a in range(first, U.shape[1], _CROSS_BLOCK):
             b = min(a + _CROSS_BLOCK, U.shape[1])
             S = E[:, a:b]
             rows[:, :n] += S @ X[:, a:b].T
-            if m:
+            if direct:
                 lagged = (S @ np.ascontiguousarray(windows[a - R:b - R])).reshape(-1, R + 1, m)
-                rows[:, n:n + m * (R + 1)] += lagged[:, ::-1].reshape(-1, m * (R + 1))
+                rows[:, lags] += lagged[:, ::-1].reshape(-1, m * (R + 1))
             rows[:, d - n:d] += S @ X[:, a + 1:b + 1].T
+    if m and recursion is not None:
+        rows[:, lags] = _lagged_state_products(trajectories, signals, recursion, first, R,
+                                               inputs.gram[lags, lags])
     gram[d:] += rows
     gram[:d, d:] += rows[:, :d].T
     # the states' own block: every sample k = R .. K - 1 (the head's and the blocks')
     gram[d:, d:], sums[d:], _ = _state_moments(signals, R) if states is None else states
     return _joined(head, inputs, trajectories, R, gram, sums)
+
+
+def _lagged_state_products(trajectories, signals: list, recursion: tuple, first: int, R: int,
+                           gamma: np.ndarray) -> np.ndarray:
+    """``sum_k x^_k [u_k; ..; u_k-R]^T`` over ``k = first .. K - 1`` of every trajectory,
+    shape (n, m (R + 1)), from lag 0 alone.
+
+    The states were simulated as ``x^_{k+1} = A x^_k + sum_i B^(i) u_{k-i}`` (``recursion =
+    (A, B_blocks)``), so ``D_j = sum_k x^_k u_{k-j}^T`` over ``k = a .. K - 1`` obeys
+    ``D_{j+1} = A D_j + sum_i B^(i) Gamma_ij + x^_a u_{a-1-j}^T - x^_K u_{K-1-j}^T`` (the sum
+    shifted by one sample, its two end terms put back), with ``Gamma_ij = sum_k u_{k-i}
+    u_{k-j}^T`` the lagged inputs' moments over the same samples (``gamma``: the input
+    statistics').  One ``n x m`` product per sample (``D_0``) instead of ``n x m (R + 1)``.
+    """
+    A, B_blocks = recursion
+    n, m = A.shape[0], B_blocks.shape[2]
+    D = np.zeros((n, m))
+    ends = np.zeros((R, n, m))                 # the end terms of D_1 .. D_R
+    for (_, U), E in zip(trajectories, signals, strict=True):
+        K = U.shape[1]
+        if K <= first:
+            continue
+        D += E[:, first:] @ U[:, first:].T
+        end = A @ E[:, K - 1] + np.einsum("inm,mi->n", B_blocks, U[:, K - 1 - np.arange(R + 1)])
+        # column j: u_{a-1-j} and u_{K-1-j}, j = 0 .. R - 1
+        ends += (np.einsum("s,mj->jsm", E[:, first], U[:, first - 1 - np.arange(R)])
+                 - np.einsum("s,mj->jsm", end, U[:, K - 1 - np.arange(R)]))
+    forced = B_blocks.transpose(1, 0, 2).reshape(n, -1) @ gamma   # block j: sum_i B^(i) G_ij
+    out = np.empty((n, m * (R + 1)))
+    out[:, :m] = D
+    for j in range(R):
+        D = A @ D + forced[:, j * m:(j + 1) * m] + ends[j]
+        out[:, (j + 1) * m:(j + 2) * m] = D
+    return out
 
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
@@ -525,7 +568,10 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
             signals = [simulated_states(A_d, B_blocks, U) for U in inputs]
             states = _state_moments(signals, R)          # once: the bound and the statistics
             _require_state_directions(states, centred, n + m * (R + 1), m * (R + 1))
-            stats = _simulated_statistics(trajectories, R, signals, memo, states)
+            # a stable model's states obey its recursion; a reflected one's (2 n states, the
+            # imaginary part dropped) do not, and keeping that part costs more than it saves
+            recursion = (A_d, B_blocks) if _recursion_matrix(A_d) is A_d else None
+            stats = _simulated_statistics(trajectories, R, signals, memo, states, recursion)
         else:
             signals = model_instruments(A_d, B_blocks, drives)
             stats = _statistics(trajectories, R, kind, 0, signals)

@@ -314,6 +314,40 @@ def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_ow
         _assert_same_statistics(fused, direct)
 
 
+def test_lagged_state_products_by_the_recursion_equal_the_direct_products():
+    # The simulated states' products with the lagged inputs follow from lag 0 by the stable
+    # model's recursion: the statistics equal the direct pass to rounding, on random models
+    # and trajectories of every length (shorter than the lags included).
+    from dmdidc import fitting
+    from dmdidc.regression.refined import simulated_states
+
+    rng = np.random.default_rng(2)
+    checked = 0
+    for _ in range(30):
+        n, m, R = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(0, 5))
+        A = rng.standard_normal((n, n))
+        A *= rng.uniform(0.3, 0.99) / np.max(np.abs(np.linalg.eigvals(A)))
+        B_blocks = rng.standard_normal((R + 1, n, m))
+        trajectories, signals = [], []
+        for K in rng.integers(1, 300, size=int(rng.integers(1, 4))):
+            U = rng.standard_normal((m, int(K)))
+            trajectories.append((rng.standard_normal((n, int(K) + 1)), U))
+            signals.append(simulated_states(A, B_blocks, U))
+        memo = {}
+        try:
+            fitting._input_statistics(trajectories, R, memo)
+        except ValueError:
+            continue
+        direct = fitting._simulated_statistics(trajectories, R, signals, memo)
+        fused = fitting._simulated_statistics(trajectories, R, signals, memo,
+                                              recursion=(A, B_blocks))
+        np.testing.assert_allclose(fused.gram, direct.gram, rtol=0,
+                                   atol=1e-11 * np.abs(direct.gram).max())
+        np.testing.assert_array_equal(fused.sums, direct.sums)
+        checked += 1
+    assert checked >= 20
+
+
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
     # The cheap rank bound on the simulated states (before their statistics pass) must never
     # refuse instruments that instrumental_solution accepts, and it catches the collinear ones
