@@ -35,7 +35,7 @@ from dmdidc.regression.instrumental import (
     long_run_covariance,
 )
 from dmdidc.regression.refined import (
-    _recursion_matrix,
+    _simulated_recursion,
     instrument_rows,
     model_instruments,
     reference_projection,
@@ -218,7 +218,7 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict,
                 rows[:, lags] += lagged[:, ::-1].reshape(-1, m * (R + 1))
             rows[:, d - n:d] += S @ X[:, a + 1:b + 1].T
     if m and recursion is not None:
-        rows[:, lags] = _lagged_state_products(trajectories, signals, recursion, first, R,
+        rows[:, lags] = _lagged_state_products(trajectories, recursion, first, R,
                                                inputs.gram[lags, lags])
     gram[d:] += rows
     gram[:d, d:] += rows[:, :d].T
@@ -227,37 +227,43 @@ def _simulated_statistics(trajectories, R: int, signals: list, memo: dict,
     return _joined(head, inputs, trajectories, R, gram, sums)
 
 
-def _lagged_state_products(trajectories, signals: list, recursion: tuple, first: int, R: int,
+def _lagged_state_products(trajectories, recursion: tuple, first: int, R: int,
                            gamma: np.ndarray) -> np.ndarray:
     """``sum_k x^_k [u_k; ..; u_k-R]^T`` over ``k = first .. K - 1`` of every trajectory,
     shape (n, m (R + 1)), from lag 0 alone.
 
-    The states were simulated as ``x^_{k+1} = A x^_k + sum_i B^(i) u_{k-i}`` (``recursion =
-    (A, B_blocks)``), so ``D_j = sum_k x^_k u_{k-j}^T`` over ``k = a .. K - 1`` obeys
-    ``D_{j+1} = A D_j + sum_i B^(i) Gamma_ij + x^_a u_{a-1-j}^T - x^_K u_{K-1-j}^T`` (the sum
-    shifted by one sample, its two end terms put back), with ``Gamma_ij = sum_k u_{k-i}
-    u_{k-j}^T`` the lagged inputs' moments over the same samples (``gamma``: the input
-    statistics').  One ``n x m`` product per sample (``D_0``) instead of ``n x m (R + 1)``.
+    The simulation is ``xi_{k+1} = M xi_k + [sum_i B^(i) u_{k-i}; 0]`` with ``x^`` the first
+    ``n`` states of ``xi`` (the others: a reflected model's imaginary part), so ``D_j = sum_k
+    xi_k u_{k-j}^T`` over ``k = a .. K - 1`` obeys ``D_{j+1} = M D_j + [sum_i B^(i) Gamma_ij;
+    0] + xi_a u_{a-1-j}^T - xi_K u_{K-1-j}^T`` (the sum shifted by one sample, its two end
+    terms put back), with ``Gamma_ij = sum_k u_{k-i} u_{k-j}^T`` the lagged inputs' moments
+    over the same samples (``gamma``: the input statistics').  ``recursion = (M, B_blocks,
+    moments)``, ``moments`` per trajectory ``(D_0, xi_a, xi_{K-1})`` (``None`` for those of
+    ``K <= a``) from the simulation (:func:`dmdidc.regression.refined._simulated_recursion`):
+    one ``n x m`` product per sample instead of ``n x m (R + 1)``.
     """
-    A, B_blocks = recursion
-    n, m = A.shape[0], B_blocks.shape[2]
-    D = np.zeros((n, m))
-    ends = np.zeros((R, n, m))                 # the end terms of D_1 .. D_R
-    for (_, U), E in zip(trajectories, signals, strict=True):
-        K = U.shape[1]
-        if K <= first:
+    M, B_blocks, moments = recursion
+    n, m = B_blocks.shape[1], B_blocks.shape[2]
+    D = np.zeros((M.shape[0], m))
+    ends = np.zeros((R, M.shape[0], m))        # the end terms of D_1 .. D_R
+    for (_, U), summary in zip(trajectories, moments, strict=True):
+        if summary is None:
             continue
-        D += E[:, first:] @ U[:, first:].T
-        end = A @ E[:, K - 1] + np.einsum("inm,mi->n", B_blocks, U[:, K - 1 - np.arange(R + 1)])
+        K = U.shape[1]
+        D0, start, last = summary
+        D += D0
+        end = M @ last                             # xi_K: one step past the data
+        end[:n] += np.einsum("inm,mi->n", B_blocks, U[:, K - 1 - np.arange(R + 1)])
         # column j: u_{a-1-j} and u_{K-1-j}, j = 0 .. R - 1
-        ends += (np.einsum("s,mj->jsm", E[:, first], U[:, first - 1 - np.arange(R)])
+        ends += (np.einsum("s,mj->jsm", start, U[:, first - 1 - np.arange(R)])
                  - np.einsum("s,mj->jsm", end, U[:, K - 1 - np.arange(R)]))
     forced = B_blocks.transpose(1, 0, 2).reshape(n, -1) @ gamma   # block j: sum_i B^(i) G_ij
     out = np.empty((n, m * (R + 1)))
-    out[:, :m] = D
+    out[:, :m] = D[:n]
     for j in range(R):
-        D = A @ D + forced[:, j * m:(j + 1) * m] + ends[j]
-        out[:, (j + 1) * m:(j + 2) * m] = D
+        D = M @ D + ends[j]
+        D[:n] += forced[:, j * m:(j + 1) * m]
+        out[:, (j + 1) * m:(j + 2) * m] = D[:n]
     return out
 
 
@@ -565,12 +571,14 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     for _ in range(REFINEMENTS):
         A_d, B_blocks = _model(solution, n, m, R)
         if references is None:
-            signals = [simulated_states(A_d, B_blocks, U) for U in inputs]
+            start = R + first.instrument_lags          # the input statistics' first sample
+            simulated = [_simulated_recursion(A_d, B_blocks, U, start) if U.shape[1] > start
+                         else (simulated_states(A_d, B_blocks, U), None, None) for U in inputs]
+            signals = [s[0] for s in simulated]
             states = _state_moments(signals, R)          # once: the bound and the statistics
             _require_state_directions(states, centred, n + m * (R + 1), m * (R + 1))
-            # a stable model's states obey its recursion; a reflected one's (2 n states, the
-            # imaginary part dropped) do not, and keeping that part costs more than it saves
-            recursion = (A_d, B_blocks) if _recursion_matrix(A_d) is A_d else None
+            M = next((s[1] for s in simulated if s[1] is not None), None)
+            recursion = None if M is None else (M, B_blocks, [s[2] for s in simulated])
             stats = _simulated_statistics(trajectories, R, signals, memo, states, recursion)
         else:
             signals = model_instruments(A_d, B_blocks, drives)

@@ -51,9 +51,12 @@ def _blocks(T: int, shortest: int = 1) -> tuple[int, int]:
 
 def _blocked(A: np.ndarray, L: int, count: int, P: int,
              drive: Callable[[int], np.ndarray], initial: np.ndarray | None,
-             C: np.ndarray | None, leading: int | None = None) -> np.ndarray:
+             C: np.ndarray | None, leading: int | None = None,
+             inspect: Callable[[np.ndarray, np.ndarray], object] | None = None):
     """Outputs ``C x_{cL+i}`` (count, L, ny, P) of the recursion (module notes); without
-    ``C``, the states (their first ``leading`` ones only, when given).
+    ``C``, the states (their first ``leading`` ones only, when given).  ``inspect``: also
+    return what it makes of the blocks from a zero state and the block starts (before the
+    outputs, which may overwrite the former), ``(y, inspect(local, starts))``.
 
     ``drive(i)`` gives the inputs of in-block step ``i`` of every block, shape
     (r, count P) (column ``c P + p``: block ``c``, system ``p``); they enter the first ``r``
@@ -74,10 +77,11 @@ def _blocked(A: np.ndarray, L: int, count: int, P: int,
     leap = np.linalg.matrix_power(A, L)
     for j in range(count - 1):
         starts[j + 1] = leap @ starts[j] + ends[:, j]
+    seen = inspect(local, starts) if inspect is not None else None
     y = (local[:L, :ny] if C is None else C @ local[:L]).reshape(L, ny, count, P)
     y += (impulse_response(A, np.eye(n)[:ny] if C is None else C, L).reshape(L * ny, n)
           @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
-    return y.transpose(2, 0, 1, 3)
+    return (y.transpose(2, 0, 1, 3), seen) if inspect is not None else y.transpose(2, 0, 1, 3)
 
 
 def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None = None,
@@ -116,7 +120,8 @@ def propagate(A: np.ndarray, inputs: np.ndarray, *, initial: np.ndarray | None =
 
 
 def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
-                     leading: int | None = None) -> np.ndarray:
+                     leading: int | None = None, input_moments: int | None = None
+                     ) -> np.ndarray | tuple[np.ndarray, tuple]:
     """States ``x_0 .. x_{K-1}`` of ``x_{k+1} = A x_k + sum_j B^(j) u_{k-j}`` from ``x_0 = 0``
     (``u`` zero before the start; module notes).
 
@@ -129,11 +134,16 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
     inputs : ndarray, shape (m, K)
     leading : int, optional
         Return only the first ``leading`` states (the others are still simulated).
+    input_moments : int, optional
+        ``a < K``: also return, for every state, ``(sum_{k=a}^{K-1} x_k u_k^T (n, m), x_a,
+        x_{K-1})``, read from the blocks (a product of ``n m`` per sample): what the lagged
+        products ``sum_k x_k u_{k-j}^T`` follow from by the recursion, even for the states
+        not returned.
 
     Returns
     -------
     ndarray, shape (n, K) or (leading, K)
-        Column ``k`` is ``x_k``.
+        Column ``k`` is ``x_k``; with ``input_moments``, the pair of it and the moments.
 
     Examples
     --------
@@ -149,10 +159,42 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
     # window t covers padded rows t .. t + R, i.e. u_{t-R} .. u_t: B^(R) first
     windows = np.lib.stride_tricks.sliding_window_view(padded.ravel(), R1 * m)[::m]
     stacked = B_blocks[::-1].transpose(0, 2, 1).reshape(R1 * m, r)       # (R1 m, r)
+    moments = None if input_moments is None else (
+        lambda local, starts: _input_moments(A, local, starts,
+                                             padded[R1 - 1:].reshape(count, L, m), inputs,
+                                             input_moments))
     with np.errstate(over="ignore", invalid="ignore"):
         x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None,
-                     leading)
+                     leading, moments)
+    if moments is not None:
+        x, moments = x
     # one transposing copy into rows of samples, as the data (later products of F-ordered
     # slices run several times slower)
     rows = np.ascontiguousarray(x[..., 0].transpose(2, 0, 1))            # (ny, count, L)
-    return rows.reshape(rows.shape[0], count * L)[:, :K]
+    rows = rows.reshape(rows.shape[0], count * L)[:, :K]
+    return rows if moments is None else (rows, moments)
+
+
+def _input_moments(A: np.ndarray, local: np.ndarray, starts: np.ndarray, blocks: np.ndarray,
+                   inputs: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sum_{k=first}^{K-1} x_k u_k^T, x_first, x_{K-1})`` of every state from the blocks of
+    :func:`_blocked` (``x_{cL+i} = local_i[:, c] + A^i start_c``); ``blocks[c, i]`` is
+    ``u_{cL+i}`` (zero from ``K`` on)."""
+    L, K = local.shape[0] - 1, inputs.shape[1]
+    n = A.shape[0]
+    powers = impulse_response(A, np.eye(n), L)                              # (L, n, n)
+    by_step = blocks.transpose(1, 0, 2)                                     # (L, count, m)
+    # sum_c,i (local_i[:, c] + A^i start_c) u_{cL+i}^T over every sample of every block: the
+    # second as sum_i A^i S_i with S_i = sum_c start_c u_{cL+i}^T, every S_i in one product
+    m = blocks.shape[2]
+    total = np.matmul(local[:L], by_step).sum(axis=0)
+    S = (starts[:, :, 0].T @ blocks.reshape(blocks.shape[0], L * m)).reshape(n, L, m)
+    total += powers.transpose(1, 0, 2).reshape(n, -1) @ S.transpose(1, 0, 2).reshape(-1, m)
+
+    def states(k: np.ndarray) -> np.ndarray:                                # (len(k), n)
+        c, i = np.divmod(k, L)
+        return local[i, :, c] + np.einsum("kab,kb->ka", powers[i], starts[c, :, 0])
+
+    head = states(np.arange(first))
+    return (total - head.T @ inputs[:, :first].T, states(np.array([first]))[0],
+            states(np.array([K - 1]))[0])

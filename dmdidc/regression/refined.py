@@ -108,6 +108,19 @@ def simulated_states(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray) -
     return delayed_response(_recursion_matrix(A_d), B_blocks, drive, leading=A_d.shape[0])
 
 
+def _simulated_recursion(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray,
+                         first: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """:func:`simulated_states` with what its products with the lagged drive follow from:
+    ``(x^ (n, K), M, moments)``, the states ``xi`` (``x^`` their first ``n``; the reflected
+    model's imaginary part the others) obeying ``xi_{k+1} = M xi_k + [sum_j B^(j) d_{k-j}; 0]``
+    and ``moments = (sum_{k >= first} xi_k d_k^T, xi_first, xi_{K-1})``
+    (:func:`~dmdidc.regression.propagation.delayed_response`); ``first < K``."""
+    M = _recursion_matrix(A_d)
+    states, moments = delayed_response(M, B_blocks, drive, leading=A_d.shape[0],
+                                       input_moments=first)
+    return states, M, moments
+
+
 def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],
                          lags: int = REFERENCE_LAGS) -> list[np.ndarray]:
     """The part of the inputs explained by the reference, ``d_k = sum_l F_l r_{k-l}``.

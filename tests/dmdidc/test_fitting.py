@@ -314,38 +314,68 @@ def test_simulated_state_statistics_from_the_input_pass_equal_a_pass_of_their_ow
         _assert_same_statistics(fused, direct)
 
 
-def test_lagged_state_products_by_the_recursion_equal_the_direct_products():
-    # The simulated states' products with the lagged inputs follow from lag 0 by the stable
-    # model's recursion: the statistics equal the direct pass to rounding, on random models
-    # and trajectories of every length (shorter than the lags included).
+@pytest.mark.parametrize("unstable", [False, True])
+def test_lagged_state_products_by_the_recursion_equal_the_direct_products(unstable):
+    # The simulated states' products with the lagged inputs follow from lag 0 by the model's
+    # recursion (a reflected unstable model's with its imaginary part, whose lag-0 moments
+    # the simulation reads from its blocks): the statistics equal the direct pass to
+    # rounding, on random models and trajectories of every length (shorter than the lags
+    # included).
     from dmdidc import fitting
-    from dmdidc.regression.refined import simulated_states
+    from dmdidc.regression.refined import _simulated_recursion, simulated_states
 
-    rng = np.random.default_rng(2)
+    rng = np.random.default_rng(2 + unstable)
     checked = 0
     for _ in range(30):
         n, m, R = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(0, 5))
         A = rng.standard_normal((n, n))
-        A *= rng.uniform(0.3, 0.99) / np.max(np.abs(np.linalg.eigvals(A)))
+        radius = np.max(np.abs(np.linalg.eigvals(A)))
+        A *= (rng.uniform(1.05, 1.5) if unstable else rng.uniform(0.3, 0.99)) / radius
         B_blocks = rng.standard_normal((R + 1, n, m))
-        trajectories, signals = [], []
-        for K in rng.integers(1, 300, size=int(rng.integers(1, 4))):
-            U = rng.standard_normal((m, int(K)))
-            trajectories.append((rng.standard_normal((n, int(K) + 1)), U))
-            signals.append(simulated_states(A, B_blocks, U))
+        trajectories = [(rng.standard_normal((n, int(K) + 1)), rng.standard_normal((m, int(K))))
+                        for K in rng.integers(1, 300, size=int(rng.integers(1, 4)))]
         memo = {}
         try:
-            fitting._input_statistics(trajectories, R, memo)
+            first = R + fitting._input_statistics(trajectories, R, memo).instrument_lags
         except ValueError:
             continue
+        simulated = [_simulated_recursion(A, B_blocks, U, first) if U.shape[1] > first
+                     else (simulated_states(A, B_blocks, U), None, None) for _, U in trajectories]
+        signals = [s[0] for s in simulated]
+        for (_, U), E in zip(trajectories, signals, strict=True):
+            np.testing.assert_array_equal(E, simulated_states(A, B_blocks, U))
+        M = next(s[1] for s in simulated if s[1] is not None)
+        assert (M.shape[0] == 2 * n) == unstable
         direct = fitting._simulated_statistics(trajectories, R, signals, memo)
-        fused = fitting._simulated_statistics(trajectories, R, signals, memo,
-                                              recursion=(A, B_blocks))
+        fused = fitting._simulated_statistics(trajectories, R, signals, memo, recursion=(
+            M, B_blocks, [s[2] for s in simulated]))
         np.testing.assert_allclose(fused.gram, direct.gram, rtol=0,
                                    atol=1e-11 * np.abs(direct.gram).max())
         np.testing.assert_array_equal(fused.sums, direct.sums)
         checked += 1
     assert checked >= 20
+
+
+def test_delayed_response_input_moments_equal_the_direct_sums():
+    # The lag-0 moments of every state (those not returned included) from the blocks.
+    from dmdidc.regression.propagation import delayed_response
+
+    rng = np.random.default_rng(4)
+    for K, first in ((1, 0), (5, 3), (97, 12), (400, 37), (400, 399)):
+        n, m, R = 4, 2, 3
+        A = rng.standard_normal((n, n))
+        A *= 0.95 / np.max(np.abs(np.linalg.eigvals(A)))
+        B_blocks = rng.standard_normal((R + 1, 2, m))        # inputs enter 2 of the 4 states
+        U = rng.standard_normal((m, K))
+        full = delayed_response(A, B_blocks, U)
+        states, (D0, start, last) = delayed_response(A, B_blocks, U, leading=2,
+                                                     input_moments=first)
+        np.testing.assert_array_equal(states, full[:2])
+        scale = np.abs(full).max() * np.abs(U).max() * K
+        np.testing.assert_allclose(D0, full[:, first:] @ U[:, first:].T, rtol=0,
+                                   atol=1e-13 * scale)
+        np.testing.assert_allclose(start, full[:, first], rtol=0, atol=1e-13 * scale)
+        np.testing.assert_allclose(last, full[:, -1], rtol=0, atol=1e-13 * scale)
 
 
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
