@@ -52,11 +52,12 @@ def _blocks(T: int, shortest: int = 1) -> tuple[int, int]:
 def _blocked(A: np.ndarray, L: int, count: int, P: int,
              drive: Callable[[int], np.ndarray], initial: np.ndarray | None,
              C: np.ndarray | None, leading: int | None = None,
-             inspect: Callable[[np.ndarray, np.ndarray], object] | None = None):
+             inspect: Callable[..., object] | None = None):
     """Outputs ``C x_{cL+i}`` (count, L, ny, P) of the recursion (module notes); without
     ``C``, the states (their first ``leading`` ones only, when given).  ``inspect``: also
-    return what it makes of the blocks from a zero state and the block starts (before the
-    outputs, which may overwrite the former), ``(y, inspect(local, starts))``.
+    return what it makes of the blocks from a zero state, the block starts and ``A^i``
+    (``None`` unless the outputs are every state), before the outputs (which may overwrite
+    the blocks): ``(y, inspect(local, starts, powers))``.
 
     ``drive(i)`` gives the inputs of in-block step ``i`` of every block, shape
     (r, count P) (column ``c P + p``: block ``c``, system ``p``); they enter the first ``r``
@@ -77,9 +78,11 @@ def _blocked(A: np.ndarray, L: int, count: int, P: int,
     leap = np.linalg.matrix_power(A, L)
     for j in range(count - 1):
         starts[j + 1] = leap @ starts[j] + ends[:, j]
-    seen = inspect(local, starts) if inspect is not None else None
+    response = impulse_response(A, np.eye(n)[:ny] if C is None else C, L)   # (L, ny, n)
+    seen = (inspect(local, starts, response if C is None and ny == n else None)
+            if inspect is not None else None)
     y = (local[:L, :ny] if C is None else C @ local[:L]).reshape(L, ny, count, P)
-    y += (impulse_response(A, np.eye(n)[:ny] if C is None else C, L).reshape(L * ny, n)
+    y += (response.reshape(L * ny, n)
           @ starts.transpose(1, 0, 2).reshape(n, count * P)).reshape(L, ny, count, P)
     return (y.transpose(2, 0, 1, 3), seen) if inspect is not None else y.transpose(2, 0, 1, 3)
 
@@ -160,9 +163,9 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
     windows = np.lib.stride_tricks.sliding_window_view(padded.ravel(), R1 * m)[::m]
     stacked = B_blocks[::-1].transpose(0, 2, 1).reshape(R1 * m, r)       # (R1 m, r)
     moments = None if input_moments is None else (
-        lambda local, starts: _input_moments(A, local, starts,
-                                             padded[R1 - 1:].reshape(count, L, m), inputs,
-                                             input_moments))
+        lambda local, starts, powers: _input_moments(A, local, starts, powers,
+                                                     padded[R1 - 1:].reshape(count, L, m),
+                                                     inputs, input_moments))
     with np.errstate(over="ignore", invalid="ignore"):
         x = _blocked(A, L, count, 1, lambda i: stacked.T @ windows[i::L][:count].T, None, None,
                      leading, moments)
@@ -175,14 +178,16 @@ def delayed_response(A: np.ndarray, B_blocks: np.ndarray, inputs: np.ndarray, *,
     return rows if moments is None else (rows, moments)
 
 
-def _input_moments(A: np.ndarray, local: np.ndarray, starts: np.ndarray, blocks: np.ndarray,
-                   inputs: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _input_moments(A: np.ndarray, local: np.ndarray, starts: np.ndarray,
+                   powers: np.ndarray | None, blocks: np.ndarray, inputs: np.ndarray,
+                   first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(sum_{k=first}^{K-1} x_k u_k^T, x_first, x_{K-1})`` of every state from the blocks of
-    :func:`_blocked` (``x_{cL+i} = local_i[:, c] + A^i start_c``); ``blocks[c, i]`` is
-    ``u_{cL+i}`` (zero from ``K`` on)."""
+    :func:`_blocked` (``x_{cL+i} = local_i[:, c] + A^i start_c``, ``powers`` the ``A^i`` when
+    already known); ``blocks[c, i]`` is ``u_{cL+i}`` (zero from ``K`` on)."""
     L, K = local.shape[0] - 1, inputs.shape[1]
     n = A.shape[0]
-    powers = impulse_response(A, np.eye(n), L)                              # (L, n, n)
+    if powers is None:
+        powers = impulse_response(A, np.eye(n), L)                          # (L, n, n)
     by_step = blocks.transpose(1, 0, 2)                                     # (L, count, m)
     # sum_c,i (local_i[:, c] + A^i start_c) u_{cL+i}^T over every sample of every block: the
     # second as sum_i A^i S_i with S_i = sum_c start_c u_{cL+i}^T, every S_i in one product
