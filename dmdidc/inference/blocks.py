@@ -267,7 +267,8 @@ def with_earlier_blocks(blocks: np.ndarray, active: np.ndarray) -> np.ndarray:
 
 
 def restricted_coefficients(solution: RegressionSolution, n_states: int,
-                            active: np.ndarray) -> np.ndarray:
+                            active: np.ndarray, *, projector: np.ndarray | None = None
+                            ) -> np.ndarray:
     """Least-squares coefficients with the inactive input blocks constrained to zero.
 
     From the unrestricted solution and its covariance, without another pass over the data:
@@ -278,13 +279,18 @@ def restricted_coefficients(solution: RegressionSolution, n_states: int,
     solution : RegressionSolution
     n_states : int
     active : ndarray of bool, shape (R + 1, m)
+    projector : ndarray (p, p), optional
+        :func:`restriction_projector` of the same arguments, when the caller already built it
+        (it costs a solve); computed here otherwise.
 
     Returns
     -------
     ndarray, shape (n, n + m (R + 1))
         Exactly zero in the columns of inactive blocks.
     """
-    coefficients = solution.coefficients @ restriction_projector(solution, n_states, active)
+    if projector is None:
+        projector = restriction_projector(solution, n_states, active)
+    coefficients = solution.coefficients @ projector
     dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
     coefficients[:, dropped] = 0.0          # exactly, not to rounding
     return coefficients

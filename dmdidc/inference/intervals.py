@@ -309,8 +309,8 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
                   earlier_side: bool = False) -> ConfidenceIntervals:
     """Delta-method intervals given the block structure (``active`` decides each channel's
     first block, ``kept`` the blocks fitted; the module notes)."""
-    restricted = restricted_coefficients(solution, n, kept)
     projector = restriction_projector(solution, n, kept)
+    restricted = restricted_coefficients(solution, n, kept, projector=projector)
     p = restricted.shape[1]
     cov = solution.factored_covariance().project(projector)     # that of Theta_r, factored
     first = first_active_blocks(active)

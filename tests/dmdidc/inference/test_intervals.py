@@ -223,3 +223,38 @@ def test_a_spanned_structure_without_continuous_model_is_named(monkeypatch):
     monkeypatch.setattr(intervals, "_delta_method", failing)
     with pytest.raises(LogarithmError, match="block before each delay fitted too"):
         est.delay_ci()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_delta_method_builds_the_restriction_projector_once(monkeypatch, seed):
+    from dmdidc.inference import blocks, intervals
+
+    rng = np.random.default_rng(seed)       # a random stable plant, delay 0.5 .. 2.5 steps
+    plant = DelayedPlant.from_continuous(-np.diag(rng.uniform(0.2, 1.0, 2)),
+                                         rng.uniform(0.5, 1.5, (2, 1)), rng.uniform(0.5, 2.5),
+                                         1.0, max_delay=3)
+    Xs, Us = process_noise_experiments(plant, 3, seed, length=200, scale=0.1)
+    est = DMDidc(max_delay=3).fit(Xs, Us, dt=1.0)
+    shape = dict(n=2, m=1, R=3, dt=1.0, level=0.9, block_variance=None)
+    arguments = (est._solution, est._block_test.active, est._kept)
+    calls, build = [], blocks.restriction_projector
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(intervals, "restriction_projector", counted)
+    monkeypatch.setattr(blocks, "restriction_projector", counted)
+    once = intervals._delta_method(*arguments, **shape)
+    assert len(calls) == 1
+    monkeypatch.undo()
+
+    def twice(solution, n, kept, projector=None):     # the former path: a second projector
+        return blocks.restricted_coefficients(solution, n, kept)
+
+    monkeypatch.setattr(intervals, "restricted_coefficients", twice)
+    before = intervals._delta_method(*arguments, **shape)
+    for name in ("delay", "A_c", "B_c"):                      # bit-identical
+        mine, theirs = getattr(once, name), getattr(before, name)
+        for field in ("value", "low", "high", "standard_error"):
+            np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field))
