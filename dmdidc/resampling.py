@@ -23,11 +23,18 @@ the weights: those resamples are fitted on the resampled data with the decisions
 first stage's input-instrument statistics summed as above.
 
 The bootstrap over the parts given to ``fit_statistics`` (:func:`parts_refit`) follows the same
-rule: a resample is the counts-weighted sum of the parts and the solve the fit used (its
-estimator, instruments and ``R``), with no checks.  Privatized parts are resampled as the
-releases they are: a drawn part brings its noise realization (and its declared variance) as
-often as it is drawn, the sum ``+`` of the repeated parts (:func:`weighted_total` refuses them,
-as a sum of plain statistics).
+rule: a resample is the counts-weighted sum of the parts (:func:`weighted_total`, plain or
+privatized) and the solve the fit used (its estimator, instruments and ``R``), with no checks.
+A privatized part drawn ``c`` times brings its one noise realization ``c`` times: ``c N``, of
+variance ``c^2 sigma^2``, not the ``c sigma^2`` of ``c`` independent releases (what the sum ``+``
+of the repeated parts used to declare, so the noise covariance of every resample, and with it
+its block test, was too small; ``+`` now refuses statistics that share a release).  The
+resample declares ``sum_i c_i^2 sigma_i^2`` and lists each drawn release ``c_i`` times, which
+:func:`dmdidc.statistics.fit.effective_noise_variance` reads as one realization scaled by
+``c_i`` (SaS: scale ``c_i gamma_i``).  The spread of the resampled totals is then the spread of
+independently privatized parts (data and noise together, parts i.i.d.): the percentile
+intervals cover the privacy noise without being told about it (docs/privacy.md, *Confidence
+intervals of private fits*, for the coverage measured).
 """
 
 from __future__ import annotations
@@ -90,14 +97,19 @@ class Decisions:
 
 def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
                    ) -> SufficientStatistics:
-    """``sum_i counts[i] * parts[i]`` of plain statistics of one layout (``sum`` of the
-    repeated parts, without the repetitions).
+    """``sum_i counts[i] * parts[i]`` of statistics of one layout: a bootstrap resample of
+    the parts, part ``i`` drawn ``counts[i]`` times (``sum`` of the repeated parts of plain
+    statistics, without the repetitions).
+
+    A privatized part drawn ``c`` times holds its noise realization ``c`` times: the total
+    declares ``noise_variance = sum_i counts[i]^2 noise_variance_i`` and lists each drawn
+    part's releases ``counts[i]`` times (module notes).
 
     Raises
     ------
     ParameterError
-        No parts, privatized parts, ``counts`` that are not ``len(parts)`` integers >= 0 with
-        a positive sum, or parts that cannot be added (other bounds or centring).
+        No parts, ``counts`` that are not ``len(parts)`` integers >= 0 with a positive sum,
+        or parts that cannot be added (other bounds or centring).
     DimensionError
         Parts of other layouts.
 
@@ -114,6 +126,13 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
     True
     >>> total.n_samples, total.n_trajectories
     (87, 3)
+    >>> bounded = [SufficientStatistics.from_data(
+    ...     rng.uniform(-1, 1, (1, 31)), rng.uniform(-1, 1, (1, 30)), max_delay=1,
+    ...     state_bound=1.0, input_bound=1.0).privatize(epsilon=1.0, delta=1e-5, rng=k)
+    ...     for k in range(3)]
+    >>> noisy = weighted_total(bounded, np.array([2, 0, 1]))
+    >>> bool(np.isclose(noisy.noise_variance, 5 * bounded[0].noise_variance))  # 2^2 + 1^2
+    True
     """
     if len(parts) == 0:
         raise ParameterError("parts is empty: expected the statistics of one trajectory each")
@@ -123,9 +142,6 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
         raise ParameterError(f"counts has {counts.size} entries ({counts.dtype}): expected "
                              f"{len(parts)} integers >= 0, not all zero (how often each part "
                              f"is drawn)")
-    if any(part.releases for part in parts):
-        raise ParameterError("weighted_total sums plain statistics; privatized parts would "
-                             "repeat their noise (and not add its variance)")
     for part in parts[1:]:
         parts[0]._compatible(part)          # (the checks of `+`: layouts, bounds, centring)
     used = [part for part, c in zip(parts, counts, strict=True) if c > 0]
@@ -141,7 +157,12 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
         min_trajectory_samples=min(p.min_trajectory_samples for p in used),
         max_trajectory_samples=max(p.max_trajectory_samples for p in used),
         clipped=(None if any(p.clipped is None for p in used)
-                 else int(counts @ [p.clipped or 0 for p in parts])))
+                 else int(counts @ [p.clipped or 0 for p in parts])),
+        # a part drawn c times: one noise realization times c (module notes)
+        noise_variance=float(sum(int(c) ** 2 * p.noise_variance
+                                 for p, c in zip(parts, counts, strict=True) if c > 0)),
+        releases=tuple(release for p, c in zip(parts, counts, strict=True)
+                       for _ in range(c) for release in p.releases))
 
 
 def _model_vector(n: int, m: int, R: int, dt: float, significance: float,
@@ -211,16 +232,8 @@ def parts_refit(decisions: Decisions, parts: list[SufficientStatistics], *, max_
     array([ 1.5, -0.5,  1. ])
     """
     R = max_delay
-    private = any(part.releases for part in parts)
-
-    def total(counts: np.ndarray) -> SufficientStatistics:
-        if not private:
-            return weighted_total(parts, counts)
-        repeated = [part for part, c in zip(parts, counts, strict=True) for _ in range(c)]
-        return sum(repeated[1:], repeated[0])      # each drawn release with its own noise
-
     return _summed_refit(
-        decisions, total,
+        decisions, lambda counts: weighted_total(parts, counts),
         lambda stats, _: _solve(stats, R, decisions.estimator, decisions.centred,
                                 svd_rank=svd_rank, rank_rtol=rank_rtol),
         _model_vector(parts[0].n_states, parts[0].n_inputs, R, dt, significance, block_rtol))

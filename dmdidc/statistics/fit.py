@@ -24,6 +24,7 @@ smaller bound's moments are sub-blocks).  For privatized statistics it
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 
@@ -41,21 +42,24 @@ def effective_noise_variance(stats) -> float:
     :func:`dmdidc.federated.combine_statistics`).  With SaS releases it is infinite: the
     releases of each alpha sum to a SaS law of scale ``(sum_k gamma_k^alpha)^(1/alpha)``
     (stability, seed eq. 3.8), which enters as the variance ``2 gamma^2`` of its alpha = 2
-    member; Gaussian and Laplace releases add their variances.
+    member; Gaussian and Laplace releases add their variances.  A release listed ``c`` times
+    (a bootstrap resample that drew its part ``c`` times, :func:`dmdidc.resampling.
+    weighted_total`) is one noise realization times ``c``: its scale is ``c`` times its own.
     """
     if np.isfinite(stats.noise_variance):
         return float(stats.noise_variance)
     total = 0.0
     stable: dict[float, float] = {}
-    for release in stats.releases:
-        mech = release.mechanism
+    times = Counter(id(release) for release in stats.releases)
+    for release in {id(release): release for release in stats.releases}.values():
+        mech, c = release.mechanism, times[id(release)]
         kind = type(mech).__name__
         if kind == "GaussianMechanism":
-            total += mech.sigma ** 2
+            total += (c * mech.sigma) ** 2
         elif kind == "LaplaceMechanism":
-            total += 2.0 * mech.scale ** 2
+            total += 2.0 * (c * mech.scale) ** 2
         else:
-            stable[mech.alpha] = stable.get(mech.alpha, 0.0) + mech.scale ** mech.alpha
+            stable[mech.alpha] = stable.get(mech.alpha, 0.0) + (c * mech.scale) ** mech.alpha
     return total + sum(2.0 * power ** (2.0 / alpha) for alpha, power in stable.items())
 
 

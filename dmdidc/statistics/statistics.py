@@ -291,6 +291,12 @@ class SufficientStatistics:
         if isinstance(other, int) and other == 0:      # sum() starts from 0
             return self
         self._compatible(other)
+        if {id(release) for release in self.releases} & {id(r) for r in other.releases}:
+            raise ParameterError("these statistics share a privatized release (one noise "
+                                 "realization): their sum would hold it twice and declare "
+                                 "the variance of two independent releases; add distinct "
+                                 "releases, or resample parts with dmdidc.resampling."
+                                 "weighted_total (which declares the repeated noise)")
         clipped = (None if self.clipped is None or other.clipped is None
                    else self.clipped + other.clipped)
         centering = self.centering if self.centering == other.centering else "trajectory"

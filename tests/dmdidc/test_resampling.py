@@ -175,8 +175,8 @@ def test_weighted_total_equals_the_sum_of_the_repeated_parts(seed):
 
 
 def test_weighted_total_refuses_what_a_sum_would_not_give():
-    # parts of other layouts or bounds, privatized parts (their noise would be repeated, and
-    # its variance dropped), and counts that are no resample: loud, naming the argument
+    # parts of other layouts or bounds and counts that are no resample: loud, naming the
+    # argument
     from dmdidc.errors import DimensionError, ParameterError
     from dmdidc.resampling import weighted_total
 
@@ -185,10 +185,6 @@ def test_weighted_total_refuses_what_a_sum_would_not_give():
     other = _parts(rng, 1, instruments="inputs")[0]
     with pytest.raises(DimensionError, match="layouts"):
         weighted_total([*parts[:2], other], np.array([1, 1, 1]))
-    bounded = _parts(rng, 2, state_bound=1.0, input_bound=1.0)
-    private = bounded[0].privatize(epsilon=1.0, delta=1e-5, rng=0)
-    with pytest.raises(ParameterError, match="privatized"):
-        weighted_total([private, bounded[1]], np.array([1, 1]))
     for counts, message in ((np.array([1, 1]), "counts has 2"),
                             (np.array([1, -1, 2]), "counts"),
                             (np.array([0.5, 1, 1.5]), "counts"),
@@ -229,6 +225,8 @@ def statistics_parts(plant, rng, *, privatized=False, **kwargs):
 @pytest.mark.parametrize("case", list(PART_CASES))
 @pytest.mark.parametrize("seed", range(2))
 def test_parts_resamples_equal_whole_fit_statistics_with_the_same_decisions(case, seed):
+    from dmdidc.resampling import weighted_total
+
     params, build = PART_CASES[case]
     rng = np.random.default_rng(300 + 10 * seed + len(case))
     plant = random_plant(rng)
@@ -242,7 +240,10 @@ def test_parts_resamples_equal_whole_fit_statistics_with_the_same_decisions(case
         for _ in range(3):
             counts = np.bincount(rng.integers(0, count, count), minlength=count)
             repeated = [p for p, c in zip(parts, counts, strict=True) for _ in range(c)]
-            whole = DMDidc(max_delay=3, **params).fit_statistics(sum(repeated), dt=T)
+            # (a privatized part drawn twice is one release twice: `+` refuses it)
+            total = (weighted_total(parts, counts) if build.get("privatized")
+                     else sum(repeated))
+            whole = DMDidc(max_delay=3, **params).fit_statistics(total, dt=T)
             assert whole._decisions == est._decisions     # (statistics decide nothing else)
             old, new = model_vector(whole.model_), refit(counts)
             assert (old is None) == (new is None)
@@ -289,3 +290,91 @@ def test_a_privatized_resample_hidden_by_its_noise_is_a_failure_not_an_error(see
     refit, _ = est._parts_refit()
     assert refit(np.array([0] * 7 + [8])) is None
     assert refit(np.ones(8, int)) is not None
+
+
+def bounded_parts(rng, count):
+    """Plain statistics of ``count`` experiments of a random plant, with bounds (to privatize)."""
+    from dmdidc import SufficientStatistics
+
+    plant = random_plant(rng)
+    Xs, Us = experiments(plant, rng, count=count, length=200)
+    bound = float(np.abs(np.concatenate(Xs, axis=1)).max()) + 1.0
+    return plant, [SufficientStatistics.from_data(X, U, max_delay=3, state_bound=bound,
+                                                  input_bound=5.0)
+                   for X, U in zip(Xs, Us, strict=True)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_privatized_resample_declares_the_variance_of_its_noise(seed, monkeypatch):
+    # a part drawn c times holds its noise c times (variance c^2 sigma^2): the declared
+    # variance of the resample matches the noise it holds, over repeated privatizations (the
+    # sum of the repeated releases declared sum c sigma^2: half of it for counts 2, 1, 1)
+    from dmdidc import resampling
+    from dmdidc.resampling import weighted_total
+
+    rng = np.random.default_rng(40 + seed)
+    _, plain = bounded_parts(rng, 4)
+    counts = np.array([2, 0, 1, 1]) if seed % 2 else np.array([3, 1, 0, 0])
+    exact = weighted_total(plain, counts).to_vector()
+    noise, declared = [], set()
+    for _ in range(30):
+        private = [part.privatize("gaussian", epsilon=1.0, delta=1e-5,
+                                  rng=rng.integers(2 ** 32)) for part in plain]
+        total = weighted_total(private, counts)
+        noise.append(total.to_vector() - exact)
+        declared.add(total.noise_variance)
+        assert total.noise_variance == pytest.approx(
+            sum(c ** 2 * p.noise_variance for p, c in zip(private, counts, strict=True)))
+    assert len(declared) == 1          # (the variance is public: the same for every draw)
+    ratio = np.var(noise) / declared.pop()
+    assert 0.85 < ratio < 1.15, ratio       # 30 x >= 300 entries: ratio 1 +- 0.015
+    # the bootstrap refit solves exactly this resample
+    seen = []
+    solve = resampling._solve
+    monkeypatch.setattr(resampling, "_solve", lambda stats, *a, **k: seen.append(stats)
+                        or solve(stats, *a, **k))
+    refit = resampling.parts_refit(Decisions("ls", None, False), private, max_delay=3, dt=T,
+                                   svd_rank=None, rank_rtol=1e-10, significance=1e-3,
+                                   block_rtol=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        refit(counts)
+    assert seen[0].noise_variance == total.noise_variance
+    np.testing.assert_array_equal(seen[0].to_vector(), total.to_vector())
+
+
+def test_a_resampled_sas_release_counts_as_one_realization_scaled():
+    # SaS noise has no variance: the effective one comes from the releases' scales; a release
+    # drawn c times is scale c gamma (c^alpha gamma^alpha), not c independent ones
+    from dmdidc.resampling import weighted_total
+    from dmdidc.statistics.fit import effective_noise_variance
+
+    rng = np.random.default_rng(7)
+    _, plain = bounded_parts(rng, 3)
+    private = [part.privatize("sas", epsilon=5.0, delta=1e-5, alpha=1.5, rng=k)
+               for k, part in enumerate(plain)]
+    gammas = np.array([p.releases[0].mechanism.scale for p in private])
+    for counts in (np.array([1, 1, 1]), np.array([3, 0, 0]), np.array([2, 1, 0])):
+        total = weighted_total(private, counts)
+        power = np.sum((counts * gammas) ** 1.5)
+        assert effective_noise_variance(total) == pytest.approx(2.0 * power ** (2.0 / 1.5))
+    single = effective_noise_variance(private[0])
+    assert effective_noise_variance(weighted_total(private, np.array([3, 0, 0]))) == \
+        pytest.approx(9.0 * single)
+
+
+def test_one_release_added_to_itself_is_refused():
+    # p + p would hold one noise realization twice and declare two independent ones
+    from dmdidc.errors import ParameterError
+
+    _, plain = bounded_parts(np.random.default_rng(8), 2)
+    private = [part.privatize(epsilon=1.0, delta=1e-5, rng=k) for k, part in enumerate(plain)]
+    with pytest.raises(ParameterError, match="share a privatized release"):
+        private[0] + private[0]
+    with pytest.raises(ParameterError, match="share a privatized release"):
+        sum([private[0], private[1], private[0]])
+    with pytest.raises(ParameterError, match="share a privatized release"):
+        DMDidc(max_delay=3).fit_statistics([private[0], private[0]], dt=T)
+    both = private[0] + private[1]             # distinct releases: no false alarm
+    assert both.noise_variance == pytest.approx(private[0].noise_variance
+                                                + private[1].noise_variance)
