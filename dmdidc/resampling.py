@@ -31,10 +31,11 @@ of the repeated parts used to declare, so the noise covariance of every resample
 its block test, was too small; ``+`` now refuses statistics that share a release).  The
 resample declares ``sum_i c_i^2 sigma_i^2`` and lists each drawn release ``c_i`` times, which
 :func:`dmdidc.statistics.fit.effective_noise_variance` reads as one realization scaled by
-``c_i`` (SaS: scale ``c_i gamma_i``).  The spread of the resampled totals is then the spread of
-independently privatized parts (data and noise together, parts i.i.d.): the percentile
-intervals cover the privacy noise without being told about it (docs/privacy.md, *Confidence
-intervals of private fits*, for the coverage measured).
+``c_i`` (SaS: scale ``c_i gamma_i``).  A resample's total differs from the fit's by
+``sum_i (c_i - 1) (S_i + N_i)`` (part ``i``'s statistics and noise), whose spread is that of the
+fit's total around its mean for independent parts: the privacy noise is in the percentile
+intervals without a model of it (coverage measured in docs/noisy-data.md, *Confidence
+intervals of private fits*).
 """
 
 from __future__ import annotations

@@ -88,7 +88,8 @@ class SufficientStatistics:
         Variance of the privacy noise on every released entry (unit-box coordinates; 0 for
         plain statistics, ``inf`` for SaS noise with ``alpha < 2``).
     releases : tuple of dmdidc.private.release.PrivacyRelease
-        The privacy guarantee of every privatized release summed into these statistics.
+        The privacy guarantee of every privatized release summed into these statistics
+        (``+`` refuses statistics that share one: its noise would be in the sum twice).
 
     Examples
     --------
