@@ -386,7 +386,8 @@ def restricted_solution(solution: RegressionSolution, kept: np.ndarray) -> Regre
     uncertainty of the model's own ``A_d``, smaller than the unrestricted one's."""
     n = solution.coefficients.shape[0]
     P = restriction_projector(solution, n, kept)
-    return dataclasses.replace(solution, coefficients=restricted_coefficients(solution, n, kept),
+    coefficients = restricted_coefficients(solution, n, kept, projector=P)
+    return dataclasses.replace(solution, coefficients=coefficients,
                                sampling_covariance=solution.factored_covariance().project(P),
                                noise_covariance=None)
 
