@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
 
 _FLOAT = np.dtype(float)
+_LARGEST = sys.float_info.max
 
 __all__ = ["DelayedMPC", "MPCResult"]
 
@@ -387,9 +389,7 @@ class DelayedMPC:
         self._F, self._G = reduced.lifted_matrices()
         self.terminal_weight = read_only(self._terminal_weight(P, n))
         self._cvxpy: Any = None
-        self._u_allowed: list[np.ndarray] | None = None
-        self._u_box: tuple[np.ndarray, np.ndarray] | None = None   # (middle, 1 / half width)
-        self._u_range: tuple[float, float] | None = None   # the same limits for every input
+        self._u_allowed: list[np.ndarray] | None = None   # input limits: _input_limits
         self._zero_history = read_only(self._check_history(None))
         self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
         if self.solver != "CVXPY":
@@ -627,9 +627,10 @@ class DelayedMPC:
         p = buffer.vector                            # [x_k, u_{k-R}, ..., u_{k-1}]
         buffer.x[...] = x
         buffer.history[...] = history.T
-        # one check for both arguments (the extremes are finite, and NaN propagates to them;
-        # no overflow, no warning); the messages name the argument
-        if not -np.inf < np.minimum.reduce(p) <= np.maximum.reduce(p) < np.inf:
+        # one check for both arguments: the extreme entries are finite (argmin / argmax pick
+        # a NaN; direct calls, a third of a ufunc reduction's cost); the messages name the
+        # argument
+        if not (p[p.argmin()] >= -_LARGEST and p[p.argmax()] <= _LARGEST):
             x, history = self._check_x(x), self._check_history(u_history)
         op = self.operating_point
         if op is None:
@@ -714,30 +715,29 @@ class DelayedMPC:
 
     def _check_input_bounds(self, moves: np.ndarray) -> None:
         """Refuse moves (time-major, shape (m N,)) that are not finite or lie beyond a bound by
-        more than the tolerance (one comparison each side; NaN fails both)."""
+        more than the tolerance.
+
+        Quick tests first, each accepting only moves the exact comparison accepts: with the
+        same limits for every input, the extreme moves decide (``argmin`` / ``argmax``: direct
+        calls, a third of a ufunc reduction's cost; they pick a NaN, and an infinite limit is
+        the largest float, so that an infinite move fails); else one maximum over the box.
+        """
         if self._u_allowed is None:     # the limits with the tolerance, computed once
-            self._u_allowed = [
-                np.tile(np.full(self._m, sign * np.inf) if bound is None else
-                        bound + sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(bound)),
-                        self.horizon)
-                for bound, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
-            low, high = self._u_allowed
-            if (low == low[0]).all() and (high == high[0]).all():
-                self._u_range = float(low[0]), float(high[0])
-            elif np.isfinite(low).all() and np.isfinite(high).all():
-                self._u_box = 0.5 * (low + high), 2.0 / (high - low)
-        if self._u_range is not None:   # one limit for every input: the extreme moves decide
-            low, high = self._u_range   # (a NaN propagates to both and fails them)
-            if np.minimum.reduce(moves) >= low and np.maximum.reduce(moves) <= high:
+            self._input_limits()
+        if self._u_range is not None:
+            low, high = self._u_range
+            if moves[moves.argmin()] >= low and moves[moves.argmax()] <= high:
                 return
-        elif self._u_box is not None:   # two-sided: one reduction (NaN fails it), every step
+        elif self._u_box is not None:   # two-sided finite limits (NaN fails the test)
             middle, scale = self._u_box
-            if np.maximum.reduce(np.abs(moves - middle) * scale) < 1.0:
+            distance = np.abs(moves - middle) * scale
+            if distance[distance.argmax()] < 1.0:
                 return
         low, high = self._u_allowed
-        if (moves >= low).all() and (moves <= high).all():   # the exact decision
+        finite = bool(np.isfinite(moves).all())
+        if finite and (moves >= low).all() and (moves <= high).all():   # the exact decision
             return
-        if not np.isfinite(moves).all():
+        if not finite:
             raise SolverError(f"{self.solver} reported an optimal status but returned no finite "
                               f"solution")
         for name, bound, sign in (("u_min", self._u_lo, -1.0), ("u_max", self._u_hi, 1.0)):
@@ -747,6 +747,20 @@ class DelayedMPC:
                 raise SolverError(f"{self.solver} returned inputs that violate {name} by "
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")
+
+    def _input_limits(self) -> None:
+        """The input limits with the tolerance (``_u_allowed``) and the quick tests' data."""
+        self._u_allowed = [
+            np.tile(np.full(self._m, sign * np.inf) if bound is None else
+                    bound + sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(bound)),
+                    self.horizon)
+            for bound, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        low, high = self._u_allowed
+        self._u_range = self._u_box = None
+        if (low == low[0]).all() and (high == high[0]).all():
+            self._u_range = max(float(low[0]), -_LARGEST), min(float(high[0]), _LARGEST)
+        elif np.isfinite(low).all() and np.isfinite(high).all():
+            self._u_box = 0.5 * (low + high), 2.0 / (high - low)
 
     def _infeasible_message(self, x: np.ndarray, history: np.ndarray) -> str:
         w, N = self.dead_steps, self.horizon

@@ -630,23 +630,33 @@ def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
         mpc.solve(np.zeros(2), np.array([[np.inf, 0.0], [0.0, 0.0]]))
 
 
-@pytest.mark.parametrize("limits", ["per input", "one for all"])
+def _limits(rng: np.random.Generator, m: int, kind: str) -> tuple:
+    """``(u_min, u_max)`` of one kind: per input, one for all, one-sided, or none."""
+    if kind == "none":
+        return None, None
+    low = -rng.uniform(0.5, 2.0, m if kind == "per input" else 1).repeat(
+        1 if kind == "per input" else m)
+    high = low + (rng.uniform(0.5, 3.0, m) if kind == "per input" else 1.5)
+    return (None, high) if kind == "upper only" else (low, high)
+
+
+@pytest.mark.parametrize("limits", ["per input", "one for all", "upper only", "none"])
 @pytest.mark.parametrize("seed", range(5))
-def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed, limits):
-    # every step's quick test of the moves (one reduction over the box, or the extreme moves
-    # when every input has the same limits) accepts only what the exact comparison accepts;
-    # anything near or past a bound goes on to the exact decision
+def test_the_quick_bound_checks_decide_as_the_exact_one(plant, seed, limits):
+    # every step's quick test of the moves (the extreme moves by argmin / argmax when every
+    # input has the same limits, else one maximum over the box) accepts only what the exact
+    # comparison accepts; anything near or past a bound goes on to the exact decision, and a
+    # NaN or an infinite move anywhere is refused, with or without bounds
     rng = np.random.default_rng(seed)
     m = plant.n_inputs
-    low = -rng.uniform(0.5, 2.0, m if limits == "per input" else 1).repeat(
-        1 if limits == "per input" else m)
-    mpc = DelayedMPC(plant, horizon=4, u_min=low, u_max=low + (rng.uniform(0.5, 3.0, m)
-                                                            if limits == "per input" else 1.5))
+    u_min, u_max = _limits(rng, m, limits)
+    mpc = DelayedMPC(plant, horizon=4, u_min=u_min, u_max=u_max)
+    low = np.full(m, -1.0) if u_min is None else u_min
+    high = np.full(m, 1.0) if u_max is None else u_max
     for _ in range(200):
         scale = rng.choice([0.5, 1.0, 1.0 + 0.5 * INPUT_BOUND_TOLERANCE, 1.0 + 3e-6, 1.5])
-        moves = np.tile(mpc.u_min + (mpc.u_max - mpc.u_min) * rng.uniform(0.5 - scale / 2,
-                                                                          0.5 + scale / 2, m),
-                        mpc.horizon)
+        moves = (low + (high - low) * rng.uniform(0.5 - scale / 2, 0.5 + scale / 2,
+                                                  (mpc.horizon, m))).ravel()
         try:
             mpc._check_input_bounds(moves)
             refused = False
@@ -654,8 +664,11 @@ def test_the_one_reduction_bound_check_decides_as_the_exact_one(plant, seed, lim
             refused = True
         allowed_low, allowed_high = mpc._u_allowed
         assert refused == (not ((moves >= allowed_low).all() and (moves <= allowed_high).all()))
-    with pytest.raises(SolverError, match="no finite"):
-        mpc._check_input_bounds(np.full(m * mpc.horizon, np.nan))
+        for bad in (np.nan, np.inf, -np.inf):
+            spoiled = moves.copy()
+            spoiled[rng.integers(len(moves))] = bad
+            with pytest.raises(SolverError, match="no finite"):
+                mpc._check_input_bounds(spoiled)
 
 
 @pytest.mark.parametrize("seed", range(4))
