@@ -98,6 +98,11 @@ class ReplyBound:
                 return bool(np.einsum("ij,ij->i", flat, flat).max() <= self.radius ** 2)
         return True
 
+    def finite_box(self) -> bool:
+        """Whether both sides of the box are finite everywhere (then :meth:`holds` also says
+        that every entry is finite: NaN and infinity fail it)."""
+        return bool(np.isfinite(self.low).all() and np.isfinite(self.high).all())
+
     def reasons(self, name: str, stack: np.ndarray) -> list[str | None]:
         """Why each row of ``stack`` (finite replies stacked along axis 0) breaks the bound."""
         n = len(stack)
@@ -324,19 +329,18 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     n = len(replies)
     if not n or expected_round is None:
         return False
-    ids = [k for k, _ in replies]
-    got = [r for _, r in replies]
+    ids, got = list(map(_FIRST, replies)), list(map(_SECOND, replies))
     if set(map(type, got)) != {Reply}:
         return False
     metrics, arrays = list(map(_METRICS, got)), list(map(_ARRAYS, got))
     if set(map(type, metrics)) != {dict} or set(map(type, arrays)) != {dict}:
         return False
-    try:
-        clients, rounds, versions = zip(*map(_HEADER, metrics), strict=True)
+    try:   # one pass per field (a header tuple per reply, transposed, took 40 % longer)
+        clients, rounds, versions = (list(map(field, metrics)) for field in _HEADER)
     except KeyError:
         return False
     if (set(map(type, clients)) != {int} or set(map(type, rounds)) != {int}
-            or set(map(type, versions)) != {int} or list(clients) != ids or min(versions) < 0
+            or set(map(type, versions)) != {int} or clients != ids or min(versions) < 0
             or rounds.count(expected_round) != n or len(set(ids)) != n
             # three metrics are the header itself: no abstention (a C pass, not a lookup each)
             or set(map(len, metrics)) != {3} and any(map(_ABSTAINED, metrics))):
@@ -355,7 +359,10 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
         return False   # per-client bounds: the general path groups them
     stacked = {}
     for name, shape in first.items():
-        values = list(map(operator.methodcaller("get", name), arrays))
+        try:   # (an item getter: a third of ``get``'s time)
+            values = list(map(operator.itemgetter(name), arrays))
+        except KeyError:
+            return False
         dtypes = set(map(_DTYPE, values)) if set(map(type, values)) == {np.ndarray} else ()
         if len(dtypes) != 1 or next(iter(dtypes)).kind not in kinds:
             return False
@@ -363,10 +370,12 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
             stack = np.array(values)
         except ValueError:
             return False
-        if stack.shape != (n, *shape) or not np.isfinite(stack).all():
+        if stack.shape != (n, *shape):
             return False   # (the stack's shape is every value's: no shape tuple per reply)
         bound = (declared[0] or {}).get(name)
-        if bound is not None and not bound.holds(stack):
+        # a finite box holds only for finite entries (NaN fails it): no separate pass
+        if ((bound is None or not bound.finite_box()) and not np.isfinite(stack).all()
+                or bound is not None and not bound.holds(stack)):
             return False
         stacked[name] = stack
     stacks.update(stacked)
@@ -376,7 +385,8 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
 
 
 _METRICS, _ARRAYS = operator.attrgetter("metrics"), operator.attrgetter("arrays")
-_HEADER = operator.itemgetter(CLIENT, ROUND, VERSION)
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_HEADER = tuple(map(operator.itemgetter, (CLIENT, ROUND, VERSION)))
 _ABSTAINED = operator.methodcaller("get", ABSTAIN, 0)
 _DTYPE = operator.attrgetter("dtype")
 
