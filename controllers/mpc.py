@@ -109,7 +109,9 @@ class MPCResult:
     solver_time : float or None
         Seconds reported by the solver itself, when it reports them.
     iterations : int or None
-        Solver iterations, when reported.
+        Solver iterations, when reported (DAQP: 0, and ``solver_time`` None, for a step whose
+        unconstrained minimizer keeps the input bounds: it is the solution, so DAQP is not
+        called).
     solver : str
         ``"DAQP"``, ``"OSQP"``, ``"CLARABEL"`` or ``"CVXPY"``.
     dead_steps : int
@@ -236,7 +238,9 @@ class DelayedMPC:
         can be.
     solver : {"auto", "DAQP", "OSQP", "CLARABEL", "CVXPY"}, default "auto"
         ``"DAQP"``: the dual active-set solver on the condensed QP (inputs only), warm-started
-        with the previous active set; ``"OSQP"`` / ``"CLARABEL"``: on the sparse QP (states
+        with the previous active set (with input bounds alone, the same for every input, a
+        step whose unconstrained minimizer keeps them is that minimizer, without a DAQP call);
+        ``"OSQP"`` / ``"CLARABEL"``: on the sparse QP (states
         and inputs), called directly; ``"CVXPY"``: the cvxpy problem (:attr:`problem`), for
         formulations of one's own.  ``"auto"``: DAQP while the condensed matrices are small
         (``AUTO_DENSE_ENTRIES``), else OSQP.  Case-insensitive.

@@ -4,7 +4,8 @@ Each solver is set up once with the QP's matrices (and factors them); a solve on
 vectors ``q``, ``lower`` and ``upper`` and re-solves, warm-started:
 
 * :class:`DAQPSolver`: the dual active-set solver DAQP on the condensed QP, warm-started with the
-  previous active set (kept in its workspace); the bounds on the inputs are simple bounds;
+  previous active set (kept in its workspace); the bounds on the inputs are simple bounds.  With
+  input bounds alone, a step whose unconstrained minimizer keeps them needs no DAQP call;
 * :class:`OSQPSolver`: OSQP (ADMM) on the sparse QP, with the previous primal and dual solution;
 * :class:`ClarabelSolver`: Clarabel (interior point) on the sparse QP, data updated in place.
 
@@ -15,14 +16,18 @@ so that :class:`controllers.DelayedMPC` checks them once.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from _toolbox.errors import ParameterError
 from controllers.mpc_qp import MPCQuadraticProgram
+
+_LARGEST = sys.float_info.max
 
 __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
            "unreachable_rows"]
@@ -104,9 +109,43 @@ class DAQPSolver:
                                        qp.upper0[self._varying]])
         self._offset_zero = not self._offset.any()     # no slack, no state bounds
         self._data = np.empty(len(self._offset))       # DAQP copies what update() is given
+        self._free = self._free_solution(qp, lower, upper)
+        self._inside = True      # whether to try the unconstrained minimizer first
+
+    def _free_solution(self, qp: MPCQuadraticProgram, lower: np.ndarray, upper: np.ndarray
+                       ) -> tuple[np.ndarray, float, float] | None:
+        """``(K, low, high)``: with input bounds alone (no state rows, no slack) and ``H``
+        positive definite, the unconstrained minimizer ``v = K p`` (``K = -H^-1 q_p``) solves
+        the QP whenever ``low <= v <= high`` (the empty active set is optimal: what DAQP
+        would return, to rounding), so such a step needs no DAQP call; None otherwise (also
+        for per-input limits: their test would cost about what it saves)."""
+        if len(lower) != qp.n_simple or self._varying.size or qp.q0.any():
+            return None
+        low, high = lower[0], upper[0]
+        if not ((lower == low).all() and (upper == high).all()):
+            return None
+        try:
+            factor = scipy.linalg.cho_factor(qp.hessian)
+        except np.linalg.LinAlgError:
+            return None
+        gain = -scipy.linalg.cho_solve(factor, qp.q_p)
+        if not np.isfinite(gain).all():
+            return None
+        # an infinite limit as the largest float: an infinite v fails the test
+        return (np.ascontiguousarray(gain), max(float(low), -_LARGEST),
+                min(float(high), _LARGEST))
 
     def solve(self, p: np.ndarray) -> QPOutcome:
-        """Solve at parameter ``p`` (``[x_k, committed inputs]``)."""
+        """Solve at parameter ``p`` (``[x_k, committed inputs]``).
+
+        A step whose unconstrained minimizer keeps the input bounds returns it without
+        calling DAQP (``iterations`` 0, ``solver_time`` None; :meth:`_free_solution`).
+        """
+        free = self._free
+        if free is not None and self._inside:     # (tried while the last step had no bound
+            v = free[0] @ p                        # active: a fresh array, the result keeps it)
+            if v[v.argmin()] >= free[1] and v[v.argmax()] <= free[2]:     # (NaN fails both)
+                return QPOutcome(v, "optimal", 0, None)
         data = np.dot(self._affine, p, out=self._data)
         if not self._offset_zero:
             data += self._offset
@@ -120,6 +159,8 @@ class DAQPSolver:
         if not self._warm:
             self._model.update(sense=self._cold)
         v, _, flag, info = self._model.solve()
+        if free is not None and flag == 1:    # try the shortcut next step if no bound is active
+            self._inside = bool(v[v.argmin()] > free[1] and v[v.argmax()] < free[2])
         status = "optimal" if flag == 1 else self._STATUS.get(int(flag),
                                                                f"error: DAQP exit flag {flag}")
         return QPOutcome(v if status == "optimal" else None, status, info["iterations"],

@@ -402,8 +402,8 @@ def test_inputs_outside_bounds_are_reported_not_clipped(plant, monkeypatch):
 def test_iteration_limit_raises(plant, solver, options):
     mpc = DelayedMPC(plant, horizon=10, u_min=-1, u_max=1, solver=solver,
                      solver_options=options)
-    with pytest.raises(SolverError, match="user_limit"):
-        mpc(np.array([3.0, -2.0]))
+    with pytest.raises(SolverError, match="user_limit"):   # (bounds active: DAQP iterates)
+        mpc(np.array([30.0, -20.0]))
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
@@ -765,3 +765,51 @@ def test_a_pickled_result_keeps_its_prediction(plant):
         np.testing.assert_array_equal(twin.states, result.states)
         assert twin.cost == result.cost and twin.status == result.status
         assert not twin.inputs.flags.writeable and not twin.states.flags.writeable
+
+
+@pytest.mark.parametrize("limits", ["one for all", "upper only", "none", "per input"])
+@pytest.mark.parametrize("seed", range(4))
+def test_steps_solved_without_daqp_equal_daqps_solution(seed, limits):
+    # with input bounds alone, a step whose unconstrained minimizer keeps the bounds skips
+    # DAQP (iterations 0): along a closed loop from a saturating state the plans equal DAQP's
+    # own (the shortcut switched off) to rounding, both kinds of step occur where bounds can
+    # be active, and per-input limits (no shortcut) always call DAQP
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 7)), 2
+    plant = random_delayed_plant(rng, n, m)
+    low, high = -rng.uniform(0.5, 2.0, m), rng.uniform(0.5, 2.0, m)   # about the set point
+    if limits != "per input":
+        low, high = np.full(m, low[0]), np.full(m, high[0])
+    u_min, u_max = {"none": (None, None), "upper only": (None, high)}.get(limits, (low, high))
+    kwargs = dict(horizon=int(rng.integers(3, 15)), u_min=u_min, u_max=u_max, solver="DAQP")
+    fast, plain = DelayedMPC(plant, **kwargs), DelayedMPC(plant, **kwargs)
+    plain._solver._free = None
+    assert (fast._solver._free is None) == (limits == "per input")
+    x, past = 5.0 * rng.standard_normal(n), np.zeros((m, plant.max_delay))
+    skipped, inside = [], []
+    lowest = -np.inf if u_min is None else u_min[:, None] + 1e-6
+    highest = np.inf if u_max is None else u_max[:, None] - 1e-6
+    for _ in range(40):
+        got, expected = fast.solve(x, past), plain.solve(x, past)
+        np.testing.assert_allclose(got.inputs, expected.inputs, rtol=1e-9, atol=1e-9)
+        assert abs(got.cost - expected.cost) <= 1e-9 * max(1.0, abs(expected.cost))
+        skipped.append(got.iterations == 0)
+        inside.append(bool(np.all((expected.inputs > lowest) & (expected.inputs < highest))))
+        u = got.first_input
+        x = true_step(plant, x, u, past)
+        past = np.concatenate([past[:, 1:], u[:, None]], axis=1)
+    if limits == "per input":
+        assert not any(skipped)
+    else:   # tried after a step without an active bound, and taken when none is active
+        assert skipped[0] or not inside[0]
+        assert all(skipped[k] for k in range(1, 40) if inside[k - 1] and inside[k])
+    if limits == "none":
+        assert all(skipped)
+
+
+def test_no_daqp_shortcut_with_state_bounds_or_slack(plant):
+    for kwargs in (dict(x_min=-5.0, x_max=5.0),
+                   dict(x_min=-5.0, x_max=5.0, soft_state_constraints=True)):
+        mpc = DelayedMPC(plant, horizon=6, u_min=-1.0, u_max=1.0, solver="DAQP", **kwargs)
+        assert mpc._solver._free is None
+        assert mpc.solve(np.array([0.01, 0.0])).iterations > 0
