@@ -394,6 +394,7 @@ class DelayedMPC:
         self.terminal_weight = read_only(self._terminal_weight(P, n))
         self._cvxpy: Any = None
         self._u_allowed: list[np.ndarray] | None = None   # input limits: _input_limits
+        self._u_range: tuple[float, float] | None = None
         self._zero_history = read_only(self._check_history(None))
         self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
         if self.solver != "CVXPY":
@@ -659,7 +660,10 @@ class DelayedMPC:
         if outcome.v is not None:
             v = outcome.v
             moves = v[:self._qp.n_inputs]                     # u_k .. u_{k+N-1}, time-major
-            self._check_input_bounds(moves)                   # (and that they are finite)
+            limits = self._u_range      # the quick test of _check_input_bounds, here (no call)
+            if limits is None or not (moves[moves.argmin()] >= limits[0]
+                                      and moves[moves.argmax()] <= limits[1]):
+                self._check_input_bounds(moves)               # (and that they are finite)
             inputs = moves.reshape(self.horizon, self._m).T
             qp, n = self._qp, self._n
 
@@ -678,7 +682,7 @@ class DelayedMPC:
                 return shifted, cost
         if op is not None:
             inputs = inputs + op.input[:, None]
-        inputs.flags.writeable = False   # a fresh float array of this solve: no copy needed
+        inputs.setflags(write=False)     # a fresh float array of this solve: no copy needed
         return MPCResult._of(inputs, status, elapsed, outcome.solver_time, outcome.iterations,
                              self.solver, self.dead_steps, prediction)
 
