@@ -48,8 +48,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,8 +58,9 @@ from _toolbox.validation import check_in_interval, check_positive
 from dmdidc.errors import ParameterError
 from dmdidc.private.sensitivity import statistics_sensitivity
 
-__all__ = ["PrivacyRelease", "privatize_statistics", "describe_release", "calibrate_release",
-           "MECHANISMS"]
+__all__ = ["PrivacyRelease", "Calibration", "privatize_statistics", "privatize_calibrated",
+           "describe_release", "calibrate_release", "check_mechanism", "sas_gdp_applies",
+           "choose_sas_scale", "sas_calibration", "MECHANISMS"]
 
 MECHANISMS = ("gaussian", "laplace", "sas")
 #: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
@@ -183,22 +185,117 @@ def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: 
     return make(high)
 
 
-def _sas_gdp_release(epsilon: float, delta: float, alpha: float, l2: float, dimension: int):
-    """The Gaussian meeting ``(epsilon, delta)`` on the l2-sensitivity and the smallest SaS
-    scale certified at least as private (:mod:`privacy.vector_sas`)."""
-    from privacy import GaussianMechanism
-    from privacy.vector_sas import sas_gaussian_equivalent_sigma, sas_scale_for_gaussian_sigma
+def sas_gdp_applies(delta: float | None, alpha: float) -> bool:
+    """Whether an SaS release may be calibrated through the vector-SaS GDP bound (module
+    notes): ``delta > 0`` and alpha in [1, 2).
 
-    sigma = GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2).sigma
-    scale = sas_scale_for_gaussian_sigma(alpha, sigma)
-    return scale, _declared(GaussianMechanism(sas_gaussian_equivalent_sigma(alpha, scale),
-                                              sensitivity=l2), dimension)
+    Examples
+    --------
+    >>> sas_gdp_applies(1e-5, 1.9), sas_gdp_applies(0.0, 1.9), sas_gdp_applies(1e-5, 0.8)
+    (True, False, False)
+    """
+    return bool(delta) and 1.0 <= alpha < 2.0
+
+
+def choose_sas_scale(gdp_scale: float | None, pure_low: float,
+                     pure_meets: Callable[[float], bool],
+                     pure_scale: Callable[[], float]) -> tuple[float, bool]:
+    """The SaS release rule: the smaller of the GDP-calibrated and the pure-DP scale.
+
+    The pure-DP scale is a search (certified vector bounds, seconds); it runs only when the
+    GDP scale does not already win: when it is below ``pure_low`` (microseconds), or when the
+    pure-DP certificate does not meet the budget at the GDP scale (one bound).
+
+    Parameters
+    ----------
+    gdp_scale : float or None
+        The scale of the GDP calibration, None where it does not apply
+        (:func:`sas_gdp_applies`).
+    pure_low : float
+        A lower bound of the pure-DP scale (the scalar bound).
+    pure_meets : callable float -> bool
+        Whether the pure-DP certificate meets the budget at a scale (non-decreasing).
+    pure_scale : callable () -> float
+        The pure-DP scale search; called at most once.
+
+    Returns
+    -------
+    scale : float
+    on_gdp : bool
+        Whether ``scale`` is the GDP one (a tie goes to pure DP).
+
+    Examples
+    --------
+    >>> never = lambda *_: 1 / 0
+    >>> choose_sas_scale(2.0, 3.0, never, never)              # decided by the lower bound
+    (2.0, True)
+    >>> choose_sas_scale(4.0, 3.0, lambda s: s >= 5.0, never)  # one bound at the GDP scale
+    (4.0, True)
+    >>> choose_sas_scale(4.0, 3.0, lambda s: s >= 3.5, lambda: 3.5)
+    (3.5, False)
+    >>> choose_sas_scale(None, 3.0, never, lambda: 3.5)
+    (3.5, False)
+    """
+    if gdp_scale is not None and (gdp_scale < pure_low or not pure_meets(gdp_scale)):
+        return gdp_scale, True
+    pure = pure_scale()
+    if gdp_scale is not None and gdp_scale < pure:
+        return gdp_scale, True
+    return pure, False
+
+
+class Calibration(NamedTuple):
+    """A release's calibration (:func:`calibrate_release`, :func:`sas_calibration`): what
+    :func:`privatize_calibrated` releases with, decided once."""
+
+    mechanism: Any
+    variance: float
+    epsilon: float
+    delta: float
+    source: str
+    accounted: Any
+
+
+def sas_calibration(scale: float, *, alpha: float, delta: float | None, l1: float, l2: float,
+                    dimension: int, gdp: bool) -> Calibration:
+    """The calibration of an SaS release at a ``scale`` already chosen (:func:`choose_sas_scale`,
+    or a search on a composed budget): its guarantee from the accountant, no search.
+
+    ``gdp`` claims the ``(epsilon, delta)`` of the certified Gaussian equivalent on the
+    l2-sensitivity (needs :func:`sas_gdp_applies`), otherwise privacy's certified pure-DP bound
+    of the ``dimension``-vector on the l1-sensitivity.
+
+    Examples
+    --------
+    >>> cal = sas_calibration(400.0, alpha=1.9, delta=1e-5, l1=508.0, l2=43.0, dimension=152,
+    ...                       gdp=True)
+    >>> cal.mechanism.scale, type(cal.accounted).__name__, cal.delta
+    (400.0, 'GaussianMechanism', 1e-05)
+    """
+    from privacy import GaussianMechanism, SaSMechanism, accounting
+    from privacy.vector_sas import sas_gaussian_equivalent_sigma
+
+    mech = SaSMechanism(alpha=alpha, scale=scale, sensitivity=l1, dimension=dimension)
+    if not gdp:
+        return Calibration(mech, math.inf, _sas_epsilon(mech), 0.0,
+                           f"privacy's certified pure-DP bound of the {dimension}-dimensional "
+                           f"SaS release (SaSMechanism.epsilon_vector)", mech)
+    if not sas_gdp_applies(delta, alpha):
+        raise ParameterError(f"the vector-SaS GDP calibration needs delta > 0 and alpha in "
+                             f"[1, 2); got delta={delta!r}, alpha={alpha!r}")
+    gaussian = _declared(GaussianMechanism(sas_gaussian_equivalent_sigma(alpha, scale),
+                                           sensitivity=l2), dimension)
+    bound = accounting.guarantee(gaussian, delta=delta)
+    return Calibration(mech, math.inf, bound.epsilon, delta,
+                       f"vector-SaS GDP bound (privacy.vector_sas: Gaussian equivalent sigma "
+                       f"{gaussian.sigma:.4g} on the l2-sensitivity; numerically verified scalar "
+                       f"property) composed by privacy.accounting ({bound.method})", gaussian)
 
 
 @functools.lru_cache(maxsize=256)
 def calibrate_release(mechanism: str, epsilon: float, *, delta: float | None,
                       alpha: float | None, l1: float, l2: float, dimension: int
-                      ) -> tuple[Any, float, float, float, str, Any]:
+                      ) -> Calibration:
     """The mechanism for one ``dimension``-vector release at ``epsilon`` (module notes).
 
     Parameters
@@ -217,22 +314,20 @@ def calibrate_release(mechanism: str, epsilon: float, *, delta: float | None,
 
     Returns
     -------
-    mechanism : GaussianMechanism, LaplaceMechanism or SaSMechanism
-        With the matching sensitivity (and dimension, where mechanisms declare one).
-    variance : float
-        Noise variance per entry (``inf`` for SaS with alpha < 2).
-    epsilon, delta : float
-        The guarantee, from the accountant (SaS: privacy's certified pure-DP bound).
-    source : str
-        Where the epsilon comes from.
-    accounted : mechanism
-        What :mod:`privacy.accounting` composes for this release: the SaS release's certified
-        Gaussian equivalent when the GDP calibration is used, else ``mechanism``.
+    Calibration
+        ``mechanism`` (GaussianMechanism, LaplaceMechanism or SaSMechanism, with the matching
+        sensitivity and dimension where mechanisms declare one); ``variance``, the noise
+        variance per entry (``inf`` for SaS with alpha < 2); ``epsilon`` and ``delta``, the
+        guarantee from the accountant (SaS: privacy's certified pure-DP bound or the GDP
+        bound); ``source``, where the epsilon comes from; ``accounted``, what
+        :mod:`privacy.accounting` composes for this release (the SaS release's certified
+        Gaussian equivalent when the GDP calibration is used, else ``mechanism``).
 
     Notes
     -----
     Cached: the calibration (for SaS a search over the vector bound, seconds) depends only on
-    these numbers, not on the data.
+    these numbers, not on the data.  SaS: the smaller of the two scales
+    (:func:`choose_sas_scale`).
 
     Examples
     --------
@@ -244,35 +339,40 @@ def calibrate_release(mechanism: str, epsilon: float, *, delta: float | None,
     >>> gdp[0].scale < pure[0].scale / 4, gdp[3], type(gdp[5]).__name__
     (True, 1e-05, 'GaussianMechanism')
     """
-    from privacy import GaussianMechanism, LaplaceMechanism, accounting
+    from privacy import GaussianMechanism, LaplaceMechanism, SaSMechanism, accounting
 
     report_delta = 0.0 if delta is None else delta
     if mechanism == "gaussian":
         mech = _declared(GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2),
                          dimension)
-        return (mech, mech.sigma ** 2, accounting.epsilon(mech, delta=delta), delta,
-                "privacy.accounting.epsilon (one release)", mech)
+        return Calibration(mech, mech.sigma ** 2, accounting.epsilon(mech, delta=delta), delta,
+                           "privacy.accounting.epsilon (one release)", mech)
     if mechanism == "laplace":
         mech = _declared(LaplaceMechanism(scale=l1 / epsilon, sensitivity=l1), dimension)
-        return (mech, 2.0 * mech.scale ** 2, accounting.epsilon(mech, delta=report_delta),
-                report_delta, "privacy.accounting.epsilon (one release)", mech)
-    if delta and 1.0 <= alpha < 2.0:
-        from privacy import SaSMechanism
+        return Calibration(mech, 2.0 * mech.scale ** 2,
+                           accounting.epsilon(mech, delta=report_delta), report_delta,
+                           "privacy.accounting.epsilon (one release)", mech)
+    gdp_scale = _sas_gdp_scale(epsilon, delta, alpha, l2) if sas_gdp_applies(delta, alpha) \
+        else None
+    # the pure-DP scale is at least the scalar one (all of the shift on one coordinate)
+    pure_low = SaSMechanism.from_epsilon(epsilon, alpha=alpha, sensitivity=l1).scale
+    scale, gdp = choose_sas_scale(
+        gdp_scale, pure_low,
+        lambda s: _sas_epsilon(SaSMechanism(alpha=alpha, scale=s, sensitivity=l1,
+                                            dimension=dimension)) <= epsilon,
+        lambda: _sas_mechanism(epsilon, alpha, l1, dimension).scale)
+    return sas_calibration(scale, alpha=alpha, delta=delta, l1=l1, l2=l2,
+                           dimension=dimension, gdp=gdp)
 
-        scale, gaussian = _sas_gdp_release(epsilon, delta, alpha, l2, dimension)
-        # the pure-DP scale is at least the scalar one: search the vector bound only if needed
-        pure_low = SaSMechanism.from_epsilon(epsilon, alpha=alpha, sensitivity=l1).scale
-        if scale < pure_low or scale < _sas_mechanism(epsilon, alpha, l1, dimension).scale:
-            mech = SaSMechanism(alpha=alpha, scale=scale, sensitivity=l1, dimension=dimension)
-            bound = accounting.guarantee(gaussian, delta=delta)
-            return (mech, math.inf, bound.epsilon, delta,
-                    f"vector-SaS GDP bound (privacy.vector_sas: Gaussian equivalent sigma "
-                    f"{gaussian.sigma:.4g} on the l2-sensitivity; numerically verified scalar "
-                    f"property) composed by privacy.accounting ({bound.method})", gaussian)
-    mech = _sas_mechanism(epsilon, alpha, l1, dimension)
-    return (mech, math.inf, _sas_epsilon(mech), 0.0,
-            f"privacy's certified pure-DP bound of the {dimension}-dimensional SaS release "
-            f"(SaSMechanism.epsilon_vector)", mech)
+
+def _sas_gdp_scale(epsilon: float, delta: float, alpha: float, l2: float) -> float:
+    """The smallest SaS scale certified at least as private as the Gaussian meeting
+    ``(epsilon, delta)`` on the l2-sensitivity (:mod:`privacy.vector_sas`)."""
+    from privacy import GaussianMechanism
+    from privacy.vector_sas import sas_scale_for_gaussian_sigma
+
+    sigma = GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=l2).sigma
+    return sas_scale_for_gaussian_sigma(alpha, sigma)
 
 
 def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
@@ -329,15 +429,99 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     >>> private.privacy.epsilon <= 1.0, private.privacy.unit
     (True, 'sample')
     """
+    _check_plain(stats)
+    release, variance = describe_release(stats, mechanism, epsilon=epsilon, delta=delta,
+                                         unit=unit, window=window, alpha=alpha)
+    return _noisy(stats, release, variance, rng)
+
+
+def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample",
+                         window: int | None = None,
+                         rng: np.random.Generator | int | None = None):
+    """Release ``stats`` with a calibration decided elsewhere, e.g. a scale searched on a
+    composed budget (:func:`sas_calibration`): the noise of ``calibration.mechanism``, drawn
+    once, and its guarantee, with no second calibration.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        Plain statistics built with bounds.
+    calibration : Calibration
+        Its mechanism's sensitivity must be the one of ``stats`` for ``unit`` (l2 for Gaussian
+        noise, l1 otherwise).
+    unit, window, rng
+        As in :func:`privatize_statistics`.
+
+    Returns
+    -------
+    SufficientStatistics
+
+    Raises
+    ------
+    ParameterError
+        A calibration for another sensitivity, or as :func:`privatize_statistics`.
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 1000, rng=0)
+    >>> stats = SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=2,
+    ...                                        state_bound=4.0, input_bound=3.0)
+    >>> sens = stats.sensitivity("sample")
+    >>> cal = sas_calibration(100.0, alpha=1.5, delta=None, l1=sens.l1, l2=sens.l2,
+    ...                       dimension=stats.dimension, gdp=False)
+    >>> private = privatize_calibrated(stats, cal, rng=0)
+    >>> private.privacy.mechanism.scale, private.privacy.epsilon == cal.epsilon
+    (100.0, True)
+    """
+    from privacy import GaussianMechanism
+
+    _check_plain(stats)
+    sens = statistics_sensitivity(stats, unit, window=window)
+    mech = calibration.mechanism
+    expected = sens.l2 if isinstance(mech, GaussianMechanism) else sens.l1
+    if not math.isclose(mech.sensitivity, expected, rel_tol=1e-12):
+        raise ParameterError(f"calibration is for sensitivity {mech.sensitivity!r}; these "
+                             f"statistics have {expected!r} per {unit} (a calibration made for "
+                             f"the same statistics, unit and window is accepted)")
+    return _noisy(stats, _describe(calibration, sens, unit, stats.dimension),
+                  calibration.variance, rng)
+
+
+def _check_plain(stats) -> None:
     if stats.releases:
         raise ParameterError("these statistics are already privatized; privatize plain "
                              "statistics once (composing releases of the same data is the "
                              "accountant's job)")
-    release, variance = describe_release(stats, mechanism, epsilon=epsilon, delta=delta,
-                                         unit=unit, window=window, alpha=alpha)
+
+
+def _noisy(stats, release: PrivacyRelease, variance: float, rng):
+    """``stats`` with ``release``'s noise added once to the whole vector."""
     noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
     private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
     return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+def check_mechanism(mechanism: str, alpha: float | None) -> float | None:
+    """Refuse an unknown mechanism, SaS without alpha in (0, 2), and alpha with any other
+    mechanism (it would do nothing); returns alpha.
+
+    Examples
+    --------
+    >>> check_mechanism("sas", 1.9), check_mechanism("gaussian", None)
+    (1.9, None)
+    """
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    if mechanism == "sas":
+        if alpha is None:
+            raise ParameterError("mechanism='sas' needs alpha in (0, 2)")
+        return check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
+    if alpha is not None:
+        raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "
+                             f"mechanism={mechanism!r}")
+    return None
 
 
 def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
@@ -367,33 +551,28 @@ def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
     ParameterError
         As :func:`privatize_statistics`.
     """
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    alpha = check_mechanism(mechanism, alpha)
     epsilon = check_positive("epsilon", epsilon)
     if delta is not None:
         delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
     if mechanism == "gaussian" and not delta:
         raise ParameterError("the Gaussian mechanism needs delta in (0, 1) (it is never pure "
                              "epsilon-DP); use mechanism='laplace' or 'sas' for pure DP")
-    if mechanism == "sas":
-        if alpha is None:
-            raise ParameterError("mechanism='sas' needs alpha in (0, 2)")
-        alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
-    elif alpha is not None:
-        raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "
-                             f"mechanism={mechanism!r}")
+    sens = statistics_sensitivity(stats, unit, window=window)
+    calibration = calibrate_release(mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1,
+                                    l2=sens.l2, dimension=stats.dimension)
+    return _describe(calibration, sens, unit, stats.dimension), calibration.variance
+
+
+def _describe(calibration: Calibration, sens, unit: str, dimension: int) -> PrivacyRelease:
+    """The :class:`PrivacyRelease` of ``calibration`` on statistics of sensitivity ``sens``."""
     from privacy import GaussianMechanism
 
-    sens = statistics_sensitivity(stats, unit, window=window)
-    dimension = stats.dimension
-    mech, variance, achieved, report_delta, source, accounted = calibrate_release(
-        mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1, l2=sens.l2,
-        dimension=dimension)
+    mech, accounted = calibration.mechanism, calibration.accounted
     on_l2 = isinstance(accounted, GaussianMechanism)
-    dominating = accounted if accounted is not mech else None
-    release = PrivacyRelease(mechanism=mech, epsilon=float(achieved), delta=report_delta,
-                             unit=unit, window=sens.window,
-                             sensitivity=float(sens.l2 if on_l2 else sens.l1),
-                             norm="l2" if on_l2 else "l1", dimension=dimension,
-                             accountant=source, dominating=dominating)
-    return release, variance
+    return PrivacyRelease(mechanism=mech, epsilon=float(calibration.epsilon),
+                          delta=calibration.delta, unit=unit, window=sens.window,
+                          sensitivity=float(sens.l2 if on_l2 else sens.l1),
+                          norm="l2" if on_l2 else "l1", dimension=dimension,
+                          accountant=calibration.source,
+                          dominating=accounted if accounted is not mech else None)

@@ -120,11 +120,15 @@ def add_study_actions(actions: Any) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid report``."""
+    from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import output_path, summary_table, write_table
     from simulations.smartgrid.config import ScenarioConfig
     from simulations.smartgrid.report import run_foundations
 
+    if args.no_grid and args.grid_day is not None:
+        raise ParameterError(f"--grid-day only sets the day of the power flows; got --grid-day "
+                             f"{args.grid_day} with --no-grid")
     out = output_path(args.out, folder=True)
     base = ScenarioConfig.load(args.config) if args.config else ScenarioConfig(households=20)
     overrides = {field: getattr(args, flag) for flag, field in _REPORT_FLAGS.items()
@@ -144,6 +148,7 @@ def run_attacks(args: argparse.Namespace) -> int:
     length), CSV + JSON + PNG."""
     import numpy as np
 
+    from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import output_path, summary_table, write_table
     from simulations.smartgrid.attack_study import (
@@ -158,6 +163,10 @@ def run_attacks(args: argparse.Namespace) -> int:
     from simulations.smartgrid.operation import simulate_fleet
     from simulations.smartgrid.profiles import load_profiles
 
+    # refused before the fleet is simulated (privatize_household would refuse it later)
+    if (args.unit == "window") != (args.window is not None):
+        raise ParameterError(f"--window applies to --unit window and that unit needs it; got "
+                             f"--unit {args.unit} with --window {args.window}")
     out = output_path(args.out, folder=True)
     rng = np.random.default_rng(args.seed)
     record = simulate_fleet(draw_households(args.households, rng=rng), load_profiles(),

@@ -124,7 +124,6 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
-    from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import output_path, write_table
     from simulations.smartgrid.study_sweep import (
@@ -135,14 +134,11 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     )
     from simulations.smartgrid.sweep import run_sweep
 
-    if args.alphas is not None and "sas" not in args.mechanisms:
-        raise ParameterError(f"--alphas needs sas in --mechanisms; got --mechanisms "
-                             f"{' '.join(args.mechanisms)}")
     out = output_path(args.out, folder=True)
     engine = _engine(args)
     configs = study_grid(
         epsilons=args.epsilons, households=args.households, delays=args.delays,
-        mechanisms=args.mechanisms, alphas=args.alphas or [1.9], repeats=args.repeats,
+        mechanisms=args.mechanisms, alphas=args.alphas, repeats=args.repeats,
         delay_spread=args.delay_spread, days=args.days, start_day=args.start_day,
         excitation=args.excitation, unit=args.unit, window=args.window, delta=args.delta,
         chunk=args.chunk, profiles=args.profiles)

@@ -105,7 +105,7 @@ def occupancy_privacy_study(record: FleetRecord, *, epsilons: Sequence[float] = 
     from tqdm.auto import tqdm
 
     rng = as_generator(rng)
-    mechanisms = check_mechanisms(mechanisms)
+    mechanisms = check_mechanisms(mechanisms, alpha)
     seeds = check_integer("seeds", seeds, minimum=1)
     R = check_integer("max_delay", max_delay, minimum=0)
     daily = [daily_household_statistics(record, i, max_delay=R)
@@ -182,7 +182,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     mechanism : {"sas", "gaussian", "laplace"}, default "sas"
     alpha : float, optional
         SaS stability index (default
-        :data:`~simulations.smartgrid.attack_windows.DEFAULT_ALPHA`).
+        :data:`~simulations.smartgrid.attack_windows.DEFAULT_ALPHA`); ``mechanism="sas"`` only.
     attack_window_steps : int, default :data:`ATTACK_WINDOW`
         Periods of the windows attack (a) reconstructs.
     max_delay : int, default ``ScenarioConfig.max_delay``
@@ -203,7 +203,8 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     Raises
     ------
     ParameterError
-        Bad mechanism, unit, window, epsilon, delta or household.
+        Bad mechanism, unit, window, epsilon, delta or household; alpha with a mechanism other
+        than SaS.
     dmdidc.private.release / BudgetExceededError
         Propagated from :func:`privatize_household`.
 
@@ -216,8 +217,7 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     >>> summary["attack_error_plain"] < 1e-6 < 1.0 < summary["attack_error_private"]
     True
     """
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    check_mechanisms([mechanism], alpha)
     if unit not in PRIVACY_UNITS:
         raise ParameterError(f"unit must be one of {PRIVACY_UNITS}; got {unit!r}")
     if check_integer("household", household, minimum=0) >= len(record.households):

@@ -200,12 +200,16 @@ def window_starts(record: FleetRecord, steps: int, count: int, rng: np.random.Ge
     return np.sort((slots // per_day) * record.steps_per_day + (slots % per_day) * steps)
 
 
-def check_mechanisms(mechanisms: Sequence[str]) -> list[str]:
-    """The mechanisms as a list; an unknown one raises :class:`ParameterError`."""
+def check_mechanisms(mechanisms: Sequence[str], alpha: float | None = None) -> list[str]:
+    """The mechanisms as a list; an unknown one, or an ``alpha`` without ``"sas"`` among them
+    (it would change nothing), raises :class:`ParameterError`."""
     mechanisms = list(mechanisms)
     for mech in mechanisms:
         if mech not in MECHANISMS:
             raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mech!r}")
+    if alpha is not None and "sas" not in mechanisms:
+        raise ParameterError(f"alpha applies to mechanism 'sas' only; got alpha={alpha!r} with "
+                             f"mechanisms {mechanisms}")
     return mechanisms
 
 
@@ -213,8 +217,12 @@ def privatize_release(stats: SufficientStatistics, mechanism: str, epsilon: floa
                       delta: float, unit: str, window: int | None, alpha: float | None,
                       releases: int, rng: np.random.Generator):
     """:func:`~simulations.smartgrid.private_identification.privatize_household` with the
-    scenario's SaS alpha (:data:`DEFAULT_ALPHA`) by default; returns ``(private, guarantee)``."""
-    if mechanism == "sas" and alpha is None:
+    scenario's SaS alpha (:data:`DEFAULT_ALPHA`) by default; ``alpha`` is the SaS cells' of a
+    study over several mechanisms (:func:`check_mechanisms` refuses it without SaS); returns
+    ``(private, guarantee)``."""
+    if mechanism != "sas":
+        alpha = None
+    elif alpha is None:
         alpha = DEFAULT_ALPHA
     return privatize_household(stats, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                unit=unit, window=window, alpha=alpha, releases=releases,
@@ -269,7 +277,7 @@ def reconstruction_privacy_study(record: FleetRecord, *, windows: Sequence[int] 
     from tqdm.auto import tqdm
 
     rng = as_generator(rng)
-    mechanisms = check_mechanisms(mechanisms)
+    mechanisms = check_mechanisms(mechanisms, alpha)
     R = check_integer("max_delay", max_delay, minimum=0)
     rows = []
     for K in tqdm(list(windows), desc="attack (a)", disable=not progress):

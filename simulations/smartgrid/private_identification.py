@@ -60,7 +60,16 @@ from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc import DMDidc, SufficientStatistics, combine_statistics
 from dmdidc.discretization import first_active_blocks
-from dmdidc.private.release import MECHANISMS, PrivacyRelease, calibrate_release
+from dmdidc.private.release import (
+    Calibration,
+    PrivacyRelease,
+    calibrate_release,
+    check_mechanism,
+    choose_sas_scale,
+    privatize_calibrated,
+    sas_calibration,
+    sas_gdp_applies,
+)
 from dmdidc.private.sensitivity import (
     PRIVACY_UNITS,
     StatisticsSensitivity,
@@ -290,32 +299,27 @@ def _release_delta(mechanism: str, delta: float) -> float | None:
     return None if mechanism == "laplace" else delta
 
 
-def _uses_pure_sas(mechanism: str, delta: float, alpha: float | None) -> bool:
-    """Whether the release is the pure-DP SaS one (:func:`dmdidc.private.release.
-    calibrate_release`: SaS without delta, or with alpha outside [1, 2) where no GDP bound
-    applies; without alpha the pure calibration refuses it, naming alpha)."""
-    return mechanism == "sas" and not (delta and alpha is not None and 1.0 <= alpha < 2.0)
-
-
-def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float,
-                     delta: float, unit: str, window: int | None, alpha: float | None,
-                     trajectories: int, releases: int) -> float:
-    """Largest per-release epsilon whose household guarantee stays within ``epsilon``."""
+def _release_calibration(stats: SufficientStatistics, mechanism: str, epsilon: float,
+                         delta: float, unit: str, window: int | None, alpha: float | None,
+                         trajectories: int, releases: int) -> Calibration:
+    """The release's calibration: the least noise whose household guarantee stays within
+    ``epsilon``; the release draws exactly this noise (decided once)."""
+    sens = statistics_sensitivity(stats, unit, window=window if unit == "window" else None)
+    release_delta = _release_delta(mechanism, delta)
     if trajectories == 1 and releases == 1:
-        return epsilon
-    sens = statistics_sensitivity(stats, "trajectory" if unit == "trajectory" else unit,
-                                  window=window if unit == "window" else None)
-    if _uses_pure_sas(mechanism, delta, alpha):
-        return _pure_sas_release_epsilon(stats.dimension, sens, epsilon, delta, unit, alpha,
-                                         trajectories, releases)
+        return calibrate_release(mechanism, epsilon, delta=release_delta, alpha=alpha,
+                                 l1=sens.l1, l2=sens.l2, dimension=stats.dimension)
+    if mechanism == "sas":
+        return _sas_calibration(stats.dimension, sens, epsilon, delta, unit, alpha,
+                                trajectories, releases)
 
     def household(eps_release: float) -> float:
-        mech = calibrate_release(mechanism, eps_release, delta=_release_delta(mechanism, delta),
-                                 alpha=alpha, l1=sens.l1, l2=sens.l2,
-                                 dimension=stats.dimension)[5]
+        mech = calibrate_release(mechanism, eps_release, delta=release_delta, alpha=None,
+                                 l1=sens.l1, l2=sens.l2, dimension=stats.dimension).accounted
         return _household_bound(mech, unit=unit, trajectories=trajectories,
                                 releases=releases, delta=delta).epsilon
 
+    # Gaussian and Laplace calibrate analytically: a bisection over the release's epsilon
     low, high = epsilon / (trajectories * releases), epsilon
     while household(low) > epsilon:
         low /= 4.0
@@ -325,45 +329,56 @@ def _release_epsilon(stats: SufficientStatistics, mechanism: str, epsilon: float
             high = middle
         else:
             low = middle
-    return low
+    return calibrate_release(mechanism, low, delta=release_delta, alpha=None, l1=sens.l1,
+                             l2=sens.l2, dimension=stats.dimension)
 
 
-def _pure_sas_release_epsilon(dimension: int, sens: StatisticsSensitivity, epsilon: float,
-                              delta: float, unit: str, alpha: float, trajectories: int,
-                              releases: int) -> float:
-    """:func:`_release_epsilon` for the pure-DP SaS release: one search over its scale.
+def _sas_calibration(dimension: int, sens: StatisticsSensitivity, epsilon: float,
+                     delta: float, unit: str, alpha: float, trajectories: int,
+                     releases: int) -> Calibration:
+    """:func:`_release_calibration` for SaS: the released scale is the decision variable.
 
-    The per-release epsilon of a pure SaS release is itself a scale search (certified vector
-    bounds, about 0.3 s each), so searching the epsilon nests two searches.  The released
-    scale is the decision variable instead: the smallest scale (within ``_CALIBRATION_RTOL``,
-    rounded up) whose household guarantee -- the accountant's, as in
-    :func:`household_guarantee` -- meets ``epsilon``; the answer is the release's certified
-    epsilon at that scale, the number the release's calibration tests, so it calibrates to a
-    scale no smaller.
+    Each candidate is the smallest scale whose household guarantee -- the accountant's, as in
+    :func:`household_guarantee` -- meets ``epsilon``: through the certified Gaussian equivalent
+    where the GDP bound applies (:func:`dmdidc.private.release.sas_gdp_applies`; analytic
+    accountant calls, milliseconds), and through the certified pure-DP vector bound (about
+    0.3 s per scale, more where composing needs privacy loss distributions; within
+    ``_CALIBRATION_RTOL``, rounded up).  The release's own rule picks the smaller
+    (:func:`dmdidc.private.release.choose_sas_scale`: the pure-DP search runs only when neither
+    its lower bound nor one bound at the GDP scale decides), so a composed release chooses as
+    a single one does, and searching the per-release epsilon (each step a scale search of its
+    own) is not needed.
     """
-    from privacy import SaSMechanism, accounting
+    from privacy import GaussianMechanism, SaSMechanism
     from privacy.curves import smallest_satisfying
+    from privacy.vector_sas import sas_scale_for_gaussian_sigma
 
     def household(mech: Any) -> float:
         return _household_bound(mech, unit=unit, trajectories=trajectories, releases=releases,
                                 delta=delta).epsilon
 
-    def release(scale: float) -> SaSMechanism:
+    gdp_scale = None
+    if sas_gdp_applies(delta, alpha):
+        # one release meeting the whole budget needs less noise than the composition
+        start = GaussianMechanism.from_epsilon_delta(epsilon, delta, sensitivity=sens.l2).sigma
+        sigma = smallest_satisfying(
+            lambda s: household(GaussianMechanism(s, sensitivity=sens.l2)), epsilon,
+            start=start, rtol=1e-9, what="Gaussian-equivalent sigma")
+        gdp_scale = sas_scale_for_gaussian_sigma(alpha, sigma)
+
+    def pure(scale: float) -> SaSMechanism:
         return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sens.l1, dimension=dimension)
 
     # one coordinate taking the whole budget's shift needs less noise than the composed vector
-    # guarantee: a lower end for the search (the scalar bound costs microseconds)
-    start = SaSMechanism.from_epsilon(epsilon, alpha=alpha, sensitivity=trajectories * sens.l1)
-    scale = smallest_satisfying(lambda s: household(release(s)), epsilon, start=start.scale,
-                                rtol=_CALIBRATION_RTOL, what="SaS noise scale")
-    eps_release = accounting.epsilon(release(scale), delta=0.0)
-    # the mechanism the release will calibrate (cached: privatize_household gets it at once);
-    # no less noisy than release(scale) but for rounding in the certified bound, so the loop
-    # only guards a tie and the budget is met by the release itself, not by this search
-    while household(calibrate_release("sas", eps_release, delta=delta, alpha=alpha, l1=sens.l1,
-                                      l2=sens.l2, dimension=dimension)[5]) > epsilon:
-        eps_release *= 1.0 - _CALIBRATION_RTOL
-    return eps_release
+    # guarantee: a lower bound of the pure-DP scale (the scalar bound costs microseconds)
+    pure_low = SaSMechanism.from_epsilon(epsilon, alpha=alpha,
+                                         sensitivity=trajectories * sens.l1).scale
+    scale, gdp = choose_sas_scale(
+        gdp_scale, pure_low, lambda s: household(pure(s)) <= epsilon,
+        lambda: smallest_satisfying(lambda s: household(pure(s)), epsilon, start=pure_low,
+                                    rtol=_CALIBRATION_RTOL, what="SaS noise scale"))
+    return sas_calibration(scale, alpha=alpha, delta=delta, l1=sens.l1, l2=sens.l2,
+                           dimension=dimension, gdp=gdp)
 
 
 def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon: float,
@@ -393,7 +408,8 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     window : int, optional
         Time steps of a window (``unit="window"``).
     alpha : float, optional
-        SaS stability index in (0, 2) (``mechanism="sas"`` only).
+        SaS stability index in (0, 2): required for ``mechanism="sas"``, refused with the
+        others (it would change nothing).
     releases : int, default 1
         Releases of this kind one unit can reach (e.g. 2 for a window under daily sharing):
         the budget is split so that their composition meets it.
@@ -410,7 +426,8 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     Raises
     ------
     ParameterError
-        Unknown mechanism or unit, bad epsilon/delta/alpha/window.
+        Unknown mechanism or unit, bad epsilon/delta/window, alpha missing for SaS or given
+        with another mechanism, window given with another unit.
     BudgetExceededError
         The accountant's guarantee exceeds the budget (never released).
 
@@ -425,8 +442,7 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     >>> round(guarantee.epsilon, 6), guarantee.unit, guarantee.method
     (1.0, 'sample', 'gaussian-exact')
     """
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
+    alpha = check_mechanism(mechanism, alpha)
     epsilon = check_positive("epsilon", epsilon)
     delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
     if mechanism == "gaussian" and delta == 0.0:
@@ -437,13 +453,10 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     trajectories = trajectories_reached(unit, window, stats)
     releases = check_integer("releases", releases, minimum=1)
     limit_eps, limit_delta = (epsilon, delta) if budget is None else budget
-    kind = "trajectory" if unit == "trajectory" else unit
-    eps_release = _release_epsilon(stats, mechanism, epsilon, delta, unit, window, alpha,
-                                   trajectories, releases)
-    private = stats.privatize(mechanism, epsilon=eps_release,
-                              delta=_release_delta(mechanism, delta), unit=kind,
-                              window=window if unit == "window" else None,
-                              alpha=alpha if mechanism == "sas" else None, rng=rng)
+    calibration = _release_calibration(stats, mechanism, epsilon, delta, unit, window, alpha,
+                                       trajectories, releases)
+    private = privatize_calibrated(stats, calibration, unit=unit,
+                                   window=window if unit == "window" else None, rng=rng)
     guarantee = household_guarantee(private.privacy, unit=unit, window=window,
                                     trajectories=trajectories, releases=releases,
                                     delta=_release_delta(mechanism, delta) or 0.0)

@@ -57,6 +57,7 @@ from _toolbox.validation import (
 )
 
 __all__ = [
+    "DEFAULT_ALPHAS",
     "FLEET_MECHANISMS",
     "fleet_identification_task",
     "fleet_statistics",
@@ -67,6 +68,8 @@ __all__ = [
 
 #: Mechanisms a household can privatize its statistics with (``alpha`` only for SaS).
 FLEET_MECHANISMS = ("sas", "gaussian", "laplace")
+#: SaS stability indices of a study that names none.
+DEFAULT_ALPHAS = (1.9,)
 _UNITS = ("sample", "window", "trajectory")
 _PROFILE_SOURCES = ("auto", "packages", "extract")
 _EXCITATION_SIGNALS = ("uniform", "binary")
@@ -74,7 +77,8 @@ _EXCITATION_SIGNALS = ("uniform", "binary")
 
 def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
                delays: Sequence[float] = (1.5,), mechanisms: Sequence[str] = ("sas",),
-               alphas: Sequence[float] = (1.9,), repeats: int = 1, delay_spread: float = 0.2,
+               alphas: Sequence[float] | None = None, repeats: int = 1,
+               delay_spread: float = 0.2,
                days: int = 14, start_day: int = 0, dt_s: float = 300.0,
                excitation: float = 0.5, excitation_signal: str = "binary",
                unit: str = "sample", window: int | None = None, delta: float = 1e-5,
@@ -91,8 +95,9 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
         Mean delay of the fleet in periods ``T``; households draw theirs uniformly on
         ``delay +- delay_spread``.
     mechanisms : sequence of {"sas", "gaussian", "laplace"}, default ("sas",)
-    alphas : sequence of float, default (1.9,)
-        SaS stability indices in (0, 2), one cell each (SaS only).
+    alphas : sequence of float, optional
+        SaS stability indices in (0, 2), one cell each (default :data:`DEFAULT_ALPHAS`); only
+        with ``"sas"`` among the mechanisms.
     repeats : int, default 1
         Independent repetitions per cell (new fleet, data and noise).
     delay_spread : float, default 0.2
@@ -140,8 +145,12 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
     spread = check_nonnegative("delay_spread", delay_spread)
     delays = _axis("delays", delays, lambda v: _mean_delay(v, spread))
     mechanisms = _axis("mechanisms", mechanisms, _mechanism)
-    alphas = _axis("alphas", alphas, lambda v: check_in_interval(
-        "alphas", v, 0.0, 2.0, low_open=True, high_open=True)) if "sas" in mechanisms else []
+    if alphas is not None and "sas" not in mechanisms:
+        raise ParameterError(f"alphas apply to mechanism 'sas' only; got alphas="
+                             f"{list(alphas)!r} with mechanisms {mechanisms}")
+    alphas = _axis("alphas", DEFAULT_ALPHAS if alphas is None else alphas,
+                   lambda v: check_in_interval("alphas", v, 0.0, 2.0, low_open=True,
+                                               high_open=True))
     fixed = {"delay_spread_T": spread, "days": check_integer("days", days, minimum=1),
              "start_day": check_integer("start_day", start_day, minimum=0),
              "dt_s": _period(dt_s), "excitation": check_in_interval(

@@ -3,8 +3,10 @@ library's (``--help`` imports nothing heavy, so they cannot be read from it)."""
 
 from __future__ import annotations
 
+import pytest
+
 import dmdidc.private
-from simulations.cli import build_parser
+from simulations.cli import build_parser, main
 from simulations.cli.smartgrid_studies import MECHANISMS, PRIVACY_UNITS, REPORT_DEFAULTS
 from simulations.smartgrid import ScenarioConfig
 
@@ -27,3 +29,17 @@ def test_the_study_scripts_are_subcommands():
     assert extract.out is None
     assert {args.handler.__name__ for args in (report, attacks, extract)} == {
         "run_report", "run_attacks", "run_extract"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", "--grid-day", "12", "--no-grid"], "--grid-day only sets the day of the power "
+                                                  "flows; got --grid-day 12 with --no-grid"),
+    (["attacks", "--window", "12"], "--window applies to --unit window"),
+    (["attacks", "--unit", "window"], "got --unit window with --window None"),
+])
+def test_flags_that_would_do_nothing_are_refused_before_any_work(tmp_path, capsys, argv,
+                                                                 message):
+    assert main(["smartgrid", *argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -65,7 +65,7 @@ def test_existing_scheduler_is_used(tmp_path):
     (["--scheduler", "tcp://127.0.0.1:1", "--workers", "2"], "at most one of"),
     (["--serial", "--workers", "2"], "at most one of"),
     (["--serial", "--scheduler", "tcp://127.0.0.1:1"], "at most one of"),
-    (["--serial", "--alphas", "1.5"], "--alphas needs sas"),
+    (["--serial", "--alphas", "1.5"], "alphas apply to mechanism 'sas' only"),
     (["--serial", "--window", "12"], "unit='window'"),
     (["--serial", "--unit", "window"], "window"),
     (["--serial", "--delays", "0.1"], "delay_spread"),

@@ -204,3 +204,18 @@ def test_bad_arguments_raise(record):
     with pytest.raises(ParameterError, match="mechanism must be one of"):
         occupancy_privacy_study(record, mechanisms=("cauchy",))
     assert math.isinf(occupancy_privacy_study(record, epsilons=(), mechanisms=())[0]["epsilon"])
+
+
+def test_alpha_without_sas_is_refused_and_applies_to_the_sas_cells_only(record):
+    # alpha would change nothing for Gaussian or Laplace noise: refused, naming it
+    with pytest.raises(ParameterError, match="alpha applies to mechanism 'sas' only; got "
+                                             "alpha=1.5 with mechanisms \\['gaussian'\\]"):
+        attack_summary(record, mechanism="gaussian", alpha=1.5)
+    for study in (occupancy_privacy_study, reconstruction_privacy_study):
+        with pytest.raises(ParameterError, match="alpha applies to mechanism 'sas' only"):
+            study(record, mechanisms=("laplace", "gaussian"), alpha=1.5)
+    # with SaS among the mechanisms it is the SaS cells' (the Laplace cells take none)
+    rows = reconstruction_privacy_study(record, windows=(12,), epsilons=(1.0,),
+                                        mechanisms=("sas", "laplace"), alpha=1.5, starts=1,
+                                        restarts=1, rng=0)
+    assert {r["mechanism"] for r in rows} == {"plain", "sas", "laplace"}

@@ -118,6 +118,8 @@ def test_grid_and_summary():
     ({"households": [0]}, "households"),
     ({"mechanisms": ["exponential"]}, "mechanisms"),
     ({"alphas": [2.0]}, "alphas"),
+    ({"alphas": [1.5], "mechanisms": ["gaussian", "laplace"]},
+     r"alphas apply to mechanism 'sas' only; got alphas=\[1.5\]"),
     ({"delays": [0.1]}, "delay_spread"),
     ({"dt_s": 400.0}, "divide 900"),
     ({"excitation": 0.0}, "excitation"),
