@@ -162,13 +162,22 @@ def adversarial_neighbours(unit: str, *, norm: int, window: int | None = None,
     width = {"sample": 1, "window": window, "trajectory": K + 1}[unit]
     build = (max_delay, detrend, instruments)
 
+    # the ascent revisits data sets (every sweep tries each value's current vertex again, and
+    # moving a replaced value leaves D as it was): their statistics are computed once
+    vectors: dict[bytes, np.ndarray] = {}
+
+    def vector(X, U):
+        key = X.tobytes() + U.tobytes()          # fixed shapes: the bytes identify (X, U)
+        if key not in vectors:
+            vectors[key] = _statistics(X, U, *build).to_vector()
+        return vectors[key]
+
     def change(X, U, X2, U2, steps, inside):
         # D' has D's values outside the replaced time steps
         keep_x = np.setdiff1d(np.arange(X.shape[1]), steps)
         keep_u = np.setdiff1d(np.arange(U.shape[1]), inside)
         X2[0, keep_x], U2[0, keep_u] = X[0, keep_x], U[0, keep_u]
-        diff = _statistics(X2, U2, *build).to_vector() - _statistics(X, U, *build).to_vector()
-        return float(np.linalg.norm(diff, ord=norm))
+        return float(np.linalg.norm(vector(X2, U2) - vector(X, U), ord=norm))
 
     best, best_pair = -1.0, None
     for _ in range(starts):
