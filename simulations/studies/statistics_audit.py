@@ -172,10 +172,8 @@ def adversarial_neighbours(unit: str, *, norm: int, window: int | None = None,
             vectors[key] = _statistics(X, U, *build).to_vector()
         return vectors[key]
 
-    def change(X, U, X2, U2, steps, inside):
-        # D' has D's values outside the replaced time steps
-        keep_x = np.setdiff1d(np.arange(X.shape[1]), steps)
-        keep_u = np.setdiff1d(np.arange(U.shape[1]), inside)
+    def change(X, U, X2, U2, keep_x, keep_u):
+        # D' has D's values outside the replaced time steps (keep_x, keep_u)
         X2[0, keep_x], U2[0, keep_u] = X[0, keep_x], U[0, keep_u]
         return float(np.linalg.norm(vector(X2, U2) - vector(X, U), ord=norm))
 
@@ -190,7 +188,8 @@ def adversarial_neighbours(unit: str, *, norm: int, window: int | None = None,
         U2[0, inside] = gen.choice(_VERTICES, inside.size)
         variables = ([(X, (0, j)) for j in range(K + 1)] + [(U, (0, j)) for j in range(K)]
                      + [(X2, (0, j)) for j in steps] + [(U2, (0, j)) for j in inside])
-        args = (X, U, X2, U2, steps, inside)
+        args = (X, U, X2, U2, np.setdiff1d(np.arange(K + 1), steps),
+                np.setdiff1d(np.arange(K), inside))
         current = change(*args)
         improved = True
         while improved:
