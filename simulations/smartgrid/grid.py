@@ -13,6 +13,8 @@ caller passes the households' own base loads.
 
 from __future__ import annotations
 
+import copy
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +76,19 @@ class GridResult:
                 "ms_per_step": self.ms_per_step}
 
 
+@functools.lru_cache(maxsize=2)
+def _simbench(code: str) -> tuple[Any, dict[tuple[str, str], Any]]:
+    """A SimBench grid and its absolute profiles, read once per process (seconds of CSV
+    reading: a study, a report and the tests load the same grid several times)."""
+    try:
+        import simbench
+    except ImportError as exc:
+        raise ImportError("the LV grid needs simbench and pandapower: pip install "
+                          "'dmdidc[smartgrid]'") from exc
+    net = simbench.get_simbench_net(code)
+    return net, simbench.get_absolute_values(net, profiles_instead_of_study_cases=True)
+
+
 class LVGrid:
     """A SimBench low-voltage grid ready for per-step power flows with heat pumps.
 
@@ -91,9 +106,10 @@ class LVGrid:
     def __init__(self, net: Any, profiles: dict[tuple[str, str], Any], code: str) -> None:
         self.net = net
         self.code = code
-        self._load_p = np.asarray(profiles[("load", "p_mw")], dtype=float).T      # (L, 35136)
-        self._load_q = np.asarray(profiles[("load", "q_mvar")], dtype=float).T
-        self._sgen_p = np.asarray(profiles[("sgen", "p_mw")], dtype=float).T
+        # copies: the profiles are shared by every load of this grid in the process
+        self._load_p = read_only(np.asarray(profiles[("load", "p_mw")], dtype=float).T)
+        self._load_q = read_only(np.asarray(profiles[("load", "q_mvar")], dtype=float).T)
+        self._sgen_p = read_only(np.asarray(profiles[("sgen", "p_mw")], dtype=float).T)
         self._rated = (net.load["p_mw"].copy(), net.load["q_mvar"].copy(),
                        net.sgen["p_mw"].copy())
         names = net.load["profile"].astype(str)
@@ -102,21 +118,17 @@ class LVGrid:
 
     @classmethod
     def load(cls, code: str = DEFAULT_GRID) -> LVGrid:
-        """Load a SimBench grid and its absolute 2016 profiles (a few seconds, ~600 MB peak).
+        """Load a SimBench grid and its absolute 2016 profiles (a few seconds, ~600 MB peak,
+        once per process and code: later loads copy the grid read then).
 
         Raises
         ------
         ImportError
             If simbench / pandapower are not installed (the ``smartgrid`` extra).
         """
-        try:
-            import simbench
-        except ImportError as exc:
-            raise ImportError("the LV grid needs simbench and pandapower: pip install "
-                              "'dmdidc[smartgrid]'") from exc
-        net = simbench.get_simbench_net(code)
-        profiles = simbench.get_absolute_values(net, profiles_instead_of_study_cases=True)
-        return cls(net, profiles, code)
+        net, profiles = _simbench(code)
+        # a copy: runs add controllers and results to the net, the cached one stays as read
+        return cls(copy.deepcopy(net), profiles, code)
 
     @property
     def n_household_loads(self) -> int:

@@ -29,6 +29,22 @@ def test_the_grid_is_the_documented_feeder(grid):
     assert len(grid.lv_buses) == 96 and len(grid.net.sgen) == 8
 
 
+def test_a_second_load_is_read_once_and_independent(grid):
+    # the grid is read once per process; every load has its own net (runs write results into
+    # it), equal to the first as loaded
+    import time
+
+    first = grid.run(np.ones((92, 2)), start_day=10, dt_s=900.0)
+    begin = time.process_time()
+    again = LVGrid.load()
+    assert time.process_time() - begin < 1.0              # reading the CSVs takes seconds
+    assert again.net is not grid.net and again.net.res_bus is not grid.net.res_bus
+    assert again.net.load.equals(grid.net.load) and len(again.net.controller) == 0
+    np.testing.assert_array_equal(again.run(np.ones((92, 2)), start_day=10,
+                                            dt_s=900.0).voltage_min_pu, first.voltage_min_pu)
+    assert not again._load_p.flags.writeable
+
+
 def test_power_flows_balance_and_heat_pumps_lower_voltage(grid):
     steps = 3
     none = grid.run(np.zeros((92, steps)), start_day=10, dt_s=900.0)
