@@ -791,9 +791,10 @@ class DMDidc:
         """The solve of a least-squares accumulator (``partial_fit``, explicit ``Y``).
 
         Its moments (the Gram solver's blocks, or ``F^T F`` of the QR factor) and its sums are
-        the statistics of the intercept rule, as in ``fit``; an affine fit is solved from the
-        centred moments, as ``fit`` does, the fit through the origin by the accumulator's own
-        solver."""
+        the statistics of the intercept rule, as in ``fit``; every fit is solved by the
+        accumulator's own solver (the QR factor's centred block for an affine fit, which the
+        centred normal equations would lose: ``method="qr"`` keeps its accuracy), an affine
+        Gram fit from the centred moments, as ``fit`` does."""
         accumulator, (n, m, R) = self._accumulator, self._dims
         if isinstance(accumulator, GramAccumulator):
             gram = np.block([[accumulator.gram, accumulator.cross.T],
@@ -807,8 +808,12 @@ class DMDidc:
         options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
         test, centred = intercept_decision(stats, R, "ls", level=self._check_share,
                                            offset=self._offset_mode(), **options)
-        solution = (regression_from_statistics(stats.centered(), R, estimator="ls", **options)
-                    if centred else accumulator.solution(**options))
+        if isinstance(accumulator, GramAccumulator):
+            solution = (regression_from_statistics(stats.centered(), R, estimator="ls",
+                                                   **options)
+                        if centred else accumulator.solution(**options))
+        else:
+            solution = accumulator.solution(centred=centred, **options)
         return FitOutcome(solution, "ls", None, stats, test, centred)
 
     def _setup(self, n: int, m: int, dt: float) -> None:

@@ -46,6 +46,7 @@ from dmdidc.regression.solution import (
     EXACT_FIT,
     GramAccumulator,
     RegressionSolution,
+    accumulated_pass,
     lagged_inputs,
     least_squares,
 )
@@ -420,9 +421,11 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",
                               offset=test)
         twin = _instrumental_twin(trajectories, R, centred, options, memo)
-        if centred:
-            return FitOutcome(_solve(plain, R, "ls", True, **options), "ls", None, plain, test,
-                              True, twin=twin)
+        if centred:           # (QR from its factor's centred block: the method's accuracy)
+            solution = (accumulated_pass(trajectories, R, "qr", chunk_size).solution(
+                centred=True, **options) if method == "qr"
+                else _solve(plain, R, "ls", True, **options))
+            return FitOutcome(solution, "ls", None, plain, test, True, twin=twin)
         # the Gram pass of the solver is the statistics' own: start from them
         moments = GramAccumulator.from_moments(plain.gram, plain.sums, plain.n_samples,
                                                n_states=n, n_inputs=m, max_delay=R)

@@ -408,19 +408,37 @@ class GramAccumulator(_Accumulator):
 
 
 class QRAccumulator(_Accumulator):
-    """Keep the R factor of ``[Phi^T, Y^T]`` (tall-skinny QR, backward stable)."""
+    """Keep the R factor of ``[Phi^T, Y^T, 1]`` (tall-skinny QR, backward stable).
+
+    :attr:`factor`, its leading ``p + n`` columns, is the R factor of ``[Phi^T, Y^T]`` (the
+    fit through the origin).  The column of ones makes the affine fit (:meth:`solution` with
+    ``centred=True``) as accurate: moved to the front and re-triangularized (``O(p^3)``,
+    independent of the samples), the trailing block is the R factor of the centred data
+    (projecting out the ones removes the mean), where the centred normal equations
+    ``Phi Phi^T - N mean mean^T`` lose ``cond^2 eps`` (more when the mean is large).
+    """
 
     method = "qr"
 
     def __init__(self, n_states: int, n_inputs: int, max_delay: int) -> None:
         super().__init__(n_states, n_inputs, max_delay)
-        self.factor = np.zeros((0, self.p + n_states))
+        self._factor = np.zeros((0, self.p + n_states + 1))
 
     def _add_rows(self, Phi: np.ndarray, Y: np.ndarray) -> None:
-        rows = np.concatenate([Phi, Y], axis=0).T
+        rows = np.concatenate([Phi, Y, np.ones((1, Phi.shape[1]))], axis=0).T
         for a in range(0, rows.shape[0], _QR_BLOCK):
-            stacked = np.concatenate([self.factor, rows[a:a + _QR_BLOCK]], axis=0)
-            self.factor = np.linalg.qr(stacked, mode="r")
+            stacked = np.concatenate([self._factor, rows[a:a + _QR_BLOCK]], axis=0)
+            self._factor = np.linalg.qr(stacked, mode="r")
+
+    @property
+    def factor(self) -> np.ndarray:
+        """The R factor of ``[Phi^T, Y^T]``, ``(p + n)`` columns."""
+        return self._factor[:self.p + self.n, :-1]
+
+    def _centred_factor(self) -> np.ndarray:
+        """The R factor of the centred ``[Phi^T, Y^T]``."""
+        ones_first = np.roll(self._factor, 1, axis=1)
+        return np.linalg.qr(ones_first, mode="r")[1:, 1:]
 
     def singular_values(self) -> np.ndarray:
         """Singular values of the column-equilibrated regression matrix (descending); with
@@ -433,13 +451,16 @@ class QRAccumulator(_Accumulator):
             singular[:found.size] = found
         return singular
 
-    def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10
-                 ) -> RegressionSolution:
-        """Solve from the triangular factor with an SVD (rank-revealing)."""
+    def solution(self, *, svd_rank: int | None = None, rank_rtol: float = 1e-10,
+                 centred: bool = False) -> RegressionSolution:
+        """Solve from the triangular factor with an SVD (rank-revealing); ``centred``: the
+        affine fit (one intercept, solved from the centred factor), as
+        :func:`~dmdidc.statistics.fit.regression_from_statistics` of the centred moments."""
         p = self.p
-        if self.factor.shape[0] < p:
+        factor = self._centred_factor() if centred else self.factor
+        if factor.shape[0] < p:
             raise _too_few(self.n_samples, p)
-        R11, R12 = self.factor[:p, :p], self.factor[:p, p:]
+        R11, R12 = factor[:p, :p], factor[:p, p:]
         scale = _column_scale(np.linalg.norm(R11, axis=0))
         U_, singular, Vt = np.linalg.svd(R11 / scale)
         rank, tol = _choose_rank(singular, svd_rank, rank_rtol, p, self.n_samples,
@@ -447,12 +468,17 @@ class QRAccumulator(_Accumulator):
         projected = U_[:, :rank].T @ R12
         coefficients = ((Vt[:rank].T / singular[:rank]) @ projected).T / scale
         # E^T E = R22^T R22 + |(I - U_r U_r^T) R12|^2, both formed without cancellation.
-        R22 = self.factor[p:, p:]
+        R22 = factor[p:, p:]
         outside = R12 - U_[:, :rank] @ projected
         residual = R22.T @ R22 + outside.T @ outside
-        target_diag = np.sum(self.factor[:, p:] ** 2, axis=0)
+        target_diag = np.sum(factor[:, p:] ** 2, axis=0)
         unscaled = (Vt[:rank].T / singular[:rank] ** 2) @ Vt[:rank] / np.outer(scale, scale)
-        return self._result(coefficients, singular, rank, residual, target_diag, unscaled, tol)
+        if not centred:
+            return self._result(coefficients, singular, rank, residual, target_diag, unscaled,
+                                tol)
+        return assemble_solution(coefficients, singular, rank, residual, target_diag, unscaled,
+                                 tol, n_samples=self.n_samples, regressor_sum=np.zeros(p),
+                                 target_sum=np.zeros(self.n), intercepts=1)
 
 
 def assemble_solution(coefficients: np.ndarray, singular: np.ndarray, rank: int,
@@ -628,6 +654,17 @@ def stream_trajectory(accumulator, X: np.ndarray, U: np.ndarray, chunk_size: int
         accumulator.update(X[:, start:stop + 1], U[:, start:stop])
 
 
+def accumulated_pass(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int,
+                     method: str, chunk_size: int = 65536) -> _Accumulator:
+    """One pass of the ``method`` (``"gram"`` or ``"qr"``) accumulator over ``trajectories``."""
+    n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+    accumulator = make_accumulator(method, n, m, max_delay)
+    for X, U in trajectories:
+        accumulator.new_trajectory()
+        stream_trajectory(accumulator, X, U, chunk_size)
+    return accumulator
+
+
 def _rounding_share(solution: RegressionSolution) -> float:
     """The rounding error of the normal equations' solution in standard errors (estimated).
 
@@ -698,17 +735,9 @@ def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: 
     InsufficientExcitationError
         Too few samples or rank-deficient data.
     """
-    n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
-
-    def accumulate(kind: str) -> _Accumulator:
-        accumulator = make_accumulator(kind, n, m, max_delay)
-        for X, U in trajectories:
-            accumulator.new_trajectory()
-            stream_trajectory(accumulator, X, U, chunk_size)
-        return accumulator
-
     kind = "gram" if method == "auto" else method
-    accumulator = accumulated if accumulated is not None and kind == "gram" else accumulate(kind)
+    accumulator = (accumulated if accumulated is not None and kind == "gram"
+                   else accumulated_pass(trajectories, max_delay, kind, chunk_size))
     if method != "auto":
         return accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol), accumulator
     try:
@@ -723,5 +752,5 @@ def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: 
         if _rounding_share(solution) <= ROUNDING_SHARE:
             return solution, accumulator
         return accumulator.refine(solution, trajectories), accumulator
-    accumulator = accumulate("qr")
+    accumulator = accumulated_pass(trajectories, max_delay, "qr", chunk_size)
     return accumulator.solution(svd_rank=svd_rank, rank_rtol=rank_rtol), accumulator

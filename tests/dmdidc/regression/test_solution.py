@@ -267,3 +267,35 @@ def test_noise_free_fits_are_always_refined(seed):
         qr, _ = least_squares([(X, U)], 2, method="qr")
         assert np.max(np.abs(auto.coefficients - qr.coefficients)) <= 1e-3 * np.max(
             np.abs(gram.coefficients - qr.coefficients)) + 1e-13
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qr_affine_solution_is_the_centred_moments_solution(seed):
+    """``QRAccumulator.solution(centred=True)`` is the affine fit of the centred moments (one
+    intercept): same coefficients, residual covariance, degrees of freedom and zero sums, on
+    well-conditioned data with an offset; the fit through the origin is unchanged."""
+    from dmdidc.statistics.fit import regression_from_statistics
+    from dmdidc.statistics.layout import StatisticsLayout
+    from dmdidc.statistics.statistics import SufficientStatistics
+
+    rng = np.random.default_rng(40 + seed)
+    n, m, R = 2, int(rng.integers(1, 3)), int(rng.integers(0, 3))
+    X, U = random_data(rng, n, m, 400)
+    X, U = X + rng.uniform(-5, 5, (n, 1)), U + rng.uniform(-2, 2, (m, 1))
+    qr, gram = QRAccumulator(n, m, R), GramAccumulator(n, m, R)
+    feed(qr, X, U, [7, 150])
+    feed(gram, X, U, [7, 150])
+    Phi, Y = explicit_regression(X, U, R)
+    V = np.concatenate([Phi, Y])
+    stats = SufficientStatistics.plain(StatisticsLayout(n, m, R, None, 0, 0), V @ V.T,
+                                       V.sum(axis=1), V.shape[1])
+    expected = regression_from_statistics(stats.centered(), R)
+    found = qr.solution(centred=True)
+    np.testing.assert_allclose(found.coefficients, expected.coefficients, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(found.residual_covariance, expected.residual_covariance,
+                               rtol=1e-8)
+    np.testing.assert_allclose(found.standard_errors, expected.standard_errors, rtol=1e-8)
+    assert found.dof == expected.dof == V.shape[1] - Phi.shape[0] - 1
+    np.testing.assert_array_equal(found.residual_mean, 0.0)
+    np.testing.assert_allclose(qr.solution().coefficients, gram.solution().coefficients,
+                               rtol=1e-9, atol=1e-10)
