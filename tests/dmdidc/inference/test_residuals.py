@@ -68,10 +68,17 @@ def test_prewhitening_fir_is_the_causal_filter(seed):
 
     rng = np.random.default_rng(seed)
     taps = rng.standard_normal(rng.integers(1, 6))
+    rows = rng.standard_normal((3, taps.size))    # one filter per row
     for K in (1, taps.size, 300):                 # fewer samples than taps too
         x = rng.standard_normal((3, K))
         np.testing.assert_allclose(_fir(taps, x), signal.lfilter(taps, [1.0], x, axis=1),
                                    atol=1e-12 * np.abs(x).max() * np.abs(taps).sum())
+        np.testing.assert_allclose(
+            _fir(rows, x),
+            np.stack([signal.lfilter(r, [1.0], s) for r, s in zip(rows, x, strict=True)]),
+            atol=1e-12 * np.abs(x).max() * np.abs(rows).sum())
+    for a in (taps, rows):                        # no samples: nothing to filter
+        assert _fir(a, np.zeros((3, 0))).shape == (3, 0)
 
 
 @pytest.mark.parametrize("seed,lengths,lags", [(0, (4000,), 20), (1, (900, 1300), 25),
