@@ -151,10 +151,11 @@ class DMDidc:
         ``cond * 1e-16``, several times slower).  ``"auto"`` uses the Gram path and, in
         ``fit``, when ``cond > 1e4`` adds passes of iterative refinement with residuals
         computed sample by sample (one pass up to ``cond ~ 1e5``, two up to ``1e6``), which
-        restores backward-stable accuracy, unless the digits lost stay below 1 % of every
-        standard error (noisy data); beyond ``1e6`` it repeats the pass with QR.  In
-        ``partial_fit`` it warns instead, since the data are gone.  All stream with memory
-        independent of the number of samples.  Only ``"auto"`` with ``estimator != "ls"``.
+        restores backward-stable accuracy, unless the digits lost are estimated below 1 % of
+        every standard error (noisy data; measured up to 3 %); beyond ``1e6`` it repeats the
+        pass with QR.  In ``partial_fit`` it warns instead, since the data are gone.  All
+        stream with memory independent of the number of samples.  Only ``"auto"`` with
+        ``estimator != "ls"``.
     detrend : {"auto", None, "constant", "linear"}, default "auto"
         ``"auto"``: test the regression's intercept (Hotelling's T^2 on the fit's moments,
         :mod:`dmdidc.inference.offset`; under instrumental variables least squares' test when

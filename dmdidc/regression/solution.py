@@ -675,7 +675,9 @@ def _rounding_share(solution: RegressionSolution) -> float:
     sqrt(N) rms(y_i) / sigma_i`` (``cond = sqrt(l_max / l_min)``, ``l_max >= 1``), largest for
     the row the fit explains best.  Measured against QR (a random plant of 50 states, cond
     4e5, and plants of two close modes, cond 2e2 - 5e4, relative residuals 1e-8 - 1e-2), the
-    actual ratio was 0.2-1.4 times this estimate.
+    actual ratio was 0.2-1.4 times this estimate; on 95 random plants (2-5 states, low-pass
+    inputs, offsets up to 300 state deviations, cond 8 - 3e5) 0.3-2.6 times, and 1-1.6 times
+    at cond 4e5 with 1e5 samples: a kept solution can be up to ~3 % of a standard error off.
 
     Returns
     -------
@@ -708,9 +710,9 @@ def least_squares(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: 
     :data:`GRAM_CONDITION_LIMIT`, add passes of iterative refinement (:meth:`GramAccumulator.
     refine`) up to :data:`REFINEMENT_CONDITION_LIMIT` unless the digits lost are far below the
     noise (:func:`_rounding_share` at most :data:`ROUNDING_SHARE`: a pass over the data that
-    would move no coefficient by 1 % of its standard error), and repeat the pass with QR
-    beyond, or when the Gram rank test cannot resolve singular values below ~sqrt(eps) while
-    QR can.
+    would move no coefficient by more than ~1 % of its standard error, 3 % at most
+    measured), and repeat the pass with QR beyond, or when the Gram rank test cannot resolve
+    singular values below ~sqrt(eps) while QR can.
 
     Parameters
     ----------
