@@ -153,9 +153,10 @@ class DMDidc:
         computed sample by sample (one pass up to ``cond ~ 1e5``, two up to ``1e6``), which
         restores backward-stable accuracy, unless the digits lost are estimated below 1 % of
         every standard error (noisy data; measured up to 3 %); beyond ``1e6`` it repeats the
-        pass with QR.  In ``partial_fit`` it warns instead, since the data are gone.  All
-        stream with memory independent of the number of samples.  Only ``"auto"`` with
-        ``estimator != "ls"``.
+        pass with QR, as it does for an affine fit (an offset found) whose rounding could
+        show, since refinement needs the fit through the origin.  In ``partial_fit`` it warns
+        instead, since the data are gone.  All stream with memory independent of the number
+        of samples.  Only ``"auto"`` with ``estimator != "ls"``.
     detrend : {"auto", None, "constant", "linear"}, default "auto"
         ``"auto"``: test the regression's intercept (Hotelling's T^2 on the fit's moments,
         :mod:`dmdidc.inference.offset`; under instrumental variables least squares' test when

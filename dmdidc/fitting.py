@@ -44,9 +44,13 @@ from dmdidc.regression.refined import (
 from dmdidc.regression.robust import _MAD_TO_SIGMA, huber_solution, huber_threshold
 from dmdidc.regression.solution import (
     EXACT_FIT,
+    GRAM_CONDITION_LIMIT,
+    REFINEMENT_CONDITION_LIMIT,
+    ROUNDING_SHARE,
     GramAccumulator,
     RegressionSolution,
     accumulated_pass,
+    affine_rounding_share,
     lagged_inputs,
     least_squares,
 )
@@ -275,6 +279,26 @@ def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *
                                       rank_rtol=rank_rtol)
 
 
+def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, method: str,
+                          chunk_size: int, options: dict) -> RegressionSolution:
+    """The affine least-squares fit: from the centred moments, or from a QR pass's centred
+    factor for ``method="qr"`` and, under ``"auto"``, where the centred normal equations'
+    rounding could reach :data:`~dmdidc.regression.solution.ROUNDING_SHARE` of a standard
+    error (:func:`~dmdidc.regression.solution.affine_rounding_share`; no refinement here:
+    its residuals would need the intercept), as :func:`least_squares` does for the fit
+    through the origin."""
+    if method != "qr":
+        solution = _solve(plain, R, "ls", True, **options)
+        cond = solution.condition_number
+        if method == "gram" or cond <= GRAM_CONDITION_LIMIT or (
+                cond <= REFINEMENT_CONDITION_LIMIT and affine_rounding_share(
+                    solution, np.diag(plain.gram), plain.sums, plain.n_samples)
+                <= ROUNDING_SHARE):
+            return solution
+    return accumulated_pass(trajectories, R, "qr", chunk_size).solution(centred=True,
+                                                                        **options)
+
+
 def offset_decision(stats: SufficientStatistics, R: int, estimator: str, *, level: float,
                     svd_rank: int | None = None, rank_rtol: float = 1e-10) -> OffsetTest | None:
     """The intercept test (:mod:`dmdidc.inference.offset`) on ``stats``, or ``None`` when the
@@ -421,10 +445,9 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
             return FitOutcome(huber_solution(trajectories, R, rank_rtol=rank_rtol)[0], "huber",
                               offset=test)
         twin = _instrumental_twin(trajectories, R, centred, options, memo)
-        if centred:           # (QR from its factor's centred block: the method's accuracy)
-            solution = (accumulated_pass(trajectories, R, "qr", chunk_size).solution(
-                centred=True, **options) if method == "qr"
-                else _solve(plain, R, "ls", True, **options))
+        if centred:
+            solution = _affine_least_squares(plain, trajectories, R, method, chunk_size,
+                                             options)
             return FitOutcome(solution, "ls", None, plain, test, True, twin=twin)
         # the Gram pass of the solver is the statistics' own: start from them
         moments = GramAccumulator.from_moments(plain.gram, plain.sums, plain.n_samples,
