@@ -430,6 +430,25 @@ class QRAccumulator(_Accumulator):
             stacked = np.concatenate([self._factor, rows[a:a + _QR_BLOCK]], axis=0)
             self._factor = np.linalg.qr(stacked, mode="r")
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle.  An accumulator pickled before the column of ones was kept (a ``factor``
+        of ``[Phi^T, Y^T]`` alone) gets it from its sums: the new last column ``r`` solves
+        ``R^T r = sums`` and, with as many rows as columns, closes with ``sqrt(N - |r|^2)``
+        (with fewer samples the ones lie in the rows' span: no new row)."""
+        state = dict(state)
+        if "_factor" not in state and "factor" in state:
+            old = state.pop("factor")
+            sums = np.concatenate([state["regressor_sum"], state["target_sum"]])
+            r = np.linalg.lstsq(old.T, sums, rcond=None)[0] if old.size else np.zeros(0)
+            factor = np.concatenate([old, r[:, None]], axis=1)
+            if old.shape[0] >= old.shape[1]:
+                last = np.sqrt(max(state["n_samples"] - float(r @ r), 0.0))
+                row = np.zeros((1, factor.shape[1]))
+                row[0, -1] = last
+                factor = np.concatenate([factor, row])
+            state["_factor"] = factor
+        self.__dict__.update(state)
+
     @property
     def factor(self) -> np.ndarray:
         """The R factor of ``[Phi^T, Y^T]``, ``(p + n)`` columns."""

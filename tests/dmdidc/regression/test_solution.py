@@ -319,3 +319,29 @@ def test_auto_refines_noisy_fits_whose_rounding_shows(seed):
     after = np.max(np.abs(auto.coefficients - qr.coefficients) / qr.standard_errors)
     assert after < 0.01 * before
     assert 0.1 < before / share < 10
+
+
+@pytest.mark.parametrize("samples", [3, 60, 400])
+def test_a_qr_accumulator_pickled_without_its_ones_column_gets_it_back(samples):
+    """An accumulator pickled before the column of ones was kept (``factor`` alone) is
+    restored with it from its sums: the same factor, and the same affine solution as the
+    accumulator that kept it, also after more samples."""
+    import pickle
+
+    rng = np.random.default_rng(samples)
+    n, m, R = 2, 1, 2
+    X, U = random_data(rng, n, m, samples + 200)
+    X = X + 4.0
+    acc = QRAccumulator(n, m, R)
+    feed(acc, X[:, :samples + 1], U[:, :samples], [1])
+    state = {k: v for k, v in acc.__dict__.items() if k != "_factor"}
+    state["factor"] = acc.factor.copy()
+    old = QRAccumulator.__new__(QRAccumulator)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    np.testing.assert_allclose(old.factor, acc.factor, rtol=0, atol=0)
+    np.testing.assert_allclose(old._factor.T @ old._factor, acc._factor.T @ acc._factor,
+                               rtol=1e-10, atol=1e-9)
+    for a in (acc, old):
+        a.update(X[:, samples:], U[:, samples:])
+    np.testing.assert_allclose(old.solution(centred=True).coefficients,
+                               acc.solution(centred=True).coefficients, rtol=1e-9, atol=1e-10)
