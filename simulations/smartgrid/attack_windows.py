@@ -34,7 +34,7 @@ import numpy as np
 
 from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer, read_only
-from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
+from dmdidc import DelayedPlant, SufficientStatistics
 from dmdidc.private.release import MECHANISMS
 from dmdidc.private.sensitivity import PRIVACY_UNITS
 from simulations.smartgrid.config import ScenarioConfig
@@ -44,6 +44,7 @@ from simulations.smartgrid.private_identification import (
     _household_days,
     aggregate_statistics,
     daily_household_statistics,
+    fleet_estimator,
     privatize_household,
 )
 from simulations.smartgrid.reconstruction import (
@@ -242,9 +243,8 @@ def fleet_prior(record: FleetRecord, max_delay: int,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")    # diagnostics of a prior the adversary tries
-            estimator = DMDidc(max_delay=max_delay, estimator="iv", instruments="exogenous")
-            return estimator.fit_statistics(aggregate_statistics([sum(d) for d in daily]),
-                                            dt=record.dt_s).model_
+            total = aggregate_statistics([sum(d) for d in daily])
+            return fleet_estimator(max_delay).fit_statistics(total, dt=record.dt_s).model_
     except (ToolboxError, np.linalg.LinAlgError):
         return None
 

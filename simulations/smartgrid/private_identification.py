@@ -87,6 +87,7 @@ __all__ = [
     "SharingBounds",
     "aggregate_statistics",
     "daily_household_statistics",
+    "fleet_estimator",
     "household_guarantee",
     "household_statistics",
     "identify_fleet",
@@ -522,6 +523,21 @@ class FleetIdentification:
         return math.isfinite(self.delay_s) and self.model.has_continuous
 
 
+def fleet_estimator(max_delay: int) -> DMDidc:
+    """The fleet model's estimator (module notes): instrumental variables with the zero-mean
+    excitation as instrument, through the origin (``detrend=None``). The intercept needs no
+    test: the instrument is uncorrelated with any disturbance mean, and the private releases,
+    centred on the public operating point, could not be tested anyway; a test on the plain
+    statistics would fit them differently from the private ones it is compared with.
+
+    Examples
+    --------
+    >>> fleet_estimator(3).detrend is None
+    True
+    """
+    return DMDidc(max_delay=max_delay, estimator="iv", instruments="exogenous", detrend=None)
+
+
 def identify_fleet(statistics: SufficientStatistics, *, dt_s: float, max_delay: int,
                    level: float = 0.95) -> FleetIdentification:
     """Fit the fleet model from combined statistics by instrumental variables.
@@ -546,8 +562,7 @@ def identify_fleet(statistics: SufficientStatistics, *, dt_s: float, max_delay: 
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")   # kept: they explain a failed fit in ``note``
-        estimator = DMDidc(max_delay=max_delay, estimator="iv",
-                           instruments="exogenous").fit_statistics(statistics, dt=dt_s)
+        estimator = fleet_estimator(max_delay).fit_statistics(statistics, dt=dt_s)
     model = estimator.model_
     if first_active_blocks(model.active_blocks)[0] < 0:
         # no input block passes the test: a delay of 0 with B = 0 would read as a result
