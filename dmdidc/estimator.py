@@ -972,7 +972,8 @@ class DMDidc:
                                      "fit_statistics with a list of statistics")
             refit, parts = self._trajectory_refit(X, U, Z)
         return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
-                                   level=level, n_resamples=n_resamples, rng=rng)
+                                   level=level, n_resamples=n_resamples, rng=rng,
+                                   silent=self._block_test.first_active < 0)
 
     def _parts_refit(self) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
         """The bootstrap refit over the parts given to ``fit_statistics``

@@ -304,6 +304,14 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
     return out
 
 
+def _silent_entries(silent: np.ndarray, n: int, m: int) -> np.ndarray:
+    """Model-vector entries of the channels without an active block (``silent``, shape (m,)
+    bool): their delay and ``B_c`` column are reported as 0 and get no interval."""
+    channels = np.flatnonzero(silent)
+    return np.concatenate([channels, m + n * n + np.add.outer(np.arange(n) * m,
+                                                              channels).ravel()]).astype(int)
+
+
 def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: int, R: int,
                   dt: float, level: float, block_variance: float | None,
                   earlier_side: bool = False) -> ConfidenceIntervals:
@@ -334,10 +342,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     jacobian, index = jacobian[:, index >= 0], index[index >= 0]
     variance = cov.linear_variances(jacobian, index)
     se = np.sqrt(np.clip(variance, 0.0, None))
-    silent = np.flatnonzero(first < 0)
-    if silent.size:      # no active block: delay and B_c column are reported as 0, no interval
-        se[silent] = np.nan
-        se[m + n * n + np.add.outer(np.arange(n) * m, silent).ravel()] = np.nan
+    se[_silent_entries(first < 0, n, m)] = np.nan
     z = float(special.ndtri(0.5 + 0.5 * level))
     return _package(base, base - z * se, base + z * se, se, n, m, level, "asymptotic")
 
@@ -462,7 +467,8 @@ def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_varian
 def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_parts: int,
                         estimate: np.ndarray, *, n_states: int, n_inputs: int,
                         level: float = 0.95, n_resamples: int = 200,
-                        rng: np.random.Generator | int | None = None) -> ConfidenceIntervals:
+                        rng: np.random.Generator | int | None = None,
+                        silent: np.ndarray | None = None) -> ConfidenceIntervals:
     """Percentile intervals from refits on parts resampled with replacement (module notes).
 
     Parameters
@@ -478,6 +484,10 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     level : float, default 0.95
     n_resamples : int, default 200
     rng : numpy.random.Generator, int or None
+    silent : ndarray of bool, shape (n_inputs,), optional
+        Channels without an active block in the fit on all data: their delay and ``B_c``
+        column (reported as 0) get no interval, as in :func:`asymptotic_intervals` (the
+        resamples would mostly repeat the 0: a zero-width interval around a placeholder).
 
     Raises
     ------
@@ -511,7 +521,11 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     draws = np.array(draws)
     tail = 50.0 * (1.0 - level)
     low, high = np.percentile(draws, [tail, 100.0 - tail], axis=0)
-    return _package(estimate, low, high, draws.std(axis=0, ddof=1), n_states, n_inputs, level,
+    spread = draws.std(axis=0, ddof=1)
+    if silent is not None:
+        hidden = _silent_entries(np.asarray(silent, dtype=bool), n_states, n_inputs)
+        low[hidden] = high[hidden] = spread[hidden] = np.nan
+    return _package(estimate, low, high, spread, n_states, n_inputs, level,
                     "bootstrap", resamples=n_resamples, failures=failures)
 
 

@@ -82,7 +82,21 @@ def one(plant: DelayedPlant, bound: float, epsilon: float, args, rng) -> dict | 
             "eig": (eig_lo <= true_eig) & (true_eig <= eig_hi),
             "asym": (asymptotic.low <= plant.delay) & (plant.delay <= asymptotic.high),
             "ratio": (delay_hi - delay_lo) / (asymptotic.high - asymptotic.low),
-            "estimate": est.delay, "boot_sd": draws[:, :m].std(axis=0, ddof=1)}
+            "estimate": est.delay, "boot_sd": draws[:, :m].std(axis=0, ddof=1),
+            # loud: some check of the fit failed (a DiagnosticWarning), e.g. `effect` when
+            # the privacy noise hid every block of a channel, `precision` for A_c's modes
+            "loud": np.full(m, bool(est.diagnostics_.failed))}
+
+
+def loudness(rows: list[dict]) -> str:
+    """How many missed and covered delay channels came from a fit that warned."""
+    loud = np.concatenate([r["loud"] for r in rows])
+    text = []
+    for key, name in (("delay", "bootstrap"), ("asym", "asymptotic")):
+        covered = np.concatenate([r[key] for r in rows])
+        text.append(f"{name} misses {loud[~covered].sum()} of {(~covered).sum()}, covered "
+                    f"{loud[covered].sum()} of {covered.sum()}")
+    return "; ".join(text)
 
 
 def public_bound(plant: DelayedPlant, rng) -> float:
@@ -128,6 +142,7 @@ def main() -> None:
                   f"{sorted(set(e['error'] for e in errors))}); coverage bootstrap delay "
                   f"{cover['delay']:.2f}, eigenvalues {cover['eig']:.2f}, asymptotic delay "
                   f"{cover['asym']:.2f}; bootstrap / asymptotic width {ratio:.2f}")
+            print("  channels whose fit warned (a failed check): " + loudness(rows))
         for seed in args.fixed_seeds:
             fixed_plant(seed, epsilon, args)
 

@@ -258,3 +258,29 @@ def test_delta_method_builds_the_restriction_projector_once(monkeypatch, seed):
         mine, theirs = getattr(once, name), getattr(before, name)
         for field in ("value", "low", "high", "standard_error"):
             np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_channel_without_active_block_gets_no_bootstrap_interval(seed):
+    # its delay is reported as 0 (the `effect` check warns); the resamples repeat that 0, and a
+    # zero-width interval around it was a silently wrong [0, 0] (privacy noise hid the blocks)
+    from tests.dmdidc.test_resampling import random_plant
+
+    rng = np.random.default_rng(70 + seed)
+    plant = random_plant(rng)
+    blocks = np.concatenate([plant.B_blocks, np.zeros(plant.B_blocks.shape[:2] + (1,))], axis=2)
+    mute = DelayedPlant(plant.A_d, blocks, plant.dt)        # the last input does not act
+    Xs, Us = process_noise_experiments(mute, 25, seed, length=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=mute.max_delay, estimator="ls").fit(Xs, Us, dt=1.0)
+    if not est.model_.has_continuous:
+        pytest.skip("no real logarithm for this draw")
+    silent = est.block_test_.first_active < 0
+    assert silent[-1] and not silent[:-1].any()
+    boot = est.confidence_intervals(0.9, method="bootstrap", X=Xs, U=Us, n_resamples=20, rng=0)
+    asym = est.confidence_intervals(0.9)
+    for ci in (boot, asym):
+        assert np.isnan(ci.delay.low[-1]) and np.isnan(ci.B_c.high[:, -1]).all()
+        assert np.isfinite(ci.delay.low[:-1]).all() and np.isfinite(ci.B_c.low[:, :-1]).all()
+    assert "no bootstrap interval" in str(boot)
