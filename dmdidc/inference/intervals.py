@@ -73,6 +73,7 @@ from _toolbox.validation import as_generator, check_in_interval, check_integer, 
 from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import (
     ContinuousModelWarning,
+    DimensionError,
     InconsistentModelError,
     LogarithmError,
     ParameterError,
@@ -494,6 +495,8 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     ParameterError
         Fewer than two parts, ``n_resamples`` outside ``2 .. MAX_RESAMPLES``, or fewer than two
         resamples with a continuous model.
+    DimensionError
+        ``silent`` not one flag per input channel.
     """
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     if check_integer("n_resamples", n_resamples, minimum=2) > MAX_RESAMPLES:
@@ -504,6 +507,10 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
         raise ParameterError(f"the bootstrap resamples independent trajectories (or statistics "
                              f"parts); got {n_parts}: record several experiments, or use "
                              f"method='asymptotic'")
+    silent = np.zeros(n_inputs, dtype=bool) if silent is None else np.asarray(silent, bool)
+    if silent.shape != (n_inputs,):
+        raise DimensionError(f"silent has shape {silent.shape}; expected ({n_inputs},): one "
+                             f"flag per input channel")
     generator = as_generator(rng)
     draws, failures = [], 0
     with warnings.catch_warnings():
@@ -522,9 +529,8 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     tail = 50.0 * (1.0 - level)
     low, high = np.percentile(draws, [tail, 100.0 - tail], axis=0)
     spread = draws.std(axis=0, ddof=1)
-    if silent is not None:
-        hidden = _silent_entries(np.asarray(silent, dtype=bool), n_states, n_inputs)
-        low[hidden] = high[hidden] = spread[hidden] = np.nan
+    hidden = _silent_entries(silent, n_states, n_inputs)
+    low[hidden] = high[hidden] = spread[hidden] = np.nan
     return _package(estimate, low, high, spread, n_states, n_inputs, level,
                     "bootstrap", resamples=n_resamples, failures=failures)
 

@@ -284,3 +284,12 @@ def test_a_channel_without_active_block_gets_no_bootstrap_interval(seed):
         assert np.isnan(ci.delay.low[-1]) and np.isnan(ci.B_c.high[:, -1]).all()
         assert np.isfinite(ci.delay.low[:-1]).all() and np.isfinite(ci.B_c.low[:, :-1]).all()
     assert "no bootstrap interval" in str(boot)
+
+
+def test_bootstrap_silent_flags_are_one_per_channel():
+    from dmdidc.errors import DimensionError
+    from dmdidc.inference.intervals import bootstrap_intervals
+
+    with pytest.raises(DimensionError, match=r"silent has shape \(3,\); expected \(2,\)"):
+        bootstrap_intervals(lambda counts: np.zeros(2 + 1 + 2), 30, np.zeros(5), n_states=1,
+                            n_inputs=2, silent=np.zeros(3, dtype=bool))
