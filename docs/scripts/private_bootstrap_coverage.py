@@ -85,16 +85,19 @@ def one(plant: DelayedPlant, bound: float, epsilon: float, args, rng) -> dict | 
             "estimate": est.delay, "boot_sd": draws[:, :m].std(axis=0, ddof=1),
             # loud: some check of the fit failed (a DiagnosticWarning), e.g. `effect` when
             # the privacy noise hid every block of a channel, `precision` for A_c's modes
-            "loud": np.full(m, bool(est.diagnostics_.failed))}
+            "loud": np.full(m, bool(est.diagnostics_.failed)),
+            "hidden": est.block_test_.first_active < 0}      # no active block: delay read 0
 
 
 def loudness(rows: list[dict]) -> str:
     """How many missed and covered delay channels came from a fit that warned."""
     loud = np.concatenate([r["loud"] for r in rows])
+    hidden = np.concatenate([r["hidden"] for r in rows])
     text = []
     for key, name in (("delay", "bootstrap"), ("asym", "asymptotic")):
         covered = np.concatenate([r[key] for r in rows])
-        text.append(f"{name} misses {loud[~covered].sum()} of {(~covered).sum()}, covered "
+        text.append(f"{name} misses {loud[~covered].sum()} of {(~covered).sum()} "
+                    f"({hidden[~covered].sum()} without an active block), covered "
                     f"{loud[covered].sum()} of {covered.sum()}")
     return "; ".join(text)
 
