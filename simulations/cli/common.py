@@ -103,6 +103,17 @@ def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
     return np.array(values, dtype=float)
 
 
+def _probability(text: str) -> float:
+    """argparse type: a level or probability strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:                  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1); got {text!r}")
+    return value
+
+
 _count = _bounded(int, 1)
 _seed = _bounded(int, 0)
 _scale = _bounded(float, 0.0)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file
-from simulations.cli.common import _seed, given_options, output_path
+from simulations.cli.common import _probability, _seed, given_options, output_path
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs"]
@@ -43,7 +43,7 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                           help="least-squares solver (--estimator ls only): normal equations, "
                                "refined or redone with QR when ill-conditioned (auto), normal "
                                "equations only (gram), or backward-stable tall-skinny QR (qr)")
-    identify.add_argument("--level", type=float, default=0.95,
+    identify.add_argument("--level", type=_probability, default=0.95,
                           help="confidence level of the printed intervals")
     identify.add_argument("--detrend", choices=("auto", "none", "constant", "linear"),
                           default="auto",
@@ -54,17 +54,17 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                           help="closed-loop data: CSV of the reference or dither that excites "
                                "the loop, one row per sample (K rows); it drives the "
                                "instruments so feedback does not bias the fit")
-    identify.add_argument("--check-level", type=float, default=0.01,
+    identify.add_argument("--check-level", type=_probability, default=0.01,
                           help="family-wise false-alarm probability of the fit's validation "
                                "checks on well-posed data")
     identify.add_argument("--residuals", metavar="PNG",
                           help="write the residual-analysis figure (whiteness, residual-input "
                                "and residual-signal correlations) to this PNG")
-    identify.add_argument("--significance", type=float,
+    identify.add_argument("--significance", type=_probability,
                           help="family-wise level of the test that decides which input blocks "
                                "act, and of the bound selection with --max-delay auto "
                                "(default: 0.001; with --block-rtol only beside auto)")
-    identify.add_argument("--block-rtol", type=float, default=None,
+    identify.add_argument("--block-rtol", type=_probability, default=None,
                           help="override the test: an input block acts iff its norm exceeds "
                                "this fraction of the channel's largest (default: the test)")
     identify.add_argument("--svd-rank", type=int, default=None, metavar="R",

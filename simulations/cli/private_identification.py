@@ -23,6 +23,8 @@ import numpy as np
 
 from simulations.cli.atomic import staged_file, staged_folder
 from simulations.cli.common import (
+    _probability,
+    _seed,
     output_path,
     per_channel,
     positive_vector,
@@ -68,9 +70,9 @@ def add_private_parsers(actions: Any) -> None:
                           help="remove the record's mean (an intercept) before the statistics")
     identify.add_argument("--estimator", choices=("ls", "iv"), default="ls",
                           help="least squares or instrumental variables (lagged inputs)")
-    identify.add_argument("--level", type=float, default=0.95,
+    identify.add_argument("--level", type=_probability, default=0.95,
                           help="confidence level of the printed intervals")
-    identify.add_argument("--seed", type=int, help="seed of the privacy noise (default: fresh "
+    identify.add_argument("--seed", type=_seed, help="seed of the privacy noise (default: fresh "
                                                    "randomness, as a real release needs)")
     identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
     identify.add_argument("--json", dest="json_out",

@@ -84,9 +84,10 @@ def test_identify_block_rtol_override_and_bad_significance(tmp_path, capsys):
                if line.strip().startswith("channel"))
     # ... and the recovery still finds the delay from the pair of blocks that explains them
     np.testing.assert_allclose(DelayedPlant.load(out).delay, 2.5, atol=0.05)
-    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--significance",
-                 "2"]) == 2
-    assert "significance must be a real number in (0, 1)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:          # refused by the option, before the fit
+        main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--significance", "2"])
+    assert exit_.value.code == 2
+    assert "argument --significance: must be a number in (0, 1)" in capsys.readouterr().err
 
 
 def test_identify_help_shows_the_defaults(capsys):

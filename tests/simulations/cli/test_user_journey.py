@@ -1,0 +1,50 @@
+"""A new user's journey through ``dmdidc identify`` and ``simulate`` on their own files: every
+option takes effect or is refused before any file is written, and the outputs are usable."""
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant, random_excitation
+from simulations.cli import main
+
+
+def plant_data(tmp_path, seed=0, samples=300):
+    """A random stable plant with a fractional delay, its excitation and states as an .npz."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 4)), int(rng.integers(1, 3))
+    A_c = rng.standard_normal((n, n)) - 1.5 * np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                         delay=float(rng.uniform(0.6, 2.4)), dt=0.5)
+    U = random_excitation(m, samples, rng=rng)
+    X = plant.simulate(np.zeros(n), U)
+    path = tmp_path / "data.npz"
+    np.savez(path, X=X, U=U)
+    return path, X, U
+
+
+@pytest.mark.parametrize("option, value", [("--level", "1.5"), ("--level", "nan"),
+                                           ("--level", "0"), ("--check-level", "2"),
+                                           ("--significance", "-1"), ("--block-rtol", "1")])
+def test_a_level_outside_0_1_is_refused_before_the_model_is_written(tmp_path, capsys, option,
+                                                                     value):
+    path, _, _ = plant_data(tmp_path)
+    out = tmp_path / "model.json"
+    with pytest.raises(SystemExit) as exit_:
+        main(["identify", str(path), "--dt", "0.5", "--max-delay", "6", option, value,
+              "--out", str(out)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and repr(value) in err and "(0, 1)" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option, value", [("--level", "-0.5"), ("--seed", "-3")])
+def test_privacy_identify_refuses_a_bad_level_or_seed_by_name(tmp_path, capsys, option, value):
+    path, _, _ = plant_data(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["privacy", "identify", str(path), "--dt", "0.5", "--max-delay", "6",
+              "--state-bound", "5", "--input-bound", "1", "--epsilon", "1", "--delta", "1e-5",
+              option, value, "--out", str(tmp_path / "m.json")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and repr(value) in err
