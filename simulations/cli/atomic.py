@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,6 +84,17 @@ def staged_file(path: str | Path) -> Iterator[Path]:
     temporary = Path(name)
     try:
         yield temporary
+        os.chmod(temporary, _mode(path))       # mkstemp made it private (0600)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _mode(path: Path) -> int:
+    """The permissions ``path`` keeps when replaced: its own, or those ``open`` would give a new
+    file (0666 less the umask)."""
+    if path.exists():
+        return stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)                        # reading the umask means setting it
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -64,3 +64,20 @@ def test_a_staged_file_keeps_the_suffix_and_replaces_on_success_only(tmp_path, s
             raise RuntimeError
     assert target.read_text() == "good"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_a_staged_file_gets_the_permissions_of_a_plainly_written_file(tmp_path):
+    """The temporary file is private (mkstemp: 0600); the model a user shares must not be."""
+    import os
+    import stat
+
+    plain = tmp_path / "plain.json"
+    plain.write_text("{}")                                  # the umask's default mode
+    staged = tmp_path / "model.json"
+    with staged_file(staged) as temporary:
+        temporary.write_text("{}")
+    assert stat.S_IMODE(staged.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+    os.chmod(staged, 0o640)                                 # a mode the user chose is kept
+    with staged_file(staged) as temporary:
+        temporary.write_text("{}")
+    assert stat.S_IMODE(staged.stat().st_mode) == 0o640
