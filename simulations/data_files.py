@@ -295,6 +295,16 @@ def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, cs
     columns of npz arrays)."""
     samples, channels = ("rows", "columns") if csv else ("columns", "rows")
     (n, x_samples), (m, u_samples) = X.shape, U.shape
+    if n == 0 or m == 0:             # a delay is that of an input acting on the states
+        empty, what = ((x_name, "state") if n == 0 else (u_name, "input"))
+        raise DimensionError(f"{empty} no {what} channel ({channels} are channels): DMDidc "
+                             f"identifies how inputs act, after their delay, on the states; "
+                             f"it needs at least one state and one input (autonomous data, "
+                             f"without inputs, has no input delay to identify)")
+    if u_samples == 0 and x_samples <= 1:
+        raise DimensionError(f"{x_name} {x_samples} {samples[:-1]} and {u_name} none: a record "
+                             f"needs at least two samples of the states (x_0, x_1) and the "
+                             f"input between them")
     # more "channels" than samples and channel counts off by one: samples and channels swapped
     transposed = n == m + 1 and n > x_samples
     if x_samples == u_samples + 1 and not transposed:

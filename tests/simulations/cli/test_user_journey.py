@@ -48,3 +48,18 @@ def test_privacy_identify_refuses_a_bad_level_or_seed_by_name(tmp_path, capsys, 
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}" in err and repr(value) in err
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("autonomous", "U has no input channel"), ("no states", "X has no state channel"),
+    ("one sample", "X has 1 column and U has none: a record needs at least two samples")])
+def test_data_without_inputs_states_or_samples_is_refused_with_its_reason(tmp_path, capsys,
+                                                                          case, expected):
+    _, X, U = plant_data(tmp_path)
+    arrays = {"autonomous": (X, U[:0]), "no states": (X[:0], U),
+              "one sample": (X[:, :1], U[:, :0])}[case]
+    np.savez(tmp_path / "odd.npz", X=arrays[0], U=arrays[1])
+    assert main(["identify", str(tmp_path / "odd.npz"), "--dt", "0.5", "--max-delay", "3",
+                 "--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "zero-size" not in err and len(err.splitlines()) == 1
