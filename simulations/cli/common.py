@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
-           "summary_table", "write_summary", "write_table", "strict_json", "known"]
+           "summary_table", "write_summary", "write_table", "strict_json", "known",
+           "clipping_warning", "CLIP_WARNING_SHARE"]
+
+#: Share of a client's values beyond the declared bound above which the clipping is warned of.
+CLIP_WARNING_SHARE = 0.01
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -112,6 +116,40 @@ def _probability(text: str) -> float:
     if not 0.0 < value < 1.0:                  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be a number in (0, 1); got {text!r}")
     return value
+
+
+def clipping_warning(option: str, arrays: Sequence[Any], bound: Any, noun: str) -> str | None:
+    """A warning when more than :data:`CLIP_WARNING_SHARE` of the values of ``arrays``
+    (segments with channels on axis -2) exceed ``bound`` (one value, or one per channel), the
+    public bound of ``option`` that the data are clipped to before privatization; None else.
+
+    Clipped data bias the model, and silently: only the owner of the data can see it (the count
+    is local information, never released).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> text = clipping_warning("--state-bound", [np.array([[0.5, 9.0, -7.0, 1.0]])], 5.0,
+    ...                         "state")
+    >>> text[:68]
+    '50% of the state values exceed --state-bound (up to 1.8 times the bo'
+    >>> clipping_warning("--input-bound", [np.array([[0.5, -1.0]])], 1.0, "input") is None
+    True
+    """
+    import numpy as np
+
+    total = beyond = 0
+    ratio = 0.0
+    for array in arrays:
+        array = np.asarray(array, dtype=float)
+        scaled = np.abs(array) / np.reshape(np.asarray(bound, dtype=float), (-1, 1))
+        total, beyond = total + scaled.size, beyond + int(np.count_nonzero(scaled > 1.0))
+        ratio = max(ratio, float(scaled.max(initial=0.0)))
+    if total == 0 or beyond <= CLIP_WARNING_SHARE * total:
+        return None
+    return (f"{beyond / total:.0%} of the {noun} values exceed {option} (up to {ratio:.2g} "
+            f"times the bound) and are clipped to it before privatization: the model is "
+            f"biased; declare public bounds that cover the plant's range")
 
 
 _count = _bounded(int, 1)

@@ -44,7 +44,13 @@ def run_on_files(args: argparse.Namespace) -> int:
     from dmdidc.federated.identification import FederatedIdentification
     from privacy.federated import run_sync
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, per_channel, summary_table, write_summary
+    from simulations.cli.common import (
+        clipping_warning,
+        output_path,
+        per_channel,
+        summary_table,
+        write_summary,
+    )
     from simulations.cli.identify import check_delay_memory, refuse_delay_at_bound
 
     given = [flag for name, flag in STUDY_OPTIONS.items() if getattr(args, name) is not None]
@@ -64,13 +70,19 @@ def run_on_files(args: argparse.Namespace) -> int:
     out = output_path(args.out, folder=True)
     clients, dt = _read_clients(args)
     n, m = clients[0]["X"].shape[1], clients[0]["U"].shape[1]
-    for client in clients:
+    state_bound = per_channel("--state-bound", args.state_bound, n, "state")
+    input_bound = per_channel("--input-bound", args.input_bound, m, "input")
+    for path, client in zip(args.files, clients, strict=True):
         check_delay_memory(args.max_delay, _AsData(client))
+        for option, arrays, bound, noun in (("--state-bound", client["X"], state_bound, "state"),
+                                            ("--input-bound", client["U"], input_bound, "input")):
+            clipped = clipping_warning(option, arrays, bound, noun)
+            if clipped:
+                print(f"dmdidc federated: warning: {path}: {clipped}", file=sys.stderr)
     algo = FederatedIdentification(
         num_clients=len(clients), n_states=n, n_inputs=m, max_delay=args.max_delay,
-        state_bound=per_channel("--state-bound", args.state_bound, n, "state"),
-        input_bound=per_channel("--input-bound", args.input_bound, m, "input"),
-        mechanism=args.mechanism, epsilon=args.epsilon,
+        state_bound=state_bound, input_bound=input_bound, mechanism=args.mechanism,
+        epsilon=args.epsilon,
         delta=None if args.mechanism == "laplace" else (1e-5 if args.delta is None
                                                         else args.delta),
         alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,

@@ -25,6 +25,7 @@ from simulations.cli.atomic import staged_file, staged_folder
 from simulations.cli.common import (
     _probability,
     _seed,
+    clipping_warning,
     output_path,
     per_channel,
     positive_vector,
@@ -122,12 +123,18 @@ def _identify(args: argparse.Namespace) -> int:
     data = load_data(args)
     X, U = data.arrays
     n, m = data.X[0].shape[0], data.U[0].shape[0]
+    state_bound = per_channel("--state-bound", args.state_bound, n, "state")
+    input_bound = per_channel("--input-bound", args.input_bound, m, "input")
+    # before the fit: heavy clipping is often why it fails
+    for option, arrays, bound, noun in (("--state-bound", data.X, state_bound, "state"),
+                                        ("--input-bound", data.U, input_bound, "input")):
+        clipped = clipping_warning(option, arrays, bound, noun)
+        if clipped:
+            print(f"dmdidc privacy identify: warning: {clipped}", file=sys.stderr)
     instruments = "inputs" if args.estimator == "iv" else None
     stats = SufficientStatistics.from_data(
         X, U, max_delay=args.max_delay,
-        state_bound=per_channel("--state-bound", args.state_bound, n, "state"),
-        input_bound=per_channel("--input-bound", args.input_bound, m, "input"),
-        instruments=instruments,
+        state_bound=state_bound, input_bound=input_bound, instruments=instruments,
         detrend=None if args.detrend == "none" else args.detrend)
     private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                               unit=args.unit, window=args.window, alpha=args.alpha,

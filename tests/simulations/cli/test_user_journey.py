@@ -63,3 +63,21 @@ def test_data_without_inputs_states_or_samples_is_refused_with_its_reason(tmp_pa
                  "--out", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert expected in err and "zero-size" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bounds_that_clip_the_data_are_warned_of_and_covering_bounds_are_not(tmp_path, capsys,
+                                                                            seed):
+    path, X, U = plant_data(tmp_path, seed=seed, samples=400)
+    low = ["--state-bound", f"{0.3 * np.abs(X).max():.6g}", "--input-bound",
+           f"{0.3 * np.abs(U).max():.6g}"]
+    wide = ["--state-bound", f"{1.01 * np.abs(X).max():.6g}", "--input-bound",
+            f"{1.01 * np.abs(U).max():.6g}"]
+    for command in (["privacy", "identify", str(path), "--dt", "0.5", "--seed", "0"],
+                    ["federated", "identify", str(path), "--dt", "0.5"]):
+        for bounds, warned in ((low, True), (wide, False)):
+            main([*command, "--max-delay", "6", *bounds, "--epsilon", "50", "--delta", "1e-5",
+                  "--out", str(tmp_path / ("m.json" if command[0] == "privacy" else "fed"))])
+            err = capsys.readouterr().err
+            assert ("exceed --state-bound" in err and "are clipped" in err) is warned, err
+            assert ("exceed --input-bound" in err) is warned
