@@ -49,7 +49,9 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "delay-naive state feedback, constrained MPC, or none (the open "
                                "loop: inputs held at the operating point, or 0)")
     simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
-    simulate.add_argument("--x0", help="initial state, comma separated (default: all ones)")
+    simulate.add_argument("--x0", help="initial state in the plant's units, comma separated "
+                                       "(default: all ones; with an operating point x_op: "
+                                       "x_op + 1, one unit from it in every state)")
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
@@ -92,7 +94,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
         _check_plant_matches_model(plant, model, args)
-    x0 = np.ones(model.n_states) if args.x0 is None else _parse_vector("--x0", args.x0)
+    point = plant.operating_point              # the plant's equilibrium, in its units
+    x0 = (np.ones(model.n_states) + (0.0 if point is None else point.state)
+          if args.x0 is None else _parse_vector("--x0", args.x0))
     if x0.shape != (model.n_states,):
         raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
     if np.abs(x0).max() > _X0_LIMIT:
@@ -124,8 +128,15 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} overflows float64 "
                              f"(values beyond 1.8e308); scale the states or start nearer the "
                              f"origin (nothing written)")
+    # the regulated quantity: the distance from the operating point (the cost weighs it too)
+    final = result.final_norm if point is None else \
+        float(np.linalg.norm(result.states[:, -1] - point.state))
     summary = {"controller": args.controller, "steps": args.steps,
-               "cost": json_number(result.cost), "final_state_norm": json_number(result.final_norm)}
+               "cost": json_number(result.cost), "final_state_norm": json_number(final)}
+    if point is not None:
+        summary["operating_point_state"] = point.state.tolist()
+        print(f"operating point x_op = {point.state}: the start, the cost and the final state "
+              f"norm are taken from it (the plant works in deviations from it)")
     with staged_folder(out) as stage:
         result.to_csv(stage / "trajectory.csv")
         write_summary(stage / "summary.json", summary, title=f"dmdidc simulate {args.model}")

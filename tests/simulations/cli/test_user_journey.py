@@ -81,3 +81,28 @@ def test_bounds_that_clip_the_data_are_warned_of_and_covering_bounds_are_not(tmp
             err = capsys.readouterr().err
             assert ("exceed --state-bound" in err and "are clipped" in err) is warned, err
             assert ("exceed --input-bound" in err) is warned
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_simulate_around_an_operating_point_starts_near_it_and_reports_the_deviation(
+        tmp_path, capsys, seed):
+    """A model identified from data in physical units (a heater at 300 K) regulates to its
+    operating point: the default start is one unit from it, and the final norm is the
+    distance from it (the regulated quantity), not |x_N| in physical units."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    x_op = rng.uniform(50, 400, 2)
+    plant = DelayedPlant.from_continuous([[-0.3, 1.1], [-1.1, -0.3]], [[1, -1], [-1, 2]], 2.5,
+                                         2.0, operating_point=(x_op, rng.uniform(-1, 1, 2)))
+    plant.save(tmp_path / "model.json")
+    out = tmp_path / "sim"
+    assert main(["simulate", str(tmp_path / "model.json"), "--steps", "60", "--out",
+                 str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    trajectory = np.genfromtxt(out / "trajectory.csv", delimiter=",", names=True)
+    np.testing.assert_allclose([trajectory["x_1"][0], trajectory["x_2"][0]], x_op + 1.0)
+    assert summary["cost"] < 100                        # a unit step, not a 300 K one
+    assert summary["final_state_norm"] < 1e-3          # regulated to the operating point
+    np.testing.assert_allclose(summary["operating_point_state"], x_op)
+    assert "operating point" in capsys.readouterr().out
