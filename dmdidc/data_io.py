@@ -25,7 +25,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
 
-__all__ = ["read_fields", "write_data", "TIME_RTOL"]
+__all__ = ["read_fields", "write_data", "split_unit", "TIME_RTOL"]
 
 #: Largest relative deviation of a time column's steps from their median.
 TIME_RTOL = 1e-6
@@ -169,13 +169,24 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
     return names, units, values
 
 
+def split_unit(cell: str) -> tuple[str, str]:
+    """A header cell's name and unit (``"T_out [K]"`` -> ``("T_out", "K")``; no unit: ``""``).
+
+    Examples
+    --------
+    >>> split_unit(" time [ms] "), split_unit("heater")
+    (('time', 'ms'), ('heater', ''))
+    """
+    name, unit = _HEADER.match(cell).groups()
+    return name, unit or ""
+
+
 def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
     """Names, units and delimiter of a CSV header line (module notes); ``source`` names the
     file in messages.  Shared with :func:`dmdidc.follow.follow_csv`."""
     delimiter = next((d for d in (",", ";", "\t") if d in line), ",")
-    parsed = [_HEADER.match(cell).groups() for cell in next(csv.reader([line],
-                                                                       delimiter=delimiter))]
-    names, units = [n for n, _ in parsed], [u or "" for _, u in parsed]
+    parsed = [split_unit(cell) for cell in next(csv.reader([line], delimiter=delimiter))]
+    names, units = [n for n, _ in parsed], [u for _, u in parsed]
     if len(set(names)) != len(names):
         raise ParameterError(f"{source} has repeated column names {names}")
     return names, units, delimiter

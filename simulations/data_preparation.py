@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
+from dmdidc.data_io import split_unit
 from simulations.data_files import (
     CsvTable,
     _check_pair,
@@ -41,6 +42,8 @@ __all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSIN
 
 MISSING_POLICIES = ("error", "drop", "interpolate")
 _TIME_NAMES = frozenset({"time", "t", "timestamp"})
+#: Seconds per unit of a time column's header (``time [ms]``); no unit: seconds.
+_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
 _SHOWN = 5                            # locations listed in a note before "..."
 
@@ -142,11 +145,16 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
             states = None if outputs == "all" else outputs
     if dt is not None and not (math.isfinite(dt) and dt > 0):
         raise ParameterError(f"--dt must be a finite number > 0; got {dt!r}")
+    if data is not None and _is_iddata_archive(data):
+        return _from_iddata(Path(data), states, inputs, time, missing, dt)
     if data is not None and is_table(data):
         signals = _from_table(Path(data), states, inputs, time)
     else:
         signals = _from_files(data, states, inputs, time)
     period = _sampling_period(signals, dt)
+    if signals.times is not None and period is not None:     # a unit mistake shows here
+        signals.notes.append(f"sampling period T = {period:g} s, the step of "
+                             f"{signals.time_source}")
     X, U, notes = _resolve_missing(signals, missing)
     return IdentificationData(X, U, period, tuple(signals.notes + notes))
 
@@ -156,6 +164,38 @@ def is_table(path: str | Path) -> bool:
     path = Path(path)
     return path.suffix.lower() in _TABLE_SUFFIXES and not (path.is_file()
                                                             and zipfile.is_zipfile(path))
+
+
+def _is_iddata_archive(path: str | Path) -> bool:
+    """Whether ``path`` is an ``.npz`` written by :meth:`dmdidc.IdData.save` (``X_0``, ``U_0``,
+    ..., and its ``metadata``)."""
+    path = Path(path)
+    if not (path.is_file() and zipfile.is_zipfile(path)):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        return {"metadata.npy", "X_0.npy", "U_0.npy"} <= set(archive.namelist())
+
+
+def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | None
+                 ) -> IdentificationData:
+    """An :class:`~dmdidc.IdData` archive: its experiments, sampling period and names."""
+    from dmdidc import IdData
+
+    if states is not None or inputs is not None or time is not None:
+        raise ParameterError(f"{str(path)!r} is an IdData archive: it names its own states, "
+                             f"inputs and sampling period (--states, --inputs and --time are "
+                             f"for CSV files)")
+    data = IdData.load(path, dt=dt, missing=missing)
+    if data.operating_point is not None:
+        raise ParameterError(f"{str(path)!r} carries an operating point, which the command "
+                             f"line would not use: fit it in Python (DMDidc(...).fit(IdData."
+                             f"load(path)) keeps it), or save the IdData without it")
+    notes = [f"{str(path)!r} is an IdData archive: {data.n_experiments} experiment(s), states "
+             f"{', '.join(data.state_names)}, inputs {', '.join(data.input_names)}, sampling "
+             f"period T = {data.dt:g} s (from the file)"]
+    if data.missing_report.n_missing:
+        notes.append(str(data.missing_report))
+    return IdentificationData(tuple(data.X), tuple(data.U), data.dt, tuple(notes))
 
 
 @dataclass
@@ -265,7 +305,8 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
             raise ParameterError(f"--time {time!r} is not a column of {str(table.path)!r} (it has "
                                  f"{_columns_text(table)})")
         return found
-    named = [c for c, name in enumerate(table.names or ()) if name.lower() in _TIME_NAMES]
+    named = [c for c, name in enumerate(table.names or ())
+             if split_unit(name)[0].lower() in _TIME_NAMES]
     if named:
         notes.append(f"{_where(table, named[0])} is the time (a time column is never a state; "
                      f"--time none fits it as a signal)")
@@ -286,9 +327,14 @@ def _evenly_increasing(column: np.ndarray) -> bool:
 
 
 def _checked_times(table: CsvTable, column: int) -> np.ndarray:
-    """The time column, refused with its line unless it increases by one period per row."""
-    times = table.values[:, column]
+    """The time column in seconds, refused with its line unless it increases by one period per
+    row."""
     where = _where(table, column)
+    unit = split_unit(table.names[column])[1] if table.names else ""
+    if unit not in _TIME_UNITS:
+        raise ParameterError(f"{where} has the unit {unit!r}; accepted time units: "
+                             f"{', '.join(u for u in _TIME_UNITS if u)} (or none: seconds)")
+    times = table.values[:, column] * _TIME_UNITS[unit]
     if np.isnan(times).any():
         row = int(np.argmax(np.isnan(times)))
         raise ParameterError(f"{where} has no time at line {table.lines[row]}; every row needs "
@@ -432,6 +478,9 @@ def _find_column(table: CsvTable, spec: str) -> int | None:
     spec = spec.strip()
     if table.names and spec in table.names:
         return table.names.index(spec)
+    bare = [split_unit(name)[0] for name in table.names or ()]     # "heater" for "heater [kW]"
+    if spec in bare:
+        return bare.index(spec)
     if spec.isdigit() and 1 <= int(spec) <= table.values.shape[1]:
         return int(spec) - 1
     return None

@@ -106,3 +106,55 @@ def test_simulate_around_an_operating_point_starts_near_it_and_reports_the_devia
     assert summary["final_state_norm"] < 1e-3          # regulated to the operating point
     np.testing.assert_allclose(summary["operating_point_state"], x_op)
     assert "operating point" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_identify_reads_the_files_iddata_saves(tmp_path, capsys, suffix):
+    """workflow.md's data object, saved with its names and units, is a data file of the
+    command: the same model as the Python fit of the arrays."""
+    from dmdidc import DMDidc, IdData
+
+    _, X, U = plant_data(tmp_path, seed=4)
+    n, m = X.shape[0], U.shape[0]
+    data = IdData(X, U, dt=0.5, state_names=[f"T{i}" for i in range(n)],
+                  input_names=[f"heater{j}" for j in range(m)], state_units=["K"] * n,
+                  input_units=["kW"] * m)
+    path = data.save(tmp_path / f"rig{suffix}")
+    argv = ["identify", str(path), "--max-delay", "6", "--out", str(tmp_path / "m.json")]
+    if suffix == ".csv":
+        argv += ["--inputs", ",".join(data.input_names)]
+    assert main(argv) == 0, capsys.readouterr().err
+    model = DelayedPlant.load(tmp_path / "m.json")
+    expected = DMDidc(max_delay=6).fit(X, U, dt=0.5).model_
+    assert model.dt == 0.5
+    np.testing.assert_allclose(model.A_d, expected.A_d, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(model.delay, expected.delay, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("unit, scale", [("ms", 1e3), ("min", 1 / 60), ("s", 1.0)])
+def test_a_time_column_with_a_unit_is_read_in_seconds(tmp_path, capsys, unit, scale):
+    _, X, U = plant_data(tmp_path, seed=1)
+    t = 0.5 * np.arange(X.shape[1]) * scale
+    table = np.column_stack([t, X.T, np.vstack([U.T, np.full((1, U.shape[0]), np.nan)])])
+    names = [f"time [{unit}]"] + [f"x{i} [K]" for i in range(X.shape[0])] + \
+        [f"u{j}" for j in range(U.shape[0])]
+    np.savetxt(tmp_path / "log.csv", table, delimiter=",", header=",".join(names),
+               comments="", fmt="%.17g")
+    inputs = ",".join(f"u{j}" for j in range(U.shape[0]))
+    assert main(["identify", str(tmp_path / "log.csv"), "--inputs", inputs, "--max-delay", "6",
+                 "--out", str(tmp_path / "m.json")]) == 0, capsys.readouterr().err
+    assert np.isclose(DelayedPlant.load(tmp_path / "m.json").dt, 0.5, rtol=1e-9)
+    assert "T = 0.5 s" in capsys.readouterr().out
+
+
+def test_a_time_column_with_an_unknown_unit_is_refused(tmp_path, capsys):
+    _, X, U = plant_data(tmp_path, seed=1)
+    table = np.column_stack([np.arange(X.shape[1]), X.T,
+                             np.vstack([U.T, np.full((1, U.shape[0]), np.nan)])])
+    names = ["time [samples]"] + [f"x{i}" for i in range(X.shape[0])] + \
+        [f"u{j}" for j in range(U.shape[0])]
+    np.savetxt(tmp_path / "log.csv", table, delimiter=",", header=",".join(names), comments="")
+    assert main(["identify", str(tmp_path / "log.csv"), "--inputs",
+                 ",".join(f"u{j}" for j in range(U.shape[0])), "--max-delay", "6"]) == 2
+    err = capsys.readouterr().err
+    assert "'samples'" in err and "s, ms" in err
