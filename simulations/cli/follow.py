@@ -26,7 +26,7 @@ from simulations.cli.identify import refuse_delay_at_bound
 __all__ = ["add_follow_arguments", "run_follow"]
 
 #: Options of ``identify`` that the live fit does not take (name: default).
-_BATCH_ONLY = {"outputs": None, "reference": None, "residuals": None,
+_BATCH_ONLY = {"outputs": None, "horizon": None, "reference": None, "residuals": None,
                "svd_rank": None, "method": "auto", "detrend": "auto", "missing": "error",
                "significance": None, "block_rtol": None, "check_level": 0.01}
 #: The live options (name: default).

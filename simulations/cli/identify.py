@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file
-from simulations.cli.common import _probability, _seed, given_options, output_path
+from simulations.cli.common import _bounded, _probability, _seed, given_options, output_path
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs"]
@@ -70,6 +70,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--svd-rank", type=int, default=None, metavar="R",
                           help="identify in the leading R POD modes of the states (many "
                                "sensors of a few modes); the model file is in those coordinates")
+    identify.add_argument("--horizon", type=_bounded(int, 2), metavar="F",
+                          help="with --outputs: the future and past window of the subspace "
+                               "step, in samples (default: max(10, ceil(2 (max_order + 1) / "
+                               "outputs)), max_order = 10); lower it for a short record")
     identify.add_argument("--out", "--model-out", default="model.json",
                           help="model file (.json or .npz)")
     identify.set_defaults(handler=_run_identify)
@@ -190,6 +194,11 @@ def _run_identify(args: argparse.Namespace) -> int:
     output_path(args.out, folder=False)
     if args.residuals is not None:
         output_path(args.residuals, folder=False)
+    if args.outputs is None and args.horizon is not None:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError(f"--horizon {args.horizon} is the window of output identification "
+                             f"(--outputs); the state fit has none")
     data = load_data(args, outputs=True)
     X, U = data.arrays
     if args.outputs is not None:
@@ -278,7 +287,8 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
                              f"offset), none or constant; got {args.detrend}")
     check_delay_memory(args.max_delay, data)
     # auto: a constant output offset is estimated (the operating point of the outputs)
-    estimator = OutputDMDidc(max_delay=args.max_delay, offset=args.detrend != "none",
+    estimator = OutputDMDidc(max_delay=args.max_delay, horizon=args.horizon,
+                             offset=args.detrend != "none",
                              detrend="constant" if args.detrend == "constant" else False)
     Y, U = data.arrays
     with warnings.catch_warnings(record=True) as caught:

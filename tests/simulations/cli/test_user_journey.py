@@ -158,3 +158,25 @@ def test_a_time_column_with_an_unknown_unit_is_refused(tmp_path, capsys):
                  ",".join(f"u{j}" for j in range(U.shape[0])), "--max-delay", "6"]) == 2
     err = capsys.readouterr().err
     assert "'samples'" in err and "s, ms" in err
+
+
+def test_identify_outputs_of_a_short_record_with_the_horizon_the_error_advises(tmp_path,
+                                                                               capsys):
+    plant = DelayedPlant.from_continuous([[-0.1, 1.1], [-1.1, -0.2]], [[1, -1], [-1, 2]], 2.5,
+                                         2.0)
+    U = random_excitation(2, 300, rng=1)               # two inputs: a long default window
+    X = plant.simulate(np.zeros(2), U)
+    table = np.column_stack([X[0], np.vstack([U.T, np.full((1, 2), np.nan)])])
+    inputs = "u0,u1"
+    np.savetxt(tmp_path / "log.csv", table, delimiter=",", header="y," + inputs, comments="",
+               fmt="%.17g")
+    argv = ["identify", str(tmp_path / "log.csv"), "--inputs", inputs, "--outputs", "y",
+            "--time", "none", "--dt", "2", "--max-delay", "3", "--out",
+            str(tmp_path / "m.json")]
+    assert main(argv) == 2
+    assert "lower horizon" in capsys.readouterr().err          # the default window is too long
+    assert main([*argv, "--horizon", "8"]) == 0, capsys.readouterr().err
+    assert "input 0: delay" in capsys.readouterr().out
+    assert main(["identify", str(tmp_path / "log.csv"), "--inputs", inputs, "--time", "none",
+                 "--dt", "2", "--max-delay", "3", "--horizon", "8"]) == 2
+    assert "--horizon 8 is the window of output identification" in capsys.readouterr().err
