@@ -19,7 +19,7 @@ from typing import Any
 
 __all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
            "summary_table", "write_summary", "write_table", "strict_json", "known",
-           "clipping_warning", "CLIP_WARNING_SHARE"]
+           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar"]
 
 #: Share of a client's values beyond the declared bound above which the clipping is warned of.
 CLIP_WARNING_SHARE = 0.01
@@ -105,6 +105,16 @@ def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
         raise DimensionError(f"{option} has {len(values)} values; give one, or {size} (one per "
                              f"{noun})")
     return np.array(values, dtype=float)
+
+
+def progress_bar(*args: Any, **options: Any) -> Any:
+    """A tqdm progress bar on stderr, shown only on a terminal: a pipe or a log file gets no
+    carriage-return frames (tqdm's ``disable=None``)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(*args, file=sys.stderr, disable=None, **options)
 
 
 def _probability(text: str) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +59,7 @@ def _at_least(minimum: int):
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from simulations.cli.common import progress_bar
     from simulations.studies.fractional_delay import (
         StudyConfig,
         format_table,
@@ -73,7 +71,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     out = output_path(args.out, folder=True)
     config = StudyConfig(seed=args.seed, steps=args.steps)
     total = 2 * len(config.delays_in_periods)
-    with tqdm(total=total, desc="Figure 9.1", unit="run", file=sys.stderr) as bar:
+    with progress_bar(total=total, desc="Figure 9.1", unit="run") as bar:
         rows, runs = run_fractional_delay_study(
             config, progress=lambda message: (bar.set_postfix_str(message), bar.update(1)))
     table = format_table(rows)
@@ -107,9 +105,8 @@ def _mismatch_figure(config, out: Path) -> Path:
 def _run_live(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from tqdm import tqdm
-
     from _toolbox.errors import ParameterError
+    from simulations.cli.common import progress_bar
     from simulations.studies.adaptive_delay import (
         AdaptiveConfig,
         adaptive_delay_study,
@@ -125,7 +122,7 @@ def _run_live(args: argparse.Namespace) -> int:
     config = AdaptiveConfig(controller=args.controller)
     if args.steps is not None:
         config = replace(config, steps=args.steps, step=args.steps // 3)
-    with tqdm(total=args.plants, desc="demo live", unit="plant", file=sys.stderr) as bar:
+    with progress_bar(total=args.plants, desc="demo live", unit="plant") as bar:
         runs = adaptive_delay_study(config, args.plants, rng=args.seed,
                                     progress=lambda done: bar.update(1))
     summary = summarize_runs(runs)

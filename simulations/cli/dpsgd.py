@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +105,8 @@ def add_dpsgd_actions(actions: Any) -> None:
 def _progress(args: argparse.Namespace, desc: str):
     if args.no_progress:
         return None
-    from tqdm import tqdm
-    return lambda items: tqdm(items, desc=desc, file=sys.stderr)
+    from simulations.cli.common import progress_bar
+    return lambda items: progress_bar(items, desc=desc)
 
 
 def _prepare_out(out: str) -> Path:

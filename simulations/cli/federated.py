@@ -16,7 +16,6 @@ Examples
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from simulations.cli.atomic import staged_folder
@@ -130,8 +129,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def run_experiment_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated experiment``."""
-    from tqdm import tqdm
-
+    from simulations.cli.common import progress_bar
     from simulations.studies.federated import (
         run_budget_sweep,
         run_experiment,
@@ -153,8 +151,7 @@ def run_experiment_command(args: argparse.Namespace) -> int:
     budgets = ((args.total_epsilons or _DEFAULT_BUDGETS) if args.budget == "total"
                else (None,))
     total = args.trials * len(args.algorithms) * len(budgets)
-    with tqdm(total=total, desc=f"federated {args.dataset}", unit="run",
-              file=sys.stderr) as bar:
+    with progress_bar(total=total, desc=f"federated {args.dataset}", unit="run") as bar:
         def step(name: str) -> None:
             bar.set_postfix_str(name)
             bar.update(1)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -138,11 +137,9 @@ def _refuse_file_options(args: argparse.Namespace) -> None:
 
 def run_identify_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated identify``."""
-    from tqdm import tqdm
-
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, write_summary
+    from simulations.cli.common import output_path, progress_bar, write_summary
     from simulations.studies.federated_identification import (
         FederatedIdentificationConfig,
         plot_identification,
@@ -168,8 +165,7 @@ def run_identify_command(args: argparse.Namespace) -> int:
         alpha=1.5 if args.alpha is None else args.alpha, seeds=_default(args.seeds, 5),
         seed=_default(args.seed, 0), engine=args.engine,
         baselines=_default(args.baselines, ("average", "per_sample")))
-    with tqdm(total=config.seeds, desc="federated identify", unit="seed",
-              file=sys.stderr) as bar:
+    with progress_bar(total=config.seeds, desc="federated identify", unit="seed") as bar:
         result = run_federated_identification(config, progress=lambda s: bar.update(1))
     summary = summarize_identification(result)
     epsilons = result["epsilon"]

@@ -191,9 +191,8 @@ def _write_history(path: Path, result: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated serve``."""
-    from tqdm import tqdm
-
     from privacy.federated.flower import run_deployment
+    from simulations.cli.common import progress_bar
 
     plan = _plan(args)
     config = plan["run_config"]
@@ -204,8 +203,7 @@ def run_serve(args: argparse.Namespace) -> int:
     mode, clients = config["mode"], plan["num_clients"]
     total = config["rounds"] if mode == "sync" else config["ticks"]
     unit = "round" if mode == "sync" else "tick"
-    with tqdm(total=total, desc=f"Flower {mode} ({clients} SuperNodes)", unit=unit,
-              file=sys.stderr) as bar:
+    with progress_bar(total=total, desc=f"Flower {mode} ({clients} SuperNodes)", unit=unit) as bar:
         def on_line(line: str) -> None:
             match = _PROGRESS.match(line)
             if match:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from simulations.cli.atomic import staged_file, staged_folder
@@ -217,9 +216,8 @@ def _guarantee_fields(bound: Any) -> dict[str, Any]:
 
 
 def _run_figures(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from _toolbox.errors import ParameterError
+    from simulations.cli.common import progress_bar
     from simulations.studies import sas_figures as figures
 
     if args.steps is not None and "4.6" not in args.which:
@@ -228,12 +226,12 @@ def _run_figures(args: argparse.Namespace) -> int:
     steps = _FIGURE_4_6_STEPS if args.steps is None else args.steps
     out = output_path(args.out, folder=True)
     existing = [_FIGURE_FILES[key] for key in args.which if (out / _FIGURE_FILES[key]).exists()]
-    with tqdm(total=len(args.which), desc="figures", unit="fig", file=sys.stderr) as bar, \
+    with progress_bar(total=len(args.which), desc="figures", unit="fig") as bar, \
             staged_folder(out) as stage:
         for key in args.which:
             bar.set_postfix_str(f"Fig. {key}")
             if key == "4.6":   # the slow one (48 composed accountings): its own bar
-                with tqdm(desc="Fig. 4.6 points", unit="point", file=sys.stderr,
+                with progress_bar(desc="Fig. 4.6 points", unit="point",
                           leave=False) as points:
                     figures.figure_4_6(stage, steps=steps, progress=points.update)
             else:
@@ -246,13 +244,12 @@ def _run_figures(args: argparse.Namespace) -> int:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from simulations.cli.common import progress_bar
     from simulations.studies import sas_figures as figures
 
     out = output_path(args.out, folder=False)
     total = len(args.epsilons) * len(args.alphas)
-    with tqdm(total=total, desc="calibrating", unit="scale", file=sys.stderr) as bar:
+    with progress_bar(total=total, desc="calibrating", unit="scale") as bar:
         rows = figures.calibration_comparison(
             epsilons=args.epsilons, delta=args.delta, sampling_rate=args.sampling_rate,
             steps=args.steps, alphas=args.alphas, progress=lambda row: bar.update())

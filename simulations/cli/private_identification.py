@@ -192,8 +192,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from simulations.cli.common import progress_bar
     from simulations.studies.private_identification import (
         PrivacyStudyConfig,
         plot_privacy_study,
@@ -210,7 +209,7 @@ def _sweep(args: argparse.Namespace) -> int:
         seeds=args.seeds, seed=args.seed)
     total = (len(config.samples) * config.seeds * len(config.units) * len(config.mechanisms)
              * len(config.epsilons) * len(config.approaches))
-    with tqdm(total=total, desc="privacy sweep", unit="fit", file=sys.stderr) as bar:
+    with progress_bar(total=total, desc="privacy sweep", unit="fit") as bar:
         rows = run_privacy_study(config, progress=lambda message: (
             bar.set_postfix_str(message), bar.update(1)))
     summary = summarize_study(rows)

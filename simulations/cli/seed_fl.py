@@ -15,7 +15,6 @@ Examples
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +88,9 @@ def add_seed_fl_actions(actions: Any) -> None:
 
 
 def _progress(total: int, desc: str):
-    from tqdm import tqdm
+    from simulations.cli.common import progress_bar
 
-    bar = tqdm(total=total, desc=desc, unit="task", file=sys.stderr)
+    bar = progress_bar(total=total, desc=desc, unit="task")
 
     def tick(message: str) -> None:
         bar.set_postfix_str(message)

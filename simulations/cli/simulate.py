@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
             process_noise=_sampler(args, args.process_noise),
             measurement_noise=_sampler(args, args.measurement_noise),
             fine=plant.has_continuous and args.steps <= _FINE_STEPS,
-            progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"])
+            progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
+            and sys.stderr.isatty())                  # no bar frames in a pipe or a log
     except NonFiniteError as exc:
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} is not finite "
                              f"({exc}); float64 holds values up to 1.8e308: scale the states "

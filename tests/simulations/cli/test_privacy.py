@@ -188,7 +188,10 @@ def test_calibrate_pure_vector_composition_matches_the_accountant(capsys):
 # ----------------------------------------------------------------------------- compare, figures
 
 
-def test_compare_prints_the_table_and_writes_json(capsys, tmp_path):
+def test_compare_prints_the_table_and_writes_json(capsys, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)   # bars show on a terminal only
     path = tmp_path / "compare.json"
     argv = ["compare", "--epsilons", "2", "--alphas", "1", "--steps", "10", "--sampling-rate",
             "1", "--out", str(path)]

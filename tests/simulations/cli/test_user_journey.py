@@ -6,6 +6,7 @@ import pytest
 
 from dmdidc import DelayedPlant, random_excitation
 from simulations.cli import main
+from simulations.cli.common import progress_bar
 
 
 def plant_data(tmp_path, seed=0, samples=300):
@@ -180,3 +181,20 @@ def test_identify_outputs_of_a_short_record_with_the_horizon_the_error_advises(t
     assert main(["identify", str(tmp_path / "log.csv"), "--inputs", inputs, "--time", "none",
                  "--dt", "2", "--max-delay", "3", "--horizon", "8"]) == 2
     assert "--horizon 8 is the window of output identification" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_progress_bars_show_on_a_terminal_and_not_in_a_pipe(tmp_path, capsys, monkeypatch,
+                                                          terminal):
+    import sys
+
+    DelayedPlant.from_continuous([[-0.3, 1.1], [-1.1, -0.3]], [[1.0], [0.5]], 2.5,
+                                 2.0).save(tmp_path / "model.json")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    assert main(["simulate", str(tmp_path / "model.json"), "--controller", "mpc", "--steps",
+                 "500", "--out", str(tmp_path / "mpc")]) == 0
+    err = capsys.readouterr().err
+    assert ("closed loop:" in err and "\r" in err) is terminal
+    with progress_bar(total=3, desc="work") as bar:      # the bar of every other command
+        bar.update(3)
+    assert ("work" in capsys.readouterr().err) is terminal
