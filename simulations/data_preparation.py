@@ -151,6 +151,7 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         signals = _from_table(Path(data), states, inputs, time)
     else:
         signals = _from_files(data, states, inputs, time)
+    _refuse_constant(signals.X, signals.x_names)
     period = _sampling_period(signals, dt)
     if signals.times is not None and period is not None:     # a unit mistake shows here
         signals.notes.append(f"sampling period T = {period:g} s, the step of "
@@ -164,6 +165,17 @@ def is_table(path: str | Path) -> bool:
     path = Path(path)
     return path.suffix.lower() in _TABLE_SUFFIXES and not (path.is_file()
                                                             and zipfile.is_zipfile(path))
+
+
+def _refuse_constant(X: np.ndarray, names: list[str]) -> None:
+    """A state that never changes has no dynamics to identify: its mode and its row of ``A``
+    would be whatever the rounding makes them."""
+    for name, row in zip(names, X, strict=True):
+        known = row[~np.isnan(row)]
+        if known.size > 1 and np.all(known == known[0]):
+            raise ParameterError(f"state {name} is constant ({known[0]:g} in every sample): it "
+                                 f"carries no dynamics, so the data do not determine its mode; "
+                                 f"leave it out (--states without it) or excite it")
 
 
 def _is_iddata_archive(path: str | Path) -> bool:
@@ -186,6 +198,7 @@ def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | Non
                              f"inputs and sampling period (--states, --inputs and --time are "
                              f"for CSV files)")
     data = IdData.load(path, dt=dt, missing=missing)
+    _refuse_constant(np.concatenate(data.X, axis=1), [repr(n) for n in data.state_names])
     if data.operating_point is not None:
         raise ParameterError(f"{str(path)!r} carries an operating point, which the command "
                              f"line would not use: fit it in Python (DMDidc(...).fit(IdData."

@@ -65,7 +65,8 @@ def test_file_mistakes_are_refused_before_any_work(tmp_path, capsys, extra, mess
 
 def test_clients_must_measure_the_same_plant_at_the_same_period(tmp_path, capsys):
     files = client_files(tmp_path, samples=30)
-    np.savez(tmp_path / "other.npz", X=np.zeros((3, 31)), U=np.zeros((2, 30)))
+    rng = np.random.default_rng(0)           # 3 states: another plant (not constant: refused)
+    np.savez(tmp_path / "other.npz", X=rng.standard_normal((3, 31)), U=rng.standard_normal((2, 30)))
     assert main(["federated", "identify", str(files[0]), str(tmp_path / "other.npz"),
                  "--inputs", "u1,u2", *BOUNDS, "--dt", "2", "--out", str(tmp_path / "f")]) == 2
     assert "every client measures the same plant" in capsys.readouterr().err

@@ -13,7 +13,8 @@ def plant_data(tmp_path, seed=0, samples=300):
     """A random stable plant with a fractional delay, its excitation and states as an .npz."""
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(2, 4)), int(rng.integers(1, 3))
-    A_c = rng.standard_normal((n, n)) - 1.5 * np.eye(n)
+    A_c = rng.standard_normal((n, n))
+    A_c -= (np.linalg.eigvals(A_c).real.max() + rng.uniform(0.2, 1.0)) * np.eye(n)   # stable
     plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
                                          delay=float(rng.uniform(0.6, 2.4)), dt=0.5)
     U = random_excitation(m, samples, rng=rng)
@@ -198,3 +199,28 @@ def test_progress_bars_show_on_a_terminal_and_not_in_a_pipe(tmp_path, capsys, mo
     with progress_bar(total=3, desc="work") as bar:      # the bar of every other command
         bar.update(3)
     assert ("work" in capsys.readouterr().err) is terminal
+
+
+@pytest.mark.parametrize("form", ["table", "npz"])
+def test_a_constant_state_column_is_refused_by_name(tmp_path, capsys, form):
+    _, X, U = plant_data(tmp_path, seed=3)
+    X = np.vstack([X, np.full((1, X.shape[1]), 3.0)])        # a sensor stuck at 3
+    if form == "npz":
+        np.savez(tmp_path / "d.npz", X=X, U=U)
+        argv = [str(tmp_path / "d.npz"), "--dt", "0.5"]
+    else:
+        names = [f"x{i}" for i in range(X.shape[0] - 1)] + ["stuck"]
+        inputs = [f"u{j}" for j in range(U.shape[0])]
+        table = np.column_stack([X.T, np.vstack([U.T, np.full((1, U.shape[0]), np.nan)])])
+        np.savetxt(tmp_path / "d.csv", table, delimiter=",", header=",".join(names + inputs),
+                   comments="", fmt="%.17g")
+        argv = [str(tmp_path / "d.csv"), "--inputs", ",".join(inputs), "--dt", "0.5"]
+    assert main(["identify", *argv, "--max-delay", "6", "--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "is constant (3 in every sample)" in err
+    assert ("'stuck'" if form == "table" else f"x{X.shape[0]}") in err
+    assert not (tmp_path / "m.json").exists()
+    if form == "table":                                       # without it the fit goes through
+        states = ",".join(f"x{i}" for i in range(X.shape[0] - 1))
+        assert main(["identify", *argv, "--states", states, "--max-delay", "6", "--out",
+                     str(tmp_path / "m.json")]) == 0
