@@ -19,7 +19,8 @@ from typing import Any
 
 __all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
            "summary_table", "write_summary", "write_table", "strict_json", "known",
-           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar"]
+           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "MODEL_SUFFIXES",
+           "FIGURE_SUFFIXES"]
 
 #: Share of a client's values beyond the declared bound above which the clipping is warned of.
 CLIP_WARNING_SHARE = 0.01
@@ -175,19 +176,30 @@ def given_options(args: argparse.Namespace, defaults: Mapping[str, Any]) -> list
             if getattr(args, name, default) != default]
 
 
-def output_path(out: str | None, *, folder: bool) -> Path | None:
-    """``--out`` as a path, refused before any work when it names the wrong kind of entry.
+#: Suffixes of the model files DelayedPlant.save writes, and of the figures matplotlib writes.
+MODEL_SUFFIXES = (".json", ".npz")
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".tif", ".tiff", ".webp")
+
+
+def output_path(out: str | None, *, folder: bool, suffixes: Sequence[str] = (),
+                option: str = "--out") -> Path | None:
+    """``--out`` (or ``option``) as a path, refused before any work when it names the wrong
+    kind of entry or, with ``suffixes``, a file of another format.
 
     Raises
     ------
     ParameterError
-        A folder option naming an existing file, or a file option naming a folder.
+        A folder option naming an existing file, a file option naming a folder, or a suffix
+        outside ``suffixes``.
     """
     from _toolbox.errors import ParameterError
 
     if out is None:
         return None
     path = Path(out)
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise ParameterError(f"{option} {out!r} must end in {', '.join(suffixes)} (the suffix "
+                             f"chooses the format)")
     if folder and path.exists() and not path.is_dir():
         raise ParameterError(f"--out {out!r} is a file; it must name a folder (created if "
                              f"missing) for the output files")

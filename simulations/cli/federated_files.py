@@ -45,6 +45,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     from privacy.federated import run_sync
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import (
+        MODEL_SUFFIXES,
         clipping_warning,
         output_path,
         per_channel,
@@ -68,6 +69,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         raise ParameterError("--engine flower runs the built-in study; data files run on the "
                              "numpy runner (deploy real nodes with 'dmdidc federated serve')")
     out = output_path(args.out, folder=True)
+    output_path(args.model, folder=False, suffixes=MODEL_SUFFIXES, option="--model")
     clients, dt = _read_clients(args)
     n, m = clients[0]["X"].shape[1], clients[0]["U"].shape[1]
     state_bound = per_channel("--state-bound", args.state_bound, n, "state")

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from simulations.cli.atomic import staged_file
-from simulations.cli.common import _bounded, given_options, output_path
+from simulations.cli.common import MODEL_SUFFIXES, _bounded, given_options, output_path
 from simulations.cli.identify import refuse_delay_at_bound
 
 __all__ = ["add_follow_arguments", "run_follow"]
@@ -75,7 +75,7 @@ def run_follow(args: argparse.Namespace) -> int:
     from dmdidc import OnlineDMDidc, follow_csv, track
 
     _refuse_batch_options(args)
-    output_path(args.out, folder=False)
+    output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     source = iter(follow_csv(
         args.follow, inputs=_specs(args.inputs, "--inputs"),
         states=None if args.states is None else _specs(args.states, "--states"),

@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 
 from simulations.cli.atomic import staged_file
-from simulations.cli.common import _bounded, _probability, _seed, given_options, output_path
+from simulations.cli.common import (
+    FIGURE_SUFFIXES,
+    MODEL_SUFFIXES,
+    _bounded,
+    _probability,
+    _seed,
+    given_options,
+    output_path,
+)
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs"]
@@ -191,9 +199,10 @@ def _run_identify(args: argparse.Namespace) -> int:
 
     # DMDidc refuses --significance beside --block-rtol where it would change nothing
     test = {"significance": args.significance, "block_rtol": args.block_rtol}
-    output_path(args.out, folder=False)
-    if args.residuals is not None:
-        output_path(args.residuals, folder=False)
+    # OutputDMDidc writes JSON only; a wrong suffix would fail after the fit, or (.npz) hold JSON
+    output_path(args.out, folder=False,
+                suffixes=MODEL_SUFFIXES if args.outputs is None else (".json",))
+    output_path(args.residuals, folder=False, suffixes=FIGURE_SUFFIXES, option="--residuals")
     if args.outputs is None and args.horizon is not None:
         from _toolbox.errors import ParameterError
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from simulations.cli.atomic import staged_file, staged_folder
 from simulations.cli.common import (
+    MODEL_SUFFIXES,
     _probability,
     _seed,
     clipping_warning,
@@ -118,8 +119,8 @@ def _identify(args: argparse.Namespace) -> int:
         raise ParameterError("--alpha needs --mechanism sas")
     if args.window is not None and args.unit != "window":
         raise ParameterError("--window needs --unit window")
-    if args.json_out is not None:
-        output_path(args.json_out, folder=False)
+    output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
+    output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     data = load_data(args)
     X, U = data.arrays
     n, m = data.X[0].shape[0], data.U[0].shape[0]

@@ -224,3 +224,35 @@ def test_a_constant_state_column_is_refused_by_name(tmp_path, capsys, form):
         states = ",".join(f"x{i}" for i in range(X.shape[0] - 1))
         assert main(["identify", *argv, "--states", states, "--max-delay", "6", "--out",
                      str(tmp_path / "m.json")]) == 0
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--out", "m.txt"], "--out 'm.txt' must end in .json, .npz"),
+    (["--residuals", "resid"], "--residuals 'resid' must end in .png"),
+    (["--out", "m.npz", "--outputs", "all"], "--out 'm.npz' must end in .json"),
+])
+def test_an_output_file_of_an_unknown_format_is_refused_before_the_fit(tmp_path, capsys,
+                                                                      monkeypatch, extra,
+                                                                      expected):
+    path, _, _ = plant_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "m.json").write_text("{}")                   # an earlier run's model
+    assert main(["identify", str(path), "--dt", "0.5", "--max-delay", "6", *extra]) == 2
+    captured = capsys.readouterr()
+    assert expected in captured.err and "partial" not in captured.err
+    assert captured.out == ""                                 # refused before the fit
+    assert (tmp_path / "m.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz", "m.json"]
+
+
+def test_privacy_and_federated_identify_refuse_a_model_file_of_an_unknown_format(tmp_path,
+                                                                                capsys):
+    path, _, _ = plant_data(tmp_path)
+    bounds = ["--max-delay", "6", "--state-bound", "9", "--input-bound", "4", "--epsilon", "1",
+              "--delta", "1e-5"]
+    assert main(["privacy", "identify", str(path), "--dt", "0.5", *bounds, "--out",
+                 str(tmp_path / "m.csv")]) == 2
+    assert "must end in .json, .npz" in capsys.readouterr().err
+    assert main(["federated", "identify", str(path), "--dt", "0.5", *bounds, "--model",
+                 "m.csv", "--out", str(tmp_path / "fed")]) == 2
+    assert "--model 'm.csv' must end in .json, .npz" in capsys.readouterr().err
