@@ -134,7 +134,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     final = result.final_norm if point is None else \
         float(np.linalg.norm(result.states[:, -1] - point.state))
     summary = {"controller": args.controller, "steps": args.steps,
-               "cost": json_number(result.cost), "final_state_norm": json_number(final)}
+               "cost": json_number(result.cost), "final_state_norm": json_number(final),
+               **_run_settings(args, x0)}
     if point is not None:
         summary["operating_point_state"] = point.state.tolist()
         print(f"operating point x_op = {point.state}: the start, the cost and the final state "
@@ -147,6 +148,23 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
     return 0
+
+
+def _run_settings(args: argparse.Namespace, x0: np.ndarray) -> dict[str, Any]:
+    """What the run used, defaults resolved, so that ``summary.json`` reproduces it."""
+    settings: dict[str, Any] = {"model": args.model, "plant": args.plant or args.model,
+                                "x0": x0.tolist(), "q": args.q or [1.0], "r": args.r or [1.0]}
+    if args.controller == "mpc":
+        settings.update(horizon=_DEFAULT_HORIZON if args.horizon is None else args.horizon,
+                        u_max=args.u_max)
+    if args.process_noise > 0 or args.measurement_noise > 0:
+        noise = args.noise or _DEFAULT_NOISE
+        settings.update(process_noise=args.process_noise,
+                        measurement_noise=args.measurement_noise, noise=noise,
+                        seed=_DEFAULT_SEED if args.seed is None else args.seed)
+        if noise == "sas":
+            settings["alpha"] = _DEFAULT_ALPHA if args.alpha is None else args.alpha
+    return settings
 
 
 def _weights(option: str, values: list[float] | None, size: int) -> np.ndarray | None:

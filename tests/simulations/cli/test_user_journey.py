@@ -256,3 +256,35 @@ def test_privacy_and_federated_identify_refuse_a_model_file_of_an_unknown_format
     assert main(["federated", "identify", str(path), "--dt", "0.5", *bounds, "--model",
                  "m.csv", "--out", str(tmp_path / "fed")]) == 2
     assert "--model 'm.csv' must end in .json, .npz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--controller", "mpc", "--u-max", "0.5", "--q", "1,10"],
+                                   ["--process-noise", "0.05", "--noise", "sas", "--seed", "3"]])
+def test_simulate_summary_records_the_run_and_agrees_with_the_python_loop(tmp_path, capsys,
+                                                                         extra):
+    import json
+
+    from controllers import lqr_gain, make_controller
+    from simulations.closed_loop import noise_sampler, simulate_closed_loop
+
+    model = DelayedPlant.from_continuous([[-0.3, 1.1], [-1.1, -0.3]], [[1, -1], [-1, 2]], 2.5,
+                                         2.0)
+    model.save(tmp_path / "model.json")
+    out = tmp_path / "sim"
+    assert main(["simulate", str(tmp_path / "model.json"), "--steps", "30", *extra, "--out",
+                 str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    Q, R = np.diag(np.resize(s["q"], 2)), np.diag(np.resize(s["r"], 2))
+    if s["controller"] == "mpc":
+        bound = np.resize(s["u_max"], 2)
+        controller = make_controller("mpc", model, horizon=s["horizon"], Q=Q, R=R,
+                                     u_min=-bound, u_max=bound)
+    else:
+        controller = make_controller(s["controller"], model, lqr_gain(model, Q=Q, R=R))
+    noise = (noise_sampler(s["noise"], s["process_noise"], alpha=s["alpha"])
+             if "noise" in s else None)
+    result = simulate_closed_loop(model, controller, s["x0"], s["steps"], rng=s.get("seed", 0),
+                                  Q=Q, R=R, process_noise=noise)
+    assert abs(result.cost - s["cost"]) <= 1e-9 * result.cost
+    trajectory = np.genfromtxt(out / "trajectory.csv", delimiter=",", names=True)
+    np.testing.assert_allclose(trajectory["x_1"], result.states[0], rtol=1e-9, atol=1e-12)
