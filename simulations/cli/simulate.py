@@ -279,6 +279,13 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
 
     if args.controller == "none":
         return _OpenLoop(model)
+    if args.controller == "fractional" and not model.has_continuous:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError(f"--controller fractional (the default) needs the model's "
+                             f"continuous form (A_c, B_c, delay), which {args.model!r} lacks "
+                             f"(identify printed why); --controller exact, truncated, naive or "
+                             f"mpc work on its discrete model")
     if args.controller != "mpc":
         K = None if Q is None and R is None else lqr_gain(model, Q=Q, R=R)
         return make_controller(args.controller, model, K)

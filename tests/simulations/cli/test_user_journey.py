@@ -288,3 +288,17 @@ def test_simulate_summary_records_the_run_and_agrees_with_the_python_loop(tmp_pa
     assert abs(result.cost - s["cost"]) <= 1e-9 * result.cost
     trajectory = np.genfromtxt(out / "trajectory.csv", delimiter=",", names=True)
     np.testing.assert_allclose(trajectory["x_1"], result.states[0], rtol=1e-9, atol=1e-12)
+
+
+def test_simulate_a_discrete_only_model_names_the_controllers_that_work(tmp_path, capsys):
+    # A_d with a negative real eigenvalue: no real logarithm, hence no continuous form
+    model = DelayedPlant(A_d=[[-0.3]], B_blocks=[[[0.0]], [[1.0]]], dt=1.0)
+    assert not model.has_continuous
+    model.save(tmp_path / "model.json")
+    assert main(["simulate", str(tmp_path / "model.json"), "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "--controller fractional (the default)" in err and "exact, truncated" in err
+    assert len(err.splitlines()) == 1
+    for controller in ("exact", "truncated", "naive", "mpc", "none"):
+        assert main(["simulate", str(tmp_path / "model.json"), "--controller", controller,
+                     "--steps", "10", "--out", str(tmp_path / controller)]) == 0
