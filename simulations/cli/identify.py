@@ -56,8 +56,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--detrend", choices=("auto", "none", "constant", "linear"),
                           default="auto",
                           help="auto: keep an affine term (the operating point) when the data "
-                               "show an offset; none: through the origin; constant / linear: "
-                               "remove each experiment's mean or line first")
+                               "show an offset (exact on noise-free data); none: through the "
+                               "origin; constant / linear: remove each experiment's mean or "
+                               "line first (approximate: a finite record's mean is not the "
+                               "operating point)")
     identify.add_argument("--reference",
                           help="closed-loop data: CSV of the reference or dither that excites "
                                "the loop, one row per sample (K rows); it drives the "
