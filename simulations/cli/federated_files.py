@@ -47,6 +47,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     from simulations.cli.common import (
         MODEL_SUFFIXES,
         clipping_warning,
+        fit_private_statistics,
         output_path,
         per_channel,
         summary_table,
@@ -94,7 +95,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, estimator="iv")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit_statistics(algo.statistics(run.state), dt=dt)
+        fit_private_statistics(estimator, algo.statistics(run.state), dt)
     refuse_delay_at_bound(estimator, "--max-delay")
     model = estimator.model_
     epsilons = run.final_epsilon()

@@ -27,6 +27,7 @@ from simulations.cli.common import (
     _probability,
     _seed,
     clipping_warning,
+    fit_private_statistics,
     output_path,
     per_channel,
     positive_vector,
@@ -143,7 +144,7 @@ def _identify(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, estimator=args.estimator)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit_statistics(private, dt=args.dt)
+        fit_private_statistics(estimator, private, args.dt)
     refuse_delay_at_bound(estimator, "--max-delay")
     model = estimator.model_
     path = Path(args.out)

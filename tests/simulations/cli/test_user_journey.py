@@ -302,3 +302,22 @@ def test_simulate_a_discrete_only_model_names_the_controllers_that_work(tmp_path
     for controller in ("exact", "truncated", "naive", "mpc", "none"):
         assert main(["simulate", str(tmp_path / "model.json"), "--controller", controller,
                      "--steps", "10", "--out", str(tmp_path / controller)]) == 0
+
+
+def test_a_singular_private_solve_says_why_and_what_cures_it(tmp_path, capsys, monkeypatch):
+    """Three copies of one client clipped 80 % to the bounds made numpy raise a bare
+    "Singular matrix"; the solve is forced singular here, independent of the BLAS."""
+    from dmdidc import DMDidc
+
+    def singular(self, *args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(DMDidc, "fit_statistics", singular)
+    path, X, U = plant_data(tmp_path)
+    bounds = ["--max-delay", "6", "--state-bound", f"{np.abs(X).max():.6g}", "--input-bound",
+              f"{np.abs(U).max():.6g}", "--epsilon", "1", "--delta", "1e-5"]
+    for command in (["privacy", "identify", str(path), "--out", str(tmp_path / "m.json")],
+                    ["federated", "identify", str(path), "--out", str(tmp_path / "fed")]):
+        assert main([*command, "--dt", "0.5", *bounds]) == 2
+        err = capsys.readouterr().err
+        assert "singular system" in err and "raise --epsilon" in err
