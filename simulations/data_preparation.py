@@ -197,7 +197,10 @@ def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | Non
         raise ParameterError(f"{str(path)!r} is an IdData archive: it names its own states, "
                              f"inputs and sampling period (--states, --inputs and --time are "
                              f"for CSV files)")
-    data = IdData.load(path, dt=dt, missing=missing)
+    data = IdData.load(path, missing=missing)
+    if dt is not None and not math.isclose(dt, data.dt, rel_tol=1e-9):
+        raise ParameterError(f"--dt {dt:g} disagrees with the sampling period of {str(path)!r}, "
+                             f"{data.dt:g} s (from its metadata); drop --dt")
     _refuse_constant(np.concatenate(data.X, axis=1), [repr(n) for n in data.state_names])
     if data.operating_point is not None:
         raise ParameterError(f"{str(path)!r} carries an operating point, which the command "

@@ -131,6 +131,8 @@ def test_identify_reads_the_files_iddata_saves(tmp_path, capsys, suffix):
     assert model.dt == 0.5
     np.testing.assert_allclose(model.A_d, expected.A_d, rtol=0, atol=1e-9)
     np.testing.assert_allclose(model.delay, expected.delay, rtol=0, atol=1e-9)
+    assert main([*argv, "--dt", "0.7"]) == 2                 # the file states its period
+    assert "--dt 0.7 disagrees with" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("unit, scale", [("ms", 1e3), ("min", 1 / 60), ("s", 1.0)])
