@@ -320,5 +320,8 @@ def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, cs
         raise DimensionError(f"{found}: the states need one sample more than the inputs (x_0 .. "
                              f"x_K for u_0 .. u_(K-1)); drop the last input sample or add the "
                              f"state after it")
+    swapped = (" (the inputs have one more: are the states and the inputs swapped?)"
+               if u_samples == x_samples + 1 else "")
     raise DimensionError(f"{found}: the states need exactly one sample more than the inputs "
-                         f"(K+1 {samples} of states for K of inputs; {channels} are channels)")
+                         f"(K+1 {samples} of states for K of inputs; {channels} are "
+                         f"channels){swapped}")

@@ -323,3 +323,16 @@ def test_a_singular_private_solve_says_why_and_what_cures_it(tmp_path, capsys, m
         assert main([*command, "--dt", "0.5", *bounds]) == 2
         err = capsys.readouterr().err
         assert "singular system" in err and "raise --epsilon" in err
+
+
+def test_states_and_inputs_swapped_are_named_as_such(tmp_path, capsys):
+    _, X, U = plant_data(tmp_path)
+    np.savez(tmp_path / "swapped.npz", X=U, U=X)
+    np.savetxt(tmp_path / "x.csv", X.T, delimiter=",")
+    np.savetxt(tmp_path / "u.csv", U.T, delimiter=",")
+    for data in (["swapped.npz"], ["--states", "u.csv", "--inputs", "x.csv"]):
+        argv = [data[0]] if len(data) == 1 else data
+        argv = [str(tmp_path / a) if a.endswith((".npz", ".csv")) else a for a in argv]
+        assert main(["identify", *argv, "--dt", "0.5", "--max-delay", "3", "--out",
+                     str(tmp_path / "m.json")]) == 2
+        assert "are the states and the inputs swapped?" in capsys.readouterr().err
