@@ -41,7 +41,7 @@ def samples_needed(n_states: int, n_inputs: int, max_delay: int) -> int:
     10
     """
     return (check_integer("n_states", n_states, minimum=1)
-            + check_integer("n_inputs", n_inputs, minimum=1)
+            + check_integer("n_inputs", n_inputs, minimum=0)     # 0: autonomous data
             * (check_integer("max_delay", max_delay, minimum=0) + 1))
 
 

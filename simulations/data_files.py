@@ -295,12 +295,10 @@ def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, cs
     columns of npz arrays)."""
     samples, channels = ("rows", "columns") if csv else ("columns", "rows")
     (n, x_samples), (m, u_samples) = X.shape, U.shape
-    if n == 0 or m == 0:             # a delay is that of an input acting on the states
-        empty, what = ((x_name, "state") if n == 0 else (u_name, "input"))
-        raise DimensionError(f"{empty} no {what} channel ({channels} are channels): DMDidc "
-                             f"identifies how inputs act, after their delay, on the states; "
-                             f"it needs at least one state and one input (autonomous data, "
-                             f"without inputs, has no input delay to identify)")
+    if n == 0:             # inputs without states: nothing to identify (m = 0 is plain DMD)
+        raise DimensionError(f"{x_name} no state channel ({channels} are channels): a fit "
+                             f"identifies how the states evolve (and how the inputs act on "
+                             f"them); it needs at least one state")
     if u_samples == 0 and x_samples <= 1:
         raise DimensionError(f"{x_name} {x_samples} {samples[:-1]} and {u_name} none: a record "
                              f"needs at least two samples of the states (x_0, x_1) and the "

@@ -92,6 +92,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     _check_simulate_options(args)
     out = output_path(args.out, folder=True)
     model = _load_plant(args.model, "model")
+    if model.n_inputs == 0:        # autonomous (m = 0) model: there is nothing to act with
+        from _toolbox.errors import ParameterError
+        raise ParameterError(f"model {args.model!r} has no inputs (identified from autonomous "
+                             f"data): a controller needs at least one input to act on the "
+                             f"plant; use its A_d / A_c to predict the free response")
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
         _check_plant_matches_model(plant, model, args)

@@ -1,6 +1,8 @@
 """A new user's journey through ``dmdidc identify`` and ``simulate`` on their own files: every
 option takes effect or is refused before any file is written, and the outputs are usable."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -53,18 +55,44 @@ def test_privacy_identify_refuses_a_bad_level_or_seed_by_name(tmp_path, capsys, 
 
 
 @pytest.mark.parametrize("case, expected", [
-    ("autonomous", "U has no input channel"), ("no states", "X has no state channel"),
+    ("no states", "X has no state channel"),
     ("one sample", "X has 1 column and U has none: a record needs at least two samples")])
-def test_data_without_inputs_states_or_samples_is_refused_with_its_reason(tmp_path, capsys,
-                                                                          case, expected):
+def test_data_without_states_or_samples_is_refused_with_its_reason(tmp_path, capsys, case,
+                                                                   expected):
     _, X, U = plant_data(tmp_path)
-    arrays = {"autonomous": (X, U[:0]), "no states": (X[:0], U),
-              "one sample": (X[:, :1], U[:, :0])}[case]
+    arrays = {"no states": (X[:0], U), "one sample": (X[:, :1], U[:, :0])}[case]
     np.savez(tmp_path / "odd.npz", X=arrays[0], U=arrays[1])
     assert main(["identify", str(tmp_path / "odd.npz"), "--dt", "0.5", "--max-delay", "3",
                  "--out", str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
     assert expected in err and "zero-size" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_autonomous_data_file_is_fitted_as_the_python_api_fits_it(tmp_path, capsys, seed):
+    # m = 0 (no input channel): plain DMD through the same API (issue 19), never a crash
+    from dmdidc import DMDidc
+    rng = np.random.default_rng(seed)
+    A = np.diag(rng.uniform(0.6, 0.95, 3)) + 0.05 * rng.standard_normal((3, 3))
+    X = np.zeros((3, 1500))
+    X[:, 0] = 1.0
+    for k in range(1499):
+        X[:, k + 1] = A @ X[:, k] + 0.1 * rng.standard_normal(3)
+    np.savez(tmp_path / "auto.npz", X=X, U=np.zeros((0, 1499)))
+    assert main(["identify", str(tmp_path / "auto.npz"), "--dt", "0.5", "--max-delay", "2",
+                 "--out", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "no inputs" in out
+    model = DelayedPlant.load(tmp_path / "m.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=2).fit(X, np.zeros((0, 1499)), dt=0.5)
+    np.testing.assert_allclose(model.A_d, est.model_.A_d, rtol=1e-10, atol=1e-12)
+    assert np.max(np.abs(model.A_d - A)) < 0.1
+    assert main(["simulate", str(tmp_path / "m.json"), "--steps", "20", "--out",
+                 str(tmp_path / "sim")]) == 2      # nothing to control: refused by its reason
+    err = capsys.readouterr().err
+    assert "has no inputs" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("seed", range(3))
