@@ -28,12 +28,12 @@ def plant():
 
 
 # ---------------------------------------------------------------------- samples_needed
-@pytest.mark.parametrize("n, m, R", [(2, 2, 3), (1, 1, 0), (8, 3, 4), (20, 4, 20)])
+@pytest.mark.parametrize("n, m, R", [(2, 2, 3), (1, 1, 0), (8, 3, 4), (20, 4, 20), (3, 0, 2)])
 def test_samples_needed(n, m, R):
     assert samples_needed(n, m, R) == n + m * (R + 1)
 
 
-@pytest.mark.parametrize("args, pattern", [((0, 1, 1), "n_states"), ((1, 0, 1), "n_inputs"),
+@pytest.mark.parametrize("args, pattern", [((0, 1, 1), "n_states"), ((1, -1, 1), "n_inputs"),
                                            ((1, 1, -1), "max_delay"), ((1.5, 1, 1), "integer"),
                                            ((True, 1, 1), "integer")])
 def test_samples_needed_errors(args, pattern):
