@@ -484,10 +484,17 @@ class OutputDMDidc:
 
     def _whiteness(self, experiments: list, refined: Refined, R: int, dt: float
                    ) -> tuple[float, str]:
-        """Ljung-Box p-value of the output-error residuals (1 for an exact fit)."""
+        """Ljung-Box p-value of the output-error residuals (1 for an exact fit); the order's
+        choice and its check ask about the same fit: tested once."""
+        last = getattr(self, "_whiteness_of", None)
+        if last is not None and last[0] is refined:
+            return last[1]
         if _exact_fit(experiments, refined, R):
-            return 1.0, "an exact fit"
-        return whiteness_test(_residuals(experiments, refined, dt, R))
+            result = 1.0, "an exact fit"
+        else:
+            result = whiteness_test(_residuals(experiments, refined, dt, R))
+        self._whiteness_of = refined, result
+        return result
 
     def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                       fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
@@ -685,6 +692,7 @@ class OutputDMDidc:
     def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
                 R: int) -> None:
         dt = self.dt
+        self.__dict__.pop("_whiteness_of", None)         # the fits' cache, not a result
         self.order_ = n
         self.subspace_ = basis
         self.singular_values_ = basis.singular_values

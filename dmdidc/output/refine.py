@@ -25,7 +25,7 @@ import numpy as np
 from scipy import linalg, special
 
 from dmdidc.output.blocks import RCOND, hold_blocks
-from dmdidc.output.jacobian import normal_equations
+from dmdidc.output.jacobian import normal_equations, similarity_map
 from dmdidc.regression.propagation import propagate
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
@@ -189,17 +189,9 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
 def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray,
                            layout: dict) -> np.ndarray:
     """Orthonormal basis (size, n^2) of the parameter directions a change of state basis
-    ``x -> (I + eps E) x`` moves along: ``(EA - AE, -CE, EB, E x0)``; the outputs do not
-    change along them, so they are the only null directions the parametrization must have."""
-    n = A_c.shape[0]
-    directions = np.zeros((layout["size"], n * n))
-    for k in range(n * n):
-        G = np.zeros((n, n))
-        G[divmod(k, n)] = 1.0
-        directions[layout["A_c"], k] = (G @ A_c - A_c @ G).ravel()
-        directions[layout["C"], k] = (-C @ G).ravel()
-        directions[layout["B_c"], k] = (G @ B_c).ravel()
-        directions[layout["x0"], k] = (x0 @ G.T).ravel()
+    moves along (:func:`~dmdidc.output.jacobian.similarity_map`); the outputs do not change
+    along them, so they are the only null directions the parametrization must have."""
+    directions = similarity_map(A_c, C, B_c, x0, layout)
     basis, singular, _ = np.linalg.svd(directions, full_matrices=False)
     return basis[:, singular > 1e-12 * max(singular.max(initial=0.0), 1e-300)]
 

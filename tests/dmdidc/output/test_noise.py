@@ -64,3 +64,20 @@ def test_whiteness_test_holds_its_level_and_sees_an_ar1():
         assert whiteness_test([coloured, coloured[:500]])[0] < 1e-6
     assert whiteness_test([np.zeros((100, 1))])[0] == 1.0
     assert whiteness_test([rng.standard_normal((30, 1))])[0] == 1.0     # too short: no claim
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_chosen_fit_is_tested_for_whiteness_once(monkeypatch, seed):
+    """The order's choice and its check ask about the same fit: one Ljung-Box test, not two
+    (a lowered order's new fit is tested anew)."""
+    from dmdidc.output import estimator
+    tested = []
+
+    def counted(residuals, **kwargs):
+        tested.append(residuals[0].ctypes.data)
+        return whiteness_test(residuals, **kwargs)
+    monkeypatch.setattr(estimator, "whiteness_test", counted)
+    _, _, Y, U = _experiment(seed, n=2, m=1, outputs=1, snr_db=20.0, K=2000)
+    est, _ = _fit(Y, U)
+    assert len(tested) == len(set(tested)) >= 1
+    assert not hasattr(est, "_whiteness_of")
