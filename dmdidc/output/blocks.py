@@ -30,7 +30,7 @@ from scipy import linalg, signal
 from dmdidc.discretization import checked_expm, split_delay
 from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile", "hold_blocks",
+__all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile",
            "hold_family", "lag_moments", "spectral_family", "pair_of", "structured_fit",
            "profile_delays"]
 
@@ -238,14 +238,14 @@ def hold_family(A_c: np.ndarray, dt: float, delays: np.ndarray
 _SPECTRAL_COND = 1e6
 
 
-def spectral_family(A_c: np.ndarray, dt: float
+def spectral_family(A_c: np.ndarray, dt: float, *, cond: float = _SPECTRAL_COND
                     ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """:func:`hold_family` of one plant as a function of the delays, for searches over grids.
 
     With ``A_c = V diag(lambda) V^-1`` well conditioned, ``Gamma(s) = V diag((e^{lambda s} -
     1) / lambda) V^-1``: a grid of delays costs elementwise exponentials and one batched
-    product instead of a matrix exponential per delay.  A defective or ill-conditioned
-    ``A_c`` falls back to :func:`hold_family`.
+    product instead of a matrix exponential per delay.  A defective ``A_c``, or one whose
+    eigenvectors' condition number exceeds ``cond``, falls back to :func:`hold_family`.
 
     Examples
     --------
@@ -256,7 +256,7 @@ def spectral_family(A_c: np.ndarray, dt: float
     True
     """
     values, vectors = np.linalg.eig(A_c)
-    if not np.all(np.isfinite(values)) or np.linalg.cond(vectors) > _SPECTRAL_COND:
+    if not np.all(np.isfinite(values)) or np.linalg.cond(vectors) > cond:
         return lambda delays: hold_family(A_c, dt, delays)
     inverse = np.linalg.inv(vectors)
 
@@ -287,14 +287,6 @@ def pair_of(A_c: np.ndarray, dt: float) -> Pair:
         steps, gamma_0, gamma_1 = hold_family(A_c, dt, np.array([delay]))
         return int(steps[0]), gamma_0[0], gamma_1[0]
     return pair
-
-
-def hold_blocks(A_c: np.ndarray, dt: float, delays: np.ndarray
-                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """``(w, Gamma_0(p), Gamma_1(p))`` of each delay (this runs at every step of the
-    refinement: one batched exponential)."""
-    steps, gamma_0, gamma_1 = hold_family(A_c, dt, delays)
-    return [(int(w), g0, g1) for w, g0, g1 in zip(steps, gamma_0, gamma_1, strict=True)]
 
 
 def _structure(moments: LagMoments, pair: Pair, delays: np.ndarray,

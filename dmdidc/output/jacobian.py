@@ -150,15 +150,15 @@ def similarity_map(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarr
     >>> similarity_map(A_c, C, B_c, x0, _layout(2, 1, 1, 1, False, False)).shape
     (11, 4)
     """
-    n = A_c.shape[0]
+    n, E = A_c.shape[0], x0.shape[0]
+    eye = np.eye(n)
     directions = np.zeros((layout["size"], n * n))
-    for k in range(n * n):
-        G = np.zeros((n, n))
-        G[divmod(k, n)] = 1.0
-        directions[layout["A_c"], k] = (G @ A_c - A_c @ G).ravel()
-        directions[layout["C"], k] = (-C @ G).ravel()
-        directions[layout["B_c"], k] = (G @ B_c).ravel()
-        directions[layout["x0"], k] = (x0 @ G.T).ravel()
+    # row-major vec: vec(G A) = (I kron A^T) vec(G), vec(A G) = (A kron I) vec(G)
+    directions[layout["A_c"]] = np.kron(eye, A_c.T) - np.kron(A_c, eye)
+    directions[layout["C"]] = -np.kron(C, eye)
+    directions[layout["B_c"]] = np.kron(eye, B_c.T)
+    # (x0 G^T)[e, j] = sum_l x0[e, l] G[j, l]
+    directions[layout["x0"]] = np.einsum("jJ,el->ejJl", eye, x0).reshape(E * n, n * n)
     return directions
 
 
