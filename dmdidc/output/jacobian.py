@@ -188,7 +188,10 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
     n = A_c.shape[0]
     nn = n * n
     similarity = similarity_map(A_c, C, B_c, x0, layout)
-    U, S, Vt = np.linalg.svd(similarity[layout["A_c"]])
+    if not np.isfinite(similarity).all():         # a wild trial: every direction directly
+        U, S, Vt = np.eye(nn), np.zeros(nn), np.eye(nn)
+    else:
+        U, S, Vt = np.linalg.svd(similarity[layout["A_c"]])
     direct = S <= _DIRECT * max(S.max(initial=0.0), np.finfo(float).tiny)
     k = int(direct.sum())
     shift = nn - k

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dmdidc.output.blocks import decaying_response
-from dmdidc.output.jacobian import normal_equations, prediction_jacobian
+from dmdidc.output.jacobian import _reduction, normal_equations, prediction_jacobian
 from dmdidc.output.refine import _layout, _predicted, _unpack
 from dmdidc.regression.propagation import impulse_response
 
@@ -117,3 +117,19 @@ def test_a_growing_weakly_observed_mode_is_not_cut_off():
     full = impulse_response(A, C, 5000)
     assert kept == 5000
     np.testing.assert_allclose(h, full, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_only_the_directions_outside_the_commutators_range_are_convolved(seed):
+    """Distinct eigenvalues: n directions of A_c (not n^2); equal ones (A_c = -I, every
+    direction a change of basis' null) or a non-finite trial: all n^2; always J = J_r expand."""
+    rng = np.random.default_rng(seed)
+    n, ny, m, E = int(rng.integers(1, 6)), int(rng.integers(1, 4)), int(rng.integers(1, 4)), 1
+    theta, layout, _ = _problem(seed, n, ny, m, E, False, True)
+    A_c, C, B_c, _, x0, *_ = _unpack(theta, layout, n, ny, m, E)
+    for A, count in ((A_c, n), (-np.eye(n), n * n), (np.full((n, n), np.inf), n * n)):
+        with np.errstate(invalid="ignore"):              # inf * 0 in the wild trial's map
+            directions, reduced, expand = _reduction(A, C, B_c, x0, layout)
+        assert len(directions) == count and reduced["size"] == layout["size"] - n * n + count
+        assert expand.shape == (reduced["size"], layout["size"])
+        assert np.isfinite(expand).all()
