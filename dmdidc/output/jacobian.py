@@ -242,7 +242,7 @@ def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: 
             z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
             z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
         h, length = decaying_response(holds.A_d, C, T)                      # (T, ny, n)
-        yield _responses(h, length, z, M), h, X, U[:, R:R + T]
+        yield _responses(h, length, z, M), h, length, X, U[:, R:R + T]
 
 
 def _rows(layout: dict, e: int, ny: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -296,7 +296,7 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
     ny = C.shape[0]
     blocks = []
-    for e, (response, h, X, U) in enumerate(_sensitivities(
+    for e, (response, h, _, X, U) in enumerate(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
             layout=reduced, directions=directions)):
         shared = _shared(reduced, X, U)
@@ -320,19 +320,26 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
     ny = C.shape[0]
     normal = np.zeros((reduced["size"], reduced["size"]))
     gradient = np.zeros(reduced["size"])
-    for e, ((response, h, X, U), r) in enumerate(zip(_sensitivities(
+    for e, ((response, h, length, X, U), r) in enumerate(zip(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
             layout=reduced, directions=directions), residuals, strict=True)):
-        # the Jacobian's non-zero rows only; those of [x_k; u_k; 1] are every output's
+        # the Jacobian's non-zero rows only; those of [x_k; u_k; 1] are every output's, and
+        # those of x_0, C A_d^k, vanish from sample ``length`` on
         shared = _shared(reduced, X, U)
         gram = shared @ shared.T
+        P = response.shape[1]
         for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
-            G = np.vstack([response[a], h[:, a].T])
-            cross = G @ shared.T
-            normal[np.ix_(driven, driven)] += G @ G.T
+            G, H = response[a], h[:length, a].T
+            inner = np.empty((P + H.shape[0],) * 2)
+            inner[:P, :P] = G @ G.T
+            inner[:P, P:] = G[:, :length] @ H.T
+            inner[P:, :P] = inner[:P, P:].T
+            inner[P:, P:] = H @ H.T
+            cross = np.vstack([G @ shared.T, H @ shared[:, :length].T])
+            normal[np.ix_(driven, driven)] += inner
             normal[np.ix_(driven, common)] += cross
             normal[np.ix_(common, driven)] += cross.T
             normal[np.ix_(common, common)] += gram
-            gradient[driven] += G @ r[:, a]
+            gradient[driven] += np.r_[G @ r[:, a], H @ r[:length, a]]
             gradient[common] += shared @ r[:, a]
     return expand.T @ normal @ expand, expand.T @ gradient
