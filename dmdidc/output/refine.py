@@ -186,8 +186,10 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     rss, evaluations = float(r @ r), 1
     normal, gradient = linearize(theta)
     damping, growth, fresh = 1e-3, 2.0, True
-    while evaluations < max_evaluations:
-        scale = np.sqrt(np.diag(normal))
+    while evaluations < max_evaluations and np.isfinite(damping):
+        # a Gram's diagonal: >= 0, but the expanded normal equations (jacobian._reduction)
+        # can leave a direction the outputs do not see at -eps instead of 0
+        scale = np.sqrt(np.clip(np.diag(normal), 0.0, None))
         scale[scale == 0] = 1.0
         scaled = normal / np.outer(scale, scale)
         if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
