@@ -166,6 +166,11 @@ def similarity_map(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarr
 #: ``A_c`` that are differentiated directly (see :func:`_reduction`); the others are recovered
 #: with their rounding amplified at most ``1 / _DIRECT`` times.
 _DIRECT = 1e-2
+#: ... and those below this fraction of ``||A_c||``: the commutator's entries carry a rounding
+#: of about ``eps ||A_c||``, so a nearly scalar ``A_c`` (every singular value a rounding) has
+#: no range to recover from (the recovered columns' relative error is at most ``eps /
+#: _ROUNDING``).
+_ROUNDING = 1e-8
 
 
 def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, layout: dict
@@ -192,7 +197,9 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
         U, S, Vt = np.eye(nn), np.zeros(nn), np.eye(nn)
     else:
         U, S, Vt = np.linalg.svd(similarity[layout["A_c"]])
-    direct = S <= _DIRECT * max(S.max(initial=0.0), np.finfo(float).tiny)
+    floor = max(_DIRECT * S.max(initial=0.0), _ROUNDING * np.linalg.norm(A_c),
+                np.finfo(float).tiny)
+    direct = S <= floor
     k = int(direct.sum())
     shift = nn - k
     reduced = {name: slice(0, k) if name == "A_c" else slice(part.start - shift,

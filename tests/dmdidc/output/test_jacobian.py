@@ -133,3 +133,25 @@ def test_only_the_directions_outside_the_commutators_range_are_convolved(seed):
         assert len(directions) == count and reduced["size"] == layout["size"] - n * n + count
         assert expand.shape == (reduced["size"], layout["size"])
         assert np.isfinite(expand).all()
+
+
+def _clustered(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``A_c`` with repeated, nearly repeated or defective eigenvalues in a random basis."""
+    vectors = rng.standard_normal((n, n))
+    core = {"repeated": -0.5 * np.eye(n),                  # a scalar matrix up to rounding
+            "near": np.diag(-0.5 - 1e-6 * np.arange(n)),
+            "jordan": -0.5 * np.eye(n) + np.eye(n, k=1)}[kind]
+    return vectors @ core @ np.linalg.inv(vectors)
+
+
+@pytest.mark.parametrize("kind", ["repeated", "near", "jordan"])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_jacobian_of_clustered_eigenvalues_matches_central_differences(kind, seed):
+    """Found in review: ``V (lambda I) V^-1`` (every commutator singular value a rounding)
+    took rounding for the commutator's range, and the recovered ``A_c`` columns were wrong by
+    4-38 times their size (the covariance with them)."""
+    n, ny, m, E = 2 + seed, 2, 2, 1
+    theta, layout, experiments = _problem(seed, n, ny, m, E, seed % 2 == 0, seed < 2)
+    theta[layout["A_c"]] = _clustered(kind, np.random.default_rng(seed + 100), n).ravel()
+    errors = _relative_errors(theta, layout, experiments, (n, ny, m, E))
+    assert errors.max() < 1e-5, f"worst column {int(np.argmax(errors))}: {errors.max():.2e}"
