@@ -262,8 +262,8 @@ def _from_files(data, states, inputs, time) -> _Signals:
         if times is not None and not np.allclose(u_times, times[:-1], rtol=1e-9, atol=0):
             row = int(np.argmax(~np.isclose(u_times, times[:-1], rtol=1e-9, atol=0)))
             raise ParameterError(f"{str(inputs)!r} line {u_table.lines[row]} has time "
-                                 f"{u_times[row]:g}; {str(states)!r} has {times[row]:g} in that "
-                                 f"row: the files must share their time stamps")
+                                 f"{u_times[row]:g} s; {str(states)!r} has {times[row]:g} s in "
+                                 f"that row: the files must share their time stamps")
         if times is None:
             times, source = u_times, _where(u_table, u_time)
     return _Signals(X, U, _names(x_table, x_cols, "x"), _names(u_table, u_cols, "u"), times,
@@ -362,15 +362,15 @@ def _checked_times(table: CsvTable, column: int) -> np.ndarray:
         if step <= 0:
             kind = "repeats" if step == 0 else "goes back from"
             raise ParameterError(f"{where} line {table.lines[row]} {kind} the time "
-                                 f"{times[row - 1]:g} of line {table.lines[row - 1]} (got "
-                                 f"{times[row]:g}); time stamps must strictly increase")
+                                 f"{times[row - 1]:g} s of line {table.lines[row - 1]} (got "
+                                 f"{times[row]:g} s); time stamps must strictly increase")
     period = float(np.median(steps))
     uneven = np.abs(steps - period) > 1e-4 * period + 8 * np.spacing(np.abs(times[1:]))
     if uneven.any():
         row = int(np.argmax(uneven)) + 1
         raise ParameterError(f"{where} line {table.lines[row]}: the time advances by "
-                             f"{steps[row - 1]:g} from line {table.lines[row - 1]}; the sampling "
-                             f"period is {period:g}: the samples must be evenly spaced (a gap of "
+                             f"{steps[row - 1]:g} s from line {table.lines[row - 1]}; the sampling "
+                             f"period is {period:g} s: the samples must be evenly spaced (a gap of "
                              f"whole periods is missing rows: insert them with empty values and "
                              f"give --missing drop or interpolate)")
     return times
@@ -382,7 +382,7 @@ def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
     period = float(np.median(np.diff(signals.times)))
     if dt is not None and not math.isclose(dt, period, rel_tol=1e-4):
         raise ParameterError(f"--dt {dt:g} disagrees with {signals.time_source}, which advances "
-                             f"by {period:g} per row; drop --dt to use the time column's")
+                             f"by {period:g} s per row; drop --dt to use the time column's")
     return period
 
 

@@ -76,15 +76,32 @@ def test_an_unnamed_clock_column_is_refused_as_ambiguous_and_time_decides(tmp_pa
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda t: t.__setitem__(7, t[6]), r"line 9 repeats the time 1012 of line 8"),
-    (lambda t: t.__setitem__(7, t[6] - 1), r"line 9 goes back from the time 1012 of line 8"),
-    (lambda t: t.__setitem__(slice(7, None), t[7:] + 0.5), r"line 9: the time advances by 2.5"),
+    (lambda t: t.__setitem__(7, t[6]), r"line 9 repeats the time 1012 s of line 8"),
+    (lambda t: t.__setitem__(7, t[6] - 1), r"line 9 goes back from the time 1012 s of line 8"),
+    (lambda t: t.__setitem__(slice(7, None), t[7:] + 0.5), r"line 9: the time advances by 2.5 s"),
 ])
 def test_bad_timestamps_are_refused_naming_the_line(tmp_path, change, message):
     t, X, U = record(2)
     change(t)
     path = write_table(tmp_path / "log.csv", t, X, U)
     with pytest.raises(ParameterError, match=message):
+        read_identification_data(path, inputs="u1,u2")
+
+
+@pytest.mark.parametrize(("unit", "factor"), [("ms", 1e3), ("min", 1 / 60)])
+def test_times_in_a_column_unit_are_quoted_in_seconds_with_their_unit(tmp_path, unit, factor):
+    """Found in review: a 'time [ms]' column's times were quoted converted to seconds without
+    a unit ('--dt 500 disagrees ..., which advances by 0.5 per row' of a column stepping by
+    500)."""
+    t, X, U = record(4)
+    path = write_table(tmp_path / "log.csv", t * factor, X, U,
+                       header=f"time [{unit}],x1,x2,u1,u2")
+    with pytest.raises(ParameterError, match=r"which advances by 2 s per row"):
+        read_identification_data(path, inputs="u1,u2", dt=500)
+    t[7] = t[6]
+    path = write_table(tmp_path / "log.csv", t * factor, X, U,
+                       header=f"time [{unit}],x1,x2,u1,u2")
+    with pytest.raises(ParameterError, match=r"repeats the time 1012 s of line 8 \(got 1012 s\)"):
         read_identification_data(path, inputs="u1,u2")
 
 
