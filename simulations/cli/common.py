@@ -213,9 +213,10 @@ def output_path(out: str | None, *, folder: bool, suffixes: Sequence[str] = (),
     if out is None:
         return None
     path = Path(out)
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise ParameterError(f"{option} {out!r} must end in {', '.join(suffixes)} (the suffix "
-                             f"chooses the format)")
+    # as written: the writers (DelayedPlant.save) read '.NPZ' as no format, after the fit
+    if suffixes and path.suffix not in suffixes:
+        raise ParameterError(f"{option} {out!r} must end in {', '.join(suffixes)} (the suffix, "
+                             f"in lower case, chooses the format)")
     if folder and path.exists() and not path.is_dir():
         raise ParameterError(f"--out {out!r} is a file; it must name a folder (created if "
                              f"missing) for the output files")

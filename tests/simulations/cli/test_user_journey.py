@@ -260,6 +260,10 @@ def test_a_constant_state_column_is_refused_by_name(tmp_path, capsys, form):
     (["--out", "m.txt"], "--out 'm.txt' must end in .json, .npz"),
     (["--residuals", "resid"], "--residuals 'resid' must end in .png"),
     (["--out", "m.npz", "--outputs", "all"], "--out 'm.npz' must end in .json"),
+    # found in review: DelayedPlant.save reads the suffix as written, so '.NPZ' passed the
+    # check and failed after the fit, naming the staging file
+    (["--out", "m.NPZ"], "--out 'm.NPZ' must end in .json, .npz"),
+    (["--out", "m.JSON"], "--out 'm.JSON' must end in .json, .npz"),
 ])
 def test_an_output_file_of_an_unknown_format_is_refused_before_the_fit(tmp_path, capsys,
                                                                       monkeypatch, extra,
