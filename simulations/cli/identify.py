@@ -276,7 +276,7 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
 
 #: Options of the state fit that output identification does not take (name: default).
 _STATE_ONLY = {"reference": None, "estimator": "auto", "method": "auto", "svd_rank": None,
-               "block_rtol": None, "residuals": None, "significance": None}
+               "block_rtol": None, "residuals": None, "significance": None, "check_level": 0.01}
 
 
 def _run_identify_outputs(args: argparse.Namespace, data) -> int:

@@ -134,6 +134,10 @@ def test_outputs_refuse_what_configures_the_state_fit(tmp_path, capsys):
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
                     "--estimator", "ls") == 2
     assert "does not take --estimator" in capsys.readouterr().err
+    # found in review: --check-level was silently ignored (OutputDMDidc has no such level)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    "--check-level", "0.2") == 2
+    assert "does not take --check-level" in capsys.readouterr().err
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1",
                     "--max-delay", "auto") == 2
     assert "integer --max-delay" in capsys.readouterr().err
