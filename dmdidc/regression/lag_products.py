@@ -346,6 +346,23 @@ class PieceLayout:
         return x[:, anchor[:, None] + offset + np.arange(width)[None, :]]
 
 
+def _checked_series(series: list[np.ndarray], max_lag: int
+                    ) -> tuple[list[np.ndarray], int]:
+    """The trajectories as real (rows, samples) arrays of one row count, and ``max_lag``;
+    bad ones refused by name (laid into one real array, a complex series would silently lose
+    its imaginary part and rows of another count fail with numpy's broadcasting message)."""
+    max_lag = check_integer("max_lag", max_lag, minimum=0)
+    if len(series) == 0:
+        raise ParameterError("series is empty: expected at least one (rows, samples) array")
+    series = [_real_series(f"series[{k}]", s) for k, s in enumerate(series)]
+    rows = series[0].shape[0]
+    for k, s in enumerate(series):
+        if s.shape[0] != rows:
+            raise DimensionError(f"series[{k}] has {s.shape[0]} rows and series[0] {rows}: "
+                                 f"expected the same signals in every trajectory")
+    return series, max_lag
+
+
 def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     """Per row, ``sum_k s_k s_{k-tau}`` for ``tau = 0 .. max_lag``, summed over the
     trajectories ``series`` (lags within a trajectory; means not removed): one
@@ -368,17 +385,8 @@ def autocovariances(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     >>> autocovariances(s, 2)[:, 0]                     # 1+4+9+16, 1*2+2*3, 1*3
     array([30.,  8.,  3.])
     """
-    max_lag = check_integer("max_lag", max_lag, minimum=0)
-    if len(series) == 0:
-        raise ParameterError("series is empty: expected at least one (rows, samples) array")
-    # (checked here: laid into one real array, a complex series would silently lose its
-    # imaginary part and rows of another count would fail with numpy's broadcasting message)
-    series = [_real_series(f"series[{k}]", s) for k, s in enumerate(series)]
+    series, max_lag = _checked_series(series, max_lag)
     rows = series[0].shape[0]
-    for k, s in enumerate(series):
-        if s.shape[0] != rows:
-            raise DimensionError(f"series[{k}] has {s.shape[0]} rows and series[0] {rows}: "
-                                 f"expected the same signals in every trajectory")
     laid = np.zeros((rows, sum(s.shape[1] + max_lag for s in series)))
     at = 0
     for s in series:
@@ -398,12 +406,18 @@ def autocorrelations(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     ndarray, shape (max_lag + 1, rows)
         Lag 0 is 1 (0 for a constant row); all zeros without samples.
 
+    Raises
+    ------
+    ParameterError, DimensionError
+        As :func:`autocovariances`.
+
     Examples
     --------
     >>> x = np.array([[1.0, -1.0, 1.0, -1.0]])
     >>> autocorrelations([x, x + 5.0], 2)[:, 0]        # each piece centred: -1, 1, -1, 1
     array([ 1.  , -0.75,  0.5 ])
     """
+    series, max_lag = _checked_series(series, max_lag)
     kept = [s for s in series if s.shape[1] > 0]
     if not kept:
         return np.zeros((max_lag + 1, series[0].shape[0]))

@@ -32,9 +32,15 @@ def test_lag_products_refuse_bad_series_loudly():
         lag_products(np.ones((1, 5)) * 1j, np.ones((1, 5)), 0, 2)
 
 
-def test_autocovariances_refuse_bad_series_loudly():
+@pytest.mark.parametrize("name", ["autocovariances", "autocorrelations"])
+def test_autocovariances_refuse_bad_series_loudly(name):
     # each bad input raises the package's errors naming the argument: no IndexError, no
-    # broadcasting message, no complex values silently made real
+    # broadcasting message, no complex values silently made real (autocorrelations, their
+    # centred and normalized sibling, raised IndexError / numpy's broadcasting ValueError and
+    # dropped the imaginary part with a ComplexWarning)
+    from dmdidc.regression import lag_products as module
+
+    function = getattr(module, name)
     ones = np.ones((2, 5))
     bad = [(([], 2), ParameterError, "series is empty"),
            (([ones], -1), ParameterError, "max_lag"),
@@ -44,12 +50,14 @@ def test_autocovariances_refuse_bad_series_loudly():
            (([ones, ones * 1j], 1), ParameterError, r"series\[1\] is complex")]
     for args, error, message in bad:
         with pytest.raises(error, match=message):
-            autocovariances(*args)
+            function(*args)
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_autocovariances_accept_good_series_of_any_lengths(seed):
     # no false alarm: empty, single-sample and integer series, any lag including 0
+    from dmdidc.regression.lag_products import autocorrelations
+
     rng = np.random.default_rng(seed)
     rows, lags = int(rng.integers(1, 4)), int(rng.integers(0, 6))
     series = [rng.integers(-3, 4, (rows, int(K))) for K in rng.integers(0, 9, 3)]
@@ -57,6 +65,9 @@ def test_autocovariances_accept_good_series_of_any_lengths(seed):
     assert out.shape == (lags + 1, rows)
     lag0 = sum(np.sum(s.astype(float) ** 2, axis=1) for s in series)
     np.testing.assert_allclose(out[0], lag0, rtol=1e-12, atol=1e-12)
+    rho = autocorrelations(series, lags)
+    assert rho.shape == (lags + 1, rows) and np.isfinite(rho).all()
+    assert np.all((rho[0] == 1.0) | (rho[0] == 0.0)) and np.all(np.abs(rho) <= 1.0 + 1e-12)
 
 
 def test_residual_memory_skips_empty_pieces_without_a_warning():
