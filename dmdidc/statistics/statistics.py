@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import check_finite_array, read_only
+from _toolbox.validation import check_finite_array, check_integer, read_only
 from dmdidc.data import data_arrays
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.layout import StatisticsLayout
@@ -237,9 +237,26 @@ class SufficientStatistics:
         ...                                    V @ V.T, V.sum(axis=1), 50)
         >>> stats.n_regressors, stats.centering
         (2, 'none')
+
+        Raises
+        ------
+        DimensionError
+            ``gram`` not ``(d, d)`` or ``sums`` not ``(d,)``, ``d = layout.dimension``.
+        NonFiniteError
+            Non-finite moments.
+        ParameterError
+            ``n_samples`` not an integer >= 0.
         """
-        return cls(layout=layout, gram=0.5 * (gram + gram.T), sums=np.array(sums, dtype=float),
-                   n_samples=int(n_samples), n_trajectories=1, intercepts=0, centering="none",
+        d = layout.dimension
+        gram = check_finite_array("gram", gram, ndim=2)
+        sums = check_finite_array("sums", sums, ndim=1)
+        for name, value, shape in (("gram", gram, (d, d)), ("sums", sums, (d,))):
+            if value.shape != shape:
+                raise DimensionError(f"{name} has shape {value.shape}; the layout's vector "
+                                     f"v_k has {d} entries: expected {shape}")
+        n_samples = check_integer("n_samples", n_samples, minimum=0)
+        return cls(layout=layout, gram=0.5 * (gram + gram.T), sums=sums.copy(),
+                   n_samples=n_samples, n_trajectories=1, intercepts=0, centering="none",
                    scale=np.ones(gram.shape[0]), state_bound=None, input_bound=None,
                    instrument_bound=None, min_trajectory_samples=int(n_samples),
                    max_trajectory_samples=int(n_samples))

@@ -354,3 +354,36 @@ def test_statistics_of_many_input_lags_equal_the_explicit_moments(seed, monkeypa
     scale = np.sqrt(np.clip(np.diag(gram), 1e-300, None))
     assert np.max(np.abs(totals["gram"] - gram) / np.outer(scale, scale)) < 1e-10
     assert np.all(np.abs(totals["sums"] - total) <= 1e-10 * scale * np.sqrt(max(count, 1)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_plain_statistics_refuse_moments_that_do_not_fit_their_layout(seed):
+    # SufficientStatistics.plain takes moments summed elsewhere: a Gram or sums of another size
+    # than the layout's, non-finite moments or a negative sample count were kept as given (a
+    # later fit read the wrong entries); each is refused naming the argument, and the moments
+    # of real data are accepted and give from_data's statistics
+    from dmdidc.errors import DimensionError, NonFiniteError, ParameterError
+    from dmdidc.statistics.layout import StatisticsLayout
+
+    rng = np.random.default_rng(seed)
+    n, m, R = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(0, 3))
+    layout = StatisticsLayout(n, m, R, None, 0, 0)
+    d = layout.dimension
+    X, U = rng.standard_normal((n, 61)), rng.standard_normal((m, 60))
+    reference = SufficientStatistics.from_data(X, U, max_delay=R)
+    good = (reference.gram, reference.sums, reference.n_samples)
+    stats = SufficientStatistics.plain(layout, *good)
+    np.testing.assert_allclose(stats.gram, reference.gram, rtol=1e-12, atol=1e-12)
+    assert stats.n_samples == reference.n_samples and stats.centering == "none"
+    nan_gram = reference.gram.copy()
+    nan_gram[0, -1] = np.nan
+    bad = [((np.eye(d + 1), good[1], good[2]), DimensionError, "gram"),
+           ((np.eye(d)[:, :-1], good[1], good[2]), DimensionError, "gram"),
+           ((good[0], np.zeros(d - 1), good[2]), DimensionError, "sums"),
+           ((nan_gram, good[1], good[2]), NonFiniteError, "gram"),
+           ((good[0], np.full(d, np.inf), good[2]), NonFiniteError, "sums"),
+           ((good[0], good[1], -5), ParameterError, "n_samples"),
+           ((good[0], good[1], 2.5), ParameterError, "n_samples")]
+    for args, error, name in bad:
+        with pytest.raises(error, match=name):
+            SufficientStatistics.plain(layout, *args)
