@@ -493,8 +493,8 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
     Raises
     ------
     ParameterError
-        Fewer than two parts, ``n_resamples`` outside ``2 .. MAX_RESAMPLES``, or fewer than two
-        resamples with a continuous model.
+        Fewer than two parts, ``n_resamples`` outside ``2 .. MAX_RESAMPLES``, fewer than two
+        resamples with a continuous model, or ``silent`` not booleans.
     DimensionError
         ``silent`` not one flag per input channel.
     """
@@ -507,7 +507,10 @@ def bootstrap_intervals(refit: Callable[[np.ndarray], np.ndarray | None], n_part
         raise ParameterError(f"the bootstrap resamples independent trajectories (or statistics "
                              f"parts); got {n_parts}: record several experiments, or use "
                              f"method='asymptotic'")
-    silent = np.zeros(n_inputs, dtype=bool) if silent is None else np.asarray(silent, bool)
+    silent = np.zeros(n_inputs, dtype=bool) if silent is None else np.asarray(silent)
+    if silent.dtype != bool:     # (channel indices or weights would be cast to flags)
+        raise ParameterError(f"silent has dtype {silent.dtype}: expected booleans, one flag "
+                             f"per input channel (True: no active block)")
     if silent.shape != (n_inputs,):
         raise DimensionError(f"silent has shape {silent.shape}; expected ({n_inputs},): one "
                              f"flag per input channel")

@@ -293,3 +293,12 @@ def test_bootstrap_silent_flags_are_one_per_channel():
     with pytest.raises(DimensionError, match=r"silent has shape \(3,\); expected \(2,\)"):
         bootstrap_intervals(lambda counts: np.zeros(2 + 1 + 2), 30, np.zeros(5), n_states=1,
                             n_inputs=2, silent=np.zeros(3, dtype=bool))
+    # channel indices or weights are not flags: [0, 1] (the two channels) was read as
+    # [False, True] and hid channel 1 only
+    for wrong in (np.array([0, 1]), np.array([0.0, 0.5]), [1, 1]):
+        with pytest.raises(ParameterError, match="silent"):
+            bootstrap_intervals(lambda counts: np.zeros(2 + 1 + 2), 30, np.zeros(5),
+                                n_states=1, n_inputs=2, silent=wrong)
+    ci = bootstrap_intervals(lambda counts: np.ones(2 + 1 + 2), 30, np.ones(5), n_states=1,
+                             n_inputs=2, silent=[True, False], n_resamples=5, rng=0)
+    assert np.isnan(ci.delay.low[0]) and np.isfinite(ci.delay.low[1])
