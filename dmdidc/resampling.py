@@ -110,7 +110,7 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
     ------
     ParameterError
         No parts, ``counts`` that are not ``len(parts)`` integers >= 0 with a positive sum,
-        or parts that cannot be added (other bounds or centring).
+        or parts that cannot be added (other bounds or centring, a shared release).
     DimensionError
         Parts of other layouts.
 
@@ -145,6 +145,14 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
                              f"is drawn)")
     for part in parts[1:]:
         parts[0]._compatible(part)          # (the checks of `+`: layouts, bounds, centring)
+    owner: dict[int, int] = {}              # and `+`'s refusal of a shared release
+    for i, part in enumerate(parts):
+        for release in part.releases:
+            j = owner.setdefault(id(release), i)
+            if j != i:
+                raise ParameterError(f"parts[{j}] and parts[{i}] share a privatized release "
+                                     f"(one noise realization): list each part once and "
+                                     f"draw it more often with counts")
     used = [part for part, c in zip(parts, counts, strict=True) if c > 0]
     weights = counts.astype(float)
     return dataclasses.replace(

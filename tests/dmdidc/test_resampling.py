@@ -378,3 +378,24 @@ def test_one_release_added_to_itself_is_refused():
     both = private[0] + private[1]             # distinct releases: no false alarm
     assert both.noise_variance == pytest.approx(private[0].noise_variance
                                                 + private[1].noise_variance)
+
+
+def test_weighted_total_refuses_parts_that_share_a_release():
+    # as `+` does: parts [p, p] drawn once each hold p's one noise realization twice (variance
+    # 4 sigma^2) and declared 2 sigma^2; a part listed twice is a part drawn twice (counts);
+    # distinct releases of the same data raise no false alarm
+    from dmdidc.errors import ParameterError
+    from dmdidc.resampling import weighted_total
+
+    _, plain = bounded_parts(np.random.default_rng(9), 2)
+    private = [part.privatize(epsilon=1.0, delta=1e-5, rng=k) for k, part in enumerate(plain)]
+    again = plain[0].privatize(epsilon=1.0, delta=1e-5, rng=5)
+    for parts, counts in (([private[0], private[0]], [1, 1]),
+                          ([private[0], private[1], private[0] + private[1]], [1, 0, 1]),
+                          ([private[0], private[1], private[0]], [0, 1, 1])):
+        with pytest.raises(ParameterError, match="share a privatized release"):
+            weighted_total(parts, np.array(counts))
+    total = weighted_total([private[0], again, private[1]], np.array([1, 1, 2]))
+    assert total.noise_variance == pytest.approx(private[0].noise_variance
+                                                 + again.noise_variance
+                                                 + 4 * private[1].noise_variance)
