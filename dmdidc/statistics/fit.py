@@ -141,22 +141,31 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
                 svd_rank=svd_rank, rank_rtol=rank_rtol, intercepts=stats.intercepts)
     except InsufficientExcitationError as exc:
         if variance > 0:
-            diagonal = np.diag(stats.gram)[order[:p]]
-            raise InsufficientExcitationError(
-                f"the privacy noise hides the excitation: the privatized statistics carry noise "
-                f"of standard deviation {np.sqrt(variance):.3g} per entry against regressor "
-                f"energies (Gram diagonal) of {diagonal.min():.3g} .. {diagonal.max():.3g} "
-                f"(unit-box coordinates, {stats.n_samples} samples), and the repaired Gram is "
-                f"rank-deficient. Privatize more data at once, use a smaller privacy unit or a "
-                f"larger epsilon. (Solver: {exc})") from exc
+            raise _hidden_excitation(stats, variance, order[:p], exc) from exc
         raise
     if variance == 0:
         return solution
     rows, cols = np.triu_indices(order.size)
     keep = ~((rows >= p) & (rows < p + n) & (cols >= p) & (cols < p + n))   # y-y: no effect
     rows, cols = rows[keep], cols[keep]
-    jacobian = coefficient_jacobian(G, solution.coefficients, n_states=n, n_regressors=p,
-                                    instruments=instruments, entries=(rows, cols))
+    try:
+        jacobian = coefficient_jacobian(G, solution.coefficients, n_states=n, n_regressors=p,
+                                        instruments=instruments, entries=(rows, cols))
+    except np.linalg.LinAlgError as exc:    # the solver's rank test passed, an exact solve not
+        raise _hidden_excitation(stats, variance, order[:p], exc) from exc
     entry_variance = variance * (scale[order][rows] * scale[order][cols]) ** 2
     noise = (jacobian * entry_variance) @ jacobian.T
     return dataclasses.replace(solution, noise_covariance=0.5 * (noise + noise.T))
+
+
+def _hidden_excitation(stats, variance: float, regressors: np.ndarray,
+                       cause: Exception) -> InsufficientExcitationError:
+    """The error of privatized statistics whose noise leaves a singular regression."""
+    diagonal = np.diag(stats.gram)[regressors]
+    return InsufficientExcitationError(
+        f"the privacy noise hides the excitation: the privatized statistics carry noise "
+        f"of standard deviation {np.sqrt(variance):.3g} per entry against regressor "
+        f"energies (Gram diagonal) of {diagonal.min():.3g} .. {diagonal.max():.3g} "
+        f"(unit-box coordinates, {stats.n_samples} samples), and the repaired Gram is "
+        f"rank-deficient. Privatize more data at once, use a smaller privacy unit or a "
+        f"larger epsilon. (Solver: {cause})")

@@ -173,6 +173,23 @@ def test_privacy_noise_is_named_when_it_hides_the_input(stats):
         DMDidc(max_delay=3).fit_statistics(hopeless, dt=T)
 
 
+def test_a_singular_exact_solve_of_privatized_statistics_names_the_privacy_noise(stats,
+                                                                                monkeypatch):
+    # the solver's rank test can pass where the exact solve of the noise propagation's
+    # Jacobian is singular (three copies of one client clipped 80 %, found from the CLI):
+    # numpy's bare "Singular matrix" became the error that names the cause and the cures
+    import dmdidc.statistics.fit as fit
+
+    def singular(*args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+    private = stats.privatize("gaussian", epsilon=20.0, delta=1e-5, rng=0)
+    monkeypatch.setattr(fit, "coefficient_jacobian", singular)
+    with pytest.raises(InsufficientExcitationError,
+                       match=r"the privacy noise hides the excitation: .*larger epsilon\. "
+                             r"\(Solver: Singular matrix\)"):
+        DMDidc(max_delay=3, estimator="ls").fit_statistics(private, dt=T)
+
+
 @pytest.mark.slow
 def test_sas_release_is_pure_dp_with_the_vector_bound():
     X, U = np.zeros((1, 41)), np.zeros((1, 40))
