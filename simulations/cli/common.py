@@ -19,8 +19,8 @@ from typing import Any
 
 __all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
            "summary_table", "write_summary", "write_table", "strict_json", "known",
-           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "MODEL_SUFFIXES",
-           "FIGURE_SUFFIXES", "fit_private_statistics"]
+           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
+           "MODEL_SUFFIXES", "FIGURE_SUFFIXES", "fit_private_statistics"]
 
 #: Share of a client's values beyond the declared bound above which the clipping is warned of.
 CLIP_WARNING_SHARE = 0.01
@@ -108,14 +108,23 @@ def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
     return np.array(values, dtype=float)
 
 
+def show_progress() -> bool:
+    """Whether progress bars belong on stderr: only on a terminal, since a pipe or a log file
+    would collect every carriage-return frame. Library functions that take ``progress: bool``
+    (the smart-grid studies) get this; the others get :func:`progress_bar`."""
+    import sys
+
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
 def progress_bar(*args: Any, **options: Any) -> Any:
-    """A tqdm progress bar on stderr, shown only on a terminal: a pipe or a log file gets no
-    carriage-return frames (tqdm's ``disable=None``)."""
+    """A tqdm progress bar on stderr, shown only on a terminal (:func:`show_progress`)."""
     import sys
 
     from tqdm import tqdm
 
-    return tqdm(*args, file=sys.stderr, disable=None, **options)
+    return tqdm(*args, file=sys.stderr, disable=not show_progress(), **options)
 
 
 def fit_private_statistics(estimator: Any, statistics: Any, dt: float) -> None:

@@ -112,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid run``."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, write_table
+    from simulations.cli.common import output_path, show_progress, write_table
     from simulations.smartgrid.case_study import run_case_study
     from simulations.smartgrid.config import ScenarioConfig
 
@@ -128,7 +128,7 @@ def run_command(args: argparse.Namespace) -> int:
     with staged_folder(out) as stage:
         summary = run_case_study(config, stage, grid=not args.no_grid,
                                  curve_epsilons=args.curve_epsilons,
-                                 attacks=not args.no_attacks, progress=True)
+                                 attacks=not args.no_attacks, progress=show_progress())
         lines = console_lines(summary, grid=not args.no_grid, attacks=not args.no_attacks)
         write_table(stage / "summary.md", "\n".join(lines), title="dmdidc smartgrid run")
     print("\n".join(lines))

@@ -122,7 +122,7 @@ def run_report(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid report``."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, summary_table, write_table
+    from simulations.cli.common import output_path, show_progress, summary_table, write_table
     from simulations.smartgrid.config import ScenarioConfig
     from simulations.smartgrid.report import run_foundations
 
@@ -135,7 +135,8 @@ def run_report(args: argparse.Namespace) -> int:
                  if getattr(args, flag) is not None}
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
     with staged_folder(out) as stage:
-        summary = run_foundations(config, stage, windows=args.windows, grid=not args.no_grid)
+        summary = run_foundations(config, stage, windows=args.windows, grid=not args.no_grid,
+                                  progress=show_progress())
         shown = {k: v for k, v in summary.items() if not k.startswith("identification_rows")}
         write_table(stage / "foundations.md", shown, title="dmdidc smartgrid report")
     print(summary_table(shown))
@@ -150,7 +151,7 @@ def run_attacks(args: argparse.Namespace) -> int:
 
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, summary_table, write_table
+    from simulations.cli.common import output_path, show_progress, summary_table, write_table
     from simulations.smartgrid.attack_study import (
         attack_summary,
         chance_epsilon,
@@ -168,19 +169,20 @@ def run_attacks(args: argparse.Namespace) -> int:
         raise ParameterError(f"--window applies to --unit window and that unit needs it; got "
                              f"--unit {args.unit} with --window {args.window}")
     out = output_path(args.out, folder=True)
+    progress = show_progress()
     rng = np.random.default_rng(args.seed)
     record = simulate_fleet(draw_households(args.households, rng=rng), load_profiles(),
                             start_day=args.start_day, days=args.days, setback_K=args.setback,
-                            excitation=args.excitation, progress=True, rng=rng)
+                            excitation=args.excitation, progress=progress, rng=rng)
     options = {"unit": args.unit, "window": args.window}
     summary = attack_summary(record, rng=rng, **options)
     occupancy = occupancy_privacy_study(record, epsilons=args.epsilons,
                                         mechanisms=args.mechanisms, seeds=args.seeds,
-                                        progress=True, rng=rng, **options)
+                                        progress=progress, rng=rng, **options)
     model = fleet_prior(record, ScenarioConfig.max_delay)
     reconstruction = reconstruction_privacy_study(
         record, windows=args.windows, epsilons=args.epsilons, mechanisms=args.mechanisms,
-        starts=args.starts, model=model, progress=True, rng=rng, **options)
+        starts=args.starts, model=model, progress=progress, rng=rng, **options)
     result = {"settings": {key: getattr(args, key) for key in _ATTACK_SETTINGS},
               "summary": summary,
               "chance_epsilon": {m: chance_epsilon(occupancy, m) for m in args.mechanisms},

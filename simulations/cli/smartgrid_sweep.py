@@ -96,7 +96,8 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
                              "(its workers must import this package)")
     engine.add_argument("--serial", action="store_true",
                         help="run the tasks one after the other in this process")
-    sweep.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    sweep.add_argument("--no-progress", action="store_true",
+                       help="hide the progress bar (shown only on a terminal anyway)")
     sweep.add_argument("--out", default="out/smartgrid_sweep",
                        help="output folder (default: out/smartgrid_sweep)")
     sweep.set_defaults(handler=run_sweep_action)
@@ -125,7 +126,7 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, write_table
+    from simulations.cli.common import output_path, show_progress, write_table
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,
         plot_study,
@@ -147,7 +148,7 @@ def run_sweep_action(args: argparse.Namespace) -> int:
         where += f" with {engine['n_workers']} local workers"
     print(f"smartgrid sweep: {len(configs)} tasks on {where}", file=sys.stderr)
     result = run_sweep(fleet_identification_task, configs, seed=args.seed,
-                       progress=not args.no_progress, **engine)
+                       progress=show_progress() and not args.no_progress, **engine)
     summary = summarize_study(result.rows)
     settings = {k: v for k, v in vars(args).items() if k != "handler"}
     table = _table(summary)

@@ -127,3 +127,13 @@ def test_the_sweep_table_explains_missing_numbers():
     assert text.splitlines()[-1].startswith("n/a: no repeat of that row gave the number")
     assert "n/a" not in _table([{**row, "abs_error_median_T": 0.1, "abs_error_q10_T": 0.05,
                                  "abs_error_q90_T": 0.2, "failed": 0, "coverage": 0.9}])
+
+
+def test_a_piped_sweep_writes_no_progress_frames(tmp_path, capsys):
+    # without --no-progress: stderr is captured (not a terminal), so no bar may draw on it
+    _, args = _parse(["--epsilons", "40", "--households", "2", "--days", "1", "--repeats", "1",
+                      "--mechanisms", "gaussian", "--profiles", "extract", "--serial",
+                      "--out", str(tmp_path)])
+    assert run_sweep_action(args) == 0
+    err = capsys.readouterr().err
+    assert "1 tasks on serial" in err and "\r" not in err
