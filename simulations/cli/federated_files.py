@@ -157,6 +157,11 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
                                  f"different lengths ({sorted(lengths)}); a client's "
                                  f"experiments must have one length: use --missing "
                                  f"interpolate")
+        if data.U[0].shape[0] == 0:        # the federated IV uses the inputs as instruments
+            raise DimensionError(f"{path!r} has no inputs (U has 0 rows): federated "
+                                 f"identification needs at least one input; fit input-free "
+                                 f"data (plain DMD) with 'dmdidc identify' or 'dmdidc privacy "
+                                 f"identify'")
         for note in data.notes:
             print(f"data ({path}): {note}")
         clients.append({"X": np.stack(data.X), "U": np.stack(data.U)})

@@ -76,3 +76,20 @@ def test_file_options_without_files_are_refused(tmp_path, capsys):
     assert main(["federated", "identify", "--inputs", "u1", "--missing", "drop",
                  "--out", str(tmp_path / "f")]) == 2
     assert "--inputs, --missing act on data files" in capsys.readouterr().err
+
+
+def test_files_without_inputs_are_refused_with_the_commands_that_fit_them(tmp_path, capsys):
+    # input-free data (U with zero rows) is plain DMD: identify fits it, the federated IV cannot
+    rng = np.random.default_rng(4)
+    paths = []
+    for k in range(2):
+        X = np.cumsum(0.1 * rng.standard_normal((2, 41)), axis=1)
+        paths.append(tmp_path / f"c{k}.npz")
+        np.savez(paths[-1], X=X, U=np.zeros((0, 40)))
+    assert main(["federated", "identify", *map(str, paths), "--dt", "1", *BOUNDS,
+                 "--out", str(tmp_path / "fed")]) == 2
+    err = capsys.readouterr().err
+    assert "has no inputs" in err and "'dmdidc identify'" in err and err.count("\n") == 1
+    assert "n_inputs" not in err and not (tmp_path / "fed").exists()
+    assert main(["identify", str(paths[0]), "--dt", "1", "--max-delay", "0",
+                 "--out", str(tmp_path / "model.json")]) == 0
