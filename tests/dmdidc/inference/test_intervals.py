@@ -47,6 +47,57 @@ def test_interval_text_shows_the_significant_digits():
     assert item(2.5012, 0.031, "bootstrap").lines() == [
         "r[0] = 2.50 s, 95 % interval [2.47, 2.53] s"]
     assert item(2.0, np.nan).lines() == ["r[0] = 2.000 s (no asymptotic interval)"]
+    # a width that is rounding (exact data) prints six significant digits, not sixteen
+    assert item(2.5000000000000036, 4.4e-16).lines() == ["r[0] = 2.50000 +/- 0.00000 s"]
+    assert item(2.0, 0.0).lines() == ["r[0] = 2.00000 +/- 0.00000 s"]
+    lopsided = IntervalEstimate("r", [2.5000000000000036], [2.5000000000000027],
+                                [2.5000000000000036], [0.0], 0.95, "asymptotic", "s")
+    assert lopsided.lines() == ["r[0] = 2.50000 +/- 0.00000 s"]     # asymmetry of rounding
+    assert item(1234.5, 1e-12, "bootstrap").lines() == [
+        "r[0] = 1234.50 s, 95 % interval [1234.50, 1234.50] s"]
+
+
+def _printed_numbers(line):
+    import re
+
+    return re.findall(r"-?\d+\.\d+", line)
+
+
+def _significant_digits(text):
+    return len(text.lstrip("-").replace(".", "").lstrip("0"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_printed_intervals_of_exact_and_noisy_fits_show_what_the_width_justifies(seed):
+    # random plants: exact data (width = rounding) print at most six significant digits;
+    # noisy data keep the digits that tell the interval's ends apart
+    rng = np.random.default_rng(seed)
+    dt = 0.5
+    A_c = 0.4 * rng.standard_normal((2, 2)) - 0.6 * np.eye(2)
+    delay = rng.uniform(0.3, 2.7, 2) * dt
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)), delay, dt,
+                                         max_delay=3)
+    U = random_excitation(2, 600, rng=rng)
+    X = plant.simulate(np.zeros(2), U)
+    noisy = X + 0.02 * rng.standard_normal(X.shape) * np.abs(X).max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                  # (diagnostics of these fits)
+        exact_ci = DMDidc(max_delay=3).fit(X, U, dt=dt).confidence_intervals()
+        noisy_ci = DMDidc(max_delay=3, estimator="iv").fit(noisy, U, dt=dt).confidence_intervals()
+    for item in (exact_ci.delay, exact_ci.A_c, exact_ci.B_c):
+        if np.all(np.isfinite(item.half_width)):
+            for line in item.lines():
+                assert all(_significant_digits(x) <= 6 for x in _printed_numbers(line)), line
+    for line, value, half in zip(noisy_ci.delay.lines(), noisy_ci.delay.value,
+                                 noisy_ci.delay.half_width, strict=True):
+        if not np.isfinite(half):
+            continue                                     # (printed "no ... interval")
+        numbers = [float(x) for x in _printed_numbers(line)]
+        if "+/-" in line:
+            assert numbers[1] > 0 and abs(numbers[1] - half) <= 0.5 * half, line
+        else:
+            assert numbers[1] < numbers[2], line         # the ends are told apart
+        assert abs(numbers[0] - value) <= 0.5 * half, line
 
 
 @pytest.mark.statistical
