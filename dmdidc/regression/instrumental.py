@@ -42,6 +42,8 @@ Springer (1983); L. Ljung, *System Identification*, 2nd ed., Sec. 7.6 (1999).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
@@ -56,7 +58,8 @@ from dmdidc.regression.solution import (
     assemble_solution,
 )
 
-__all__ = ["instrumental_solution", "coefficient_jacobian", "long_run_covariance",
+__all__ = ["instrumental_solution", "refined_affine_solution", "coefficient_jacobian",
+           "long_run_covariance",
            "instrument_moments", "projected_instruments", "lagged_moments",
            "first_stage_f", "WEAK_INSTRUMENTS_F", "hausman_variance",
            "hac_lags", "residual_memory"]
@@ -141,6 +144,64 @@ def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
                              tol, n_samples=n_samples, regressor_sum=sums[phi],
                              target_sum=sums[y], intercepts=intercepts, estimator="iv",
                              instrument_strength=float(np.clip(canonical.min(), 0.0, 1.0)))
+
+
+def refined_affine_solution(solution: RegressionSolution, blocks, *, svd_rank: int | None = None,
+                            rank_rtol: float = 1e-10) -> RegressionSolution:
+    """One step of iterative refinement of an affine IV ``solution`` solved from centred
+    moments, whose rounding grows with the offsets (``gram - sums sums^T / N`` cancels the
+    digits of ``mean^2 / variance``).
+
+    The data are centred explicitly and the residuals ``r = Y - Theta Phi`` computed sample by
+    sample; the correction ``Delta`` is the IV fit of ``r`` on the same regressors and
+    instruments (:func:`instrumental_solution` on the moments of ``[Phi; r; Z]``), so only the
+    small residual moments are rounded.  Singular values, unscaled covariance and instrument
+    strength are those of the centred data; the residual covariance that of the new residuals.
+
+    Parameters
+    ----------
+    solution : RegressionSolution
+        The IV solution of the centred moments (``intercepts`` 1).
+    blocks : iterable of (Phi (p, N_i), Y (n, N_i), Z (q, N_i))
+        The samples of its moments, per trajectory.
+    svd_rank, rank_rtol
+        As in :func:`instrumental_solution`.
+
+    Returns
+    -------
+    RegressionSolution
+        ``solution`` unchanged when the blocks do not hold its ``n_samples`` samples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.standard_normal((2, 500)) + 50.0
+    >>> Phi = Z + 0.1 * rng.standard_normal((2, 500))
+    >>> Y = np.array([[1.0, -2.0]]) @ Phi + 1e-3 * rng.standard_normal((1, 500)) + 3.0
+    >>> V = np.vstack([Phi, Y, Z])
+    >>> G = V @ V.T - np.outer(V.sum(1), V.sum(1)) / 500
+    >>> rough = instrumental_solution(G, np.zeros(5), 500, n_states=1, n_regressors=2,
+    ...                               instruments=np.arange(3, 5), intercepts=1)
+    >>> fine = refined_affine_solution(rough, [(Phi, Y, Z)])
+    >>> bool(np.allclose(fine.coefficients, [[1.0, -2.0]], atol=1e-3))
+    True
+    """
+    Phi, Y, Z = (np.concatenate(parts, axis=1) for parts in zip(*blocks, strict=True))
+    if Phi.shape[1] != solution.n_samples:
+        return solution
+    p, n = Phi.shape[0], Y.shape[0]
+    V = np.concatenate([Phi, Y, Z])
+    V -= V.mean(axis=1, keepdims=True)
+    V[p:p + n] -= solution.coefficients @ V[:p]           # the residuals of the centred data
+    correction = instrumental_solution(V @ V.T, np.zeros(V.shape[0]), Phi.shape[1], n_states=n,
+                                       n_regressors=p, instruments=np.arange(p + n, V.shape[0]),
+                                       svd_rank=svd_rank, rank_rtol=rank_rtol,
+                                       intercepts=solution.intercepts)
+    return dataclasses.replace(
+        correction, coefficients=solution.coefficients + correction.coefficients,
+        target_norm=solution.target_norm, target_rms=solution.target_rms,
+        residual_mean=solution.residual_mean)
 
 
 def coefficient_jacobian(gram: np.ndarray, coefficients: np.ndarray, *, n_states: int,
