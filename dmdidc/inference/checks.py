@@ -44,7 +44,8 @@ class Check:
     statistic : float
         The test statistic (``nan`` when not applicable).
     threshold : float
-        The value the statistic was compared with (failed when above it).
+        The value the statistic was compared with (failed when above it; ``effect`` fails
+        when its largest statistic stays at or below it).
     finding : str
         What was found, with the numbers.
     remedy : str
@@ -66,7 +67,9 @@ class Check:
 
     def message(self) -> str:
         """The warning text: check, statistic against threshold, finding and remedy."""
-        numbers = (f" (statistic {self.statistic:.3g} > threshold {self.threshold:.3g})"
+        # most checks fail above their threshold; `effect` fails when no statistic reaches it
+        relation = ">" if self.statistic > self.threshold else "<="
+        numbers = (f" (statistic {self.statistic:.3g} {relation} threshold {self.threshold:.3g})"
                    if math.isfinite(self.statistic) and math.isfinite(self.threshold) else "")
         remedy = f" Remedy: {self.remedy}" if self.remedy else ""
         return f"check '{self.name}' failed{numbers}: {self.finding}.{remedy}"

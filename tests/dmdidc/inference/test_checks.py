@@ -53,6 +53,17 @@ def test_a_failed_check_warns_naming_check_statistic_threshold_and_remedy():
     assert check.statistic > check.threshold or np.isnan(check.statistic)
 
 
+def test_the_warning_states_the_true_relation_of_statistic_and_threshold():
+    # `effect` fails when its largest T^2 stays below the critical value: its warning read
+    # "statistic 12.2 > threshold 18.3"
+    from dmdidc.inference.checks import Check
+
+    above = Check("whiteness", "?", False, 6.0, 4.0, "found", "do").message()
+    below = Check("effect", "?", False, 12.2, 18.3, "found", "do").message()
+    assert "(statistic 6 > threshold 4)" in above
+    assert "(statistic 12.2 <= threshold 18.3)" in below
+
+
 def test_coloured_noise_is_named_and_inconclusive_checks_are_not_blamed():
     est, _ = fit("coloured_noise")
     assert est.diagnostics_["whiteness"].failed
