@@ -283,8 +283,8 @@ class OutputDMDidc:
         basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset)
         self.dt, self.scale_, self._stream, self._pending = dt, scale, None, None
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
-        n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
-        n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
+        n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
+        n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
         refined = self._checked_delays(scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
         return self
@@ -372,8 +372,8 @@ class OutputDMDidc:
             self.scale_, self.samples_ = scale, stream.samples
             self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in scaled)
             R, order, _, max_order = self._checked(Y.shape[0])
-            n, start, refined = self._fit_orders(basis, scaled, R, dt, order, max_order)
-            n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined)
+            n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
+            n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
             refined = self._checked_delays(scaled, R, dt, refined)
         except InsufficientExcitationError as exc:
             self._pending = exc
@@ -450,20 +450,24 @@ class OutputDMDidc:
         return start, refined, p_value, sentence
 
     def _fit_orders(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
-                    order: int | None, max_order: int) -> tuple[int, StructuredFit, Refined]:
+                    order: int | None, max_order: int
+                    ) -> tuple[int, StructuredFit, Refined, float | None]:
         """The order (fixed, or :meth:`_edge_order`, lowered to what the input-output part
-        needs when the residuals are coloured: :mod:`dmdidc.output.noise`), with its fits."""
+        needs when the residuals are coloured: :mod:`dmdidc.output.noise`), with its fits and
+        the whiteness p-value of the returned fit (``None`` when not tested here), which
+        :meth:`_check_order` asks about the same fit."""
         n, start, refined, explained = self._edge_order(basis, experiments, R, dt, order,
                                                         max_order)
         if not explained:       # coloured by the misfit, which the residual check has reported
-            return n, start, refined
+            return n, start, refined, None
         white, sentence = self._whiteness(experiments, refined, R, dt)
         if white > self.significance:
-            return n, start, refined
+            return n, start, refined, white
         lowered = (None if order is not None
                    else self._lowest_order(basis, experiments, R, dt, refined))
         if lowered is not None:
             (n, start, refined), rule = lowered
+            white = None                        # another fit: not tested
             self.order_rule_ = (f"order {n}: the residuals of the noise-edge order are coloured "
                                 f"({sentence}), so the edge count includes noise-model states; "
                                 f"{rule}")
@@ -480,21 +484,14 @@ class OutputDMDidc:
             f"standard errors assume white noise and are too narrow: treat them as lower "
             f"bounds, or estimate the spread from independent experiments",
             DiagnosticWarning, stacklevel=3)
-        return n, start, refined
+        return n, start, refined, white
 
     def _whiteness(self, experiments: list, refined: Refined, R: int, dt: float
                    ) -> tuple[float, str]:
-        """Ljung-Box p-value of the output-error residuals (1 for an exact fit); the order's
-        choice and its check ask about the same fit: tested once."""
-        last = getattr(self, "_whiteness_of", None)
-        if last is not None and last[0] is refined:
-            return last[1]
+        """Ljung-Box p-value of the output-error residuals (1 for an exact fit)."""
         if _exact_fit(experiments, refined, R):
-            result = 1.0, "an exact fit"
-        else:
-            result = whiteness_test(_residuals(experiments, refined, dt, R))
-        self._whiteness_of = refined, result
-        return result
+            return 1.0, "an exact fit"
+        return whiteness_test(_residuals(experiments, refined, dt, R))
 
     def _lowest_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                       fitted: Refined) -> tuple[tuple[int, StructuredFit, Refined], str] | None:
@@ -558,7 +555,7 @@ class OutputDMDidc:
         return n, tried[n][0], tried[n][1], False
 
     def _check_order(self, basis: SubspaceBasis, experiments: list, R: int, dt: float, n: int,
-                     start: StructuredFit, refined: Refined
+                     start: StructuredFit, refined: Refined, white: float | None = None
                      ) -> tuple[int, StructuredFit, Refined]:
         """Right or loud about the automatic order (:mod:`dmdidc.output.order_check`).
 
@@ -582,7 +579,9 @@ class OutputDMDidc:
             return bool(basis.singular_values[k - 1] < _CLEAR * np.sqrt(basis.noise_edge))
 
         larger, raised = None, ""
-        if self._whiteness(experiments, refined, R, dt)[0] > self.significance:
+        if white is None:           # not tested by _fit_orders
+            white = self._whiteness(experiments, refined, R, dt)[0]
+        if white > self.significance:
             def starts(fitted: Refined) -> list:
                 return extended_dynamics(
                     fitted, np.vstack(_residuals(experiments, fitted, dt, R)), dt)
@@ -692,7 +691,6 @@ class OutputDMDidc:
     def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
                 R: int) -> None:
         dt = self.dt
-        self.__dict__.pop("_whiteness_of", None)         # the fits' cache, not a result
         self.order_ = n
         self.subspace_ = basis
         self.singular_values_ = basis.singular_values
