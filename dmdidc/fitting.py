@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dmdidc.errors import InsufficientExcitationError
+from _toolbox.validation import check_in_interval
+from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.inference.offset import OffsetTest, offset_test
 from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
@@ -364,6 +365,11 @@ def intercept_decision(stats: SufficientStatistics, R: int, estimator: str, *, l
         ``None`` when not tested (``offset`` ``"none"`` or ``"centred"``, too few samples).
     centred : bool
 
+    Raises
+    ------
+    ParameterError
+        ``estimator`` or ``offset`` not one of the accepted names, ``level`` not in (0, 1).
+
     Examples
     --------
     >>> import numpy as np
@@ -378,6 +384,10 @@ def intercept_decision(stats: SufficientStatistics, R: int, estimator: str, *, l
     False False
     True True
     """
+    if estimator not in ("ls", "iv") or offset not in ("auto", "test", "none", "centred"):
+        raise ParameterError(f"estimator={estimator!r}, offset={offset!r}: accepted estimator "
+                             f"'ls' or 'iv' and offset 'auto', 'test', 'none' or 'centred'")
+    level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     test = None
     if offset in ("auto", "test"):
         test = (instrumented_offset_decision(stats, R, level=level, offset=offset, **options)

@@ -6,6 +6,7 @@ intercept the same way (:func:`dmdidc.fitting.intercept_decision`) and give the 
 
 from __future__ import annotations
 
+import re
 import warnings
 from functools import cache
 
@@ -292,3 +293,18 @@ def test_instrumental_affine_fits_are_refined_where_the_rounding_shows(seed, mon
         expected = _centred_two_stage(X, U, Z, first)
         error = np.max(np.abs(solution.coefficients - expected) / solution.standard_errors)
         assert error < bound, (noise, instruments, error)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(estimator="xx"), "estimator='xx'"), (dict(offset="bogus"), "offset='bogus'"),
+    (dict(level=2.0), "level"), (dict(level=0.0), "level")])
+def test_intercept_decision_refuses_what_it_cannot_decide(kwargs, name):
+    from dmdidc.errors import ParameterError
+    from dmdidc.fitting import intercept_decision
+
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((1, 200))
+    stats = SufficientStatistics.from_data(rng.standard_normal((1, 201)), U, max_delay=2)
+    options = dict(estimator="ls", level=1e-3, offset="auto") | kwargs
+    with pytest.raises(ParameterError, match=re.escape(name)):
+        intercept_decision(stats, 2, options.pop("estimator"), **options)
