@@ -35,7 +35,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.fitting import FitOutcome, fit_trajectories, intercept_decision
+from dmdidc.fitting import FitOutcome, affine_rounding, fit_trajectories, intercept_decision
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
@@ -785,9 +785,11 @@ class DMDidc:
         use = stats.centered() if centred else stats
         twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
                 if kind == "iv" else None)
-        return FitOutcome(regression_from_statistics(use, self._R, estimator=kind, **options),
-                          kind, stats.instruments if kind == "iv" else None, stats, test,
-                          centred, twin=twin, offset_note=note)
+        solution = regression_from_statistics(use, self._R, estimator=kind, **options)
+        # no samples to refine an affine fit on: its rounding goes to the offset check
+        rounding = affine_rounding(stats, solution, self._R, kind) if centred else 0.0
+        return FitOutcome(solution, kind, stats.instruments if kind == "iv" else None, stats,
+                          test, centred, twin=twin, offset_note=note, rounding=rounding)
 
     def _least_squares_outcome(self) -> FitOutcome:
         """The solve of a least-squares accumulator (``partial_fit``, explicit ``Y``).
@@ -810,13 +812,15 @@ class DMDidc:
         options = dict(svd_rank=self.regression_rank, rank_rtol=self.rank_rtol)
         test, centred = intercept_decision(stats, R, "ls", level=self._check_share,
                                            offset=self._offset_mode(), **options)
+        rounding = 0.0
         if isinstance(accumulator, GramAccumulator):
             solution = (regression_from_statistics(stats.centered(), R, estimator="ls",
                                                    **options)
                         if centred else accumulator.solution(**options))
+            rounding = affine_rounding(stats, solution, R, "ls") if centred else 0.0
         else:
             solution = accumulator.solution(centred=centred, **options)
-        return FitOutcome(solution, "ls", None, stats, test, centred)
+        return FitOutcome(solution, "ls", None, stats, test, centred, rounding=rounding)
 
     def _setup(self, n: int, m: int, dt: float) -> None:
         """Forget earlier results; the next solve is for ``n`` states, ``m`` inputs, ``_R``."""

@@ -46,6 +46,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
 from dmdidc.inference.checks import Check, unexplained_blocks
+from dmdidc.inference.offset import AFFINE_ROUNDING_LOUD
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
 from dmdidc.regression.lag_products import autocorrelations
@@ -433,6 +434,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
             check = Check(check.name, check.question, False, check.statistic, check.threshold,
                           check.finding.split(":")[0] + " but the fit goes through the origin",
                           "fit with detrend='auto' (the default) or 'constant'")
+        elif outcome.centred:
+            check = _rounded_offset(check, outcome.rounding)
         checks.append(check)
     else:
         checks.append(Check("offset", "Do the data have an offset?", None,
@@ -472,6 +475,23 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         notes.append(f"offset found and removed: operating point {model.operating_point}")
     return FitDiagnostics(tuple(checks), outcome.estimator, outcome.instruments, level,
                           tuple(notes), analysis)
+
+
+def _rounded_offset(check: Check, rounding: float) -> Check:
+    """The offset check of an affine fit solved from centred moments without a pass over the
+    samples to refine it: failed when their rounding may move a coefficient by
+    :data:`~dmdidc.inference.offset.AFFINE_ROUNDING_LOUD` of its standard error (nearly
+    exact data around a large operating point)."""
+    if not rounding > AFFINE_ROUNDING_LOUD:
+        return check
+    return Check(check.name, check.question, False, rounding, AFFINE_ROUNDING_LOUD,
+                 f"{check.finding.split(':')[0]}, and centring the moments lost digits to it: "
+                 f"the coefficients may be {rounding:.3g} standard errors off (rounding of "
+                 f"the uncentred moments; statistics and partial_fit have no samples to "
+                 f"refine it)",
+                 "fit the trajectories with fit(X, U, dt=...) (which refines the affine fit "
+                 "on the samples, detrend='auto'), or subtract a known operating point (set "
+                 "point) from the data before accumulating them")
 
 
 def _inconclusive(check: Check) -> Check:

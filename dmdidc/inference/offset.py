@@ -33,7 +33,15 @@ from scipy import special
 
 from dmdidc.inference.checks import Check
 
-__all__ = ["OffsetTest", "offset_test", "operating_point", "operating_point_of"]
+__all__ = ["OffsetTest", "offset_test", "operating_point", "operating_point_of",
+           "AFFINE_ROUNDING_LOUD"]
+
+#: An affine fit solved from centred moments that no pass over the samples refines (statistics,
+#: ``partial_fit``) fails the ``offset`` check when their rounding may move a coefficient by
+#: this share of its standard error (:func:`dmdidc.fitting.affine_rounding`; fits on samples
+#: refine from :data:`~dmdidc.regression.solution.ROUNDING_SHARE` on).  The estimate was
+#: about 0.4-1 times the actual error (two close modes, offset 10 state deviations, K 2e4).
+AFFINE_ROUNDING_LOUD = 0.1
 
 
 @dataclass(frozen=True)

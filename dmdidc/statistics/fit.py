@@ -32,7 +32,8 @@ from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.regression.instrumental import coefficient_jacobian, instrumental_solution
 from dmdidc.regression.solution import RegressionSolution, solve_normal_equations
 
-__all__ = ["regression_from_statistics", "effective_noise_variance", "nearest_psd"]
+__all__ = ["regression_from_statistics", "effective_noise_variance", "nearest_psd",
+           "ordered_moments"]
 
 
 def effective_noise_variance(stats) -> float:
@@ -121,13 +122,10 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
                              "with SufficientStatistics.from_data(..., instruments='inputs' | "
                              "'states' | signals)")
     variance = effective_noise_variance(stats)
-    scaled = nearest_psd(stats.gram) if variance > 0 else stats.gram
     scale = stats.scale
-    gram = scaled * np.outer(scale, scale)
-    sums = stats.sums * scale
     n = stats.n_states
-    order, p, instruments = _indices(stats, max_delay, estimator)
-    G, s = gram[np.ix_(order, order)], sums[order]
+    G, s, order, p, instruments = ordered_moments(
+        stats, max_delay, estimator, nearest_psd(stats.gram) if variance > 0 else None)
     try:
         if estimator == "iv":
             solution = instrumental_solution(G, s, stats.n_samples, n_states=n, n_regressors=p,
@@ -156,6 +154,18 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     entry_variance = variance * (scale[order][rows] * scale[order][cols]) ** 2
     noise = (jacobian * entry_variance) @ jacobian.T
     return dataclasses.replace(solution, noise_covariance=0.5 * (noise + noise.T))
+
+
+def ordered_moments(stats, max_delay: int, estimator: str, gram: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray | None]:
+    """The moments of ``stats`` (or ``gram`` in their coordinates) in the data's units, in the
+    solver's order ``[phi (p); y (n); other instruments]``: ``(G, s, order, p, instruments)``,
+    ``order`` the entries of ``v_k`` taken, ``instruments`` their positions in it (``None``
+    for least squares)."""
+    scale = stats.scale
+    gram = (stats.gram if gram is None else gram) * np.outer(scale, scale)
+    order, p, instruments = _indices(stats, max_delay, estimator)
+    return gram[np.ix_(order, order)], (stats.sums * scale)[order], order, p, instruments
 
 
 def _hidden_excitation(stats, variance: float, regressors: np.ndarray,

@@ -98,6 +98,39 @@ class StatisticsLayout:
             return extra
         return np.concatenate([np.arange(n, p), extra])   # exogenous inputs instrument themselves
 
+    def vectors(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None
+                ) -> np.ndarray:
+        """The vectors ``v_k`` of one trajectory as columns, ``k = k0 .. K - 1``
+        (:attr:`first_sample`): the samples whose moments the statistics sum, in the data's
+        units (for a pass over them, e.g. the refinement of an affine fit).
+
+        Parameters
+        ----------
+        X : ndarray, shape (n, K + 1)
+        U : ndarray, shape (m, K)
+        E : ndarray, shape (q, K), optional
+            The instrument signal (kinds ``"exogenous"`` and ``"simulated"``).
+
+        Returns
+        -------
+        ndarray, shape (d, max(K - k0, 0))
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> layout = StatisticsLayout(1, 1, 1, "inputs", 1, 0)
+        >>> X, U = np.arange(6.0)[None], 10 + np.arange(5.0)[None]
+        >>> layout.vectors(X, U)[:, 0]          # [x_2; u_2; u_1; x_3; u_0]
+        array([ 2., 12., 11.,  3., 10.])
+        """
+        K = U.shape[1]
+        k0 = self.first_sample
+        if K <= k0:
+            return np.zeros((self.dimension, 0))
+        signals = {"x": X, "u": U, "e": E}
+        return np.concatenate([signals[signal][:, k0 - lag:K - lag]
+                               for signal, lag in self.slots if self.width(signal) > 0])
+
     def labels(self) -> list[str]:
         names = {"x": "x", "u": "u", "e": "e"}
         out = []

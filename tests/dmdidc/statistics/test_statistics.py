@@ -65,6 +65,11 @@ def test_statistics_equal_the_explicit_moments_in_one_piece_and_in_chunks(kind, 
     np.testing.assert_allclose(stats.gram, V @ V.T, atol=1e-12)
     np.testing.assert_allclose(stats.sums, V.sum(axis=1), atol=1e-12)
     assert stats.n_samples == V.shape[1] and len(stats.labels) == V.shape[0]
+    # the layout's own samples (for a pass over them: the affine refinement)
+    np.testing.assert_array_equal(
+        stats.layout.vectors(X, U, E if kind == "exogenous" else None), V)
+    k0 = stats.layout.first_sample                      # a trajectory without a sample
+    assert stats.layout.vectors(X[:, :k0 + 1], U[:, :k0], E[:, :k0]).shape == (V.shape[0], 0)
     accumulator = StatisticsAccumulator(2, 2, R, instruments=None if kind is None else (
         "exogenous" if kind == "exogenous" else kind), instrument_lags=L if kind else None,
         n_exogenous=1 if kind == "exogenous" else 0)
@@ -226,6 +231,31 @@ def test_coefficient_jacobian_matches_finite_differences(noisy_data):
             numeric = (shifted[0] - shifted[1]).ravel() / (2 * step)
             np.testing.assert_allclose(jacobian[:, e], numeric, rtol=1e-5,
                                        atol=1e-7 * np.abs(numeric).max() + 1e-12)
+
+
+@pytest.mark.parametrize("kind", ["inputs", "states"])
+def test_entry_error_spread_equals_the_jacobian_propagation(noisy_data, kind):
+    """The rank-two adjoint form gives the standard deviations of the full Jacobian's
+    covariance (instruments that repeat regressors included), for LS and IV, with entry
+    scales of very different sizes (an offset's)."""
+    from dmdidc.regression.instrumental import entry_error_spread
+
+    _, Xs, Us = noisy_data
+    stats = SufficientStatistics.from_data([X + 5.0 for X in Xs], Us, max_delay=1,
+                                           instruments=kind, instrument_lags=2)
+    gram = stats.centered().gram
+    n, p = 2, 2 + 2 * 2
+    scale = np.sqrt(np.finfo(float).eps * np.diag(stats.gram))
+    rows, cols = np.triu_indices(gram.shape[0])
+    for estimator, z in (("ls", None), ("iv", stats.instrument_indices)):
+        coefficients = regression_from_statistics(stats.centered(), 1,
+                                                   estimator=estimator).coefficients
+        jacobian = coefficient_jacobian(gram, coefficients, n_states=n, n_regressors=p,
+                                        instruments=z, entries=(rows, cols))
+        exact = np.sqrt((jacobian ** 2 * (scale[rows] * scale[cols]) ** 2).sum(axis=1))
+        spread = entry_error_spread(gram, coefficients, n_states=n, n_regressors=p,
+                                    instruments=z, entry_scale=scale)
+        np.testing.assert_allclose(spread.ravel(), exact, rtol=1e-8)
 
 
 def test_fit_statistics_equals_fit_and_refuses_what_statistics_cannot_do(noisy_data):
