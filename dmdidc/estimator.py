@@ -35,7 +35,13 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.fitting import FitOutcome, affine_rounding, fit_trajectories, intercept_decision
+from dmdidc.fitting import (
+    FitOutcome,
+    affine_rounding,
+    fit_trajectories,
+    intercept_decision,
+    trajectory_shifts,
+)
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
@@ -167,7 +173,12 @@ class DMDidc:
         fit through the origin; a significant intercept fails the ``offset`` check (a
         warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
-        the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``.  The model is
+        the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``;
+        ``"constant"`` then fits one intercept per trajectory exactly (the means leave one of
+        the size of the edge samples' share, ~R/K, which biased the delay on exact data and
+        failed the whiteness check): one refit with each trajectory's states shifted by
+        ``(I - A_d)^-1`` times its mean residual (:func:`~dmdidc.fitting.trajectory_shifts`;
+        15-25 % more fit time).  The model is
         then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
@@ -213,7 +224,9 @@ class DMDidc:
     state_trend_, input_trend_ : ndarray, shape (n_trajectories, n or m, 2) or None
         The trends removed by ``detrend``: row ``i`` of trajectory ``t`` had
         ``trend[t, i, 0] + trend[t, i, 1] * k`` removed at sample ``k``.  ``None`` without
-        ``detrend``.
+        ``detrend``.  With ``"constant"`` a state's value is its mean plus the trajectory's
+        shift (its operating point under its own intercept; 0.1-1 % of the spread apart on
+        random plants with K = 1000).
 
     Warns
     -----
@@ -411,15 +424,19 @@ class DMDidc:
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
         self._pod = pod
+        self._shifts = None
         try:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
-            outcome = fit_trajectories(
-                trajectories, references, max_delay=self._R, estimator=self.estimator,
-                instruments=self.instruments, instrument_lags=self.instrument_lags,
-                offset=self._offset_mode(),
-                method=self.method, svd_rank=self.regression_rank,
-                rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+            outcome = self._fit_trajectories(trajectories, references)
+            if self.detrend == "constant":
+                # an intercept per trajectory: the means leave one of the edge samples' size
+                self._shifts = trajectory_shifts(trajectories, outcome.solution.coefficients,
+                                                 self._R)
+                trajectories = self._shifted(trajectories)
+                modes = np.eye(n) if pod is None else pod[0]
+                self.state_trend_[:, :, 0] += np.array([modes @ z for z in self._shifts])
+                outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             if pod is not None:
                 raise
@@ -431,6 +448,21 @@ class DMDidc:
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
         return self._finish(outcome, trajectories)
+
+    def _fit_trajectories(self, trajectories: list, references: list | None) -> FitOutcome:
+        return fit_trajectories(
+            trajectories, references, max_delay=self._R, estimator=self.estimator,
+            instruments=self.instruments, instrument_lags=self.instrument_lags,
+            offset=self._offset_mode(), method=self.method, svd_rank=self.regression_rank,
+            rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+
+    def _shifted(self, trajectories: list) -> list:
+        """The trajectories with the fit's per-trajectory state shifts (``detrend="constant"``,
+        :func:`~dmdidc.fitting.trajectory_shifts`) removed, if any."""
+        shifts = getattr(self, "_shifts", None)
+        if shifts is None:
+            return trajectories
+        return [(X - z[:, None], U) for (X, U), z in zip(trajectories, shifts, strict=True)]
 
     def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None
                          ) -> tuple[list, list | None, tuple | None, tuple | None]:
@@ -997,6 +1029,8 @@ class DMDidc:
             raise DimensionError(f"the bootstrap data have {trajectories[0][0].shape[0]} "
                                  f"states and {trajectories[0][1].shape[0]} inputs; the fit "
                                  f"had {n} and {m}: pass the data given to fit")
+        if len(trajectories) == len(getattr(self, "_shifts", None) or ()):
+            trajectories = self._shifted(trajectories)      # the fit's data, as it saw them
         refit = trajectory_refit(self._stored("_decisions"), trajectories, references,
                                  max_delay=R, dt=self.dt, instrument_lags=self.instrument_lags,
                                  method=self.method, svd_rank=self.regression_rank,
