@@ -322,21 +322,24 @@ class PieceLayout:
 
     def centred(self, x: np.ndarray) -> np.ndarray:
         """The laid-out ``x`` with each piece's mean removed (zeros stay in the gaps)."""
-        means = self.sums(x) / self.lengths
-        gaps = np.zeros((x.shape[0], means.shape[1] + 1))
-        runs = np.stack([gaps[:, :-1], means], axis=2).reshape(x.shape[0], -1)  # gap, piece, ..
-        counts = np.stack([np.full(self.lengths.size, self.gap), self.lengths], 1).ravel()
-        return x - np.repeat(np.concatenate([runs, gaps[:, -1:]], axis=1),
-                             np.append(counts, self.gap), axis=1)
+        out = np.array(x, dtype=float)
+        self._subtract_means(out)
+        return out
 
     def centre(self, x: np.ndarray) -> None:
         """:meth:`centred` in place, and the gaps set to zero (whatever they held, such as the
         tails a filter carries past each piece): no copy of ``x``."""
-        means = self.sums(x) / self.lengths
+        self._subtract_means(x)
         x[:, :self.starts[0]] = 0.0
+        for start, length in zip(self.starts, self.lengths, strict=True):
+            x[:, start + length:start + length + self.gap] = 0.0
+
+    def _subtract_means(self, x: np.ndarray) -> None:
+        """Each piece's mean subtracted from its samples of ``x``, in place (piece by piece: a
+        mean per sample, spread with ``np.repeat``, cost four passes over the data)."""
+        means = self.sums(x) / self.lengths
         for p, (start, length) in enumerate(zip(self.starts, self.lengths, strict=True)):
             x[:, start:start + length] -= means[:, p:p + 1]
-            x[:, start + length:start + length + self.gap] = 0.0
 
     def window(self, x: np.ndarray, offset: int, width: int, *, from_end: bool = False
                ) -> np.ndarray:

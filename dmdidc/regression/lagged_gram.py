@@ -304,14 +304,16 @@ class LaggedGram:
             begin = [self._add_spectral(i, g, buffers, low, start, stop) if size else start
                      for i, (g, size) in enumerate(zip(self._groups, self._transform,
                                                        strict=True))]
+        # A group of few lags multiplies views of the data (no workspace to keep in cache):
+        # one call for the whole range (108 calls of 4096 samples took ~7 % longer in all).
+        for group, total, work, first in zip(self._groups, corr, self._work, begin, strict=True):
+            if work is None and first < stop:
+                self._add_direct(group, total, buffers, low, first, stop)
         for a0 in range(min(begin), stop, _BLOCK):
             for group, total, work, first in zip(self._groups, corr, self._work, begin,
                                                  strict=True):
                 a, b = max(a0, first), min(a0 + _BLOCK, stop)
-                if a >= b:
-                    continue
-                if work is None:
-                    self._add_direct(group, total, buffers, low, a, b)
+                if a >= b or work is None:
                     continue
                 rows, lagged = work
                 row = 0
@@ -348,6 +350,7 @@ class LaggedGram:
                                              self._widths[group.col]), complex)
         spectrum, col, at = self._spectra[index], buffers[group.col], low[group.col]
         batch = max(1, _SPECTRAL_BATCH // length)
+        ones = None                  # the transform of a segment of the constant
         for first in range(0, count, batch):
             q = min(batch, count - first)
             a = start + first * length
@@ -359,8 +362,16 @@ class LaggedGram:
             for p in group.pairs:
                 width = self._widths[p.row]
                 rows = buffers[p.row][:, a - p.top - low[p.row]:b - p.top - low[p.row]]
-                Y = np.fft.rfft(rows.reshape(width, q, length).transpose(2, 0, 1), size, axis=0)
-                spectrum[:, row:row + width] += Y @ W
+                if p.row == "1" and rows.min() == 1.0:
+                    # the constant inside the data: every segment has the same transform, so
+                    # its products are that transform times the windows' summed spectra
+                    if ones is None:
+                        ones = np.fft.rfft(np.ones(length), size)
+                    spectrum[:, row] += ones[:, None] * W.sum(axis=1)
+                else:
+                    Y = np.fft.rfft(rows.reshape(width, q, length).transpose(2, 0, 1), size,
+                                    axis=0)
+                    spectrum[:, row:row + width] += Y @ W
                 row += width
         return start + count * length
 
