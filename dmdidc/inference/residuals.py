@@ -61,7 +61,7 @@ from dmdidc.regression.lag_products import (
     lag_products,
 )
 from dmdidc.regression.robust import _MAD_TO_SIGMA
-from dmdidc.regression.solution import EXACT_FIT, lagged_inputs
+from dmdidc.regression.solution import EXACT_FIT
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
            "largest_robust_residual"]
@@ -101,14 +101,14 @@ def model_residuals(trajectories: list[tuple[np.ndarray, np.ndarray]], A_d: np.n
     """
     R = B_blocks.shape[0] - 1
     # [A_d, B^(0) .. B^(R)] on [x_k; u_k; ..; u_{k-R}]: one product and one difference, in
-    # place (no partial sums of the size of the data)
+    # place (no partial sums of the size of the data); the regressors stacked in one copy
     theta = np.concatenate([A_d] + list(B_blocks), axis=1)
     out = []
     for X, U in trajectories:
         K = U.shape[1]
         if K <= R:
             continue
-        E = theta @ np.concatenate([X[:, R:K], lagged_inputs(U, R)])
+        E = theta @ np.concatenate([X[:, R:K]] + [U[:, R - j:K - j] for j in range(R + 1)])
         np.subtract(X[:, R + 1:], E, out=E)
         if intercept is not None:
             E -= intercept[:, None]
