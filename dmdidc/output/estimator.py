@@ -30,6 +30,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
+from dmdidc.output.checks import data_checks, finite_signal
 from dmdidc.output.intervals import (
     DelayProfile,
     eigenvalue_parts,
@@ -92,8 +93,7 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     result = []
     for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
         tag = f"[{i}]" if len(Y) > 1 else ""
-        Yi = check_finite_array(f"Y{tag}", Yi, ndim=2)
-        Ui = check_finite_array(f"U{tag}", Ui, ndim=2)
+        Yi, Ui = finite_signal(f"Y{tag}", Yi), finite_signal(f"U{tag}", Ui)
         if Ui.shape[0] == 0:
             raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
                                  "for output-only data use DMDidc (plain DMD) on the outputs")
@@ -195,6 +195,9 @@ class OutputDMDidc:
     subspace_ : SubspaceBasis
         The canonical variates of all data (``subspace_.dynamics(n)``: ``(A, C)`` of order
         ``n`` before the refinement).
+    checks_ : tuple of Check
+        The ``feedback`` and ``outliers`` checks of the residuals (:mod:`dmdidc.output.checks`;
+        a failed one warned).
     samples_, refinement_samples_ : int
         Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
         streamed more than ``memory``).
@@ -287,6 +290,7 @@ class OutputDMDidc:
         n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
         refined = self._checked_delays(scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
+        self._screen(scaled, refined, R)
         return self
 
     def partial_fit(self, Y: Any, U: Any = None, *, dt: float | None = None,
@@ -382,13 +386,13 @@ class OutputDMDidc:
             return self
         self._pending = None
         self._finish(n, start, refined, basis, R)
+        self._screen(scaled, refined, R)
         return self
 
     def _chunk(self, Y: Any, U: Any, dt: float, new_experiment: bool
                ) -> tuple[np.ndarray, np.ndarray]:
         """The chunk's ``(Y, U)`` pairs, checked against the stream (set up on the first)."""
-        Y = check_finite_array("Y", Y, ndim=2)
-        U = check_finite_array("U", U, ndim=2)
+        Y, U = finite_signal("Y", Y), finite_signal("U", U)
         if U.shape[0] == 0:
             raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
                                  "for output-only data use DMDidc (plain DMD) on the outputs")
@@ -679,6 +683,13 @@ class OutputDMDidc:
                     f"with richer inputs, or fix the delay from other knowledge",
                     DiagnosticWarning, stacklevel=3)
         return refined
+
+    def _screen(self, experiments: list, refined: Refined, R: int) -> None:
+        """Feedback and outlier checks of the residuals (:mod:`dmdidc.output.checks`):
+        ``checks_``; exact fits are not tested."""
+        self.checks_ = data_checks(experiments, _residuals(experiments, refined, self.dt, R),
+                                   R, significance=self.significance,
+                                   feedthrough=self.feedthrough)
 
     def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
         if p_value <= self.significance:

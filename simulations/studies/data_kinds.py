@@ -39,8 +39,8 @@ from _toolbox.errors import ParameterError, ToolboxError
 from _toolbox.validation import as_generator, check_integer
 
 __all__ = ["DATA_KINDS", "LOOP_MARGIN", "IdentificationData", "Outcome", "assess",
-           "closed_loop_radius", "make_data", "random_plant", "random_state_matrix",
-           "right_or_loud"]
+           "closed_loop_radius", "make_data", "output_feedback_data", "random_plant",
+           "random_state_matrix", "right_or_loud"]
 
 #: Spectral radius below which the ``"closed_loop"`` kind's loop (delay included) lies.
 LOOP_MARGIN = 0.98
@@ -195,8 +195,10 @@ def _lifted_radius(plant, gain: np.ndarray) -> float:
     return spectral_radius(plant, NaiveStateFeedback(plant, gain))
 
 
-def _loop_gain(plant) -> np.ndarray:
-    """The state-feedback gain of the ``"closed_loop"`` kind (see :func:`closed_loop_radius`)."""
+def _loop_gain(plant, sensors: np.ndarray | None = None) -> np.ndarray:
+    """The feedback gain of the ``"closed_loop"`` kind (see :func:`closed_loop_radius`): on the
+    states, or with ``sensors`` ``C`` on the outputs ``C x`` (the LQR gain through ``pinv(C)``,
+    acting on the states as ``F C``)."""
     from controllers import lqr_gain
 
     open_loop = float(np.max(np.abs(np.linalg.eigvals(plant.A_d))))
@@ -205,8 +207,11 @@ def _loop_gain(plant) -> np.ndarray:
         raise ParameterError(f"plant: the 'closed_loop' data kind needs a stable plant; A_d has "
                              f"spectral radius {open_loop:.4g} (accepted: below 1)")
     lqr = lqr_gain(plant, R=3.0 * np.eye(plant.n_inputs))
+    if sensors is not None:
+        lqr = lqr @ np.linalg.pinv(sensors)
     for factor in _GAIN_FACTORS:
-        if _lifted_radius(plant, factor * lqr) < LOOP_MARGIN:
+        on_states = factor * lqr if sensors is None else factor * lqr @ sensors
+        if _lifted_radius(plant, on_states) < LOOP_MARGIN:
             return factor * lqr
     raise ParameterError(
         f"plant: the 'closed_loop' data kind needs a loop with spectral radius below "
@@ -240,23 +245,94 @@ def closed_loop_radius(plant) -> float:
     return _lifted_radius(plant, _loop_gain(plant))
 
 
+def _run_loop(plant, gain: np.ndarray, sensors: np.ndarray | None, dither: np.ndarray,
+              w: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """States (n, K + 1) and inputs (m, K) of ``u_k = -gain (C x_k + v_k) + dither_k`` (``C``
+    the ``sensors``, or the identity) on the plant with process noise ``w``."""
+    n, (m, K) = plant.n_states, dither.shape
+    X, U = np.zeros((n, K + 1)), np.zeros((m, K))
+    history = np.zeros((plant.max_delay + 1, m))
+    for k in range(K):
+        seen = X[:, k] if sensors is None else sensors @ X[:, k]
+        U[:, k] = -gain @ (seen + v[:, k]) + dither[:, k]
+        history = np.roll(history, 1, axis=0)
+        history[0] = U[:, k]
+        X[:, k + 1] = plant.A_d @ X[:, k] + np.einsum("jab,jb->a", plant.B_blocks, history) \
+            + w[:, k]
+    return X, U
+
+
 def _closed_loop(plant, K: int, snr_db: float, rng: np.random.Generator):
     """Noisy measurements fed back through the gain of :func:`_loop_gain`, plus a dither."""
-    n, m, R = plant.n_states, plant.n_inputs, plant.max_delay
+    n, m = plant.n_states, plant.n_inputs
     gain = _loop_gain(plant)
     scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, K))))
     dither = 0.3 * rng.standard_normal((m, K))
     w = 0.3 * scale * rng.standard_normal((n, K))
     v = _noise((n, K + 1), 10 ** (-snr_db / 20) * scale, rng)
-    X, U = np.zeros((n, K + 1)), np.zeros((m, K))
-    history = np.zeros((R + 1, m))
-    for k in range(K):
-        U[:, k] = -gain @ (X[:, k] + v[:, k]) + dither[:, k]
-        history = np.roll(history, 1, axis=0)
-        history[0] = U[:, k]
-        X[:, k + 1] = plant.A_d @ X[:, k] + np.einsum("jab,jb->a", plant.B_blocks, history) \
-            + w[:, k]
+    X, U = _run_loop(plant, gain, None, dither, w, v)
     return X + v, U, dither
+
+
+def output_feedback_data(plant, sensors: Any, samples: int, *, noise_std: Any,
+                         rng: np.random.Generator | int | None = None, dither: float = 0.3,
+                         process_noise: float = 0.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Closed-loop data of an output feedback on the noisy outputs ``y = C x + v``.
+
+    ``u_k = -F (y_k + v_k) + d_k`` with ``F`` the LQR gain of the delay-free pair (input weight
+    ``3 I``) through ``pinv(C)``, halved until the loop with the delay has spectral radius below
+    :data:`LOOP_MARGIN` (as the ``"closed_loop"`` kind); a white dither ``d`` of standard
+    deviation ``dither``, white process noise of ``process_noise`` times each state's rms
+    (in open loop, for white inputs) and white measurement noise ``v``.
+
+    Parameters
+    ----------
+    plant : dmdidc.DelayedPlant
+        A stable plant.
+    sensors : array_like, shape (l, n)
+        ``C``.
+    samples : int
+        ``K``.
+    noise_std : float or array_like, shape (l,)
+        Standard deviation of ``v`` per output.
+    rng : numpy.random.Generator, int or None
+    dither, process_noise : float
+
+    Returns
+    -------
+    Y : ndarray, shape (l, K)
+        The measured outputs ``C x_k + v_k``.
+    U : ndarray, shape (m, K)
+    d : ndarray, shape (m, K)
+        The dither (the loop's external excitation).
+
+    Raises
+    ------
+    ParameterError
+        An unstable plant, or one no gain of the family stabilizes with margin.
+
+    Examples
+    --------
+    >>> plant = random_plant(0, n_states=2, n_inputs=1, dt=0.5)
+    >>> Y, U, d = output_feedback_data(plant, [[1.0, 0.0]], 500, noise_std=0.01, rng=1)
+    >>> Y.shape, U.shape, bool(np.all(np.isfinite(Y)))
+    ((1, 500), (1, 500), True)
+    """
+    rng = as_generator(rng)
+    C = np.atleast_2d(np.asarray(sensors, dtype=float))
+    samples = check_integer("samples", samples, minimum=plant.max_delay + 2)
+    n, m = plant.n_states, plant.n_inputs
+    if C.ndim != 2 or C.shape[1] != n:
+        raise ParameterError(f"sensors has shape {C.shape}; accepted: (l, {n}) for the plant's "
+                             f"{n} states")
+    gain = _loop_gain(plant, C)
+    scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, samples))))
+    d = dither * rng.standard_normal((m, samples))
+    w = process_noise * scale * rng.standard_normal((n, samples))
+    v = np.broadcast_to(np.asarray(noise_std, dtype=float), (C.shape[0],))[:, None] \
+        * rng.standard_normal((C.shape[0], samples))
+    X, U = _run_loop(plant, gain, C, d, w, v)
+    return C @ X[:, :samples] + v, U, d
 
 
 def make_data(kind: str, plant, *, samples: int = 3000, snr_db: float = 30.0,

@@ -1,0 +1,156 @@
+"""Right or loud about the data an output-error fit assumes: open loop, no outliers.
+
+An output-error fit of :class:`~dmdidc.OutputDMDidc` assumes that the inputs do not react to
+the output noise and that the noise has no gross errors.  Neither shows in the fit's own
+tests (its residuals may stay independent of the *past* inputs), so two residual checks of
+:class:`~dmdidc.DMDidc` are run on the output-error residuals, with its statistics and
+thresholds (:func:`dmdidc.inference.residuals.residual_checks`, each at false-alarm
+probability ``significance`` on well-posed data):
+
+* **feedback**: the residuals' correlation with *later* inputs, each input prewhitened by its
+  own autoregressive filter and the residuals alike, standardized by Bartlett's variance,
+  Bonferroni over lags and pairs.  In open loop the inputs are independent of the noise at
+  every lag; an output feedback makes ``u_k`` react to the noise in ``y_k`` (and in earlier
+  outputs).  Without feedthrough the output ``y_k`` does not depend on ``u_k``, so lag 0
+  (``u_k`` against ``e_k``) is feedback too and is tested (the inputs are delayed by one
+  sample for the check); with feedthrough ``D u_k`` is fitted and only later inputs are tested.
+* **outliers**: the largest robustly standardized residual (median and MAD per output)
+  against the Gaussian quantile at ``significance`` divided by the number of residuals, raised
+  by the MAD scale's sampling error (:func:`_with_scale_error`).
+
+A failed check warns with its statistic, threshold and remedy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+
+import numpy as np
+
+from _toolbox.errors import NonFiniteError
+from _toolbox.validation import check_finite_array
+from dmdidc.errors import DiagnosticWarning
+from dmdidc.inference.checks import Check
+from dmdidc.inference.residuals import residual_analysis, residual_checks
+
+__all__ = ["SCREENS", "data_checks", "finite_signal"]
+
+#: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
+SCREENS = ("feedback", "outliers")
+
+#: Standard deviations of the robust scale's sampling error added to the outlier threshold.
+_SCALE_SPREAD = 3.0
+
+_REMEDIES = {
+    "feedback": "the inputs react to the outputs (closed-loop data), which biases output-error "
+                "fits; OutputDMDidc has no reference= path: identify from an open-loop "
+                "experiment (or one whose feedback acts through an external reference large "
+                "against the noise), or, when every state is measured, use "
+                "DMDidc().fit(..., reference=r)",
+    "outliers": "remove or repair the bad samples (set them to NaN and pass IdData(Y, U, dt=..., "
+                "missing='drop' or 'interpolate')); the output-error fit is least squares and "
+                "gross errors move it",
+}
+
+
+def _with_scale_error(check: Check, samples: int) -> Check:
+    """The outlier check with its threshold raised by the robust scale's sampling error.
+
+    The residuals are standardized by ``1.4826 MAD``, whose relative standard deviation is
+    about ``1.166 / sqrt(N)`` for Gaussian data: a scale estimated too small by a few of them
+    moves the largest of ``N`` Gaussian residuals beyond the Gaussian quantile (on the sweep of
+    ``benchmarks/bench_output_loud.py`` one right fit of 1468 samples per output read 5.23
+    against 5.10).  The threshold is raised by :data:`_SCALE_SPREAD` of them, so that the
+    false-alarm probability stays below the level; gross errors (tens of standard
+    deviations) stay far above it.
+    """
+    threshold = check.threshold * (1.0 + _SCALE_SPREAD * 1.166 / np.sqrt(max(samples, 1)))
+    passed = bool(check.statistic <= threshold)
+    return dataclasses.replace(check, passed=passed, threshold=threshold,
+                               remedy=check.remedy if not passed else "")
+
+
+def finite_signal(name: str, value: object) -> np.ndarray:
+    """``value`` as a finite 2-D array; NaN (lost samples) raise a :class:`NonFiniteError`
+    whose remedy says how to fit such data (:mod:`dmdidc.missing`, as for DMDidc).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> try:
+    ...     finite_signal("Y", [[1.0, np.nan, 3.0]])
+    ... except ValueError as error:
+    ...     print(str(error)[:62])
+    Y contains 1 NaN or infinite entries; all entries must be fini
+    """
+    try:
+        return check_finite_array(name, value, ndim=2)
+    except NonFiniteError as error:
+        lost = np.flatnonzero(np.isnan(np.asarray(value, dtype=float)).any(axis=0))
+        if not lost.size:                  # infinite values are not lost samples
+            raise
+        raise NonFiniteError(
+            f"{error}: {lost.size} sample(s) with NaN, the first at {lost[0]}. Lost samples: "
+            f"pass the data as IdData(Y, U[:, :-1], dt=dt, missing='drop') (the experiment "
+            f"is split at the gaps; missing='interpolate' fills them linearly) to fit(data), "
+            f"as for DMDidc") from None
+
+
+def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
+                residuals: list[np.ndarray], max_delay: int, *, significance: float,
+                feedthrough: bool) -> tuple[Check, ...]:
+    """The feedback and outlier checks of an output-error fit; each failed one warns.
+
+    Parameters
+    ----------
+    experiments : list of (Y (l, K), U (m, K))
+        The data the fit used.
+    residuals : list of ndarray, shape (K - max_delay, l)
+        Its output-error residuals from sample ``max_delay``.
+    max_delay : int
+    significance : float
+        False-alarm probability of each check on well-posed data.
+    feedthrough : bool
+        The model has ``D``: lag 0 is fitted, only later inputs are tested for feedback.
+
+    Returns
+    -------
+    tuple of Check
+        ``feedback`` and ``outliers`` (not applicable with fewer than 100 residuals).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> U = rng.standard_normal((1, 2000))
+    >>> Y = rng.standard_normal((1, 2000))
+    >>> E = Y[:, 4:].T                           # the residuals of the model y = 0, from sample 4
+    >>> [c.passed for c in data_checks([(Y, U)], [E], 4, significance=1e-3, feedthrough=False)]
+    [True, True]
+    """
+    shift = 0 if feedthrough else 1
+    parts = []
+    for (Y, U), E in zip(experiments, residuals, strict=True):
+        # residual k (sample R + k) paired with inputs delayed by ``shift``: the check's lag
+        # -1 is then u_k against e_k without feedthrough
+        K = U.shape[1]
+        parts.append((np.ascontiguousarray(E[shift:].T), U[:, :K - shift], Y[:, shift:]))
+    analysis = residual_analysis(parts, max_delay, correlations=False)
+    checks = tuple(check for check in residual_checks(analysis, significance)
+                   if check.name in SCREENS)
+    result = []
+    for check in checks:
+        if check.name == "outliers" and check.passed is not None and check.statistic > 0:
+            check = _with_scale_error(check, min(E.shape[0] for E in residuals) - shift)
+        if check.name == "feedback" and shift:
+            # the inputs were delayed by ``shift`` samples: say the inputs' own lag
+            check = dataclasses.replace(check, finding=re.sub(
+                r"(\d+) samples later", lambda found: f"{int(found[1]) - shift} samples later",
+                check.finding))
+        if check.failed:
+            check = dataclasses.replace(check, remedy=_REMEDIES[check.name])
+            warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
+        result.append(check)
+    return tuple(result)

@@ -1,0 +1,137 @@
+"""OutputDMDidc on closed-loop data, outliers and lost samples: right or loud
+(:mod:`dmdidc.output.checks`), and no false alarm on open-loop data."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from dmdidc import IdData, OutputDMDidc
+from dmdidc.errors import DiagnosticWarning, NonFiniteError
+from dmdidc.output.checks import data_checks
+from simulations.studies.data_kinds import output_feedback_data
+from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
+
+
+def _fit(*args, estimator=None, **keywords):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = (estimator or OutputDMDidc(max_delay=R)).fit(*args, **keywords)
+    return est, [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
+
+
+def _right(plant, est) -> bool:
+    return bool(est.order_ == plant.n_states and _eigenvalue_error(plant, est) < 0.1
+                and np.max(np.abs(est.delay - plant.delay)) < 0.1 * T)
+
+
+def _residuals(rng, K: int, ar: float = 0.0) -> np.ndarray:
+    """White (or AR(1)) residuals (K - R, 2) from sample R."""
+    return signal.lfilter([1.0], [1.0, -ar], rng.standard_normal((K - R, 2)), axis=0)
+
+
+def _outputs(E: np.ndarray) -> np.ndarray:
+    """Outputs whose residuals from sample R are ``E`` (the model y = 0)."""
+    return np.vstack([np.zeros((R, E.shape[1])), E]).T
+
+
+@pytest.mark.parametrize("feedthrough", [False, True])
+def test_checks_keep_their_level_on_open_loop_residuals(feedthrough):
+    """Residuals independent of white or low-pass inputs, white or coloured: at level 0.05
+    each check fails on at most its share of 80 data sets (binomial 80 x 0.05 = 4; 10 or more
+    has probability below 0.01)."""
+    failures = {"feedback": 0, "outliers": 0}
+    for seed in range(80):
+        rng = np.random.default_rng(seed)
+        K = 1500
+        U = rng.standard_normal((2, K))
+        if seed % 2:
+            U = signal.lfilter([1.0], [1.0, -0.8], U, axis=1)
+        E = _residuals(rng, K, ar=0.7 if seed % 4 >= 2 else 0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DiagnosticWarning)
+            checks = data_checks([(_outputs(E), U)], [E], R, significance=0.05,
+                                 feedthrough=feedthrough)
+        for check in checks:
+            failures[check.name] += check.failed
+    assert failures["feedback"] < 10 and failures["outliers"] < 10, failures
+
+
+@pytest.mark.parametrize("feedthrough", [False, True])
+def test_inputs_that_react_to_the_residuals_fail_the_feedback_check(feedthrough):
+    """``u_k = -0.5 e_k + d_k`` (the output's noise fed back at once) is feedback at lag 0,
+    tested without feedthrough; ``u_k = -0.5 e_{k-1} + d_k`` is seen either way."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        K = 1500
+        E = _residuals(rng, K)
+        U = 0.3 * rng.standard_normal((1, K))
+        now = np.r_[np.zeros(R), E[:, 0]]
+        U_now, U_later = U - 0.5 * now, U - 0.5 * np.r_[0.0, now[:-1]]
+        for inputs, seen in ((U_now, not feedthrough), (U_later, True)):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                check = data_checks([(_outputs(E), inputs)], [E], R, significance=1e-3,
+                                    feedthrough=feedthrough)[0]
+            assert check.name == "feedback"
+            assert check.failed == seen, (seed, feedthrough, check)
+            if seen:
+                assert "open-loop experiment" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_output_feedback_is_loud(seed):
+    """An output feedback acting on the noisy outputs (process noise, small dither) biases the
+    output-error fit; the feedback check names it."""
+    plant, C, _, _ = _experiment(seed, n=2, m=1, outputs=1, K=10)
+    Y, U, d = output_feedback_data(plant, C, 3000, noise_std=0.05, rng=seed)
+    est, messages = _fit(Y, U, dt=T)
+    assert _right(plant, est) or messages
+    if np.sqrt(np.mean((U - d) ** 2) / np.mean(U ** 2)) > 0.2:     # feedback worth the name
+        assert est.checks_[0].failed
+        assert any("check 'feedback' failed" in text for text in messages)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_open_loop_fits_raise_no_false_alarm(seed):
+    """The checks pass on open-loop data (the fit's other warnings are not theirs: seed 1's
+    order is uncertain)."""
+    plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=25.0)
+    est, messages = _fit(Y, U, dt=T)
+    assert [check.passed for check in est.checks_] == [True, True]
+    assert not any("check '" in text for text in messages)
+    assert _right(plant, est) or messages
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gross_output_errors_are_loud(seed):
+    """1 % of the output samples moved by 50 noise standard deviations."""
+    plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=25.0)
+    rng = np.random.default_rng(seed + 100)
+    noise = Y.std(axis=1, keepdims=True) * 10 ** (-25 / 20)
+    hit = rng.random(Y.shape[1]) < 0.01
+    Y = Y.copy()
+    Y[:, hit] += 50 * noise * rng.choice([-1.0, 1.0], (2, int(hit.sum())))
+    est, messages = _fit(Y, U, dt=T)
+    assert est.checks_[1].name == "outliers" and est.checks_[1].failed
+    assert any("check 'outliers' failed" in text and "missing=" in text for text in messages)
+
+
+def test_lost_samples_name_the_remedy_and_the_remedy_fits():
+    plant, _, Y, U = _experiment(0, n=2, m=2, outputs=2, K=3000, snr_db=30.0)
+    Y = Y.copy()
+    Y[:, [500, 501, 502, 1700]] = np.nan
+    for call in (lambda: OutputDMDidc(max_delay=R).fit(Y, U, dt=T),
+                 lambda: OutputDMDidc(max_delay=R).partial_fit(Y, U, dt=T)):
+        with pytest.raises(NonFiniteError, match=r"the first at 500.*missing='drop'"):
+            call()
+    data = IdData(Y, U[:, :-1], dt=T, missing="drop")
+    est, messages = _fit(data)
+    assert data.n_experiments == 3 and messages == [] and _right(plant, est)
+    Y[0, 10] = np.inf                       # an overflow is not a lost sample
+    with pytest.raises(NonFiniteError) as error:
+        OutputDMDidc(max_delay=R).fit(np.where(np.isnan(Y), 0.0, Y), U, dt=T)
+    assert "missing" not in str(error.value)
