@@ -1,4 +1,4 @@
-"""Right or loud about the data an output-error fit assumes: open loop, no outliers.
+"""Right or loud about the data an output-error fit assumes: open loop, no outliers, no gaps.
 
 An output-error fit of :class:`~dmdidc.OutputDMDidc` assumes that the inputs do not react to
 the output noise and that the noise has no gross errors.  Neither shows in the fit's own
@@ -18,7 +18,10 @@ probability ``significance`` on well-posed data):
   against the Gaussian quantile at ``significance`` divided by the number of residuals, raised
   by the MAD scale's sampling error (:func:`_with_scale_error`).
 
-A failed check warns with its statistic, threshold and remedy.
+A failed check warns with its statistic, threshold and remedy.  Lost samples (NaN) are
+refused with a :class:`~dmdidc.errors.NonFiniteError` that names the remedy, the missing-sample
+policies of :mod:`dmdidc.missing` through :class:`~dmdidc.IdData` (:func:`finite_signal`);
+pieces too short for the subspace step's window are not used (:func:`windowed`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -34,14 +38,19 @@ from _toolbox.validation import check_finite_array
 from dmdidc.errors import DiagnosticWarning
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import residual_analysis, residual_checks
+from dmdidc.regression.robust import _MAD_TO_SIGMA
 
-__all__ = ["SCREENS", "data_checks", "finite_signal"]
+__all__ = ["SCREENS", "data_checks", "finite_signal", "windowed"]
 
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
 SCREENS = ("feedback", "outliers")
 
 #: Standard deviations of the robust scale's sampling error added to the outlier threshold.
 _SCALE_SPREAD = 3.0
+#: ``sqrt(N)`` times the relative standard deviation of ``1.4826 MAD`` for Gaussian data
+#: (asymptotic variance of a median, ``1 / (4 f^2)`` with ``f = 2 phi(q)`` the density of ``|e|``
+#: at its median ``q = 0.6745``, relative to ``q^2``: 1.36, square-rooted).
+_MAD_RELATIVE_SD = 1.166
 
 _REMEDIES = {
     "feedback": "the inputs react to the outputs (closed-loop data), which biases output-error "
@@ -49,9 +58,9 @@ _REMEDIES = {
                 "experiment (or one whose feedback acts through an external reference large "
                 "against the noise), or, when every state is measured, use "
                 "DMDidc().fit(..., reference=r)",
-    "outliers": "remove or repair the bad samples (set them to NaN and pass IdData(Y, U, dt=..., "
-                "missing='drop' or 'interpolate')); the output-error fit is least squares and "
-                "gross errors move it",
+    "outliers": "the output-error fit is least squares and gross errors move it: set the "
+                "samples outlier_samples_ names to NaN (Y[:, est.outlier_samples_[0]] = nan) "
+                "and fit IdData(Y, U[:, :-1], dt=dt, missing='drop') (split at them)",
 }
 
 
@@ -59,17 +68,39 @@ def _with_scale_error(check: Check, samples: int) -> Check:
     """The outlier check with its threshold raised by the robust scale's sampling error.
 
     The residuals are standardized by ``1.4826 MAD``, whose relative standard deviation is
-    about ``1.166 / sqrt(N)`` for Gaussian data: a scale estimated too small by a few of them
-    moves the largest of ``N`` Gaussian residuals beyond the Gaussian quantile (on the sweep of
-    ``benchmarks/bench_output_loud.py`` one right fit of 1468 samples per output read 5.23
-    against 5.10).  The threshold is raised by :data:`_SCALE_SPREAD` of them, so that the
-    false-alarm probability stays below the level; gross errors (tens of standard
-    deviations) stay far above it.
+    about ``1.166 / sqrt(N)`` for Gaussian data (:data:`_MAD_RELATIVE_SD`): a scale
+    estimated too small by a few of them moves the largest of ``N`` Gaussian residuals beyond
+    the Gaussian quantile (on the sweep of ``benchmarks/bench_output_loud.py`` one right fit of
+    1468 samples per output read 5.23 against 5.10).  The threshold is raised by
+    :data:`_SCALE_SPREAD` of them, so that the false-alarm probability stays below the level;
+    gross errors (tens of standard deviations) stay far above it.
     """
-    threshold = check.threshold * (1.0 + _SCALE_SPREAD * 1.166 / np.sqrt(max(samples, 1)))
+    threshold = check.threshold * (1.0 + _SCALE_SPREAD * _MAD_RELATIVE_SD
+                                   / np.sqrt(max(samples, 1)))
     passed = bool(check.statistic <= threshold)
     return dataclasses.replace(check, passed=passed, threshold=threshold,
                                remedy=check.remedy if not passed else "")
+
+
+def windowed(Y: Any, U: Any, shortest: int) -> tuple[Any, Any]:
+    """The experiments (lists ``Y``, ``U`` of arrays) whose ``U`` has at least ``shortest``
+    samples (one window's span plus one, as :meth:`~dmdidc.OutputDMDidc.partial_fit` keeps):
+    shorter pieces, such as ``IdData(..., missing="drop")`` leaves between close gaps, add no
+    window to the subspace step and more initial states than samples to the refinement.  All
+    of them when none is long enough (the subspace step then says what is missing); single
+    arrays unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Y, U = [np.zeros((1, 51)), np.zeros((1, 3))], [np.zeros((1, 50)), np.zeros((1, 2))]
+    >>> [u.shape[1] for u in windowed(Y, U, 25)[1]]
+    [50]
+    """
+    if not isinstance(U, (list, tuple)):
+        return Y, U
+    kept = [i for i, u in enumerate(U) if np.shape(u)[-1] >= shortest] or range(len(U))
+    return [Y[i] for i in kept], [U[i] for i in kept]
 
 
 def finite_signal(name: str, value: object) -> np.ndarray:
@@ -100,7 +131,7 @@ def finite_signal(name: str, value: object) -> np.ndarray:
 
 def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                 residuals: list[np.ndarray], max_delay: int, *, significance: float,
-                feedthrough: bool) -> tuple[Check, ...]:
+                feedthrough: bool) -> tuple[tuple[Check, ...], tuple[np.ndarray, ...]]:
     """The feedback and outlier checks of an output-error fit; each failed one warns.
 
     Parameters
@@ -117,8 +148,11 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
 
     Returns
     -------
-    tuple of Check
+    checks : tuple of Check
         ``feedback`` and ``outliers`` (not applicable with fewer than 100 residuals).
+    outliers : tuple of ndarray of int
+        Per experiment, the samples whose residual is beyond the outlier threshold in some
+        output (empty unless the outlier check failed).
 
     Examples
     --------
@@ -127,8 +161,9 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     >>> U = rng.standard_normal((1, 2000))
     >>> Y = rng.standard_normal((1, 2000))
     >>> E = Y[:, 4:].T                           # the residuals of the model y = 0, from sample 4
-    >>> [c.passed for c in data_checks([(Y, U)], [E], 4, significance=1e-3, feedthrough=False)]
-    [True, True]
+    >>> checks, outliers = data_checks([(Y, U)], [E], 4, significance=1e-3, feedthrough=False)
+    >>> [c.passed for c in checks], outliers[0].size
+    ([True, True], 0)
     """
     shift = 0 if feedthrough else 1
     parts = []
@@ -140,10 +175,15 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     analysis = residual_analysis(parts, max_delay, correlations=False)
     checks = tuple(check for check in residual_checks(analysis, significance)
                    if check.name in SCREENS)
-    result = []
+    result, outliers = [], tuple(np.zeros(0, dtype=int) for _ in residuals)
     for check in checks:
         if check.name == "outliers" and check.passed is not None and check.statistic > 0:
-            check = _with_scale_error(check, min(E.shape[0] for E in residuals) - shift)
+            check = _with_scale_error(check, sum(E.shape[0] for E in residuals) - shift)
+            if check.failed:
+                outliers = _beyond(residuals, check.threshold, max_delay)
+                check = dataclasses.replace(check, finding=(
+                    f"{check.finding}; {sum(o.size for o in outliers)} sample(s) beyond the "
+                    f"threshold (outlier_samples_)"))
         if check.name == "feedback" and shift:
             # the inputs were delayed by ``shift`` samples: say the inputs' own lag
             check = dataclasses.replace(check, finding=re.sub(
@@ -153,4 +193,17 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
             check = dataclasses.replace(check, remedy=_REMEDIES[check.name])
             warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
         result.append(check)
-    return tuple(result)
+    return tuple(result), outliers
+
+
+def _beyond(residuals: list[np.ndarray], threshold: float, max_delay: int
+            ) -> tuple[np.ndarray, ...]:
+    """Per experiment, the samples (``max_delay + k``) whose residual is more than
+    ``threshold`` robust standard deviations (median and MAD per output, pooled over the
+    experiments, as the outlier check's) from the median in some output."""
+    pooled = np.vstack(residuals)
+    median = np.median(pooled, axis=0)
+    scale = _MAD_TO_SIGMA * np.median(np.abs(pooled - median), axis=0)
+    scale = np.where(scale > 0, scale, np.finfo(float).tiny)
+    return tuple(max_delay + np.flatnonzero(np.any(np.abs(E - median) > threshold * scale,
+                                                   axis=1)) for E in residuals)

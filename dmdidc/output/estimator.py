@@ -30,7 +30,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
-from dmdidc.output.checks import data_checks, finite_signal
+from dmdidc.output.checks import data_checks, finite_signal, windowed
 from dmdidc.output.intervals import (
     DelayProfile,
     eigenvalue_parts,
@@ -198,6 +198,9 @@ class OutputDMDidc:
     checks_ : tuple of Check
         The ``feedback`` and ``outliers`` checks of the residuals (:mod:`dmdidc.output.checks`;
         a failed one warned).
+    outlier_samples_ : tuple of ndarray of int
+        Per experiment the fit used, the samples whose residual the failed outlier check found
+        beyond its threshold (empty when it passed).
     samples_, refinement_samples_ : int
         Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
         streamed more than ``memory``).
@@ -257,7 +260,9 @@ class OutputDMDidc:
             Samples on the last axis; several experiments as lists.  ``Y`` may carry one
             sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).  An
             :class:`~dmdidc.IdData` (its signals are the outputs) replaces ``Y``, ``U`` and
-            ``dt``; its operating point is removed first.
+            ``dt``; its operating point is removed first, and its experiments shorter than
+            ``2 horizon + max_delay + 1`` samples (one window; ``missing="drop"`` may leave
+            such pieces) are not used, as in :meth:`partial_fit`.
         dt : float
             Sampling period ``T`` in seconds (not with an IdData).
 
@@ -272,8 +277,11 @@ class OutputDMDidc:
         LogarithmError
             The discrete dynamics have no real logarithm (no continuous plant).
         """
-        Y, U, dt, _ = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
+        Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
+        if data is not None:        # missing="drop" may leave pieces shorter than a window
+            _, _, horizon, _ = self._checked(data.n_states)
+            Y, U = windowed(Y, U, 2 * horizon + self.max_delay + 1)
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
         if self.detrend == "constant":
@@ -686,10 +694,11 @@ class OutputDMDidc:
 
     def _screen(self, experiments: list, refined: Refined, R: int) -> None:
         """Feedback and outlier checks of the residuals (:mod:`dmdidc.output.checks`):
-        ``checks_``; exact fits are not tested."""
-        self.checks_ = data_checks(experiments, _residuals(experiments, refined, self.dt, R),
-                                   R, significance=self.significance,
-                                   feedthrough=self.feedthrough)
+        ``checks_`` and ``outlier_samples_``; exact fits are not tested."""
+        residuals = _residuals(experiments, refined, self.dt, R)
+        self.checks_, self.outlier_samples_ = data_checks(
+            experiments, residuals, R, significance=self.significance,
+            feedthrough=self.feedthrough)
 
     def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
         if p_value <= self.significance:

@@ -129,6 +129,18 @@ def test_nan_everywhere_is_loud():
         IdData(np.full_like(X, np.nan), U, dt=0.5, missing="interpolate")
 
 
+def test_drop_discards_pieces_with_fewer_snapshots_than_states():
+    """Three states, two inputs: a piece of two snapshots between close gaps held less than
+    one sample per state and was refused as transposed data (a DimensionError); it is now
+    discarded and reported as removed."""
+    rng = np.random.default_rng(0)
+    X, U = rng.standard_normal((3, 201)), rng.standard_normal((2, 200))
+    X[0, [100, 103]] = np.nan                        # snapshots 101-102 between the gaps
+    data = IdData(X, U, dt=0.5, missing="drop")
+    assert [x.shape[1] for x in data.X] == [100, 97]
+    assert data.missing_report.removed == 4 and data.missing_report.experiments_after == 2
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_fit_on_iddata_equals_fit_on_arrays(seed):
     _, X, U = _data(seed)
