@@ -200,7 +200,8 @@ class OutputDMDidc:
         a failed one warned).
     outlier_samples_ : tuple of ndarray of int
         Per experiment the fit used, the samples whose residual the failed outlier check found
-        beyond its threshold (empty when it passed).
+        beyond its threshold (empty when it passed).  Neither is saved (:meth:`save`): they
+        describe the data, not the model.
     samples_, refinement_samples_ : int
         Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
         streamed more than ``memory``).

@@ -87,12 +87,24 @@ def test_output_feedback_is_loud(seed):
     """An output feedback acting on the noisy outputs (process noise, small dither) biases the
     output-error fit; the feedback check names it."""
     plant, C, _, _ = _experiment(seed, n=2, m=1, outputs=1, K=10)
-    Y, U, d = output_feedback_data(plant, C, 3000, noise_std=0.05, rng=seed)
+    Y, U, d = output_feedback_data(plant, C, 2000, noise_std=0.05, rng=seed)
     est, messages = _fit(Y, U, dt=T)
     assert _right(plant, est) or messages
     if np.sqrt(np.mean((U - d) ** 2) / np.mean(U ** 2)) > 0.2:     # feedback worth the name
         assert est.checks_[0].failed
         assert any("check 'feedback' failed" in text for text in messages)
+
+
+def test_partial_fit_runs_the_checks_on_what_it_keeps():
+    plant, C, _, _ = _experiment(0, n=2, m=1, outputs=1, K=10)
+    Y, U, _ = output_feedback_data(plant, C, 2000, noise_std=0.05, rng=0)
+    est = OutputDMDidc(max_delay=R)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a in (0, 1000):                   # two chunks: two solves
+            est.partial_fit(Y[:, a:a + 1000], U[:, a:a + 1000], dt=T)
+    assert est.checks_[0].failed and est.outlier_samples_[0].size == 0
+    assert any("check 'feedback' failed" in str(w.message) for w in caught)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -106,29 +118,37 @@ def test_open_loop_fits_raise_no_false_alarm(seed):
     assert _right(plant, est) or messages
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_gross_output_errors_are_loud_and_named(seed):
-    """1 % of the output samples moved by 50 noise standard deviations: the outlier check
-    fails and names exactly those samples; dropped as lost samples (the remedy), the refit
-    passes the checks and is right or loud."""
+def _with_outliers(seed: int):
+    """A 25 dB experiment with 1 % of the output samples (from sample R, where the fit's
+    residuals start) moved by 50 noise standard deviations, and those samples."""
     plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=25.0)
     rng = np.random.default_rng(seed + 100)
     noise = Y.std(axis=1, keepdims=True) * 10 ** (-25 / 20)
     hit = np.flatnonzero(rng.random(Y.shape[1]) < 0.01)
-    hit = hit[hit >= R]                       # the fit's residuals start at sample R
+    hit = hit[hit >= R]
     Y = Y.copy()
     Y[:, hit] += 50 * noise * rng.choice([-1.0, 1.0], (2, hit.size))
+    return plant, Y, U, hit
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gross_output_errors_are_loud_and_named(seed):
+    """The outlier check fails and names exactly the moved samples."""
+    _, Y, U, hit = _with_outliers(seed)
     est, messages = _fit(Y, U, dt=T)
     assert est.checks_[1].name == "outliers" and est.checks_[1].failed
     assert any("check 'outliers' failed" in text and "missing='drop'" in text
                for text in messages)
     np.testing.assert_array_equal(est.outlier_samples_[0], hit)
-    Y[:, est.outlier_samples_[0]] = np.nan
+
+
+def test_dropping_the_named_outliers_gives_a_right_quiet_fit():
+    """The remedy the warning names: the samples set to NaN, split by missing='drop'."""
+    plant, Y, U, hit = _with_outliers(0)
+    Y[:, hit] = np.nan
     est, messages = _fit(IdData(Y, U[:, :-1], dt=T, missing="drop"))
     assert [check.passed for check in est.checks_] == [True, True]
-    assert not any(o.size for o in est.outlier_samples_)
-    # seeds 0, 1: right and quiet; seed 2: 21 pieces, order 3 reported uncertain
-    assert _right(plant, est) or messages
+    assert messages == [] and _right(plant, est)
 
 
 def test_lost_samples_name_the_remedy_and_the_remedy_fits():
