@@ -1,15 +1,26 @@
 """OutputDMDidc against N4SID (SIPPY, nfoursid) on partial measurements with fractional delays.
 
 Random stable plants (3 states, 2 inputs, delays 0.2-2.8 T, T = 0.5 s) seen through 2 random
-sensors, white inputs, 20 dB white output noise.  The peers have no delay model: they get the
-order of the minimal realization including the delay states (n + sum_i ceil(delay_i / T)), an
-oracle choice in their favour; their plant eigenvalues are the n of largest modulus (the delay
-states sit at z = 0).  Errors: the largest relative error of the continuous eigenvalues and of
-the DC gain; times are CPU seconds (``process_time``, fair on a shared machine) of one fit
-(the least of ``--repeat`` fits).
+sensors, white inputs, white output noise (``--snr`` dB).  The peers have no delay model: they
+get the order of the minimal realization including the delay states (n + sum_i ceil(delay_i /
+T)), an oracle choice in their favour; their plant eigenvalues are the n of largest modulus (the
+delay states sit at z = 0).  Errors: the largest relative error of the continuous eigenvalues
+and of the DC gain, and the frequency-response error: the relative RMS difference of the
+discrete transfer matrices over 200 log-spaced frequencies from 1e-3 to 1 times Nyquist (the
+delay is in both: ours through its delay blocks, the peers' through their delay states, so this
+compares input-output behaviour without a delay model).  Times are CPU seconds
+(``process_time``, fair on a shared machine) of one fit (the least of ``--repeat`` fits).
 
-    python benchmarks/bench_output.py [--seeds 10] [--samples 4000] [--snr 20] [--repeat 1]
-                                      [--skip nfoursid]
+The paired section compares ours with each peer on the same data, seed by seed: the medians, the
+share of seeds where ours has the smaller error (win rate), the two-sided sign-test p-value and
+the Wilcoxon signed-rank p-value of log(ours / peer).  ``--snr`` and ``--samples`` take several
+values (each pair is one condition); nfoursid is slow (0.6-0.8 s per fit at K = 4000, ~10x ours)
+and needs memory that grows with K: ``--nfoursid-seeds`` fits it on the first seeds only.
+
+    python benchmarks/bench_output.py [--seeds 40] [--samples 4000] [--snr 20] [--repeat 1]
+                                      [--skip nfoursid] [--nfoursid-seeds 40]
+    python benchmarks/bench_output.py --seeds 40 --snr 10 20 30 --samples 4000 40000 \
+                                      --nfoursid-seeds 10
 """
 
 from __future__ import annotations
@@ -19,11 +30,15 @@ import time
 import warnings
 
 import numpy as np
+from scipy import stats
 
 from dmdidc import OutputDMDidc, random_excitation
 from simulations.studies.data_kinds import random_plant
 
 T, R = 0.5, 4
+#: Points on the unit circle where the frequency responses are compared: 1e-3 to 1 times Nyquist.
+Z = np.exp(1j * np.pi * np.logspace(-3, 0, 200))
+METRICS = ("eigenvalue", "DC gain", "frequency response")
 
 
 def _data(seed: int, samples: int, snr_db: float):
@@ -36,18 +51,36 @@ def _data(seed: int, samples: int, snr_db: float):
     return plant, C, Y, U
 
 
-def _errors(plant, C, eigenvalues_c, dc_gain) -> tuple[float, float]:
+def _response(A, B, C, D) -> np.ndarray:
+    """Transfer matrices ``C (z I - A)^-1 B + D`` at the points ``Z``, shape (len(Z), l, m)."""
+    eye = np.eye(A.shape[0])
+    return np.array([C @ np.linalg.solve(z * eye - A, B) + D for z in Z])
+
+
+def _lifted_response(plant, C, D) -> np.ndarray:
+    """Frequency response of a delayed plant seen through ``C`` (its delay blocks included)."""
+    F, G = plant.lifted_matrices()
+    lifted_C = np.hstack([C, np.zeros((C.shape[0], F.shape[0] - C.shape[1]))])
+    return _response(F, G, lifted_C, D)
+
+
+def _errors(plant, C, eigenvalues_c, dc_gain, response) -> tuple[float, float, float]:
     truth = np.linalg.eigvals(plant.A_c)
     eig = max(np.min(np.abs(eigenvalues_c - lam)) / abs(lam) for lam in truth)
     true_dc = C @ np.linalg.solve(-plant.A_c, plant.B_c)
-    return float(eig), float(np.max(np.abs(dc_gain - true_dc)) / np.max(np.abs(true_dc)))
+    true_response = _lifted_response(plant, C, np.zeros_like(true_dc))
+    freq = np.sqrt(np.sum(np.abs(response - true_response) ** 2)
+                   / np.sum(np.abs(true_response) ** 2))
+    return (float(eig), float(np.max(np.abs(dc_gain - true_dc)) / np.max(np.abs(true_dc))),
+            float(freq))
 
 
-def _discrete_peer(plant, C, A, B, Cm, D) -> tuple[float, float]:
+def _discrete_peer(plant, C, A, B, Cm, D) -> tuple[float, float, float]:
     values = np.linalg.eigvals(A)
     plant_modes = values[np.argsort(-np.abs(values))][:3]
     dc = Cm @ np.linalg.solve(np.eye(A.shape[0]) - A, B) + D
-    return _errors(plant, C, np.log(plant_modes.astype(complex)) / T, dc)
+    return _errors(plant, C, np.log(plant_modes.astype(complex)) / T, dc,
+                   _response(A, B, Cm, D))
 
 
 def ours(plant, C, Y, U):
@@ -55,8 +88,8 @@ def ours(plant, C, Y, U):
         warnings.simplefilter("ignore")
         est = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
     dc = est.C @ np.linalg.solve(-est.A_c, est.B_c) + est.D
-    eig, dc_err = _errors(plant, C, est.eigenvalues_, dc)
-    return eig, dc_err, float(np.max(np.abs(est.delay - plant.delay)) / T)
+    errors = _errors(plant, C, est.eigenvalues_, dc, _lifted_response(est.plant(), est.C, est.D))
+    return (*errors, float(np.max(np.abs(est.delay - plant.delay)) / T))
 
 
 def sippy(plant, C, Y, U):
@@ -79,47 +112,94 @@ def nfoursid(plant, C, Y, U):
     return (*_discrete_peer(plant, C, ss.a, ss.b, ss.c, ss.d), np.nan)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--samples", type=int, default=4000)
-    parser.add_argument("--snr", type=float, default=20.0)
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="fits per plant and method, the least CPU time kept (a shared "
-                             "machine's load only ever adds time)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["SIPPY", "nfoursid"],
-                        help="peers to leave out (nfoursid needs ~10 GB at K = 1e5)")
-    args = parser.parse_args()
-    methods = {"OutputDMDidc": ours, "SIPPY N4SID": sippy, "nfoursid": nfoursid}
-    methods = {k: v for k, v in methods.items() if k.split()[0] not in args.skip}
-    results = {name: [] for name in methods}
-    for seed in range(args.seeds):
-        data = _data(seed, args.samples, args.snr)
-        for name, method in methods.items():
+def paired(ours_errors: np.ndarray, peer_errors: np.ndarray) -> tuple[float, float, float]:
+    """Win rate of ours (share of seeds with the smaller error), the two-sided sign-test p-value
+    and the Wilcoxon signed-rank p-value of ``log(ours / peer)`` over the same seeds."""
+    log_ratio = np.log(ours_errors / peer_errors)
+    wins, losses = int(np.sum(log_ratio < 0)), int(np.sum(log_ratio > 0))
+    sign_p = stats.binomtest(wins, wins + losses).pvalue if wins + losses else 1.0
+    wilcoxon_p = stats.wilcoxon(log_ratio).pvalue if wins + losses else 1.0
+    return wins / len(log_ratio), float(sign_p), float(wilcoxon_p)
+
+
+def _fits(methods: dict, seeds: int, samples: int, snr: float, repeat: int,
+          peer_seeds: dict) -> dict:
+    """Per method, rows (eigenvalue, DC gain, frequency response, delay error, CPU s) by seed."""
+    results = {name: {} for name in methods}
+    for seed in range(seeds):
+        data = _data(seed, samples, snr)
+        for name, method in list(methods.items()):
+            if seed >= peer_seeds.get(name, seeds):
+                continue
             seconds = []
             try:
-                for _ in range(args.repeat):
+                for _ in range(repeat):
                     start = time.process_time()
                     errors = method(*data)
                     seconds.append(time.process_time() - start)
             except ImportError as exc:
                 print(f"{name}: not installed ({exc.name}); skipped")
-                methods = {k: v for k, v in methods.items() if k != name}
+                del methods[name]
                 continue
-            results[name].append((*errors, min(seconds)))
-    print(f"\n{args.seeds} random plants, 2 of 3 states measured, K = {args.samples}, "
-          f"{args.snr:g} dB")
-    print(f"{'method':14s} {'eig err med':>11s} {'eig err max':>11s} {'DC err med':>10s} "
-          f"{'delay err max':>13s} {'CPU s/fit':>9s} {'CPU / ours':>10s}")
-    base = np.median([r[3] for r in results["OutputDMDidc"]])
-    for name, rows in results.items():
-        if not rows:
+            results[name][seed] = (*errors, min(seconds))
+    return {name: rows for name, rows in results.items() if rows}
+
+
+def _speed_table(results: dict) -> None:
+    print(f"{'method':14s} {'seeds':>5s} {'eig err med':>11s} {'eig err max':>11s} "
+          f"{'DC err med':>10s} {'freq err med':>12s} {'delay err max':>13s} {'CPU s/fit':>9s} "
+          f"{'CPU / ours':>10s}")
+    base = np.median([r[4] for r in results["OutputDMDidc"].values()])
+    for name, by_seed in results.items():
+        rows = np.array(list(by_seed.values()))
+        delay = f"{np.nanmax(rows[:, 3]):.3f} T" if np.isfinite(rows[:, 3]).any() else "no model"
+        cpu = np.median(rows[:, 4])
+        print(f"{name:14s} {len(rows):5d} {np.median(rows[:, 0]):11.4f} {np.max(rows[:, 0]):11.4f} "
+              f"{np.median(rows[:, 1]):10.4f} {np.median(rows[:, 2]):12.4f} {delay:>13s} "
+              f"{cpu:9.3f} {cpu / base:9.2f}x")
+
+
+def _paired_table(results: dict) -> None:
+    print("paired, the same seeds: errors median (ours / peer), win rate of ours, sign-test p, "
+          "Wilcoxon p of log(ours / peer)")
+    print(f"{'peer':14s} {'seeds':>5s} {'metric':>18s} {'ours med':>9s} {'peer med':>9s} "
+          f"{'ours wins':>9s} {'sign p':>8s} {'Wilcoxon p':>10s}")
+    own = results["OutputDMDidc"]
+    for name, by_seed in results.items():
+        if name == "OutputDMDidc":
             continue
-        rows = np.array(rows)
-        delay = f"{np.nanmax(rows[:, 2]):.3f} T" if np.isfinite(rows[:, 2]).any() else "no model"
-        cpu = np.median(rows[:, 3])
-        print(f"{name:14s} {np.median(rows[:, 0]):11.4f} {np.max(rows[:, 0]):11.4f} "
-              f"{np.median(rows[:, 1]):10.4f} {delay:>13s} {cpu:9.3f} {cpu / base:9.2f}x")
+        seeds = sorted(set(by_seed) & set(own))
+        for column, metric in enumerate(METRICS):
+            a = np.array([own[s][column] for s in seeds])
+            b = np.array([by_seed[s][column] for s in seeds])
+            win, sign_p, wilcoxon_p = paired(a, b)
+            print(f"{name:14s} {len(seeds):5d} {metric:>18s} {np.median(a):9.3g} "
+                  f"{np.median(b):9.3g} {win:9.2f} {sign_p:8.2g} {wilcoxon_p:10.2g}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=40)
+    parser.add_argument("--samples", type=int, nargs="+", default=[4000])
+    parser.add_argument("--snr", type=float, nargs="+", default=[20.0])
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="fits per plant and method, the least CPU time kept (a shared "
+                             "machine's load only ever adds time)")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["SIPPY", "nfoursid"],
+                        help="peers to leave out (nfoursid needs ~10 GB at K = 1e5)")
+    parser.add_argument("--nfoursid-seeds", type=int, default=None,
+                        help="fit nfoursid on the first N seeds only (slow; default all)")
+    args = parser.parse_args()
+    all_methods = {"OutputDMDidc": ours, "SIPPY N4SID": sippy, "nfoursid": nfoursid}
+    peer_seeds = {} if args.nfoursid_seeds is None else {"nfoursid": args.nfoursid_seeds}
+    for samples in args.samples:
+        for snr in args.snr:
+            methods = {k: v for k, v in all_methods.items() if k.split()[0] not in args.skip}
+            results = _fits(methods, args.seeds, samples, snr, args.repeat, peer_seeds)
+            print(f"\n{args.seeds} random plants, 2 of 3 states measured, K = {samples}, "
+                  f"{snr:g} dB")
+            _speed_table(results)
+            _paired_table(results)
 
 
 if __name__ == "__main__":
