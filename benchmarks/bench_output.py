@@ -14,13 +14,15 @@ compares input-output behaviour without a delay model).  Times are CPU seconds
 The paired section compares ours with each peer on the same data, seed by seed: the medians, the
 share of seeds where ours has the smaller error (win rate), the two-sided sign-test p-value and
 the Wilcoxon signed-rank p-value of log(ours / peer).  ``--snr`` and ``--samples`` take several
-values (each pair is one condition); nfoursid is slow (0.6-0.8 s per fit at K = 4000, ~10x ours)
-and needs memory that grows with K: ``--nfoursid-seeds`` fits it on the first seeds only.
+values (each pair is one condition).  nfoursid is slow (0.8 s per fit at K = 4000, 3-5x ours):
+``--nfoursid-seeds`` fits it on the first seeds only; its memory grows with K (one fit exhausted
+23 GB at K = 4e4: ``--skip nfoursid`` there).  ``--plant SEED`` refits one plant on fresh draws
+of inputs, initial state and noise: does a seed's loss belong to the plant or to the draw?
 
     python benchmarks/bench_output.py [--seeds 40] [--samples 4000] [--snr 20] [--repeat 1]
-                                      [--skip nfoursid] [--nfoursid-seeds 40]
-    python benchmarks/bench_output.py --seeds 40 --snr 10 20 30 --samples 4000 40000 \
-                                      --nfoursid-seeds 10
+                                      [--skip nfoursid] [--nfoursid-seeds 40] [--plant SEED]
+    python benchmarks/bench_output.py --seeds 40 --snr 10 20 30
+    python benchmarks/bench_output.py --seeds 40 --snr 10 20 30 --samples 40000 --skip nfoursid
 """
 
 from __future__ import annotations
@@ -41,11 +43,16 @@ Z = np.exp(1j * np.pi * np.logspace(-3, 0, 200))
 METRICS = ("eigenvalue", "DC gain", "frequency response")
 
 
-def _data(seed: int, samples: int, snr_db: float):
+def _data(seed: int, samples: int, snr_db: float, draw: int | None = None):
+    """Plant, sensors, outputs and inputs of ``seed``; with ``draw``: the same plant and sensors
+    with fresh inputs, initial state and noise."""
     rng = np.random.default_rng(seed)
     plant = random_plant(rng, n_states=3, n_inputs=2, dt=T, max_delay=R)
     U = random_excitation(2, samples, rng=rng)
     C = rng.standard_normal((2, 3))
+    if draw is not None:
+        rng = np.random.default_rng([seed, draw])
+        U = random_excitation(2, samples, rng=rng)
     Y = C @ plant.simulate(rng.standard_normal(3), U)[:, :samples]
     Y = Y + Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * rng.standard_normal(Y.shape)
     return plant, C, Y, U
@@ -123,11 +130,12 @@ def paired(ours_errors: np.ndarray, peer_errors: np.ndarray) -> tuple[float, flo
 
 
 def _fits(methods: dict, seeds: int, samples: int, snr: float, repeat: int,
-          peer_seeds: dict) -> dict:
-    """Per method, rows (eigenvalue, DC gain, frequency response, delay error, CPU s) by seed."""
+          peer_seeds: dict, plant: int | None = None) -> dict:
+    """Per method, rows (eigenvalue, DC gain, frequency response, delay error, CPU s) by seed
+    (with ``plant``: by fresh draw of that seed's data)."""
     results = {name: {} for name in methods}
     for seed in range(seeds):
-        data = _data(seed, samples, snr)
+        data = _data(seed, samples, snr) if plant is None else _data(plant, samples, snr, seed)
         for name, method in list(methods.items()):
             if seed >= peer_seeds.get(name, seeds):
                 continue
@@ -186,18 +194,24 @@ def main() -> None:
                         help="fits per plant and method, the least CPU time kept (a shared "
                              "machine's load only ever adds time)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["SIPPY", "nfoursid"],
-                        help="peers to leave out (nfoursid needs ~10 GB at K = 1e5)")
+                        help="peers to leave out (nfoursid exhausted 23 GB at K = 4e4)")
     parser.add_argument("--nfoursid-seeds", type=int, default=None,
                         help="fit nfoursid on the first N seeds only (slow; default all)")
+    parser.add_argument("--plant", type=int, default=None,
+                        help="one plant (this seed's plant and sensors) on --seeds fresh draws "
+                             "of inputs, initial state and noise: is a seed's result the plant "
+                             "or the noise draw?")
     args = parser.parse_args()
     all_methods = {"OutputDMDidc": ours, "SIPPY N4SID": sippy, "nfoursid": nfoursid}
     peer_seeds = {} if args.nfoursid_seeds is None else {"nfoursid": args.nfoursid_seeds}
     for samples in args.samples:
         for snr in args.snr:
             methods = {k: v for k, v in all_methods.items() if k.split()[0] not in args.skip}
-            results = _fits(methods, args.seeds, samples, snr, args.repeat, peer_seeds)
-            print(f"\n{args.seeds} random plants, 2 of 3 states measured, K = {samples}, "
-                  f"{snr:g} dB")
+            results = _fits(methods, args.seeds, samples, snr, args.repeat, peer_seeds,
+                            args.plant)
+            cases = (f"{args.seeds} random plants" if args.plant is None else
+                     f"the plant of seed {args.plant} on {args.seeds} draws of the data")
+            print(f"\n{cases}, 2 of 3 states measured, K = {samples}, {snr:g} dB")
             _speed_table(results)
             _paired_table(results)
 

@@ -9,7 +9,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from bench_output import _errors, _lifted_response, _response, paired  # noqa: E402
+from bench_output import _data, _errors, _lifted_response, _response, paired  # noqa: E402
 
 from simulations.studies.data_kinds import random_plant  # noqa: E402
 
@@ -42,3 +42,14 @@ def test_the_true_plant_and_its_lifted_realization_as_a_peer_have_no_error():
                             max_delay=4, delay_periods=(1.2, 3.8))
         assert _errors(plant, C, np.linalg.eigvals(plant.A_c), dc,
                        _lifted_response(late, C, np.zeros((2, 2))))[2] > 0.05
+
+
+def test_a_fresh_draw_keeps_the_plant_and_sensors_and_changes_the_data():
+    plant, C, Y, U = _data(2, 500, 20.0)
+    for draw in range(3):
+        other, C_other, Y_other, U_other = _data(2, 500, 20.0, draw)
+        np.testing.assert_array_equal(other.A_c, plant.A_c)
+        np.testing.assert_array_equal(other.delay, plant.delay)
+        np.testing.assert_array_equal(C_other, C)
+        assert U_other.shape == U.shape and Y_other.shape == Y.shape
+        assert not np.allclose(U_other, U) and not np.allclose(Y_other, Y)
