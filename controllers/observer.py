@@ -58,9 +58,15 @@ class DelayedKalmanObserver:
     process_noise : float, array_like (n,) or (n, n), optional
         Covariance of ``w``; default ``0.1 B_d B_d^T + 1e-6 I`` (disturbances entering with the
         inputs), a tuning knob: larger trusts the measurements more.
+    offset : array_like (l,), optional
+        Constant output offset ``c`` of ``y = C x + c + v`` (sensor offsets, absolute units),
+        subtracted from every measurement; default the model's ``offset_`` (an
+        :class:`~dmdidc.OutputDMDidc` estimates it), else zero.
 
     Attributes
     ----------
+    offset : ndarray, shape (l,)
+        The output offset subtracted from each measurement.
     gain : ndarray, shape (n, l)
         Measurement-update gain ``M`` (``xhat_k|k = xhat_k|k-1 + M (y_k - C xhat_k|k-1)``).
     error_eigenvalues : ndarray
@@ -78,7 +84,7 @@ class DelayedKalmanObserver:
     """
 
     def __init__(self, model: Any, C: Any = None, *, measurement_noise: Any = None,
-                 process_noise: Any = None) -> None:
+                 process_noise: Any = None, offset: Any = None) -> None:
         plant = as_plant(model)
         C = getattr(model, "C", None) if C is None else C
         if C is None:
@@ -97,6 +103,14 @@ class DelayedKalmanObserver:
             std = getattr(model, "noise_std_", None)
             measurement_noise = np.square(std) if std is not None else 1e-4
         R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
+        # Without it the filter reads a sensor offset as state, and the loop steers the plant
+        # away from zero to cancel a reading it should have subtracted.
+        offset = getattr(model, "offset_", None) if offset is None else offset
+        self.offset = (np.zeros(C.shape[0]) if offset is None
+                       else check_finite_array("offset", offset, ndim=1))
+        if self.offset.shape != (C.shape[0],):
+            raise DimensionError(f"offset has shape {self.offset.shape}; expected "
+                                 f"({C.shape[0]},), one per measured signal")
         B_d = plant.B_blocks.sum(axis=0)
         Q_w = (_covariance("process_noise", process_noise, n) if process_noise is not None
                else 0.1 * B_d @ B_d.T + 1e-6 * np.eye(n))
@@ -122,7 +136,7 @@ class DelayedKalmanObserver:
         y = check_finite_array("y", y, ndim=1)
         if y.shape != (self.C.shape[0],):
             raise DimensionError(f"y has shape {y.shape}; expected ({self.C.shape[0]},)")
-        self._x = self._x + self.gain @ (y - self.C @ self._x)
+        self._x = self._x + self.gain @ (y - self.offset - self.C @ self._x)
         return self._x.copy()
 
     def predict(self, u: Any) -> np.ndarray:

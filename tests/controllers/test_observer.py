@@ -92,6 +92,39 @@ def test_identify_from_outputs_then_control_in_closed_loop():
     assert np.linalg.norm(closed.states[:, -50:], axis=0).max() < 0.1
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_sensor_offset_the_fit_found_is_subtracted_not_steered_to(seed):
+    # Outputs in absolute units (a sensor offset of a few output standard deviations): the
+    # identified offset_ must be taken off each measurement, or the filter reads it as state
+    # and the loop drives the plant away from zero to cancel it (before: final |x| 0.3-3).
+    rng = np.random.default_rng(seed)
+    U = random_excitation(2, 3000, rng=rng)
+    Y = C_TRUE @ PLANT.simulate(np.zeros(3), U)[:, :-1]
+    offset = rng.uniform(2.0, 5.0) * Y.std() * rng.choice([-1.0, 1.0])
+    Y = Y + offset + 0.02 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+    np.testing.assert_allclose(est.offset_, [offset], atol=0.05 * abs(offset))
+    K = lqr_gain(est, Q=est.C.T @ est.C + 1e-6 * np.eye(est.order_), R=0.1 * np.eye(2))
+    observer = DelayedKalmanObserver(est)
+    np.testing.assert_array_equal(observer.offset, est.offset_)
+    loop = OutputFeedback(FractionalDelayController(est, K), observer)
+    x0 = np.array([1.0, -1.0, 0.5])
+    sensor = offset + 0.01 * rng.standard_normal((1, 301))          # what the sensor reads
+    closed = simulate_closed_loop(PLANT, loop, x0, 300, measurement_matrix=C_TRUE,
+                                  measurement_noise=sensor)
+    assert np.linalg.norm(closed.states[:, -50:], axis=0).max() < 0.05 * np.linalg.norm(x0)
+
+
+def test_an_explicit_offset_is_checked():
+    with pytest.raises(DimensionError, match="offset has shape"):
+        DelayedKalmanObserver(PLANT, C=C_TRUE, offset=[1.0, 2.0])
+    with pytest.raises(ValueError, match="offset"):
+        DelayedKalmanObserver(PLANT, C=C_TRUE, offset=[np.nan])
+    assert DelayedKalmanObserver(PLANT, C=C_TRUE).offset.tolist() == [0.0]
+
+
 def test_bad_observer_and_loop_arguments_are_refused():
     with pytest.raises(ParameterError, match="C is required"):
         DelayedKalmanObserver(PLANT)
