@@ -217,6 +217,13 @@ def _load_plant(path: str, what: str):
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{what} file {path!r} does not exist")
+    if _is_output_model(Path(path)):
+        raise ParameterError(f"{what} file {path!r} is an output model ('dmdidc identify "
+                             f"--outputs', y = C x): its states are not measured, and "
+                             f"'dmdidc simulate' feeds the controller the plant's states. "
+                             f"Control from outputs in Python: OutputFeedback(controller, "
+                             f"DelayedKalmanObserver(OutputDMDidc.load(path))), see "
+                             f"docs/output-identification.md")
     try:
         return DelayedPlant.load(path)
     except (ToolboxError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -224,6 +231,21 @@ def _load_plant(path: str, what: str):
         raise ParameterError(f"{what} file {path!r} is not a valid plant (expected what "
                              f"DelayedPlant.save or 'dmdidc identify' writes: .json or .npz with "
                              f"dt, A_d, B_blocks and optionally A_c, B_c, delay): {exc}") from exc
+
+
+def _is_output_model(path: Path) -> bool:
+    """Whether ``path`` is a JSON file of :meth:`dmdidc.OutputDMDidc.save`."""
+    import json
+
+    from dmdidc import OutputDMDidc
+
+    if path.suffix.lower() != ".json":
+        return False
+    try:
+        record = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return False        # not JSON at all: the plant loader says what is wrong
+    return isinstance(record, dict) and record.get("format") == OutputDMDidc.FILE_FORMAT
 
 
 def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:

@@ -113,3 +113,22 @@ def test_a_failure_while_writing_keeps_the_old_files(tmp_path, monkeypatch):
     assert run(tmp_path, model, "--x0", "3,3")[0] == 2
     assert {p.name: p.read_bytes() for p in (tmp_path / "sim").iterdir()} == before
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+@pytest.mark.parametrize("role", ["model", "--plant"])
+def test_an_output_model_is_refused_with_what_to_do_instead(tmp_path, capsys, role):
+    # 'identify --outputs' writes an OutputDMDidc file; simulate feeds states to a controller,
+    # which an output model does not have: say so, not "unknown field(s) ['C', ...]"
+    from dmdidc import OutputDMDidc, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]], 1.3, 0.5)
+    U = random_excitation(1, 600, rng=0)
+    Y = [[1.0, 0.0]] @ plant.simulate([0.0, 0.0], U)[:, :-1]
+    output_model = OutputDMDidc(max_delay=4).fit(Y, U, dt=0.5).save(tmp_path / "out.json")
+    state_model = plant.save(tmp_path / "plant.json")
+    argv = ([str(output_model)] if role == "model" else
+            [str(state_model), "--plant", str(output_model)])
+    assert main(["simulate", *argv, "--steps", "5", "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert f"{role} file" in err and "output model" in err and "DelayedKalmanObserver" in err
+    assert not (tmp_path / "s").exists()
