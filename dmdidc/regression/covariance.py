@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from _toolbox.validation import check_allocation
+
 __all__ = ["KroneckerCovariance"]
 
 
@@ -199,8 +201,13 @@ class KroneckerCovariance:
         return out
 
     def dense(self) -> np.ndarray:
-        """The full matrix, shape (n p, n p): only for small problems (it has (n p)^2 entries)."""
+        """The full matrix, shape (n p, n p): only for small problems (it has (n p)^2 entries;
+        one above ``_toolbox.validation.ALLOCATION_LIMIT_BYTES`` is refused with a
+        ``ParameterError`` before anything is allocated)."""
         n, p = self.shape
+        check_allocation(f"the dense coefficient covariance of n = {n} states and p = {p} "
+                         f"regressors", (n * p, n * p),
+                         accepted="read it factored (submatrix, columns, diagonal)")
         total = np.zeros((n * p, n * p))
         for S, H in zip(self.left, self.right, strict=True):
             total += np.kron(S, H)

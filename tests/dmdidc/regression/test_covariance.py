@@ -51,6 +51,18 @@ def test_every_factored_read_equals_the_dense_matrix(seed, extra):
                                rtol=1e-10, atol=1e-10 * scale)
 
 
+def test_a_dense_matrix_beyond_the_allocation_limit_is_refused_before_allocating():
+    # 2000 sensors and p = 2000 regressors: (n p)^2 doubles = 128 TB. The factored reads work.
+    from _toolbox.errors import ParameterError
+
+    rng = np.random.default_rng(0)
+    left, right = np.diag(rng.uniform(1.0, 2.0, 2000)), np.diag(rng.uniform(1.0, 2.0, 2000))
+    cov = KroneckerCovariance.single(left, right)
+    with pytest.raises(ParameterError, match=r"n = 2000 states and p = 2000.*factored"):
+        cov.dense()
+    assert cov.submatrix(np.array([0, 1])).shape == (2, 2)
+
+
 def test_repeated_positions_add_their_gradients():
     rng = np.random.default_rng(3)
     cov = _random(rng, 3, 4, terms=2, extra=False)
