@@ -242,6 +242,12 @@ def _run_identify(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> None:
     from dmdidc import check_excitation
 
+    modes = estimator.modes_
+    if modes is not None:
+        # --svd-rank regresses on the POD coordinates: the sensors themselves (often more than
+        # the samples) would report a rank deficiency that the fit does not have
+        X = [modes.T @ Xi for Xi in X] if isinstance(X, list) else modes.T @ X
+        print(f"excitation in the {modes.shape[1]} POD modes of the {modes.shape[0]} signals:")
     print(check_excitation(X, U, estimator.max_delay_))
     regression = estimator.regression_
     print(f"regression ({regression.estimator}): rank {regression.rank}, condition number "
