@@ -45,6 +45,7 @@ from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
 from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
+from dmdidc.trajectories import check_data
 
 __all__ = ["OutputDMDidc"]
 
@@ -81,6 +82,22 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
     return output_residuals(experiments, refined, dt, R)
 
 
+def _signals(y_name: str, Y: Any, u_name: str, U: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``Y`` and ``U`` as finite 2-D arrays within the data magnitude limit (entries near
+    1e154 overflow the window products: the fit went on to a silently wrong model), each with
+    at least one signal."""
+    # finite_signal first: its error names lost samples and the remedy for them
+    Y = check_data(y_name, finite_signal(y_name, Y))
+    U = check_data(u_name, finite_signal(u_name, U))
+    if Y.shape[0] == 0:
+        raise ParameterError(f"{y_name} has no output rows (shape {Y.shape}): OutputDMDidc "
+                             f"identifies a plant from its measured outputs")
+    if U.shape[0] == 0:
+        raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
+                             "for output-only data use DMDidc (plain DMD) on the outputs")
+    return Y, U
+
+
 def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Validated ``(Y (l, K), U (m, K))`` pairs from arrays or lists of experiments."""
     if isinstance(Y, (list, tuple)) != isinstance(U, (list, tuple)):
@@ -93,10 +110,7 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     result = []
     for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
         tag = f"[{i}]" if len(Y) > 1 else ""
-        Yi, Ui = finite_signal(f"Y{tag}", Yi), finite_signal(f"U{tag}", Ui)
-        if Ui.shape[0] == 0:
-            raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
-                                 "for output-only data use DMDidc (plain DMD) on the outputs")
+        Yi, Ui = _signals(f"Y{tag}", Yi, f"U{tag}", Ui)
         if Yi.shape[1] == Ui.shape[1] + 1:      # the state convention: one output more
             Yi = Yi[:, :-1]
         if Yi.shape[1] != Ui.shape[1]:
@@ -401,10 +415,7 @@ class OutputDMDidc:
     def _chunk(self, Y: Any, U: Any, dt: float, new_experiment: bool
                ) -> tuple[np.ndarray, np.ndarray]:
         """The chunk's ``(Y, U)`` pairs, checked against the stream (set up on the first)."""
-        Y, U = finite_signal("Y", Y), finite_signal("U", U)
-        if U.shape[0] == 0:
-            raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
-                                 "for output-only data use DMDidc (plain DMD) on the outputs")
+        Y, U = _signals("Y", Y, "U", U)
         if Y.shape[1] not in (U.shape[1], U.shape[1] + 1):
             raise DimensionError(f"Y has {Y.shape[1]} samples and U {U.shape[1]}; expected "
                                  f"the same number, or one output more (chunks overlapping by "

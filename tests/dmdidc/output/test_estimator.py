@@ -13,6 +13,7 @@ from dmdidc.errors import (
     DiagnosticWarning,
     DimensionError,
     InsufficientExcitationError,
+    NonFiniteError,
     NotFittedError,
     ParameterError,
 )
@@ -195,3 +196,18 @@ def test_bad_input_is_refused_with_the_argument_named():
     Y_bad[0, 3] = np.nan
     with pytest.raises(ValueError, match="Y"):
         OutputDMDidc(max_delay=R).fit(Y_bad, U, dt=T)
+
+
+def test_no_outputs_and_entries_beyond_the_magnitude_limit_are_refused():
+    # Before: no output rows ended in a ZeroDivisionError; outputs of size 1e200 overflowed
+    # the window products and returned order 1 with delay 0 (overflow RuntimeWarnings only).
+    _, _, Y, U = _experiment(14, K=800)
+    for fit in (OutputDMDidc(max_delay=R).fit, OutputDMDidc(max_delay=R).partial_fit):
+        with pytest.raises(ParameterError, match=r"Y has no output rows \(shape \(0, 800\)\)"):
+            fit(np.zeros((0, U.shape[1])), U, dt=T)
+        with pytest.raises(NonFiniteError, match="Y has an entry of magnitude 1.*e\\+200"):
+            fit(Y * (1e200 / np.abs(Y).max()), U, dt=T)
+        with pytest.raises(NonFiniteError, match="U has an entry of magnitude"):
+            fit(Y, U * 1e120, dt=T)
+    with pytest.raises(NonFiniteError, match=r"Y\[1\] has an entry"):
+        OutputDMDidc(max_delay=R).fit([Y, Y * 1e150], [U, U], dt=T)
