@@ -262,7 +262,12 @@ class OutputDMDidc:
                 raise ParameterError(f"{name}={getattr(self, name)!r}; accepted: True or False")
         if not 0.0 < float(self.significance) < 1.0:
             raise ParameterError(f"significance={self.significance!r}; accepted: (0, 1)")
-        check_integer("memory", self.memory, minimum=2 * horizon + R + 1)
+        check_integer("memory", self.memory, minimum=1)
+        if self.memory < 2 * horizon + R + 1:    # name what set the floor, not only memory
+            raise ParameterError(f"memory={self.memory} samples is too short for "
+                                 f"max_delay={R} and horizon={horizon}: it needs at least "
+                                 f"2 horizon + max_delay + 1 = {2 * horizon + R + 1}; lower "
+                                 f"max_delay or horizon, or raise memory")
         return R, order, horizon, max_order
 
     # -- fitting --------------------------------------------------------------------------

@@ -211,3 +211,12 @@ def test_no_outputs_and_entries_beyond_the_magnitude_limit_are_refused():
             fit(Y, U * 1e120, dt=T)
     with pytest.raises(NonFiniteError, match=r"Y\[1\] has an entry"):
         OutputDMDidc(max_delay=R).fit([Y, Y * 1e150], [U, U], dt=T)
+
+
+def test_a_delay_bound_beyond_the_memory_names_max_delay():
+    # it said "memory must be an integer >= 1000045; got 20000" to a user who set max_delay
+    _, _, Y, U = _experiment(14, K=800)
+    with pytest.raises(ParameterError, match=r"memory=20000 .*max_delay=1000000.*lower max_delay"):
+        OutputDMDidc(max_delay=10**6).fit(Y, U, dt=T)
+    with pytest.raises(ParameterError, match="memory"):
+        OutputDMDidc(max_delay=R, memory=0).fit(Y, U, dt=T)
