@@ -40,7 +40,12 @@ from dmdidc.output.intervals import (
     restart,
 )
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
-from dmdidc.output.order_check import extended_dynamics, neighbour_verdicts, raise_order
+from dmdidc.output.order_check import (
+    extended_dynamics,
+    neighbour_verdicts,
+    raise_order,
+    short_of,
+)
 from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
 from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
@@ -685,8 +690,11 @@ class OutputDMDidc:
                 continue
             delays = refined.delays.copy()
             delays[i] = grid[far][np.argmin(values[far])]
+            # a restart that cannot come within the tie's critical value of the chosen fit
+            # changes nothing: its search is given up there (the order check's rule)
             other = restart(experiments, refined, delays, dt, R, feedthrough=self.feedthrough,
-                            offset=self.offset)
+                            offset=self.offset, stop=None if exact else short_of(
+                                refined.rss * (1.0 + critical / refined.dof)))
             if other is None:
                 continue
             if exact:

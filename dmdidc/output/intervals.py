@@ -115,16 +115,17 @@ def eigenvalue_parts(refined: Refined) -> tuple[np.ndarray, np.ndarray]:
 
 def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, R: int, *,
             feedthrough: bool, offset: bool, max_evaluations: int = 60,
-            held: np.ndarray | None = None) -> Refined | None:
+            held: np.ndarray | None = None, stop=None) -> Refined | None:
     """The output-error fit started from ``refined`` with the delays ``delays`` (m,) (those
-    ``held`` stay there), or ``None`` if no continuous plant is found from there
-    (:class:`~dmdidc.errors.LogarithmError`, a singular system).  Bad input is not caught."""
+    ``held`` stay there; ``stop``: :func:`~dmdidc.output.refine.refine`), or ``None`` if no
+    continuous plant is found from there (:class:`~dmdidc.errors.LogarithmError`, a singular
+    system).  Bad input is not caught."""
     try:
         return refine(experiments, dt, R, A_c=refined.A_c, C=refined.C, B_c=refined.B_c,
                       delays=delays, initial_states=refined.initial_states,
                       D=refined.D if feedthrough else None,
                       offset=refined.offset if offset else None,
-                      max_evaluations=max_evaluations, held=held)
+                      max_evaluations=max_evaluations, held=held, stop=stop)
     except (LogarithmError, np.linalg.LinAlgError):
         return None
 

@@ -35,7 +35,7 @@ from dmdidc.errors import InsufficientExcitationError, LogarithmError
 from dmdidc.output.refine import Refined
 
 __all__ = ["Comparison", "extended_dynamics", "hopeless", "likelihood_ratio",
-           "neighbour_verdicts", "raise_order"]
+           "neighbour_verdicts", "raise_order", "short_of"]
 
 #: Failures of a candidate fit that say nothing about the order: no continuous plant from the
 #: start, an order the horizon cannot reveal, a singular step.
@@ -190,12 +190,21 @@ def hopeless(refined: Refined, level: float, n_experiments: int) -> Callable[[fl
     """
     added = refined.C.shape[0] + refined.B_c.shape[1] + n_experiments
     critical = stats.chi2.isf(level, added)
-    return _short_of(refined.rss / (1.0 + critical / max(refined.dof - added, 1)), refined.rss)
+    return short_of(refined.rss / (1.0 + critical / max(refined.dof - added, 1)), refined.rss)
 
 
-def _short_of(target: float, divide: float = np.inf) -> Callable[[float, float], bool]:
+def short_of(target: float, divide: float = np.inf) -> Callable[[float, float], bool]:
     """``stop(rss, gain)``: even ``_MARGIN`` x ``gain`` cannot bring ``rss`` to ``target``,
-    nor change on which side of ``divide`` the search ends (:func:`hopeless`)."""
+    nor change on which side of ``divide`` the search ends (:func:`hopeless`; also the
+    second-delay restarts of :class:`~dmdidc.OutputDMDidc`, which change nothing unless they
+    come within a critical value of the chosen fit).
+
+    Examples
+    --------
+    >>> stop = short_of(10.0)
+    >>> stop(12.0, 0.01), stop(12.0, 0.05)      # 100 x gain short of 2, or not
+    (True, False)
+    """
     def stop(rss: float, gain: float) -> bool:
         reach = rss - _MARGIN * gain
         return bool(reach > target and (rss < divide or reach > divide))
@@ -231,7 +240,7 @@ def neighbour_verdicts(fit: Callable[..., tuple], refined: Refined,
         added = refined.C.shape[0] + refined.B_c.shape[1] + n_experiments
         target = refined.rss * (1.0 + stats.chi2.isf(significance, added) / refined.dof)
         try:
-            smaller = fit(n - 1, smaller_start, _short_of(target))[1]
+            smaller = fit(n - 1, smaller_start, short_of(target))[1]
         except _FIT_FAILURES:
             smaller = None
         if smaller is not None:

@@ -75,3 +75,33 @@ def test_a_weak_state_near_the_noise_edge_makes_the_order_uncertain(seed):
     if est.order_ != 4 or _eigenvalue_error(plant, est) >= 0.1:
         assert any(f"order {est.order_} is uncertain" in text and "order=" in text
                    for text in messages)
+
+
+def test_second_delay_verdicts_do_not_depend_on_giving_up_restarts(monkeypatch):
+    """A second-delay restart that cannot come within the tie's critical value of the chosen
+    fit is given up early (``short_of``); the fits keep the same order, warnings, delays and
+    residual as with every restart run to convergence, on cases whose restarts stop early."""
+    from dmdidc.output import estimator
+
+    stops = []
+
+    def counted(target):
+        rule = original(target)
+
+        def stop(rss, gain):
+            stops.append(rule(rss, gain))
+            return stops[-1]
+        return stop
+
+    original = estimator.short_of
+    for seed, n, outputs in ((5, 3, 2), (7, 3, 1)):
+        plant, _, Y, U = _experiment(seed, n=n, m=2, outputs=outputs, K=2000, snr_db=20.0)
+        runs = []
+        for rule in (counted, lambda target: lambda rss, gain: False):
+            monkeypatch.setattr(estimator, "short_of", rule)
+            est, messages = _fit(Y, U)
+            runs.append((est.order_, messages, est.delay, est.refined_.rss))
+        assert runs[0][:2] == runs[1][:2]
+        np.testing.assert_allclose(runs[0][2], runs[1][2], rtol=1e-9)
+        assert runs[0][3] == pytest.approx(runs[1][3], rel=1e-9)
+    assert any(stops)                      # the rule did end some restarts early
