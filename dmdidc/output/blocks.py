@@ -31,8 +31,8 @@ from dmdidc.discretization import checked_expm, split_delay
 from dmdidc.regression.propagation import impulse_response
 
 __all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile",
-           "hold_family", "lag_moments", "spectral_family", "pair_of", "structured_fit",
-           "profile_delays"]
+           "family_of_modes", "hold_family", "lag_moments", "modes", "spectral_family", "pair_of",
+           "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -255,10 +255,33 @@ def spectral_family(A_c: np.ndarray, dt: float, *, cond: float = _SPECTRAL_COND
     >>> all(np.allclose(a, b, rtol=1e-10, atol=1e-14) for a, b in zip(fast, exact))
     True
     """
+    return family_of_modes(A_c, dt, modes(A_c, cond))
+
+
+def modes(A_c: np.ndarray, cond: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(lambda, V, V^-1)`` of ``A_c = V diag(lambda) V^-1``, or ``None`` when an eigenvalue
+    is not finite or the eigenvectors' condition number exceeds ``cond``.
+
+    Examples
+    --------
+    >>> values, vectors, inverse = modes(np.array([[-1.0, 2.0], [0.0, -3.0]]), 1e6)
+    >>> sorted(values.real.tolist()), modes(np.array([[0.0, 1.0], [0.0, 0.0]]), 1e6)
+    ([-3.0, -1.0], None)
+    """
     values, vectors = np.linalg.eig(A_c)
     if not np.all(np.isfinite(values)) or np.linalg.cond(vectors) > cond:
+        return None
+    return values, vectors, np.linalg.inv(vectors)
+
+
+def family_of_modes(A_c: np.ndarray, dt: float,
+                    found: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+                    ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`spectral_family` from the :func:`modes` ``found`` of ``A_c`` (``None``: the
+    matrix exponentials of :func:`hold_family`), for callers that use the modes themselves."""
+    if found is None:
         return lambda delays: hold_family(A_c, dt, delays)
-    inverse = np.linalg.inv(vectors)
+    values, vectors, inverse = found
 
     def gamma(spans: np.ndarray) -> np.ndarray:
         z = values * spans[:, None]                                       # (G, n)
@@ -357,15 +380,17 @@ def _channel_profile(moments: LagMoments, family: Callable, pair: Pair,
     moment = np.zeros((R + 2, n))
     moment[:R + 1] = (moments.moment[rows] - NS[rows] @ (inverse @ other_moment)).reshape(R + 1, n)
     base = moments.energy - float(other_moment @ inverse @ other_moment)
+    # per whole step w, the (2n, 2n) block of lags w and w + 1 and their moments
+    lags = np.stack([np.arange(R + 1), np.arange(1, R + 2)], axis=1)
+    pair_normal = normal[lags[:, :, None], :, lags[:, None, :]].transpose(
+        0, 1, 3, 2, 4).reshape(R + 1, 2 * n, 2 * n)
+    pair_moment = moment[lags].reshape(R + 1, 2 * n)
 
     def rss(r: np.ndarray) -> np.ndarray:
         w, gamma_0, gamma_1 = family(np.atleast_1d(r))
         G = np.concatenate([gamma_0, gamma_1], axis=1)                      # (G, 2n, n)
-        lags = np.stack([w, w + 1], axis=1)
-        N = normal[lags[:, :, None], :, lags[:, None, :]]                   # (G, 2, 2, n, n)
-        N = N.transpose(0, 1, 3, 2, 4).reshape(-1, 2 * n, 2 * n)
-        M = G.transpose(0, 2, 1) @ N @ G
-        v = np.einsum("gkc,gk->gc", G, moment[lags].reshape(-1, 2 * n))
+        M = G.transpose(0, 2, 1) @ pair_normal[w] @ G
+        v = np.einsum("gkc,gk->gc", G, pair_moment[w])
         values, vectors = np.linalg.eigh(0.5 * (M + M.transpose(0, 2, 1)))
         keep = values > RCOND * np.max(np.abs(values), axis=1, keepdims=True)
         along = np.einsum("gkc,gk->gc", vectors, v)

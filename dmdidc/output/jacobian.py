@@ -327,26 +327,18 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
     ny = C.shape[0]
     normal = np.zeros((reduced["size"], reduced["size"]))
     gradient = np.zeros(reduced["size"])
-    for e, ((response, h, length, X, U), r) in enumerate(zip(_sensitivities(
+    for e, ((response, h, _, X, U), r) in enumerate(zip(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
             layout=reduced, directions=directions), residuals, strict=True)):
-        # the Jacobian's non-zero rows only; those of [x_k; u_k; 1] are every output's, and
-        # those of x_0, C A_d^k, vanish from sample ``length`` on
+        # the Jacobian's non-zero rows only, [responses; C A_d^k; x_k; u_k; 1], stacked so
+        # that each output's Gram is one product (the shared rows are written once)
         shared = _shared(reduced, X, U)
-        gram = shared @ shared.T
-        P = response.shape[1]
+        P, n = response.shape[1], h.shape[2]
+        rows = np.empty((P + n + shared.shape[0], X.shape[1]))
+        rows[P + n:] = shared
         for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
-            G, H = response[a], h[:length, a].T
-            inner = np.empty((P + H.shape[0],) * 2)
-            inner[:P, :P] = G @ G.T
-            inner[:P, P:] = G[:, :length] @ H.T
-            inner[P:, :P] = inner[:P, P:].T
-            inner[P:, P:] = H @ H.T
-            cross = np.vstack([G @ shared.T, H @ shared[:, :length].T])
-            normal[np.ix_(driven, driven)] += inner
-            normal[np.ix_(driven, common)] += cross
-            normal[np.ix_(common, driven)] += cross.T
-            normal[np.ix_(common, common)] += gram
-            gradient[driven] += np.r_[G @ r[:, a], H @ r[:length, a]]
-            gradient[common] += shared @ r[:, a]
+            rows[:P], rows[P:P + n] = response[a], h[:, a].T
+            at = np.r_[driven, common]
+            normal[np.ix_(at, at)] += rows @ rows.T
+            gradient[at] += rows @ r[:, a]
     return expand.T @ normal @ expand, expand.T @ gradient

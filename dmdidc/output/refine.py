@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, signal, special
 
-from dmdidc.output.blocks import RCOND, spectral_family
+from dmdidc.output.blocks import RCOND, family_of_modes, modes
 from dmdidc.output.jacobian import normal_equations, similarity_map
 from dmdidc.regression.propagation import propagate
 
@@ -109,22 +109,29 @@ def _simulator(A_c: np.ndarray, dt: float):
     recursion (``scipy.signal.lfilter``, several times cheaper than the matrix recursion) and
     the hold blocks elementwise exponentials; otherwise the matrix recursion and exponentials.
     """
-    family = spectral_family(A_c, dt, cond=_MODAL_COND)
-    values, vectors = np.linalg.eig(A_c)
-    if not np.all(np.isfinite(values)) or np.linalg.cond(vectors) > _MODAL_COND:
+    found = modes(A_c, _MODAL_COND)          # one eigendecomposition for both
+    family = family_of_modes(A_c, dt, found)
+    if found is None:
         A_d = linalg.expm(A_c * dt)
         return (lambda v, x0: _states(A_d, v, x0)), family
-    inverse = np.linalg.inv(vectors)
-    poles = np.exp(values * dt)
+    values, vectors, inverse = found
+    # A real A_c's complex modes come in exact conjugate pairs (LAPACK's real eigensolver), and
+    # so do their states for real inputs: each pair is filtered once and counted twice in
+    # x = Re(V xi), a real mode in real arithmetic.
+    upper = values.imag >= 0
+    real = values[upper].imag == 0
+    poles = np.exp(values[upper] * dt)
+    inverse, weighted = inverse[upper], vectors[:, upper] * np.where(real, 1.0, 2.0)
 
     def states(v: np.ndarray, x0: np.ndarray) -> np.ndarray:
         # modal coordinates xi = V^-1 x: xi_k = pole^k xi_0 + sum_{t < k} pole^(k-1-t) w_t
-        drive = np.empty((values.size, v.shape[1]), dtype=complex)
+        drive = np.empty((poles.size, v.shape[1]), dtype=complex)
         drive[:, 0] = inverse @ x0
         drive[:, 1:] = inverse @ v[:, :-1]
-        modes = np.stack([signal.lfilter([1.0], [1.0, -pole], row)
-                          for pole, row in zip(poles, drive, strict=True)])
-        return (vectors @ modes).real
+        modes = np.stack([signal.lfilter([1.0], [1.0, -pole.real], row.real) if alone
+                          else signal.lfilter([1.0], [1.0, -pole], row)
+                          for pole, row, alone in zip(poles, drive, real, strict=True)])
+        return (weighted @ modes).real
     return states, family
 
 
