@@ -112,3 +112,29 @@ def test_the_refinement_residuals_are_the_simulated_residuals():
     simulated = output_residuals(scaled, est.refined_, 0.5, 3)
     for a, b in zip(est.refined_.residuals, simulated, strict=True):
         assert a.shape == b.shape and np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_triangular_factor_is_the_qr_factor_up_to_row_signs(seed):
+    """Well-conditioned tall data take the Gram's Cholesky factor, rank-deficient (exact) and
+    ill-conditioned data the Householder QR; either way ``R^T R = A^T A`` to rounding and
+    ``|R|`` is the QR's (row signs are free)."""
+    from dmdidc.output import subspace
+
+    rng = np.random.default_rng(seed)
+    noisy = rng.standard_normal((3000, 40)) @ (np.eye(40) + 0.3 * rng.standard_normal((40, 40)))
+    exact = noisy.copy()
+    exact[:, -5:] = exact[:, :5] @ rng.standard_normal((5, 5))    # dependent columns
+    weak = noisy.copy()
+    weak[:, -1] = weak[:, 0] + 1e-7 * rng.standard_normal(3000)     # cond ~ 1e8
+    for A in (noisy, exact, weak):
+        R = subspace.triangular_factor(A.copy())
+        householder = np.triu(linalg.qr(A, mode="r")[0][:40])
+        assert np.allclose(R, np.triu(R))
+        np.testing.assert_allclose(R.T @ R, A.T @ A, atol=1e-12 * np.sum(A ** 2))
+        np.testing.assert_allclose(np.abs(R), np.abs(householder),
+                                   atol=1e-10 * np.abs(householder).max())
+    # the Gram's factor where it is well conditioned (for ``weak`` its last entry would be
+    # off by about its own size, beyond the tolerance above: the QR is taken)
+    gram_factor = linalg.cholesky(noisy.T @ noisy, lower=False)
+    assert np.array_equal(subspace.triangular_factor(noisy.copy()), gram_factor)
