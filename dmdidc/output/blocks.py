@@ -137,8 +137,9 @@ def decaying_response(A: np.ndarray, C: np.ndarray, length: int) -> tuple[np.nda
 
 
 def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``h[k] = C A^k`` (K, ny, n), the responses ``z`` (K, ny, m, n) to the whole input
+               ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """``h[k] = C A^k`` (K, ny, n) (zero from sample ``kept`` on: :func:`decaying_response`),
+    ``kept``, the responses ``z`` (K, ny, m, n) to the whole input
     record and the corrections ``Q`` (R + 1, n, m n) of the lags (zero for lag ``R``).
 
     The response of lag ``j`` at row ``k`` is ``sum_{t < k} h[k - 1 - t] u[t + R - j]``: the
@@ -156,7 +157,7 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
     Q = np.zeros((R + 1, n, m * n))
     for j in range(R):      # Q_j[i] = sum_{s < R - j} u_i[s] A^(R - j - 1 - s)   (m, n, n)
         Q[j] = np.einsum("is,src->ric", U[:, :R - j], powers[R - j - 1::-1]).reshape(n, -1)
-    return h, z, Q
+    return h, kept, z, Q
 
 
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
@@ -172,15 +173,17 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
     moment = np.zeros(width)
     energy, rows = 0.0, 0
     for e, (Y, U) in enumerate(experiments):
-        h, z, Q = _responses(U, A, C, R)
+        h, kept, z, Q = _responses(U, A, C, R)
         for a in range(0, U.shape[1] - R, _CHUNK):
             b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
             full = np.zeros((b - a, ny, width))
             lags = full[:, :, :n_block].reshape(b - a, ny, R + 1, m * n)
-            initial = h[a:b].reshape(-1, n)           # one product, not one per row
+            # the initial-state corrections h[k] Q_j vanish once the response has decayed
+            live = max(min(b, kept) - a, 0)
+            initial = h[a:a + live].reshape(-1, n)    # one product, not one per row
             for j in range(R + 1):
-                lags[:, :, j] = (z[R - j + a:R - j + b].reshape(b - a, ny, m * n)
-                                 - (initial @ Q[j]).reshape(b - a, ny, m * n))
+                lags[:, :, j] = z[R - j + a:R - j + b].reshape(b - a, ny, m * n)
+                lags[:live, :, j] -= (initial @ Q[j]).reshape(live, ny, m * n)
             full[:, :, n_block + e * n:n_block + (e + 1) * n] = h[a:b]
             for o in range(ny):
                 if feedthrough:
