@@ -137,6 +137,13 @@ def _responses(h: np.ndarray, length: int, z: np.ndarray, M: np.ndarray) -> np.n
     return fft.irfft(products, size)[..., :T]
 
 
+def _kron(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.kron`` of two matrices, the same products (about 10x cheaper for these small
+    ones: one broadcast instead of ``np.kron``'s general n-d bookkeeping, twice per Jacobian)."""
+    return (a[:, None, :, None] * b[None, :, None, :]).reshape(a.shape[0] * b.shape[0],
+                                                              a.shape[1] * b.shape[1])
+
+
 def similarity_map(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray,
                    layout: dict) -> np.ndarray:
     """The parameter change (size, n^2) of a change of state basis ``x -> (I + eps G) x``,
@@ -154,9 +161,9 @@ def similarity_map(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarr
     eye = np.eye(n)
     directions = np.zeros((layout["size"], n * n))
     # row-major vec: vec(G A) = (I kron A^T) vec(G), vec(A G) = (A kron I) vec(G)
-    directions[layout["A_c"]] = np.kron(eye, A_c.T) - np.kron(A_c, eye)
-    directions[layout["C"]] = -np.kron(C, eye)
-    directions[layout["B_c"]] = np.kron(eye, B_c.T)
+    directions[layout["A_c"]] = _kron(eye, A_c.T) - _kron(A_c, eye)
+    directions[layout["C"]] = -_kron(C, eye)
+    directions[layout["B_c"]] = _kron(eye, B_c.T)
     # (x0 G^T)[e, j] = sum_l x0[e, l] G[j, l]
     directions[layout["x0"]] = np.einsum("jJ,el->ejJl", eye, x0).reshape(E * n, n * n)
     return directions
