@@ -32,6 +32,7 @@ import numpy as np
 from scipy import special
 
 from dmdidc.discretization import first_active_blocks
+from dmdidc.inference.recovery import _remembered
 from dmdidc.regression.solution import RegressionSolution
 
 __all__ = ["BlockTest", "block_test", "column_covariances", "kept_blocks",
@@ -310,8 +311,19 @@ def restriction_projector(solution: RegressionSolution, n_states: int,
     -------
     ndarray, shape (p, p)
     """
-    dropped = n_states + np.flatnonzero(~np.asarray(active).reshape(-1))
-    C = solution.unscaled_covariance
+    active = np.asarray(active, dtype=bool)
+    C = np.asarray(solution.unscaled_covariance)
+    # a fit builds the same projector for its model and for its checks (identified_model,
+    # restricted_solution): one solve (~1 ms at p = 104), keyed by what P depends on
+    key = (n_states, active.shape, active.tobytes(), C.shape, C.tobytes())
+    return _remembered(_PROJECTOR, key, lambda: _projector(C, n_states, active)).copy()
+
+
+_PROJECTOR: list = []        # the last (key, P) of restriction_projector
+
+
+def _projector(C: np.ndarray, n_states: int, active: np.ndarray) -> np.ndarray:
+    dropped = n_states + np.flatnonzero(~active.reshape(-1))
     P = np.eye(C.shape[0])
     if dropped.size:
         P[dropped] -= np.linalg.lstsq(C[np.ix_(dropped, dropped)], C[dropped], rcond=None)[0]

@@ -83,7 +83,7 @@ def _inverse_sqrt(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
                           n_states: int, n_regressors: int, instruments: np.ndarray,
                           svd_rank: int | None = None, rank_rtol: float = 1e-10,
-                          intercepts: int = 0) -> RegressionSolution:
+                          intercepts: int = 0, strength: bool = True) -> RegressionSolution:
     """Two-stage least squares from the moments of ``[Phi; Y; extra]``.
 
     Parameters
@@ -99,6 +99,10 @@ def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
         Entries of ``v_k`` that are instruments (at least ``p``).
     svd_rank, rank_rtol, intercepts
         As in :func:`~dmdidc.regression.solve_normal_equations`.
+    strength : bool, default True
+        Compute ``instrument_strength`` (an eigendecomposition of ``S_phiphi`` and an SVD,
+        about a third of the cost); ``False`` leaves it ``None``, for a fit only compared with
+        another (the IV twin of a least-squares fit).
 
     Returns
     -------
@@ -106,7 +110,7 @@ def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
         ``estimator="iv"``; ``singular_values`` are those of the equilibrated first stage
         ``S_zz^-1/2 S_zphi`` (its rank decides identifiability), ``unscaled_covariance`` is
         ``M^-1`` and ``instrument_strength`` the smallest canonical correlation between
-        regressors and instruments.
+        regressors and instruments (``None`` without ``strength``).
 
     Raises
     ------
@@ -139,12 +143,16 @@ def instrumental_solution(gram: np.ndarray, sums: np.ndarray, n_samples: int, *,
     unscaled = (inv @ inv.T) / np.outer(phi_scale, phi_scale)
     residual = (S_yy - coefficients @ S_py - S_py.T @ coefficients.T
                 + coefficients @ S_pp @ coefficients.T)
-    _, Lp = _inverse_sqrt(S_pp)
-    canonical = np.linalg.svd(B @ Lp.T, compute_uv=False) if Lp.shape[0] == p else np.zeros(1)
+    rho = None
+    if strength:
+        _, Lp = _inverse_sqrt(S_pp)
+        canonical = (np.linalg.svd(B @ Lp.T, compute_uv=False) if Lp.shape[0] == p
+                     else np.zeros(1))
+        rho = float(np.clip(canonical.min(), 0.0, 1.0))
     return assemble_solution(coefficients, singular, rank, residual, np.diag(S_yy), unscaled,
                              tol, n_samples=n_samples, regressor_sum=sums[phi],
                              target_sum=sums[y], intercepts=intercepts, estimator="iv",
-                             instrument_strength=float(np.clip(canonical.min(), 0.0, 1.0)))
+                             instrument_strength=rho)
 
 
 def refined_affine_solution(solution: RegressionSolution, blocks, *, svd_rank: int | None = None,

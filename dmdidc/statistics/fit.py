@@ -88,8 +88,8 @@ def _indices(stats, R: int, estimator: str) -> tuple[np.ndarray, int, np.ndarray
 
 
 def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
-                               svd_rank: int | None = None, rank_rtol: float = 1e-10
-                               ) -> RegressionSolution:
+                               svd_rank: int | None = None, rank_rtol: float = 1e-10,
+                               strength: bool = True) -> RegressionSolution:
     """Least squares (``"ls"``) or 2SLS (``"iv"``) from sufficient statistics.
 
     Parameters
@@ -100,6 +100,9 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     estimator : {"ls", "iv"}
     svd_rank, rank_rtol
         As in :class:`~dmdidc.DMDidc`.
+    strength : bool, default True
+        IV: compute ``instrument_strength`` (:func:`~dmdidc.regression.instrumental.
+        instrumental_solution`).
 
     Returns
     -------
@@ -130,7 +133,8 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
         if estimator == "iv":
             solution = instrumental_solution(G, s, stats.n_samples, n_states=n, n_regressors=p,
                                              instruments=instruments, svd_rank=svd_rank,
-                                             rank_rtol=rank_rtol, intercepts=stats.intercepts)
+                                             rank_rtol=rank_rtol, intercepts=stats.intercepts,
+                                             strength=strength)
         else:
             phi, y = np.arange(p), np.arange(p, p + n)
             solution = solve_normal_equations(

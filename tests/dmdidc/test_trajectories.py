@@ -62,3 +62,27 @@ class _Tagged(np.ndarray):
 def test_array_subclasses_become_plain_arrays():
     checked = check_data("X", np.ones((2, 3)).view(_Tagged))
     assert type(checked) is np.ndarray and checked.shape == (2, 3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_data_read_in_pieces_refuse_bad_entries_in_any_piece(seed):
+    """Arrays longer than one piece of the fused reduction (C- and Fortran-ordered) are
+    refused wherever the bad entry sits (first, a middle or the last, partial piece) and
+    pass unchanged when good."""
+    from dmdidc.trajectories import _PIECE, _largest_magnitude
+
+    rng = np.random.default_rng(200 + seed)
+    rows = int(rng.integers(1, 5))
+    X = rng.standard_normal((rows, 2 * _PIECE // rows + int(rng.integers(1, 1000))))
+    for array in (X, np.asfortranarray(X)):
+        assert _largest_magnitude(array) == np.max(np.abs(X))
+        assert check_data("X", array) is array
+    for flat in (0, int(rng.integers(_PIECE, 2 * _PIECE)), X.size - 1):
+        i, j = np.unravel_index(flat, X.shape)
+        for bad, match in ((np.nan, "NaN or infinite"), (-np.inf, "NaN or infinite"),
+                           (-3 * DATA_MAGNITUDE_LIMIT, "magnitude")):
+            Y = X.copy()
+            Y[i, j] = bad
+            for array in (Y, np.asfortranarray(Y)):
+                with pytest.raises(NonFiniteError, match=match):
+                    check_data("X", array)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -353,3 +354,31 @@ def test_bootstrap_silent_flags_are_one_per_channel():
     ci = bootstrap_intervals(lambda counts: np.ones(2 + 1 + 2), 30, np.ones(5), n_states=1,
                              n_inputs=2, silent=[True, False], n_resamples=5, rng=0)
     assert np.isnan(ci.delay.low[0]) and np.isfinite(ci.delay.low[1])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_restriction_projector_is_remembered_by_content(seed):
+    """The projector is remembered for the last (covariance, structure): the same arguments
+    give the same matrix (a copy: writing to it changes no later call), another structure or
+    another covariance their own."""
+    from dmdidc.inference.blocks import _projector, restriction_projector
+
+    rng = np.random.default_rng(seed)
+    plant = DelayedPlant.from_continuous(-np.diag(rng.uniform(0.2, 1.0, 2)),
+                                         rng.uniform(0.5, 1.5, (2, 1)), rng.uniform(0.5, 2.5),
+                                         1.0, max_delay=3)
+    Xs, Us = process_noise_experiments(plant, 3, seed, length=200, scale=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # the fit's checks are not under test
+        solution = DMDidc(max_delay=3, estimator="ls").fit(Xs, Us, dt=1.0)._solution
+    C = solution.unscaled_covariance
+    active = np.array([[False], [True], [True], [False]])
+    first = restriction_projector(solution, 2, active)
+    first[:] = np.nan
+    again = restriction_projector(solution, 2, active)
+    assert np.array_equal(again, _projector(C, 2, active))
+    other = np.array([[False], [False], [True], [True]])
+    assert np.array_equal(restriction_projector(solution, 2, other), _projector(C, 2, other))
+    scaled = dataclasses.replace(solution, unscaled_covariance=C * np.linspace(1, 2, C.shape[0]))
+    assert np.array_equal(restriction_projector(scaled, 2, active),
+                          _projector(scaled.unscaled_covariance, 2, active))

@@ -140,3 +140,24 @@ def test_autocovariances_direct_and_fft_agree(lags, monkeypatch):
         monkeypatch.setattr(lag_products, "_DIRECT_SPAN", direct)
         np.testing.assert_allclose(lag_products.autocovariances(series, lags), expected,
                                    rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_without_strength_the_iv_fit_is_the_same(seed):
+    """``strength=False`` (the IV twin of a least-squares fit) skips only the canonical
+    correlations: coefficients, covariance and residuals are bit-identical, the strength None."""
+    from dmdidc.regression.instrumental import instrumental_solution
+
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((4, 800))
+    Phi = rng.standard_normal((3, 4)) @ Z + 0.3 * rng.standard_normal((3, 800))
+    Y = rng.standard_normal((2, 3)) @ Phi + 0.1 * rng.standard_normal((2, 800))
+    V = np.vstack([Phi, Y, Z])
+    args = (V @ V.T, V.sum(axis=1), 800)
+    options = dict(n_states=2, n_regressors=3, instruments=np.arange(5, 9))
+    full = instrumental_solution(*args, **options)
+    bare = instrumental_solution(*args, **options, strength=False)
+    assert 0.0 < full.instrument_strength <= 1.0 and bare.instrument_strength is None
+    for name in ("coefficients", "unscaled_covariance", "residual_covariance",
+                 "singular_values", "standard_errors"):
+        assert np.array_equal(getattr(full, name), getattr(bare, name)), name
