@@ -514,7 +514,9 @@ class OutputDMDidc:
             order_note = f"order {n} was fixed by the user"
         warnings.warn(
             f"coloured output noise: the residuals are not white ({sentence}); {order_note}. "
-            f"The output-error fit stays consistent, but delay_ci, eigenvalue_ci and the "
+            f"With inputs independent of the noise (open loop) the output-error fit stays "
+            f"consistent (under feedback it does not: see the feedback check), but delay_ci, "
+            f"eigenvalue_ci and the "
             f"standard errors assume white noise and are too narrow: treat them as lower "
             f"bounds, or estimate the spread from independent experiments",
             DiagnosticWarning, stacklevel=3)

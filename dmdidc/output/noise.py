@@ -11,9 +11,9 @@ inputs; :class:`~dmdidc.OutputDMDidc` looks below the noise-edge count for it wh
 residuals of that count are coloured (:func:`whiteness_test`), which white noise rarely makes
 them (at the test's level), so white-noise fits cost nothing more.
 
-The output-error fit stays consistent under coloured noise (the input-output map is estimated
-without bias), but its covariance assumes white noise, so the intervals are then too narrow:
-:class:`~dmdidc.OutputDMDidc` says so in a warning.
+In open loop the output-error fit stays consistent under coloured noise (the input-output map
+is estimated without bias; under feedback it is not), but its covariance assumes white noise,
+so the intervals are then too narrow: :class:`~dmdidc.OutputDMDidc` says so in a warning.
 """
 
 from __future__ import annotations
