@@ -1,4 +1,4 @@
-"""The neutral base of the toolbox: errors, input validation, lazy loading, plotting helpers.
+"""The neutral base of the toolbox: errors, input validation, lazy loading, plotting, formatting.
 
 A private package imported by every other one (``privacy``, ``dmdidc``, ``controllers``,
 ``simulations``) and importing none of them, so that a helper two packages need lives below
@@ -10,7 +10,8 @@ both (the layer contract in ``pyproject.toml`` checks this).  Its modules are im
 * :mod:`_toolbox.errors`: the one exception hierarchy;
 * :mod:`_toolbox.validation`: argument checks whose messages name argument, value and range;
 * :mod:`_toolbox.lazy`: PEP 562 lazy package attributes from one table (cheap ``import``);
-* :mod:`_toolbox.plotting`: figures without pyplot state.
+* :mod:`_toolbox.plotting`: figures without pyplot state;
+* :mod:`_toolbox.formatting`: an estimate with its interval as console text.
 """
 
 __all__: list[str] = []

@@ -61,7 +61,6 @@ difference before the two are joined.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from _toolbox.formatting import interval_text
 from _toolbox.validation import as_generator, check_in_interval, check_integer, read_only
 from dmdidc.discretization import first_active_blocks
 from dmdidc.errors import (
@@ -97,25 +97,6 @@ MAX_RESAMPLES = 10_000
 _NO_INTERVAL = {"asymptotic": "no active block", "bootstrap": "no active block"}
 #: Central-difference step, relative to each coefficient's standard error.
 _STEP = 1e-3
-
-
-#: Most significant digits an estimate is printed with (of the largest entry): a narrower
-#: interval is rounding (exact data), whose width would print ~16 digits of noise.
-MAX_PRINTED_DIGITS = 6
-
-
-def _decimals(half_width: float, scale: float) -> int:
-    """Decimals showing one significant digit of the half-width (two if it starts with 1),
-    but no more than :data:`MAX_PRINTED_DIGITS` significant digits of ``scale`` (the largest
-    magnitude among the estimates printed together)."""
-    cap = (max(0, MAX_PRINTED_DIGITS - 1 - math.floor(math.log10(scale)))
-           if math.isfinite(scale) and scale > 0 else None)
-    if not math.isfinite(half_width) or half_width <= 0:
-        return 3 if cap is None or not math.isfinite(half_width) else cap
-    exponent = math.floor(math.log10(half_width))
-    leading = half_width / 10.0 ** exponent
-    places = max(0, -exponent + (1 if leading < 2 else 0))
-    return places if cap is None else min(places, cap)
 
 
 @dataclass(frozen=True)
@@ -161,28 +142,23 @@ class IntervalEstimate:
         """One line per entry: ``"r[0] = 2.50 +/- 0.03 s"`` (asymptotic and symmetric to 1 %
         of the width, or narrower than its printed digits) or
         ``"r[0] = 2.50 s, 95 % interval [2.46, 2.53] s"`` (bootstrap, or an asymptotic interval
-        spanning another block structure on one side).  The decimals show the half-width to
-        one or two significant digits, and the entries to at most :data:`MAX_PRINTED_DIGITS`
-        significant digits of the largest one: exact data print
-        ``"r[0] = 2.50000 +/- 0.00000 s"``, not the rounding in 16 digits."""
+        spanning another block structure on one side), as
+        :func:`_toolbox.formatting.interval_text` prints them: the entries to at most
+        :data:`~_toolbox.formatting.MAX_PRINTED_DIGITS` significant digits of the largest one,
+        and a half-width below those digits with its own (exact data print
+        ``"r[0] = 2.50000 +/- 4.4e-16 s"``, neither 16 digits of rounding nor ``0.00000``)."""
         out = []
         values = np.abs(self.value[np.isfinite(self.value)])
         scale = float(values.max()) if values.size else 0.0
         for index in np.ndindex(self.value.shape):
             label = f"{self.name}[{', '.join(map(str, index))}]" if index else self.name
             value, low, high = self.value[index], self.low[index], self.high[index]
-            places = _decimals(0.5 * (high - low), scale)
             if not np.isfinite(high - low):
                 out.append(f"{label} = {value:.3f} {self.unit} (no {self.method} interval)")
-            # symmetric, or narrower than the printed digits (exact data: rounding)
-            elif self.method == "asymptotic" and (
-                    abs((high - value) - (value - low)) <= 0.01 * (high - low)
-                    or high - low < 10.0 ** -places):
-                out.append(f"{label} = {value:.{places}f} +/- {0.5 * (high - low):.{places}f} "
-                           f"{self.unit}")
             else:
-                out.append(f"{label} = {value:.{places}f} {self.unit}, {100 * self.level:g} % "
-                           f"interval [{low:.{places}f}, {high:.{places}f}] {self.unit}")
+                out.append(f"{label} = " + interval_text(
+                    value, low, high, unit=self.unit, scale=scale, level=self.level,
+                    symmetric=self.method == "asymptotic"))
         return out
 
     def __str__(self) -> str:

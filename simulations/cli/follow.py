@@ -204,11 +204,18 @@ def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
     head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
     if snapshot.delay is None:
         return lines + [f"{head}: no delay yet ({snapshot.note})"]
-    # (NaN: the data do not determine the channel's delay yet, OnlineDMDidc.delay_status_)
-    delays = ", ".join(f"{name} {d:.4g} s [{lo:.4g}, {hi:.4g}]" if math.isfinite(d) else
-                       f"{name} undetermined" for name, d, lo, hi in zip(
-                           names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
+    delays = ", ".join(_delay_text(name, d, lo, hi) for name, d, lo, hi in zip(
+        names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
     return lines + [f"{head}: delay {delays} ({level:.0%} intervals)"]
+
+
+def _delay_text(name: str, delay: float, low: float, high: float) -> str:
+    """One input's delay with its interval, as every interval is printed."""
+    from _toolbox.formatting import interval_text
+
+    if not math.isfinite(delay):     # the data do not determine it yet (delay_status_)
+        return f"{name} undetermined"
+    return f"{name} {interval_text(delay, low, high, unit='s')}"
 
 
 def _note(message: str) -> None:

@@ -290,6 +290,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     import warnings
 
     from _toolbox.errors import ParameterError
+    from _toolbox.formatting import interval_text
     from dmdidc import OutputDMDidc
 
     given = given_options(args, _STATE_ONLY)
@@ -322,12 +323,13 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     with np.printoptions(precision=6, suppress=True):
         print(f"output identification (OutputDMDidc): {estimator.order_rule_}")
         for i, (delay, (low, high)) in enumerate(zip(estimator.delay, intervals, strict=True)):
-            print(f"input {i}: delay {delay:.6g} s ({estimator.delay_steps[i]} whole periods + "
-                  f"fraction {estimator.delay_fraction[i]:.3f}), {args.level:.0%} interval "
-                  f"[{low:.6g}, {high:.6g}] s")
+            print(f"input {i}: delay {interval_text(delay, low, high, unit='s')} "
+                  f"({args.level:.0%} interval; {estimator.delay_steps[i]} whole periods + "
+                  f"fraction {estimator.delay_fraction[i]:.3f})")
+        # (significant digits: precision=6 would print a small standard error as 0)
         print(f"eigenvalues of A_c: {estimator.eigenvalues_} (standard errors "
-              f"{estimator.eigenvalue_se_})")
-        print(f"output noise std: {estimator.noise_std_}")
+              f"{_significant(estimator.eigenvalue_se_)})")
+        print(f"output noise std: {_significant(estimator.noise_std_)}")
         print(f"A_c =\n{estimator.A_c}\nB_c =\n{estimator.B_c}\nC =\n{estimator.C}\n"
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
@@ -335,6 +337,11 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
     print(f"wrote {args.out}")
     return 0
+
+
+def _significant(values) -> str:
+    """``values`` to two significant digits each, as ``[3.2e-08, 0.014]``."""
+    return "[" + ", ".join(f"{value:.2g}" for value in np.ravel(values)) + "]"
 
 
 def check_delay_memory(max_delay: int | None, data) -> None:

@@ -48,14 +48,17 @@ def test_interval_text_shows_the_significant_digits():
     assert item(2.5012, 0.031, "bootstrap").lines() == [
         "r[0] = 2.50 s, 95 % interval [2.47, 2.53] s"]
     assert item(2.0, np.nan).lines() == ["r[0] = 2.000 s (no asymptotic interval)"]
-    # a width that is rounding (exact data) prints six significant digits, not sixteen
-    assert item(2.5000000000000036, 4.4e-16).lines() == ["r[0] = 2.50000 +/- 0.00000 s"]
-    assert item(2.0, 0.0).lines() == ["r[0] = 2.00000 +/- 0.00000 s"]
+    # a width that is rounding (exact data) prints six significant digits, not sixteen, and
+    # the half-width with its own significant digits, never as 0.00000
+    assert item(2.5000000000000036, 4.4e-16).lines() == ["r[0] = 2.50000 +/- 4.4e-16 s"]
+    assert item(2.5, 3.2e-8).lines() == ["r[0] = 2.50000 +/- 3.2e-08 s"]
+    assert item(2.0, 0.0).lines() == ["r[0] = 2.00000 +/- 0 s"]
     lopsided = IntervalEstimate("r", [2.5000000000000036], [2.5000000000000027],
                                 [2.5000000000000036], [0.0], 0.95, "asymptotic", "s")
-    assert lopsided.lines() == ["r[0] = 2.50000 +/- 0.00000 s"]     # asymmetry of rounding
-    assert item(1234.5, 1e-12, "bootstrap").lines() == [
-        "r[0] = 1234.50 s, 95 % interval [1234.50, 1234.50] s"]
+    assert lopsided.lines() == ["r[0] = 2.50000 +/- 4.4e-16 s"]     # asymmetry of rounding
+    tiny = IntervalEstimate("r", [1.0], [1.0 - 2.0 ** -40], [1.0 + 2.0 ** -39], [0.0], 0.95,
+                            "bootstrap", "s")
+    assert tiny.lines() == ["r[0] = 1.00000 s, 95 % interval 1.00000 + [-9.1e-13, 1.8e-12] s"]
 
 
 def _printed_numbers(line):

@@ -1,0 +1,38 @@
+"""Intervals print the digits their width justifies, and never a positive width as zero."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from _toolbox.formatting import MAX_PRINTED_DIGITS, interval_text
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_positive_half_width_is_printed_to_two_significant_digits_at_most_off(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        value = rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-3, 4)
+        half = abs(value) * 10.0 ** rng.uniform(-14, 0)        # (above rounding)
+        text = interval_text(value, value - half, value + half, unit="s")
+        shown, width = re.fullmatch(r"(-?[\d.]+) \+/- (\S+) s", text).groups()
+        assert float(width) > 0, text                      # never "0.00000"
+        assert math.isclose(float(width), half, rel_tol=0.5), text
+        assert abs(float(shown) - value) <= max(half, abs(value) * 10.0 ** -(
+            MAX_PRINTED_DIGITS - 1)), text
+        digits = shown.lstrip("-").replace(".", "").lstrip("0")
+        assert len(digits) <= MAX_PRINTED_DIGITS, text
+
+
+def test_interval_forms():
+    assert interval_text(2.5, 2.5, 2.5, unit="s") == "2.50000 +/- 0 s"
+    assert interval_text(2.5, 2.4, 2.55, unit="s") == "2.50 s, interval [2.40, 2.55] s"
+    assert interval_text(2.5, 2.4, 2.55, unit="s", level=0.9) == \
+        "2.50 s, 90 % interval [2.40, 2.55] s"
+    assert interval_text(2.5, np.nan, np.nan, unit="s") == "2.5 s (no interval)"
+    # a bootstrap interval narrower than the digits: its ends as distances from the value
+    text = interval_text(3.0, 3.0 + 2.0 ** -30, 3.0 + 2.0 ** -29, symmetric=False)
+    assert text == "3.00000, interval 3.00000 + [9.3e-10, 1.9e-09]"
