@@ -4,7 +4,10 @@ Every fit validates itself (:mod:`dmdidc.inference.diagnostics`): a :class:`Chec
 question asked of the data, the statistic, the threshold it was compared with, what was found and,
 for a failed check, the remedy.  A failed check is issued as a :class:`DiagnosticWarning` whose
 message names all four, so a model is never handed on in silence when the data break the method's
-assumptions.
+assumptions.  A remedy names the options that cure it as Python code, ``name=value``
+(``detrend='constant'``, ``fit(..., reference=r)``) or, for a name with an underscore, bare
+(``raise max_delay``): the command line restates those forms as its flags
+(:mod:`simulations.cli.terms`).
 """
 
 from __future__ import annotations
@@ -282,8 +285,8 @@ def unexplained_blocks(test: BlockTest, model: Any) -> Check:
               "block decision on resampled experiments) rather than the asymptotic ones, or the "
               "discrete model (its blocks)")
     if test.rule == "block_rtol":       # the override, not the data, discarded the blocks
-        remedy = ("lower block_rtol, or leave it None so that the blocks are decided by their "
-                  "significance (the test)")
+        remedy = ("lower block_rtol, or leave it unset (None) so that the blocks are decided "
+                  "by their significance (the test)")
     return Check(
         "unexplained_block", question, False, float(statistics.max()), test.critical_value,
         f"the recovered delay leaves significant input blocks unexplained ({listed}): the "

@@ -433,7 +433,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         if outcome.offset.significant and not outcome.centred:
             check = Check(check.name, check.question, False, check.statistic, check.threshold,
                           check.finding.split(":")[0] + " but the fit goes through the origin",
-                          "fit with detrend='auto' (the default) or 'constant'")
+                          "fit with detrend='auto' (the default) or detrend='constant'")
         elif outcome.centred:
             check = _rounded_offset(check, outcome.rounding)
         checks.append(check)
@@ -538,8 +538,8 @@ def _ls_versus_iv(outcome, share: float) -> Check:
                   else ""))
     if outcome.estimator == "ls" and disagree:
         return Check("ls_vs_iv", question, False, largest, critical, finding,
-                     "use estimator='auto' (the default) or 'iv', which stays consistent when "
-                     "the states are measured with noise")
+                     "use estimator='auto' (the default) or estimator='iv', which stays "
+                     "consistent when the states are measured with noise")
     return Check("ls_vs_iv", question, True, largest, critical,
                  finding + ("; the IV fit is kept" if disagree else ""))
 

@@ -54,6 +54,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         write_summary,
     )
     from simulations.cli.identify import check_delay_memory, refuse_delay_at_bound
+    from simulations.cli.terms import warn
 
     given = [flag for name, flag in STUDY_OPTIONS.items() if getattr(args, name) is not None]
     if given:
@@ -117,7 +118,7 @@ def run_on_files(args: argparse.Namespace) -> int:
                       title=f"dmdidc federated identify ({len(clients)} clients)")
     print(summary_table(summary))
     for warning in caught:
-        print(f"dmdidc federated: warning: {warning.message}", file=sys.stderr)
+        warn("dmdidc federated", warning.message, args)
     print(f"wrote {out / model_name}, {out / 'summary.json'}, {out / 'summary.md'}")
     return 0
 

@@ -22,6 +22,7 @@ from typing import Any
 from simulations.cli.atomic import staged_file
 from simulations.cli.common import MODEL_SUFFIXES, _bounded, given_options, output_path
 from simulations.cli.identify import refuse_delay_at_bound
+from simulations.cli.terms import warn
 
 __all__ = ["add_follow_arguments", "run_follow"]
 
@@ -111,7 +112,7 @@ def run_follow(args: argparse.Namespace) -> int:
             print("interrupted (Ctrl-C)")
     _write(live, args.out, "at the end")
     for warning in () if snapshot is None else snapshot.warnings:
-        print(f"dmdidc identify: warning: {warning}", file=sys.stderr)
+        warn("dmdidc identify", warning, args)
     return 0
 
 

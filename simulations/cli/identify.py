@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from simulations.cli.common import (
     given_options,
     output_path,
 )
+from simulations.cli.terms import warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs"]
@@ -277,7 +277,7 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
             estimator.diagnostics_.plot(staged)
         print(f"wrote {args.residuals}")
     for warning in caught:
-        print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
+        warn("dmdidc identify", warning.message, args)
 
 
 #: Options of the state fit that output identification does not take (name: default).
@@ -334,7 +334,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
     for warning in caught:
-        print(f"dmdidc identify: warning: {warning.message}", file=sys.stderr)
+        warn("dmdidc identify", warning.message, args)
     print(f"wrote {args.out}")
     return 0
 

@@ -35,6 +35,7 @@ from simulations.cli.common import (
     write_table,
 )
 from simulations.cli.identify import add_data_arguments, load_data, refuse_delay_at_bound
+from simulations.cli.terms import warn
 
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
 
@@ -165,7 +166,7 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         print(f"no continuous model: {model.continuous_note}")
     for warning in caught:
-        print(f"dmdidc privacy identify: warning: {warning.message}", file=sys.stderr)
+        warn("dmdidc privacy identify", warning.message, args)
     with staged_file(path) as staged_model:
         model.save(staged_model)
         if args.json_out:

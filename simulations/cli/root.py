@@ -7,7 +7,9 @@ its parser on the root's ``add_subparsers`` object; shared helpers are in
 import no heavy package (cvxpy, matplotlib, scipy.stats): each handler imports what it needs.
 Every option either takes effect or is refused with a one-line error (exit code 2); outputs
 are written atomically (:mod:`simulations.cli.atomic`: a failing run changes no file), and
-output files that already existed are listed on stderr after being overwritten.
+output files that already existed are listed on stderr after being overwritten.  Errors and
+warnings name the command's flags where the library names a Python option
+(:mod:`simulations.cli.terms`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from simulations.cli.privacy import add_privacy_parser
 from simulations.cli.seed_fl import add_seed_fl_actions
 from simulations.cli.simulate import add_simulate_parser
 from simulations.cli.smartgrid import add_smartgrid_parser
+from simulations.cli.terms import command_flags, in_cli_terms
 
 __all__ = ["main", "build_parser"]
 
@@ -69,15 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dmdidc`` console script; returns the exit code (2 on bad input)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     from _toolbox.errors import ToolboxError  # after parsing: --help stays light
+
+    # the library names the Python option that cures a message: the command states its flag
+    args.flags = command_flags(parser, args.handler)
 
     existing: dict[Path, tuple[int, int, int]] = {}
     try:
         existing = _existing_outputs(getattr(args, "out", None))
         return int(args.handler(args) or 0)
     except (ToolboxError, ValueError, OSError) as exc:
-        print(f"dmdidc {args.command}: error: {exc}", file=sys.stderr)
+        print(f"dmdidc {args.command}: error: {in_cli_terms(str(exc), args.flags)}",
+              file=sys.stderr)
         return 2
     finally:
         overwritten = [path for path, stamp in existing.items()

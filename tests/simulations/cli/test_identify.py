@@ -42,7 +42,9 @@ def test_identify_offset_without_detrend_warns_with_the_cause(tmp_path, capsys):
                  "--out", str(tmp_path / "m.json")]) == 0
     err = capsys.readouterr().err
     assert "dmdidc identify: warning: check 'offset' failed" in err
-    assert "detrend='auto'" in err
+    # the remedy in the command's terms: the flag, not the Python option
+    assert "fit with --detrend auto (the default) or --detrend constant" in err
+    assert "detrend=" not in err
 
 
 def test_identify_closed_loop_with_the_reference_and_refused_flags(tmp_path, capsys):
@@ -55,6 +57,11 @@ def test_identify_closed_loop_with_the_reference_and_refused_flags(tmp_path, cap
                  "--reference", str(tmp_path / "r.csv"), "--out", str(tmp_path / "m.json")]) == 0
     out = capsys.readouterr().out
     assert "closed loop: instruments driven by the part of the inputs the reference" in out
+    assert main(["identify", str(tmp_path / "loop.npz"), "--dt", "0.5", "--max-delay", "4",
+                 "--out", str(tmp_path / "m.json")]) == 0
+    err = capsys.readouterr().err                   # without it: the flag that cures it
+    assert "pass the reference or dither that excites the loop, --reference FILE," in err
+    assert "reference=" not in err
     np.savetxt(tmp_path / "short.csv", data.reference.T[:10], delimiter=",")
     assert main(["identify", str(tmp_path / "loop.npz"), "--dt", "0.5", "--max-delay", "4",
                  "--reference", str(tmp_path / "short.csv")]) == 2
@@ -69,8 +76,8 @@ def test_identify_max_delay_zero_on_a_delayed_plant_names_the_bound(tmp_path, ca
     assert main(["identify", str(path), "--dt", "2", "--max-delay", "0", "--out",
                  str(tmp_path / "m.json")]) == 0
     err = capsys.readouterr().err
-    assert "no significant effect within max_delay=0" in err
-    assert "(a) the delay exceeds max_delay=0" in err
+    assert "no significant effect within --max-delay 0" in err
+    assert "(a) the delay exceeds --max-delay 0" in err and "max_delay" not in err
 
 
 def test_identify_block_rtol_override_and_bad_significance(tmp_path, capsys):

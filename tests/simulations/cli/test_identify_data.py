@@ -79,7 +79,7 @@ def test_a_delay_at_the_bound_is_an_error_that_names_it(tmp_path, capsys):
     path, _, _, _ = table(tmp_path, 3, delay=5.0)               # 2.5 periods
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 2) == 2
     err = capsys.readouterr().err
-    assert "--max-delay 2 is too small" in err and "refit with max_delay=3" in err
+    assert "--max-delay 2 is too small" in err and "refit with --max-delay 3" in err
     assert not (tmp_path / "model.json").exists()
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 4) == 0
 

@@ -1,0 +1,109 @@
+"""The library's remedies in the command line's terms: ``--detrend auto``, not ``detrend='auto'``.
+
+Warnings and errors of the estimators name the Python option that cures them
+(``refit with max_delay=2 or more``, ``fit(..., reference=r)``; the convention of
+:mod:`dmdidc.inference.checks`).  A command-line user needs the flag instead.  :data:`OPTIONS`
+is the one mapping of a Python option to the flag that sets it, and :func:`in_cli_terms`
+restates a message with it, for the flags the running command has; an option without a flag
+there keeps its Python text (``confidence_intervals(method='bootstrap')``).  The root command
+applies it to every error, and the commands to the warnings they print (:func:`warn`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Collection, Mapping
+from typing import NamedTuple
+
+__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_flags", "warn"]
+
+
+class Flag(NamedTuple):
+    """The flag that sets a Python option: its name, what stands for a placeholder value
+    (``reference=r``: ``--reference FILE``), and Python values the flag spells otherwise."""
+
+    flag: str
+    metavar: str
+    values: Mapping[str, str] = {}
+
+
+#: Python option (as the library's messages name it) -> the flag that sets it, where the flag
+#: has the same meaning in every command that has it.
+OPTIONS: Mapping[str, Flag] = {
+    "max_delay": Flag("--max-delay", "R", {"None": "auto"}),
+    "detrend": Flag("--detrend", "MODE", {"None": "none", "False": "none"}),
+    "reference": Flag("--reference", "FILE"),
+    "estimator": Flag("--estimator", "NAME"),
+    "svd_rank": Flag("--svd-rank", "RANK"),
+    "block_rtol": Flag("--block-rtol", "RTOL"),
+    "significance": Flag("--significance", "LEVEL"),
+    "check_level": Flag("--check-level", "LEVEL"),
+    "forgetting": Flag("--forgetting", "FACTOR"),
+    "state_bound": Flag("--state-bound", "BOUND"),
+    "input_bound": Flag("--input-bound", "BOUND"),
+}
+
+_VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+-]*\w"
+_BEFORE = r"(?<![\w'\"-])"                      # not inside a word, a quote or a flag
+
+
+def in_cli_terms(text: str, flags: Collection[str]) -> str:
+    """``text`` with every option of :data:`OPTIONS` whose flag is in ``flags`` restated as
+    that flag: ``name=value`` as ``--flag value`` (a call around it, ``fit(..., name=value)``,
+    dropped), and a bare ``name`` with an underscore (never an English word) as ``--flag``.
+
+    Examples
+    --------
+    >>> flags = {"--max-delay", "--detrend", "--reference"}
+    >>> in_cli_terms("refit with max_delay=3 or more; raise max_delay", flags)
+    'refit with --max-delay 3 or more; raise --max-delay'
+    >>> in_cli_terms("pass fit(..., reference=r), or detrend='auto' (the default)", flags)
+    'pass --reference FILE, or --detrend auto (the default)'
+    >>> in_cli_terms("use estimator='iv' or confidence_intervals(method='bootstrap')", flags)
+    "use estimator='iv' or confidence_intervals(method='bootstrap')"
+    """
+    known = {name: spec for name, spec in OPTIONS.items() if spec.flag in flags}
+    if not known:
+        return text
+    names = "|".join(map(re.escape, known))
+
+    def option(match: re.Match) -> str:
+        spec, value = known[match["name"]], match["value"]
+        if value[0] in "'\"":
+            value = value[1:-1]
+        elif value not in spec.values and re.fullmatch(r"[A-Za-z_]\w*", value) and \
+                value not in ("True", "False"):
+            value = spec.metavar                       # a placeholder: reference=r
+        return f"{spec.flag} {spec.values.get(value, value)}"
+
+    assignment = rf"(?P<name>{names})=(?P<value>{_VALUE})"
+    text = re.sub(rf"\b[A-Za-z_]\w*\((?:\.\.\., )?{assignment}\)", option, text)
+    text = re.sub(_BEFORE + assignment, option, text)
+    underscored = "|".join(re.escape(name) for name in known if "_" in name)
+    if underscored:
+        text = re.sub(rf"{_BEFORE}({underscored})(?![\w'\"=])",
+                      lambda match: known[match[1]].flag, text)
+    return text
+
+
+def command_flags(parser: argparse.ArgumentParser, handler: object) -> frozenset[str]:
+    """The option strings of the (sub)command of ``parser`` whose handler is ``handler``
+    (empty if none is found)."""
+    if parser.get_default("handler") is handler:
+        return frozenset(flag for action in parser._actions for flag in action.option_strings)
+    for action in parser._actions:                 # argparse lists subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found = command_flags(child, handler)
+                if found:
+                    return found
+    return frozenset()
+
+
+def warn(prefix: str, message: object, args: argparse.Namespace) -> None:
+    """Print ``message`` (a warning's text) on stderr as ``prefix: warning: ...``, in the
+    terms of the command's flags (``args.flags``, set by :func:`simulations.cli.main`)."""
+    text = in_cli_terms(str(message), getattr(args, "flags", ()))
+    print(f"{prefix}: warning: {text}", file=sys.stderr)

@@ -1,0 +1,56 @@
+"""Library remedies restated in the command's flags, where the command has the flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulations.cli import build_parser
+from simulations.cli.federated_identification import run_identify_command
+from simulations.cli.terms import OPTIONS, command_flags, in_cli_terms
+
+FEEDBACK = ("closed-loop data: pass the reference or dither that excites the loop, "
+            "fit(..., reference=r), so the instruments are independent of the noise")
+
+
+def _identify_flags():
+    parser = build_parser()
+    return command_flags(parser, parser.parse_args(["identify", "x.npz", "--max-delay",
+                                                    "1"]).handler)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_option_becomes_its_flag_only_where_the_command_has_it(name):
+    flag = OPTIONS[name].flag
+    for value, shown in (("'auto'", "auto"), ("3", "3"), ("0.5", "0.5"), ("1e-05", "1e-05")):
+        text = f"refit with {name}={value} or more."
+        assert in_cli_terms(text, {flag}) == f"refit with {flag} {shown} or more."
+        assert in_cli_terms(text, {"--other"}) == text           # no flag: the Python text
+    assert in_cli_terms(f"a call DMDidc({name}=r) here", {flag}) == \
+        f"a call {flag} {OPTIONS[name].metavar} here"
+
+
+def test_bare_names_with_an_underscore_only_and_never_inside_quotes_or_words():
+    flags = {spec.flag for spec in OPTIONS.values()}
+    assert in_cli_terms("raise max_delay (now 3); lower block_rtol", flags) == \
+        "raise --max-delay (now 3); lower --block-rtol"
+    for text in ("pass the reference or dither", "column 'max_delay' of the table",
+                 "my_max_delay_x", "--max-delay 3", "the estimator decided",
+                 "confidence_intervals(method='bootstrap')"):
+        assert in_cli_terms(text, flags) == text
+    assert in_cli_terms("DMDidc(max_delay=None)", flags) == "--max-delay auto"
+    assert in_cli_terms("detrend=None", flags) == "--detrend none"
+
+
+def test_the_identify_command_states_the_closed_loop_remedy_as_its_flag():
+    flags = _identify_flags()
+    assert {"--max-delay", "--detrend", "--reference", "--estimator"} <= flags
+    assert in_cli_terms(FEEDBACK, flags) == (
+        "closed-loop data: pass the reference or dither that excites the loop, "
+        "--reference FILE, so the instruments are independent of the noise")
+
+
+def test_a_command_without_the_flag_keeps_the_python_text():
+    flags = command_flags(build_parser(), run_identify_command)     # federated identify
+    assert "--max-delay" in flags and "--reference" not in flags
+    assert in_cli_terms(FEEDBACK, flags) == FEEDBACK
+    assert command_flags(build_parser(), object()) == frozenset()
