@@ -82,6 +82,8 @@ class Chunk:
     dt : float or None
         The sampling period (given, or the time column's step; None without either).
     state_names, input_names : tuple of str
+    state_units, input_units : tuple of str
+        From the header (``T_room [K]``); ``""`` where a column has none.
     """
 
     X: np.ndarray
@@ -91,6 +93,8 @@ class Chunk:
     dt: float | None = None
     state_names: tuple[str, ...] = ()
     input_names: tuple[str, ...] = ()
+    state_units: tuple[str, ...] = ()
+    input_units: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -336,7 +340,7 @@ class _Columns:
         self.inputs, self.states, self.time = _specs(inputs), states, time
 
     def resolve(self, header: str, number: int) -> dict:
-        names, _, delimiter = parse_header(header, f"{self.source} line {number}")
+        names, units, delimiter = parse_header(header, f"{self.source} line {number}")
         if self.names is not None and names != self.names:
             raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
                                  f"{self.names} (a new stream must have the same signals)")
@@ -355,8 +359,8 @@ class _Columns:
                                  f"{[names[c] for c in inputs]} and time "
                                  f"{[names[c] for c in special]} must be distinct columns, "
                                  f"with at least one state")
-        return dict(names=names, delimiter=delimiter, states=states, inputs=inputs,
-                    time=special[0] if special else None)
+        return dict(names=names, units=units, delimiter=delimiter, states=states,
+                    inputs=inputs, time=special[0] if special else None)
 
     def _index(self, spec: Any, option: str) -> int:
         names = self.names
@@ -440,7 +444,9 @@ class _Stream:
         return Chunk(X=table[:, c["states"]].T, U=table[:-1, c["inputs"]].T, restart=restart,
                      line=line, dt=self.dt,
                      state_names=tuple(c["names"][i] for i in c["states"]),
-                     input_names=tuple(c["names"][i] for i in c["inputs"]))
+                     input_names=tuple(c["names"][i] for i in c["inputs"]),
+                     state_units=tuple(c["units"][i] for i in c["states"]),
+                     input_units=tuple(c["units"][i] for i in c["inputs"]))
 
 
 def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.95

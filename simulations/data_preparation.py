@@ -60,12 +60,25 @@ class IdentificationData:
         The sampling period read from a time column (None without one).
     notes : tuple of str
         What was decided about the files (time column, missing samples), for the user.
+    state_names, input_names : tuple of str, or None
+        The signals' names as the file gives them (a CSV header, without the unit in brackets;
+        an IdData archive's metadata); ``None`` where the file names none (an ``.npz`` of
+        arrays, a CSV without a header line).
+    state_units, input_units : tuple of str, or None
+        Their units (``""`` where a name has none); ``None`` with the names.
+    source : str
+        The file(s) read, for the model's provenance.
     """
 
     X: tuple[np.ndarray, ...]
     U: tuple[np.ndarray, ...]
     dt: float | None
     notes: tuple[str, ...]
+    state_names: tuple[str, ...] | None = None
+    input_names: tuple[str, ...] | None = None
+    state_units: tuple[str, ...] | None = None
+    input_units: tuple[str, ...] | None = None
+    source: str = ""
 
     @property
     def arrays(self) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
@@ -157,7 +170,11 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         signals.notes.append(f"sampling period T = {period:g} s, the step of "
                              f"{signals.time_source}")
     X, U, notes = _resolve_missing(signals, missing)
-    return IdentificationData(X, U, period, tuple(signals.notes + notes))
+    (state_names, state_units), (input_names, input_units) = map(
+        _split, (signals.x_header, signals.u_header))
+    return IdentificationData(X, U, period, tuple(signals.notes + notes), state_names,
+                              input_names, state_units, input_units,
+                              str(data) if data is not None else f"{states}, {inputs}")
 
 
 def is_table(path: str | Path) -> bool:
@@ -211,7 +228,10 @@ def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | Non
              f"period T = {data.dt:g} s (from the file)"]
     if data.missing_report.n_missing:
         notes.append(str(data.missing_report))
-    return IdentificationData(tuple(data.X), tuple(data.U), data.dt, tuple(notes))
+    return IdentificationData(tuple(data.X), tuple(data.U), data.dt, tuple(notes),
+                              tuple(data.state_names), tuple(data.input_names),
+                              tuple(data.state_units), tuple(data.input_units),
+                              data.source or str(path))
 
 
 @dataclass
@@ -225,6 +245,8 @@ class _Signals:
     times: np.ndarray | None         # (K+1,) or (K,)
     time_source: str                 # the time column, for messages
     notes: list[str]
+    x_header: list[str] | None = None  # the header cells ('T_room [K]'); None: no header
+    u_header: list[str] | None = None
 
 
 def _from_files(data, states, inputs, time) -> _Signals:
@@ -267,7 +289,7 @@ def _from_files(data, states, inputs, time) -> _Signals:
         if times is None:
             times, source = u_times, _where(u_table, u_time)
     return _Signals(X, U, _names(x_table, x_cols, "x"), _names(u_table, u_cols, "u"), times,
-                    source, notes)
+                    source, notes, _header(x_table, x_cols), _header(u_table, u_cols))
 
 
 def _from_table(path: Path, states, inputs, time) -> _Signals:
@@ -307,7 +329,8 @@ def _from_table(path: Path, states, inputs, time) -> _Signals:
     X, U = table.values[:, x_cols].T, table.values[:-1, u_cols].T
     times = None if time_col is None else _checked_times(table, time_col)
     return _Signals(X, U, _names(table, x_cols, "x"), _names(table, u_cols, "u"), times,
-                    "" if time_col is None else _where(table, time_col), notes)
+                    "" if time_col is None else _where(table, time_col), notes,
+                    _header(table, x_cols), _header(table, u_cols))
 
 
 def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
@@ -527,6 +550,18 @@ def _names(table: CsvTable, columns: list[int], prefix: str) -> list[str]:
     if table.names:
         return [repr(table.names[c]) for c in columns]
     return [f"{prefix}{i + 1}" for i in range(len(columns))]
+
+
+def _header(table: CsvTable, columns: list[int]) -> list[str] | None:
+    return [table.names[c] for c in columns] if table.names else None
+
+
+def _split(header: list[str] | None) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """Names and units of header cells (``'T_room [K]'``), or ``(None, None)``."""
+    if header is None:
+        return None, None
+    parsed = [split_unit(cell) for cell in header]
+    return tuple(name for name, _ in parsed), tuple(unit for _, unit in parsed)
 
 
 def _default_names(prefix: str, array: np.ndarray) -> list[str]:

@@ -556,8 +556,9 @@ def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
     if delta is not None:
         delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
     if mechanism == "gaussian" and not delta:
-        raise ParameterError("the Gaussian mechanism needs delta in (0, 1) (it is never pure "
-                             "epsilon-DP); use mechanism='laplace' or 'sas' for pure DP")
+        raise ParameterError("the Gaussian mechanism needs delta in (0, 1), e.g. delta=1e-5 "
+                             "(it is never pure epsilon-DP); use mechanism='laplace' or "
+                             "mechanism='sas' for pure DP")
     sens = statistics_sensitivity(stats, unit, window=window)
     calibration = calibrate_release(mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1,
                                     l2=sens.l2, dimension=stats.dimension)

@@ -53,13 +53,25 @@ def run_on_files(args: argparse.Namespace) -> int:
         summary_table,
         write_summary,
     )
-    from simulations.cli.identify import check_delay_memory, refuse_delay_at_bound
+    from simulations.cli.identify import (
+        check_delay_memory,
+        refuse_delay_at_bound,
+        signals_record,
+        with_signals,
+    )
     from simulations.cli.terms import warn
 
     given = [flag for name, flag in STUDY_OPTIONS.items() if getattr(args, name) is not None]
     if given:
         raise ParameterError(f"{', '.join(given)} set the built-in study's simulated clients; "
                              f"with data files every file is one client (leave them out)")
+    if args.engine != "numpy":
+        raise ParameterError("--engine flower runs the built-in study; data files run on the "
+                             "numpy runner (deploy real nodes with 'dmdidc federated serve')")
+    out = output_path(args.out, folder=True)
+    output_path(args.model, folder=False, suffixes=MODEL_SUFFIXES, option="--model")
+    # read first: input-free data are refused with what fits them, not asked for input bounds
+    clients, dt, first = _read_clients(args)
     missing = [flag for name, flag in (("max_delay", "--max-delay"),
                                        ("state_bound", "--state-bound"),
                                        ("input_bound", "--input-bound"))
@@ -67,12 +79,6 @@ def run_on_files(args: argparse.Namespace) -> int:
     if missing:
         raise ParameterError(f"federated identification on data files needs {', '.join(missing)}"
                              f" (the bounds are public: they must not come from the data)")
-    if args.engine != "numpy":
-        raise ParameterError("--engine flower runs the built-in study; data files run on the "
-                             "numpy runner (deploy real nodes with 'dmdidc federated serve')")
-    out = output_path(args.out, folder=True)
-    output_path(args.model, folder=False, suffixes=MODEL_SUFFIXES, option="--model")
-    clients, dt = _read_clients(args)
     n, m = clients[0]["X"].shape[1], clients[0]["U"].shape[1]
     state_bound = per_channel("--state-bound", args.state_bound, n, "state")
     input_bound = per_channel("--input-bound", args.input_bound, m, "input")
@@ -98,10 +104,11 @@ def run_on_files(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         fit_private_statistics(estimator, algo.statistics(run.state), dt)
     refuse_delay_at_bound(estimator, "--max-delay")
-    model = estimator.model_
+    model = with_signals(estimator.annotated_model(0.95), first, files=", ".join(args.files))
     epsilons = run.final_epsilon()
     summary: dict[str, Any] = {
         "clients": len(clients), "files": list(args.files), "dt": dt,
+        "signals": signals_record(model.signal_info),
         "mechanism": args.mechanism, "epsilon_per_client_max": float(epsilons.max()),
         "delta": algo.delta, "unit": "sample",
         "delay_steps": model.delay_steps.tolist()}
@@ -131,8 +138,9 @@ class _AsData:
         self.X, self.U = tuple(client["X"]), tuple(client["U"])
 
 
-def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]], float]:
-    """Every file as ``{"X": (E, n, K + 1), "U": (E, m, K)}`` and the common sampling period."""
+def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]], float, Any]:
+    """Every file as ``{"X": (E, n, K + 1), "U": (E, m, K)}``, the common sampling period and
+    the first file's data (its signal names, which the others' must match)."""
     import math
 
     from _toolbox.errors import DimensionError, ParameterError
@@ -142,7 +150,7 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
     if len(args.files) < 1:
         raise ParameterError("give one data file per client")
     refuse_outputs(args)
-    clients, periods = [], []
+    clients, periods, datas = [], [], []
     for path in args.files:
         table = is_table(path)
         data = read_identification_data(
@@ -167,6 +175,7 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
             print(f"data ({path}): {note}")
         clients.append({"X": np.stack(data.X), "U": np.stack(data.U)})
         periods.append(data.dt)
+        datas.append(data)
     first = clients[0]
     for path, client, period in zip(args.files, clients, periods, strict=True):
         if client["X"].shape[1] != first["X"].shape[1] or \
@@ -178,4 +187,12 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
         if not math.isclose(period, periods[0], rel_tol=1e-6):
             raise ParameterError(f"{path!r} is sampled every {period:g} s; {args.files[0]!r} "
                                  f"every {periods[0]:g} s: every client needs the same period")
-    return clients, periods[0]
+    for path, data in zip(args.files, datas, strict=True):
+        for kind, option in (("state", "--states"), ("input", "--inputs")):
+            names, expected = getattr(data, f"{kind}_names"), getattr(datas[0], f"{kind}_names")
+            if None not in (names, expected) and names != expected:
+                raise ParameterError(f"{path!r} has the {kind}s {', '.join(names)}; "
+                                     f"{args.files[0]!r} has {', '.join(expected)}: every "
+                                     f"client's signals must be the same, in the same order "
+                                     f"(select them by name with {option})")
+    return clients, periods[0], datas[0]

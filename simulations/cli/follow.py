@@ -99,7 +99,7 @@ def run_follow(args: argparse.Namespace) -> int:
         live = OnlineDMDidc(max_delay=args.max_delay, dt=dt, forgetting=args.forgetting,
                             window=args.window,
                             estimator="iv" if args.estimator == "auto" else args.estimator)
-        guard.live, names = live, first.input_names
+        guard.live, guard.signals, names = live, first, first.input_names
         print(f"following {args.follow}: states {', '.join(first.state_names)}; inputs "
               f"{', '.join(names)}; T = {dt:g} s; a line every {args.every} samples", flush=True)
         snapshot = None
@@ -110,7 +110,7 @@ def run_follow(args: argparse.Namespace) -> int:
                     print(line, flush=True)
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C)")
-    _write(live, args.out, "at the end")
+    _write(live, args.out, "at the end", first)
     for warning in () if snapshot is None else snapshot.warnings:
         warn("dmdidc identify", warning, args)
     return 0
@@ -123,7 +123,7 @@ class _Guard:
 
     def __init__(self, out: str) -> None:
         self.busy = self.stop = self.requested = False
-        self.out, self.live = out, None
+        self.out, self.live, self.signals = out, None, None
         self._saved: dict = {}
 
     def __enter__(self) -> _Guard:
@@ -159,7 +159,7 @@ class _Guard:
             _note("no model written on request (SIGUSR1): no sample received yet")
             return
         try:
-            _write(self.live, self.out, "on request (SIGUSR1)")
+            _write(self.live, self.out, "on request (SIGUSR1)", self.signals)
         except (ToolboxError, ValueError, OSError) as exc:     # the following goes on
             _note(str(exc))
 
@@ -176,8 +176,9 @@ class _Guard:
                 return
 
 
-def _write(live, out: str, when: str) -> None:
-    """Save the current model (refused, as by ``identify``, with the delay at the bound)."""
+def _write(live, out: str, when: str, signals=None) -> None:
+    """Save the current model (refused, as by ``identify``, with the delay at the bound), with
+    the names and units of the header of ``signals`` (a :class:`~dmdidc.follow.Chunk`)."""
     import warnings
 
     from _toolbox.errors import ParameterError
@@ -190,6 +191,10 @@ def _write(live, out: str, when: str) -> None:
         except ValueError as exc:
             raise ParameterError(f"no model written {when} ({live.samples_seen_} samples): "
                                  f"{exc}") from exc
+    if signals is not None:
+        model = model.with_info(model.signal_info.renamed(
+            state_names=signals.state_names, input_names=signals.input_names,
+            state_units=signals.state_units, input_units=signals.input_units))
     with staged_file(out) as staged:
         model.save(staged)
     print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)

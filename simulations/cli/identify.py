@@ -23,7 +23,8 @@ from simulations.cli.common import (
 from simulations.cli.terms import warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
-           "refuse_delay_at_bound", "refuse_outputs"]
+           "refuse_delay_at_bound", "refuse_outputs", "with_signals", "signals_text",
+           "signals_record"]
 
 
 def _max_delay(text: str) -> int | None:
@@ -152,6 +153,39 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     return data
 
 
+def with_signals(model, data, files: str | None = None):
+    """``model`` with the names and units of ``data``'s signals where its file gives them (a
+    CSV header, an IdData archive) and the data file(s) (``files``, default ``data.source``)
+    as its data provenance, as the model file records them."""
+    info = model.signal_info
+    fields: dict[str, Any] = {}
+    if data.state_names is not None:
+        fields.update(state_names=data.state_names, state_units=data.state_units)
+    if data.input_names is not None:
+        fields.update(input_names=data.input_names, input_units=data.input_units)
+    provenance = {**(info.provenance or {}), "data": {
+        "source": files or data.source, "experiments": len(data.X),
+        "samples": sum(X.shape[1] for X in data.X), "dt": data.dt}}
+    return model.with_info(info.renamed(**fields, provenance=provenance))
+
+
+def signals_text(info) -> str:
+    """The signals of a :class:`~dmdidc.ModelInfo` in the order of the matrices' rows and
+    columns: ``states T_room [K], T_wall [K]; inputs heater [kW]``."""
+    def listed(names, units) -> str:
+        return ", ".join(f"{name} [{unit}]" if unit else name
+                         for name, unit in zip(names, units, strict=True)) or "none"
+
+    return (f"states {listed(info.state_names, info.state_units)}; inputs "
+            f"{listed(info.input_names, info.input_units)}")
+
+
+def signals_record(info) -> dict[str, list[str]]:
+    """The signals of a :class:`~dmdidc.ModelInfo` for a JSON summary."""
+    return {"states": list(info.state_names), "state_units": list(info.state_units),
+            "inputs": list(info.input_names), "input_units": list(info.input_units)}
+
+
 def refuse_outputs(args: argparse.Namespace, *, accepted: bool = False) -> None:
     """``--outputs`` is output identification: only ``dmdidc identify`` does it."""
     from _toolbox.errors import ParameterError
@@ -229,7 +263,7 @@ def _run_identify(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         estimator.fit(X, U, dt=args.dt, reference=reference)
     refuse_delay_at_bound(estimator, "--max-delay")
-    model = estimator.model_
+    model = with_signals(estimator.annotated_model(args.level), data)
     with staged_file(args.out) as staged:
         model.save(staged)
     path = Path(args.out)
@@ -261,6 +295,7 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
     if model.operating_point is not None:
         print(f"operating point: x_op = {model.operating_point.state}, u_op = "
               f"{model.operating_point.input} (the model works in deviations from it)")
+    print(f"signals (rows and columns of the matrices): {signals_text(model.signal_info)}")
     print(f"A_d =\n{model.A_d}")
     print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
     if estimator.delay_bound_ is not None:

@@ -34,7 +34,14 @@ from simulations.cli.common import (
     write_summary,
     write_table,
 )
-from simulations.cli.identify import add_data_arguments, load_data, refuse_delay_at_bound
+from simulations.cli.identify import (
+    add_data_arguments,
+    load_data,
+    refuse_delay_at_bound,
+    signals_record,
+    signals_text,
+    with_signals,
+)
 from simulations.cli.terms import warn
 
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
@@ -147,15 +154,17 @@ def _identify(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         fit_private_statistics(estimator, private, args.dt)
     refuse_delay_at_bound(estimator, "--max-delay")
-    model = estimator.model_
+    model = with_signals(estimator.annotated_model(args.level), data)
     path = Path(args.out)
     print(f"data: n = {n} states, m = {m} inputs, {stats.n_samples} regression "
           f"samples; {stats.clipped} values clipped to the bounds (local information, not "
           f"released)")
     print(f"released: {private.dimension} statistics, {private.privacy}")
     print(estimator.block_test_.summary())
+    print(f"signals (rows and columns of the matrices): {signals_text(model.signal_info)}")
     print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
-    summary: dict[str, Any] = {"privacy": _release_dict(private.privacy),
+    summary: dict[str, Any] = {"signals": signals_record(model.signal_info),
+                               "privacy": _release_dict(private.privacy),
                                "delay_steps": model.delay_steps.tolist()}
     if model.has_continuous:
         intervals = estimator.confidence_intervals(args.level)

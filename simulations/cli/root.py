@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from _toolbox.errors import ToolboxError  # after parsing: --help stays light
 
     # the library names the Python option that cures a message: the command states its flag
-    args.flags = command_flags(parser, args.handler)
+    args.flags = command_flags(parser, args)
 
     existing: dict[Path, tuple[int, int, int]] = {}
     try:

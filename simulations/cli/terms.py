@@ -43,16 +43,23 @@ OPTIONS: Mapping[str, Flag] = {
     "forgetting": Flag("--forgetting", "FACTOR"),
     "state_bound": Flag("--state-bound", "BOUND"),
     "input_bound": Flag("--input-bound", "BOUND"),
+    "mechanism": Flag("--mechanism", "NAME"),
+    "epsilon": Flag("--epsilon", "EPSILON"),
+    "delta": Flag("--delta", "DELTA"),
+    "alpha": Flag("--alpha", "ALPHA"),
 }
 
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+-]*\w"
 _BEFORE = r"(?<![\w'\"-])"                      # not inside a word, a quote or a flag
 
 
-def in_cli_terms(text: str, flags: Collection[str]) -> str:
+def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str] | None]
+                 ) -> str:
     """``text`` with every option of :data:`OPTIONS` whose flag is in ``flags`` restated as
     that flag: ``name=value`` as ``--flag value`` (a call around it, ``fit(..., name=value)``,
     dropped), and a bare ``name`` with an underscore (never an English word) as ``--flag``.
+    ``flags`` may map each flag to the values it accepts (its choices; ``None``: any): a value
+    the flag refuses keeps its Python text.
 
     Examples
     --------
@@ -63,11 +70,14 @@ def in_cli_terms(text: str, flags: Collection[str]) -> str:
     'pass --reference FILE, or --detrend auto (the default)'
     >>> in_cli_terms("use estimator='iv' or confidence_intervals(method='bootstrap')", flags)
     "use estimator='iv' or confidence_intervals(method='bootstrap')"
+    >>> in_cli_terms("detrend='auto' or detrend='constant'", {"--detrend": ("none", "constant")})
+    "detrend='auto' or --detrend constant"
     """
     known = {name: spec for name, spec in OPTIONS.items() if spec.flag in flags}
     if not known:
         return text
     names = "|".join(map(re.escape, known))
+    accepted = flags if isinstance(flags, Mapping) else {}
 
     def option(match: re.Match) -> str:
         spec, value = known[match["name"]], match["value"]
@@ -75,8 +85,12 @@ def in_cli_terms(text: str, flags: Collection[str]) -> str:
             value = value[1:-1]
         elif value not in spec.values and re.fullmatch(r"[A-Za-z_]\w*", value) and \
                 value not in ("True", "False"):
-            value = spec.metavar                       # a placeholder: reference=r
-        return f"{spec.flag} {spec.values.get(value, value)}"
+            return f"{spec.flag} {spec.metavar}"       # a placeholder: reference=r
+        value = spec.values.get(value, value)
+        choices = accepted.get(spec.flag)
+        if choices is not None and value not in choices:
+            return match[0]                            # the command refuses it: Python text
+        return f"{spec.flag} {value}"
 
     assignment = rf"(?P<name>{names})=(?P<value>{_VALUE})"
     text = re.sub(rf"\b[A-Za-z_]\w*\((?:\.\.\., )?{assignment}\)", option, text)
@@ -88,18 +102,17 @@ def in_cli_terms(text: str, flags: Collection[str]) -> str:
     return text
 
 
-def command_flags(parser: argparse.ArgumentParser, handler: object) -> frozenset[str]:
-    """The option strings of the (sub)command of ``parser`` whose handler is ``handler``
-    (empty if none is found)."""
-    if parser.get_default("handler") is handler:
-        return frozenset(flag for action in parser._actions for flag in action.option_strings)
+def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
+                  ) -> dict[str, tuple[str, ...] | None]:
+    """The flags of the (sub)command of ``parser`` that parsed ``args`` (the subcommand each
+    subparsers' ``dest`` names), each with its choices (``None``: any value)."""
     for action in parser._actions:                 # argparse lists subparsers only here
         if isinstance(action, argparse._SubParsersAction):
-            for child in dict.fromkeys(action.choices.values()):
-                found = command_flags(child, handler)
-                if found:
-                    return found
-    return frozenset()
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return command_flags(action.choices[chosen], args)
+    return {flag: None if action.choices is None else tuple(map(str, action.choices))
+            for action in parser._actions for flag in action.option_strings}
 
 
 def warn(prefix: str, message: object, args: argparse.Namespace) -> None:

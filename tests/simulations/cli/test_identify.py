@@ -110,8 +110,8 @@ def test_identify_refuses_significance_with_the_block_rtol_override(tmp_path, ca
     out = tmp_path / "m.json"
     assert main(["identify", str(noisy_data(tmp_path)), "--dt", "2", "--max-delay", "3",
                  "--block-rtol", "0.1", "--significance", "0.01", "--out", str(out)]) == 2
-    assert ("significance=0.01 has no effect with block_rtol=0.1 and a fixed max_delay"
-            in capsys.readouterr().err)
+    assert ("--significance 0.01 has no effect with --block-rtol 0.1 and a fixed --max-delay"
+            in capsys.readouterr().err)                  # the library's error, in flags
     assert not out.exists()
 
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 import pytest
 
 from simulations.cli import build_parser
-from simulations.cli.federated_identification import run_identify_command
 from simulations.cli.terms import OPTIONS, command_flags, in_cli_terms
 
 FEEDBACK = ("closed-loop data: pass the reference or dither that excites the loop, "
             "fit(..., reference=r), so the instruments are independent of the noise")
 
 
-def _identify_flags():
+def _flags(*argv):
     parser = build_parser()
-    return command_flags(parser, parser.parse_args(["identify", "x.npz", "--max-delay",
-                                                    "1"]).handler)
+    return command_flags(parser, parser.parse_args(list(argv)))
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -42,15 +40,20 @@ def test_bare_names_with_an_underscore_only_and_never_inside_quotes_or_words():
 
 
 def test_the_identify_command_states_the_closed_loop_remedy_as_its_flag():
-    flags = _identify_flags()
-    assert {"--max-delay", "--detrend", "--reference", "--estimator"} <= flags
+    flags = _flags("identify", "x.npz", "--max-delay", "1")
+    assert {"--max-delay", "--detrend", "--reference", "--estimator"} <= set(flags)
     assert in_cli_terms(FEEDBACK, flags) == (
         "closed-loop data: pass the reference or dither that excites the loop, "
         "--reference FILE, so the instruments are independent of the noise")
 
 
 def test_a_command_without_the_flag_keeps_the_python_text():
-    flags = command_flags(build_parser(), run_identify_command)     # federated identify
+    flags = _flags("federated", "identify", "--out", "f")
     assert "--max-delay" in flags and "--reference" not in flags
     assert in_cli_terms(FEEDBACK, flags) == FEEDBACK
-    assert command_flags(build_parser(), object()) == frozenset()
+    # privacy identify's --detrend takes none or constant: 'auto' stays Python
+    flags = _flags("privacy", "identify", "d.npz", "--max-delay", "1", "--state-bound", "1",
+                   "--input-bound", "1", "--epsilon", "1")
+    assert flags["--detrend"] == ("none", "constant")
+    assert in_cli_terms("fit with detrend='auto' (the default) or detrend='constant'", flags) \
+        == "fit with detrend='auto' (the default) or --detrend constant"
