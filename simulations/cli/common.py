@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["output_path", "given_options", "json_number", "positive_vector", "per_channel",
-           "summary_table", "write_summary", "write_table", "strict_json", "known",
+__all__ = ["output_path", "given_options", "refuse_unused", "json_number", "positive_vector",
+           "per_channel", "summary_table", "write_summary", "write_table", "strict_json", "known",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES", "fit_private_statistics"]
 
@@ -199,6 +199,29 @@ def given_options(args: argparse.Namespace, defaults: Mapping[str, Any]) -> list
     ``--name``: those a mode refuses because they would do nothing there."""
     return ["--" + name.replace("_", "-") for name, default in defaults.items()
             if getattr(args, name, default) != default]
+
+
+def refuse_unused(args: argparse.Namespace,
+                  rules: Mapping[str, tuple[Any, bool, str]]) -> None:
+    """Refuse every option of ``rules`` (name: ``(default, acts, what it needs)``) set away
+    from its default where it would not act, naming what it needs.
+
+    Examples
+    --------
+    >>> args = argparse.Namespace(alpha=1.2, delta=1e-5)
+    >>> refuse_unused(args, {"alpha": (1.5, False, "sas among --mechanisms"),
+    ...                      "delta": (1e-5, False, "gaussian among --mechanisms")})
+    Traceback (most recent call last):
+    ...
+    _toolbox.errors.ParameterError: --alpha 1.2 has no effect here: it needs sas among --mechanisms
+    """
+    from _toolbox.errors import ParameterError
+
+    for name, (default, acts, needs) in rules.items():
+        value = getattr(args, name, default)
+        if value != default and not acts:
+            raise ParameterError(f"--{name.replace('_', '-')} {value:g} has no effect here: it "
+                                 f"needs {needs}")
 
 
 #: Suffixes of the model files DelayedPlant.save writes, and of the figures matplotlib writes.

@@ -47,6 +47,8 @@ from simulations.cli.terms import warn
 __all__ = ["add_private_parsers", "run_private", "PRIVATE_COMMANDS"]
 
 PRIVATE_COMMANDS = ("identify", "sweep")
+#: Defaults of the sweep's options that act on some mechanisms or units only.
+_SWEEP_DEFAULTS = {"alpha": 1.5, "delta": 1e-5, "window": 12}
 
 
 def add_private_parsers(actions: Any) -> None:
@@ -100,15 +102,18 @@ def add_private_parsers(actions: Any) -> None:
     sweep.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
     sweep.add_argument("--units", nargs="+", default=["sample", "window", "trajectory"],
                        choices=("sample", "window", "trajectory"))
-    sweep.add_argument("--window", type=int, default=12, help="time steps per window")
+    sweep.add_argument("--window", type=int, default=_SWEEP_DEFAULTS["window"],
+                       help="time steps per window (needs window among --units)")
     sweep.add_argument("--samples", type=int, nargs="+", default=[30_000, 300_000, 3_000_000],
                        help="data sizes K (multiples of 300)")
     sweep.add_argument("--mechanisms", nargs="+", default=["gaussian", "laplace", "sas"],
                        choices=("gaussian", "laplace", "sas"))
     sweep.add_argument("--approaches", nargs="+", default=["statistics", "per-sample"],
                        choices=("statistics", "per-sample"))
-    sweep.add_argument("--alpha", type=float, default=1.5, help="SaS stability index")
-    sweep.add_argument("--delta", type=float, default=1e-5, help="target delta (gaussian)")
+    sweep.add_argument("--alpha", type=float, default=_SWEEP_DEFAULTS["alpha"],
+                       help="SaS stability index (needs sas among --mechanisms)")
+    sweep.add_argument("--delta", type=float, default=_SWEEP_DEFAULTS["delta"],
+                       help="target delta (needs gaussian among --mechanisms)")
     sweep.add_argument("--seeds", type=int, default=5, help="repetitions per point")
     sweep.add_argument("--seed", type=int, default=0, help="root seed")
 
@@ -204,7 +209,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from simulations.cli.common import progress_bar
+    from simulations.cli.common import progress_bar, refuse_unused
     from simulations.studies.private_identification import (
         PrivacyStudyConfig,
         plot_privacy_study,
@@ -213,6 +218,10 @@ def _sweep(args: argparse.Namespace) -> int:
         write_privacy_study,
     )
 
+    acts = {"alpha": ("sas" in args.mechanisms, "sas among --mechanisms"),
+            "delta": ("gaussian" in args.mechanisms, "gaussian among --mechanisms"),
+            "window": ("window" in args.units, "window among --units")}
+    refuse_unused(args, {name: (_SWEEP_DEFAULTS[name], *rule) for name, rule in acts.items()})
     config = PrivacyStudyConfig(
         epsilons=tuple(args.epsilons), units=tuple(dict.fromkeys(args.units)),
         window=args.window, samples=tuple(args.samples),

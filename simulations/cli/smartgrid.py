@@ -124,6 +124,11 @@ def run_command(args: argparse.Namespace) -> int:
     if "alpha" in overrides and mechanism != "sas":
         raise ParameterError(f"--alpha only applies to --mechanism sas; got --mechanism "
                              f"{mechanism}")
+    # a config's own alpha would only move the SaS points of the curve, silently
+    if "alpha" not in overrides and mechanism != "sas" and base.alpha != DEFAULTS["alpha"]:
+        raise ParameterError(f"alpha {base.alpha:g} of --config {args.config!r} only applies "
+                             f"to mechanism sas; the run's mechanism is {mechanism}: remove "
+                             f"alpha from the config, or give --mechanism sas")
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})
     with staged_folder(out) as stage:
         summary = run_case_study(config, stage, grid=not args.no_grid,

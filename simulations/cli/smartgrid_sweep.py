@@ -27,6 +27,8 @@ __all__ = ["add_sweep_action", "run_sweep_action", "DEFAULT_WORKERS"]
 
 DEFAULT_WORKERS = 2
 FILES = ("sweep.csv", "sweep.json", "sweep.md", "sweep.png")
+#: Default delta of the Gaussian releases (an option that acts on gaussian only).
+_DELTA = 1e-5
 
 
 def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
@@ -75,8 +77,9 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
                             "whole record (default: sample)")
     sweep.add_argument("--window", type=count, help="time steps per window (only with --unit "
                                                     "window)")
-    sweep.add_argument("--delta", type=positive, default=1e-5,
-                       help="delta of the Gaussian releases (default: 1e-05)")
+    sweep.add_argument("--delta", type=positive, default=_DELTA,
+                       help=f"delta of the Gaussian releases, needs gaussian among "
+                            f"--mechanisms (default: {_DELTA:g})")
     sweep.add_argument("--repeats", type=count, default=3,
                        help="repetitions per cell: new fleet, data and noise (default: 3)")
     sweep.add_argument("--chunk", type=count, default=500,
@@ -126,7 +129,7 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, show_progress, write_table
+    from simulations.cli.common import output_path, refuse_unused, show_progress, write_table
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,
         plot_study,
@@ -137,6 +140,8 @@ def run_sweep_action(args: argparse.Namespace) -> int:
 
     out = output_path(args.out, folder=True)
     engine = _engine(args)
+    refuse_unused(args, {"delta": (_DELTA, "gaussian" in args.mechanisms,
+                                   "gaussian among --mechanisms")})
     configs = study_grid(
         epsilons=args.epsilons, households=args.households, delays=args.delays,
         mechanisms=args.mechanisms, alphas=args.alphas, repeats=args.repeats,

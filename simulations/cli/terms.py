@@ -47,6 +47,9 @@ OPTIONS: Mapping[str, Flag] = {
     "epsilon": Flag("--epsilon", "EPSILON"),
     "delta": Flag("--delta", "DELTA"),
     "alpha": Flag("--alpha", "ALPHA"),
+    "unit": Flag("--unit", "UNIT"),
+    "window": Flag("--window", "STEPS"),
+    "window_steps": Flag("--window", "STEPS"),        # (smartgrid run's scenario field)
 }
 
 _VALUE = r"'[^']*'|\"[^\"]*\"|[\w.+-]*\w"

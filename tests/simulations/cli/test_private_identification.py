@@ -47,7 +47,7 @@ def test_privacy_identify_prints_the_guarantee_and_writes_model_and_json(damped_
     (["--mechanism", "gaussian"], "needs delta"),
     (["--mechanism", "laplace", "--alpha", "1.5"], "--alpha needs --mechanism sas"),
     (["--mechanism", "laplace", "--window", "5"], "--window needs --unit window"),
-    (["--mechanism", "laplace", "--unit", "window"], "needs window=w"),
+    (["--mechanism", "laplace", "--unit", "window"], "needs --window STEPS"),
     (["--mechanism", "laplace", "--state-bound", "1,2,3"],
      "--state-bound has 3 values; give one, or 2 (one per state)"),
 ])
@@ -62,6 +62,19 @@ def test_privacy_identify_refuses_inconsistent_options(damped_data, tmp_path, ca
         extra = extra[:bound] + extra[bound + 2:]
     assert main(args + extra) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mechanisms", "gaussian", "--alpha", "1.2"], "--alpha 1.2 has no effect here: it needs "
+                                                     "sas among --mechanisms"),
+    (["--mechanisms", "sas", "laplace", "--delta", "1e-6"], "--delta 1e-06 has no effect"),
+    (["--units", "sample", "--window", "5"], "--window 5 has no effect here: it needs window"),
+])
+def test_privacy_sweep_refuses_options_its_mechanisms_and_units_ignore(tmp_path, capsys, extra,
+                                                                       message):
+    assert main(["privacy", "sweep", *extra, "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "s").exists()
 
 
 def test_privacy_sweep_writes_table_csv_json_and_figure(tmp_path, capsys):

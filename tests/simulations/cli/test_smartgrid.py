@@ -36,8 +36,8 @@ def test_group_is_extensible():
 
 @pytest.mark.parametrize("argv, message", [
     (["--mechanism", "gaussian", "--alpha", "1.5"], "--alpha only applies"),
-    (["--window", "12"], "window_steps is only used with unit='window'"),
-    (["--unit", "window"], "needs window_steps"),
+    (["--window", "12"], "--window is only used with --unit window; got --window 12"),
+    (["--unit", "window"], "--unit window needs --window (the steps one window protects)"),
     (["--households", "0"], "households must be"),
     (["--epsilon", "-1"], "epsilon must be > 0"),
     (["--households", "3"], "the attacks need at least 5 households"),
@@ -47,6 +47,30 @@ def test_bad_arguments_are_refused(tmp_path, capsys, argv, message):
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("config, argv, refused", [
+    ({"mechanism": "gaussian", "alpha": 1.5}, [], True),
+    ({"alpha": 1.5}, ["--mechanism", "laplace"], True),
+    ({"mechanism": "sas", "alpha": 1.5}, [], False),
+    ({"mechanism": "gaussian", "alpha": 1.9}, [], False),      # a saved config's default
+])
+def test_a_config_alpha_without_sas_is_refused(tmp_path, capsys, config, argv, refused):
+    import json
+
+    from simulations.cli.smartgrid import DEFAULTS
+
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps({**config, "households": 3}))      # 3: refused after the check
+    assert config["alpha"] != DEFAULTS["alpha"] or not refused
+    assert main(["smartgrid", "run", "--config", str(path), *argv,
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    if refused:
+        assert "alpha 1.5 of --config" in err and "only applies to mechanism sas" in err
+    else:
+        assert "the attacks need at least 5 households" in err
 
 
 def test_out_file_and_bad_curve_are_refused(tmp_path, capsys):

@@ -70,6 +70,8 @@ def test_existing_scheduler_is_used(tmp_path):
     (["--serial", "--unit", "window"], "window"),
     (["--serial", "--delays", "0.1"], "delay_spread"),
     (["--serial", "--excitation", "1.5"], "excitation"),
+    (["--serial", "--mechanisms", "sas", "--delta", "1e-6"],
+     "--delta 1e-06 has no effect here: it needs gaussian among --mechanisms"),
 ])
 def test_inconsistent_flags_are_refused_before_any_work(tmp_path, extra, message):
     _, args = _parse([*TINY, *extra, "--out", str(tmp_path / "out")])
