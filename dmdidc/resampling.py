@@ -40,7 +40,6 @@ intervals of private fits*).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -153,25 +152,7 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
                 raise ParameterError(f"parts[{j}] and parts[{i}] share a privatized release "
                                      f"(one noise realization): list each part once and "
                                      f"draw it more often with counts")
-    used = [part for part, c in zip(parts, counts, strict=True) if c > 0]
-    weights = counts.astype(float)
-    return dataclasses.replace(
-        used[0], gram=np.tensordot(weights, np.stack([p.gram for p in parts]), axes=1),
-        sums=weights @ np.stack([p.sums for p in parts]),
-        n_samples=int(counts @ [p.n_samples for p in parts]),
-        n_trajectories=int(counts @ [p.n_trajectories for p in parts]),
-        intercepts=int(counts @ [p.intercepts for p in parts]),
-        centering=(used[0].centering if len({p.centering for p in used}) == 1
-                   else "trajectory"),                              # (as `+` combines them)
-        min_trajectory_samples=min(p.min_trajectory_samples for p in used),
-        max_trajectory_samples=max(p.max_trajectory_samples for p in used),
-        clipped=(None if any(p.clipped is None for p in used)
-                 else int(counts @ [p.clipped or 0 for p in parts])),
-        # a part drawn c times: one noise realization times c (module notes)
-        noise_variance=float(sum(int(c) ** 2 * p.noise_variance
-                                 for p, c in zip(parts, counts, strict=True) if c > 0)),
-        releases=tuple(release for p, c in zip(parts, counts, strict=True)
-                       for _ in range(c) for release in p.releases))
+    return SufficientStatistics._weighted_sum(parts, counts)    # (the combination of `+`)
 
 
 def _model_vector(n: int, m: int, R: int, dt: float, significance: float,

@@ -315,22 +315,49 @@ class SufficientStatistics:
                                  "the variance of two independent releases; add distinct "
                                  "releases, or resample parts with dmdidc.resampling."
                                  "weighted_total (which declares the repeated noise)")
-        clipped = (None if self.clipped is None or other.clipped is None
-                   else self.clipped + other.clipped)
-        centering = self.centering if self.centering == other.centering else "trajectory"
-        return dataclasses.replace(
-            self, gram=self.gram + other.gram, sums=self.sums + other.sums,
-            n_samples=self.n_samples + other.n_samples,
-            n_trajectories=self.n_trajectories + other.n_trajectories,
-            intercepts=self.intercepts + other.intercepts, centering=centering,
-            min_trajectory_samples=min(self.min_trajectory_samples,
-                                       other.min_trajectory_samples),
-            max_trajectory_samples=max(self.max_trajectory_samples,
-                                       other.max_trajectory_samples),
-            clipped=clipped, noise_variance=self.noise_variance + other.noise_variance,
-            releases=self.releases + other.releases)
+        return self._weighted_sum([self, other], [1, 1])
 
     __radd__ = __add__
+
+    @staticmethod
+    def _weighted_sum(parts: list[SufficientStatistics], counts: Any) -> SufficientStatistics:
+        """``sum_i counts[i] * parts[i]`` of compatible statistics (unchecked: ``+`` and
+        :func:`dmdidc.resampling.weighted_total` check them), the one rule that combines every
+        field.  Part ``i`` counted ``c`` times brings its moments and counts ``c`` times and its
+        privatized release's one noise realization ``c`` times: variance ``c^2 sigma_i^2``,
+        the release listed ``c`` times (``+`` counts each part once: ``sigma_1^2 +
+        sigma_2^2``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = (SufficientStatistics.from_data(rng.standard_normal((1, 31)),
+        ...                                        rng.standard_normal((1, 30)), max_delay=1)
+        ...         for _ in range(2))
+        >>> total = SufficientStatistics._weighted_sum([a, b], np.array([2, 1]))
+        >>> total.n_samples == 2 * a.n_samples + b.n_samples
+        True
+        """
+        drawn = [(int(c), p) for p, c in zip(parts, counts, strict=True) if c > 0]
+
+        def total(field: str) -> Any:      # (a part counted once is added as it is)
+            return sum(getattr(p, field) if c == 1 else c * getattr(p, field)
+                       for c, p in drawn)
+
+        used = [p for _, p in drawn]
+        return dataclasses.replace(
+            used[0], gram=total("gram"), sums=total("sums"), n_samples=total("n_samples"),
+            n_trajectories=total("n_trajectories"), intercepts=total("intercepts"),
+            # a mixture of centrings is centred per trajectory
+            centering=(used[0].centering if len({p.centering for p in used}) == 1
+                       else "trajectory"),
+            min_trajectory_samples=min(p.min_trajectory_samples for p in used),
+            max_trajectory_samples=max(p.max_trajectory_samples for p in used),
+            clipped=None if any(p.clipped is None for p in used) else total("clipped"),
+            noise_variance=float(sum(c ** 2 * p.noise_variance for c, p in drawn)),
+            releases=tuple(release for c, p in drawn for _ in range(c)
+                           for release in p.releases))
 
     def centered(self) -> SufficientStatistics:
         """The statistics with their overall mean removed (one intercept for all samples).

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["output_path", "given_options", "refuse_unused", "json_number", "positive_vector",
            "per_channel", "summary_table", "write_summary", "write_table", "strict_json", "known",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
-           "MODEL_SUFFIXES", "FIGURE_SUFFIXES", "fit_private_statistics"]
+           "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
 
 #: Share of a client's values beyond the declared bound above which the clipping is warned of.
 CLIP_WARNING_SHARE = 0.01
@@ -125,22 +125,6 @@ def progress_bar(*args: Any, **options: Any) -> Any:
     from tqdm import tqdm
 
     return tqdm(*args, file=sys.stderr, disable=not show_progress(), **options)
-
-
-def fit_private_statistics(estimator: Any, statistics: Any, dt: float) -> None:
-    """``estimator.fit_statistics`` on released statistics, a singular solve explained: numpy's
-    bare "Singular matrix" names neither the cause nor the options that cure it."""
-    import numpy as np
-
-    from _toolbox.errors import InsufficientExcitationError
-
-    try:
-        estimator.fit_statistics(statistics, dt=dt)
-    except np.linalg.LinAlgError as exc:
-        raise InsufficientExcitationError(
-            f"the released statistics leave a singular system ({exc}): the privacy noise or "
-            f"the clipping to the declared bounds hides the excitation; raise --epsilon, "
-            f"privatize more samples, or declare bounds that cover the data") from exc
 
 
 def _probability(text: str) -> float:

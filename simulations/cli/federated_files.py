@@ -47,7 +47,6 @@ def run_on_files(args: argparse.Namespace) -> int:
     from simulations.cli.common import (
         MODEL_SUFFIXES,
         clipping_warning,
-        fit_private_statistics,
         output_path,
         per_channel,
         summary_table,
@@ -102,7 +101,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, estimator="iv")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit_private_statistics(estimator, algo.statistics(run.state), dt)
+        estimator.fit_statistics(algo.statistics(run.state), dt=dt)
     refuse_delay_at_bound(estimator, "--max-delay")
     model = with_signals(estimator.annotated_model(0.95), first, files=", ".join(args.files))
     epsilons = run.final_epsilon()

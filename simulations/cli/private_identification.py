@@ -27,7 +27,6 @@ from simulations.cli.common import (
     _probability,
     _seed,
     clipping_warning,
-    fit_private_statistics,
     output_path,
     per_channel,
     positive_vector,
@@ -157,7 +156,7 @@ def _identify(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, estimator=args.estimator)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit_private_statistics(estimator, private, args.dt)
+        estimator.fit_statistics(private, dt=args.dt)
     refuse_delay_at_bound(estimator, "--max-delay")
     model = with_signals(estimator.annotated_model(args.level), data)
     path = Path(args.out)
