@@ -516,7 +516,8 @@ def check_mechanism(mechanism: str, alpha: float | None) -> float | None:
         raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
     if mechanism == "sas":
         if alpha is None:
-            raise ParameterError("mechanism='sas' needs alpha in (0, 2)")
+            raise ParameterError("mechanism='sas' needs its stability index, e.g. alpha=1.9 "
+                                 "(0 < alpha < 2)")
         return check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
     if alpha is not None:
         raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "

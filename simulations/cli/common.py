@@ -138,6 +138,17 @@ def _probability(text: str) -> float:
     return value
 
 
+def _alpha(text: str) -> float:
+    """argparse type: a SaS stability index strictly between 0 and 2."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 2.0:                  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 2); got {text!r}")
+    return value
+
+
 def clipping_warning(option: str, arrays: Sequence[Any], bound: Any, noun: str) -> str | None:
     """A warning when more than :data:`CLIP_WARNING_SHARE` of the values of ``arrays``
     (segments with channels on axis -2) exceed ``bound`` (one value, or one per channel), the

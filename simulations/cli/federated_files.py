@@ -18,7 +18,6 @@ Example
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -87,7 +86,7 @@ def run_on_files(args: argparse.Namespace) -> int:
                                             ("--input-bound", client["U"], input_bound, "input")):
             clipped = clipping_warning(option, arrays, bound, noun)
             if clipped:
-                print(f"dmdidc federated: warning: {path}: {clipped}", file=sys.stderr)
+                warn(f"{path}: {clipped}", args)
     algo = FederatedIdentification(
         num_clients=len(clients), n_states=n, n_inputs=m, max_delay=args.max_delay,
         state_bound=state_bound, input_bound=input_bound, mechanism=args.mechanism,
@@ -124,7 +123,7 @@ def run_on_files(args: argparse.Namespace) -> int:
                       title=f"dmdidc federated identify ({len(clients)} clients)")
     print(summary_table(summary))
     for warning in caught:
-        warn("dmdidc federated", warning.message, args)
+        warn(warning.message, args)
     print(f"wrote {out / model_name}, {out / 'summary.json'}, {out / 'summary.md'}")
     return 0
 

@@ -21,7 +21,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from simulations.cli.common import positive_vector
+from simulations.cli.common import (
+    _alpha,
+    _bound,
+    _count,
+    _probability,
+    _seed,
+    positive_vector,
+)
 from simulations.cli.identify import add_data_arguments
 
 __all__ = ["add_identify_action", "run_identify_command"]
@@ -68,7 +75,7 @@ def add_identify_action(actions: Any) -> None:
                     "global statistics gives the delay with intervals. Writes summary.json, "
                     "summary.md, rows.json and delay_error.png.")
     add_data_arguments(p, clients=True)
-    p.add_argument("--max-delay", type=int, help="delay bound R (data files; required)")
+    p.add_argument("--max-delay", type=_seed, help="delay bound R (data files; required)")
     p.add_argument("--state-bound", type=positive_vector,
                    help="public clip level |x_i| <= c of every client (one value or one per "
                         "state; data files; required)")
@@ -80,23 +87,23 @@ def add_identify_action(actions: Any) -> None:
     p.add_argument("--clients", type=_counts,
                    help="built-in study: largest N (grid 1, 3, 10, ... N; clients join over "
                         "rounds) or an explicit list (default: 1000)")
-    p.add_argument("--epsilon", type=float, default=1.0, help="each client's budget")
-    p.add_argument("--delta", type=float, default=None,
+    p.add_argument("--epsilon", type=_bound, default=1.0, help="each client's budget")
+    p.add_argument("--delta", type=_probability, default=None,
                    help="delta of the Gaussian and SaS releases (SaS: enables the l2 / GDP "
                         "calibration; not for laplace; default 1e-5)")
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
                    help="noise of every client's release")
-    p.add_argument("--alpha", type=float, default=None, help="SaS index (sas only; 1.5)")
-    p.add_argument("--experiments", type=int,
+    p.add_argument("--alpha", type=_alpha, default=None, help="SaS index (sas only; 1.5)")
+    p.add_argument("--experiments", type=_count,
                    help="built-in study: experiments per client (default: 30)")
-    p.add_argument("--length", type=int,
+    p.add_argument("--length", type=_count,
                    help="built-in study: samples per experiment (default: 200)")
     p.add_argument("--noise-db", type=float,
                    help="built-in study: measurement noise, dB below each state's rms "
                         "(default: 20)")
-    p.add_argument("--seeds", type=int,
+    p.add_argument("--seeds", type=_count,
                    help="built-in study: repetitions (seed, seed + 1, ...; default: 5)")
-    p.add_argument("--seed", type=int, help="seed of the first repetition / of the privacy "
+    p.add_argument("--seed", type=_seed, help="seed of the first repetition / of the privacy "
                                             "noise (default: 0)")
     p.add_argument("--baselines", type=_baselines,
                    help="built-in study: comparisons at the same budget: average (of client "

@@ -112,7 +112,7 @@ def run_follow(args: argparse.Namespace) -> int:
             print("interrupted (Ctrl-C)")
     _write(live, args.out, "at the end", first)
     for warning in () if snapshot is None else snapshot.warnings:
-        warn("dmdidc identify", warning, args)
+        warn(warning, args)
     return 0
 
 

@@ -312,7 +312,7 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
             estimator.diagnostics_.plot(staged)
         print(f"wrote {args.residuals}")
     for warning in caught:
-        warn("dmdidc identify", warning.message, args)
+        warn(warning.message, args)
 
 
 #: Options of the state fit that output identification does not take (name: default).
@@ -369,7 +369,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
     for warning in caught:
-        warn("dmdidc identify", warning.message, args)
+        warn(warning.message, args)
     print(f"wrote {args.out}")
     return 0
 

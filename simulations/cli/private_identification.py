@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,9 @@ import numpy as np
 from simulations.cli.atomic import staged_file, staged_folder
 from simulations.cli.common import (
     MODEL_SUFFIXES,
+    _alpha,
+    _bound,
+    _count,
     _probability,
     _seed,
     clipping_warning,
@@ -58,7 +60,7 @@ def add_private_parsers(actions: Any) -> None:
                     "statistics, release them once with differential privacy and identify the "
                     "delayed plant from the release (the guarantee is printed).")
     add_data_arguments(identify)
-    identify.add_argument("--max-delay", type=int, required=True,
+    identify.add_argument("--max-delay", type=_seed, required=True,
                           help="delay bound R in sampling periods")
     identify.add_argument("--state-bound", type=positive_vector, required=True,
                           help="declared bound |x_i| <= c (one value or one per state, comma "
@@ -68,15 +70,15 @@ def add_private_parsers(actions: Any) -> None:
                           help="declared bound |u_j| <= c (one value or one per input)")
     identify.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"),
                           default="gaussian", help="noise mechanism")
-    identify.add_argument("--epsilon", type=float, required=True, help="target epsilon")
-    identify.add_argument("--delta", type=float,
+    identify.add_argument("--epsilon", type=_bound, required=True, help="target epsilon")
+    identify.add_argument("--delta", type=_probability,
                           help="target delta (required for gaussian; default: none)")
-    identify.add_argument("--alpha", type=float, help="SaS stability index in (0, 2) (only with "
+    identify.add_argument("--alpha", type=_alpha, help="SaS stability index in (0, 2) (only with "
                                                       "--mechanism sas)")
     identify.add_argument("--unit", choices=("sample", "window", "trajectory"), default="sample",
                           help="privacy unit: one time step, a window of time steps, or the "
                                "whole record")
-    identify.add_argument("--window", type=int, help="time steps per window (only with --unit "
+    identify.add_argument("--window", type=_count, help="time steps per window (only with --unit "
                                                      "window)")
     identify.add_argument("--detrend", choices=("none", "constant"), default="none",
                           help="remove the record's mean (an intercept) before the statistics")
@@ -144,7 +146,7 @@ def _identify(args: argparse.Namespace) -> int:
                                         ("--input-bound", data.U, input_bound, "input")):
         clipped = clipping_warning(option, arrays, bound, noun)
         if clipped:
-            print(f"dmdidc privacy identify: warning: {clipped}", file=sys.stderr)
+            warn(clipped, args)
     instruments = "inputs" if args.estimator == "iv" else None
     stats = SufficientStatistics.from_data(
         X, U, max_delay=args.max_delay,
@@ -179,7 +181,7 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         print(f"no continuous model: {model.continuous_note}")
     for warning in caught:
-        warn("dmdidc privacy identify", warning.message, args)
+        warn(warning.message, args)
     with staged_file(path) as staged_model:
         model.save(staged_model)
         if args.json_out:

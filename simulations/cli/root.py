@@ -30,7 +30,7 @@ from simulations.cli.privacy import add_privacy_parser
 from simulations.cli.seed_fl import add_seed_fl_actions
 from simulations.cli.simulate import add_simulate_parser
 from simulations.cli.smartgrid import add_smartgrid_parser
-from simulations.cli.terms import command_flags, in_cli_terms
+from simulations.cli.terms import command_flags, command_parser, in_cli_terms
 
 __all__ = ["main", "build_parser"]
 
@@ -77,21 +77,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     from _toolbox.errors import ToolboxError  # after parsing: --help stays light
 
     # the library names the Python option that cures a message: the command states its flag
-    args.flags = command_flags(parser, args)
+    command = command_parser(parser, args)
+    args.prog, args.flags = command.prog, command_flags(command)
 
     existing: dict[Path, tuple[int, int, int]] = {}
     try:
         existing = _existing_outputs(getattr(args, "out", None))
         return int(args.handler(args) or 0)
     except (ToolboxError, ValueError, OSError) as exc:
-        print(f"dmdidc {args.command}: error: {in_cli_terms(str(exc), args.flags)}",
-              file=sys.stderr)
+        print(f"{args.prog}: error: {in_cli_terms(str(exc), args.flags)}", file=sys.stderr)
         return 2
     finally:
         overwritten = [path for path, stamp in existing.items()
                        if path.is_file() and _stamp(path) != stamp]
         if overwritten:
-            print(f"dmdidc {args.command}: note: overwrote "
+            print(f"{args.prog}: note: overwrote "
                   f"{', '.join(str(path) for path in overwritten)}", file=sys.stderr)
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
-__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_flags", "warn"]
+__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_parser", "command_flags", "warn"]
 
 
 class Flag(NamedTuple):
@@ -105,21 +105,28 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
     return text
 
 
-def command_flags(parser: argparse.ArgumentParser, args: argparse.Namespace
-                  ) -> dict[str, tuple[str, ...] | None]:
-    """The flags of the (sub)command of ``parser`` that parsed ``args`` (the subcommand each
-    subparsers' ``dest`` names), each with its choices (``None``: any value)."""
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
+                   ) -> argparse.ArgumentParser:
+    """The (sub)parser of ``parser`` that parsed ``args``: the subcommand each subparsers'
+    ``dest`` names (its ``prog``, ``dmdidc privacy identify``, prefixes the command's
+    messages)."""
     for action in parser._actions:                 # argparse lists subparsers only here
         if isinstance(action, argparse._SubParsersAction):
             chosen = getattr(args, action.dest, None)
             if chosen in action.choices:
-                return command_flags(action.choices[chosen], args)
+                return command_parser(action.choices[chosen], args)
+    return parser
+
+
+def command_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, ...] | None]:
+    """The flags of ``parser``, each with its choices (``None``: any value)."""
     return {flag: None if action.choices is None else tuple(map(str, action.choices))
             for action in parser._actions for flag in action.option_strings}
 
 
-def warn(prefix: str, message: object, args: argparse.Namespace) -> None:
-    """Print ``message`` (a warning's text) on stderr as ``prefix: warning: ...``, in the
-    terms of the command's flags (``args.flags``, set by :func:`simulations.cli.main`)."""
+def warn(message: object, args: argparse.Namespace) -> None:
+    """Print ``message`` (a warning's text) on stderr as ``dmdidc identify: warning: ...``, in
+    the terms of the command's flags (``args.prog`` and ``args.flags``, set by
+    :func:`simulations.cli.main`)."""
     text = in_cli_terms(str(message), getattr(args, "flags", ()))
-    print(f"{prefix}: warning: {text}", file=sys.stderr)
+    print(f"{getattr(args, 'prog', 'dmdidc')}: warning: {text}", file=sys.stderr)

@@ -54,7 +54,6 @@ def test_flower_engine_gives_the_numpy_numbers(tmp_path):
     (["--mechanism", "laplace", "--delta", "1e-6"],
      "--delta applies to --mechanism gaussian or sas"),
     (["--mechanism", "sas", "--baselines", "per_sample"], "per-sample baseline"),
-    (["--seeds", "0"], "seeds"),
 ])
 def test_bad_flags_are_refused(tmp_path, capsys, argv, message):
     code = main(["federated", "identify", *SMALL, *argv, "--out", str(tmp_path / "x")])
@@ -62,7 +61,9 @@ def test_bad_flags_are_refused(tmp_path, capsys, argv, message):
 
 
 @pytest.mark.parametrize("argv", [["--clients", "3,1"], ["--baselines", "fedavg"],
-                                  ["--engine", "ray"]])
+                                  ["--engine", "ray"], ["--seeds", "0"], ["--epsilon", "-1"],
+                                  ["--epsilon", "nan"], ["--delta", "2"], ["--alpha", "3"],
+                                  ["--max-delay", "-1"], ["--experiments", "0"]])
 def test_bad_values_are_refused_by_the_parser(tmp_path, argv):
     with pytest.raises(SystemExit):
         main(["federated", "identify", *argv, "--out", str(tmp_path / "x")])

@@ -43,6 +43,21 @@ def test_privacy_identify_prints_the_guarantee_and_writes_model_and_json(damped_
     assert DelayedPlant.load(out).delay_steps.tolist() == [1]
 
 
+@pytest.mark.parametrize("option, value", [("--epsilon", "-1"), ("--epsilon", "inf"),
+                                           ("--delta", "0"), ("--alpha", "2.5"),
+                                           ("--window", "0"), ("--max-delay", "-1")])
+def test_privacy_identify_bad_numbers_are_refused_by_the_parser(tmp_path, capsys, option,
+                                                                value):
+    # before the data are read: an error names the flag, not the library's argument
+    args = {"--max-delay": "3", "--state-bound": "4", "--input-bound": "1", "--epsilon": "1",
+            option: value}
+    with pytest.raises(SystemExit):
+        main(["privacy", "identify", str(tmp_path / "missing.npz"),
+              *[word for pair in args.items() for word in pair]])
+    err = capsys.readouterr().err
+    assert f"argument {option}: must be" in err and "missing.npz" not in err
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--mechanism", "gaussian"], "needs delta"),
     (["--mechanism", "laplace", "--alpha", "1.5"], "--alpha needs --mechanism sas"),

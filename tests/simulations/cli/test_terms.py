@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simulations.cli import build_parser
-from simulations.cli.terms import OPTIONS, command_flags, in_cli_terms
+from simulations.cli.terms import OPTIONS, command_flags, command_parser, in_cli_terms
+
+GROUPS = ("privacy", "federated", "smartgrid")
 
 FEEDBACK = ("closed-loop data: pass the reference or dither that excites the loop, "
             "fit(..., reference=r), so the instruments are independent of the noise")
@@ -13,7 +15,9 @@ FEEDBACK = ("closed-loop data: pass the reference or dither that excites the loo
 
 def _flags(*argv):
     parser = build_parser()
-    return command_flags(parser, parser.parse_args(list(argv)))
+    command = command_parser(parser, parser.parse_args(list(argv)))
+    assert command.prog == "dmdidc " + " ".join(argv[:2 if argv[0] in GROUPS else 1])
+    return command_flags(command)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))

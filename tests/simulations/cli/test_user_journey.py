@@ -350,7 +350,7 @@ def test_a_singular_private_solve_says_why_and_what_cures_it(tmp_path, capsys, s
     assert main(["federated", "identify", *[str(path)] * 3, *bounds, "--seed", "0",
                  "--out", str(tmp_path / "fed")]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[-1].startswith("dmdidc federated: error: the privacy noise hides the "
+    assert err[-1].startswith("dmdidc federated identify: error: the privacy noise hides the "
                               "excitation") and "a larger epsilon" in err[-1]
     assert all("warning" in line for line in err[:-1])          # (the clipping warnings)
     assert not (tmp_path / "fed").exists()
