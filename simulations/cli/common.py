@@ -127,26 +127,23 @@ def progress_bar(*args: Any, **options: Any) -> Any:
     return tqdm(*args, file=sys.stderr, disable=not show_progress(), **options)
 
 
-def _probability(text: str) -> float:
-    """argparse type: a level or probability strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 < value < 1.0:                  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1); got {text!r}")
-    return value
+def _open_interval(low: float, high: float):
+    """argparse type: a number strictly between ``low`` and ``high``."""
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low < value < high:             # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be a number in ({low:g}, {high:g}); got "
+                                             f"{text!r}")
+        return value
+
+    return convert
 
 
-def _alpha(text: str) -> float:
-    """argparse type: a SaS stability index strictly between 0 and 2."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 < value < 2.0:                  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 2); got {text!r}")
-    return value
+#: A level or probability; a SaS stability index.
+_probability, _alpha = _open_interval(0.0, 1.0), _open_interval(0.0, 2.0)
 
 
 def clipping_warning(option: str, arrays: Sequence[Any], bound: Any, noun: str) -> str | None:
