@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -297,19 +298,25 @@ class ClosedLoopResult:
             data["fine_states"] = self.fine_states.tolist()
         return data
 
-    def to_csv(self, path: str | Path) -> Path:
+    def to_csv(self, path: str | Path, *, state_labels: Sequence[str] | None = None,
+               input_labels: Sequence[str] | None = None) -> Path:
         """Write one row per sampling instant: ``t, x_1..x_n, [y_1..y_n,] u_1..u_m``.
 
-        The inputs of the last row (``k = steps``) are empty.  Returns the path.
+        ``state_labels``, ``input_labels`` name the columns instead (``"T_room [K]"``; a
+        measurement column is ``"T_room measured [K]"``).  The inputs of the last row
+        (``k = steps``) are empty.  Returns the path.
         """
         path = Path(path)
         n, m = self.states.shape[0], self.inputs.shape[0]
-        header = ["t"] + [f"x_{i + 1}" for i in range(n)]
+        states = list(state_labels or [f"x_{i + 1}" for i in range(n)])
+        header = ["t"] + states
         columns = [self.times[:, None], self.states.T]
         if self.measurement_noise is not None:
-            header += [f"y_{i + 1}" for i in range(n)]
+            header += ([f"y_{i + 1}" for i in range(n)] if state_labels is None else
+                       [label.replace(" [", " measured [", 1) if " [" in label
+                        else f"{label} measured" for label in states])
             columns.append(self.measurements.T)
-        header += [f"u_{i + 1}" for i in range(m)]
+        header += list(input_labels or [f"u_{i + 1}" for i in range(m)])
         table = np.concatenate(columns, axis=1)
         with path.open("w", newline="") as handle:
             writer = csv.writer(handle)

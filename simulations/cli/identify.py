@@ -24,7 +24,7 @@ from simulations.cli.terms import warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs", "with_signals", "signals_text",
-           "signals_record"]
+           "signals_record", "signal_labels"]
 
 
 def _max_delay(text: str) -> int | None:
@@ -169,15 +169,17 @@ def with_signals(model, data, files: str | None = None):
     return model.with_info(info.renamed(**fields, provenance=provenance))
 
 
+def signal_labels(names, units) -> list[str]:
+    """``name [unit]`` (``name`` without a unit), as a CSV header cell names a signal."""
+    return [f"{name} [{unit}]" if unit else name for name, unit in zip(names, units,
+                                                                         strict=True)]
+
+
 def signals_text(info) -> str:
     """The signals of a :class:`~dmdidc.ModelInfo` in the order of the matrices' rows and
     columns: ``states T_room [K], T_wall [K]; inputs heater [kW]``."""
-    def listed(names, units) -> str:
-        return ", ".join(f"{name} [{unit}]" if unit else name
-                         for name, unit in zip(names, units, strict=True)) or "none"
-
-    return (f"states {listed(info.state_names, info.state_units)}; inputs "
-            f"{listed(info.input_names, info.input_units)}")
+    return (f"states {', '.join(signal_labels(info.state_names, info.state_units)) or 'none'}"
+            f"; inputs {', '.join(signal_labels(info.input_names, info.input_units)) or 'none'}")
 
 
 def signals_record(info) -> dict[str, list[str]]:

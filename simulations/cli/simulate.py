@@ -141,14 +141,19 @@ def _run_simulate(args: argparse.Namespace) -> int:
     summary = {"controller": args.controller, "steps": args.steps,
                "cost": json_number(result.cost), "final_state_norm": json_number(final),
                **_run_settings(args, x0)}
+    labels = _labels(model)
+    if labels is not None:
+        from simulations.cli.identify import signals_record
+
+        summary["signals"] = signals_record(model.info)
     if point is not None:
         summary["operating_point_state"] = point.state.tolist()
         print(f"operating point x_op = {point.state}: the start, the cost and the final state "
               f"norm are taken from it (the plant works in deviations from it)")
     with staged_folder(out) as stage:
-        result.to_csv(stage / "trajectory.csv")
+        result.to_csv(stage / "trajectory.csv", **(labels or {}))
         write_summary(stage / "summary.json", summary, title=f"dmdidc simulate {args.model}")
-        _plot_trajectory(result, stage / "trajectory.png", args.controller)
+        _plot_trajectory(result, stage / "trajectory.png", args.controller, labels)
     print(summary_table(summary))
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
@@ -327,7 +332,25 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
                            u_min=None if bound is None else -bound, u_max=bound)
 
 
-def _plot_trajectory(result, path: Path, title: str) -> Path:
+def _labels(model) -> dict[str, list[str]] | None:
+    """The model's signals as column labels (``T_room [K]``), or None for a model without
+    names of its own (the columns stay ``x_1 ..``, ``u_1 ..``)."""
+    from dmdidc import ModelInfo
+    from simulations.cli.identify import signal_labels
+
+    info = model.info
+    default = ModelInfo.default(model.n_states, model.n_inputs)
+    if info is None or (info.state_names, info.input_names, info.state_units,
+                        info.input_units) == (default.state_names, default.input_names,
+                                              default.state_units, default.input_units):
+        return None
+
+    return {"state_labels": signal_labels(info.state_names, info.state_units),
+            "input_labels": signal_labels(info.input_names, info.input_units)}
+
+
+def _plot_trajectory(result, path: Path, title: str,
+                     labels: dict[str, list[str]] | None = None) -> Path:
     from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((7, 5))
@@ -335,9 +358,10 @@ def _plot_trajectory(result, path: Path, title: str) -> Path:
     times = result.fine_times if result.fine_states is not None else result.times
     states = result.fine_states if result.fine_states is not None else result.states
     for i, row in enumerate(states):
-        top.plot(times, row, label=f"x{i + 1}")
+        top.plot(times, row, label=labels["state_labels"][i] if labels else f"x{i + 1}")
     for j, row in enumerate(result.inputs):
-        bottom.step(result.times[:-1], row, where="post", label=f"u{j + 1}")
+        bottom.step(result.times[:-1], row, where="post",
+                    label=labels["input_labels"][j] if labels else f"u{j + 1}")
     top.set_ylabel("state")
     bottom.set_ylabel("input")
     bottom.set_xlabel("time [s]")

@@ -132,3 +132,25 @@ def test_an_output_model_is_refused_with_what_to_do_instead(tmp_path, capsys, ro
     err = capsys.readouterr().err
     assert f"{role} file" in err and "output model" in err and "DelayedKalmanObserver" in err
     assert not (tmp_path / "s").exists()
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_named_model_labels_the_trajectory_and_the_summary(tmp_path, seed):
+    import csv
+
+    from dmdidc import ModelInfo
+
+    plant, _ = random_model(tmp_path, seed)
+    named = plant.with_info(ModelInfo(("T_room", "T_wall"), ("heater", "fan"), ("K", ""),
+                                      ("kW", "kW")))
+    model = named.save(tmp_path / "named.json")
+    code, summary = run(tmp_path, model, "--controller", "none", "--x0", "1,-1",
+                        "--measurement-noise", "0.1", "--seed", str(seed))
+    assert code == 0
+    assert summary["signals"] == {"states": ["T_room", "T_wall"], "state_units": ["K", ""],
+                                  "inputs": ["heater", "fan"], "input_units": ["kW", "kW"]}
+    with (tmp_path / "sim" / "trajectory.csv").open() as handle:
+        header = next(csv.reader(handle))
+    assert header == ["t", "T_room [K]", "T_wall", "T_room measured [K]", "T_wall measured",
+                      "heater [kW]", "fan [kW]"]
+    code, summary = run(tmp_path, tmp_path / "model.json", out="plain")     # no names: as was
+    assert code == 0 and "signals" not in summary
