@@ -36,6 +36,8 @@ OPTIONS: Mapping[str, Flag] = {
     "detrend": Flag("--detrend", "MODE", {"None": "none", "False": "none"}),
     "reference": Flag("--reference", "FILE"),
     "estimator": Flag("--estimator", "NAME"),
+    # (the solver; confidence_intervals(method='bootstrap') is no choice of the flag: kept)
+    "method": Flag("--method", "NAME"),
     "svd_rank": Flag("--svd-rank", "RANK"),
     "block_rtol": Flag("--block-rtol", "RTOL"),
     "significance": Flag("--significance", "LEVEL"),
@@ -60,7 +62,8 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
                  ) -> str:
     """``text`` with every option of :data:`OPTIONS` whose flag is in ``flags`` restated as
     that flag: ``name=value`` as ``--flag value`` (a call around it, ``fit(..., name=value)``,
-    dropped), and a bare ``name`` with an underscore (never an English word) as ``--flag``.
+    dropped), and a bare ``name`` with an underscore (never an English word) as ``--flag``;
+    a check's message ``"name must ..."`` names the flag ``--name`` where the command has it.
     ``flags`` may map each flag to the values it accepts (its choices; ``None``: any): a value
     the flag refuses keeps its Python text.
 
@@ -71,11 +74,19 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
     'refit with --max-delay 3 or more; raise --max-delay'
     >>> in_cli_terms("pass fit(..., reference=r), or detrend='auto' (the default)", flags)
     'pass --reference FILE, or --detrend auto (the default)'
+    >>> in_cli_terms("steps must be an integer >= 1; got 0", {"--steps"})
+    '--steps must be an integer >= 1; got 0'
     >>> in_cli_terms("use estimator='iv' or confidence_intervals(method='bootstrap')", flags)
     "use estimator='iv' or confidence_intervals(method='bootstrap')"
     >>> in_cli_terms("detrend='auto' or detrend='constant'", {"--detrend": ("none", "constant")})
     "detrend='auto' or --detrend constant"
     """
+    def argument(match: re.Match) -> str:       # "steps must be ...": the flag --steps
+        flag = "--" + match[1].replace("_", "-")
+        return flag if flag in flags else match[0]
+
+    # a check's message starts with the argument's name ("name must ..."; nested after ": ")
+    text = re.sub(r"(?:^|(?<=: ))([a-z][a-z0-9_]*)(?= must )", argument, text)
     known = {name: spec for name, spec in OPTIONS.items() if spec.flag in flags}
     if not known:
         return text

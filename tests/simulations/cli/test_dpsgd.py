@@ -96,4 +96,4 @@ def test_audit_command_runs_the_statistics_audits_with_their_sample_count(tmp_pa
     assert "statistics_laplace_sample" in capsys.readouterr().out
     assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
                  "--statistics-samples", "3", "--no-progress"]) == 2
-    assert "statistics_samples must be an integer >= 4; got 3" in capsys.readouterr().err
+    assert "--statistics-samples must be an integer >= 4; got 3" in capsys.readouterr().err

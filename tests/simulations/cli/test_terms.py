@@ -51,6 +51,17 @@ def test_the_identify_command_states_the_closed_loop_remedy_as_its_flag():
         "--reference FILE, so the instruments are independent of the noise")
 
 
+def test_a_value_the_flag_refuses_keeps_the_python_text():
+    flags = _flags("identify", "x.npz", "--max-delay", "1")
+    assert in_cli_terms("method='qr' selects a least-squares solver; estimator='iv' has its "
+                        "own (use method='auto')", flags) == (
+        "--method qr selects a least-squares solver; --estimator iv has its own (use "
+        "--method auto)")
+    for text in ("compare with confidence_intervals(method='bootstrap') over experiments",
+                 "use method='bootstrap' intervals"):
+        assert in_cli_terms(text, flags) == text
+
+
 def test_a_command_without_the_flag_keeps_the_python_text():
     flags = _flags("federated", "identify", "--out", "f")
     assert "--max-delay" in flags and "--reference" not in flags
@@ -61,3 +72,14 @@ def test_a_command_without_the_flag_keeps_the_python_text():
     assert flags["--detrend"] == ("none", "constant")
     assert in_cli_terms("fit with detrend='auto' (the default) or detrend='constant'", flags) \
         == "fit with detrend='auto' (the default) or --detrend constant"
+
+
+def test_a_checks_message_names_the_flag_of_its_argument():
+    flags = _flags("privacy", "epsilon", "--alpha", "1.5", "--scale", "1")
+    assert in_cli_terms("sampling_rate must lie in (0.0, 1.0]; got 2.0", flags) == \
+        "--sampling-rate must lie in (0.0, 1.0]; got 2.0"
+    assert in_cli_terms("--x 1 is wrong: steps must be >= 1", flags) == \
+        "--x 1 is wrong: --steps must be >= 1"
+    # not a flag of the command, or not a check's subject: unchanged
+    for text in ("households must be >= 1", "the steps must be fewer", "a steps must x"):
+        assert in_cli_terms(text, flags) == text
