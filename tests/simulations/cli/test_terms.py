@@ -32,7 +32,7 @@ def test_every_option_becomes_its_flag_only_where_the_command_has_it(name):
 
 
 def test_bare_names_with_an_underscore_only_and_never_inside_quotes_or_words():
-    flags = {spec.flag for spec in OPTIONS.values()}
+    flags = {spec.flag: None for spec in OPTIONS.values()} | {"--method": ("auto", "qr")}
     assert in_cli_terms("raise max_delay (now 3); lower block_rtol", flags) == \
         "raise --max-delay (now 3); lower --block-rtol"
     for text in ("pass the reference or dither", "column 'max_delay' of the table",
