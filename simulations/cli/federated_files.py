@@ -61,7 +61,8 @@ def run_on_files(args: argparse.Namespace) -> int:
 
     given = [flag for name, flag in STUDY_OPTIONS.items() if getattr(args, name) is not None]
     if given:
-        raise ParameterError(f"{', '.join(given)} set the built-in study's simulated clients; "
+        raise ParameterError(f"{', '.join(given)} {'set' if len(given) > 1 else 'sets'} the "
+                             f"built-in study's simulated clients; "
                              f"with data files every file is one client (leave them out)")
     if args.engine != "numpy":
         raise ParameterError("--engine flower runs the built-in study; data files run on the "

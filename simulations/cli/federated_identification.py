@@ -137,7 +137,8 @@ def _refuse_file_options(args: argparse.Namespace) -> None:
     if args.missing != "error":
         given.append("--missing")
     if given:
-        raise ParameterError(f"{', '.join(given)} act on data files; give the clients' files "
+        raise ParameterError(f"{', '.join(given)} {'act' if len(given) > 1 else 'acts'} on "
+                             f"data files; give the clients' files "
                              f"(dmdidc federated identify a.csv b.csv ...) or leave them out "
                              f"for the built-in study")
 

@@ -48,7 +48,7 @@ def test_clients_files_identify_the_plant_with_each_clients_guarantee(tmp_path, 
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--clients", "10"], "--clients set the built-in study's simulated clients"),
+    (["--clients", "10"], "--clients sets the built-in study's simulated clients"),
     ([], "needs --max-delay, --state-bound, --input-bound"),
     (["--engine", "flower", *BOUNDS], "--engine flower runs the built-in study"),
     (["--dt", "3", *BOUNDS], "--dt 3 disagrees with 'time'"),
