@@ -155,7 +155,8 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     result = run_sweep(fleet_identification_task, configs, seed=args.seed,
                        progress=show_progress() and not args.no_progress, **engine)
     summary = summarize_study(result.rows)
-    settings = {k: v for k, v in vars(args).items() if k != "handler"}
+    # the options as given (not the handler, nor the command's flags and name set by main)
+    settings = {k: v for k, v in vars(args).items() if k not in ("handler", "flags", "prog")}
     table = _table(summary)
     with staged_folder(out) as stage:
         result.to_csv(stage / "sweep.csv")
