@@ -8,7 +8,9 @@ MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each r
 * ``"drop"``: the experiment is split at every sample with a missing value, since a sample
   cannot be removed from a trajectory without joining two states that are not one period
   apart.  The pieces become experiments of their own (the regression's lags stay inside a
-  piece); pieces with fewer than two states, or fewer snapshots than states, are discarded.
+  piece); pieces with fewer than two states are discarded, and so are pieces with fewer
+  snapshots than states when there is one state more than inputs (the shape of transposed
+  data, which the trajectory check refuses).
 
 Infinite values are never "missing": they are refused (a sensor that overflowed is not a gap).
 """
@@ -193,9 +195,10 @@ def _drop(experiments):
         ok = _complete(X, U)
         # runs of complete instants a..b give the states x_a..x_b and inputs u_a..u_{b-1}
         edges = np.flatnonzero(np.diff(np.concatenate([[0], ok.astype(int), [0]])))
-        # a piece needs two states, and no fewer snapshots than states: a shorter one holds
-        # less than one sample per state (and reads as transposed data to the trajectory check)
-        shortest = max(2, X.shape[0])
+        # a piece needs two states; with n = m + 1 also n snapshots, else it has the shape of
+        # transposed data (refused by the trajectory check).  Other short pieces stay: the
+        # regression pools the samples of all pieces (many sensors, gaps a few samples apart)
+        shortest = max(2, X.shape[0]) if X.shape[0] == U.shape[0] + 1 else 2
         for a, b in zip(edges[::2], edges[1::2] - 1, strict=True):
             if b - a + 1 >= shortest:
                 result.append((X[:, a:b + 1].copy(), U[:, a:b].copy()))

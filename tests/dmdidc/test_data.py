@@ -141,6 +141,25 @@ def test_drop_discards_pieces_with_fewer_snapshots_than_states():
     assert data.missing_report.removed == 4 and data.missing_report.experiments_after == 2
 
 
+def test_drop_keeps_short_pieces_of_many_sensors():
+    """Eight sensors, two inputs, a gap every 8 samples: pieces of 7 snapshots cannot look
+    transposed (that needs one state more than inputs), so they are kept and fitted (they
+    were all discarded and the data refused as 'no two consecutive complete samples')."""
+    rng = np.random.default_rng(0)
+    A, B = np.diag(rng.uniform(0.3, 0.8, 8)), rng.standard_normal((8, 2))
+    U = rng.standard_normal((2, 800))
+    X = np.zeros((8, 801))
+    for k in range(800):
+        X[:, k + 1] = A @ X[:, k] + B @ U[:, k]
+    X[:, ::8] = np.nan
+    data = IdData(X, U, dt=0.5, missing="drop")
+    assert data.n_experiments == 100 and {x.shape[1] for x in data.X} == {7}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=0).fit(data)
+    np.testing.assert_allclose(est.A_d, A, atol=1e-6)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_fit_on_iddata_equals_fit_on_arrays(seed):
     _, X, U = _data(seed)
