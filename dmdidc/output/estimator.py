@@ -219,7 +219,9 @@ class OutputDMDidc:
         a failed one warned).
     outlier_samples_ : tuple of ndarray of int
         Per experiment the fit used, the samples whose residual the failed outlier check found
-        beyond its threshold (empty when it passed).  Neither is saved (:meth:`save`): they
+        beyond its threshold (empty when it passed); after :meth:`partial_fit`, per streamed
+        experiment, numbered from its first streamed sample (the check sees the ``memory``
+        samples kept).  Neither is saved (:meth:`save`): they
         describe the data, not the model.
     samples_, refinement_samples_ : int
         Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
@@ -420,6 +422,8 @@ class OutputDMDidc:
         self._pending = None
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
+        # the reservoir's samples are the stream's last ones: number them as streamed
+        self.outlier_samples_ = reservoir.in_stream(self.outlier_samples_)
         return self
 
     def _chunk(self, Y: Any, U: Any, dt: float, new_experiment: bool

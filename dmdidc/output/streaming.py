@@ -134,11 +134,26 @@ class Reservoir:
         self.memory, self.shortest = memory, shortest
         self._parts: list[list[tuple[np.ndarray, np.ndarray]]] = []
         self._sizes: list[int] = []
+        # per kept experiment: its number in the stream and the samples cut from its front
+        self._origins: list[list[int]] = []
+        self._streamed = self._current = 0
+
+    def __setstate__(self, state: dict) -> None:
+        # reservoirs pickled before the origins were kept: positions from the kept samples
+        state.setdefault("_origins", [[i, 0] for i in range(len(state["_sizes"]))])
+        state.setdefault("_streamed", len(state["_sizes"]))
+        state.setdefault("_current", state["_sizes"][-1] if state["_sizes"] else 0)
+        self.__dict__.update(state)
 
     def add(self, Y: np.ndarray, U: np.ndarray, *, new_experiment: bool) -> None:
-        if new_experiment or not self._parts:
+        if new_experiment or not self._streamed:
+            self._streamed += 1
+            self._current = 0                       # samples streamed of this experiment
+        if new_experiment or not self._parts:    # (all dropped: the stream goes on after them)
+            self._origins.append([self._streamed - 1, self._current])
             self._parts.append([])
             self._sizes.append(0)
+        self._current += Y.shape[1]
         self._parts[-1].append((Y, U))
         self._sizes[-1] += Y.shape[1]
         excess = sum(self._sizes) - self.memory
@@ -150,12 +165,13 @@ class Reservoir:
                 cut = self._sizes[0]
             excess -= cut
             if cut == self._sizes[0]:
-                del self._parts[0], self._sizes[0]
+                del self._parts[0], self._sizes[0], self._origins[0]
                 if not self._parts:
                     return
             else:
                 self._parts[0] = [(Y0[:, cut:], U0[:, cut:])]
                 self._sizes[0] -= cut
+                self._origins[0][1] += cut
 
     def _merge(self, i: int) -> None:
         if len(self._parts[i]) > 1:
@@ -169,6 +185,27 @@ class Reservoir:
             self._merge(i)
         return [parts[0] for parts, size in zip(self._parts, self._sizes, strict=True)
                 if size >= self.shortest]
+
+    def in_stream(self, samples: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """Sample numbers per kept experiment (:attr:`experiments`' order, counted from
+        their first kept sample) as numbers in the stream: one array per streamed experiment,
+        counted from its first streamed sample (empty for experiments no longer kept).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> keep = Reservoir(memory=5, shortest=2)
+        >>> keep.add(np.zeros((1, 4)), np.zeros((1, 4)), new_experiment=True)
+        >>> keep.add(np.zeros((1, 3)), np.zeros((1, 3)), new_experiment=False)
+        >>> keep.in_stream((np.array([0, 4]),))           # the first 2 samples left memory
+        (array([2, 6]),)
+        """
+        out = [np.zeros(0, dtype=int) for _ in range(self._streamed)]
+        kept = [origin for origin, size in zip(self._origins, self._sizes, strict=True)
+                if size >= self.shortest]
+        for (number, cut), found in zip(kept, samples, strict=True):
+            out[number] = np.asarray(found, dtype=int) + cut
+        return tuple(out)
 
     @property
     def size(self) -> int:

@@ -107,6 +107,23 @@ def test_partial_fit_runs_the_checks_on_what_it_keeps():
     assert any("check 'feedback' failed" in str(w.message) for w in caught)
 
 
+def test_partial_fit_numbers_outliers_as_streamed():
+    """memory keeps the last 3000 samples: an outlier at stream sample 4000 is named as 4000
+    in its experiment (the reservoir's 2500 before), and a second experiment gets its own
+    entry counted from its first streamed sample."""
+    _, _, Y, U = _experiment(0, n=2, m=2, outputs=2, K=6000, snr_db=25.0)
+    Y = Y.copy()
+    Y[0, [300, 4000, 5500]] += 50 * Y[0].std()
+    est = OutputDMDidc(max_delay=R, memory=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        for a in (0, 1500, 3000):
+            est.partial_fit(Y[:, a:a + 1500], U[:, a:a + 1500], dt=T)
+        assert [o.tolist() for o in est.outlier_samples_] == [[4000]]
+        est.partial_fit(Y[:, 4500:], U[:, 4500:], dt=T, new_experiment=True)
+    assert [o.tolist() for o in est.outlier_samples_] == [[4000], [1000]]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_open_loop_fits_raise_no_false_alarm(seed):
     """The checks pass on open-loop data (the fit's other warnings are not theirs: seed 1's
