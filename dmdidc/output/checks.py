@@ -190,7 +190,12 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                 r"(\d+) samples later", lambda found: f"{int(found[1]) - shift} samples later",
                 check.finding))
         if check.failed:
-            check = dataclasses.replace(check, remedy=_REMEDIES[check.name])
+            remedy = _REMEDIES[check.name]
+            if check.name == "feedback" and shift and " 0 samples later" in check.finding:
+                # u_k against e_k: an unmodelled direct feedthrough leaves the same correlation
+                remedy += ("; or the outputs react to the inputs of the same sample (a direct "
+                           "feedthrough D u_k): then fit OutputDMDidc(feedthrough=True)")
+            check = dataclasses.replace(check, remedy=remedy)
             warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
         result.append(check)
     return tuple(result), outliers

@@ -95,6 +95,20 @@ def test_output_feedback_is_loud(seed):
         assert any("check 'feedback' failed" in text for text in messages)
 
 
+def test_feedthrough_is_named_beside_feedback():
+    """An unmodelled direct feedthrough correlates e_k with u_k, as a feedback does: the
+    failed check names both remedies, and the fit with feedthrough=True passes it."""
+    _, _, Y, U = _experiment(0, n=2, m=2, outputs=2, K=2000, snr_db=30.0)
+    D = 0.3 * np.random.default_rng(0).standard_normal((2, 2))
+    Y = Y + (D @ U) * Y.std(axis=1, keepdims=True)
+    est, messages = _fit(Y, U, dt=T)
+    assert est.checks_[0].failed and "0 samples later" in est.checks_[0].finding
+    assert any("check 'feedback' failed" in text and "feedthrough=True" in text
+               for text in messages)
+    est, _ = _fit(Y, U, dt=T, estimator=OutputDMDidc(max_delay=R, feedthrough=True))
+    assert est.checks_[0].passed
+
+
 def test_partial_fit_runs_the_checks_on_what_it_keeps():
     plant, C, _, _ = _experiment(0, n=2, m=1, outputs=1, K=10)
     Y, U, _ = output_feedback_data(plant, C, 2000, noise_std=0.05, rng=0)
