@@ -424,7 +424,6 @@ class DMDidc:
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
         self._pod = pod
-        self._shifts = None
         try:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
@@ -864,6 +863,7 @@ class DMDidc:
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
+        self._shifts: list[np.ndarray] | None = None    # detrend="constant" sets them in fit
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X, Y, U = check_data("X", X), check_data("Y", Y), check_data("U", U)

@@ -639,6 +639,30 @@ def test_constant_detrend_fits_an_intercept_per_trajectory(seed):
                 assert np.max(np.abs(z)) < 1e-5 * np.std(X), t
 
 
+def test_a_new_fit_forgets_the_constant_detrend_shifts():
+    """The per-trajectory shifts of a detrend="constant" fit belong to it: after a refit by
+    partial_fit (detrend switched to "auto"), bootstrap refits of the same number of
+    trajectories applied the old shifts and differed from a fresh estimator's."""
+    from simulations.studies.data_kinds import make_data
+    from simulations.studies.data_kinds import random_plant as kinds_plant
+
+    plant = kinds_plant(1001)
+    rng = np.random.default_rng(0)
+    parts = [make_data("offset", plant, snr_db=40.0, rng=rng, samples=600) for _ in range(3)]
+    Xs, Us = [d.X for d in parts], [d.U for d in parts]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reused = DMDidc(max_delay=4, detrend="constant").fit(Xs, Us, dt=0.5)
+        reused.set_params(detrend="auto")
+        lows = []
+        for est in (reused, DMDidc(max_delay=4)):
+            for X, U in zip(Xs, Us, strict=True):
+                est.partial_fit(X, U, dt=0.5, new_trajectory=True)
+            lows.append(est.confidence_intervals(method="bootstrap", X=Xs, U=Us,
+                                                 n_resamples=10, rng=1).delay.low)
+    np.testing.assert_array_equal(lows[0], lows[1])
+
+
 def test_linear_detrend_equals_scipy_and_is_undone_by_the_stored_trend():
     from scipy.signal import detrend as scipy_detrend
 
