@@ -36,7 +36,12 @@ from scipy import signal
 from scipy.optimize import linear_sum_assignment
 
 from _toolbox.errors import ParameterError, ToolboxError
-from _toolbox.validation import as_generator, check_integer
+from _toolbox.validation import (
+    as_generator,
+    check_integer,
+    check_nonnegative,
+    check_scalar_or_vector,
+)
 
 __all__ = ["DATA_KINDS", "LOOP_MARGIN", "IdentificationData", "Outcome", "assess",
            "closed_loop_radius", "make_data", "output_feedback_data", "random_plant",
@@ -279,7 +284,7 @@ def output_feedback_data(plant, sensors: Any, samples: int, *, noise_std: Any,
                          process_noise: float = 0.3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Closed-loop data of an output feedback on the noisy outputs ``y = C x + v``.
 
-    ``u_k = -F (y_k + v_k) + d_k`` with ``F`` the LQR gain of the delay-free pair (input weight
+    ``u_k = -F (C x_k + v_k) + d_k`` with ``F`` the LQR gain of the delay-free pair (input weight
     ``3 I``) through ``pinv(C)``, halved until the loop with the delay has spectral radius below
     :data:`LOOP_MARGIN` (as the ``"closed_loop"`` kind); a white dither ``d`` of standard
     deviation ``dither``, white process noise of ``process_noise`` times each state's rms
@@ -309,7 +314,11 @@ def output_feedback_data(plant, sensors: Any, samples: int, *, noise_std: Any,
     Raises
     ------
     ParameterError
-        An unstable plant, or one no gain of the family stabilizes with margin.
+        An unstable plant, or one no gain of the family stabilizes with margin; negative
+        noise levels (``noise_std``, ``dither``, ``process_noise``; non-finite ones raise
+        its subclass NonFiniteError or a ParameterError).
+    DimensionError
+        ``noise_std`` neither a scalar nor one per output.
 
     Examples
     --------
@@ -325,12 +334,17 @@ def output_feedback_data(plant, sensors: Any, samples: int, *, noise_std: Any,
     if C.ndim != 2 or C.shape[1] != n:
         raise ParameterError(f"sensors has shape {C.shape}; accepted: (l, {n}) for the plant's "
                              f"{n} states")
+    noise_std = check_scalar_or_vector("noise_std", noise_std, C.shape[0])
+    if np.any(noise_std < 0):
+        raise ParameterError(f"noise_std = {noise_std.tolist()}; accepted: standard deviations "
+                             f"of at least 0, one per output or one for all")
+    dither = check_nonnegative("dither", dither)
+    process_noise = check_nonnegative("process_noise", process_noise)
     gain = _loop_gain(plant, C)
     scale = _rms(plant.simulate(np.zeros(n), rng.standard_normal((m, samples))))
     d = dither * rng.standard_normal((m, samples))
     w = process_noise * scale * rng.standard_normal((n, samples))
-    v = np.broadcast_to(np.asarray(noise_std, dtype=float), (C.shape[0],))[:, None] \
-        * rng.standard_normal((C.shape[0], samples))
+    v = noise_std[:, None] * rng.standard_normal((C.shape[0], samples))
     X, U = _run_loop(plant, gain, C, d, w, v)
     return C @ X[:, :samples] + v, U, d
 

@@ -21,6 +21,7 @@ from simulations.studies.data_kinds import (
     assess,
     closed_loop_radius,
     make_data,
+    output_feedback_data,
     random_plant,
     right_or_loud,
 )
@@ -129,3 +130,20 @@ def test_closed_loop_kind_refuses_plants_it_cannot_run_stably():
         make_data("closed_loop", slow, rng=0)
     with pytest.raises(ParameterError, match="plant"):
         closed_loop_radius(slow)
+
+
+def test_output_feedback_data_refuses_bad_noise_levels():
+    """Negative or NaN levels gave sign-flipped or NaN data silently; a vector of the wrong
+    length a raw numpy broadcasting error.  Good levels (scalar, one per output, 0) pass."""
+    plant = random_plant(0, n_states=2, n_inputs=1, dt=0.5)
+    C = [[1.0, 0.0], [0.0, 1.0]]
+    for keywords, name in ((dict(noise_std=-0.05), "noise_std"),
+                           (dict(noise_std=np.nan), "noise_std"),
+                           (dict(noise_std=[0.1, 0.2, 0.3]), "noise_std"),
+                           (dict(noise_std=0.1, dither=-1.0), "dither"),
+                           (dict(noise_std=0.1, process_noise=np.nan), "process_noise")):
+        with pytest.raises(ValueError, match=name):
+            output_feedback_data(plant, C, 300, rng=1, **keywords)
+    for level in (0.0, 0.1, [0.1, 0.02]):
+        Y, U, _ = output_feedback_data(plant, C, 300, noise_std=level, rng=1)
+        assert np.all(np.isfinite(Y)) and np.all(np.isfinite(U))
