@@ -103,6 +103,18 @@ def _signals(y_name: str, Y: Any, u_name: str, U: Any) -> tuple[np.ndarray, np.n
     return Y, U
 
 
+def _refuse_short(experiments: list[tuple[np.ndarray, np.ndarray]], R: int) -> None:
+    """One of several experiments with at most ``R`` samples has no output-error residual
+    to fit after its initial ones (the moments' shapes broke on it): name it."""
+    if len(experiments) < 2:
+        return                   # the subspace step says what a single experiment lacks
+    for i, (_, Ui) in enumerate(experiments):
+        if Ui.shape[1] < R + 1:
+            raise DimensionError(
+                f"experiment {i} has {Ui.shape[1]} samples; each experiment needs at least "
+                f"max_delay + 1 = {R + 1}: leave it out (or lower max_delay)")
+
+
 def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Validated ``(Y (l, K), U (m, K))`` pairs from arrays or lists of experiments."""
     if isinstance(Y, (list, tuple)) != isinstance(U, (list, tuple)):
@@ -311,6 +323,7 @@ class OutputDMDidc:
             Y, U = windowed(Y, U, 2 * horizon + self.max_delay + 1)
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
+        _refuse_short(experiments, R)
         if self.detrend == "constant":
             experiments = [(Yi - Yi.mean(axis=1, keepdims=True),
                             Ui - Ui.mean(axis=1, keepdims=True)) for Yi, Ui in experiments]

@@ -10,7 +10,7 @@ import pytest
 from scipy import signal
 
 from dmdidc import IdData, OutputDMDidc
-from dmdidc.errors import DiagnosticWarning, NonFiniteError
+from dmdidc.errors import DiagnosticWarning, DimensionError, NonFiniteError
 from dmdidc.output.checks import data_checks
 from simulations.studies.data_kinds import output_feedback_data
 from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
@@ -199,3 +199,14 @@ def test_lost_samples_name_the_remedy_and_the_remedy_fits():
     with pytest.raises(NonFiniteError) as error:
         OutputDMDidc(max_delay=R).fit(np.where(np.isnan(Y), 0.0, Y), U, dt=T)
     assert "missing" not in str(error.value)
+
+
+def test_a_short_experiment_in_a_list_is_named():
+    """A list with an experiment of at most max_delay samples broke the moments' shapes (a raw
+    numpy IndexError or broadcast ValueError); it is named.  One more sample fits."""
+    _, _, Y, U = _experiment(0, n=2, m=2, outputs=2, K=2000, snr_db=30.0)
+    for k in (2, R):
+        with pytest.raises(DimensionError, match=f"experiment 1 has {k} samples"):
+            OutputDMDidc(max_delay=R).fit([Y, Y[:, :k]], [U, U[:, :k]], dt=T)
+    est, _ = _fit([Y, Y[:, :R + 1]], [U, U[:, :R + 1]], dt=T)
+    assert est.order_ >= 1
