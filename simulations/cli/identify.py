@@ -328,7 +328,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
 
     from _toolbox.errors import ParameterError
     from _toolbox.formatting import interval_text
-    from dmdidc import OutputDMDidc
+    from dmdidc import IdData, OutputDMDidc
 
     given = given_options(args, _STATE_ONLY)
     if given:
@@ -345,10 +345,12 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     estimator = OutputDMDidc(max_delay=args.max_delay, horizon=args.horizon,
                              offset=args.detrend != "none",
                              detrend="constant" if args.detrend == "constant" else False)
+    # as an IdData: fit leaves out the --missing drop segments shorter than one window (a
+    # 1-step segment between close gaps was refused as transposed data)
     Y, U = data.arrays
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(Y, U, dt=args.dt)
+        estimator.fit(IdData(Y, U, dt=args.dt))
     if estimator.at_bound_.any():
         raise ParameterError(f"--max-delay {args.max_delay} is too small: the delay of input(s) "
                              f"{np.flatnonzero(estimator.at_bound_).tolist()} reached the bound "

@@ -126,6 +126,23 @@ def test_outputs_identify_from_one_measured_signal(tmp_path, capsys):
                                np.sort_complex(np.linalg.eigvals(plant.A_c)), rtol=0.02)
 
 
+def test_outputs_with_dropped_samples_leave_out_short_segments(tmp_path, capsys):
+    """``--outputs --missing drop`` with close gaps: a 1-step segment was refused as
+    transposed data; the segments go to the fit as an IdData, which leaves out those shorter
+    than one window (as the library's fit(IdData))."""
+    from dmdidc import OutputDMDidc
+
+    path, plant, _, _ = table(tmp_path, 0, samples=1500)
+    rows = np.loadtxt(path, delimiter=",", skiprows=1)
+    rows[[700, 703, 705, 1100], 1] = np.nan          # x1 lost: segments of 2 and 1 steps
+    np.savetxt(path, rows, delimiter=",", header="time,x1,x2,u1,u2", comments="", fmt="%.17g")
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    "--missing", "drop") == 0
+    assert "segments of 699, 1, 393, 399 steps" in capsys.readouterr().out
+    est = OutputDMDidc.load(tmp_path / "model.json")
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.02 * 2.0)
+
+
 def test_outputs_refuse_what_configures_the_state_fit(tmp_path, capsys):
     path, _, X, U = table(tmp_path, 6)
     assert identify(tmp_path, path, "--inputs", "u1", "--outputs", "x1", "--states", "x2",
