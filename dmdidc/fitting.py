@@ -715,17 +715,16 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
 
 def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
                       ) -> tuple[float, float]:
-    """Largest robustly standardized residual of the fit, and the Bonferroni threshold."""
-    from scipy import special
-
-    from dmdidc.inference.residuals import largest_robust_residual
+    """Largest robustly standardized residual of the fit, and its threshold (the residual
+    check's, :func:`~dmdidc.inference.residuals.outlier_threshold`)."""
+    from dmdidc.inference.residuals import largest_robust_residual, outlier_threshold
 
     coefficients = outcome.solution.coefficients
     pieces, _, _ = subsample(trajectories, None)
     E = np.concatenate([X[:, R + 1:] - coefficients @ np.concatenate(
         [X[:, R:U.shape[1]], lagged_inputs(U, R)]) for X, U in pieces if U.shape[1] > R], axis=1)
     z = largest_robust_residual(E, constant_rows="tiny")
-    return z, float(special.ndtri(1.0 - level / (2.0 * E.size)))
+    return z, outlier_threshold(level, E.shape[1], E.shape[0])
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,

@@ -16,7 +16,7 @@ probability ``significance`` on well-posed data):
   sample for the check); with feedthrough ``D u_k`` is fitted and only later inputs are tested.
 * **outliers**: the largest robustly standardized residual (median and MAD per output)
   against the Gaussian quantile at ``significance`` divided by the number of residuals, raised
-  by the MAD scale's sampling error (:func:`_with_scale_error`).
+  by the MAD scale's sampling error (:func:`~dmdidc.inference.residuals.outlier_threshold`).
 
 A failed check warns with its statistic, threshold and remedy.  Lost samples (NaN) are
 refused with a :class:`~dmdidc.errors.NonFiniteError` that names the remedy, the missing-sample
@@ -45,13 +45,6 @@ __all__ = ["SCREENS", "data_checks", "finite_signal", "windowed"]
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
 SCREENS = ("feedback", "outliers")
 
-#: Standard deviations of the robust scale's sampling error added to the outlier threshold.
-_SCALE_SPREAD = 3.0
-#: ``sqrt(N)`` times the relative standard deviation of ``1.4826 MAD`` for Gaussian data
-#: (asymptotic variance of a median, ``1 / (4 f^2)`` with ``f = 2 phi(q)`` the density of ``|e|``
-#: at its median ``q = 0.6745``, relative to ``q^2``: 1.36, square-rooted).
-_MAD_RELATIVE_SD = 1.166
-
 _REMEDIES = {
     "feedback": "the inputs react to the outputs (closed-loop data), which biases output-error "
                 "fits; OutputDMDidc has no reference= path: identify from an open-loop "
@@ -62,24 +55,6 @@ _REMEDIES = {
                 "samples outlier_samples_ names to NaN (Y[:, est.outlier_samples_[0]] = nan) "
                 "and fit IdData(Y, U[:, :-1], dt=dt, missing='drop') (split at them)",
 }
-
-
-def _with_scale_error(check: Check, samples: int) -> Check:
-    """The outlier check with its threshold raised by the robust scale's sampling error.
-
-    The residuals are standardized by ``1.4826 MAD``, whose relative standard deviation is
-    about ``1.166 / sqrt(N)`` for Gaussian data (:data:`_MAD_RELATIVE_SD`): a scale
-    estimated too small by a few of them moves the largest of ``N`` Gaussian residuals beyond
-    the Gaussian quantile (on the sweep of ``benchmarks/bench_output_loud.py`` one right fit of
-    1468 samples per output read 5.23 against 5.10).  The threshold is raised by
-    :data:`_SCALE_SPREAD` of them, so that the false-alarm probability stays below the level;
-    gross errors (tens of standard deviations) stay far above it.
-    """
-    threshold = check.threshold * (1.0 + _SCALE_SPREAD * _MAD_RELATIVE_SD
-                                   / np.sqrt(max(samples, 1)))
-    passed = bool(check.statistic <= threshold)
-    return dataclasses.replace(check, passed=passed, threshold=threshold,
-                               remedy=check.remedy if not passed else "")
 
 
 def windowed(Y: Any, U: Any, shortest: int) -> tuple[Any, Any]:
@@ -177,13 +152,11 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                    if check.name in SCREENS)
     result, outliers = [], tuple(np.zeros(0, dtype=int) for _ in residuals)
     for check in checks:
-        if check.name == "outliers" and check.passed is not None and check.statistic > 0:
-            check = _with_scale_error(check, sum(E.shape[0] for E in residuals) - shift)
-            if check.failed:
-                outliers = _beyond(residuals, check.threshold, max_delay)
-                check = dataclasses.replace(check, finding=(
-                    f"{check.finding}; {sum(o.size for o in outliers)} sample(s) beyond the "
-                    f"threshold (outlier_samples_)"))
+        if check.name == "outliers" and check.failed:
+            outliers = _beyond(residuals, check.threshold, max_delay)
+            check = dataclasses.replace(check, finding=(
+                f"{check.finding}; {sum(o.size for o in outliers)} sample(s) beyond the "
+                f"threshold (outlier_samples_)"))
         if check.name == "feedback" and shift:
             # the inputs were delayed by ``shift`` samples: say the inputs' own lag
             check = dataclasses.replace(check, finding=re.sub(
