@@ -178,7 +178,8 @@ class DMDidc:
         the size of the edge samples' share, ~R/K, which biased the delay on exact data and
         failed the whiteness check): one refit with each trajectory's states shifted by
         ``(I - A_d)^-1`` times its mean residual (:func:`~dmdidc.fitting.trajectory_shifts`;
-        15-25 % more fit time).  The model is
+        15-25 % more fit time); ``"linear"`` likewise fits one intercept and one slope in
+        ``k`` per trajectory (the lines leave ``c + g k``).  The model is
         then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
@@ -224,9 +225,9 @@ class DMDidc:
     state_trend_, input_trend_ : ndarray, shape (n_trajectories, n or m, 2) or None
         The trends removed by ``detrend``: row ``i`` of trajectory ``t`` had
         ``trend[t, i, 0] + trend[t, i, 1] * k`` removed at sample ``k``.  ``None`` without
-        ``detrend``.  With ``"constant"`` a state's value is its mean plus the trajectory's
-        shift (its operating point under its own intercept; 0.1-1 % of the spread apart on
-        random plants with K = 1000).
+        ``detrend``.  A state's trend is its mean (``"constant"``) or line (``"linear"``) plus the
+        trajectory's shift (its operating point under its own intercept and slope; 0.1-1 % of
+        the spread apart on random plants with K = 1000).
 
     Warns
     -----
@@ -428,13 +429,14 @@ class DMDidc:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
             outcome = self._fit_trajectories(trajectories, references)
-            if self.detrend == "constant":
-                # an intercept per trajectory: the means leave one of the edge samples' size
+            if self.detrend in ("constant", "linear"):
+                # an intercept (and slope) per trajectory: the means (lines) leave one of the
+                # edge samples' size
                 self._shifts = trajectory_shifts(trajectories, outcome.solution.coefficients,
-                                                 self._R)
+                                                 self._R, kind=self.detrend)
                 trajectories = self._shifted(trajectories)
                 modes = np.eye(n) if pod is None else pod[0]
-                self.state_trend_[:, :, 0] += np.array([modes @ z for z in self._shifts])
+                self.state_trend_ += np.array([modes @ z for z in self._shifts])
                 outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             if pod is not None:
@@ -456,12 +458,13 @@ class DMDidc:
             rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
 
     def _shifted(self, trajectories: list) -> list:
-        """The trajectories with the fit's per-trajectory state shifts (``detrend="constant"``,
-        :func:`~dmdidc.fitting.trajectory_shifts`) removed, if any."""
+        """The trajectories with the fit's per-trajectory state trends (``detrend="constant"``
+        or ``"linear"``, :func:`~dmdidc.fitting.trajectory_shifts`) removed, if any."""
         shifts = getattr(self, "_shifts", None)
         if shifts is None:
             return trajectories
-        return [(X - z[:, None], U) for (X, U), z in zip(trajectories, shifts, strict=True)]
+        return [(X - z[:, :1] - z[:, 1:] * np.arange(X.shape[1]), U)
+                for (X, U), z in zip(trajectories, shifts, strict=True)]
 
     def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None
                          ) -> tuple[list, list | None, tuple | None, tuple | None]:

@@ -479,31 +479,42 @@ def _refined_affine(stats: SufficientStatistics, solution: RegressionSolution, R
     return refined_affine_solution(solution, blocks(), **options)
 
 
-def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int) -> list[np.ndarray]:
-    """The state shift of each trajectory that absorbs its own intercept under the model
-    ``coefficients``: ``z_t`` with ``(I - A_d) z_t = c_t``, ``c_t`` the mean residual
-    ``x_{k+1} - Theta phi_k`` over the trajectory's regression samples ``k = R .. K - 1``.
+def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
+                      kind: str = "constant") -> list[np.ndarray]:
+    """The state trend of each trajectory that absorbs its own intercept (``kind="constant"``)
+    or its own intercept and slope in ``k`` (``"linear"``) under the model ``coefficients``.
+
+    With ``r_k = x_{k+1} - Theta phi_k`` the residuals over the trajectory's regression samples
+    ``k = R .. K - 1`` and ``c_t + g_t k`` their mean (``g_t = 0``) or least-squares line,
+    the trend ``z_t + w_t k`` subtracted from the states removes it exactly: it changes
+    ``r_k`` by ``(I - A_d) z_t + w_t + (I - A_d) w_t k``, so ``(I - A_d) w_t = g_t`` and
+    ``(I - A_d) z_t = c_t - w_t``.
 
     Why: ``detrend="constant"`` removes each trajectory's mean from every signal, but the
     regression's samples see the states over ``R .. K`` and each input lag over its own window,
     so an intercept ``c_t`` of the order of the edge samples' share (``R / K``) remains; a fit
     through the origin then biased the delay on exact data (1e-6 T at K 3000, 10 random plants)
     and its residuals failed the whiteness and state-completeness checks (10 of 10 plants at
-    60 dB).  ``x - z_t`` removes ``c_t`` exactly: a refit on the shifted states solves the
-    normal equations of the model with one intercept per trajectory (each trajectory's residuals
-    then sum to zero), to second order in the small means after one step.  A ``c_t`` along an
-    eigenvalue 1 of ``A_d`` (an integrator) cannot be absorbed: the least-squares ``z_t``.
+    60 dB).  ``detrend="linear"`` leaves, for the same reason, a term ``c_t + g_t k`` that an
+    intercept cannot absorb (exact data: delay 5e-7 T median, 1e-5 T largest, whiteness failed
+    on 10 of 10 random plants).  A refit on the shifted states solves the normal equations of
+    the model with one intercept (and slope) per trajectory, to second order in the small
+    trends after one step.  A ``c_t`` or ``g_t`` along an eigenvalue 1 of ``A_d`` (an
+    integrator) cannot be absorbed: the least-squares ``z_t``, ``w_t``.
 
     Parameters
     ----------
     trajectories : list of (X (n, K+1), U (m, K))
     coefficients : ndarray, shape (n, n + m (R + 1))
     R : int
+    kind : {"constant", "linear"}, default "constant"
 
     Returns
     -------
-    list of ndarray, shape (n,)
-        Zero for trajectories without a regression sample.
+    list of ndarray, shape (n, 2)
+        Per trajectory, the value at sample 0 and the slope per sample (zero for
+        ``"constant"``), as :attr:`~dmdidc.DMDidc.state_trend_`; zero for trajectories without
+        a regression sample.
 
     Examples
     --------
@@ -515,19 +526,33 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int) -> list[np
     ...     X[:, k + 1] = 0.5 * X[:, k] + U[:, k] + 0.3        # intercept 0.3: x_op = 0.6
     >>> [z] = trajectory_shifts([(X, U)], np.array([[0.5, 1.0]]), 0)
     >>> np.round(z, 12)
-    array([0.6])
+    array([[0.6, 0. ]])
+    >>> drifted = X + 0.01 * np.arange(201)                  # a sensor drift 0.01 per sample
+    >>> [z] = trajectory_shifts([(drifted, U)], np.array([[0.5, 1.0]]), 0, kind="linear")
+    >>> np.round(z, 12)
+    array([[0.6 , 0.01]])
     """
+    if kind not in ("constant", "linear"):
+        raise ParameterError(f"kind must be 'constant' or 'linear'; got {kind!r}")
     n = coefficients.shape[0]
-    A_d = coefficients[:, :n]
+    I_A = np.eye(n) - coefficients[:, :n]
     shifts = []
     for X, U in trajectories:
         K = U.shape[1]
         if K <= R:
-            shifts.append(np.zeros(n))
+            shifts.append(np.zeros((n, 2)))
             continue
         residual = X[:, R + 1:] - coefficients @ np.concatenate([X[:, R:K],
                                                                  lagged_inputs(U, R)])
-        shifts.append(np.linalg.lstsq(np.eye(n) - A_d, residual.mean(axis=1), rcond=None)[0])
+        mean, slope = residual.mean(axis=1), np.zeros(n)
+        if kind == "linear" and K - R > 1:
+            k = np.arange(R, K, dtype=float)
+            k -= k.mean()
+            slope = residual @ k / (k @ k)
+        w = np.linalg.lstsq(I_A, slope, rcond=None)[0]
+        # the line's value at k = 0 is mean - slope * mean(k)
+        z = np.linalg.lstsq(I_A, mean - slope * (R + K - 1) / 2.0 - w, rcond=None)[0]
+        shifts.append(np.stack([z, w], axis=1))
     return shifts
 
 
