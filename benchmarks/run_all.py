@@ -122,11 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="the issue's sizes, more repeats")
     parser.add_argument("--all", action="store_true",
                         help="afterwards run every bench_*.py script in full")
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench")
-    parser.add_argument("--fit-row", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "bench",
+                        help="folder of summary.json and summary.md (default out/bench)")
+    parser.add_argument("--fit-row", action="store_true",
+                        help="only the DMDidc fit rows (LS and IV against one numpy Gram pass, "
+                             "with the LS fit's split into Gram passes)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="with --fit-row: the least CPU time of this many runs (default 1)")
+    # the machine-readable row line this script's own runs of scripts read: not for users
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat: must be an integer >= 1, got {args.repeat}")
     if args.fit_row:
         emit_summary(fit_rows(repeat=args.repeat))
         return 0

@@ -2,23 +2,17 @@
 
 Privacy unit: one training example (add-or-remove).  See :mod:`privacy.dpsgd.train` for the
 algorithm and :mod:`privacy.dpsgd.noise` for the accounting of a run.
+
+Names are imported on first use (PEP 562): ``import privacy.dpsgd`` loads no numerics.
 """
 
-from privacy.dpsgd.models import LogisticModel, MLPModel, SoftmaxModel, cross_entropy
-from privacy.dpsgd.noise import GradientNoise, calibrate_noise, dpsgd_epsilon, dpsgd_event
-from privacy.dpsgd.train import DPSGDConfig, DPSGDResult, dpsgd_train, poisson_batches
+from __future__ import annotations
 
-__all__ = [
-    "DPSGDConfig",
-    "DPSGDResult",
-    "GradientNoise",
-    "LogisticModel",
-    "MLPModel",
-    "SoftmaxModel",
-    "calibrate_noise",
-    "cross_entropy",
-    "dpsgd_epsilon",
-    "dpsgd_event",
-    "dpsgd_train",
-    "poisson_batches",
-]
+from _toolbox.lazy import lazy_exports
+
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "privacy.dpsgd.models": ["LogisticModel", "MLPModel", "SoftmaxModel", "cross_entropy"],
+    "privacy.dpsgd.noise": ["GradientNoise", "calibrate_noise", "dpsgd_epsilon", "dpsgd_event"],
+    "privacy.dpsgd.train": ["DPSGDConfig", "DPSGDResult", "dpsgd_train", "poisson_batches"],
+})

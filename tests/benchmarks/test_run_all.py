@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from _common import summary_row  # noqa: E402
-from run_all import _run, table  # noqa: E402
+from run_all import _run, main, table  # noqa: E402
 
 
 def test_the_table_has_one_row_per_measurement_and_says_whether_each_goal_holds():
@@ -32,3 +32,15 @@ def test_a_script_hands_its_headline_row_to_the_table():
     assert "first moves agree" in row["note"]
     rows, error = _run("bench_mpc.py", ["--steps", "not-a-number"])
     assert rows == [] and "failed" in error
+
+
+def test_help_shows_the_options_the_docs_cite(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    shown = capsys.readouterr().out
+    assert "--fit-row" in shown and "--repeat" in shown
+    with pytest.raises(SystemExit) as exit_:
+        main(["--fit-row", "--repeat", "0"])
+    assert exit_.value.code == 2
+    assert "--repeat: must be an integer >= 1, got 0" in capsys.readouterr().err

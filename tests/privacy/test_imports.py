@@ -33,3 +33,23 @@ def test_lazy_names_still_resolve():
     import privacy
     assert privacy.GaussianMechanism.__module__ == "privacy.mechanisms"
     assert set(privacy.__all__) <= set(dir(privacy))
+
+
+@pytest.mark.parametrize("statement", ["import privacy", "import privacy.dpsgd",
+                                       "import privacy.federated",
+                                       "import privacy.federated.flower"])
+def test_packages_load_their_modules_on_first_use(statement):
+    # Flower takes seconds to import; only a name that needs it may load it.
+    loaded = _loaded_after(statement)
+    assert not any(name == "flwr" or name.startswith("flwr.") for name in loaded)
+    assert "privacy.dpsgd.train" not in loaded
+
+
+def test_the_lazy_dpsgd_and_flower_names_resolve():
+    import privacy.dpsgd
+    import privacy.federated.flower
+
+    assert privacy.dpsgd.dpsgd_train.__module__ == "privacy.dpsgd.train"
+    assert privacy.federated.flower.run_sync_grid.__module__ == "privacy.federated.flower.sync"
+    for package in (privacy.dpsgd, privacy.federated.flower):
+        assert all(hasattr(package, name) for name in package.__all__)

@@ -15,67 +15,34 @@ Message API:
   serve``).
 
 ``flwr`` is an optional dependency (``pip install 'dmdidc[federated]'``), imported only here.
+The names below are imported on first use (PEP 562): ``import privacy.federated.flower``
+checks that Flower is installed and loads none of it.
 """
 
-try:
-    import flwr  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without flwr
+from __future__ import annotations
+
+import importlib.util
+
+from _toolbox.lazy import lazy_exports
+
+# find_spec locates flwr without importing it (a Flower import takes seconds).
+if importlib.util.find_spec("flwr") is None:  # pragma: no cover - exercised only without flwr
     raise ImportError("privacy.federated.flower needs Flower: pip install 'dmdidc[federated]' "
-                      "(flwr>=1.41,<1.42)") from exc
+                      "(flwr>=1.41,<1.42)")
 
-from privacy.federated.flower.app import DeployedApps, FactorySpec, deployed_apps, load_result
-from privacy.federated.flower.asynchronous import run_async_grid
-from privacy.federated.flower.client import (
-    IDENTIFY,
-    NUM_PARTITIONS,
-    PARTITION_ID,
-    STATE_DIR,
-    TRAIN,
-    load_client_state,
-    make_client_app,
-    save_client_state,
-)
-from privacy.federated.flower.deploy import (
-    LocalDeployment,
-    free_ports,
-    run_deployment,
-    write_app,
-)
-from privacy.federated.flower.inprocess import (
-    InProcessGrid,
-    VirtualClock,
-    ensure_task_identity,
-    run_inprocess_async,
-    run_inprocess_sync,
-)
-from privacy.federated.flower.sync import ProtocolStrategy, run_sync_grid
-from privacy.federated.flower.transport import WallClock, discover_clients
-
-__all__ = [
-    "IDENTIFY",
-    "NUM_PARTITIONS",
-    "PARTITION_ID",
-    "STATE_DIR",
-    "TRAIN",
-    "DeployedApps",
-    "FactorySpec",
-    "InProcessGrid",
-    "LocalDeployment",
-    "ProtocolStrategy",
-    "VirtualClock",
-    "WallClock",
-    "deployed_apps",
-    "discover_clients",
-    "ensure_task_identity",
-    "free_ports",
-    "load_result",
-    "load_client_state",
-    "make_client_app",
-    "run_async_grid",
-    "run_deployment",
-    "run_inprocess_async",
-    "run_inprocess_sync",
-    "run_sync_grid",
-    "save_client_state",
-    "write_app",
-]
+# module -> the public names imported from it on first attribute access (PEP 562)
+__all__, __getattr__, __dir__ = lazy_exports(globals(), {
+    "privacy.federated.flower.app": ["DeployedApps", "FactorySpec", "deployed_apps",
+                                     "load_result"],
+    "privacy.federated.flower.asynchronous": ["run_async_grid"],
+    "privacy.federated.flower.client": ["IDENTIFY", "NUM_PARTITIONS", "PARTITION_ID",
+                                        "STATE_DIR", "TRAIN", "load_client_state",
+                                        "make_client_app", "save_client_state"],
+    "privacy.federated.flower.deploy": ["LocalDeployment", "free_ports", "run_deployment",
+                                        "write_app"],
+    "privacy.federated.flower.inprocess": ["InProcessGrid", "VirtualClock",
+                                           "ensure_task_identity", "run_inprocess_async",
+                                           "run_inprocess_sync"],
+    "privacy.federated.flower.sync": ["ProtocolStrategy", "run_sync_grid"],
+    "privacy.federated.flower.transport": ["WallClock", "discover_clients"],
+})
