@@ -1,12 +1,15 @@
 """``dmdidc demo``: the dissertation's Figure 9.1 end to end (excitation -> DMDidc -> LQR ->
-truncated vs fractional controller on the true plant), plus the delay-mismatch figure;
-``dmdidc demo live``: adaptive control when the delay steps mid-run and packets are lost
-(:mod:`simulations.studies.adaptive_delay`)."""
+truncated vs fractional controller on the true plant), plus the delay-mismatch figure, then
+``demo outputs``; ``dmdidc demo outputs``: identify a random plant from fewer sensors than
+states (OutputDMDidc), then control it through a delay-aware Kalman filter in closed loop
+(:mod:`simulations.studies.output_control`); ``dmdidc demo live``: adaptive control when the
+delay steps mid-run and packets are lost (:mod:`simulations.studies.adaptive_delay`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +24,28 @@ __all__ = ["add_demo_parser"]
 def add_demo_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``demo`` on the ``add_subparsers`` object of the root command."""
     demo = sub.add_parser("demo", help="Figure 9.1 end to end: excitation -> DMDidc -> LQR -> "
-                                       "truncated vs fractional controller on the true plant")
+                                       "truncated vs fractional controller on the true plant; "
+                                       "then 'demo outputs'")
     demo.add_argument("--out", default="out/demo", action=_BeforeKind, help="output folder")
     demo.add_argument("--seed", type=_seed, default=0, action=_BeforeKind, help="random seed")
     demo.add_argument("--steps", type=_count, default=25, action=_BeforeKind,
                       help="closed-loop steps")
     demo.set_defaults(handler=_run_demo)
-    kinds = demo.add_subparsers(dest="demo_kind", required=False, metavar="{live}")
+    kinds = demo.add_subparsers(dest="demo_kind", required=False, metavar="{outputs,live}")
+    outputs = kinds.add_parser("outputs", help="identify a random plant from fewer sensors than "
+                                               "states (OutputDMDidc, 20 dB), then predictive "
+                                               "feedback and input-bounded MPC through a "
+                                               "delay-aware Kalman filter on the true plant")
+    outputs.add_argument("--out", default="out/demo", help="output folder (writes "
+                                                           "output_control.png and .json)")
+    # None: the study's own defaults (OutputControlConfig), not a copy of them here
+    outputs.add_argument("--seed", type=_seed, default=None,
+                         help="random seed of the plant, sensors, data and noise (default 0)")
+    outputs.add_argument("--steps", type=_at_least(10), default=None,
+                         help="closed-loop steps (default 200)")
+    outputs.add_argument("--samples", type=_at_least(200), default=None,
+                         help="excitation samples of the fit (default 2000)")
+    outputs.set_defaults(handler=_run_outputs)
     live = kinds.add_parser("live", help="adaptive control: the delay steps mid-run (1.3 T -> "
                                          "2.6 T), 3 %% of the packets are lost; a controller "
                                          "re-designed on line against a fixed one")
@@ -83,8 +101,72 @@ def _run_demo(args: argparse.Namespace) -> int:
     print(table)
     written = ["figure_9_1.png", "delay_mismatch.png", files["json"].name, files["csv"].name,
                "summary.md"]
+    print(f"\nwrote {', '.join(str(out / name) for name in written)}\n")
+    # the same seed; the closed loop keeps the output study's own length
+    return _outputs(out, seed=args.seed)
+
+
+def _run_outputs(args: argparse.Namespace) -> int:
+    _refuse_options_before(args, "outputs")
+    given = {"seed": args.seed, "steps": args.steps, "samples": args.samples}
+    return _outputs(output_path(args.out, folder=True),
+                    **{name: value for name, value in given.items() if value is not None})
+
+
+def _outputs(out: Path, **settings: int) -> int:
+    """Identify from outputs -> control in closed loop; print the numbers and write the figure
+    and JSON into ``out``."""
+    from simulations.cli.common import progress_bar
+    from simulations.studies.output_control import (
+        OutputControlConfig,
+        plot_output_control,
+        run_output_control,
+    )
+
+    config = OutputControlConfig(**settings)
+    with progress_bar(total=6, desc="identify from outputs -> control", unit="step") as bar:
+        run = run_output_control(
+            config, progress=lambda message: (bar.set_postfix_str(message), bar.update(1)))
+    summary = run.summary()
+    with staged_folder(out) as stage:
+        plot_output_control(run, stage / "output_control.png")
+        (stage / "output_control.json").write_text(json.dumps(strict_json(summary), indent=2))
+    print(_outputs_report(summary))
+    written = ("output_control.png", "output_control.json")
     print(f"\nwrote {', '.join(str(out / name) for name in written)}")
     return 0
+
+
+def _outputs_report(summary: dict[str, Any]) -> str:
+    """The fit and the closed-loop costs as a few lines of text."""
+    config, fit, cost = summary["config"], summary["fit"], summary["cost"]
+
+    def complex_text(pairs: list[list[float]]) -> str:
+        return ", ".join(f"{re:.3g}{im:+.3g}j" if im else f"{re:.3g}" for re, im in pairs)
+
+    sensors = "1 sensor" if config["n_outputs"] == 1 else f"{config['n_outputs']} sensors"
+    lines = [f"identify from outputs: {config['n_states']} states, {config['n_inputs']} inputs, "
+             f"{sensors}, {config['samples']} samples at {config['snr_db']:g} dB "
+             f"(seed {config['seed']})",
+             "  " + textwrap.shorten(fit["order_rule"], 96, placeholder=" ... (see the JSON)")]
+    for channel, (delay, (low, high), true) in enumerate(zip(
+            fit["delay_s"], fit["delay_ci_95_s"], summary["plant"]["delay_s"],
+            strict=True)):
+        lines.append(f"  delay of input {channel}: {delay:.3f} s, 95 % interval "
+                     f"[{low:.3f}, {high:.3f}] s (true {true:.3f} s)")
+    lines.append(f"  eigenvalues {complex_text(fit['eigenvalues'])} 1/s "
+                 f"(true {complex_text(summary['plant']['eigenvalues'])})")
+    lines += [f"  warning: {message}" for message in fit["warnings"]]
+    lines.append(f"closed loop on the true plant, {config['steps']} steps, cost of the outputs "
+                 f"and inputs (no control: {cost['no control']:.4g}):")
+    lines.append(f"  {'controller':<12}{'identified':>12}{'true model':>12}"
+                 f"{'ident/true':>12}{'ident/none':>12}")
+    for name in ("predictive", "mpc"):
+        row = cost[name]
+        lines.append(f"  {name:<12}{row['identified']:>12.4g}{row['true model']:>12.4g}"
+                     f"{row['identified / true model']:>12.3f}"
+                     f"{row['identified / no control']:>12.3f}")
+    return "\n".join(lines)
 
 
 def _mismatch_figure(config, out: Path) -> Path:
@@ -101,11 +183,18 @@ def _mismatch_figure(config, out: Path) -> Path:
     return Path(plot_delay_mismatch(study, out / "delay_mismatch.png"))
 
 
+def _refuse_options_before(args: argparse.Namespace, kind: str) -> None:
+    from _toolbox.errors import ParameterError
+
+    if getattr(args, "demo_options", None):
+        raise ParameterError(f"{', '.join(args.demo_options)} given before '{kind}' belong to "
+                             f"the Figure 9.1 demo; put the options after '{kind}' (dmdidc demo "
+                             f"{kind} --out DIR ...)")
+
 
 def _run_live(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from _toolbox.errors import ParameterError
     from simulations.cli.common import progress_bar
     from simulations.studies.adaptive_delay import (
         AdaptiveConfig,
@@ -114,10 +203,7 @@ def _run_live(args: argparse.Namespace) -> int:
         summarize_runs,
     )
 
-    if getattr(args, "demo_options", None):
-        raise ParameterError(f"{', '.join(args.demo_options)} given before 'live' belong to "
-                             f"the Figure 9.1 demo; put the options after 'live' (dmdidc demo "
-                             f"live --out DIR ...)")
+    _refuse_options_before(args, "live")
     out = output_path(args.out, folder=True)
     config = AdaptiveConfig(controller=args.controller)
     if args.steps is not None:

@@ -97,9 +97,11 @@ def test_simulate_dimension_mismatch(tmp_path, capsys):
 
 def test_demo_writes_figures(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--steps", "10"]) == 0
-    for name in ("figure_9_1.png", "delay_mismatch.png", "summary.json", "summary.csv"):
+    for name in ("figure_9_1.png", "delay_mismatch.png", "summary.json", "summary.csv",
+                 "output_control.png", "output_control.json"):
         assert (tmp_path / name).exists()
-    assert "fractional" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "fractional" in printed and "identify from outputs" in printed
 
 
 def test_simulate_discrete_only_model(tmp_path):
