@@ -4,7 +4,8 @@ Two formats, both checked here so that a mistake is reported in terms of the use
 
 * ``.npz`` (``numpy.savez(path, X=X, U=U)``): arrays ``X`` (n, K+1) and ``U`` (m, K), time along
   the columns as everywhere in the toolbox; a 1-D array is one channel; any other array is
-  refused (it would be ignored silently).  Read with ``allow_pickle=False``: a data file can
+  refused (it would be ignored silently).  Without ``U`` the record has no inputs (m = 0: an
+  autonomous or free-response record, plain DMD).  Read with ``allow_pickle=False``: a data file can
   never run code.
 * CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
   K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
@@ -79,13 +80,16 @@ def load_identification_data(data: str | Path | None = None, *, states: str | Pa
 def _check_pair(states: str | Path | None, inputs: str | Path | None) -> None:
     if states is None or inputs is None:
         raise ParameterError("give an .npz data file, or both --states and --inputs CSV files "
-                             f"(got {'--states' if states else '--inputs' if inputs else 'none'})")
+                             "(--inputs none: a record without inputs) (got "
+                             f"{'--states' if states else '--inputs' if inputs else 'none'})")
 
 
-def read_npz_data(path: str | Path, *, allow_missing: bool = False
+def read_npz_data(path: str | Path, *, allow_missing: bool = False, outputs: bool = False
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Arrays ``X`` (n, K+1) and ``U`` (m, K) of an ``.npz`` archive (see the module notes);
-    with ``allow_missing`` a NaN is a missing sample (an infinite value is always refused)."""
+    with ``allow_missing`` a NaN is a missing sample (an infinite value is always refused).
+    Without ``U``, ``U`` has no rows (m = 0).  ``outputs``: ``X`` holds measured outputs,
+    which may also have as many samples as ``U`` (:meth:`dmdidc.OutputDMDidc.fit` takes both)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such data file: {str(path)!r}")
@@ -101,17 +105,20 @@ def read_npz_data(path: str | Path, *, allow_missing: bool = False
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
         raise ParameterError(f"cannot read {str(path)!r} as an .npz archive of numeric arrays "
                              f"X and U: {exc}") from exc
-    missing = {"X", "U"} - set(arrays)
-    if missing:
-        raise ParameterError(f"{str(path)!r} lacks the array(s) {sorted(missing)} (it holds "
-                             f"{sorted(arrays)}); it must hold X (n, K+1) and U (m, K)")
+    if "X" not in arrays:
+        raise ParameterError(f"{str(path)!r} lacks the array X (it holds {sorted(arrays)}); it "
+                             f"must hold X (n, K+1) and, for a plant with inputs, U (m, K)")
     extra = sorted(set(arrays) - {"X", "U"})
     if extra:
         raise ParameterError(f"{str(path)!r} holds array(s) {extra} besides X and U; an "
                              f"identification data file holds exactly X (n, K+1) and U (m, K) "
                              f"(save the others in another file: they would be ignored)")
-    X, U = (_as_channels(path, name, arrays[name], allow_missing) for name in ("X", "U"))
-    _check_samples(X, U, "X has", "U has", csv=False)
+    X = _as_channels(path, "X", arrays["X"], allow_missing)
+    if "U" in arrays:
+        U = _as_channels(path, "U", arrays["U"], allow_missing)
+    else:                   # no inputs: an autonomous record (plain DMD), as U of zero rows
+        U = np.zeros((0, max(X.shape[1] - 1, 0)))
+    _check_samples(X, U, "X has", "U has", csv=False, outputs=outputs)
     return X, U
 
 
@@ -290,9 +297,10 @@ def _as_channels(path: Path, name: str, array: np.ndarray, allow_missing: bool) 
     return array
 
 
-def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, csv: bool) -> None:
+def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, csv: bool,
+                   outputs: bool = False) -> None:
     """``X`` (n, K+1) against ``U`` (m, K), explained in the user's terms (rows of CSV files,
-    columns of npz arrays)."""
+    columns of npz arrays); measured outputs (``outputs``) may also be ``(l, K)``."""
     samples, channels = ("rows", "columns") if csv else ("columns", "rows")
     (n, x_samples), (m, u_samples) = X.shape, U.shape
     if n == 0:             # inputs without states: nothing to identify (m = 0 is plain DMD)
@@ -304,9 +312,11 @@ def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, cs
                              f"needs at least two samples of the states (x_0, x_1) and the "
                              f"input between them")
     # more "channels" than samples and channel counts off by one: samples and channels swapped
-    transposed = n == m + 1 and n > x_samples
+    transposed = (n == m + 1 or outputs) and (n > x_samples or (outputs and m > u_samples))
     if x_samples == u_samples + 1 and not transposed:
         return
+    if outputs and x_samples == u_samples and not (n > x_samples or m > u_samples):
+        return                  # y_k with u_k: the outputs' own convention
     found = (f"{x_name} {x_samples} {samples} of {n} values and {u_name} {u_samples} {samples} "
              f"of {m}")
     if transposed:
@@ -318,6 +328,10 @@ def _check_samples(X: np.ndarray, U: np.ndarray, x_name: str, u_name: str, *, cs
         raise DimensionError(f"{found}: the states need one sample more than the inputs (x_0 .. "
                              f"x_K for u_0 .. u_(K-1)); drop the last input sample or add the "
                              f"state after it")
+    if outputs:
+        raise DimensionError(f"{found}: the measured outputs need as many samples as the inputs "
+                             f"(y_k with u_k) or one more (the states' convention); "
+                             f"{channels} are channels")
     swapped = (" (the inputs have one more: are the states and the inputs swapped?)"
                if u_samples == x_samples + 1 else "")
     raise DimensionError(f"{found}: the states need exactly one sample more than the inputs "

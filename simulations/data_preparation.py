@@ -163,7 +163,9 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     if data is not None and is_table(data):
         signals = _from_table(Path(data), states, inputs, time)
     else:
-        signals = _from_files(data, states, inputs, time)
+        signals = _from_files(data, states, inputs, time, outputs=outputs is not None)
+    if signals.U.shape[0] == 0:
+        _no_inputs(signals, outputs)
     _refuse_constant(signals.X, signals.x_names)
     period = _sampling_period(signals, dt)
     if signals.times is not None and period is not None:     # a unit mistake shows here
@@ -249,8 +251,22 @@ class _Signals:
     u_header: list[str] | None = None
 
 
-def _from_files(data, states, inputs, time) -> _Signals:
-    """The ``.npz`` form or the two-CSV form."""
+def _no_inputs(signals: _Signals, outputs: str | None) -> None:
+    """A record without inputs (m = 0) is fitted as the Python API fits it: plain DMD of the
+    states. Output identification needs inputs (it finds how they act)."""
+    if outputs is not None:
+        raise ParameterError(f"--outputs {outputs!r} with no inputs: output identification "
+                             f"(OutputDMDidc) finds how inputs act on the outputs; for "
+                             f"output-only data give the signals as states (--states, or an "
+                             f".npz without --outputs): plain DMD")
+    signals.notes.append("no inputs (m = 0): an autonomous record, fitted as plain DMD of the "
+                         "states (as DMDidc.fit does with U of zero rows)")
+
+
+def _from_files(data, states, inputs, time, *, outputs: bool = False) -> _Signals:
+    """The ``.npz`` form or the two-CSV form (``--inputs none``: no inputs file, m = 0);
+    ``outputs``: the states are measured outputs, which may have as many samples as the
+    inputs."""
     if data is not None:
         if states is not None or inputs is not None:
             raise ParameterError(f"give either a data file ({str(data)!r}, an .npz archive "
@@ -260,8 +276,10 @@ def _from_files(data, states, inputs, time) -> _Signals:
         if time is not None:
             raise ParameterError(f"--time names a CSV column; {str(data)!r} is an .npz archive "
                                  f"(its samples are evenly spaced by --dt)")
-        X, U = read_npz_data(data, allow_missing=True)
+        X, U = read_npz_data(data, allow_missing=True, outputs=outputs)
         return _Signals(X, U, _default_names("x", X), _default_names("u", U), None, "", [])
+    if _none(inputs) and states is not None:
+        return _states_only(states, time)
     _check_pair(states, inputs)
     notes: list[str] = []
     x_table, u_table = (read_csv_table(path, allow_missing=True) for path in (states, inputs))
@@ -275,7 +293,8 @@ def _from_files(data, states, inputs, time) -> _Signals:
     x_cols = [c for c in range(x_table.values.shape[1]) if c != x_time]
     u_cols = [c for c in range(u_table.values.shape[1]) if c != u_time]
     X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
-    _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True)
+    _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True,
+                   outputs=outputs)
     times, source = None, ""
     if x_time is not None:
         times, source = _checked_times(x_table, x_time), _where(x_table, x_time)
@@ -292,6 +311,25 @@ def _from_files(data, states, inputs, time) -> _Signals:
                     source, notes, _header(x_table, x_cols), _header(u_table, u_cols))
 
 
+def _none(inputs: str | Path | None) -> bool:
+    """``--inputs none``: the record has no inputs (m = 0)."""
+    return isinstance(inputs, str) and inputs.strip().lower() == "none"
+
+
+def _states_only(states, time) -> _Signals:
+    """The states CSV alone (``--inputs none``): K+1 rows of states, no inputs."""
+    notes: list[str] = []
+    table = read_csv_table(states, allow_missing=True)
+    time_col = _time_column(table, time, notes, required=True)
+    cols = [c for c in range(table.values.shape[1]) if c != time_col]
+    X = table.values[:, cols].T
+    U = np.zeros((0, max(X.shape[1] - 1, 0)))
+    _check_samples(X, U, f"{str(states)!r} has", "--inputs none:", csv=True)
+    times = None if time_col is None else _checked_times(table, time_col)
+    return _Signals(X, U, _names(table, cols, "x"), [], times,
+                    "" if time_col is None else _where(table, time_col), notes)
+
+
 def _from_table(path: Path, states, inputs, time) -> _Signals:
     """The one-table form: a row per sample, columns chosen by name."""
     table = read_csv_table(path, allow_missing=True)
@@ -300,10 +338,10 @@ def _from_table(path: Path, states, inputs, time) -> _Signals:
     if inputs is None:
         raise ParameterError(f"{str(path)!r} is a CSV table: give --inputs COLUMNS (header names "
                              f"or 1-based numbers, comma separated; it has "
-                             f"{_columns_text(table)}), and optionally --states COLUMNS; "
-                             f"separate files go in --states x.csv --inputs u.csv without a "
-                             f"data file")
-    u_cols = _columns(table, inputs, "--inputs")
+                             f"{_columns_text(table)}), or --inputs none for a record without "
+                             f"inputs, and optionally --states COLUMNS; separate files go in "
+                             f"--states x.csv --inputs u.csv without a data file")
+    u_cols = [] if _none(inputs) else _columns(table, inputs, "--inputs")
     taken = set(u_cols) | ({time_col} if time_col is not None else set())
     if states is None:
         x_cols = [c for c in range(table.values.shape[1]) if c not in taken]

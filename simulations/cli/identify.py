@@ -112,7 +112,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
     parser.add_argument("--inputs",
                         help=("" if clients else "CSV of inputs, one row per sample (K rows); "
                                                  "with a CSV table: ")
-                             + "its input columns (required)")
+                             + "its input columns (required)"
+                             + ("" if clients else "; 'none': a record without inputs (plain "
+                                                   "DMD; so is an .npz without U)"))
     parser.add_argument("--outputs",
                         help="output identification (y = C x, fewer measured signals than "
                              "states; OutputDMDidc): the CSV table's measured columns, or "

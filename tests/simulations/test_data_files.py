@@ -57,7 +57,7 @@ def test_npz_one_dimensional_arrays_are_single_channels(tmp_path):
 
 
 @pytest.mark.parametrize(("arrays", "error", "message"), [
-    ({"X": np.zeros((2, 11))}, ParameterError, r"lacks the array\(s\) \['U'\]"),
+    ({"U": np.zeros((1, 10))}, ParameterError, r"lacks the array X \(it holds \['U'\]\)"),
     ({"X": np.zeros((2, 11)), "U": np.array(["a"] * 10)}, ParameterError, "dtype"),
     ({"X": np.zeros((2, 3, 11)), "U": np.zeros((1, 10))}, DimensionError, "2-D"),
     ({"X": np.full((2, 11), np.nan), "U": np.zeros((1, 10))}, NonFiniteError, "22 NaN"),
@@ -72,6 +72,39 @@ def test_npz_errors(tmp_path, arrays, error, message):
     np.savez(path, **arrays)
     with pytest.raises(error, match=message):
         read_npz_data(path)
+
+
+def test_an_npz_without_inputs_is_an_autonomous_record(tmp_path):
+    # m = 0 (plain DMD), as the Python API takes U with zero rows
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.arange(22.0).reshape(2, 11))
+    X, U = read_npz_data(path)
+    assert X.shape == (2, 11) and U.shape == (0, 10)
+    np.savez(path, X=np.zeros((2, 1)))
+    with pytest.raises(DimensionError, match="at least two samples"):
+        read_npz_data(path)
+
+
+@pytest.mark.parametrize("y_samples", [10, 11])
+def test_measured_outputs_may_have_as_many_samples_as_the_inputs(tmp_path, y_samples):
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones((1, y_samples)), U=np.ones((2, 10)))
+    Y, U = read_npz_data(path, outputs=True)
+    assert Y.shape == (1, y_samples) and U.shape == (2, 10)
+    if y_samples == 10:          # states still need the state after the last input
+        with pytest.raises(DimensionError, match="the states need one sample more"):
+            read_npz_data(path)
+
+
+@pytest.mark.parametrize(("arrays", "message"), [
+    ({"X": np.ones((1, 7)), "U": np.ones((1, 10))}, "as many samples as the inputs"),
+    ({"X": np.ones((10, 1)), "U": np.ones((10, 1))}, "look transposed"),
+])
+def test_output_sample_counts_that_do_not_fit_are_refused(tmp_path, arrays, message):
+    path = tmp_path / "d.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(DimensionError, match=message):
+        read_npz_data(path, outputs=True)
 
 
 def test_pickled_npz_is_refused_without_unpickling(tmp_path):

@@ -117,7 +117,8 @@ def test_dt_must_agree_with_the_time_column(tmp_path):
     ({"inputs": "u1,u1"}, "names 'u1' twice"),
     ({"inputs": "u1", "states": "x1,u1"}, "column 'u1' of .* is in both --states and --inputs"),
     ({"inputs": "u1", "states": "time,x1"}, "includes the time column 'time'"),
-    ({}, "is a CSV table: give --inputs COLUMNS"),
+    ({}, "is a CSV table: give --inputs COLUMNS .* or --inputs none for a record without"),
+    ({"inputs": "none", "outputs": "x1"}, "--outputs 'x1' with no inputs: output identification"),
     ({"inputs": "u1", "outputs": "x1", "states": "x2"}, "give --outputs .* or --states"),
     ({"inputs": "u1", "missing": "guess"}, "missing must be one of"),
 ])
@@ -222,3 +223,48 @@ def test_nothing_left_is_loud(tmp_path):
     (tmp_path / "one.csv").write_text("time,x,u\n0,1,2\n")
     with pytest.raises(DimensionError, match="at least two samples"):
         read_identification_data(tmp_path / "one.csv", inputs="u")
+
+
+AUTONOMOUS_NOTE = "no inputs (m = 0): an autonomous record, fitted as plain DMD"
+
+
+@pytest.mark.parametrize("form", ["table", "two files", "npz"])
+def test_a_record_without_inputs_is_read_in_every_form(tmp_path, form):
+    # m = 0: --inputs none (a table or the states file alone), or an .npz without U
+    t, X, _ = record(1)
+    if form == "table":
+        np.savetxt(tmp_path / "log.csv", np.column_stack([t, X.T]), delimiter=",",
+                   header="time,x1,x2", comments="", fmt="%.17g")
+        data = read_identification_data(tmp_path / "log.csv", inputs="none")
+    elif form == "two files":
+        np.savetxt(tmp_path / "x.csv", X.T, delimiter=",", fmt="%.17g")
+        data = read_identification_data(states=str(tmp_path / "x.csv"), inputs="None", dt=2.0)
+    else:
+        np.savez(tmp_path / "d.npz", X=X)
+        data = read_identification_data(tmp_path / "d.npz", dt=2.0)
+    np.testing.assert_array_equal(data.X[0], X)
+    assert data.U[0].shape == (0, X.shape[1] - 1)
+    assert data.dt == pytest.approx(2.0, rel=1e-12)
+    assert any(AUTONOMOUS_NOTE in note for note in data.notes)
+
+
+def test_records_with_inputs_get_no_autonomous_note(tmp_path):
+    t, X, U = record(2)
+    data = read_identification_data(write_table(tmp_path / "log.csv", t, X, U), inputs="u1,u2")
+    assert not any("no inputs" in note for note in data.notes)
+    np.savez(tmp_path / "d.npz", X=X)
+    with pytest.raises(ParameterError, match="--outputs 'all' with no inputs"):
+        read_identification_data(tmp_path / "d.npz", outputs="all", dt=2.0)
+
+
+@pytest.mark.parametrize("missing", ["drop", "interpolate"])
+def test_outputs_as_long_as_the_inputs_with_missing_samples(tmp_path, missing):
+    # Y (l, K) with U (m, K), a gap in the outputs: resolved into pieces OutputDMDidc takes
+    _, X, U = record(3)
+    Y = X[:1, :-1].copy()
+    Y[0, 20] = np.nan
+    np.savez(tmp_path / "d.npz", X=Y, U=U)
+    data = read_identification_data(tmp_path / "d.npz", outputs="all", dt=2.0, missing=missing)
+    for Yi, Ui in zip(data.X, data.U, strict=True):
+        assert Yi.shape[1] in (Ui.shape[1], Ui.shape[1] + 1)
+        assert np.all(np.isfinite(Yi)) and np.all(np.isfinite(Ui))

@@ -193,3 +193,56 @@ def test_privacy_identify_reads_tables_and_refuses_a_delay_at_the_bound(tmp_path
     assert main([*private, "--max-delay", "4", "--json", str(tmp_path / "s.json")]) == 0
     assert DelayedPlant.load(tmp_path / "private.json").delay_steps.tolist() == [2, 2]
     assert (tmp_path / "s.md").read_text().startswith("# dmdidc privacy identify")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_autonomous_records_are_fitted_as_plain_dmd_from_every_form(tmp_path, capsys, seed):
+    """m = 0 from the command line: ``--inputs none`` on a table or a states file, and an
+    ``.npz`` without ``U``, give the same model as U with zero rows, with the same notes."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((2, 2))
+    A_c -= (np.linalg.eigvals(A_c).real.max() + rng.uniform(0.1, 0.6)) * np.eye(2)
+    A_d = DelayedPlant.from_continuous(A_c, np.zeros((2, 0)), [], 0.5).A_d
+    X = np.zeros((2, 401))
+    X[:, 0] = rng.standard_normal(2)
+    for k in range(400):                       # a free response kept alive by process noise
+        X[:, k + 1] = A_d @ X[:, k] + 0.1 * rng.standard_normal(2)
+    np.savez(tmp_path / "zero_rows.npz", X=X, U=np.zeros((0, 400)))
+    np.savez(tmp_path / "no_u.npz", X=X)
+    np.savetxt(tmp_path / "x.csv", X.T, delimiter=",", fmt="%.17g")
+    np.savetxt(tmp_path / "log.csv", np.column_stack([0.5 * np.arange(401), X.T]),
+               delimiter=",", header="time,x1,x2", comments="", fmt="%.17g")
+    models = {}
+    for name, argv in {"zero_rows": ["zero_rows.npz", "--dt", 0.5],
+                       "no_u": ["no_u.npz", "--dt", 0.5],
+                       "states": ["--states", tmp_path / "x.csv", "--inputs", "none", "--dt",
+                                  0.5],
+                       "table": ["log.csv", "--inputs", "none"]}.items():
+        argv = [tmp_path / a if str(a).endswith((".npz", "log.csv")) else a for a in argv]
+        assert identify(tmp_path, *argv, "--max-delay", 0, out=f"{name}.json") == 0, name
+        printed = capsys.readouterr().out
+        assert "no inputs: plain DMD by least squares" in printed, name
+        if name != "zero_rows":
+            assert "data: no inputs (m = 0)" in printed, name
+        models[name] = DelayedPlant.load(tmp_path / f"{name}.json")
+    for name, model in models.items():
+        assert model.n_inputs == 0 and model.dt == 0.5, name
+        np.testing.assert_allclose(model.A_d, models["zero_rows"].A_d, rtol=1e-10, atol=1e-12)
+    assert np.abs(models["table"].A_d - A_d).max() < 0.1      # 400 noisy steps
+
+
+def test_outputs_as_long_as_the_inputs_are_accepted(tmp_path, capsys):
+    """``identify --outputs`` on an .npz whose Y has as many samples as U (OutputDMDidc's own
+    convention) gives the model of the same data with one output more."""
+    from dmdidc import OutputDMDidc
+
+    _, plant, X, U = table(tmp_path, 0, samples=1500)
+    Y = X[:1]                                               # one sensor, K + 1 samples
+    np.savez(tmp_path / "longer.npz", X=Y, U=U)
+    np.savez(tmp_path / "same.npz", X=Y[:, :-1], U=U)
+    for name in ("longer", "same"):
+        assert identify(tmp_path, tmp_path / f"{name}.npz", "--outputs", "all", "--dt", 2.0,
+                        "--max-delay", 3, out=f"{name}.json") == 0, capsys.readouterr().err
+    longer, same = (OutputDMDidc.load(tmp_path / f"{n}.json") for n in ("longer", "same"))
+    np.testing.assert_allclose(same.delay, longer.delay, rtol=1e-9)
+    np.testing.assert_allclose(same.delay, plant.delay, atol=0.02 * 2.0)

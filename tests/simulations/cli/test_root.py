@@ -49,10 +49,11 @@ def test_identify_unreadable_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_identify_missing_arrays(tmp_path, capsys):
+    # without U the record is autonomous (m = 0); without X there is nothing to identify
     path = tmp_path / "d.npz"
-    np.savez(path, X=np.zeros((2, 5)))
+    np.savez(path, U=np.zeros((1, 5)))
     assert main(["identify", str(path), "--dt", "2", "--max-delay", "1"]) == 2
-    assert "lacks" in capsys.readouterr().err
+    assert "lacks the array X" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("controller", ["fractional", "truncated", "exact", "naive"])
