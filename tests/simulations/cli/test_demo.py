@@ -51,7 +51,7 @@ def test_demo_outputs_identifies_then_controls_and_writes_its_files(tmp_path, ca
         assert low <= delay <= high
     cost = summary["cost"]
     for name in ("predictive", "mpc"):
-        # measured 0.99-1.03 on 20 seeds; and well below no control
+        # identified / true model 0.97-1.03 over seeds 0-19; seed 2 here: 1.00 and 0.67 x none
         assert cost[name]["identified"] < 1.25 * cost[name]["true model"]
         assert cost[name]["identified"] < cost["no control"]
     printed = capsys.readouterr().out

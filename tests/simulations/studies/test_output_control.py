@@ -17,9 +17,10 @@ from simulations.studies.output_control import (
     run_output_control,
 )
 
-# Measured on seeds 0-19 (samples 1000 and 2000, 100 and 200 steps): identified / true model
-# 0.99-1.03, identified / no control 0.13-0.85 at 200 steps. The factors leave room for other
-# BLAS kernels and noise draws, not for a wrong model.
+# Measured on seeds 0-19 at 1000 samples and 200 steps: identified / true model 0.97-1.01;
+# identified / no control 0.13-1.02 (seed 16's MPC, whose loop on the TRUE model costs 1.05 x
+# no control: saturated moves on noisy measurements, not the model); seeds 0-5 at most 0.84.
+# The factors leave room for other BLAS kernels, not for a wrong model.
 WITHIN_TRUE = 1.25
 BELOW_IDLE = 0.95
 
