@@ -347,12 +347,16 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     estimator = OutputDMDidc(max_delay=args.max_delay, horizon=args.horizon,
                              offset=args.detrend != "none",
                              detrend="constant" if args.detrend == "constant" else False)
-    # as an IdData: fit leaves out the --missing drop segments shorter than one window (a
-    # 1-step segment between close gaps was refused as transposed data)
+    # segments (--missing drop) go in as an IdData: fit leaves out those shorter than one
+    # window (a 1-step segment between close gaps was refused as transposed data); one pair
+    # of arrays may hold as many output samples as inputs, which IdData's states refuse
     Y, U = data.arrays
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(IdData(Y, U, dt=args.dt))
+        if isinstance(Y, list):
+            estimator.fit(IdData(Y, U, dt=args.dt))
+        else:
+            estimator.fit(Y, U, dt=args.dt)
     if estimator.at_bound_.any():
         raise ParameterError(f"--max-delay {args.max_delay} is too small: the delay of input(s) "
                              f"{np.flatnonzero(estimator.at_bound_).tolist()} reached the bound "
