@@ -65,8 +65,13 @@ _CLEAR = 1.5
 #: Level at which one more state "may" be there: the order is then reported as uncertain (a
 #: weaker claim than the residual test's ``significance``, so a looser level).
 _UNCERTAIN = 0.05
-#: A residual sum of squares below this fraction of the output energy is an exact fit.
-_EXACT = 1e-20
+#: A residual sum of squares below this fraction of the output energy is an exact fit: a relative
+#: residual of 1e-8, a hundred times what the model's own evaluation reaches (its hold blocks are
+#: accurate to about ``1e6 eps``, :data:`~dmdidc.output.blocks._SPECTRAL_COND`).  It was 1e-20,
+#: at that floor: noise-free data of one plant fitted exactly or not depending on the scale of
+#: ``U`` (issue 19: relative residuals of 1e-20 to 1e-18 at the true order, an F test on
+#: rounding errors, a spurious third mode).  Noisy data are many orders above either.
+_EXACT = 1e-16
 
 
 def _exact_rss(experiments: list, R: int) -> float:
@@ -114,6 +119,27 @@ def _refuse_short(experiments: list[tuple[np.ndarray, np.ndarray]], R: int) -> N
                 f"experiment {i} has {Ui.shape[1]} samples; each experiment needs at least "
                 f"max_delay + 1 = {R + 1}: leave it out (or lower max_delay)")
 
+#: Smallest variation an output must have: below it squares underflow (the mirror of the
+#: magnitude limit 1e154 of :func:`~dmdidc.trajectories.check_data`).
+_FLOOR = float(np.sqrt(np.finfo(float).tiny))
+#: Variation at or below this fraction of an output's magnitude is rounding of its offset.
+_ROUNDING = 1e-12
+
+
+def _with_signal(experiments: list) -> None:
+    """Refuse outputs without signal: all zero, a constant (an offset only), or varying less
+    than :data:`_FLOOR` or than rounding of their level (they fitted order 1 with delay 0 and
+    only a "delay not determined" warning: issue 19)."""
+    Y = np.hstack([Yi for Yi, _ in experiments])
+    level = np.max(np.abs(Y), axis=1)
+    variation = np.max(np.abs(Y - Y[:, :1]), axis=1)
+    for i in np.flatnonzero((variation < _FLOOR) | (variation <= _ROUNDING * level)):
+        raise InsufficientExcitationError(
+            f"Y row {i} has no signal: it varies by {variation[i]:.3g} about {Y[i, 0]:.3g} "
+            f"(accepted: a variation above {_FLOOR:.3g} and above {_ROUNDING:g} x its "
+            f"magnitude); a dead or constant sensor says nothing about the plant: check the "
+            f"sensor and the data's units, or drop that output row")
+
 
 def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     """Validated ``(Y (l, K), U (m, K))`` pairs from arrays or lists of experiments."""
@@ -141,6 +167,7 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
                                  f"inputs; the first has {result[0][0].shape[0]} and "
                                  f"{result[0][1].shape[0]}")
         result.append((Yi, Ui))
+    _with_signal(result)
     return result
 
 
@@ -581,6 +608,7 @@ class OutputDMDidc:
             start, refined, p_value, sentence = self._fit_order(basis, experiments, R, dt, order)
             self.order_rule_ = f"order {order}: fixed by the user"
             self._residual_check(p_value, sentence, order)
+            self._above_need(basis, experiments, R, dt, order, refined)
             return order, start, refined, p_value > self.significance
         detected = min(basis.detected_order(), limit)
         edge = (f"{detected} canonical correlation(s) above the noise edge "
@@ -751,6 +779,25 @@ class OutputDMDidc:
                 f"The model misses how the inputs act: a higher order (order=, max_order=), a "
                 f"delay beyond max_delay, or feedback from the outputs to the inputs (closed "
                 f"loop biases output-error fits)", DiagnosticWarning, stacklevel=5)
+
+    def _above_need(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
+                    order: int, refined: Refined) -> None:
+        """A fixed order above the canonical correlations' count on noise-free data: warn if
+        that count reproduces the outputs to rounding too (the extra modes are then arbitrary;
+        on noisy data the likelihood decides, :meth:`_check_order`)."""
+        needed = max(basis.detected_order(), 1)
+        if order <= needed or not _exact_fit(experiments, refined, R):
+            return
+        try:
+            smaller = self._fit_order(basis, experiments, R, dt, needed, test=False)[1]
+        except LogarithmError:
+            return
+        if _exact_fit(experiments, smaller, R):
+            warnings.warn(
+                f"order={order} is higher than the noise-free data need: order {needed} "
+                f"reproduces them to rounding too ({needed} canonical correlation(s) above the "
+                f"noise edge), so {order - needed} mode(s) of eigenvalues_ are not determined "
+                f"by the data: set order={needed}", DiagnosticWarning, stacklevel=5)
 
     def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
                 R: int) -> None:

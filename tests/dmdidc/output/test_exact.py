@@ -1,0 +1,88 @@
+"""OutputDMDidc on noise-free and degenerate data (issue 19): right at every scale, or loud."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+from dmdidc.errors import DiagnosticWarning, InsufficientExcitationError
+from simulations.studies.data_kinds import random_plant
+
+T, R = 0.5, 4
+
+
+def _issue_data(K: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's case: one sensor of a damped oscillator, delay 1.3 s, noise-free."""
+    plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+                                         delay=1.3, dt=T)
+    U = random_excitation(1, K, rng=0)
+    return np.array([[1.0, 0.0]]) @ plant.simulate([0.0, 0.0], U)[:, :-1], U
+
+
+def _quiet_fit(Y, U, **settings) -> OutputDMDidc:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiagnosticWarning)
+        return OutputDMDidc(max_delay=R, **settings).fit(Y, U, dt=T)
+
+
+@pytest.mark.parametrize("y_scale,u_scale", [(1.0, 1.0), (1e3, 1e3), (1e-3, 1e-3), (1e3, 1.0),
+                                             (1.0, 1e3)])
+def test_the_audit_case_has_order_two_at_every_scale(y_scale, u_scale):
+    # before: order 3 with a spurious eigenvalue and no warning at scale 1, a false "no order
+    # leaves residuals independent" at 1e3 (the exactness threshold sat at rounding level)
+    Y, U = _issue_data()
+    est = _quiet_fit(Y * y_scale, U * u_scale)
+    assert est.order_ == 2
+    np.testing.assert_allclose(np.sort(est.eigenvalues_.imag), [-1.0, 1.0], rtol=1e-4)
+    assert abs(est.delay[0] - 1.3) < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_data_of_random_plants_at_scales_1e_6_to_1e6(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, m, outputs = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
+                         delay_periods=(0.2, 2.8))
+    K = int(rng.integers(500, 900))
+    U = random_excitation(m, K, rng=rng)
+    Y = rng.standard_normal((outputs, n)) @ plant.simulate(rng.standard_normal(n), U)[:, :K]
+    est = _quiet_fit(Y * 10.0 ** rng.uniform(-6, 6), U * 10.0 ** rng.uniform(-6, 6))
+    assert est.order_ == n
+    np.testing.assert_allclose(est.delay, plant.delay, atol=1e-3 * T)
+
+
+def test_a_fixed_order_above_what_exact_data_need_says_so():
+    Y, U = _issue_data()
+    for order in (3, 4):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            OutputDMDidc(max_delay=R, order=order).fit(Y, U, dt=T)
+        messages = [str(w.message) for w in caught]
+        assert any("higher than the noise-free data need" in m and "order=2" in m
+                   for m in messages), messages
+        assert not any("residual check failed" in m for m in messages), messages
+    assert _quiet_fit(Y, U, order=2).order_ == 2           # the right order: silent
+    with pytest.warns(DiagnosticWarning, match="residual check failed"):
+        OutputDMDidc(max_delay=R, order=1).fit(Y, U, dt=T)   # too low: still loud
+
+
+@pytest.mark.parametrize("kind", ["zero", "1e-200", "constant", "constant to rounding"])
+def test_outputs_without_signal_are_refused(kind):
+    Y, U = _issue_data()
+    dead = {"zero": 0.0 * Y, "1e-200": Y * 1e-200, "constant": np.full_like(Y, 3.0),
+            "constant to rounding": 3.0 + 1e-15 * Y}[kind]
+    with pytest.raises(InsufficientExcitationError, match=r"Y row 0 has no signal.*sensor"):
+        OutputDMDidc(max_delay=R).fit(dead, U, dt=T)
+    both = np.vstack([Y, dead])                             # one dead sensor of two
+    with pytest.raises(InsufficientExcitationError, match=r"Y row 1 has no signal"):
+        OutputDMDidc(max_delay=R).fit(both, U, dt=T)
+
+
+def test_small_or_offset_outputs_with_signal_are_fitted():
+    Y, U = _issue_data()
+    for scaled in (Y * 1e-150, Y + 1e6):
+        est = _quiet_fit(scaled, U)
+        assert est.order_ == 2 and abs(est.delay[0] - 1.3) < 1e-3
