@@ -68,7 +68,17 @@ def continuous_state_matrix(A_d: np.ndarray, dt: float) -> np.ndarray:
     if log is None:                  # defective or nearly so: the Schur-based logarithm
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            log = logm(A_d)
+            try:
+                log = logm(A_d)
+            except ValueError:      # its error estimate overflowed: A_d is nearly singular
+                raise LogarithmError(
+                    f"no reliable logarithm of A_d (eigenvalues "
+                    f"{np.array2string(eigenvalues, precision=3, separator=', ')}): its "
+                    f"smallest eigenvalues are {np.min(np.abs(eigenvalues)) / size:.2g} of "
+                    f"the spectral radius and nearly defective, and scipy's logm overflowed "
+                    f"on it. Possible causes: a delay beyond max_delay (the inputs in flight "
+                    f"act as states with eigenvalue 0: increase max_delay), or a mode much "
+                    f"faster than the sampling period") from None
     log = np.asarray(log)
     if np.iscomplexobj(log):
         if np.max(np.abs(log.imag)) > 1e-8 * max(1.0, np.max(np.abs(log.real))):

@@ -191,6 +191,18 @@ def _with_real_logarithm(A_d: np.ndarray) -> np.ndarray:
     return np.real(vectors @ np.diag(values) @ np.linalg.inv(vectors))
 
 
+#: Discrete eigenvalues below this fraction of the spectral radius are "near 0": a pure shift's.
+_SHIFT = 1e-3
+
+
+def _shift_states(A_d: np.ndarray) -> int:
+    """How many eigenvalues of ``A_d`` are near 0 (below :data:`_SHIFT` of the spectral radius):
+    the inputs in flight of a delay beyond ``max_delay`` (or modes much faster than the
+    sampling)."""
+    values = np.abs(np.linalg.eigvals(A_d))
+    return int(np.sum(values < _SHIFT * values.max(initial=0.0)))
+
+
 class OutputDMDidc:
     """Plant ``(A_c, B_c, C, D)`` and per-channel fractional input delays from outputs.
 
@@ -613,22 +625,26 @@ class OutputDMDidc:
         detected = min(basis.detected_order(), limit)
         edge = (f"{detected} canonical correlation(s) above the noise edge "
                 f"{np.sqrt(basis.noise_edge):.3g}")
-        tried, last_error = {}, None
+        tried, last_error, shifts = {}, None, 0
         for n in range(max(detected, 1), min(detected + _EXTRA_ORDERS, limit) + 1):
             try:
                 tried[n] = self._fit_order(basis, experiments, R, dt, n)
             except LogarithmError as exc:      # an order with no continuous plant: next one
-                last_error = exc
+                last_error, shifts = exc, _shift_states(basis.dynamics(n)[0])
                 continue
             if tried[n][2] > self.significance:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
                 return n, tried[n][0], tried[n][1], True
         if not tried:
+            beyond = (f"; {shifts} discrete eigenvalue(s) near 0 are what a delay beyond "
+                      f"max_delay * dt = {R * dt:g} s adds (the inputs in flight become states "
+                      f"of a pure shift, which has no logarithm): increase max_delay"
+                      if shifts else "")
             raise LogarithmError(
                 f"no order from {max(detected, 1)} gives dynamics with a real logarithm "
-                f"({last_error}); the sampling period may alias the plant's modes: sample "
-                f"faster or fix order")
+                f"({last_error}){beyond}; the sampling period may alias the plant's modes: "
+                f"sample faster or fix order")
         n = max(tried, key=lambda k: tried[k][2])
         self.order_rule_ = (f"order {n}: {edge}; no order up to {max(tried)} leaves residuals "
                             f"independent of the inputs, order {n} comes closest")

@@ -59,6 +59,25 @@ def test_singular_a_d_raises(A_d):
         continuous_state_matrix(A_d, 1.0)
 
 
+def test_a_nearly_singular_defective_a_d_raises_a_logarithm_error_naming_max_delay():
+    # OutputDMDidc(max_delay=0)'s subspace dynamics of a plant delayed by 2.3 periods: three
+    # eigenvalues about 1e-5 of the spectral radius (the inputs in flight); scipy's logm
+    # overflowed on it and a bare "array must not contain infs or NaNs" ValueError escaped
+    A_d = np.array([
+        [0.1465600232604216, 0.3357894525968496, -0.4159813502832521, 0.00364489988128529,
+         0.12795883122297252],
+        [-0.3512744032937914, -0.11134320541236951, 0.5592086652791992, -0.6328278401423988,
+         0.06914580800643244],
+        [0.08583882443474618, -0.8599337198037915, -0.24277875954207886, 0.02518071212471729,
+         0.41488391232245025],
+        [-0.44510343988946954, -0.29383650354026275, 0.057667016582777286, 0.4763767281377372,
+         -0.6306287818011161],
+        [0.6332053864291101, -0.05087029848015799, 0.6409080492077663, 0.3658924532388098,
+         0.037655663125870154]])
+    with pytest.raises(LogarithmError, match="increase max_delay"):
+        continuous_state_matrix(A_d, 0.5)
+
+
 def test_estimator_without_real_logarithm_keeps_discrete_model():
     # x_{k+1} = diag(-0.5, 0.3) x_k + B u_{k-1}: valid discrete data, no continuous plant.
     true = DelayedPlant(np.diag([-0.5, 0.3]), np.array([np.zeros((2, 1)), [[1.0], [2.0]]]), 1.0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
-from dmdidc.errors import DiagnosticWarning, InsufficientExcitationError
+from dmdidc.errors import DiagnosticWarning, InsufficientExcitationError, LogarithmError
 from simulations.studies.data_kinds import random_plant
 
 T, R = 0.5, 4
@@ -86,3 +86,17 @@ def test_small_or_offset_outputs_with_signal_are_fitted():
     for scaled in (Y * 1e-150, Y + 1e6):
         est = _quiet_fit(scaled, U)
         assert est.order_ == 2 and abs(est.delay[0] - 1.3) < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_delay_beyond_max_delay_0_that_leaves_no_logarithm_says_increase_max_delay(seed):
+    # before: "no order from 5 gives dynamics with a real logarithm ... sample faster or fix
+    # order" (the inputs in flight are states with eigenvalues near 0), or scipy's bare
+    # ValueError "array must not contain infs or NaNs"
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=2, n_inputs=1, dt=T, max_delay=R,
+                         delay_periods=(1.2, 2.8))
+    U = random_excitation(1, 600, rng=rng)
+    Y = rng.standard_normal((1, 2)) @ plant.simulate(rng.standard_normal(2), U)[:, :-1]
+    with pytest.raises(LogarithmError, match="increase max_delay"):
+        OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
