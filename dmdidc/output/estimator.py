@@ -19,11 +19,13 @@ from dmdidc.errors import (
     DimensionError,
     InsufficientExcitationError,
     LogarithmError,
+    NonFiniteError,
     NotFittedError,
     ParameterError,
 )
 from dmdidc.inference.recovery import continuous_state_matrix
 from dmdidc.output.blocks import (
+    LagMoments,
     StructuredFit,
     delay_profile,
     lag_moments,
@@ -189,6 +191,25 @@ def _with_real_logarithm(A_d: np.ndarray) -> np.ndarray:
         return A_d
     values = np.where(bad, np.maximum(np.abs(values.real), 1e-3), values)
     return np.real(vectors @ np.diag(values) @ np.linalg.inv(vectors))
+
+
+#: A fit of one order that fails this way says nothing about the others: the next is tried.
+_NO_FIT = (LogarithmError, NonFiniteError)
+
+
+def _finite(moments: LagMoments, A_d: np.ndarray) -> LagMoments:
+    """``moments``, or a :class:`NonFiniteError` when they overflowed: an unstable mode's
+    response over a long record (a subspace estimate of closed-loop data; before, a bare
+    ``LinAlgError`` from the delay search's eigendecomposition)."""
+    if np.isfinite(moments.normal).all() and np.isfinite(moments.moment).all():
+        return moments
+    radius = float(np.max(np.abs(np.linalg.eigvals(A_d))))
+    raise NonFiniteError(
+        f"the lag regression of the order-{A_d.shape[0]} dynamics overflowed: their spectral "
+        f"radius is {radius:.4g} (accepted: a finite response over the record; above 1 a mode "
+        f"grows without bound). An output-error fit needs stable dynamics: identify an unstable "
+        f"one from closed-loop data with DMDidc(...).fit(..., reference=r) when every state "
+        f"is measured, or fix a lower order=")
 
 
 #: Discrete eigenvalues below this fraction of the spectral radius are "near 0": a pure shift's.
@@ -524,8 +545,9 @@ class OutputDMDidc:
         A_d, C = basis.dynamics(n) if dynamics is None else dynamics
         A_d = _with_real_logarithm(A_d)
         A_c = continuous_state_matrix(A_d, dt)
-        moments = lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough,
-                              offset=self.offset)
+        with np.errstate(over="ignore", invalid="ignore"):     # _finite says what overflowed
+            moments = _finite(lag_moments(experiments, A_d, C, R, feedthrough=self.feedthrough,
+                                          offset=self.offset), A_d)
         start = structured_fit(moments, A_c, dt, profile_delays(moments, A_c, dt))
         refined = refine(experiments, dt, R, A_c=A_c, C=C, B_c=start.B_c, delays=start.delays,
                          initial_states=start.initial_states,
@@ -598,7 +620,7 @@ class OutputDMDidc:
                 try:
                     start, refined, p_value, sentence = self._fit_order(
                         basis, experiments, R, dt, k, start_from)
-                except LogarithmError:      # no continuous plant from this start
+                except _NO_FIT:      # no continuous plant, or no finite fit, from this start
                     continue
                 if p_value > self.significance:
                     return (k, start, refined), (f"order {k} is the smallest whose residuals "
@@ -629,13 +651,16 @@ class OutputDMDidc:
         for n in range(max(detected, 1), min(detected + _EXTRA_ORDERS, limit) + 1):
             try:
                 tried[n] = self._fit_order(basis, experiments, R, dt, n)
-            except LogarithmError as exc:      # an order with no continuous plant: next one
+            except _NO_FIT as exc:      # an order with no continuous or no finite fit: next
                 last_error, shifts = exc, _shift_states(basis.dynamics(n)[0])
                 continue
             if tried[n][2] > self.significance:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
                 return n, tried[n][0], tried[n][1], True
+        if not tried and isinstance(last_error, NonFiniteError):
+            raise NonFiniteError(f"no order from {max(detected, 1)} gives a finite fit: "
+                                 f"{last_error}") from None
         if not tried:
             beyond = (f"; {shifts} discrete eigenvalue(s) near 0 are what a delay beyond "
                       f"max_delay * dt = {R * dt:g} s adds (the inputs in flight become states "
@@ -806,7 +831,7 @@ class OutputDMDidc:
             return
         try:
             smaller = self._fit_order(basis, experiments, R, dt, needed, test=False)[1]
-        except LogarithmError:
+        except _NO_FIT:
             return
         if _exact_fit(experiments, smaller, R):
             warnings.warn(

@@ -31,15 +31,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, stats
 
-from dmdidc.errors import InsufficientExcitationError, LogarithmError
+from dmdidc.errors import InsufficientExcitationError, LogarithmError, NonFiniteError
 from dmdidc.output.refine import Refined
 
 __all__ = ["Comparison", "extended_dynamics", "hopeless", "likelihood_ratio",
            "neighbour_verdicts", "raise_order", "short_of"]
 
 #: Failures of a candidate fit that say nothing about the order: no continuous plant from the
-#: start, an order the horizon cannot reveal, a singular step.
-_FIT_FAILURES = (LogarithmError, InsufficientExcitationError, np.linalg.LinAlgError)
+#: start, an order the horizon cannot reveal, a singular step, an overflowing (unstable) one.
+_FIT_FAILURES = (LogarithmError, InsufficientExcitationError, np.linalg.LinAlgError,
+                 NonFiniteError)
 
 
 @dataclass(frozen=True)

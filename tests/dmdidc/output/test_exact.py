@@ -100,3 +100,24 @@ def test_a_delay_beyond_max_delay_0_that_leaves_no_logarithm_says_increase_max_d
     Y = rng.standard_normal((1, 2)) @ plant.simulate(rng.standard_normal(2), U)[:, :-1]
     with pytest.raises(LogarithmError, match="increase max_delay"):
         OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
+
+
+def test_unstable_dynamics_of_one_order_are_a_clear_error_not_a_bare_linalgerror():
+    # closed-loop data gave order 4 subspace dynamics with a mode of magnitude 1.07: over 5870
+    # samples the lag moments overflowed and np.linalg.eigh raised a bare LinAlgError
+    from dmdidc.errors import NonFiniteError
+    from dmdidc.output.subspace import subspace_basis
+
+    Y, U = _issue_data(K=6000)
+    est = OutputDMDidc(max_delay=R)
+    est.dt = T
+    experiments = [(Y / np.sqrt(np.mean(Y ** 2)), U)]
+    basis = subspace_basis(experiments, R, horizon=10, offset=True)
+    A_d, C = basis.dynamics(2)
+    unstable = 1.07 * A_d / np.max(np.abs(np.linalg.eigvals(A_d)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)       # no overflow warning leaks either
+        with pytest.raises(NonFiniteError, match=r"spectral radius is 1\.07.*stable dynamics"):
+            est._fit_order(basis, experiments, R, T, 2, (unstable, C))
+    # the stable dynamics of the same basis fit (no false alarm)
+    assert est._fit_order(basis, experiments, R, T, 2)[1].rss < 1e-12 * Y.size
