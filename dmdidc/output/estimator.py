@@ -372,9 +372,13 @@ class OutputDMDidc:
         Raises
         ------
         InsufficientExcitationError
-            Too few samples, or no dynamics found.
+            Too few samples, no dynamics found, or an output row without signal (zero,
+            constant, or varying only within rounding).
         LogarithmError
-            The discrete dynamics have no real logarithm (no continuous plant).
+            The discrete dynamics have no real logarithm (no continuous plant; eigenvalues
+            near 0 point to a delay beyond ``max_delay``, and the message says so).
+        NonFiniteError
+            Every candidate order's dynamics are unstable enough to overflow over the record.
         """
         Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
