@@ -485,6 +485,7 @@ class OutputDMDidc:
             if not scaled:
                 raise InsufficientExcitationError(
                     f"no experiment has {reservoir.shortest} samples yet (a window's span)")
+            _with_signal(reservoir.experiments)
             self.scale_, self.samples_ = scale, stream.samples
             self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in scaled)
             R, order, _, max_order = self._checked(Y.shape[0])

@@ -121,3 +121,13 @@ def test_unstable_dynamics_of_one_order_are_a_clear_error_not_a_bare_linalgerror
             est._fit_order(basis, experiments, R, T, 2, (unstable, C))
     # the stable dynamics of the same basis fit (no false alarm)
     assert est._fit_order(basis, experiments, R, T, 2)[1].rss < 1e-12 * Y.size
+
+
+def test_a_stream_without_signal_says_so_when_its_results_are_read():
+    Y, U = _issue_data()
+    est = OutputDMDidc(max_delay=R).partial_fit(np.zeros_like(Y), U, dt=T)
+    with pytest.raises(InsufficientExcitationError, match="Y row 0 has no signal"):
+        est.delay_ci()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiagnosticWarning)
+        assert OutputDMDidc(max_delay=R).partial_fit(Y, U, dt=T).order_ == 2    # signal: fitted
