@@ -121,6 +121,7 @@ def _refuse_short(experiments: list[tuple[np.ndarray, np.ndarray]], R: int) -> N
                 f"experiment {i} has {Ui.shape[1]} samples; each experiment needs at least "
                 f"max_delay + 1 = {R + 1}: leave it out (or lower max_delay)")
 
+
 #: Smallest variation an output must have: below it squares underflow (the mirror of the
 #: magnitude limit 1e154 of :func:`~dmdidc.trajectories.check_data`).
 _FLOOR = float(np.sqrt(np.finfo(float).tiny))
