@@ -41,6 +41,7 @@ from dmdidc.fitting import (
     fit_trajectories,
     intercept_decision,
     trajectory_shifts,
+    trajectory_trend_fit,
 )
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
@@ -174,12 +175,18 @@ class DMDidc:
         warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
         the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``;
-        ``"constant"`` then fits one intercept per trajectory exactly (the means leave one of
-        the size of the edge samples' share, ~R/K, which biased the delay on exact data and
-        failed the whiteness check): one refit with each trajectory's states shifted by
-        ``(I - A_d)^-1`` times its mean residual (:func:`~dmdidc.fitting.trajectory_shifts`;
-        15-25 % more fit time); ``"linear"`` likewise fits one intercept and one slope in
-        ``k`` per trajectory (the lines leave ``c + g k``).  The model is
+        ``"constant"`` then fits one intercept per trajectory (the means leave one of the
+        size of the edge samples' share, ~R/K, which biased the delay on exact data and
+        failed the whiteness check): the least-squares fit with those intercepts
+        (:func:`~dmdidc.fitting.trajectory_trend_fit`, each trajectory's regression rows
+        centred over its own samples) gives each trajectory's operating point, ``(I -
+        A_d)^-1`` times its intercept (:func:`~dmdidc.fitting.trajectory_shifts`), and the fit
+        runs on the states shifted by it: least squares is then that fit exactly, also for
+        slow modes (exact data: 1e-11 on ``A_d`` at ``lambda_c = -1e-4``); IV is consistent on
+        the same shifted data.  ``"linear"`` likewise fits one intercept and one slope in
+        ``k`` per trajectory (the lines leave ``c + g k``).  An intercept along an eigenvalue
+        1 of ``A_d`` (an integrator driven by an input's mean) is no state offset: it stays
+        (the whiteness check fails).  The model is
         then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
@@ -428,16 +435,9 @@ class DMDidc:
         try:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
-            outcome = self._fit_trajectories(trajectories, references)
             if self.detrend in ("constant", "linear"):
-                # an intercept (and slope) per trajectory: the means (lines) leave one of the
-                # edge samples' size
-                self._shifts = trajectory_shifts(trajectories, outcome.solution.coefficients,
-                                                 self._R, kind=self.detrend)
-                trajectories = self._shifted(trajectories)
-                modes = np.eye(n) if pod is None else pod[0]
-                self.state_trend_ += np.array([modes @ z for z in self._shifts])
-                outcome = self._fit_trajectories(trajectories, references)
+                trajectories = self._trend_shifted(trajectories, pod)
+            outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             if pod is not None:
                 raise
@@ -456,6 +456,19 @@ class DMDidc:
             instruments=self.instruments, instrument_lags=self.instrument_lags,
             offset=self._offset_mode(), method=self.method, svd_rank=self.regression_rank,
             rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
+
+    def _trend_shifted(self, trajectories: list, pod: tuple | None) -> list:
+        """The detrended trajectories shifted by their operating points under one intercept
+        (and slope) per trajectory (``detrend="constant"``, ``"linear"``): the means (lines)
+        leave one of the edge samples' size.  The least-squares fit of that model
+        (:func:`~dmdidc.fitting.trajectory_trend_fit`) gives the shifts
+        (:func:`~dmdidc.fitting.trajectory_shifts`) after which least squares through the
+        origin is that fit exactly; added to ``state_trend_``."""
+        theta = trajectory_trend_fit(trajectories, self._R, kind=self.detrend)
+        self._shifts = trajectory_shifts(trajectories, theta, self._R, kind=self.detrend)
+        modes = np.eye(theta.shape[0]) if pod is None else pod[0]
+        self.state_trend_ += np.array([modes @ z for z in self._shifts])
+        return self._shifted(trajectories)
 
     def _shifted(self, trajectories: list) -> list:
         """The trajectories with the fit's per-trajectory state trends (``detrend="constant"``

@@ -63,6 +63,7 @@ from dmdidc.trajectories import subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
+           "trajectory_trend_fit",
            "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
@@ -479,6 +480,61 @@ def _refined_affine(stats: SufficientStatistics, solution: RegressionSolution, R
     return refined_affine_solution(solution, blocks(), **options)
 
 
+def trajectory_trend_fit(trajectories, R: int, *, kind: str = "constant") -> np.ndarray:
+    """Least squares of ``x_{k+1} = Theta phi_k + c_t`` (``kind="constant"``) or
+    ``x_{k+1} = Theta phi_k + c_t + g_t k`` (``"linear"``), one intercept (and slope) per
+    trajectory ``t``; returns ``Theta`` (the intercepts follow from it:
+    :func:`trajectory_shifts`).
+
+    By Frisch-Waugh, partialling out the per-trajectory regressors is removing each row's
+    mean (or least-squares line) over the trajectory's own regression samples ``k = R .. K -
+    1`` (``x_{k+1}``, ``x_k`` and every input lag over its own window, which is not what
+    detrending the signals does).  Solved by QR of each trajectory's rows, their triangular
+    factors stacked (backward stable: no squared condition number on exact data).
+
+    Parameters
+    ----------
+    trajectories : list of (X (n, K+1), U (m, K))
+    R : int
+    kind : {"constant", "linear"}, default "constant"
+
+    Returns
+    -------
+    ndarray, shape (n, n + m (R + 1))
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> parts = []
+    >>> for c in (0.3, -2.0):                      # two trajectories, two intercepts
+    ...     U = rng.standard_normal((1, 100))
+    ...     X = np.zeros((1, 101))
+    ...     for k in range(100):
+    ...         X[:, k + 1] = 0.9 * X[:, k] + U[:, k] + c
+    ...     parts.append((X, U))
+    >>> np.round(trajectory_trend_fit(parts, 0), 12)
+    array([[0.9, 1. ]])
+    """
+    if kind not in ("constant", "linear"):
+        raise ParameterError(f"kind must be 'constant' or 'linear'; got {kind!r}")
+    n = trajectories[0][0].shape[0]
+    factors = []
+    for X, U in trajectories:
+        K = U.shape[1]
+        if K <= R:
+            continue
+        rows = np.concatenate([X[:, R:K], lagged_inputs(U, R), X[:, R + 1:]]).T
+        trend = np.ones((K - R, 1)) if kind == "constant" else np.stack(
+            [np.ones(K - R), np.arange(K - R) - (K - R - 1) / 2.0], axis=1)
+        basis = np.linalg.qr(trend)[0][:, :min(K - R, trend.shape[1])]
+        rows -= basis @ (basis.T @ rows)                 # Frisch-Waugh: the trends out
+        factors.append(np.linalg.qr(rows, mode="r"))
+    triangle = np.linalg.qr(np.concatenate(factors), mode="r")
+    p = triangle.shape[1] - n
+    return np.linalg.lstsq(triangle[:p, :p], triangle[:p, p:], rcond=None)[0].T
+
+
 def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
                       kind: str = "constant") -> list[np.ndarray]:
     """The state trend of each trajectory that absorbs its own intercept (``kind="constant"``)
@@ -497,10 +553,12 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
     and its residuals failed the whiteness and state-completeness checks (10 of 10 plants at
     60 dB).  ``detrend="linear"`` leaves, for the same reason, a term ``c_t + g_t k`` that an
     intercept cannot absorb (exact data: delay 5e-7 T median, 1e-5 T largest, whiteness failed
-    on 10 of 10 random plants).  A refit on the shifted states solves the normal equations of
-    the model with one intercept (and slope) per trajectory, to second order in the small
-    trends after one step.  A ``c_t`` or ``g_t`` along an eigenvalue 1 of ``A_d`` (an
-    integrator) cannot be absorbed: the least-squares ``z_t``, ``w_t``.
+    on 10 of 10 random plants).  With ``coefficients`` from :func:`trajectory_trend_fit` (the
+    least-squares fit of the model with one intercept, and slope, per trajectory), least
+    squares through the origin on the shifted states is that fit exactly (its residuals and
+    coefficients are the same and no smaller sum of squares exists).  A ``c_t`` or ``g_t`` along an
+    eigenvalue 1 of ``A_d`` (an integrator) cannot be absorbed: the least-squares ``z_t``,
+    ``w_t``.
 
     Parameters
     ----------
