@@ -185,8 +185,9 @@ class DMDidc:
         slow modes (exact data: 1e-11 on ``A_d`` at ``lambda_c = -1e-4``); IV is consistent on
         the same shifted data.  ``"linear"`` likewise fits one intercept and one slope in
         ``k`` per trajectory (the lines leave ``c + g k``).  An intercept along an eigenvalue
-        1 of ``A_d`` (an integrator driven by an input's mean) is no state offset: it stays
-        (the whiteness check fails).  The model is
+        1 of ``A_d`` (an integrator driven by an input's mean: a ramp, no state offset) is
+        taken by the input's operating point instead (``input_trend_`` is then not the
+        input's mean).  The model is
         then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
@@ -234,7 +235,8 @@ class DMDidc:
         ``trend[t, i, 0] + trend[t, i, 1] * k`` removed at sample ``k``.  ``None`` without
         ``detrend``.  A state's trend is its mean (``"constant"``) or line (``"linear"``) plus the
         trajectory's shift (its operating point under its own intercept and slope; 0.1-1 % of
-        the spread apart on random plants with K = 1000).
+        the spread apart on random plants with K = 1000); an input's is its mean or line
+        (plus, with an integrator, the input's share of the operating point).
 
     Warns
     -----
@@ -466,8 +468,10 @@ class DMDidc:
         origin is that fit exactly; added to ``state_trend_``."""
         theta = trajectory_trend_fit(trajectories, self._R, kind=self.detrend)
         self._shifts = trajectory_shifts(trajectories, theta, self._R, kind=self.detrend)
-        modes = np.eye(theta.shape[0]) if pod is None else pod[0]
-        self.state_trend_ += np.array([modes @ z for z in self._shifts])
+        n = theta.shape[0]
+        modes = np.eye(n) if pod is None else pod[0]
+        self.state_trend_ += np.array([modes @ z[:n] for z in self._shifts])
+        self.input_trend_ += np.array([z[n:] for z in self._shifts])
         return self._shifted(trajectories)
 
     def _shifted(self, trajectories: list) -> list:
@@ -476,7 +480,9 @@ class DMDidc:
         shifts = getattr(self, "_shifts", None)
         if shifts is None:
             return trajectories
-        return [(X - z[:, :1] - z[:, 1:] * np.arange(X.shape[1]), U)
+        n = trajectories[0][0].shape[0]
+        return [(X - z[:n, :1] - z[:n, 1:] * np.arange(X.shape[1]),
+                 U - z[n:, :1] - z[n:, 1:] * np.arange(U.shape[1]))
                 for (X, U), z in zip(trajectories, shifts, strict=True)]
 
     def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None

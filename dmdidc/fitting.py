@@ -537,14 +537,19 @@ def trajectory_trend_fit(trajectories, R: int, *, kind: str = "constant") -> np.
 
 def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
                       kind: str = "constant") -> list[np.ndarray]:
-    """The state trend of each trajectory that absorbs its own intercept (``kind="constant"``)
-    or its own intercept and slope in ``k`` (``"linear"``) under the model ``coefficients``.
+    """The state (and input) trend of each trajectory that absorbs its own intercept
+    (``kind="constant"``) or its own intercept and slope in ``k`` (``"linear"``) under the
+    model ``coefficients``.
 
     With ``r_k = x_{k+1} - Theta phi_k`` the residuals over the trajectory's regression samples
     ``k = R .. K - 1`` and ``c_t + g_t k`` their mean (``g_t = 0``) or least-squares line,
-    the trend ``z_t + w_t k`` subtracted from the states removes it exactly: it changes
-    ``r_k`` by ``(I - A_d) z_t + w_t + (I - A_d) w_t k``, so ``(I - A_d) w_t = g_t`` and
-    ``(I - A_d) z_t = c_t - w_t``.
+    the trend ``z_t + w_t k`` subtracted from the states and ``v_t + s_t k`` from the inputs
+    removes it exactly: it changes ``r_k`` by ``(I - A_d) z_t + w_t - B v_t + B' s_t + ((I -
+    A_d) w_t - B s_t) k`` (``B = sum_i B^(i)``, ``B' = sum_i i B^(i)``), so ``(I - A_d) w_t -
+    B s_t = g_t`` and ``(I - A_d) z_t - B v_t = c_t - w_t - B' s_t``.  The states take what
+    ``I - A_d`` can; the inputs only the part along an eigenvalue 1 of ``A_d`` (an integrator,
+    where an input's mean drives a ramp that no state offset absorbs): ``v_t = s_t = 0``
+    without one.
 
     Why: ``detrend="constant"`` removes each trajectory's mean from every signal, but the
     regression's samples see the states over ``R .. K`` and each input lag over its own window,
@@ -556,9 +561,9 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
     on 10 of 10 random plants).  With ``coefficients`` from :func:`trajectory_trend_fit` (the
     least-squares fit of the model with one intercept, and slope, per trajectory), least
     squares through the origin on the shifted states is that fit exactly (its residuals and
-    coefficients are the same and no smaller sum of squares exists).  A ``c_t`` or ``g_t`` along an
-    eigenvalue 1 of ``A_d`` (an integrator) cannot be absorbed: the least-squares ``z_t``,
-    ``w_t``.
+    coefficients are the same and no smaller sum of squares exists).  What neither the
+    states nor the inputs can absorb (an integrator no input drives) stays: the least-squares
+    shifts.
 
     Parameters
     ----------
@@ -569,10 +574,11 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
 
     Returns
     -------
-    list of ndarray, shape (n, 2)
-        Per trajectory, the value at sample 0 and the slope per sample (zero for
-        ``"constant"``), as :attr:`~dmdidc.DMDidc.state_trend_`; zero for trajectories without
-        a regression sample.
+    list of ndarray, shape (n + m, 2)
+        Per trajectory, the states' (rows ``:n``) and the inputs' (rows ``n:``) value at
+        sample 0 and slope per sample (zero for ``"constant"``), as
+        :attr:`~dmdidc.DMDidc.state_trend_` and ``input_trend_``; zero for trajectories
+        without a regression sample.
 
     Examples
     --------
@@ -583,22 +589,27 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
     >>> for k in range(200):
     ...     X[:, k + 1] = 0.5 * X[:, k] + U[:, k] + 0.3        # intercept 0.3: x_op = 0.6
     >>> [z] = trajectory_shifts([(X, U)], np.array([[0.5, 1.0]]), 0)
-    >>> np.round(z, 12)
-    array([[0.6, 0. ]])
+    >>> np.round(z, 12)                  # the state's (0.6, 0), the input's (0, 0)
+    array([[0.6, 0. ],
+           [0. , 0. ]])
     >>> drifted = X + 0.01 * np.arange(201)                  # a sensor drift 0.01 per sample
     >>> [z] = trajectory_shifts([(drifted, U)], np.array([[0.5, 1.0]]), 0, kind="linear")
     >>> np.round(z, 12)
-    array([[0.6 , 0.01]])
+    array([[0.6 , 0.01],
+           [0.  , 0.  ]])
     """
     if kind not in ("constant", "linear"):
         raise ParameterError(f"kind must be 'constant' or 'linear'; got {kind!r}")
     n = coefficients.shape[0]
+    m = (coefficients.shape[1] - n) // (R + 1)
     I_A = np.eye(n) - coefficients[:, :n]
+    blocks = coefficients[:, n:].reshape(n, R + 1, m)
+    B_sum, B_lag = blocks.sum(axis=1), np.einsum("nim,i->nm", blocks, np.arange(R + 1.0))
     shifts = []
     for X, U in trajectories:
         K = U.shape[1]
         if K <= R:
-            shifts.append(np.zeros((n, 2)))
+            shifts.append(np.zeros((n + m, 2)))
             continue
         residual = X[:, R + 1:] - coefficients @ np.concatenate([X[:, R:K],
                                                                  lagged_inputs(U, R)])
@@ -607,11 +618,31 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
             k = np.arange(R, K, dtype=float)
             k -= k.mean()
             slope = residual @ k / (k @ k)
-        w = np.linalg.lstsq(I_A, slope, rcond=None)[0]
+        w, s = _operating_shift(I_A, B_sum, slope)
         # the line's value at k = 0 is mean - slope * mean(k)
-        z = np.linalg.lstsq(I_A, mean - slope * (R + K - 1) / 2.0 - w, rcond=None)[0]
-        shifts.append(np.stack([z, w], axis=1))
+        z, v = _operating_shift(I_A, B_sum, mean - slope * (R + K - 1) / 2.0 - w - B_lag @ s)
+        shifts.append(np.stack([np.concatenate([z, v]), np.concatenate([w, s])], axis=1))
     return shifts
+
+
+#: Singular values of ``I - A_d`` below this share of the largest are an integrator's (an
+#: eigenvalue 1 estimated to rounding): a state shift along them would be of the size of
+#: the intercept over rounding, so the input shift takes that part.
+_INTEGRATOR_RCOND = 1e-8
+
+
+def _operating_shift(I_A: np.ndarray, B_sum: np.ndarray, target: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(z, v)`` with ``(I - A_d) z - B_sum v = target``: the state shift where ``I - A_d``
+    is regular, the input's for the part along an integrator (``v = 0`` without one)."""
+    left, singular, _ = np.linalg.svd(I_A)
+    null = left[:, singular <= _INTEGRATOR_RCOND * singular[0]]    # I - A_d's left null space
+    v = np.zeros(B_sum.shape[1])
+    if null.shape[1] and B_sum.shape[1]:
+        # only the inputs reach the null space: N^T (-B_sum v) = N^T target
+        v = np.linalg.lstsq(-null.T @ B_sum, null.T @ target, rcond=None)[0]
+    z = np.linalg.lstsq(I_A, target + B_sum @ v, rcond=_INTEGRATOR_RCOND)[0]
+    return z, v
 
 
 def _model(solution: RegressionSolution, n: int, m: int, R: int

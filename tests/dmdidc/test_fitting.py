@@ -9,6 +9,8 @@ import pytest
 
 from _toolbox.errors import InsufficientExcitationError, ParameterError
 from dmdidc import DelayedPlant, DMDidc, SufficientStatistics
+from dmdidc.fitting import trajectory_trend_fit
+from dmdidc.regression import lagged_inputs
 from simulations.studies.data_kinds import make_data, random_plant
 
 
@@ -430,3 +432,37 @@ def test_least_squares_from_the_statistics_moments_equals_its_own_gram_pass():
             np.testing.assert_allclose(getattr(given, name), getattr(pass_, name),
                                        rtol=1e-12, atol=1e-10)
         assert given.n_samples == pass_.n_samples
+
+
+@pytest.mark.parametrize("kind", ["constant", "linear"])
+@pytest.mark.parametrize("seed", range(5))
+def test_trajectory_trend_fit_is_least_squares_with_a_trend_per_trajectory(kind, seed):
+    """Frisch-Waugh: the rows centred (detrended) over each trajectory's regression samples
+    give the coefficients of least squares with explicit intercept (and slope) columns per
+    trajectory, on noisy data of unequal lengths (a trajectory shorter than R + 1 adds
+    nothing)."""
+    rng = np.random.default_rng(seed)
+    n, m, R = 2, 1, 2
+    parts = [(rng.standard_normal((n, K + 1)) + rng.standard_normal((n, 1)),
+              rng.standard_normal((m, K))) for K in (40, 57, 2, 33)]
+    rows, targets, dummies = [], [], []
+    for t, (X, U) in enumerate(parts):
+        K = U.shape[1]
+        if K <= R:
+            continue
+        rows.append(np.concatenate([X[:, R:K], lagged_inputs(U, R)]).T)
+        targets.append(X[:, R + 1:].T)
+        trend = np.zeros((K - R, 2 * len(parts)))
+        trend[:, 2 * t] = 1.0
+        trend[:, 2 * t + 1] = np.arange(R, K) if kind == "linear" else 0.0
+        dummies.append(trend)
+    design = np.concatenate([np.concatenate(rows), np.concatenate(dummies)], axis=1)
+    design = design[:, np.any(design != 0.0, axis=0)]
+    expected = np.linalg.lstsq(design, np.concatenate(targets), rcond=None)[0][:rows[0].shape[1]].T
+    np.testing.assert_allclose(trajectory_trend_fit(parts, R, kind=kind), expected,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_trajectory_trend_fit_refuses_an_unknown_kind():
+    with pytest.raises(ParameterError, match="kind must be 'constant' or 'linear'; got 'cubic'"):
+        trajectory_trend_fit([(np.zeros((1, 11)), np.zeros((1, 10)))], 0, kind="cubic")
