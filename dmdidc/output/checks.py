@@ -18,10 +18,19 @@ probability ``significance`` on well-posed data):
   against the Gaussian quantile at ``significance`` divided by the number of residuals, raised
   by the MAD scale's sampling error (:func:`~dmdidc.inference.residuals.outlier_threshold`).
 
-A failed check warns with its statistic, threshold and remedy.  Lost samples (NaN) are
-refused with a :class:`~dmdidc.errors.NonFiniteError` that names the remedy, the missing-sample
-policies of :mod:`dmdidc.missing` through :class:`~dmdidc.IdData` (:func:`finite_signal`);
-pieces too short for the subspace step's window are not used (:func:`windowed`).
+Without feedthrough the first residual of each experiment has no input of its sample and is
+not tested (by either check): the outlier threshold counts ``sum(K_i - R - 1)`` residuals and
+``outlier_samples_`` lists only tested ones.
+
+A failed check warns with its statistic, threshold and remedy, once: in
+:meth:`~dmdidc.OutputDMDidc.partial_fit`, which solves the model after every chunk, a check that
+keeps failing does not warn again (``checks_`` still shows it failed); one that passed in
+between and fails again warns anew, and every :meth:`~dmdidc.OutputDMDidc.fit` warns.
+
+Lost samples (NaN) are refused with a :class:`~dmdidc.errors.NonFiniteError` that names the
+remedy, the missing-sample policies of :mod:`dmdidc.missing` through :class:`~dmdidc.IdData`
+(:func:`finite_signal`); pieces too short for the subspace step's window are not used
+(:func:`windowed`).
 """
 
 from __future__ import annotations
@@ -106,8 +115,9 @@ def finite_signal(name: str, value: object) -> np.ndarray:
 
 def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                 residuals: list[np.ndarray], max_delay: int, *, significance: float,
-                feedthrough: bool) -> tuple[tuple[Check, ...], tuple[np.ndarray, ...]]:
-    """The feedback and outlier checks of an output-error fit; each failed one warns.
+                feedthrough: bool, warned: frozenset[str] = frozenset()
+                ) -> tuple[tuple[Check, ...], tuple[np.ndarray, ...]]:
+    """The feedback and outlier checks of an output-error fit; each failed one warns once.
 
     Parameters
     ----------
@@ -120,6 +130,10 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
         False-alarm probability of each check on well-posed data.
     feedthrough : bool
         The model has ``D``: lag 0 is fitted, only later inputs are tested for feedback.
+    warned : frozenset of str, optional
+        Names of checks whose failure was already reported (by the previous solve of the same
+        stream in :meth:`~dmdidc.OutputDMDidc.partial_fit`): failing again, they do not warn
+        again (they still fail in ``checks``); a check that passed in between warns anew.
 
     Returns
     -------
@@ -127,7 +141,8 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
         ``feedback`` and ``outliers`` (not applicable with fewer than 100 residuals).
     outliers : tuple of ndarray of int
         Per experiment, the samples whose residual is beyond the outlier threshold in some
-        output (empty unless the outlier check failed).
+        output, among those the check tested (without feedthrough the first residual of each
+        experiment is not: it has no input of the same sample); empty unless the check failed.
 
     Examples
     --------
@@ -141,19 +156,20 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     ([True, True], 0)
     """
     shift = 0 if feedthrough else 1
-    parts = []
-    for (Y, U), E in zip(experiments, residuals, strict=True):
+    parts, tested = [], [E[shift:] for E in residuals]
+    for (Y, U), E in zip(experiments, tested, strict=True):
         # residual k (sample R + k) paired with inputs delayed by ``shift``: the check's lag
-        # -1 is then u_k against e_k without feedthrough
+        # -1 is then u_k against e_k without feedthrough.  The shift drops one residual per
+        # experiment: the outlier threshold counts the residuals tested, sum(K_i - R - shift)
         K = U.shape[1]
-        parts.append((np.ascontiguousarray(E[shift:].T), U[:, :K - shift], Y[:, shift:]))
+        parts.append((np.ascontiguousarray(E.T), U[:, :K - shift], Y[:, shift:]))
     analysis = residual_analysis(parts, max_delay, correlations=False)
     checks = tuple(check for check in residual_checks(analysis, significance)
                    if check.name in SCREENS)
     result, outliers = [], tuple(np.zeros(0, dtype=int) for _ in residuals)
     for check in checks:
         if check.name == "outliers" and check.failed:
-            outliers = _beyond(residuals, check.threshold, max_delay)
+            outliers = _beyond(tested, check.threshold, max_delay + shift)
             check = dataclasses.replace(check, finding=(
                 f"{check.finding}; {sum(o.size for o in outliers)} sample(s) beyond the "
                 f"threshold (outlier_samples_)"))
@@ -169,19 +185,20 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                 remedy += ("; or the outputs react to the inputs of the same sample (a direct "
                            "feedthrough D u_k): then fit OutputDMDidc(feedthrough=True)")
             check = dataclasses.replace(check, remedy=remedy)
-            warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
+            if check.name not in warned:
+                warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
         result.append(check)
     return tuple(result), outliers
 
 
-def _beyond(residuals: list[np.ndarray], threshold: float, max_delay: int
+def _beyond(residuals: list[np.ndarray], threshold: float, first: int
             ) -> tuple[np.ndarray, ...]:
-    """Per experiment, the samples (``max_delay + k``) whose residual is more than
-    ``threshold`` robust standard deviations (median and MAD per output, pooled over the
-    experiments, as the outlier check's) from the median in some output."""
+    """Per experiment, the samples (``first + k`` for residual ``k``) whose residual is more
+    than ``threshold`` robust standard deviations (median and MAD per output, pooled over the
+    experiments: the outlier check's, on the same residuals) from the median in some output."""
     pooled = np.vstack(residuals)
     median = np.median(pooled, axis=0)
     scale = _MAD_TO_SIGMA * np.median(np.abs(pooled - median), axis=0)
     scale = np.where(scale > 0, scale, np.finfo(float).tiny)
-    return tuple(max_delay + np.flatnonzero(np.any(np.abs(E - median) > threshold * scale,
-                                                   axis=1)) for E in residuals)
+    return tuple(first + np.flatnonzero(np.any(np.abs(E - median) > threshold * scale, axis=1))
+                 for E in residuals)

@@ -22,6 +22,7 @@ from dmdidc.errors import (
     NonFiniteError,
     NotFittedError,
     ParameterError,
+    warn_model,
 )
 from dmdidc.inference.recovery import continuous_state_matrix
 from dmdidc.output.blocks import (
@@ -35,6 +36,7 @@ from dmdidc.output.blocks import (
 from dmdidc.output.checks import data_checks, finite_signal, windowed
 from dmdidc.output.intervals import (
     DelayProfile,
+    determined_delays,
     eigenvalue_parts,
     joined_boxes,
     joined_delays,
@@ -813,11 +815,15 @@ class OutputDMDidc:
 
     def _screen(self, experiments: list, refined: Refined, R: int) -> None:
         """Feedback and outlier checks of the residuals (:mod:`dmdidc.output.checks`):
-        ``checks_`` and ``outlier_samples_``; exact fits are not tested."""
+        ``checks_`` and ``outlier_samples_``; exact fits are not tested.  A check that failed
+        at the previous solve of the same stream (partial_fit) does not warn again."""
         residuals = _residuals(experiments, refined, self.dt, R)
+        same = self._stream is not None and getattr(self, "_screened", None) is self._stream
         self.checks_, self.outlier_samples_ = data_checks(
             experiments, residuals, R, significance=self.significance,
-            feedthrough=self.feedthrough)
+            feedthrough=self.feedthrough, warned=frozenset(
+                c.name for c in self.checks_ if c.failed) if same else frozenset())
+        self._screened = self._stream
 
     def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
         if p_value <= self.significance:
@@ -872,6 +878,9 @@ class OutputDMDidc:
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
         self.at_bound_ = _at_bound(self.delay, R, dt)
         self._warn_checks(start, R)
+        undetermined = determined_delays(self.delay_ci(), self.delay_se_, dt, R)
+        if undetermined.failed:
+            warn_model(undetermined.message(), DiagnosticWarning)
 
     def _warn_checks(self, fit: StructuredFit, R: int) -> None:
         """Right or loud: a channel without effect, a delay at the bound, an order at the cap.

@@ -36,10 +36,11 @@ import numpy as np
 from scipy import optimize, stats
 
 from dmdidc.errors import LogarithmError
+from dmdidc.inference.checks import Check
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine
 
-__all__ = ["DelayProfile", "REACH", "eigenvalue_parts", "joined_boxes", "joined_delays",
-           "profiles", "restart"]
+__all__ = ["DelayProfile", "REACH", "determined_delays", "eigenvalue_parts", "joined_boxes",
+           "joined_delays", "profiles", "restart"]
 
 #: Channels within this many standard errors of a whole period are profiled (the half-width
 #: of a 0.999 interval: every level up to there can reach the period).
@@ -249,3 +250,39 @@ def joined_boxes(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile | 
             low = np.minimum(low.real, a.real) + 1j * np.minimum(low.imag, a.imag)
             high = np.maximum(high.real, b.real) + 1j * np.maximum(high.imag, b.imag)
     return low, high
+
+
+def determined_delays(intervals: np.ndarray, se: np.ndarray, dt: float, max_delay: int) -> Check:
+    """``delay_determined``: does each delay's interval say something about it?
+
+    A channel's delay is not determined when its interval ``intervals[i]`` (the fit's
+    :meth:`~dmdidc.output.OutputDMDidc.delay_ci`, already clipped) reaches both ends of
+    ``[0, max_delay dt]`` (the data allow every delay), or its standard error ``se[i]``
+    exceeds a period ``dt`` (the whole part of the delay, and with it the fractional one, is
+    not decided).  With ``max_delay = 0`` there is no delay to determine.
+
+    Examples
+    --------
+    >>> check = determined_delays(np.array([[0.0, 2.0], [1.1, 1.4]]), np.array([7.8, 0.07]),
+    ...                           0.5, 4)
+    >>> check.failed, check.finding[:61]
+    (True, 'delay not determined by the data for input channel(s) [0] (ch')
+    """
+    question = "Does each delay's interval determine it?"
+    bound = max_delay * dt
+    clipped = (intervals[:, 0] <= 0.0) & (intervals[:, 1] >= bound)
+    channels = np.flatnonzero((clipped | (se > dt)) & (bound > 0))
+    if not channels.size:
+        return Check("delay_determined", question, True,
+                     finding="every delay's interval is inside [0, max_delay T] on one side "
+                             "and its standard error below a period")
+    listed = "; ".join(f"channel {i}: standard error {se[i]:.3g} s, interval "
+                       f"[{intervals[i, 0]:.4g}, {intervals[i, 1]:.4g}] s" for i in channels)
+    return Check(
+        "delay_determined", question, False,
+        finding=f"delay not determined by the data for input channel(s) {channels.tolist()} "
+                f"({listed}; the period T = {dt:g} s, the bound max_delay T = {bound:g} s): "
+                f"its interval spans the whole range, or the whole and fractional parts are "
+                f"not decided",
+        remedy="record more data, excite the input more (larger or richer signals), or lower "
+               "max_delay if the delay is known to be shorter")

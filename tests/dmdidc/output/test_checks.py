@@ -210,3 +210,45 @@ def test_a_short_experiment_in_a_list_is_named():
             OutputDMDidc(max_delay=R).fit([Y, Y[:, :k]], [U, U[:, :k]], dt=T)
     est, _ = _fit([Y, Y[:, :R + 1]], [U, U[:, :R + 1]], dt=T)
     assert est.order_ >= 1
+
+
+@pytest.mark.parametrize("feedthrough", [False, True])
+def test_outliers_are_counted_and_listed_among_the_residuals_the_check_tests(feedthrough):
+    """Three experiments: the threshold counts every tested residual (without feedthrough the
+    first of each experiment is not tested: one per experiment), and the listed samples are
+    those tested: a gross error on an experiment's first residual is listed only when tested."""
+    from dmdidc.inference.residuals import outlier_threshold
+    rng = np.random.default_rng(3)
+    experiments, residuals = [], []
+    for K in (700, 800, 900):
+        E = _residuals(rng, K)
+        E[0, 0] += 80.0                         # the first residual (sample R)
+        E[100, 1] -= 80.0                       # a tested one (sample R + 100)
+        experiments.append((_outputs(E), rng.standard_normal((1, K))))
+        residuals.append(E)
+    shift = 0 if feedthrough else 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        checks, outliers = data_checks(experiments, residuals, R, significance=1e-3,
+                                       feedthrough=feedthrough)
+    tested = sum(E.shape[0] - shift for E in residuals)
+    assert checks[1].threshold == outlier_threshold(1e-3, tested, 2)
+    expected = [R + 100] if shift else [R, R + 100]
+    assert checks[1].failed and [o.tolist() for o in outliers] == [expected] * 3
+
+
+def test_partial_fit_warns_once_while_a_check_keeps_failing():
+    """A stream whose feedback check fails at every solve warns once (when it starts failing);
+    checks_ still shows the failure after each chunk, and a new fit warns again."""
+    plant, C, _, _ = _experiment(0, n=2, m=1, outputs=1, K=10)
+    Y, U, _ = output_feedback_data(plant, C, 3000, noise_std=0.05, rng=0)
+    est, failed = OutputDMDidc(max_delay=R), []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a in (0, 1000, 2000):
+            est.partial_fit(Y[:, a:a + 1000], U[:, a:a + 1000], dt=T)
+            failed.append(est.checks_[0].failed)
+    assert failed == [True] * 3
+    assert sum("check 'feedback' failed" in str(w.message) for w in caught) == 1
+    _, messages = _fit(Y, U, dt=T)
+    assert sum("check 'feedback' failed" in text for text in messages) == 1

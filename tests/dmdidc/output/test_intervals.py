@@ -170,3 +170,40 @@ def test_a_held_delay_stays_where_it_is_put():
         assert held.covariance[at, at] == 0.0 and not held.covariance[at].any()
         # the chosen fit's search stops within a fraction of a noise variance of its minimum
         assert held.rss >= refined.rss - refined.rss / refined.dof
+
+
+def _oscillator(seed: int, K: int):
+    """The docs' oscillator (one sensor, delay 1.3 s = 2.6 T, 5 % noise)."""
+    from dmdidc import random_excitation
+    plant = DelayedPlant.from_continuous([[-0.05, 1.0], [-1.0, -0.05]], [[0.0], [1.0]],
+                                         delay=1.3, dt=T)
+    U = random_excitation(1, K, rng=seed)
+    Y = [[1.0, 0.0]] @ plant.simulate([0.0, 0.0], U)[:, :-1]
+    return Y + 0.05 * Y.std() * np.random.default_rng(seed + 1).standard_normal(Y.shape), U
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_delay_the_interval_does_not_determine_is_loud(seed):
+    """Warned exactly when the interval spans [0, max_delay T] or the standard error exceeds a
+    period (seeds 1-5 at K = 1000: standard errors of 1.2-21 s; seed 0: 0.03 s, quiet)."""
+    Y, U = _oscillator(seed, 1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+    loud = [str(w.message) for w in caught if "delay_determined" in str(w.message)]
+    ci = est.delay_ci()[0]
+    undetermined = (ci[0] <= 0 and ci[1] >= 4 * T) or est.delay_se_[0] > T
+    assert bool(loud) == bool(undetermined)
+    if loud:
+        assert "delay not determined" in loud[0] and "lower max_delay" in loud[0]
+        assert "more data" in loud[0]
+
+
+def test_determined_delays_passes_one_sided_clips_and_max_delay_zero():
+    from dmdidc.output.intervals import determined_delays
+    one_sided = determined_delays(np.array([[0.0, 0.3], [1.8, 2.0]]), np.array([0.1, 0.1]), T, 4)
+    assert one_sided.passed
+    assert determined_delays(np.array([[0.0, 0.0]]), np.array([0.0]), T, 0).passed
+    both = determined_delays(np.array([[0.0, 0.3], [0.0, 2.0]]), np.array([0.1, 0.4]), T, 4)
+    assert both.failed and "channel(s) [1]" in both.finding
+    assert determined_delays(np.array([[0.5, 1.6]]), np.array([0.6]), T, 4).failed
