@@ -878,7 +878,7 @@ class OutputDMDidc:
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
         self.at_bound_ = _at_bound(self.delay, R, dt)
         self._warn_checks(start, R)
-        undetermined = determined_delays(self.delay_ci(), self.delay_se_, dt, R)
+        undetermined = determined_delays(self.delay_ci(), dt, R)
         if undetermined.failed:
             warn_model(undetermined.message(), DiagnosticWarning)
 
