@@ -113,8 +113,9 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     outputs : str, optional
         Output identification (``y = C x``, fewer signals than states): the measured columns of
         a CSV table (or ``"all"``: every column but the time and the inputs; with an ``.npz``
-        archive or two CSV files, ``"all"`` reads the states as outputs).  They are returned
-        where the states would be (``X``); not with ``states``.
+        archive or two CSV files, ``"all"`` reads the states array or file as outputs).  They
+        are returned where the states would be (``X``); with a data file not with ``states``
+        (in the two-file form ``states`` is the outputs file).
 
     Returns
     -------
@@ -145,10 +146,13 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     if missing not in MISSING_POLICIES:
         raise ParameterError(f"missing must be one of {MISSING_POLICIES}; got {missing!r}")
     if outputs is not None:        # measured outputs y = C x: read where the states would be
-        if states is not None:
+        # in the two-file form --states is the file that holds the outputs, not a column list
+        if states is not None and data is not None:
             raise ParameterError(f"give --outputs (measured signals y = C x, output "
                                  f"identification) or --states (every state measured), not "
-                                 f"both; got --states {states!r} and --outputs {outputs!r}")
+                                 f"both; got --states {states!r} and --outputs {outputs!r} "
+                                 f"(only the two-file form takes both: --states y.csv "
+                                 f"--inputs u.csv --outputs all)")
         if data is None or not is_table(data):
             if outputs != "all":
                 raise ParameterError(f"--outputs {outputs!r} names columns of a CSV table; with "

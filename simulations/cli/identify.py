@@ -119,7 +119,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                         help="output identification (y = C x, fewer measured signals than "
                              "states; OutputDMDidc): the CSV table's measured columns, or "
                              "'all' (every column but the time and the inputs; with .npz or "
-                             "two files: the states array or file); not with --states")
+                             "two files: the states array or file, e.g. --states y.csv "
+                             "--inputs u.csv --outputs all); with a data file not with "
+                             "--states")
     parser.add_argument("--time", metavar="COLUMN",
                         help="the time column of the CSV file(s) (name or 1-based number), or "
                              "'none'; default: a column named time, t or timestamp (a time "
@@ -293,9 +295,12 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
           f"{regression.relative_residual:.2g}")
     print(estimator.block_test_.summary())
     if estimator.state_trend_ is not None:
-        print(f"removed ({args.detrend}) mean state {estimator.state_trend_[:, :, 0].mean(0)}, "
-              f"mean input {estimator.input_trend_[:, :, 0].mean(0)}: the model is in "
-              f"deviations from the operating point")
+        # a state's trend holds its trajectory's shift (operating point under the fitted
+        # intercept), not only its mean: name it for what it is
+        print(f"removed ({args.detrend}) trend per trajectory (averaged over trajectories, "
+              f"value at sample 0): state operating point "
+              f"{estimator.state_trend_[:, :, 0].mean(0)}, input level "
+              f"{estimator.input_trend_[:, :, 0].mean(0)}: the model is in deviations from them")
     if model.operating_point is not None:
         print(f"operating point: x_op = {model.operating_point.state}, u_op = "
               f"{model.operating_point.input} (the model works in deviations from it)")

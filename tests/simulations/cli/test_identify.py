@@ -47,6 +47,17 @@ def test_identify_offset_without_detrend_warns_with_the_cause(tmp_path, capsys):
     assert "detrend=" not in err
 
 
+def test_identify_detrend_constant_names_the_operating_point(tmp_path, capsys):
+    """The removed state trend holds the trajectory's shift (its operating point), not the
+    mean of the states: the report said 'mean state' (found in review)."""
+    path = noisy_data(tmp_path, offset=5.0)
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--detrend",
+                 "constant", "--out", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "removed (constant) trend per trajectory" in out
+    assert "state operating point" in out and "mean state" not in out
+
+
 def test_identify_closed_loop_with_the_reference_and_refused_flags(tmp_path, capsys):
     from simulations.studies.data_kinds import make_data, random_plant
 
