@@ -56,6 +56,7 @@ from dmdidc.inference.intervals import (
     asymptotic_intervals,
     bootstrap_intervals,
     model_vector,
+    with_signal_units,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
@@ -1014,7 +1015,9 @@ class DMDidc:
             if X is not None or U is not None or Z is not None:
                 raise ParameterError("asymptotic intervals come from the fit's covariance; "
                                      "X, U and Z are for method='bootstrap'")
-            return self._asymptotic(solution, level, self._stored("_pretest_iv"))
+            ci = self._asymptotic(solution, level, self._stored("_pretest_iv"))
+            return with_signal_units(ci, model.signal_info.state_units,
+                                     model.signal_info.input_units)
         n_resamples = check_integer("n_resamples", n_resamples, minimum=2)
         if self._parts is not None:
             if X is not None or U is not None or Z is not None:
@@ -1029,9 +1032,11 @@ class DMDidc:
                                      "data given to fit as X=..., U=... (and Z=...), or "
                                      "fit_statistics with a list of statistics")
             refit, parts = self._trajectory_refit(X, U, Z)
-        return bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
-                                   level=level, n_resamples=n_resamples, rng=rng,
-                                   silent=self._block_test.first_active < 0)
+        ci = bootstrap_intervals(refit, parts, model_vector(model), n_states=n, n_inputs=m,
+                                 level=level, n_resamples=n_resamples, rng=rng,
+                                 silent=self._block_test.first_active < 0)
+        return with_signal_units(ci, model.signal_info.state_units,
+                                 model.signal_info.input_units)
 
     def _parts_refit(self) -> tuple[Callable[[np.ndarray], np.ndarray | None], int]:
         """The bootstrap refit over the parts given to ``fit_statistics``
@@ -1220,7 +1225,8 @@ class DMDidc:
             item.name if item.name != "r" else "delay": {
                 "value": item.value.tolist(), "low": item.low.tolist(),
                 "high": item.high.tolist(), "standard_error": item.standard_error.tolist(),
-                "unit": item.unit} for item in (ci.delay, ci.A_c, ci.B_c)}}
+                "unit": item.unit if isinstance(item.unit, str) else item.unit.tolist()}
+            for item in (ci.delay, ci.A_c, ci.B_c)}}
         return model.with_info(model.signal_info.renamed(intervals=intervals))
 
     def save(self, path: Any, *, level: float | None = 0.95) -> Any:

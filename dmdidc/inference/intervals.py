@@ -88,8 +88,8 @@ from dmdidc.inference.recovery import recover_channel, recover_continuous
 from dmdidc.regression.instrumental import hausman_variance
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
-           "bootstrap_intervals", "model_vector", "INTERVAL_METHODS",
-           "with_pretest_bias"]
+           "bootstrap_intervals", "model_vector", "INTERVAL_METHODS", "rate_units",
+           "with_pretest_bias", "with_signal_units"]
 
 INTERVAL_METHODS = ("asymptotic", "bootstrap")
 #: Most bootstrap refits one call may ask for.
@@ -116,8 +116,10 @@ class IntervalEstimate:
     level : float
     method : str
         ``"asymptotic"`` or ``"bootstrap"``.
-    unit : str
-        Unit of the values (``"s"`` for delays, ``"1/s"`` for ``A_c``, ...).
+    unit : str or ndarray of str
+        Unit of the values (``"s"`` for delays, ``"1/s"`` for ``A_c`` and ``B_c`` of signals
+        without units), or one per entry, of the values' shape (``"K/(kW s)"`` for the entry
+        of ``B_c`` from an input in kW to a state in K: :func:`rate_units`).
     """
 
     name: str
@@ -127,11 +129,22 @@ class IntervalEstimate:
     standard_error: np.ndarray
     level: float
     method: str
-    unit: str
+    unit: str | np.ndarray
 
     def __post_init__(self) -> None:
         for field in ("value", "low", "high", "standard_error"):
             object.__setattr__(self, field, read_only(np.asarray(getattr(self, field), float)))
+        if not isinstance(self.unit, str):
+            units = np.array(self.unit, dtype=object)
+            if units.shape != self.value.shape:
+                raise DimensionError(f"unit must be one string or one per entry, shape "
+                                     f"{self.value.shape}; got shape {units.shape}")
+            units.flags.writeable = False
+            object.__setattr__(self, "unit", units)
+
+    def unit_of(self, index: tuple[int, ...]) -> str:
+        """The unit of the entry ``index``."""
+        return self.unit if isinstance(self.unit, str) else str(self.unit[index])
 
     @property
     def half_width(self) -> np.ndarray:
@@ -153,11 +166,12 @@ class IntervalEstimate:
         for index in np.ndindex(self.value.shape):
             label = f"{self.name}[{', '.join(map(str, index))}]" if index else self.name
             value, low, high = self.value[index], self.low[index], self.high[index]
+            unit = self.unit_of(index)
             if not np.isfinite(high - low):
-                out.append(f"{label} = {value:.3f} {self.unit} (no {self.method} interval)")
+                out.append(f"{label} = {value:.3f} {unit} (no {self.method} interval)")
             else:
                 out.append(f"{label} = " + interval_text(
-                    value, low, high, unit=self.unit, scale=scale, level=self.level,
+                    value, low, high, unit=unit, scale=scale, level=self.level,
                     symmetric=self.method == "asymptotic"))
         return out
 
@@ -202,6 +216,44 @@ class ConfidenceIntervals:
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def rate_units(rows: tuple[str, ...] | list[str], columns: tuple[str, ...] | list[str]
+               ) -> str | np.ndarray:
+    """Units of the entries of a continuous-time matrix from signals ``columns`` to the rates
+    of signals ``rows``: ``[row] / ([column] s)`` (``A_c``: states to states, ``B_c``: inputs
+    to states), ``"1/s"`` where both units are equal (or empty).
+
+    Returns
+    -------
+    str or ndarray of str, shape (len(rows), len(columns))
+        ``"1/s"`` when it is every entry's unit, else one unit per entry.
+
+    Examples
+    --------
+    >>> rate_units(["", ""], [""])
+    '1/s'
+    >>> rate_units(["K", "Pa"], ["kW"]).tolist()
+    [['K/(kW s)'], ['Pa/(kW s)']]
+    >>> rate_units(["K"], [""]).tolist()
+    [['K/s']]
+    """
+    def rate(row: str, column: str) -> str:
+        if row == column:
+            return "1/s"
+        return f"{row or 1}/({column} s)" if column else f"{row}/s"
+
+    units = np.array([[rate(r, c) for c in columns] for r in rows], dtype=object)
+    return "1/s" if units.size and np.all(units == "1/s") else units
+
+
+def with_signal_units(ci: ConfidenceIntervals, state_units: tuple[str, ...],
+                      input_units: tuple[str, ...]) -> ConfidenceIntervals:
+    """``ci`` with the units of ``A_c`` and ``B_c`` formed from the signals' units
+    (:func:`rate_units`; unchanged without units)."""
+    return dataclasses.replace(
+        ci, A_c=dataclasses.replace(ci.A_c, unit=rate_units(state_units, state_units)),
+        B_c=dataclasses.replace(ci.B_c, unit=rate_units(state_units, input_units)))
 
 
 def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,

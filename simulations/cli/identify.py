@@ -24,7 +24,7 @@ from simulations.cli.terms import warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs", "with_signals", "signals_text",
-           "signals_record", "signal_labels"]
+           "signals_record", "signal_labels", "unit_intervals"]
 
 
 def _max_delay(text: str) -> int | None:
@@ -170,7 +170,28 @@ def with_signals(model, data, files: str | None = None):
     provenance = {**(info.provenance or {}), "data": {
         "source": files or data.source, "experiments": len(data.X),
         "samples": sum(X.shape[1] for X in data.X), "dt": data.dt}}
-    return model.with_info(info.renamed(**fields, provenance=provenance))
+    info = info.renamed(**fields, provenance=provenance)
+    if info.intervals:       # fitted on arrays: the units of A_c and B_c follow the signals'
+        info = info.renamed(intervals=unit_intervals(info.intervals, info))
+    return model.with_info(info)
+
+
+def unit_intervals(intervals, info):
+    """``intervals`` (a :class:`~dmdidc.ConfidenceIntervals`, or the plain-JSON form of
+    :attr:`~dmdidc.ModelInfo.intervals`) with ``A_c`` and ``B_c`` in the units of ``info``'s
+    signals (:func:`~dmdidc.inference.intervals.rate_units`): the command fits arrays and
+    names the signals after the fit."""
+    from dmdidc.inference.intervals import rate_units, with_signal_units
+
+    if not isinstance(intervals, dict):
+        return with_signal_units(intervals, info.state_units, info.input_units)
+    result = dict(intervals)
+    for name, columns in (("A_c", info.state_units), ("B_c", info.input_units)):
+        if name in result:
+            unit = rate_units(info.state_units, columns)
+            result[name] = {**result[name],
+                            "unit": unit if isinstance(unit, str) else unit.tolist()}
+    return result
 
 
 def signal_labels(names, units) -> list[str]:
@@ -312,7 +333,8 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
     if model.has_continuous:
         print(f"delay [s] = {model.delay}  (fraction {model.delay_fraction})")
         print(f"A_c =\n{model.A_c}\nB_c =\n{model.B_c}")
-        print(estimator.confidence_intervals(args.level).summary())
+        print(unit_intervals(estimator.confidence_intervals(args.level),
+                             model.signal_info).summary())
     else:
         print(f"no continuous model: {model.continuous_note}")
     print(estimator.diagnostics_.summary())

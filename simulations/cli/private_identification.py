@@ -41,6 +41,7 @@ from simulations.cli.identify import (
     refuse_delay_at_bound,
     signals_record,
     signals_text,
+    unit_intervals,
     with_signals,
 )
 from simulations.cli.terms import warn
@@ -173,7 +174,8 @@ def _identify(args: argparse.Namespace) -> int:
                                "privacy": _release_dict(private.privacy),
                                "delay_steps": model.delay_steps.tolist()}
     if model.has_continuous:
-        intervals = estimator.confidence_intervals(args.level)
+        intervals = unit_intervals(estimator.confidence_intervals(args.level),
+                                   model.signal_info)
         print(intervals.summary())
         summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),
                        delay_high=intervals.delay.high.tolist(), A_c=model.A_c.tolist(),

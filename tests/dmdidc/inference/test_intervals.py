@@ -12,12 +12,14 @@ from dmdidc import (
     ContinuousModelWarning,
     DelayedPlant,
     DMDidc,
+    IdData,
     IntervalEstimate,
     LogarithmError,
     ParameterError,
     SufficientStatistics,
     random_excitation,
 )
+from dmdidc.inference.intervals import rate_units
 from tests.seed_example import A_C, B_C, T
 
 
@@ -385,3 +387,41 @@ def test_restriction_projector_is_remembered_by_content(seed):
     scaled = dataclasses.replace(solution, unscaled_covariance=C * np.linspace(1, 2, C.shape[0]))
     assert np.array_equal(restriction_projector(scaled, 2, active),
                           _projector(scaled.unscaled_covariance, 2, active))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_named_units_give_each_entry_its_rate_unit(seed):
+    """With named units A_c[i, j] is in [x_i]/([x_j] s) and B_c[i, j] in [x_i]/([u_j] s) (the
+    printed intervals said '1/s' for every entry); without units they stay '1/s'."""
+    rng = np.random.default_rng(seed)
+    A_c = np.diag(-rng.uniform(0.2, 0.8, 2)) + 0.1 * rng.standard_normal((2, 2))
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 1)) + 1.0,
+                                         delay=1.5, dt=1.0)
+    Us = [random_excitation(1, 750, rng=rng) for _ in range(2)]
+    Xs = [plant.simulate([0.0, 0.0], U) + 0.01 * rng.standard_normal((2, 751)) for U in Us]
+    data = IdData(Xs, Us, dt=1.0, state_units=["K", "Pa"], input_units=["kW"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        named, plain = DMDidc(max_delay=3).fit(data), DMDidc(max_delay=3).fit(Xs, Us, dt=1.0)
+        intervals = [named.confidence_intervals(),
+                     named.confidence_intervals(method="bootstrap", X=data, n_resamples=10,
+                                                rng=seed)]
+    for ci in intervals:
+        assert ci.B_c.unit.tolist() == [["K/(kW s)"], ["Pa/(kW s)"]]
+        assert ci.A_c.unit.tolist() == [["1/s", "K/(Pa s)"], ["Pa/(K s)", "1/s"]]
+        assert ci.delay.unit == "s"
+        assert "Pa/(kW s)" in ci.summary().splitlines()[-1]
+    assert plain.confidence_intervals().B_c.unit == "1/s"
+    assert plain.confidence_intervals().A_c.unit == "1/s"
+    assert named.annotated_model().info.intervals["B_c"]["unit"] == [["K/(kW s)"],
+                                                                     ["Pa/(kW s)"]]
+
+
+def test_rate_units_of_partly_named_signals():
+    assert rate_units(["", ""], ["", ""]) == "1/s"
+    assert rate_units(["K"], ["K"]) == "1/s"
+    assert rate_units(["K", ""], ["kW"]).tolist() == [["K/(kW s)"], ["1/(kW s)"]]
+    assert rate_units(["K"], [""]).tolist() == [["K/s"]]
+    with pytest.raises(ValueError, match="one per entry"):
+        IntervalEstimate("B_c", [[1.0]], [[0.0]], [[2.0]], [[0.5]], 0.95, "asymptotic",
+                         [["1/s"], ["1/s"]])

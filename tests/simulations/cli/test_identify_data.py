@@ -1,6 +1,8 @@
 """``dmdidc identify`` on a user's tables: columns by name, the time column, missing samples,
 a delay at the bound, resource limits and atomic model files (issues 18 and 20)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -269,3 +271,18 @@ def test_outputs_from_two_files(tmp_path, capsys):
     assert identify(tmp_path, "--states", tmp_path / "y.csv", "--inputs", tmp_path / "u.csv",
                     "--outputs", "x1", "--dt", 2.0, "--max-delay", 3) == 2
     assert "--outputs all reads" in capsys.readouterr().err
+
+
+def test_named_units_reach_the_printed_and_saved_intervals(tmp_path, capsys):
+    """A header 'T [K]' and 'q [kW]': B_c's intervals are in K/(kW s), not '1/s' (review)."""
+    path, _, X, U = table(tmp_path, 1)
+    rows = np.loadtxt(path, delimiter=",", skiprows=1)
+    np.savetxt(path, rows, delimiter=",", header="time,T1 [K],T2 [K],q1 [kW],q2 [kW]",
+               comments="", fmt="%.17g")
+    assert identify(tmp_path, path, "--inputs", "q1,q2", "--max-delay", 3) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"B_c\[1, 0\] = .* K/\(kW s\)", out) and "A_c[0, 1] = " in out
+    assert not re.search(r"B_c\[.*1/s", out)
+    saved = DelayedPlant.load(tmp_path / "model.json").info.intervals
+    assert saved["B_c"]["unit"] == [["K/(kW s)"] * 2] * 2
+    assert saved["A_c"]["unit"] == "1/s"
