@@ -481,7 +481,16 @@ def _rounded_offset(check: Check, rounding: float) -> Check:
     """The offset check of an affine fit solved from centred moments without a pass over the
     samples to refine it: failed when their rounding may move a coefficient by
     :data:`~dmdidc.inference.offset.AFFINE_ROUNDING_LOUD` of its standard error (nearly
-    exact data around a large operating point)."""
+    exact data around a large operating point).  Singular moments (a rank-truncated fit,
+    ``regression_rank``, or inputs that never move) have no derivative to measure that with
+    (:func:`~dmdidc.fitting.affine_rounding` is ``inf``): the rounding is then not tested,
+    and the check says so instead of "inf standard errors off"."""
+    if not np.isfinite(rounding):
+        return Check(check.name, check.question, None, check.statistic, check.threshold,
+                     f"{check.finding.split(':')[0]}; how far centring the moments moved the "
+                     f"coefficients is not tested: the moments are singular (a rank-truncated "
+                     f"fit, regression_rank, or a regressor that never varies), so their "
+                     f"rounding has no derivative to measure it with")
     if not rounding > AFFINE_ROUNDING_LOUD:
         return check
     return Check(check.name, check.question, False, rounding, AFFINE_ROUNDING_LOUD,

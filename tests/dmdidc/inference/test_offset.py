@@ -216,3 +216,30 @@ def test_streamed_iv_without_detrend_tests_the_offset_as_the_batch_fit_does():
         if expected is not None:                      # loud, or no false alarm
             assert check.passed is expected, check
         assert est.model_.operating_point is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_singular_moments_leave_the_centring_rounding_untested_not_inf(seed):
+    """regression_rank on rank-deficient moments (an input that never moves): the rounding
+    check of an affine fit from statistics said 'inf standard errors off'; it is not tested
+    (singular moments), while full-rank statistics keep the measured, finite check."""
+    plant, X, U = data([5.0, 3.0], seed, samples=3000)
+    silent = np.vstack([U[:1], np.zeros_like(U[:1])])          # the second input never moves
+    X_silent = plant.simulate(np.zeros(2), silent) + 0.01 * np.random.default_rng(
+        seed).standard_normal(X.shape) + np.array([[5.0], [3.0]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = DMDidc(max_delay=3, regression_rank=6).fit_statistics(
+            SufficientStatistics.from_data(X_silent, silent, max_delay=3), dt=0.5)
+    check = est.diagnostics_["offset"]
+    assert check.passed is None and "not tested" in check.finding
+    assert "singular" in check.finding and "inf" not in check.finding
+    assert np.isfinite(check.statistic)
+    assert not any("'offset'" in str(w.message) for w in caught)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        full = DMDidc(max_delay=3).fit_statistics(
+            SufficientStatistics.from_data(X, U, max_delay=3), dt=0.5)
+    check = full.diagnostics_["offset"]
+    assert check.passed is True and np.isfinite(check.statistic)
+    assert not any("'offset'" in str(w.message) for w in caught)
