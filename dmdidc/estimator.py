@@ -14,6 +14,7 @@ blocks around it, and recovers the continuous plant (eqs. 9.66-9.69), with confi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +61,7 @@ from dmdidc.inference.intervals import (
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.info import ModelInfo
+from dmdidc.missing import left_out
 from dmdidc.model import DelayedPlant, OperatingPoint
 from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import pod_modes
@@ -435,6 +437,12 @@ class DMDidc:
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
         self._pod = pod
+        # experiments of at most R samples give no regression sample: say so (missing="drop"
+        # leaves such pieces between close gaps, and frequent gaps can lose most of the data)
+        note, loud = left_out([Ui.shape[1] for _, Ui in trajectories], self._R + 1,
+                              window=f"max_delay + 1 = {self._R + 1}")
+        if loud:
+            warn_model(note, DiagnosticWarning)
         try:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
@@ -445,13 +453,23 @@ class DMDidc:
             if pod is not None:
                 raise
             snapshots = sum(Xi.shape[1] for Xi, _ in trajectories)
+            if len(trajectories) > 1 and all(Ui.shape[1] <= self._R for _, Ui in trajectories):
+                raise InsufficientExcitationError(
+                    f"{exc}: each of the {len(trajectories)} experiments has at most "
+                    f"max_delay = {self._R} input samples and gives none (missing='drop' "
+                    f"splits at every gap): interpolate short gaps "
+                    f"(IdData(..., missing='interpolate')) or lower max_delay") from exc
             raise InsufficientExcitationError(
                 f"{exc}. With {n} states and {snapshots} snapshots"
                 + (" (more states than snapshots)" if n >= snapshots else "")
                 + ": if the states are many sensors of a few modes, DMDidc(svd_rank=r) "
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
-        return self._finish(outcome, trajectories)
+        self._finish(outcome, trajectories)
+        if note is not None:
+            self._diagnostics = dataclasses.replace(
+                self._diagnostics, notes=(*self._diagnostics.notes, note))
+        return self
 
     def _fit_trajectories(self, trajectories: list, references: list | None) -> FitOutcome:
         return fit_trajectories(

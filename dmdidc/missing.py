@@ -13,6 +13,13 @@ MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each r
   data, which the trajectory check refuses).
 
 Infinite values are never "missing": they are refused (a sensor that overflowed is not a gap).
+
+A fit needs more samples of each experiment than ``"drop"`` may leave between close gaps: one
+window (``max_delay + 1`` input samples for :class:`~dmdidc.DMDidc`, ``2 horizon + max_delay
++ 1`` for :class:`~dmdidc.OutputDMDidc`).  Shorter pieces are left out of the fit, and
+:func:`left_out` says so: a note in the fit's diagnostics when any piece is left out, a
+:class:`~dmdidc.DiagnosticWarning` when they hold more than :data:`LEFT_OUT_WARNING` of the
+samples (frequent gaps can discard most of the data).
 """
 
 from __future__ import annotations
@@ -23,10 +30,14 @@ import numpy as np
 
 from _toolbox.errors import NonFiniteError, ParameterError
 
-__all__ = ["MISSING_POLICIES", "MissingReport", "handle_missing"]
+__all__ = ["LEFT_OUT_WARNING", "MISSING_POLICIES", "MissingReport", "handle_missing",
+           "left_out"]
 
 #: What :class:`~dmdidc.IdData` does with NaN samples.
 MISSING_POLICIES = ("error", "interpolate", "drop")
+#: Share of the samples in experiments too short for a fit's window above which leaving them
+#: out warns (below it, a note in the diagnostics: a few short pieces cost little).
+LEFT_OUT_WARNING = 0.1
 
 
 @dataclass(frozen=True)
@@ -209,3 +220,43 @@ def _drop(experiments):
         raise NonFiniteError("no two consecutive complete samples are left after dropping the "
                              "missing ones; use missing='interpolate' or fewer gaps")
     return result, 0, removed
+
+
+def left_out(lengths: list[int], shortest: int, *, window: str,
+             shorter: str = "lower max_delay") -> tuple[str | None, bool]:
+    """What a fit that needs ``shortest`` input samples per experiment leaves out.
+
+    Parameters
+    ----------
+    lengths : list of int
+        Input samples ``K`` of each experiment.
+    shortest : int
+        The fewest a used experiment has (one window of the fit).
+    window : str
+        What sets ``shortest``, for the message (``"max_delay + 1 = 4"``).
+    shorter : str
+        How to shorten the window, for the remedy.
+
+    Returns
+    -------
+    note : str or None
+        How many experiments and samples are left out, and the remedy; ``None`` when none is,
+        or when every one is (the fit then refuses the data with its own error).
+    loud : bool
+        Whether they hold more than :data:`LEFT_OUT_WARNING` of the samples (warn).
+
+    Examples
+    --------
+    >>> note, loud = left_out([500, 8, 8], 10, window="max_delay + 1 = 10")
+    >>> loud, note[:73]
+    (False, '2 of 3 experiments (16 of 516 samples, 3.1 %) are shorter than one window')
+    """
+    short = [k for k in lengths if k < shortest]
+    if not short or len(short) == len(lengths):
+        return None, False
+    lost, total = sum(short), sum(lengths)
+    note = (f"{len(short)} of {len(lengths)} experiments ({lost} of {total} samples, "
+            f"{100 * lost / total:.2g} %) are shorter than one window of the fit ({window} "
+            f"input samples) and were left out: interpolate short gaps "
+            f"(IdData(..., missing='interpolate')), record with fewer gaps, or {shorter}")
+    return note, lost > LEFT_OUT_WARNING * total

@@ -25,6 +25,7 @@ from dmdidc.errors import (
     warn_model,
 )
 from dmdidc.inference.recovery import continuous_state_matrix
+from dmdidc.missing import left_out
 from dmdidc.output.blocks import (
     LagMoments,
     StructuredFit,
@@ -387,7 +388,14 @@ class OutputDMDidc:
         dt = check_positive("dt", dt)
         if data is not None:        # missing="drop" may leave pieces shorter than a window
             _, _, horizon, _ = self._checked(data.n_states)
-            Y, U = windowed(Y, U, 2 * horizon + self.max_delay + 1)
+            shortest = 2 * horizon + self.max_delay + 1
+            if isinstance(U, list):     # said when they hold much of the data (samples_ tells)
+                note, loud = left_out([u.shape[1] for u in U], shortest,
+                                      window=f"2 horizon + max_delay + 1 = {shortest}",
+                                      shorter="lower horizon or max_delay")
+                if loud:
+                    warnings.warn(note, DiagnosticWarning, stacklevel=2)
+            Y, U = windowed(Y, U, shortest)
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
         _refuse_short(experiments, R)

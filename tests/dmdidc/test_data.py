@@ -1,6 +1,7 @@
 """IdData: metadata, experiments, missing samples (interpolated or dropped, reported), files,
 and fits that accept it wherever they accept arrays."""
 
+import re
 import warnings
 
 import numpy as np
@@ -8,10 +9,13 @@ import pytest
 
 from dmdidc import (
     DelayedPlant,
+    DiagnosticWarning,
     DimensionError,
     DMDidc,
     IdData,
+    InsufficientExcitationError,
     NonFiniteError,
+    OutputDMDidc,
     ParameterError,
     random_excitation,
     read_data,
@@ -158,6 +162,69 @@ def test_drop_keeps_short_pieces_of_many_sensors():
         warnings.simplefilter("ignore")
         est = DMDidc(max_delay=0).fit(data)
     np.testing.assert_allclose(est.A_d, A, atol=1e-6)
+
+
+def _left_out_warnings(caught):
+    return [w for w in caught if "shorter than one window" in str(w.message)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pieces_too_short_for_the_window_are_said_left_out(seed):
+    """missing="drop" with frequent gaps leaves pieces of at most max_delay samples, which the
+    fit left out silently (review; /tmp/r1_drop.py): a note in diagnostics_ when any is left
+    out, a DiagnosticWarning with the counts and the remedy above 10 % of the samples; a
+    pieceless record and gaps far apart stay quiet."""
+    plant, X, U = _data(seed, K=3000, noise=0.002)
+    X_few, X_many = X.copy(), X.copy()
+    X_few[0, [500, 504]] = np.nan                    # one piece of 3 snapshots (2 inputs)
+    X_many[0, 1500::4] = np.nan                      # second half: pieces of 3 inputs or fewer
+    fits = []
+    for states in (X, X_few, X_many):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = DMDidc(max_delay=3).fit(IdData(states, U, dt=0.5, missing="drop"))
+        fits.append((est, _left_out_warnings(caught)))
+    far, few, many = fits
+    assert not far[1] and not any("window" in n for n in far[0].diagnostics_.notes)
+    assert not few[1]                                       # 2 of ~3000 samples: a note only
+    assert any(n.startswith("1 of 3 experiments (2 of ") for n in few[0].diagnostics_.notes)
+    assert len(many[1]) == 1 and issubclass(many[1][0].category, DiagnosticWarning)
+    message = str(many[1][0].message)
+    assert "of 2 experiments" not in message and "max_delay + 1 = 4" in message
+    assert "missing='interpolate'" in message
+    lost, total = map(int, re.search(r"\((\d+) of (\d+) samples", message).groups())
+    assert lost > 0.1 * total and total == IdData(X_many, U, dt=0.5, missing="drop").n_samples
+    for est, _ in (far, few, many):                          # the fits themselves hold
+        np.testing.assert_allclose(est.delay, plant.delay, atol=0.05)
+
+
+def test_every_piece_too_short_names_the_gaps():
+    _, X, U = _data(0, K=400)
+    X = X.copy()
+    X[0, ::3] = np.nan                                   # pieces of one input sample
+    with pytest.raises(InsufficientExcitationError, match="each of the .* experiments has at "
+                                                          "most max_delay = 3"):
+        DMDidc(max_delay=3).fit(IdData(X, U, dt=0.5, missing="drop"))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_output_fit_says_when_short_pieces_hold_much_of_the_data(seed):
+    """OutputDMDidc leaves out pieces shorter than 2 horizon + max_delay + 1: warned above
+    10 % of the samples (samples_ shows what was used), quiet for one gap."""
+    plant, X, U = _data(seed, K=3000, noise=0.002)
+    one, many = X[:1].copy(), X[:1].copy()
+    one[0, 1000] = np.nan
+    many[0, 1500::20] = np.nan                        # pieces of 19 inputs: shorter than 48
+    for Y, loud in ((one, False), (many, True)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = OutputDMDidc(max_delay=3).fit(IdData(Y, U, dt=0.5, missing="drop"))
+        said = _left_out_warnings(caught)
+        assert bool(said) is loud
+        if loud:
+            assert "2 horizon + max_delay + 1" in str(said[0].message)
+            lost = int(re.search(r"\((\d+) of", str(said[0].message)).group(1))
+            assert est.samples_ == IdData(Y, U, dt=0.5, missing="drop").n_samples - lost
 
 
 @pytest.mark.parametrize("seed", range(4))
