@@ -654,7 +654,7 @@ class DelayedPlant:
         DimensionError, NonFiniteError
             Malformed arrays.
         InconsistentModelError
-            Both parts given (format version 2) and they disagree.
+            Both parts given (format version 2 or later) and they disagree.
         """
         if not isinstance(data, Mapping):
             raise ParameterError(f"model data must be a JSON object (a mapping) with the fields "
