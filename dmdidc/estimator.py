@@ -500,8 +500,9 @@ class DMDidc:
         if shifts is None:
             return trajectories
         n = trajectories[0][0].shape[0]
+        # shifts restored from older pickles have state rows only (no input shift)
         return [(X - z[:n, :1] - z[:n, 1:] * np.arange(X.shape[1]),
-                 U - z[n:, :1] - z[n:, 1:] * np.arange(U.shape[1]))
+                 U - z[n:, :1] - z[n:, 1:] * np.arange(U.shape[1]) if len(z) > n else U)
                 for (X, U), z in zip(trajectories, shifts, strict=True)]
 
     def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None
@@ -1282,8 +1283,15 @@ class DMDidc:
         instruments they name, and an affine fit where the ``offset`` check found an offset
         and passed (the fit kept it).  Least squares that ``estimator="auto"`` may have kept
         by Hausman's pretest cannot be told apart from its other reasons: its intervals raise
-        a :class:`~dmdidc.ParameterError` asking for a refit."""
+        a :class:`~dmdidc.ParameterError` asking for a refit.  The ``detrend="constant"``
+        shifts of an estimator pickled before ``"linear"`` had slopes (one value per state)
+        get a zero slope (the ``(n, 2)`` layout of state rows that bootstrap refits subtract;
+        they hold no input shift)."""
         self.__dict__.update(state)
+        shifts = state.get("_shifts")
+        if shifts is not None:
+            self._shifts = [np.stack([z, np.zeros_like(z)], axis=1) if np.ndim(z) == 1 else z
+                            for z in shifts]
         diagnostics = state.get("_diagnostics")
         if diagnostics is None:
             return

@@ -1032,3 +1032,22 @@ def test_detrend_is_exact_with_an_integrator(detrend):
             residual = X[:, 4:] - trend[:, 4:] - theta @ np.concatenate(
                 [X[:, 3:-1] - trend[:, 3:-1], lagged_inputs(U - line, 3)])
             assert np.max(np.abs(residual.mean(axis=1))) < 1e-9 * np.std(X), t
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_constant_detrend_pickled_before_linear_shifts_bootstraps_as_its_fit(seed):
+    # detrend="constant" stored one shift per state (n,) before "linear" gave them slopes
+    # (n, 2); such a pickle's bootstrap refit subtracted them by an (n, 2) index: IndexError.
+    import pickle
+
+    _, Xs, Us = seed_experiments(1.5, seed, offset=2.0, experiments=3)
+    est = DMDidc(max_delay=3, detrend="constant").fit(Xs, Us, dt=T_SEED)
+    old = pickle.loads(pickle.dumps(est))
+    old.__dict__["_shifts"] = [z[:, 0] for z in est._shifts]        # the former layout
+    restored = pickle.loads(pickle.dumps(old))
+    for new, former in zip(restored._shifts, est._shifts, strict=True):
+        np.testing.assert_array_equal(new, former * [1.0, 0.0])
+    ci = restored.confidence_intervals(0.9, method="bootstrap", n_resamples=20, rng=seed,
+                                       X=Xs, U=Us)
+    fresh = est.confidence_intervals(0.9, method="bootstrap", n_resamples=20, rng=seed,
+                                     X=Xs, U=Us)
+    np.testing.assert_allclose(ci.delay.low, fresh.delay.low, rtol=1e-9)
