@@ -58,9 +58,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                           default="auto",
                           help="auto: keep an affine term (the operating point) when the data "
                                "show an offset (exact on noise-free data); none: through the "
-                               "origin; constant / linear: remove each experiment's mean or "
-                               "line first (approximate: a finite record's mean is not the "
-                               "operating point)")
+                               "origin; constant / linear: each experiment its own operating "
+                               "point (and drift): its mean or line removed, then one "
+                               "intercept (and slope) per experiment fitted exactly; the "
+                               "model is in deviations from them")
     identify.add_argument("--reference",
                           help="closed-loop data: CSV of the reference or dither that excites "
                                "the loop, one row per sample (K rows); it drives the "
