@@ -20,7 +20,7 @@ from simulations.cli.common import (
     given_options,
     output_path,
 )
-from simulations.cli.terms import warn
+from simulations.cli.terms import for_command, warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs", "with_signals", "signals_text",
@@ -330,7 +330,7 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
     print(f"A_d =\n{model.A_d}")
     print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
     if estimator.delay_bound_ is not None:
-        print(estimator.delay_bound_.summary())
+        print(for_command(estimator.delay_bound_.summary(), args))
     if model.has_continuous:
         print(f"delay [s] = {model.delay}  (fraction {model.delay_fraction})")
         print(f"A_c =\n{model.A_c}\nB_c =\n{model.B_c}")
@@ -338,7 +338,8 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
                              model.signal_info).summary())
     else:
         print(f"no continuous model: {model.continuous_note}")
-    print(estimator.diagnostics_.summary())
+    # the checks' remedies as this command's flags, as its warnings ('--detrend auto')
+    print(for_command(estimator.diagnostics_.summary(), args))
     if args.residuals is not None:
         with staged_file(args.residuals) as staged:
             estimator.diagnostics_.plot(staged)

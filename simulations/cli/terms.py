@@ -17,7 +17,8 @@ import sys
 from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
-__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_parser", "command_flags", "warn"]
+__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_parser", "command_flags", "warn",
+           "for_command"]
 
 
 class Flag(NamedTuple):
@@ -135,9 +136,15 @@ def command_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, ...] 
             for action in parser._actions for flag in action.option_strings}
 
 
+def for_command(text: object, args: argparse.Namespace) -> str:
+    """``text`` (a warning, a report's remedies) in the terms of the running command's flags
+    (``args.flags``, set by :func:`simulations.cli.main`; none: the Python text)."""
+    return in_cli_terms(str(text), getattr(args, "flags", ()))
+
+
 def warn(message: object, args: argparse.Namespace) -> None:
     """Print ``message`` (a warning's text) on stderr as ``dmdidc identify: warning: ...``, in
     the terms of the command's flags (``args.prog`` and ``args.flags``, set by
     :func:`simulations.cli.main`)."""
-    text = in_cli_terms(str(message), getattr(args, "flags", ()))
-    print(f"{getattr(args, 'prog', 'dmdidc')}: warning: {text}", file=sys.stderr)
+    print(f"{getattr(args, 'prog', 'dmdidc')}: warning: {for_command(message, args)}",
+          file=sys.stderr)

@@ -40,11 +40,14 @@ def test_identify_offset_without_detrend_warns_with_the_cause(tmp_path, capsys):
     path = noisy_data(tmp_path, offset=5.0)
     assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--detrend", "none",
                  "--out", str(tmp_path / "m.json")]) == 0
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "dmdidc identify: warning: check 'offset' failed" in err
     # the remedy in the command's terms: the flag, not the Python option
     assert "fit with --detrend auto (the default) or --detrend constant" in err
     assert "detrend=" not in err
+    # and so does the printed diagnostics table (its 'remedy (offset):' line)
+    assert "remedy (offset): fit with --detrend auto (the default) or --detrend constant" in out
+    assert "detrend=" not in out
 
 
 def test_identify_detrend_constant_names_the_operating_point(tmp_path, capsys):
