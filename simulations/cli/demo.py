@@ -43,7 +43,9 @@ def add_demo_parser(sub: Any) -> argparse.ArgumentParser:
                          help="random seed of the plant, sensors, data and noise (default 0)")
     outputs.add_argument("--steps", type=_at_least(10), default=None,
                          help="closed-loop steps (default 200)")
-    outputs.add_argument("--samples", type=_at_least(200), default=None,
+    # output_control.MIN_SAMPLES (not imported: numpy stays out of the CLI's startup;
+    # test_demo checks they agree)
+    outputs.add_argument("--samples", type=_at_least(400), default=None,
                          help="excitation samples of the fit (default 2000)")
     outputs.set_defaults(handler=_run_outputs)
     live = kinds.add_parser("live", help="adaptive control: the delay steps mid-run (1.3 T -> "

@@ -70,3 +70,14 @@ def test_demo_outputs_defaults_are_the_studys_own():
 
     args = build_parser().parse_args(["demo", "outputs"])
     assert (args.seed, args.steps, args.samples) == (None, None, None)
+
+
+def test_demo_outputs_refuses_a_record_too_short_for_the_fit(capsys):
+    # 200-328 samples passed the parser, then OutputDMDidc refused them ('282 data windows
+    # needed ... lower horizon', a flag the demo does not have)
+    from simulations.studies.output_control import MIN_SAMPLES
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "outputs", "--samples", str(MIN_SAMPLES - 1)])
+    assert exit_.value.code == 2
+    assert f"--samples: must be an integer >= {MIN_SAMPLES}" in capsys.readouterr().err

@@ -53,6 +53,7 @@ def test_progress_is_reported_once_per_stage_and_the_figure_is_written(tmp_path)
 @pytest.mark.parametrize("settings, match", [
     ({"n_outputs": 3}, "n_outputs=3: this study measures fewer signals than states"),
     ({"samples": 50}, "samples"),
+    ({"samples": 300}, "samples must be an integer >= 400"),     # the fit needs 329
     ({"max_delay": 2}, "max_delay"),
     ({"disturbance": -0.1}, "disturbance"),
     ({"snr_db": float("nan")}, "snr_db"),
