@@ -194,4 +194,18 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
                                      f"{args.files[0]!r} has {', '.join(expected)}: every "
                                      f"client's signals must be the same, in the same order "
                                      f"(select them by name with {option})")
+            # the same names in other units (K against degC, W against kW) would be summed
+            # into one model as if they were the same signal; a file without a signal's unit
+            # does not contradict one with it
+            units, first = getattr(data, f"{kind}_units"), getattr(datas[0], f"{kind}_units")
+            if None not in (units, first) and any(
+                    a and b and a != b for a, b in zip(units, first, strict=True)):
+                raise ParameterError(f"{path!r} measures its {kind}s in {_units(units)}; "
+                                     f"{args.files[0]!r} in {_units(first)}: every client "
+                                     f"needs the same units (convert the file first)")
     return clients, periods[0], datas[0]
+
+
+def _units(units) -> str:
+    """``K, kW`` (a signal without a unit: ``-``)."""
+    return ", ".join(unit or "-" for unit in units)

@@ -118,6 +118,21 @@ def test_federated_clients_with_other_columns_are_refused(tmp_path, capsys):
                  "--input-bound", "4", "--epsilon", "50", "--out", str(tmp_path / "fed")]) == 0
 
 
+def test_federated_clients_with_other_units_are_refused(tmp_path, capsys):
+    # the same columns in degC and kW against K and W were combined into one model silently
+    X, U = _record(21, samples=3000)
+    first = _table(tmp_path / "a.csv", X, U)
+    for header, kind in (("time [s],T_room [degC],T_wall [degC],heater [kW],fan [kW]", "state"),
+                         ("time [s],T_room [K],T_wall [K],heater [W],fan [kW]", "input")):
+        other = _table(tmp_path / "b.csv", X, U, header=header)
+        assert main(["federated", "identify", str(first), str(other), "--inputs", "heater,fan",
+                     "--max-delay", "3", "--state-bound", "40", "--input-bound", "4",
+                     "--epsilon", "50", "--out", str(tmp_path / "fed")]) == 2
+        err = capsys.readouterr().err
+        assert f"measures its {kind}s in" in err and "the same units" in err, kind
+        assert not (tmp_path / "fed").exists()
+
+
 def test_federated_input_free_data_is_refused_before_the_bounds_are_asked(tmp_path, capsys):
     rng = np.random.default_rng(4)
     np.savez(tmp_path / "free.npz", X=np.cumsum(0.1 * rng.standard_normal((2, 41)), axis=1),
