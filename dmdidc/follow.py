@@ -135,7 +135,8 @@ class Snapshot:
 def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any = None,
                dt: float | None = None, poll: float = 0.2, idle_timeout: float | None = None,
                chunk: int = 1000, bad_lines: str = "error",
-               report: Callable[[str], None] | None = None) -> Iterator[Chunk]:
+               report: Callable[[str], None] | None = None,
+               first_column: int = 0) -> Iterator[Chunk]:
     """Follow a CSV file as it grows and yield its samples in chunks (module notes).
 
     Parameters
@@ -143,7 +144,7 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     path : str or Path
         The file; it must exist (an empty file waits for its header line).
     inputs : str, int or sequence of them
-        The input columns: header names, or 0-based column numbers.
+        The input columns: header names, or column numbers (0-based; see ``first_column``).
     states : str, int or sequence of them, optional
         The state columns (default: every column but the inputs and the time).
     time : str or int, optional
@@ -161,6 +162,9 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         A malformed line raises, or is reported and counted as one lost sample.
     report : callable, optional
         Receives the messages (restart, stall, lost lines); default: a :class:`StreamWarning`.
+    first_column : {0, 1}, default 0
+        The number of the first column in ``inputs``, ``states`` and ``time`` (1: a command
+        line's numbering, as ``dmdidc identify --follow``; messages use the same).
 
     Returns
     -------
@@ -197,7 +201,9 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     chunk = check_integer("chunk", chunk, minimum=1)
     dt = None if dt is None else check_positive("dt", dt)
     say = report or (lambda message: warnings.warn(message, StreamWarning, stacklevel=3))
-    columns = _Columns(path.name, inputs, states, time)
+    if first_column not in (0, 1) or isinstance(first_column, bool):
+        raise ParameterError(f"first_column must be 0 or 1; got {first_column!r}")
+    columns = _Columns(path.name, inputs, states, time, first_column)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
                    bad_lines, say)
@@ -333,10 +339,11 @@ class _Tail:
 class _Columns:
     """The column choice, resolved against each stream's header (the same for every stream)."""
 
-    def __init__(self, source: str, inputs: Any, states: Any, time: Any) -> None:
+    def __init__(self, source: str, inputs: Any, states: Any, time: Any,
+                 first: int = 0) -> None:
         if inputs is None:
             raise ParameterError("follow_csv needs inputs=[...]: the input columns")
-        self.source, self.names = source, None
+        self.source, self.names, self.first = source, None, first
         self.inputs, self.states, self.time = _specs(inputs), states, time
 
     def resolve(self, header: str, number: int) -> dict:
@@ -367,10 +374,11 @@ class _Columns:
         if isinstance(spec, str) and spec in names:
             return names.index(spec)
         if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) and \
-                0 <= spec < len(names):
-            return int(spec)
+                0 <= spec - self.first < len(names):
+            return int(spec) - self.first
         raise ParameterError(f"{option}: {spec!r} is not a column of {self.source} (its columns "
-                             f"are {names}; give names or 0-based numbers)")
+                             f"are {names}; give names or numbers {self.first} to "
+                             f"{len(names) - 1 + self.first})")
 
 
 def _specs(value: Any) -> list:

@@ -82,7 +82,7 @@ def run_follow(args: argparse.Namespace) -> int:
         states=None if args.states is None else _specs(args.states, "--states"),
         time=_time_spec(args.time), dt=args.dt, poll=args.poll,
         idle_timeout=args.idle_timeout, bad_lines=args.bad_lines, report=_note,
-        chunk=args.every))                       # a backlog is read in update periods
+        chunk=args.every, first_column=1))     # a backlog is read in update periods
     guard = _Guard(args.out)
     with guard:
         try:
@@ -230,13 +230,14 @@ def _note(message: str) -> None:
 
 def _specs(text: str | None, option: str) -> list:
     """Comma-separated header names or 1-based column numbers (a header name is never a
-    number) as :func:`dmdidc.follow_csv` takes them."""
+    number) as :func:`dmdidc.follow_csv` takes them with ``first_column=1`` (its messages
+    then number as the command line does)."""
     from _toolbox.errors import ParameterError
 
     if text is None:
         raise ParameterError(f"--follow needs {option} COLUMNS (header names or 1-based "
                              f"numbers, comma separated)")
-    return [int(part) - 1 if part.strip().isdigit() else part.strip()
+    return [int(part) if part.strip().isdigit() else part.strip()
             for part in text.split(",")]
 
 

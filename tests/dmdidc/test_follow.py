@@ -325,6 +325,14 @@ def test_columns_by_name_or_number_and_clear_refusals(tmp_path, monkeypatch):
     with pytest.raises(ParameterError, match=r"inputs: 'valve' is not a column of log.csv "
                                              r"\(its columns are \['time', 'x1'"):
         _follow(monkeypatch, path, [], inputs="valve")
+    # numbered from 1 (a command line's columns): the same columns, and messages in its terms
+    chunks, _ = _follow(monkeypatch, path, [], inputs=[5, "u2"], states=["x2", 2],
+                        time="auto", first_column=1)
+    np.testing.assert_array_equal(_joined(chunks)[0], X[[1, 0]])
+    with pytest.raises(ParameterError, match=r"inputs: 0 is not a column .*numbers 1 to 6\)"):
+        _follow(monkeypatch, path, [], inputs=0, first_column=1)
+    with pytest.raises(ParameterError, match="first_column must be 0 or 1; got 2"):
+        _follow(monkeypatch, path, [], first_column=2)
     for bad in (dict(states=["u1"]), dict(inputs=["u1", "u1"]), dict(states=["time"])):
         with pytest.raises(ParameterError, match="must be distinct columns"):
             _follow(monkeypatch, path, [], **bad)

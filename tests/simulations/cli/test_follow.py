@@ -63,6 +63,13 @@ def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys)
     assert "has no time column: give --dt" in capsys.readouterr().err
     assert main(argv + ["--dt", "0.5"]) == 0
     assert "inputs u1, u2; T = 0.5 s" in capsys.readouterr().out
+    # a column beyond the table is named as given, in the command's 1-based numbering (it
+    # read 'inputs: 6 is not a column ... give names or 0-based numbers' for --inputs 4,7)
+    bad = list(argv)
+    bad[bad.index("4,5")] = "4,7"
+    assert main(bad + ["--dt", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "inputs: 7 is not a column of log.csv" in err and "numbers 1 to 5" in err
 
 
 @pytest.mark.parametrize("extra, message", [
