@@ -237,6 +237,11 @@ def _specs(text: str | None, option: str) -> list:
     if text is None:
         raise ParameterError(f"--follow needs {option} COLUMNS (header names or 1-based "
                              f"numbers, comma separated)")
+    if option == "--inputs" and text.strip() == "none":
+        # (identify's record without inputs; read here as a column named 'none' before)
+        raise ParameterError("--follow needs input columns: the live fit identifies the "
+                             "inputs' delays; a record without inputs (plain DMD): identify "
+                             "the file without --follow, 'dmdidc identify FILE --inputs none'")
     return [int(part) if part.strip().isdigit() else part.strip()
             for part in text.split(",")]
 

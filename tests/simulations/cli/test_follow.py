@@ -78,7 +78,8 @@ def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys)
     (["--missing", "drop"], "does not take --missing"),
     (["--max-delay", "auto"], "needs an integer --max-delay"),
     (["--estimator", "huber"], "takes --estimator auto (iv), iv or ls"),
-    (["--window", "100", "--forgetting", "0.99"], "forgetting or window, not both")])
+    (["--window", "100", "--forgetting", "0.99"], "forgetting or window, not both"),
+    (["--inputs", "none"], "--follow needs input columns: the live fit identifies")])
 def test_follow_refuses_what_the_live_fit_does_not_do(extra, message, tmp_path, capsys):
     _log(tmp_path / "log.csv", 4, samples=100)
     assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
