@@ -185,7 +185,7 @@ def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -
     p = n + m * (R + 1)
     if kind == "inputs" and m == 0:
         raise ParameterError("instruments='inputs' need inputs; the data have none (m = 0): "
-                             "use instruments='states' or least squares")
+                             "use instruments='states' or least squares (estimator='ls')")
     if kind in ("exogenous", "simulated") and q < 1:
         raise DimensionError(f"{kind} instruments need at least one signal row")
     if kind == "simulated":

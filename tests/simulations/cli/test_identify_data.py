@@ -231,6 +231,10 @@ def test_autonomous_records_are_fitted_as_plain_dmd_from_every_form(tmp_path, ca
         assert model.n_inputs == 0 and model.dt == 0.5, name
         np.testing.assert_allclose(model.A_d, models["zero_rows"].A_d, rtol=1e-10, atol=1e-12)
     assert np.abs(models["table"].A_d - A_d).max() < 0.1      # 400 noisy steps
+    if seed == 0:       # IV has no instruments without inputs: the remedy is a flag
+        assert identify(tmp_path, tmp_path / "no_u.npz", "--dt", 0.5, "--max-delay", 0,
+                        "--estimator", "iv", out="iv.json") == 2
+        assert "or least squares (--estimator ls)" in capsys.readouterr().err
 
 
 def test_outputs_as_long_as_the_inputs_are_accepted(tmp_path, capsys):
