@@ -25,8 +25,17 @@ import importlib.util
 
 from _toolbox.lazy import lazy_exports
 
-# find_spec locates flwr without importing it (a Flower import takes seconds).
-if importlib.util.find_spec("flwr") is None:  # pragma: no cover - exercised only without flwr
+
+def _flower_found() -> bool:
+    """Whether flwr can be imported, found without importing it (a Flower import takes
+    seconds); a finder may also refuse it by raising ImportError."""
+    try:
+        return importlib.util.find_spec("flwr") is not None
+    except ImportError:
+        return False
+
+
+if not _flower_found():  # pragma: no cover - exercised only without flwr
     raise ImportError("privacy.federated.flower needs Flower: pip install 'dmdidc[federated]' "
                       "(flwr>=1.41,<1.42)")
 

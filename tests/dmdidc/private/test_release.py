@@ -207,7 +207,7 @@ def test_sas_release_is_pure_dp_with_the_vector_bound():
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(mechanism="gaussian", epsilon=1.0), "needs delta"),
     (dict(mechanism="poisson", epsilon=1.0), "mechanism must be one of"),
-    (dict(mechanism="sas", epsilon=1.0), "needs alpha"),
+    (dict(mechanism="sas", epsilon=1.0), "needs its stability index, e.g. alpha=1.9"),
     (dict(mechanism="laplace", epsilon=1.0, alpha=1.5), "alpha applies to mechanism='sas'"),
     (dict(mechanism="sas", epsilon=1.0, alpha=2.0), "alpha must lie in"),
     (dict(mechanism="laplace", epsilon=0.0), "epsilon must be > 0"),
