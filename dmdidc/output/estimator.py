@@ -34,6 +34,7 @@ from dmdidc.output.blocks import (
     profile_delays,
     structured_fit,
 )
+from dmdidc.output.bound_check import hidden_delay
 from dmdidc.output.checks import data_checks, finite_signal, windowed
 from dmdidc.output.intervals import (
     DelayProfile,
@@ -241,7 +242,9 @@ class OutputDMDidc:
     Parameters
     ----------
     max_delay : int
-        ``R``: delays up to ``R T`` are searched.
+        ``R``: delays up to ``R T`` are searched.  A delay beyond it warns: at the bound,
+        or, with ``R = 0``, when a refit with room for a delay needs fewer modes
+        (:mod:`dmdidc.output.bound_check`).
     order : int, optional
         Plant order; by default the number of canonical correlations above the noise edge,
         raised (by at most two) until the output-error residuals no longer depend on the
@@ -414,6 +417,9 @@ class OutputDMDidc:
         refined = self._checked_delays(scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
+        hidden = hidden_delay(self, experiments, self.significance)
+        if hidden:
+            warnings.warn(hidden, DiagnosticWarning, stacklevel=2)
         return self
 
     def partial_fit(self, Y: Any, U: Any = None, *, dt: float | None = None,

@@ -1,0 +1,51 @@
+"""max_delay=0 cannot hold a delay: the fit's stand-in modes are found by a refit with room
+for it (dmdidc.output.bound_check), and undelayed plants stay quiet."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+from dmdidc.errors import DiagnosticWarning
+
+T = 0.5
+
+
+def _fit(seed: int, periods: float) -> tuple[OutputDMDidc, list[str]]:
+    """A random lightly damped order-3 plant (two sensors, 20-40 dB) delayed by ``periods``
+    T, fitted with max_delay=0."""
+    rng = np.random.default_rng(seed)
+    omega, rate = rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.6)
+    A = [[-rate, omega, 0.0], [-omega, -rate, 0.0], [0.0, 0.0, -rng.uniform(0.2, 1.0)]]
+    plant = DelayedPlant.from_continuous(A, rng.standard_normal((3, 1)), delay=periods * T,
+                                         dt=T, max_delay=2)
+    U = random_excitation(1, 1500, rng=rng)
+    clean = rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :-1]
+    snr = 10 ** (-rng.uniform(20, 40) / 20)
+    Y = clean + snr * clean.std(axis=1, keepdims=True) * rng.standard_normal(clean.shape)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
+    return est, [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_delay_max_delay_zero_cannot_hold_is_loud(seed):
+    """Delays of 0.2-0.9 T and 1.1-1.9 T: a warning names max_delay and how far to raise it
+    (at least 2 for a delay beyond one period: the refit with 1 sits at its bound)."""
+    rng = np.random.default_rng(100 + seed)
+    for periods, at_least in ((rng.uniform(0.2, 0.9), (1,)), (rng.uniform(1.1, 1.9), (2,))):
+        est, messages = _fit(seed, periods)
+        found = [m for m in messages if m.startswith("max_delay=0 leaves no room")]
+        assert found, (seed, periods, est.order_, messages)
+        assert any(f"Raise max_delay to at least {k}" in found[0] for k in at_least), found[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_undelayed_plant_raises_no_false_alarm(seed):
+    est, messages = _fit(seed, 0.0)
+    assert est.order_ == 3
+    assert not [m for m in messages if "max_delay" in m], messages
