@@ -55,7 +55,7 @@ def hidden_delay(est: Any, experiments: list, significance: float) -> str | None
     ...     warnings.simplefilter("ignore")     # fit warns with this text
     ...     est = OutputDMDidc(max_delay=0).fit(Y, U, dt=0.5)
     >>> text = hidden_delay(est, [(Y, U)], est.significance)
-    >>> est.order_ > 3, text.startswith("max_delay=0 leaves no room")
+    >>> est.order_ > 3, "raise max_delay to at least 1" in text
     (True, True)
     """
     dt, refined = est.dt, est.refined_
@@ -101,9 +101,12 @@ def _compared(est: Any, other: Any, significance: float) -> str | None:
         return None
     at_least = bound + 1 if np.any(other.at_bound_) else bound
     delays = ", ".join(f"{d:.3g} s" for d in other.delay)
-    return (f"max_delay=0 leaves no room for an input delay, and the data show one: with "
-            f"max_delay={bound} the fit needs order {other.order_} instead of {est.order_}, "
-            f"with delay(s) {delays} (the {est.order_ - other.order_} extra mode(s) of this "
-            f"fit stand in for the delay; likelihood ratio {max(ratio, 0.0):.3g}, not "
-            f"significant at {significance:g}). Raise max_delay to at least {at_least}"
+    fastest = np.sort(est.eigenvalues_.real)[:est.order_ - other.order_]
+    modes = ", ".join(f"{v:.3g}" for v in fastest)
+    return (f"max_delay=0 leaves no room for an input delay, and the data fit as well with "
+            f"one: with max_delay={bound} order {other.order_} with delay(s) {delays} is not "
+            f"significantly worse than this order {est.order_} (likelihood ratio "
+            f"{max(ratio, 0.0):.3g} at level {significance:g}), so this fit's fastest "
+            f"mode(s) ({modes} 1/s) may stand in for a delay. Unless the plant has modes that "
+            f"fast, raise max_delay to at least {at_least}"
             + (" (that fit's delay is at its bound too)" if at_least > bound else ""))

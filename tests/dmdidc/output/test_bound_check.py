@@ -41,7 +41,7 @@ def test_a_delay_max_delay_zero_cannot_hold_is_loud(seed):
         est, messages = _fit(seed, periods)
         found = [m for m in messages if m.startswith("max_delay=0 leaves no room")]
         assert found, (seed, periods, est.order_, messages)
-        assert any(f"Raise max_delay to at least {k}" in found[0] for k in at_least), found[0]
+        assert any(f"raise max_delay to at least {k}" in found[0] for k in at_least), found[0]
 
 
 @pytest.mark.parametrize("seed", range(4))
