@@ -120,7 +120,7 @@ def test_identify_with_an_estimator_and_a_chosen_bound_prints_intervals(damped_d
                  "--estimator", "iv", "--level", "0.9", "--out", str(tmp_path / "m.json")])
     printed = capsys.readouterr().out
     assert code == 0
-    assert "max_delay chosen: 3" in printed
+    assert "--max-delay chosen: 3" in printed          # the flag, as the CLI names it
     found = re.search(r"90 % confidence intervals \(asymptotic\):\n  r\[0\] = (1\.\d+) \+/- "
                       r"(0\.\d+) s", printed)
     assert found and abs(float(found.group(1)) - 1.4) < 0.01 and float(found.group(2)) < 0.01
