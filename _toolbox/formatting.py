@@ -5,16 +5,25 @@ half-width, but an estimate never with more than :data:`MAX_PRINTED_DIGITS` sign
 (of the largest entry printed with it): on exact data the width is rounding, and its decimals
 would print ~16 digits of noise.  A half-width below those digits is then printed with its own
 significant digits (``3.2e-08``), never as ``0.00000``, which would read as an exact estimate.
+Numbers of extreme magnitude (from :data:`SCIENTIFIC_FROM`, or below :data:`SCIENTIFIC_BELOW`)
+share one power of ten (``1.00e+200 +/- 0.10e+200``) instead of printing hundreds of digits.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["MAX_PRINTED_DIGITS", "interval_decimals", "interval_text"]
+from _toolbox.errors import ParameterError
+
+__all__ = ["MAX_PRINTED_DIGITS", "SCIENTIFIC_BELOW", "SCIENTIFIC_FROM", "interval_decimals",
+           "interval_text"]
 
 #: Most significant digits an estimate is printed with (of the largest entry printed with it).
 MAX_PRINTED_DIGITS = 6
+#: Magnitudes (of the value or an end) from which an interval prints in scientific notation.
+SCIENTIFIC_FROM = 1e6
+#: Positive magnitudes below which an interval prints in scientific notation.
+SCIENTIFIC_BELOW = 1e-4
 
 
 def interval_decimals(half_width: float, scale: float) -> int:
@@ -64,6 +73,11 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
         Whether ``+/-`` may stand for the interval (a symmetric, asymptotic interval; not for a
         bootstrap's percentiles).
 
+    Raises
+    ------
+    ParameterError
+        If ``low`` exceeds ``high`` (a reversed interval).
+
     Examples
     --------
     >>> interval_text(2.5012, 2.4702, 2.5322, unit="s")
@@ -74,25 +88,40 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
     '2.50 s, 95 % interval [2.47, 2.53] s'
     >>> interval_text(1.0, 1.0 - 2.0 ** -40, 1.0 + 2.0 ** -39, level=0.95, symmetric=False)
     '1.00000, 95 % interval 1.00000 + [-9.1e-13, 1.8e-12]'
+    >>> interval_text(1e200, 0.9e200, 1.1e200)
+    '1.00e+200 +/- 0.10e+200'
     """
     suffix = f" {unit}" if unit else ""
     if not math.isfinite(high - low):
         return f"{value:.4g}{suffix} (no interval)"
-    half = 0.5 * (high - low)
-    places = interval_decimals(half, abs(value) if scale is None else scale)
-    shown = f"{value:.{places}f}"
-    tiny = high - low < 10.0 ** -places            # narrower than the printed digits
+    if low > high:
+        raise ParameterError(f"interval [low, high] = [{low!r}, {high!r}] is reversed: low must "
+                             f"not exceed high")
+    exponent = _shared_exponent(max(abs(value), abs(low), abs(high)))
+    tag = f"e{exponent:+03d}" if exponent else ""
+
+    def mantissa(x: float) -> float:
+        # two steps: 10.0 ** 320 overflows where 1e300 * 10.0 ** 20 does not
+        return x * 10.0 ** -(exponent - max(exponent, -300)) * 10.0 ** -max(exponent, -300)
+
+    half = mantissa(0.5 * (high - low))
+    places = interval_decimals(half, mantissa(abs(value) if scale is None else scale))
+    shown = f"{mantissa(value):.{places}f}{tag}"
+    tiny = 2 * half < 10.0 ** -places              # narrower than the printed digits
     if symmetric and (tiny or abs((high - value) - (value - low)) <= 0.01 * (high - low)):
-        return f"{shown} +/- {_digits(half, places)}{suffix}"
+        width = (f"{0.5 * (high - low):.2g}" if half < 0.5 * 10.0 ** -places
+                 else f"{half:.{places}f}{tag}")
+        return f"{shown} +/- {width}{suffix}"
     head = f"{shown}{suffix}, " + (f"{100 * level:g} % " if level is not None else "")
     if tiny:                                       # the ends would print as the value
         return (f"{head}interval {shown} + [{low - value:.2g}, {high - value:.2g}]{suffix}")
-    return f"{head}interval [{low:.{places}f}, {high:.{places}f}]{suffix}"
+    return (f"{head}interval [{mantissa(low):.{places}f}{tag}, {mantissa(high):.{places}f}{tag}]"
+            f"{suffix}")
 
 
-def _digits(width: float, places: int) -> str:
-    """``width`` with ``places`` decimals, or with two significant digits where those decimals
-    would not show its first one (zero prints ``0``)."""
-    if width < 0.5 * 10.0 ** -places:
-        return f"{width:.2g}"
-    return f"{width:.{places}f}"
+def _shared_exponent(magnitude: float) -> int:
+    """The power of ten the printed numbers share: 0 for ordinary magnitudes, else that of
+    ``magnitude``."""
+    if SCIENTIFIC_BELOW <= magnitude < SCIENTIFIC_FROM or magnitude == 0:
+        return 0
+    return math.floor(math.log10(magnitude))

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 
+from _toolbox.errors import ParameterError
 from _toolbox.formatting import MAX_PRINTED_DIGITS, interval_text
 
 
@@ -36,3 +37,29 @@ def test_interval_forms():
     # a bootstrap interval narrower than the digits: its ends as distances from the value
     text = interval_text(3.0, 3.0 + 2.0 ** -30, 3.0 + 2.0 ** -29, symmetric=False)
     assert text == "3.00000, interval 3.00000 + [9.3e-10, 1.9e-09]"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_extreme_magnitudes_print_a_few_digits_in_scientific_notation(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        value = rng.choice([-1.0, 1.0]) * 10.0 ** rng.uniform(-320, 308)
+        half = abs(value) * 10.0 ** rng.uniform(-8, -0.5)
+        text = interval_text(value, value - half, value + half, unit="s")
+        assert len(text) < 40, text                        # not hundreds of digits
+        shown, width = re.fullmatch(r"(\S+) \+/- (\S+) s", text).groups()
+        assert math.isclose(float(shown), value, rel_tol=1e-5, abs_tol=half), text
+        assert math.isclose(float(width), half, rel_tol=0.5, abs_tol=1e-323), text
+        ends = interval_text(value, value - half, value + 2 * half, symmetric=False)
+        assert len(ends) < 70 and "e" in ends, ends
+
+
+def test_ordinary_magnitudes_stay_in_fixed_point():
+    assert interval_text(120.5, 120.0, 121.0) == "120.5 +/- 0.5"
+    assert "e" not in interval_text(3e-3, 2e-3, 4e-3)
+
+
+@pytest.mark.parametrize("low, high", [(2.0, 0.0), (1.0 + 1e-12, 1.0)])
+def test_a_reversed_interval_is_refused(low, high):
+    with pytest.raises(ParameterError, match="reversed"):
+        interval_text(1.0, low, high)
