@@ -808,8 +808,9 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
     from scipy import special
 
     iv, ls = outcome.solution, outcome.twin
-    if ls is None or iv.estimator != "iv" or first_stage_f(iv) >= WEAK_INSTRUMENTS_F:
-        return False              # strong instruments: IV is precise and consistent
+    if (ls is None or iv.estimator != "iv" or iv.instrument_strength is None
+            or first_stage_f(iv) >= WEAK_INSTRUMENTS_F):
+        return False              # strong (or unmeasured) instruments: IV is kept
     difference = iv.coefficients - ls.coefficients
     variance = hausman_variance(iv.standard_errors ** 2, ls.standard_errors ** 2)
     z = float(np.max(np.abs(difference) / np.sqrt(np.where(variance > 0, variance, np.inf))))

@@ -46,7 +46,7 @@ import dataclasses
 
 import numpy as np
 
-from dmdidc.errors import InsufficientExcitationError
+from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.regression.covariance import KroneckerCovariance
 from dmdidc.regression.lag_products import autocorrelations
 from dmdidc.regression.solution import (
@@ -349,9 +349,20 @@ WEAK_INSTRUMENTS_F = 10.0
 def first_stage_f(solution: RegressionSolution) -> float:
     """First-stage F of an IV solution from its smallest canonical correlation ``rho``:
     ``N rho^2 / (1 - rho^2) / n`` (``n`` endogenous regressors, the states); ``inf`` for an
-    exact fit or without instrument strength."""
+    exact fit.
+
+    Raises
+    ------
+    ParameterError
+        If ``solution`` carries no instrument strength (least squares, or IV solved with
+        ``strength=False``): an F of ``inf`` would read as perfectly strong instruments.
+    """
     rho = solution.instrument_strength
-    if rho is None or solution.relative_residual < EXACT_FIT:
+    if rho is None:
+        raise ParameterError(f"solution (estimator {solution.estimator!r}) has no "
+                             f"instrument_strength, so no first-stage F: solve IV with "
+                             f"strength=True (instrumental_solution's default)")
+    if solution.relative_residual < EXACT_FIT:
         return float("inf")
     rho = min(rho, 1.0 - 1e-16)
     return solution.n_samples * rho ** 2 / (1.0 - rho ** 2) / max(solution.coefficients.shape[0], 1)

@@ -161,3 +161,19 @@ def test_without_strength_the_iv_fit_is_the_same(seed):
     for name in ("coefficients", "unscaled_covariance", "residual_covariance",
                  "singular_values", "standard_errors"):
         assert np.array_equal(getattr(full, name), getattr(bare, name)), name
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_stage_f_refuses_a_solution_solved_without_strength(seed):
+    from dmdidc.regression.instrumental import first_stage_f
+    from dmdidc.statistics import SufficientStatistics
+    from dmdidc.statistics.fit import regression_from_statistics
+
+    plant = random_plant(seed)
+    (X,), (U,) = noisy_experiments(plant, 1, snr_db=30, seed=seed)
+    stats = SufficientStatistics.from_data(X, U, max_delay=3, instruments="inputs")
+    measured = regression_from_statistics(stats, 3, estimator="iv")
+    assert np.isfinite(first_stage_f(measured)) and first_stage_f(measured) > 0
+    unmeasured = regression_from_statistics(stats, 3, estimator="iv", strength=False)
+    with pytest.raises(ParameterError, match="strength=True"):
+        first_stage_f(unmeasured)
