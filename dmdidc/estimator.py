@@ -107,10 +107,11 @@ class DMDidc:
     max_delay : int or None, default 0
         Bound ``R`` on the input delay in whole sampling periods; the regression uses the last
         ``R + 1`` inputs.  Choose ``R >= ceil(r / T)`` (one more than the whole delay when the
-        delay is fractional).  ``0`` gives DMDc.  ``None`` chooses ``R`` from the data by an
-        information criterion (:mod:`dmdidc.inference.selection`; the choice is in
-        ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit snapshot
-        pairs ``Y``.
+        delay is fractional).  ``0`` gives DMDc; without inputs plain DMD, where a positive
+        ``max_delay`` is refused (it would only drop samples).  ``None`` chooses ``R`` from
+        the data by an information criterion (:mod:`dmdidc.inference.selection`; the choice
+        is in ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit
+        snapshot pairs ``Y``.
     estimator : {"auto", "ls", "iv", "huber", "huber_iv"}, default "auto"
         ``"auto"``: instrumental variables with refined instruments; with weak instruments
         (e.g. a closed loop excited by a small dither) least squares is kept when Hausman's
@@ -434,6 +435,7 @@ class DMDidc:
         if trends is not None:
             self.state_trend_, self.input_trend_ = trends
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
+        self._refuse_delay_without_inputs(m)
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
         self._pod = pod
@@ -527,6 +529,15 @@ class DMDidc:
         (a significant one fails the offset check), a removed trend leaves none to test."""
         return {"auto": "auto", None: "test"}.get(self.detrend, "none")
 
+    def _refuse_delay_without_inputs(self, m: int) -> None:
+        """Without inputs (plain DMD) no input can be delayed: a positive ``max_delay`` would
+        only drop the first samples and change ``A_d``, so it is refused, as every option
+        that cannot take effect."""
+        if m == 0 and self.max_delay:
+            raise ParameterError(f"max_delay={self.max_delay} bounds an input delay, and the data "
+                                 f"have no inputs (U has 0 rows: plain DMD): it would only drop "
+                                 f"the first {self.max_delay} samples; use max_delay=0")
+
     def _refuse_svd_rank(self, call: str) -> None:
         if self.svd_rank is not None:
             raise ParameterError(f"svd_rank projects whole trajectories onto their POD modes; "
@@ -606,6 +617,7 @@ class DMDidc:
                                  f"instruments they were built with ({total.instruments!r}, "
                                  f"from_data(..., instruments=...)); leave instruments='auto'")
         n, m = total.n_states, total.n_inputs
+        self._refuse_delay_without_inputs(m)
         self.state_trend_ = self.input_trend_ = None
         self._selection = None
         if self.max_delay is None:
@@ -750,6 +762,7 @@ class DMDidc:
                                  "'inputs'), without a reference; use fit for the others")
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
+            self._refuse_delay_without_inputs(m)
             self._R = self.max_delay
             self._selection, self._parts = None, None
             self._setup(n if self.svd_rank is None else self.svd_rank, m, dt)
@@ -918,6 +931,7 @@ class DMDidc:
             raise DimensionError(f"U has {U.shape[0]} rows; with explicit Y it must stack "
                                  f"max_delay + 1 = {self._R + 1} lagged inputs")
         n, m = X.shape[0], U.shape[0] // (self._R + 1)
+        self._refuse_delay_without_inputs(m)
         self._setup(n, m, dt)
         self._accumulator = make_accumulator("qr" if self.method == "auto" else self.method,
                                              n, m, self._R)

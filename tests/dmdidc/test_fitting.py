@@ -134,10 +134,10 @@ def test_data_without_inputs_give_plain_dmd_by_least_squares(seed):
     X[:, 0] = rng.standard_normal(n)
     for k in range(300):
         X[:, k + 1] = A @ X[:, k] + 0.1 * rng.standard_normal(n)
-    est = quiet_fit(DMDidc(max_delay=2), X, np.zeros((0, 300)), dt=1.0)
+    est = quiet_fit(DMDidc(), X, np.zeros((0, 300)), dt=1.0)
     assert est.diagnostics_.estimator == "ls" and est.B_blocks.size == 0
     assert any("no inputs" in note for note in est.diagnostics_.notes)
-    pydmd = DMD(svd_rank=n, exact=True).fit(X[:, 2:])      # the same pairs (R = 2 drops two)
+    pydmd = DMD(svd_rank=n, exact=True).fit(X)             # the same pairs: every sample
     np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(est.A_d)),
                                np.sort_complex(pydmd.eigs), atol=1e-8)
     with pytest.raises(ParameterError, match="need inputs"):
@@ -163,10 +163,10 @@ def _autonomous(rng, n=3, K=300, trajectories=1):
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("max_delay", [0, 3])
-def test_every_path_without_inputs_fits_plain_dmd(seed, max_delay):
+def test_every_path_without_inputs_fits_plain_dmd(seed):
     # Issue 20: m = 0 once divided by zero; fit, partial_fit (in chunks), fit_statistics and
     # max_delay=None now all give the same plain-DMD model, and its intervals are finite.
+    max_delay = 0
     rng = np.random.default_rng(seed)
     _, (X,) = _autonomous(rng)
     U = np.zeros((0, 300))
@@ -188,6 +188,25 @@ def test_every_path_without_inputs_fits_plain_dmd(seed, max_delay):
         assert np.all(np.isfinite(intervals.A_c.low)) and np.all(np.isfinite(intervals.A_c.high))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_delay_bound_without_inputs_is_refused_on_every_path(seed):
+    # Without inputs no input can be delayed: max_delay = R > 0 only dropped the first R
+    # samples and moved A_d (500 snapshots -> 497 at R = 3), so every path refuses it.
+    rng = np.random.default_rng(seed)
+    _, (X,) = _autonomous(rng)
+    U = np.zeros((0, 300))
+    R = int(rng.integers(1, 6))
+    stats = SufficientStatistics.from_data(X, U, max_delay=R)
+    for fit in (lambda est: est.fit(X, U, dt=1.0),
+                lambda est: est.partial_fit(X, U, dt=1.0),
+                lambda est: est.fit_statistics(stats, dt=1.0),
+                lambda est: est.fit(X[:, :-1], U, dt=1.0, Y=X[:, 1:])):
+        with pytest.raises(ParameterError, match=f"max_delay={R} .*no inputs.*max_delay=0"):
+            fit(DMDidc(max_delay=R))
+    plain = quiet_fit(DMDidc(), X, U, dt=1.0)               # no false alarm at R = 0
+    assert plain.regression_.n_samples == 300               # every sample is used
+
+
 def test_delay_bound_without_inputs_is_zero_without_a_warning():
     # No inputs, no delay: max_delay=None chooses 0 and does not warn that "no input lag
     # explains the states" (there is no input to explain anything).
@@ -204,7 +223,7 @@ def test_bootstrap_without_inputs_is_finite(seed):
     rng = np.random.default_rng(seed)
     _, Xs = _autonomous(rng, K=200, trajectories=4)
     Us = [np.zeros((0, 200))] * 4
-    est = quiet_fit(DMDidc(max_delay=1), Xs, Us, dt=1.0)
+    est = quiet_fit(DMDidc(), Xs, Us, dt=1.0)
     if not est.model_.has_continuous:
         pytest.skip("no real logarithm for this draw")
     with warnings.catch_warnings():
