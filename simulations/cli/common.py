@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["output_path", "given_options", "refuse_unused", "json_number", "positive_vector",
-           "per_channel", "summary_table", "write_summary", "write_table", "strict_json", "known",
+__all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_number",
+           "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
+           "strict_json", "known",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
 
@@ -186,17 +187,28 @@ _scale = _bounded(float, 0.0)
 _bound = _bounded(float, 0.0, strict=True)
 
 
+def was_given(args: argparse.Namespace, name: str, default: Any) -> bool:
+    """Whether the user gave option ``name``: from ``args.given`` (the options on the command
+    line, set by :func:`simulations.cli.root.main`, so a default value given explicitly
+    counts), else (a namespace built by hand) whether its value differs from ``default``."""
+    given = getattr(args, "given", None)
+    if given is not None:
+        return name in given
+    return getattr(args, name, default) != default
+
+
 def given_options(args: argparse.Namespace, defaults: Mapping[str, Any]) -> list[str]:
-    """The options of ``args`` set away from their ``defaults`` (name: default), as
+    """The options of ``args`` the user gave among ``defaults`` (name: default), as
     ``--name``: those a mode refuses because they would do nothing there."""
     return ["--" + name.replace("_", "-") for name, default in defaults.items()
-            if getattr(args, name, default) != default]
+            if was_given(args, name, default)]
 
 
 def refuse_unused(args: argparse.Namespace,
                   rules: Mapping[str, tuple[Any, bool, str]]) -> None:
-    """Refuse every option of ``rules`` (name: ``(default, acts, what it needs)``) set away
-    from its default where it would not act, naming what it needs.
+    """Refuse every option of ``rules`` (name: ``(default, acts, what it needs)``) the user
+    gave (:func:`was_given`: also at its default value) where it would not act, naming what
+    it needs.
 
     Examples
     --------
@@ -211,7 +223,7 @@ def refuse_unused(args: argparse.Namespace,
 
     for name, (default, acts, needs) in rules.items():
         value = getattr(args, name, default)
-        if value != default and not acts:
+        if was_given(args, name, default) and not acts:
             raise ParameterError(f"--{name.replace('_', '-')} {value:g} has no effect here: it "
                                  f"needs {needs}")
 

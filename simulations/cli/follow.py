@@ -21,7 +21,7 @@ from typing import Any
 
 from simulations.cli.atomic import staged_file
 from simulations.cli.common import MODEL_SUFFIXES, _bounded, given_options, output_path
-from simulations.cli.identify import refuse_delay_at_bound
+from simulations.cli.identify import refuse_delay_at_bound, require_max_delay
 from simulations.cli.terms import warn
 
 __all__ = ["add_follow_arguments", "run_follow"]
@@ -262,6 +262,7 @@ def _refuse_batch_options(args: argparse.Namespace) -> None:
     if given:
         raise ParameterError(f"--follow (live identification, OnlineDMDidc) does not take "
                              f"{', '.join(given)}: they configure the batch fit")
+    require_max_delay(args, "--follow")
     if args.max_delay is None:
         raise ParameterError("--follow needs an integer --max-delay (the bound is not chosen "
                              "automatically on a live stream)")

@@ -19,12 +19,24 @@ from simulations.cli.common import (
     _seed,
     given_options,
     output_path,
+    was_given,
 )
 from simulations.cli.terms import for_command, warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
-           "refuse_delay_at_bound", "refuse_outputs", "with_signals", "signals_text",
-           "signals_record", "signal_labels", "unit_intervals"]
+           "refuse_delay_at_bound", "refuse_outputs", "require_max_delay", "with_signals",
+           "signals_text", "signals_record", "signal_labels", "unit_intervals"]
+
+
+def require_max_delay(args: argparse.Namespace, mode: str) -> None:
+    """``--max-delay`` must be given for data with inputs (``mode``): the delay bound is the
+    one choice DMDidc cannot default; only a record without inputs needs none."""
+    from _toolbox.errors import ParameterError
+
+    if not was_given(args, "max_delay", object()):
+        raise ParameterError(f"{mode} needs --max-delay: the delay bound R in sampling periods "
+                             f"(an integer >= 0, or auto); only a record without inputs "
+                             f"(plain DMD) needs none")
 
 
 def _max_delay(text: str) -> int | None:
@@ -39,9 +51,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``identify`` on the ``add_subparsers`` object of the root command."""
     identify = sub.add_parser("identify", help="identify a delayed plant from X, U data")
     add_data_arguments(identify)
-    identify.add_argument("--max-delay", type=_max_delay, required=True,
+    identify.add_argument("--max-delay", type=_max_delay, default=0,
                           help="delay bound R in sampling periods, or 'auto' (chosen from the "
-                               "data by an information criterion)")
+                               "data by an information criterion); required for data with "
+                               "inputs (a record without inputs is plain DMD: no delay)")
     identify.add_argument("--estimator", choices=("auto", "ls", "iv", "huber", "huber_iv"),
                           default="auto",
                           help="auto: instrumental variables with refined instruments "
@@ -281,6 +294,8 @@ def _run_identify(args: argparse.Namespace) -> int:
 
         raise ParameterError("--reference needs one unbroken record; --missing drop split the "
                              "data into segments (use --missing interpolate)")
+    if data.U[0].shape[0] > 0:
+        require_max_delay(args, "data with inputs")
     check_delay_memory(args.max_delay, data)
     reference = (None if args.reference is None
                  else _load_reference(args.reference, data.U[0].shape[1]))
@@ -365,6 +380,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     if given:
         raise ParameterError(f"--outputs (output identification) does not take "
                              f"{', '.join(given)}: they configure the state fit")
+    require_max_delay(args, "--outputs")
     if args.max_delay is None:
         raise ParameterError("--outputs needs an integer --max-delay (the bound is not chosen "
                              "automatically for outputs)")

@@ -50,6 +50,33 @@ class _VersionAction(argparse.Action):
 
 
 
+#: Default of every option in the second parse of :func:`_given`: an option still holding it
+#: was not given.
+_NOT_GIVEN = object()
+#: Actions that build on their default (``append``, ``count``): a sentinel default breaks them.
+_ACCUMULATING = (argparse._AppendAction, argparse._CountAction, argparse._ExtendAction)
+
+
+def _given(parser: argparse.ArgumentParser, command: argparse.ArgumentParser,
+           argv: list[str]) -> frozenset[str]:
+    """The destinations of the options the user gave (also when given at their default value):
+    ``argv`` parsed again with a sentinel default for every option of ``command``.  The
+    commands refuse a given option that would not act (``--alpha 1.5`` without sas), which a
+    comparison with the default cannot tell from an option left out."""
+    swapped = [(action, action.default) for action in command._actions
+               if action.option_strings and not isinstance(action, _ACCUMULATING)
+               and action.default is not argparse.SUPPRESS]
+    try:
+        for action, _ in swapped:
+            action.default = _NOT_GIVEN
+        again = vars(parser.parse_args(argv))
+    finally:
+        for action, default in swapped:
+            action.default = default
+    return frozenset(action.dest for action, _ in swapped
+                     if again.get(action.dest, _NOT_GIVEN) is not _NOT_GIVEN)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dmdidc`` command."""
     parser = _Parser(
@@ -79,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the library names the Python option that cures a message: the command states its flag
     command = command_parser(parser, args)
     args.prog, args.flags = command.prog, command_flags(command)
+    args.given = _given(parser, command, sys.argv[1:] if argv is None else list(argv))
 
     existing: dict[Path, tuple[int, int, int]] = {}
     try:

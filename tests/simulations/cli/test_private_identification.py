@@ -84,6 +84,9 @@ def test_privacy_identify_refuses_inconsistent_options(damped_data, tmp_path, ca
                                                      "sas among --mechanisms"),
     (["--mechanisms", "sas", "laplace", "--delta", "1e-6"], "--delta 1e-06 has no effect"),
     (["--units", "sample", "--window", "5"], "--window 5 has no effect here: it needs window"),
+    # given at its default value: still given, still refused (not compared with the default)
+    (["--mechanisms", "gaussian", "--alpha", "1.5"], "--alpha 1.5 has no effect here"),
+    (["--units", "sample", "--window", "12"], "--window 12 has no effect here"),
 ])
 def test_privacy_sweep_refuses_options_its_mechanisms_and_units_ignore(tmp_path, capsys, extra,
                                                                        message):

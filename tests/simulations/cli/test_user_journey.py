@@ -79,14 +79,20 @@ def test_autonomous_data_file_is_fitted_as_the_python_api_fits_it(tmp_path, caps
     for k in range(1499):
         X[:, k + 1] = A @ X[:, k] + 0.1 * rng.standard_normal(3)
     np.savez(tmp_path / "auto.npz", X=X, U=np.zeros((0, 1499)))
+    # no input, no delay: --max-delay is not needed, and a positive one (which would only
+    # drop samples) is refused as the library refuses it
     assert main(["identify", str(tmp_path / "auto.npz"), "--dt", "0.5", "--max-delay", "2",
+                 "--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--max-delay 2" in err and "no inputs" in err and len(err.splitlines()) == 1
+    assert main(["identify", str(tmp_path / "auto.npz"), "--dt", "0.5",
                  "--out", str(tmp_path / "m.json")]) == 0
     out = capsys.readouterr().out
     assert "no inputs" in out
     model = DelayedPlant.load(tmp_path / "m.json")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = DMDidc(max_delay=2).fit(X, np.zeros((0, 1499)), dt=0.5)
+        est = DMDidc().fit(X, np.zeros((0, 1499)), dt=0.5)
     np.testing.assert_allclose(model.A_d, est.model_.A_d, rtol=1e-10, atol=1e-12)
     assert np.max(np.abs(model.A_d - A)) < 0.1
     assert main(["simulate", str(tmp_path / "m.json"), "--steps", "20", "--out",
@@ -367,3 +373,16 @@ def test_states_and_inputs_swapped_are_named_as_such(tmp_path, capsys):
         assert main(["identify", *argv, "--dt", "0.5", "--max-delay", "3", "--out",
                      str(tmp_path / "m.json")]) == 2
         assert "are the states and the inputs swapped?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_data_with_inputs_need_max_delay_and_a_given_default_counts_as_given(tmp_path, capsys,
+                                                                            seed):
+    path, _, _ = plant_data(tmp_path, seed)
+    out = str(tmp_path / "m.json")
+    assert main(["identify", str(path), "--dt", "0.5", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "needs --max-delay" in err and len(err.splitlines()) == 1
+    # --max-delay 0 given explicitly is given (the default value is not 'left out')
+    assert main(["identify", str(path), "--dt", "0.5", "--max-delay", "0", "--out", out]) != 2 \
+        or "needs --max-delay" not in capsys.readouterr().err
