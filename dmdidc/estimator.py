@@ -435,7 +435,7 @@ class DMDidc:
         if trends is not None:
             self.state_trend_, self.input_trend_ = trends
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
-        self._refuse_delay_without_inputs(m)
+        self._refuse_without_inputs(m, reference)
         self._R = self._delay_bound(trajectories, n, m)
         self._setup(n, m, dt)
         self._pod = pod
@@ -529,10 +529,14 @@ class DMDidc:
         (a significant one fails the offset check), a removed trend leaves none to test."""
         return {"auto": "auto", None: "test"}.get(self.detrend, "none")
 
-    def _refuse_delay_without_inputs(self, m: int) -> None:
+    def _refuse_without_inputs(self, m: int, reference: Any = None) -> None:
         """Without inputs (plain DMD) no input can be delayed: a positive ``max_delay`` would
-        only drop the first samples and change ``A_d``, so it is refused, as every option
-        that cannot take effect."""
+        only drop the first samples and change ``A_d``, and a ``reference`` has no input
+        coefficients to instrument, so both are refused, as every option that cannot act."""
+        if m == 0 and reference is not None:
+            raise ParameterError("reference drives instruments for the inputs' coefficients; "
+                                 "the data have no inputs (U has 0 rows: plain DMD by least "
+                                 "squares, nothing to instrument): leave reference out")
         if m == 0 and self.max_delay:
             raise ParameterError(f"max_delay={self.max_delay} bounds an input delay, and the data "
                                  f"have no inputs (U has 0 rows: plain DMD): it would only drop "
@@ -617,7 +621,7 @@ class DMDidc:
                                  f"instruments they were built with ({total.instruments!r}, "
                                  f"from_data(..., instruments=...)); leave instruments='auto'")
         n, m = total.n_states, total.n_inputs
-        self._refuse_delay_without_inputs(m)
+        self._refuse_without_inputs(m)
         self.state_trend_ = self.input_trend_ = None
         self._selection = None
         if self.max_delay is None:
@@ -762,7 +766,7 @@ class DMDidc:
                                  "'inputs'), without a reference; use fit for the others")
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
-            self._refuse_delay_without_inputs(m)
+            self._refuse_without_inputs(m, Ec)
             self._R = self.max_delay
             self._selection, self._parts = None, None
             self._setup(n if self.svd_rank is None else self.svd_rank, m, dt)
@@ -931,7 +935,7 @@ class DMDidc:
             raise DimensionError(f"U has {U.shape[0]} rows; with explicit Y it must stack "
                                  f"max_delay + 1 = {self._R + 1} lagged inputs")
         n, m = X.shape[0], U.shape[0] // (self._R + 1)
-        self._refuse_delay_without_inputs(m)
+        self._refuse_without_inputs(m)
         self._setup(n, m, dt)
         self._accumulator = make_accumulator("qr" if self.method == "auto" else self.method,
                                              n, m, self._R)

@@ -105,9 +105,14 @@ def read_npz_data(path: str | Path, *, allow_missing: bool = False, outputs: boo
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
         raise ParameterError(f"cannot read {str(path)!r} as an .npz archive of numeric arrays "
                              f"X and U: {exc}") from exc
+    if outputs and "Y" in arrays and "X" not in arrays:
+        arrays["X"] = arrays.pop("Y")               # the outputs' usual name (y = C x)
     if "X" not in arrays:
-        raise ParameterError(f"{str(path)!r} lacks the array X (it holds {sorted(arrays)}); it "
-                             f"must hold X (n, K+1) and, for a plant with inputs, U (m, K)")
+        also = (" (for --outputs: or Y, the outputs)" if outputs
+                else " (Y holds measured outputs? give --outputs all)" if "Y" in arrays else "")
+        raise ParameterError(f"{str(path)!r} lacks the array X{also} (it holds "
+                             f"{sorted(arrays)}); it must hold X (n, K+1) and, for a plant "
+                             f"with inputs, U (m, K)")
     extra = sorted(set(arrays) - {"X", "U"})
     if extra:
         raise ParameterError(f"{str(path)!r} holds array(s) {extra} besides X and U; an "

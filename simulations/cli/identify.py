@@ -289,6 +289,12 @@ def _run_identify(args: argparse.Namespace) -> int:
     X, U = data.arrays
     if args.outputs is not None:
         return _run_identify_outputs(args, data)
+    if args.reference is not None and data.U[0].shape[0] == 0:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError("--reference drives the instruments of data with inputs; this "
+                             "record has none (plain DMD by least squares, nothing to "
+                             "instrument): remove --reference")
     if args.reference is not None and len(data.X) > 1:
         from _toolbox.errors import ParameterError
 
@@ -414,7 +420,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         print(f"output identification (OutputDMDidc): {estimator.order_rule_}")
         for i, (delay, (low, high)) in enumerate(zip(estimator.delay, intervals, strict=True)):
             print(f"input {i}: delay {interval_text(delay, low, high, unit='s')} "
-                  f"({args.level:.0%} interval; {estimator.delay_steps[i]} whole periods + "
+                  f"({100 * args.level:g} % interval; {estimator.delay_steps[i]} whole periods + "
                   f"fraction {estimator.delay_fraction[i]:.3f})")
         # (significant digits: precision=6 would print a small standard error as 0)
         print(f"eigenvalues of A_c: {estimator.eigenvalues_} (standard errors "

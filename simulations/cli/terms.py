@@ -36,6 +36,7 @@ OPTIONS: Mapping[str, Flag] = {
     "max_delay": Flag("--max-delay", "R", {"None": "auto"}),
     "detrend": Flag("--detrend", "MODE", {"None": "none", "False": "none"}),
     "reference": Flag("--reference", "FILE"),
+    "missing": Flag("--missing", "MODE"),
     "estimator": Flag("--estimator", "NAME"),
     # (the solver; confidence_intervals(method='bootstrap') is no choice of the flag: kept)
     "method": Flag("--method", "NAME"),

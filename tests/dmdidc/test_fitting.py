@@ -203,6 +203,11 @@ def test_a_delay_bound_without_inputs_is_refused_on_every_path(seed):
                 lambda est: est.fit(X[:, :-1], U, dt=1.0, Y=X[:, 1:])):
         with pytest.raises(ParameterError, match=f"max_delay={R} .*no inputs.*max_delay=0"):
             fit(DMDidc(max_delay=R))
+    E = rng.standard_normal((1, 300))                       # nothing to instrument either
+    for fit in (lambda est: est.fit(X, U, dt=1.0, reference=E),
+                lambda est: est.partial_fit(X, U, dt=1.0, reference=E)):
+        with pytest.raises(ParameterError, match="reference .*no inputs"):
+            fit(DMDidc())
     plain = quiet_fit(DMDidc(), X, U, dt=1.0)               # no false alarm at R = 0
     assert plain.regression_.n_samples == 300               # every sample is used
 

@@ -122,6 +122,7 @@ def test_outputs_identify_from_one_measured_signal(tmp_path, capsys):
                     "--max-delay", 3) == 0
     out = capsys.readouterr().out
     assert "output identification (OutputDMDidc): order 2" in out
+    assert "95 % interval" in out and "95% interval" not in out    # as every other line
     est = OutputDMDidc.load(tmp_path / "model.json")
     np.testing.assert_allclose(est.delay, plant.delay, atol=0.02 * 2.0)
     np.testing.assert_allclose(np.sort_complex(est.eigenvalues_),
@@ -160,6 +161,12 @@ def test_outputs_refuse_what_configures_the_state_fit(tmp_path, capsys):
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1",
                     "--max-delay", "auto") == 2
     assert "integer --max-delay" in capsys.readouterr().err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1") == 2
+    assert "--outputs needs --max-delay" in capsys.readouterr().err
+    # an option given at its default value is given: refused as any other value
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    "--estimator", "auto") == 2
+    assert "does not take --estimator" in capsys.readouterr().err
     assert main(["privacy", "identify", str(path), "--inputs", "u1,u2", "--outputs", "x1",
                  "--max-delay", "3", "--epsilon", "1", "--state-bound", "5", "--input-bound",
                  "5", "--out", str(tmp_path / "p.json")]) == 2
@@ -246,11 +253,17 @@ def test_outputs_as_long_as_the_inputs_are_accepted(tmp_path, capsys):
     Y = X[:1]                                               # one sensor, K + 1 samples
     np.savez(tmp_path / "longer.npz", X=Y, U=U)
     np.savez(tmp_path / "same.npz", X=Y[:, :-1], U=U)
-    for name in ("longer", "same"):
+    np.savez(tmp_path / "named.npz", Y=Y, U=U)             # the outputs' usual name
+    for name in ("longer", "same", "named"):
         assert identify(tmp_path, tmp_path / f"{name}.npz", "--outputs", "all", "--dt", 2.0,
                         "--max-delay", 3, out=f"{name}.json") == 0, capsys.readouterr().err
-    longer, same = (OutputDMDidc.load(tmp_path / f"{n}.json") for n in ("longer", "same"))
+    longer, same, named = (OutputDMDidc.load(tmp_path / f"{n}.json")
+                           for n in ("longer", "same", "named"))
     np.testing.assert_allclose(same.delay, longer.delay, rtol=1e-9)
+    np.testing.assert_allclose(named.delay, longer.delay, rtol=1e-12)
+    # the state fit takes X: a Y there is named as outputs, with the flag that reads it
+    assert identify(tmp_path, tmp_path / "named.npz", "--dt", 2.0, "--max-delay", 3) == 2
+    assert "give --outputs all" in capsys.readouterr().err
     np.testing.assert_allclose(same.delay, plant.delay, atol=0.02 * 2.0)
 
 
@@ -290,3 +303,24 @@ def test_named_units_reach_the_printed_and_saved_intervals(tmp_path, capsys):
     saved = DelayedPlant.load(tmp_path / "model.json").info.intervals
     assert saved["B_c"]["unit"] == [["K/(kW s)"] * 2] * 2
     assert saved["A_c"]["unit"] == "1/s"
+
+
+def test_a_reference_without_inputs_is_refused_by_its_reason(tmp_path, capsys):
+    # found in review: it failed on 'slice step cannot be zero' / a row count
+    rng = np.random.default_rng(3)
+    X = np.cumsum(0.1 * rng.standard_normal((2, 301)), axis=1) * 0.5
+    np.savez(tmp_path / "auto.npz", X=X)
+    np.savetxt(tmp_path / "ref.csv", rng.standard_normal((300, 1)))
+    assert identify(tmp_path, tmp_path / "auto.npz", "--dt", 1.0, "--reference",
+                    tmp_path / "ref.csv") == 2
+    err = capsys.readouterr().err
+    assert "--reference" in err and "none" in err and len(err.splitlines()) == 1
+    assert identify(tmp_path, tmp_path / "auto.npz", "--dt", 1.0) == 0    # no false alarm
+
+
+def test_the_remedy_names_the_missing_flag():
+    from simulations.cli.terms import in_cli_terms
+
+    text = in_cli_terms("interpolate short gaps (IdData(..., missing='interpolate'))",
+                        {"--missing": ("error", "drop", "interpolate")})
+    assert "--missing interpolate" in text and "missing=" not in text
