@@ -603,7 +603,12 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
     eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
     modes = np.log(eigenvalues.astype(complex)) / T            # continuous modes
     mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
-    relative = float(np.max(1.96 * mode_errors / np.maximum(np.abs(modes), 1e-300)))
+    # a mode at 0 (an integrator, eigenvalue 1 of A_d) has no relative error: on exact data
+    # its rounding over its own rounding-sized value read 1e6 - 1e291.  Modes are compared
+    # with EIGENVALUE_PRECISION of their size, but never below the exactness of a fit
+    # (EXACT_FIT on log(lambda) T = d lambda / lambda, scale-free): what rounding resolves
+    floor = EXACT_FIT / (EIGENVALUE_PRECISION * T)
+    relative = float(np.max(1.96 * mode_errors / np.maximum(np.abs(modes), floor)))
     statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
     finding = f"the modes of A_c known to +/- {100 * relative:.2g} % (95 %)"
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
