@@ -97,7 +97,8 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
     if low > high:
         raise ParameterError(f"interval [low, high] = [{low!r}, {high!r}] is reversed: low must "
                              f"not exceed high")
-    exponent = _shared_exponent(max(abs(value), abs(low), abs(high)))
+    # an infinite or NaN estimate prints as such beside its (finite) interval's ends
+    exponent = _shared_exponent(max(abs(x) for x in (value, low, high) if math.isfinite(x)))
     tag = f"e{exponent:+03d}" if exponent else ""
 
     def mantissa(x: float) -> float:
@@ -106,8 +107,8 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
 
     half = mantissa(0.5 * (high - low))
     places = interval_decimals(half, mantissa(abs(value) if scale is None else scale))
-    shown = f"{mantissa(value):.{places}f}{tag}"
-    tiny = 2 * half < 10.0 ** -places              # narrower than the printed digits
+    shown = f"{mantissa(value):.{places}f}{tag}" if math.isfinite(value) else f"{value}"
+    tiny = math.isfinite(value) and 2 * half < 10.0 ** -places   # narrower than the digits
     if symmetric and (tiny or abs((high - value) - (value - low)) <= 0.01 * (high - low)):
         width = (f"{0.5 * (high - low):.2g}" if half < 0.5 * 10.0 ** -places
                  else f"{half:.{places}f}{tag}")

@@ -63,3 +63,12 @@ def test_ordinary_magnitudes_stay_in_fixed_point():
 def test_a_reversed_interval_is_refused(low, high):
     with pytest.raises(ParameterError, match="reversed"):
         interval_text(1.0, low, high)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+@pytest.mark.parametrize("low, high", [(0.0, 1.0), (1e200, 1.1e200), (1e-9, 1e-9)])
+def test_a_non_finite_estimate_prints_beside_its_interval(value, low, high):
+    # the shared power of ten took log10 of an infinite estimate: OverflowError (NaN:
+    # ValueError) where the estimate printed as inf beside its interval
+    text = interval_text(value, low, high)
+    assert text.startswith(f"{value}, interval [")
