@@ -441,10 +441,7 @@ class DMDidc:
         self._pod = pod
         # experiments of at most R samples give no regression sample: say so (missing="drop"
         # leaves such pieces between close gaps, and frequent gaps can lose most of the data)
-        note, loud = left_out([Ui.shape[1] for _, Ui in trajectories], self._R + 1,
-                              window=f"max_delay + 1 = {self._R + 1}")
-        if loud:
-            warn_model(note, DiagnosticWarning)
+        note = self._left_out([Ui.shape[1] for _, Ui in trajectories])
         try:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
@@ -468,10 +465,23 @@ class DMDidc:
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
         self._finish(outcome, trajectories)
-        if note is not None:
+        self._add_note(note)
+        return self
+
+    def _left_out(self, lengths: list[int]) -> str | None:
+        """:func:`~dmdidc.missing.left_out` for experiments of ``lengths`` input samples
+        against one window (``max_delay + 1``): warns when they hold much of the data; the
+        note for :meth:`_add_note` (fit and partial_fit of an IdData report alike)."""
+        note, loud = left_out(lengths, self._R + 1, window=f"max_delay + 1 = {self._R + 1}")
+        if loud:
+            warn_model(note, DiagnosticWarning)
+        return note
+
+    def _add_note(self, note: str | None) -> None:
+        """``note`` appended to the diagnostics' notes (none while the fit is pending)."""
+        if note is not None and self._diagnostics is not None:
             self._diagnostics = dataclasses.replace(
                 self._diagnostics, notes=(*self._diagnostics.notes, note))
-        return self
 
     def _fit_trajectories(self, trajectories: list, references: list | None) -> FitOutcome:
         return fit_trajectories(
@@ -832,6 +842,8 @@ class DMDidc:
         self._source = None          # the chunks are deviations; the data's metadata come after
         for i, (Xi, Ui) in enumerate(zip(X, U, strict=True)):
             self.partial_fit(Xi, Ui, dt=data.dt, new_trajectory=new_trajectory or i > 0)
+        # pieces of at most max_delay inputs gave no regression sample: said as fit says it
+        self._add_note(self._left_out([Ui.shape[1] for Ui in U]))
         self._source = data
         if self._model is not None:
             self._model = self._annotated(self._model)

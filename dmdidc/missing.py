@@ -17,7 +17,8 @@ Infinite values are never "missing": they are refused (a sensor that overflowed 
 A fit needs more samples of each experiment than ``"drop"`` may leave between close gaps: one
 window (``max_delay + 1`` input samples for :class:`~dmdidc.DMDidc`, ``2 horizon + max_delay
 + 1`` for :class:`~dmdidc.OutputDMDidc`).  Shorter pieces are left out of the fit, and
-:func:`left_out` says so: a note in the fit's diagnostics when any piece is left out, a
+:func:`left_out` says so (``fit`` and ``partial_fit`` of an :class:`~dmdidc.IdData`
+alike): a note in the fit's diagnostics when any piece is left out, a
 :class:`~dmdidc.DiagnosticWarning` when they hold more than :data:`LEFT_OUT_WARNING` of the
 samples (frequent gaps can discard most of the data).
 """

@@ -356,6 +356,20 @@ class OutputDMDidc:
                                  f"max_delay or horizon, or raise memory")
         return R, order, horizon, max_order
 
+    def _left_out(self, n_outputs: int, U: Any) -> int:
+        """One window's span ``2 horizon + max_delay + 1``; experiments of ``U`` (a list) shorter
+        than it are not used, which warns when they hold much of the data (samples_ tells;
+        :func:`~dmdidc.missing.left_out`)."""
+        _, _, horizon, _ = self._checked(n_outputs)
+        shortest = 2 * horizon + self.max_delay + 1
+        if isinstance(U, (list, tuple)):
+            note, loud = left_out([np.shape(u)[-1] for u in U], shortest,
+                                  window=f"2 horizon + max_delay + 1 = {shortest}",
+                                  shorter="lower horizon or max_delay")
+            if loud:
+                warn_model(note, DiagnosticWarning)
+        return shortest
+
     # -- fitting --------------------------------------------------------------------------
     def fit(self, Y: Any, U: Any = None, *, dt: float | None = None) -> OutputDMDidc:
         """Identify the plant from outputs ``Y`` (l, K) and inputs ``U`` (m, K).
@@ -390,14 +404,7 @@ class OutputDMDidc:
         Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
         if data is not None:        # missing="drop" may leave pieces shorter than a window
-            _, _, horizon, _ = self._checked(data.n_states)
-            shortest = 2 * horizon + self.max_delay + 1
-            if isinstance(U, list):     # said when they hold much of the data (samples_ tells)
-                note, loud = left_out([u.shape[1] for u in U], shortest,
-                                      window=f"2 horizon + max_delay + 1 = {shortest}",
-                                      shorter="lower horizon or max_delay")
-                if loud:
-                    warnings.warn(note, DiagnosticWarning, stacklevel=2)
+            shortest = self._left_out(data.n_states, U)
             Y, U = windowed(Y, U, shortest)
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
@@ -484,6 +491,7 @@ class OutputDMDidc:
             Y, U = (Y, U) if isinstance(Y, (list, tuple)) else ([Y], [U])
             for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
                 self.partial_fit(Yi, Ui, dt=dt, new_experiment=new_experiment or i > 0)
+            self._left_out(data.n_states, U)     # the reservoir skipped them: said as in fit
             return self
         if self.detrend == "constant":
             raise ParameterError("partial_fit cannot use detrend='constant' (it needs each "

@@ -227,6 +227,36 @@ def test_output_fit_says_when_short_pieces_hold_much_of_the_data(seed):
             assert est.samples_ == IdData(Y, U, dt=0.5, missing="drop").n_samples - lost
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_partial_fit_says_left_out_pieces_as_fit_does(seed):
+    """partial_fit(IdData) of DMDidc and OutputDMDidc streamed pieces too short for a window
+    without a word while fit(IdData) said so (review): the same warning (and, for DMDidc, the
+    same note in diagnostics_); one gap far from others stays quiet."""
+    plant, X, U = _data(seed, K=3000, noise=0.002)
+    many = X.copy()
+    many[0, 1500::4] = np.nan                        # DMDidc: pieces of 3 inputs or fewer
+    many_out = X[:1].copy()
+    many_out[0, 1500::20] = np.nan                   # OutputDMDidc: pieces shorter than 48
+    one_out = X[:1].copy()
+    one_out[0, 1000] = np.nan
+    cases = ((lambda: DMDidc(max_delay=3), many, True),
+             (lambda: OutputDMDidc(max_delay=3), many_out, True),
+             (lambda: OutputDMDidc(max_delay=3), one_out, False))
+    for make, states, loud in cases:
+        data = IdData(states, U, dt=0.5, missing="drop")
+        said = []
+        for method in ("fit", "partial_fit"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est = getattr(make(), method)(data)
+            said.append([str(w.message) for w in _left_out_warnings(caught)])
+        assert len(said[1]) == len(said[0]) == int(loud)
+        assert said[1] == said[0]
+        if isinstance(est, DMDidc):
+            assert any("shorter than one window" in n for n in est.diagnostics_.notes)
+            np.testing.assert_allclose(est.delay, plant.delay, atol=0.05)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_fit_on_iddata_equals_fit_on_arrays(seed):
     _, X, U = _data(seed)
