@@ -42,6 +42,7 @@ from dmdidc.output.intervals import (
     eigenvalue_parts,
     joined_boxes,
     joined_delays,
+    profiled_only,
     profiles,
     restart,
 )
@@ -178,6 +179,12 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     return result
 
 
+def _delay_se(se: np.ndarray, found: tuple) -> np.ndarray:
+    """The Wald standard errors ``se`` (m,), NaN for a delay whose interval is its profile's
+    alone (a singular first order: :func:`~dmdidc.output.intervals.profiled_only`)."""
+    return np.where(profiled_only(found) if len(found) else False, np.nan, se)
+
+
 def _at_bound(delay: np.ndarray, max_delay: int, dt: float) -> np.ndarray:
     """Channels within 5 % of a period of ``max_delay * dt``: the bound may cut their delay."""
     return (delay >= (max_delay - 0.05) * dt) & (max_delay > 0)
@@ -281,6 +288,11 @@ class OutputDMDidc:
         The canonical correlations (plot them with :meth:`plot_singular_values`).
     eigenvalues_ : ndarray
         Eigenvalues of ``A_c``.
+    delay_se_ : ndarray, shape (m,)
+        Wald standard errors of the delays (seconds); NaN for a delay whose Wald standard
+        error says nothing (``C B_c = 0``: the fit is singular in its direction, module notes
+        of :mod:`dmdidc.output.intervals`, *Singular first order*): :meth:`delay_ci` then holds
+        its profile likelihood interval.
     at_bound_ : ndarray of bool, shape (m,)
         Channels whose delay reached ``max_delay * dt`` (they warn: the bound may cut them).
     noise_std_ : ndarray, shape (l,)
@@ -896,7 +908,8 @@ class OutputDMDidc:
             refined.layout["A_c"], refined.layout["A_c"]])
         self.eigenvalue_se_ = np.hypot(*self._eigenvalue_axes_se.T)
         delays = refined.layout["delays"]
-        self.delay_se_ = np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0, None))
+        self.delay_se_ = _delay_se(np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0,
+                                                   None)), self._profiles)
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
         self.at_bound_ = _at_bound(self.delay, R, dt)
         self._warn_checks(start, R)
@@ -948,6 +961,8 @@ class OutputDMDidc:
         Near a whole period the outputs are not smooth in the delay; there the interval also
         holds every delay the profile likelihood ratio does not reject at ``level``
         (:mod:`dmdidc.output.intervals`; a model read by :meth:`load` keeps the profiles).
+        A delay whose ``delay_se_`` is NaN (Wald says nothing there) gets its profile's
+        interval alone.
         """
         self._check_fitted()
         level = float(level)
@@ -1033,7 +1048,7 @@ class OutputDMDidc:
             "D": self.D.tolist(), "offset": self.offset_.tolist(),
             "delay": self.delay.tolist(),
             "delay_interval": intervals.tolist(), "interval_level": level,
-            "delay_se": self.delay_se_.tolist(),
+            "delay_se": [float(se) if np.isfinite(se) else None for se in self.delay_se_],
             "eigenvalues": [[v.real, v.imag] for v in self.eigenvalues_],
             "eigenvalue_se": self.eigenvalue_se_.tolist(),
             "eigenvalue_se_parts": self._axes_se().tolist(),
@@ -1073,7 +1088,7 @@ class OutputDMDidc:
         est.delay = np.array(record["delay"])
         est.delay_steps, est.delay_fraction = split_delay(est.delay, est.dt)
         est.at_bound_ = _at_bound(est.delay, est.max_delay, est.dt)
-        est.delay_se_ = np.array(record["delay_se"])
+        delay_se = np.array(record["delay_se"], dtype=float)        # None (NaN) read as NaN
         est.eigenvalues_ = np.array([complex(*v) for v in record["eigenvalues"]])
         est.eigenvalue_se_ = np.array(record["eigenvalue_se"])
         if "eigenvalue_se_parts" in record:
@@ -1083,6 +1098,7 @@ class OutputDMDidc:
             se=tuple(profile["se"]),
             boxes=tuple(tuple(tuple(part) for part in box) for box in profile["boxes"]))
             for profile in record.get("profiles", ()))
+        est.delay_se_ = _delay_se(delay_se, est._profiles)
         est._pairs = tuple(PairCoefficients(
             lower=pair["lower"], upper=pair["upper"], coefficients=tuple(pair["coefficients"]),
             covariance=tuple(tuple(row) for row in pair["covariance"]))

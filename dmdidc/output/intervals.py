@@ -37,7 +37,8 @@ therefore profiled from its fit: held fits at steps doubling from :data:`_WIDE_S
 on both sides, until the excess passes :data:`_FAR` or the bound; its interval is the
 profile's alone (the chosen point carries no standard error), not joined with Wald's.  On the
 docs' oscillator (K = 1000 and 3000, seeds 0-9) the 11 such fits got intervals 0.12-0.19 s
-wide, each holding the true 1.3 s (Wald: [0, 2] s); each profile took 0.4-1.3 s.
+wide, each holding the true 1.3 s (Wald: [0, 2] s); each profile took 0.4-1.3 s.  Such a
+delay's ``delay_se_`` is NaN (:func:`profiled_only`): ``delay_ci`` holds its interval.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from dmdidc.inference.checks import Check
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine
 
 __all__ = ["DelayProfile", "REACH", "determined_delays", "eigenvalue_parts", "joined_boxes",
-           "joined_delays", "profiles", "restart"]
+           "joined_delays", "profiled_only", "profiles", "restart"]
 
 #: Channels within this many standard errors of a whole period are profiled (the half-width
 #: of a 0.999 interval: every level up to there can reach the period).
@@ -248,6 +249,22 @@ def _wide(experiments: list, refined: Refined, i: int, dt: float, R: int, sigma2
     return DelayProfile(*(tuple(p[k] for p in points) for k in range(4)))
 
 
+def profiled_only(found: tuple[DelayProfile | None, ...]) -> np.ndarray:
+    """Per channel, whether its interval is its profile's alone: a profile without any
+    standard error (module notes, *Singular first order*), whose Wald standard error says
+    nothing (``delay_se_`` is NaN there).
+
+    Examples
+    --------
+    >>> wide = DelayProfile(delays=(1.0, 1.2), excess=(0.0, 9.0), se=(0.0, 0.0),
+    ...                     boxes=((), ()))
+    >>> profiled_only((None, wide)).tolist()
+    [False, True]
+    """
+    return np.array([profile is not None and not any(profile.se) for profile in found],
+                    dtype=bool)
+
+
 def joined_delays(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile | None, ...],
                   level: float) -> tuple[np.ndarray, np.ndarray]:
     """The Wald bounds ``low``, ``high`` (m,) joined with each profiled channel's interval at
@@ -264,10 +281,11 @@ def joined_delays(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile |
     (0.9935, 1.0296)
     """
     low, high = low.copy(), high.copy()
+    alone = profiled_only(found)
     for i, profile in enumerate(found):
         if profile is not None:
             a, b = profile.interval(level)
-            if any(profile.se):
+            if not alone[i]:
                 a, b = min(low[i], a), max(high[i], b)
             low[i], high[i] = a, b
     return low, high
