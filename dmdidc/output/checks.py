@@ -25,7 +25,9 @@ not tested (by either check): the outlier threshold counts ``sum(K_i - R - 1)`` 
 A failed check warns with its statistic, threshold and remedy, once: in
 :meth:`~dmdidc.OutputDMDidc.partial_fit`, which solves the model after every chunk, a check that
 keeps failing does not warn again (``checks_`` still shows it failed); one that passed in
-between and fails again warns anew, and every :meth:`~dmdidc.OutputDMDidc.fit` warns.
+between and fails again warns anew, and every :meth:`~dmdidc.OutputDMDidc.fit` warns.  The
+estimator's other findings (order uncertain, residual check, coloured noise, delay not
+determined, a channel without effect or at the bound) follow the same rule, :func:`warn_new`.
 
 Lost samples (NaN) are refused with a :class:`~dmdidc.errors.NonFiniteError` that names the
 remedy, the missing-sample policies of :mod:`dmdidc.missing` through :class:`~dmdidc.IdData`
@@ -37,19 +39,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import warnings
 from typing import Any
 
 import numpy as np
 
 from _toolbox.errors import NonFiniteError
 from _toolbox.validation import check_finite_array
-from dmdidc.errors import DiagnosticWarning
+from dmdidc.errors import DiagnosticWarning, warn_model
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import residual_analysis, residual_checks
 from dmdidc.regression.robust import _MAD_TO_SIGMA
 
-__all__ = ["SCREENS", "data_checks", "finite_signal", "windowed"]
+__all__ = ["SCREENS", "data_checks", "finite_signal", "warn_new", "windowed"]
 
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
 SCREENS = ("feedback", "outliers")
@@ -185,10 +186,30 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
                 remedy += ("; or the outputs react to the inputs of the same sample (a direct "
                            "feedthrough D u_k): then fit OutputDMDidc(feedthrough=True)")
             check = dataclasses.replace(check, remedy=remedy)
-            if check.name not in warned:
-                warnings.warn(check.message(), DiagnosticWarning, stacklevel=4)
+            warn_new(check.name, check.message(), warned)
         result.append(check)
     return tuple(result), outliers
+
+
+def warn_new(key: str, message: str, before: frozenset[str]) -> None:
+    """Warn ``message`` (a :class:`~dmdidc.DiagnosticWarning` at the user's line) unless its
+    finding ``key`` was found at the previous solve of the same stream (``before``): the one
+    rule by which :class:`~dmdidc.OutputDMDidc` warns, once per new finding, so that
+    :meth:`~dmdidc.OutputDMDidc.partial_fit`'s solve after every chunk does not repeat a
+    finding that stands; one that went away and comes back warns anew.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_new("outliers", "found again", frozenset({"outliers"}))
+    ...     warn_new("feedback", "new", frozenset({"outliers"}))
+    >>> [str(w.message) for w in caught]
+    ['new']
+    """
+    if key not in before:
+        warn_model(message, DiagnosticWarning)
 
 
 def _beyond(residuals: list[np.ndarray], threshold: float, first: int

@@ -35,7 +35,7 @@ from dmdidc.output.blocks import (
     structured_fit,
 )
 from dmdidc.output.bound_check import hidden_delay
-from dmdidc.output.checks import data_checks, finite_signal, windowed
+from dmdidc.output.checks import data_checks, finite_signal, warn_new, windowed
 from dmdidc.output.intervals import (
     DelayProfile,
     determined_delays,
@@ -430,6 +430,7 @@ class OutputDMDidc:
         scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
         basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset)
         self.dt, self.scale_, self._stream, self._pending = dt, scale, None, None
+        self._begin_solve()
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
         n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
         n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
@@ -514,6 +515,7 @@ class OutputDMDidc:
         stream.update(Y, U, new_experiment=self._new)
         reservoir.add(Y, U, new_experiment=self._new)
         self._new = False
+        self._begin_solve()
         try:
             scale = stream.rms()
             scale = np.where(scale > 0, scale, 1.0)
@@ -632,14 +634,14 @@ class OutputDMDidc:
                           f"fits with a lower order=)")
         else:
             order_note = f"order {n} was fixed by the user"
-        warnings.warn(
+        self._warn_new(
+            "coloured",
             f"coloured output noise: the residuals are not white ({sentence}); {order_note}. "
             f"With inputs independent of the noise (open loop) the output-error fit stays "
             f"consistent (under feedback it does not: see the feedback check), but delay_ci, "
             f"eigenvalue_ci and the "
             f"standard errors assume white noise and are too narrow: treat them as lower "
-            f"bounds, or estimate the spread from independent experiments",
-            DiagnosticWarning, stacklevel=3)
+            f"bounds, or estimate the spread from independent experiments")
         return n, start, refined, white
 
     def _whiteness(self, experiments: list, refined: Refined, R: int, dt: float
@@ -765,12 +767,13 @@ class OutputDMDidc:
                                    significance=self.significance, uncertain=_UNCERTAIN,
                                    n_experiments=E)
         if found:
-            warnings.warn(
+            self._warn_new(
+                f"order_uncertain:{n}",
                 f"order {n} is uncertain: its weakest canonical correlation "
                 f"{basis.singular_values[n - 1]:.3g} is within {_CLEAR:g} x the noise edge "
                 f"{np.sqrt(basis.noise_edge):.3g} and {'; '.join(found)}; modes may be missing, "
                 f"spurious or off. Remedy: more data, richer inputs or more sensors, or compare "
-                f"fits with order= set", DiagnosticWarning, stacklevel=3)
+                f"fits with order= set")
         return n, start, refined
 
     def _checked_delays(self, experiments: list, R: int, dt: float, refined: Refined
@@ -839,33 +842,48 @@ class OutputDMDidc:
                 evidence = (f"likelihood ratio {abs(ratio):.3g} < {critical:.3g} at level "
                             f"{self.significance:g}")
             if tied and abs(other.delays[i] - refined.delays[i]) > spread:
-                warnings.warn(
+                self._warn_new(
+                    f"delay_tie:{i}",
                     f"channel {i}: delay not determined by the data: {refined.delays[i]:.4g} s "
                     f"and {other.delays[i]:.4g} s fit equally well ({evidence}); the "
                     f"interval delay_ci covers only the first. Add outputs (sensors), excite "
-                    f"with richer inputs, or fix the delay from other knowledge",
-                    DiagnosticWarning, stacklevel=3)
+                    f"with richer inputs, or fix the delay from other knowledge")
         return refined
 
     def _screen(self, experiments: list, refined: Refined, R: int) -> None:
         """Feedback and outlier checks of the residuals (:mod:`dmdidc.output.checks`):
         ``checks_`` and ``outlier_samples_``; exact fits are not tested.  A check that failed
-        at the previous solve of the same stream (partial_fit) does not warn again."""
+        at the previous solve of the same stream (partial_fit) does not warn again
+        (:meth:`_begin_solve`)."""
         residuals = _residuals(experiments, refined, self.dt, R)
-        same = self._stream is not None and getattr(self, "_screened", None) is self._stream
         self.checks_, self.outlier_samples_ = data_checks(
             experiments, residuals, R, significance=self.significance,
-            feedthrough=self.feedthrough, warned=frozenset(
-                c.name for c in self.checks_ if c.failed) if same else frozenset())
-        self._screened = self._stream
+            feedthrough=self.feedthrough, warned=self._before)
+        self._found.update(c.name for c in self.checks_ if c.failed)
+
+    def _begin_solve(self) -> None:
+        """Start a solve: the findings of the previous solve of the same stream (partial_fit
+        solves after every chunk) are not warned again by :meth:`_warn_new`; a fit starts
+        afresh."""
+        same = self._stream is not None and getattr(self, "_solved", None) is self._stream
+        self._before = frozenset(getattr(self, "_found", ())) if same else frozenset()
+        self._found: set[str] = set()
+        self._solved = self._stream
+
+    def _warn_new(self, key: str, message: str) -> None:
+        """Warn ``message`` once per new finding ``key`` (a check's or a channel's), by the
+        rule of :func:`~dmdidc.output.checks.warn_new`."""
+        self._found.add(key)
+        warn_new(key, message, self._before)
 
     def _residual_check(self, p_value: float, sentence: str, order: int) -> None:
         if p_value <= self.significance:
-            warnings.warn(
+            self._warn_new(
+                f"residual:{order}",
                 f"residual check failed at order {order}: {sentence} <= {self.significance:g}. "
                 f"The model misses how the inputs act: a higher order (order=, max_order=), a "
                 f"delay beyond max_delay, or feedback from the outputs to the inputs (closed "
-                f"loop biases output-error fits)", DiagnosticWarning, stacklevel=5)
+                f"loop biases output-error fits)")
 
     def _above_need(self, basis: SubspaceBasis, experiments: list, R: int, dt: float,
                     order: int, refined: Refined) -> None:
@@ -880,11 +898,12 @@ class OutputDMDidc:
         except _NO_FIT:
             return
         if _exact_fit(experiments, smaller, R):
-            warnings.warn(
+            self._warn_new(
+                "above_need",
                 f"order={order} is higher than the noise-free data need: order {needed} "
                 f"reproduces them to rounding too ({needed} canonical correlation(s) above the "
                 f"noise edge), so {order - needed} mode(s) of eigenvalues_ are not determined "
-                f"by the data: set order={needed}", DiagnosticWarning, stacklevel=5)
+                f"by the data: set order={needed}")
 
     def _finish(self, n: int, start: StructuredFit, refined: Refined, basis: SubspaceBasis,
                 R: int) -> None:
@@ -915,7 +934,7 @@ class OutputDMDidc:
         self._warn_checks(start, R)
         undetermined = determined_delays(self.delay_ci(), dt, R)
         if undetermined.failed:
-            warn_model(undetermined.message(), DiagnosticWarning)
+            self._warn_new(undetermined.name, undetermined.message())
 
     def _warn_checks(self, fit: StructuredFit, R: int) -> None:
         """Right or loud: a channel without effect, a delay at the bound, an order at the cap.
@@ -931,20 +950,20 @@ class OutputDMDidc:
             statistic = float(b @ np.linalg.lstsq(cov, b, rcond=None)[0]) if sigma2 > 0 else np.inf
             critical = float(stats.chi2.isf(self.significance / m, n))
             if statistic <= critical:
-                warnings.warn(
-                    f"channel {i}: no significant effect on the outputs (chi^2 = "
+                self._warn_new(
+                    f"no_effect:{i}", f"channel {i}: no significant effect on the outputs (chi^2 = "
                     f"{statistic:.3g} <= {critical:.3g} at level {self.significance:g}); its "
-                    f"delay {self.delay[i]:.4g} s is meaningless: excite it more or drop it",
-                    DiagnosticWarning, stacklevel=3)
+                    f"delay {self.delay[i]:.4g} s is meaningless: excite it more or drop it")
             if self.at_bound_[i]:
-                warnings.warn(
+                self._warn_new(
+                    f"at_bound:{i}",
                     f"channel {i}: delay {self.delay[i]:.4g} s is at the bound max_delay * dt "
-                    f"= {R * self.dt:g} s: the true delay may be longer; raise max_delay",
-                    DiagnosticWarning, stacklevel=3)
+                    f"= {R * self.dt:g} s: the true delay may be longer; raise max_delay")
         if self.order_ >= min(self.max_order, (self.horizon_ - 1) * len(self.scale_)):
-            warnings.warn(
+            self._warn_new(
+                "order_cap",
                 f"order {self.order_} is the largest allowed: more dynamics may be present; "
-                f"raise max_order or horizon", DiagnosticWarning, stacklevel=3)
+                f"raise max_order or horizon")
 
     # -- results --------------------------------------------------------------------------
     def _check_fitted(self) -> None:

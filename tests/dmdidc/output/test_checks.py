@@ -252,3 +252,26 @@ def test_partial_fit_warns_once_while_a_check_keeps_failing():
     assert sum("check 'feedback' failed" in str(w.message) for w in caught) == 1
     _, messages = _fit(Y, U, dt=T)
     assert sum("check 'feedback' failed" in text for text in messages) == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_partial_fit_warns_other_findings_once_per_new_finding(seed):
+    """The estimator's findings outside checks_ (here the residual check of a fixed order one
+    too low) repeated after every partial_fit chunk (review): they follow checks_' rule (one
+    warning while the finding stands, dmdidc.output.checks.warn_new), a new fit warns again,
+    and the right order stays quiet at every chunk."""
+    plant, _, Y, U = _experiment(seed, n=2, m=1, outputs=1, K=3000, snr_db=30)
+    said = {}
+    for order in (1, 2):
+        est, messages = OutputDMDidc(max_delay=R, order=order), []
+        for a in (0, 1000, 2000):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est.partial_fit(Y[:, a:a + 1000], U[:, a:a + 1000], dt=T)
+            messages.append([str(w.message) for w in caught if "residual check" in
+                             str(w.message)])
+        said[order] = messages
+    assert [len(m) for m in said[1]] == [1, 0, 0] and "at order 1" in said[1][0][0]
+    assert said[2] == [[], [], []]
+    _, messages = _fit(Y, U, dt=T, estimator=OutputDMDidc(max_delay=R, order=1))
+    assert sum("residual check failed at order 1" in text for text in messages) == 1
