@@ -66,7 +66,7 @@ from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.regression.solution import EXACT_FIT
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
-           "largest_robust_residual", "outlier_threshold"]
+           "largest_robust_residual", "robust_deviations", "outlier_threshold"]
 
 #: Lags ``L`` of the correlation checks (beyond ``max_delay``, at least this many).
 CORRELATION_LAGS = 20
@@ -533,11 +533,37 @@ def _largest_robust_residual(work: np.ndarray, *, constant_rows: str = "rms") ->
     np.subtract(work, medians[:, None], out=work)
     deviation = np.abs(work, out=work)
     largest = np.max(deviation, axis=1)
+    return float(np.max(largest / _robust_scales(deviation, constant_rows)))
+
+
+def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms") -> np.ndarray:
+    """Every ``|e_ik - median_i| / (1.4826 MAD_i)`` of ``E`` (n, N), scaled as
+    :func:`largest_robust_residual` scales them (its value is their largest): which samples
+    an outlier check that failed at a threshold found beyond it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> E = np.random.default_rng(0).standard_normal((2, 1000))
+    >>> E[1, 10] = 40.0
+    >>> [int(i) for i in np.flatnonzero(robust_deviations(E)[1] > 30)]
+    [10]
+    """
+    work = np.array(E, dtype=float)
+    if work.size == 0:
+        return work
+    deviation = np.abs(work - _row_medians(work.copy(), overwrite=True)[:, None])
+    return deviation / _robust_scales(deviation.copy(), constant_rows)[:, None]
+
+
+def _robust_scales(deviation: np.ndarray, constant_rows: str) -> np.ndarray:
+    """``1.4826 MAD`` per row of the absolute deviations from the median (which it reorders),
+    rows whose MAD is zero by their rms (``constant_rows="rms"``) or the smallest float."""
     mad = _MAD_TO_SIGMA * _row_medians(deviation, overwrite=True)
     fallback = np.finfo(float).tiny
     if constant_rows == "rms" and np.any(mad <= 0):
         fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), fallback)
-    return float(np.max(largest / np.where(mad > 0, mad, fallback)))
+    return np.where(mad > 0, mad, fallback)
 
 
 def _row_medians(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:

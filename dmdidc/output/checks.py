@@ -47,8 +47,7 @@ from _toolbox.errors import NonFiniteError
 from _toolbox.validation import check_finite_array
 from dmdidc.errors import DiagnosticWarning, warn_model
 from dmdidc.inference.checks import Check
-from dmdidc.inference.residuals import residual_analysis, residual_checks
-from dmdidc.regression.robust import _MAD_TO_SIGMA
+from dmdidc.inference.residuals import residual_analysis, residual_checks, robust_deviations
 
 __all__ = ["SCREENS", "data_checks", "finite_signal", "warn_new", "windowed"]
 
@@ -215,11 +214,8 @@ def warn_new(key: str, message: str, before: frozenset[str]) -> None:
 def _beyond(residuals: list[np.ndarray], threshold: float, first: int
             ) -> tuple[np.ndarray, ...]:
     """Per experiment, the samples (``first + k`` for residual ``k``) whose residual is more
-    than ``threshold`` robust standard deviations (median and MAD per output, pooled over the
-    experiments: the outlier check's, on the same residuals) from the median in some output."""
-    pooled = np.vstack(residuals)
-    median = np.median(pooled, axis=0)
-    scale = _MAD_TO_SIGMA * np.median(np.abs(pooled - median), axis=0)
-    scale = np.where(scale > 0, scale, np.finfo(float).tiny)
-    return tuple(first + np.flatnonzero(np.any(np.abs(E - median) > threshold * scale, axis=1))
-                 for E in residuals)
+    than ``threshold`` robust standard deviations from the median in some output (median and
+    MAD per output pooled over the experiments, as the outlier check scales them)."""
+    beyond = np.any(robust_deviations(np.vstack(residuals).T) > threshold, axis=0)
+    ends = np.cumsum([len(E) for E in residuals])[:-1]
+    return tuple(first + np.flatnonzero(part) for part in np.split(beyond, ends))
