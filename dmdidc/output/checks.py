@@ -44,10 +44,10 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import NonFiniteError
-from _toolbox.validation import check_finite_array
 from dmdidc.errors import DiagnosticWarning, warn_model
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import residual_analysis, residual_checks, robust_deviations
+from dmdidc.trajectories import check_data
 
 __all__ = ["SCREENS", "data_checks", "finite_signal", "warn_new", "windowed"]
 
@@ -88,7 +88,8 @@ def windowed(Y: Any, U: Any, shortest: int) -> tuple[Any, Any]:
 
 
 def finite_signal(name: str, value: object) -> np.ndarray:
-    """``value`` as a finite 2-D array; NaN (lost samples) raise a :class:`NonFiniteError`
+    """``value`` as a finite 2-D array within the data magnitude limit
+    (:func:`~dmdidc.trajectories.check_data`); NaN (lost samples) raise a :class:`NonFiniteError`
     whose remedy says how to fit such data (:mod:`dmdidc.missing`, as for DMDidc).
 
     Examples
@@ -101,7 +102,7 @@ def finite_signal(name: str, value: object) -> np.ndarray:
     Y contains 1 NaN or infinite entries; all entries must be fini
     """
     try:
-        return check_finite_array(name, value, ndim=2)
+        return check_data(name, value)
     except NonFiniteError as error:
         lost = np.flatnonzero(np.isnan(np.asarray(value, dtype=float)).any(axis=0))
         if not lost.size:                  # infinite values are not lost samples

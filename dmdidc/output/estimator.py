@@ -57,7 +57,6 @@ from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
 from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
-from dmdidc.trajectories import check_data
 
 __all__ = ["OutputDMDidc"]
 
@@ -103,9 +102,7 @@ def _signals(y_name: str, Y: Any, u_name: str, U: Any) -> tuple[np.ndarray, np.n
     """``Y`` and ``U`` as finite 2-D arrays within the data magnitude limit (entries near
     1e154 overflow the window products: the fit went on to a silently wrong model), each with
     at least one signal."""
-    # finite_signal first: its error names lost samples and the remedy for them
-    Y = check_data(y_name, finite_signal(y_name, Y))
-    U = check_data(u_name, finite_signal(u_name, U))
+    Y, U = finite_signal(y_name, Y), finite_signal(u_name, U)
     if Y.shape[0] == 0:
         raise ParameterError(f"{y_name} has no output rows (shape {Y.shape}): OutputDMDidc "
                              f"identifies a plant from its measured outputs")
