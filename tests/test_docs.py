@@ -87,10 +87,11 @@ def test_command_line_page_writes_its_files(tmp_path, monkeypatch):
 def test_readme_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blocks = _blocks(README)
-    assert len(blocks) == 3                       # identify, control, privatize
+    assert len(blocks) == 4                       # identify, control, from outputs, privatize
     namespace = _run(README, blocks)
     assert (tmp_path / "model.json").exists()
     assert namespace["est"].delay_steps.tolist() == [1, 1]
+    assert namespace["out"].order_ == 2 and max(abs(namespace["out"].delay - 2.5)) < 1e-6
 
 
 def test_readme_links_to_pages_that_exist():
