@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -434,9 +433,7 @@ class OutputDMDidc:
         refined = self._checked_delays(scaled, R, dt, refined)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
-        hidden = hidden_delay(self, experiments, self.significance)
-        if hidden:
-            warnings.warn(hidden, DiagnosticWarning, stacklevel=2)
+        self._check_hidden_delay(experiments)
         return self
 
     def partial_fit(self, Y: Any, U: Any = None, *, dt: float | None = None,
@@ -536,6 +533,7 @@ class OutputDMDidc:
         self._pending = None
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
+        self._check_hidden_delay(reservoir.experiments)
         # the reservoir's samples are the stream's last ones: number them as streamed
         self.outlier_samples_ = reservoir.in_stream(self.outlier_samples_)
         return self
@@ -866,6 +864,15 @@ class OutputDMDidc:
         self._before = frozenset(getattr(self, "_found", ())) if same else frozenset()
         self._found: set[str] = set()
         self._solved = self._stream
+
+    def _check_hidden_delay(self, experiments: list) -> None:
+        """With ``max_delay=0``: warn (once per new finding) when a refit with room for a
+        delay explains the unscaled ``experiments`` at a lower order
+        (:func:`~dmdidc.output.bound_check.hidden_delay`); streaming refits the samples
+        :meth:`partial_fit` refines on."""
+        hidden = hidden_delay(self, experiments, self.significance)
+        if hidden:
+            self._warn_new("hidden delay", hidden)
 
     def _warn_new(self, key: str, message: str) -> None:
         """Warn ``message`` once per new finding ``key`` (a check's or a channel's), by the

@@ -49,3 +49,31 @@ def test_an_undelayed_plant_raises_no_false_alarm(seed):
     est, messages = _fit(seed, 0.0)
     assert est.order_ == 3
     assert not [m for m in messages if "max_delay" in m], messages
+
+
+def _streamed(seed: int, periods: float) -> list[list[str]]:
+    """``_fit``'s data streamed in three chunks: per chunk, the max_delay warnings."""
+    rng = np.random.default_rng(seed)
+    omega, rate = rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.6)
+    A = [[-rate, omega, 0.0], [-omega, -rate, 0.0], [0.0, 0.0, -rng.uniform(0.2, 1.0)]]
+    plant = DelayedPlant.from_continuous(A, rng.standard_normal((3, 1)), delay=periods * T,
+                                         dt=T, max_delay=2)
+    U = random_excitation(1, 1500, rng=rng)
+    clean = rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :-1]
+    Y = clean + 0.03 * clean.std(axis=1, keepdims=True) * rng.standard_normal(clean.shape)
+    est, per_chunk = OutputDMDidc(max_delay=0), []
+    for a in range(0, 1500, 500):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.partial_fit(Y[:, a:a + 500], U[:, a:a + 500], dt=T)
+        per_chunk.append([str(w.message) for w in caught if "max_delay=0 leaves" in str(w.message)])
+    return per_chunk
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_streaming_warns_a_hidden_delay_once(seed):
+    """partial_fit checks as fit does, on the samples it refines on, and a finding that
+    stands is not repeated at every chunk; an undelayed plant stays quiet."""
+    per_chunk = _streamed(seed, 0.6)
+    assert sum(len(c) for c in per_chunk) == 1, per_chunk
+    assert not any(_streamed(seed, 0.0))
