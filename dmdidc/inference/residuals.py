@@ -929,33 +929,40 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     # the groups whose covariance is affordable (the others are not built at all)
     computed = [group for group in names if widths[group] * n <= limits[group]]
     q = signals[0].shape[0]
-    # [x_k; u_k .. u_{k-R}] (Phi), x_{k+1} (Y), the instruments' own rows (z_k less the
-    # lagged inputs it shares with Phi when simulated, instrument_rows), the moment signals
-    own = (2, range(1)) if kind == "simulated" else (2, range(R + 1))
+    simulated = kind == "simulated"
+    # x_k, the instruments' own rows (z_k less the lagged inputs it shares with Phi when
+    # simulated, instrument_rows), u_k .. u_{k-R}, x_{k+1} (Y), the moment signals: simulated,
+    # z_k = [x^_k; u_k .. u_{k-R}] is then one block of rows (no copy), as is Phi otherwise
+    own = (2, range(1)) if simulated else (2, range(R + 1))
+    order = ([(0, range(1)), own, (1, range(R + 1)), (0, range(-1, 0))] if simulated
+             else [(0, range(1)), (1, range(R + 1)), (0, range(-1, 0)), own])
     laid, lengths = _laid_out(
         [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)],
-        [(0, range(1)), (1, range(R + 1)), (0, range(-1, 0)), own]
-        + [signals_of[group] for group in computed], R + L, L)
+        order + [signals_of[group] for group in computed], R + L, L)
     if sum(lengths) < _MIN_SAMPLES or m == 0:
         return [Check(name, question, None, finding="too few samples, or no inputs")
                 for name, question in names.values()]
     if centred:                           # every row at once, in place (laid is our own)
         laid -= laid.mean(axis=1, keepdims=True)
-    z_rows = q * len(own[1])
-    Phi_all, Y_all = laid[:p], laid[p:p + n]
-    Z_all = laid[p + n:p + n + z_rows]
-    if kind == "simulated":               # z_k = [x^_k; u_k .. u_{k-R}]
-        Z_all = np.concatenate([Z_all, laid[n:p]])
+    z_rows, lagged = q * len(own[1]), m * (R + 1)
+    X_all = laid[:n]
+    if simulated:
+        Z_all = laid[n:n + z_rows + lagged]
+        U_all, Y_all = Z_all[z_rows:], laid[n + z_rows + lagged:p + z_rows + n]
+        common = lagged
+    else:
+        U_all, Y_all, Z_all = laid[n:p], laid[p:p + n], laid[p + n:p + n + z_rows]
+        common = 0
     W_all = laid[p + n + z_rows:]
-    E_all = Y_all - coefficients @ Phi_all
-    corrected_all = _corrected_signals(W_all, Phi_all, Z_all,
-                                       m * (R + 1) if kind == "simulated" else 0)
+    E_all = Y_all - coefficients[:, :n] @ X_all
+    E_all -= coefficients[:, n:] @ U_all
+    corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common)
     cuts = np.cumsum(lengths)[:-1]
     residuals = np.split(E_all, cuts, axis=1)
     memory = residual_memory(residuals)                     # one pass of up to 100 lags
     independent_lags = hac_lags(residuals, memory)
     dependent_lags = max(independent_lags, 2 * (memory + S + 1))
-    checks, row = [], 0
+    checks, row, residual_moments = [], 0, {}
     for group, (name, question) in names.items():
         independent = group != "state"     # inputs are independent of the noise (open loop)
         if group not in computed:
@@ -972,7 +979,8 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
             continue
         statistic, rank, z, index = _moment_statistic(
             reduced, E_all, lengths, independent_lags if independent else dependent_lags,
-            independent, back, np.eye(reduced.shape[0]))     # orthonormal directions
+            independent, back, np.eye(reduced.shape[0]),     # orthonormal directions
+            residual_moments)
         critical = float(special.chdtri(max(rank, 1), level))
         moment_row, residual = divmod(index, n)
         width = m if group != "state" else n
@@ -982,15 +990,20 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     return checks
 
 
-def _corrected_signals(W: np.ndarray, Phi: np.ndarray, Z: np.ndarray, common: int = 0
+def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: int = 0
                        ) -> np.ndarray:
     """The moment signals corrected for the fit's estimation error, ``w~_k = w_k - S_wphi
     h_k`` with the projected instruments ``h_k = G^T z_k``
     (:func:`~dmdidc.regression.instrumental.projected_instruments`), every group at once and
-    as ``(S_wphi G^T) Z``: never the ``(p, N)`` projected instruments.  ``common``: the last
-    rows of ``Z`` and ``Phi`` that are the same signals."""
-    G = projected_instruments(*instrument_moments(Z, Phi, common))
-    return W - ((W @ Phi.T) @ G.T) @ Z
+    as ``(S_wphi G^T) Z``: never the ``(p, N)`` projected instruments.  The regressors are
+    ``Phi = [head; Z[-common:]]`` (``common`` rows of ``Z`` are the same signals,
+    :func:`~dmdidc.regression.instrumental.instrument_moments`): never copied together."""
+    G = projected_instruments(*instrument_moments(Z, head, common))
+    W_phi = W @ head.T
+    if common:
+        W_phi = np.concatenate([W_phi, W @ Z[-common:].T], axis=1)
+    corrected = (W_phi @ G.T) @ Z
+    return np.subtract(W, corrected, out=corrected)
 
 
 #: A direction of the corrected moments keeping less than this fraction of the raw moments'
@@ -1039,14 +1052,17 @@ def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
 
 def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: int,
                       independent: bool, back: np.ndarray | None = None,
-                      gram: np.ndarray | None = None) -> tuple[float, int, float, int]:
+                      gram: np.ndarray | None = None, residual_moments: dict | None = None
+                      ) -> tuple[float, int, float, int]:
     """``vec(g)^T V^+ vec(g)``, its degrees of freedom, and the largest ``|g_i| / sd_i``.
 
     ``W`` (q, N) and ``E`` (n, N) hold the trajectories (``lengths`` samples each) side by
     side; lags stay within a trajectory.  With ``back`` (q, r), ``W`` holds ``r`` reduced
     directions (:func:`_decidable_directions`) and the largest standardized moment is that of
     the signals ``back @ W`` (the index into their ``(q, n)`` moments).  ``gram``: ``W W^T``
-    when the caller knows it (the identity for orthonormal directions).
+    when the caller knows it (the identity for orthonormal directions).  ``residual_moments``:
+    a dict the lagged products of ``E`` are kept in, for the next group with the same ``E``
+    and ``lags``.
     """
     q, n = W.shape[0], E.shape[0]
     N = E.shape[1]
@@ -1057,9 +1073,12 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
         # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
         # the lagged products of all pieces and lags in a few products (lagged_moments)
         W0 = W @ W.T if gram is None else gram
-        E0 = E @ E.T
         W_lagged = lagged_moments(W, lengths, lags, W0)
-        E_lagged = lagged_moments(E, lengths, lags, E0)
+        memo = {} if residual_moments is None else residual_moments
+        if memo.get("lags") != lags:
+            E0 = E @ E.T
+            memo.update(lags=lags, moments=(E0, lagged_moments(E, lengths, lags, E0)))
+        E0, E_lagged = memo["moments"]
         left, right = [], []
         for tau in range(lags + 1):
             weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)

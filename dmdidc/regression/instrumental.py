@@ -392,24 +392,26 @@ def hac_lags(residuals: list[np.ndarray], memory: int | None = None) -> int:
     return int(min(_MAX_HAC_LAGS, max(1, 2 * memory)))
 
 
-def instrument_moments(Z: np.ndarray, Phi: np.ndarray, common: int = 0
+def instrument_moments(Z: np.ndarray, head: np.ndarray, common: int = 0
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """``(Z Z^T, Z Phi^T)``; the last ``common`` rows of ``Z`` and ``Phi`` are the same signals
-    (the lagged inputs instrument themselves), so their columns are read from ``Z Z^T``.
+    """``(Z Z^T, Z Phi^T)`` for the regressors ``Phi = [head; Z[-common:]]``: the last
+    ``common`` rows of ``Z`` are regressors too (the lagged inputs instrument themselves), so
+    their columns are read from ``Z Z^T`` and only ``head`` is multiplied (and never copied
+    next to them).
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> shared = rng.standard_normal((2, 50))
     >>> Z, Phi = np.vstack([rng.standard_normal((1, 50)), shared]), np.vstack([shared[:1], shared])
-    >>> S_zz, S_zphi = instrument_moments(Z, Phi, common=2)
+    >>> S_zz, S_zphi = instrument_moments(Z, Phi[:1], common=2)
     >>> bool(np.allclose(S_zphi, Z @ Phi.T))
     True
     """
     S_zz = Z @ Z.T
     if common == 0:
-        return S_zz, Z @ Phi.T
-    return S_zz, np.concatenate([Z @ Phi[:-common].T, S_zz[:, -common:]], axis=1)
+        return S_zz, Z @ head.T
+    return S_zz, np.concatenate([Z @ head.T, S_zz[:, -common:]], axis=1)
 
 
 def projected_instruments(S_zz: np.ndarray, S_zphi: np.ndarray) -> np.ndarray:
@@ -572,7 +574,7 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
         Phi = Phi - Phi.mean(axis=1, keepdims=True)
         means = Z.mean(axis=1)
         Z = Z - means[:, None]
-    S_zz, S_zphi = instrument_moments(Z, Phi, common)
+    S_zz, S_zphi = instrument_moments(Z, Phi[:Phi.shape[0] - common], common)
     G = projected_instruments(S_zz, S_zphi)
     N = Phi.shape[1]
     n, p = coefficients.shape
