@@ -935,8 +935,10 @@ def _regression_vectors(trajectories, signals, R: int, kind: str):
         K = U.shape[1]
         if K <= R:
             continue
-        yield (np.concatenate([X[:, R:K], lagged_inputs(U, R)]), X[:, R + 1:],
-               instrument_rows(kind, U, E, R))
+        Z = instrument_rows(kind, U, E, R)
+        # simulated, z_k ends with the lagged inputs: copied from there, not built again
+        lagged = Z[E.shape[0]:] if kind == "simulated" else lagged_inputs(U, R)
+        yield np.concatenate([X[:, R:K], lagged]), X[:, R + 1:], Z
 
 
 def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:

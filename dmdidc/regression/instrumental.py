@@ -567,16 +567,17 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
         ``2 L + 1`` Kronecker terms (never the ``(n p)^2`` matrix).
     """
     blocks = list(blocks)
-    Phi = np.concatenate([b[0] for b in blocks], axis=1)
+    # the regressors not among Z's rows: the others' moments are read from Z Z^T
+    head = np.concatenate([b[0][:b[0].shape[0] - common] for b in blocks], axis=1)
     Z = np.concatenate([b[2] for b in blocks], axis=1)
     means = None
-    if centred:
-        Phi = Phi - Phi.mean(axis=1, keepdims=True)
+    if centred:                                   # both our own copies: in place
+        head -= head.mean(axis=1, keepdims=True)
         means = Z.mean(axis=1)
-        Z = Z - means[:, None]
-    S_zz, S_zphi = instrument_moments(Z, Phi[:Phi.shape[0] - common], common)
+        Z -= means[:, None]
+    S_zz, S_zphi = instrument_moments(Z, head, common)
     G = projected_instruments(S_zz, S_zphi)
-    N = Phi.shape[1]
+    N = head.shape[1]
     n, p = coefficients.shape
     residuals = []
     for Phi_i, Y_i, _ in blocks:
