@@ -1105,7 +1105,10 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
     variances = np.diag(V)
     if back is not None:                 # the moments of back @ W and their variances
         g = (back @ g.reshape(q, n)).ravel()
-        variances = np.einsum("ia,ib,arbr->ir", back, back, V.reshape(q, n, q, n)).ravel()
+        # sum_ab back_ia back_ib V[(a, r), (b, r)]: the (q, q) block of each residual r
+        # first (a view), then two products (0.6 against 2.9 ms for 40 x 20 moments)
+        blocks = np.einsum("arbr->rab", V.reshape(q, n, q, n))
+        variances = ((back @ blocks) * back).sum(axis=2).T.ravel()
     sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
     index = int(np.argmax(np.abs(g) / sd))
     return statistic, rank, float(abs(g[index]) / sd[index]), index
