@@ -31,6 +31,7 @@ from dmdidc.inference.offset import OffsetTest, offset_test
 from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
     WEAK_INSTRUMENTS_F,
+    TrimmedMoments,
     entry_error_spread,
     first_stage_f,
     hausman_variance,
@@ -111,6 +112,9 @@ class FitOutcome:
     rounding : float
         The rounding of an affine fit solved from centred moments and not refined on the
         samples, in standard errors (:func:`affine_rounding`); 0 when refined or not affine.
+    check_moments : TrimmedMoments or None
+        The instrument moments of the moment checks, read from those of the long-run
+        covariance (:func:`dmdidc.regression.instrumental.long_run_covariance`).
     """
 
     solution: RegressionSolution
@@ -127,6 +131,7 @@ class FitOutcome:
     pretest: bool = False
     offset_note: str = ""
     rounding: float = 0.0
+    check_moments: TrimmedMoments | None = None
 
 
 def _statistics(trajectories, R: int, instruments, lags: int | None = None,
@@ -886,20 +891,25 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         # 40-3000x pessimistic for IV: 2 % SE at K = 1e5, relative noise 1e-6, offset 10 sd)
         solution = refined_affine_solution(
             solution, _regression_vectors(trajectories, signals, R, kind), **options)
+    check_moments = None
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
+        from dmdidc.inference.residuals import MOMENT_LAGS
+
         pieces, piece_signals, scale = subsample(trajectories, signals)
         # open loop, z_k = [x^_k; u_k .. u_k-R] shares the lagged inputs with phi_k; closed
-        # loop, z_k is lags 0 .. R of one signal
-        covariance = long_run_covariance(
+        # loop, z_k is lags 0 .. R of one signal; the moment checks' instrument moments (the
+        # same pieces less MOMENT_LAGS samples at either end) from the same products
+        covariance, check_moments = long_run_covariance(
             solution.coefficients, _regression_vectors(pieces, piece_signals, R, kind),
             centred=centred, common=m * (R + 1) if kind == "simulated" else 0,
-            lagged=(n, m) if kind == "simulated" else (0, signals[0].shape[0]))
+            lagged=(n, m) if kind == "simulated" else (0, signals[0].shape[0]),
+            trim=MOMENT_LAGS)
         # the long-run covariance of the moments grows like the samples; Theta's shrinks
         solution = dataclasses.replace(solution,
                                        sampling_covariance=covariance.scaled(1.0 / scale))
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
                       _twin(stats, R, "ls", centred, options), notes, references is not None,
-                      kind)
+                      kind, check_moments=check_moments)
 
 
 def _require_state_directions(states: tuple, centred: bool, p: int, fixed: int) -> None:

@@ -461,7 +461,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         replaced = {c.name: c for c in moment_checks(
             trajectories, signals, solution.coefficients,
             max_delay=model.max_delay, centred=outcome.centred, level=share,
-            reference=outcome.reference, kind=outcome.instrument_kind or "exogenous")}
+            reference=outcome.reference, kind=outcome.instrument_kind or "exogenous",
+            instrument_moments=outcome.check_moments)}
         residual = [replaced.get(c.name, c) for c in residual]
     coloured = any(c.name == "whiteness" and c.failed for c in residual)
     checks += [_inconclusive(c) if coloured and c.name == "state_completeness" and c.failed

@@ -50,10 +50,12 @@ from scipy import linalg, special
 
 from dmdidc.inference.checks import Check
 from dmdidc.regression.instrumental import (
+    TrimmedMoments,
     hac_lags,
     instrument_moments,
     lagged_moments,
     projected_instruments,
+    regressor_moments,
     residual_memory,
 )
 from dmdidc.regression.lag_products import (
@@ -872,7 +874,8 @@ def _laid_out(sources: list[tuple[np.ndarray, ...]], blocks: list[tuple[int, ran
 
 def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: list[np.ndarray],
                   coefficients: np.ndarray, *, max_delay: int, centred: bool, level: float,
-                  reference: bool = False, kind: str = "exogenous") -> list[Check]:
+                  reference: bool = False, kind: str = "exogenous",
+                  instrument_moments: TrimmedMoments | None = None) -> list[Check]:
     """Residual checks as tests of moment conditions, corrected for the fit's estimation error.
 
     A correct model leaves its residuals ``e_k`` uncorrelated with any signal ``w_k`` that is
@@ -903,6 +906,10 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     reference : bool
         The instruments come from a reference (closed loop): feedback is expected and
         reported, not failed; lag 0 of the inputs is feedback too.
+    instrument_moments : TrimmedMoments, optional
+        The instruments' moments over the samples of these checks, from the long-run
+        covariance's (:func:`~dmdidc.regression.instrumental.long_run_covariance`): used
+        when their samples' sums and count are those of the data here, computed otherwise.
 
     Returns
     -------
@@ -942,21 +949,24 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     if sum(lengths) < _MIN_SAMPLES or m == 0:
         return [Check(name, question, None, finding="too few samples, or no inputs")
                 for name, question in names.values()]
+    z_rows, lagged = q * len(own[1]), m * (R + 1)
+    z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
+    moments = _own_moments(instrument_moments, laid[z_at], centred, L)
     if centred:                           # every row at once, in place (laid is our own)
         laid -= laid.mean(axis=1, keepdims=True)
-    z_rows, lagged = q * len(own[1]), m * (R + 1)
     X_all = laid[:n]
+    Z_all = laid[z_at]
     if simulated:
-        Z_all = laid[n:n + z_rows + lagged]
         U_all, Y_all = Z_all[z_rows:], laid[n + z_rows + lagged:p + z_rows + n]
         common = lagged
     else:
-        U_all, Y_all, Z_all = laid[n:p], laid[p:p + n], laid[p + n:p + n + z_rows]
+        U_all, Y_all = laid[n:p], laid[p:p + n]
         common = 0
     W_all = laid[p + n + z_rows:]
     E_all = Y_all - coefficients[:, :n] @ X_all
     E_all -= coefficients[:, n:] @ U_all
-    corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common)
+    corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
+                                       moments)
     cuts = np.cumsum(lengths)[:-1]
     residuals = np.split(E_all, cuts, axis=1)
     memory = residual_memory(residuals)                     # one pass of up to 100 lags
@@ -990,15 +1000,36 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     return checks
 
 
-def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: int = 0
-                       ) -> np.ndarray:
+def _own_moments(moments: TrimmedMoments | None, Z: np.ndarray, centred: bool, trim: int
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(Z Z^T, Z head^T)`` of the checks' samples from ``moments`` when they are of the
+    instruments ``Z`` here (uncentred rows; the same trim, centring, count and sums to
+    rounding), else ``None``: a guard against moments of other data, which would decide the
+    checks silently wrong."""
+    if (moments is None or moments.trim != trim or moments.centred != centred
+            or moments.n_samples != Z.shape[1] or moments.sums.shape != (Z.shape[0],)):
+        return None
+    sums = Z.sum(axis=1)
+    scale = np.abs(Z).max(axis=1) * Z.shape[1] if Z.size else 0.0
+    if not np.all(np.abs(sums - moments.sums) <= 1e-9 * scale):
+        return None
+    return moments.S_zz, moments.S_zhead
+
+
+def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: int = 0,
+                       moments: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The moment signals corrected for the fit's estimation error, ``w~_k = w_k - S_wphi
     h_k`` with the projected instruments ``h_k = G^T z_k``
     (:func:`~dmdidc.regression.instrumental.projected_instruments`), every group at once and
     as ``(S_wphi G^T) Z``: never the ``(p, N)`` projected instruments.  The regressors are
     ``Phi = [head; Z[-common:]]`` (``common`` rows of ``Z`` are the same signals,
-    :func:`~dmdidc.regression.instrumental.instrument_moments`): never copied together."""
-    G = projected_instruments(*instrument_moments(Z, head, common))
+    :func:`~dmdidc.regression.instrumental.instrument_moments`): never copied together.
+    ``moments``: ``(Z Z^T, Z head^T)`` when known (:func:`_own_moments`)."""
+    if moments is None:
+        S_zz, S_zphi = instrument_moments(Z, head, common)
+    else:
+        S_zz, S_zphi = moments[0], regressor_moments(*moments, common)
+    G = projected_instruments(S_zz, S_zphi)
     W_phi = W @ head.T
     if common:
         W_phi = np.concatenate([W_phi, W @ Z[-common:].T], axis=1)

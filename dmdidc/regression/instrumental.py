@@ -60,8 +60,8 @@ from dmdidc.regression.solution import (
 
 __all__ = ["instrumental_solution", "refined_affine_solution", "coefficient_jacobian",
            "entry_error_spread",
-           "long_run_covariance",
-           "instrument_moments", "projected_instruments", "lagged_moments",
+           "long_run_covariance", "TrimmedMoments",
+           "instrument_moments", "regressor_moments", "projected_instruments", "lagged_moments",
            "first_stage_f", "WEAK_INSTRUMENTS_F", "hausman_variance",
            "hac_lags", "residual_memory"]
 
@@ -409,9 +409,12 @@ def instrument_moments(Z: np.ndarray, head: np.ndarray, common: int = 0
     True
     """
     S_zz = Z @ Z.T
-    if common == 0:
-        return S_zz, Z @ head.T
-    return S_zz, np.concatenate([Z @ head.T, S_zz[:, -common:]], axis=1)
+    return S_zz, regressor_moments(S_zz, Z @ head.T, common)
+
+
+def regressor_moments(S_zz: np.ndarray, S_zhead: np.ndarray, common: int) -> np.ndarray:
+    """``Z Phi^T`` for ``Phi = [head; Z[-common:]]`` from ``Z head^T`` and ``Z Z^T``."""
+    return S_zhead if common == 0 else np.concatenate([S_zhead, S_zz[:, -common:]], axis=1)
 
 
 def projected_instruments(S_zz: np.ndarray, S_zphi: np.ndarray) -> np.ndarray:
@@ -529,9 +532,51 @@ def _direct_lags(Z: np.ndarray, starts: np.ndarray, lengths: list[int], out: np.
         out[tau - 1] = block
 
 
+@dataclasses.dataclass(frozen=True)
+class TrimmedMoments:
+    """Instrument moments ``(Z Z^T, Z head^T)`` over every trajectory's samples less ``trim``
+    at either end (centred by their own means when ``centred``), read from the moments of all
+    samples (:func:`long_run_covariance`): those the moment checks use
+    (:func:`dmdidc.inference.residuals.moment_checks`).  ``sums`` (the uncentred sums of
+    ``z`` over those samples) and ``n_samples`` let a user check they are of its data."""
+
+    trim: int
+    centred: bool
+    S_zz: np.ndarray
+    S_zhead: np.ndarray
+    sums: np.ndarray
+    n_samples: int
+
+
+def _trimmed(Z: np.ndarray, head: np.ndarray, lengths: list[int], trim: int, S_zz: np.ndarray,
+             S_zhead: np.ndarray, means: np.ndarray | None, head_means: np.ndarray | None
+             ) -> TrimmedMoments | None:
+    """:class:`TrimmedMoments` from the moments of all samples of ``Z`` and ``head`` (the
+    trajectories side by side, centred by ``means`` and ``head_means`` when given) less the
+    products of the ``2 trim`` samples cut from each trajectory (``None`` when a trajectory
+    keeps fewer than two: the checks leave those out)."""
+    if any(length - 2 * trim < 2 for length in lengths):
+        return None
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+    cut = np.concatenate([np.r_[s:s + trim, s + length - trim:s + length]
+                          for s, length in zip(starts, lengths, strict=True)])
+    z_cut, h_cut = Z[:, cut], head[:, cut]
+    count = Z.shape[1] - cut.size
+    z_sums = Z.sum(axis=1) - z_cut.sum(axis=1)         # of the centred series: near zero
+    S_zz = S_zz - z_cut @ z_cut.T
+    S_zhead = S_zhead - z_cut @ h_cut.T
+    if means is not None:
+        # re-centred by the kept samples' own means (the series' differ by z_sums / count)
+        h_sums = head.sum(axis=1) - h_cut.sum(axis=1)
+        S_zz -= np.outer(z_sums, z_sums) / count
+        S_zhead -= np.outer(z_sums, h_sums) / count
+    raw = z_sums if means is None else z_sums + count * means
+    return TrimmedMoments(trim, means is not None, S_zz, S_zhead, raw, count)
+
+
 def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = False,
                         lags: int | None = None, common: int = 0,
-                        lagged: tuple[int, int] | None = None) -> np.ndarray:
+                        lagged: tuple[int, int] | None = None, trim: int | None = None):
     """Covariance of a 2SLS ``vec(Theta)`` under serially correlated residuals (HAC).
 
     The 2SLS error is ``Theta - Theta_0 = sum_k e_k h_k^T`` with the projected instruments
@@ -560,22 +605,31 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     lagged : (head, width), optional
         ``Z``'s rows after ``head`` are lags ``0, 1, ..`` of one signal
         (:func:`lagged_moments`): the lagged products reuse the lag-0 ones.
+    trim : int, optional
+        Also return the instrument moments without the first and last ``trim`` samples of
+        each trajectory (:class:`TrimmedMoments`, ``None`` if a trajectory is too short),
+        for the moment checks: a few edge products instead of a pass of their own.
 
     Returns
     -------
     KroneckerCovariance
-        ``2 L + 1`` Kronecker terms (never the ``(n p)^2`` matrix).
+        ``2 L + 1`` Kronecker terms (never the ``(n p)^2`` matrix); with ``trim``, the pair of
+        it and the :class:`TrimmedMoments`.
     """
     blocks = list(blocks)
     # the regressors not among Z's rows: the others' moments are read from Z Z^T
     head = np.concatenate([b[0][:b[0].shape[0] - common] for b in blocks], axis=1)
     Z = np.concatenate([b[2] for b in blocks], axis=1)
-    means = None
+    means = head_means = None
     if centred:                                   # both our own copies: in place
-        head -= head.mean(axis=1, keepdims=True)
+        head_means = head.mean(axis=1)
+        head -= head_means[:, None]
         means = Z.mean(axis=1)
         Z -= means[:, None]
     S_zz, S_zphi = instrument_moments(Z, head, common)
+    lengths = [b[0].shape[1] for b in blocks]
+    trimmed = None if trim is None else _trimmed(Z, head, lengths, trim, S_zz,
+                                                 S_zphi[:, :head.shape[0]], means, head_means)
     G = projected_instruments(S_zz, S_zphi)
     N = head.shape[1]
     n, p = coefficients.shape
@@ -586,7 +640,6 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     L = hac_lags(residuals) if lags is None else lags
     # H(tau) = G^T S_zz(tau) G and gamma_e(tau): the instruments' and the residuals' lagged
     # products within each trajectory, never the (p, N) h_k
-    lengths = [b[0].shape[1] for b in blocks]
     S_lagged = lagged_moments(Z, lengths, L, S_zz, means, lagged)
     E = np.concatenate(residuals, axis=1) if residuals else np.zeros((n, 0))
     E_0 = E @ E.T
@@ -604,7 +657,8 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
             right += [H, H.T]
     # Positive semi-definite without repair: the Bartlett-weighted sum of the lagged Kronecker
     # products of two positive-definite autocovariance sequences is a non-negative spectrum.
-    return KroneckerCovariance(np.array(left), np.array(right))
+    covariance = KroneckerCovariance(np.array(left), np.array(right))
+    return covariance if trim is None else (covariance, trimmed)
 
 def hausman_variance(v_iv: np.ndarray, v_ls: np.ndarray) -> np.ndarray:
     """Variance of an IV-minus-LS difference if least squares is consistent (Hausman 1978).

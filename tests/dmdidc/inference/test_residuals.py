@@ -403,3 +403,43 @@ def test_the_outlier_threshold_is_the_bonferroni_quantile_raised_by_the_scale_er
         bonferroni = special.ndtri(1 - 1e-3 / (2 * samples * series))
         raised = outlier_threshold(1e-3, samples, series) / bonferroni - 1
         assert 3.4 / np.sqrt(samples) < raised < 3.6 / np.sqrt(samples)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_data(
+        seed, monkeypatch):
+    # An IV fit hands the moment checks the instrument moments of its long-run covariance:
+    # the checks then decide as when computing them (statistics to rounding); moments of
+    # other data (another draw) are refused, so the checks equal those computed from scratch.
+    import warnings
+
+    from dmdidc import DMDidc
+    from dmdidc.inference import residuals
+    from simulations.studies.data_kinds import make_data, random_plant
+
+    calls = []
+    original = residuals.moment_checks
+    monkeypatch.setattr(residuals, "moment_checks",
+                        lambda *a, **k: calls.append((a, k)) or original(*a, **k))
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=4)
+    for _ in range(2):
+        data = make_data("white", plant, samples=3000, rng=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DMDidc(max_delay=4, estimator="iv").fit(data.X, data.U, dt=plant.dt)
+    (args, own), (_, other) = calls
+    assert own["instrument_moments"] is not None
+
+    def statistics(moments):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            checks = original(*args, **dict(own, instrument_moments=moments))
+        return [(c.name, c.passed, c.statistic) for c in checks]
+
+    scratch = statistics(None)
+    assert statistics(other["instrument_moments"]) == scratch
+    for (name, passed, value), (_, passed_, value_) in zip(statistics(own["instrument_moments"]),
+                                                           scratch, strict=True):
+        assert passed == passed_, name
+        assert value is None or abs(value - value_) <= 1e-8 * abs(value_), name

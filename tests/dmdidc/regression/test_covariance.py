@@ -272,3 +272,34 @@ def test_long_run_covariance_with_the_instrument_layout_equals_the_plain_one(lay
             fast = long_run_covariance(Theta, blocks, lags=lags, centred=centred,
                                        **structure).dense()
             np.testing.assert_allclose(fast, plain, rtol=0, atol=1e-10 * np.abs(plain).max())
+
+
+@pytest.mark.parametrize("layout", ["simulated", "exogenous"])
+@pytest.mark.parametrize("centred", [False, True])
+def test_trimmed_instrument_moments_equal_the_direct_products_of_the_kept_samples(layout,
+                                                                                  centred):
+    # The moment checks' instrument moments (each trajectory less `trim` samples at either
+    # end, centred by their own means) read from the long-run covariance's products equal
+    # the products of the kept samples; the covariance itself is unchanged; a trajectory
+    # too short to keep two samples gives none (the checks compute their own).
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        Theta, blocks, structure = _instrument_blocks(rng, layout, (300, 250, 41), offset=3.0)
+        common = structure.get("common", 0)
+        plain = long_run_covariance(Theta, blocks, lags=2, centred=centred, **structure)
+        covariance, trimmed = long_run_covariance(Theta, blocks, lags=2, centred=centred,
+                                                  trim=10, **structure)
+        np.testing.assert_array_equal(covariance.dense(), plain.dense())
+        Z = np.concatenate([b[2][:, 10:-10] for b in blocks], axis=1)
+        head = np.concatenate([b[0][:b[0].shape[0] - common, 10:-10] for b in blocks], axis=1)
+        assert trimmed.n_samples == Z.shape[1] and trimmed.centred == centred
+        np.testing.assert_allclose(trimmed.sums, Z.sum(axis=1), rtol=1e-12,
+                                   atol=1e-12 * np.abs(Z).sum())
+        if centred:
+            Z = Z - Z.mean(axis=1, keepdims=True)
+            head = head - head.mean(axis=1, keepdims=True)
+        scale = np.abs(Z).max() * max(np.abs(Z).max(), np.abs(head).max()) * Z.shape[1]
+        np.testing.assert_allclose(trimmed.S_zz, Z @ Z.T, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(trimmed.S_zhead, Z @ head.T, rtol=0, atol=1e-12 * scale)
+        assert long_run_covariance(Theta, blocks, lags=2, centred=centred, trim=20,
+                                   **structure)[1] is None          # 41 - 2 x 20 < 2
