@@ -27,8 +27,8 @@ __all__ = ["Check", "DiagnosticWarning", "FitDiagnostics", "STATISTICAL_CHECKS",
            "unexplained_blocks"]
 
 #: Statistical checks that share a fit's ``check_level`` (Bonferroni): offset, the five residual
-#: checks and least squares against instrumental variables.
-STATISTICAL_CHECKS = 7
+#: checks, least squares against instrumental variables and linearity.
+STATISTICAL_CHECKS = 8
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
 from dmdidc.inference.checks import Check, unexplained_blocks
+from dmdidc.inference.linearity import linearity_check
 from dmdidc.inference.offset import AFFINE_ROUNDING_LOUD
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
@@ -471,6 +472,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     checks.append(_ls_versus_iv(outcome, share))
     checks.append(_precision_check(model, restricted))
     if trajectories is not None:
+        checks.append(linearity_check(parts, deviation, share))
         checks.append(_excitation_check(trajectories, model))
     if outcome.offset is not None and outcome.offset.significant and outcome.centred:
         notes.append(f"offset found and removed: operating point {model.operating_point}")
