@@ -2,7 +2,8 @@
 
 A *data kind* is a way real identification data depart from the idealized experiment (white
 inputs, every state measured, open loop, white measurement noise): feedback, coloured noise,
-low-pass or multisine inputs, a sensor offset, fewer signals than states, outliers.
+low-pass or multisine inputs, a sensor offset, fewer signals than states, outliers, a state
+that saturates (a nonlinear plant).
 :func:`make_data` draws a data set of one kind from a random stable plant
 (:func:`random_plant`), :func:`assess` fits it and classifies the outcome:
 
@@ -61,6 +62,8 @@ DATA_KINDS = {
     "offset": "a constant sensor offset of about 1-2 x each state's rms, no detrend",
     "partial": "y = C x with one signal fewer than states, passed as the states",
     "outliers": "1 % of the samples carry outliers of 50 x the noise level",
+    "saturating_state": "the first state saturates before the dynamics act on it (x_0 -> "
+                        "w tanh(x_0 / w), w half its rms): a nonlinear plant",
 }
 
 
@@ -186,6 +189,21 @@ def _inputs(kind: str, m: int, K: int, rng: np.random.Generator) -> np.ndarray:
                 U[i] += np.sin(2 * np.pi * f * k + rng.uniform(0, 2 * np.pi))
         return U
     return rng.standard_normal((m, K))
+
+
+def _saturating_first_state(plant, U: np.ndarray, width: float) -> np.ndarray:
+    """States of ``x_{k+1} = A_d f(x_k) + sum_j B^(j) u_{k-j}`` from rest, where ``f`` maps the
+    first state to ``width tanh(x_0 / width)`` (a saturating state, e.g. a valve position)."""
+    K = U.shape[1]
+    forcing = np.zeros((plant.n_states, K))
+    for j, B in enumerate(plant.B_blocks):
+        forcing[:, j:] += B @ U[:, :K - j]
+    X = np.zeros((plant.n_states, K + 1))
+    for k in range(K):
+        x = X[:, k].copy()
+        x[0] = width * np.tanh(x[0] / width)
+        X[:, k + 1] = plant.A_d @ x + forcing[:, k]
+    return X
 
 
 #: Factors tried on the LQR gain, largest first: halvings down to 2^-10.
@@ -378,6 +396,8 @@ def make_data(kind: str, plant, *, samples: int = 3000, snr_db: float = 30.0,
         return IdentificationData(kind, X, U, reference=dither)
     U = _inputs(kind, m, samples, rng)
     X = plant.simulate(np.zeros(n), U)
+    if kind == "saturating_state":
+        X = _saturating_first_state(plant, U, 0.5 * float(_rms(X)[0, 0]))
     level = 10 ** (-snr_db / 20) * _rms(X)
     X = X + _noise(X.shape, level, rng, ar=0.9 if kind == "coloured_noise" else 0.0)
     C = None
