@@ -34,7 +34,6 @@ from scipy import special
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import robust_deviations
 from dmdidc.model import DelayedPlant
-from dmdidc.regression.lag_products import autocorrelations
 
 __all__ = ["SAMPLES", "WHITENING_ORDER", "linearity_check"]
 
@@ -56,6 +55,9 @@ _LINEAR_FEATURE = 1e-6
 #: Residuals beyond this many robust standard deviations count as this many (Huber's psi).
 _HUBER = 5.0
 
+#: Samples per block of the modal response.
+_BLOCK = 64
+
 #: Largest condition number of the model's eigenvectors for the modal response.
 _MODAL_COND = 1e4
 
@@ -73,23 +75,34 @@ def _standardized(x: np.ndarray) -> np.ndarray:
 
 
 def _response(A_d: np.ndarray, forcing: np.ndarray) -> np.ndarray:
-    """``z_1 .. z_K`` of ``z_{k+1} = A_d z_k + forcing_k`` from rest: per mode one convolution
-    with its powers (FFT; far cheaper than the matrix recursion, and ``scipy.signal`` stays
-    unloaded) when the eigenvectors are well conditioned, else the matrix recursion."""
+    """``z_1 .. z_K`` of ``z_{k+1} = A_d z_k + forcing_k`` from rest (a stable ``A_d``).
+
+    Per mode ``y_k = lambda y_{k-1} + d_k`` in blocks of ``_BLOCK`` samples: within a block one
+    product with the Toeplitz matrix of the mode's powers, across blocks a short recursion on
+    the block ends (far cheaper than the matrix recursion, and ``scipy.signal`` stays
+    unloaded); the matrix recursion when the eigenvectors are ill conditioned."""
     values, vectors = np.linalg.eig(A_d)
-    if np.linalg.cond(vectors) <= _MODAL_COND:
-        K = forcing.shape[1]
-        size = 1 << (2 * K - 1).bit_length()
-        powers = values[:, None] ** np.arange(K)
-        drive = np.linalg.solve(vectors, forcing)
-        modes = np.fft.ifft(np.fft.fft(powers, size) * np.fft.fft(drive, size))[:, :K]
-        return (vectors @ modes).real
-    Z = np.empty_like(forcing)
-    state = np.zeros(A_d.shape[0])
-    for k in range(forcing.shape[1]):
-        state = A_d @ state + forcing[:, k]
-        Z[:, k] = state
-    return Z
+    if np.linalg.cond(vectors) > _MODAL_COND:
+        Z = np.empty_like(forcing)
+        state = np.zeros(A_d.shape[0])
+        for k in range(forcing.shape[1]):
+            state = A_d @ state + forcing[:, k]
+            Z[:, k] = state
+        return Z
+    n, K = forcing.shape
+    blocks = -(-K // _BLOCK)
+    drive = np.zeros((n, blocks * _BLOCK), dtype=complex)
+    drive[:, :K] = np.linalg.solve(vectors, forcing)
+    drive = drive.reshape(n, blocks, _BLOCK)
+    powers = values[:, None] ** np.arange(_BLOCK + 1)                 # (n, B + 1)
+    lag = np.subtract.outer(np.arange(_BLOCK), np.arange(_BLOCK))      # i - t
+    toeplitz = np.where(lag >= 0, powers[:, np.clip(lag, 0, None)], 0.0)
+    local = drive @ toeplitz.transpose(0, 2, 1)          # each block's response from rest
+    carry = np.zeros((n, blocks), dtype=complex)          # the state entering each block
+    for b in range(1, blocks):
+        carry[:, b] = local[:, b - 1, -1] + powers[:, -1] * carry[:, b - 1]
+    modes = (local + powers[:, None, 1:] * carry[:, :, None]).reshape(n, -1)[:, :K]
+    return (vectors @ modes).real
 
 
 def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, np.ndarray,
@@ -129,7 +142,10 @@ def _projector(linear: np.ndarray):
 
 def _whitened(F: np.ndarray, order: int) -> np.ndarray:
     """Each feature through its Yule-Walker prediction-error filter of ``order`` taps."""
-    rho = autocorrelations([F], order).T                       # (n_f, order + 1)
+    F0 = F - F.mean(axis=1, keepdims=True)
+    cov = np.stack([np.einsum("ij,ij->i", F0[:, i:], F0[:, :F.shape[1] - i])
+                    for i in range(order + 1)], axis=1)          # (n_f, order + 1)
+    rho = cov / np.where(cov[:, :1] > 0, cov[:, :1], 1.0)
     # every feature's Toeplitz system at once; a hair of ridge, as a feature of a few
     # sinusoids is nearly perfectly predictable (a constant feature, zero, gets no filter)
     lags = np.abs(np.subtract.outer(np.arange(order), np.arange(order)))
@@ -180,7 +196,7 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     total = variance = 0.0
     names: list[str] = []
     # evenly spread pieces of about SAMPLES samples: ample power, a bounded cost
-    step = max(1, sum(E.shape[1] for E, _, _ in parts) // SAMPLES)
+    step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // SAMPLES))
     for E, U, _ in parts[::step]:
         N = E.shape[1]
         if U.shape[0] == 0:
