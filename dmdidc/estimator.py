@@ -40,15 +40,19 @@ from dmdidc.fitting import (
     FitOutcome,
     affine_rounding,
     fit_trajectories,
+    fit_with_trends,
     intercept_decision,
-    trajectory_shifts,
-    trajectory_trend_fit,
 )
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
     BlockTest,
 )
-from dmdidc.inference.checks import STATISTICAL_CHECKS, DiagnosticWarning, FitDiagnostics
+from dmdidc.inference.checks import (
+    STATISTICAL_CHECKS,
+    Check,
+    DiagnosticWarning,
+    FitDiagnostics,
+)
 from dmdidc.inference.diagnostics import fit_diagnostics
 from dmdidc.inference.intervals import (
     INTERVAL_METHODS,
@@ -60,6 +64,7 @@ from dmdidc.inference.intervals import (
     with_signal_units,
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
+from dmdidc.inference.trend_bias import trend_bias_check
 from dmdidc.info import ModelInfo
 from dmdidc.missing import left_out
 from dmdidc.model import DelayedPlant, OperatingPoint
@@ -446,8 +451,9 @@ class DMDidc:
             require_samples(sum(max(Ui.shape[1] - self._R, 0) for _, Ui in trajectories),
                             n + m * (self._R + 1))
             if self.detrend in ("constant", "linear"):
-                trajectories = self._trend_shifted(trajectories, pod)
-            outcome = self._fit_trajectories(trajectories, references)
+                outcome, trajectories = self._fit_with_trends(trajectories, references, pod)
+            else:
+                outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             if pod is not None:
                 raise
@@ -465,6 +471,10 @@ class DMDidc:
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
         self._finish(outcome, trajectories)
+        if self.detrend in ("constant", "linear"):       # Nickell's bias of short ones
+            self._decisions = dataclasses.replace(self._decisions, trend=self.detrend)
+            lengths = [Ui.shape[1] for _, Ui in trajectories]
+            self._add_check(trend_bias_check(self._solution, lengths, self._R, self.detrend))
         self._add_note(note)
         return self
 
@@ -476,6 +486,13 @@ class DMDidc:
         if loud:
             warn_model(note, DiagnosticWarning)
         return note
+
+    def _add_check(self, check: Check) -> None:
+        """``check`` appended to the diagnostics; a failed one warns as the fit's own."""
+        self._diagnostics = dataclasses.replace(
+            self._diagnostics, checks=(*self._diagnostics.checks, check))
+        if check.failed:
+            warn_model(check.message(), DiagnosticWarning)
 
     def _add_note(self, note: str | None) -> None:
         """``note`` appended to the diagnostics' notes (none while the fit is pending)."""
@@ -490,32 +507,20 @@ class DMDidc:
             offset=self._offset_mode(), method=self.method, svd_rank=self.regression_rank,
             rank_rtol=self.rank_rtol, chunk_size=self.chunk_size, level=self._check_share)
 
-    def _trend_shifted(self, trajectories: list, pod: tuple | None) -> list:
-        """The detrended trajectories shifted by their operating points under one intercept
-        (and slope) per trajectory (``detrend="constant"``, ``"linear"``): the means (lines)
-        leave one of the edge samples' size.  The least-squares fit of that model
-        (:func:`~dmdidc.fitting.trajectory_trend_fit`) gives the shifts
-        (:func:`~dmdidc.fitting.trajectory_shifts`) after which least squares through the
-        origin is that fit exactly; added to ``state_trend_``."""
-        theta = trajectory_trend_fit(trajectories, self._R, kind=self.detrend)
-        self._shifts = trajectory_shifts(trajectories, theta, self._R, kind=self.detrend)
-        n = theta.shape[0]
-        modes = np.eye(n) if pod is None else pod[0]
-        self.state_trend_ += np.array([modes @ z[:n] for z in self._shifts])
-        self.input_trend_ += np.array([z[n:] for z in self._shifts])
-        return self._shifted(trajectories)
-
-    def _shifted(self, trajectories: list) -> list:
-        """The trajectories with the fit's per-trajectory state trends (``detrend="constant"``
-        or ``"linear"``, :func:`~dmdidc.fitting.trajectory_shifts`) removed, if any."""
-        shifts = getattr(self, "_shifts", None)
-        if shifts is None:
-            return trajectories
+    def _fit_with_trends(self, trajectories: list, references: list | None,
+                         pod: tuple | None) -> tuple[FitOutcome, list]:
+        """The fit with one intercept (and slope) per trajectory (``detrend="constant"``,
+        ``"linear"``, :func:`~dmdidc.fitting.fit_with_trends`: the signals' means (lines)
+        leave one of the edge samples' size) and the trajectories as it saw them; the
+        trajectories' shifts are added to ``state_trend_`` and ``input_trend_``."""
+        outcome, shifted, shifts = fit_with_trends(
+            trajectories, self._R, self.detrend,
+            lambda data: self._fit_trajectories(data, references))
         n = trajectories[0][0].shape[0]
-        # shifts restored from older pickles have state rows only (no input shift)
-        return [(X - z[:n, :1] - z[:n, 1:] * np.arange(X.shape[1]),
-                 U - z[n:, :1] - z[n:, 1:] * np.arange(U.shape[1]) if len(z) > n else U)
-                for (X, U), z in zip(trajectories, shifts, strict=True)]
+        modes = np.eye(n) if pod is None else pod[0]
+        self.state_trend_ += np.array([modes @ z[:n] for z in shifts])
+        self.input_trend_ += np.array([z[n:] for z in shifts])
+        return outcome, shifted
 
     def _regression_data(self, X: Any, U: Any, reference: Any, pod: tuple | None = None
                          ) -> tuple[list, list | None, tuple | None, tuple | None]:
@@ -934,7 +939,6 @@ class DMDidc:
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
-        self._shifts: list[np.ndarray] | None = None    # detrend="constant" sets them in fit
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X, Y, U = check_data("X", X), check_data("Y", Y), check_data("U", U)
@@ -1105,8 +1109,6 @@ class DMDidc:
             raise DimensionError(f"the bootstrap data have {trajectories[0][0].shape[0]} "
                                  f"states and {trajectories[0][1].shape[0]} inputs; the fit "
                                  f"had {n} and {m}: pass the data given to fit")
-        if len(trajectories) == len(getattr(self, "_shifts", None) or ()):
-            trajectories = self._shifted(trajectories)      # the fit's data, as it saw them
         refit = trajectory_refit(self._stored("_decisions"), trajectories, references,
                                  max_delay=R, dt=self.dt, instrument_lags=self.instrument_lags,
                                  method=self.method, svd_rank=self.regression_rank,
@@ -1313,15 +1315,12 @@ class DMDidc:
         instruments they name, and an affine fit where the ``offset`` check found an offset
         and passed (the fit kept it).  Least squares that ``estimator="auto"`` may have kept
         by Hausman's pretest cannot be told apart from its other reasons: its intervals raise
-        a :class:`~dmdidc.ParameterError` asking for a refit.  The ``detrend="constant"``
-        shifts of an estimator pickled before ``"linear"`` had slopes (one value per state)
-        get a zero slope (the ``(n, 2)`` layout of state rows that bootstrap refits subtract;
-        they hold no input shift)."""
+        a :class:`~dmdidc.ParameterError` asking for a refit.  An estimator pickled when a
+        ``detrend="constant"`` (``"linear"``) fit stored its trajectories' shifts (which its
+        bootstrap subtracted by the trajectories' order) has them dropped and its decisions
+        name the trend: its resamples fit their own, as a new fit's do."""
         self.__dict__.update(state)
-        shifts = state.get("_shifts")
-        if shifts is not None:
-            self._shifts = [np.stack([z, np.zeros_like(z)], axis=1) if np.ndim(z) == 1 else z
-                            for z in shifts]
+        shifts = self.__dict__.pop("_shifts", None)
         diagnostics = state.get("_diagnostics")
         if diagnostics is None:
             return
@@ -1330,6 +1329,8 @@ class DMDidc:
             centred = bool(offset is not None and offset.passed
                            and offset.statistic > offset.threshold)
             self._decisions = Decisions(diagnostics.estimator, diagnostics.instruments, centred)
+        if shifts is not None and self.detrend in ("constant", "linear"):
+            self._decisions = dataclasses.replace(self._decisions, trend=self.detrend)
         if "_pretest_iv" not in state and (diagnostics.estimator != "ls"
                                            or self.estimator != "auto"):
             self._pretest_iv = None             # no pretest: nothing to widen

@@ -21,9 +21,11 @@ on its own is returned in :class:`FitOutcome` (and shown by ``diagnostics_``):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 
 from _toolbox.validation import check_in_interval
 from dmdidc.errors import InsufficientExcitationError, ParameterError
@@ -64,7 +66,8 @@ from dmdidc.trajectories import subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
-           "trajectory_trend_fit",
+           "trajectory_trend_fit", "trend_parameters", "trend_shifted", "with_trend_parameters",
+           "fit_with_trends",
            "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
@@ -521,9 +524,16 @@ def trajectory_trend_fit(trajectories, R: int, *, kind: str = "constant") -> np.
     >>> np.round(trajectory_trend_fit(parts, 0), 12)
     array([[0.9, 1. ]])
     """
+    triangle = _within_triangle(trajectories, R, kind)
+    p = triangle.shape[1] - trajectories[0][0].shape[0]
+    return np.linalg.lstsq(triangle[:p, :p], triangle[:p, p:], rcond=None)[0].T
+
+
+def _within_triangle(trajectories, R: int, kind: str) -> np.ndarray:
+    """The triangular factor of the regression rows ``[phi_k, x_{k+1}]`` with each
+    trajectory's trend removed (:func:`trajectory_trend_fit`)."""
     if kind not in ("constant", "linear"):
         raise ParameterError(f"kind must be 'constant' or 'linear'; got {kind!r}")
-    n = trajectories[0][0].shape[0]
     factors = []
     for X, U in trajectories:
         K = U.shape[1]
@@ -535,9 +545,10 @@ def trajectory_trend_fit(trajectories, R: int, *, kind: str = "constant") -> np.
         basis = np.linalg.qr(trend)[0][:, :min(K - R, trend.shape[1])]
         rows -= basis @ (basis.T @ rows)                 # Frisch-Waugh: the trends out
         factors.append(np.linalg.qr(rows, mode="r"))
-    triangle = np.linalg.qr(np.concatenate(factors), mode="r")
-    p = triangle.shape[1] - n
-    return np.linalg.lstsq(triangle[:p, :p], triangle[:p, p:], rcond=None)[0].T
+    if not factors:
+        raise InsufficientExcitationError(f"no trajectory has more than max_delay = {R} input "
+                                          f"samples: no regression sample to fit trends on")
+    return np.linalg.qr(np.concatenate(factors), mode="r")
 
 
 def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
@@ -628,6 +639,112 @@ def trajectory_shifts(trajectories, coefficients: np.ndarray, R: int, *,
         z, v = _operating_shift(I_A, B_sum, mean - slope * (R + K - 1) / 2.0 - w - B_lag @ s)
         shifts.append(np.stack([np.concatenate([z, v]), np.concatenate([w, s])], axis=1))
     return shifts
+
+
+def trend_shifted(trajectories, R: int, kind: str
+                  ) -> tuple[list, list[np.ndarray], np.ndarray]:
+    """``trajectories`` shifted by their own trends (:func:`trajectory_shifts` under the fit
+    of :func:`trajectory_trend_fit`), after which least squares through the origin is the
+    fit with one intercept (and slope) per trajectory; those shifts; and the triangular
+    factor ``F`` (p x p) of the regressors with the trends removed: by Frisch-Waugh the
+    fit's unscaled covariance is ``(F^T F)^-1`` (:func:`with_trend_parameters`), not the
+    inverse Gram of the shifted regressors, whose per-trajectory means it leaves in.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> parts = []
+    >>> for c in (0.3, -2.0):
+    ...     U = rng.standard_normal((1, 100))
+    ...     X = np.zeros((1, 101))
+    ...     for k in range(100):
+    ...         X[:, k + 1] = 0.9 * X[:, k] + U[:, k] + c
+    ...     parts.append((X, U))
+    >>> shifted, shifts, _ = trend_shifted(parts, 0, "constant")
+    >>> [round(float(z[0, 0]), 9) for z in shifts]      # the operating points c / (1 - 0.9)
+    [3.0, -20.0]
+    """
+    n = trajectories[0][0].shape[0]
+    triangle = _within_triangle(trajectories, R, kind)
+    p = triangle.shape[1] - n
+    theta = np.linalg.lstsq(triangle[:p, :p], triangle[:p, p:], rcond=None)[0].T
+    shifts = trajectory_shifts(trajectories, theta, R, kind=kind)
+    shifted = [(X - z[:n, :1] - z[:n, 1:] * np.arange(X.shape[1]),
+                U - z[n:, :1] - z[n:, 1:] * np.arange(U.shape[1]))
+               for (X, U), z in zip(trajectories, shifts, strict=True)]
+    return shifted, shifts, triangle[:p, :p]
+
+
+def fit_with_trends(trajectories, R: int, kind: str,
+                    fit: Callable[[list], FitOutcome]) -> tuple[FitOutcome, list, list]:
+    """``fit`` of the ``trajectories`` shifted by their own trends (:func:`trend_shifted`),
+    its outcome with the trends counted (:func:`with_trend_parameters`); and the shifted
+    trajectories and their shifts.  The one path of a fit and of each bootstrap resample
+    (:mod:`dmdidc.resampling`) with ``detrend="constant"`` or ``"linear"``."""
+    shifted, shifts, within = trend_shifted(trajectories, R, kind)
+    count = trend_parameters([U.shape[1] for _, U in trajectories], R, kind)
+    return with_trend_parameters(fit(shifted), count, within), shifted, shifts
+
+
+def trend_parameters(lengths: list[int], R: int, kind: str) -> int:
+    """The intercepts (and slopes) one state equation spends on the per-trajectory trends of
+    :func:`trajectory_trend_fit`: one (``kind="constant"``) or two (``"linear"``) per
+    trajectory of ``lengths`` input samples with a regression sample (a trajectory of one
+    regression sample has its line's intercept only).
+
+    Why: the through-origin fit on the shifted trajectories is the fit with those trends
+    (:func:`trajectory_shifts`), so by Frisch-Waugh its covariance is exact when the residual
+    variance divides by ``N - p - trend_parameters``; with 60 trajectories of 20 samples that
+    is 60 (``"constant"``) or 120 (``"linear"``) of about 1000 degrees of freedom.
+
+    Examples
+    --------
+    >>> trend_parameters([40, 40, 2], 2, "linear")      # the third has no regression sample
+    4
+    """
+    width = 1 if kind == "constant" else 2
+    return sum(min(K - R, width) for K in lengths if K > R)
+
+
+def with_trend_parameters(outcome: FitOutcome, count: int,
+                          within: np.ndarray | None = None) -> FitOutcome:
+    """``outcome`` with ``count`` more intercepts (:func:`trend_parameters`) in its
+    solution's (and twin's) residual degrees of freedom and residual covariance, rescaled
+    from the degrees of freedom it had (the block test reads them too); and, given the
+    triangular factor ``within`` of the detrended regressors (:func:`trend_shifted`), a
+    full-rank least-squares solution's unscaled covariance ``(F^T F)^-1`` (Frisch-Waugh).
+
+    Why the factor: the shifted regressors keep a per-trajectory mean of the size of the
+    operating point's error, which adds ``N_t phibar phibar^T`` to their Gram; for a slow
+    mode (``a`` near 1) and short trajectories it is of the Gram's own size (``(1 + a) /
+    ((1 - a) N_t)``), and the standard errors from it were too small.  Instrumental and
+    robust solutions keep theirs (their unscaled covariance is not the regressors' Gram)."""
+    def counted(solution: RegressionSolution | None) -> RegressionSolution | None:
+        if solution is None or count == 0:
+            return solution
+        unscaled = solution.unscaled_covariance
+        if (within is not None and solution.estimator == "ls"
+                and solution.rank == within.shape[0]):
+            inverse = scipy.linalg.solve_triangular(within, np.eye(len(within)))
+            unscaled = inverse @ inverse.T
+        before = max(solution.dof, 1)
+        after = solution.n_samples - solution.rank - solution.intercepts - count
+        if after < 1:
+            raise InsufficientExcitationError(
+                f"the data provide {solution.n_samples} regression samples for "
+                f"{solution.rank} coefficients and {solution.intercepts + count} trend "
+                f"parameters (detrend's intercepts, and slopes, per trajectory): no residual "
+                f"degree of freedom is left; use longer or fewer trajectories, or subtract a "
+                f"known operating point instead of detrend")
+        factor = before / after
+        sampling = solution.sampling_covariance
+        return dataclasses.replace(
+            solution, intercepts=solution.intercepts + count, unscaled_covariance=unscaled,
+            residual_covariance=solution.residual_covariance * factor,
+            sampling_covariance=None if sampling is None else sampling.scaled(factor))
+    return dataclasses.replace(outcome, solution=counted(outcome.solution),
+                               twin=counted(outcome.twin))
 
 
 #: Singular values of ``I - A_d`` below this share of the largest are an integrator's (an

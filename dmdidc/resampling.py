@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError, ParameterError
-from dmdidc.fitting import FitOutcome, _solve, _statistics, fit_trajectories
+from dmdidc.fitting import FitOutcome, _solve, _statistics, fit_trajectories, fit_with_trends
 from dmdidc.identified import identified_model
 from dmdidc.inference.intervals import model_vector
 from dmdidc.regression.solution import GramAccumulator, RegressionSolution, least_squares
@@ -70,6 +70,9 @@ class Decisions:
         Its instruments (``"model"``: refined; ``"inputs"``, ``"states"``, ``"exogenous"``).
     centred : bool
         The fit is affine (intercept kept).
+    trend : {None, "constant", "linear"}
+        The fit's per-trajectory trends (``detrend``): each resample fits its own
+        (:func:`dmdidc.fitting.trend_shifted`), as a fit on the resampled data does.
 
     Examples
     --------
@@ -77,11 +80,14 @@ class Decisions:
     True
     >>> Decisions("iv", "model", True).additive
     False
+    >>> Decisions("ls", None, False, trend="constant").additive
+    False
     """
 
     estimator: str
     instruments: str | None
     centred: bool
+    trend: str | None = None
 
     @classmethod
     def of(cls, outcome: FitOutcome) -> Decisions:
@@ -90,9 +96,11 @@ class Decisions:
 
     @property
     def additive(self) -> bool:
-        """Whether the estimator's moments add up over trajectories (module notes)."""
-        return self.estimator == "ls" or (self.estimator == "iv"
-                                          and self.instruments in _ADDITIVE_INSTRUMENTS)
+        """Whether the estimator's moments add up over trajectories (module notes); not
+        with per-trajectory trends, which each resample fits on its own trajectories."""
+        return self.trend is None and (
+            self.estimator == "ls" or (self.estimator == "iv"
+                                       and self.instruments in _ADDITIVE_INSTRUMENTS))
 
 
 def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
@@ -243,7 +251,9 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
     ----------
     decisions : Decisions
     trajectories : list of (X (n, K+1), U (m, K))
-        As the regression of the fit saw them (detrended, projected on its POD modes).
+        As the regression of the fit saw them (detrended, projected on its POD modes), before
+        the shifts of per-trajectory trends (``decisions.trend``: each resample fits its own,
+        so any order of the trajectories gives the same resamples' fits).
     references : list of ndarray (q, K) or None
         The reference or exogenous instrument signal of each trajectory.
     max_delay : int
@@ -305,21 +315,25 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
                              vector)
 
     refined = decisions.instruments == "model" and references is None
+    # the refined first stage's statistics (the fit's memo), summed instead of a pass; not
+    # with trends, whose shifts differ per resample
     inputs = ([_statistics([trajectory], R, "inputs") for trajectory in trajectories]
-              if refined and m > 0 else None)
+              if refined and m > 0 and decisions.trend is None else None)
 
     def refit(counts: np.ndarray) -> np.ndarray | None:
         picked = chosen(counts)
-        # the refined first stage's statistics (the fit's memo), summed instead of a pass
         memo = {} if inputs is None else {"inputs": weighted_total(inputs, counts)}
-        try:
-            outcome = fit_trajectories(
-                [trajectories[k] for k in picked],
-                None if references is None else [references[k] for k in picked],
+        def fit(data: list) -> FitOutcome:
+            return fit_trajectories(
+                data, None if references is None else [references[k] for k in picked],
                 max_delay=R, estimator=decisions.estimator,
                 instruments=decisions.instruments or "auto", instrument_lags=instrument_lags,
                 offset="centred" if decisions.centred else "none", method=method,
                 chunk_size=chunk_size, level=level, memo=memo, **options)
+        data = [trajectories[k] for k in picked]
+        try:
+            outcome = (fit(data) if decisions.trend is None
+                       else fit_with_trends(data, R, decisions.trend, fit)[0])
         except InsufficientExcitationError:
             return None
         return vector(outcome)

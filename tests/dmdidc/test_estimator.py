@@ -1062,18 +1062,24 @@ def test_exact_data_of_an_integrator_pass_the_precision_check(seed, detrend):
 
 
 @pytest.mark.parametrize("seed", range(2))
-def test_a_constant_detrend_pickled_before_linear_shifts_bootstraps_as_its_fit(seed):
-    # detrend="constant" stored one shift per state (n,) before "linear" gave them slopes
-    # (n, 2); such a pickle's bootstrap refit subtracted them by an (n, 2) index: IndexError.
+@pytest.mark.parametrize("layout", ["state rows", "with slopes"])
+def test_a_detrend_pickled_with_stored_shifts_bootstraps_as_its_fit(seed, layout):
+    # detrend="constant" stored the fit's shifts (one per state, later (n + m, 2)), and its
+    # bootstrap subtracted them from the data by the trajectories' order; the fit's
+    # decisions now name the trend and each resample fits its own.  An old pickle (shifts,
+    # decisions without the trend) bootstraps as a new fit.
+    import dataclasses
     import pickle
 
     _, Xs, Us = seed_experiments(1.5, seed, offset=2.0, experiments=3)
     est = DMDidc(max_delay=3, detrend="constant").fit(Xs, Us, dt=T_SEED)
     old = pickle.loads(pickle.dumps(est))
-    old.__dict__["_shifts"] = [z[:, 0] for z in est._shifts]        # the former layout
+    n = Xs[0].shape[0]
+    old.__dict__["_shifts"] = [np.zeros(n) if layout == "state rows" else np.zeros((n + 2, 2))
+                               for _ in Xs]
+    old.__dict__["_decisions"] = dataclasses.replace(est._decisions, trend=None)
     restored = pickle.loads(pickle.dumps(old))
-    for new, former in zip(restored._shifts, est._shifts, strict=True):
-        np.testing.assert_array_equal(new, former * [1.0, 0.0])
+    assert restored._decisions == est._decisions and "_shifts" not in restored.__dict__
     ci = restored.confidence_intervals(0.9, method="bootstrap", n_resamples=20, rng=seed,
                                        X=Xs, U=Us)
     fresh = est.confidence_intervals(0.9, method="bootstrap", n_resamples=20, rng=seed,

@@ -43,6 +43,12 @@ CASES = {
     "iv states plain": (dict(estimator="iv", instruments="states", detrend=None), 0.0, 20.0),
     "iv refined plain": (dict(estimator="iv", detrend=None), 0.0, 20.0),
     "auto": (dict(), 0.0, 20.0),
+    # per-trajectory trends: each resample fits its own (as the whole fit on it does)
+    "ls constant trends": (dict(estimator="ls", detrend="constant"), 0.0, 40.0),
+    "ls linear trends": (dict(estimator="ls", detrend="linear"), 0.0, 40.0),
+    "iv inputs constant trends": (dict(estimator="iv", instruments="inputs",
+                                       detrend="constant"), 0.0, 20.0),
+    "iv refined linear trends": (dict(estimator="iv", detrend="linear"), 0.0, 20.0),
 }
 
 
@@ -84,6 +90,33 @@ def test_refined_resamples_keep_the_intercept(seed):
     # a state offset c (intercept (I - A_d) c) that the refined fit detects on these plants
     # (its test has little power for state offsets on others): every resample keeps it
     compare_with_whole_refits(dict(estimator="iv"), 3.0, 20.0, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_detrended_bootstrap_is_blind_to_the_order_of_the_trajectories(seed):
+    # the bootstrap subtracted the fit's stored trend shifts by the trajectories' order: the
+    # data passed in another order got other trajectories' operating points (offsets of
+    # several rms apart here).  Each resample now fits its own trends: a resample is the same
+    # multiset of trajectories in any order, and all of them once is the fit.
+    rng = np.random.default_rng(300 + seed)
+    plant = random_plant(rng)
+    Xs, Us = experiments(plant, rng, count=5, snr_db=30.0)
+    Xs = [X + 5.0 * rng.standard_normal((X.shape[0], 1)) for X in Xs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContinuousModelWarning)
+        est = DMDidc(max_delay=3, estimator="ls", detrend="constant").fit(Xs, Us, dt=T)
+        assert est._decisions == Decisions("ls", None, False, trend="constant")
+        refit, _ = est._trajectory_refit(Xs, Us, None)
+        backwards, _ = est._trajectory_refit(Xs[::-1], Us[::-1], None)
+        whole = model_vector(est.model_)
+        scale = np.abs(whole).max()
+        np.testing.assert_allclose(refit(np.ones(5, int)), whole, atol=1e-9 * scale)
+        np.testing.assert_allclose(backwards(np.ones(5, int)), whole, atol=1e-9 * scale)
+        counts = np.array([2, 0, 1, 0, 2])
+        np.testing.assert_allclose(backwards(counts[::-1]), refit(counts), atol=1e-9 * scale)
+        ci = est.confidence_intervals(method="bootstrap", X=Xs[::-1], U=Us[::-1],
+                                      n_resamples=30, rng=seed)
+    assert np.all((ci.delay.low <= est.delay) & (est.delay <= ci.delay.high))
 
 
 def test_decisions_are_those_of_the_reported_fit():
