@@ -196,7 +196,12 @@ class DMDidc:
         ``k`` per trajectory (the lines leave ``c + g k``).  An intercept along an eigenvalue
         1 of ``A_d`` (an integrator driven by an input's mean: a ramp, no state offset) is
         taken by the input's operating point instead (``input_trend_`` is then not the
-        input's mean).  The model is
+        input's mean).  The intercepts (and slopes) count in the residual degrees of freedom
+        and the standard errors are those of the detrended regressors (Frisch-Waugh,
+        :func:`~dmdidc.fitting.with_trend_parameters`); with many short trajectories the
+        trends bias a dynamic model by ``O(1 / samples per trajectory)`` (Nickell), which the
+        ``trend_bias`` check estimates and warns about when it reaches a quarter of a
+        standard error (:mod:`dmdidc.inference.trend_bias`).  The model is
         then in deviations from the operating point: use it with deviations, ``x - x_op`` and
         ``u - u_op``.  The removed trends are stored in ``state_trend_`` and
         ``input_trend_``.  Use it for data with a sensor offset, an input bias or a non-zero
