@@ -658,7 +658,13 @@ class DMDidc:
         self._parts = parts if len(parts) > 1 else None
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
-        return self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
+        self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
+        if total.centering == "trajectory" and total.intercepts and not total.releases:
+            # built with detrend="constant": their lengths are gone, their mean is not
+            # (Nickell's bias depends on the lengths little beyond a few time constants)
+            lengths = [round(total.n_samples / total.intercepts)] * total.intercepts
+            self._add_check(trend_bias_check(self._solution, lengths, 0, "constant"))
+        return self
 
     def _statistics_offset(self, total: SufficientStatistics) -> tuple[str, str]:
         """The intercept rule for statistics and, when they cannot be tested, why: centred

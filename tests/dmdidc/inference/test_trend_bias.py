@@ -169,3 +169,25 @@ def test_intervals_cover_where_the_check_passes(kind, count, samples):
             hits.append(np.mean(np.abs(solution.coefficients - truth) <= half))
     band = 3 * np.sqrt(level * (1 - level) / len(hits))
     assert abs(np.mean(hits) - level) < band, (np.mean(hits), band)
+
+
+def test_statistics_centred_per_trajectory_are_checked_alike():
+    # SufficientStatistics.from_data(..., detrend="constant") centres each trajectory's
+    # regression samples: the same within fit, the same bias; loud on many short ones
+    from dmdidc import SufficientStatistics
+
+    rng = np.random.default_rng(0)
+    plant = random_plant(1000)
+    for (count, samples), loud in (((80, 15), True), ((2, 1000), False)):
+        Xs, Us = equation_error_data(plant, count, samples, rng)
+        stats_ = SufficientStatistics.from_data(Xs, Us, max_delay=4, detrend="constant")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = DMDidc(max_delay=4, estimator="ls").fit_statistics(stats_, dt=0.5)
+        check = est.diagnostics_["trend_bias"]
+        assert check.failed == loud, check
+        assert any("'trend_bias'" in str(w.message) for w in caught) == loud
+        if not loud:
+            continue
+        direct, _ = fit(Xs, Us, "constant")       # the data fit's estimate, within 30 %
+        assert 0.7 < check.statistic / direct.diagnostics_["trend_bias"].statistic < 1.3
