@@ -188,8 +188,6 @@ def _blocked(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: 
     frequencies = F // 2 + 1
     leading = sorted({i for i, _, _ in pairs})
     trailing = sorted({j for _, j, _ in pairs})
-    crossed = {("a", i) for i, _, diagonal in pairs if not diagonal} | {
-        ("b", j) for _, j, diagonal in pairs if not diagonal}
     # groups of blocks whose buffers stay in cache, reused (fresh large arrays cost page
     # faults), of at least _MIN_GROUP blocks (the products' matrices are blocks wide)
     values = sum(rows[i] for i in leading) + sum(rows[j] for j in trailing)
@@ -198,11 +196,11 @@ def _blocked(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: 
     product = [np.empty_like(acc) for acc in G]
     a_in = {i: np.zeros((rows[i], group, F)) for i in leading}    # zero-padded beyond B
     b_pad = {j: np.zeros((rows[j], group * B + span)) for j in trailing}
-    hat = {("a", i): np.empty((rows[i], group, frequencies), complex) for i in leading}
-    hat |= {("b", j): np.empty((rows[j], group, frequencies), complex) for j in trailing}
-    # per frequency, (rows x blocks) matrices for BLAS (the transforms are frequency-last)
-    by_frequency = {key: np.empty((frequencies, rows[key[1]], group), complex)
-                    for key in crossed}
+    # the transforms frequency first: per frequency a (rows x blocks) matrix for BLAS, written
+    # there by the transforms (along the first axis of transposed views; copying them from
+    # frequency-last arrays cost as much as a tenth of the transforms)
+    hat = {("a", i): np.empty((frequencies, rows[i], group), complex) for i in leading}
+    hat |= {("b", j): np.empty((frequencies, rows[j], group), complex) for j in trailing}
     for c0 in range(0, blocks, group):
         g = min(group, blocks - c0)
         start = c0 * B
@@ -214,8 +212,8 @@ def _blocked(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: 
             if whole < g:             # the last, partial block
                 buffer[:, whole, :B] = 0.0
                 buffer[:, whole, :stop - start - whole * B] = x[:, start + whole * B:stop]
-            out = hat["a", i][:, :g]
-            np.fft.rfft(buffer[:, :g], axis=2, out=out)
+            out = hat["a", i][:, :, :g]
+            np.fft.rfft(buffer[:, :g].transpose(2, 0, 1), axis=0, out=out)
             np.conjugate(out, out=out)
         # the samples of b that the blocks' lags reach: b[start - high .. stop - low)
         first = start - high
@@ -229,15 +227,14 @@ def _blocked(series: list[np.ndarray], pairs: list[tuple[int, int, bool]], low: 
                     x[:, low_b - first:high_b - first] = series[j][:, low_b:high_b]
             else:
                 x = x[:, first:]
-            np.fft.rfft(_strided(x, g, F, B), axis=2, out=hat["b", j][:, :g])
-        for key in crossed:
-            np.copyto(by_frequency[key][:, :, :g], hat[key][:, :g].transpose(2, 0, 1))
+            np.fft.rfft(_strided(x, g, F, B).transpose(2, 0, 1), axis=0,
+                        out=hat["b", j][:, :, :g])
         for (i, j, diagonal), acc, out in zip(pairs, G, product, strict=True):
             if diagonal:
-                acc += np.einsum("icf,icf->fi", hat["a", i][:, :g], hat["b", j][:, :g])
+                acc += np.einsum("fic,fic->fi", hat["a", i][:, :, :g], hat["b", j][:, :, :g])
             else:   # one (rows_a x blocks) @ (blocks x rows_b) product per frequency
-                np.matmul(by_frequency["a", i][:, :, :g],
-                          by_frequency["b", j][:, :, :g].transpose(0, 2, 1), out=out)
+                np.matmul(hat["a", i][:, :, :g], hat["b", j][:, :, :g].transpose(0, 2, 1),
+                          out=out)
                 acc += out
     # circular correlation r(m) = sum_i a_i s_{i + m}, m = 0 .. span, is the lag d = high - m
     return [np.moveaxis(np.fft.irfft(acc, F, axis=0)[span::-1], 0, -1) for acc in G]
