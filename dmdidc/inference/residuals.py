@@ -324,13 +324,22 @@ def _cross_correlations(a: list[np.ndarray], b: list[np.ndarray], lags: np.ndarr
     return products.transpose(2, 0, 1) / scale
 
 
-def _edge_filtered(taps: np.ndarray, window: np.ndarray) -> np.ndarray:
-    """Each filter (rows of ``taps``, (J, q + 1)) on per-piece windows (n, pieces, q + w)
-    whose first ``q`` samples precede the ``w`` outputs: shape (J, n, pieces, w)."""
+def _weighted_edge_sums(taps: np.ndarray, weights: np.ndarray, window: np.ndarray, *,
+                        from_end: bool = False) -> np.ndarray:
+    """``sum_pieces weights * (sums of the first 0 .. w outputs of each filter)`` on per-piece
+    windows (n, pieces, q + w) whose first ``q`` samples precede the ``w`` outputs (with
+    ``from_end``: of the last 0 .. w outputs): filters ``taps`` (J, q + 1), weights (J,
+    pieces, n); shape (J, n, w + 1).
+
+    Filtering, summing the first outputs and weighting the pieces are all linear, so the
+    pieces are weighted first: the filters then run on (J, n) windows instead of (J, n,
+    pieces) (the same sums up to rounding)."""
     q = taps.shape[1] - 1
     width = window.shape[-1] - q
-    stack = np.stack([window[..., q - p:q - p + width] for p in range(q + 1)])
-    return (taps @ stack.reshape(q + 1, -1)).reshape((taps.shape[0],) + stack.shape[1:])
+    weighted = np.einsum("jpi,ips->jis", weights, window)                 # (J, n, q + w)
+    filtered = np.einsum("jp,pjit->jit", taps,
+                         np.stack([weighted[..., q - p:q - p + width] for p in range(q + 1)]))
+    return _prefix(filtered[..., ::-1] if from_end else filtered)
 
 
 def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
@@ -354,10 +363,11 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     last = layout.window(E, -q, q, from_end=True)[..., ::-1]      # (n, pieces, q): e_{N-1-r}
     total = np.einsum("jp,inp->jni", taps, moments.totals[..., None] - _prefix(last))
     mean = total / lengths[None, :, None]                                # (J, pieces, n)
-    # sums of the first and last 0 .. window samples of Ew (the covariances' mean terms)
-    head = _prefix(_edge_filtered(taps, layout.window(E, -q, window + q)))
-    tail = _prefix(_edge_filtered(taps, layout.window(E, -window - q, window + q,
-                                                      from_end=True))[..., ::-1])
+    # sums of the first and last 0 .. window samples of Ew, weighted by its piece means (the
+    # covariances' mean terms)
+    head = _weighted_edge_sums(taps, mean, layout.window(E, -q, window + q))
+    tail = _weighted_edge_sums(taps, mean, layout.window(E, -window - q, window + q,
+                                                         from_end=True), from_end=True)
 
     def tail_products(signal_: np.ndarray, shifts: np.ndarray, rowwise: bool) -> np.ndarray:
         """``sum_{r < p} e_{N-1-r} s_{N-1-r-d}`` pooled, for ``p = 0 .. q`` and ``d`` in
@@ -387,9 +397,8 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     weights = (taps[:, :, None] * taps[:, None, :]).reshape(taps.shape[0], -1)
     raw = (weights @ terms.reshape(taus.size, -1, terms.shape[-1]))            # (t, J, n)
     raw = raw.transpose(1, 0, 2)
-    cov = (raw - np.einsum("jni,jint->jti", mean,
-                           2.0 * total.transpose(0, 2, 1)[..., None] - head[..., taus]
-                           - tail[..., taus])
+    cov = (raw - (2.0 * np.einsum("jni,jni->ji", mean, total)[:, None, :]
+                  - (head + tail).transpose(0, 2, 1))
            + np.einsum("jni,nt->jti", mean ** 2, lengths[:, None] - taus[None, :]))
     # sum_k Ew_k Sw_{k - tau} = sum_p a_p (products of e with Sw - tails)(tau - p)
     low = int(lags.min()) - q
