@@ -23,7 +23,8 @@ inflate the statistic.  Each residual enters through Huber's ``psi`` (clipped at
 standard deviations), so outliers and heavy-tailed noise do not dominate the sums.  The largest
 standardized correlation is compared with the Bonferroni normal quantile over all
 residual-feature pairs at the check's share of ``check_level``; long data are thinned to about
-``SAMPLES`` samples (evenly spread pieces).
+``SAMPLES`` samples (evenly spread pieces; fewer, down to 2000, for a model of many states and
+lags, whose regressors and features are many).
 """
 
 from __future__ import annotations
@@ -34,11 +35,18 @@ from scipy import special
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import robust_deviations
 from dmdidc.model import DelayedPlant
+from dmdidc.regression.propagation import delayed_response
 
 __all__ = ["SAMPLES", "WHITENING_ORDER", "linearity_check"]
 
 #: Samples the check uses at most (about; pieces of long data are taken evenly).
 SAMPLES = 6000
+
+#: Samples times rows (linear regressors and features) the check uses at most, but never fewer
+#: than ``_FEWEST`` samples: a model of many states and lags is tested on fewer samples, so that
+#: the check stays a small part of the fit (about 0.1 of one Gram pass of the regression data).
+_VALUES = 150_000
+_FEWEST = 2000
 
 #: Taps of each feature's prewhitening filter (at most a tenth of a trajectory).
 WHITENING_ORDER = 10
@@ -55,12 +63,6 @@ _LINEAR_FEATURE = 1e-6
 #: Residuals beyond this many robust standard deviations count as this many (Huber's psi).
 _HUBER = 5.0
 
-#: Samples per block of the modal response.
-_BLOCK = 64
-
-#: Largest condition number of the model's eigenvectors for the modal response.
-_MODAL_COND = 1e4
-
 #: Fewer residual samples per feature and linear regressor than this: a trajectory is skipped.
 _SAMPLES_PER_COLUMN = 10
 
@@ -74,60 +76,46 @@ def _standardized(x: np.ndarray) -> np.ndarray:
     return x / np.where(scale > 0, scale, 1.0)
 
 
-def _response(A_d: np.ndarray, forcing: np.ndarray) -> np.ndarray:
-    """``z_1 .. z_K`` of ``z_{k+1} = A_d z_k + forcing_k`` from rest (a stable ``A_d``).
+def _stable(model: DelayedPlant) -> bool:
+    return bool(np.max(np.abs(np.linalg.eigvals(model.A_d)), initial=0.0) < 1.0)
 
-    Per mode ``y_k = lambda y_{k-1} + d_k`` in blocks of ``_BLOCK`` samples: within a block one
-    product with the Toeplitz matrix of the mode's powers, across blocks a short recursion on
-    the block ends (far cheaper than the matrix recursion, and ``scipy.signal`` stays
-    unloaded); the matrix recursion when the eigenvectors are ill conditioned."""
-    values, vectors = np.linalg.eig(A_d)
-    if np.linalg.cond(vectors) > _MODAL_COND:
-        Z = np.empty_like(forcing)
-        state = np.zeros(A_d.shape[0])
-        for k in range(forcing.shape[1]):
-            state = A_d @ state + forcing[:, k]
-            Z[:, k] = state
-        return Z
-    n, K = forcing.shape
-    blocks = -(-K // _BLOCK)
-    drive = np.zeros((n, blocks * _BLOCK), dtype=complex)
-    drive[:, :K] = np.linalg.solve(vectors, forcing)
-    drive = drive.reshape(n, blocks, _BLOCK)
-    powers = values[:, None] ** np.arange(_BLOCK + 1)                 # (n, B + 1)
-    lag = np.subtract.outer(np.arange(_BLOCK), np.arange(_BLOCK))      # i - t
-    toeplitz = np.where(lag >= 0, powers[:, np.clip(lag, 0, None)], 0.0)
-    local = drive @ toeplitz.transpose(0, 2, 1)          # each block's response from rest
-    carry = np.zeros((n, blocks), dtype=complex)          # the state entering each block
-    for b in range(1, blocks):
-        carry[:, b] = local[:, b - 1, -1] + powers[:, -1] * carry[:, b - 1]
-    modes = (local + powers[:, None, 1:] * carry[:, :, None]).reshape(n, -1)[:, :K]
-    return (vectors @ modes).real
+
+def _rows(model: DelayedPlant) -> int:
+    """Linear regressors and features :func:`_features` builds for ``model``."""
+    acting = np.any(model.B_blocks != 0, axis=1)
+    states = 3 * model.n_states if _stable(model) else 0
+    return 1 + acting.size + states + int(np.minimum(acting.sum(axis=0), 2).sum())
 
 
 def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, np.ndarray,
                                                                       list[str]]:
     """The linear regressors and the nonlinear features of samples ``R .. R + N - 1``."""
     R, K = model.max_delay, U.shape[1]
+    centred = U - U.mean(axis=1, keepdims=True)      # the model's response: in its units
     U = _standardized(U)
     lags = [U[:, R - j:K - j] for j in range(R + 1)]
-    linear, features, names = [np.ones((1, N))] + lags, [], []
-    if np.max(np.abs(np.linalg.eigvals(model.A_d)), initial=0.0) < 1.0:
-        # the response from rest at sample R to the inputs before sample k (an unstable
-        # model's diverges: then the inputs' features remain)
-        forcing = sum(B @ lag for B, lag in zip(model.B_blocks, lags, strict=True))
-        Z = np.concatenate([np.zeros((forcing.shape[0], 1)),
-                            _response(model.A_d, forcing[:, :-1])], axis=1)
-        Z = _standardized(Z)
+    # every lag, also those the model leaves out: the cube of a periodic input (a multisine)
+    # has parts at its own frequencies, which only enough lags span (the model's two
+    # blocks per channel left 2 of 99 multisine fits at the alarm)
+    acting = np.any(model.B_blocks != 0, axis=1)                     # (R + 1, m)
+    linear = [np.ones((1, N))] + lags
+    features, names = [], []
+    if _stable(model):
+        # the response from rest to the inputs before sample k (an unstable model's
+        # diverges: then the inputs' features remain)
+        Z = _standardized(delayed_response(model.A_d, model.B_blocks, centred)[:, R:R + N])
         linear.append(Z)
-        features += [Z ** 2, Z ** 3 - 3 * Z]
+        features += [Z * Z, Z * (Z * Z - 3.0)]
         names += [f"the square of state {i}'s response to the inputs" for i in range(Z.shape[0])]
         names += [f"the cube of state {i}'s response to the inputs" for i in range(Z.shape[0])]
-    # each channel's cube at the lags through which it acts (its nonzero blocks)
-    cubes = U ** 3 - 3 * U
-    for j, c in zip(*np.nonzero(np.any(model.B_blocks != 0, axis=1)), strict=True):
-        features.append(cubes[c, R - j:K - j][None])
-        names.append(f"the cube of input {c} lagged {j}")
+    # each channel's cube at the first two lags through which it acts (the blocks of its
+    # delay, where an actuator's nonlinearity enters; later lags act through the states,
+    # whose response's features are above)
+    cubes = U * (U * U - 3.0)
+    for c in range(U.shape[0]):
+        for j in np.flatnonzero(acting[:, c])[:2]:
+            features.append(cubes[c, R - j:K - j][None])
+            names.append(f"the cube of input {c} lagged {j}")
     return np.concatenate(linear), np.concatenate(features or [np.zeros((0, N))]), names
 
 
@@ -195,8 +183,10 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     """
     total = variance = 0.0
     names: list[str] = []
-    # evenly spread pieces of about SAMPLES samples: ample power, a bounded cost
-    step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // SAMPLES))
+    # evenly spread pieces of about SAMPLES samples (fewer for many rows): ample power, a
+    # bounded cost
+    budget = min(SAMPLES, max(_FEWEST, _VALUES // _rows(model)))
+    step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // budget))
     for E, U, _ in parts[::step]:
         N = E.shape[1]
         if U.shape[0] == 0:
