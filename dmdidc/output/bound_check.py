@@ -4,11 +4,11 @@ With ``max_delay = 0`` a delay has no room to show "at the bound": the fit keeps
 stands in for the delay with extra fast modes (a fractional delay of ``r`` is close to a lag
 of eigenvalue near ``-1 / r``; the reviewer's plants of order 3 with delays of 0.3 T and 1.4 T
 came out of order 4-5 with modes at -5 to -17 1/s and no warning).  A fit with a mode that
-decays by more than ``e`` per period is refitted with ``max_delay = 1`` (then 2 and 3 while
-the refit's delay sits at its bound) and the two are compared by a likelihood ratio (the
-order check's rule): when the refit reaches a *lower* order with a delay away from 0 and the
-fit without the delay is not significantly better despite its extra modes, the data say a
-delay is there.
+decays by more than ``e`` per period is refitted with ``max_delay = 1`` (then 2 and 3 unless
+the refit, with its delay inside the bound, finds none) and the two are compared by a
+likelihood ratio (the order check's rule): when the refit reaches a *lower* order with a
+delay away from 0 and the fit without the delay is not significantly better despite its extra
+modes, the data say a delay is there.
 
 With ``max_delay > 0`` a delay beyond the bound shows at it (the "at the bound" warning), so
 only ``max_delay = 0`` fits with a delay of 0 and two states or more are refitted.
@@ -38,8 +38,8 @@ def _common_rss(refined: Any, skip: int) -> float:
 
 def hidden_delay(est: Any, experiments: list, significance: float) -> str | None:
     """The warning's text when the fitted ``est`` (``max_delay = 0``) hides a delay in extra
-    modes that a refit with ``max_delay`` 1 (then 2, 3 while the refit's delay is at its bound)
-    on the same ``experiments`` (unscaled, as given to :meth:`~dmdidc.OutputDMDidc.fit`)
+    modes that a refit with ``max_delay`` 1 (then 2, 3 unless the refit finds no delay inside
+    its bound) on the same ``experiments`` (unscaled, as given to :meth:`~dmdidc.OutputDMDidc.fit`)
     explains at a lower order; else ``None``.
 
     Examples
@@ -71,8 +71,10 @@ def hidden_delay(est: Any, experiments: list, significance: float) -> str | None
             return None
         if other.order_ < est.order_ and np.any(other.delay > _NEAR_ZERO * dt):
             return _compared(est, other, significance)
-        if not np.any(other.at_bound_):     # a delay within reach would have shown here
-            return None
+        if not np.any(other.at_bound_) and np.all(other.delay <= _NEAR_ZERO * dt):
+            return None     # room for a delay, and the data take none: no delay hides here
+        # else a larger bound: the refit's delay sits at its bound, or it keeps the fast modes
+        # beside an interior delay (a delay of 2.6 T: max_delay=1 gave order 4 with 0.25 T)
     return None
 
 

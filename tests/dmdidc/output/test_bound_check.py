@@ -77,3 +77,25 @@ def test_streaming_warns_a_hidden_delay_once(seed):
     per_chunk = _streamed(seed, 0.6)
     assert sum(len(c) for c in per_chunk) == 1, per_chunk
     assert not any(_streamed(seed, 0.0))
+
+
+@pytest.mark.parametrize("seed", [4, 9])
+def test_a_delay_of_two_and_a_half_periods_is_loud(seed):
+    """Review finding: a delay of 2.6-2.7 T on a plant with ``C B = 0`` (relative degree 2):
+    the refit with max_delay=1 kept order 4 with an interior delay (0.25 T), and the search
+    stopped there ("a delay within reach would have shown"), so the order-4 fit with two
+    stand-in modes near -3 1/s went out silently (seed 9).  The refits go on to 2 and 3 unless
+    the refit finds no delay; the warning asks for max_delay 3 or more."""
+    rng = np.random.default_rng(seed)
+    delay = rng.uniform(1.2, 2.8) * T
+    plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+                                         delay=delay, dt=T)
+    U = random_excitation(1, 2000, rng=rng)
+    Y = np.array([[1.0, 0.0]]) @ plant.simulate([0.0, 0.0], U)[:, :-1]
+    Y = Y + 0.05 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
+    found = [str(w.message) for w in caught if "max_delay=0 leaves no room" in str(w.message)]
+    assert delay > 2.5 * T and est.order_ > 2
+    assert found and "raise max_delay to at least 3" in found[0], (est.order_, found)
