@@ -63,11 +63,12 @@ _BEFORE = r"(?<![\w'\"-])"                      # not inside a word, a quote or 
 def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str] | None]
                  ) -> str:
     """``text`` with every option of :data:`OPTIONS` whose flag is in ``flags`` restated as
-    that flag: ``name=value`` as ``--flag value`` (a call around it, ``fit(..., name=value)``,
-    dropped), and a bare ``name`` with an underscore (never an English word) as ``--flag``;
-    a check's message ``"name must ..."`` names the flag ``--name`` where the command has it.
-    ``flags`` may map each flag to the values it accepts (its choices; ``None``: any): a value
-    the flag refuses keeps its Python text.
+    that flag: ``name=value`` as ``--flag value`` (a call around it, ``fit(..., name=value)``
+    or ``DMDidc().fit(..., name=value)``, dropped; inside a call with other arguments, such as
+    ``IdData(Y, dt=dt, name=value)``, kept as Python), and a bare ``name`` with an underscore
+    (never an English word) as ``--flag``; a check's message ``"name must ..."`` names the flag
+    ``--name`` where the command has it.  ``flags`` may map each flag to the values it accepts
+    (its choices; ``None``: any): a value the flag refuses keeps its Python text.
 
     Examples
     --------
@@ -109,13 +110,45 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
         return f"{spec.flag} {value}"
 
     assignment = rf"(?P<name>{names})=(?P<value>{_VALUE})"
-    text = re.sub(rf"\b[A-Za-z_]\w*\((?:\.\.\., )?{assignment}\)", option, text)
-    text = re.sub(_BEFORE + assignment, option, text)
+    # a call whose one argument is the option, after any receiver: DMDidc().fit(..., name=v)
+    text = re.sub(rf"{_RECEIVER}\b[A-Za-z_]\w*\((?:\.\.\., )?{assignment}\)", option, text)
     underscored = "|".join(re.escape(name) for name in known if "_" in name)
-    if underscored:
-        text = re.sub(rf"{_BEFORE}({underscored})(?![\w'\"=])",
-                      lambda match: known[match[1]].flag, text)
-    return text
+
+    def restated(part: str) -> str:
+        part = re.sub(_BEFORE + assignment, option, part)
+        if underscored:
+            part = re.sub(rf"{_BEFORE}({underscored})(?![\w'\"=])",
+                          lambda match: known[match[1]].flag, part)
+        return part
+
+    # a call with other arguments stays Python: a flag inside it would read
+    # "IdData(Y, dt=dt, --missing drop)", which is neither Python nor a command line
+    pieces, end = [], 0
+    for start, stop in _calls(text):
+        pieces += [restated(text[end:start]), text[start:stop]]
+        end = stop
+    return "".join(pieces + [restated(text[end:])])
+
+
+#: Receivers before a method call: ``DMDidc().``, ``DMDidc(...).``, ``est.``.
+_RECEIVER = r"(?:\b[A-Za-z_]\w*(?:\([^()]*\))?\.)*"
+
+
+def _calls(text: str) -> list[tuple[int, int]]:
+    """The spans of the outermost Python calls ``name(...)`` in ``text`` (parentheses
+    balanced; an unclosed one runs to the end)."""
+    spans, at = [], 0
+    for match in re.finditer(r"\b[A-Za-z_][\w.]*\(", text):
+        if match.start() < at:
+            continue                            # inside the previous call
+        depth, k = 0, match.end() - 1
+        for k in range(match.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            if depth == 0:
+                break
+        at = k + 1
+        spans.append((match.start(), at))
+    return spans
 
 
 def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace

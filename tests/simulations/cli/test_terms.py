@@ -83,3 +83,18 @@ def test_a_checks_message_names_the_flag_of_its_argument():
     # not a flag of the command, or not a check's subject: unchanged
     for text in ("households must be >= 1", "the steps must be fewer", "a steps must x"):
         assert in_cli_terms(text, flags) == text
+
+
+def test_a_call_with_other_arguments_stays_python_and_a_method_call_becomes_the_flag():
+    """Review findings: the outlier remedy of OutputDMDidc read "fit IdData(Y, U[:, :-1],
+    dt=dt, --missing drop)" and its feedback remedy "use DMDidc().--reference FILE"."""
+    flags = _flags("identify", "x.npz", "--max-delay", "1")
+    text = ("fit IdData(Y, U[:, :-1], dt=dt, missing='drop') (split at them); "
+            "raise max_delay")
+    assert in_cli_terms(text, flags) == (
+        "fit IdData(Y, U[:, :-1], dt=dt, missing='drop') (split at them); raise --max-delay")
+    for receiver in ("DMDidc().", "DMDidc(...).", "est."):
+        assert in_cli_terms(f"use {receiver}fit(..., reference=r) when", flags) == \
+            "use --reference FILE when"
+    assert in_cli_terms("fit(X, U, max_delay=3) or max_delay=4", flags) == \
+        "fit(X, U, max_delay=3) or --max-delay 4"
