@@ -61,7 +61,8 @@ class DelayedKalmanObserver:
     offset : array_like (l,), optional
         Constant output offset ``c`` of ``y = C x + c + v`` (sensor offsets, absolute units),
         subtracted from every measurement; default the model's ``offset_`` (an
-        :class:`~dmdidc.OutputDMDidc` estimates it), else zero.
+        :class:`~dmdidc.OutputDMDidc` estimates it), else zero.  Required for a model fitted
+        with ``detrend="constant"`` (the removed means are not kept: ParameterError).
 
     Attributes
     ----------
@@ -105,6 +106,14 @@ class DelayedKalmanObserver:
         R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
         # Without it the filter reads a sensor offset as state, and the loop steers the plant
         # away from zero to cancel a reading it should have subtracted.
+        if offset is None and getattr(model, "detrend", False) == "constant":
+            # its offset_ (about 0) is not the sensors' level: the means were removed, not kept
+            raise ParameterError(
+                "the model was fitted with detrend='constant': each experiment's mean was "
+                "removed from its outputs and inputs and not kept, so its offset_ is not the "
+                "outputs' operating point; pass offset= (the outputs' level, with the inputs as "
+                "deviations from theirs), or refit with offset=True (the default) and "
+                "detrend=False, which estimates the offset")
         offset = getattr(model, "offset_", None) if offset is None else offset
         self.offset = (np.zeros(C.shape[0]) if offset is None
                        else check_finite_array("offset", offset, ndim=1))

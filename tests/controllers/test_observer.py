@@ -146,3 +146,22 @@ def test_bad_observer_and_loop_arguments_are_refused():
     loop.reset()
     with pytest.raises(DimensionError, match="y has shape"):
         loop(np.zeros(2))
+
+
+def test_a_model_fitted_on_centred_data_needs_an_explicit_offset():
+    """Review finding: with detrend='constant' the means are removed and not kept, offset_ is
+    about 0, and the filter read a 5-unit sensor level as state (the loop steers the plant to
+    cancel it); now it asks for offset=.  The default fit (offset=True) stays accepted."""
+    rng = np.random.default_rng(4)
+    U = random_excitation(2, 2000, rng=rng)
+    Y = C_TRUE @ PLANT.simulate(np.zeros(3), U)[:, :-1] + 5.0
+    Y = Y + 0.02 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        centred = OutputDMDidc(max_delay=4, detrend="constant").fit(Y, U, dt=T)
+        default = OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+    assert abs(centred.offset_[0]) < 0.1
+    with pytest.raises(ParameterError, match="detrend='constant'.*pass offset="):
+        DelayedKalmanObserver(centred)
+    assert DelayedKalmanObserver(centred, offset=[5.0]).offset.tolist() == [5.0]
+    assert abs(DelayedKalmanObserver(default).offset[0] - 5.0) < 0.1
