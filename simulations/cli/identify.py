@@ -416,23 +416,67 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     with staged_file(args.out) as staged:
         estimator.save(staged, level=args.level)
     intervals = estimator.delay_ci(args.level)
+    outputs, inputs = _labels(data.state_names, data.state_units), _labels(data.input_names,
+                                                                            data.input_units)
     with np.printoptions(precision=6, suppress=True):
         print(f"output identification (OutputDMDidc): {estimator.order_rule_}")
+        if outputs or inputs:
+            print(f"signals: outputs {', '.join(outputs) or 'unnamed'}; inputs "
+                  f"{', '.join(inputs) or 'unnamed'}")
         for i, (delay, (low, high)) in enumerate(zip(estimator.delay, intervals, strict=True)):
-            print(f"input {i}: delay {interval_text(delay, low, high, unit='s')} "
+            name = f" ({inputs[i]})" if inputs else ""
+            print(f"input {i}{name}: delay {interval_text(delay, low, high, unit='s')} "
                   f"({100 * args.level:g} % interval; {estimator.delay_steps[i]} whole periods + "
                   f"fraction {estimator.delay_fraction[i]:.3f})")
         # (significant digits: precision=6 would print a small standard error as 0)
         print(f"eigenvalues of A_c: {estimator.eigenvalues_} (standard errors "
               f"{_significant(estimator.eigenvalue_se_)})")
         print(f"output noise std: {_significant(estimator.noise_std_)}")
+        if estimator.offset:
+            print(f"output offset (estimated; --detrend {args.detrend}): "
+                  f"{_significant(estimator.offset_)}")
         print(f"A_c =\n{estimator.A_c}\nB_c =\n{estimator.B_c}\nC =\n{estimator.C}\n"
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
+    _report_output_checks(estimator, len(data.X) > 1)
     for warning in caught:
-        warn(warning.message, args)
+        warn(_outlier_remedy(str(warning.message)), args)
     print(f"wrote {args.out}")
     return 0
+
+
+def _labels(names, units) -> list[str]:
+    """``name [unit]`` per signal, or none when the file names none."""
+    return [] if names is None else signal_labels(names, units)
+
+
+#: The outlier check's remedy in the command's terms: the Python one edits arrays.
+_OUTLIERS_CLI = ("Remedy: the output-error fit is least squares and gross errors move it: empty "
+                 "the outputs' cells at the outlier samples listed above in the data file and "
+                 "identify again with --missing drop (the record splits at them)")
+
+
+def _outlier_remedy(message: str) -> str:
+    """A warning with the outlier check's Python remedy given as the command's."""
+    if message.startswith("check 'outliers' failed") and " Remedy: " in message:
+        return message.split(" Remedy: ")[0] + " " + _OUTLIERS_CLI
+    return message
+
+
+def _report_output_checks(estimator, segments: bool) -> None:
+    """The residual checks of an output fit (``checks_``) as the state fit's table rows,
+    and the samples the failed outlier check found (numbered as the fit's samples)."""
+    print("residual checks (OutputDMDidc.checks_):")
+    for check in estimator.checks_:
+        print(check.row())
+    flagged = [(e, k) for e, samples in enumerate(estimator.outlier_samples_)
+               for k in samples.tolist()]
+    if flagged:
+        shown = ", ".join(f"{e}:{k}" if segments else str(k) for e, k in flagged[:30])
+        more = f" and {len(flagged) - 30} more" if len(flagged) > 30 else ""
+        where = ("segment:sample, each segment numbered from its first sample"
+                 if segments else "numbered from the first sample fitted, from 0")
+        print(f"outlier samples ({where}): {shown}{more}")
 
 
 def _significant(values) -> str:

@@ -324,3 +324,30 @@ def test_the_remedy_names_the_missing_flag():
     text = in_cli_terms("interpolate short gaps (IdData(..., missing='interpolate'))",
                         {"--missing": ("error", "drop", "interpolate")})
     assert "--missing interpolate" in text and "missing=" not in text
+
+
+def test_outputs_report_names_offset_checks_and_the_outlier_samples(tmp_path, capsys):
+    """Review finding: ``identify --outputs`` printed no checks, no offset and no signal
+    names, and its outlier warning told the user to edit ``Y[:, est.outlier_samples_[0]]``
+    and call ``IdData(...)`` without saying which samples.  Now the command lists them and
+    gives its own remedy; a clean record lists none."""
+    path, _, X, _ = table(tmp_path, 0, samples=1500)
+    rows = path.read_text().splitlines()
+    cells = rows[1 + 700].split(",")
+    cells[1] = repr(float(cells[1]) + 0.5 * float(np.abs(X[0]).max()) + 3.0)
+    rows[1 + 700] = ",".join(cells)                 # x1 at sample 700: a gross error
+    (tmp_path / "outlier.csv").write_text("\n".join(rows) + "\n")
+    assert identify(tmp_path, tmp_path / "outlier.csv", "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", 3) == 0
+    captured = capsys.readouterr()
+    assert "signals: outputs x1; inputs u1, u2" in captured.out
+    assert "input 0 (u1): delay" in captured.out and "output offset" in captured.out
+    assert re.search(r"FAIL\s+outliers", captured.out)
+    listed = captured.out.split("outlier samples (")[1].split("\n")[0]
+    assert "700" in listed.split(": ")[1].split(", ")
+    assert "--missing drop" in captured.err
+    assert "outlier_samples_[0]" not in captured.err and "IdData(" not in captured.err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", 3) == 0
+    captured = capsys.readouterr()
+    assert re.search(r"pass\s+outliers", captured.out) and "outlier samples" not in captured.out

@@ -214,7 +214,7 @@ def test_identify_outputs_of_a_short_record_with_the_horizon_the_error_advises(t
     assert main(argv) == 2
     assert "lower horizon" in capsys.readouterr().err          # the default window is too long
     assert main([*argv, "--horizon", "8"]) == 0, capsys.readouterr().err
-    assert "input 0: delay" in capsys.readouterr().out
+    assert "input 0 (u0): delay" in capsys.readouterr().out       # named as the header
     assert main(["identify", str(tmp_path / "log.csv"), "--inputs", inputs, "--time", "none",
                  "--dt", "2", "--max-delay", "3", "--horizon", "8"]) == 2
     assert "--horizon 8 is the window of output identification" in capsys.readouterr().err
