@@ -131,3 +131,24 @@ def test_a_stream_without_signal_says_so_when_its_results_are_read():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DiagnosticWarning)
         assert OutputDMDidc(max_delay=R).partial_fit(Y, U, dt=T).order_ == 2    # signal: fitted
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_an_input_held_at_zero_has_no_effect_with_a_nonnegative_statistic(seed):
+    """Review finding: noise-free data with input 1 held at 0 warned "no significant effect
+    (chi^2 = -7.81e+17 ...)": a Wald statistic of rounding-level b and covariance (and a
+    negative one could pass an acting channel off as "no effect").  The idle channel is
+    named with a statistic >= 0, the acting one is not."""
+    import re
+
+    plant = random_plant(seed)
+    U = random_excitation(2, 3000, rng=11)
+    U[1] = 0.0
+    Y = np.array([[1.0, -0.5, 0.3]]) @ plant.simulate(np.zeros(3), U)[:, :-1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    idle = [str(w.message) for w in caught if "no significant effect" in str(w.message)]
+    assert [m.split(":")[0] for m in idle] == ["channel 1"], idle
+    statistic = float(re.search(r"chi\^2 = (\S+) <=", idle[0])[1])
+    assert statistic >= 0.0
