@@ -100,7 +100,7 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                                "step, in samples (default: max(10, ceil(2 (max_order + 1) / "
                                "outputs)), max_order = 10); lower it for a short record")
     identify.add_argument("--out", "--model-out", default="model.json",
-                          help="model file (.json or .npz)")
+                          help="model file (.json or .npz; .json only with --outputs)")
     identify.set_defaults(handler=_run_identify)
     return identify
 
@@ -277,6 +277,11 @@ def _run_identify(args: argparse.Namespace) -> int:
     # DMDidc refuses --significance beside --block-rtol where it would change nothing
     test = {"significance": args.significance, "block_rtol": args.block_rtol}
     # OutputDMDidc writes JSON only; a wrong suffix would fail after the fit, or (.npz) hold JSON
+    if args.outputs is not None and Path(args.out).suffix in set(MODEL_SUFFIXES) - {".json"}:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError(f"--out {args.out!r}: an output model (--outputs) is written as "
+                             f"JSON only (OutputDMDidc.save); name a .json file")
     output_path(args.out, folder=False,
                 suffixes=MODEL_SUFFIXES if args.outputs is None else (".json",))
     output_path(args.residuals, folder=False, suffixes=FIGURE_SUFFIXES, option="--residuals")

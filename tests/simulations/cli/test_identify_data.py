@@ -351,3 +351,14 @@ def test_outputs_report_names_offset_checks_and_the_outlier_samples(tmp_path, ca
                     "--max-delay", 3) == 0
     captured = capsys.readouterr()
     assert re.search(r"pass\s+outliers", captured.out) and "outlier samples" not in captured.out
+
+
+def test_outputs_name_why_an_npz_model_file_is_refused(tmp_path, capsys):
+    """Review finding: '--out m.npz' with --outputs said "must end in .json" while the help
+    said ".json or .npz"; the error now says an output model is JSON only."""
+    path, _, _, _ = table(tmp_path, 0, samples=600)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    out="m.npz") == 2
+    err = capsys.readouterr().err
+    assert "output model (--outputs) is written as JSON only" in err
+    assert not (tmp_path / "m.npz").exists()
