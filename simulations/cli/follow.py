@@ -29,7 +29,8 @@ __all__ = ["add_follow_arguments", "run_follow"]
 #: Options of ``identify`` that the live fit does not take (name: default).
 _BATCH_ONLY = {"outputs": None, "horizon": None, "reference": None, "residuals": None,
                "svd_rank": None, "method": "auto", "detrend": "auto", "missing": "error",
-               "significance": None, "block_rtol": None, "check_level": 0.01}
+               "significance": None, "block_rtol": None, "check_level": 0.01,
+               "order": None, "max_order": None, "feedthrough": False}
 #: The live options (name: default).
 _FOLLOW_ONLY = {"every": 500, "idle_timeout": None, "poll": 0.2, "forgetting": None,
                 "window": None, "bad_lines": "error"}

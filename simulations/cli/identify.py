@@ -99,6 +99,14 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                           help="with --outputs: the future and past window of the subspace "
                                "step, in samples (default: max(10, ceil(2 (max_order + 1) / "
                                "outputs)), max_order = 10); lower it for a short record")
+    identify.add_argument("--order", type=_bounded(int, 1), metavar="N",
+                          help="with --outputs: fix the plant order (default: chosen from the "
+                               "data, order_rule in the model file)")
+    identify.add_argument("--max-order", type=_bounded(int, 1), metavar="N",
+                          help="with --outputs: the largest order considered (default: 10)")
+    identify.add_argument("--feedthrough", action="store_true",
+                          help="with --outputs: estimate a direct feedthrough D (outputs that "
+                               "react to the input of the same sample)")
     identify.add_argument("--out", "--model-out", default="model.json",
                           help="model file (.json or .npz; .json only with --outputs)")
     identify.set_defaults(handler=_run_identify)
@@ -290,6 +298,12 @@ def _run_identify(args: argparse.Namespace) -> int:
 
         raise ParameterError(f"--horizon {args.horizon} is the window of output identification "
                              f"(--outputs); the state fit has none")
+    output_only = given_options(args, _OUTPUTS_ONLY)
+    if args.outputs is None and output_only:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError(f"{', '.join(output_only)} configure output identification "
+                             f"(--outputs); the state fit has no such option")
     data = load_data(args, outputs=True)
     X, U = data.arrays
     if args.outputs is not None:
@@ -374,6 +388,9 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
         warn(warning.message, args)
 
 
+#: Options of output identification that the state fit does not take (name: default).
+_OUTPUTS_ONLY = {"order": None, "max_order": None, "feedthrough": False}
+
 #: Options of the state fit that output identification does not take (name: default).
 _STATE_ONLY = {"reference": None, "estimator": "auto", "method": "auto", "svd_rank": None,
                "block_rtol": None, "residuals": None, "significance": None, "check_level": 0.01}
@@ -401,6 +418,8 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     check_delay_memory(args.max_delay, data)
     # auto: a constant output offset is estimated (the operating point of the outputs)
     estimator = OutputDMDidc(max_delay=args.max_delay, horizon=args.horizon,
+                             order=args.order, feedthrough=args.feedthrough,
+                             max_order=10 if args.max_order is None else args.max_order,
                              offset=args.detrend != "none",
                              detrend="constant" if args.detrend == "constant" else False)
     # segments (--missing drop) go in as an IdData: fit leaves out those shorter than one

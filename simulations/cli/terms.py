@@ -53,6 +53,10 @@ OPTIONS: Mapping[str, Flag] = {
     "alpha": Flag("--alpha", "ALPHA"),
     "unit": Flag("--unit", "UNIT"),
     "window": Flag("--window", "STEPS"),
+    # (OutputDMDidc's; a switch: feedthrough=True is the flag alone)
+    "order": Flag("--order", "N"),
+    "max_order": Flag("--max-order", "N"),
+    "feedthrough": Flag("--feedthrough", "", {"True": ""}),
     "window_steps": Flag("--window", "STEPS"),        # (smartgrid run's scenario field)
 }
 
@@ -107,7 +111,7 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
         choices = accepted.get(spec.flag)
         if choices is not None and value not in choices:
             return match[0]                            # the command refuses it: Python text
-        return f"{spec.flag} {value}"
+        return f"{spec.flag} {value}".rstrip()        # a switch: the flag alone
 
     assignment = rf"(?P<name>{names})=(?P<value>{_VALUE})"
     # a call whose one argument is the option, after any receiver: DMDidc().fit(..., name=v)
@@ -116,6 +120,9 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
 
     def restated(part: str) -> str:
         part = re.sub(_BEFORE + assignment, option, part)
+        # "name=" without a value ("a lower order="): the flag
+        part = re.sub(rf"{_BEFORE}({names})=(?![\w'\"])", lambda match: known[match[1]].flag,
+                      part)
         if underscored:
             part = re.sub(rf"{_BEFORE}({underscored})(?![\w'\"=])",
                           lambda match: known[match[1]].flag, part)

@@ -362,3 +362,35 @@ def test_outputs_name_why_an_npz_model_file_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "output model (--outputs) is written as JSON only" in err
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_outputs_order_and_feedthrough_flags_act_and_remedies_name_them(tmp_path, capsys):
+    """Review finding: the output fit's remedies say order=, max_order= and
+    OutputDMDidc(feedthrough=True), which the command had no flag for.  --order,
+    --max-order and --feedthrough now set them (refused without --outputs), and the
+    remedies name the flags."""
+    from dmdidc import OutputDMDidc
+
+    path, plant, X, U = table(tmp_path, 0, samples=1500)
+    rows = path.read_text().splitlines()
+    for k in range(1, len(rows) - 1):              # x1 reacts to u1 of the same sample
+        cells = rows[k].split(",")
+        cells[1] = repr(float(cells[1]) + 0.5 * float(cells[3]))
+        rows[k] = ",".join(cells)
+    (tmp_path / "direct.csv").write_text("\n".join(rows) + "\n")
+    argv = [tmp_path / "direct.csv", "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3]
+    assert identify(tmp_path, *argv) == 0
+    err = capsys.readouterr().err
+    assert "--feedthrough" in err and "feedthrough=True" not in err
+    assert identify(tmp_path, *argv, "--feedthrough") == 0
+    capsys.readouterr()
+    est = OutputDMDidc.load(tmp_path / "model.json")
+    assert est.feedthrough and abs(est.D[0, 0] - 0.5) < 0.05
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.05 * 2.0)
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3,
+                    "--order", 3) == 0
+    assert OutputDMDidc.load(tmp_path / "model.json").order_ == 3
+    assert "order 3: fixed by the user" in capsys.readouterr().out
+    for flag in (["--order", "2"], ["--feedthrough"], ["--max-order", "4"]):
+        assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3, *flag) == 2
+        assert "configure output identification (--outputs)" in capsys.readouterr().err
