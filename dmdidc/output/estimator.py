@@ -181,6 +181,15 @@ def _delay_se(se: np.ndarray, found: tuple) -> np.ndarray:
     return np.where(profiled_only(found) if len(found) else False, np.nan, se)
 
 
+def _held_inputs(experiments: list) -> dict[int, float]:
+    """The input channels held at one value over every experiment (channel: value): what a
+    constant does is a constant, which the offset and the free initial states also fit."""
+    U = np.hstack([Ui for _, Ui in experiments])
+    spread = np.ptp(U, axis=1) if U.shape[1] else np.zeros(U.shape[0])
+    held = spread <= _ROUNDING * np.max(np.abs(U), axis=1, initial=0.0)
+    return {int(i): float(U[i, 0]) for i in np.flatnonzero(held)}
+
+
 #: An input vector below this fraction of the largest channel's is rounding: no effect.
 _NO_EFFECT = 1e-8
 
@@ -303,7 +312,9 @@ class OutputDMDidc:
         of :mod:`dmdidc.output.intervals`, *Singular first order*): :meth:`delay_ci` then holds
         its profile likelihood interval.
     at_bound_ : ndarray of bool, shape (m,)
-        Channels whose delay reached ``max_delay * dt`` (they warn: the bound may cut them).
+        Channels whose delay reached ``max_delay * dt`` (they warn: the bound may cut them);
+        never an input held at one value over the record (its delay is meaningless and it warns
+        so).
     noise_std_ : ndarray, shape (l,)
         Output residual standard deviations.
     offset_ : ndarray, shape (l,)
@@ -444,6 +455,7 @@ class OutputDMDidc:
         n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
         n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
         refined = self._checked_delays(scaled, R, dt, refined)
+        self._held = _held_inputs(experiments)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
@@ -544,6 +556,7 @@ class OutputDMDidc:
                 del self.order_
             return self
         self._pending = None
+        self._held = _held_inputs(reservoir.experiments)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(reservoir.experiments)
@@ -948,6 +961,8 @@ class OutputDMDidc:
                                                    None)), self._profiles)
         self.noise_std_ = np.sqrt(refined.rss / refined.dof) * self.scale_
         self.at_bound_ = _at_bound(self.delay, R, dt)
+        # a held input's delay is meaningless, at the bound or not (_warn_checks names it)
+        self.at_bound_[list(getattr(self, "_held", {}))] = False
         self._warn_checks(start, R)
         undetermined = determined_delays(self.delay_ci(), dt, R)
         if undetermined.failed:
@@ -971,6 +986,17 @@ class OutputDMDidc:
             statistic = (0.0 if np.linalg.norm(b) <= _NO_EFFECT * largest
                          else _wald(b, cov) if sigma2 > 0 else np.inf)
             critical = float(stats.chi2.isf(self.significance / m, n))
+            held = getattr(self, "_held", {}).get(i)
+            if held is not None:
+                # its effect is a constant, as the offset's and a free initial state's: it
+                # showed as "at the bound, raise max_delay" or "not determined", not as itself
+                self._warn_new(
+                    f"held:{i}",
+                    f"channel {i}: the input is held at {held:.4g} over the whole record: its "
+                    f"effect cannot be told apart from the output offset and the initial "
+                    f"state, and its delay {self.delay[i]:.4g} s is meaningless: excite it "
+                    f"(vary it) or drop that input row")
+                continue
             if statistic <= critical:
                 self._warn_new(
                     f"no_effect:{i}", f"channel {i}: no significant effect on the outputs (chi^2 = "
