@@ -190,6 +190,8 @@ def _held_inputs(experiments: list) -> dict[int, float]:
     return {int(i): float(U[i, 0]) for i in np.flatnonzero(held)}
 
 
+#: A mode whose input-to-output reach is below this fraction of the largest mode's is idle.
+_IDLE_MODE = 1e-3
 #: An input vector below this fraction of the largest channel's is rounding: no effect.
 _NO_EFFECT = 1e-8
 
@@ -967,6 +969,25 @@ class OutputDMDidc:
         undetermined = determined_delays(self.delay_ci(), dt, R)
         if undetermined.failed:
             self._warn_new(undetermined.name, undetermined.message())
+        if not self.offset:
+            self._warn_offset_mode()
+
+    def _warn_offset_mode(self) -> None:
+        """With ``offset=False``: warn about a real mode at 0 (within three standard errors)
+        that the inputs do not reach: a constant output offset fitted as a state (data with a
+        sensor offset gave order 4 with an eigenvalue of 1e-7 1/s and no warning)."""
+        values, vectors = np.linalg.eig(self.A_c)
+        reach = (np.linalg.norm(np.linalg.pinv(vectors) @ self.B_c, axis=1)
+                 * np.linalg.norm(self.C @ vectors, axis=0))
+        idle = ((np.abs(values) <= 3.0 * self.eigenvalue_se_) & (np.abs(values.imag) == 0)
+                & (reach <= _IDLE_MODE * reach.max(initial=0.0)))
+        if idle.any():
+            self._warn_new(
+                "offset_mode",
+                f"a mode at {values[idle].real[0]:.2g} 1/s (zero within its standard error) "
+                f"that the inputs do not reach: with offset=False a constant output offset is "
+                f"fitted as such a state, not the plant's; if the outputs carry an offset "
+                f"(sensor offsets, absolute units) fit with offset=True (the default)")
 
     def _warn_checks(self, fit: StructuredFit, R: int) -> None:
         """Right or loud: a channel without effect, a delay at the bound, an order at the cap.

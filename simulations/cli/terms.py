@@ -57,6 +57,8 @@ OPTIONS: Mapping[str, Flag] = {
     "order": Flag("--order", "N"),
     "max_order": Flag("--max-order", "N"),
     "feedthrough": Flag("--feedthrough", "", {"True": ""}),
+    # (OutputDMDidc's constant output offset: identify --outputs --detrend auto estimates it)
+    "offset": Flag("--detrend", "MODE", {"True": "auto", "False": "none"}),
     "window_steps": Flag("--window", "STEPS"),        # (smartgrid run's scenario field)
 }
 

@@ -394,3 +394,21 @@ def test_outputs_order_and_feedthrough_flags_act_and_remedies_name_them(tmp_path
     for flag in (["--order", "2"], ["--feedthrough"], ["--max-order", "4"]):
         assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3, *flag) == 2
         assert "configure output identification (--outputs)" in capsys.readouterr().err
+
+
+def test_outputs_detrend_none_on_data_with_an_offset_is_loud(tmp_path, capsys):
+    """Review finding: '--outputs --detrend none' on outputs with a sensor offset fitted the
+    offset as a mode at 0 (order 3 for a 2-state plant) in silence; it warns in flag terms."""
+    path, _, _, _ = table(tmp_path, 0, samples=1500)
+    rows = path.read_text().splitlines()
+    for k in range(1, len(rows)):
+        cells = rows[k].split(",")
+        cells[1] = repr(float(cells[1]) + 40.0)          # x1 read with a 40-unit offset
+        rows[k] = ",".join(cells)
+    (tmp_path / "offset.csv").write_text("\n".join(rows) + "\n")
+    argv = [tmp_path / "offset.csv", "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3]
+    assert identify(tmp_path, *argv, "--detrend", "none") == 0
+    err = capsys.readouterr().err
+    assert "with --detrend none a constant output offset" in err and "--detrend auto" in err
+    assert identify(tmp_path, *argv) == 0
+    assert "constant output offset is fitted as" not in capsys.readouterr().err
