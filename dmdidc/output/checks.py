@@ -61,8 +61,9 @@ _REMEDIES = {
                 "against the noise), or, when every state is measured, use "
                 "DMDidc().fit(..., reference=r)",
     "outliers": "the output-error fit is least squares and gross errors move it: set the "
-                "samples outlier_samples_ names to NaN (Y[:, est.outlier_samples_[0]] = nan) "
-                "and fit IdData(Y, U[:, :-1], dt=dt, missing='drop') (split at them)",
+                "samples outlier_samples_ names to NaN (Y[:, est.outlier_samples_[e]] = nan "
+                "in experiment e, numbered as the fit saw it) and fit IdData(Y, U[:, :-1], "
+                "dt=dt, missing='drop') (split at them; U whole when Y has one sample more)",
 }
 
 

@@ -870,7 +870,8 @@ class OutputDMDidc:
                     f"channel {i}: delay not determined by the data: {refined.delays[i]:.4g} s "
                     f"and {other.delays[i]:.4g} s fit equally well ({evidence}); the "
                     f"interval delay_ci covers only the first. Add outputs (sensors), excite "
-                    f"with richer inputs, or fix the delay from other knowledge")
+                    f"with richer inputs, or lower max_delay if the delay is known to be "
+                    f"shorter")
         return refined
 
     def _screen(self, experiments: list, refined: Refined, R: int) -> None:
