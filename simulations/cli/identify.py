@@ -462,7 +462,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         print(f"A_c =\n{estimator.A_c}\nB_c =\n{estimator.B_c}\nC =\n{estimator.C}\n"
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
-    _report_output_checks(estimator, len(data.X) > 1)
+    _report_output_checks(estimator, [U.shape[1] for U in data.U])
     for warning in caught:
         warn(_outlier_remedy(str(warning.message)), args)
     print(f"wrote {args.out}")
@@ -487,13 +487,18 @@ def _outlier_remedy(message: str) -> str:
     return message
 
 
-def _report_output_checks(estimator, segments: bool) -> None:
+def _report_output_checks(estimator, lengths: list[int]) -> None:
     """The residual checks of an output fit (``checks_``) as the state fit's table rows,
-    and the samples the failed outlier check found (numbered as the fit's samples)."""
+    and the samples the failed outlier check found (numbered as the fit's samples; with
+    segments of ``lengths`` inputs, by the data's segment: the fit leaves out those shorter
+    than one window, :func:`~dmdidc.output.checks.windowed`)."""
     print("residual checks (OutputDMDidc.checks_):")
     for check in estimator.checks_:
         print(check.row())
-    flagged = [(e, k) for e, samples in enumerate(estimator.outlier_samples_)
+    segments = len(lengths) > 1
+    shortest = 2 * estimator.horizon_ + estimator.max_delay + 1
+    kept = [i for i, n in enumerate(lengths) if n >= shortest] or list(range(len(lengths)))
+    flagged = [(kept[e], k) for e, samples in enumerate(estimator.outlier_samples_)
                for k in samples.tolist()]
     if flagged:
         shown = ", ".join(f"{e}:{k}" if segments else str(k) for e, k in flagged[:30])

@@ -412,3 +412,25 @@ def test_outputs_detrend_none_on_data_with_an_offset_is_loud(tmp_path, capsys):
     assert "with --detrend none a constant output offset" in err and "--detrend auto" in err
     assert identify(tmp_path, *argv) == 0
     assert "constant output offset is fitted as" not in capsys.readouterr().err
+
+
+def test_outliers_are_placed_by_the_data_segment_after_short_ones_are_left_out(tmp_path,
+                                                                               capsys):
+    """The outlier list with --missing drop names the data's segments (as the 'dropped'
+    note counts them), not the fit's: a first segment shorter than one window is left out
+    of the fit and must not shift the numbering."""
+    path, _, X, _ = table(tmp_path, 0, samples=1500)
+    rows = path.read_text().splitlines()
+    for k, column in ((10, 1), (1000, 1)):          # gaps: segments 0-9, 11-999, 1001-1500
+        cells = rows[1 + k].split(",")
+        cells[column] = ""
+        rows[1 + k] = ",".join(cells)
+    cells = rows[1 + 1500 - 200].split(",")         # sample 1300: 299 of the third segment
+    cells[1] = repr(float(cells[1]) + 0.5 * float(np.abs(X[0]).max()) + 3.0)
+    rows[1 + 1300] = ",".join(cells)
+    (tmp_path / "gaps.csv").write_text("\n".join(rows) + "\n")
+    assert identify(tmp_path, tmp_path / "gaps.csv", "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", 3, "--missing", "drop") == 0
+    out = capsys.readouterr().out
+    listed = out.split("outlier samples (")[1].split("\n")[0].split(": ")[1].split(", ")
+    assert "2:299" in listed, out
