@@ -1014,10 +1014,11 @@ class OutputDMDidc:
                 # showed as "at the bound, raise max_delay" or "not determined", not as itself
                 self._warn_new(
                     f"held:{i}",
-                    f"channel {i}: the input is held at {held:.4g} over the whole record: its "
-                    f"effect cannot be told apart from the output offset and the initial "
-                    f"state, and its delay {self.delay[i]:.4g} s is meaningless: excite it "
-                    f"(vary it) or drop that input row")
+                    f"channel {i}: the input is held at {held:.4g} over every sample the delays "
+                    f"are fitted on (partial_fit: the last memory samples): its effect cannot "
+                    f"be told apart from the output offset and the initial state, and its "
+                    f"delay {self.delay[i]:.4g} s is meaningless: excite it (vary it) or drop "
+                    f"that input row")
                 continue
             if statistic <= critical:
                 self._warn_new(
