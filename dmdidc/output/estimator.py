@@ -191,7 +191,7 @@ def _held_inputs(experiments: list) -> dict[int, float]:
 
 
 #: A mode whose input-to-output reach is below this fraction of the largest mode's is idle.
-_IDLE_MODE = 1e-3
+_IDLE_MODE = 1e-2
 #: An input vector below this fraction of the largest channel's is rounding: no effect.
 _NO_EFFECT = 1e-8
 
@@ -336,6 +336,9 @@ class OutputDMDidc:
         experiment, numbered from its first streamed sample (the check sees the ``memory``
         samples kept).  Neither is saved (:meth:`save`): they
         describe the data, not the model.
+    signals_ : dict or None
+        Only on a loaded model: the signals' names and units :meth:`save` recorded
+        (``signals=``), else ``None``.
     samples_, refinement_samples_ : int
         Samples the subspace step used, and the refinement (fewer after :meth:`partial_fit`
         streamed more than ``memory``).
@@ -970,25 +973,30 @@ class OutputDMDidc:
         undetermined = determined_delays(self.delay_ci(), dt, R)
         if undetermined.failed:
             self._warn_new(undetermined.name, undetermined.message())
-        if not self.offset:
-            self._warn_offset_mode()
+        self._warn_idle_mode()
 
-    def _warn_offset_mode(self) -> None:
-        """With ``offset=False``: warn about a real mode at 0 (within three standard errors)
-        that the inputs do not reach: a constant output offset fitted as a state (data with a
-        sensor offset gave order 4 with an eigenvalue of 1e-7 1/s and no warning)."""
+    def _warn_idle_mode(self) -> None:
+        """Warn about a mode at 0 (within three standard errors, or slower than 1e-3 per
+        period) that the inputs do not reach: an output offset (``offset=False``) or a drift
+        fitted as a state (data with a sensor offset gave order 4 with an eigenvalue of 1e-7
+        1/s, a linear drift one of +4e-6 1/s, both in silence)."""
         values, vectors = np.linalg.eig(self.A_c)
         reach = (np.linalg.norm(np.linalg.pinv(vectors) @ self.B_c, axis=1)
                  * np.linalg.norm(self.C @ vectors, axis=0))
-        idle = ((np.abs(values) <= 3.0 * self.eigenvalue_se_) & (np.abs(values.imag) == 0)
-                & (reach <= _IDLE_MODE * reach.max(initial=0.0)))
-        if idle.any():
-            self._warn_new(
-                "offset_mode",
-                f"a mode at {values[idle].real[0]:.2g} 1/s (zero within its standard error) "
-                f"that the inputs do not reach: with offset=False a constant output offset is "
-                f"fitted as such a state, not the plant's; if the outputs carry an offset "
-                f"(sensor offsets, absolute units) fit with offset=True (the default)")
+        slow = (np.abs(values) <= 3.0 * self.eigenvalue_se_) | (np.abs(values) * self.dt < 1e-3)
+        idle = slow & (reach <= _IDLE_MODE * reach.max(initial=0.0))
+        if not idle.any():
+            return
+        cause = ("with offset=False a constant output offset is fitted as such a state, not "
+                 "the plant's; if the outputs carry an offset (sensor offsets, absolute units) "
+                 "fit with offset=True (the default)" if not self.offset else
+                 "a drift of the outputs (a slow trend beside the constant offset) is fitted as "
+                 "such a state, not the plant's: remove each experiment's trend (a line) from "
+                 "the outputs before fitting, or record without the drift")
+        value = values[idle][0]
+        shown = f"{value.real:.2g}" if value.imag == 0 else f"{value:.2g}"
+        self._warn_new("idle_mode", f"a mode at {shown} 1/s that the inputs do not reach: "
+                                    f"{cause}")
 
     def _warn_checks(self, fit: StructuredFit, R: int) -> None:
         """Right or loud: a channel without effect, a delay at the bound, an order at the cap.
@@ -1127,11 +1135,25 @@ class OutputDMDidc:
     #: Identifies the JSON files :meth:`save` writes.
     FILE_FORMAT = "dmdidc-output-model"
 
-    def save(self, path: str | Path, *, level: float = 0.95) -> Path:
+    def save(self, path: str | Path, *, level: float = 0.95,
+             signals: dict[str, list[str]] | None = None) -> Path:
         """Write the identified model as JSON: plant, delays with their intervals, eigenvalues
-        with standard errors, order and how it was chosen, settings (:meth:`load` reads it)."""
+        with standard errors, order and how it was chosen, settings (:meth:`load` reads it).
+
+        ``signals`` (optional) records the signals' names and units, read back as
+        ``signals_``: keys ``outputs``, ``output_units`` (one per row of ``C``), ``inputs``,
+        ``input_units`` (one per column of ``B_c``), each a list of str (``dmdidc identify
+        --outputs`` passes the CSV header's).
+        """
         self._check_fitted()
         intervals = self.delay_ci(level)
+        sizes = {"outputs": self.C.shape[0], "output_units": self.C.shape[0],
+                 "inputs": self.B_c.shape[1], "input_units": self.B_c.shape[1]}
+        for key, names in (signals or {}).items():
+            if key not in sizes or len(names) != sizes[key]:
+                raise DimensionError(f"signals[{key!r}] has {len(names)} entries; expected "
+                                     f"keys {sorted(sizes)} with {sizes.get(key, '?')} "
+                                     f"entries (the model's outputs or inputs)")
         record = {
             "format": self.FILE_FORMAT, "format_version": 1, "dt": self.dt,
             "A_c": self.A_c.tolist(), "B_c": self.B_c.tolist(), "C": self.C.tolist(),
@@ -1156,6 +1178,8 @@ class OutputDMDidc:
                          "feedthrough": self.feedthrough, "offset": self.offset,
                          "detrend": self.detrend,
                          "significance": self.significance, "memory": self.memory},
+            "signals": None if signals is None else {key: [str(name) for name in names]
+                                                     for key, names in signals.items()},
         }
         path = Path(path)
         path.write_text(json.dumps(record, indent=1))
@@ -1197,6 +1221,7 @@ class OutputDMDidc:
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])
         est.noise_edge_, est.horizon_ = float(record["noise_edge"]), int(record["horizon"])
+        est.signals_ = record.get("signals")
         return est
 
     def plot_singular_values(self, ax=None):

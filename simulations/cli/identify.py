@@ -438,7 +438,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
                              f"{args.max_delay * args.dt:g} s; raise --max-delay (no model "
                              f"written)")
     with staged_file(args.out) as staged:
-        estimator.save(staged, level=args.level)
+        estimator.save(staged, level=args.level, signals=_output_signals(data))
     intervals = estimator.delay_ci(args.level)
     outputs, inputs = _labels(data.state_names, data.state_units), _labels(data.input_names,
                                                                             data.input_units)
@@ -467,6 +467,16 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         warn(_outlier_remedy(str(warning.message)), args)
     print(f"wrote {args.out}")
     return 0
+
+
+def _output_signals(data) -> dict[str, list[str]] | None:
+    """The names and units of the outputs and inputs, where the data file gives them."""
+    signals = {}
+    if data.state_names is not None:
+        signals.update(outputs=list(data.state_names), output_units=list(data.state_units))
+    if data.input_names is not None:
+        signals.update(inputs=list(data.input_names), input_units=list(data.input_units))
+    return signals or None
 
 
 def _labels(names, units) -> list[str]:

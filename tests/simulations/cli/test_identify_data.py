@@ -434,3 +434,21 @@ def test_outliers_are_placed_by_the_data_segment_after_short_ones_are_left_out(t
     out = capsys.readouterr().out
     listed = out.split("outlier samples (")[1].split("\n")[0].split(": ")[1].split(", ")
     assert "2:299" in listed, out
+
+
+def test_outputs_model_file_keeps_the_signal_names(tmp_path):
+    """Review finding: the output model JSON had no signal names or units (the state fit's
+    model file has them); now OutputDMDidc.save(signals=) records the CSV header's."""
+    from dmdidc import OutputDMDidc
+    from dmdidc.errors import DimensionError
+
+    path, _, _, _ = table(tmp_path, 0, samples=1500)
+    text = path.read_text().replace("time,x1,x2,u1,u2", "time,x1 [degC],x2,u1 [kW],u2", 1)
+    (tmp_path / "units.csv").write_text(text)
+    assert identify(tmp_path, tmp_path / "units.csv", "--inputs", "u1,u2", "--outputs", "x1",
+                    "--max-delay", 3) == 0
+    est = OutputDMDidc.load(tmp_path / "model.json")
+    assert est.signals_ == {"outputs": ["x1"], "output_units": ["degC"],
+                            "inputs": ["u1", "u2"], "input_units": ["kW", ""]}
+    with pytest.raises(DimensionError, match="signals"):
+        est.save(tmp_path / "bad.json", signals={"inputs": ["u1"]})
