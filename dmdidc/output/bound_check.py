@@ -31,10 +31,11 @@ _FAST = 1.0
 _TRIES = 3
 
 
-def _common_rss(refined: Any, skip: int) -> float:
+def _common_rss(refined: Any, skip: int, weights: Any = 1.0) -> float:
     """Residual sum of squares without each experiment's first ``skip`` residuals, so that
-    fits with different ``max_delay`` are compared on the same samples."""
-    return float(sum(np.sum(r[skip:] ** 2) for r in refined.residuals))
+    fits with different ``max_delay`` are compared on the same samples; each output's
+    residuals times ``weights`` (another fit's output scaling)."""
+    return float(sum(np.sum((r[skip:] * weights) ** 2) for r in refined.residuals))
 
 
 def hidden_delay(est: Any, experiments: list, significance: float) -> str | None:
@@ -103,7 +104,11 @@ def _compared(est: Any, other: Any, significance: float) -> str | None:
     significantly better than ``other`` by a likelihood ratio on their common samples."""
     refined, small, bound = est.refined_, other.refined_, other.max_delay
     extra = refined.covariance.shape[0] - small.covariance.shape[0]
-    ratio = (_common_rss(small, 0) - _common_rss(refined, bound)) / (small.rss / small.dof)
+    # residuals are in units of each fit's output scaling; partial_fit scales by the whole
+    # stream's rms, the refit by the kept samples': compare both in ``est``'s
+    weights = other.scale_ / est.scale_
+    small_rss = _common_rss(small, 0, weights)
+    ratio = (small_rss - _common_rss(refined, bound)) / (small_rss / small.dof)
     if ratio > stats.chi2.isf(significance, max(extra, 1)):
         return None
     at_least = bound + 1 if np.any(other.at_bound_) else bound

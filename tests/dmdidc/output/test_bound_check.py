@@ -122,3 +122,26 @@ def test_a_refit_that_merges_two_fast_modes_into_a_tiny_delay_is_no_alarm():
         warnings.simplefilter("always")
         OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
     assert not [str(w.message) for w in caught if "max_delay" in str(w.message)]
+
+
+def test_the_likelihood_ratio_compares_residuals_in_one_output_scaling():
+    """Review finding: partial_fit scales the outputs by the whole stream's rms, the refit by
+    the kept samples', and the ratio mixed the two.  Here the same physical residual sums
+    (S = 1000 for the refit, R = 995 for the fit) reach the comparison in scalings 1 and 2:
+    the ratio must be (S - R) / (S / dof) = 5 (a warning), not (S - R / 4) / (S / dof)."""
+    from types import SimpleNamespace
+
+    from dmdidc.output.bound_check import _compared
+
+    bound, dof = 1, 1000
+    small = np.r_[np.full(999, np.sqrt(1000 / 1000)), [np.sqrt(1000 - 999)]][:, None]
+    fitted = np.r_[[0.0], np.full(1000, np.sqrt(995 / 1000))][:, None] / 2.0  # in scaling 2
+    est = SimpleNamespace(refined_=SimpleNamespace(residuals=[fitted], covariance=np.eye(7)),
+                          scale_=np.array([2.0]), order_=4,
+                          eigenvalues_=np.array([-3.0, -2.0, -0.5, -0.4]))
+    other = SimpleNamespace(refined_=SimpleNamespace(residuals=[small], covariance=np.eye(5),
+                                                     rss=1000.0, dof=dof),
+                            scale_=np.array([1.0]), max_delay=bound, order_=2,
+                            at_bound_=np.array([False]), delay=np.array([0.7]))
+    text = _compared(est, other, 1e-3)
+    assert text is not None and "likelihood ratio 5 " in text, text
