@@ -29,7 +29,7 @@ from dmdidc.discretization import checked_expm, first_active_blocks, zoh_matrice
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "finite_recovery",
-           "recover_channel", "recover_continuous", "structured_misfit"]
+           "pair_delay", "recover_channel", "recover_continuous", "structured_misfit"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
 
@@ -189,6 +189,44 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
     start, b, s, _ = min(fits, key=lambda fit: (discarded(fit), fit[3]))
     whole, fraction = _delay_periods(start, s, dt)
     return b, float((whole + fraction) * dt)
+
+
+def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float
+               ) -> tuple[np.ndarray, float]:
+    """``b`` and the delay (seconds) fitted to the blocks ``start, start + 1`` alone.
+
+    :func:`recover_channel` chooses among candidate pairs by misfit, and may read a whole delay
+    from another pair; this is the fit of the given pair, whatever the others say (the delay
+    interval spans it: :mod:`dmdidc.inference.intervals`, *Whole delay read with the next block
+    kept*).
+
+    Parameters
+    ----------
+    A_c : ndarray, shape (n, n)
+    columns : ndarray, shape (R + 1, n)
+        Column ``j`` of every identified block.
+    start : int
+        The pair's first block, ``0 <= start <= R``.
+    dt : float
+
+    Returns
+    -------
+    b : ndarray, shape (n,)
+    delay : float
+        ``(start + 1) dt - s``, ``s`` the fitted hold length in ``[0, dt]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc.discretization import delay_blocks
+    >>> A_c, B_c = np.array([[-1.0, 2.0], [-2.0, -1.0]]), np.array([[1.0], [0.5]])
+    >>> _, blocks = delay_blocks(A_c, B_c, np.array([0.52]), 0.5)
+    >>> b, delay = pair_delay(A_c, blocks[:, :, 0], 1, 0.5)
+    >>> bool(np.allclose(b, B_c[:, 0])), round(delay, 10)
+    (True, 0.52)
+    """
+    _, b, s, _ = _fit_pair(_hold_integrals(A_c), columns, int(start), dt)
+    return b, float((start + 1) * dt - s)
 
 
 def _delay_periods(start: int, s: float, dt: float) -> tuple[int, float]:

@@ -425,3 +425,61 @@ def test_rate_units_of_partly_named_signals():
     with pytest.raises(ValueError, match="one per entry"):
         IntervalEstimate("B_c", [[1.0]], [[0.0]], [[2.0]], [[0.5]], 0.95, "asymptotic",
                          [["1/s"], ["1/s"]])
+
+
+def _edge_fit(seed, fractions, samples):
+    """A random plant (3 states, 2 inputs, T = 0.5, R = 4) with delays ``w + fraction``
+    (``w`` in 0..2), white inputs and 30 dB measurement noise, and its default fit."""
+    from simulations.studies.data_kinds import random_plant
+
+    rng = np.random.default_rng(seed)
+    base = random_plant(rng)
+    plant = DelayedPlant.from_continuous(
+        base.A_c, base.B_c, (rng.integers(0, 3, 2) + fractions(rng)) * 0.5, 0.5, max_delay=4)
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    X += 10 ** -1.5 * np.sqrt(np.mean(X ** 2, axis=1, keepdims=True)) * rng.standard_normal(
+        X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # (short records: 'precision' may fail)
+        return plant, DMDidc(max_delay=4).fit(X, U, dt=0.5)
+
+
+def test_a_whole_read_of_a_slightly_longer_delay_spans_the_later_pair():
+    # Delay 2.029 T, K = 390: B^(3) is insignificant, the recovery's misfit prefers the whole
+    # structure and reads 2.00 T; the interval around 2.00 alone ([1.98, 2.02] T) missed the
+    # truth.  It now reaches the pair 2, 3 fitted alone (2.0097 T, standard error 0.0099 T).
+    from dmdidc.inference.recovery import pair_delay
+
+    plant, fit = _edge_fit(24, lambda rng: rng.uniform(0.02, 0.06, 2), 390)
+    ci = fit.delay_ci()
+    assert fit.delay[0] == 1.0 and 0.01 < plant.delay[0] / 0.5 - 2 < 0.06
+    _, later = pair_delay(fit.A_c, fit.regression_.coefficients[:, 3:].reshape(3, 5, 2)[
+        :, :, 0].T, 2, 0.5)
+    assert later > fit.delay[0] and ci.high[0] > later              # spans the later pair
+    assert ci.high[0] - 1.0 > 1.5 * (1.0 - ci.low[0])               # on that side only
+    assert ci.low[0] <= plant.delay[0] <= ci.high[0]
+
+
+@pytest.mark.statistical
+def test_delay_intervals_cover_over_random_plants_on_short_records():
+    # K = 390 = 10 x the 39 parameters (the shortest record the audit flagged): one fit per
+    # random plant, channel 0 at exactly half a period, channel 1 at a random fraction in
+    # (0.1, 0.9).  Measured (docs/noisy-data.md): 93-95 % there, the standard errors 5-12 %
+    # short from the coefficients' covariance, not from the delay's Jacobian (these seeds:
+    # 91.5 %, median |z| 0.79).  236 delays: binomial standard deviation 1.4 %, so
+    # [0.908, 0.992] is 3 of them either side of 95 %; the intervals are not inflated either
+    # (|z| median near the normal's 0.674).
+    covered, z, loud = [], [], 0
+    for seed in range(120):
+        plant, fit = _edge_fit(9000 + seed, lambda rng: np.array([0.5, rng.uniform(0.1, 0.9)]),
+                               390)
+        try:
+            ci = fit.delay_ci()
+        except LogarithmError:          # a mode of A_d within noise of zero: loud, no interval
+            loud += 1
+            continue
+        covered += list((ci.low <= plant.delay) & (plant.delay <= ci.high))
+        z += list((fit.delay - plant.delay) / ci.standard_error)
+    assert loud <= 6 and 0.908 <= np.mean(covered) <= 0.992, (loud, np.mean(covered))
+    assert 0.5 <= np.median(np.abs(z)) <= 0.85, np.median(np.abs(z))
