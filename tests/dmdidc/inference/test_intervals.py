@@ -465,7 +465,7 @@ def test_a_whole_read_of_a_slightly_longer_delay_spans_the_later_pair():
 def test_delay_intervals_cover_over_random_plants_on_short_records():
     # K = 390 = 10 x the 39 parameters (the shortest record the audit flagged): one fit per
     # random plant, channel 0 at exactly half a period, channel 1 at a random fraction in
-    # (0.1, 0.9).  Measured (docs/noisy-data.md): 93-95 % there, the standard errors 5-12 %
+    # (0.1, 0.9).  Measured (docs/noisy-data.md): 93-96 % there, the standard errors 0-13 %
     # short from the coefficients' covariance, not from the delay's Jacobian (these seeds:
     # 91.5 %, median |z| 0.79).  236 delays: binomial standard deviation 1.4 %, so
     # [0.908, 0.992] is 3 of them either side of 95 %; the intervals are not inflated either
