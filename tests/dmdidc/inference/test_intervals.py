@@ -467,9 +467,11 @@ def test_delay_intervals_cover_over_random_plants_on_short_records():
     # random plant, channel 0 at exactly half a period, channel 1 at a random fraction in
     # (0.1, 0.9).  Measured (docs/noisy-data.md): 93-96 % there, the standard errors 0-13 %
     # short from the coefficients' covariance, not from the delay's Jacobian (these seeds:
-    # 91.5 %, median |z| 0.79).  236 delays: binomial standard deviation 1.4 %, so
-    # [0.908, 0.992] is 3 of them either side of 95 %; the intervals are not inflated either
-    # (|z| median near the normal's 0.674).
+    # 91.5 %, median |z| 0.79).  236 delays: binomial standard deviation 1.4 %.  The floor
+    # 0.88 (5 of them below 95 %) leaves room for that known shortfall and for a fit or two
+    # that another BLAS kernel's rounding moves; a construction error (the whole-delay reads
+    # this module fixed covered 0 of 9) falls well below it.  Not inflated either: at most
+    # 3 standard deviations above 95 %, |z| median near the normal's 0.674.
     covered, z, loud = [], [], 0
     for seed in range(120):
         plant, fit = _edge_fit(9000 + seed, lambda rng: np.array([0.5, rng.uniform(0.1, 0.9)]),
@@ -481,5 +483,5 @@ def test_delay_intervals_cover_over_random_plants_on_short_records():
             continue
         covered += list((ci.low <= plant.delay) & (plant.delay <= ci.high))
         z += list((fit.delay - plant.delay) / ci.standard_error)
-    assert loud <= 6 and 0.908 <= np.mean(covered) <= 0.992, (loud, np.mean(covered))
-    assert 0.5 <= np.median(np.abs(z)) <= 0.85, np.median(np.abs(z))
+    assert loud <= 6 and 0.88 <= np.mean(covered) <= 0.992, (loud, np.mean(covered))
+    assert 0.5 <= np.median(np.abs(z)) <= 0.9, np.median(np.abs(z))
