@@ -6,7 +6,10 @@
 ``B_c`` and the delay from ``A_c`` and the blocks ``w, w + 1`` (dissertation eqs. 9.67-9.69).
 Its Jacobian is analytic (:mod:`dmdidc.inference.jacobian`: Frechet derivatives in the
 eigenbasis of ``A_c`` and the implicit function theorem for the hold length), with central
-differences of the recovery only when ``A_c`` is not safely diagonalizable, and
+differences of the recovery only when ``A_c`` is not safely diagonalizable (each channel's
+pair of blocks then fitted alone with its hold length unclipped, as the analytic Jacobian
+linearizes it: a whole delay's clipped hold length does not move under a small step, and
+noisy data got a zero-width interval), and
 
     Cov(model) = J Cov(vec Theta_r) J^T,   Cov(vec Theta_r) = (I kron P^T) Cov(vec Theta) (I kron P)
 
@@ -96,7 +99,7 @@ from dmdidc.inference.blocks import (
     with_earlier_blocks,
 )
 from dmdidc.inference.jacobian import model_jacobian
-from dmdidc.inference.recovery import pair_delay, recover_channel, recover_continuous
+from dmdidc.inference.recovery import pair_delay, recover_continuous
 from dmdidc.regression.instrumental import hausman_variance
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
@@ -396,8 +399,8 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     jacobian = model_jacobian(A_c, B_c, delay, pairs, dt, starts)
     analytic = jacobian is not None
     if not analytic:                    # not safely diagonalizable: central differences
-        jacobian, index = _numerical_jacobian(restricted, cov, active, base, n, m, R, dt,
-                                              block_variance)
+        jacobian, index = _numerical_jacobian(restricted, cov, active, base, starts, n, m, R,
+                                              dt, block_variance)
     index = np.asarray(index)
     used = index >= 0
     jacobian, index = jacobian[:, used], index[used]
@@ -406,34 +409,35 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     se[_silent_entries(first < 0, n, m)] = np.nan
     z = float(special.ndtri(0.5 + 0.5 * level))
     low, high = base - z * se, base + z * se
-    if analytic and not earlier_side:
-        for i, value, error in _later_pair_delays(restricted, base, starts, pairs, kept, cov,
-                                                  index, used, n, m, R, dt):
+    if not earlier_side:
+        for i, b, value in _later_pair_reads(restricted, base, starts, first, kept, n, m, R,
+                                             dt):
+            if analytic:                # the pair's own delta method, at its own fit
+                moved_delay, moved_B = delay.copy(), B_c.copy()
+                moved_delay[i], moved_B[:, i] = value, b
+                moved = model_jacobian(A_c, moved_B, moved_delay, pairs, dt, starts)
+                if moved is None:
+                    continue
+                error = float(np.sqrt(max(cov.linear_variances(moved[i:i + 1, used],
+                                                               index)[0], 0.0)))
+            else:                       # central differences already fit that pair alone
+                error = se[i]
             low[i], high[i] = min(low[i], value - z * error), max(high[i], value + z * error)
     return _package(base, low, high, se, n, m, level, "asymptotic")
 
 
-def _later_pair_delays(restricted, base, starts, pairs, kept, cov, index, used, n, m, R, dt):
-    """``(channel, delay, standard error)`` of the pair ``w, w + 1`` fitted alone, for each
-    channel read as a whole ``w`` periods while that pair is kept and reads a longer delay
-    (module notes, *Whole delay read with the next block kept*)."""
+def _later_pair_reads(restricted, base, starts, first, kept, n, m, R, dt):
+    """``(channel, b, delay)`` of the pair ``w, w + 1`` fitted alone, for each channel read as
+    a whole ``w`` periods while that pair is kept and reads a longer delay (module notes,
+    *Whole delay read with the next block kept*)."""
     delay, A_c = base[:m], base[m:m + n * n].reshape(n, n)
-    B_c = base[m + n * n:].reshape(n, m)
     for i, w in enumerate(starts):
-        if (pairs[i] is None or abs(delay[i] / dt - w) > 1e-9 or w + 1 > R
-                or not kept[w + 1, i]):
+        if first[i] < 0 or abs(delay[i] / dt - w) > 1e-9 or w + 1 > R or not kept[w + 1, i]:
             continue
         columns = restricted[:, n:].reshape(n, R + 1, m)[:, :, i].T
         b, later = pair_delay(A_c, columns, w, dt)
-        if later - delay[i] <= 1e-12 * dt:      # the pair reads w too: nothing to span
-            continue
-        moved_delay, moved_B = delay.copy(), B_c.copy()
-        moved_delay[i], moved_B[:, i] = later, b
-        jacobian = model_jacobian(A_c, moved_B, moved_delay, pairs, dt, starts)
-        if jacobian is None:
-            continue
-        variance = cov.linear_variances(jacobian[i:i + 1, used], index)[0]
-        yield i, later, float(np.sqrt(max(variance, 0.0)))
+        if later - delay[i] > 1e-12 * dt:      # (the pair reads w too: nothing to span)
+            yield i, b, later
 
 
 def _pair_starts(periods: np.ndarray, kept: np.ndarray, earlier_side: bool) -> np.ndarray:
@@ -515,21 +519,38 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
     return ConfidenceIntervals(*items, level=chosen.level, method=chosen.method)
 
 
-def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_variance
+def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, block_variance
                         ) -> tuple[np.ndarray, list[int]]:
     """Central differences of the recovery (for an ``A_c`` that is not safely diagonalizable):
-    ``(jacobian, index)`` over the entries of ``A_d`` and the blocks around each delay."""
+    ``(jacobian, index)`` over the entries of ``A_d`` and each channel's pair of blocks
+    ``starts[i], starts[i] + 1`` (those of the analytic Jacobian).
+
+    Each channel's delay and ``b`` are differentiated as the fit of that pair alone with the
+    hold length unclipped (:func:`~dmdidc.inference.recovery.pair_delay`, ``clip=False``), as
+    the analytic Jacobian linearizes it: a delay read as a whole number of periods has its hold
+    length clipped at the boundary, where it does not move under a small step, and differences
+    of the clipped recovery gave noisy data a zero-width interval.
+    """
     p = restricted.shape[1]
     first = first_active_blocks(active)
+    acting = np.flatnonzero(first >= 0)
     used = [(a, c) for a in range(n) for c in range(n)]
-    for i in range(m):
-        if first[i] >= 0:
-            for j in (first[i] - 1, first[i], first[i] + 1):     # the pairs recovery may fit
-                if 0 <= j <= R:
-                    used += [(a, n + j * m + i) for a in range(n)]
+    for i in acting:
+        used += [(a, n + j * m + i) for j in (starts[i], starts[i] + 1) if j <= R
+                 for a in range(n)]
     index = sorted({a * p + c for a, c in used})
     se_coef = np.sqrt(np.clip(cov.diagonal().ravel()[index], 0.0, None))
     A_c = base[m:m + n * n].reshape(n, n)
+
+    def model(coefficients: np.ndarray, A_c: np.ndarray, channels) -> np.ndarray:
+        vector = base.copy()
+        vector[m:m + n * n] = A_c.ravel()
+        blocks = coefficients[:, n:].reshape(n, R + 1, m)
+        for i in channels:
+            vector[m + n * n + i::m], vector[i] = pair_delay(A_c, blocks[:, :, i].T,
+                                                             starts[i], dt, clip=False)
+        return vector
+
     jacobian = np.zeros((base.size, len(index)))
     for k, flat in enumerate(index):
         step = _STEP * se_coef[k] if se_coef[k] > 0 else 1e-8 * (1.0 + abs(restricted.flat[flat]))
@@ -539,16 +560,10 @@ def _numerical_jacobian(restricted, cov, active, base, n, m, R, dt, block_varian
             shifted = restricted.copy()
             shifted.flat[flat] += sign * step
             if column < n:                      # A_d: everything moves
-                moved.append(_model_vector(shifted, n, m, R, dt, active, block_variance))
+                moved_A = _model_vector(shifted, n, m, R, dt, active, block_variance)
+                moved.append(model(shifted, moved_A[m:m + n * n].reshape(n, n), acting))
             else:                               # a block column moves its channel only
-                channel = (column - n) % m
-                columns = shifted[:, n:].reshape(n, R + 1, m)[:, :, channel].T
-                b, delay = recover_channel(A_c, columns, dt, first[channel],
-                                           significant=active[:, channel])
-                vector = base.copy()
-                vector[channel] = delay
-                vector[m + n * n + channel::m] = b
-                moved.append(vector)
+                moved.append(model(shifted, A_c, [(column - n) % m]))
         jacobian[:, k] = (moved[0] - moved[1]) / (2.0 * step)
     return jacobian, index
 

@@ -191,8 +191,8 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
     return b, float((whole + fraction) * dt)
 
 
-def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float
-               ) -> tuple[np.ndarray, float]:
+def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float, *,
+               clip: bool = True) -> tuple[np.ndarray, float]:
     """``b`` and the delay (seconds) fitted to the blocks ``start, start + 1`` alone.
 
     :func:`recover_channel` chooses among candidate pairs by misfit, and may read a whole delay
@@ -208,12 +208,17 @@ def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float
     start : int
         The pair's first block, ``0 <= start <= R``.
     dt : float
+    clip : bool, default True
+        Keep the hold length ``s`` in ``[0, dt]`` (a delay within the pair's span).  With
+        ``False`` it is fitted in ``[-dt, 2 dt]``: where noise points beyond the pair (a whole
+        delay), the clipped ``s`` stays on the boundary however the blocks move, so only the
+        unclipped one has the derivative a central-difference delta method needs.
 
     Returns
     -------
     b : ndarray, shape (n,)
     delay : float
-        ``(start + 1) dt - s``, ``s`` the fitted hold length in ``[0, dt]``.
+        ``(start + 1) dt - s``, ``s`` the fitted hold length.
 
     Examples
     --------
@@ -224,8 +229,18 @@ def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float
     >>> b, delay = pair_delay(A_c, blocks[:, :, 0], 1, 0.5)
     >>> bool(np.allclose(b, B_c[:, 0])), round(delay, 10)
     (True, 0.52)
+
+    A whole delay of 0.5 s whose next block noise made slightly negative points a little
+    below the pair's span: clipped it reads 0.5 s, unclipped 0.4946 s:
+
+    >>> _, blocks = delay_blocks(A_c, B_c, np.array([0.5]), 0.5, 2)
+    >>> columns = blocks[:, :, 0].copy()
+    >>> columns[2] = -0.01 * columns[1]
+    >>> [round(pair_delay(A_c, columns, 1, 0.5, clip=c)[1], 4) for c in (True, False)]
+    [0.5, 0.4946]
     """
-    _, b, s, _ = _fit_pair(_hold_integrals(A_c), columns, int(start), dt)
+    bounds = (0.0, dt) if clip else (-dt, 2.0 * dt)
+    _, b, s, _ = _fit_pair(_hold_integrals(A_c), columns, int(start), dt, bounds)
     return b, float((start + 1) * dt - s)
 
 
@@ -239,9 +254,10 @@ def _delay_periods(start: int, s: float, dt: float) -> tuple[int, float]:
     return start, fraction
 
 
-def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float
-              ) -> tuple[int, np.ndarray, float, float]:
-    """Fit ``b`` and the hold length to the blocks ``start, start + 1`` (9.68-9.69).
+def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float,
+              bounds: tuple[float, float] | None = None) -> tuple[int, np.ndarray, float, float]:
+    """Fit ``b`` and the hold length (in ``bounds``, by default ``[0, dt]``) to the blocks
+    ``start, start + 1`` (9.68-9.69).
 
     Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
     the structure says is zero.
@@ -250,17 +266,17 @@ def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float
     b0 = columns[start]
     b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
     b = hold.solve(dt, b0 + b1)
-    s, r = _solve_hold_length(hold, b, b0, dt)
+    s, r = _solve_hold_length(hold, b, b0, dt, (0.0, dt) if bounds is None else bounds)
     others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
     misfit = 2.0 * float(r @ r) + float(np.sum(others ** 2))
     return start, b, s, misfit
 
 
-def _solve_hold_length(hold: _HoldIntegrals, b: np.ndarray, b0: np.ndarray, dt: float
-                       ) -> tuple[float, np.ndarray]:
-    """Solve ``Gamma(s) b = b0`` for ``s`` in [0, dt] (least squares: a grid, then
-    Gauss-Newton); returns ``s`` and the residual ``Gamma(s) b - b0``."""
-    integrals = hold.along(b, dt)
+def _solve_hold_length(hold: _HoldIntegrals, b: np.ndarray, b0: np.ndarray, dt: float,
+                       bounds: tuple[float, float]) -> tuple[float, np.ndarray]:
+    """Solve ``Gamma(s) b = b0`` for ``s`` in ``bounds`` (least squares: a grid over
+    ``[0, dt]``, then Gauss-Newton); returns ``s`` and the residual ``Gamma(s) b - b0``."""
+    integrals = hold.along(b, bounds[1])
     grid = np.linspace(0.0, dt, 33)
     gamma_b, _ = integrals(grid)
     s = float(grid[int(np.argmin(np.sum((gamma_b - b0) ** 2, axis=1)))])
@@ -271,7 +287,7 @@ def _solve_hold_length(hold: _HoldIntegrals, b: np.ndarray, b0: np.ndarray, dt: 
         if denom == 0:
             break
         step = (slope @ r) / denom
-        s_new = min(max(s - step, 0.0), dt)
+        s_new = min(max(s - step, bounds[0]), bounds[1])
         if abs(s_new - s) <= 1e-15 * dt:
             s = s_new
             break

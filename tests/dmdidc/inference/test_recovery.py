@@ -338,3 +338,28 @@ def test_eigenbasis_logarithm_matches_the_schur_logarithm(seed):
     reference = np.real(logm(A_d)) / dt
     np.testing.assert_allclose(mine, reference, rtol=0,
                                atol=1e-10 * max(1.0, float(np.max(np.abs(reference)))))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unclipped_pair_delay_moves_where_the_clipped_one_sticks(seed):
+    # A whole delay w T whose next block noise made point below w: the clipped hold length
+    # stays at the boundary (the delay reads w T whatever the size of that block), the
+    # unclipped one reads below w T, farther as the block grows; inside the pair both agree.
+    from dmdidc.inference.recovery import pair_delay
+
+    rng = np.random.default_rng(seed)
+    n, dt, w = 3, 0.5, int(rng.integers(1, 3))
+    A_c = rng.standard_normal((n, n)) - 1.5 * np.eye(n)
+    B_c = rng.standard_normal((n, 1))
+    _, blocks = delay_blocks(A_c, B_c, np.array([w * dt]), dt, 4)
+    reads = []
+    for size in (1e-3, 1e-2):
+        columns = blocks[:, :, 0].copy()
+        columns[w + 1] = -size * columns[w]
+        clipped, free = (pair_delay(A_c, columns, w, dt, clip=c)[1] for c in (True, False))
+        assert clipped == w * dt and free < w * dt
+        reads.append(free)
+    assert reads[1] < reads[0]
+    _, blocks = delay_blocks(A_c, B_c, np.array([(w + 0.3) * dt]), dt, 4)
+    inside = [pair_delay(A_c, blocks[:, :, 0], w, dt, clip=c)[1] for c in (True, False)]
+    np.testing.assert_allclose(inside, (w + 0.3) * dt, rtol=0, atol=1e-10)
