@@ -14,16 +14,22 @@ from dmdidc.errors import DiagnosticWarning
 T = 0.5
 
 
-def _fit(seed: int, periods: float) -> tuple[OutputDMDidc, list[str]]:
-    """A random lightly damped order-3 plant (two sensors, 20-40 dB) delayed by ``periods``
-    T, fitted with max_delay=0."""
-    rng = np.random.default_rng(seed)
+def _clean(rng: np.random.Generator, periods: float) -> tuple[np.ndarray, np.ndarray]:
+    """Noise-free outputs (two sensors) and inputs of a random lightly damped order-3 plant
+    delayed by ``periods`` T."""
     omega, rate = rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.6)
     A = [[-rate, omega, 0.0], [-omega, -rate, 0.0], [0.0, 0.0, -rng.uniform(0.2, 1.0)]]
     plant = DelayedPlant.from_continuous(A, rng.standard_normal((3, 1)), delay=periods * T,
                                          dt=T, max_delay=2)
     U = random_excitation(1, 1500, rng=rng)
-    clean = rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :-1]
+    return rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :-1], U
+
+
+def _fit(seed: int, periods: float) -> tuple[OutputDMDidc, list[str]]:
+    """A random lightly damped order-3 plant (two sensors, 20-40 dB) delayed by ``periods``
+    T, fitted with max_delay=0."""
+    rng = np.random.default_rng(seed)
+    clean, U = _clean(rng, periods)
     snr = 10 ** (-rng.uniform(20, 40) / 20)
     Y = clean + snr * clean.std(axis=1, keepdims=True) * rng.standard_normal(clean.shape)
     with warnings.catch_warnings(record=True) as caught:
@@ -54,12 +60,7 @@ def test_an_undelayed_plant_raises_no_false_alarm(seed):
 def _streamed(seed: int, periods: float) -> list[list[str]]:
     """``_fit``'s data streamed in three chunks: per chunk, the max_delay warnings."""
     rng = np.random.default_rng(seed)
-    omega, rate = rng.uniform(0.5, 2.0), rng.uniform(0.1, 0.6)
-    A = [[-rate, omega, 0.0], [-omega, -rate, 0.0], [0.0, 0.0, -rng.uniform(0.2, 1.0)]]
-    plant = DelayedPlant.from_continuous(A, rng.standard_normal((3, 1)), delay=periods * T,
-                                         dt=T, max_delay=2)
-    U = random_excitation(1, 1500, rng=rng)
-    clean = rng.standard_normal((2, 3)) @ plant.simulate(np.zeros(3), U)[:, :-1]
+    clean, U = _clean(rng, periods)
     Y = clean + 0.03 * clean.std(axis=1, keepdims=True) * rng.standard_normal(clean.shape)
     est, per_chunk = OutputDMDidc(max_delay=0), []
     for a in range(0, 1500, 500):
