@@ -46,7 +46,6 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
 from dmdidc.inference.checks import Check, unexplained_blocks
-from dmdidc.inference.linearity import linearity_check
 from dmdidc.inference.offset import AFFINE_ROUNDING_LOUD
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
@@ -418,6 +417,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     FitDiagnostics
     """
     from dmdidc.inference.checks import FitDiagnostics
+    from dmdidc.inference.linearity import linearity_check  # with residuals: at the first fit
     from dmdidc.inference.residuals import (
         model_residuals,
         moment_checks,
