@@ -63,8 +63,11 @@ _LINEAR_FEATURE = 1e-6
 #: Residuals beyond this many robust standard deviations count as this many (Huber's psi).
 _HUBER = 5.0
 
-#: Fewer residual samples per feature and linear regressor than this: a trajectory is skipped.
+#: Fewer residual samples per feature and linear regressor (and intercept) than this: not tested.
 _SAMPLES_PER_COLUMN = 10
+
+#: Pieces shorter than this are left out (too short for their own prewhitening filter).
+_SHORTEST = 20
 
 QUESTION = "Does the plant respond linearly (residuals uncorrelated with nonlinear functions of " \
            "the inputs)?"
@@ -98,7 +101,7 @@ def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, n
     # has parts at its own frequencies, which only enough lags span (the model's two
     # blocks per channel left 2 of 99 multisine fits at the alarm)
     acting = np.any(model.B_blocks != 0, axis=1)                     # (R + 1, m)
-    linear = [np.ones((1, N))] + lags
+    linear = list(lags)
     features, names = [], []
     if _stable(model):
         # the response from rest to the inputs before sample k (an unstable model's
@@ -119,13 +122,11 @@ def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, n
     return np.concatenate(linear), np.concatenate(features or [np.zeros((0, N))]), names
 
 
-def _projector(linear: np.ndarray):
-    """``F -> F`` less its least-squares fit on the rows of ``linear`` (through their Gram
-    matrix, whose pseudo-inverse serves collinear rows such as a constant input)."""
-    values, vectors = np.linalg.eigh(linear @ linear.T)
+def _pseudo_inverse(gram: np.ndarray) -> np.ndarray:
+    """The Gram matrix's pseudo-inverse (collinear rows such as a constant input: left out)."""
+    values, vectors = np.linalg.eigh(gram)
     keep = values > _COLLINEAR * values[-1]
-    inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
-    return lambda F: F - ((F @ linear.T) @ inverse) @ linear
+    return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
 
 def _whitened(F: np.ndarray, order: int) -> np.ndarray:
@@ -181,36 +182,50 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     ...                 0.01 / 8).passed
     False
     """
-    total = variance = 0.0
-    names: list[str] = []
     # evenly spread pieces of about SAMPLES samples (fewer for many rows): ample power, a
     # bounded cost
     budget = min(SAMPLES, max(_FEWEST, _VALUES // _rows(model)))
     step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // budget))
+    pieces, names = [], []
     for E, U, _ in parts[::step]:
-        N = E.shape[1]
-        if U.shape[0] == 0:
+        if U.shape[0] == 0 or E.shape[1] < _SHORTEST:
             continue
-        linear, F, names = _features(U, model, N)
-        if not F.size or N < _SAMPLES_PER_COLUMN * (linear.shape[0] + F.shape[0]):
-            continue
-        project = _projector(linear)
-        # a feature that is linear in the signals (the cube of a two-level input, a PRBS, is the
-        # input itself) tests nothing the residual checks do not: left out (zero)
-        linear_feature = (np.linalg.norm(project(F), axis=1)
-                          <= _LINEAR_FEATURE * np.linalg.norm(F, axis=1))
-        F = project(_whitened(np.where(linear_feature[:, None], 0.0, F),
-                              min(WHITENING_ORDER, N // 10)))
+        linear, F, names = _features(U, model, E.shape[1])
+        if F.size:
+            pieces.append((E, linear, F))
+    samples = sum(E.shape[1] for E, _, _ in pieces)
+    rows = pieces[0][1].shape[0] + pieces[0][2].shape[0] + len(pieces) if pieces else 0
+    if not pieces or samples < _SAMPLES_PER_COLUMN * rows:
+        return Check("linearity", QUESTION, None,
+                     finding="not tested (no inputs, no input acts, or too few samples for the "
+                             "features)")
+    # one projection for all pieces, each with its own intercept (its signals centred: many
+    # short experiments pool their samples instead of each being too short alone)
+    linear = [L - L.mean(axis=1, keepdims=True) for _, L, _ in pieces]
+    inverse = _pseudo_inverse(sum(L @ L.T for L in linear))
+    # a feature that is linear in the signals (the cube of a two-level input, a PRBS, is the
+    # input itself) tests nothing the residual checks do not: left out (zero)
+    centred = [F - F.mean(axis=1, keepdims=True) for _, _, F in pieces]
+    cross = sum(F @ L.T for F, L in zip(centred, linear, strict=True))
+    left = (sum(np.einsum("ij,ij->i", F, F) for F in centred)
+            - np.einsum("ij,ij->i", cross @ inverse, cross))
+    linear_feature = (np.sqrt(np.maximum(left, 0.0)) <= _LINEAR_FEATURE * np.sqrt(
+        sum(np.einsum("ij,ij->i", F, F) for _, _, F in pieces)))
+    whitened = []
+    for _, _, F in pieces:
+        W = _whitened(np.where(linear_feature[:, None], 0.0, F), min(WHITENING_ORDER,
+                                                                   F.shape[1] // 10))
+        whitened.append(W - W.mean(axis=1, keepdims=True))
+    fitted = sum(W @ L.T for W, L in zip(whitened, linear, strict=True)) @ inverse
+    total = variance = 0.0
+    for (E, _, _), L, W in zip(pieces, linear, whitened, strict=True):
+        W = W - fitted @ L
         # Huber's psi of the robustly standardized residuals: a few outliers or heavy-tailed
         # noise would otherwise dominate the sums (independent of the features all the same)
         psi = np.clip(np.copysign(robust_deviations(E), E - np.median(E, axis=1, keepdims=True)),
                       -_HUBER, _HUBER)
         # white features: the sum's variance is its lag-0 term whatever the residuals' colour
-        total, variance = total + psi @ F.T, variance + (psi ** 2) @ (F ** 2).T
-    if np.isscalar(total):
-        return Check("linearity", QUESTION, None,
-                     finding="not tested (no inputs, no input acts, or trajectories too short for "
-                             "the features)")
+        total, variance = total + psi @ W.T, variance + (psi ** 2) @ (W ** 2).T
     tested = variance > 0
     if not np.any(tested):
         return Check("linearity", QUESTION, None,

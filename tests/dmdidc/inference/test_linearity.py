@@ -121,3 +121,23 @@ def test_an_unstable_model_keeps_the_input_features():
     X = plant.simulate([0.0], np.clip(U, -1.0, 1.0)) + 0.05 * rng.standard_normal((1, 1501))
     check = linearity_check(_parts(plant, X, U), plant, 0.01)
     assert check.failed and "cube of input 0" in check.finding
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_many_short_experiments_pool_their_samples_in_any_order(seed):
+    # Review: 15 experiments of 200 samples of a saturating state were each too short for the
+    # features alone ("not tested" on 10 of 10, and 8 of them silent); pooled under one
+    # projection with an intercept per experiment they are tested, in either order
+    data = make_data("saturating_state", random_plant(2000 + seed), rng=seed)
+    Xs = [data.X[:, a:a + 201] for a in range(0, 3000, 200)]
+    Us = [data.U[:, a:a + 200] for a in range(0, 3000, 200)]
+    for order in (slice(None), slice(None, None, -1)):
+        est, messages = _fit(Xs[order], Us[order])
+        check = est.diagnostics_["linearity"]
+        # failed, or inconclusive where the residuals are coloured (whiteness then warns)
+        assert check.passed is not True and "nonlinearly" in check.finding, (order, check)
+        assert _linearity_warned(messages) or est.diagnostics_["whiteness"].failed, messages
+    linear = make_data("white", random_plant(2000 + seed), rng=seed)
+    est, messages = _fit([linear.X[:, a:a + 201] for a in range(0, 3000, 200)],
+                         [linear.U[:, a:a + 200] for a in range(0, 3000, 200)])
+    assert est.diagnostics_["linearity"].passed and not _linearity_warned(messages)
