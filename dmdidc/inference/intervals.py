@@ -423,6 +423,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
             else:                       # central differences already fit that pair alone
                 error = se[i]
             low[i], high[i] = min(low[i], value - z * error), max(high[i], value + z * error)
+    low[:m] = np.maximum(low[:m], 0.0)      # a delay is not negative (the model's range)
     return _package(base, low, high, se, n, m, level, "asymptotic")
 
 

@@ -587,3 +587,19 @@ def test_exact_data_of_a_defective_plant_stay_exact_under_central_differences(se
             ci = DMDidc(max_delay=4).fit(exact.simulate(np.zeros(3), U), U, dt=0.5).delay_ci()
         assert np.all(ci.high - ci.low < 1e-6), str(ci)
         assert np.all((ci.low <= delay + 1e-9) & (delay - 1e-9 <= ci.high)), str(ci)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_delay_interval_does_not_reach_below_zero(seed):
+    # Review: a delay of 0.02 T on a short noisy record got a Wald interval below 0 s, a
+    # delay the model cannot have
+    rng = np.random.default_rng(seed)
+    plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[1.0], [0.5]],
+                                         delay=0.01, dt=0.5, max_delay=2)
+    U = rng.standard_normal((1, 400))
+    X = plant.simulate(rng.standard_normal(2), U)
+    X = X + 0.2 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = DMDidc(max_delay=2).fit(X, U, dt=0.5).delay_ci()
+    assert np.all(ci.low >= 0.0) and np.all(ci.low <= ci.value), (ci.low, ci.value)
