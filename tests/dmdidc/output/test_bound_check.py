@@ -3,7 +3,9 @@ for it (dmdidc.output.bound_check), and undelayed plants stay quiet."""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,22 +109,10 @@ def test_a_refit_that_merges_two_fast_modes_into_a_tiny_delay_is_no_alarm():
     near -1.8 and -2 1/s): once the refits went on past max_delay=1, the one with 2 reached
     order 3 with delays of 0.007 T and 0.06 T and warned.  A larger bound counts only when its
     delay uses the room the smaller one lacked."""
-    from simulations.studies.data_kinds import random_state_matrix
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from bench_output_max_delay0 import run
 
-    rng = np.random.default_rng(59)
-    n, m, ny = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
-    K, snr_db = int(rng.integers(1000, 3001)), float(rng.uniform(20, 40))
-    plant = DelayedPlant.from_continuous(random_state_matrix(rng, n, T),
-                                         rng.standard_normal((n, m)), np.zeros(m), T,
-                                         max_delay=2)
-    U = rng.standard_normal((m, K))
-    clean = rng.standard_normal((ny, n)) @ plant.simulate(rng.standard_normal(n), U)[:, :K]
-    Y = clean + clean.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20) * rng.standard_normal(
-        clean.shape)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        OutputDMDidc(max_delay=0).fit(Y, U, dt=T)
-    assert not [str(w.message) for w in caught if "max_delay" in str(w.message)]
+    assert run(59, delayed=False) == ("quiet", "")
 
 
 def test_the_likelihood_ratio_compares_residuals_in_one_output_scaling():
