@@ -83,27 +83,27 @@ def _stable(model: DelayedPlant) -> bool:
     return bool(np.max(np.abs(np.linalg.eigvals(model.A_d)), initial=0.0) < 1.0)
 
 
-def _rows(model: DelayedPlant) -> int:
-    """Linear regressors and features :func:`_features` builds for ``model``."""
-    acting = np.any(model.B_blocks != 0, axis=1)
-    states = 3 * model.n_states if _stable(model) else 0
-    return 1 + acting.size + states + int(np.minimum(acting.sum(axis=0), 2).sum())
+def _cube_lags(model: DelayedPlant) -> list[tuple[int, int]]:
+    """``(channel, lag)`` of each input cube: a channel's first two lags through which it acts
+    (the blocks of its delay, where an actuator's nonlinearity enters; later lags act through
+    the states, whose response's features cover them)."""
+    acting = np.any(model.B_blocks != 0, axis=1)                     # (R + 1, m)
+    return [(c, int(j)) for c in range(acting.shape[1]) for j in np.flatnonzero(acting[:, c])[:2]]
 
 
-def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, np.ndarray,
-                                                                      list[str]]:
-    """The linear regressors and the nonlinear features of samples ``R .. R + N - 1``."""
+def _features(U: np.ndarray, model: DelayedPlant, N: int, stable: bool,
+              cube_lags: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The linear regressors and the nonlinear features of samples ``R .. R + N - 1``
+    (``stable``: the model's response is among them; ``cube_lags``: :func:`_cube_lags`)."""
     R, K = model.max_delay, U.shape[1]
     centred = U - U.mean(axis=1, keepdims=True)      # the model's response: in its units
     U = _standardized(U)
-    lags = [U[:, R - j:K - j] for j in range(R + 1)]
     # every lag, also those the model leaves out: the cube of a periodic input (a multisine)
     # has parts at its own frequencies, which only enough lags span (the model's two
     # blocks per channel left 2 of 99 multisine fits at the alarm)
-    acting = np.any(model.B_blocks != 0, axis=1)                     # (R + 1, m)
-    linear = list(lags)
+    linear = [U[:, R - j:K - j] for j in range(R + 1)]
     features, names = [], []
-    if _stable(model):
+    if stable:
         # the response from rest to the inputs before sample k (an unstable model's
         # diverges: then the inputs' features remain)
         Z = _standardized(delayed_response(model.A_d, model.B_blocks, centred)[:, R:R + N])
@@ -111,14 +111,10 @@ def _features(U: np.ndarray, model: DelayedPlant, N: int) -> tuple[np.ndarray, n
         features += [Z * Z, Z * (Z * Z - 3.0)]
         names += [f"the square of state {i}'s response to the inputs" for i in range(Z.shape[0])]
         names += [f"the cube of state {i}'s response to the inputs" for i in range(Z.shape[0])]
-    # each channel's cube at the first two lags through which it acts (the blocks of its
-    # delay, where an actuator's nonlinearity enters; later lags act through the states,
-    # whose response's features are above)
     cubes = U * (U * U - 3.0)
-    for c in range(U.shape[0]):
-        for j in np.flatnonzero(acting[:, c])[:2]:
-            features.append(cubes[c, R - j:K - j][None])
-            names.append(f"the cube of input {c} lagged {j}")
+    for c, j in cube_lags:
+        features.append(cubes[c, R - j:K - j][None])
+        names.append(f"the cube of input {c} lagged {j}")
     return np.concatenate(linear), np.concatenate(features or [np.zeros((0, N))]), names
 
 
@@ -184,18 +180,22 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     """
     # evenly spread pieces of about SAMPLES samples (fewer for many rows): ample power, a
     # bounded cost
-    budget = min(SAMPLES, max(_FEWEST, _VALUES // _rows(model)))
+    stable, cube_lags = _stable(model), _cube_lags(model)
+    # the constant, every input lag, the response's states and their two features, the cubes
+    rows = 1 + model.B_blocks.shape[0] * model.B_blocks.shape[2] + len(cube_lags) + (
+        3 * model.n_states if stable else 0)
+    budget = min(SAMPLES, max(_FEWEST, _VALUES // rows))
     step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // budget))
     pieces, names = [], []
     for E, U, _ in parts[::step]:
         if U.shape[0] == 0 or E.shape[1] < _SHORTEST:
             continue
-        linear, F, names = _features(U, model, E.shape[1])
+        linear, F, names = _features(U, model, E.shape[1], stable, cube_lags)
         if F.size:
             pieces.append((E, linear, F))
     samples = sum(E.shape[1] for E, _, _ in pieces)
-    rows = pieces[0][1].shape[0] + pieces[0][2].shape[0] + len(pieces) if pieces else 0
-    if not pieces or samples < _SAMPLES_PER_COLUMN * rows:
+    columns = pieces[0][1].shape[0] + pieces[0][2].shape[0] + len(pieces) if pieces else 0
+    if not pieces or samples < _SAMPLES_PER_COLUMN * columns:
         return Check("linearity", QUESTION, None,
                      finding="not tested (no inputs, no input acts, or too few samples for the "
                              "features)")
