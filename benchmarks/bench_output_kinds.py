@@ -17,7 +17,14 @@ then one data set per kind:
   (CPU: both fits);
 * ``lost_drop`` / ``lost_interp``: the open-loop data with 0.5 % of the output samples lost (NaN,
   in runs of 1-5), passed as ``IdData(..., missing="drop")`` (split at the gaps) or
-  ``missing="interpolate"``.
+  ``missing="interpolate"``;
+* ``lost_inputs_drop`` / ``lost_inputs_interp``: the open-loop data with 1-5 % of the input
+  samples lost (NaN in every input channel, in runs of 1-20; the outputs are what the plant did
+  with the inputs it received), passed as ``missing="drop"`` or ``"interpolate"``;
+* ``drift`` / ``drift_linear``: the open-loop outputs plus a linear drift of 1-3 x each
+  output's rms over the record (random sign), fitted with the defaults or with
+  ``detrend="linear"``; ``open_linear``: the open-loop data with ``detrend="linear"`` (what the
+  trend removal costs where there is no drift).
 
 A fit is *right* when its order is the plant's, every eigenvalue within 10 % and every delay within
 0.1 T; *loud* when it raises a ValueError or issues a DiagnosticWarning; otherwise *silently
@@ -42,7 +49,8 @@ from dmdidc import IdData, OutputDMDidc
 from dmdidc.errors import DiagnosticWarning
 from simulations.studies.data_kinds import output_feedback_data
 
-KINDS = ("open", "closed_loop", "outliers", "outliers_dropped", "lost_drop", "lost_interp")
+KINDS = ("open", "closed_loop", "outliers", "outliers_dropped", "lost_drop", "lost_interp",
+         "lost_inputs_drop", "lost_inputs_interp", "drift", "drift_linear", "open_linear")
 
 
 def closed_loop(c: dict, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
@@ -73,8 +81,27 @@ def with_gaps(c: dict, rng: np.random.Generator) -> np.ndarray:
     return Y
 
 
-def fit(*args, **keywords) -> OutputDMDidc:
-    return OutputDMDidc(max_delay=R).fit(*args, **keywords)
+def with_lost_inputs(c: dict, rng: np.random.Generator) -> np.ndarray:
+    """The inputs of ``c`` with 1-5 % of the samples lost (NaN in every channel), in runs of
+    1-20 samples (runs may touch or overlap)."""
+    U = c["U"].copy()
+    K = U.shape[1]
+    target = rng.uniform(0.01, 0.05) * K
+    while np.isnan(U[0]).sum() < target:
+        start = int(rng.integers(0, K))
+        U[:, start:start + int(rng.integers(1, 21))] = np.nan
+    return U
+
+
+def with_drift(c: dict, rng: np.random.Generator) -> np.ndarray:
+    """The outputs of ``c`` plus a line rising (or falling) by 1-3 x each output's rms."""
+    Y = c["Y"]
+    size = rng.uniform(1.0, 3.0, (Y.shape[0], 1)) * rng.choice([-1.0, 1.0], (Y.shape[0], 1))
+    return Y + size * Y.std(axis=1, keepdims=True) * np.linspace(0.0, 1.0, Y.shape[1])
+
+
+def fit(*args, detrend=False, **keywords) -> OutputDMDidc:
+    return OutputDMDidc(max_delay=R, detrend=detrend).fit(*args, **keywords)
 
 
 def without_outliers(Y: np.ndarray, U: np.ndarray) -> OutputDMDidc:
@@ -99,10 +126,21 @@ def data(kind: str, c: dict, rng: np.random.Generator):
     if kind == "outliers_dropped":
         Y = with_outliers(c, np.random.default_rng([c["seed"], KINDS.index("outliers")]))
         return lambda: without_outliers(Y, c["U"]), None
+    if kind.startswith("lost_inputs"):
+        policy = "drop" if kind.endswith("drop") else "interpolate"
+        U = with_lost_inputs(c, rng)
+        lost = IdData(np.hstack([c["Y"], c["clean"][:, -1:]]), U, dt=T, missing=policy)
+        return lambda: fit(lost), f"{np.isnan(U[0]).mean():.1%} of the inputs lost"
     if kind.startswith("lost"):
         policy = "drop" if kind == "lost_drop" else "interpolate"
         lost = IdData(with_gaps(c, rng), c["U"], dt=T, missing=policy)
         return lambda: fit(lost), str(lost.missing_report)[:60]
+    if kind.startswith("drift"):
+        Y = with_drift(c, rng)
+        detrend = "linear" if kind == "drift_linear" else False
+        return lambda: fit(Y, c["U"], dt=T, detrend=detrend), None
+    if kind == "open_linear":
+        return lambda: fit(c["Y"], c["U"], dt=T, detrend="linear"), None
     return lambda: fit(c["Y"], c["U"], dt=T), None
 
 

@@ -62,7 +62,8 @@ class DelayedKalmanObserver:
         Constant output offset ``c`` of ``y = C x + c + v`` (sensor offsets, absolute units),
         subtracted from every measurement; default the model's ``offset_`` (an
         :class:`~dmdidc.OutputDMDidc` estimates it), else zero.  Required for a model fitted
-        with ``detrend="constant"`` (the removed means are not kept: ParameterError).
+        with ``detrend="constant"`` or ``"linear"`` (the removed means or lines are not
+        kept: ParameterError).
 
     Attributes
     ----------
@@ -106,10 +107,12 @@ class DelayedKalmanObserver:
         R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
         # Without it the filter reads a sensor offset as state, and the loop steers the plant
         # away from zero to cancel a reading it should have subtracted.
-        if offset is None and getattr(model, "detrend", False) == "constant":
+        detrend = getattr(model, "detrend", False)
+        if offset is None and detrend in ("constant", "linear"):
             # its offset_ (about 0) is not the sensors' level: the means were removed, not kept
             raise ParameterError(
-                "the model was fitted with detrend='constant': each experiment's mean was "
+                f"the model was fitted with detrend={detrend!r}: each experiment's "
+                f"{'mean' if detrend == 'constant' else 'line'} was "
                 "removed from its outputs and inputs and not kept, so its offset_ is not the "
                 "outputs' operating point; pass offset= (the outputs' level, with the inputs as "
                 "deviations from theirs), or refit with offset=True (the default) and "

@@ -56,6 +56,7 @@ from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
 from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
+from dmdidc.trajectories import detrended
 
 __all__ = ["OutputDMDidc"]
 
@@ -128,18 +129,22 @@ def _refuse_short(experiments: list[tuple[np.ndarray, np.ndarray]], R: int) -> N
 _FLOOR = float(np.sqrt(np.finfo(float).tiny))
 #: Variation at or below this fraction of an output's magnitude is rounding of its offset.
 _ROUNDING = 1e-12
+#: Accepted ``detrend``: nothing, each experiment's mean, or its least-squares line.
+_DETRENDS = (False, "constant", "linear")
 
 
-def _with_signal(experiments: list) -> None:
+def _with_signal(experiments: list, *, level: np.ndarray | None = None, what: str = "") -> None:
     """Refuse outputs without signal: all zero, a constant (an offset only), or varying less
     than :data:`_FLOOR` or than rounding of their level (they fitted order 1 with delay 0 and
-    only a "delay not determined" warning: issue 19)."""
+    only a "delay not determined" warning: issue 19).  ``level``: the outputs' magnitude
+    before a trend was removed (``what`` says how), whose rounding the rest must exceed."""
     Y = np.hstack([Yi for Yi, _ in experiments])
-    level = np.max(np.abs(Y), axis=1)
+    level = np.max(np.abs(Y), axis=1) if level is None else level
     variation = np.max(np.abs(Y - Y[:, :1]), axis=1)
     for i in np.flatnonzero((variation < _FLOOR) | (variation <= _ROUNDING * level)):
         raise InsufficientExcitationError(
-            f"Y row {i} has no signal: it varies by {variation[i]:.3g} about {Y[i, 0]:.3g} "
+            f"Y row {i} has no signal{' ' + what if what else ''}: it varies by "
+            f"{variation[i]:.3g} about {Y[i, 0]:.3g} "
             f"(accepted: a variation above {_FLOOR:.3g} and above {_ROUNDING:g} x its "
             f"magnitude); a dead or constant sensor says nothing about the plant: check the "
             f"sensor and the data's units, or drop that output row")
@@ -286,8 +291,12 @@ class OutputDMDidc:
     offset : bool, default True
         Estimate a constant output offset ``y_k = C x_k + D u_k + c`` (sensor offsets, data in
         absolute units, inputs around a non-zero operating point): ``offset_``.
-    detrend : {False, "constant"}, default False
-        Remove each experiment's mean from outputs and inputs (data in absolute units).
+    detrend : {False, "constant", "linear"}, default False
+        Remove each experiment's mean (``"constant"``) or least-squares line (``"linear"``:
+        drifting sensors or operating points) from outputs and inputs before the fit; the
+        model is in deviations from them, which are not kept (``offset_`` is then about 0).
+        The fit treats the detrended data as the data: the intervals do not count the two
+        parameters per output and experiment that the line took (docs: *Drift*).
     significance : float, default 1e-3
         Level of the test "channel ``i`` acts" (a channel without effect gets a warning).
     memory : int, default 20000
@@ -371,6 +380,12 @@ class OutputDMDidc:
         self.memory = memory
 
     # -- parameters -----------------------------------------------------------------------
+    @property
+    def _offset(self) -> bool:
+        """Does the output-error fit estimate ``offset_``?  Not with ``detrend="linear"``:
+        each experiment's line, concentrated out, holds it (:mod:`dmdidc.output.refine`)."""
+        return self.offset and self.detrend != "linear"
+
     def _checked(self, n_outputs: int) -> tuple[int, int | None, int, int]:
         R = check_integer("max_delay", self.max_delay, minimum=0)
         max_order = check_integer("max_order", self.max_order, minimum=1)
@@ -378,8 +393,9 @@ class OutputDMDidc:
         horizon = (max(10, int(np.ceil(2 * (max(max_order, order or 0) + 1) / n_outputs)))
                    if self.horizon is None else check_integer("horizon", self.horizon,
                                                               minimum=2))
-        if self.detrend not in (False, "constant"):
-            raise ParameterError(f"detrend={self.detrend!r}; accepted: False or 'constant'")
+        if self.detrend not in _DETRENDS:
+            raise ParameterError(f"detrend={self.detrend!r}; accepted: False, 'constant' or "
+                                 f"'linear'")
         for name in ("feedthrough", "offset"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(f"{name}={getattr(self, name)!r}; accepted: True or False")
@@ -446,14 +462,20 @@ class OutputDMDidc:
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
         _refuse_short(experiments, R)
-        if self.detrend == "constant":
-            experiments = [(Yi - Yi.mean(axis=1, keepdims=True),
-                            Ui - Ui.mean(axis=1, keepdims=True)) for Yi, Ui in experiments]
+        if self.detrend:
+            # inputs too: what a line of the inputs does is (after the transient the free
+            # initial state absorbs) a line of the outputs, which left in the inputs would be
+            # fitted against outputs whose line was removed
+            level = np.max([np.max(np.abs(Yi), axis=1) for Yi, _ in experiments], axis=0)
+            experiments = detrended(experiments, self.detrend)[0]
+            _with_signal(experiments, level=level, what=f"once detrend={self.detrend!r} "
+                                                        f"removed its trend")
         # Outputs in comparable units, so that the regression weighs them alike.
         scale = np.sqrt(np.mean(np.hstack([Yi for Yi, _ in experiments]) ** 2, axis=1))
         scale = np.where(scale > 0, scale, 1.0)
         scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
-        basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset)
+        basis = subspace_basis(scaled, R, horizon=horizon, offset=self.offset,
+                               trend=self.detrend == "linear")
         self.dt, self.scale_, self._stream, self._pending = dt, scale, None, None
         self._begin_solve()
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
@@ -504,8 +526,8 @@ class OutputDMDidc:
         Raises
         ------
         ParameterError
-            ``detrend="constant"`` (it needs each whole experiment; ``offset=True``
-            estimates a constant output offset instead), or ``dt`` changed.
+            ``detrend="constant"`` or ``"linear"`` (it needs each whole experiment;
+            ``offset=True`` estimates a constant output offset instead), or ``dt`` changed.
         DimensionError
             A chunk that does not continue the previous one, or changed sizes.
 
@@ -530,10 +552,11 @@ class OutputDMDidc:
                 self.partial_fit(Yi, Ui, dt=dt, new_experiment=new_experiment or i > 0)
             self._left_out(data.n_states, U)     # the reservoir skipped them: said as in fit
             return self
-        if self.detrend == "constant":
-            raise ParameterError("partial_fit cannot use detrend='constant' (it needs each "
-                                 "whole experiment); offset=True estimates a constant output "
-                                 "offset instead")
+        if self.detrend:
+            raise ParameterError(f"partial_fit cannot use detrend={self.detrend!r} (it needs "
+                                 f"each whole experiment); offset=True estimates a constant "
+                                 f"output offset instead; fit(...) removes each experiment's "
+                                 f"trend")
         Y, U = self._chunk(Y, U, dt, new_experiment)
         stream, reservoir = self._stream, self._reservoir
         stream.update(Y, U, new_experiment=self._new)
@@ -622,7 +645,8 @@ class OutputDMDidc:
         refined = refine(experiments, dt, R, A_c=A_c, C=C, B_c=start.B_c, delays=start.delays,
                          initial_states=start.initial_states,
                          D=start.D if self.feedthrough else None,
-                         offset=start.offset if self.offset else None, stop=stop)
+                         offset=start.offset if self._offset else None, stop=stop,
+                         trend=self.detrend == "linear")
         if refined.rss <= _EXACT * moments.energy:
             return start, refined, 1.0, "the model reproduces the outputs to rounding"
         if not test:
@@ -808,7 +832,7 @@ class OutputDMDidc:
         :meth:`delay_ci` and :meth:`eigenvalue_ci` join (:mod:`dmdidc.output.intervals`)."""
         refined = self._check_delays(experiments, R, dt, refined)
         self._profiles = profiles(experiments, refined, dt, R, feedthrough=self.feedthrough,
-                                  offset=self.offset)
+                                  offset=self._offset)
         return refined
 
     def _check_delays(self, experiments: list, R: int, dt: float, refined: Refined) -> Refined:
@@ -852,7 +876,7 @@ class OutputDMDidc:
             # a restart that cannot come within the tie's critical value of the chosen fit
             # changes nothing: its search is given up there (the order check's rule)
             other = restart(experiments, refined, delays, dt, R, feedthrough=self.feedthrough,
-                            offset=self.offset, stop=None if exact else short_of(
+                            offset=self._offset, stop=None if exact else short_of(
                                 refined.rss * (1.0 + critical / refined.dof)))
             if other is None:
                 continue
@@ -991,8 +1015,8 @@ class OutputDMDidc:
                  "the plant's; if the outputs carry an offset (sensor offsets, absolute units) "
                  "fit with offset=True (the default)" if not self.offset else
                  "a drift of the outputs (a slow trend beside the constant offset) is fitted as "
-                 "such a state, not the plant's: remove each experiment's trend (a line) from "
-                 "the outputs before fitting, or record without the drift")
+                 "such a state, not the plant's: fit with detrend='linear' (each experiment's "
+                 "line removed from outputs and inputs), or record without the drift")
         value = values[idle][0]
         shown = f"{value.real:.2g}" if value.imag == 0 else f"{value:.2g}"
         self._warn_new("idle_mode", f"a mode at {shown} 1/s that the inputs do not reach: "

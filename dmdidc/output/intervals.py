@@ -145,7 +145,8 @@ def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, 
                       delays=delays, initial_states=refined.initial_states,
                       D=refined.D if feedthrough else None,
                       offset=refined.offset if offset else None,
-                      max_evaluations=max_evaluations, held=held, stop=stop)
+                      max_evaluations=max_evaluations, held=held, stop=stop,
+                      trend=refined.trend)
     except (LogarithmError, np.linalg.LinAlgError):
         return None
 

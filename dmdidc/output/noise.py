@@ -22,7 +22,7 @@ import numpy as np
 from scipy import linalg, stats
 
 from dmdidc.model import DelayedPlant
-from dmdidc.output.refine import Refined
+from dmdidc.output.refine import Refined, without_lines
 
 __all__ = ["balanced_dynamics", "output_residuals", "whiteness_test"]
 
@@ -34,7 +34,7 @@ def output_residuals(experiments: list[tuple[np.ndarray, np.ndarray]], refined: 
     """Output-error residuals ``y_k - yhat_k`` (T_e, l) of each experiment, from sample ``R``.
 
     The model is simulated from its fitted state at sample ``R`` with the recorded inputs
-    before it in flight.
+    before it in flight (less each experiment's line for a fit with ``trend``).
     """
     plant = DelayedPlant.from_continuous(refined.A_c, refined.B_c, refined.delays, dt,
                                          max_delay=max(R, 1))
@@ -46,7 +46,7 @@ def output_residuals(experiments: list[tuple[np.ndarray, np.ndarray]], refined: 
         X = plant.simulate(x0, U[:, R:], past)[:, :-1]
         predicted = refined.C @ X + refined.D @ U[:, R:] + refined.offset[:, None]
         residuals.append((Y[:, R:] - predicted).T)
-    return residuals
+    return without_lines(residuals) if refined.trend else residuals
 
 
 def balanced_dynamics(refined: Refined, order: int, dt: float

@@ -15,6 +15,17 @@ function), which are the ones reported.
 The predicted outputs of a candidate are the states
 (:func:`~dmdidc.regression.propagation.propagate`) driven by the state input
 ``sum_i Gamma_0(p_i) b_i u_{k - w_i} + Gamma_1(p_i) b_i u_{k - w_i - 1}``.
+
+**Linear trends** (``trend=True``, ``OutputDMDidc(detrend="linear")``): each experiment's outputs
+carry a line of their own, ``yhat_k + c_e + d_e k``.  The line enters linearly, so it is
+concentrated out (variable projection): residuals and Jacobian rows are projected, experiment by
+experiment and output by output, onto the complement of ``[1, k]`` (:func:`without_lines`).  The
+minimum is the joint one over the dynamics and the lines, and ``sigma^2 (J^T J)^+`` of the
+projected Jacobian is the covariance of the joint fit's other parameters (Frisch-Waugh); the
+degrees of freedom lose the ``2 ny E`` lines.  A constant offset is then part of the line (no
+``offset`` parameter).  On data whose lines were removed beforehand (outputs and inputs), the
+fit equals the joint fit of the raw data: the response to the removed input line is a line plus
+a transient of the free initial state.
 """
 
 from __future__ import annotations
@@ -24,11 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, signal, special
 
+from _toolbox.errors import ParameterError
 from dmdidc.output.blocks import RCOND, family_of_modes, modes
-from dmdidc.output.jacobian import normal_equations, similarity_map
+from dmdidc.output.jacobian import line_basis, normal_equations, similarity_map
 from dmdidc.regression.propagation import propagate
 
-__all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test"]
+__all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test", "without_lines"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,25 @@ class Refined:
     #: Output-error residuals ``y_k - yhat_k`` (T_e, ny) of each experiment from sample ``R``
     #: (the search's last evaluation: no second simulation for the residual checks).
     residuals: tuple[np.ndarray, ...] | None = None
+    #: Each experiment's line was concentrated out (module notes): residuals are projected.
+    trend: bool = False
+
+
+def without_lines(residuals: list[np.ndarray]) -> list[np.ndarray]:
+    """Each experiment's residuals (T_e, ny) less their least-squares line, output by output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = np.c_[np.arange(5.0), [1.0, -1.0, 1.0, -1.0, 1.0]]
+    >>> np.round(without_lines([r])[0][:, 0], 12).tolist()
+    [0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+    result = []
+    for r in residuals:
+        Q = line_basis(r.shape[0])
+        result.append(r - Q @ (Q.T @ r))
+    return result
 
 
 def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool) -> dict:
@@ -261,12 +292,17 @@ def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarra
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
-           max_evaluations: int = 60, stop=None, held: np.ndarray | None = None) -> Refined:
+           max_evaluations: int = 60, stop=None, held: np.ndarray | None = None,
+           trend: bool = False) -> Refined:
     """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
     end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates);
     the delays of the channels ``held`` (bool, (m,)) stay at ``delays`` (a profile over the
-    other parameters, :mod:`dmdidc.output.intervals`).
+    other parameters, :mod:`dmdidc.output.intervals`); ``trend``: each experiment's line is
+    concentrated out (module notes; not with ``offset``, which the line holds).
     """
+    if trend and offset is not None:
+        raise ParameterError("refine: trend=True concentrates out each experiment's line, "
+                             "which holds the constant offset; pass offset=None")
     n, ny, m, E = A_c.shape[0], C.shape[0], B_c.shape[1], len(experiments)
     feedthrough = D is not None
     layout = _layout(n, ny, m, E, feedthrough, offset is not None)
@@ -295,6 +331,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
             except (np.linalg.LinAlgError, ValueError):     # A_d overflowed: a wild trial
                 return np.full(targets.size, _DIVERGED)
             r = targets - np.concatenate([y.ravel() for y in outputs])
+            if trend:
+                r = np.concatenate([part.ravel() for part in without_lines(
+                    np.split(r.reshape(-1, ny), splits))])
         # An unstable trial diverges: a large finite residual steers the search back.
         r = np.clip(np.nan_to_num(r, nan=_DIVERGED, posinf=_DIVERGED, neginf=-_DIVERGED),
                     -_DIVERGED, _DIVERGED)
@@ -313,7 +352,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
             normal, gradient = normal_equations(
                 experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=np.clip(delays, 0.0, R * dt),
                 states=last["states"], layout=layout,
-                residuals=np.split(-last["r"].reshape(-1, ny), splits))
+                residuals=np.split(-last["r"].reshape(-1, ny), splits), lines=trend)
         fixed = lower >= upper              # max_delay = 0 or held: those delays are fixed
         normal[fixed], normal[:, fixed], gradient[fixed] = 0.0, 0.0, 0.0
         if not (np.isfinite(normal).all() and np.isfinite(gradient).all()):
@@ -326,7 +365,8 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         theta, r, normal, converged = _levenberg_marquardt(residuals, linearize, theta0, lower,
                                                            upper, max_evaluations, stop)
     rss = float(r @ r)
-    dof = max(targets.size - (theta.size - n * n), 1)            # n^2 directions are the basis
+    # n^2 directions are the basis; each experiment's line takes two per output
+    dof = max(targets.size - (theta.size - n * n) - (2 * ny * E if trend else 0), 1)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
     covariance = rss / dof * _basis_free_inverse(normal, _similarity_directions(
         A_c, C, B_c, x0, layout))
@@ -336,7 +376,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
                    dof=dof, layout=layout, converged=converged,
-                   residuals=tuple(np.split(r.reshape(-1, ny), splits)))
+                   residuals=tuple(np.split(r.reshape(-1, ny), splits)), trend=trend)
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -369,6 +409,7 @@ def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, 
                                       None if not refined.D.any() else refined.D,
                                       refined.offset, experiments, dt, R)
         residuals = [Y[:, R:].T - y for (Y, _), y in zip(experiments, predicted, strict=True)]
+        residuals = without_lines(residuals) if refined.trend else residuals
     else:
         residuals = refined.residuals
     rows, targets = [], []

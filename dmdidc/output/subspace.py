@@ -166,11 +166,12 @@ def noise_edge(columns: int, n_future: int, n_past: int) -> float:
 
 
 def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
-                   horizon: int, offset: bool = False) -> SubspaceBasis:
+                   horizon: int, offset: bool = False, trend: bool = False) -> SubspaceBasis:
     """The canonical variates of output experiments ``(Y (ny, K), U (m, K))``.
 
     ``offset``: a constant row joins the projected-out inputs (a constant output offset is
-    then no dynamics).
+    then no dynamics).  ``trend``: each experiment's constant and line join them instead (a
+    linear drift per experiment is no dynamics either; :func:`stacked_data`).
 
     Raises
     ------
@@ -178,7 +179,7 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
         Too few samples for the windows.
     """
     R, f = max_delay, horizon
-    stacked = stacked_data(experiments, R, f, offset=offset)
+    stacked = stacked_data(experiments, R, f, offset=offset, trend=trend)
     if stacked is None:
         need = 2 * f + R
         raise InsufficientExcitationError(
@@ -194,15 +195,22 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
 
 
 def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, horizon: int,
-                 *, offset: bool) -> tuple[np.ndarray, tuple[int, int, int]] | None:
+                 *, offset: bool, trend: bool = False
+                 ) -> tuple[np.ndarray, tuple[int, int, int]] | None:
     """``Z = [U_f (; 1); W_p; Y_f]`` of every window of the experiments, with the row counts of
-    its three parts (``None`` when no experiment is long enough)."""
+    its three parts (``None`` when no experiment is long enough).  ``trend``: instead of the
+    ``1`` row, two rows per experiment, its windows' constant and index (zero elsewhere):
+    projected out with the inputs, so data whose lines were removed beforehand (outputs and
+    inputs, the fit's ``detrend="linear"``) give the canonical correlations of the raw data
+    (without them, the line of the plant's response to the removed input line read as a
+    slow state: one more correlation above the noise edge on a test plant)."""
     R, f = max_delay, horizon
     counts = [max(_window_range(Y.shape[1], R, f)[1], 0) for Y, _ in experiments]
     if not any(counts):
         return None
     ny, m = experiments[0][0].shape[0], experiments[0][1].shape[0]
-    sizes = ((f + R) * m + (1 if offset else 0), f * (ny + m), f * ny)
+    extra = 2 * sum(count > 0 for count in counts) if trend else 1 if offset else 0
+    sizes = ((f + R) * m + extra, f * (ny + m), f * ny)
     # One array, each experiment's windows written into its columns (no stacking copies).
     Z = np.empty((sum(sizes), sum(counts)))
     rows = np.cumsum((0,) + sizes)
@@ -213,7 +221,14 @@ def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: in
             _fill_windows(Y, U, R, f, [block[rows[0]:rows[0] + (f + R) * m],
                                        block[rows[1]:rows[2]], block[rows[2]:rows[3]]])
             column += count
-    if offset:       # a constant output offset is projected out with the inputs, not a mode
+    if trend:
+        Z[sizes[0] - extra:sizes[0]] = 0.0
+        row, column = sizes[0] - extra, 0
+        for count in filter(None, counts):
+            Z[row, column:column + count] = 1.0
+            Z[row + 1, column:column + count] = np.linspace(-1.0, 1.0, count)
+            row, column = row + 2, column + count
+    elif offset:     # a constant output offset is projected out with the inputs, not a mode
         Z[sizes[0] - 1] = 1.0
     return Z, sizes
 

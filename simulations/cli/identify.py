@@ -74,7 +74,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
                                "origin; constant / linear: each experiment its own operating "
                                "point (and drift): its mean or line removed, then one "
                                "intercept (and slope) per experiment fitted exactly; the "
-                               "model is in deviations from them")
+                               "model is in deviations from them. With --outputs: auto "
+                               "estimates a constant output offset, none fits none, constant "
+                               "removes each experiment's mean, linear each experiment's line "
+                               "(drifting sensors), fitted jointly with the plant")
     identify.add_argument("--reference",
                           help="closed-loop data: CSV of the reference or dither that excites "
                                "the loop, one row per sample (K rows); it drives the "
@@ -412,16 +415,14 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     if args.max_delay is None:
         raise ParameterError("--outputs needs an integer --max-delay (the bound is not chosen "
                              "automatically for outputs)")
-    if args.detrend not in ("auto", "none", "constant"):
-        raise ParameterError(f"--outputs takes --detrend auto (estimate a constant output "
-                             f"offset), none or constant; got {args.detrend}")
     check_delay_memory(args.max_delay, data)
     # auto: a constant output offset is estimated (the operating point of the outputs)
     estimator = OutputDMDidc(max_delay=args.max_delay, horizon=args.horizon,
                              order=args.order, feedthrough=args.feedthrough,
                              max_order=10 if args.max_order is None else args.max_order,
                              offset=args.detrend != "none",
-                             detrend="constant" if args.detrend == "constant" else False)
+                             detrend=args.detrend if args.detrend in ("constant", "linear")
+                             else False)
     # segments (--missing drop) go in as an IdData: fit leaves out those shorter than one
     # window (a 1-step segment between close gaps was refused as transposed data); one pair
     # of arrays may hold as many output samples as inputs, which IdData's states refuse
@@ -456,7 +457,10 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         print(f"eigenvalues of A_c: {estimator.eigenvalues_} (standard errors "
               f"{_significant(estimator.eigenvalue_se_)})")
         print(f"output noise std: {_significant(estimator.noise_std_)}")
-        if estimator.offset:
+        if args.detrend == "linear":
+            print("output trend: each experiment's line removed from outputs and inputs and "
+                  "fitted with the plant (--detrend linear; the model is in deviations)")
+        elif estimator.offset:
             print(f"output offset (estimated; --detrend {args.detrend}): "
                   f"{_significant(estimator.offset_)}")
         print(f"A_c =\n{estimator.A_c}\nB_c =\n{estimator.B_c}\nC =\n{estimator.C}\n"

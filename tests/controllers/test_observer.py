@@ -164,4 +164,9 @@ def test_a_model_fitted_on_centred_data_needs_an_explicit_offset():
     with pytest.raises(ParameterError, match="detrend='constant'.*pass offset="):
         DelayedKalmanObserver(centred)
     assert DelayedKalmanObserver(centred, offset=[5.0]).offset.tolist() == [5.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lined = OutputDMDidc(max_delay=4, detrend="linear").fit(Y, U, dt=T)
+    with pytest.raises(ParameterError, match="detrend='linear'.*line was removed"):
+        DelayedKalmanObserver(lined)
     assert abs(DelayedKalmanObserver(default).offset[0] - 5.0) < 0.1

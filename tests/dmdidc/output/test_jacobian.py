@@ -7,7 +7,7 @@ import pytest
 
 from dmdidc.output.blocks import decaying_response
 from dmdidc.output.jacobian import _reduction, normal_equations, prediction_jacobian
-from dmdidc.output.refine import _layout, _predicted, _unpack
+from dmdidc.output.refine import _layout, _predicted, _unpack, without_lines
 from dmdidc.regression.propagation import impulse_response
 
 DT, R = 0.5, 3
@@ -90,6 +90,35 @@ def test_normal_equations_are_those_of_the_jacobian(seed, n, ny, m, E, feedthrou
                                         residuals=np.split(r.reshape(-1, ny), rows))
     scale = np.sqrt(np.outer(np.diag(J.T @ J), np.diag(J.T @ J)))
     assert np.all(np.abs(normal - J.T @ J) <= 1e-12 * scale)
+    assert np.allclose(gradient, J.T @ r, rtol=1e-10, atol=1e-10 * np.abs(J.T @ r).max())
+
+
+@pytest.mark.parametrize("seed,n,ny,m,E", [(13, 3, 2, 2, 1), (14, 2, 1, 1, 3)])
+def test_projected_normal_equations_are_those_of_the_projected_jacobian(seed, n, ny, m, E):
+    """``lines=True`` (the trends concentrated out): the normal equations of the Jacobian
+    whose columns lost each experiment's and output's least-squares line."""
+    theta, layout, experiments = _problem(seed, n, ny, m, E, False, False)
+    _, states = _predictions(theta, layout, experiments, (n, ny, m, E))
+    A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
+    parts = dict(A_c=A_c, C=C, B_c=B_c, delays=delays, states=states, layout=layout)
+    J = prediction_jacobian(experiments, DT, R, **parts)
+    rows = np.cumsum([X.shape[1] for X in states])[:-1]
+    r = np.concatenate([part.ravel() for part in without_lines(np.split(
+        np.random.default_rng(seed).standard_normal((J.shape[0], 1)).reshape(-1, ny), rows))])
+    projected = []
+    for block in np.split(J, rows * ny):               # per experiment, rows k ny + a
+        T = block.shape[0] // ny
+        lines = np.stack([np.ones(T), np.arange(T)], axis=1)
+        fitted = block.reshape(T, ny, -1)
+        for a in range(ny):
+            column = fitted[:, a]
+            fitted[:, a] = column - lines @ np.linalg.lstsq(lines, column, rcond=None)[0]
+        projected.append(fitted.reshape(T * ny, -1))
+    J = np.vstack(projected)
+    normal, gradient = normal_equations(experiments, DT, R, **parts, lines=True,
+                                        residuals=np.split(r.reshape(-1, ny), rows))
+    scale = np.sqrt(np.outer(np.diag(J.T @ J), np.diag(J.T @ J)))
+    assert np.all(np.abs(normal - J.T @ J) <= 1e-10 * scale)
     assert np.allclose(gradient, J.T @ r, rtol=1e-10, atol=1e-10 * np.abs(J.T @ r).max())
 
 

@@ -414,6 +414,31 @@ def test_outputs_detrend_none_on_data_with_an_offset_is_loud(tmp_path, capsys):
     assert "constant output offset is fitted as" not in capsys.readouterr().err
 
 
+def test_outputs_detrend_linear_fits_a_drifting_sensor(tmp_path, capsys):
+    """Issue 19: '--outputs --detrend linear' on a sensor drifting by 2 x its rms: the default
+    warns that the drift looks like a state; linear fits each experiment's line with the plant
+    (no warning, the delays right) and the model file says so."""
+    from dmdidc import OutputDMDidc
+
+    path, plant, X, _ = table(tmp_path, 0, samples=1500)
+    drift = 2.0 * X[0].std() * np.linspace(0.0, 1.0, X.shape[1])
+    rows = path.read_text().splitlines()
+    for k in range(1, len(rows)):
+        cells = rows[k].split(",")
+        cells[1] = repr(float(cells[1]) + float(drift[k - 1]))
+        rows[k] = ",".join(cells)
+    (tmp_path / "drift.csv").write_text("\n".join(rows) + "\n")
+    argv = [tmp_path / "drift.csv", "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3]
+    assert identify(tmp_path, *argv) == 0
+    assert "a drift of the outputs" in capsys.readouterr().err
+    assert identify(tmp_path, *argv, "--detrend", "linear") == 0
+    out, err = capsys.readouterr()
+    assert "drift" not in err and "output trend: each experiment's line" in out
+    est = OutputDMDidc.load(tmp_path / "model.json")
+    assert est.detrend == "linear" and est.order_ == 2
+    np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * 2.0)
+
+
 def test_outliers_are_placed_by_the_data_segment_after_short_ones_are_left_out(tmp_path,
                                                                                capsys):
     """The outlier list with --missing drop names the data's segments (as the 'dropped'
