@@ -68,6 +68,9 @@ class IdentificationData:
         Their units (``""`` where a name has none); ``None`` with the names.
     source : str
         The file(s) read, for the model's provenance.
+    interpolated_inputs : int
+        Input values filled in by ``missing="interpolate"`` (not what the plant received:
+        ``identify --outputs`` warns, :func:`dmdidc.missing.interpolated_inputs_warning`).
     """
 
     X: tuple[np.ndarray, ...]
@@ -79,6 +82,7 @@ class IdentificationData:
     state_units: tuple[str, ...] | None = None
     input_units: tuple[str, ...] | None = None
     source: str = ""
+    interpolated_inputs: int = 0
 
     @property
     def arrays(self) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
@@ -180,7 +184,8 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         _split, (signals.x_header, signals.u_header))
     return IdentificationData(X, U, period, tuple(signals.notes + notes), state_names,
                               input_names, state_units, input_units,
-                              str(data) if data is not None else f"{states}, {inputs}")
+                              str(data) if data is not None else f"{states}, {inputs}",
+                              _interpolated_inputs(signals, missing))
 
 
 def is_table(path: str | Path) -> bool:
@@ -237,7 +242,8 @@ def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | Non
     return IdentificationData(tuple(data.X), tuple(data.U), data.dt, tuple(notes),
                               tuple(data.state_names), tuple(data.input_names),
                               tuple(data.state_units), tuple(data.input_units),
-                              data.source or str(path))
+                              data.source or str(path),
+                              data.missing_report.interpolated_inputs)
 
 
 @dataclass
@@ -469,6 +475,15 @@ def _resolve_missing(signals: _Signals, missing: str
     if missing == "interpolate":
         return _interpolate(X, U, count, places)
     return _drop(X, U, x_gap, u_gap, count, places)
+
+
+def _interpolated_inputs(signals: _Signals, missing: str) -> int:
+    """Input values ``missing="interpolate"`` filled in: the NaN among the input samples kept
+    (:func:`_interpolate` trims the edges)."""
+    if missing != "interpolate" or not np.isnan(signals.U).any():
+        return 0
+    first, last = _support(signals.X, signals.U)
+    return int(np.isnan(signals.U[:, first:last]).sum())
 
 
 def _interpolate(X: np.ndarray, U: np.ndarray, count: int, places: str):

@@ -24,7 +24,7 @@ from dmdidc.errors import (
     warn_model,
 )
 from dmdidc.inference.recovery import continuous_state_matrix
-from dmdidc.missing import left_out
+from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.output.blocks import (
     LagMoments,
     StructuredFit,
@@ -178,6 +178,14 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         result.append((Yi, Ui))
     _with_signal(result)
     return result
+
+
+def _warn_interpolated_inputs(data) -> None:
+    """Warn when an IdData's inputs were interpolated (:mod:`dmdidc.missing`): not what the
+    plant received, which the output-error fit reads as output noise."""
+    count = 0 if data is None else data.missing_report.interpolated_inputs
+    if count:
+        warn_model(interpolated_inputs_warning(count), DiagnosticWarning)
 
 
 def _delay_se(se: np.ndarray, found: tuple) -> np.ndarray:
@@ -456,6 +464,7 @@ class OutputDMDidc:
         """
         Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.fit")
         dt = check_positive("dt", dt)
+        _warn_interpolated_inputs(data)
         if data is not None:        # missing="drop" may leave pieces shorter than a window
             shortest = self._left_out(data.n_states, U)
             Y, U = windowed(Y, U, shortest)
@@ -546,6 +555,7 @@ class OutputDMDidc:
         """
         Y, U, dt, data = as_arrays(Y, U, dt, caller="OutputDMDidc.partial_fit")
         dt = check_positive("dt", dt)
+        _warn_interpolated_inputs(data)
         if data is not None:          # deviations from its operating point, one experiment each
             Y, U = (Y, U) if isinstance(Y, (list, tuple)) else ([Y], [U])
             for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):

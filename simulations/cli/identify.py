@@ -154,7 +154,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
     parser.add_argument("--missing", choices=("error", "drop", "interpolate"), default="error",
                         help="missing samples (empty, nan, NA): refuse them, drop them (the "
                              "record splits into experiments at the gaps) or interpolate them "
-                             "linearly in time; the command reports how many and where")
+                             "linearly in time; the command reports how many and where. Lost "
+                             "inputs are better dropped: an interpolated input is not what the "
+                             "plant received (with --outputs it warns)")
     parser.add_argument("--dt", type=float,
                         help="sampling period T (seconds); default: the time column's step "
                              "(required without a time column)")
@@ -406,6 +408,7 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     from _toolbox.errors import ParameterError
     from _toolbox.formatting import interval_text
     from dmdidc import IdData, OutputDMDidc
+    from dmdidc.missing import interpolated_inputs_warning
 
     given = given_options(args, _STATE_ONLY)
     if given:
@@ -467,6 +470,8 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
               f"(the basis of the canonical variates: only eigenvalues, delays and the transfer "
               f"function are unique)")
     _report_output_checks(estimator, [U.shape[1] for U in data.U])
+    if data.interpolated_inputs:         # the fit saw arrays: IdData's warning said here
+        warn(interpolated_inputs_warning(data.interpolated_inputs), args)
     for warning in caught:
         warn(_outlier_remedy(str(warning.message)), args)
     print(f"wrote {args.out}")

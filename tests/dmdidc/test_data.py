@@ -109,6 +109,10 @@ def test_interpolation_fills_interior_gaps_and_cuts_the_edges(seed):
     for k in isolated:
         np.testing.assert_allclose(data.X[0][0, k - 2], 0.5 * (X[0, k - 1] + X[0, k + 1]))
     assert "interpolated" in str(report) and "x0: samples" in str(report)
+    # the two input values filled in are counted apart: the plant did not receive them
+    assert report.interpolated_inputs == 2 and "2 of inputs" in str(report)
+    assert IdData(X[:, :], np.nan_to_num(U), dt=0.5,
+                  missing="interpolate").missing_report.interpolated_inputs == 0
 
 
 @pytest.mark.parametrize("seed", range(5))

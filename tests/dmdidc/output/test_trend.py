@@ -87,3 +87,29 @@ def test_linear_detrending_is_refused_where_it_cannot_work(tmp_path):
     assert loaded.detrend == "linear"
     np.testing.assert_allclose(loaded.predict(U[:, :100]), est.predict(U[:, :100]), atol=1e-12)
 
+
+@pytest.mark.parametrize("seed", range(2))
+def test_interpolated_inputs_are_named_and_dropped_ones_are_not(seed):
+    """Issue 19: lost input samples interpolated (IdData(..., missing='interpolate')) are not
+    what the plant received; the fit says how many and names missing='drop'.  Dropped (the
+    record split at them) and lost outputs only, interpolated: no such warning."""
+    from dmdidc import IdData
+
+    plant, _, Y, U = _experiment(seed, snr_db=30.0, K=1000)
+    lost = U.copy()
+    lost[:, 300:307] = np.nan
+    lost[:, 700:701] = np.nan
+    outputs = Y.copy()
+    outputs[:, 500:503] = np.nan
+    cases = (("interpolate", lost, Y, True), ("drop", lost, Y, False),
+             ("interpolate", U, outputs, False))
+    for policy, inputs, measured, loud in cases:
+        data = IdData(np.hstack([measured, Y[:, -1:]]), inputs, dt=T, missing=policy)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            OutputDMDidc(max_delay=R, max_order=4).fit(data)     # (a short search)
+        named = [str(w.message) for w in caught if "input value(s) were interpolated" in
+                 str(w.message)]
+        assert bool(named) == loud, (policy, named)
+        if loud:
+            assert named[0].startswith("16 input value(s)") and "missing='drop'" in named[0]

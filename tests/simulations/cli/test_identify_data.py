@@ -439,6 +439,26 @@ def test_outputs_detrend_linear_fits_a_drifting_sensor(tmp_path, capsys):
     np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * 2.0)
 
 
+def test_outputs_with_interpolated_inputs_warn_and_name_drop(tmp_path, capsys):
+    """Issue 19: '--outputs --missing interpolate' filled lost input cells with straight lines
+    the plant never received, and only the residual checks hinted at it; the command now
+    says how many and names --missing drop, which splits there (and says nothing of it)."""
+    path, _, _, _ = table(tmp_path, 1, samples=1200)
+    rows = path.read_text().splitlines()
+    for k in (301, 302, 303, 801):                      # data rows (row 0 is the header)
+        cells = rows[k].split(",")
+        cells[3] = ""                                   # u1 lost
+        rows[k] = ",".join(cells)
+    (tmp_path / "lost.csv").write_text("\n".join(rows) + "\n")
+    argv = [tmp_path / "lost.csv", "--inputs", "u1,u2", "--outputs", "x1", "--max-delay", 3]
+    assert identify(tmp_path, *argv, "--missing", "interpolate") == 0
+    err = capsys.readouterr().err
+    assert "4 input value(s) were interpolated (--missing interpolate)" in err
+    assert "Remedy: --missing drop" in err
+    assert identify(tmp_path, *argv, "--missing", "drop") == 0
+    assert "were interpolated" not in capsys.readouterr().err
+
+
 def test_outliers_are_placed_by_the_data_segment_after_short_ones_are_left_out(tmp_path,
                                                                                capsys):
     """The outlier list with --missing drop names the data's segments (as the 'dropped'
