@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from dmdidc import DMDidc, SufficientStatistics
+from dmdidc import DelayedPlant, DMDidc, SufficientStatistics, random_excitation
 from simulations.studies.data_kinds import make_data, random_plant
 
 R = 4
@@ -406,3 +406,51 @@ def test_affine_fits_from_moments_raise_no_rounding_alarm_on_realistic_data(seed
             estimator = "ls" if kind is None else "iv"
             share = affine_rounding(stats, summed.regression_, R, estimator)
             assert share < 1e-3, (snr, kind, share)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_default_fit_does_not_depend_on_the_inputs_operating_point(seed):
+    """Data in absolute units: states with a sensor offset (an intercept), inputs around an
+    operating point 3 or 6 standard deviations from zero.  The intercept takes any constant,
+    so the two fits must be one model; the model-instrument simulation once started at zero,
+    its transient depended on the operating point, and the models differed by 4e-4 to 8e-3
+    (relative A_d) and delays by up to 4e-4 s."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, dt=0.5, max_delay=R)
+    data = make_data("white", plant, samples=2000, rng=rng)
+    X = data.X + 2.0 * data.X.std(axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = (DMDidc(max_delay=R).fit(X, data.U + c * data.U.std(axis=1, keepdims=True),
+                                        dt=0.5) for c in (3.0, -6.0))
+    assert a.regression_.estimator == b.regression_.estimator == "iv"
+    A_a, A_b = a.model_.A_d, b.model_.A_d
+    assert np.abs(A_a - A_b).max() <= 1e-8 * np.abs(A_a).max()
+    np.testing.assert_allclose(a.delay, b.delay, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_slow_plant_around_an_operating_point_is_fitted_as_well_as_its_deviations(seed):
+    """A slow process (time constants of 20 s at T = 0.5 s) recorded in absolute units: a valve
+    around 45 % (4.5 standard deviations of its excitation) and a heater around 8 kW.  From
+    zero, the instruments' transient made the default fit keep a biased least squares on
+    these seeds (slow mode 18-30 % off, every check passing); the modes must be as accurate
+    as from the deviations."""
+    A_c = np.array([[-0.05, 0.02, 0.0], [0.0, -0.08, 0.03], [0.01, -0.1, -0.3]])
+    plant = DelayedPlant.from_continuous(A_c, [[0.0, 0.12], [0.01, 0.0], [0.02, 0.0]],
+                                         delay=[0.8, 1.35], dt=0.5)
+    rng = np.random.default_rng(102 + seed)
+    U = np.vstack([10.0 * random_excitation(1, 3000, rng=rng),
+                   2.0 * random_excitation(1, 3000, rng=rng)])
+    X = (plant.simulate(np.zeros(3), U)
+         + np.array([[0.05], [0.002], [0.01]]) * rng.standard_normal((3, 3001)))
+    true = np.linalg.eigvals(A_c)
+
+    def error(U):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = np.linalg.eigvals(DMDidc(max_delay=R).fit(X, U, dt=0.5).A_c)
+        return max(np.min(np.abs(found - lam)) / abs(lam) for lam in true)
+
+    deviations = error(U)
+    assert error(U + np.array([[45.0], [8.0]])) <= 1.5 * deviations + 0.01

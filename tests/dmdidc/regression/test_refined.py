@@ -47,12 +47,20 @@ def test_stabilizing_reflects_only_unstable_modes():
                                direct(rotation / 1.2, pulse), atol=1e-12)
 
 
+def resting_state(plant, U):
+    """The state the plant rests in under the mean of ``U``."""
+    return np.linalg.solve(np.eye(plant.n_states) - plant.A_d,
+                           plant.B_blocks.sum(axis=0) @ U.mean(axis=1))
+
+
 def test_simulated_states_are_the_noise_free_response_aligned_with_the_inputs():
     plant = random_plant(3)
     U = np.random.default_rng(1).standard_normal((plant.n_inputs, 400))
     xhat = simulated_states(plant.A_d, plant.B_blocks, U)
-    np.testing.assert_allclose(xhat, plant.simulate(np.zeros(plant.n_states), U)[:, :-1],
-                               atol=1e-10)
+    # at rest under the mean input before the record: the deviations' response plus the rest
+    mean = U.mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(xhat, plant.simulate(np.zeros(plant.n_states), U - mean)[:, :-1]
+                               + resting_state(plant, U)[:, None], atol=1e-10)
     Z = model_instruments(plant.A_d, plant.B_blocks, [U, U[:, :100]])
     assert [z.shape for z in Z] == [(plant.n_states + plant.n_inputs, 400),
                                     (plant.n_states + plant.n_inputs, 100)]
@@ -92,3 +100,26 @@ def test_stabilized_simulation_equals_the_schur_sweep(seed):
     reference = (Q @ z).real
     np.testing.assert_allclose(simulate_forced(A, forcing, stabilize=True), reference,
                                atol=1e-10 * np.abs(reference).max())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_input_operating_point_only_shifts_the_instruments(seed):
+    """Inputs around an operating point c: the instruments are those of the deviations plus
+    the constant resting state of c (from zero they carried a transient of the operating
+    point's size, as long as the slowest mode, which the measured states do not have)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2)
+    U = rng.standard_normal((2, 600))
+    c = rng.uniform(3.0, 10.0, (2, 1)) * rng.choice([-1.0, 1.0], (2, 1))
+    shifted = simulated_states(plant.A_d, plant.B_blocks, U + c)
+    deviation = simulated_states(plant.A_d, plant.B_blocks, U)
+    steady = np.linalg.solve(np.eye(3) - plant.A_d, plant.B_blocks.sum(axis=0) @ c[:, 0])
+    np.testing.assert_allclose(shifted - deviation, np.repeat(steady[:, None], 600, axis=1),
+                               atol=1e-9 * (1.0 + np.abs(shifted).max()))
+
+
+def test_an_integrator_without_a_resting_state_starts_at_zero():
+    A = np.array([[1.0, 0.0], [0.0, 0.5]])
+    B = np.array([[[1.0], [1.0]]])                 # R = 0: one block
+    U = np.full((1, 5), 2.0)
+    np.testing.assert_allclose(simulated_states(A, B, U)[0], [0.0, 2.0, 4.0, 6.0, 8.0])
