@@ -46,7 +46,7 @@ from _toolbox.validation import (
 )
 from controllers.analysis import feedback_gains, lifted_loop
 from controllers.gains import check_weight
-from dmdidc.model import DelayedPlant, as_plant
+from dmdidc.model import DelayedPlant, OperatingPoint, as_plant
 from privacy.stable import sas_sample
 from simulations.plant import _noise_array, checked_output, fine_grid
 
@@ -243,6 +243,10 @@ class ClosedLoopResult:
         Instants of the exact inter-sample trajectory (``fine=True`` only).
     fine_states : ndarray, shape (n, steps P + 1), or None
         Exact states at ``fine_times`` (``fine=True`` only).
+    operating_point : dmdidc.OperatingPoint or None
+        The plant's operating point: ``states`` and ``inputs`` are physical values, while
+        ``stage_costs``, :attr:`state_norms` and :attr:`final_norm` measure the deviations
+        from it (the quantity the loop regulates to zero).  ``None``: the origin.
     """
 
     times: np.ndarray
@@ -255,6 +259,7 @@ class ClosedLoopResult:
     measurement_noise: np.ndarray | None = None
     fine_times: np.ndarray | None = None
     fine_states: np.ndarray | None = None
+    operating_point: OperatingPoint | None = None
 
     def __post_init__(self) -> None:
         for name in ("times", "states", "inputs", "stage_costs", "measurement_noise",
@@ -274,14 +279,23 @@ class ClosedLoopResult:
         return self.states + self.measurement_noise
 
     @property
+    def deviations(self) -> np.ndarray:
+        """States minus the plant's operating point (the states without one), (n, steps + 1)."""
+        if self.operating_point is None:
+            return self.states
+        return self.states - self.operating_point.state[:, None]
+
+    @property
     def state_norms(self) -> np.ndarray:
-        """Euclidean norm of each state, shape (steps + 1,)."""
-        return np.linalg.norm(self.states, axis=0)
+        """Euclidean norm of each state's deviation from the operating point, (steps + 1,)."""
+        return np.linalg.norm(self.deviations, axis=0)
 
     @property
     def final_norm(self) -> float:
-        """Euclidean norm of the final state ``x_steps`` (scaled: no overflow above ~1e154)."""
-        x = self.states[:, -1]
+        """Euclidean norm of the final state's deviation from the plant's operating point
+        ``x_steps - x_op`` (of ``x_steps`` without one), as the cost weighs it (scaled: no
+        overflow above ~1e154)."""
+        x = self.deviations[:, -1]
         largest = float(np.max(np.abs(x), initial=0.0))
         return largest * float(np.linalg.norm(x / largest)) if largest > 0 else 0.0
 
@@ -296,6 +310,8 @@ class ClosedLoopResult:
         if self.fine_states is not None:
             data["fine_times"] = self.fine_times.tolist()
             data["fine_states"] = self.fine_states.tolist()
+        if self.operating_point is not None:
+            data["operating_point"] = self.operating_point.to_dict()
         return data
 
     def to_csv(self, path: str | Path, *, state_labels: Sequence[str] | None = None,
@@ -462,7 +478,12 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     ----------
     plant : dmdidc.DelayedPlant
         The TRUE plant (``n`` states, ``m`` inputs, per-channel delays).  Its discretization is
-        exact, so fractional delays act exactly as in continuous time.
+        exact, so fractional delays act exactly as in continuous time.  With an
+        ``operating_point`` ``(x_op, u_op)`` the states, ``x0`` and the controller's
+        measurements and commands are physical values, while the cost, ``final_norm`` and
+        ``state_norms`` weigh the deviations from it.  The controller must then have an
+        operating point too (one built on a model that carries one), and a plant without one
+        needs a controller without one (see Raises).
     controller : Controller
         Object with ``reset()`` and ``__call__(y (n,)) -> u (m,)``; a linear controller also has
         ``feedback_matrices() -> (K_x (m, n), K_u (H, m, m))``.  ``reset()`` is called first.
@@ -498,6 +519,7 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     measurement_matrix : array_like, shape (l, n), optional
         The controller sees only ``y_k = C x_k + v_k`` (output feedback, e.g.
         :class:`~controllers.OutputFeedback`); the loop is then stepped (``method="step"``).
+        With a plant's operating point, ``x_k`` is the physical state.
 
     Returns
     -------
@@ -510,7 +532,10 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     ParameterError
         For ``steps`` not a non-negative integer, an unknown ``method``, ``method="linear"``
         with a controller without ``feedback_matrices``, or ``points_per_step`` without
-        ``fine``.
+        ``fine``.  A controller with a (non-zero) ``operating_point`` on a plant without one,
+        or a controller whose ``operating_point`` is ``None`` on a plant with one: the two
+        work in different coordinates (the message names both operating points and the
+        remedy: ``DelayedPlant(..., operating_point=)`` or ``deviation_model()``).
     DimensionError
         For a wrong shape of ``x0``, the noise, ``Q``, ``R``, the gains, or of an input returned
         by the controller.
@@ -541,17 +566,15 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
         if C.shape[1] != plant.n_states:
             raise DimensionError(f"measurement_matrix has shape {C.shape}; expected "
                                  f"(l, {plant.n_states})")
-        if plant.operating_point is not None:
-            raise ParameterError("measurement_matrix with a plant that has an operating point "
-                                 "is not supported: simulate its deviation_model()")
         if method == "linear":
             raise ParameterError("method='linear' iterates a state-feedback law; with "
                                  "measurement_matrix the loop is stepped (method='step')")
+    _check_coordinates(plant, controller)
     if plant.operating_point is not None:
         return _around_operating_point(plant, controller, x0, steps, process_noise=process_noise,
                                        measurement_noise=measurement_noise, rng=rng, fine=fine,
                                        points_per_step=points_per_step, Q=Q, R=R,
-                                       progress=progress, method=method)
+                                       progress=progress, method=method, measurement_matrix=C)
     n, m = plant.n_states, plant.n_inputs
     steps = check_integer("steps", steps, minimum=0)
     x0 = check_finite_array("x0", x0, ndim=1)
@@ -573,12 +596,6 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     if method == "linear" and not linear:
         raise ParameterError(f"method='linear' needs a controller with feedback_matrices(); "
                              f"{type(controller).__name__} has none")
-    if getattr(controller, "operating_point", None) is not None:
-        if method == "linear":
-            raise ParameterError("method='linear' iterates the linear law, but this controller "
-                                 "acts around an operating point (an affine law); use "
-                                 "method='step' or 'auto'")
-        linear = False                 # affine law: step the controller itself
     use_linear = linear and method != "step" and C is None
 
     generator = as_generator(rng)
@@ -612,26 +629,68 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
                             fine_times=fine_times, fine_states=fine_states)
 
 
-class _DeviationController:
-    """A physical-units controller seen from a loop that runs in deviations."""
+def _operating_point_text(op: OperatingPoint | None) -> str:
+    return "none (the origin)" if op is None else repr(op)
 
-    def __init__(self, controller: Any, operating_point: Any) -> None:
-        self._controller, self._op = controller, operating_point
+
+def _check_coordinates(plant: DelayedPlant, controller: Any) -> None:
+    """Refuse a loop whose controller and plant work in different coordinates.
+
+    A plant without an operating point is taken in its matrices' coordinates; a controller
+    with one regulates to ``x_op`` holding ``u_op``.  Whether the plant's origin is ``x_op``
+    (a plant in deviations) or the physical zero (a plant that rests at 0) cannot be told from
+    the two, and the two readings differ by the whole operating point (a model of a process at
+    45 % valve run on its deviation plant: cost 8e5, silently), so the loop is refused rather
+    than converted.  With an operating point on both sides everything is physical, and the
+    loop runs.  A controller of one's own without an ``operating_point`` attribute is taken to
+    speak the plant's coordinates.
+    """
+    if not hasattr(controller, "operating_point"):
+        return
+    own, theirs = controller.operating_point, plant.operating_point
+    if (own is None) == (theirs is None):
+        return
+    if own is not None and not (np.any(own.state) or np.any(own.input)):
+        return                          # an operating point at the origin changes nothing
+    name = type(controller).__name__
+    remedy = ("give the plant its operating point (DelayedPlant(..., operating_point=(x_op, "
+              "u_op)), in the same units), or design the controller on model.deviation_model() "
+              "when the plant works in deviations"
+              if theirs is None else
+              "design the controller on a model with the plant's operating point (the plant "
+              "itself, or an identified model that carries one), or simulate "
+              "plant.deviation_model() with x0 as a deviation")
+    raise ParameterError(f"the controller ({name}) has the operating point "
+                         f"{_operating_point_text(own)} and the plant "
+                         f"{_operating_point_text(theirs)}: the controller would regulate the "
+                         f"plant to the wrong coordinates; {remedy}")
+
+
+class _DeviationController:
+    """A physical-units controller seen from a loop that runs in deviations: it measures
+    ``y + measured_level`` and its commands are taken less ``input_level``."""
+
+    def __init__(self, controller: Any, measured_level: np.ndarray,
+                 input_level: np.ndarray) -> None:
+        self._controller = controller
+        self._measured, self._input = measured_level, input_level
 
     def reset(self) -> None:
         self._controller.reset()
 
-    def __call__(self, x_deviation: np.ndarray) -> np.ndarray:
+    def __call__(self, y_deviation: np.ndarray) -> np.ndarray:
         u = checked_output(f"the controller {type(self._controller).__name__}",
-                           self._controller(x_deviation + self._op.state), self._op.input.shape)
-        return u - self._op.input
+                           self._controller(y_deviation + self._measured), self._input.shape)
+        return u - self._input
 
 
 def _around_operating_point(plant: DelayedPlant, controller: Any, x0: Any, steps: int,
+                            measurement_matrix: np.ndarray | None = None,
                             **options: Any) -> ClosedLoopResult:
     """The loop of a plant with an operating point: its dynamics act on deviations, the
-    controller sees and commands physical values, and the result is physical (stage costs
-    weigh the deviations, the quantity regulated to zero)."""
+    controller sees and commands physical values (``C x`` of the physical state, with a
+    measurement matrix), and the result is physical (stage costs weigh the deviations, the
+    quantity regulated to zero)."""
     op = plant.operating_point
     x0 = check_finite_array("x0", x0, ndim=1)
     if x0.shape != op.state.shape:
@@ -641,10 +700,13 @@ def _around_operating_point(plant: DelayedPlant, controller: Any, x0: Any, steps
                              "a plant with an operating point runs the controller step by step "
                              "(method='step' or 'auto')")
     options["method"] = "step"
-    result = simulate_closed_loop(plant.deviation_model(), _DeviationController(controller, op),
-                                  x0 - op.state, steps, **options)
+    C = measurement_matrix
+    measured = op.state if C is None else C @ op.state
+    result = simulate_closed_loop(plant.deviation_model(),
+                                  _DeviationController(controller, measured, op.input),
+                                  x0 - op.state, steps, measurement_matrix=C, **options)
     fine = None if result.fine_states is None else read_only(result.fine_states
                                                              + op.state[:, None])
     return dataclasses.replace(result, states=read_only(result.states + op.state[:, None]),
                                inputs=read_only(result.inputs + op.input[:, None]),
-                               fine_states=fine)
+                               fine_states=fine, operating_point=op)

@@ -51,15 +51,22 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "loop: inputs held at the operating point, or 0)")
     simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
     simulate.add_argument("--x0", help="initial state in the plant's units, comma separated "
-                                       "(default: all ones; with an operating point x_op: "
-                                       "x_op + 1, one unit from it in every state)")
+                                       "(default: all ones; required when the model or the "
+                                       "plant has an operating point x_op: a physical start "
+                                       "is yours to choose, e.g. x_op plus a disturbance)")
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
-    simulate.add_argument("--u-max", type=positive_vector,
-                          help="MPC input bounds |u_j| <= u_max_j: one value for every input or "
-                               "one per input, comma separated (default: unbounded; only with "
-                               "--controller mpc)")
+    simulate.add_argument("--u-max", type=_vector,
+                          help="MPC upper input bounds u_j <= u_max_j, physical values (with an "
+                               "operating point u_op too: not deviations from it, and u_op must "
+                               "lie within the bounds): one value for every input or one per "
+                               "input, comma separated (default: unbounded; without --u-min "
+                               "also the lower bound -u_max; only with --controller mpc)")
+    simulate.add_argument("--u-min", type=_vector,
+                          help="MPC lower input bounds u_j >= u_min_j, physical values (a valve "
+                               "0..100 %%: --u-min 0 --u-max 100); default: -u_max, or "
+                               "unbounded without --u-max; only with --controller mpc")
     simulate.add_argument("--q", type=positive_vector,
                           help="state weights: the diagonal of Q (one value, or one per state) "
                                "of the LQR or MPC design and of the reported cost (default: 1)")
@@ -101,8 +108,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if plant is not model:
         _check_plant_matches_model(plant, model, args)
     point = plant.operating_point              # the plant's equilibrium, in its units
-    x0 = (np.ones(model.n_states) + (0.0 if point is None else point.state)
-          if args.x0 is None else _parse_vector("--x0", args.x0))
+    x0 = _start(args, model, point)
     if x0.shape != (model.n_states,):
         raise DimensionError(f"--x0 has {x0.size} values; the model has {model.n_states} states")
     if np.abs(x0).max() > _X0_LIMIT:
@@ -136,8 +142,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
                              f"(values beyond 1.8e308); scale the states or start nearer the "
                              f"origin (nothing written)")
     # the regulated quantity: the distance from the operating point (the cost weighs it too)
-    final = result.final_norm if point is None else \
-        float(np.linalg.norm(result.states[:, -1] - point.state))
+    final = result.final_norm
     summary = {"controller": args.controller, "steps": args.steps,
                "cost": json_number(result.cost), "final_state_norm": json_number(final),
                **_run_settings(args, x0)}
@@ -148,7 +153,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         summary["signals"] = signals_record(model.info)
     if point is not None:
         summary["operating_point_state"] = point.state.tolist()
-        print(f"operating point x_op = {point.state}: the start, the cost and the final state "
+        print(f"operating point x_op = {point.state}: the cost and the final state "
               f"norm are taken from it (the plant works in deviations from it)")
     with staged_folder(out) as stage:
         result.to_csv(stage / "trajectory.csv", **(labels or {}))
@@ -166,7 +171,7 @@ def _run_settings(args: argparse.Namespace, x0: np.ndarray) -> dict[str, Any]:
                                 "x0": x0.tolist(), "q": args.q or [1.0], "r": args.r or [1.0]}
     if args.controller == "mpc":
         settings.update(horizon=_DEFAULT_HORIZON if args.horizon is None else args.horizon,
-                        u_max=args.u_max)
+                        u_max=args.u_max, u_min=args.u_min)
     if args.process_noise > 0 or args.measurement_noise > 0:
         noise = args.noise or _DEFAULT_NOISE
         settings.update(process_noise=args.process_noise,
@@ -197,8 +202,8 @@ def _check_simulate_options(args: argparse.Namespace) -> None:
         raise ParameterError("--r weighs the inputs of a controller's design; --controller none "
                              "holds the inputs (its cost weighs the states by --q)")
     if args.controller != "mpc":
-        idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max))
-                if value is not None]
+        idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max),
+                                         ("--u-min", args.u_min)) if value is not None]
         if idle:
             verb = "applies" if len(idle) == 1 else "apply"
             raise ParameterError(f"{' and '.join(idle)} {verb} only to --controller mpc; got "
@@ -253,6 +258,37 @@ def _is_output_model(path: Path) -> bool:
     return isinstance(record, dict) and record.get("format") == OutputDMDidc.FILE_FORMAT
 
 
+def _start(args: argparse.Namespace, model, point) -> np.ndarray:
+    """``--x0``, or all ones for a model and plant without an operating point.
+
+    A physical start is not guessed: one unit from ``x_op`` is 1 m on a 1.2 m level and
+    1e-5 of a 1e5 Pa pressure, and nothing in a model says what size a disturbance has."""
+    from _toolbox.errors import ParameterError
+
+    if args.x0 is not None:
+        return _parse_vector("--x0", args.x0)
+    own = model.operating_point if point is None else point
+    if own is None:
+        return np.ones(model.n_states)
+    example = ",".join(f"{value:.4g}" for value in own.state)
+    whose = "the plant" if point is not None else "the model"
+    raise ParameterError(f"--x0 is required: {whose} has the operating point x_op = "
+                         f"({example}) in physical units, and a start there is yours to "
+                         f"choose (e.g. --x0 {example} with the disturbance of interest added)")
+
+
+def _vector(text: str) -> list[float]:
+    """A comma-separated list of finite numbers (bounds of either sign)."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got "
+                                         f"{text!r}") from exc
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers; got {text!r}")
+    return values
+
+
 def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
     from _toolbox.errors import DimensionError, ParameterError
 
@@ -265,6 +301,17 @@ def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
                              f"the model {args.model!r} has T = {model.dt:g} s: the controller "
                              f"acts once per model period, so both must agree (identify from "
                              f"data sampled at the plant's T)")
+    if (plant.operating_point is None) != (model.operating_point is None):
+        with_op, without = ((args.model, args.plant) if plant.operating_point is None
+                            else (args.plant, args.model))
+        point = (model if plant.operating_point is None else plant).operating_point
+        raise ParameterError(
+            f"{with_op!r} has the operating point {point} (physical units) and {without!r} "
+            f"has none (it works around the origin, e.g. in deviations): the controller would "
+            f"regulate the plant to the wrong coordinates. Give both the same coordinates: "
+            f"add \"operating_point\": {{\"state\": [...], \"input\": [...]}} to the plant "
+            f"file (DelayedPlant(..., operating_point=) in Python), or identify the model from "
+            f"deviations (--detrend constant); nothing written")
 
 
 def _parse_vector(option: str, text: str) -> np.ndarray:
@@ -321,15 +368,17 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
     if args.controller != "mpc":
         K = None if Q is None and R is None else lqr_gain(model, Q=Q, R=R)
         return make_controller(args.controller, model, K)
-    bound = args.u_max
-    if bound is not None:
-        if len(bound) not in (1, model.n_inputs):
-            raise DimensionError(f"--u-max has {len(bound)} values; give one, or "
-                                 f"{model.n_inputs} (one per input)")
-        bound = np.broadcast_to(np.asarray(bound, dtype=float), (model.n_inputs,))
+    bounds = {}
+    for option, values in (("--u-max", args.u_max), ("--u-min", args.u_min)):
+        if values is not None:
+            if len(values) not in (1, model.n_inputs):
+                raise DimensionError(f"{option} has {len(values)} values; give one, or "
+                                     f"{model.n_inputs} (one per input)")
+            bounds[option] = np.broadcast_to(np.asarray(values, dtype=float), (model.n_inputs,))
+    upper = bounds.get("--u-max")
+    lower = bounds.get("--u-min", None if upper is None or "--u-min" in bounds else -upper)
     horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
-    return make_controller("mpc", model, horizon=horizon, Q=Q, R=R,
-                           u_min=None if bound is None else -bound, u_max=bound)
+    return make_controller("mpc", model, horizon=horizon, Q=Q, R=R, u_min=lower, u_max=upper)
 
 
 def _labels(model) -> dict[str, list[str]] | None:

@@ -813,3 +813,48 @@ def test_no_daqp_shortcut_with_state_bounds_or_slack(plant):
         mpc = DelayedMPC(plant, horizon=6, u_min=-1.0, u_max=1.0, solver="DAQP", **kwargs)
         assert mpc._solver._free is None
         assert mpc.solve(np.array([0.01, 0.0])).iterations > 0
+
+
+def _physical_plant(seed):
+    """A random delayed plant around a physical operating point: u_op of tens (a valve in %),
+    x_op its equilibrium."""
+    rng = np.random.default_rng(seed)
+    base = random_delayed_plant(rng, 3, 2)
+    u_op = rng.uniform(20.0, 60.0, 2)
+    x_op = np.linalg.solve(np.eye(3) - base.A_d, base.B_d @ u_op)
+    return DelayedPlant(base.A_d, base.B_blocks, base.dt, operating_point=(x_op, u_op))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_that_exclude_the_operating_point_are_refused(seed):
+    # Walkthrough finding 5: |u| <= 10 around u_op = 45 could never hold the operating point
+    # (cost 3e5, silently); the bounds are physical, so u_op must lie within them.
+    plant = _physical_plant(seed)
+    u_op, x_op = plant.operating_point.input, plant.operating_point.state
+    with pytest.raises(ParameterError, match=r"operating point u_op = .*outside \[u_min, "
+                                             r"u_max\].*physical values, not deviations"):
+        DelayedMPC(plant, horizon=5, u_max=10.0)
+    with pytest.raises(ParameterError, match=r"u_op .*component\(s\) \[1\]"):
+        DelayedMPC(plant, horizon=5, u_min=[0.0, u_op[1] + 1.0], u_max=100.0)
+    low = x_op - 1.0
+    low[2] = x_op[2] + 0.5
+    with pytest.raises(ParameterError, match=r"operating point x_op = .*component\(s\) \[2\]"):
+        DelayedMPC(plant, horizon=5, x_min=low)
+    with pytest.raises(ParameterError, match="x_op"):
+        DelayedMPC(plant, horizon=5, x_max=x_op - 1.0, soft_state_constraints=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_actuator_range_around_the_operating_point_holds_it(seed):
+    # The asymmetric range 0 .. 100 (a valve in %) contains u_op: accepted, and the loop
+    # returns to the operating point with every input inside the range.
+    from simulations.closed_loop import simulate_closed_loop
+
+    plant = _physical_plant(seed)
+    op = plant.operating_point
+    mpc = DelayedMPC(plant, horizon=8, u_min=0.0, u_max=100.0, x_min=op.state - 50.0,
+                     x_max=op.state + 50.0, soft_state_constraints=True)
+    start = op.state + np.random.default_rng(seed).normal(0.0, 1.0, 3)
+    result = simulate_closed_loop(plant, mpc, start, 200)
+    assert result.inputs.min() >= -1e-6 and result.inputs.max() <= 100.0 + 1e-6
+    assert result.final_norm < 1e-3 * np.linalg.norm(start - op.state)

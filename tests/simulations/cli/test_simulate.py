@@ -154,3 +154,91 @@ def test_a_named_model_labels_the_trajectory_and_the_summary(tmp_path, seed):
                       "heater [kW]", "fan [kW]"]
     code, summary = run(tmp_path, tmp_path / "model.json", out="plain")     # no names: as was
     assert code == 0 and "signals" not in summary
+
+
+def physical_model(tmp_path, seed, name="physical.json"):
+    """The plant of :func:`random_model` around a physical operating point (u_op of tens, as a
+    valve in %, x_op its equilibrium), saved; returns the plant and the path."""
+    plant, _ = random_model(tmp_path, seed, name="base.json")
+    rng = np.random.default_rng(100 + seed)
+    u_op = rng.uniform(20.0, 60.0, 2)
+    x_op = np.linalg.solve(np.eye(2) - plant.A_d, plant.B_d @ u_op)
+    physical = DelayedPlant.from_continuous(plant.A_c, plant.B_c, plant.delay, plant.dt,
+                                            operating_point=(x_op, u_op))
+    return physical, physical.save(tmp_path / name)
+
+
+def start_near(plant, seed):
+    x0 = plant.operating_point.state + np.random.default_rng(seed).normal(0.0, 0.5, 2)
+    return ",".join(repr(float(v)) for v in x0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_physical_model_on_a_deviation_plant_is_refused_before_any_work(tmp_path, capsys,
+                                                                          seed):
+    # Walkthrough finding 4: the controller regulated a deviation plant to x_op (cost 8e5,
+    # rc 0). Either side without an operating point is refused, naming the remedy.
+    physical, model = physical_model(tmp_path, seed)
+    deviation = physical.deviation_model().save(tmp_path / "deviation.json")
+    x0 = start_near(physical, seed)
+    for first, second in ((model, deviation), (deviation, model)):
+        code = main(["simulate", str(first), "--plant", str(second), "--x0", x0,
+                     "--out", str(tmp_path / "sim")])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert "has the operating point" in err and "has none" in err
+        assert '"operating_point"' in err and "--detrend constant" in err
+        assert not (tmp_path / "sim").exists()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_physical_model_holds_its_operating_point(tmp_path, seed):
+    # Both physical: the loop runs; the final state norm is the deviation from x_op.
+    physical, model = physical_model(tmp_path, seed)
+    code, summary = run(tmp_path, model, "--plant", str(model), "--steps", "80",
+                        "--x0", start_near(physical, seed))
+    assert code == 0
+    assert summary["final_state_norm"] < 1e-3
+    assert summary["operating_point_state"] == pytest.approx(
+        physical.operating_point.state.tolist())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_physical_model_needs_an_explicit_start(tmp_path, capsys, seed):
+    # Walkthrough finding 19: x_op + 1 is 1 m on a 1.2 m level; the start is asked for.
+    physical, model = physical_model(tmp_path, seed)
+    assert main(["simulate", str(model), "--out", str(tmp_path / "sim")]) == 2
+    err = capsys.readouterr().err
+    example = ",".join(f"{value:.4g}" for value in physical.operating_point.state)
+    assert "--x0 is required" in err and f"x_op = ({example})" in err
+    assert not (tmp_path / "sim").exists()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mpc_takes_an_actuator_range_and_refuses_one_without_the_operating_point(
+        tmp_path, capsys, seed):
+    physical, model = physical_model(tmp_path, seed)
+    x0 = start_near(physical, seed)
+    code, summary = run(tmp_path, model, "--controller", "mpc", "--u-min", "0",
+                        "--u-max", "100", "--x0", x0, "--steps", "60")
+    assert code == 0 and summary["u_min"] == [0.0] and summary["u_max"] == [100.0]
+    table = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)
+    inputs = np.concatenate([table[name][:-1] for name in ("u_1", "u_2")])
+    assert inputs.min() >= -1e-6 and inputs.max() <= 100.0 + 1e-6
+    assert summary["final_state_norm"] < 1e-2
+    # Walkthrough finding 5: |u| <= 10 cannot hold u_op of tens: refused, not cost 3e5
+    assert run(tmp_path, model, "--controller", "mpc", "--u-max", "10", "--x0", x0,
+               out="bad")[0] == 2
+    err = capsys.readouterr().err
+    assert "u_op" in err and "physical values, not deviations" in err
+    assert not (tmp_path / "bad").exists()
+
+
+def test_u_min_is_checked_like_u_max(tmp_path, capsys):
+    _, model = random_model(tmp_path, 0)
+    assert run(tmp_path, model, "--u-min", "0")[0] == 2
+    assert "only to --controller mpc" in capsys.readouterr().err
+    assert run(tmp_path, model, "--controller", "mpc", "--u-min", "0,1,2")[0] == 2
+    assert "--u-min has 3 values" in capsys.readouterr().err
+    assert run(tmp_path, model, "--controller", "mpc", "--u-min", "1", "--u-max", "0.5")[0] == 2
+    assert "u_min > u_max" in capsys.readouterr().err

@@ -1,0 +1,130 @@
+"""Closed loops around an operating point: physical plants and controllers must agree on their
+coordinates (walkthrough findings 4 and 12), or the loop is refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _toolbox.errors import ParameterError
+from controllers import lqr_gain, make_controller
+from dmdidc import DelayedPlant
+from simulations.closed_loop import simulate_closed_loop
+
+SEEDS = range(6)
+
+
+def physical_plant(seed: int) -> DelayedPlant:
+    """A random stable 3-state, 2-input plant with fractional delays around a random non-zero
+    operating point of physical size (tens of units, as a temperature or a valve in %)."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((3, 3)) - 2.0 * np.eye(3)
+    B_c = rng.standard_normal((3, 2))
+    delay = rng.uniform(0.2, 2.5, 2)
+    base = DelayedPlant.from_continuous(A_c, B_c, delay, 0.5)
+    u_op = rng.uniform(5.0, 50.0, 2)
+    x_op = np.linalg.solve(np.eye(3) - base.A_d, base.B_d @ u_op)   # the plant's equilibrium
+    return DelayedPlant.from_continuous(A_c, B_c, delay, 0.5, operating_point=(x_op, u_op))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["fractional", "exact", "naive", "mpc"])
+def test_a_physical_controller_on_a_deviation_plant_is_refused(seed, name):
+    plant = physical_plant(seed)
+    options = {"horizon": 5} if name == "mpc" else {}
+    controller = make_controller(name, plant, **options)
+    x0 = np.ones(3)
+    with pytest.raises(ParameterError) as info:
+        simulate_closed_loop(plant.deviation_model(), controller, x0, 10)
+    message = str(info.value)
+    assert "operating point" in message and "the plant none" in message
+    assert "operating_point=" in message and "deviation_model()" in message
+    assert np.array2string(plant.operating_point.state, precision=4) in message
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_deviation_controller_on_a_physical_plant_is_refused(seed):
+    plant = physical_plant(seed)
+    controller = make_controller("fractional", plant.deviation_model())
+    with pytest.raises(ParameterError, match="has the operating point none .*and the plant "
+                                             "OperatingPoint.*deviation_model"):
+        simulate_closed_loop(plant, controller, plant.operating_point.state + 1.0, 10)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["fractional", "exact", "mpc"])
+def test_agreeing_coordinates_regulate_the_deviations(seed, name):
+    # The physical loop and the deviation loop are the same loop: same cost, and the physical
+    # states end at x_op, where final_norm (like the cost) measures the deviation.
+    plant = physical_plant(seed)
+    options = {"horizon": 8} if name == "mpc" else {}
+    op = plant.operating_point
+    start = np.random.default_rng(seed).normal(0.0, 1.0, 3)
+    physical = simulate_closed_loop(plant, make_controller(name, plant, **options),
+                                    op.state + start, 150)
+    deviation = simulate_closed_loop(plant.deviation_model(),
+                                     make_controller(name, plant.deviation_model(), **options),
+                                     start, 150)
+    assert physical.cost == pytest.approx(deviation.cost, rel=1e-6)
+    assert physical.final_norm == pytest.approx(deviation.final_norm, rel=1e-3, abs=1e-9)
+    assert physical.final_norm < 1e-3 * np.linalg.norm(start)
+    assert np.allclose(physical.states[:, -1], op.state, atol=1e-3 * np.linalg.norm(start))
+    assert np.allclose(physical.inputs[:, -1], op.input,
+                       atol=1e-3 * max(1.0, np.abs(physical.inputs - op.input[:, None]).max()))
+    np.testing.assert_allclose(physical.state_norms, deviation.state_norms, rtol=1e-6,
+                               atol=1e-9)
+    assert physical.to_dict()["operating_point"] == op.to_dict()
+
+
+def test_an_operating_point_at_the_origin_needs_no_counterpart():
+    plant = physical_plant(0).deviation_model()
+    zero = DelayedPlant(plant.A_d, plant.B_blocks, plant.dt, A_c=plant.A_c, B_c=plant.B_c,
+                        delay=plant.delay, operating_point=(np.zeros(3), np.zeros(2)))
+    controller = make_controller("fractional", zero)
+    result = simulate_closed_loop(plant, controller, np.ones(3), 100)
+    reference = simulate_closed_loop(plant, make_controller("fractional", plant), np.ones(3), 100)
+    assert result.cost == pytest.approx(reference.cost, rel=1e-9)
+
+
+def test_a_controller_of_ones_own_speaks_the_plants_coordinates():
+    # No operating_point attribute: nothing to compare, the loop runs as before.
+    plant = physical_plant(1)
+    K = lqr_gain(plant)
+    op = plant.operating_point
+
+    class Affine:
+        def reset(self):
+            pass
+
+        def __call__(self, x):
+            return op.input - K @ (x - op.state)
+
+    result = simulate_closed_loop(plant, Affine(), op.state + 1.0, 200)
+    assert result.final_norm < 1e-3
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_output_feedback_on_a_physical_plant_measures_physical_outputs(seed):
+    # y = C x of the physical state: an observer on the same physical model estimates it.
+    from controllers import DelayedKalmanObserver, OutputFeedback
+
+    plant = physical_plant(seed)
+    C = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    observer = DelayedKalmanObserver(plant, C=C, measurement_noise=1e-6)
+    observer.reset(plant.operating_point.state)
+    loop = OutputFeedback(make_controller("fractional", plant), observer)
+
+    class Started:           # OutputFeedback.reset() would restart the estimate at zero
+        operating_point = plant.operating_point
+
+        def reset(self):
+            loop.controller.reset()
+            observer.reset(plant.operating_point.state)
+
+        def __call__(self, y):
+            return loop(y)
+
+    start = plant.operating_point.state + np.random.default_rng(seed).normal(0.0, 1.0, 3)
+    result = simulate_closed_loop(plant, Started(), start, 300, measurement_matrix=C)
+    assert result.final_norm < 1e-3
+    assert np.allclose(result.inputs[:, -1], plant.operating_point.input, atol=1e-2)
