@@ -67,6 +67,11 @@ class DelayedKalmanObserver:
 
     Attributes
     ----------
+    plant : DelayedPlant
+        The model, with its operating point when it has one (an
+        :class:`~dmdidc.OutputDMDidc` fitted to inputs at a non-zero level): the estimate is
+        then in the model's units, starts at ``x_op`` and the inputs at ``u_op``, so a
+        controller built on the same model regulates around them.
     offset : ndarray, shape (l,)
         The output offset subtracted from each measurement.
     gain : ndarray, shape (n, l)
@@ -138,10 +143,14 @@ class DelayedKalmanObserver:
         self.reset()
 
     def reset(self, x0: Any = None) -> None:
-        """Start from ``x0`` (default zero) with zero past inputs."""
+        """Start from ``x0`` with the past inputs at rest: by default at the model's operating
+        point (``x_op``, inputs ``u_op``), else at zero."""
         n, m, R = self.plant.n_states, self.plant.n_inputs, self.plant.max_delay
-        self._x = np.zeros(n) if x0 is None else check_finite_array("x0", x0, ndim=1).copy()
-        self._history = np.zeros((R + 1, m))          # u_k, u_{k-1}, ..., u_{k-R}
+        op = self.plant.operating_point
+        rest_x, rest_u = (np.zeros(n), np.zeros(m)) if op is None else (op.state, op.input)
+        self._x = (rest_x.copy() if x0 is None
+                   else check_finite_array("x0", x0, ndim=1).copy())
+        self._history = np.tile(rest_u, (R + 1, 1))   # u_k, u_{k-1}, ..., u_{k-R}
 
     def correct(self, y: Any) -> np.ndarray:
         """The estimate ``xhat_k|k`` after measuring ``y_k`` (shape (n,))."""
@@ -193,12 +202,20 @@ class OutputFeedback:
         self.controller, self.observer = controller, observer
 
     @property
+    def operating_point(self) -> Any:
+        """The controller's operating point (``AttributeError`` for a controller without that
+        attribute), so that :func:`~simulations.simulate_closed_loop` can check it against the
+        plant's."""
+        return self.controller.operating_point
+
+    @property
     def n_outputs(self) -> int:
         """Number of measured signals ``l``."""
         return self.observer.C.shape[0]
 
     def reset(self, x0: Any = None) -> None:
-        """Reset the controller and the observer (estimate ``x0``, default zero)."""
+        """Reset the controller and the observer (estimate ``x0``, default the model's operating
+        point, or zero)."""
         self.controller.reset()
         self.observer.reset(x0)
 

@@ -46,6 +46,7 @@ from dmdidc.output.intervals import (
     restart,
 )
 from dmdidc.output.noise import balanced_dynamics, output_residuals, whiteness_test
+from dmdidc.output.operating_point import input_level, input_operating_point
 from dmdidc.output.order_check import (
     extended_dynamics,
     neighbour_verdicts,
@@ -338,6 +339,12 @@ class OutputDMDidc:
         Output residual standard deviations.
     offset_ : ndarray, shape (l,)
         Constant output offset (zero with ``offset=False``).
+    operating_point_ : OperatingPoint or None
+        The equilibrium under the mean input, ``(x_op, u_op)`` in the model's state basis, when
+        the inputs sit at a non-zero level (their mean above a tenth of their spread;
+        :mod:`dmdidc.output.operating_point`); :meth:`plant` carries it, so controllers and
+        :class:`~controllers.DelayedKalmanObserver` regulate around it.  ``None`` for inputs
+        around zero and with ``detrend``.
     initial_states_ : ndarray, shape (E, n)
         State at sample ``max_delay`` of each experiment (with :meth:`partial_fit`: of each
         experiment in the reservoir).
@@ -471,6 +478,7 @@ class OutputDMDidc:
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
         _refuse_short(experiments, R)
+        self._level = None if self.detrend else input_level(experiments)
         if self.detrend:
             # inputs too: what a line of the inputs does is (after the transient the free
             # initial state absorbs) a line of the outputs, which left in the inputs would be
@@ -595,6 +603,7 @@ class OutputDMDidc:
             return self
         self._pending = None
         self._held = _held_inputs(reservoir.experiments)
+        self._level = input_level(reservoir.experiments)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(reservoir.experiments)
@@ -989,6 +998,8 @@ class OutputDMDidc:
         self.C = refined.C * self.scale_[:, None]
         self.D = refined.D * self.scale_[:, None]
         self.offset_ = refined.offset * self.scale_
+        self.operating_point_ = input_operating_point(self.A_c, self.B_c,
+                                                      getattr(self, "_level", None))
         self.delay_steps, self.delay_fraction = split_delay(self.delay, dt)
         self.initial_states_ = refined.initial_states
         # standard errors of the real and imaginary parts, (n, 2)
@@ -1148,17 +1159,20 @@ class OutputDMDidc:
         if U.shape[0] != self.B_c.shape[1]:
             raise DimensionError(f"U has {U.shape[0]} rows; the model has {self.B_c.shape[1]} "
                                  f"inputs")
-        plant = self.plant()
+        plant = self.plant().deviation_model()    # the model's own coordinates, as fitted
         x0 = np.zeros(self.order_) if x0 is None else check_finite_array("x0", x0, ndim=1)
         X = plant.simulate(x0, U)[:, :-1]
         return self.C @ X + self.D @ U + self.offset_[:, None]
 
     def plant(self):
-        """The state part as a :class:`~dmdidc.DelayedPlant` (its states are this basis')."""
+        """The state part as a :class:`~dmdidc.DelayedPlant` (its states are this basis'), with
+        :attr:`operating_point_` when the inputs sat at one."""
         from dmdidc.model import DelayedPlant
         self._check_fitted()
         return DelayedPlant.from_continuous(self.A_c, self.B_c, self.delay, self.dt,
-                                            max_delay=max(self.max_delay, 1))
+                                            max_delay=max(self.max_delay, 1),
+                                            operating_point=getattr(self, "operating_point_",
+                                                                    None))
 
     @property
     def model_(self):
@@ -1192,6 +1206,8 @@ class OutputDMDidc:
             "format": self.FILE_FORMAT, "format_version": 1, "dt": self.dt,
             "A_c": self.A_c.tolist(), "B_c": self.B_c.tolist(), "C": self.C.tolist(),
             "D": self.D.tolist(), "offset": self.offset_.tolist(),
+            "operating_point": None if self.operating_point_ is None
+            else self.operating_point_.to_dict(),
             "delay": self.delay.tolist(),
             "delay_interval": intervals.tolist(), "interval_level": level,
             "delay_se": [float(se) if np.isfinite(se) else None for se in self.delay_se_],
@@ -1223,6 +1239,8 @@ class OutputDMDidc:
     def load(cls, path: str | Path) -> OutputDMDidc:
         """A fitted estimator from a file of :meth:`save` (predict, plant, controllers work;
         the data-dependent intervals are read back as stored)."""
+        from dmdidc.model import OperatingPoint
+
         record = json.loads(Path(path).read_text())
         if record.get("format") != cls.FILE_FORMAT:
             raise ParameterError(f"{str(path)!r} is not an OutputDMDidc model file (format "
@@ -1232,6 +1250,9 @@ class OutputDMDidc:
         est.A_c, est.B_c = np.array(record["A_c"]), np.array(record["B_c"])
         est.C, est.D = np.array(record["C"]), np.array(record["D"])
         est.offset_ = np.array(record["offset"])
+        point = record.get("operating_point")       # absent in files of earlier versions
+        est.operating_point_ = (None if point is None else
+                                OperatingPoint(point["state"], point["input"]))
         est.A_d = linalg.expm(est.A_c * est.dt)
         est.delay = np.array(record["delay"])
         est.delay_steps, est.delay_fraction = split_delay(est.delay, est.dt)

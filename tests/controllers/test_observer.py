@@ -170,3 +170,70 @@ def test_a_model_fitted_on_centred_data_needs_an_explicit_offset():
     with pytest.raises(ParameterError, match="detrend='linear'.*line was removed"):
         DelayedKalmanObserver(lined)
     assert abs(DelayedKalmanObserver(default).offset[0] - 5.0) < 0.1
+
+
+def _physical_plant(seed):
+    """A random stable 3-state, 2-input plant with fractional delays at a physical operating
+    point (inputs of tens, as a valve in %; x_op their equilibrium), and one random sensor."""
+    rng = np.random.default_rng(seed)
+    while True:
+        A_c = rng.standard_normal((3, 3)) - np.eye(3)
+        if np.linalg.eigvals(A_c).real.max() < -0.2:
+            break
+    B_c = rng.standard_normal((3, 2))
+    delay = rng.uniform(0.2, 1.8, 2)
+    base = DelayedPlant.from_continuous(A_c, B_c, delay, T)
+    u_op = rng.uniform(5.0, 50.0, 2)
+    x_op = np.linalg.solve(np.eye(3) - base.A_d, base.B_d @ u_op)
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay, T, operating_point=(x_op, u_op))
+    return plant, rng.standard_normal((1, 3)), rng
+
+
+def _output_loop(model, plant, C, x0, R):
+    K = lqr_gain(model, Q=model.C.T @ model.C + 1e-6 * np.eye(model.order_), R=R)
+    loop = OutputFeedback(FractionalDelayController(model, K), DelayedKalmanObserver(model))
+    return simulate_closed_loop(plant, loop, x0, 300, measurement_matrix=C, Q=C.T @ C, R=R)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_output_model_of_physical_data_holds_the_operating_point(seed):
+    # Walkthrough finding 3: an output model of data around u_op had no input operating point,
+    # so its controllers drove the inputs to 0 (cost 7e3 .. 8e7 here). Its operating point is now
+    # the equilibrium under the mean input: the physical loop holds the plant there, at the cost
+    # of the loop of a model fitted to the deviations.
+    plant, C, rng = _physical_plant(seed)
+    op = plant.operating_point
+    E = random_excitation(2, 2000, rng=rng)
+    U = op.input[:, None] + E - E.mean(axis=1, keepdims=True)   # the data sit at u_op
+    Y = C @ plant.simulate(op.state, U)[:, :-1]
+    Y = Y + 0.01 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # the fit's own findings are not under test
+        physical = OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+        deviation = OutputDMDidc(max_delay=4).fit(Y - C @ op.state, U - op.input[:, None],
+                                                 dt=T)
+    assert deviation.operating_point_ is None
+    np.testing.assert_allclose(physical.operating_point_.input, op.input, rtol=1e-12)
+    # the model's operating output is the plant's, to the fit's accuracy
+    y_op = physical.C @ physical.operating_point_.state + physical.offset_
+    assert abs(y_op[0] - (C @ op.state)[0]) < 0.01 * Y.std()
+    R = 1e-2 * np.eye(2)
+    start = rng.normal(0.0, 1.0, 3)
+    held = _output_loop(physical, plant, C, op.state + start, R)
+    reference = _output_loop(deviation, plant.deviation_model(), C, start, R)
+    assert held.cost == pytest.approx(reference.cost, rel=0.05)
+    np.testing.assert_allclose(held.inputs[:, -1], op.input, atol=0.01 * np.abs(E).max())
+    assert abs((C @ held.states[:, -1] - C @ op.state)[0]) < 0.01 * Y.std()
+
+
+def test_the_observer_starts_at_the_operating_point():
+    plant, C, _ = _physical_plant(0)
+    observer = DelayedKalmanObserver(plant, C=C)
+    np.testing.assert_allclose(observer.correct(C @ plant.operating_point.state),
+                               plant.operating_point.state, atol=1e-9)
+    # at rest there, a command u_op predicts the same state
+    np.testing.assert_allclose(observer.predict(plant.operating_point.input),
+                               plant.operating_point.state, rtol=1e-9, atol=1e-9)
+    loop = OutputFeedback(FractionalDelayController(plant, lqr_gain(plant)), observer)
+    assert loop.operating_point is plant.operating_point
+    assert not hasattr(OutputFeedback(_Zero(), observer), "operating_point")

@@ -110,21 +110,11 @@ def test_output_feedback_on_a_physical_plant_measures_physical_outputs(seed):
 
     plant = physical_plant(seed)
     C = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    observer = DelayedKalmanObserver(plant, C=C, measurement_noise=1e-6)
-    observer.reset(plant.operating_point.state)
-    loop = OutputFeedback(make_controller("fractional", plant), observer)
-
-    class Started:           # OutputFeedback.reset() would restart the estimate at zero
-        operating_point = plant.operating_point
-
-        def reset(self):
-            loop.controller.reset()
-            observer.reset(plant.operating_point.state)
-
-        def __call__(self, y):
-            return loop(y)
-
+    # the observer starts at the model's operating point (x_op, inputs at u_op)
+    loop = OutputFeedback(make_controller("fractional", plant),
+                          DelayedKalmanObserver(plant, C=C, measurement_noise=1e-6))
+    assert loop.operating_point is plant.operating_point
     start = plant.operating_point.state + np.random.default_rng(seed).normal(0.0, 1.0, 3)
-    result = simulate_closed_loop(plant, Started(), start, 300, measurement_matrix=C)
+    result = simulate_closed_loop(plant, loop, start, 300, measurement_matrix=C)
     assert result.final_norm < 1e-3
     assert np.allclose(result.inputs[:, -1], plant.operating_point.input, atol=1e-2)
