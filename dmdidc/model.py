@@ -603,6 +603,90 @@ class DelayedPlant:
                       self.continuous_note, None, self.info)
         return plant
 
+    def with_operating_point(self, state: Any = None, input: Any = None, *,
+                             rtol: float = 1e-6) -> DelayedPlant:
+        """The same plant around another equilibrium: a setpoint for its controllers.
+
+        Controllers built on a plant regulate to its operating point; an identified model's is
+        the equilibrium under the data's mean input, wherever that left the plant.  This gives
+        the one requested, checked as an equilibrium of the model:
+        ``(I - A_d)(x - x_op) = B_d (u - u_op)`` (``x_op``, ``u_op`` the present operating
+        point, or the origin).
+
+        Parameters
+        ----------
+        state : array_like, shape (n,), optional
+            The requested state ``x`` (physical values).  Alone, the input that holds it is
+            solved for (least squares, exact when ``x`` is an equilibrium).
+        input : array_like, shape (m,), optional
+            The requested input ``u``.  Alone, the state follows: the equilibrium under it.
+        rtol : float, default 1e-6
+            Largest residual of the equilibrium equation, relative to ``|(I - A_d)(x - x_op)|``
+            and ``|B_d (u - u_op)|``, accepted.
+
+        Returns
+        -------
+        DelayedPlant
+            The same matrices with ``operating_point=(x, u)``.
+
+        Raises
+        ------
+        ParameterError
+            Neither given; a state that no input holds (with fewer inputs than states most
+            states are not equilibria: the message gives the nearest one), or a pair that is
+            not an equilibrium; an input alone on a plant with an eigenvalue at 1 (no unique
+            equilibrium).
+        DimensionError, NonFiniteError
+            Wrong shapes, non-finite values.
+
+        Examples
+        --------
+        >>> plant = DelayedPlant.from_continuous([[-1.0, 0.0], [1.0, -0.5]], [[1.0], [0.0]],
+        ...                                      delay=0.7, dt=0.5)
+        >>> warmer = plant.with_operating_point(input=[2.0])
+        >>> warmer.operating_point.state.round(6)
+        array([2., 4.])
+        >>> plant.with_operating_point(state=[2.0, 4.0]).operating_point.input.round(6)
+        array([2.])
+        """
+        n, m = self.n_states, self.n_inputs
+        op = self.operating_point
+        x_op, u_op = (np.zeros(n), np.zeros(m)) if op is None else (op.state, op.input)
+        rtol = float(rtol)
+        if not 0.0 < rtol < 1.0:
+            raise ParameterError(f"rtol={rtol!r}; accepted: (0, 1)")
+        if state is None and input is None:
+            raise ParameterError("with_operating_point needs the requested state=, input= or "
+                                 "both")
+        x = None if state is None else _checked_vector("state", state, n, "states")
+        u = None if input is None else _checked_vector("input", input, m, "inputs")
+        gap = np.eye(n) - self.A_d
+        B_d = self.B_d
+        if x is None:
+            try:
+                x = x_op + np.linalg.solve(gap, B_d @ (u - u_op))
+            except np.linalg.LinAlgError as exc:
+                raise ParameterError(f"A_d has an eigenvalue at 1 (an integrator): the input "
+                                     f"{u} holds no unique state; give state= as well") from exc
+        elif u is None:
+            u = u_op + np.linalg.lstsq(B_d, gap @ (x - x_op), rcond=None)[0]
+        needed, given = gap @ (x - x_op), B_d @ (u - u_op)
+        residual = float(np.linalg.norm(needed - given))
+        if residual > rtol * max(float(np.linalg.norm(needed)), float(np.linalg.norm(given)),
+                                 np.finfo(float).tiny):
+            nearest = x_op + np.linalg.lstsq(gap, given, rcond=None)[0]
+            raise ParameterError(
+                f"state {np.array2string(x, precision=6)} with input "
+                f"{np.array2string(u, precision=6)} is not an equilibrium of the model "
+                f"(residual {residual:.3g} of (I - A_d)(x - x_op) = B_d (u - u_op)); with "
+                f"{m} input(s) for {n} states only some states can be held: the input "
+                f"{np.array2string(u, precision=6)} holds "
+                f"{np.array2string(nearest, precision=6)}")
+        plant = DelayedPlant.__new__(DelayedPlant)
+        plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,
+                      self.continuous_note, OperatingPoint(x, u), self.info)
+        return plant
+
     def with_info(self, info: ModelInfo | None) -> DelayedPlant:
         """The same plant with another :class:`~dmdidc.ModelInfo` (``None``: without)."""
         plant = DelayedPlant.__new__(DelayedPlant)
@@ -824,6 +908,14 @@ def _check_consistent(A_d: np.ndarray, B_blocks: np.ndarray, A_c: np.ndarray, B_
             f"{ours[0] if ours else 0}) but through {theirs} in the discretization of its delay "
             f"{delay[i]:g} s (whole delay {theirs[0] if theirs else 0}); the blocks where the "
             f"delay gives none must be exactly zero. " + advice)
+
+
+def _checked_vector(name: str, value: Any, size: int, what: str) -> np.ndarray:
+    vector = check_finite_array(name, value, ndim=1)
+    if vector.shape != (size,):
+        raise DimensionError(f"{name} has shape {vector.shape}; expected ({size},), one per "
+                             f"{what[:-1]} of the plant's {size} {what}")
+    return vector
 
 
 def _info(info: Any, n: int, m: int) -> ModelInfo | None:

@@ -118,3 +118,23 @@ def test_output_feedback_on_a_physical_plant_measures_physical_outputs(seed):
     result = simulate_closed_loop(plant, loop, start, 300, measurement_matrix=C)
     assert result.final_norm < 1e-3
     assert np.allclose(result.inputs[:, -1], plant.operating_point.input, atol=1e-2)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", ["fractional", "mpc"])
+def test_a_setpoint_is_held_by_the_loop(seed, name):
+    # Walkthrough finding 13: a controller regulates to its model's operating point; a model
+    # moved to another equilibrium (with_operating_point) makes that the setpoint, on the same
+    # physical plant.
+    plant = physical_plant(seed)
+    op = plant.operating_point
+    u_new = op.input + np.random.default_rng(seed).uniform(-5.0, 5.0, 2)
+    target = plant.with_operating_point(input=u_new)
+    options = {"horizon": 8, "u_min": 0.0, "u_max": 100.0} if name == "mpc" else {}
+    result = simulate_closed_loop(plant, make_controller(name, target, **options), op.state,
+                                  300)
+    x_new = target.operating_point.state
+    assert np.allclose(result.states[:, -1], x_new, atol=1e-6 * np.abs(x_new).max() + 1e-9)
+    assert np.allclose(result.inputs[:, -1], u_new, atol=1e-6 * np.abs(u_new).max())
+    # the cost still weighs the deviation from the plant's own operating point
+    assert result.final_norm == pytest.approx(np.linalg.norm(x_new - op.state), rel=1e-6)
