@@ -6,9 +6,11 @@ The loop at step ``k`` is
     u_k = controller(y_k)                             (held over [kT, (k+1)T))
     x_{k+1} = A_d x_k + sum_{j=0}^{R} B^(j) u_{k-j} + w_k   (true plant, eq. 9.65; noise w_k)
 
-with ``u_k = 0`` for ``k < 0``.  Because the plant's discretization is exact, the sampled states
-are those of the continuous plant ``x' = A_c x + B_c u(t - r)`` whatever the (fractional,
-per-channel) delays; ``fine=True`` adds the exact inter-sample trajectory.
+with ``u_k = 0`` for ``k < 0`` (``u_op`` with the plant's operating point: the loop then runs
+on the deviations, and the controller measures and commands physical values).  Because the
+plant's discretization is exact, the sampled states are those of the continuous plant
+``x' = A_c x + B_c u(t - r)`` whatever the (fractional, per-channel) delays; ``fine=True``
+adds the exact inter-sample trajectory.
 
 Controller protocol
 -------------------

@@ -66,7 +66,9 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--u-min", type=_vector,
                           help="MPC lower input bounds u_j >= u_min_j, physical values (a valve "
                                "0..100 %%: --u-min 0 --u-max 100); default: -u_max, or "
-                               "unbounded without --u-max; only with --controller mpc")
+                               "unbounded without --u-max; a list that starts with a minus "
+                               "sign goes after '=': --u-min=-5,0; only with --controller "
+                               "mpc)")
     simulate.add_argument("--q", type=positive_vector,
                           help="state weights: the diagonal of Q (one value, or one per state) "
                                "of the LQR or MPC design and of the reported cost (default: 1)")
