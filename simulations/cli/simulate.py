@@ -210,6 +210,10 @@ def _check_simulate_options(args: argparse.Namespace) -> None:
             verb = "applies" if len(idle) == 1 else "apply"
             raise ParameterError(f"{' and '.join(idle)} {verb} only to --controller mpc; got "
                                  f"--controller {args.controller}")
+    if args.u_min is None and args.u_max is not None and min(args.u_max) <= 0:
+        raise ParameterError(f"--u-max {','.join(f'{v:g}' for v in args.u_max)} without "
+                             f"--u-min bounds the inputs symmetrically, -u_max <= u <= u_max, "
+                             f"which needs u_max > 0; give --u-min for a range of your own")
     if args.process_noise == 0 and args.measurement_noise == 0:
         idle = [flag for flag, value in (("--noise", args.noise), ("--alpha", args.alpha),
                                          ("--seed", args.seed)) if value is not None]

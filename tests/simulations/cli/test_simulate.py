@@ -242,3 +242,7 @@ def test_u_min_is_checked_like_u_max(tmp_path, capsys):
     assert "--u-min has 3 values" in capsys.readouterr().err
     assert run(tmp_path, model, "--controller", "mpc", "--u-min", "1", "--u-max", "0.5")[0] == 2
     assert "u_min > u_max" in capsys.readouterr().err
+    # a symmetric range needs u_max > 0 (the parser refused --u-max 0 before --u-min existed)
+    assert run(tmp_path, model, "--controller", "mpc", "--u-max", "0,1")[0] == 2
+    assert "--u-max 0,1 without --u-min" in capsys.readouterr().err
+    assert not (tmp_path / "sim").exists()

@@ -123,8 +123,9 @@ def test_bounds_that_clip_the_data_are_warned_of_and_covering_bounds_are_not(tmp
 def test_simulate_around_an_operating_point_starts_near_it_and_reports_the_deviation(
         tmp_path, capsys, seed):
     """A model identified from data in physical units (a heater at 300 K) regulates to its
-    operating point: the default start is one unit from it, and the final norm is the
-    distance from it (the regulated quantity), not |x_N| in physical units."""
+    operating point: the start is asked for (a default one unit from x_op would be 1 m on a
+    1.2 m level; the refusal prints x_op), and the final norm is the distance from it (the
+    regulated quantity), not |x_N| in physical units."""
     import json
 
     rng = np.random.default_rng(seed)
@@ -133,8 +134,10 @@ def test_simulate_around_an_operating_point_starts_near_it_and_reports_the_devia
                                          2.0, operating_point=(x_op, rng.uniform(-1, 1, 2)))
     plant.save(tmp_path / "model.json")
     out = tmp_path / "sim"
-    assert main(["simulate", str(tmp_path / "model.json"), "--steps", "60", "--out",
-                 str(out)]) == 0
+    argv = ["simulate", str(tmp_path / "model.json"), "--steps", "60", "--out", str(out)]
+    assert main(argv) == 2
+    assert "--x0 is required" in capsys.readouterr().err and not out.exists()
+    assert main([*argv, "--x0", ",".join(repr(float(v)) for v in x_op + 1.0)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     trajectory = np.genfromtxt(out / "trajectory.csv", delimiter=",", names=True)
     np.testing.assert_allclose([trajectory["x_1"][0], trajectory["x_2"][0]], x_op + 1.0)
