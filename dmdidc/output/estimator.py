@@ -342,7 +342,8 @@ class OutputDMDidc:
     operating_point_ : OperatingPoint or None
         The equilibrium under the mean input, ``(x_op, u_op)`` in the model's state basis, when
         the inputs sit at a non-zero level (their mean above a tenth of their spread;
-        :mod:`dmdidc.output.operating_point`); :meth:`plant` carries it, so controllers and
+        :mod:`dmdidc.output.operating_point`; after :meth:`partial_fit`, the mean of the
+        ``memory`` samples kept); :meth:`plant` carries it, so controllers and
         :class:`~controllers.DelayedKalmanObserver` regulate around it.  ``None`` for inputs
         around zero and with ``detrend``.
     initial_states_ : ndarray, shape (E, n)
