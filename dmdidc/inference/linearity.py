@@ -93,29 +93,36 @@ def _cube_lags(model: DelayedPlant) -> list[tuple[int, int]]:
 
 def _features(U: np.ndarray, model: DelayedPlant, N: int, stable: bool,
               cube_lags: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """The linear regressors and the nonlinear features of samples ``R .. R + N - 1``
-    (``stable``: the model's response is among them; ``cube_lags``: :func:`_cube_lags`)."""
-    R, K = model.max_delay, U.shape[1]
+    """The linear regressors, each centred, and the nonlinear features of samples ``R .. R +
+    N - 1`` (``stable``: the model's response is among them; ``cube_lags``:
+    :func:`_cube_lags`), written into one array each (no lists joined, no centred copy)."""
+    R, K, m = model.max_delay, U.shape[1], U.shape[0]
     centred = U - U.mean(axis=1, keepdims=True)      # the model's response: in its units
     U = _standardized(U)
+    n_response = model.n_states if stable else 0
     # every lag, also those the model leaves out: the cube of a periodic input (a multisine)
     # has parts at its own frequencies, which only enough lags span (the model's two
     # blocks per channel left 2 of 99 multisine fits at the alarm)
-    linear = [U[:, R - j:K - j] for j in range(R + 1)]
-    features, names = [], []
+    linear = np.empty(((R + 1) * m + n_response, N))
+    for j in range(R + 1):
+        linear[j * m:(j + 1) * m] = U[:, R - j:K - j]
+    features = np.empty((2 * n_response + len(cube_lags), N))
+    names = []
     if stable:
         # the response from rest to the inputs before sample k (an unstable model's
         # diverges: then the inputs' features remain)
         Z = _standardized(delayed_response(model.A_d, model.B_blocks, centred)[:, R:R + N])
-        linear.append(Z)
-        features += [Z * Z, Z * (Z * Z - 3.0)]
+        linear[(R + 1) * m:] = Z
+        np.multiply(Z, Z, out=features[:n_response])
+        np.multiply(Z, Z * Z - 3.0, out=features[n_response:2 * n_response])
         names += [f"the square of state {i}'s response to the inputs" for i in range(Z.shape[0])]
         names += [f"the cube of state {i}'s response to the inputs" for i in range(Z.shape[0])]
     cubes = U * (U * U - 3.0)
-    for c, j in cube_lags:
-        features.append(cubes[c, R - j:K - j][None])
+    for row, (c, j) in enumerate(cube_lags, start=2 * n_response):
+        features[row] = cubes[c, R - j:K - j]
         names.append(f"the cube of input {c} lagged {j}")
-    return np.concatenate(linear), np.concatenate(features or [np.zeros((0, N))]), names
+    linear -= linear.mean(axis=1, keepdims=True)
+    return linear, features, names
 
 
 def _pseudo_inverse(gram: np.ndarray) -> np.ndarray:
@@ -125,9 +132,9 @@ def _pseudo_inverse(gram: np.ndarray) -> np.ndarray:
     return (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
 
-def _whitened(F: np.ndarray, order: int) -> np.ndarray:
-    """Each feature through its Yule-Walker prediction-error filter of ``order`` taps."""
-    F0 = F - F.mean(axis=1, keepdims=True)
+def _whitened(F: np.ndarray, F0: np.ndarray, order: int) -> np.ndarray:
+    """Each feature through its Yule-Walker prediction-error filter of ``order`` taps
+    (``F0``: the features centred, which the filters are fitted to)."""
     cov = np.stack([np.einsum("ij,ij->i", F0[:, i:], F0[:, :F.shape[1] - i])
                     for i in range(order + 1)], axis=1)          # (n_f, order + 1)
     rho = cov / np.where(cov[:, :1] > 0, cov[:, :1], 1.0)
@@ -136,6 +143,9 @@ def _whitened(F: np.ndarray, order: int) -> np.ndarray:
     lags = np.abs(np.subtract.outer(np.arange(order), np.arange(order)))
     toeplitz = rho[:, lags] + _RIDGE * np.eye(order)
     taps = np.linalg.solve(toeplitz, rho[:, 1:, None])[..., 0]    # (n_f, order)
+    # tap by tap over all features (the same sums, in the same order, as always: the filters
+    # of smooth features cancel most of them, so a per-row convolution's other order moved
+    # the statistic by 1e-10)
     out = F.copy()
     for i in range(1, order + 1):
         out[:, i:] -= taps[:, i - 1, None] * F[:, :-i]
@@ -201,29 +211,28 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                              "features)")
     # one projection for all pieces, each with its own intercept (its signals centred: many
     # short experiments pool their samples instead of each being too short alone)
-    linear = [L - L.mean(axis=1, keepdims=True) for _, L, _ in pieces]
-    inverse = _pseudo_inverse(sum(L @ L.T for L in linear))
+    inverse = _pseudo_inverse(sum(L @ L.T for _, L, _ in pieces))
     # a feature that is linear in the signals (the cube of a two-level input, a PRBS, is the
     # input itself) tests nothing the residual checks do not: left out (zero)
     centred = [F - F.mean(axis=1, keepdims=True) for _, _, F in pieces]
-    cross = sum(F @ L.T for F, L in zip(centred, linear, strict=True))
+    cross = sum(F @ L.T for F, (_, L, _) in zip(centred, pieces, strict=True))
     left = (sum(np.einsum("ij,ij->i", F, F) for F in centred)
             - np.einsum("ij,ij->i", cross @ inverse, cross))
     linear_feature = (np.sqrt(np.maximum(left, 0.0)) <= _LINEAR_FEATURE * np.sqrt(
         sum(np.einsum("ij,ij->i", F, F) for _, _, F in pieces)))
     whitened = []
-    for _, _, F in pieces:
-        W = _whitened(np.where(linear_feature[:, None], 0.0, F), min(WHITENING_ORDER,
-                                                                   F.shape[1] // 10))
+    for (_, _, F), F0 in zip(pieces, centred, strict=True):
+        if linear_feature.any():
+            F, F0 = (np.where(linear_feature[:, None], 0.0, G) for G in (F, F0))
+        W = _whitened(F, F0, min(WHITENING_ORDER, F.shape[1] // 10))
         whitened.append(W - W.mean(axis=1, keepdims=True))
-    fitted = sum(W @ L.T for W, L in zip(whitened, linear, strict=True)) @ inverse
+    fitted = sum(W @ L.T for W, (_, L, _) in zip(whitened, pieces, strict=True)) @ inverse
     total = variance = 0.0
-    for (E, _, _), L, W in zip(pieces, linear, whitened, strict=True):
-        W = W - fitted @ L
+    for (E, L, _), W in zip(pieces, whitened, strict=True):
+        W -= fitted @ L
         # Huber's psi of the robustly standardized residuals: a few outliers or heavy-tailed
         # noise would otherwise dominate the sums (independent of the features all the same)
-        psi = np.clip(np.copysign(robust_deviations(E), E - np.median(E, axis=1, keepdims=True)),
-                      -_HUBER, _HUBER)
+        psi = np.clip(robust_deviations(E, signed=True), -_HUBER, _HUBER)
         # white features: the sum's variance is its lag-0 term whatever the residuals' colour
         total, variance = total + psi @ W.T, variance + (psi ** 2) @ (W ** 2).T
     tested = variance > 0

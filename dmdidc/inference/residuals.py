@@ -573,10 +573,13 @@ def _largest_robust_residual(work: np.ndarray, *, constant_rows: str = "rms") ->
     return float(np.max(largest / _robust_scales(deviation, constant_rows)))
 
 
-def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms") -> np.ndarray:
+def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms",
+                      signed: bool = False) -> np.ndarray:
     """Every ``|e_ik - median_i| / (1.4826 MAD_i)`` of ``E`` (n, N), scaled as
     :func:`largest_robust_residual` scales them (its value is their largest): which samples
-    an outlier check that failed at a threshold found beyond it.
+    an outlier check that failed at a threshold found beyond it.  With ``signed``, the
+    deviations keep their sign (``(e_ik - median_i) / (1.4826 MAD_i)``: the same magnitudes,
+    for Huber's psi of the ``linearity`` check).
 
     Examples
     --------
@@ -589,8 +592,9 @@ def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms") -> np.ndarra
     work = np.array(E, dtype=float)
     if work.size == 0:
         return work
-    deviation = np.abs(work - _row_medians(work.copy(), overwrite=True)[:, None])
-    return deviation / _robust_scales(deviation.copy(), constant_rows)[:, None]
+    work -= _row_medians(work.copy(), overwrite=True)[:, None]
+    np.divide(work, _robust_scales(np.abs(work), constant_rows)[:, None], out=work)
+    return work if signed else np.abs(work, out=work)
 
 
 def _robust_scales(deviation: np.ndarray, constant_rows: str) -> np.ndarray:

@@ -307,6 +307,25 @@ def test_the_robust_residual_in_place_is_the_one_on_a_copy():
     np.testing.assert_array_equal(E, kept)           # the public function leaves E alone
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_signed_robust_deviations_are_the_deviations_with_their_sign(seed):
+    # the linearity check's Huber psi reads them: the same magnitudes (bit for bit) as the
+    # outlier rule's, the sign of e - median, and E left alone; rows of tied values (MAD 0,
+    # scaled by their rms) and even and odd lengths alike
+    from dmdidc.inference.residuals import largest_robust_residual, robust_deviations
+
+    rng = np.random.default_rng(seed)
+    E = rng.standard_t(3, size=(4, 1000 + seed))
+    E[3, : E.shape[1] // 2 + 1] = 0.25                    # more than half tied: MAD 0
+    kept = E.copy()
+    signed = robust_deviations(E, signed=True)
+    np.testing.assert_array_equal(np.abs(signed), robust_deviations(E))
+    median = np.median(E, axis=1, keepdims=True)
+    np.testing.assert_array_equal(np.sign(signed), np.sign(E - median))
+    assert np.max(np.abs(signed)) == largest_robust_residual(E)
+    np.testing.assert_array_equal(E, kept)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_laid_out_rows_are_the_shifted_signals_of_every_kept_trajectory(seed):
     # the moment checks' one-array layout equals building each trajectory's lagged rows and
