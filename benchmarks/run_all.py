@@ -91,8 +91,10 @@ def fit_rows(K: int = 200_000, repeat: int = 3) -> list[dict]:
 def _least_squares_split(fitted, X, U, t_fit: float, t_gram: float, repeat: int) -> str:
     """Where the least-squares fit's time goes, in Gram passes: its one statistics pass (the
     lagged inputs as instruments, for the IV twin of the ``ls_vs_iv`` check), the residual
-    checks on the diagnostic subsample, and the rest (solves, IV twin, block test, delay
-    recovery, the other checks), each timed alone as the fit runs it."""
+    checks on the diagnostic subsample (with its residuals), the ``linearity`` check on the
+    same residuals, and the rest (solves, IV twin, block test, delay recovery, the other
+    checks), each timed alone as the fit runs it."""
+    from dmdidc.inference.linearity import linearity_check
     from dmdidc.inference.residuals import model_residuals, residual_analysis
     from dmdidc.statistics import SufficientStatistics
     from dmdidc.trajectories import subsample
@@ -104,9 +106,12 @@ def _least_squares_split(fitted, X, U, t_fit: float, t_gram: float, repeat: int)
     model = fitted.model_.deviation_model()
     t_checks, _ = cpu_best_time(lambda: residual_analysis(
         model_residuals(pieces, model.A_d, model.B_blocks), R), repeat)
-    rest = max(t_fit - t_stats - t_checks, 0.0)
+    parts = model_residuals(pieces, model.A_d, model.B_blocks)
+    t_linearity, _ = cpu_best_time(lambda: linearity_check(parts, model, 0.01), repeat)
+    rest = max(t_fit - t_stats - t_checks - t_linearity, 0.0)
     return (f"LS fit in Gram passes: statistics {t_stats / t_gram:.2f}, residual checks "
-            f"{t_checks / t_gram:.2f}, the rest {rest / t_gram:.2f}")
+            f"{t_checks / t_gram:.2f}, linearity {t_linearity / t_gram:.2f}, the rest "
+            f"{rest / t_gram:.2f}")
 
 
 def _run(script: str, args: list[str]) -> tuple[list[dict], str]:

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from _common import summary_row  # noqa: E402
-from run_all import _run, main, table  # noqa: E402
+from run_all import _least_squares_split, _run, main, table  # noqa: E402
 
 
 def test_the_table_has_one_row_per_measurement_and_says_whether_each_goal_holds():
@@ -44,3 +44,27 @@ def test_help_shows_the_options_the_docs_cite(capsys):
         main(["--fit-row", "--repeat", "0"])
     assert exit_.value.code == 2
     assert "--repeat: must be an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_the_least_squares_split_names_each_part_in_gram_passes():
+    # a small fit: the statistics pass, the residual checks, the linearity check and the rest,
+    # each a share of the given Gram pass (the rest never negative)
+    import re
+    import warnings
+
+    import numpy as np
+
+    from dmdidc import DelayedPlant, DMDidc, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]],
+                                         delay=1.3, dt=0.5, max_delay=3)
+    U = random_excitation(1, 3000, rng=0)
+    X = plant.simulate([0.0, 0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(
+        (2, 3001))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = DMDidc(max_delay=3, estimator="ls").fit(X, U, dt=0.5)
+    note = _least_squares_split(fitted, X, U, 1e-3, 1e-3, 1)
+    shares = dict(re.findall(r"(statistics|residual checks|linearity|the rest) ([0-9.]+)", note))
+    assert list(shares) == ["statistics", "residual checks", "linearity", "the rest"]
+    assert all(float(v) >= 0 for v in shares.values())
