@@ -168,6 +168,28 @@ def test_product_sets_equal_the_direct_sums_of_each_pair(seed):
         np.testing.assert_allclose(got, expected, atol=1e-13 * scale)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_series_products_with_itself_from_its_one_role_are_the_direct_sums(seed):
+    """The residuals lead (blocks) and a signal trails (windows) in their cross products: their
+    own products come from those transforms alone, with the pairs across the blocks' edges,
+    the windows' wrap and their shared samples corrected, whatever the length against the
+    blocks (a last block nearly full, just started, or the only one) and the lag range."""
+    from dmdidc.regression.lag_products import _transform_size
+
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        low, high = -int(rng.integers(0, 45)), int(rng.integers(0, 45))
+        B = _transform_size(high - low, 10 ** 6) - (high - low)
+        T = max(2, int(rng.integers(0, 5)) * B + int(rng.integers(-high - 3, 4)))
+        e = rng.standard_normal((3, T)) + 2.0
+        s = rng.standard_normal((2, T)) - 1.0
+        auto_e, _, auto_s = lag_product_sets([e, s], [(0, 0, True), (0, 1, False),
+                                                      (1, 1, True)], low, high)
+        for got, x in ((auto_e, e), (auto_s, s)):
+            expected = np.einsum("iid->id", _direct(x, x, low, high))
+            np.testing.assert_allclose(got, expected, atol=1e-14 * np.sum(x * x))
+
+
 def test_product_sets_refuse_what_they_would_get_wrong():
     from dmdidc.errors import DimensionError
 
