@@ -307,17 +307,8 @@ def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
                              f"the model {args.model!r} has T = {model.dt:g} s: the controller "
                              f"acts once per model period, so both must agree (identify from "
                              f"data sampled at the plant's T)")
-    if (plant.operating_point is None) != (model.operating_point is None):
-        with_op, without = ((args.model, args.plant) if plant.operating_point is None
-                            else (args.plant, args.model))
-        point = (model if plant.operating_point is None else plant).operating_point
-        raise ParameterError(
-            f"{with_op!r} has the operating point {point} (physical units) and {without!r} "
-            f"has none (it works around the origin, e.g. in deviations): the controller would "
-            f"regulate the plant to the wrong coordinates. Give both the same coordinates: "
-            f"add \"operating_point\": {{\"state\": [...], \"input\": [...]}} to the plant "
-            f"file (DelayedPlant(..., operating_point=) in Python), or identify the model from "
-            f"deviations (--detrend constant); nothing written")
+    # Coordinates (operating points on one side only) are the loop's own check
+    # (simulations.closed_loop._check_coordinates), before it runs: nothing is written.
 
 
 def _parse_vector(option: str, text: str) -> np.ndarray:

@@ -186,8 +186,8 @@ def test_a_physical_model_on_a_deviation_plant_is_refused_before_any_work(tmp_pa
                      "--out", str(tmp_path / "sim")])
         err = capsys.readouterr().err
         assert code == 2, err
-        assert "has the operating point" in err and "has none" in err
-        assert '"operating_point"' in err and "--detrend constant" in err
+        assert "has the operating point" in err and "none (the origin)" in err
+        assert "deviation_model()" in err
         assert not (tmp_path / "sim").exists()
 
 
