@@ -13,8 +13,8 @@ says otherwise; *loud* a warning or a ValueError.  Kinds marked *well-posed* mus
   beyond_bound   every delay 5.5-6.5 T, above max_delay = 4: no right answer (must be loud)
   jitter         each command arrives after its channel's delay +- 0.3 T (uniform, per
                  sample, never before it is issued): right = the nominal delay (the mean)
-  delay_jump     each channel's delay grows by 0.5-1 T at mid-record: two plants, no right
-                 answer (must be loud)
+  delay_jump     each channel's delay grows by 0.5-1 T at mid-record: two plants; right only
+                 for the first half's plant (an average of the two is wrong)
   adc8, adc10    noise-free states read by an 8- / 10-bit ADC spanning each state's range
                  (well-posed: the rounding is a white noise of 36-48 dB; must not warn)
   adc8_noisy     30 dB noise, then the 8-bit ADC (well-posed)
@@ -44,24 +44,25 @@ import time
 import warnings
 
 import numpy as np
-from scipy.linalg import expm
 
-from dmdidc import DelayedPlant, DMDidc
+from dmdidc import DMDidc
 from simulations.studies.data_kinds import (
     IdentificationData,
+    _arrival_states,
     _eigenvalue_error,
+    _stuck,
     assess,
+    make_data,
     random_plant,
 )
 
 T, R, K = 0.5, 4, 3000
 WELL_POSED = {"adc8", "adc10", "adc8_noisy", "process_noise"}
-NO_RIGHT_ANSWER = {"beyond_bound", "delay_jump"}
+NO_RIGHT_ANSWER = {"beyond_bound"}
 KINDS = ("saturation", "rate_limit", "beyond_bound", "jitter", "delay_jump", "adc8", "adc10",
          "adc8_noisy", "drift", "steps", "collinear", "process_noise", "student_t3", "stuck",
          "lagging", "short150", "short300")
 OUTPUT_KINDS = ("open", "adc8", "drift", "student_t3", "stuck", "lagging", "saturation")
-SUBSTEPS = 40
 
 
 def rms(X: np.ndarray) -> np.ndarray:
@@ -80,31 +81,6 @@ def forced(plant, U: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     return X
 
 
-def arrival_simulation(plant, U: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
-    """States from rest when command ``u_{j,k}`` reaches the plant at time ``arrivals[j, k]``
-    (s, increasing per channel) and is held until the next one arrives (zero before the first):
-    exact discretization on a grid of ``SUBSTEPS`` per period (input read at each substep's
-    middle, so a switching time is off by at most T / 80)."""
-    n, (m, K_) = plant.n_states, U.shape
-    h = T / SUBSTEPS
-    big = expm(np.block([[plant.A_c, plant.B_c], [np.zeros((m, n + m))]]) * h)
-    A_h, B_h = big[:n, :n], big[:n, n:]
-    times = (np.arange(K_ * SUBSTEPS) + 0.5) * h
-    applied = np.zeros((m, K_ * SUBSTEPS))
-    for j in range(m):
-        index = np.searchsorted(arrivals[j], times, side="right") - 1
-        applied[j] = np.where(index >= 0, U[j, np.clip(index, 0, None)], 0.0)
-    # Forcing of one period: sum_i A_h^(S-1-i) B_h u(k, i).
-    powers = np.stack([np.linalg.matrix_power(A_h, SUBSTEPS - 1 - i) @ B_h
-                       for i in range(SUBSTEPS)])                      # (S, n, m)
-    forcing = np.einsum("iab,bki->ak", powers, applied.reshape(m, K_, SUBSTEPS))
-    A_d = np.linalg.matrix_power(A_h, SUBSTEPS)
-    X = np.zeros((n, K_ + 1))
-    for k in range(K_):
-        X[:, k + 1] = A_d @ X[:, k] + forcing[:, k]
-    return X
-
-
 def adc(X: np.ndarray, bits: int) -> np.ndarray:
     low, high = X.min(axis=1, keepdims=True), X.max(axis=1, keepdims=True)
     step = (high - low) / (2 ** bits - 1)
@@ -113,14 +89,6 @@ def adc(X: np.ndarray, bits: int) -> np.ndarray:
 
 def noisy(X: np.ndarray, rng: np.random.Generator, snr_db: float = 30.0) -> np.ndarray:
     return X + 10 ** (-snr_db / 20) * rms(X) * rng.standard_normal(X.shape)
-
-
-def stuck(X: np.ndarray, rng: np.random.Generator, share: float = 0.1) -> np.ndarray:
-    X = X.copy()
-    i, length = int(rng.integers(X.shape[0])), int(share * X.shape[1])
-    start = int(rng.integers(X.shape[1] // 10, X.shape[1] - length - X.shape[1] // 10))
-    X[i, start:start + length] = X[i, start - 1]
-    return X
 
 
 def lagging(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -174,16 +142,14 @@ def make(kind: str, seed: int):
         U[1] = U[0] + 0.01 * rng.standard_normal(samples)
     applied = {"saturation": np.clip(U, -1.0, 1.0),
                "rate_limit": rate_limited(U, 0.5)}.get(kind, U)
-    if kind in ("jitter", "delay_jump"):
-        nominal = np.arange(samples) * T + plant.delay[:, None]
-        if kind == "jitter":
-            # never before the command (a delay below 0.3 T jitters between 0 and 2 x itself)
-            arrivals = np.maximum(nominal + rng.uniform(-0.3, 0.3, (m, samples)) * T,
-                                  np.arange(samples) * T)
-        else:
-            arrivals = nominal + (np.arange(samples) >= samples // 2) * rng.uniform(
-                0.5, 1.0, (m, 1)) * T
-        X = arrival_simulation(plant, U, arrivals)
+    if kind in ("stuck", "delay_jump"):       # kinds of simulations.studies.data_kinds
+        name = "stuck_sensor" if kind == "stuck" else kind
+        return make_data(name, plant, samples=samples, rng=rng), plant
+    if kind == "jitter":
+        # never before the command (a delay below 0.3 T jitters between 0 and 2 x itself)
+        arrivals = np.maximum(np.arange(samples) * T + plant.delay[:, None]
+                              + rng.uniform(-0.3, 0.3, (m, samples)) * T, np.arange(samples) * T)
+        X = _arrival_states(plant, U, arrivals)
     elif kind == "process_noise":
         scale = rms(forced(plant, U))
         X = forced(plant, U, 0.1 * scale * rng.standard_normal((n, samples)))
@@ -199,8 +165,6 @@ def make(kind: str, seed: int):
         X = noisy(X, rng)
     if kind == "drift":
         X = drift(X, rng)
-    elif kind == "stuck":
-        X = stuck(X, rng)
     elif kind == "lagging":
         X = lagging(X, rng)
     return IdentificationData(kind, X, U), plant
@@ -244,7 +208,7 @@ def output_data(kind: str, seed: int):
     elif kind == "student_t3":
         Y = clean + level * rng.standard_t(3, clean.shape) / np.sqrt(3.0)
     elif kind == "stuck":
-        Y = stuck(Y, rng)
+        Y = _stuck(Y, rng)
     elif kind == "lagging" and Y.shape[0] > 1:
         Y = lagging(Y, rng)
     elif kind == "saturation":

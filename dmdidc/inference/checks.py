@@ -27,8 +27,8 @@ __all__ = ["Check", "DiagnosticWarning", "FitDiagnostics", "STATISTICAL_CHECKS",
            "unexplained_blocks"]
 
 #: Statistical checks that share a fit's ``check_level`` (Bonferroni): offset, the five residual
-#: checks, least squares against instrumental variables and linearity.
-STATISTICAL_CHECKS = 8
+#: checks, least squares against instrumental variables, linearity and time invariance.
+STATISTICAL_CHECKS = 9
 
 
 @dataclass(frozen=True)

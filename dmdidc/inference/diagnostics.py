@@ -417,6 +417,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     FitDiagnostics
     """
     from dmdidc.inference.checks import FitDiagnostics
+    from dmdidc.inference.frozen import frozen_signal_check
     from dmdidc.inference.linearity import linearity_check  # with residuals: at the first fit
     from dmdidc.inference.residuals import (
         model_residuals,
@@ -424,6 +425,7 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         residual_analysis,
         residual_checks,
     )
+    from dmdidc.inference.time_invariance import time_invariance_check
 
     solution = outcome.solution
     restricted = restricted_solution(solution, kept if kept is not None else test.active)
@@ -444,7 +446,9 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                                     "too few samples for an intercept)"))
     analysis = None
     signals = outcome.instrument_signals
+    frozen = None
     if trajectories is not None:
+        frozen = frozen_signal_check(trajectories, model.max_delay)   # on every sample
         trajectories, signals, _ = subsample(trajectories, signals)
         deviation = model.deviation_model()
         op = model.operating_point
@@ -477,6 +481,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         # found 4 of 40 such fits blaming a saturating actuator)
         linearity = linearity_check(parts, deviation, share)
         checks.append(_inconclusive(linearity) if coloured and linearity.failed else linearity)
+        checks.append(time_invariance_check(parts, model.max_delay, share))
+        checks.append(frozen)
         checks.append(_excitation_check(trajectories, model))
     if outcome.offset is not None and outcome.offset.significant and outcome.centred:
         notes.append(f"offset found and removed: operating point {model.operating_point}")

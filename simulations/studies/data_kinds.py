@@ -3,7 +3,7 @@
 A *data kind* is a way real identification data depart from the idealized experiment (white
 inputs, every state measured, open loop, white measurement noise): feedback, coloured noise,
 low-pass or multisine inputs, a sensor offset, fewer signals than states, outliers, a state
-that saturates (a nonlinear plant).
+that saturates (a nonlinear plant), a stuck sensor, a delay that changes mid-record.
 :func:`make_data` draws a data set of one kind from a random stable plant
 (:func:`random_plant`), :func:`assess` fits it and classifies the outcome:
 
@@ -16,6 +16,10 @@ The ``"closed_loop"`` kind's feedback ignores the delay (an LQR gain of the dela
 it is scaled down until the loop of the delayed plant has spectral radius below
 :data:`LOOP_MARGIN` (:func:`closed_loop_radius`): its data stay bounded, and a plant no such gain
 stabilizes raises.
+
+The ``"delay_jump"`` kind has no right answer: its record holds two plants (each channel's
+delay grows by 0.5-1 T at mid-record), and the true plant :func:`assess` compares with is the
+first; a fit must be loud.
 
 For ``"partial"`` data (``y = C x`` with fewer signals than states, passed as states) a fit is
 counted right when its eigenvalues match a subset of the true ones and the delays are right: a
@@ -34,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from scipy import signal
+from scipy.linalg import expm
 from scipy.optimize import linear_sum_assignment
 
 from _toolbox.errors import ParameterError, ToolboxError
@@ -64,7 +69,12 @@ DATA_KINDS = {
     "outliers": "1 % of the samples carry outliers of 50 x the noise level",
     "saturating_state": "the first state saturates before the dynamics act on it (x_0 -> "
                         "w tanh(x_0 / w), w half its rms): a nonlinear plant",
+    "stuck_sensor": "one state's sensor repeats its last value for 10 % of the record",
+    "delay_jump": "every channel's delay grows by 0.5-1 T at mid-record (two plants)",
 }
+
+#: Substeps per period of :func:`_arrival_states` (a switching time is off by at most T / 80).
+_SUBSTEPS = 40
 
 
 def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int = 3,
@@ -203,6 +213,42 @@ def _saturating_first_state(plant, U: np.ndarray, width: float) -> np.ndarray:
         x = X[:, k].copy()
         x[0] = width * np.tanh(x[0] / width)
         X[:, k + 1] = plant.A_d @ x + forcing[:, k]
+    return X
+
+
+def _arrival_states(plant, U: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+    """States from rest when command ``u_{j,k}`` reaches the plant at ``arrivals[j, k]`` (s,
+    increasing per channel) and is held until the next one arrives (zero before the first): a
+    time-varying delay, discretized exactly on ``_SUBSTEPS`` substeps per period (the input
+    read at each substep's middle)."""
+    n, (m, K) = plant.n_states, U.shape
+    h = plant.dt / _SUBSTEPS
+    big = expm(np.block([[plant.A_c, plant.B_c], [np.zeros((m, n + m))]]) * h)
+    A_h, B_h = big[:n, :n], big[:n, n:]
+    times = (np.arange(K * _SUBSTEPS) + 0.5) * h
+    applied = np.zeros((m, K * _SUBSTEPS))
+    for j in range(m):
+        index = np.searchsorted(arrivals[j], times, side="right") - 1
+        applied[j] = np.where(index >= 0, U[j, np.clip(index, 0, None)], 0.0)
+    # one period's forcing: sum_i A_h^(S-1-i) B_h u(k, i)
+    powers = np.stack([np.linalg.matrix_power(A_h, _SUBSTEPS - 1 - i) @ B_h
+                       for i in range(_SUBSTEPS)])
+    forcing = np.einsum("iab,bki->ak", powers, applied.reshape(m, K, _SUBSTEPS))
+    A_d = np.linalg.matrix_power(A_h, _SUBSTEPS)
+    X = np.zeros((n, K + 1))
+    for k in range(K):
+        X[:, k + 1] = A_d @ X[:, k] + forcing[:, k]
+    return X
+
+
+def _stuck(X: np.ndarray, rng: np.random.Generator, share: float = 0.1) -> np.ndarray:
+    """``X`` with one random row frozen at its last value for ``share`` of the samples (a
+    stretch starting at random, away from either end)."""
+    X = X.copy()
+    K, i = X.shape[1], int(rng.integers(X.shape[0]))
+    length = int(share * K)
+    start = int(rng.integers(K // 10, K - length - K // 10))
+    X[i, start:start + length] = X[i, start - 1]
     return X
 
 
@@ -395,7 +441,12 @@ def make_data(kind: str, plant, *, samples: int = 3000, snr_db: float = 30.0,
         X, U, dither = _closed_loop(plant, samples, snr_db, rng)
         return IdentificationData(kind, X, U, reference=dither)
     U = _inputs(kind, m, samples, rng)
-    X = plant.simulate(np.zeros(n), U)
+    if kind == "delay_jump":
+        grown = (np.arange(samples) >= samples // 2) * rng.uniform(0.5, 1.0, (m, 1))
+        X = _arrival_states(plant, U, (np.arange(samples) + grown) * plant.dt
+                            + plant.delay[:, None])
+    else:
+        X = plant.simulate(np.zeros(n), U)
     if kind == "saturating_state":
         X = _saturating_first_state(plant, U, 0.5 * float(_rms(X)[0, 0]))
     level = 10 ** (-snr_db / 20) * _rms(X)
@@ -409,6 +460,8 @@ def make_data(kind: str, plant, *, samples: int = 3000, snr_db: float = 30.0,
     elif kind == "outliers":
         hit = rng.random(X.shape[1]) < 0.01
         X[:, hit] += 50 * level * rng.choice([-1.0, 1.0], (n, int(hit.sum())))
+    elif kind == "stuck_sensor":
+        X = _stuck(X, rng)
     return IdentificationData(kind, X, U, C=C)
 
 
