@@ -6,16 +6,17 @@ point), the fit averages the two plants, and every other check may pass: the res
 average model are white and uncorrelated with the inputs over the whole record (a delay that grew
 by 0.5-1 T at mid-record read 0.3 T off on 2 of 10 random plants, with no warning).
 
-The check compares, between the first and the second half of the samples, the mean products
-``e_{i,k} u_{j,k-l}`` of each residual ``i`` with each input ``j`` at the lags ``l = 0 .. R``
-the model uses.  Over the whole record their difference is what a least-squares (or
+The check compares, between the first and the second half of the samples, the mean of each
+residual ``e_i`` (a sensor that drifts or steps moves it) and the mean products
+``e_{i,k} u_{j,k-l}`` of each residual with each input ``j`` at the lags ``l = 0 .. R`` the
+model uses.  Over the whole record their difference is what a least-squares (or
 instrumental) fit leaves zero on average; for a time-invariant plant both halves have the same
 expectation, whatever that expectation is (closed loop, coloured noise, a missing state:
 stationary misspecifications cancel in the difference), so only a change between the halves
 moves it.  Its standard error comes from batch means (each half cut into up to ``BATCHES``
 consecutive batches), which holds for serially correlated residuals and inputs; the largest
 absolute ``t`` is compared with Student's ``t`` quantile (batches minus two degrees of freedom)
-at the check's share of ``check_level``, Bonferroni over the ``n m (R + 1)`` moments.
+at the check's share of ``check_level``, Bonferroni over the ``n (1 + m (R + 1))`` moments.
 An outlier cannot pass for a change: it moves one batch mean, and the batches' spread with
 it.  Long data are thinned to about ``SAMPLES``
 samples (fewer for many states and lags), so the check costs about one product of the residuals
@@ -51,8 +52,9 @@ QUESTION = ("Is the plant the same in both halves of the record (residual-input 
 
 
 def _products(parts: list, R: int, budget: int) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals (n, N) and lagged inputs (m (R + 1), N), in time order, every part thinned
-    alike to about ``budget`` samples in all (a centred window of each)."""
+    """Residuals (n, N) and a constant with the lagged inputs (1 + m (R + 1), N), in time
+    order, every part thinned alike to about ``budget`` samples in all (a centred window of
+    each)."""
     total = sum(E.shape[1] for E, _, _ in parts)
     fraction = min(1.0, budget / max(total, 1))
     residuals, lagged = [], []
@@ -62,8 +64,9 @@ def _products(parts: list, R: int, budget: int) -> tuple[np.ndarray, np.ndarray]
         start = (N - keep) // 2
         residuals.append(E[:, start:start + keep])
         # e[:, i] belongs to sample R + i, whose input at lag l is U[:, R + i - l]
-        lagged.append(np.concatenate([U[:, R - lag + start:R - lag + start + keep]
-                                      for lag in range(R + 1)]))
+        lagged.append(np.concatenate([np.ones((1, keep))]
+                                     + [U[:, R - lag + start:R - lag + start + keep]
+                                        for lag in range(R + 1)]))
     return np.concatenate(residuals, axis=1), np.concatenate(lagged, axis=1)
 
 
@@ -117,7 +120,7 @@ def time_invariance_check(parts: list, max_delay: int, level: float) -> Check:
     if not parts or parts[0][1].shape[0] == 0:
         return Check("time_invariance", QUESTION, None, finding="no inputs")
     n, m = parts[0][0].shape[0], parts[0][1].shape[0]
-    q = m * (R + 1)
+    q = 1 + m * (R + 1)                     # the residuals' means, then their input products
     budget = min(SAMPLES, max(_FEWEST, _VALUES // (n * q)))
     E, Z = _products(parts, R, budget)
     half = E.shape[1] // 2
@@ -134,17 +137,25 @@ def time_invariance_check(parts: list, max_delay: int, level: float) -> Check:
     dof = 2 * batches - 2
     critical = float(-special.stdtrit(dof, level / (2 * n * q)))     # Student t's upper tail
     state, moment = np.unravel_index(int(np.argmax(t)), t.shape)
-    channel, lag = int(moment) % m, int(moment) // m
     statistic = float(t[state, moment])
-    where = (f"residual {state} with input {channel} at lag {lag}: the halves' mean products "
-             f"differ by {statistic:.3g} standard errors ({batches} batches of "
-             f"{half // batches} samples per half, Student t with {dof} degrees of freedom, "
+    if moment == 0:
+        what = f"residual {state}'s mean"
+    else:
+        what = f"residual {state} with input {(moment - 1) % m} at lag {(moment - 1) // m}"
+    where = (f"{what}: the halves differ by {statistic:.3g} standard errors ({batches} batches "
+             f"of {half // batches} samples per half, Student t with {dof} degrees of freedom, "
              f"Bonferroni over {n * q} moments)")
     if statistic <= critical:
         return Check("time_invariance", QUESTION, True, statistic, critical, where)
+    if moment == 0:         # the residuals' level moved: a drift or a step of a sensor
+        return Check("time_invariance", QUESTION, False, statistic, critical,
+                     f"the data's level moved during the record: {where}; a sensor that "
+                     f"drifts, or an offset or operating point that changed, which a "
+                     f"constant offset cannot represent",
+                     "a slow drift: detrend='linear'; a step: fit each stretch as its own "
+                     "data (split the record where it moved)")
     return Check("time_invariance", QUESTION, False, statistic, critical,
                  f"the plant, or how it was measured, changed during the record: {where}; one "
                  f"model averages the two halves, and its delays and modes may be neither",
                  "find where it changed (fit the halves separately, or track it with "
-                 "OnlineDMDidc) and fit each stretch as its own data (split the record); a "
-                 "sensor drifting slowly: detrend='linear'")
+                 "OnlineDMDidc) and fit each stretch as its own data (split the record)")
