@@ -133,5 +133,6 @@ def frozen_signal_check(trajectories: list, max_delay: int) -> Check:
                f"logger that repeated its last value, or a sensor at its limit; those samples "
                f"do not measure the state")
     return Check("frozen_signal", QUESTION, False, float(length), float(FROZEN_SAMPLES), finding,
-                 "set the frozen samples to NaN and fit IdData(X, U, dt=..., missing='drop') "
-                 "(the record is split there), or repair the sensor")
+                 "mark the frozen samples missing (NaN) and refit with missing='drop' (the "
+                 "record is split there: IdData(X, U, dt=..., missing='drop')), or repair the "
+                 "sensor")
