@@ -103,3 +103,22 @@ def test_a_drifting_sensor_names_its_remedy_and_the_remedy_is_quiet(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert est.fit(X, data.U, dt=T).diagnostics_["time_invariance"].passed
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_many_short_experiments_from_random_states_raise_no_alarm(seed):
+    # 20 experiments of 150 samples, each from a random initial state (40 such fits, white
+    # and low-pass inputs: largest statistic 0.81 of its threshold)
+    rng = np.random.default_rng(seed)
+    plant = random_plant(3000 + seed)
+    Xs, Us = [], []
+    for _ in range(20):
+        U = rng.standard_normal((2, 150))
+        X = plant.simulate(rng.standard_normal(3), U)
+        Xs.append(X + 0.03 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape))
+        Us.append(U)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=R).fit(Xs, Us, dt=T)
+    assert est.diagnostics_["time_invariance"].passed
+    assert est.diagnostics_["frozen_signal"].passed
