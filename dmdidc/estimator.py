@@ -15,6 +15,7 @@ blocks around it, and recovers the continuous plant (eqs. 9.66-9.69), with confi
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,11 @@ from dmdidc.inference.checks import (
     DiagnosticWarning,
     FitDiagnostics,
 )
-from dmdidc.inference.diagnostics import fit_diagnostics
+from dmdidc.inference.diagnostics import (
+    ZERO_BOUND_REFIT,
+    fit_diagnostics,
+    zero_bound_check,
+)
 from dmdidc.inference.intervals import (
     INTERVAL_METHODS,
     ConfidenceIntervals,
@@ -421,6 +426,7 @@ class DMDidc:
             Fewer than ``n + m (R + 1)`` regression samples, or rank-deficient data.
         """
         self._validated_params()
+        given = (X, U, dt)
         X, U, dt, data = as_arrays(X, U, dt, caller="fit")
         dt = check_positive("dt", dt)
         reference = _renamed(reference, Z)
@@ -481,7 +487,31 @@ class DMDidc:
             lengths = [Ui.shape[1] for _, Ui in trajectories]
             self._add_check(trend_bias_check(self._solution, lengths, self._R, self.detrend))
         self._add_note(note)
+        if self._R == 0 and m > 0:
+            self._zero_bound(given, reference)
         return self
+
+    def _zero_bound(self, given: tuple, reference: Any) -> None:
+        """``delay_bound`` at ``max_delay=0`` (:func:`~dmdidc.inference.diagnostics.
+        zero_bound_check`): only when the residuals correlate with past inputs, or an input
+        shows no effect, is the same data refitted, quietly, with room for a delay (so clean
+        fits keep their cost)."""
+        effect = self._diagnostics["effect"]
+        correlation = self._diagnostics["input_correlation"]
+        refit = None
+        if correlation.failed or effect.failed:
+            other = type(self)(**{**self.get_params(), "max_delay": ZERO_BOUND_REFIT})
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    refit = other.fit(*given[:2], dt=given[2], reference=reference).block_test_
+            except ValueError:      # refused by the data (too few samples for the lags)
+                refit = None
+        check = zero_bound_check(effect, correlation, refit, self.dt)
+        self._diagnostics = dataclasses.replace(self._diagnostics, checks=tuple(
+            check if c.name == check.name else c for c in self._diagnostics.checks))
+        if check.failed:
+            warn_model(check.message(), DiagnosticWarning)
 
     def _left_out(self, lengths: list[int]) -> str | None:
         """:func:`~dmdidc.missing.left_out` for experiments of ``lengths`` input samples

@@ -87,11 +87,13 @@ def test_identify_closed_loop_with_the_reference_and_refused_flags(tmp_path, cap
 
 def test_identify_max_delay_zero_on_a_delayed_plant_names_the_bound(tmp_path, capsys):
     path = noisy_data(tmp_path, noise=0.0)
+    # refused as a delay at the bound (walkthrough finding 6: it wrote a delay-0 model)
     assert main(["identify", str(path), "--dt", "2", "--max-delay", "0", "--out",
-                 str(tmp_path / "m.json")]) == 0
+                 str(tmp_path / "m.json")]) == 2
     err = capsys.readouterr().err
-    assert "no significant effect within --max-delay 0" in err
-    assert "(a) the delay exceeds --max-delay 0" in err and "max_delay" not in err
+    assert "an input shows no effect at lag 0 (effect)" in err and "max_delay" not in err
+    assert "--max-delay 0 is too small" in err and "raise --max-delay to at least 3" in err
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_identify_block_rtol_override_and_bad_significance(tmp_path, capsys):

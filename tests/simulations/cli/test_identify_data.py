@@ -86,6 +86,20 @@ def test_a_delay_at_the_bound_is_an_error_that_names_it(tmp_path, capsys):
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 4) == 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_delay_hidden_beyond_max_delay_0_is_refused_as_at_the_bound(tmp_path, capsys, seed):
+    """Walkthrough finding 6: ``--max-delay 0`` on delayed data wrote a zero-delay model with
+    ``delay_bound`` passing, while ``--max-delay 1`` was refused."""
+    path, _, _, _ = table(tmp_path, seed, delay=1.2)                # 0.6 periods
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 0) == 2
+    err = capsys.readouterr().err
+    assert "--max-delay 0 is too small" in err and "raise --max-delay to at least" in err
+    assert not (tmp_path / "model.json").exists()
+    path, _, _, _ = table(tmp_path, seed, delay=0.0, name="undelayed.csv")
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 0) == 0
+    assert DelayedPlant.load(tmp_path / "model.json").max_delay == 0
+
+
 def test_a_bound_beyond_the_data_or_the_memory_is_refused_before_fitting(tmp_path, capsys,
                                                                         monkeypatch):
     path, _, _, _ = table(tmp_path, 4)
