@@ -31,10 +31,13 @@ the cause it has evidence for:
 * **undetermined mode**: an eigenvalue of ``A_d`` that is not significantly away from zero
   against its standard error (first-order perturbation of the least-squares ``A_d``, Bonferroni
   over the ``n`` eigenvalues at the block test's level).  Its logarithm, a continuous mode
-  ``log(lambda) / T``, is then not determined (any faster mode fits the data as well), nor are
-  ``A_c``, ``B_c`` and the delay fraction: typically a mode much faster than the sampling
-  period, whose state follows a lagged input (``A_c = diag(-0.1, -30)`` at ``T = 1`` s gives
-  -21 or -23 for the fast mode, depending on the rounding of the data).
+  ``log(lambda) / T``, is then not determined, nor are ``A_c``, ``B_c`` and the delay
+  fraction.  When the interval stays below ``1/e`` it is a mode much faster than the sampling
+  period (any faster mode fits the data as well), whose state follows a lagged input
+  (``A_c = diag(-0.1, -30)`` at ``T = 1`` s gives -21 or -23 for the fast mode, depending on
+  the rounding of the data); when it reaches further, the data do not confine the mode at all
+  (noise, privacy noise, too few samples: 1.02 +/- 0.79 in a private federated fit), and the
+  remedy is more information, not a faster sampling.
 """
 
 from __future__ import annotations
@@ -384,6 +387,12 @@ def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
     return eigenvalues, errors
 
 
+#: An undetermined eigenvalue whose bound ``z * se`` on its modulus stays below this (``1/e``:
+#: the mode decays by more than ``e`` per period whatever it is) is a fast mode; above it the
+#: data do not confine the mode at all (noise, privacy noise, too few samples).
+_FAST_MODULUS = float(np.exp(-1.0))
+
+
 def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
                         significance: float) -> Check:
     question = "Is every eigenvalue of A_d significantly away from zero?"
@@ -395,15 +404,35 @@ def _undetermined_modes(solution: RegressionSolution, model: DelayedPlant,
     found = ", ".join(f"{_number(eigenvalues[i])} (standard error {errors[i]:.2g})"
                       for i in weak)
     modes = ", ".join(f"{np.log(complex(eigenvalues[i])).real / model.dt:.4g}" for i in weak)
+    # a fast mode: the data confine the eigenvalue near zero (|lambda| <= z se < 1/e), and
+    # any faster mode fits as well; a loose one: the interval reaches moduli of slow modes
+    fast = z * errors[weak] < _FAST_MODULUS
+    causes, remedies = [], []
+    if fast.any():
+        causes.append(f"a mode much faster than the sampling period T = {model.dt:g} s (its "
+                      f"eigenvalue within {z:.2g} standard errors of zero stays below "
+                      f"{_FAST_MODULUS:.2g}, so any faster mode fits the data as well)")
+        remedies.append("for a fast mode: sample faster, or rely on the discrete model (A_d, "
+                        "the blocks and the whole delay are fitted)")
+    if not fast.all():
+        loose = weak[~fast]
+        causes.append(f"too little information: eigenvalue(s) "
+                      f"{', '.join(_number(eigenvalues[i]) for i in loose)} could lie anywhere "
+                      f"within +/- {float(np.max(z * errors[loose])):.2g} of themselves, slow "
+                      f"modes included (noise, too few samples"
+                      + (", the privacy noise" if solution.noise_covariance is not None else "")
+                      + ")")
+        remedies.append("for an undetermined slow mode: record more samples, reduce the noise "
+                        "or excite more strongly"
+                        + (", or privatize with a larger epsilon (or more data at once)"
+                           if solution.noise_covariance is not None else ""))
     return Check(
         "determined_modes", question, False, finding=(
             f"A_d has eigenvalue(s) {found} within {z:.2g} standard errors of zero (level "
             f"{significance:g}): the continuous mode(s) log(lambda) / T = {modes} 1/s are not "
-            f"determined by the data (any faster mode fits them as well), and with them A_c, "
-            f"B_c and the delay fraction"),
-        remedy=(f"a mode much faster than the sampling period T = {model.dt:g} s (its state "
-                f"follows a lagged input): sample faster, or rely on the discrete model (A_d, "
-                f"the blocks and the whole delay are fitted)"))
+            f"determined by the data, and with them A_c, B_c and the delay fraction; cause: "
+            + "; ".join(causes)),
+        remedy="; ".join(remedies))
 
 
 def _number(value: complex) -> str:
