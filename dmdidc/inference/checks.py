@@ -47,12 +47,16 @@ class Check:
     statistic : float
         The test statistic (``nan`` when not applicable).
     threshold : float
-        The value the statistic was compared with (failed when above it; ``effect`` fails
-        when its largest statistic stays at or below it).
+        The value the statistic was compared with: failed above it, or at or below it with
+        ``fails_below``.  Both are the numbers the finding states.
     finding : str
         What was found, with the numbers.
     remedy : str
         What to do when the check fails (empty when it passed).
+    fails_below : bool, default False
+        The threshold is a minimum (``effect``: the largest ``T^2``; ``excitation``: the
+        smallest relative eigenvalue; ``instrument_strength``: the first-stage F), shown as
+        ``min`` in the table; otherwise a maximum (``max``).
     """
 
     name: str
@@ -62,6 +66,7 @@ class Check:
     threshold: float = math.nan
     finding: str = ""
     remedy: str = ""
+    fails_below: bool = False
 
     @property
     def failed(self) -> bool:
@@ -77,12 +82,24 @@ class Check:
         remedy = f" Remedy: {self.remedy}" if self.remedy else ""
         return f"check '{self.name}' failed{numbers}: {self.finding}.{remedy}"
 
+    @property
+    def beyond(self) -> bool:
+        """Whether the statistic lies on the failing side of its threshold (``False`` when
+        either is not a number).  A passed check beyond it found something it handles (an
+        offset removed, the IV fit kept): its row's status is ``note``."""
+        if not (math.isfinite(self.statistic) and math.isfinite(self.threshold)):
+            return False
+        return (self.statistic <= self.threshold if self.fails_below
+                else self.statistic > self.threshold)
+
     def row(self) -> str:
         """One line of :meth:`dmdidc.diagnostics.FitDiagnostics.summary`."""
-        status = {True: "pass", False: "FAIL", None: "n/a"}[self.passed]
-        numbers = (f"{self.statistic:9.3g} / {self.threshold:<9.3g}"
+        status = {True: "note" if self.beyond else "pass", False: "FAIL",
+                  None: "n/a"}[self.passed]
+        limit = "min" if self.fails_below else "max"
+        numbers = (f"{self.statistic:9.3g} / {limit} {self.threshold:<9.3g}"
                    if math.isfinite(self.statistic) and math.isfinite(self.threshold)
-                   else f"{'':9s}   {'':9s}")
+                   else f"{'':9s}   {'':13s}")
         return f"  {status:4s}  {self.name:24s} {numbers}  {self.finding}"
 
 
@@ -135,12 +152,14 @@ class FitDiagnostics:
         return not self.failed
 
     def summary(self) -> str:
-        """A table: status, check, statistic / threshold, finding; then the remedies."""
+        """A table: status, check, statistic / limit (``max`` or ``min``, the threshold and
+        which side of it fails), finding; then the remedies."""
         lines = [f"fit diagnostics ({self.estimator}"
                  f"{'' if self.instruments is None else ', instruments ' + self.instruments}; "
                  f"statistical checks at family-wise level {self.level:g}):"]
         lines += [f"  note: {note}" for note in self.notes]
-        lines.append(f"  {'':4s}  {'check':24s} {'statistic':>9s} / threshold")
+        lines.append(f"  {'':4s}  {'check':24s} {'statistic':>9s} / limit (max: fails "
+                     f"above it, min: below it; note: beyond it but handled, see the finding)")
         lines += [check.row() for check in self.checks]
         for check in self.failed:
             lines.append(f"  remedy ({check.name}): {check.remedy}")

@@ -166,7 +166,7 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
             f"input channel(s) {silent.tolist()} show no significant effect within "
             f"max_delay={R} periods: no input block passes the test (largest T^2 = "
             f"{largest:.3g} at lag {lag}); their B_c column and delay are reported as 0",
-            f"Possible causes: {listed}"))
+            f"Possible causes: {listed}", fails_below=True))
     else:
         checks.append(Check("effect", question, True, finding="every input acts"))
     question = "Is every delay inside the bound max_delay?"
@@ -650,14 +650,15 @@ def _instrument_check(solution: RegressionSolution) -> Check:
     rho = solution.instrument_strength
     if F >= WEAK_INSTRUMENTS_F:
         return Check("instrument_strength", question, True, F, WEAK_INSTRUMENTS_F,
-                     f"smallest canonical correlation {rho:.3g} (first-stage F {F:.3g})")
-    return Check("instrument_strength", question, False, WEAK_INSTRUMENTS_F / max(F, 1e-300),
-                 1.0,
+                     f"first-stage F {F:.3g} (smallest canonical correlation {rho:.3g})",
+                     fails_below=True)
+    return Check("instrument_strength", question, False, F, WEAK_INSTRUMENTS_F,
                  f"weak instruments: smallest canonical correlation {rho:.3g} between regressors "
                  f"and instruments (first-stage F {F:.3g} < {WEAK_INSTRUMENTS_F:g}); instrumental "
                  f"variables then converge slowly and their standard errors are unreliable",
                  "excite more strongly or longer; with closed-loop data a larger reference or "
-                 "dither; or estimator='ls' if the states are measured without noise")
+                 "dither; or estimator='ls' if the states are measured without noise",
+                 fails_below=True)
 
 
 def _ls_versus_iv(outcome, share: float) -> Check:
@@ -675,14 +676,17 @@ def _ls_versus_iv(outcome, share: float) -> Check:
     critical = float(special.ndtri(1.0 - share / (2.0 * z.size)))
     disagree = largest > critical
     finding = (f"least squares differs from IV by up to {largest:.3g} IV standard errors"
-               + (": noisy states bias least squares (errors in variables)" if disagree
-                  else ""))
+               + (f" (more than {critical:.3g}): noisy states bias least squares (errors in "
+                  f"variables)" if disagree else f" (at most {critical:.3g})"))
     if outcome.estimator == "ls" and disagree:
         return Check("ls_vs_iv", question, False, largest, critical, finding,
                      "use estimator='auto' (the default) or estimator='iv', which stays "
                      "consistent when the states are measured with noise")
+    # above its threshold, but passed: the consistent fit was kept, which is what it asks for
     return Check("ls_vs_iv", question, True, largest, critical,
-                 finding + ("; the IV fit is kept" if disagree else ""))
+                 ("IV kept: " if disagree else "") + finding
+                 + ("; the IV fit is the model, so the difference does no harm" if disagree
+                    else ""))
 
 
 def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -> np.ndarray:
@@ -743,6 +747,9 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
     relative = float(np.max(1.96 * mode_errors / np.maximum(np.abs(modes), floor)))
     statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
     finding = f"the modes of A_c known to +/- {100 * relative:.2g} % (95 %)"
+    # the statistic is a ratio of two unlike tolerances: say which numbers make it
+    ratio = (f"; statistic {statistic:.3g}: the larger of the delays' half-width over "
+             f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
               "reduce the noise; see confidence_intervals() before relying on the model")
     if model.n_inputs > 0:
@@ -751,9 +758,10 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
         remedy = ("record longer or more trajectories from different initial states, reduce "
                   "the noise; see confidence_intervals() before relying on the model")
     if statistic <= 1.0:
-        return Check("precision", question, True, statistic, 1.0, finding)
+        return Check("precision", question, True, statistic, 1.0, finding + ratio)
     return Check("precision", question, False, statistic, 1.0,
-                 finding + ": the data do not determine the model to that accuracy", remedy)
+                 finding + ": the data do not determine the model to that accuracy" + ratio,
+                 remedy)
 
 
 def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
@@ -774,15 +782,15 @@ def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
     ratios = values[:, 0] / np.maximum(values[:, -1], np.finfo(float).tiny)
     channel = int(np.argmin(ratios))
     worst = min(1.0, float(ratios[channel]))
-    statistic = _EXCITED / max(worst, 1e-300)
     if worst >= _EXCITED:
-        return Check("excitation", question, True, statistic, 1.0,
+        return Check("excitation", question, True, worst, _EXCITED,
                      f"every input is persistently exciting of order n + R + 1 = {order} "
-                     f"(smallest relative eigenvalue of its lag covariance {worst:.2g})")
-    return Check("excitation", question, False, statistic, 1.0,
+                     f"(smallest relative eigenvalue of its lag covariance {worst:.2g})",
+                     fails_below=True)
+    return Check("excitation", question, False, worst, _EXCITED,
                  f"input {channel} is not persistently exciting of order n + R + 1 = {order}: "
                  f"the smallest eigenvalue of its lag covariance is {worst:.2g} of the largest "
                  f"(a few sinusoids, or a narrow band), so the states and the lagged inputs are "
                  f"nearly collinear and the blocks cannot all be identified",
                  f"excite with a broadband signal (white noise, a PRBS, or a multisine with at "
-                 f"least {(order + 1) // 2} frequencies per input)")
+                 f"least {(order + 1) // 2} frequencies per input)", fails_below=True)

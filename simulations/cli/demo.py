@@ -150,7 +150,9 @@ def _outputs_report(summary: dict[str, Any]) -> str:
     lines = [f"identify from outputs: {config['n_states']} states, {config['n_inputs']} inputs, "
              f"{sensors}, {config['samples']} samples at {config['snr_db']:g} dB "
              f"(seed {config['seed']})",
-             "  " + textwrap.shorten(fit["order_rule"], 96, placeholder=" ... (see the JSON)")]
+             # the whole rule (the residual test's F and p are the evidence for the order)
+             textwrap.fill(fit["order_rule"], 96, initial_indent="  ",
+                           subsequent_indent="    ")]
     for channel, (delay, (low, high), true) in enumerate(zip(
             fit["delay_s"], fit["delay_ci_95_s"], summary["plant"]["delay_s"],
             strict=True)):

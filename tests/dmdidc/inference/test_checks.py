@@ -212,3 +212,29 @@ def test_the_outlier_check_is_quiet_on_gaussian_noise_and_loud_on_gross_errors(s
             loud = (default.diagnostics_.estimator == "huber_iv"
                     or default.diagnostics_["outliers"].failed)
             assert loud is gross, (kind, default.diagnostics_.notes)
+
+
+@pytest.mark.parametrize("kind", ["white", "multisine", "lowpass_inputs", "partial", "offset"])
+def test_status_statistic_and_limit_agree_and_the_finding_states_the_numbers(kind):
+    # walkthrough finding 15: 'excitation 0.000152 / 1' beside "smallest relative eigenvalue
+    # 0.66", 'instrument_strength 1.25 / 1' beside "first-stage F 7.97 < 10", and ls_vs_iv
+    # 5.95 / 4.16 shown as a plain pass
+    est, _ = fit(kind)
+    for check in est.diagnostics_.checks:
+        if check.passed is None or not np.isfinite(check.statistic * check.threshold):
+            continue
+        beyond = (check.statistic <= check.threshold if check.fails_below
+                  else check.statistic > check.threshold)
+        assert ("min" if check.fails_below else "max") in check.row()
+        if check.passed and beyond:         # found and handled: said in status and text
+            assert check.row().startswith("  note  "), check
+            assert check.name in ("ls_vs_iv", "offset"), check
+            assert check.finding.startswith(("IV kept: ", "an offset was found")), check
+            continue
+        assert check.failed == beyond, check
+    for name, digits in (("excitation", ".2g"), ("instrument_strength", ".3g")):
+        check = est.diagnostics_[name]
+        if np.isfinite(check.statistic):
+            assert format(check.statistic, digits) in check.finding, check
+    precision = est.diagnostics_["precision"]
+    assert f"statistic {precision.statistic:.3g}" in precision.finding

@@ -57,6 +57,9 @@ def test_demo_outputs_identifies_then_controls_and_writes_its_files(tmp_path, ca
     printed = capsys.readouterr().out
     assert "identify from outputs: 3 states, 2 inputs, 1 sensor" in printed
     assert "95 % interval" in printed and "ident/true" in printed
+    # the order rule whole, wrapped (walkthrough finding 17: cut at "... (see the JSON)")
+    assert " ".join(printed.split()).count(" ".join(fit["order_rule"].split())) == 1
+    assert "(see the JSON)" not in printed
 
 
 def test_options_before_outputs_are_refused(tmp_path, capsys):
