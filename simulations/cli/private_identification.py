@@ -6,7 +6,8 @@ the handler is :func:`run_private`.
 Examples
 --------
 ``dmdidc privacy identify data.npz --dt 2 --max-delay 3 --state-bound 150 --input-bound 4 \
---epsilon 1 --delta 1e-5 --unit sample``
+--epsilon 1 --delta 1e-5 --unit sample`` (``--state-operating-point 60,1.2`` and
+``--input-operating-point 45`` centre the bounds on a public operating point)
 ``dmdidc privacy sweep --out out/privacy_study --samples 30000 300000 --seeds 3``
 """
 
@@ -69,6 +70,15 @@ def add_private_parsers(actions: Any) -> None:
                                "data")
     identify.add_argument("--input-bound", type=positive_vector, required=True,
                           help="declared bound |u_j| <= c (one value or one per input)")
+    identify.add_argument("--state-operating-point", type=_point, metavar="X_OP",
+                          help="public operating point subtracted from the states before "
+                               "clipping (one value or one per state, e.g. a set point; never a "
+                               "data mean): --state-bound then bounds |x_i - x_op,i|, and the "
+                               "model keeps the operating point. Default 0")
+    identify.add_argument("--input-operating-point", type=_point, metavar="U_OP",
+                          help="public operating point subtracted from the inputs before "
+                               "clipping (one value or one per input); --input-bound then bounds "
+                               "|u_j - u_op,j|. Default 0")
     identify.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"),
                           default="gaussian", help="noise mechanism")
     identify.add_argument("--epsilon", type=_bound, required=True, help="target epsilon")
@@ -138,13 +148,18 @@ def _identify(args: argparse.Namespace) -> int:
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     data = load_data(args)
-    X, U = data.arrays
     n, m = data.X[0].shape[0], data.U[0].shape[0]
     state_bound = per_channel("--state-bound", args.state_bound, n, "state")
     input_bound = per_channel("--input-bound", args.input_bound, m, "input")
+    # deviations from the public operating point: the bounds are declared around it
+    x_op = _operating_point("--state-operating-point", args.state_operating_point, n, "state")
+    u_op = _operating_point("--input-operating-point", args.input_operating_point, m, "input")
+    Xs = [x - x_op[:, None] for x in data.X]
+    Us = [u - u_op[:, None] for u in data.U]
+    X, U = (Xs[0], Us[0]) if len(Xs) == 1 else (Xs, Us)
     # before the fit: heavy clipping is often why it fails
-    for option, arrays, bound, noun in (("--state-bound", data.X, state_bound, "state"),
-                                        ("--input-bound", data.U, input_bound, "input")):
+    for option, arrays, bound, noun in (("--state-bound", Xs, state_bound, "state"),
+                                        ("--input-bound", Us, input_bound, "input")):
         clipped = clipping_warning(option, arrays, bound, noun)
         if clipped:
             warn(clipped, args)
@@ -161,7 +176,7 @@ def _identify(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         estimator.fit_statistics(private, dt=args.dt)
     refuse_delay_at_bound(estimator, "--max-delay")
-    model = with_signals(estimator.annotated_model(args.level), data)
+    model = with_signals(_at(estimator.annotated_model(args.level), x_op, u_op), data)
     path = Path(args.out)
     print(f"data: n = {n} states, m = {m} inputs, {stats.n_samples} regression "
           f"samples; {stats.clipped} values clipped to the bounds (local information, not "
@@ -170,9 +185,15 @@ def _identify(args: argparse.Namespace) -> int:
     print(estimator.block_test_.summary())
     print(f"signals (rows and columns of the matrices): {signals_text(model.signal_info)}")
     print(f"whole delay [periods] = {model.delay_steps}  (first active input block)")
+    if model.operating_point is not None:
+        print(f"operating point: x_op = {model.operating_point.state}, u_op = "
+              f"{model.operating_point.input} (the model works in deviations from it)")
     summary: dict[str, Any] = {"signals": signals_record(model.signal_info),
                                "privacy": _release_dict(private.privacy),
                                "delay_steps": model.delay_steps.tolist()}
+    if model.operating_point is not None:
+        summary["operating_point"] = {"state": model.operating_point.state.tolist(),
+                                      "input": model.operating_point.input.tolist()}
     if model.has_continuous:
         intervals = unit_intervals(estimator.confidence_intervals(args.level),
                                    model.signal_info)
@@ -197,6 +218,41 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {path}")
     return 0
+
+
+def _point(text: str) -> list[float]:
+    """argparse type: one finite number, or several separated by commas."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(np.isfinite(values)):
+        raise argparse.ArgumentTypeError(f"must be a finite number or comma-separated finite "
+                                         f"numbers; got {text!r}")
+    return values
+
+
+def _operating_point(option: str, values: list[float] | None, size: int, noun: str
+                     ) -> np.ndarray:
+    """``values`` of ``option`` as one value per channel (zeros when not given)."""
+    if values is None:
+        return np.zeros(size)
+    return np.broadcast_to(np.asarray(per_channel(option, values, size, noun), float), (size,))
+
+
+def _at(model, x_op: np.ndarray, u_op: np.ndarray):
+    """``model`` (fitted to deviations from ``(x_op, u_op)``) with that operating point added
+    to any it fitted itself; unchanged without one."""
+    from dmdidc import DelayedPlant, OperatingPoint
+
+    if not (x_op.any() or u_op.any()):
+        return model
+    fitted = model.operating_point
+    if fitted is not None:
+        x_op, u_op = x_op + fitted.state, u_op + fitted.input
+    return DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_, B_c=model.B_c_,
+                        delay=model.delay_, continuous_note=model.continuous_note,
+                        operating_point=OperatingPoint(x_op, u_op)).with_info(model.info)
 
 
 def _release_dict(release) -> dict[str, Any]:

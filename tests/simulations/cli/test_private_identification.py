@@ -43,6 +43,39 @@ def test_privacy_identify_prints_the_guarantee_and_writes_model_and_json(damped_
     assert DelayedPlant.load(out).delay_steps.tolist() == [1]
 
 
+def test_a_public_operating_point_centres_the_bounds_and_stays_with_the_model(tmp_path,
+                                                                             capsys):
+    """Walkthrough finding 14: absolute data (x around 60) needed --state-bound 65, most of
+    the unit box wasted; the docs say to subtract a public operating point first."""
+    plant = DelayedPlant.from_continuous([[-0.2, 1.0], [-1.0, -0.2]], [[1.0], [0.5]], 1.4, 1.0)
+    rng = np.random.default_rng(1)
+    x_op, u_op = np.array([60.0, -3.0]), np.array([45.0])
+    U = rng.uniform(-1.0, 1.0, (1, 60_000))
+    X = plant.simulate(np.zeros(2), U) + 0.02 * rng.standard_normal((2, 60_001))
+    path = tmp_path / "absolute.npz"
+    np.savez(path, X=X + x_op[:, None], U=U + u_op[:, None])
+    common = ["privacy", "identify", str(path), "--dt", "1", "--max-delay", "3",
+              "--state-bound", "4", "--input-bound", "1", "--epsilon", "10", "--delta", "1e-5",
+              "--seed", "0", "--out", str(tmp_path / "model.json")]
+    assert main([*common, "--state-operating-point", "60,-3",
+                 "--input-operating-point", "45"]) == 0
+    captured = capsys.readouterr()
+    assert "clipped" not in captured.err and "operating point: x_op" in captured.out
+    model = DelayedPlant.load(tmp_path / "model.json")
+    assert model.delay_steps.tolist() == [1] and abs(model.delay[0] - 1.4) < 0.1
+    # the model's operating point is the public one (plus what the fit found, a few noise
+    # standard errors of the unit box: the data are centred on it)
+    assert np.all(np.abs(model.operating_point.state - x_op) < 0.2)
+    assert np.all(np.abs(model.operating_point.input - u_op) < 0.2)
+    # without it the same bounds clip nearly everything, and the command says so
+    main(common)
+    assert "of the state values exceed --state-bound" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*common, "--state-operating-point", "60,nan"])
+    assert "argument --state-operating-point: must be a finite number" in \
+        capsys.readouterr().err
+
+
 @pytest.mark.parametrize("option, value", [("--epsilon", "-1"), ("--epsilon", "inf"),
                                            ("--delta", "0"), ("--alpha", "2.5"),
                                            ("--window", "0"), ("--max-delay", "-1")])
