@@ -158,8 +158,8 @@ class FitDiagnostics:
                  f"{'' if self.instruments is None else ', instruments ' + self.instruments}; "
                  f"statistical checks at family-wise level {self.level:g}):"]
         lines += [f"  note: {note}" for note in self.notes]
-        lines.append(f"  {'':4s}  {'check':24s} {'statistic':>9s} / limit (max: fails "
-                     f"above it, min: below it; note: beyond it but handled, see the finding)")
+        lines.append(f"  {'':4s}  {'check':24s} {'statistic':>9s} / limit (fails above max, "
+                     f"below min; note: past it, handled)")
         lines += [check.row() for check in self.checks]
         for check in self.failed:
             lines.append(f"  remedy ({check.name}): {check.remedy}")
