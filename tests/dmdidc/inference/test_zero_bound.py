@@ -4,30 +4,18 @@ no false alarm."""
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
-import numpy as np
 import pytest
 
-from dmdidc import DelayedPlant, DMDidc, random_excitation
+from dmdidc import DMDidc
 from dmdidc.inference.checks import Check
 from dmdidc.inference.diagnostics import zero_bound_check
 
-T = 0.5
-
-
-def record(seed: int, delayed: bool, noise: float, samples: int):
-    """A random stable plant (2-3 states, 1-2 inputs, modes slower than 1/T) with delays of
-    0 or 0.3-2 T, white inputs and measurement noise ``noise`` of each state's spread."""
-    rng = np.random.default_rng(seed)
-    n, m = int(rng.integers(2, 4)), int(rng.integers(1, 3))
-    A = rng.standard_normal((n, n))
-    A -= (np.linalg.eigvals(A).real.max() + rng.uniform(0.1, 1.0)) * np.eye(n)
-    delays = rng.uniform(0.3, 2.0, m) * T if delayed else np.zeros(m)
-    plant = DelayedPlant.from_continuous(A, rng.standard_normal((n, m)), delays, T)
-    U = random_excitation(m, samples, rng=rng)
-    X = plant.simulate(np.zeros(n), U)
-    return X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape), U
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from bench_max_delay0 import T, record  # noqa: E402  (the benchmark's random plants)
 
 
 def zero_bound(X, U):
