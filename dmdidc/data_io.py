@@ -18,17 +18,25 @@ from __future__ import annotations
 import csv
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
+from dmdidc.time_column import (
+    TIME_TOLERANCE,
+    TimeColumnWarning,
+    check_tolerance,
+    find_time_column,
+    named_reason,
+    time_grid,
+    time_unit,
+)
 
-__all__ = ["read_fields", "write_data", "split_unit", "TIME_RTOL"]
+__all__ = ["read_fields", "write_data", "split_unit"]
 
-#: Largest relative deviation of a time column's steps from their median.
-TIME_RTOL = 1e-6
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
 
 
@@ -69,9 +77,10 @@ def write_data(data: Any, path: str | Path) -> Path:
 
 
 def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
-                time: str | None = None, experiment: str | None = None,
+                time: str | None = "auto", experiment: str | None = None,
                 dt: float | None = None, missing: str = "error",
-                operating_point: Any = None) -> dict[str, Any]:
+                operating_point: Any = None,
+                time_tolerance: float = TIME_TOLERANCE) -> dict[str, Any]:
     """The arguments of :class:`~dmdidc.IdData` read from ``.csv`` or ``.npz`` (module notes;
     :func:`dmdidc.read_data` builds the IdData).
 
@@ -79,18 +88,25 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     ----------
     path : str or Path
     inputs : sequence of str
-        CSV: the input columns (required).
+        CSV: the input columns (required), by name (``"valve"``) or header cell
+        (``"valve [%]"``).
     states : sequence of str, optional
         CSV: the state columns (default: all columns but the others named here).
-    time : str, optional
-        CSV: a column of sample times (then ``dt`` is read from it).
+    time : str or None, default "auto"
+        CSV: the column of sample times (then ``dt`` is read from it, in the unit of its
+        header, :mod:`dmdidc.time_column`); ``"auto"``: a column named ``time``,
+        ``timestamp`` or ``t`` if there is one (with a :class:`TimeColumnWarning`); ``None``:
+        no time column (every column is a signal).
     experiment : str, optional
         CSV: a column that labels the experiment of each row.
     dt : float, optional
-        Sampling period; required for a CSV without ``time``.
+        Sampling period; required for a CSV without a time column.
     missing : {"error", "interpolate", "drop"}, default "error"
     operating_point : optional
         CSV: the operating point of the data (an NPZ file carries its own).
+    time_tolerance : float, default 0.1
+        Largest deviation of a time step from a whole number of periods, in periods (time
+        stamps jitter).
 
     Returns
     -------
@@ -100,25 +116,30 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     Raises
     ------
     ParameterError
-        Unknown columns, a missing ``dt``, a non-uniform time column, a cell that is not a
+        Unknown columns, a missing ``dt``, time stamps off the grid, a cell that is not a
         number, another suffix.
     DimensionError, NonFiniteError
         As :class:`~dmdidc.IdData`.
+
+    Warns
+    -----
+    TimeColumnWarning
+        A time column found by its name, a ``t`` column taken as a signal, jittery stamps.
 
     Examples
     --------
     >>> import tempfile
     >>> from pathlib import Path
     >>> path = Path(tempfile.mkdtemp()) / "rig.csv"
-    >>> _ = path.write_text("t,T_out [K],heater [kW]\\n0,300,1\\n0.5,301,0\\n1.0,301.5,\\n")
+    >>> _ = path.write_text("t [ms],T_out [K],heater [kW]\\n0,300,1\\n500,301,0\\n1000,301.5,\\n")
     >>> from dmdidc import read_data
-    >>> data = read_data(path, inputs=["heater"], time="t")
+    >>> data = read_data(path, inputs=["heater [kW]"], time="t")
     >>> data.dt, data.state_units, data.U[0].shape
     (0.5, ('K',), (1, 2))
     """
     path = Path(path)
     if path.suffix == ".npz":
-        if inputs is not None or states is not None or time is not None or \
+        if inputs is not None or states is not None or time not in (None, "auto") or \
                 experiment is not None or operating_point is not None:
             raise ParameterError("an .npz data file carries its own signals and operating "
                                  "point; inputs, states, time, experiment and operating_point "
@@ -129,31 +150,63 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     if inputs is None:
         raise ParameterError("a CSV data file needs inputs=[...]: the names of its input "
                              "columns")
+    tolerance = check_tolerance(time_tolerance)
     names, units, values = _read_csv(path)
-    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-    special = [c for c in (time, experiment) if c is not None]
-    if states is None:
-        states = [n for n in names if n not in inputs and n not in special]
-    states = [states] if isinstance(states, str) else list(states)
-    for column in inputs + states + special:
-        if column not in names:
-            raise ParameterError(f"{path.name} has no column {column!r}; its columns are "
-                                 f"{names}")
-    column = {n: i for i, n in enumerate(names)}
-    labels = values[:, column[experiment]] if experiment else np.zeros(len(values))
+    column = _Names(path.name, names, units)
+    notes: list[str] = []
+    reason = ""
+    if time == "auto":
+        time = find_time_column(names, units, values, notes=notes,
+                                label=lambda c: repr(names[c]))
+        if time is not None:
+            reason = named_reason(repr(names[time]), names[time])
+            time = names[time]
+    inputs = column.select(inputs, "inputs")
+    special = [column.name(c, "time" if c is time else "experiment")
+               for c in (time, experiment) if c is not None]
+    states = (column.select(states, "states") if states is not None else
+              [n for n in names if n not in inputs and n not in special])
+    index = {n: i for i, n in enumerate(names)}
+    labels = values[:, index[special[-1]]] if experiment else np.zeros(len(values))
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
     pieces = np.split(values, starts[1:])
     if time is not None:
-        dt = _uniform_step(path, [p[:, column[time]] for p in pieces], dt)
+        dt = _period(path, special[0], units[index[special[0]]],
+                     [p[:, index[special[0]]] for p in pieces], np.split(
+                         np.arange(2, len(values) + 2), starts[1:]), dt, tolerance, reason,
+                     notes)
     elif dt is None:
         raise ParameterError(f"{path.name}: give dt=... (seconds) or time='<column>' to read "
                              f"it from a time column")
-    X = [p[:, [column[s] for s in states]].T for p in pieces]
-    U = [p[:-1, [column[s] for s in inputs]].T for p in pieces]
+    if notes:
+        warnings.warn(f"{path.name}: {'; '.join(notes)}", TimeColumnWarning, stacklevel=4)
+    X = [p[:, [index[s] for s in states]].T for p in pieces]
+    U = [p[:-1, [index[s] for s in inputs]].T for p in pieces]
     return dict(X=X, U=U, dt=dt, state_names=states, input_names=inputs,
-                state_units=[units[column[s]] for s in states],
-                input_units=[units[column[s]] for s in inputs],
+                state_units=[units[index[s]] for s in states],
+                input_units=[units[index[s]] for s in inputs],
                 operating_point=operating_point, missing=missing, source=path.name)
+
+
+class _Names:
+    """The columns of a CSV file by bare name (``"valve"``) or header cell (``"valve [%]"``)."""
+
+    def __init__(self, source: str, names: list[str], units: list[str]) -> None:
+        self.source, self.names = source, names
+        self.cells = [f"{n} [{u}]" if u else n for n, u in zip(names, units, strict=True)]
+
+    def name(self, spec: str, option: str) -> str:
+        if spec in self.names:
+            return spec
+        for c, cell in enumerate(self.cells):
+            if isinstance(spec, str) and split_unit(spec) == split_unit(cell):
+                return self.names[c]
+        raise ParameterError(f"{option}: {self.source} has no column {spec!r}; its columns are "
+                             f"{self.cells}")
+
+    def select(self, specs: Any, option: str) -> list[str]:
+        specs = [specs] if isinstance(specs, str) else list(specs)
+        return [self.name(spec, option) for spec in specs]
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
@@ -209,20 +262,30 @@ def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
     return values
 
 
-def _uniform_step(path: Path, times: list[np.ndarray], dt: float | None) -> float:
-    steps = np.concatenate([np.diff(t) for t in times])
-    if steps.size == 0 or not np.all(np.isfinite(steps)):
-        raise ParameterError(f"{path.name}: the time column needs at least two finite times "
-                             f"per experiment")
-    step = float(np.median(steps))
-    worst = float(np.max(np.abs(steps - step)))
-    if step <= 0 or worst > TIME_RTOL * step:
-        raise ParameterError(f"{path.name}: the time column is not uniform (median step "
-                             f"{step:g} s, a step deviates by {worst:g} s); resample the data "
-                             f"or mark lost samples as empty cells")
-    if dt is not None and abs(dt - step) > TIME_RTOL * step:
-        raise ParameterError(f"dt={dt} disagrees with the time column's step {step:g} s")
-    return step
+def _period(path: Path, name: str, unit: str, times: list[np.ndarray], lines: list,
+            dt: float | None, tolerance: float, reason: str, notes: list[str]) -> float:
+    """The sampling period of the time column ``name`` (:mod:`dmdidc.time_column`): gaps of
+    whole periods are refused (lost samples are empty cells), jitter is noted."""
+    where = f"{name!r} of {path.name}"
+    seconds = time_unit(unit, where, reason=reason)
+    grid = time_grid([t * seconds for t in times], where=where, tolerance=tolerance,
+                     lines=[list(rows) for rows in lines], reason=reason)
+    for periods, rows in zip(grid.periods, lines, strict=True):
+        if (periods > 1).any():
+            k = int(np.argmax(periods > 1))
+            raise ParameterError(f"{where} line {rows[k + 1]}: the time skips {periods[k] - 1} "
+                                 f"sample(s) of T = {grid.period:g} s after line {rows[k]}; "
+                                 f"insert the lost rows with empty cells and give "
+                                 f"missing='drop' or 'interpolate'")
+    if grid.jittery:
+        notes.append(grid.jitter_note)
+    if dt is None:
+        return grid.period
+    if abs(dt - grid.period) > 1e-4 * grid.period + 2 * grid.jitter / sum(
+            int(p.sum()) for p in grid.periods):
+        raise ParameterError(f"dt={dt} disagrees with the time column's period "
+                             f"{grid.period:g} s ({where})")
+    return float(dt)
 
 
 def _read_npz(path: Path, *, dt: float | None, missing: str) -> dict[str, Any]:

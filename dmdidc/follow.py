@@ -29,10 +29,12 @@ The rules, for a writer that misbehaves:
   :class:`~dmdidc.errors.DimensionError` naming the file, the line and its content;
   ``"lost"`` reports it and counts the line as one lost sample (all NaN), as a garbled packet.
 
-With a ``time`` column, the sampling period is its first step (or ``dt``, which it must match)
-and a gap of ``j`` whole periods is ``j - 1`` lost samples (NaN rows); a stamp that repeats,
-goes back or falls off the grid (relative error above :data:`~dmdidc.data_io.TIME_RTOL`) is a
-malformed line.
+With a ``time`` column (in the unit of its header, ``time [ms]``; found and read by the rules of
+:mod:`dmdidc.time_column`), the sampling period is first its first step, then the span of the
+stamps over the periods they cover (or ``dt``, which it must match), and a gap of ``j`` whole
+periods is ``j - 1`` lost samples (NaN rows); a stamp that repeats, goes back or falls off the
+grid (more than ``time_tolerance`` periods from a whole number of periods: jitter is accepted
+within it) is a malformed line.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_integer, check_positive
-from dmdidc.data_io import TIME_RTOL, parse_header, parse_row
+from dmdidc.data_io import parse_header, parse_row
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.time_column import check_tolerance, named_reason, named_time_column, time_unit
 
 __all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"]
 
@@ -136,7 +139,7 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
                dt: float | None = None, poll: float = 0.2, idle_timeout: float | None = None,
                chunk: int = 1000, bad_lines: str = "error",
                report: Callable[[str], None] | None = None,
-               first_column: int = 0) -> Iterator[Chunk]:
+               first_column: int = 0, time_tolerance: float | None = None) -> Iterator[Chunk]:
     """Follow a CSV file as it grows and yield its samples in chunks (module notes).
 
     Parameters
@@ -149,7 +152,8 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         The state columns (default: every column but the inputs and the time).
     time : str or int, optional
         A column of sample times (module notes); default none; ``"auto"``: a column named
-        ``time``, ``t`` or ``timestamp`` (any case) if there is one.
+        ``time``, ``timestamp`` or ``t`` (any case; a ``t`` with another unit than a time unit
+        is a signal) if there is one.
     dt : float, optional
         Sampling period (s); with ``time`` it must agree with the column's step.
     poll : float, default 0.2
@@ -165,6 +169,9 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     first_column : {0, 1}, default 0
         The number of the first column in ``inputs``, ``states`` and ``time`` (1: a command
         line's numbering, as ``dmdidc identify --follow``; messages use the same).
+    time_tolerance : float, optional
+        Largest deviation of a time step from whole periods, in periods (default
+        :data:`~dmdidc.time_column.TIME_TOLERANCE`).
 
     Returns
     -------
@@ -203,14 +210,15 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     say = report or (lambda message: warnings.warn(message, StreamWarning, stacklevel=3))
     if first_column not in (0, 1) or isinstance(first_column, bool):
         raise ParameterError(f"first_column must be 0 or 1; got {first_column!r}")
+    tolerance = check_tolerance(time_tolerance, cli=first_column == 1)
     columns = _Columns(path.name, inputs, states, time, first_column)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
-                   bad_lines, say)
+                   bad_lines, say, tolerance)
 
 
 def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: int,
-            bad_lines: str, say: Callable[[str], None]) -> Iterator[Chunk]:
+            bad_lines: str, say: Callable[[str], None], tolerance: float) -> Iterator[Chunk]:
     """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
     stream, restart = None, False
 
@@ -233,7 +241,7 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 stream, restart = None, True
             if stream is None:
                 stream = _Stream(columns.resolve(text, number), text.strip(), name, dt,
-                                 bad_lines, say)
+                                 bad_lines, say, tolerance)
             else:
                 stream.add(number, text)
         if stream is not None and stream.time is not None and dt is None:
@@ -352,9 +360,12 @@ class _Columns:
             raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
                                  f"{self.names} (a new stream must have the same signals)")
         self.names = names
-        time = self.time
+        time, reason = self.time, ""
         if time == "auto" and "auto" not in names:
-            time = next((n for n in names if n.lower() in ("time", "t", "timestamp")), None)
+            found = named_time_column(names, units)
+            time = None if found is None else names[found]
+            reason = "" if found is None else named_reason(
+                repr(names[found]), names[found], cli=self.first == 1)
         special = [] if time is None else [self._index(time, "time")]
         inputs = [self._index(spec, "inputs") for spec in self.inputs]
         states = ([c for c in range(len(names)) if c not in inputs + special]
@@ -366,8 +377,11 @@ class _Columns:
                                  f"{[names[c] for c in inputs]} and time "
                                  f"{[names[c] for c in special]} must be distinct columns, "
                                  f"with at least one state")
+        seconds = 1.0 if not special else time_unit(
+            units[special[0]], f"{self.source} column {names[special[0]]!r}", reason=reason)
         return dict(names=names, units=units, delimiter=delimiter, states=states,
-                    inputs=inputs, time=special[0] if special else None)
+                    inputs=inputs, time=special[0] if special else None, seconds=seconds,
+                    reason=reason)
 
     def _index(self, spec: Any, option: str) -> int:
         names = self.names
@@ -389,9 +403,12 @@ class _Stream:
     """The rows of one stream (one file, until a restart) and the chunks made of them."""
 
     def __init__(self, columns: dict, header: str, source: str, dt: float | None,
-                 bad_lines: str, say: Callable[[str], None]) -> None:
+                 bad_lines: str, say: Callable[[str], None], tolerance: float) -> None:
         self.columns, self.header, self.source, self.dt = columns, header, source, dt
-        self.bad_lines, self.say = bad_lines, say
+        self.bad_lines, self.say, self.tolerance = bad_lines, say, tolerance
+        self.estimate = dt is None                # the period is read from the stamps
+        self.first_time: float | None = None      # and the stamps' span since the first
+        self.periods = 0
         self.time = columns["time"]
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
         self.lines: list[int] = []                # and their file lines
@@ -418,23 +435,29 @@ class _Stream:
         """Lost samples before this row by its time stamp (0 without a time column)."""
         if self.time is None:
             return 0
-        stamp = values[self.time]
+        stamp = values[self.time] * self.columns["seconds"]
         if not np.isfinite(stamp):
-            raise ParameterError(f"{where}: no time stamp")
+            raise ParameterError(f"{where}: no time stamp{self.columns['reason']}")
         previous, slots = self.last_time, 1 + self.skipped   # (lost lines took a period each)
         if previous is None:
             self.last_time, self.skipped = float(stamp), 0
+            self.first_time = float(stamp) if self.first_time is None else self.first_time
             return 0
         step = stamp - previous
         if self.dt is None and step > 0:
-            self.dt = float(step) / slots           # the first step sets the period
+            self.dt = float(step) / slots           # the first step sets the period at first
         periods = round(step / self.dt) if step > 0 else 0
-        if periods < slots or abs(step - periods * self.dt) > TIME_RTOL * periods * self.dt:
+        if periods < slots or abs(step - periods * self.dt) > self.tolerance * self.dt:
             period = "" if self.dt is None else f" of {self.dt:g} s"
-            raise ParameterError(f"{where}: time {stamp:g} after {previous:g} is not a whole "
-                                 f"number of periods{period} later (time stamps grow by whole "
-                                 f"sampling periods)")
+            raise ParameterError(f"{where}: time {stamp:g} s after {previous:g} s is not a whole "
+                                 f"number of periods{period} later within the tolerance of "
+                                 f"{self.tolerance:g} periods (time stamps grow by whole "
+                                 f"sampling periods; --time-tolerance / time_tolerance= widens "
+                                 f"it for jittery stamps){self.columns['reason']}")
         self.last_time, self.skipped = float(stamp), 0
+        self.periods += periods
+        if self.estimate:                           # then the span: jitter averages out
+            self.dt = (float(stamp) - self.first_time) / self.periods
         return periods - slots
 
     def ready(self) -> bool:

@@ -9,14 +9,16 @@ Three forms of data (read by :mod:`simulations.data_files`):
   ``inputs`` and ``states`` then name its columns (header names or 1-based numbers); the
   states are every row, the inputs every row but the last (its input acts after the record).
 
-A time column is never fitted as a state.  A column named ``time``, ``t`` or ``timestamp`` is
-taken as the time (with a note); a first column that is strictly increasing and evenly spaced
-but not so named is refused as ambiguous; ``time`` decides (a column, or ``"none"``).
-Timestamps must increase by one sampling period per row: a repeated, decreasing or uneven
-timestamp is refused with its line.  Missing samples (empty fields, ``nan``, ``NA``; NaN in an
-``.npz``) are refused, dropped (the record splits into segments at the gaps, used as separate
-experiments) or interpolated (linearly in time between their neighbours; rows before the first
-or after the last complete sample are trimmed), and every note says how many and where.
+A time column is never fitted as a state.  Which column is the time, its unit and its
+jitter are decided by :mod:`dmdidc.time_column` (as for :func:`dmdidc.read_data`); ``time``
+decides (a column, ``"none"``: no time column, ``"ignore"``: leave the named one out unread).
+Timestamps must increase by one sampling period per row (within ``time_tolerance`` periods: a
+PLC's jitter): a repeated, decreasing or off-grid timestamp is refused with its line, and a
+step of several periods (lost rows) asks for them as empty rows.  Missing samples (empty
+fields, ``nan``, ``NA``; NaN in an ``.npz``) are refused, dropped (the record splits into
+segments at the gaps, used as separate experiments) or interpolated (linearly in time between
+their neighbours; rows before the first or after the last complete sample are trimmed), and
+every note says how many and where.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
 from dmdidc.data_io import split_unit
+from dmdidc.time_column import (
+    TimeGrid,
+    check_tolerance,
+    find_time_column,
+    named_reason,
+    time_grid,
+    time_unit,
+)
 from simulations.data_files import (
     CsvTable,
     _check_pair,
@@ -41,9 +51,6 @@ from simulations.data_files import (
 __all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES"]
 
 MISSING_POLICIES = ("error", "drop", "interpolate")
-_TIME_NAMES = frozenset({"time", "t", "timestamp"})
-#: Seconds per unit of a time column's header (``time [ms]``); no unit: seconds.
-_TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
 _SHOWN = 5                            # locations listed in a note before "..."
 
@@ -95,7 +102,8 @@ class IdentificationData:
 def read_identification_data(data: str | Path | None = None, *, states: str | None = None,
                              inputs: str | None = None, time: str | None = None,
                              missing: str = "error", dt: float | None = None,
-                             outputs: str | None = None) -> IdentificationData:
+                             outputs: str | None = None,
+                             time_tolerance: float | None = None) -> IdentificationData:
     """Read ``X``, ``U`` from an ``.npz`` file, two CSV files or one CSV table.
 
     Parameters
@@ -109,7 +117,9 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         required, ``states`` defaults to every other column but the time.
     time : str, optional
         The time column of the CSV file(s) (a name or 1-based number), or ``"none"`` (no time
-        column: every column is a signal).  Default: a column named time, t or timestamp.
+        column: every column is a signal), or ``"ignore"`` (the column named like a time is
+        left out unread; ``dt`` gives the period).  Default: a column named time, timestamp or
+        t (:mod:`dmdidc.time_column`).
     missing : {"error", "drop", "interpolate"}
         What to do with missing samples (see the module notes).
     dt : float, optional
@@ -120,6 +130,9 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         archive or two CSV files, ``"all"`` reads the states array or file as outputs).  They
         are returned where the states would be (``X``); with a data file not with ``states``
         (in the two-file form ``states`` is the outputs file).
+    time_tolerance : float, optional
+        Largest deviation of a time step from one period, in periods (time-stamp jitter;
+        default :data:`~dmdidc.time_column.TIME_TOLERANCE`).
 
     Returns
     -------
@@ -166,19 +179,22 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
             states = None if outputs == "all" else outputs
     if dt is not None and not (math.isfinite(dt) and dt > 0):
         raise ParameterError(f"--dt must be a finite number > 0; got {dt!r}")
+    tolerance = check_tolerance(time_tolerance, cli=True)
     if data is not None and _is_iddata_archive(data):
         return _from_iddata(Path(data), states, inputs, time, missing, dt)
     if data is not None and is_table(data):
-        signals = _from_table(Path(data), states, inputs, time)
+        signals = _from_table(Path(data), states, inputs, time, tolerance)
     else:
-        signals = _from_files(data, states, inputs, time, outputs=outputs is not None)
+        signals = _from_files(data, states, inputs, time, tolerance,
+                              outputs=outputs is not None)
     if signals.U.shape[0] == 0:
         _no_inputs(signals, outputs)
     _refuse_constant(signals.X, signals.x_names)
     period = _sampling_period(signals, dt)
-    if signals.times is not None and period is not None:     # a unit mistake shows here
+    if signals.grid is not None:                            # a unit mistake shows here
+        jitter = signals.grid.jitter_note
         signals.notes.append(f"sampling period T = {period:g} s, the step of "
-                             f"{signals.time_source}")
+                             f"{signals.time_source}{'; ' + jitter if jitter else ''}")
     X, U, notes = _resolve_missing(signals, missing)
     (state_names, state_units), (input_names, input_units) = map(
         _split, (signals.x_header, signals.u_header))
@@ -259,6 +275,7 @@ class _Signals:
     notes: list[str]
     x_header: list[str] | None = None  # the header cells ('T_room [K]'); None: no header
     u_header: list[str] | None = None
+    grid: TimeGrid | None = None        # the time column's sampling grid
 
 
 def _no_inputs(signals: _Signals, outputs: str | None) -> None:
@@ -273,7 +290,8 @@ def _no_inputs(signals: _Signals, outputs: str | None) -> None:
                          "states (as DMDidc.fit does with U of zero rows)")
 
 
-def _from_files(data, states, inputs, time, *, outputs: bool = False) -> _Signals:
+def _from_files(data, states, inputs, time, tolerance: float, *, outputs: bool = False
+                ) -> _Signals:
     """The ``.npz`` form or the two-CSV form (``--inputs none``: no inputs file, m = 0);
     ``outputs``: the states are measured outputs, which may have as many samples as the
     inputs."""
@@ -289,7 +307,7 @@ def _from_files(data, states, inputs, time, *, outputs: bool = False) -> _Signal
         X, U = read_npz_data(data, allow_missing=True, outputs=outputs)
         return _Signals(X, U, _default_names("x", X), _default_names("u", U), None, "", [])
     if _none(inputs) and states is not None:
-        return _states_only(states, time)
+        return _states_only(states, time, tolerance)
     _check_pair(states, inputs)
     notes: list[str] = []
     x_table, u_table = (read_csv_table(path, allow_missing=True) for path in (states, inputs))
@@ -300,25 +318,23 @@ def _from_files(data, states, inputs, time, *, outputs: bool = False) -> _Signal
     if time not in (None, "none") and x_time is None and u_time is None:
         raise ParameterError(f"--time {time!r}: neither {str(states)!r} nor {str(inputs)!r} has "
                              f"that column")
-    x_cols = [c for c in range(x_table.values.shape[1]) if c != x_time]
-    u_cols = [c for c in range(u_table.values.shape[1]) if c != u_time]
+    x_cols = [c for c in range(x_table.values.shape[1]) if c != _index(x_time)]
+    u_cols = [c for c in range(u_table.values.shape[1]) if c != _index(u_time)]
     X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
     _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True,
                    outputs=outputs)
-    times, source = None, ""
-    if x_time is not None:
-        times, source = _checked_times(x_table, x_time), _where(x_table, x_time)
-    if u_time is not None:
-        u_times = _checked_times(u_table, u_time)
+    times, grid, source = _timed(x_table, x_time, tolerance)
+    u_times, u_grid, u_source = _timed(u_table, u_time, tolerance)
+    if u_times is not None:
         if times is not None and not np.allclose(u_times, times[:-1], rtol=1e-9, atol=0):
             row = int(np.argmax(~np.isclose(u_times, times[:-1], rtol=1e-9, atol=0)))
             raise ParameterError(f"{str(inputs)!r} line {u_table.lines[row]} has time "
                                  f"{u_times[row]:g} s; {str(states)!r} has {times[row]:g} s in "
                                  f"that row: the files must share their time stamps")
         if times is None:
-            times, source = u_times, _where(u_table, u_time)
+            times, grid, source = u_times, u_grid, u_source
     return _Signals(X, U, _names(x_table, x_cols, "x"), _names(u_table, u_cols, "u"), times,
-                    source, notes, _header(x_table, x_cols), _header(u_table, u_cols))
+                    source, notes, _header(x_table, x_cols), _header(u_table, u_cols), grid)
 
 
 def _none(inputs: str | Path | None) -> bool:
@@ -326,21 +342,20 @@ def _none(inputs: str | Path | None) -> bool:
     return isinstance(inputs, str) and inputs.strip().lower() == "none"
 
 
-def _states_only(states, time) -> _Signals:
+def _states_only(states, time, tolerance: float) -> _Signals:
     """The states CSV alone (``--inputs none``): K+1 rows of states, no inputs."""
     notes: list[str] = []
     table = read_csv_table(states, allow_missing=True)
     time_col = _time_column(table, time, notes, required=True)
-    cols = [c for c in range(table.values.shape[1]) if c != time_col]
+    cols = [c for c in range(table.values.shape[1]) if c != _index(time_col)]
     X = table.values[:, cols].T
     U = np.zeros((0, max(X.shape[1] - 1, 0)))
     _check_samples(X, U, f"{str(states)!r} has", "--inputs none:", csv=True)
-    times = None if time_col is None else _checked_times(table, time_col)
-    return _Signals(X, U, _names(table, cols, "x"), [], times,
-                    "" if time_col is None else _where(table, time_col), notes)
+    times, grid, source = _timed(table, time_col, tolerance)
+    return _Signals(X, U, _names(table, cols, "x"), [], times, source, notes, grid=grid)
 
 
-def _from_table(path: Path, states, inputs, time) -> _Signals:
+def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
     """The one-table form: a row per sample, columns chosen by name."""
     table = read_csv_table(path, allow_missing=True)
     notes: list[str] = []
@@ -352,7 +367,8 @@ def _from_table(path: Path, states, inputs, time) -> _Signals:
                              f"inputs, and optionally --states COLUMNS; separate files go in "
                              f"--states x.csv --inputs u.csv without a data file")
     u_cols = [] if _none(inputs) else _columns(table, inputs, "--inputs")
-    taken = set(u_cols) | ({time_col} if time_col is not None else set())
+    time_set = set() if time_col is None else {time_col.column}
+    taken = set(u_cols) | time_set
     if states is None:
         x_cols = [c for c in range(table.values.shape[1]) if c not in taken]
         if not x_cols:
@@ -363,7 +379,7 @@ def _from_table(path: Path, states, inputs, time) -> _Signals:
     else:
         x_cols = _columns(table, states, "--states")
     for option, cols in (("--states", x_cols), ("--inputs", u_cols)):
-        clash = sorted(set(cols) & ({time_col} if time_col is not None else set()))
+        clash = sorted(set(cols) & time_set)
         if clash:
             raise ParameterError(f"{option} includes the time column {table.label(clash[0])}; "
                                  f"a time column is never a signal (--time none if it is one)")
@@ -375,86 +391,92 @@ def _from_table(path: Path, states, inputs, time) -> _Signals:
         raise DimensionError(f"{str(path)!r} has {table.values.shape[0]} row; a record needs at "
                              f"least two samples")
     X, U = table.values[:, x_cols].T, table.values[:-1, u_cols].T
-    times = None if time_col is None else _checked_times(table, time_col)
+    times, grid, source = _timed(table, time_col, tolerance)
     return _Signals(X, U, _names(table, x_cols, "x"), _names(table, u_cols, "u"), times,
-                    "" if time_col is None else _where(table, time_col), notes,
-                    _header(table, x_cols), _header(table, u_cols))
+                    source, notes, _header(table, x_cols), _header(table, u_cols), grid)
 
 
 def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
-                 required: bool) -> int | None:
-    """The index of the time column of ``table`` (None: no time column)."""
+                 required: bool) -> _Time | None:
+    """The time column of ``table`` (None: no time column; :mod:`dmdidc.time_column`)."""
     if time == "none":
         return None
-    if time is not None:
+    if time is not None and time != "ignore":
         found = _find_column(table, time)
         if found is None and required:
             raise ParameterError(f"--time {time!r} is not a column of {str(table.path)!r} (it has "
-                                 f"{_columns_text(table)})")
-        return found
-    named = [c for c, name in enumerate(table.names or ())
-             if split_unit(name)[0].lower() in _TIME_NAMES]
-    if named:
-        notes.append(f"{_where(table, named[0])} is the time (a time column is never a state; "
-                     f"--time none fits it as a signal)")
-        return named[0]
-    first = table.values[:, 0]
-    if table.values.shape[1] > 1 and _evenly_increasing(first):
-        raise ParameterError(f"{_where(table, 0)} increases by the same step in every row "
-                             f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...): it looks like a "
-                             f"time column; give --time 1 to use it as the time, or --time none "
-                             f"to fit it as a signal")
-    return None
+                                 f"{_columns_text(table)}); --time none: no time column")
+        return None if found is None else _Time(found)
+    names, units = _split(table.names) if table.names else (None, None)
+    found = find_time_column(names, units, table.values, notes=notes, cli=True,
+                             label=lambda c: _where(table, c))
+    if time == "ignore":
+        if found is None:
+            raise ParameterError(f"--time ignore: {str(table.path)!r} has no column named time, "
+                                 f"timestamp or t (it has {_columns_text(table)}); name the "
+                                 f"column to leave out with --states / --inputs")
+        notes[-1] = (f"{_where(table, found)} is left out (--time ignore): its stamps are not "
+                     f"read; the samples are taken as evenly spaced by --dt")
+        return _Time(found, ignored=True)
+    if found is None:
+        return None
+    where = _where(table, found)
+    return _Time(found, named_reason(where, names[found], cli=True))
 
 
-def _evenly_increasing(column: np.ndarray) -> bool:
-    steps = np.diff(column)
-    return (column.size >= 3 and bool(np.all(np.isfinite(column))) and bool(np.all(steps > 0))
-            and float(np.ptp(steps)) <= 1e-6 * float(np.median(steps)))
+def _index(time: _Time | None) -> int | None:
+    return None if time is None else time.column
 
 
-def _checked_times(table: CsvTable, column: int) -> np.ndarray:
-    """The time column in seconds, refused with its line unless it increases by one period per
-    row."""
-    where = _where(table, column)
-    unit = split_unit(table.names[column])[1] if table.names else ""
-    if unit not in _TIME_UNITS:
-        raise ParameterError(f"{where} has the unit {unit!r}; accepted time units: "
-                             f"{', '.join(u for u in _TIME_UNITS if u)} (or none: seconds)")
-    times = table.values[:, column] * _TIME_UNITS[unit]
-    if np.isnan(times).any():
-        row = int(np.argmax(np.isnan(times)))
-        raise ParameterError(f"{where} has no time at line {table.lines[row]}; every row needs "
-                             f"its time stamp")
-    steps = np.diff(times)
-    if steps.size == 0:
-        return times
-    for row, step in enumerate(steps, start=1):
-        if step <= 0:
-            kind = "repeats" if step == 0 else "goes back from"
-            raise ParameterError(f"{where} line {table.lines[row]} {kind} the time "
-                                 f"{times[row - 1]:g} s of line {table.lines[row - 1]} (got "
-                                 f"{times[row]:g} s); time stamps must strictly increase")
-    period = float(np.median(steps))
-    uneven = np.abs(steps - period) > 1e-4 * period + 8 * np.spacing(np.abs(times[1:]))
-    if uneven.any():
-        row = int(np.argmax(uneven)) + 1
+def _timed(table: CsvTable, time: _Time | None, tolerance: float
+           ) -> tuple[np.ndarray | None, TimeGrid | None, str]:
+    """The stamps in seconds, their grid and the column's name (None, None, "" without a time
+    column or with ``--time ignore``)."""
+    if time is None or time.ignored:
+        return None, None, ""
+    return (*_checked_times(table, time, tolerance), _where(table, time.column))
+
+
+@dataclass(frozen=True)
+class _Time:
+    """A time column: its index, why it was taken (for refusals), whether it is left out
+    unread (``--time ignore``)."""
+
+    column: int
+    reason: str = ""
+    ignored: bool = False
+
+
+def _checked_times(table: CsvTable, time: _Time, tolerance: float
+                   ) -> tuple[np.ndarray, TimeGrid]:
+    """The time column in seconds and its grid, refused with its line unless each step is one
+    period (within the tolerance: jitter; a gap is lost rows)."""
+    where = _where(table, time.column)
+    unit = split_unit(table.names[time.column])[1] if table.names else ""
+    times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason)
+    grid = time_grid([times], where=where, tolerance=tolerance, lines=[table.lines],
+                     reason=time.reason, cli=True)
+    gaps = np.flatnonzero(grid.periods[0] > 1)
+    if gaps.size:
+        row = int(gaps[0]) + 1
         raise ParameterError(f"{where} line {table.lines[row]}: the time advances by "
-                             f"{steps[row - 1]:g} s from line {table.lines[row - 1]}; the sampling "
-                             f"period is {period:g} s: the samples must be evenly spaced (a gap of "
+                             f"{times[row] - times[row - 1]:g} s from line "
+                             f"{table.lines[row - 1]}, {grid.periods[0][row - 1]} periods of "
+                             f"{grid.period:g} s: the samples must be evenly spaced (a gap of "
                              f"whole periods is missing rows: insert them with empty values and "
-                             f"give --missing drop or interpolate)")
-    return times
+                             f"give --missing drop or interpolate){time.reason}")
+    return times, grid
 
 
 def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
-    if signals.times is None or signals.times.size < 2:
+    grid = signals.grid
+    if grid is None:
         return dt
-    period = float(np.median(np.diff(signals.times)))
-    if dt is not None and not math.isclose(dt, period, rel_tol=1e-4):
+    allowed = 1e-4 * grid.period + 2 * grid.jitter / int(grid.periods[0].sum())
+    if dt is not None and abs(dt - grid.period) > allowed:
         raise ParameterError(f"--dt {dt:g} disagrees with {signals.time_source}, which advances "
-                             f"by {period:g} s per row; drop --dt to use the time column's")
-    return period
+                             f"by {grid.period:g} s per row; drop --dt to use the time column's")
+    return grid.period if dt is None else dt
 
 
 def _resolve_missing(signals: _Signals, missing: str

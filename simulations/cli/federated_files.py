@@ -155,7 +155,7 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
         data = read_identification_data(
             path, states=args.states if table else None, inputs=args.inputs if table else None,
             time=args.time if table else None, missing=args.missing, dt=args.dt,
-            outputs=args.outputs)
+            outputs=args.outputs, time_tolerance=args.time_tolerance)
         if data.dt is None:
             raise ParameterError(f"{path!r}: give --dt, the sampling period in seconds (the "
                                  f"file has no time column to read it from)")

@@ -83,7 +83,8 @@ def run_follow(args: argparse.Namespace) -> int:
         states=None if args.states is None else _specs(args.states, "--states"),
         time=_time_spec(args.time), dt=args.dt, poll=args.poll,
         idle_timeout=args.idle_timeout, bad_lines=args.bad_lines, report=_note,
-        chunk=args.every, first_column=1))     # a backlog is read in update periods
+        chunk=args.every, first_column=1,         # a backlog is read in update periods
+        time_tolerance=args.time_tolerance))
     guard = _Guard(args.out)
     with guard:
         try:
@@ -252,6 +253,12 @@ def _time_spec(text: str | None):
         return "auto"                        # a column named time, t or timestamp
     if text == "none":
         return None
+    if text == "ignore":
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError("--time ignore is for a whole file; --follow reads the time stamps "
+                             "as they come (--time-tolerance accepts their jitter), or give "
+                             "--time none --dt T --states COLUMNS to leave the time column out")
     return _specs(text, "--time")[0]
 
 

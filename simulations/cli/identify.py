@@ -148,9 +148,17 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                              "--inputs u.csv --outputs all); with a data file not with "
                              "--states")
     parser.add_argument("--time", metavar="COLUMN",
-                        help="the time column of the CSV file(s) (name or 1-based number), or "
-                             "'none'; default: a column named time, t or timestamp (a time "
-                             "column is never fitted as a state)")
+                        help="the time column of the CSV file(s) (name or 1-based number; its "
+                             "unit in brackets, e.g. 'time [ms]'), 'none' (no time column: "
+                             "every column is a signal) or 'ignore' (leave the column named "
+                             "like a time out unread; give --dt); default: a column named "
+                             "time, timestamp or t (a 't' whose unit is not a time unit or "
+                             "which does not increase is a signal, e.g. a temperature); a time "
+                             "column is never fitted as a state")
+    parser.add_argument("--time-tolerance", type=float, metavar="F",
+                        help="largest deviation of a time step from one sampling period, as a "
+                             "fraction of the period (time-stamp jitter; default 0.1); the "
+                             "jitter measured is reported")
     parser.add_argument("--missing", choices=("error", "drop", "interpolate"), default="error",
                         help="missing samples (empty, nan, NA): refuse them, drop them (the "
                              "record splits into experiments at the gaps) or interpolate them "
@@ -173,7 +181,7 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
 
     data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
                                     time=args.time, missing=args.missing, dt=args.dt,
-                                    outputs=args.outputs)
+                                    outputs=args.outputs, time_tolerance=args.time_tolerance)
     if data.dt is None:
         raise ParameterError("give --dt, the sampling period T in seconds (the data have no "
                              "time column to read it from)")

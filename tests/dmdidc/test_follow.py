@@ -261,7 +261,7 @@ def test_an_empty_file_waits_for_its_header_and_a_missing_one_is_refused(tmp_pat
     ("2.0,0.1,abc,0.3,1,2", ParameterError, r"line 6 .*'abc' is not a number"),
     ("2.0,0.1,0.2", DimensionError, r"line 6 \('2.0,0.1,0.2'\) has 3 cells; the header has 6"),
     ("2.2,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*not a whole number of periods of 0.5"),
-    ("1.5,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*time 1.5 after 1.5"),
+    ("1.5,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*time 1.5 s after 1.5 s"),
     (",0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*no time stamp")])
 def test_a_malformed_line_is_an_error_naming_it_or_a_lost_sample(line, error, match, tmp_path,
                                                                   monkeypatch):

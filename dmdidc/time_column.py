@@ -1,0 +1,280 @@
+"""The time column of a data file, decided once for every reader (``read_data``, the
+``dmdidc`` command line, ``follow_csv``).
+
+* **Which column.**  Without a choice, a column named ``time``, ``timestamp`` or ``t`` (any
+  case; the unit in brackets aside) is the time.  ``t`` is also the usual name of a
+  temperature, so a column named ``t`` / ``T`` whose unit is not a time unit or whose values
+  do not strictly increase is a signal (with a note).  An unnamed first column that grows by
+  the same step in every row is refused as ambiguous.
+* **Unit.**  The header's unit (``time [ms]``) converts the stamps to seconds
+  (:data:`TIME_UNITS`); no unit is seconds.
+* **Period and jitter.**  Stamps must strictly increase, each step a whole number of periods
+  within ``tolerance`` periods (:data:`TIME_TOLERANCE`, 10 % of T: a PLC log jitters by a few
+  milliseconds).  The period is the span of the stamps over the periods they cover (more
+  accurate than any one step); the largest deviation from whole periods is reported as the
+  jitter.  A step of several periods is a gap: lost rows, which the caller refuses or fills
+  (missing samples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from _toolbox.errors import ParameterError
+
+__all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
+           "named_time_column", "find_time_column", "time_grid", "check_tolerance",
+           "named_reason", "TimeColumnWarning"]
+
+#: Header names (any case) that make a column the time without a choice.
+TIME_NAMES = ("time", "timestamp", "t")
+#: Seconds per unit of a time column's header (``time [ms]``); no unit: seconds.
+TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
+#: Default largest deviation of a step from a whole number of periods, in periods.
+TIME_TOLERANCE = 0.1
+#: Deviations below this fraction of T are the rounding of written stamps, not jitter.
+_ROUNDING = 1e-6
+_AMBIGUOUS = "t"                      # also a temperature: a time only if it looks like one
+
+
+class TimeColumnWarning(UserWarning):
+    """What a reader decided about the time column without being told (which column, the
+    jitter of its stamps): name the column (``time=``) to decide it yourself."""
+
+
+def _spell(cli: bool, option: str, value: str) -> str:
+    """An option as the user gives it: ``--time none`` or ``time=None``."""
+    if cli:
+        return f"--{option.replace('_', '-')} {value}"
+    return f"{option}={'None' if value == 'none' else value}"
+
+
+def named_reason(label: str, name: str, *, cli: bool = False) -> str:
+    """The tail of a refusal of a column taken as the time by its name (not by a choice).
+
+    Examples
+    --------
+    >>> print(named_reason("'T'", "T", cli=True))  # doctest: +NORMALIZE_WHITESPACE
+    ; 'T' was taken as the time because it is named 'T': give --time none to fit it as a
+    signal, or --time COL to name the time column
+    """
+    column = "COL" if cli else "'<column>'"
+    return (f"; {label} was taken as the time because it is named {name!r}: give "
+            f"{_spell(cli, 'time', 'none')} to fit it as a signal, or "
+            f"{_spell(cli, 'time', column)} to name the time column")
+
+
+def check_tolerance(tolerance: float | None, *, cli: bool = False) -> float:
+    """``tolerance`` as a float in (0, 0.5) (a deviation of half a period is ambiguous); None:
+    :data:`TIME_TOLERANCE`.
+
+    Examples
+    --------
+    >>> check_tolerance(0.25)
+    0.25
+    """
+    if tolerance is None:
+        return TIME_TOLERANCE
+    try:
+        value = float(tolerance)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0 < value < 0.5:
+        raise ParameterError(f"{_spell(cli, 'time_tolerance', repr(tolerance))}: the largest "
+                             f"deviation of a time step from whole periods, as a fraction of the "
+                             f"period, must be in (0, 0.5); default {TIME_TOLERANCE}")
+    return value
+
+
+def time_unit(unit: str, where: str, *, reason: str = "") -> float:
+    """Seconds per ``unit`` of the time column ``where`` (message: ``reason`` says why it is
+    the time column).
+
+    Examples
+    --------
+    >>> time_unit("ms", "'time [ms]'")
+    0.001
+    """
+    if unit not in TIME_UNITS:
+        raise ParameterError(f"{where} has the unit {unit!r}; accepted time units: "
+                             f"{', '.join(u for u in TIME_UNITS if u)} (or none: seconds)"
+                             f"{reason}")
+    return TIME_UNITS[unit]
+
+
+def named_time_column(names: Sequence[str], units: Sequence[str],
+                      increasing: Callable[[int], bool] | None = None,
+                      notes: list[str] | None = None,
+                      label: Callable[[int], str] | None = None) -> int | None:
+    """The first column named like a time (module notes), or None.
+
+    ``names`` are bare names (``"T"`` of ``"T [degC]"``), ``units`` their units;
+    ``increasing(c)`` says whether column ``c`` strictly increases (None: not known yet, as
+    for a file being followed); skipped ``t`` columns are noted in ``notes`` (``label(c)``
+    names column ``c``; default: its name).
+
+    Examples
+    --------
+    >>> notes = []
+    >>> named_time_column(["T", "time", "u"], ["degC", "ms", ""], notes=notes)
+    1
+    >>> print(notes[0])
+    'T' is named like a time column but is a signal: its unit 'degC' is not a time unit
+    """
+    for c, (name, unit) in enumerate(zip(names, units, strict=True)):
+        if name.strip().lower() not in TIME_NAMES:
+            continue
+        if name.strip().lower() != _AMBIGUOUS:
+            return c
+        why = (f"its unit {unit!r} is not a time unit" if unit not in TIME_UNITS else
+               "its values do not strictly increase"
+               if increasing is not None and not increasing(c) else "")
+        if not why:
+            return c
+        if notes is not None:
+            notes.append(f"{label(c) if label else repr(name)} is named like a time column "
+                         f"but is a signal: {why}")
+    return None
+
+
+def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
+                     values: np.ndarray, *, notes: list[str], label: Callable[[int], str],
+                     cli: bool = False) -> int | None:
+    """The time column of a table without a choice (module notes), or None; ``values`` (rows,
+    columns), ``label(c)`` names column ``c`` in messages, ``notes`` receives what was
+    decided.
+
+    Raises
+    ------
+    ParameterError
+        An unnamed first column that grows by one step in every row (ambiguous).
+
+    Examples
+    --------
+    >>> values = np.array([[60.1, 0.0, 1.0], [60.3, 0.5, 0.0], [60.2, 1.0, 1.0]])
+    >>> notes = []
+    >>> find_time_column(["T", "t", "u"], ["", "s", ""], values, notes=notes, label=str)
+    1
+    >>> print("\n".join(notes))
+    0 is named like a time column but is a signal: its values do not strictly increase
+    1 is the time (named like one; a time column is never a signal: time=None fits it as one)
+    """
+    if names:
+        def increasing(c: int) -> bool:
+            column = values[:, c]
+            return bool(np.all(np.isfinite(column)) and np.all(np.diff(column) > 0))
+
+        found = named_time_column(names, units, increasing, notes, label)
+        if found is not None:
+            notes.append(f"{label(found)} is the time (named like one; a time column is never "
+                         f"a signal: {_spell(cli, 'time', 'none')} fits it as one)")
+            return found
+    first = values[:, 0]
+    steps = np.diff(first)
+    if (values.shape[1] > 1 and first.size >= 3 and np.all(np.isfinite(first))
+            and np.all(steps > 0) and np.ptp(steps) <= _ROUNDING * np.median(steps)):
+        column = "1" if cli else repr(names[0]) if names else "0"
+        raise ParameterError(f"{label(0)} increases by the same step in every row ({first[0]:g}, "
+                             f"{first[1]:g}, {first[2]:g}, ...): it looks like a time column; "
+                             f"give {_spell(cli, 'time', column)} to use it as the time, or "
+                             f"{_spell(cli, 'time', 'none')} to fit it as a signal")
+    return None
+
+
+@dataclass(frozen=True)
+class TimeGrid:
+    """The sampling grid read from time stamps.
+
+    Attributes
+    ----------
+    period : float
+        The sampling period T in seconds.
+    periods : tuple of ndarray
+        Per segment, the whole periods of each step (1, or more at a gap).
+    jitter : float
+        The largest deviation of a step from whole periods, in seconds.
+    """
+
+    period: float
+    periods: tuple[np.ndarray, ...]
+    jitter: float
+    tolerance: float = TIME_TOLERANCE
+
+    @property
+    def jittery(self) -> bool:
+        """Whether the stamps deviate from the grid by more than their rounding."""
+        return self.jitter > _ROUNDING * self.period
+
+    @property
+    def jitter_note(self) -> str:
+        """The jitter measured (``""`` when there is no more than rounding)."""
+        if not self.jittery:
+            return ""
+        return (f"the time steps jitter by up to {_duration(self.jitter)} "
+                f"({100 * self.jitter / self.period:.2g} % of T), within the tolerance of "
+                f"{100 * self.tolerance:g} % of T; T = {self.period:g} s from the span of the "
+                f"stamps")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.2g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = TIME_TOLERANCE,
+              lines: Sequence[Sequence[int]] | None = None, reason: str = "",
+              cli: bool = False) -> TimeGrid:
+    """The grid of time stamps in seconds (module notes), one array per segment (experiment).
+
+    ``where`` names the column, ``lines[s][k]`` the file line of stamp ``k`` of segment ``s``
+    (default: rows from 1), ``reason`` is appended to refusals (why this column is the time).
+
+    Raises
+    ------
+    ParameterError
+        A missing stamp, a stamp that repeats or goes back, a step that is no whole number of
+        periods within the tolerance (the message names the tolerance option), fewer than two
+        stamps.
+
+    Examples
+    --------
+    >>> grid = time_grid([np.array([0.0, 0.5031, 0.9987, 1.5012])], where="'time'")
+    >>> round(grid.period, 6), grid.periods[0].tolist()
+    (0.5004, [1, 1, 1])
+    >>> print(grid.jitter_note)  # doctest: +NORMALIZE_WHITESPACE
+    the time steps jitter by up to 4.8 ms (0.96 % of T), within the tolerance of 10 % of T;
+    T = 0.5004 s from the span of the stamps
+    """
+    lines = lines or [range(1, t.size + 1) for t in segments]
+    for times, rows in zip(segments, lines, strict=True):
+        if np.isnan(times).any():
+            row = int(np.argmax(np.isnan(times)))
+            raise ParameterError(f"{where} has no time at line {rows[row]}; every row needs "
+                                 f"its time stamp{reason}")
+        for k in np.flatnonzero(np.diff(times) <= 0)[:1] + 1:
+            kind = "repeats" if times[k] == times[k - 1] else "goes back from"
+            raise ParameterError(f"{where} line {rows[k]} {kind} the time {times[k - 1]:g} s "
+                                 f"of line {rows[k - 1]} (got {times[k]:g} s); time stamps must "
+                                 f"strictly increase{reason}")
+    steps = [np.diff(t) for t in segments]
+    every = np.concatenate(steps)
+    if every.size == 0:
+        raise ParameterError(f"{where} needs at least two time stamps per segment{reason}")
+    median = float(np.median(every))
+    periods = [np.maximum(np.round(s / median), 1).astype(int) for s in steps]
+    total = sum(int(p.sum()) for p in periods)
+    period = sum(float(t[-1] - t[0]) for t in segments if t.size > 1) / total
+    deviation = [np.abs(s - p * period) for s, p in zip(steps, periods, strict=True)]
+    jitter = max(float(d.max(initial=0.0)) for d in deviation)
+    if jitter > tolerance * period:
+        s = next(i for i, d in enumerate(deviation) if d.size and d.max() == jitter)
+        k = int(np.argmax(deviation[s])) + 1
+        raise ParameterError(
+            f"{where} line {lines[s][k]}: the time advances by {steps[s][k - 1]:g} s from line "
+            f"{lines[s][k - 1]}, {jitter / period:.2g} periods off a whole number of periods of "
+            f"T = {period:g} s; the tolerance is {tolerance:g} periods "
+            f"({_spell(cli, 'time_tolerance', 'F')} widens it for jittery stamps; resample "
+            f"uneven data){reason}")
+    return TimeGrid(period, tuple(periods), jitter, tolerance)

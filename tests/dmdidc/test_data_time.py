@@ -1,0 +1,164 @@
+"""The time column of a data file, decided once (dmdidc.time_column) for read_data, the command
+line's reader and follow_csv: which column, its unit, its jitter (walkthrough findings 2, 7, 8,
+9, 18)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from _toolbox.errors import ParameterError
+from dmdidc import DelayedPlant, follow_csv, random_excitation, read_data
+from dmdidc.time_column import TIME_TOLERANCE, TimeColumnWarning, check_tolerance
+from simulations.data_preparation import read_identification_data
+
+SEEDS = range(8)
+UNITS = {"s": 1.0, "ms": 1e-3, "min": 60.0}
+
+
+def plc_log(path, seed, *, unit="s", jitter=0.0, T=0.5, samples=120, time_name="timestamp",
+            temperature="T_tank [degC]"):
+    """A random stable 2-state, 2-input plant logged like a PLC: ';'-separated, an input
+    first, states around an operating point, stamps in ``unit`` with Gaussian ``jitter``
+    (fraction of T).  Returns the path, X, U and the stamps in seconds."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((2, 2)) - 2.0 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)), [0.3, 0.7], T)
+    U = random_excitation(2, samples, rng=rng) + np.array([[45.0], [8.0]])
+    X = plant.simulate(np.zeros(2), U) + np.array([[60.0], [1.2]])
+    stamps = T * np.arange(samples + 1) + jitter * T * rng.standard_normal(samples + 1)
+    lines = [f"{time_name} [{unit}];valve [%];{temperature};level [m];heater [kW]"]
+    for k in range(samples + 1):
+        u = U[:, k] if k < samples else (np.nan, np.nan)
+        cells = [stamps[k] / UNITS[unit], u[0], X[0, k], X[1, k], u[1]]
+        lines.append(";".join("" if np.isnan(c) else repr(float(c)) for c in cells))
+    path.write_text("\n".join(lines) + "\n")
+    return path, X, U, stamps
+
+
+def quietly(function, *args, **kwargs):
+    """``function(...)`` with every warning an error: a good case raises no false alarm."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_python_and_command_line_read_the_same_period_in_the_units_of_the_header(tmp_path,
+                                                                                 seed):
+    unit = list(UNITS)[seed % 3]
+    jitter = [0.0, 0.006, 0.02][seed % 3]
+    path, X, U, stamps = plc_log(tmp_path / "plc.csv", seed, unit=unit, jitter=jitter)
+    with pytest.warns(TimeColumnWarning, match=r"'timestamp' is the time.*time=None"):
+        python = read_data(path, inputs=["valve", "heater"])
+    cli = read_identification_data(path, inputs="valve,heater")
+    assert python.dt == cli.dt                      # one decision, the same number
+    assert abs(python.dt - 0.5) <= 4 * jitter * 0.5 / 120 + 1e-9    # the span, not one step
+    np.testing.assert_array_equal(python.X[0], X)
+    np.testing.assert_array_equal(cli.X[0], X)
+    np.testing.assert_array_equal(python.U[0], U)
+    assert python.state_names == ("T_tank", "level")    # the time is never a state
+    jittery = [n for n in cli.notes if "jitter" in n]
+    assert bool(jittery) == (jitter > 0)
+    if jitter:
+        measured = np.max(np.abs(np.diff(stamps) - python.dt))
+        assert f"{100 * measured / python.dt:.2g} % of T" in jittery[0]
+        assert f"tolerance of {100 * TIME_TOLERANCE:g} % of T" in jittery[0]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_named_clean_time_column_reads_without_a_warning(tmp_path, seed):
+    path, X, _, _ = plc_log(tmp_path / "plc.csv", seed, unit="ms")
+    data = quietly(read_data, path, inputs=["valve [%]", "heater [kW]"], time="timestamp [ms]")
+    assert data.dt == pytest.approx(0.5, rel=1e-12)         # ms read as ms, not seconds
+    np.testing.assert_array_equal(data.X[0], X)
+    assert data.input_units == ("%", "kW")
+    kept = read_data(path, inputs=["valve", "heater"], time=None, dt=0.5)
+    assert kept.state_names[0] == "timestamp"               # time=None: a signal, as asked
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_temperature_named_t_is_a_signal_in_both_readers(tmp_path, seed):
+    # 'T [degC]' is no time unit; a bare 'T' that goes up and down does not increase
+    header = ["T [degC]", "T"][seed % 2]
+    path, X, _, _ = plc_log(tmp_path / "plc.csv", seed, temperature=header)
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join(";".join(r.split(";")[1:]) for r in rows) + "\n")  # no stamps
+    with pytest.warns(TimeColumnWarning, match="'T' is named like a time column but is a "
+                                               "signal"):
+        python = read_data(path, inputs=["valve", "heater"], dt=0.5)
+    cli = read_identification_data(path, inputs="valve,heater", dt=0.5)
+    assert python.state_names == ("T", "level") and cli.state_names == ("T", "level")
+    np.testing.assert_array_equal(python.X[0], X)
+    np.testing.assert_array_equal(cli.X[0], X)
+    assert any("named like a time column but is a signal" in n for n in cli.notes)
+
+
+def test_an_increasing_t_off_the_grid_is_refused_saying_why_it_was_taken(tmp_path):
+    path = tmp_path / "heat.csv"
+    path.write_text("T,level,u\n20,1,1\n21,1.1,0\n23.5,1.3,1\n24,1.2,0\n")  # T warms up
+    with pytest.raises(ParameterError, match=r"taken as the time because it is named 'T'.*"
+                                             r"--time none.*--time COL"):
+        read_identification_data(path, inputs="u")
+    with pytest.raises(ParameterError, match=r"named 'T'.*time=None"):
+        read_data(path, inputs="u")
+    data = read_identification_data(path, inputs="u", time="none", dt=1.0)
+    assert data.state_names == ("T", "level")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_jitter_beyond_the_tolerance_is_refused_naming_the_option(tmp_path, seed):
+    path, X, _, _ = plc_log(tmp_path / "plc.csv", seed, jitter=0.08)
+    with pytest.raises(ParameterError, match=r"off a whole number of periods.*tolerance is "
+                                             r"0.1 periods \(--time-tolerance"):
+        read_identification_data(path, inputs="valve,heater")
+    with pytest.raises(ParameterError, match=r"time_tolerance="):
+        read_data(path, inputs="valve", time="timestamp")
+    wide = read_identification_data(path, inputs="valve,heater", time_tolerance=0.45)
+    assert abs(wide.dt - 0.5) < 0.01
+    np.testing.assert_array_equal(wide.X[0], X)
+    ignored = read_identification_data(path, inputs="valve,heater", time="ignore", dt=0.5)
+    assert ignored.dt == 0.5 and ignored.state_names == ("T_tank", "level")
+    assert any("--time ignore" in note for note in ignored.notes)
+
+
+def test_a_gap_of_whole_periods_asks_for_the_lost_rows(tmp_path):
+    path, _, _, _ = plc_log(tmp_path / "plc.csv", 0, jitter=0.005)
+    rows = path.read_text().splitlines()
+    path.write_text("\n".join(rows[:40] + rows[43:]) + "\n")       # three rows lost
+    with pytest.raises(ParameterError, match="missing rows.*--missing"):
+        read_identification_data(path, inputs="valve,heater")
+    with pytest.raises(ParameterError, match="skips 3 sample.*missing="):
+        read_data(path, inputs="valve", time="timestamp")
+
+
+def test_dt_must_agree_with_the_stamps_within_their_jitter(tmp_path):
+    path, _, _, _ = plc_log(tmp_path / "plc.csv", 1, jitter=0.01)
+    assert read_identification_data(path, inputs="valve,heater", dt=0.5).dt == 0.5
+    with pytest.raises(ParameterError, match="--dt 0.51 disagrees"):
+        read_identification_data(path, inputs="valve,heater", dt=0.51)
+    with pytest.raises(ParameterError, match="dt=0.51 disagrees"):
+        read_data(path, inputs="valve", time="timestamp", dt=0.51)
+
+
+@pytest.mark.parametrize("bad", [0.0, 0.5, -0.1, float("nan"), "wide"])
+def test_a_tolerance_outside_zero_to_half_a_period_is_refused(bad):
+    with pytest.raises(ParameterError, match=r"time_tolerance=.*\(0, 0.5\)"):
+        check_tolerance(bad)
+    assert check_tolerance(None) == TIME_TOLERANCE
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_follow_reads_jittery_stamps_in_their_unit_and_the_period_from_their_span(tmp_path,
+                                                                                 seed):
+    path, X, U, _ = plc_log(tmp_path / "plc.csv", seed, unit="ms", jitter=0.01)
+    chunks = list(follow_csv(path, inputs=["valve", "heater"], time="auto", poll=0.01,
+                             idle_timeout=0.05, chunk=1000, report=lambda message: None))
+    assert abs(chunks[-1].dt - 0.5) <= 4 * 0.01 * 0.5 / 120 + 1e-9
+    np.testing.assert_array_equal(np.concatenate([c.X for c in chunks], axis=1)[:, -1],
+                                  X[:, -1])
+    assert sum(c.U.shape[1] for c in chunks) == U.shape[1]      # no stamp refused, none lost
+    path.write_text(path.read_text().replace("timestamp [ms]", "timestamp [degC]"))
+    with pytest.raises(ParameterError, match="unit 'degC'.*named 'timestamp'"):
+        list(follow_csv(path, inputs=["valve", "heater"], time="auto", poll=0.01,
+                        idle_timeout=0.05, report=lambda message: None))
