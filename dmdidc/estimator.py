@@ -89,7 +89,13 @@ from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics, _trajectories
-from dmdidc.trajectories import check_data, detrended, remove_trend
+from dmdidc.trajectories import (
+    check_data,
+    detrended,
+    held_input_error,
+    held_inputs,
+    remove_trend,
+)
 
 __all__ = ["DMDidc", "ESTIMATORS"]
 
@@ -466,6 +472,7 @@ class DMDidc:
             else:
                 outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
+            _name_held_input(U, data, exc)
             if pod is not None:
                 raise
             snapshots = sum(Xi.shape[1] for Xi, _ in trajectories)
@@ -1404,3 +1411,16 @@ def _renamed(reference: Any, Z: Any) -> Any:
 
     warnings.warn("Z= was renamed reference=", DeprecationWarning, stacklevel=3)
     return Z
+
+
+def _name_held_input(U: Any, data: IdData | None, exc: Exception) -> None:
+    """Raise the cause of a rank-deficient fit when it is an input held at one value (as a
+    constant state is refused by name): the regression's message lists every possible cause
+    and names none."""
+    held = held_inputs(U)
+    if not held:
+        return
+    i, value = next(iter(held.items()))
+    name = repr(data.input_names[i]) if data is not None else f"{i} (row {i} of U)"
+    raise held_input_error(name, value, len(held), "U without that row; read_data or dmdidc "
+                           "identify --inputs without it") from exc

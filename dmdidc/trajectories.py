@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_finite_array
-from dmdidc.errors import DimensionError, NonFiniteError
+from dmdidc.errors import DimensionError, InsufficientExcitationError, NonFiniteError
 
 __all__ = ["as_trajectories", "check_data", "detrended", "remove_trend", "subsample",
+           "held_inputs", "held_input_error",
            "DIAGNOSTIC_SAMPLES", "DATA_MAGNITUDE_LIMIT"]
 
 #: Regression samples the residual diagnostics use at most (their power is ample long before).
@@ -37,17 +38,96 @@ def check_data(name: str, value: Any) -> np.ndarray:
     (1, 2)
     """
     array = value
-    if not (type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 2
-            and value.size):
-        array = check_finite_array(name, value, ndim=2)
-    largest = _largest_magnitude(array)
-    if not largest <= DATA_MAGNITUDE_LIMIT:
+    try:
+        if not (type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 2
+                and value.size):
+            array = check_finite_array(name, value, ndim=2)
+        largest = _largest_magnitude(array)
         if not np.isfinite(largest):
             check_finite_array(name, array, ndim=2)      # says how many entries and raises
+    except NonFiniteError as exc:
+        raise NonFiniteError(f"{exc}{_first_nonfinite(value)}") from None
+    if not largest <= DATA_MAGNITUDE_LIMIT:
         raise NonFiniteError(f"{name} has an entry of magnitude {largest:.3g}, beyond "
                              f"{DATA_MAGNITUDE_LIMIT:.0e}: the regression's sums of products "
                              f"would overflow float64; rescale the data (e.g. other units)")
     return array
+
+
+def _first_nonfinite(value: Any) -> str:
+    """Where the first NaN or infinite entry of ``value`` is, and what handles lost samples."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    if array.ndim != 2 or np.isfinite(array).all():
+        return ""
+    column, row = (int(i) for i in np.argwhere(~np.isfinite(array.T))[0])   # earliest sample
+    kind = "NaN" if np.isnan(array[row, column]) else "infinite"
+    where = (f"; the first (earliest) at row {row}, column {column} (signal {row}, sample "
+             f"{column}: {kind})")
+    if not np.isnan(array).any():          # an overflow or a fault, not a lost sample
+        return where
+    return (f"{where}. Lost samples (NaN) are handled by IdData(X, U, dt=..., missing='drop' or "
+            f"'interpolate'), read_data(..., missing=...) or dmdidc identify --missing")
+
+
+def _shape_mistake(x: tuple[int, int], u: tuple[int, int], tag: str) -> str:
+    """Why ``U`` (m, K) does not fit ``X`` (n, N): the message names the likeliest mistake
+    (a transposition only where an array has more rows than columns, as samples would: with
+    n = m + 1 an extra input sample is no transposition)."""
+    (n, N), (m, K) = x, u
+    expected = (f"U{tag} has {K} samples; expected {N - 1} (columns of X{tag} minus one; time "
+                f"runs along the columns)")
+    if n == m + 1 and n > N:
+        return (f"{expected}; the data look transposed: X{tag} has {n} rows and U{tag} {m}, "
+                f"one more, as samples would (pass X.T and U.T)")
+    if n - 1 == K and n > N:
+        return (f"X{tag} has shape {x}, which looks transposed: its {n} rows are one more than "
+                f"the {K} samples of U{tag} {u}; time runs along the columns: pass X.T, shape "
+                f"(n, K + 1)")
+    if m == N - 1 and m > K:
+        return (f"U{tag} has shape {u}, which looks transposed: its {m} rows are the {N - 1} "
+                f"steps of X{tag} {x}; time runs along the columns: pass U.T, shape (m, K)")
+    if K == N:
+        return (f"{expected}: U{tag} has as many samples as X{tag}, one too many (the last "
+                f"input would act after the last state); drop its last column, U[:, :-1]")
+    return expected
+
+
+def held_inputs(U: Any) -> dict[int, float]:
+    """The input channels of ``U`` (m, K), or of a list of such arrays, that hold one value in
+    every sample (channel: value): they carry no excitation.
+
+    Examples
+    --------
+    >>> held_inputs(np.array([[1.0, -1.0, 0.5], [8.0, 8.0, 8.0]]))
+    {1: 8.0}
+    """
+    joined = np.hstack([np.asarray(u, dtype=float) for u in
+                        (U if isinstance(U, (list, tuple)) else [U])])
+    if joined.ndim != 2 or joined.shape[1] < 2:
+        return {}
+    held = np.all(joined == joined[:, :1], axis=1)
+    return {int(i): float(joined[i, 0]) for i in np.flatnonzero(held)}
+
+
+def held_input_error(name: str, value: float, count: int, remedy: str
+                     ) -> InsufficientExcitationError:
+    """The refusal of an input held at ``value`` (``count`` such inputs); ``remedy`` says how
+    to leave it out (the API's or the command line's way).
+
+    Examples
+    --------
+    >>> print(held_input_error("'heater'", 8.0, 1, "--inputs without it"))
+    ... # doctest: +ELLIPSIS
+    input 'heater' is constant (8 in every sample): it carries no excitation, ... excite it
+    """
+    more = f" ({count} inputs are constant)" if count > 1 else ""
+    return InsufficientExcitationError(
+        f"input {name} is constant ({value:g} in every sample){more}: it carries no "
+        f"excitation, so the data determine neither its delay nor its effect and the "
+        f"regression is rank-deficient; leave it out ({remedy}) or excite it")
 
 
 def _largest_magnitude(array: np.ndarray) -> float:
@@ -92,11 +172,7 @@ def as_trajectories(X: Any, U: Any, *, check_orientation: bool = True
         Xi = check_data(f"X{tag}", Xi)
         Ui = check_data(f"U{tag}", Ui)
         if Ui.shape[1] != Xi.shape[1] - 1:
-            hint = (f"; the data look transposed: X{tag} has {Xi.shape[0]} rows and U{tag} "
-                    f"{Ui.shape[0]}, one more, as samples would (pass X.T and U.T)"
-                    if Xi.shape[0] == Ui.shape[0] + 1 else "")
-            raise DimensionError(f"U{tag} has {Ui.shape[1]} samples; expected {Xi.shape[1] - 1} "
-                                 f"(columns of X minus one; time runs along the columns){hint}")
+            raise DimensionError(_shape_mistake(Xi.shape, Ui.shape, tag))
         if check_orientation and Xi.shape[0] == Ui.shape[0] + 1 and Xi.shape[0] > Xi.shape[1]:
             raise DimensionError(f"X{tag} has shape {Xi.shape} and U{tag} {Ui.shape}: more states "
                                  f"than snapshots, which looks like transposed data; time runs "

@@ -40,6 +40,7 @@ from dmdidc.time_column import (
     time_grid,
     time_unit,
 )
+from dmdidc.trajectories import held_input_error, held_inputs
 from simulations.data_files import (
     CsvTable,
     _check_pair,
@@ -48,7 +49,8 @@ from simulations.data_files import (
     read_npz_data,
 )
 
-__all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES"]
+__all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES",
+           "name_held_input"]
 
 MISSING_POLICIES = ("error", "drop", "interpolate")
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
@@ -220,6 +222,17 @@ def _refuse_constant(X: np.ndarray, names: list[str]) -> None:
             raise ParameterError(f"state {name} is constant ({known[0]:g} in every sample): it "
                                  f"carries no dynamics, so the data do not determine its mode; "
                                  f"leave it out (--states without it) or excite it")
+
+
+def name_held_input(data: IdentificationData, exc: Exception) -> None:
+    """After a rank-deficient fit: raise its cause by the column's name when an input is held
+    at one value (as :meth:`dmdidc.DMDidc.fit` does by row; a constant state is refused
+    before, :func:`_refuse_constant`)."""
+    held = held_inputs(list(data.U))
+    if held:
+        i, value = next(iter(held.items()))
+        name = repr(data.input_names[i]) if data.input_names else f"u{i + 1}"
+        raise held_input_error(name, value, len(held), "--inputs without it") from exc
 
 
 def _is_iddata_archive(path: str | Path) -> bool:

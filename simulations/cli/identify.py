@@ -293,7 +293,9 @@ def _load_reference(path: str, samples: int) -> np.ndarray:
 def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
+    from _toolbox.errors import InsufficientExcitationError
     from dmdidc import DMDidc
+    from simulations.data_preparation import name_held_input
 
     # DMDidc refuses --significance beside --block-rtol where it would change nothing
     test = {"significance": args.significance, "block_rtol": args.block_rtol}
@@ -342,7 +344,11 @@ def _run_identify(args: argparse.Namespace) -> int:
                        check_level=args.check_level, svd_rank=args.svd_rank, **test)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(X, U, dt=args.dt, reference=reference)
+        try:
+            estimator.fit(X, U, dt=args.dt, reference=reference)
+        except InsufficientExcitationError as exc:
+            name_held_input(data, exc)             # the cause by its column's name
+            raise
     refuse_delay_at_bound(estimator, "--max-delay")
     model = with_signals(estimator.annotated_model(args.level), data)
     with staged_file(args.out) as staged:

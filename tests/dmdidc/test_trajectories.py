@@ -86,3 +86,70 @@ def test_long_data_read_in_pieces_refuse_bad_entries_in_any_piece(seed):
             for array in (Y, np.asfortranarray(Y)):
                 with pytest.raises(NonFiniteError, match=match):
                     check_data("X", array)
+
+
+def _record(seed, samples=400):
+    """A random stable plant's (X, U) with 3 states and 2 inputs around an operating point."""
+    from dmdidc import DelayedPlant, random_excitation
+
+    rng = np.random.default_rng(seed)
+    plant = DelayedPlant.from_continuous(0.3 * rng.standard_normal((3, 3)) - 0.8 * np.eye(3),
+                                         rng.standard_normal((3, 2)), [0.4, 1.1], 0.5)
+    U = random_excitation(2, samples, rng=rng) + np.array([[45.0], [8.0]])
+    return plant.simulate(np.zeros(3), U) + np.array([[60.0], [1.2], [3.5]]), U
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_array_mistakes_are_named_by_their_likeliest_cause(seed):
+    from dmdidc import DMDidc
+
+    X, U = _record(seed)
+    fit = DMDidc(max_delay=3).fit
+    with pytest.raises(DimensionError, match=r"one too many.*U\[:, :-1\]") as info:
+        fit(X, np.hstack([U, U[:, -1:]]), dt=0.5)             # n = m + 1: not transposed
+    assert "transposed" not in str(info.value)
+    with pytest.raises(DimensionError, match=r"^X has shape \(401, 3\), which looks "
+                                             r"transposed.*pass X.T"):
+        fit(X.T, U, dt=0.5)
+    with pytest.raises(DimensionError, match=r"^U has shape \(400, 2\), which looks "
+                                             r"transposed.*pass U.T"):
+        fit(X, U.T, dt=0.5)
+    with pytest.raises(DimensionError, match="transposed"):
+        fit(X.T, U.T, dt=0.5)
+    assert fit(X, U, dt=0.5).delay.shape == (2,)               # the good case: no alarm
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_nan_is_located_and_the_missing_policies_named(seed):
+    from dmdidc import DMDidc
+
+    X, U = _record(seed)
+    rng = np.random.default_rng(seed)
+    i, k = int(rng.integers(0, 3)), int(rng.integers(1, 400))
+    X[i, k] = X[i, k + 1:k + 3].sum() * np.nan
+    X[:, -1] = np.where(seed % 2, np.inf, X[:, -1])           # a later fault is not the first
+    with pytest.raises(NonFiniteError, match=rf"the first \(earliest\) at row {i}, column {k} "
+                                             rf"\(signal {i}, sample {k}: NaN\).*"
+                                             rf"missing='drop'.*--missing"):
+        DMDidc(max_delay=3).fit(X, U, dt=0.5)
+    X[i, k] = np.inf                                          # an overflow: not a lost sample
+    with pytest.raises(NonFiniteError, match=rf"column {k} .*: infinite\)$"):
+        DMDidc(max_delay=3).fit(X, U, dt=0.5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_constant_input_is_named_with_its_value_and_remedy(seed):
+    from dmdidc import DMDidc, IdData
+    from dmdidc.errors import InsufficientExcitationError
+
+    X, U = _record(seed)
+    held = seed % 2
+    U[held] = [45.0, 8.0][held]
+    with pytest.raises(InsufficientExcitationError, match=rf"input {held} \(row {held} of U\) "
+                                                          rf"is constant \({U[held, 0]:g} in "
+                                                          r"every sample\).*leave it out"):
+        DMDidc(max_delay=3).fit(X, U, dt=0.5)
+    data = IdData(X, U, dt=0.5, input_names=["valve", "heater"])
+    with pytest.raises(InsufficientExcitationError, match=f"input '{['valve', 'heater'][held]}' "
+                                                          f"is constant"):
+        DMDidc(max_delay=3).fit(data)

@@ -268,3 +268,18 @@ def test_outputs_as_long_as_the_inputs_with_missing_samples(tmp_path, missing):
     for Yi, Ui in zip(data.X, data.U, strict=True):
         assert Yi.shape[1] in (Ui.shape[1], Ui.shape[1] + 1)
         assert np.all(np.isfinite(Yi)) and np.all(np.isfinite(Ui))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_identify_names_a_constant_input_by_its_column(tmp_path, seed, capsys):
+    from simulations.cli import main
+
+    t, X, U = record(seed)
+    U[seed % 2] = 8.0                                     # a heater held at 8 kW
+    path = write_table(tmp_path / "log.csv", t, X, U, header="time,x1,x2,valve,heater")
+    code = main(["identify", str(path), "--inputs", "valve,heater", "--max-delay", "3",
+                 "--out", str(tmp_path / "m.json")])
+    err = capsys.readouterr().err
+    assert code != 0 and not (tmp_path / "m.json").exists()
+    name = ["valve", "heater"][seed % 2]
+    assert f"input '{name}' is constant (8 in every sample)" in err and "--inputs" in err
