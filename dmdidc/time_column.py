@@ -158,7 +158,8 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     >>> notes = []
     >>> find_time_column(["T", "t", "u"], ["", "s", ""], values, notes=notes, label=str)
     1
-    >>> print("\n".join(notes))
+    >>> for note in notes:
+    ...     print(note)
     0 is named like a time column but is a signal: its values do not strictly increase
     1 is the time (named like one; a time column is never a signal: time=None fits it as one)
     """
