@@ -5,9 +5,12 @@ name optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,
 tab; ``.`` as decimal mark; an empty cell or ``nan`` is a missing sample (see
 :mod:`dmdidc.missing`).  Row ``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an
 experiment are not used (the state after the last input), and may be empty.  Select columns by
-name: ``inputs`` (required), ``states`` (default: every other column), ``time`` (a column of
-sample times, from which ``dt`` is read and checked to be uniform), ``experiment`` (a column
-whose value changes where a new experiment starts).
+name or whole header cell (``"valve"`` or ``"valve [%]"``): ``inputs`` (required), ``states``
+(default: every other column), ``time`` (a column of sample times, from which ``dt`` is read;
+default: a column named like a time, by the rules of :mod:`dmdidc.time_column`, shared with the
+command line: its unit, a ``T [degC]`` that is a temperature, jitter within
+``time_tolerance``), ``experiment`` (a column whose value changes where a new experiment
+starts).
 
 **NPZ.**  Arrays ``X_0, U_0, X_1, ...`` and a ``metadata`` JSON string (names, units, dt,
 operating point, source); read with ``allow_pickle=False``, so a data file never runs code.

@@ -193,6 +193,10 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         _no_inputs(signals, outputs)
     _refuse_constant(signals.X, signals.x_names)
     period = _sampling_period(signals, dt)
+    if signals.grid is None and period is not None and signals.X.shape[1] > 1:
+        # no stamps to check --dt against: a period in ms (--dt 500) shows here
+        signals.notes.append(f"sampling period T = {period:g} s (--dt; no time column to "
+                             f"check it against): the delays and modes are in its units")
     if signals.grid is not None:                            # a unit mistake shows here
         jitter = signals.grid.jitter_note
         signals.notes.append(f"sampling period T = {period:g} s, the step of "
@@ -424,6 +428,8 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
     found = find_time_column(names, units, table.values, notes=notes, cli=True,
                              label=lambda c: _where(table, c))
     if time == "ignore":
+        if found is None and not required:
+            return None                       # the other file of two may hold it
         if found is None:
             raise ParameterError(f"--time ignore: {str(table.path)!r} has no column named time, "
                                  f"timestamp or t (it has {_columns_text(table)}); name the "

@@ -162,3 +162,17 @@ def test_follow_reads_jittery_stamps_in_their_unit_and_the_period_from_their_spa
     with pytest.raises(ParameterError, match="unit 'degC'.*named 'timestamp'"):
         list(follow_csv(path, inputs=["valve", "heater"], time="auto", poll=0.01,
                         idle_timeout=0.05, report=lambda message: None))
+
+
+def test_a_period_given_without_stamps_is_stated_and_ignore_works_for_two_files(tmp_path):
+    path, X, U, _ = plc_log(tmp_path / "plc.csv", 2)
+    rows = [r.split(";") for r in path.read_text().splitlines()]
+    (tmp_path / "x.csv").write_text("\n".join(",".join([r[0], r[2], r[3]]) for r in rows))
+    (tmp_path / "u.csv").write_text("\n".join(",".join([r[1], r[4]]) for r in rows[:-1]))
+    data = read_identification_data(states=tmp_path / "x.csv", inputs=tmp_path / "u.csv",
+                                    time="ignore", dt=500.0)      # a period in ms, by mistake
+    np.testing.assert_array_equal(data.X[0], X)
+    assert any("T = 500 s (--dt; no time column" in note for note in data.notes)
+    with pytest.raises(ParameterError, match="--time ignore: .* has no column named time"):
+        read_identification_data(states=tmp_path / "u.csv", inputs="none", time="ignore",
+                                 dt=0.5)

@@ -161,3 +161,25 @@ def test_sigusr1_writes_the_model_and_ctrl_c_ends_with_it(tmp_path):
     assert process.returncode == 0, output
     assert f"interrupted (Ctrl-C)\nwrote {out} at the end (1009 samples)\n" in output
     assert DelayedPlant.load(out).delay.shape == (2,)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_takes_jittery_stamps_in_ms_and_refuses_them_beyond_the_tolerance(seed, tmp_path,
+                                                                                capsys):
+    # a PLC's log: stamps in ms with 1 % of T of jitter; the period is the stamps' span
+    _log(tmp_path / "log.csv", seed, samples=600)
+    rng = np.random.default_rng(seed)
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    stamps = 1e3 * DT * (np.arange(len(rows) - 1) + 0.01 * rng.standard_normal(len(rows) - 1))
+    (tmp_path / "log.csv").write_text("\n".join(
+        ["time [ms]" + rows[0][4:]] + [f"{float(t)!r}," + r.split(",", 1)[1]
+                                       for t, r in zip(stamps, rows[1:], strict=True)]) + "\n")
+    argv = ["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+            "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "600",
+            "--out", str(tmp_path / "m.json")]
+    assert main(argv) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    period = float(first.split("T = ")[1].split(" s")[0])
+    assert abs(period - DT) < 4 * 0.01 * DT / 600 + 1e-6
+    assert main(argv + ["--time-tolerance", "0.001"]) != 0
+    assert "--time-tolerance" in capsys.readouterr().err
