@@ -340,8 +340,9 @@ def read_data(path: str | Path, **options: Any) -> IdData:
     **options
         :func:`dmdidc.data_io.read_fields`: for a CSV, ``inputs`` (the input columns,
         required), ``states`` (default: every other column), ``time`` (a column of sample
-        times, giving ``dt``), ``experiment`` (a column labelling experiments), ``dt``,
-        ``missing`` and ``operating_point``.
+        times, giving ``dt``; default ``"auto"``: a column named time, timestamp or t;
+        ``None``: none), ``experiment`` (a column labelling experiments), ``dt``, ``missing``,
+        ``operating_point`` and ``time_tolerance``.
 
     Returns
     -------

@@ -169,6 +169,9 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
                for c in (time, experiment) if c is not None]
     states = (column.select(states, "states") if states is not None else
               [n for n in names if n not in inputs and n not in special])
+    if time is not None and special[0] in states + inputs:
+        raise ParameterError(f"{special[0]!r} of {path.name} is the time column and a signal; "
+                             f"a time column is never a signal (time=None if it is one)")
     index = {n: i for i, n in enumerate(names)}
     labels = values[:, index[special[-1]]] if experiment else np.zeros(len(values))
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))

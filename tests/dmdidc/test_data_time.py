@@ -176,3 +176,11 @@ def test_a_period_given_without_stamps_is_stated_and_ignore_works_for_two_files(
     with pytest.raises(ParameterError, match="--time ignore: .* has no column named time"):
         read_identification_data(states=tmp_path / "u.csv", inputs="none", time="ignore",
                                  dt=0.5)
+
+
+def test_the_time_column_is_never_also_a_signal(tmp_path):
+    path, _, _, _ = plc_log(tmp_path / "plc.csv", 3)
+    with pytest.raises(ParameterError, match="is the time column and a signal.*time=None"):
+        read_data(path, inputs=["valve"], states=["timestamp [s]", "level"], time="timestamp")
+    data = read_data(path, inputs=["valve"], states=["timestamp", "level"], time=None, dt=0.5)
+    assert data.state_units == ("s", "m")
