@@ -97,7 +97,7 @@ def _shape_mistake(x: tuple[int, int], u: tuple[int, int], tag: str) -> str:
 
 def held_inputs(U: Any) -> dict[int, float]:
     """The input channels of ``U`` (m, K), or of a list of such arrays, that hold one value in
-    every sample (channel: value): they carry no excitation.
+    every sample, up to rounding (channel: value): they carry no excitation.
 
     Examples
     --------
@@ -108,7 +108,8 @@ def held_inputs(U: Any) -> dict[int, float]:
                         (U if isinstance(U, (list, tuple)) else [U])])
     if joined.ndim != 2 or joined.shape[1] < 2:
         return {}
-    held = np.all(joined == joined[:, :1], axis=1)
+    # the rule of OutputDMDidc's held inputs: a spread within rounding of the magnitude
+    held = np.ptp(joined, axis=1) <= 1e-12 * np.max(np.abs(joined), axis=1, initial=0.0)
     return {int(i): float(joined[i, 0]) for i in np.flatnonzero(held)}
 
 
