@@ -98,7 +98,8 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     time : str or None, default "auto"
         CSV: the column of sample times (then ``dt`` is read from it, in the unit of its
         header, :mod:`dmdidc.time_column`); ``"auto"``: a column named ``time``,
-        ``timestamp`` or ``t`` if there is one (with a :class:`TimeColumnWarning`); ``None``:
+        ``timestamp`` or ``t`` if there is one (``t``, which may be a temperature, with a
+        :class:`TimeColumnWarning` saying what was decided; so are jittery stamps); ``None``:
         no time column (every column is a signal).
     experiment : str, optional
         CSV: a column that labels the experiment of each row.
@@ -159,8 +160,10 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     notes: list[str] = []
     reason = ""
     if time == "auto":
+        # a column named time or timestamp is the time without a word: a warning on every
+        # read (our own saved files included) would be noise; 't' and refusals are said
         time = find_time_column(names, units, values, notes=notes,
-                                label=lambda c: repr(names[c]))
+                                label=lambda c: repr(names[c]), announce=False)
         if time is not None:
             reason = named_reason(repr(names[time]), names[time])
             time = names[time]

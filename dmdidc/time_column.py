@@ -142,10 +142,11 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
 
 def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
                      values: np.ndarray, *, notes: list[str], label: Callable[[int], str],
-                     cli: bool = False) -> int | None:
+                     cli: bool = False, announce: bool = True) -> int | None:
     """The time column of a table without a choice (module notes), or None; ``values`` (rows,
     columns), ``label(c)`` names column ``c`` in messages, ``notes`` receives what was
-    decided.
+    decided (``announce=False``: not a column named ``time`` or ``timestamp`` taken as the
+    time, which is what its name says; only the ambiguous ``t`` and the columns refused).
 
     Raises
     ------
@@ -170,8 +171,9 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
 
         found = named_time_column(names, units, increasing, notes, label)
         if found is not None:
-            notes.append(f"{label(found)} is the time (named like one; a time column is never "
-                         f"a signal: {_spell(cli, 'time', 'none')} fits it as one)")
+            if announce or names[found].strip().lower() == _AMBIGUOUS:
+                notes.append(f"{label(found)} is the time (named like one; a time column is "
+                             f"never a signal: {_spell(cli, 'time', 'none')} fits it as one)")
             return found
     first = values[:, 0]
     steps = np.diff(first)
