@@ -71,7 +71,7 @@ from dmdidc.inference.intervals import (
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.inference.trend_bias import trend_bias_check
 from dmdidc.info import ModelInfo
-from dmdidc.missing import left_out
+from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.model import DelayedPlant, OperatingPoint
 from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import pod_modes
@@ -435,6 +435,9 @@ class DMDidc:
         given = (X, U, dt)
         X, U, dt, data = as_arrays(X, U, dt, caller="fit")
         dt = check_positive("dt", dt)
+        if data is not None and data.missing_report.interpolated_inputs:
+            warn_model(interpolated_inputs_warning(data.missing_report.interpolated_inputs,
+                                                   "state"), DiagnosticWarning)
         reference = _renamed(reference, Z)
         self.state_trend_ = self.input_trend_ = None
         self._selection: DelayBoundSelection | None = None

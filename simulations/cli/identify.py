@@ -356,6 +356,10 @@ def _run_identify(args: argparse.Namespace) -> int:
     path = Path(args.out)
     with np.printoptions(precision=6, suppress=True):
         _report(args, estimator, model, X, U, caught)
+    if data.interpolated_inputs:         # the fit saw arrays: IdData's warning said here
+        from dmdidc.missing import interpolated_inputs_warning
+
+        warn(interpolated_inputs_warning(data.interpolated_inputs, "state"), args)
     print(f"wrote {path}")
     return 0
 

@@ -473,6 +473,25 @@ def test_outputs_with_interpolated_inputs_warn_and_name_drop(tmp_path, capsys):
     assert "were interpolated" not in capsys.readouterr().err
 
 
+def test_states_with_interpolated_inputs_warn_and_name_drop(tmp_path, capsys):
+    # The state fit (no --outputs) says it too: the regression reads the straight lines as
+    # state noise.
+    path, _, _, _ = table(tmp_path, 1, samples=1200)
+    rows = path.read_text().splitlines()
+    for k in (301, 302, 303, 801):
+        cells = rows[k].split(",")
+        cells[3] = ""
+        rows[k] = ",".join(cells)
+    (tmp_path / "lost.csv").write_text("\n".join(rows) + "\n")
+    argv = [tmp_path / "lost.csv", "--inputs", "u1,u2", "--max-delay", 3]
+    assert identify(tmp_path, *argv, "--missing", "interpolate") == 0
+    err = capsys.readouterr().err
+    assert "4 input value(s) were interpolated (--missing interpolate)" in err
+    assert "state noise" in err and "Remedy: --missing drop" in err
+    assert identify(tmp_path, *argv, "--missing", "drop") == 0
+    assert "were interpolated" not in capsys.readouterr().err
+
+
 def test_outliers_are_placed_by_the_data_segment_after_short_ones_are_left_out(tmp_path,
                                                                                capsys):
     """The outlier list with --missing drop names the data's segments (as the 'dropped'
