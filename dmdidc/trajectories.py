@@ -108,7 +108,7 @@ def held_inputs(U: Any) -> dict[int, float]:
                         (U if isinstance(U, (list, tuple)) else [U])])
     if joined.ndim != 2 or joined.shape[1] < 2:
         return {}
-    # the rule of OutputDMDidc's held inputs: a spread within rounding of the magnitude
+    # a spread within rounding of the magnitude (OutputDMDidc's held inputs too)
     held = np.ptp(joined, axis=1) <= 1e-12 * np.max(np.abs(joined), axis=1, initial=0.0)
     return {int(i): float(joined[i, 0]) for i in np.flatnonzero(held)}
 

@@ -57,7 +57,7 @@ from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
 from dmdidc.output.refine import Refined, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
-from dmdidc.trajectories import detrended
+from dmdidc.trajectories import detrended, held_inputs
 
 __all__ = ["OutputDMDidc"]
 
@@ -193,15 +193,6 @@ def _delay_se(se: np.ndarray, found: tuple) -> np.ndarray:
     """The Wald standard errors ``se`` (m,), NaN for a delay whose interval is its profile's
     alone (a singular first order: :func:`~dmdidc.output.intervals.profiled_only`)."""
     return np.where(profiled_only(found) if len(found) else False, np.nan, se)
-
-
-def _held_inputs(experiments: list) -> dict[int, float]:
-    """The input channels held at one value over every experiment (channel: value): what a
-    constant does is a constant, which the offset and the free initial states also fit."""
-    U = np.hstack([Ui for _, Ui in experiments])
-    spread = np.ptp(U, axis=1) if U.shape[1] else np.zeros(U.shape[0])
-    held = spread <= _ROUNDING * np.max(np.abs(U), axis=1, initial=0.0)
-    return {int(i): float(U[i, 0]) for i in np.flatnonzero(held)}
 
 
 #: A mode whose input-to-output reach is below this fraction of the largest mode's is idle.
@@ -500,7 +491,7 @@ class OutputDMDidc:
         n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
         n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
         refined = self._checked_delays(scaled, R, dt, refined)
-        self._held = _held_inputs(experiments)
+        self._held = held_inputs([Ui for _, Ui in experiments])
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
@@ -603,7 +594,7 @@ class OutputDMDidc:
                 del self.order_
             return self
         self._pending = None
-        self._held = _held_inputs(reservoir.experiments)
+        self._held = held_inputs([Ui for _, Ui in reservoir.experiments])
         self._level = input_level(reservoir.experiments)
         self._finish(n, start, refined, basis, R)
         self._screen(scaled, refined, R)
