@@ -154,8 +154,40 @@ def time_invariance_check(parts: list, max_delay: int, level: float) -> Check:
                      f"constant offset cannot represent",
                      "a slow drift: detrend='linear'; a step: fit each stretch as its own "
                      "data (split the record where it moved)")
+    excitation = _excitation_change(Z[1:1 + m], half)
+    if excitation:
+        return Check("time_invariance", QUESTION, False, statistic, critical,
+                     f"the halves differ: {where}; {excitation}, and a model that misses part "
+                     f"of the plant (see the other failed checks) then leaves different "
+                     f"residual-input moments in each, so the plant need not have changed",
+                     "excite the plant alike over the record (stationary inputs), and see the "
+                     "other failed checks; if the plant did change, fit each stretch as its "
+                     "own data")
     return Check("time_invariance", QUESTION, False, statistic, critical,
                  f"the plant, or how it was measured, changed during the record: {where}; one "
                  f"model averages the two halves, and its delays and modes may be neither",
                  "find where it changed (fit the halves separately, or track it with "
                  "OnlineDMDidc) and fit each stretch as its own data (split the record)")
+
+
+#: Inputs whose spread about the record's mean differs by more than this factor between the
+#: halves excite them differently (steps, a changed excitation).
+_EXCITATION_RATIO = 2.0
+
+
+def _excitation_change(U: np.ndarray, half: int) -> str:
+    """Why the halves' inputs (``U`` (m, N), lag 0) excite the plant differently, or ``""``:
+    an input's mean square about the record's mean differs by more than
+    :data:`_EXCITATION_RATIO` between them (the check's premise, one excitation in both
+    halves, fails: step inputs failed it on 6 of 30 records of a sweep, always beside other
+    failed checks)."""
+    centred = U - U.mean(axis=1, keepdims=True)
+    first = np.mean(centred[:, :half] ** 2, axis=1)
+    second = np.mean(centred[:, half:] ** 2, axis=1)
+    tiny = np.finfo(float).tiny
+    ratio = np.maximum(first, tiny) / np.maximum(second, tiny)
+    worst = int(np.argmax(np.abs(np.log(ratio))))
+    if max(ratio[worst], 1.0 / ratio[worst]) <= _EXCITATION_RATIO:
+        return ""
+    return (f"the inputs excite the halves differently too (input {worst}'s mean square about "
+            f"the record's mean is {ratio[worst]:.3g} times as large in the first half)")
