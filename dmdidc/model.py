@@ -675,12 +675,15 @@ class DelayedPlant:
         if residual > rtol * max(float(np.linalg.norm(needed)), float(np.linalg.norm(given)),
                                  np.finfo(float).tiny):
             nearest = x_op + np.linalg.lstsq(gap, given, rcond=None)[0]
+            # why: fewer inputs than states hold only some states (a state alone asked for);
+            # otherwise the pair given simply disagrees
+            why = (f"with {m} input(s) for {n} states only some states can be held"
+                   if input is None and m < n else "the pair is not consistent")
             raise ParameterError(
                 f"state {np.array2string(x, precision=6)} with input "
                 f"{np.array2string(u, precision=6)} is not an equilibrium of the model "
-                f"(residual {residual:.3g} of (I - A_d)(x - x_op) = B_d (u - u_op)); with "
-                f"{m} input(s) for {n} states only some states can be held: the input "
-                f"{np.array2string(u, precision=6)} holds "
+                f"(residual {residual:.3g} of (I - A_d)(x - x_op) = B_d (u - u_op)); {why}: "
+                f"the input {np.array2string(u, precision=6)} holds "
                 f"{np.array2string(nearest, precision=6)}")
         plant = DelayedPlant.__new__(DelayedPlant)
         plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,

@@ -572,6 +572,9 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
         if method == "linear":
             raise ParameterError("method='linear' iterates a state-feedback law; with "
                                  "measurement_matrix the loop is stepped (method='step')")
+    x0 = check_finite_array("x0", x0, ndim=1)
+    if x0.shape != (plant.n_states,):          # before the coordinates, which read its size
+        raise DimensionError(f"x0 has shape {x0.shape}; expected ({plant.n_states},)")
     _check_coordinates(plant, controller, x0)
     if plant.operating_point is not None:
         return _around_operating_point(plant, controller, x0, steps, process_noise=process_noise,
@@ -580,9 +583,6 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
                                        progress=progress, method=method, measurement_matrix=C)
     n, m = plant.n_states, plant.n_inputs
     steps = check_integer("steps", steps, minimum=0)
-    x0 = check_finite_array("x0", x0, ndim=1)
-    if x0.shape != (n,):
-        raise DimensionError(f"x0 has shape {x0.shape}; expected ({n},)")
     if method not in _METHODS:
         raise ParameterError(f"method must be one of {_METHODS}; got {method!r}")
     if not callable(controller) or not callable(getattr(controller, "reset", None)):
@@ -638,12 +638,13 @@ def _operating_point_text(op: OperatingPoint | None) -> str:
 
 def _offset_size(plant: DelayedPlant, op: OperatingPoint) -> float:
     """How far a controller's operating point moves the loop on a plant in other coordinates:
-    ``|x_op|`` plus the plant's steady response to ``u_op`` (infinite for an integrator)."""
+    the larger of ``|x_op|`` and the plant's steady response to ``u_op`` (infinite for an
+    integrator; for an operating point that is the plant's equilibrium the two are one)."""
     system = np.eye(plant.n_states) - plant.A_d
     if np.linalg.cond(system) > 1e12:
         return np.inf
     held = np.linalg.solve(system, plant.B_blocks.sum(axis=0) @ op.input)
-    return float(np.linalg.norm(op.state) + np.linalg.norm(held))
+    return float(max(np.linalg.norm(op.state), np.linalg.norm(held)))
 
 
 def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:
@@ -658,10 +659,10 @@ def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:
     loop runs.  A controller of one's own without an ``operating_point`` attribute is taken to
     speak the plant's coordinates.
 
-    An operating point smaller than the start's deviation (``|x_op|`` plus the plant's steady
-    response to ``u_op``, against ``|x0|``) only warns: an identified model of deviation data
-    keeps a small spurious offset when its intercept test fires by chance (about 1 fit in
-    100 at its level), and its loop then settles that little off target.
+    An operating point smaller than the start's deviation (the larger of ``|x_op|`` and the
+    plant's steady response to ``u_op``, against ``|x0|``) only warns: an identified model of
+    deviation data keeps a small spurious offset when its intercept test fires by chance
+    (about 1 fit in 100 at its level), and its loop then settles that little off target.
     """
     if not hasattr(controller, "operating_point"):
         return
@@ -720,9 +721,6 @@ def _around_operating_point(plant: DelayedPlant, controller: Any, x0: Any, steps
     measurement matrix), and the result is physical (stage costs weigh the deviations, the
     quantity regulated to zero)."""
     op = plant.operating_point
-    x0 = check_finite_array("x0", x0, ndim=1)
-    if x0.shape != op.state.shape:
-        raise DimensionError(f"x0 has shape {x0.shape}; expected {op.state.shape}")
     if options.get("method") == "linear":
         raise ParameterError("method='linear' iterates a linear law in the plant's coordinates; "
                              "a plant with an operating point runs the controller step by step "

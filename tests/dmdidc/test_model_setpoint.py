@@ -75,3 +75,11 @@ def test_bad_requests_are_named():
     with pytest.raises(ParameterError, match="eigenvalue at 1"):
         integrator.with_operating_point(input=[1.0])
     assert integrator.with_operating_point(state=[5.0]).operating_point.input.tolist() == [0.0]
+
+
+def test_an_inconsistent_pair_is_not_blamed_on_too_few_inputs():
+    # review: with as many inputs as states the refusal said only some states can be held
+    plant = DelayedPlant.from_continuous([[-1.0, 0.0], [0.0, -0.5]], np.eye(2), [0.3, 0.6], 0.5)
+    with pytest.raises(ParameterError, match="the pair is not consistent") as info:
+        plant.with_operating_point(state=[1.0, 1.0], input=[0.0, 0.0])
+    assert "only some states" not in str(info.value)

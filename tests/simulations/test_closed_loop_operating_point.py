@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from _toolbox.errors import ParameterError
+from _toolbox.errors import DimensionError, ParameterError
 from controllers import lqr_gain, make_controller
 from dmdidc import DelayedPlant
 from dmdidc.errors import DiagnosticWarning
@@ -162,3 +162,13 @@ def test_a_setpoint_is_held_by_the_loop(seed, name):
     assert np.allclose(result.inputs[:, -1], u_new, atol=1e-6 * np.abs(u_new).max())
     # the cost still weighs the deviation from the plant's own operating point
     assert result.final_norm == pytest.approx(np.linalg.norm(x_new - op.state), rel=1e-6)
+
+
+def test_a_malformed_start_is_named_before_the_coordinates():
+    # review: a ragged x0 gave a bare numpy error, a wrong length the coordinate error
+    plant = physical_plant(0)
+    controller = make_controller("fractional", plant)
+    with pytest.raises(DimensionError, match="x0 has shape"):
+        simulate_closed_loop(plant.deviation_model(), controller, np.ones(2), 5)
+    with pytest.raises(ValueError, match="x0"):
+        simulate_closed_loop(plant, controller, [[1.0, 2.0], [3.0]], 5)
