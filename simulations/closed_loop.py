@@ -636,6 +636,12 @@ def _operating_point_text(op: OperatingPoint | None) -> str:
     return "none (the origin)" if op is None else repr(op)
 
 
+#: A controller's operating point below this fraction of the start's deviation only warns: a
+#: start given in the other coordinates (a physical x0 ~ x_op for a deviation plant) is about
+#: as large as the operating point itself and must not pass for a small offset.
+_SMALL_OFFSET = 0.1
+
+
 def _offset_size(plant: DelayedPlant, op: OperatingPoint) -> float:
     """How far a controller's operating point moves the loop on a plant in other coordinates:
     the larger of ``|x_op|`` and the plant's steady response to ``u_op`` (infinite for an
@@ -659,8 +665,8 @@ def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:
     loop runs.  A controller of one's own without an ``operating_point`` attribute is taken to
     speak the plant's coordinates.
 
-    An operating point smaller than the start's deviation (the larger of ``|x_op|`` and the
-    plant's steady response to ``u_op``, against ``|x0|``) only warns: an identified model of
+    An operating point below a tenth of the start's deviation (the larger of ``|x_op|`` and
+    the plant's steady response to ``u_op``, against ``|x0|``) only warns: an identified model of
     deviation data keeps a small spurious offset when its intercept test fires by chance
     (about 1 fit in 100 at its level), and its loop then settles that little off target.
     """
@@ -677,12 +683,13 @@ def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:
     if own is not None:
         start = np.linalg.norm(np.asarray(x0, dtype=float))
         size = _offset_size(plant, own)
-        if size < start:
+        if size < _SMALL_OFFSET * start:
             warn_model(f"{text}: the loop runs in the plant's coordinates and settles off "
                        f"target by the controller's operating point (size {size:.3g}, below "
-                       f"the start's {start:.3g}: e.g. a small offset an identified model "
-                       f"kept); design the controller on model.deviation_model() when the "
-                       f"plant works in deviations", DiagnosticWarning)
+                       f"a tenth of the start's {start:.3g}: e.g. a small offset an "
+                       f"identified model kept); design the controller on "
+                       f"model.deviation_model() when the plant works in deviations",
+                       DiagnosticWarning)
             return
     remedy = ("give the plant its operating point (DelayedPlant(..., operating_point=(x_op, "
               "u_op)), in the same units), or design the controller on model.deviation_model() "

@@ -77,6 +77,18 @@ def _bounded(kind: type, minimum: float, *, strict: bool = False):
     return convert
 
 
+def finite_vector(text: str) -> list[float]:
+    """argparse type: one finite number (either sign), or several separated by commas."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"must be a finite number or comma-separated finite "
+                                         f"numbers; got {text!r}")
+    return values
+
+
 def positive_vector(text: str) -> list[float]:
     """argparse type: one finite number > 0, or several separated by commas."""
     try:

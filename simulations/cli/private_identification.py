@@ -30,6 +30,7 @@ from simulations.cli.common import (
     _probability,
     _seed,
     clipping_warning,
+    finite_vector,
     output_path,
     per_channel,
     positive_vector,
@@ -70,12 +71,12 @@ def add_private_parsers(actions: Any) -> None:
                                "data")
     identify.add_argument("--input-bound", type=positive_vector, required=True,
                           help="declared bound |u_j| <= c (one value or one per input)")
-    identify.add_argument("--state-operating-point", type=_point, metavar="X_OP",
+    identify.add_argument("--state-operating-point", type=finite_vector, metavar="X_OP",
                           help="public operating point subtracted from the states before "
                                "clipping (one value or one per state, e.g. a set point; never a "
                                "data mean): --state-bound then bounds |x_i - x_op,i|, and the "
                                "model keeps the operating point. Default 0")
-    identify.add_argument("--input-operating-point", type=_point, metavar="U_OP",
+    identify.add_argument("--input-operating-point", type=finite_vector, metavar="U_OP",
                           help="public operating point subtracted from the inputs before "
                                "clipping (one value or one per input); --input-bound then bounds "
                                "|u_j - u_op,j|. Default 0")
@@ -218,18 +219,6 @@ def _identify(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {path}")
     return 0
-
-
-def _point(text: str) -> list[float]:
-    """argparse type: one finite number, or several separated by commas."""
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or not all(np.isfinite(values)):
-        raise argparse.ArgumentTypeError(f"must be a finite number or comma-separated finite "
-                                         f"numbers; got {text!r}")
-    return values
 
 
 def _operating_point(option: str, values: list[float] | None, size: int, noun: str

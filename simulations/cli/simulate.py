@@ -17,6 +17,7 @@ from simulations.cli.common import (
     _count,
     _scale,
     _seed,
+    finite_vector,
     json_number,
     output_path,
     positive_vector,
@@ -57,13 +58,13 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
-    simulate.add_argument("--u-max", type=_vector,
+    simulate.add_argument("--u-max", type=finite_vector,
                           help="MPC upper input bounds u_j <= u_max_j, physical values (with an "
                                "operating point u_op too: not deviations from it, and u_op must "
                                "lie within the bounds): one value for every input or one per "
                                "input, comma separated (default: unbounded; without --u-min "
                                "also the lower bound -u_max; only with --controller mpc)")
-    simulate.add_argument("--u-min", type=_vector,
+    simulate.add_argument("--u-min", type=finite_vector,
                           help="MPC lower input bounds u_j >= u_min_j, physical values (a valve "
                                "0..100 %%: --u-min 0 --u-max 100); default: -u_max, or "
                                "unbounded without --u-max; a list that starts with a minus "
@@ -281,18 +282,6 @@ def _start(args: argparse.Namespace, model, point) -> np.ndarray:
     raise ParameterError(f"--x0 is required: {whose} has the operating point x_op = "
                          f"({example}) in physical units, and a start there is yours to "
                          f"choose (e.g. --x0 {example} with the disturbance of interest added)")
-
-
-def _vector(text: str) -> list[float]:
-    """A comma-separated list of finite numbers (bounds of either sign)."""
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got "
-                                         f"{text!r}") from exc
-    if not all(math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"expected finite numbers; got {text!r}")
-    return values
 
 
 def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:

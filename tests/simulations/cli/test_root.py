@@ -184,7 +184,7 @@ def test_simulate_refuses_options_that_would_be_ignored(model_file, tmp_path, ca
     (["simulate", "M", "--process-noise", "-1"], "argument --process-noise: must be a number >= 0"),
     (["simulate", "M", "--measurement-noise", "nan"], "must be a number >= 0; got 'nan'"),
     (["simulate", "M", "--controller", "mpc", "--u-max", "nan"],
-     "argument --u-max: expected finite numbers"),
+     "argument --u-max: must be a finite number or comma-separated finite numbers"),
     (["simulate", "M", "--controller", "mpc", "--horizon", "0"],
      "argument --horizon: must be an integer >= 1"),
     (["simulate", "M", "--seed", "-1"], "argument --seed: must be an integer >= 0"),
