@@ -456,7 +456,10 @@ class DMDidc:
             self._R = self.max_delay
             return self._fit_snapshots(X, Y, U, dt)
         self._check_instruments(reference, streaming=False)
-        trajectories, references, pod, trends = self._regression_data(X, U, reference)
+        # the data as given, for the frozen_signal check: a removed line turns a repeated
+        # value into a ramp and the POD rotation mixes a stuck sensor into every mode
+        raw, references = self._data(X, U, reference)
+        trajectories, references, pod, trends = self._transformed(raw, references)
         if trends is not None:
             self.state_trend_, self.input_trend_ = trends
         n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
@@ -491,7 +494,7 @@ class DMDidc:
                 + ": if the states are many sensors of a few modes, DMDidc(svd_rank=r) "
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
-        self._finish(outcome, trajectories)
+        self._finish(outcome, trajectories, raw)
         if self.detrend in ("constant", "linear"):       # Nickell's bias of short ones
             self._decisions = dataclasses.replace(self._decisions, trend=self.detrend)
             lengths = [Ui.shape[1] for _, Ui in trajectories]
@@ -572,7 +575,12 @@ class DMDidc:
         """The trajectories and references as the regression sees them: detrended
         (``detrend``) and projected on the POD modes (``svd_rank``: those of ``pod``, else of
         these data), with those modes and the removed ``(state, input)`` trends (or None)."""
-        trajectories, references = self._data(X, U, reference)
+        return self._transformed(*self._data(X, U, reference), pod)
+
+    def _transformed(self, trajectories: list, references: list | None,
+                     pod: tuple | None = None
+                     ) -> tuple[list, list | None, tuple | None, tuple | None]:
+        """:meth:`_regression_data` of trajectories and references already read."""
         trends = None
         if self.detrend in ("constant", "linear"):
             trajectories, *trends = detrended(trajectories, self.detrend)
@@ -1014,8 +1022,11 @@ class DMDidc:
         """Level of each statistical check: ``check_level`` shared out (Bonferroni)."""
         return self.check_level / STATISTICAL_CHECKS
 
-    def _finish(self, outcome: FitOutcome, trajectories: list | None = None) -> DMDidc:
-        """Decide the active blocks, build the model, validate it and warn with the evidence."""
+    def _finish(self, outcome: FitOutcome, trajectories: list | None = None,
+                raw: list | None = None) -> DMDidc:
+        """Decide the active blocks, build the model, validate it and warn with the evidence
+        (``trajectories`` as the regression saw them, ``raw`` as given: see
+        :func:`~dmdidc.inference.diagnostics.fit_diagnostics`)."""
         n, m, R = self._dims
         solution = outcome.solution
         identified = identified_model(outcome, n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
@@ -1029,7 +1040,7 @@ class DMDidc:
         self._decisions = Decisions.of(outcome)     # what bootstrap resamples keep
         self._pending = None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
-                                            trajectories=trajectories,
+                                            trajectories=trajectories, raw=raw,
                                             log_error=identified.log_error,
                                             level=self.check_level, share=self._check_share,
                                             kept=identified.kept)

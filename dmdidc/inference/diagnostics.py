@@ -513,7 +513,8 @@ def restricted_solution(solution: RegressionSolution, kept: np.ndarray) -> Regre
 
 def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                     trajectories: list | None, log_error: Exception | None,
-                    level: float, share: float, kept: np.ndarray | None = None):
+                    level: float, share: float, kept: np.ndarray | None = None,
+                    raw: list | None = None):
     """Every check of one fit (:class:`~dmdidc.inference.checks.FitDiagnostics`).
 
     Parameters
@@ -523,12 +524,21 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     model : DelayedPlant
         The identified model (with its operating point, if any).
     trajectories : list of (X, U) or None
-        The data (after any per-trajectory detrend); ``None`` for statistics.
+        The data as the regression saw them (after any per-trajectory detrend and POD
+        projection): the residual checks; ``None`` for statistics and ``partial_fit``, which
+        keep no samples (the checks that need them are then left out).
     log_error : Exception or None
     level : float
         Family-wise level of the statistical checks.
     share : float
         Level of each statistical check (``level / STATISTICAL_CHECKS``).
+    kept : ndarray or None
+        The kept blocks (default: the block test's active ones).
+    raw : list of (X, U) or None
+        The same data as given (before detrend and POD projection; default
+        ``trajectories``): ``frozen_signal`` reads them, since a removed line turns a
+        repeated value into a ramp and the POD rotation spreads a stuck sensor over every
+        mode.
 
     Returns
     -------
@@ -567,7 +577,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     signals = outcome.instrument_signals
     frozen = None
     if trajectories is not None:
-        frozen = frozen_signal_check(trajectories, model.max_delay)   # on every sample
+        frozen = frozen_signal_check(trajectories if raw is None else raw,   # every sample
+                                     model.max_delay)
         trajectories, signals, _ = subsample(trajectories, signals)
         deviation = model.deviation_model()
         op = model.operating_point

@@ -98,3 +98,63 @@ def test_long_records_are_screened_and_short_runs_tolerated():
 def test_without_inputs_not_applicable():
     X = np.zeros((2, 100))
     assert frozen_signal_check([(X, np.zeros((0, 99)))], R).passed is None
+
+
+# the fit paths that transform the data before the regression: a removed line turns a run
+# of equal values into a ramp, the POD rotation spreads a stuck sensor over every mode (the
+# check missed both, statistic 0, before it read the data as given)
+DETRENDS = [None, "constant", "linear"]
+K = 1500
+
+
+def _frozen_through_fit(X, U, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DMDidc(max_delay=R, **options).fit(X, U, dt=T).diagnostics_["frozen_signal"]
+
+
+def _sensors(X, rng):
+    """Six sensors of the three states (a full-rank mix: ``svd_rank=3`` recovers them)."""
+    return rng.standard_normal((6, X.shape[0])) @ X
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_stuck_sensor_is_caught_through_every_detrend_and_svd_rank(seed):
+    rng = np.random.default_rng(seed)
+    plant = random_plant(1000 + seed)
+    data = make_data("stuck_sensor", plant, samples=K, rng=seed)
+    stuck = int(np.flatnonzero(np.any(np.diff(data.X, axis=1) == 0, axis=1))[0])
+    for detrend in DETRENDS:
+        check = _frozen_through_fit(data.X, data.U, detrend=detrend)
+        assert check.failed and check.statistic >= 0.1 * K - 1, (detrend, check)
+        assert f"state {stuck} " in check.finding
+    # many sensors of a few modes, one sensor stuck: named among the sensors as given
+    Y = _sensors(make_data("white", plant, samples=K, rng=seed).X, rng)
+    sensor, start = int(rng.integers(6)), int(rng.integers(200, K - 400))
+    Y[sensor, start:start + 150] = Y[sensor, start - 1]
+    for detrend in DETRENDS:
+        check = _frozen_through_fit(Y, data.U, svd_rank=3, detrend=detrend)
+        assert check.failed and check.statistic >= 149, (detrend, check)
+        assert f"state {sensor} " in check.finding
+
+
+def _quantized(X, per_rms):
+    step = np.sqrt(np.mean(X ** 2, axis=1, keepdims=True)) / per_rms
+    return step * np.round(X / step)
+
+
+@pytest.mark.parametrize("kind", ["white", "lowpass_inputs", "multisine", "quantized"])
+def test_no_false_alarm_through_every_detrend_and_svd_rank(kind):
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        plant = random_plant(1000 + seed)
+        data = make_data("lowpass_inputs" if kind == "quantized" else kind, plant,
+                         samples=K, rng=seed)
+        # quantized: a coarse reading of smooth states (1/20 of their rms per step)
+        X = _quantized(data.X, 20) if kind == "quantized" else data.X
+        for detrend in DETRENDS:
+            check = _frozen_through_fit(X, data.U, detrend=detrend)
+            assert check.passed, (kind, seed, detrend, check)
+        Y = _sensors(X, rng)
+        Y = _quantized(Y, 20) if kind == "quantized" else Y
+        assert _frozen_through_fit(Y, data.U, svd_rank=3).passed, (kind, seed)
