@@ -216,6 +216,10 @@ def zero_bound_check(effect: Check, correlation: Check, refit: BlockTest | None,
                      T: float) -> Check:
     """``delay_bound`` of a ``max_delay = 0`` fit: is a delay hidden beyond the bound?
 
+    A failure names two causes the data cannot tell apart: a delay beyond the bound, or a
+    state the data do not measure, through which the input reaches the measured states one
+    period later (``y = C x`` with fewer signals than states passed as the states).
+
     With ``R = 0`` a delay cannot show "at the bound" (there is no later block), and the fit
     returns delay 0 with the delay's effect in its residuals.  The evidence takes two tests
     that must agree: a symptom in the fit (``input_correlation`` failed: the residuals
@@ -278,16 +282,23 @@ def zero_bound_check(effect: Check, correlation: Check, refit: BlockTest | None,
     statistics = np.where(later, refit.statistics[1:], 0.0)
     j, i = np.unravel_index(int(np.argmax(statistics)), statistics.shape)
     largest = float(statistics[j, i])
+    # an input acting through a state the data do not measure also reaches the measured ones
+    # a period later: the data cannot tell it from a delay (the "partial" data kind of
+    # undelayed plants failed 8 of 8, and state_completeness fails on delayed plants too)
     return Check(
         "delay_bound", question, False, largest, refit.critical_value, finding=(
-            f"the delay of input channel(s) {channels.tolist()} exceeds max_delay=0, which "
-            f"leaves no room for one: {symptoms}, and a refit with "
-            f"max_delay={ZERO_BOUND_REFIT} finds input {i} acting through B^({j + 1}) "
-            f"(T^2 = {largest:.3g} > {refit.critical_value:.3g}), a delay of more than {j} "
-            f"periods ({j * T:g} s); this model's delay 0 and its A_d, B_d are wrong"),
+            f"input channel(s) {channels.tolist()} act later than max_delay=0 allows: "
+            f"{symptoms}, and a refit with max_delay={ZERO_BOUND_REFIT} finds input {i} "
+            f"acting through B^({j + 1}) (T^2 = {largest:.3g} > {refit.critical_value:.3g}). "
+            f"Either the delay exceeds max_delay=0 (more than {j} periods, {j * T:g} s), or "
+            f"a state the data do not measure (a signal missing from X) carries the input "
+            f"to the measured ones a period later; the data cannot tell the two apart. "
+            f"Either way this model's delay 0 and its A_d, B_d are wrong"),
         # the deepest significant block B^(d) needs its successor in the model: R >= d + 1
         remedy=f"raise max_delay to at least {int(np.flatnonzero(later.any(axis=1)).max()) + 2}"
-               f" (or leave it unset, max_delay=None, to choose it from the data)")
+               f" (or leave it unset, max_delay=None, to choose it from the data); if the "
+               f"plant has no delay, measure every state, or identify from the measured "
+               f"outputs with OutputDMDidc")
 
 
 def identification_warnings(solution: RegressionSolution, test: BlockTest, model: DelayedPlant,
