@@ -99,8 +99,10 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
         CSV: the column of sample times (then ``dt`` is read from it, in the unit of its
         header, :mod:`dmdidc.time_column`); ``"auto"``: a column named ``time``,
         ``timestamp`` or ``t`` if there is one (``t``, which may be a temperature, with a
-        :class:`TimeColumnWarning` saying what was decided; so are jittery stamps); ``None``:
-        no time column (every column is a signal).
+        :class:`TimeColumnWarning` saying what was decided; so are jittery stamps); a
+        column named in ``inputs`` or ``states`` is a signal, never the time; a first column
+        without a name that grows by one step (a row index, as pandas' ``to_csv`` writes) is
+        left out, with the warning; ``None``: no time column (every column is a signal).
     experiment : str, optional
         CSV: a column that labels the experiment of each row.
     dt : float, optional
@@ -159,19 +161,27 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     column = _Names(path.name, names, units)
     notes: list[str] = []
     reason = ""
+    inputs = column.select(inputs, "inputs")
+    chosen = column.select(states, "states") if states is not None else None
+    unread: list[str] = []                # a row index, left out
     if time == "auto":
         # a column named time or timestamp is the time without a word: a warning on every
-        # read (our own saved files included) would be noise; 't' and refusals are said
-        time = find_time_column(names, units, values, notes=notes,
-                                label=lambda c: repr(names[c]), announce=False)
-        if time is not None:
-            reason = named_reason(repr(names[time]), names[time])
-            time = names[time]
-    inputs = column.select(inputs, "inputs")
+        # read (our own saved files included) would be noise; 't' and refusals are said.
+        # A column named as a signal is one, whatever it looks like.
+        found = find_time_column(names, units, values, notes=notes,
+                                 label=lambda c: repr(names[c]), announce=False,
+                                 signals={names.index(n) for n in inputs + (chosen or [])},
+                                 complete=chosen is not None)
+        time = None
+        if found is not None and found.read:
+            time = names[found.column]
+            reason = named_reason(repr(time), time)
+        elif found is not None:
+            unread.append(names[found.column])
     special = [column.name(c, "time" if c is time else "experiment")
                for c in (time, experiment) if c is not None]
-    states = (column.select(states, "states") if states is not None else
-              [n for n in names if n not in inputs and n not in special])
+    states = (chosen if chosen is not None else
+              [n for n in names if n not in inputs and n not in special + unread])
     if time is not None and special[0] in states + inputs:
         raise ParameterError(f"{special[0]!r} of {path.name} is the time column and a signal; "
                              f"a time column is never a signal (time=None if it is one)")

@@ -4,8 +4,13 @@
 * **Which column.**  Without a choice, a column named ``time``, ``timestamp`` or ``t`` (any
   case; the unit in brackets aside) is the time.  ``t`` is also the usual name of a
   temperature, so a column named ``t`` / ``T`` whose unit is not a time unit or whose values
-  do not strictly increase is a signal (with a note).  An unnamed first column that grows by
-  the same step in every row is refused as ambiguous.
+  do not strictly increase is a signal (with a note).  A column the user named as a signal
+  (``states=``, ``inputs=``) is never taken or refused as the time, unless it is named ``time``
+  or ``timestamp`` (then the clash is refused).  A first column that grows by the same step in
+  every row is a row index when its header is empty (pandas' ``to_csv`` writes one): it is
+  left out unread, with a note.  Named, or in a file without a header, it may be a time or a
+  signal and is refused as ambiguous, unless ``states`` name every state (then it is simply
+  not read).
 * **Unit.**  The header's unit (``time [ms]``) converts the stamps to seconds
   (:data:`TIME_UNITS`); no unit is seconds.
 * **Period and jitter.**  Stamps must strictly increase, each step a whole number of periods
@@ -18,7 +23,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +31,7 @@ import numpy as np
 from _toolbox.errors import ParameterError
 
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
-           "named_time_column", "find_time_column", "time_grid", "check_tolerance",
+           "named_time_column", "FoundColumn", "find_time_column", "time_grid", "check_tolerance",
            "named_reason", "TimeColumnWarning"]
 
 #: Header names (any case) that make a column the time without a choice.
@@ -108,8 +113,10 @@ def time_unit(unit: str, where: str, *, reason: str = "") -> float:
 def named_time_column(names: Sequence[str], units: Sequence[str],
                       increasing: Callable[[int], bool] | None = None,
                       notes: list[str] | None = None,
-                      label: Callable[[int], str] | None = None) -> int | None:
-    """The first column named like a time (module notes), or None.
+                      label: Callable[[int], str] | None = None,
+                      signals: Collection[int] = ()) -> int | None:
+    """The first column named like a time (module notes), or None; a ``t`` among ``signals``
+    (the columns the user named as signals) is one.
 
     ``names`` are bare names (``"T"`` of ``"T [degC]"``), ``units`` their units;
     ``increasing(c)`` says whether column ``c`` strictly increases (None: not known yet, as
@@ -128,7 +135,9 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
         if name.strip().lower() not in TIME_NAMES:
             continue
         if name.strip().lower() != _AMBIGUOUS:
-            return c
+            return c                   # named as a signal too: the caller refuses the clash
+        if c in signals:
+            continue                   # a 't' the user named as a signal: a temperature
         why = (f"its unit {unit!r} is not a time unit" if unit not in TIME_UNITS else
                "its values do not strictly increase"
                if increasing is not None and not increasing(c) else "")
@@ -140,51 +149,94 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
     return None
 
 
+@dataclass(frozen=True)
+class FoundColumn:
+    """A column :func:`find_time_column` decided about: ``read`` the time stamps of column
+    ``column``, or leave it out unread (a row index, ``--time ignore``)."""
+
+    column: int
+    read: bool = True
+
+
 def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
                      values: np.ndarray, *, notes: list[str], label: Callable[[int], str],
-                     cli: bool = False, announce: bool = True) -> int | None:
-    """The time column of a table without a choice (module notes), or None; ``values`` (rows,
-    columns), ``label(c)`` names column ``c`` in messages, ``notes`` receives what was
-    decided (``announce=False``: not a column named ``time`` or ``timestamp`` taken as the
-    time, which is what its name says; only the ambiguous ``t`` and the columns refused).
+                     cli: bool = False, announce: bool = True, signals: Collection[int] = (),
+                     complete: bool = False, ignore: bool = False) -> FoundColumn | None:
+    """The time column of a table without a choice (module notes), or a row index to leave
+    out, or None.
+
+    ``values`` (rows, columns); ``label(c)`` names column ``c`` in messages; ``notes``
+    receives what was decided (``announce=False``: not a column named ``time`` or
+    ``timestamp`` taken as the time, which is what its name says; only the ambiguous ``t``,
+    the columns refused and a row index left out).  ``signals`` are the columns the user
+    named as signals (a ``t`` or a first column among them is one); ``complete``: the user
+    named every state, so a column named nowhere is not read anyway; ``ignore`` (``--time
+    ignore``): a first column that grows by one step is left out without a note (the caller
+    says why).
 
     Raises
     ------
     ParameterError
-        An unnamed first column that grows by one step in every row (ambiguous).
+        A first column with a header (or in a file without one) that grows by one step in
+        every row, named nowhere: a time column or a signal (ambiguous).
 
     Examples
     --------
     >>> values = np.array([[60.1, 0.0, 1.0], [60.3, 0.5, 0.0], [60.2, 1.0, 1.0]])
     >>> notes = []
     >>> find_time_column(["T", "t", "u"], ["", "s", ""], values, notes=notes, label=str)
-    1
-    >>> for note in notes:
+    FoundColumn(column=1, read=True)
+    >>> for note in notes:  # doctest: +NORMALIZE_WHITESPACE
     ...     print(note)
     0 is named like a time column but is a signal: its values do not strictly increase
-    1 is the time (named like one; a time column is never a signal: time=None fits it as one)
+    1 is the time (named like one; a time column is never a signal: time=None reads it as a
+    signal instead)
+    >>> index = np.column_stack([np.arange(4.0), [0.3, 0.1, 0.4, 0.1]])
+    >>> find_time_column(["", "x"], ["", ""], index, notes=notes, label=repr)
+    FoundColumn(column=0, read=False)
     """
     if names:
         def increasing(c: int) -> bool:
             column = values[:, c]
             return bool(np.all(np.isfinite(column)) and np.all(np.diff(column) > 0))
 
-        found = named_time_column(names, units, increasing, notes, label)
+        found = named_time_column(names, units, increasing, notes, label, signals)
         if found is not None:
             if announce or names[found].strip().lower() == _AMBIGUOUS:
                 notes.append(f"{label(found)} is the time (named like one; a time column is "
-                             f"never a signal: {_spell(cli, 'time', 'none')} fits it as one)")
-            return found
+                             f"never a signal: {_spell(cli, 'time', 'none')} reads it as a "
+                             f"signal instead)")
+            return FoundColumn(found)
     first = values[:, 0]
-    steps = np.diff(first)
-    if (values.shape[1] > 1 and first.size >= 3 and np.all(np.isfinite(first))
-            and np.all(steps > 0) and np.ptp(steps) <= _ROUNDING * np.median(steps)):
-        column = "1" if cli else repr(names[0]) if names else "0"
-        raise ParameterError(f"{label(0)} increases by the same step in every row ({first[0]:g}, "
-                             f"{first[1]:g}, {first[2]:g}, ...): it looks like a time column; "
-                             f"give {_spell(cli, 'time', column)} to use it as the time, or "
-                             f"{_spell(cli, 'time', 'none')} to fit it as a signal")
-    return None
+    if 0 in signals or complete or values.shape[1] < 2 or not _steady(first):
+        return None
+    counts = f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...)"
+    column = "1" if cli else repr(names[0]) if names else "0"
+    if ignore:
+        return FoundColumn(0, read=False)
+    if names and not names[0].strip():
+        notes.append(f"{label(0)} has no name and grows by the same step in every row "
+                     f"{counts}: a row index (as pandas' to_csv writes), left out unread; "
+                     f"{_spell(cli, 'time', column)} reads it as the time")
+        return FoundColumn(0, read=False)
+    if cli:
+        remedy = ("give --time 1 to read it as the time, --time ignore to leave it out unread "
+                  "(with --dt), or --time none if it is a signal (or name it in --states / "
+                  "--inputs)")
+    else:
+        remedy = (f"give time={column} to read it as the time, states=[...] naming every state "
+                  f"to leave it out unread (with dt=), or name it in inputs= / states= if it "
+                  f"is a signal")
+    raise ParameterError(f"{label(0)} increases by the same step {first[1] - first[0]:g} in "
+                         f"every row {counts}: a time column, a row index or a ramp signal; "
+                         f"{remedy}")
+
+
+def _steady(column: np.ndarray) -> bool:
+    """Whether ``column`` grows by the same step in every row (a clock or a row index)."""
+    steps = np.diff(column)
+    return bool(column.size >= 3 and np.all(np.isfinite(column)) and np.all(steps > 0)
+                and np.ptp(steps) <= _ROUNDING * np.median(steps))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import zipfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -376,7 +377,6 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
     """The one-table form: a row per sample, columns chosen by name."""
     table = read_csv_table(path, allow_missing=True)
     notes: list[str] = []
-    time_col = _time_column(table, time, notes, required=True)
     if inputs is None:
         raise ParameterError(f"{str(path)!r} is a CSV table: give --inputs COLUMNS (header names "
                              f"or 1-based numbers, comma separated; it has "
@@ -384,9 +384,12 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
                              f"inputs, and optionally --states COLUMNS; separate files go in "
                              f"--states x.csv --inputs u.csv without a data file")
     u_cols = [] if _none(inputs) else _columns(table, inputs, "--inputs")
+    chosen = None if states is None else _columns(table, states, "--states")
+    time_col = _time_column(table, time, notes, required=True,
+                            signals=set(u_cols) | set(chosen or ()), complete=chosen is not None)
     time_set = set() if time_col is None else {time_col.column}
     taken = set(u_cols) | time_set
-    if states is None:
+    if chosen is None:
         x_cols = [c for c in range(table.values.shape[1]) if c not in taken]
         if not x_cols:
             raise ParameterError(f"{str(path)!r} has no column left for the states (it has "
@@ -394,7 +397,7 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
         notes.append(f"states: {', '.join(table.label(c) for c in x_cols)} (every column but "
                      f"the time and the inputs; --states selects)")
     else:
-        x_cols = _columns(table, states, "--states")
+        x_cols = chosen
     for option, cols in (("--states", x_cols), ("--inputs", u_cols)):
         clash = sorted(set(cols) & time_set)
         if clash:
@@ -413,9 +416,10 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
                     source, notes, _header(table, x_cols), _header(table, u_cols), grid)
 
 
-def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
-                 required: bool) -> _Time | None:
-    """The time column of ``table`` (None: no time column; :mod:`dmdidc.time_column`)."""
+def _time_column(table: CsvTable, time: str | None, notes: list[str], *, required: bool,
+                 signals: Collection[int] = (), complete: bool = False) -> _Time | None:
+    """The time column of ``table`` (None: no time column; :mod:`dmdidc.time_column`);
+    ``signals``, ``complete``: the columns named as signals, whether every state is named."""
     if time == "none":
         return None
     if time is not None and time != "ignore":
@@ -425,22 +429,33 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *,
                                  f"{_columns_text(table)}); --time none: no time column")
         return None if found is None else _Time(found)
     names, units = _split(table.names) if table.names else (None, None)
-    found = find_time_column(names, units, table.values, notes=notes, cli=True,
-                             label=lambda c: _where(table, c))
-    if time == "ignore":
+    ignore = time == "ignore"
+    decided: list[str] = []                   # --time ignore says itself what it left out
+    found = find_time_column(names, units, table.values, notes=decided, cli=True,
+                             label=lambda c: _where(table, c), signals=signals,
+                             complete=complete, ignore=ignore)
+    if ignore:
+        if found is not None and found.read:   # taken by its name, now left out
+            said = f"{_where(table, found.column)} is the time"
+            decided = [note for note in decided if not note.startswith(said)]
+        notes.extend(decided)
         if found is None and not required:
             return None                       # the other file of two may hold it
         if found is None:
             raise ParameterError(f"--time ignore: {str(table.path)!r} has no column named time, "
-                                 f"timestamp or t (it has {_columns_text(table)}); name the "
-                                 f"column to leave out with --states / --inputs")
-        notes[-1] = (f"{_where(table, found)} is left out (--time ignore): its stamps are not "
-                     f"read; the samples are taken as evenly spaced by --dt")
-        return _Time(found, ignored=True)
+                                 f"timestamp or t, nor a first column that grows by one step "
+                                 f"(it has {_columns_text(table)}); name the columns to read "
+                                 f"with --states / --inputs")
+        notes.append(f"{_where(table, found.column)} is left out (--time ignore): its stamps "
+                     f"are not read; the samples are taken as evenly spaced by --dt")
+        return _Time(found.column, ignored=True)
+    notes.extend(decided)
     if found is None:
         return None
-    where = _where(table, found)
-    return _Time(found, named_reason(where, names[found], cli=True))
+    if not found.read:
+        return _Time(found.column, ignored=True)  # a row index
+    where = _where(table, found.column)
+    return _Time(found.column, named_reason(where, names[found.column], cli=True))
 
 
 def _index(time: _Time | None) -> int | None:

@@ -187,3 +187,88 @@ def test_the_time_column_is_never_also_a_signal(tmp_path):
         read_data(path, inputs=["valve"], states=["timestamp [s]", "level"], time="timestamp")
     data = read_data(path, inputs=["valve"], states=["timestamp", "level"], time=None, dt=0.5)
     assert data.state_units == ("s", "m")
+
+
+def first_column_log(path, seed, *, first, header=""):
+    """A random plant's record written with ``first`` as its first column under ``header``
+    (``""`` and a row count: what pandas' ``DataFrame.to_csv`` writes), then the states
+    x0..x2 and the inputs u0, u1 (a step hold: the last row's inputs repeat).  Returns the
+    path, X and U."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((3, 3)) - 2.5 * np.eye(3)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((3, 2)), [0.2, 0.6], 0.5)
+    U = random_excitation(2, 150, rng=rng)
+    X = plant.simulate(np.zeros(3), U)
+    held = np.column_stack([U, U[:, -1]])
+    np.savetxt(path, np.column_stack([first(X.shape[1]), X.T, held.T]), delimiter=",",
+               header=f"{header},x0,x1,x2,u0,u1", comments="", fmt="%.17g")
+    return path, X, U
+
+
+def row_index(rows):
+    return np.arange(rows, dtype=float)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_pandas_row_index_is_left_out_in_both_readers(tmp_path, seed):
+    path, X, U = first_column_log(tmp_path / "pandas.csv", seed, first=row_index)
+    with pytest.warns(TimeColumnWarning, match="'' has no name .* a row index .* left out"):
+        python = read_data(path, inputs=["u0", "u1"], dt=0.5)
+    cli = read_identification_data(path, inputs="u0,u1", dt=0.5)
+    for data in (python, cli):
+        assert data.state_names == ("x0", "x1", "x2") and data.dt == 0.5
+        np.testing.assert_array_equal(data.X[0], X)
+        np.testing.assert_array_equal(data.U[0], U)
+    assert any("a row index" in note for note in cli.notes)
+    # the states named: the index is simply not read, and nothing needs saying
+    named = quietly(read_data, path, inputs=["u0", "u1"], states=["x0", "x1", "x2"], dt=0.5)
+    np.testing.assert_array_equal(named.X[0], X)
+    cli = read_identification_data(path, inputs="u0,u1", states="x0,x1,x2", dt=0.5)
+    assert cli.state_names == ("x0", "x1", "x2")
+    assert not any("index" in note for note in cli.notes)
+    ignored = read_identification_data(path, inputs="u0,u1", time="ignore", dt=0.5)
+    assert ignored.state_names == ("x0", "x1", "x2")
+    assert any("left out (--time ignore)" in note for note in ignored.notes)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_ramp_first_column_named_as_a_signal_is_one_and_unnamed_is_refused(tmp_path, seed):
+    step = [0.1, 1.0, 2.5][seed % 3]
+    path, X, U = first_column_log(tmp_path / "ramp.csv", seed, header="ramp",
+                                  first=lambda rows: step * np.arange(rows))
+    python = quietly(read_data, path, inputs=["ramp", "u0"], dt=0.5)
+    cli = read_identification_data(path, inputs="ramp,u0", dt=0.5)
+    for data in (python, cli):
+        assert data.input_names == ("ramp", "u0")
+        np.testing.assert_array_equal(data.U[0][0], step * np.arange(U.shape[1]))
+        np.testing.assert_array_equal(data.X[0][:3], X)     # and u1, unnamed, a state
+    state = quietly(read_data, path, inputs=["u0", "u1"], states=["ramp", "x0"], dt=0.5)
+    assert state.state_names == ("ramp", "x0")
+    with pytest.raises(ParameterError, match=r"'ramp' increases by the same step .* give "
+                                             r"time='ramp' to read it as the time, "
+                                             r"states=\[\.\.\.\] naming every state to leave "
+                                             r"it out"):
+        read_data(path, inputs=["u0", "u1"], dt=0.5)
+    with pytest.raises(ParameterError, match=r"--time 1 to read it as the time, --time ignore "
+                                             r"to leave it out unread"):
+        read_identification_data(path, inputs="u0,u1", dt=0.5)
+    ignored = read_identification_data(path, inputs="u0,u1", time="ignore", dt=0.5)
+    assert ignored.state_names == ("x0", "x1", "x2")
+
+
+def test_a_t_named_as_a_signal_is_one_and_a_named_time_column_is_still_found(tmp_path):
+    path, X, U = first_column_log(tmp_path / "t.csv", 1, header="t",
+                                  first=lambda rows: 20.0 + 0.5 * np.arange(rows))
+    data = quietly(read_data, path, inputs=["u0", "u1"], states=["t", "x0"], dt=0.5)
+    assert data.state_names == ("t", "x0")
+    cli = read_identification_data(path, inputs="u0,u1", states="t,x0", dt=0.5)
+    assert cli.state_names == ("t", "x0")
+    # a genuine time column: found with the states named, in both readers, its period read
+    path, X, U = first_column_log(tmp_path / "log.csv", 2, header="time [ms]",
+                                  first=lambda rows: 500.0 * np.arange(rows))
+    for kwargs in ({}, {"states": ["x0", "x1", "x2"]}):
+        data = quietly(read_data, path, inputs=["u0", "u1"], **kwargs)
+        assert data.dt == 0.5 and data.state_names == ("x0", "x1", "x2")
+    cli = read_identification_data(path, inputs="u0,u1", states="x0,x1,x2")
+    assert cli.dt == 0.5
+    np.testing.assert_array_equal(cli.X[0], X)

@@ -69,7 +69,9 @@ def test_an_unnamed_clock_column_is_refused_as_ambiguous_and_time_decides(tmp_pa
     np.savetxt(tmp_path / "u.csv", U.T, delimiter=",", fmt="%.17g")
     pair = {"states": tmp_path / "x.csv", "inputs": tmp_path / "u.csv"}
     with pytest.raises(ParameterError, match=r"column 1 of .*x.csv' increases by the same step.*"
-                                             r"--time 1 to use it as the time, or --time none"):
+                                             r"--time 1 to read it as the time, --time ignore "
+                                             r"to leave it out unread \(with --dt\), or --time "
+                                             r"none if it is a signal"):
         read_identification_data(**pair, dt=2.0)
     assert read_identification_data(**pair, time="1").X[0].shape == X.shape
     assert read_identification_data(**pair, time="none", dt=2.0).X[0].shape == (3, X.shape[1])
