@@ -11,7 +11,8 @@ Three forms of data (read by :mod:`simulations.data_files`):
 
 A time column is never fitted as a state.  Which column is the time, its unit and its
 jitter are decided by :mod:`dmdidc.time_column` (as for :func:`dmdidc.read_data`); ``time``
-decides (a column, ``"none"``: no time column, ``"ignore"``: leave the named one out unread).
+decides (a column, ``"none"``: no time column, ``"ignore"``: leave the one named like a time,
+or a first column that grows by one step, out unread).
 Timestamps must increase by one sampling period per row (within ``time_tolerance`` periods: a
 PLC's jitter): a repeated, decreasing or off-grid timestamp is refused with its line, and a
 step of several periods (lost rows) asks for them as empty rows.  Missing samples (empty
@@ -120,9 +121,11 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         required, ``states`` defaults to every other column but the time.
     time : str, optional
         The time column of the CSV file(s) (a name or 1-based number), or ``"none"`` (no time
-        column: every column is a signal), or ``"ignore"`` (the column named like a time is
-        left out unread; ``dt`` gives the period).  Default: a column named time, timestamp or
-        t (:mod:`dmdidc.time_column`).
+        column: every column is a signal), or ``"ignore"`` (the column named like a time, or a
+        first column that grows by one step, is left out unread; ``dt`` gives the period).
+        Default: a column named time, timestamp or t, never a ``t`` or a first column that
+        ``states`` / ``inputs`` name; an unnamed first column that counts rows (a row index)
+        is left out (:mod:`dmdidc.time_column`).
     missing : {"error", "drop", "interpolate"}
         What to do with missing samples (see the module notes).
     dt : float, optional

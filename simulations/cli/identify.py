@@ -151,10 +151,12 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                         help="the time column of the CSV file(s) (name or 1-based number; its "
                              "unit in brackets, e.g. 'time [ms]'), 'none' (no time column: "
                              "every column is a signal) or 'ignore' (leave the column named "
-                             "like a time out unread; give --dt); default: a column named "
-                             "time, timestamp or t (a 't' whose unit is not a time unit or "
-                             "which does not increase is a signal, e.g. a temperature); a time "
-                             "column is never fitted as a state")
+                             "like a time, or a first column that grows by one step, out "
+                             "unread; give --dt); default: a column named time, timestamp or t "
+                             "(a 't' whose unit is not a time unit, which does not increase or "
+                             "which --states/--inputs name is a signal, e.g. a temperature); an "
+                             "unnamed first column that counts rows (pandas' to_csv index) is "
+                             "left out; a time column is never fitted as a state")
     parser.add_argument("--time-tolerance", type=float, metavar="F",
                         help="largest deviation of a time step from one sampling period, as a "
                              "fraction of the period (time-stamp jitter; default 0.1); the "

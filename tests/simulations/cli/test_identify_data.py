@@ -530,3 +530,22 @@ def test_outputs_model_file_keeps_the_signal_names(tmp_path):
                             "inputs": ["u1", "u2"], "input_units": ["kW", ""]}
     with pytest.raises(DimensionError, match="signals"):
         est.save(tmp_path / "bad.json", signals={"inputs": ["u1"]})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_pandas_index_column_is_left_out_and_the_plant_identified(tmp_path, capsys, seed):
+    """Review finding 2: ``DataFrame.to_csv``'s unnamed index (0, 1, 2, ...) was refused as an
+    ambiguous time column, with --states and with --time ignore too."""
+    path, plant, X, U = table(tmp_path, seed)
+    rows = path.read_text().splitlines()
+    indexed = [",".join(["", *rows[0].split(",")[1:]])]
+    indexed += [",".join([str(k), *row.split(",")[1:]]) for k, row in enumerate(rows[1:])]
+    path.write_text("\n".join(indexed) + "\n")          # time -> pandas' index column
+    for extra in ([], ["--states", "x1,x2"], ["--time", "ignore"]):
+        assert identify(tmp_path, path, "--inputs", "u1,u2", "--dt", 2.0, "--max-delay", 3,
+                        *extra) == 0
+        model = DelayedPlant.load(tmp_path / "model.json")
+        assert model.n_states == 2 and model.dt == 2.0
+        np.testing.assert_array_equal(model.delay_steps, plant.delay_steps)
+        printed = capsys.readouterr().out
+        assert "states: '', " not in printed and ("a row index" in printed) == (extra == [])
