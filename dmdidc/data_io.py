@@ -195,8 +195,10 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
                          np.arange(2, len(values) + 2), starts[1:]), dt, tolerance, reason,
                      notes)
     elif dt is None:
+        index = (f" ({unread[0]!r}, a row index, was left out; time={unread[0]!r} reads it as "
+                 f"the time)" if unread else "")
         raise ParameterError(f"{path.name}: give dt=... (seconds) or time='<column>' to read "
-                             f"it from a time column")
+                             f"it from a time column{index}")
     if notes:
         warnings.warn(f"{path.name}: {'; '.join(notes)}", TimeColumnWarning, stacklevel=4)
     X = [p[:, [index[s] for s in states]].T for p in pieces]

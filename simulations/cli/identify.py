@@ -184,13 +184,13 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
                                     time=args.time, missing=args.missing, dt=args.dt,
                                     outputs=args.outputs, time_tolerance=args.time_tolerance)
+    for note in data.notes:             # before a refusal too: a row index left out shows
+        print(f"data: {note}")
     if data.dt is None:
         raise ParameterError("give --dt, the sampling period T in seconds (the data have no "
                              "time column to read it from)")
     args.dt = data.dt
     _check_magnitude(data)
-    for note in data.notes:
-        print(f"data: {note}")
     return data
 
 

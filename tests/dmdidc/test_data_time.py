@@ -220,6 +220,9 @@ def test_a_pandas_row_index_is_left_out_in_both_readers(tmp_path, seed):
         np.testing.assert_array_equal(data.X[0], X)
         np.testing.assert_array_equal(data.U[0], U)
     assert any("a row index" in note for note in cli.notes)
+    with pytest.raises(ParameterError, match=r"give dt=.*'', a row index, was left out; "
+                                             r"time='' reads it as the time"):
+        read_data(path, inputs=["u0", "u1"])
     # the states named: the index is simply not read, and nothing needs saying
     named = quietly(read_data, path, inputs=["u0", "u1"], states=["x0", "x1", "x2"], dt=0.5)
     np.testing.assert_array_equal(named.X[0], X)

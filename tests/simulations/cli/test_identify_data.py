@@ -549,3 +549,6 @@ def test_a_pandas_index_column_is_left_out_and_the_plant_identified(tmp_path, ca
         np.testing.assert_array_equal(model.delay_steps, plant.delay_steps)
         printed = capsys.readouterr().out
         assert "states: '', " not in printed and ("a row index" in printed) == (extra == [])
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 2   # no --dt
+    printed = capsys.readouterr()
+    assert "a row index" in printed.out and "give --dt" in printed.err
