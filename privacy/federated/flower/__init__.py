@@ -52,6 +52,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "privacy.federated.flower.inprocess": ["InProcessGrid", "VirtualClock",
                                            "ensure_task_identity", "run_inprocess_async",
                                            "run_inprocess_sync"],
+    "privacy.federated.flower.resume": ["check_client_states", "copy_client_states"],
     "privacy.federated.flower.sync": ["ProtocolStrategy", "run_sync_grid"],
     "privacy.federated.flower.transport": ["WallClock", "discover_clients"],
 })

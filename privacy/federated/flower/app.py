@@ -56,7 +56,7 @@ from privacy.federated.protocol import (
 from privacy.federated.results import RunResult, history_from_json, history_to_json
 
 __all__ = ["FactorySpec", "DeployedApps", "deployed_apps", "build_cached", "RESULT_FILE",
-           "load_result", "DATA_FILE", "CACHE_DIR"]
+           "load_result", "DATA_FILE", "CACHE_DIR", "CHECKPOINT"]
 
 #: Summary written by the ServerApp into the ``out`` folder (the exact state is beside it).
 RESULT_FILE = "result.json"
@@ -64,7 +64,8 @@ RESULT_FILE = "result.json"
 DATA_FILE = "data-file"
 #: Node- and run-config key of the folder of built algorithms (see :func:`build_cached`).
 CACHE_DIR = "cache-dir"
-_CHECKPOINT = "checkpoint"
+#: Folder of the checkpoint inside a deployed run's ``out`` folder.
+CHECKPOINT = "checkpoint"
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def run_from_config(grid: Grid, config: Mapping[str, Any], algorithm: Any,
     out = Path(str(config["out"]))
     common = {"num_clients": check_integer("num-clients", config["num-clients"], minimum=1),
               "seed": int(config["seed"]), "evaluate": evaluate,
-              "checkpoint": out / _CHECKPOINT,
+              "checkpoint": out / CHECKPOINT,
               "checkpoint_every": int(config["checkpoint-every"]),
               "resume": str(config["resume"]) or None,
               "discovery_timeout": float(config["discovery-timeout"])}
@@ -203,7 +204,7 @@ def run_from_config(grid: Grid, config: Mapping[str, Any], algorithm: Any,
 
 def load_result(out: str | Path, algorithm: Any) -> RunResult:
     """The result a deployed run wrote into ``out`` (exact arrays, from its checkpoint)."""
-    state, extra = load_server_state(Path(out) / _CHECKPOINT / "server")
+    state, extra = load_server_state(Path(out) / CHECKPOINT / "server")
     history = tuple(history_from_json(extra["history"]))
     releases = history[-1].releases if history else (0,) * state.num_clients
     return RunResult(algorithm, state,

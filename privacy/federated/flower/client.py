@@ -168,12 +168,15 @@ def make_client_app(algorithm: AlgorithmSource, client_data: DataSource, *,
         path = _state_path(context)
         if state.empty and path is not None:
             state = load_client_state(path)
+        before = int(state.scalars.get(DP_RELEASES, 0))
         reply, state = run_client(get_algorithm(context), client_id, get_data(context), state,
                                   message_from_content(message.content))
         store_context_state(context, state)
         if path is not None:
             save_client_state(path, state)
         releases = int(state.scalars.get(DP_RELEASES, 0))
-        return FlowerMessage(reply_content(reply, releases), reply_to=message)
+        # the server adds up what each message released: a restarted client cannot lower it
+        return FlowerMessage(reply_content(reply, releases, releases - before),
+                             reply_to=message)
 
     return app

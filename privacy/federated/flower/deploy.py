@@ -36,11 +36,14 @@ from _toolbox.errors import ParameterError
 from _toolbox.validation import check_integer, check_positive
 from privacy.federated.flower.app import (
     CACHE_DIR,
+    CHECKPOINT,
     RESULT_FILE,
     FactorySpec,
     build_cached,
     load_result,
 )
+from privacy.federated.flower.client import STATE_DIR
+from privacy.federated.flower.resume import CLIENTS, check_client_states, copy_client_states
 from privacy.federated.results import RunResult
 
 __all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment"]
@@ -337,8 +340,10 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
         See :func:`~privacy.federated.flower.app.deployed_apps`.
     num_clients : int
     out : path
-        Results folder: ``result.json`` (model and history) and ``checkpoint/`` (exact state;
-        pass it as ``run_config={"resume": ...}`` to continue a run).
+        Results folder: ``result.json`` (model and history) and ``checkpoint/`` (exact server
+        state, and the clients' states in ``checkpoint/clients``, the nodes' ``state-dir``;
+        pass it as ``run_config={"resume": ...}`` to continue a run: its client states are
+        copied into the new ``checkpoint/clients`` first).
     run_config : mapping, optional
         Run config (see :mod:`privacy.federated.flower.app`), e.g. ``{"rounds": 5}``.
     node_config : mapping, optional
@@ -356,6 +361,9 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
 
     Raises
     ------
+    ParameterError
+        A resume whose checkpoint lacks the client states or holds inconsistent ones
+        (:func:`~privacy.federated.flower.resume.check_client_states`).
     RuntimeError
         The run produced no result (the ServerApp failed); the message holds the tail of its
         output.
@@ -363,10 +371,17 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / RESULT_FILE).unlink(missing_ok=True)
+    # the clients keep their states beside the server's checkpoint: a resume continues both
+    node_config = {STATE_DIR: str(out / CHECKPOINT / CLIENTS), **(node_config or {})}
+    resume = str((run_config or {}).get("resume", "")) or None
     deployment = LocalDeployment(num_clients, workdir=workdir, node_config=node_config)
     try:
         # built once here (a bad spec fails before any process starts); nodes load it
         built = build_cached(algorithm, deployment.cache)
+        # a new run starts every node afresh; a resumed one from the checkpoint's states
+        copy_client_states(resume, node_config[STATE_DIR])
+        if resume is not None:
+            check_client_states(resume, node_config[STATE_DIR], built, num_clients)
         if evaluate is not None:
             build_cached(evaluate, deployment.cache)
         deployment.start()

@@ -43,9 +43,10 @@ from privacy.federated.flower.client import (
     make_client_app,
 )
 from privacy.federated.flower.records import load_context_state
+from privacy.federated.flower.resume import check_client_states
 from privacy.federated.flower.sync import run_sync_grid
-from privacy.federated.protocol import ClientData, ClientState, logger
-from privacy.federated.results import RunResult
+from privacy.federated.protocol import DP_RELEASES, ClientData, ClientState, logger
+from privacy.federated.results import RunResult, release_counts
 from privacy.federated.server_step import Evaluate
 
 __all__ = ["VirtualClock", "InProcessGrid", "ensure_task_identity", "run_inprocess_sync",
@@ -229,13 +230,24 @@ class InProcessGrid(Grid):
 
 
 def _grid(algorithm: Any, client_data: Sequence[ClientData], state_dir: str | Path | None,
-          grid_options: Mapping[str, Any]) -> InProcessGrid:
+          grid_options: Mapping[str, Any], resume: str | Path | None) -> InProcessGrid:
     data = list(client_data)
     if not data:
         raise ParameterError("client_data must hold at least one client's data")
+    if resume is not None and state_dir is not None:
+        check_client_states(resume, state_dir, algorithm, len(data))
     node_config = {} if state_dir is None else {"state-dir": str(state_dir)}
     return InProcessGrid(make_client_app(algorithm, data), num_clients=len(data),
                          node_config=node_config, **grid_options)
+
+
+def _with_server_counts(grid: InProcessGrid, result: RunResult) -> tuple[ClientState, ...]:
+    """The nodes' states, each release count raised to the server's (a node that started
+    afresh on a resume counts only its own new releases; the server counts them all)."""
+    return tuple(state.replace(scalars={DP_RELEASES: max(own, server)})
+                 for state, own, server in zip(grid.client_states(),
+                                               release_counts(grid.client_states()),
+                                               result.releases(), strict=True))
 
 
 def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int,
@@ -259,7 +271,10 @@ def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rou
         Virtual seconds a round waits for replies.
     state_dir : path, optional
         Where clients also keep their state (``state-dir`` node config): a resumed run then
-        continues the clients' states too.
+        continues the clients' states too, and is refused when they do not match the
+        checkpoint (:func:`~privacy.federated.flower.resume.check_client_states`).  Without
+        it a resumed run's clients start afresh (a different run; the reported releases still
+        count every release the server received, so the epsilon is never under-reported).
 
     Returns
     -------
@@ -284,13 +299,13 @@ def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rou
     >>> bool(np.array_equal(flower.epsilon_history(), reference.epsilon_history()))
     True
     """
-    grid = _grid(algorithm, client_data, state_dir, grid_options)
+    grid = _grid(algorithm, client_data, state_dir, grid_options, resume)
     result = run_sync_grid(algorithm, grid, num_clients=len(grid.contexts), rounds=rounds,
                            seed=seed, timeout=timeout, min_replies=min_replies,
                            evaluate=evaluate, checkpoint=checkpoint,
                            checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                            poll_interval=1.0)
-    return RunResult(algorithm, result.state, grid.client_states(), result.history)
+    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history)
 
 
 def run_inprocess_async(algorithm: Any, client_data: Sequence[ClientData], *,
@@ -306,10 +321,10 @@ def run_inprocess_async(algorithm: Any, client_data: Sequence[ClientData], *,
     One tick is one virtual second; ``timeout`` is in ticks.  Other arguments as in
     :func:`run_inprocess_sync` and :func:`~privacy.federated.flower.run_async_grid`.
     """
-    grid = _grid(algorithm, client_data, state_dir, grid_options)
+    grid = _grid(algorithm, client_data, state_dir, grid_options, resume)
     result = run_async_grid(algorithm, grid, num_clients=len(grid.contexts), ticks=ticks,
                             tick=1.0, stagger=stagger, seed=seed, timeout=timeout,
                             max_staleness=max_staleness, evaluate=evaluate,
                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                             resume=resume, progress=progress)
-    return RunResult(algorithm, result.state, grid.client_states(), result.history)
+    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history)

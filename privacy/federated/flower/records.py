@@ -36,16 +36,20 @@ __all__ = [
     "CONFIG",
     "METRICS",
     "RUNTIME",
+    "RELEASED",
     "message_content",
     "message_from_content",
     "reply_content",
     "reply_from_flower",
     "releases_from_flower",
+    "released_from_flower",
     "load_context_state",
     "store_context_state",
 ]
 
 ARRAYS, CONFIG, METRICS, RUNTIME = "arrays", "config", "metrics", "runtime"
+#: Runtime metric of a reply: the releases the client made for this message.
+RELEASED = "dp_released"
 _STATE_ARRAYS, _STATE_SCALARS = "dmdidc.arrays", "dmdidc.scalars"
 
 
@@ -68,11 +72,13 @@ def message_from_content(content: RecordDict) -> Message:
     return Message(_numpy(content.array_records[ARRAYS]), dict(content.config_records[CONFIG]))
 
 
-def reply_content(reply: Reply, releases: int) -> RecordDict:
-    """Flower content of a protocol reply (client -> server) and the client's release count."""
+def reply_content(reply: Reply, releases: int, released: int) -> RecordDict:
+    """Flower content of a protocol reply (client -> server), the client's release count and
+    the releases it made for this message."""
     return RecordDict({ARRAYS: array_record(reply.arrays),
                        METRICS: MetricRecord(dict(reply.metrics)),
-                       RUNTIME: MetricRecord({DP_RELEASES: int(releases)})})
+                       RUNTIME: MetricRecord({DP_RELEASES: int(releases),
+                                              RELEASED: int(released)})})
 
 
 def reply_from_flower(message: FlowerMessage) -> Reply | str:
@@ -98,11 +104,21 @@ def reply_from_flower(message: FlowerMessage) -> Reply | str:
     return Reply(decoded, dict(metrics))
 
 
+def _runtime_count(message: FlowerMessage, key: str) -> int | None:
+    runtime = None if message.has_error() else message.content.metric_records.get(RUNTIME)
+    value = None if runtime is None else runtime.get(key)
+    return int(value) if isinstance(value, int) and value >= 0 else None
+
+
 def releases_from_flower(message: FlowerMessage) -> int | None:
     """The client's reported release count, or ``None`` when absent or malformed."""
-    runtime = None if message.has_error() else message.content.metric_records.get(RUNTIME)
-    value = None if runtime is None else runtime.get(DP_RELEASES)
-    return int(value) if isinstance(value, int) and value >= 0 else None
+    return _runtime_count(message, DP_RELEASES)
+
+
+def released_from_flower(message: FlowerMessage) -> int | None:
+    """The releases the client reports making for this message, or ``None`` when absent or
+    malformed."""
+    return _runtime_count(message, RELEASED)
 
 
 def load_context_state(context: Context) -> ClientState:

@@ -26,7 +26,11 @@ from flwr.serverapp import Grid
 from _toolbox.errors import ParameterError
 from privacy.federated.algorithm import logger
 from privacy.federated.flower.client import IDENTIFY, NUM_PARTITIONS, PARTITION_ID, TRAIN
-from privacy.federated.flower.records import message_content, releases_from_flower
+from privacy.federated.flower.records import (
+    message_content,
+    released_from_flower,
+    releases_from_flower,
+)
 from privacy.federated.results import history_from_json, history_to_json
 from privacy.federated.values import DP_RELEASES, ClientState, Message
 
@@ -156,38 +160,73 @@ def discover_clients(grid: Grid, num_clients: int, *, timeout: float = 120.0,
 class ReleaseBook:
     """Each client's release count as known to the server: an upper bound on its privacy loss.
 
-    A client reports its count of noisy releases with every reply; a message it has not
-    answered yet (lost, late, in flight) is counted as ``releases_per_update`` more releases
-    (the algorithm's attribute, default 1: FedLin releases two per update), so the bound holds
-    whatever the network does.  With every reply in, the count equals the client's own, and so
-    do the epsilons the result derives from it (``RunResult.epsilon_history``).
+    Every reply carries the client's release count (its ``dp_releases``) and the releases it
+    made for that very message.  The server adds up the latter itself (``counted``), once per
+    message, so a client that lost its state (a node restarted without its ``state-dir``) and
+    counts from zero again cannot lower the count; the count survives a checkpoint
+    (:meth:`to_json`), so the epsilon of a resumed run composes every release since the run
+    began.  A reply that does not say what it released (malformed, or from an older client)
+    counts as ``releases_per_update``.
+
+    A message the client has not answered yet (lost, late, in flight) is counted as
+    ``releases_per_update`` more releases (the algorithm's attribute, default 1: FedLin
+    releases up to two per update), so the bound holds whatever the network does.  With every
+    reply in, the count equals the client's own, and so do the epsilons the result derives
+    from it (``RunResult.epsilon_history``).
+
+    Attributes
+    ----------
+    known : list of int
+        The largest count each client reported.
+    counted : list of int
+        The server's sum of the releases each answered message reported.
+    unknown : list of int
+        Answered messages that did not say what they released.
+    unanswered : list of set of int
+        Rounds of the messages sent to each client and not answered yet.
     """
 
     def __init__(self, num_clients: int, known: Sequence[int] | None = None,
-                 unanswered: Sequence[Sequence[int]] | None = None) -> None:
+                 unanswered: Sequence[Sequence[int]] | None = None,
+                 counted: Sequence[int] | None = None,
+                 unknown: Sequence[int] | None = None) -> None:
         self.known = [int(k) for k in (known or [0] * num_clients)]
         self.unanswered = [set(map(int, u)) for u in (unanswered or [()] * num_clients)]
+        # checkpoints written before the server counted releases hold only ``known``
+        self.counted = [int(c) for c in (counted or self.known)]
+        self.unknown = [int(u) for u in (unknown or [0] * num_clients)]
 
     def sent(self, client_id: int, round: int) -> None:
         self.unanswered[client_id].add(round)
 
     def received(self, client_id: int, reply: FlowerMessage) -> None:
         group = group_of(reply)
-        if group is not None:
-            self.unanswered[client_id].discard(group[0])
         count = releases_from_flower(reply)
         if count is not None:
             self.known[client_id] = max(self.known[client_id], count)
+        if group is None or group[0] not in self.unanswered[client_id]:
+            return   # not ours, or a second reply to a message already counted
+        self.unanswered[client_id].discard(group[0])
+        if reply.has_error():
+            return   # the client raised: it kept no new state and released nothing
+        made = released_from_flower(reply)
+        if made is None:
+            self.unknown[client_id] += 1
+        else:
+            self.counted[client_id] += made
 
     def counts(self, algorithm: Any) -> tuple[int, ...]:
-        """Each client's releases: reported ones plus ``releases_per_update`` per message in
-        flight (none for a client whose ``client_dp`` is ``None``: it releases nothing)."""
+        """Each client's releases: the larger of the server's count and the client's, plus
+        ``releases_per_update`` per message in flight or of unknown release (none for a client
+        whose ``client_dp`` is ``None``: it releases nothing)."""
         per_update = int(getattr(algorithm, "releases_per_update", 1))
         lookup = getattr(algorithm, "client_dp", None)
-        return tuple(known + (0 if lookup is not None and lookup(k) is None else per_update)
-                     * len(unanswered)
-                     for k, (known, unanswered) in enumerate(zip(self.known, self.unanswered,
-                                                                 strict=True)))
+        counts = []
+        for k, known in enumerate(self.known):
+            each = 0 if lookup is not None and lookup(k) is None else per_update
+            counts.append(max(known, self.counted[k] + each * self.unknown[k])
+                          + each * len(self.unanswered[k]))
+        return tuple(counts)
 
     def client_states(self, algorithm: Any) -> tuple[ClientState, ...]:
         """The server's view of the clients' states: only their release counts (so that
@@ -195,7 +234,8 @@ class ReleaseBook:
         return tuple(ClientState(scalars={DP_RELEASES: n}) for n in self.counts(algorithm))
 
     def to_json(self) -> dict[str, Any]:
-        return {"known": self.known, "unanswered": [sorted(u) for u in self.unanswered]}
+        return {"known": self.known, "unanswered": [sorted(u) for u in self.unanswered],
+                "counted": self.counted, "unknown": self.unknown}
 
 
 def finite_or_none(value: float | None) -> float | None:

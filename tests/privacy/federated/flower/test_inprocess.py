@@ -159,7 +159,7 @@ def test_unreadable_replies_give_reasons_not_exceptions():
     empty = FlowerMessage(RecordDict({"x": ConfigRecord({"a": 1})}), reply_to=request)
     assert "expected 'arrays'" in reply_from_flower(empty)
     reply = Reply({"mean": np.array([1.0, np.nan])}, {CLIENT: 0, ROUND: 0, VERSION: 0})
-    parsed = reply_from_flower(FlowerMessage(reply_content(reply, 2), reply_to=request))
+    parsed = reply_from_flower(FlowerMessage(reply_content(reply, 2, 1), reply_to=request))
     assert np.isnan(parsed.arrays["mean"][1]) and parsed.metrics == reply.metrics
     assert group_of(error) == (0, 0)
 

@@ -1,0 +1,196 @@
+"""Resuming Flower runs: the server's release count and the clients' states continue the run.
+
+A resumed run must report the same composed epsilon as the uninterrupted run (never less) and,
+with the clients' states kept, the same model; a resume whose client states are missing or
+inconsistent is refused.  ``run_deployment`` is exercised here with its processes replaced by
+an in-process grid that gets the node config the SuperNodes would get (the real processes are
+in the slow test of test_deploy.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import numpy as np
+import pytest
+from flwr.app import Context, Error, RecordDict
+from flwr.app import Message as FlowerMessage
+from flwr.cli.config_utils import load_and_validate
+from flwr.supercore.object_ref import load_app
+
+from privacy.errors import ParameterError
+from privacy.federated.flower import (
+    InProcessGrid,
+    LocalDeployment,
+    ensure_task_identity,
+    run_deployment,
+    run_inprocess_sync,
+)
+from privacy.federated.flower.app import CACHE_DIR
+from privacy.federated.flower.deploy import APP_MODULE
+from privacy.federated.flower.records import reply_content
+from privacy.federated.flower.transport import ReleaseBook
+from privacy.federated.protocol import Reply, logger
+from simulations.studies.federated_experiments import ExperimentConfig, build_trial
+from tests.privacy.federated.flower.test_deploy import ALGORITHM, DATA
+from tests.privacy.federated.flower.test_inprocess import assert_same_clients, assert_same_run
+
+
+def trial(name, seed):
+    config = ExperimentConfig("iris", partition="expert", rounds=4)
+    built = build_trial(config, seed, (name,))
+    return built.algorithms[name], built.data.clients
+
+
+# ------------------------------------------------------------------ in-process runs
+@pytest.mark.parametrize("name", ["scaffold", "fedlin", "fedinfer", "fedprox"])
+@pytest.mark.parametrize("seed", [1, 7])
+def test_resume_reports_the_uninterrupted_epsilon_and_model(tmp_path, name, seed):
+    algorithm, clients = trial(name, seed)
+    full = run_inprocess_sync(algorithm, clients, rounds=4, seed=seed)
+    run_inprocess_sync(algorithm, clients, rounds=3, seed=seed, checkpoint=tmp_path / "ck",
+                       state_dir=tmp_path / "ck" / "clients")
+    resumed = run_inprocess_sync(algorithm, clients, rounds=4, resume=tmp_path / "ck",
+                                 state_dir=tmp_path / "ck" / "clients")
+    assert_same_run(resumed, full)
+    assert_same_clients(resumed, full)
+    np.testing.assert_array_equal(resumed.final_epsilon(), full.final_epsilon())
+    assert full.final_epsilon().max() > 0
+
+
+@pytest.mark.parametrize("name", ["scaffold", "fedlin", "fedavg"])
+@pytest.mark.parametrize("seed", [1, 7])
+def test_clients_that_lost_their_state_never_lower_the_epsilon(tmp_path, name, seed):
+    """The walkthrough's case: resumed nodes start from scratch and report 1 release; the
+    server still counts every release it received (the model differs: a different run)."""
+    algorithm, clients = trial(name, seed)
+    full = run_inprocess_sync(algorithm, clients, rounds=4, seed=seed)
+    run_inprocess_sync(algorithm, clients, rounds=3, seed=seed, checkpoint=tmp_path / "ck")
+    fresh = run_inprocess_sync(algorithm, clients, rounds=4, resume=tmp_path / "ck")
+    assert [r.releases for r in fresh.history] == [r.releases for r in full.history]
+    np.testing.assert_array_equal(fresh.epsilon_history(), full.epsilon_history())
+    assert np.all(fresh.final_epsilon() >= full.final_epsilon())
+
+
+def test_a_resume_with_missing_or_other_client_states_is_refused(tmp_path):
+    algorithm, clients = trial("scaffold", 3)
+    run_inprocess_sync(algorithm, clients, rounds=2, seed=3, checkpoint=tmp_path / "ck",
+                       state_dir=tmp_path / "clients")
+    with pytest.raises(ParameterError, match=r"client 0 has no saved state.*start a new run"):
+        run_inprocess_sync(algorithm, clients, rounds=3, resume=tmp_path / "ck",
+                           state_dir=tmp_path / "elsewhere")
+    # client states one round ahead of the server's checkpoint (saved after a later round)
+    run_inprocess_sync(algorithm, clients, rounds=3, seed=3, state_dir=tmp_path / "ahead")
+    with pytest.raises(ParameterError, match=r"counts 3 releases where .* expects 2\.\.2"):
+        run_inprocess_sync(algorithm, clients, rounds=3, resume=tmp_path / "ck",
+                           state_dir=tmp_path / "ahead")
+    # no false alarm on the matching states
+    run_inprocess_sync(algorithm, clients, rounds=3, resume=tmp_path / "ck",
+                       state_dir=tmp_path / "clients")
+
+
+# ------------------------------------------------------------------ the release book
+def reply(request, releases, released):
+    return FlowerMessage(reply_content(Reply({}, {}), releases, released), reply_to=request)
+
+
+def request(node, round_):
+    ensure_task_identity(1)
+    return FlowerMessage(RecordDict(), node, "train", group_id=f"{round_}/{round_}")
+
+
+def test_release_book_counts_each_message_once_and_ignores_a_restarted_count():
+    class Algorithm:
+        releases_per_update = 2
+
+        def client_dp(self, k):
+            return None if k == 1 else object()
+
+    book = ReleaseBook(2)
+    for t in range(3):
+        book.sent(0, t)
+        message = request(5, t)
+        book.received(0, reply(message, t + 1, 1))
+    assert book.counts(Algorithm()) == (3, 0)
+    message = request(5, 3)
+    book.sent(0, 3)
+    assert book.counts(Algorithm()) == (5, 0)          # in flight: releases_per_update
+    answer = reply(message, 1, 1)                       # the node restarted from scratch
+    book.received(0, answer)
+    book.received(0, answer)                            # a duplicate is counted once
+    assert book.counts(Algorithm()) == (4, 0)
+    book.sent(0, 4)
+    failed = request(5, 4)
+    book.received(0, FlowerMessage(Error(0, "boom"), reply_to=failed))
+    assert book.counts(Algorithm()) == (4, 0)           # an error reply released nothing
+    again = ReleaseBook(2, **json.loads(json.dumps(book.to_json())))
+    assert again.counts(Algorithm()) == (4, 0)
+    old_format = ReleaseBook(2, known=[3, 0], unanswered=[[], []])
+    assert old_format.counts(Algorithm()) == (3, 0)
+
+
+# ------------------------------------------------------------------ run_deployment
+@pytest.fixture
+def inprocess_processes(monkeypatch):
+    """LocalDeployment without processes: ``run`` executes the generated app on an
+    InProcessGrid whose nodes get the node config the SuperNodes would get."""
+    started = []
+
+    def start(self, *, timeout=120.0):
+        started.append(self.num_clients)
+        return self
+
+    def run(self, app, run_config=None, *, on_line=None, timeout=3600.0):
+        config, _ = load_and_validate(app / "pyproject.toml", check_module=False)
+        monkeypatch.delitem(sys.modules, APP_MODULE, raising=False)
+        monkeypatch.syspath_prepend(str(app))
+        server_app = load_app(f"{APP_MODULE}:server_app", ValueError, project_dir=app)
+        client_app = load_app(f"{APP_MODULE}:client_app", ValueError, project_dir=app)
+        monkeypatch.delitem(sys.modules, APP_MODULE)
+        grid = InProcessGrid(client_app, num_clients=self.num_clients,
+                             node_config={CACHE_DIR: str(self.cache), **self._node_config})
+        handlers = list(logger.handlers)
+        try:
+            server_app(grid, Context(1, 1, {}, RecordDict(),
+                                     config["tool"]["flwr"]["app"]["config"]))
+        finally:
+            for handler in set(logger.handlers) - set(handlers):
+                logger.removeHandler(handler)
+            logger.setLevel(logging.NOTSET)
+        return 0
+
+    monkeypatch.setattr(LocalDeployment, "start", start)
+    monkeypatch.setattr(LocalDeployment, "run", run)
+    return started
+
+
+def deploy(out, rounds, resume=None):
+    config = {"rounds": rounds, "seed": 5, **({"resume": str(resume)} if resume else {})}
+    return run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=out,
+                          run_config=config)
+
+
+def test_deployment_keeps_client_states_in_its_checkpoint_and_resumes_them(
+        tmp_path, inprocess_processes):
+    full = deploy(tmp_path / "full", 4)
+    deploy(tmp_path / "first", 3)
+    assert sorted(p.name for p in (tmp_path / "first/checkpoint/clients").iterdir()) == [
+        f"client-{k}.{ext}" for k in range(3) for ext in ("json", "npz")]
+    for _ in range(2):   # the checkpoint stays a valid starting point
+        resumed = deploy(tmp_path / "resumed", 4, resume=tmp_path / "first/checkpoint")
+        assert_same_run(resumed, full)
+        np.testing.assert_array_equal(resumed.final_epsilon(), full.final_epsilon())
+    # a new run in a used folder does not continue the old client states
+    again = deploy(tmp_path / "first", 4)
+    assert_same_run(again, full)
+
+
+def test_deployment_refuses_a_resume_without_client_states(tmp_path, inprocess_processes):
+    deploy(tmp_path / "first", 2)
+    for path in (tmp_path / "first/checkpoint/clients").iterdir():
+        path.unlink()
+    with pytest.raises(ParameterError, match="client 0 has no saved state"):
+        deploy(tmp_path / "resumed", 3, resume=tmp_path / "first/checkpoint")
+    assert len(inprocess_processes) == 1   # refused before any process started
