@@ -136,7 +136,7 @@ def processes_using(flwr_home: Path) -> list[int]:
 def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_path):
     """SuperLink + 3 SuperNodes + flwr run: private SCAFFOLD, 2 rounds (client control variates
     and release counters carried between messages by the SuperNodes, seeded noise drawn in
-    separate processes)."""
+    separate processes), then resumed to 3 rounds by new processes."""
     lines: list[str] = []
     result = run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=tmp_path / "out",
                             run_config={"rounds": 2, "seed": 5}, on_line=lines.append,
@@ -148,6 +148,13 @@ def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_pa
     assert_same_run(run_inprocess_sync(ALGORITHM.build(), data, rounds=2, seed=5), expected)
     assert any(line.startswith("dmdidc INFO: round 1") for line in lines)
     assert processes_using(tmp_path / "work" / "flwr-home") == []
+    # resumed by new processes: the nodes continue from the states kept in the checkpoint
+    resumed = run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3,
+                             out=tmp_path / "resumed",
+                             run_config={"rounds": 3, "resume": str(tmp_path / "out/checkpoint")})
+    longer = reference(3, 3, 5)
+    assert_same_run(resumed, longer)
+    np.testing.assert_array_equal(resumed.final_epsilon(), longer.final_epsilon())
 
 
 def test_built_algorithms_are_cached_for_the_node_processes(tmp_path, monkeypatch):
