@@ -84,7 +84,7 @@ def _flower_messages(replies, ours: bool) -> list[Message]:
     ensure_task_identity(1)
     request = Message(RecordDict(), 1, "train", group_id="0")
     if ours:
-        contents = [reply_content(r, 1) for r in replies]
+        contents = [reply_content(r, 1, 1) for r in replies]
     else:
         contents = [RecordDict({"arrays": ArrayRecord({"z": Array(r.arrays["z"])}),
                                 "metrics": MetricRecord({"num-examples": 1})})
