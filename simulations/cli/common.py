@@ -199,6 +199,24 @@ _scale = _bounded(float, 0.0)
 _bound = _bounded(float, 0.0, strict=True)
 
 
+# what :func:`simulations.cli.root.main` adds to the parsed options (not options themselves)
+MAIN_SETS = ("handler", "flags", "prog", "given")
+
+
+def option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``args`` as a command records them (``settings`` of a JSON file): what
+    the user chose, without what ``main`` adds (``MAIN_SETS``: the handler, the command's
+    flags and name, the set of options given, which JSON cannot hold).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> option_values(argparse.Namespace(seed=3, prog="dmdidc x", given=frozenset({"seed"})))
+    {'seed': 3}
+    """
+    return {key: value for key, value in vars(args).items() if key not in MAIN_SETS}
+
+
 def was_given(args: argparse.Namespace, name: str, default: Any) -> bool:
     """Whether the user gave option ``name``: from ``args.given`` (the options on the command
     line, set by :func:`simulations.cli.root.main`, so a default value given explicitly

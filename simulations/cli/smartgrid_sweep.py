@@ -129,7 +129,13 @@ def _engine(args: argparse.Namespace) -> dict[str, Any]:
 def run_sweep_action(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid sweep``: validate, run, write CSV/JSON/PNG, print."""
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, refuse_unused, show_progress, write_table
+    from simulations.cli.common import (
+        option_values,
+        output_path,
+        refuse_unused,
+        show_progress,
+        write_table,
+    )
     from simulations.smartgrid.study_sweep import (
         fleet_identification_task,
         plot_study,
@@ -155,8 +161,7 @@ def run_sweep_action(args: argparse.Namespace) -> int:
     result = run_sweep(fleet_identification_task, configs, seed=args.seed,
                        progress=show_progress() and not args.no_progress, **engine)
     summary = summarize_study(result.rows)
-    # the options as given (not the handler, nor the command's flags and name set by main)
-    settings = {k: v for k, v in vars(args).items() if k not in ("handler", "flags", "prog")}
+    settings = option_values(args)
     table = _table(summary)
     with staged_folder(out) as stage:
         result.to_csv(stage / "sweep.csv")

@@ -23,10 +23,12 @@ def _parse(argv):
 
 def test_serial_sweep_writes_table_json_and_figure(tmp_path, capsys):
     out = tmp_path / "study"
-    _, args = _parse([*TINY, "--serial", "--seed", "3", "--chunk", "2", "--out", str(out)])
-    assert args.handler is run_sweep_action
-    args.flags, args.prog = {"--seed": None}, "dmdidc smartgrid sweep"   # (as main sets them)
-    assert run_sweep_action(args) == 0
+    # through the console entry point: main adds its own attributes (handler, flags, prog,
+    # the set of options given), none of which may reach sweep.json (a frozenset crashed it)
+    from simulations.cli.root import main
+
+    assert main(["smartgrid", "sweep", *TINY, "--serial", "--seed", "3", "--chunk", "2",
+                 "--out", str(out)]) == 0
     printed = capsys.readouterr()
     assert "8 tasks on serial" in printed.err
     with (out / "sweep.csv").open() as handle:
@@ -39,7 +41,8 @@ def test_serial_sweep_writes_table_json_and_figure(tmp_path, capsys):
     written = json.loads((out / "sweep.json").read_text(),       # strict JSON: no NaN/inf
                          parse_constant=lambda name: pytest.fail(f"non-JSON {name}"))
     assert written["engine"] == "serial" and written["settings"]["seed"] == 3
-    assert not {"handler", "flags", "prog"} & set(written["settings"])
+    assert not {"handler", "flags", "prog", "given"} & set(written["settings"])
+    assert written["settings"]["epsilons"] == [4, 40] and written["settings"]["days"] == 1
     assert len(written["summary"]) == 4 and all(s["repeats"] == 2 for s in written["summary"])
     assert [r["delay_true_T"] for r in written["rows"]] == \
         pytest.approx([float(r["delay_true_T"]) for r in rows])
