@@ -105,14 +105,36 @@ class DPSGDResult:
     config: DPSGDConfig
     noise: GradientNoise | None
 
-    def epsilon(self, delta: float) -> float:
-        """Composed epsilon of each replicate's run (privacy unit: one example); ``inf`` without
-        noise."""
+    def epsilon(self, delta: float, *, released: int = 1) -> float:
+        """Composed epsilon (privacy unit: one example) of releasing ``released`` of the
+        replicates; ``inf`` without noise.
+
+        Every replicate is an independent run on the same data, so releasing ``r`` of them
+        (or anything computed from them, such as the best one) composes ``r`` runs: the
+        accountant's epsilon of ``r * steps`` steps.  The default is one replicate's run.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from privacy.dpsgd import DPSGDConfig, GradientNoise, LogisticModel, dpsgd_train
+        >>> X = np.random.default_rng(0).normal(size=(100, 3)); y = (X[:, 0] > 0).astype(int)
+        >>> result = dpsgd_train(LogisticModel(3), X, y, rng=0, replicates=4,
+        ...                      config=DPSGDConfig(clip_norm=1.0, learning_rate=0.1,
+        ...                                         sampling_rate=0.1, steps=50),
+        ...                      noise=GradientNoise("gaussian", 2.0))
+        >>> result.epsilon(1e-5) < result.epsilon(1e-5, released=4)
+        True
+        """
+        replicates = len(self.params)
+        released = check_integer("released", released, minimum=1)
+        if released > replicates:
+            raise ParameterError(f"released must be at most the {replicates} replicates "
+                                 f"trained; got released={released}")
         if self.noise is None:
             return float("inf")
         return dpsgd_epsilon(self.noise, clip_norm=self.config.clip_norm,
-                             steps=self.config.steps, sampling_rate=self.config.sampling_rate,
-                             delta=delta)
+                             steps=released * self.config.steps,
+                             sampling_rate=self.config.sampling_rate, delta=delta)
 
 
 def poisson_batches(rng: np.random.Generator, replicates: int, n: int, sampling_rate: float

@@ -55,7 +55,8 @@ def add_dpsgd_actions(actions: Any) -> None:
                        help="default: softmax for digits, logistic for breast_cancer")
     study.add_argument("--out", required=True, help="output directory")
     study.add_argument("--epsilons", type=_bound, nargs="+", default=[0.5, 1.0, 2.0, 4.0, 8.0],
-                       help="target composed epsilons of a whole run")
+                       help="target composed epsilons of one model's training run (each seed; "
+                            "summary.json also gives epsilon_all_seeds)")
     study.add_argument("--noises", nargs="+",
                        default=["gaussian", "sas_1.999", "sas_1.95", "sas_1.9", "sas_1.5"],
                        help="'gaussian' or 'sas_<alpha>' (alpha in [1, 2))")

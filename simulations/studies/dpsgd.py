@@ -1,9 +1,11 @@
 """Accuracy of DP-SGD with Gaussian and SaS noise at equal composed privacy (seed Ch. 4).
 
-For each target epsilon the Gaussian sigma is calibrated for the whole run (steps, sampling rate,
-delta) by :func:`privacy.dpsgd.calibrate_noise`; every SaS noise gets the scale with the same
-certified Gaussian equivalent (:mod:`privacy.vector_sas`), so all runs of one target have the same
-privacy bound.  Optionally the seed's *scalar* SaS accounting is also run
+For each target epsilon the Gaussian sigma is calibrated for one model's run (steps, sampling
+rate, delta) by :func:`privacy.dpsgd.calibrate_noise`; each seed trains one model on the same
+data, so releasing all of a cell's models composes them (``epsilon_all_seeds`` in the summary).
+Every SaS noise gets the scale with the same certified Gaussian equivalent
+(:mod:`privacy.vector_sas`), so all runs of one target have the same privacy bound.
+Optionally the seed's *scalar* SaS accounting is also run
 (:func:`privacy.calibration.calibrate_scale`, which assumes a one-dimensional release): those
 runs report the epsilon actually certified for the scale used.
 
@@ -215,7 +217,11 @@ def run_study(config: StudyConfig, *, progress: Callable[[Sequence], Sequence] |
         "config": asdict(config), "hyperparameters": {**asdict(train)},
         "accuracy": {}, "difference_vs_gaussian": {}, "noise_scale": {},
         "gaussian_equivalent_sigma": {}, "epsilon_composed": {}, "epsilon_scalar_claim": {},
-        "runs": []}
+        # epsilon_composed is one seed's model; the seeds train on the same data, so releasing
+        # all of a cell's models composes them (the accountant's epsilon of seeds x steps)
+        "epsilon_meaning": "epsilon_composed: per model (one seed's run); "
+                           "epsilon_all_seeds: releasing all the seeds' models of a cell",
+        "epsilon_all_seeds": {}, "runs": []}
     per_seed: dict[tuple[str, str], np.ndarray] = {}
     for eps, label, noise, claim in wrap(cells):
         result = dpsgd_train(model, X, y, config=train, noise=noise, replicates=config.seeds,
@@ -235,6 +241,8 @@ def run_study(config: StudyConfig, *, progress: Callable[[Sequence], Sequence] |
         summary["gaussian_equivalent_sigma"].setdefault(label, {})[key] = \
             noise.gaussian_equivalent_sigma
         summary["epsilon_composed"].setdefault(label, {})[key] = composed
+        summary["epsilon_all_seeds"].setdefault(label, {})[key] = result.epsilon(
+            config.delta, released=config.seeds)
         if claim is not None:
             summary["epsilon_scalar_claim"].setdefault(label, {})[key] = claim
         summary["runs"].extend(

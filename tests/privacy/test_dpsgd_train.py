@@ -138,6 +138,24 @@ def test_softmax_training_learns_and_epsilon_reported():
         noise, clip_norm=1.0, steps=40, sampling_rate=0.2, delta=1e-5))
 
 
+def test_releasing_several_replicates_composes_their_runs():
+    # the replicates train on the same data: releasing r of them costs the composition of r
+    # runs (r * steps subsampled Gaussians; dpsgd_epsilon equals dp_accounting's PLD, tested
+    # below), more than one run
+    X, y = _data()
+    config = DPSGDConfig(clip_norm=1.0, learning_rate=0.5, sampling_rate=0.1, steps=12)
+    noise = GradientNoise("gaussian", 2.5)
+    result = dpsgd_train(LogisticModel(3), X, y, config=config, replicates=4, rng=0,
+                         noise=noise)
+    for bad in (0, 5, 1.5):
+        with pytest.raises(ParameterError, match="released"):
+            result.epsilon(1e-5, released=bad)
+    one, four = (result.epsilon(1e-5, released=r) for r in (1, 4))
+    assert one == result.epsilon(1e-5) < four
+    assert four == pytest.approx(dpsgd_epsilon(noise, clip_norm=1.0, steps=48,
+                                               sampling_rate=0.1, delta=1e-5))
+
+
 def test_training_input_errors():
     X, y = _data()
     config = DPSGDConfig(clip_norm=1.0, learning_rate=0.5, sampling_rate=0.3, steps=2)

@@ -30,6 +30,8 @@ def test_dpsgd_study_writes_summary_and_figure(tmp_path, capsys):
         assert 0.5 < cell["mean"] <= 1.0                  # breast cancer is easy
         # the run's epsilon is recomputed from the accountant and meets the target
         assert 0.4875 < summary["epsilon_composed"][label]["0.5"] <= 0.5
+        # the 3 seeds' models share the data: releasing them all composes the 3 runs
+        assert summary["epsilon_all_seeds"][label]["0.5"] > 0.5
     # SaS gets the scale whose certified Gaussian equivalent is the Gaussian's sigma
     assert summary["gaussian_equivalent_sigma"]["sas_1.9"]["0.5"] == pytest.approx(
         summary["noise_scale"]["gaussian"]["0.5"], rel=1e-12)
