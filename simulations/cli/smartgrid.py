@@ -189,10 +189,13 @@ def console_lines(summary: dict[str, Any], *, grid: bool = True,
         lines.append(f"{name:>10}  {known(rmse, '{:8.3f}'.format, ''):>8}  "
                      f"{known(summary['comfort_violation_Kh'][name], '{:10.3f}'.format, ''):>10}"
                      f"   ({', '.join(known(v, '{:.3f}'.format, '') for v in other)})")
+    failure = summary.get("delay_note") or ""
     for label in ("private", "nonprivate"):
         if label in notes:
-            lines.append(f"  {label.replace('nonprivate', 'non-private')} model: n/a: "
-                         f"{notes[label]}")
+            note = notes[label]
+            if label == "private" and len(failure) > 40:   # said once, on the delay line
+                note = note.replace(failure, "the failure on the delay line above")
+            lines.append(f"  {label.replace('nonprivate', 'non-private')} model: n/a: {note}")
     if "attack_error_plain" in summary:
         def attack(key: str, pattern: str) -> str:
             return known(summary[key], pattern.format, "the attack failed")
@@ -209,7 +212,9 @@ def console_lines(summary: dict[str, Any], *, grid: bool = True,
         lines.append("grid: n/a (skipped: --no-grid)")
     for name in ("uncontrolled", "controlled"):
         if name in summary["voltage_min_pu"]:
-            lines.append(f"grid {name}: voltage {summary['voltage_min_pu'][name]:.3f}-"
+            # which model controls: the non-private one when the private fit gave no controller
+            by = f" by {summary['grid_controlled_by']}" if name == "controlled" else ""
+            lines.append(f"grid {name}{by}: voltage {summary['voltage_min_pu'][name]:.3f}-"
                          f"{summary['voltage_max_pu'][name]:.3f} pu")
         elif grid:
             lines.append(f"grid {name}: n/a (no controller ran on either model)")

@@ -57,6 +57,8 @@ OPTIONS: Mapping[str, Flag] = {
     "order": Flag("--order", "N"),
     "max_order": Flag("--max-order", "N"),
     "feedthrough": Flag("--feedthrough", "", {"True": ""}),
+    # (the smart-grid case study's; a switch: attacks=False is the flag alone)
+    "attacks": Flag("--no-attacks", "", {"False": ""}),
     # (OutputDMDidc's constant output offset: identify --outputs --detrend auto estimates it)
     "offset": Flag("--detrend", "MODE", {"True": "auto", "False": "none"}),
     "window_steps": Flag("--window", "STEPS"),        # (smartgrid run's scenario field)

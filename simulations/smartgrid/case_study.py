@@ -182,7 +182,7 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     if attacks and config.households < 5:
         raise ParameterError(f"the attacks need at least 5 households (household-level "
                              f"cross-validation of the occupancy attack); got households="
-                             f"{config.households}: run more households or without attacks")
+                             f"{config.households}: run more households, or attacks=False")
     out.mkdir(parents=True, exist_ok=True)
     stages = ["profiles and fleet", "statistics", "private release", "identification",
               "privacy-utility curve", "attacks", "demand response (private model)",

@@ -40,7 +40,7 @@ def test_group_is_extensible():
     (["--unit", "window"], "--unit window needs --window (the steps one window protects)"),
     (["--households", "0"], "households must be"),
     (["--epsilon", "-1"], "epsilon must be > 0"),
-    (["--households", "3"], "the attacks need at least 5 households"),
+    (["--households", "3"], "households=3: run more households, or --no-attacks\n"),
 ])
 def test_bad_arguments_are_refused(tmp_path, capsys, argv, message):
     code = main(["smartgrid", "run", *argv, "--out", str(tmp_path / "o")])
@@ -136,7 +136,8 @@ def _summary(rng):
                "attack_accuracy_plain": 0.9, "attack_accuracy_private": 0.5,
                "voltage_min_pu": {"uncontrolled": 0.95, "controlled": 0.97},
                "voltage_max_pu": {"uncontrolled": 1.02, "controlled": 1.01},
-               "timings_s": {"total": 12.0}, "control_notes": {}}
+               "timings_s": {"total": 12.0}, "control_notes": {},
+               "grid_controlled_by": "fractional (private model)"}
     for suffix in ("", "_nonprivate"):
         summary["tracking_rmse" + suffix] = {name: float(rng.uniform(0.1, 1)) for name in names}
         summary["comfort_violation_Kh" + suffix] = {name: 0.1 for name in names}
@@ -145,7 +146,9 @@ def _summary(rng):
         summary["tracking_rmse"] = dict.fromkeys(names, float("nan"))
         summary["comfort_violation_Kh"] = dict.fromkeys(names, float("nan"))
         summary["control_notes"]["private"] = "no controller: no continuous part"
-        del summary["voltage_min_pu"]["controlled"], summary["voltage_max_pu"]["controlled"]
+        summary["grid_controlled_by"] = "fractional (nonprivate model)"
+        if rng.random() < 0.5:                   # nor a non-private one
+            del summary["voltage_min_pu"]["controlled"], summary["voltage_max_pu"]["controlled"]
     if rng.random() < 0.5:
         summary["attack_error_private"] = float("nan")
     return summary
@@ -177,3 +180,28 @@ def test_the_console_explains_every_missing_number(seed):
         assert "grid: n/a (skipped: --no-grid)" in text
     if grid and "controlled" not in summary["voltage_min_pu"]:
         assert "grid controlled: n/a (no controller ran on either model)" in text
+    elif grid:                                   # the line names the model that controls
+        assert f"grid controlled by {summary['grid_controlled_by']}: voltage" in text
+
+
+def test_a_failed_private_fit_is_told_once_and_the_controlling_model_named():
+    """Walkthrough finding: the long failure note printed twice, and 'grid controlled' did
+    not say the non-private model controlled the grid."""
+    from simulations.cli.smartgrid import console_lines
+
+    summary = _summary(np.random.default_rng(0))
+    failure = ("failed: the heat pump's channel shows no significant effect (check 'effect' "
+               "failed (statistic 2.65 <= threshold 16.6) ...; see confidence_intervals())")
+    names = list(summary["tracking_rmse"])
+    summary.update(delay_identified_s=float("nan"), delay_error_T=float("nan"),
+                   delay_note=failure, grid_controlled_by="fractional (nonprivate model)",
+                   tracking_rmse=dict.fromkeys(names, float("nan")),
+                   comfort_violation_Kh=dict.fromkeys(names, float("nan")),
+                   control_notes={"private": "no controller: the identified model has no "
+                                             f"continuous part ({failure})"})
+    text = "\n".join(console_lines(summary))
+    assert text.count(failure) == 1 and f"private n/a ({failure})" in text
+    assert "private model: n/a: no controller: the identified model has no continuous part " \
+           "(the failure on the delay line above)" in text
+    assert "grid controlled by fractional (nonprivate model): voltage 0.970-1.010 pu" in text
+    assert "grid uncontrolled: voltage 0.950-1.020 pu" in text
