@@ -139,7 +139,6 @@ def _experiment(args: argparse.Namespace) -> dict[str, Any]:
 
 def _own(args: argparse.Namespace) -> dict[str, Any]:
     """Specs and schedule of a run of the user's own factories."""
-    from privacy.federated.flower import FactorySpec
 
     if args.data is None or args.clients is None:
         raise ParameterError("without --dataset, give --data module:attr and --clients N")
@@ -148,13 +147,53 @@ def _own(args: argparse.Namespace) -> dict[str, Any]:
     if stagger and (mode != "async" or len(stagger) != args.clients):
         raise ParameterError(f"--stagger needs --mode async and {args.clients} rates (one per "
                              f"client); got {args.stagger!r} with mode {mode}")
-    return {"algorithm": FactorySpec(args.algorithm, args.algorithm_kwargs or {}),
-            "data": FactorySpec(args.data, args.data_kwargs),
-            "evaluate": FactorySpec(args.evaluate, args.evaluate_kwargs) if args.evaluate
-            else None,
+    return {"algorithm": _factory("--algorithm", args.algorithm, args.algorithm_kwargs or {}),
+            "data": _factory("--data", args.data, args.data_kwargs, (0, args.clients)),
+            "evaluate": _factory("--evaluate", args.evaluate, args.evaluate_kwargs)
+            if args.evaluate else None,
             "num_clients": args.clients, "mode": mode, "rounds": args.rounds,
             "ticks": args.ticks if args.ticks is not None else 10,
             "stagger": ",".join(map(str, stagger))}
+
+
+def _factory(option: str, target: str, kwargs: dict[str, Any], args: tuple[int, ...] = ()
+             ) -> Any:
+    """The factory spec of ``option``, refused here, before any Flower process starts, when
+    its target cannot be imported or called with ``args`` (the data factory's partition id
+    and number of partitions) and its ``--...-kwargs`` (else a traceback from a node)."""
+    import inspect
+
+    from privacy.federated.flower import FactorySpec
+
+    how = (f"give {option} module:attr of an importable callable and its keyword arguments "
+           f"as {option}-kwargs JSON")
+    try:
+        spec = FactorySpec(target, kwargs)
+        factory = spec.resolve()
+    except (ParameterError, ImportError, AttributeError) as exc:
+        raise ParameterError(f"{option} {target!r} cannot be imported ({exc}); {how}") from exc
+    try:
+        inspect.signature(factory).bind(*args, **spec.kwargs)
+    except TypeError as exc:
+        called = ", ".join([*map(str, args), *(f"{k}={v!r}" for k, v in spec.kwargs.items())])
+        raise ParameterError(f"{option} {target!r} cannot be called as {target}({called}): "
+                             f"{exc}; {how}") from exc
+    except ValueError:              # no signature to check (a builtin): the node will tell
+        pass
+    return spec
+
+
+def _refuse_mode_options(args: argparse.Namespace, mode: str) -> None:
+    """Refuse the options of the other mode: they would do nothing (``--tick`` of a
+    synchronous run), as every command refuses an option that does not act."""
+    from simulations.cli.common import refuse_unused
+
+    sync, async_ = mode == "sync", "an asynchronous run (--stagger; with --data also --mode async)"
+    refuse_unused(args, {
+        "tick": (30.0, not sync, async_), "ticks": (None, not sync, async_),
+        "request_timeout": (None, not sync, async_), "max_staleness": (None, not sync, async_),
+        "timeout": (600.0, sync, "a synchronous run"),
+        "min_replies": (1, sync, "a synchronous run")})
 
 
 def _plan(args: argparse.Namespace) -> dict[str, Any]:
@@ -164,6 +203,7 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None and value < 1:
             raise ParameterError(f"--{name.replace('_', '-')} must be >= 1; got {value}")
     plan = _experiment(args) if args.dataset else _own(args)
+    _refuse_mode_options(args, plan["mode"])
     run_config = {key: plan.pop(key) for key in ("mode", "rounds", "ticks", "stagger")
                   if key in plan}
     run_config.update({

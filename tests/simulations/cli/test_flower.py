@@ -125,3 +125,51 @@ def test_serve_refuses_contradicting_options(tmp_path, fake_deployment, extra, m
 def test_serve_refuses_kwargs_that_are_not_a_json_object(tmp_path):
     with pytest.raises(SystemExit):
         parse(*OWN, "--algorithm-kwargs", "[1]", "--out", str(tmp_path))
+
+
+@pytest.mark.parametrize("extra, message", [
+    # a factory that cannot be imported or called: refused before any process starts
+    (["--algorithm", "nosuch.mod:make", "--data", "nosuch:part", "--clients", "3"],
+     "--algorithm 'nosuch.mod:make' cannot be imported (No module named 'nosuch')"),
+    (["--algorithm", "nosuch", "--data", "nosuch:part", "--clients", "3"],
+     "--algorithm 'nosuch' cannot be imported"),
+    (["--algorithm", "tests.privacy.federated.toy:NoSuch", "--data", "nosuch:part",
+      "--clients", "3"], "--algorithm 'tests.privacy.federated.toy:NoSuch' cannot be imported"),
+    (["--algorithm", "privacy.federated.gradient:FedAvg", "--data", "nosuch:part",
+      "--clients", "3"], "cannot be called as privacy.federated.gradient:FedAvg(): missing"),
+    ([*OWN[2:6], "--data", "tests.privacy.federated.flower.factories:toy_partition",
+      "--data-kwargs", '{"sed": 1}', "--clients", "3"],
+     "--data 'tests.privacy.federated.flower.factories:toy_partition' cannot be called as "
+     "tests.privacy.federated.flower.factories:toy_partition(0, 3, sed=1)"),
+    # an option of the other mode would do nothing: refused, also at its default value
+    (["--dataset", "iris", "--algorithm", "fedavg", "--tick", "5"],
+     "--tick 5 has no effect here: it needs an asynchronous run"),
+    (["--dataset", "iris", "--algorithm", "fedavg", "--tick", "30"], "--tick 30 has no effect"),
+    ([*OWN[2:], "--max-staleness", "2"], "--max-staleness 2 has no effect"),
+    ([*OWN[2:], "--ticks", "4"], "--ticks 4 has no effect"),
+    ([*OWN[2:], "--mode", "async", "--stagger", "1,2,5", "--timeout", "60"],
+     "--timeout 60 has no effect here: it needs a synchronous run"),
+    (["--dataset", "breast_cancer", "--algorithm", "fedinfer", "--stagger", "1,2,5,10",
+      "--min-replies", "2"], "--min-replies 2 has no effect"),
+])
+def test_serve_mistakes_are_clear_errors_before_any_process(tmp_path, fake_deployment, capsys,
+                                                             extra, message):
+    """Walkthrough findings: a wrong factory dumped a traceback, --tick did nothing silently."""
+    from simulations.cli.root import main
+
+    assert main(["federated", "serve", *extra, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert err.startswith("dmdidc federated serve: error: ")
+    assert fake_deployment == [] and not (tmp_path / "o").exists()
+
+
+def test_serve_accepts_the_options_of_its_mode(tmp_path, fake_deployment):
+    from simulations.cli.root import main
+
+    assert main([*OWN, "--mode", "async", "--stagger", "1,2,5", "--ticks", "3", "--tick", "5",
+                 "--max-staleness", "4", "--out", str(tmp_path / "a")]) == 0
+    assert main([*OWN, "--rounds", "2", "--timeout", "60", "--min-replies", "2",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert [c["config"]["mode"] for c in fake_deployment] == ["async", "sync"]
+    assert fake_deployment[0]["config"]["tick"] == 5.0
