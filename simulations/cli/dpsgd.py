@@ -88,7 +88,7 @@ def add_dpsgd_actions(actions: Any) -> None:
     aud.add_argument("--out", required=True, help="output directory")
     aud.add_argument("--which", nargs="+", default=None,
                      help="audits to run (default: all; an unknown name is refused with the "
-                          "list of choices, which the README gives too)")
+                          "list of choices; docs/auditing.md gives each table row's name)")
     aud.add_argument("--samples", type=_count, default=1_000_000,
                      help="outputs per neighbour for scalar mechanisms")
     aud.add_argument("--vector-samples", type=_count, default=400_000,

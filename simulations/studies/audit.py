@@ -207,7 +207,13 @@ def run_audits(*, names: Iterable[str] = AUDIT_NAMES, samples: int = 1_000_000,
     names = set(names)
     unknown = names - set(AUDIT_NAMES)
     if unknown:
-        raise ParameterError(f"unknown audits {sorted(unknown)}; choose from {AUDIT_NAMES}")
+        # a record's name (auditing.md's first column) names the audit it comes from: say which
+        records = {name: max(known, key=len) for name in sorted(unknown)
+                   if (known := [a for a in AUDIT_NAMES if name.startswith(a + "_")])}
+        hint = "".join(f"; {name!r} is a record of the audit {audit!r}"
+                       for name, audit in records.items())
+        raise ParameterError(f"unknown audits {sorted(unknown)}{hint}; choose from "
+                             f"{AUDIT_NAMES}")
     statistics_samples = check_integer("statistics_samples", statistics_samples, minimum=4)
     gen = as_generator(rng)
     groups = [("mechanisms", lambda: _mechanism_audits(names, samples, confidence, gen)),

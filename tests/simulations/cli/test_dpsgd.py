@@ -73,6 +73,11 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
     assert main(["privacy", "audit", "--out", str(tmp_path), "--which", "nope",
                  "--no-progress"]) == 2
     assert "unknown audits ['nope']" in capsys.readouterr().err
+    # a record's name (as auditing.md's table and summary.json give it) says its audit's name
+    assert main(["privacy", "audit", "--out", str(tmp_path), "--which",
+                 "sas_1.5_vector16_certified", "--no-progress"]) == 2
+    assert "'sas_1.5_vector16_certified' is a record of the audit 'sas_1.5_vector16'" in \
+        capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["privacy", "dpsgd", "--dataset", "mnist", "--out", str(tmp_path)])
 
@@ -99,3 +104,19 @@ def test_audit_command_runs_the_statistics_audits_with_their_sample_count(tmp_pa
     assert main(["privacy", "audit", "--out", str(out), "--which", "statistics_laplace_sample",
                  "--statistics-samples", "3", "--no-progress"]) == 2
     assert "--statistics-samples must be an integer >= 4; got 3" in capsys.readouterr().err
+
+
+def test_the_audit_page_names_each_rows_which_argument():
+    """Walkthrough finding: the table rows are record names, which --which refused."""
+    from pathlib import Path
+
+    from simulations.studies.audit import AUDIT_NAMES
+
+    page = Path(__file__).parents[3] / "docs" / "auditing.md"
+    rows = [line.split("|")[1:3] for line in page.read_text().splitlines()
+            if line.startswith("| ") and "`" in line.split("|")[2] and "--which" not in line]
+    assert len(rows) >= 18
+    for record, which in rows:
+        record, which = record.strip(), which.strip().strip("`")
+        assert which in AUDIT_NAMES
+        assert record == which or record.startswith(which + "_")
