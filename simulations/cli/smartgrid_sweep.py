@@ -27,7 +27,7 @@ __all__ = ["add_sweep_action", "run_sweep_action", "DEFAULT_WORKERS"]
 
 DEFAULT_WORKERS = 2
 FILES = ("sweep.csv", "sweep.json", "sweep.md", "sweep.png")
-#: Default delta of the Gaussian releases (an option that acts on gaussian only).
+#: Default delta of the Gaussian and SaS releases (an option that does nothing for Laplace).
 _DELTA = 1e-5
 
 
@@ -78,8 +78,9 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
     sweep.add_argument("--window", type=count, help="time steps per window (only with --unit "
                                                     "window)")
     sweep.add_argument("--delta", type=positive, default=_DELTA,
-                       help=f"delta of the Gaussian releases, needs gaussian among "
-                            f"--mechanisms (default: {_DELTA:g})")
+                       help=f"delta of the Gaussian and SaS releases (SaS: calibrated on the "
+                            f"l2-sensitivity through the vector-SaS GDP bound), needs gaussian "
+                            f"or sas among --mechanisms (default: {_DELTA:g})")
     sweep.add_argument("--repeats", type=count, default=3,
                        help="repetitions per cell: new fleet, data and noise (default: 3)")
     sweep.add_argument("--chunk", type=count, default=500,
@@ -146,8 +147,9 @@ def run_sweep_action(args: argparse.Namespace) -> int:
 
     out = output_path(args.out, folder=True)
     engine = _engine(args)
-    refuse_unused(args, {"delta": (_DELTA, "gaussian" in args.mechanisms,
-                                   "gaussian among --mechanisms")})
+    # delta acts on the Gaussian and the SaS releases (Laplace is pure DP)
+    refuse_unused(args, {"delta": (_DELTA, bool({"gaussian", "sas"} & set(args.mechanisms)),
+                                   "gaussian or sas among --mechanisms")})
     configs = study_grid(
         epsilons=args.epsilons, households=args.households, delays=args.delays,
         mechanisms=args.mechanisms, alphas=args.alphas, repeats=args.repeats,

@@ -75,8 +75,8 @@ def test_existing_scheduler_is_used(tmp_path):
     (["--serial", "--unit", "window"], "window"),
     (["--serial", "--delays", "0.1"], "delay_spread"),
     (["--serial", "--excitation", "1.5"], "excitation"),
-    (["--serial", "--mechanisms", "sas", "--delta", "1e-6"],
-     "--delta 1e-06 has no effect here: it needs gaussian among --mechanisms"),
+    (["--serial", "--mechanisms", "laplace", "--delta", "1e-6"],
+     "--delta 1e-06 has no effect here: it needs gaussian or sas among --mechanisms"),
 ])
 def test_inconsistent_flags_are_refused_before_any_work(tmp_path, extra, message):
     _, args = _parse([*TINY, *extra, "--out", str(tmp_path / "out")])
@@ -144,3 +144,18 @@ def test_a_piped_sweep_writes_no_progress_frames(tmp_path, capsys):
     assert run_sweep_action(args) == 0
     err = capsys.readouterr().err
     assert "1 tasks on serial" in err and "\r" not in err
+
+
+def test_delta_acts_on_the_sas_releases(tmp_path):
+    # SaS is calibrated with the household's delta (vector-SaS GDP bound): --delta with sas
+    # alone was refused as doing nothing, so SaS ran at 1e-5 whatever the user wanted
+    from simulations.cli.root import main
+
+    assert main(["smartgrid", "sweep", "--epsilons", "40", "--households", "3", "--days", "1",
+                 "--repeats", "1", "--mechanisms", "sas", "--alphas", "1.9", "--delta", "1e-6",
+                 "--profiles", "extract", "--no-progress", "--serial",
+                 "--out", str(tmp_path)]) == 0
+    with (tmp_path / "sweep.csv").open() as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert float(row["delta_household"]) == pytest.approx(1e-6)
+    assert float(row["epsilon_household"]) <= 40 * (1 + 1e-9)
