@@ -589,5 +589,7 @@ def refuse_delay_at_bound(estimator, option: str) -> None:
 
     check = estimator.diagnostics_["delay_bound"]
     if check.failed:
-        raise ParameterError(f"{option} {estimator.max_delay_} is too small: {check.finding}; "
+        # at 0 the finding names two causes (a delay, or a state the data do not measure)
+        verdict = ("may be too small" if estimator.max_delay_ == 0 else "is too small")
+        raise ParameterError(f"{option} {estimator.max_delay_} {verdict}: {check.finding}; "
                              f"{check.remedy} (no model written)")
