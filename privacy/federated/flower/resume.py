@@ -93,6 +93,12 @@ def check_client_states(checkpoint: str | Path, state_dir: str | Path, algorithm
     _toolbox.errors.ParameterError: cannot resume from ...
     """
     _, extra = load_server_state(Path(checkpoint) / "server")
+    saved_clients = len(extra.get("releases", {}).get("known") or [])
+    if saved_clients and saved_clients != num_clients:
+        raise ParameterError(f"cannot resume from {checkpoint}: it was written for "
+                             f"{saved_clients} clients and the resumed run has {num_clients}; "
+                             f"resume with the checkpoint's {saved_clients} clients (--clients "
+                             f"{saved_clients}), or start a new run")
     book = ReleaseBook(num_clients, **extra.get("releases", {}))
     bounds = book.counts(algorithm)
     took_part = {k for record in history_from_json(extra.get("history", []))
@@ -103,7 +109,17 @@ def check_client_states(checkpoint: str | Path, state_dir: str | Path, algorithm
         saved = int(state.scalars.get(DP_RELEASES, 0))
         if state.empty and (book.known[k] > 0 or k in took_part):
             problem = f"client {k} has no saved state ({path}.json is missing)"
-        elif not book.known[k] <= saved <= bounds[k]:
+        elif saved > bounds[k]:
+            # the clients save after every message, the server every checkpoint_every rounds
+            raise ParameterError(
+                f"cannot resume from {checkpoint}: client {k}'s saved state ({path}.json) "
+                f"counts {saved} releases, more than the server's checkpoint expects "
+                f"({book.known[k]}..{bounds[k]}): the run stopped after the clients answered "
+                f"rounds the server had not checkpointed (a stop between checkpoints, or in "
+                f"the middle of a round). Those releases happened, and the checkpoint's model "
+                f"does not include them, so the run cannot be continued from it: start a new "
+                f"run (checkpoint every round to make a stop after a round resumable)")
+        elif saved < book.known[k]:
             problem = (f"client {k}'s saved state ({path}.json) counts {saved} releases where "
                        f"the server's checkpoint expects {book.known[k]}..{bounds[k]}")
         else:

@@ -51,3 +51,16 @@ def test_noise_free_records_that_raised_under_prescott_fit(seed, max_delay):
         warnings.simplefilter("ignore")
         est = DMDidc(max_delay=max_delay).fit(X, U, dt=0.5)
     assert np.isfinite(est.block_test_.statistics).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_covariances_singular_to_rounding_never_give_negative_statistics(seed):
+    # review: the solve on random rank-2 4 x 4 covariances gave negative forms (-6.8e14) for
+    # coefficients outside their range, which are certain, not without evidence
+    rng = np.random.default_rng(seed)
+    factors = rng.standard_normal((200, 4, 2))
+    covs = factors @ factors.transpose(0, 2, 1)
+    columns = rng.standard_normal((200, 4))
+    statistics = _quadratic_forms(columns, covs)
+    assert np.all(statistics >= 0.0)
+    assert np.all(statistics > 1e6)        # every column leaves the covariance's range

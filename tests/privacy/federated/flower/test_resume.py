@@ -83,12 +83,26 @@ def test_a_resume_with_missing_or_other_client_states_is_refused(tmp_path):
                            state_dir=tmp_path / "elsewhere")
     # client states one round ahead of the server's checkpoint (saved after a later round)
     run_inprocess_sync(algorithm, clients, rounds=3, seed=3, state_dir=tmp_path / "ahead")
-    with pytest.raises(ParameterError, match=r"counts 3 releases where .* expects 2\.\.2"):
+    with pytest.raises(ParameterError, match=r"counts 3 releases, more than the server's "
+                                             r"checkpoint expects \(2\.\.2\).*start a new run"):
         run_inprocess_sync(algorithm, clients, rounds=3, resume=tmp_path / "ck",
                            state_dir=tmp_path / "ahead")
     # no false alarm on the matching states
     run_inprocess_sync(algorithm, clients, rounds=3, resume=tmp_path / "ck",
                        state_dir=tmp_path / "clients")
+
+
+def test_a_resume_with_another_number_of_clients_is_refused_by_name(tmp_path):
+    # review: more clients than the checkpoint's crashed with a bare IndexError
+    from privacy.federated.flower.resume import check_client_states
+
+    algorithm, clients = trial("fedavg", 2)
+    run_inprocess_sync(algorithm, clients, rounds=2, seed=2, checkpoint=tmp_path / "ck",
+                       state_dir=tmp_path / "ck" / "clients")
+    with pytest.raises(ParameterError, match=rf"written for {len(clients)} clients and the "
+                                             rf"resumed run has {len(clients) + 1}"):
+        check_client_states(tmp_path / "ck", tmp_path / "ck" / "clients", algorithm,
+                            len(clients) + 1)
 
 
 # ------------------------------------------------------------------ the release book
