@@ -30,11 +30,21 @@ The rules, for a writer that misbehaves:
   ``"lost"`` reports it and counts the line as one lost sample (all NaN), as a garbled packet.
 
 With a ``time`` column (in the unit of its header, ``time [ms]``; found and read by the rules of
-:mod:`dmdidc.time_column`), the sampling period is first its first step, then the span of the
+:mod:`dmdidc.time_column`, as :func:`~dmdidc.read_data` and the command line find it), the
+sampling period is first its first step, then the span of the
 stamps over the periods they cover (or ``dt``, which it must match), and a gap of ``j`` whole
 periods is ``j - 1`` lost samples (NaN rows); a stamp that repeats, goes back or falls off the
 grid (more than ``time_tolerance`` periods from a whole number of periods: jitter is accepted
 within it) is a malformed line.
+
+Without a choice (``time="auto"``) the time column is decided, once for the whole follow, from
+the header and the first :data:`DECIDING_ROWS` complete lines (the rest of the file is not
+written yet): a ``t`` / ``T`` is the time if its unit is a time unit and its first stamps
+increase (a temperature that rises in those rows is taken as the time, and its first fall is
+then refused as a malformed line naming ``time``: name the column, ``time=None``); an unnamed
+first column that grows by one step in those rows is a row index (as pandas' ``to_csv``
+writes), left out with a message.  A column named in ``inputs`` / ``states`` is never taken as
+the time.  The first chunk waits for those rows (or the end of the follow).
 """
 
 from __future__ import annotations
@@ -53,9 +63,12 @@ import numpy as np
 from _toolbox.validation import check_integer, check_positive
 from dmdidc.data_io import parse_header, parse_row
 from dmdidc.errors import DimensionError, ParameterError
-from dmdidc.time_column import check_tolerance, named_reason, named_time_column, time_unit
+from dmdidc.time_column import check_tolerance, find_time_column, named_reason, time_unit
 
-__all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"]
+__all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track", "DECIDING_ROWS"]
+
+#: Complete lines read before an undecided time column is decided (module notes).
+DECIDING_ROWS = 5
 
 #: Bytes before the read position compared at every poll to see a rewritten file.
 _TAIL_BYTES = 64
@@ -135,7 +148,7 @@ class Snapshot:
     warnings: tuple[str, ...] = ()
 
 
-def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any = None,
+def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any = "auto",
                dt: float | None = None, poll: float = 0.2, idle_timeout: float | None = None,
                chunk: int = 1000, bad_lines: str = "error",
                report: Callable[[str], None] | None = None,
@@ -150,10 +163,10 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         The input columns: header names, or column numbers (0-based; see ``first_column``).
     states : str, int or sequence of them, optional
         The state columns (default: every column but the inputs and the time).
-    time : str or int, optional
-        A column of sample times (module notes); default none; ``"auto"``: a column named
-        ``time``, ``timestamp`` or ``t`` (any case; a ``t`` with another unit than a time unit
-        is a signal) if there is one.
+    time : str, int or None, default "auto"
+        A column of sample times (module notes); None: none; ``"auto"``: decided as
+        :func:`~dmdidc.read_data` decides it (:mod:`dmdidc.time_column`), from the header and
+        the first :data:`DECIDING_ROWS` lines (module notes).
     dt : float, optional
         Sampling period (s); with ``time`` it must agree with the column's step.
     poll : float, default 0.2
@@ -211,7 +224,7 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     if first_column not in (0, 1) or isinstance(first_column, bool):
         raise ParameterError(f"first_column must be 0 or 1; got {first_column!r}")
     tolerance = check_tolerance(time_tolerance, cli=first_column == 1)
-    columns = _Columns(path.name, inputs, states, time, first_column)
+    columns = _Columns(path.name, inputs, states, time, first_column, say)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
                    bad_lines, say, tolerance)
@@ -230,22 +243,29 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
 
     for batch in tail.batches():
         if isinstance(batch, str):                       # the writer restarted
+            if stream is not None:
+                stream.decide()                          # the old stream's rows first
+                yield from ready_chunks()
             say(f"{name}: {batch}; reading it as a new stream from its first line")
             stream, restart = None, True
             continue
         for number, text in batch:
             if stream is not None and text.strip() == stream.header:
+                stream.decide()
                 yield from ready_chunks()                # the old stream's rows first
                 say(f"{name} line {number} repeats the header: the writer restarted; "
                     f"reading a new stream from there")
                 stream, restart = None, True
             if stream is None:
-                stream = _Stream(columns.resolve(text, number), text.strip(), name, dt,
-                                 bad_lines, say, tolerance)
+                stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
+                                 dt, bad_lines, say, tolerance)
             else:
                 stream.add(number, text)
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
+        yield from ready_chunks()
+    if stream is not None:                               # fewer lines than it waited for
+        stream.decide()
         yield from ready_chunks()
 
 
@@ -345,30 +365,55 @@ class _Tail:
 
 
 class _Columns:
-    """The column choice, resolved against each stream's header (the same for every stream)."""
+    """The column choice, resolved against each stream's header and decided once (the same
+    for every stream)."""
 
-    def __init__(self, source: str, inputs: Any, states: Any, time: Any,
-                 first: int = 0) -> None:
+    def __init__(self, source: str, inputs: Any, states: Any, time: Any, first: int = 0,
+                 say: Callable[[str], None] = print) -> None:
         if inputs is None:
             raise ParameterError("follow_csv needs inputs=[...]: the input columns")
-        self.source, self.names, self.first = source, None, first
+        self.source, self.names, self.first, self.say = source, None, first, say
         self.inputs, self.states, self.time = _specs(inputs), states, time
+        self.decided: dict | None = None
 
-    def resolve(self, header: str, number: int) -> dict:
+    def resolve(self, header: str, number: int) -> dict | None:
+        """The columns of a stream with this header (None: the first rows decide them)."""
         names, units, delimiter = parse_header(header, f"{self.source} line {number}")
         if self.names is not None and names != self.names:
             raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
                                  f"{self.names} (a new stream must have the same signals)")
-        self.names = names
-        time, reason = self.time, ""
-        if time == "auto" and "auto" not in names:
-            found = named_time_column(names, units)
-            time = None if found is None else names[found]
-            reason = "" if found is None else named_reason(
-                repr(names[found]), names[found], cli=self.first == 1)
+        self.names, self.units, self.delimiter = names, units, delimiter
+        if self.decided is None and (self.time != "auto" or "auto" in names):
+            self.decided = self._columns(self.time)
+        return self.decided
+
+    def decide(self, values: np.ndarray) -> dict:
+        """The columns with the time column found by its name and ``values`` (rows, columns),
+        the first rows of the file (module notes)."""
+        if self.decided is not None:
+            return self.decided
+        names, cli = self.names, self.first == 1
+        signals = [self._index(spec, "inputs") for spec in self.inputs] + (
+            [] if self.states is None else [self._index(s, "states") for s in _specs(self.states)])
+        notes: list[str] = []
+        found = find_time_column(names, self.units, values, notes=notes,
+                                 label=lambda c: repr(names[c]), cli=cli, announce=False,
+                                 signals=set(signals), complete=self.states is not None)
+        if notes:
+            self.say(f"{self.source}: {'; '.join(notes)}")
+        if found is None or not found.read:
+            self.decided = self._columns(None, unread=() if found is None else (found.column,))
+        else:
+            name = names[found.column]
+            self.decided = self._columns(found.column + self.first,
+                                         named_reason(repr(name), name, cli=cli))
+        return self.decided
+
+    def _columns(self, time: Any, reason: str = "", unread: tuple[int, ...] = ()) -> dict:
+        names, units = self.names, self.units
         special = [] if time is None else [self._index(time, "time")]
         inputs = [self._index(spec, "inputs") for spec in self.inputs]
-        states = ([c for c in range(len(names)) if c not in inputs + special]
+        states = ([c for c in range(len(names)) if c not in inputs + special + list(unread)]
                   if self.states is None else
                   [self._index(spec, "states") for spec in _specs(self.states)])
         chosen = states + inputs + special
@@ -376,10 +421,10 @@ class _Columns:
             raise ParameterError(f"{self.source}: states {[names[c] for c in states]}, inputs "
                                  f"{[names[c] for c in inputs]} and time "
                                  f"{[names[c] for c in special]} must be distinct columns, "
-                                 f"with at least one state")
+                                 f"with at least one state{reason}")
         seconds = 1.0 if not special else time_unit(
             units[special[0]], f"{self.source} column {names[special[0]]!r}", reason=reason)
-        return dict(names=names, units=units, delimiter=delimiter, states=states,
+        return dict(names=names, units=units, delimiter=self.delimiter, states=states,
                     inputs=inputs, time=special[0] if special else None, seconds=seconds,
                     reason=reason)
 
@@ -402,21 +447,48 @@ def _specs(value: Any) -> list:
 class _Stream:
     """The rows of one stream (one file, until a restart) and the chunks made of them."""
 
-    def __init__(self, columns: dict, header: str, source: str, dt: float | None,
-                 bad_lines: str, say: Callable[[str], None], tolerance: float) -> None:
-        self.columns, self.header, self.source, self.dt = columns, header, source, dt
+    def __init__(self, choice: _Columns, columns: dict | None, header: str, source: str,
+                 dt: float | None, bad_lines: str, say: Callable[[str], None],
+                 tolerance: float) -> None:
+        self.choice, self.columns = choice, columns     # None: the first lines decide them
+        self.waiting: list[tuple[int, str]] = []        # lines read before the decision
+        self.header, self.source, self.dt = header, source, dt
         self.bad_lines, self.say, self.tolerance = bad_lines, say, tolerance
         self.estimate = dt is None                # the period is read from the stamps
         self.first_time: float | None = None      # and the stamps' span since the first
         self.periods = 0
-        self.time = columns["time"]
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
         self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None       # the last good time stamp
         self.skipped = 0                          # lost lines since: a period each
 
+    @property
+    def time(self) -> int | None:
+        return None if self.columns is None else self.columns["time"]
+
+    def decide(self) -> None:
+        """Decide the columns from the lines read so far (module notes) and read them."""
+        if self.columns is not None:
+            return
+        names, rows = self.choice.names, []
+        for _, text in self.waiting:
+            try:
+                cells = next(csv.reader([text], delimiter=self.choice.delimiter))
+                rows.append(parse_row(cells, names, self.source))
+            except (ParameterError, DimensionError):
+                pass                                    # refused or lost when it is read
+        self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))))
+        waiting, self.waiting = self.waiting, []
+        for number, text in waiting:
+            self.add(number, text)
+
     def add(self, number: int, text: str) -> None:
+        if self.columns is None:
+            self.waiting.append((number, text))
+            if len(self.waiting) >= DECIDING_ROWS:
+                self.decide()
+            return
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"
         try:
             cells = next(csv.reader([text], delimiter=self.columns["delimiter"]))
