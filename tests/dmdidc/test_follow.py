@@ -377,3 +377,50 @@ def test_track_says_why_there_is_no_delay_yet_and_takes_chunks():
     assert snapshot.delay is None and snapshot.note and snapshot.samples == 8
     with pytest.raises(ParameterError, match="every"):
         list(track([], live, every=0))
+
+
+def _plc(path, X, U, header, first=None, stamps=None):
+    """A PLC's log written line by line: ``header``, an optional first column, X and U."""
+    with open(path, "w") as handle:
+        handle.write(header + "\n")
+        for k in range(X.shape[1]):
+            cells = [] if first is None else [repr(float(first[k]))]
+            cells += [repr(float(v)) for v in X[:, k]]
+            cells += [repr(float(v)) if k < U.shape[1] else "" for v in U[:, k if k < U.shape[1]
+                                                                           else 0]]
+            handle.write(",".join(cells) + "\n")
+            handle.flush()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_time_columns_are_decided_as_read_data_decides_them(seed, tmp_path, monkeypatch):
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=40, lost=0.0)
+    X, U = X[:2], U[:1]
+    path = tmp_path / "log.csv"
+    # a pandas index: left out with a message, not a state
+    _plc(path, X, U, ",x1,x2,u", first=np.arange(X.shape[1]))
+    chunks, messages = _follow(monkeypatch, path, [], inputs="u", time="auto", dt=DT)
+    np.testing.assert_array_equal(_joined(chunks)[0], X)
+    assert any("row index" in m for m in messages)
+    # a temperature T [degC]: a state, never the time
+    _plc(path, X, U, "T [degC],x2,u")
+    chunks, messages = _follow(monkeypatch, path, [], inputs="u", time="auto", dt=DT)
+    assert chunks[0].state_names == ("T", "x2") and any("degC" in m for m in messages)
+    # a 't' named as an input is an input, not a clashing time
+    _plc(path, X[:1], np.vstack([U, X[1:, :-1]]), "x1,u,t")
+    chunks, _ = _follow(monkeypatch, path, [], inputs=["u", "t"], time="auto", dt=DT)
+    assert chunks[0].input_names == ("u", "t")
+    # jittery stamps in ms: the time, the period from their span
+    stamps = 1e3 * DT * (np.arange(X.shape[1]) + 0.01 * rng.standard_normal(X.shape[1]))
+    _plc(path, X, U, "time [ms],x1,x2,u", first=stamps)
+    chunks, _ = _follow(monkeypatch, path, [], inputs="u", time="auto")
+    np.testing.assert_array_equal(_joined(chunks)[0], X)
+    assert abs(chunks[-1].dt - DT) < 0.04 * DT
+    # a named first column growing by one step: ambiguous, refused unless the states are named
+    _plc(path, X, U, "k,x1,x2,u", first=np.arange(X.shape[1]))
+    with pytest.raises(ParameterError, match="'k' increases by the same step"):
+        _follow(monkeypatch, path, [], inputs="u", time="auto", dt=DT)
+    chunks, _ = _follow(monkeypatch, path, [], inputs="u", states=["x1", "x2"], time="auto",
+                        dt=DT)
+    np.testing.assert_array_equal(_joined(chunks)[0], X)

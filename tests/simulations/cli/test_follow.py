@@ -183,3 +183,21 @@ def test_follow_takes_jittery_stamps_in_ms_and_refuses_them_beyond_the_tolerance
     assert abs(period - DT) < 4 * 0.01 * DT / 600 + 1e-6
     assert main(argv + ["--time-tolerance", "0.001"]) != 0
     assert "--time-tolerance" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_leaves_a_pandas_index_out_and_reads_a_temperature_t_as_a_state(seed, tmp_path,
+                                                                              capsys):
+    _log(tmp_path / "log.csv", seed, samples=300, time_column=False)
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    # a pandas index (unnamed first column 0, 1, 2, ...) and 'x1' renamed 'T [degC]'
+    (tmp_path / "log.csv").write_text("\n".join(
+        [",T [degC]" + rows[0][2:]] + [f"{k}," + r for k, r in enumerate(rows[1:])]) + "\n")
+    argv = ["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+            "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "300",
+            "--dt", str(DT), "--out", str(tmp_path / "m.json")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "states T, x2, x3; inputs u1, u2" in captured.out
+    assert "row index" in captured.err and "--time 1" in captured.err
+    assert "degC" in captured.err
