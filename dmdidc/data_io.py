@@ -34,6 +34,7 @@ from dmdidc.time_column import (
     check_tolerance,
     find_time_column,
     named_reason,
+    refuse_gaps,
     time_grid,
     time_unit,
 )
@@ -289,15 +290,10 @@ def _period(path: Path, name: str, unit: str, times: list[np.ndarray], lines: li
     whole periods are refused (lost samples are empty cells), jitter is noted."""
     where = f"{name!r} of {path.name}"
     seconds = time_unit(unit, where, reason=reason)
-    grid = time_grid([t * seconds for t in times], where=where, tolerance=tolerance,
-                     lines=[list(rows) for rows in lines], reason=reason)
-    for periods, rows in zip(grid.periods, lines, strict=True):
-        if (periods > 1).any():
-            k = int(np.argmax(periods > 1))
-            raise ParameterError(f"{where} line {rows[k + 1]}: the time skips {periods[k] - 1} "
-                                 f"sample(s) of T = {grid.period:g} s after line {rows[k]}; "
-                                 f"insert the lost rows with empty cells and give "
-                                 f"missing='drop' or 'interpolate'")
+    stamps = [t * seconds for t in times]
+    rows = [list(r) for r in lines]
+    grid = time_grid(stamps, where=where, tolerance=tolerance, lines=rows, reason=reason)
+    refuse_gaps(grid, stamps, where=where, lines=rows, reason=reason)
     if grid.jittery:
         notes.append(grid.jitter_note)
     if dt is None:

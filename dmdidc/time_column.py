@@ -31,7 +31,8 @@ import numpy as np
 from _toolbox.errors import ParameterError
 
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
-           "named_time_column", "FoundColumn", "find_time_column", "time_grid", "check_tolerance",
+           "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
+           "check_tolerance",
            "named_reason", "TimeColumnWarning"]
 
 #: Header names (any case) that make a column the time without a choice.
@@ -333,3 +334,28 @@ def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = 
             f"({_spell(cli, 'time_tolerance', 'F')} widens it for jittery stamps; resample "
             f"uneven data){reason}")
     return TimeGrid(period, tuple(periods), jitter, tolerance)
+
+
+def refuse_gaps(grid: TimeGrid, segments: Sequence[np.ndarray], *, where: str,
+                lines: Sequence[Sequence[int]], reason: str = "", cli: bool = False) -> None:
+    """Refuse a step of several periods in ``grid`` (a gap of whole periods is lost rows: they
+    are written as empty cells and handled by the missing-sample policy), naming its line.
+
+    Raises
+    ------
+    ParameterError
+        The first such step, with the option that handles lost rows.
+    """
+    for times, periods, rows in zip(segments, grid.periods, lines, strict=True):
+        gaps = np.flatnonzero(periods > 1)
+        if gaps.size:
+            k = int(gaps[0]) + 1
+            policies = ("--missing drop or interpolate" if cli
+                        else "missing='drop' or 'interpolate'")
+            raise ParameterError(f"{where} line {rows[k]}: the time advances by "
+                                 f"{times[k] - times[k - 1]:g} s from line {rows[k - 1]}, "
+                                 f"{periods[k - 1]} periods of {grid.period:g} s (it skips "
+                                 f"{periods[k - 1] - 1} sample(s)): the samples "
+                                 f"must be evenly spaced (a gap of whole periods is missing "
+                                 f"rows: insert them with empty values and give "
+                                 f"{policies}){reason}")

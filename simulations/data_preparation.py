@@ -39,6 +39,7 @@ from dmdidc.time_column import (
     check_tolerance,
     find_time_column,
     named_reason,
+    refuse_gaps,
     time_grid,
     time_unit,
 )
@@ -493,15 +494,7 @@ def _checked_times(table: CsvTable, time: _Time, tolerance: float
     times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason)
     grid = time_grid([times], where=where, tolerance=tolerance, lines=[table.lines],
                      reason=time.reason, cli=True)
-    gaps = np.flatnonzero(grid.periods[0] > 1)
-    if gaps.size:
-        row = int(gaps[0]) + 1
-        raise ParameterError(f"{where} line {table.lines[row]}: the time advances by "
-                             f"{times[row] - times[row - 1]:g} s from line "
-                             f"{table.lines[row - 1]}, {grid.periods[0][row - 1]} periods of "
-                             f"{grid.period:g} s: the samples must be evenly spaced (a gap of "
-                             f"whole periods is missing rows: insert them with empty values and "
-                             f"give --missing drop or interpolate){time.reason}")
+    refuse_gaps(grid, [times], where=where, lines=[table.lines], reason=time.reason, cli=True)
     return times, grid
 
 
