@@ -298,8 +298,7 @@ def _period(path: Path, name: str, unit: str, times: list[np.ndarray], lines: li
         notes.append(grid.jitter_note)
     if dt is None:
         return grid.period
-    if abs(dt - grid.period) > 1e-4 * grid.period + 2 * grid.jitter / sum(
-            int(p.sum()) for p in grid.periods):
+    if not grid.agrees(dt):
         raise ParameterError(f"dt={dt} disagrees with the time column's period "
                              f"{grid.period:g} s ({where})")
     return float(dt)

@@ -264,6 +264,12 @@ class TimeGrid:
         """Whether the stamps deviate from the grid by more than their rounding."""
         return self.jitter > _ROUNDING * self.period
 
+    def agrees(self, dt: float) -> bool:
+        """Whether a given period ``dt`` is this grid's, within what the jitter leaves of the
+        period over the span of the stamps (and 1e-4 of it)."""
+        periods = sum(int(p.sum()) for p in self.periods)
+        return abs(dt - self.period) <= 1e-4 * self.period + 2 * self.jitter / periods
+
     @property
     def jitter_note(self) -> str:
         """The jitter measured (``""`` when there is no more than rounding)."""

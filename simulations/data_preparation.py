@@ -502,8 +502,7 @@ def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
     grid = signals.grid
     if grid is None:
         return dt
-    allowed = 1e-4 * grid.period + 2 * grid.jitter / int(grid.periods[0].sum())
-    if dt is not None and abs(dt - grid.period) > allowed:
+    if dt is not None and not grid.agrees(dt):
         raise ParameterError(f"--dt {dt:g} disagrees with {signals.time_source}, which advances "
                              f"by {grid.period:g} s per row; drop --dt to use the time column's")
     return grid.period if dt is None else dt
