@@ -649,7 +649,7 @@ def _offset_size(plant: DelayedPlant, op: OperatingPoint) -> float:
     system = np.eye(plant.n_states) - plant.A_d
     if np.linalg.cond(system) > 1e12:
         return np.inf
-    held = np.linalg.solve(system, plant.B_blocks.sum(axis=0) @ op.input)
+    held = np.linalg.solve(system, plant.B_d @ op.input)
     return float(max(np.linalg.norm(op.state), np.linalg.norm(held)))
 
 
