@@ -103,6 +103,11 @@ def _eigenbasis_logarithm(eigenvalues: np.ndarray, vectors: np.ndarray) -> np.nd
     return (vectors * np.log(eigenvalues.astype(complex))) @ np.linalg.inv(vectors)
 
 
+#: Eigenvalues closer to zero than this share of the spectral radius, two or more of them, are
+#: read as a delay chain (inputs in flight) when the fit cannot take a logarithm.
+_IN_FLIGHT = 1e-3
+
+
 def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt: float) -> str:
     """What was found and why it may have happened (most likely cause first)."""
     found = np.array2string(eigenvalues, precision=4, separator=", ")
@@ -119,8 +124,15 @@ def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt
                 f"{found}): no matrix logarithm exists, so no continuous-time plant with "
                 f"A_d = expm(A_c T) matches the data. Possible causes: {fast}; or linearly "
                 f"dependent measured states")
+    # inputs in flight act as a chain of states with eigenvalue 0: rounding spreads such a
+    # (nearly defective) cluster on a small circle, and which member lands on the negative
+    # axis depends on the BLAS kernel, so the cluster, not the one eigenvalue, names the cause
+    near_zero = int(np.sum(np.abs(eigenvalues) < _IN_FLIGHT * size))
+    in_flight = (f"a delay beyond max_delay: the inputs in flight act as states with "
+                 f"eigenvalue 0, and A_d has {near_zero} eigenvalues within {_IN_FLIGHT:g} of "
+                 f"the spectral radius of zero (increase max_delay)")
     if relative < 0.1:
-        causes = [fast, noise, nyquist]
+        causes = [fast] + ([in_flight] if near_zero >= 2 else []) + [noise, nyquist]
     else:
         causes = [nyquist, noise] + ([fast] if relative < 0.5 else [])
     listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
