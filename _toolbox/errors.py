@@ -25,6 +25,7 @@ __all__ = [
     "NotFittedError",
     "LogarithmError",
     "InconsistentModelError",
+    "NoSteadyStateError",
     "ContinuousModelWarning",
     "DiagnosticWarning",
 ]
@@ -74,6 +75,11 @@ class LogarithmError(ToolboxError, ValueError):
 class InconsistentModelError(ToolboxError, ValueError):
     """The discrete and continuous parts of a plant disagree (``A_d != expm(A_c T)``, or input
     blocks that are not the discretization of ``B_c`` with the delay)."""
+
+
+class NoSteadyStateError(ParameterError):
+    """A plant has no unique steady state under a constant input: ``A_d`` has an eigenvalue at
+    1 (an integrator), so ``I - A_d`` is singular and the state drifts instead of settling."""
 
 
 class ContinuousModelWarning(UserWarning):

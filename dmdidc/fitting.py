@@ -30,6 +30,7 @@ import scipy.linalg
 from _toolbox.validation import check_in_interval
 from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.inference.offset import OffsetTest, offset_test
+from dmdidc.model import INTEGRATOR_RCOND
 from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
     WEAK_INSTRUMENTS_F,
@@ -748,9 +749,10 @@ def with_trend_parameters(outcome: FitOutcome, count: int,
 
 
 #: Singular values of ``I - A_d`` below this share of the largest are an integrator's (an
-#: eigenvalue 1 estimated to rounding): a state shift along them would be of the size of
+#: eigenvalue 1 estimated to rounding; the threshold of every steady state,
+#: :data:`dmdidc.model.INTEGRATOR_RCOND`): a state shift along them would be of the size of
 #: the intercept over rounding, so the input shift takes that part.
-_INTEGRATOR_RCOND = 1e-8
+_INTEGRATOR_RCOND = INTEGRATOR_RCOND
 
 
 def _operating_shift(I_A: np.ndarray, B_sum: np.ndarray, target: np.ndarray

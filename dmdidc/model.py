@@ -50,12 +50,14 @@ from dmdidc.errors import (
     InconsistentModelError,
     LogarithmError,
     NonFiniteError,
+    NoSteadyStateError,
     ParameterError,
     warn_model,
 )
 from dmdidc.info import ModelInfo
 
-__all__ = ["DelayedPlant", "OperatingPoint", "as_plant", "FORMAT_VERSION", "CONSISTENCY_RTOL"]
+__all__ = ["DelayedPlant", "OperatingPoint", "as_plant", "steady_state", "FORMAT_VERSION",
+           "CONSISTENCY_RTOL", "INTEGRATOR_RCOND"]
 
 #: Version of the file format written by :meth:`DelayedPlant.to_dict` / :meth:`save`.
 #: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule;
@@ -66,6 +68,13 @@ FORMAT_VERSION = 4
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
 #: that went through JSON or ``from_continuous``), far below any hand edit.
 CONSISTENCY_RTOL = 1e-8
+#: ``I - A_d`` whose smallest singular value is at most this share of the larger of its largest
+#: and ``|A_d|`` is singular: ``A_d`` has an eigenvalue 1 to rounding (an integrator).  The
+#: rounding of ``A_d`` (``eps |A_d|``) moves a steady state by ``eps |A_d| / sigma_min`` of
+#: itself, up to ``1e8 eps`` (about ``2e-8``) at the threshold; past it the solve returns the
+#: forcing over rounding.  A stable plant reaches it only with a mode whose discrete eigenvalue
+#: is within ``1e-8`` of 1 (a time constant of ``1e8`` sampling periods).
+INTEGRATOR_RCOND = 1e-8
 #: The fields of a model file (:meth:`DelayedPlant.from_dict`); any other is refused.
 _FIELDS = ("format_version", "dt", "A_d", "B_blocks", "A_c", "B_c", "delay", "max_delay",
            "continuous_note", "operating_point", "info")
@@ -393,6 +402,44 @@ class DelayedPlant:
         """Eigenvalues of ``A_d``, shape (n,)."""
         return np.linalg.eigvals(self.A_d)
 
+    def steady_state(self, input: Any, offset: Any = None) -> np.ndarray:
+        """The state where the plant rests under a constant input: ``(I - A_d)^-1 (B_d u + c)``.
+
+        Parameters
+        ----------
+        input : array_like, shape (m,)
+            The constant input ``u`` (in the matrices' coordinates: the operating point is not
+            added).
+        offset : array_like, shape (n,), optional
+            A constant term ``c`` of ``x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j} + c``.
+
+        Returns
+        -------
+        ndarray, shape (n,)
+
+        Raises
+        ------
+        NoSteadyStateError
+            ``A_d`` has an eigenvalue at 1 (an integrator): the message names it.
+        DimensionError, NonFiniteError
+            Wrong shapes, non-finite values.
+
+        See Also
+        --------
+        steady_state : the same for a bare ``A_d`` and forcing.
+
+        Examples
+        --------
+        >>> plant = DelayedPlant.from_continuous([[-1.0, 0.0], [1.0, -0.5]], [[1.0], [0.0]],
+        ...                                      delay=0.7, dt=0.5)
+        >>> plant.steady_state([2.0]).round(6)
+        array([2., 4.])
+        """
+        forcing = self.B_d @ _checked_vector("input", input, self.n_inputs, "inputs")
+        if offset is not None:
+            forcing = forcing + _checked_vector("offset", offset, self.n_states, "states")
+        return steady_state(self.A_d, forcing)
+
     def lifted_matrices(self) -> tuple[np.ndarray, np.ndarray]:
         """Delay-free realization with input-history states.
 
@@ -634,8 +681,10 @@ class DelayedPlant:
         ParameterError
             Neither given; a state that no input holds (with fewer inputs than states most
             states are not equilibria: the message gives the nearest one), or a pair that is
-            not an equilibrium; an input alone on a plant with an eigenvalue at 1 (no unique
-            equilibrium).
+            not an equilibrium.
+        NoSteadyStateError
+            An input alone on a plant with an eigenvalue at 1 (no unique equilibrium; a
+            ``ParameterError``).
         DimensionError, NonFiniteError
             Wrong shapes, non-finite values.
 
@@ -663,11 +712,8 @@ class DelayedPlant:
         gap = np.eye(n) - self.A_d
         B_d = self.B_d
         if x is None:
-            try:
-                x = x_op + np.linalg.solve(gap, B_d @ (u - u_op))
-            except np.linalg.LinAlgError as exc:
-                raise ParameterError(f"A_d has an eigenvalue at 1 (an integrator): the input "
-                                     f"{u} holds no unique state; give state= as well") from exc
+            x = x_op + steady_state(self.A_d, B_d @ (u - u_op), remedy=(
+                f"the input {u} holds no unique state; give state= as well"))
         elif u is None:
             u = u_op + np.linalg.lstsq(B_d, gap @ (x - x_op), rcond=None)[0]
         needed, given = gap @ (x - x_op), B_d @ (u - u_op)
@@ -858,6 +904,65 @@ class DelayedPlant:
                 raise
             raise ParameterError(f"cannot read a model from {str(path)!r}: {exc}") from exc
         return cls.from_dict(data)
+
+
+def steady_state(A_d: np.ndarray, forcing: np.ndarray, *, remedy: str | None = None
+                 ) -> np.ndarray:
+    """``x_ss = (I - A_d)^-1 f``: where ``x_{k+1} = A_d x_k + f`` rests under a constant ``f``.
+
+    The steady state of a delayed plant under a constant input ``u`` and offset ``c`` is this
+    with ``f = B_d u + c`` (``B_d = sum_j B^(j)``: once the input has been constant for the
+    whole delay every block sees it); :meth:`DelayedPlant.steady_state` forms ``f``.  Every
+    steady state of the toolbox (an operating point's state, an identified model's
+    equilibrium, a controller's offset on a plant) is solved here, so an integrator is
+    decided once, with :data:`INTEGRATOR_RCOND`.
+
+    Parameters
+    ----------
+    A_d : ndarray, shape (n, n)
+        The state matrix (finite: callers pass a checked model's).
+    forcing : ndarray, shape (n,)
+        The constant forcing ``f``.
+    remedy : str, optional
+        What the caller's user can do instead, appended to the error (a generic advice
+        otherwise).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Raises
+    ------
+    NoSteadyStateError
+        ``I - A_d`` is singular to :data:`INTEGRATOR_RCOND` (an eigenvalue of ``A_d`` at 1:
+        an integrator); the message names the eigenvalue nearest 1.  A ``ParameterError``.
+
+    Examples
+    --------
+    >>> steady_state(np.array([[0.5, 0.0], [0.25, 0.5]]), np.array([1.0, 0.0]))
+    array([2., 1.])
+    """
+    n = A_d.shape[0]
+    system = np.eye(n) - A_d
+    singular = np.linalg.svd(system, compute_uv=False)
+    # the scale is |A_d| too: a uniformly slow A_d (every eigenvalue near 1) has a well
+    # conditioned but rounding-sized I - A_d
+    scale = max(singular[0], np.linalg.norm(A_d, 2)) if n else 0.0
+    if n and singular[-1] <= INTEGRATOR_RCOND * scale:
+        eigenvalues = np.linalg.eigvals(A_d)
+        nearest = eigenvalues[np.argmin(np.abs(eigenvalues - 1.0))]
+        value = (f"{nearest.real:.12g}{nearest.imag:+.3g}j" if nearest.imag
+                 else f"{nearest.real:.12g}")
+        raise NoSteadyStateError(
+            f"no steady state: A_d has an eigenvalue at 1, an integrator ({value}, "
+            f"{abs(nearest - 1.0):.3g} from 1; I - A_d has the smallest singular value "
+            f"{singular[-1]:.3g}, at most INTEGRATOR_RCOND = {INTEGRATOR_RCOND:g} times the "
+            f"scale {scale:.3g}), so a constant input makes the "
+            f"state drift instead of settling; "
+            + (remedy or "give the state of the operating point instead of solving for it, "
+               "or, if the plant should not integrate, look for a drift in the data that the "
+               "fit took for an integrator (detrend='linear')"))
+    return np.linalg.solve(system, forcing)
 
 
 def _relative_gap(given: np.ndarray, exact: np.ndarray) -> float:

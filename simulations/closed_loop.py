@@ -48,7 +48,7 @@ from _toolbox.validation import (
 )
 from controllers.analysis import feedback_gains, lifted_loop
 from controllers.gains import check_weight
-from dmdidc.errors import DiagnosticWarning, warn_model
+from dmdidc.errors import DiagnosticWarning, NoSteadyStateError, warn_model
 from dmdidc.model import DelayedPlant, OperatingPoint, as_plant
 from privacy.stable import sas_sample
 from simulations.plant import _noise_array, checked_output, fine_grid
@@ -646,10 +646,10 @@ def _offset_size(plant: DelayedPlant, op: OperatingPoint) -> float:
     """How far a controller's operating point moves the loop on a plant in other coordinates:
     the larger of ``|x_op|`` and the plant's steady response to ``u_op`` (infinite for an
     integrator; for an operating point that is the plant's equilibrium the two are one)."""
-    system = np.eye(plant.n_states) - plant.A_d
-    if np.linalg.cond(system) > 1e12:
+    try:
+        held = plant.steady_state(op.input)
+    except NoSteadyStateError:
         return np.inf
-    held = np.linalg.solve(system, plant.B_d @ op.input)
     return float(max(np.linalg.norm(op.state), np.linalg.norm(held)))
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from dmdidc.errors import NoSteadyStateError
 from dmdidc.inference.checks import Check
 
 __all__ = ["OffsetTest", "offset_test", "operating_point", "operating_point_of",
@@ -126,11 +127,13 @@ def operating_point(A_d: np.ndarray, B_blocks: np.ndarray, c: np.ndarray,
 
     Raises
     ------
-    numpy.linalg.LinAlgError
-        ``A_d`` has an eigenvalue at 1 (an integrator has no equilibrium for a general ``c``).
+    NoSteadyStateError
+        ``A_d`` has an eigenvalue at 1 (an integrator has no equilibrium for a general ``c``):
+        :func:`dmdidc.model.steady_state` decides it.
     """
-    n = A_d.shape[0]
-    return np.linalg.solve(np.eye(n) - A_d, B_blocks.sum(axis=0) @ u_op + c)
+    from dmdidc.model import steady_state
+
+    return steady_state(A_d, B_blocks.sum(axis=0) @ u_op + c)
 
 
 def operating_point_of(outcome, A_d: np.ndarray, B_blocks: np.ndarray):
@@ -164,6 +167,6 @@ def operating_point_of(outcome, A_d: np.ndarray, B_blocks: np.ndarray):
     u_op = u_means[0]
     try:
         x_op = operating_point(A_d, B_blocks, c, u_op)
-    except np.linalg.LinAlgError:
+    except NoSteadyStateError:
         x_op = x_mean          # an integrator: no equilibrium; the data's mean state
     return OperatingPoint(x_op, u_op)

@@ -990,7 +990,7 @@ class OutputDMDidc:
         self.C = refined.C * self.scale_[:, None]
         self.D = refined.D * self.scale_[:, None]
         self.offset_ = refined.offset * self.scale_
-        self.operating_point_ = input_operating_point(self.A_c, self.B_c,
+        self.operating_point_ = input_operating_point(self.A_c, self.B_c, dt,
                                                       getattr(self, "_level", None))
         self.delay_steps, self.delay_fraction = split_delay(self.delay, dt)
         self.initial_states_ = refined.initial_states

@@ -38,18 +38,22 @@ def input_level(experiments: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray 
     return mean
 
 
-def input_operating_point(A_c: np.ndarray, B_c: np.ndarray, level: np.ndarray | None):
-    """The equilibrium ``OperatingPoint(x_op = -A_c^-1 B_c u_op, u_op)`` of an output model
-    under the input level ``u_op``; ``None`` without a level or for a model with an integrator
-    (``A_c`` singular: no equilibrium under a non-zero input)."""
-    from dmdidc.model import OperatingPoint
+def input_operating_point(A_c: np.ndarray, B_c: np.ndarray, dt: float,
+                          level: np.ndarray | None):
+    """The equilibrium ``OperatingPoint(x_op, u_op)`` of an output model under the input level
+    ``u_op``: ``x_op = (I - A_d)^-1 B_d u_op`` (:func:`dmdidc.model.steady_state`, equal to
+    ``-A_c^-1 B_c u_op``) with ``(A_d, B_d)`` the hold of ``(A_c, B_c)`` over ``dt``; ``None``
+    without a level or for a model with an integrator (no equilibrium under a non-zero
+    input)."""
+    from dmdidc.discretization import zoh_matrices
+    from dmdidc.errors import NoSteadyStateError
+    from dmdidc.model import OperatingPoint, steady_state
 
     if level is None:
         return None
+    A_d, B_d = zoh_matrices(A_c, B_c, dt)
     try:
-        state = -np.linalg.solve(A_c, B_c @ level)
-    except np.linalg.LinAlgError:
-        return None
-    if not np.all(np.isfinite(state)):
+        state = steady_state(A_d, B_d @ level)
+    except NoSteadyStateError:
         return None
     return OperatingPoint(state, level)

@@ -41,6 +41,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from dmdidc.errors import NoSteadyStateError
+from dmdidc.model import steady_state
 from dmdidc.regression.propagation import delayed_response, propagate
 from dmdidc.regression.solution import lagged_inputs
 
@@ -92,21 +94,18 @@ def simulate_forced(A: np.ndarray, forcing: np.ndarray, *, stabilize: bool = Fal
     return propagate(M, inputs)[:, :n, 0].T
 
 
-#: ``I - M`` with a larger condition number (an eigenvalue of the first-stage model within
-#: about 1e-8 of 1: an integrator) has no resting state to start from: the simulation starts
-#: at zero, as the integrating plant's record may (its states drift with the mean input).
-_REST_COND = 1e8
-
-
 def _resting_state(M: np.ndarray, B_blocks: np.ndarray, mean: np.ndarray) -> np.ndarray | None:
-    """``xi`` with ``xi = M xi + [sum_j B^(j) mean; 0]``, or ``None`` (no resting state, or
-    a zero mean)."""
+    """``xi`` with ``xi = M xi + [sum_j B^(j) mean; 0]``, or ``None`` (a zero mean, or no
+    resting state: an eigenvalue of the first-stage model at 1, an integrator, whose record may
+    start anywhere as its states drift with the mean input; the simulation starts at zero)."""
     rest = np.zeros(M.shape[0])
     rest[:B_blocks.shape[1]] = B_blocks.sum(axis=0) @ mean
-    system = np.eye(M.shape[0]) - M
-    if not np.any(rest) or np.linalg.cond(system) > _REST_COND:
+    if not np.any(rest):
         return None
-    return np.linalg.solve(system, rest)
+    try:
+        return steady_state(M, rest)
+    except NoSteadyStateError:
+        return None
 
 
 def _from_rest(M: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray
