@@ -44,7 +44,11 @@ increase (a temperature that rises in those rows is taken as the time, and its f
 then refused as a malformed line naming ``time``: name the column, ``time=None``); an unnamed
 first column that grows by one step in those rows is a row index (as pandas' ``to_csv``
 writes), left out with a message.  A column named in ``inputs`` / ``states`` is never taken as
-the time.  The first chunk waits for those rows (or the end of the follow).
+the time.  The first chunk waits for those rows (or the end of the follow).  With
+``time="ignore"`` (``--time ignore``) the column so decided is left out unread: its stamps
+are never checked (a clock that is reset, jumps or jitters; its cells must still be numbers or
+empty, as every cell of the table), and the rows are samples ``dt`` apart (a lost row is then
+not seen as a gap: only an empty cell is a lost sample).
 """
 
 from __future__ import annotations
@@ -63,7 +67,13 @@ import numpy as np
 from _toolbox.validation import check_integer, check_positive
 from dmdidc.data_io import parse_header, parse_row
 from dmdidc.errors import DimensionError, ParameterError
-from dmdidc.time_column import check_tolerance, find_time_column, named_reason, time_unit
+from dmdidc.time_column import (
+    check_tolerance,
+    find_time_column,
+    named_reason,
+    nothing_to_ignore,
+    time_unit,
+)
 
 __all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track", "DECIDING_ROWS"]
 
@@ -166,7 +176,10 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     time : str, int or None, default "auto"
         A column of sample times (module notes); None: none; ``"auto"``: decided as
         :func:`~dmdidc.read_data` decides it (:mod:`dmdidc.time_column`), from the header and
-        the first :data:`DECIDING_ROWS` lines (module notes).
+        the first :data:`DECIDING_ROWS` lines (module notes); ``"ignore"``: the column
+        ``"auto"`` would take (named like a time, or a first column that grows by one step)
+        is left out unread and the samples are taken as evenly spaced by ``dt`` (required; a
+        table without such a column is refused).
     dt : float, optional
         Sampling period (s); with ``time`` it must agree with the column's step.
     poll : float, default 0.2
@@ -224,6 +237,10 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     if first_column not in (0, 1) or isinstance(first_column, bool):
         raise ParameterError(f"first_column must be 0 or 1; got {first_column!r}")
     tolerance = check_tolerance(time_tolerance, cli=first_column == 1)
+    if isinstance(time, str) and time == "ignore" and dt is None:
+        raise ParameterError(("--time ignore needs --dt" if first_column == 1 else
+                              "time='ignore' needs dt=") + ", the sampling period T in "
+                             "seconds: the time column is left out unread")
     columns = _Columns(path.name, inputs, states, time, first_column, say)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
@@ -373,7 +390,10 @@ class _Columns:
         if inputs is None:
             raise ParameterError("follow_csv needs inputs=[...]: the input columns")
         self.source, self.names, self.first, self.say = source, None, first, say
-        self.inputs, self.states, self.time = _specs(inputs), states, time
+        # "ignore" decides as "auto" does, then leaves the column found out unread
+        self.ignore = isinstance(time, str) and time == "ignore"
+        self.inputs, self.states = _specs(inputs), states
+        self.time = "auto" if self.ignore else time
         self.decided: dict | None = None
 
     def resolve(self, header: str, number: int) -> dict | None:
@@ -398,7 +418,10 @@ class _Columns:
         notes: list[str] = []
         found = find_time_column(names, self.units, values, notes=notes,
                                  label=lambda c: repr(names[c]), cli=cli, announce=False,
-                                 signals=set(signals), complete=self.states is not None)
+                                 signals=set(signals), complete=self.states is not None,
+                                 ignore=self.ignore)
+        if found is None and self.ignore:
+            raise nothing_to_ignore(self.source, ", ".join(map(repr, names)), cli=cli)
         if notes:
             self.say(f"{self.source}: {'; '.join(notes)}")
         if found is None or not found.read:

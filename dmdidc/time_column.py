@@ -32,7 +32,7 @@ from _toolbox.errors import ParameterError
 
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
            "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
-           "check_tolerance",
+           "check_tolerance", "nothing_to_ignore",
            "named_reason", "TimeColumnWarning"]
 
 #: Header names (any case) that make a column the time without a choice.
@@ -65,11 +65,15 @@ def named_reason(label: str, name: str, *, cli: bool = False) -> str:
     --------
     >>> print(named_reason("'T'", "T", cli=True))  # doctest: +NORMALIZE_WHITESPACE
     ; 'T' was taken as the time because it is named 'T': give --time none to fit it as a
-    signal, or --time COL to name the time column
+    signal, --time ignore to leave it out unread (with --dt), or --time COL to name the time
+    column
     """
     column = "COL" if cli else "'<column>'"
+    # (read_data has no time="ignore": the command line's readers and --follow have)
+    ignore = (f"{_spell(cli, 'time', 'ignore')} to leave it out unread (with --dt), " if cli
+              else "")
     return (f"; {label} was taken as the time because it is named {name!r}: give "
-            f"{_spell(cli, 'time', 'none')} to fit it as a signal, or "
+            f"{_spell(cli, 'time', 'none')} to fit it as a signal, {ignore}or "
             f"{_spell(cli, 'time', column)} to name the time column")
 
 
@@ -172,8 +176,9 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     the columns refused and a row index left out).  ``signals`` are the columns the user
     named as signals (a ``t`` or a first column among them is one); ``complete``: the user
     named every state, so a column named nowhere is not read anyway; ``ignore`` (``--time
-    ignore``): a first column that grows by one step is left out without a note (the caller
-    says why).
+    ignore``, ``time="ignore"``): the column found is left out unread (``read=False``), named
+    like a time or a first column that grows by one step, with a note saying so; None when
+    there is none (the caller refuses it: :func:`nothing_to_ignore`).
 
     Raises
     ------
@@ -202,6 +207,9 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
             return bool(np.all(np.isfinite(column)) and np.all(np.diff(column) > 0))
 
         found = named_time_column(names, units, increasing, notes, label, signals)
+        if found is not None and ignore:
+            notes.append(_ignored(label(found), cli))
+            return FoundColumn(found, read=False)
         if found is not None:
             if announce or names[found].strip().lower() == _AMBIGUOUS:
                 notes.append(f"{label(found)} is the time (named like one; a time column is "
@@ -209,11 +217,13 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
                              f"signal instead)")
             return FoundColumn(found)
     first = values[:, 0]
-    if 0 in signals or complete or values.shape[1] < 2 or not _steady(first):
+    # (complete: a first column named nowhere is not read anyway; to ignore, it is still the one)
+    if 0 in signals or (complete and not ignore) or values.shape[1] < 2 or not _steady(first):
         return None
     counts = f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...)"
     column = "1" if cli else repr(names[0]) if names else "0"
     if ignore:
+        notes.append(_ignored(label(0), cli))
         return FoundColumn(0, read=False)
     if names and not names[0].strip():
         notes.append(f"{label(0)} has no name and grows by the same step in every row "
@@ -231,6 +241,29 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     raise ParameterError(f"{label(0)} increases by the same step {first[1] - first[0]:g} in "
                          f"every row {counts}: a time column, a row index or a ramp signal; "
                          f"{remedy}")
+
+
+def _ignored(where: str, cli: bool) -> str:
+    """The note of a time column left out unread on request."""
+    return (f"{where} is left out ({_spell(cli, 'time', 'ignore')}): its stamps are not read; "
+            f"the samples are taken as evenly spaced by {'--dt' if cli else 'dt='}")
+
+
+def nothing_to_ignore(source: str, columns: str, *, cli: bool = False) -> ParameterError:
+    """The refusal of ``--time ignore`` (``time="ignore"``) in a table without a time column
+    to leave out: ``source`` names the file, ``columns`` its columns.
+
+    Examples
+    --------
+    >>> print(nothing_to_ignore("'log.csv'", "'x', 'u'", cli=True))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    --time ignore: 'log.csv' has no column named time, timestamp or t, nor a first column that
+    grows by one step (it has 'x', 'u'); name the columns to read with --states / --inputs
+    """
+    return ParameterError(
+        f"{_spell(cli, 'time', 'ignore')}: {source} has no column named time, timestamp or t, "
+        f"nor a first column that grows by one step (it has {columns}); name the columns to "
+        f"read with {'--states / --inputs' if cli else 'states= / inputs='}")
 
 
 def _steady(column: np.ndarray) -> bool:

@@ -39,6 +39,7 @@ from dmdidc.time_column import (
     check_tolerance,
     find_time_column,
     named_reason,
+    nothing_to_ignore,
     refuse_gaps,
     time_grid,
     time_unit,
@@ -434,26 +435,13 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *, require
         return None if found is None else _Time(found)
     names, units = _split(table.names) if table.names else (None, None)
     ignore = time == "ignore"
-    decided: list[str] = []                   # --time ignore says itself what it left out
-    found = find_time_column(names, units, table.values, notes=decided, cli=True,
+    found = find_time_column(names, units, table.values, notes=notes, cli=True,
                              label=lambda c: _where(table, c), signals=signals,
                              complete=complete, ignore=ignore)
-    if ignore:
-        if found is not None and found.read:   # taken by its name, now left out
-            said = f"{_where(table, found.column)} is the time"
-            decided = [note for note in decided if not note.startswith(said)]
-        notes.extend(decided)
-        if found is None and not required:
+    if ignore and found is None:
+        if not required:
             return None                       # the other file of two may hold it
-        if found is None:
-            raise ParameterError(f"--time ignore: {str(table.path)!r} has no column named time, "
-                                 f"timestamp or t, nor a first column that grows by one step "
-                                 f"(it has {_columns_text(table)}); name the columns to read "
-                                 f"with --states / --inputs")
-        notes.append(f"{_where(table, found.column)} is left out (--time ignore): its stamps "
-                     f"are not read; the samples are taken as evenly spaced by --dt")
-        return _Time(found.column, ignored=True)
-    notes.extend(decided)
+        raise nothing_to_ignore(repr(str(table.path)), _columns_text(table), cli=True)
     if found is None:
         return None
     if not found.read:

@@ -254,11 +254,7 @@ def _time_spec(text: str | None):
     if text == "none":
         return None
     if text == "ignore":
-        from _toolbox.errors import ParameterError
-
-        raise ParameterError("--time ignore is for a whole file; --follow reads the time stamps "
-                             "as they come (--time-tolerance accepts their jitter), or give "
-                             "--time none --dt T --states COLUMNS to leave the time column out")
+        return "ignore"                      # the column found is left out; --dt is required
     return _specs(text, "--time")[0]
 
 

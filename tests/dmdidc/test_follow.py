@@ -424,3 +424,10 @@ def test_time_columns_are_decided_as_read_data_decides_them(seed, tmp_path, monk
     chunks, _ = _follow(monkeypatch, path, [], inputs="u", states=["x1", "x2"], time="auto",
                         dt=DT)
     np.testing.assert_array_equal(_joined(chunks)[0], X)
+    # or left out on request (time="ignore"), which needs dt: the rows are dt apart
+    chunks, messages = _follow(monkeypatch, path, [], inputs="u", time="ignore", dt=DT)
+    np.testing.assert_array_equal(_joined(chunks)[0], X)
+    assert chunks[0].state_names == ("x1", "x2") and chunks[-1].dt == DT
+    assert any("'k' is left out (time=ignore)" in m for m in messages)
+    with pytest.raises(ParameterError, match="time='ignore' needs dt="):
+        follow_csv(path, inputs="u", time="ignore")

@@ -201,3 +201,75 @@ def test_follow_leaves_a_pandas_index_out_and_reads_a_temperature_t_as_a_state(s
     assert "states T, x2, x3; inputs u1, u2" in captured.out
     assert "row index" in captured.err and "--time 1" in captured.err
     assert "degC" in captured.err
+
+
+def _model_arrays(path):
+    model = DelayedPlant.load(path)
+    return model.A_d, model.B_blocks
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_time_ignore_leaves_the_time_column_out_as_the_refusal_suggests(seed, tmp_path,
+                                                                               capsys):
+    """The refusal of an ambiguous first column suggests --time ignore (with --dt): following
+    takes it, and the samples are those of the same file read without the column."""
+    _log(tmp_path / "log.csv", seed, samples=400)
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    # a counter named 'k' (0, 1, 2, ...) instead of the time: a time, an index or a ramp
+    (tmp_path / "log.csv").write_text("\n".join(
+        ["k" + rows[0][4:]] + [f"{k}," + r.split(",", 1)[1] for k, r in enumerate(rows[1:])])
+        + "\n")
+    argv = ["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+            "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "400"]
+    assert main(argv + ["--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert "'k' increases by the same step" in err
+    assert "--time ignore to leave it out unread (with --dt)" in err
+    assert main(argv + ["--time", "ignore", "--out", str(tmp_path / "m.json")]) == 2
+    assert "--time ignore needs --dt" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    assert main(argv + ["--time", "ignore", "--dt", str(DT),
+                        "--out", str(tmp_path / "m.json")]) == 0
+    captured = capsys.readouterr()
+    assert "states x1, x2, x3; inputs u1, u2; T = 0.5 s" in captured.out
+    assert "'k' is left out (--time ignore): its stamps are not read" in captured.err
+    # the same samples as with the states named (the counter then simply not read)
+    assert main(argv + ["--states", "x1,x2,x3", "--dt", str(DT),
+                        "--out", str(tmp_path / "named.json")]) == 0
+    for ours, theirs in zip(_model_arrays(tmp_path / "m.json"),
+                            _model_arrays(tmp_path / "named.json"), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_follow_time_ignore_reads_no_stamp_and_refuses_a_file_without_a_time_column(
+        tmp_path, capsys):
+    """A clock that jumps back (a PLC reset) stops the default follow; --time ignore never
+    reads the stamps, and gives the model of the file without them."""
+    _log(tmp_path / "clean.csv", 7, samples=400, time_column=False)
+    rows = (tmp_path / "clean.csv").read_text().splitlines()
+    stamps = DT * np.arange(len(rows) - 1)
+    stamps[200:] -= 50.0                                      # the clock is reset once
+    body = [f"{float(t)!r}," + r for t, r in zip(stamps, rows[1:], strict=True)]
+    (tmp_path / "log.csv").write_text("\n".join(["time," + rows[0]] + body) + "\n")
+    argv = ["--inputs", "u1,u2", "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01",
+            "--every", "400", "--dt", str(DT)]
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--out",
+                 str(tmp_path / "m.json")] + argv) == 2
+    err = capsys.readouterr().err
+    assert "line 202" in err and "time 50 s after 99.5 s" in err
+    assert "--time ignore to leave it out unread (with --dt)" in err
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--time", "ignore", "--out",
+                 str(tmp_path / "m.json")] + argv) == 0
+    assert "'time' is left out (--time ignore)" in capsys.readouterr().err
+    assert main(["identify", "--follow", str(tmp_path / "clean.csv"), "--out",
+                 str(tmp_path / "clean.json")] + argv) == 0
+    for ours, theirs in zip(_model_arrays(tmp_path / "m.json"),
+                            _model_arrays(tmp_path / "clean.json"), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    # nothing to leave out: refused (as by the batch reader), no model written
+    capsys.readouterr()
+    assert main(["identify", "--follow", str(tmp_path / "clean.csv"), "--time", "ignore",
+                 "--out", str(tmp_path / "none.json")] + argv) == 2
+    assert ("--time ignore: log.csv has no column named time" in capsys.readouterr().err
+            .replace("clean.csv", "log.csv"))
+    assert not (tmp_path / "none.json").exists()
