@@ -99,11 +99,16 @@ def add_serve_action(actions: Any) -> argparse.ArgumentParser:
                      help="async: ticks before an unanswered request is re-issued")
     run.add_argument("--max-staleness", type=int, default=None,
                      help="async: reject replies more model versions old than this")
-    run.add_argument("--resume", help="continue the run checkpointed in this folder")
+    run.add_argument("--resume", help="continue the run checkpointed in this folder "
+                                      "(OUT/checkpoint of an earlier run, in its mode: "
+                                      "synchronous or asynchronous)")
     run.add_argument("--logs", action="store_true",
                      help="keep the Flower processes' logs in OUT/logs")
     run.add_argument("--verbose", action="store_true", help="print Flower's own output too")
-    run.add_argument("--out", required=True, help="output folder")
+    run.add_argument("--out", required=True,
+                     help="output folder; a new run refuses one that holds a previous run's "
+                          "checkpoint or client states (continue that run with --resume "
+                          "OUT/checkpoint, or give a new folder)")
     serve.set_defaults(handler=run_serve)
     return serve
 
@@ -212,7 +217,21 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
         "request-timeout": -1.0 if args.request_timeout is None else args.request_timeout,
         "max-staleness": -1 if args.max_staleness is None else args.max_staleness,
         "resume": str(Path(args.resume).resolve()) if args.resume else ""})
+    _check_folders(args, run_config)
     return {**plan, "run_config": run_config}
+
+
+def _check_folders(args: argparse.Namespace, run_config: dict[str, Any]) -> None:
+    """The checkpoint checks that need nothing built, here before the progress bar and the
+    deployment (which checks again for its Python callers): a resume in the checkpoint's mode,
+    a new run not into a folder that holds a previous run's privacy state."""
+    from privacy.federated.flower.app import CHECKPOINT
+    from privacy.federated.flower.resume import check_resume_mode, refuse_previous_run
+
+    if run_config["resume"]:
+        check_resume_mode(run_config["resume"], run_config["mode"])
+    else:
+        refuse_previous_run(Path(args.out) / CHECKPOINT)
 
 
 def _write_history(path: Path, result: Any) -> None:

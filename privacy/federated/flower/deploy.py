@@ -43,7 +43,13 @@ from privacy.federated.flower.app import (
     load_result,
 )
 from privacy.federated.flower.client import STATE_DIR
-from privacy.federated.flower.resume import CLIENTS, check_client_states, copy_client_states
+from privacy.federated.flower.resume import (
+    CLIENTS,
+    check_client_states,
+    check_resume_mode,
+    copy_client_states,
+    refuse_previous_run,
+)
 from privacy.federated.results import RunResult
 
 __all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment"]
@@ -362,18 +368,27 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     Raises
     ------
     ParameterError
-        A resume whose checkpoint lacks the client states or holds inconsistent ones
-        (:func:`~privacy.federated.flower.resume.check_client_states`).
+        Before any process starts: a resume whose checkpoint lacks the client states or holds
+        inconsistent ones (:func:`~privacy.federated.flower.resume.check_client_states`) or
+        was written in the other mode (:func:`~privacy.federated.flower.resume.check_resume_mode`);
+        a new run into an ``out`` that holds a previous run's checkpoint or client states
+        (:func:`~privacy.federated.flower.resume.refuse_previous_run`).
     RuntimeError
         The run produced no result (the ServerApp failed); the message holds the tail of its
         output.
     """
     out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RESULT_FILE).unlink(missing_ok=True)
     # the clients keep their states beside the server's checkpoint: a resume continues both
     node_config = {STATE_DIR: str(out / CHECKPOINT / CLIENTS), **(node_config or {})}
     resume = str((run_config or {}).get("resume", "")) or None
+    # checks that need nothing built: before the algorithm (its calibration may take minutes),
+    # before any process starts and before anything in out is touched
+    if resume is None:
+        refuse_previous_run(out / CHECKPOINT, node_config[STATE_DIR])
+    else:
+        check_resume_mode(resume, str({**_DEFAULT_CONFIG, **(run_config or {})}["mode"]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RESULT_FILE).unlink(missing_ok=True)
     deployment = LocalDeployment(num_clients, workdir=workdir, node_config=node_config)
     try:
         # built once here (a bad spec fails before any process starts); nodes load it

@@ -8,10 +8,15 @@ wrong state and count its releases from zero.  :func:`check_client_states` compa
 clients' saved release counts with the server's release book and refuses a resume whose client
 states are missing or inconsistent; :func:`copy_client_states` carries a checkpoint's client
 states into a new run's folder, so that the checkpoint itself stays a valid starting point.
+Two checks need no algorithm and run before anything is built or started:
+:func:`check_resume_mode` refuses to resume a synchronous checkpoint asynchronously (or the
+reverse), and :func:`refuse_previous_run` refuses a new run into a folder that holds a previous
+run's checkpoint or client states (a new run would delete the clients' release counters).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,10 +28,108 @@ from privacy.federated.results import history_from_json
 from privacy.federated.state_io import load_server_state
 from privacy.federated.values import DP_RELEASES
 
-__all__ = ["CLIENTS", "check_client_states", "copy_client_states"]
+__all__ = ["CLIENTS", "SERVER", "check_client_states", "check_resume_mode",
+           "copy_client_states", "refuse_previous_run"]
 
 #: Folder of the clients' states inside a deployed run's checkpoint (node config ``state-dir``).
 CLIENTS = "clients"
+#: Base name of the server's state inside a checkpoint (``server.{npz,json}``).
+SERVER = "server"
+_MODES = {"sync": "synchronous", "async": "asynchronous"}
+
+
+def check_resume_mode(checkpoint: str | Path, mode: str) -> None:
+    """Refuse to resume ``checkpoint`` in another mode than the run that wrote it.
+
+    A synchronous checkpoint holds rounds, an asynchronous one ticks and the requests in
+    flight: neither loop can continue the other's.  Read from ``server.json`` alone, so the
+    refusal comes before any algorithm is built or process started.
+
+    Parameters
+    ----------
+    checkpoint : path
+        The checkpoint folder (``OUT/checkpoint``).
+    mode : {"sync", "async"}
+        The mode of the run that would resume it.
+
+    Raises
+    ------
+    ParameterError
+        No server checkpoint in the folder, or one written in the other mode (the message
+        names both modes and how to choose the checkpoint's).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "server.json").write_text(json.dumps({"extra": {"mode": "sync"}}))
+    >>> check_resume_mode(folder, "sync")
+    >>> check_resume_mode(folder, "async")
+    Traceback (most recent call last):
+    ...
+    _toolbox.errors.ParameterError: cannot resume ... written by a synchronous run (mode 'sync') ...
+    """
+    path = Path(checkpoint) / f"{SERVER}.json"
+    try:
+        saved = json.loads(path.read_text()).get("extra", {}).get("mode")
+    except FileNotFoundError:
+        raise ParameterError(f"cannot resume from {checkpoint}: it holds no server checkpoint "
+                             f"({path} is missing); give a run's checkpoint folder "
+                             f"(OUT/checkpoint of 'dmdidc federated serve --out OUT')") from None
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"cannot resume from {checkpoint}: {path} cannot be read "
+                             f"({exc})") from exc
+    if saved not in _MODES or mode not in _MODES:
+        raise ParameterError(f"cannot resume from {checkpoint}: its mode is {saved!r} and the "
+                             f"run's {mode!r}; accepted: 'sync', 'async'")
+    if saved != mode:
+        raise ParameterError(
+            f"cannot resume from {checkpoint}: it was written by "
+            f"{'an' if saved == 'async' else 'a'} {_MODES[saved]} run (mode "
+            f"{saved!r}) and this run is {_MODES[mode]} (mode {mode!r}); one loop cannot "
+            f"continue the other's (rounds against ticks and requests in flight). Resume it "
+            f"{_MODES[saved]}ly ('dmdidc federated serve': --mode {saved} with your own "
+            f"factories; with --dataset, --stagger makes the run asynchronous), or start a "
+            f"new run")
+
+
+def refuse_previous_run(checkpoint: str | Path, state_dir: str | Path | None = None) -> None:
+    """Refuse a new run (not a resume) whose checkpoint folder already holds a run.
+
+    A new run starts every node afresh, so it would delete the client states there (their
+    release counters: the privacy state of the previous run) and then overwrite the server's
+    checkpoint.  That run could no longer be resumed, and a later resume of a copy of its
+    server checkpoint would find client states that under-count the releases.
+
+    Parameters
+    ----------
+    checkpoint : path
+        The new run's checkpoint folder (``OUT/checkpoint``).
+    state_dir : path, optional
+        Where its nodes keep their states (default ``checkpoint/clients``).
+
+    Raises
+    ------
+    ParameterError
+        The folder holds a server checkpoint or client states; the message names them and
+        offers ``--resume`` or a new ``--out``.
+    """
+    folder = Path(checkpoint)
+    states = folder / CLIENTS if state_dir is None else Path(state_dir)
+    server = folder / f"{SERVER}.json"
+    clients = sorted(states.glob("client-*")) if states.is_dir() else []
+    if not server.exists() and not clients:
+        return
+    count = len({path.stem for path in clients})
+    held = ([f"a server checkpoint ({server})"] if server.exists() else []) + (
+        [f"the states of {count} client(s) in {states} (their release counters)"]
+        if clients else [])
+    raise ParameterError(
+        f"{folder.parent} holds a previous run: {' and '.join(held)}, its privacy state. A new "
+        f"run there would delete the client states, and that run could then neither be "
+        f"resumed nor count its releases. Continue it with --resume {folder} (Python: "
+        f"run_config={{'resume': ...}}), or write the new run to another folder (a new --out)")
 
 
 def copy_client_states(checkpoint: str | Path | None, state_dir: str | Path) -> None:

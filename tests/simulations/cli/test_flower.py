@@ -173,3 +173,57 @@ def test_serve_accepts_the_options_of_its_mode(tmp_path, fake_deployment):
                  "--out", str(tmp_path / "s")]) == 0
     assert [c["config"]["mode"] for c in fake_deployment] == ["async", "sync"]
     assert fake_deployment[0]["config"]["tick"] == 5.0
+
+
+def _checkpoint(folder, mode, clients=3):
+    """A checkpoint as a run leaves it, as far as the folder checks read it."""
+    import json
+
+    (folder / "clients").mkdir(parents=True)
+    (folder / "server.json").write_text(json.dumps({"scalars": {}, "extra": {"mode": mode}}))
+    for k in range(clients):
+        (folder / "clients" / f"client-{k}.json").write_text('{"scalars": {"dp_releases": 2}}')
+
+
+def test_serve_refuses_a_new_run_over_a_previous_runs_privacy_state(tmp_path, fake_deployment,
+                                                                     capsys):
+    from simulations.cli.root import main
+
+    _checkpoint(tmp_path / "o" / "checkpoint", "sync")
+    before = sorted(p.name for p in (tmp_path / "o" / "checkpoint" / "clients").iterdir())
+    assert main([*OWN, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmdidc federated serve: error: ")
+    assert f"{tmp_path / 'o'} holds a previous run" in err and "privacy state" in err
+    assert f"--resume {tmp_path / 'o' / 'checkpoint'}" in err and "a new --out" in err
+    assert fake_deployment == []
+    assert sorted(p.name for p in (tmp_path / "o" / "checkpoint" / "clients").iterdir()) == \
+        before
+    # the remedies: continue it (in place), or another folder
+    assert main([*OWN, "--resume", str(tmp_path / "o" / "checkpoint"),
+                 "--out", str(tmp_path / "o")]) == 0
+    assert main([*OWN, "--out", str(tmp_path / "new")]) == 0
+    assert len(fake_deployment) == 2
+
+
+@pytest.mark.parametrize("saved, options, mode", [
+    ("sync", ["--mode", "async", "--stagger", "1,2,5"], "async"),
+    ("async", [], "sync")])
+def test_serve_refuses_a_resume_in_the_other_mode_before_any_process(tmp_path, fake_deployment,
+                                                                      capsys, saved, options,
+                                                                      mode):
+    from simulations.cli.root import main
+
+    _checkpoint(tmp_path / "old", saved)
+    assert main([*OWN, *options, "--resume", str(tmp_path / "old"),
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    names = {"sync": "synchronous", "async": "asynchronous"}
+    assert f"{names[saved]} run (mode '{saved}') and this run is {names[mode]} (mode " \
+        f"'{mode}')" in err
+    assert f"--mode {saved}" in err and "Traceback" not in err
+    assert fake_deployment == [] and not (tmp_path / "o").exists()
+    # in its own mode the resume goes ahead (the fake deployment does not read it)
+    own = ["--mode", "async", "--stagger", "1,2,5"] if saved == "async" else []
+    assert main([*OWN, *own, "--resume", str(tmp_path / "old"),
+                 "--out", str(tmp_path / "o")]) == 0

@@ -26,6 +26,7 @@ from privacy.federated.flower import (
     LocalDeployment,
     ensure_task_identity,
     run_deployment,
+    run_inprocess_async,
     run_inprocess_sync,
 )
 from privacy.federated.flower.app import CACHE_DIR
@@ -196,9 +197,68 @@ def test_deployment_keeps_client_states_in_its_checkpoint_and_resumes_them(
         resumed = deploy(tmp_path / "resumed", 4, resume=tmp_path / "first/checkpoint")
         assert_same_run(resumed, full)
         np.testing.assert_array_equal(resumed.final_epsilon(), full.final_epsilon())
-    # a new run in a used folder does not continue the old client states
-    again = deploy(tmp_path / "first", 4)
+    # a new run in another folder does not continue the old client states
+    again = deploy(tmp_path / "again", 4)
     assert_same_run(again, full)
+
+
+def _files(folder):
+    return {path.relative_to(folder): path.read_bytes() for path in folder.rglob("*")
+            if path.is_file()}
+
+
+def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_deletes_nothing(
+        tmp_path, inprocess_processes):
+    """A new run started every node afresh: it deleted the previous run's client states (their
+    release counters) in OUT/checkpoint/clients, silently."""
+    deploy(tmp_path / "first", 2)
+    before = _files(tmp_path / "first")
+    started = len(inprocess_processes)
+    with pytest.raises(ParameterError) as info:
+        deploy(tmp_path / "first", 3)
+    message = str(info.value)
+    checkpoint = (tmp_path / "first" / "checkpoint").resolve()
+    assert f"{checkpoint.parent} holds a previous run" in message
+    assert "the states of 3 client(s)" in message and "privacy state" in message
+    assert f"--resume {checkpoint}" in message and "a new --out" in message
+    assert _files(tmp_path / "first") == before          # result.json and states untouched
+    assert len(inprocess_processes) == started           # refused before any process
+    # client states alone (a run stopped before its first server checkpoint) are refused too
+    (checkpoint / "server.json").unlink()
+    with pytest.raises(ParameterError, match=r"holds a previous run: the states of 3 client"):
+        deploy(tmp_path / "first", 3)
+    # the remedies work: a resume in place, or a new folder
+    (tmp_path / "second").mkdir()
+    (tmp_path / "second" / "result.json").write_text("{}")   # no checkpoint: no false alarm
+    deploy(tmp_path / "second", 2)
+    resumed = deploy(tmp_path / "second", 3, resume=tmp_path / "second" / "checkpoint")
+    assert_same_run(resumed, deploy(tmp_path / "third", 3))
+
+
+def test_a_resume_in_the_other_mode_is_refused_before_any_process(tmp_path,
+                                                                   inprocess_processes):
+    """Detected only by the ServerApp, after the SuperLink and SuperNodes had started."""
+    deploy(tmp_path / "first", 2)
+    started = len(inprocess_processes)
+    asynchronous = {"mode": "async", "ticks": 3, "stagger": "1,2,1"}
+    with pytest.raises(ParameterError, match=r"written by a synchronous run \(mode 'sync'\) and "
+                                             r"this run is asynchronous \(mode 'async'\)"):
+        run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=tmp_path / "async",
+                       run_config={**asynchronous,
+                                   "resume": str(tmp_path / "first/checkpoint")})
+    # an asynchronous checkpoint resumed synchronously
+    data = [DATA.build(k, 3) for k in range(3)]
+    run_inprocess_async(ALGORITHM.build(), data, stagger=[1, 2, 1], ticks=2,
+                        checkpoint=tmp_path / "ack", state_dir=tmp_path / "ack" / "clients")
+    with pytest.raises(ParameterError, match=r"written by an asynchronous run \(mode 'async'\) "
+                                             r"and this run is synchronous \(mode 'sync'\).*"
+                                             r"--mode async"):
+        deploy(tmp_path / "sync", 3, resume=tmp_path / "ack")
+    with pytest.raises(ParameterError, match=r"holds no server checkpoint .*server\.json is "
+                                             r"missing"):
+        deploy(tmp_path / "none", 3, resume=tmp_path / "nowhere")
+    assert len(inprocess_processes) == started
+    assert not any((tmp_path / name).exists() for name in ("async", "sync", "none"))
 
 
 def test_deployment_refuses_a_resume_without_client_states(tmp_path, inprocess_processes):
