@@ -749,7 +749,7 @@ def with_trend_parameters(outcome: FitOutcome, count: int,
 
 
 #: Singular values of ``I - A_d`` below this share of the largest are an integrator's (an
-#: eigenvalue 1 estimated to rounding; the threshold of every steady state,
+#: eigenvalue 1 estimated to rounding; the share :func:`dmdidc.model.steady_state` uses,
 #: :data:`dmdidc.model.INTEGRATOR_RCOND`): a state shift along them would be of the size of
 #: the intercept over rounding, so the input shift takes that part.
 _INTEGRATOR_RCOND = INTEGRATOR_RCOND
