@@ -11,6 +11,7 @@ too, and every page and every module is reachable from the site (``mkdocs.yml``)
 import ast
 import re
 import shlex
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -28,13 +29,18 @@ SLOW_PAGES = {"noisy-data.md", "privacy.md", "auditing.md", "command-line.md"}
 
 
 def _blocks(path: Path, language: str = "python") -> list[str]:
-    """The ``language`` blocks of a Markdown file, in order, without the skipped ones."""
+    """The ``language`` blocks of a Markdown file, in order, without the skipped ones.
+
+    A fence may be indented (a block inside a list item or an admonition): the block ends at a
+    fence with the same indent and runs dedented.
+    """
     text = path.read_text()
     blocks = []
-    for match in re.finditer(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M):
+    pattern = rf"^([ \t]*)```{language}\n(.*?)^\1```"
+    for match in re.finditer(pattern, text, flags=re.S | re.M):
         before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        if not before.startswith(SKIP):
-            blocks.append(match.group(1))
+        if not before.strip().startswith(SKIP):
+            blocks.append(textwrap.dedent(match.group(2)))
     return blocks
 
 
