@@ -56,6 +56,7 @@ from dmdidc.inference.checks import (
 )
 from dmdidc.inference.diagnostics import (
     ZERO_BOUND_REFIT,
+    deferred_feedback,
     fit_diagnostics,
     zero_bound_check,
 )
@@ -494,21 +495,24 @@ class DMDidc:
                 + ": if the states are many sensors of a few modes, DMDidc(svd_rank=r) "
                   "identifies in the leading r POD modes (pod_modes shows the singular "
                   "values)") from exc
-        self._finish(outcome, trajectories, raw)
+        zero_bound = self._R == 0 and m > 0
+        # at max_delay=0 the checks warn once delay_bound is decided: it rewords feedback
+        self._finish(outcome, trajectories, raw, warn=not zero_bound)
+        if zero_bound:
+            self._zero_bound(given, reference)
         if self.detrend in ("constant", "linear"):       # Nickell's bias of short ones
             self._decisions = dataclasses.replace(self._decisions, trend=self.detrend)
             lengths = [Ui.shape[1] for _, Ui in trajectories]
             self._add_check(trend_bias_check(self._solution, lengths, self._R, self.detrend))
         self._add_note(note)
-        if self._R == 0 and m > 0:
-            self._zero_bound(given, reference)
         return self
 
     def _zero_bound(self, given: tuple, reference: Any) -> None:
         """``delay_bound`` at ``max_delay=0`` (:func:`~dmdidc.inference.diagnostics.
         zero_bound_check`): only when the residuals correlate with past inputs, or an input
         shows no effect, is the same data refitted, quietly, with room for a delay (so clean
-        fits keep their cost)."""
+        fits keep their cost).  Warns with every failed check of the fit (``_finish`` left
+        that to here), ``feedback`` deferring to a failed ``delay_bound``."""
         effect = self._diagnostics["effect"]
         correlation = self._diagnostics["input_correlation"]
         refit = None
@@ -521,10 +525,13 @@ class DMDidc:
             except ValueError:      # refused by the data (too few samples for the lags)
                 refit = None
         check = zero_bound_check(effect, correlation, refit, self.dt)
-        self._diagnostics = dataclasses.replace(self._diagnostics, checks=tuple(
-            check if c.name == check.name else c for c in self._diagnostics.checks))
+        checks = tuple(check if c.name == check.name else c for c in self._diagnostics.checks)
         if check.failed:
-            warn_model(check.message(), DiagnosticWarning)
+            checks = tuple(deferred_feedback(c) if c.name == "feedback" and c.failed else c
+                           for c in checks)
+        self._diagnostics = dataclasses.replace(self._diagnostics, checks=checks)
+        for failed in self._diagnostics.failed:
+            warn_model(failed.message(), DiagnosticWarning)
 
     def _left_out(self, lengths: list[int]) -> str | None:
         """:func:`~dmdidc.missing.left_out` for experiments of ``lengths`` input samples
@@ -1023,10 +1030,11 @@ class DMDidc:
         return self.check_level / STATISTICAL_CHECKS
 
     def _finish(self, outcome: FitOutcome, trajectories: list | None = None,
-                raw: list | None = None) -> DMDidc:
+                raw: list | None = None, *, warn: bool = True) -> DMDidc:
         """Decide the active blocks, build the model, validate it and warn with the evidence
         (``trajectories`` as the regression saw them, ``raw`` as given: see
-        :func:`~dmdidc.inference.diagnostics.fit_diagnostics`)."""
+        :func:`~dmdidc.inference.diagnostics.fit_diagnostics`; ``warn=False``: the caller
+        warns with the failed checks)."""
         n, m, R = self._dims
         solution = outcome.solution
         identified = identified_model(outcome, n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
@@ -1044,7 +1052,7 @@ class DMDidc:
                                             log_error=identified.log_error,
                                             level=self.check_level, share=self._check_share,
                                             kept=identified.kept)
-        for check in self._diagnostics.failed:
+        for check in self._diagnostics.failed if warn else ():
             warn_model(check.message(), DiagnosticWarning)
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):

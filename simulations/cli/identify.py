@@ -54,7 +54,8 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--max-delay", type=_max_delay, default=0,
                           help="delay bound R in sampling periods, or 'auto' (chosen from the "
                                "data by an information criterion); required for data with "
-                               "inputs (a record without inputs is plain DMD: no delay)")
+                               "inputs, which have no default (a record without inputs is "
+                               "plain DMD: R = 0)")
     identify.add_argument("--estimator", choices=("auto", "ls", "iv", "huber", "huber_iv"),
                           default="auto",
                           help="auto: instrumental variables with refined instruments "

@@ -83,3 +83,47 @@ def test_an_unmeasured_state_is_named_beside_a_delay(seed):
     assert "raise max_delay to at least" in check.remedy
     assert "measure every state" in check.remedy and "OutputDMDidc" in check.remedy
     assert any("check 'delay_bound' failed" in m and "OutputDMDidc" in m for m in messages)
+
+
+def test_feedback_defers_to_a_failed_delay_bound():
+    # open-loop data of a plant delayed by 1.25 T: at max_delay=0 the residuals keep the
+    # late inputs' effect and correlate with later inputs too (feedback failed in 5 of 8
+    # seeds); its warning points at the delay first, with the statistic and verdict unchanged
+    import numpy as np
+
+    from dmdidc import DelayedPlant, random_excitation
+
+    true = DelayedPlant.from_continuous(A_c=[[0, 1.1], [-1.1, 0]], B_c=[[1, -1], [-1, 2]],
+                                        delay=2.5, dt=2.0)
+    deferred = 0
+    for seed in range(8):
+        U = random_excitation(2, 300, rng=seed)
+        X = true.simulate(np.zeros(2), U)
+        X = X + 0.02 * X.std(axis=1, keepdims=True) * np.random.default_rng(
+            1000 + seed).standard_normal(X.shape)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = DMDidc(max_delay=0).fit(X, U, dt=2.0)
+        assert est.diagnostics_["delay_bound"].failed, seed
+        feedback = est.diagnostics_["feedback"]
+        messages = [str(w.message) for w in caught]
+        # every failed check warns once, delay_bound and feedback included
+        assert sorted(m.split("'")[1] for m in messages if m.startswith("check '")) == sorted(
+            c.name for c in est.diagnostics_.failed)
+        if feedback.failed:
+            deferred += 1
+            assert "check 'delay_bound' failed in the same fit" in feedback.finding
+            assert feedback.remedy.startswith("first raise max_delay")
+            assert "reference" in feedback.remedy           # the closed-loop remedy kept
+            assert any(feedback.finding in m for m in messages)
+    assert deferred >= 1
+
+
+def test_deferred_feedback_keeps_statistic_verdict_and_remedy():
+    from dmdidc.inference.diagnostics import deferred_feedback
+
+    feedback = Check("feedback", "?", False, 9.0, 4.0, "the inputs react to the noise",
+                     "closed-loop data: pass the reference")
+    moved = deferred_feedback(feedback)
+    assert (moved.statistic, moved.threshold, moved.passed) == (9.0, 4.0, False)
+    assert moved.remedy.endswith(feedback.remedy)
