@@ -90,6 +90,8 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
     '1.00000, 95 % interval 1.00000 + [-9.1e-13, 1.8e-12]'
     >>> interval_text(1e200, 0.9e200, 1.1e200)
     '1.00e+200 +/- 0.10e+200'
+    >>> interval_text(-1e-10, -4.1e-9, 3.9e-9, unit="s")      # no "-0e-09"
+    '0e-09 +/- 4e-09 s'
     """
     suffix = f" {unit}" if unit else ""
     if not math.isfinite(high - low):
@@ -107,7 +109,13 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
 
     half = mantissa(0.5 * (high - low))
     places = interval_decimals(half, mantissa(abs(value) if scale is None else scale))
-    shown = f"{mantissa(value):.{places}f}{tag}" if math.isfinite(value) else f"{value}"
+
+    def fixed(x: float) -> str:
+        # a tiny negative number rounds to "-0.00", which reads as a sign the digits do not have
+        text = f"{mantissa(x):.{places}f}"
+        return text.lstrip("-") if float(text) == 0 else text
+
+    shown = f"{fixed(value)}{tag}" if math.isfinite(value) else f"{value}"
     tiny = math.isfinite(value) and 2 * half < 10.0 ** -places   # narrower than the digits
     if symmetric and (tiny or abs((high - value) - (value - low)) <= 0.01 * (high - low)):
         width = (f"{0.5 * (high - low):.2g}" if half < 0.5 * 10.0 ** -places
@@ -116,8 +124,7 @@ def interval_text(value: float, low: float, high: float, *, unit: str = "",
     head = f"{shown}{suffix}, " + (f"{100 * level:g} % " if level is not None else "")
     if tiny:                                       # the ends would print as the value
         return (f"{head}interval {shown} + [{low - value:.2g}, {high - value:.2g}]{suffix}")
-    return (f"{head}interval [{mantissa(low):.{places}f}{tag}, {mantissa(high):.{places}f}{tag}]"
-            f"{suffix}")
+    return f"{head}interval [{fixed(low)}{tag}, {fixed(high)}{tag}]{suffix}"
 
 
 def _shared_exponent(magnitude: float) -> int:

@@ -212,18 +212,19 @@ def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
     head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
     if snapshot.delay is None:
         return lines + [f"{head}: no delay yet ({snapshot.note})"]
-    delays = ", ".join(_delay_text(name, d, lo, hi) for name, d, lo, hi in zip(
+    delays = "; ".join(_delay_text(name, d, lo, hi) for name, d, lo, hi in zip(
         names, snapshot.delay, snapshot.low, snapshot.high, strict=True))
     return lines + [f"{head}: delay {delays} ({level:.0%} intervals)"]
 
 
 def _delay_text(name: str, delay: float, low: float, high: float) -> str:
-    """One input's delay with its interval, as every interval is printed."""
+    """One input's delay with its interval, as every interval is printed, always with its
+    ends: ``+/-`` for one input and ends for the next on the same line read as two kinds."""
     from _toolbox.formatting import interval_text
 
     if not math.isfinite(delay):     # the data do not determine it yet (delay_status_)
         return f"{name} undetermined"
-    return f"{name} {interval_text(delay, low, high, unit='s')}"
+    return f"{name} {interval_text(delay, low, high, unit='s', symmetric=False)}"
 
 
 def _note(message: str) -> None:

@@ -72,3 +72,21 @@ def test_a_non_finite_estimate_prints_beside_its_interval(value, low, high):
     # ValueError) where the estimate printed as inf beside its interval
     text = interval_text(value, low, high)
     assert text.startswith(f"{value}, interval [")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_number_that_rounds_to_zero_prints_without_a_sign(seed):
+    # "-0e-09 +/- 4e-09" (an audit's exact fit) read as a sign the digits do not carry
+    rng = np.random.default_rng(seed)
+    zeros = 0
+    for _ in range(200):
+        half = 10.0 ** rng.uniform(-12, 2)
+        value = -half * rng.uniform(0.0, 0.04)             # mostly inside the last digit
+        low, high = value - half * rng.uniform(0.5, 2), value + half * rng.uniform(0.5, 2)
+        for symmetric in (True, False):
+            text = interval_text(value, low, high, unit="s", symmetric=symmetric)
+            numbers = re.findall(r"-?[\d.]+(?:e[+-]\d+)?", text)
+            assert not any(n.startswith("-") and float(n) == 0 for n in numbers), text
+            zeros += float(numbers[0]) == 0
+    assert zeros > 200                                   # the case arose
+    assert interval_text(-0.5, -0.53, -0.47, unit="s").startswith("-0.50")   # signs kept
