@@ -239,6 +239,30 @@ def test_lagged_moments_of_lags_beyond_all_samples_are_zero(seed):
         np.testing.assert_allclose(moments[tau - 1], direct, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("rows, lags", [(2, 40), (6, 30), (30, 12)])
+def test_lagged_moments_by_transforms_equal_the_direct_products(seed, rows, lags):
+    # Many lags take the blocked transforms (pieces laid out lags apart): the same sums as a
+    # product per lag within each piece, for pieces shorter than the lags, empty pieces and a
+    # lag longer than some pieces, with coloured rows of unequal scale.
+    from dmdidc.regression.instrumental import _TRANSFORM_LAGS, _TRANSFORM_ROWS, lagged_moments
+
+    assert lags > _TRANSFORM_LAGS + _TRANSFORM_ROWS / rows          # the transform path
+    rng = np.random.default_rng(seed)
+    lengths = [120, 3, 0, 57, 1, 300, int(rng.integers(1, 60))]
+    white = rng.standard_normal((rows, sum(lengths) + 5))
+    Z = (white[:, 5:] + 0.8 * white[:, 4:-1] + 0.5 * white[:, :-5]) \
+        * np.logspace(-3, 3, rows)[:, None] + 0.3
+    moments = lagged_moments(Z, lengths, lags, Z @ Z.T)
+    pieces = np.split(Z, np.cumsum(lengths)[:-1], axis=1)
+    energy = np.einsum("ij,ij->i", Z, Z)
+    scale = np.sqrt(np.outer(energy, energy))     # Cauchy-Schwarz bound of every entry
+    for tau in range(1, lags + 1):
+        direct = sum((z[:, tau:] @ z[:, :z.shape[1] - tau].T for z in pieces
+                      if z.shape[1] > tau), np.zeros((rows, rows)))
+        np.testing.assert_array_less(np.abs(moments[tau - 1] - direct), 1e-12 * scale + 1e-300)
+
+
 def test_projected_instruments_invert_the_first_stage():
     # G^T S_zphi = I (the projected instruments reproduce the regressors' moments) and
     # G^T S_zz G = M^-1, with the shared lagged-input columns read from Z Z^T.
