@@ -222,6 +222,38 @@ def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout,
         np.testing.assert_allclose(plain[tau - 1], direct, rtol=0, atol=1e-12 * scale)
 
 
+@pytest.mark.parametrize("layout", ["simulated", "exogenous"])
+@pytest.mark.parametrize("centred", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("lengths", [(120, 3, 57, 1), (2, 1, 90, 5, 300)])
+def test_lagged_moments_of_many_lags_by_transforms_equal_the_direct_products(layout, centred,
+                                                                             seed, lengths):
+    # 30 lags (past the lag window R = 4 and past most pieces) take the transforms for the
+    # head rows and the oldest lag, the anti-diagonal recursion for the other new columns
+    # (with the means' steps when centred): the direct products within each piece.
+    from dmdidc.regression import instrumental
+    from dmdidc.regression.instrumental import lagged_moments
+
+    rng = np.random.default_rng(seed)
+    _, blocks, structure = _instrument_blocks(rng, layout, lengths, offset=0.7)
+    Z = np.concatenate([b[2] for b in blocks], axis=1)
+    head, width = structure["lagged"]
+    lags = 30
+    assert lags > instrumental._TRANSFORM_STRUCTURED_LAGS
+    means = Z.mean(axis=1) if centred else None
+    if centred:
+        Z = Z - means[:, None]
+    lengths = [b[2].shape[1] for b in blocks]
+    pieces = np.split(Z, np.cumsum(lengths)[:-1], axis=1)
+    fast = lagged_moments(Z, lengths, lags, Z @ Z.T, means, structure["lagged"])
+    energy = np.einsum("ij,ij->i", Z, Z)
+    scale = np.sqrt(np.outer(energy, energy))     # Cauchy-Schwarz bound of every entry
+    for tau in range(1, lags + 1):
+        direct = sum((z[:, tau:] @ z[:, :z.shape[1] - tau].T for z in pieces
+                      if z.shape[1] > tau), np.zeros(scale.shape))
+        np.testing.assert_array_less(np.abs(fast[tau - 1] - direct), 1e-12 * scale + 1e-300)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_lagged_moments_of_lags_beyond_all_samples_are_zero(seed):
     # Without lag structure, a lag longer than all the pieces together pairs no samples: the
