@@ -1213,8 +1213,10 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
         return float(whitened @ whitened)
 
     shift = _MOMENT_RANK_RTOL * np.linalg.norm(V, 1)
+    lowered = V.copy()                    # V - shift I: the diagonal only (no identity built)
+    lowered.flat[::size + 1] -= shift
     try:
-        shifted = linalg.cho_factor(V - shift * np.eye(size), lower=True, check_finite=False)
+        shifted = linalg.cho_factor(lowered, lower=True, check_finite=False, overwrite_a=True)
     except linalg.LinAlgError:
         shifted = None
     if shifted is not None:

@@ -145,7 +145,9 @@ def simulated_states(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray) -
     deviations, rest = _from_rest(M, B_blocks, drive)
     # a reflected model's imaginary part (states n .. 2n) is not driven
     states = delayed_response(M, B_blocks, deviations, leading=A_d.shape[0])
-    return states if rest is None else states + rest[:A_d.shape[0], None]
+    if rest is not None:
+        states += rest[:A_d.shape[0], None]      # our own array: no second (n, K) copy
+    return states
 
 
 def _simulated_recursion(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray,
@@ -176,7 +178,8 @@ def _simulated_recursion(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarra
         products, sums = products[:, :m], products[:, m]
     products = (products + np.outer(sums, drive.mean(axis=1))
                 + np.outer(rest, drive[:, first:].sum(axis=1)))
-    return states + rest[:n, None], M, (products, at_first + rest, last + rest)
+    states += rest[:n, None]              # our own array: no second (n, K) copy
+    return states, M, (products, at_first + rest, last + rest)
 
 
 def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],
