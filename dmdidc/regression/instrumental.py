@@ -476,12 +476,12 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
     out = np.empty((lags, q, q))
     if lagged is None:
-        if lags > _TRANSFORM_LAGS + _TRANSFORM_ROWS / max(q, 1):
+        if lags > _TRANSFORM_LAGS + _TRANSFORM_ROWS / max(q, 1) and _affordable(lags, q, q):
             _transformed_lags(Z, lengths, out)
         else:
             _direct_lags(Z, starts, lengths, out)
         return out
-    if width and lags > _TRANSFORM_STRUCTURED_LAGS:
+    if width and lags > _TRANSFORM_STRUCTURED_LAGS and _affordable(lags, q, head + width):
         _transformed_structured(Z, starts, lengths, head, width, means, out)
     else:
         _stacked_structured(Z, starts, lengths, head, width, out)
@@ -595,6 +595,16 @@ _TRANSFORM_ROWS = 60
 #: 6 lags 24 against 27 ms, 20 lags 157 against 33, 100 lags 1172 against 60; 54 rows (head 0,
 #: width 6) and 13 rows (head 3, width 2) even at 6 lags.
 _TRANSFORM_STRUCTURED_LAGS = 6
+#: Bytes of the transforms' per-frequency sums (complex, ``rows x columns`` at each of about
+#: ``4 lags`` frequencies) above which the products stay in the time domain: a few hundred
+#: rows at 100 lags would otherwise hold gigabytes.
+_TRANSFORM_BYTES = 1 << 28
+
+
+def _affordable(lags: int, rows: int, columns: int) -> bool:
+    """Whether the transforms' sums of ``rows x columns`` products over ``lags`` lags fit
+    in :data:`_TRANSFORM_BYTES`."""
+    return 16 * (4 * lags + 1) * rows * columns <= _TRANSFORM_BYTES
 
 
 def _transformed_lags(Z: np.ndarray, lengths: list[int], out: np.ndarray) -> None:
