@@ -1138,7 +1138,6 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
     q, n = W.shape[0], E.shape[0]
     N = E.shape[1]
     g = (W @ E.T).ravel()                                             # row-major (q, n)
-    V = np.zeros((q * n, q * n))
     if independent:
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
         # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
@@ -1163,6 +1162,7 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
         # sum_k sum_l weight(|k - l|) m_k m_l^T: each moment series smoothed by the Bartlett
         # kernel (within its trajectory), then one product -- not one product per lag.
         cuts = np.cumsum(lengths)[:-1]
+        V = np.zeros((q * n, q * n))
         for w, e in zip(np.split(W, cuts, axis=1), np.split(E, cuts, axis=1), strict=True):
             moments = (w[:, None, :] * e[None, :, :]).reshape(q * n, -1)
             smoothed = moments.copy()
@@ -1171,7 +1171,8 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
                 smoothed[:, tau:] += weight * moments[:, :-tau]
                 smoothed[:, :-tau] += weight * moments[:, tau:]
             V += moments @ smoothed.T
-    V = 0.5 * (V + V.T)
+    V += V.T                              # numpy buffers the overlapping transpose
+    V *= 0.5
     statistic, rank = _pseudo_quadratic(V, g)
     variances = np.diag(V)
     if back is not None:                 # the moments of back @ W and their variances
