@@ -249,16 +249,22 @@ class _ResidualMoments:
             gamma = lag_products(laid, laid, 0, high, diagonal=True).T
             return cls(layout, laid, gamma, N, window, order, factored)
         # one pass: the residuals' blocks transformed once for their own autocovariances and
-        # their products with every group's signals (lags -L - order .. L, the filters' reach)
+        # their products with every group's signals (lags -L - order .. L, the filters' reach);
+        # the groups' signals stacked as the rows of one series: one prewhitening, one
+        # transform per block and one product per frequency for all of them, not one per group
         low = -L - order
-        filtered = [_prewhiten(layout, signals, order) for signals in groups]
-        pairs = [(0, 0, True)]
-        for g in range(1, len(groups) + 1):
-            pairs += [(0, g, False), (g, g, True)]
-        sums = lag_product_sets([laid] + [Sw for _, Sw in filtered], pairs, low, high)
-        signals = tuple(_Signals(taps, Sw, sums[2 * g + 2][:, -low:-low + window + 1],
-                                 sums[2 * g + 1], low)
-                        for g, (taps, Sw) in enumerate(filtered))
+        widths = [signals[0].shape[0] for signals in groups]
+        # (each piece to the residuals' length: a longer one would spill into the gap)
+        stacked = [np.concatenate([s[:, :e.shape[1]] for s in pieces], axis=0)
+                   for e, pieces in zip(E, zip(*groups, strict=True), strict=True)]
+        taps, Sw = _prewhiten(layout, stacked, order)
+        auto, cross, own = lag_product_sets([laid, Sw], [(0, 0, True), (0, 1, False),
+                                                          (1, 1, True)], low, high)
+        bounds = np.cumsum([0] + widths)
+        signals = tuple(_Signals(taps[a:b], Sw[a:b], own[a:b, -low:-low + window + 1],
+                                 cross[:, a:b], low)
+                        for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+        sums = [auto]
         return cls(layout, laid, sums[0][:, -low:].T, N, window, order, factored, signals)
 
     @cached_property

@@ -462,3 +462,74 @@ def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_da
                                                            scratch, strict=True):
         assert passed == passed_, name
         assert value is None or abs(value - value_) <= 1e-8 * abs(value_), name
+
+
+def _plain_prewhitened_z(E, S, lags):
+    """``corr(e_i,k , s_j,k-tau) / sd`` as the module notes define it, written out plainly:
+    per signal its Yule-Walker filter (a Toeplitz solve on pooled per-piece-centred
+    autocorrelations), every piece filtered from rest by ``np.convolve`` and centred, sums of
+    products at each lag by ``np.dot`` within each piece, Bartlett's variance from the
+    autocorrelations at lags ``0 .. window``."""
+    from scipy.linalg import solve_toeplitz
+
+    N = sum(e.shape[1] for e in E)
+    window, order = min(25, max(N // 10, 1)), min(10, max(N // 50, 0))
+
+    def lagged(a, b, tau):                         # sum_k a_k b_{k-tau} over every piece
+        return sum(float(np.dot(x[max(tau, 0):x.size + min(tau, 0)],
+                                y[max(-tau, 0):y.size - max(tau, 0)]))
+                   for x, y in zip(a, b, strict=True))
+
+    def centred(pieces):
+        return [p - p.mean() for p in pieces]
+
+    n, rows = E[0].shape[0], S[0].shape[0]
+    z = np.zeros((len(lags), n, rows))
+    for j in range(rows):
+        s = centred([p[j] for p in S])
+        r = np.array([lagged(s, s, t) for t in range(order + 1)])
+        a = np.concatenate([[1.0], -solve_toeplitz(r[:-1] / r[0], r[1:] / r[0])]) \
+            if order else np.ones(1)
+        sw = centred([np.convolve(p[j], a)[:p.shape[1]] for p in S])
+        s_cov = np.array([lagged(sw, sw, t) for t in range(window + 1)])
+        taper = np.concatenate([[1.0], 2.0 * (1.0 - np.arange(1, window + 1) / (window + 1))])
+        for i in range(n):
+            ew = centred([np.convolve(e[i], a)[:e.shape[1]] for e in E])
+            e_cov = np.array([lagged(ew, ew, t) for t in range(window + 1)])
+            variance = np.sum(taper * (e_cov / e_cov[0]) * (s_cov / s_cov[0])) / N
+            sd = np.sqrt(max(variance, 0.25 / N))
+            for k, tau in enumerate(lags):
+                z[k, i, j] = lagged(ew, sw, tau) / np.sqrt(e_cov[0] * s_cov[0]) / sd
+    return z
+
+
+@pytest.mark.parametrize("seed,lengths", [(0, (2500,)), (1, (900, 1300, 700)),
+                                          (2, (400,) * 5), (3, (300, 2000))])
+def test_the_correlations_equal_plain_sums_at_each_lag(seed, lengths):
+    """The whiteness, input and state correlations of the analysis (inputs and states
+    prewhitened together, their blocks transformed once, the residuals filtered along the
+    lags) equal the plain computation: coloured residuals, coloured inputs, several pieces."""
+    from scipy import signal
+
+    from dmdidc.inference.residuals import residual_analysis
+
+    rng = np.random.default_rng(seed)
+    n, m, R, L = 3, 2, 2, 12
+    parts = [(signal.lfilter([1.0], [1.0, -0.5], rng.standard_normal((n, K)), axis=1) + 0.3,
+              signal.lfilter([1.0], [1.0, -0.8], rng.standard_normal((m, K + R)), axis=1) - 1.0,
+              signal.lfilter([1.0, 0.4], [1.0, -0.6], rng.standard_normal((n, K + R)), axis=1))
+             for K in lengths]
+    analysis = residual_analysis(parts, R, L)
+    E = [e for e, _, _ in parts]
+    lags = np.arange(-L, L + 1)
+    np.testing.assert_allclose(analysis.input_z, _plain_prewhitened_z(
+        E, [u[:, R:] for _, u, _ in parts], lags), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(analysis.state_z, _plain_prewhitened_z(
+        E, [x[:, R:] for _, _, x in parts], lags[lags >= 0]), rtol=1e-9, atol=1e-9)
+    N = sum(lengths)
+    auto = np.array([[sum(float(np.dot(c[t:], c[:c.size - t]))
+                          for c in (e[i] - e[i].mean() for e in E)) for i in range(n)]
+                     for t in range(L + 1)])
+    rho = auto / auto[0]
+    np.testing.assert_allclose(analysis.whiteness_z, rho / np.sqrt((1 + 2 * rho[1] ** 2) / N),
+                               rtol=1e-9, atol=1e-9)
