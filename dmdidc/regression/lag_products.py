@@ -273,20 +273,21 @@ def _own_products(circular: np.ndarray, x: np.ndarray, role: str, B: int, blocks
     F = circular.shape[0]
     D = max(-low, high)
     # block (window) c from sample c B (c B - high) of x; each edge gathered from x with zeros
-    # outside it (a padded copy of x cost ~1 ms more, a fresh array of the data's size)
+    # outside it (no padded copy of x), its diagonals read in place: with a stacked 20 + 24
+    # rows of 2e4 samples the set took 11.4 against 12.0 ms (order alternated, best of 60)
     starts = np.arange(blocks) * B - (high if role == "b" else 0)
     own = circular[:D + 1].T.copy()
     lags = np.arange(D + 1)
     if role == "a" and blocks > 1:        # pairs across the boundaries of the blocks
-        own += _diagonals(_edge_products(x, starts[1], starts[1] - D, B, D,
-                                         blocks - 1))[:, 2 * D - 1 - lags]
+        own += _diagonals(_edge_products(x, starts[1], starts[1] - D, B, D, blocks - 1),
+                          lags - D)
     elif role == "b":                     # less the wrap, and the F - B samples shared
-        own -= _diagonals(_edge_products(x, starts[0], starts[0] + F - D, B, D,
-                                         blocks))[:, 2 * D - 1 - lags]
+        own -= _diagonals(_edge_products(x, starts[0], starts[0] + F - D, B, D, blocks),
+                          lags - D)
         if blocks > 1:
             span = F - B
             shared = _edge_products(x, starts[1], starts[1], B, span, blocks - 1)
-            own -= _diagonals(shared)[:, span - 1 - lags]
+            own -= _diagonals(shared, lags)
     return own[:, np.abs(np.arange(low, high + 1))]
 
 
@@ -307,18 +308,19 @@ def _edge_products(x: np.ndarray, first: int, second: int, step: int, width: int
     return a.transpose(0, 2, 1) @ (a if second == first else edges(second))
 
 
-def _diagonals(M: np.ndarray) -> np.ndarray:
-    """The sums of the diagonals of each (n, n) matrix of ``M``, offsets ``i - j = -(n - 1)
-    .. n`` in order (the last, beyond the matrix, zero), shape (rows, 2 n): the rows shifted
-    by their index (a strided view of a padded copy) make the diagonals columns."""
+def _diagonals(M: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The sums of the diagonals ``i - j = offset`` of each (n, n) matrix of ``M``, for each of
+    ``offsets`` (zero beyond the matrix), shape (rows, len(offsets)): each diagonal a strided
+    slice of the flattened matrices (the few diagonals needed, not all ``2 n - 1`` of a
+    skewed copy three matrices wide)."""
     rows, n, _ = M.shape
-    padded = np.zeros((rows, n, 3 * n - 1))
-    padded[:, :, n - 1:2 * n - 1] = M
-    skewed = np.lib.stride_tricks.as_strided(
-        padded, (rows, n, 2 * n),
-        (padded.strides[0], padded.strides[1] + padded.strides[2], padded.strides[2]),
-        writeable=False)
-    return skewed.sum(axis=1)
+    flat = M.reshape(rows, n * n)
+    out = np.zeros((rows, len(offsets)))
+    for column, k in enumerate(int(k) for k in offsets):
+        if abs(k) < n:     # (i, i - k) from row max(k, 0), column max(-k, 0): every n + 1
+            out[:, column] = flat[:, max(k, 0) * n + max(-k, 0)::n + 1][:, :n - abs(k)].sum(
+                axis=1)
+    return out
 
 
 def _strided(flat: np.ndarray, count: int, width: int, step: int) -> np.ndarray:
