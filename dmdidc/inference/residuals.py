@@ -348,7 +348,9 @@ def _weighted_edge_sums(taps: np.ndarray, weights: np.ndarray, window: np.ndarra
 
 
 def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
-                      lags: np.ndarray, products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                      lags: np.ndarray, products: np.ndarray,
+                      covariance: tuple[np.ndarray, np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """For every signal ``j`` (filter ``taps[j]``, its filtered and centred signal ``Sw[j]``,
     laid out) and ``Ew = fir(taps[j], E)`` (each piece from rest): the pooled centred
     autocovariance of ``Ew`` (lags ``0 .. window``, shape (J, window + 1, n)) and its centred
@@ -359,8 +361,58 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     d)) combined along the lag axis, less the terms of the last ``p`` samples of each piece
     that the filter carries beyond its end (the tails); the means come from the first and
     last samples of ``Ew`` (filtered directly).  Exact: the same sums as filtering (up to
-    rounding).
+    rounding).  ``covariance``: what :func:`_filtered_covariances` returns for ``taps``, when
+    known (the residuals' side, for the filters of several groups at once).
     """
+    layout = moments.layout
+    q = taps.shape[1] - 1
+    cov, mean = _filtered_covariances(moments, taps) if covariance is None else covariance
+    # sum_k Ew_k Sw_{k - tau} = sum_p a_p (products of e with Sw - tails)(tau - p)
+    low = int(lags.min()) - q
+    shifts = np.arange(low, int(lags.max()) + 1)
+    cut = _tail_products(moments, q, Sw, shifts, False)                  # (p, n, J, d)
+    at = lags[:, None] - np.arange(q + 1)[None, :] - low                 # (lags, p)
+    terms = products[:, :, at]                                           # (n, J, lags, p)
+    terms -= cut[np.arange(q + 1)[None, :], :, :, at].transpose(2, 3, 0, 1)
+    filtered = np.einsum("ijtp,jp->jit", terms, taps)
+    # less mean(Ew) times the sum of Sw over the samples it meets (Sw sums to 0 per piece)
+    reach = int(np.max(np.abs(lags)))
+    first = _prefix(layout.window(Sw, 0, reach))
+    final = _prefix(layout.window(Sw, -reach, reach, from_end=True)[..., ::-1])
+    met = layout.sums(Sw)[..., None] - np.where(lags >= 0, final[..., np.maximum(lags, 0)],
+                                                first[..., np.maximum(-lags, 0)])
+    return cov, filtered - np.einsum("jni,jnt->jit", mean, met)
+
+
+def _tail_products(moments: _ResidualMoments, q: int, signal_: np.ndarray, shifts: np.ndarray,
+                   rowwise: bool) -> np.ndarray:
+    """``sum_{r < p} e_{N-1-r} s_{N-1-r-d}`` pooled, for ``p = 0 .. q`` and ``d`` in ``shifts``
+    (``s`` zero beyond a piece): the filter's terms past each piece's end.  Shape (p, n, d)
+    for ``s = e`` row by row (``rowwise``), else (p, n, rows, d)."""
+    layout = moments.layout
+    last = layout.window(moments.E, -q, q, from_end=True)[..., ::-1]     # (n, pieces, q)
+    ends = layout.starts + layout.lengths
+    index = ends[:, None, None] - 1 - np.arange(q)[None, :, None] - shifts[None, None, :]
+    near = signal_[:, index]                                  # (rows, pieces, r, d)
+    if rowwise:
+        products = np.einsum("inr,inrd->rid", last, near)
+    else:   # per r one (n x pieces) @ (pieces x rows d) product
+        products = (last.transpose(2, 0, 1) @ near.transpose(2, 1, 0, 3).reshape(
+            q, near.shape[1], -1)).reshape(q, last.shape[0], near.shape[0], -1)
+    # sums over r < p along the leading axis: whole contiguous slabs added (the indexing
+    # below reads them in place, no transposed copies)
+    out = np.empty((q + 1,) + products.shape[1:])
+    out[0] = 0.0
+    for r in range(q):
+        np.add(out[r], products[r], out=out[r + 1])
+    return out
+
+
+def _filtered_covariances(moments: _ResidualMoments, taps: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """The residuals' side of :func:`_filtered_moments`: per filter, the pooled centred
+    autocovariance of ``Ew`` (J, window + 1, n) and its piece means (J, pieces, n).  Each
+    filter's rows are its own, so the filters of several groups take one call."""
     layout, E, gamma, window = moments.layout, moments.E, moments.gamma, moments.window
     q, lengths = taps.shape[1] - 1, layout.lengths
     taus = np.arange(window + 1)
@@ -373,30 +425,9 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     head = _weighted_edge_sums(taps, mean, layout.window(E, -q, window + q))
     tail = _weighted_edge_sums(taps, mean, layout.window(E, -window - q, window + q,
                                                          from_end=True), from_end=True)
-
-    def tail_products(signal_: np.ndarray, shifts: np.ndarray, rowwise: bool) -> np.ndarray:
-        """``sum_{r < p} e_{N-1-r} s_{N-1-r-d}`` pooled, for ``p = 0 .. q`` and ``d`` in
-        ``shifts`` (``s`` zero beyond a piece): the filter's terms past each piece's end.
-        Shape (p, n, d) for ``s = e`` row by row (``rowwise``), else (p, n, rows, d)."""
-        ends = layout.starts + lengths
-        index = ends[:, None, None] - 1 - np.arange(q)[None, :, None] - shifts[None, None, :]
-        near = signal_[:, index]                                  # (rows, pieces, r, d)
-        if rowwise:
-            products = np.einsum("inr,inrd->rid", last, near)
-        else:   # per r one (n x pieces) @ (pieces x rows d) product
-            products = (last.transpose(2, 0, 1) @ near.transpose(2, 1, 0, 3).reshape(
-                q, near.shape[1], -1)).reshape(q, last.shape[0], near.shape[0], -1)
-        # sums over r < p along the leading axis: whole contiguous slabs added (the indexing
-        # below reads them in place, no transposed copies)
-        out = np.empty((q + 1,) + products.shape[1:])
-        out[0] = 0.0
-        for r in range(q):
-            np.add(out[r], products[r], out=out[r + 1])
-        return out
-
     # sum_{k >= tau} Ew_k Ew_{k - tau} = sum_{p, p'} a_p a_p' (gamma - tails)(tau + p' - p)
     d = taus[:, None, None] + np.arange(q + 1)[None, None, :] - np.arange(q + 1)[None, :, None]
-    tails = tail_products(E, np.arange(-q, window + q + 1), True)               # (p, n, d)
+    tails = _tail_products(moments, q, E, np.arange(-q, window + q + 1), True)  # (p, n, d)
     p_index = np.broadcast_to(np.arange(q + 1)[None, :, None], d.shape)
     terms = gamma[np.abs(d)] - tails[p_index, :, d + q]                        # (t, p, p', n)
     weights = (taps[:, :, None] * taps[:, None, :]).reshape(taps.shape[0], -1)
@@ -405,21 +436,7 @@ def _filtered_moments(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarra
     cov = (raw - (2.0 * np.einsum("jni,jni->ji", mean, total)[:, None, :]
                   - (head + tail).transpose(0, 2, 1))
            + np.einsum("jni,nt->jti", mean ** 2, lengths[:, None] - taus[None, :]))
-    # sum_k Ew_k Sw_{k - tau} = sum_p a_p (products of e with Sw - tails)(tau - p)
-    low = int(lags.min()) - q
-    shifts = np.arange(low, int(lags.max()) + 1)
-    cut = tail_products(Sw, shifts, False)                                # (p, n, J, d)
-    at = lags[:, None] - np.arange(q + 1)[None, :] - low                 # (lags, p)
-    terms = products[:, :, at]                                           # (n, J, lags, p)
-    terms -= cut[np.arange(q + 1)[None, :], :, :, at].transpose(2, 3, 0, 1)
-    filtered = np.einsum("ijtp,jp->jit", terms, taps)
-    # less mean(Ew) times the sum of Sw over the samples it meets (Sw sums to 0 per piece)
-    reach = int(np.max(np.abs(lags)))
-    first = _prefix(layout.window(Sw, 0, reach))
-    final = _prefix(layout.window(Sw, -reach, reach, from_end=True)[..., ::-1])
-    met = layout.sums(Sw)[..., None] - np.where(lags >= 0, final[..., np.maximum(lags, 0)],
-                                                first[..., np.maximum(-lags, 0)])
-    return cov, filtered - np.einsum("jni,jnt->jit", mean, met)
+    return cov, mean
 
 
 def _filtered_directly(moments: _ResidualMoments, Sw: np.ndarray, taps: np.ndarray,
@@ -530,13 +547,16 @@ def _prewhiten(layout: PieceLayout, signals: list[np.ndarray], order: int
 
 
 def _prewhitened_correlations(moments: _ResidualMoments, signals: _Signals,
-                              lags: np.ndarray) -> np.ndarray:
+                              lags: np.ndarray,
+                              covariance: tuple[np.ndarray, np.ndarray] | None = None
+                              ) -> np.ndarray:
     """Standardized ``corr(e_i,k , s_j,k-tau)``, each signal ``j`` prewhitened by its own AR
     filter and the residuals filtered alike (module notes); shape (len(lags), n, rows).
 
     The filtered residuals' moments come from the residuals' (``moments``, with their
-    products with the prewhitened ``signals``, :func:`_filtered_moments`); pieces too short
-    for that are filtered.
+    products with the prewhitened ``signals``, :func:`_filtered_moments`; ``covariance``:
+    their residuals' side when known, :func:`_filtered_covariances`); pieces too short for
+    that are filtered.
     """
     N, taps, Sw = moments.n_samples, signals.taps, signals.Sw
     rows, q = taps.shape[0], taps.shape[1] - 1
@@ -547,7 +567,7 @@ def _prewhitened_correlations(moments: _ResidualMoments, signals: _Signals,
     if moments.factored:           # (J, window + 1, n), (J, n, lags)
         first = int(lags.min()) - q - signals.low
         products = signals.products[:, :, first:first + int(np.ptp(lags)) + q + 1]
-        cov, cross = _filtered_moments(moments, Sw, taps, lags, products)
+        cov, cross = _filtered_moments(moments, Sw, taps, lags, products, covariance)
     else:
         cov, cross = _filtered_directly(moments, Sw, taps, lags)
     c0 = np.where(cov[:, 0] > 0, cov[:, 0], 1.0)
@@ -708,15 +728,20 @@ def _correlations(parts: list, R: int, L: int, groups: tuple[str, ...]
     moments = _ResidualMoments.of([e for e, _, _ in parts], L,
                                   tuple(signals[group] for group in groups))
     bounds = np.cumsum((0,) + moments.widths)
-    # each group on its rows of the stacked signals (the state correlations at lags 0 .. L
-    # only: one call for both at the input lags cost 8 % more)
+    # the residuals' side of every filter at once; the products with the signals per group
+    # on its rows of the stacked signals (the state correlations at lags 0 .. L only: one
+    # call for both at the input lags cost 8 % more)
+    covariance = None
+    if groups and moments.factored and moments.signals[0].taps.shape[0]:
+        covariance = _filtered_covariances(moments, moments.signals[0].taps)
     found = {}
     for group, a, b in zip(groups, bounds[:-1], bounds[1:], strict=True):
         stacked = moments.signals[0]
         rows = _Signals(stacked.taps[a:b], stacked.Sw[a:b], stacked.cov[a:b],
                         stacked.products[:, a:b], stacked.low)
-        found[group] = _prewhitened_correlations(moments, rows, lags if group == "input"
-                                                 else lags[lags >= 0])
+        found[group] = _prewhitened_correlations(
+            moments, rows, lags if group == "input" else lags[lags >= 0],
+            None if covariance is None else (covariance[0][a:b], covariance[1][a:b]))
     return moments, found
 
 
