@@ -300,7 +300,7 @@ def _edge_products(x: np.ndarray, first: int, second: int, step: int, width: int
     def edges(at: int) -> np.ndarray:                    # (rows, count, width)
         index = at + step * np.arange(count)[:, None] + np.arange(width)[None, :]
         outside = (index < 0) | (index >= x.shape[1])
-        out = x[:, np.clip(index, 0, x.shape[1] - 1)]
+        out = np.asarray(x[:, np.clip(index, 0, x.shape[1] - 1)], dtype=float)  # double sums
         out[:, outside] = 0.0
         return out
 

@@ -108,6 +108,24 @@ def test_lag_products_of_single_precision_series_are_double_sums(seed):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * expected.max())
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_sets_of_single_precision_series_are_double_sums(seed):
+    """float32 series in a set (the residuals with themselves and the signals, the signals
+    with themselves: every own product from the blocks' or windows' spectra with their edges
+    corrected) give the float64 sums of their values."""
+    rng = np.random.default_rng(seed)
+    e = (100.0 * rng.standard_normal((3, 5000)) + 7.0).astype(np.float32)
+    s = (50.0 * rng.standard_normal((2, 5000)) - 3.0).astype(np.float32)
+    auto, cross, own = lag_product_sets([e, s], [(0, 0, True), (0, 1, False), (1, 1, True)],
+                                        -12, 30)
+    e, s = e.astype(float), s.astype(float)
+    for got, expected in ((auto, np.einsum("iid->id", _direct(e, e, -12, 30))),
+                          (cross, _direct(e, s, -12, 30)),
+                          (own, np.einsum("iid->id", _direct(s, s, -12, 30)))):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
 @settings(max_examples=60, deadline=None)
 @given(lengths=st.lists(st.integers(1, 120), min_size=1, max_size=6),
        gap=st.integers(1, 40), seed=st.integers(0, 2 ** 32 - 1),
