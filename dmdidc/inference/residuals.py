@@ -521,27 +521,21 @@ def _prewhiten(layout: PieceLayout, signals: list[np.ndarray], order: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """Each signal's AR filter (Yule-Walker on its pooled autocorrelation at lags ``0 ..
     order``, one pass for all) and the signals filtered, each piece centred: ``taps`` (J,
-    order + 1) and ``Sw`` (J, size), laid out (``signals``: the pieces, of ``layout``'s
-    lengths).
+    order + 1) and ``Sw`` (J, size), laid out.
 
-    Piece by piece: each piece's centred copy, products and filtered samples stay in cache,
-    and only the result is written into the layout (no laid-out copy of the signals, nor a
-    centred one: 4.9 -> 4.3 ms at 24 x 2e4 in 10 pieces, order alternated, best of 60)."""
+    The autocorrelations are the sums over the laid-out signals, one per lag: the filters of
+    smooth states amplify the rounding of any other order (per piece, 4.9 -> 4.3 ms, moved
+    the state correlations by 1e-11; BLAS dot products likewise, docs/benchmarks.md)."""
     rows = signals[0].shape[0]
     if rows == 0:                  # no inputs: nothing to filter
         return np.zeros((0, order + 1)), np.zeros((0, layout.size))
-    cov = np.zeros((order + 1, rows))
-    for piece in signals:
-        centred = piece - piece.mean(axis=1, keepdims=True)
-        K = centred.shape[1]
-        for d in range(min(order, K - 1) + 1):
-            cov[d] += np.einsum("ik,ik->i", centred[:, d:], centred[:, :K - d])
-    taps = _yule_walker(cov / np.where(cov[0] > 0, cov[0], 1.0), order)
-    Sw = np.zeros((rows, layout.size))     # zeros in the gaps
-    for start, piece in zip(layout.starts, signals, strict=True):
-        filtered = _fir(taps, piece)       # each piece from rest
-        filtered -= filtered.mean(axis=1, keepdims=True)
-        Sw[:, start:start + piece.shape[1]] = filtered
+    laid = layout.place(signals)
+    centred = layout.centred(laid)
+    rho = lag_products(centred, centred, 0, order, diagonal=True).T
+    rho = rho / np.where(rho[0] > 0, rho[0], 1.0)
+    taps = _yule_walker(rho, order)
+    Sw = _fir(taps, laid)
+    layout.centre(Sw)              # (and the filters' tails in the gaps zeroed)
     return taps, Sw
 
 
