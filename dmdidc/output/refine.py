@@ -37,7 +37,12 @@ from scipy import linalg, signal, special
 
 from _toolbox.errors import ParameterError
 from dmdidc.output.blocks import RCOND, family_of_modes, modes
-from dmdidc.output.jacobian import line_basis, normal_equations, similarity_map
+from dmdidc.output.jacobian import (
+    MODAL_COND,
+    line_basis,
+    normal_equations,
+    similarity_map,
+)
 from dmdidc.regression.propagation import propagate
 
 __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test", "without_lines"]
@@ -125,13 +130,6 @@ def _states(A_d: np.ndarray, v: np.ndarray, x0: np.ndarray) -> np.ndarray:
     return propagate(A_d, v.T[:, :, None], initial=x0[:, None])[:, :, 0].T
 
 
-#: Largest condition number of ``A_c``'s eigenvectors for which a residual evaluation runs
-#: mode by mode (its outputs then differ from the matrix recursion's by about this many
-#: roundings, far below any noise: every verdict of ``benchmarks/bench_output_loud.py``'s
-#: sweeps is unchanged).
-_MODAL_COND = 1e4
-
-
 def _simulator(A_c: np.ndarray, dt: float):
     """``states(v, x0)`` of the sampled plant (:func:`_states`) and its hold blocks
     ``family(delays)`` (:func:`~dmdidc.output.blocks.hold_family`).
@@ -140,7 +138,7 @@ def _simulator(A_c: np.ndarray, dt: float):
     recursion (``scipy.signal.lfilter``, several times cheaper than the matrix recursion) and
     the hold blocks elementwise exponentials; otherwise the matrix recursion and exponentials.
     """
-    found = modes(A_c, _MODAL_COND)          # one eigendecomposition for both
+    found = modes(A_c, MODAL_COND)          # one eigendecomposition for both
     family = family_of_modes(A_c, dt, found)
     if found is None:
         A_d = linalg.expm(A_c * dt)

@@ -184,3 +184,23 @@ def test_the_jacobian_of_clustered_eigenvalues_matches_central_differences(kind,
     theta[layout["A_c"]] = _clustered(kind, np.random.default_rng(seed + 100), n).ravel()
     errors = _relative_errors(theta, layout, experiments, (n, ny, m, E))
     assert errors.max() < 1e-5, f"worst column {int(np.argmax(errors))}: {errors.max():.2e}"
+
+
+@pytest.mark.parametrize("seed,n,ny,m", [(20, 3, 2, 2), (21, 4, 1, 3), (22, 1, 2, 1)])
+def test_modal_responses_equal_the_fft_convolution(seed, n, ny, m):
+    """The sensitivity responses mode by mode (well-conditioned eigenvectors) and by the FFT
+    convolution with ``C A_d^t`` are the same outputs to rounding (complex and real modes)."""
+    from dmdidc.output.blocks import modes
+    from dmdidc.output.jacobian import _modal_responses, _responses
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((n, n))
+    A_c -= (np.max(np.linalg.eigvals(A_c).real) + 0.2) * np.eye(n)
+    C = rng.standard_normal((ny, n))
+    z, M = rng.standard_normal((300, n + 2 * m)), rng.standard_normal((n + 2 * m, n, 5))
+    found = modes(A_c, 1e4)
+    assert found is not None
+    h, length = decaying_response(np.real(found[1] @ np.diag(np.exp(found[0] * DT))
+                                          @ found[2]), C, 300)
+    fft_way, modal = _responses(h, length, z, M), _modal_responses(found, DT, C, z, M)
+    assert modal.shape == fft_way.shape == (ny, 5, 300)
+    assert np.abs(modal - fft_way).max() <= 1e-10 * np.abs(fft_way).max()
