@@ -204,3 +204,18 @@ def test_modal_responses_equal_the_fft_convolution(seed, n, ny, m):
     fft_way, modal = _responses(h, length, z, M), _modal_responses(found, DT, C, z, M)
     assert modal.shape == fft_way.shape == (ny, 5, 300)
     assert np.abs(modal - fft_way).max() <= 1e-10 * np.abs(fft_way).max()
+
+
+def test_jacobian_of_a_nearly_defective_plant_uses_the_convolution_and_is_exact():
+    """Eigenvectors too ill-conditioned for the modal form (a near Jordan block): the
+    sensitivities take the FFT convolution, and the Jacobian still equals central
+    differences."""
+    from dmdidc.output.blocks import modes
+    from dmdidc.output.jacobian import MODAL_COND
+    n, ny, m, E = 2, 2, 2, 1
+    theta, layout, experiments = _problem(7, n, ny, m, E, False, True)
+    A_c = np.array([[-1.0, 1.0], [0.0, -1.0 - 1e-5]])
+    assert modes(A_c, MODAL_COND) is None
+    theta[layout["A_c"]] = A_c.ravel()
+    errors = _relative_errors(theta, layout, experiments, (n, ny, m, E))
+    assert errors.max() < 1e-5, f"worst column {int(np.argmax(errors))}: {errors.max():.2e}"
