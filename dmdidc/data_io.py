@@ -179,6 +179,8 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
             reason = named_reason(repr(time), time)
         elif found is not None:
             unread.append(names[found.column])
+        if found is not None:
+            unread += [names[c] for c in found.left_out]
     special = [column.name(c, "time" if c is time else "experiment")
                for c in (time, experiment) if c is not None]
     states = (chosen if chosen is not None else

@@ -425,11 +425,13 @@ class _Columns:
         if notes:
             self.say(f"{self.source}: {'; '.join(notes)}")
         if found is None or not found.read:
-            self.decided = self._columns(None, unread=() if found is None else (found.column,))
+            self.decided = self._columns(None, unread=() if found is None else (
+                found.column, *found.left_out))
         else:
             name = names[found.column]
             self.decided = self._columns(found.column + self.first,
-                                         named_reason(repr(name), name, cli=cli))
+                                         named_reason(repr(name), name, cli=cli),
+                                         unread=found.left_out)
         return self.decided
 
     def _columns(self, time: Any, reason: str = "", unread: tuple[int, ...] = ()) -> dict:

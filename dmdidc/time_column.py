@@ -10,7 +10,8 @@
   every row is a row index when its header is empty (pandas' ``to_csv`` writes one): it is
   left out unread, with a note.  Named, or in a file without a header, it may be a time or a
   signal and is refused as ambiguous, unless ``states`` name every state (then it is simply
-  not read).
+  not read).  Both hold whether or not another column is the time (``,time,a,b,u`` is what
+  ``DataFrame.to_csv`` writes for a frame with a time column).
 * **Unit.**  The header's unit (``time [ms]``) converts the stamps to seconds
   (:data:`TIME_UNITS`); no unit is seconds.
 * **Period and jitter.**  Stamps must strictly increase, each step a whole number of periods
@@ -157,10 +158,12 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
 @dataclass(frozen=True)
 class FoundColumn:
     """A column :func:`find_time_column` decided about: ``read`` the time stamps of column
-    ``column``, or leave it out unread (a row index, ``--time ignore``)."""
+    ``column``, or leave it out unread (a row index, ``--time ignore``); ``left_out``: other
+    columns left out unread (a row index beside the time column)."""
 
     column: int
     read: bool = True
+    left_out: tuple[int, ...] = ()
 
 
 def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
@@ -178,7 +181,9 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     named every state, so a column named nowhere is not read anyway; ``ignore`` (``--time
     ignore``, ``time="ignore"``): the column found is left out unread (``read=False``), named
     like a time or a first column that grows by one step, with a note saying so; None when
-    there is none (the caller refuses it: :func:`nothing_to_ignore`).
+    there is none (the caller refuses it: :func:`nothing_to_ignore`).  The first column's
+    rules (a row index left out, a named one refused) hold whether or not another column is
+    the time: pandas' ``to_csv`` writes its index before a ``time`` column too.
 
     Raises
     ------
@@ -191,7 +196,7 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     >>> values = np.array([[60.1, 0.0, 1.0], [60.3, 0.5, 0.0], [60.2, 1.0, 1.0]])
     >>> notes = []
     >>> find_time_column(["T", "t", "u"], ["", "s", ""], values, notes=notes, label=str)
-    FoundColumn(column=1, read=True)
+    FoundColumn(column=1, read=True, left_out=())
     >>> for note in notes:  # doctest: +NORMALIZE_WHITESPACE
     ...     print(note)
     0 is named like a time column but is a signal: its values do not strictly increase
@@ -199,48 +204,59 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     signal instead)
     >>> index = np.column_stack([np.arange(4.0), [0.3, 0.1, 0.4, 0.1]])
     >>> find_time_column(["", "x"], ["", ""], index, notes=notes, label=repr)
-    FoundColumn(column=0, read=False)
+    FoundColumn(column=0, read=False, left_out=())
+    >>> both = np.column_stack([np.arange(4.0), 0.5 * np.arange(4.0), [0.3, 0.1, 0.4, 0.1]])
+    >>> find_time_column(["", "time", "x"], ["", "", ""], both, notes=notes, label=repr)
+    FoundColumn(column=1, read=True, left_out=(0,))
     """
+    time = None
     if names:
         def increasing(c: int) -> bool:
             column = values[:, c]
             return bool(np.all(np.isfinite(column)) and np.all(np.diff(column) > 0))
 
         found = named_time_column(names, units, increasing, notes, label, signals)
-        if found is not None and ignore:
-            notes.append(_ignored(label(found), cli))
-            return FoundColumn(found, read=False)
         if found is not None:
-            if announce or names[found].strip().lower() == _AMBIGUOUS:
+            if ignore:
+                notes.append(_ignored(label(found), cli))
+            elif announce or names[found].strip().lower() == _AMBIGUOUS:
                 notes.append(f"{label(found)} is the time (named like one; a time column is "
                              f"never a signal: {_spell(cli, 'time', 'none')} reads it as a "
                              f"signal instead)")
-            return FoundColumn(found)
+            time = FoundColumn(found, read=not ignore)
+            if found == 0:
+                return time
     first = values[:, 0]
     # (complete: a first column named nowhere is not read anyway; to ignore, it is still the one)
     if 0 in signals or (complete and not ignore) or values.shape[1] < 2 or not _steady(first):
-        return None
+        return time
     counts = f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...)"
     column = "1" if cli else repr(names[0]) if names else "0"
-    if ignore:
+    if ignore and time is None:
         notes.append(_ignored(label(0), cli))
         return FoundColumn(0, read=False)
     if names and not names[0].strip():
         notes.append(f"{label(0)} has no name and grows by the same step in every row "
                      f"{counts}: a row index (as pandas' to_csv writes), left out unread; "
                      f"{_spell(cli, 'time', column)} reads it as the time")
-        return FoundColumn(0, read=False)
-    if cli:
+        return FoundColumn(0, read=False) if time is None else FoundColumn(
+            time.column, time.read, left_out=(0,))
+    beside = "" if time is None else f" (beside the time column {label(time.column)})"
+    dt = "" if time is not None else " (with dt=)"
+    if cli and time is None:
         remedy = ("give --time 1 to read it as the time, --time ignore to leave it out unread "
                   "(with --dt), or --time none if it is a signal (or name it in --states / "
                   "--inputs)")
+    elif cli:
+        remedy = ("give --time 1 to read it as the time, --states naming every state to leave "
+                  "it out unread, or name it in --states / --inputs if it is a signal")
     else:
         remedy = (f"give time={column} to read it as the time, states=[...] naming every state "
-                  f"to leave it out unread (with dt=), or name it in inputs= / states= if it "
+                  f"to leave it out unread{dt}, or name it in inputs= / states= if it "
                   f"is a signal")
     raise ParameterError(f"{label(0)} increases by the same step {first[1] - first[0]:g} in "
-                         f"every row {counts}: a time column, a row index or a ramp signal; "
-                         f"{remedy}")
+                         f"every row {counts}{beside}: a time column, a row index or a ramp "
+                         f"signal; {remedy}")
 
 
 def _ignored(where: str, cli: bool) -> str:

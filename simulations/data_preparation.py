@@ -341,8 +341,8 @@ def _from_files(data, states, inputs, time, tolerance: float, *, outputs: bool =
     if time not in (None, "none") and x_time is None and u_time is None:
         raise ParameterError(f"--time {time!r}: neither {str(states)!r} nor {str(inputs)!r} has "
                              f"that column")
-    x_cols = [c for c in range(x_table.values.shape[1]) if c != _index(x_time)]
-    u_cols = [c for c in range(u_table.values.shape[1]) if c != _index(u_time)]
+    x_cols = [c for c in range(x_table.values.shape[1]) if c not in _unread(x_time)]
+    u_cols = [c for c in range(u_table.values.shape[1]) if c not in _unread(u_time)]
     X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
     _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True,
                    outputs=outputs)
@@ -370,7 +370,7 @@ def _states_only(states, time, tolerance: float) -> _Signals:
     notes: list[str] = []
     table = read_csv_table(states, allow_missing=True)
     time_col = _time_column(table, time, notes, required=True)
-    cols = [c for c in range(table.values.shape[1]) if c != _index(time_col)]
+    cols = [c for c in range(table.values.shape[1]) if c not in _unread(time_col)]
     X = table.values[:, cols].T
     U = np.zeros((0, max(X.shape[1] - 1, 0)))
     _check_samples(X, U, f"{str(states)!r} has", "--inputs none:", csv=True)
@@ -393,7 +393,7 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
     time_col = _time_column(table, time, notes, required=True,
                             signals=set(u_cols) | set(chosen or ()), complete=chosen is not None)
     time_set = set() if time_col is None else {time_col.column}
-    taken = set(u_cols) | time_set
+    taken = set(u_cols) | _unread(time_col)
     if chosen is None:
         x_cols = [c for c in range(table.values.shape[1]) if c not in taken]
         if not x_cols:
@@ -445,13 +445,15 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *, require
     if found is None:
         return None
     if not found.read:
-        return _Time(found.column, ignored=True)  # a row index
+        return _Time(found.column, ignored=True, left_out=found.left_out)  # a row index
     where = _where(table, found.column)
-    return _Time(found.column, named_reason(where, names[found.column], cli=True))
+    return _Time(found.column, named_reason(where, names[found.column], cli=True),
+                 left_out=found.left_out)
 
 
-def _index(time: _Time | None) -> int | None:
-    return None if time is None else time.column
+def _unread(time: _Time | None) -> set[int]:
+    """The columns that are no signal: the time column and any row index beside it."""
+    return set() if time is None else {time.column, *time.left_out}
 
 
 def _timed(table: CsvTable, time: _Time | None, tolerance: float
@@ -466,11 +468,12 @@ def _timed(table: CsvTable, time: _Time | None, tolerance: float
 @dataclass(frozen=True)
 class _Time:
     """A time column: its index, why it was taken (for refusals), whether it is left out
-    unread (``--time ignore``)."""
+    unread (``--time ignore``), and the columns left out unread beside it (a row index)."""
 
     column: int
     reason: str = ""
     ignored: bool = False
+    left_out: tuple[int, ...] = ()
 
 
 def _checked_times(table: CsvTable, time: _Time, tolerance: float

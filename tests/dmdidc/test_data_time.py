@@ -234,6 +234,73 @@ def test_a_pandas_row_index_is_left_out_in_both_readers(tmp_path, seed):
     assert any("left out (--time ignore)" in note for note in ignored.notes)
 
 
+def timed_first_column_log(path, seed, *, header, first, period=0.5, unit=""):
+    """:func:`first_column_log` with a time column ``time`` (stamps ``period`` apart, from
+    100 s, in ``unit``) after the first column: what ``DataFrame.to_csv`` writes for a frame
+    with a time column.  Returns the path, X and U."""
+    first_column_log(path, seed, first=first, header=header)
+    lines = path.read_text().splitlines()
+    scale = {"": 1.0, "ms": 1e3}[unit]
+    column = "time" + (f" [{unit}]" if unit else "")
+    rows = [lines[0].replace(",", f",{column},", 1)]
+    for k, line in enumerate(lines[1:]):
+        cell, rest = line.split(",", 1)
+        rows.append(f"{cell},{(100.0 + period * k) * scale!r},{rest}")
+    path.write_text("\n".join(rows) + "\n")
+    _, X, U = first_column_log(path.with_name("plain.csv"), seed, first=first, header=header)
+    return path, X, U
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_pandas_row_index_beside_a_time_column_is_left_out_in_both_readers(tmp_path, seed):
+    """Audit finding: header ``,time,x0,..`` (``DataFrame.to_csv`` of a frame with a time
+    column) read the index as a state '' without a word; the index rule now holds whether or
+    not a time column exists."""
+    period, unit = [(0.5, ""), (0.25, "ms"), (2.0, "")][seed % 3]
+    path, X, U = timed_first_column_log(tmp_path / "pandas.csv", seed, header="",
+                                        first=row_index, period=period, unit=unit)
+    with pytest.warns(TimeColumnWarning, match="'' has no name .* a row index .* left out"):
+        python = read_data(path, inputs=["u0", "u1"])
+    cli = read_identification_data(path, inputs="u0,u1")
+    for data in (python, cli):
+        assert data.state_names == ("x0", "x1", "x2")
+        assert abs(data.dt - period) <= 1e-12 * period          # from the time column
+        np.testing.assert_array_equal(data.X[0], X)
+        np.testing.assert_array_equal(data.U[0], U)
+    assert any("a row index" in note for note in cli.notes)
+    # named as a state, the index is one (the rule is for columns named nowhere)
+    named = quietly(read_data, path, inputs=["u0", "u1"], states=["", "x0"])
+    np.testing.assert_array_equal(named.X[0][0], row_index(X.shape[1]))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_named_ramp_first_column_beside_a_time_column_is_refused(tmp_path, seed):
+    """docs/workflow.md: a named first column that grows by one step and is named nowhere is
+    refused as ambiguous, also when another column is the time; named as a signal it is one,
+    and with every state named it is not read."""
+    step = [0.1, 1.0, 2.5][seed % 3]
+    path, X, U = timed_first_column_log(tmp_path / "ramp.csv", seed, header="ramp",
+                                        first=lambda rows: step * np.arange(rows))
+    with pytest.raises(ParameterError, match=r"'ramp' increases by the same step .* \(beside "
+                                             r"the time column 'time'\): .* give time='ramp' .*"
+                                             r"states=\[\.\.\.\] naming every state to leave "
+                                             r"it out unread, or name it"):
+        read_data(path, inputs=["u0", "u1"])
+    with pytest.raises(ParameterError, match=r"beside the time column .* --time 1 to read it "
+                                             r"as the time, --states naming every state"):
+        read_identification_data(path, inputs="u0,u1")
+    python = quietly(read_data, path, inputs=["ramp", "u0"])
+    cli = read_identification_data(path, inputs="ramp,u0")
+    for data in (python, cli):
+        assert data.input_names == ("ramp", "u0") and data.dt == 0.5
+        np.testing.assert_array_equal(data.U[0][0], step * np.arange(U.shape[1]))
+    python = quietly(read_data, path, inputs=["u0", "u1"], states=["x0", "x1", "x2"])
+    cli = read_identification_data(path, inputs="u0,u1", states="x0,x1,x2")
+    for data in (python, cli):
+        assert data.state_names == ("x0", "x1", "x2") and data.dt == 0.5
+        np.testing.assert_array_equal(data.X[0], X)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_ramp_first_column_named_as_a_signal_is_one_and_unnamed_is_refused(tmp_path, seed):
     step = [0.1, 1.0, 2.5][seed % 3]

@@ -393,6 +393,35 @@ def _plc(path, X, U, header, first=None, stamps=None):
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_a_pandas_index_beside_a_time_column_is_left_out_and_a_named_ramp_refused(
+        seed, tmp_path, monkeypatch):
+    """Audit finding: ``,time,x1,x2,u`` (``DataFrame.to_csv`` of a frame with a time column)
+    made the index a state; the first column's rules hold beside a time column, as in
+    read_data."""
+    _, X, U = _record(seed, samples=40, lost=0.0)
+    X, U = X[:2], U[:1]
+    period = [0.5, 0.25][seed % 2]
+    stamps = 100.0 + period * np.arange(X.shape[1])
+    path = tmp_path / "log.csv"
+    for header, first in ((",time,x1,x2,u", np.arange(X.shape[1])),
+                          ("k,time,x1,x2,u", 3.0 * np.arange(X.shape[1]))):
+        # the time stamps ride in front of the states (_plc writes one first column)
+        _plc(path, np.vstack([stamps, X]), U, header, first=first)
+        if header.startswith("k"):
+            with pytest.raises(ParameterError, match=r"'k' increases by the same step .* "
+                                                     r"\(beside the time column 'time'\)"):
+                _follow(monkeypatch, path, [], inputs="u", time="auto")
+            chunks, _ = _follow(monkeypatch, path, [], inputs="u", states=["x1", "x2"],
+                                time="auto")
+        else:
+            chunks, messages = _follow(monkeypatch, path, [], inputs="u", time="auto")
+            assert any("row index" in m for m in messages)
+        assert chunks[0].state_names == ("x1", "x2")
+        assert abs(chunks[-1].dt - period) <= 1e-12 * period
+        np.testing.assert_array_equal(_joined(chunks)[0], X)
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_time_columns_are_decided_as_read_data_decides_them(seed, tmp_path, monkeypatch):
     rng = np.random.default_rng(seed)
     _, X, U = _record(seed, samples=40, lost=0.0)

@@ -552,3 +552,25 @@ def test_a_pandas_index_column_is_left_out_and_the_plant_identified(tmp_path, ca
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 2   # no --dt
     printed = capsys.readouterr()
     assert "a row index" in printed.out and "give --dt" in printed.err
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_pandas_index_beside_the_time_column_is_left_out(tmp_path, capsys, seed):
+    """Audit finding: ``,time,x1,x2,u1,u2`` (``DataFrame.to_csv`` of a frame with a time
+    column) printed ``states: '', 'x1', 'x2'`` and fitted the index as a state."""
+    path, plant, X, U = table(tmp_path, seed)
+    rows = path.read_text().splitlines()
+    indexed = ["," + rows[0]] + [f"{k},{row}" for k, row in enumerate(rows[1:])]
+    path.write_text("\n".join(indexed) + "\n")          # pandas' index before the time
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 0
+    model = DelayedPlant.load(tmp_path / "model.json")
+    assert model.n_states == 2 and model.dt == 2.0           # the period from 'time'
+    np.testing.assert_array_equal(model.delay_steps, plant.delay_steps)
+    printed = capsys.readouterr().out
+    assert "states: 'x1', 'x2'" in printed and "a row index" in printed
+    # a named ramp first column beside the time is refused, as without one
+    ramp = ["k" + line if n == 0 else f"{3 * (n - 1)}{line[line.index(','):]}"
+            for n, line in enumerate(indexed)]
+    path.write_text("\n".join(ramp) + "\n")
+    assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 2
+    assert "beside the time column" in capsys.readouterr().err
