@@ -107,7 +107,7 @@ def _least_squares_split(fitted, X, U, t_fit: float, t_gram: float, repeat: int)
     R = fitted.max_delay
     t_stats, _ = cpu_best_time(lambda: SufficientStatistics.from_trajectories(
         [(X, U)], [None], max_delay=R, instruments="inputs"), repeat)
-    pieces, _, _ = subsample([(X, U)], None)
+    pieces, _, _, _ = subsample([(X, U)], None, max_delay=R)
     model = fitted.model_.deviation_model()
     t_checks, _ = cpu_best_time(lambda: residual_analysis(
         model_residuals(pieces, model.A_d, model.B_blocks), R), repeat)

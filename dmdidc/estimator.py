@@ -1047,11 +1047,12 @@ class DMDidc:
         self._pretest_iv = outcome.twin if outcome.pretest else None
         self._decisions = Decisions.of(outcome)     # what bootstrap resamples keep
         self._pending = None
+        trend = self.detrend if self.detrend in ("constant", "linear") else None
         self._diagnostics = fit_diagnostics(outcome, identified.test, identified.model,
                                             trajectories=trajectories, raw=raw,
                                             log_error=identified.log_error,
                                             level=self.check_level, share=self._check_share,
-                                            kept=identified.kept)
+                                            kept=identified.kept, trend=trend)
         for check in self._diagnostics.failed if warn else ():
             warn_model(check.message(), DiagnosticWarning)
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)

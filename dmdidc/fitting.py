@@ -959,7 +959,7 @@ def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
     from dmdidc.inference.residuals import largest_robust_residual, outlier_threshold
 
     coefficients = outcome.solution.coefficients
-    pieces, _, _ = subsample(trajectories, None)
+    pieces, _, _, _ = subsample(trajectories, None, max_delay=R)
     E = np.concatenate([X[:, R + 1:] - coefficients @ np.concatenate(
         [X[:, R:U.shape[1]], lagged_inputs(U, R)]) for X, U in pieces if U.shape[1] > R], axis=1)
     z = largest_robust_residual(E, constant_rows="tiny")
@@ -1014,7 +1014,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     if solution.relative_residual > EXACT_FIT:   # rounding is not serially correlated noise
         from dmdidc.inference.residuals import MOMENT_LAGS
 
-        pieces, piece_signals, scale = subsample(trajectories, signals)
+        pieces, piece_signals, scale, _ = subsample(trajectories, signals, max_delay=R)
         # open loop, z_k = [x^_k; u_k .. u_k-R] shares the lagged inputs with phi_k; closed
         # loop, z_k is lags 0 .. R of one signal; the moment checks' instrument moments (the
         # same pieces less MOMENT_LAGS samples at either end) from the same products

@@ -15,8 +15,13 @@ __all__ = ["as_trajectories", "check_data", "detrended", "remove_trend", "subsam
 
 #: Regression samples the residual diagnostics use at most (their power is ample long before).
 DIAGNOSTIC_SAMPLES = 20_000
-#: Pieces a subsample is taken in (spread over the data).
+#: Pieces a subsample takes from one trajectory at most (spread over it).
 _PIECES = 10
+#: Samples (beyond ``max_delay``) a piece of a subsample has at least (:func:`subsample`).
+_SHORTEST_PIECE = 250
+#: Trajectories shorter than this (beyond ``max_delay``) are not cut by a subsample: kept
+#: whole or left out.
+_CUT_FROM = _PIECES * _SHORTEST_PIECE
 #: Largest magnitude of a data entry: the regression sums products of entries over samples,
 #: which overflow float64 (1.8e308) for entries near 1e154; 1e100 leaves room for any length.
 DATA_MAGNITUDE_LIMIT = 1e100
@@ -215,13 +220,30 @@ def remove_trend(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def subsample(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: list | None,
-              samples: int = DIAGNOSTIC_SAMPLES) -> tuple[list, list | None, float]:
-    """At most about ``samples`` samples of the data, as evenly spread pieces.
+              samples: int = DIAGNOSTIC_SAMPLES, *, max_delay: int = 0
+              ) -> tuple[list, list | None, float, np.ndarray]:
+    """At most about ``samples`` samples of the data, as long pieces spread over it.
 
     Residual diagnostics on a million samples would cost far more than the fit while their
-    power is ample at tens of thousands: long data are cut into ``10`` pieces per trajectory
-    spread evenly over it (each a trajectory of its own: lags stay inside a piece), short data
-    are returned whole.
+    power is ample at tens of thousands.  Short data are returned whole.  Otherwise every
+    trajectory of at least :data:`_CUT_FROM` samples (beyond ``max_delay``) gives up to
+    ``10`` pieces of its share of the kept samples, spread evenly over it (each a trajectory
+    of its own: lags stay inside a piece); the shorter ones are kept whole or left out,
+    chosen evenly over the record so that they keep their share too.  Every piece has at
+    least :data:`_SHORTEST_PIECE` samples beyond ``max_delay`` (or is a whole trajectory):
+    the checks that need a window (the moment tests lose ``max_delay + 20`` samples per
+    piece, the whiteness and correlation filters 45 at either end, the linearity check's
+    filters 20) keep nearly every sample.  (Why: each trajectory cut into 10 pieces of its
+    share turned 100 experiments of 300 samples into 1000 pieces of 17 regression samples,
+    on which those checks reported "too few samples" or were not tested.)
+
+    Parameters
+    ----------
+    trajectories : list of (X (n, K+1), U (m, K))
+    signals : list of ndarray (q, K) or None
+    samples : int, default :data:`DIAGNOSTIC_SAMPLES`
+    max_delay : int, default 0
+        ``R``: a piece's first ``R`` samples give no regression sample.
 
     Returns
     -------
@@ -231,18 +253,48 @@ def subsample(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: list |
     scale : float
         Samples of the data per sample kept (1 when nothing was cut): sums over the subsample
         times ``scale`` estimate sums over the data.
+    whole : ndarray of bool
+        Per piece: it is a whole trajectory (not a cut of one).  A fit with an intercept per
+        trajectory centres the residuals of each, and the residual checks correct the
+        whiteness test for that of the whole ones (a cut's share of it, from a trajectory of
+        at least :data:`_CUT_FROM` samples, is negligible).
+
+    Examples
+    --------
+    >>> U = np.zeros((1, 300))
+    >>> pieces, _, scale, whole = subsample([(np.zeros((1, 301)), U)] * 100, None)
+    >>> len(pieces), {p[1].shape[1] for p in pieces}, round(scale, 3), bool(whole.all())
+    (67, {300}, 1.493, True)
     """
     total = sum(U.shape[1] for _, U in trajectories)
     if total <= samples:
-        return trajectories, signals, 1.0
+        return trajectories, signals, 1.0, np.ones(len(trajectories), dtype=bool)
     fraction = samples / total
-    pieces, piece_signals, kept = [], [] if signals is not None else None, 0
+    shortest = _SHORTEST_PIECE + max_delay
+    pieces, piece_signals, whole = [], [] if signals is not None else None, []
+    # the samples owed (the kept share so far less the samples kept): a trajectory is kept
+    # when it owes at least half of what it would add, so whole ones are chosen evenly
+    owed = 0.0
     for t, (X, U) in enumerate(trajectories):
         K = U.shape[1]
-        length = max(int(K * fraction / _PIECES), 1)
-        for start in np.linspace(0, K - length, _PIECES).astype(int):
+        share = K * fraction
+        if K >= _CUT_FROM + max_delay:
+            count = min(_PIECES, max(int(share // shortest), 1))
+            length = max(int(share / count), shortest)
+        else:
+            count, length = 1, K
+        owed += share
+        if owed < 0.5 * count * length:
+            continue
+        owed -= count * length
+        # the middles of ``count`` equal segments: evenly spread, a single piece central
+        middles = (np.arange(count) + 0.5) * K / count
+        for start in np.clip(np.round(middles - length / 2), 0, K - length).astype(int):
             pieces.append((X[:, start:start + length + 1], U[:, start:start + length]))
             if signals is not None:
                 piece_signals.append(signals[t][:, start:start + length])
-            kept += length
-    return pieces, piece_signals, total / kept
+            whole.append(length == K)
+    if not pieces:                 # a budget below half of any piece: nothing to spread
+        return trajectories, signals, 1.0, np.ones(len(trajectories), dtype=bool)
+    kept = sum(U.shape[1] for _, U in pieces)
+    return pieces, piece_signals, total / kept, np.array(whole, dtype=bool)

@@ -552,7 +552,7 @@ def restricted_solution(solution: RegressionSolution, kept: np.ndarray) -> Regre
 def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                     trajectories: list | None, log_error: Exception | None,
                     level: float, share: float, kept: np.ndarray | None = None,
-                    raw: list | None = None):
+                    raw: list | None = None, trend: str | None = None):
     """Every check of one fit (:class:`~dmdidc.inference.checks.FitDiagnostics`).
 
     Parameters
@@ -577,6 +577,9 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         ``trajectories``): ``frozen_signal`` reads them, since a removed line turns a
         repeated value into a ramp and the POD rotation spreads a stuck sensor over every
         mode.
+    trend : {None, "constant", "linear"}
+        The trend the fit removed from each trajectory (``detrend``): it centres each
+        trajectory's residuals, for which the whiteness test is corrected.
 
     Returns
     -------
@@ -617,15 +620,22 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     if trajectories is not None:
         frozen = frozen_signal_check(trajectories if raw is None else raw,   # every sample
                                      model.max_delay)
-        trajectories, signals, _ = subsample(trajectories, signals)
+        trajectories, signals, _, whole = subsample(trajectories, signals,
+                                                    max_delay=model.max_delay)
         deviation = model.deviation_model()
         op = model.operating_point
         c = None if op is None else ((np.eye(model.n_states) - model.A_d) @ op.state
                                      - model.B_d @ op.input)
         parts = model_residuals(trajectories, deviation.A_d, deviation.B_blocks, c)
+        # the whole trajectories' residuals are centred each by a trend (the cuts of a long one
+        # only by a negligible share of it); model_residuals leaves out those without a sample
+        trends = None if trend is None else [
+            trend if w else None
+            for (_, U), w in zip(trajectories, whole, strict=True) if U.shape[1] > model.max_delay]
         # the correlations with the same transforms of the residuals as their whiteness,
         # unless the moment tests replace them (instrumented fits: then only if plotted)
-        analysis = residual_analysis(parts, model.max_delay, correlations=signals is None)
+        analysis = residual_analysis(parts, model.max_delay, correlations=signals is None,
+                                     trends=trends)
     residual = residual_checks(analysis, share,
                                robust=solution.estimator in ("huber", "huber_iv"),
                                reference=outcome.reference,

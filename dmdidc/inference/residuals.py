@@ -149,6 +149,10 @@ class ResidualAnalysis:
         rounding and the residuals are not tested (rounding errors are structured, not noise):
         ``whiteness_z`` and ``outlier_z`` are then computed only when first read (for the
         figure), as the correlations are.
+    trend : ndarray, shape (L + 1,), or None
+        The bias the fit's per-trajectory trends put into the residuals' lagged products, in
+        units of ``gamma_0 + 2 gamma_1`` (:func:`_trend_bias`), corrected in ``whiteness_z``;
+        ``None``: no trend was removed.
     input_z : ndarray, shape (2 L + 1, n, m)
         ``corr(e_i,k , u_j,k-tau) / sd`` at each lag ``tau`` (positive: past inputs), each
         input prewhitened (computed with the analysis, or when first read).
@@ -163,6 +167,7 @@ class ResidualAnalysis:
     lags: np.ndarray
     n_samples: int
     relative_residual: float
+    trend: np.ndarray | None = field(default=None, repr=False)
     _correlations: dict = field(default_factory=dict, repr=False)
     _tests: dict = field(default_factory=dict, repr=False)
 
@@ -170,7 +175,7 @@ class ResidualAnalysis:
     def whiteness_z(self) -> np.ndarray:
         if "whiteness" not in self._tests:
             moments, _ = _correlations(self.parts, self.max_delay, int(self.lags.max()), ())
-            return _whiteness_z(moments, int(self.lags.max()))
+            return _whiteness_z(moments, int(self.lags.max()), self.trend)
         return self._tests["whiteness"]
 
     @cached_property
@@ -271,11 +276,22 @@ class _ResidualMoments:
         filter's moments read it (one pass over the residuals, not one each)."""
         return self.layout.sums(self.E)
 
-    def autocorrelations(self, L: int) -> np.ndarray:
-        """``corr(e_i,k , e_i,k-tau)`` at lags ``0 .. L`` (each piece centred), (L + 1, n)."""
+    def autocorrelations(self, L: int, trend: np.ndarray | None = None) -> np.ndarray:
+        """``corr(e_i,k , e_i,k-tau)`` at lags ``0 .. L``, (L + 1, n): the residuals centred
+        once, by their mean over every sample, and the pieces' products summed.
+
+        Why not each piece centred: a piece's mean takes ``(1 + 2 rho_1) / N_p`` from every
+        lag's autocorrelation (``N_p`` its samples), which 1000 pieces of 17 samples turned into
+        z = -11 on white noise (the uncentred statistic: -0.29); a fit's intercept centres
+        its residuals over all samples already.  ``trend`` (L + 1,): where the fit removed a
+        trend of each trajectory (``detrend``), its residuals are centred per trajectory by
+        the fit itself, which biases lag ``tau`` by ``-s trend[tau]`` (``s = gamma_0 + 2
+        gamma_1``, :func:`_trend_bias`): added back, with ``s`` estimated from the same biased
+        sums."""
         layout, lengths, taus = self.layout, self.layout.lengths, np.arange(L + 1)
         totals = self.totals                                                # (n, pieces)
-        means = totals / lengths
+        means = np.broadcast_to(totals.sum(axis=1, keepdims=True) / max(lengths.sum(), 1),
+                                totals.shape)
         # sum_{k >= tau} (e_k - m)(e_{k-tau} - m) = gamma - m (sums but the first / last tau
         # samples) + (N - tau) m^2, per piece
         first = _prefix(layout.window(self.E, 0, L))
@@ -284,7 +300,41 @@ class _ResidualMoments:
                - np.einsum("ip,ipt->ti", means, 2.0 * totals[..., None] - first - last)
                + np.einsum("ip,pt->ti", means ** 2,
                            np.maximum(lengths[:, None] - taus[None, :], 0)))
+        if trend is not None and L >= 1:
+            # E[cov_tau] = (N - tau) gamma_tau - s trend[tau]: s from lags 0 and 1 solved
+            s = (cov[0] + 2.0 * cov[1]) / max(self.n_samples - trend[0] - 2.0 * trend[1], 1.0)
+            cov = cov + np.outer(trend, np.maximum(s, 0.0))
         return cov / np.where(cov[0] > 0, cov[0], 1.0)
+
+
+def _trend_bias(lengths: np.ndarray, kinds: list[str | None], L: int) -> np.ndarray | None:
+    """``sum_p tr(S_tau P_p)`` at lags ``0 .. L`` (L + 1,): ``P_p`` the projection on the trend
+    the fit removed from piece ``p`` of ``lengths[p]`` residuals (its mean, ``"constant"``, or
+    mean and line, ``"linear"``; ``None``: none), ``S_tau`` the lag-``tau`` shift.
+
+    A residual series centred by such a projection, ``e = (I - P) v``, has ``E[sum_k e_k
+    e_{k-tau}] = tr(S_tau (I - P) Gamma (I - P))``, about ``(N - tau) gamma_tau - s tr(S_tau
+    P)`` with ``s = gamma_0 + 2 gamma_1`` for the moving average of order one the residuals
+    are under the null (``P Gamma ~ s P``: a trend is smooth).  ``tr(S_tau P)`` is
+    ``(N - tau) / N`` for the mean and adds ``sum_{k >= tau} c_k c_{k-tau} / sum_k c_k^2``
+    (``c_k = k - (N - 1) / 2``) for the line.  ``None`` when no piece had a trend removed."""
+    kinds = list(kinds)
+    if not any(kinds):
+        return None
+    taus = np.arange(L + 1, dtype=float)
+    total = np.zeros(L + 1)
+    for N, kind in zip(lengths.astype(float), kinds, strict=True):
+        if kind is None or N < 1:
+            continue
+        M = np.maximum(N - taus, 0.0)                       # the products at each lag
+        total += M / N
+        if kind == "linear" and N > 1:
+            mu = (N - 1.0) / 2.0
+            # sum_{j < M} (j - mu)(j - mu + tau) in closed form
+            sum_a = M * (M - 1.0) / 2.0 - M * mu
+            sum_a2 = (M - 1.0) * M * (2.0 * M - 1.0) / 6.0 - mu * M * (M - 1.0) + M * mu ** 2
+            total += (sum_a2 + taus * sum_a) / (N * (N * N - 1.0) / 12.0)
+    return total
 
 
 def _prefix(x: np.ndarray) -> np.ndarray:
@@ -653,8 +703,8 @@ def _row_medians(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
 
 
 def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], max_delay: int,
-                      lags: int | None = None, *, correlations: bool = True
-                      ) -> ResidualAnalysis | None:
+                      lags: int | None = None, *, correlations: bool = True,
+                      trends: list[str | None] | None = None) -> ResidualAnalysis | None:
     """Residual whiteness, outliers and correlations; ``None`` with too few samples.
 
     Parameters
@@ -669,6 +719,12 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
         Compute the correlations with the inputs (and with the signals, when ``n^2`` is at
         most :data:`_SIGNAL_PAIRS`) now, from the same transforms of the residuals as the
         whiteness test; ``False`` computes them only when first read.
+    trends : list of {None, "constant", "linear"}, optional
+        Per part, the trend the fit removed from it as a whole (one intercept, and slope, per
+        trajectory: ``detrend``), which centres its residuals; ``None`` (default) for every
+        part: none (a fit's common intercept centres the residuals over all samples, and the
+        cuts of one trajectory are not centred each).  The whiteness test is corrected for it
+        (:meth:`_ResidualMoments.autocorrelations`).
 
     Returns
     -------
@@ -676,17 +732,20 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
     """
     R = max_delay
     L = lags if lags is not None else max(R + 10, CORRELATION_LAGS)
+    kinds = [None] * len(parts) if trends is None else list(trends)
+    kinds = [kind for part, kind in zip(parts, kinds, strict=True) if part[0].shape[1] > 0]
     parts = [part for part in parts if part[0].shape[1] > 0]   # (the layout needs samples)
     N = sum(e.shape[1] for e, _, _ in parts)
     if N < _MIN_SAMPLES:
         return None
+    trend = _trend_bias(np.array([e.shape[1] for e, _, _ in parts]), kinds, L)
     # ||E|| / ||x_k+1|| first: an exact fit's residuals are not tested (residual_checks), so
     # their whiteness, outliers and correlations wait until read (the figure)
     energy = sum(float(np.einsum("ik,ik->", e, e)) for e, _, _ in parts)
     targets = np.sqrt(sum(float(np.einsum("ik,ik->", x[:, R + 1:], x[:, R + 1:]))
                           for _, _, x in parts) + energy)
     relative = float(np.sqrt(energy) / max(targets, np.finfo(float).tiny))
-    analysis = ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), N, relative)
+    analysis = ResidualAnalysis(tuple(parts), R, np.arange(-L, L + 1), N, relative, trend)
     if relative < EXACT_FIT:
         return analysis
     groups = ()
@@ -695,14 +754,16 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
         groups = ("input", "state") if n * n <= _SIGNAL_PAIRS else ("input",)
     moments, found = _correlations(parts, R, L, groups)
     analysis._correlations.update(found)
-    analysis._tests.update(whiteness=_whiteness_z(moments, L), outliers=_outlier_z(parts))
+    analysis._tests.update(whiteness=_whiteness_z(moments, L, trend), outliers=_outlier_z(parts))
     return analysis
 
 
-def _whiteness_z(moments: _ResidualMoments, L: int) -> np.ndarray:
+def _whiteness_z(moments: _ResidualMoments, L: int, trend: np.ndarray | None = None
+                 ) -> np.ndarray:
     """The residuals' autocorrelations at lags ``0 .. L`` standardized by Bartlett's variance
-    for a moving average of order one (lag 1 is allowed, lags >= 2 are tested)."""
-    rho_e = moments.autocorrelations(L)
+    for a moving average of order one (lag 1 is allowed, lags >= 2 are tested); ``trend``:
+    :func:`_trend_bias`."""
+    rho_e = moments.autocorrelations(L, trend)
     return rho_e / np.sqrt((1.0 + 2.0 * rho_e[1] ** 2) / moments.n_samples)
 
 

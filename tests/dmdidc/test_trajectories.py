@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dmdidc.errors import DimensionError, NonFiniteError
-from dmdidc.trajectories import DATA_MAGNITUDE_LIMIT, check_data
+from dmdidc.trajectories import DATA_MAGNITUDE_LIMIT, DIAGNOSTIC_SAMPLES, check_data, subsample
 
 
 def layouts(array):
@@ -153,3 +153,62 @@ def test_a_constant_input_is_named_with_its_value_and_remedy(seed):
     with pytest.raises(InsufficientExcitationError, match=f"input '{['valve', 'heater'][held]}' "
                                                           f"is constant"):
         DMDidc(max_delay=3).fit(data)
+
+
+# -- the diagnostic subsample (subsample) ----------------------------------------------------
+
+def _indexed(lengths, n=2, m=1):
+    """Trajectories of ``lengths`` input samples whose entries are their own sample index and
+    trajectory number (row 0: the trajectory, row 1: the sample), so pieces say where they
+    came from."""
+    out = []
+    for t, K in enumerate(lengths):
+        X = np.vstack([np.full(K + 1, float(t)), np.arange(K + 1.0)] + [np.zeros(K + 1)] * (n - 2))
+        out.append((X, np.vstack([np.arange(float(K))] * m)))
+    return out
+
+
+@pytest.mark.parametrize(("count", "K"), [(100, 300), (300, 100), (1000, 50), (70, 290)])
+def test_a_subsample_of_many_experiments_keeps_whole_ones_spread_over_the_indexed(count, K):
+    """Audit finding: every experiment was cut into 10 pieces (100 x 300 -> 1000 pieces of 20
+    samples), too short for the checks' windows.  Short experiments are kept whole, chosen
+    evenly: the kept share of every stretch of the record is the budget's."""
+    data = _indexed([K] * count)
+    pieces, _, scale, whole = subsample(data, None, max_delay=4)
+    kept = sum(U.shape[1] for _, U in pieces)
+    assert whole.all() and all(U.shape[1] == K for _, U in pieces)
+    assert abs(kept - DIAGNOSTIC_SAMPLES) <= K and scale == count * K / kept
+    chosen = np.array([X[0, 0] for X, _ in pieces])
+    fraction = DIAGNOSTIC_SAMPLES / (count * K)
+    # every run of 10 consecutive experiments holds its share, to one experiment
+    for start in range(0, count - 10, 10):
+        inside = np.count_nonzero((chosen >= start) & (chosen < start + 10))
+        assert abs(inside - 10 * fraction) <= 1.0
+
+
+@pytest.mark.parametrize("lengths", [[100_000], [30_000, 40_000], [5_000] * 12 + [200] * 30,
+                                     [2_000, 90_000, 3_000, 120, 40_000]])
+def test_long_trajectories_are_cut_into_long_pieces_spread_over_each(lengths):
+    data = _indexed(lengths)
+    R = 4
+    pieces, signals, scale, whole = subsample(data, [U for _, U in data], max_delay=R)
+    kept = sum(U.shape[1] for _, U in pieces)
+    assert abs(kept - DIAGNOSTIC_SAMPLES) <= max(lengths) and scale == sum(lengths) / kept
+    for (X, U), S, complete in zip(pieces, signals, whole, strict=True):
+        t, start = int(X[0, 0]), int(X[1, 0])
+        source_X, source_U = data[t]
+        assert complete == (U.shape[1] == lengths[t])
+        # a whole trajectory, or a cut of at least the shortest piece beyond max_delay
+        assert complete or U.shape[1] >= 250 + R
+        np.testing.assert_array_equal(X, source_X[:, start:start + U.shape[1] + 1])
+        np.testing.assert_array_equal(S, source_U[:, start:start + U.shape[1]])
+    for t, K in enumerate(lengths):
+        starts = sorted(int(X[1, 0]) for X, _ in pieces if X[0, 0] == t)
+        if len(starts) > 1:             # evenly spread: equal spacing, to rounding
+            assert np.ptp(np.diff(starts)) <= 1 and starts[0] <= K // len(starts)
+
+
+def test_short_data_are_returned_whole():
+    data = _indexed([300] * 10)
+    pieces, signals, scale, whole = subsample(data, None)
+    assert pieces is data and signals is None and scale == 1.0 and whole.all()
