@@ -73,6 +73,23 @@ QUESTION = "Does the plant respond linearly (residuals uncorrelated with nonline
            "the inputs)?"
 
 
+def _untested(parts: list, short: int, kept: int, samples: int, columns: int) -> str:
+    """Why the linearity check could not be tested, from what it found."""
+    if not parts or parts[0][1].shape[0] == 0:
+        return "not tested: no inputs"
+    if short and not kept:
+        return (f"not tested: all {short} pieces read are shorter than {_SHORTEST} residual "
+                f"samples (their own prewhitening filter needs that many); longer experiments "
+                f"(or fewer gaps) are needed")
+    if not kept:
+        return "not tested: no input acts (every input block is zero)"
+    return (f"not tested: {samples} residual samples in {kept} pieces for {columns} columns "
+            f"(features, linear regressors and one intercept per piece), fewer than "
+            f"{_SAMPLES_PER_COLUMN} per column"
+            + (f"; {short} pieces shorter than {_SHORTEST} samples were left out" if short
+               else ""))
+
+
 def _standardized(x: np.ndarray) -> np.ndarray:
     x = x - x.mean(axis=1, keepdims=True)
     scale = x.std(axis=1, keepdims=True)
@@ -196,9 +213,12 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
         3 * model.n_states if stable else 0)
     budget = min(SAMPLES, max(_FEWEST, _VALUES // rows))
     step = max(1, -(-sum(E.shape[1] for E, _, _ in parts) // budget))
-    pieces, names = [], []
+    pieces, names, short = [], [], 0
     for E, U, _ in parts[::step]:
-        if U.shape[0] == 0 or E.shape[1] < _SHORTEST:
+        if U.shape[0] == 0:
+            continue
+        if E.shape[1] < _SHORTEST:
+            short += 1
             continue
         linear, F, names = _features(U, model, E.shape[1], stable, cube_lags)
         if F.size:
@@ -206,9 +226,8 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     samples = sum(E.shape[1] for E, _, _ in pieces)
     columns = pieces[0][1].shape[0] + pieces[0][2].shape[0] + len(pieces) if pieces else 0
     if not pieces or samples < _SAMPLES_PER_COLUMN * columns:
-        return Check("linearity", QUESTION, None,
-                     finding="not tested (no inputs, no input acts, or too few samples for the "
-                             "features)")
+        return Check("linearity", QUESTION, None, finding=_untested(
+            parts, short, len(pieces), samples, columns))
     # one projection for all pieces, each with its own intercept (its signals centred: many
     # short experiments pool their samples instead of each being too short alone)
     inverse = _pseudo_inverse(sum(L @ L.T for _, L, _ in pieces))

@@ -1087,7 +1087,7 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)],
         order + [signals_of[group] for group in computed], R + L, L)
     if sum(lengths) < _MIN_SAMPLES or m == 0:
-        return [Check(name, question, None, finding="too few samples, or no inputs")
+        return [Check(name, question, None, finding=_too_short(trajectories, R + 2 * L, m))
                 for name, question in names.values()]
     z_rows, lagged = q * len(own[1]), m * (R + 1)
     z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
@@ -1138,6 +1138,22 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
                                     residual, R, reference))
     return checks
+
+
+def _too_short(trajectories: list[tuple[np.ndarray, np.ndarray]], window: int, m: int) -> str:
+    """Why the moment tests found too few samples: what the pieces held against the
+    ``window`` of lags each loses (``max_delay + 2 x`` :data:`MOMENT_LAGS`)."""
+    if m == 0:
+        return "not applicable: no inputs"
+    lengths = np.array([U.shape[1] for _, U in trajectories])
+    usable = int(np.maximum(lengths - window, 0)[lengths - window >= 2].sum())
+    low, high = int(lengths.min()), int(lengths.max())
+    sizes = f"{low}" if low == high else f"{low} to {high}"
+    return (f"not applicable: {usable} samples left for the moment tests, fewer than "
+            f"{_MIN_SAMPLES}: each of the {lengths.size} pieces (of {sizes} samples) loses "
+            f"{window} to the lags (max_delay and "
+            f"{MOMENT_LAGS} lags either side), and pieces of fewer than {window + 2} samples "
+            f"give none; longer experiments (or fewer gaps) are needed")
 
 
 def _own_moments(moments: TrimmedMoments | None, Z: np.ndarray, centred: bool, trim: int

@@ -138,3 +138,22 @@ def test_faulty_data_cut_into_many_experiments_are_still_flagged(kind):
                                             and checks["whiteness"].failed), (seed, layout)
             else:
                 assert checks.failed or right(est, plant), (seed, layout)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_check_that_cannot_run_on_short_experiments_says_why(seed):
+    """Experiments of 20 samples are shorter than the moment tests' window (max_delay + 20
+    lags) and the linearity check's filters: each says so with the numbers, instead of "too
+    few samples, or no inputs" / "no inputs, no input acts, or too few samples"."""
+    plant = random_plant(1000 + seed)
+    rng = np.random.default_rng(seed)
+    experiments = [make_data("white", plant, samples=20, snr_db=20.0, rng=rng)
+                   for _ in range(600)]
+    checks = fitted(IdData([d.X for d in experiments], [d.U for d in experiments],
+                           dt=T)).diagnostics_
+    for name in ("input_correlation", "feedback", "state_completeness"):
+        assert checks[name].passed is None
+        assert (f"each of the 600 pieces (of 20 samples) loses {R + 20} to the lags"
+                in checks[name].finding)
+    assert checks["linearity"].passed is None
+    assert "pieces read are shorter than 20 residual samples" in checks["linearity"].finding
