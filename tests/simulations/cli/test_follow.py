@@ -203,6 +203,23 @@ def test_follow_leaves_a_pandas_index_out_and_reads_a_temperature_t_as_a_state(s
     assert "degC" in captured.err
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_leaves_a_pandas_index_beside_the_time_column_out(seed, tmp_path, capsys):
+    """Audit finding: ``,time,x1,..`` (``DataFrame.to_csv`` of a frame with a time column)
+    made the index a state ''; the period still comes from the time column."""
+    _log(tmp_path / "log.csv", seed, samples=300)
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    (tmp_path / "log.csv").write_text("\n".join(
+        ["," + rows[0]] + [f"{k},{r}" for k, r in enumerate(rows[1:])]) + "\n")
+    argv = ["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+            "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "300",
+            "--out", str(tmp_path / "m.json")]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "states x1, x2, x3; inputs u1, u2; T = 0.5 s" in captured.out
+    assert "row index" in captured.err
+
+
 def _model_arrays(path):
     model = DelayedPlant.load(path)
     return model.A_d, model.B_blocks
