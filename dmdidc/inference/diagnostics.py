@@ -641,6 +641,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                                reference=outcome.reference,
                                correlations=trajectories is None or signals is None)
     if trajectories is not None and signals is not None:
+        # least squares' coefficients when Hausman's pretest kept them: valid, the corrected
+        # moments do not depend on the coefficients (moment_checks)
         replaced = {c.name: c for c in moment_checks(
             trajectories, signals, solution.coefficients,
             max_delay=model.max_delay, centred=outcome.centred, level=share,
