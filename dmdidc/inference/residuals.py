@@ -1037,14 +1037,17 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     the residuals that estimate ``V``.  So least squares kept by Hausman's pretest
     (``estimator="auto"`` with weak instruments, :func:`dmdidc.fitting.fit_trajectories`)
     leaves the test valid, with ``V`` from its residuals, which estimate the noise better than
-    weak IV's.  Measured on 124 fits that kept least squares (process noise 0.3-3 x the input
-    response, 20-40 dB measurement noise): none failed at the fit's share of the level, the
-    p-values uniform (Kolmogorov-Smirnov p 0.11-0.74); the IV twin's residuals put the p-values
-    near 1 (0 of 76 below 0.05) and lost detections (a closed loop's feedback, 47 -> 38 of 62;
-    a missing state, 43 -> 32 of 74).  Least squares' own projection (``h_k = (sum phi
+    weak IV's.  Measured (``benchmarks/bench_pretest_moments.py --variants``, 40 random plants
+    per condition) on 99 fits that kept least squares (process noise 0.3-3 x the input
+    response, with or without 20-40 dB measurement noise): none failed at the fit's share of
+    the level, the p-values uniform (Kolmogorov-Smirnov p 0.11-0.9).  The IV twin's residuals
+    would put the p-values near 1 (none below 0.05) and lose detections (a closed loop's
+    feedback, 25 -> 18 of 37; a missing state, 16 -> 13 of 36; delays beyond the bound, by
+    state completeness, 21 -> 4 of 32).  Least squares' own projection (``h_k = (sum phi
     phi^T)^-1 phi_k``) is not used: it assumes least squares consistent, which the pretest
-    only failed to reject, and raised false state-completeness alarms (6 of 48, nominal 0.1 %)
-    where the measurement noise biased it slightly.
+    only failed to reject, and raised false alarms where measurement noise biased it slightly
+    (input correlation and state completeness on all 4 open-loop fits that kept least
+    squares; state completeness on 3 of 27 with process noise, nominal 0.1 %).
 
     Parameters
     ----------
