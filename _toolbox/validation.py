@@ -23,6 +23,8 @@ __all__ = [
     "check_finite_array",
     "check_allocation",
     "ALLOCATION_LIMIT_BYTES",
+    "check_magnitude",
+    "DATA_MAGNITUDE_LIMIT",
     "check_scalar_or_vector",
     "check_probability",
     "as_generator",
@@ -179,6 +181,45 @@ def check_allocation(name: str, shape: tuple[int, ...], dtype: Any = float, *,
             f"(_toolbox.validation.ALLOCATION_LIMIT_BYTES)" + (f"; {accepted}" if accepted
                                                                else ""))
     return size
+
+
+#: Largest magnitude of a data entry any package accepts: sums of products of entries (a
+#: regression's moments, a squared gradient norm) overflow float64 (1.8e308) for entries near
+#: 1e154; 1e100 leaves room for any sample count or dimension.
+DATA_MAGNITUDE_LIMIT = 1e100
+
+
+def check_magnitude(name: str, largest: float, consequence: str, remedy: str) -> None:
+    """Refuse data whose largest entry magnitude exceeds :data:`DATA_MAGNITUDE_LIMIT`.
+
+    Parameters
+    ----------
+    name : str
+        The argument holding the data.
+    largest : float
+        Its largest ``|entry|`` (the caller computes it, as cheaply as its layout allows).
+    consequence : str
+        What would overflow beyond the limit.
+    remedy : str
+        What the user can do instead.
+
+    Raises
+    ------
+    NonFiniteError
+        ``largest`` is above the limit (or NaN); the message names the argument, the
+        magnitude, the limit, the consequence and the remedy.
+
+    Examples
+    --------
+    >>> check_magnitude("X", 3.0, "sums would overflow", "rescale X")
+    >>> check_magnitude("X", 1e160, "sums would overflow", "rescale X")
+    Traceback (most recent call last):
+    ...
+    _toolbox.errors.NonFiniteError: X has an entry of magnitude 1e+160, beyond 1e+100: ...
+    """
+    if not largest <= DATA_MAGNITUDE_LIMIT:
+        raise NonFiniteError(f"{name} has an entry of magnitude {largest:.3g}, beyond "
+                             f"{DATA_MAGNITUDE_LIMIT:.0e}: {consequence}; {remedy}")
 
 
 def check_scalar_or_vector(name: str, value: Any, size: int) -> np.ndarray:

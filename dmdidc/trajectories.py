@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import check_finite_array
+from _toolbox.validation import DATA_MAGNITUDE_LIMIT, check_finite_array, check_magnitude
 from dmdidc.errors import DimensionError, InsufficientExcitationError, NonFiniteError
 
 __all__ = ["as_trajectories", "check_data", "detrended", "remove_trend", "subsample",
@@ -22,9 +22,6 @@ _SHORTEST_PIECE = 250
 #: Trajectories shorter than this (beyond ``max_delay``) are not cut by a subsample: kept
 #: whole or left out.
 _CUT_FROM = _PIECES * _SHORTEST_PIECE
-#: Largest magnitude of a data entry: the regression sums products of entries over samples,
-#: which overflow float64 (1.8e308) for entries near 1e154; 1e100 leaves room for any length.
-DATA_MAGNITUDE_LIMIT = 1e100
 #: Entries per piece of :func:`_largest_magnitude` (1 MB: the two reductions share the cache).
 _PIECE = 131_072
 
@@ -52,10 +49,8 @@ def check_data(name: str, value: Any) -> np.ndarray:
             check_finite_array(name, array, ndim=2)      # says how many entries and raises
     except NonFiniteError as exc:
         raise NonFiniteError(f"{exc}{_first_nonfinite(value)}") from None
-    if not largest <= DATA_MAGNITUDE_LIMIT:
-        raise NonFiniteError(f"{name} has an entry of magnitude {largest:.3g}, beyond "
-                             f"{DATA_MAGNITUDE_LIMIT:.0e}: the regression's sums of products "
-                             f"would overflow float64; rescale the data (e.g. other units)")
+    check_magnitude(name, largest, "the regression's sums of products would overflow float64",
+                    "rescale the data (e.g. other units)")
     return array
 
 

@@ -174,12 +174,19 @@ class _Base:
         valid = np.asarray(valid, dtype=bool)
         if valid.shape != np.shape(y):
             raise DimensionError(f"valid must have shape {np.shape(y)}; got {valid.shape}")
-        squared = sum(np.einsum("rbj,rbj->rb", right, right)
-                      * (1.0 if left is None else np.einsum("rbi,rbi->rb", left, left))
-                      for left, right in blocks)
-        norms = np.sqrt(squared)
-        factors = np.where(valid, np.minimum(1.0, clip_norm / np.maximum(
-            norms, np.finfo(float).tiny)), 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            squared = sum(np.einsum("rbj,rbj->rb", right, right)
+                          * (1.0 if left is None else np.einsum("rbi,rbi->rb", left, left))
+                          for left, right in blocks)
+        if np.isfinite(squared).all():
+            scale = np.minimum(1.0, clip_norm / np.maximum(np.sqrt(squared),
+                                                           np.finfo(float).tiny))
+        else:
+            # a huge but finite example overflows its squared norm; an infinite norm would
+            # zero (or NaN) its clipped gradient instead of scaling it to clip_norm, and the
+            # output would reveal the example: take the norms in the log domain instead
+            scale = np.exp(np.minimum(0.0, np.log(clip_norm) - _log_norm(blocks)))
+        factors = np.where(valid, scale, 0.0)
         sums = [np.einsum("rb,rbj->rj", factors, right) if left is None else
                 (np.swapaxes(left * factors[..., None], 1, 2) @ right).reshape(
                     right.shape[0], -1)
@@ -199,6 +206,24 @@ class _Base:
     def _blocks(self, params: np.ndarray, X: np.ndarray, y: np.ndarray
                 ) -> list[Block]:  # pragma: no cover
         raise NotImplementedError
+
+
+def _log_norms(v: np.ndarray) -> np.ndarray:
+    """``log ||v||_2`` along the last axis without overflow (``-inf`` for zero rows)."""
+    largest = np.max(np.abs(v), axis=-1, initial=0.0)
+    safe = np.where(largest > 0, largest, 1.0)
+    with np.errstate(divide="ignore"):
+        return (np.log(largest)
+                + 0.5 * np.log(np.einsum("...j,...j->...", v / safe[..., None],
+                                         v / safe[..., None])))
+
+
+def _log_norm(blocks: list[Block]) -> np.ndarray:
+    """``log`` of each example's gradient norm (R, B), overflow-free: every block's norm is
+    the product of its factor norms, and the blocks add in squares (a log-sum-exp)."""
+    logs = np.stack([_log_norms(right) + (0.0 if left is None else _log_norms(left))
+                     for left, right in blocks])
+    return 0.5 * special.logsumexp(2.0 * logs, axis=0)
 
 
 def _check_integers(model: object, **minimums: int) -> None:

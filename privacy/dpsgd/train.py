@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import (
     as_generator,
     check_finite_array,
     check_integer,
+    check_magnitude,
     check_nonnegative,
     check_positive,
     check_probability,
@@ -185,7 +186,10 @@ def dpsgd_train(model: Model, X: np.ndarray, y: np.ndarray, *, config: DPSGDConf
     Raises
     ------
     DimensionError, NonFiniteError, ParameterError
-        Wrong shapes, non-finite data, bad labels or arguments.
+        Wrong shapes, non-finite data or data beyond
+        :data:`~_toolbox.validation.DATA_MAGNITUDE_LIMIT` (1e100) in magnitude, bad labels or
+        arguments; ``NonFiniteError`` also when a parameter becomes NaN or infinite during
+        training (divergence), rather than returning such a model.
 
     Examples
     --------
@@ -211,6 +215,10 @@ def dpsgd_train(model: Model, X: np.ndarray, y: np.ndarray, *, config: DPSGDConf
         raise ParameterError(f"noise must be a GradientNoise or None; got "
                              f"{type(noise).__name__}")
     X = check_finite_array("X", X, ndim=2)
+    check_magnitude("X", float(np.max(np.abs(X), initial=0.0)),
+                    "the per-example gradients and scores would overflow float64, and a run "
+                    "that ends in NaN only when that example is sampled reveals it",
+                    "standardize the features or clip them to a public bound before training")
     if X.shape[1] != model.n_features:
         raise DimensionError(f"X has {X.shape[1]} features (columns); the model expects "
                              f"{model.n_features}")
@@ -235,7 +243,21 @@ def dpsgd_train(model: Model, X: np.ndarray, y: np.ndarray, *, config: DPSGDConf
         update = model.clipped_gradient_sum(params, X[indices], y[indices], valid, C)
         if noise is not None:
             update += noise.sample(update.shape, noise_rng)
-        params -= lr * (update / batch + config.weight_decay * params)
+        with np.errstate(over="ignore", invalid="ignore"):    # refused just below
+            params -= lr * (update / batch + config.weight_decay * params)
+        if not np.isfinite(params).all():
+            raise _diverged(step, params)
         if callback is not None:
             callback(step, params)
     return DPSGDResult(read_only(params), config, noise)
+
+
+def _diverged(step: int, params: np.ndarray) -> NonFiniteError:
+    """The refusal of a run whose parameters left the float range at ``step`` (0-based)."""
+    bad = np.flatnonzero(~np.isfinite(params).all(axis=1))
+    return NonFiniteError(
+        f"DP-SGD diverged: after step {step + 1} the parameters of replicate(s) "
+        f"{', '.join(str(int(r)) for r in bad[:5])}{', ...' if bad.size > 5 else ''} are NaN "
+        f"or infinite, so no model is returned (a NaN model would be released as a result "
+        f"and could depend on single examples); lower learning_rate, use lighter-tailed noise "
+        f"(a larger SaS alpha) or standardize the features")

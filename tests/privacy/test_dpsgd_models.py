@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -178,3 +180,33 @@ def test_constructor_and_label_errors():
         check_labels(LogisticModel(2), np.array([0, 2]))
     with pytest.raises(ParameterError, match="labels"):
         check_labels(SoftmaxModel(2, 3), np.array([0.5, 1.0]))
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("magnitude", [1e150, 1e155, 1e200, 1e300])
+def test_clipping_works_for_huge_finite_examples(model, magnitude):
+    # a squared norm beyond 1.8e308 used to zero (or NaN) an example's clipped gradient; the
+    # reference norms are Python's math.hypot, which scales instead of squaring
+    rng = np.random.default_rng(5)
+    params, X, y = _random_batch(model, rng, R=2, B=4)
+    X[0, 1, 2] = magnitude
+    X[1, 3, 0] = -magnitude
+    if isinstance(model, LogisticModel):       # the wrong label: no saturated zero gradient
+        y[0, 1] = int(params[0, 2] < 0)
+    if isinstance(model, MLPModel):            # one hidden unit blind to the huge feature,
+        params[0, 2 * model.n_hidden] = 0.0    # so it stays unsaturated: a huge W1 gradient
+    valid = np.array([[True, True, True, False], [True, True, True, True]])
+    clip = 0.7
+    grads = model.per_example_gradients(params, X, y)
+    norms = np.array([[math.hypot(*g) for g in row] for row in grads])
+    factors = np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
+    expected = np.einsum("rb,rbp->rp", np.where(valid, factors, 0.0), grads)
+    got = model.clipped_gradient_sum(params, X, y, valid, clip)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    # the huge example alone: its contribution is scaled to clip_norm, not zeroed
+    alone = np.zeros_like(valid)
+    alone[0, 1] = True
+    single = model.clipped_gradient_sum(params, X, y, alone, clip)[0]
+    assert norms[0, 1] > 1e100
+    assert math.hypot(*single) == pytest.approx(clip, rel=1e-12)

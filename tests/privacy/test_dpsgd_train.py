@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -12,11 +13,13 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from prv_accountant.dpsgd import DPSGDAccountant
 from scipy import stats
 
-from privacy import DimensionError, ParameterError, stable
+from _toolbox.validation import DATA_MAGNITUDE_LIMIT
+from privacy import DimensionError, NonFiniteError, ParameterError, stable
 from privacy.dpsgd import (
     DPSGDConfig,
     GradientNoise,
     LogisticModel,
+    MLPModel,
     SoftmaxModel,
     calibrate_noise,
     dpsgd_epsilon,
@@ -178,6 +181,36 @@ def test_training_input_errors():
         DPSGDConfig(clip_norm=-1.0, learning_rate=0.5, sampling_rate=0.1, steps=2)
     assert DPSGDConfig.from_epochs(epochs=3, sampling_rate=0.01, clip_norm=1.0,
                                    learning_rate=0.1).steps == 300
+
+
+@pytest.mark.parametrize("model", [LogisticModel(3), SoftmaxModel(3, 2), MLPModel(3, 4, 2)],
+                         ids=lambda m: type(m).__name__)
+def test_huge_example_is_refused_or_harmless_with_and_without_it(model):
+    # a NaN run only when one huge example was sampled revealed it with certainty
+    X, y = _data()
+    config = DPSGDConfig(clip_norm=0.5, learning_rate=0.3, sampling_rate=0.3, steps=20)
+    noise = GradientNoise("gaussian", 1.0)
+    for magnitude in (1e101, 1e155, 1e160, 1e300):
+        huge = X.copy()
+        huge[0, 1] = -magnitude
+        with pytest.raises(NonFiniteError, match=re.escape(f"X has an entry of magnitude "
+                                                           f"{magnitude:.3g}, beyond 1e+100")):
+            dpsgd_train(model, huge, y, config=config, noise=noise, replicates=4, rng=0)
+    at_limit = X.copy()
+    at_limit[0, 1] = DATA_MAGNITUDE_LIMIT
+    for data, labels in ((at_limit, y), (X[1:], y[1:])):
+        result = dpsgd_train(model, data, labels, config=config, noise=noise, replicates=4,
+                             rng=0)
+        assert np.isfinite(result.params).all()
+
+
+def test_diverging_run_raises_instead_of_returning_nan():
+    X, y = _data()
+    config = DPSGDConfig(clip_norm=1.0, learning_rate=1e300, sampling_rate=0.5, steps=5)
+    with pytest.raises(NonFiniteError, match=r"DP-SGD diverged: after step \d+ .*replicate"
+                                             r".*lower learning_rate"):
+        dpsgd_train(LogisticModel(3), X, y, config=config, noise=GradientNoise("gaussian", 1e10),
+                    replicates=2, rng=0)
 
 
 def test_gradient_noise_validation():
