@@ -1,7 +1,9 @@
 """DP-SGD in numpy: per-example gradients, Poisson sampling, clipping, Gaussian or SaS noise.
 
-Privacy unit: one training example (add-or-remove).  See :mod:`privacy.dpsgd.train` for the
-algorithm and :mod:`privacy.dpsgd.noise` for the accounting of a run.
+Privacy unit: one training example (add-or-remove; the data set's size is treated as public
+unless ``DPSGDConfig(expected_batch_size=...)`` is fixed without it).  See
+:mod:`privacy.dpsgd.train` for the algorithm and :mod:`privacy.dpsgd.noise` for the accounting
+of a run.
 
 Names are imported on first use (PEP 562): ``import privacy.dpsgd`` loads no numerics.
 """

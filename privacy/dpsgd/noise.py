@@ -2,7 +2,9 @@
 
 Privacy unit: **one training example** (add-or-remove neighbours).  One step releases the sum of
 the l2-clipped per-example gradients of a Poisson sample plus noise on every coordinate; a run
-composes ``steps`` such releases.
+composes ``steps`` such releases.  The accounting covers these noisy sums; the training loop's
+default normaliser ``q n`` treats the data set's size ``n`` as public (see
+:class:`privacy.dpsgd.DPSGDConfig`, ``expected_batch_size``).
 
 * Gaussian noise ``N(0, sigma^2 I)``: exactly the subsampled Gaussian mechanism with sensitivity
   ``clip_norm``.

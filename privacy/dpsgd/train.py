@@ -7,9 +7,11 @@ One step, for each replicate independently (seed ``002`` Algorithm 1, Abadi et a
 2. per-example gradients ``g_i``, clipped to ``g_i min(1, C / ||g_i||_2)``;
 3. noisy sum ``U = sum_i clip(g_i) + Z``, ``Z`` i.i.d. Gaussian or SaS per coordinate;
 4. ``w <- w - lr (U / B + weight_decay w)`` with ``B`` the expected batch size (``q n`` by
-   default), so the step is unbiased and the realised batch size is never released.  Under
-   add-or-remove neighbours ``B`` must be public: pass ``expected_batch_size`` when ``n``
-   itself is private (by default ``n`` is treated as public, the usual convention).
+   default), so the step is unbiased and the realised batch size is never released.  The
+   accountant (add-or-remove, one example) covers the noisy sums ``U`` only, so ``B`` must be
+   public: the default ``q n`` treats the data set's size ``n`` as public (Abadi et al.'s and
+   Opacus' convention; see :class:`DPSGDConfig`); pass ``expected_batch_size`` when ``n``
+   itself is private.
 
 ``R`` replicates (seeds) run in one vectorized loop: each step draws a Poisson batch per
 replicate, pads the batches to the largest one (padding is masked out of the clipped sum) and
@@ -58,7 +60,17 @@ class DPSGDConfig:
     weight_decay : float, default 0
         l2 penalty applied outside the noisy sum (data independent, so free of privacy cost).
     expected_batch_size : float, optional
-        Public normaliser ``B`` of the noisy sum; default ``sampling_rate * len(X)``.
+        Normaliser ``B`` of the noisy sum; default ``sampling_rate * len(X)``, which treats
+        the data set's size as public.  The accounted epsilon (add-or-remove, one example)
+        covers the noisy sums; a step divides them by ``B``, so the released parameters are
+        also a function of ``B``.  With the default they depend on ``len(X)``, which adding
+        or removing the example changes (every step's scale by ``n / (n + 1)``), and epsilon
+        does not account for that: it bounds what the run reveals about one example beyond
+        the size, which it treats as published with the model (the convention of Abadi et
+        al. 2016 and Opacus).  When the size itself is private (e.g. the number of patients
+        with a condition), fix ``B`` before seeing the data, from public information only
+        (``q`` times a public size estimate); the run is then post-processing of the
+        accounted releases whatever ``n`` is.
     """
 
     clip_norm: float
@@ -107,8 +119,9 @@ class DPSGDResult:
     noise: GradientNoise | None
 
     def epsilon(self, delta: float, *, released: int = 1) -> float:
-        """Composed epsilon (privacy unit: one example) of releasing ``released`` of the
-        replicates; ``inf`` without noise.
+        """Composed epsilon (privacy unit: one example, add-or-remove; the data set's size is
+        public unless ``config.expected_batch_size`` was fixed without it, see
+        :class:`DPSGDConfig`) of releasing ``released`` of the replicates; ``inf`` without noise.
 
         Every replicate is an independent run on the same data, so releasing ``r`` of them
         (or anything computed from them, such as the best one) composes ``r`` runs: the

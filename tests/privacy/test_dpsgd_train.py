@@ -69,6 +69,27 @@ def test_full_batch_without_noise_is_gradient_descent():
     assert not result.params.flags.writeable
 
 
+def test_a_fixed_expected_batch_size_makes_the_step_a_function_of_the_noisy_sum_only():
+    # the accountant covers the noisy sum; the default normaliser q n also depends on the data
+    # set's size (treated as public), a fixed one does not: one full-batch step on D and on
+    # D + x then differs by exactly lr * clip(g_x) / B
+    X, y = _data()
+    model = LogisticModel(3)
+    x, label = np.array([[3.0, -1.0, 2.0]]), np.array([1])
+    g_x = model.gradient(np.zeros((1, 4)), x, label)[0]
+    clipped = g_x * min(1.0, 0.5 / np.linalg.norm(g_x))
+    steps = {}
+    for B in (None, 40.0):
+        config = DPSGDConfig(clip_norm=0.5, learning_rate=0.3, sampling_rate=1.0, steps=1,
+                             expected_batch_size=B)
+        without, with_x = (dpsgd_train(model, data, labels, config=config, noise=None,
+                                       rng=0).params[0]
+                           for data, labels in ((X, y), (np.vstack([X, x]), np.append(y, label))))
+        steps[B] = with_x - without
+    np.testing.assert_allclose(steps[40.0], -0.3 * clipped / 40.0, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(steps[None], -0.3 * clipped / len(X), rtol=1e-3, atol=0)
+
+
 def test_clipping_bounds_every_step():
     X, y = _data()
     X = 100.0 * X                                    # large gradients, all clipped
