@@ -11,7 +11,8 @@ Local DP, the same for every method.  Per-record gradients are clipped to Froben
 ``W <- W - eta (clipped mean gradient + data-independent terms)`` with
 ``eta (feature_bound^2 + ridge + mu) <= 2`` is non-expansive: adding or removing one record moves
 the iterate by at most ``eta G / n_k`` per step (``n_k`` the declared record count, which
-normalizes the local loss) and the local update ``Delta_k`` by at most
+normalizes the local loss; a client refuses data of more than ``n_k + 1`` records, beyond what
+the step-size check covers) and the local update ``Delta_k`` by at most
 ``s_k eta G / n_k``.  A client releases ``u_k = -Delta_k / (s_k eta)`` (the mean descent direction,
 l2-sensitivity ``G / n_k``, l1 ``sqrt(p C) G / n_k``) plus noise, once per update; everything the
 server and the client do afterwards is post-processing of noisy values.  FedLin additionally
@@ -153,9 +154,31 @@ class _GradientMethod:
         dp = self.dps[client]
         return value if dp is None else dp.randomize(value, rng)
 
+    def _loss_parts(self, data, client: int) -> tuple[np.ndarray, np.ndarray]:
+        """The client's clipped features and targets, refused beyond its declared count.
+
+        The update's sensitivity ``G / n_k`` and the non-expansive step-size check rest on the
+        declared ``n_k`` and cover data of up to ``n_k + 1`` records (an honest client's
+        add-one neighbour; refusing that neighbour would itself tell it apart), so more
+        records than that raise before anything is released.
+        """
+        phi, T = self.loss.local_loss_parts(data)
+        actual, declared = phi.shape[0], self.samples[client]
+        if T.shape[0] != actual:
+            raise DimensionError(f"client {client}'s data have {actual} feature rows but "
+                                 f"{T.shape[0]} labels")
+        if actual > declared + 1:
+            raise ParameterError(
+                f"client {client} holds {actual} records, more than its declared "
+                f"samples[{client}] = {declared} (plus the one record a neighbouring data set "
+                f"may add): the update's sensitivity G / n_k and the non-expansive step-size "
+                f"check assume at most {declared + 1}; declare the client's record count "
+                f"(samples[{client}] = {actual}) or give it at most {declared} records")
+        return phi, T
+
     def _gradient(self, data, W: np.ndarray, client: int) -> np.ndarray:
         """Clipped local mean gradient (declared record count) plus the ridge term."""
-        phi, T = self.loss.local_loss_parts(data)
+        phi, T = self._loss_parts(data, client)
         return (self.loss.clipped_gradient(W, phi, T, self.clip, self.samples[client])
                 + self.loss.ridge * W)
 
@@ -163,7 +186,7 @@ class _GradientMethod:
                        ) -> np.ndarray:
         """``u = (start - W_s) / (s lr)`` after ``s`` corrected local gradient steps."""
         steps, lr = self.local_steps[client], self.step_sizes()[client]
-        phi, T = self.loss.local_loss_parts(data)
+        phi, T = self._loss_parts(data, client)
         W = start.copy()
         for _ in range(steps):
             grad = (self.loss.clipped_gradient(W, phi, T, self.clip, self.samples[client])
@@ -308,7 +331,9 @@ class FedAvg(_GradientMethod):
         Release of one update (dimension ``p * outputs``, sensitivity at least
         :func:`update_sensitivity`).
     samples : sequence of int
-        Records per client (public; data shares ``p_k``).
+        Records per client (public; data shares ``p_k``).  A client's update refuses data
+        with more than ``samples[k] + 1`` records (the privacy analysis covers the declared
+        count and its add-one neighbour, no more).
     lr : float
         Local step size (``lr (feature_bound^2 + ridge + mu) <= 2``).
     local_steps : int or sequence of int, default 1

@@ -124,6 +124,28 @@ def test_update_sensitivity_by_brute_force(cls):
     assert worst > 0.5   # the bound is not vacuous
 
 
+@pytest.mark.parametrize("cls", METHODS)
+def test_client_refuses_more_records_than_declared(cls):
+    """The sensitivity and step-size check assume at most n_k + 1 records (the brute force
+    above uses n_k + 1); a client holding more refuses before it releases anything."""
+    model, data = _setup()
+    gen = np.random.default_rng(2)
+    algo = _make(cls, model, _dps(model, cls), clip=1.0)
+
+    def extended(extra):
+        grown = [dict(d) for d in data]
+        grown[1] = {"X": np.vstack([data[1]["X"], gen.normal(size=(extra, 2))]),
+                    "y": np.r_[data[1]["y"], gen.integers(0, 3, extra)]}
+        return grown
+    assert np.isfinite(run_sync(algo, extended(1), rounds=2, seed=0).model["w"]).all()
+    with pytest.raises(ParameterError, match=r"client 1 holds 32 records, more than its "
+                                             r"declared samples\[1\] = 30 .* at most 31"):
+        run_sync(algo, extended(2), rounds=2, seed=0)
+    start = np.zeros(model.weight_shape)
+    with pytest.raises(ParameterError, match="client 1 holds 80 records"):
+        algo._local_descent(extended(50)[1], start, start, 1)
+
+
 def test_fedlin_starts_with_gradients_and_sampling_is_reproducible():
     model, data = _setup()
     algo = _make(FedLin, model, _dps(model, FedLin), clip=1.0)
