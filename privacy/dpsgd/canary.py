@@ -32,7 +32,13 @@ import math
 import numpy as np
 
 from _toolbox.errors import ParameterError
-from _toolbox.validation import as_generator, check_finite_array, check_integer, check_positive
+from _toolbox.validation import (
+    as_generator,
+    check_finite_array,
+    check_integer,
+    check_magnitude,
+    check_positive,
+)
 from privacy.dpsgd.models import LogisticModel, cross_entropy
 from privacy.dpsgd.noise import GradientNoise
 from privacy.dpsgd.train import DPSGDConfig, dpsgd_train
@@ -92,6 +98,10 @@ def canary_scores(X: np.ndarray, y: np.ndarray, *, config: DPSGDConfig, noise: G
     runs = check_integer("runs", runs, minimum=1)
     k = check_integer("canary_dims", canary_dims, minimum=1)
     canary_norm = check_positive("canary_norm", canary_norm)
+    # the canary's entries are training data: the same limit as dpsgd_train's X, named here
+    check_magnitude("the canary (canary_norm / sqrt(canary_dims))", canary_norm / math.sqrt(k),
+                    "its scores would overflow float64",
+                    "a canary_norm well above clip_norm suffices (the default 1e3)")
     batch_runs = check_integer("batch_runs", batch_runs, minimum=1)
     gen = as_generator(rng)
     n, F = X.shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from privacy import ParameterError
+from privacy import NonFiniteError, ParameterError
 from privacy.audit import epsilon_lower_bound
 from privacy.dpsgd import DPSGDConfig, GradientNoise, dpsgd_epsilon
 from privacy.dpsgd.canary import canary_scores
@@ -58,3 +58,7 @@ def test_canary_errors():
     with pytest.raises(ParameterError, match="canary_dims"):
         canary_scores(X, y, config=config, noise=GradientNoise("gaussian", 1.0), runs=2,
                       canary_dims=0)
+    with pytest.raises(NonFiniteError, match=r"canary \(canary_norm / sqrt\(canary_dims\)\) "
+                                             r"has an entry of magnitude 1e\+150"):
+        canary_scores(X, y, config=config, noise=GradientNoise("gaussian", 1.0), runs=2,
+                      canary_norm=2e150, canary_dims=4)
