@@ -5,8 +5,15 @@ static hyperparameters; it implements the structural types :class:`FederatedAlgo
 for asynchronous runs, :class:`AsyncAlgorithm`) as pure functions of the values in
 :mod:`privacy.federated.values`.  Runtimes run the client half only through
 :func:`run_client`, and derive every random generator with :func:`derive_rng`, so the numbers
-depend only on (seed, client, round), never on the runtime, the process or the order of
-arrival.  The server half is run by :class:`privacy.federated.server_step.ServerStep`.
+depend only on (key, client, round), never on the runtime, the process or the order of
+arrival.  The key of the server's and the network's generators is the run seed; the key of a
+client's generator, which draws its privacy noise, is the client's *secret*
+(:func:`new_client_secret`), which the server never sees: the run seed travels in every
+message, so noise drawn from it could be regenerated and subtracted by the very party local DP
+protects against.  Simulations, where one experimenter plays every party, derive the secrets
+from the run seed (:func:`simulation_secret`) to keep "same seed, same numbers"; there the
+experimenter knows the noise.  The server half is run by
+:class:`privacy.federated.server_step.ServerStep`.
 
 See :mod:`privacy.federated.protocol` for the whole contract.
 """
@@ -14,6 +21,7 @@ See :mod:`privacy.federated.protocol` for the whole contract.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -36,9 +44,15 @@ from privacy.federated.values import (
     float_arrays,
 )
 
-__all__ = ["FederatedAlgorithm", "AsyncAlgorithm", "derive_rng", "run_client", "logger"]
+__all__ = ["FederatedAlgorithm", "AsyncAlgorithm", "derive_rng", "run_client", "logger",
+           "SECRET_BITS", "new_client_secret", "simulation_secret", "check_secret"]
 
 _ROLES = {"client": 0, "server": 1, "network": 2}
+# spawn-key code of simulated client secrets: no derive_rng role uses it, so a secret is never
+# the state of a generator the run seed gives any party
+_SECRET_ROLE = 3
+#: Bits of a client secret (the entropy of a client's noise generator).
+SECRET_BITS = 128
 
 #: The logger every runtime reports rejected replies and dropped clients to.
 logger = logging.getLogger("privacy.federated")
@@ -84,7 +98,8 @@ def derive_rng(seed: int, role: str, client_id: int, round: int) -> np.random.Ge
     Parameters
     ----------
     seed : int
-        Run seed ``>= 0``.
+        Key ``>= 0``: the run seed for roles ``"server"`` and ``"network"``, the client's
+        secret for role ``"client"`` (see :func:`run_client`).
     role : {"client", "server", "network"}
     client_id : int
         Client id ``>= 0`` (0 for the server).
@@ -112,13 +127,61 @@ def derive_rng(seed: int, role: str, client_id: int, round: int) -> np.random.Ge
     return np.random.default_rng(sequence)
 
 
+def new_client_secret() -> int:
+    """A fresh client secret: ``SECRET_BITS`` bits of OS entropy (:func:`secrets.randbits`).
+
+    What a real client keys its noise generator with.  It must never leave the client, and it
+    must be kept (a deployed node persists it in its state folder) so that a replayed or
+    resumed round regenerates the same reply instead of releasing a second noisy copy.
+    """
+    return secrets.randbits(SECRET_BITS)
+
+
+def simulation_secret(seed: int, client_id: int) -> int:
+    """The secret of simulated client ``client_id`` in a run with seed ``seed``.
+
+    For simulations only (the numpy runner, in-process Flower, the studies): the run seed
+    determines every client's secret, hence its noise, so the numbers are reproducible and
+    whoever knows the seed can remove the noise.  Derived under a key of its own, so the noise
+    is not the output of a generator the run seed gives the server or the network.
+
+    Examples
+    --------
+    >>> simulation_secret(7, 3) == simulation_secret(7, 3) != simulation_secret(7, 4)
+    True
+    """
+    seed = check_integer("seed", seed, minimum=0)
+    client_id = check_integer("client_id", client_id, minimum=0)
+    words = np.random.SeedSequence(seed, spawn_key=(_SECRET_ROLE, client_id)).generate_state(
+        SECRET_BITS // 32, np.uint32)
+    return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+
+def check_secret(secret: Any, name: str = "secret") -> int:
+    """``secret`` as an int in ``[0, 2**SECRET_BITS)``; a clear error otherwise.
+
+    Raises
+    ------
+    ParameterError
+        Not an integer (bool excluded), or outside ``[0, 2**SECRET_BITS)``.
+    """
+    if isinstance(secret, bool) or not isinstance(secret, (int, np.integer)) or \
+            not 0 <= int(secret) < 2 ** SECRET_BITS:
+        raise ParameterError(f"{name} must be an integer in [0, 2**{SECRET_BITS}) (a client "
+                             f"secret: new_client_secret() or simulation_secret(seed, k)); got "
+                             f"{secret!r}")
+    return int(secret)
+
+
 def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientState,
-               message: Message) -> tuple[Reply, ClientState]:
+               message: Message, *, secret: int) -> tuple[Reply, ClientState]:
     """Run the client half on one message, as every runtime must.
 
     Starts from ``algorithm.init_client_state(data)`` when ``state`` is empty, derives the rng
-    from (message seed, ``client_id``, message round) and stamps ``client_id``, ``round`` and
-    ``model_version`` into the reply metrics.
+    from (``secret``, ``client_id``, message round) and stamps ``client_id``, ``round`` and
+    ``model_version`` into the reply metrics.  The message's seed does not enter the client's
+    rng: the server chose it and sends it, and local DP protects the client against the
+    server.
 
     Parameters
     ----------
@@ -130,6 +193,11 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
         Persistent state from the previous message (empty at first).
     message : Message
         Built with :meth:`RoundPlan.message_for`.
+    secret : int
+        The client's secret, the key of its noise generator: :func:`new_client_secret` for a
+        real client (kept by it, never sent), :func:`simulation_secret` in a simulation.  The
+        same secret, state and message give the same reply bit for bit, so a replayed round
+        releases nothing new.
 
     Returns
     -------
@@ -137,12 +205,13 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     new_state : ClientState
     """
     client_id = check_integer("client_id", client_id, minimum=0)
+    secret = check_secret(secret)
     if CLIENT in message.config and message.client_id != client_id:
         raise ParameterError(f"message is addressed to client {message.client_id}, not to "
                              f"client {client_id}")
     if state.empty:
         state = algorithm.init_client_state(data)
-    rng = derive_rng(message.seed, "client", client_id, message.round)
+    rng = derive_rng(secret, "client", client_id, message.round)
     result = algorithm.client_update(data, state, message, rng)
     metrics = flat_scalars("reply metrics", result.metrics, strings=False)
     metrics.update({CLIENT: client_id, ROUND: message.round, VERSION: message.model_version})

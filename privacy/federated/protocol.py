@@ -37,7 +37,7 @@ and keeps state only in ``context.state``, so nothing may live in globals)::
 
 Runtimes do not call ``client_update`` directly but :func:`run_client`, which starts from
 ``init_client_state`` when the stored state is empty, derives the rng with :func:`derive_rng`
-from the message's reserved keys, and stamps the reserved reply metrics.
+from the client's secret and the message's round, and stamps the reserved reply metrics.
 
 Server half::
 
@@ -77,12 +77,18 @@ addressee); :meth:`RoundPlan.message_for` stamps them and algorithms must not se
 :func:`run_client` stamps ``client_id``, ``round`` and ``model_version`` into the reply
 metrics.
 
-Randomness.  A client's generator is ``derive_rng(seed, "client", client_id, round)``
-(``numpy.random.SeedSequence(seed, spawn_key=(role, client_id, round))``); the server's
-generator for synchronous round ``t`` is ``derive_rng(seed, "server", 0, t)`` and for the
-asynchronous request ``j`` to client ``k`` it is ``derive_rng(seed, "server", k + 1, j)``; the
-reference runner's simulated network uses role ``"network"``.  The numbers therefore depend
-only on (seed, client, round), never on the process, the order of arrival or the runtime.
+Randomness.  A client's generator is ``derive_rng(secret, "client", client_id, round)``
+(``numpy.random.SeedSequence(secret, spawn_key=(role, client_id, round))``), keyed by the
+client's *secret*, never by the run seed: the seed is in every message the server sends, and
+noise drawn from it could be regenerated and subtracted by the server, the very party local DP
+protects against.  A real client draws its secret from OS entropy
+(:func:`new_client_secret`) and keeps it (a Flower node in its state folder); a simulation
+derives every secret from the run seed (:func:`simulation_secret`), so there whoever knows the
+seed knows the noise.  The server's generator for synchronous round ``t`` is
+``derive_rng(seed, "server", 0, t)`` and for the asynchronous request ``j`` to client ``k`` it
+is ``derive_rng(seed, "server", k + 1, j)``; the reference runner's simulated network uses role
+``"network"``.  The numbers therefore depend only on (seed, secrets, client, round), never on
+the process, the order of arrival or the runtime.
 
 References
 ----------

@@ -24,7 +24,18 @@ import numpy as np
 
 from privacy.federated.values import DP_RELEASES, ClientState, ServerState
 
-__all__ = ["RoundRecord", "RunResult", "release_counts", "history_to_json", "history_from_json"]
+__all__ = ["RoundRecord", "RunResult", "release_counts", "history_to_json", "history_from_json",
+           "SEEDED_NOISE_NOTE", "CLIENT_SECRETS_NOTE"]
+
+#: What a simulated run's summary says about its noise (:attr:`RunResult.seeded_noise`).
+SEEDED_NOISE_NOTE = (
+    "simulation: every client's noise secret derives from the run seed, so whoever knows the "
+    "seed (the experimenter) can regenerate and remove the noise; the privacy guarantee is of "
+    "the released messages against a party that does not hold the clients' secrets")
+#: What a run's summary says when each client keyed its noise with a secret of its own.
+CLIENT_SECRETS_NOTE = (
+    "each client keyed its noise with a secret of its own (OS entropy), which the server never "
+    "received; the run seed does not determine the noise")
 
 
 @dataclass(frozen=True)
@@ -72,12 +83,22 @@ def release_counts(client_states: Iterable[ClientState]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class RunResult:
-    """Final server state, every client's state and the per-round history."""
+    """Final server state, every client's state and the per-round history.
+
+    ``seeded_noise`` is True when the clients' noise secrets derived from the run seed (a
+    simulation: :data:`SEEDED_NOISE_NOTE`), False when each client drew its own
+    (:data:`CLIENT_SECRETS_NOTE`); :meth:`noise_note` gives the sentence for a summary.
+    """
 
     algorithm: Any
     state: ServerState
     client_states: tuple[ClientState, ...]
     history: tuple[RoundRecord, ...]
+    seeded_noise: bool = False
+
+    def noise_note(self) -> str:
+        """Who can remove the noise of this run, in one sentence for its summary."""
+        return SEEDED_NOISE_NOTE if self.seeded_noise else CLIENT_SECRETS_NOTE
 
     @property
     def model(self) -> Mapping[str, np.ndarray]:

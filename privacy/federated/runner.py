@@ -9,8 +9,12 @@ hook that tests use to inject malformed, NaN, duplicate or late replies).  Time 
 so a dropped client costs a synchronous round exactly its ``timeout`` and no wall-clock waiting.
 
 Every random number comes from :func:`~privacy.federated.protocol.derive_rng` keyed by (seed,
-client, round): a run resumed from a checkpoint continues bit-identically, and other runtimes
-(Flower in-process or as real processes) reproduce the same numbers.
+client, round), the clients' noise by (client secret, client, round): a run resumed from a
+checkpoint continues bit-identically, and other runtimes (Flower in-process or as real
+processes) reproduce the same numbers.  The runner is a simulation: unless the caller gives the
+clients' ``secrets``, they derive from the run seed
+(:func:`~privacy.federated.algorithm.simulation_secret`), so whoever knows the seed knows the
+noise (``RunResult.seeded_noise``).  The secrets are never written to a checkpoint.
 
 References
 ----------
@@ -20,6 +24,7 @@ answers of the fastest client), Sec. 8.5 (stagger [1, 2, 5, 10]).
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +36,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer, check_nonnegative, check_probability
-from privacy.federated.algorithm import derive_rng, run_client
+from privacy.federated.algorithm import check_secret, derive_rng, run_client, simulation_secret
 from privacy.federated.results import (
     RoundRecord,
     RunResult,
@@ -112,6 +117,20 @@ class Network:
         return [(start + latency + extra, r) for r in replies]
 
 
+def _secrets(secrets: Sequence[int] | None, n: int, seed: int) -> tuple[list[int], bool]:
+    """Each client's noise secret and whether they derive from the run seed."""
+    if secrets is None:
+        return [simulation_secret(seed, k) for k in range(n)], True
+    if isinstance(secrets, (str, bytes)) or not isinstance(secrets, Sequence):
+        raise ParameterError(f"secrets must be a sequence of {n} client secrets (one per "
+                             f"client) or None (derived from the run seed); got "
+                             f"{type(secrets).__name__}")
+    if len(secrets) != n:
+        raise DimensionError(f"secrets has {len(secrets)} entries; expected {n} (one per "
+                             f"client)")
+    return [check_secret(s, f"secrets[{k}]") for k, s in enumerate(secrets)], False
+
+
 def _check_data(client_data: Sequence[ClientData]) -> list[ClientData]:
     data = list(client_data)
     if not data:
@@ -175,7 +194,8 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
              network: Network | None = None, min_replies: int = 1,
              evaluate: Evaluate | None = None, checkpoint: str | Path | None = None,
              checkpoint_every: int = 1, resume: str | Path | None = None,
-             progress: Callable[[int], None] | None = None, screen: bool = True) -> RunResult:
+             progress: Callable[[int], None] | None = None, screen: bool = True,
+             secrets: Sequence[int] | None = None) -> RunResult:
     """Run ``rounds`` synchronous rounds of an algorithm on simulated clients.
 
     Each round: ``configure_round`` (server rng ``derive_rng(seed, "server", 0, t)``) selects
@@ -208,10 +228,17 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
         Screen replies against the algorithm's declared bounds and reject integer / boolean
         arrays (:class:`~privacy.federated.server_step.ServerStep`); ``False``: the
         undefended server of the trust study.
+    secrets : sequence of int, optional
+        Each client's noise secret (:func:`~privacy.federated.algorithm.new_client_secret`):
+        the noise is then not derivable from the seed.  Default: derived from the run seed
+        (:func:`~privacy.federated.algorithm.simulation_secret`), a simulation whose noise
+        whoever knows the seed can remove.  A resumed run needs the same secrets again (they
+        are not in the checkpoint).
 
     Returns
     -------
     RunResult
+        ``seeded_noise`` says whether the secrets came from the seed.
         ``history[t].releases`` counts each client's noisy releases after round ``t``;
         ``epsilon_history()`` turns them into composed epsilons (upper bounds from the
         accountant) and ``final_epsilon()`` gives the exact final values.
@@ -228,6 +255,7 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
     step, clients, position, pending = _start(algorithm, data, seed, resume,
                                               min_replies=min_replies, evaluate=evaluate,
                                               screen=screen)
+    keys, seeded = _secrets(secrets, len(data), step.state.seed)
     time = float(position.get("time", 0.0))
     sequence = int(position.get("sequence", 0))
     for t in range(int(position.get("next_round", 0)), rounds):
@@ -236,7 +264,8 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
         selected = []
         for k, message in step.open_round(t):
             selected.append(k)
-            reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
+            reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message,
+                                           secret=keys[k])
             for when, r in network.deliveries(k, t, reply, time, latency[k], drop[k], net_rng):
                 fresh.append((when, 0, k, sequence, r))
                 sequence += 1
@@ -258,7 +287,7 @@ def run_sync(algorithm: Any, client_data: Sequence[ClientData], *, rounds: int, 
             _save(Path(checkpoint), step, clients, position, pending)
         if progress is not None:
             progress(t)
-    return step.result(clients)
+    return dataclasses.replace(step.result(clients), seeded_noise=seeded)
 
 
 # ------------------------------------------------------------------------------- asynchronous
@@ -283,7 +312,8 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
               max_staleness: int | None = None, evaluate: Evaluate | None = None,
               checkpoint: str | Path | None = None, checkpoint_every: int = 1,
               resume: str | Path | None = None,
-              progress: Callable[[int], None] | None = None, screen: bool = True) -> RunResult:
+              progress: Callable[[int], None] | None = None, screen: bool = True,
+              secrets: Sequence[int] | None = None) -> RunResult:
     """Run an asynchronous algorithm for ``ticks`` ticks with stagger rates ``gamma_k``.
 
     At time 0 every client gets a request (``configure_client``, request index 0).  Client
@@ -304,7 +334,7 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
         Total ticks (a resumed run continues up to this total).
     max_staleness : int, optional
         Reject replies computed from a model more than this many versions old.
-    seed, network, evaluate, checkpoint, checkpoint_every, resume, progress, screen
+    seed, network, evaluate, checkpoint, checkpoint_every, resume, progress, screen, secrets
         As in :func:`run_sync`.  A client whose answer to its request is rejected is sent a
         new request at once (:attr:`Verdict.RETRY <privacy.federated.server_step.Verdict>`).
 
@@ -324,6 +354,7 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
     step, clients, position, events = _start(algorithm, data, seed, resume,
                                              max_staleness=max_staleness, evaluate=evaluate,
                                              screen=screen)
+    keys, seeded = _secrets(secrets, n, step.state.seed)
     step.requests = [int(r) for r in position.get("requests", [0] * n)]
     step.outstanding = [None if r < 0 else int(r) for r in position.get("outstanding", [-1] * n)]
     step.retired = set(position.get("retired", []))
@@ -333,7 +364,8 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
     def send(message: Message, now: float) -> None:
         nonlocal sequence
         k, j = message.client_id, message.round
-        reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message)
+        reply, clients[k] = run_client(algorithm, k, data[k], clients[k], message,
+                                       secret=keys[k])
         net_rng = derive_rng(step.state.seed, "network", k, j)
         arrivals = network.deliveries(k, j, reply, now + rates[k], latency[k], drop[k], net_rng)
         timeouts = [(now + network.timeout, 1, j)] if math.isfinite(network.timeout) else []
@@ -364,4 +396,4 @@ def run_async(algorithm: Any, client_data: Sequence[ClientData], *, stagger: Seq
                    "retired": sorted(step.retired), "sequence": sequence}, sorted(events))
         if progress is not None:
             progress(tick)
-    return step.result(clients)
+    return dataclasses.replace(step.result(clients), seeded_noise=seeded)

@@ -190,8 +190,8 @@ class Message:
     round = _reserved_key(ROUND, "Synchronous round, or the index of an asynchronous request "
                                  "to this client.")
     model_version = _reserved_key(VERSION, "Server version the message was built from.")
-    seed = _reserved_key(SEED, "Run seed (with client id and round it determines the client's "
-                               "rng).")
+    seed = _reserved_key(SEED, "Run seed (the server's and the network's randomness; never the "
+                               "client's noise, which its own secret keys).")
     client_id = _reserved_key(CLIENT, "The client this message is addressed to.")
 
 

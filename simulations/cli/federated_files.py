@@ -41,7 +41,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     from _toolbox.errors import ParameterError
     from dmdidc import DMDidc
     from dmdidc.federated.identification import FederatedIdentification
-    from privacy.federated import run_sync
+    from privacy.federated import new_client_secret, run_sync, simulation_secret
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import (
         MODEL_SUFFIXES,
@@ -96,8 +96,15 @@ def run_on_files(args: argparse.Namespace) -> int:
                                                         else args.delta),
         alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,
         unit="sample", instruments="inputs")
-    seed = 0 if args.seed is None else args.seed
-    run = run_sync(algo, clients, rounds=1, seed=seed)
+    if args.seed is None:
+        # real releases: each client's noise keyed by a secret drawn here and never written
+        secrets = [new_client_secret() for _ in clients]
+    else:
+        warn(f"--seed {args.seed} seeds the clients' noise: anyone with this seed can remove "
+             f"the noise from the releases, so keep it secret like a key (it is not written to "
+             f"{out}); leave --seed out for fresh randomness, as a real release needs", args)
+        secrets = [simulation_secret(args.seed, k) for k in range(len(clients))]
+    run = run_sync(algo, clients, rounds=1, seed=0, secrets=secrets)
     estimator = DMDidc(max_delay=args.max_delay, estimator="iv")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -110,7 +117,10 @@ def run_on_files(args: argparse.Namespace) -> int:
         "signals": signals_record(model.signal_info),
         "mechanism": args.mechanism, "epsilon_per_client_max": float(epsilons.max()),
         "delta": algo.delta, "unit": "sample",
-        "delay_steps": model.delay_steps.tolist()}
+        "delay_steps": model.delay_steps.tolist(),
+        "noise": ("seeded with --seed (not written here): anyone with that seed can remove the "
+                  "noise" if args.seed is not None else "each client's noise keyed by a secret "
+                  "of its own, drawn from OS entropy and not kept")}
     if model.has_continuous:
         intervals = estimator.confidence_intervals(0.95)
         summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),

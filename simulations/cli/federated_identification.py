@@ -103,8 +103,11 @@ def add_identify_action(actions: Any) -> None:
                         "(default: 20)")
     p.add_argument("--seeds", type=_count,
                    help="built-in study: repetitions (seed, seed + 1, ...; default: 5)")
-    p.add_argument("--seed", type=_seed, help="seed of the first repetition / of the privacy "
-                                            "noise (default: 0)")
+    p.add_argument("--seed", type=_seed,
+                   help="built-in study: seed of the first repetition (default: 0; a "
+                        "simulation: the seed determines the noise). Data files: seed of the "
+                        "clients' noise (default: fresh OS randomness, as a real release "
+                        "needs; anyone with the seed can remove the noise)")
     p.add_argument("--baselines", type=_baselines,
                    help="built-in study: comparisons at the same budget: average (of client "
                         "models), per_sample (privatized samples), or none (default: "
@@ -180,7 +183,7 @@ def run_identify_command(args: argparse.Namespace) -> int:
     summary.update(clients=list(config.clients), unit=result["unit"],
                    epsilon_per_client={"max": max(epsilons), "min": min(epsilons),
                                        "values": epsilons},
-                   delta=result["delta"], config=result["config"])
+                   delta=result["delta"], noise=result["noise"], config=result["config"])
     with staged_folder(out) as stage:
         write_summary(stage / "summary.json", _finite(summary),
                       title=f"dmdidc federated identify ({config.mechanism}, epsilon = "

@@ -85,7 +85,10 @@ def add_serve_action(actions: Any) -> argparse.ArgumentParser:
     run = serve.add_argument_group("run")
     run.add_argument("--clients", type=int, default=None,
                      help="number of SuperNodes (with --dataset: default the seed's)")
-    run.add_argument("--seed", type=int, default=0, help="run seed (and trial seed)")
+    run.add_argument("--seed", type=int, default=0,
+                     help="run seed (and trial seed): the data split and the server's "
+                          "sampling, never the clients' noise (each SuperNode keys it with a "
+                          "secret of its own, drawn from OS entropy)")
     run.add_argument("--rounds", type=int, default=5, help="rounds (ticks under --stagger)")
     run.add_argument("--stagger", default="",
                      help="comma-separated rates gamma_k, one per client (asynchronous runs)")
@@ -298,5 +301,9 @@ def run_serve(args: argparse.Namespace) -> int:
     if epsilon.size:
         print("composed epsilon per client (upper bound from the releases the server counted): "
               + ", ".join(f"{e:.4g}" for e in epsilon))
-    print(f"wrote {out / 'result.json'}, {out / 'history.csv'}, {out / 'checkpoint'}")
+    print(f"noise: {result.noise_note()}")
+    print(f"wrote {out / 'result.json'}, {out / 'history.csv'}, {out / 'checkpoint'}; "
+          f"{out / 'checkpoint' / 'clients'} holds the clients' noise secrets (needed to "
+          f"resume; whoever reads them can remove the noise: keep them from the server's "
+          f"operator)")
     return 0

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from privacy.federated.results import SEEDED_NOISE_NOTE
 from privacy.federated.runner import run_async, run_sync
 from simulations.studies.federated_experiments import (
     ALGORITHMS,
@@ -222,6 +223,7 @@ def write_experiment(result: ExperimentResult, out: str | Path) -> dict[str, Any
         "centralized_accuracy": result.centralized,
         "seed_reported": SEED_REPORTED.get(_key(config), {}),
         "privacy_unit": "one record of a client's data set (add/remove), local DP",
+        "noise": SEEDED_NOISE_NOTE,
     }
     for name, c in result.curves.items():
         summary[name] = {
@@ -307,6 +309,7 @@ def write_budget_sweep(sweep: dict[float, ExperimentResult], out: str | Path
         "delta": config.delta, "epsilon_per_update": None, "total_epsilon": budgets,
         "centralized_accuracy": any_result.centralized,
         "privacy_unit": "one record of a client's data set (add/remove), local DP",
+        "noise": SEEDED_NOISE_NOTE,
     }
     rows = ["total_epsilon,algorithm,mean,p10,p90,max_client_epsilon,epsilon_per_update"]
     for name in any_result.curves:

@@ -230,14 +230,15 @@ def _averaged(fits: list, count: int, plant, config) -> float:
 
 
 def _client_fits(algo, data, config, seed: int) -> list:
-    """Each client's own model from its own release (the protocol's noise draw)."""
+    """Each client's own model from its own release: the noise the simulated client drew in
+    the run (its generator keyed by its simulated secret, as in :func:`run_client`)."""
     from dmdidc import DMDidc
-    from privacy.federated.protocol import derive_rng
+    from privacy.federated.protocol import derive_rng, simulation_secret
 
     fits = []
     for k, client in enumerate(data):
-        private = algo.client_statistics(client).privatize(
-            **algo._release_options(k), rng=derive_rng(seed, "client", k, algo.join_round[k]))
+        rng = derive_rng(simulation_secret(seed, k), "client", k, algo.join_round[k])
+        private = algo.client_statistics(client).privatize(**algo._release_options(k), rng=rng)
         est = _quietly(lambda p=private: DMDidc(max_delay=config.max_delay, estimator="iv")
                        .fit_statistics(p, dt=config.dt))
         fits.append(None if est is None else
@@ -271,10 +272,12 @@ def run_federated_identification(config: FederatedIdentificationConfig, *,
     dict
         ``rows`` (list of dicts: seed, clients, method, error in T, and for ``fedinfer`` the
         interval and coverage), ``epsilon`` (each client's composed epsilon after the run,
-        from the accountant, seed 0), ``delta``, ``unit``.
+        from the accountant, seed 0), ``delta``, ``unit``, ``noise`` (a simulation: the
+        clients' noise derives from the seed, so the experimenter knows it).
     """
     from privacy.federated import run_sync
     from privacy.federated.protocol import derive_rng
+    from privacy.federated.results import SEEDED_NOISE_NOTE
 
     plant = _plant(config)
     algo = _algorithm(config)
@@ -312,6 +315,7 @@ def run_federated_identification(config: FederatedIdentificationConfig, *,
     account = algo.client_dp(0)
     return {"rows": rows, "epsilon": [float(e) for e in epsilons],
             "delta": account.delta_per_release, "unit": account.unit,
+            "noise": SEEDED_NOISE_NOTE,
             "config": asdict(config)}
 
 

@@ -11,8 +11,9 @@ The ClientApp answers two message types:
   ``context.state`` for its next message.
 
 Noise and clipping are *not* Flower mods here: every algorithm of the protocol clips and
-privatises inside its ``client_update`` with the rng derived from (seed, client, round), so the
-numpy runner, in-process Flower and real processes add the same noise exactly once.  A mod
+privatises inside its ``client_update`` with the rng derived from (client secret, client,
+round), so the numpy runner, in-process Flower and real processes add the same noise exactly
+once.  A mod
 would add it a second time.  Flower's own ``LocalDpMod`` and ``DifferentialPrivacy*`` wrappers
 are not used either: they add Gaussian noise only, drawn from numpy's global unseeded generator
 (not reproducible, not SaS or Laplace), and their accountant knows Gaussian FedAvg only.
@@ -22,6 +23,19 @@ Client state survives a restart of the node when its ``node_config`` holds ``sta
 state is then also written to ``<state-dir>/client-<partition-id>.{npz,json}`` after every
 message and read back when ``context.state`` is empty (a new run, a restarted SuperNode), so a
 client's release counter — and hence its privacy budget — is never reset by the runtime.
+
+The client's secret.  The node keys its noise generator with a secret of its own
+(:func:`~privacy.federated.algorithm.new_client_secret`, 128 bits of OS entropy), drawn at its
+first message and kept beside its state: in ``context.state`` and, with ``state-dir``, in
+``<state-dir>/client-<partition-id>.secret`` (written, owner-readable only, before the first
+reply leaves).  It never leaves the node, so the server, which knows the run seed, cannot
+regenerate the noise; and a replayed or resumed round regenerates the same reply, so a replay
+releases nothing new.  Whoever holds the secret file can remove the node's noise: it is the
+node's key.  Simulations and tests set the node config ``simulation-seed`` instead: the node's
+secret is then :func:`~privacy.federated.algorithm.simulation_secret` of that seed, the same
+numbers as the numpy runner with that seed, and whoever knows the seed knows the noise.  That
+choice is the node's own (its node config); nothing the server sends can make a node's noise
+derivable.
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ from flwr.clientapp import ClientApp
 
 from _toolbox.errors import ParameterError
 from _toolbox.validation import check_integer
+from privacy.federated.algorithm import check_secret, new_client_secret, simulation_secret
 from privacy.federated.flower.records import (
     load_context_state,
     message_from_content,
@@ -59,16 +74,27 @@ __all__ = [
     "PARTITION_ID",
     "NUM_PARTITIONS",
     "STATE_DIR",
+    "SIMULATION_SEED",
+    "SECRET_SUFFIX",
     "make_client_app",
     "partition_id",
     "save_client_state",
     "load_client_state",
+    "save_client_secret",
+    "load_client_secret",
+    "node_secret",
 ]
 
 #: Message types of the handshake and of a protocol message.
 IDENTIFY, TRAIN = "query.identify", "train"
 #: Node-config keys (``flower-supernode --node-config "partition-id=0 num-partitions=3"``).
 PARTITION_ID, NUM_PARTITIONS, STATE_DIR = "partition-id", "num-partitions", "state-dir"
+#: Node-config key of a simulated node: its secret derives from this seed (see the module
+#: docstring; whoever knows the seed can remove the node's noise).
+SIMULATION_SEED = "simulation-seed"
+#: Suffix of the file holding a node's secret beside its state (``client-<k>.secret``).
+SECRET_SUFFIX = ".secret"
+_SECRET_RECORD, _SECRET_KEY = "dmdidc.secret", "secret"
 
 AlgorithmSource = Any | Callable[[Context], Any]
 DataSource = Sequence[ClientData] | Callable[[Context], ClientData]
@@ -109,6 +135,69 @@ def load_client_state(path: str | Path) -> ClientState:
     with np.load(base.with_suffix(".npz"), allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     return ClientState(arrays, json.loads(base.with_suffix(".json").read_text()))
+
+
+def save_client_secret(path: str | Path, secret: int) -> None:
+    """Write a client secret to ``<path>.secret`` (hex), readable by its owner only, atomically.
+
+    The file is the node's key: whoever reads it can remove the node's noise.
+    """
+    secret = check_secret(secret)
+    base = Path(path)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    target = base.with_name(base.name + SECRET_SUFFIX)
+    tmp = target.with_name(target.name + ".tmp")
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(f"{secret:x}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, target)
+
+
+def load_client_secret(path: str | Path) -> int | None:
+    """The secret saved by :func:`save_client_secret` at ``path``, or ``None`` when none was.
+
+    Raises
+    ------
+    ParameterError
+        The file exists but does not hold a secret (the message names it).
+    """
+    target = Path(path).with_name(Path(path).name + SECRET_SUFFIX)
+    if not target.exists():
+        return None
+    text = target.read_text().strip()
+    try:
+        return check_secret(int(text, 16), f"the secret in {target}")
+    except ValueError as exc:
+        raise ParameterError(f"{target} does not hold a client secret (hexadecimal digits); "
+                             f"got {text[:20]!r}: restore the node's file, or start a new run "
+                             f"with a new state folder") from exc
+
+
+def node_secret(context: Context) -> int:
+    """This node's secret: kept in ``context.state``, else in its state folder, else new.
+
+    A new secret is :func:`~privacy.federated.algorithm.simulation_secret` of the node config
+    ``simulation-seed`` when the node has one, 128 bits of OS entropy otherwise; it is stored
+    in ``context.state`` and (with ``state-dir``) in ``client-<k>.secret`` before it is used,
+    so no reply ever leaves under a secret the node could lose.
+    """
+    record = context.state.config_records.get(_SECRET_RECORD)
+    if record is not None:
+        return check_secret(int(str(record[_SECRET_KEY]), 16), "the secret in context.state")
+    path = _state_path(context)
+    secret = None if path is None else load_client_secret(path)
+    if secret is None:
+        seed = context.node_config.get(SIMULATION_SEED)
+        secret = new_client_secret() if seed is None else simulation_secret(
+            check_integer(f"node config {SIMULATION_SEED!r}", seed, minimum=0),
+            partition_id(context))
+        if path is not None:
+            save_client_secret(path, secret)
+    # a hex string: Flower's ConfigRecord holds 64-bit integers, a secret has 128 bits
+    context.state[_SECRET_RECORD] = ConfigRecord({_SECRET_KEY: f"{secret:x}"})
+    return secret
 
 
 def make_client_app(algorithm: AlgorithmSource, client_data: DataSource, *,
@@ -170,7 +259,8 @@ def make_client_app(algorithm: AlgorithmSource, client_data: DataSource, *,
             state = load_client_state(path)
         before = int(state.scalars.get(DP_RELEASES, 0))
         reply, state = run_client(get_algorithm(context), client_id, get_data(context), state,
-                                  message_from_content(message.content))
+                                  message_from_content(message.content),
+                                  secret=node_secret(context))
         store_context_state(context, state)
         if path is not None:
             save_client_state(path, state)

@@ -19,6 +19,7 @@ success is judged by the result file the ServerApp writes last.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -42,7 +43,7 @@ from privacy.federated.flower.app import (
     build_cached,
     load_result,
 )
-from privacy.federated.flower.client import STATE_DIR
+from privacy.federated.flower.client import SIMULATION_SEED, STATE_DIR
 from privacy.federated.flower.resume import (
     CLIENTS,
     check_client_states,
@@ -353,7 +354,11 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     run_config : mapping, optional
         Run config (see :mod:`privacy.federated.flower.app`), e.g. ``{"rounds": 5}``.
     node_config : mapping, optional
-        As in :class:`LocalDeployment`.
+        As in :class:`LocalDeployment`.  Without ``simulation-seed`` (the default) every node
+        keys its noise with a secret drawn from OS entropy and kept in its state folder
+        (``checkpoint/clients/client-<k>.secret``: the nodes' keys, needed to resume; whoever
+        holds them can remove the noise).  ``{"simulation-seed": s}`` makes the nodes
+        simulated ones whose secrets derive from ``s`` (tests: the numpy runner's numbers).
     on_line : callable str -> None, optional
         Receives every line ``flwr run --stream`` prints (progress lines start ``dmdidc``).
     workdir : path, optional
@@ -363,7 +368,8 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     Returns
     -------
     RunResult
-        As the numpy runner's (``client_states`` empty: they stay on the nodes).
+        As the numpy runner's (``client_states`` empty: they stay on the nodes;
+        ``seeded_noise`` when the node config has ``simulation-seed``).
 
     Raises
     ------
@@ -411,4 +417,5 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
                                f"{deployment.log_tail('run')}")
     finally:
         deployment.stop()
-    return load_result(out, built)
+    return dataclasses.replace(load_result(out, built),
+                               seeded_noise=SIMULATION_SEED in node_config)

@@ -11,7 +11,9 @@ ClientApp that raises gives an error reply, as a SuperNode sends.
 
 :func:`run_inprocess_sync` / :func:`run_inprocess_async` are the Flower counterparts of
 :func:`privacy.federated.runner.run_sync` / :func:`~privacy.federated.runner.run_async`:
-same arguments, same numbers for the same seed.
+same arguments, same numbers for the same seed: their nodes are simulated (node config
+``simulation-seed``: each node's noise secret derives from the run seed, so whoever knows the
+seed knows the noise; ``RunResult.seeded_noise``).
 
 Flower internals.  A :class:`flwr.app.Message` built outside a Flower process needs the
 process's task identity (``flwr.supercore.task_identity.TaskIdentity``: run, node and task
@@ -39,13 +41,21 @@ from privacy.federated.flower.asynchronous import run_async_grid
 from privacy.federated.flower.client import (
     NUM_PARTITIONS,
     PARTITION_ID,
+    SIMULATION_SEED,
+    STATE_DIR,
     TRAIN,
     make_client_app,
 )
 from privacy.federated.flower.records import load_context_state
 from privacy.federated.flower.resume import check_client_states
 from privacy.federated.flower.sync import run_sync_grid
-from privacy.federated.protocol import DP_RELEASES, ClientData, ClientState, logger
+from privacy.federated.protocol import (
+    DP_RELEASES,
+    ClientData,
+    ClientState,
+    load_server_state,
+    logger,
+)
 from privacy.federated.results import RunResult, release_counts
 from privacy.federated.server_step import Evaluate
 
@@ -230,13 +240,20 @@ class InProcessGrid(Grid):
 
 
 def _grid(algorithm: Any, client_data: Sequence[ClientData], state_dir: str | Path | None,
-          grid_options: Mapping[str, Any], resume: str | Path | None) -> InProcessGrid:
+          grid_options: Mapping[str, Any], resume: str | Path | None, seed: int
+          ) -> InProcessGrid:
     data = list(client_data)
     if not data:
         raise ParameterError("client_data must hold at least one client's data")
     if resume is not None and state_dir is not None:
         check_client_states(resume, state_dir, algorithm, len(data))
-    node_config = {} if state_dir is None else {"state-dir": str(state_dir)}
+    if resume is not None:
+        # the server continues with the checkpoint's seed (it ignores ``seed``): so do the
+        # simulated nodes' secrets, or a resumed round would release other noise
+        seed = load_server_state(Path(resume) / "server")[0].seed
+    node_config = {SIMULATION_SEED: int(seed)}
+    if state_dir is not None:
+        node_config[STATE_DIR] = str(state_dir)
     return InProcessGrid(make_client_app(algorithm, data), num_clients=len(data),
                          node_config=node_config, **grid_options)
 
@@ -299,13 +316,14 @@ def run_inprocess_sync(algorithm: Any, client_data: Sequence[ClientData], *, rou
     >>> bool(np.array_equal(flower.epsilon_history(), reference.epsilon_history()))
     True
     """
-    grid = _grid(algorithm, client_data, state_dir, grid_options, resume)
+    grid = _grid(algorithm, client_data, state_dir, grid_options, resume, seed)
     result = run_sync_grid(algorithm, grid, num_clients=len(grid.contexts), rounds=rounds,
                            seed=seed, timeout=timeout, min_replies=min_replies,
                            evaluate=evaluate, checkpoint=checkpoint,
                            checkpoint_every=checkpoint_every, resume=resume, progress=progress,
                            poll_interval=1.0)
-    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history)
+    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history,
+                     seeded_noise=True)
 
 
 def run_inprocess_async(algorithm: Any, client_data: Sequence[ClientData], *,
@@ -321,10 +339,11 @@ def run_inprocess_async(algorithm: Any, client_data: Sequence[ClientData], *,
     One tick is one virtual second; ``timeout`` is in ticks.  Other arguments as in
     :func:`run_inprocess_sync` and :func:`~privacy.federated.flower.run_async_grid`.
     """
-    grid = _grid(algorithm, client_data, state_dir, grid_options, resume)
+    grid = _grid(algorithm, client_data, state_dir, grid_options, resume, seed)
     result = run_async_grid(algorithm, grid, num_clients=len(grid.contexts), ticks=ticks,
                             tick=1.0, stagger=stagger, seed=seed, timeout=timeout,
                             max_staleness=max_staleness, evaluate=evaluate,
                             checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                             resume=resume, progress=progress)
-    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history)
+    return RunResult(algorithm, result.state, _with_server_counts(grid, result), result.history,
+                     seeded_noise=True)

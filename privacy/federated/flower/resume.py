@@ -1,7 +1,10 @@
 """Resuming a Flower run: the clients' states must continue with the server's.
 
-A client's state (its release counter, SCAFFOLD's control variate, ...) lives on its node, in
-``<state-dir>/client-<k>.{npz,json}`` (:mod:`privacy.federated.flower.client`).  A resumed run
+A client's state (its release counter, SCAFFOLD's control variate, ...) and its noise secret
+live on its node, in ``<state-dir>/client-<k>.{npz,json,secret}``
+(:mod:`privacy.federated.flower.client`).  The secret must come back with the state: a resumed
+client that drew a new one would answer a replayed request with new noise, a second release of
+the same round.  A resumed run
 is only the continuation of the checkpointed one when every node starts from the state it had
 when the server's checkpoint was written; a node that starts from scratch would train from a
 wrong state and count its releases from zero.  :func:`check_client_states` compares the
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from _toolbox.errors import ParameterError
-from privacy.federated.flower.client import load_client_state
+from privacy.federated.flower.client import SECRET_SUFFIX, load_client_secret, load_client_state
 from privacy.federated.flower.transport import ReleaseBook
 from privacy.federated.results import history_from_json
 from privacy.federated.state_io import load_server_state
@@ -159,7 +162,8 @@ def check_client_states(checkpoint: str | Path, state_dir: str | Path, algorithm
     Client ``k``'s saved release count must lie between the count it last reported to the
     server and the server's upper bound for it (:meth:`ReleaseBook.counts`: replies still in
     flight may have been answered after the checkpoint); a client that took part in the run
-    (it released, or a reply of it was accepted) must have a saved state.
+    (it released, or a reply of it was accepted) must have a saved state, and a client with a
+    saved state its saved secret.
 
     Parameters
     ----------
@@ -212,6 +216,10 @@ def check_client_states(checkpoint: str | Path, state_dir: str | Path, algorithm
         saved = int(state.scalars.get(DP_RELEASES, 0))
         if state.empty and (book.known[k] > 0 or k in took_part):
             problem = f"client {k} has no saved state ({path}.json is missing)"
+        elif not state.empty and load_client_secret(path) is None:
+            problem = (f"client {k}'s noise secret ({path}{SECRET_SUFFIX}) is missing beside "
+                       f"its state; a new secret would answer a replayed request with other "
+                       f"noise, a second release of that round")
         elif saved > bounds[k]:
             # the clients save after every message, the server every checkpoint_every rounds
             raise ParameterError(

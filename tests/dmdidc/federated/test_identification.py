@@ -8,7 +8,7 @@ from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.federated import combine_statistics
 from dmdidc.federated.identification import FederatedIdentification
 from privacy.federated import run_sync
-from privacy.federated.protocol import derive_rng
+from privacy.federated.protocol import derive_rng, simulation_secret
 from tests.dmdidc.federated.test_combine import BOUNDS, _client_data
 
 
@@ -26,7 +26,8 @@ def test_protocol_equals_combining_the_clients_releases(mechanism):
     run = run_sync(algo, data, rounds=3, seed=5)
     assert [r.accepted for r in run.history] == [(0,), (1, 2), (3,)]
     releases = [algo.client_statistics(d).privatize(
-        **algo._release_options(k), rng=derive_rng(5, "client", k, algo.join_round[k]))
+        **algo._release_options(k), rng=derive_rng(simulation_secret(5, k), "client", k,
+                                                  algo.join_round[k]))
         for k, d in enumerate(data)]
     assert np.array_equal(algo.model(run.state)["statistics"],
                           combine_statistics(releases).to_vector())

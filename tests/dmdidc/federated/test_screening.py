@@ -15,7 +15,7 @@ from dmdidc.federated import combine_statistics
 from dmdidc.federated.identification import FederatedIdentification
 from dmdidc.federated.screening import COUNTS, count_reason, gram_reason, statistics_bound
 from privacy.federated import run_sync
-from privacy.federated.protocol import Reply, derive_rng
+from privacy.federated.protocol import Reply, derive_rng, simulation_secret
 from privacy.federated.runner import Network
 
 BOUNDS = {"state_bound": 2.0, "input_bound": 1.0}
@@ -64,7 +64,8 @@ def _rejected(run) -> dict[int, str]:
 
 def _honest_statistics(algo, data, seed, clients):
     releases = [algo.client_statistics(data[k]).privatize(
-        **algo._release_options(k), rng=derive_rng(seed, "client", k, 0)) for k in clients]
+        **algo._release_options(k), rng=derive_rng(simulation_secret(seed, k), "client", k, 0))
+        for k in clients]
     return combine_statistics(releases, level=algo.level)
 
 

@@ -57,13 +57,14 @@ def test_sync_round_equals_replies_applied_one_by_one():
     algo = FedInfer(model, _dp(model), num_clients=3)
     result = run_sync(algo, data, rounds=3, seed=4)
     state = algo.init_server_state(3, 4)
-    from privacy.federated.protocol import ClientState, RoundPlan, run_client
+    from privacy.federated.protocol import ClientState, RoundPlan, run_client, simulation_secret
     clients = [ClientState()] * 3
     for t in range(3):
         replies = {}
         for k in range(3):
             message = RoundPlan((k,)).message_for(k, round=t, model_version=0, seed=4)
-            replies[k], clients[k] = run_client(algo, k, data[k], clients[k], message)
+            replies[k], clients[k] = run_client(algo, k, data[k], clients[k], message,
+                                                   secret=simulation_secret(4, k))
         for k in range(3):
             state = algo.apply_reply(state, k, replies[k])
     for name in ("xi", "zbar", "post/mean"):

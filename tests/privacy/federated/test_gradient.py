@@ -17,7 +17,7 @@ from privacy.federated.gradient import (
 )
 from privacy.federated.local_dp import LocalDP
 from privacy.federated.models import KernelFeatures, LeastSquaresModel
-from privacy.federated.protocol import ClientState, run_client
+from privacy.federated.protocol import ClientState, run_client, simulation_secret
 
 METHODS = [FedAvg, FedProx, Scaffold, FedNova, FedLin]
 
@@ -65,7 +65,8 @@ def test_round_equals_replies_applied_one_by_one(cls):
         replies = {}
         for k in plan.clients:
             message = plan.message_for(k, round=t, model_version=state.version, seed=2)
-            replies[k], clients[k] = run_client(algo, k, data[k], clients[k], message)
+            replies[k], clients[k] = run_client(algo, k, data[k], clients[k], message,
+                                               secret=simulation_secret(2, k))
         for k in plan.clients:
             state = algo.apply_reply(state, k, replies[k])
     for name, value in result.state.arrays.items():

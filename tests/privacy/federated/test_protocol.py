@@ -14,6 +14,7 @@ from privacy.federated.protocol import (
     ABSTAIN,
     CLIENT,
     ROUND,
+    SECRET_BITS,
     VERSION,
     ClientState,
     Message,
@@ -22,8 +23,10 @@ from privacy.federated.protocol import (
     ServerState,
     derive_rng,
     load_server_state,
+    new_client_secret,
     run_client,
     save_server_state,
+    simulation_secret,
     validate_reply,
 )
 from privacy.federated.runner import Network, run_async, run_sync, stagger_schedule
@@ -73,17 +76,82 @@ def test_run_client_initializes_state_and_is_deterministic():
     data = toy_data()[1]
     message = RoundPlan((1,), {"mean": np.zeros(2)}).message_for(1, round=3, model_version=2,
                                                                 seed=11)
-    reply, state = run_client(algo, 1, data, ClientState(), message)
-    again, _ = run_client(algo, 1, data, ClientState(), message)
+    reply, state = run_client(algo, 1, data, ClientState(), message, secret=5)
+    again, _ = run_client(algo, 1, data, ClientState(), message, secret=5)
     np.testing.assert_array_equal(reply.arrays["mean"], again.arrays["mean"])
     assert reply.metrics[CLIENT] == 1 and reply.metrics[ROUND] == 3
     assert reply.metrics[VERSION] == 2 and state.scalars["sent"] == 1
     to_two = RoundPlan((2,), {"mean": np.zeros(2)}).message_for(2, round=3, model_version=2,
                                                                seed=11)
-    other, _ = run_client(algo, 2, data, ClientState(), to_two)
+    other, _ = run_client(algo, 2, data, ClientState(), to_two, secret=5)
     assert not np.allclose(other.arrays["mean"], reply.arrays["mean"])
     with pytest.raises(ParameterError, match="addressed to client 1"):
-        run_client(algo, 2, data, ClientState(), message)
+        run_client(algo, 2, data, ClientState(), message, secret=5)
+    for bad in (-1, 2 ** SECRET_BITS, 1.5, True, "7"):
+        with pytest.raises(ParameterError, match=r"secret must be an integer in \[0, 2\*\*128\)"):
+            run_client(algo, 1, data, ClientState(), message, secret=bad)
+
+
+def test_the_message_seed_does_not_key_the_clients_noise():
+    """The server chooses the seed and sends it: a client noise it determined could be
+    regenerated and removed by the server.  The noise depends on the client's secret only."""
+    algo = NoisyMean(noise=1.0)
+    data = toy_data()[0]
+    plan = RoundPlan((0,), {"mean": np.zeros(2)})
+    replies = [run_client(algo, 0, data, ClientState(),
+                          plan.message_for(0, round=2, model_version=0, seed=seed),
+                          secret=secret)[0].arrays["mean"]
+               for seed, secret in ((1, 9), (2, 9), (1, 10))]
+    np.testing.assert_array_equal(replies[0], replies[1])
+    assert not np.allclose(replies[0], replies[2])
+
+
+def _server_view_attack(noise: float, secrets=None):
+    """What the server of the walkthrough did: regenerate each client's noise from the seed in
+    its messages (and checkpoint) and subtract it from the replies.  Returns the largest
+    residual |reply - regenerated noise - clean value| and the noise's scale."""
+    algo = NoisyMean(noise=noise)
+    data = toy_data(3)
+    seen = {}
+
+    def spy(k, t, reply):
+        seen[(k, t)] = np.array(reply.arrays["mean"])
+        return [reply]
+
+    run_sync(algo, data, rounds=3, seed=0, network=Network(tamper=spy), secrets=secrets)
+    assert len(seen) == 9
+    residuals = [np.abs(r - noise * derive_rng(0, "client", k, t).normal(size=2)
+                        - data[k]["x"].mean(axis=0)).max() for (k, t), r in seen.items()]
+    return max(residuals)
+
+
+def test_the_server_can_no_longer_regenerate_and_subtract_the_noise():
+    """Before the fix the residual was 0 to rounding (2.8e-17 for FedInfer): the server
+    recovered every clean value.  Now it is of the noise's size (N(0, 1) per coordinate: the
+    largest of 18 draws lies above 0.5 with probability 1 - 0.38**18), with the clients' own
+    secrets and in a simulation alike (there the secrets derive from the seed under a key of
+    their own, which the seed-keyed generators never reproduce)."""
+    assert _server_view_attack(1.0, secrets=[new_client_secret() for _ in range(3)]) > 0.5
+    assert _server_view_attack(1.0, secrets=[11, 12, 13]) > 0.5
+    assert _server_view_attack(1.0) > 0.5
+
+
+def test_a_simulation_says_that_its_seed_determines_the_noise():
+    data = toy_data(3)
+    simulated = run_sync(NoisyMean(), data, rounds=2, seed=3)
+    again = run_sync(NoisyMean(), data, rounds=2, seed=3)
+    np.testing.assert_array_equal(simulated.model["mean"], again.model["mean"])
+    assert simulated.seeded_noise and "whoever knows the seed" in simulated.noise_note()
+    keyed = [simulation_secret(3, k) for k in range(3)]
+    explicit = run_sync(NoisyMean(), data, rounds=2, seed=3, secrets=keyed)
+    np.testing.assert_array_equal(explicit.model["mean"], simulated.model["mean"])
+    own = run_sync(NoisyMean(), data, rounds=2, seed=3, secrets=[21, 22, 23])
+    assert not own.seeded_noise and "never received" in own.noise_note()
+    assert not np.allclose(own.model["mean"], simulated.model["mean"])
+    with pytest.raises(DimensionError, match="secrets has 2 entries; expected 3"):
+        run_sync(NoisyMean(), data, rounds=1, secrets=[1, 2])
+    with pytest.raises(ParameterError, match=r"secrets\[1\] must be an integer"):
+        run_sync(NoisyMean(), data, rounds=1, secrets=[1, -2, 3])
 
 
 def _reply(arrays=None, **metrics):

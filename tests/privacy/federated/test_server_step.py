@@ -10,7 +10,15 @@ import pytest
 
 from privacy.errors import DimensionError, ParameterError
 from privacy.federated import results, server_step
-from privacy.federated.protocol import ABSTAIN, CLIENT, ROUND, VERSION, Reply, run_client
+from privacy.federated.protocol import (
+    ABSTAIN,
+    CLIENT,
+    ROUND,
+    VERSION,
+    Reply,
+    run_client,
+    simulation_secret,
+)
 from privacy.federated.server_step import ServerStep, Verdict, check_stagger
 from privacy.federated.values import ClientState, RoundPlan
 from tests.privacy.federated.toy import NoisyMean, toy_data
@@ -23,7 +31,8 @@ def test_docstring_examples(module):
 
 
 def _replies(step, messages, data):
-    return {k: run_client(step.algorithm, k, data[k], ClientState(), m)[0] for k, m in messages}
+    return {k: run_client(step.algorithm, k, data[k], ClientState(), m,
+                         secret=simulation_secret(0, k))[0] for k, m in messages}
 
 
 def test_sync_round_judges_aggregates_and_records(caplog):
@@ -70,7 +79,8 @@ def test_sync_rejects_replies_of_clients_not_asked():
     step.open_round(0)
     plan = RoundPlan((1,), {"mean": np.zeros(2)})
     intruder, _ = run_client(step.algorithm, 1, data[1], ClientState(),
-                             plan.message_for(1, round=0, model_version=0, seed=0))
+                             plan.message_for(1, round=0, model_version=0, seed=0),
+                             secret=simulation_secret(0, 1))
     record = step.close_round([(1, intruder)], missing=(0,), time=1.0, releases=())
     assert record.rejected == ((1, "client 1 was not selected in round 0"),)
 
@@ -80,8 +90,8 @@ def test_async_replies_are_applied_in_order_with_their_staleness():
     step = ServerStep.start(NoisyMean(noise=0.0), num_clients=2, seed=0, max_staleness=1)
     first = {k: step.request(k) for k in range(2)}
     assert step.requests == [1, 1] and step.outstanding == [0, 0]
-    replies = {k: run_client(step.algorithm, k, data[k], ClientState(), m)[0]
-               for k, m in first.items()}
+    replies = {k: run_client(step.algorithm, k, data[k], ClientState(), m,
+                             secret=simulation_secret(0, k))[0] for k, m in first.items()}
     step.open_tick(1)
     assert step.receive(0, replies[0]) is Verdict.APPLIED
     assert step.outstanding == [None, 0]
@@ -159,8 +169,8 @@ def test_the_algorithms_own_screen_rejects_valid_replies_sync_and_async():
     step = ServerStep.start(_Screened(noise=0.0), num_clients=4, seed=0)
     messages = {k: step.request(k) for k in (1, 2)}
     step.open_tick(1)
-    answers = {k: run_client(step.algorithm, k, data[k], ClientState(), m)[0]
-               for k, m in messages.items()}
+    answers = {k: run_client(step.algorithm, k, data[k], ClientState(), m,
+                             secret=simulation_secret(0, k))[0] for k, m in messages.items()}
     assert step.receive(2, answers[2]) is Verdict.RETRY     # rejected: asked again
     assert step.receive(1, answers[1]) is Verdict.APPLIED
     record = step.close_tick(time=1.0, releases=())

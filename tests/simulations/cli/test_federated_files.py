@@ -93,3 +93,30 @@ def test_files_without_inputs_are_refused_with_the_commands_that_fit_them(tmp_pa
     assert "n_inputs" not in err and not (tmp_path / "fed").exists()
     assert main(["identify", str(paths[0]), "--dt", "1", "--max-delay", "0",
                  "--out", str(tmp_path / "model.json")]) == 0
+
+
+def test_real_releases_draw_fresh_noise_and_a_given_seed_is_a_key_that_is_not_written(
+        tmp_path, capsys):
+    """Without --seed every client's noise is keyed by a secret from OS entropy, kept nowhere
+    (two runs on the same files release different statistics); --seed S makes the noise
+    reproducible, warns that S removes it, and S appears in no output file."""
+    files = client_files(tmp_path, samples=200)
+
+    def run(name, *extra):
+        out = tmp_path / name
+        assert main(["federated", "identify", *map(str, files), "--inputs", "u1,u2", "--dt",
+                     "2", *BOUNDS, "--epsilon", "5", *extra, "--out", str(out)]) == 0
+        return DelayedPlant.load(out / "model.json"), out, capsys.readouterr().err
+
+    fresh, out, err = run("fresh")
+    again, _, _ = run("again")
+    assert not np.allclose(fresh.A_d, again.A_d)
+    assert "can remove the noise" not in err
+    assert "not kept" in json.loads((out / "summary.json").read_text())["noise"]
+    seeded, out, err = run("seeded", "--seed", "987654")
+    repeat, _, _ = run("repeat", "--seed", "987654")
+    np.testing.assert_array_equal(seeded.A_d, repeat.A_d)
+    assert "--seed 987654 seeds the clients' noise: anyone with this seed can remove" in err
+    assert "keep it secret like a key" in err
+    assert all("987654" not in path.read_text() for path in out.iterdir()
+               if path.suffix in (".json", ".md"))

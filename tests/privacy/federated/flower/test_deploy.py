@@ -16,6 +16,7 @@ from flwr.supercore.object_ref import load_app
 
 from privacy.errors import ParameterError
 from privacy.federated.flower import (
+    SIMULATION_SEED,
     FactorySpec,
     InProcessGrid,
     LocalDeployment,
@@ -64,7 +65,7 @@ def test_generated_app_passes_flower_validation_and_runs_in_process(tmp_path, mo
     server_app = load_app(f"{APP_MODULE}:server_app", ValueError, project_dir=app_dir)
     client_app = load_app(f"{APP_MODULE}:client_app", ValueError, project_dir=app_dir)
     monkeypatch.delitem(sys.modules, APP_MODULE)
-    grid = InProcessGrid(client_app, num_clients=3)
+    grid = InProcessGrid(client_app, num_clients=3, node_config={SIMULATION_SEED: 2})
     run_config = config["tool"]["flwr"]["app"]["config"]
     handlers = list(logger.handlers)
     try:
@@ -135,12 +136,17 @@ def processes_using(flwr_home: Path) -> list[int]:
 @pytest.mark.slow
 def test_real_processes_on_loopback_give_the_numpy_and_in_process_numbers(tmp_path):
     """SuperLink + 3 SuperNodes + flwr run: private SCAFFOLD, 2 rounds (client control variates
-    and release counters carried between messages by the SuperNodes, seeded noise drawn in
-    separate processes), then resumed to 3 rounds by new processes."""
+    and release counters carried between messages by the SuperNodes; simulated nodes, whose
+    noise secrets derive from the seed, draw the runner's noise in separate processes), then
+    resumed to 3 rounds by new processes that are not told the seed: they continue with the
+    secrets saved beside their states."""
     lines: list[str] = []
     result = run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=tmp_path / "out",
                             run_config={"rounds": 2, "seed": 5}, on_line=lines.append,
-                            workdir=tmp_path / "work")
+                            node_config={SIMULATION_SEED: 5}, workdir=tmp_path / "work")
+    assert result.seeded_noise
+    assert all((tmp_path / f"out/checkpoint/clients/client-{k}.secret").exists()
+               for k in range(3))
     expected = reference(3, 2, 5)
     assert_same_run(result, expected)
     np.testing.assert_array_equal(result.final_epsilon(), expected.final_epsilon())

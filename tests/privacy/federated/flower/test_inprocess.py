@@ -15,6 +15,7 @@ from flwr.app import Message as FlowerMessage
 from privacy.errors import DimensionError, ParameterError
 from privacy.federated.fedinfer import FedInfer
 from privacy.federated.flower import (
+    SIMULATION_SEED,
     InProcessGrid,
     ProtocolStrategy,
     discover_clients,
@@ -52,6 +53,7 @@ from privacy.federated.protocol import (
     Reply,
     RoundPlan,
     run_client,
+    simulation_secret,
 )
 from privacy.federated.runner import Network, run_async, run_sync
 from tests.privacy.federated.toy import NoisyMean, toy_data
@@ -193,7 +195,8 @@ def test_async_equals_numpy_runner_with_stagger(name):
 def test_flower_strategy_start_runs_the_same_rounds():
     data = toy_data(3)
     algorithm = NoisyMean(fraction=0.7)
-    grid = InProcessGrid(make_client_app(algorithm, data), num_clients=3)
+    grid = InProcessGrid(make_client_app(algorithm, data), num_clients=3,
+                         node_config={SIMULATION_SEED: 4})
     strategy = ProtocolStrategy(algorithm, num_clients=3, seed=4)
     result = strategy.start(grid, ArrayRecord(), num_rounds=3, timeout=10)
     reference = run_sync(algorithm, data, rounds=3, seed=4)
@@ -263,7 +266,8 @@ def raising_app(app, failing):
 def test_a_raising_client_is_rejected_and_others_are_aggregated(caplog):
     data = toy_data(3)
     algorithm = NoisyMean()
-    grid = InProcessGrid(raising_app(make_client_app(algorithm, data), 1), num_clients=3)
+    grid = InProcessGrid(raising_app(make_client_app(algorithm, data), 1), num_clients=3,
+                         node_config={SIMULATION_SEED: 0})
     from privacy.federated.flower import run_sync_grid
 
     with caplog.at_level(logging.WARNING, logger="privacy.federated"):
@@ -272,7 +276,8 @@ def test_a_raising_client_is_rejected_and_others_are_aggregated(caplog):
     assert all("sensor offline" in r.rejected[0][1] for r in result.history)
     expected = np.mean([run_client(algorithm, k, data[k], ClientState(),
                                    RoundPlan((k,), {"mean": np.zeros(2)}).message_for(
-                                       k, round=1, model_version=1, seed=0))[0].arrays["mean"]
+                                       k, round=1, model_version=1, seed=0),
+                                   secret=simulation_secret(0, k))[0].arrays["mean"]
                         for k in (0, 2)], axis=0)
     np.testing.assert_array_equal(result.model["mean"], expected)
     assert "sensor offline" in caplog.text

@@ -22,6 +22,7 @@ from flwr.supercore.object_ref import load_app
 
 from privacy.errors import ParameterError
 from privacy.federated.flower import (
+    SIMULATION_SEED,
     InProcessGrid,
     LocalDeployment,
     ensure_task_identity,
@@ -181,10 +182,13 @@ def inprocess_processes(monkeypatch):
     return started
 
 
-def deploy(out, rounds, resume=None):
+def deploy(out, rounds, resume=None, *, simulated=True):
+    """A deployed run; ``simulated``: nodes whose secrets derive from the seed (the same
+    numbers in every folder), else nodes with secrets of their own (OS entropy)."""
     config = {"rounds": rounds, "seed": 5, **({"resume": str(resume)} if resume else {})}
     return run_deployment(algorithm=ALGORITHM, data=DATA, num_clients=3, out=out,
-                          run_config=config)
+                          run_config=config,
+                          node_config={SIMULATION_SEED: 5} if simulated else None)
 
 
 def test_deployment_keeps_client_states_in_its_checkpoint_and_resumes_them(
@@ -192,7 +196,7 @@ def test_deployment_keeps_client_states_in_its_checkpoint_and_resumes_them(
     full = deploy(tmp_path / "full", 4)
     deploy(tmp_path / "first", 3)
     assert sorted(p.name for p in (tmp_path / "first/checkpoint/clients").iterdir()) == [
-        f"client-{k}.{ext}" for k in range(3) for ext in ("json", "npz")]
+        f"client-{k}.{ext}" for k in range(3) for ext in ("json", "npz", "secret")]
     for _ in range(2):   # the checkpoint stays a valid starting point
         resumed = deploy(tmp_path / "resumed", 4, resume=tmp_path / "first/checkpoint")
         assert_same_run(resumed, full)
@@ -200,6 +204,35 @@ def test_deployment_keeps_client_states_in_its_checkpoint_and_resumes_them(
     # a new run in another folder does not continue the old client states
     again = deploy(tmp_path / "again", 4)
     assert_same_run(again, full)
+
+
+def test_nodes_with_their_own_secrets_resume_twice_into_identical_forks(tmp_path,
+                                                                       inprocess_processes):
+    """Each node draws its secret from OS entropy and keeps it beside its state: two resumes of
+    one checkpoint replay the same noise (no extra release), a new run draws other noise, the
+    server's files hold no secret, and a resume without a node's secret is refused."""
+    deploy(tmp_path / "first", 3, simulated=False)
+    clients = tmp_path / "first/checkpoint/clients"
+    secrets = [(clients / f"client-{k}.secret").read_text().strip() for k in range(3)]
+    assert len(set(secrets)) == 3
+    assert all((clients / f"client-{k}.secret").stat().st_mode & 0o777 == 0o600
+               for k in range(3))
+    server_files = [tmp_path / "first/result.json", tmp_path / "first/checkpoint/server.json"]
+    assert not any(secret in path.read_text() for secret in secrets for path in server_files)
+    forks = []
+    for name in ("fork1", "fork2"):
+        forks.append(deploy(tmp_path / name, 4, resume=tmp_path / "first/checkpoint",
+                            simulated=False))
+    assert_same_run(forks[0], forks[1])
+    assert not forks[0].seeded_noise
+    assert [(tmp_path / f"fork1/checkpoint/clients/client-{k}.secret").read_text().strip()
+            for k in range(3)] == secrets
+    fresh = deploy(tmp_path / "fresh", 4, simulated=False)
+    assert not np.allclose(fresh.model["w"], forks[0].model["w"])
+    (clients / "client-1.secret").unlink()
+    with pytest.raises(ParameterError, match=r"client 1's noise secret .*client-1\.secret\) is "
+                                             r"missing"):
+        deploy(tmp_path / "fork3", 4, resume=tmp_path / "first/checkpoint", simulated=False)
 
 
 def _files(folder):
