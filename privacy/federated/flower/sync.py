@@ -11,8 +11,10 @@ their round's timeout are still pulled and rejected as stale (never averaged int
 round), the server state is checkpointed and a run resumes from its checkpoint, and the result
 is the numpy runner's :class:`~privacy.federated.runner.RunResult`.
 
-With the same seed the numbers equal :func:`privacy.federated.runner.run_sync`'s: messages,
-rngs and the order of aggregation depend only on (seed, client, round).
+With the same seed and simulated nodes (node config ``simulation-seed``, as the in-process
+runners set it) the numbers equal :func:`privacy.federated.runner.run_sync`'s: messages, rngs
+and the order of aggregation depend only on (seed, client secrets, client, round).  Nodes with
+secrets of their own draw noise the seed does not determine.
 """
 
 from __future__ import annotations
