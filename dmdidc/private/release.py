@@ -494,6 +494,17 @@ def _check_plain(stats) -> None:
         raise ParameterError("these statistics are already privatized; privatize plain "
                              "statistics once (composing releases of the same data is the "
                              "accountant's job)")
+    if stats.interpolated:
+        # a gap's interpolated values are set by the real readings at both of its ends: one
+        # replaced reading moves the whole gap (41 time steps for a 40-sample gap: l2 change
+        # 4.6 times the per-sample sensitivity, epsilon 5.5 instead of 1)
+        raise ParameterError(
+            f"stats were built from data with {stats.interpolated} interpolated value(s) "
+            f"(missing='interpolate'); an interpolated value depends on the real readings on "
+            f"both sides of its gap, so replacing one reading changes every value of the gap "
+            f"and no privacy unit's sensitivity bounds the release. Read the data with "
+            f"missing='drop' (the record splits into experiments at the gaps) before "
+            f"privatizing")
 
 
 def _noisy(stats, release: PrivacyRelease, variance: float, rng):

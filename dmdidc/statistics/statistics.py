@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_finite_array, check_integer, read_only
-from dmdidc.data import data_arrays
+from dmdidc.data import IdData, data_arrays
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.streaming import LaggedSums
@@ -90,6 +90,12 @@ class SufficientStatistics:
     releases : tuple of dmdidc.private.release.PrivacyRelease
         The privacy guarantee of every privatized release summed into these statistics
         (``+`` refuses statistics that share one: its noise would be in the sum twice).
+    interpolated : int
+        Values of the data that were filled in by interpolation (an :class:`~dmdidc.IdData`
+        read with ``missing="interpolate"``; 0 for arrays, which cannot tell).
+        :meth:`privatize` refuses statistics with any: an interpolated value depends on the
+        real readings around its gap, so one replaced reading moves the whole gap and the
+        per-unit sensitivity no longer bounds the release.
 
     Examples
     --------
@@ -124,6 +130,7 @@ class SufficientStatistics:
     clipped: int | None = 0
     noise_variance: float = 0.0
     releases: tuple = ()
+    interpolated: int = 0
 
     def __post_init__(self) -> None:
         for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
@@ -175,14 +182,17 @@ class SufficientStatistics:
         DimensionError, NonFiniteError, ParameterError
             Malformed data, bounds or options.
         """
+        # an IdData knows what missing="interpolate" filled in; privatize must refuse that
+        interpolated = X.missing_report.interpolated if isinstance(X, IdData) else 0
         X, U = data_arrays(X, U, caller="SufficientStatistics.from_data")
         trajectories, signals = _trajectories(X, U, instruments)
         kind = None if instruments is None else (
             instruments if isinstance(instruments, str) else "exogenous")
-        return cls.from_trajectories(trajectories, signals, max_delay=max_delay, instruments=kind,
-                                     instrument_lags=instrument_lags, state_bound=state_bound,
-                                     input_bound=input_bound, instrument_bound=instrument_bound,
-                                     detrend=detrend)
+        stats = cls.from_trajectories(trajectories, signals, max_delay=max_delay,
+                                      instruments=kind, instrument_lags=instrument_lags,
+                                      state_bound=state_bound, input_bound=input_bound,
+                                      instrument_bound=instrument_bound, detrend=detrend)
+        return dataclasses.replace(stats, interpolated=interpolated) if interpolated else stats
 
     @classmethod
     def from_trajectories(cls, trajectories: list[tuple[np.ndarray, np.ndarray]],
@@ -355,6 +365,7 @@ class SufficientStatistics:
             min_trajectory_samples=min(p.min_trajectory_samples for p in used),
             max_trajectory_samples=max(p.max_trajectory_samples for p in used),
             clipped=None if any(p.clipped is None for p in used) else total("clipped"),
+            interpolated=total("interpolated"),
             noise_variance=float(sum(c ** 2 * p.noise_variance for c, p in drawn)),
             releases=tuple(release for c, p in drawn for _ in range(c)
                            for release in p.releases))

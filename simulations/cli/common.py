@@ -121,6 +121,29 @@ def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
     return np.array(values, dtype=float)
 
 
+def refuse_interpolation(args: argparse.Namespace) -> None:
+    """Refuse ``--missing interpolate`` for a command that releases the data privately.
+
+    One real reading sets every interpolated value of the gaps beside it, so replacing it
+    changes the whole gap (a 40-sample gap: 41 time steps, the released vector moved 4.6 times
+    the declared per-sample sensitivity, epsilon 5.5 where 1 was printed).
+
+    Raises
+    ------
+    ParameterError
+        With ``--missing interpolate``, naming ``--missing drop`` as the remedy.
+    """
+    from _toolbox.errors import ParameterError
+
+    if getattr(args, "missing", None) == "interpolate":
+        raise ParameterError(
+            "--missing interpolate is refused with a private release: an interpolated value "
+            "depends on the real readings on both sides of its gap, so replacing one reading "
+            "changes every value of the gap and the privacy guarantee per time step would not "
+            "hold. Use --missing drop (the record splits into experiments at the gaps; their "
+            "lengths are public)")
+
+
 def show_progress() -> bool:
     """Whether progress bars belong on stderr: only on a terminal, since a pipe or a log file
     would collect every carriage-return frame. Library functions that take ``progress: bool``

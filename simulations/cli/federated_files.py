@@ -2,7 +2,8 @@
 file per client.
 
 Each file is read as ``dmdidc identify`` reads its data file (an ``.npz`` with ``X`` and ``U``,
-or a CSV table with ``--inputs`` / ``--states`` / ``--time`` columns and ``--missing``); every
+or a CSV table with ``--inputs`` / ``--states`` / ``--time`` columns and ``--missing``, where
+``interpolate`` is refused: it would break the per-sample guarantee); every
 client privatizes its DMDidc statistics once with the federation's public bounds
 (``--state-bound``, ``--input-bound``), the server combines the releases with FedInfer
 (:class:`dmdidc.federated.identification.FederatedIdentification` on the numpy runner) and
@@ -48,6 +49,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         clipping_warning,
         output_path,
         per_channel,
+        refuse_interpolation,
         summary_table,
         write_summary,
     )
@@ -69,6 +71,7 @@ def run_on_files(args: argparse.Namespace) -> int:
                              "numpy runner (deploy real nodes with 'dmdidc federated serve')")
     out = output_path(args.out, folder=True)
     output_path(args.model, folder=False, suffixes=MODEL_SUFFIXES, option="--model")
+    refuse_interpolation(args)
     # read first: input-free data are refused with what fits them, not asked for input bounds
     clients, dt, first = _read_clients(args)
     missing = [flag for name, flag in (("max_delay", "--max-delay"),
@@ -171,10 +174,12 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
                                  f"file has no time column to read it from)")
         lengths = {U.shape[1] for U in data.U}
         if len(lengths) > 1:
+            # not --missing interpolate: interpolated gaps break the per-sample guarantee
             raise ParameterError(f"{path!r}: --missing drop split the record into segments of "
                                  f"different lengths ({sorted(lengths)}); a client's "
-                                 f"experiments must have one length: use --missing "
-                                 f"interpolate")
+                                 f"experiments must have one length: cut the file into "
+                                 f"experiments of one length (e.g. leave out the rows of the "
+                                 f"shorter pieces) before the run")
         if data.U[0].shape[0] == 0:        # the federated IV uses the inputs as instruments
             raise DimensionError(f"{path!r} has no inputs (U has 0 rows): federated "
                                  f"identification needs at least one input; fit input-free "

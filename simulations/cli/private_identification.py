@@ -34,6 +34,7 @@ from simulations.cli.common import (
     output_path,
     per_channel,
     positive_vector,
+    refuse_interpolation,
     write_summary,
     write_table,
 )
@@ -148,6 +149,7 @@ def _identify(args: argparse.Namespace) -> int:
         raise ParameterError("--window needs --unit window")
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
+    refuse_interpolation(args)
     data = load_data(args)
     n, m = data.X[0].shape[0], data.U[0].shape[0]
     state_bound = per_channel("--state-bound", args.state_bound, n, "state")

@@ -232,6 +232,39 @@ def test_statistics_are_privatized_once_and_need_bounds(stats):
         unbounded.privatize("laplace", epsilon=1.0)
 
 
+def _gap_statistics(reading: float, missing: str):
+    """Statistics of a record whose state misses 40 readings after sample 200, with the real
+    reading at sample 200 (the gap's left end) set to ``reading``."""
+    from dmdidc import IdData
+
+    rng = np.random.default_rng(0)
+    X = np.clip(rng.normal(0.0, 0.5, (1, 401)), -1.0, 1.0)
+    U = np.clip(rng.normal(0.0, 0.5, (1, 400)), -1.0, 1.0)
+    X[0, 200], X[0, 201:241] = reading, np.nan
+    return SufficientStatistics.from_data(IdData(X, U, dt=1.0, missing=missing), max_delay=2,
+                                          state_bound=1.0, input_bound=1.0)
+
+
+def test_interpolated_data_are_not_privatized_since_one_reading_moves_its_whole_gap():
+    # independent evidence first: replacing the one real reading at a gap's end moves the
+    # interpolated statistics far beyond the per-sample sensitivity, the dropped ones not
+    interpolated = [_gap_statistics(v, "interpolate") for v in (-1.0, 1.0)]
+    dropped = [_gap_statistics(v, "drop") for v in (-1.0, 1.0)]
+    sens = interpolated[0].sensitivity("sample")
+    change = interpolated[0].to_vector() - interpolated[1].to_vector()
+    assert np.linalg.norm(change) > 2.0 * sens.l2
+    change = dropped[0].to_vector() - dropped[1].to_vector()
+    assert np.linalg.norm(change) <= dropped[0].sensitivity("sample").l2 * (1 + 1e-12)
+    assert interpolated[0].interpolated == 40 and dropped[0].interpolated == 0
+    for mechanism, options in (("gaussian", {"delta": 1e-5}), ("laplace", {})):
+        with pytest.raises(ParameterError, match=r"40 interpolated value\(s\).*missing='drop'"):
+            interpolated[0].privatize(mechanism, epsilon=1.0, rng=0, **options)
+    # a sum that holds interpolated data is refused too; dropped data are released
+    with pytest.raises(ParameterError, match="interpolated"):
+        (interpolated[0] + dropped[0]).privatize("laplace", epsilon=1.0, rng=0)
+    assert dropped[0].privatize("laplace", epsilon=1.0, rng=0).privacy.unit == "sample"
+
+
 def test_sums_of_private_releases_keep_every_guarantee(stats):
     a = stats.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0)
     b = stats.privatize("gaussian", epsilon=2.0, delta=1e-5, rng=1)

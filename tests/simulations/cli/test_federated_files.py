@@ -63,6 +63,25 @@ def test_file_mistakes_are_refused_before_any_work(tmp_path, capsys, extra, mess
     assert not (tmp_path / "fed").exists()
 
 
+def test_interpolated_gaps_are_refused_and_uneven_segments_do_not_suggest_them(tmp_path,
+                                                                             capsys):
+    path = tmp_path / "gaps.csv"
+    rows = ["time,x1,x2,u1,u2"] + [
+        f"{2 * k},{'' if k in (20, 21, 22) else np.sin(k)},{np.cos(k)},{np.sin(2 * k)},"
+        f"{np.cos(3 * k)}" for k in range(60)]
+    path.write_text("\n".join(rows) + "\n")
+    base = ["federated", "identify", str(path), "--inputs", "u1,u2", *BOUNDS, "--epsilon", "1",
+            "--out", str(tmp_path / "fed")]
+    assert main(base + ["--missing", "interpolate"]) == 2
+    err = capsys.readouterr().err
+    assert "--missing interpolate is refused with a private release" in err
+    assert "--missing drop" in err
+    assert main(base + ["--missing", "drop"]) == 2         # segments of 19 and 36 samples
+    err = capsys.readouterr().err
+    assert "different lengths" in err and "--missing interpolate" not in err
+    assert not (tmp_path / "fed").exists()
+
+
 def test_clients_must_measure_the_same_plant_at_the_same_period(tmp_path, capsys):
     files = client_files(tmp_path, samples=30)
     rng = np.random.default_rng(0)           # 3 states: another plant (not constant: refused)

@@ -112,6 +112,21 @@ def test_privacy_identify_refuses_inconsistent_options(damped_data, tmp_path, ca
     assert message in capsys.readouterr().err
 
 
+def test_privacy_identify_refuses_interpolated_gaps_and_names_drop(tmp_path, capsys):
+    path = tmp_path / "gaps.csv"
+    rows = ["time,x,u"] + [f"{k},{'' if 20 < k < 30 else np.sin(k)},{np.cos(k)}"
+                           for k in range(60)]
+    path.write_text("\n".join(rows) + "\n")
+    common = ["privacy", "identify", str(path), "--inputs", "u", "--states", "x",
+              "--max-delay", "2", "--state-bound", "1", "--input-bound", "1", "--epsilon", "1",
+              "--mechanism", "laplace", "--out", str(tmp_path / "m.json")]
+    assert main(common + ["--missing", "interpolate"]) == 2
+    err = capsys.readouterr().err
+    assert "--missing interpolate is refused with a private release" in err
+    assert "Use --missing drop" in err
+    assert not (tmp_path / "m.json").exists()
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--mechanisms", "gaussian", "--alpha", "1.2"], "--alpha 1.2 has no effect here: it needs "
                                                      "sas among --mechanisms"),
