@@ -28,6 +28,7 @@ __all__ = [
     "NoSteadyStateError",
     "ContinuousModelWarning",
     "DiagnosticWarning",
+    "RepeatedReleaseWarning",
 ]
 
 
@@ -89,3 +90,8 @@ class ContinuousModelWarning(UserWarning):
 class DiagnosticWarning(ContinuousModelWarning):
     """A validation check of a fit failed (``dmdidc.inference.diagnostics``): the message names
     the check, the statistic, the threshold and the remedy."""
+
+
+class RepeatedReleaseWarning(UserWarning):
+    """The same plain data were released privately more than once: each release reports its own
+    guarantee, the message the accountant's composition of them all."""

@@ -64,7 +64,7 @@ def nested(stats, epsilon: float, delta: float, alpha: float):
     while high / low > 1.01:
         middle = math.sqrt(low * high)
         low, high = (low, middle) if household(middle) > epsilon else (middle, high)
-    private = privatize_calibrated(stats, calibration(low), rng=0, **UNIT)
+    private = privatize_calibrated(stats, calibration(low), rng=0, accounted=True, **UNIT)
     return pi.household_guarantee(private.privacy, trajectories=TRAJECTORIES,
                                   releases=RELEASES, delta=delta, **UNIT)
 
@@ -88,7 +88,8 @@ def main() -> None:
             return timed
 
         runs = {"scale search": fresh(lambda s=stats, o=options: pi.privatize_household(
-                    s, mechanism="sas", releases=RELEASES, rng=0, **UNIT, **o)[1]),
+                    s, mechanism="sas", releases=RELEASES, rng=0, accounted=True, **UNIT,
+                    **o)[1]),
                 "nested": fresh(lambda s=stats, o=options: nested(s, **o))}
         times = {}
         print(f"{case}: {stats.dimension}-entry release, epsilon {options['epsilon']:g}, "

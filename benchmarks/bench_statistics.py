@@ -109,7 +109,8 @@ def run(plant: DelayedPlant, lags: int, K: int, repeats: int) -> None:
         ("fit_statistics (iv)", quiet(lambda: DMDidc(max_delay=R, estimator="iv")
                                       .fit_statistics(instrumented, dt=dt))),
         ("privatize (gaussian, sample) + fit", quiet(lambda: DMDidc(max_delay=R).fit_statistics(
-            plain.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0), dt=dt))),
+            plain.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0, accounted=True),
+            dt=dt))),
     ]
     # the reference: the products alone (numpy_gram_pass times them, not building Phi)
     reference = min(numpy_gram_pass(X, U, R)[1] for _ in range(repeats))

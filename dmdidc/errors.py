@@ -24,6 +24,7 @@ from _toolbox.errors import (
     NoSteadyStateError,
     NotFittedError,
     ParameterError,
+    RepeatedReleaseWarning,
     ToolboxError,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "NonFiniteError",
     "NotFittedError",
     "ParameterError",
+    "RepeatedReleaseWarning",
     "ToolboxError",
 ]
 

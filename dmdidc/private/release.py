@@ -38,6 +38,12 @@ steps (e.g. a day of occupancy); ``"trajectory"`` a whole experiment (e.g. a hou
 when each day is a trajectory).  The sensitivity, and so the noise, grows with the unit:
 about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory.
 
+Each call is one release: privatizing the same plain statistics again draws fresh noise on the
+same data, and the releases compose.  The statistics count them (``release_count``), and from
+the second on a :class:`~dmdidc.RepeatedReleaseWarning` gives the accountant's composition of all
+(:func:`composed_guarantee`, for the finest unit among them) unless the caller passes
+``accounted=True`` (a study of independent noise draws on simulated data).
+
 The noisy statistics are unbiased (the noise is centred); the estimator repairs an indefinite
 noisy Gram and takes the noise variance into its standard errors
 (:meth:`dmdidc.DMDidc.fit_statistics`).
@@ -60,7 +66,7 @@ from dmdidc.private.sensitivity import statistics_sensitivity
 
 __all__ = ["PrivacyRelease", "Calibration", "privatize_statistics", "privatize_calibrated",
            "describe_release", "calibrate_release", "check_mechanism", "sas_gdp_applies",
-           "choose_sas_scale", "sas_calibration", "MECHANISMS"]
+           "choose_sas_scale", "sas_calibration", "composed_guarantee", "MECHANISMS"]
 
 MECHANISMS = ("gaussian", "laplace", "sas")
 #: Relative precision of the SaS scale search (rounded up: at most this much extra noise).
@@ -378,7 +384,8 @@ def _sas_gdp_scale(epsilon: float, delta: float, alpha: float, l2: float) -> flo
 def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
                          delta: float | None = None, unit: str = "sample",
                          window: int | None = None, alpha: float | None = None,
-                         rng: np.random.Generator | int | None = None):
+                         rng: np.random.Generator | int | None = None,
+                         accounted: bool = False):
     """Release ``stats`` with differential privacy (see the module notes).
 
     Parameters
@@ -400,11 +407,18 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     alpha : float, optional
         SaS stability index in (0, 2); required for ``"sas"`` only.
     rng : numpy.random.Generator, int or None
+    accounted : bool, default False
+        The caller composes repeated releases of ``stats`` itself: no warning (module notes).
 
     Returns
     -------
     SufficientStatistics
         The noisy statistics, with ``noise_variance`` and ``privacy`` set.
+
+    Warns
+    -----
+    RepeatedReleaseWarning
+        ``stats`` released before (module notes), unless ``accounted``.
 
     Raises
     ------
@@ -432,12 +446,13 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     _check_plain(stats)
     release, variance = describe_release(stats, mechanism, epsilon=epsilon, delta=delta,
                                          unit=unit, window=window, alpha=alpha)
-    return _noisy(stats, release, variance, rng)
+    return _noisy(stats, release, variance, rng, accounted)
 
 
 def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample",
                          window: int | None = None,
-                         rng: np.random.Generator | int | None = None):
+                         rng: np.random.Generator | int | None = None,
+                         accounted: bool = False):
     """Release ``stats`` with a calibration decided elsewhere, e.g. a scale searched on a
     composed budget (:func:`sas_calibration`): the noise of ``calibration.mechanism``, drawn
     once, and its guarantee, with no second calibration.
@@ -449,7 +464,7 @@ def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample
     calibration : Calibration
         Its mechanism's sensitivity must be the one of ``stats`` for ``unit`` (l2 for Gaussian
         noise, l1 otherwise).
-    unit, window, rng
+    unit, window, rng, accounted
         As in :func:`privatize_statistics`.
 
     Returns
@@ -486,7 +501,7 @@ def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample
                              f"statistics have {expected!r} per {unit} (a calibration made for "
                              f"the same statistics, unit and window is accepted)")
     return _noisy(stats, _describe(calibration, sens, unit, stats.dimension),
-                  calibration.variance, rng)
+                  calibration.variance, rng, accounted)
 
 
 def _check_plain(stats) -> None:
@@ -507,11 +522,65 @@ def _check_plain(stats) -> None:
             f"privatizing")
 
 
-def _noisy(stats, release: PrivacyRelease, variance: float, rng):
-    """``stats`` with ``release``'s noise added once to the whole vector."""
+def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool):
+    """``stats`` with ``release``'s noise added once to the whole vector; the release counted
+    on ``stats``, and from the second one on their composition said unless ``accounted``."""
     noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
     private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
+    stats._drawn.append(release)
+    if len(stats._drawn) > 1 and not accounted:
+        from dmdidc.errors import RepeatedReleaseWarning, warn_model
+
+        each = ", ".join(sorted({f"({r.epsilon:.4g}, {r.delta:.3g})" for r in stats._drawn}))
+        warn_model(f"these plain statistics have now been privatized {len(stats._drawn)} "
+                   f"times (fresh noise on the same data each time); each release reports "
+                   f"only its own guarantee ({each}), together they are "
+                   f"{composed_guarantee(stats._drawn)}. Release once and reuse the result, or "
+                   f"pass accounted=True where the composition is accounted for "
+                   f"(stats.composed_privacy())", RepeatedReleaseWarning)
     return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+#: Finest first: a release per window or trajectory also protects one time step of it.
+_UNIT_ORDER = {"sample": 0, "window": 1, "trajectory": 2}
+
+
+def composed_guarantee(releases) -> Any:
+    """The accountant's guarantee of several releases of the same data, for the finest unit
+    among them (a release per window or trajectory protects one time step of it at least as
+    well, a smaller window one of a larger; not the other way), at the largest delta among
+    them (:class:`privacy.accountant.Guarantee`).
+
+    Parameters
+    ----------
+    releases : sequence of PrivacyRelease
+        At least one.
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant, SufficientStatistics, random_excitation
+    >>> plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
+    >>> U = random_excitation(1, 1000, rng=0)
+    >>> stats = SufficientStatistics.from_data(plant.simulate([0.0], U), U, max_delay=2,
+    ...                                        state_bound=4.0, input_bound=3.0)
+    >>> once = stats.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0).privacy
+    >>> print(composed_guarantee([once] * 10))   # doctest: +ELLIPSIS
+    (3.619, 1e-05)-DP for one sample replaced (10 releases; ...)
+    """
+    from collections import Counter
+
+    from privacy.accountant import Accountant
+
+    releases = list(releases)
+    if not releases:
+        raise ParameterError("composed_guarantee needs at least one release; got none")
+    finest = min(releases, key=lambda r: (_UNIT_ORDER[r.unit], r.window or 0))
+    unit = (f"window of {finest.window} time steps" if finest.unit == "window"
+            else finest.unit)
+    accountant = Accountant(neighboring=finest.neighboring, unit=unit)
+    for release, count in Counter(releases).items():      # equal releases composed at once
+        accountant = accountant.compose(release.dp_event, count)
+    return accountant.guarantee(delta=max(r.delta or 0.0 for r in releases))
 
 
 def check_mechanism(mechanism: str, alpha: float | None) -> float | None:

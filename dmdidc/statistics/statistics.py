@@ -28,7 +28,7 @@ engine :class:`~dmdidc.statistics.streaming.LaggedSums`.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,9 @@ class SufficientStatistics:
         :meth:`privatize` refuses statistics with any: an interpolated value depends on the
         real readings around its gap, so one replaced reading moves the whole gap and the
         per-unit sensitivity no longer bounds the release.
+    release_count : int
+        Private releases drawn from these plain statistics so far (:meth:`privatize`);
+        :meth:`composed_privacy` is what they cost together.
 
     Examples
     --------
@@ -131,6 +134,9 @@ class SufficientStatistics:
     noise_variance: float = 0.0
     releases: tuple = ()
     interpolated: int = 0
+    # releases drawn from these plain statistics (privatize appends; a new object, including
+    # one made by dataclasses.replace, starts empty): mutable on purpose in a frozen value
+    _drawn: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
@@ -457,6 +463,23 @@ class SufficientStatistics:
         for sums of several releases, whose guarantees are in ``releases``)."""
         return self.releases[0] if len(self.releases) == 1 else None
 
+    @property
+    def release_count(self) -> int:
+        """Private releases drawn from these plain statistics so far (each call of
+        :meth:`privatize` draws fresh noise on the same data: one more release)."""
+        return len(self._drawn)
+
+    def composed_privacy(self):
+        """The accountant's guarantee of every release drawn from these statistics so far
+        (:func:`dmdidc.private.release.composed_guarantee`; ``None`` before the first).
+
+        It covers releases of this object only: statistics built again from the same data, or
+        sums holding them, keep their own count.
+        """
+        from dmdidc.private.release import composed_guarantee
+
+        return composed_guarantee(self._drawn) if self._drawn else None
+
     def sensitivity(self, unit: str = "sample", *, window: int | None = None):
         """How much one privacy unit can move :meth:`to_vector`
         (:mod:`dmdidc.private.sensitivity`)."""
@@ -467,8 +490,15 @@ class SufficientStatistics:
     def privatize(self, mechanism: str = "gaussian", *, epsilon: float,
                   delta: float | None = None, unit: str = "sample", window: int | None = None,
                   alpha: float | None = None,
-                  rng: np.random.Generator | int | None = None) -> SufficientStatistics:
+                  rng: np.random.Generator | int | None = None,
+                  accounted: bool = False) -> SufficientStatistics:
         """Release the statistics with differential privacy (:mod:`dmdidc.private.release`).
+
+        Each call is one more release of the same data (fresh noise): the statistics count
+        them (:attr:`release_count`), and from the second call on a
+        :class:`~dmdidc.RepeatedReleaseWarning` gives the accountant's composed guarantee of
+        all of them (10 Gaussian releases at (1, 1e-5) per sample are (3.62, 1e-5)), since each
+        release reports only its own.  Release once and reuse the result.
 
         Parameters
         ----------
@@ -488,16 +518,24 @@ class SufficientStatistics:
         alpha : float, optional
             Stability index in (0, 2) for ``"sas"``.
         rng : numpy.random.Generator, int or None
+        accounted : bool, default False
+            ``True`` states that the caller composes repeated releases itself (e.g. a study
+            drawing independent noise on simulated data): no warning; still counted.
 
         Returns
         -------
         SufficientStatistics
             With the noisy values, ``noise_variance`` and ``privacy``.
+
+        Warns
+        -----
+        RepeatedReleaseWarning
+            From the second release of these statistics on (unless ``accounted``).
         """
         from dmdidc.private.release import privatize_statistics
 
         return privatize_statistics(self, mechanism, epsilon=epsilon, delta=delta, unit=unit,
-                                    window=window, alpha=alpha, rng=rng)
+                                    window=window, alpha=alpha, rng=rng, accounted=accounted)
 
     # ------------------------------------------------------------------ moments
     def moments(self) -> tuple[np.ndarray, np.ndarray]:

@@ -220,14 +220,15 @@ def privatize_release(stats: SufficientStatistics, mechanism: str, epsilon: floa
     """:func:`~simulations.smartgrid.private_identification.privatize_household` with the
     scenario's SaS alpha (:data:`DEFAULT_ALPHA`) by default; ``alpha`` is the SaS cells' of a
     study over several mechanisms (:func:`check_mechanisms` refuses it without SaS); returns
-    ``(private, guarantee)``."""
+    ``(private, guarantee)``.  The attack studies draw many releases of the same statistics
+    to measure the attacks (each stands for a household's one release): ``accounted``."""
     if mechanism != "sas":
         alpha = None
     elif alpha is None:
         alpha = DEFAULT_ALPHA
     return privatize_household(stats, mechanism=mechanism, epsilon=epsilon, delta=delta,
                                unit=unit, window=window, alpha=alpha, releases=releases,
-                               rng=rng)
+                               rng=rng, accounted=True)
 
 
 def fleet_prior(record: FleetRecord, max_delay: int,

@@ -82,13 +82,13 @@ def _delay(fit: FleetIdentification | None) -> tuple[float, tuple[float, float],
 
 
 def _privatize_fleet(stats, config: ScenarioConfig, mechanism: str, epsilon: float,
-                     rng: np.random.Generator):
+                     rng: np.random.Generator, *, accounted: bool = False):
     releases, guarantees = [], []
     for s in stats:
         private, guarantee = privatize_household(
             s, mechanism=mechanism, epsilon=epsilon, delta=config.delta, unit=config.unit,
             window=config.window_steps, alpha=config.alpha if mechanism == "sas" else None,
-            rng=rng)
+            rng=rng, accounted=accounted)
         releases.append(private)
         guarantees.append(guarantee)
     return releases, guarantees
@@ -111,8 +111,9 @@ def privacy_utility_curve(stats, config: ScenarioConfig, true_delay_s: float, *,
         for eps in epsilons:
             errors, notes, guarantee = [], [], 0.0
             for _ in range(repetitions):
+                # the summary composes these re-releases (its "releases")
                 releases, guarantees = _privatize_fleet(stats, config, mechanism, float(eps),
-                                                        rng)
+                                                        rng, accounted=True)
                 delay, _, note = _delay(_identify(releases, config))
                 errors.append(abs(delay - true_delay_s) / config.dt_s
                               if math.isfinite(delay) else math.inf)

@@ -386,7 +386,8 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
                         delta: float = 1e-5, unit: str = "sample", window: int | None = None,
                         alpha: float | None = None, releases: int = 1,
                         budget: tuple[float, float] | None = None,
-                        rng: np.random.Generator | int | None = None
+                        rng: np.random.Generator | int | None = None,
+                        accounted: bool = False
                         ) -> tuple[SufficientStatistics, HouseholdGuarantee]:
     """Privatize one release of a household so its composed guarantee meets ``epsilon``.
 
@@ -418,6 +419,10 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
         The household's hard limit; a release whose guarantee exceeds it is refused.  Default:
         ``(epsilon, delta)``.
     rng : numpy.random.Generator or int or None
+    accounted : bool, default False
+        The caller accounts for repeated releases of ``stats`` (a study's independent noise
+        draws): no :class:`~dmdidc.RepeatedReleaseWarning`
+        (:meth:`dmdidc.SufficientStatistics.privatize`).
 
     Returns
     -------
@@ -457,7 +462,8 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     calibration = _release_calibration(stats, mechanism, epsilon, delta, unit, window, alpha,
                                        trajectories, releases)
     private = privatize_calibrated(stats, calibration, unit=unit,
-                                   window=window if unit == "window" else None, rng=rng)
+                                   window=window if unit == "window" else None, rng=rng,
+                                   accounted=accounted)
     guarantee = household_guarantee(private.privacy, unit=unit, window=window,
                                     trajectories=trajectories, releases=releases,
                                     delta=_release_delta(mechanism, delta) or 0.0)

@@ -272,9 +272,12 @@ def run_privacy_study(config: PrivacyStudyConfig,
                         for approach in config.approaches:
                             start = time.perf_counter()
                             if approach == "statistics":
+                                # each point stands for one release (a study on
+                                # simulated data): the repetitions are accounted as such
                                 private = stats.privatize(mechanism, epsilon=epsilon,
                                                           delta=delta, unit=unit,
-                                                          window=window, alpha=alpha, rng=rng)
+                                                          window=window, alpha=alpha, rng=rng,
+                                                          accounted=True)
                                 guarantee = (private.privacy.epsilon, private.privacy.delta)
                                 errors = _fit(lambda p=private: DMDidc(
                                     max_delay=R).fit_statistics(p, dt=T), plant)

@@ -264,7 +264,9 @@ def release_sampler(pair: NeighbourPair, **privatize_kwargs) -> Callable:
     stats_null, stats_alt = pair.statistics()
 
     def sampler(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(np.array([stats.privatize(rng=rng, **privatize_kwargs).to_vector()
+        # the audit samples one release's law: its many draws are not a disclosure
+        return tuple(np.array([stats.privatize(rng=rng, accounted=True,
+                                               **privatize_kwargs).to_vector()
                                for _ in range(n)]) for stats in (stats_null, stats_alt))
     return sampler
 
@@ -308,7 +310,7 @@ def audit_release(pair: NeighbourPair, mechanism: str, *, epsilon: float,
     kwargs = dict(mechanism=mechanism, epsilon=epsilon, delta=delta, alpha=alpha, unit=unit,
                   window=window)
     stats_null, stats_alt = pair.statistics()
-    release = stats_null.privatize(rng=gen, **kwargs).privacy
+    release = stats_null.privatize(rng=gen, accounted=True, **kwargs).privacy
     claimed, at_delta = release.epsilon, release.delta
     if audit_delta is not None and audit_delta != release.delta:
         if release.delta == 0.0:

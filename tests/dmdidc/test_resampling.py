@@ -351,8 +351,9 @@ def test_a_privatized_resample_declares_the_variance_of_its_noise(seed, monkeypa
     exact = weighted_total(plain, counts).to_vector()
     noise, declared = [], set()
     for _ in range(30):
+        # 30 draws of one release's noise (its law is the subject): accounted
         private = [part.privatize("gaussian", epsilon=1.0, delta=1e-5,
-                                  rng=rng.integers(2 ** 32)) for part in plain]
+                                  rng=rng.integers(2 ** 32), accounted=True) for part in plain]
         total = weighted_total(private, counts)
         noise.append(total.to_vector() - exact)
         declared.add(total.noise_variance)
@@ -422,7 +423,7 @@ def test_weighted_total_refuses_parts_that_share_a_release():
 
     _, plain = bounded_parts(np.random.default_rng(9), 2)
     private = [part.privatize(epsilon=1.0, delta=1e-5, rng=k) for k, part in enumerate(plain)]
-    again = plain[0].privatize(epsilon=1.0, delta=1e-5, rng=5)
+    again = plain[0].privatize(epsilon=1.0, delta=1e-5, rng=5, accounted=True)
     for parts, counts in (([private[0], private[0]], [1, 1]),
                           ([private[0], private[1], private[0] + private[1]], [1, 0, 1]),
                           ([private[0], private[1], private[0]], [0, 1, 1])):

@@ -28,6 +28,9 @@ from dmdidc.statistics.fit import regression_from_statistics
 from privacy import GaussianMechanism, LaplaceMechanism
 
 T = 2.0
+# the module's fixture is privatized by many tests on purpose (its repeated-release warning has
+# its own test, which sets its own filters)
+pytestmark = pytest.mark.filterwarnings("ignore::dmdidc.RepeatedReleaseWarning")
 
 
 @pytest.fixture(scope="module")
@@ -263,6 +266,49 @@ def test_interpolated_data_are_not_privatized_since_one_reading_moves_its_whole_
     with pytest.raises(ParameterError, match="interpolated"):
         (interpolated[0] + dropped[0]).privatize("laplace", epsilon=1.0, rng=0)
     assert dropped[0].privatize("laplace", epsilon=1.0, rng=0).privacy.unit == "sample"
+
+
+def test_a_second_release_of_the_same_statistics_warns_with_the_composed_guarantee(plant):
+    from dmdidc import RepeatedReleaseWarning
+    from privacy import accounting
+
+    U = random_excitation(2, 400, rng=1)
+    fresh = SufficientStatistics.from_data(plant.simulate(np.zeros(2), U), U, max_delay=3,
+                                           state_bound=120.0, input_bound=4.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = fresh.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0)
+    assert not caught and fresh.release_count == 1
+    assert fresh.composed_privacy().epsilon == pytest.approx(first.privacy.epsilon, rel=1e-9)
+    for count in range(2, 5):
+        with pytest.warns(RepeatedReleaseWarning, match=rf"privatized {count} times.*"
+                                                         rf"\({count} releases"):
+            fresh.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=count)
+    # independent check: k Gaussian releases of one sigma are one release of sigma / sqrt(k)
+    sigma = first.privacy.mechanism.sigma
+    alone = GaussianMechanism(sigma / 2.0, sensitivity=first.privacy.sensitivity)
+    composed = fresh.composed_privacy()
+    assert composed.epsilon == pytest.approx(accounting.epsilon(alone, delta=1e-5), rel=1e-3)
+    assert composed.epsilon > 1.9 and composed.unit == "sample"
+    # a study that accounts for it says so; still counted. A new object starts at zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh.privatize("laplace", epsilon=1.0, rng=0, accounted=True)
+        assert fresh.release_count == 5
+        assert fresh.centered().release_count == 0
+
+
+def test_releases_at_several_units_compose_for_the_finest(stats):
+    from dmdidc.private.release import composed_guarantee
+
+    window = stats.privatize("laplace", epsilon=1.0, unit="window", window=5, rng=0,
+                             accounted=True).privacy
+    sample = stats.privatize("laplace", epsilon=0.5, rng=0, accounted=True).privacy
+    composed = composed_guarantee([window, sample])
+    assert composed.unit == "sample" and composed.epsilon <= 1.5 * (1 + 1e-9)
+    assert composed_guarantee([window, window]).unit == "window of 5 time steps"
+    with pytest.raises(ParameterError, match="at least one release"):
+        composed_guarantee([])
 
 
 def test_sums_of_private_releases_keep_every_guarantee(stats):

@@ -21,6 +21,8 @@ from simulations.smartgrid.private_identification import (
 )
 
 T = 300.0
+# the module's fleet statistics are privatized by many tests on purpose
+pytestmark = pytest.mark.filterwarnings("ignore::dmdidc.RepeatedReleaseWarning")
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,8 @@ def test_sampler_draws_through_privatize_with_its_seed(pairs):
     null, alt = sampler(3, np.random.default_rng(5))
     a, _ = pair.statistics()
     rng = np.random.default_rng(5)
-    expected = [a.privatize("laplace", epsilon=1.0, unit="sample", rng=rng).to_vector()
+    expected = [a.privatize("laplace", epsilon=1.0, unit="sample", rng=rng,
+                            accounted=True).to_vector()
                 for _ in range(3)]
     np.testing.assert_array_equal(null, expected)
     assert alt.shape == (3, a.dimension)
