@@ -116,6 +116,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="Poisson sampling probability q per release")
     parser.add_argument("--replace-one", action="store_true",
                         help="REPLACE_ONE neighbouring relation (default: ADD_OR_REMOVE)")
+    parser.add_argument("--unit", default="record",
+                        help="name of the privacy unit one release's sensitivity is for (what "
+                             "neighbouring data sets differ in, e.g. example, household); "
+                             "printed with the guarantee. Default: record")
 
 
 def run_privacy(args: argparse.Namespace) -> int:
@@ -177,7 +181,7 @@ def _run_epsilon(args: argparse.Namespace) -> int:
                    "sensitivity": mech.sensitivity, "dimension": mech.dimension,
                    "pure_epsilon_one_release": json_number(mech.epsilon),
                    "expected_distortion": json_number(mech.expected_distortion),
-                   **_guarantee_fields(bound)})
+                   **_guarantee_fields(bound, args.unit)})
     return 0
 
 
@@ -205,14 +209,19 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     _report(args, {"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
                    "sensitivity": mech.sensitivity, "dimension": mech.dimension,
                    "expected_distortion": json_number(mech.expected_distortion),
-                   **_guarantee_fields(bound)})
+                   **_guarantee_fields(bound, args.unit)})
     return 0
 
 
-def _guarantee_fields(bound: Any) -> dict[str, Any]:
+def _guarantee_fields(bound: Any, unit: str) -> dict[str, Any]:
+    """The guarantee's fields, its privacy unit among them (an epsilon means nothing without
+    what it protects), and its sentence."""
+    import dataclasses
+
+    bound = dataclasses.replace(bound, unit=unit)
     return {"epsilon": json_number(bound.epsilon), "delta": bound.delta, "steps": bound.steps,
             "sampling_rate": bound.sampling_rate, "neighboring": bound.neighboring.value,
-            "method": bound.method}
+            "unit": bound.unit, "method": bound.method, "guarantee": str(bound)}
 
 
 def _run_figures(args: argparse.Namespace) -> int:

@@ -164,6 +164,18 @@ def test_calibrate_with_delta_steps_and_sampling(capsys):
     assert out["scale"] > 2 * single
 
 
+def test_epsilon_and_calibrate_print_the_privacy_unit(capsys):
+    # docs/privacy.md: the unit is printed with every epsilon
+    code, out, _ = run(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--steps", "3")
+    assert code == 0 and "| unit | record |" in out
+    assert "-DP for one record added or removed (3 releases" in out
+    cal = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--replace-one",
+                   "--unit", "household")
+    assert cal["unit"] == "household"
+    assert cal["guarantee"].startswith(f"({cal['epsilon']:.4g}, 0)-DP for one household "
+                                       f"replaced")
+
+
 def test_calibrate_replace_one_needs_more_noise(capsys):
     plain = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5")
     replace = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5",
