@@ -130,13 +130,14 @@ def _check(args: argparse.Namespace) -> None:
 def run_experiment_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated experiment``."""
     from simulations.cli.common import progress_bar
+    from simulations.cli.terms import warn
     from simulations.studies.federated import (
         run_budget_sweep,
         run_experiment,
         write_budget_sweep,
         write_experiment,
     )
-    from simulations.studies.federated_experiments import ExperimentConfig
+    from simulations.studies.federated_experiments import ExperimentConfig, delta_note
 
     _check(args)
     out = output_path(args.out, folder=True)
@@ -148,6 +149,9 @@ def run_experiment_command(args: argparse.Namespace) -> int:
                               alpha=1.5 if args.alpha is None else args.alpha,
                               epsilon=args.epsilon, delta=args.delta,
                               local_steps=args.local_steps, lr=args.lr)
+    note = delta_note(config, args.seed)
+    if note:
+        warn(note, args)
     budgets = ((args.total_epsilons or _DEFAULT_BUDGETS) if args.budget == "total"
                else (None,))
     total = args.trials * len(args.algorithms) * len(budgets)

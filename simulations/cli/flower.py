@@ -125,7 +125,12 @@ def _stagger(args: argparse.Namespace) -> tuple[int, ...]:
 
 def _experiment(args: argparse.Namespace) -> dict[str, Any]:
     """Specs and schedule of a Ch. 8 experiment run (``--dataset``)."""
-    from simulations.studies.federated_experiments import ALGORITHMS, ExperimentConfig
+    from simulations.cli.terms import warn
+    from simulations.studies.federated_experiments import (
+        ALGORITHMS,
+        ExperimentConfig,
+        delta_note,
+    )
     from simulations.studies.federated_flower import experiment_specs
 
     refused = [flag for flag, value in (("--data", args.data), ("--evaluate", args.evaluate),
@@ -142,6 +147,9 @@ def _experiment(args: argparse.Namespace) -> dict[str, Any]:
                               stagger=_stagger(args) or None, rounds=args.rounds,
                               privacy=not args.no_privacy, noise=args.noise,
                               epsilon=args.epsilon, delta=args.delta)
+    note = delta_note(config, args.seed)
+    if note:
+        warn(note, args)
     return experiment_specs(args.algorithm, config, seed=args.seed)
 
 

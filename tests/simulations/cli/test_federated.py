@@ -53,6 +53,17 @@ def test_per_update_experiment(tmp_path, capsys):
     assert "fedinfer" in capsys.readouterr().out
 
 
+def test_a_large_delta_against_the_clients_records_is_warned(tmp_path, capsys):
+    code = main(["federated", "experiment", "--dataset", "iris", "--trials", "1", "--rounds",
+                 "2", "--algorithms", "fedinfer", "--out", str(tmp_path / "iris")])
+    err = capsys.readouterr().err
+    assert code == 0 and "warning: delta = 0.0095 per record is not small" in err
+    code = main(["federated", "experiment", "--dataset", "iris", "--trials", "1", "--rounds",
+                 "2", "--algorithms", "fedinfer", "--delta", "1e-5",
+                 "--out", str(tmp_path / "small")])
+    assert code == 0 and "delta" not in capsys.readouterr().err
+
+
 def test_total_budget_sweep(tmp_path):
     out = tmp_path / "budget"
     code = main(["federated", "experiment", "--dataset", "synthetic", "--trials", "2",

@@ -11,6 +11,7 @@ from simulations.studies.federated_experiments import (
     ALGORITHMS,
     ExperimentConfig,
     build_trial,
+    delta_note,
     releases,
     schedule,
 )
@@ -84,3 +85,19 @@ def test_per_update_and_total_budgets_are_met():
         assert max(eps) <= 3.0 and max(eps) > 3.0 * 0.99
     none = build_trial(config.replace(privacy=False), 0, ("fedinfer", "scaffold"))
     assert none.algorithms["fedinfer"].client_dp(0) is None
+
+
+def test_delta_is_flagged_where_it_may_show_a_clients_record():
+    # independent: publishing each record with probability delta shows one of n with
+    # probability 1 - (1 - delta)^n, simulated here
+    rng = np.random.default_rng(0)
+    shown = np.mean((rng.random((20_000, 40)) < 0.0095).any(axis=1))
+    assert 0.3 < shown < 0.34
+    note = delta_note(ExperimentConfig("iris"))                    # 40 records per client
+    assert note is not None and "up to 40 records" in note and "= 0.32" in note
+    assert "--delta below" in note
+    assert delta_note(ExperimentConfig("breast_cancer")) is not None         # 0.0025, 114
+    # well-posed settings stay quiet: the synthetic set (1e-4, 400) and no privacy at all
+    assert delta_note(ExperimentConfig("synthetic")) is None
+    assert delta_note(ExperimentConfig("iris", delta=1e-5)) is None
+    assert delta_note(ExperimentConfig("iris", privacy=False)) is None
