@@ -120,3 +120,20 @@ def test_the_audit_page_names_each_rows_which_argument():
         record, which = record.strip(), which.strip().strip("`")
         assert which in AUDIT_NAMES
         assert record == which or record.startswith(which + "_")
+
+
+def test_the_console_table_shows_a_rows_certified_epsilon_above_its_target():
+    # the scalar-accounting row claims the column's target, the accountant certifies more
+    from simulations.cli.dpsgd import _study_table
+
+    cell = {"mean": 0.9, "ci95_high": 0.92}
+    table = _study_table({
+        "epsilons": [1.0, 4.0],
+        "accuracy": {"gaussian": {"1": cell, "4": cell},
+                     "sas_1.9_scalar_accounting": {"1": cell, "4": cell}},
+        "epsilon_composed": {"gaussian": {"1": 0.998, "4": 3.99},
+                             "sas_1.9_scalar_accounting": {"1": 1.49, "4": 4.0}}})
+    header, gaussian, scalar = table.splitlines()
+    assert "target eps=1" in header and "target eps=4" in header
+    assert "certified" not in gaussian
+    assert scalar.count("certified") == 1 and "(certified eps 1.49)" in scalar
