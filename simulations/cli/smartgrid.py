@@ -183,6 +183,11 @@ def console_lines(summary: dict[str, Any], *, grid: bool = True,
              f"fleet delay: true mean {summary['delay_true_s'] / T:.3f} T, private "
              f"{private_delay}{error}, non-private {plain}",
              f"{'controller':>10}  {'RMSE kW':>8}  {'comfort Kh':>10}   (non-private: RMSE, Kh)"]
+    if "epsilon_total_private" in summary:    # the first line is the main release's only
+        total = known(summary["epsilon_total_private"], "{:.3g}".format, "no private release")
+        lines.insert(1, f"  (main release; every private release of the run (curve, attacks) "
+                        f"composed: ({total}, {summary['epsilon_total_delta']:.3g}) per "
+                        f"{summary['unit']} per household; the non-private fit: none)")
     for name, rmse in summary["tracking_rmse"].items():
         other = (summary["tracking_rmse_nonprivate"][name],
                  summary["comfort_violation_Kh_nonprivate"][name])

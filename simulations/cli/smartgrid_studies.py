@@ -176,6 +176,7 @@ def run_attacks(args: argparse.Namespace) -> int:
                             excitation=args.excitation, progress=progress, rng=rng)
     options = {"unit": args.unit, "window": args.window}
     summary = attack_summary(record, rng=rng, **options)
+    summary.pop("attack_releases")           # guarantee objects (a case-study run composes them)
     occupancy = occupancy_privacy_study(record, epsilons=args.epsilons,
                                         mechanisms=args.mechanisms, seeds=args.seeds,
                                         progress=progress, rng=rng, **options)

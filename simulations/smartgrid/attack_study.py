@@ -198,7 +198,10 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
         ``attack_accuracy_plain``/``attack_accuracy_private`` (balanced accuracy) with
         ``..._ci`` (95 %, households resampled), ``attack_guarantee_window`` and
         ``attack_guarantee_day`` (the accountant's guarantees), ``attack_trace`` (truth and
-        both reconstructions of the first window, for :func:`plot_attacks`).
+        both reconstructions of the first window, for :func:`plot_attacks`),
+        ``attack_releases`` (``(household, HouseholdGuarantee)`` of every private release
+        per unit: a window of ``household`` per window attacked, each household's days once;
+        not JSON, for :func:`~simulations.smartgrid.private_identification.run_guarantee`).
 
     Raises
     ------
@@ -235,11 +238,12 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     total = record.days * ((record.steps_per_day - 1) // K)
     releases = releases_reached(unit, window, K, total)
     model = fleet_prior(record, R, daily)
-    plain_errors, private_errors, trace = [], [], None
+    plain_errors, private_errors, trace, spent = [], [], None, []
     for start in window_starts(record, K, 3, rng):
         target = attack_window(record, household, start=int(start), steps=K, max_delay=R)
         shared, window_guarantee = privatize_release(target.statistics, mechanism, epsilon,
                                                      releases=releases, rng=rng, **options)
+        spent.append((household, window_guarantee))
         plain = reconstruct_window(target, target.statistics, model=model, restarts=2, rng=rng)
         private = reconstruct_window(target, shared, model=model, restarts=2, rng=rng)
         plain_errors.append(plain[0])
@@ -254,6 +258,8 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
     released = [[privatize_release(s, mechanism, epsilon, releases=day_releases, rng=rng,
                                    **options) for s in days] for days in daily]
     day_guarantee = released[0][0][1]
+    # a day's guarantee already composes the days one unit reaches: once per household
+    spent += [(i, days[0][1]) for i, days in enumerate(released)]
     plain_b = occupancy_attack(record, statistics=daily)
     private_b = occupancy_attack(record, statistics=[[p for p, _ in days] for days in released])
     return {"attack_window": K, "attack_window_s": K * record.dt_s,
@@ -266,7 +272,8 @@ def attack_summary(record: FleetRecord, *, household: int = 0, epsilon: float = 
             "attack_accuracy_private_ci": household_interval([private_b], rng=rng),
             "attack_prior": "fleet model" if model is not None else "none",
             "attack_guarantee_window": window_guarantee.to_dict(),
-            "attack_guarantee_day": day_guarantee.to_dict(), "attack_trace": trace}
+            "attack_guarantee_day": day_guarantee.to_dict(), "attack_trace": trace,
+            "attack_releases": spent}
 
 
 def plot_attacks(summary: dict[str, Any], path: str | Path, *,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from simulations.smartgrid.private_identification import (
     household_statistics,
     identify_fleet,
     privatize_household,
+    run_guarantee,
 )
 from simulations.smartgrid.profiles import YEAR_DAYS, load_profiles
 from simulations.smartgrid.report import _figure, _save, plot_voltage_band
@@ -98,12 +100,14 @@ def privacy_utility_curve(stats, config: ScenarioConfig, true_delay_s: float, *,
                           epsilons: Sequence[float] = CURVE_EPSILONS,
                           mechanisms: Sequence[str] = CURVE_MECHANISMS,
                           repetitions: int = CURVE_REPETITIONS,
-                          rng: np.random.Generator | int | None = None) -> list[dict[str, Any]]:
+                          rng: np.random.Generator | int | None = None,
+                          spent: list | None = None) -> list[dict[str, Any]]:
     """Fleet delay error ``|r_hat - mean r| / T`` against epsilon per mechanism (module notes).
 
     Every point privatizes the plain statistics ``repetitions`` times (independent noise) and
     reports the median error (a failed identification counts as an infinite error) and the
-    failures.
+    failures.  ``spent``, when given, receives ``(household, HouseholdGuarantee)`` of every
+    release (each a release of the household's data: they compose).
     """
     rng = as_generator(rng)
     rows = []
@@ -114,6 +118,8 @@ def privacy_utility_curve(stats, config: ScenarioConfig, true_delay_s: float, *,
                 # the summary composes these re-releases (its "releases")
                 releases, guarantees = _privatize_fleet(stats, config, mechanism, float(eps),
                                                         rng, accounted=True)
+                if spent is not None:
+                    spent.extend(enumerate(guarantees))
                 delay, _, note = _delay(_identify(releases, config))
                 errors.append(abs(delay - true_delay_s) / config.dt_s
                               if math.isfinite(delay) else math.inf)
@@ -229,10 +235,12 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     delay, ci, note = _delay(private_fit)
     plain_delay, plain_ci, plain_note = _delay(plain_fit)
     done(stages[3])
+    spent = list(enumerate(guarantees))       # (household, guarantee) of every private release
     curve = privacy_utility_curve(stats, config, true_delay, epsilons=curve_epsilons,
-                                  rng=curve_rng) if curve_epsilons else []
+                                  rng=curve_rng, spent=spent) if curve_epsilons else []
     done(stages[4])
     attack = _attacks(record, config, attack_rng) if attacks else {}
+    spent += attack.pop("attack_releases", [])
     done(stages[5])
 
     # the day before the demand-response day warms the controllers' observers up
@@ -303,6 +311,11 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         "delay_ci_nonprivate_s": list(plain_ci),
         "delay_error_nonprivate_T": abs(plain_delay - true_delay) / config.dt_s,
         "privacy_utility": curve,
+        # "epsilon" is the main release's: say so, and what the whole run released
+        "epsilon_scope": "the main release only (each household's statistics privatized once: "
+                         "the private model and the demand response it drives); 'releases' "
+                         "lists every release of the run",
+        **_run_releases(spent, curve, attack, config),
     }
     summary.update({k: v for k, v in attack.items() if k != "attack_trace"})
     for label, result in control_results.items():
@@ -337,6 +350,51 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     summary["config"] = config.to_dict()
     (out / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2))
     return summary
+
+
+def _run_releases(spent: list, curve: list[dict[str, Any]], attack: dict[str, Any],
+                  config: ScenarioConfig) -> dict[str, Any]:
+    """Every release of the run with its epsilon per household, and their composition for the
+    household that released most (the accountant: :func:`run_guarantee`).
+
+    The study re-releases the same households' data for the curve and the attacks and fits
+    their plain statistics too; as a simulation that is its purpose, as a deployment it would
+    be the composed total (and the non-private outputs no privacy at all).
+    """
+    releases = [{"what": "main release (private model, its demand response)", "private": True,
+                 "mechanism": config.mechanism, "epsilon": spent[0][1].epsilon,
+                 "per_household": 1}] if spent else []
+    releases += [{"what": "privacy-utility curve", "private": True,
+                  "mechanism": row["mechanism"], "epsilon": row["epsilon_household"],
+                  "per_household": CURVE_REPETITIONS} for row in curve]
+    if attack:
+        releases += [{"what": "attack (a): windows of household 0", "private": True,
+                      "mechanism": config.mechanism,
+                      "epsilon": attack["attack_guarantee_window"]["epsilon"],
+                      "per_household": "household 0: one per window attacked"},
+                     {"what": "attack (b): per-day statistics", "private": True,
+                      "mechanism": config.mechanism,
+                      "epsilon": attack["attack_guarantee_day"]["epsilon"],
+                      "per_household": 1}]
+    releases.append({"what": "non-private fit (delay_identified_nonprivate_s, the *_nonprivate "
+                             "demand response)", "private": False, "mechanism": None,
+                     "epsilon": None, "per_household": 1})
+    by_household: dict[int, list] = {}
+    for household, guarantee in spent:
+        by_household.setdefault(household, []).append(guarantee)
+    totals: dict[frozenset, Any] = {}          # households that released alike: composed once
+    for guarantees in by_household.values():
+        key = frozenset(Counter(guarantees).items())
+        if key not in totals:
+            totals[key] = run_guarantee(guarantees, delta=config.delta)
+    worst = max(totals.values(), key=lambda g: g.epsilon, default=None)
+    return {"releases": releases,
+            "epsilon_total_private": math.nan if worst is None else worst.epsilon,
+            "epsilon_total_delta": math.nan if worst is None else worst.delta,
+            "epsilon_total_note": "every private release of the run composed for the household "
+                                  "that released most (the accountant, per "
+                                  f"{config.unit}); the non-private fit is not private: the "
+                                  "run as a whole has no finite epsilon"}
 
 
 def _attacks(record, config: ScenarioConfig, rng: np.random.Generator) -> dict[str, Any]:

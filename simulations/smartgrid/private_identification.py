@@ -90,6 +90,7 @@ __all__ = [
     "fleet_estimator",
     "household_guarantee",
     "household_statistics",
+    "run_guarantee",
     "identify_fleet",
     "privatize_household",
     "trajectories_reached",
@@ -268,11 +269,69 @@ def _household_bound(mechanism: Any, *, unit: str, trajectories: int, releases: 
     from privacy import NeighboringRelation
     from privacy.accountant import Accountant
 
-    # REPLACE_ONE: a unit's contribution bound is half the change its replacement causes
-    per_unit = dataclasses.replace(mechanism,
-                                   sensitivity=mechanism.sensitivity * trajectories / 2.0)
     accountant = Accountant(neighboring=NeighboringRelation.REPLACE_ONE, unit=unit)
-    return accountant.compose(per_unit.to_dp_event(), releases).guarantee(delta=delta)
+    return accountant.compose(_unit_event(mechanism, trajectories),
+                              releases).guarantee(delta=delta)
+
+
+def _unit_event(mechanism: Any, trajectories: int) -> Any:
+    """The event of one release for one unit reaching ``trajectories`` trajectories of it."""
+    # REPLACE_ONE: a unit's contribution bound is half the change its replacement causes
+    return dataclasses.replace(
+        mechanism, sensitivity=mechanism.sensitivity * trajectories / 2.0).to_dp_event()
+
+
+def run_guarantee(guarantees: Sequence[HouseholdGuarantee], *, delta: float,
+                  discretization: float = 1e-3) -> Guarantee:
+    """The accountant's guarantee of everything one household released in a run: each of
+    ``guarantees`` (one per release of its data, at one unit) composed with the others.
+
+    Parameters
+    ----------
+    guarantees : sequence of HouseholdGuarantee
+        At least one, all for the same unit (and window).
+    delta : float
+        Delta of the composed guarantee.
+    discretization : float, default 1e-3
+        The accountant's PLD loss grid.  A run composes a few tens of releases at epsilons up
+        to 100; 1e-3 took 1.3 s where the default 1e-4 took 14 s, both 916.4 for a tiny run
+        (23 releases), and a coarser grid stays an upper bound (pessimistic rounding).
+
+    Returns
+    -------
+    privacy.accountant.Guarantee
+
+    Raises
+    ------
+    ParameterError
+        No guarantees, or guarantees for different units.
+
+    Examples
+    --------
+    >>> from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
+    >>> record = simulate_fleet(draw_households(1, rng=0), load_profiles("extract"),
+    ...                         start_day=10, days=2, excitation=0.5, rng=0)
+    >>> stats = household_statistics(record, 0, max_delay=3)
+    >>> once = privatize_household(stats, mechanism="laplace", epsilon=1.0, rng=0)[1]
+    >>> run_guarantee([once, once, once], delta=0.0).epsilon
+    3.0
+    """
+    from collections import Counter
+
+    from privacy import NeighboringRelation
+    from privacy.accountant import Accountant
+
+    guarantees = list(guarantees)
+    units = {(g.unit, g.window) for g in guarantees}
+    if len(units) != 1:
+        raise ParameterError(f"run_guarantee needs guarantees for one unit; got "
+                             f"{sorted(units, key=str) or 'none'}")
+    accountant = Accountant(neighboring=NeighboringRelation.REPLACE_ONE, unit=guarantees[0].unit,
+                            discretization=discretization)
+    for g, count in Counter(guarantees).items():          # equal releases composed at once
+        accountant = accountant.compose(
+            _unit_event(g.release.accounted_mechanism, g.trajectories), g.releases * count)
+    return accountant.guarantee(delta=delta)
 
 
 def household_guarantee(release: PrivacyRelease, *, unit: str, window: int | None,

@@ -114,6 +114,18 @@ def test_tiny_case_end_to_end(tmp_path, capsys):
     for name in ("uncontrolled", "controlled"):
         assert 0.8 < summary["voltage_min_pu"][name] <= summary["voltage_max_pu"][name] < 1.2
     assert [r["epsilon"] for r in summary["privacy_utility"]] == [10.0, 100.0] * 3
+    # "epsilon" is the main release's, and says so; every release of the run is listed and
+    # the private ones composed for the household that released most
+    assert summary["epsilon_scope"].startswith("the main release only")
+    releases = summary["releases"]
+    assert [r["what"].split(" (")[0].split(":")[0] for r in releases] == [
+        "main release", *["privacy-utility curve"] * 6, "attack", "attack", "non-private fit"]
+    assert releases[0]["epsilon"] == pytest.approx(summary["epsilon"])
+    assert releases[-1]["private"] is False and releases[-1]["epsilon"] is None
+    private = [r["epsilon"] for r in releases if r["private"]]
+    assert max(private) <= 100.0 * (1 + 1e-6)
+    assert summary["epsilon_total_private"] > max(private)
+    assert summary["epsilon_total_delta"] == pytest.approx(1e-5)
     # attack (a) recovers the window from plain statistics, not from private ones
     assert summary["attack_error_plain"] < 1e-3 < 0.1 < summary["attack_error_private"]
     assert summary["attack_window"] == scenario.attack_window_steps

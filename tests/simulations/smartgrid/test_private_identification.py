@@ -17,6 +17,7 @@ from simulations.smartgrid.private_identification import (
     household_statistics,
     identify_fleet,
     privatize_household,
+    run_guarantee,
     trajectories_reached,
 )
 
@@ -89,6 +90,24 @@ def test_gaussian_guarantee_is_the_accountants_and_meets_the_budget(stats, unit,
     assert eps == pytest.approx(g.epsilon, rel=1e-9)
     assert 0.98 <= g.epsilon <= 1.0 + 1e-9
     assert not np.allclose(private.to_vector(), stats[0].to_vector())
+
+
+def test_a_runs_releases_of_one_household_compose(stats):
+    _, g = privatize_household(stats[0], mechanism="gaussian", epsilon=1.0, delta=1e-5, rng=0)
+    # independent: four Gaussian releases of sigma are one release of sigma / 2
+    alone = GaussianMechanism(sigma=g.to_dict()["noise_scale"] / 2.0,
+                              sensitivity=stats[0].sensitivity("sample").l2)
+    total = run_guarantee([g] * 4, delta=1e-5)
+    assert total.epsilon == pytest.approx(accounting.epsilon(alone, delta=1e-5), rel=1e-3)
+    assert total.unit == "sample" and total.delta == 1e-5
+    _, laplace = privatize_household(stats[0], mechanism="laplace", epsilon=0.5, delta=0.0,
+                                     rng=0)
+    assert run_guarantee([laplace] * 3, delta=0.0).epsilon == pytest.approx(1.5, rel=1e-9)
+    assert run_guarantee([g, laplace], delta=1e-5).epsilon > g.epsilon
+    _, window = privatize_household(stats[0], mechanism="laplace", epsilon=1.0, delta=0.0,
+                                    unit="window", window=12, rng=0)
+    with pytest.raises(ParameterError, match="one unit"):
+        run_guarantee([g, window], delta=1e-5)
 
 
 def test_laplace_window_under_daily_sharing_composes(stats):
