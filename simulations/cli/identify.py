@@ -117,9 +117,12 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     return identify
 
 
-def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False) -> None:
+def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False,
+                       private: bool = False) -> None:
     """The data options shared by every command that reads identification data files
-    (``clients``: one file per client, CSV tables or ``.npz``, no two-file form)."""
+    (``clients``: one file per client, CSV tables or ``.npz``, no two-file form; ``private``:
+    the command releases the data privately, so its help says interpolation is refused, as
+    :func:`simulations.cli.common.refuse_interpolation` does)."""
     if clients:
         parser.add_argument("files", nargs="*", metavar="FILE",
                             help="the clients' data files (.npz with X and U, or CSV tables: "
@@ -167,7 +170,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                              "record splits into experiments at the gaps) or interpolate them "
                              "linearly in time; the command reports how many and where. Lost "
                              "inputs are better dropped: an interpolated input is not what the "
-                             "plant received (with --outputs it warns)")
+                             "plant received (with --outputs it warns)"
+                             + ("; a private release refuses interpolate (one reading sets "
+                                "its whole gap): use drop" if private or clients else ""))
     parser.add_argument("--dt", type=float,
                         help="sampling period T (seconds); default: the time column's step "
                              "(required without a time column)")

@@ -63,7 +63,7 @@ def add_private_parsers(actions: Any) -> None:
         description="Clip the data to the declared bounds, compute the DMDidc sufficient "
                     "statistics, release them once with differential privacy and identify the "
                     "delayed plant from the release (the guarantee is printed).")
-    add_data_arguments(identify)
+    add_data_arguments(identify, private=True)
     identify.add_argument("--max-delay", type=_seed, required=True,
                           help="delay bound R in sampling periods")
     identify.add_argument("--state-bound", type=positive_vector, required=True,
