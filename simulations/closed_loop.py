@@ -426,11 +426,18 @@ def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None
     if forcing is None:
         for i in range(nb):
             np.matmul(starts[i], A_b, out=starts[i + 1])
-    else:
-        # f[i] = sum_j d_{ib+j}' A_T^{b-1-j}, read from the rows before the starts overwrite them
-        f = rows[1:nb * b + 1].reshape(nb, b * size) @ powers[b - 1::-1].reshape(b * size, size)
-        for i in range(nb):
-            starts[i + 1] = starts[i] @ A_b + f[i]
+        # without forcing, z_{ib+j} = z_{ib} A^j: every block's rows at once, one product of
+        # the starts with [A^0 .. A^(b-1)] (the powers' own memory; stepping the blocks in
+        # place along j read rows b * size apart, 223 strided passes: 2x slower at N = 5e4)
+        ladder = powers[:b].transpose(1, 0, 2).reshape(size, b * size)
+        np.matmul(starts[:nb].copy(), ladder, out=rows[:nb * b].reshape(nb, b * size))
+        if bar is not None:
+            bar.update(N)
+        return rows[:N + 1]
+    # f[i] = sum_j d_{ib+j}' A_T^{b-1-j}, read from the rows before the starts overwrite them
+    f = rows[1:nb * b + 1].reshape(nb, b * size) @ powers[b - 1::-1].reshape(b * size, size)
+    for i in range(nb):
+        starts[i + 1] = starts[i] @ A_b + f[i]
     blocks = rows[:nb * b].reshape(nb, b, size)   # blocks[i, j] = z_{ib+j} (a view)
     for j in range(b - 1):
         blocks[:, j + 1] += blocks[:, j] @ A_T

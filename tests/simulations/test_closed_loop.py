@@ -460,11 +460,15 @@ def test_blocked_recursion_matches_plain_loop_and_counts_steps(steps):
 
     rng = np.random.default_rng(steps)
     A = 0.2 * rng.normal(size=(5, 5))
-    z0, forcing, bar = rng.normal(size=5), rng.normal(size=(steps, 5)), Counter()
-    Z = _linear_trajectory(A, z0, forcing, steps, bar)
-    plain = _linear_trajectory(A, z0, forcing, steps, None, blocked=False)
-    assert Z.shape == plain.shape == (steps + 1, 5) and bar.total == steps
-    assert relative_gap(Z, plain) < 1e-12
+    z0 = rng.normal(size=5)
+    # with forcing (block starts, then the blocks stepped together) and without (every block's
+    # rows one product of its start with the powers of A)
+    for forcing in (rng.normal(size=(steps, 5)), None):
+        bar = Counter()
+        Z = _linear_trajectory(A, z0, forcing, steps, bar)
+        plain = _linear_trajectory(A, z0, forcing, steps, None, blocked=False)
+        assert Z.shape == plain.shape == (steps + 1, 5) and bar.total == steps
+        assert relative_gap(Z, plain) < 1e-12
 
 
 # ---------------------------------------------------------------------- errors
