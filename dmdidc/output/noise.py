@@ -116,7 +116,11 @@ def whiteness_test(residuals: list[np.ndarray], *, lags: int = 20) -> tuple[floa
         E = E - E.mean(axis=0)
         power = np.sum(E ** 2, axis=0)
         power = np.where(power > 0, power, 1.0)           # a zero residual is white
-        rho = np.stack([np.sum(E[j:] * E[:N - j], axis=0) for j in range(1, lags + 1)]) / power
+        # sum_k E[k + j] E[k] for every lag j at once: the lagged copies of the zero-padded
+        # residuals as a strided view, one product instead of a reduction per lag
+        padded = np.concatenate([E, np.zeros((lags, E.shape[1]))])
+        lagged = np.lib.stride_tricks.sliding_window_view(padded, lags + 1, axis=0)[:N, :, 1:]
+        rho = np.einsum("ka,kaj->ja", E, lagged) / power
         Q += N * (N + 2) * np.sum(rho ** 2 / (N - np.arange(1, lags + 1))[:, None], axis=0)
         dof += lags
     p_values = stats.chi2.sf(Q, dof)

@@ -81,3 +81,21 @@ def test_the_chosen_fit_is_tested_for_whiteness_once(monkeypatch, seed):
     est, _ = _fit(Y, U)
     assert len(tested) == len(set(tested)) >= 1
     assert not hasattr(est, "_whiteness_of")
+
+
+def test_whiteness_statistic_is_the_ljung_box_sum_lag_by_lag():
+    """The batched lagged products give Q = N (N + 2) sum_j rho_j^2 / (N - j), each rho_j the
+    normalized sum of E[k + j] E[k] over the overlap (a coloured and a white residual)."""
+    from scipy import stats
+    rng = np.random.default_rng(3)
+    white = rng.standard_normal((500, 2))
+    residual = np.column_stack([white[:, 0], signal.lfilter([1.0], [1.0, -0.5], white[:, 1])])
+    lags, N = 7, residual.shape[0]
+    E = residual - residual.mean(axis=0)
+    rho = np.array([[np.dot(E[j:, a], E[:N - j, a]) / np.dot(E[:, a], E[:, a])
+                     for a in range(2)] for j in range(1, lags + 1)])
+    Q = N * (N + 2) * np.sum(rho ** 2 / (N - np.arange(1, lags + 1))[:, None], axis=0)
+    expected = min(1.0, float(np.min(stats.chi2.sf(Q, lags))) * 2)
+    p_value, sentence = whiteness_test([residual], lags=lags)
+    assert p_value == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    assert f"Q = {Q[1]:.3g}" in sentence
