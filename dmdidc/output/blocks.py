@@ -20,6 +20,7 @@ delay then costs a congruence of that Gram matrix, never another pass over the d
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -261,6 +262,14 @@ def spectral_family(A_c: np.ndarray, dt: float, *, cond: float = _SPECTRAL_COND
     return family_of_modes(A_c, dt, modes(A_c, cond))
 
 
+#: The eigendecompositions of the latest ``A_c`` matrices :func:`modes` was asked about (keyed
+#: by their bytes): within a fit the same ``A_c`` is decomposed by the residual evaluation, the
+#: Jacobian at the same point and the delay searches at the refined dynamics.
+_DECOMPOSED: dict = {}
+_DECOMPOSED_KEPT = 8
+_DECOMPOSED_LOCK = threading.Lock()
+
+
 def modes(A_c: np.ndarray, cond: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(lambda, V, V^-1)`` of ``A_c = V diag(lambda) V^-1``, or ``None`` when an eigenvalue
     is not finite or the eigenvectors' condition number exceeds ``cond``.
@@ -271,10 +280,27 @@ def modes(A_c: np.ndarray, cond: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     >>> sorted(values.real.tolist()), modes(np.array([[0.0, 1.0], [0.0, 0.0]]), 1e6)
     ([-3.0, -1.0], None)
     """
-    values, vectors = np.linalg.eig(A_c)
-    if not np.all(np.isfinite(values)) or np.linalg.cond(vectors) > cond:
-        return None
-    return values, vectors, np.linalg.inv(vectors)
+    key = (A_c.shape, A_c.dtype.str, A_c.tobytes())
+    with _DECOMPOSED_LOCK:
+        found = _DECOMPOSED.pop(key, None)
+    if found is None:
+        values, vectors = np.linalg.eig(A_c)
+        condition = np.linalg.cond(vectors) if np.all(np.isfinite(values)) else np.inf
+        inverse = np.linalg.inv(vectors) if condition <= cond else None
+        for array in (values, vectors, inverse):    # shared by every caller: read only
+            if array is not None:
+                array.flags.writeable = False
+        found = (values, vectors, condition, inverse)
+    values, vectors, condition, inverse = found
+    if condition <= cond and inverse is None:       # decomposed before for a smaller cond
+        inverse = np.linalg.inv(vectors)
+        inverse.flags.writeable = False
+        found = (values, vectors, condition, inverse)
+    with _DECOMPOSED_LOCK:
+        _DECOMPOSED[key] = found                    # the most recently used last
+        while len(_DECOMPOSED) > _DECOMPOSED_KEPT:
+            del _DECOMPOSED[next(iter(_DECOMPOSED))]
+    return (values, vectors, inverse) if condition <= cond else None
 
 
 def family_of_modes(A_c: np.ndarray, dt: float,

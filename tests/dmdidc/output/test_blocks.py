@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import linalg
 
-from dmdidc.output.blocks import _CHUNK, hold_family, lag_moments, spectral_family
+from dmdidc.output.blocks import _CHUNK, hold_family, lag_moments, modes, spectral_family
 from dmdidc.output.subspace import stacked_data
 from simulations.studies.data_kinds import random_state_matrix
 
@@ -138,3 +138,26 @@ def test_triangular_factor_is_the_qr_factor_up_to_row_signs(seed):
     # off by about its own size, beyond the tolerance above: the QR is taken)
     gram_factor = linalg.cholesky(noisy.T @ noisy, lower=False)
     assert np.array_equal(subspace.triangular_factor(noisy.copy()), gram_factor)
+
+
+def test_modes_remembered_equal_a_fresh_decomposition_at_any_cond():
+    """The remembered eigendecompositions are those of the matrix asked about, whatever
+    condition bound was asked before, and cannot be changed by a caller."""
+    rng = np.random.default_rng(4)
+    A = random_state_matrix(rng, 3, 0.5)
+    # nearly defective: eigenvector condition between the two bounds asked for
+    close = np.array([[-1.0, 1.0], [0.0, -1.0 - 1e-5]])
+    for matrix in (A, close):
+        values, vectors = np.linalg.eig(matrix)
+        condition = np.linalg.cond(vectors)
+        low, high = condition / 10, condition * 10
+        assert modes(matrix, low) is None
+        for _ in range(2):
+            got = modes(matrix, high)
+            assert got is not None
+            assert np.array_equal(got[0], values) and np.array_equal(got[1], vectors)
+            assert np.array_equal(got[2], np.linalg.inv(vectors))
+            assert not any(part.flags.writeable for part in got)
+        assert modes(matrix, low) is None
+    other = A + 1e-3
+    assert np.array_equal(modes(other, np.inf)[0], np.linalg.eig(other)[0])
