@@ -48,6 +48,7 @@ from functools import cached_property
 import numpy as np
 from scipy import linalg, special
 
+from dmdidc.errors import ParameterError
 from dmdidc.inference.checks import Check
 from dmdidc.regression.instrumental import (
     TrimmedMoments,
@@ -845,7 +846,8 @@ def _largest(z: np.ndarray) -> tuple[float, tuple[int, ...]]:
 
 def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
                     robust: bool = False, reference: bool = False,
-                    correlations: bool = True) -> list[Check]:
+                    correlations: bool = True, only: tuple[str, ...] | None = None
+                    ) -> list[Check]:
     """The five residual checks at family-wise ``level`` each (module notes).
 
     Parameters
@@ -863,10 +865,19 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
     correlations : bool, default True
         Test the correlations with inputs and signals; ``False`` leaves them to
         :func:`moment_checks` (placeholders are returned for the caller to replace).
+    only : tuple of str, optional
+        The names of the checks wanted (``None``: all five), in the order above; the others'
+        statistics are not computed (the correlations with the signals cost as much as the
+        rest together).
 
     Returns
     -------
     list of Check
+
+    Raises
+    ------
+    ParameterError
+        ``only`` names a check that does not exist.
     """
     names = [("input_correlation", "Are the residuals uncorrelated with past inputs?"),
              ("feedback", "Are the residuals uncorrelated with future inputs (no feedback)?"),
@@ -874,6 +885,12 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
              ("state_completeness", "Do past signals predict nothing the model misses "
                                     "(the signals are the full state)?"),
              ("outliers", "Are the residuals free of outliers?")]
+    known = [name for name, _ in names]
+    wanted = set(known if only is None else only)
+    if not wanted <= set(known):
+        raise ParameterError(f"only={only!r} names checks that do not exist: "
+                             f"{sorted(wanted - set(known))}; accepted: {known}")
+    names = [(name, question) for name, question in names if name in wanted]
     if analysis is None:
         return [Check(name, question, None, finding="not applicable: no residual series "
                       "(statistics were fitted, or fewer than 100 residual samples)")
@@ -884,62 +901,76 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
                 for name, question in names]
     R, lags = analysis.max_delay, analysis.lags
     L = int(lags.max())
+    question = dict(names)
     if not correlations:
-        later = [Check(name, question, None, finding="see the moment tests")
-                 for name, question in names]
-        return [later[0], later[1], _whiteness_check(analysis, level, *names[2]), later[3],
-                _outlier_check(analysis, level, robust, *names[4])]
+        return [_whiteness_check(analysis, level, name, question[name]) if name == "whiteness"
+                else _outlier_check(analysis, level, robust, name, question[name])
+                if name == "outliers" else
+                Check(name, question[name], None, finding="see the moment tests")
+                for name in question]
     checks = []
-    past = analysis.input_z[lags >= (1 if reference else 0)]
-    if past.size:
-        z, (tau, i, j) = _largest(past)
-        tau += int(reference)
-        critical = _critical(level, past.size)
-        beyond = tau > R
-        remedy = (f"the delay of input {j} may exceed max_delay={R}, or dynamics are missing "
-                  f"(states not measured): raise max_delay, or measure every state"
-                  if beyond else
-                  f"the model's structure (one delay per input channel, blocks w and w + 1) "
-                  f"does not fit input {j}: a distributed delay, or missing dynamics")
-        checks.append(Check(names[0][0], names[0][1], z <= critical, z, critical,
-                            f"largest correlation of residual {i} with input {j} at lag {tau} "
-                            f"is {z:.2f} standard deviations", remedy if z > critical else ""))
-    else:
-        checks.append(Check(names[0][0], names[0][1], None, finding="no inputs"))
-    future = analysis.input_z[lags < 0]
-    if future.size:
-        z, (k, i, j) = _largest(future)
-        critical = _critical(level, future.size)
-        found = z > critical
-        checks.append(Check(
-            names[1][0], names[1][1], z <= critical or reference, z, critical,
-            f"largest correlation of residual {i} with input {j} {L - k} samples later: "
-            f"{z:.2f} standard deviations"
-            + (": the inputs react to the noise, as in a closed loop" if found else "")
-            + ("; the reference's instruments account for it" if found and reference else ""),
-            "closed-loop data: pass the reference or dither that excites the loop, "
-            "fit(..., reference=r), so the instruments are independent of the noise; without "
-            "an external excitation closed-loop data cannot identify the plant consistently"
-            if found and not reference else ""))
-    else:
-        checks.append(Check(names[1][0], names[1][1], None, finding="no inputs"))
-    checks.append(_whiteness_check(analysis, level, *names[2]))
-    n = analysis.whiteness_z.shape[1]
-    if n * n > _SIGNAL_PAIRS:
-        checks.append(Check(*names[3], None, finding=f"not computed: {n * n} pairs of residuals "
-                                                     f"and signals exceed {_SIGNAL_PAIRS}"))
-    else:
-        states = analysis.state_z[1:]
-        z, (tau, i, j) = _largest(states)
-        critical = _critical(level, states.size)
-        checks.append(Check(
-            names[3][0], names[3][1], z <= critical, z, critical,
-            f"largest correlation of residual {i} with signal {j} {tau + 1} samples earlier: "
-            f"{z:.2f} standard deviations",
-            "the signals may not be the full state (e.g. y = C x with fewer signals than "
-            "states, or an unmeasured state): DMDidc needs every state; measure all states, or "
-            "identify from the outputs with OutputDMDidc" if z > critical else ""))
-    checks.append(_outlier_check(analysis, level, robust, *names[4]))
+    if "input_correlation" in wanted:
+        name = "input_correlation"
+        past = analysis.input_z[lags >= (1 if reference else 0)]
+        if past.size:
+            z, (tau, i, j) = _largest(past)
+            tau += int(reference)
+            critical = _critical(level, past.size)
+            beyond = tau > R
+            remedy = (f"the delay of input {j} may exceed max_delay={R}, or dynamics are "
+                      f"missing (states not measured): raise max_delay, or measure every state"
+                      if beyond else
+                      f"the model's structure (one delay per input channel, blocks w and "
+                      f"w + 1) does not fit input {j}: a distributed delay, or missing dynamics")
+            checks.append(Check(name, question[name], z <= critical, z, critical,
+                                f"largest correlation of residual {i} with input {j} at lag "
+                                f"{tau} is {z:.2f} standard deviations",
+                                remedy if z > critical else ""))
+        else:
+            checks.append(Check(name, question[name], None, finding="no inputs"))
+    if "feedback" in wanted:
+        name = "feedback"
+        future = analysis.input_z[lags < 0]
+        if future.size:
+            z, (k, i, j) = _largest(future)
+            critical = _critical(level, future.size)
+            found = z > critical
+            checks.append(Check(
+                name, question[name], z <= critical or reference, z, critical,
+                f"largest correlation of residual {i} with input {j} {L - k} samples later: "
+                f"{z:.2f} standard deviations"
+                + (": the inputs react to the noise, as in a closed loop" if found else "")
+                + ("; the reference's instruments account for it" if found and reference
+                   else ""),
+                "closed-loop data: pass the reference or dither that excites the loop, "
+                "fit(..., reference=r), so the instruments are independent of the noise; "
+                "without an external excitation closed-loop data cannot identify the plant "
+                "consistently" if found and not reference else ""))
+        else:
+            checks.append(Check(name, question[name], None, finding="no inputs"))
+    if "whiteness" in wanted:
+        checks.append(_whiteness_check(analysis, level, "whiteness", question["whiteness"]))
+    if "state_completeness" in wanted:
+        name = "state_completeness"
+        n = analysis.parts[0][0].shape[0]                   # residual series
+        if n * n > _SIGNAL_PAIRS:
+            checks.append(Check(name, question[name], None,
+                                finding=f"not computed: {n * n} pairs of residuals and "
+                                        f"signals exceed {_SIGNAL_PAIRS}"))
+        else:
+            states = analysis.state_z[1:]
+            z, (tau, i, j) = _largest(states)
+            critical = _critical(level, states.size)
+            checks.append(Check(
+                name, question[name], z <= critical, z, critical,
+                f"largest correlation of residual {i} with signal {j} {tau + 1} samples "
+                f"earlier: {z:.2f} standard deviations",
+                "the signals may not be the full state (e.g. y = C x with fewer signals than "
+                "states, or an unmeasured state): DMDidc needs every state; measure all "
+                "states, or identify from the outputs with OutputDMDidc"
+                if z > critical else ""))
+    if "outliers" in wanted:
+        checks.append(_outlier_check(analysis, level, robust, "outliers", question["outliers"]))
     return checks
 
 
@@ -962,7 +993,7 @@ def _whiteness_check(analysis: ResidualAnalysis, level: float, name: str,
 
 def _outlier_check(analysis: ResidualAnalysis, level: float, robust: bool, name: str,
                    question: str) -> Check:
-    critical = outlier_threshold(level, analysis.n_samples, analysis.whiteness_z.shape[1])
+    critical = outlier_threshold(level, analysis.n_samples, analysis.parts[0][0].shape[0])
     z = analysis.outlier_z
     handled = robust and z > critical
     return Check(

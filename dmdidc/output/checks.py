@@ -166,8 +166,7 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
         K = U.shape[1]
         parts.append((np.ascontiguousarray(E.T), U[:, :K - shift], Y[:, shift:]))
     analysis = residual_analysis(parts, max_delay, correlations=False)
-    checks = tuple(check for check in residual_checks(analysis, significance)
-                   if check.name in SCREENS)
+    checks = tuple(residual_checks(analysis, significance, only=SCREENS))
     result, outliers = [], tuple(np.zeros(0, dtype=int) for _ in residuals)
     for check in checks:
         if check.name == "outliers" and check.failed:

@@ -576,3 +576,23 @@ def test_the_whiteness_of_many_short_pieces_is_unbiased(seed, theta, length):
         if kind is not None and theta == 0.0 and length == 17:
             biased = residual_analysis(centred, 2, correlations=False).whiteness_z[2:]
             assert biased[:3].mean() < -4.0
+
+
+def test_residual_checks_only_the_named_ones_equal_those_of_all_five():
+    """``only`` returns the named checks, equal to the same checks of the full set, in the
+    full set's order; an unknown name is refused naming the accepted ones."""
+    from dmdidc.errors import ParameterError
+    from dmdidc.inference.residuals import residual_analysis, residual_checks
+    rng = np.random.default_rng(2)
+    N, R = 600, 2
+    U = rng.standard_normal((2, N + R))
+    X = rng.standard_normal((3, N + R))
+    E = rng.standard_normal((3, N))
+    E[1, 100] += 40.0                                   # an outlier: one check fails
+    every = residual_checks(residual_analysis([(E, U, X)], R), 0.01)
+    for only in (("feedback", "outliers"), ("outliers", "state_completeness"), ("whiteness",)):
+        some = residual_checks(residual_analysis([(E, U, X)], R), 0.01, only=only)
+        assert [c.name for c in some] == [c.name for c in every if c.name in only]
+        assert some == [c for c in every if c.name in only]
+    with pytest.raises(ParameterError, match="accepted"):
+        residual_checks(residual_analysis([(E, U, X)], R), 0.01, only=("feedbak",))
