@@ -28,7 +28,7 @@ from _toolbox.validation import (
 )
 
 __all__ = ["zoh_matrices", "split_delay", "delay_blocks", "required_max_delay",
-           "first_active_blocks", "check_continuous", "checked_expm"]
+           "first_active_blocks", "check_continuous", "checked_expm", "split_periods"]
 
 #: Delays within this many sampling periods of a whole multiple are snapped to it, so that
 #: r = 1.5 * 2.0 / 2.0 does not become w = 1, p = 0.4999999999999999 or w = 2, p = 1e-16.
@@ -160,7 +160,20 @@ def split_delay(delay: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
         raise ParameterError(f"delay {delay.tolist()} s at dt = {dt!r} s is "
                              f"{float(np.max(ratio)):.3g} sampling periods; accepted: fewer "
                              f"than 2**53 = {_MAX_PERIODS:.3g} (whole periods exact in float64)")
-    nearest = np.round(ratio)
+    return split_periods(ratio)
+
+
+def split_periods(ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`split_delay` of delays already in sampling periods (``r / T``, finite, ``>= 0``
+    and below ``2**53``; not checked: for searches that split whole grids of delays they
+    made themselves, where the checks cost as much as the split).
+
+    Examples
+    --------
+    >>> split_periods(np.array([1.25, 2.0 - 1e-13]))
+    (array([1, 2]), array([0.25, 0.  ]))
+    """
+    nearest = np.rint(ratio)             # np.round's own kernel for whole numbers
     ratio = np.where(np.abs(ratio - nearest) < _SNAP_STEPS * np.maximum(1.0, nearest), nearest,
                      ratio)
     steps = np.floor(ratio).astype(int)

@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import linalg, signal
 
-from dmdidc.discretization import checked_expm, split_delay
+from dmdidc.discretization import checked_expm, split_delay, split_periods
 from dmdidc.regression.propagation import impulse_response
 
 __all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile",
@@ -321,7 +321,11 @@ def family_of_modes(A_c: np.ndarray, dt: float,
     period = gamma(np.array([dt]))[0]
 
     def family(delays: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        steps, fractions = split_delay(np.asarray(delays, dtype=float), dt)
+        delays = np.asarray(delays, dtype=float)
+        if not (np.isfinite(delays).all() and (delays >= 0).all()):
+            split_delay(delays, dt)              # raises, naming what is wrong
+        # finite, >= 0, and a searched delay is at most max_delay periods
+        steps, fractions = split_periods(delays / dt)
         gamma_0 = gamma((1.0 - fractions) * dt)
         return steps, gamma_0, period - gamma_0
     return family

@@ -203,3 +203,21 @@ def test_delay_count_and_matrix_shapes_are_checked():
         delay_blocks(A_c, B_c, [0.1, 0.2], 1.0, max_delay=2.0)
     with pytest.raises(DimensionError, match="A must be square"):
         zoh_matrices(np.ones((2, 3)), np.ones((2, 1)), 1.0)
+
+
+def test_split_periods_is_split_delay_without_the_checks():
+    """The unchecked split of the delay searches gives split_delay's steps and fractions,
+    snapping included, and the searches' family still refuses a bad delay."""
+    from dmdidc.discretization import split_periods
+    from dmdidc.output.blocks import spectral_family
+    rng = np.random.default_rng(0)
+    dt = 0.37
+    delays = np.concatenate([np.linspace(0.0, 4 * dt, 33), rng.uniform(0, 50, 200),
+                             np.arange(6) * dt * (1 + 1e-14), 3 * 0.5 * 2.0 / 2.0 * np.ones(1)])
+    steps, fractions = split_delay(delays, dt)
+    fast_steps, fast_fractions = split_periods(delays / dt)
+    assert np.array_equal(steps, fast_steps) and np.array_equal(fractions, fast_fractions)
+    family = spectral_family(np.array([[-1.0, 0.5], [0.0, -2.0]]), dt)
+    for bad in (-0.1, np.nan):
+        with pytest.raises(ValueError, match="delay"):
+            family(np.array([0.2, bad]))
