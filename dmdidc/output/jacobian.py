@@ -324,16 +324,17 @@ def _rows(layout: dict, e: int, ny: int) -> list[tuple[np.ndarray, np.ndarray]]:
     n = (layout["C"].stop - layout["C"].start) // ny
     m = (layout["delays"].stop - layout["delays"].start)
     x0 = np.arange(layout["x0"].start + e * n, layout["x0"].start + (e + 1) * n)
-    driven = np.r_[np.arange(layout["A_c"].start, layout["A_c"].stop),
-                   np.arange(layout["B_c"].start, layout["delays"].stop), x0]
+    # (np.concatenate, not np.r_: the same indices without its parsing, per Jacobian)
+    driven = np.concatenate([np.arange(layout["A_c"].start, layout["A_c"].stop),
+                             np.arange(layout["B_c"].start, layout["delays"].stop), x0])
     rows = []
     for a in range(ny):
         shared = np.arange(layout["C"].start + a * n, layout["C"].start + (a + 1) * n)
         if layout["D"].stop > layout["D"].start:
-            shared = np.r_[shared, np.arange(layout["D"].start + a * m,
-                                             layout["D"].start + (a + 1) * m)]
+            shared = np.concatenate([shared, np.arange(layout["D"].start + a * m,
+                                                       layout["D"].start + (a + 1) * m)])
         if layout["offset"].stop > layout["offset"].start:
-            shared = np.r_[shared, layout["offset"].start + a]
+            shared = np.append(shared, layout["offset"].start + a)
         rows.append((driven, shared))
     return rows
 
@@ -409,7 +410,7 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
             rows[:P], rows[P:P + n] = response[a], h[:, a].T
             # projected rows: the Jacobian of the residuals whose lines were concentrated out
             block = rows if Q is None else rows - (rows @ Q) @ Q.T
-            at = np.r_[driven, common]
+            at = np.concatenate([driven, common])
             normal[np.ix_(at, at)] += block @ block.T
             gradient[at] += block @ r[:, a]
     return expand.T @ normal @ expand, expand.T @ gradient
