@@ -207,7 +207,12 @@ class FedInfer:
         return RoundPlan((client_id,))
 
     def reply_spec(self, state: ServerState, client_id: int) -> dict[str, tuple[int, ...]]:
-        return self._reply_spec   # one object for every client: the server compares it once
+        return self._reply_spec
+
+    def shared_reply_spec(self, state: ServerState) -> dict[str, tuple[int, ...]]:
+        """Every client's :meth:`reply_spec`: the server judges a round without asking it per
+        client."""
+        return self._reply_spec
 
     @functools.cached_property
     def _reply_bounds(self) -> dict[str, ReplyBound]:
@@ -224,6 +229,10 @@ class FedInfer:
 
     def reply_bounds(self, state: ServerState, client_id: int) -> dict[str, ReplyBound]:
         """The box an honest client's noisy block lies in (except w.p. ``FALSE_ALARM``)."""
+        return self._reply_bounds
+
+    def shared_reply_bounds(self, state: ServerState) -> dict[str, ReplyBound]:
+        """Every client's :meth:`reply_bounds` (one box: the blocks share their law)."""
         return self._reply_bounds
 
     def _post(self, state: ServerState) -> dict[str, np.ndarray]:

@@ -47,6 +47,12 @@ Server half::
     algorithm.aggregate(state, round, replies) -> ServerState         # replies: {id: Reply}
     algorithm.model(state) -> {name: ndarray}                         # current global estimate
 
+optionally ``algorithm.reply_bounds(state, client_id) -> {name: ReplyBound}`` (what an honest
+reply can hold, :mod:`privacy.federated.validation`), and, when every client's spec or bounds
+are one and the same, ``algorithm.shared_reply_spec(state)`` / ``shared_reply_bounds(state)``
+returning it (``None``: it depends on the client), so that a synchronous round is judged
+without a call per client;
+
 and, for algorithms that run asynchronously (:class:`AsyncAlgorithm`)::
 
     algorithm.configure_client(state, client_id, request, rng) -> RoundPlan  # one client's request

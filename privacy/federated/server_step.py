@@ -271,9 +271,7 @@ class ServerStep:
         tally = self._open("round")
         t = tally.index
         received = list(received)
-        spec = functools.partial(self.algorithm.reply_spec, self.state)
-        declared = getattr(self.algorithm, "reply_bounds", None)
-        bounds = None if declared is None else functools.partial(declared, self.state)
+        spec, bounds = self._declared()
         selected = set(tally.selected)
         # The common case first: every reply a valid Reply of a selected client, none abstaining
         # (the whole-round passes show all of it); its stacked arrays go on to the aggregate.
@@ -406,6 +404,20 @@ class ServerStep:
         if reason is None and screen is not None and not reply.abstained:
             reason = screen(self.state, client_id, reply)
         return reason
+
+    def _declared(self) -> tuple[Any, Any]:
+        """The reply spec and bounds of a round, as :func:`validate_replies` takes them: the
+        algorithm's round-wide ``shared_reply_spec(state)`` / ``shared_reply_bounds(state)``
+        when it has them and they are not ``None`` (no call per client), else its per-client
+        ``reply_spec`` / ``reply_bounds`` with the state bound (bounds ``None``: none)."""
+        declared = []
+        for each in ("reply_spec", "reply_bounds"):
+            shared = getattr(self.algorithm, "shared_" + each, None)
+            value = None if shared is None else shared(self.state)
+            if value is None and hasattr(self.algorithm, each):
+                value = functools.partial(getattr(self.algorithm, each), self.state)
+            declared.append(value)
+        return declared[0], declared[1]
 
     def _screen_reply(self) -> Callable[[ServerState, int, Reply], str | None] | None:
         """The algorithm's own screen of a valid reply (``screen_reply``), when screening."""

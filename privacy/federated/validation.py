@@ -82,15 +82,18 @@ class ReplyBound:
     radius: float = np.inf
 
     def holds(self, stack: np.ndarray) -> bool:
-        """Whether every row of ``stack`` (finite replies stacked along axis 0) keeps the bound.
+        """Whether every entry of ``stack`` (replies stacked along axis 0) is finite and every
+        row keeps the bound.
 
-        Decided on the column extremes (one pass each for the box) instead of a boolean array
-        per side: the honest round's test, with :meth:`reasons` left for a round that fails it.
+        Decided on the column extremes (NaN and infinity show in them) and, for a finite
+        radius, the row norms: the honest round's test, with :meth:`reasons` left for a round
+        that fails it.
         """
         if len(stack) == 0:
             return True
-        if (np.isfinite(self.low).any() and not (stack.min(axis=0) >= self.low).all()
-                or np.isfinite(self.high).any() and not (stack.max(axis=0) <= self.high).all()):
+        low, high = _column_extremes(stack)
+        if not (np.isfinite(low).all() and np.isfinite(high).all()
+                and (low >= self.low).all() and (high <= self.high).all()):
             return False
         if np.isfinite(self.radius):
             flat = stack.reshape(len(stack), -1)
@@ -206,15 +209,14 @@ def validate_reply(reply: Any, spec: Spec, *, client_id: int, expected_round: in
     ...                bounds={"w": ReplyBound(radius=1.0)})
     "array 'w' has l2 norm 5 > its declared bound 1"
     """
-    return validate_replies([(client_id, reply)], lambda k: spec,
-                            None if bounds is None else (lambda k: bounds),
+    return validate_replies([(client_id, reply)], spec, bounds,
                             expected_round=expected_round, seen=seen,
                             current_version=current_version, max_staleness=max_staleness,
                             screen=screen)[0]
 
 
-def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
-                     bounds: Callable[[int], Bounds | None] | None = None, *,
+def validate_replies(replies: Sequence[tuple[int, Any]], spec: Spec | Callable[[int], Spec],
+                     bounds: Bounds | Callable[[int], Bounds | None] | None = None, *,
                      expected_round: int | None = None, seen: set | None = None,
                      current_version: int | None = None, max_staleness: int | None = None,
                      screen: bool = True, stacks: dict[str, np.ndarray] | None = None
@@ -232,8 +234,11 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     ----------
     replies : sequence of (int, Reply)
         ``(client id the reply arrived from, reply)``, in the order received.
-    spec : callable client_id -> mapping str -> tuple of int
-    bounds : callable client_id -> mapping str -> ReplyBound, optional
+    spec : mapping str -> tuple of int, or callable client_id -> such a mapping
+        The spec every client's reply shares (a mapping: nothing is asked per client), or
+        each client's (``algorithm.reply_spec`` with the state bound).
+    bounds : mapping str -> ReplyBound, or callable client_id -> such a mapping, optional
+        Likewise: the bounds every client's reply shares, or each client's.
     expected_round, seen, current_version, max_staleness, screen
         As in :func:`validate_reply`.
     stacks : dict, optional
@@ -260,6 +265,8 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
                                             {} if stacks is None else stacks):
         return [None] * len(replies)
     seen = set() if seen is None else seen
+    spec = _per_client(spec)
+    bounds = None if bounds is None else _per_client(bounds)
     reasons: list[str | None] = [None] * len(replies)
     keys: list[tuple[int, int] | None] = [None] * len(replies)
     groups: dict[tuple, list[int]] = {}     # spec -> positions of replies with arrays to check
@@ -316,8 +323,9 @@ def validate_replies(replies: Sequence[tuple[int, Any]], spec: Callable[[int], S
     return reasons
 
 
-def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
-               bounds: Callable[[int], Bounds | None] | None, expected_round: int | None,
+def _all_valid(replies: Sequence[tuple[int, Any]], spec: Spec | Callable[[int], Spec],
+               bounds: Bounds | Callable[[int], Bounds | None] | None,
+               expected_round: int | None,
                seen: set | None, kinds: str, stacks: dict[str, np.ndarray]) -> bool:
     """Whether every reply is valid, decided with whole-round passes (``seen`` updated and
     ``stacks`` filled if so).
@@ -348,15 +356,21 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     keys = () if seen is None else list(zip(ids, rounds, strict=True))
     if seen and not seen.isdisjoint(keys):
         return False
-    specs = list(map(spec, ids))
-    first = specs[0]
-    if len(set(map(id, specs))) != 1 and not all(s == first for s in specs):
-        return False
+    if callable(spec):
+        specs = list(map(spec, ids))
+        first = specs[0]
+        if len(set(map(id, specs))) != 1 and not all(s == first for s in specs):
+            return False
+    else:   # one spec for the round: no call per client
+        first = spec
     if set(map(len, arrays)) != {len(first)}:   # with every spec name present: equal names
         return False
-    declared = list(map(bounds, ids)) if bounds is not None else [None]
-    if len(set(map(id, declared))) != 1:
-        return False   # per-client bounds: the general path groups them
+    shared = bounds
+    if callable(bounds):
+        declared = list(map(bounds, ids))
+        if len(set(map(id, declared))) != 1:
+            return False   # per-client bounds: the general path groups them
+        shared = declared[0]
     stacked = {}
     for name, shape in first.items():
         try:   # (an item getter: a third of ``get``'s time)
@@ -372,10 +386,8 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
             return False
         if stack.shape != (n, *shape):
             return False   # (the stack's shape is every value's: no shape tuple per reply)
-        bound = (declared[0] or {}).get(name)
-        # a finite box holds only for finite entries (NaN fails it): no separate pass
-        if ((bound is None or not bound.finite_box()) and not np.isfinite(stack).all()
-                or bound is not None and not bound.holds(stack)):
+        # finiteness and the box in one test on the column extremes (NaN and infinity show)
+        if not ((shared or {}).get(name) or _UNBOUNDED).holds(stack):
             return False
         stacked[name] = stack
     stacks.update(stacked)
@@ -384,11 +396,44 @@ def _all_valid(replies: Sequence[tuple[int, Any]], spec: Callable[[int], Spec],
     return True
 
 
+def _per_client(declared: Any) -> Callable[[int], Any]:
+    """A declaration shared by every client as the per-client callable of the general path."""
+    return declared if callable(declared) else (lambda client_id: declared)
+
+
+#: Rows folded into one before a column reduction: inner loops of about this many entries.
+_FOLD = 2048
+
+
+def _column_extremes(stack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least and the greatest entry of each column of ``stack`` (over axis 0).
+
+    numpy reduces a C-contiguous ``(n, d)`` array over axis 0 in inner loops of one row
+    (``d`` entries); folding ``m`` rows into one (``n // m`` rows of ``m d`` entries) makes them
+    ``m`` times longer, and the ``m`` partial extremes are reduced after (at ``n = 1e4``,
+    ``d = 100``: the time of one reduction of the flat array, a third less than row by row).
+    ``np.minimum`` / ``np.maximum`` propagate NaN, so a NaN entry makes its column's both NaN.
+    """
+    n = len(stack)
+    flat = stack.reshape(n, -1)
+    d = flat.shape[1]
+    m = min(n, max(1, _FOLD // max(d, 1)))
+    q = n // m
+    folded = flat[:q * m].reshape(q, m * d)
+    low = np.minimum.reduce(folded, axis=0).reshape(m, d).min(axis=0)
+    high = np.maximum.reduce(folded, axis=0).reshape(m, d).max(axis=0)
+    if q * m < n:
+        np.minimum(low, flat[q * m:].min(axis=0), out=low)
+        np.maximum(high, flat[q * m:].max(axis=0), out=high)
+    return low.reshape(stack.shape[1:]), high.reshape(stack.shape[1:])
+
+
 _METRICS, _ARRAYS = operator.attrgetter("metrics"), operator.attrgetter("arrays")
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 _HEADER = tuple(map(operator.itemgetter, (CLIENT, ROUND, VERSION)))
 _ABSTAINED = operator.methodcaller("get", ABSTAIN, 0)
 _DTYPE = operator.attrgetter("dtype")
+_UNBOUNDED = ReplyBound()
 
 
 def _header_reason(reply: Any, client_id: int, expected_round: int | None,

@@ -332,3 +332,85 @@ def test_an_all_valid_round_hands_its_stacks_on():
     stacks = {}
     reasons = validate_replies(ragged, lambda k: spec, expected_round=1, stacks=stacks)
     assert reasons[:2] == [None] * 2 and "shape" in reasons[2] and stacks == {}
+
+
+def _spoiled(kind, reply, rng):
+    """``reply`` (client k, round 1) spoiled one way; the second value: a reply to add after it."""
+    arrays, metrics = reply.arrays, reply.metrics
+    value = arrays["u"].copy()
+    if kind in ("nan", "inf"):
+        value[rng.integers(2), rng.integers(3)] = np.nan if kind == "nan" else -np.inf
+        return Reply({"u": value}, metrics), None
+    if kind == "outside box":
+        value[rng.integers(2), rng.integers(3)] = 10.5 * rng.choice([-1, 1])
+        return Reply({"u": value}, metrics), None
+    if kind == "outside ball":   # inside the box, outside the l2 ball
+        return Reply({"u": np.full((2, 3), 4.0)}, metrics), None
+    if kind in ("stale round", "future round"):
+        return Reply(arrays, {**metrics, ROUND: 0 if kind == "stale round" else 2}), None
+    if kind == "duplicate":
+        return reply, reply
+    if kind in ("int32", "bool"):
+        return Reply({"u": value.astype(kind)}, metrics), None
+    if kind == "abstain with arrays":
+        return Reply(arrays, {**metrics, "abstain": 1}), None
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["nan", "inf", "outside box", "outside ball", "stale round",
+                                  "future round", "duplicate", "int32", "bool",
+                                  "abstain with arrays"])
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_one_bad_reply_anywhere_gets_the_reasons_of_judging_one_by_one(kind, shared, seed):
+    # the whole-round test (one spec and bound for the round, or one per client; the box
+    # and finiteness on the column extremes) must hand a round with one bad reply, wherever it
+    # is, to the reply-by-reply judgement: exactly the verdicts of judging each reply alone
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    replies = [(k, Reply({"u": rng.normal(size=(2, 3))}, {CLIENT: k, ROUND: 1, VERSION: 0}))
+               for k in range(n)]
+    spec, bound = {"u": (2, 3)}, {"u": ReplyBound(-10.0, 10.0, radius=9.0)}
+    for bad in sorted({0, n - 1, int(rng.integers(n))}):
+        reply, extra = _spoiled(kind, replies[bad][1], rng)
+        round_ = replies[:bad] + [(bad, reply)] + ([(bad, extra)] if extra else [])
+        round_ += replies[bad + 1:]
+        stacks = {}
+        batch = validate_replies(round_, spec if shared else (lambda k: spec),
+                                 bound if shared else (lambda k: bound), expected_round=1,
+                                 stacks=stacks)
+        seen = set()
+        one = [validate_reply(r, spec, client_id=k, expected_round=1, bounds=bound, seen=seen)
+               for k, r in round_]
+        assert batch == one and stacks == {}
+        assert batch.count(None) == len(round_) - 1
+        assert batch[bad + (extra is not None)] is not None
+    stacks = {}
+    assert validate_replies(replies, spec, bound, expected_round=1, stacks=stacks) == [None] * n
+    np.testing.assert_array_equal(stacks["u"], [r.arrays["u"] for _, r in replies])
+
+
+@pytest.mark.parametrize("n", [1, 2, 19, 20, 21, 1000, 1001])
+@pytest.mark.parametrize("shape", [(), (1,), (3, 4), (100,), (3000,)])
+def test_column_extremes_are_numpys_and_show_nan(n, shape):
+    from privacy.federated.validation import _column_extremes
+    rng = np.random.default_rng(n)
+    stack = rng.normal(size=(n, *shape))
+    low, high = _column_extremes(stack)
+    assert np.array_equal(low, stack.min(axis=0)) and np.array_equal(high, stack.max(axis=0))
+    if stack.size:
+        spoiled = stack.copy()
+        spoiled.reshape(-1)[rng.integers(stack.size)] = np.nan
+        low, high = _column_extremes(spoiled)
+        assert np.isnan(low).sum() == np.isnan(high).sum() == 1
+        assert not ReplyBound().holds(spoiled)
+
+
+def test_fedinfer_shares_its_reply_spec_and_bounds():
+    _, model, _ = _problem(3, 0)
+    algorithm = FedInfer(model, LocalDP("gaussian", 0.1, model.block_sensitivity("l2"),
+                                        dimension=model.block_dimension), num_clients=3)
+    state = algorithm.init_server_state(3, 0)
+    for k in range(3):
+        assert algorithm.shared_reply_spec(state) == algorithm.reply_spec(state, k)
+        assert algorithm.shared_reply_bounds(state) == algorithm.reply_bounds(state, k)
