@@ -44,6 +44,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -186,9 +187,13 @@ class ReleaseSumNoise:
         """The sensitivity norm that matches this noise (:func:`noise_norm`)."""
         return noise_norm(self.noise)
 
-    @property
+    @functools.cached_property
     def combined_scale(self) -> float:
-        """Gaussian: sd of the sum; SaS: its scale; Laplace: scale of one weighted term."""
+        """Gaussian: sd of the sum; SaS: its scale; Laplace: scale of one weighted term.
+
+        (Computed once: a synchronous FedInfer round's law sums ``K`` weights, and its
+        posterior asks for this scale every round.)
+        """
         w = np.asarray(self.weights)
         if self.noise == "gaussian":
             return self.scale * float(np.sqrt(np.sum(w ** 2)))

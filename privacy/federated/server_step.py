@@ -272,18 +272,20 @@ class ServerStep:
         t = tally.index
         received = list(received)
         spec, bounds = self._declared()
-        selected = set(tally.selected)
         # The common case first: every reply a valid Reply of a selected client, none abstaining
         # (the whole-round passes show all of it); its stacked arrays go on to the aggregate.
         stacks: dict[str, np.ndarray] = {}
         # (tally.seen is not passed: a round is judged in this one call)
         reasons = validate_replies(received, spec, bounds, expected_round=t, screen=self.screen,
                                    stacks=stacks)
-        if stacks and selected.issuperset(map(_ID, received)):
+        # (every selected client, in the order asked: one comparison instead of a set)
+        if stacks and (tuple(map(_ID, received)) == tally.selected
+                       or set(tally.selected).issuperset(map(_ID, received))):
             tally.valid.update(received)
             received, reasons = [], []
         else:
             stacks = {}
+        selected = set(tally.selected) if received else set()
         for (k, reply), reason in zip(received, reasons, strict=True):
             if type(reply) is str:       # what the runtime could not read, with its reason
                 reason = reply
