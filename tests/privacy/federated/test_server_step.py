@@ -20,6 +20,7 @@ from privacy.federated.protocol import (
     simulation_secret,
 )
 from privacy.federated.server_step import ServerStep, Verdict, check_stagger
+from privacy.federated.validation import ReplyBound
 from privacy.federated.values import ClientState, RoundPlan
 from tests.privacy.federated.toy import NoisyMean, toy_data
 
@@ -175,3 +176,32 @@ def test_the_algorithms_own_screen_rejects_valid_replies_sync_and_async():
     assert step.receive(1, answers[1]) is Verdict.APPLIED
     record = step.close_tick(time=1.0, releases=())
     assert record.accepted == (1,) and "first coordinate" in record.rejected[0][1]
+
+
+class _Declared(NoisyMean):
+    """Client 1's bound is tighter than the others' unless the round-wide bound is declared."""
+
+    def __init__(self, shared, **options):
+        super().__init__(**options)
+        self.shared = shared
+
+    def reply_bounds(self, state, client_id):
+        return {"mean": ReplyBound(-1e-3, 1e-3) if client_id == 1 else ReplyBound()}
+
+    def shared_reply_spec(self, state):
+        return self.reply_spec(state, 0)
+
+    def shared_reply_bounds(self, state):
+        return {"mean": ReplyBound(-1e6, 1e6)} if self.shared else None
+
+
+def test_round_wide_declarations_replace_the_per_client_calls_unless_none():
+    """``shared_reply_bounds`` (when not ``None``) is the bound of every reply of the round;
+    ``None`` leaves each client's ``reply_bounds``, which the round still applies."""
+    data = toy_data(3)
+    for shared in (True, False):
+        step = ServerStep.start(_Declared(shared, noise=0.0), num_clients=3, seed=0)
+        replies = _replies(step, step.open_round(0), data)
+        record = step.close_round(sorted(replies.items()), missing=(), time=1.0, releases=())
+        assert record.accepted == ((0, 1, 2) if shared else (0, 2))
+        assert shared or "declared box" in record.rejected[0][1]
