@@ -616,6 +616,10 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                                     "too few samples for an intercept)"))
     analysis = None
     signals = outcome.instrument_signals
+    # fits without instrument signals whose coefficients are least squares' or near them: the
+    # moment tests with the regressors as their own instruments (the prewhitened correlations
+    # with the states are not zero under process noise, which drives the later states)
+    regressors = signals is None and solution.estimator in ("ls", "huber")
     frozen = None
     if trajectories is not None:
         frozen = frozen_signal_check(trajectories if raw is None else raw,   # every sample
@@ -634,19 +638,23 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
             for (_, U), w in zip(trajectories, whole, strict=True) if U.shape[1] > model.max_delay]
         # the correlations with the same transforms of the residuals as their whiteness,
         # unless the moment tests replace them (instrumented fits: then only if plotted)
-        analysis = residual_analysis(parts, model.max_delay, correlations=signals is None,
+        analysis = residual_analysis(parts, model.max_delay,
+                                     correlations=signals is None and not regressors,
                                      trends=trends)
+    exact = analysis is not None and analysis.relative_residual < EXACT_FIT
+    moments = trajectories is not None and (signals is not None or regressors and not exact)
     residual = residual_checks(analysis, share,
                                robust=solution.estimator in ("huber", "huber_iv"),
-                               reference=outcome.reference,
-                               correlations=trajectories is None or signals is None)
-    if trajectories is not None and signals is not None:
+                               reference=outcome.reference, correlations=not moments)
+    if moments:
         # least squares' coefficients when Hausman's pretest kept them: valid, the corrected
-        # moments do not depend on the coefficients (moment_checks)
+        # moments do not depend on the coefficients (moment_checks); Huber's likewise with
+        # least squares' projection (only the covariance's residuals are Huber's)
         replaced = {c.name: c for c in moment_checks(
             trajectories, signals, solution.coefficients,
             max_delay=model.max_delay, centred=outcome.centred, level=share,
-            reference=outcome.reference, kind=outcome.instrument_kind or "exogenous",
+            reference=outcome.reference,
+            kind="regressors" if regressors else outcome.instrument_kind or "exogenous",
             instrument_moments=outcome.check_moments)}
         residual = [replaced.get(c.name, c) for c in residual]
     coloured = any(c.name == "whiteness" and c.failed for c in residual)

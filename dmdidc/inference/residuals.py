@@ -1075,18 +1075,30 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     would put the p-values near 1 (none below 0.05) and lose detections (a closed loop's
     feedback, 25 -> 18 of 37; a missing state, 16 -> 13 of 36; delays beyond the bound, by
     state completeness, 21 -> 4 of 32).  Least squares' own projection (``h_k = (sum phi
-    phi^T)^-1 phi_k``) is not used: it assumes least squares consistent, which the pretest
-    only failed to reject, and raised false alarms where measurement noise biased it slightly
-    (input correlation and state completeness on all 4 open-loop fits that kept least
-    squares; state completeness on 3 of 27 with process noise, nominal 0.1 %).
+    phi^T)^-1 phi_k``) is not used there: it assumes least squares consistent, which the
+    pretest only failed to reject, and raised false alarms where measurement noise biased it
+    slightly (input correlation and state completeness on all 4 open-loop fits that kept
+    least squares; state completeness on 3 of 27 with process noise, nominal 0.1 %).
+
+    Fits without instrument signals (``estimator="ls"`` or ``"huber"``, plain DMD without
+    inputs) use that projection (``kind="regressors"``): the user chose least squares, and
+    where it is consistent (process noise, exact states, open or closed loop) the moments are
+    exactly ``sum_k w~_k e_k^T`` of the true errors.  The prewhitened residual correlations
+    they replace failed ``state_completeness`` on 32 of 40 exactly-right least-squares fits
+    (white inputs, process noise only); these fail 0 of 40
+    (``benchmarks/bench_ls_checks.py``).  Where measurement noise biases least squares they
+    fail, rightly, beside ``ls_vs_iv``, and their remedy says so.
 
     Parameters
     ----------
     trajectories : list of (X, U)
-    signals : list of ndarray (q, K)
-        The fit's instrument signals.
-    kind : {"exogenous", "simulated"}
-        How they instrument (:func:`dmdidc.regression.refined.instrument_rows`).
+    signals : list of ndarray (q, K) or None
+        The fit's instrument signals (``None`` with ``kind="regressors"``).
+    kind : {"exogenous", "simulated", "regressors"}
+        How they instrument (:func:`dmdidc.regression.refined.instrument_rows`);
+        ``"regressors"``: no instrument signals, the regressors instrument themselves (least
+        squares' projection; also without inputs, where only ``state_completeness`` is
+        tested).
     coefficients : ndarray, shape (n, p)
         The unrestricted coefficients of the fit: IV, or least squares kept by Hausman's
         pretest (the moments do not depend on them, only the covariance's residuals do).
@@ -1124,27 +1136,46 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     widths = {"past": m * L, "future": m * L, "state": n * S}
     limits = {group: _MOMENTS_INDEPENDENT if group != "state" else _MOMENTS_DEPENDENT
               for group in names}
-    # the groups whose covariance is affordable (the others are not built at all)
-    computed = [group for group in names if widths[group] * n <= limits[group]]
-    q = signals[0].shape[0]
+    regressors = kind == "regressors"
+    # the groups whose covariance is affordable (the others are not built at all); without
+    # inputs (plain DMD by least squares) the signals' group alone
+    computed = [group for group in names if widths[group] * n <= limits[group]
+                and (m > 0 or group == "state")]
     simulated = kind == "simulated"
     # x_k, the instruments' own rows (z_k less the lagged inputs it shares with Phi when
     # simulated, instrument_rows), u_k .. u_{k-R}, x_{k+1} (Y), the moment signals: simulated,
     # z_k = [x^_k; u_k .. u_{k-R}] is then one block of rows (no copy), as is Phi otherwise
+    # (and the instruments themselves when the regressors instrument themselves)
     own = (2, range(1)) if simulated else (2, range(R + 1))
     order = ([(0, range(1)), own, (1, range(R + 1)), (0, range(-1, 0))] if simulated
-             else [(0, range(1)), (1, range(R + 1)), (0, range(-1, 0)), own])
-    laid, lengths = _laid_out(
-        [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)],
-        order + [signals_of[group] for group in computed], R + L, L)
-    if sum(lengths) < _MIN_SAMPLES or m == 0:
-        return [Check(name, question, None, finding=_too_short(trajectories, R + 2 * L, m))
+             else [(0, range(1)), (1, range(R + 1)), (0, range(-1, 0))]
+             + ([] if regressors else [own]))
+    sources = (trajectories if regressors else
+               [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)])
+    laid, lengths = _laid_out(sources, order + [signals_of[group] for group in computed],
+                              R + L, L)
+    if sum(lengths) < _MIN_SAMPLES or (m == 0 and not regressors):
+        return [Check(name, question, None,
+                      finding=_too_short(trajectories, R + 2 * L, max(m, regressors)))
                 for name, question in names.values()]
-    z_rows, lagged = q * len(own[1]), m * (R + 1)
-    z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
-    moments = _own_moments(instrument_moments, laid[z_at], centred, L)
+    z_rows, lagged = (0 if regressors else signals[0].shape[0] * len(own[1])), m * (R + 1)
+    z_at = (slice(0, p) if regressors else slice(n, n + z_rows + lagged) if simulated
+            else slice(p + n, p + n + z_rows))
+    moments = None if regressors else _own_moments(instrument_moments, laid[z_at], centred, L)
     if centred:                           # every row at once, in place (laid is our own)
         laid -= laid.mean(axis=1, keepdims=True)
+    if regressors:
+        # Least squares' own projection, h_k = (sum phi phi^T)^-1 phi_k (projected_instruments
+        # of Z = Phi): its error is exactly Theta^ - Theta = sum_l e_l h_l^T, no linearization,
+        # so sum_k w_k e^_k^T = sum_k (w_k - S_wphi S^-1 phi_k) e_k^T, the true errors weighted
+        # by w's least-squares residual on the regressors.  Those weights at k are functions of
+        # x_k, earlier signals and inputs (and, for feedback, future inputs: independent of the
+        # noise in open loop), which e_k is independent of (process noise drives the later
+        # states, not these): the moments are a martingale difference.  The prewhitened
+        # correlations' state filter mixed later residuals into earlier states instead (32 of
+        # 40 exactly-right fits failed state_completeness, benchmarks/bench_ls_checks.py).
+        gram = laid[:p] @ laid[:p].T
+        moments = (gram, gram)
     X_all = laid[:n]
     Z_all = laid[z_at]
     if simulated:
@@ -1166,6 +1197,9 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     checks, row, residual_moments = [], 0, {}
     for group, (name, question) in names.items():
         independent = group != "state"     # inputs are independent of the noise (open loop)
+        if m == 0 and group != "state":
+            checks.append(Check(name, question, None, finding="not applicable: no inputs"))
+            continue
         if group not in computed:
             checks.append(Check(name, question, None,
                                 finding=f"not computed: {widths[group] * n} moments exceed "
@@ -1187,7 +1221,7 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
         width = m if group != "state" else n
         lag, channel = divmod(moment_row, width)
         checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
-                                    residual, R, reference))
+                                    residual, R, reference, regressors))
     return checks
 
 
@@ -1429,7 +1463,7 @@ def _neumann_form(shifted, shift: float, g: np.ndarray) -> float | None:
 
 def _moment_check(group: str, name: str, question: str, statistic: float, critical: float,
                   z: float, lag: int, channel: int, residual: int, R: int,
-                  reference: bool) -> Check:
+                  reference: bool, regressors: bool = False) -> Check:
     failed = statistic > critical
     if group == "past":
         where = f"input {channel} at lag {R + 1 + lag}"
@@ -1449,6 +1483,14 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
         remedy = ("the signals may not be the full state (e.g. y = C x with fewer signals "
                   "than states, or an unmeasured state): DMDidc needs every state; measure all "
                   "states, or identify from the outputs with OutputDMDidc" if failed else "")
+    if failed and regressors:
+        # least squares' own projection assumes it consistent: any measurement noise (errors
+        # in variables, even an ADC's rounding at 48 dB) fails these moments, by sqrt(N) for
+        # the signals' group, whose corrected signals are then of the noise's size
+        remedy += ("; or the states are measured with noise (even an ADC's rounding), which "
+                   "makes the measured signals no Markov state and biases least squares, "
+                   "if perhaps by less than its standard errors (ls_vs_iv is less sensitive): "
+                   "fit with estimator='auto' (the default), which instruments them")
     finding = (f"moment statistic {statistic:.3g}; largest: residual {residual} with {where} "
                f"({z:.2f} standard deviations)")
     if failed:
