@@ -96,11 +96,12 @@ def fit_rows(K: int = 200_000, repeat: int = 3) -> list[dict]:
 def _least_squares_split(fitted, X, U, t_fit: float, t_gram: float, repeat: int) -> str:
     """Where the least-squares fit's time goes, in Gram passes: its one statistics pass (the
     lagged inputs as instruments, for the IV twin of the ``ls_vs_iv`` check), the residual
-    checks on the diagnostic subsample (with its residuals), the ``linearity`` check on the
-    same residuals, and the rest (solves, IV twin, block test, delay recovery, the other
-    checks), each timed alone as the fit runs it."""
+    checks on the diagnostic subsample (with its residuals; the moment tests with least
+    squares' own projection since 2026-11-27), the ``linearity`` check on the same
+    residuals, and the rest (solves, IV twin, block test, delay recovery, the other checks),
+    each timed alone as the fit runs it."""
     from dmdidc.inference.linearity import linearity_check
-    from dmdidc.inference.residuals import model_residuals, residual_analysis
+    from dmdidc.inference.residuals import model_residuals, moment_checks, residual_analysis
     from dmdidc.statistics import SufficientStatistics
     from dmdidc.trajectories import subsample
 
@@ -109,8 +110,12 @@ def _least_squares_split(fitted, X, U, t_fit: float, t_gram: float, repeat: int)
         [(X, U)], [None], max_delay=R, instruments="inputs"), repeat)
     pieces, _, _, _ = subsample([(X, U)], None, max_delay=R)
     model = fitted.model_.deviation_model()
-    t_checks, _ = cpu_best_time(lambda: residual_analysis(
-        model_residuals(pieces, model.A_d, model.B_blocks), R), repeat)
+    t_checks, _ = cpu_best_time(lambda: (
+        residual_analysis(model_residuals(pieces, model.A_d, model.B_blocks), R,
+                          correlations=False),
+        moment_checks(pieces, None, fitted.regression_.coefficients, max_delay=R,
+                      centred=fitted.model_.operating_point is not None, level=0.01 / 9,
+                      kind="regressors")), repeat)
     parts = model_residuals(pieces, model.A_d, model.B_blocks)
     t_linearity, _ = cpu_best_time(lambda: linearity_check(parts, model, 0.01), repeat)
     rest = max(t_fit - t_stats - t_checks - t_linearity, 0.0)
