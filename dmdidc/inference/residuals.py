@@ -1086,12 +1086,16 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     exactly ``sum_k w~_k e_k^T`` of the true errors.  The prewhitened residual correlations
     they replace failed ``state_completeness`` on 32 of 40 exactly-right least-squares fits
     (white inputs, process noise only); these fail 0 of 40
-    (``benchmarks/bench_ls_checks.py``).  Measurement noise makes least squares
-    inconsistent, and these moments detect it where ``ls_vs_iv`` does not: the corrected
-    signals of the past states are then of the noise's size, so ``state_completeness`` fails
-    by ``sqrt(N)`` however small the noise (an ADC's rounding at 10 bits: 19 of 20 fits,
-    ``input_correlation`` 20, ``ls_vs_iv`` 1, although the fits were right, ``benchmarks/
-    bench_trust_more.py --estimator ls``); their remedy names it and the default estimator.
+    (``benchmarks/bench_ls_checks.py``).  Under that null the errors are white and the
+    moments independent over time, so every group takes the Kronecker covariance without a
+    lag window: ``state_completeness`` is computed up to 2000 moments (``n <= 31``) as the
+    input groups are, not 120 (the lag window's terms would add only noise).  Measurement
+    noise makes least squares inconsistent, and these moments detect it where ``ls_vs_iv``
+    does not: the corrected signals of the past states are then of the noise's size, so
+    ``state_completeness`` fails by ``sqrt(N)`` however small the noise (an ADC's rounding at
+    10 bits: ``state_completeness`` and ``input_correlation`` on 19-20 of 20 fits,
+    ``ls_vs_iv`` on 1, although the fits were right, ``benchmarks/bench_trust_more.py
+    --estimator ls``); their remedy names it and the default estimator.
 
     Parameters
     ----------
@@ -1138,9 +1142,15 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     signals_of = {"past": (1, range(R + 1, R + L + 1)), "future": (1, range(-1, -L - 1, -1)),
                   "state": (0, range(1, S + 1))}            # (X or U, lags)
     widths = {"past": m * L, "future": m * L, "state": n * S}
-    limits = {group: _MOMENTS_INDEPENDENT if group != "state" else _MOMENTS_DEPENDENT
-              for group in names}
     regressors = kind == "regressors"
+    # Kronecker covariance (signals independent of the noise) for the inputs in open loop, and
+    # for every group with least squares' projection: least squares is consistent only with
+    # white errors (coloured ones reach x_k through the dynamics and bias it), which, as
+    # everywhere here, are taken independent of the past: each e_k is then independent of its
+    # corrected signals (functions of the past and of the inputs) and of the earlier moments
+    independent = {group: group != "state" or regressors for group in names}
+    limits = {group: _MOMENTS_INDEPENDENT if independent[group] else _MOMENTS_DEPENDENT
+              for group in names}
     # the groups whose covariance is affordable (the others are not built at all); without
     # inputs (plain DMD by least squares) the signals' group alone
     computed = [group for group in names if widths[group] * n <= limits[group]
@@ -1193,14 +1203,17 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     E_all -= coefficients[:, n:] @ U_all
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
                                        moments)
-    cuts = np.cumsum(lengths)[:-1]
-    residuals = np.split(E_all, cuts, axis=1)
-    memory = residual_memory(residuals)                     # one pass of up to 100 lags
-    independent_lags = hac_lags(residuals, memory)
-    dependent_lags = max(independent_lags, 2 * (memory + S + 1))
+    if regressors:
+        # with least squares consistent the moments are independent over k as well: no lag
+        # window (its terms W_tau kron E_tau, E_tau ~ 0 for white errors, would add noise)
+        independent_lags = dependent_lags = 0
+    else:
+        residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
+        memory = residual_memory(residuals)                 # one pass of up to 100 lags
+        independent_lags = hac_lags(residuals, memory)
+        dependent_lags = max(independent_lags, 2 * (memory + S + 1))
     checks, row, residual_moments = [], 0, {}
     for group, (name, question) in names.items():
-        independent = group != "state"     # inputs are independent of the noise (open loop)
         if m == 0 and group != "state":
             checks.append(Check(name, question, None, finding="not applicable: no inputs"))
             continue
@@ -1217,8 +1230,9 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
             checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
             continue
         statistic, rank, z, index = _moment_statistic(
-            reduced, E_all, lengths, independent_lags if independent else dependent_lags,
-            independent, back, np.eye(reduced.shape[0]),     # orthonormal directions
+            reduced, E_all, lengths,
+            independent_lags if independent[group] else dependent_lags, independent[group],
+            back, np.eye(reduced.shape[0]),     # orthonormal directions
             residual_moments)
         critical = float(special.chdtri(max(rank, 1), level))
         moment_row, residual = divmod(index, n)
