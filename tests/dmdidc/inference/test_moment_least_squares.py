@@ -136,3 +136,20 @@ def test_many_states_keep_the_state_check():
     check = _fit(X, U).diagnostics_["state_completeness"]
     assert check.passed is True, check.finding
     assert check.finding.startswith("moment statistic")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_kronecker_form_equals_the_pseudo_inverse_form_of_the_full_covariance(seed):
+    """Least squares' moment covariance is ``W0 kron E0 / N``: its form and rank from the two
+    factors equal those of the (q n)^2 matrix, rank-deficient factors included."""
+    from dmdidc.inference.residuals import _kronecker_form, _pseudo_quadratic
+
+    rng = np.random.default_rng(seed)
+    q, n = int(rng.integers(1, 25)), int(rng.integers(1, 10))
+    left = rng.standard_normal((q, q if seed % 3 else max(q - 2, 1)))
+    right = rng.standard_normal((n, n if seed % 4 else max(n - 1, 1)))
+    A, B, G = left @ left.T, right @ right.T / n, rng.standard_normal((q, n))
+    form, rank = _kronecker_form(A, B, G)
+    expected, expected_rank = _pseudo_quadratic(np.kron(A, B), G.ravel())
+    assert rank == expected_rank
+    assert form == pytest.approx(expected, rel=1e-6)
