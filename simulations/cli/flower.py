@@ -125,7 +125,6 @@ def _stagger(args: argparse.Namespace) -> tuple[int, ...]:
 
 def _experiment(args: argparse.Namespace) -> dict[str, Any]:
     """Specs and schedule of a Ch. 8 experiment run (``--dataset``)."""
-    from simulations.cli.terms import warn
     from simulations.studies.federated_experiments import (
         ALGORITHMS,
         ExperimentConfig,
@@ -147,10 +146,9 @@ def _experiment(args: argparse.Namespace) -> dict[str, Any]:
                               stagger=_stagger(args) or None, rounds=args.rounds,
                               privacy=not args.no_privacy, noise=args.noise,
                               epsilon=args.epsilon, delta=args.delta)
-    note = delta_note(config, args.seed)
-    if note:
-        warn(note, args)
-    return experiment_specs(args.algorithm, config, seed=args.seed)
+    # warned by _plan once every option is checked: a mistake's error comes first
+    return {**experiment_specs(args.algorithm, config, seed=args.seed),
+            "delta_note": delta_note(config, args.seed)}
 
 
 def _own(args: argparse.Namespace) -> dict[str, Any]:
@@ -229,6 +227,11 @@ def _plan(args: argparse.Namespace) -> dict[str, Any]:
         "max-staleness": -1 if args.max_staleness is None else args.max_staleness,
         "resume": str(Path(args.resume).resolve()) if args.resume else ""})
     _check_folders(args, run_config)
+    note = plan.pop("delta_note", None)
+    if note:
+        from simulations.cli.terms import warn
+
+        warn(note, args)
     return {**plan, "run_config": run_config}
 
 
