@@ -30,6 +30,11 @@ most ``2 a_i + 2 a_j + 4 a_i a_j / N_t`` (``4 a_i + 4 a_i^2 / N_t`` on the diago
 ``b_ij`` with the shortest trajectory's ``N_t``; and since ``|C_ij| <= N_t`` for values in
 [-1, 1], no entry moves by more than ``2 N_t`` (``N_t`` on the diagonal) with the longest.
 
+**Repeated parts.**  A sum that counts one part ``c`` times (``S + S``, or
+:func:`dmdidc.resampling.weighted_total` with count ``c``; :attr:`~dmdidc.SufficientStatistics.
+multiplicity`) holds every unit of that part ``c`` times: every bound is multiplied by the
+largest such ``c`` (the change is linear in the part, centred or not).
+
 The bound is verified by brute force in the tests (adversarial data on small problems: the
 largest change found never exceeds it).
 """
@@ -163,6 +168,7 @@ def statistics_sensitivity(stats, unit: str = "sample", *, window: int | None = 
             sums = np.minimum(sums, full_sums)
     upper = bounds[np.triu_indices(d)]
     entries = np.concatenate([upper, sums]) if stats.released_sums else upper
+    entries = entries * stats.multiplicity
     return StatisticsSensitivity(unit=unit, window=window, entry_bounds=entries,
                                  l1=float(entries.sum()), l2=float(np.sqrt(entries @ entries)),
                                  touched_samples=int(touched))

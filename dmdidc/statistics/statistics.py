@@ -134,6 +134,11 @@ class SufficientStatistics:
     noise_variance: float = 0.0
     releases: tuple = ()
     interpolated: int = 0
+    # ((token, count), ...): how often each statistics object built from data is summed in.
+    # A token is made once per built object and kept by dataclasses.replace (centred and
+    # from_vector copies are the same data), so S + S holds S's token twice: one time step of
+    # S's data then moves the sum twice as far, which the sensitivity must include
+    _sources: tuple = field(default=(), repr=False, compare=False)
     # releases drawn from these plain statistics (privatize appends; a new object, including
     # one made by dataclasses.replace, starts empty): mutable on purpose in a frozen value
     _drawn: list = field(default_factory=list, init=False, repr=False, compare=False)
@@ -141,6 +146,18 @@ class SufficientStatistics:
     def __post_init__(self) -> None:
         for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
             object.__setattr__(self, name, read_only(getattr(self, name)))
+        if not self._sources:
+            object.__setattr__(self, "_sources", ((object(), 1),))
+
+    @property
+    def multiplicity(self) -> int:
+        """How often the most repeated part is counted in these statistics: 1 for statistics
+        built from data and sums of distinct parts; ``c`` when one part object is added ``c``
+        times (``S + S`` or :func:`dmdidc.resampling.weighted_total` with count ``c``).  One
+        privacy unit of that part then moves the sum ``c`` times as far, so
+        :meth:`sensitivity` is multiplied by it.  Parts rebuilt from the same data (another
+        ``from_data`` call, a copy) are not recognized as repeats: add each part once."""
+        return max(count for _, count in self._sources)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -362,6 +379,10 @@ class SufficientStatistics:
                        for c, p in drawn)
 
         used = [p for _, p in drawn]
+        sources: dict[object, int] = {}
+        for c, p in drawn:
+            for token, count in p._sources:
+                sources[token] = sources.get(token, 0) + c * count
         return dataclasses.replace(
             used[0], gram=total("gram"), sums=total("sums"), n_samples=total("n_samples"),
             n_trajectories=total("n_trajectories"), intercepts=total("intercepts"),
@@ -374,7 +395,8 @@ class SufficientStatistics:
             interpolated=total("interpolated"),
             noise_variance=float(sum(c ** 2 * p.noise_variance for c, p in drawn)),
             releases=tuple(release for c, p in drawn for _ in range(c)
-                           for release in p.releases))
+                           for release in p.releases),
+            _sources=tuple(sources.items()))
 
     def centered(self) -> SufficientStatistics:
         """The statistics with their overall mean removed (one intercept for all samples).
