@@ -19,7 +19,7 @@ from typing import Any
 
 __all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_number",
            "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
-           "strict_json", "known",
+           "strict_json", "known", "seed_warning",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
 
@@ -180,6 +180,28 @@ def _open_interval(low: float, high: float):
 
 #: A level or probability; a SaS stability index.
 _probability, _alpha = _open_interval(0.0, 1.0), _open_interval(0.0, 2.0)
+
+
+def seed_warning(seed: int, noise: str, outputs: str) -> str:
+    """The warning of a ``--seed`` that seeds real privacy noise: the seed removes the noise, so
+    it is a secret and no output records it.
+
+    Parameters
+    ----------
+    seed : int
+        The ``--seed`` value.
+    noise : str
+        Whose noise it seeds, e.g. ``"the clients' noise"``.
+    outputs : str
+        The files the command writes (the message says the seed is not in them).
+
+    Returns
+    -------
+    str
+    """
+    return (f"--seed {seed} seeds {noise}: anyone with this seed can remove the noise from the "
+            f"release, so keep it secret like a key (it is not written to {outputs}); leave "
+            f"--seed out for fresh randomness, as a real release needs")
 
 
 def clipping_warning(option: str, arrays: Sequence[Any], bound: Any, noun: str) -> str | None:

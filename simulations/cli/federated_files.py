@@ -50,6 +50,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         output_path,
         per_channel,
         refuse_interpolation,
+        seed_warning,
         summary_table,
         write_summary,
     )
@@ -103,9 +104,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         # real releases: each client's noise keyed by a secret drawn here and never written
         secrets = [new_client_secret() for _ in clients]
     else:
-        warn(f"--seed {args.seed} seeds the clients' noise: anyone with this seed can remove "
-             f"the noise from the releases, so keep it secret like a key (it is not written to "
-             f"{out}); leave --seed out for fresh randomness, as a real release needs", args)
+        warn(seed_warning(args.seed, "the clients' noise", str(out)), args)
         secrets = [simulation_secret(args.seed, k) for k in range(len(clients))]
     run = run_sync(algo, clients, rounds=1, seed=0, secrets=secrets)
     estimator = DMDidc(max_delay=args.max_delay, estimator="iv")

@@ -35,6 +35,7 @@ from simulations.cli.common import (
     per_channel,
     positive_vector,
     refuse_interpolation,
+    seed_warning,
     write_summary,
     write_table,
 )
@@ -100,7 +101,9 @@ def add_private_parsers(actions: Any) -> None:
     identify.add_argument("--level", type=_probability, default=0.95,
                           help="confidence level of the printed intervals")
     identify.add_argument("--seed", type=_seed, help="seed of the privacy noise (default: fresh "
-                                                   "randomness, as a real release needs)")
+                                                   "randomness, as a real release needs); "
+                                                   "whoever has it can remove the noise: keep "
+                                                   "it secret (it is not written anywhere)")
     identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
     identify.add_argument("--json", dest="json_out",
                           help="also write the guarantee, estimates and intervals as JSON here "
@@ -166,6 +169,9 @@ def _identify(args: argparse.Namespace) -> int:
         clipped = clipping_warning(option, arrays, bound, noun)
         if clipped:
             warn(clipped, args)
+    if args.seed is not None:
+        outputs = args.out if args.json_out is None else f"{args.out} or {args.json_out}"
+        warn(seed_warning(args.seed, "the release's noise", outputs), args)
     instruments = "inputs" if args.estimator == "iv" else None
     stats = SufficientStatistics.from_data(
         X, U, max_delay=args.max_delay,

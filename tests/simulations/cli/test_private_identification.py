@@ -175,3 +175,26 @@ def test_identify_with_an_estimator_and_a_chosen_bound_prints_intervals(damped_d
     found = re.search(r"90 % confidence intervals \(asymptotic\):\n  r\[0\] = (1\.\d+) \+/- "
                       r"(0\.\d+) s", printed)
     assert found and abs(float(found.group(1)) - 1.4) < 0.01 and float(found.group(2)) < 0.01
+
+
+def test_privacy_identify_seed_is_warned_as_a_secret_and_written_nowhere(damped_data, tmp_path,
+                                                                          capsys):
+    def run(name, *extra):
+        out, summary = tmp_path / name / "model.json", tmp_path / name / "summary.json"
+        (tmp_path / name).mkdir()
+        assert main(["privacy", "identify", str(damped_data), "--dt", "1", "--max-delay", "3",
+                     "--state-bound", "4", "--input-bound", "1", "--epsilon", "10", "--delta",
+                     "1e-5", *extra, "--out", str(out), "--json", str(summary)]) == 0
+        return DelayedPlant.load(out), tmp_path / name, capsys.readouterr().err
+
+    fresh, _, err = run("fresh")
+    again, _, _ = run("again")
+    assert not np.allclose(fresh.A_d, again.A_d)
+    assert "can remove the noise" not in err
+    seeded, folder, err = run("seeded", "--seed", "987654")
+    repeat, _, _ = run("repeat", "--seed", "987654")
+    np.testing.assert_array_equal(seeded.A_d, repeat.A_d)
+    assert "--seed 987654 seeds the release's noise: anyone with this seed can remove" in err
+    assert "keep it secret like a key" in err
+    assert all("987654" not in path.read_text() for path in folder.iterdir()
+               if path.suffix in (".json", ".md"))
