@@ -40,6 +40,7 @@ derivable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -147,7 +148,19 @@ def save_client_secret(path: str | Path, secret: int) -> None:
     base.parent.mkdir(parents=True, exist_ok=True)
     target = base.with_name(base.name + SECRET_SUFFIX)
     tmp = target.with_name(target.name + ".tmp")
-    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # the tmp name is predictable: a stale file or a planted symlink there must not be opened
+    # (O_TRUNC would follow a link and write the key wherever it points, with the target's
+    # mode). Remove what a crash left (unlink removes a link, not its target), then create
+    # the file anew: O_EXCL fails on anything, a symlink included, that appears meanwhile
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(tmp, flags, 0o600)
+    except FileExistsError as exc:
+        raise FileExistsError(f"{tmp} was created by someone else while the client secret was "
+                              f"being written: the secret was not saved; check who writes to "
+                              f"{tmp.parent} and run again") from exc
     with os.fdopen(descriptor, "w") as handle:
         handle.write(f"{secret:x}\n")
         handle.flush()

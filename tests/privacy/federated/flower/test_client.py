@@ -21,6 +21,7 @@ from privacy.federated.flower import (
     load_client_secret,
     make_client_app,
     node_secret,
+    save_client_secret,
 )
 from privacy.federated.flower.records import reply_from_flower
 from privacy.federated.flower.transport import flower_message
@@ -116,3 +117,25 @@ def test_a_damaged_secret_file_is_a_clear_error(tmp_path):
         load_client_secret(tmp_path / "client-0")
     with pytest.raises(ParameterError, match="simulation-seed' must be an integer >= 0"):
         node_secret(_context(0, **{SIMULATION_SEED: -1}))
+
+
+def test_saving_a_secret_never_follows_a_planted_tmp_link_nor_reuses_a_stale_file(tmp_path):
+    """The tmp name is predictable: a symlink planted there must not receive the key, and a
+    stale tmp file (a crash) must not lend its permissions; the saved file is owner-only."""
+    victim = tmp_path / "elsewhere.txt"
+    victim.write_text("untouched\n")
+    victim.chmod(0o644)
+    (tmp_path / "client-0.secret.tmp").symlink_to(victim)
+    save_client_secret(tmp_path / "client-0", 0xABCDEF)
+    assert victim.read_text() == "untouched\n" and victim.stat().st_mode & 0o777 == 0o644
+    assert not (tmp_path / "client-0.secret.tmp").exists()
+    assert not (tmp_path / "client-0.secret.tmp").is_symlink()
+    assert load_client_secret(tmp_path / "client-0") == 0xABCDEF
+    assert (tmp_path / "client-0.secret").stat().st_mode & 0o777 == 0o600
+    stale = tmp_path / "client-1.secret.tmp"
+    stale.write_text("old\n")
+    stale.chmod(0o666)
+    save_client_secret(tmp_path / "client-1", 0x1234)
+    assert load_client_secret(tmp_path / "client-1") == 0x1234
+    assert (tmp_path / "client-1.secret").stat().st_mode & 0o777 == 0o600
+    assert not stale.exists()
