@@ -227,8 +227,10 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
             if found == 0:
                 return time
     first = values[:, 0]
-    # (complete: a first column named nowhere is not read anyway; to ignore, it is still the one)
-    if 0 in signals or (complete and not ignore) or values.shape[1] < 2 or not _steady(first):
+    # complete: a first column named nowhere is not read anyway; with --time ignore and no
+    # time column found it is still the one to leave out, but beside a found one it is neither
+    if (0 in signals or (complete and (time is not None or not ignore)) or values.shape[1] < 2
+            or not _steady(first)):
         return time
     counts = f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...)"
     column = "1" if cli else repr(names[0]) if names else "0"

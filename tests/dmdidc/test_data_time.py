@@ -302,6 +302,38 @@ def test_a_named_ramp_first_column_beside_a_time_column_is_refused(tmp_path, see
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_time_ignore_with_every_state_named_leaves_a_steady_first_column_beside_the_time(
+        tmp_path, seed):
+    """Review finding: ``idx,time,x,u`` with a broken clock, every state named and the time
+    ignored was refused as an ambiguous first column, its remedy the one already applied:
+    with every state named the first column is not read, whether the time is ignored or not."""
+    step = [1.0, 0.1, 2.5][seed % 3]
+    path, X, U = timed_first_column_log(tmp_path / "idx.csv", seed, header="idx",
+                                        first=lambda rows: 100.0 + step * np.arange(rows))
+    lines = path.read_text().splitlines()
+    jump = 1 + len(lines) // 2                       # the clock jumps 0.3 s once
+    lines[jump:] = [f"{cell},{float(stamp) + 0.3!r},{rest}" for cell, stamp, rest in
+                    (line.split(",", 2) for line in lines[jump:])]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ParameterError, match="--time-tolerance|off the grid|jump|gap"):
+        read_identification_data(path, inputs="u0,u1", states="x0,x1,x2")
+    cli = read_identification_data(path, inputs="u0,u1", states="x0,x1,x2", time="ignore",
+                                   dt=0.5)
+    chunks = list(follow_csv(path, inputs=["u0", "u1"], states=["x0", "x1", "x2"],
+                             time="ignore", dt=0.5, poll=0.01, idle_timeout=0.05,
+                             report=lambda message: None))
+    followed = np.concatenate([chunks[0].X[:, :1]] + [c.X[:, 1:] for c in chunks], axis=1)
+    for data_X in (cli.X[0], followed):
+        np.testing.assert_array_equal(data_X, X)
+    assert cli.dt == chunks[-1].dt == 0.5
+    assert any("'time' of" in n and "left out (--time ignore)" in n for n in cli.notes)
+    # named nowhere, the first column would be read as a state: still refused
+    with pytest.raises(ParameterError, match=r"'idx' of .*\(beside the time column .* --states "
+                                             r"naming every state"):
+        read_identification_data(path, inputs="u0,u1", time="ignore", dt=0.5)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_a_ramp_first_column_named_as_a_signal_is_one_and_unnamed_is_refused(tmp_path, seed):
     step = [0.1, 1.0, 2.5][seed % 3]
     path, X, U = first_column_log(tmp_path / "ramp.csv", seed, header="ramp",

@@ -574,3 +574,35 @@ def test_a_pandas_index_beside_the_time_column_is_left_out(tmp_path, capsys, see
     path.write_text("\n".join(ramp) + "\n")
     assert identify(tmp_path, path, "--inputs", "u1,u2", "--max-delay", 3) == 2
     assert "beside the time column" in capsys.readouterr().err
+
+
+def test_time_ignore_with_the_states_named_leaves_a_counter_beside_the_time_out(tmp_path,
+                                                                             capsys):
+    """Review finding: ``idx,time,...`` (a counter from 100, a clock that jumps 0.3 s once)
+    with --states and --time ignore was refused, the remedy given the one applied; batch and
+    --follow now give the model of the file without both columns."""
+    path, plant, X, U = table(tmp_path, 4)
+    rows = path.read_text().splitlines()
+    half = len(rows) // 2
+    stamped = ["idx," + rows[0]] + [
+        f"{100 + k},{float(row.split(',', 1)[0]) + 0.3 * (k >= half)!r},{row.split(',', 1)[1]}"
+        for k, row in enumerate(rows[1:])]
+    path.write_text("\n".join(stamped) + "\n")
+    (tmp_path / "plain.csv").write_text("\n".join(row.split(",", 1)[1] for row in rows) + "\n")
+    named = ["--states", "x1,x2", "--inputs", "u1,u2", "--max-delay", 3, "--dt", 2.0]
+    assert identify(tmp_path, path, *named[:4], "--max-delay", 3) == 2      # the clock jumps
+    capsys.readouterr()
+    assert identify(tmp_path, path, *named, "--time", "ignore") == 0
+    assert "'time' of" in capsys.readouterr().out
+    assert identify(tmp_path, tmp_path / "plain.csv", *named, "--time", "none",
+                    out="plain.json") == 0
+    for source, time, out in ((path, "ignore", "follow.json"),
+                              (tmp_path / "plain.csv", "none", "plain_follow.json")):
+        assert main(["identify", "--follow", str(source), *map(str, named), "--time", time,
+                     "--idle-timeout", "0.05", "--poll", "0.01",
+                     "--out", str(tmp_path / out)]) == 0
+    capsys.readouterr()
+    for ours, theirs in (("model.json", "plain.json"), ("follow.json", "plain_follow.json")):
+        model, plain = (DelayedPlant.load(tmp_path / name) for name in (ours, theirs))
+        np.testing.assert_array_equal(model.delay_steps, plain.delay_steps)
+        np.testing.assert_array_equal(model.A_d, plain.A_d)
