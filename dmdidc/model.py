@@ -68,12 +68,14 @@ FORMAT_VERSION = 4
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices
 #: that went through JSON or ``from_continuous``), far below any hand edit.
 CONSISTENCY_RTOL = 1e-8
-#: ``I - A_d`` whose smallest singular value is at most this share of the larger of its largest
-#: and ``|A_d|`` is singular: ``A_d`` has an eigenvalue 1 to rounding (an integrator).  The
-#: rounding of ``A_d`` (``eps |A_d|``) moves a steady state by ``eps |A_d| / sigma_min`` of
-#: itself, up to ``1e8 eps`` (about ``2e-8``) at the threshold; past it the solve returns the
-#: forcing over rounding.  A stable plant reaches it only with a mode whose discrete eigenvalue
-#: is within ``1e-8`` of 1 (a time constant of ``1e8`` sampling periods).
+#: ``A_d`` whose steady state moves by more than ``1 / INTEGRATOR_RCOND`` times a relative
+#: rounding of its entries is an integrator (an eigenvalue 1 to rounding): the condition
+#: ``rho(|(I - A_d)^-1| |A_d|)`` (the spectral radius of the entrywise absolute values) is at
+#: least ``1e8``.  It is unchanged by a diagonal similarity (the states in other units), unlike
+#: a singular value of ``I - A_d``.  At the threshold the rounding of ``A_d`` moves the steady
+#: state by about ``1e8 eps`` (``2e-8``) of itself; past it the solve returns the forcing over
+#: rounding.  A stable plant reaches it only with a mode whose discrete eigenvalue is within
+#: ``1e-8`` of 1 (a time constant of ``1e8`` sampling periods).
 INTEGRATOR_RCOND = 1e-8
 #: The fields of a model file (:meth:`DelayedPlant.from_dict`); any other is refused.
 _FIELDS = ("format_version", "dt", "A_d", "B_blocks", "A_c", "B_c", "delay", "max_delay",
@@ -934,8 +936,10 @@ def steady_state(A_d: np.ndarray, forcing: np.ndarray, *, remedy: str | None = N
     Raises
     ------
     NoSteadyStateError
-        ``I - A_d`` is singular to :data:`INTEGRATOR_RCOND` (an eigenvalue of ``A_d`` at 1:
-        an integrator); the message names the eigenvalue nearest 1.  A ``ParameterError``.
+        The steady state moves by at least ``1 / INTEGRATOR_RCOND`` times a relative rounding
+        of ``A_d`` (:data:`INTEGRATOR_RCOND`; an eigenvalue of ``A_d`` at 1: an integrator),
+        whatever the units of the states; the message names the eigenvalue nearest 1.  A
+        ``ParameterError``.
 
     Examples
     --------
@@ -944,25 +948,40 @@ def steady_state(A_d: np.ndarray, forcing: np.ndarray, *, remedy: str | None = N
     """
     n = A_d.shape[0]
     system = np.eye(n) - A_d
-    singular = np.linalg.svd(system, compute_uv=False)
-    # the scale is |A_d| too: a uniformly slow A_d (every eigenvalue near 1) has a well
-    # conditioned but rounding-sized I - A_d
-    scale = max(singular[0], np.linalg.norm(A_d, 2)) if n else 0.0
-    if n and singular[-1] <= INTEGRATOR_RCOND * scale:
+    condition = _steady_state_condition(system, A_d) if n else 0.0
+    if condition * INTEGRATOR_RCOND >= 1.0:
         eigenvalues = np.linalg.eigvals(A_d)
         nearest = eigenvalues[np.argmin(np.abs(eigenvalues - 1.0))]
         value = (f"{nearest.real:.12g}{nearest.imag:+.3g}j" if nearest.imag
                  else f"{nearest.real:.12g}")
         raise NoSteadyStateError(
             f"no steady state: A_d has an eigenvalue at 1, an integrator ({value}, "
-            f"{abs(nearest - 1.0):.3g} from 1; I - A_d has the smallest singular value "
-            f"{singular[-1]:.3g}, at most INTEGRATOR_RCOND = {INTEGRATOR_RCOND:g} times the "
-            f"scale {scale:.3g}), so a constant input makes the "
+            f"{abs(nearest - 1.0):.3g} from 1; a rounding of A_d's entries moves the steady "
+            f"state by {condition:.3g} times as much, at least 1 / INTEGRATOR_RCOND = "
+            f"{1.0 / INTEGRATOR_RCOND:g}), so a constant input makes the "
             f"state drift instead of settling; "
             + (remedy or "give the state of the operating point instead of solving for it, "
                "or, if the plant should not integrate, look for a drift in the data that the "
                "fit took for an integrator (detrend='linear')"))
     return np.linalg.solve(system, forcing)
+
+
+def _steady_state_condition(system: np.ndarray, A_d: np.ndarray) -> float:
+    """``rho(|system^-1| |A_d|)``: how much a relative rounding of ``A_d``'s entries moves the
+    solution of ``system x = f`` (``system = I - A_d``), measured in the states' best units
+    (Bauer's optimally scaled condition); inf when ``system`` is singular.  A diagonal
+    similarity ``D A_d D^-1`` turns the product into ``D (...) D^-1``, whose spectral radius
+    is the same, so the states' units do not change it."""
+    with np.errstate(all="ignore"):
+        try:
+            inverse = np.linalg.inv(system)
+        except np.linalg.LinAlgError:
+            return np.inf
+        if not np.all(np.isfinite(inverse)):
+            return np.inf
+        # a nonnegative matrix: its spectral radius is its largest eigenvalue's modulus
+        radius = np.max(np.abs(np.linalg.eigvals(np.abs(inverse) @ np.abs(A_d))))
+    return float(radius) if np.isfinite(radius) else np.inf
 
 
 def _relative_gap(given: np.ndarray, exact: np.ndarray) -> float:

@@ -123,6 +123,75 @@ def test_slow_but_stable_modes_are_no_false_alarm():
     np.testing.assert_allclose(slow @ x + [1e-6, 2e-6], x, rtol=1e-12)
 
 
+def _in_other_units(A_d, forcing, scales):
+    """``A_d`` and ``f`` with state ``i`` in units ``scales[i]`` times smaller (``D A D^-1``,
+    ``D f``), and the map of a steady state back."""
+    return (scales[:, None] * A_d / scales[None, :], scales * forcing,
+            lambda x: x / scales)
+
+
+def _scales(rng, n):
+    return 10.0 ** rng.uniform(-4.0, 4.0, n)
+
+
+def _optimal_condition(A_d):
+    """rho(|(I - A_d)^-1| |A_d|): the first-order amplification of a relative rounding of
+    A_d's entries in the steady state, in the best units of the states."""
+    inverse = np.linalg.inv(np.eye(A_d.shape[0]) - A_d)
+    return np.max(np.abs(np.linalg.eigvals(np.abs(inverse) @ np.abs(A_d))))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_units_of_the_states_change_neither_the_verdict_nor_the_steady_state(seed):
+    """Review finding: the integrator test was a singular value of I - A_d, so x2 in mA
+    instead of A refused a stable plant.  Random stable non-normal plants with modes 1e-4 to
+    0.5 from 1, each state rescaled by 1e-4..1e4: solved, the same state after scaling back
+    (to the rounding of the solve: eps times the condition in the best units, and n)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    basis = rng.standard_normal((n, n)) + 2.0 * np.eye(n)
+    A_d = basis @ np.diag(1.0 - 10.0 ** rng.uniform(-4.0, -0.3, n)) @ np.linalg.inv(basis)
+    forcing = rng.standard_normal(n)
+    expected = steady_state(A_d, forcing)
+    tolerance = 10 * n * np.finfo(float).eps * _optimal_condition(A_d)
+    assert tolerance < 1e-6                            # well posed: a real check
+    for _ in range(5):
+        scaled, scaled_forcing, back = _in_other_units(A_d, forcing, _scales(rng, n))
+        state = back(steady_state(scaled, scaled_forcing))
+        assert np.max(np.abs(state - expected)) <= tolerance * np.max(np.abs(expected))
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1e-2, 1e2, 1e3, 1e4])
+def test_a_slow_non_normal_plant_in_other_units_is_solved(scale):
+    """The review's repro: eigenvalues 0.99 (twice), x_ss = (1e4, 100) under f = (0, 1), with
+    x2 rescaled; refused as an integrator from 1e2 on before."""
+    A_d, forcing = np.array([[0.99, 1.0], [0.0, 0.99]]), np.array([0.0, 1.0])
+    scaled, scaled_forcing, back = _in_other_units(A_d, forcing, np.array([1.0, 1.0 / scale]))
+    state = back(steady_state(scaled, scaled_forcing))
+    np.testing.assert_allclose(state, [1e4, 100.0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_integrators_stay_refused_in_any_units(seed):
+    """The integrators above, and a double integrator (a Jordan block at 1, in a random basis:
+    its computed eigenvalues are 1e-8 from 1, beyond a test on their distance), are refused
+    with every state rescaled by 1e-4..1e4."""
+    rng = np.random.default_rng(seed)
+    angle = 1e-10
+    basis = rng.standard_normal((3, 3)) + 2.0 * np.eye(3)
+    jordan = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.3]])
+    integrators = [np.array([[1.0 - 1e-12, 0.3], [0.0, 0.5]]),
+                   np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]),
+                   np.array([[1.0, 0.0], [0.5, 0.6]]),
+                   basis @ jordan @ np.linalg.inv(basis)]
+    for A_d in integrators:
+        n = A_d.shape[0]
+        for _ in range(3):
+            scaled, scaled_forcing, _ = _in_other_units(A_d, np.ones(n), _scales(rng, n))
+            with pytest.raises(NoSteadyStateError, match="an integrator"):
+                steady_state(scaled, scaled_forcing)
+
+
 def test_wrong_shapes_are_refused_by_name():
     plant, _ = _stable_plant(0)
     with pytest.raises(DimensionError, match=r"input has shape \(3,\); expected \(2,\)"):
