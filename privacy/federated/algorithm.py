@@ -20,6 +20,8 @@ See :mod:`privacy.federated.protocol` for the whole contract.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import secrets
 from collections.abc import Mapping
@@ -31,6 +33,7 @@ from _toolbox.errors import ParameterError
 from _toolbox.validation import check_integer
 from privacy.federated.values import (
     CLIENT,
+    DP_RELEASES,
     ROUND,
     VERSION,
     ClientData,
@@ -92,7 +95,8 @@ class AsyncAlgorithm(FederatedAlgorithm, Protocol):
     def apply_reply(self, state: ServerState, client_id: int, reply: Reply) -> ServerState: ...
 
 
-def derive_rng(seed: int, role: str, client_id: int, round: int) -> np.random.Generator:
+def derive_rng(seed: int, role: str, client_id: int, round: int, *, digest: bytes = b""
+               ) -> np.random.Generator:
     """The generator of one (role, client, round): identical in every runtime and process.
 
     Parameters
@@ -105,11 +109,16 @@ def derive_rng(seed: int, role: str, client_id: int, round: int) -> np.random.Ge
         Client id ``>= 0`` (0 for the server).
     round : int
         Round (sync) or request index (async), ``>= 0``.
+    digest : bytes, default b""
+        Further key material, a multiple of 4 bytes; :func:`run_client` passes the SHA-256 of
+        the client's input (message and state), so that two different inputs under one round
+        number never share noise.
 
     Returns
     -------
     numpy.random.Generator
-        ``default_rng(SeedSequence(seed, spawn_key=(role code, client_id, round)))``.
+        ``default_rng(SeedSequence(seed, spawn_key=(role code, client_id, round, *words)))``,
+        ``words`` the little-endian 32-bit words of ``digest`` (none by default).
 
     Examples
     --------
@@ -123,8 +132,58 @@ def derive_rng(seed: int, role: str, client_id: int, round: int) -> np.random.Ge
         raise ParameterError(f"role must be one of {sorted(_ROLES)}; got {role!r}")
     client_id = check_integer("client_id", client_id, minimum=0)
     round = check_integer("round", round, minimum=0)
-    sequence = np.random.SeedSequence(seed, spawn_key=(_ROLES[role], client_id, round))
+    if not isinstance(digest, bytes) or len(digest) % 4:
+        raise ParameterError(f"digest must be bytes of a length divisible by 4; got "
+                             f"{type(digest).__name__} {digest!r:.60}")
+    words = tuple(int(w) for w in np.frombuffer(digest, dtype="<u4"))
+    sequence = np.random.SeedSequence(seed, spawn_key=(_ROLES[role], client_id, round, *words))
     return np.random.default_rng(sequence)
+
+
+def _canonical_scalars(values: Mapping[str, Any]) -> list[list[str]]:
+    # typed and exact (float.hex), so that equal values give equal text in every process and
+    # 1, 1.0 and True stay distinct
+    out = []
+    for name in sorted(values):
+        value = values[name]
+        if isinstance(value, bool):
+            out.append([name, "b", str(int(value))])
+        elif isinstance(value, int):
+            out.append([name, "i", str(value)])
+        elif isinstance(value, float):
+            out.append([name, "f", value.hex()])
+        else:
+            out.append([name, "s", str(value)])
+    return out
+
+
+def _input_digest(message: Message, state: ClientState) -> bytes:
+    """SHA-256 of what ``client_update`` computes from: the message and the state before it.
+
+    The state's release counter is left out: it only counts releases, and leaving it out lets
+    an identical message replayed on an identical state (a resumed round) regenerate the same
+    reply bit for bit instead of a second noisy copy.  Names are sorted, arrays hashed as
+    C-ordered little-endian float64 with their shape in a JSON header, scalars typed and
+    exact, so equal content gives an equal digest in every process.
+    """
+    parts = {"message": (message.arrays, message.config),
+             "state": (state.arrays, {k: v for k, v in state.scalars.items()
+                                      if k != DP_RELEASES})}
+    header, blobs = {}, []
+    for part, (arrays, scalars) in parts.items():
+        names = sorted(arrays)
+        flat = [np.ascontiguousarray(arrays[n], dtype="<f8") for n in names]
+        header[part] = {"arrays": [[n, a.dtype.str, list(a.shape)]
+                                   for n, a in zip(names, flat, strict=True)],
+                        "scalars": _canonical_scalars(scalars)}
+        blobs.extend(a.tobytes() for a in flat)
+    text = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    sha = hashlib.sha256(b"privacy.federated client input 1\0")
+    sha.update(len(text).to_bytes(8, "little"))
+    sha.update(text)
+    for blob in blobs:
+        sha.update(blob)
+    return sha.digest()
 
 
 def new_client_secret() -> int:
@@ -178,7 +237,8 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     """Run the client half on one message, as every runtime must.
 
     Starts from ``algorithm.init_client_state(data)`` when ``state`` is empty, derives the rng
-    from (``secret``, ``client_id``, message round) and stamps ``client_id``, ``round`` and
+    from (``secret``, ``client_id``, message round, SHA-256 of the message and of the state
+    without its release counter) and stamps ``client_id``, ``round`` and
     ``model_version`` into the reply metrics.  The message's seed does not enter the client's
     rng: the server chose it and sends it, and local DP protects the client against the
     server.
@@ -196,8 +256,10 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     secret : int
         The client's secret, the key of its noise generator: :func:`new_client_secret` for a
         real client (kept by it, never sent), :func:`simulation_secret` in a simulation.  The
-        same secret, state and message give the same reply bit for bit, so a replayed round
-        releases nothing new.
+        same secret, message and state (release counter aside) give the same reply bit for
+        bit, so an identical replay releases nothing new; any other message or state, even
+        under a round number already answered, draws independent noise, and the algorithm's
+        release counter counts that reply as a release of its own.
 
     Returns
     -------
@@ -211,7 +273,11 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
                              f"client {client_id}")
     if state.empty:
         state = algorithm.init_client_state(data)
-    rng = derive_rng(secret, "client", client_id, message.round)
+    # keyed by the input too: the same round number with another message or state (a curious
+    # server's second model, a resumed SCAFFOLD client whose c_k moved on) must not reuse the
+    # noise, or the difference of the two replies would be noise-free
+    rng = derive_rng(secret, "client", client_id, message.round,
+                     digest=_input_digest(message, state))
     result = algorithm.client_update(data, state, message, rng)
     metrics = flat_scalars("reply metrics", result.metrics, strings=False)
     metrics.update({CLIENT: client_id, ROUND: message.round, VERSION: message.model_version})

@@ -8,6 +8,7 @@ from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.federated import combine_statistics
 from dmdidc.federated.identification import FederatedIdentification
 from privacy.federated import run_sync
+from privacy.federated.algorithm import _input_digest
 from privacy.federated.protocol import derive_rng, simulation_secret
 from tests.dmdidc.federated.test_combine import BOUNDS, _client_data
 
@@ -23,11 +24,22 @@ def _algorithm(**kwargs):
 def test_protocol_equals_combining_the_clients_releases(mechanism):
     algo = _algorithm(mechanism=mechanism, delta=1e-5 if mechanism == "gaussian" else None)
     data = [_client_data(k) for k in range(4)]
-    run = run_sync(algo, data, rounds=3, seed=5)
+    received = {}
+
+    class Spy:   # records what each client computed from (its noise is keyed by it too)
+        def __getattr__(self, name):
+            return getattr(algo, name)
+
+        def client_update(self, data, state, message, rng):
+            received.setdefault(message.client_id, (message, state))
+            return algo.client_update(data, state, message, rng)
+
+    run = run_sync(Spy(), data, rounds=3, seed=5)
     assert [r.accepted for r in run.history] == [(0,), (1, 2), (3,)]
     releases = [algo.client_statistics(d).privatize(
         **algo._release_options(k), rng=derive_rng(simulation_secret(5, k), "client", k,
-                                                  algo.join_round[k]))
+                                                  algo.join_round[k],
+                                                  digest=_input_digest(*received[k])))
         for k, d in enumerate(data)]
     assert np.array_equal(algo.model(run.state)["statistics"],
                           combine_statistics(releases).to_vector())

@@ -15,6 +15,7 @@ from dmdidc.federated import combine_statistics
 from dmdidc.federated.identification import FederatedIdentification
 from dmdidc.federated.screening import COUNTS, count_reason, gram_reason, statistics_bound
 from privacy.federated import run_sync
+from privacy.federated.algorithm import _input_digest
 from privacy.federated.protocol import Reply, derive_rng, simulation_secret
 from privacy.federated.runner import Network
 
@@ -63,8 +64,14 @@ def _rejected(run) -> dict[int, str]:
 
 
 def _honest_statistics(algo, data, seed, clients):
+    # round 0's messages: a client's noise is keyed by its message and state too
+    plan = algo.configure_round(algo.init_server_state(CLIENTS, seed), 0,
+                                derive_rng(seed, "server", 0, 0))
     releases = [algo.client_statistics(data[k]).privatize(
-        **algo._release_options(k), rng=derive_rng(simulation_secret(seed, k), "client", k, 0))
+        **algo._release_options(k), rng=derive_rng(
+            simulation_secret(seed, k), "client", k, 0, digest=_input_digest(
+                plan.message_for(k, round=0, model_version=0, seed=seed),
+                algo.init_client_state(data[k]))))
         for k in clients]
     return combine_statistics(releases, level=algo.level)
 

@@ -57,12 +57,14 @@ def test_sync_round_equals_replies_applied_one_by_one():
     algo = FedInfer(model, _dp(model), num_clients=3)
     result = run_sync(algo, data, rounds=3, seed=4)
     state = algo.init_server_state(3, 4)
-    from privacy.federated.protocol import ClientState, RoundPlan, run_client, simulation_secret
+    from privacy.federated.protocol import ClientState, derive_rng, run_client, simulation_secret
     clients = [ClientState()] * 3
     for t in range(3):
         replies = {}
+        # the server's own messages: a client's noise is keyed by what it receives too
+        plan = algo.configure_round(state, t, derive_rng(4, "server", 0, t))
         for k in range(3):
-            message = RoundPlan((k,)).message_for(k, round=t, model_version=0, seed=4)
+            message = plan.message_for(k, round=t, model_version=t, seed=4)
             replies[k], clients[k] = run_client(algo, k, data[k], clients[k], message,
                                                    secret=simulation_secret(4, k))
         for k in range(3):

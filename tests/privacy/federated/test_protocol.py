@@ -94,16 +94,18 @@ def test_run_client_initializes_state_and_is_deterministic():
 
 def test_the_message_seed_does_not_key_the_clients_noise():
     """The server chooses the seed and sends it: a client noise it determined could be
-    regenerated and removed by the server.  The noise depends on the client's secret only."""
+    regenerated and removed by the server.  The noise is keyed by the client's secret; the seed,
+    like the rest of the message, only selects which independent draw it is."""
     algo = NoisyMean(noise=1.0)
     data = toy_data()[0]
     plan = RoundPlan((0,), {"mean": np.zeros(2)})
     replies = [run_client(algo, 0, data, ClientState(),
                           plan.message_for(0, round=2, model_version=0, seed=seed),
                           secret=secret)[0].arrays["mean"]
-               for seed, secret in ((1, 9), (2, 9), (1, 10))]
+               for seed, secret in ((1, 9), (1, 9), (1, 10), (2, 9))]
     np.testing.assert_array_equal(replies[0], replies[1])
     assert not np.allclose(replies[0], replies[2])
+    assert not np.allclose(replies[0], replies[3])
 
 
 def _server_view_attack(noise: float, secrets=None):

@@ -13,6 +13,7 @@ import pytest
 from flwr.app import Context, RecordDict
 
 from privacy.errors import ParameterError
+from privacy.federated.algorithm import _input_digest
 from privacy.federated.fedinfer import FedInfer
 from privacy.federated.flower import (
     SIMULATION_SEED,
@@ -80,10 +81,13 @@ def test_the_server_cannot_regenerate_a_nodes_noise_from_the_seed(tmp_path, node
             assert residual > 0.3 * np.abs(noise).max() > 0
             assert np.abs(noise).max() > 0.1
     if node == "simulated":
-        # what the experimenter of a simulation can do (the documented caveat)
+        # what the experimenter of a simulation can do (the documented caveat): the message and
+        # the state are his too
         received, _ = _ask(app, _context(0, **extra), 0, 5)
-        regenerated = dp.randomize(np.zeros_like(received),
-                                   derive_rng(simulation_secret(SEED, 0), "client", 0, 5))
+        message = RoundPlan((0,)).message_for(0, round=5, model_version=0, seed=SEED)
+        digest = _input_digest(message, algorithm.init_client_state(clients[0]))
+        regenerated = dp.randomize(np.zeros_like(received), derive_rng(
+            simulation_secret(SEED, 0), "client", 0, 5, digest=digest))
         np.testing.assert_allclose(received - regenerated,
                                    model.block(clients[0], algorithm.norm), atol=1e-12)
 
