@@ -3,16 +3,16 @@
 A federated *algorithm* (FedInfer, the FedAvg family, ...) is one immutable object holding only
 static hyperparameters; it implements the structural types :class:`FederatedAlgorithm` (and,
 for asynchronous runs, :class:`AsyncAlgorithm`) as pure functions of the values in
-:mod:`privacy.federated.values`.  Runtimes run the client half only through
-:func:`run_client`, and derive every random generator with :func:`derive_rng`, so the numbers
-depend only on (key, client, round), never on the runtime, the process or the order of
-arrival.  The key of the server's and the network's generators is the run seed; the key of a
-client's generator, which draws its privacy noise, is the client's *secret*
-(:func:`new_client_secret`), which the server never sees: the run seed travels in every
-message, so noise drawn from it could be regenerated and subtracted by the very party local DP
-protects against.  Simulations, where one experimenter plays every party, derive the secrets
-from the run seed (:func:`simulation_secret`) to keep "same seed, same numbers"; there the
-experimenter knows the noise.  The server half is run by
+:mod:`privacy.federated.values`. Runtimes run the client half only through :func:`run_client`,
+and derive every random generator with :func:`derive_rng`, so the numbers depend only on (key,
+client, round) and, for a client, on a digest of its input (message and state), never on the
+runtime, the process or the order of arrival. The key of the server's and the network's
+generators is the run seed; the key of a client's generator, which draws its privacy noise, is
+the client's *secret* (:func:`new_client_secret`), which the server never sees: the run seed
+travels in every message, so noise drawn from it could be regenerated and subtracted by the
+very party local DP protects against. Simulations, where one experimenter plays every party,
+derive the secrets from the run seed (:func:`simulation_secret`) to keep "same seed, same
+numbers"; there the experimenter knows the noise. The server half is run by
 :class:`privacy.federated.server_step.ServerStep`.
 
 See :mod:`privacy.federated.protocol` for the whole contract.
@@ -191,7 +191,8 @@ def new_client_secret() -> int:
 
     What a real client keys its noise generator with.  It must never leave the client, and it
     must be kept (a deployed node persists it in its state folder) so that a replayed or
-    resumed round regenerates the same reply instead of releasing a second noisy copy.
+    resumed round, the same message on the same state, regenerates the same reply instead of
+    releasing a second noisy copy.
     """
     return secrets.randbits(SECRET_BITS)
 

@@ -83,9 +83,11 @@ addressee); :meth:`RoundPlan.message_for` stamps them and algorithms must not se
 :func:`run_client` stamps ``client_id``, ``round`` and ``model_version`` into the reply
 metrics.
 
-Randomness.  A client's generator is ``derive_rng(secret, "client", client_id, round)``
-(``numpy.random.SeedSequence(secret, spawn_key=(role, client_id, round))``), keyed by the
-client's *secret*, never by the run seed: the seed is in every message the server sends, and
+Randomness.  A client's generator is ``derive_rng(secret, "client", client_id, round,
+digest=d)`` (``numpy.random.SeedSequence(secret, spawn_key=(role, client_id, round, *d))``,
+``d`` the SHA-256 words of the message and of the client's state without its release counter:
+the same round number with another message or state never reuses the noise), keyed by the
+client's *secret*, never by the run seed alone: the seed is in every message the server sends, and
 noise drawn from it could be regenerated and subtracted by the server, the very party local DP
 protects against.  A real client draws its secret from OS entropy
 (:func:`new_client_secret`) and keeps it (a Flower node in its state folder); a simulation
@@ -93,8 +95,8 @@ derives every secret from the run seed (:func:`simulation_secret`), so there who
 seed knows the noise.  The server's generator for synchronous round ``t`` is
 ``derive_rng(seed, "server", 0, t)`` and for the asynchronous request ``j`` to client ``k`` it
 is ``derive_rng(seed, "server", k + 1, j)``; the reference runner's simulated network uses role
-``"network"``.  The numbers therefore depend only on (seed, secrets, client, round), never on
-the process, the order of arrival or the runtime.
+``"network"``.  The numbers therefore depend only on (seed, secrets, client, round, the
+client's input), never on the process, the order of arrival or the runtime.
 
 References
 ----------

@@ -24,18 +24,21 @@ state is then also written to ``<state-dir>/client-<partition-id>.{npz,json}`` a
 message and read back when ``context.state`` is empty (a new run, a restarted SuperNode), so a
 client's release counter — and hence its privacy budget — is never reset by the runtime.
 
-The client's secret.  The node keys its noise generator with a secret of its own
+The client's secret. The node keys its noise generator with a secret of its own
 (:func:`~privacy.federated.algorithm.new_client_secret`, 128 bits of OS entropy), drawn at its
 first message and kept beside its state: in ``context.state`` and, with ``state-dir``, in
 ``<state-dir>/client-<partition-id>.secret`` (written, owner-readable only, before the first
-reply leaves).  It never leaves the node, so the server, which knows the run seed, cannot
-regenerate the noise; and a replayed or resumed round regenerates the same reply, so a replay
-releases nothing new.  Whoever holds the secret file can remove the node's noise: it is the
-node's key.  Simulations and tests set the node config ``simulation-seed`` instead: the node's
-secret is then :func:`~privacy.federated.algorithm.simulation_secret` of that seed, the same
-numbers as the numpy runner with that seed, and whoever knows the seed knows the noise.  That
-choice is the node's own (its node config); nothing the server sends can make a node's noise
-derivable.
+reply leaves). It never leaves the node, so the server, which knows the run seed, cannot
+regenerate the noise; and an identical message on an identical state (release counter aside),
+e.g. a resumed round, regenerates the same reply, so that replay releases nothing new. The
+noise is keyed by the message and the state too
+(:func:`~privacy.federated.algorithm.run_client`): a round number answered again with another
+model or from a later state draws independent noise, which the release counter counts as a
+release of its own. Whoever holds the secret file can remove the node's noise: it is the node's
+key. Simulations and tests set the node config ``simulation-seed`` instead: the node's secret
+is then :func:`~privacy.federated.algorithm.simulation_secret` of that seed, the same numbers
+as the numpy runner with that seed, and whoever knows the seed knows the noise. That choice is
+the node's own (its node config); nothing the server sends can make a node's noise derivable.
 """
 
 from __future__ import annotations
