@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from flwr.app import Context, RecordDict
 
-from privacy.federated.algorithm import _input_digest
+from privacy.errors import ParameterError
+from privacy.federated.algorithm import _input_digest, derive_rng
 from privacy.federated.flower import STATE_DIR, ensure_task_identity, make_client_app
 from privacy.federated.flower.records import reply_from_flower
 from privacy.federated.flower.transport import flower_message
@@ -155,3 +156,9 @@ def test_input_digest_is_the_same_in_another_process():
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env=env).stdout.strip()
     assert there == here
+
+
+@pytest.mark.parametrize("digest", [b"abc", "abcd", None])
+def test_a_bad_digest_is_refused_by_name(digest):
+    with pytest.raises(ParameterError, match="digest must be bytes of a length divisible by 4"):
+        derive_rng(1, "client", 0, 0, digest=digest)
