@@ -372,6 +372,10 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
             forcing[:, :n] = W.T
         if V is not None:
             forcing += V[:, :steps].T @ (G @ K_x).T
+    if forcing is None and steps > _BLOCKED_ABOVE:
+        X, U = _unforced_readouts(A_cl, z0, steps, (np.eye(n, A_cl.shape[0]), C), bar)
+        if np.isfinite(X).all():
+            return X, U[:, :steps]
     Z = _linear_trajectory(A_cl, z0, forcing, steps, bar)
     if not np.isfinite(Z[:, :n]).all():
         # The blocked recursion can overflow in A^b before the trajectory does: redo it plainly.
@@ -382,6 +386,41 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
     U = C @ Z[:-1].T if V is None else C @ Z[:-1].T + K_x @ V[:, :steps]
     # contiguous states: the stage costs and the result read them along time
     return np.ascontiguousarray(Z[:, :n].T), U
+
+
+def _unforced_readouts(A: np.ndarray, z0: np.ndarray, N: int, readouts: tuple, bar: Any
+                       ) -> list[np.ndarray]:
+    """``[R z_0 .. R z_N]`` (r, N + 1) for each readout ``R`` (r, s) of ``z_{k+1} = A z_k``:
+    the blocks of :func:`_linear_trajectory` (``b ~ sqrt(N)`` steps from each block start), but
+    every readout of every block one product of the starts with ``[R A^0 .. R A^(b-1)]``
+    laid out so that a block's ``b`` samples of one signal are contiguous: the signals come out
+    along time with one copy of such runs, never the (N, s) trajectory and its transposition
+    (the states' readout is the identity's first rows, the inputs' the feedback matrix).  Each
+    signal is a view of rows ``nb b >= N + 1`` samples apart."""
+    size = A.shape[0]
+    b = int(np.ceil(np.sqrt(N)))
+    nb = -(-(N + 1) // b)
+    A_T = np.ascontiguousarray(A.T)
+    powers = np.empty((b, size, size))       # powers[j] = (A^j)^T
+    powers[0] = np.eye(size)
+    for j in range(1, b):
+        powers[j] = powers[j - 1] @ A_T
+    starts = np.empty((nb, size))            # z_{ib}
+    starts[0] = z0
+    A_b = powers[-1] @ A_T
+    for i in range(nb - 1):
+        np.matmul(starts[i], A_b, out=starts[i + 1])
+    signals = []
+    for R in readouts:
+        r = R.shape[0]
+        ladder = (powers @ R.T).transpose(1, 2, 0).reshape(size, r * b)   # [t, (a, j)]
+        blocks = (starts @ ladder).reshape(nb, r, b)                       # [i, a, j]
+        along = np.empty((r, nb, b))
+        np.copyto(along, blocks.transpose(1, 0, 2))    # runs of b samples: one copy
+        signals.append(along.reshape(r, nb * b)[:, :N + 1])
+    if bar is not None:
+        bar.update(N)
+    return signals
 
 
 def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None, N: int,

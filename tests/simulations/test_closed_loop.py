@@ -637,3 +637,22 @@ def test_caller_noise_array_is_copied_and_weights_checked():
     assert result.measurement_noise[0, 0] == 0.0
     with pytest.raises(ValueError, match="positive semidefinite"):
         simulate_closed_loop(plant, Zero(), [1.0, 0.0], 5, Q=-np.eye(2))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unforced_readouts_equal_the_plain_loop_read_out(seed):
+    """The closed loop without noise reads states and inputs straight from the block starts
+    (every block's samples of one signal one product): equal to the plain loop's trajectory
+    read out by the same matrices, for lengths that do and do not fill the last block."""
+    from simulations.closed_loop import _linear_trajectory, _unforced_readouts
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(2, 20))
+    n, m = int(rng.integers(1, size + 1)), int(rng.integers(1, 4))
+    A = rng.standard_normal((size, size))
+    A *= rng.uniform(0.5, 0.999) / np.max(np.abs(np.linalg.eigvals(A)))
+    z0, C, steps = rng.standard_normal(size), rng.standard_normal((m, size)), 1100 + 997 * seed
+    X, U = _unforced_readouts(A, z0, steps, (np.eye(n, size), C), None)
+    Z = _linear_trajectory(A, z0, None, steps, None, blocked=False)
+    assert X.shape == (n, steps + 1) and U.shape == (m, steps + 1)
+    assert relative_gap(X, Z[:, :n].T) < 1e-12 and relative_gap(U, C @ Z.T) < 1e-12
