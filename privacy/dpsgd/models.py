@@ -33,6 +33,7 @@ from scipy import special
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import as_generator, check_integer, check_positive
+from privacy._clipping import log_row_norms
 
 __all__ = ["LogisticModel", "SoftmaxModel", "MLPModel", "Model", "cross_entropy",
            "check_labels"]
@@ -208,20 +209,10 @@ class _Base:
         raise NotImplementedError
 
 
-def _log_norms(v: np.ndarray) -> np.ndarray:
-    """``log ||v||_2`` along the last axis without overflow (``-inf`` for zero rows)."""
-    largest = np.max(np.abs(v), axis=-1, initial=0.0)
-    safe = np.where(largest > 0, largest, 1.0)
-    with np.errstate(divide="ignore"):
-        return (np.log(largest)
-                + 0.5 * np.log(np.einsum("...j,...j->...", v / safe[..., None],
-                                         v / safe[..., None])))
-
-
 def _log_norm(blocks: list[Block]) -> np.ndarray:
     """``log`` of each example's gradient norm (R, B), overflow-free: every block's norm is
     the product of its factor norms, and the blocks add in squares (a log-sum-exp)."""
-    logs = np.stack([_log_norms(right) + (0.0 if left is None else _log_norms(left))
+    logs = np.stack([log_row_norms(right) + (0.0 if left is None else log_row_norms(left))
                      for left, right in blocks])
     return 0.5 * special.logsumexp(2.0 * logs, axis=0)
 

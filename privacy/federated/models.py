@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import (
     as_generator,
     check_finite_array,
@@ -39,6 +39,7 @@ from _toolbox.validation import (
     check_positive,
     read_only,
 )
+from privacy._clipping import clip_factors, clip_rows
 from privacy.federated.noise import noise_norm
 
 # noise_norm lives in privacy.federated.noise (the noise-law module); re-exported here
@@ -206,10 +207,18 @@ class LeastSquaresModel:
 
     # ---------------------------------------------------------------- client side
     def clipped_features(self, X: Any) -> np.ndarray:
-        """``phi(x)`` of every row, each clipped to l2 norm ``feature_bound``."""
+        """``phi(x)`` of every row, each clipped to l2 norm ``feature_bound``.
+
+        Any finite feature vector is clipped to the bound with its direction kept (a huge
+        record is not dropped); features that overflow to ``inf`` raise ``NonFiniteError``.
+        """
         phi = self.features.transform(X)
-        norms = np.linalg.norm(phi, axis=1, keepdims=True)
-        return phi * np.minimum(1.0, self.feature_bound / np.maximum(norms, 1e-300))
+        if not np.all(np.isfinite(phi)):
+            rows = np.flatnonzero(~np.all(np.isfinite(phi), axis=1))
+            raise NonFiniteError(f"the {self.features.kernel} features of X overflow (rows "
+                                 f"{rows[:5].tolist()}); X must give finite features: rescale "
+                                 f"X or the kernel's scale")
+        return clip_rows(phi, self.feature_bound)
 
     def targets(self, y: Any) -> np.ndarray:
         """Targets ``(n, outputs)``: +-1 for two classes, one-hot otherwise."""
@@ -318,8 +327,7 @@ class LeastSquaresModel:
         non-expansive; that bounds an update's sensitivity (:mod:`privacy.federated.gradient`).
         """
         R = phi @ W - T
-        size = np.linalg.norm(phi, axis=1) * np.linalg.norm(R, axis=1)
-        factor = np.minimum(1.0, clip / np.maximum(size, 1e-300))
+        factor = clip_factors(clip, phi, R)  # huge residuals (a diverged W) are clipped too
         return phi.T @ (R * factor[:, None]) / count
 
 

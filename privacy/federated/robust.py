@@ -39,6 +39,7 @@ import numpy as np
 
 from _toolbox.errors import ParameterError
 from _toolbox.validation import check_in_interval
+from privacy._clipping import row_norms, split_norms
 
 __all__ = ["ROBUST_RULES", "check_robust", "combine"]
 
@@ -85,7 +86,23 @@ def combine(values: np.ndarray, weights: np.ndarray, robust: str | None, *,
         cut = int(np.floor(trim * len(values)))
         ordered = np.sort(values, axis=0)
         return ordered[cut:len(values) - cut].mean(axis=0)
-    norms = np.linalg.norm(values.reshape(len(values), -1), axis=1)
-    limit = np.median(norms)
-    scale = np.minimum(1.0, limit / np.maximum(norms, np.finfo(float).tiny))
+    flat = values.reshape(len(values), -1)
+    norms = row_norms(flat)
+    if np.all(np.isfinite(norms)):
+        limit = np.median(norms)
+        scale = np.minimum(1.0, limit / np.maximum(norms, np.finfo(float).tiny))
+    else:
+        scale = _scale_to_median(flat)
     return np.tensordot(weights * scale, values, axes=1)
+
+
+def _scale_to_median(flat: np.ndarray) -> np.ndarray:
+    """``min(1, median / ||row||)`` for norms beyond the float range, as ``m 2^e`` pairs."""
+    m, e = split_norms(flat)
+    with np.errstate(divide="ignore"):
+        order = np.argsort(np.log(m) + e * np.log(2.0))          # zero rows: m = 0, -inf
+    low, high = order[(len(m) - 1) // 2], order[len(m) // 2]
+    top = max(e[low], e[high])
+    limit = (np.ldexp(m[low], e[low] - top) + np.ldexp(m[high], e[high] - top)) / 2.0
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        return np.minimum(1.0, np.ldexp(limit / m, top - e))

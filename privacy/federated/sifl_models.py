@@ -32,6 +32,7 @@ from _toolbox.validation import (
     check_nonnegative,
     check_positive,
 )
+from privacy._clipping import log_row_norms, row_norms
 
 __all__ = ["SoftmaxRegression", "MLP", "LocalOptimizer", "OPTIMIZERS"]
 
@@ -171,7 +172,10 @@ class SoftmaxRegression(_Model):
         theta = self._check_theta(theta)
         X, y = _check_data(X, y, self.n_features, self.n_classes)
         err = self._output_error(self._forward(theta, X)[0], y)
-        return np.linalg.norm(err, axis=1) * np.sqrt(np.sum(X ** 2, axis=1) + 1.0)
+        with np.errstate(over="ignore"):
+            augmented = np.sqrt(np.sum(X ** 2, axis=1) + 1.0)
+        # ||x||^2 overflows from |x| ~ 1e154 and would drop the example from the clipped sum
+        return row_norms(err) * np.where(np.isfinite(augmented), augmented, row_norms(X))
 
 
 @dataclass(frozen=True)
@@ -254,8 +258,18 @@ class MLP(_Model):
         theta = self._check_theta(theta)
         X, y = _check_data(X, y, self.n_features, self.n_classes)
         out, inner, hidden = self._errors(theta, X, y)
-        sq = (np.sum(inner ** 2, axis=1) * (np.sum(X ** 2, axis=1) + 1.0)
-              + np.sum(out ** 2, axis=1) * (np.sum(hidden ** 2, axis=1) + 1.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = (np.sum(inner ** 2, axis=1) * (np.sum(X ** 2, axis=1) + 1.0)
+                  + np.sum(out ** 2, axis=1) * (np.sum(hidden ** 2, axis=1) + 1.0))
+        odd = ~np.isfinite(sq)
+        if np.any(odd):
+            # a huge x overflows ||x||^2 (and saturates tanh: inner = 0, 0 * inf = NaN), which
+            # would drop or poison the example: add the two blocks' squares in logs instead
+            ones = np.ones((int(odd.sum()), 1))
+            first = log_row_norms(inner[odd]) + log_row_norms(np.hstack([X[odd], ones]))
+            second = log_row_norms(out[odd]) + log_row_norms(np.hstack([hidden[odd], ones]))
+            with np.errstate(over="ignore"):
+                sq[odd] = np.exp(np.logaddexp(2.0 * first, 2.0 * second))
         return np.sqrt(sq)
 
 
