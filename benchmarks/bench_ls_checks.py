@@ -5,7 +5,9 @@ Process noise drives the states, so the residuals reach the later states: the pr
 residual/state correlations (``state_completeness`` of fits without instrument signals until
 2026-11-27) are not zero at the lags tested once the states' filter is applied to both.  The
 fits without instrument signals now run the moment checks (``moment_checks``) with least
-squares' own projection, the regressors as their own instruments.  This script counts, per
+squares' own projection, the regressors as their own instruments; IV with fixed instruments
+(``--estimators iv_inputs iv_states``: the lagged inputs beyond ``R`` or the lagged states)
+with the IV projection on those instruments.  This script counts, per
 condition, how often ``input_correlation``, ``feedback`` and ``state_completeness`` fail at
 the fit's share of ``check_level`` (``0.01 / 9``), how many p-values fall below 0.05 and
 their uniformity (Kolmogorov-Smirnov), as ``diagnostics_`` reports them (a failed
@@ -31,7 +33,7 @@ step, white):
 
 Run:  PYTHONPATH=.:benchmarks OPENBLAS_NUM_THREADS=1 .venv/bin/python
       benchmarks/bench_ls_checks.py [--seeds 40] [--conditions white lowpass ...]
-      [--estimators ls huber]
+      [--estimators ls huber auto iv_inputs iv_states]
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ T, R = 0.5, 4
 CHECKS = ("input_correlation", "feedback", "state_completeness")
 CONDITIONS = ("white", "lowpass", "missing_state", "beyond_bound", "closed", "noisy",
               "noisy_closed", "measurement")
+#: The fits compared: least squares, Huber, the default, and IV with fixed instruments (the
+#: lagged inputs beyond R, or the lagged measured states).
+ESTIMATORS = {"ls": {"estimator": "ls"}, "huber": {"estimator": "huber"},
+              "auto": {"estimator": "auto"},
+              "iv_inputs": {"estimator": "iv", "instruments": "inputs"},
+              "iv_states": {"estimator": "iv", "instruments": "states"}}
 
 
 def record(condition: str, seed: int, samples: tuple[int, int] = (2000, 10000)):
@@ -105,7 +113,7 @@ def section(condition: str, estimator: str, seeds: int) -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.process_time()
-            est = DMDidc(max_delay=R, estimator=estimator).fit(X, U, dt=T)
+            est = DMDidc(max_delay=R, **ESTIMATORS[estimator]).fit(X, U, dt=T)
             seconds.append(time.process_time() - start)
         warned += any(issubclass(w.category, UserWarning) for w in caught)
         for check in est.diagnostics_.checks:
@@ -124,7 +132,7 @@ def section(condition: str, estimator: str, seeds: int) -> None:
         below = f"{np.mean(p < 0.05):4.0%}" if p.size else "   -"
         ks = f"{stats.kstest(p, 'uniform').pvalue:7.2g}" if p.size >= 5 else "      -"
         cells.append(f"{failed:3d}/{len(checks):<3d} {below} {ks}")
-    print(f"  {condition:14s} {estimator:6s} " + " | ".join(cells)
+    print(f"  {condition:14s} {estimator:9s} " + " | ".join(cells)
           + f" | inconclusive {inconclusive:2d} warned {warned:2d}/{seeds} "
             f"{np.median(seconds):.3f} s/fit", flush=True)
     if others:
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=40)
     parser.add_argument("--conditions", nargs="+", choices=CONDITIONS, default=list(CONDITIONS))
     parser.add_argument("--estimators", nargs="+", default=["ls"],
-                        choices=["ls", "huber", "auto"])
+                        choices=list(ESTIMATORS))
     args = parser.parse_args(argv)
     print(f"fails at the share {0.01 / STATISTICAL_CHECKS:.2g} / p < 0.05 / KS p, per check: "
           f"{', '.join(CHECKS)}", flush=True)

@@ -620,6 +620,9 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     # moment tests with the regressors as their own instruments (the prewhitened correlations
     # with the states are not zero under process noise, which drives the later states)
     regressors = signals is None and solution.estimator in ("ls", "huber")
+    # IV with fixed instruments keeps no signals: the checks build them from the data
+    fixed = (signals is None and solution.estimator == "iv"
+             and outcome.instruments in ("inputs", "states") and outcome.statistics is not None)
     frozen = None
     if trajectories is not None:
         frozen = frozen_signal_check(trajectories if raw is None else raw,   # every sample
@@ -639,10 +642,12 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         # the correlations with the same transforms of the residuals as their whiteness,
         # unless the moment tests replace them (instrumented fits: then only if plotted)
         analysis = residual_analysis(parts, model.max_delay,
-                                     correlations=signals is None and not regressors,
+                                     correlations=signals is None and not regressors
+                                     and not fixed,
                                      trends=trends)
     exact = analysis is not None and analysis.relative_residual < EXACT_FIT
-    moments = trajectories is not None and (signals is not None or regressors and not exact)
+    moments = trajectories is not None and (signals is not None
+                                            or (regressors or fixed) and not exact)
     residual = residual_checks(analysis, share,
                                robust=solution.estimator in ("huber", "huber_iv"),
                                reference=outcome.reference, correlations=not moments)
@@ -654,8 +659,10 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
             trajectories, signals, solution.coefficients,
             max_delay=model.max_delay, centred=outcome.centred, level=share,
             reference=outcome.reference,
-            kind="regressors" if regressors else outcome.instrument_kind or "exogenous",
-            instrument_moments=outcome.check_moments)}
+            kind="regressors" if regressors else outcome.instruments if fixed
+            else outcome.instrument_kind or "exogenous",
+            instrument_moments=outcome.check_moments,
+            instrument_lags=outcome.statistics.instrument_lags if fixed else 0)}
         residual = [replaced.get(c.name, c) for c in residual]
     coloured = any(c.name == "whiteness" and c.failed for c in residual)
     checks += [_inconclusive(c) if coloured and c.name == "state_completeness" and c.failed
