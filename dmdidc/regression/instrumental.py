@@ -453,14 +453,16 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
         columns are ``gram``'s less the first ``tau`` samples of each piece, and only
         ``head + width tau`` columns are new products.
 
+    Returns
+    -------
+    ndarray, shape (lags, q, q)
+
+    Notes
+    -----
     Many lags are summed by blocked transforms
     (:func:`~dmdidc.regression.lag_products.lag_products`): every column without lag
     structure, with it only the ``head + width`` columns of the head rows and the oldest lag
     (the others follow down the anti-diagonals, :func:`_transformed_structured`).
-
-    Returns
-    -------
-    ndarray, shape (lags, q, q)
 
     Examples
     --------
