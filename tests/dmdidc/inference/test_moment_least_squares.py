@@ -60,10 +60,19 @@ def test_least_squares_checks_reject_at_their_level_under_process_noise():
     check fails at the fit's share of the level, and the p-values reject at 5 % within a
     binomial bound (one-sided, 1e-3) per check, nor are they all near 1 (the prewhitened
     correlations failed state_completeness on 32 of these 40)."""
+    p_values = _right_fits_p_values(_fit)
+    pooled = np.concatenate(list(p_values.values()))
+    assert np.sum(pooled < 0.2) >= stats.binom.ppf(1e-3, pooled.size, 0.2)
+
+
+def _right_fits_p_values(fit) -> dict:
+    """The checks' p-values over 40 right fits (process noise only, white inputs), asserting
+    that none fails at the fit's share of the level and that each check's p-values reject at
+    5 % within a binomial bound (one-sided, 1e-3)."""
     p_values = {name: [] for name in _CHECKS}
     for seed in range(40):
         X, U = record("white", seed, samples=(2000, 4000))
-        diagnostics = _fit(X, U).diagnostics_
+        diagnostics = fit(X, U).diagnostics_
         share = diagnostics.level / STATISTICAL_CHECKS
         for name in _CHECKS:
             check = diagnostics[name]
@@ -74,8 +83,7 @@ def test_least_squares_checks_reject_at_their_level_under_process_noise():
         p = np.asarray(p)
         assert np.all(np.isfinite(p)), name
         assert np.sum(p < 0.05) <= bound, (name, np.sort(p)[:5])
-    pooled = np.concatenate(list(p_values.values()))
-    assert np.sum(pooled < 0.2) >= stats.binom.ppf(1e-3, pooled.size, 0.2)
+    return p_values
 
 
 @pytest.mark.parametrize("estimator", ["ls", "huber"])
@@ -164,23 +172,13 @@ def test_fixed_instrument_checks_reject_at_their_level_under_process_noise(instr
     instruments here (instrument_strength fails most): the IV residuals' variance is up to
     1.45 x least squares', so those p-values are conservative (8 of 120 below 0.2); the
     lagged states' are not."""
-    p_values = {name: [] for name in _CHECKS}
-    for seed in range(40):
-        X, U = record("white", seed, samples=(2000, 4000))
+    def fit(X, U):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            diagnostics = DMDidc(max_delay=4, estimator="iv", instruments=instruments).fit(
-                X, U, dt=0.5).diagnostics_
-        share = diagnostics.level / STATISTICAL_CHECKS
-        for name in _CHECKS:
-            check = diagnostics[name]
-            assert check.passed is True, (seed, check.finding)
-            p_values[name].append(p_value(check, share))
-    bound = stats.binom.isf(1e-3, 40, 0.05)
-    for name, p in p_values.items():
-        p = np.asarray(p)
-        assert np.all(np.isfinite(p)), name
-        assert np.sum(p < 0.05) <= bound, (name, np.sort(p)[:5])
+            return DMDidc(max_delay=4, estimator="iv", instruments=instruments).fit(X, U,
+                                                                                    dt=0.5)
+
+    p_values = _right_fits_p_values(fit)
     if instruments == "states":
         pooled = np.concatenate(list(p_values.values()))
         assert np.sum(pooled < 0.2) >= stats.binom.ppf(1e-3, pooled.size, 0.2)
