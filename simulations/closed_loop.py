@@ -388,6 +388,15 @@ def _run_linear(plant: DelayedPlant, K_x: np.ndarray, K_u: np.ndarray, x0: np.nd
     return np.ascontiguousarray(Z[:, :n].T), U
 
 
+def _transposed_powers(A_T: np.ndarray, count: int) -> np.ndarray:
+    """``[A_T^0 .. A_T^(count-1)]`` (count, s, s), each from the previous one."""
+    powers = np.empty((count, *A_T.shape))
+    powers[0] = np.eye(A_T.shape[0])
+    for j in range(1, count):
+        powers[j] = powers[j - 1] @ A_T
+    return powers
+
+
 def _unforced_readouts(A: np.ndarray, z0: np.ndarray, N: int, readouts: tuple, bar: Any
                        ) -> list[np.ndarray]:
     """``[R z_0 .. R z_N]`` (r, N + 1) for each readout ``R`` (r, s) of ``z_{k+1} = A z_k``:
@@ -400,20 +409,15 @@ def _unforced_readouts(A: np.ndarray, z0: np.ndarray, N: int, readouts: tuple, b
     size = A.shape[0]
     b = int(np.ceil(np.sqrt(N)))
     nb = -(-(N + 1) // b)
-    A_T = np.ascontiguousarray(A.T)
-    powers = np.empty((b, size, size))       # powers[j] = (A^j)^T
-    powers[0] = np.eye(size)
-    for j in range(1, b):
-        powers[j] = powers[j - 1] @ A_T
+    powers = _transposed_powers(np.ascontiguousarray(A.T), b + 1)
     starts = np.empty((nb, size))            # z_{ib}
     starts[0] = z0
-    A_b = powers[-1] @ A_T
     for i in range(nb - 1):
-        np.matmul(starts[i], A_b, out=starts[i + 1])
+        np.matmul(starts[i], powers[b], out=starts[i + 1])
     signals = []
     for R in readouts:
         r = R.shape[0]
-        ladder = (powers @ R.T).transpose(1, 2, 0).reshape(size, r * b)   # [t, (a, j)]
+        ladder = (powers[:b] @ R.T).transpose(1, 2, 0).reshape(size, r * b)   # [t, (a, j)]
         blocks = (starts @ ladder).reshape(nb, r, b)                       # [i, a, j]
         along = np.empty((r, nb, b))
         np.copyto(along, blocks.transpose(1, 0, 2))    # runs of b samples: one copy
@@ -451,10 +455,7 @@ def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None
         return Z
     b = int(np.ceil(np.sqrt(N)))
     nb = -(-N // b)
-    powers = np.empty((b + 1, size, size))   # powers[i] = A_T^i
-    powers[0] = np.eye(size)
-    for i in range(b):
-        powers[i + 1] = powers[i] @ A_T
+    powers = _transposed_powers(A_T, b + 1)
     # rows[ib + j] = z_{ib+j}; rows nb b (a block start) and beyond N are computed and dropped
     rows = np.empty((nb * b + 1, size))
     rows[0] = z0
@@ -462,17 +463,7 @@ def _linear_trajectory(A: np.ndarray, z0: np.ndarray, forcing: np.ndarray | None
     rows[N + 1:] = 0.0
     starts = rows[::b]                       # z_{ib}, i = 0 .. nb (a view)
     A_b = powers[b]
-    if forcing is None:
-        for i in range(nb):
-            np.matmul(starts[i], A_b, out=starts[i + 1])
-        # without forcing, z_{ib+j} = z_{ib} A^j: every block's rows at once, one product of
-        # the starts with [A^0 .. A^(b-1)] (the powers' own memory; stepping the blocks in
-        # place along j read rows b * size apart, 223 strided passes: 2x slower at N = 5e4)
-        ladder = powers[:b].transpose(1, 0, 2).reshape(size, b * size)
-        np.matmul(starts[:nb].copy(), ladder, out=rows[:nb * b].reshape(nb, b * size))
-        if bar is not None:
-            bar.update(N)
-        return rows[:N + 1]
+    # (without forcing, _run_linear reads long runs from _unforced_readouts; here f is zero)
     # f[i] = sum_j d_{ib+j}' A_T^{b-1-j}, read from the rows before the starts overwrite them
     f = rows[1:nb * b + 1].reshape(nb, b * size) @ powers[b - 1::-1].reshape(b * size, size)
     for i in range(nb):
