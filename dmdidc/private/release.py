@@ -535,7 +535,7 @@ def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool
         warn_model(f"these plain statistics have now been privatized {len(stats._drawn)} "
                    f"times (fresh noise on the same data each time); each release reports "
                    f"only its own guarantee ({each}), together they are "
-                   f"{composed_guarantee(stats._drawn)}. Release once and reuse the result, or "
+                   f"{stats.composed_privacy()}. Release once and reuse the result, or "
                    f"pass accounted=True where the composition is accounted for "
                    f"(stats.composed_privacy())", RepeatedReleaseWarning)
     return dataclasses.replace(private, releases=(release,), clipped=None)
