@@ -42,6 +42,7 @@ autocorrelated time-series", J. R. Stat. Soc. Suppl. 8 (1946) 27-41.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -50,6 +51,7 @@ from scipy import linalg, special
 
 from dmdidc.errors import ParameterError
 from dmdidc.inference.checks import Check
+from dmdidc.inference.moment_gram import corrected_moments
 from dmdidc.regression.instrumental import (
     TrimmedMoments,
     hac_lags,
@@ -1173,11 +1175,100 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     # inputs (plain DMD by least squares) the signals' group alone
     computed = [group for group in names if widths[group] * n <= limits[group]
                 and (m > 0 or group == "state")]
+    if regressors:
+        tested, lengths = _regressor_tests(trajectories, coefficients, computed, signals_of,
+                                           R, centred)
+    else:
+        tested, lengths = _instrumented_tests(trajectories, signals, coefficients, computed,
+                                              signals_of, kind, R, centred, independent,
+                                              instrument_moments, instrument_lags)
+    if sum(lengths) < _MIN_SAMPLES or (m == 0 and not regressors):
+        return [Check(name, question, None,
+                      finding=_too_short(trajectories, R + 2 * L, max(m, regressors)))
+                for name, question in names.values()]
+    checks, row = [], 0
+    for group, (name, question) in names.items():
+        if m == 0 and group != "state":
+            checks.append(Check(name, question, None, finding="not applicable: no inputs"))
+            continue
+        if group not in computed:
+            checks.append(Check(name, question, None,
+                                finding=f"not computed: {widths[group] * n} moments exceed "
+                                        f"{limits[group]} (a long-run covariance of that "
+                                        f"size); see the correlations of diagnostics_.plot()"))
+            continue
+        result = tested(group, slice(row, row + widths[group]))
+        row += widths[group]
+        if result is None:
+            checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
+            continue
+        statistic, rank, z, index = result
+        critical = float(special.chdtri(max(rank, 1), level))
+        moment_row, residual = divmod(index, n)
+        width = m if group != "state" else n
+        lag, channel = divmod(moment_row, width)
+        checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
+                                    residual, R, reference, regressors))
+    return checks
+
+
+#: The statistic of one group of moments (its rows of the stacked moment signals), ``None``
+#: when the data cannot decide it (:func:`_decidable_directions`).
+_GroupTest = Callable[[str, slice], "tuple[float, int, float, int] | None"]
+
+
+def _regressor_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
+                     coefficients: np.ndarray, computed: list[str],
+                     signals_of: dict[str, tuple[int, range]], R: int, centred: bool
+                     ) -> tuple[_GroupTest, list[int]]:
+    """The group tests of :func:`moment_checks` with least squares' own projection, from
+    second moments alone (:func:`~dmdidc.inference.moment_gram.corrected_moments`).
+
+    Least squares' projection ``h_k = (sum phi phi^T)^-1 phi_k`` (projected_instruments of
+    ``Z = Phi``): its error is exactly ``Theta^ - Theta = sum_l e_l h_l^T``, no linearization,
+    so ``sum_k w_k e^_k^T = sum_k (w_k - S_wphi S^-1 phi_k) e_k^T``, the true errors weighted
+    by ``w``'s least-squares residual on the regressors.  Those weights at ``k`` are functions
+    of ``x_k``, earlier signals and inputs (and, for feedback, future inputs: independent of
+    the noise in open loop), which ``e_k`` is independent of (process noise drives the later
+    states, not these): the moments are a martingale difference, independent over ``k`` as
+    well, so no lag window (its terms ``W_tau kron E_tau``, ``E_tau ~ 0`` for white errors,
+    would add noise) and the covariance is ``W0 kron E0``.  The prewhitened correlations'
+    state filter mixed later residuals into earlier states instead (32 of 40 exactly-right
+    fits failed state_completeness, ``benchmarks/bench_ls_checks.py``).
+    """
+    slots = [("x" if signals_of[group][0] == 0 else "u", lag)
+             for group in computed for lag in signals_of[group][1]]
+    n, m = coefficients.shape[0], trajectories[0][1].shape[0]
+    A_d, blocks = coefficients[:, :n], coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    residuals = [model_residuals([(X, U)], A_d, blocks)[0][0] if U.shape[1] > R
+                 else np.zeros((n, 0)) for X, U in trajectories]
+    grams = corrected_moments(trajectories, residuals, slots, max_delay=R, centred=centred)
+    E0 = grams.residuals / max(grams.n_samples, 1)
+
+    def tested(group: str, rows: slice) -> tuple[float, int, float, int] | None:
+        basis, back = _decidable_basis(grams.raw[rows], grams.signals[rows, rows])
+        if basis.shape[1] == 0:
+            return None
+        return _kronecker_statistic(basis.T @ grams.moments[rows], np.eye(basis.shape[1]),
+                                    E0, back)           # orthonormal directions: W0 = I
+    return tested, grams.lengths
+
+
+def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
+                        signals: list[np.ndarray] | None, coefficients: np.ndarray,
+                        computed: list[str], signals_of: dict[str, tuple[int, range]],
+                        kind: str, R: int, centred: bool, independent: dict[str, bool],
+                        instrument_moments: TrimmedMoments | None, instrument_lags: int
+                        ) -> tuple[_GroupTest, list[int]]:
+    """The group tests of :func:`moment_checks` with an IV projection (instrument signals or
+    fixed instruments): the signals, instruments and residuals laid out side by side, the
+    corrected signals formed, and a long-run covariance over the residuals' memory."""
+    L, S = MOMENT_LAGS, STATE_LAGS
+    n, p = coefficients.shape
     simulated = kind == "simulated"
     # x_k, the instruments' own rows (z_k less the lagged inputs it shares with Phi when
     # simulated, instrument_rows), u_k .. u_{k-R}, x_{k+1} (Y), the moment signals: simulated,
     # z_k = [x^_k; u_k .. u_{k-R}] is then one block of rows (no copy), as is Phi otherwise
-    # (and the instruments themselves when the regressors instrument themselves)
     # fixed instruments are rows of the data themselves (StatisticsLayout's order): the
     # fit is 2SLS on them, so the same projection h_k = G^T z_k corrects its moments
     fixed = {"inputs": [(1, range(R + instrument_lags + 1))],
@@ -1185,36 +1276,21 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     own = (2, range(1)) if simulated else (2, range(R + 1))
     order = ([(0, range(1)), own, (1, range(R + 1)), (0, range(-1, 0))] if simulated
              else [(0, range(1)), (1, range(R + 1)), (0, range(-1, 0))]
-             + ([] if regressors else fixed if fixed is not None else [own]))
-    sources = (trajectories if regressors or fixed is not None else
+             + (fixed if fixed is not None else [own]))
+    sources = (trajectories if fixed is not None else
                [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)])
     # the instruments' lags beyond the checks' own need samples before the first
     laid, lengths = _laid_out(sources, order + [signals_of[group] for group in computed],
                               R + max(L, instrument_lags if fixed is not None else 0), L)
-    if sum(lengths) < _MIN_SAMPLES or (m == 0 and not regressors):
-        return [Check(name, question, None,
-                      finding=_too_short(trajectories, R + 2 * L, max(m, regressors)))
-                for name, question in names.values()]
-    z_rows = (0 if regressors else signals[0].shape[0] * len(own[1]) if fixed is None
+    if sum(lengths) < _MIN_SAMPLES or trajectories[0][1].shape[0] == 0:
+        return (lambda group, rows: None), lengths
+    z_rows = (signals[0].shape[0] * len(own[1]) if fixed is None
               else sum(trajectories[0][which].shape[0] * len(lags) for which, lags in fixed))
-    lagged = m * (R + 1)
-    z_at = (slice(0, p) if regressors else slice(n, n + z_rows + lagged) if simulated
-            else slice(p + n, p + n + z_rows))
-    moments = None if regressors else _own_moments(instrument_moments, laid[z_at], centred, L)
+    lagged = p - n
+    z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
+    moments = _own_moments(instrument_moments, laid[z_at], centred, L)
     if centred:                           # every row at once, in place (laid is our own)
         laid -= laid.mean(axis=1, keepdims=True)
-    if regressors:
-        # Least squares' own projection, h_k = (sum phi phi^T)^-1 phi_k (projected_instruments
-        # of Z = Phi): its error is exactly Theta^ - Theta = sum_l e_l h_l^T, no linearization,
-        # so sum_k w_k e^_k^T = sum_k (w_k - S_wphi S^-1 phi_k) e_k^T, the true errors weighted
-        # by w's least-squares residual on the regressors.  Those weights at k are functions of
-        # x_k, earlier signals and inputs (and, for feedback, future inputs: independent of the
-        # noise in open loop), which e_k is independent of (process noise drives the later
-        # states, not these): the moments are a martingale difference.  The prewhitened
-        # correlations' state filter mixed later residuals into earlier states instead (32 of
-        # 40 exactly-right fits failed state_completeness, benchmarks/bench_ls_checks.py).
-        gram = laid[:p] @ laid[:p].T
-        moments = (gram, gram)
     X_all = laid[:n]
     Z_all = laid[z_at]
     if simulated:
@@ -1228,44 +1304,22 @@ def moment_checks(trajectories: list[tuple[np.ndarray, np.ndarray]], signals: li
     E_all -= coefficients[:, n:] @ U_all
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
                                        moments)
-    if regressors:
-        # with least squares consistent the moments are independent over k as well: no lag
-        # window (its terms W_tau kron E_tau, E_tau ~ 0 for white errors, would add noise)
-        independent_lags = dependent_lags = 0
-    else:
-        residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
-        memory = residual_memory(residuals)                 # one pass of up to 100 lags
-        independent_lags = hac_lags(residuals, memory)
-        dependent_lags = max(independent_lags, 2 * (memory + S + 1))
-    checks, row, residual_moments = [], 0, {}
-    for group, (name, question) in names.items():
-        if m == 0 and group != "state":
-            checks.append(Check(name, question, None, finding="not applicable: no inputs"))
-            continue
-        if group not in computed:
-            checks.append(Check(name, question, None,
-                                finding=f"not computed: {widths[group] * n} moments exceed "
-                                        f"{limits[group]} (a long-run covariance of that "
-                                        f"size); see the correlations of diagnostics_.plot()"))
-            continue
-        W, corrected = (x[row:row + widths[group]] for x in (W_all, corrected_all))
-        row += widths[group]
-        reduced, back = _decidable_directions(W, corrected)
+    residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
+    memory = residual_memory(residuals)                 # one pass of up to 100 lags
+    independent_lags = hac_lags(residuals, memory)
+    dependent_lags = max(independent_lags, 2 * (memory + S + 1))
+    residual_moments: dict = {}
+
+    def tested(group: str, rows: slice) -> tuple[float, int, float, int] | None:
+        reduced, back = _decidable_directions(W_all[rows], corrected_all[rows])
         if reduced.shape[0] == 0:
-            checks.append(Check(name, question, None, finding=_UNDECIDABLE[group]))
-            continue
-        statistic, rank, z, index = _moment_statistic(
+            return None
+        return _moment_statistic(
             reduced, E_all, lengths,
             independent_lags if independent[group] else dependent_lags, independent[group],
             back, np.eye(reduced.shape[0]),     # orthonormal directions
             residual_moments)
-        critical = float(special.chdtri(max(rank, 1), level))
-        moment_row, residual = divmod(index, n)
-        width = m if group != "state" else n
-        lag, channel = divmod(moment_row, width)
-        checks.append(_moment_check(group, name, question, statistic, critical, z, lag, channel,
-                                    residual, R, reference, regressors))
-    return checks
+    return tested, lengths
 
 
 def _too_short(trajectories: list[tuple[np.ndarray, np.ndarray]], window: int, m: int) -> str:
@@ -1356,14 +1410,20 @@ def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
     back : ndarray, shape (q, r)
         ``back @ reduced`` is ``corrected`` without the dropped directions.
     """
-    energy = np.einsum("ij,ij->i", raw, raw)
+    basis, back = _decidable_basis(np.einsum("ij,ij->i", raw, raw), corrected @ corrected.T)
+    return basis.T @ corrected, back
+
+
+def _decidable_basis(energy: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_decidable_directions` from second moments: the raw signals' ``energy`` (q,) and
+    the corrected signals' ``gram`` (q, q); returns ``basis`` (q, r), whose transpose maps the
+    corrected signals to the kept orthonormal directions, and ``back`` (q, r)."""
     scale = np.sqrt(np.where(energy > 0, energy, 1.0))
     # the scaled signals' Gram and directions, without a scaled copy of the signals
-    values, vectors = np.linalg.eigh((corrected @ corrected.T) / np.outer(scale, scale))
+    values, vectors = np.linalg.eigh(gram / np.outer(scale, scale))
     keep = values > _DECIDABLE_ENERGY
     root = np.sqrt(values[keep])
-    reduced = (vectors[:, keep] / root / scale[:, None]).T @ corrected
-    return reduced, scale[:, None] * vectors[:, keep] * root
+    return vectors[:, keep] / root / scale[:, None], scale[:, None] * vectors[:, keep] * root
 
 
 def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: int,
@@ -1384,20 +1444,8 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
     N = E.shape[1]
     g = (W @ E.T).ravel()                                             # row-major (q, n)
     if independent and lags == 0:
-        # V = W0 kron E0 / N: its form and rank from the two factors' eigenvalues, never the
-        # (q n)^2 matrix (least squares' moment checks: three 800 x 800 Cholesky
-        # factorizations, 80 ms of a 20-state fit, for what two small eigh give)
-        W0 = W @ W.T if gram is None else gram
-        E0 = E @ E.T / N
-        statistic, rank = _kronecker_form(W0, E0, g.reshape(q, n))
-        if back is None:
-            variances = np.outer(np.diag(W0), np.diag(E0)).ravel()
-        else:
-            g = (back @ g.reshape(q, n)).ravel()
-            variances = np.outer(((back @ W0) * back).sum(axis=1), np.diag(E0)).ravel()
-        sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
-        index = int(np.argmax(np.abs(g) / sd))
-        return statistic, rank, float(abs(g[index]) / sd[index]), index
+        return _kronecker_statistic(g.reshape(q, n), W @ W.T if gram is None else gram,
+                                    E @ E.T / N, back)
     if independent:
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
         # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
@@ -1441,6 +1489,25 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
         # first (a view), then two products (0.6 against 2.9 ms for 40 x 20 moments)
         blocks = np.einsum("arbr->rab", V.reshape(q, n, q, n))
         variances = ((back @ blocks) * back).sum(axis=2).T.ravel()
+    sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
+    index = int(np.argmax(np.abs(g) / sd))
+    return statistic, rank, float(abs(g[index]) / sd[index]), index
+
+
+def _kronecker_statistic(g: np.ndarray, W0: np.ndarray, E0: np.ndarray,
+                         back: np.ndarray | None) -> tuple[float, int, float, int]:
+    """:func:`_moment_statistic` of moments ``g`` (q, n) independent over time and of their
+    signals (``V = W0 kron E0``, ``E0`` the residuals' covariance per sample): the form and
+    rank from the two factors' eigenvalues, never the ``(q n)^2`` matrix (least squares'
+    moment checks: three 800 x 800 Cholesky factorizations, 80 ms of a 20-state fit, for what
+    two small eigh give)."""
+    statistic, rank = _kronecker_form(W0, E0, g)
+    if back is None:
+        variances = np.outer(np.diag(W0), np.diag(E0)).ravel()
+        g = g.ravel()
+    else:
+        g = (back @ g).ravel()
+        variances = np.outer(((back @ W0) * back).sum(axis=1), np.diag(E0)).ravel()
     sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
     index = int(np.argmax(np.abs(g) / sd))
     return statistic, rank, float(abs(g[index]) / sd[index]), index
