@@ -26,7 +26,7 @@ from dmdidc.inference.blocks import (
 from dmdidc.inference.branches import recover_branch
 from dmdidc.inference.diagnostics import logarithm_evidence
 from dmdidc.inference.offset import operating_point_of
-from dmdidc.inference.recovery import finite_recovery
+from dmdidc.inference.recovery import finite_recovery, solution_weights
 from dmdidc.model import DelayedPlant
 
 __all__ = ["Identified", "identified_model"]
@@ -91,7 +91,8 @@ def identified_model(outcome, *, n_states: int, n_inputs: int, max_delay: int, d
     block_variance = float(np.mean(variance[:, columns])) if columns.any() else 0.0
     try:
         A_c, B_c, delay = finite_recovery(recover_branch, A_d, blocks, dt, active=test.active,
-                                          block_variance=block_variance, notes=outcome.notes)
+                                          block_variance=block_variance, notes=outcome.notes,
+                                          weights=solution_weights(solution))
     except LogarithmError as exc:
         evidence = logarithm_evidence(solution, A_d)
         log_error = LogarithmError(f"{evidence}. {exc}" if evidence else str(exc))

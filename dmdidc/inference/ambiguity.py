@@ -21,7 +21,7 @@ import numpy as np
 
 from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.blocks import kept_blocks, restricted_coefficients, with_earlier_blocks
-from dmdidc.inference.recovery import recover_channel
+from dmdidc.inference.recovery import recover_channel, solution_weights
 from dmdidc.regression.solution import RegressionSolution
 
 __all__ = ["AMBIGUITY", "DelayAmbiguity", "delay_ambiguity", "delay_with_earlier_block"]
@@ -79,10 +79,11 @@ def delay_with_earlier_block(A_c: np.ndarray, solution: RegressionSolution,
     blocks = restricted_coefficients(solution, n, kept)[:, n:]
     blocks = blocks.reshape(n, R1, m).transpose(1, 0, 2)
     delays = np.full(m, np.nan)
+    weights = solution_weights(solution)
     for i, w in enumerate(first):
         if w >= 1:
             delays[i] = recover_channel(A_c, blocks[:, :, i], dt, int(w),
-                                        significant=active[:, i])[1]
+                                        significant=active[:, i], weights=weights)[1]
     return delays
 
 

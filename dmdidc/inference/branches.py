@@ -98,7 +98,8 @@ def logarithm_branches(principal: np.ndarray, dt: float
 
 
 def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active: np.ndarray,
-                  *, block_variance: float, level: float = 1e-3) -> BranchChoice:
+                  *, block_variance: float, level: float = 1e-3,
+                  weights: np.ndarray | None = None) -> BranchChoice:
     """The logarithm whose delay structure explains the blocks (module notes).
 
     Parameters
@@ -114,6 +115,10 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
         exact data (then any improvement beyond rounding decides).
     level : float
         Level of the chi-square comparison.
+    weights : ndarray, shape (n,), optional
+        The delay fits' per-state weights
+        (:func:`~dmdidc.inference.recovery.recovery_weights`, mean 1 over states of equal
+        noise): the weighted misfits over ``block_variance`` stay chi-square.
 
     Returns
     -------
@@ -131,8 +136,8 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
         total = 0.0
         for j in channels:
             b, delay = recover_channel(A_c, B_blocks[:, :, j], dt, first[j],
-                                       significant=active[:, j])
-            total += structured_misfit(A_c, B_blocks[:, :, j], b, delay, dt)
+                                       significant=active[:, j], weights=weights)
+            total += structured_misfit(A_c, B_blocks[:, :, j], b, delay, dt, weights)
         misfits[shifts] = total / scale
     principal_shifts = candidates[0][0]
     best = min(misfits, key=misfits.get)
@@ -152,7 +157,8 @@ def choose_branch(principal: np.ndarray, B_blocks: np.ndarray, dt: float, active
 
 
 def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
-                   block_variance: float, notes: list | None = None
+                   block_variance: float, notes: list | None = None,
+                   weights: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~dmdidc.inference.recovery.recover_continuous` with the logarithm the data
     support (:func:`choose_branch`); a sentence is appended to ``notes`` when it is an alias.
@@ -168,13 +174,13 @@ def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: 
     """
     A_d, B_blocks, active = (np.asarray(a) for a in (A_d, B_blocks, active))
     key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in (A_d, B_blocks, active)) + (
-        float(dt), float(block_variance))
+        float(dt), float(block_variance), None if weights is None else weights.tobytes())
 
     def recovery() -> tuple[tuple[np.ndarray, ...], str]:
         choice = choose_branch(continuous_state_matrix(A_d, dt), B_blocks, dt, active,
-                               block_variance=block_variance)
-        return (recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c),
-                choice.note)
+                               block_variance=block_variance, weights=weights)
+        return (recover_continuous(A_d, B_blocks, dt, active=active, A_c=choice.A_c,
+                                   weights=weights), choice.note)
 
     result, note = _remembered(_LAST, key, recovery)
     if note and notes is not None:

@@ -778,13 +778,14 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
 
     With ``b = Gamma(T)^-1 (b0 + b1)`` and the hold ``s = (1 - p) T`` solving
     ``Gamma(s) b = b0`` (dissertation eqs. 9.68-9.69) in the least-squares sense, the implicit
-    function theorem gives ``d delay = -d s = f^T (J0 d b0 + J1 d b1) / f^T f`` with
-    ``f = e^{A_c s} b``, ``J1 = Gamma(s) Gamma(T)^-1`` and ``J0 = J1 - I``; the covariance of
-    the two block columns is the restricted regression's.  ``A_c`` is held fixed (its share
-    is second order for the delay).  ``nan`` for a channel without effect or whose second
-    block lies beyond the bound.
+    function theorem gives ``d delay = -d s = f^T W (J0 d b0 + J1 d b1) / f^T W f`` with
+    ``f = e^{A_c s} b``, ``J1 = Gamma(s) Gamma(T)^-1``, ``J0 = J1 - I`` and ``W`` the fit's
+    per-state weights (:func:`~dmdidc.inference.recovery.solution_weights`: the same in any
+    units of the states); the covariance of the two block columns is the restricted
+    regression's.  ``A_c`` is held fixed (its share is second order for the delay).  ``nan``
+    for a channel without effect or whose second block lies beyond the bound.
     """
-    from dmdidc.inference.recovery import _hold_integrals
+    from dmdidc.inference.recovery import _hold_integrals, solution_weights
 
     n, m, R = model.n_states, model.n_inputs, model.max_delay
     p = restricted.coefficients.shape[1]
@@ -794,6 +795,7 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     hold_integrals = _hold_integrals(A_c)       # the recovery's (one eigendecomposition)
     _, gamma_T = hold_integrals.matrices(T)
     out = np.full(m, np.nan)
+    weights = solution_weights(restricted)
     for i, w in enumerate(model.delay_steps):
         if not model.active_blocks[:, i].any() or w + 1 > R:
             continue
@@ -801,7 +803,8 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
         Phi_s, gamma_s = hold_integrals.matrices(hold)
         f = Phi_s @ B_c[:, i]
         J1 = np.linalg.solve(gamma_T.T, gamma_s.T).T
-        gradient = (f @ np.concatenate([J1 - np.eye(n), J1], axis=1)) / max(f @ f, 1e-300)
+        gradient = ((weights * f) @ np.concatenate([J1 - np.eye(n), J1], axis=1)
+                    / max(f @ (weights * f), np.finfo(float).tiny))
         index = np.concatenate([np.arange(n) * p + n + w * m + i,
                                 np.arange(n) * p + n + (w + 1) * m + i])
         out[i] = float(np.sqrt(max(gradient @ cov.submatrix(index) @ gradient, 0.0)))

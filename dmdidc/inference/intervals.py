@@ -99,7 +99,7 @@ from dmdidc.inference.blocks import (
     with_earlier_blocks,
 )
 from dmdidc.inference.jacobian import model_jacobian
-from dmdidc.inference.recovery import pair_delay, recover_continuous
+from dmdidc.inference.recovery import pair_delay, recover_continuous, solution_weights
 from dmdidc.regression.instrumental import hausman_variance
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
@@ -272,16 +272,17 @@ def with_signal_units(ci: ConfidenceIntervals, state_units: tuple[str, ...],
 
 
 def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,
-                  active: np.ndarray, block_variance: float | None = None) -> np.ndarray:
+                  active: np.ndarray, block_variance: float | None = None,
+                  weights: np.ndarray | None = None) -> np.ndarray:
     A_d = coefficients[:, :n]
     blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
     if block_variance is None:
-        A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active)
+        A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active, weights=weights)
     else:
         from dmdidc.inference.branches import recover_branch
 
         A_c, B_c, delay = recover_branch(A_d, blocks, dt, active=active,
-                                         block_variance=block_variance)
+                                         block_variance=block_variance, weights=weights)
     return np.concatenate([delay, A_c.ravel(), B_c.ravel()])
 
 
@@ -338,8 +339,9 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
         No continuous model to differentiate (in either structure).
     """
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
+    # the fit's delay-fit weights (its solution's), also for the alternative's intervals
     shape = dict(n=n_states, m=n_inputs, R=max_delay, dt=dt, level=level,
-                 block_variance=block_variance)
+                 block_variance=block_variance, weights=solution_weights(solution))
     structures = [(test.active, kept, False)]
     earlier = with_earlier_blocks(test.active, test.active)
     if test.rule == "significance" and not np.array_equal(earlier, test.active):
@@ -376,15 +378,18 @@ def _silent_entries(silent: np.ndarray, n: int, m: int) -> np.ndarray:
 
 def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: int, R: int,
                   dt: float, level: float, block_variance: float | None,
-                  earlier_side: bool = False) -> ConfidenceIntervals:
+                  weights: np.ndarray | None = None, earlier_side: bool = False
+                  ) -> ConfidenceIntervals:
     """Delta-method intervals given the block structure (``active`` decides each channel's
-    first block, ``kept`` the blocks fitted; the module notes)."""
+    first block, ``kept`` the blocks fitted; the module notes); ``weights``: the delay fits'
+    (by default ``solution``'s, :func:`~dmdidc.inference.recovery.solution_weights`)."""
+    weights = solution_weights(solution) if weights is None else weights
     projector = restriction_projector(solution, n, kept)
     restricted = restricted_coefficients(solution, n, kept, projector=projector)
     p = restricted.shape[1]
     cov = solution.factored_covariance().project(projector)     # that of Theta_r, factored
     first = first_active_blocks(active)
-    base = _model_vector(restricted, n, m, R, dt, active, block_variance)
+    base = _model_vector(restricted, n, m, R, dt, active, block_variance, weights)
     delay, A_c = base[:m], base[m:m + n * n].reshape(n, n)
     B_c = base[m + n * n:].reshape(n, m)
     starts = _pair_starts(delay / dt, kept, earlier_side)
@@ -396,11 +401,11 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
         # (a block beyond the bound: its Jacobian columns are zero; -1 drops them below)
         index += [a * p + n + j * m + i if j <= R else -1 for j in (start, start + 1)
                   for a in range(n)]
-    jacobian = model_jacobian(A_c, B_c, delay, pairs, dt, starts)
+    jacobian = model_jacobian(A_c, B_c, delay, pairs, dt, starts, weights)
     analytic = jacobian is not None
     if not analytic:                    # not safely diagonalizable: central differences
         jacobian, index = _numerical_jacobian(restricted, cov, active, base, starts, n, m, R,
-                                              dt, block_variance)
+                                              dt, block_variance, weights)
     index = np.asarray(index)
     used = index >= 0
     jacobian, index = jacobian[:, used], index[used]
@@ -411,11 +416,11 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     low, high = base - z * se, base + z * se
     if not earlier_side:
         for i, b, value in _later_pair_reads(restricted, base, starts, first, kept, n, m, R,
-                                             dt):
+                                             dt, weights):
             if analytic:                # the pair's own delta method, at its own fit
                 moved_delay, moved_B = delay.copy(), B_c.copy()
                 moved_delay[i], moved_B[:, i] = value, b
-                moved = model_jacobian(A_c, moved_B, moved_delay, pairs, dt, starts)
+                moved = model_jacobian(A_c, moved_B, moved_delay, pairs, dt, starts, weights)
                 if moved is None:
                     continue
                 error = float(np.sqrt(max(cov.linear_variances(moved[i:i + 1, used],
@@ -427,7 +432,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     return _package(base, low, high, se, n, m, level, "asymptotic")
 
 
-def _later_pair_reads(restricted, base, starts, first, kept, n, m, R, dt):
+def _later_pair_reads(restricted, base, starts, first, kept, n, m, R, dt, weights):
     """``(channel, b, delay)`` of the pair ``w, w + 1`` fitted alone, for each channel read as
     a whole ``w`` periods while that pair is kept and reads a longer delay (module notes,
     *Whole delay read with the next block kept*)."""
@@ -436,7 +441,7 @@ def _later_pair_reads(restricted, base, starts, first, kept, n, m, R, dt):
         if first[i] < 0 or abs(delay[i] / dt - w) > 1e-9 or w + 1 > R or not kept[w + 1, i]:
             continue
         columns = restricted[:, n:].reshape(n, R + 1, m)[:, :, i].T
-        b, later = pair_delay(A_c, columns, w, dt)
+        b, later = pair_delay(A_c, columns, w, dt, weights=weights)
         if later - delay[i] > 1e-12 * dt:      # (the pair reads w too: nothing to span)
             yield i, b, later
 
@@ -520,8 +525,8 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
     return ConfidenceIntervals(*items, level=chosen.level, method=chosen.method)
 
 
-def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, block_variance
-                        ) -> tuple[np.ndarray, list[int]]:
+def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, block_variance,
+                        weights) -> tuple[np.ndarray, list[int]]:
     """Central differences of the recovery (for an ``A_c`` that is not safely diagonalizable):
     ``(jacobian, index)`` over the entries of ``A_d`` and each channel's pair of blocks
     ``starts[i], starts[i] + 1`` (those of the analytic Jacobian).
@@ -549,7 +554,8 @@ def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, bloc
         blocks = coefficients[:, n:].reshape(n, R + 1, m)
         for i in channels:
             vector[m + n * n + i::m], vector[i] = pair_delay(A_c, blocks[:, :, i].T,
-                                                             starts[i], dt, clip=False)
+                                                             starts[i], dt, clip=False,
+                                                             weights=weights)
         return vector
 
     jacobian = np.zeros((base.size, len(index)))
@@ -561,7 +567,7 @@ def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, bloc
             shifted = restricted.copy()
             shifted.flat[flat] += sign * step
             if column < n:                      # A_d: everything moves
-                moved_A = _model_vector(shifted, n, m, R, dt, active, block_variance)
+                moved_A = _model_vector(shifted, n, m, R, dt, active, block_variance, weights)
                 moved.append(model(shifted, moved_A[m:m + n * n].reshape(n, n), acting))
             else:                               # a block column moves its channel only
                 moved.append(model(shifted, A_c, [(column - n) % m]))

@@ -59,7 +59,8 @@ def _frechet_times(V: np.ndarray, W: np.ndarray, D: np.ndarray, v: np.ndarray) -
 
 def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
                    columns: list[tuple[np.ndarray, np.ndarray | None] | None], dt: float,
-                   starts: np.ndarray | None = None) -> np.ndarray | None:
+                   starts: np.ndarray | None = None, weights: np.ndarray | None = None
+                   ) -> np.ndarray | None:
     """Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs).
 
     Parameters
@@ -77,6 +78,9 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
         The first block of each channel's pair; by default ``floor(delay / dt)``, so a whole
         delay ``w`` is differentiated from the side of the pair ``w, w + 1`` (``w - 1`` gives
         the side of the pair ``w - 1, w``).
+    weights : ndarray, shape (n,), optional
+        The hold-length fit's per-state weights (its condition ``f^T W r = 0``,
+        :func:`~dmdidc.inference.recovery.recovery_weights`); by default 1.
 
     Returns
     -------
@@ -85,6 +89,7 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
         for missing ones).  ``None`` when ``A_c`` is not safely diagonalizable.
     """
     n, m = B_c.shape
+    w = np.ones(n) if weights is None else weights
     mu, V = np.linalg.eig(A_c)
     if np.linalg.cond(V) > MAX_EIGENVECTOR_CONDITION:
         return None
@@ -116,15 +121,16 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
         E_s = ((V * np.exp(mu * s)) @ W).real
         G_s = ((V * gamma_s) @ W).real
         f, r = E_s @ b, G_s @ b - b0
-        curvature = f @ f + (A_c @ f) @ r
+        fw, rw = w * f, w * r                  # the weighted condition g = f^T W r
+        curvature = f @ fw + (A_c @ f) @ rw
         # d b and the residual/slope perturbations, per variable group (A, b0, b1)
         db_A = -G_T_inv @ _frechet_times(V, W, D_gamma_T, b)
         dr_A = _frechet_times(V, W, _divided(gamma_s, gamma_s_slope, mu), b) + G_s @ db_A
         exp_s = np.exp(mu * s)
         df_A = _frechet_times(V, W, _divided(exp_s, s * exp_s, mu), b) + E_s @ db_A
-        dg_A = (r @ df_A + f @ dr_A) @ log_jacobian
-        dg_0 = r @ E_s @ G_T_inv + f @ (G_s @ G_T_inv - np.eye(n))
-        dg_1 = r @ E_s @ G_T_inv + f @ G_s @ G_T_inv
+        dg_A = (rw @ df_A + fw @ dr_A) @ log_jacobian
+        dg_0 = rw @ E_s @ G_T_inv + fw @ (G_s @ G_T_inv - np.eye(n))
+        dg_1 = rw @ E_s @ G_T_inv + fw @ G_s @ G_T_inv
         lo = n * n + 2 * i * n
         out[i, :n * n] = dg_A / curvature
         out[i, lo:lo + n] = dg_0 / curvature

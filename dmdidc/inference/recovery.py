@@ -13,6 +13,11 @@ identified discrete blocks (dissertation eqs. 9.66-9.69).
   gives ``p``.  The scalar equation is solved by a grid search followed by Gauss-Newton, which
   converges quadratically on exact data (error at rounding level, ~1e-13 T), unlike a bounded
   scalar minimizer of the residual norm whose accuracy is only the square root of the tolerance.
+* The residuals of those fits are weighed per state by the inverse of its one-step noise
+  variance (:func:`recovery_weights`, normalized to mean 1): each state's blocks are known to
+  that variance, and the fit is then the same in any units of the states.  Unweighted, the
+  state in the largest units decided the delay (a record in K, Pa and m^3/s around 350 K,
+  2e5 Pa and 0.01 m^3/s read 2.82 T for a delay of 2.30 T, its interval [2.79, 2.84] T).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from dmdidc.discretization import checked_expm, first_active_blocks, zoh_matrice
 from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "finite_recovery",
-           "pair_delay", "recover_channel", "recover_continuous", "structured_misfit"]
+           "pair_delay", "recover_channel", "recover_continuous", "recovery_weights",
+           "solution_weights", "structured_misfit"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
 
@@ -142,7 +148,8 @@ def _no_logarithm_message(lam: complex, eigenvalues: np.ndarray, size: float, dt
 
 
 def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int, *,
-                    significant: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+                    significant: np.ndarray | None = None,
+                    weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Continuous input column ``b`` and delay (seconds) of one channel.
 
     Parameters
@@ -157,6 +164,8 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
         The blocks the block test found significant.  A candidate pair whose structure sets
         one of them to zero is chosen only if every candidate sets as many to zero (the
         ``unexplained_block`` check of the fit then says so).  By default no block is.
+    weights : ndarray, shape (n,), optional
+        Weight of each state's residual (:func:`recovery_weights`); by default 1.
 
     Returns
     -------
@@ -190,7 +199,7 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
     # alone, a small significant B^(w) (a delay a little short of w + 1 periods) lost to the
     # pair w + 1, w + 2 whenever noise made its fitted residual larger than B^(w) itself.
     starts = {max(w - 1, 0), w} | ({w + 1} if w + 1 < columns.shape[0] else set())
-    fits = [_fit_pair(hold, columns, start, dt) for start in sorted(starts)]
+    fits = [_fit_pair(hold, columns, start, dt, weights=weights) for start in sorted(starts)]
     kept = np.zeros(columns.shape[0], dtype=bool) if significant is None else significant
 
     def discarded(fit: tuple) -> int:
@@ -204,7 +213,8 @@ def recover_channel(A_c: np.ndarray, columns: np.ndarray, dt: float, first: int,
 
 
 def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float, *,
-               clip: bool = True) -> tuple[np.ndarray, float]:
+               clip: bool = True, weights: np.ndarray | None = None
+               ) -> tuple[np.ndarray, float]:
     """``b`` and the delay (seconds) fitted to the blocks ``start, start + 1`` alone.
 
     :func:`recover_channel` chooses among candidate pairs by misfit, and may read a whole delay
@@ -225,6 +235,8 @@ def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float, *,
         ``False`` it is fitted in ``[-dt, 2 dt]``: where noise points beyond the pair (a whole
         delay), the clipped ``s`` stays on the boundary however the blocks move, so only the
         unclipped one has the derivative a central-difference delta method needs.
+    weights : ndarray, shape (n,), optional
+        As :func:`recover_channel`'s.
 
     Returns
     -------
@@ -252,7 +264,8 @@ def pair_delay(A_c: np.ndarray, columns: np.ndarray, start: int, dt: float, *,
     [0.5, 0.4946]
     """
     bounds = (0.0, dt) if clip else (-dt, 2.0 * dt)
-    _, b, s, _ = _fit_pair(_hold_integrals(A_c), columns, int(start), dt, bounds)
+    _, b, s, _ = _fit_pair(_hold_integrals(A_c), columns, int(start), dt, bounds,
+                           weights=weights)
     return b, float((start + 1) * dt - s)
 
 
@@ -267,38 +280,41 @@ def _delay_periods(start: int, s: float, dt: float) -> tuple[int, float]:
 
 
 def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float,
-              bounds: tuple[float, float] | None = None) -> tuple[int, np.ndarray, float, float]:
+              bounds: tuple[float, float] | None = None, *,
+              weights: np.ndarray | None = None) -> tuple[int, np.ndarray, float, float]:
     """Fit ``b`` and the hold length (in ``bounds``, by default ``[0, dt]``) to the blocks
     ``start, start + 1`` (9.68-9.69).
 
     Returns ``(start, b, s, misfit)`` where the misfit also counts every other block, which
-    the structure says is zero.
+    the structure says is zero; ``weights`` weigh each state's residual.
     """
     n = columns.shape[1]
+    w = np.ones(n) if weights is None else weights
     b0 = columns[start]
     b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
     b = hold.solve(dt, b0 + b1)
-    s, r = _solve_hold_length(hold, b, b0, dt, (0.0, dt) if bounds is None else bounds)
+    s, r = _solve_hold_length(hold, b, b0, dt, (0.0, dt) if bounds is None else bounds, w)
     others = np.delete(columns, [j for j in (start, start + 1) if j < columns.shape[0]], axis=0)
-    misfit = 2.0 * float(r @ r) + float(np.sum(others ** 2))
+    misfit = 2.0 * float(r @ (w * r)) + float(np.sum(w * others ** 2))
     return start, b, s, misfit
 
 
 def _solve_hold_length(hold: _HoldIntegrals, b: np.ndarray, b0: np.ndarray, dt: float,
-                       bounds: tuple[float, float]) -> tuple[float, np.ndarray]:
-    """Solve ``Gamma(s) b = b0`` for ``s`` in ``bounds`` (least squares: a grid over
+                       bounds: tuple[float, float], weights: np.ndarray
+                       ) -> tuple[float, np.ndarray]:
+    """Solve ``Gamma(s) b = b0`` for ``s`` in ``bounds`` (weighted least squares: a grid over
     ``[0, dt]``, then Gauss-Newton); returns ``s`` and the residual ``Gamma(s) b - b0``."""
     integrals = hold.along(b, bounds[1])
     grid = np.linspace(0.0, dt, 33)
     gamma_b, _ = integrals(grid)
-    s = float(grid[int(np.argmin(np.sum((gamma_b - b0) ** 2, axis=1)))])
+    s = float(grid[int(np.argmin(np.sum(weights * (gamma_b - b0) ** 2, axis=1)))])
     for _ in range(60):
         gamma_b, slope = integrals(np.array([s]))      # d/ds Gamma(s) b = e^{A s} b
         r, slope = gamma_b[0] - b0, slope[0]
-        denom = slope @ slope
+        denom = slope @ (weights * slope)
         if denom == 0:
             break
-        step = (slope @ r) / denom
+        step = (slope @ (weights * r)) / denom
         s_new = min(max(s - step, bounds[0]), bounds[1])
         if abs(s_new - s) <= 1e-15 * dt:
             s = s_new
@@ -426,9 +442,10 @@ def _remembered(store: list, key: tuple, compute: Callable[[], Any]) -> Any:
 
 
 def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay: float,
-                      dt: float) -> float:
+                      dt: float, weights: np.ndarray | None = None) -> float:
     """``sum_j ||B^(j)[:, i] - B^(j)_model||^2``: how far a channel's blocks are from the
-    discretization of ``(A_c, b, delay)`` (eq. 9.65), every block counted.
+    discretization of ``(A_c, b, delay)`` (eq. 9.65), every block counted (each state's
+    entries times its ``weights``, :func:`recovery_weights`).
 
     Parameters
     ----------
@@ -442,11 +459,13 @@ def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay
     from dmdidc.discretization import delay_blocks
 
     _, model = delay_blocks(A_c, b[:, None], np.array([delay]), dt, columns.shape[0] - 1)
-    return float(np.sum((columns - model[:, :, 0]) ** 2))
+    squares = (columns - model[:, :, 0]) ** 2
+    return float(np.sum(squares if weights is None else weights * squares))
 
 
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
-                       active: np.ndarray | None = None, A_c: np.ndarray | None = None
+                       active: np.ndarray | None = None, A_c: np.ndarray | None = None,
+                       weights: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Continuous ``A_c`` (n, n), ``B_c`` (n, m) and per-channel delays (m,) from the blocks.
 
@@ -463,6 +482,9 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
     A_c : ndarray, shape (n, n), optional
         A logarithm of ``A_d`` chosen beforehand (an alias the data support,
         :func:`dmdidc.inference.branches.recover_branch`); by default the principal one.
+    weights : ndarray, shape (n,), optional
+        Weight of each state's residual in the delay fits (:func:`recovery_weights`: the
+        estimator's, from its residual variances); by default 1.
 
     Raises
     ------
@@ -507,12 +529,13 @@ def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
             raise DimensionError(f"active has shape {active.shape}; expected (R + 1, m) = "
                                  f"{(R1, m)} (one flag per block of B_blocks)")
     A_c = None if A_c is None else check_finite_array("A_c", A_c, ndim=2)
+    weights = None if weights is None else check_weights(weights, n)
     return finite_recovery(_recover, A_d, B_blocks, dt, active=active, A_c=A_c,
-                           decided=decided)
+                           decided=decided, weights=weights)
 
 
 def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.ndarray,
-             A_c: np.ndarray | None, decided: bool = True
+             A_c: np.ndarray | None, decided: bool = True, weights: np.ndarray | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A_c = continuous_state_matrix(A_d, dt) if A_c is None else A_c
     n, m = B_blocks.shape[1:]
@@ -522,8 +545,47 @@ def _recover(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: np.nda
     for j in range(m):
         # (the non-zero rule is no significance decision: every noisy block is non-zero)
         B_c[:, j], delays[j] = recover_channel(A_c, B_blocks[:, :, j], dt, first[j],
-                                               significant=active[:, j] if decided else None)
+                                               significant=active[:, j] if decided else None,
+                                               weights=weights)
     return A_c, B_c, delays
+
+
+def recovery_weights(residual_variances: np.ndarray) -> np.ndarray:
+    """Per-state weights of the delay fits: ``mean(sigma^2) / sigma_i^2`` from the states'
+    one-step residual variances ``sigma_i^2`` (the diagonal of the regression's residual
+    covariance), so that the fits are the same in any units of the states and equal noise
+    weighs every state 1.  No floor relative to the largest (units spanning 24 orders of
+    magnitude in the variances are still units): a state without residual takes the smallest
+    positive variance; exact data (all zero): every weight 1.
+
+    Examples
+    --------
+    >>> recovery_weights(np.array([1e-6, 4e-6])).tolist()     # mean 2.5e-6
+    [2.5, 0.625]
+    """
+    variances = np.clip(np.asarray(residual_variances, dtype=float), 0.0, None)
+    positive = variances > 0
+    if not positive.any() or not np.all(np.isfinite(variances)):
+        return np.ones(variances.shape)
+    variances = np.where(positive, variances, variances[positive].min())
+    return float(np.mean(variances)) / variances
+
+
+def solution_weights(solution: Any) -> np.ndarray:
+    """:func:`recovery_weights` of a regression solution (its residual covariance's
+    diagonal): the one place a fit's delay-fit weights are decided, for the model, its
+    intervals and its checks alike."""
+    return recovery_weights(np.diag(solution.residual_covariance))
+
+
+def check_weights(weights: np.ndarray, n: int) -> np.ndarray:
+    """``weights`` as a finite positive (n,) vector, or a clear error naming it."""
+    weights = check_finite_array("weights", weights, ndim=1)
+    if weights.shape != (n,) or np.any(weights <= 0):
+        raise DimensionError(f"weights has shape {weights.shape} and smallest entry "
+                             f"{float(np.min(weights, initial=np.nan)):g}; expected ({n},) "
+                             f"positive weights, one per state (recovery_weights)")
+    return weights
 
 
 def finite_recovery(recover, A_d: np.ndarray, B_blocks: np.ndarray, dt: float, **options

@@ -68,7 +68,7 @@ from dmdidc.regression.lag_products import (
     lag_products,
 )
 from dmdidc.regression.robust import _MAD_TO_SIGMA
-from dmdidc.regression.solution import EXACT_FIT
+from dmdidc.regression.solution import EXACT_FIT, _column_scale
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
            "largest_robust_residual", "robust_deviations", "outlier_threshold"]
@@ -1302,6 +1302,10 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     W_all = laid[p + n + z_rows:]
     E_all = Y_all - coefficients[:, :n] @ X_all
     E_all -= coefficients[:, n:] @ U_all
+    # each residual at unit rms: the statistics are then the same in any units of the states
+    # (the covariance's rank cut is relative to its largest eigenvalue, which the state in the
+    # largest units set: states in units 1e3 apart moved feedback's statistic 117 -> 62)
+    E_all /= _column_scale(np.sqrt(np.einsum("ij,ij->i", E_all, E_all) / E_all.shape[1]))[:, None]
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
                                        moments)
     residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
@@ -1500,7 +1504,10 @@ def _kronecker_statistic(g: np.ndarray, W0: np.ndarray, E0: np.ndarray,
     signals (``V = W0 kron E0``, ``E0`` the residuals' covariance per sample): the form and
     rank from the two factors' eigenvalues, never the ``(q n)^2`` matrix (least squares'
     moment checks: three 800 x 800 Cholesky factorizations, 80 ms of a 20-state fit, for what
-    two small eigh give)."""
+    two small eigh give).  The residuals are taken at unit variance first (``E0`` a
+    correlation matrix): the rank cut is then the same in any units of the states."""
+    unit = _column_scale(np.sqrt(np.clip(np.diag(E0), 0.0, None)))
+    g, E0 = g / unit, E0 / np.outer(unit, unit)
     statistic, rank = _kronecker_form(W0, E0, g)
     if back is None:
         variances = np.outer(np.diag(W0), np.diag(E0)).ravel()

@@ -422,7 +422,12 @@ def projected_instruments(S_zz: np.ndarray, S_zphi: np.ndarray) -> np.ndarray:
     instruments' range), so that ``h_k = G^T z_k`` are the projected instruments of 2SLS."""
     z_scale, Lz = _inverse_sqrt(S_zz)
     B = Lz @ (S_zphi / z_scale[:, None])                           # whitened first stage
-    return (Lz.T @ B @ np.linalg.pinv(B.T @ B)) / z_scale[:, None]
+    # the regressors' columns at unit norm before the pseudo-inverse, whose cut-off is
+    # relative to the largest: states in micro-units fell under it (a unit change moved the
+    # block test 2.9 -> 50 and ls_vs_iv 7 -> 2e21 of one fit; G is then unit-covariant)
+    phi_scale = _column_scale(np.linalg.norm(B, axis=0))
+    B /= phi_scale
+    return (Lz.T @ B @ np.linalg.pinv(B.T @ B)) / z_scale[:, None] / phi_scale
 
 
 #: Rows of the stacked lagged operand of :func:`lagged_moments` (bounded memory: a block of
