@@ -13,6 +13,7 @@ assumptions.  A remedy names the options that cure it as Python code, ``name=val
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,10 +137,21 @@ class FitDiagnostics:
     analysis: Any = field(default=None, repr=False)
 
     def __getitem__(self, name: str) -> Check:
+        if not isinstance(name, str):
+            raise TypeError(f"diagnostics are selected by check name (a str), got "
+                            f"{type(name).__name__} {name!r}; iterate them, or use .checks")
         for check in self.checks:
             if check.name == name:
                 return check
         raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
+
+    def __iter__(self) -> Iterator[Check]:
+        """The checks, in order (``list(diagnostics)``, ``for check in diagnostics``)."""
+        return iter(self.checks)
+
+    def __contains__(self, name: object) -> bool:
+        """Whether a check of that name was run (``"precision" in diagnostics``)."""
+        return any(check.name == name for check in self.checks)
 
     @property
     def failed(self) -> tuple[Check, ...]:
