@@ -152,8 +152,10 @@ def time_invariance_check(parts: list, max_delay: int, level: float) -> Check:
                      f"the data's level moved during the record: {where}; a sensor that "
                      f"drifts, or an offset or operating point that changed, which a "
                      f"constant offset cannot represent",
-                     "a slow drift: detrend='linear'; a step: fit each stretch as its own "
-                     "data (split the record where it moved)")
+                     "experiments recorded at different levels: detrend='constant' (an "
+                     "offset of each experiment's own); a slow drift: detrend='linear'; a "
+                     "step within one record: fit each stretch as its own data (split the "
+                     "record where it moved)")
     excitation = _excitation_change(Z[1:1 + m], half)
     if excitation:
         return Check("time_invariance", QUESTION, False, statistic, critical,
