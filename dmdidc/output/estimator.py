@@ -41,6 +41,7 @@ from dmdidc.output.intervals import (
     eigenvalue_parts,
     joined_boxes,
     joined_delays,
+    precise_model,
     profiled_only,
     profiles,
     restart,
@@ -1008,10 +1009,22 @@ class OutputDMDidc:
         # a held input's delay is meaningless, at the bound or not (_warn_checks names it)
         self.at_bound_[list(getattr(self, "_held", {}))] = False
         self._warn_checks(start, R)
-        undetermined = determined_delays(self.delay_ci(), dt, R)
+        intervals = self.delay_ci()
+        undetermined = determined_delays(intervals, dt, R)
         if undetermined.failed:
             self._warn_new(undetermined.name, undetermined.message())
         self._warn_idle_mode()
+        # the delays not reported already (held, without effect, undetermined, at the bound)
+        reported = np.array([any(key in self._found for key in (f"held:{i}", f"no_effect:{i}",
+                                                                  f"at_bound:{i}"))
+                             for i in range(len(self.delay))], dtype=bool)
+        if undetermined.failed:
+            reported |= ((intervals[:, 1] - intervals[:, 0]) > 2.0 * dt) | (
+                (intervals[:, 0] <= 0.0) & (intervals[:, 1] >= R * dt))
+        precision = precise_model(intervals, self.eigenvalues_, self.eigenvalue_ci(), dt,
+                                  ~reported)
+        if precision.failed:
+            self._warn_new(precision.name, precision.message())
 
     def _warn_idle_mode(self) -> None:
         """Warn about a mode at 0 (within three standard errors, or slower than 1e-3 per
