@@ -14,6 +14,9 @@ against those paths keep working.
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 __all__ = [
     "ToolboxError",
     "ParameterError",
@@ -29,6 +32,8 @@ __all__ = [
     "ContinuousModelWarning",
     "DiagnosticWarning",
     "RepeatedReleaseWarning",
+    "UnstableLoopWarning",
+    "warn_caller",
 ]
 
 
@@ -95,3 +100,19 @@ class DiagnosticWarning(ContinuousModelWarning):
 class RepeatedReleaseWarning(UserWarning):
     """The same plain data were released privately more than once: each release reports its own
     guarantee, the message the accountant's composition of them all."""
+
+
+class UnstableLoopWarning(UserWarning):
+    """A controller's closed loop on its own model (the model it was designed on) is not
+    asymptotically stable: its spectral radius is 1 or more, so the loop diverges on the plant
+    too if the model is right.  The message names the check, the radius and the remedies.
+    Turn it into an error with ``warnings.simplefilter("error", UnstableLoopWarning)``."""
+
+
+def warn_caller(message: str, category: type[Warning], inside: str) -> None:
+    """Issue ``category`` attributed to the first calling line outside the directory
+    ``inside`` (a package's folder), so that the user sees their own line, not ours."""
+    frame, level = sys._getframe(1), 2      # level 1 would be this function
+    while frame is not None and frame.f_code.co_filename.startswith(inside):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

@@ -12,12 +12,13 @@ from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 __all__ = ["CONTROLLER_NAMES", "LINEAR_CONTROLLER_NAMES"]
 # module -> the public names imported from it on first attribute access (PEP 562)
 __all__, __getattr__, __dir__ = lazy_exports(globals(), {
-    "controllers.analysis": ["DelayMismatchStudy", "closed_loop_matrix", "delay_mismatch_study",
-                             "plot_delay_mismatch", "spectral_radius"],
-    "_toolbox.errors": ["SolverError"],
+    "controllers.analysis": ["DelayMismatchStudy", "delay_mismatch_study", "plot_delay_mismatch"],
+    "controllers.lifted": ["closed_loop_matrix", "spectral_radius"],
+    "_toolbox.errors": ["SolverError", "UnstableLoopWarning"],
     "controllers.factory": ["make_controller"],
     "controllers.feedback": ["FractionalDelayController", "NaiveStateFeedback",
-                             "PredictiveController", "reduced_input_matrix"],
+                             "PredictiveController", "reduced_input_matrix",
+                             "whole_delay_input_matrix"],
     "controllers.gains": ["is_schur", "lqr_gain", "place_gain"],
     "controllers.mpc": ["DelayedMPC", "MPCResult"],
     "controllers.observer": ["DelayedKalmanObserver", "OutputFeedback"],

@@ -25,13 +25,21 @@ Controllers
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 import numpy as np
 
-from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+from _toolbox.errors import (
+    DimensionError,
+    NonFiniteError,
+    ParameterError,
+    UnstableLoopWarning,
+    warn_caller,
+)
 from _toolbox.validation import check_finite_array, check_nonnegative
-from controllers.gains import _check_gain
+from controllers.gains import _SCHUR_MARGIN, _check_gain
+from controllers.lifted import closed_loop_matrix
 from dmdidc.discretization import checked_expm, split_delay, zoh_matrices
 from dmdidc.model import as_plant
 
@@ -40,11 +48,16 @@ __all__ = [
     "PredictiveController",
     "FractionalDelayController",
     "reduced_input_matrix",
+    "whole_delay_input_matrix",
 ]
 
 _PREDICTIONS = ("truncated", "exact")
 #: Relative tolerance (in sampling periods) below which two instants count as equal.
 _TIME_TOL = 1e-12
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Remedy every unstable nominal loop shares: MPC predicts through every identified block.
+_MPC_REMEDY = ("or DelayedMPC(model, horizon=...), which predicts through the model's delays "
+               "exactly")
 
 
 # ---------------------------------------------------------------------------------- base class
@@ -74,6 +87,32 @@ class _LinearFeedback:
             array.flags.writeable = False
         self.operating_point = operating_point
         self.reset()
+
+    #: Spectral radius of the loop on the controller's own model (``None``: built without one).
+    nominal_spectral_radius: float | None = None
+
+    def _check_nominal_loop(self, plant: Any) -> None:
+        """Record the spectral radius of the loop on the controller's own model and warn
+        (:class:`UnstableLoopWarning`) when it is 1 or more: such a loop diverges on the plant
+        too if the model is right, and nothing else would say so before a simulation."""
+        radius = self._nominal_radius(plant)
+        self.nominal_spectral_radius = radius
+        if radius >= 1.0 - _SCHUR_MARGIN:
+            warn_caller(f"{type(self).__name__}: nominal loop check failed: on its own model "
+                        f"(the one it was designed on) the closed loop has spectral radius "
+                        f"{radius:.4g} >= 1, so it diverges on the plant too if the model is "
+                        f"right; {self._unstable_remedy(plant)}", UnstableLoopWarning,
+                        _PACKAGE_DIR)
+
+    def _nominal_radius(self, plant: Any) -> float:
+        """Spectral radius of the exact lifted loop of this law on ``plant``."""
+        try:
+            return _radius(closed_loop_matrix(plant, self))
+        except NonFiniteError:
+            return np.inf
+
+    def _unstable_remedy(self, plant: Any) -> str:
+        raise NotImplementedError
 
     @property
     def K(self) -> np.ndarray:
@@ -167,10 +206,12 @@ class _LinearFeedback:
     def with_model(self, model: Any, K: Any = None) -> Any:
         """This controller re-designed for an updated ``model`` (e.g. a new delay estimate).
 
-        Re-used: the gain ``K`` (it depends on the delay-free pair ``(A_d, B_d)`` only, not on
-        the delay; pass ``K`` to replace it) and the other settings (``prediction``,
-        ``reference_delay``).  Recomputed: the prediction through the model's delay, i.e. the
-        law ``(K_x, K_u)``.  The command history is carried over: the newest
+        Re-used: the gain ``K`` (designed on ``(A_d, B_d)`` it depends on the delay-free
+        pair only, not on the delay; designed on ``B_eff`` it does depend on the delays, and
+        the re-designed controller warns, :class:`~_toolbox.errors.UnstableLoopWarning`, when
+        it does not stabilize the new model; pass ``K`` to replace it) and the other settings
+        (``prediction``, ``reference_delay``).  Recomputed: the prediction through the model's
+        delay, i.e. the law ``(K_x, K_u)``.  The command history is carried over: the newest
         ``min(H_old, H_new)`` commands, older ones (if the new law needs more) at rest.  The
         result equals a controller built afresh on ``model`` with the same ``K`` and those
         commands; this controller is left unchanged.
@@ -227,6 +268,13 @@ class _LinearFeedback:
                 f"history_steps={self.history_steps})")
 
 
+def _radius(matrix: np.ndarray) -> float:
+    """Spectral radius; infinite for a matrix that overflowed float64 (a diverging loop)."""
+    if not np.all(np.isfinite(matrix)):
+        return np.inf
+    return float(np.max(np.abs(np.linalg.eigvals(matrix)), initial=0.0))
+
+
 def _operating_input(op: Any) -> Any:
     return 0.0 if op is None else op.input
 
@@ -256,6 +304,42 @@ def _truncated_predictor(A_d: np.ndarray, B_d: np.ndarray,
         for h in range(1, int(steps[j]) + 1):
             P_u[h - 1, :, j] = powers[W - steps[j] + h - 1] @ B_d[:, j]
     return powers[W], P_u
+
+
+def whole_delay_input_matrix(model: Any) -> np.ndarray:
+    """``B_eff`` of the loop ``A_d - B_eff K`` of the whole-period predictive controllers.
+
+    ``B_eff[:, j] = A_d^(W - w_j) B_d[:, j]`` with ``w_j`` the channel's whole delay
+    (:attr:`~dmdidc.DelayedPlant.delay_steps`) and ``W`` the largest: a command of channel
+    ``j`` reaches the predicted state ``W - w_j`` periods before the prediction instant.  On a
+    model whose channels each act in one block (whole delays) the loop of
+    :class:`PredictiveController` is exactly ``A_d - B_eff K`` (plus zeros) for both
+    predictions; with one common delay ``B_eff = B_d``.  Needs no continuous model.
+
+    Parameters
+    ----------
+    model : DelayedPlant or fitted estimator
+
+    Returns
+    -------
+    B_eff : ndarray, shape (n, m)
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers import PredictiveController, lqr_gain, spectral_radius
+    >>> plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2]],
+    ...                                      delay=[2.0, 4.0], dt=2.0)
+    >>> K = lqr_gain(plant.A_d, whole_delay_input_matrix(plant))
+    >>> bool(spectral_radius(plant, PredictiveController(plant, K)) < 1)
+    True
+    """
+    plant = as_plant(model)
+    steps = plant.delay_steps
+    W = int(np.max(steps)) if plant.n_inputs else 0
+    powers = _powers(plant.A_d, W + 1)
+    return np.stack([powers[W - int(w)] @ plant.B_d[:, j] for j, w in enumerate(steps)],
+                    axis=1) if plant.n_inputs else np.zeros((plant.n_states, 0))
 
 
 def _exact_predictor(A_d: np.ndarray, B_blocks: np.ndarray,
@@ -486,9 +570,19 @@ class NaiveStateFeedback(_LinearFeedback):
         K = _check_gain(K, n, m)
         super().__init__(K, -K, np.zeros((0, m, m)),
                          operating_point=None if plant is None else plant.operating_point)
+        if plant is not None:
+            self._check_nominal_loop(plant)
 
     def _redesigned(self, plant: Any, K: Any) -> NaiveStateFeedback:
         return NaiveStateFeedback(plant, K)
+
+    def _unstable_remedy(self, plant: Any) -> str:
+        if np.any(plant.active_blocks[1:]):
+            return (f"it ignores the model's delays (whole delays "
+                    f"{plant.delay_steps.tolist()} periods): use a delay-compensating "
+                    f"controller (make_controller('fractional' or 'exact', model)) "
+                    f"{_MPC_REMEDY}")
+        return f"design K so that A_d - B_d K is stable (lqr_gain(model)) {_MPC_REMEDY}"
 
 
 class PredictiveController(_LinearFeedback):
@@ -554,9 +648,29 @@ class PredictiveController(_LinearFeedback):
         self.delay_steps = steps
         super().__init__(K, *_law_from_predictor(K, P_x, P_u),
                          operating_point=plant.operating_point)
+        self._check_nominal_loop(plant)
 
     def _redesigned(self, plant: Any, K: Any) -> PredictiveController:
         return PredictiveController(plant, K, prediction=self.prediction)
+
+    def _unstable_remedy(self, plant: Any) -> str:
+        reasons = []
+        # a channel acting in more than one block: a fractional delay, beyond whole periods
+        if np.any(plant.active_blocks.sum(axis=0) > 1):
+            reasons.append(f"prediction={self.prediction!r} predicts whole periods only, so "
+                           f"with the model's fractional delays each command acts a fraction "
+                           f"of a period later than predicted: the fractional controller "
+                           f"(make_controller('fractional', model)) predicts to that instant")
+        if np.ptp(self.delay_steps) > 0:
+            reasons.append(f"with whole delays that differ between channels "
+                           f"({self.delay_steps.tolist()} periods) the loop is A_d - B_eff K "
+                           f"with B_eff = whole_delay_input_matrix(model), not A_d - B_d K: "
+                           f"design K on (A_d, B_eff), as make_controller("
+                           f"{self.prediction!r}, model) does")
+        if not reasons:
+            reasons.append("its loop is A_d - B_d K (eq. 9.14): design K so that it is stable "
+                           "(lqr_gain(model))")
+        return "; ".join(reasons) + f"; {_MPC_REMEDY}"
 
 
 class FractionalDelayController(_LinearFeedback):
@@ -658,9 +772,34 @@ class FractionalDelayController(_LinearFeedback):
         self.plant = plant
         self.reference_delay = reference_delay
         super().__init__(K, K_x, K_u, operating_point=plant.operating_point)
+        self._check_nominal_loop(plant)
 
     def _redesigned(self, plant: Any, K: Any) -> FractionalDelayController:
         return FractionalDelayController(plant, K, reference_delay=self.reference_delay)
+
+    def _nominal_radius(self, plant: Any) -> float:
+        # the nonzero spectrum of the lifted loop, from an (n or n + m)-sized matrix
+        with np.errstate(over="ignore", invalid="ignore"):   # an overflow counts as unstable
+            return _radius(self.nominal_closed_loop())
+
+    def _unstable_remedy(self, plant: Any) -> str:
+        r = self.reference_delay
+        if r is not None:
+            return (f"its loop is A_d - B_eff K with B_eff = reduced_input_matrix(model, {r!r}), "
+                    f"and K was not designed for it: design K on (A_d, B_eff), as "
+                    f"make_controller('fractional', model, reference_delay={r!r}) does, "
+                    f"{_MPC_REMEDY}")
+        fraction = plant.delay_fraction
+        if np.ptp(fraction) > _TIME_TOL:
+            slowest = float(np.max(plant.delay))
+            return (f"the channels' delay fractions differ ({np.round(fraction, 4).tolist()} "
+                    f"of a period), and then K from (A_d, B_d) guarantees nothing: use the "
+                    f"reference-delay design, r = {slowest:.6g} s, K = lqr_gain(model.A_d, "
+                    f"reduced_input_matrix(model, r)), FractionalDelayController(model, K, "
+                    f"reference_delay=r) (what make_controller('fractional', model) builds), "
+                    f"{_MPC_REMEDY}")
+        return (f"its loop is A_d - B_d K (eq. 9.75): design K so that it is stable "
+                f"(lqr_gain(model)) {_MPC_REMEDY}")
 
     def nominal_closed_loop(self) -> np.ndarray:
         """Loop the controller achieves on its own model (its nonzero eigenvalues are exact).

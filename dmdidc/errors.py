@@ -10,8 +10,6 @@ scikit-learn), so callers that catch builtins keep working.  :func:`warn_model` 
 from __future__ import annotations
 
 import os
-import sys
-import warnings
 
 from _toolbox.errors import (
     ContinuousModelWarning,
@@ -26,6 +24,7 @@ from _toolbox.errors import (
     ParameterError,
     RepeatedReleaseWarning,
     ToolboxError,
+    warn_caller,
 )
 
 __all__ = [
@@ -50,7 +49,4 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def warn_model(message: str, category: type[Warning] = ContinuousModelWarning) -> None:
     """Issue a :class:`ContinuousModelWarning` (or ``category``) attributed to the user's line,
     not ours."""
-    frame, level = sys._getframe(1), 2      # level 1 would be this function
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    warn_caller(message, category, _PACKAGE_DIR)

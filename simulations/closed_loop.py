@@ -46,8 +46,8 @@ from _toolbox.validation import (
     check_positive,
     read_only,
 )
-from controllers.analysis import feedback_gains, lifted_loop
 from controllers.gains import check_weight
+from controllers.lifted import feedback_gains, lifted_loop
 from dmdidc.errors import DiagnosticWarning, NoSteadyStateError, warn_model
 from dmdidc.model import DelayedPlant, OperatingPoint, as_plant
 from privacy.stable import sas_sample

@@ -149,6 +149,9 @@ def _run_simulate(args: argparse.Namespace) -> int:
     summary = {"controller": args.controller, "steps": args.steps,
                "cost": json_number(result.cost), "final_state_norm": json_number(final),
                **_run_settings(args, x0)}
+    radius = getattr(controller, "nominal_spectral_radius", None)
+    if radius is not None:      # the loop on the model itself: < 1 is stable there
+        summary["model_spectral_radius"] = json_number(radius)
     labels = _labels(model)
     if labels is not None:
         from simulations.cli.identify import signals_record
@@ -339,8 +342,10 @@ class _OpenLoop:
 
 
 def _make_controller(args: argparse.Namespace, model, Q, R):
-    from _toolbox.errors import DimensionError
-    from controllers import lqr_gain, make_controller
+    import warnings
+
+    from _toolbox.errors import DimensionError, UnstableLoopWarning
+    from controllers import make_controller
 
     if args.controller == "none":
         return _OpenLoop(model)
@@ -352,8 +357,18 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
                              f"(identify printed why); --controller exact, truncated, naive or "
                              f"mpc work on its discrete model")
     if args.controller != "mpc":
-        K = None if Q is None and R is None else lqr_gain(model, Q=Q, R=R)
-        return make_controller(args.controller, model, K)
+        weights = {key: value for key, value in (("Q", Q), ("R", R)) if value is not None}
+        with warnings.catch_warnings():
+            # said below in the command's terms, not in Python's
+            warnings.simplefilter("ignore", UnstableLoopWarning)
+            controller = make_controller(args.controller, model, **weights)
+        radius = controller.nominal_spectral_radius
+        if radius >= 1:
+            print(f"warning: the {args.controller} controller's loop is unstable on the model "
+                  f"itself (spectral radius {radius:.4g} >= 1), so on the plant too if the "
+                  f"model is right; --controller fractional (on a model with its continuous "
+                  f"form) or mpc predict through the model's delays", file=sys.stderr)
+        return controller
     bounds = {}
     for option, values in (("--u-max", args.u_max), ("--u-min", args.u_min)):
         if values is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,7 @@ from controllers import (
     FractionalDelayController,
     NaiveStateFeedback,
     PredictiveController,
+    UnstableLoopWarning,
     closed_loop_matrix,
     lqr_gain,
     reduced_input_matrix,
@@ -480,3 +482,54 @@ def test_property_per_channel_loop_is_staggered_sampling_loop(seed, n, m, dt):
     ctrl = FractionalDelayController(plant, K)
     lifted = radius(closed_loop_matrix(plant, ctrl))
     assert lifted == pytest.approx(radius(ctrl.nominal_closed_loop()), rel=1e-6, abs=1e-4)
+
+
+# ------------------------------------------------------------------ the nominal loop check
+def test_unstable_nominal_loops_warn_naming_the_check_and_the_remedies():
+    """Right or loud: a controller whose loop on its own exact model diverges warns at
+    construction, attributed to the caller's line (the README plant, per-channel delays)."""
+    unequal = DelayedPlant.from_continuous(A_C, B_C, delay=[2.0, 2.9], dt=T)
+    with pytest.warns(UnstableLoopWarning) as caught:
+        ctrl = FractionalDelayController(unequal, lqr_gain(unequal))
+    text = str(caught[0].message)
+    assert caught[0].filename == __file__
+    for part in ("nominal loop check failed", "spectral radius 1.18", "fractions differ",
+                 "reference_delay=r", "reduced_input_matrix", "DelayedMPC"):
+        assert part in text, part
+    assert ctrl.nominal_spectral_radius == pytest.approx(spectral_radius(unequal, ctrl),
+                                                         rel=1e-8)
+    with pytest.warns(UnstableLoopWarning, match=r"K was not designed for it: design K on "
+                                                 r"\(A_d, B_eff\)"):
+        FractionalDelayController(unequal, 3.0 * lqr_gain(unequal), reference_delay=2.9)
+    whole = DelayedPlant.from_continuous(A_C, B_C, delay=[2.0, 4.0], dt=T)
+    for prediction in ("exact", "truncated"):
+        with pytest.warns(UnstableLoopWarning, match=r"radius 1.9.*whole delays that differ "
+                                                     r"between channels \(\[1, 2\] periods\)"
+                                                     r".*whole_delay_input_matrix"):
+            PredictiveController(whole, lqr_gain(whole), prediction=prediction)
+    with pytest.warns(UnstableLoopWarning, match=r"predicts whole periods only.*"
+                                                 r"make_controller\('fractional', model\)"):
+        PredictiveController(seed_plant(1.5), lqr_gain(seed_plant(1.5)))   # Figure 9.1
+    with pytest.warns(UnstableLoopWarning, match="ignores the model's delays"):
+        NaiveStateFeedback(seed_plant(1.5), lqr_gain(seed_plant(1.5)))
+
+
+def test_stable_nominal_loops_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnstableLoopWarning)
+        for factor in FACTORS:
+            plant = seed_plant(factor)
+            ctrl = FractionalDelayController(plant, lqr_gain(plant))
+            assert ctrl.nominal_spectral_radius == pytest.approx(
+                nominal_radius(plant, ctrl.K), rel=1e-8)
+        ctrl = PredictiveController(seed_plant(1.0), lqr_gain(seed_plant(1.0)))
+        assert ctrl.nominal_spectral_radius < 1
+        assert NaiveStateFeedback(None, [[1.0, 2.0]]).nominal_spectral_radius is None
+
+
+def test_with_model_warns_when_the_kept_gain_fails_on_the_new_model():
+    old = DelayedPlant.from_continuous(A_C, B_C, delay=2.0, dt=T, max_delay=3)
+    new = DelayedPlant.from_continuous(A_C, B_C, delay=[2.0, 4.0], dt=T, max_delay=3)
+    ctrl = PredictiveController(old, lqr_gain(old), prediction="exact")
+    with pytest.warns(UnstableLoopWarning, match="whole delays that differ"):
+        ctrl.with_model(new)

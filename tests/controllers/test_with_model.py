@@ -28,6 +28,13 @@ def delay_pair(seed: int) -> tuple[DelayedPlant, DelayedPlant]:
     return old, new
 
 
+def settings(ctrl) -> dict:
+    """The settings with_model keeps besides K: the reference delay the factory chose (the
+    random plants' channels have unequal delay fractions)."""
+    reference = getattr(ctrl, "reference_delay", None)
+    return {} if reference is None else {"reference_delay": reference}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", LINEAR)
 def test_updated_linear_controller_equals_a_fresh_one(name: str, seed: int) -> None:
@@ -35,7 +42,7 @@ def test_updated_linear_controller_equals_a_fresh_one(name: str, seed: int) -> N
     ctrl = make_controller(name, old)
     before = [a.copy() for a in ctrl.feedback_matrices()]
     updated = ctrl.with_model(new)
-    fresh = make_controller(name, new, K=ctrl.K)
+    fresh = make_controller(name, new, K=ctrl.K, **settings(ctrl))
     assert type(updated) is type(ctrl)
     np.testing.assert_array_equal(updated.K, ctrl.K)          # the gain is re-used
     for a, b in zip(updated.feedback_matrices(), fresh.feedback_matrices(), strict=True):
@@ -58,7 +65,7 @@ def test_updated_linear_controller_continues_with_its_commands(name: str, seed: 
     past = np.zeros((old.n_inputs, H))              # oldest first; older than kept: at rest
     if keep:
         past[:, H - keep:] = np.array(issued[-keep:]).T
-    fresh = make_controller(name, new, K=ctrl.K)
+    fresh = make_controller(name, new, K=ctrl.K, **settings(ctrl))
     fresh.reset(past)
     x = rng.standard_normal(old.n_states)
     np.testing.assert_allclose(updated(x), fresh(x), rtol=1e-9, atol=1e-12)

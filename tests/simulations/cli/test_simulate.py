@@ -246,3 +246,24 @@ def test_u_min_is_checked_like_u_max(tmp_path, capsys):
     assert run(tmp_path, model, "--controller", "mpc", "--u-max", "0,1")[0] == 2
     assert "--u-max 0,1 without --u-min" in capsys.readouterr().err
     assert not (tmp_path / "sim").exists()
+
+
+def test_default_design_is_stable_on_the_model_and_an_unstable_loop_is_reported(tmp_path,
+                                                                              capsys):
+    """The README plant with delays 2.0 and 2.9 s (unequal fractions): the fractional
+    controller's default gain was designed on (A_d, B_d), radius 1.18 on the model itself and
+    a cost of 2e7 over 50 steps; the reference-delay design holds it.  A loop that is unstable
+    on the model (truncated prediction, fractional delays) is said on stderr and recorded."""
+    plant = DelayedPlant.from_continuous([[0, 1.1], [-1.1, 0]], [[1, -1], [-1, 2.0]],
+                                         delay=[2.0, 2.9], dt=2.0)
+    model = plant.save(tmp_path / "model.json")
+    for extra in ([], ["--q", "2", "--r", "0.5"]):
+        code, summary = run(tmp_path, model, *extra)
+        assert code == 0 and summary["model_spectral_radius"] < 0.5
+        assert summary["final_state_norm"] < 1e-3
+        assert "warning" not in capsys.readouterr().err
+    code, summary = run(tmp_path, model, "--controller", "truncated")
+    assert code == 0 and summary["model_spectral_radius"] > 1
+    err = capsys.readouterr().err
+    assert "warning: the truncated controller's loop is unstable on the model" in err
+    assert "--controller fractional" in err and "UnstableLoopWarning" not in err
