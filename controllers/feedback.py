@@ -568,6 +568,7 @@ class NaiveStateFeedback(_LinearFeedback):
             plant = as_plant(model_or_m)
             m, n = plant.n_inputs, plant.n_states
         K = _check_gain(K, n, m)
+        self.plant = plant
         super().__init__(K, -K, np.zeros((0, m, m)),
                          operating_point=None if plant is None else plant.operating_point)
         if plant is not None:

@@ -44,6 +44,60 @@ def _covariance(name: str, value: Any, size: int) -> np.ndarray:
     return array
 
 
+def _check_own_measurement_matrix(C: np.ndarray, own: np.ndarray, kind: str) -> None:
+    """Refuse a ``C`` other than the one a model carries: an identified model's states are its
+    own basis' (the canonical variates), so a ``C`` of the plant's states, or of any other
+    basis, reads the wrong combination of them (in a test loop: cost 2.75e8 against 2.83)."""
+    scale = max(float(np.max(np.abs(own), initial=0.0)), 1e-300)
+    if C.shape == own.shape and np.allclose(C, own, rtol=1e-9, atol=1e-12 * scale):
+        return
+    found = (f"shape {C.shape} against {own.shape}" if C.shape != own.shape else
+             f"max |C - model.C| = {float(np.max(np.abs(C - own))):.3g}")
+    raise ParameterError(
+        f"C differs from the measurement matrix the model ({kind}) carries ({found}): the "
+        f"model's states are in its own basis (an OutputDMDidc's are canonical variates, not "
+        f"the plant's states), and C must be in that basis; omit C to use model.C, or, for "
+        f"other sensors, pass est.plant() (a DelayedPlant, without a C of its own) with their "
+        f"C in the model's basis")
+
+
+def _check_same_model(controller: Any, plant: Any) -> None:
+    """Refuse a controller designed on another model than the observer's (a different
+    sampling period, size, basis or dynamics): it would act on an estimate whose states mean
+    something else (a controller on the true plant fed an identified model's estimate: cost
+    4.99, no better than no control)."""
+    own = getattr(controller, "plant", None)
+    name = type(controller).__name__
+    if own is None:         # a controller of one's own: the sizes it declares, if any
+        sizes = (getattr(controller, "n_states", plant.n_states),
+                 getattr(controller, "n_inputs", plant.n_inputs))
+        if sizes != (plant.n_states, plant.n_inputs):
+            raise DimensionError(f"controller ({name}) has {sizes[0]} states and {sizes[1]} "
+                                 f"inputs; the observer's model has {plant.n_states} and "
+                                 f"{plant.n_inputs}")
+        return
+    if not np.isclose(own.dt, plant.dt, rtol=1e-9, atol=0.0):
+        raise ParameterError(f"controller ({name}) is designed for the sampling period "
+                             f"T = {own.dt:g} s and the observer for T = {plant.dt:g} s: both "
+                             f"act once per period of the same loop; build them on one model")
+    if (own.n_states, own.n_inputs) != (plant.n_states, plant.n_inputs):
+        raise DimensionError(f"controller ({name}) is designed on a model with {own.n_states} "
+                             f"states and {own.n_inputs} inputs; the observer's model has "
+                             f"{plant.n_states} and {plant.n_inputs}: build both on one model")
+    blocks = [own.B_blocks, plant.B_blocks]
+    depth = max(b.shape[0] for b in blocks)     # a longer max_delay adds zero blocks only
+    blocks = [np.concatenate([b, np.zeros((depth - b.shape[0], *b.shape[1:]))]) for b in blocks]
+    for what, a, b in (("A_d", own.A_d, plant.A_d), ("B_blocks", *blocks)):
+        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
+        if not np.allclose(a, b, rtol=1e-9, atol=1e-9 * scale):
+            raise ParameterError(
+                f"controller ({name}) is designed on another model than the observer: max "
+                f"|{what} - observer's {what}| = {float(np.max(np.abs(a - b))):.3g}; the "
+                f"controller acts on the observer's estimate, whose states are those of the "
+                f"observer's model (an identified model's basis is its own), so build both on "
+                f"one model (e.g. the same OutputDMDidc)")
+
+
 class DelayedKalmanObserver:
     """Steady-state Kalman filter for a delayed plant measured through ``y = C x + v``.
 
@@ -52,7 +106,10 @@ class DelayedKalmanObserver:
     model : DelayedPlant or fitted estimator (DMDidc, OutputDMDidc)
         The plant; an :class:`~dmdidc.OutputDMDidc` also supplies ``C`` and the output noise.
     C : array_like, shape (l, n), optional
-        Measurement matrix (required unless ``model`` has one).
+        Measurement matrix, in the basis of the model's states (required unless ``model`` has
+        one).  With a model that carries its own (an :class:`~dmdidc.OutputDMDidc`, whose
+        states are canonical variates, not the plant's) a different ``C`` is refused: it would
+        read the wrong combination of the model's states.
     measurement_noise : float, array_like (l,) or (l, l), optional
         Covariance of ``v``; default the model's ``noise_std_ ** 2``, else ``1e-4``.
     process_noise : float, array_like (n,) or (n, n), optional
@@ -93,11 +150,13 @@ class DelayedKalmanObserver:
     def __init__(self, model: Any, C: Any = None, *, measurement_noise: Any = None,
                  process_noise: Any = None, offset: Any = None) -> None:
         plant = as_plant(model)
-        C = getattr(model, "C", None) if C is None else C
-        if C is None:
+        own = getattr(model, "C", None)
+        if C is None and own is None:
             raise ParameterError("C is required: the measurement matrix y = C x (the model has "
                                  "none)")
-        C = check_finite_array("C", C, ndim=2)
+        C = check_finite_array("C", own if C is None else C, ndim=2)
+        if own is not None:
+            _check_own_measurement_matrix(C, np.asarray(own, dtype=float), type(model).__name__)
         n = plant.n_states
         if C.shape[1] != n:
             raise DimensionError(f"C has shape {C.shape}; expected (l, {n})")
@@ -177,8 +236,21 @@ class OutputFeedback:
     controller : object with ``reset()`` and ``__call__(x) -> u``
         A :class:`~controllers.PredictiveController`,
         :class:`~controllers.FractionalDelayController`, :class:`~controllers.DelayedMPC`, ...
-        designed on the observer's model.
+        designed on the observer's model: its ``plant`` must have the observer's ``dt``,
+        sizes, ``A_d`` and input blocks (to rounding; a longer ``max_delay`` adds zero
+        blocks).  Its operating point may differ (a setpoint,
+        :meth:`~dmdidc.DelayedPlant.with_operating_point`).  A controller of your own without
+        ``plant`` is checked by its ``n_states`` and ``n_inputs``, if it has them.
     observer : DelayedKalmanObserver
+
+    Raises
+    ------
+    ParameterError
+        A controller without ``reset()``/``__call__``, an observer of another type, or a
+        controller designed on another model than the observer's (another ``dt``, ``A_d``
+        or input blocks; the message names which and by how much).
+    DimensionError
+        A controller for other numbers of states or inputs.
 
     Examples
     --------
@@ -199,6 +271,7 @@ class OutputFeedback:
             raise ParameterError("controller must have reset() and __call__(x) -> u")
         if not isinstance(observer, DelayedKalmanObserver):
             raise ParameterError("observer must be a DelayedKalmanObserver")
+        _check_same_model(controller, observer.plant)
         self.controller, self.observer = controller, observer
 
     @property

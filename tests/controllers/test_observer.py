@@ -237,3 +237,93 @@ def test_the_observer_starts_at_the_operating_point():
     loop = OutputFeedback(FractionalDelayController(plant, lqr_gain(plant)), observer)
     assert loop.operating_point is plant.operating_point
     assert not hasattr(OutputFeedback(_Zero(), observer), "operating_point")
+
+
+# ------------------------------------------------------------------ mismatched halves
+@pytest.fixture(scope="module")
+def identified():
+    rng = np.random.default_rng(1)
+    U = random_excitation(2, 3000, rng=rng)
+    Y = C_TRUE @ PLANT.simulate(np.zeros(3), U)[:, :-1]
+    Y = Y + 0.02 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return OutputDMDidc(max_delay=4).fit(Y, U, dt=T)
+
+
+def test_an_explicit_C_other_than_the_models_own_is_refused(identified):
+    """Review finding: C of the plant's states given with an identified model (whose states
+    are canonical variates) was taken silently; that loop cost 2.75e8 against 2.83."""
+    est = identified
+    with pytest.raises(ParameterError, match=r"C differs from the measurement matrix the "
+                                             r"model \(OutputDMDidc\) carries .*canonical "
+                                             r"variates.*omit C"):
+        DelayedKalmanObserver(est, C=C_TRUE)
+    with pytest.raises(ParameterError, match=r"shape \(2, 3\) against \(1, 3\)"):
+        DelayedKalmanObserver(est, C=np.vstack([est.C, est.C]))
+    # its own C, given again, and a plant without a C of its own, are accepted
+    np.testing.assert_array_equal(DelayedKalmanObserver(est, C=est.C.copy()).C, est.C)
+    DelayedKalmanObserver(est.plant(), C=C_TRUE)
+
+
+def test_a_controller_on_the_identified_model_and_an_observer_on_the_plant_are_refused(
+        identified):
+    est = identified
+    K = lqr_gain(PLANT)
+    with pytest.raises(ParameterError, match=r"designed on another model than the observer: "
+                                             r"max \|A_d - observer's A_d\|"):
+        OutputFeedback(FractionalDelayController(PLANT, K), DelayedKalmanObserver(est))
+    loop = OutputFeedback(FractionalDelayController(est.plant(), lqr_gain(est)),
+                          DelayedKalmanObserver(est))        # the same model, rebuilt: fine
+    assert loop.n_outputs == 1
+
+
+def _other_plant(rng, plant, *, dt=None, inputs=None):
+    """``plant``'s sizes and delays with other dynamics (or its own at another ``dt``, or
+    fewer inputs)."""
+    A_c = plant.A_c if dt is not None or inputs is not None else \
+        plant.A_c + 0.3 * rng.standard_normal(plant.A_c.shape)
+    m = plant.n_inputs if inputs is None else inputs
+    return DelayedPlant.from_continuous(A_c, plant.B_c[:, :m], plant.delay[:m],
+                                        plant.dt if dt is None else dt)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_controller_and_observer_must_share_one_model(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    A_c = rng.standard_normal((n, n)) - 0.5 * np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, 2)),
+                                         rng.uniform(0.2, 2.0, 2) * T, T)
+    C = rng.standard_normal((1, n))
+    observer = DelayedKalmanObserver(plant, C=C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # the loops' stability is not under test here
+        other = _other_plant(rng, plant)
+        with pytest.raises(ParameterError, match="another model than the observer: max "
+                                                 r"\|A_d"):
+            OutputFeedback(PredictiveController(other, lqr_gain(other)), observer)
+        faster = _other_plant(rng, plant, dt=T / 2)
+        with pytest.raises(ParameterError, match=r"sampling period T = 0.25 s and the "
+                                                 r"observer for T = 0.5 s"):
+            OutputFeedback(FractionalDelayController(faster, lqr_gain(faster)), observer)
+        single = _other_plant(rng, plant, inputs=1)
+        with pytest.raises(DimensionError, match=r"1 inputs; the observer's model has "
+                                                 rf"{n} and 2"):
+            OutputFeedback(FractionalDelayController(single, lqr_gain(single)), observer)
+        # the same model with a longer max_delay (zero blocks) is the same model
+        longer = DelayedPlant.from_continuous(plant.A_c, plant.B_c, plant.delay, T,
+                                              max_delay=plant.max_delay + 2)
+        OutputFeedback(FractionalDelayController(longer, lqr_gain(longer)), observer)
+
+    class Own:
+        n_states, n_inputs = n, 3
+
+        def reset(self):
+            pass
+
+        def __call__(self, x):
+            return np.zeros(3)
+
+    with pytest.raises(DimensionError, match=rf"has {n} states and 3 inputs"):
+        OutputFeedback(Own(), observer)
