@@ -282,6 +282,11 @@ class OutputFeedback:
         return self.controller.operating_point
 
     @property
+    def plant(self) -> Any:
+        """The model the loop is designed on (the observer's, which the controller shares)."""
+        return self.observer.plant
+
+    @property
     def n_outputs(self) -> int:
         """Number of measured signals ``l``."""
         return self.observer.C.shape[0]

@@ -575,7 +575,9 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
         ``fine``.  A controller with a (non-zero) ``operating_point`` on a plant without one,
         or a controller whose ``operating_point`` is ``None`` on a plant with one: the two
         work in different coordinates (the message names both operating points and the
-        remedy: ``DelayedPlant(..., operating_point=)`` or ``deviation_model()``).
+        remedy: ``DelayedPlant(..., operating_point=)`` or ``deviation_model()``).  A
+        controller whose ``plant`` (its model) has another sampling period ``dt`` than the
+        plant's.
     DimensionError
         For a wrong shape of ``x0``, the noise, ``Q``, ``R``, the gains, or of an input returned
         by the controller.
@@ -612,6 +614,7 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     x0 = check_finite_array("x0", x0, ndim=1)
     if x0.shape != (plant.n_states,):          # before the coordinates, which read its size
         raise DimensionError(f"x0 has shape {x0.shape}; expected ({plant.n_states},)")
+    _check_period(plant, controller)
     _check_coordinates(plant, controller, x0)
     if plant.operating_point is not None:
         return _around_operating_point(plant, controller, x0, steps, process_noise=process_noise,
@@ -688,6 +691,22 @@ def _offset_size(plant: DelayedPlant, op: OperatingPoint) -> float:
     except NoSteadyStateError:
         return np.inf
     return float(max(np.linalg.norm(op.state), np.linalg.norm(held)))
+
+
+def _check_period(plant: DelayedPlant, controller: Any) -> None:
+    """Refuse a controller designed for another sampling period than the plant's: it acts once
+    per plant period with a law (prediction over the delay, gain) made for its own model's
+    period (a controller of T = 1 s on the README plant at T = 2 s: cost 1.75e9, silently).  A
+    controller of one's own without a ``plant`` is taken to fit the plant."""
+    own = getattr(controller, "plant", None)
+    if own is None or np.isclose(own.dt, plant.dt, rtol=1e-9, atol=0.0):
+        return
+    raise ParameterError(f"the controller ({type(controller).__name__}) is designed on a model "
+                         f"sampled at T = {own.dt:g} s and the plant is sampled at "
+                         f"T = {plant.dt:g} s: the loop runs one command per plant period; "
+                         f"design the controller on a model at the plant's T (identify from "
+                         f"data sampled at it, or DelayedPlant.from_continuous(A_c, B_c, "
+                         f"delay, dt={plant.dt:g}))")
 
 
 def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:

@@ -656,3 +656,47 @@ def test_unforced_readouts_equal_the_plain_loop_read_out(seed):
     Z = _linear_trajectory(A, z0, None, steps, None, blocked=False)
     assert X.shape == (n, steps + 1) and U.shape == (m, steps + 1)
     assert relative_gap(X, Z[:, :n].T) < 1e-12 and relative_gap(U, C @ Z.T) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_controller_for_another_sampling_period_is_refused(seed):
+    """Review finding: a controller designed at T = 1 s ran on the README plant at T = 2 s
+    (cost 1.75e9, the MPC's 1.8e13) without a word; the loop now compares the periods, as the
+    command line did, for state and output feedback and with an operating point."""
+    from controllers import (
+        DelayedKalmanObserver,
+        OutputFeedback,
+        UnstableLoopWarning,
+        make_controller,
+    )
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    A_c = rng.standard_normal((n, n)) - 0.3 * np.eye(n)
+    B_c = rng.standard_normal((n, 2))
+    delay = rng.uniform(0.3, 2.0, 2)
+    dt = float(rng.uniform(0.4, 1.0))
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay, dt)
+    model = DelayedPlant.from_continuous(A_c, B_c, delay, dt * rng.choice([0.5, 2.0]))
+    x0 = rng.standard_normal(n)
+    C = rng.standard_normal((1, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnstableLoopWarning)
+        built = [make_controller(name, model, **({"horizon": 4} if name == "mpc" else {}))
+                 for name in ("fractional", "exact", "naive", "mpc")]
+        built.append(OutputFeedback(make_controller("exact", model),
+                                    DelayedKalmanObserver(model, C=C)))
+    for controller in built:
+        with pytest.raises(ParameterError, match=rf"sampled at T = {model.dt:g} s and the "
+                                                 rf"plant is sampled at T = {plant.dt:g} s"):
+            simulate_closed_loop(plant, controller, x0, 5,
+                                 measurement_matrix=C if hasattr(controller, "observer")
+                                 else None)
+    x_op = plant.steady_state([1.0, 2.0])
+    physical = DelayedPlant.from_continuous(A_c, B_c, delay, dt * 2,
+                                            operating_point=(x_op, [1.0, 2.0]))
+    with pytest.raises(ParameterError, match="sampled at"):
+        simulate_closed_loop(physical, make_controller("fractional", plant.with_operating_point(
+            input=[1.0, 2.0])), x_op, 5)
+    # the same period passes
+    simulate_closed_loop(plant, make_controller("fractional", plant), x0, 5)
