@@ -240,8 +240,8 @@ class ClosedLoopResult:
         Sampling period ``T``.
     method : str
         ``"linear"`` (lifted recursion) or ``"step"`` (per-step controller calls).
-    measurement_noise : ndarray, shape (n, steps + 1), or None
-        Noise ``v_k`` on the measurements; ``measurements = states + measurement_noise``.
+    measurement_noise : ndarray, shape (l, steps + 1), or None
+        Noise ``v_k`` on the measurements (``l = n`` without a measurement matrix).
     fine_times : ndarray, shape (steps P + 1,), or None
         Instants of the exact inter-sample trajectory (``fine=True`` only).
     fine_states : ndarray, shape (n, steps P + 1), or None
@@ -250,6 +250,9 @@ class ClosedLoopResult:
         The plant's operating point: ``states`` and ``inputs`` are physical values, while
         ``stage_costs``, :attr:`state_norms` and :attr:`final_norm` measure the deviations
         from it (the quantity the loop regulates to zero).  ``None``: the origin.
+    measurement_matrix : ndarray, shape (l, n), or None
+        ``C`` of output feedback: the controller measured ``y_k = C x_k + v_k``
+        (:attr:`measurements`); ``None``: it measured the states.
     """
 
     times: np.ndarray
@@ -263,10 +266,11 @@ class ClosedLoopResult:
     fine_times: np.ndarray | None = None
     fine_states: np.ndarray | None = None
     operating_point: OperatingPoint | None = None
+    measurement_matrix: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("times", "states", "inputs", "stage_costs", "measurement_noise",
-                     "fine_times", "fine_states"):
+                     "fine_times", "fine_states", "measurement_matrix"):
             object.__setattr__(self, name, read_only(getattr(self, name)))
 
     @property
@@ -276,10 +280,17 @@ class ClosedLoopResult:
 
     @property
     def measurements(self) -> np.ndarray:
-        """What the controller measured, ``states + measurement_noise``, shape (n, steps + 1)."""
-        if self.measurement_noise is None:
-            return self.states
-        return self.states + self.measurement_noise
+        """What the controller measured, ``C x_k + v_k`` (``x_k + v_k`` without a measurement
+        matrix; ``v_k`` zero without noise), shape (l, steps + 1) (``l = n`` without ``C``).
+        With an operating point ``x_k`` is the physical state."""
+        clean = self.states if self.measurement_matrix is None else \
+            self.measurement_matrix @ self.states
+        return clean if self.measurement_noise is None else clean + self.measurement_noise
+
+    @property
+    def _measured_apart(self) -> bool:
+        """Whether the measurements differ from the states (noise, or outputs y = C x)."""
+        return self.measurement_noise is not None or self.measurement_matrix is not None
 
     @property
     def deviations(self) -> np.ndarray:
@@ -308,8 +319,10 @@ class ClosedLoopResult:
                                 "final_norm": self.final_norm, "times": self.times.tolist(),
                                 "states": self.states.tolist(), "inputs": self.inputs.tolist(),
                                 "stage_costs": self.stage_costs.tolist()}
-        if self.measurement_noise is not None:
+        if self._measured_apart:
             data["measurements"] = self.measurements.tolist()
+        if self.measurement_matrix is not None:
+            data["measurement_matrix"] = self.measurement_matrix.tolist()
         if self.fine_states is not None:
             data["fine_times"] = self.fine_times.tolist()
             data["fine_states"] = self.fine_states.tolist()
@@ -319,10 +332,12 @@ class ClosedLoopResult:
 
     def to_csv(self, path: str | Path, *, state_labels: Sequence[str] | None = None,
                input_labels: Sequence[str] | None = None) -> Path:
-        """Write one row per sampling instant: ``t, x_1..x_n, [y_1..y_n,] u_1..u_m``.
+        """Write one row per sampling instant: ``t, x_1..x_n, [y_1..y_l,] u_1..u_m``.
 
-        ``state_labels``, ``input_labels`` name the columns instead (``"T_room [K]"``; a
-        measurement column is ``"T_room measured [K]"``).  The inputs of the last row
+        The measurement columns ``y`` are written when they differ from the states (noise, or
+        output feedback ``y = C x + v``: ``l`` outputs).  ``state_labels``, ``input_labels``
+        name the columns instead (``"T_room [K]"``; a noisy measurement of a state is
+        ``"T_room measured [K]"``; outputs stay ``y_1..y_l``).  The inputs of the last row
         (``k = steps``) are empty.  Returns the path.
         """
         path = Path(path)
@@ -330,11 +345,13 @@ class ClosedLoopResult:
         states = list(state_labels or [f"x_{i + 1}" for i in range(n)])
         header = ["t"] + states
         columns = [self.times[:, None], self.states.T]
-        if self.measurement_noise is not None:
-            header += ([f"y_{i + 1}" for i in range(n)] if state_labels is None else
+        if self._measured_apart:
+            measured = self.measurements
+            header += ([f"y_{i + 1}" for i in range(measured.shape[0])]
+                       if state_labels is None or self.measurement_matrix is not None else
                        [label.replace(" [", " measured [", 1) if " [" in label
                         else f"{label} measured" for label in states])
-            columns.append(self.measurements.T)
+            columns.append(measured.T)
         header += list(input_labels or [f"u_{i + 1}" for i in range(m)])
         table = np.concatenate(columns, axis=1)
         with path.open("w", newline="") as handle:
@@ -669,7 +686,8 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
     return ClosedLoopResult(times=np.arange(steps + 1) * plant.dt, states=X, inputs=U,
                             stage_costs=stage, cost=float(stage.sum()), dt=plant.dt,
                             method="linear" if use_linear else "step", measurement_noise=V,
-                            fine_times=fine_times, fine_states=fine_states)
+                            fine_times=fine_times, fine_states=fine_states,
+                            measurement_matrix=C)
 
 
 def _operating_point_text(op: OperatingPoint | None) -> str:

@@ -700,3 +700,61 @@ def test_a_controller_for_another_sampling_period_is_refused(seed):
             input=[1.0, 2.0])), x_op, 5)
     # the same period passes
     simulate_closed_loop(plant, make_controller("fractional", plant), x0, 5)
+
+
+class Recorder:
+    """Output feedback of one's own, ``u = u_level + G (y - y_level)``, that records every
+    measurement it is given."""
+
+    def __init__(self, gain, y_level=0.0, u_level=0.0):
+        self.gain, self.y_level, self.u_level = np.asarray(gain, dtype=float), y_level, u_level
+        self.seen = []
+
+    def reset(self):
+        self.seen = []
+
+    def __call__(self, y):
+        self.seen.append(np.array(y, dtype=float))
+        return self.u_level + self.gain @ (y - self.y_level)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("sensors", [1, 2, 4])
+def test_measurements_are_the_outputs_the_controller_saw(seed, sensors, tmp_path):
+    """Review finding: with measurement_matrix the result's measurements were states + v (one
+    sensor: (n, K+1) rows; two: a broadcast error); they are C x + v, what the controller was
+    given, for l outputs other than n states, with and without an operating point."""
+    rng = np.random.default_rng(seed)
+    n = 3
+    A_c = rng.standard_normal((n, n)) - np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, 2)),
+                                         rng.uniform(0.2, 1.5, 2), 0.5)
+    u_op = rng.uniform(1.0, 5.0, 2)
+    physical = DelayedPlant.from_continuous(A_c, plant.B_c, plant.delay, 0.5,
+                                            operating_point=(plant.steady_state(u_op), u_op))
+    C = rng.standard_normal((sensors, n))
+    steps = 12
+    for true, noise in ((plant, None), (plant, 0.01 * rng.standard_normal((sensors, steps + 1))),
+                        (physical, 0.01 * rng.standard_normal((sensors, steps + 1)))):
+        op = true.operating_point
+        gain = 0.1 * rng.standard_normal((2, sensors))
+        controller = Recorder(gain) if op is None else Recorder(gain, C @ op.state, op.input)
+        if op is not None:
+            controller.operating_point = op            # it measures and commands physically
+        x0 = rng.standard_normal(n) + (0.0 if op is None else op.state)
+        result = simulate_closed_loop(true, controller, x0, steps, measurement_matrix=C,
+                                      measurement_noise=noise)
+        seen = np.array(controller.seen).T                               # (l, steps)
+        assert result.measurements.shape == (sensors, steps + 1)
+        np.testing.assert_allclose(result.measurements[:, :steps], seen, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(result.measurement_matrix, C)
+        data = json.loads(json.dumps(result.to_dict()))
+        assert np.array(data["measurements"]).shape == (sensors, steps + 1)
+        assert np.array(data["measurement_matrix"]).shape == (sensors, n)
+        path = result.to_csv(tmp_path / "run.csv", state_labels=["a", "b", "c"])
+        header = path.read_text().splitlines()[0].split(",")
+        assert header == ["t", "a", "b", "c", *[f"y_{i + 1}" for i in range(sensors)],
+                          "u_1", "u_2"]
+        table = np.genfromtxt(path, delimiter=",", skip_header=1)
+        np.testing.assert_allclose(table[:, 4:4 + sensors], result.measurements.T, rtol=1e-15)
