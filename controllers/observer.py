@@ -203,12 +203,27 @@ class DelayedKalmanObserver:
 
     def reset(self, x0: Any = None) -> None:
         """Start from ``x0`` with the past inputs at rest: by default at the model's operating
-        point (``x_op``, inputs ``u_op``), else at zero."""
+        point (``x_op``, inputs ``u_op``), else at zero.
+
+        Parameters
+        ----------
+        x0 : array_like, shape (n,), optional
+            The initial estimate, in the model's state basis and units.
+
+        Raises
+        ------
+        DimensionError, NonFiniteError
+            ``x0`` of another shape than ``(n,)``, or not finite (the estimate is unchanged).
+        """
         n, m, R = self.plant.n_states, self.plant.n_inputs, self.plant.max_delay
         op = self.plant.operating_point
         rest_x, rest_u = (np.zeros(n), np.zeros(m)) if op is None else (op.state, op.input)
-        self._x = (rest_x.copy() if x0 is None
-                   else check_finite_array("x0", x0, ndim=1).copy())
+        if x0 is not None:
+            x0 = check_finite_array("x0", x0, ndim=1)
+            if x0.shape != (n,):
+                raise DimensionError(f"x0 has shape {x0.shape}; expected ({n},), one entry per "
+                                     f"state of the observer's model")
+        self._x = rest_x.copy() if x0 is None else x0.copy()
         self._history = np.tile(rest_u, (R + 1, 1))   # u_k, u_{k-1}, ..., u_{k-R}
 
     def correct(self, y: Any) -> np.ndarray:
@@ -220,8 +235,25 @@ class DelayedKalmanObserver:
         return self._x.copy()
 
     def predict(self, u: Any) -> np.ndarray:
-        """Record the command ``u_k`` and return the prediction ``xhat_{k+1|k}``."""
+        """Record the command ``u_k`` and return the prediction ``xhat_{k+1|k}``.
+
+        Parameters
+        ----------
+        u : array_like, shape (m,)
+
+        Returns
+        -------
+        ndarray, shape (n,)
+
+        Raises
+        ------
+        DimensionError, NonFiniteError
+            ``u`` of another shape than ``(m,)``, or not finite (nothing is recorded).
+        """
         u = check_finite_array("u", u, ndim=1)
+        if u.shape != (self.plant.n_inputs,):
+            raise DimensionError(f"u has shape {u.shape}; expected ({self.plant.n_inputs},), "
+                                 f"one command per input of the observer's model")
         self._history = np.vstack([u[None, :], self._history[:-1]])
         self._x = self.plant.A_d @ self._x + np.einsum("jnm,jm->n", self.plant.B_blocks,
                                                        self._history)
@@ -292,14 +324,20 @@ class OutputFeedback:
         return self.observer.C.shape[0]
 
     def reset(self, x0: Any = None) -> None:
-        """Reset the controller and the observer (estimate ``x0``, default the model's operating
-        point, or zero)."""
+        """Reset the observer (estimate ``x0``, shape (n,), default the model's operating
+        point, or zero) and the controller; a refused ``x0`` (DimensionError,
+        NonFiniteError) leaves both as they were."""
+        self.observer.reset(x0)         # first: it checks x0
         self.controller.reset()
-        self.observer.reset(x0)
 
     def __call__(self, y: Any) -> np.ndarray:
         """Command ``u_k`` for the measurement ``y_k``."""
         x_hat = self.observer.correct(y)
         u = np.asarray(self.controller(x_hat), dtype=float)
+        if u.shape != (self.observer.plant.n_inputs,):
+            raise DimensionError(f"the controller ({type(self.controller).__name__}) returned "
+                                 f"a command of shape {u.shape}; expected "
+                                 f"({self.observer.plant.n_inputs},), one per input of the "
+                                 f"observer's model")
         self.observer.predict(u)
         return u

@@ -327,3 +327,45 @@ def test_controller_and_observer_must_share_one_model(seed):
 
     with pytest.raises(DimensionError, match=rf"has {n} states and 3 inputs"):
         OutputFeedback(Own(), observer)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_wrong_shapes_are_refused_where_they_enter(seed):
+    """Review finding: reset(x0) took any length (the next correct() failed deep in numpy) and
+    predict(u) gave a raw numpy error; both now name the argument and the expected shape, and
+    leave the observer unchanged."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 5)), int(rng.integers(1, 4))
+    A_c = rng.standard_normal((n, n)) - np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                         rng.uniform(0.2, 1.5, m) * T, T)
+    C = rng.standard_normal((1, n))
+    observer = DelayedKalmanObserver(plant, C=C)
+    start = rng.standard_normal(n)
+    observer.reset(start)
+    for wrong in (np.ones(n + 1), np.ones(n - 1), np.ones((n, 1))):
+        with pytest.raises(DimensionError, match=rf"x0 (has shape .*; expected \({n},\)|must be "
+                                                 r"1-dimensional)"):
+            observer.reset(wrong)
+    for wrong in (np.ones(m + 1), np.ones((m, 1))) + ((np.ones(m - 1),) if m > 1 else ()):
+        with pytest.raises(DimensionError, match=rf"u (has shape .*; expected \({m},\)|must be "
+                                                 r"1-dimensional)"):
+            observer.predict(wrong)
+    with pytest.raises(ValueError, match="u"):
+        observer.predict(np.full(m, np.nan))
+    # nothing above changed the estimate: it still starts at `start`
+    np.testing.assert_allclose(observer.correct(C @ start), start, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loop = OutputFeedback(PredictiveController(plant, lqr_gain(plant)), observer)
+    with pytest.raises(DimensionError, match=rf"x0 has shape \({n + 2},\); expected \({n},\)"):
+        loop.reset(np.ones(n + 2))
+
+    class Wrong(_Zero):
+        def __call__(self, x):
+            return np.zeros(m + 1)
+
+    bad = OutputFeedback(Wrong(), DelayedKalmanObserver(plant, C=C))
+    with pytest.raises(DimensionError, match=rf"the controller \(Wrong\) returned a command of "
+                                             rf"shape \({m + 1},\); expected \({m},\)"):
+        bad(np.zeros(1))
