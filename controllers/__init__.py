@@ -19,7 +19,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "controllers.feedback": ["FractionalDelayController", "NaiveStateFeedback",
                              "PredictiveController", "reduced_input_matrix",
                              "whole_delay_input_matrix"],
-    "controllers.gains": ["is_schur", "lqr_gain", "place_gain"],
+    "controllers.gains": ["is_schur", "lqr_gain", "output_weight", "place_gain"],
     "controllers.mpc": ["DelayedMPC", "MPCResult"],
     "controllers.observer": ["DelayedKalmanObserver", "OutputFeedback"],
 }, eager=__all__)

@@ -16,7 +16,7 @@ from controllers.feedback import (
     reduced_input_matrix,
     whole_delay_input_matrix,
 )
-from controllers.gains import lqr_gain
+from controllers.gains import default_state_weight, lqr_gain
 from controllers.names import CONTROLLER_NAMES, LINEAR_CONTROLLER_NAMES
 from dmdidc.model import as_plant
 
@@ -65,7 +65,8 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
         The controller's model of the plant.
     K : array_like, shape (m, n), optional
         Gain of the linear controllers; default :func:`~controllers.lqr_gain` (weights ``Q``,
-        ``R``) on the pair whose loop the controller realizes on its model, so that the loop
+        ``R``; ``Q`` of a model that carries ``C`` :func:`~controllers.gains.output_weight`)
+        on the pair whose loop the controller realizes on its model, so that the loop
         is stable there: ``(A_d, B_d)``, except ``(A_d, reduced_input_matrix(model, r))`` for
         ``"fractional"`` with a ``reference_delay`` ``r`` -- which is set to the largest delay
         when the channels' delay fractions differ, where ``(A_d, B_d)`` guarantees nothing --
@@ -125,6 +126,8 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
                              f"{sorted(_OPTIONS[name]) or 'none'}")
     plant = as_plant(model)
     weights = {key: options.pop(key) for key in ("Q", "R") if key in options}
+    if K is None and "Q" not in weights and default_state_weight(model) is not None:
+        weights["Q"] = default_state_weight(model)       # an output model: weigh the outputs
     if K is None:
         K, options = _default_gain(name, plant, options, weights)
     elif weights:

@@ -22,10 +22,48 @@ from _toolbox.errors import DimensionError, NonFiniteError, ParameterError, Solv
 from _toolbox.validation import check_finite_array, check_in_interval
 from dmdidc.model import as_plant
 
-__all__ = ["lqr_gain", "place_gain", "is_schur"]
+__all__ = ["lqr_gain", "place_gain", "is_schur", "output_weight"]
 
 #: Closed loops whose spectral radius exceeds ``1 - _SCHUR_MARGIN`` are reported as not stable.
 _SCHUR_MARGIN = 1e-10
+#: Ridge of :func:`output_weight`, relative to ``||C||_2^2`` (so it is the same in any output
+#: units): a state the sensors do not see still gets a definite, negligible weight.
+_OUTPUT_RIDGE = 1e-6
+
+
+def output_weight(C: Any) -> np.ndarray:
+    """The state weight of an output model: ``C^T C + 1e-6 ||C||_2^2 I``.
+
+    An identified output model's states are its own basis' (an
+    :class:`~dmdidc.OutputDMDidc`'s are canonical variates), so the identity weighs quantities
+    without physical meaning and the design changes with the basis; ``C^T C`` weighs the
+    outputs, ``y^T y = x^T C^T C x``, the same in any basis.  The ridge keeps the weight
+    definite for states the sensors do not see.  The default ``Q`` of :func:`lqr_gain`,
+    :class:`~controllers.DelayedMPC` and :func:`~controllers.make_controller` for a model that
+    carries ``C``.
+
+    Parameters
+    ----------
+    C : array_like, shape (l, n)
+
+    Returns
+    -------
+    Q : ndarray, shape (n, n)
+
+    Examples
+    --------
+    >>> output_weight([[2.0, 0.0]]).round(9).tolist()     # the unseen state: the ridge only
+    [[4.000004, 0.0], [0.0, 4e-06]]
+    """
+    C = check_finite_array("C", C, ndim=2)
+    return C.T @ C + _OUTPUT_RIDGE * float(np.linalg.norm(C, 2)) ** 2 * np.eye(C.shape[1])
+
+
+def default_state_weight(model: Any) -> np.ndarray | None:
+    """:func:`output_weight` of a model that carries its measurement matrix ``C`` (an output
+    model), else ``None`` (the identity)."""
+    C = getattr(model, "C", None)
+    return None if C is None else output_weight(C)
 
 
 def is_schur(matrix: Any, *, margin: float = _SCHUR_MARGIN) -> bool:
@@ -143,7 +181,9 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     B : array_like, shape (n, m), optional
         Input matrix; required with a matrix ``model_or_A``, omitted with a plant.
     Q : array_like, shape (n, n), optional
-        Symmetric positive semidefinite state weight (default identity).
+        Symmetric positive semidefinite state weight.  Default: the identity, or for a model
+        that carries a measurement matrix ``C`` (an :class:`~dmdidc.OutputDMDidc`, whose states
+        are canonical variates) :func:`output_weight`, ``C^T C + 1e-6 ||C||^2 I``.
     R : array_like, shape (m, m), optional
         Symmetric positive definite input weight (default identity).
 
@@ -179,6 +219,8 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     """
     import control
 
+    if Q is None and B is None:         # a model (a pair of matrices carries no C)
+        Q = default_state_weight(model_or_A)
     A, B = _design_pair(model_or_A, B)
     Q = check_weight("Q", Q, A.shape[0], definite=False)
     R = check_weight("R", R, B.shape[1], definite=True)

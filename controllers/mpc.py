@@ -41,7 +41,7 @@ from _toolbox.validation import (
     check_scalar_or_vector,
     read_only,
 )
-from controllers.gains import check_weight
+from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
 from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
@@ -215,7 +215,10 @@ class DelayedMPC:
     horizon : int
         Number ``N >= 1`` of decision moves.
     Q : float, array_like of shape (n,) or (n, n), optional
-        State weight (scalar times identity, diagonal, or full symmetric PSD); default identity.
+        State weight (scalar times identity, diagonal, or full symmetric PSD); default identity,
+        or for a model that carries a measurement matrix ``C`` (an
+        :class:`~dmdidc.OutputDMDidc`, whose states are canonical variates)
+        :func:`~controllers.gains.output_weight`, ``C^T C + 1e-6 ||C||^2 I``: the outputs.
     R : float, array_like of shape (m,) or (m, m), optional
         Input weight, symmetric positive definite; default identity.
     P : array_like of shape (n, n) or (n + m (R - w), n + m (R - w)), optional
@@ -229,7 +232,9 @@ class DelayedMPC:
         deviations; ``u_op`` must lie within them).  ``None`` means unbounded.
     x_min, x_max : float or array_like of shape (n,), optional
         Finite state bounds on ``x_{k+w+1} .. x_{k+w+N}``, physical values (``x_op`` must lie
-        within them); hard unless ``soft_state_constraints``.
+        within them); hard unless ``soft_state_constraints``.  Refused for a model that
+        carries a measurement matrix ``C`` (an output model): its states are canonical
+        variates, which have no physical range.
     soft_state_constraints : bool, default False
         Replace the hard state bounds by an exact L1 penalty ``state_penalty * sum(slack)``; the
         problem is then always feasible.  Needs state bounds.
@@ -288,7 +293,8 @@ class DelayedMPC:
     ParameterError
         Bad horizon, weights, solver name, settings or policy; ``u_min > u_max`` or
         ``x_min > x_max`` (names the channel); bounds that exclude the operating point's
-        ``u_op`` or ``x_op`` (it could never be held); a plant whose input blocks are all zero; soft
+        ``u_op`` or ``x_op`` (it could never be held); state bounds on an output model (one
+        that carries ``C``); a plant whose input blocks are all zero; soft
         constraints without state bounds, or a ``state_penalty`` without soft constraints; a
         horizon whose QP exceeds ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``).
     DimensionError
@@ -339,8 +345,10 @@ class DelayedMPC:
         plant = as_plant(model)
         n, m = plant.n_states, plant.n_inputs
         self.horizon = check_integer("horizon", horizon, minimum=1)
+        _refuse_variate_bounds(model, x_min, x_max)
         # Read-only: the problem is built from these once, so changing them later would lie.
-        self.Q = read_only(check_weight("Q", Q, n, definite=False))
+        self.Q = read_only(check_weight("Q", default_state_weight(model) if Q is None else Q,
+                                        n, definite=False))
         self.R = read_only(check_weight("R", R, m, definite=True))
         self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
         self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
@@ -827,6 +835,21 @@ def _dead_steps(plant: DelayedPlant) -> int:
         raise ParameterError("every input block B^(j) of the plant is zero: the inputs do not "
                              "act on the state, so there is nothing to control")
     return int(acting[0])
+
+
+def _refuse_variate_bounds(model: Any, x_min: Any, x_max: Any) -> None:
+    """Refuse state bounds on a model that carries its measurement matrix ``C``: an output
+    model's states are its own basis' (canonical variates), so ``|x| <= 0.3`` bounds
+    combinations without physical meaning (the review's loop: soft bounds of 0.3 changed
+    nothing, the output still reached 0.97 after five steps), silently."""
+    if (x_min is None and x_max is None) or getattr(model, "C", None) is None:
+        return
+    raise ParameterError(
+        f"x_min/x_max bound the states of the model, and this model ({type(model).__name__}) "
+        f"is an output model: its states are canonical variates of its own basis, not "
+        f"physical quantities, so their bounds mean nothing in the plant's units; bound the "
+        f"inputs (u_min, u_max) and weigh the outputs (the default Q = C^T C + ridge), or "
+        f"pass est.plant() to bound the variates deliberately")
 
 
 def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | None,

@@ -161,3 +161,58 @@ def test_is_schur():
     assert is_schur(np.diag([0.5, -0.99]))
     assert not is_schur(np.diag([0.5, 1.0]))
     assert is_schur(np.zeros((0, 0)))
+
+
+# ------------------------------------------------------------------ output models
+def _output_model(rng, n, m, sensors):
+    """A stand-in for a fitted output model: ``model_`` and a measurement matrix ``C``."""
+    A_c = rng.standard_normal((n, n)) * 0.8
+    A_c -= (np.linalg.eigvals(A_c).real.max() - 0.1) * np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
+                                         rng.uniform(0.1, 1.5, m), 0.5)
+    return SimpleNamespace(model_=plant, C=rng.standard_normal((sensors, n)))
+
+
+def _in_basis(model, T):
+    """The same model in the state basis ``x' = T x``."""
+    plant, Ti = model.model_, np.linalg.inv(T)
+    moved = DelayedPlant.from_continuous(T @ plant.A_c @ Ti, T @ plant.B_c, plant.delay,
+                                         plant.dt)
+    return SimpleNamespace(model_=moved, C=model.C @ Ti)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_output_models_weigh_their_outputs_by_default_in_any_basis(seed):
+    """Review finding: lqr_gain's default Q = I weighed an output model's canonical variates,
+    so the design depended on the basis (cost 22.1 against 12.4 with C^T C).  The default is
+    now output_weight(C) = C^T C + 1e-6 ||C||^2 I, and the loop's eigenvalues are the same in
+    any basis (up to the ridge's effect), which the identity's are not."""
+    from controllers.gains import output_weight
+
+    rng = np.random.default_rng(seed)
+    n, m, sensors = int(rng.integers(2, 5)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    model = _output_model(rng, n, m, sensors)
+    np.testing.assert_allclose(lqr_gain(model), lqr_gain(model, Q=output_weight(model.C)),
+                               rtol=1e-12, atol=1e-12)
+    Q = output_weight(model.C)
+    scale = np.linalg.norm(model.C, 2) ** 2
+    np.testing.assert_allclose(Q, model.C.T @ model.C + 1e-6 * scale * np.eye(n), rtol=1e-12,
+                               atol=1e-14 * scale)
+    # a well-conditioned change of basis with scales 0.1 .. 10
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    T = U @ np.diag(np.geomspace(0.1, 10.0, n))
+    moved = _in_basis(model, T)
+
+    def char_poly(mdl, K):
+        plant = mdl.model_
+        return np.poly(plant.A_d - plant.B_d @ K)
+
+    # the ridge (I in each basis) moves the coefficients by up to ~7e-3 on such plants; the
+    # identity weight moves them by 0.1 .. 0.6
+    same = np.abs(char_poly(model, lqr_gain(model)) - char_poly(moved, lqr_gain(moved)))
+    other = np.abs(char_poly(model, lqr_gain(model.model_))
+                   - char_poly(moved, lqr_gain(moved.model_)))
+    assert same.max() < 0.02 < 0.05 < other.max()
+    # the plant alone (no C) keeps the identity default
+    np.testing.assert_allclose(lqr_gain(model.model_), lqr_gain(model.model_, Q=np.eye(n)),
+                               rtol=1e-12, atol=1e-12)

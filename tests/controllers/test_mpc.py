@@ -858,3 +858,33 @@ def test_an_actuator_range_around_the_operating_point_holds_it(seed):
     result = simulate_closed_loop(plant, mpc, start, 200)
     assert result.inputs.min() >= -1e-6 and result.inputs.max() <= 100.0 + 1e-6
     assert result.final_norm < 1e-3 * np.linalg.norm(start - op.state)
+
+
+# ---------------------------------------------------------------------- output models
+@pytest.mark.parametrize("seed", range(3))
+def test_output_models_default_to_output_weights_and_refuse_state_bounds(seed):
+    """Review finding: on an output model (whose states are canonical variates) the default
+    Q = I weighed the variates and x_min/x_max bounded them, silently; the default is now
+    output_weight(C), and state bounds are refused with the reason and the remedies."""
+    from types import SimpleNamespace
+
+    from controllers import make_controller
+    from controllers.gains import output_weight
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    A_c = rng.standard_normal((n, n)) - np.eye(n)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, 2)),
+                                         rng.uniform(0.1, 1.5, 2), 0.5)
+    model = SimpleNamespace(model_=plant, C=rng.standard_normal((1, n)))
+    mpc = DelayedMPC(model, horizon=5, u_min=-1.0, u_max=1.0)
+    np.testing.assert_allclose(mpc.Q, output_weight(model.C), rtol=1e-12)
+    assert np.allclose(make_controller("mpc", model, horizon=5).Q, output_weight(model.C))
+    with pytest.raises(ParameterError, match=r"x_min/x_max bound the states of the model, and "
+                                             r"this model \(SimpleNamespace\) is an output "
+                                             r"model: its states are canonical variates"):
+        DelayedMPC(model, horizon=5, x_max=1.0)
+    with pytest.raises(ParameterError, match="canonical variates"):
+        make_controller("mpc", model, horizon=5, x_min=-1.0, soft_state_constraints=True)
+    # the plant itself: the identity and bounds on its states, as before
+    np.testing.assert_array_equal(DelayedMPC(plant, horizon=5, x_max=5.0).Q, np.eye(n))

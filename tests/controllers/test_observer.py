@@ -369,3 +369,20 @@ def test_wrong_shapes_are_refused_where_they_enter(seed):
     with pytest.raises(DimensionError, match=rf"the controller \(Wrong\) returned a command of "
                                              rf"shape \({m + 1},\); expected \({m},\)"):
         bad(np.zeros(1))
+
+
+def test_an_identified_output_model_weighs_its_outputs_and_refuses_variate_bounds(identified):
+    from controllers import DelayedMPC, make_controller
+    from controllers.gains import output_weight
+
+    est = identified
+    Q = output_weight(est.C)
+    np.testing.assert_allclose(lqr_gain(est), lqr_gain(est, Q=Q), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(DelayedMPC(est, horizon=5).Q, Q, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_allclose(make_controller("exact", est).K,
+                                   make_controller("exact", est, Q=Q).K, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ParameterError, match="output model: its states are canonical variates"):
+        DelayedMPC(est, horizon=5, x_min=-0.3, x_max=0.3, soft_state_constraints=True)
+    DelayedMPC(est.plant(), horizon=5, x_min=-0.3, x_max=0.3, soft_state_constraints=True)
