@@ -33,8 +33,7 @@ __all__ = [
     "DiagnosticWarning",
     "RepeatedReleaseWarning",
     "UnstableLoopWarning",
-    "warn_caller",
-]
+]  # the hierarchy only; warn_caller (below) is the packages' helper to issue the warnings
 
 
 class ToolboxError(Exception):
