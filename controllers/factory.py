@@ -29,13 +29,13 @@ _OPTIONS = {"fractional": {"reference_delay", "Q", "R"}, "truncated": {"Q", "R"}
 
 
 def _default_gain(name: str, plant: Any, options: dict[str, Any],
-                  weights: dict[str, Any]) -> Any:
+                  weights: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
     """The LQR gain on the pair whose loop the controller realizes on its model.
 
     Returns the gain and the controller's options (the fractional controller's reference
-    delay is set here when the channels' delay fractions differ).  Designing on ``(A_d, B_d)``
-    there is no guarantee (the README plant with delays 2.0 and 2.9 s at T = 2 s: spectral
-    radius 1.18 on its own model).  Unstable on their own model, of 300 random plants: the
+    delay is set here when the channels' delay fractions differ).  A gain from ``(A_d, B_d)``
+    guarantees nothing for those loops (the README plant with delays 2.0 and 2.9 s at T = 2 s:
+    spectral radius 1.18 on its own model).  Unstable on their own model, of 300 random plants: the
     fractional controller with unequal fractions 5 -> 0, exact and truncated with unequal
     whole delays 23 -> 0 (median closed-loop cost ratio 1.00 where both designs are stable).
     """
@@ -91,7 +91,8 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
     -----
     UnstableLoopWarning
         A linear controller whose loop on its own model is not stable (a gain ``K`` of your
-        own, or ``"truncated"``/``"naive"`` on fractional delays): see the controllers.
+        own, or the ``"truncated"``, ``"exact"`` and ``"naive"`` baselines on fractional
+        delays): see the controllers.
 
     Examples
     --------
@@ -126,8 +127,9 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
                              f"{sorted(_OPTIONS[name]) or 'none'}")
     plant = as_plant(model)
     weights = {key: options.pop(key) for key in ("Q", "R") if key in options}
-    if K is None and "Q" not in weights and default_state_weight(model) is not None:
-        weights["Q"] = default_state_weight(model)       # an output model: weigh the outputs
+    outputs = default_state_weight(model)      # an output model's: weigh its outputs
+    if K is None and "Q" not in weights and outputs is not None:
+        weights["Q"] = outputs
     if K is None:
         K, options = _default_gain(name, plant, options, weights)
     elif weights:
