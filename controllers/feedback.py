@@ -100,7 +100,7 @@ class _LinearFeedback:
         if radius >= 1.0 - _SCHUR_MARGIN:
             warn_caller(f"{type(self).__name__}: nominal loop check failed: on its own model "
                         f"(the one it was designed on) the closed loop has spectral radius "
-                        f"{radius:.4g} >= 1, so it diverges on the plant too if the model is "
+                        f"{radius:.6g} >= 1, so it diverges on the plant too if the model is "
                         f"right; {self._unstable_remedy(plant)}", UnstableLoopWarning,
                         _PACKAGE_DIR)
 

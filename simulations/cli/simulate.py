@@ -365,7 +365,7 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
         radius = controller.nominal_spectral_radius
         if radius >= 1:
             print(f"warning: the {args.controller} controller's loop is unstable on the model "
-                  f"itself (spectral radius {radius:.4g} >= 1), so on the plant too if the "
+                  f"itself (spectral radius {radius:.6g} >= 1), so on the plant too if the "
                   f"model is right; --controller fractional (on a model with its continuous "
                   f"form) or mpc predict through the model's delays", file=sys.stderr)
         return controller
