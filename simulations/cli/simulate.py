@@ -362,8 +362,8 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
             # said below in the command's terms, not in Python's
             warnings.simplefilter("ignore", UnstableLoopWarning)
             controller = make_controller(args.controller, model, **weights)
-        radius = controller.nominal_spectral_radius
-        if radius >= 1:
+        radius = controller.nominal_spectral_radius       # None: a loop too large to check
+        if radius is not None and radius >= 1:
             print(f"warning: the {args.controller} controller's loop is unstable on the model "
                   f"itself (spectral radius {radius:.6g} >= 1), so on the plant too if the "
                   f"model is right; --controller fractional (on a model with its continuous "

@@ -533,3 +533,21 @@ def test_with_model_warns_when_the_kept_gain_fails_on_the_new_model():
     ctrl = PredictiveController(old, lqr_gain(old), prediction="exact")
     with pytest.warns(UnstableLoopWarning, match="whole delays that differ"):
         ctrl.with_model(new)
+
+
+def test_lifted_loops_beyond_the_check_size_are_not_checked():
+    """A 250-period delay with two inputs: the lifted loop has 504 states, beyond
+    NOMINAL_CHECK_SIZE; its eigenvalue call (~0.3 s) is not made at construction, the radius is
+    None, and spectral_radius() still gives it on request."""
+    from controllers.feedback import NOMINAL_CHECK_SIZE
+
+    plant = DelayedPlant.from_continuous(A_C, B_C, delay=[250 * T, 250.5 * T], dt=T)
+    assert plant.n_states + plant.n_inputs * plant.max_delay > NOMINAL_CHECK_SIZE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnstableLoopWarning)
+        naive = NaiveStateFeedback(plant, lqr_gain(plant))
+        truncated = PredictiveController(plant, lqr_gain(plant))
+    assert naive.nominal_spectral_radius is None and truncated.nominal_spectral_radius is None
+    assert spectral_radius(plant, naive) > 1          # what the check would have said
+    fractional = FractionalDelayController(plant, lqr_gain(plant))   # (n + m) states: checked
+    assert fractional.nominal_spectral_radius is not None
