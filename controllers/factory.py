@@ -35,9 +35,10 @@ def _default_gain(name: str, plant: Any, options: dict[str, Any],
     Returns the gain and the controller's options (the fractional controller's reference
     delay is set here when the channels' delay fractions differ).  A gain from ``(A_d, B_d)``
     guarantees nothing for those loops (the README plant with delays 2.0 and 2.9 s at T = 2 s:
-    spectral radius 1.18 on its own model).  Unstable on their own model, of 300 random plants: the
-    fractional controller with unequal fractions 5 -> 0, exact and truncated with unequal
-    whole delays 23 -> 0 (median closed-loop cost ratio 1.00 where both designs are stable).
+    spectral radius 1.18 on its own model).  Unstable on their own model, of 300 random plants
+    per family (``benchmarks/bench_default_gains.py``): the fractional controller with unequal
+    fractions 5 -> 0, exact and truncated with unequal whole delays 37 -> 0; median closed-loop
+    cost ratio 0.99-1.00 where both designs are stable.
     """
     if name == "fractional" and plant.has_continuous:
         reference = options.get("reference_delay")
