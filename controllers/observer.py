@@ -22,7 +22,7 @@ from scipy import linalg
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_finite_array
-from dmdidc.model import as_plant
+from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedKalmanObserver", "OutputFeedback"]
 
@@ -68,7 +68,7 @@ def _check_same_model(controller: Any, plant: Any) -> None:
     4.99, no better than no control)."""
     own = getattr(controller, "plant", None)
     name = type(controller).__name__
-    if own is None:         # a controller of one's own: the sizes it declares, if any
+    if not isinstance(own, DelayedPlant):   # a controller of one's own: its declared sizes
         sizes = (getattr(controller, "n_states", plant.n_states),
                  getattr(controller, "n_inputs", plant.n_inputs))
         if sizes != (plant.n_states, plant.n_inputs):

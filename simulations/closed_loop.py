@@ -715,9 +715,9 @@ def _check_period(plant: DelayedPlant, controller: Any) -> None:
     """Refuse a controller designed for another sampling period than the plant's: it acts once
     per plant period with a law (prediction over the delay, gain) made for its own model's
     period (a controller of T = 1 s on the README plant at T = 2 s: cost 1.75e9, silently).  A
-    controller of one's own without a ``plant`` is taken to fit the plant."""
+    controller of one's own without a ``plant`` (a DelayedPlant) is taken to fit the plant."""
     own = getattr(controller, "plant", None)
-    if own is None or np.isclose(own.dt, plant.dt, rtol=1e-9, atol=0.0):
+    if not isinstance(own, DelayedPlant) or np.isclose(own.dt, plant.dt, rtol=1e-9, atol=0.0):
         return
     raise ParameterError(f"the controller ({type(controller).__name__}) is designed on a model "
                          f"sampled at T = {own.dt:g} s and the plant is sampled at "

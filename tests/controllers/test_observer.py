@@ -323,10 +323,14 @@ def test_controller_and_observer_must_share_one_model(seed):
             pass
 
         def __call__(self, x):
-            return np.zeros(3)
+            return np.zeros(self.n_inputs)
 
     with pytest.raises(DimensionError, match=rf"has {n} states and 3 inputs"):
         OutputFeedback(Own(), observer)
+    own = Own()
+    own.n_inputs, own.plant = 2, "a name of one's own, not a DelayedPlant"
+    loop = OutputFeedback(own, observer)                 # checked by its sizes only
+    simulate_closed_loop(plant, loop, np.zeros(n), 3, measurement_matrix=C)
 
 
 @pytest.mark.parametrize("seed", range(3))
