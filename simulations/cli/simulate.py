@@ -41,9 +41,13 @@ _PROGRESS_STEPS = (500_000, 500)    # simulate: progress bar from this many step
 def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on the ``add_subparsers`` object of the root command."""
     simulate = sub.add_parser("simulate", help="closed loop of a saved model with a controller")
-    simulate.add_argument("model", help="identified model (.json or .npz from 'identify')")
+    simulate.add_argument("model", help="identified model (.json or .npz from 'identify'; an "
+                                        "output model from 'identify --outputs' is controlled "
+                                        "through a Kalman observer of its states)")
     simulate.add_argument("--plant", help="true plant to control (.json/.npz with the model's "
-                                          "T, states and inputs; default: the model itself)")
+                                          "T, states and inputs; for an output model, an output "
+                                          "model with its T, inputs and outputs; default: the "
+                                          "model itself)")
     simulate.add_argument("--controller", choices=CONTROLLER_NAMES + ("none",),
                           default="fractional",
                           help="fractional-delay predictive feedback (eqs. 9.70-9.74), "
@@ -100,6 +104,10 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from simulations.closed_loop import simulate_closed_loop
 
     _check_simulate_options(args)
+    if Path(args.model).is_file() and _is_output_model(Path(args.model)):
+        from simulations.cli.simulate_outputs import run_output_simulate
+
+        return run_output_simulate(args)
     out = output_path(args.out, folder=True)
     model = _load_plant(args.model, "model")
     if model.n_inputs == 0:        # autonomous (m = 0) model: there is nothing to act with
@@ -239,10 +247,10 @@ def _load_plant(path: str, what: str):
         raise FileNotFoundError(f"{what} file {path!r} does not exist")
     if _is_output_model(Path(path)):
         raise ParameterError(f"{what} file {path!r} is an output model ('dmdidc identify "
-                             f"--outputs', y = C x): its states are not measured, and "
-                             f"'dmdidc simulate' feeds the controller the plant's states. "
-                             f"Control from outputs in Python: OutputFeedback(controller, "
-                             f"DelayedKalmanObserver(OutputDMDidc.load(path))), see "
+                             f"--outputs', y = C x) but the model is a state model, whose "
+                             f"controller is fed the plant's states: simulate an output model "
+                             f"as the model ('dmdidc simulate OUTPUT_MODEL.json [--plant "
+                             f"OUTPUT_PLANT.json]', through a Kalman observer), see "
                              f"docs/output-identification.md")
     try:
         return DelayedPlant.load(path)
@@ -400,19 +408,22 @@ def _labels(model) -> dict[str, list[str]] | None:
 
 
 def _plot_trajectory(result, path: Path, title: str,
-                     labels: dict[str, list[str]] | None = None) -> Path:
+                     labels: dict[str, list[str]] | None = None,
+                     readout: np.ndarray | None = None) -> Path:
+    """States (or, with ``readout`` ``C``, the noise-free outputs ``C x``) over the inputs."""
     from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((7, 5))
     top, bottom = fig.subplots(2, 1, sharex=True)
     times = result.fine_times if result.fine_states is not None else result.times
     states = result.fine_states if result.fine_states is not None else result.states
-    for i, row in enumerate(states):
-        top.plot(times, row, label=labels["state_labels"][i] if labels else f"x{i + 1}")
+    shown, name = (states, "x") if readout is None else (readout @ states, "y")
+    for i, row in enumerate(shown):
+        top.plot(times, row, label=labels["state_labels"][i] if labels else f"{name}{i + 1}")
     for j, row in enumerate(result.inputs):
         bottom.step(result.times[:-1], row, where="post",
                     label=labels["input_labels"][j] if labels else f"u{j + 1}")
-    top.set_ylabel("state")
+    top.set_ylabel("state" if readout is None else "output")
     bottom.set_ylabel("input")
     bottom.set_xlabel("time [s]")
     top.set_title("open loop" if title == "none" else f"closed loop, {title} controller")

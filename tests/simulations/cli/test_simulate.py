@@ -115,10 +115,10 @@ def test_a_failure_while_writing_keeps_the_old_files(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
-@pytest.mark.parametrize("role", ["model", "--plant"])
-def test_an_output_model_is_refused_with_what_to_do_instead(tmp_path, capsys, role):
-    # 'identify --outputs' writes an OutputDMDidc file; simulate feeds states to a controller,
-    # which an output model does not have: say so, not "unknown field(s) ['C', ...]"
+def test_an_output_model_as_the_plant_of_a_state_model_is_refused(tmp_path, capsys):
+    # 'identify --outputs' writes an OutputDMDidc file; a state model's controller is fed the
+    # plant's states, which an output model does not have: say so and what works (an output
+    # model as the model: tests/simulations/cli/test_simulate_outputs.py)
     from dmdidc import OutputDMDidc, random_excitation
 
     plant = DelayedPlant.from_continuous([[-0.5, 1.0], [-1.0, -0.5]], [[0.0], [1.0]], 1.3, 0.5)
@@ -126,12 +126,12 @@ def test_an_output_model_is_refused_with_what_to_do_instead(tmp_path, capsys, ro
     Y = [[1.0, 0.0]] @ plant.simulate([0.0, 0.0], U)[:, :-1]
     output_model = OutputDMDidc(max_delay=4).fit(Y, U, dt=0.5).save(tmp_path / "out.json")
     state_model = plant.save(tmp_path / "plant.json")
-    argv = ([str(output_model)] if role == "model" else
-            [str(state_model), "--plant", str(output_model)])
+    argv = [str(state_model), "--plant", str(output_model)]
     assert main(["simulate", *argv, "--steps", "5", "--out", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
-    assert f"{role} file" in err and "output model" in err and "DelayedKalmanObserver" in err
+    assert "--plant file" in err and "output model" in err and "OUTPUT_MODEL.json" in err
     assert not (tmp_path / "s").exists()
+
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_named_model_labels_the_trajectory_and_the_summary(tmp_path, seed):

@@ -1,0 +1,87 @@
+"""``dmdidc simulate`` of an output model: the controller acts through a Kalman observer of the
+model's states, on the model itself or on the true plant of another output-model file."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import OutputDMDidc
+from simulations.cli import main
+from simulations.studies.data_kinds import random_plant
+
+
+def output_model(tmp_path, seed, *, outputs=1, name="outputs.json", noise=0.01):
+    """An output model identified from a random plant's outputs (4000 samples), and the plant
+    and its C."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng)
+    C = rng.standard_normal((outputs, plant.n_states))
+    U = rng.standard_normal((plant.n_inputs, 4000))
+    Y = C @ plant.simulate(np.zeros(plant.n_states), U)[:, :4000]
+    Y = Y + noise * Y.std(axis=1, keepdims=True) * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=4).fit(Y, U, dt=plant.dt)
+    est.save(tmp_path / name)
+    return est, tmp_path / name
+
+
+def run(tmp_path, model, *options, out="sim"):
+    code = main(["simulate", str(model), "--steps", "40", "--out", str(tmp_path / out),
+                 *options])
+    summary = None
+    if code == 0:
+        summary = json.loads((tmp_path / out / "summary.json").read_text())
+    return code, summary
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_loop_runs_the_plant_on_the_commands_it_recorded(tmp_path, seed):
+    est, path = output_model(tmp_path, seed)
+    code, summary = run(tmp_path, path)
+    assert code == 0 and summary["outputs"] == 1
+    table = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)
+    plant = est.plant()
+    n, m = plant.n_states, plant.n_inputs
+    X = np.array([table[f"x_{i + 1}"] for i in range(n)])
+    U = np.array([table[f"u_{j + 1}"][:-1] for j in range(m)])
+    # the plant's own response to the recorded commands (from the recorded start)
+    np.testing.assert_allclose(X, plant.simulate(X[:, 0], U), rtol=1e-8,
+                               atol=1e-10 * np.abs(X).max())
+    np.testing.assert_allclose(table["y_1"], (est.C @ X)[0], rtol=1e-8, atol=1e-12)
+    assert table["y_1"][0] == pytest.approx(1.0)          # the default start: outputs 1
+    assert summary["final_output_norm"] == pytest.approx(abs(table["y_1"][-1]), abs=1e-15)
+    # the loop is stable on the model (no UnstableLoopWarning's note in the summary)
+    assert summary.get("model_spectral_radius", 0.0) < 1.0
+
+
+def test_mpc_keeps_its_input_bounds_on_another_output_model_as_the_plant(tmp_path):
+    est, path = output_model(tmp_path, 1)
+    _, truth = output_model(tmp_path, 1, name="truth.json", noise=0.0)
+    code, summary = run(tmp_path, path, "--plant", str(truth), "--controller", "mpc",
+                        "--u-max", "0.2", "--measurement-noise", "0.01")
+    assert code == 0 and summary["plant"] == str(truth)
+    table = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)
+    inputs = np.array([table[f"u_{j + 1}"][:-1] for j in range(est.plant().n_inputs)])
+    assert np.abs(inputs).max() <= 0.2 + 1e-6
+
+
+def test_refusals_name_the_option(tmp_path, capsys):
+    _, path = output_model(tmp_path, 2)
+    _, two = output_model(tmp_path, 2, outputs=2, name="two.json")
+    assert run(tmp_path, path, "--q", "1,2")[0] == 2
+    assert "one per output" in capsys.readouterr().err
+    assert run(tmp_path, path, "--plant", str(two))[0] == 2
+    assert "outputs" in capsys.readouterr().err
+    from dmdidc import DelayedPlant
+
+    state = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 0.5).save(tmp_path / "s.json")
+    assert run(tmp_path, path, "--plant", str(state))[0] == 2
+    assert "not an output model" in capsys.readouterr().err
+    assert run(tmp_path, state, "--plant", str(path))[0] == 2
+    assert "is an output model" in capsys.readouterr().err
+    assert not (tmp_path / "sim").exists()
