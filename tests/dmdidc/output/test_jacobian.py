@@ -206,6 +206,21 @@ def test_modal_responses_equal_the_fft_convolution(seed, n, ny, m):
     assert np.abs(modal - fft_way).max() <= 1e-10 * np.abs(fft_way).max()
 
 
+
+@pytest.mark.parametrize("pole", [0.6 + 0.3j, 0.999 * np.exp(0.01j), -0.5 + 0.8j])
+def test_a_complex_pole_filtered_in_real_arithmetic_equals_the_complex_recursion(pole):
+    """The second-order real recursion of a complex pole and its conjugate gives the complex
+    first-order recursion's real and imaginary parts (a slow, nearly real pole included)."""
+    from scipy import signal
+
+    from dmdidc.output.jacobian import _pair_filtered
+    x = np.random.default_rng(5).standard_normal((3, 4000))
+    complex_way = signal.lfilter([0.0, 1.0], [1.0, -pole], x, axis=1)
+    real, imag = _pair_filtered(pole, x)
+    scale = np.abs(complex_way).max()
+    assert np.abs(real - complex_way.real).max() <= 1e-11 * scale
+    assert np.abs(imag - complex_way.imag).max() <= 1e-11 * scale
+
 def test_jacobian_of_a_nearly_defective_plant_uses_the_convolution_and_is_exact():
     """Eigenvectors too ill-conditioned for the modal form (a near Jordan block): the
     sensitivities take the FFT convolution, and the Jacobian still equals central
