@@ -213,10 +213,10 @@ def test_a_complex_pole_filtered_in_real_arithmetic_equals_the_complex_recursion
     first-order recursion's real and imaginary parts (a slow, nearly real pole included)."""
     from scipy import signal
 
-    from dmdidc.output.blocks import filtered_by_pair
+    from dmdidc.output.jacobian import _pair_filtered
     x = np.random.default_rng(5).standard_normal((3, 4000))
     complex_way = signal.lfilter([0.0, 1.0], [1.0, -pole], x, axis=1)
-    real, imag = filtered_by_pair(pole, x)
+    real, imag = _pair_filtered(pole, x)
     scale = np.abs(complex_way).max()
     assert np.abs(real - complex_way.real).max() <= 1e-11 * scale
     assert np.abs(imag - complex_way.imag).max() <= 1e-11 * scale
