@@ -1002,8 +1002,10 @@ class OutputDMDidc:
         self.initial_states_ = refined.initial_states
         # standard errors of the real and imaginary parts, (n, 2)
         self.eigenvalues_, self._eigenvalue_axes_se = eigenvalue_parts(refined)
-        self._pairs = coalescing_pairs(refined.A_c, refined.covariance[
-            refined.layout["A_c"], refined.layout["A_c"]])
+        # the pairs near coalescence only widen eigenvalue_ci's boxes: found when asked
+        self._pairs = None
+        self._pair_source = (refined.A_c, refined.covariance[refined.layout["A_c"],
+                                                             refined.layout["A_c"]])
         self.eigenvalue_se_ = np.hypot(*self._eigenvalue_axes_se.T)
         delays = refined.layout["delays"]
         self.delay_se_ = _delay_se(np.sqrt(np.clip(np.diag(refined.covariance)[delays], 0.0,
@@ -1128,7 +1130,7 @@ class OutputDMDidc:
         level = float(level)
         if not 0.0 < level < 1.0:
             raise ParameterError(f"level={level!r}; accepted: (0, 1)")
-        z = stats.norm.isf((1.0 - level) / 2.0)
+        z = -special.ndtri((1.0 - level) / 2.0)        # stats.norm.isf without its checks
         low, high = joined_delays(self.delay - z * self.delay_se_,
                                   self.delay + z * self.delay_se_,
                                   getattr(self, "_profiles", ()), level)
@@ -1162,6 +1164,20 @@ class OutputDMDidc:
                                  getattr(self, "_profiles", ()), level, z)
         low, high = pair_boxes(low, high, getattr(self, "_pairs", ()), level)
         return np.stack([low, high], axis=1)
+
+    @property
+    def _pairs(self) -> tuple[PairCoefficients, ...]:
+        """The eigenvalue pairs near coalescence (:func:`~dmdidc.output.pairs.
+        coalescing_pairs`), found at the first use by :meth:`eigenvalue_ci` or :meth:`save`
+        (a fit does not need them); read back by :meth:`load`."""
+        found = self.__dict__.get("_found_pairs")
+        if found is None and self.__dict__.get("_pair_source") is not None:
+            found = self._found_pairs = coalescing_pairs(*self._pair_source)
+        return () if found is None else found
+
+    @_pairs.setter
+    def _pairs(self, pairs: tuple[PairCoefficients, ...] | None) -> None:
+        self._found_pairs = pairs
 
     def _axes_se(self) -> np.ndarray:
         """Standard errors (n, 2) of the eigenvalues' real and imaginary parts (both
