@@ -197,7 +197,15 @@ def profiles(experiments: list, refined: Refined, dt: float, R: int, *, feedthro
     ``(0, R dt)``, or its fits failed)."""
     at = refined.layout["delays"].start
     sigma2 = refined.rss / refined.dof
-    chosen = eigenvalue_parts(refined)[0]
+    cache: list[np.ndarray] = []
+
+    def chosen() -> np.ndarray:
+        # the chosen fit's eigenvalues, which the profiles' boxes are matched to: only when a
+        # channel is profiled (most fits have none; _finish decomposes A_c for itself)
+        if not cache:
+            cache.append(eigenvalue_parts(refined)[0])
+        return cache[0]
+
     options = {"feedthrough": feedthrough, "offset": offset}
     found: list[DelayProfile | None] = []
     for i, delay in enumerate(refined.delays):
@@ -205,19 +213,19 @@ def profiles(experiments: list, refined: Refined, dt: float, R: int, *, feedthro
         period = round(delay / dt) * dt
         side = 1.0 if delay < period else -1.0        # the other side of the period
         if se > dt and R > 0 and sigma2 > 0:
-            found.append(_wide(experiments, refined, i, dt, R, sigma2, chosen, **options))
+            found.append(_wide(experiments, refined, i, dt, R, sigma2, chosen(), **options))
             continue
         if not (0 < period < R * dt and abs(delay - period) <= REACH * se) or sigma2 <= 0:
             found.append(None)
             continue
-        points = [(float(delay), 0.0, se, _boxes(refined, chosen))]
+        points = [(float(delay), 0.0, se, _boxes(refined, chosen()))]
         delays = refined.delays.copy()
         delays[i] = period + side * _ACROSS * dt
         other = restart(experiments, refined, delays, dt, R, **options)
         if other is not None and side * (other.delays[i] - period) >= 0:
             points.append((float(other.delays[i]), (other.rss - refined.rss) / sigma2,
                            float(np.sqrt(max(other.covariance[at + i, at + i], 0.0))),
-                           _boxes(other, chosen)))
+                           _boxes(other, chosen())))
         else:
             # It came back: the other side's best is at the period itself, a corner.  Both the
             # one-sided curvature there (the chosen fit evaluated just across, no step) and
@@ -228,8 +236,8 @@ def profiles(experiments: list, refined: Refined, dt: float, R: int, *, feedthro
             if corner is not None:
                 points.append((float(corner.delays[i]), (corner.rss - refined.rss) / sigma2,
                                float(np.sqrt(max(corner.covariance[at + i, at + i], 0.0))),
-                               _boxes(corner, chosen)))
-            points += _walk(experiments, refined, i, period, se, dt, R, sigma2, chosen,
+                               _boxes(corner, chosen())))
+            points += _walk(experiments, refined, i, period, se, dt, R, sigma2, chosen(),
                             **options)
         points.sort(key=lambda p: p[0])
         found.append(DelayProfile(*(tuple(p[k] for p in points) for k in range(4))))
