@@ -18,7 +18,7 @@ about 5 ms, as much as a sixth of its fit).
 The paired section compares ours with each peer on the same data, seed by seed: the medians, the
 share of seeds where ours has the smaller error (win rate), the two-sided sign-test p-value and
 the Wilcoxon signed-rank p-value of log(ours / peer).  ``--snr`` and ``--samples`` take several
-values (each pair is one condition).  nfoursid is slow (0.8 s per fit at K = 4000, 3-5x ours):
+values (each pair is one condition).  nfoursid is slow (0.6 s per fit at K = 4000, 8.5x ours):
 ``--nfoursid-seeds`` fits it on the first seeds only; its memory grows with K (one fit exhausted
 23 GB at K = 4e4: ``--skip nfoursid`` there).  ``--plant SEED`` refits one plant on fresh draws
 of inputs, initial state and noise: does a seed's loss belong to the plant or to the draw?
