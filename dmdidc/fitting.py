@@ -188,8 +188,10 @@ def _joined(head: SufficientStatistics, inputs: SufficientStatistics, trajectori
                                max_trajectory_samples=max(lengths))
 
 
-#: Samples per block of the simulated states' products in :func:`_simulated_statistics`.
-_CROSS_BLOCK = 4096
+#: Samples per block of the simulated states' products in :func:`_simulated_statistics`:
+#: their ``n x n`` products with the states are thin matrix products, which OpenBLAS runs
+#: at half speed over 4096 samples (n = 20, K = 2e5: 18 against 10-11 ms for 256-2048).
+_CROSS_BLOCK = 1024
 
 
 def _state_moments(signals: list, R: int) -> tuple[np.ndarray, np.ndarray, int]:
