@@ -164,18 +164,11 @@ def _simulated_recursion(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarra
         states, moments = delayed_response(M, B_blocks, drive, leading=n, input_moments=first)
         return states, M, moments
     # xi = rest + the deviations' response; the products with the drive's mean need the sums
-    # of the deviations' states: of the returned ones, or (a reflected model's hidden
-    # imaginary part) from a constant channel that drives nothing
-    if M.shape[0] == n:
-        states, (products, at_first, last) = delayed_response(M, B_blocks, deviations,
-                                                              input_moments=first)
-        sums = states[:, first:].sum(axis=1)
-    else:
-        with_one = np.concatenate([deviations, np.ones((1, drive.shape[1]))])
-        blocks = np.concatenate([B_blocks, np.zeros(B_blocks.shape[:2] + (1,))], axis=2)
-        states, (products, at_first, last) = delayed_response(M, blocks, with_one, leading=n,
-                                                              input_moments=first)
-        products, sums = products[:, :m], products[:, m]
+    # of the deviations' states (a reflected model's hidden imaginary part included), summed
+    # with the products
+    states, (products, at_first, last) = delayed_response(M, B_blocks, deviations, leading=n,
+                                                          input_moments=first, state_sums=True)
+    products, sums = products[:, :m], products[:, m]
     products = (products + np.outer(sums, drive.mean(axis=1))
                 + np.outer(rest, drive[:, first:].sum(axis=1)))
     states += rest[:n, None]              # our own array: no second (n, K) copy

@@ -409,6 +409,12 @@ def test_delayed_response_input_moments_equal_the_direct_sums():
                                    atol=1e-13 * scale)
         np.testing.assert_allclose(start, full[:, first], rtol=0, atol=1e-13 * scale)
         np.testing.assert_allclose(last, full[:, -1], rtol=0, atol=1e-13 * scale)
+        # the states' sums as one more column (a constant channel that drives nothing)
+        _, (with_sums, _, _) = delayed_response(A, B_blocks, U, leading=2, input_moments=first,
+                                                state_sums=True)
+        np.testing.assert_allclose(with_sums[:, :m], D0, rtol=0, atol=1e-13 * scale)
+        np.testing.assert_allclose(with_sums[:, m], full[:, first:].sum(axis=1), rtol=0,
+                                   atol=1e-13 * np.abs(full).max() * K)
 
 
 def test_state_directions_refuse_only_instruments_that_the_solver_refuses():
