@@ -325,7 +325,9 @@ def offset_decision(stats: SufficientStatistics, R: int, estimator: str, *, leve
     if stats.n_samples <= stats.n_regressors + 1:
         return None
     try:
-        centred = _solve(stats, R, estimator, True, svd_rank=svd_rank, rank_rtol=rank_rtol)
+        # the test reads coefficients and covariances only: no instrument strength
+        centred = _solve(stats, R, estimator, True, svd_rank=svd_rank, rank_rtol=rank_rtol,
+                         strength=False)
     except InsufficientExcitationError:
         return None
     return offset_test(centred, stats, level=level)
@@ -983,7 +985,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                      "explains (two-stage)")
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
     try:
-        solution = _solve(first, R, "iv", centred, **options)
+        # refinements read only the first stage's model: no instrument strength
+        solution = _solve(first, R, "iv", centred, strength=REFINEMENTS == 0, **options)
     except InsufficientExcitationError:       # weak fixed instruments: start from LS
         solution = _solve(first, R, "ls", centred, **options)
     # open loop: the simulated states beside the inputs (which instrument themselves); closed
