@@ -522,14 +522,22 @@ def _stacked_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int], h
         while last < lags and rows + direct[last].size <= _LAGGED_ROWS:
             rows += direct[last].size
             last += 1
-        stacked = np.zeros((rows, N))
+        stacked = np.empty((rows, N))
         at = 0
         for tau in range(first, last + 1):
-            cols = direct[tau - 1]
+            # the head rows and the last lags: two runs of rows, copied from slices (indexing
+            # with the column list copied every piece twice: 7.3 against 5.0 ms, 104 rows of
+            # 2e4 samples, 2 lags)
+            runs = [(0, min(head, q)), (max(q - width * tau, head), q)]
             for s, length in zip(starts, lengths, strict=True):
+                stacked[at:at + direct[tau - 1].size, s:s + min(tau, length)] = 0.0
                 if length > tau:
-                    stacked[at:at + cols.size, s + tau:s + length] = Z[cols, s:s + length - tau]
-            at += cols.size
+                    row = at
+                    for low, high in runs:
+                        stacked[row:row + high - low, s + tau:s + length] = \
+                            Z[low:high, s:s + length - tau]
+                        row += high - low
+            at += direct[tau - 1].size
         products = Z @ stacked.T
         at = 0
         for tau in range(first, last + 1):
