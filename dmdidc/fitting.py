@@ -35,10 +35,10 @@ from dmdidc.regression.instrumental import (
     _INSTRUMENT_RTOL,
     WEAK_INSTRUMENTS_F,
     TrimmedMoments,
+    _laid_out_covariance,
     entry_error_spread,
     first_stage_f,
     hausman_variance,
-    long_run_covariance,
     refined_affine_solution,
 )
 from dmdidc.regression.refined import (
@@ -1023,8 +1023,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         # open loop, z_k = [x^_k; u_k .. u_k-R] shares the lagged inputs with phi_k; closed
         # loop, z_k is lags 0 .. R of one signal; the moment checks' instrument moments (the
         # same pieces less MOMENT_LAGS samples at either end) from the same products
-        covariance, check_moments = long_run_covariance(
-            solution.coefficients, _regression_vectors(pieces, piece_signals, R, kind),
+        covariance, check_moments = _laid_out_covariance(
+            solution.coefficients, *_regression_arrays(pieces, piece_signals, R, kind),
             centred=centred, common=m * (R + 1) if kind == "simulated" else 0,
             lagged=(n, m) if kind == "simulated" else (0, signals[0].shape[0]),
             trim=MOMENT_LAGS)
@@ -1073,6 +1073,33 @@ def _regression_vectors(trajectories, signals, R: int, kind: str):
         # simulated, z_k ends with the lagged inputs: copied from there, not built again
         lagged = Z[E.shape[0]:] if kind == "simulated" else lagged_inputs(U, R)
         yield np.concatenate([X[:, R:K], lagged]), X[:, R + 1:], Z
+
+
+def _regression_arrays(trajectories, signals, R: int, kind: str
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+    """:func:`_regression_vectors` of all trajectories side by side, written in place (no
+    block copied, then copied again into one array): ``(head, Y, Z, lengths)``, ``head`` the
+    regressors that are not rows of ``Z`` too (``"simulated"``: the states, whose lagged
+    inputs end ``Z``; ``"exogenous"``: every regressor)."""
+    kept = [(X, U, E) for (X, U), E in zip(trajectories, signals, strict=True)
+            if U.shape[1] > R]
+    lengths = [U.shape[1] - R for _, U, _ in kept]
+    (X, U), E = trajectories[0], signals[0]
+    n, lagged = X.shape[0], U.shape[0] * (R + 1)
+    simulated = kind == "simulated"
+    head = np.empty((n if simulated else n + lagged, sum(lengths)))
+    Y = np.empty((n, head.shape[1]))
+    Z = np.empty((E.shape[0] + lagged if simulated else E.shape[0] * (R + 1), head.shape[1]))
+    a = 0
+    for (X, U, E), length in zip(kept, lengths, strict=True):
+        b = a + length
+        instrument_rows(kind, U, E, R, out=Z[:, a:b])
+        head[:n, a:b] = X[:, R:U.shape[1]]
+        if not simulated:
+            lagged_inputs(U, R, out=head[n:, a:b])
+        Y[:, a:b] = X[:, R + 1:]
+        a = b
+    return head, Y, Z, lengths
 
 
 def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:

@@ -747,6 +747,31 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
     # the regressors not among Z's rows: the others' moments are read from Z Z^T
     head = np.concatenate([b[0][:b[0].shape[0] - common] for b in blocks], axis=1)
     Z = np.concatenate([b[2] for b in blocks], axis=1)
+    Y = np.concatenate([b[1] for b in blocks], axis=1)
+    return _laid_out_covariance(coefficients, head, Y, Z, [b[0].shape[1] for b in blocks],
+                               centred=centred, lags=lags, common=common, lagged=lagged,
+                               trim=trim)
+
+
+def _laid_out_covariance(coefficients: np.ndarray, head: np.ndarray, Y: np.ndarray,
+                        Z: np.ndarray, lengths: list[int], *, centred: bool = False,
+                        lags: int | None = None, common: int = 0,
+                        lagged: tuple[int, int] | None = None, trim: int | None = None):
+    """:func:`long_run_covariance` of the trajectories laid side by side: ``head`` (the
+    regressors that are not the last ``common`` rows of ``Z``), ``Y`` and ``Z`` with
+    ``lengths[i]`` samples of trajectory ``i`` each, our own arrays (``head`` and ``Z`` are
+    centred in place when ``centred``): built in place by the caller, the samples are never
+    copied into blocks and then again into one array."""
+    n, p = coefficients.shape
+    if common:
+        E = Y - coefficients[:, :p - common] @ head
+        E -= coefficients[:, p - common:] @ Z[Z.shape[0] - common:]
+    else:
+        E = Y - coefficients @ head
+    residuals = np.split(E, np.cumsum(lengths)[:-1], axis=1)          # views of E
+    if centred:
+        for e in residuals:
+            e -= e.mean(axis=1, keepdims=True)
     means = head_means = None
     if centred:                                   # both our own copies: in place
         head_means = head.mean(axis=1)
@@ -754,25 +779,18 @@ def long_run_covariance(coefficients: np.ndarray, blocks, *, centred: bool = Fal
         means = Z.mean(axis=1)
         Z -= means[:, None]
     S_zz, S_zphi = instrument_moments(Z, head, common)
-    lengths = [b[0].shape[1] for b in blocks]
     trimmed = None if trim is None else _trimmed(Z, head, lengths, trim, S_zz,
                                                  S_zphi[:, :head.shape[0]], means, head_means)
     G = projected_instruments(S_zz, S_zphi)
     N = head.shape[1]
-    n, p = coefficients.shape
-    residuals = []
-    for Phi_i, Y_i, _ in blocks:
-        E = Y_i - coefficients @ Phi_i
-        residuals.append(E - E.mean(axis=1, keepdims=True) if centred else E)
     L = hac_lags(residuals) if lags is None else lags
     # the residuals' autocovariances per residual degree of freedom, as the white formula's
     # Sigma = E E^T / (N - rank - intercepts): dividing by N left the long-run covariance
     # p / N short of it (3.4 % of the variance at K = 390, p = 13; 0.04 % at K = 30000)
-    dof = max(N - p - (len(blocks) if centred else 0), 1)
+    dof = max(N - p - (len(lengths) if centred else 0), 1)
     # H(tau) = G^T S_zz(tau) G and gamma_e(tau): the instruments' and the residuals' lagged
     # products within each trajectory, never the (p, N) h_k
     S_lagged = lagged_moments(Z, lengths, L, S_zz, means, lagged)
-    E = np.concatenate(residuals, axis=1) if residuals else np.zeros((n, 0))
     E_0 = E @ E.T
     E_lagged = lagged_moments(E, lengths, L, E_0)
     left, right = [], []

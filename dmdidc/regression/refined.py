@@ -206,7 +206,8 @@ def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],
 
 
 def instrument_rows(kind: str, U: np.ndarray, E: np.ndarray, max_delay: int,
-                    start: int | None = None, stop: int | None = None) -> np.ndarray:
+                    start: int | None = None, stop: int | None = None,
+                    out: np.ndarray | None = None) -> np.ndarray:
     """The instruments ``z_k`` of one trajectory as columns, ``k = start .. stop - 1``.
 
     Parameters
@@ -221,6 +222,8 @@ def instrument_rows(kind: str, U: np.ndarray, E: np.ndarray, max_delay: int,
     max_delay : int
     start, stop : int, optional
         Default ``R`` and ``K``.
+    out : ndarray, optional
+        Written in place (e.g. columns of the instruments of many trajectories).
 
     Returns
     -------
@@ -230,8 +233,12 @@ def instrument_rows(kind: str, U: np.ndarray, E: np.ndarray, max_delay: int,
     start = R if start is None else start
     stop = K if stop is None else stop
     if kind == "simulated":
-        return np.concatenate([E[:, start:stop], lagged_inputs(U[:, start - R:stop], R)])
-    return lagged_inputs(E[:, start - R:stop], R)
+        if out is None:
+            return np.concatenate([E[:, start:stop], lagged_inputs(U[:, start - R:stop], R)])
+        out[:E.shape[0]] = E[:, start:stop]
+        lagged_inputs(U[:, start - R:stop], R, out=out[E.shape[0]:])
+        return out
+    return lagged_inputs(E[:, start - R:stop], R, out=out)
 
 
 def model_instruments(A_d: np.ndarray, B_blocks: np.ndarray,

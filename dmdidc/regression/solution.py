@@ -180,7 +180,7 @@ class RegressionSolution:
         return self.factored_covariance().columns(columns)
 
 
-def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
+def lagged_inputs(U: np.ndarray, max_delay: int, out: np.ndarray | None = None) -> np.ndarray:
     """Stack ``[u_k; u_{k-1}; ...; u_{k-R}]`` for ``k = R .. K-1``.
 
     Parameters
@@ -188,13 +188,19 @@ def lagged_inputs(U: np.ndarray, max_delay: int) -> np.ndarray:
     U : ndarray, shape (m, K)
     max_delay : int
         ``R``.
+    out : ndarray, shape (m (R + 1), K - R), optional
+        Written in place (e.g. rows of a larger array: no intermediate copy).
 
     Returns
     -------
     ndarray, shape (m (R + 1), K - R)
     """
     m, K = U.shape
-    return np.concatenate([U[:, max_delay - j:K - j] for j in range(max_delay + 1)], axis=0)
+    if out is None:
+        return np.concatenate([U[:, max_delay - j:K - j] for j in range(max_delay + 1)], axis=0)
+    for j in range(max_delay + 1):
+        out[j * m:(j + 1) * m] = U[:, max_delay - j:K - j]
+    return out
 
 
 def regression_blocks(trajectories: list[tuple[np.ndarray, np.ndarray]], max_delay: int,
