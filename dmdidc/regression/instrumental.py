@@ -489,9 +489,9 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
             _direct_lags(Z, starts, lengths, out)
         return out
     if width and lags > _TRANSFORM_STRUCTURED_LAGS and _affordable(lags, q, head + width):
-        _transformed_structured(Z, starts, lengths, head, width, means, out)
-    else:
-        _stacked_structured(Z, starts, lengths, head, width, out)
+        _transformed_structured(Z, starts, lengths, head, width, means, gram, out)
+        return out
+    _stacked_structured(Z, starts, lengths, head, width, out)
     totals = Z.sum(axis=1) if means is not None else None        # the same for every lag
     for tau in range(1, lags + 1):
         shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
@@ -549,51 +549,73 @@ def _stacked_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int], h
 
 def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int],
                             head: int, width: int, means: np.ndarray | None,
-                            out: np.ndarray) -> None:
-    """:func:`_stacked_structured` for many lags: the columns of the ``head`` rows and of the
-    oldest lag ``J - 1`` of ``v`` by blocked transforms (``head + width`` columns for every
-    lag at once), the other new columns down the anti-diagonals of the lag structure.
+                            gram: np.ndarray, out: np.ndarray) -> None:
+    """Every ``S(tau)`` of :func:`lagged_moments`'s lagged layout for many lags: only the
+    ``head + width`` rows of the head and of lag 0 of ``v`` against the ``head + width``
+    columns of the head and of the oldest lag ``J - 1`` by blocked transforms, the rest
+    along the lag structure of the columns and of the rows.
 
-    Column ``(j, c)`` of ``S(tau)`` sums ``z_k v_{k-tau-j}`` over ``k >= s + tau`` of each
-    piece (start ``s``), column ``(j + 1, c)`` of ``S(tau - 1)`` the same products from
-    ``k = s + tau - 1`` on: they differ by that one sample's product, ``z_{s+tau-1}`` times
-    ``v_{s-1-j}``, which is row ``(j + 1, c)`` of ``z_s``.  Centred rows (``means``) differ
-    from lag to lag by a constant: the two columns then also differ by the difference of the
-    means times the sum of ``z_k`` over ``k >= s + tau``."""
+    Columns: column ``(j, c)`` of ``S(tau)`` sums ``z_k v_{k-tau-j}`` over ``k >= s + tau``
+    of each piece (start ``s``), column ``(j + 1, c)`` of ``S(tau - 1)`` the same products
+    from ``k = s + tau - 1`` on: they differ by that one sample's product, ``z_{s+tau-1}``
+    times ``v_{s-1-j}``, which is row ``(j + 1, c)`` of ``z_s``; the lags still in ``z_k``
+    (``j + tau < J``) are columns of ``gram`` less the first ``tau`` samples of each piece.
+    Rows: row ``(j, c)`` of ``z_k`` is row ``(j - 1, c)`` of ``z_{k-1}``, so row ``(j, c)``
+    of ``S(tau)`` is row ``(j - 1, c)`` of ``S(tau - 1)`` (``gram`` for ``tau = 1``) less
+    each piece's last term, ``z_{e-1}`` times ``z_{e-tau}`` (end ``e``).  Centred rows
+    (``means``) differ from lag to lag by a constant: the shifted sums then also gain the
+    difference of the means times the sum of the other factor over the samples concerned.
+    (The transforms of all rows against those columns cost 4x more: 104 rows, head 20,
+    width 4, 100 lags.)"""
     q, lags = Z.shape[0], out.shape[0]
     J = (q - head) // width
     kept = [(s, n) for s, n in zip(starts, lengths, strict=True) if n > 0]
     if not kept:
         out[...] = 0.0
         return
+    lead = head + width                                  # rows transformed: head, lag 0
     columns = np.r_[0:head, q - width:q]
     layout = PieceLayout(np.array([n for _, n in kept]), gap=lags)
     laid = layout.place([Z[:, s:s + n] for s, n in kept])
-    found = np.moveaxis(lag_products(laid, laid[columns], 1, lags), -1, 0)
-    out[:, :, columns] = found
-    if J < 2:
-        return
-    # per piece, z_{s+tau-1} (zero beyond its end) for tau = 1 .. lags, and the lagged rows of
-    # its first sample z_s
-    edges = layout.window(laid, 0, lags)                         # (q, pieces, lags)
-    firsts = Z[head:, [s for s, _ in kept]]                     # (J width, pieces)
-    products = edges.transpose(2, 0, 1) @ firsts.T                # (lags, q, J width)
+    found = np.moveaxis(lag_products(laid[:lead], laid[columns], 1, lags), -1, 0)
+    # per piece, its first samples z_{s+i} and last z_{e-lags+i}, i < lags (zero outside it)
+    firsts = layout.window(laid, 0, lags)                               # (q, pieces, lags)
+    lasts = layout.window(laid, -lags, lags, from_end=True)             # (q, pieces, lags)
+    # the column recursion's terms z_{s+tau-1} v_{s-1-j} (rows of z_s), lead rows only
+    products = firsts[:lead].transpose(2, 0, 1) @ Z[head:, [s for s, _ in kept]].T
+    heads = np.cumsum(firsts.sum(axis=1), axis=1)        # (q, lags): sums over k < s + tau
     if means is not None:
-        # sum_{k >= s + tau} z_k over the pieces: the totals less the first tau samples
-        heads = np.cumsum(edges.sum(axis=1), axis=1)               # (q, lags): k < s + tau
-        tails = Z.sum(axis=1)[:, None] - heads
+        totals = Z.sum(axis=1)
         steps = means[head + width:] - means[head:q - width]        # mean(j + 1) - mean(j)
-    for tau in range(2, lags + 1):
-        low = max(0, J - tau)                 # lags low .. J - 2 follow from lag tau - 1
-        if low > J - 2:
-            continue
-        target = slice(head + low * width, head + (J - 1) * width)
-        source = slice(head + (low + 1) * width, head + J * width)
-        out[tau - 1][:, target] = (out[tau - 2][:, source]
-                                   - products[tau - 1][:, (low + 1) * width:])
+        # per column, its sum over k <= e - 1 - tau of each piece (the last tau left out)
+        ends = totals[:, None] - np.cumsum(lasts.sum(axis=1)[:, ::-1], axis=1)
+    for tau in range(1, lags + 1):
+        S, previous = out[tau - 1], gram if tau == 1 else out[tau - 2]
+        S[:lead, columns] = found[tau - 1]
+        # lead rows, lags still in z_k: gram less the first tau samples of each piece
+        shifted = np.arange(head, max(q - width * tau, head))
+        if shifted.size:
+            source = shifted + width * tau
+            edge = firsts[:, :, :tau].reshape(q, -1)
+            S[:lead, shifted] = gram[:lead, source] - edge[:lead] @ edge[source].T
+            if means is not None:
+                S[:lead, shifted] += np.outer(totals[:lead] - heads[:lead, tau - 1],
+                                              means[source] - means[shifted])
+        # lead rows, lags low .. J - 2 beyond z_k: down the anti-diagonals from lag tau - 1
+        low = max(0, J - tau)
+        if tau > 1 and low <= J - 2:
+            target = slice(head + low * width, head + (J - 1) * width)
+            S[:lead, target] = (previous[:lead, head + (low + 1) * width:head + J * width]
+                                - products[tau - 1][:, (low + 1) * width:])
+            if means is not None:
+                S[:lead, target] += np.outer(totals[:lead] - heads[:lead, tau - 1],
+                                             steps[low * width:(J - 1) * width])
+        # rows of lags 1 .. J - 1: row (j - 1, c) of the lag before, less the pieces' last
+        # terms z_{e-1} z_{e-tau}^T
+        S[lead:] = (previous[head:q - width]
+                    - lasts[head:q - width, :, -1] @ lasts[:, :, lags - tau].T)
         if means is not None:
-            out[tau - 1][:, target] += np.outer(tails[:, tau - 1],
-                                                steps[low * width:(J - 1) * width])
+            S[lead:] -= np.outer(steps, ends[:, tau - 1])
 
 
 #: :func:`lagged_moments` without lag structure by blocked transforms beyond this many lags
@@ -604,12 +626,14 @@ def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int
 _TRANSFORM_LAGS = 8
 _TRANSFORM_ROWS = 60
 #: With lag structure, the new columns of lag ``tau`` (the head and ``tau`` lags of ``v``)
-#: by a stacked product cost ``q (head + width tau) N`` per lag, by transforms and the
-#: anti-diagonal recursion about ``8 q (head + width) N`` for all: transforms beyond this many
-#: lags.  Measured (10 pieces of 1980 samples; 5 of 300 alike): 104 rows (head 20, width 4)
-#: 6 lags 24 against 27 ms, 20 lags 157 against 33, 100 lags 1172 against 60; 54 rows (head 0,
-#: width 6) and 13 rows (head 3, width 2) even at 6 lags.
-_TRANSFORM_STRUCTURED_LAGS = 6
+#: by a stacked product cost ``q (head + width tau) N`` per lag, by transforms of the
+#: ``head + width`` leading rows and the recursions along the lags of the rows and columns
+#: about ``8 (head + width)^2 N`` for all plus ``q^2`` per lag: transforms beyond this many
+#: lags.  Measured (10 pieces of 1980 samples, 2026-11-27): 104 rows (head 20, width 4) 3
+#: lags 10.9 against 10.2 ms, 4 lags 14.5 against 10.4, 8 lags 39 against 11; 54 rows (head
+#: 0, width 6) 4 lags 4.7 against 2.5; 13 rows (head 3, width 2) 4 lags 1.25 against 1.32,
+#: 6 lags 2.5 against 1.5.
+_TRANSFORM_STRUCTURED_LAGS = 3
 #: Bytes of the transforms' per-frequency sums (complex, ``rows x columns`` at each of about
 #: ``4 lags`` frequencies) above which the products stay in the time domain: a few hundred
 #: rows at 100 lags would otherwise hold gigabytes.

@@ -197,13 +197,18 @@ def _instrument_blocks(rng, layout: str, lengths, n=3, m=2, R=4, offset=0.0):
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("lengths", [(120, 3, 57, 1), (2, 1, 90, 5)])
+@pytest.mark.parametrize("lags", [3, 7])
 def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout, centred, seed,
-                                                                         lengths):
+                                                                         lengths, lags):
     # Lags up to past the instruments' own lag window (R = 4) and pieces shorter than the lag
     # (also first, so products across piece starts reach back over several pieces):
     # the shifted columns of the lag-0 gram (less each piece's first samples, plus the constant
-    # that centring leaves between two lags of one signal) are the direct products.
+    # that centring leaves between two lags of one signal) are the direct products; 3 lags
+    # by the stacked product, 7 by the transforms and the recursions along the lags.
+    from dmdidc.regression import instrumental
     from dmdidc.regression.instrumental import lagged_moments
+
+    assert (lags > instrumental._TRANSFORM_STRUCTURED_LAGS) == (lags == 7)
 
     rng = np.random.default_rng(seed)
     _, blocks, structure = _instrument_blocks(rng, layout, lengths, offset=0.7)
@@ -213,9 +218,9 @@ def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout,
         Z = Z - means[:, None]
     lengths = [b[2].shape[1] for b in blocks]
     pieces = np.split(Z, np.cumsum(lengths)[:-1], axis=1)
-    fast = lagged_moments(Z, lengths, 7, Z @ Z.T, means, structure["lagged"])
-    plain = lagged_moments(Z, lengths, 7, Z @ Z.T)
-    for tau in range(1, 8):
+    fast = lagged_moments(Z, lengths, lags, Z @ Z.T, means, structure["lagged"])
+    plain = lagged_moments(Z, lengths, lags, Z @ Z.T)
+    for tau in range(1, lags + 1):
         direct = sum(z[:, tau:] @ z[:, :z.shape[1] - tau].T for z in pieces if z.shape[1] > tau)
         scale = np.abs(direct).max()
         np.testing.assert_allclose(fast[tau - 1], direct, rtol=0, atol=1e-12 * scale)
@@ -229,8 +234,9 @@ def test_lagged_moments_from_the_lag_zero_gram_equal_the_direct_products(layout,
 def test_lagged_moments_of_many_lags_by_transforms_equal_the_direct_products(layout, centred,
                                                                              seed, lengths):
     # 30 lags (past the lag window R = 4 and past most pieces) take the transforms for the
-    # head rows and the oldest lag, the anti-diagonal recursion for the other new columns
-    # (with the means' steps when centred): the direct products within each piece.
+    # head rows and lag 0 against the head and the oldest lag, the anti-diagonal recursion
+    # for the other new columns and the recursion along the rows for the lagged rows (with
+    # the means' steps when centred): the direct products within each piece.
     from dmdidc.regression import instrumental
     from dmdidc.regression.instrumental import lagged_moments
 
