@@ -466,8 +466,11 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
     -----
     Many lags are summed by blocked transforms
     (:func:`~dmdidc.regression.lag_products.lag_products`): every column without lag
-    structure, with it only the ``head + width`` columns of the head rows and the oldest lag
-    (the others follow down the anti-diagonals, :func:`_transformed_structured`).
+    structure, with it only the ``head + width`` rows of the head and of lag 0 of ``v``
+    against the ``head + width`` columns of the head and the oldest lag (their other columns
+    follow down the anti-diagonals, :func:`_transformed_structured`).  With lag structure the
+    rows of the other lags of ``v`` follow from those of the lag before, at the lag before
+    (:func:`_lagged_rows`), whatever the number of lags.
 
     Examples
     --------
@@ -488,30 +491,68 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
         else:
             _direct_lags(Z, starts, lengths, out)
         return out
+    # the rows of the head and of lag 0 of v directly, the other lags of v from them
+    # (_lagged_rows): the lead rows' products only
+    lead = min(head + width, q)
     if width and lags > _TRANSFORM_STRUCTURED_LAGS and _affordable(lags, q, head + width):
         _transformed_structured(Z, starts, lengths, head, width, means, gram, out)
-        return out
-    _stacked_structured(Z, starts, lengths, head, width, out)
-    totals = Z.sum(axis=1) if means is not None else None        # the same for every lag
-    for tau in range(1, lags + 1):
-        shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
-        if shifted.size == 0:
-            continue
-        source = shifted + width * tau
-        edges = [Z[:, s:s + min(tau, length)] for s, length in zip(starts, lengths, strict=True)]
-        out[tau - 1][:, shifted] = gram[:, source] - sum(e @ e[source].T for e in edges)
-        if means is not None:       # centred, rows (j, c) and (j + tau, c) differ by a constant
-            sums = totals - sum(e.sum(axis=1) for e in edges)
-            out[tau - 1][:, shifted] += np.outer(sums, means[source] - means[shifted])
+    else:
+        _stacked_structured(Z, starts, lengths, head, width, lead, out)
+        totals = Z.sum(axis=1) if means is not None else None        # the same for every lag
+        for tau in range(1, lags + 1):
+            shifted = np.arange(head, max(q - width * tau, head))   # lags 0 .. R - tau: in gram
+            if shifted.size == 0:
+                continue
+            source = shifted + width * tau
+            edges = [Z[:, s:s + min(tau, length)]
+                     for s, length in zip(starts, lengths, strict=True)]
+            out[tau - 1][:lead, shifted] = gram[:lead, source] - sum(e[:lead] @ e[source].T
+                                                                     for e in edges)
+            if means is not None:   # centred, rows (j, c) and (j + tau, c) differ by a constant
+                sums = totals[:lead] - sum(e[:lead].sum(axis=1) for e in edges)
+                out[tau - 1][:lead, shifted] += np.outer(sums, means[source] - means[shifted])
+    _lagged_rows(Z, starts, lengths, head, width, means, gram, out)
     return out
 
 
+def _lagged_rows(Z: np.ndarray, starts: np.ndarray, lengths: list[int], head: int, width: int,
+                 means: np.ndarray | None, gram: np.ndarray, out: np.ndarray) -> None:
+    """The rows of lags ``1 .. J - 1`` of ``v`` in every ``S(tau)`` (:func:`lagged_moments`'s
+    lagged layout), the others already in ``out``: row ``(j, c)`` of ``z_k`` is row ``(j - 1,
+    c)`` of ``z_{k-1}``, so row ``(j, c)`` of ``S(tau)`` is row ``(j - 1, c)`` of ``S(tau -
+    1)`` (``gram`` for ``tau = 1``) less each piece's last term, ``z_{e-1}`` times
+    ``z_{e-tau}`` (end ``e``).  Centred rows (``means``) differ from lag to lag by a
+    constant: the row then also gains the difference of the means times the sum of ``z``
+    over the samples ``k - tau`` concerned (each piece's last ``tau`` left out).  A few
+    small products per lag instead of those of every row (4x fewer for the IV instruments:
+    104 rows, head 20, width 4)."""
+    q, lags = Z.shape[0], out.shape[0]
+    lead = head + width
+    if not width or lead >= q:
+        return
+    # per piece, its last samples z_{e-lags+i}, i < lags (zero before the piece)
+    lasts = np.zeros((q, len(lengths), lags))
+    for p, (s, n) in enumerate(zip(starts, lengths, strict=True)):
+        take = min(n, lags)
+        lasts[:, p, lags - take:] = Z[:, s + n - take:s + n]
+    if means is not None:
+        steps = means[lead:] - means[head:q - width]                 # mean(j) - mean(j - 1)
+        # per column, its sum over k <= e - 1 - tau of each piece (the last tau left out)
+        ends = Z.sum(axis=1)[:, None] - np.cumsum(lasts.sum(axis=1)[:, ::-1], axis=1)
+    for tau in range(1, lags + 1):
+        previous = gram if tau == 1 else out[tau - 2]
+        out[tau - 1][lead:] = (previous[head:q - width]
+                               - lasts[head:q - width, :, -1] @ lasts[:, :, lags - tau].T)
+        if means is not None:
+            out[tau - 1][lead:] -= np.outer(steps, ends[:, tau - 1])
+
+
 def _stacked_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int], head: int,
-                        width: int, out: np.ndarray) -> None:
+                        width: int, lead: int, out: np.ndarray) -> None:
     """The columns of ``S(tau)`` that the lag-0 gram does not hold (:func:`lagged_moments`'s
-    lagged layout: the ``head`` rows and the lags beyond ``R - tau``), a block of lags in one
-    product with a stacked operand whose rows for lag ``tau`` hold ``z_{k-tau}`` (zero for the
-    first ``tau`` samples of each piece)."""
+    lagged layout: the ``head`` rows and the lags beyond ``R - tau``) in its first ``lead``
+    rows, a block of lags in one product with a stacked operand whose rows for lag ``tau``
+    hold ``z_{k-tau}`` (zero for the first ``tau`` samples of each piece)."""
     q, N = Z.shape
     lags = out.shape[0]
     direct = [np.concatenate([np.arange(min(head, q)), np.arange(max(q - width * tau, head), q)])
@@ -538,11 +579,11 @@ def _stacked_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int], h
                             Z[low:high, s:s + length - tau]
                         row += high - low
             at += direct[tau - 1].size
-        products = Z @ stacked.T
+        products = Z[:lead] @ stacked.T
         at = 0
         for tau in range(first, last + 1):
             cols = direct[tau - 1]
-            out[tau - 1][:, cols] = products[:, at:at + cols.size]
+            out[tau - 1][:lead, cols] = products[:, at:at + cols.size]
             at += cols.size
         first = last + 1
 
@@ -550,23 +591,20 @@ def _stacked_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int], h
 def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int],
                             head: int, width: int, means: np.ndarray | None,
                             gram: np.ndarray, out: np.ndarray) -> None:
-    """Every ``S(tau)`` of :func:`lagged_moments`'s lagged layout for many lags: only the
-    ``head + width`` rows of the head and of lag 0 of ``v`` against the ``head + width``
-    columns of the head and of the oldest lag ``J - 1`` by blocked transforms, the rest
-    along the lag structure of the columns and of the rows.
+    """The rows of the head and of lag 0 of ``v`` (the ``lead = head + width`` rows that
+    :func:`_lagged_rows` starts from) of every ``S(tau)`` of :func:`lagged_moments`'s lagged
+    layout for many lags: their columns of the head and of the oldest lag ``J - 1`` by
+    blocked transforms, the others along the lag structure of the columns.
 
-    Columns: column ``(j, c)`` of ``S(tau)`` sums ``z_k v_{k-tau-j}`` over ``k >= s + tau``
-    of each piece (start ``s``), column ``(j + 1, c)`` of ``S(tau - 1)`` the same products
-    from ``k = s + tau - 1`` on: they differ by that one sample's product, ``z_{s+tau-1}``
-    times ``v_{s-1-j}``, which is row ``(j + 1, c)`` of ``z_s``; the lags still in ``z_k``
-    (``j + tau < J``) are columns of ``gram`` less the first ``tau`` samples of each piece.
-    Rows: row ``(j, c)`` of ``z_k`` is row ``(j - 1, c)`` of ``z_{k-1}``, so row ``(j, c)``
-    of ``S(tau)`` is row ``(j - 1, c)`` of ``S(tau - 1)`` (``gram`` for ``tau = 1``) less
-    each piece's last term, ``z_{e-1}`` times ``z_{e-tau}`` (end ``e``).  Centred rows
-    (``means``) differ from lag to lag by a constant: the shifted sums then also gain the
-    difference of the means times the sum of the other factor over the samples concerned.
-    (The transforms of all rows against those columns cost 4x more: 104 rows, head 20,
-    width 4, 100 lags.)"""
+    Column ``(j, c)`` of ``S(tau)`` sums ``z_k v_{k-tau-j}`` over ``k >= s + tau`` of each
+    piece (start ``s``), column ``(j + 1, c)`` of ``S(tau - 1)`` the same products from ``k
+    = s + tau - 1`` on: they differ by that one sample's product, ``z_{s+tau-1}`` times
+    ``v_{s-1-j}``, which is row ``(j + 1, c)`` of ``z_s``; the lags still in ``z_k`` (``j +
+    tau < J``) are columns of ``gram`` less the first ``tau`` samples of each piece.  Centred
+    rows (``means``) differ from lag to lag by a constant: the two columns then also differ
+    by the difference of the means times the sum of ``z_k`` over ``k >= s + tau``.  (The
+    transforms of every row against those columns cost 3-4x more: 104 rows, head 20, width
+    4, 7-100 lags.)"""
     q, lags = Z.shape[0], out.shape[0]
     J = (q - head) // width
     kept = [(s, n) for s, n in zip(starts, lengths, strict=True) if n > 0]
@@ -578,17 +616,14 @@ def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int
     layout = PieceLayout(np.array([n for _, n in kept]), gap=lags)
     laid = layout.place([Z[:, s:s + n] for s, n in kept])
     found = np.moveaxis(lag_products(laid[:lead], laid[columns], 1, lags), -1, 0)
-    # per piece, its first samples z_{s+i} and last z_{e-lags+i}, i < lags (zero outside it)
+    # per piece, its first samples z_{s+i}, i < lags (zero beyond it)
     firsts = layout.window(laid, 0, lags)                               # (q, pieces, lags)
-    lasts = layout.window(laid, -lags, lags, from_end=True)             # (q, pieces, lags)
     # the column recursion's terms z_{s+tau-1} v_{s-1-j} (rows of z_s), lead rows only
     products = firsts[:lead].transpose(2, 0, 1) @ Z[head:, [s for s, _ in kept]].T
     heads = np.cumsum(firsts.sum(axis=1), axis=1)        # (q, lags): sums over k < s + tau
     if means is not None:
         totals = Z.sum(axis=1)
         steps = means[head + width:] - means[head:q - width]        # mean(j + 1) - mean(j)
-        # per column, its sum over k <= e - 1 - tau of each piece (the last tau left out)
-        ends = totals[:, None] - np.cumsum(lasts.sum(axis=1)[:, ::-1], axis=1)
     for tau in range(1, lags + 1):
         S, previous = out[tau - 1], gram if tau == 1 else out[tau - 2]
         S[:lead, columns] = found[tau - 1]
@@ -610,12 +645,6 @@ def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int
             if means is not None:
                 S[:lead, target] += np.outer(totals[:lead] - heads[:lead, tau - 1],
                                              steps[low * width:(J - 1) * width])
-        # rows of lags 1 .. J - 1: row (j - 1, c) of the lag before, less the pieces' last
-        # terms z_{e-1} z_{e-tau}^T
-        S[lead:] = (previous[head:q - width]
-                    - lasts[head:q - width, :, -1] @ lasts[:, :, lags - tau].T)
-        if means is not None:
-            S[lead:] -= np.outer(steps, ends[:, tau - 1])
 
 
 #: :func:`lagged_moments` without lag structure by blocked transforms beyond this many lags
@@ -625,15 +654,17 @@ def _transformed_structured(Z: np.ndarray, starts: np.ndarray, lengths: list[int
 #: 20 lags 30 against 17, 8 lags equal; 2 rows equal near 25 lags, 80 rows near 10.
 _TRANSFORM_LAGS = 8
 _TRANSFORM_ROWS = 60
-#: With lag structure, the new columns of lag ``tau`` (the head and ``tau`` lags of ``v``)
-#: by a stacked product cost ``q (head + width tau) N`` per lag, by transforms of the
-#: ``head + width`` leading rows and the recursions along the lags of the rows and columns
-#: about ``8 (head + width)^2 N`` for all plus ``q^2`` per lag: transforms beyond this many
-#: lags.  Measured (10 pieces of 1980 samples, 2026-11-27): 104 rows (head 20, width 4) 3
-#: lags 10.9 against 10.2 ms, 4 lags 14.5 against 10.4, 8 lags 39 against 11; 54 rows (head
-#: 0, width 6) 4 lags 4.7 against 2.5; 13 rows (head 3, width 2) 4 lags 1.25 against 1.32,
-#: 6 lags 2.5 against 1.5.
-_TRANSFORM_STRUCTURED_LAGS = 3
+#: With lag structure, the new columns of lag ``tau`` (the head and ``tau`` lags of ``v``) in
+#: the ``head + width`` lead rows by a stacked product cost ``(head + width) (head + width
+#: tau) N`` per lag, by transforms and the anti-diagonal recursion about ``8 (head +
+#: width)^2 N`` for all (the other rows follow by :func:`_lagged_rows` either way):
+#: transforms beyond this many lags.  Measured (10 pieces of 1980 samples, 2026-11-27),
+#: stacked against transforms: 104 rows (head 20, width 4) 4 lags 6.3 against 9.2 ms, 6 lags
+#: 10.2 against 9.4, 8 lags 15.7 against 10.2; 54 rows (head 0, width 6) 4 lags 1.9 against
+#: 2.5, 6 lags 4.4 against 2.5; 13 rows (head 3, width 2) 4 lags 1.2 against 1.5, 6 lags 2.1
+#: against 1.4; 104 rows in 100 pieces of 200 samples 4 lags 10.1 against 10.8, 6 lags 16.2
+#: against 11.5.
+_TRANSFORM_STRUCTURED_LAGS = 5
 #: Bytes of the transforms' per-frequency sums (complex, ``rows x columns`` at each of about
 #: ``4 lags`` frequencies) above which the products stay in the time domain: a few hundred
 #: rows at 100 lags would otherwise hold gigabytes.
