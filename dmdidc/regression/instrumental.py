@@ -515,6 +515,35 @@ def lagged_moments(Z: np.ndarray, lengths: list[int], lags: int, gram: np.ndarra
     return out
 
 
+def _lagged_gram(Z: np.ndarray, starts: np.ndarray, lengths: list[int], head: int,
+                 width: int) -> np.ndarray:
+    """``Z Z^T`` of :func:`lagged_moments`'s lagged layout (uncentred): the rows of the head
+    and of lag 0 of ``v`` by one product, each block of lags ``(j1, j2)`` of ``v`` from
+    ``(j1 - 1, j2 - 1)``: row ``(j, c)`` of ``z_k`` is row ``(j - 1, c)`` of ``z_{k-1}``, so
+    the sum over a piece's samples shifts by one, gaining the products of its first sample's
+    rows ``(j1)``, ``(j2)`` and losing those of its last sample's ``(j1 - 1)``, ``(j2 - 1)``
+    (``(head + width) q`` multiply-adds per sample instead of ``q^2 / 2``: 2.2x fewer for
+    the IV instruments, 104 rows, head 20, width 4)."""
+    q = Z.shape[0]
+    lead, J = head + width, (q - head) // width
+    gram = np.empty((q, q))
+    gram[:lead] = Z[:lead] @ Z.T
+    kept = [(s, n) for s, n in zip(starts, lengths, strict=True) if n > 0]
+    firsts = Z[head:, [s for s, _ in kept]]
+    lasts = Z[head:, [s + n - 1 for s, n in kept]]
+    gained, lost = firsts @ firsts.T, lasts @ lasts.T                  # (J width, J width)
+    for j in range(1, J):
+        rows = slice(lead + (j - 1) * width, lead + j * width)
+        # columns of lags j .. J - 1 (the upper triangle), from lags j - 1 .. J - 2
+        gram[rows, head + j * width:] = (gram[rows.start - width:rows.stop - width,
+                                              head + (j - 1) * width:q - width]
+                                         + gained[j * width:(j + 1) * width, j * width:]
+                                         - lost[(j - 1) * width:j * width, (j - 1) * width:-width])
+    lower = np.tril_indices(q, -1)            # symmetric as a rank-k update: the upper mirrored
+    gram[lower] = gram.T[lower]
+    return gram
+
+
 def _lagged_rows(Z: np.ndarray, starts: np.ndarray, lengths: list[int], head: int, width: int,
                  means: np.ndarray | None, gram: np.ndarray, out: np.ndarray) -> None:
     """The rows of lags ``1 .. J - 1`` of ``v`` in every ``S(tau)`` (:func:`lagged_moments`'s
@@ -833,7 +862,13 @@ def _laid_out_covariance(coefficients: np.ndarray, head: np.ndarray, Y: np.ndarr
         head -= head_means[:, None]
         means = Z.mean(axis=1)
         Z -= means[:, None]
-    S_zz, S_zphi = instrument_moments(Z, head, common)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int)
+    if lagged is not None and lagged[1] and not centred:
+        # the lagged rows' block from the lag structure (centred rows lose it to the means)
+        S_zz = _lagged_gram(Z, starts, lengths, *lagged)
+        S_zphi = regressor_moments(S_zz, Z @ head.T, common)
+    else:
+        S_zz, S_zphi = instrument_moments(Z, head, common)
     trimmed = None if trim is None else _trimmed(Z, head, lengths, trim, S_zz,
                                                  S_zphi[:, :head.shape[0]], means, head_means)
     G = projected_instruments(S_zz, S_zphi)

@@ -194,6 +194,25 @@ def _instrument_blocks(rng, layout: str, lengths, n=3, m=2, R=4, offset=0.0):
 
 
 @pytest.mark.parametrize("layout", ["simulated", "exogenous"])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("lengths", [(120, 3, 57, 1), (2, 1, 90, 5)])
+def test_lag_zero_gram_from_the_lag_structure_equals_the_product(layout, seed, lengths):
+    # The blocks of two lags of the lagged signal follow from those of the lags before (one
+    # sample in, one out per piece, pieces of one sample included): Z Z^T, exactly symmetric.
+    from dmdidc.regression.instrumental import _lagged_gram
+
+    rng = np.random.default_rng(seed)
+    _, blocks, structure = _instrument_blocks(rng, layout, lengths, offset=0.7)
+    Z = np.concatenate([b[2] for b in blocks], axis=1)
+    lengths = [b[2].shape[1] for b in blocks]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    found = _lagged_gram(Z, starts, lengths, *structure["lagged"])
+    direct = Z @ Z.T
+    np.testing.assert_allclose(found, direct, rtol=0, atol=1e-13 * np.abs(direct).max())
+    np.testing.assert_array_equal(found, found.T)
+
+
+@pytest.mark.parametrize("layout", ["simulated", "exogenous"])
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("lengths", [(120, 3, 57, 1), (2, 1, 90, 5)])
