@@ -55,13 +55,12 @@ def _blocks(T: int, shortest: int = 1) -> tuple[int, int]:
     return L, -(-T // L)
 
 
-def _local_runs(A: np.ndarray, L: int, width: int, drive: Callable[[int], np.ndarray],
-                seen: Callable[[int, np.ndarray], None] | None = None) -> np.ndarray:
+def _local_runs(A: np.ndarray, L: int, width: int, drive: Callable[[int], np.ndarray]
+                ) -> np.ndarray:
     """Every block from a zero state, ``(L + 1, n, width)``: ``L`` steps, one product each.
 
     ``drive(i)`` gives the inputs of in-block step ``i`` of every block, shape (r, width)
     (column ``c P + p``: block ``c``, system ``p``); they enter the first ``r`` states.
-    ``seen(i, x)`` is shown each step's states ``x`` (i = 1 .. L - 1) while they are in cache.
     """
     local = np.empty((L + 1, A.shape[0], width))
     local[0] = 0.0
@@ -69,8 +68,6 @@ def _local_runs(A: np.ndarray, L: int, width: int, drive: Callable[[int], np.nda
         np.matmul(A, local[i], out=local[i + 1])
         step = drive(i)
         local[i + 1, :step.shape[0]] += step
-        if seen is not None and i + 1 < L:
-            seen(i + 1, local[i + 1])
     return local
 
 
