@@ -24,6 +24,7 @@ from scipy import special
 from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.recovery import (
     _remembered,
+    check_weights,
     continuous_state_matrix,
     recover_channel,
     recover_continuous,
@@ -173,6 +174,8 @@ def recover_branch(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *, active: 
         ``A_d`` has no real logarithm.
     """
     A_d, B_blocks, active = (np.asarray(a) for a in (A_d, B_blocks, active))
+    if weights is not None:
+        weights = check_weights(weights, B_blocks.shape[1])
     key = tuple((a.shape, a.dtype.str, a.tobytes()) for a in (A_d, B_blocks, active)) + (
         float(dt), float(block_variance), None if weights is None else weights.tobytes())
 

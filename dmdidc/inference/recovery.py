@@ -31,11 +31,17 @@ from scipy.linalg import expm, logm, solve
 
 from _toolbox.validation import check_finite_array, check_positive
 from dmdidc.discretization import checked_expm, first_active_blocks, zoh_matrices
-from dmdidc.errors import ContinuousModelWarning, DimensionError, LogarithmError, warn_model
+from dmdidc.errors import (
+    ContinuousModelWarning,
+    DimensionError,
+    LogarithmError,
+    ParameterError,
+    warn_model,
+)
 
 __all__ = ["ContinuousModelWarning", "continuous_state_matrix", "finite_recovery",
-           "pair_delay", "recover_channel", "recover_continuous", "recovery_weights",
-           "solution_weights", "structured_misfit"]
+           "check_weights", "pair_delay", "recover_channel", "recover_continuous",
+           "recovery_weights", "solution_weights", "structured_misfit"]
 
 _NYQUIST_WARNING_MARGIN = 0.05  # radians below pi
 
@@ -289,7 +295,7 @@ def _fit_pair(hold: _HoldIntegrals, columns: np.ndarray, start: int, dt: float,
     the structure says is zero; ``weights`` weigh each state's residual.
     """
     n = columns.shape[1]
-    w = np.ones(n) if weights is None else weights
+    w = np.ones(n) if weights is None else check_weights(weights, n)
     b0 = columns[start]
     b1 = columns[start + 1] if start + 1 < columns.shape[0] else np.zeros(n)
     b = hold.solve(dt, b0 + b1)
@@ -460,7 +466,9 @@ def structured_misfit(A_c: np.ndarray, columns: np.ndarray, b: np.ndarray, delay
 
     _, model = delay_blocks(A_c, b[:, None], np.array([delay]), dt, columns.shape[0] - 1)
     squares = (columns - model[:, :, 0]) ** 2
-    return float(np.sum(squares if weights is None else weights * squares))
+    if weights is None:
+        return float(np.sum(squares))
+    return float(np.sum(check_weights(weights, b.size) * squares))
 
 
 def recover_continuous(A_d: np.ndarray, B_blocks: np.ndarray, dt: float, *,
@@ -581,10 +589,12 @@ def solution_weights(solution: Any) -> np.ndarray:
 def check_weights(weights: np.ndarray, n: int) -> np.ndarray:
     """``weights`` as a finite positive (n,) vector, or a clear error naming it."""
     weights = check_finite_array("weights", weights, ndim=1)
-    if weights.shape != (n,) or np.any(weights <= 0):
-        raise DimensionError(f"weights has shape {weights.shape} and smallest entry "
-                             f"{float(np.min(weights, initial=np.nan)):g}; expected ({n},) "
-                             f"positive weights, one per state (recovery_weights)")
+    if weights.shape != (n,):
+        raise DimensionError(f"weights has shape {weights.shape}; expected ({n},): one weight "
+                             f"per state (recovery_weights)")
+    if np.any(weights <= 0):
+        raise ParameterError(f"weights has smallest entry {float(np.min(weights)):g}; "
+                             f"accepted: positive weights (recovery_weights)")
     return weights
 
 

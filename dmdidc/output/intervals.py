@@ -53,7 +53,8 @@ from dmdidc.inference.checks import Check
 from dmdidc.output.refine import Refined, eigenvalue_gradients, refine
 
 __all__ = ["DelayProfile", "REACH", "determined_delays", "eigenvalue_parts", "joined_boxes",
-           "joined_delays", "precise_model", "profiled_only", "profiles", "restart"]
+           "joined_delays", "precise_model", "profiled_only", "profiles", "restart",
+           "undetermined_channels"]
 
 #: Channels within this many standard errors of a whole period are profiled (the half-width
 #: of a 0.999 interval: every level up to there can reach the period).
@@ -320,6 +321,15 @@ def joined_boxes(low: np.ndarray, high: np.ndarray, found: tuple[DelayProfile | 
     return low, high
 
 
+def undetermined_channels(intervals: np.ndarray, dt: float, max_delay: int) -> np.ndarray:
+    """The channels (bool mask) whose interval spans ``[0, max_delay dt]`` or is wider than
+    :data:`_UNDECIDED` periods: :func:`determined_delays`' rule."""
+    bound = max_delay * dt
+    width = intervals[:, 1] - intervals[:, 0]
+    spans = (intervals[:, 0] <= 0.0) & (intervals[:, 1] >= bound)
+    return (spans | (width > _UNDECIDED * dt)) & (bound > 0)
+
+
 def determined_delays(intervals: np.ndarray, dt: float, max_delay: int) -> Check:
     """``delay_determined``: does each delay's interval say something about it?
 
@@ -337,9 +347,7 @@ def determined_delays(intervals: np.ndarray, dt: float, max_delay: int) -> Check
     """
     question = "Does each delay's interval determine it?"
     bound = max_delay * dt
-    width = intervals[:, 1] - intervals[:, 0]
-    spans = (intervals[:, 0] <= 0.0) & (intervals[:, 1] >= bound)
-    channels = np.flatnonzero((spans | (width > _UNDECIDED * dt)) & (bound > 0))
+    channels = np.flatnonzero(undetermined_channels(intervals, dt, max_delay))
     if not channels.size:
         return Check("delay_determined", question, True,
                      finding=f"every delay's interval is narrower than {_UNDECIDED:g} periods "
@@ -357,7 +365,7 @@ def determined_delays(intervals: np.ndarray, dt: float, max_delay: int) -> Check
 
 
 def precise_model(delay_intervals: np.ndarray, eigenvalues: np.ndarray, boxes: np.ndarray,
-                  dt: float, channels: np.ndarray) -> Check:
+                  dt: float, channels: np.ndarray, unjudged: np.ndarray | None = None) -> Check:
     """``precision``: do the data determine the delays and the modes to the accuracy that
     :class:`~dmdidc.DMDidc`'s check of the same name asks (95 % half-widths within
     :data:`~dmdidc.inference.diagnostics.DELAY_PRECISION` periods and
@@ -381,6 +389,9 @@ def precise_model(delay_intervals: np.ndarray, eigenvalues: np.ndarray, boxes: n
     channels : ndarray of bool, shape (m,)
         The channels whose delay is judged (not those already reported as held, without
         effect or undetermined).
+    unjudged : ndarray of int, optional
+        Channels left out for another reason the finding names: a nearly vanishing first
+        Markov parameter, where the delay's unprofiled interval is unreliable.
 
     Examples
     --------
@@ -407,6 +418,10 @@ def precise_model(delay_intervals: np.ndarray, eigenvalues: np.ndarray, boxes: n
                f"{100 * relative:.2g} % (95 %); statistic {statistic:.3g}: the larger of the "
                f"delays' half-width over {DELAY_PRECISION:g} T and the modes' over "
                f"{100 * EIGENVALUE_PRECISION:g} %")
+    if unjudged is not None and len(unjudged):
+        finding += (f"; the delay of channel(s) {list(map(int, unjudged))} not judged: their "
+                    f"first Markov parameter C b nearly vanishes, where the delay's interval "
+                    f"is unreliable (see the limits of output identification)")
     if statistic <= 1.0:
         return Check("precision", question, True, statistic, 1.0, finding)
     return Check("precision", question, False, statistic, 1.0,

@@ -76,7 +76,9 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "mpc)")
     simulate.add_argument("--q", type=positive_vector,
                           help="state weights: the diagonal of Q (one value, or one per state) "
-                               "of the LQR or MPC design and of the reported cost (default: 1)")
+                               "of the LQR or MPC design and of the reported cost (default: 1); "
+                               "for an output model the outputs' weights (one value, or one per "
+                               "output; Q = C^T diag(q) C plus a ridge)")
     simulate.add_argument("--r", type=positive_vector,
                           help="input weights: the diagonal of R (one value, or one per input; "
                                "default: 1)")

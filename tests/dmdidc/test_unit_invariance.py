@@ -50,3 +50,25 @@ def test_fits_in_other_units_of_the_states_agree(seed, kind):
         a, b = base.delay_ci(), moved.delay_ci()
         np.testing.assert_allclose(b.low, a.low, rtol=1e-5, atol=1e-9)
         np.testing.assert_allclose(b.high, a.high, rtol=1e-5, atol=1e-9)
+
+
+def test_delay_fit_weights_are_checked_where_they_enter():
+    from dmdidc.errors import DimensionError, ParameterError
+    from dmdidc.inference.branches import recover_branch
+    from dmdidc.inference.recovery import pair_delay, recover_channel
+    from dmdidc.model import DelayedPlant
+
+    plant = DelayedPlant.from_continuous([[-1.0, 2.0], [-2.0, -1.0]], [[1.0], [0.5]], 0.7, 0.5)
+    columns = plant.B_blocks[:, :, 0]
+    for bad, error in (([0.0, 0.0], ParameterError), ([1.0, -1.0], ParameterError),
+                       ([1.0], DimensionError)):
+        with pytest.raises(error, match="weights"):
+            pair_delay(plant.A_c, columns, 1, 0.5, weights=np.array(bad))
+        with pytest.raises(error, match="weights"):
+            recover_channel(plant.A_c, columns, 0.5, 1, weights=np.array(bad))
+        with pytest.raises(error, match="weights"):
+            recover_branch(plant.A_d, plant.B_blocks, 0.5, active=plant.B_blocks.any(axis=1),
+                           block_variance=0.0, weights=bad)
+    # any positive weights recover exact blocks exactly
+    assert pair_delay(plant.A_c, columns, 1, 0.5, weights=np.array([1e-3, 1e3]))[1] == \
+        pytest.approx(0.7, abs=1e-9)

@@ -3,9 +3,9 @@
 
 A review's trials (one output, K = 3000, 30 dB, random plants of ``data_kinds``) found 4 of
 40 fits silently wrong while their intervals said so (plant 15: a mode of -1.32 1/s read as
--5.67, its interval [-22.8, 4.8]); the check fails on 3 of them.  The fourth (plant 3, a delay
-of 2.34 T read for 2.06 T) is a channel whose first Markov parameter ``C b`` nearly vanishes,
-where the delay's Wald interval is unreliable either way and the check leaves it alone.
+-5.67, its interval [-22.8, 4.8]); the check fails on all 4.  A channel whose first Markov
+parameter ``C b`` nearly vanishes (where an unprofiled delay interval is unreliable either way)
+is left out of the delay part, the same in any state basis and output units.
 """
 
 from __future__ import annotations
@@ -55,3 +55,15 @@ def test_well_determined_output_models_do_not_warn_precision(seed):
     est, messages = _warnings(Y, U)
     assert not any("'precision'" in m for m in messages), messages
     assert np.max(np.abs(est.delay - plant.delay)) < 0.02 * T
+
+
+def test_the_left_out_channels_do_not_depend_on_the_output_units():
+    # |C b| against |C A_c b| T with the outputs in noise units: scaling one output by 1e3
+    # (or any state basis) leaves the verdict and the statistic as they were
+    for seed in range(4):
+        plant, Y, U = _record(seed, 2, 1000, 20.0)
+        base, said = _warnings(Y, U)
+        scaled, said_scaled = _warnings(np.array([[1.0], [1e3]]) * Y, U)
+        np.testing.assert_allclose(scaled.delay_ci(), base.delay_ci(), rtol=1e-6)
+        assert ([m.split(":")[0] for m in said if "'precision'" in m]
+                == [m.split(":")[0] for m in said_scaled if "'precision'" in m])
