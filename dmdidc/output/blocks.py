@@ -161,85 +161,10 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
     return h, kept, z, Q
 
 
-def _shifted_moments(normal: np.ndarray, moment: np.ndarray, z: np.ndarray, Y: np.ndarray,
-                     U: np.ndarray, head: int, R: int, direct: int, *, feedthrough: bool,
-                     offset: bool) -> None:
-    """Add the rows ``k >= head`` of one experiment's lag regression to ``normal`` and
-    ``moment`` (in place; ``z`` (K, ny, m n), ``D``'s columns from ``direct``), rows where
-    the initial-state columns ``h[k]`` and the corrections ``h[k] Q_j`` are zero (the
-    response has decayed, :func:`decaying_response`).
-
-    There the regressor of lag ``j`` is the whole-record response ``z`` shifted by ``j``
-    samples, so the lag blocks of the Gram are windowed cross-products of ``z`` with itself:
-    block ``(j, j + d)`` is block ``(j - 1, j - 1 + d)`` with one sample entering the window
-    and one leaving it.  ``R + 1`` products of ``m n`` columns and ``2 R`` samples per lag
-    replace the Gram of all ``(R + 1) m n`` columns, and no regressor matrix is formed.
-    """
-    K, ny, mn = z.shape
-    if head >= K - R:
-        return
-    m = U.shape[0]
-    target, inputs = Y[:, R + head:].T, U[:, R + head:]                   # (T, ny), (m, T)
-    first = z[R + head:].reshape(-1, mn)                                   # lag 0's rows
-    gram = np.zeros((R + 1, R + 1, mn, mn))                                # [j, j', :, :]
-    later = np.arange(1, R + 1)
-    for d in range(R + 1):
-        # block (0, d) over every row; the window of lag j is j samples earlier: the samples
-        # R + head - j entered it and K - j left it
-        steps = later[:R - d]
-        entering, leaving = R + head - steps, K - steps
-        change = (np.einsum("jak,jal->jkl", z[entering], z[entering - d])
-                  - np.einsum("jak,jal->jkl", z[leaving], z[leaving - d]))
-        blocks = np.concatenate([first.T @ z[R + head - d:K - d].reshape(-1, mn)[None],
-                                 change]).cumsum(axis=0)                   # (R + 1 - d, ...)
-        lags = np.arange(R + 1 - d)
-        gram[lags, lags + d] = blocks
-        if d:
-            gram[lags + d, lags] = blocks.transpose(0, 2, 1)
-    n_block = (R + 1) * mn
-    normal[:n_block, :n_block] += gram.transpose(0, 2, 1, 3).reshape(n_block, n_block)
-    flat_target = target.ravel()
-    # sums of each output's lag-0 window, slid as the blocks: for the offset's columns
-    totals = np.ones(target.shape[0]) @ z[R + head:].reshape(target.shape[0], -1)
-    last = normal.shape[0] - ny                  # the offset's first column
-    for j in range(R + 1):
-        lagged = z[R + head - j:K - j]                                     # (T, ny, mn)
-        lag = slice(j * mn, (j + 1) * mn)
-        moment[lag] += lagged.reshape(-1, mn).T @ flat_target
-        if j:
-            totals = totals + z[R + head - j].ravel() - z[K - j].ravel()
-        for o in range(ny):
-            if feedthrough:
-                cross = lagged[:, o].T @ inputs.T                           # (mn, m)
-                normal[lag, direct + o * m:direct + (o + 1) * m] += cross
-                normal[direct + o * m:direct + (o + 1) * m, lag] += cross.T
-            if offset:
-                total = totals[o * mn:(o + 1) * mn]
-                normal[lag, last + o] += total
-                normal[last + o, lag] += total
-    for o in range(ny):
-        if feedthrough:
-            at = slice(direct + o * m, direct + (o + 1) * m)
-            normal[at, at] += inputs @ inputs.T
-            moment[at] += inputs @ target[:, o]
-            if offset:
-                normal[at, last + o] += inputs.sum(axis=1)
-                normal[last + o, at] += inputs.sum(axis=1)
-        if offset:
-            normal[last + o, last + o] += target.shape[0]
-            moment[last + o] += target[:, o].sum()
-
-
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
                 C: np.ndarray, max_delay: int, *, feedthrough: bool = False,
                 offset: bool = False) -> LagMoments:
-    """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``.
-
-    The rows while the impulse response lasts (its initial-state columns and corrections are
-    non-zero) are formed and their Gram accumulated chunk by chunk; the rows after it are
-    shifted copies of one response, whose Gram follows from windowed cross-products
-    (:func:`_shifted_moments`).
-    """
+    """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``."""
     ny, n = C.shape
     m, R, E = experiments[0][1].shape[0], max_delay, len(experiments)
     n_block = (R + 1) * m * n
@@ -250,28 +175,28 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
     energy, rows = 0.0, 0
     for e, (Y, U) in enumerate(experiments):
         h, kept, z, Q = _responses(U, A, C, R)
-        head = min(kept, U.shape[1] - R)        # rows k < kept: formed one by one
-        for a in range(0, head, _CHUNK):
-            b = min(a + _CHUNK, head)                       # rows k in [a, b): samples R + k
+        for a in range(0, U.shape[1] - R, _CHUNK):
+            b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
             full = np.zeros((b - a, ny, width))
             lags = full[:, :, :n_block].reshape(b - a, ny, R + 1, m * n)
-            initial = h[a:b].reshape(-1, n)           # one product, not one per row
+            # the initial-state corrections h[k] Q_j vanish once the response has decayed
+            live = max(min(b, kept) - a, 0)
+            initial = h[a:a + live].reshape(-1, n)    # one product, not one per row
             for j in range(R + 1):
                 lags[:, :, j] = z[R - j + a:R - j + b].reshape(b - a, ny, m * n)
-                lags[:, :, j] -= (initial @ Q[j]).reshape(b - a, ny, m * n)
+                lags[:live, :, j] -= (initial @ Q[j]).reshape(live, ny, m * n)
             full[:, :, n_block + e * n:n_block + (e + 1) * n] = h[a:b]
             for o in range(ny):
                 if feedthrough:
                     full[:, o, direct + o * m:direct + (o + 1) * m] = U[:, R + a:R + b].T
                 if offset:
                     full[:, o, width - ny + o] = 1.0
+            target = Y[:, R + a:R + b].T
             flat = full.reshape(-1, width)
             normal += flat.T @ flat
-            moment += flat.T @ Y[:, R + a:R + b].T.ravel()
-        _shifted_moments(normal, moment, z.reshape(z.shape[0], ny, m * n), Y, U, head, R,
-                         direct, feedthrough=feedthrough, offset=offset)
-        energy += float(np.sum(Y[:, R:] ** 2))
-        rows += Y[:, R:].size
+            moment += flat.T @ target.ravel()
+            energy += float(np.sum(target ** 2))
+            rows += target.size
     return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
                       n_inputs=m, max_delay=R, n_experiments=E, n_outputs=ny,
                       feedthrough=feedthrough, offset=offset)

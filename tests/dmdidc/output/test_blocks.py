@@ -79,26 +79,6 @@ def test_lag_moments_equal_the_explicit_regression(seed, feedthrough, offset):
     assert moments.rows == target.size
 
 
-@pytest.mark.parametrize("radius", [0.2, 0.9995])
-def test_lag_moments_before_and_after_the_response_decays(radius):
-    """A fast plant (its response decays within a few samples: most rows are shifted copies,
-    whose Gram is windowed) and a slow one (it never decays: every row is formed)."""
-    rng = np.random.default_rng(11)
-    n, m, ny, R = 2, 2, 3, 4
-    A = radius * linalg.expm(np.array([[0.0, 0.3], [-0.3, 0.0]]))
-    C = rng.standard_normal((ny, n))
-    experiments = [(rng.standard_normal((ny, K)), rng.standard_normal((m, K))) for K in (900, 30)]
-    for feedthrough, offset in ((True, True), (False, False)):
-        moments = lag_moments(experiments, A, C, R, feedthrough=feedthrough, offset=offset)
-        rows = [_explicit_regressors(Y, U, A, C, R, e, 2, feedthrough, offset)
-                for e, (Y, U) in enumerate(experiments)]
-        Phi, target = np.vstack([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
-        scale = np.max(np.abs(Phi.T @ Phi))
-        assert np.max(np.abs(moments.normal - Phi.T @ Phi)) <= 1e-10 * scale
-        assert np.max(np.abs(moments.moment - Phi.T @ target)) <= 1e-10 * scale
-        assert moments.energy == pytest.approx(float(target @ target), rel=1e-12)
-
-
 def test_stacked_windows_are_the_windows_of_every_experiment():
     rng = np.random.default_rng(3)
     ny, m, R, f = 2, 1, 2, 3
