@@ -141,3 +141,24 @@ def test_many_short_experiments_pool_their_samples_in_any_order(seed):
     est, messages = _fit([linear.X[:, a:a + 201] for a in range(0, 3000, 200)],
                          [linear.U[:, a:a + 200] for a in range(0, 3000, 200)])
     assert est.diagnostics_["linearity"].passed and not _linearity_warned(messages)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_long_record_keeps_the_sample_budget_and_still_finds_saturation(seed, monkeypatch):
+    # a single record of 30000 samples: the check works on a window of its budget (SAMPLES),
+    # not on every sample, and a saturating actuator is still loud
+    from dmdidc.inference import linearity
+
+    rng = np.random.default_rng(400 + seed)
+    plant = random_plant(rng)
+    U = rng.standard_normal((plant.n_inputs, 30_000))
+    bent = plant.simulate(np.zeros(plant.n_states), np.clip(U, -1.0, 1.0))
+    bent = bent + 1e-3 * bent.std(axis=1, keepdims=True) * rng.standard_normal(bent.shape)
+    widths = []
+    whitened = linearity._whitened
+    monkeypatch.setattr(linearity, "_whitened",
+                        lambda F, F0, order: widths.append(F.shape[1]) or whitened(F, F0, order))
+    check = linearity_check(model_residuals([(bent, U)], plant.A_d, plant.B_blocks), plant,
+                            0.01 / 8)
+    assert widths and max(widths) <= linearity.SAMPLES
+    assert check.failed
