@@ -58,6 +58,7 @@ from dmdidc.regression.solution import (
     RegressionSolution,
     accumulated_pass,
     affine_rounding_share,
+    coefficient_blocks,
     lagged_inputs,
     least_squares,
 )
@@ -775,8 +776,7 @@ def _operating_shift(I_A: np.ndarray, B_sum: np.ndarray, target: np.ndarray
 
 def _model(solution: RegressionSolution, n: int, m: int, R: int
            ) -> tuple[np.ndarray, np.ndarray]:
-    coefficients = solution.coefficients
-    return coefficients[:, :n], coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    return coefficient_blocks(solution.coefficients, n, m, R)
 
 
 def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],

@@ -28,6 +28,7 @@ from dmdidc.inference.diagnostics import logarithm_evidence
 from dmdidc.inference.offset import operating_point_of
 from dmdidc.inference.recovery import finite_recovery, solution_weights
 from dmdidc.model import DelayedPlant
+from dmdidc.regression.solution import coefficient_blocks
 
 __all__ = ["Identified", "identified_model"]
 
@@ -58,8 +59,7 @@ class Identified:
 
 def _restricted(solution, n: int, m: int, R: int, kept: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-    coefficients = restricted_coefficients(solution, n, kept)
-    return coefficients[:, :n], coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    return coefficient_blocks(restricted_coefficients(solution, n, kept), n, m, R)
 
 
 def identified_model(outcome, *, n_states: int, n_inputs: int, max_delay: int, dt: float,

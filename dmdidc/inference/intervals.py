@@ -101,6 +101,7 @@ from dmdidc.inference.blocks import (
 from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import pair_delay, recover_continuous, solution_weights
 from dmdidc.regression.instrumental import hausman_variance
+from dmdidc.regression.solution import coefficient_blocks
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
            "bootstrap_intervals", "model_vector", "INTERVAL_METHODS", "rate_units",
@@ -274,8 +275,7 @@ def with_signal_units(ci: ConfidenceIntervals, state_units: tuple[str, ...],
 def _model_vector(coefficients: np.ndarray, n: int, m: int, R: int, dt: float,
                   active: np.ndarray, block_variance: float | None = None,
                   weights: np.ndarray | None = None) -> np.ndarray:
-    A_d = coefficients[:, :n]
-    blocks = coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    A_d, blocks = coefficient_blocks(coefficients, n, m, R)
     if block_variance is None:
         A_c, B_c, delay = recover_continuous(A_d, blocks, dt, active=active, weights=weights)
     else:

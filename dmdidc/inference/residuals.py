@@ -68,7 +68,7 @@ from dmdidc.regression.lag_products import (
     lag_products,
 )
 from dmdidc.regression.robust import _MAD_TO_SIGMA
-from dmdidc.regression.solution import EXACT_FIT, _column_scale
+from dmdidc.regression.solution import EXACT_FIT, _column_scale, coefficient_blocks
 
 __all__ = ["ResidualAnalysis", "residual_analysis", "model_residuals", "CORRELATION_LAGS",
            "largest_robust_residual", "robust_deviations", "outlier_threshold"]
@@ -1239,7 +1239,7 @@ def _regressor_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     slots = [("x" if signals_of[group][0] == 0 else "u", lag)
              for group in computed for lag in signals_of[group][1]]
     n, m = coefficients.shape[0], trajectories[0][1].shape[0]
-    A_d, blocks = coefficients[:, :n], coefficients[:, n:].reshape(n, R + 1, m).transpose(1, 0, 2)
+    A_d, blocks = coefficient_blocks(coefficients, n, m, R)
     residuals = [model_residuals([(X, U)], A_d, blocks)[0][0] if U.shape[1] > R
                  else np.zeros((n, 0)) for X, U in trajectories]
     grams = corrected_moments(trajectories, residuals, slots, max_delay=R, centred=centred)

@@ -39,6 +39,7 @@ from dmdidc.regression.covariance import KroneckerCovariance
 from dmdidc.regression.lagged_gram import LaggedGram, regression_slots
 
 __all__ = ["RegressionSolution", "GramAccumulator", "QRAccumulator", "make_accumulator",
+           "coefficient_blocks",
            "lagged_inputs", "assemble_solution", "gram_factors", "solve_normal_equations",
            "regression_blocks", "least_squares", "stream_trajectory", "LEAST_SQUARES_METHODS",
            "GRAM_CONDITION_LIMIT", "REFINEMENT_CONDITION_LIMIT", "EXACT_FIT",
@@ -178,6 +179,23 @@ class RegressionSolution:
         ndarray, shape (len(columns), n, n)
         """
         return self.factored_covariance().columns(columns)
+
+
+def coefficient_blocks(coefficients: np.ndarray, n_states: int, n_inputs: int,
+                       max_delay: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(A_d, B_blocks)`` of the coefficients ``[A_d, B^(0), .., B^(R)]``
+    (n, n + m (R + 1)): the blocks as an (R + 1, n, m) view, :class:`~dmdidc.DelayedPlant`'s
+    layout.
+
+    Examples
+    --------
+    >>> A_d, blocks = coefficient_blocks(np.arange(8.0).reshape(2, 4), 2, 1, 1)
+    >>> blocks.shape, blocks[1, :, 0].tolist()
+    ((2, 2, 1), [3.0, 7.0])
+    """
+    n = n_states
+    blocks = coefficients[:, n:].reshape(n, max_delay + 1, n_inputs).transpose(1, 0, 2)
+    return coefficients[:, :n], blocks
 
 
 def lagged_inputs(U: np.ndarray, max_delay: int, out: np.ndarray | None = None) -> np.ndarray:
