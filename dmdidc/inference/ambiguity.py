@@ -22,7 +22,7 @@ import numpy as np
 from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.blocks import kept_blocks, restricted_coefficients, with_earlier_blocks
 from dmdidc.inference.recovery import recover_channel, solution_weights
-from dmdidc.regression.solution import RegressionSolution
+from dmdidc.regression.solution import RegressionSolution, coefficient_blocks
 
 __all__ = ["AMBIGUITY", "DelayAmbiguity", "delay_ambiguity", "delay_with_earlier_block"]
 
@@ -76,8 +76,7 @@ def delay_with_earlier_block(A_c: np.ndarray, solution: RegressionSolution,
     n, (R1, m) = A_c.shape[0], active.shape
     first = first_active_blocks(active)
     kept = with_earlier_blocks(kept_blocks(active), active)
-    blocks = restricted_coefficients(solution, n, kept)[:, n:]
-    blocks = blocks.reshape(n, R1, m).transpose(1, 0, 2)
+    _, blocks = coefficient_blocks(restricted_coefficients(solution, n, kept), n, m, R1 - 1)
     delays = np.full(m, np.nan)
     weights = solution_weights(solution)
     for i, w in enumerate(first):
