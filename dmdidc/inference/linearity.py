@@ -48,6 +48,11 @@ SAMPLES = 6000
 _VALUES = 150_000
 _FEWEST = 2000
 
+#: A stable model's response starts from rest early enough before the samples used that the
+#: inputs before its start are forgotten to this share (its spectral radius to the power of
+#: the samples between): the response to the whole record to this precision.
+_FORGOTTEN = 1e-8
+
 #: Taps of each feature's prewhitening filter (at most a tenth of a trajectory).
 WHITENING_ORDER = 10
 
@@ -96,8 +101,15 @@ def _standardized(x: np.ndarray) -> np.ndarray:
     return x / np.where(scale > 0, scale, 1.0)
 
 
-def _stable(model: DelayedPlant) -> bool:
-    return bool(np.max(np.abs(np.linalg.eigvals(model.A_d)), initial=0.0) < 1.0)
+def _memory(model: DelayedPlant) -> int | None:
+    """Samples after which a stable model's response has forgotten its inputs to
+    ``_FORGOTTEN`` (its spectral radius to that power, plus the input lags); ``None`` for an
+    unstable model, whose response diverges."""
+    radius = float(np.max(np.abs(np.linalg.eigvals(model.A_d)), initial=0.0))
+    if radius >= 1.0:
+        return None
+    forget = np.log(_FORGOTTEN) / np.log(radius) if radius > 0.0 else 0.0
+    return model.max_delay + 1 + int(np.ceil(forget))
 
 
 def _cube_lags(model: DelayedPlant) -> list[tuple[int, int]]:
@@ -108,27 +120,31 @@ def _cube_lags(model: DelayedPlant) -> list[tuple[int, int]]:
     return [(c, int(j)) for c in range(acting.shape[1]) for j in np.flatnonzero(acting[:, c])[:2]]
 
 
-def _features(U: np.ndarray, model: DelayedPlant, N: int, stable: bool,
+def _features(U: np.ndarray, model: DelayedPlant, start: int, stop: int, memory: int | None,
               cube_lags: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """The linear regressors, each centred, and the nonlinear features of samples ``R .. R +
-    N - 1`` (``stable``: the model's response is among them; ``cube_lags``:
-    :func:`_cube_lags`), written into one array each (no lists joined, no centred copy)."""
-    R, K, m = model.max_delay, U.shape[1], U.shape[0]
+    """The linear regressors, each centred, and the nonlinear features of samples ``R +
+    start .. R + stop - 1`` (``memory``: :func:`_memory`, the model's response is among them
+    unless ``None``; ``cube_lags``: :func:`_cube_lags`), written into one array each (no lists
+    joined, no centred copy)."""
+    R, m, N = model.max_delay, U.shape[0], stop - start
     centred = U - U.mean(axis=1, keepdims=True)      # the model's response: in its units
     U = _standardized(U)
+    stable = memory is not None
     n_response = model.n_states if stable else 0
     # every lag, also those the model leaves out: the cube of a periodic input (a multisine)
     # has parts at its own frequencies, which only enough lags span (the model's two
     # blocks per channel left 2 of 99 multisine fits at the alarm)
     linear = np.empty(((R + 1) * m + n_response, N))
     for j in range(R + 1):
-        linear[j * m:(j + 1) * m] = U[:, R - j:K - j]
+        linear[j * m:(j + 1) * m] = U[:, R + start - j:R + stop - j]
     features = np.empty((2 * n_response + len(cube_lags), N))
     names = []
     if stable:
-        # the response from rest to the inputs before sample k (an unstable model's
-        # diverges: then the inputs' features remain)
-        Z = _standardized(delayed_response(model.A_d, model.B_blocks, centred)[:, R:R + N])
+        # the response to the inputs before sample k (an unstable model's diverges: then the
+        # inputs' features remain), from rest early enough that the start is forgotten
+        first = max(0, R + start - memory)
+        Z = _standardized(delayed_response(model.A_d, model.B_blocks, centred[:, first:R + stop])[
+            :, R + start - first:])
         linear[(R + 1) * m:] = Z
         np.multiply(Z, Z, out=features[:n_response])
         np.multiply(Z, Z * Z - 3.0, out=features[n_response:2 * n_response])
@@ -136,7 +152,7 @@ def _features(U: np.ndarray, model: DelayedPlant, N: int, stable: bool,
         names += [f"the cube of state {i}'s response to the inputs" for i in range(Z.shape[0])]
     cubes = U * (U * U - 3.0)
     for row, (c, j) in enumerate(cube_lags, start=2 * n_response):
-        features[row] = cubes[c, R - j:K - j]
+        features[row] = cubes[c, R + start - j:R + stop - j]
         names.append(f"the cube of input {c} lagged {j}")
     linear -= linear.mean(axis=1, keepdims=True)
     return linear, features, names
@@ -207,7 +223,8 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     """
     # evenly spread pieces of about SAMPLES samples (fewer for many rows): ample power, a
     # bounded cost
-    stable, cube_lags = _stable(model), _cube_lags(model)
+    memory, cube_lags = _memory(model), _cube_lags(model)
+    stable = memory is not None
     # the constant, every input lag, the response's states and their two features, the cubes
     rows = 1 + model.B_blocks.shape[0] * model.B_blocks.shape[2] + len(cube_lags) + (
         3 * model.n_states if stable else 0)
@@ -220,14 +237,13 @@ def linearity_check(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
         if E.shape[1] < _SHORTEST:
             short += 1
             continue
-        linear, F, names = _features(U, model, E.shape[1], stable, cube_lags)
-        if E.shape[1] > budget:
-            # one part longer than the budget (a single long record): its middle window, the
-            # features still from its whole input history (the response's transient stays
-            # out); it used every sample before, 10x the budget at n = 50, K = 2e4
-            start = (E.shape[1] - budget) // 2
-            E, linear, F = (A[:, start:start + budget] for A in (E, linear, F))
-            linear = linear - linear.mean(axis=1, keepdims=True)
+        # one part longer than the budget (a single long record): its middle window, the
+        # response from well before it (its transient stays out); it used every sample
+        # before, 10x the budget at n = 50, K = 2e4
+        start = max(E.shape[1] - budget, 0) // 2
+        stop = min(start + budget, E.shape[1])
+        linear, F, names = _features(U, model, start, stop, memory, cube_lags)
+        E = E[:, start:stop]
         if F.size:
             pieces.append((E, linear, F))
     samples = sum(E.shape[1] for E, _, _ in pieces)
