@@ -43,6 +43,7 @@ from _toolbox.validation import (
 )
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
+from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
 from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
 
@@ -199,6 +200,7 @@ class DelayedMPC:
                     x_k given, u_{k-1} .. u_{k-R} given (committed)
                     u_min <= u_{k+i} <= u_max,                        i = 0 .. N-1
                     x_min <= x_{k+w+i} <= x_max,                      i = 1 .. N
+                    y_min <= C x_{k+w+i} + c <= y_max                 i = 1 .. N (output model)
 
     with the terminal lifted state ``z_N = [x_{k+w+N}, u_{k+N-1}, ..., u_{k+N-R+w}]`` (the state of
     the delay-free realization of the plant advanced by ``w`` steps).  States ``x_{k+1} ..
@@ -234,10 +236,27 @@ class DelayedMPC:
         Finite state bounds on ``x_{k+w+1} .. x_{k+w+N}``, physical values (``x_op`` must lie
         within them); hard unless ``soft_state_constraints``.  Refused for a model that
         carries a measurement matrix ``C`` (an output model): its states are canonical
-        variates, which have no physical range.
+        variates, which have no physical range; bound its outputs instead.
+    y_min, y_max : float or array_like of shape (l,), optional
+        Finite output bounds on ``y = C x + c`` at ``x_{k+w+1} .. x_{k+w+N}``, physical values:
+        the outputs of a model that carries its measurement matrix ``C`` (an
+        :class:`~dmdidc.OutputDMDidc`; ``c`` its output level ``offset_``), or of the ``C``
+        given.  The output at the operating point (``C x_op + c``, or ``c`` without one) must
+        lie within them.  Hard unless ``soft_state_constraints``.  Refused for a model with
+        feedthrough ``D != 0``.
+    C : array_like of shape (l, n), optional
+        The measurement matrix of the bounded outputs, in the model's state basis (e.g. for a
+        :class:`~dmdidc.DelayedPlant` such as a setpoint model ``est.plant()
+        .with_operating_point(...)``, which carries none; a model's own ``C`` is the default,
+        and another is refused: its states are its own basis).  Only with output bounds; the
+        cost is set by ``Q``.
+    output_offset : array_like of shape (l,), optional
+        The outputs' level ``c`` the output bounds are read against, instead of the model's
+        ``offset_`` (needed for a model fitted with ``detrend``, which removed the level
+        without keeping it; the observer's ``offset``).  Only with output bounds.
     soft_state_constraints : bool, default False
-        Replace the hard state bounds by an exact L1 penalty ``state_penalty * sum(slack)``; the
-        problem is then always feasible.  Needs state bounds.
+        Replace the hard state (or output) bounds by an exact L1 penalty ``state_penalty *
+        sum(slack)``; the problem is then always feasible.  Needs state or output bounds.
     state_penalty : float, optional
         Weight of the slack penalty (default 1e4; only with ``soft_state_constraints``); it must
         exceed the constraint multipliers for the soft bounds to be met whenever the hard ones
@@ -272,8 +291,8 @@ class DelayedMPC:
     plant : DelayedPlant
     Q, R : ndarray
         The weights in use, shapes (n, n) and (m, m), read-only.
-    u_min, u_max, x_min, x_max : ndarray or None
-        The bounds in use, shapes (m,) and (n,), read-only.
+    u_min, u_max, x_min, x_max, y_min, y_max : ndarray or None
+        The bounds in use, shapes (m,), (n,) and (l,), read-only.
     dead_steps : int
         Whole delay ``w``: the number of leading input blocks that act through no channel
         (``min`` of the model's ``delay_steps`` over the channels that act).
@@ -293,10 +312,14 @@ class DelayedMPC:
     ParameterError
         Bad horizon, weights, solver name, settings or policy; ``u_min > u_max`` or
         ``x_min > x_max`` (names the channel); bounds that exclude the operating point's
-        ``u_op`` or ``x_op`` (it could never be held); state bounds on an output model (one
-        that carries ``C``); a plant whose input blocks are all zero; soft
-        constraints without state bounds, or a ``state_penalty`` without soft constraints; a
-        horizon whose QP exceeds ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``).
+        ``u_op`` or ``x_op`` (it could never be held), or output bounds that exclude the
+        output there; state bounds on an output model (one that carries ``C``), output bounds
+        without a ``C`` (given or the model's), a ``C`` other than the model's own, output
+        bounds on a model with feedthrough or on one fitted with ``detrend`` without
+        ``output_offset``; ``C`` or ``output_offset`` without output bounds; a plant whose
+        input blocks are all zero; soft constraints without state or output bounds, or a
+        ``state_penalty`` without soft constraints; a horizon whose QP exceeds
+        ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``).
     DimensionError
         Wrong shapes.
     NonFiniteError
@@ -339,6 +362,8 @@ class DelayedMPC:
 
     def __init__(self, model: Any, *, horizon: int, Q: Any = None, R: Any = None, P: Any = None,
                  u_min: Any = None, u_max: Any = None, x_min: Any = None, x_max: Any = None,
+                 y_min: Any = None, y_max: Any = None, C: Any = None,
+                 output_offset: Any = None,
                  soft_state_constraints: bool = False, state_penalty: float | None = None,
                  solver: str = "auto", warm_start: bool = True, inaccurate: str = "warn",
                  solver_options: dict[str, Any] | None = None) -> None:
@@ -346,19 +371,30 @@ class DelayedMPC:
         n, m = plant.n_states, plant.n_inputs
         self.horizon = check_integer("horizon", horizon, minimum=1)
         _refuse_variate_bounds(model, x_min, x_max)
+        bounds_y = y_min is not None or y_max is not None
+        for name, value, what in (("C", C, "measurement matrix"),
+                                  ("output_offset", output_offset, "level")):
+            if value is not None and not bounds_y:
+                raise ParameterError(f"{name} is the outputs' {what} that output bounds "
+                                     f"(y_min, y_max) are read through; give output bounds or "
+                                     f"leave it out (the cost is set by Q)")
+        self._output_map = (C, output_offset)        # as given: re-read for every model
+        outputs = _outputs(model, n, *self._output_map) if bounds_y else None
         # Read-only: the problem is built from these once, so changing them later would lie.
         self.Q = read_only(check_weight("Q", default_state_weight(model) if Q is None else Q,
                                         n, definite=False))
         self.R = read_only(check_weight("R", R, m, definite=True))
         self.u_min, self.u_max = (read_only(b) for b in _bounds("u", u_min, u_max, m))
         self.x_min, self.x_max = (read_only(b) for b in _bounds("x", x_min, x_max, n))
+        self.y_min, self.y_max = (read_only(b) for b in _bounds(
+            "y", y_min, y_max, 0 if outputs is None else outputs[0].shape[0]))
         if not isinstance(soft_state_constraints, (bool, np.bool_)):
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
         self.soft_state_constraints = bool(soft_state_constraints)
-        if soft_state_constraints and x_min is None and x_max is None:
+        if soft_state_constraints and x_min is None and x_max is None and not bounds_y:
             raise ParameterError("soft_state_constraints needs state bounds (x_min and/or "
-                                 "x_max) to soften")
+                                 "x_max) or output bounds (y_min and/or y_max) to soften")
         if state_penalty is not None and not soft_state_constraints:
             raise ParameterError("state_penalty weighs the slack of soft_state_constraints; "
                                  "set soft_state_constraints=True or leave it out")
@@ -377,10 +413,12 @@ class DelayedMPC:
         self.solver_options = dict(solver_options or {})
         self._n, self._m = n, m
         self._requested = (solver, P)      # re-resolved for every model (with_model)
-        self._design(plant)
+        self._design(plant, outputs)
 
-    def _design(self, plant: DelayedPlant) -> None:
-        """Everything that depends on the model: delay, lifted pair, terminal weight, QP."""
+    def _design(self, plant: DelayedPlant, outputs: tuple[np.ndarray, np.ndarray] | None
+                ) -> None:
+        """Everything that depends on the model: delay, lifted pair, terminal weight, QP
+        (``outputs``: the model's ``C`` and output level, for output bounds)."""
         #: The model's operating point: the problem is posed in deviations from it, and
         #: ``solve`` / ``__call__`` / the bounds are in the model's physical units.
         self.operating_point = plant.operating_point
@@ -398,6 +436,22 @@ class DelayedMPC:
                                                                              self.u_max))
         self._x_lo, self._x_hi = (None if b is None else b - x_op for b in (self.x_min,
                                                                              self.x_max))
+        #: The bounded signals ``H x`` (None: the states; an output model's ``C``: its outputs)
+        self._bound_matrix: np.ndarray | None = None
+        if outputs is not None:
+            # y = C x + c in physical units: around the operating point the deviations'
+            # outputs C dx are bounded by the bounds less the output there
+            C, level = outputs
+            bound = self.y_min if self.y_min is not None else self.y_max
+            if C.shape != (bound.shape[0], n):
+                raise DimensionError(f"the model's measurement matrix C has shape {C.shape}; "
+                                     f"the output bounds need ({bound.shape[0]}, {n}) (one row "
+                                     f"per bounded output, one column per state)")
+            y_op = C @ x_op + level
+            _hold_within("y", y_op, self.y_min, self.y_max)
+            self._bound_matrix = C
+            self._x_lo, self._x_hi = (None if b is None else b - y_op for b in (self.y_min,
+                                                                                 self.y_max))
         solver, P = self._requested
         self.solver = self._choose_solver(solver)
 
@@ -452,7 +506,9 @@ class DelayedMPC:
 
         Re-used (not re-validated): the horizon, the weights ``Q``, ``R`` (and a ``P`` given on
         ``x_{k+w+N}``), the bounds, the soft-constraint settings, the solver choice and its
-        options.  Recomputed from the model: the whole delay ``w``, the lifted pair and the
+        options (output bounds are read through the new model's ``C`` and output level: an
+        output model's basis is its own).  Recomputed from the model: the whole delay ``w``,
+        the lifted pair and the
         default terminal weight (its Riccati equation), the QP's matrices and the solver's
         set-up (its factorization): they all depend on the input blocks.  The committed inputs
         are carried over (the newest ``min(R_old, R_new)``; older ones at rest), so the
@@ -496,7 +552,9 @@ class DelayedMPC:
             raise DimensionError(f"model has {plant.n_states} states and {plant.n_inputs} "
                                  f"inputs; this MPC has {self._n} and {self._m}")
         new = copy.copy(self)
-        new._design(plant)
+        bounds_y = self.y_min is not None or self.y_max is not None
+        new._design(plant, _outputs(model, plant.n_states, *self._output_map) if bounds_y
+                    else None)
         keep = min(self._R, new._R)
         if keep:        # the newest committed inputs, in physical units
             new._history[:, -keep:] = self._history[:, -keep:]
@@ -510,12 +568,13 @@ class DelayedMPC:
         solver = "auto" if solver.lower() == "auto" else solver.upper()
         n, m, N, w = self._n, self._m, self.horizon, self.dead_steps
         soft = self.soft_state_constraints
-        bounded = self.x_min is not None or self.x_max is not None
-        variables, _ = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=True)
+        bounded = self._x_lo is not None or self._x_hi is not None
+        rows = None if self._bound_matrix is None else self._bound_matrix.shape[0]
+        variables, _ = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=True, bounded=rows)
         if variables > MAX_QP_VARIABLES:
             def fits(horizon: int) -> bool:
-                return qp_sizes(n, m, w, horizon, soft=soft and bounded,
-                                sparse=True)[0] <= MAX_QP_VARIABLES
+                return qp_sizes(n, m, w, horizon, soft=soft and bounded, sparse=True,
+                                bounded=rows)[0] <= MAX_QP_VARIABLES
             low, high = 0, N                       # the largest horizon that fits: bisection
             while high - low > 1:
                 low, high = ((low + high) // 2, high) if fits((low + high) // 2) else \
@@ -524,7 +583,8 @@ class DelayedMPC:
                                  f"states, m={m} inputs, dead steps {w}) above the limit "
                                  f"MAX_QP_VARIABLES = {MAX_QP_VARIABLES} (controllers.mpc); "
                                  f"accepted: horizon <= {low} for this plant")
-        dense_v, dense_rows = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=False)
+        dense_v, dense_rows = qp_sizes(n, m, w, N, soft=soft and bounded, sparse=False,
+                                       bounded=rows)
         if not bounded:
             dense_rows = dense_v
         entries = dense_v * (dense_v + dense_rows)
@@ -541,7 +601,7 @@ class DelayedMPC:
                         R=self.R, terminal_weight=self.terminal_weight,
                         u_bounds=(self._u_lo, self._u_hi), x_bounds=(self._x_lo, self._x_hi),
                         soft=self.soft_state_constraints, state_penalty=self.state_penalty,
-                        sparse=sparse)
+                        sparse=sparse, bound_matrix=self._bound_matrix)
 
     # ------------------------------------------------------------------ set-up
     def _terminal_weight(self, P: Any, n: int) -> np.ndarray:
@@ -784,38 +844,57 @@ class DelayedMPC:
             self._u_box = 0.5 * (low + high), 2.0 / (high - low)
 
     def _infeasible_message(self, x: np.ndarray, history: np.ndarray) -> str:
+        """Why the problem at ``x``, ``history`` (deviations from the operating point) is
+        infeasible; the values shown are physical, as the bounds are."""
         w, N = self.dead_steps, self.horizon
-        if self.x_min is None and self.x_max is None:   # input bounds alone are feasible
+        op = self.operating_point
+        x_at, u_at = (np.zeros(self._n), np.zeros(self._m)) if op is None else (op.state,
+                                                                              op.input)
+        shown_x, shown_history = x + x_at, history + u_at[:, None]
+        if self._x_lo is None and self._x_hi is None:   # input bounds alone are feasible
             return (f"{self.solver} reported the MPC problem infeasible although it has only "
-                    f"input bounds (always feasible): numerical trouble at x_k={_fmt(x)}, "
-                    f"committed inputs {_fmt(history)}; check the scaling of the model and of "
-                    f"the state")
-        message = (f"MPC problem is infeasible ({self.solver}): the hard state bounds "
-                   f"x_min={_fmt(self.x_min)}, x_max={_fmt(self.x_max)} on "
-                   f"x_(k+{w + 1}) .. x_(k+{w + N}) cannot be met with inputs in "
-                   f"[{_fmt(self.u_min)}, {_fmt(self.u_max)}] from x_k={_fmt(x)}")
+                    f"input bounds (always feasible): numerical trouble at "
+                    f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; check the "
+                    f"scaling of the model and of the state")
+        s, kind, low, high = self._bounded_signal
+        message = (f"MPC problem is infeasible ({self.solver}): the hard {kind} bounds "
+                   f"{s}_min={_fmt(low)}, {s}_max={_fmt(high)} on "
+                   f"{s}_(k+{w + 1}) .. {s}_(k+{w + N}) cannot be met with inputs in "
+                   f"[{_fmt(self.u_min)}, {_fmt(self.u_max)}] from x_k={_fmt(shown_x)}")
         if self._R:
-            # States fixed by the past: simulate w steps; u_k.. do not act before x_{k+w+1}.
-            fixed = self.plant.simulate(x, np.zeros((self._m, w)), history)
             message += (f" given the committed inputs u_(k-{self._R}) .. u_(k-1)="
-                        f"{_fmt(history)}; x_(k+{w}) = {_fmt(fixed[:, -1])} is already fixed "
-                        f"by them")
+                        f"{_fmt(shown_history)}")
+        if self._R and w:
+            # States fixed by the past: simulate w steps; u_k.. do not act before x_{k+w+1}.
+            fixed = self.plant.simulate(x, np.zeros((self._m, w)), history)[:, -1] + x_at
+            message += f"; x_(k+{w}) = {_fmt(fixed)} is already fixed by them"
         found = self._unreachable_bound(np.concatenate([x, history.T.ravel()]))
         if found is not None:
-            name, component, step, reached = found
-            bound = (self.x_min if name == "x_min" else self.x_max)[component]
-            message += (f"; the first bound that cannot be met is {name}[{component}] = "
-                        f"{bound:.4g} on x_(k+{step}) (the closest the inputs bring "
-                        f"x_(k+{step})[{component}] is {reached:.4g})")
+            side, component, step, reached = found
+            bound = (low if side == "min" else high)[component]
+            # (output bounds are read in deviations from the output at the operating point)
+            shift = bound - (self._x_lo if side == "min" else self._x_hi)[component]
+            message += (f"; the first bound that cannot be met is {s}_{side}[{component}] = "
+                        f"{bound:.4g} on {s}_(k+{step}) (the closest the inputs bring "
+                        f"{s}_(k+{step})[{component}] is {reached + shift:.4g})")
         return message + ". Use soft_state_constraints=True, a longer horizon or wider bounds."
 
+    @property
+    def _bounded_signal(self) -> tuple[str, str, np.ndarray | None, np.ndarray | None]:
+        """``(symbol, name, lower, upper)`` of the bounded signals: states or outputs."""
+        if self._bound_matrix is None:
+            return "x", "state", self.x_min, self.x_max
+        return "y", "output", self.y_min, self.y_max
+
     def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
-        """The earliest hard state bound missed by the inputs that miss them least (in the
-        least-squares sense; DAQP with soft state rows on the condensed QP), or None."""
+        """The earliest hard state (or output) bound missed by the inputs that miss them least
+        (in the least-squares sense; DAQP with soft bound rows on the condensed QP), or None:
+        ``(side "min" | "max", component, step, value reached in deviations)``."""
         qp = getattr(self, "_qp", None)
+        rows_per_step = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         if qp is None or qp.sparse:
             n_v, rows = qp_sizes(self._n, self._m, self.dead_steps, self.horizon, soft=False,
-                                 sparse=False)
+                                 sparse=False, bounded=rows_per_step)
             if n_v * (n_v + rows) > MAX_DENSE_ENTRIES:
                 return None
             qp = self._build_qp(sparse=False)
@@ -823,9 +902,9 @@ class DelayedMPC:
         if missed is None:
             return None
         row, value, lower, upper = missed
-        step, component = divmod(row, self._n)
-        return ("x_min" if value < lower else "x_max", component,
-                self.dead_steps + 1 + step, value)
+        step, component = divmod(row, rows_per_step)
+        return ("min" if value < lower else "max", component, self.dead_steps + 1 + step,
+                value)
 
 
 # ---------------------------------------------------------------------- module helpers
@@ -847,9 +926,21 @@ def _refuse_variate_bounds(model: Any, x_min: Any, x_max: Any) -> None:
     raise ParameterError(
         f"x_min/x_max bound the states of the model, and this model ({type(model).__name__}) "
         f"is an output model: its states are canonical variates of its own basis, not "
-        f"physical quantities, so their bounds mean nothing in the plant's units; bound the "
-        f"inputs (u_min, u_max) and weigh the outputs (the default Q = C^T C + ridge), or "
-        f"pass est.plant() to bound the variates deliberately")
+        f"physical quantities, so their bounds mean nothing in the plant's units; bound its "
+        f"outputs (y_min, y_max) and inputs (u_min, u_max), or pass est.plant() to bound the "
+        f"variates deliberately")
+
+
+def _outputs(model: Any, n: int, C: Any, offset: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(C, c)`` of the outputs ``y = C x + c`` that output bounds constrain: ``C`` given or
+    the model's own measurement matrix, and the output level (``offset``, else the model's
+    ``offset_``, else zero)."""
+    C = measurement_matrix(model, C, n, missing=(
+        f"y_min/y_max bound the outputs y = C x + c: give C (the outputs' measurement matrix "
+        f"in the model's state basis) or a model that carries its own (an OutputDMDidc); "
+        f"this model ({type(model).__name__}) has none; or bound its states with x_min/x_max"))
+    refuse_feedthrough(model)
+    return C, output_level(model, offset, C.shape[0], name="output_offset")
 
 
 def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | None,

@@ -92,6 +92,8 @@ class CvxpySolver:
         if u_hi is not None:
             constraints.append(self.u <= np.outer(u_hi, np.ones(N)))
         window = self.x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
+        # the bounded signals: the states, or an output model's outputs C x (in deviations)
+        bounded = window if mpc._bound_matrix is None else mpc._bound_matrix @ window
         objective = cp.sum_squares(_factor(mpc.R) @ self.u)
         if N > 1:
             objective = objective + cp.sum_squares(_factor(mpc.Q) @ window[:, :-1])
@@ -103,12 +105,12 @@ class CvxpySolver:
             ones = np.ones(N)
             slack: Any = 0
             if mpc.soft_state_constraints:
-                slack = cp.Variable((n, N), nonneg=True, name="state_slack")
+                slack = cp.Variable(bounded.shape, nonneg=True, name="state_slack")
                 objective = objective + mpc.state_penalty * cp.sum(slack)
             if x_lo is not None:
-                constraints.append(window >= np.outer(x_lo, ones) - slack)
+                constraints.append(bounded >= np.outer(x_lo, ones) - slack)
             if x_hi is not None:
-                constraints.append(window <= np.outer(x_hi, ones) + slack)
+                constraints.append(bounded <= np.outer(x_hi, ones) + slack)
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
 
     def solve(self, p: np.ndarray) -> QPOutcome:

@@ -61,8 +61,9 @@ class MPCQuadraticProgram:
     n_simple : int
         Leading rows that are identity rows on ``v[:n_simple]``.
     state_rows : slice
-        The rows of state bounds, ordered (side, step, component) with sides ``x_min`` /
-        ``x_max`` for soft bounds, or one two-sided row per (step, component) for hard bounds.
+        The rows of state (or output) bounds, ordered (side, step, component) with sides
+        ``x_min`` / ``x_max`` for soft bounds, or one two-sided row per (step, component) for
+        hard bounds.
     states_v, states_p : ndarray or sparse matrix
         Predicted states ``x_k .. x_{k+w+N}`` stacked by time: ``states_v v + states_p p``.
     n_inputs : int
@@ -173,18 +174,20 @@ class _Blocks:
 
 
 def qp_sizes(n: int, m: int, dead_steps: int, horizon: int, *, soft: bool,
-             sparse: bool) -> tuple[int, int]:
-    """``(variables, constraint rows)`` of the QP (without building it); for size checks."""
-    slack = n * horizon if soft else 0
+             sparse: bool, bounded: int | None = None) -> tuple[int, int]:
+    """``(variables, constraint rows)`` of the QP (without building it); for size checks.
+    ``bounded``: the bounded signals per step (``n`` states by default, or ``l`` outputs)."""
+    bounded = n if bounded is None else bounded
+    slack = bounded * horizon if soft else 0
     states = n * (dead_steps + horizon) if sparse else 0
-    state_rows = 2 * n * horizon if soft else n * horizon
+    state_rows = 2 * bounded * horizon if soft else bounded * horizon
     return m * horizon + slack + states, m * horizon + slack + state_rows + states
 
 
 def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarray,
              R: np.ndarray, terminal_weight: np.ndarray, u_bounds: tuple[Any, Any],
              x_bounds: tuple[Any, Any], soft: bool, state_penalty: float,
-             sparse: bool) -> MPCQuadraticProgram:
+             sparse: bool, bound_matrix: np.ndarray | None = None) -> MPCQuadraticProgram:
     """Build the QP of :class:`controllers.DelayedMPC` once (module notes).
 
     Parameters
@@ -196,11 +199,15 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     Q, R, terminal_weight : ndarray
         Weights (n, n), (m, m) and on the lifted terminal state.
     u_bounds, x_bounds : (ndarray or None, ndarray or None)
-        Bounds in deviations (``None``: no bound on that side).
+        Bounds in deviations (``None``: no bound on that side); ``x_bounds`` bound the signals
+        ``H x`` (``bound_matrix``), shape (l,) each.
     soft : bool
         State bounds with an exact L1 slack penalty ``state_penalty``.
     sparse : bool
         Layout (module notes).
+    bound_matrix : ndarray of shape (l, n), optional
+        ``H`` of the bounded signals ``H x_{k+w+i}`` (an output model's ``C``: output
+        bounds); default the identity (state bounds).
 
     Returns
     -------
@@ -221,7 +228,9 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     w, N = dead_steps, horizon
     steps = w + N
     has_x = x_bounds[0] is not None or x_bounds[1] is not None
-    n_slack = n * N if (soft and has_x) else 0
+    H = np.eye(n) if bound_matrix is None else bound_matrix
+    n_c = H.shape[0]                            # bounded signals per step
+    n_slack = n_c * N if (soft and has_x) else 0
     n_v = m * N + n_slack + (n * steps if sparse else 0)
     n_p = n + m * R_max
 
@@ -298,16 +307,18 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
     upper0 = [u_hi, np.full(n_slack, np.inf)]
     n_simple = m * N + n_slack
     if has_x:
-        window_v = stack([state[w + i][0] for i in range(1, N + 1)])
-        window_p = np.vstack([state[w + i][1] for i in range(1, N + 1)])
-        x_lo, x_hi = (np.tile(b, N) if b is not None else np.full(n * N, sign * np.inf)
+        window = [state[w + i] if bound_matrix is None else
+                  (H @ state[w + i][0], H @ state[w + i][1]) for i in range(1, N + 1)]
+        window_v = stack([c_v for c_v, _ in window])
+        window_p = np.vstack([c_p for _, c_p in window])
+        x_lo, x_hi = (np.tile(b, N) if b is not None else np.full(n_c * N, sign * np.inf)
                       for b, sign in zip(x_bounds, (-1.0, 1.0), strict=True))
         if n_slack:   # x + s >= x_min and x - s <= x_max, s >= 0
             slack = select_v(m * N, n_slack)
             rows_v += [window_v + slack, window_v - slack]
             rows_p += [window_p, window_p]
-            lower0 += [x_lo, np.full(n * N, -np.inf)]
-            upper0 += [np.full(n * N, np.inf), x_hi]
+            lower0 += [x_lo, np.full(n_c * N, -np.inf)]
+            upper0 += [np.full(n_c * N, np.inf), x_hi]
         else:
             rows_v.append(window_v)
             rows_p.append(window_p)

@@ -22,6 +22,7 @@ from scipy import linalg
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_finite_array
+from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
 from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedKalmanObserver", "OutputFeedback"]
@@ -42,23 +43,6 @@ def _covariance(name: str, value: Any, size: int) -> np.ndarray:
     if np.linalg.eigvalsh(array).min() < -1e-12 * max(np.abs(array).max(), 1.0):
         raise ParameterError(f"{name} must be positive semidefinite (a covariance)")
     return array
-
-
-def _check_own_measurement_matrix(C: np.ndarray, own: np.ndarray, kind: str) -> None:
-    """Refuse a ``C`` other than the one a model carries: an identified model's states are its
-    own basis' (the canonical variates), so a ``C`` of the plant's states, or of any other
-    basis, reads the wrong combination of them (in a test loop: cost 2.75e8 against 2.83)."""
-    scale = max(float(np.max(np.abs(own), initial=0.0)), 1e-300)
-    if C.shape == own.shape and np.allclose(C, own, rtol=1e-9, atol=1e-12 * scale):
-        return
-    found = (f"shape {C.shape} against {own.shape}" if C.shape != own.shape else
-             f"max |C - model.C| = {float(np.max(np.abs(C - own))):.3g}")
-    raise ParameterError(
-        f"C differs from the measurement matrix the model ({kind}) carries ({found}): the "
-        f"model's states are in its own basis (an OutputDMDidc's are canonical variates, not "
-        f"the plant's states), and C must be in that basis; omit C to use model.C, or, for "
-        f"other sensors, pass est.plant() (a DelayedPlant, without a C of its own) with their "
-        f"C in the model's basis")
 
 
 def _check_same_model(controller: Any, plant: Any) -> None:
@@ -150,43 +134,17 @@ class DelayedKalmanObserver:
     def __init__(self, model: Any, C: Any = None, *, measurement_noise: Any = None,
                  process_noise: Any = None, offset: Any = None) -> None:
         plant = as_plant(model)
-        own = getattr(model, "C", None)
-        if C is None and own is None:
-            raise ParameterError("C is required: the measurement matrix y = C x (the model has "
-                                 "none)")
-        C = check_finite_array("C", own if C is None else C, ndim=2)
-        if own is not None:
-            _check_own_measurement_matrix(C, np.asarray(own, dtype=float), type(model).__name__)
         n = plant.n_states
-        if C.shape[1] != n:
-            raise DimensionError(f"C has shape {C.shape}; expected (l, {n})")
-        D = getattr(model, "D", None)
-        if D is not None and np.any(np.asarray(D) != 0):
-            raise ParameterError("the model has feedthrough D != 0: the output depends on the "
-                                 "command being computed (an algebraic loop); fit with "
-                                 "feedthrough=False for control")
+        C = measurement_matrix(model, C, n, missing="C is required: the measurement matrix "
+                                                    "y = C x (the model has none)")
+        refuse_feedthrough(model)
         if measurement_noise is None:
             std = getattr(model, "noise_std_", None)
             measurement_noise = np.square(std) if std is not None else 1e-4
         R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
         # Without it the filter reads a sensor offset as state, and the loop steers the plant
         # away from zero to cancel a reading it should have subtracted.
-        detrend = getattr(model, "detrend", False)
-        if offset is None and detrend in ("constant", "linear"):
-            # its offset_ (about 0) is not the sensors' level: the means were removed, not kept
-            raise ParameterError(
-                f"the model was fitted with detrend={detrend!r}: each experiment's "
-                f"{'mean' if detrend == 'constant' else 'line'} was "
-                "removed from its outputs and inputs and not kept, so its offset_ is not the "
-                "outputs' operating point; pass offset= (the outputs' level, with the inputs as "
-                "deviations from theirs), or refit with offset=True (the default) and "
-                "detrend=False, which estimates the offset")
-        offset = getattr(model, "offset_", None) if offset is None else offset
-        self.offset = (np.zeros(C.shape[0]) if offset is None
-                       else check_finite_array("offset", offset, ndim=1))
-        if self.offset.shape != (C.shape[0],):
-            raise DimensionError(f"offset has shape {self.offset.shape}; expected "
-                                 f"({C.shape[0]},), one per measured signal")
+        self.offset = output_level(model, offset, C.shape[0])
         B_d = plant.B_blocks.sum(axis=0)
         Q_w = (_covariance("process_noise", process_noise, n) if process_noise is not None
                else 0.1 * B_d @ B_d.T + 1e-6 * np.eye(n))

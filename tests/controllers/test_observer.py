@@ -172,9 +172,10 @@ def test_a_model_fitted_on_centred_data_needs_an_explicit_offset():
     assert abs(DelayedKalmanObserver(default).offset[0] - 5.0) < 0.1
 
 
-def _physical_plant(seed):
+def _physical_plant(seed, sensors=1):
     """A random stable 3-state, 2-input plant with fractional delays at a physical operating
-    point (inputs of tens, as a valve in %; x_op their equilibrium), and one random sensor."""
+    point (inputs of tens, as a valve in %; x_op their equilibrium), and ``sensors`` random
+    sensors (one by default)."""
     rng = np.random.default_rng(seed)
     while True:
         A_c = rng.standard_normal((3, 3)) - np.eye(3)
@@ -186,7 +187,7 @@ def _physical_plant(seed):
     u_op = rng.uniform(5.0, 50.0, 2)
     x_op = np.linalg.solve(np.eye(3) - base.A_d, base.B_d @ u_op)
     plant = DelayedPlant.from_continuous(A_c, B_c, delay, T, operating_point=(x_op, u_op))
-    return plant, rng.standard_normal((1, 3)), rng
+    return plant, rng.standard_normal((sensors, 3)), rng
 
 
 def _output_loop(model, plant, C, x0, R):

@@ -1,0 +1,143 @@
+"""The outputs ``y = C x + c`` of a model that carries its measurement matrix (an output model).
+
+An :class:`~dmdidc.OutputDMDidc` keeps ``C`` in its own state basis (canonical variates) and the
+outputs' constant level ``c`` (``offset_``); the observer subtracts the level from every
+measurement and the MPC bounds the outputs through it.  Both refuse what they cannot represent
+the same way: a feedthrough ``D != 0`` (the output would depend on the command being computed,
+an algebraic loop) and a model whose outputs' level was removed by ``detrend`` and not kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.validation import check_finite_array
+
+__all__ = ["measurement_matrix", "output_level", "refuse_feedthrough"]
+
+
+def measurement_matrix(model: Any, C: Any, n: int, *, missing: str) -> np.ndarray:
+    """The measurement matrix ``C`` (l, n) of ``y = C x``: the one given, else the model's own.
+
+    Parameters
+    ----------
+    model : object
+        The model (its ``C`` attribute, when it carries one).
+    C : array_like of shape (l, n) or None
+    n : int
+        The model's number of states.
+    missing : str
+        The message when neither gives one.
+
+    Raises
+    ------
+    ParameterError
+        Neither ``C`` nor the model gives one; or a ``C`` other than the one the model carries
+        (an identified model's states are its own basis: a ``C`` of the plant's states reads
+        the wrong combination of them; in a test loop, cost 2.75e8 against 2.83).
+    DimensionError, NonFiniteError
+        ``C`` not of shape (l, n), or not finite.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     C = np.array([[1.0, 0.0]])
+    >>> measurement_matrix(Model(), None, 2, missing="no C")
+    array([[1., 0.]])
+    """
+    own = getattr(model, "C", None)
+    if C is None and own is None:
+        raise ParameterError(missing)
+    C = check_finite_array("C", own if C is None else C, ndim=2)
+    if own is not None:
+        own = np.asarray(own, dtype=float)
+        scale = max(float(np.max(np.abs(own), initial=0.0)), 1e-300)
+        if C.shape != own.shape or not np.allclose(C, own, rtol=1e-9, atol=1e-12 * scale):
+            found = (f"shape {C.shape} against {own.shape}" if C.shape != own.shape else
+                     f"max |C - model.C| = {float(np.max(np.abs(C - own))):.3g}")
+            raise ParameterError(
+                f"C differs from the measurement matrix the model ({type(model).__name__}) "
+                f"carries ({found}): the model's states are in its own basis (an "
+                f"OutputDMDidc's are canonical variates, not the plant's states), and C must "
+                f"be in that basis; omit C to use model.C, or, for other sensors, pass "
+                f"est.plant() (a DelayedPlant, without a C of its own) with their C in the "
+                f"model's basis")
+    if C.shape[1] != n:
+        raise DimensionError(f"C has shape {C.shape}; expected (l, {n})")
+    return C
+
+
+def refuse_feedthrough(model: Any) -> None:
+    """Refuse a model with feedthrough ``D != 0`` (its ``D`` attribute, when it has one).
+
+    Raises
+    ------
+    ParameterError
+        The output depends on the input of its own sample.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     D = np.zeros((1, 2))
+    >>> refuse_feedthrough(Model())                 # no feedthrough: nothing to refuse
+    """
+    D = getattr(model, "D", None)
+    if D is not None and np.any(np.asarray(D) != 0):
+        raise ParameterError("the model has feedthrough D != 0: the output depends on the "
+                             "command being computed (an algebraic loop); fit with "
+                             "feedthrough=False for control")
+
+
+def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") -> np.ndarray:
+    """The outputs' constant level ``c`` of ``y = C x + c``: ``offset`` when given, else the
+    model's fitted ``offset_`` (zero for a model without one).
+
+    Parameters
+    ----------
+    model : object
+        The model (its ``detrend`` and ``offset_`` attributes, when it has them).
+    offset : array_like of shape (rows,) or None
+        The level given by the caller.
+    rows : int
+        Number of outputs ``l``.
+    name : str, default "offset"
+        The argument's name, for the messages.
+
+    Returns
+    -------
+    ndarray, shape (rows,)
+
+    Raises
+    ------
+    ParameterError
+        ``offset`` is None for a model fitted with ``detrend="constant"`` or ``"linear"``:
+        each experiment's mean (or line) was removed and not kept, so its ``offset_`` is not
+        the outputs' level.
+    DimensionError, NonFiniteError
+        ``offset`` of another shape than ``(rows,)``, or not finite.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     offset_ = np.array([2.0])
+    >>> output_level(Model(), None, 1)
+    array([2.])
+    """
+    detrend = getattr(model, "detrend", False)
+    if offset is None and detrend in ("constant", "linear"):
+        raise ParameterError(
+            f"the model was fitted with detrend={detrend!r}: each experiment's "
+            f"{'mean' if detrend == 'constant' else 'line'} was "
+            f"removed from its outputs and inputs and not kept, so its offset_ is not the "
+            f"outputs' operating point; pass {name}= (the outputs' level, with the inputs as "
+            f"deviations from theirs), or refit with offset=True (the default) and "
+            f"detrend=False, which estimates the offset")
+    offset = getattr(model, "offset_", None) if offset is None else offset
+    level = np.zeros(rows) if offset is None else check_finite_array(name, offset, ndim=1)
+    if level.shape != (rows,):
+        raise DimensionError(f"{name} has shape {level.shape}; expected ({rows},), one per "
+                             f"measured signal")
+    return level
