@@ -74,6 +74,17 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "unbounded without --u-max; a list that starts with a minus "
                                "sign goes after '=': --u-min=-5,0; only with --controller "
                                "mpc)")
+    simulate.add_argument("--y-max", type=finite_vector,
+                          help="MPC upper output bounds y_i <= y_max_i of an output model "
+                               "('identify --outputs'), physical values y = C x + offset_ (the "
+                               "outputs' level at the operating point must lie within them): "
+                               "one value for every output or one per output; soft (an exact "
+                               "L1 penalty), as the observer's estimate may stray; only with "
+                               "--controller mpc")
+    simulate.add_argument("--y-min", type=finite_vector,
+                          help="MPC lower output bounds y_i >= y_min_i of an output model, as "
+                               "--y-max (a list that starts with a minus sign goes after '=': "
+                               "--y-min=-5); only with --controller mpc")
     simulate.add_argument("--q", type=positive_vector,
                           help="state weights: the diagonal of Q (one value, or one per state) "
                                "of the LQR or MPC design and of the reported cost (default: 1); "
@@ -108,6 +119,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     _check_simulate_options(args)
     if Path(args.model).is_file() and _is_output_model(Path(args.model)):
         return _run_output_simulate(args)
+    for option, value in (("--y-max", args.y_max), ("--y-min", args.y_min)):
+        if value is not None:
+            raise ParameterError(f"{option} bounds the outputs of an output model ('identify "
+                                 f"--outputs'); {args.model!r} is a state model, whose outputs "
+                                 f"are its states")
     out = output_path(args.out, folder=True)
     model = _load_plant(args.model, "model")
     if model.n_inputs == 0:        # autonomous (m = 0) model: there is nothing to act with
@@ -186,6 +202,8 @@ def _run_settings(args: argparse.Namespace, x0: np.ndarray) -> dict[str, Any]:
     if args.controller == "mpc":
         settings.update(horizon=_DEFAULT_HORIZON if args.horizon is None else args.horizon,
                         u_max=args.u_max, u_min=args.u_min)
+        if args.y_max is not None or args.y_min is not None:
+            settings.update(y_max=args.y_max, y_min=args.y_min)
     if args.process_noise > 0 or args.measurement_noise > 0:
         noise = args.noise or _DEFAULT_NOISE
         settings.update(process_noise=args.process_noise,
@@ -217,7 +235,8 @@ def _check_simulate_options(args: argparse.Namespace) -> None:
                              "holds the inputs (its cost weighs the states by --q)")
     if args.controller != "mpc":
         idle = [flag for flag, value in (("--horizon", args.horizon), ("--u-max", args.u_max),
-                                         ("--u-min", args.u_min)) if value is not None]
+                                         ("--u-min", args.u_min), ("--y-max", args.y_max),
+                                         ("--y-min", args.y_min)) if value is not None]
         if idle:
             verb = "applies" if len(idle) == 1 else "apply"
             raise ParameterError(f"{' and '.join(idle)} {verb} only to --controller mpc; got "
@@ -349,7 +368,9 @@ class _OpenLoop:
         return self._input.copy()
 
 
-def _make_controller(args: argparse.Namespace, model, Q, R):
+def _make_controller(args: argparse.Namespace, model, Q, R, outputs=None):
+    """The controller of ``--controller`` on ``model`` (``outputs``: an output model's ``C``
+    and level, through which ``--y-min`` / ``--y-max`` bound its outputs)."""
     import warnings
 
     from _toolbox.errors import DimensionError, UnstableLoopWarning
@@ -387,7 +408,19 @@ def _make_controller(args: argparse.Namespace, model, Q, R):
     upper = bounds.get("--u-max")
     lower = bounds.get("--u-min", None if upper is None or "--u-min" in bounds else -upper)
     horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
-    return make_controller("mpc", model, horizon=horizon, Q=Q, R=R, u_min=lower, u_max=upper)
+    limits = {}
+    if outputs is not None and (args.y_max is not None or args.y_min is not None):
+        C, level = outputs
+        for key, option, values in (("y_max", "--y-max", args.y_max),
+                                    ("y_min", "--y-min", args.y_min)):
+            if values is not None:
+                if len(values) not in (1, C.shape[0]):
+                    raise DimensionError(f"{option} has {len(values)} values; give one, or "
+                                         f"{C.shape[0]} (one per output)")
+                limits[key] = np.broadcast_to(np.asarray(values, dtype=float), (C.shape[0],))
+        limits.update(C=C, output_offset=level, soft_state_constraints=True)
+    return make_controller("mpc", model, horizon=horizon, Q=Q, R=R, u_min=lower, u_max=upper,
+                           **limits)
 
 
 def _labels(model) -> dict[str, list[str]] | None:
@@ -409,15 +442,18 @@ def _labels(model) -> dict[str, list[str]] | None:
 
 def _plot_trajectory(result, path: Path, title: str,
                      labels: dict[str, list[str]] | None = None,
-                     readout: np.ndarray | None = None) -> Path:
-    """States (or, with ``readout`` ``C``, the noise-free outputs ``C x``) over the inputs."""
+                     readout: np.ndarray | None = None, level: np.ndarray | None = None
+                     ) -> Path:
+    """States (or, with ``readout`` ``C``, the noise-free outputs ``C x + level``) over the
+    inputs."""
     from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((7, 5))
     top, bottom = fig.subplots(2, 1, sharex=True)
     times = result.fine_times if result.fine_states is not None else result.times
     states = result.fine_states if result.fine_states is not None else result.states
-    shown, name = (states, "x") if readout is None else (readout @ states, "y")
+    shown, name = (states, "x") if readout is None else (
+        readout @ states + (0.0 if level is None else level[:, None]), "y")
     for i, row in enumerate(shown):
         top.plot(times, row, label=labels["state_labels"][i] if labels else f"{name}{i + 1}")
     for j, row in enumerate(result.inputs):
@@ -456,33 +492,61 @@ def _run_output_simulate(args: argparse.Namespace) -> int:
     x0 = _output_start(args, C, plant)
     Q = _output_weight(args.q, np.asarray(est.C, dtype=float))
     R = _weights("--r", args.r, model.n_inputs)
-    controller = _make_controller(args, model, Q, R)       # on the model's states
+    own = (np.asarray(est.C, dtype=float), _level(est))     # the model's outputs: y = C x + c
+    controller = _make_controller(args, model, Q, R, own)   # on the model's states
     if args.controller != "none":
         controller = OutputFeedback(controller, DelayedKalmanObserver(est))
+    # the true sensors read their level too, which the observer subtracts (without it the
+    # loop steered the plant to cancel a sensor offset it never saw: output 1.2 off its level)
+    level = _level(truth)
     seed = _DEFAULT_SEED if args.seed is None else args.seed
     result = simulate_closed_loop(
         plant, controller, x0, args.steps, rng=seed, Q=_output_weight(args.q, C), R=R,
         process_noise=_sampler(args, args.process_noise),
-        measurement_noise=_sampler(args, args.measurement_noise), measurement_matrix=C,
-        fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+        measurement_noise=_with_level(_sampler(args, args.measurement_noise), level,
+                                      args.steps),
+        measurement_matrix=C, fine=plant.has_continuous and args.steps <= _FINE_STEPS,
         progress=args.steps >= 500 and sys.stderr.isatty())
     if not (np.isfinite(result.states).all() and np.isfinite(result.inputs).all()):
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or '(outputs 1)'} overflows "
                              f"float64; start nearer the origin (nothing written)")
-    outputs = C @ result.states
+    # regulation: the outputs' deviation from their value at the plant's operating point
+    deviation = C @ result.deviations[:, -1]
     summary = {"controller": args.controller, "steps": args.steps,
-               "model_kind": "output model (y = C x; the observer estimates its states)",
+               "model_kind": "output model (y = C x + offset; the observer estimates its "
+                             "states)",
                "cost": json_number(result.cost),
-               "final_output_norm": json_number(float(np.linalg.norm(outputs[:, -1]))),
+               "final_output_norm": json_number(float(np.linalg.norm(deviation))),
                **_run_settings(args, x0), "outputs": int(C.shape[0])}
+    if np.any(level != 0):
+        summary["output_offset"] = level.tolist()
     with staged_folder(out) as stage:
         result.to_csv(stage / "trajectory.csv")
         write_summary(stage / "summary.json", summary, title=f"dmdidc simulate {args.model}")
-        _plot_trajectory(result, stage / "trajectory.png", args.controller, readout=C)
+        _plot_trajectory(result, stage / "trajectory.png", args.controller, readout=C,
+                         level=level)
     print(summary_table(summary))
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
     return 0
+
+
+def _level(est) -> np.ndarray:
+    """An output model's output level ``offset_`` (zeros without one)."""
+    rows = np.asarray(est.C).shape[0]
+    return np.zeros(rows) if est.offset_ is None else np.asarray(est.offset_, dtype=float)
+
+
+def _with_level(sampler, level: np.ndarray, steps: int):
+    """The measurement noise of ``sampler`` (or none) plus the sensors' constant ``level``."""
+    if not np.any(level):
+        return sampler
+    if sampler is None:
+        return np.repeat(level[:, None], steps + 1, axis=1)
+
+    def shifted(rng, shape):
+        return sampler(rng, shape) + level[:, None]
+    return shifted
 
 
 def _load_output_model(path: str, what: str):

@@ -14,14 +14,14 @@ from simulations.cli import main
 from simulations.studies.data_kinds import random_plant
 
 
-def output_model(tmp_path, seed, *, outputs=1, name="outputs.json", noise=0.01):
-    """An output model identified from a random plant's outputs (4000 samples), and the plant
-    and its C."""
+def output_model(tmp_path, seed, *, outputs=1, name="outputs.json", noise=0.01, offset=0.0):
+    """An output model identified from a random plant's outputs (4000 samples; the sensors
+    read ``offset`` more), and the path of its file."""
     rng = np.random.default_rng(seed)
     plant = random_plant(rng)
     C = rng.standard_normal((outputs, plant.n_states))
     U = rng.standard_normal((plant.n_inputs, 4000))
-    Y = C @ plant.simulate(np.zeros(plant.n_states), U)[:, :4000]
+    Y = C @ plant.simulate(np.zeros(plant.n_states), U)[:, :4000] + offset
     Y = Y + noise * Y.std(axis=1, keepdims=True) * rng.standard_normal(Y.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -52,9 +52,11 @@ def test_the_loop_runs_the_plant_on_the_commands_it_recorded(tmp_path, seed):
     # the plant's own response to the recorded commands (from the recorded start)
     np.testing.assert_allclose(X, plant.simulate(X[:, 0], U), rtol=1e-8,
                                atol=1e-10 * np.abs(X).max())
-    np.testing.assert_allclose(table["y_1"], (est.C @ X)[0], rtol=1e-8, atol=1e-12)
-    assert table["y_1"][0] == pytest.approx(1.0)          # the default start: outputs 1
-    assert summary["final_output_norm"] == pytest.approx(abs(table["y_1"][-1]), abs=1e-15)
+    # what the sensors read: C x and the model's output level (~0 here: no sensor offset)
+    np.testing.assert_allclose(table["y_1"], (est.C @ X)[0] + est.offset_[0], rtol=1e-8,
+                               atol=1e-12)
+    assert table["y_1"][0] - est.offset_[0] == pytest.approx(1.0)   # the default start
+    assert summary["final_output_norm"] == pytest.approx(abs((est.C @ X)[0, -1]), abs=1e-15)
     # the loop is stable on the model (no UnstableLoopWarning's note in the summary)
     assert summary.get("model_spectral_radius", 0.0) < 1.0
 
@@ -85,3 +87,39 @@ def test_refusals_name_the_option(tmp_path, capsys):
     assert run(tmp_path, state, "--plant", str(path))[0] == 2
     assert "is an output model" in capsys.readouterr().err
     assert not (tmp_path / "sim").exists()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_sensor_offset_is_read_by_the_simulated_sensors_too(tmp_path, seed):
+    """Review finding: the simulated sensors read y = C x while the observer subtracted the
+    model's offset_, so a model of data with a sensor offset of 2 steered the plant to cancel
+    a reading it never got (final output 1.2 off, cost 583 against 3.4 on the demo's
+    oscillator).  The loop of such a model now matches the loop of the offset-free one."""
+    _, plain = output_model(tmp_path, seed, name="plain.json")
+    est, shifted = output_model(tmp_path, seed, name="shifted.json", offset=2.0)
+    assert abs(est.offset_[0] - 2.0) < 0.05
+    _, reference = run(tmp_path, plain, out="plain")
+    code, summary = run(tmp_path, shifted, out="shifted")
+    assert code == 0 and summary["output_offset"] == pytest.approx([est.offset_[0]])
+    assert summary["final_output_norm"] < 1e-3
+    assert summary["cost"] == pytest.approx(reference["cost"], rel=0.05)
+    table = np.genfromtxt(tmp_path / "shifted" / "trajectory.csv", delimiter=",", names=True)
+    assert abs(table["y_1"][-1] - est.offset_[0]) < 1e-3          # at the sensors' level
+
+
+def test_output_bounds_from_the_command_line(tmp_path, capsys):
+    est, path = output_model(tmp_path, 0, offset=2.0)
+    code, summary = run(tmp_path, path, "--controller", "mpc", "--y-max", "3.5",
+                        "--y-min=0.5")
+    assert code == 0 and (summary["y_max"], summary["y_min"]) == ([3.5], [0.5])
+    assert run(tmp_path, path, "--controller", "mpc", "--y-max", "1,2")[0] == 2
+    assert "--y-max has 2 values; give one, or 1 (one per output)" in capsys.readouterr().err
+    assert run(tmp_path, path, "--y-max", "3.5")[0] == 2           # the default controller
+    assert "--y-max applies only to --controller mpc" in capsys.readouterr().err
+    assert run(tmp_path, path, "--controller", "mpc", "--y-max", "1.5")[0] == 2
+    assert "y_op" in capsys.readouterr().err                        # excludes the level 2
+    from dmdidc import DelayedPlant
+
+    state = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 0.5).save(tmp_path / "s.json")
+    assert run(tmp_path, state, "--controller", "mpc", "--y-max", "1")[0] == 2
+    assert "bounds the outputs of an output model" in capsys.readouterr().err
