@@ -35,6 +35,7 @@ from dmdidc.output.blocks import (
 )
 from dmdidc.output.bound_check import hidden_delay
 from dmdidc.output.checks import data_checks, finite_signal, warn_new, windowed
+from dmdidc.output.inputs import refuse_collinear_inputs
 from dmdidc.output.intervals import (
     DelayProfile,
     determined_delays,
@@ -267,6 +268,15 @@ def _shift_states(A_d: np.ndarray) -> int:
     return int(np.sum(values < _SHIFT * values.max(initial=0.0)))
 
 
+#: The results a fit sets (read before one: NotFittedError, see OutputDMDidc.__getattr__).
+_RESULTS = frozenset({
+    "A_c", "B_c", "C", "D", "A_d", "delay", "delay_steps", "delay_fraction", "offset_",
+    "operating_point_", "initial_states_", "eigenvalues_", "eigenvalue_se_", "delay_se_",
+    "noise_std_", "at_bound_", "order_", "subspace_", "singular_values_", "noise_edge_",
+    "horizon_", "refined_", "checks_", "outlier_samples_", "order_rule_", "samples_",
+    "refinement_samples_", "scale_"})
+
+
 class OutputDMDidc:
     """Plant ``(A_c, B_c, C, D)`` and per-channel fractional input delays from outputs.
 
@@ -476,6 +486,7 @@ class OutputDMDidc:
         experiments = _experiments(Y, U)
         R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
         _refuse_short(experiments, R)
+        refuse_collinear_inputs([Ui for _, Ui in experiments], R)
         self._level = None if self.detrend else input_level(experiments)
         if self.detrend:
             # inputs too: what a line of the inputs does is (after the transient the free
@@ -591,6 +602,7 @@ class OutputDMDidc:
             self.scale_, self.samples_ = scale, stream.samples
             self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in scaled)
             R, order, _, max_order = self._checked(Y.shape[0])
+            refuse_collinear_inputs([Ui for _, Ui in reservoir.experiments], R)
             n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order, max_order)
             n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined, white)
             refined = self._checked_delays(scaled, R, dt, refined)
@@ -1112,6 +1124,18 @@ class OutputDMDidc:
                 f"raise max_order or horizon")
 
     # -- results --------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # only for names that normal lookup did not find: a result before a fit (or while a
+        # stream is short) says so, as DMDidc's do, instead of a bare AttributeError
+        if name in _RESULTS:
+            pending = self.__dict__.get("_pending")
+            if pending is not None:
+                raise NotFittedError(f"{name} is not available: not enough data streamed yet: "
+                                     f"{pending}")
+            raise NotFittedError(f"{name} is not available: this OutputDMDidc is not fitted "
+                                 f"yet: call fit(Y, U, dt=...)")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _check_fitted(self) -> None:
         if getattr(self, "_pending", None) is not None:
             raise InsufficientExcitationError(f"not enough data streamed yet: {self._pending}")
