@@ -304,8 +304,9 @@ def data_arrays(X: Any, U: Any, *, caller: str) -> tuple[Any, Any]:
             raise ParameterError(f"{caller} takes an IdData or arrays X, U; got an IdData and U")
         return X.arrays(deviations=True)
     if U is None:
-        raise ParameterError(f"{caller} needs the inputs U with state arrays X (or an IdData "
-                             f"as the only data argument)")
+        arrays = "output arrays Y" if caller.startswith("OutputDMDidc") else "state arrays X"
+        raise ParameterError(f"{caller} needs the inputs U with {arrays} (or an IdData as "
+                             f"the only data argument)")
     return X, U
 
 

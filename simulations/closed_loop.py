@@ -628,6 +628,13 @@ def simulate_closed_loop(plant: DelayedPlant, controller: Controller, x0: Any, s
         if method == "linear":
             raise ParameterError("method='linear' iterates a state-feedback law; with "
                                  "measurement_matrix the loop is stepped (method='step')")
+    outputs = getattr(controller, "n_outputs", None)     # an OutputFeedback's sensors
+    if outputs is not None and (C.shape[0] if C is not None else plant.n_states) != outputs:
+        raise DimensionError(
+            f"the controller reads {outputs} measured output(s) (y = C x: an output feedback "
+            f"loop) and the loop gives it "
+            f"{'the ' + str(plant.n_states) + ' states' if C is None else str(C.shape[0])}; "
+            f"pass measurement_matrix=C, the plant's sensors ({outputs} rows)")
     x0 = check_finite_array("x0", x0, ndim=1)
     if x0.shape != (plant.n_states,):          # before the coordinates, which read its size
         raise DimensionError(f"x0 has shape {x0.shape}; expected ({plant.n_states},)")

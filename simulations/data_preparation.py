@@ -191,7 +191,8 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     if data is not None and _is_iddata_archive(data):
         return _from_iddata(Path(data), states, inputs, time, missing, dt)
     if data is not None and is_table(data):
-        signals = _from_table(Path(data), states, inputs, time, tolerance)
+        signals = _from_table(Path(data), states, inputs, time, tolerance,
+                              "--states" if outputs is None else "--outputs")
     else:
         signals = _from_files(data, states, inputs, time, tolerance,
                               outputs=outputs is not None)
@@ -306,9 +307,12 @@ def _no_inputs(signals: _Signals, outputs: str | None) -> None:
     states. Output identification needs inputs (it finds how they act)."""
     if outputs is not None:
         raise ParameterError(f"--outputs {outputs!r} with no inputs: output identification "
-                             f"(OutputDMDidc) finds how inputs act on the outputs; for "
-                             f"output-only data give the signals as states (--states, or an "
-                             f".npz without --outputs): plain DMD")
+                             f"(OutputDMDidc) finds how inputs act on the outputs. Output-only "
+                             f"data as states (--states, or an .npz without --outputs) give "
+                             f"plain DMD, right only when the signals are the whole state; "
+                             f"with fewer sensors than states it finds too few modes: stack "
+                             f"delayed outputs as states (Hankel DMD) and fit them in Python "
+                             f"with DMDidc(max_delay=0, svd_rank=order)")
     signals.notes.append("no inputs (m = 0): an autonomous record, fitted as plain DMD of the "
                          "states (as DMDidc.fit does with U of zero rows)")
 
@@ -378,8 +382,10 @@ def _states_only(states, time, tolerance: float) -> _Signals:
     return _Signals(X, U, _names(table, cols, "x"), [], times, source, notes, grid=grid)
 
 
-def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
-    """The one-table form: a row per sample, columns chosen by name."""
+def _from_table(path: Path, states, inputs, time, tolerance: float,
+                state_option: str = "--states") -> _Signals:
+    """The one-table form: a row per sample, columns chosen by name (``states`` given as
+    ``state_option``: ``--outputs`` names the measured outputs' columns)."""
     table = read_csv_table(path, allow_missing=True)
     notes: list[str] = []
     if inputs is None:
@@ -389,7 +395,7 @@ def _from_table(path: Path, states, inputs, time, tolerance: float) -> _Signals:
                              f"inputs, and optionally --states COLUMNS; separate files go in "
                              f"--states x.csv --inputs u.csv without a data file")
     u_cols = [] if _none(inputs) else _columns(table, inputs, "--inputs")
-    chosen = None if states is None else _columns(table, states, "--states")
+    chosen = None if states is None else _columns(table, states, state_option)
     time_col = _time_column(table, time, notes, required=True,
                             signals=set(u_cols) | set(chosen or ()), complete=chosen is not None)
     time_set = set() if time_col is None else {time_col.column}

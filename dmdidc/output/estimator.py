@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 from scipy import linalg, special, stats
 
-from _toolbox.validation import check_finite_array, check_integer, check_positive
+from _toolbox.validation import (
+    check_finite_array,
+    check_in_interval,
+    check_integer,
+    check_positive,
+)
 from dmdidc.data import as_arrays
 from dmdidc.discretization import split_delay
 from dmdidc.errors import (
@@ -115,8 +120,13 @@ def _signals(y_name: str, Y: Any, u_name: str, U: Any) -> tuple[np.ndarray, np.n
         raise ParameterError(f"{y_name} has no output rows (shape {Y.shape}): OutputDMDidc "
                              f"identifies a plant from its measured outputs")
     if U.shape[0] == 0:
-        raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act; "
-                             "for output-only data use DMDidc (plain DMD) on the outputs")
+        raise ParameterError("U has no input rows: OutputDMDidc identifies how inputs act. "
+                             "For output-only data, DMDidc (plain DMD) of the outputs is right "
+                             "only when they are the whole state; with fewer sensors than "
+                             "states it finds too few modes: stack q delayed outputs [y_k; "
+                             "...; y_(k-q)] as the states (Hankel DMD, q + 1 sensors' worth "
+                             "at least the order) and fit DMDidc(max_delay=0, "
+                             "svd_rank=order)")
     return Y, U
 
 
@@ -413,6 +423,9 @@ class OutputDMDidc:
         R = check_integer("max_delay", self.max_delay, minimum=0)
         max_order = check_integer("max_order", self.max_order, minimum=1)
         order = None if self.order is None else check_integer("order", self.order, minimum=1)
+        if order is not None and order > max_order:
+            raise ParameterError(f"order={order} exceeds max_order={max_order}; accepted: "
+                                 f"order <= max_order (raise max_order with it)")
         horizon = (max(10, int(np.ceil(2 * (max(max_order, order or 0) + 1) / n_outputs)))
                    if self.horizon is None else check_integer("horizon", self.horizon,
                                                               minimum=2))
@@ -422,8 +435,8 @@ class OutputDMDidc:
         for name in ("feedthrough", "offset"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(f"{name}={getattr(self, name)!r}; accepted: True or False")
-        if not 0.0 < float(self.significance) < 1.0:
-            raise ParameterError(f"significance={self.significance!r}; accepted: (0, 1)")
+        check_in_interval("significance", self.significance, 0.0, 1.0, low_open=True,
+                          high_open=True)
         check_integer("memory", self.memory, minimum=1)
         if self.memory < 2 * horizon + R + 1:    # name what set the floor, not only memory
             raise ParameterError(f"memory={self.memory} samples is too short for "
@@ -1117,7 +1130,9 @@ class OutputDMDidc:
                     f"at_bound:{i}",
                     f"channel {i}: delay {self.delay[i]:.4g} s is at the bound max_delay * dt "
                     f"= {R * self.dt:g} s: the true delay may be longer; raise max_delay")
-        if self.order_ >= min(self.max_order, (self.horizon_ - 1) * len(self.scale_)):
+        # (an order the user fixed was not chosen against the cap: nothing to raise)
+        if self.order is None and self.order_ >= min(self.max_order,
+                                                     (self.horizon_ - 1) * len(self.scale_)):
             self._warn_new(
                 "order_cap",
                 f"order {self.order_} is the largest allowed: more dynamics may be present; "
@@ -1126,8 +1141,9 @@ class OutputDMDidc:
     # -- results --------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         # only for names that normal lookup did not find: a result before a fit (or while a
-        # stream is short) says so, as DMDidc's do, instead of a bare AttributeError
-        if name in _RESULTS:
+        # stream is short) says so, as DMDidc's do, instead of a bare AttributeError (also a
+        # property whose NotFittedError, an AttributeError, Python routes here)
+        if name in _RESULTS or isinstance(getattr(type(self), name, None), property):
             pending = self.__dict__.get("_pending")
             if pending is not None:
                 raise NotFittedError(f"{name} is not available: not enough data streamed yet: "
