@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import linalg, signal
+from scipy import linalg, optimize, signal
 
 from dmdidc.discretization import checked_expm, split_delay, split_periods
 from dmdidc.regression.propagation import impulse_response
 
-__all__ = ["LagMoments", "StructuredFit", "decaying_response", "delay_profile",
-           "family_of_modes", "hold_family", "lag_moments", "modes", "spectral_family", "pair_of",
-           "structured_fit", "profile_delays"]
+__all__ = ["PROFILE_CELL", "LagMoments", "StructuredFit", "decaying_response", "delay_profile",
+           "family_of_modes", "hold_family", "lag_moments", "modes", "profile_minima",
+           "spectral_family", "pair_of", "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -503,11 +503,82 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
                          dof=dof, covariance=covariance)
 
 
+#: Grid step of :func:`delay_profile`, in sampling periods.
+PROFILE_CELL = 1.0 / (2 * _GRID_PER_PERIOD)
+#: Step of the finite differences that bracket the minima between the profile's grid points,
+#: in sampling periods: far below any well a cell can hide, far above the rounding of the
+#: residual (about ``eps`` x the outputs' energy, so the slopes are exact to ~1e-10 relative).
+_SLOPE_STEP = 1e-5
+#: Tolerance of the bounded Brent search of each bracketed well, in sampling periods; Brent
+#: adds ``sqrt(eps) |r|`` (the residual is flat to rounding closer to the minimum).
+_MINIMUM_TOLERANCE = 1e-9
+
+
+def _structured_profile(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
+                        channel: int) -> Callable[[np.ndarray], np.ndarray]:
+    """One channel's profile residual ``r (G,) -> RSS (G,)``, the others structured at
+    ``delays``."""
+    return _channel_profile(moments, spectral_family(A_c, dt), pair_of(A_c, dt), delays, channel,
+                            np.zeros(moments.n_inputs, dtype=bool))
+
+
+def _profile_grid(moments: LagMoments, dt: float) -> np.ndarray:
+    return np.linspace(0.0, moments.max_delay * dt,
+                       round(moments.max_delay / PROFILE_CELL) + 1)
+
+
 def delay_profile(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
                   channel: int) -> tuple[np.ndarray, np.ndarray]:
-    """The profile residual of one channel's delay on a grid (steps of 1/16 period over
-    ``[0, max_delay dt]``), the other channels structured at ``delays``: ``(grid, rss)``."""
-    grid = np.linspace(0.0, moments.max_delay * dt, 2 * moments.max_delay * _GRID_PER_PERIOD + 1)
-    rss = _channel_profile(moments, spectral_family(A_c, dt), pair_of(A_c, dt), delays, channel,
-                           np.zeros(moments.n_inputs, dtype=bool))
-    return grid, rss(grid)
+    """The profile residual of one channel's delay on a grid (steps of ``PROFILE_CELL`` periods
+    over ``[0, max_delay dt]``), the other channels structured at ``delays``: ``(grid, rss)``."""
+    grid = _profile_grid(moments, dt)
+    return grid, _structured_profile(moments, A_c, dt, delays, channel)(grid)
+
+
+def profile_minima(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.ndarray,
+                   channel: int, *, skip: tuple[float, float] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, Callable]:
+    """The local minima of one channel's profile residual over ``[0, max_delay dt]`` (the other
+    channels structured at ``delays``), however narrow their wells.
+
+    A well can be narrower than the grid of :func:`delay_profile` (with one sensor, a second
+    delay that fits as well as the chosen one can sit in a well of 1/100 period: its grid
+    points lie several times higher).  So the grid is not read for values but for brackets:
+    a cell whose ends slope down into it (one-sided finite differences, so a corner at a whole
+    period counts on each side) holds a minimum, which a bounded Brent search finds in about
+    ten evaluations (each the small congruence of :func:`_channel_profile`).  A grid point
+    that both sides slope up from (the ends of the range, corners) is a minimum as it stands.
+    Cells within ``skip = (low, high)`` (s) are not searched (a known minimum's own well).
+
+    Returns
+    -------
+    minima : ndarray, shape (M,)
+        Delays (s) of the local minima, increasing.
+    values : ndarray, shape (M,)
+        The profile residual there.
+    rss : callable
+        The profile residual, ``r (G,) -> RSS (G,)``.
+    """
+    rss = _structured_profile(moments, A_c, dt, delays, channel)
+    grid = _profile_grid(moments, dt)
+    values = rss(grid)
+    if grid.size == 1:                                  # max_delay = 0
+        return grid, values, rss
+    h = _SLOPE_STEP * dt
+    leaving = rss(grid[:-1] + h) - values[:-1]          # the slope leaving each point rightwards
+    arriving = values[1:] - rss(grid[1:] - h)           # the slope arriving at the next point
+    at_points = np.flatnonzero(np.r_[True, arriving <= 0] & np.r_[leaving >= 0, True])
+    cells = (leaving < 0) & (arriving > 0)
+    if skip is not None:
+        cells &= (grid[:-1] < skip[0]) | (grid[1:] > skip[1])
+    cells = np.flatnonzero(cells)
+
+    def scalar(r: float) -> float:
+        return float(rss(np.array([r]))[0])
+
+    inside = [optimize.fminbound(scalar, grid[k], grid[k + 1], xtol=_MINIMUM_TOLERANCE * dt,
+                                 full_output=True)[:2] for k in cells]
+    minima = np.r_[grid[at_points], [x for x, _ in inside]]
+    found = np.r_[values[at_points], [f for _, f in inside]]
+    order = np.argsort(minima, kind="stable")
+    return minima[order], found[order], rss

@@ -161,3 +161,38 @@ def test_modes_remembered_equal_a_fresh_decomposition_at_any_cond():
         assert modes(matrix, low) is None
     other = A + 1e-3
     assert np.array_equal(modes(other, np.inf)[0], np.linalg.eig(other)[0])
+
+
+def test_profile_minima_finds_wells_narrower_than_the_grid():
+    """Trial plant 900 (2 states, 1 sensor, noise-free) has two delays that fit exactly, the
+    true 1.330 s in a well whose grid points lie 0.5 above it.  Every local minimum of a
+    1/4096-period grid is found (to two of its steps, no higher), both exact delays to the
+    profile's rounding; a skipped interval loses only its own wells."""
+    from dmdidc import random_excitation
+    from dmdidc.output.blocks import PROFILE_CELL, delay_profile, profile_minima
+    from simulations.studies.data_kinds import random_plant
+
+    plant = random_plant(900, n_states=2, n_inputs=1)
+    dt, R = plant.dt, 3
+    C = np.random.default_rng([0, 2]).standard_normal((1, 2))
+    U = random_excitation(1, 2000, rng=0)
+    Y = C @ plant.simulate(np.zeros(2), U)[:, :-1]
+    moments = lag_moments([(Y, U)], linalg.expm(plant.A_c * dt), C, R)
+    minima, values, rss = profile_minima(moments, plant.A_c, dt, np.zeros(1), 0)
+    assert np.all(np.diff(minima) > 0)
+    np.testing.assert_allclose(rss(minima), values)
+    fine = np.linspace(0.0, R * dt, R * 4096 + 1)
+    on_fine = rss(fine)
+    lower = np.r_[True, on_fine[1:] < on_fine[:-1]] & np.r_[on_fine[:-1] <= on_fine[1:], True]
+    for r, value in zip(fine[lower], on_fine[lower], strict=True):
+        near = np.abs(minima - r) <= 2 * dt / 4096
+        assert near.any() and values[near].min() <= value + 1e-12 * moments.energy, r
+    exact = values <= 1e-10 * moments.energy
+    np.testing.assert_allclose(minima[exact], [1.0327, plant.delay[0]], atol=1e-4)
+    grid, on_grid = delay_profile(moments, plant.A_c, dt, np.zeros(1), 0)
+    assert np.allclose(np.diff(grid), PROFILE_CELL * dt)
+    beside = np.abs(grid - plant.delay[0]) < PROFILE_CELL * dt
+    assert on_grid[beside].min() > 1e-4 * moments.energy      # the grid alone misses it
+    kept, _, _ = profile_minima(moments, plant.A_c, dt, np.zeros(1), 0, skip=(1.2, 1.45))
+    assert not np.any(np.abs(kept - plant.delay[0]) < 1e-3)
+    np.testing.assert_array_equal(kept, minima[(minima < 1.2) | (minima > 1.45)])
