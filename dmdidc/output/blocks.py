@@ -561,12 +561,13 @@ def profile_minima(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     """
     rss = _structured_profile(moments, A_c, dt, delays, channel)
     grid = _profile_grid(moments, dt)
-    values = rss(grid)
     if grid.size == 1:                                  # max_delay = 0
-        return grid, values, rss
+        return grid, rss(grid), rss
     h = _SLOPE_STEP * dt
-    leaving = rss(grid[:-1] + h) - values[:-1]          # the slope leaving each point rightwards
-    arriving = values[1:] - rss(grid[1:] - h)           # the slope arriving at the next point
+    values, right, left = np.split(rss(np.r_[grid, grid[:-1] + h, grid[1:] - h]),
+                                   [grid.size, 2 * grid.size - 1])
+    leaving = right - values[:-1]                       # the slope leaving each point rightwards
+    arriving = values[1:] - left                        # the slope arriving at the next point
     at_points = np.flatnonzero(np.r_[True, arriving <= 0] & np.r_[leaving >= 0, True])
     cells = (leaving < 0) & (arriving > 0)
     if skip is not None:
