@@ -506,8 +506,8 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
 #: Grid step of :func:`delay_profile`, in sampling periods.
 PROFILE_CELL = 1.0 / (2 * _GRID_PER_PERIOD)
 #: Step of the finite differences that bracket the minima between the profile's grid points,
-#: in sampling periods: small against the narrowest wells seen (about 1e-2 period, trial
-#: plant 900; 1e-3 period, ``test_exact.py`` seed 6), and the differences stay far above the
+#: in sampling periods: small against the narrowest wells seen (trial plant 900 at 60 dB: the
+#: residual doubles within 0.002 period of its bottom), and the differences stay far above the
 #: residual's rounding (a few ``eps`` of the outputs' energy) wherever the slope matters.
 _SLOPE_STEP = 1e-5
 #: Tolerance of the bounded Brent search of each bracketed well, in sampling periods; Brent
@@ -543,12 +543,13 @@ def profile_minima(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     channels structured at ``delays``), however narrow their wells.
 
     A well can be narrower than the grid of :func:`delay_profile` (with one sensor, a second
-    delay that fits as well as the chosen one can sit in a well of 1/100 period: its grid
-    points lie several times higher).  So the grid is not read for values but for brackets:
-    a cell whose ends slope down into it (one-sided finite differences, so a corner at a whole
-    period counts on each side) holds a minimum, which a bounded Brent search finds in about
-    11 evaluations (each the small congruence of :func:`_channel_profile`).  A grid point
-    that both sides slope up from (the ends of the range, corners) is a minimum as it stands.
+    delay that fits as well as the chosen one can sit in a well whose residual doubles within
+    0.002 period: its grid points lie several times higher).  So the grid is not read for
+    values but for brackets: a cell whose ends slope down into it (one-sided finite
+    differences, so a corner at a whole period counts on each side) holds a minimum, which a
+    bounded Brent search finds in about 11 evaluations (each the small congruence of
+    :func:`_channel_profile`).  A grid point that both sides slope up from (the ends of the
+    range, corners) is a minimum as it stands.
     Cells within ``skip = (low, high)`` (s) are not searched (a known minimum's own well).
 
     Returns

@@ -58,8 +58,8 @@ def test_exact_data_of_random_plants_at_scales_1e_6_to_1e6(seed):
     assert est.order_ == n
     np.testing.assert_allclose(est.delay, plant.delay, atol=1e-3 * T)
     # The only warning allowed is true of the plant: seed 6 (2 states, 2 inputs, 1 sensor)
-    # has a second delay of channel 1, 1.490 s besides 1.027 s, in a well 1e-3 T wide
-    # (relative residual 3e-17 there, 0.02 at 1.40 s), which one sensor cannot tell apart.
+    # has a second delay of channel 1, 1.490 s besides 1.027 s (relative residual 3e-17 there,
+    # 1e-4 at 0.01 T from it, 0.02 at 1.40 s), which one sensor cannot tell apart.
     messages = [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
     ties = named_ties(messages)
     assert len(ties) == len(messages), messages
