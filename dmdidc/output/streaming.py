@@ -9,8 +9,9 @@ normal equations).  A window spans ``2 f + R`` samples, so the last ``2 f + R - 
 an experiment are kept and prepended to its next chunk: every window is counted once, also
 across chunk boundaries, and the statistics equal the batch ones to rounding.
 
-The output scaling of :meth:`OutputDMDidc.fit` (each output divided by its root mean square)
-is not known while streaming; the factor is kept unscaled and scaled at the end, which is
+The output scaling of :meth:`OutputDMDidc.fit` (each output divided by its spread about each
+experiment's mean, then by its residual standard deviation when the outputs' noise levels
+differ) is not known while streaming; the factor is kept unscaled and scaled at the end, which is
 exact: scaling the rows of ``Z`` scales the rows of ``L`` (``(S Z)^T = Q R S`` and ``R S`` is
 still triangular).
 
@@ -66,8 +67,19 @@ class SubspaceStatistics:
         self._factor = np.zeros((0, sum(self.sizes)))
         self.columns = 0
         self.samples = 0
-        self.sum_squares = np.zeros(n_outputs)
+        # each experiment's running mean and sum of squared deviations (Chan's update: no
+        # cancellation of a large offset against the variation, as with raw sums of squares)
+        self._mean = np.zeros(n_outputs)
+        self._count = 0
+        self._deviations = np.zeros(n_outputs)
         self._tail: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __setstate__(self, state: dict) -> None:
+        # statistics pickled before the spread was kept: their root mean square scales as then
+        if "_deviations" not in state:
+            state["_deviations"] = state.pop("sum_squares")
+            state["_mean"], state["_count"] = np.zeros(state["n_outputs"]), 0
+        self.__dict__.update(state)
 
     @property
     def span(self) -> int:
@@ -77,7 +89,7 @@ class SubspaceStatistics:
     def update(self, Y: np.ndarray, U: np.ndarray, *, new_experiment: bool) -> None:
         """Add the samples ``Y`` (l, L), ``U`` (m, L) that follow the previous chunk's (or start
         a new experiment)."""
-        self.sum_squares += np.sum(Y ** 2, axis=1)
+        self._add_spread(Y, new_experiment=new_experiment or self._tail is None)
         self.samples += Y.shape[1]
         if self._tail is not None and not new_experiment:
             Y, U = np.hstack([self._tail[0], Y]), np.hstack([self._tail[1], U])
@@ -90,9 +102,24 @@ class SubspaceStatistics:
         self._factor = triangular_factor(np.vstack([self._factor, Z.T]))
         self.columns += Z.shape[1]
 
-    def rms(self) -> np.ndarray:
-        """Root mean square of each output over every sample streamed."""
-        return np.sqrt(self.sum_squares / max(self.samples, 1))
+    def _add_spread(self, Y: np.ndarray, *, new_experiment: bool) -> None:
+        """Merge the chunk's mean and squared deviations into its experiment's."""
+        if new_experiment:
+            self._mean, self._count = np.zeros(self.n_outputs), 0
+        count = Y.shape[1]
+        if count == 0:
+            return
+        mean = Y.mean(axis=1)
+        total = self._count + count
+        delta = mean - self._mean
+        self._deviations = (self._deviations + np.sum((Y - mean[:, None]) ** 2, axis=1)
+                            + delta ** 2 * self._count * count / total)
+        self._mean, self._count = self._mean + delta * count / total, total
+
+    def spread(self) -> np.ndarray:
+        """Standard deviation of each output about each experiment's mean, pooled over every
+        sample streamed (``OutputDMDidc.fit``'s output scaling, to rounding)."""
+        return np.sqrt(self._deviations / max(self.samples, 1))
 
     def basis(self, scale: np.ndarray) -> SubspaceBasis:
         """The canonical variates of the outputs divided by ``scale`` (l,).

@@ -133,7 +133,13 @@ def test_an_output_offset_is_estimated_without_detrend():
         est = OutputDMDidc(max_delay=R).fit(Y + 350.0, U + 2.0, dt=T)
     assert est.order_ == 3
     np.testing.assert_allclose(est.delay, plant.delay, atol=0.1 * T)
-    assert _eigenvalue_error(plant, est) < 0.05
+    # the outputs are scaled by their spread, blind to the offset: the offset-free fit's
+    # eigenvalues (5.2 % off on this noise draw; the root-mean-square scaling of the offset
+    # data weighed the sensors 1:1 in absolute units and happened to land 0.9 % off)
+    plain = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+    np.testing.assert_allclose(np.sort_complex(est.eigenvalues_),
+                               np.sort_complex(plain.eigenvalues_), rtol=1e-3)
+    assert _eigenvalue_error(plant, est) < 0.1
     # The model sees the inputs' operating point through its own gain, so the offset is the
     # sensors' 350; a slow mode's initial condition looks alike over a finite record, so only
     # its order of magnitude is asserted.
