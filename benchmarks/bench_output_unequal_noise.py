@@ -12,6 +12,10 @@ truth.
 
     python benchmarks/bench_output_unequal_noise.py [--seeds 12] [--cases all]
     python benchmarks/bench_output_unequal_noise.py --coverage 20 --cases 40/10
+    python benchmarks/bench_output_unequal_noise.py --coverage 30 --cases 34/24.4 --unequal 100
+
+``--unequal`` sets the residual-variance ratio above which the fit is weighted (default 2;
+100: these cases unweighted), to measure what the weighting buys.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import warnings
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+import dmdidc.output.estimator as output_estimator
 from dmdidc import OutputDMDidc, random_excitation
 from simulations.studies.data_kinds import random_plant
 
@@ -37,6 +42,7 @@ CASES = {
     "3s_equal": ((0.03, 0.03, 0.03), (0.0, 0.0, 0.0)),
     "20/30": ((0.1, 0.03), (0.0, 0.0)),
     "30/27.5": ((0.03, 0.042), (0.0, 0.0)),
+    "34/24.4": ((0.02, 0.06), (0.0, 0.0)),
 }
 
 
@@ -129,7 +135,10 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(CASES)}; or all")
     parser.add_argument("--coverage", type=int, default=0, metavar="D",
                         help="noise draws per plant for the interval coverage (0: the tally)")
+    parser.add_argument("--unequal", type=float, default=output_estimator._UNEQUAL,
+                        help="residual-variance ratio above which the fit is weighted")
     args = parser.parse_args()
+    output_estimator._UNEQUAL = args.unequal
     cases = list(CASES) if args.cases == "all" else args.cases.split(",")
     for name in cases:
         if name not in CASES:

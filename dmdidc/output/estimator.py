@@ -121,8 +121,9 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
 #: Largest ratio of two outputs' residual variances (outputs scaled by their spread) that one
 #: pooled noise variance may stand for; above it the fit is repeated with each output scaled
 #: by its residual standard deviation (:meth:`OutputDMDidc._solve`).  Equal noise scatters the
-#: ratio by a few per cent (K = 3000: 1.00-1.03 on 12 plants); at 2 the unweighted fit's
-#: intervals and order checks were still calibrated (docs: *Unequal sensor noise*).
+#: ratio by a few per cent (K = 3000, 2 or 3 sensors at 30 dB: 1.00-1.07 on 12 plants); at 1.96
+#: the unweighted fit's intervals were as calibrated as the weighted one's, at 9 not
+#: (docs: *Unequal sensor noise and sensor offsets*; benchmarks/bench_output_unequal_noise.py).
 _UNEQUAL = 2.0
 
 
