@@ -392,9 +392,9 @@ class OutputDMDidc:
         so).
     noise_std_ : ndarray, shape (l,)
         Each output's own residual standard deviation, in its units (its share of the
-        residual sum of squares over the ``rss / dof`` of the fit).  Outputs whose residual
-        variances differ by more than a factor 2 are fitted weighted by them (docs: *Unequal
-        sensor noise*).
+        residual sum of squares, scaled so that their mean square is the fit's ``rss / dof``).
+        Outputs whose residual variances differ by more than a factor 2 are fitted weighted by
+        them (docs: *Unequal sensor noise and sensor offsets*).
     scale_ : ndarray, shape (l,)
         The outputs' scaling in the fit: each output's spread about each experiment's mean,
         times its relative residual standard deviation when the outputs were weighted.
