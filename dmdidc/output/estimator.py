@@ -392,7 +392,7 @@ class OutputDMDidc:
         so).
     noise_std_ : ndarray, shape (l,)
         Each output's own residual standard deviation, in its units (its share of the
-        residual sum of squares, scaled so that their mean square is the fit's ``rss / dof``).
+        residual sum of squares; divided by ``scale_`` squared they average to ``rss / dof``).
         Outputs whose residual variances differ by more than a factor 2 are fitted weighted by
         them (docs: *Unequal sensor noise and sensor offsets*).
     scale_ : ndarray, shape (l,)
