@@ -127,6 +127,12 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
 _UNEQUAL = 2.0
 
 
+def _reissue(caught: list) -> None:
+    """Issue recorded warnings again, attributed to the user's line as when first issued."""
+    for caught_warning in caught:
+        warn_model(str(caught_warning.message), caught_warning.category)
+
+
 def _spread(experiments: list) -> np.ndarray:
     """Each output's standard deviation about each experiment's mean, pooled over the
     experiments (1 for an output without variation): the outputs' scaling, blind to offsets
@@ -734,24 +740,46 @@ class OutputDMDidc:
         ``basis`` is the subspace basis of the outputs divided by ``scale``, ``basis_at(s)``
         that of the outputs divided by ``s``.
         """
-        found = set(self._found)
+        found, first, ratio, unweighted = set(self._found), None, 1.0, ""
         for weighted in (False, True):
             scaled = [(Yi / scale[:, None], Ui) for Yi, Ui in experiments]
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order,
-                                                            max_order)
-                n, start, refined = self._check_order(basis, scaled, R, dt, n, start, refined,
-                                                      white)
-            variances = _output_variances(scaled, refined, dt, R)
-            if (weighted or _exact_fit(scaled, refined, R)
-                    or variances.max() <= _UNEQUAL * variances.min()):
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    n, start, refined, white = self._fit_orders(basis, scaled, R, dt, order,
+                                                                max_order)
+                    n, start, refined = self._check_order(basis, scaled, R, dt, n, start,
+                                                          refined, white)
+            except (*_NO_FIT, InsufficientExcitationError) as exc:
+                if first is None:
+                    _reissue(caught)
+                    raise
+                # the weighted fit failed where the unweighted one did not: that one stands
+                (n, start, refined, scaled, basis, scale, caught, self._found,
+                 self.order_rule_) = first
+                unweighted = (
+                    f"outputs of unequal noise (residual variances {ratio:.3g} times apart) "
+                    f"could not be fitted weighted by them ({exc}): the fit pools one noise "
+                    f"variance, so its order checks and intervals misjudge the outputs; "
+                    f"noise_std_ still gives each output's own level. Remedy: fix order=, or "
+                    f"rescale the noisier outputs by their noise level before fitting")
                 break
+            if weighted or _exact_fit(scaled, refined, R):
+                break
+            # an output fitted to rounding has no noise to weigh it by: at most 1e16 times
+            variances = _output_variances(scaled, refined, dt, R)
+            variances = np.maximum(variances, _EXACT * variances.max())
+            ratio = variances.max() / variances.min()
+            if ratio <= _UNEQUAL:
+                break
+            first = (n, start, refined, scaled, basis, scale, caught, set(self._found),
+                     self.order_rule_)
             scale = scale * np.sqrt(variances / variances.mean())
             basis = basis_at(scale)
             self._found = set(found)
-        for caught_warning in caught:     # attributed to the user's line, as when first issued
-            warn_model(str(caught_warning.message), caught_warning.category)
+        _reissue(caught)
+        if unweighted:
+            self._warn_new("unweighted", unweighted)
         self.scale_ = scale
         return n, start, refined, scaled, basis
 

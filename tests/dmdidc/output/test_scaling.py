@@ -119,3 +119,26 @@ def test_partial_fit_in_chunks_is_fit_with_unequal_noise_and_an_offset():
     np.testing.assert_allclose(est.noise_std_, batch.noise_std_, rtol=1e-4)
     np.testing.assert_allclose(np.sort_complex(est.eigenvalues_),
                                np.sort_complex(batch.eigenvalues_), rtol=1e-4)   # optimizer
+
+
+def test_a_weighted_refit_that_fails_leaves_the_unweighted_fit_and_says_so(monkeypatch):
+    """A weighted fit that finds no continuous plant (or no finite one) where the unweighted
+    one did: the unweighted fit stands, with its own warnings and one naming the failure."""
+    from dmdidc.errors import LogarithmError
+
+    plant, Y, U, sigma = _data(0, (0.01, 0.3))
+    calls = []
+    fit_orders = OutputDMDidc._fit_orders
+
+    def failing_second(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise LogarithmError("no real logarithm (injected)")
+        return fit_orders(self, *args, **kwargs)
+
+    monkeypatch.setattr(OutputDMDidc, "_fit_orders", failing_second)
+    est, caught = _fit(Y, U)
+    assert len(calls) == 2
+    assert any("could not be fitted weighted" in m and "injected" in m for m in caught), caught
+    np.testing.assert_allclose(est.scale_, Y.std(axis=1), rtol=1e-12)        # unweighted
+    assert np.all(np.isfinite(est.noise_std_)) and est.order_ >= 1
