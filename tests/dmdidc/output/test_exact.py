@@ -68,23 +68,24 @@ def test_exact_data_of_random_plants_at_scales_1e_6_to_1e6(seed):
         assert second_delay_misfit(plant, C, Y, U, i, second) < 1e-12
 
 
-@pytest.mark.parametrize("order", [
-    pytest.param(3, marks=pytest.mark.xfail(
-        strict=False, reason="fragile: the order-3 fit of these order-2 data converges to a "
-        "relative residual of 2.5e-8 or 1e-9 depending on the rounding of the output scaling "
-        "(Y / std fails, Y / rms and 1.0028 Y / std pass; the code before the spread scaling "
-        "failed with an offset of one standard deviation), against the exact-fit threshold "
-        "1e-8: then 'residual check failed' instead of 'higher than the data need'")),
-    4])
+@pytest.mark.parametrize("order", [3, 4])
 def test_a_fixed_order_above_what_exact_data_need_says_so(order):
+    """Loud either way: "higher than the noise-free data need" when the over-fit reaches
+    rounding; at order 3 the fit of these order-2 data ends at a relative residual of 2.5e-8
+    or 1e-9 depending only on the rounding of the output scaling (against the exact-fit
+    threshold 1e-8), and then the residual check fails instead (a true, if less precise,
+    finding: that fit is not exact)."""
     Y, U = _issue_data()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         OutputDMDidc(max_delay=R, order=order).fit(Y, U, dt=T)
     messages = [str(w.message) for w in caught]
-    assert any("higher than the noise-free data need" in m and "order=2" in m
-               for m in messages), messages
-    assert not any("residual check failed" in m for m in messages), messages
+    named = any("higher than the noise-free data need" in m and "order=2" in m
+                for m in messages)
+    assert named or (order == 3 and any("residual check failed" in m for m in messages)), \
+        messages
+    if order == 4:
+        assert not any("residual check failed" in m for m in messages), messages
 
 
 def test_the_right_and_a_too_low_order_of_exact_data():
