@@ -116,6 +116,35 @@ def _model_field(name: str, doc: str) -> property:
     return property(lambda self: getattr(self.model_, name), doc=doc)
 
 
+#: A fall of the POD singular values by this factor between kept modes is a gap: the modes
+#: after it hold noise (a trial: 5000 sensors of 3 states, values 1, 0.21, 0.053, then 6e-4).
+_RANK_GAP = 10.0
+
+
+def _with_rank_hint(identified, singular: np.ndarray, rank: int):
+    """``identified`` whose missing continuous model also names a POD rank beyond a gap in
+    the singular values (the last fall by ``_RANK_GAP`` among the kept modes: a weak true
+    mode may fall far below the strong ones before the noise's floor): the extra modes'
+    noise dynamics have no logarithm, and the remedy is a lower ``svd_rank``, which the
+    logarithm's own causes do not mention."""
+    kept = np.asarray(singular[:rank], dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):     # a zero value: an endless fall
+        falls = np.nan_to_num(kept[:-1] / kept[1:], nan=1.0, posinf=np.inf)
+    gaps = np.flatnonzero(falls >= _RANK_GAP)
+    if not gaps.size:
+        return identified
+    k = int(gaps[-1]) + 1           # the last gap: beyond it the values are the noise's floor
+    hint = (f". With svd_rank={rank}: the POD singular values fall {falls[k - 1]:.3g}-fold "
+            f"after mode {k} ({kept[k - 1]:.3g} to {kept[k]:.3g}), so the {rank - k} mode(s) "
+            f"beyond it hold noise, whose dynamics have no continuous model: try "
+            f"svd_rank={k} (pod_singular_values_ shows the gap)")
+    error = LogarithmError(str(identified.log_error) + hint)
+    model = identified.model
+    model = DelayedPlant(model.A_d, model.B_blocks, model.dt, continuous_note=str(error),
+                         operating_point=model.operating_point)
+    return dataclasses.replace(identified, model=model, log_error=error)
+
+
 class DMDidc:
     """Dynamic Mode Decomposition with input-delayed control.
 
@@ -1040,6 +1069,8 @@ class DMDidc:
         identified = identified_model(outcome, n_states=n, n_inputs=m, max_delay=R, dt=self.dt,
                                       significance=self._significance,
                                       block_rtol=self.block_rtol)
+        if identified.log_error is not None and getattr(self, "_pod", None) is not None:
+            identified = _with_rank_hint(identified, self._pod[1], self.svd_rank)
         self._solution, self._block_test = solution, identified.test
         self._model, self._kept = self._annotated(identified.model), identified.kept
         self._block_variance = identified.block_variance
