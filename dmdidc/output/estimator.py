@@ -393,7 +393,8 @@ class OutputDMDidc:
         of :mod:`dmdidc.output.intervals`, *Singular first order*): :meth:`delay_ci` then holds
         its profile likelihood interval.
     at_bound_ : ndarray of bool, shape (m,)
-        Channels whose delay reached ``max_delay * dt`` (they warn: the bound may cut them);
+        Channels whose delay is within 5 % of a period of ``max_delay * dt`` (they warn: the
+        bound may cut them);
         never an input held at one value over the record (its delay is meaningless and it warns
         so).
     noise_std_ : ndarray, shape (l,)
@@ -1199,9 +1200,12 @@ class OutputDMDidc:
         cause = ("with offset=False a constant output offset is fitted as such a state, not "
                  "the plant's; if the outputs carry an offset (sensor offsets, absolute units) "
                  "fit with offset=True (the default)" if not self.offset else
-                 "a drift of the outputs (a slow trend beside the constant offset) is fitted as "
-                 "such a state, not the plant's: fit with detrend='linear' (each experiment's "
-                 "line removed from outputs and inputs), or record without the drift")
+                 "a drift of the outputs (a slow trend beside the constant offset), or "
+                 "experiments at different output levels (one offset_ is fitted for all), is "
+                 "fitted as such a state, not the plant's: fit with detrend='constant' (each "
+                 "experiment's mean removed; its level is then not kept) or detrend='linear' "
+                 "(each experiment's line removed from outputs and inputs), or record without "
+                 "the drift")
         value = values[idle][0]
         shown = f"{value.real:.2g}" if value.imag == 0 else f"{value:.2g}"
         self._warn_new("idle_mode", f"a mode at {shown} 1/s that the inputs do not reach: "
