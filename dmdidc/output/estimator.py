@@ -576,6 +576,7 @@ class OutputDMDidc:
                                                        dt, order, max_order)
         refined = self._checked_delays(scaled, R, dt, refined)
         self._held = held_inputs([Ui for _, Ui in experiments])
+        self._input_spread = _spread([(Ui, Ui) for _, Ui in experiments])
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
@@ -680,6 +681,7 @@ class OutputDMDidc:
             return self
         self._pending = None
         self._held = held_inputs([Ui for _, Ui in reservoir.experiments])
+        self._input_spread = _spread([(Ui, Ui) for _, Ui in reservoir.experiments])
         self._level = input_level(reservoir.experiments)
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
@@ -1219,14 +1221,17 @@ class OutputDMDidc:
         """
         m, n = fit.B_c.shape[1], fit.B_c.shape[0]
         sigma2 = fit.rss / fit.dof
-        largest = np.linalg.norm(fit.B_c, axis=0).max(initial=0.0)
+        # each channel's effect at its input's spread: inputs in units 1e8 apart (1e-4 and
+        # 1e4) put one b at 1e-8 of the other, which the rounding test below read as none
+        effect = np.linalg.norm(fit.B_c, axis=0) * getattr(self, "_input_spread", np.ones(m))
+        largest = effect.max(initial=0.0)
         for i in range(m):
             cov = fit.covariance[i * n:(i + 1) * n, i * n:(i + 1) * n]
             b = fit.B_c[:, i]
-            # a b at rounding of the others is no effect whatever its covariance says (on
+            # an effect at rounding of the others is none whatever its covariance says (on
             # noise-free data both are rounding: the Wald statistic of an input held at 0
             # came out -7.8e17 or 3.6e11 depending on the solver)
-            statistic = (0.0 if np.linalg.norm(b) <= _NO_EFFECT * largest
+            statistic = (0.0 if effect[i] <= _NO_EFFECT * largest
                          else _wald(b, cov) if sigma2 > 0 else np.inf)
             critical = float(special.chdtri(n, self.significance / m))          # chi2.isf
             held = getattr(self, "_held", {}).get(i)
