@@ -1463,13 +1463,19 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
         E0, E_lagged = memo["moments"]
         left, right = [], []
         for tau in range(lags + 1):
-            weight = 1.0 if tau == 0 else 1.0 - tau / (lags + 1.0)
+            # halved (exactly, a power of two) for the symmetrization below
+            weight = 0.5 if tau == 0 else 0.5 * (1.0 - tau / (lags + 1.0))
             Wt = W0 if tau == 0 else W_lagged[tau - 1]
             Et = (E0 if tau == 0 else E_lagged[tau - 1]) / N
             left += [weight * Wt] if tau == 0 else [weight * Wt, weight * Wt.T]
             right += [Et] if tau == 0 else [Et, Et.T]
         products = np.reshape(left, (len(left), q * q)).T @ np.reshape(right, (len(right), n * n))
-        V = products.reshape(q, q, n, n).transpose(0, 2, 1, 3).reshape(q * n, q * n)
+        # V = (P + P^T) / 2 of P[(a, c), (b, d)] = products[(a, b), (c, d)] in one pass that
+        # reads both orders from the products (the reordered copy, then V += V.T and V *= 0.5
+        # were four passes over the (q n)^2 matrix; the same values, to the bit)
+        halves = products.reshape(q, q, n, n)
+        V = np.add(halves.transpose(0, 2, 1, 3), halves.transpose(1, 3, 0, 2),
+                   out=np.empty((q, n, q, n))).reshape(q * n, q * n)
     else:
         # sum_k sum_l weight(|k - l|) m_k m_l^T: each moment series smoothed by the Bartlett
         # kernel (within its trajectory), then one product -- not one product per lag.
@@ -1483,16 +1489,18 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
                 smoothed[:, tau:] += weight * moments[:, :-tau]
                 smoothed[:, :-tau] += weight * moments[:, tau:]
             V += moments @ smoothed.T
-    V += V.T                              # numpy buffers the overlapping transpose
-    V *= 0.5
-    statistic, rank = _pseudo_quadratic(V, g)
-    variances = np.diag(V)
+        V += V.T                          # numpy buffers the overlapping transpose
+        V *= 0.5
+    variances = np.diag(V).copy()
     if back is not None:                 # the moments of back @ W and their variances
-        g = (back @ g.reshape(q, n)).ravel()
+        g_back = (back @ g.reshape(q, n)).ravel()
         # sum_ab back_ia back_ib V[(a, r), (b, r)]: the (q, q) block of each residual r
         # first (a view), then two products (0.6 against 2.9 ms for 40 x 20 moments)
         blocks = np.einsum("arbr->rab", V.reshape(q, n, q, n))
         variances = ((back @ blocks) * back).sum(axis=2).T.ravel()
+    statistic, rank = _pseudo_quadratic(V, g, overwrite=True)     # V is ours: factored in place
+    if back is not None:
+        g = g_back
     sd = np.sqrt(np.clip(variances, np.finfo(float).tiny, None))
     index = int(np.argmax(np.abs(g) / sd))
     return statistic, rank, float(abs(g[index]) / sd[index]), index
@@ -1524,7 +1532,8 @@ def _kronecker_statistic(g: np.ndarray, W0: np.ndarray, E0: np.ndarray,
 _MOMENT_RANK_RTOL = 1e-10
 
 
-def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
+def _pseudo_quadratic(V: np.ndarray, g: np.ndarray, *, overwrite: bool = False
+                      ) -> tuple[float, int]:
     """``(g^T V^+ g, rank)`` with eigenvalues at or below ``_MOMENT_RANK_RTOL`` of the largest
     dropped, without the full eigen-decomposition (at 800 moments, single-threaded: about 12 ms
     when the shifted Cholesky test passes, 45-80 ms otherwise, against 100-120 ms).
@@ -1536,7 +1545,12 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
     ``lambda_max`` and the eigenvalues below the threshold (bisection), their eigenvectors ``Q``
     (inverse iteration): ``g^T V^+ g = g_Q^T (V + lambda_max Q Q^T)^-1 g_Q`` with
     ``g_Q = g - Q Q^T g`` (the dropped eigenvalues are lifted, the kept ones untouched), by
-    Cholesky.
+    Cholesky.  Only ``V``'s lower triangle is read.
+
+    ``overwrite``: ``V`` (C-ordered) may be destroyed: the shifted factorization then runs in
+    its memory (LAPACK on the transposed view, no copy; a C-ordered matrix handed to
+    ``cho_factor`` is copied to Fortran order first, even with ``overwrite_a``), and the
+    rare paths that need ``V`` again rebuild it from its untouched upper triangle.
     """
     from scipy.linalg import lapack
 
@@ -1548,15 +1562,29 @@ def _pseudo_quadratic(V: np.ndarray, g: np.ndarray) -> tuple[float, int]:
         return float(whitened @ whitened)
 
     shift = _MOMENT_RANK_RTOL * np.linalg.norm(V, 1)
-    lowered = V.copy()                    # V - shift I: the diagonal only (no identity built)
+    in_place = overwrite and V.flags.c_contiguous
+    diagonal = np.diag(V).copy()
+    # V - shift I: the diagonal only (no identity built); V^T is Fortran-ordered, and its upper
+    # triangle is V's lower one
+    lowered = V.T if in_place else V.copy().T
     lowered.flat[::size + 1] -= shift
     try:
-        shifted = linalg.cho_factor(lowered, lower=True, check_finite=False, overwrite_a=True)
+        shifted = linalg.cho_factor(lowered, lower=False, check_finite=False, overwrite_a=True)
     except linalg.LinAlgError:
         shifted = None
+    if in_place:                          # V from its upper triangle (the factor's is lower)
+        def restored() -> np.ndarray:
+            upper = np.triu(V, 1)
+            upper += upper.T
+            upper.flat[::size + 1] = diagonal
+            return upper
+    else:
+        def restored() -> np.ndarray:
+            return V
     if shifted is not None:
         form = _neumann_form(shifted, shift, g)
-        return (cholesky_form(V, g) if form is None else form), size
+        return (cholesky_form(restored(), g) if form is None else form), size
+    V = restored()
     reduced, d, e, tau, _ = lapack.dsytrd(V, lower=1, lwork=64 * size)
     top = max(lapack.dstebz(d, e, 2, 0.0, 0.0, size, size, 0.0, b"E")[1][0],
               np.finfo(float).tiny)

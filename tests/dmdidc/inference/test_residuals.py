@@ -16,14 +16,19 @@ def _eigen_form(V, g):
     return float(np.sum(projected ** 2 / values[keep])), int(keep.sum())
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("size, columns", [(40, 80), (200, 600), (60, 30), (60, 60)])
-def test_cholesky_and_eigen_forms_agree(seed, size, columns):
+def test_cholesky_and_eigen_forms_agree(seed, size, columns, overwrite):
+    # overwrite: factored in V's memory, and V rebuilt from its upper triangle when the
+    # shifted factorization fails (columns < size: singular, the eigen path)
     rng = np.random.default_rng(seed)
     M = rng.standard_normal((size, columns)) * np.exp(rng.uniform(-3, 3, columns))
     V = M @ M.T
+    kept = V.copy()
     g = V @ rng.standard_normal(size) if columns < size else rng.standard_normal(size)
-    statistic, rank = _pseudo_quadratic(V, g)
+    statistic, rank = _pseudo_quadratic(V.copy() if overwrite else V, g, overwrite=overwrite)
+    np.testing.assert_array_equal(V, kept)            # not overwritten unless allowed
     expected, expected_rank = _eigen_form(V, g)
     assert rank == expected_rank
     np.testing.assert_allclose(statistic, expected, rtol=1e-6)
@@ -50,6 +55,18 @@ def test_graded_kronecker_covariances_drop_the_same_directions(seed):
     expected, expected_rank = _eigen_form(V, g)
     assert rank == expected_rank
     np.testing.assert_allclose(statistic, expected, rtol=1e-6)
+
+
+def test_a_slow_series_refactors_the_matrix_it_overwrote():
+    # eigenvalues down to 6e-10 of the largest: the shifted factor exists but its Neumann series
+    # is slow, so V is factored again, rebuilt from the upper triangle the first factorization
+    # left untouched
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.standard_normal((50, 50)))[0]
+    V = (Q * np.logspace(0, -9.2, 50)) @ Q.T
+    V = 0.5 * (V + V.T)
+    g = rng.standard_normal(50)
+    assert _pseudo_quadratic(V.copy(), g, overwrite=True) == _pseudo_quadratic(V, g)
 
 
 def test_a_singular_covariance_takes_the_eigen_path():
