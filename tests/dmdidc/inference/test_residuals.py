@@ -613,3 +613,28 @@ def test_residual_checks_only_the_named_ones_equal_those_of_all_five():
         assert some == [c for c in every if c.name in only]
     with pytest.raises(ParameterError, match="accepted"):
         residual_checks(residual_analysis([(E, U, X)], R), 0.01, only=("feedbak",))
+
+
+@pytest.mark.parametrize("a_lags, b_lags", [(range(6, 10), range(6)), (range(-1, -5, -1), range(6)),
+                                            (range(6), range(6)), (range(-4, 0), range(5, -1, -1)),
+                                            (range(3, 4), range(2))])
+def test_lag_block_products_are_the_dense_products(a_lags, b_lags):
+    # rows u_{k-a} and u_{k-b} of three trajectories' windows side by side (one of two
+    # samples), as the moment checks lay them out: the lag structure gives A @ B.T
+    from dmdidc.inference.residuals import _lag_block_products
+
+    rng = np.random.default_rng(3)
+    start, end = 10, 4
+    pieces = [rng.standard_normal((3, K)) * 10.0 ** rng.uniform(-3, 3) for K in (40, 57, 16)]
+    widths = [U.shape[1] - start - end for U in pieces]
+
+    def laid(lags):
+        return np.hstack([np.vstack([U[:, start - lag:start - lag + w] for lag in lags])
+                          for U, w in zip(pieces, widths, strict=True)])
+
+    firsts = np.cumsum([0] + widths[:-1])
+    A, B = laid(a_lags), laid(b_lags)
+    dense = A @ B.T
+    got = _lag_block_products(A, a_lags, B, b_lags, firsts, firsts + np.array(widths) - 1)
+    scale = np.sqrt(np.outer(np.sum(A ** 2, axis=1), np.sum(B ** 2, axis=1)))
+    assert np.all(np.abs(got - dense) <= 1e-13 * scale)
