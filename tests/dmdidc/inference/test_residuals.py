@@ -638,3 +638,20 @@ def test_lag_block_products_are_the_dense_products(a_lags, b_lags):
     got = _lag_block_products(A, a_lags, B, b_lags, firsts, firsts + np.array(widths) - 1)
     scale = np.sqrt(np.outer(np.sum(A ** 2, axis=1), np.sum(B ** 2, axis=1)))
     assert np.all(np.abs(got - dense) <= 1e-13 * scale)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_the_neumann_series_is_the_inverse_form(lower):
+    # shift / lambda_min ~ 0.02: several terms, each one triangular solve, from either factor
+    from scipy import linalg
+
+    from dmdidc.inference.residuals import _neumann_form
+
+    rng = np.random.default_rng(2)
+    Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
+    V = (Q * np.linspace(1.0, 5.0, 30)) @ Q.T
+    V = 0.5 * (V + V.T)
+    g, shift = rng.standard_normal(30), 0.02
+    factor = linalg.cho_factor(V - shift * np.eye(30), lower=lower)
+    np.testing.assert_allclose(_neumann_form(factor, shift, g), g @ np.linalg.solve(V, g),
+                               rtol=1e-12)
