@@ -1326,14 +1326,18 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     residual_moments: dict = {}
 
     def tested(group: str, rows: slice) -> tuple[float, int, float, int] | None:
-        reduced, back = _decidable_directions(W_all[rows], corrected_all[rows])
-        if reduced.shape[0] == 0:
+        corrected = corrected_all[rows]
+        # the directions formed only when their fewer lagged products repay the product that
+        # forms them (r s per sample against lags (s^2 - r^2))
+        basis, back, gram = _decidable(W_all[rows], corrected)
+        (s, r), lags = basis.shape, independent_lags if independent[group] else dependent_lags
+        if r == 0:
             return None
+        formed = not independent[group] or lags * (s * s - r * r) >= r * s
         return _moment_statistic(
-            reduced, E_all, lengths,
-            independent_lags if independent[group] else dependent_lags, independent[group],
-            back, np.eye(reduced.shape[0]),     # orthonormal directions
-            residual_moments)
+            basis.T @ corrected if formed else corrected, E_all, lengths, lags,
+            independent[group], back, np.eye(r) if formed else gram,   # orthonormal directions
+            residual_moments, None if formed else basis)
     return tested, lengths
 
 
@@ -1508,8 +1512,17 @@ def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
     back : ndarray, shape (q, r)
         ``back @ reduced`` is ``corrected`` without the dropped directions.
     """
-    basis, back = _decidable_basis(np.einsum("ij,ij->i", raw, raw), corrected @ corrected.T)
+    basis, back, _ = _decidable(raw, corrected)
     return basis.T @ corrected, back
+
+
+def _decidable(raw: np.ndarray, corrected: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_decidable_directions` without forming them: ``basis`` (q, r), whose transpose
+    maps the corrected signals to the kept directions, ``back`` (q, r), and the corrected
+    signals' Gram matrix (q, q)."""
+    gram = corrected @ corrected.T
+    return (*_decidable_basis(np.einsum("ij,ij->i", raw, raw), gram), gram)
 
 
 def _decidable_basis(energy: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1526,8 +1539,8 @@ def _decidable_basis(energy: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, 
 
 def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: int,
                       independent: bool, back: np.ndarray | None = None,
-                      gram: np.ndarray | None = None, residual_moments: dict | None = None
-                      ) -> tuple[float, int, float, int]:
+                      gram: np.ndarray | None = None, residual_moments: dict | None = None,
+                      basis: np.ndarray | None = None) -> tuple[float, int, float, int]:
     """``vec(g)^T V^+ vec(g)``, its degrees of freedom, and the largest ``|g_i| / sd_i``.
 
     ``W`` (q, N) and ``E`` (n, N) hold the trajectories (``lengths`` samples each) side by
@@ -1536,20 +1549,29 @@ def _moment_statistic(W: np.ndarray, E: np.ndarray, lengths: list[int], lags: in
     the signals ``back @ W`` (the index into their ``(q, n)`` moments).  ``gram``: ``W W^T``
     when the caller knows it (the identity for orthonormal directions).  ``residual_moments``:
     a dict the lagged products of ``E`` are kept in, for the next group with the same ``E``
-    and ``lags``.
+    and ``lags``.  ``basis`` (s, r): ``W`` (s, N) holds the signals and ``basis.T @ W`` the
+    directions, not formed where only second moments of them are needed (their moments and
+    lagged products are ``basis.T`` times the signals', times ``basis``); ``gram`` is then
+    the signals' (s, s).
     """
-    q, n = W.shape[0], E.shape[0]
+    if basis is not None and not independent:     # products of the directions per sample
+        W, gram, basis = basis.T @ W, None if gram is None else basis.T @ gram @ basis, None
+    q, n = W.shape[0] if basis is None else basis.shape[1], E.shape[0]
     N = E.shape[1]
-    g = (W @ E.T).ravel()                                             # row-major (q, n)
+    g = W @ E.T
+    g = (g if basis is None else basis.T @ g).ravel()                 # row-major (q, n)
+    if independent:
+        signals_gram = W @ W.T if gram is None else gram
+        W0 = signals_gram if basis is None else basis.T @ signals_gram @ basis
     if independent and lags == 0:
-        return _kronecker_statistic(g.reshape(q, n), W @ W.T if gram is None else gram,
-                                    E @ E.T / N, back)
+        return _kronecker_statistic(g.reshape(q, n), W0, E @ E.T / N, back)
     if independent:
         # sum_tau weight (W_tau kron E_tau + W_tau^T kron E_tau^T) as one product of the
         # stacked lag factors (q^2 by terms by n^2), reordered: no Kronecker product per term;
         # the lagged products of all pieces and lags in a few products (lagged_moments)
-        W0 = W @ W.T if gram is None else gram
-        W_lagged = lagged_moments(W, lengths, lags, W0)
+        W_lagged = lagged_moments(W, lengths, lags, signals_gram)
+        if basis is not None:
+            W_lagged = basis.T @ W_lagged @ basis
         memo = {} if residual_moments is None else residual_moments
         if memo.get("lags") != lags:
             E0 = E @ E.T

@@ -86,7 +86,7 @@ def test_broadband_data_decide_far_from_rounding_without_false_alarm(kind, monke
     the fit's share of the level), and no corrected direction's energy within rounding of the
     decision bound (so no kernel can move which directions are kept)."""
     energies = []
-    original = residuals._decidable_directions
+    original = residuals._decidable              # the checks' decision, formed or not
 
     def recording(raw, corrected):
         scale = np.sqrt(np.sum(raw * raw, axis=1))
@@ -94,7 +94,7 @@ def test_broadband_data_decide_far_from_rounding_without_false_alarm(kind, monke
         energies.append(np.linalg.eigvalsh(scaled @ scaled.T))
         return original(raw, corrected)
 
-    monkeypatch.setattr(residuals, "_decidable_directions", recording)
+    monkeypatch.setattr(residuals, "_decidable", recording)
     failed = 0
     for seed in range(5):
         verdicts = _moment_verdicts(kind, seed)

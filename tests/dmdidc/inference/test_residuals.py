@@ -655,3 +655,23 @@ def test_the_neumann_series_is_the_inverse_form(lower):
     factor = linalg.cho_factor(V - shift * np.eye(30), lower=lower)
     np.testing.assert_allclose(_neumann_form(factor, shift, g), g @ np.linalg.solve(V, g),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("independent, lags", [(True, 0), (True, 3), (False, 4)])
+def test_moment_statistic_of_directions_not_formed(independent, lags):
+    # the directions basis.T @ C of signals C, one of them a combination of the others (dropped):
+    # their statistic from C's products and the basis is theirs formed
+    from dmdidc.inference.residuals import _decidable, _moment_statistic
+
+    rng = np.random.default_rng(5)
+    lengths = [700, 450]
+    C = rng.standard_normal((6, sum(lengths)))
+    C[5] = C[0] - 2.0 * C[3]
+    E = rng.standard_normal((3, sum(lengths)))
+    E[:, 1:] += 0.5 * E[:, :-1]                                 # a moving average
+    basis, back, gram = _decidable(C + 0.1, C)
+    assert basis.shape == (6, 5)
+    formed = _moment_statistic(basis.T @ C, E, lengths, lags, independent, back, np.eye(5))
+    kept = _moment_statistic(C, E, lengths, lags, independent, back, gram, basis=basis)
+    np.testing.assert_allclose(kept[:1] + kept[2:3], formed[:1] + formed[2:3], rtol=1e-10)
+    assert kept[1] == formed[1] and kept[3] == formed[3]
