@@ -48,6 +48,7 @@ from functools import cached_property
 
 import numpy as np
 from scipy import linalg, special
+from scipy.linalg import blas
 
 from dmdidc.errors import ParameterError
 from dmdidc.inference.checks import Check
@@ -1317,8 +1318,9 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     E_all /= _column_scale(np.sqrt(np.einsum("ij,ij->i", E_all, E_all) / E_all.shape[1]))[:, None]
     W_phi = None if centred else _signal_regressor_products(
         W_all, X_all, U_all, [signals_of[group] for group in computed], R, lengths)
+    energies = np.einsum("ij,ij->i", W_all, W_all)      # of the raw signals, before:
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
-                                       moments, W_phi)
+                                       moments, W_phi, overwrite=True)      # (laid is ours)
     residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
     memory = residual_memory(residuals)                 # one pass of up to 100 lags
     independent_lags = hac_lags(residuals, memory)
@@ -1329,7 +1331,7 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
         corrected = corrected_all[rows]
         # the directions formed only when their fewer lagged products repay the product that
         # forms them (r s per sample against lags (s^2 - r^2))
-        basis, back, gram = _decidable(W_all[rows], corrected)
+        basis, back, gram = _decidable(energies[rows], corrected)
         (s, r), lags = basis.shape, independent_lags if independent[group] else dependent_lags
         if r == 0:
             return None
@@ -1456,7 +1458,8 @@ def _lag_block_products(A: np.ndarray, a_lags: range, B: np.ndarray, b_lags: ran
 
 def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: int = 0,
                        moments: tuple[np.ndarray, np.ndarray] | None = None,
-                       W_phi: np.ndarray | None = None) -> np.ndarray:
+                       W_phi: np.ndarray | None = None, *, overwrite: bool = False
+                       ) -> np.ndarray:
     """The moment signals corrected for the fit's estimation error, ``w~_k = w_k - S_wphi
     h_k`` with the projected instruments ``h_k = G^T z_k``
     (:func:`~dmdidc.regression.instrumental.projected_instruments`), every group at once and
@@ -1464,7 +1467,10 @@ def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: i
     ``Phi = [head; Z[-common:]]`` (``common`` rows of ``Z`` are the same signals,
     :func:`~dmdidc.regression.instrumental.instrument_moments`): never copied together.
     ``moments``: ``(Z Z^T, Z head^T)`` when known (:func:`_own_moments`); ``W_phi``:
-    ``S_wphi = W Phi^T`` when known (:func:`_signal_regressor_products`)."""
+    ``S_wphi = W Phi^T`` when known (:func:`_signal_regressor_products`).  ``overwrite``:
+    the corrected signals replace ``W`` (C-ordered, float), by one matrix product that
+    subtracts in place (the same values to the bit: no ``(q, N)`` product and no pass to
+    subtract it)."""
     if moments is None:
         S_zz, S_zphi = instrument_moments(Z, head, common)
     else:
@@ -1474,7 +1480,12 @@ def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: i
         W_phi = W @ head.T
         if common:
             W_phi = np.concatenate([W_phi, W @ Z[-common:].T], axis=1)
-    corrected = (W_phi @ G.T) @ Z
+    correction = W_phi @ G.T
+    if (overwrite and W.flags.c_contiguous and Z.flags.c_contiguous
+            and W.dtype == Z.dtype == np.float64):
+        # W^T -= Z^T correction^T: BLAS on the Fortran-ordered transposes, in W's memory
+        return blas.dgemm(-1.0, Z.T, correction.T, beta=1.0, c=W.T, overwrite_c=True).T
+    corrected = correction @ Z
     return np.subtract(W, corrected, out=corrected)
 
 
@@ -1512,17 +1523,17 @@ def _decidable_directions(raw: np.ndarray, corrected: np.ndarray
     back : ndarray, shape (q, r)
         ``back @ reduced`` is ``corrected`` without the dropped directions.
     """
-    basis, back, _ = _decidable(raw, corrected)
+    basis, back, _ = _decidable(np.einsum("ij,ij->i", raw, raw), corrected)
     return basis.T @ corrected, back
 
 
-def _decidable(raw: np.ndarray, corrected: np.ndarray
+def _decidable(energy: np.ndarray, corrected: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_decidable_directions` without forming them: ``basis`` (q, r), whose transpose
-    maps the corrected signals to the kept directions, ``back`` (q, r), and the corrected
-    signals' Gram matrix (q, q)."""
+    """:func:`_decidable_directions` from the raw signals' ``energy`` (q,), without forming
+    the directions: ``basis`` (q, r), whose transpose maps the corrected signals to them,
+    ``back`` (q, r), and the corrected signals' Gram matrix (q, q)."""
     gram = corrected @ corrected.T
-    return (*_decidable_basis(np.einsum("ij,ij->i", raw, raw), gram), gram)
+    return (*_decidable_basis(energy, gram), gram)
 
 
 def _decidable_basis(energy: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

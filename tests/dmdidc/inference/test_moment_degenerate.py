@@ -88,11 +88,10 @@ def test_broadband_data_decide_far_from_rounding_without_false_alarm(kind, monke
     energies = []
     original = residuals._decidable              # the checks' decision, formed or not
 
-    def recording(raw, corrected):
-        scale = np.sqrt(np.sum(raw * raw, axis=1))
-        scaled = corrected / scale[:, None]
+    def recording(raw_energy, corrected):
+        scaled = corrected / np.sqrt(raw_energy)[:, None]
         energies.append(np.linalg.eigvalsh(scaled @ scaled.T))
-        return original(raw, corrected)
+        return original(raw_energy, corrected)
 
     monkeypatch.setattr(residuals, "_decidable", recording)
     failed = 0

@@ -669,7 +669,7 @@ def test_moment_statistic_of_directions_not_formed(independent, lags):
     C[5] = C[0] - 2.0 * C[3]
     E = rng.standard_normal((3, sum(lengths)))
     E[:, 1:] += 0.5 * E[:, :-1]                                 # a moving average
-    basis, back, gram = _decidable(C + 0.1, C)
+    basis, back, gram = _decidable(np.sum((C + 0.1) ** 2, axis=1), C)     # raw energies
     assert basis.shape == (6, 5)
     formed = _moment_statistic(basis.T @ C, E, lengths, lags, independent, back, np.eye(5))
     kept = _moment_statistic(C, E, lengths, lags, independent, back, gram, basis=basis)
