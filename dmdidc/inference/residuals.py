@@ -1310,8 +1310,9 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
         U_all, Y_all = laid[n:p], laid[p:p + n]
         common = 0
     W_all = laid[p + n + z_rows:]
-    E_all = Y_all - coefficients[:, :n] @ X_all
-    E_all -= coefficients[:, n:] @ U_all
+    # over the laid-out x_{k+1} (ours, not read again): no arrays for the products
+    E_all = _subtract_product(_subtract_product(Y_all, coefficients[:, :n], X_all),
+                              coefficients[:, n:], U_all)
     # each residual at unit rms: the statistics are then the same in any units of the states
     # (the covariance's rank cut is relative to its largest eigenvalue, which the state in the
     # largest units set: states in units 1e3 apart moved feedback's statistic 117 -> 62)
@@ -1481,12 +1482,23 @@ def _corrected_signals(W: np.ndarray, head: np.ndarray, Z: np.ndarray, common: i
         if common:
             W_phi = np.concatenate([W_phi, W @ Z[-common:].T], axis=1)
     correction = W_phi @ G.T
-    if (overwrite and W.flags.c_contiguous and Z.flags.c_contiguous
-            and W.dtype == Z.dtype == np.float64):
-        # W^T -= Z^T correction^T: BLAS on the Fortran-ordered transposes, in W's memory
-        return blas.dgemm(-1.0, Z.T, correction.T, beta=1.0, c=W.T, overwrite_c=True).T
+    if overwrite:
+        return _subtract_product(W, correction, Z)
     corrected = correction @ Z
     return np.subtract(W, corrected, out=corrected)
+
+
+def _subtract_product(target: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """``target -= left @ right`` in ``target``'s memory: for C-ordered float ``target`` and
+    ``right``, one BLAS product with ``beta = 1`` on their Fortran-ordered transposes (no
+    array for the product, no pass to subtract it; the same values to the bit where the
+    product's inner dimension is one panel of the kernel, as for these few hundred rows)."""
+    if (target.flags.c_contiguous and right.flags.c_contiguous
+            and target.dtype == right.dtype == np.float64):
+        blas.dgemm(-1.0, right.T, left.T, beta=1.0, c=target.T, overwrite_c=True)
+    else:
+        target -= left @ right
+    return target
 
 
 #: A direction of the corrected moments keeping less than this fraction of the raw moments'
