@@ -675,3 +675,18 @@ def test_moment_statistic_of_directions_not_formed(independent, lags):
     kept = _moment_statistic(C, E, lengths, lags, independent, back, gram, basis=basis)
     np.testing.assert_allclose(kept[:1] + kept[2:3], formed[:1] + formed[2:3], rtol=1e-10)
     assert kept[1] == formed[1] and kept[3] == formed[3]
+
+
+@pytest.mark.parametrize("samples, lags", [(50, 3), (50, 7), (50, 60), (2000, 200), (2, 9)])
+def test_bartlett_smoothing_is_the_weighted_sum(samples, lags):
+    # running sums (windows beyond the running-sum bound) or a pass per lag: the same weighted
+    # sum of the neighbours within the series, offset rows included
+    from dmdidc.inference.residuals import _bartlett_smoothed
+
+    rng = np.random.default_rng(4)
+    moments = rng.standard_normal((4, samples)) + np.array([[0.0], [3.0], [-50.0], [1e-3]])
+    tau = np.arange(samples)
+    weights = np.clip(1.0 - np.abs(tau[:, None] - tau[None, :]) / (lags + 1.0), 0.0, None)
+    expected = moments @ weights
+    scale = np.abs(moments) @ weights
+    assert np.all(np.abs(_bartlett_smoothed(moments, lags) - expected) <= 1e-13 * scale)
