@@ -1493,8 +1493,8 @@ def _subtract_product(target: np.ndarray, left: np.ndarray, right: np.ndarray) -
     ``right``, one BLAS product with ``beta = 1`` on their Fortran-ordered transposes (no
     array for the product, no pass to subtract it; the same values to the bit where the
     product's inner dimension is one panel of the kernel, as for these few hundred rows)."""
-    if (target.flags.c_contiguous and right.flags.c_contiguous
-            and target.dtype == right.dtype == np.float64):
+    if (target.size and left.size and target.flags.c_contiguous and right.flags.c_contiguous
+            and target.dtype == right.dtype == np.float64):     # (BLAS refuses empty ones)
         blas.dgemm(-1.0, right.T, left.T, beta=1.0, c=target.T, overwrite_c=True)
     else:
         target -= left @ right

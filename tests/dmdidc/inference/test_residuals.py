@@ -690,3 +690,37 @@ def test_bartlett_smoothing_is_the_weighted_sum(samples, lags):
     expected = moments @ weights
     scale = np.abs(moments) @ weights
     assert np.all(np.abs(_bartlett_smoothed(moments, lags) - expected) <= 1e-13 * scale)
+
+
+def test_subtract_product_in_place_and_empty():
+    from dmdidc.inference.residuals import _subtract_product
+
+    rng = np.random.default_rng(6)
+    target, left, right = rng.standard_normal((5, 40)), rng.standard_normal((5, 3)), \
+        rng.standard_normal((3, 40))
+    expected = target - left @ right
+    out = _subtract_product(target, left, right)
+    assert out is target and np.array_equal(target, expected)
+    for shapes in (((0, 40), (0, 3), (3, 40)), ((5, 40), (5, 0), (0, 40)), ((5, 0), (5, 3),
+                                                                           (3, 0))):
+        empty = [np.zeros(shape) for shape in shapes]
+        assert _subtract_product(*empty).shape == shapes[0]
+
+
+def test_iv_checks_with_every_group_beyond_its_size_bound():
+    # 45 states, 5 inputs: 2250 moments per input group (bound 2000), 4050 for the states
+    # (bound 120): nothing is laid out for the tests, and each says why it was not computed
+    import warnings
+
+    from dmdidc import DMDidc
+    from simulations.studies.data_kinds import make_data, random_plant
+
+    rng = np.random.default_rng(0)
+    plant = random_plant(rng, n_states=45, n_inputs=5, max_delay=4)
+    data = make_data("white", plant, samples=6000, rng=rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = DMDidc(max_delay=4, estimator="iv").fit(data.X, data.U, dt=plant.dt)
+    checks = {c.name: c for c in fitted.diagnostics_.checks}
+    for name in ("input_correlation", "feedback", "state_completeness"):
+        assert checks[name].passed is None and "not computed" in checks[name].finding
