@@ -243,13 +243,15 @@ class DelayedMPC:
         :class:`~dmdidc.OutputDMDidc`; ``c`` its output level ``offset_``), or of the ``C``
         given.  The output at the operating point (``C x_op + c``, or ``c`` without one) must
         lie within them.  Hard unless ``soft_state_constraints``.  Refused for a model with
-        feedthrough ``D != 0``.
+        feedthrough ``D != 0``, and beside state bounds (one set of bounded signals: add state
+        rows to ``C`` instead).
     C : array_like of shape (l, n), optional
         The measurement matrix of the bounded outputs, in the model's state basis (e.g. for a
         :class:`~dmdidc.DelayedPlant` such as a setpoint model ``est.plant()
         .with_operating_point(...)``, which carries none; a model's own ``C`` is the default,
-        and another is refused: its states are its own basis).  Only with output bounds; the
-        cost is set by ``Q``.
+        and another is refused: its states are its own basis).  Only with output bounds, and
+        with ``output_offset`` for a model without an ``offset_`` of its own; the cost is set
+        by ``Q``.
     output_offset : array_like of shape (l,), optional
         The outputs' level ``c`` the output bounds are read against, instead of the model's
         ``offset_`` (needed for a model fitted with ``detrend``, which removed the level
@@ -313,8 +315,10 @@ class DelayedMPC:
         Bad horizon, weights, solver name, settings or policy; ``u_min > u_max`` or
         ``x_min > x_max`` (names the channel); bounds that exclude the operating point's
         ``u_op`` or ``x_op`` (it could never be held), or output bounds that exclude the
-        output there; state bounds on an output model (one that carries ``C``), output bounds
-        without a ``C`` (given or the model's), a ``C`` other than the model's own, output
+        output there; state bounds on an output model (one that carries ``C``), state and
+        output bounds together, output bounds without a ``C`` (given or the model's), a ``C``
+        other than the model's own or given without ``output_offset`` for a model without an
+        ``offset_``, output
         bounds on a model with feedthrough or on one fitted with ``detrend`` without
         ``output_offset``; ``C`` or ``output_offset`` without output bounds; a plant whose
         input blocks are all zero; soft constraints without state or output bounds, or a
@@ -372,6 +376,11 @@ class DelayedMPC:
         self.horizon = check_integer("horizon", horizon, minimum=1)
         _refuse_variate_bounds(model, x_min, x_max)
         bounds_y = y_min is not None or y_max is not None
+        if bounds_y and (x_min is not None or x_max is not None):
+            raise ParameterError(
+                "give state bounds (x_min, x_max) or output bounds (y_min, y_max), not both: "
+                "one set of bounded signals is built; to bound states beside outputs, add their "
+                "rows to C (in the model's state basis) with their bounds in y_min / y_max")
         for name, value, what in (("C", C, "measurement matrix"),
                                   ("output_offset", output_offset, "level")):
             if value is not None and not bounds_y:
@@ -506,8 +515,9 @@ class DelayedMPC:
 
         Re-used (not re-validated): the horizon, the weights ``Q``, ``R`` (and a ``P`` given on
         ``x_{k+w+N}``), the bounds, the soft-constraint settings, the solver choice and its
-        options (output bounds are read through the new model's ``C`` and output level: an
-        output model's basis is its own).  Recomputed from the model: the whole delay ``w``,
+        options (output bounds are read through the new model's own ``C`` and output level:
+        an output model's basis is its own; a ``C`` given is refused, as it belongs to the old
+        basis).  Recomputed from the model: the whole delay ``w``,
         the lifted pair and the
         default terminal weight (its Riccati equation), the QP's matrices and the solver's
         set-up (its factorization): they all depend on the input blocks.  The committed inputs
@@ -551,6 +561,12 @@ class DelayedMPC:
         if (plant.n_states, plant.n_inputs) != (self._n, self._m):
             raise DimensionError(f"model has {plant.n_states} states and {plant.n_inputs} "
                                  f"inputs; this MPC has {self._n} and {self._m}")
+        if self._output_map[0] is not None:
+            raise ParameterError(
+                "this MPC's output bounds read the outputs through the C given, in the old "
+                "model's state basis, which a new identification changes (an output model's "
+                "states are its own canonical variates): build a new DelayedMPC with the new "
+                "model's C (and output_offset)")
         new = copy.copy(self)
         bounds_y = self.y_min is not None or self.y_max is not None
         new._design(plant, _outputs(model, plant.n_states, *self._output_map) if bounds_y
@@ -935,11 +951,19 @@ def _outputs(model: Any, n: int, C: Any, offset: Any) -> tuple[np.ndarray, np.nd
     """``(C, c)`` of the outputs ``y = C x + c`` that output bounds constrain: ``C`` given or
     the model's own measurement matrix, and the output level (``offset``, else the model's
     ``offset_``, else zero)."""
+    given = C is not None
     C = measurement_matrix(model, C, n, missing=(
         f"y_min/y_max bound the outputs y = C x + c: give C (the outputs' measurement matrix "
         f"in the model's state basis) or a model that carries its own (an OutputDMDidc); "
         f"this model ({type(model).__name__}) has none; or bound its states with x_min/x_max"))
     refuse_feedthrough(model)
+    if given and offset is None and getattr(model, "offset_", None) is None:
+        # a setpoint model (est.plant().with_operating_point(...)) has lost the level: read
+        # against 0, bounds of level + 5 bounded the outputs at level + 3 (offset_ 2)
+        raise ParameterError(
+            f"output_offset is required with C= for a model without an output level of its "
+            f"own ({type(model).__name__} has no offset_): pass the outputs' level c of "
+            f"y = C x + c (an output model's est.offset_), or 0 for outputs y = C x")
     return C, output_level(model, offset, C.shape[0], name="output_offset")
 
 

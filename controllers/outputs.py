@@ -128,13 +128,15 @@ def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") ->
     """
     detrend = getattr(model, "detrend", False)
     if offset is None and detrend in ("constant", "linear"):
+        refit = ("refit with offset=True (the default) and detrend=False, which estimates the "
+                 "offset" if hasattr(model, "offset") else
+                 "refit without detrend (the model then keeps the data's operating point)")
         raise ParameterError(
             f"the model was fitted with detrend={detrend!r}: each experiment's "
             f"{'mean' if detrend == 'constant' else 'line'} was "
             f"removed from its outputs and inputs and not kept, so its offset_ is not the "
             f"outputs' operating point; pass {name}= (the outputs' level, with the inputs as "
-            f"deviations from theirs), or refit with offset=True (the default) and "
-            f"detrend=False, which estimates the offset")
+            f"deviations from theirs), or {refit}")
     offset = getattr(model, "offset_", None) if offset is None else offset
     level = np.zeros(rows) if offset is None else check_finite_array(name, offset, ndim=1)
     if level.shape != (rows,):

@@ -1269,7 +1269,10 @@ class OutputDMDidc:
         # only for names that normal lookup did not find: a result before a fit (or while a
         # stream is short) says so, as DMDidc's do, instead of a bare AttributeError (also a
         # property whose NotFittedError, an AttributeError, Python routes here)
-        if name in _RESULTS or isinstance(getattr(type(self), name, None), property):
+        prop = getattr(type(self), name, None)
+        if isinstance(prop, property) and "order_" in self.__dict__:
+            return prop.fget(self)    # fitted: the property's own AttributeError, not masked
+        if name in _RESULTS or isinstance(prop, property):
             pending = self.__dict__.get("_pending")
             if pending is not None:
                 raise NotFittedError(f"{name} is not available: not enough data streamed yet: "

@@ -92,18 +92,17 @@ def test_output_bounds_are_state_bounds_in_the_outputs_basis():
     y_op = _level(est)
     bounds = dict(u_min=-100.0, u_max=150.0)
     x = op.state + rng.normal(0.0, 1.0, 3)
+    free = DelayedMPC(est, horizon=8, Q=Q, **bounds).solve(x)
+    # bounds at 90 % of the unbounded prediction's excursion: feasible (hard too) and active
+    reach = np.abs(_outputs(est, free)[:, free.dead_steps + 1:] - y_op[:, None]).max(axis=1)
+    low, high = y_op - 0.9 * reach, y_op + 0.9 * reach
     for soft in (False, True):
-        outputs = DelayedMPC(est, horizon=8, Q=Q, y_min=y_op - 0.3, y_max=y_op + 0.3,
-                             soft_state_constraints=soft, **bounds)
-        states = DelayedMPC(in_z, horizon=8, Q=np.eye(3), x_min=y_op - 0.3, x_max=y_op + 0.3,
+        outputs = DelayedMPC(est, horizon=8, Q=Q, y_min=low, y_max=high,
+                             soft_state_constraints=soft, **bounds).solve(x).inputs
+        assert np.abs(outputs[:, 0] - free.inputs[:, 0]).max() > 1e-3       # they bind
+        states = DelayedMPC(in_z, horizon=8, Q=np.eye(3), x_min=low, x_max=high,
                             soft_state_constraints=soft, **bounds)
-        try:
-            first = outputs.solve(x).inputs
-        except SolverError:
-            with pytest.raises(SolverError):
-                states.solve(Cm @ x + c)
-            continue
-        np.testing.assert_allclose(first, states.solve(Cm @ x + c).inputs, atol=1e-6,
+        np.testing.assert_allclose(outputs, states.solve(Cm @ x + c).inputs, atol=1e-6,
                                    rtol=1e-6)
 
 
@@ -139,8 +138,9 @@ def test_output_bounds_take_the_overshoot_out_of_a_setpoint_step(seed):
 
 
 def test_output_bounds_follow_a_new_model():
+    """with_model re-reads the new output model's own C and level (a new identification is a
+    new basis): the same moves as a controller built on it, not those of the old C."""
     plant, C, est, rng = _physical(2)
-    _, _, other, _ = _physical(2)            # the same plant, another noise draw: new basis
     E = random_excitation(2, 3000, rng=9)
     U = plant.operating_point.input[:, None] + E - E.mean(axis=1, keepdims=True)
     Y = C @ plant.simulate(plant.operating_point.state, U)[:, :-1] + 2.0
@@ -148,14 +148,24 @@ def test_output_bounds_follow_a_new_model():
         warnings.simplefilter("ignore")
         other = OutputDMDidc(max_delay=4).fit(Y + 0.05 * rng.standard_normal(Y.shape), U,
                                               dt=T)
-    y_max = _level(est) + 0.2
+    y_max = _level(est) + 0.05
     mpc = DelayedMPC(est, horizon=6, y_max=y_max, soft_state_constraints=True)
     updated = mpc.with_model(other)
     fresh = DelayedMPC(other, horizon=6, y_max=y_max, soft_state_constraints=True, Q=mpc.Q)
-    x = other.operating_point_.state + 0.5
-    np.testing.assert_allclose(updated.solve(x).inputs, fresh.solve(x).inputs, atol=1e-8)
+    stale = DelayedMPC(other.plant(), horizon=6, y_max=y_max, soft_state_constraints=True,
+                       Q=mpc.Q, C=est.C, output_offset=est.offset_)
+    # a state whose output starts 3 above the level (0.19 above it at the first step the
+    # inputs reach): the bound 0.05 above it binds
+    x = other.operating_point_.state + 3.0 * other.C[0] / np.sum(other.C[0] ** 2)
+    moves = updated.solve(x).inputs
+    free = DelayedMPC(other, horizon=6, Q=mpc.Q).solve(x).inputs
+    assert np.abs(moves - free).max() > 1e-3                         # the bound binds
+    np.testing.assert_allclose(moves, fresh.solve(x).inputs, atol=1e-8)
+    assert np.abs(moves - stale.solve(x).inputs).max() > 1e-3       # not the old basis' C
     with pytest.raises(ParameterError, match="has none; or bound its states"):
         mpc.with_model(other.plant())
+    with pytest.raises(ParameterError, match="read the outputs through the C given"):
+        stale.with_model(other.plant())
 
 
 def test_bad_output_bounds_are_refused():
@@ -178,6 +188,13 @@ def test_bad_output_bounds_are_refused():
         DelayedMPC(est, horizon=5, y_max=y_op - 1.0)
     with pytest.raises(DimensionError):
         DelayedMPC(est, horizon=5, y_max=[1.0, 2.0])
+    with pytest.raises(ParameterError, match="state bounds .* or output bounds .*, not both"):
+        DelayedMPC(est.plant(), horizon=5, x_max=10.0, y_max=y_op + 1.0, C=est.C,
+                   output_offset=est.offset_)
+    with pytest.raises(ParameterError, match=r"output_offset is required with C= .*"
+                                             r"DelayedPlant has no offset_"):
+        DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C)
+    DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C, output_offset=est.offset_)
     with pytest.raises(ParameterError, match="soft_state_constraints needs state bounds"):
         DelayedMPC(est, horizon=5, soft_state_constraints=True)
     DelayedMPC(est, horizon=5, y_max=y_op + 1.0, soft_state_constraints=True)

@@ -79,3 +79,17 @@ def test_results_before_a_fit_raise_not_fitted():
     assert not hasattr(est, "order_")
     with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
         _ = est.no_such_thing
+
+
+def test_an_error_inside_a_fitted_models_property_is_not_masked():
+    """Review finding: __getattr__ turned any AttributeError raised inside a property of a
+    fitted model into 'not fitted yet'."""
+    plant = random_plant(0, n_states=2, n_inputs=1)
+    U = random_excitation(1, 1500, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=4).fit(_outputs(plant, U, 0), U, dt=0.5)
+    del est.detrend                         # what the _offset property reads
+    with pytest.raises(AttributeError, match="detrend") as caught:
+        _ = est._offset
+    assert not isinstance(caught.value, NotFittedError)

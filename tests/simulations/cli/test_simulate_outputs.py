@@ -109,9 +109,19 @@ def test_a_sensor_offset_is_read_by_the_simulated_sensors_too(tmp_path, seed):
 
 def test_output_bounds_from_the_command_line(tmp_path, capsys):
     est, path = output_model(tmp_path, 0, offset=2.0)
-    code, summary = run(tmp_path, path, "--controller", "mpc", "--y-max", "3.5",
+    level = est.offset_[0]
+    assert run(tmp_path, path, "--controller", "mpc", out="free")[0] == 0
+    free = np.genfromtxt(tmp_path / "free" / "trajectory.csv", delimiter=",", names=True)["y_1"]
+    # from outputs 1 above the level the loop undershoots and comes back over it by ~0.2
+    # after its first two (committed) steps; a bound halfway holds it (the start breaks it)
+    y_max = level + 0.5 * (free[2:].max() - level)
+    assert free[2:].max() > y_max + 0.05                            # the premise
+    code, summary = run(tmp_path, path, "--controller", "mpc", f"--y-max={y_max}",
                         "--y-min=0.5")
-    assert code == 0 and (summary["y_max"], summary["y_min"]) == ([3.5], [0.5])
+    assert code == 0 and (summary["y_max"], summary["y_min"]) == ([y_max], [0.5])
+    held = np.genfromtxt(tmp_path / "sim" / "trajectory.csv", delimiter=",", names=True)["y_1"]
+    assert held[2:].max() <= y_max + 0.01
+    assert summary["output_bound_violation"] == pytest.approx(held.max() - y_max)
     assert run(tmp_path, path, "--controller", "mpc", "--y-max", "1,2")[0] == 2
     assert "--y-max has 2 values; give one, or 1 (one per output)" in capsys.readouterr().err
     assert run(tmp_path, path, "--y-max", "3.5")[0] == 2           # the default controller
