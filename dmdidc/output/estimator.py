@@ -1379,6 +1379,44 @@ class OutputDMDidc:
                                             operating_point=getattr(self, "operating_point_",
                                                                     None))
 
+    def with_operating_point(self, state: Any = None, input: Any = None, *,
+                             rtol: float = 1e-6) -> OutputDMDidc:
+        """The same output model around another equilibrium: a setpoint for its controllers,
+        which keep reading its ``C``, output level ``offset_`` and noise (output bounds,
+        the default output weight), unlike :meth:`plant`'s
+        :meth:`~dmdidc.DelayedPlant.with_operating_point` (a ``DelayedPlant`` without them).
+
+        Parameters
+        ----------
+        state, input, rtol
+            As :meth:`dmdidc.DelayedPlant.with_operating_point` (physical values; the state in
+            this model's basis).
+
+        Returns
+        -------
+        OutputDMDidc
+            A copy with ``operating_point_`` the requested equilibrium (every other result
+            shared with this one).
+
+        Examples
+        --------
+        >>> from dmdidc import DelayedPlant, random_excitation
+        >>> plant = DelayedPlant.from_continuous([[-1.0, 2.0], [-2.0, -1.0]], [[1.0], [0.0]],
+        ...                                      delay=0.7, dt=0.5)
+        >>> U = random_excitation(1, 2000, rng=1)
+        >>> est = OutputDMDidc(max_delay=3).fit([[0.0, 1.0]] @ plant.simulate([0.0, 0.0], U),
+        ...                                     U, dt=0.5)
+        >>> warmer = est.with_operating_point(input=[1.0])
+        >>> warmer.operating_point_.input, warmer.C is est.C
+        (array([1.]), True)
+        """
+        import copy
+
+        target = self.plant().with_operating_point(state, input, rtol=rtol)
+        moved = copy.copy(self)
+        moved.operating_point_ = target.operating_point
+        return moved
+
     @property
     def model_(self):
         """:meth:`plant`, so that controllers accept the estimator as a model

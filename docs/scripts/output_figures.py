@@ -39,7 +39,6 @@ def output_bounds_figure(path: Path) -> None:
     """The page's example: the oscillator identified from one sensor (offset 2) around an input
     level of 30, moved to 31 by MPC through the observer, with and without ``y_max``."""
     from controllers import DelayedKalmanObserver, DelayedMPC, OutputFeedback
-    from controllers.gains import output_weight
     from dmdidc import DelayedPlant
     from simulations.closed_loop import simulate_closed_loop
 
@@ -55,22 +54,21 @@ def output_bounds_figure(path: Path) -> None:
     Y = C_true @ physical.simulate(x_op, U)[:, :-1] + 2.0
     Y = Y + 0.05 * Y.std() * np.random.default_rng(1).standard_normal(Y.shape)
     est = OutputDMDidc(max_delay=4).fit(Y, U, dt=0.5)
-    setpoint = est.plant().with_operating_point(input=[31.0])
-    level = float((est.C @ setpoint.operating_point.state + est.offset_)[0])
+    setpoint = est.with_operating_point(input=[31.0])
+    level = float((est.C @ setpoint.operating_point_.state + est.offset_)[0])
     start = float((C_true @ x_op)[0] + 2.0)
     runs = {}
 
     def loop(**bounds):
-        mpc = DelayedMPC(setpoint, horizon=20, u_min=0.0, u_max=100.0, Q=output_weight(est.C),
-                         R=[[1.0]], **bounds)
+        mpc = DelayedMPC(setpoint, horizon=20, u_min=0.0, u_max=100.0, R=[[1.0]], **bounds)
         return simulate_closed_loop(
             physical, OutputFeedback(mpc, DelayedKalmanObserver(est)), x_op, 60,
             measurement_matrix=C_true, measurement_noise=np.full((1, 61), 2.0))
 
     runs["unbounded"] = loop()
     limit = level + 0.2 * float((C_true @ runs["unbounded"].states)[0].max() + 2.0 - level)
-    runs[f"y_max = level + {limit - level:.3f}"] = loop(
-        y_max=[limit], C=est.C, output_offset=est.offset_, soft_state_constraints=True)
+    runs[f"y_max = level + {limit - level:.3f}"] = loop(y_max=[limit],
+                                                        soft_state_constraints=True)
     fig = new_figure((7, 5))
     top, bottom = fig.subplots(2, 1, sharex=True)
     for name, run in runs.items():

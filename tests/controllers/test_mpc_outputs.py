@@ -225,3 +225,28 @@ def test_unreachable_hard_output_bounds_name_the_output():
     with pytest.raises(SolverError, match=r"(?s)hard output bounds y_min=.*the first bound that "
                                           r"cannot be met is y_(min|max)\[0\]"):
         mpc.solve(x)
+
+
+def test_a_setpoint_of_the_output_model_keeps_its_outputs():
+    """est.with_operating_point keeps C, the output level and the output weight: the same
+    moves as the setpoint DelayedPlant given C=, output_offset= and Q = output_weight(C)."""
+    from controllers.gains import output_weight
+
+    plant, C, est, rng = _physical(3)
+    u = est.operating_point_.input + np.array([1.0, -0.5])
+    setpoint = est.with_operating_point(input=u)
+    assert setpoint.C is est.C and est.operating_point_.input is not u
+    np.testing.assert_allclose(setpoint.operating_point_.input, u)
+    bare = est.plant().with_operating_point(input=u)
+    np.testing.assert_allclose(setpoint.plant().operating_point.state,
+                               bare.operating_point.state, rtol=1e-12)
+    y_new = est.C @ setpoint.operating_point_.state + est.offset_
+    x = est.operating_point_.state                    # at the old equilibrium
+    ours = DelayedMPC(setpoint, horizon=8, y_max=y_new + 0.05, soft_state_constraints=True)
+    theirs = DelayedMPC(bare, horizon=8, y_max=y_new + 0.05, soft_state_constraints=True,
+                        C=est.C, output_offset=est.offset_, Q=output_weight(est.C))
+    np.testing.assert_allclose(ours.Q, theirs.Q, rtol=1e-12)
+    np.testing.assert_allclose(ours.solve(x).inputs, theirs.solve(x).inputs, atol=1e-8)
+    loop = OutputFeedback(ours, DelayedKalmanObserver(est))      # the observer's model: est's
+    loop.reset()
+    assert loop(est.C @ x + est.offset_).shape == (2,)
