@@ -1396,7 +1396,8 @@ class OutputDMDidc:
         -------
         OutputDMDidc
             A copy with ``operating_point_`` the requested equilibrium (every other result
-            shared with this one).
+            shared with this one; a stream of :meth:`partial_fit` copied, so that chunks
+            streamed into either do not enter the other).
 
         Examples
         --------
@@ -1415,6 +1416,10 @@ class OutputDMDidc:
         target = self.plant().with_operating_point(state, input, rtol=rtol)
         moved = copy.copy(self)
         moved.operating_point_ = target.operating_point
+        # a stream is updated in place: more chunks into the copy must not enter this one
+        for name in ("_stream", "_reservoir"):
+            if self.__dict__.get(name) is not None:
+                setattr(moved, name, copy.deepcopy(self.__dict__[name]))
         return moved
 
     @property

@@ -250,3 +250,21 @@ def test_a_setpoint_of_the_output_model_keeps_its_outputs():
     loop = OutputFeedback(ours, DelayedKalmanObserver(est))      # the observer's model: est's
     loop.reset()
     assert loop(est.C @ x + est.offset_).shape == (2,)
+
+
+def test_a_setpoint_copy_streams_on_its_own():
+    """Chunks streamed into a setpoint copy of a partial_fit model do not enter the original
+    (its stream is updated in place)."""
+    plant, C, est, rng = _physical(3)
+    E = random_excitation(2, 3000, rng=4)
+    U = plant.operating_point.input[:, None] + E - E.mean(axis=1, keepdims=True)
+    Y = C @ plant.simulate(plant.operating_point.state, U)[:, :-1] + 2.0
+    Y = Y + 0.03 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream = OutputDMDidc(max_delay=4).partial_fit(Y[:, :2000], U[:, :2000], dt=T)
+        samples = stream.samples_
+        moved = stream.with_operating_point(input=stream.operating_point_.input + 1.0)
+        moved.partial_fit(Y[:, 2000:], U[:, 2000:], dt=T)
+    assert moved.samples_ == 3000 and stream.samples_ == samples == 2000
+    assert stream._stream.samples == 2000          # the original's statistics, untouched
