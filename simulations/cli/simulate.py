@@ -480,7 +480,7 @@ def _plot_trajectory(result, path: Path, title: str,
 def _run_output_simulate(args: argparse.Namespace) -> int:
     """``simulate`` when ``args.model`` is an output model (the caller checked the options
     that do not depend on the model)."""
-    from _toolbox.errors import NonFiniteError
+    from _toolbox.errors import NonFiniteError, ParameterError
     from controllers import DelayedKalmanObserver, OutputFeedback
     from simulations.closed_loop import simulate_closed_loop
 
@@ -492,6 +492,15 @@ def _run_output_simulate(args: argparse.Namespace) -> int:
     x0 = _output_start(args, C, plant)
     Q = _output_weight(args.q, np.asarray(est.C, dtype=float))
     R = _weights("--r", args.r, model.n_inputs)
+    detrend = getattr(est, "detrend", False)
+    if args.controller != "none" and detrend in ("constant", "linear"):
+        # the observer's own refusal names a Python argument (offset=) the command lacks
+        raise ParameterError(
+            f"{args.model!r} was identified with --detrend {detrend}: each experiment's "
+            f"{'mean' if detrend == 'constant' else 'line'} was removed and not kept, so the "
+            f"outputs' level the observer subtracts is unknown; identify without --detrend "
+            f"(the default estimates a constant output offset) to simulate a controller on "
+            f"it (--controller none runs)")
     own = (np.asarray(est.C, dtype=float), _level(est))     # the model's outputs: y = C x + c
     controller = _make_controller(args, model, Q, R, own)   # on the model's states
     if args.controller != "none":

@@ -133,3 +133,22 @@ def test_output_bounds_from_the_command_line(tmp_path, capsys):
     state = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.5, 0.5).save(tmp_path / "s.json")
     assert run(tmp_path, state, "--controller", "mpc", "--y-max", "1")[0] == 2
     assert "bounds the outputs of an output model" in capsys.readouterr().err
+
+
+def test_a_detrended_output_model_names_the_command_line_remedy(tmp_path, capsys):
+    """Review finding: the observer's refusal of a detrended model said 'pass offset=', a
+    Python argument the command does not have."""
+    rng = np.random.default_rng(0)
+    plant = random_plant(rng)
+    C = rng.standard_normal((1, plant.n_states))
+    U = rng.standard_normal((plant.n_inputs, 4000))
+    Y = C @ plant.simulate(np.zeros(plant.n_states), U)[:, :4000] + 2.0
+    Y = Y + 0.01 * Y.std() * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        OutputDMDidc(max_delay=4, detrend="constant").fit(Y, U, dt=plant.dt).save(
+            tmp_path / "m.json")
+    assert run(tmp_path, tmp_path / "m.json", "--controller", "mpc")[0] == 2
+    err = capsys.readouterr().err
+    assert "identified with --detrend constant" in err and "offset=" not in err
+    assert run(tmp_path, tmp_path / "m.json", "--controller", "none")[0] == 0
