@@ -133,15 +133,15 @@ def _reissue(caught: list) -> None:
         warn_model(str(caught_warning.message), caught_warning.category)
 
 
-def _spread(experiments: list) -> np.ndarray:
-    """Each output's standard deviation about each experiment's mean, pooled over the
-    experiments (1 for an output without variation): the outputs' scaling, blind to offsets
-    (the root mean square with the offset, used before, made an output with an offset of 50
-    standard deviations 50 times quieter than its neighbour, an unequal noise the pooled fit
-    misread: the order wrong on 6 of 12 plants)."""
-    deviations = sum(np.sum((Yi - Yi.mean(axis=1, keepdims=True)) ** 2, axis=1)
-                     for Yi, _ in experiments)
-    spread = np.sqrt(deviations / sum(Yi.shape[1] for Yi, _ in experiments))
+def _spread(signals: list[np.ndarray]) -> np.ndarray:
+    """Each row's standard deviation about each experiment's mean, pooled over the
+    experiments' ``signals`` (1 for a row without variation): the outputs' scaling, blind to
+    offsets (the root mean square with the offset, used before, made an output with an offset
+    of 50 standard deviations 50 times quieter than its neighbour, an unequal noise the pooled
+    fit misread: the order wrong on 6 of 12 plants), and the inputs' spread."""
+    deviations = sum(np.sum((S - S.mean(axis=1, keepdims=True)) ** 2, axis=1)
+                     for S in signals)
+    spread = np.sqrt(deviations / sum(S.shape[1] for S in signals))
     return np.where(spread > 0, spread, 1.0)
 
 
@@ -567,7 +567,7 @@ class OutputDMDidc:
                                   trend=self.detrend == "linear")
 
         # outputs in comparable units, so that the regression weighs them alike
-        scale = _spread(experiments)
+        scale = _spread([Yi for Yi, _ in experiments])
         basis = basis_at(scale)
         self.dt, self._stream, self._pending = dt, None, None
         self._begin_solve()
@@ -576,7 +576,7 @@ class OutputDMDidc:
                                                        dt, order, max_order)
         refined = self._checked_delays(scaled, R, dt, refined)
         self._held = held_inputs([Ui for _, Ui in experiments])
-        self._input_spread = _spread([(Ui, Ui) for _, Ui in experiments])
+        self._input_spread = _spread([Ui for _, Ui in experiments])
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
@@ -681,7 +681,7 @@ class OutputDMDidc:
             return self
         self._pending = None
         self._held = held_inputs([Ui for _, Ui in reservoir.experiments])
-        self._input_spread = _spread([(Ui, Ui) for _, Ui in reservoir.experiments])
+        self._input_spread = _spread([Ui for _, Ui in reservoir.experiments])
         self._level = input_level(reservoir.experiments)
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)

@@ -98,7 +98,7 @@ def test_the_streamed_spread_is_the_pooled_one_without_cancellation():
         for a in range(0, Yi.shape[1], 150):
             stats.update(Yi[:, a:a + 150], Ui[:, a:a + 150], new_experiment=a == 0)
     # the means themselves carry rounding of 1e8: 1e-8 of the spread at worst
-    np.testing.assert_allclose(stats.spread(), _spread(parts), rtol=1e-6)
+    np.testing.assert_allclose(stats.spread(), _spread([Yi for Yi, _ in parts]), rtol=1e-6)
     expected = np.sqrt((np.var(parts[0][0], axis=1) * 700 + np.var(parts[1][0], axis=1) * 500)
                        / 1200)
     np.testing.assert_allclose(stats.spread(), expected, rtol=1e-6)

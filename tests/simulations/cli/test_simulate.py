@@ -18,8 +18,8 @@ def random_model(tmp_path, seed, name="model.json"):
     return plant, plant.save(tmp_path / name)
 
 
-def run(tmp_path, model, *options, out="sim"):
-    code = main(["simulate", str(model), "--steps", "15", "--out", str(tmp_path / out),
+def run(tmp_path, model, *options, out="sim", steps=15):
+    code = main(["simulate", str(model), "--steps", str(steps), "--out", str(tmp_path / out),
                  *options])
     summary = None
     if code == 0:

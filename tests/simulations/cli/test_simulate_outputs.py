@@ -3,15 +3,14 @@ model's states, on the model itself or on the true plant of another output-model
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
 import pytest
 
 from dmdidc import OutputDMDidc
-from simulations.cli import main
 from simulations.studies.data_kinds import random_plant
+from tests.simulations.cli.test_simulate import run as run_simulate
 
 
 def output_model(tmp_path, seed, *, outputs=1, name="outputs.json", noise=0.01, offset=0.0):
@@ -31,12 +30,8 @@ def output_model(tmp_path, seed, *, outputs=1, name="outputs.json", noise=0.01, 
 
 
 def run(tmp_path, model, *options, out="sim"):
-    code = main(["simulate", str(model), "--steps", "40", "--out", str(tmp_path / out),
-                 *options])
-    summary = None
-    if code == 0:
-        summary = json.loads((tmp_path / out / "summary.json").read_text())
-    return code, summary
+    """``dmdidc simulate`` of 40 steps: exit code and summary."""
+    return run_simulate(tmp_path, model, *options, out=out, steps=40)
 
 
 @pytest.mark.parametrize("seed", range(3))
