@@ -42,7 +42,7 @@ from dmdidc.output.blocks import (
 )
 from dmdidc.output.bound_check import hidden_delay
 from dmdidc.output.checks import data_checks, finite_signal, warn_new, windowed
-from dmdidc.output.inputs import refuse_collinear_inputs
+from dmdidc.output.inputs import input_scale, pooled_spread, refuse_collinear_inputs
 from dmdidc.output.intervals import (
     DelayProfile,
     determined_delays,
@@ -134,15 +134,17 @@ def _reissue(caught: list) -> None:
 
 
 def _spread(signals: list[np.ndarray]) -> np.ndarray:
-    """Each row's standard deviation about each experiment's mean, pooled over the
-    experiments' ``signals`` (1 for a row without variation): the outputs' scaling, blind to
-    offsets (the root mean square with the offset, used before, made an output with an offset
-    of 50 standard deviations 50 times quieter than its neighbour, an unequal noise the pooled
-    fit misread: the order wrong on 6 of 12 plants), and the inputs' spread."""
-    deviations = sum(np.sum((S - S.mean(axis=1, keepdims=True)) ** 2, axis=1)
-                     for S in signals)
-    spread = np.sqrt(deviations / sum(S.shape[1] for S in signals))
+    """The outputs' scaling: each row's pooled spread about each experiment's mean (1 for a
+    row without variation), blind to offsets (the root mean square with the offset, used
+    before, made an output with an offset of 50 standard deviations 50 times quieter than its
+    neighbour, an unequal noise the pooled fit misread: the order wrong on 6 of 12 plants)."""
+    spread = pooled_spread(signals)
     return np.where(spread > 0, spread, 1.0)
+
+
+def _scaled_inputs(experiments: list, input_scale: np.ndarray) -> list:
+    """The experiments with each input divided by its ``input_scale`` (the fit's units)."""
+    return [(Yi, Ui / input_scale[:, None]) for Yi, Ui in experiments]
 
 
 def _output_variances(experiments: list, refined: Refined, dt: float, R: int) -> np.ndarray:
@@ -328,7 +330,7 @@ _RESULTS = frozenset({
     "operating_point_", "initial_states_", "eigenvalues_", "eigenvalue_se_", "delay_se_",
     "noise_std_", "at_bound_", "order_", "subspace_", "singular_values_", "noise_edge_",
     "horizon_", "refined_", "checks_", "outlier_samples_", "order_rule_", "samples_",
-    "refinement_samples_", "scale_"})
+    "refinement_samples_", "scale_", "input_scale_"})
 
 
 class OutputDMDidc:
@@ -405,6 +407,10 @@ class OutputDMDidc:
     scale_ : ndarray, shape (l,)
         The outputs' scaling in the fit: each output's spread about each experiment's mean,
         times its relative residual standard deviation when the outputs were weighted.
+    input_scale_ : ndarray, shape (m,)
+        The inputs' scaling in the fit: each input's spread about each experiment's mean (its
+        magnitude when held); ``refined_`` is in the units of the outputs over ``scale_`` and
+        the inputs over ``input_scale_``, ``B_c`` and ``D`` in the given ones.
     offset_ : ndarray, shape (l,)
         Constant output offset (zero with ``offset=False``).
     operating_point_ : OperatingPoint or None
@@ -561,8 +567,12 @@ class OutputDMDidc:
             _with_signal(experiments, level=level, what=f"once detrend={self.detrend!r} "
                                                         f"removed its trend")
 
+        # inputs in comparable units (dmdidc.output.inputs), B_c and D returned in the given
+        inputs_scale = input_scale([Ui for _, Ui in experiments])
+        internal = _scaled_inputs(experiments, inputs_scale)
+
         def basis_at(scale: np.ndarray) -> SubspaceBasis:
-            return subspace_basis([(Yi / scale[:, None], Ui) for Yi, Ui in experiments], R,
+            return subspace_basis([(Yi / scale[:, None], Ui) for Yi, Ui in internal], R,
                                   horizon=horizon, offset=self.offset,
                                   trend=self.detrend == "linear")
 
@@ -572,11 +582,11 @@ class OutputDMDidc:
         self.dt, self._stream, self._pending = dt, None, None
         self._begin_solve()
         self.samples_ = self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in experiments)
-        n, start, refined, scaled, basis = self._solve(experiments, scale, basis, basis_at, R,
+        n, start, refined, scaled, basis = self._solve(internal, scale, basis, basis_at, R,
                                                        dt, order, max_order)
         refined = self._checked_delays(scaled, R, dt, refined)
         self._held = held_inputs([Ui for _, Ui in experiments])
-        self._input_spread = _spread([Ui for _, Ui in experiments])
+        self.input_scale_ = inputs_scale
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
@@ -661,7 +671,8 @@ class OutputDMDidc:
         try:
             scale = stream.spread()
             scale = np.where(scale > 0, scale, 1.0)
-            basis = stream.basis(scale)
+            inputs_scale = stream.input_scale()
+            basis = stream.basis(scale, inputs_scale)
             if not reservoir.experiments:
                 raise InsufficientExcitationError(
                     f"no experiment has {reservoir.shortest} samples yet (a window's span)")
@@ -670,9 +681,9 @@ class OutputDMDidc:
             self.refinement_samples_ = sum(Yi.shape[1] for Yi, _ in reservoir.experiments)
             R, order, _, max_order = self._checked(Y.shape[0])
             refuse_collinear_inputs([Ui for _, Ui in reservoir.experiments], R)
-            n, start, refined, scaled, basis = self._solve(reservoir.experiments, scale, basis,
-                                                           stream.basis, R, dt, order,
-                                                           max_order)
+            n, start, refined, scaled, basis = self._solve(
+                _scaled_inputs(reservoir.experiments, inputs_scale), scale, basis,
+                lambda at: stream.basis(at, inputs_scale), R, dt, order, max_order)
             refined = self._checked_delays(scaled, R, dt, refined)
         except InsufficientExcitationError as exc:
             self._pending = exc
@@ -681,7 +692,7 @@ class OutputDMDidc:
             return self
         self._pending = None
         self._held = held_inputs([Ui for _, Ui in reservoir.experiments])
-        self._input_spread = _spread([Ui for _, Ui in reservoir.experiments])
+        self.input_scale_ = inputs_scale
         self._level = input_level(reservoir.experiments)
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
@@ -1137,10 +1148,11 @@ class OutputDMDidc:
         self.noise_edge_ = float(np.sqrt(basis.noise_edge))
         self.horizon_ = basis.horizon
         self.refined_ = refined
-        self.A_c, self.B_c, self.delay = refined.A_c, refined.B_c, refined.delays
+        self.A_c, self.delay = refined.A_c, refined.delays
+        self.B_c = refined.B_c / self.input_scale_
         self.A_d = linalg.expm(self.A_c * dt)
         self.C = refined.C * self.scale_[:, None]
-        self.D = refined.D * self.scale_[:, None]
+        self.D = refined.D * self.scale_[:, None] / self.input_scale_
         self.offset_ = refined.offset * self.scale_
         self.operating_point_ = input_operating_point(self.A_c, self.B_c, dt,
                                                       getattr(self, "_level", None))
@@ -1193,8 +1205,9 @@ class OutputDMDidc:
         fitted as a state (data with a sensor offset gave order 4 with an eigenvalue of 1e-7
         1/s, a linear drift one of +4e-6 1/s, both in silence)."""
         values, vectors = np.linalg.eig(self.A_c)
-        reach = (np.linalg.norm(np.linalg.pinv(vectors) @ self.B_c, axis=1)
-                 * np.linalg.norm(self.C @ vectors, axis=0))
+        # in the fit's units: the inputs and outputs at comparable spreads
+        reach = (np.linalg.norm(np.linalg.pinv(vectors) @ self.refined_.B_c, axis=1)
+                 * np.linalg.norm(self.refined_.C @ vectors, axis=0))
         slow = (np.abs(values) <= 3.0 * self.eigenvalue_se_) | (np.abs(values) * self.dt < 1e-3)
         idle = slow & (reach <= _IDLE_MODE * reach.max(initial=0.0))
         if not idle.any():
@@ -1221,9 +1234,9 @@ class OutputDMDidc:
         """
         m, n = fit.B_c.shape[1], fit.B_c.shape[0]
         sigma2 = fit.rss / fit.dof
-        # each channel's effect at its input's spread: inputs in units 1e8 apart (1e-4 and
-        # 1e4) put one b at 1e-8 of the other, which the rounding test below read as none
-        effect = np.linalg.norm(fit.B_c, axis=0) * getattr(self, "_input_spread", np.ones(m))
+        # each channel's effect at its input's spread (the fit's inputs are scaled to it:
+        # in units 1e8 apart one b was 1e-8 of the other, which the rounding test read as none)
+        effect = np.linalg.norm(fit.B_c, axis=0)
         largest = effect.max(initial=0.0)
         for i in range(m):
             cov = fit.covariance[i * n:(i + 1) * n, i * n:(i + 1) * n]

@@ -9,11 +9,12 @@ normal equations).  A window spans ``2 f + R`` samples, so the last ``2 f + R - 
 an experiment are kept and prepended to its next chunk: every window is counted once, also
 across chunk boundaries, and the statistics equal the batch ones to rounding.
 
-The output scaling of :meth:`OutputDMDidc.fit` (each output divided by its spread about each
+The scaling of :meth:`OutputDMDidc.fit` (each output divided by its spread about each
 experiment's mean, then by its residual standard deviation when the outputs' noise levels
-differ) is not known while streaming; the factor is kept unscaled and scaled at the end, which is
-exact: scaling the rows of ``Z`` scales the rows of ``L`` (``(S Z)^T = Q R S`` and ``R S`` is
-still triangular).
+differ; each input by its spread) is not known while streaming; the factor is kept unscaled and
+scaled at the end, which is exact: scaling the rows of ``Z`` scales the rows of ``L`` (``(S
+Z)^T = Q R S`` and ``R S`` is still triangular), and the Householder QR of a chunk keeps each
+column's own relative accuracy (inputs in units 1e8 apart lose nothing to the scaling after).
 
 The delays and the output-error refinement need the samples themselves (a response to the
 identified dynamics, unknown until the subspace step is done); they run on a reservoir of the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmdidc.output.inputs import scale_from_spread
 from dmdidc.output.subspace import (
     SubspaceBasis,
     basis_from_factor,
@@ -69,9 +71,11 @@ class SubspaceStatistics:
         self.samples = 0
         # each experiment's running mean and sum of squared deviations (Chan's update: no
         # cancellation of a large offset against the variation, as with raw sums of squares)
-        self._mean = np.zeros(n_outputs)
+        # (outputs, then inputs)
+        self._mean = np.zeros(n_outputs + n_inputs)
         self._count = 0
-        self._deviations = np.zeros(n_outputs)
+        self._deviations = np.zeros(n_outputs + n_inputs)
+        self._magnitude = np.zeros(n_inputs)
         self._tail: tuple[np.ndarray, np.ndarray] | None = None
 
     def __setstate__(self, state: dict) -> None:
@@ -79,6 +83,8 @@ class SubspaceStatistics:
         if "_deviations" not in state:
             state["_deviations"] = state.pop("sum_squares")
             state["_mean"], state["_count"] = np.zeros(state["n_outputs"]), 0
+        # and before the inputs' spread was: their scale unknown, 1 (unscaled, as then)
+        state.setdefault("_magnitude", None)
         self.__dict__.update(state)
 
     @property
@@ -89,7 +95,9 @@ class SubspaceStatistics:
     def update(self, Y: np.ndarray, U: np.ndarray, *, new_experiment: bool) -> None:
         """Add the samples ``Y`` (l, L), ``U`` (m, L) that follow the previous chunk's (or start
         a new experiment)."""
-        self._add_spread(Y, new_experiment=new_experiment or self._tail is None)
+        self._add_spread(np.vstack([Y, U]), new_experiment=new_experiment or self._tail is None)
+        if self._magnitude is not None and U.shape[1]:
+            self._magnitude = np.maximum(self._magnitude, np.max(np.abs(U), axis=1))
         self.samples += Y.shape[1]
         if self._tail is not None and not new_experiment:
             Y, U = np.hstack([self._tail[0], Y]), np.hstack([self._tail[1], U])
@@ -103,9 +111,12 @@ class SubspaceStatistics:
         self.columns += Z.shape[1]
 
     def _add_spread(self, Y: np.ndarray, *, new_experiment: bool) -> None:
-        """Merge the chunk's mean and squared deviations into its experiment's."""
+        """Merge the chunk's means and squared deviations (its rows ``Y``) into its
+        experiment's."""
+        if Y.shape[0] != self._mean.size:      # pickled with the outputs' alone
+            Y = Y[:self._mean.size]
         if new_experiment:
-            self._mean, self._count = np.zeros(self.n_outputs), 0
+            self._mean, self._count = np.zeros(self._mean.size), 0
         count = Y.shape[1]
         if count == 0:
             return
@@ -119,10 +130,20 @@ class SubspaceStatistics:
     def spread(self) -> np.ndarray:
         """Standard deviation of each output about each experiment's mean, pooled over every
         sample streamed (``OutputDMDidc.fit``'s output scaling, to rounding)."""
-        return np.sqrt(self._deviations / max(self.samples, 1))
+        return np.sqrt(self._deviations[:self.n_outputs] / max(self.samples, 1))
 
-    def basis(self, scale: np.ndarray) -> SubspaceBasis:
-        """The canonical variates of the outputs divided by ``scale`` (l,).
+    def input_scale(self) -> np.ndarray:
+        """Each input's scaling (:func:`~dmdidc.output.inputs.input_scale` of everything
+        streamed, to rounding; ones for statistics pickled without the inputs' spread)."""
+        if self._magnitude is None:
+            return np.ones(self.n_inputs)
+        spread = np.sqrt(self._deviations[self.n_outputs:] / max(self.samples, 1))
+        return scale_from_spread(spread, self._magnitude)
+
+    def basis(self, scale: np.ndarray, input_scale: np.ndarray | None = None
+              ) -> SubspaceBasis:
+        """The canonical variates of the outputs divided by ``scale`` (l,) and the inputs by
+        ``input_scale`` (m,; default unscaled).
 
         Raises
         ------
@@ -136,6 +157,11 @@ class SubspaceStatistics:
         rows[d - self.sizes[2]:] = np.tile(1.0 / scale, self.horizon)   # Y_f rows
         first = self.sizes[0]
         rows[first:first + self.n_outputs * self.horizon] = np.tile(1.0 / scale, self.horizon)
+        if input_scale is not None:          # U_f (then the offset's row) and U_p
+            m, f, R = self.n_inputs, self.horizon, self.max_delay
+            rows[:(f + R) * m] = np.tile(1.0 / input_scale, f + R)
+            past = first + self.n_outputs * f
+            rows[past:past + m * f] = np.tile(1.0 / input_scale, f)
         return basis_from_factor(rows[:, None] * L, self.sizes, self.columns,
                                  horizon=self.horizon, max_delay=self.max_delay,
                                  n_outputs=self.n_outputs)

@@ -108,7 +108,9 @@ def test_the_refinement_residuals_are_the_simulated_residuals():
     with warnings.catch_warnings():      # the fit's quality is not the point here
         warnings.simplefilter("ignore")
         est = OutputDMDidc(max_delay=3).fit(Y, U, dt=0.5)
-    scaled = [(y / est.scale_[:, None], u) for y, u in zip(Y, U, strict=True)]
+    # refined_ is in the fit's units: outputs over scale_, inputs over input_scale_
+    scaled = [(y / est.scale_[:, None], u / est.input_scale_[:, None])
+              for y, u in zip(Y, U, strict=True)]
     simulated = output_residuals(scaled, est.refined_, 0.5, 3)
     for a, b in zip(est.refined_.residuals, simulated, strict=True):
         assert a.shape == b.shape and np.max(np.abs(a - b)) <= 1e-9 * np.max(np.abs(b))

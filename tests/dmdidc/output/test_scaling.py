@@ -142,3 +142,75 @@ def test_a_weighted_refit_that_fails_leaves_the_unweighted_fit_and_says_so(monke
     assert any("could not be fitted weighted" in m and "injected" in m for m in caught), caught
     np.testing.assert_allclose(est.scale_, Y.std(axis=1), rtol=1e-12)        # unweighted
     assert np.all(np.isfinite(est.noise_std_)) and est.order_ >= 1
+
+
+def _units_case(seed: int):
+    """A random 4-state plant, 3 white or low-pass inputs, two sensors at 30 dB."""
+    rng = np.random.default_rng([seed, 43])
+    plant = random_plant(rng, n_states=4, n_inputs=3, dt=T, max_delay=R)
+    U = random_excitation(3, K, rng=rng)
+    if seed % 2:
+        U = np.apply_along_axis(lambda u: np.convolve(u, np.ones(3) / 3, "same"), 1, U)
+    C = rng.standard_normal((2, 4))
+    clean = C @ plant.simulate(np.zeros(4), U)[:, :K]
+    return plant, clean + 0.03 * clean.std(axis=1, keepdims=True) * rng.standard_normal(
+        clean.shape), U
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("units", [(1e8, 1.0, 1e-4), (1e-8, 3.0, 1e4)])
+def test_inputs_in_units_far_apart_give_the_same_model(seed, units):
+    """Trial: inputs 1e8 apart read one channel as without effect ("chi^2 = 0") on 8 of 8
+    plants and changed the order on 4; 1e4 apart warned "delay not determined" falsely.
+    Now the fit is the same in any input units: delays, eigenvalues, warnings and the
+    transfer function (B_c and D in the given units)."""
+    plant, Y, U = _units_case(seed)
+    base, base_caught = _fit(Y, U)
+    f = np.array(units)
+    est, caught = _fit(Y, U * f[:, None])
+    assert caught == base_caught
+    assert est.order_ == base.order_
+    np.testing.assert_allclose(est.delay, base.delay, atol=1e-6 * T)
+    np.testing.assert_allclose(np.sort_complex(est.eigenvalues_),
+                               np.sort_complex(base.eigenvalues_), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(est.input_scale_, base.input_scale_ * f, rtol=1e-12)
+    # the same outputs from the same physical inputs
+    np.testing.assert_allclose(est.predict(U * f[:, None]), base.predict(U),
+                               atol=1e-6 * np.abs(Y).max())
+    # DC gains in the given units: each column scaled back by its unit
+    gain = lambda e: e.C @ np.linalg.solve(-e.A_c, e.B_c) + e.D        # noqa: E731
+    np.testing.assert_allclose(gain(est) * f, gain(base), rtol=1e-6, atol=1e-9)
+
+
+def test_partial_fit_scales_inputs_as_fit_does():
+    """Streaming scales the inputs by the stream's pooled spread (the fit's, to rounding):
+    chunks in units 1e8 apart warn as the same chunks in one unit, and end at the fit."""
+    _, Y, U = _units_case(2)
+    f = np.array([1e8, 1.0, 1e-4])
+
+    def streamed(inputs):
+        est = OutputDMDidc(max_delay=R)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for a in range(0, K, 1000):
+                est.partial_fit(Y[:, a:a + 1000], inputs[:, a:a + 1000], dt=T)
+        return est, [str(w.message) for w in caught]
+
+    plain, plain_caught = streamed(U)
+    est, caught = streamed(U * f[:, None])
+    batch, _ = _fit(Y, U * f[:, None])
+    assert caught == plain_caught
+    np.testing.assert_allclose(est.input_scale_, batch.input_scale_, rtol=1e-10)
+    assert est.order_ == batch.order_ == plain.order_
+    np.testing.assert_allclose(est.delay, batch.delay, atol=1e-6 * T)
+    np.testing.assert_allclose(est.predict(U * f[:, None]), batch.predict(U * f[:, None]),
+                               atol=1e-4 * np.abs(Y).max())
+
+
+def test_a_held_input_is_scaled_by_its_level_not_by_its_rounding():
+    """A held input's spread is rounding: dividing by it would turn rounding into signal."""
+    from dmdidc.output.inputs import input_scale
+    u = np.full((1, 500), 3.7)
+    u[0, ::7] += 1e-15                        # rounding-level wobble
+    np.testing.assert_allclose(input_scale([u]), [3.7], rtol=1e-12)
+    np.testing.assert_array_equal(input_scale([np.zeros((1, 9))]), [1.0])
