@@ -14,8 +14,10 @@ x_{k+w+1} .. x_{k+w+N}.
 The quadratic program is built once (:mod:`controllers.mpc_qp`); each step only updates its
 vectors (the measured state, the input history, the bounds) and re-solves, warm-started, with a
 solver called directly (:mod:`controllers.qp_solvers`): DAQP on the condensed QP for small
-problems, OSQP on the sparse QP for long horizons or many states.  The cvxpy formulation
-(:mod:`controllers.mpc_cvxpy`) remains for costs and constraints of the user's own.
+problems, OSQP on the sparse QP for long horizons or many states, Clarabel on the sparse QP
+when condensing would lose the moves' precision (an unstable plant over a long horizon).
+The cvxpy formulation (:mod:`controllers.mpc_cvxpy`) remains for costs and constraints of the
+user's own.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from _toolbox.validation import (
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
 from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
-from controllers.qp_solvers import QP_SOLVERS, unreachable_rows
+from controllers.qp_solvers import QP_SOLVERS, condition_number, unreachable_rows
 from dmdidc.model import DelayedPlant, as_plant
 
 _FLOAT = np.dtype(float)
@@ -64,6 +66,17 @@ MAX_DENSE_ENTRIES = 10_000_000
 #: else OSQP on the sparse QP.  At n = 10, m = 2 with state bounds DAQP was 10x faster than
 #: OSQP up to N = 200 (1.1e6 entries; benchmarks/bench_mpc.py).
 AUTO_DENSE_ENTRIES = 2_000_000
+#: Largest condition number of the condensed Hessian that DAQP is set up on.  Condensing writes
+#: the predictions with powers of ``A_d``: on an unstable plant they grow over the horizon and
+#: the Hessian's condition with their square, and the moves carry about ``1e-17 cond`` relative
+#: rounding (120 random plants against the sparse QP: 6e-6 at cond 5e11, 1e-3 at 3e13, 0.1 at
+#: 2e16, every one reported "optimal").  Beyond it ``"auto"`` solves the sparse QP with
+#: Clarabel (the dynamics as constraints: no powers), and ``solver="DAQP"`` is refused.
+MAX_CONDENSED_CONDITION = 1e10
+#: Largest violation of a hard state or output bound (in its units, scaled by ``max(1,
+#: |bound|)``) accepted in a solver's plan; beyond it SolverError (a plan reported optimal
+#: that breaks its bounds is no plan).
+STATE_BOUND_TOLERANCE = 1e-6
 
 _SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
@@ -270,7 +283,10 @@ class DelayedMPC:
         ``"OSQP"`` / ``"CLARABEL"``: on the sparse QP (states
         and inputs), called directly; ``"CVXPY"``: the cvxpy problem (:attr:`problem`), for
         formulations of one's own.  ``"auto"``: DAQP while the condensed matrices are small
-        (``AUTO_DENSE_ENTRIES``), else OSQP.  Case-insensitive.
+        (``AUTO_DENSE_ENTRIES``) and the condensed Hessian well conditioned
+        (``MAX_CONDENSED_CONDITION``: an open-loop unstable plant over a long horizon
+        exceeds it), else OSQP (large) or Clarabel (ill-conditioned) on the sparse QP;
+        ``"DAQP"`` on an ill-conditioned condensed QP is refused.  Case-insensitive.
     warm_start : bool, default True
         Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
         solution).
@@ -323,7 +339,8 @@ class DelayedMPC:
         ``output_offset``; ``C`` or ``output_offset`` without output bounds; a plant whose
         input blocks are all zero; soft constraints without state or output bounds, or a
         ``state_penalty`` without soft constraints; a horizon whose QP exceeds
-        ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``).
+        ``MAX_QP_VARIABLES`` (or, for DAQP, ``MAX_DENSE_ENTRIES``); ``solver="DAQP"`` on a
+        condensed QP above ``MAX_CONDENSED_CONDITION``.
     DimensionError
         Wrong shapes.
     NonFiniteError
@@ -475,6 +492,13 @@ class DelayedMPC:
         self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
         if self.solver != "CVXPY":
             self._qp = self._build_qp(sparse=QP_SOLVERS[self.solver][1])
+        if self.solver == "DAQP":
+            self._condensed_or_sparse(str(solver).lower() == "auto")
+        # hard state (output) bounds: every plan's rows are checked (_check_state_bounds)
+        self._hard_rows = (not self.soft_state_constraints
+                           and (self._x_lo is not None or self._x_hi is not None))
+        self._state_rows_A = (self._qp.A[self._qp.state_rows]
+                              if self._hard_rows and self.solver != "CVXPY" else None)
         self._solver: Any = self._new_solver()
         self.reset()
 
@@ -612,6 +636,33 @@ class DelayedMPC:
             solver = "DAQP" if entries <= AUTO_DENSE_ENTRIES else "OSQP"
         return solver
 
+    def _condensed_or_sparse(self, auto: bool) -> None:
+        """Keep the condensed QP while its Hessian is well conditioned
+        (``MAX_CONDENSED_CONDITION``); else the sparse QP with Clarabel (``auto``), or refuse
+        DAQP: its moves would be wrong under an "optimal" status (a trial: the first move of
+        an unstable scalar plant off by 6 % at N = 20, plans breaking hard state bounds)."""
+        # the inputs' block: soft bounds' slacks cost linearly (a zero block, which DAQP's
+        # proximal iterations handle)
+        inputs = self._qp.n_inputs
+        condition = condition_number(self._qp.hessian[:inputs, :inputs])
+        if condition <= MAX_CONDENSED_CONDITION:
+            return
+        if auto:
+            self.solver = "CLARABEL"
+            self._qp = self._build_qp(sparse=True)
+            return
+        radius = float(np.max(np.abs(np.linalg.eigvals(self.plant.A_d))))
+        state = (f"has condition number {condition:.3g} (above MAX_CONDENSED_CONDITION = "
+                 f"{MAX_CONDENSED_CONDITION:g})" if np.isfinite(condition)
+                 else "is not numerically positive definite")
+        raise ParameterError(
+            f"solver='DAQP' solves the condensed QP, whose Hessian here {state}: the "
+            f"predictions' powers of A_d (spectral radius {radius:.4g} over "
+            f"{self.dead_steps + self.horizon} steps) leave its moves with rounding of about "
+            f"{min(1e-17 * condition, 1.0):.1g} of their size, under an 'optimal' status. Use "
+            f"solver='auto' or 'CLARABEL' (the sparse QP keeps the dynamics as constraints), "
+            f"or a shorter horizon")
+
     def _build_qp(self, *, sparse: bool) -> Any:
         return build_qp(self.plant, dead_steps=self.dead_steps, horizon=self.horizon, Q=self.Q,
                         R=self.R, terminal_weight=self.terminal_weight,
@@ -709,8 +760,9 @@ class DelayedMPC:
             Bad ``x`` or ``u_history``.
         SolverError
             Infeasible (the message says which constraints and shows the states fixed by the
-            past), unbounded, solver failure, inaccurate with ``inaccurate="raise"``, or an
-            input bound violated by more than ``INPUT_BOUND_TOLERANCE``.
+            past), unbounded, solver failure, inaccurate with ``inaccurate="raise"``, an
+            input bound violated by more than ``INPUT_BOUND_TOLERANCE``, or a hard state
+            (output) bound by more than ``STATE_BOUND_TOLERANCE``.
         """
         history = self._zero_history if u_history is None else u_history
         if (type(x) is not np.ndarray or x.dtype != _FLOAT or x.shape != (self._n,)
@@ -755,6 +807,9 @@ class DelayedMPC:
                 self._check_input_bounds(moves)               # (and that they are finite)
             inputs = moves.reshape(self.horizon, self._m).T
             qp, n = self._qp, self._n
+            if self._hard_rows:
+                self._check_state_bounds(self._state_rows_A @ v, *qp.bounds(p),
+                                         qp.state_rows)
 
             def prediction() -> tuple[np.ndarray, float]:
                 states = qp.states(v, p, n)
@@ -765,6 +820,14 @@ class DelayedMPC:
                 raise SolverError(f"{self.solver} reported {status!r} but returned no finite "
                                   f"solution")
             self._check_input_bounds(inputs.T.ravel())
+            if self._hard_rows:
+                w, N = self.dead_steps, self.horizon
+                H = np.eye(self._n) if self._bound_matrix is None else self._bound_matrix
+                signals = (H @ states[:, w + 1:w + N + 1]).T.ravel()
+                size = signals.size
+                low, high = (np.full(size, sign * np.inf) if b is None else np.tile(b, N)
+                             for b, sign in ((self._x_lo, -1.0), (self._x_hi, 1.0)))
+                self._check_state_bounds(signals, low, high, slice(0, size))
             shifted = states if op is None else states + op.state[:, None]
 
             def prediction() -> tuple[np.ndarray, float]:
@@ -844,6 +907,29 @@ class DelayedMPC:
                 raise SolverError(f"{self.solver} returned inputs that violate {name} by "
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")
+
+    def _check_state_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                            which: slice) -> None:
+        """Refuse a plan whose hard state (or output) rows ``rows`` (deviations, ordered by
+        step and component) lie beyond ``lower[which]`` / ``upper[which]`` by more than
+        ``STATE_BOUND_TOLERANCE``."""
+        low, high = lower[which], upper[which]
+        scale = np.maximum(1.0, np.maximum(np.where(np.isfinite(low), np.abs(low), 0.0),
+                                           np.where(np.isfinite(high), np.abs(high), 0.0)))
+        excess = np.maximum(low - rows, rows - high) / scale
+        worst = int(np.argmax(excess))
+        if not excess[worst] > STATE_BOUND_TOLERANCE:
+            return
+        s, kind, _, _ = self._bounded_signal
+        size = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
+        step, component = divmod(worst, size)
+        side = f"{s}_min" if low[worst] - rows[worst] > rows[worst] - high[worst] else f"{s}_max"
+        when = self.dead_steps + step + 1
+        raise SolverError(
+            f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})"
+            f"[{component}] violates {side} by {excess[worst] * scale[worst]:.3g} (> tolerance "
+            f"{STATE_BOUND_TOLERANCE:g}); the QP is ill-conditioned for it: use "
+            f"solver='CLARABEL', soft_state_constraints=True, or a shorter horizon")
 
     def _input_limits(self) -> None:
         """The input limits with the tolerance (``_u_allowed``) and the quick tests' data."""

@@ -24,13 +24,13 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from _toolbox.errors import ParameterError
+from _toolbox.errors import ParameterError, SolverError
 from controllers.mpc_qp import MPCQuadraticProgram
 
 _LARGEST = sys.float_info.max
 
 __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
-           "unreachable_rows"]
+           "condition_number", "unreachable_rows"]
 
 
 class QPOutcome(NamedTuple):
@@ -48,6 +48,27 @@ class QPOutcome(NamedTuple):
     inputs: np.ndarray | None = None
     states: np.ndarray | None = None
     cost: float | None = None
+
+
+def condition_number(hessian: np.ndarray) -> float:
+    """Estimated 1-norm condition number of a symmetric positive definite ``hessian`` from its
+    Cholesky factor (LAPACK ``dpocon``: the factor's cost, no eigenvalues); ``inf`` when it
+    is not numerically positive definite.
+
+    Examples
+    --------
+    >>> round(condition_number(np.diag([1.0, 1e-6])))
+    1000000
+    >>> condition_number(np.diag([1.0, -1.0]))
+    inf
+    """
+    try:
+        factor, lower = scipy.linalg.cho_factor(hessian)
+    except np.linalg.LinAlgError:
+        return float("inf")
+    rcond, info = scipy.linalg.lapack.dpocon(factor, np.linalg.norm(hessian, 1),
+                                             uplo="L" if lower else "U")
+    return float("inf") if info != 0 or not rcond > 0 else 1.0 / float(rcond)
 
 
 def _check_options(solver: str, options: dict[str, Any], known: Any) -> None:
@@ -95,8 +116,12 @@ class DAQPSolver:
         _check_options("DAQP", options, self._model.settings)
         self._rows = np.ascontiguousarray(qp.A[qp.n_simple:])
         lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
-        self._model.setup(np.ascontiguousarray(qp.hessian), qp.q0.copy(), self._rows, upper,
-                          lower, np.zeros(len(lower), dtype=np.intc))
+        flag, _ = self._model.setup(np.ascontiguousarray(qp.hessian), qp.q0.copy(), self._rows,
+                                    upper, lower, np.zeros(len(lower), dtype=np.intc))
+        if flag < 0:      # its next solve would raise a bare "Model has not been set up"
+            raise SolverError(f"DAQP could not set up the condensed QP (exit flag {flag}; -5: "
+                              f"its Hessian is not numerically positive definite): use "
+                              f"solver='CLARABEL' (the sparse QP) or a shorter horizon")
         self._model.settings = {**self._model.settings, **options}
         self._cold = np.zeros(len(lower), dtype=np.intc)
         # the per-step work is one product: q and the bounds of the rows that depend on p
