@@ -53,7 +53,7 @@ from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restrict
 from dmdidc.inference.checks import Check, unexplained_blocks
 from dmdidc.inference.offset import AFFINE_ROUNDING_LOUD
 from dmdidc.model import DelayedPlant
-from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f
+from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f, pretest_bias2
 from dmdidc.regression.lag_products import autocorrelations
 from dmdidc.regression.solution import EXACT_FIT, RegressionSolution
 from dmdidc.trajectories import subsample
@@ -669,7 +669,12 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
                else c for c in residual]
     checks.append(_instrument_check(solution))
     checks.append(_ls_versus_iv(outcome, share))
-    checks.append(_precision_check(model, restricted))
+    # least squares kept by the pretest: judged on its estimated mean-squared error against
+    # IV, as its confidence_intervals() are (transient-dominated data: weak instruments kept
+    # a biased least squares, its modes off by 44-190 %, quiet at +/- 19 %)
+    alternative = (restricted_solution(outcome.twin, kept if kept is not None else test.active)
+                   if outcome.pretest and outcome.twin is not None else None)
+    checks.append(_precision_check(model, restricted, alternative))
     if trajectories is not None:
         # under coloured residuals the features' whitening may leave a slow part whose sum
         # the lag-0 variance understates: inconclusive then, as state_completeness (a review
@@ -774,7 +779,20 @@ def _ls_versus_iv(outcome, share: float) -> Check:
 
 
 def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -> np.ndarray:
-    """Standard error of each channel's delay (s) from its two blocks, to first order.
+    """Standard error of each channel's delay (s) from its two blocks, to first order
+    (:func:`delay_gradients`); ``nan`` for a channel without effect or whose second block lies
+    beyond the bound."""
+    cov = restricted.factored_covariance()
+    out = np.full(model.n_inputs, np.nan)
+    for i, gradient, index in delay_gradients(model, restricted):
+        out[i] = float(np.sqrt(max(gradient @ cov.submatrix(index) @ gradient, 0.0)))
+    return out
+
+
+def delay_gradients(model: DelayedPlant, restricted: RegressionSolution
+                    ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Each determined channel's delay gradient: ``(channel, gradient, index)`` with ``d delay
+    = gradient @ d vec(Theta)[index]`` (``vec`` row by row, the covariance's order).
 
     With ``b = Gamma(T)^-1 (b0 + b1)`` and the hold ``s = (1 - p) T`` solving
     ``Gamma(s) b = b0`` (dissertation eqs. 9.68-9.69) in the least-squares sense, the implicit
@@ -782,8 +800,8 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     ``f = e^{A_c s} b``, ``J1 = Gamma(s) Gamma(T)^-1``, ``J0 = J1 - I`` and ``W`` the fit's
     per-state weights (:func:`~dmdidc.inference.recovery.solution_weights`: the same in any
     units of the states); the covariance of the two block columns is the restricted
-    regression's.  ``A_c`` is held fixed (its share is second order for the delay).  ``nan``
-    for a channel without effect or whose second block lies beyond the bound.
+    regression's.  ``A_c`` is held fixed (its share is second order for the delay).  A channel
+    without effect or whose second block lies beyond the bound has none.
     """
     from dmdidc.inference.recovery import _hold_integrals, solution_weights
 
@@ -791,10 +809,9 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
     p = restricted.coefficients.shape[1]
     A_c, B_c, delay = model.require_continuous("delay standard errors")
     T = model.dt
-    cov = restricted.factored_covariance()
     hold_integrals = _hold_integrals(A_c)       # the recovery's (one eigendecomposition)
     _, gamma_T = hold_integrals.matrices(T)
-    out = np.full(m, np.nan)
+    out = []
     weights = solution_weights(restricted)
     for i, w in enumerate(model.delay_steps):
         if not model.active_blocks[:, i].any() or w + 1 > R:
@@ -807,11 +824,39 @@ def delay_standard_errors(model: DelayedPlant, restricted: RegressionSolution) -
                     / max(f @ (weights * f), np.finfo(float).tiny))
         index = np.concatenate([np.arange(n) * p + n + w * m + i,
                                 np.arange(n) * p + n + (w + 1) * m + i])
-        out[i] = float(np.sqrt(max(gradient @ cov.submatrix(index) @ gradient, 0.0)))
+        out.append((i, gradient, index))
     return out
 
 
-def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -> Check:
+def _pretest_errors(model: DelayedPlant, solution: RegressionSolution,
+                    alternative: RegressionSolution | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(delay standard errors, eigenvalues of A_d, their standard errors)`` of ``solution``;
+    with ``alternative`` (IV, when a pretest kept least squares) each root mean-squared error
+    ``sqrt(se^2 + bias^2)`` with the bias estimated from the IV-minus-LS difference
+    (:func:`~dmdidc.regression.instrumental.pretest_bias2`, as
+    :func:`~dmdidc.inference.intervals.with_pretest_bias` widens the intervals), both
+    linearized at least squares' model."""
+    delays = delay_standard_errors(model, solution)
+    eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
+    if alternative is None:
+        return delays, eigenvalues, errors
+    n = model.n_states
+    change = alternative.coefficients - solution.coefficients
+    iv_delays = delay_standard_errors(model, alternative)
+    for i, gradient, index in delay_gradients(model, solution):
+        bias2 = pretest_bias2(delays[i] ** 2, iv_delays[i] ** 2,
+                              gradient @ change.ravel()[index])
+        delays[i] = np.sqrt(delays[i] ** 2 + bias2)
+    _, iv_errors = eigenvalue_standard_errors(alternative, model.A_d)
+    values, right = np.linalg.eig(model.A_d)
+    moved = np.einsum("ia,ab,bi->i", np.linalg.inv(right), change[:, :n], right)   # y^H dA x
+    errors = np.sqrt(errors ** 2 + pretest_bias2(errors ** 2, iv_errors ** 2, moved))
+    return delays, eigenvalues, errors
+
+
+def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
+                     alternative: RegressionSolution | None = None) -> Check:
     question = (f"Do the data determine the delays (95 % to {DELAY_PRECISION:g} T) and the "
                 f"modes (to {100 * EIGENVALUE_PRECISION:g} %)?")
     if not model.has_continuous:
@@ -820,10 +865,10 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None) -
         return Check("precision", question, None,
                      finding="not computed: no restricted regression")
     T = model.dt
-    half = 1.96 * delay_standard_errors(model, solution) / T
+    delay_errors, eigenvalues, errors = _pretest_errors(model, solution, alternative)
+    half = 1.96 * delay_errors / T
     finite = np.isfinite(half)
     worst = float(np.max(half[finite])) if finite.any() else 0.0
-    eigenvalues, errors = eigenvalue_standard_errors(solution, model.A_d)
     modes = np.log(eigenvalues.astype(complex)) / T            # continuous modes
     mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
     # a mode at 0 (an integrator, eigenvalue 1 of A_d) has no relative error: on exact data

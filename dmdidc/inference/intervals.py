@@ -100,7 +100,7 @@ from dmdidc.inference.blocks import (
 )
 from dmdidc.inference.jacobian import model_jacobian
 from dmdidc.inference.recovery import pair_delay, recover_continuous, solution_weights
-from dmdidc.regression.instrumental import hausman_variance
+from dmdidc.regression.instrumental import pretest_bias2
 from dmdidc.regression.solution import coefficient_blocks
 
 __all__ = ["IntervalEstimate", "ConfidenceIntervals", "asymptotic_intervals",
@@ -482,8 +482,9 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
     """Asymptotic intervals of least squares kept by a pretest, widened by its estimated bias.
 
     Per quantity, ``D = alternative - chosen`` (IV minus least squares) estimates the bias of
-    least squares with variance :func:`hausman_variance`; ``max(D^2 - Var D, 0)`` estimates its
-    square (unbiased before the clipping), and the standard error becomes
+    least squares with variance :func:`~dmdidc.regression.instrumental.hausman_variance`;
+    ``max(D^2 - Var D, 0)`` estimates its square (unbiased before the clipping,
+    :func:`~dmdidc.regression.instrumental.pretest_bias2`), and the standard error becomes
     ``sqrt(se^2 + max(D^2 - Var D, 0))``: the interval is built on the estimated mean-squared
     error (each side ``h`` of an asymmetric interval becomes ``sqrt(h^2 + z^2 max(...))``).
     Where the alternative has no interval the chosen one is kept.
@@ -513,10 +514,7 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
     for mine, other in ((chosen.delay, alternative.delay), (chosen.A_c, alternative.A_c),
                         (chosen.B_c, alternative.B_c)):
         v_ls, v_iv = mine.standard_error ** 2, other.standard_error ** 2
-        with np.errstate(invalid="ignore"):
-            bias2 = np.maximum((other.value - mine.value) ** 2 - hausman_variance(v_iv, v_ls),
-                               0.0)
-        bias2 = np.nan_to_num(bias2)        # (no alternative interval: nothing to add)
+        bias2 = pretest_bias2(v_ls, v_iv, other.value - mine.value)   # (none without IV's)
         below, above = mine.value - mine.low, mine.high - mine.value
         items.append(IntervalEstimate(
             mine.name, mine.value, mine.value - np.sqrt(below ** 2 + z * z * bias2),

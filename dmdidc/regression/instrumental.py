@@ -59,7 +59,7 @@ from dmdidc.regression.solution import (
 )
 
 __all__ = ["instrumental_solution", "refined_affine_solution", "coefficient_jacobian",
-           "entry_error_spread",
+           "entry_error_spread", "pretest_bias2",
            "long_run_covariance", "TrimmedMoments",
            "instrument_moments", "regressor_moments", "projected_instruments", "lagged_moments",
            "first_stage_f", "WEAK_INSTRUMENTS_F", "hausman_variance",
@@ -912,3 +912,20 @@ def hausman_variance(v_iv: np.ndarray, v_ls: np.ndarray) -> np.ndarray:
     [3.0, 0.05]
     """
     return np.maximum(v_iv - v_ls, 0.05 * v_iv)
+
+
+def pretest_bias2(v_ls: np.ndarray, v_iv: np.ndarray, difference: np.ndarray) -> np.ndarray:
+    """Estimated squared bias of least squares kept by a pretest against IV.
+
+    ``max(|D|^2 - Var D, 0)`` for the IV-minus-LS difference ``D`` (complex allowed) with
+    :func:`hausman_variance`: unbiased for ``|E D|^2`` before the clipping; 0 where either
+    variance is missing (NaN).
+
+    Examples
+    --------
+    >>> pretest_bias2(np.array([1.0, 1.0]), np.array([4.0, 4.0]), np.array([3.0, 1.0])).tolist()
+    [6.0, 0.0]
+    """
+    with np.errstate(invalid="ignore"):
+        bias2 = np.maximum(np.abs(difference) ** 2 - hausman_variance(v_iv, v_ls), 0.0)
+    return np.nan_to_num(bias2)
