@@ -455,9 +455,10 @@ class DelayedMPC:
         self.dead_steps = _dead_steps(plant)
         op = self.operating_point
         u_op, x_op = (np.zeros(m), np.zeros(n)) if op is None else (op.input, op.state)
-        if op is not None:
-            _hold_within("u", u_op, self.u_min, self.u_max)
-            _hold_within("x", x_op, self.x_min, self.x_max)
+        # (without an operating point the target is the origin: bounds that exclude it park
+        # the loop at a bound as silently)
+        _hold_within("u", u_op, self.u_min, self.u_max, op is not None)
+        _hold_within("x", x_op, self.x_min, self.x_max, op is not None)
         self._u_lo, self._u_hi = (None if b is None else b - u_op for b in (self.u_min,
                                                                              self.u_max))
         self._x_lo, self._x_hi = (None if b is None else b - x_op for b in (self.x_min,
@@ -474,7 +475,7 @@ class DelayedMPC:
                                      f"the output bounds need ({bound.shape[0]}, {n}) (one row "
                                      f"per bounded output, one column per state)")
             y_op = C @ x_op + level
-            _hold_within("y", y_op, self.y_min, self.y_max)
+            _hold_within("y", y_op, self.y_min, self.y_max, True)
             self._bound_matrix = C
             self._x_lo, self._x_hi = (None if b is None else b - y_op for b in (self.y_min,
                                                                                  self.y_max))
@@ -1072,8 +1073,9 @@ def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | N
 
 
 def _hold_within(prefix: str, point: np.ndarray, low: np.ndarray | None,
-                 high: np.ndarray | None) -> None:
-    """Refuse bounds that exclude the point the controller regulates to: the constrained
+                 high: np.ndarray | None, operating: bool) -> None:
+    """Refuse bounds that exclude the point the controller regulates to (the model's operating
+    point, or the origin for a model without one: ``operating`` False): the constrained
     problem could never hold it, and the loop would sit at a bound instead, silently (a model
     at 45 % valve with ``|u| <= 10``: cost 3e5 against 425 unconstrained)."""
     outside = np.zeros(point.shape, dtype=bool)
@@ -1086,6 +1088,13 @@ def _hold_within(prefix: str, point: np.ndarray, low: np.ndarray | None,
     bad = np.flatnonzero(outside)
     lows = "-inf" if low is None else _fmt(low[bad])
     highs = "inf" if high is None else _fmt(high[bad])
+    if not operating:
+        raise ParameterError(
+            f"the model has no operating point, so the controller regulates to {prefix} = 0, "
+            f"which [{prefix}_min, {prefix}_max] = [{lows}, {highs}] excludes (component(s) "
+            f"{bad.tolist()}): the constrained problem could never hold it. Give the model "
+            f"the equilibrium to hold (model.with_operating_point(input=...), or identify "
+            f"with the inputs' level kept), or widen the bounds to contain 0")
     raise ParameterError(f"the model's operating point {prefix}_op = {_fmt(point[bad])} "
                          f"(component(s) {bad.tolist()}) lies outside [{prefix}_min, "
                          f"{prefix}_max] = [{lows}, {highs}]: the constrained problem could "

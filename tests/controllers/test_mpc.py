@@ -631,12 +631,14 @@ def test_a_huge_finite_state_is_not_reported_as_non_finite(plant):
 
 
 def _limits(rng: np.random.Generator, m: int, kind: str) -> tuple:
-    """``(u_min, u_max)`` of one kind: per input, one for all, one-sided, or none."""
+    """``(u_min, u_max)`` of one kind: per input, one for all, one-sided, or none; each
+    containing 0 (the target of a model without an operating point: bounds that exclude it
+    are refused)."""
     if kind == "none":
         return None, None
-    low = -rng.uniform(0.5, 2.0, m if kind == "per input" else 1).repeat(
-        1 if kind == "per input" else m)
-    high = low + (rng.uniform(0.5, 3.0, m) if kind == "per input" else 1.5)
+    size, repeat = (m, 1) if kind == "per input" else (1, m)
+    low = -rng.uniform(0.5, 2.0, size).repeat(repeat)
+    high = rng.uniform(0.2, 2.0, size).repeat(repeat)
     return (None, high) if kind == "upper only" else (low, high)
 
 

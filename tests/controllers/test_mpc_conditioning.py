@@ -91,3 +91,15 @@ def test_condition_number_matches_numpy():
     H = M @ M.T + 1e-3 * np.eye(6)
     exact = np.linalg.cond(H, 1)
     assert exact / 3 <= condition_number(H) <= 3 * exact      # an estimate, within a factor
+
+
+def test_bounds_that_exclude_the_origin_of_a_model_without_operating_point_are_refused():
+    """Trial: u in [0.2, 1] on a model without an operating point was accepted, and the loop
+    parked at the bound (the target is u = 0, x = 0)."""
+    plant = DelayedPlant.from_continuous([[0.0, 1.1], [-1.1, 0.0]], [[1.0, -1.0], [-1.0, 2.0]],
+                                         delay=2.5, dt=2.0)
+    with pytest.raises(ParameterError, match="no operating point.*u_min, u_max"):
+        DelayedMPC(plant, horizon=10, u_min=0.2, u_max=1.0)
+    with pytest.raises(ParameterError, match="no operating point.*x_min, x_max"):
+        DelayedMPC(plant, horizon=10, x_min=[0.1, -1.0], x_max=[1.0, 1.0])
+    DelayedMPC(plant, horizon=10, u_min=-0.2, u_max=1.0)          # containing 0: accepted
