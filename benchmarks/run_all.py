@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if error:
             failures.append(error)
             print(error, flush=True)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
                f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     text = table(rows)
