@@ -152,8 +152,10 @@ class DMDidc:
     ----------
     max_delay : int or None, default 0
         Bound ``R`` on the input delay in whole sampling periods; the regression uses the last
-        ``R + 1`` inputs.  Choose ``R >= ceil(r / T)`` (one more than the whole delay when the
-        delay is fractional).  ``0`` gives DMDc; without inputs plain DMD, where a positive
+        ``R + 1`` inputs.  Choose ``R > r / T``: one more than the whole delay when the delay
+        is fractional, and also when it is a whole number of periods (a delay of exactly ``R``
+        periods cannot be told from a longer one, and ``delay_bound`` warns so).  ``0`` gives
+        DMDc; without inputs plain DMD, where a positive
         ``max_delay`` is refused (it would only drop samples).  ``None`` chooses ``R`` from
         the data by an information criterion (:mod:`dmdidc.inference.selection`; the choice
         is in ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit
