@@ -2,7 +2,8 @@
 
 The lifted realization of a delayed plant has the state ``[x_k, u_{k-1}, ..., u_{k-R}]``; its
 input-history part is known exactly (the controller issued those commands), so only ``x_k``
-needs estimating.  :class:`DelayedKalmanObserver` is the steady-state Kalman filter for
+needs estimating.  :class:`DelayedKalmanObserver` is the Kalman filter (time-varying from an
+initial covariance, then at its steady state) for
 
     x_{k+1} = A_d x_k + sum_j B^(j) u_{k-j} + w_k,     y_k = C x_k + v_k,
 
@@ -10,7 +11,7 @@ with the delayed inputs entering the prediction exactly (fractional delays inclu
 the blocks ``B^(w)``, ``B^(w+1)``).  :class:`OutputFeedback` wires it to a state controller
 (predictive, fractional-delay, MPC): at every step it corrects the estimate with ``y_k``, asks
 the controller for ``u_k`` and predicts ``x_{k+1}``.  The separation principle makes the loop's
-eigenvalues those of the state-feedback loop and of the filter ``A_d - A_d M C``.
+eigenvalues those of the state-feedback loop and of the steady filter ``A_d - A_d M C``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ def _covariance(name: str, value: Any, size: int) -> np.ndarray:
     if np.linalg.eigvalsh(array).min() < -1e-12 * max(np.abs(array).max(), 1.0):
         raise ParameterError(f"{name} must be positive semidefinite (a covariance)")
     return array
+
+
+#: The time-varying filter hands over to the steady-state gain once its prediction covariance
+#: is within this share of the steady one.
+_STEADY_RTOL = 1e-9
+
+
+def _stationary_covariance(A: np.ndarray, B: np.ndarray, Q_w: np.ndarray,
+                           steady: np.ndarray) -> np.ndarray:
+    """The default initial covariance: the states' stationary covariance under unit white
+    inputs and the process noise (how far from rest the plant may start), or the filter's
+    steady prediction covariance when there is none (an unstable or marginal ``A``)."""
+    if np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0 - 1e-6:
+        covariance = linalg.solve_discrete_lyapunov(A, B @ B.T + Q_w)
+        if np.all(np.isfinite(covariance)):
+            return 0.5 * (covariance + covariance.T)
+    return steady.copy()
 
 
 def _check_same_model(controller: Any, plant: Any) -> None:
@@ -99,6 +117,15 @@ class DelayedKalmanObserver:
     process_noise : float, array_like (n,) or (n, n), optional
         Covariance of ``w``; default ``0.1 B_d B_d^T + 1e-6 I`` (disturbances entering with the
         inputs), a tuning knob: larger trusts the measurements more.
+    initial_covariance : float, array_like (n,) or (n, n), optional
+        Covariance of the initial state about the estimate the filter starts from (the
+        operating point, or ``x0`` of :meth:`reset`): the first steps run the time-varying
+        Kalman filter from it, handing over to the steady-state gain once the two agree to
+        1e-9.  Default: the states' stationary covariance under unit white inputs and the
+        process noise (the steady prediction covariance for an unstable model).  The
+        steady-state gain alone from the first step (the behaviour until 2026-11-27) read a
+        start far from rest into a wrong first estimate, and an output-bounded MPC acted on
+        it: a loop that never reached its bound cost 4898 against 1.93 unbounded.
     offset : array_like (l,), optional
         Constant output offset ``c`` of ``y = C x + c + v`` (sensor offsets, absolute units),
         subtracted from every measurement; default the model's ``offset_`` (an
@@ -116,7 +143,9 @@ class DelayedKalmanObserver:
     offset : ndarray, shape (l,)
         The output offset subtracted from each measurement.
     gain : ndarray, shape (n, l)
-        Measurement-update gain ``M`` (``xhat_k|k = xhat_k|k-1 + M (y_k - C xhat_k|k-1)``).
+        Steady-state measurement-update gain ``M`` (``xhat_k|k = xhat_k|k-1 + M (y_k - C
+        xhat_k|k-1)``), used once the time-varying start has converged.
+    initial_covariance : ndarray, shape (n, n)
     error_eigenvalues : ndarray
         Eigenvalues of the estimation-error dynamics ``A_d (I - M C)`` (inside the unit circle).
 
@@ -132,7 +161,8 @@ class DelayedKalmanObserver:
     """
 
     def __init__(self, model: Any, C: Any = None, *, measurement_noise: Any = None,
-                 process_noise: Any = None, offset: Any = None) -> None:
+                 process_noise: Any = None, offset: Any = None,
+                 initial_covariance: Any = None) -> None:
         plant = as_plant(model)
         n = plant.n_states
         C = measurement_matrix(model, C, n, missing="C is required: the measurement matrix "
@@ -155,8 +185,19 @@ class DelayedKalmanObserver:
             raise ParameterError(f"no steady-state Kalman filter: (A_d, C) is not detectable "
                                  f"or the noise covariances are degenerate ({exc})") from exc
         self.plant, self.C = plant, C
-        self.gain = P @ C.T @ np.linalg.inv(C @ P @ C.T + R_v)
+        innovation = C @ P @ C.T + R_v
+        if np.linalg.cond(innovation) > 1e12:
+            raise ParameterError(
+                f"no Kalman gain: the innovation covariance C P C^T + measurement_noise is "
+                f"singular (condition {np.linalg.cond(innovation):.3g}): measurement_noise = "
+                f"0 with process_noise that does not reach every measured direction; give a "
+                f"positive measurement_noise (the sensors' noise variance) or process_noise")
+        self.gain = P @ C.T @ np.linalg.inv(innovation)
         self.error_eigenvalues = np.linalg.eigvals(A @ (np.eye(n) - self.gain @ C))
+        self._noise, self._steady = (Q_w, R_v), P
+        self.initial_covariance = (_stationary_covariance(A, B_d, Q_w, P)
+                                   if initial_covariance is None else
+                                   _covariance("initial_covariance", initial_covariance, n))
         self.reset()
 
     def reset(self, x0: Any = None) -> None:
@@ -183,13 +224,20 @@ class DelayedKalmanObserver:
                                      f"state of the observer's model")
         self._x = rest_x.copy() if x0 is None else x0.copy()
         self._history = np.tile(rest_u, (R + 1, 1))   # u_k, u_{k-1}, ..., u_{k-R}
+        # the estimate's covariance while the filter is not yet steady (None: steady)
+        self._P = self.initial_covariance.copy()
 
     def correct(self, y: Any) -> np.ndarray:
         """The estimate ``xhat_k|k`` after measuring ``y_k`` (shape (n,))."""
         y = check_finite_array("y", y, ndim=1)
         if y.shape != (self.C.shape[0],):
             raise DimensionError(f"y has shape {y.shape}; expected ({self.C.shape[0]},)")
-        self._x = self._x + self.gain @ (y - self.offset - self.C @ self._x)
+        gain = self.gain
+        if getattr(self, "_P", None) is not None:    # time-varying, from the initial covariance
+            C, (_, R_v) = self.C, self._noise
+            gain = self._P @ C.T @ np.linalg.inv(C @ self._P @ C.T + R_v)
+            self._P = self._P - gain @ C @ self._P
+        self._x = self._x + gain @ (y - self.offset - self.C @ self._x)
         return self._x.copy()
 
     def predict(self, u: Any) -> np.ndarray:
@@ -213,8 +261,14 @@ class DelayedKalmanObserver:
             raise DimensionError(f"u has shape {u.shape}; expected ({self.plant.n_inputs},), "
                                  f"one command per input of the observer's model")
         self._history = np.vstack([u[None, :], self._history[:-1]])
-        self._x = self.plant.A_d @ self._x + np.einsum("jnm,jm->n", self.plant.B_blocks,
-                                                       self._history)
+        A = self.plant.A_d
+        self._x = A @ self._x + np.einsum("jnm,jm->n", self.plant.B_blocks, self._history)
+        if getattr(self, "_P", None) is not None:
+            P = A @ self._P @ A.T + self._noise[0]
+            steady = self._steady
+            # steady to rounding: the constant gain from here on (the same filter)
+            self._P = None if np.abs(P - steady).max() <= _STEADY_RTOL * np.abs(steady).max() \
+                else 0.5 * (P + P.T)
         return self._x.copy()
 
 
