@@ -195,13 +195,20 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lower_input_bounds(args: argparse.Namespace) -> list[float] | None:
+    """``--u-min``, or by default ``-u_max`` when only ``--u-max`` is given (symmetric)."""
+    if args.u_min is not None or args.u_max is None:
+        return args.u_min
+    return [-value for value in args.u_max]
+
+
 def _run_settings(args: argparse.Namespace, x0: np.ndarray) -> dict[str, Any]:
     """What the run used, defaults resolved, so that ``summary.json`` reproduces it."""
     settings: dict[str, Any] = {"model": args.model, "plant": args.plant or args.model,
                                 "x0": x0.tolist(), "q": args.q or [1.0], "r": args.r or [1.0]}
     if args.controller == "mpc":
         settings.update(horizon=_DEFAULT_HORIZON if args.horizon is None else args.horizon,
-                        u_max=args.u_max, u_min=args.u_min)
+                        u_max=args.u_max, u_min=_lower_input_bounds(args))
         if args.y_max is not None or args.y_min is not None:
             settings.update(y_max=args.y_max, y_min=args.y_min)
     if args.process_noise > 0 or args.measurement_noise > 0:
@@ -399,14 +406,13 @@ def _make_controller(args: argparse.Namespace, model, Q, R, outputs=None):
                   f"form) or mpc predict through the model's delays", file=sys.stderr)
         return controller
     bounds = {}
-    for option, values in (("--u-max", args.u_max), ("--u-min", args.u_min)):
+    for option, values in (("--u-max", args.u_max), ("--u-min", _lower_input_bounds(args))):
         if values is not None:
             if len(values) not in (1, model.n_inputs):
                 raise DimensionError(f"{option} has {len(values)} values; give one, or "
                                      f"{model.n_inputs} (one per input)")
             bounds[option] = np.broadcast_to(np.asarray(values, dtype=float), (model.n_inputs,))
-    upper = bounds.get("--u-max")
-    lower = bounds.get("--u-min", None if upper is None or "--u-min" in bounds else -upper)
+    upper, lower = bounds.get("--u-max"), bounds.get("--u-min")
     horizon = _DEFAULT_HORIZON if args.horizon is None else args.horizon
     limits = {}
     if outputs is not None and (args.y_max is not None or args.y_min is not None):

@@ -64,6 +64,19 @@ def test_mpc_respects_per_channel_limits(tmp_path, seed):
         assert np.all(np.abs(column) <= bound * (1 + 1e-6) + 1e-7)
 
 
+def test_the_summary_records_the_symmetric_lower_bound_it_used(tmp_path):
+    """Trial: --u-max 0.2 ran with u_min = -0.2 but summary.json said null, and a rerun
+    from the summary (no lower bound) gave another cost."""
+    _, model = random_model(tmp_path, 1)
+    code, summary = run(tmp_path, model, "--controller", "mpc", "--u-max", "0.2,0.7",
+                        "--x0", "2,2")
+    assert code == 0 and summary["u_min"] == [-0.2, -0.7]
+    again, rerun = run(tmp_path, model, "--controller", "mpc", "--u-max", "0.2,0.7",
+                       "--u-min=" + ",".join(f"{v:g}" for v in summary["u_min"]),
+                       "--x0", "2,2", out="again")
+    assert again == 0 and rerun["cost"] == pytest.approx(summary["cost"], rel=1e-9)
+
+
 @pytest.mark.parametrize(("options", "message"), [
     (["--q", "1,2,3"], r"--q has 3 values; give one, or 2 \(one per state\)"),
     (["--controller", "mpc", "--u-max", "1,2,3"], "--u-max has 3 values"),
