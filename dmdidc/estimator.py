@@ -511,6 +511,8 @@ class DMDidc:
                 outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             _name_held_input(U, data, exc)
+            if self.detrend not in ("constant", "linear"):
+                _name_large_offset(trajectories, exc)
             if pod is not None:
                 raise
             snapshots = sum(Xi.shape[1] for Xi, _ in trajectories)
@@ -1467,6 +1469,30 @@ def _renamed(reference: Any, Z: Any) -> Any:
 
     warnings.warn("Z= was renamed reference=", DeprecationWarning, stacklevel=3)
     return Z
+
+
+#: A signal whose mean exceeds its spread this many times: its offset crowds its variation
+#: out of the regression's precision (states at 1e9 varying by 1: 1 of 24 fits rank-deficient).
+_LARGE_OFFSET = 1e6
+
+
+def _name_large_offset(trajectories: list, exc: Exception) -> None:
+    """Raise the cause of a rank-deficient fit when a state or an input sits at an offset
+    ``_LARGE_OFFSET`` times its spread, with the remedy (removing each trajectory's mean)."""
+    for kind, index in (("state", 0), ("input", 1)):
+        joined = np.hstack([pair[index] for pair in trajectories])
+        if joined.shape[1] < 2:
+            continue
+        mean, spread = np.abs(joined.mean(axis=1)), joined.std(axis=1)
+        ratio = mean / np.where(spread > 0, spread, np.inf)
+        worst = int(np.argmax(ratio))
+        if ratio[worst] > _LARGE_OFFSET:
+            raise InsufficientExcitationError(
+                f"{exc}. Likely cause: {kind} {worst} sits at {mean[worst]:.3g}, "
+                f"{ratio[worst]:.2g} times its variation ({spread[worst]:.3g}), which crowds "
+                f"the variation out of the regression's precision; fit with "
+                f"detrend='constant' (each trajectory's mean removed) or subtract a known "
+                f"operating point first (IdData(..., operating_point=...))") from exc
 
 
 def _name_held_input(U: Any, data: IdData | None, exc: Exception) -> None:

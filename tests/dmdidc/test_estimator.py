@@ -1092,3 +1092,21 @@ def test_a_detrend_pickled_with_stored_shifts_bootstraps_as_its_fit(seed, layout
     fresh = est.confidence_intervals(0.9, method="bootstrap", n_resamples=20, rng=seed,
                                      X=Xs, U=Us)
     np.testing.assert_allclose(ci.delay.low, fresh.delay.low, rtol=1e-9)
+
+
+def test_a_rank_error_names_a_state_offset_that_crowds_out_its_variation():
+    """Trial: states at 1e9 varying by 1 gave (1 of 24 fits) a rank error that blamed the
+    inputs; detrend='constant' fits them.  Whether the rank test trips is rounding; what the
+    error then says is not."""
+    from dmdidc.errors import InsufficientExcitationError
+    from dmdidc.estimator import _name_large_offset
+
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((2, 500))
+    X = rng.standard_normal((3, 501))
+    cause = InsufficientExcitationError("rank-deficient")
+    _name_large_offset([(X + 1e5, U)], cause)             # 1e5 sd: left to the fit
+    X[1] += 1e9
+    with pytest.raises(InsufficientExcitationError,
+                       match=r"state 1 sits at 1e\+09.*detrend='constant'"):
+        _name_large_offset([(X, U)], cause)
