@@ -869,9 +869,16 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                                    instruments="auto", instrument_lags=None, offset=offset,
                                    method=method, chunk_size=chunk_size, level=level,
                                    memo=memo, **options)
-        outcome.notes.append(f"instrumental variables are not identified by these data "
-                             f"({exc}); least squares was fitted instead (biased when the "
-                             f"states are measured with noise)")
+        note = (f"instrumental variables are not identified by these data ({exc}); least "
+                f"squares was fitted instead (biased when the states are measured with noise)")
+        longest = max(U.shape[1] for _, U in trajectories)
+        if len(trajectories) > 1 and longest < 4 * (R + 1):
+            # short pieces (missing='drop' splits at every gap): the instruments' lags eat them
+            note += (f"; the longest of the {len(trajectories)} experiments has {longest} "
+                     f"input samples, too few for the instruments' lags: interpolate short "
+                     f"gaps (IdData(..., missing='interpolate')), or fit lagged-state "
+                     f"instruments (estimator='iv', instruments='states'), which need fewer")
+        outcome.notes.append(note)
         return outcome
     if kind == "huber_iv":
         return robust_refit(outcome, trajectories, R)
