@@ -224,12 +224,31 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     A, B = _design_pair(model_or_A, B)
     Q = check_weight("Q", Q, A.shape[0], definite=False)
     R = check_weight("R", R, B.shape[1], definite=True)
+    _require_stabilizable(A, B)
     try:
         K, _, _ = control.dlqr(A, B, Q, R)
     except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
         raise SolverError(f"control.dlqr found no stabilizing solution for this (A_d, B_d, Q, R): "
                           f"{exc}") from exc
     return _check_result(K, A, B, "lqr_gain")
+
+
+def _require_stabilizable(A: np.ndarray, B: np.ndarray) -> None:
+    """Refuse a pair with a mode on or outside the unit circle that no input reaches (PBH:
+    ``rank [A - lambda I, B] < n``): no gain can stabilize it, whatever the weights (a plant
+    with ``B = 0`` raised a SolverError from inside the Riccati solver)."""
+    n = A.shape[0]
+    scale = max(float(np.abs(A).max(initial=0.0)), float(np.abs(B).max(initial=0.0)), 1e-300)
+    for value in np.linalg.eigvals(A):
+        if abs(value) < 1.0:
+            continue
+        pencil = np.hstack([A - value * np.eye(n), B])
+        if np.linalg.svd(pencil, compute_uv=False)[-1] <= 1e-10 * scale:
+            raise ParameterError(
+                f"the plant is not stabilizable: its mode {value:.4g} (|lambda| = "
+                f"{abs(value):.4g} >= 1 of A_d) is reached by no input (rank [A_d - lambda I, "
+                f"B_d] < {n}), so no feedback gain can stabilize it; check the model's input "
+                f"matrix (all zero?) or control a model without that mode")
 
 
 def place_gain(model_or_A: Any, B: Any = None, *, poles: Any) -> np.ndarray:

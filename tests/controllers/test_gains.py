@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from controllers import is_schur, lqr_gain, place_gain
-from controllers.errors import SolverError
 from dmdidc.model import DelayedPlant
 from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from tests.seed_example import A_C, B_C, T, seed_plant
@@ -128,10 +127,10 @@ def test_matrix_validation():
         lqr_gain(np.eye(2))
 
 
-def test_unstabilizable_pair_raises_solver_error():
+def test_unstabilizable_pair_is_refused_as_bad_input():
     A = np.diag([2.0, 0.5])
     B = np.array([[0.0], [1.0]])  # the unstable mode is not reachable
-    with pytest.raises(SolverError, match="no stabilizing solution|does not stabilize"):
+    with pytest.raises(ParameterError, match="not stabilizable: its mode 2"):
         lqr_gain(A, B)
 
 
@@ -216,3 +215,16 @@ def test_output_models_weigh_their_outputs_by_default_in_any_basis(seed):
     # the plant alone (no C) keeps the identity default
     np.testing.assert_allclose(lqr_gain(model.model_), lqr_gain(model.model_, Q=np.eye(n)),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("B_c", [[[0.0], [0.0]], [[0.0], [1.0]]])
+def test_an_unstabilizable_plant_is_refused_naming_the_mode(B_c):
+    """Trial: B = 0 raised a SolverError from inside the Riccati solver."""
+    from controllers import make_controller
+
+    plant = DelayedPlant.from_continuous([[0.5, 0.0], [0.0, -1.0]], B_c, 1.3, 0.5)
+    with pytest.raises(ParameterError, match=r"not stabilizable: its mode 1\.28"):
+        make_controller("fractional", plant)
+    # the same plant with the unstable mode reached is designed
+    reached = DelayedPlant.from_continuous([[0.5, 0.0], [0.0, -1.0]], [[1.0], [1.0]], 1.3, 0.5)
+    make_controller("fractional", reached)
