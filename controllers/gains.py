@@ -195,10 +195,11 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     Raises
     ------
     DimensionError, NonFiniteError, ParameterError
-        Wrong shapes, NaN/inf entries, or weights that are not symmetric PSD / PD.
+        Wrong shapes, NaN/inf entries, weights that are not symmetric PSD / PD, or an
+        unstabilizable pair (a mode with ``|lambda| >= 1`` that no input reaches).
     SolverError
-        The Riccati equation has no stabilizing solution (e.g. an unstabilizable pair) or the
-        result is not finite / not stabilizing.
+        The Riccati equation has no stabilizing solution otherwise (e.g. an unstable mode
+        unobservable through ``Q``), or the result is not finite / not stabilizing.
 
     References
     ----------
