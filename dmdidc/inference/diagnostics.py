@@ -877,23 +877,26 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
     # (EXACT_FIT on log(lambda) T = d lambda / lambda, scale-free): what rounding resolves
     floor = EXACT_FIT / (EIGENVALUE_PRECISION * T)
     mode_half = 1.96 * mode_errors
-    size = np.abs(modes)
-    # a mode whose interval holds 0 (an integrator, a tank level) has no relative precision
-    # at all: every noisy integrator failed (16 of 20 right fits; a tank known to 1-5 % in its
-    # other modes read +/- 300-1700 %).  It is judged against the slowest mode the data do
-    # determine: over that mode's time scale the integrator and a mode within the interval
-    # give the same response.  (Only integrators: then their own size, and they fail.)
-    near_zero = size <= mode_half
-    slowest = None
-    if near_zero.any() and not near_zero.all():
-        slowest = float(np.min(size[~near_zero]))
-        size = np.where(near_zero, slowest, size)
-    relative = float(np.max(mode_half / np.maximum(size, floor)))
+    relative_each = mode_half / np.maximum(np.abs(modes), floor)
+    relative = float(np.max(relative_each))
     statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
-    finding = f"the modes of A_c known to +/- {100 * relative:.2g} % (95 %)"
-    if slowest is not None:
-        finding += (f", {int(near_zero.sum())} within its interval of 0 (an integrator) "
-                    f"judged against the slowest determined mode, {slowest:.3g} 1/s")
+    # a mode whose interval holds 0 (an integrator, a tank level, or a slow mode the record
+    # is too short for) has no relative precision: "known to +/- 1700 %" hid what the data
+    # do not say, whether it decays, integrates or grows.  Say that, with the other modes'
+    # precision (judging it against them instead passed undetermined slow modes whose
+    # intervals reached unstable values, 16 of 20 fits of a mode at -0.01 1/s)
+    near_zero = (np.abs(modes) <= mode_half) & (mode_half > floor)
+    if near_zero.any():
+        others = relative_each[~near_zero]
+        finding = (f"the other modes of A_c known to +/- "
+                   f"{100 * float(np.max(others)):.2g} % (95 %); " if others.size else "")
+        finding += ", ".join(f"{value.real:.3g} +/- {half:.2g} 1/s" for value, half in
+                             zip(modes[near_zero], mode_half[near_zero], strict=True))
+        finding += (": an interval holding 0, so the data do not say whether that mode "
+                    "decays, integrates or grows (expected of a plant that integrates, a tank "
+                    "level or a position; else record for several times its time constant)")
+    else:
+        finding = f"the modes of A_c known to +/- {100 * relative:.2g} % (95 %)"
     # the statistic is a ratio of two unlike tolerances: say which numbers make it
     ratio = (f"; statistic {statistic:.3g}: the larger of the delays' half-width over "
              f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
