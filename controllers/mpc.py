@@ -493,13 +493,14 @@ class DelayedMPC:
         self._p = _ParameterBuffer(n, m, self._R)    # solve's parameter vector, filled in place
         if self.solver != "CVXPY":
             self._qp = self._build_qp(sparse=QP_SOLVERS[self.solver][1])
+        self._left_condensed = None
         if self.solver == "DAQP":
             self._condensed_or_sparse(str(solver).lower() == "auto")
-        # hard state (output) bounds: every plan's rows are checked (_check_state_bounds)
+        # hard state (output) bounds: every plan's bounded signals are checked
+        # (_check_state_bounds) against the user's bounds with the tolerance, built once
         self._hard_rows = (not self.soft_state_constraints
                            and (self._x_lo is not None or self._x_hi is not None))
-        self._state_rows_A = (self._qp.A[self._qp.state_rows]
-                              if self._hard_rows and self.solver != "CVXPY" else None)
+        self._signal_check = self._signal_map() if self._hard_rows else None
         self._solver: Any = self._new_solver()
         self.reset()
 
@@ -510,8 +511,19 @@ class DelayedMPC:
 
             self._cvxpy = CvxpySolver(self, self.solver_options, warm_start=self.warm_start)
             return self._cvxpy
-        return QP_SOLVERS[self.solver][0](self._qp, self.solver_options,
-                                          warm_start=self.warm_start)
+        try:
+            return QP_SOLVERS[self.solver][0](self._qp, self.solver_options,
+                                              warm_start=self.warm_start)
+        except ParameterError as exc:
+            left = getattr(self, "_left_condensed", None)
+            if left is None:
+                raise
+            raise ParameterError(
+                f"solver='auto' solves this problem with Clarabel on the sparse QP, not DAQP: "
+                f"the condensed Hessian's condition number {left:.3g} exceeds "
+                f"MAX_CONDENSED_CONDITION = {MAX_CONDENSED_CONDITION:g}; {exc}. Pass "
+                f"solver='CLARABEL' with Clarabel's settings, or leave solver_options out"
+            ) from exc
 
     # ------------------------------------------------------------------ copies and pickles
     # The solvers hold native handles (DAQP's workspace, the OSQP and Clarabel solvers, the
@@ -651,6 +663,7 @@ class DelayedMPC:
         if auto:
             self.solver = "CLARABEL"
             self._qp = self._build_qp(sparse=True)
+            self._left_condensed = condition
             return
         radius = float(np.max(np.abs(np.linalg.eigvals(self.plant.A_d))))
         state = (f"has condition number {condition:.3g} (above MAX_CONDENSED_CONDITION = "
@@ -809,8 +822,8 @@ class DelayedMPC:
             inputs = moves.reshape(self.horizon, self._m).T
             qp, n = self._qp, self._n
             if self._hard_rows:
-                self._check_state_bounds(self._state_rows_A @ v, *qp.bounds(p),
-                                         qp.state_rows)
+                rows_v, rows_p = self._signal_check[:2]
+                self._check_state_bounds(rows_v @ v + rows_p @ p)
 
             def prediction() -> tuple[np.ndarray, float]:
                 states = qp.states(v, p, n)
@@ -824,11 +837,7 @@ class DelayedMPC:
             if self._hard_rows:
                 w, N = self.dead_steps, self.horizon
                 H = np.eye(self._n) if self._bound_matrix is None else self._bound_matrix
-                signals = (H @ states[:, w + 1:w + N + 1]).T.ravel()
-                size = signals.size
-                low, high = (np.full(size, sign * np.inf) if b is None else np.tile(b, N)
-                             for b, sign in ((self._x_lo, -1.0), (self._x_hi, 1.0)))
-                self._check_state_bounds(signals, low, high, slice(0, size))
+                self._check_state_bounds((H @ states[:, w + 1:w + N + 1]).T.ravel())
             shifted = states if op is None else states + op.state[:, None]
 
             def prediction() -> tuple[np.ndarray, float]:
@@ -909,28 +918,48 @@ class DelayedMPC:
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")
 
-    def _check_state_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                            which: slice) -> None:
-        """Refuse a plan whose hard state (or output) rows ``rows`` (deviations, ordered by
-        step and component) lie beyond ``lower[which]`` / ``upper[which]`` by more than
-        ``STATE_BOUND_TOLERANCE``."""
-        low, high = lower[which], upper[which]
-        scale = np.maximum(1.0, np.maximum(np.where(np.isfinite(low), np.abs(low), 0.0),
-                                           np.where(np.isfinite(high), np.abs(high), 0.0)))
-        excess = np.maximum(low - rows, rows - high) / scale
-        worst = int(np.argmax(excess))
-        if not excess[worst] > STATE_BOUND_TOLERANCE:
+    def _signal_map(self) -> tuple[Any, np.ndarray | None, np.ndarray, np.ndarray]:
+        """``(rows_v, rows_p, lowest, highest)``: the bounded signals of steps ``w + 1 .. w + N``
+        (deviations, by step then component) are ``rows_v v + rows_p p`` of a QP solution
+        (``None`` for cvxpy, which returns the states), and ``[lowest, highest]`` the user's
+        bounds widened by ``STATE_BOUND_TOLERANCE * max(1, |bound|)``."""
+        N = self.horizon
+        tiled = [None if b is None else np.tile(b, N) for b in (self._x_lo, self._x_hi)]
+        size = next(b.size for b in tiled if b is not None)
+        lowest, highest = (np.full(size, sign * np.inf) if b is None else
+                           b + sign * STATE_BOUND_TOLERANCE * np.maximum(1.0, np.abs(b))
+                           for b, sign in zip(tiled, (-1.0, 1.0), strict=True))
+        if self.solver == "CVXPY":
+            return None, None, lowest, highest
+        qp = self._qp
+        # the hard rows are H x = rows_v v - lower_p p within [lower0, upper0]
+        return qp.A[qp.state_rows], -qp.lower_p[qp.state_rows], lowest, highest
+
+    def _check_state_bounds(self, signals: np.ndarray) -> None:
+        """Refuse a plan whose bounded signals (deviations, by step then component) lie beyond
+        the hard bounds by more than ``STATE_BOUND_TOLERANCE`` (scaled by ``max(1,
+        |bound|)``)."""
+        _, _, lowest, highest = self._signal_check
+        if signals[signals.argmin()] >= lowest.min() and signals[signals.argmax()] <= \
+                highest.max() and (signals >= lowest).all() and (signals <= highest).all():
             return
+        if not np.isfinite(signals).all():
+            raise SolverError(f"{self.solver} reported an optimal status but returned a plan "
+                              f"whose predicted signals are not finite")
+        excess = np.maximum(lowest - signals, signals - highest)
+        worst = int(np.argmax(excess))
         s, kind, _, _ = self._bounded_signal
         size = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         step, component = divmod(worst, size)
-        side = f"{s}_min" if low[worst] - rows[worst] > rows[worst] - high[worst] else f"{s}_max"
+        side = f"{s}_min" if lowest[worst] - signals[worst] > 0 else f"{s}_max"
+        bound = (self._x_lo if side.endswith("min") else self._x_hi)[component]
         when = self.dead_steps + step + 1
         raise SolverError(
-            f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})"
-            f"[{component}] violates {side} by {excess[worst] * scale[worst]:.3g} (> tolerance "
-            f"{STATE_BOUND_TOLERANCE:g}); the QP is ill-conditioned for it: use "
-            f"solver='CLARABEL', soft_state_constraints=True, or a shorter horizon")
+            f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})[{component}] "
+            f"violates {side} by {abs(signals[worst] - bound):.3g} (> tolerance "
+            f"{STATE_BOUND_TOLERANCE:g} x max(1, |bound|)): an ill-conditioned QP, or solver "
+            f"tolerances loosened in solver_options; use solver='CLARABEL', "
+            f"soft_state_constraints=True, or a shorter horizon")
 
     def _input_limits(self) -> None:
         """The input limits with the tolerance (``_u_allowed``) and the quick tests' data."""
@@ -1092,9 +1121,10 @@ def _hold_within(prefix: str, point: np.ndarray, low: np.ndarray | None,
         raise ParameterError(
             f"the model has no operating point, so the controller regulates to {prefix} = 0, "
             f"which [{prefix}_min, {prefix}_max] = [{lows}, {highs}] excludes (component(s) "
-            f"{bad.tolist()}): the constrained problem could never hold it. Give the model "
-            f"the equilibrium to hold (model.with_operating_point(input=...), or identify "
-            f"with the inputs' level kept), or widen the bounds to contain 0")
+            f"{bad.tolist()}): the constrained problem could never hold it. Widen the bounds "
+            f"to contain 0, or give the model the equilibrium to hold: identify it from data "
+            f"at their level (dmdidc identify keeps the inputs' level unless --detrend), or "
+            f"in Python model.with_operating_point(input=...)")
     raise ParameterError(f"the model's operating point {prefix}_op = {_fmt(point[bad])} "
                          f"(component(s) {bad.tolist()}) lies outside [{prefix}_min, "
                          f"{prefix}_max] = [{lows}, {highs}]: the constrained problem could "

@@ -103,3 +103,25 @@ def test_bounds_that_exclude_the_origin_of_a_model_without_operating_point_are_r
     with pytest.raises(ParameterError, match="no operating point.*x_min, x_max"):
         DelayedMPC(plant, horizon=10, x_min=[0.1, -1.0], x_max=[1.0, 1.0])
     DelayedMPC(plant, horizon=10, u_min=-0.2, u_max=1.0)          # containing 0: accepted
+
+
+@pytest.mark.parametrize("horizon", [5, 20])
+def test_the_bound_check_tolerance_is_the_users_bound_at_every_step(horizon):
+    """Review: the condensed rows' bounds less the free response scaled the tolerance (0.04
+    absolute at N = 20 for x_max = 2); the check now reads the user's bound at every step."""
+    plant = DelayedPlant.from_continuous([[0.5]], [[1.0]], 0.3, 1.0)       # A_d = 1.65
+    mpc = DelayedMPC(plant, horizon=horizon, x_max=2.0)
+    assert mpc.solver == "DAQP"
+    at_bound = np.full(horizon, 2.0)
+    mpc._check_state_bounds(at_bound + 1e-6)                    # within 1e-6 x max(1, 2)
+    beyond = at_bound.copy()
+    beyond[-1] += 1e-4
+    with pytest.raises(SolverError, match=rf"x_\(k\+{mpc.dead_steps + horizon}\)\[0\] "
+                                          r"violates x_max by 0\.0001"):
+        mpc._check_state_bounds(beyond)
+
+
+def test_daqp_settings_under_auto_say_why_clarabel_runs():
+    with pytest.raises(ParameterError, match="solves this problem with Clarabel.*primal_tol"):
+        DelayedMPC(UNSTABLE, horizon=25, solver_options={"primal_tol": 1e-9})
+    assert DelayedMPC(UNSTABLE, horizon=5, solver_options={"primal_tol": 1e-9}).solver == "DAQP"
