@@ -116,13 +116,16 @@ class DelayedKalmanObserver:
         Covariance of ``v``; default the model's ``noise_std_ ** 2``, else ``1e-4``.
     process_noise : float, array_like (n,) or (n, n), optional
         Covariance of ``w``; default ``0.1 B_d B_d^T + 1e-6 I`` (disturbances entering with the
-        inputs), a tuning knob: larger trusts the measurements more.
+        inputs; ``B_d`` times the inputs' spread, ``input_scale_``, for an
+        :class:`~dmdidc.OutputDMDidc`, so the default is the same in any input units), a
+        tuning knob: larger trusts the measurements more.
     initial_covariance : float, array_like (n,) or (n, n), optional
         Covariance of the initial state about the estimate the filter starts from (the
         operating point, or ``x0`` of :meth:`reset`): the first steps run the time-varying
         Kalman filter from it, handing over to the steady-state gain once the two agree to
-        1e-9.  Default: the states' stationary covariance under unit white inputs and the
-        process noise (the steady prediction covariance for an unstable model).  The
+        1e-9.  Default: the states' stationary covariance under unit white inputs (of the
+        inputs' spread for an :class:`~dmdidc.OutputDMDidc`) and the process noise (the steady
+        prediction covariance for an unstable model).  The
         steady-state gain alone from the first step (the behaviour until 2026-11-27) read a
         start far from rest into a wrong first estimate, and an output-bounded MPC acted on
         it: a loop that never reached its bound cost 4898 against 1.93 unbounded.
@@ -175,7 +178,11 @@ class DelayedKalmanObserver:
         # Without it the filter reads a sensor offset as state, and the loop steers the plant
         # away from zero to cancel a reading it should have subtracted.
         self.offset = output_level(model, offset, C.shape[0])
-        B_d = plant.B_blocks.sum(axis=0)
+        # the defaults' "unit white inputs" in the fit's units (an OutputDMDidc's inputs over
+        # their spread): in the given units they moved C P0 C^T from 1e-4 to 1e5 of the
+        # outputs' variance as the same data's inputs went from mV to kV (a review)
+        scale = getattr(model, "input_scale_", None)
+        B_d = plant.B_blocks.sum(axis=0) * (1.0 if scale is None else np.asarray(scale))
         Q_w = (_covariance("process_noise", process_noise, n) if process_noise is not None
                else 0.1 * B_d @ B_d.T + 1e-6 * np.eye(n))
         A = plant.A_d

@@ -1480,6 +1480,7 @@ class OutputDMDidc:
                          for profile in getattr(self, "_profiles", ())],
             "pairs": [dataclasses.asdict(pair) for pair in getattr(self, "_pairs", ())],
             "noise_std": self.noise_std_.tolist(), "order": self.order_,
+            "input_scale": self.input_scale_.tolist(),
             "singular_values": self.singular_values_.tolist(), "noise_edge": self.noise_edge_,
             "horizon": self.horizon_,
             "order_rule": self.order_rule_, "basis": "canonical variates (only eigenvalues, "
@@ -1534,6 +1535,8 @@ class OutputDMDidc:
             covariance=tuple(tuple(row) for row in pair["covariance"]))
             for pair in record.get("pairs", ()))
         est.noise_std_ = np.array(record["noise_std"])
+        if "input_scale" in record:          # absent in files of earlier versions
+            est.input_scale_ = np.array(record["input_scale"], dtype=float)
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])
         est.noise_edge_, est.horizon_ = float(record["noise_edge"]), int(record["horizon"])

@@ -469,3 +469,24 @@ def test_an_output_bound_the_loop_never_reaches_costs_nothing():
             peaks.append(float((C_true @ run.states)[0, 1:].max()) + 2.0)
         assert peaks[0] <= est.offset_[0] + 1.2          # premise: unbounded, it keeps it
         assert costs[1] <= 1.05 * costs[0], (trial, costs)
+
+
+def test_the_default_covariances_are_the_same_in_any_input_units(tmp_path):
+    """Review: inputs in units 1e3 apart moved the default initial covariance's C P0 C^T from
+    1e-4 to 1e5 of the outputs' variance (the first estimate 0.307 for 0.598)."""
+    plant = _oscillator()
+    U = random_excitation(1, 3000, rng=3)
+    Y = np.array([[1.0, 0.5]]) @ plant.simulate(np.zeros(2), U)[:, :-1]
+    rng = np.random.default_rng(3)
+    Y = Y + 0.01 * Y.std() * rng.standard_normal(Y.shape)
+    firsts = []
+    for units in (1.0, 1e3, 1e-3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = OutputDMDidc(max_delay=4).fit(Y, U * units, dt=0.5)
+        loaded = OutputDMDidc.load(est.save(tmp_path / f"model{units:g}.json"))
+        np.testing.assert_allclose(loaded.input_scale_, est.input_scale_, rtol=1e-15)
+        for model in (est, loaded):
+            observer = DelayedKalmanObserver(model)
+            firsts.append(float(model.C @ observer.correct(Y[:, 0]) + model.offset_[0]))
+    np.testing.assert_allclose(firsts, firsts[0], rtol=1e-6)
