@@ -157,18 +157,24 @@ def _canonical_scalars(values: Mapping[str, Any]) -> list[list[str]]:
     return out
 
 
-def _input_digest(message: Message, state: ClientState) -> bytes:
-    """SHA-256 of what ``client_update`` computes from: the message and the state before it.
+def _input_digest(message: Message, state: ClientState, data: Any) -> bytes:
+    """SHA-256 of what ``client_update`` computes from: the message, the state before it and
+    the client's data.
 
     The state's release counter is left out: it only counts releases, and leaving it out lets
-    an identical message replayed on an identical state (a resumed round) regenerate the same
-    reply bit for bit instead of a second noisy copy.  Names are sorted, arrays hashed as
-    C-ordered little-endian float64 with their shape in a JSON header, scalars typed and
-    exact, so equal content gives an equal digest in every process.
+    an identical message replayed on an identical state and identical data (a resumed round)
+    regenerate the same reply bit for bit instead of a second noisy copy.  The data are in:
+    a message replayed after the data changed (a record added or removed, a node restarted on
+    new data with its old state) drew the same noise, and the two replies' difference was the
+    noise-free difference of the updates (a trial: to 7e-18, one record's clipped
+    contribution revealed, while two releases were accounted).  Names are sorted, arrays
+    hashed as C-ordered little-endian float64 with their shape in a JSON header, scalars
+    typed and exact, so equal content gives an equal digest in every process.
     """
     parts = {"message": (message.arrays, message.config),
              "state": (state.arrays, {k: v for k, v in state.scalars.items()
-                                      if k != DP_RELEASES})}
+                                      if k != DP_RELEASES}),
+             "data": ({}, {"sha256": _data_digest(data)})}
     header, blobs = {}, []
     for part, (arrays, scalars) in parts.items():
         names = sorted(arrays)
@@ -184,6 +190,29 @@ def _input_digest(message: Message, state: ClientState) -> bytes:
     for blob in blobs:
         sha.update(blob)
     return sha.digest()
+
+
+def _data_digest(data: Any) -> str:
+    """Hex SHA-256 of a client's data: a mapping of names to arrays, or to lists of arrays
+    (trajectories of different lengths), each hashed with its shape and kind as C-ordered
+    little-endian float64 (names sorted: equal content, equal digest in every process)."""
+    sha = hashlib.sha256(b"privacy.federated client data 1\0")
+
+    def add(value: Any) -> None:
+        if isinstance(value, (list, tuple)):
+            sha.update(f"[{len(value)}".encode("ascii"))
+            for item in value:
+                add(item)
+            sha.update(b"]")
+            return
+        array = np.ascontiguousarray(value, dtype="<f8")
+        sha.update(json.dumps(list(array.shape)).encode("ascii"))
+        sha.update(array.tobytes())
+
+    for name in sorted(data):
+        sha.update(json.dumps(str(name)).encode("utf-8"))
+        add(data[name])
+    return sha.hexdigest()
 
 
 def new_client_secret() -> int:
@@ -238,8 +267,8 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     """Run the client half on one message, as every runtime must.
 
     Starts from ``algorithm.init_client_state(data)`` when ``state`` is empty, derives the rng
-    from (``secret``, ``client_id``, message round, SHA-256 of the message and of the state
-    without its release counter) and stamps ``client_id``, ``round`` and
+    from (``secret``, ``client_id``, message round, SHA-256 of the message, of the state
+    without its release counter and of the data) and stamps ``client_id``, ``round`` and
     ``model_version`` into the reply metrics.  The message's seed does not enter the client's
     rng: the server chose it and sends it, and local DP protects the client against the
     server.
@@ -257,10 +286,10 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     secret : int
         The client's secret, the key of its noise generator: :func:`new_client_secret` for a
         real client (kept by it, never sent), :func:`simulation_secret` in a simulation.  The
-        same secret, message and state (release counter aside) give the same reply bit for
-        bit, so an identical replay releases nothing new; any other message or state, even
-        under a round number already answered, draws independent noise, and the algorithm's
-        release counter counts that reply as a release of its own.
+        same secret, message, state (release counter aside) and data give the same reply bit
+        for bit, so an identical replay releases nothing new; any other message, state or
+        data, even under a round number already answered, draws independent noise, and the
+        algorithm's release counter counts that reply as a release of its own.
 
     Returns
     -------
@@ -278,7 +307,7 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
     # server's second model, a resumed SCAFFOLD client whose c_k moved on) must not reuse the
     # noise, or the difference of the two replies would be noise-free
     rng = derive_rng(secret, "client", client_id, message.round,
-                     digest=_input_digest(message, state))
+                     digest=_input_digest(message, state, data))
     result = algorithm.client_update(data, state, message, rng)
     metrics = flat_scalars("reply metrics", result.metrics, strings=False)
     metrics.update({CLIENT: client_id, ROUND: message.round, VERSION: message.model_version})

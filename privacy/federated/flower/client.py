@@ -29,15 +29,16 @@ The client's secret. The node keys its noise generator with a secret of its own
 first message and kept beside its state: in ``context.state`` and, with ``state-dir``, in
 ``<state-dir>/client-<partition-id>.secret`` (written, owner-readable only, before the first
 reply leaves). It never leaves the node, so the server, which knows the run seed, cannot
-regenerate the noise; and an identical message on an identical state (release counter aside),
-e.g. a resumed round, regenerates the same reply, so that replay releases nothing new. The
-noise is keyed by the message and the state too
+regenerate the noise; and an identical message on an identical state (release counter aside)
+and identical data, e.g. a resumed round, regenerates the same reply, so that replay releases
+nothing new. The noise is keyed by the message, the state and the data too
 (:func:`~privacy.federated.algorithm.run_client`): a round number answered again with another
-model or from a later state draws independent noise, which the release counter counts as a
-release of its own. Whoever holds the secret file can remove the node's noise: it is the node's
-key. Simulations and tests set the node config ``simulation-seed`` instead: the node's secret
-is then :func:`~privacy.federated.algorithm.simulation_secret` of that seed, the same numbers
-as the numpy runner with that seed, and whoever knows the seed knows the noise. That choice is
+model, from a later state or on changed data draws independent noise, which the release
+counter counts as a release of its own. Whoever holds the secret file can remove the node's
+noise: it is the node's key. Simulations and tests set the node config ``simulation-seed``
+instead: the node's secret is then :func:`~privacy.federated.algorithm.simulation_secret` of
+that seed, the same numbers as the numpy runner with that seed, and whoever knows the seed knows
+the noise. That choice is
 the node's own (its node config); nothing the server sends can make a node's noise derivable.
 """
 

@@ -31,7 +31,7 @@ def test_protocol_equals_combining_the_clients_releases(mechanism):
             return getattr(algo, name)
 
         def client_update(self, data, state, message, rng):
-            received.setdefault(message.client_id, (message, state))
+            received.setdefault(message.client_id, (message, state, data))
             return algo.client_update(data, state, message, rng)
 
     run = run_sync(Spy(), data, rounds=3, seed=5)

@@ -71,7 +71,7 @@ def _honest_statistics(algo, data, seed, clients):
         **algo._release_options(k), rng=derive_rng(
             simulation_secret(seed, k), "client", k, 0, digest=_input_digest(
                 plan.message_for(k, round=0, model_version=0, seed=seed),
-                algo.init_client_state(data[k]))))
+                algo.init_client_state(data[k]), data[k])))
         for k in clients]
     return combine_statistics(releases, level=algo.level)
 

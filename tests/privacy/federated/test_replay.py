@@ -121,12 +121,14 @@ def test_identical_replay_repeats_the_reply_bit_for_bit(cls):
 
 def test_input_digest_is_canonical():
     w = np.arange(6.0).reshape(2, 3)
+    data = {"X": np.ones((4, 2)), "y": np.arange(4)}
     base = _input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}),
-                         ClientState({"k": w}, {DP_RELEASES: 0}))
+                         ClientState({"k": w}, {DP_RELEASES: 0}), data)
     # layout, insertion order and the release counter do not matter
     same = _input_digest(Message({"c": w[0].copy(), "w": np.asfortranarray(w)},
                                  {"b": "x", "a": 1}),
-                         ClientState({"k": w.T.copy().T}, {DP_RELEASES: 7}))
+                         ClientState({"k": w.T.copy().T}, {DP_RELEASES: 7}),
+                         {"y": np.arange(4.0), "X": np.ones((4, 2))})
     assert same == base
     changed = [
         Message({"w": w.reshape(3, 2), "c": w[0]}, {"a": 1, "b": "x"}),   # shape
@@ -136,9 +138,15 @@ def test_input_digest_is_canonical():
         Message({"w": w, "c2": w[0]}, {"a": 1, "b": "x"}),                # name
     ]
     state = ClientState({"k": w}, {DP_RELEASES: 0})
-    digests = {_input_digest(m, state) for m in changed}
+    digests = {_input_digest(m, state, data) for m in changed}
     assert base not in digests and len(digests) == len(changed)
-    assert _input_digest(changed[0], ClientState({"k": w + 1}, {})) not in digests
+    # the data are in: one record fewer, or one value changed, is another input
+    fewer = _input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}), state,
+                          {"X": np.ones((3, 2)), "y": np.arange(3)})
+    moved = _input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}), state,
+                          {"X": np.ones((4, 2)), "y": np.arange(4) + [0, 0, 0, 1]})
+    assert len({base, fewer, moved}) == 3
+    assert _input_digest(changed[0], ClientState({"k": w + 1}, {}), data) not in digests
 
 
 def test_input_digest_is_the_same_in_another_process():
@@ -147,10 +155,10 @@ def test_input_digest_is_the_same_in_another_process():
             "from privacy.federated.protocol import ClientState, Message\n"
             "w = np.linspace(-1, 1, 12).reshape(3, 4)\n"
             "print(_input_digest(Message({'w': w}, {'lr': 0.1, 'n': 3}),"
-            " ClientState({'c': w.T}, {'t': 'a'})).hex())\n")
+            " ClientState({'c': w.T}, {'t': 'a'}), {'X': [w, w[:1]]}).hex())\n")
     w = np.linspace(-1, 1, 12).reshape(3, 4)
     here = _input_digest(Message({"w": w}, {"lr": 0.1, "n": 3}),
-                         ClientState({"c": w.T}, {"t": "a"})).hex()
+                         ClientState({"c": w.T}, {"t": "a"}), {"X": [w, w[:1]]}).hex()
     env = {"PYTHONPATH": str(Path(__file__).parents[3]), "PYTHONHASHSEED": "123",
            "OPENBLAS_NUM_THREADS": "1"}
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -162,3 +170,26 @@ def test_input_digest_is_the_same_in_another_process():
 def test_a_bad_digest_is_refused_by_name(digest):
     with pytest.raises(ParameterError, match="digest must be bytes of a length divisible by 4"):
         derive_rng(1, "client", 0, 0, digest=digest)
+
+
+def test_a_replay_after_the_data_changed_draws_new_noise():
+    """Trial: a message replayed on the client's data less one record drew the same noise, so
+    the replies' difference was the noise-free difference of the updates (to 7e-18): one
+    record's clipped contribution revealed while two releases were accounted."""
+    model, data = _setup()
+    algo = _make(FedAvg, model, _dps(model, FedAvg), clip=1.0)
+    plan = algo.configure_round(algo.init_server_state(3, 0), 0, None)
+    message = plan.message_for(0, round=0, model_version=0, seed=0)
+    secret = new_client_secret()
+    full = data[0]
+    fewer = {"X": full["X"][:-1], "y": full["y"][:-1]}
+    first, state = run_client(algo, 0, full, ClientState(), message, secret=secret)
+    second, _ = run_client(algo, 0, fewer, state, message, secret=secret)
+    zero = np.zeros(model.weight_shape)
+    true = (algo._local_descent(full, algo._w(message.arrays), zero, 0)
+            - algo._local_descent(fewer, algo._w(message.arrays), zero, 0))
+    released = first.arrays["u"] - second.arrays["u"]
+    scale = algo.dps[0].scale
+    assert np.max(np.abs(released - true)) > 0.1 * scale     # independent noise, not cancelled
+    again, _ = run_client(algo, 0, full, ClientState(), message, secret=secret)
+    np.testing.assert_array_equal(again.arrays["u"], first.arrays["u"])   # identical replay

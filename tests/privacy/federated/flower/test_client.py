@@ -85,7 +85,7 @@ def test_the_server_cannot_regenerate_a_nodes_noise_from_the_seed(tmp_path, node
         # the state are his too
         received, _ = _ask(app, _context(0, **extra), 0, 5)
         message = RoundPlan((0,)).message_for(0, round=5, model_version=0, seed=SEED)
-        digest = _input_digest(message, algorithm.init_client_state(clients[0]))
+        digest = _input_digest(message, algorithm.init_client_state(clients[0]), clients[0])
         regenerated = dp.randomize(np.zeros_like(received), derive_rng(
             simulation_secret(SEED, 0), "client", 0, 5, digest=digest))
         np.testing.assert_allclose(received - regenerated,
