@@ -589,6 +589,14 @@ def _std_logsf(a: np.ndarray, alpha: float) -> np.ndarray:
 MIN_ALPHA = 0.1
 
 
+def _is_real(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def check_alpha(alpha: Any, *, high_open: bool = False) -> float:
     """``alpha`` as a float in ``[MIN_ALPHA, 2]`` (``[MIN_ALPHA, 2)`` with ``high_open``).
 
@@ -597,12 +605,11 @@ def check_alpha(alpha: Any, *, high_open: bool = False) -> float:
     ParameterError
         Not a real number, or outside the range; the message names the supported minimum.
     """
-    alpha = check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=high_open)
-    if alpha < MIN_ALPHA:
-        raise ParameterError(f"alpha={alpha!r} is below the supported minimum {MIN_ALPHA} of the "
-                             f"SaS density and accountant; accepted: alpha in [{MIN_ALPHA}, 2"
-                             f"{')' if high_open else ']'}")
-    return alpha
+    if _is_real(alpha) and 0.0 < float(alpha) < MIN_ALPHA:      # a stable law, not supported
+        raise ParameterError(f"alpha={float(alpha)!r} is below the supported minimum {MIN_ALPHA} "
+                             f"of the SaS density and accountant; accepted: alpha in "
+                             f"[{MIN_ALPHA}, 2{')' if high_open else ']'}")
+    return check_in_interval("alpha", alpha, MIN_ALPHA, 2.0, high_open=high_open)
 
 
 def _check_params(alpha: Any, scale: Any, loc: Any) -> tuple[float, float, float]:
