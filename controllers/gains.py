@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy import linalg
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError, SolverError
 from _toolbox.validation import check_finite_array, check_in_interval
@@ -225,31 +226,35 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
     A, B = _design_pair(model_or_A, B)
     Q = check_weight("Q", Q, A.shape[0], definite=False)
     R = check_weight("R", R, B.shape[1], definite=True)
-    _require_stabilizable(A, B)
     try:
         K, _, _ = control.dlqr(A, B, Q, R)
     except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
+        _refuse_unreached_mode(A, B, exc)
         raise SolverError(f"control.dlqr found no stabilizing solution for this (A_d, B_d, Q, R): "
                           f"{exc}") from exc
     return _check_result(K, A, B, "lqr_gain")
 
 
-def _require_stabilizable(A: np.ndarray, B: np.ndarray) -> None:
-    """Refuse a pair with a mode on or outside the unit circle that no input reaches (PBH:
-    ``rank [A - lambda I, B] < n``): no gain can stabilize it, whatever the weights (a plant
-    with ``B = 0`` raised a SolverError from inside the Riccati solver)."""
-    n = A.shape[0]
-    scale = max(float(np.abs(A).max(initial=0.0)), float(np.abs(B).max(initial=0.0)), 1e-300)
-    for value in np.linalg.eigvals(A):
+def _refuse_unreached_mode(A: np.ndarray, B: np.ndarray, cause: Exception) -> None:
+    """When the Riccati solver found no stabilizing gain, refuse the pair as bad input if a mode
+    on or outside the unit circle is reached by no input (its left eigenvector ``y`` has
+    ``y^H B = 0``, relative to ``|y| |B|``: the test is blind to the inputs' units and the
+    sampling period): no gain can stabilize it (``B = 0`` raised a SolverError from inside the
+    solver).  Asked only after the solver failed, so a weakly reached mode is never refused."""
+    values, left = linalg.eig(A, left=True, right=False)
+    size = float(np.linalg.norm(B))
+    for value, y in zip(values, left.T, strict=True):
         if abs(value) < 1.0:
             continue
-        pencil = np.hstack([A - value * np.eye(n), B])
-        if np.linalg.svd(pencil, compute_uv=False)[-1] <= 1e-10 * scale:
+        reach = float(np.linalg.norm(y.conj() @ B)) / max(float(np.linalg.norm(y)) * size,
+                                                          1e-300)
+        if reach <= 1e-10:
             raise ParameterError(
-                f"the plant is not stabilizable: its mode {value:.4g} (|lambda| = "
-                f"{abs(value):.4g} >= 1 of A_d) is reached by no input (rank [A_d - lambda I, "
-                f"B_d] < {n}), so no feedback gain can stabilize it; check the model's input "
-                f"matrix (all zero?) or control a model without that mode")
+                f"the plant is not stabilizable: its mode {value:.10g} (|lambda| = "
+                f"{abs(value):.10g} >= 1 of A_d) is reached by no input (rank [A_d - lambda I, "
+                f"B_d] < {A.shape[0]}), so no feedback gain can stabilize it; check the "
+                f"model's input matrix (all zero?) or control a model without that mode"
+            ) from cause
 
 
 def place_gain(model_or_A: Any, B: Any = None, *, poles: Any) -> np.ndarray:

@@ -918,30 +918,35 @@ class DelayedMPC:
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")
 
-    def _signal_map(self) -> tuple[Any, np.ndarray | None, np.ndarray, np.ndarray]:
-        """``(rows_v, rows_p, lowest, highest)``: the bounded signals of steps ``w + 1 .. w + N``
-        (deviations, by step then component) are ``rows_v v + rows_p p`` of a QP solution
-        (``None`` for cvxpy, which returns the states), and ``[lowest, highest]`` the user's
-        bounds widened by ``STATE_BOUND_TOLERANCE * max(1, |bound|)``."""
+    def _signal_map(self) -> tuple[Any, np.ndarray | None, np.ndarray, np.ndarray,
+                                   tuple[float, float]]:
+        """``(rows_v, rows_p, lowest, highest, inside)``: the bounded signals of steps ``w + 1
+        .. w + N`` (deviations, by step then component) are ``rows_v v + rows_p p`` of a QP
+        solution (``None`` for cvxpy, which returns the states), ``[lowest, highest]`` the
+        user's bounds widened by ``STATE_BOUND_TOLERANCE * max(1, |bound|)``, and ``inside``
+        the largest lower and the smallest upper of them (the quick test's box)."""
         N = self.horizon
         tiled = [None if b is None else np.tile(b, N) for b in (self._x_lo, self._x_hi)]
         size = next(b.size for b in tiled if b is not None)
         lowest, highest = (np.full(size, sign * np.inf) if b is None else
                            b + sign * STATE_BOUND_TOLERANCE * np.maximum(1.0, np.abs(b))
                            for b, sign in zip(tiled, (-1.0, 1.0), strict=True))
+        inside = (max(float(lowest.max()), -_LARGEST), min(float(highest.min()), _LARGEST))
         if self.solver == "CVXPY":
-            return None, None, lowest, highest
+            return None, None, lowest, highest, inside
         qp = self._qp
         # the hard rows are H x = rows_v v - lower_p p within [lower0, upper0]
-        return qp.A[qp.state_rows], -qp.lower_p[qp.state_rows], lowest, highest
+        return qp.A[qp.state_rows], -qp.lower_p[qp.state_rows], lowest, highest, inside
 
     def _check_state_bounds(self, signals: np.ndarray) -> None:
         """Refuse a plan whose bounded signals (deviations, by step then component) lie beyond
         the hard bounds by more than ``STATE_BOUND_TOLERANCE`` (scaled by ``max(1,
         |bound|)``)."""
-        _, _, lowest, highest = self._signal_check
-        if signals[signals.argmin()] >= lowest.min() and signals[signals.argmax()] <= \
-                highest.max() and (signals >= lowest).all() and (signals <= highest).all():
+        _, _, lowest, highest, inside = self._signal_check
+        # the quick test first: inside the tightest bound of every step, nothing to compare
+        if signals[signals.argmin()] >= inside[0] and signals[signals.argmax()] <= inside[1]:
+            return
+        if (signals >= lowest).all() and (signals <= highest).all():
             return
         if not np.isfinite(signals).all():
             raise SolverError(f"{self.solver} reported an optimal status but returned a plan "

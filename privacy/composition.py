@@ -99,7 +99,10 @@ def advanced_composition(epsilon: float, delta: float = 0.0, *, steps: int,
 
 def rdp_accountant(event: dp_event.DpEvent, neighboring: NeighboringRelation
                    ) -> rdp_privacy_accountant.RdpAccountant:
-    """``dp_accounting``'s RDP accountant with ``event`` composed under the relation.
+    """``dp_accounting``'s RDP accountant with ``event`` composed under the relation; under
+    REPLACE_ONE the Gaussian and Laplace noise multipliers are halved first (a replacement
+    shifts a release by twice the sensitivity, this package's convention, which the RDP
+    accountant would otherwise read as the replacement's own shift).
 
     Raises
     ------

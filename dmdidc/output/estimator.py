@@ -1535,8 +1535,13 @@ class OutputDMDidc:
             covariance=tuple(tuple(row) for row in pair["covariance"]))
             for pair in record.get("pairs", ()))
         est.noise_std_ = np.array(record["noise_std"])
-        if "input_scale" in record:          # absent in files of earlier versions
+        if "input_scale" in record:
             est.input_scale_ = np.array(record["input_scale"], dtype=float)
+        else:                                # files written before 2026-11-27
+            warnings.warn(f"{str(path)!r} records no input_scale (written before it was "
+                          f"kept): DelayedKalmanObserver's default covariances then read the "
+                          f"inputs in their given units; refit and save the model to record it",
+                          UserWarning, stacklevel=2)
         est.order_, est.order_rule_ = int(record["order"]), record["order_rule"]
         est.singular_values_ = np.array(record["singular_values"])
         est.noise_edge_, est.horizon_ = float(record["noise_edge"]), int(record["horizon"])

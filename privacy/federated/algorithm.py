@@ -192,26 +192,42 @@ def _input_digest(message: Message, state: ClientState, data: Any) -> bytes:
     return sha.digest()
 
 
+#: How each kind of numeric array is hashed: exactly, little-endian (booleans as integers).
+_DATA_KINDS = {"b": "<i8", "i": "<i8", "u": "<u8", "f": "<f8"}
+
+
 def _data_digest(data: Any) -> str:
     """Hex SHA-256 of a client's data: a mapping of names to arrays, or to lists of arrays
-    (trajectories of different lengths), each hashed with its shape and kind as C-ordered
-    little-endian float64 (names sorted: equal content, equal digest in every process)."""
-    sha = hashlib.sha256(b"privacy.federated client data 1\0")
+    (trajectories of different lengths), each hashed with its kind and shape as C-ordered
+    little-endian int64, uint64 or float64 (names sorted: equal content, equal digest in every
+    process; integers exactly, not through float64, where 2**53 and 2**53 + 1 met).
 
-    def add(value: Any) -> None:
+    Raises
+    ------
+    ParameterError
+        An array that is not real numbers (complex, strings, objects), named by its key.
+    """
+    sha = hashlib.sha256(b"privacy.federated client data 2\0")
+
+    def add(name: str, value: Any) -> None:
         if isinstance(value, (list, tuple)):
             sha.update(f"[{len(value)}".encode("ascii"))
             for item in value:
-                add(item)
+                add(name, item)
             sha.update(b"]")
             return
-        array = np.ascontiguousarray(value, dtype="<f8")
-        sha.update(json.dumps(list(array.shape)).encode("ascii"))
+        array = np.asarray(value)
+        kind = _DATA_KINDS.get(array.dtype.kind)
+        if kind is None:
+            raise ParameterError(f"data[{name!r}] holds {array.dtype} values; a client's data "
+                                 f"are real numbers (integers, floats or booleans)")
+        array = np.ascontiguousarray(array, dtype=kind)
+        sha.update(json.dumps([kind, list(array.shape)]).encode("ascii"))
         sha.update(array.tobytes())
 
-    for name in sorted(data):
+    for name in sorted(data, key=str):
         sha.update(json.dumps(str(name)).encode("utf-8"))
-        add(data[name])
+        add(str(name), data[name])
     return sha.hexdigest()
 
 
@@ -289,7 +305,11 @@ def run_client(algorithm: Any, client_id: int, data: ClientData, state: ClientSt
         same secret, message, state (release counter aside) and data give the same reply bit
         for bit, so an identical replay releases nothing new; any other message, state or
         data, even under a round number already answered, draws independent noise, and the
-        algorithm's release counter counts that reply as a release of its own.
+        algorithm's release counter counts that reply as a release of its own, along one line
+        of states: a node restored from a state older than its last reply (a lost state-dir
+        write) counts its next reply again from there, one release short per such rollback
+        (keep the state with the secret, written before the reply leaves, as the Flower node
+        does).
 
     Returns
     -------

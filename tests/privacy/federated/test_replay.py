@@ -128,7 +128,7 @@ def test_input_digest_is_canonical():
     same = _input_digest(Message({"c": w[0].copy(), "w": np.asfortranarray(w)},
                                  {"b": "x", "a": 1}),
                          ClientState({"k": w.T.copy().T}, {DP_RELEASES: 7}),
-                         {"y": np.arange(4.0), "X": np.ones((4, 2))})
+                         {"y": np.arange(8)[::2] // 2, "X": np.ones((2, 4)).T})
     assert same == base
     changed = [
         Message({"w": w.reshape(3, 2), "c": w[0]}, {"a": 1, "b": "x"}),   # shape
@@ -145,7 +145,15 @@ def test_input_digest_is_canonical():
                           {"X": np.ones((3, 2)), "y": np.arange(3)})
     moved = _input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}), state,
                           {"X": np.ones((4, 2)), "y": np.arange(4) + [0, 0, 0, 1]})
-    assert len({base, fewer, moved}) == 3
+    # integers hash exactly, not through float64 (2**53 and 2**53 + 1 met there), and apart
+    # from floats of the same values
+    big = [_input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}), state,
+                         {"X": np.ones((4, 2)), "y": np.array([2 ** 53 + k])}) for k in (0, 1)]
+    floats = _input_digest(Message({"w": w, "c": w[0]}, {"a": 1, "b": "x"}), state,
+                           {"X": np.ones((4, 2)), "y": np.arange(4.0)})
+    assert len({base, fewer, moved, floats, *big}) == 6
+    with pytest.raises(ParameterError, match=r"data\['z'\] holds complex128"):
+        _input_digest(changed[0], state, {"z": np.ones(2) + 1j})
     assert _input_digest(changed[0], ClientState({"k": w + 1}, {}), data) not in digests
 
 
