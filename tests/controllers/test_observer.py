@@ -488,5 +488,5 @@ def test_the_default_covariances_are_the_same_in_any_input_units(tmp_path):
         np.testing.assert_allclose(loaded.input_scale_, est.input_scale_, rtol=1e-15)
         for model in (est, loaded):
             observer = DelayedKalmanObserver(model)
-            firsts.append(float(model.C @ observer.correct(Y[:, 0]) + model.offset_[0]))
+            firsts.append(float((model.C @ observer.correct(Y[:, 0]))[0] + model.offset_[0]))
     np.testing.assert_allclose(firsts, firsts[0], rtol=1e-6)
