@@ -199,7 +199,9 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
                                  f"client measures the same plant")
         if not math.isclose(period, periods[0], rel_tol=1e-6):
             raise ParameterError(f"{path!r} is sampled every {period:g} s; {args.files[0]!r} "
-                                 f"every {periods[0]:g} s: every client needs the same period")
+                                 f"every {periods[0]:g} s: every client needs the same period "
+                                 f"(time stamps that jitter give each file the period of its "
+                                 f"span: give the nominal one with --dt)")
     for path, data in zip(args.files, datas, strict=True):
         for kind, option in (("state", "--states"), ("input", "--inputs")):
             names, expected = getattr(data, f"{kind}_names"), getattr(datas[0], f"{kind}_names")

@@ -331,8 +331,10 @@ def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
     if not math.isclose(plant.dt, model.dt, rel_tol=1e-9):
         raise ParameterError(f"--plant {args.plant!r} has sampling period T = {plant.dt:g} s; "
                              f"the model {args.model!r} has T = {model.dt:g} s: the controller "
-                             f"acts once per model period, so both must agree (identify from "
-                             f"data sampled at the plant's T)")
+                             f"acts once per model period, so both must agree: identify from "
+                             f"data sampled at the plant's T, and when their time stamps jitter "
+                             f"(T is then read from their span) give it: dmdidc identify ... "
+                             f"--dt {plant.dt:g}")
     # Coordinates (operating points on one side only) are the loop's own check
     # (simulations.closed_loop._check_coordinates), before it runs: nothing is written.
 
