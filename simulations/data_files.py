@@ -212,7 +212,10 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
             raise ParameterError(f"{str(path)!r} line {number} holds an empty value (two "
                                  f"{delimiter!r} in a row or a leading one): {line.strip()!r}; "
                                  f"a missing sample needs --missing drop or interpolate")
-        row = [_number(path, number, field, delimiter, allow_missing) for field in fields]
+        row = [_number(path, number, field, delimiter, allow_missing,
+                       repr(names[c]) if names is not None and c < len(names)
+                       else f"column {c + 1}")
+               for c, field in enumerate(fields)]
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -239,7 +242,7 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 
 
 def _number(path: Path, line: int, field: str, delimiter: str | None,
-            allow_missing: bool) -> float:
+            allow_missing: bool, column: str = "") -> float:
     if allow_missing and field.lower() in _MISSING:
         return math.nan
     try:
@@ -249,9 +252,11 @@ def _number(path: Path, line: int, field: str, delimiter: str | None,
     if field.lower() in _BOOLEANS:
         raise ParameterError(f"{str(path)!r} line {line}: {field!r} is a boolean; write on/off "
                              f"signals as numbers (1/0) so that their scale is explicit")
-    raise ParameterError(f"{str(path)!r} line {line}: {field!r} is not a number "
+    raise ParameterError(f"{str(path)!r} line {line}, {column}: {field!r} is not a number "
                          f"(expected one row per sample, numbers separated by "
-                         f"{delimiter or 'spaces'!r}, '.' as decimal mark)")
+                         f"{delimiter or 'spaces'!r}, '.' as decimal mark; every column is "
+                         f"read, so a text column, e.g. notes or ISO time stamps, must leave "
+                         f"the file: time as seconds or milliseconds)")
 
 
 def _is_number(text: str) -> bool:

@@ -31,7 +31,7 @@ def test_single_column_csv_is_one_channel(tmp_path, table):
 
 
 @pytest.mark.parametrize(("text", "error", "message"), [
-    ("1,2\n3,4\n5,x\n", ParameterError, "line 3: 'x' is not a number"),
+    ("1,2\n3,4\n5,x\n", ParameterError, "line 3, column 2: 'x' is not a number"),
     ("a,b\n1,2\n3\n", DimensionError, "line 3 has 1 values; the header has 2"),
     ("1;2\n3;nan\n", NonFiniteError, "line 2 holds a NaN"),
     ("1,5;2,5\n", ParameterError, "',' as decimal mark"),
