@@ -921,7 +921,8 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
             critical = _critical(level, past.size)
             beyond = tau > R
             remedy = (f"the delay of input {j} may exceed max_delay={R}, or dynamics are "
-                      f"missing (states not measured): raise max_delay, or measure every state"
+                      f"missing (states not measured): raise max_delay, or measure every state "
+                      f"(or fit OutputDMDidc, dmdidc identify --outputs, to what is measured)"
                       if beyond else
                       f"the model's structure (one delay per input channel, blocks w and "
                       f"w + 1) does not fit input {j}: a distributed delay, or missing dynamics")
@@ -1823,7 +1824,8 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
         where = f"input {channel} at lag {R + 1 + lag}"
         meaning = ("the delay may exceed max_delay, or dynamics are missing (states not "
                    "measured)")
-        remedy = (f"raise max_delay (now {R}), or measure every state" if failed else "")
+        remedy = (f"raise max_delay (now {R}), or measure every state (or fit OutputDMDidc, "
+                  f"dmdidc identify --outputs, to what is measured)" if failed else "")
     elif group == "future":
         where = f"input {channel} {lag + 1} samples later"
         meaning = "the inputs react to the noise, as in a closed loop"
