@@ -333,7 +333,17 @@ class TimeGrid:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds * 1e3:.2g} ms" if seconds < 1 else f"{seconds:.3g} s"
+    """``4.8 ms``, ``780 ms``, ``2.5 s`` (``:g`` wrote 780 ms as ``7.8e+02 ms``).
+
+    Examples
+    --------
+    >>> [_duration(s) for s in (0.0048, 0.78, 0.9996, 2.5)]
+    ['4.8 ms', '780 ms', '1 s', '2.5 s']
+    """
+    if seconds < 0.9995:
+        milliseconds = float(f"{seconds * 1e3:.2g}")
+        return f"{milliseconds:.0f} ms" if milliseconds >= 10 else f"{milliseconds:g} ms"
+    return f"{seconds:.3g} s"
 
 
 def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = TIME_TOLERANCE,
