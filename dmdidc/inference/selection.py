@@ -82,10 +82,16 @@ class DelayBoundSelection:
         """The criterion per candidate and the choice, one line."""
         cells = ", ".join(f"R={r}: {c:.4g}" for r, c in zip(self.candidates, self.criterion,
                                                               strict=True))
-        return (f"max_delay chosen: {self.selected} (BIC minimal at R={self.best}, plus one "
-                f"spare block; first significant input blocks {self.first_active.tolist()} "
-                f"with R={self.limit}, plus two; bounds 0..{self.limit} compared on "
-                f"{self.n_samples} samples): {cells}")
+        spare = self.best + 1
+        cap = (int(self.first_active.max()) + 2 if np.any(self.first_active >= 0)
+               else None)                               # (the rule of select_max_delay)
+        rule = (f"the smaller of {spare} (BIC minimal at R={self.best}, plus one spare block) "
+                f"and {cap} (the latest first significant input block with R={self.limit}, "
+                f"{self.first_active.tolist()}, plus two: measurement noise lets the criterion "
+                f"keep falling)" if cap is not None else
+                f"BIC minimal at R={self.best}, plus one spare block")
+        return (f"max_delay chosen: {self.selected}, {rule}, at most {self.limit}; bounds "
+                f"0..{self.limit} compared on {self.n_samples} samples: {cells}")
 
 
 def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
