@@ -378,9 +378,12 @@ def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = 
                                  f"its time stamp{reason}")
         for k in np.flatnonzero(np.diff(times) <= 0)[:1] + 1:
             kind = "repeats" if times[k] == times[k - 1] else "goes back from"
+            restart = (" (a table of several experiments, whose time restarts at each: "
+                       "give them as separate experiments, e.g. the .npz archive of "
+                       "IdData.save)" if kind != "repeats" and times[k] <= times[0] else "")
             raise ParameterError(f"{where} line {rows[k]} {kind} the time {times[k - 1]:g} s "
                                  f"of line {rows[k - 1]} (got {times[k]:g} s); time stamps must "
-                                 f"strictly increase{reason}")
+                                 f"strictly increase{restart}{reason}")
     steps = [np.diff(t) for t in segments]
     every = np.concatenate(steps)
     if every.size == 0:
