@@ -193,10 +193,11 @@ class DelayedKalmanObserver:
                                  f"or the noise covariances are degenerate ({exc})") from exc
         self.plant, self.C = plant, C
         innovation = C @ P @ C.T + R_v
-        if np.linalg.cond(innovation) > 1e12:
+        condition = np.linalg.cond(innovation)
+        if condition > 1e12:
             raise ParameterError(
                 f"no Kalman gain: the innovation covariance C P C^T + measurement_noise is "
-                f"singular (condition {np.linalg.cond(innovation):.3g}): measurement_noise = "
+                f"singular (condition {condition:.3g}): measurement_noise = "
                 f"0 with process_noise that does not reach every measured direction; give a "
                 f"positive measurement_noise (the sensors' noise variance) or process_noise")
         self.gain = P @ C.T @ np.linalg.inv(innovation)

@@ -596,7 +596,7 @@ class OnlineDMDidc:
         self._bound_due, self._since_bound = False, 0
         if self._warmup_left:
             return                               # too few rows to tell a cut from noise
-        solution = self._solution               # the predictor's, solved this chunk or lately
+        solution = self._solution               # least squares' predictor, when it decides
         if solution is None:
             try:
                 solution = regression_from_statistics(self.statistics(), self.max_delay_,
@@ -737,17 +737,16 @@ class OnlineDMDidc:
         imprecise under weak instruments (a slow plant, first-stage F 0.2-6), made the
         residual covariance swing 5x between refreshes, and the CUSUM raised 12 false
         changes on 6 stationary records (each discarding the older data); the estimator's
-        regression is kept for the bound decision (``_solution``)."""
+        regression decides the bound (``_check_bound`` solves it when due; least squares'
+        own is kept for it here)."""
         self._since_solve, self._solution = 0, None
-        statistics = self.statistics()
         try:
-            solution = regression_from_statistics(statistics, self.max_delay_,
-                                                  estimator=self.estimator)
-            predictor = solution if self.estimator == "ls" else regression_from_statistics(
-                statistics, self.max_delay_, estimator="ls")
+            predictor = regression_from_statistics(self.statistics(), self.max_delay_,
+                                                   estimator="ls")
         except ValueError:
             return None
-        self._solution = solution
+        if self.estimator == "ls":
+            self._solution = predictor
         sigma = predictor.residual_covariance
         # a noise-free stream has Sigma ~ 0: floor it so rounding is not taken for a change
         floor = 1e-12 * np.diag(self._gram)[-self._layout.n_states:] / max(self._weight, 1.0)

@@ -11,7 +11,11 @@ from dmdidc.errors import DimensionError, InsufficientExcitationError, NonFinite
 
 __all__ = ["as_trajectories", "check_data", "detrended", "remove_trend", "subsample",
            "held_inputs", "held_input_error",
-           "DIAGNOSTIC_SAMPLES", "DATA_MAGNITUDE_LIMIT"]
+           "DIAGNOSTIC_SAMPLES", "DATA_MAGNITUDE_LIMIT", "HELD_RTOL"]
+
+#: An input whose spread is within this share of its magnitude holds one value (rounding):
+#: it carries no excitation (:func:`held_inputs`; OutputDMDidc scales it by its magnitude).
+HELD_RTOL = 1e-12
 
 #: Regression samples the residual diagnostics use at most (their power is ample long before).
 DIAGNOSTIC_SAMPLES = 20_000
@@ -108,8 +112,7 @@ def held_inputs(U: Any) -> dict[int, float]:
                         (U if isinstance(U, (list, tuple)) else [U])])
     if joined.ndim != 2 or joined.shape[1] < 2:
         return {}
-    # a spread within rounding of the magnitude (OutputDMDidc's held inputs too)
-    held = np.ptp(joined, axis=1) <= 1e-12 * np.max(np.abs(joined), axis=1, initial=0.0)
+    held = np.ptp(joined, axis=1) <= HELD_RTOL * np.max(np.abs(joined), axis=1, initial=0.0)
     return {int(i): float(joined[i, 0]) for i in np.flatnonzero(held)}
 
 

@@ -150,7 +150,11 @@ class CsvTable:
 
     def label(self, column: int) -> str:
         """The column's header name, or ``column <number>`` (1-based)."""
-        return repr(self.names[column]) if self.names else f"column {column + 1}"
+        return _column_label(self.names, column)
+
+
+def _column_label(names: tuple[str, ...] | None, column: int) -> str:
+    return repr(names[column]) if names and column < len(names) else f"column {column + 1}"
 
 
 def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable:
@@ -212,9 +216,7 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
             raise ParameterError(f"{str(path)!r} line {number} holds an empty value (two "
                                  f"{delimiter!r} in a row or a leading one): {line.strip()!r}; "
                                  f"a missing sample needs --missing drop or interpolate")
-        row = [_number(path, number, field, delimiter, allow_missing,
-                       repr(names[c]) if names is not None and c < len(names)
-                       else f"column {c + 1}")
+        row = [_number(path, number, field, delimiter, allow_missing, names, c)
                for c, field in enumerate(fields)]
         if width is None:
             width = len(row)
@@ -242,7 +244,7 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 
 
 def _number(path: Path, line: int, field: str, delimiter: str | None,
-            allow_missing: bool, column: str = "") -> float:
+            allow_missing: bool, names: tuple[str, ...] | None, column: int) -> float:
     if allow_missing and field.lower() in _MISSING:
         return math.nan
     try:
@@ -252,7 +254,8 @@ def _number(path: Path, line: int, field: str, delimiter: str | None,
     if field.lower() in _BOOLEANS:
         raise ParameterError(f"{str(path)!r} line {line}: {field!r} is a boolean; write on/off "
                              f"signals as numbers (1/0) so that their scale is explicit")
-    raise ParameterError(f"{str(path)!r} line {line}, {column}: {field!r} is not a number "
+    raise ParameterError(f"{str(path)!r} line {line}, {_column_label(names, column)}: "
+                         f"{field!r} is not a number "
                          f"(expected one row per sample, numbers separated by "
                          f"{delimiter or 'spaces'!r}, '.' as decimal mark; every column is "
                          f"read, so a text column, e.g. notes or ISO time stamps, must leave "

@@ -26,12 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError
+from dmdidc.trajectories import HELD_RTOL
 
 __all__ = ["COLLINEAR_RTOL", "input_scale", "pooled_spread", "refuse_collinear_inputs",
            "scale_from_spread"]
-
-#: A spread within this share of the input's magnitude is rounding: the input is held.
-_HELD_RTOL = 1e-12
 
 #: Dependence below this share: exactly collinear inputs give ~1e-16; a second input that is
 #: the first plus 1 % of an independent signal ~1e-4 (identifiable, and the fit is right).
@@ -60,7 +58,7 @@ def scale_from_spread(spread: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
     """The inputs' scaling from their pooled ``spread`` and largest ``magnitude``: the
     spread, or the magnitude for an input held at one value (its spread rounding: dividing
     by it would blow the rounding up to a signal), or 1 for one held at zero."""
-    held = spread <= _HELD_RTOL * magnitude
+    held = spread <= HELD_RTOL * magnitude
     return np.where(held, np.where(magnitude > 0, magnitude, 1.0),
                     np.where(spread > 0, spread, 1.0))
 
