@@ -7,9 +7,11 @@ noise at 10-60 dB, K log-uniform in ``300 .. --max-samples`` (the residual check
 largest robustly standardized residual (``diagnostics_.analysis.outlier_z``) is compared, at
 several levels, with the Bonferroni quantile alone (before) and with
 :func:`dmdidc.inference.residuals.outlier_threshold` (the quantile raised by three standard
-deviations of the MAD scale's sampling error, what the check uses now).  Printed per level:
-false alarms, their share and its 95 % upper bound (Clopper-Pearson), overall and for the fits
-with fewer than 1000 residuals per series (where the scale's error is largest).  The check's
+deviations of the MAD scale's sampling error, what the check uses now; pieces of data whose
+noise levels differ each by its own scale, :func:`dmdidc.inference.residuals.largest_residual`).
+Printed per level: false alarms, their share and its 95 % upper bound (Clopper-Pearson),
+overall and for the fits with fewer than 1000 residuals per series (where the scale's error is
+largest).  The check's
 own level is ``check_level / 7`` = 0.01 / 7 = 0.0014 by default.
 
 Run:  OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_outlier_false_alarms.py
@@ -25,15 +27,15 @@ import numpy as np
 from scipy import stats
 
 from dmdidc import DMDidc
-from dmdidc.inference.residuals import _critical, outlier_threshold
+from dmdidc.inference.residuals import LargestResidual, _critical
 from simulations.studies.data_kinds import make_data, random_plant
 
 T, R = 0.5, 4
 LEVELS = (0.01 / 7, 0.01, 0.05, 0.2)
 
 
-def screened(seed: int, max_samples: float) -> tuple[int, int, float] | None:
-    """(series, residuals per series, largest robust residual) of one fit, or None."""
+def screened(seed: int, max_samples: float) -> LargestResidual | None:
+    """The largest robust residual of one fit (with its scales), or None."""
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(1, 21)), int(rng.integers(1, 4))
     K = int(np.exp(rng.uniform(np.log(300), np.log(max_samples))))
@@ -45,7 +47,7 @@ def screened(seed: int, max_samples: float) -> tuple[int, int, float] | None:
         analysis = DMDidc(max_delay=R).fit(data.X, data.U, dt=T).diagnostics_.analysis
     if analysis is None:
         return None
-    return n, analysis.n_samples, analysis.outlier_z
+    return analysis.outlier_scaling
 
 
 def upper(alarms: int, total: int) -> float:
@@ -59,16 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-samples", type=float, default=1e5)
     args = parser.parse_args(argv)
     fits = [f for f in (screened(s, args.max_samples) for s in range(args.seeds)) if f]
-    n, N, z = (np.array(column) for column in zip(*fits, strict=True))
+    n, N, z = (np.array([getattr(f, name) for f in fits]) for name in ("series", "count", "z"))
+    own = sum(f.spread is not None for f in fits)
     print(f"{len(fits)} fits; series per fit {n.min()}-{n.max()} (median {np.median(n):.0f}), "
-          f"residuals per series {N.min()}-{N.max()}")
+          f"residuals per series {N.min()}-{N.max()}; pieces scaled each by its own (their "
+          f"noise levels tested unequal, largest_residual) in {own}")
     print(f"{'fits':>12s} {'level':>7s} {'before':>22s} {'after':>22s}")
     for name, chosen in (("all", np.ones(len(z), bool)), ("N < 1000", N < 1000)):
         total = int(chosen.sum())
         for level in LEVELS:
             before = sum(int(z[i] > _critical(level, N[i] * n[i])) for i in np.flatnonzero(chosen))
-            after = sum(int(z[i] > outlier_threshold(level, N[i], n[i]))
-                        for i in np.flatnonzero(chosen))
+            after = sum(int(fits[i].z > fits[i].threshold(level)) for i in np.flatnonzero(chosen))
             print(f"{name:>8s} {total:4d} {level:7.4f} "
                   f"{before:4d} {before / total:.4f} (<={upper(before, total):.4f}) "
                   f"{after:4d} {after / total:.4f} (<={upper(after, total):.4f})")

@@ -966,15 +966,16 @@ def _least_squares_suffices(outcome: FitOutcome, level: float) -> bool:
 def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
                       ) -> tuple[float, float]:
     """Largest robustly standardized residual of the fit, and its threshold (the residual
-    check's, :func:`~dmdidc.inference.residuals.outlier_threshold`)."""
-    from dmdidc.inference.residuals import largest_robust_residual, outlier_threshold
+    check's: pieces of data whose noise levels differ scaled each by its own,
+    :func:`~dmdidc.inference.residuals.largest_residual`)."""
+    from dmdidc.inference.residuals import largest_residual
 
     coefficients = outcome.solution.coefficients
     pieces, _, _, _ = subsample(trajectories, None, max_delay=R)
-    E = np.concatenate([X[:, R + 1:] - coefficients @ np.concatenate(
-        [X[:, R:U.shape[1]], lagged_inputs(U, R)]) for X, U in pieces if U.shape[1] > R], axis=1)
-    z = largest_robust_residual(E, constant_rows="tiny")
-    return z, outlier_threshold(level, E.shape[1], E.shape[0])
+    largest = largest_residual([X[:, R + 1:] - coefficients @ np.concatenate(
+        [X[:, R:U.shape[1]], lagged_inputs(U, R)]) for X, U in pieces if U.shape[1] > R],
+        constant_rows="tiny")
+    return largest.z, largest.threshold(level)
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,

@@ -724,3 +724,63 @@ def test_iv_checks_with_every_group_beyond_its_size_bound():
     checks = {c.name: c for c in fitted.diagnostics_.checks}
     for name in ("input_correlation", "feedback", "state_completeness"):
         assert checks[name].passed is None and "not computed" in checks[name].finding
+
+
+def test_pieces_of_unequal_noise_are_scaled_each_by_its_own():
+    """Experiments of unequal noise levels: a common robust scale reads the noisier ones'
+    ordinary residuals as outliers (z ~ 10 against ~ 5.5); their own scales do not, and a gross
+    error in the quiet piece (12 of its standard deviations, 1.2 of the noisy one's) is still
+    found.  Pieces of one noise level keep the common scale."""
+    from dmdidc.inference.residuals import largest_residual, largest_robust_residual
+
+    rng = np.random.default_rng(7)
+    pieces = [scale * rng.standard_normal((3, 2000)) for scale in (1.0, 10.0, 1.0, 10.0)]
+    largest = largest_residual(pieces)
+    assert largest_robust_residual(np.concatenate(pieces, axis=1)) > largest.threshold(1e-3)
+    assert largest.z < largest.threshold(1e-3)
+    assert largest.samples == 2000 and largest.count == 8000 and 8 < largest.spread < 12
+    pieces[0][1, 500] += 12.0
+    assert largest_residual(pieces).z > largest_residual(pieces).threshold(1e-3)
+    same = largest_residual([rng.standard_normal((3, 2000)) for _ in range(4)])
+    assert same.spread is None and same.samples == same.count == 8000
+    # pieces too short to compare scales: one scale over all of them
+    short = largest_residual([rng.standard_normal((2, 20)), 10 * rng.standard_normal((2, 20))])
+    assert short.spread is None and short.samples == 40
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_experiments_of_unequal_noise_are_not_outliers(seed):
+    """IV on 8 experiments of a random plant, half at 20 dB and half at 40 dB: the outlier
+    check failed on 10 of 10 plants with one robust scale over all of them (z ~ 19, threshold
+    5.7); with the experiments' own scales it passes, and it still finds a gross error of 12
+    standard deviations in a quiet experiment."""
+    import warnings
+
+    from dmdidc import DelayedPlant, DMDidc, random_excitation
+    from simulations.studies.data_kinds import random_state_matrix
+
+    rng = np.random.default_rng(seed)
+    n, m, dt = 4, 2, 0.5
+    plant = DelayedPlant.from_continuous(random_state_matrix(rng, n, dt),
+                                         rng.standard_normal((n, m)),
+                                         (rng.integers(0, 2, m) + rng.uniform(0.1, 0.9, m)) * dt,
+                                         dt, max_delay=3)
+    X, U = [], []
+    for e in range(8):
+        U.append(random_excitation(m, 1000, rng=rng))
+        X.append(plant.simulate(np.zeros(n), U[-1]))
+    scale = X[0].std(axis=1, keepdims=True)
+    X = [x + (0.1 if e % 2 else 0.01) * scale * rng.standard_normal(x.shape)
+         for e, x in enumerate(X)]
+
+    def outliers(X):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = DMDidc(max_delay=3, estimator="iv").fit(X, U, dt=dt)
+        return next(c for c in fit.diagnostics_.checks if c.name == "outliers")
+
+    check = outliers(X)
+    assert check.passed, check.finding
+    assert "noise levels differ" in check.finding
+    X[0][0, 500] += 12 * 0.01 * scale[0, 0]
+    assert outliers(X).failed
