@@ -766,7 +766,7 @@ def test_experiments_of_unequal_noise_are_not_outliers(seed):
                                          (rng.integers(0, 2, m) + rng.uniform(0.1, 0.9, m)) * dt,
                                          dt, max_delay=3)
     X, U = [], []
-    for e in range(8):
+    for _ in range(8):
         U.append(random_excitation(m, 1000, rng=rng))
         X.append(plant.simulate(np.zeros(n), U[-1]))
     scale = X[0].std(axis=1, keepdims=True)
