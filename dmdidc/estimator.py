@@ -189,8 +189,12 @@ class DMDidc:
         snapshots, :mod:`dmdidc.regression.pod`): for many sensors observing a few modes
         (``X = C z``, ``n`` large, even ``n`` above the number of samples).  The modes are
         ``modes_`` (n, r); ``model_`` (and ``A_c``, ``B_c``) is in the coordinates
-        ``z = modes_^T x``, while eigenvalues and delays are the plant's; ``predict`` works in
-        the full space.  Memory ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` and
+        ``z = modes_^T (x - pod_centre_)``, while eigenvalues and delays are the plant's;
+        ``predict`` works in the full space.  ``detrend="auto"`` centres the snapshots on
+        their mean (every experiment's pooled, as the fit's one intercept), so a sensor
+        offset takes no mode; ``"constant"`` and ``"linear"`` remove each experiment's trend
+        first, ``None`` keeps the origin.  Memory ``O(n r + p^2)`` with
+        ``p = r + m (R + 1)``.  ``fit`` and
         ``partial_fit`` (an incremental POD with ``r + 10`` tracked modes whose moments are
         carried into each new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit``
         when the states stand clear of the sensor noise), not ``fit_statistics`` or
@@ -627,9 +631,24 @@ class DMDidc:
             references = None if references is None else [
                 remove_trend(E, self.detrend)[0] for E in references]
         if self.svd_rank is not None:      # identify in the leading POD modes
-            pod = pod or pod_modes([Xi for Xi, _ in trajectories], self.svd_rank)
-            trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
+            pod = pod or self._pod_of([Xi for Xi, _ in trajectories])
+            modes, _, centre = pod
+            trajectories = [(modes.T @ (Xi - centre[:, None]), Ui) for Xi, Ui in trajectories]
         return trajectories, references, pod, trends
+
+    def _pod_of(self, states: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The POD of ``states``: modes, singular values and the centre ``c`` the coordinates
+        ``z = modes^T (x - c)`` are taken from.  ``detrend="auto"`` centres on the mean of
+        every snapshot of every experiment (one centre, as the fit's intercept is one for all
+        of them): uncentred, a sensor offset takes one of the ``r`` modes from the plant (a
+        trial: DC gain 10 % off, no warning).  ``"constant"`` and ``"linear"`` have removed
+        each experiment's trend already, and ``None`` keeps the origin, whose intercept the
+        ``offset`` check tests."""
+        n = states[0].shape[0]
+        centre = (np.hstack(states).mean(axis=1) if self.detrend == "auto"
+                  else np.zeros(n))
+        modes, singular = pod_modes([Xi - centre[:, None] for Xi in states], self.svd_rank)
+        return modes, singular, centre
 
     def _offset_mode(self) -> str:
         """The intercept rule of the fit (:func:`~dmdidc.fitting.fit_trajectories`'s
@@ -890,7 +909,8 @@ class DMDidc:
                     raise DimensionError(f"svd_rank={self.svd_rank} exceeds the {n} states")
                 self._accumulator = PODStatistics(n, m, self._R, self.svd_rank,
                                                   instruments="inputs" if iv else None,
-                                                  instrument_lags=self.instrument_lags)
+                                                  instrument_lags=self.instrument_lags,
+                                                  centred=self.detrend == "auto")
             elif iv:
                 kind = "exogenous" if Ec is not None else (
                     "inputs" if self.instruments == "auto" else self.instruments)
@@ -922,7 +942,8 @@ class DMDidc:
         self.state_trend_ = self.input_trend_ = None
         try:
             if self.svd_rank is not None:
-                self._pod = (self._accumulator.modes, self._accumulator.pod.singular_values)
+                self._pod = (self._accumulator.modes, self._accumulator.pod.singular_values,
+                             self._accumulator.centre)
             outcome = self._streamed_outcome(iv)
         except InsufficientExcitationError as exc:
             self._model = self._solution = self._block_test = self._diagnostics = None
@@ -1033,7 +1054,7 @@ class DMDidc:
         self.dt = dt
         self._dims = (n, m, self._R)
         self._accumulator = None
-        self._pod: tuple[np.ndarray, np.ndarray] | None = None
+        self._pod: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._model = self._solution = self._block_test = self._diagnostics = None
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
@@ -1298,14 +1319,23 @@ class DMDidc:
     @property
     def modes_(self) -> np.ndarray | None:
         """The POD modes of ``svd_rank`` (orthonormal columns, shape (n, svd_rank)): the model
-        is in the coordinates ``z = modes_^T x``.  ``None`` without ``svd_rank``."""
+        is in the coordinates ``z = modes_^T (x - pod_centre_)``.  ``None`` without
+        ``svd_rank``."""
         self._fitted(getattr(self, "_solution", None))
         return None if self._pod is None else read_only(self._pod[0])
 
     @property
+    def pod_centre_(self) -> np.ndarray | None:
+        """The sensor-space point of ``z = 0``, shape (n,), with ``svd_rank``: the snapshots'
+        mean with ``detrend="auto"``, else zero (:class:`DMDidc`'s ``svd_rank``); ``None``
+        without ``svd_rank``."""
+        self._fitted(getattr(self, "_solution", None))
+        return None if self._pod is None else read_only(self._pod[2])
+
+    @property
     def pod_singular_values_(self) -> np.ndarray | None:
-        """All singular values of the snapshots (descending) with ``svd_rank``, to choose
-        the rank; ``None`` without ``svd_rank``."""
+        """All singular values of the snapshots (descending; centred as the modes) with
+        ``svd_rank``, to choose the rank; ``None`` without ``svd_rank``."""
         self._fitted(getattr(self, "_solution", None))
         return None if self._pod is None else read_only(self._pod[1])
 
@@ -1327,12 +1357,12 @@ class DMDidc:
         model = self.model_
         if self._pod is None:
             return model.simulate(x0, U, U_past)
-        modes = self._pod[0]
+        modes, _, centre = self._pod
         x0 = check_finite_array("x0", x0, ndim=1)
         if x0.shape[0] != modes.shape[0]:
             raise DimensionError(f"x0 has {x0.shape[0]} entries; expected {modes.shape[0]} "
                                  f"(the states the estimator was fitted on)")
-        return modes @ model.simulate(modes.T @ x0, U, U_past)
+        return modes @ model.simulate(modes.T @ (x0 - centre), U, U_past) + centre[:, None]
 
     def to_statespace(self):
         """The identified model as a python-control discrete ``StateSpace``."""
@@ -1427,6 +1457,9 @@ class DMDidc:
         name the trend: its resamples fit their own, as a new fit's do."""
         self.__dict__.update(state)
         shifts = self.__dict__.pop("_shifts", None)
+        pod = state.get("_pod")
+        if pod is not None and len(pod) == 2:   # pickled before the POD had a centre
+            self._pod = (*pod, np.zeros(pod[0].shape[0]))
         diagnostics = state.get("_diagnostics")
         if diagnostics is None:
             return

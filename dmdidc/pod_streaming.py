@@ -43,6 +43,12 @@ class PODStatistics:
         Instrumental variables from inputs lagged beyond ``R`` (else least squares only).
     instrument_lags : int, optional
         As for :class:`StatisticsAccumulator`; its default for ``r`` states.
+    centred : bool, default False
+        Coordinates ``z = modes^T (x - centre)`` about the mean of every snapshot so far
+        (``centre``), the modes those of the centred snapshots, as ``DMDidc(svd_rank=r,
+        detrend="auto").fit`` takes them: a sensor offset then takes no mode.  The moments
+        are kept about the first chunk's mean and moved to the final mean at
+        :meth:`statistics` (exactly, through their sums).
 
     Examples
     --------
@@ -59,14 +65,18 @@ class PODStatistics:
     """
 
     def __init__(self, n_states: int, n_inputs: int, max_delay: int, rank: int, *,
-                 instruments: str | None = None, instrument_lags: int | None = None) -> None:
+                 instruments: str | None = None, instrument_lags: int | None = None,
+                 centred: bool = False) -> None:
         if instruments not in (None, "inputs"):
             raise ParameterError(f"svd_rank streams instruments={instruments!r}; accepted: "
                                  f"None (least squares) or 'inputs'")
         self.n_states, self.n_inputs, self.max_delay, self.rank = (n_states, n_inputs,
                                                                    max_delay, rank)
         self.instruments = instruments
-        self.pod = IncrementalPOD(rank)
+        self.pod = IncrementalPOD(rank, centred=centred)
+        # the origin of the streamed coordinates: the first chunk's mean (centred), so the
+        # moments of earlier chunks stay inside the tracked span (an offset would not)
+        self._origin = np.zeros(n_states)
         # the layout in the tracked coordinates: its default instrument lags serve any of
         # their counts (a chunk's moments are computed with up to rank + oversampling states)
         tracked = min(rank + self.pod.oversampling, n_states)
@@ -93,6 +103,12 @@ class PODStatistics:
                 f"that many")
         return self.pod.basis[:, :self.rank]
 
+    @property
+    def centre(self) -> np.ndarray:
+        """The point ``z = 0`` maps to, shape (n,): the snapshots' mean so far when
+        ``centred``, else the origin."""
+        return self._origin if self.pod.mean is None else self.pod.mean
+
     def new_trajectory(self) -> None:
         self._states = np.zeros((self.n_states, 0))
         self._inputs = np.zeros((self.n_inputs, 0))
@@ -104,14 +120,18 @@ class PODStatistics:
         if fresh:
             self.n_trajectories += 1
             self._lengths.append(0)
-        transition = self.pod.update(X if fresh else X[:, 1:])
+        new = X if fresh else X[:, 1:]
+        if self.pod.centred and self.pod.mean is None:
+            self._origin = new.mean(axis=1)
+        transition = self.pod.update(new)
         self._carry(transition)
         states = np.hstack([self._states[:, :-1], X]) if not fresh else X
         inputs = np.hstack([self._inputs, U])
         first = self.layout.first_sample
         if inputs.shape[1] > first:
             chunk = SufficientStatistics.from_data(
-                self.pod.basis.T @ states, inputs, max_delay=self.max_delay,
+                self.pod.basis.T @ (states - self._origin[:, None]), inputs,
+                max_delay=self.max_delay,
                 instruments=self.instruments,
                 instrument_lags=self.layout.instrument_lags if self.instruments else None)
             self._gram = chunk.gram if self._gram is None else self._gram + chunk.gram
@@ -150,12 +170,25 @@ class PODStatistics:
             keep.extend(range(start, start + (modes.shape[1] if signal == "x" else width)))
             start += width
         keep = np.array(keep)
+        gram, sums = self._moved(self.pod.basis.T @ (self.centre - self._origin))
         lengths = [length for length in self._lengths if length > 0] or [0]
         return SufficientStatistics(
             layout=StatisticsLayout(self.rank, self.n_inputs, self.max_delay, self.instruments,
                                     self.layout.instrument_lags, 0),
-            gram=self._gram[np.ix_(keep, keep)], sums=self._sums[keep],
+            gram=gram[np.ix_(keep, keep)], sums=sums[keep],
             n_samples=self.n_samples, n_trajectories=self.n_trajectories, intercepts=0,
             centering="none", scale=np.ones(keep.size), state_bound=None, input_bound=None,
             instrument_bound=None, min_trajectory_samples=min(lengths),
             max_trajectory_samples=max(lengths))
+
+    def _moved(self, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The moments of the coordinates minus ``shift`` (k,) in every state slot:
+        ``sum (v - c)(v - c)^T = sum v v^T - s c^T - c s^T + N c c^T``."""
+        c = np.concatenate([shift if signal == "x" else np.zeros(self.n_inputs)
+                            for signal, _ in self.layout.slots])
+        if not np.any(c):
+            return self._gram, self._sums
+        N = self.n_samples
+        gram = (self._gram - np.outer(self._sums, c) - np.outer(c, self._sums)
+                + N * np.outer(c, c))
+        return gram, self._sums - N * c

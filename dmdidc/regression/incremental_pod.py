@@ -36,6 +36,11 @@ class IncrementalPOD:
     rank : int
         Modes reported (``modes(rank)``); ``rank + oversampling`` are tracked.
     oversampling : int, default 10
+    centred : bool, default False
+        Track the modes of the snapshots minus their running mean (``mean``): each chunk is
+        centred on its own mean and one more column, ``sqrt(N L / (N + L))`` times the
+        difference of the two means, carries the shift of the mean (Ross, Lim, Lin and Yang
+        2008), so the modes are those of the batch POD of the centred snapshots.
 
     Attributes
     ----------
@@ -46,6 +51,8 @@ class IncrementalPOD:
         Sum of the squared singular values dropped so far (the error budget of the
         truncations).
     snapshots : int
+    mean : ndarray, shape (n,) or None
+        The mean of the snapshots so far (``centred=True``; ``None`` otherwise).
 
     Examples
     --------
@@ -63,8 +70,10 @@ class IncrementalPOD:
     True
     """
 
-    def __init__(self, rank: int, oversampling: int = OVERSAMPLING) -> None:
-        self.rank, self.oversampling = rank, oversampling
+    def __init__(self, rank: int, oversampling: int = OVERSAMPLING, *,
+                 centred: bool = False) -> None:
+        self.rank, self.oversampling, self.centred = rank, oversampling, centred
+        self.mean: np.ndarray | None = None
         self.basis: np.ndarray | None = None
         self.singular_values = np.zeros(0)
         self.discarded_energy = 0.0
@@ -74,6 +83,16 @@ class IncrementalPOD:
         """Add snapshots ``X`` (n, L); returns the transition ``Q_new^T Q_old`` (k_new, k_old)
         that maps coordinates in the previous basis to the new one."""
         old = self.basis if self.basis is not None else np.zeros((X.shape[0], 0))
+        seen, count = self.snapshots, X.shape[1]
+        if self.centred:
+            chunk_mean = X.mean(axis=1)
+            X = X - chunk_mean[:, None]
+            if self.mean is None:
+                self.mean = chunk_mean
+            else:
+                shift = np.sqrt(seen * count / (seen + count)) * (self.mean - chunk_mean)
+                X = np.hstack([X, shift[:, None]])
+                self.mean = self.mean + count / (seen + count) * (chunk_mean - self.mean)
         stacked = np.hstack([old * self.singular_values, X])
         Q, triangle = np.linalg.qr(stacked)
         left, singular, _ = np.linalg.svd(triangle, full_matrices=False)
@@ -81,5 +100,5 @@ class IncrementalPOD:
         self.discarded_energy += float(np.sum(singular[k:] ** 2))
         self.basis = _signed(Q @ left[:, :k])
         self.singular_values = singular[:k]
-        self.snapshots += X.shape[1]
+        self.snapshots += count
         return self.basis.T @ old
