@@ -44,7 +44,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.inference.intervals": ["ConfidenceIntervals", "IntervalEstimate"],
     "dmdidc.inference.recovery": ["recover_continuous"],
     "dmdidc.inference.selection": ["DelayBoundSelection"],
-    "dmdidc.info": ["ModelInfo"],
+    "dmdidc.info": ["ModelInfo", "SensorMap"],
     "dmdidc.missing": ["MissingReport"],
     "dmdidc.model": ["FORMAT_VERSION", "DelayedPlant", "OperatingPoint", "as_plant"],
     "dmdidc.output.estimator": ["OutputDMDidc"],

@@ -71,7 +71,7 @@ from dmdidc.inference.intervals import (
 )
 from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
 from dmdidc.inference.trend_bias import trend_bias_check
-from dmdidc.info import ModelInfo
+from dmdidc.info import ModelInfo, SensorMap
 from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.model import DelayedPlant, OperatingPoint
 from dmdidc.pod_streaming import PODStatistics
@@ -975,10 +975,13 @@ class DMDidc:
         return self
 
     def _annotated(self, model: DelayedPlant) -> DelayedPlant:
-        """The model with the names, units, operating point and provenance of its data."""
+        """The model with the names, units, operating point and provenance of its data (with
+        ``svd_rank``: states ``z0 ..`` and the sensors' in its :class:`~dmdidc.SensorMap`)."""
         data = getattr(self, "_source", None)
         provenance = {"dmdidc_version": _package_version(), "estimator": self.get_params(),
                       "data": None if data is None else data.provenance()}
+        if getattr(self, "_pod", None) is not None:
+            return _in_sensors(model, self._pod, data, provenance)
         if data is None:
             info = model.signal_info.renamed(provenance=provenance)
             return model.with_info(info)
@@ -1327,10 +1330,20 @@ class DMDidc:
     @property
     def pod_centre_(self) -> np.ndarray | None:
         """The sensor-space point of ``z = 0``, shape (n,), with ``svd_rank``: the snapshots'
-        mean with ``detrend="auto"``, else zero (:class:`DMDidc`'s ``svd_rank``); ``None``
-        without ``svd_rank``."""
-        self._fitted(getattr(self, "_solution", None))
-        return None if self._pod is None else read_only(self._pod[2])
+        mean with ``detrend="auto"``, else zero (:class:`DMDidc`'s ``svd_rank``), plus the
+        data's operating point (an :class:`~dmdidc.IdData`'s); ``None`` without
+        ``svd_rank``.  The model keeps it with ``modes_`` (``model_.info.sensors``)."""
+        if self._fitted(getattr(self, "_solution", None)) is not None and self._pod is None:
+            return None
+        return self._sensors().centre
+
+    def _sensors(self) -> SensorMap:
+        """The model's :class:`~dmdidc.SensorMap` (``svd_rank``)."""
+        sensors = self.model_.signal_info.sensors
+        if sensors is None:         # a model pickled before models kept their sensors
+            modes, _, centre = self._pod
+            sensors = SensorMap(("",) * len(centre), ("",) * len(centre), modes, centre)
+        return sensors
 
     @property
     def pod_singular_values_(self) -> np.ndarray | None:
@@ -1357,12 +1370,13 @@ class DMDidc:
         model = self.model_
         if self._pod is None:
             return model.simulate(x0, U, U_past)
-        modes, _, centre = self._pod
+        sensors = self._sensors()
         x0 = check_finite_array("x0", x0, ndim=1)
-        if x0.shape[0] != modes.shape[0]:
-            raise DimensionError(f"x0 has {x0.shape[0]} entries; expected {modes.shape[0]} "
-                                 f"(the states the estimator was fitted on)")
-        return modes @ model.simulate(modes.T @ (x0 - centre), U, U_past) + centre[:, None]
+        if x0.shape[0] != sensors.n_sensors:
+            raise DimensionError(f"x0 has {x0.shape[0]} entries; expected "
+                                 f"{sensors.n_sensors} (the states the estimator was fitted "
+                                 f"on)")
+        return sensors.expand(model.simulate(sensors.project(x0), U, U_past))
 
     def to_statespace(self):
         """The identified model as a python-control discrete ``StateSpace``."""
@@ -1484,6 +1498,35 @@ class DMDidc:
                 f"{name.lstrip('_')!r} (needed here); refit it with this version (fit, "
                 f"partial_fit or fit_statistics on the same data)") from None
 
+
+
+def _in_sensors(model: DelayedPlant, pod: tuple, data: IdData | None,
+                provenance: dict) -> DelayedPlant:
+    """The model in POD coordinates ``pod`` (modes, singular values, centre) with its
+    :class:`~dmdidc.SensorMap`: states named ``z0 .. z{r-1}`` (in the sensors' unit when they
+    share one), the sensors' names and units kept with the modes, and the data's operating
+    point split: its state, a sensor-space point, joins the map's centre; its input joins the
+    model's operating point."""
+    modes, _, centre = pod
+    n, r = modes.shape
+    names = data.state_names if data is not None else tuple(f"x{i}" for i in range(n))
+    units = data.state_units if data is not None else ("",) * n
+    op = None if data is None else data.operating_point
+    if op is not None:
+        centre = centre + op.state
+        fitted = model.operating_point
+        state = np.zeros(r) if fitted is None else fitted.state
+        inputs = op.input if fitted is None else op.input + fitted.input
+        model = DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_,
+                             B_c=model.B_c_, delay=model.delay_,
+                             continuous_note=model.continuous_note,
+                             operating_point=OperatingPoint(state, inputs))
+    unit = units[0] if len(set(units)) == 1 else ""
+    inputs = (data.input_names, data.input_units) if data is not None else (
+        model.signal_info.input_names, model.signal_info.input_units)
+    info = ModelInfo(tuple(f"z{i}" for i in range(r)), inputs[0], (unit,) * r, inputs[1],
+                     provenance=provenance, sensors=SensorMap(names, units, modes, centre))
+    return model.with_info(info)
 
 
 def _package_version() -> str:

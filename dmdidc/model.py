@@ -62,7 +62,9 @@ __all__ = ["DelayedPlant", "OperatingPoint", "as_plant", "steady_state", "FORMAT
 #: Version of the file format written by :meth:`DelayedPlant.to_dict` / :meth:`save`.
 #: 1 (no ``format_version`` field): dmdidc before the discrete/continuous consistency rule;
 #: 2: consistent parts; 3: adds the optional ``operating_point``; 4: adds the optional ``info``
-#: (signal names and units, confidence intervals, data provenance: :class:`~dmdidc.ModelInfo`).
+#: (signal names and units, confidence intervals, data provenance: :class:`~dmdidc.ModelInfo`),
+#: and within it the optional ``sensors`` of a model in POD coordinates (written only then:
+#: files without it are as before; a reader that predates it refuses the field by name).
 FORMAT_VERSION = 4
 #: Largest relative (Frobenius) difference accepted between the discrete part of a plant and
 #: the exact discretization of its continuous part.  Far above rounding (~1e-15 for matrices

@@ -224,6 +224,16 @@ def is_table(path: str | Path) -> bool:
                                                             and zipfile.is_zipfile(path))
 
 
+def names_text(labels) -> str:
+    """``labels`` joined by commas; more than ``2 _SHOWN`` shortened to the first and last
+    ``_SHOWN`` and their count (a file of hundreds of sensors named each in a note)."""
+    labels = list(labels)
+    if len(labels) <= 2 * _SHOWN:
+        return ", ".join(labels)
+    return (f"{', '.join(labels[:_SHOWN])}, ... ({len(labels) - 2 * _SHOWN} more), "
+            f"{', '.join(labels[-_SHOWN:])}")
+
+
 def _refuse_constant(X: np.ndarray, names: list[str]) -> None:
     """A state that never changes has no dynamics to identify: its mode and its row of ``A``
     would be whatever the rounding makes them."""
@@ -275,7 +285,7 @@ def _from_iddata(path: Path, states, inputs, time, missing: str, dt: float | Non
                              f"line would not use: fit it in Python (DMDidc(...).fit(IdData."
                              f"load(path)) keeps it), or save the IdData without it")
     notes = [f"{str(path)!r} is an IdData archive: {data.n_experiments} experiment(s), states "
-             f"{', '.join(data.state_names)}, inputs {', '.join(data.input_names)}, sampling "
+             f"{names_text(data.state_names)}, inputs {names_text(data.input_names)}, sampling "
              f"period T = {data.dt:g} s (from the file)"]
     if data.missing_report.n_missing:
         notes.append(str(data.missing_report))
@@ -405,7 +415,7 @@ def _from_table(path: Path, states, inputs, time, tolerance: float,
         if not x_cols:
             raise ParameterError(f"{str(path)!r} has no column left for the states (it has "
                                  f"{_columns_text(table)}); give --states COLUMNS")
-        notes.append(f"states: {', '.join(table.label(c) for c in x_cols)} (every column but "
+        notes.append(f"states: {names_text(table.label(c) for c in x_cols)} (every column but "
                      f"the time and the inputs; --states selects)")
     else:
         x_cols = chosen

@@ -206,7 +206,16 @@ def with_signals(model, data, files: str | None = None):
     as its data provenance, as the model file records them."""
     info = model.signal_info
     fields: dict[str, Any] = {}
-    if data.state_names is not None:
+    if data.state_names is not None and info.sensors is not None:
+        from dmdidc import SensorMap
+
+        # POD coordinates (--svd-rank): the names are the sensors', kept with the modes
+        sensors = info.sensors
+        fields.update(sensors=SensorMap(data.state_names, data.state_units, sensors.modes,
+                                        sensors.centre))
+        if len(set(data.state_units)) == 1:
+            fields.update(state_units=(data.state_units[0],) * len(info.state_names))
+    elif data.state_names is not None:
         fields.update(state_names=data.state_names, state_units=data.state_units)
     if data.input_names is not None:
         fields.update(input_names=data.input_names, input_units=data.input_units)
@@ -246,7 +255,15 @@ def signal_labels(names, units) -> list[str]:
 def signals_text(info) -> str:
     """The signals of a :class:`~dmdidc.ModelInfo` in the order of the matrices' rows and
     columns: ``states T_room [K], T_wall [K]; inputs heater [kW]``."""
-    return (f"states {', '.join(signal_labels(info.state_names, info.state_units)) or 'none'}"
+    from simulations.data_preparation import names_text
+
+    states = names_text(signal_labels(info.state_names, info.state_units)) or 'none'
+    if info.sensors is not None:
+        sensors = info.sensors
+        states += (f" (POD coordinates of the {sensors.n_sensors} sensors "
+                   f"{names_text(signal_labels(sensors.names, sensors.units))}; the model "
+                   f"file keeps their names, units and modes)")
+    return (f"states {states}"
             f"; inputs {', '.join(signal_labels(info.input_names, info.input_units)) or 'none'}")
 
 
@@ -375,12 +392,13 @@ def _run_identify(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> None:
     from dmdidc import check_excitation
 
-    modes = estimator.modes_
-    if modes is not None:
+    sensors = model.signal_info.sensors
+    if sensors is not None:
         # --svd-rank regresses on the POD coordinates: the sensors themselves (often more than
         # the samples) would report a rank deficiency that the fit does not have
-        X = [modes.T @ Xi for Xi in X] if isinstance(X, list) else modes.T @ X
-        print(f"excitation in the {modes.shape[1]} POD modes of the {modes.shape[0]} signals:")
+        X = [sensors.project(Xi) for Xi in X] if isinstance(X, list) else sensors.project(X)
+        print(f"excitation in the {sensors.modes.shape[1]} POD modes of the "
+              f"{sensors.n_sensors} signals:")
     print(check_excitation(X, U, estimator.max_delay_))
     regression = estimator.regression_
     print(f"regression ({regression.estimator}): rank {regression.rank}, condition number "

@@ -24,10 +24,12 @@ def _sensors(seed: int, K: int = 1200, noise: float = 0.01):
     return plant, C, X + noise * X.std() * rng.standard_normal(X.shape), U
 
 
-def _fit(X, U, **params):
+def _fit(X, U=None, **params):
+    """The svd_rank fit of arrays ``X``, ``U`` or of an IdData ``X``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DMDidc(max_delay=R, svd_rank=STATES, **params).fit(X, U, dt=T)
+        est = DMDidc(max_delay=R, svd_rank=STATES, **params)
+        return est.fit(X) if U is None else est.fit(X, U, dt=T)
 
 
 def _angle(basis, modes):
@@ -82,3 +84,77 @@ def test_streamed_pod_centres_as_the_batch_fit(seed):
     V = random_excitation(2, 40, rng=seed)
     P, Q = stream.predict(X[:, 0], V), batch.predict(X[:, 0], V)
     assert np.abs(P - Q).max() < 1e-2 * np.abs(Q - Q.mean(axis=1, keepdims=True)).max()
+
+
+def _named(seed: int, **options):
+    from dmdidc import IdData
+
+    _, C, X, U = _sensors(seed)
+    names = [f"probe_{i}" for i in range(SENSORS)]
+    return C, IdData(X, U, dt=T, state_names=names, state_units=["K"] * SENSORS,
+                     input_names=["heater", "fan"], **options)
+
+
+def test_svd_rank_fits_an_iddata_with_generic_state_names():
+    """Finding 2: svd_rank with any IdData raised, after the whole fit, 'model info names 600
+    states and 2 inputs; the plant has 3 and 2'.  The model's states are the POD coordinates
+    z0 .. z{r-1} (in the sensors' unit); the sensors' names stay with the modes."""
+    C, data = _named(6)
+    est = _fit(data)
+    info = est.model_.info
+    assert info.state_names == ("z0", "z1", "z2") and info.state_units == ("K",) * 3
+    assert info.input_names == ("heater", "fan")
+    assert info.sensors.names == data.state_names and info.sensors.units == ("K",) * SENSORS
+    np.testing.assert_array_equal(info.sensors.modes, est.modes_)
+    assert _angle(C, est.modes_) < 0.05
+    # a known operating point: its state joins the sensors' centre, its input the model's
+    from dmdidc import IdData
+
+    X, U = data.arrays()
+    op_state, op_input = np.linspace(10.0, 20.0, SENSORS), np.array([1.0, -2.0])
+    shifted = IdData(X + op_state[:, None], U + op_input[:, None], dt=T,
+                     operating_point=(op_state, op_input))
+    moved = _fit(shifted)
+    np.testing.assert_allclose(moved.pod_centre_, est.pod_centre_ + op_state, atol=1e-9)
+    V = random_excitation(2, 30, rng=6)
+    np.testing.assert_allclose(moved.predict(X[:, 0] + op_state, V + op_input[:, None]),
+                               est.predict(X[:, 0], V) + op_state[:, None],
+                               atol=1e-6 * X.std())
+
+
+def test_svd_rank_partial_fit_and_dropped_samples_of_an_iddata():
+    """Finding 2: partial_fit(IdData) and IdData(..., missing="drop") (the remedy the
+    non-finite error names) with svd_rank raised the same DimensionError."""
+    C, data = _named(7)
+    stream = DMDidc(max_delay=R, svd_rank=STATES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream.partial_fit(data)
+    assert stream.model_.info.state_names == ("z0", "z1", "z2")
+    assert stream.model_.info.sensors.names == data.state_names
+    assert _angle(C, stream.modes_) < 0.05
+    X, U = data.arrays()
+    X = X.copy()
+    X[:, 500] = np.nan
+    gappy = _fit(type(data)(X, U, dt=T, missing="drop", state_names=data.state_names))
+    assert gappy.model_.info.sensors.names == data.state_names
+    assert _angle(C, gappy.modes_) < 0.05
+
+
+def test_cli_identify_with_svd_rank_reads_a_named_archive(tmp_path, capsys):
+    """Finding 2: `dmdidc identify hidim.npz --svd-rank 4` of an IdData archive exited 2
+    (the same DimensionError) after printing 600 state names."""
+    from dmdidc import DelayedPlant
+    from simulations.cli import main
+
+    _, data = _named(8)
+    data.save(tmp_path / "sensors.npz")
+    out = tmp_path / "m.json"
+    assert main(["identify", str(tmp_path / "sensors.npz"), "--max-delay", str(R),
+                 "--svd-rank", str(STATES), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "probe_599" in printed and "probe_300" not in printed    # shortened, not 600
+    assert "states z0 [K], z1 [K], z2 [K] (POD coordinates of the 600 sensors" in printed
+    model = DelayedPlant.load(out)
+    assert model.info.sensors.names == data.state_names
+    assert model.info.input_names == ("heater", "fan")
