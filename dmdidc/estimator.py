@@ -119,6 +119,11 @@ def _model_field(name: str, doc: str) -> property:
 #: A fall of the POD singular values by this factor between kept modes is a gap: the modes
 #: after it hold noise (a trial: 5000 sensors of 3 states, values 1, 0.21, 0.053, then 6e-4).
 _RANK_GAP = 10.0
+#: Kept POD singular values within this factor of the first discarded one sit on the noise
+#: floor (a trial: 236, 26.5, 5.95 kept, then 5.93, 5.91, ...: no fall of _RANK_GAP, and the
+#: mode at 5.95 is noise).  Sensor noise's singular values near the top of its spectrum lie
+#: within a few percent of each other; a mode this close to them is not resolved by the POD.
+_NOISE_FLOOR = 1.5
 
 
 def _with_rank_hint(identified, singular: np.ndarray, rank: int):
@@ -131,13 +136,23 @@ def _with_rank_hint(identified, singular: np.ndarray, rank: int):
     with np.errstate(divide="ignore", invalid="ignore"):     # a zero value: an endless fall
         falls = np.nan_to_num(kept[:-1] / kept[1:], nan=1.0, posinf=np.inf)
     gaps = np.flatnonzero(falls >= _RANK_GAP)
-    if not gaps.size:
+    # without a gap, kept values at the first discarded one's level are its noise floor
+    floor = float(singular[rank]) if len(singular) > rank else np.inf
+    k = int(np.sum(kept > _NOISE_FLOOR * floor))
+    if gaps.size:
+        k = int(gaps[-1]) + 1       # the last gap: beyond it the values are the noise's floor
+        why = (f"the POD singular values fall {falls[k - 1]:.3g}-fold after mode {k} "
+               f"({kept[k - 1]:.3g} to {kept[k]:.3g})")
+    elif 0 < k < rank:
+        modes = f"mode {rank}" if k + 1 == rank else f"modes {k + 1} to {rank}"
+        why = (f"the POD singular value(s) of {modes} ({', '.join(f'{v:.3g}' for v in kept[k:])}"
+               f") lie within {_NOISE_FLOOR:g}x of the first discarded one ({floor:.3g}), "
+               f"the noise floor")
+    else:
         return identified
-    k = int(gaps[-1]) + 1           # the last gap: beyond it the values are the noise's floor
-    hint = (f". With svd_rank={rank}: the POD singular values fall {falls[k - 1]:.3g}-fold "
-            f"after mode {k} ({kept[k - 1]:.3g} to {kept[k]:.3g}), so the {rank - k} mode(s) "
-            f"beyond it hold noise, whose dynamics have no continuous model: try "
-            f"svd_rank={k} (pod_singular_values_ shows the gap)")
+    hint = (f". With svd_rank={rank}: {why}, so the {rank - k} mode(s) beyond mode {k} hold "
+            f"noise, whose dynamics have no continuous model: try svd_rank={k} "
+            f"(pod_singular_values_ shows the spectrum)")
     error = LogarithmError(str(identified.log_error) + hint)
     model = identified.model
     model = DelayedPlant(model.A_d, model.B_blocks, model.dt, continuous_note=str(error),

@@ -491,6 +491,8 @@ _NOISY_FIT = 0.05
 #: An eigenvalue within this many standard errors of the negative real axis or of zero: the
 #: data cannot decide on which side it lies.
 _NOISE_STANDARD_ERRORS = 3.0
+#: The solutions' estimators that are consistent under noisy states (instrumental variables).
+_CONSISTENT = ("iv", "huber_iv")
 
 
 def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | None:
@@ -524,10 +526,13 @@ def logarithm_evidence(solution: RegressionSolution, A_d: np.ndarray) -> str | N
                     f"the targets unexplained, and least squares on noisy states biases A_d "
                     f"(errors in variables) at any data length; estimator='iv' is consistent")
         return None
+    # an instrumental fit is the consistent estimator already: no use naming it again
+    consistent = ("" if solution.estimator in _CONSISTENT
+                  else "use a consistent estimator such as estimator='iv', ")
     return (f"noise is the likely cause: the eigenvalue(s) {'; '.join(findings)} of A_d are "
             f"within {_NOISE_STANDARD_ERRORS:g} standard errors of zero, so the data do not "
-            f"determine their sign (lengthen the data, reduce the noise, use a consistent "
-            f"estimator such as estimator='iv', or sample more slowly if the mode is fast)")
+            f"determine their sign (lengthen the data, reduce the noise, {consistent}or "
+            f"sample more slowly if the mode is fast)")
 
 
 #: A delay known only to more than this (95 % half-width, in periods), or an eigenvalue of
