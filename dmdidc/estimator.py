@@ -208,7 +208,9 @@ class DMDidc:
         ``predict`` works in the full space.  ``detrend="auto"`` centres the snapshots on
         their mean (every experiment's pooled, as the fit's one intercept), so a sensor
         offset takes no mode; ``"constant"`` and ``"linear"`` remove each experiment's trend
-        first, ``None`` keeps the origin.  Memory ``O(n r + p^2)`` with
+        first, ``None`` keeps the origin.  The model's states are named ``z0 .. z{r-1}``;
+        ``model_.info.sensors`` (a :class:`~dmdidc.SensorMap`, saved with the model) keeps
+        the sensors' names, units, ``modes_`` and ``pod_centre_``.  Memory ``O(n r + p^2)`` with
         ``p = r + m (R + 1)``.  ``fit`` and
         ``partial_fit`` (an incremental POD with ``r + 10`` tracked modes whose moments are
         carried into each new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit``
