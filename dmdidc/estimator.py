@@ -205,19 +205,21 @@ class DMDidc:
         (``X = C z``, ``n`` large, even ``n`` above the number of samples).  The modes are
         ``modes_`` (n, r); ``model_`` (and ``A_c``, ``B_c``) is in the coordinates
         ``z = modes_^T (x - pod_centre_)``, while eigenvalues and delays are the plant's;
-        ``predict`` works in the full space.  ``detrend="auto"`` centres the snapshots on
-        their mean (every experiment's pooled, as the fit's one intercept), so a sensor
-        offset takes no mode; ``"constant"`` and ``"linear"`` remove each experiment's trend
-        first, ``None`` keeps the origin.  The model's states are named ``z0 .. z{r-1}``;
+        ``predict`` works in the full space.  ``detrend="auto"`` takes the modes of the
+        snapshots minus their mean (every experiment's pooled, as the fit's one intercept),
+        so a sensor offset takes no mode, and ``pod_centre_`` is that mean's part outside
+        the modes (its part inside is an intercept the fit decides as without
+        ``svd_rank``); ``"constant"`` and ``"linear"`` remove each experiment's trend first,
+        ``None`` keeps the origin.  The model's states are named ``z0 .. z{r-1}``;
         ``model_.info.sensors`` (a :class:`~dmdidc.SensorMap`, saved with the model) keeps
-        the sensors' names, units, ``modes_`` and ``pod_centre_``.  Memory ``O(n r + p^2)`` with
-        ``p = r + m (R + 1)``.  ``fit`` and
-        ``partial_fit`` (an incremental POD with ``r + 10`` tracked modes whose moments are
-        carried into each new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit``
-        when the states stand clear of the sensor noise), not ``fit_statistics`` or
-        explicit ``Y``.  Bootstrap intervals
-        project every resample on the fit's modes (one basis: the intervals of ``A_c`` and
-        ``B_c`` entries are in the model's coordinates; the modes' own variability is not in
+        the sensors' names, units, ``modes_`` and ``pod_centre_``.  Memory
+        ``O(n r + p^2)`` with ``p = r + m (R + 1)``.  ``fit`` and ``partial_fit`` (an
+        incremental POD with ``r + 10`` tracked modes whose moments are carried into each
+        new basis, :mod:`dmdidc.pod_streaming`: it agrees with ``fit`` when the states stand
+        clear of the sensor noise), not ``fit_statistics`` or explicit ``Y``.  Bootstrap
+        intervals project every resample on the fit's modes (one basis: the intervals of
+        ``A_c`` and ``B_c`` entries are in the model's coordinates; the modes' own
+        variability is not in
         them).  ``None``: all states.
     regression_rank : int or None, default None
         Number of singular values of the (column-equilibrated) regression matrix kept (a
@@ -655,17 +657,22 @@ class DMDidc:
 
     def _pod_of(self, states: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The POD of ``states``: modes, singular values and the centre ``c`` the coordinates
-        ``z = modes^T (x - c)`` are taken from.  ``detrend="auto"`` centres on the mean of
-        every snapshot of every experiment (one centre, as the fit's intercept is one for all
-        of them): uncentred, a sensor offset takes one of the ``r`` modes from the plant (a
-        trial: DC gain 10 % off, no warning).  ``"constant"`` and ``"linear"`` have removed
-        each experiment's trend already, and ``None`` keeps the origin, whose intercept the
-        ``offset`` check tests."""
+        ``z = modes^T (x - c)`` are taken from.  ``detrend="auto"``: the modes of the
+        snapshots minus their mean (every experiment's pooled, as the fit's one intercept),
+        and ``c`` the part of that mean outside the modes' span, which the ``r`` coordinates
+        cannot carry; the part inside stays in them, where the fit's intercept rule decides
+        it as without ``svd_rank`` (an offset: an operating point; none: the fit through the
+        origin, unchanged).  Uncentred, a sensor offset took one of the ``r`` modes from the
+        plant (a trial: DC gain 10 % off, no warning); centred in full, offset-free data had
+        to fit an intercept for their mean (predictions 10x worse at their DC level).
+        ``"constant"`` and ``"linear"`` have removed each experiment's trend already, and
+        ``None`` keeps the origin, whose intercept the ``offset`` check tests."""
         n = states[0].shape[0]
-        centre = (np.hstack(states).mean(axis=1) if self.detrend == "auto"
-                  else np.zeros(n))
-        modes, singular = pod_modes([Xi - centre[:, None] for Xi in states], self.svd_rank)
-        return modes, singular, centre
+        if self.detrend != "auto":
+            return (*pod_modes(states, self.svd_rank), np.zeros(n))
+        mean = np.hstack(states).mean(axis=1)
+        modes, singular = pod_modes([Xi - mean[:, None] for Xi in states], self.svd_rank)
+        return modes, singular, mean - modes @ (modes.T @ mean)
 
     def _offset_mode(self) -> str:
         """The intercept rule of the fit (:func:`~dmdidc.fitting.fit_trajectories`'s
@@ -1347,9 +1354,10 @@ class DMDidc:
     @property
     def pod_centre_(self) -> np.ndarray | None:
         """The sensor-space point of ``z = 0``, shape (n,), with ``svd_rank``: the snapshots'
-        mean with ``detrend="auto"``, else zero (:class:`DMDidc`'s ``svd_rank``), plus the
-        data's operating point (an :class:`~dmdidc.IdData`'s); ``None`` without
-        ``svd_rank``.  The model keeps it with ``modes_`` (``model_.info.sensors``)."""
+        mean's part outside the modes' span with ``detrend="auto"``, else zero
+        (:class:`DMDidc`'s ``svd_rank``), plus the data's operating point (an
+        :class:`~dmdidc.IdData`'s); ``None`` without ``svd_rank``.  The model keeps it with
+        ``modes_`` (``model_.info.sensors``)."""
         if self._fitted(getattr(self, "_solution", None)) is not None and self._pod is None:
             return None
         return self._sensors().centre

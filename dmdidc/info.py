@@ -48,8 +48,8 @@ class SensorMap:
     modes : array_like, shape (n, r)
         Orthonormal POD modes.
     centre : array_like, shape (n,)
-        The sensor values at ``z = 0`` (the snapshots' mean with ``detrend="auto"``, in the
-        data's units).
+        The sensor values at ``z = 0`` (with ``detrend="auto"`` the snapshots' mean outside
+        the modes' span, plus a known operating point; in the data's units).
 
     Examples
     --------

@@ -44,11 +44,12 @@ class PODStatistics:
     instrument_lags : int, optional
         As for :class:`StatisticsAccumulator`; its default for ``r`` states.
     centred : bool, default False
-        Coordinates ``z = modes^T (x - centre)`` about the mean of every snapshot so far
-        (``centre``), the modes those of the centred snapshots, as ``DMDidc(svd_rank=r,
-        detrend="auto").fit`` takes them: a sensor offset then takes no mode.  The moments
-        are kept about the first chunk's mean and moved to the final mean at
-        :meth:`statistics` (exactly, through their sums).
+        The modes of the snapshots minus their running mean, and coordinates ``z = modes^T
+        (x - centre)`` with ``centre`` the mean's part outside the modes' span, as
+        ``DMDidc(svd_rank=r, detrend="auto").fit`` takes them: a sensor offset then takes
+        no mode.  The moments are kept about the first chunk's mean (so earlier chunks stay
+        inside the tracked span) and moved to ``centre`` at :meth:`statistics` (exactly,
+        through their sums).
 
     Examples
     --------
@@ -105,9 +106,13 @@ class PODStatistics:
 
     @property
     def centre(self) -> np.ndarray:
-        """The point ``z = 0`` maps to, shape (n,): the snapshots' mean so far when
-        ``centred``, else the origin."""
-        return self._origin if self.pod.mean is None else self.pod.mean
+        """The point ``z = 0`` maps to, shape (n,): when ``centred`` the part of the
+        snapshots' mean so far outside the modes' span (``DMDidc._pod_of``'s rule), else the
+        origin."""
+        if self.pod.mean is None:
+            return np.zeros(self.n_states)
+        modes = self.modes
+        return self.pod.mean - modes @ (modes.T @ self.pod.mean)
 
     def new_trajectory(self) -> None:
         self._states = np.zeros((self.n_states, 0))
