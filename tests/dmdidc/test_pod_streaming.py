@@ -81,15 +81,10 @@ def test_a_rank_beyond_the_gap_names_the_lower_svd_rank(seed):
     third mode, 0.095 over a floor of 0.052, is not: the hint names svd_rank=2 there)."""
     import warnings
 
-    from dmdidc import DMDidc, random_excitation
+    from dmdidc import DMDidc
     from dmdidc.errors import LogarithmError
-    from simulations.studies.data_kinds import random_plant
 
-    plant = random_plant(800 + seed, n_states=3, n_inputs=1, dt=0.25)
-    rng = np.random.default_rng([seed, 8])
-    U = random_excitation(1, 600, rng=seed)
-    clean = rng.standard_normal((1000, 3)) @ plant.simulate(np.zeros(3), U)
-    X = clean + 0.01 * clean.std() * rng.standard_normal(clean.shape)
+    X, U = _sensor_data(seed, 0.01)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         over = DMDidc(max_delay=4, svd_rank=5).fit(X, U, dt=0.25)
@@ -110,15 +105,10 @@ def test_a_kept_mode_on_the_noise_floor_names_the_lower_svd_rank(seed):
     discarded one is the noise floor: the hint names svd_rank=3, which gives the continuous
     model, and an instrumental fit is not told to use instruments (the seeds: those of 0-15
     with no gap among the kept values and no continuous model)."""
-    from dmdidc import DMDidc, random_excitation
+    from dmdidc import DMDidc
     from dmdidc.errors import LogarithmError
-    from simulations.studies.data_kinds import random_plant
 
-    plant = random_plant(800 + seed, n_states=3, n_inputs=1, dt=0.25)
-    rng = np.random.default_rng([seed, 8])
-    U = random_excitation(1, 600, rng=seed)
-    clean = rng.standard_normal((1000, 3)) @ plant.simulate(np.zeros(3), U)
-    X = clean + 0.2 * clean.std() * rng.standard_normal(clean.shape)
+    X, U = _sensor_data(seed, 0.2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         over = DMDidc(max_delay=4, svd_rank=4, estimator="iv").fit(X, U, dt=0.25)
@@ -129,3 +119,16 @@ def test_a_kept_mode_on_the_noise_floor_names_the_lower_svd_rank(seed):
     failed = [c for c in over.diagnostics_ if c.name == "continuous_model"][0]
     assert "try svd_rank=3" in failed.finding
     assert "estimator='iv'" not in failed.message()
+
+
+def _sensor_data(seed: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
+    """1000 random sensors of a random 3-state plant (600 samples of one input) with white
+    sensor noise of ``noise`` times the signals' standard deviation."""
+    from dmdidc import random_excitation
+    from simulations.studies.data_kinds import random_plant
+
+    plant = random_plant(800 + seed, n_states=3, n_inputs=1, dt=0.25)
+    rng = np.random.default_rng([seed, 8])
+    U = random_excitation(1, 600, rng=seed)
+    clean = rng.standard_normal((1000, 3)) @ plant.simulate(np.zeros(3), U)
+    return clean + noise * clean.std() * rng.standard_normal(clean.shape), U
