@@ -652,7 +652,8 @@ class DMDidc:
         if self.svd_rank is not None:      # identify in the leading POD modes
             pod = pod or self._pod_of([Xi for Xi, _ in trajectories])
             modes, _, centre = pod
-            trajectories = [(modes.T @ (Xi - centre[:, None]), Ui) for Xi, Ui in trajectories]
+            shift = (modes.T @ centre)[:, None]      # (no centred copy of the snapshots)
+            trajectories = [(modes.T @ Xi - shift, Ui) for Xi, Ui in trajectories]
         return trajectories, references, pod, trends
 
     def _pod_of(self, states: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -670,8 +671,8 @@ class DMDidc:
         n = states[0].shape[0]
         if self.detrend != "auto":
             return (*pod_modes(states, self.svd_rank), np.zeros(n))
-        mean = np.hstack(states).mean(axis=1)
-        modes, singular = pod_modes([Xi - mean[:, None] for Xi in states], self.svd_rank)
+        mean = sum(Xi.sum(axis=1) for Xi in states) / sum(Xi.shape[1] for Xi in states)
+        modes, singular = pod_modes(states, self.svd_rank, centre=mean)   # (no centred copy)
         return modes, singular, mean - modes @ (modes.T @ mean)
 
     def _offset_mode(self) -> str:

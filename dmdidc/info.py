@@ -90,13 +90,15 @@ class SensorMap:
         if X.shape[0] != self.n_sensors:
             raise DimensionError(f"the sensor values have {X.shape[0]} rows; expected "
                                  f"{self.n_sensors} (the sensors the model was fitted on)")
-        return self.modes.T @ (X - (self.centre if X.ndim == 1 else self.centre[:, None]))
+        shift = self.modes.T @ self.centre       # (no centred copy of many sensors' values)
+        return self.modes.T @ X - (shift if X.ndim == 1 else shift[:, None])
 
     def expand(self, Z: Any) -> np.ndarray:
         """The sensor values ``modes z + centre`` of coordinates ``Z``, shape (r,) or (r, K)."""
         Z = np.asarray(Z, dtype=float)
         X = self.modes @ Z
-        return X + (self.centre if X.ndim == 1 else self.centre[:, None])
+        X += self.centre if X.ndim == 1 else self.centre[:, None]     # in place: n K values
+        return X
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SensorMap):

@@ -50,8 +50,9 @@ GRAM_RESOLUTION = 1e3 * np.sqrt(np.finfo(float).eps)
 
 
 def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = None,
-              rng: np.random.Generator | int | None = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The leading ``rank`` POD modes of the snapshots of every trajectory.
+              rng: np.random.Generator | int | None = 0, centre: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The leading ``rank`` POD modes of the snapshots of every trajectory (less ``centre``).
 
     Parameters
     ----------
@@ -64,6 +65,10 @@ def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = 
         exceeds :data:`RANDOMIZED_ABOVE` and ``rank + 10`` is below a tenth of it.
     rng : numpy.random.Generator, int or None, default 0
         Randomness of the randomized range finder (a fixed seed by default, so fits repeat).
+    centre : ndarray, shape (n,), optional
+        The modes of the snapshots less this point, ``x_k - c`` (e.g. their mean), computed
+        from the snapshots' own products: no centred copy of them (``n K`` memory for a
+        hundred thousand sensors), except on the thin-SVD path of unresolved modes.
 
     Returns
     -------
@@ -99,21 +104,34 @@ def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = 
     small = min(n, samples)
     if randomized is None:
         randomized = small > RANDOMIZED_ABOVE and 10 * (rank + _OVERSAMPLING) < small
+    c = np.zeros(n) if centre is None else np.asarray(centre, dtype=float)
     if randomized:
-        return _randomized(states, rank, as_generator(rng))
+        return _randomized(states, rank, as_generator(rng), c)
     if n <= samples:          # sensors fewer than snapshots: the n x n Gram (streams)
-        values, vectors = _leading(sum(X @ X.T for X in states), rank)
+        # sum (x - c)(x - c)^T = sum x x^T - s c^T - c s^T + N c c^T, s = sum x
+        gram = sum(X @ X.T for X in states)
+        if centre is not None:
+            # - s c^T - c s^T + N c c^T = -(a c^T + c a^T) with a = s - N c / 2 (s = sum x),
+            # in blocks of rows: no n x n temporary beside the Gram
+            a = sum(X.sum(axis=1) for X in states) - 0.5 * samples * c
+            for i in range(0, n, 256):
+                gram[i:i + 256] -= np.outer(a[i:i + 256], c) + np.outer(c[i:i + 256], a)
+        values, vectors = _leading(gram, rank)
         modes = vectors[:, :rank]
     else:                     # more sensors than snapshots: the snapshot Gram
         X = np.concatenate(states, axis=1) if len(states) > 1 else states[0]
-        values, vectors = _leading(X.T @ X, rank)
+        # (X - c 1^T)^T (X - c 1^T) from X^T X and X^T c
+        projected = X.T @ c
+        gram = X.T @ X - projected[:, None] - projected[None, :] + c @ c
+        values, vectors = _leading(gram, rank)
         singular = np.sqrt(np.clip(values[:rank], 0.0, None))
-        modes = (X @ vectors[:, :rank]) / np.where(singular > 0, singular, 1.0)
+        V = vectors[:, :rank]
+        modes = (X @ V - np.outer(c, V.sum(axis=0))) / np.where(singular > 0, singular, 1.0)
     singular = np.sqrt(np.clip(values, 0.0, None))
     if singular[rank - 1] <= GRAM_RESOLUTION * singular[0]:
         # a kept mode below what the Gram resolves: the backward-stable thin SVD
         X = np.concatenate(states, axis=1) if len(states) > 1 else states[0]
-        left, singular, _ = np.linalg.svd(X, full_matrices=False)
+        left, singular, _ = np.linalg.svd(X - c[:, None], full_matrices=False)
         modes, singular = left[:, :rank], singular[:values.size]
     else:
         # re-orthonormalize (the snapshot route divides by singular values)
@@ -133,16 +151,24 @@ def _leading(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
     return values[::-1], vectors[:, ::-1]
 
 
-def _randomized(states: list[np.ndarray], rank: int, rng: np.random.Generator
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _randomized(states: list[np.ndarray], rank: int, rng: np.random.Generator,
+                c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Randomized range finder with power iterations, each re-orthonormalized (Halko et al.
-    2011, Alg. 4.4), then the SVD of the small projection."""
+    2011, Alg. 4.4), then the SVD of the small projection; of ``X - c 1^T``, whose products
+    are those of ``X`` corrected by rank-one terms."""
     X = np.concatenate(states, axis=1) if len(states) > 1 else states[0]
+
+    def right(M: np.ndarray) -> np.ndarray:           # (X - c 1^T) M
+        return X @ M - np.outer(c, M.sum(axis=0))
+
+    def left_(B: np.ndarray) -> np.ndarray:           # (X - c 1^T)^T B
+        return X.T @ B - (c @ B)[None, :]
+
     k = min(rank + _OVERSAMPLING, *X.shape)
-    basis = np.linalg.qr(X @ rng.standard_normal((X.shape[1], k)))[0]
+    basis = np.linalg.qr(right(rng.standard_normal((X.shape[1], k))))[0]
     for _ in range(_POWER_ITERATIONS):
-        basis = np.linalg.qr(X @ np.linalg.qr(X.T @ basis)[0])[0]
-    left, singular, _ = np.linalg.svd(basis.T @ X, full_matrices=False)
+        basis = np.linalg.qr(right(np.linalg.qr(left_(basis))[0]))[0]
+    left, singular, _ = np.linalg.svd(left_(basis).T, full_matrices=False)
     modes = basis @ left[:, :rank]
     return _signed(modes), singular
 

@@ -169,3 +169,21 @@ def test_randomized_modes_span_the_leading_subspace(seed):
     np.testing.assert_allclose(s_fast[:6], s[:6], rtol=1e-8)
     again, _ = pod_modes([X], 6, randomized=True, rng=seed)
     np.testing.assert_array_equal(again, fast)                  # reproducible with the seed
+
+
+@pytest.mark.parametrize("randomized", [False, True])
+@pytest.mark.parametrize("shape", [(40, 300), (400, 150)])
+def test_centre_gives_the_modes_of_the_centred_snapshots_without_a_copy(shape, randomized):
+    """``centre=c``: the modes and singular values of ``x_k - c`` from the snapshots' own
+    products (both Gram routes and the randomized one), equal to those of an explicitly
+    centred copy, on snapshots far from the origin (an offset of 5 against modes of 1)."""
+    rng = np.random.default_rng(shape[0])
+    n, K = shape
+    states = [rng.standard_normal((n, 3)) @ rng.standard_normal((3, K)) + 5.0
+              + 0.01 * rng.standard_normal((n, K)) for _ in range(2)]
+    c = sum(X.sum(axis=1) for X in states) / (2 * K)
+    modes, singular = pod_modes(states, 3, centre=c, randomized=randomized)
+    copied, expected = pod_modes([X - c[:, None] for X in states], 3, randomized=randomized)
+    assert np.max(np.abs(modes.T @ copied) - np.eye(3)) < 1e-9       # the same subspace, signs
+    np.testing.assert_allclose(np.abs(modes), np.abs(copied), atol=1e-9)
+    np.testing.assert_allclose(singular[:3], expected[:3], rtol=1e-9)
