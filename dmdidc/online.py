@@ -54,30 +54,37 @@ restart; or a channel the data do not excite) has no delay the data support: its
 closed loop of :mod:`simulations.studies.adaptive_delay`: 0 with no interval for 50-300
 samples after the change on most plants).  The other channels keep their estimates.
 
-**Learning the bound.**  When the warmup ends (at the start, after a change, after a growth)
-and every 5000 received rows after, the block test of the detector's regression decides, by
+**Learning the bound.** When the warmup ends (at the start, after a change, after a growth) and
+every 5000 received rows after, the block test of the detector's regression decides, by
 DMDidc's own rule (:func:`~dmdidc.inference.diagnostics.beyond_bound`, that of its ``effect``
 and ``delay_bound`` checks), whether a channel's delay may exceed the bound: no significant
-block within it, or the first one is the last, ``B^(R)``.  Then ``R`` grows to
-``min(2 R + 1, max_delay_limit)`` (the blocks double).  The moments of the new lags cannot be
-derived from the ``O(d^2)`` statistics, so these are rebuilt from a ring of the last
+block within it, or the first one is the last, ``B^(R)``. Then ``R`` grows to ``min(2 R + 1,
+max_delay_limit)`` (the blocks double). A channel without any significant block grows the bound
+only when a least-squares refit of the ring's samples (below) at ``max_delay_limit`` finds a
+significant block of it beyond ``R``: a weak channel shows no block either until enough rows
+accumulate (a trial's stream grew 3 -> 7 -> 15 at its warmup's end for a channel whose batch
+``T^2`` was 267). Without that evidence the channel is checked again a warmup later; still
+silent, one :class:`~dmdidc.DiagnosticWarning` says it shows no effect within the limit (below
+the noise, or a delay beyond the limit), and nothing grows. The moments of the new lags cannot
+be derived from the ``O(d^2)`` statistics, so these are rebuilt from a ring of the last
 ``max(20 p, 500) + R + L + 1`` raw samples (``p``, ``R`` and ``L`` of the limit; ``n + m``
 numbers a sample: 1400 samples for 4 states, 2 inputs and ``R = 7``, whose default limit is
 31): their rows in the grown layout (those after the last change's onset, weighted by the clock
 as if received so) replace the statistics, and the detector rests for what the warmup still
-lacks, then checks the bound again.  Measured on 60 random plants with delays of 2.2-6 T and
+lacks, then checks the bound again. Measured on 60 random plants with delays of 2.2-6 T and
 ``max_delay=2`` (2 -> 5 -> 11), 30 dB, 3 % lost, forgetting 0.999, a window of 1500 or no
 detector: every delay within 0.016 T after 1000 samples; on 20 plants whose delay stepped by
 2.5-4 T past ``max_delay=3``: the bound grew 750 samples after the step (when the detector
 re-armed) and the delays were within 0.013 T 1000 samples after it (without the detector, the
 periodic check caught it 3500-3750 samples after the step); no growth on 20 plants with delays
-inside the bound (20 000 samples each).  Growth is recorded in ``bound_events_``;
-at ``max_delay_limit`` one :class:`~dmdidc.DiagnosticWarning` names the limit and the remedy.
+inside the bound (20 000 samples each). Growth is recorded in ``bound_events_``; at
+``max_delay_limit`` one :class:`~dmdidc.DiagnosticWarning` names the limit and the remedy.
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -332,6 +339,7 @@ class OnlineDMDidc:
         self._bound_due = False                  # check the bound after this chunk
         self._filled = False                     # the last event's new_delay was just set
         self._capped = False                     # the limit's warning was issued
+        self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
         self._whitening: tuple = (None,) * 5    # (predictor, W, l's gain, offset, kappa)
         self._solution = None                    # the predictor's regression
@@ -396,7 +404,11 @@ class OnlineDMDidc:
                 self._predictor is None or self._since_solve >= self.refresh):
             self._predictor = self._predictor_from_fit()
         fresh = self._since_solve == 0           # (the predictor's regression is reused)
-        if self._bound_due or (self._since_bound >= _BOUND_EVERY and (fresh or not self.detect)):
+        # a silence seen at the last check is checked again a warmup's rows later
+        again = (self._silent_since is not None
+                 and self.rows_used_ - self._silent_since >= self._resolved_warmup())
+        if self._bound_due or again or (self._since_bound >= _BOUND_EVERY
+                                        and (fresh or not self.detect)):
             self._check_bound()
 
     def _one_sample(self, X: Any, U: Any) -> bool:
@@ -579,6 +591,7 @@ class OnlineDMDidc:
             self._weight *= keep
             self._rows = collections.deque((t, V, w * keep) for t, V, w in self._rows)
         self._predictor, self._solution, self._cusum = None, None, 0.0
+        self._silent_since = None                # (the statistics restart: so does the count)
 
     def _rearm(self, time: int) -> None:
         self._advance(int(time) + 1)
@@ -611,6 +624,35 @@ class OnlineDMDidc:
         channels = tuple(sorted(int(i) for i in np.concatenate([silent, at_bound])))
         if not channels:
             self._capped = False                 # (a later episode at the limit warns again)
+            self._silent_since = None
+            return
+        if not at_bound.size:
+            # No significant block is no evidence of a delay beyond the bound: a weak channel
+            # shows none either until enough rows accumulate (a trial's 2-input stream grew
+            # 3 -> 7 -> 15 at its warmup's end, T^2 15.8 against 18.3 for its weaker
+            # channel, whose batch T^2 was 267).  Growth needs a block beyond the bound in a
+            # refit at the limit's bound; without one, the silence must outlast a second
+            # warmup before the stream warns (and nothing grows: no block shows where to).
+            if R < self.max_delay_limit and self._acts_beyond(channels):
+                self._silent_since = None
+                if filled:
+                    self.events_[-1].new_delay = None
+                self._grow(channels)
+                return
+            if self._silent_since is None:
+                self._silent_since = self.rows_used_
+                return
+            since, self._silent_since = self._silent_since, self.rows_used_
+            if not self._capped:
+                self._capped = True
+                warn_model(f"input channel(s) {list(channels)} show no effect: no significant "
+                           f"input block within max_delay={R}, nor in a refit of the recent "
+                           f"samples at max_delay_limit={self.max_delay_limit}, over the "
+                           f"{self.rows_used_ - since} rows since the first such check: the "
+                           f"effect is below the noise (delay_status_ 'undetermined'), or the "
+                           f"delay exceeds max_delay_limit; excite "
+                           f"the channel(s) more strongly or longer, or construct OnlineDMDidc "
+                           f"with a larger max_delay_limit", DiagnosticWarning)
             return
         if R < self.max_delay_limit:
             if filled:                           # found at the bound: learned again
@@ -625,12 +667,36 @@ class OnlineDMDidc:
                        f"longer; construct OnlineDMDidc with a larger max_delay_limit",
                        DiagnosticWarning)
 
-    def _grow(self, channels: tuple[int, ...]) -> None:
-        """The bound grows to ``min(2 R + 1, limit)``; the statistics restart from the rows of
-        the recent raw samples after the last change's onset."""
+    def _acts_beyond(self, channels: tuple[int, ...]) -> bool:
+        """Whether a refit of the recent raw samples at ``max_delay_limit`` (the rows growth
+        would rebuild) finds one of the ``channels`` acting through a significant block
+        beyond the current bound; the statistics are left as they are."""
+        from dmdidc.estimator import DEFAULT_SIGNIFICANCE
+
+        trial = copy.copy(self)                  # (_configure gives it arrays of its own)
+        trial.bound_events_ = []
+        trial._grow(channels, self.max_delay_limit)
+        try:
+            # least squares: IV's test, on the ring's few rows for the limit's many
+            # regressors, missed a main block at 6 T after growth to 5 (30 dB)
+            solution = regression_from_statistics(trial.statistics(), trial.max_delay_,
+                                                  estimator="ls")
+        except ValueError:
+            return False
+        layout = trial._layout
+        test = block_test(solution, layout.n_states, layout.n_inputs, trial.max_delay_,
+                          significance=DEFAULT_SIGNIFICANCE)
+        # any significant block beyond the bound (the first may be B^(R), too weak to show
+        # in the fit at R: a delay of 5.98 T at R = 5)
+        return bool(test.active[self.max_delay_ + 1:, list(channels)].any())
+
+    def _grow(self, channels: tuple[int, ...], bound: int | None = None) -> None:
+        """The bound grows to ``bound`` (default ``min(2 R + 1, limit)``); the statistics
+        restart from the rows of the recent raw samples after the last change's onset."""
         old = self.max_delay_
         n, m = self._layout.n_states, self._layout.n_inputs
-        self._configure(n, m, min(2 * old + 1, self.max_delay_limit))
+        self._configure(n, m, min(2 * old + 1, self.max_delay_limit) if bound is None
+                        else bound)
         end = self.samples_seen_
         start = max(end + 1 - self._raw_U.shape[1], 0)
         V, times = self._regression_rows(_ring_read(self._raw_X, start, end + 1),
