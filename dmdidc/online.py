@@ -86,6 +86,7 @@ from __future__ import annotations
 import collections
 import copy
 import math
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -335,11 +336,12 @@ class OnlineDMDidc:
         self._v = np.empty(d)
         self._warmup_left = self._resolved_warmup()
         self._cusum = 0.0
-        self._since_solve = self._since_bound = 0
+        self._since_solve = self._since_bound = self._since_continuous = 0
         self._bound_due = False                  # check the bound after this chunk
         self._filled = False                     # the last event's new_delay was just set
         self._capped = False                     # the limit's warning was issued
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
+        self._discrete_only = False              # the no-continuous-model warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
         self._whitening: tuple = (None,) * 5    # (predictor, W, l's gain, offset, kappa)
         self._solution = None                    # the predictor's regression
@@ -410,6 +412,9 @@ class OnlineDMDidc:
         if self._bound_due or again or (self._since_bound >= _BOUND_EVERY
                                         and (fresh or not self.detect)):
             self._check_bound()
+        self._since_continuous += rows
+        if self._since_continuous >= _BOUND_EVERY and not self._warmup_left:
+            self._check_continuous()             # (the bound's check waits for a fresh one)
 
     def _one_sample(self, X: Any, U: Any) -> bool:
         """The update by one complete sample, in place, if nothing special happens (else
@@ -609,6 +614,7 @@ class OnlineDMDidc:
         self._bound_due, self._since_bound = False, 0
         if self._warmup_left:
             return                               # too few rows to tell a cut from noise
+        self._check_continuous()
         solution = self._solution               # least squares' predictor, when it decides
         if solution is None:
             try:
@@ -666,6 +672,31 @@ class OnlineDMDidc:
                        f"further, so the identified delay and model are wrong if the delay is "
                        f"longer; construct OnlineDMDidc with a larger max_delay_limit",
                        DiagnosticWarning)
+
+    def _check_continuous(self) -> None:
+        """Warn once (until it has one again) when the current fit has no continuous-time
+        model: ``delay``, ``delay_ci``, ``A_c`` and ``B_c`` then raise
+        :class:`~dmdidc.LogarithmError` on access, which a stream that warned nothing left as
+        a surprise (a trial's stationary stream, weak instruments: an eigenvalue of ``A_d``
+        at -0.35 +/- 0.76).  The fit's own ``continuous_model`` check decides, at the bound's
+        checks and every 5000 received rows (a fit: 6 ms for 4 states, 2 inputs, ``R = 3``,
+        about 1.2 us a row beside the update's 22)."""
+        self._since_continuous = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # (the fit's other checks: on access only)
+            try:
+                check = self.estimator_.diagnostics_["continuous_model"]
+            except (ValueError, KeyError):
+                return
+        if not check.failed:
+            self._discrete_only = False
+            return
+        if not self._discrete_only:
+            self._discrete_only = True
+            warn_model(f"after {self.rows_used_} rows the fit has no continuous-time model, so "
+                       f"delay, delay_ci, A_c and B_c raise LogarithmError until the data "
+                       f"determine it (model_, the discrete model, stays available): "
+                       f"{check.finding}", DiagnosticWarning)
 
     def _acts_beyond(self, channels: tuple[int, ...]) -> bool:
         """Whether a refit of the recent raw samples at ``max_delay_limit`` (the rows growth

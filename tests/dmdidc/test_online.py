@@ -501,3 +501,50 @@ def test_a_slow_stationary_plant_raises_no_change_in_any_chunking(seed, chunk):
         for a in range(0, K, chunk):
             est.update(X[:, a:a + chunk + 1], U[:, a:a + chunk])
     assert not [e for e in est.events_ if isinstance(e, ChangeEvent)], est.events_
+
+
+def _no_continuous(caught):
+    return [w for w in caught if "no continuous-time model" in str(w.message)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_model_without_continuous_form_is_told_during_the_stream(seed):
+    """A plant whose A_d has a negative real eigenvalue (a mode at the Nyquist frequency):
+    the fit has no continuous-time model, so delay raises LogarithmError on access; the
+    stream says so once, by a DiagnosticWarning, before anyone asks (at the warmup's end)."""
+    from dmdidc import LogarithmError
+
+    rng = np.random.default_rng(seed)
+    A_d = np.diag([-0.6, 0.8, 0.5])
+    blocks = np.zeros((3, 3, 2))
+    blocks[1] = rng.standard_normal((3, 2))
+    blocks[2] = 0.5 * rng.standard_normal((3, 2))
+    plant = DelayedPlant(A_d=A_d, B_blocks=blocks, dt=0.5)
+    U = rng.standard_normal((2, 3000))
+    X = plant.simulate(np.zeros(3), U)
+    X += 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    live = OnlineDMDidc(max_delay=3, dt=0.5, forgetting=0.999)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a in range(0, 3000, 250):
+            live.update(X[:, a:a + 251], U[:, a:a + 250])
+    told = _no_continuous(caught)
+    assert len(told) == 1 and issubclass(told[0].category, DiagnosticWarning)
+    assert "LogarithmError" in str(told[0].message)
+    with pytest.raises(LogarithmError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _ = live.delay
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_well_posed_streams_do_not_warn_of_a_missing_continuous_model(seed):
+    """No false alarm of the stream's continuous-model warning: random plants at 30 dB,
+    6000 samples (a check at the warmup's end and every 5000 rows)."""
+    plant, X, U = _open_loop(seed, 6000, 30.0)
+    live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a in range(0, 6000, 250):
+            live.update(X[:, a:a + 251], U[:, a:a + 250])
+    assert _no_continuous(caught) == []
+    assert np.isfinite(live.delay).all()
