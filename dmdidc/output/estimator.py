@@ -29,6 +29,7 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
+from dmdidc.inference.checks import Check
 from dmdidc.inference.recovery import continuous_state_matrix
 from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.output.blocks import (
@@ -433,8 +434,9 @@ class OutputDMDidc:
         Per experiment the fit used, the samples whose residual the failed outlier check found
         beyond its threshold (empty when it passed); after :meth:`partial_fit`, per streamed
         experiment, numbered from its first streamed sample (the check sees the ``memory``
-        samples kept).  Neither is saved (:meth:`save`): they
-        describe the data, not the model.
+        samples kept).  Both are saved (:meth:`save`) and read back (:meth:`load`): whether
+        the fit's residuals trusted the model travels with it (files written before
+        2026-11-27 hold neither: NotFittedError names the file).
     signals_ : dict or None
         Only on a loaded model: the signals' names and units :meth:`save` recorded
         (``signals=``), else ``None``.
@@ -1286,6 +1288,12 @@ class OutputDMDidc:
         if isinstance(prop, property) and "order_" in self.__dict__:
             return prop.fget(self)    # fitted: the property's own AttributeError, not masked
         if name in _RESULTS or isinstance(prop, property):
+            loaded = self.__dict__.get("_loaded_from")
+            if loaded is not None:
+                raise NotFittedError(f"{name} is not available: this OutputDMDidc was loaded "
+                                     f"from {loaded!r}, which does not record it (checks_ and "
+                                     f"outlier_samples_ are recorded since 2026-11-27); fit "
+                                     f"it to the data again to compute it")
             pending = self.__dict__.get("_pending")
             if pending is not None:
                 raise NotFittedError(f"{name} is not available: not enough data streamed yet: "
@@ -1492,6 +1500,12 @@ class OutputDMDidc:
                          "significance": self.significance, "memory": self.memory},
             "signals": None if signals is None else {key: [str(name) for name in names]
                                                      for key, names in signals.items()},
+            # what the fit's residuals showed: whether the model was trusted, read back
+            "checks": [{key: None if isinstance(value, float) and not np.isfinite(value)
+                        else value for key, value in dataclasses.asdict(check).items()}
+                       for check in self.checks_],
+            "outlier_samples": [np.asarray(samples).tolist()
+                                for samples in self.outlier_samples_],
         }
         path = Path(path)
         path.write_text(json.dumps(record, indent=1))
@@ -1500,7 +1514,8 @@ class OutputDMDidc:
     @classmethod
     def load(cls, path: str | Path) -> OutputDMDidc:
         """A fitted estimator from a file of :meth:`save` (predict, plant, controllers work;
-        the data-dependent intervals are read back as stored)."""
+        the data-dependent intervals, ``checks_`` and ``outlier_samples_`` are read back as
+        stored)."""
         from dmdidc.model import OperatingPoint
 
         record = json.loads(Path(path).read_text())
@@ -1546,6 +1561,13 @@ class OutputDMDidc:
         est.singular_values_ = np.array(record["singular_values"])
         est.noise_edge_, est.horizon_ = float(record["noise_edge"]), int(record["horizon"])
         est.signals_ = record.get("signals")
+        if "checks" in record:                   # (files written before 2026-11-27: none)
+            est.checks_ = tuple(Check(**{key: np.nan if value is None and key in (
+                "statistic", "threshold") else value for key, value in check.items()})
+                for check in record["checks"])
+            est.outlier_samples_ = tuple(np.array(samples, dtype=int)
+                                         for samples in record["outlier_samples"])
+        est._loaded_from = str(path)
         return est
 
     def plot_singular_values(self, ax=None):

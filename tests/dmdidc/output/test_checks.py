@@ -275,3 +275,33 @@ def test_partial_fit_warns_other_findings_once_per_new_finding(seed):
     assert said[2] == [[], [], []]
     _, messages = _fit(Y, U, dt=T, estimator=OutputDMDidc(max_delay=R, order=1))
     assert sum("residual check failed at order 1" in text for text in messages) == 1
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_saved_model_keeps_its_checks_and_outlier_samples(seed, tmp_path):
+    """save/load round-trip the checks (a failed outlier check and a passed feedback check,
+    with their statistics, findings and remedies) and the samples it named; a file written
+    before they were recorded still loads, and reading them says which file lacks them."""
+    import json
+
+    from dmdidc.errors import NotFittedError
+
+    _, Y, U, hit = _with_outliers(seed)
+    est, _ = _fit(Y, U, dt=T)
+    path = est.save(tmp_path / "model.json")
+    loaded = OutputDMDidc.load(path)
+    assert all(
+        a.name == b.name and a.passed == b.passed and a.finding == b.finding
+        and a.remedy == b.remedy and np.isclose(a.statistic, b.statistic, equal_nan=True)
+        and np.isclose(a.threshold, b.threshold, equal_nan=True)
+        for a, b in zip(loaded.checks_, est.checks_, strict=True))
+    assert [c.failed for c in loaded.checks_] == [False, True]
+    assert [o.tolist() for o in loaded.outlier_samples_] == [hit.tolist()]
+    record = json.loads(path.read_text())
+    del record["checks"], record["outlier_samples"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(record))
+    earlier = OutputDMDidc.load(old)
+    np.testing.assert_array_equal(earlier.delay, est.delay)
+    with pytest.raises(NotFittedError, match="old.json"):
+        _ = earlier.checks_
