@@ -1500,13 +1500,14 @@ class OutputDMDidc:
                          "significance": self.significance, "memory": self.memory},
             "signals": None if signals is None else {key: [str(name) for name in names]
                                                      for key, names in signals.items()},
-            # what the fit's residuals showed: whether the model was trusted, read back
-            "checks": [{key: None if isinstance(value, float) and not np.isfinite(value)
-                        else value for key, value in dataclasses.asdict(check).items()}
-                       for check in self.checks_],
-            "outlier_samples": [np.asarray(samples).tolist()
-                                for samples in self.outlier_samples_],
         }
+        if "checks_" in self.__dict__:           # (a model loaded from an older file: none)
+            # what the fit's residuals showed: whether the model was trusted, read back
+            record["checks"] = [{key: None if isinstance(value, float) and not np.isfinite(value)
+                                 else value for key, value in dataclasses.asdict(check).items()}
+                                for check in self.checks_]
+            record["outlier_samples"] = [np.asarray(samples).tolist()
+                                         for samples in self.outlier_samples_]
         path = Path(path)
         path.write_text(json.dumps(record, indent=1))
         return path

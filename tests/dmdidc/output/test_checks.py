@@ -305,3 +305,6 @@ def test_a_saved_model_keeps_its_checks_and_outlier_samples(seed, tmp_path):
     np.testing.assert_array_equal(earlier.delay, est.delay)
     with pytest.raises(NotFittedError, match="old.json"):
         _ = earlier.checks_
+    again = OutputDMDidc.load(earlier.save(tmp_path / "again.json"))   # saved again: still none
+    np.testing.assert_array_equal(again.delay, est.delay)
+    assert "checks" not in json.loads((tmp_path / "again.json").read_text())
