@@ -949,10 +949,11 @@ class OutputDMDidc:
         ``significance`` by its likelihood ratio (``order_rule_`` says so).  When the weakest
         kept canonical correlation is below ``_CLEAR`` noise edges, the order is reported
         uncertain if order ``n - 1`` (from the balanced truncation of the fit) fits as well at
-        ``significance``, or order ``n + 1`` fits better at ``_UNCERTAIN``.  Only automatic
-        orders of inexact fits.
+        ``significance``, or order ``n + 1`` fits better at ``_UNCERTAIN``.  A told order
+        (``order=``) is kept, and warned too low when, with white residuals, one more state is
+        significant at ``significance``.  Only inexact fits.
         """
-        if self.order is not None or _exact_fit(experiments, refined, R):
+        if _exact_fit(experiments, refined, R):
             return n, start, refined
         E = len(experiments)
 
@@ -964,19 +965,36 @@ class OutputDMDidc:
         def unclear(k: int) -> bool:    # is order k's weakest canonical correlation unclear?
             return bool(basis.singular_values[k - 1] < _CLEAR * np.sqrt(basis.noise_edge))
 
+        def starts(fitted: Refined) -> list:
+            return extended_dynamics(fitted, np.vstack(_residuals(experiments, fitted, dt, R)),
+                                     dt)
+
+        def raised_order(limit: int, read_at) -> tuple:
+            return raise_order(fit, n, start, refined, limit=limit,
+                               significance=self.significance, n_experiments=E, starts=starts,
+                               read_at=read_at,
+                               truncate=lambda fitted, k: balanced_dynamics(fitted, k, dt))
+
+        if self.order is not None:
+            # a told order is kept; the likelihood ratio of one more state (white residuals:
+            # it is calibrated only then) says when the data ask for it
+            if (n < min(self.max_order, basis.max_order)
+                    and self._whiteness(experiments, refined, R, dt)[0] > self.significance):
+                more, _, _, rule, _ = raised_order(n + 1, lambda k: 0.0)
+                if more > n:
+                    self._warn_new(
+                        f"order_low:{n}",
+                        f"order={n} is too low for the data: {rule}; the model keeps the "
+                        f"order told, so its modes, delays and gains may be off. Remedy: "
+                        f"order={n + 1}, or order=None (chosen from the data)")
+            return n, start, refined
         larger, raised = None, ""
         if white is None:           # not tested by _fit_orders
             white = self._whiteness(experiments, refined, R, dt)[0]
         if white > self.significance:
-            def starts(fitted: Refined) -> list:
-                return extended_dynamics(
-                    fitted, np.vstack(_residuals(experiments, fitted, dt, R)), dt)
-
-            n, start, refined, raised, larger = raise_order(
-                fit, n, start, refined, limit=min(self.max_order, basis.max_order),
-                significance=self.significance, n_experiments=E, starts=starts,
-                read_at=lambda k: _UNCERTAIN if unclear(k) else 0.0,
-                truncate=lambda fitted, k: balanced_dynamics(fitted, k, dt))
+            n, start, refined, raised, larger = raised_order(
+                min(self.max_order, basis.max_order),
+                lambda k: _UNCERTAIN if unclear(k) else 0.0)
             if raised:
                 self.order_rule_ += f"; raised: {raised}"
         if not unclear(n):
