@@ -276,3 +276,23 @@ def test_plain_dmd_signals_that_are_not_the_state_stay_loud(condition, noise):
         if check.failed:
             assert "no measurement noise explains" in check.finding
             assert "full state" in check.remedy
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sargans_quadratic_form_by_conjugate_gradients_is_the_dense_one(seed):
+    """Above 600 unknowns the statistic of noise_bias is solved by conjugate gradients on
+    Kronecker products (31 states: 3.2 s dense, 12 ms so): the same number as the dense
+    solve, to the iteration's tolerance."""
+    from dmdidc.inference.residuals import _kronecker_quadratic
+
+    rng = np.random.default_rng(seed)
+    r, n = 40, 20
+    G = rng.standard_normal((r, n))
+    M = rng.standard_normal((n, n))
+    E0 = M @ M.T / n + np.eye(n)
+    E1 = -0.3 * E0 + 0.01 * rng.standard_normal((n, n))    # MA(1): E1 near -A Sigma_v
+    B1 = 0.5 * np.eye(r) + 0.01 * rng.standard_normal((r, r))   # slowly varying instruments
+    V = np.kron(np.eye(r), E0) + np.kron(B1, E1) + np.kron(B1.T, E1.T)
+    assert np.linalg.eigvalsh(V).min() > 0
+    dense = G.ravel() @ np.linalg.solve(V, G.ravel())
+    assert abs(_kronecker_quadratic(G, E0, B1, E1) - dense) < 1e-8 * dense
