@@ -686,7 +686,7 @@ class OnlineDMDidc:
             warnings.simplefilter("ignore")      # (the fit's other checks: on access only)
             try:
                 check = self.estimator_.diagnostics_["continuous_model"]
-            except (ValueError, KeyError):
+            except (ValueError, AttributeError, KeyError):    # (as _delay_or_none: no fit)
                 return
         if not check.failed:
             self._discrete_only = False
