@@ -135,7 +135,7 @@ class PODStatistics:
         first = self.layout.first_sample
         if inputs.shape[1] > first:
             chunk = SufficientStatistics.from_data(
-                self.pod.basis.T @ (states - self._origin[:, None]), inputs,
+                self.pod.basis.T @ states - (self.pod.basis.T @ self._origin)[:, None], inputs,
                 max_delay=self.max_delay,
                 instruments=self.instruments,
                 instrument_lags=self.layout.instrument_lags if self.instruments else None)

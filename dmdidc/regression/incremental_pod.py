@@ -84,16 +84,22 @@ class IncrementalPOD:
         that maps coordinates in the previous basis to the new one."""
         old = self.basis if self.basis is not None else np.zeros((X.shape[0], 0))
         seen, count = self.snapshots, X.shape[1]
+        k_old = old.shape[1]
+        # [old S, X (centred), the mean's shift]: one array, centred in place (a hundred
+        # thousand sensors: each copy of a chunk is its size again)
+        extra = int(self.centred and self.mean is not None)
+        stacked = np.empty((X.shape[0], k_old + count + extra))
+        np.multiply(old, self.singular_values, out=stacked[:, :k_old])
+        stacked[:, k_old:k_old + count] = X
         if self.centred:
             chunk_mean = X.mean(axis=1)
-            X = X - chunk_mean[:, None]
+            stacked[:, k_old:k_old + count] -= chunk_mean[:, None]
             if self.mean is None:
                 self.mean = chunk_mean
             else:
-                shift = np.sqrt(seen * count / (seen + count)) * (self.mean - chunk_mean)
-                X = np.hstack([X, shift[:, None]])
+                stacked[:, -1] = np.sqrt(seen * count / (seen + count)) * (self.mean
+                                                                           - chunk_mean)
                 self.mean = self.mean + count / (seen + count) * (chunk_mean - self.mean)
-        stacked = np.hstack([old * self.singular_values, X])
         Q, triangle = np.linalg.qr(stacked)
         left, singular, _ = np.linalg.svd(triangle, full_matrices=False)
         k = min(self.rank + self.oversampling, singular.size)
