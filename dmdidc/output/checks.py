@@ -46,7 +46,7 @@ import numpy as np
 from _toolbox.errors import NonFiniteError
 from dmdidc.errors import DiagnosticWarning, warn_model
 from dmdidc.inference.checks import Check
-from dmdidc.inference.residuals import residual_analysis, residual_checks, robust_deviations
+from dmdidc.inference.residuals import residual_analysis, residual_checks
 from dmdidc.trajectories import check_data
 
 __all__ = ["SCREENS", "data_checks", "finite_signal", "warn_new", "windowed"]
@@ -170,7 +170,7 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     result, outliers = [], tuple(np.zeros(0, dtype=int) for _ in residuals)
     for check in checks:
         if check.name == "outliers" and check.failed:
-            outliers = _beyond(tested, check.threshold, max_delay + shift)
+            outliers = _beyond(analysis, tested, check.threshold, max_delay + shift)
             check = dataclasses.replace(check, finding=(
                 f"{check.finding}; {sum(o.size for o in outliers)} sample(s) beyond the "
                 f"threshold (outlier_samples_)"))
@@ -212,11 +212,13 @@ def warn_new(key: str, message: str, before: frozenset[str]) -> None:
         warn_model(message, DiagnosticWarning)
 
 
-def _beyond(residuals: list[np.ndarray], threshold: float, first: int
+def _beyond(analysis, residuals: list[np.ndarray], threshold: float, first: int
             ) -> tuple[np.ndarray, ...]:
-    """Per experiment, the samples (``first + k`` for residual ``k``) whose residual is more
-    than ``threshold`` robust standard deviations from the median in some output (median and
-    MAD per output pooled over the experiments, as the outlier check scales them)."""
-    beyond = np.any(robust_deviations(np.vstack(residuals).T) > threshold, axis=0)
-    ends = np.cumsum([len(E) for E in residuals])[:-1]
-    return tuple(first + np.flatnonzero(part) for part in np.split(beyond, ends))
+    """Per experiment (``residuals``: (N_i, ny) each), the samples (``first + k`` for residual
+    ``k``) whose residual is more than ``threshold`` robust standard deviations from the
+    median in some output, scaled as the outlier check scaled them
+    (``analysis.outlier_scaling``: each experiment by its own scales where their noise levels
+    differ; pooled, the noisier experiments' ordinary residuals were named by the hundred)."""
+    deviations = iter(analysis.outlier_scaling.deviations([e for e, _, _ in analysis.parts]))
+    return tuple(first + np.flatnonzero(np.any(next(deviations) > threshold, axis=0))
+                 if len(E) else np.zeros(0, dtype=int) for E in residuals)

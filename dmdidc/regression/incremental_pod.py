@@ -84,6 +84,8 @@ class IncrementalPOD:
         that maps coordinates in the previous basis to the new one."""
         old = self.basis if self.basis is not None else np.zeros((X.shape[0], 0))
         seen, count = self.snapshots, X.shape[1]
+        if count == 0:          # nothing new (the mean of no snapshots would be NaN)
+            return np.eye(old.shape[1])
         k_old = old.shape[1]
         # [old S, X (centred), the mean's shift]: one array, centred in place (a hundred
         # thousand sensors: each copy of a chunk is its size again)

@@ -132,3 +132,25 @@ def _sensor_data(seed: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
     U = random_excitation(1, 600, rng=seed)
     clean = rng.standard_normal((1000, 3)) @ plant.simulate(np.zeros(3), U)
     return clean + noise * clean.std() * rng.standard_normal(clean.shape), U
+
+
+def test_an_empty_chunk_leaves_a_centred_stream_unchanged():
+    """A chunk of one state and no new samples: the centred incremental POD took the mean of
+    no snapshots (NaN), and that chunk and every later one raised (a review); now it adds
+    nothing and the stream goes on to the same fit as without it."""
+    import warnings
+
+    from dmdidc import DMDidc
+
+    X, U = _sensor_data(3, 0.01)
+    fits = []
+    for empty in (False, True):
+        est = DMDidc(max_delay=4, svd_rank=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.partial_fit(X[:, :301], U[:, :300], dt=0.25)
+            if empty:
+                est.partial_fit(X[:, 300:301], U[:, 300:300], dt=0.25)
+            est.partial_fit(X[:, 300:], U[:, 300:], dt=0.25)
+        fits.append(est)
+    np.testing.assert_allclose(fits[1].model_.A_d, fits[0].model_.A_d, rtol=1e-9, atol=1e-12)

@@ -237,6 +237,25 @@ def test_outliers_are_counted_and_listed_among_the_residuals_the_check_tests(fee
     assert checks[1].failed and [o.tolist() for o in outliers] == [expected] * 3
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_outliers_of_experiments_with_unequal_noise_name_only_the_gross_error(seed):
+    """Two experiments, the second 10x noisier, a 12-sigma error in the quiet one: the check
+    scales each experiment by its own MAD, and so must the samples it names (pooled, a
+    review found 476-527 ordinary samples of the noisy experiment named beside the error)."""
+    rng = np.random.default_rng(seed)
+    K = 1500
+    E1, E2 = rng.standard_normal((K - R, 2)), 10 * rng.standard_normal((K - R, 2))
+    E1[700, 0] += 12.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        checks, outliers = data_checks(
+            [(_outputs(E1), rng.standard_normal((2, K))), (_outputs(E2), rng.standard_normal(
+                (2, K)))], [E1, E2], R, significance=1e-3, feedthrough=False)
+    check = next(c for c in checks if c.name == "outliers")
+    assert check.failed and "noise levels differ" in check.finding
+    assert [o.tolist() for o in outliers] == [[R + 700], []]
+
+
 def test_partial_fit_warns_once_while_a_check_keeps_failing():
     """A stream whose feedback check fails at every solve warns once (when it starts failing);
     checks_ still shows the failure after each chunk, and a new fit warns again."""

@@ -88,8 +88,11 @@ def test_online_delay_in_closed_loop_is_right_or_undetermined(seed: int) -> None
     # the reason in delay_status_): never the fit's 0 for a channel without a significant
     # block, nor a whole delay the block test made by zeroing a weak block (3.0 T for 2.6 T).
     # After the warm-up (500 samples from the start or the change) the delays are determined
-    # but for a weakly excited channel's few updates (measured: 5 of 336 on 12 plants).  The
-    # chunk holding the step (detected 0-10 samples in) is skipped.
+    # but for a weakly excited channel's few updates (measured: 5 of 336 on 12 plants; since
+    # a channel without a significant block waits a warm-up for its recheck instead of
+    # growing the bound, seed 5's weak channel stays undetermined on 25 % of its warm
+    # updates instead of 14 %, the other 11 plants unchanged).  The chunk holding the step
+    # (detected 0-10 samples in) is skipped.
     config = replace(AdaptiveConfig(), steps=1600, step=800)
     run = adaptive_delay_run(config, rng=seed)
     if not np.isfinite(run.cost_adaptive).all():
@@ -103,4 +106,4 @@ def test_online_delay_in_closed_loop_is_right_or_undetermined(seed: int) -> None
     assert np.all((near | covers)[reported]), run.estimate[~(near | covers) & reported]
     assert not np.any(reported & (run.estimate == 0.0))
     warm = ((times >= 500) & (times <= config.step)) | (times >= config.step + 500)
-    assert np.isnan(run.estimate[warm.ravel()]).mean() <= 0.2
+    assert np.isnan(run.estimate[warm.ravel()]).mean() <= 0.3
