@@ -201,6 +201,10 @@ def console_lines(summary: dict[str, Any], *, grid: bool = True,
             if label == "private" and len(failure) > 40:   # said once, on the delay line
                 note = note.replace(failure, "the failure on the delay line above")
             lines.append(f"  {label.replace('nonprivate', 'non-private')} model: n/a: {note}")
+        # a controller that failed alone: the others' numbers above are kept
+        for name, note in summary.get("controller_notes", {}).get(label, {}).items():
+            lines.append(f"  {name} on the {label.replace('nonprivate', 'non-private')} model: "
+                         f"n/a: {note}")
     if "attack_error_plain" in summary:
         def attack(key: str, pattern: str) -> str:
             return known(summary[key], pattern.format, "the attack failed")

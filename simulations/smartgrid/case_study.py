@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -265,17 +266,26 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
                                     "part (" + (_delay(fit)[2] or "no model") + ")")
         else:
             try:
-                control_results[label] = run_demand_response(
-                    fit.model, control, signal, comfort_K=config.comfort_K,
-                    offsets_c=bounds.offsets_c, horizon_steps=config.mpc_horizon_steps,
-                    warmup_steps=day, rng=noise_seed)
+                with warnings.catch_warnings():
+                    # a controller that failed alone is in the summary's controller_notes
+                    warnings.filterwarnings("ignore", "run_demand_response: controller",
+                                            RuntimeWarning)
+                    control_results[label] = run_demand_response(
+                        fit.model, control, signal, comfort_K=config.comfort_K,
+                        offsets_c=bounds.offsets_c, horizon_steps=config.mpc_horizon_steps,
+                        warmup_steps=day, rng=noise_seed)
             except ToolboxError as exc:    # e.g. a noisy model no gain stabilizes
                 control_results[label] = None
                 control_notes[label] = f"no controller: design failed on this model ({exc})"
         done(stage)
 
-    controlled_label = "private" if control_results["private"] is not None else "nonprivate"
+    # the grid's controlled case is the fractional controller's, on the private model if it ran
+    controlled_label = next((label for label, result in control_results.items()
+                             if result is not None and "fractional" in result.outcomes),
+                            "nonprivate")
     controlled = control_results[controlled_label]
+    if controlled is not None and "fractional" not in controlled.outcomes:
+        controlled = None
     grid_results = {}
     if grid:
         from simulations.smartgrid.grid import LVGrid
@@ -323,15 +333,20 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         for metric in ("tracking_rmse", "comfort_violation_Kh", "energy_kwh"):
             key = "tracking_rmse_kw" if metric == "tracking_rmse" else metric
             summary[metric + suffix] = {
-                name: (math.nan if result is None else result.outcomes[name].metrics()[key])
+                name: (result.outcomes[name].metrics()[key]
+                       if result is not None and name in result.outcomes else math.nan)
                 for name in TRACKING_CONTROLLERS}
     summary["tracking_rmse_unit"] = "kW (aggregate heat-pump power)"
     summary["comfort_violation_unit"] = (f"K h per household over the day, outside setpoint "
                                          f"+- {config.comfort_K:g} K")
-    summary["requested_rms_kw"] = float(np.sqrt(np.mean(
-        next(r for r in control_results.values() if r is not None).requested_kw ** 2))
-    ) if controlled is not None else math.nan
+    ran = [r for r in control_results.values() if r is not None]
+    summary["requested_rms_kw"] = (float(np.sqrt(np.mean(ran[0].requested_kw ** 2))) if ran
+                                   else math.nan)
     summary["control_notes"] = control_notes
+    # a controller that failed alone (e.g. the MPC's solver): its reason, the others' numbers kept
+    summary["controller_notes"] = {label: dict(result.notes)
+                                   for label, result in control_results.items()
+                                   if result is not None and result.notes}
     summary["grid_controlled_by"] = f"fractional ({controlled_label} model)"
     for key, attribute in (("voltage_min_pu", "voltage_min_pu"),
                            ("voltage_max_pu", "voltage_max_pu"),
@@ -458,6 +473,8 @@ def _figures(out: Path, summary: dict[str, Any], curve: list[dict[str, Any]],
         fig, ax = _figure(7.0, 4.0)
         setpoint = config.setpoint_c
         for name in ("fractional", "naive", "mpc"):
+            if name not in result.outcomes:
+                continue
             indoor = result.outcomes[name].indoor_c
             line = ax.plot(hours, np.percentile(indoor[:, 1:], 5, axis=0),
                            label=f"{name}: 5 % / 95 % of houses "

@@ -23,13 +23,14 @@ Metrics, per controller (:func:`run_demand_response`):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from _toolbox.errors import ParameterError
+from _toolbox.errors import ParameterError, SolverError
 from _toolbox.validation import as_generator, check_integer, check_positive
 from controllers import lqr_gain, make_controller
 from dmdidc.model import DelayedPlant
@@ -97,6 +98,7 @@ class DemandResponseResult:
     outcomes: dict[str, ControlOutcome]
     requested_kw: np.ndarray          # (K,) sum_i P_max,i m over each period
     dt_s: float
+    #: controller -> why it has no outcome (its design or solver failed; the others ran)
     notes: dict[str, str] = field(default_factory=dict)
 
 
@@ -165,6 +167,8 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
     Returns
     -------
     DemandResponseResult
+        A controller whose design or solver failed (:class:`controllers.SolverError`) has no
+        outcome and its reason in ``notes``; the others ran (a ``RuntimeWarning`` names it).
 
     Raises
     ------
@@ -172,7 +176,8 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
         Unknown controller, bad band, horizon or length, or a model that cannot hold a
         temperature target (singular steady-state balance).
     controllers.SolverError
-        No stabilizing gain on the model, or an MPC solver failure.
+        Every controller failed (no stabilizing gain on the model, MPC solver failures): the
+        message gives each one's reason.
 
     Examples
     --------
@@ -223,15 +228,25 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
     observer = DisturbanceObserver.design(model)
     requested = p_max.sum() * signal.average(np.arange(K - W) * dt, dt)
     outcomes: dict[str, ControlOutcome] = {}
+    notes: dict[str, str] = {}
     for name in names:
         if progress is not None:
             progress(name)
         runs = {}
-        for label, active in (("signal", delayed), ("baseline", _silent(delayed))):
-            law = design_law(name, model, households=N, horizon_steps=horizon_steps,
-                             comfort=comfort)
-            runs[label] = _closed_loop(households, control, model, law, observer, active,
-                                       name, indoor, horizon_steps, noise, offsets, p_max, K)
+        try:
+            for label, active in (("signal", delayed), ("baseline", _silent(delayed))):
+                law = design_law(name, model, households=N, horizon_steps=horizon_steps,
+                                 comfort=comfort)
+                runs[label] = _closed_loop(households, control, model, law, observer, active,
+                                           name, indoor, horizon_steps, noise, offsets, p_max,
+                                           K)
+        except SolverError as exc:
+            # one controller's failure (e.g. the MPC's solver) says nothing about the others'
+            notes[name] = f"{name} failed: {exc}"
+            warnings.warn(f"run_demand_response: controller {name!r} has no outcome ({exc}); "
+                          f"the others ran (DemandResponseResult.notes)", RuntimeWarning,
+                          stacklevel=2)
+            continue
         (commands, applied, indoor_c), (_, base_applied, _) = runs["signal"], runs["baseline"]
         commands, applied, indoor_c = commands[:, W:], applied[:, W:], indoor_c[:, W:]
         power, baseline = applied.sum(axis=0), base_applied[:, W:].sum(axis=0)
@@ -244,7 +259,9 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
             float(np.sqrt(np.mean((power - target) ** 2))),
             float(outside[:, 1:].sum(axis=1).mean() * dt / 3600.0),
             float(power.sum() * dt / 3600.0))
-    return DemandResponseResult(outcomes, requested, dt)
+    if not outcomes:
+        raise SolverError("every controller failed on this model: " + "; ".join(notes.values()))
+    return DemandResponseResult(outcomes, requested, dt, notes)
 
 
 def _silent(signal: GridSignal) -> GridSignal:

@@ -217,3 +217,32 @@ def test_a_failed_private_fit_is_told_once_and_the_controlling_model_named():
            "(the failure on the delay line above)" in text
     assert "grid controlled by fractional (nonprivate model): voltage 0.970-1.010 pu" in text
     assert "grid uncontrolled: voltage 0.950-1.020 pu" in text
+
+
+def test_a_failing_mpc_keeps_the_other_controllers(tmp_path, capsys, monkeypatch):
+    """Trial 13 finding 2: the fleet MPC's SolverError made all four controllers n/a."""
+    from _toolbox.errors import SolverError
+    from simulations.smartgrid import fleet_mpc
+
+    def fail(self, *args, **kwargs):
+        raise SolverError("the fleet MPC's interior point did not converge (test)")
+
+    monkeypatch.setattr(fleet_mpc.FleetMPC, "__call__", fail)
+    scenario = ScenarioConfig(households=3, dt_s=900.0, delay_periods=(0.4, 0.6), max_delay=2,
+                              identification_days=14, mpc_horizon_steps=4, epsilon=100.0,
+                              mechanism="gaussian", profile_source="extract")
+    path = scenario.save(tmp_path / "scenario.json")
+    out = tmp_path / "run"
+    assert main(["smartgrid", "run", "--config", str(path), "--curve-epsilons", "none",
+                 "--no-attacks", "--no-grid", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    for suffix in ("", "_nonprivate"):
+        rmse = summary["tracking_rmse" + suffix]
+        assert rmse["mpc"] is None
+        assert all(np.isfinite(rmse[name]) for name in ("fractional", "truncated", "naive"))
+    note = "mpc failed: the fleet MPC's interior point did not converge (test)"
+    assert summary["controller_notes"] == {"private": {"mpc": note}, "nonprivate": {"mpc": note}}
+    printed = capsys.readouterr()
+    assert f"mpc on the private model: n/a: {note}" in printed.out
+    assert f"mpc on the non-private model: n/a: {note}" in printed.out
+    assert "RuntimeWarning" not in printed.err         # said once, in the summary

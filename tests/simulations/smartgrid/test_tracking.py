@@ -141,3 +141,25 @@ def test_warmup_is_left_out_and_checked(identified):
         run_demand_response(model, control, signal, controllers=("naive",), warmup_steps=1)
     with pytest.raises(ParameterError, match="warmup_steps must be <"):
         run_demand_response(model, control, signal, controllers=("naive",), warmup_steps=288)
+
+
+def test_a_failing_controller_leaves_the_others_results(identified, monkeypatch):
+    """Trial 13 finding 2: the fleet MPC's SolverError threw away every controller's result."""
+    from _toolbox.errors import SolverError
+    from simulations.smartgrid import fleet_mpc
+
+    def fail(self, *args, **kwargs):
+        raise SolverError("the fleet MPC's interior point did not converge (test)")
+
+    monkeypatch.setattr(fleet_mpc.FleetMPC, "__call__", fail)
+    model, control = identified
+    signal = GridSignal.demand_response_day(rng=3)
+    with pytest.warns(RuntimeWarning, match="controller 'mpc' has no outcome"):
+        result = run_demand_response(model, control, signal, controllers=("naive", "mpc"),
+                                     rng=4)
+    assert set(result.outcomes) == {"naive"}
+    assert np.isfinite(result.outcomes["naive"].tracking_rmse_kw)
+    assert result.notes == {"mpc": "mpc failed: the fleet MPC's interior point did not "
+                                   "converge (test)"}
+    with pytest.raises(SolverError, match="every controller failed.*did not converge"):
+        run_demand_response(model, control, signal, controllers=("mpc",), rng=4)
