@@ -65,7 +65,8 @@ from dmdidc.errors import ParameterError
 from dmdidc.private.sensitivity import statistics_sensitivity
 
 __all__ = ["PrivacyRelease", "Calibration", "privatize_statistics", "privatize_calibrated",
-           "describe_release", "calibrate_release", "check_mechanism", "sas_gdp_applies",
+           "describe_release", "calibrate_release", "check_mechanism", "check_release_settings",
+           "sas_gdp_applies",
            "choose_sas_scale", "sas_calibration", "composed_guarantee", "MECHANISMS"]
 
 MECHANISMS = ("gaussian", "laplace", "sas")
@@ -592,17 +593,45 @@ def check_mechanism(mechanism: str, alpha: float | None) -> float | None:
     >>> check_mechanism("sas", 1.9), check_mechanism("gaussian", None)
     (1.9, None)
     """
+    from privacy.stable import check_alpha
+
     if mechanism not in MECHANISMS:
         raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
     if mechanism == "sas":
         if alpha is None:
             raise ParameterError("mechanism='sas' needs its stability index, e.g. alpha=1.9 "
                                  "(0 < alpha < 2)")
-        return check_in_interval("alpha", alpha, 0.0, 2.0, low_open=True, high_open=True)
+        return check_alpha(alpha, high_open=True)      # the SaS mechanism's own range
     if alpha is not None:
         raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "
                              f"mechanism={mechanism!r}")
     return None
+
+
+def check_release_settings(mechanism: str, alpha: float | None, delta: float | None
+                           ) -> tuple[float | None, float | None]:
+    """:func:`check_mechanism`, and ``delta`` in ``[0, 1)`` (None: pure DP) with ``delta > 0``
+    for the Gaussian mechanism; returns ``(alpha, delta)``.  Checked before any work by every
+    caller that releases later (a scenario's settings, a household's release).
+
+    Examples
+    --------
+    >>> check_release_settings("gaussian", None, 1e-5)
+    (None, 1e-05)
+    >>> try:
+    ...     check_release_settings("gaussian", None, 0.0)
+    ... except ValueError as exc:
+    ...     print(str(exc)[:44])
+    the Gaussian mechanism needs delta in (0, 1)
+    """
+    alpha = check_mechanism(mechanism, alpha)
+    if delta is not None:
+        delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
+    if mechanism == "gaussian" and not delta:
+        raise ParameterError(f"the Gaussian mechanism needs delta in (0, 1), e.g. delta=1e-5 "
+                             f"(it is never pure epsilon-DP); got delta={delta!r}; use "
+                             f"mechanism='laplace' or mechanism='sas' for pure DP")
+    return alpha, delta
 
 
 def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
@@ -632,14 +661,8 @@ def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
     ParameterError
         As :func:`privatize_statistics`.
     """
-    alpha = check_mechanism(mechanism, alpha)
+    alpha, delta = check_release_settings(mechanism, alpha, delta)
     epsilon = check_positive("epsilon", epsilon)
-    if delta is not None:
-        delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
-    if mechanism == "gaussian" and not delta:
-        raise ParameterError("the Gaussian mechanism needs delta in (0, 1), e.g. delta=1e-5 "
-                             "(it is never pure epsilon-DP); use mechanism='laplace' or "
-                             "mechanism='sas' for pure DP")
     sens = statistics_sensitivity(stats, unit, window=window)
     calibration = calibrate_release(mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1,
                                     l2=sens.l2, dimension=stats.dimension)

@@ -30,7 +30,7 @@ from simulations.cli.privacy import add_privacy_parser
 from simulations.cli.seed_fl import add_seed_fl_actions
 from simulations.cli.simulate import add_simulate_parser
 from simulations.cli.smartgrid import add_smartgrid_parser
-from simulations.cli.terms import command_flags, command_parser, in_cli_terms
+from simulations.cli.terms import StatedError, command_flags, command_parser, in_cli_terms
 
 __all__ = ["main", "build_parser"]
 
@@ -113,7 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         existing = _existing_outputs(getattr(args, "out", None))
         return int(args.handler(args) or 0)
     except (ToolboxError, ValueError, OSError) as exc:
-        print(f"{args.prog}: error: {in_cli_terms(str(exc), args.flags)}", file=sys.stderr)
+        text = str(exc) if isinstance(exc, StatedError) else in_cli_terms(str(exc), args.flags)
+        print(f"{args.prog}: error: {text}", file=sys.stderr)
         return 2
     finally:
         overwritten = [path for path, stamp in existing.items()

@@ -20,7 +20,7 @@ import argparse
 import math
 from typing import Any
 
-from simulations.cli.smartgrid_studies import add_study_actions
+from simulations.cli.smartgrid_studies import add_study_actions, load_config
 from simulations.cli.smartgrid_sweep import add_sweep_action
 
 __all__ = ["add_smartgrid_parser", "run_command"]
@@ -117,7 +117,7 @@ def run_command(args: argparse.Namespace) -> int:
     from simulations.smartgrid.config import ScenarioConfig
 
     out = output_path(args.out, folder=True)
-    base = ScenarioConfig.load(args.config) if args.config else ScenarioConfig()
+    base = load_config(args.config) if args.config else ScenarioConfig()
     overrides = {field: getattr(args, flag) for flag, field in _FIELDS.items()
                  if getattr(args, flag) is not None}
     mechanism = overrides.get("mechanism", base.mechanism)

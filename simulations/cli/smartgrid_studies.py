@@ -28,7 +28,7 @@ from typing import Any
 
 from simulations.cli.common import _bound, _count, _scale, _seed
 
-__all__ = ["add_study_actions", "MECHANISMS", "PRIVACY_UNITS", "REPORT_DEFAULTS"]
+__all__ = ["add_study_actions", "load_config", "MECHANISMS", "PRIVACY_UNITS", "REPORT_DEFAULTS"]
 
 #: ``dmdidc.private.MECHANISMS`` and ``PRIVACY_UNITS`` (the library's order), spelled out so that
 #: ``--help`` imports nothing heavy; a test keeps them equal.
@@ -118,6 +118,20 @@ def add_study_actions(actions: Any) -> None:
     extract.set_defaults(handler=run_extract)
 
 
+def load_config(path: str) -> Any:
+    """The :class:`~simulations.smartgrid.ScenarioConfig` of ``--config``; a bad file or
+    setting raises :class:`~simulations.cli.terms.StatedError` naming the file and its key
+    (``households``, ``window_steps``), not the flag that would set it."""
+    from _toolbox.errors import ParameterError
+    from simulations.cli.terms import StatedError
+    from simulations.smartgrid.config import ScenarioConfig
+
+    try:
+        return ScenarioConfig.load(path)
+    except ParameterError as exc:
+        raise StatedError(f"--config {path}: {exc}") from exc
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid report``."""
     from _toolbox.errors import ParameterError
@@ -130,7 +144,7 @@ def run_report(args: argparse.Namespace) -> int:
         raise ParameterError(f"--grid-day only sets the day of the power flows; got --grid-day "
                              f"{args.grid_day} with --no-grid")
     out = output_path(args.out, folder=True)
-    base = ScenarioConfig.load(args.config) if args.config else ScenarioConfig(households=20)
+    base = load_config(args.config) if args.config else ScenarioConfig(households=20)
     overrides = {field: getattr(args, flag) for flag, field in _REPORT_FLAGS.items()
                  if getattr(args, flag) is not None}
     config = ScenarioConfig.from_dict({**base.to_dict(), **overrides})

@@ -17,8 +17,17 @@ import sys
 from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
-__all__ = ["Flag", "OPTIONS", "in_cli_terms", "command_parser", "command_flags", "warn",
+from _toolbox.errors import ParameterError
+
+__all__ = ["Flag", "OPTIONS", "StatedError", "in_cli_terms", "command_parser", "command_flags",
+           "warn",
            "for_command"]
+
+
+class StatedError(ParameterError):
+    """An error already in the terms the user wrote: a setting of a file given to the command
+    (``--config``'s keys, which are not flags).  The root command prints it as is, without
+    :func:`in_cli_terms` (which would name a flag the file's setting is not)."""
 
 
 class Flag(NamedTuple):

@@ -165,8 +165,8 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     Raises
     ------
     ParameterError
-        ``out`` is a file, a bad epsilon in ``curve_epsilons``, or ``attacks`` with fewer
-        than 5 households.
+        ``out`` is a file, a bad epsilon in ``curve_epsilons`` (or a curve with ``delta=0``:
+        its Gaussian points need ``delta > 0``), or ``attacks`` with fewer than 5 households.
 
     Examples
     --------
@@ -187,6 +187,10 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
     curve_epsilons = [float(e) for e in curve_epsilons]
     if any(not (math.isfinite(e) and e > 0) for e in curve_epsilons):
         raise ParameterError(f"curve_epsilons must be positive numbers; got {curve_epsilons}")
+    if curve_epsilons and "gaussian" in CURVE_MECHANISMS and config.delta == 0.0:
+        raise ParameterError("the privacy-utility curve's Gaussian points need delta > 0; got "
+                             "delta=0.0: give delta > 0, or skip the curve (curve_epsilons=(), "
+                             "the command's --curve-epsilons none)")
     if attacks and config.households < 5:
         raise ParameterError(f"the attacks need at least 5 households (household-level "
                              f"cross-validation of the occupancy attack); got households="

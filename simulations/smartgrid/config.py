@@ -21,10 +21,12 @@ from _toolbox.validation import (
     check_nonnegative,
     check_positive,
 )
+from dmdidc.private.release import check_release_settings
+from privacy.stable import check_alpha
+from simulations.smartgrid.grid import check_grid_code
 
 __all__ = ["ScenarioConfig"]
 
-MECHANISMS = ("sas", "gaussian", "laplace")
 UNITS = ("sample", "window", "trajectory")
 PROFILE_SOURCES = ("auto", "packages", "extract")
 EXCITATION_SIGNALS = ("binary", "uniform")
@@ -60,9 +62,11 @@ class ScenarioConfig:
     mechanism : {"sas", "gaussian", "laplace"}
         Privacy mechanism on the sufficient statistics.
     alpha : float
-        Stability index of the SaS mechanism, in (0, 2].
+        Stability index of the SaS mechanism, in [0.1, 2) (the SaS mechanism's range; the
+        privacy-utility curve's SaS points use it whatever the run's mechanism).
     epsilon, delta : float
-        Per-household privacy budget (composed over the whole run).
+        Per-household privacy budget (composed over the whole run); the Gaussian mechanism
+        needs ``delta > 0``.
     unit : {"sample", "window", "trajectory"}
         What one privacy unit protects: one time step, ``window_steps`` consecutive steps, or a
         household's whole record.
@@ -71,7 +75,8 @@ class ScenarioConfig:
     attack_window_steps : int
         Window length of the statistics the reconstruction attack intercepts.
     grid : str
-        SimBench code of the LV grid.
+        SimBench code of the LV grid, one of
+        :data:`~simulations.smartgrid.grid.HOUSEHOLD_GRIDS` (an LV feeder with household loads).
     grid_day : int
         Day of year of the demand-response day and of its power flows.
     comfort_K : float
@@ -136,12 +141,12 @@ class ScenarioConfig:
             check_nonnegative("noise_K", value)
         check_in_interval("setpoint_c", self.setpoint_c, 5.0, 30.0)
         check_nonnegative("setback_K", self.setback_K)
-        if self.mechanism not in MECHANISMS:
-            raise ParameterError(f"mechanism must be one of {MECHANISMS}; got "
-                                 f"{self.mechanism!r}")
-        check_in_interval("alpha", self.alpha, 0.0, 2.0, low_open=True)
+        # the releases' own checks, here before any work: the mechanism, its delta, and alpha
+        # in the SaS range whatever the mechanism (the privacy-utility curve draws SaS too)
+        check_release_settings(self.mechanism, self.alpha if self.mechanism == "sas" else None,
+                               self.delta)
+        check_alpha(self.alpha, high_open=True)
         check_positive("epsilon", self.epsilon)
-        check_in_interval("delta", self.delta, 0.0, 1.0, high_open=True)
         if self.unit not in UNITS:
             raise ParameterError(f"unit must be one of {UNITS}; got {self.unit!r}")
         if self.unit == "window":
@@ -153,8 +158,7 @@ class ScenarioConfig:
             raise ParameterError(f"window_steps is only used with unit='window'; got "
                                  f"window_steps={self.window_steps} with unit={self.unit!r}")
         check_integer("attack_window_steps", self.attack_window_steps, minimum=1)
-        if not isinstance(self.grid, str) or not self.grid:
-            raise ParameterError(f"grid must be a SimBench code; got {self.grid!r}")
+        check_grid_code("grid", self.grid)
         if self.profile_source not in PROFILE_SOURCES:
             raise ParameterError(f"profile_source must be one of {PROFILE_SOURCES}; got "
                                  f"{self.profile_source!r}")

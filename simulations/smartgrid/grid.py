@@ -30,10 +30,32 @@ from _toolbox.validation import (
     read_only,
 )
 
-__all__ = ["GridResult", "LVGrid"]
+__all__ = ["HOUSEHOLD_GRIDS", "GridResult", "LVGrid", "check_grid_code"]
 
 DEFAULT_GRID = "1-LV-rural2--0-sw"
 _PROFILE_DT_S = 900.0
+#: The six SimBench LV feeders, their scenarios (0: today, 1: 2024, 2: 2034) and switch variants.
+_LV_FEEDERS = ("rural1", "rural2", "rural3", "semiurb4", "semiurb5", "urban6")
+_SCENARIOS = ("0", "1", "2")
+_SWITCHES = ("sw", "no_sw")
+#: SimBench codes the LV grid accepts: simbench's pure low-voltage grids (every one of its
+#: ``collect_all_simbench_codes()`` of type LV), each with household ("H0") loads to place the
+#: households on (a test checks both against simbench).  MV and HV grids have none: their
+#: loads are whole LV feeders.
+HOUSEHOLD_GRIDS = tuple(f"1-LV-{feeder}--{scenario}-{switch}" for feeder in _LV_FEEDERS
+                        for scenario in _SCENARIOS for switch in _SWITCHES)
+
+
+def check_grid_code(name: str, code: Any) -> str:
+    """``code`` if it is one of :data:`HOUSEHOLD_GRIDS`, else a :class:`ParameterError` naming
+    ``name``, the value and the accepted codes (checked before any grid is read)."""
+    if isinstance(code, str) and code in HOUSEHOLD_GRIDS:
+        return code
+    raise ParameterError(
+        f"{name} must be a SimBench LV grid with household (H0) loads, "
+        f"1-LV-<feeder>--<scenario>-<switches> with feeder in {', '.join(_LV_FEEDERS)}, "
+        f"scenario in {', '.join(_SCENARIOS)} (today, 2024, 2034) and switches in "
+        f"{', '.join(_SWITCHES)} (default {DEFAULT_GRID}); got {code!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,10 +145,12 @@ class LVGrid:
 
         Raises
         ------
+        ParameterError
+            If ``code`` is not one of :data:`HOUSEHOLD_GRIDS`.
         ImportError
             If simbench / pandapower are not installed (the ``smartgrid`` extra).
         """
-        net, profiles = _simbench(code)
+        net, profiles = _simbench(check_grid_code("code", code))
         # a copy: runs add controllers and results to the net, the cached one stays as read
         return cls(copy.deepcopy(net), profiles, code)
 

@@ -57,14 +57,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from _toolbox.errors import AccountingError, ParameterError
-from _toolbox.validation import check_in_interval, check_integer, check_positive
+from _toolbox.validation import check_integer, check_positive
 from dmdidc import DMDidc, SufficientStatistics, combine_statistics
 from dmdidc.discretization import first_active_blocks
 from dmdidc.private.release import (
     Calibration,
     PrivacyRelease,
     calibrate_release,
-    check_mechanism,
+    check_release_settings,
     choose_sas_scale,
     privatize_calibrated,
     sas_calibration,
@@ -507,11 +507,8 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     >>> round(guarantee.epsilon, 6), guarantee.unit, guarantee.method
     (1.0, 'sample', 'gaussian-exact')
     """
-    alpha = check_mechanism(mechanism, alpha)
+    alpha, delta = check_release_settings(mechanism, alpha, delta)
     epsilon = check_positive("epsilon", epsilon)
-    delta = check_in_interval("delta", delta, 0.0, 1.0, high_open=True)
-    if mechanism == "gaussian" and delta == 0.0:
-        raise ParameterError("the Gaussian mechanism needs delta > 0")
     if unit != "window" and window is not None:
         raise ParameterError(f"window applies to unit='window' only; got window={window!r} with "
                              f"unit={unit!r}")

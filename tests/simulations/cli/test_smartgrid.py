@@ -41,8 +41,20 @@ def test_group_is_extensible():
     (["--households", "0"], "households must be"),
     (["--epsilon", "-1"], "epsilon must be > 0"),
     (["--households", "3"], "households=3: run more households, or --no-attacks\n"),
+    # trial 13 finding 10: these were refused after ~9.5 s of work, --delta not named
+    (["--alpha", "2"], "--alpha must lie in [0.1, 2.0); got 2.0"),
+    (["--delta", "0", "--mechanism", "gaussian"], "needs delta in (0, 1), e.g. --delta 1e-5 "
+                                                  "(it is never pure epsilon-DP); got --delta"),
+    (["--delta", "0", "--mechanism", "laplace"], "the privacy-utility curve's Gaussian points "
+                                                 "need delta > 0"),
 ])
-def test_bad_arguments_are_refused(tmp_path, capsys, argv, message):
+def test_bad_arguments_are_refused(tmp_path, capsys, monkeypatch, argv, message):
+    import simulations.smartgrid.case_study as case_study
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the fleet was simulated before the refusal")
+
+    monkeypatch.setattr(case_study, "simulate_fleet", no_work)     # refused before any work
     code = main(["smartgrid", "run", *argv, "--out", str(tmp_path / "o")])
     assert code == 2
     assert message in capsys.readouterr().err
@@ -246,3 +258,19 @@ def test_a_failing_mpc_keeps_the_other_controllers(tmp_path, capsys, monkeypatch
     assert f"mpc on the private model: n/a: {note}" in printed.out
     assert f"mpc on the non-private model: n/a: {note}" in printed.out
     assert "RuntimeWarning" not in printed.err         # said once, in the summary
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"households": 0}, "households must be an integer >= 1; got 0"),
+    ({"unit": "window"}, "unit='window' needs window_steps"),
+    ({"grid": "1-MV-rural--0-sw"}, "grid must be a SimBench LV grid"),
+])
+def test_config_errors_name_the_file_and_its_keys(tmp_path, capsys, setting, message):
+    """Trial 13 finding 10: a bad --config setting was named as a flag (--households,
+    --window) the user had not given."""
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(setting))
+    assert main(["smartgrid", "run", "--config", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --config {path}: {message}" in err
+    assert "--households" not in err and "--window" not in err and "--grid" not in err

@@ -35,6 +35,15 @@ def test_defaults_are_the_issue_scenario_and_round_trip(tmp_path):
     ({"start_day": 366}, "start_day must be a day of 2016"),
     ({"profile_source": "web"}, "profile_source must be one of"),
     ({"noise_K": (0.1,)}, "noise_K must be a pair"),
+    # trial 13 finding 3: no household loads (IndexError later) or no grid at all (int error)
+    ({"grid": "1-MV-rural--0-sw"}, r"grid must be a SimBench LV grid with household \(H0\) "
+                                   r"loads, 1-LV-<feeder>--<scenario>-<switches> with feeder in "
+                                   r"rural1, .*got '1-MV-rural--0-sw'"),
+    ({"grid": "nonexistent-grid"}, r"grid must be a SimBench LV grid.*got 'nonexistent-grid'"),
+    # trial 13 finding 10: refused by the release after the fleet's simulation
+    ({"alpha": 2.0}, r"alpha must lie in \[0.1, 2.0\); got 2.0"),
+    ({"alpha": 0.05}, r"alpha=0.05 is below the supported minimum 0.1"),
+    ({"mechanism": "gaussian", "delta": 0.0}, r"Gaussian mechanism needs delta in \(0, 1\)"),
 ])
 def test_bad_settings_are_refused(change, message):
     with pytest.raises(ParameterError, match=message):
@@ -56,3 +65,16 @@ def test_load_reports_unreadable_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ParameterError, match="cannot read a scenario"):
         ScenarioConfig.load(bad)
+
+
+def test_the_accepted_grids_are_simbench_lv_grids_with_household_loads():
+    """The codes :data:`HOUSEHOLD_GRIDS` lists are simbench's LV grids, all of them (their H0
+    loads: 3, 92, 113, ... per feeder, checked once when the list was written: reading every
+    grid takes minutes)."""
+    simbench = pytest.importorskip("simbench")
+    from simulations.smartgrid.grid import DEFAULT_GRID, HOUSEHOLD_GRIDS
+
+    lv = {code for code in simbench.collect_all_simbench_codes() if code.split("-")[1] == "LV"}
+    assert set(HOUSEHOLD_GRIDS) == lv and len(HOUSEHOLD_GRIDS) == len(lv) == 36
+    assert DEFAULT_GRID in HOUSEHOLD_GRIDS
+    assert ScenarioConfig(grid="1-LV-urban6--2-no_sw").grid == "1-LV-urban6--2-no_sw"
