@@ -228,6 +228,9 @@ def dpsgd_train(model: Model, X: np.ndarray, y: np.ndarray, *, config: DPSGDConf
         raise ParameterError(f"noise must be a GradientNoise or None; got "
                              f"{type(noise).__name__}")
     X = check_finite_array("X", X, ndim=2)
+    if X.shape[0] == 0:
+        raise DimensionError(f"X has no examples (shape {X.shape}); DP-SGD needs at least one "
+                             f"row to sample batches from")
     check_magnitude("X", float(np.max(np.abs(X), initial=0.0)),
                     "the per-example gradients and scores would overflow float64, and a run "
                     "that ends in NaN only when that example is sampled reveals it",

@@ -39,6 +39,7 @@ from _toolbox.validation import (
     check_finite_array,
     check_in_interval,
     check_integer,
+    check_magnitude,
     check_nonnegative,
     check_positive,
     read_only,
@@ -193,6 +194,10 @@ def _check_input(u: np.ndarray) -> np.ndarray:
     if u.size < 2:
         raise DimensionError(f"u has {u.size} samples; at least 2 are needed (one regression "
                              f"column needs an input and the next one as target)")
+    # an input of 1e300 squared overflows in Z Z^T and was reported as "A contains NaN"
+    check_magnitude("u", float(np.max(np.abs(u))),
+                    "the statistics' products u_t u_s would overflow float64",
+                    "scale the input to the reservoir's range (its seed input is of order 1)")
     return u
 
 

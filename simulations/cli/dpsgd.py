@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from simulations.cli.atomic import staged_folder
-from simulations.cli.common import _bound, _count, _seed, write_table
+from simulations.cli.common import _bound, _bounded, _count, _seed, write_table
 
 __all__ = ["add_dpsgd_actions", "run_dpsgd_action", "DEFAULT_HYPERPARAMETERS", "TUNING_GRID"]
 
@@ -63,7 +63,8 @@ def add_dpsgd_actions(actions: Any) -> None:
     study.add_argument("--scalar-accounting-alphas", type=_bound, nargs="*", default=[],
                        help="also run SaS with the seed's scalar accountant (an over-claim "
                             "for vectors; reported with the certified epsilon); none to skip")
-    study.add_argument("--seeds", type=_count, default=20, help="training seeds per cell")
+    study.add_argument("--seeds", type=_bounded(int, 2), default=20,
+                       help="training seeds per cell (at least 2: the confidence intervals)")
     study.add_argument("--delta", type=_bound, default=1e-5, help="target delta")
     for name in _HYPER:
         study.add_argument("--" + name.replace("_", "-"), type=_bound, default=None,

@@ -13,6 +13,7 @@ caller passes the households' own base loads.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import time
@@ -189,7 +190,8 @@ class LVGrid:
         DimensionError, NonFiniteError, ParameterError
             For badly shaped arrays or settings.
         SolverError
-            If a power flow does not converge.
+            If a power flow does not converge: the message names the steps (and the day and
+            time they stand for), the load at the worst one and the remedies.
         """
         hp = check_finite_array("heat_pump_kw", heat_pump_kw, ndim=2)
         N, K = hp.shape
@@ -218,7 +220,23 @@ class LVGrid:
         load_p += hp_p
         load_q += hp_p * np.tan(np.arccos(pf))
         sgen_p = self._sgen_p[:, index]
-        out, elapsed = self._time_series(load_p, load_q, sgen_p, progress)
+        out, elapsed, failed = self._time_series(load_p, load_q, sgen_p, progress)
+        if failed.size:
+            def when(k: int) -> str:
+                minutes = round(k * dt_s / 60.0)
+                return (f"step {k} (day {start_day + minutes // 1440}, "
+                        f"{minutes % 1440 // 60:02d}:{minutes % 60:02d})")
+
+            worst = failed[np.argmax(load_p[:, failed].sum(axis=0))]
+            raise SolverError(
+                f"the power flow did not converge at {failed.size} of {K} steps, first at "
+                f"{when(int(failed[0]))}; the largest load among them at {when(int(worst))}: "
+                f"{1000 * load_p[:, worst].sum():.0f} kW on the feeder, heat pumps "
+                f"{1000 * hp_p[:, worst].sum():.0f} kW of it, largest per load "
+                f"{1000 * load_p[:, worst].max():.0f} kW: the feeder cannot carry it (voltage "
+                f"collapse). Remedy: check heat_pump_kw's unit (kW) and size, place fewer "
+                f"households per household load ({N} households on "
+                f"{self.n_household_loads} loads here), or use a larger grid")
         vm = out["res_bus.vm_pu"][:, self.lv_buses]
         return GridResult(read_only(vm.min(axis=1)), read_only(vm.max(axis=1)),
                           read_only(out["res_trafo.loading_percent"].max(axis=1)),
@@ -227,12 +245,12 @@ class LVGrid:
                           read_only(hp_p.sum(axis=0)), dt_s, 1000.0 * elapsed / max(K, 1))
 
     def _time_series(self, load_p: np.ndarray, load_q: np.ndarray, sgen_p: np.ndarray,
-                     progress: bool) -> tuple[dict[str, np.ndarray], float]:
+                     progress: bool) -> tuple[dict[str, np.ndarray], float, np.ndarray]:
         """pandapower's time-series engine over the given (element, step) profiles.
 
-        Returns the logged result tables as arrays (step, element) and the seconds it took.
+        Returns the logged result tables as arrays (step, element), the seconds it took and the
+        steps whose power flow did not converge (their results are not valid).
         """
-        import pandapower
         import pandas as pd
         from pandapower.control import ConstControl
         from pandapower.timeseries import DFData, OutputWriter, run_timeseries
@@ -254,14 +272,35 @@ class LVGrid:
             writer.log_variable(table, variable)
         begin = time.perf_counter()
         try:
-            run_timeseries(net, time_steps=steps, verbose=progress, numba=False,
-                           check_connectivity=False)
-        except pandapower.LoadflowNotConverged as exc:
-            raise SolverError(f"a power flow did not converge ({exc})") from exc
+            # every step runs, so that the error names each one that did not converge (and the
+            # time it stands for) instead of pandapower's bare LoadflowNotConverged
+            with _quiet_pandapower():
+                run_timeseries(net, time_steps=steps, verbose=progress, numba=False,
+                               check_connectivity=False, continue_on_divergence=True)
         finally:
             elapsed = time.perf_counter() - begin
             net.controller.drop([c.index for c in controllers], inplace=True)
             # The net keeps its rated values (SimBench's); the result tables hold the last step.
             net.load["p_mw"], net.load["q_mvar"], net.sgen["p_mw"] = self._rated
             del net["output_writer"]
-        return {f"{t}.{v}": writer.output[f"{t}.{v}"].to_numpy() for t, v in logged}, elapsed
+        parameters = writer.output.get("Parameters")
+        failed = (np.flatnonzero(parameters["powerflow_failed"].eq(True).to_numpy())
+                  if parameters is not None and "powerflow_failed" in parameters
+                  else np.zeros(0, dtype=int))
+        return ({f"{t}.{v}": writer.output[f"{t}.{v}"].to_numpy() for t, v in logged}, elapsed,
+                failed)
+
+
+@contextlib.contextmanager
+def _quiet_pandapower():
+    """pandapower logs an ERROR line per step that did not converge; :meth:`LVGrid.run`
+    raises one error naming them all instead."""
+    import logging
+
+    logger = logging.getLogger("pandapower.timeseries.run_time_series")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

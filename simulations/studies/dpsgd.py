@@ -336,7 +336,11 @@ def plot_study(summary: dict, path) -> None:
     right.set_ylabel("accuracy - Gaussian (percentage points)")
     right.axhline(0.0, color="k", lw=0.8)
     left.legend(fontsize=7)
-    right.legend(fontsize=7)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=7)
+    else:       # the Gaussian alone: no other noise to compare with it
+        right.text(0.5, 0.5, "no noise other than Gaussian", transform=right.transAxes,
+                   ha="center", va="center", fontsize=8, color="0.4")
     fig.suptitle(f"DP-SGD on {summary['dataset']} ({summary['model']}, "
                  f"{summary['seeds']} seeds)")
     save_figure(fig, path, dpi=90)

@@ -196,6 +196,9 @@ def test_training_input_errors():
         dpsgd_train(model, X, y, config=config, noise=1.0)
     with pytest.raises(DimensionError, match="init must have shape"):
         dpsgd_train(model, X, y, config=config, noise=None, init=np.zeros((2, 4)))
+    # trial 13: no examples read "valid must have shape (1, 0)", an internal array
+    with pytest.raises(DimensionError, match=r"X has no examples \(shape \(0, 3\)\)"):
+        dpsgd_train(model, X[:0], y[:0], config=config, noise=None)
     with pytest.raises(ParameterError, match="sampling_rate"):
         DPSGDConfig(clip_norm=1.0, learning_rate=0.5, sampling_rate=0.0, steps=2)
     with pytest.raises(ParameterError, match="clip_norm"):

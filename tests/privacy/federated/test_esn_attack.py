@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 
-from privacy.errors import DimensionError, ParameterError
+from privacy.errors import DimensionError, NonFiniteError, ParameterError
 from privacy.federated.esn_attack import (
     EchoStateReservoir,
     ReservoirStatistics,
@@ -125,6 +125,9 @@ def test_bad_inputs_raise_clear_errors():
         reconstruct_input(res, target, steps=4, u0=np.zeros(3))
     with pytest.raises(DimensionError, match="at least 2"):
         res.statistics(np.array([1.0]))
+    # trial 13: an input of 1e300 overflowed and was reported as "A contains NaN"
+    with pytest.raises(NonFiniteError, match=r"u has an entry of magnitude 1e\+300"):
+        res.statistics(np.full(10, 1e300))
     with pytest.raises(DimensionError, match="B has shape"):
         ReservoirStatistics(np.zeros(3), np.zeros((2, 2)))
     with pytest.raises(DimensionError, match="regressors"):

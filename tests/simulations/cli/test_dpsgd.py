@@ -80,6 +80,28 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
         capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["privacy", "dpsgd", "--dataset", "mnist", "--out", str(tmp_path)])
+    capsys.readouterr()
+    # trial 13: --seeds 1 passed the parser (>= 1), then the study refused it (>= 2)
+    with pytest.raises(SystemExit):
+        main(["privacy", "dpsgd", "--seeds", "1", "--out", str(tmp_path)])
+    assert "argument --seeds: must be an integer >= 2; got '1'" in capsys.readouterr().err
+
+
+def test_a_gaussian_only_figure_has_no_empty_legend(tmp_path):
+    """Trial 13: matplotlib's 'No artists with labels' warning leaked to stderr when the
+    Gaussian was the only noise (no differences to plot)."""
+    import warnings
+
+    from simulations.studies.dpsgd import plot_study
+
+    cell = {"mean": 0.9, "ci95_low": 0.88, "ci95_high": 0.92}
+    summary = {"accuracy": {"gaussian": {"1.0": cell}}, "difference_vs_gaussian": {},
+               "epsilons": [1.0], "delta": 1e-5, "dataset": "breast_cancer",
+               "model": "logistic", "seeds": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot_study(summary, tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").stat().st_size > 1000
 
 
 def test_datasets_are_split_and_scaled_without_test_leakage():

@@ -97,3 +97,23 @@ def test_households_map_onto_loads_and_base_loads_replace_profiles(grid):
         grid.run(np.zeros((92, 2)), start_day=0, dt_s=900.0, base_load_kw=np.zeros((92, 3)))
     with pytest.raises(ParameterError, match="dt_s must divide 900"):
         grid.run(np.zeros((92, 2)), start_day=0, dt_s=600.0)
+
+
+def test_a_power_flow_that_fails_is_named_with_its_step_and_time(grid):
+    """Trial 13 finding 10: the error read "a power flow did not converge ()"."""
+    from privacy.errors import SolverError
+
+    heat_pumps = np.full((92, 4), 2.0)
+    heat_pumps[:, 2] = 500.0                      # 46 MW on a 250 kVA feeder: no solution
+    with pytest.raises(SolverError, match=r"did not converge at 1 of 4 steps, first at step 2 "
+                                          r"\(day 10, 00:30\).*46000 kW.*Remedy: check "
+                                          r"heat_pump_kw's unit"):
+        grid.run(heat_pumps, start_day=10, dt_s=900.0)
+    # the grid is left as it was: the next run converges
+    assert grid.run(np.full((92, 4), 2.0), start_day=10, dt_s=900.0).voltage_min_pu.min() > 0.9
+
+
+def test_a_code_without_household_loads_is_refused_before_reading():
+    with pytest.raises(ParameterError, match="grid with household \\(H0\\) loads.*got "
+                                             "'1-MV-rural--0-sw'"):
+        LVGrid.load("1-MV-rural--0-sw")
