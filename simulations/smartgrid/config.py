@@ -24,6 +24,8 @@ from _toolbox.validation import (
 from dmdidc.private.release import check_release_settings
 from privacy.stable import check_alpha
 from simulations.smartgrid.grid import check_grid_code
+from simulations.smartgrid.operation import check_excitation
+from simulations.smartgrid.profiles import check_day
 
 __all__ = ["ScenarioConfig"]
 
@@ -127,11 +129,9 @@ class ScenarioConfig:
             raise ParameterError(f"max_delay={self.max_delay} cannot hold delays up to {high} "
                                  f"periods; use max_delay >= {math.ceil(high)}")
         for name in ("start_day", "grid_day"):
-            if check_integer(name, getattr(self, name), minimum=0) > 365:
-                raise ParameterError(f"{name} must be a day of 2016 (0..365); got "
-                                     f"{getattr(self, name)}")
+            check_day(name, getattr(self, name))
         check_integer("identification_days", self.identification_days, minimum=1)
-        check_nonnegative("excitation", self.excitation)
+        check_excitation(self.excitation)
         if self.excitation_signal not in EXCITATION_SIGNALS:
             raise ParameterError(f"excitation_signal must be one of {EXCITATION_SIGNALS}; got "
                                  f"{self.excitation_signal!r}")

@@ -26,10 +26,10 @@ from _toolbox.errors import DimensionError, ParameterError, SolverError
 from _toolbox.validation import (
     check_finite_array,
     check_in_interval,
-    check_integer,
     check_positive,
     read_only,
 )
+from simulations.smartgrid.profiles import check_day
 
 __all__ = ["HOUSEHOLD_GRIDS", "GridResult", "LVGrid", "check_grid_code"]
 
@@ -171,7 +171,8 @@ class LVGrid:
             Electrical power the heat pumps draw (kW) per step of ``dt_s``: the delayed
             commands, e.g. :meth:`~simulations.smartgrid.FleetRecord.applied_power`.
         start_day : int
-            Day of year of the first step (0-based, 2016); SimBench profiles start there.
+            Day of year of the first step (0-based, 2016: 0..365); SimBench profiles start
+            there, and steps past 31 December continue from 1 January.
         dt_s : float
             Step, seconds; must divide 900 s (the SimBench profile step).
         base_load_kw : array_like, shape (N, K), optional
@@ -188,14 +189,19 @@ class LVGrid:
         Raises
         ------
         DimensionError, NonFiniteError, ParameterError
-            For badly shaped arrays or settings.
+            For badly shaped arrays or settings (a negative heat-pump power, a first day
+            beyond the year).
         SolverError
             If a power flow does not converge: the message names the steps (and the day and
             time they stand for), the load at the worst one and the remedies.
         """
         hp = check_finite_array("heat_pump_kw", heat_pump_kw, ndim=2)
         N, K = hp.shape
-        start_day = check_integer("start_day", start_day, minimum=0)
+        if hp.size and hp.min() < 0.0:
+            i, k = np.unravel_index(np.argmin(hp), hp.shape)
+            raise ParameterError(f"heat_pump_kw must be >= 0 (the power a heat pump draws, kW); "
+                                 f"got {hp[i, k]:g} for household {i} at step {k}")
+        start_day = check_day("start_day", start_day)
         dt_s = check_positive("dt_s", dt_s)
         per = _PROFILE_DT_S / dt_s
         if abs(per - round(per)) > 1e-9:

@@ -36,7 +36,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from _toolbox.errors import ParameterError
-from _toolbox.validation import as_generator, check_integer, check_nonnegative, read_only
+from _toolbox.validation import (
+    as_generator,
+    check_in_interval,
+    check_integer,
+    check_nonnegative,
+    read_only,
+)
 from dmdidc.regression import lagged_inputs
 from simulations.smartgrid.household import Household
 from simulations.smartgrid.occupancy import (
@@ -45,9 +51,9 @@ from simulations.smartgrid.occupancy import (
     internal_gains,
     simulate_occupancy,
 )
-from simulations.smartgrid.profiles import ProfileData
+from simulations.smartgrid.profiles import ProfileData, check_day
 
-__all__ = ["FleetDynamics", "FleetRecord", "applied_power", "simulate_fleet"]
+__all__ = ["FleetDynamics", "FleetRecord", "applied_power", "check_excitation", "simulate_fleet"]
 
 #: Laws of the aggregator's per-period excitation.
 EXCITATION_SIGNALS = ("uniform", "binary")
@@ -185,6 +191,21 @@ class FleetRecord:
         return i
 
 
+def check_excitation(excitation: object, *, instrument: bool = False) -> float:
+    """The aggregator's excitation amplitude, a fraction of each heat pump's largest power:
+    ``[0, 1]``, or ``(0, 1]`` where it is the ``instrument`` of a fleet fit (with 0 the data
+    carry no information about the heat pump's effect).  Beyond 1 the command, limited to
+    ``[0, P_max]``, only saturates.  The one check of the fleet's simulation, the scenario and
+    the sweeps.
+
+    Examples
+    --------
+    >>> check_excitation(0.5), check_excitation(0.0)
+    (0.5, 0.0)
+    """
+    return check_in_interval("excitation", excitation, 0.0, 1.0, low_open=instrument)
+
+
 def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, start_day: int,
                    days: int, setpoint_c: float = 21.0, setback_K: float = 0.0,
                    excitation: float = 0.3, excitation_signal: str = "uniform",
@@ -208,7 +229,8 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
         Setpoint reduction while the house is empty (smart thermostats' away mode).
     excitation : float, default 0.3
         Amplitude of the aggregator's random excitation as a fraction of each heat pump's
-        largest power (0: plain thermostat operation).
+        largest power, in [0, 1] (0: plain thermostat operation; beyond 1 the commands, limited
+        to [0, P_max], only saturate: :func:`check_excitation`).
     excitation_signal : {"uniform", "binary"}, default "uniform"
         Law of the per-period excitation ``s_k``: uniform on [-1, 1] or a random sign +-1
         (a random binary sequence: for a given amplitude it has the largest power, so the
@@ -245,9 +267,9 @@ def simulate_fleet(households: Sequence[Household], profiles: ProfileData, *, st
         raise ParameterError(f"all households must share one sampling period; got "
                              f"{sorted({h.dt_s for h in households})}")
     days = check_integer("days", days, minimum=1)
-    start_day = check_integer("start_day", start_day, minimum=0)
+    start_day = check_day("start_day", start_day)
     setback = check_nonnegative("setback_K", setback_K)
-    amplitude = check_nonnegative("excitation", excitation)
+    amplitude = check_excitation(excitation)
     if excitation_signal not in EXCITATION_SIGNALS:
         raise ParameterError(f"excitation_signal must be one of {EXCITATION_SIGNALS}; got "
                              f"{excitation_signal!r}")

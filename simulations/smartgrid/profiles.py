@@ -35,13 +35,33 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_integer, check_positive, read_only
 
-__all__ = ["ProfileData", "load_profiles", "read_package_profiles", "EXTRACT_PATH"]
+__all__ = ["ProfileData", "load_profiles", "read_package_profiles", "EXTRACT_PATH", "check_day"]
 
 EXTRACT_PATH = Path(__file__).resolve().parent / "data" / "smartgrid_profiles.npz"
 HOUSEHOLD_PROFILES = ("H0-A", "H0-B", "H0-C", "H0-G", "H0-H", "H0-L")
 PV_PROFILES = tuple(f"PV{i}" for i in range(1, 9))
 PROFILE_DT_S = 900.0
 YEAR_DAYS = 366                       # 2016
+
+
+def check_day(name: str, day: object) -> int:
+    """``day`` as a 0-based day of 2016 (``0..365``; 0 = Friday 1 January), else a
+    :class:`ParameterError` naming ``name``.  Every stage that starts on a day (the scenario,
+    the fleet's simulation, the sweep, the LV grid) checks it here; runs that go past 31
+    December continue from 1 January (the profiles wrap around the year), but a first day
+    beyond the year is refused rather than wrapped.
+
+    Examples
+    --------
+    >>> check_day("start_day", 305)
+    305
+    """
+    day = check_integer(name, day, minimum=0)
+    if day >= YEAR_DAYS:
+        raise ParameterError(f"{name} must be a day of 2016 (0..{YEAR_DAYS - 1}, 0-based); got "
+                             f"{day} (runs past 31 December continue from 1 January, a first "
+                             f"day does not wrap)")
+    return day
 FIRST_WEEKDAY = 4                     # 1 January 2016 was a Friday (Monday = 0)
 SIMBENCH_DATASET = "1-complete_data-mixed-all-0-sw"
 TRY_STATION = {4: "Potsdam"}

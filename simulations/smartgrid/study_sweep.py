@@ -55,6 +55,8 @@ from _toolbox.validation import (
     check_nonnegative,
     check_positive,
 )
+from simulations.smartgrid.operation import check_excitation
+from simulations.smartgrid.profiles import check_day
 
 __all__ = [
     "DEFAULT_ALPHAS",
@@ -152,9 +154,8 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
                    lambda v: check_in_interval("alphas", v, 0.0, 2.0, low_open=True,
                                                high_open=True))
     fixed = {"delay_spread_T": spread, "days": check_integer("days", days, minimum=1),
-             "start_day": check_integer("start_day", start_day, minimum=0),
-             "dt_s": _period(dt_s), "excitation": check_in_interval(
-                 "excitation", excitation, 0.0, 1.0, low_open=True),
+             "start_day": check_day("start_day", start_day),
+             "dt_s": _period(dt_s), "excitation": check_excitation(excitation, instrument=True),
              "excitation_signal": _choice("excitation_signal", excitation_signal,
                                           _EXCITATION_SIGNALS),
              "unit": _choice("unit", unit, _UNITS), "window": window,
@@ -162,8 +163,6 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
                                         high_open=True),
              "chunk": check_integer("chunk", chunk, minimum=1),
              "profiles": _choice("profiles", profiles, _PROFILE_SOURCES)}
-    if fixed["start_day"] > 365:
-        raise ParameterError(f"start_day must be a day of 2016 (0..365); got {start_day}")
     if unit == "window":
         fixed["window"] = check_integer("window", window, minimum=1)
     elif window is not None:

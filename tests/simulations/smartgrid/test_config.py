@@ -33,6 +33,8 @@ def test_defaults_are_the_issue_scenario_and_round_trip(tmp_path):
     ({"unit": "sample", "window_steps": 12}, "only used with unit='window'"),
     ({"unit": "day"}, "unit must be one of"),
     ({"start_day": 366}, "start_day must be a day of 2016"),
+    ({"grid_day": 366}, "grid_day must be a day of 2016"),
+    ({"excitation": 1.5}, r"excitation must lie in \[0.0, 1.0\]; got 1.5"),
     ({"profile_source": "web"}, "profile_source must be one of"),
     ({"noise_K": (0.1,)}, "noise_K must be a pair"),
     # trial 13 finding 3: no household loads (IndexError later) or no grid at all (int error)

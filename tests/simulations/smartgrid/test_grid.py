@@ -117,3 +117,15 @@ def test_a_code_without_household_loads_is_refused_before_reading():
     with pytest.raises(ParameterError, match="grid with household \\(H0\\) loads.*got "
                                              "'1-MV-rural--0-sw'"):
         LVGrid.load("1-MV-rural--0-sw")
+
+
+def test_the_api_refuses_what_the_command_refuses(grid):
+    """Trial 13 finding 11: day 400 wrapped around the year silently, negative heat-pump power
+    (a heat pump feeding the grid) was accepted."""
+    heat_pumps = np.full((92, 2), 2.0)
+    with pytest.raises(ParameterError, match=r"start_day must be a day of 2016 \(0..365"):
+        grid.run(heat_pumps, start_day=400, dt_s=900.0)
+    heat_pumps[5, 1] = -2.0
+    with pytest.raises(ParameterError, match="heat_pump_kw must be >= 0 .* got -2 for "
+                                             "household 5 at step 1"):
+        grid.run(heat_pumps, start_day=0, dt_s=900.0)

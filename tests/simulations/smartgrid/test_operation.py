@@ -88,8 +88,15 @@ def test_bad_settings_are_refused(profiles):
                        days=1)
     with pytest.raises(ParameterError, match="noise_K must be two"):
         simulate_fleet(fleet, profiles, start_day=0, days=1, noise_K=(0.1,))
-    with pytest.raises(ParameterError, match="excitation must be >= 0"):
+    with pytest.raises(ParameterError, match=r"excitation must lie in \[0.0, 1.0\]; got -1.0"):
         simulate_fleet(fleet, profiles, start_day=0, days=1, excitation=-1.0)
+    # trial 13 finding 11: the Python API accepted what the sweep's command refuses
+    with pytest.raises(ParameterError, match=r"excitation must lie in \[0.0, 1.0\]; got 2.0"):
+        simulate_fleet(fleet, profiles, start_day=0, days=1, excitation=2.0)
+    with pytest.raises(ParameterError, match=r"start_day must be a day of 2016 \(0..365"):
+        simulate_fleet(fleet, profiles, start_day=400, days=1)
+    # a run past 31 December continues from 1 January (the scenario's November-February)
+    assert simulate_fleet(fleet, profiles, start_day=365, days=2, rng=0).U.shape[-1] == 2 * 288
 
 
 def test_applied_power_is_the_delayed_command_averaged_over_the_period(record):
