@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["staged_folder", "staged_file"]
+__all__ = ["staged_folder", "staged_file", "written_files"]
 
 
 @contextmanager
@@ -98,3 +98,19 @@ def _mode(path: Path) -> int:
     umask = os.umask(0)                        # reading the umask means setting it
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def written_files(stage: Path) -> list[str]:
+    """The files a run wrote into its staging folder (:func:`staged_folder`), relative and
+    sorted: what a command's ``wrote ...`` line lists, rather than a fixed list that may name a
+    file the run did not write or leave out one it did.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> stage = Path(tempfile.mkdtemp())
+    >>> _ = (stage / "summary.json").write_text("{}")
+    >>> written_files(stage)
+    ['summary.json']
+    """
+    return sorted(str(p.relative_to(stage)) for p in Path(stage).rglob("*") if p.is_file())

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.cli.atomic import staged_folder
+from simulations.cli.atomic import staged_folder, written_files
 from simulations.cli.common import output_path, write_table
 
 __all__ = ["add_federated_parser", "run_experiment_command", "ALGORITHM_NAMES"]
@@ -171,8 +171,9 @@ def run_experiment_command(args: argparse.Namespace) -> int:
             table = _table(summary, args)
             write_table(stage / "summary.md", table,
                         title=f"dmdidc federated experiment ({args.dataset})")
+            names = written_files(stage)
     print(table)
-    print(f"wrote {out / 'summary.json'}, {out / 'summary.md'}")
+    print(f"wrote {out}/: {', '.join(names)}")     # the CSVs and the figure too
     return 0
 
 

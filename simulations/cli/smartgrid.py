@@ -111,7 +111,7 @@ def add_smartgrid_parser(subparsers: Any) -> Any:
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc smartgrid run``."""
     from _toolbox.errors import ParameterError
-    from simulations.cli.atomic import staged_folder
+    from simulations.cli.atomic import staged_folder, written_files
     from simulations.cli.common import output_path, show_progress, write_table
     from simulations.smartgrid.case_study import run_case_study
     from simulations.smartgrid.config import ScenarioConfig
@@ -136,8 +136,12 @@ def run_command(args: argparse.Namespace) -> int:
                                  attacks=not args.no_attacks, progress=show_progress())
         lines = console_lines(summary, grid=not args.no_grid, attacks=not args.no_attacks)
         write_table(stage / "summary.md", "\n".join(lines), title="dmdidc smartgrid run")
+        names = written_files(stage)
     print("\n".join(lines))
-    print(f"wrote {out}/summary.json, {out}/summary.md and the figures")
+    # the files this run wrote: "and the figures" was printed when no figure was written
+    print(f"wrote {out}/: {', '.join(names)}" + (
+        "" if any(name.endswith(".png") for name in names)
+        else " (no figure: no curve, no controller ran and no power flows to plot)"))
     return 0
 
 

@@ -189,19 +189,23 @@ def _strict(value: Any) -> Any:
 
 
 def _table(summary: list[dict[str, Any]]) -> str:
-    """The console table; a missing number reads ``n/a`` and the legend under the table says
-    why (every repeat failed, or no repeat gave an interval)."""
+    """The console table; an error quantile that is a failed fit reads ``failed``, a missing
+    number ``n/a``, and the legend under the table says which is which."""
     from simulations.cli.common import known
 
     lines = [f"{'mechanism':<14} {'N':>6} {'delay':>5} {'eps':>6} | {'|err| med':>9} "
              f"{'q10':>8} {'q90':>8} {'failed':>6} {'plain':>8} {'cover':>5} "
              f"{'eps_hh':>7} {'time s':>7}"]
-    missing = False
+    missing = failed = False
     for e in summary:
         name = f"sas {e['alpha']:g}" if e["mechanism"] == "sas" else e["mechanism"]
-        cells = [known(e[key], pattern.format, "") for key, pattern in (
-            ("abs_error_median_T", "{:>9.3g}"), ("abs_error_q10_T", "{:>8.3g}"),
-            ("abs_error_q90_T", "{:>8.3g}"))]
+        # a failed fit counts as an infinite error: a quantile that lands on one is a failure,
+        # not a number missing
+        cells = ["failed" if e[key] == math.inf else known(e[key], pattern.format, "")
+                 for key, pattern in (("abs_error_median_T", "{:>9.3g}"),
+                                      ("abs_error_q10_T", "{:>8.3g}"),
+                                      ("abs_error_q90_T", "{:>8.3g}"))]
+        failed |= "failed" in cells
         plain = known(e["plain_abs_error_median_T"], "{:>8.3g}".format, "")
         cover = known(e["coverage"], "{:>5.2f}".format, "")
         epsilon = known(e["epsilon_household_max"], "{:>7.4g}".format, "")
@@ -210,6 +214,9 @@ def _table(summary: list[dict[str, Any]]) -> str:
             f"{name:<14} {e['households']:>6} {e['delay_T']:>5g} {e['epsilon']:>6g} | "
             f"{cells[0]:>9} {cells[1]:>8} {cells[2]:>8} {e['failed']:>3}/{e['repeats']:<2} "
             f"{plain:>8} {cover:>5} {epsilon:>7} {e['time_median_s']:>7.2f}")
+    if failed:
+        lines.append("failed: that quantile of |err| is a failed fit (a failure counts as an "
+                     "infinite error; how many: 'failed')")
     if missing:
         lines.append("n/a: no repeat of that row gave the number (every fit failed: see "
                      "'failed'; or no fit gave an interval to cover the delay)")

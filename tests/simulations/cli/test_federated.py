@@ -50,7 +50,15 @@ def test_per_update_experiment(tmp_path, capsys):
     lines = (out / "curves.csv").read_text().splitlines()
     assert lines[0] == "round,algorithm,mean,p10,p90" and len(lines) == 1 + 3 * 3
     assert (out / "accuracy.png").stat().st_size > 10_000
-    assert "fedinfer" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "fedinfer" in printed
+    # trial 13 finding 9: the line named summary.json and summary.md only; it lists every file
+    wrote = printed.splitlines()[-1]
+    assert wrote.startswith(f"wrote {out}/: ")
+    assert sorted(wrote.split(": ", 1)[1].split(", ")) == sorted(
+        p.name for p in out.iterdir() if p.is_file())
+    assert {"accuracy.png", "curves.csv", "summary.json", "summary.md"} <= set(
+        wrote.split(": ", 1)[1].split(", "))
 
 
 def test_a_large_delta_against_the_clients_records_is_warned(tmp_path, capsys):

@@ -255,6 +255,10 @@ def test_a_failing_mpc_keeps_the_other_controllers(tmp_path, capsys, monkeypatch
     note = "mpc failed: the fleet MPC's interior point did not converge (test)"
     assert summary["controller_notes"] == {"private": {"mpc": note}, "nonprivate": {"mpc": note}}
     printed = capsys.readouterr()
+    # trial 13 finding 9: "...and the figures" whatever was written; now the files themselves
+    wrote = printed.out.splitlines()[-1]
+    assert wrote == f"wrote {out}/: " + ", ".join(sorted(p.name for p in out.iterdir()))
+    assert "tracking.png" in wrote and "comfort.png" in wrote
     assert f"mpc on the private model: n/a: {note}" in printed.out
     assert f"mpc on the non-private model: n/a: {note}" in printed.out
     assert "RuntimeWarning" not in printed.err         # said once, in the summary

@@ -43,3 +43,21 @@ def test_flags_that_would_do_nothing_are_refused_before_any_work(tmp_path, capsy
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_the_attacks_headline_is_at_the_mechanism_and_epsilon_asked_for(tmp_path, capsys):
+    """Trial 13 finding 9: the headline summary was SaS at epsilon 1 whatever the flags."""
+    import json
+
+    from simulations.cli import main
+
+    out = tmp_path / "att"
+    assert main(["smartgrid", "attacks", "--households", "5", "--days", "4", "--epsilons", "3",
+                 "100", "--mechanisms", "gaussian", "--windows", "12", "--seeds", "2",
+                 "--starts", "1", "--out", str(out)]) == 0
+    summary = json.loads((out / "attack_study.json").read_text())["summary"]
+    for release in ("attack_guarantee_window", "attack_guarantee_day"):
+        assert summary[release]["mechanism"] == "GaussianMechanism"
+        assert 2.9 < summary[release]["epsilon"] <= 3.0
+    assert ("| headline | gaussian at epsilon 3 per sample (the first of --mechanisms and "
+            "--epsilons" in capsys.readouterr().out)

@@ -134,6 +134,14 @@ def test_the_sweep_table_explains_missing_numbers():
     assert text.splitlines()[-1].startswith("n/a: no repeat of that row gave the number")
     assert "n/a" not in _table([{**row, "abs_error_median_T": 0.1, "abs_error_q10_T": 0.05,
                                  "abs_error_q90_T": 0.2, "failed": 0, "coverage": 0.9}])
+    # trial 13 finding 9: one failed repeat of 3 makes q90 a failure (summarize_study counts it
+    # as an infinite error), which the legend called "no repeat gave the number"
+    one_failed = _table([{**row, "abs_error_median_T": 0.1, "abs_error_q10_T": 0.05,
+                          "abs_error_q90_T": float("inf"), "failed": 1, "coverage": 0.9}])
+    assert "n/a" not in one_failed and " inf " not in one_failed
+    assert one_failed.splitlines()[1].split()[6:10] == ["0.1", "0.05", "failed", "1/3"]
+    assert one_failed.splitlines()[-1].startswith("failed: that quantile of |err| is a failed "
+                                                  "fit")
 
 
 def test_a_piped_sweep_writes_no_progress_frames(tmp_path, capsys):
