@@ -275,16 +275,19 @@ class FedInfer:
         return state.replace(arrays={"xi": xi}, i=i, version=state.version + 1)
 
     # ------------------------------------------------------------------ estimates
-    def posterior_summary(self, state: ServerState, level: float = 0.95) -> PosteriorSummary:
+    def posterior_summary(self, state: ServerState, level: float = 0.95,
+                          interval: str = "central") -> PosteriorSummary:
         """Posterior of ``z*`` (mean, sd, credible interval) given the statistic and ``xi``.
 
         Mid-cycle (after the first full observation) ``xi`` enters as the partial observation
-        of lines 11-12; before the first full observation this is the prior.
+        of lines 11-12; before the first full observation this is the prior.  ``interval``:
+        ``"central"`` (equal tails) or ``"hpd"`` (highest density), which differ at the prior
+        box's edge (:class:`~privacy.federated.posterior.PosteriorSummary`).
         """
         post = self._post(state)
         mid_cycle = int(state.scalars["i"]) % self.cycle != 0 and int(state.scalars["n"]) > 0
         extra = state.arrays["xi"] if mid_cycle else None
-        return self.posterior.summary(post, extra=extra, level=level)
+        return self.posterior.summary(post, extra=extra, level=level, interval=interval)
 
     def model_from_block(self, z: Any) -> np.ndarray:
         """``argmin_w g(w) z``."""

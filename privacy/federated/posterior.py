@@ -42,14 +42,25 @@ from _toolbox.validation import check_integer
 from privacy.federated import _RENAMED
 from privacy.federated.noise import ReleaseSumNoise
 
-__all__ = ["PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
+__all__ = ["INTERVALS", "PosteriorSummary", "GaussianPosterior", "GridPosterior", "make_posterior"]
 # ``NoiseLaw``, once re-exported here, is now ``ReleaseSumNoise`` (served with a warning)
 __getattr__ = deprecated_attributes(__name__, _RENAMED)
 
 
+#: Credible intervals a summary can give: equal tails, or highest posterior density.
+INTERVALS = ("central", "hpd")
+
+
 @dataclass(frozen=True)
 class PosteriorSummary:
-    """Posterior mean, standard deviation and a central credible interval per coordinate."""
+    """Posterior mean, standard deviation and a credible interval per coordinate.
+
+    ``interval`` says which: ``"central"`` (equal tails, the default) or ``"hpd"`` (highest
+    posterior density).  They differ where the posterior is skewed, above all when its mode is
+    at the prior box's edge: a statistic whose true value lies at the edge (a diagonal Gram
+    entry near 0) is then *never* inside the central interval, whose lower end is the
+    posterior's 2.5 % quantile above the edge, while the HPD interval starts at the edge.
+    """
 
     mean: np.ndarray
     std: np.ndarray
@@ -57,6 +68,13 @@ class PosteriorSummary:
     upper: np.ndarray
     level: float
     count: int
+    interval: str = "central"
+
+
+def _check_interval(interval: str) -> str:
+    if interval not in INTERVALS:
+        raise ParameterError(f"interval must be one of {INTERVALS}; got {interval!r}")
+    return interval
 
 
 def _check_obs(x: Any, dimension: int) -> np.ndarray:
@@ -110,8 +128,10 @@ class GaussianPosterior:
         return {"count": np.array(n), "mean": arrays["mean"] + (x - arrays["mean"]) / n}
 
     def summary(self, arrays: dict[str, np.ndarray], extra: Any = None,
-                level: float = 0.95) -> PosteriorSummary:
-        """Posterior given the statistic (and optionally one more pseudo-observation)."""
+                level: float = 0.95, interval: str = "central") -> PosteriorSummary:
+        """Posterior given the statistic (and optionally one more pseudo-observation); the
+        normal posterior is symmetric, so its HPD interval is the central one."""
+        interval = _check_interval(interval)
         if extra is not None:
             arrays = self.add(arrays, extra)
         n = float(arrays["count"])
@@ -126,7 +146,7 @@ class GaussianPosterior:
             mean = var * (prior_precision * self.prior_mean + n * arrays["mean"] / noise_var)
         std = np.sqrt(var)
         half = special.ndtri(0.5 + level / 2.0) * std
-        return PosteriorSummary(mean, std, mean - half, mean + half, level, int(n))
+        return PosteriorSummary(mean, std, mean - half, mean + half, level, int(n), interval)
 
 
 class GridPosterior:
@@ -226,8 +246,12 @@ class GridPosterior:
         return {"count": count, "obs": obs, "grid": grid, "loglik": loglik, "anchor_sd": anchor}
 
     def summary(self, arrays: dict[str, np.ndarray], extra: Any = None,
-                level: float = 0.95) -> PosteriorSummary:
-        """Posterior mean, sd and central credible interval (trapezoid on the grid)."""
+                level: float = 0.95, interval: str = "central") -> PosteriorSummary:
+        """Posterior mean, sd and credible interval (trapezoid on the grid): ``"central"``
+        (equal tails) or ``"hpd"`` (highest density: the nodes of largest density holding
+        ``level`` of the mass, from the lowest to the highest of them; it reaches the box's
+        edge when the mode is there, see :class:`PosteriorSummary`)."""
+        interval = _check_interval(interval)
         if extra is not None:   # a pseudo-observation (Alg. 2, line 11): no re-gridding
             extra = _check_obs(extra, self.dimension)
             if arrays["grid"].shape[1] == 0:
@@ -241,13 +265,19 @@ class GridPosterior:
             std = (self.upper - self.lower) / math.sqrt(12.0)
             tail = 0.5 - level / 2.0
             width = self.upper - self.lower
-            return PosteriorSummary(mean, std, self.lower + tail * width,
-                                    self.upper - tail * width, level, 0)
+            if interval == "central":
+                lower, upper = self.lower + tail * width, self.upper - tail * width
+            else:        # a uniform density: every interval of the level's width is highest
+                lower, upper = self.lower, self.lower + level * width
+            return PosteriorSummary(mean, std, lower, upper, level, 0, interval)
         mean, std, cdf = _moments(arrays["grid"], arrays["loglik"])
-        tail = 0.5 - level / 2.0
-        lower = _quantile(arrays["grid"], cdf, tail)
-        upper = _quantile(arrays["grid"], cdf, 1.0 - tail)
-        return PosteriorSummary(mean, std, lower, upper, level, int(arrays["count"]))
+        if interval == "hpd":
+            lower, upper = _hpd(arrays["grid"], arrays["loglik"], level)
+        else:
+            tail = 0.5 - level / 2.0
+            lower = _quantile(arrays["grid"], cdf, tail)
+            upper = _quantile(arrays["grid"], cdf, 1.0 - tail)
+        return PosteriorSummary(mean, std, lower, upper, level, int(arrays["count"]), interval)
 
 
 def _log_expm1(c: np.ndarray) -> np.ndarray:
@@ -284,6 +314,28 @@ def _moments(grid: np.ndarray, loglik: np.ndarray) -> tuple[np.ndarray, np.ndarr
     var = np.maximum(second / mass - first ** 2, 0.0)
     cdf = np.concatenate([np.zeros((grid.shape[0], 1)), np.cumsum(cell, axis=1)], axis=1)
     return first, np.sqrt(var), cdf / mass[:, None]
+
+
+def _hpd(grid: np.ndarray, loglik: np.ndarray, level: float
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Highest-density interval per coordinate: the nodes in decreasing density until they
+    hold ``level`` of the trapezoid mass (each node half of its two cells), from the lowest to
+    the highest of them (the HPD region itself for a unimodal density, a cover otherwise)."""
+    w = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    dx = np.diff(grid, axis=1)
+    share = np.zeros_like(w)
+    share[:, :-1] += 0.5 * w[:, :-1] * dx
+    share[:, 1:] += 0.5 * w[:, 1:] * dx
+    order = np.argsort(-w, axis=1, kind="stable")
+    mass = np.cumsum(np.take_along_axis(share, order, axis=1), axis=1)
+    mass /= mass[:, -1:]
+    count = np.argmax(mass >= level - 1e-12, axis=1) + 1        # nodes needed, per row
+    inside = np.arange(w.shape[1])[None, :] < count[:, None]
+    chosen = np.where(inside, order, -1)
+    first = np.where(inside, order, w.shape[1]).min(axis=1)
+    last = chosen.max(axis=1)
+    rows = np.arange(w.shape[0])
+    return grid[rows, first], grid[rows, last]
 
 
 def _quantile(grid: np.ndarray, cdf: np.ndarray, q: float) -> np.ndarray:
