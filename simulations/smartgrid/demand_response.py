@@ -243,9 +243,6 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
         except SolverError as exc:
             # one controller's failure (e.g. the MPC's solver) says nothing about the others'
             notes[name] = f"{name} failed: {exc}"
-            warnings.warn(f"run_demand_response: controller {name!r} has no outcome ({exc}); "
-                          f"the others ran (DemandResponseResult.notes)", RuntimeWarning,
-                          stacklevel=2)
             continue
         (commands, applied, indoor_c), (_, base_applied, _) = runs["signal"], runs["baseline"]
         commands, applied, indoor_c = commands[:, W:], applied[:, W:], indoor_c[:, W:]
@@ -261,6 +258,9 @@ def run_demand_response(model: DelayedPlant, control: FleetRecord, signal: GridS
             float(power.sum() * dt / 3600.0))
     if not outcomes:
         raise SolverError("every controller failed on this model: " + "; ".join(notes.values()))
+    for name, note in notes.items():
+        warnings.warn(f"run_demand_response: controller {name!r} has no outcome ({note}); the "
+                      f"others ran (DemandResponseResult.notes)", RuntimeWarning, stacklevel=2)
     return DemandResponseResult(outcomes, requested, dt, notes)
 
 

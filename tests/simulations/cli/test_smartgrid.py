@@ -278,3 +278,20 @@ def test_config_errors_name_the_file_and_its_keys(tmp_path, capsys, setting, mes
     err = capsys.readouterr().err
     assert f"error: --config {path}: {message}" in err
     assert "--households" not in err and "--window" not in err and "--grid" not in err
+
+
+def test_the_wrote_line_says_when_no_figure_was_written(tmp_path, capsys, monkeypatch):
+    """Trial 13 finding 9: '... and the figures' was printed with no PNG written."""
+    import simulations.smartgrid.case_study as case_study
+
+    def no_figures(config, out, **options):
+        (out / "summary.json").write_text("{}")
+        return _summary(np.random.default_rng(0))
+
+    monkeypatch.setattr(case_study, "run_case_study", no_figures)
+    out = tmp_path / "run"
+    assert main(["smartgrid", "run", "--no-attacks", "--no-grid", "--curve-epsilons", "none",
+                 "--out", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"wrote {out}/: summary.json, summary.md (no figure: no curve, no controller ran and no "
+        f"power flows to plot)")
