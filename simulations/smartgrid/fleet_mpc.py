@@ -14,7 +14,10 @@ Optimization*, 2nd ed., Alg. 16.4) vectorized over households: every iteration s
 household takes its own step length.  Tested against one :class:`controllers.DelayedMPC`
 (Clarabel through cvxpy) per household.  Interior point rather than ADMM because the exact L1
 comfort penalty makes the multipliers large: ADMM (OSQP's iteration) needed thousands of
-iterations there, the interior point 15-30.
+iterations there.  The interior point starts with a zero dual residual (multipliers that
+balance the penalty, :meth:`FleetMPC._start`) and solves each Newton system rather than
+inverting it: 10-20 iterations (mean 11 over the closed loops of 10 single-house fits, where
+unit starting multipliers needed 40 on average and failed on 5 of them).
 """
 
 from __future__ import annotations
