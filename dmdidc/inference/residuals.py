@@ -848,15 +848,16 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
     outliers (IV on 8 experiments of 1000 samples at 20 and 40 dB: the check failed on 10 of 10
     random plants, z ~ 19 against 5.7).  The pieces' scales ``s_pi`` (``1.4826 MAD`` about the
     piece's median) are therefore tested for equality first: ``log s_pi`` is about normal with
-    variance ``1.166^2 / N_p`` (:data:`_MAD_RELATIVE_SD`), so ``sum_pi N_p (log s_pi - m_i)^2 /
-    1.166^2`` (``m_i`` the ``N_p``-weighted mean) is ``chi^2`` with ``n (P - 1)`` degrees of
-    freedom when they are equal.  Beyond its quantile at :data:`_SCALE_EQUALITY_LEVEL`, each
-    piece is standardized by its own scales; otherwise every residual by one scale per row
-    over all of them (their ``N_p``-weighted geometric mean), each piece about its own
-    median.  A single piece, a piece of fewer than :data:`_OWN_SCALE_SAMPLES` residuals (whose
-    MAD is too rough to test) or a row of more than half equal residuals (MAD zero) in a
-    piece: one median and one scale per row over all of them, as
-    :func:`largest_robust_residual`.
+    variance ``1.166^2 / N_p`` (:data:`_MAD_RELATIVE_SD`; times ``(1 + rho_i) / (1 - rho_i)``
+    for residuals of lag-1 autocorrelation ``rho_i``, clipped to ``[0, 0.95]``), so ``sum_pi N_p
+    (log s_pi - m_i)^2`` over that variance (``m_i`` the ``N_p``-weighted mean) is ``chi^2``
+    with ``n (P - 1)`` degrees of freedom when they are equal.  Beyond its quantile at
+    :data:`_SCALE_EQUALITY_LEVEL`, each piece is standardized by its own scales; otherwise every
+    residual by one scale per row over all of them (their ``N_p``-weighted geometric mean), each
+    piece about its own median.  A single piece, a piece of fewer than
+    :data:`_OWN_SCALE_SAMPLES` residuals (whose MAD is too rough to test) or a row of more than
+    half equal residuals (MAD zero) in a piece: one median and one scale per row over all of
+    them, as :func:`largest_robust_residual`.
 
     Parameters
     ----------
@@ -899,7 +900,14 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
             logs = np.log(mads[given])
             N = lengths[given]
             centre = N @ logs / total
-            equality = float(np.sum(N[:, None] * (logs - centre) ** 2))
+            # serially correlated residuals (coloured noise, a moving average) estimate their
+            # scales less precisely: the variance times (1 + rho) / (1 - rho), rho the pooled
+            # lag-1 autocorrelation (AR(1) at 0.7: 531 of 2000 equal-scale draws tested
+            # unequal at level 1e-3 without it)
+            rho = _lag_one_correlation([pieces[p] - medians[p][:, None]
+                                        for p in np.flatnonzero(given)])
+            inflation = (1.0 + rho) / (1.0 - rho)
+            equality = float(np.sum(N[:, None] * (logs - centre) ** 2 / inflation))
             if equality > _MAD_RELATIVE_SD ** 2 * special.chdtri(n * (N.size - 1),
                                                                  _SCALE_EQUALITY_LEVEL):
                 spread = float(np.max(np.exp(logs.max(axis=0) - logs.min(axis=0))))
@@ -914,6 +922,15 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
     return LargestResidual(float(np.max(largest / scale)), total, total, n, None,
                            np.broadcast_to(median, (len(pieces), n)).copy(),
                            np.broadcast_to(scale, (len(pieces), n)).copy())
+
+
+def _lag_one_correlation(pieces: list[np.ndarray]) -> np.ndarray:
+    """Per row, the lag-1 autocorrelation of centred pieces (n, N_p) pooled over them
+    (products within each piece), clipped to ``[0, 0.95]``: a negative one would shrink the
+    scales' variance, and the loud side is to keep it."""
+    products = sum(np.einsum("ik,ik->i", e[:, 1:], e[:, :-1]) for e in pieces)
+    energy = sum(np.einsum("ik,ik->i", e, e) for e in pieces)
+    return np.clip(products / np.where(energy > 0, energy, 1.0), 0.0, 0.95)
 
 
 def _correlations(parts: list, R: int, L: int, groups: tuple[str, ...]
