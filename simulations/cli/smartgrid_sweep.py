@@ -56,7 +56,7 @@ def add_sweep_action(actions: Any) -> argparse.ArgumentParser:
                        default=["sas", "gaussian"],
                        help="noise on the statistics (default: sas gaussian)")
     sweep.add_argument("--alphas", type=positive, nargs="+",
-                       help="SaS stability indices in (0, 2), one cell each; needs sas in "
+                       help="SaS stability indices in [0.1, 2), one cell each; needs sas in "
                             "--mechanisms (default: 1.9)")
     sweep.add_argument("--households", type=count, nargs="+", default=[100, 1000],
                        help="fleet sizes N (default: 100 1000)")

@@ -14,10 +14,11 @@ Optimization*, 2nd ed., Alg. 16.4) vectorized over households: every iteration s
 household takes its own step length.  Tested against one :class:`controllers.DelayedMPC`
 (Clarabel through cvxpy) per household.  Interior point rather than ADMM because the exact L1
 comfort penalty makes the multipliers large: ADMM (OSQP's iteration) needed thousands of
-iterations there.  The interior point starts with a zero dual residual (multipliers that
-balance the penalty, :meth:`FleetMPC._start`) and solves each Newton system rather than
-inverting it: 10-20 iterations (mean 11 over the closed loops of 10 single-house fits, where
-unit starting multipliers needed 40 on average and failed on 5 of them).
+iterations there.  The interior point solves each Newton system rather than inverting it
+(the explicit inverse lost the step's accuracy as the weights spread from 1e-17 to 1e22: it
+failed on 5 of the closed loops of 10 single-house fits, from either start; solved, none
+fails), and starts with a zero dual residual (multipliers that balance the penalty,
+:meth:`FleetMPC._start`): 10-20 iterations (mean 11) where unit multipliers needed about 40.
 """
 
 from __future__ import annotations
@@ -205,8 +206,9 @@ class FleetMPC:
 
         The comfort penalty (1e3) is the objective's largest gradient; starting from unit
         multipliers left a dual residual of 1e3 whose first steps pushed the complementarity to
-        1e15, and the iteration never recovered on some single-house models (trial t15 seeds 0
-        and 3: relative residuals 0.14 and 0.01 after 100 iterations).
+        1e15: about 40 iterations against 11 from this start (the failures of trial t15 seeds
+        0 and 3 were the explicit inverse's, which failed from either start; solved Newton
+        systems converge from both, a review's ablation).
         """
         H = self.horizon
         N = q.shape[0]

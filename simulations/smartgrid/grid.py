@@ -29,7 +29,7 @@ from _toolbox.validation import (
     check_positive,
     read_only,
 )
-from simulations.smartgrid.profiles import check_day
+from simulations.smartgrid.profiles import YEAR_DAYS, check_day
 
 __all__ = ["HOUSEHOLD_GRIDS", "GridResult", "LVGrid", "check_grid_code"]
 
@@ -41,8 +41,9 @@ _SCENARIOS = ("0", "1", "2")
 _SWITCHES = ("sw", "no_sw")
 #: SimBench codes the LV grid accepts: simbench's pure low-voltage grids (every one of its
 #: ``collect_all_simbench_codes()`` of type LV), each with household ("H0") loads to place the
-#: households on (a test checks both against simbench).  MV and HV grids have none: their
-#: loads are whole LV feeders.
+#: households on (a test checks both against simbench).  Pure MV and HV grids have none
+#: (their loads are whole LV feeders); the combined MV+LV codes, some of which have a few,
+#: are not offered: the case study places its households on one LV feeder.
 HOUSEHOLD_GRIDS = tuple(f"1-LV-{feeder}--{scenario}-{switch}" for feeder in _LV_FEEDERS
                         for scenario in _SCENARIOS for switch in _SWITCHES)
 
@@ -230,7 +231,9 @@ class LVGrid:
         if failed.size:
             def when(k: int) -> str:
                 minutes = round(k * dt_s / 60.0)
-                return (f"step {k} (day {start_day + minutes // 1440}, "
+                # (a run past 31 December continues on 1 January: the profiles' day)
+                day = (start_day + minutes // 1440) % YEAR_DAYS
+                return (f"step {k} (day {day}, "
                         f"{minutes % 1440 // 60:02d}:{minutes % 60:02d})")
 
             worst = failed[np.argmax(load_p[:, failed].sum(axis=0))]

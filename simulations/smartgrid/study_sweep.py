@@ -55,6 +55,7 @@ from _toolbox.validation import (
     check_nonnegative,
     check_positive,
 )
+from privacy.stable import check_alpha
 from simulations.smartgrid.operation import check_excitation
 from simulations.smartgrid.profiles import check_day
 
@@ -151,8 +152,7 @@ def study_grid(*, epsilons: Sequence[float], households: Sequence[int],
         raise ParameterError(f"alphas apply to mechanism 'sas' only; got alphas="
                              f"{list(alphas)!r} with mechanisms {mechanisms}")
     alphas = _axis("alphas", DEFAULT_ALPHAS if alphas is None else alphas,
-                   lambda v: check_in_interval("alphas", v, 0.0, 2.0, low_open=True,
-                                               high_open=True))
+                   lambda v: check_alpha(v, high_open=True))     # the release's own check
     fixed = {"delay_spread_T": spread, "days": check_integer("days", days, minimum=1),
              "start_day": check_day("start_day", start_day),
              "dt_s": _period(dt_s), "excitation": check_excitation(excitation, instrument=True),
