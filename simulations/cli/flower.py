@@ -2,7 +2,8 @@
 
 Starts a ``flower-superlink`` and one ``flower-supernode`` per client, runs the algorithm on the
 clients' data with ``flwr run``, streams progress, writes the results and stops every process
-on exit, on error and on Ctrl-C (:mod:`privacy.federated.flower.deploy`).
+(descendants included) on exit, on error, on Ctrl-C (exit code 130) and on SIGTERM/SIGHUP
+(exit code 143/129) before it reports (:mod:`privacy.federated.flower.deploy`).
 
 Register with ``add_serve_action(actions)`` on the ``federated`` group's subparsers.
 
@@ -264,7 +265,7 @@ def _write_history(path: Path, result: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated serve``."""
-    from privacy.federated.flower import run_deployment
+    from privacy.federated.flower import Terminated, run_deployment
     from simulations.cli.common import progress_bar
 
     plan = _plan(args)
@@ -297,6 +298,10 @@ def run_serve(args: argparse.Namespace) -> int:
             print("dmdidc federated serve: interrupted; every Flower process was stopped",
                   file=sys.stderr)
             return 130
+        except Terminated as exc:
+            print(f"dmdidc federated serve: {exc}; every Flower process was stopped",
+                  file=sys.stderr)
+            return exc.code
     # run_deployment writes result.json and the checkpoint itself (the checkpoint must
     # survive a failed run: it is what --resume continues from); the table is ours
     with staged_folder(out) as stage:

@@ -5,9 +5,12 @@ components and run config, plus the generated module naming the algorithm and da
 :class:`LocalDeployment` starts ``flower-superlink`` and one ``flower-supernode`` per client
 (``--node-config "partition-id=k num-partitions=N"``) on free loopback ports with a private
 ``FLWR_HOME``, submits runs with ``flwr run <app> local-deploy --stream``, and stops every
-process it started — SIGTERM to each process group, SIGKILL after a grace period — on exit,
-on error and on Ctrl-C.  :func:`run_deployment` does all of it for one run and returns the
-same :class:`~privacy.federated.runner.RunResult` as the numpy runner.
+process it started — its whole process tree, the SuperExec and ServerApp/ClientApp processes
+Flower starts in process groups of their own included: SIGTERM to each, SIGKILL after a grace
+period — on exit, on error, on Ctrl-C and on SIGTERM/SIGHUP (turned into :class:`Terminated`
+while the deployment runs, so Python unwinds and stops them).  :func:`run_deployment` does
+all of it for one run and returns the same :class:`~privacy.federated.runner.RunResult` as
+the numpy runner.
 
 The processes run the code of the ``privacy`` package this module was imported from (its
 folder is put first on their ``PYTHONPATH``), so the deployment and the launcher cannot
@@ -27,7 +30,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,7 +58,8 @@ from privacy.federated.flower.resume import (
 )
 from privacy.federated.results import RunResult
 
-__all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment"]
+__all__ = ["APP_MODULE", "write_app", "free_ports", "LocalDeployment", "run_deployment",
+           "Terminated"]
 
 #: Name of the generated module inside the app folder.
 APP_MODULE = "dmdidc_flower_app"
@@ -138,6 +144,35 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+class Terminated(SystemExit):
+    """SIGTERM or SIGHUP received while a :class:`LocalDeployment` runs.
+
+    Their default action ends Python without unwinding, which would leave every Flower
+    process running (and writing results) after the launcher is gone; raised instead, the
+    deployment's ``stop`` runs on the way out.  A :class:`SystemExit` whose code is
+    ``128 + signal``, the shell's code of a process ended by that signal.
+
+    Attributes
+    ----------
+    signum : int
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+    def __str__(self) -> str:
+        return f"terminated by {signal.Signals(self.signum).name}"
+
+
+#: Signals whose default action would end the launcher without unwinding.
+_TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(signum)
+
+
 def _executable(name: str) -> str:
     local = Path(sys.executable).parent / name
     found = str(local) if local.exists() else shutil.which(name)
@@ -185,6 +220,7 @@ class LocalDeployment:
         self.cache = self.workdir / "cache"
         self.processes: list[subprocess.Popen] = []
         self._logs: list[Any] = []
+        self._handlers: dict[int, Any] = {}
         self.port = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -209,7 +245,12 @@ class LocalDeployment:
         return process
 
     def start(self, *, timeout: float = 120.0) -> LocalDeployment:
-        """Start the SuperLink, wait for its port, then start the SuperNodes."""
+        """Start the SuperLink, wait for its port, then start the SuperNodes.
+
+        From here until :meth:`stop`, SIGTERM and SIGHUP raise :class:`Terminated` (in the
+        main thread, when their handler is the default one), so that ``stop`` runs.
+        """
+        self._catch_signals()
         home = self.workdir / "flwr-home"
         home.mkdir(parents=True, exist_ok=True)
         self.port, *node_ports = free_ports(self.num_clients + 1)
@@ -254,21 +295,66 @@ class LocalDeployment:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) \
             if path.exists() else ""
 
+    def _catch_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread() or self._handlers:
+            return
+        for sig in _TERMINATING:
+            # a handler the caller installed (or SIG_IGN) is the caller's choice: kept
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                self._handlers[sig] = signal.signal(sig, _raise_terminated)
+
+    def _restore_signals(self) -> None:
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+        self._handlers.clear()
+
     def stop(self) -> None:
-        """SIGTERM every process group started (SuperNodes first), SIGKILL what remains."""
+        """Stop every process started and all their descendants, wherever they are.
+
+        SIGTERM to every process group started (SuperNodes first) and to every descendant
+        (Flower starts the SuperExec and the ServerApp/ClientApp processes in sessions of
+        their own, out of reach of the groups' signal); after ``grace`` seconds SIGKILL to
+        what remains.  Returns once none of them is running, so nothing they would write
+        (a ServerApp's ``result.json``) appears afterwards.  Ctrl-C, SIGTERM and SIGHUP are
+        held off meanwhile (in the main thread): a second Ctrl-C must not cut the cleanup.
+        """
+        held = {}
+        if threading.current_thread() is threading.main_thread():
+            held = {sig: signal.signal(sig, signal.SIG_IGN)
+                    for sig in (signal.SIGINT, *_TERMINATING)}
+        try:
+            self._stop_processes()
+        finally:
+            for sig, handler in held.items():
+                signal.signal(sig, handler)
+            self._restore_signals()
+
+    def _stop_processes(self) -> None:
+        home = self._environment()["FLWR_HOME"]
+        tree = _Tree([p.pid for p in self.processes], f"FLWR_HOME={home}".encode())
+        tree.refresh()
         for process in reversed(self.processes):
             _signal_group(process, signal.SIGTERM)
+        tree.signal(signal.SIGTERM)
         deadline = time.monotonic() + self.grace
-        for process in self.processes:
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
+        # descendants started meanwhile (a ClientApp for a message in flight) join the tree
+        while time.monotonic() < deadline and tree.refresh():
+            tree.signal(signal.SIGTERM)
+            time.sleep(0.1)
         for process in self.processes:
             _signal_group(process, signal.SIGKILL)
+        deadline = time.monotonic() + self.grace
+        while tree.refresh() and time.monotonic() < deadline:
+            tree.signal(signal.SIGKILL)
+            time.sleep(0.05)
+        if tree.members:        # unkillable (uninterruptible sleep): say so, never hang
+            warnings.warn(f"Flower processes {sorted(tree.members)} survived SIGKILL for "
+                          f"{self.grace} s; end them by hand", RuntimeWarning, stacklevel=3)
+        for process in self.processes:
             process.wait()
-        while deadline > time.monotonic() and any(_group_alive(p) for p in self.processes):
-            time.sleep(0.2)
+        # the groups empty once their exited members (zombies, whose parent died) are reaped
+        while time.monotonic() < deadline and any(_group_alive(p) for p in self.processes):
+            time.sleep(0.05)
         self.processes.clear()
         for log in self._logs:
             log.close()
@@ -314,8 +400,8 @@ class LocalDeployment:
                 return process.wait(timeout=max(1.0, deadline - time.monotonic()))
             finally:
                 if process.poll() is None:
+                    # stop() ends it and its descendants for good
                     _signal_group(process, signal.SIGTERM)
-                    process.wait(timeout=self.grace)
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
@@ -323,6 +409,79 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _Tree:
+    """Live descendants of some processes, each known by pid and start time (a pid the
+    system reuses for a new process is not ours), kept after their parent exits.
+
+    A process whose environment holds ``marker`` (``FLWR_HOME=...`` of the deployment, which
+    every process Flower starts inherits) is a member too: it finds the descendants of a
+    process that died earlier, whom the system re-parented out of the tree.
+    """
+
+    def __init__(self, roots: Sequence[int], marker: bytes) -> None:
+        self.roots = list(roots)
+        self.marker = marker
+        self.members: dict[int, int] = {}
+
+    def refresh(self) -> list[int]:
+        """Add the current descendants, drop the processes gone; the live members."""
+        table = _process_table()
+        parents = {pid: ppid for pid, (ppid, _, _) in table.items()}
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parents.items():
+            children.setdefault(ppid, []).append(pid)
+        known = {pid for pid in self.roots if pid in table}
+        known |= {pid for pid, start in self.members.items()
+                  if pid in table and table[pid][1] == start}
+        known |= {pid for pid in table if pid != os.getpid() and _has_marker(pid, self.marker)}
+        todo = list(known)
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                if child not in known:
+                    known.add(child)
+                    todo.append(child)
+        # zombies hold no port and write nothing: gone
+        self.members = {pid: table[pid][1] for pid in known if table[pid][2] != "Z"}
+        return list(self.members)
+
+    def signal(self, sig: int) -> None:
+        for pid in self.members:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return marker in handle.read().split(b"\0")
+    except OSError:             # gone, or another user's
+        return False
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """``pid -> (parent pid, start time, state)`` of every process (Linux ``/proc``; empty
+    elsewhere, where only the process groups are signalled)."""
+    table = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                text = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        # the command name (field 2) may hold spaces and parentheses: split after its end
+        fields = text[text.rindex(")") + 2:].split()
+        table[int(entry)] = (int(fields[1]), int(fields[19]), fields[0])
+    return table
 
 
 def _group_alive(process: subprocess.Popen) -> bool:
@@ -382,6 +541,8 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
     RuntimeError
         The run produced no result (the ServerApp failed); the message holds the tail of its
         output.
+    Terminated
+        SIGTERM or SIGHUP during the run, once every process is stopped.
     """
     out = Path(out).resolve()
     # the clients keep their states beside the server's checkpoint: a resume continues both

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import socket
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +19,7 @@ from flwr.app import Context, RecordDict
 from flwr.cli.config_utils import load_and_validate
 from flwr.supercore.object_ref import load_app
 
+import privacy
 from privacy.errors import ParameterError
 from privacy.federated.flower import (
     SIMULATION_SEED,
@@ -173,3 +179,81 @@ def test_built_algorithms_are_cached_for_the_node_processes(tmp_path, monkeypatc
     other = FactorySpec(ALGORITHM.target, {"num_clients": 2})
     with pytest.raises(pytest.fail.Exception, match="rebuilt"):
         build_cached(other, tmp_path)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        # SO_REUSEADDR: a closed connection's TIME_WAIT does not count, a listener does
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _ports(home: Path) -> list[int]:
+    """The SuperLink's port (from the deployment's config.toml) and the SuperNodes'."""
+    config = home / "config.toml"
+    ports = [int(line.split(":")[-1].strip('"')) for line in
+             (config.read_text().splitlines() if config.exists() else []) if "address" in line]
+    for pid in processes_using(home):
+        words = _cmdline(pid).split()
+        if "flower-supernode" in " ".join(words[:2]) and "--port" in words:
+            ports.append(int(words[words.index("--port") + 1]))
+    return ports
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_serve_stops_every_flower_process_and_frees_the_ports(tmp_path, sig):
+    """SIGTERM (default action: exit without unwinding) and Ctrl-C to a running ``dmdidc
+    federated serve``: the ServerApp, which Flower starts in a session of its own, ends with
+    the rest before the launcher reports, no port stays bound, nothing is written later."""
+    out, root = tmp_path / "out", Path(privacy.__file__).resolve().parents[1]
+    home = out / "logs" / "flwr-home"
+    # a background job of a shell ignores SIGINT; Python then never raises KeyboardInterrupt
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, "
+         "signal.default_int_handler); from simulations.cli.root import main; "
+         "sys.exit(main(sys.argv[1:]))", "federated", "serve", "--dataset", "iris",
+         "--algorithm", "fedavg", "--rounds", "8", "--delta", "1e-5", "--logs", "--out",
+         str(out)], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1"})
+    try:
+        deadline, ports = time.monotonic() + 180, []
+        # the ServerApp running and the SuperLink's and the 3 SuperNodes' ports listening
+        while not (any("serverapp" in _cmdline(p) for p in processes_using(home))
+                   and len(ports := _ports(home)) == 4 and not any(map(_port_free, ports))):
+            assert launcher.poll() is None and time.monotonic() < deadline, \
+                launcher.communicate(timeout=60)
+            time.sleep(0.5)
+        serverapp = next(p for p in processes_using(home) if "serverapp" in _cmdline(p))
+        assert os.getsid(serverapp) != os.getsid(launcher.pid)   # out of the groups' reach
+        launcher.send_signal(sig)
+        _, err = launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+        left = processes_using(home)
+        for pid in left:        # a failure here must not leave the Flower processes behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert left == []
+    assert launcher.returncode == (130 if sig == signal.SIGINT else 128 + sig)
+    assert "every Flower process was stopped" in err
+    assert all(_port_free(p) for p in ports)
+    written = {p: p.stat().st_mtime_ns for p in out.rglob("*") if "logs" not in p.parts}
+    time.sleep(3)
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if "logs" not in p.parts} \
+        == written
+    assert not (out / RESULT_FILE).exists()
