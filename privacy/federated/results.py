@@ -129,6 +129,32 @@ class RunResult:
         return np.array([0.0 if dp is None else dp.epsilon(int(n))
                          for dp, n in zip(dps, self.releases(), strict=True)])
 
+    def failing_clients(self) -> dict[int, str]:
+        """Clients asked for replies that never had one accepted, each with the reason.
+
+        A client that was never selected is not failing; one whose every reply was
+        rejected (a node that cannot read its data, a stale or robustly excluded update) or
+        missing is: the model is then the other clients' alone.
+
+        Returns
+        -------
+        dict int -> str
+            ``client_id -> "rejected 2 times (last: ...) over 2 rounds/ticks"`` (empty when
+            every client asked contributed).
+        """
+        accepted = {k for r in self.history for k in r.accepted}
+        failing = {}
+        for k in sorted({k for r in self.history for k, _ in r.rejected}
+                        | {k for r in self.history for k in r.missing}):
+            if k in accepted:
+                continue
+            reasons = [reason for r in self.history for j, reason in r.rejected if j == k]
+            missing = sum(k in r.missing for r in self.history)
+            parts = ([f"rejected {_times(len(reasons))} (last: {reasons[-1]})"] if reasons
+                     else []) + ([f"no reply {_times(missing)}"] if missing else [])
+            failing[k] = " and ".join(parts) + f" over {len(self.history)} rounds/ticks"
+        return failing
+
     def metric(self, name: str) -> np.ndarray:
         """One evaluation metric over rounds (NaN where not evaluated)."""
         return np.array([r.metrics.get(name, np.nan) for r in self.history], dtype=float)
@@ -152,3 +178,7 @@ def history_from_json(records: Iterable[Mapping[str, Any]]) -> list[RoundRecord]
     return [RoundRecord(**{**r, **{f: tuple(r[f]) for f in fields},
                            "rejected": tuple(tuple(x) for x in r["rejected"])})
             for r in records]
+
+
+def _times(count: int) -> str:
+    return f"{count} time" + ("" if count == 1 else "s")

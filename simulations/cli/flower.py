@@ -3,7 +3,9 @@
 Starts a ``flower-superlink`` and one ``flower-supernode`` per client, runs the algorithm on the
 clients' data with ``flwr run``, streams progress, writes the results and stops every process
 (descendants included) on exit, on error, on Ctrl-C (exit code 130) and on SIGTERM/SIGHUP
-(exit code 143/129) before it reports (:mod:`privacy.federated.flower.deploy`).
+(exit code 143/129) before it reports (:mod:`privacy.federated.flower.deploy`).  A client
+that never had a reply accepted (its node failed every round) is named on stderr with the
+reason, and the exit code is 3 (the results are still written).
 
 Register with ``add_serve_action(actions)`` on the ``federated`` group's subparsers.
 
@@ -24,6 +26,7 @@ import csv
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -287,10 +290,14 @@ def run_serve(args: argparse.Namespace) -> int:
                 bar.write(line, file=sys.stderr)
 
         try:
-            result = run_deployment(algorithm=plan["algorithm"], data=plan["data"],
-                                    evaluate=plan["evaluate"], num_clients=clients, out=out,
-                                    run_config=config, on_line=on_line,
-                                    workdir=out / "logs" if args.logs else None)
+            with warnings.catch_warnings():
+                # said below, with the exit code, in the command's terms
+                warnings.filterwarnings("ignore", "client .* contributed nothing",
+                                        RuntimeWarning)
+                result = run_deployment(algorithm=plan["algorithm"], data=plan["data"],
+                                        evaluate=plan["evaluate"], num_clients=clients,
+                                        out=out, run_config=config, on_line=on_line,
+                                        workdir=out / "logs" if args.logs else None)
         except RuntimeError as exc:
             print(f"dmdidc federated serve: error: {exc}", file=sys.stderr)
             return 2
@@ -322,4 +329,11 @@ def run_serve(args: argparse.Namespace) -> int:
           f"{out / 'checkpoint' / 'clients'} holds the clients' noise secrets (needed to "
           f"resume; whoever reads them can remove the noise: keep them from the server's "
           f"operator)")
-    return 0
+    failing = result.failing_clients()
+    for k, reason in failing.items():
+        print(f"dmdidc federated serve: error: client {k} contributed nothing to the model: "
+              f"{reason}; the model is the other clients' alone (exit code 3). Remedy: "
+              f"rerun with --logs and read {out / 'logs' / f'supernode-{k}.log'}",
+              file=sys.stderr)
+    # the results are written, but a federation that lost a client is not the one asked for
+    return 3 if failing else 0

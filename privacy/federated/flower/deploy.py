@@ -543,6 +543,12 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
         output.
     Terminated
         SIGTERM or SIGHUP during the run, once every process is stopped.
+
+    Warns
+    -----
+    RuntimeWarning
+        A client asked for replies never had one accepted (its node failed every round):
+        named with the reason (:meth:`~privacy.federated.results.RunResult.failing_clients`).
     """
     out = Path(out).resolve()
     # the clients keep their states beside the server's checkpoint: a resume continues both
@@ -578,5 +584,11 @@ def run_deployment(*, algorithm: FactorySpec, data: FactorySpec, num_clients: in
                                f"{deployment.log_tail('run')}")
     finally:
         deployment.stop()
-    return dataclasses.replace(load_result(out, built),
-                               seeded_noise=SIMULATION_SEED in node_config)
+    result = dataclasses.replace(load_result(out, built),
+                                 seeded_noise=SIMULATION_SEED in node_config)
+    for k, reason in result.failing_clients().items():
+        warnings.warn(f"client {k} contributed nothing to the model: {reason}; the model is "
+                      f"the other clients' alone. Remedy: read the node's log (workdir "
+                      f"supernode-{k}.log) and fix its data or code", RuntimeWarning,
+                      stacklevel=2)
+    return result

@@ -227,3 +227,43 @@ def test_serve_refuses_a_resume_in_the_other_mode_before_any_process(tmp_path, f
     own = ["--mode", "async", "--stagger", "1,2,5"] if saved == "async" else []
     assert main([*OWN, *own, "--resume", str(tmp_path / "old"),
                  "--out", str(tmp_path / "o")]) == 0
+
+
+def test_a_client_failing_every_round_is_an_error_line_and_exit_code_3(tmp_path, monkeypatch,
+                                                                       capsys):
+    """The run's results are written, but a node whose every reply was rejected (its data
+    factory raising, as trial 13's badfl.py) is named with the reason, and the exit is 3."""
+    import dataclasses
+
+    from privacy.federated.results import RoundRecord
+
+    reason = "client error (Flower code 2): <class 'RuntimeError'>:<'node 1 cannot read'>"
+
+    def failing(**kwargs):
+        result = run_inprocess_sync(kwargs["algorithm"].build(),
+                                    [kwargs["data"].build(k, 3) for k in range(3)], rounds=2)
+        history = tuple(dataclasses.replace(r, accepted=(0, 2), rejected=((1, reason),))
+                        for r in result.history)
+        kwargs["out"].mkdir(parents=True, exist_ok=True)
+        return dataclasses.replace(result, history=history)
+
+    monkeypatch.setattr(flower, "run_deployment", failing)
+    args = parse(*OWN, "--rounds", "2", "--out", str(tmp_path))
+    assert args.handler(args) == 3
+    err = capsys.readouterr().err
+    assert "client 1 contributed nothing" in err and "node 1 cannot read" in err
+    assert "rejected 2 times" in err and (tmp_path / "history.csv").exists()
+    # a client rejected once but accepted in another round is not failing; one never answering
+    # is
+    records = (RoundRecord(0, 1.0, accepted=(0,), rejected=((1, "stale"),), missing=(2,),
+                           version=1),
+               RoundRecord(1, 2.0, accepted=(0, 1), rejected=(), missing=(2,), version=2))
+    result = failing(algorithm=flower.FactorySpec("tests.privacy.federated.toy:NoisyMean",
+                                                  {"dim": 2, "fraction": 0.7}),
+                     data=flower.FactorySpec(
+                         "tests.privacy.federated.flower.factories:toy_partition", {"seed": 1}),
+                     out=tmp_path)
+    assert dataclasses.replace(result, history=records).failing_clients() == \
+        {2: "no reply 2 times over 2 rounds/ticks"}
+    assert dataclasses.replace(result, history=records[1:]).failing_clients() == \
+        {2: "no reply 1 time over 1 rounds/ticks"}
