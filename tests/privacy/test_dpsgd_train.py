@@ -296,6 +296,44 @@ def test_sas_run_is_accounted_through_its_gaussian_equivalent():
                                               steps=20, sampling_rate=0.2, delta=1e-5))
 
 
+def _count_pld_evaluations(monkeypatch, limit):
+    """Count the calibration's accountant evaluations; fail at once past ``limit`` (a search
+    at these epsilons composes PLDs of 10-20 s each: it took minutes before)."""
+    from privacy import calibration
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("steps"))
+        assert len(calls) <= limit, "a PLD search at a huge epsilon (minutes)"
+        return original(*args, **kwargs)
+
+    original = calibration.accounting.epsilon
+    monkeypatch.setattr(calibration.accounting, "epsilon", counted)
+    return calls
+
+
+@pytest.mark.parametrize("epsilon", [1e10, 1e12])
+def test_calibrate_noise_at_huge_epsilon_takes_one_accountant_check(monkeypatch, epsilon):
+    """Trial 13: epsilon 1e6 hung > 200 s in the PLD search.  The Renyi-DP sigma brackets it,
+    one PLD evaluation confirms it; the accountant's epsilon of the result is within target."""
+    kwargs = dict(clip_norm=0.5, steps=15, sampling_rate=0.02, delta=1e-5)
+    calls = _count_pld_evaluations(monkeypatch, limit=1)
+    noise = calibrate_noise(epsilon, law="gaussian", **kwargs)
+    assert len(calls) == 1
+    monkeypatch.undo()
+    assert 0.0 < dpsgd_epsilon(noise, **kwargs) <= epsilon
+
+
+@pytest.mark.slow
+def test_calibrate_noise_at_the_trials_epsilon_1e6_meets_it_in_seconds(monkeypatch):
+    kwargs = dict(clip_norm=0.5, steps=15, sampling_rate=0.021, delta=1e-5)
+    calls = _count_pld_evaluations(monkeypatch, limit=1)
+    noise = calibrate_noise(1e6, law="sas", alpha=1.9, **kwargs)
+    monkeypatch.undo()
+    assert len(calls) == 1 and dpsgd_epsilon(noise, **kwargs) <= 1e6
+
+
 @pytest.mark.slow
 def test_calibrate_noise_meets_target_and_is_tight():
     kwargs = dict(clip_norm=0.5, steps=4, sampling_rate=0.5, delta=1e-5)
