@@ -479,6 +479,11 @@ def _grid(pld: pld_lib.PrivacyLossDistribution) -> float:
     return float(pld._pmf_remove._discretization)  # noqa: SLF001
 
 
+#: Largest epsilon of an ``(epsilon, delta)`` pair given a PLD: ``exp(epsilon)`` overflows a
+#: float beyond 709.78.
+_MAX_PAIR_EPSILON = 700.0
+
+
 def _plds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
           discretization: float | None, generic: bool
           ) -> list[pld_lib.PrivacyLossDistribution] | None:
@@ -493,8 +498,11 @@ def _plds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             except AccountingError:
                 return None   # a loss range beyond any grid: RDP or pure DP bound it
         eps, delta = _pure(leaf, neighboring)
-        if not math.isfinite(eps) or len(groups) == 1:
-            return None   # alone, the pure-DP bound is the exact composition of this pair
+        # alone, the pure-DP bound is the exact composition of this pair; beyond
+        # _MAX_PAIR_EPSILON dp_accounting's pair PLD overflows (exp(epsilon), trial 13: a
+        # release at epsilon 1e8 composed with a later one): the pure-DP bound covers it
+        if not math.isfinite(eps) or len(groups) == 1 or eps > _MAX_PAIR_EPSILON:
+            return None
         return pld_lib.from_privacy_parameters(
             pld_common.DifferentialPrivacyParameters(eps, delta),
             value_discretization_interval=h or DEFAULT_DISCRETIZATION)
@@ -597,6 +605,14 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
     if rdp is not None:
         found.append((rdp, "rdp"))
+    huge = [eps for eps, _ in (_pure(leaf, neighboring) for leaf in groups)
+            if math.isfinite(eps) and eps > _MAX_PAIR_EPSILON]
+    if not found and huge:
+        raise AccountingError(f"a release at epsilon {max(huge):.4g} composed with other "
+                              f"releases has no computed bound: beyond epsilon "
+                              f"{_MAX_PAIR_EPSILON:g} its privacy loss distribution overflows "
+                              f"(and such a release protects nothing); release at a smaller "
+                              f"epsilon")
     if not found:
         raise AccountingError(f"{sum(groups.values())} releases exceed the PLD accountant's "
                               f"memory (> {_MAX_COMPOSED_POINTS} grid points) and neither the "

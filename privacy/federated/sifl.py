@@ -72,13 +72,25 @@ NOISE_LAWS = ("gaussian", "laplace")
 
 @dataclass(frozen=True)
 class ClientData:
-    """One client's local data set: features ``X`` (m, d) as rows, integer labels ``y`` (m,)."""
+    """One client's local data set: features ``X`` (m, d) as rows, integer labels ``y`` (m,).
+
+    Raises
+    ------
+    ParameterError
+        No example (``m = 0``), or non-finite ``X``.
+    DimensionError
+        ``y`` not of shape ``(m,)``.
+    """
 
     X: np.ndarray
     y: np.ndarray
 
     def __post_init__(self) -> None:
         X = check_finite_array("X", self.X, ndim=2)
+        if X.shape[0] == 0:
+            # its gradient would divide by zero examples (and its weight in the mean is 0)
+            raise ParameterError(f"a client needs at least one example; got X of shape "
+                                 f"{X.shape} (leave an empty client out of the clients)")
         y = np.asarray(self.y)
         if y.shape != (X.shape[0],):
             raise DimensionError(f"y has shape {y.shape}; expected ({X.shape[0]},) (one label "

@@ -100,6 +100,14 @@ def run_on_files(args: argparse.Namespace) -> int:
                                                         else args.delta),
         alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,
         unit="sample", instruments="inputs")
+    for path, client in zip(args.files, clients, strict=True):
+        if algo.client_statistics(client).n_samples == 0:
+            # else its release would be calibrated on a zero sensitivity, far from the file
+            raise ParameterError(
+                f"{path!r} is too short for --max-delay {args.max_delay}: its "
+                f"{client['X'].shape[2]} samples per record leave no regression sample once "
+                f"the delay and the inputs' lags (the instruments) are taken; give a longer "
+                f"record or a smaller --max-delay")
     if args.seed is None:
         # real releases: each client's noise keyed by a secret drawn here and never written
         secrets = [new_client_secret() for _ in clients]
@@ -160,6 +168,14 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
 
     if len(args.files) < 1:
         raise ParameterError("give one data file per client")
+    for k, path in enumerate(args.files):
+        twice = [j for j in range(k) if _same_file(path, args.files[j])]
+        if twice:
+            # two clients with one data set: the model would count it twice, and each release
+            # of the same records spends its privacy again
+            raise ParameterError(f"{path!r} is given twice (clients {twice[0]} and {k}, "
+                                 f"{args.files[twice[0]]!r}); every file is one client's "
+                                 f"data: give each once")
     refuse_outputs(args)
     clients, periods, datas = [], [], []
     for path in args.files:
@@ -220,6 +236,15 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
                                      f"{args.files[0]!r} in {_units(first)}: every client "
                                      f"needs the same units (convert the file first)")
     return clients, periods[0], datas[0]
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                 # a missing file is reported when it is read
+        return False
 
 
 def _units(units) -> str:

@@ -69,6 +69,7 @@ from dmdidc.private.release import (
     privatize_calibrated,
     sas_calibration,
     sas_gdp_applies,
+    within_budget,
 )
 from dmdidc.private.sensitivity import (
     PRIVACY_UNITS,
@@ -362,8 +363,23 @@ def _release_delta(mechanism: str, delta: float) -> float | None:
 def _release_calibration(stats: SufficientStatistics, mechanism: str, epsilon: float,
                          delta: float, unit: str, window: int | None, alpha: float | None,
                          trajectories: int, releases: int) -> Calibration:
-    """The release's calibration: the least noise whose household guarantee stays within
-    ``epsilon``; the release draws exactly this noise (decided once)."""
+    """The release's calibration: the least noise whose household guarantee -- the number
+    :func:`privatize_household` reports -- stays within ``epsilon`` (not a few ulps above:
+    :func:`~dmdidc.private.release.within_budget`); the release draws exactly this noise."""
+    def guarantee(calibration: Calibration) -> float:
+        return _household_bound(calibration.accounted, unit=unit, trajectories=trajectories,
+                                releases=releases,
+                                delta=_release_delta(mechanism, delta) or 0.0).epsilon
+
+    return within_budget(epsilon, lambda target: _calibration_at(
+        stats, mechanism, target, delta, unit, window, alpha, trajectories, releases),
+        guarantee)
+
+
+def _calibration_at(stats: SufficientStatistics, mechanism: str, epsilon: float,
+                    delta: float, unit: str, window: int | None, alpha: float | None,
+                    trajectories: int, releases: int) -> Calibration:
+    """:func:`_release_calibration` at one target, within its searches' tolerances."""
     sens = statistics_sensitivity(stats, unit, window=window if unit == "window" else None)
     release_delta = _release_delta(mechanism, delta)
     if trajectories == 1 and releases == 1:
@@ -376,8 +392,11 @@ def _release_calibration(stats: SufficientStatistics, mechanism: str, epsilon: f
     def household(eps_release: float) -> float:
         mech = calibrate_release(mechanism, eps_release, delta=release_delta, alpha=None,
                                  l1=sens.l1, l2=sens.l2, dimension=stats.dimension).accounted
+        # at the delta the guarantee is reported at: a pure-DP Laplace release's epsilon at
+        # delta 1e-5 is below its pure one (0.00104 against the budget 1e-3 reported, 2
+        # releases of a window, before)
         return _household_bound(mech, unit=unit, trajectories=trajectories,
-                                releases=releases, delta=delta).epsilon
+                                releases=releases, delta=release_delta or 0.0).epsilon
 
     # Gaussian and Laplace calibrate analytically: a bisection over the release's epsilon
     low, high = epsilon / (trajectories * releases), epsilon
@@ -523,12 +542,22 @@ def privatize_household(stats: SufficientStatistics, *, mechanism: str, epsilon:
     guarantee = household_guarantee(private.privacy, unit=unit, window=window,
                                     trajectories=trajectories, releases=releases,
                                     delta=_release_delta(mechanism, delta) or 0.0)
-    if guarantee.epsilon > limit_eps * (1.0 + 1e-9) or guarantee.delta > limit_delta:
+    # exact: the calibration lands within epsilon, so only a budget below it refuses
+    if guarantee.epsilon > limit_eps or guarantee.delta > limit_delta:
+        eps, budget_eps = _distinct(guarantee.epsilon, limit_eps, 4)
+        dlt, budget_dlt = _distinct(guarantee.delta, limit_delta, 3)
         raise BudgetExceededError(
-            f"this release would give the household ({guarantee.epsilon:.4g}, "
-            f"{guarantee.delta:.3g})-DP per {unit}, beyond its budget ({limit_eps:.4g}, "
-            f"{limit_delta:.3g}); it was not released")
+            f"this release would give the household ({eps}, {dlt})-DP per {unit}, beyond its "
+            f"budget ({budget_eps}, {budget_dlt}); it was not released")
     return private, guarantee
+
+
+def _distinct(value: float, limit: float, digits: int) -> tuple[str, str]:
+    """``value`` and ``limit`` with ``digits`` significant digits, more where that would print
+    a value above the limit as equal to it."""
+    while digits < 17 and value != limit and f"{value:.{digits}g}" == f"{limit:.{digits}g}":
+        digits += 1
+    return f"{value:.{digits}g}", f"{limit:.{digits}g}"
 
 
 def aggregate_statistics(releases: Sequence[SufficientStatistics]) -> SufficientStatistics:

@@ -178,3 +178,12 @@ def test_sifl_argument_errors():
         ClientData(np.zeros((3, 2)), np.zeros(2))
     with pytest.raises(ParameterError, match="at least one"):
         run_plain_fl(model, LocalOptimizer("sgd", 0.1), [], model.init(0), rounds=1)
+
+
+def test_a_client_without_examples_is_refused_by_name():
+    """Trial 13: a 0-record client was accepted and divided by zero in the gradient."""
+    from privacy.federated.sifl import ClientData
+
+    with pytest.raises(ParameterError, match=r"at least one example; got X of shape \(0, 3\)"):
+        ClientData(np.ones((0, 3)), np.ones(0))
+    assert ClientData(np.ones((1, 3)), np.ones(1)).size == 1

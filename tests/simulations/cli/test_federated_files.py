@@ -142,3 +142,20 @@ def test_real_releases_draw_fresh_noise_and_a_given_seed_is_a_key_that_is_not_wr
     assert "keep it secret like a key" in err
     assert all("987654" not in path.read_text() for path in out.iterdir()
                if path.suffix in (".json", ".md"))
+
+
+def test_a_too_short_file_and_a_file_given_twice_are_named(tmp_path, capsys):
+    """Trial 13: a 6-sample client gave 'sensitivity must be > 0; got 0.0' (no file, no
+    cause), and one file given twice ran as two clients."""
+    files = client_files(tmp_path, samples=800)
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join((tmp_path / "c0.csv").read_text().splitlines()[:7]) + "\n")
+    run = ["--inputs", "u1,u2", *BOUNDS, "--epsilon", "1", "--out", str(tmp_path / "fed")]
+    assert main(["federated", "identify", str(files[0]), str(short), *run]) == 2
+    err = capsys.readouterr().err
+    assert "'" + str(short) + "' is too short for --max-delay 3" in err
+    assert "6 samples per record" in err and "sensitivity" not in err
+    assert main(["federated", "identify", str(files[0]), str(files[2]),
+                 str(tmp_path / "." / "c0.csv"), *run]) == 2
+    assert "is given twice (clients 0 and 2" in capsys.readouterr().err
+    assert not (tmp_path / "fed").exists()

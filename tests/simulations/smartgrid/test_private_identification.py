@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -267,3 +268,56 @@ def test_sas_without_alpha_is_refused_naming_alpha(stats):
         with pytest.raises(ParameterError, match="alpha"):
             privatize_household(stats[0], mechanism="sas", epsilon=1.0, delta=delta,
                                 unit="window", window=12, releases=2, rng=0)
+
+
+@pytest.mark.parametrize("mechanism, extra", [
+    ("gaussian", {}), pytest.param("laplace", {}, marks=pytest.mark.slow),
+    pytest.param("sas", {"alpha": 1.9}, marks=pytest.mark.slow)])
+def test_a_release_lands_at_or_below_its_budget_never_above(stats, mechanism, extra):
+    """Trial 13: at epsilon 1e-3 the guarantee read 1.00000000000001e-3, accepted through a
+    relative tolerance.  Now the calibration takes a margin and the comparison is exact."""
+    from dmdidc.private.release import calibrate_release
+
+    for epsilon in (1e-8, 1e-6, 1e-4, 1e-3, 1e-2, 0.5, 30.0):
+        _, g = privatize_household(stats[0], mechanism=mechanism, epsilon=float(epsilon),
+                                   rng=0, **extra)
+        assert 0.0 < g.epsilon <= epsilon
+        # the library's calibration alike, sensitivities of several scales
+        for l1, l2 in ((1.0, 1.0), (508.0, 43.0)):
+            cal = calibrate_release(mechanism, float(epsilon), delta=1e-5,
+                                    alpha=extra.get("alpha"), l1=l1, l2=l2, dimension=152)
+            assert cal.epsilon <= epsilon
+    # composed releases (a window reaching 2 releases, the trajectory unit) as well
+    for kwargs in (dict(unit="window", window=12, releases=2), dict(unit="trajectory")):
+        _, g = privatize_household(stats[0], mechanism=mechanism, epsilon=1e-3, rng=0,
+                                   **kwargs, **extra)
+        assert g.epsilon <= 1e-3
+
+
+def test_a_budget_refusal_prints_numbers_that_differ(stats):
+    """Trial 13: '(1e-08, 1e-05)-DP ... beyond its budget (1e-08, 1e-05)'."""
+    _, g = privatize_household(stats[0], mechanism="gaussian", epsilon=1e-8, rng=0)
+    with pytest.raises(BudgetExceededError) as refused:
+        privatize_household(stats[0], mechanism="gaussian", epsilon=1e-8, rng=0,
+                            budget=(g.epsilon * (1 - 1e-9), 1e-5))
+    given, budget = re.search(r"household \(([^,]+), .* budget \(([^,]+),",
+                              str(refused.value)).groups()
+    assert float(given) > float(budget) and given != budget
+
+
+def test_a_huge_release_then_another_is_composed_or_refused_clearly(record):
+    """Trial 13: a release at epsilon 1e8, then another of the same statistics, raised
+    OverflowError (exp of the first release's epsilon in the repeated-release composition)."""
+    from privacy.errors import AccountingError
+
+    for mechanism, extra in (("laplace", {}), ("gaussian", {}), ("sas", {"alpha": 1.9})):
+        fresh = household_statistics(record, 1, max_delay=3)
+        first = privatize_household(fresh, mechanism=mechanism, epsilon=1e8, rng=0, **extra)[1]
+        assert first.epsilon <= 1e8
+        try:
+            second = privatize_household(fresh, mechanism=mechanism, epsilon=1.0, rng=1,
+                                         **extra)[1]
+        except AccountingError as exc:
+            assert "beyond epsilon 700" in str(exc) and "smaller epsilon" in str(exc)
+        else:
+            assert second.epsilon <= 1.0
