@@ -303,6 +303,18 @@ def refuse_unused(args: argparse.Namespace,
                                  f"needs {needs}")
 
 
+def refuse_without_privacy(args: argparse.Namespace, defaults: dict[str, Any]) -> None:
+    """Refuse the noise and budget options given with ``--no-privacy``: without noise they
+    would do nothing (``defaults``: option name -> its default)."""
+    from _toolbox.errors import ParameterError
+
+    given = given_options(args, defaults)
+    if given:
+        raise ParameterError(f"{', '.join(given)} {'have' if len(given) > 1 else 'has'} no "
+                             f"effect with --no-privacy (no noise, no budget): leave "
+                             f"{'them' if len(given) > 1 else 'it'} out, or drop --no-privacy")
+
+
 #: Suffixes of the model files DelayedPlant.save writes, and of the figures matplotlib writes.
 MODEL_SUFFIXES = (".json", ".npz")
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".tif", ".tiff", ".webp")

@@ -122,9 +122,21 @@ def _write_json(path: Path, payload: Any) -> None:
 
 
 def _run_study(args: argparse.Namespace) -> int:
+    from _toolbox.errors import ParameterError
+    from simulations.cli.common import given_options
     from simulations.studies.dpsgd import StudyConfig, plot_study, run_study, tune_hyperparameters
 
     model = args.model or ("softmax" if args.dataset == "digits" else "logistic")
+    # every option acts or is refused: these would be silently ignored
+    unused = given_options(args, {"tune_noise": "gaussian", "tune_epsilon": 2.0}) \
+        if not args.tune else []
+    if unused:
+        raise ParameterError(f"{', '.join(unused)} only act with --tune (the grid search on "
+                             f"the validation split): add --tune or leave "
+                             f"{'them' if len(unused) > 1 else 'it'} out")
+    if model != "mlp" and given_options(args, {"hidden": 32}):
+        raise ParameterError(f"--hidden {args.hidden} sets the hidden units of the MLP; the "
+                             f"{model} model has none: add --model mlp or leave it out")
     given = {name: getattr(args, name) for name in _HYPER if getattr(args, name) is not None}
     defaults = DEFAULT_HYPERPARAMETERS.get((args.dataset, model), {})
     config = StudyConfig(

@@ -119,8 +119,12 @@ def _check(args: argparse.Namespace) -> None:
         raise ParameterError(f"--trials must be >= 1; got {args.trials}")
     if args.rounds is not None and args.rounds < 1:
         raise ParameterError(f"--rounds must be >= 1; got {args.rounds}")
-    if args.no_privacy and (args.budget == "total" or args.epsilon is not None):
-        raise ParameterError("--no-privacy contradicts --budget total / --epsilon")
+    if args.no_privacy:
+        from simulations.cli.common import refuse_without_privacy
+
+        refuse_without_privacy(args, {"budget": "per-update", "total_epsilons": None,
+                                      "epsilon": None, "delta": None, "noise": "gaussian",
+                                      "alpha": None})
     if args.noise != "sas" and args.alpha is not None:
         raise ParameterError("--alpha only applies to --noise sas")
     if args.budget == "per-update" and args.total_epsilons is not None:

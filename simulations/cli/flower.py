@@ -143,6 +143,10 @@ def _experiment(args: argparse.Namespace) -> dict[str, Any]:
     if refused:
         raise ParameterError(f"{', '.join(refused)} cannot be combined with --dataset (the "
                              f"experiment defines them)")
+    if args.no_privacy:
+        from simulations.cli.common import refuse_without_privacy
+
+        refuse_without_privacy(args, {"noise": "gaussian", "epsilon": None, "delta": None})
     if args.algorithm not in ALGORITHMS:
         raise ParameterError(f"with --dataset, --algorithm must be one of {ALGORITHMS}; got "
                              f"{args.algorithm!r}")

@@ -159,3 +159,18 @@ def test_the_console_table_shows_a_rows_certified_epsilon_above_its_target():
     assert "target eps=1" in header and "target eps=4" in header
     assert "certified" not in gaussian
     assert scalar.count("certified") == 1 and "(certified eps 1.49)" in scalar
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--tune-noise", "sas_1.9"], "--tune-noise only act with --tune"),
+    (["--tune-epsilon", "4", "--tune-noise", "gaussian"],
+     "--tune-noise, --tune-epsilon only act with --tune"),
+    (["--hidden", "8"], "the logistic model has none"),
+    (["--model", "softmax", "--hidden", "32"], "the softmax model has none")])
+def test_options_that_would_be_ignored_are_refused(tmp_path, capsys, extra, message):
+    """Trial 13: --tune-noise/--tune-epsilon without --tune and --hidden with the logistic
+    model were accepted and did nothing."""
+    code = main(["privacy", "dpsgd", "--dataset", "breast_cancer", *extra, "--out",
+                 str(tmp_path / "o")])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

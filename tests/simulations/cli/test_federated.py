@@ -91,3 +91,21 @@ def test_total_budget_sweep(tmp_path):
 def test_contradictory_flags_are_refused(tmp_path, extra, capsys):
     code = main(["federated", "experiment", "--dataset", "iris", "--out", str(tmp_path)] + extra)
     assert code == 2 and "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--noise", "laplace"], "--noise"), (["--noise", "sas", "--alpha", "1.2"], "--noise, --alpha"),
+    (["--delta", "1e-5"], "--delta"), (["--noise", "gaussian"], "--noise"),
+    (["--budget", "total"], "--budget")])
+def test_no_privacy_refuses_the_noise_options_it_would_ignore(tmp_path, capsys, extra, named):
+    """Trial 13: --no-privacy accepted --noise laplace, --noise sas --alpha 1.2, --delta."""
+    code = main(["federated", "experiment", "--dataset", "iris", "--no-privacy", *extra,
+                 "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{named} ha" in err and "no effect with --no-privacy" in err
+    assert not (tmp_path / "o").exists()
+    # serve has no --budget or --alpha: its noise options are refused the same way
+    serve = [e for e in extra if e not in ("--budget", "total", "--alpha", "1.2")]
+    code = main(["federated", "serve", "--dataset", "iris", "--algorithm", "fedavg",
+                 "--no-privacy", *(serve or ["--delta", "1e-5"]), "--out", str(tmp_path / "s")])
+    assert code == 2 and "no effect with --no-privacy" in capsys.readouterr().err
