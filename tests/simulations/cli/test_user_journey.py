@@ -1,6 +1,7 @@
 """A new user's journey through ``dmdidc identify`` and ``simulate`` on their own files: every
 option takes effect or is refused before any file is written, and the outputs are usable."""
 
+import shutil
 import warnings
 
 import numpy as np
@@ -357,7 +358,10 @@ def test_a_singular_private_solve_says_why_and_what_cures_it(tmp_path, capsys, s
     bounds = ["--max-delay", "6", "--state-bound", f"{0.2 * np.abs(X).max():.6g}",
               "--input-bound", f"{0.2 * np.abs(U).max():.6g}", "--epsilon", "1", "--delta",
               "1e-5", "--dt", "0.5"]
-    assert main(["federated", "identify", *[str(path)] * 3, *bounds, "--seed", "0",
+    copies = [tmp_path / f"client{i}.npz" for i in range(3)]   # (one file twice is refused)
+    for copy in copies:
+        shutil.copy(path, copy)
+    assert main(["federated", "identify", *map(str, copies), *bounds, "--seed", "0",
                  "--out", str(tmp_path / "fed")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith("dmdidc federated identify: error: the privacy noise hides the "
