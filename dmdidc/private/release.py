@@ -375,7 +375,7 @@ def within_budget(epsilon: float, calibrate: Callable[[float], Any],
         No target down to half of ``epsilon`` brings the guarantee within it (a calibration
         that does not meet its own target).
     """
-    from privacy.errors import AccountingError
+    from _toolbox.errors import AccountingError
 
     target, margin = epsilon, _FIRST_MARGIN
     while True:
