@@ -276,7 +276,10 @@ class IdData:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write ``.csv`` (one row per sample, header ``name [unit]``) or ``.npz`` (arrays and
-        metadata); :meth:`load` reads both (:mod:`dmdidc.data_io`)."""
+        metadata); :meth:`load` reads both (:mod:`dmdidc.data_io`).  A CSV keeps names,
+        units and times but not which columns are inputs: read it back with
+        ``load(path, inputs=[...])`` (and ``experiment="experiment"`` when it holds several
+        experiments); the ``.npz`` round-trips everything."""
         return write_data(self, path)
 
     @classmethod

@@ -156,7 +156,9 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
         raise ParameterError(f"path must end in .csv or .npz; got {str(path)!r}")
     if inputs is None:
         raise ParameterError("a CSV data file needs inputs=[...]: the names of its input "
-                             "columns")
+                             "columns (a CSV keeps no metadata; one IdData.save wrote of "
+                             "several experiments also needs experiment='experiment'; the "
+                             ".npz archive round-trips everything)")
     tolerance = check_tolerance(time_tolerance)
     names, units, values = _read_csv(path)
     column = _Names(path.name, names, units)

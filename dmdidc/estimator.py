@@ -1387,7 +1387,10 @@ class DMDidc:
         x0 : array_like, shape (n,)
         U : array_like, shape (m, K)
         U_past : array_like, shape (m, R), optional
-            Inputs before ``x0`` (oldest first); zero by default.
+            Inputs before ``x0`` (oldest first); by default the model's ``u_op`` (zero
+            without an operating point), as :meth:`DelayedPlant.simulate`.  Predicting from
+            the middle of a record needs the last ``R`` inputs here: the default held a new
+            user's room 2 degC off where they gave 0.06.
 
         Returns
         -------

@@ -86,9 +86,10 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--check-level", type=_probability, default=0.01,
                           help="family-wise false-alarm probability of the fit's validation "
                                "checks on well-posed data")
-    identify.add_argument("--residuals", metavar="PNG",
+    identify.add_argument("--residuals", metavar="FIGURE",
                           help="write the residual-analysis figure (whiteness, residual-input "
-                               "and residual-signal correlations) to this PNG")
+                               "and residual-signal correlations) to this file (.png, .pdf or "
+                               ".svg)")
     identify.add_argument("--significance", type=_probability,
                           help="family-wise level of the test that decides which input blocks "
                                "act, and of the bound selection with --max-delay auto "

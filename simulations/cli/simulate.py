@@ -24,6 +24,7 @@ from simulations.cli.common import (
     summary_table,
     write_summary,
 )
+from simulations.cli.terms import warn
 
 __all__ = ["add_simulate_parser"]
 
@@ -134,6 +135,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
         _check_plant_matches_model(plant, model, args)
+        _note_operating_points(plant, model, args)
     point = plant.operating_point              # the plant's equilibrium, in its units
     x0 = _start(args, model, point)
     if x0.shape != (model.n_states,):
@@ -319,6 +321,25 @@ def _start(args: argparse.Namespace, model, point) -> np.ndarray:
     raise ParameterError(f"--x0 is required: {whose} has the operating point x_op = "
                          f"({example}) in physical units, and a start there is yours to "
                          f"choose (e.g. --x0 {example} with the disturbance of interest added)")
+
+
+def _note_operating_points(plant, model, args: argparse.Namespace) -> None:
+    """Warn when the model's operating point (where its controller regulates to) is not the
+    plant's: an identified model's is the equilibrium under the data's mean input, and the
+    loop then settles there, its cost (about the plant's point) holding the difference (a new
+    user's room: 0.29 degC off, cost 6.74 against 1.48 designed on the plant's point)."""
+    own, theirs = model.operating_point, plant.operating_point
+    if own is None or theirs is None:
+        return                  # (one side only: the loop's own coordinates check decides)
+    gap = float(np.linalg.norm(own.state - theirs.state))
+    if gap <= 1e-9 * max(float(np.linalg.norm(theirs.state)), 1.0):
+        return
+    warn(f"the model regulates to its operating point x_op = "
+         f"{np.array2string(own.state, precision=4)}, the plant's is "
+         f"{np.array2string(theirs.state, precision=4)} ({gap:.3g} apart): the loop settles at "
+         f"the model's, and the cost, about the plant's point, includes that offset. To "
+         f"regulate to the plant's point, design the controller in Python on "
+         f"model.with_operating_point(state=...)", args)
 
 
 def _check_plant_matches_model(plant, model, args: argparse.Namespace) -> None:
