@@ -186,9 +186,22 @@ def household_statistics(record: FleetRecord, household: int, *, max_delay: int,
     bounds = SharingBounds() if bounds is None else bounds
     X_days, U_days, E_days = _household_days(record, household, bounds)
     return SufficientStatistics.from_data(
-        X_days, U_days, max_delay=check_integer("max_delay", max_delay, minimum=0),
+        X_days, U_days, max_delay=_daily_delay_bound(max_delay, U_days),
         state_bound=list(bounds.state_bounds_K), input_bound=0.5, instruments=E_days,
         instrument_bound=bounds.excitation)
+
+
+def _daily_delay_bound(max_delay: Any, U_days: list[np.ndarray]) -> int:
+    """``max_delay`` checked against the days (each day one trajectory, whose first ``R``
+    samples give no regression sample): a bound of a day or more left statistics of no
+    sample, returned without a word (a trial: ``max_delay=2000`` on 96-sample days)."""
+    R = check_integer("max_delay", max_delay, minimum=0)
+    shortest = min((U.shape[1] for U in U_days), default=0)
+    if R >= shortest:
+        raise ParameterError(f"max_delay={R} periods leaves no regression sample in a day of "
+                             f"{shortest} samples (each day is one trajectory); accepted: "
+                             f"max_delay < {shortest}")
+    return R
 
 
 def daily_household_statistics(record: FleetRecord, household: int, *, max_delay: int,
@@ -196,12 +209,13 @@ def daily_household_statistics(record: FleetRecord, household: int, *, max_delay
     """The same statistics, one per day (a household sharing daily); they add up to
     :func:`household_statistics`."""
     bounds = SharingBounds() if bounds is None else bounds
-    R = check_integer("max_delay", max_delay, minimum=0)
+    days = _household_days(record, household, bounds)
+    R = _daily_delay_bound(max_delay, days[1])
     return [SufficientStatistics.from_data(X, U, max_delay=R,
                                            state_bound=list(bounds.state_bounds_K),
                                            input_bound=0.5, instruments=E,
                                            instrument_bound=bounds.excitation)
-            for X, U, E in zip(*_household_days(record, household, bounds), strict=True)]
+            for X, U, E in zip(*days, strict=True)]
 
 
 def trajectories_reached(unit: str, window: int | None, stats: SufficientStatistics) -> int:

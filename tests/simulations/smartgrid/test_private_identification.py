@@ -321,3 +321,16 @@ def test_a_huge_release_then_another_is_composed_or_refused_clearly(record):
             assert "beyond epsilon 700" in str(exc) and "smaller epsilon" in str(exc)
         else:
             assert second.epsilon <= 1.0
+
+
+@pytest.mark.parametrize("statistics", ["household_statistics", "daily_household_statistics"])
+def test_a_delay_bound_of_a_day_or_more_is_refused(statistics):
+    """Each day is one trajectory: max_delay=2000 on a day's few hundred samples returned
+    statistics of no sample without a word (a trial); now refused, naming the day's length."""
+    import simulations.smartgrid.private_identification as module
+
+    record = simulate_fleet(draw_households(1, rng=0), load_profiles("extract"), start_day=10,
+                            days=2, excitation=0.5, rng=0)
+    with pytest.raises(ParameterError, match=r"max_delay=2000 .* day of \d+ samples"):
+        getattr(module, statistics)(record, 0, max_delay=2000)
+    assert getattr(module, statistics)(record, 0, max_delay=3) is not None
