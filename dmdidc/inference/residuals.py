@@ -664,7 +664,7 @@ def _largest_robust_residual(work: np.ndarray, *, constant_rows: str = "rms") ->
     return float(np.max(largest / scales))
 
 
-def _robust_rows(work: np.ndarray, constant_rows: str) -> tuple[np.ndarray, ...]:
+def _robust_rows(work: np.ndarray, constant_rows: str | None) -> tuple[np.ndarray, ...]:
     """Per row of ``work`` (n, N), which it overwrites: the largest absolute deviation from
     the median, the median and the robust scale (:func:`_robust_scales`)."""
     medians = _row_medians(work, overwrite=True)
@@ -698,10 +698,13 @@ def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms",
     return work if signed else np.abs(work, out=work)
 
 
-def _robust_scales(deviation: np.ndarray, constant_rows: str) -> np.ndarray:
+def _robust_scales(deviation: np.ndarray, constant_rows: str | None) -> np.ndarray:
     """``1.4826 MAD`` per row of the absolute deviations from the median (which it reorders),
-    rows whose MAD is zero by their rms (``constant_rows="rms"``) or the smallest float."""
+    rows whose MAD is zero by their rms (``constant_rows="rms"``) or the smallest float
+    (``"tiny"``); ``None``: the MAD as it is."""
     mad = _MAD_TO_SIGMA * _row_medians(deviation, overwrite=True)
+    if constant_rows is None:
+        return mad
     fallback = np.finfo(float).tiny
     if constant_rows == "rms" and np.any(mad <= 0):
         fallback = np.maximum(np.sqrt(np.mean(deviation ** 2, axis=1)), fallback)
@@ -889,13 +892,8 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
     medians, mads = np.full((len(pieces), n), np.nan), np.full((len(pieces), n), np.nan)
     largest = np.zeros((len(pieces), n))
     if given.sum() > 1 and lengths[given].min() >= _OWN_SCALE_SAMPLES:
-        for p in np.flatnonzero(given):
-            work = pieces[p].copy()              # reordered in place by the partitions
-            medians[p] = _row_medians(work.copy(), overwrite=True)
-            work -= medians[p][:, None]
-            deviation = np.abs(work, out=work)
-            largest[p] = deviation.max(axis=1)
-            mads[p] = _MAD_TO_SIGMA * _row_medians(deviation, overwrite=True)
+        for p in np.flatnonzero(given):      # (a copy: the partitions reorder it)
+            largest[p], medians[p], mads[p] = _robust_rows(pieces[p].copy(), None)
         if np.all(mads[given] > 0):
             logs = np.log(mads[given])
             N = lengths[given]
