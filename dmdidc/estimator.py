@@ -75,7 +75,7 @@ from dmdidc.info import ModelInfo, SensorMap
 from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.model import DelayedPlant, OperatingPoint
 from dmdidc.pod_streaming import PODStatistics
-from dmdidc.regression.pod import pod_modes
+from dmdidc.regression.pod import outside_span, pod_modes
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
@@ -651,9 +651,8 @@ class DMDidc:
                 remove_trend(E, self.detrend)[0] for E in references]
         if self.svd_rank is not None:      # identify in the leading POD modes
             pod = pod or self._pod_of([Xi for Xi, _ in trajectories])
-            modes, _, centre = pod
-            shift = (modes.T @ centre)[:, None]      # (no centred copy of the snapshots)
-            trajectories = [(modes.T @ Xi - shift, Ui) for Xi, Ui in trajectories]
+            # z = modes^T (x - c) = modes^T x: the centre lies outside the modes' span
+            trajectories = [(pod[0].T @ Xi, Ui) for Xi, Ui in trajectories]
         return trajectories, references, pod, trends
 
     def _pod_of(self, states: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -673,7 +672,7 @@ class DMDidc:
             return (*pod_modes(states, self.svd_rank), np.zeros(n))
         mean = sum(Xi.sum(axis=1) for Xi in states) / sum(Xi.shape[1] for Xi in states)
         modes, singular = pod_modes(states, self.svd_rank, centre=mean)   # (no centred copy)
-        return modes, singular, mean - modes @ (modes.T @ mean)
+        return modes, singular, outside_span(modes, mean)
 
     def _offset_mode(self) -> str:
         """The intercept rule of the fit (:func:`~dmdidc.fitting.fit_trajectories`'s
@@ -1359,7 +1358,8 @@ class DMDidc:
         (:class:`DMDidc`'s ``svd_rank``), plus the data's operating point (an
         :class:`~dmdidc.IdData`'s); ``None`` without ``svd_rank``.  The model keeps it with
         ``modes_`` (``model_.info.sensors``)."""
-        if self._fitted(getattr(self, "_solution", None)) is not None and self._pod is None:
+        self._fitted(getattr(self, "_solution", None))
+        if self._pod is None:
             return None
         return self._sensors().centre
 

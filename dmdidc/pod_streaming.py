@@ -21,6 +21,7 @@ import numpy as np
 
 from dmdidc.errors import InsufficientExcitationError, ParameterError
 from dmdidc.regression.incremental_pod import IncrementalPOD
+from dmdidc.regression.pod import outside_span
 from dmdidc.statistics.accumulator import StatisticsAccumulator
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -111,8 +112,7 @@ class PODStatistics:
         origin."""
         if self.pod.mean is None:
             return np.zeros(self.n_states)
-        modes = self.modes
-        return self.pod.mean - modes @ (modes.T @ self.pod.mean)
+        return outside_span(self.modes, self.pod.mean)
 
     def new_trajectory(self) -> None:
         self._states = np.zeros((self.n_states, 0))

@@ -975,11 +975,12 @@ class OutputDMDidc:
                                read_at=read_at,
                                truncate=lambda fitted, k: balanced_dynamics(fitted, k, dt))
 
+        if white is None and (self.order is None or n < min(self.max_order, basis.max_order)):
+            white = self._whiteness(experiments, refined, R, dt)[0]   # (not by _fit_orders)
         if self.order is not None:
             # a told order is kept; the likelihood ratio of one more state (white residuals:
             # it is calibrated only then) says when the data ask for it
-            if (n < min(self.max_order, basis.max_order)
-                    and self._whiteness(experiments, refined, R, dt)[0] > self.significance):
+            if n < min(self.max_order, basis.max_order) and white > self.significance:
                 more, _, _, rule, _ = raised_order(n + 1, lambda k: 0.0)
                 if more > n:
                     self._warn_new(
@@ -989,8 +990,6 @@ class OutputDMDidc:
                         f"order={n + 1}, or order=None (chosen from the data)")
             return n, start, refined
         larger, raised = None, ""
-        if white is None:           # not tested by _fit_orders
-            white = self._whiteness(experiments, refined, R, dt)[0]
         if white > self.significance:
             n, start, refined, raised, larger = raised_order(
                 min(self.max_order, basis.max_order),

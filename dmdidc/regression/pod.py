@@ -30,7 +30,8 @@ import numpy as np
 from _toolbox.validation import as_generator
 from dmdidc.errors import DimensionError
 
-__all__ = ["pod_modes", "GRAM_RESOLUTION", "SPECTRUM_EXTRA", "RANDOMIZED_ABOVE"]
+__all__ = ["pod_modes", "outside_span", "GRAM_RESOLUTION", "SPECTRUM_EXTRA",
+           "RANDOMIZED_ABOVE"]
 
 #: ``min(n, K)`` above which ``pod_modes`` is randomized by default (the Gram would cost more
 #: than ~(r + 10) / min(n, K) times as much).
@@ -138,6 +139,18 @@ def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = 
         Q, triangle = np.linalg.qr(modes)
         modes = Q * np.where(np.diag(triangle) < 0, -1.0, 1.0)
     return _signed(modes), singular
+
+
+def outside_span(modes: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """The part of ``point`` (n,) outside the span of the orthonormal ``modes`` (n, r): the
+    centre an ``svd_rank`` fit's coordinates cannot carry.
+
+    Examples
+    --------
+    >>> outside_span(np.array([[1.0], [0.0]]), np.array([3.0, 4.0]))
+    array([0., 4.])
+    """
+    return point - modes @ (modes.T @ point)
 
 
 def _leading(gram: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
