@@ -161,30 +161,27 @@ _PLD_SEARCH_BELOW = 0.1
 
 def _rdp_sigma(target: float, delta: float, steps: int, q: float, sensitivity: float,
                neighboring: NeighboringRelation, rtol: float) -> float | None:
-    """Smallest sigma (within ``rtol``) whose Renyi-DP epsilon meets ``target``: the
-    accountant's ``"rdp"`` bound, an upper bound on epsilon computed in a fraction of a second
-    (None where dp_accounting's RDP does not apply: subsampling under REPLACE_ONE)."""
+    """Smallest sigma (within ``rtol``) whose Renyi-DP epsilon meets ``target``, when that
+    sigma is below ``_PLD_SEARCH_BELOW * sensitivity`` (else None: the PLD search is kept,
+    and one evaluation at that bound decides it, as RDP's epsilon falls with sigma): the
+    accountant's own ``"rdp"`` bound, an upper bound on epsilon computed in a fraction of a
+    second (None where it does not apply: subsampling under REPLACE_ONE)."""
     import logging
 
-    from dp_accounting import dp_event
+    from privacy.accountant import _Leaf, _rdp
 
-    from privacy.composition import rdp_accountant
+    def evaluate(sigma: float) -> float | None:
+        return _rdp({_Leaf("gaussian", q, sigma / sensitivity): steps}, neighboring, delta, None)
 
-    def evaluate(sigma: float) -> float:
-        event = dp_event.GaussianDpEvent(sigma / sensitivity)
-        if q < 1.0:
-            event = dp_event.PoissonSampledDpEvent(q, event)
-        return rdp_accountant(dp_event.SelfComposedDpEvent(event, steps),
-                              neighboring).get_epsilon(delta)
-
-    if neighboring is NeighboringRelation.REPLACE_ONE and q < 1.0:
-        return None
     absl = logging.getLogger("absl")
     level = absl.level
     # orders whose series does not converge are left out by dp_accounting (still a bound);
     # its warning for each would flood the console
     absl.setLevel(logging.ERROR)
     try:
+        gate = evaluate(_PLD_SEARCH_BELOW * sensitivity)
+        if gate is None or gate > target:
+            return None
         return smallest_satisfying(evaluate, target, start=sensitivity, rtol=rtol,
                                    what="sigma")
     finally:
@@ -209,6 +206,6 @@ def _gaussian_sigma(target: float, delta: float, steps: int, q: float, sensitivi
                                   neighboring=neighboring)
     if q < 1.0:
         rdp = _rdp_sigma(target, delta, steps, q, sensitivity, neighboring, rtol)
-        if rdp is not None and rdp < _PLD_SEARCH_BELOW * sensitivity and evaluate(rdp) <= target:
+        if rdp is not None and evaluate(rdp) <= target:
             return rdp
     return smallest_satisfying(evaluate, target, start=sensitivity, rtol=rtol, what="sigma")
