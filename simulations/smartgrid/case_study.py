@@ -284,12 +284,10 @@ def run_case_study(config: ScenarioConfig, out: str | Path, *, grid: bool = True
         done(stage)
 
     # the grid's controlled case is the fractional controller's, on the private model if it ran
-    controlled_label = next((label for label, result in control_results.items()
-                             if result is not None and "fractional" in result.outcomes),
-                            "nonprivate")
-    controlled = control_results[controlled_label]
-    if controlled is not None and "fractional" not in controlled.outcomes:
-        controlled = None
+    controlled_label, controlled = next(((label, result) for label, result
+                                         in control_results.items()
+                                         if result is not None and "fractional" in result.outcomes),
+                                        ("nonprivate", None))
     grid_results = {}
     if grid:
         from simulations.smartgrid.grid import LVGrid
