@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _toolbox.validation import as_generator
+from _toolbox.validation import as_generator, check_finite_array
 from dmdidc.errors import DimensionError
 
 __all__ = ["pod_modes", "outside_span", "GRAM_RESOLUTION", "SPECTRUM_EXTRA",
@@ -82,7 +82,9 @@ def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = 
     Raises
     ------
     DimensionError
-        ``rank`` outside ``1 .. min(n, samples)``.
+        ``rank`` outside ``1 .. min(n, samples)``, or ``centre`` not of ``n`` entries.
+    NonFiniteError
+        ``centre`` with NaN or inf.
 
     Examples
     --------
@@ -105,7 +107,9 @@ def pod_modes(states: list[np.ndarray], rank: int, *, randomized: bool | None = 
     small = min(n, samples)
     if randomized is None:
         randomized = small > RANDOMIZED_ABOVE and 10 * (rank + _OVERSAMPLING) < small
-    c = np.zeros(n) if centre is None else np.asarray(centre, dtype=float)
+    c = np.zeros(n) if centre is None else check_finite_array("centre", centre, ndim=1)
+    if c.shape != (n,):
+        raise DimensionError(f"centre has {c.size} entries; expected {n} (one per state)")
     if randomized:
         return _randomized(states, rank, as_generator(rng), c)
     if n <= samples:          # sensors fewer than snapshots: the n x n Gram (streams)

@@ -187,3 +187,11 @@ def test_centre_gives_the_modes_of_the_centred_snapshots_without_a_copy(shape, r
     assert np.max(np.abs(modes.T @ copied) - np.eye(3)) < 1e-9       # the same subspace, signs
     np.testing.assert_allclose(np.abs(modes), np.abs(copied), atol=1e-9)
     np.testing.assert_allclose(singular[:3], expected[:3], rtol=1e-9)
+
+
+@pytest.mark.parametrize(("centre", "error"), [(np.zeros(3), "centre has 3 entries; expected 4"),
+                                               (np.array([0.0, np.nan, 0.0, 0.0]), "centre")])
+def test_a_bad_centre_is_refused_by_name(centre, error):
+    X = np.random.default_rng(0).standard_normal((4, 50))
+    with pytest.raises(ValueError, match=error):
+        pod_modes([X], 2, centre=centre)
