@@ -11,7 +11,8 @@ both (the layer contract in ``pyproject.toml`` checks this).  Its modules are im
 * :mod:`_toolbox.validation`: argument checks whose messages name argument, value and range;
 * :mod:`_toolbox.lazy`: PEP 562 lazy package attributes from one table (cheap ``import``);
 * :mod:`_toolbox.plotting`: figures without pyplot state;
-* :mod:`_toolbox.formatting`: an estimate with its interval as console text.
+* :mod:`_toolbox.formatting`: an estimate with its interval as console text;
+* :mod:`_toolbox.logs`: a library's logger quieted for the duration of a call.
 """
 
 __all__: list[str] = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 
 from _toolbox.errors import ParameterError
+from _toolbox.logs import quiet_logger
 from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy import accounting
 from privacy.curves import smallest_satisfying
@@ -166,26 +167,19 @@ def _rdp_sigma(target: float, delta: float, steps: int, q: float, sensitivity: f
     and one evaluation at that bound decides it, as RDP's epsilon falls with sigma): the
     accountant's own ``"rdp"`` bound, an upper bound on epsilon computed in a fraction of a
     second (None where it does not apply: subsampling under REPLACE_ONE)."""
-    import logging
-
     from privacy.accountant import _Leaf, _rdp
 
     def evaluate(sigma: float) -> float | None:
         return _rdp({_Leaf("gaussian", q, sigma / sensitivity): steps}, neighboring, delta, None)
 
-    absl = logging.getLogger("absl")
-    level = absl.level
     # orders whose series does not converge are left out by dp_accounting (still a bound);
     # its warning for each would flood the console
-    absl.setLevel(logging.ERROR)
-    try:
+    with quiet_logger("absl"):
         gate = evaluate(_PLD_SEARCH_BELOW * sensitivity)
         if gate is None or gate > target:
             return None
         return smallest_satisfying(evaluate, target, start=sensitivity, rtol=rtol,
                                    what="sigma")
-    finally:
-        absl.setLevel(level)
 
 
 @functools.lru_cache(maxsize=128)

@@ -13,9 +13,9 @@ caller passes the households' own base loads.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError, SolverError
+from _toolbox.logs import quiet_logger
 from _toolbox.validation import (
     check_finite_array,
     check_in_interval,
@@ -282,8 +283,9 @@ class LVGrid:
         begin = time.perf_counter()
         try:
             # every step runs, so that the error names each one that did not converge (and the
-            # time it stands for) instead of pandapower's bare LoadflowNotConverged
-            with _quiet_pandapower():
+            # time it stands for) instead of pandapower's bare LoadflowNotConverged, and its
+            # ERROR line per such step is not logged
+            with quiet_logger("pandapower.timeseries.run_time_series", logging.CRITICAL):
                 run_timeseries(net, time_steps=steps, verbose=progress, numba=False,
                                check_connectivity=False, continue_on_divergence=True)
         finally:
@@ -300,16 +302,3 @@ class LVGrid:
                 failed)
 
 
-@contextlib.contextmanager
-def _quiet_pandapower():
-    """pandapower logs an ERROR line per step that did not converge; :meth:`LVGrid.run`
-    raises one error naming them all instead."""
-    import logging
-
-    logger = logging.getLogger("pandapower.timeseries.run_time_series")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)

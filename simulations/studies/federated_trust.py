@@ -26,7 +26,6 @@ Examples
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import ParameterError
+from _toolbox.logs import quiet_logger
 from _toolbox.plotting import new_figure, save_figure
 from _toolbox.validation import check_integer
 from privacy.federated.fedinfer import FedInfer
@@ -136,22 +136,20 @@ def poisoning_study(*, clients: int = 10, attackers: Sequence[int] = (1, 2, 3),
                              f"{max(counts)}")
     data, model, samples = _problem(clients, seed)
     rows = []
-    quiet = logging.getLogger("privacy.federated")
-    level, quiet.level = quiet.level, logging.ERROR   # every rejection would be logged
-    for name in algorithms:
-        build = _builder(name, model, samples)
-        honest = _final_model(name, build(None), data, rounds, seed, Network(), True)
-        defences = DEFENCES if name in _GRADIENT else DEFENCES[:2]
-        for attack in attacks:
-            for m in counts:
-                network = Network(tamper=poisoning_tamper(attack, range(m)))
-                for defence in defences:
-                    robust = "median" if defence == "screen+median" else None
-                    w = _final_model(name, build(robust), data, rounds, seed, network,
-                                     defence != "none")
-                    rows.append({"algorithm": name, "attack": attack, "attackers": m,
-                                 "defence": defence, "distance": _distance(w, honest)})
-    quiet.setLevel(level)
+    with quiet_logger("privacy.federated"):               # every rejection would be logged
+        for name in algorithms:
+            build = _builder(name, model, samples)
+            honest = _final_model(name, build(None), data, rounds, seed, Network(), True)
+            defences = DEFENCES if name in _GRADIENT else DEFENCES[:2]
+            for attack in attacks:
+                for m in counts:
+                    network = Network(tamper=poisoning_tamper(attack, range(m)))
+                    for defence in defences:
+                        robust = "median" if defence == "screen+median" else None
+                        w = _final_model(name, build(robust), data, rounds, seed, network,
+                                         defence != "none")
+                        rows.append({"algorithm": name, "attack": attack, "attackers": m,
+                                     "defence": defence, "distance": _distance(w, honest)})
     return rows
 
 
