@@ -1550,11 +1550,12 @@ def _in_sensors(model: DelayedPlant, pod: tuple, data: IdData | None,
                              B_c=model.B_c_, delay=model.delay_,
                              continuous_note=model.continuous_note,
                              operating_point=OperatingPoint(state, inputs))
-    unit = units[0] if len(set(units)) == 1 else ""
+    sensors = SensorMap(names, units, modes, centre)
     inputs = (data.input_names, data.input_units) if data is not None else (
         model.signal_info.input_names, model.signal_info.input_units)
-    info = ModelInfo(tuple(f"z{i}" for i in range(r)), inputs[0], (unit,) * r, inputs[1],
-                     provenance=provenance, sensors=SensorMap(names, units, modes, centre))
+    info = ModelInfo(tuple(f"z{i}" for i in range(r)), inputs[0],
+                     (sensors.coordinate_unit,) * r, inputs[1], provenance=provenance,
+                     sensors=sensors)
     return model.with_info(info)
 
 

@@ -83,6 +83,12 @@ class SensorMap:
     def n_sensors(self) -> int:
         return self.modes.shape[0]
 
+    @property
+    def coordinate_unit(self) -> str:
+        """The unit of the coordinates ``z``: the sensors' when they all share one (the modes
+        are orthonormal, so ``z`` is in that unit), else ``""``."""
+        return self.units[0] if len(set(self.units)) == 1 else ""
+
     def project(self, X: Any) -> np.ndarray:
         """The coordinates ``z = modes^T (x - centre)`` of sensor values ``X``, shape (n,) or
         (n, K), to shape (r,) or (r, K)."""

@@ -211,11 +211,10 @@ def with_signals(model, data, files: str | None = None):
         from dmdidc import SensorMap
 
         # POD coordinates (--svd-rank): the names are the sensors', kept with the modes
-        sensors = info.sensors
-        fields.update(sensors=SensorMap(data.state_names, data.state_units, sensors.modes,
-                                        sensors.centre))
-        if len(set(data.state_units)) == 1:
-            fields.update(state_units=(data.state_units[0],) * len(info.state_names))
+        sensors = SensorMap(data.state_names, data.state_units, info.sensors.modes,
+                            info.sensors.centre)
+        fields.update(sensors=sensors,
+                      state_units=(sensors.coordinate_unit,) * len(info.state_names))
     elif data.state_names is not None:
         fields.update(state_names=data.state_names, state_units=data.state_units)
     if data.input_names is not None:

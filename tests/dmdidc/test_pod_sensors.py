@@ -196,3 +196,13 @@ def test_a_saved_svd_rank_model_predicts_the_sensors(tmp_path, suffix, named):
     plain = DMDidc(max_delay=R).fit(X[:3], U, dt=T).save(tmp_path / "plain.json")
     assert "sensors" not in json.loads(plain.read_text())["info"]
     assert DelayedPlant.load(plain).info.sensors is None
+
+
+@pytest.mark.parametrize(("units", "expected"), [(["K", "K", "K"], "K"), (["K", "K", "W"], ""),
+                                                 (["", "", ""], "")])
+def test_pod_coordinates_take_the_unit_the_sensors_share(units, expected):
+    from dmdidc import SensorMap
+
+    modes = np.linalg.qr(np.random.default_rng(0).standard_normal((3, 2)))[0]
+    sensors = SensorMap(["a", "b", "c"], units, modes, np.zeros(3))
+    assert sensors.coordinate_unit == expected
