@@ -73,7 +73,7 @@ from dmdidc.inference.selection import DelayBoundSelection, largest_bound, selec
 from dmdidc.inference.trend_bias import trend_bias_check
 from dmdidc.info import ModelInfo, SensorMap
 from dmdidc.missing import interpolated_inputs_warning, left_out
-from dmdidc.model import DelayedPlant, OperatingPoint
+from dmdidc.model import DelayedPlant
 from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import outside_span, pod_modes
 from dmdidc.regression.solution import (
@@ -1013,12 +1013,7 @@ class DMDidc:
                          data.input_units, provenance=provenance)
         op = data.operating_point
         if op is not None:                      # the fit saw deviations from it
-            fitted = model.operating_point
-            if fitted is not None:
-                op = OperatingPoint(op.state + fitted.state, op.input + fitted.input)
-            model = DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_,
-                                 B_c=model.B_c_, delay=model.delay_,
-                                 continuous_note=model.continuous_note, operating_point=op)
+            model = model.shifted_by(op.state, op.input)
         return model.with_info(info)
 
     def _streamed_outcome(self, iv: bool) -> FitOutcome:
@@ -1541,15 +1536,9 @@ def _in_sensors(model: DelayedPlant, pod: tuple, data: IdData | None,
     names = data.state_names if data is not None else tuple(f"x{i}" for i in range(n))
     units = data.state_units if data is not None else ("",) * n
     op = None if data is None else data.operating_point
-    if op is not None:
+    if op is not None:                 # its state, a point of the sensors, joins the centre
         centre = centre + op.state
-        fitted = model.operating_point
-        state = np.zeros(r) if fitted is None else fitted.state
-        inputs = op.input if fitted is None else op.input + fitted.input
-        model = DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_,
-                             B_c=model.B_c_, delay=model.delay_,
-                             continuous_note=model.continuous_note,
-                             operating_point=OperatingPoint(state, inputs))
+        model = model.shifted_by(np.zeros(r), op.input)
     sensors = SensorMap(names, units, modes, centre)
     inputs = (data.input_names, data.input_units) if data is not None else (
         model.signal_info.input_names, model.signal_info.input_units)

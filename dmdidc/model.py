@@ -740,6 +740,41 @@ class DelayedPlant:
                       self.continuous_note, OperatingPoint(x, u), self.info)
         return plant
 
+    def shifted_by(self, state: Any, input: Any) -> DelayedPlant:
+        """The same plant for data that were deviations from ``(state, input)``: that point
+        added to the operating point the model fitted (the origin when it has none).
+
+        A fit on data less a known point (a detrended file, a private release's declared
+        centre) identifies the deviations; this puts the model back in physical values.
+        Unlike :meth:`with_operating_point` nothing is solved: the model's own operating point
+        is an equilibrium of its deviations, so the shifted one is of the physical plant.
+
+        Parameters
+        ----------
+        state : array_like, shape (n,)
+        input : array_like, shape (m,)
+
+        Returns
+        -------
+        DelayedPlant
+
+        Examples
+        --------
+        >>> plant = DelayedPlant.from_continuous([[-1.0]], [[1.0]], delay=0.2, dt=0.5)
+        >>> shifted = plant.shifted_by([20.0], [1.0])
+        >>> shifted.operating_point.state, shifted.operating_point.input
+        (array([20.]), array([1.]))
+        """
+        x = _checked_vector("state", state, self.n_states, "states")
+        u = _checked_vector("input", input, self.n_inputs, "inputs")
+        op = self.operating_point
+        if op is not None:
+            x, u = x + op.state, u + op.input
+        plant = DelayedPlant.__new__(DelayedPlant)
+        plant._assign(self.A_d, self.B_blocks, self.dt, self.A_c_, self.B_c_, self.delay_,
+                      self.continuous_note, OperatingPoint(x, u), self.info)
+        return plant
+
     def with_info(self, info: ModelInfo | None) -> DelayedPlant:
         """The same plant with another :class:`~dmdidc.ModelInfo` (``None``: without)."""
         plant = DelayedPlant.__new__(DelayedPlant)

@@ -240,16 +240,9 @@ def _operating_point(option: str, values: list[float] | None, size: int, noun: s
 def _at(model, x_op: np.ndarray, u_op: np.ndarray):
     """``model`` (fitted to deviations from ``(x_op, u_op)``) with that operating point added
     to any it fitted itself; unchanged without one."""
-    from dmdidc import DelayedPlant, OperatingPoint
-
     if not (x_op.any() or u_op.any()):
         return model
-    fitted = model.operating_point
-    if fitted is not None:
-        x_op, u_op = x_op + fitted.state, u_op + fitted.input
-    return DelayedPlant(model.A_d, model.B_blocks, model.dt, A_c=model.A_c_, B_c=model.B_c_,
-                        delay=model.delay_, continuous_note=model.continuous_note,
-                        operating_point=OperatingPoint(x_op, u_op)).with_info(model.info)
+    return model.shifted_by(x_op, u_op)
 
 
 def _release_dict(release) -> dict[str, Any]:

@@ -83,3 +83,25 @@ def test_an_inconsistent_pair_is_not_blamed_on_too_few_inputs():
     with pytest.raises(ParameterError, match="the pair is not consistent") as info:
         plant.with_operating_point(state=[1.0, 1.0], input=[0.0, 0.0])
     assert "only some states" not in str(info.value)
+
+
+def test_shifted_by_adds_the_point_to_the_fitted_operating_point_and_keeps_the_rest():
+    from dmdidc import DelayedPlant, ModelInfo
+
+    plant = DelayedPlant.from_continuous([[-1.0, 0.2], [0.0, -0.5]], [[1.0], [0.5]], delay=0.7,
+                                         dt=0.5)
+    plant = plant.with_operating_point(input=[2.0]).with_info(
+        ModelInfo(("a", "b"), ("u",), ("K", "K"), ("W",)))
+    shifted = plant.shifted_by([20.0, 21.0], [1.0])
+    np.testing.assert_allclose(shifted.operating_point.state,
+                               plant.operating_point.state + [20.0, 21.0])
+    np.testing.assert_allclose(shifted.operating_point.input, [3.0])
+    assert shifted.info == plant.info
+    np.testing.assert_array_equal(shifted.delay_, plant.delay_)
+    # an equilibrium of the shifted model in physical values, as the fitted one of deviations
+    op = shifted.operating_point
+    np.testing.assert_allclose(shifted.A_d @ (op.state - [20.0, 21.0])
+                               + shifted.B_d @ (op.input - [1.0]),
+                               op.state - [20.0, 21.0], atol=1e-9)
+    with pytest.raises(ValueError, match="state"):
+        plant.shifted_by([1.0], [1.0])
