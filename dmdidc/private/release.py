@@ -639,14 +639,14 @@ def check_mechanism(mechanism: str, alpha: float | None) -> float | None:
     >>> check_mechanism("sas", 1.9), check_mechanism("gaussian", None)
     (1.9, None)
     """
-    from privacy.stable import check_alpha
+    from privacy.stable import MIN_ALPHA, check_alpha
 
     if mechanism not in MECHANISMS:
         raise ParameterError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}")
     if mechanism == "sas":
         if alpha is None:
-            raise ParameterError("mechanism='sas' needs its stability index, e.g. alpha=1.9 "
-                                 "(0 < alpha < 2)")
+            raise ParameterError(f"mechanism='sas' needs its stability index, e.g. alpha=1.9 "
+                                 f"(accepted: alpha in [{MIN_ALPHA}, 2))")
         return check_alpha(alpha, high_open=True)      # the SaS mechanism's own range
     if alpha is not None:
         raise ParameterError(f"alpha applies to mechanism='sas' only; got alpha={alpha!r} with "
