@@ -35,8 +35,10 @@ from dmdidc.time_column import (
     find_time_column,
     named_reason,
     refuse_gaps,
+    skipped_note,
     time_grid,
     time_unit,
+    with_skipped_rows,
 )
 
 __all__ = ["read_fields", "write_data", "split_unit"]
@@ -195,10 +197,10 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
     pieces = np.split(values, starts[1:])
     if time is not None:
-        dt = _period(path, special[0], units[index[special[0]]],
-                     [p[:, index[special[0]]] for p in pieces], np.split(
-                         np.arange(2, len(values) + 2), starts[1:]), dt, tolerance, reason,
-                     notes)
+        dt, pieces = _period(path, special[0], units[index[special[0]]], pieces,
+                             index[special[0]], np.split(np.arange(2, len(values) + 2),
+                                                         starts[1:]),
+                             dt, tolerance, reason, notes, missing)
     elif dt is None:
         index = (f" ({unread[0]!r}, a row index, was left out; time={unread[0]!r} reads it as "
                  f"the time)" if unread else "")
@@ -288,24 +290,32 @@ def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
     return values
 
 
-def _period(path: Path, name: str, unit: str, times: list[np.ndarray], lines: list,
-            dt: float | None, tolerance: float, reason: str, notes: list[str]) -> float:
-    """The sampling period of the time column ``name`` (:mod:`dmdidc.time_column`): gaps of
-    whole periods are refused (lost samples are empty cells), jitter is noted."""
+def _period(path: Path, name: str, unit: str, pieces: list[np.ndarray], column: int,
+            lines: list, dt: float | None, tolerance: float, reason: str, notes: list[str],
+            missing: str) -> tuple[float, list[np.ndarray]]:
+    """The sampling period of the time column ``name`` (column ``column`` of each of the
+    ``pieces``; :mod:`dmdidc.time_column`) and the pieces: gaps of whole periods are lost
+    rows, refused with ``missing="error"`` and otherwise rows of NaN for the policy to drop or
+    fill; jitter is noted."""
     where = f"{name!r} of {path.name}"
     seconds = time_unit(unit, where, reason=reason)
-    stamps = [t * seconds for t in times]
+    stamps = [p[:, column] * seconds for p in pieces]
     rows = [list(r) for r in lines]
     grid = time_grid(stamps, where=where, tolerance=tolerance, lines=rows, reason=reason)
-    refuse_gaps(grid, stamps, where=where, lines=rows, reason=reason)
+    if missing == "error":
+        refuse_gaps(grid, stamps, where=where, lines=rows, reason=reason)
+    elif note := skipped_note(grid, where, rows):
+        notes.append(note)
+        pieces = [with_skipped_rows(t, p, periods)[1]
+                  for t, p, periods in zip(stamps, pieces, grid.periods, strict=True)]
     if grid.jittery:
         notes.append(grid.jitter_note)
     if dt is None:
-        return grid.period
+        return grid.period, pieces
     if not grid.agrees(dt):
         raise ParameterError(f"dt={dt} disagrees with the time column's period "
                              f"{grid.period:g} s ({where})")
-    return float(dt)
+    return float(dt), pieces
 
 
 def _read_npz(path: Path, *, dt: float | None, missing: str) -> dict[str, Any]:

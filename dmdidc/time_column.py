@@ -18,8 +18,10 @@
   within ``tolerance`` periods (:data:`TIME_TOLERANCE`, 10 % of T: a PLC log jitters by a few
   milliseconds).  The period is the span of the stamps over the periods they cover (more
   accurate than any one step); the largest deviation from whole periods is reported as the
-  jitter.  A step of several periods is a gap: lost rows, which the caller refuses or fills
-  (missing samples).
+  jitter.  A step of several periods is a gap: lost rows.  With the missing-sample policy
+  ``"error"`` the reader refuses it, naming its line; with ``"drop"`` or ``"interpolate"``
+  each skipped period becomes a row of missing values (:func:`with_skipped_rows`), which the
+  policy then drops (the record splits there) or fills, as it does empty cells.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from _toolbox.errors import ParameterError
 
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
            "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
-           "check_tolerance", "nothing_to_ignore",
+           "with_skipped_rows", "skipped_note", "check_tolerance", "nothing_to_ignore",
            "named_reason", "TimeColumnWarning"]
 
 #: Header names (any case) that make a column the time without a choice.
@@ -408,8 +410,9 @@ def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = 
 
 def refuse_gaps(grid: TimeGrid, segments: Sequence[np.ndarray], *, where: str,
                 lines: Sequence[Sequence[int]], reason: str = "", cli: bool = False) -> None:
-    """Refuse a step of several periods in ``grid`` (a gap of whole periods is lost rows: they
-    are written as empty cells and handled by the missing-sample policy), naming its line.
+    """Refuse a step of several periods in ``grid`` (a gap of whole periods is lost rows),
+    naming its line and the missing-sample policies that take them (the default ``"error"``
+    refuses them, as it refuses empty cells).
 
     Raises
     ------
@@ -420,12 +423,63 @@ def refuse_gaps(grid: TimeGrid, segments: Sequence[np.ndarray], *, where: str,
         gaps = np.flatnonzero(periods > 1)
         if gaps.size:
             k = int(gaps[0]) + 1
-            policies = ("--missing drop or interpolate" if cli
-                        else "missing='drop' or 'interpolate'")
+            policies = ("--missing drop (the record splits at the gap) or --missing "
+                        "interpolate" if cli else "missing='drop' (the record splits at the "
+                        "gap) or missing='interpolate'")
             raise ParameterError(f"{where} line {rows[k]}: the time advances by "
                                  f"{times[k] - times[k - 1]:g} s from line {rows[k - 1]}, "
                                  f"{periods[k - 1]} periods of {grid.period:g} s (it skips "
-                                 f"{periods[k - 1] - 1} sample(s)): the samples "
-                                 f"must be evenly spaced (a gap of whole periods is missing "
-                                 f"rows: insert them with empty values and give "
-                                 f"{policies}){reason}")
+                                 f"{periods[k - 1] - 1} sample(s)): lost rows are missing "
+                                 f"samples; give {policies}{reason}")
+
+
+def with_skipped_rows(times: np.ndarray, values: np.ndarray, periods: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of one segment with a row of NaN for every period its steps skip.
+
+    Parameters
+    ----------
+    times : ndarray, shape (K,)
+        The segment's stamps in seconds.
+    values : ndarray, shape (K, c)
+        Its rows (every column, the time column included).
+    periods : ndarray of int, shape (K - 1,)
+        The whole periods of each step (:attr:`TimeGrid.periods`).
+
+    Returns
+    -------
+    times : ndarray, shape (K',)
+        The stamps with those of the skipped samples, evenly spaced over each gap.
+    values : ndarray, shape (K', c)
+        The rows with NaN rows at the skipped samples (a copy; ``values`` itself when nothing
+        is skipped).
+    kept : ndarray of int, shape (K,)
+        The new index of each given row.
+
+    Examples
+    --------
+    >>> times = np.array([0.0, 1.0, 4.0, 5.0])
+    >>> t, v, kept = with_skipped_rows(times, np.arange(4.0)[:, None], np.array([1, 3, 1]))
+    >>> t, v[:, 0], kept
+    (array([0., 1., 2., 3., 4., 5.]), array([ 0.,  1., nan, nan,  2.,  3.]), array([0, 1, 4, 5]))
+    """
+    kept = np.concatenate([[0], np.cumsum(periods)]).astype(int)
+    if kept[-1] == len(times) - 1:
+        return times, values, kept
+    filled = np.full((kept[-1] + 1, values.shape[1]), np.nan)
+    filled[kept] = values
+    stamps = np.interp(np.arange(kept[-1] + 1), kept, times)
+    return stamps, filled, kept
+
+
+def skipped_note(grid: TimeGrid, where: str, lines: Sequence[Sequence[int]]) -> str:
+    """What :func:`with_skipped_rows` inserted, for the reader's notes: how many samples the
+    stamps skip, at how many places, the first of them by its line ("" when none)."""
+    places = [(rows[k + 1], int(p[k]) - 1) for p, rows in zip(grid.periods, lines, strict=True)
+              for k in np.flatnonzero(p > 1)]
+    if not places:
+        return ""
+    count = sum(n for _, n in places)
+    first, skipped = places[0]
+    return (f"{where} skips {count} sample(s) at {len(places)} place(s) (the first: "
+            f"{skipped} before line {first}): lost rows, taken as missing samples")

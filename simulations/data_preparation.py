@@ -15,8 +15,9 @@ decides (a column, ``"none"``: no time column, ``"ignore"``: leave the one named
 or a first column that grows by one step, out unread).
 Timestamps must increase by one sampling period per row (within ``time_tolerance`` periods: a
 PLC's jitter): a repeated, decreasing or off-grid timestamp is refused with its line, and a
-step of several periods (lost rows) asks for them as empty rows.  Missing samples (empty
-fields, ``nan``, ``NA``; NaN in an ``.npz``) are refused, dropped (the record splits into
+step of several periods is lost rows: missing samples, one per skipped period.  Missing samples
+(empty fields, ``nan``, ``NA``, lost rows; NaN in an ``.npz``) are refused, dropped (the record
+splits into
 segments at the gaps, used as separate experiments) or interpolated (linearly in time between
 their neighbours; rows before the first or after the last complete sample are trimmed), and
 every note says how many and where.
@@ -24,6 +25,7 @@ every note says how many and where.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zipfile
 from collections.abc import Collection
@@ -41,8 +43,10 @@ from dmdidc.time_column import (
     named_reason,
     nothing_to_ignore,
     refuse_gaps,
+    skipped_note,
     time_grid,
     time_unit,
+    with_skipped_rows,
 )
 from dmdidc.trajectories import held_input_error, held_inputs
 from simulations.data_files import (
@@ -191,10 +195,10 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     if data is not None and _is_iddata_archive(data):
         return _from_iddata(Path(data), states, inputs, time, missing, dt)
     if data is not None and is_table(data):
-        signals = _from_table(Path(data), states, inputs, time, tolerance,
+        signals = _from_table(Path(data), states, inputs, time, tolerance, missing,
                               "--states" if outputs is None else "--outputs")
     else:
-        signals = _from_files(data, states, inputs, time, tolerance,
+        signals = _from_files(data, states, inputs, time, tolerance, missing,
                               outputs=outputs is not None)
     if signals.U.shape[0] == 0:
         _no_inputs(signals, outputs)
@@ -327,8 +331,8 @@ def _no_inputs(signals: _Signals, outputs: str | None) -> None:
                          "states (as DMDidc.fit does with U of zero rows)")
 
 
-def _from_files(data, states, inputs, time, tolerance: float, *, outputs: bool = False
-                ) -> _Signals:
+def _from_files(data, states, inputs, time, tolerance: float, missing: str, *,
+                outputs: bool = False) -> _Signals:
     """The ``.npz`` form or the two-CSV form (``--inputs none``: no inputs file, m = 0);
     ``outputs``: the states are measured outputs, which may have as many samples as the
     inputs."""
@@ -344,7 +348,7 @@ def _from_files(data, states, inputs, time, tolerance: float, *, outputs: bool =
         X, U = read_npz_data(data, allow_missing=True, outputs=outputs)
         return _Signals(X, U, _default_names("x", X), _default_names("u", U), None, "", [])
     if _none(inputs) and states is not None:
-        return _states_only(states, time, tolerance)
+        return _states_only(states, time, tolerance, missing)
     _check_pair(states, inputs)
     notes: list[str] = []
     x_table, u_table = (read_csv_table(path, allow_missing=True) for path in (states, inputs))
@@ -357,11 +361,11 @@ def _from_files(data, states, inputs, time, tolerance: float, *, outputs: bool =
                              f"that column")
     x_cols = [c for c in range(x_table.values.shape[1]) if c not in _unread(x_time)]
     u_cols = [c for c in range(u_table.values.shape[1]) if c not in _unread(u_time)]
+    x_table, times, grid, source = _timed(x_table, x_time, tolerance, missing, notes)
+    u_table, u_times, u_grid, u_source = _timed(u_table, u_time, tolerance, missing, notes)
     X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
     _check_samples(X, U, f"{str(states)!r} has", f"{str(inputs)!r} has", csv=True,
                    outputs=outputs)
-    times, grid, source = _timed(x_table, x_time, tolerance)
-    u_times, u_grid, u_source = _timed(u_table, u_time, tolerance)
     if u_times is not None:
         if times is not None and not np.allclose(u_times, times[:-1], rtol=1e-9, atol=0):
             row = int(np.argmax(~np.isclose(u_times, times[:-1], rtol=1e-9, atol=0)))
@@ -379,20 +383,20 @@ def _none(inputs: str | Path | None) -> bool:
     return isinstance(inputs, str) and inputs.strip().lower() == "none"
 
 
-def _states_only(states, time, tolerance: float) -> _Signals:
+def _states_only(states, time, tolerance: float, missing: str) -> _Signals:
     """The states CSV alone (``--inputs none``): K+1 rows of states, no inputs."""
     notes: list[str] = []
     table = read_csv_table(states, allow_missing=True)
     time_col = _time_column(table, time, notes, required=True)
     cols = [c for c in range(table.values.shape[1]) if c not in _unread(time_col)]
+    table, times, grid, source = _timed(table, time_col, tolerance, missing, notes)
     X = table.values[:, cols].T
     U = np.zeros((0, max(X.shape[1] - 1, 0)))
     _check_samples(X, U, f"{str(states)!r} has", "--inputs none:", csv=True)
-    times, grid, source = _timed(table, time_col, tolerance)
     return _Signals(X, U, _names(table, cols, "x"), [], times, source, notes, grid=grid)
 
 
-def _from_table(path: Path, states, inputs, time, tolerance: float,
+def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str,
                 state_option: str = "--states") -> _Signals:
     """The one-table form: a row per sample, columns chosen by name (``states`` given as
     ``state_option``: ``--outputs`` names the measured outputs' columns)."""
@@ -431,8 +435,8 @@ def _from_table(path: Path, states, inputs, time, tolerance: float,
     if table.values.shape[0] < 2:
         raise DimensionError(f"{str(path)!r} has {table.values.shape[0]} row; a record needs at "
                              f"least two samples")
+    table, times, grid, source = _timed(table, time_col, tolerance, missing, notes)
     X, U = table.values[:, x_cols].T, table.values[:-1, u_cols].T
-    times, grid, source = _timed(table, time_col, tolerance)
     return _Signals(X, U, _names(table, x_cols, "x"), _names(table, u_cols, "u"), times,
                     source, notes, _header(table, x_cols), _header(table, u_cols), grid)
 
@@ -472,13 +476,31 @@ def _unread(time: _Time | None) -> set[int]:
     return set() if time is None else {time.column, *time.left_out}
 
 
-def _timed(table: CsvTable, time: _Time | None, tolerance: float
-           ) -> tuple[np.ndarray | None, TimeGrid | None, str]:
-    """The stamps in seconds, their grid and the column's name (None, None, "" without a time
-    column or with ``--time ignore``)."""
+def _timed(table: CsvTable, time: _Time | None, tolerance: float, missing: str,
+           notes: list[str]) -> tuple[CsvTable, np.ndarray | None, TimeGrid | None, str]:
+    """The table (with a row of missing values for each sample its stamps skip, unless
+    ``missing="error"`` refuses them), the stamps in seconds, their grid and the column's name
+    (the table, None, None, "" without a time column or with ``--time ignore``)."""
     if time is None or time.ignored:
-        return None, None, ""
-    return (*_checked_times(table, time, tolerance), _where(table, time.column))
+        return table, None, None, ""
+    where = _where(table, time.column)
+    times, grid = _checked_times(table, time, tolerance, missing)
+    note = skipped_note(grid, where, [table.lines])
+    if note:
+        notes.append(f"{note} (--missing {missing})")
+        times, values, kept = with_skipped_rows(times, table.values, grid.periods[0])
+        lines = _lost_row_lines(table.lines, kept, len(times))
+        table = dataclasses.replace(table, values=values, lines=lines)
+        grid = time_grid([times], where=where, tolerance=tolerance, lines=[lines],
+                         reason=time.reason, cli=True)
+    return table, times, grid, where
+
+
+def _lost_row_lines(lines: np.ndarray, kept: np.ndarray, size: int) -> np.ndarray:
+    """The file line of each row once lost rows are inserted: a lost row takes the line of
+    the first row kept after it (its messages say where the gap ends)."""
+    following = np.searchsorted(kept, np.arange(size))
+    return lines[following]
 
 
 @dataclass(frozen=True)
@@ -492,16 +514,19 @@ class _Time:
     left_out: tuple[int, ...] = ()
 
 
-def _checked_times(table: CsvTable, time: _Time, tolerance: float
+def _checked_times(table: CsvTable, time: _Time, tolerance: float, missing: str
                    ) -> tuple[np.ndarray, TimeGrid]:
-    """The time column in seconds and its grid, refused with its line unless each step is one
-    period (within the tolerance: jitter; a gap is lost rows)."""
+    """The time column in seconds and its grid, refused with its line unless each step is a
+    whole number of periods (within the tolerance: jitter); a gap (lost rows) too with
+    ``missing="error"``."""
     where = _where(table, time.column)
     unit = split_unit(table.names[time.column])[1] if table.names else ""
     times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason)
     grid = time_grid([times], where=where, tolerance=tolerance, lines=[table.lines],
                      reason=time.reason, cli=True)
-    refuse_gaps(grid, [times], where=where, lines=[table.lines], reason=time.reason, cli=True)
+    if missing == "error":
+        refuse_gaps(grid, [times], where=where, lines=[table.lines], reason=time.reason,
+                    cli=True)
     return times, grid
 
 

@@ -167,8 +167,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                              "fraction of the period (time-stamp jitter; default 0.1); the "
                              "jitter measured is reported")
     parser.add_argument("--missing", choices=("error", "drop", "interpolate"), default="error",
-                        help="missing samples (empty, nan, NA): refuse them, drop them (the "
-                             "record splits into experiments at the gaps) or interpolate them "
+                        help="missing samples (empty, nan, NA; rows a time column skips): "
+                             "refuse them, drop them (the record splits into experiments at "
+                             "the gaps) or interpolate them "
                              "linearly in time; the command reports how many and where. Lost "
                              "inputs are better dropped: an interpolated input is not what the "
                              "plant received (with --outputs it warns)"

@@ -125,14 +125,54 @@ def test_jitter_beyond_the_tolerance_is_refused_naming_the_option(tmp_path, seed
     assert any("--time ignore" in note for note in ignored.notes)
 
 
-def test_a_gap_of_whole_periods_asks_for_the_lost_rows(tmp_path):
+def test_a_gap_of_whole_periods_is_refused_by_default_with_the_policies_that_take_it(
+        tmp_path):
     path, _, _, _ = plc_log(tmp_path / "plc.csv", 0, jitter=0.005)
     rows = path.read_text().splitlines()
     path.write_text("\n".join(rows[:40] + rows[43:]) + "\n")       # three rows lost
-    with pytest.raises(ParameterError, match="missing rows.*--missing"):
+    with pytest.raises(ParameterError, match="line 41.*skips 3 sample.*--missing drop"):
         read_identification_data(path, inputs="valve,heater")
-    with pytest.raises(ParameterError, match="skips 3 sample.*missing="):
+    with pytest.raises(ParameterError, match="skips 3 sample.*missing='drop'"):
         read_data(path, inputs="valve", time="timestamp")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("missing", ["drop", "interpolate"])
+def test_lost_rows_are_read_as_rows_of_empty_cells(tmp_path, seed, missing):
+    """A log that skips rows (its stamps jump by whole periods) reads as the same log with
+    those rows written as empty cells, by both readers: the same samples, the same split or
+    filling, the same period; the note says how many were lost and where."""
+    path, X, U, stamps = plc_log(tmp_path / "plc.csv", seed, jitter=0.004 * (seed % 2))
+    rows = path.read_text().splitlines()
+    rng = np.random.default_rng(seed)
+    first = int(rng.integers(20, 50))
+    lost = sorted({first, first + 1, int(rng.integers(60, 100))})   # two gaps, 3 rows
+    header, body = rows[0], rows[1:]
+    empty = [";".join([row.split(";")[0]] + [""] * 4) if k in lost else row
+             for k, row in enumerate(body)]
+    skipped = [row for k, row in enumerate(body) if k not in lost]
+    (tmp_path / "empty.csv").write_text("\n".join([header] + empty) + "\n")
+    (tmp_path / "lost.csv").write_text("\n".join([header] + skipped) + "\n")
+    for reader in ("python", "cli"):
+        read = {}
+        for name in ("empty", "lost"):
+            file = tmp_path / f"{name}.csv"
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if reader == "python":
+                    data = read_data(file, inputs=["valve", "heater"], missing=missing)
+                    notes = [str(w.message) for w in caught]
+                else:
+                    data = read_identification_data(file, inputs="valve,heater",
+                                                    missing=missing)
+                    notes = list(data.notes)
+            read[name] = data, notes
+        (empty_data, _), (lost_data, notes) = read["empty"], read["lost"]
+        assert abs(lost_data.dt - empty_data.dt) <= 1e-9 * empty_data.dt
+        assert len(lost_data.X) == len(empty_data.X)
+        for a, b in zip(lost_data.X + lost_data.U, empty_data.X + empty_data.U, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert any(f"skips {len(lost)} sample(s)" in note for note in notes), notes
 
 
 def test_dt_must_agree_with_the_stamps_within_their_jitter(tmp_path):
