@@ -1441,11 +1441,19 @@ class DMDidc:
     # ------------------------------------------------------------------ saving
     def annotated_model(self, level: float | None = 0.95) -> DelayedPlant:
         """``model_`` with the asymptotic confidence intervals at ``level`` in its
-        :attr:`~dmdidc.DelayedPlant.info` (``None``, or no continuous model: without)."""
+        :attr:`~dmdidc.DelayedPlant.info` (``None``, or no continuous model: without; intervals
+        the delta method cannot give, because the alternative block structure they span has no
+        continuous model: without, with a :class:`ContinuousModelWarning` saying why)."""
         model = self.model_
         if level is None or not model.has_continuous:
             return model
-        ci = self.confidence_intervals(level)
+        try:
+            ci = self.confidence_intervals(level)
+        except LogarithmError as exc:
+            # the model itself stands: keep it (a saved fit lost to its intervals helped no
+            # one), and say what is missing and how to get it
+            warn_model(f"the model is kept without confidence intervals: {exc}")
+            return model
         intervals = {"level": ci.level, "method": ci.method, **{
             item.name if item.name != "r" else "delay": {
                 "value": item.value.tolist(), "low": item.low.tolist(),

@@ -357,7 +357,8 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
                 raise
             raise LogarithmError(f"the intervals span the block structure with the block "
                                  f"before each delay fitted too, which has no continuous "
-                                 f"model ({exc}); use method='bootstrap'") from exc
+                                 f"model ({exc}); use confidence_intervals("
+                                 f"method='bootstrap'), which refits resamples") from exc
         if alternative is not None:
             try:
                 intervals = with_pretest_bias(intervals, _delta_method(

@@ -376,7 +376,10 @@ def _run_identify(args: argparse.Namespace) -> int:
             name_held_input(data, exc)             # the cause by its column's name
             raise
     refuse_delay_at_bound(estimator, "--max-delay")
-    model = with_signals(estimator.annotated_model(args.level), data)
+    with warnings.catch_warnings(record=True) as annotating:    # intervals it cannot give
+        warnings.simplefilter("always")
+        model = with_signals(estimator.annotated_model(args.level), data)
+    caught += annotating
     with staged_file(args.out) as staged:
         model.save(staged)
     path = Path(args.out)
@@ -424,8 +427,11 @@ def _report(args: argparse.Namespace, estimator, model, X, U, caught: list) -> N
     if model.has_continuous:
         print(f"delay [s] = {model.delay}  (fraction {model.delay_fraction})")
         print(f"A_c =\n{model.A_c}\nB_c =\n{model.B_c}")
-        print(unit_intervals(estimator.confidence_intervals(args.level),
-                             model.signal_info).summary())
+        if model.signal_info.intervals:
+            print(unit_intervals(estimator.confidence_intervals(args.level),
+                                 model.signal_info).summary())
+        else:
+            print("no confidence intervals (the warning below says why)")
     else:
         print(f"no continuous model: {model.continuous_note}")
     # the checks' remedies as this command's flags, as its warnings ('--detrend auto')

@@ -174,3 +174,31 @@ def test_identify_many_sensors_with_svd_rank(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "excitation in the 2 POD modes of the 600 signals" in printed
     assert "excitation sufficient" in printed and "INSUFFICIENT" not in printed
+
+
+def test_a_model_whose_intervals_the_delta_method_cannot_give_is_kept_and_says_why(
+        tmp_path, capsys, monkeypatch):
+    """The asymptotic intervals fail where the alternative block structure they span has no
+    continuous model (a trial's log with outliers: exit 2, no model written): the model is
+    written without intervals, a warning names the cause and the remedy, Python and CLI."""
+    from dmdidc import DMDidc
+    from dmdidc.errors import ContinuousModelWarning, LogarithmError
+
+    def no_intervals(self, level=0.95, **kwargs):
+        raise LogarithmError("the intervals span the block structure with the block before "
+                             "each delay fitted too, which has no continuous model (...)")
+
+    path, out = noisy_data(tmp_path), tmp_path / "model.json"
+    monkeypatch.setattr(DMDidc, "confidence_intervals", no_intervals)
+    assert main(["identify", str(path), "--dt", "2", "--max-delay", "3", "--out", str(out)]) == 0
+    model = DelayedPlant.load(out)
+    assert model.has_continuous and not model.signal_info.intervals
+    captured = capsys.readouterr()
+    assert "no confidence intervals (the warning below says why)" in captured.out
+    assert re.search(r"warning: the model is kept without confidence intervals: .*block "
+                     r"before each delay", captured.err)
+    data = np.load(path)
+    estimator = DMDidc(max_delay=3).fit(data["X"], data["U"], dt=2.0)
+    with pytest.warns(ContinuousModelWarning, match="kept without confidence intervals"):
+        saved = DelayedPlant.load(estimator.save(tmp_path / "python.json"))
+    np.testing.assert_array_equal(saved.A_d, estimator.model_.A_d)
