@@ -390,8 +390,11 @@ def _structure_check(test: BlockTest, first: np.ndarray) -> Check:
         f"input {i} acts through block B^({j}), {j - first[i]} periods after its first active "
         f"block B^({first[i]}) (T^2 = {largest:.3g}); the model keeps only w and w + 1",
         "the plant is not one (fractional) delay per input channel: a distributed delay, "
-        "several paths, or states missing from the data (measure every state, or identify "
-        "an output model from the measured signals: OutputDMDidc, dmdidc identify --outputs)")
+        "several paths, inputs sampled rather than held over each period (a smooth input read "
+        "at each tick: the plant received what lies between the samples, and the delay reads "
+        "up to half a period short), or states missing from the data (measure every state, "
+        "or identify an output model from the measured signals: OutputDMDidc, dmdidc "
+        "identify --outputs)")
 
 
 def eigenvalue_standard_errors(solution: RegressionSolution, A_d: np.ndarray
