@@ -298,7 +298,7 @@ def _period(path: Path, name: str, unit: str, pieces: list[np.ndarray], column: 
     rows, refused with ``missing="error"`` and otherwise rows of NaN for the policy to drop or
     fill; jitter is noted."""
     where = f"{name!r} of {path.name}"
-    seconds = time_unit(unit, where, reason=reason)
+    seconds = time_unit(unit, where, reason=reason, name=name, note=notes.append)
     stamps = [p[:, column] * seconds for p in pieces]
     rows = [list(r) for r in lines]
     grid = time_grid(stamps, where=where, tolerance=tolerance, lines=rows, reason=reason)

@@ -448,7 +448,8 @@ class _Columns:
                                  f"{[names[c] for c in special]} must be distinct columns, "
                                  f"with at least one state{reason}")
         seconds = 1.0 if not special else time_unit(
-            units[special[0]], f"{self.source} column {names[special[0]]!r}", reason=reason)
+            units[special[0]], f"{self.source} column {names[special[0]]!r}", reason=reason,
+            name=names[special[0]], note=self.say)
         return dict(names=names, units=units, delimiter=self.delimiter, states=states,
                     inputs=inputs, time=special[0] if special else None, seconds=seconds,
                     reason=reason)

@@ -13,7 +13,13 @@
   not read).  Both hold whether or not another column is the time (``,time,a,b,u`` is what
   ``DataFrame.to_csv`` writes for a frame with a time column).
 * **Unit.**  The header's unit (``time [ms]``) converts the stamps to seconds
-  (:data:`TIME_UNITS`); no unit is seconds.
+  (:data:`TIME_UNITS`); no unit is seconds.  Loggers write the unit into the name too: the
+  time column's unit is also read from parentheses (``Time (ms)``) or from a ``_unit`` suffix
+  that is a time unit (``time_ms``), with a note saying so (:func:`name_unit`); a unit in
+  brackets wins.  So a column named ``Time (ms)`` or ``timestamp_us`` is named like a time,
+  but ``T_s`` or ``T_h`` (a surface or hot temperature) is not: a suffix makes only ``time``
+  and ``timestamp`` a time by name (the column named as the time reads its suffix).  Signal
+  columns keep their names (``Flow (l/min)``).
 * **Period and jitter.**  Stamps must strictly increase, each step a whole number of periods
   within ``tolerance`` periods (:data:`TIME_TOLERANCE`, 10 % of T: a PLC log jitters by a few
   milliseconds).  The period is the span of the stamps over the periods they cover (more
@@ -26,6 +32,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -33,7 +40,7 @@ import numpy as np
 
 from _toolbox.errors import ParameterError
 
-__all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit",
+__all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit", "name_unit",
            "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
            "with_skipped_rows", "skipped_note", "check_tolerance", "nothing_to_ignore",
            "named_reason", "TimeColumnWarning"]
@@ -41,12 +48,15 @@ __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit"
 #: Header names (any case) that make a column the time without a choice.
 TIME_NAMES = ("time", "timestamp", "t")
 #: Seconds per unit of a time column's header (``time [ms]``); no unit: seconds.
-TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
+TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0,
+              "d": 86400.0}
 #: Default largest deviation of a step from a whole number of periods, in periods.
 TIME_TOLERANCE = 0.1
 #: Deviations below this fraction of T are the rounding of written stamps, not jitter.
 _ROUNDING = 1e-6
 _AMBIGUOUS = "t"                      # also a temperature: a time only if it looks like one
+_PARENTHESES = re.compile(r"^(.*?)\s*\(\s*([^()]*?)\s*\)$")
+_SUFFIX = re.compile(r"^(.*?)_([A-Za-z]+)$")
 
 
 class TimeColumnWarning(UserWarning):
@@ -102,19 +112,59 @@ def check_tolerance(tolerance: float | None, *, cli: bool = False) -> float:
     return value
 
 
-def time_unit(unit: str, where: str, *, reason: str = "") -> float:
+def name_unit(name: str, unit: str = "") -> tuple[str, str, str]:
+    """The bare name and the unit of a time column: ``unit`` (the header's, in brackets) when
+    there is one, else the unit its name carries in parentheses (``Time (ms)``: any text,
+    which :func:`time_unit` then accepts or refuses) or as a ``_unit`` suffix that is one of
+    :data:`TIME_UNITS` (``time_ms``; ``time_stamp`` has none); and where in the name the unit
+    was read (``"parentheses"``, ``"suffix"``; ``""``: not from the name).
+
+    Examples
+    --------
+    >>> name_unit("Time (ms)"), name_unit("time_us"), name_unit("time_stamp")
+    (('Time', 'ms', 'parentheses'), ('time', 'us', 'suffix'), ('time_stamp', '', ''))
+    >>> name_unit("time_ms", "s")                 # the bracket unit wins
+    ('time_ms', 's', '')
+    """
+    name = name.strip()
+    if unit:
+        return name, unit, ""
+    if found := _PARENTHESES.match(name):
+        return found[1], found[2], "parentheses"
+    found = _SUFFIX.match(name)
+    if found and found[2] in TIME_UNITS:
+        return found[1], found[2], "suffix"
+    return name, "", ""
+
+
+def time_unit(unit: str, where: str, *, reason: str = "", name: str | None = None,
+              note: Callable[[str], None] | None = None) -> float:
     """Seconds per ``unit`` of the time column ``where`` (message: ``reason`` says why it is
     the time column).
+
+    ``name``: the column's bare name, whose parentheses or ``_unit`` suffix give the unit when
+    ``unit`` (in brackets) is empty (:func:`name_unit`); ``note`` then receives a note saying
+    so, since a unit read from a name is a decision the user should see.
 
     Examples
     --------
     >>> time_unit("ms", "'time [ms]'")
     0.001
+    >>> time_unit("", "'time_ms'", name="time_ms", note=print)
+    'time_ms' is read in ms from its name (a unit in brackets would win)
+    0.001
     """
+    from_name = ""
+    if name is not None:
+        _, unit, from_name = name_unit(name, unit)
     if unit not in TIME_UNITS:
-        raise ParameterError(f"{where} has the unit {unit!r}; accepted time units: "
+        told = (" (from its name; a unit in brackets wins: 'time [s]' if it is seconds)"
+                if from_name else "")
+        raise ParameterError(f"{where} has the unit {unit!r}{told}; accepted time units: "
                              f"{', '.join(u for u in TIME_UNITS if u)} (or none: seconds)"
                              f"{reason}")
+    if from_name and note is not None:
+        note(f"{where} is read in {unit} from its name (a unit in brackets would win)")
     return TIME_UNITS[unit]
 
 
@@ -139,11 +189,14 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
     >>> print(notes[0])
     'T' is named like a time column but is a signal: its unit 'degC' is not a time unit
     """
-    for c, (name, unit) in enumerate(zip(names, units, strict=True)):
-        if name.strip().lower() not in TIME_NAMES:
+    for c, (full, given) in enumerate(zip(names, units, strict=True)):
+        name, unit, from_name = name_unit(full, given)
+        if name.lower() not in TIME_NAMES:
             continue
-        if name.strip().lower() != _AMBIGUOUS:
+        if name.lower() != _AMBIGUOUS:
             return c                   # named as a signal too: the caller refuses the clash
+        if from_name == "suffix":
+            continue                   # T_s, T_h: a surface or hot temperature, not the time
         if c in signals:
             continue                   # a 't' the user named as a signal: a temperature
         why = (f"its unit {unit!r} is not a time unit" if unit not in TIME_UNITS else
@@ -152,7 +205,7 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
         if not why:
             return c
         if notes is not None:
-            notes.append(f"{label(c) if label else repr(name)} is named like a time column "
+            notes.append(f"{label(c) if label else repr(full)} is named like a time column "
                          f"but is a signal: {why}")
     return None
 
@@ -221,7 +274,7 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
         if found is not None:
             if ignore:
                 notes.append(_ignored(label(found), cli))
-            elif announce or names[found].strip().lower() == _AMBIGUOUS:
+            elif announce or name_unit(names[found], units[found])[0].lower() == _AMBIGUOUS:
                 notes.append(f"{label(found)} is the time (named like one; a time column is "
                              f"never a signal: {_spell(cli, 'time', 'none')} reads it as a "
                              f"signal instead)")

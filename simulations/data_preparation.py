@@ -484,7 +484,7 @@ def _timed(table: CsvTable, time: _Time | None, tolerance: float, missing: str,
     if time is None or time.ignored:
         return table, None, None, ""
     where = _where(table, time.column)
-    times, grid = _checked_times(table, time, tolerance, missing)
+    times, grid = _checked_times(table, time, tolerance, missing, notes)
     note = skipped_note(grid, where, [table.lines])
     if note:
         notes.append(f"{note} (--missing {missing})")
@@ -514,14 +514,15 @@ class _Time:
     left_out: tuple[int, ...] = ()
 
 
-def _checked_times(table: CsvTable, time: _Time, tolerance: float, missing: str
-                   ) -> tuple[np.ndarray, TimeGrid]:
+def _checked_times(table: CsvTable, time: _Time, tolerance: float, missing: str,
+                   notes: list[str]) -> tuple[np.ndarray, TimeGrid]:
     """The time column in seconds and its grid, refused with its line unless each step is a
     whole number of periods (within the tolerance: jitter); a gap (lost rows) too with
-    ``missing="error"``."""
+    ``missing="error"``; a unit read from the column's name is noted in ``notes``."""
     where = _where(table, time.column)
-    unit = split_unit(table.names[time.column])[1] if table.names else ""
-    times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason)
+    name, unit = split_unit(table.names[time.column]) if table.names else (None, "")
+    times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason,
+                                                     name=name, note=notes.append)
     grid = time_grid([times], where=where, tolerance=tolerance, lines=[table.lines],
                      reason=time.reason, cli=True)
     if missing == "error":

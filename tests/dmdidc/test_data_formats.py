@@ -1,0 +1,98 @@
+"""What real loggers and spreadsheets write into a CSV file, read by every batch reader
+(``read_data`` and the command line's ``read_identification_data``) as the same numbers as the
+clean file, with a note saying what was decided: a time unit in the name, a UTF-8 BOM, an
+empty last column, quoted header cells, ``#N/A`` and ``-`` cells, tabs with decimal commas."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from _toolbox.errors import ParameterError
+from dmdidc import DelayedPlant, random_excitation, read_data
+from dmdidc.time_column import TimeColumnWarning
+from simulations.data_preparation import read_identification_data
+
+SEEDS = range(6)
+HEADER = ["time", "x1", "x2", "u1", "u2"]
+
+
+def record(seed, samples=80, T=0.5):
+    """A random stable 2-state, 2-input plant's record: stamps in seconds, X (2, K+1), U (2, K)."""
+    rng = np.random.default_rng(seed)
+    A_c = rng.standard_normal((2, 2)) - 2.0 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)), [0.3, 0.7], T)
+    U = random_excitation(2, samples, rng=rng)
+    X = plant.simulate(np.zeros(2), U) + np.array([[20.0], [1.5]])
+    return T * np.arange(samples + 1), X, U
+
+
+def cells(t, X, U, scale=1.0):
+    """The rows of the table as text cells (the last row's inputs empty)."""
+    rows = []
+    for k in range(X.shape[1]):
+        u = [repr(float(v)) for v in U[:, k]] if k < U.shape[1] else ["", ""]
+        rows.append([repr(float(t[k] / scale)), *(repr(float(v)) for v in X[:, k]), *u])
+    return rows
+
+
+def write(path, header, rows, delimiter=",", end="", prefix=""):
+    lines = [delimiter.join(header) + end] + [delimiter.join(r) + end for r in rows]
+    path.write_text(prefix + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def both(path, cli=None, **options):
+    """The record as read by read_data (``options``; with its warnings' text) and by the
+    command line's reader (``cli`` options; with its notes): ``(X, U, dt, said)`` of each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        python = read_data(path, inputs=["u1", "u2"], **options)
+    said = " ".join(str(w.message) for w in caught if issubclass(w.category, TimeColumnWarning))
+    cli = read_identification_data(path, inputs="u1,u2", **(cli or {}))
+    return ((python.X[0], python.U[0], python.dt, said),
+            (cli.X[0], cli.U[0], cli.dt, " ".join(cli.notes)))
+
+
+def assert_same(read, X, U, T):
+    got_X, got_U, dt, _ = read
+    np.testing.assert_array_equal(got_X, X)
+    np.testing.assert_array_equal(got_U, U)
+    assert dt == pytest.approx(T, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("name", "unit", "scale"), [
+    ("Time (ms)", "ms", 1e-3), ("time_ms", "ms", 1e-3), ("timestamp_us", "us", 1e-6),
+    ("time (min)", "min", 60.0), ("time_d", "d", 86400.0)])
+def test_a_time_unit_in_the_name_is_read_with_a_note(tmp_path, seed, name, unit, scale):
+    t, X, U = record(seed)
+    path = write(tmp_path / "log.csv", [name, *HEADER[1:]], cells(t, X, U, scale))
+    for read in both(path):
+        assert_same(read, X, U, 0.5)                 # not 1000x (ms read as seconds)
+        assert f"{name!r} of " in read[3] and f"is read in {unit} from its name" in read[3]
+    data = read_identification_data(path, inputs="u1,u2", time=name)      # named: the same
+    assert data.dt == pytest.approx(0.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_a_unit_in_brackets_wins_and_a_temperature_suffix_is_no_time(tmp_path, seed):
+    t, X, U = record(seed)
+    path = write(tmp_path / "log.csv", ["time_ms [s]", *HEADER[1:]], cells(t, X, U))
+    for read in both(path, {"time": "time_ms"}, time="time_ms"):
+        assert_same(read, X, U, 0.5)
+        assert "from its name" not in read[3]
+    # T_s (a surface temperature) that happens to increase is a signal, not the time in s
+    path = write(tmp_path / "ts.csv", ["time", "T_s", "x2", "u1", "u2"],
+                 [[r[0], repr(k + 1.0), *r[2:]] for k, r in enumerate(cells(t, X, U))])
+    data = read_identification_data(path, inputs="u1,u2")
+    assert data.state_names == ("T_s", "x2") and data.dt == pytest.approx(0.5, rel=1e-12)
+
+
+def test_a_time_unit_in_parentheses_that_is_no_time_unit_is_refused(tmp_path):
+    t, X, U = record(0)
+    path = write(tmp_path / "log.csv", ["Time (hours)", *HEADER[1:]], cells(t, X, U))
+    with pytest.raises(ParameterError, match=r"'hours' \(from its name; a unit in brackets"):
+        read_identification_data(path, inputs="u1,u2")
+    with pytest.raises(ParameterError, match="accepted time units: s, ms, us, min, h, d"):
+        read_data(path, inputs=["u1", "u2"])
