@@ -1,16 +1,18 @@
 """Files of :class:`~dmdidc.IdData`, without pandas: CSV with a header, or NPZ with metadata.
 
-**CSV.**  One row per sample, one column per signal, a header line naming the columns, each
-name optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a
-tab; ``.`` as decimal mark; an empty cell or ``nan`` is a missing sample (see
-:mod:`dmdidc.missing`).  Row ``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an
-experiment are not used (the state after the last input), and may be empty.  Select columns by
-name or whole header cell (``"valve"`` or ``"valve [%]"``): ``inputs`` (required), ``states``
-(default: every other column), ``time`` (a column of sample times, from which ``dt`` is read;
-default: a column named like a time, by the rules of :mod:`dmdidc.time_column`, shared with the
-command line: its unit, a ``T [degC]`` that is a temperature, jitter within
-``time_tolerance``), ``experiment`` (a column whose value changes where a new experiment
-starts).
+**CSV.** One row per sample, one column per signal, a header line naming the columns, each name
+optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a tab;
+``.`` as decimal mark; an empty cell or ``nan`` is a missing sample (see
+:mod:`dmdidc.missing`).  What spreadsheets add is read as they mean it: a UTF-8 byte-order mark
+before the header, header cells in quotes, and a last column without a name whose every cell is
+empty (each line ends in the separator), which is no signal and is left out with a note.  Row
+``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an experiment are not used (the
+state after the last input), and may be empty.  Select columns by name or whole header cell
+(``"valve"`` or ``"valve [%]"``): ``inputs`` (required), ``states`` (default: every other
+column), ``time`` (a column of sample times, from which ``dt`` is read; default: a column named
+like a time, by the rules of :mod:`dmdidc.time_column`, shared with the command line: its unit,
+a ``T [degC]`` that is a temperature, jitter within ``time_tolerance``), ``experiment`` (a
+column whose value changes where a new experiment starts).
 
 **NPZ.**  Arrays ``X_0, U_0, X_1, ...`` and a ``metadata`` JSON string (names, units, dt,
 operating point, source); read with ``allow_pickle=False``, so a data file never runs code.
@@ -41,9 +43,10 @@ from dmdidc.time_column import (
     with_skipped_rows,
 )
 
-__all__ = ["read_fields", "write_data", "split_unit"]
+__all__ = ["read_fields", "write_data", "split_unit", "empty_columns_note"]
 
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
+_BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes ("CSV UTF-8")
 
 
 def write_data(data: Any, path: str | Path) -> Path:
@@ -162,9 +165,9 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
                              "several experiments also needs experiment='experiment'; the "
                              ".npz archive round-trips everything)")
     tolerance = check_tolerance(time_tolerance)
-    names, units, values = _read_csv(path)
-    column = _Names(path.name, names, units)
     notes: list[str] = []
+    names, units, values = _read_csv(path, notes)
+    column = _Names(path.name, names, units)
     reason = ""
     inputs = column.select(inputs, "inputs")
     chosen = column.select(states, "states") if states is not None else None
@@ -237,8 +240,9 @@ class _Names:
         return [self.name(spec, option) for spec in specs]
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
-    """Header names, units and the values (rows, columns; empty cells NaN)."""
+def _read_csv(path: Path, notes: list[str]) -> tuple[list[str], list[str], np.ndarray]:
+    """Header names, units and the values (rows, columns; missing cells NaN); a column without
+    a name whose every cell is empty is left out, noted in ``notes``."""
     text = path.read_text()
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2:
@@ -247,7 +251,23 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
     rows = csv.reader(lines[1:], delimiter=delimiter)
     values = np.array([parse_row(row, names, f"{path.name} line {r}")
                        for r, row in enumerate(rows, 2)])
+    empty = [c for c, name in enumerate(names)
+             if not name and np.isnan(values[:, c]).all()]
+    if empty:
+        notes.append(empty_columns_note(empty, len(names), repr(delimiter)))
+        kept = [c for c in range(len(names)) if c not in empty]
+        names, units, values = [names[c] for c in kept], [units[c] for c in kept], values[:, kept]
     return names, units, values
+
+
+def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
+    """The note of columns without a name whose every cell is empty, left out (0-based
+    ``columns`` of ``width``): a spreadsheet ends every line in the separator."""
+    if columns == [width - 1]:
+        which, why = "the last column", f"each line ends in {delimiter}, as spreadsheets write"
+    else:
+        which, why = f"columns {', '.join(str(c + 1) for c in columns)}", "as spreadsheets write"
+    return f"{which} has no name and every cell empty ({why}): no signal, left out"
 
 
 def split_unit(cell: str) -> tuple[str, str]:
@@ -265,6 +285,7 @@ def split_unit(cell: str) -> tuple[str, str]:
 def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
     """Names, units and delimiter of a CSV header line (module notes); ``source`` names the
     file in messages.  Shared with :func:`dmdidc.follow.follow_csv`."""
+    line = line.lstrip(_BOM)
     delimiter = next((d for d in (",", ";", "\t") if d in line), ",")
     parsed = [split_unit(cell) for cell in next(csv.reader([line], delimiter=delimiter))]
     names, units = [n for n, _ in parsed], [u for _, u in parsed]

@@ -9,11 +9,15 @@ Two formats, both checked here so that a mistake is reported in terms of the use
   never run code.
 * CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
   K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
-  an optional header line.  A decimal comma is refused (it cannot be told from a separator).
+  an optional header line (its cells may be quoted).  A decimal comma is refused (it cannot be
+  told from a separator).  A UTF-8 byte-order mark is skipped, and
+  a column without a name whose every cell is empty (each line ends in the separator, as
+  spreadsheets write) is left out with a note (:attr:`CsvTable.notes`).
 """
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 import zipfile
@@ -23,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
+from dmdidc.data_io import empty_columns_note
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -141,12 +146,14 @@ def read_samples_csv(path: str | Path) -> np.ndarray:
 @dataclass(frozen=True)
 class CsvTable:
     """A CSV file of samples: its column names (from the header line, if any), its values
-    (rows = samples, NaN where a value is missing) and the file line of each row."""
+    (rows = samples, NaN where a value is missing), the file line of each row and what the
+    reader decided (an empty column left out)."""
 
     path: Path
     names: tuple[str, ...] | None
     values: np.ndarray
     lines: np.ndarray
+    notes: tuple[str, ...] = ()
 
     def label(self, column: int) -> str:
         """The column's header name, or ``column <number>`` (1-based)."""
@@ -192,21 +199,33 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     (('t', 'x1'), [1.5, nan, 2.5], [2, 3, 4])
     """
     path = Path(path)
-    lines = path.read_text(errors="replace").splitlines()
+    # utf-8-sig: Excel's "CSV UTF-8" starts with a byte-order mark, which would join the
+    # first column's name
+    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
     rows = [(number, line) for number, line in enumerate(lines, start=1)
             if line.strip() and not line.lstrip().startswith("#")]
     names = None
     if rows and not any(_is_number(f) or f.lower() in _MISSING
-                        for f in re.split(r"[,;\s]+", rows[0][1].strip()) if f):
+                        for f in re.split(r"[,;\s]+", rows[0][1].replace('"', "").strip()) if f):
         names, rows = rows[0][1], rows[1:]                  # a header line
     if not rows:
         raise ParameterError(f"{str(path)!r} holds no numeric rows; expected one row per sample")
     delimiter = _delimiter(path, rows[0][1])
+    split = [(number, line, _split(line, delimiter)) for number, line in rows]
+    notes = []
     if names is not None:
-        names = tuple(_split(names, delimiter))
+        names = _split(names, delimiter)
+        empty = [c for c, name in enumerate(names) if not name and all(
+            len(fields) == len(names) and not fields[c] for _, _, fields in split)]
+        if empty:
+            note = empty_columns_note(empty, len(names), repr(delimiter))
+            notes.append(f"{str(path)!r}: {note}")
+            kept = [c for c in range(len(names)) if c not in empty]
+            names = [names[c] for c in kept]
+            split = [(number, line, [fields[c] for c in kept]) for number, line, fields in split]
+        names = tuple(names)
     values, width = [], None if names is None else len(names)
-    for number, line in rows:
-        fields = _split(line, delimiter)
+    for number, line, fields in split:
         if fields[-1] == "" and delimiter and (width is None or len(fields) == width + 1):
             raise ParameterError(f"{str(path)!r} line {number} ends with a trailing "
                                  f"{delimiter!r} (an empty last value): {line.strip()!r}; "
@@ -232,7 +251,7 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
         raise NonFiniteError(f"{str(path)!r} line {rows[row][0]} holds a NaN or infinite value; "
                              f"every sample must be finite (a missing one needs --missing drop "
                              f"or interpolate)")
-    return CsvTable(path, names, array, np.array([number for number, _ in rows]))
+    return CsvTable(path, names, array, np.array([number for number, _ in rows]), tuple(notes))
 
 
 _MISSING = frozenset({"", "nan", "na", "n/a", "null"})
@@ -240,7 +259,10 @@ _BOOLEANS = frozenset({"true", "false"})
 
 
 def _split(line: str, delimiter: str | None) -> list[str]:
-    return [f.strip() for f in (line.split(delimiter) if delimiter else line.split())]
+    """The cells of a line, unquoted as the csv module reads them (``"u1"`` is ``u1``)."""
+    if not delimiter:
+        return line.split()
+    return [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
 
 
 def _number(path: Path, line: int, field: str, delimiter: str | None,

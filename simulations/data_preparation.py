@@ -351,7 +351,7 @@ def _from_files(data, states, inputs, time, tolerance: float, missing: str, *,
         return _states_only(states, time, tolerance, missing)
     _check_pair(states, inputs)
     notes: list[str] = []
-    x_table, u_table = (read_csv_table(path, allow_missing=True) for path in (states, inputs))
+    x_table, u_table = (_read_table(path, notes) for path in (states, inputs))
     x_time = _time_column(x_table, time, notes, required=False)
     # a column number names the states file's column; the inputs file's is found by name
     u_spec = None if time is not None and time.strip().isdigit() else time
@@ -386,7 +386,7 @@ def _none(inputs: str | Path | None) -> bool:
 def _states_only(states, time, tolerance: float, missing: str) -> _Signals:
     """The states CSV alone (``--inputs none``): K+1 rows of states, no inputs."""
     notes: list[str] = []
-    table = read_csv_table(states, allow_missing=True)
+    table = _read_table(states, notes)
     time_col = _time_column(table, time, notes, required=True)
     cols = [c for c in range(table.values.shape[1]) if c not in _unread(time_col)]
     table, times, grid, source = _timed(table, time_col, tolerance, missing, notes)
@@ -400,8 +400,8 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
                 state_option: str = "--states") -> _Signals:
     """The one-table form: a row per sample, columns chosen by name (``states`` given as
     ``state_option``: ``--outputs`` names the measured outputs' columns)."""
-    table = read_csv_table(path, allow_missing=True)
     notes: list[str] = []
+    table = _read_table(path, notes)
     if inputs is None:
         raise ParameterError(f"{str(path)!r} is a CSV table: give --inputs COLUMNS (header names "
                              f"or 1-based numbers, comma separated; it has "
@@ -439,6 +439,13 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
     X, U = table.values[:, x_cols].T, table.values[:-1, u_cols].T
     return _Signals(X, U, _names(table, x_cols, "x"), _names(table, u_cols, "u"), times,
                     source, notes, _header(table, x_cols), _header(table, u_cols), grid)
+
+
+def _read_table(path, notes: list[str]) -> CsvTable:
+    """A CSV table with missing values allowed; what its reader decided goes to ``notes``."""
+    table = read_csv_table(path, allow_missing=True)
+    notes.extend(table.notes)
+    return table
 
 
 def _time_column(table: CsvTable, time: str | None, notes: list[str], *, required: bool,

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from _toolbox.errors import ParameterError
+from _toolbox.errors import NonFiniteError, ParameterError
 from dmdidc import DelayedPlant, random_excitation, read_data
 from dmdidc.time_column import TimeColumnWarning
 from simulations.data_preparation import read_identification_data
@@ -96,3 +96,51 @@ def test_a_time_unit_in_parentheses_that_is_no_time_unit_is_refused(tmp_path):
         read_identification_data(path, inputs="u1,u2")
     with pytest.raises(ParameterError, match="accepted time units: s, ms, us, min, h, d"):
         read_data(path, inputs=["u1", "u2"])
+
+
+def clean_and(tmp_path, seed, name, **write_options):
+    """The clean record and a file of it written with ``write_options``."""
+    t, X, U = record(seed)
+    header = write_options.pop("header", HEADER)
+    rows = write_options.pop("rows", cells(t, X, U))
+    return X, U, write(tmp_path / name, header, rows, **write_options)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_utf8_byte_order_mark_is_skipped(tmp_path, seed):
+    X, U, path = clean_and(tmp_path, seed, "bom.csv", prefix="\ufeff")   # Excel "CSV UTF-8"
+    assert path.read_bytes()[:3] == b"\xef\xbb\xbf"
+    for read in both(path):
+        assert_same(read, X, U, 0.5)
+        assert "\ufeff" not in read[3]
+    data = read_identification_data(path, inputs="u1,u2", time="time")    # named as it reads
+    assert data.state_names == ("x1", "x2")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("delimiter", [",", ";"])
+def test_an_empty_last_column_without_a_name_is_left_out_with_a_note(tmp_path, seed, delimiter):
+    X, U, path = clean_and(tmp_path, seed, "trailing.csv", delimiter=delimiter, end=delimiter)
+    for read in both(path):
+        assert_same(read, X, U, 0.5)                    # not 81 missing values of ''
+        assert f"the last column has no name and every cell empty (each line ends in " \
+               f"{delimiter!r}" in read[3]
+
+
+def test_an_unnamed_column_with_values_is_still_read(tmp_path):
+    t, X, U = record(0)
+    rows = [[*r, repr(k + 0.5) if k % 2 else ""] for k, r in enumerate(cells(t, X, U))]
+    path = write(tmp_path / "half.csv", [*HEADER, ""], rows)
+    with pytest.raises(NonFiniteError, match="41 missing values \\('' at samples 0, 2"):
+        read_identification_data(path, inputs="u1,u2")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_quoted_header_cells_are_the_names(tmp_path, seed):
+    X, U, path = clean_and(tmp_path, seed, "quoted.csv",
+                           header=[f'"{n}"' for n in ("time [s]", *HEADER[1:])])
+    for read in both(path):
+        assert_same(read, X, U, 0.5)
+    data = read_identification_data(path, inputs="u1,u2", states="x2,x1")
+    np.testing.assert_array_equal(data.X[0], X[::-1])
+    assert data.state_names == ("x2", "x1")
