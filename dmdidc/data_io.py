@@ -2,7 +2,8 @@
 
 **CSV.** One row per sample, one column per signal, a header line naming the columns, each name
 optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a tab;
-``.`` as decimal mark; an empty cell or ``nan`` is a missing sample (see
+``.`` as decimal mark; an empty cell or one
+of :data:`MISSING_CELLS` (``nan``, ``NA``, ``#N/A``, ``-``, ...) is a missing sample (see
 :mod:`dmdidc.missing`).  What spreadsheets add is read as they mean it: a UTF-8 byte-order mark
 before the header, header cells in quotes, and a last column without a name whose every cell is
 empty (each line ends in the separator), which is no signal and is left out with a note.  Row
@@ -43,10 +44,25 @@ from dmdidc.time_column import (
     with_skipped_rows,
 )
 
-__all__ = ["read_fields", "write_data", "split_unit", "empty_columns_note"]
+__all__ = ["read_fields", "write_data", "split_unit", "MISSING_CELLS", "is_missing",
+           "empty_columns_note"]
 
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
+#: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
+#: every reader of a data file.
+MISSING_CELLS = frozenset({"", "nan", "na", "n/a", "#n/a", "null", "-"})
 _BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes ("CSV UTF-8")
+
+
+def is_missing(cell: str) -> bool:
+    """Whether a CSV cell is a missing sample (:data:`MISSING_CELLS`).
+
+    Examples
+    --------
+    >>> [is_missing(c) for c in ("", " NaN", "#N/A", "-", "-1", "0")]
+    [True, True, True, True, False, False]
+    """
+    return cell.strip().lower() in MISSING_CELLS
 
 
 def write_data(data: Any, path: str | Path) -> Path:
@@ -295,15 +311,15 @@ def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
 
 
 def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
-    """The values of one CSV row's ``cells`` (an empty cell is NaN); ``where`` names the file
-    and line in messages."""
+    """The values of one CSV row's ``cells`` (a missing cell, :data:`MISSING_CELLS`, is NaN);
+    ``where`` names the file and line in messages."""
     if len(cells) != len(names):
         raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}")
     values = np.empty(len(names))
     for c, cell in enumerate(cells):
         cell = cell.strip()
         try:
-            values[c] = float(cell) if cell else np.nan
+            values[c] = np.nan if is_missing(cell) else float(cell)
         except ValueError:
             raise ParameterError(f"{where}, column {names[c]!r}: {cell!r} is not a number (use "
                                  f"'.' as decimal mark; leave the cell empty for a missing "

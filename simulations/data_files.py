@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
-from dmdidc.data_io import empty_columns_note
+from dmdidc.data_io import empty_columns_note, is_missing
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -172,8 +172,8 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     path : str or Path
         The file (format as in :func:`read_samples_csv`).
     allow_missing : bool
-        Read an empty value or one of ``nan``, ``na``, ``n/a``, ``null`` as missing (NaN)
-        instead of refusing it.
+        Read an empty value or one of :data:`dmdidc.data_io.MISSING_CELLS` (``nan``, ``NA``,
+        ``n/a``, ``#N/A``, ``null``, ``-``) as missing (NaN) instead of refusing it.
 
     Returns
     -------
@@ -203,9 +203,9 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     # first column's name
     lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
     rows = [(number, line) for number, line in enumerate(lines, start=1)
-            if line.strip() and not line.lstrip().startswith("#")]
+            if line.strip() and not _comment(line)]
     names = None
-    if rows and not any(_is_number(f) or f.lower() in _MISSING
+    if rows and not any(_is_number(f) or is_missing(f)
                         for f in re.split(r"[,;\s]+", rows[0][1].replace('"', "").strip()) if f):
         names, rows = rows[0][1], rows[1:]                  # a header line
     if not rows:
@@ -254,8 +254,13 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     return CsvTable(path, names, array, np.array([number for number, _ in rows]), tuple(notes))
 
 
-_MISSING = frozenset({"", "nan", "na", "n/a", "null"})
 _BOOLEANS = frozenset({"true", "false"})
+
+
+def _comment(line: str) -> bool:
+    """Whether a line is a ``#`` comment (``#N/A``, Excel's missing value, starts a row)."""
+    text = line.lstrip()
+    return text.startswith("#") and not text[:4].lower() == "#n/a"
 
 
 def _split(line: str, delimiter: str | None) -> list[str]:
@@ -267,12 +272,16 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 
 def _number(path: Path, line: int, field: str, delimiter: str | None,
             allow_missing: bool, names: tuple[str, ...] | None, column: int) -> float:
-    if allow_missing and field.lower() in _MISSING:
+    if allow_missing and is_missing(field):
         return math.nan
     try:
         return float(field)
     except ValueError:
         pass
+    if is_missing(field):
+        raise ParameterError(f"{str(path)!r} line {line}, {_column_label(names, column)}: "
+                             f"{field!r} is a missing value; a missing sample needs --missing "
+                             f"drop or interpolate")
     if field.lower() in _BOOLEANS:
         raise ParameterError(f"{str(path)!r} line {line}: {field!r} is a boolean; write on/off "
                              f"signals as numbers (1/0) so that their scale is explicit")

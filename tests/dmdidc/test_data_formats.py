@@ -144,3 +144,37 @@ def test_quoted_header_cells_are_the_names(tmp_path, seed):
     data = read_identification_data(path, inputs="u1,u2", states="x2,x1")
     np.testing.assert_array_equal(data.X[0], X[::-1])
     assert data.state_names == ("x2", "x1")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("token", ["#N/A", "-", "NA", "nan", "", "n/a", "NULL"])
+def test_spreadsheet_missing_cells_are_missing_in_both_readers(tmp_path, seed, token):
+    rng = np.random.default_rng(100 + seed)
+    t, X, U = record(seed)
+    rows = cells(t, X, U)
+    lost = rng.choice(np.arange(5, 70), size=3, replace=False)
+    column = int(rng.integers(1, 5))                    # a state or an input, never the time
+    for k in lost:
+        rows[k][column] = token
+    path = write(tmp_path / "gaps.csv", HEADER, rows)
+    expected = (X, U)[column > 2].copy()
+    expected[(column - 1) % 2, lost] = np.nan
+    python = read_data(path, inputs=["u1", "u2"], missing="interpolate")
+    assert python.missing_report.n_missing == 3
+    cli = read_identification_data(path, inputs="u1,u2", missing="drop")
+    assert f"dropped 3 missing values ('{HEADER[column]}' at samples " \
+           f"{', '.join(map(str, sorted(lost)))} " in " ".join(cli.notes)
+    with pytest.raises(NonFiniteError, match="3 missing values"):
+        read_identification_data(path, inputs="u1,u2")
+
+
+def test_a_row_starting_with_n_a_is_no_comment(tmp_path):
+    t, X, U = record(1)
+    rows = cells(t, X, U)
+    header = ["x1", "x2", "u1", "u2"]                   # no time column: a row lost would hide
+    rows = [r[1:] for r in rows]
+    rows[10][0] = "#N/A"
+    path = write(tmp_path / "first.csv", header, rows)
+    data = read_identification_data(path, inputs="u1,u2", missing="interpolate", dt=0.5)
+    assert data.X[0].shape == X.shape                   # the row is read, its gap filled
+    assert "'x1' at sample 10" in data.notes[-1]
