@@ -2,7 +2,7 @@
 
 **CSV.** One row per sample, one column per signal, a header line naming the columns, each name
 optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a tab;
-``.`` as decimal mark; an empty cell or one
+``.`` as decimal mark (a decimal comma is refused: write ``.`` decimals); an empty cell or one
 of :data:`MISSING_CELLS` (``nan``, ``NA``, ``#N/A``, ``-``, ...) is a missing sample (see
 :mod:`dmdidc.missing`).  What spreadsheets add is read as they mean it: a UTF-8 byte-order mark
 before the header, header cells in quotes, and a last column without a name whose every cell is
@@ -45,13 +45,14 @@ from dmdidc.time_column import (
 )
 
 __all__ = ["read_fields", "write_data", "split_unit", "MISSING_CELLS", "is_missing",
-           "empty_columns_note"]
+           "is_decimal_comma", "empty_columns_note"]
 
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
 #: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
 #: every reader of a data file.
 MISSING_CELLS = frozenset({"", "nan", "na", "n/a", "#n/a", "null", "-"})
 _BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes ("CSV UTF-8")
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
 
 
 def is_missing(cell: str) -> bool:
@@ -63,6 +64,17 @@ def is_missing(cell: str) -> bool:
     [True, True, True, True, False, False]
     """
     return cell.strip().lower() in MISSING_CELLS
+
+
+def is_decimal_comma(cell: str) -> bool:
+    """Whether a CSV cell is a number written with a decimal comma (``-0,25``, ``1,5e-3``).
+
+    Examples
+    --------
+    >>> [is_decimal_comma(c) for c in ("-0,25", "1,5e-3", "0.25", "1,2,3")]
+    [True, True, False, False]
+    """
+    return bool(_DECIMAL_COMMA.match(cell.strip()))
 
 
 def write_data(data: Any, path: str | Path) -> Path:
@@ -321,9 +333,11 @@ def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
         try:
             values[c] = np.nan if is_missing(cell) else float(cell)
         except ValueError:
-            raise ParameterError(f"{where}, column {names[c]!r}: {cell!r} is not a number (use "
-                                 f"'.' as decimal mark; leave the cell empty for a missing "
-                                 f"sample)") from None
+            comma = (" has a decimal comma: write '.' decimals (export the CSV with '.' as "
+                     "decimal separator)" if is_decimal_comma(cell) else
+                     " is not a number (use '.' as decimal mark; leave the cell empty for a "
+                     "missing sample)")
+            raise ParameterError(f"{where}, column {names[c]!r}: {cell!r}{comma}") from None
     return values
 
 

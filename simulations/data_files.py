@@ -9,8 +9,8 @@ Two formats, both checked here so that a mistake is reported in terms of the use
   never run code.
 * CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
   K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
-  an optional header line (its cells may be quoted).  A decimal comma is refused (it cannot be
-  told from a separator).  A UTF-8 byte-order mark is skipped, and
+  an optional header line (its cells may be quoted).  A decimal comma is refused, naming the
+  separator (it cannot be told from a comma separator).  A UTF-8 byte-order mark is skipped, and
   a column without a name whose every cell is empty (each line ends in the separator, as
   spreadsheets write) is left out with a note (:attr:`CsvTable.notes`).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
-from dmdidc.data_io import empty_columns_note, is_missing
+from dmdidc.data_io import empty_columns_note, is_decimal_comma, is_missing
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -302,12 +302,18 @@ def _is_number(text: str) -> bool:
 
 
 def _delimiter(path: Path, line: str) -> str | None:
-    """The value separator of a CSV data line (``None``: whitespace)."""
+    """The value separator of a CSV data line (``None``: whitespace); a decimal comma is
+    refused, naming the separator (a ``,`` between the values could not be told from it)."""
+    for separator, name in ((";", "';'"), ("\t", "tabs")):
+        cells = line.split(separator)
+        # with ';' a comma between digits is a decimal mark; with tabs only if every cell is
+        # a number (a ',' table may hold a tab)
+        if (len(cells) > 1 and any(map(is_decimal_comma, cells)) and (separator == ";" or all(
+                is_decimal_comma(c) or _is_number(c) or is_missing(c) for c in cells))):
+            raise ParameterError(f"{str(path)!r} uses {name} between values and ',' as decimal "
+                                 f"mark ({line.strip()[:80]!r}); write '.' decimals (e.g. "
+                                 f"export the CSV with '.' as decimal separator)")
     if ";" in line:
-        if re.search(r"\d,\d", line):
-            raise ParameterError(f"{str(path)!r} uses ';' between values and ',' as decimal mark "
-                                 f"({line.strip()!r}); write '.' decimals (e.g. export the CSV "
-                                 f"with '.' as decimal separator)")
         return ";"
     if "," in line:
         return ","

@@ -178,3 +178,16 @@ def test_a_row_starting_with_n_a_is_no_comment(tmp_path):
     data = read_identification_data(path, inputs="u1,u2", missing="interpolate", dt=0.5)
     assert data.X[0].shape == X.shape                   # the row is read, its gap filled
     assert "'x1' at sample 10" in data.notes[-1]
+
+
+@pytest.mark.parametrize("delimiter", ["\t", ";"])
+def test_decimal_commas_are_refused_naming_the_separator(tmp_path, delimiter):
+    t, X, U = record(2)
+    rows = [[c.replace(".", ",") for c in r] for r in cells(t, X, U)]
+    path = write(tmp_path / "comma.csv", HEADER, rows, delimiter=delimiter)
+    name = "tabs" if delimiter == "\t" else "';'"
+    with pytest.raises(ParameterError, match=f"uses {name} between values and ',' as decimal "
+                                             f"mark .*write '.' decimals"):
+        read_identification_data(path, inputs="u1,u2")
+    with pytest.raises(ParameterError, match="has a decimal comma: write '.' decimals"):
+        read_data(path, inputs=["u1", "u2"])
