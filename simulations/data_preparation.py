@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zipfile
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +58,7 @@ from simulations.data_files import (
 )
 
 __all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES",
-           "name_held_input"]
+           "name_held_input", "refuse_idle_tolerance"]
 
 MISSING_POLICIES = ("error", "drop", "interpolate")
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
@@ -88,6 +88,9 @@ class IdentificationData:
     interpolated_inputs : int
         Input values filled in by ``missing="interpolate"`` (not what the plant received:
         ``identify --outputs`` warns, :func:`dmdidc.missing.interpolated_inputs_warning`).
+    time_column : str
+        The time column whose stamps were read, for messages (``""`` when none was: an
+        ``.npz``, no time column, ``time="ignore"``).
     """
 
     X: tuple[np.ndarray, ...]
@@ -100,6 +103,7 @@ class IdentificationData:
     input_units: tuple[str, ...] | None = None
     source: str = ""
     interpolated_inputs: int = 0
+    time_column: str = ""
 
     @property
     def arrays(self) -> tuple[np.ndarray | list[np.ndarray], np.ndarray | list[np.ndarray]]:
@@ -218,7 +222,30 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
     return IdentificationData(X, U, period, tuple(signals.notes + notes), state_names,
                               input_names, state_units, input_units,
                               str(data) if data is not None else f"{states}, {inputs}",
-                              _interpolated_inputs(signals, missing))
+                              _interpolated_inputs(signals, missing),
+                              signals.time_source if signals.grid is not None else "")
+
+
+def refuse_idle_tolerance(tolerance: float | None, datas: Sequence[IdentificationData]
+                          ) -> None:
+    """Refuse ``--time-tolerance`` when none of ``datas`` was read with time stamps: an option
+    that would not act is refused, not silently ignored.
+
+    Raises
+    ------
+    ParameterError
+        A tolerance given for data without a time column read, saying why each has none.
+    """
+    if tolerance is None or any(data.time_column for data in datas):
+        return
+    why = "; ".join(
+        f"{data.source!r} is a table without a time column read (--time none or ignore, or "
+        f"no column named time, timestamp or t)" if is_table(data.source.split(", ")[0]) else
+        f"{data.source!r} is an .npz archive (evenly spaced samples, no stamps)"
+        for data in datas)
+    raise ParameterError(f"--time-tolerance {tolerance:g} bounds the jitter of a time column's "
+                         f"stamps, and there are none to check: {why}; drop --time-tolerance "
+                         f"(an option that would not act is refused)")
 
 
 def is_table(path: str | Path) -> bool:

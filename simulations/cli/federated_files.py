@@ -164,7 +164,11 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
 
     from _toolbox.errors import DimensionError, ParameterError
     from simulations.cli.identify import refuse_outputs
-    from simulations.data_preparation import is_table, read_identification_data
+    from simulations.data_preparation import (
+        is_table,
+        read_identification_data,
+        refuse_idle_tolerance,
+    )
 
     if len(args.files) < 1:
         raise ParameterError("give one data file per client")
@@ -205,6 +209,7 @@ def _read_clients(args: argparse.Namespace) -> tuple[list[dict[str, np.ndarray]]
         clients.append({"X": np.stack(data.X), "U": np.stack(data.U)})
         periods.append(data.dt)
         datas.append(data)
+    refuse_idle_tolerance(args.time_tolerance, datas)    # it acts if any client has stamps
     first = clients[0]
     for path, client, period in zip(args.files, clients, periods, strict=True):
         if client["X"].shape[1] != first["X"].shape[1] or \

@@ -154,7 +154,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                              "--states")
     parser.add_argument("--time", metavar="COLUMN",
                         help="the time column of the CSV file(s) (name or 1-based number; its "
-                             "unit in brackets, e.g. 'time [ms]'), 'none' (no time column: "
+                             "unit in brackets, e.g. 'time [ms]', or in its name, 'Time (ms)', "
+                             "'time_ms'), 'none' (no time column: "
                              "every column is a signal) or 'ignore' (leave the column named "
                              "like a time, or a first column that grows by one step, out "
                              "unread; give --dt); default: a column named time, timestamp or t "
@@ -165,14 +166,17 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
     parser.add_argument("--time-tolerance", type=float, metavar="F",
                         help="largest deviation of a time step from one sampling period, as a "
                              "fraction of the period (time-stamp jitter; default 0.1); the "
-                             "jitter measured is reported")
+                             "jitter measured is reported; refused without a time column to "
+                             "read (an .npz, --time none or ignore)")
     parser.add_argument("--missing", choices=("error", "drop", "interpolate"), default="error",
-                        help="missing samples (empty, nan, NA; rows a time column skips): "
+                        help="missing samples (empty, nan, NA, #N/A, -; rows a time column "
+                             "skips): "
                              "refuse them, drop them (the record splits into experiments at "
                              "the gaps) or interpolate them "
                              "linearly in time; the command reports how many and where. Lost "
                              "inputs are better dropped: an interpolated input is not what the "
-                             "plant received (with --outputs it warns)"
+                             "plant received (the fit warns with their count, the state fit "
+                             "and the --outputs fit alike)"
                              + ("; a private release refuses interpolate (one reading sets "
                                 "its whole gap): use drop" if private or clients else ""))
     parser.add_argument("--dt", type=float,
@@ -185,7 +189,7 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
     identifies from measured outputs (``--outputs``); the others refuse it."""
     from _toolbox.errors import ParameterError
-    from simulations.data_preparation import read_identification_data
+    from simulations.data_preparation import read_identification_data, refuse_idle_tolerance
 
     refuse_outputs(args, accepted=outputs)
 
@@ -194,6 +198,7 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
                                     outputs=args.outputs, time_tolerance=args.time_tolerance)
     for note in data.notes:             # before a refusal too: a row index left out shows
         print(f"data: {note}")
+    refuse_idle_tolerance(args.time_tolerance, [data])
     if data.dt is None:
         raise ParameterError("give --dt, the sampling period T in seconds (the data have no "
                              "time column to read it from)")

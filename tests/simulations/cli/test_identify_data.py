@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 
+from _toolbox.errors import ParameterError
 from dmdidc import DelayedPlant, random_excitation
 from simulations.cli import main
 
@@ -606,3 +607,46 @@ def test_time_ignore_with_the_states_named_leaves_a_counter_beside_the_time_out(
         model, plain = (DelayedPlant.load(tmp_path / name) for name in (ours, theirs))
         np.testing.assert_array_equal(model.delay_steps, plain.delay_steps)
         np.testing.assert_array_equal(model.A_d, plain.A_d)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_time_tolerance_with_no_stamps_to_check_is_refused_saying_why(tmp_path, capsys, seed):
+    """An option that would not act is refused: --time-tolerance on an .npz, or on a table
+    whose time column is not read, was silently accepted."""
+    path, _, X, U = table(tmp_path, seed)
+    np.savez(tmp_path / "data.npz", X=X, U=U)
+    argv = ["--max-delay", 3, "--time-tolerance", 0.3]
+    for given, why in [([tmp_path / "data.npz", "--dt", 2], "is an .npz archive"),
+                       ([path, "--inputs", "u1,u2", "--time", "ignore", "--dt", 2],
+                        "without a time column"),
+                       ([path, "--inputs", "u1,u2", "--time", "none", "--dt", 2],
+                        "without a time column")]:
+        assert identify(tmp_path, *given, *argv) != 0
+        err = capsys.readouterr().err
+        assert "--time-tolerance 0.3 bounds the jitter of a time column's stamps" in err
+        assert why in err and "drop --time-tolerance" in err
+    assert identify(tmp_path, path, "--inputs", "u1,u2", *argv) == 0      # stamps: it acts
+    assert "error" not in capsys.readouterr().err
+
+
+def test_a_time_tolerance_acts_if_any_client_file_has_stamps(tmp_path):
+    from simulations.data_preparation import read_identification_data, refuse_idle_tolerance
+
+    path, _, X, U = table(tmp_path, 0)
+    np.savez(tmp_path / "data.npz", X=X, U=U)
+    timed = read_identification_data(path, inputs="u1,u2", time_tolerance=0.3)
+    even = read_identification_data(tmp_path / "data.npz", dt=2.0)
+    assert timed.time_column.startswith("'time' of") and even.time_column == ""
+    refuse_idle_tolerance(0.3, [even, timed])                  # acts on one: accepted
+    refuse_idle_tolerance(None, [even])                        # not given: nothing to refuse
+    with pytest.raises(ParameterError, match="is an .npz archive"):
+        refuse_idle_tolerance(0.3, [even, even])
+
+
+def test_the_missing_help_says_every_fit_warns_of_interpolated_inputs(capsys):
+    with pytest.raises(SystemExit):
+        main(["identify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the state fit and the --outputs fit alike" in text
+    assert "(with --outputs it warns)" not in text
+    assert "#N/A" in text and "'time_ms'" in text
