@@ -61,7 +61,9 @@ _SUFFIX = re.compile(r"^(.*?)_([A-Za-z]+)$")
 
 class TimeColumnWarning(UserWarning):
     """What a reader decided about the time column without being told (which column, the
-    jitter of its stamps): name the column (``time=``) to decide it yourself."""
+    jitter of its stamps, a unit read from its name): name the column (``time=``) to decide it
+    yourself.  ``read_data`` also says with it what it left out of the file (an empty column
+    without a name)."""
 
 
 def _spell(cli: bool, option: str, value: str) -> str:

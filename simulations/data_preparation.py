@@ -16,11 +16,10 @@ or a first column that grows by one step, out unread).
 Timestamps must increase by one sampling period per row (within ``time_tolerance`` periods: a
 PLC's jitter): a repeated, decreasing or off-grid timestamp is refused with its line, and a
 step of several periods is lost rows: missing samples, one per skipped period.  Missing samples
-(empty fields, ``nan``, ``NA``, lost rows; NaN in an ``.npz``) are refused, dropped (the record
-splits into
-segments at the gaps, used as separate experiments) or interpolated (linearly in time between
-their neighbours; rows before the first or after the last complete sample are trimmed), and
-every note says how many and where.
+(empty fields, ``nan``, ``NA``, ``#N/A``, ``-``, lost rows; NaN in an ``.npz``) are refused,
+dropped (the record splits into segments at the gaps, used as separate experiments) or
+interpolated (linearly in time between their neighbours; rows before the first or after the
+last complete sample are trimmed), and every note says how many and where.
 """
 
 from __future__ import annotations
