@@ -24,18 +24,26 @@ The rules, for a writer that misbehaves:
 * **Stalled file.**  After ``idle_timeout`` seconds without a new complete line the generator
   says so (and what torn line it leaves) and ends; a file that disappears (while a writer
   replaces it) counts as stalled until it is back.
-* **Malformed line** (a cell that is not a number, a wrong number of cells, a time stamp off
-  the grid): ``bad_lines="error"`` raises a :class:`~dmdidc.errors.ParameterError` or
-  :class:`~dmdidc.errors.DimensionError` naming the file, the line and its content;
-  ``"lost"`` reports it and counts the line as one lost sample (all NaN), as a garbled packet.
+* **Malformed line** (a cell that is not a number, a wrong number of cells, a time stamp that
+  is missing, goes back or falls off the grid, a duplicated row): ``bad_lines="error"`` raises
+  a :class:`~dmdidc.errors.ParameterError` or :class:`~dmdidc.errors.DimensionError` naming
+  the file, the line and its content; ``"lost"`` reports it and goes on (a message at the end
+  gives the counts).  Without a time column the line is one lost sample (all NaN), as a
+  garbled packet.  With one the stamps place the rows, so a line takes no period: a line
+  without a readable stamp (``ERROR sensor timeout``) is left out, and a row it replaced shows
+  as a gap at the next stamp (a lost sample there); a row with a good stamp and a cell that is
+  not a number is a lost sample at its stamp; a row that repeats the last stamp is a duplicated
+  row, dropped (the first is kept).  Every later row is read.
 
 With a ``time`` column (in the unit of its header, ``time [ms]``; found and read by the rules of
 :mod:`dmdidc.time_column`, as :func:`~dmdidc.read_data` and the command line find it), the
-sampling period is first its first step, then the span of the
-stamps over the periods they cover (or ``dt``, which it must match), and a gap of ``j`` whole
-periods is ``j - 1`` lost samples (NaN rows); a stamp that repeats, goes back or falls off the
-grid (more than ``time_tolerance`` periods from a whole number of periods: jitter is accepted
-within it) is a malformed line.
+sampling period is first the median step of the first :data:`DECIDING_ROWS` + 1 stamps (as
+:func:`~dmdidc.time_column.time_grid` takes it: a lost or garbled row among them is a gap, not
+the period; the first chunk waits for them), then the span of the stamps over the periods they
+cover (or ``dt``, which it must match), and a gap of ``j`` whole periods is ``j - 1`` lost
+samples (NaN rows); a stamp that goes back or falls off the grid (more than ``time_tolerance``
+periods from a whole number of periods: jitter is accepted within it) or repeats is a malformed
+line.
 
 Without a choice (``time="auto"``) the time column is decided, once for the whole follow, from
 the header and the first :data:`DECIDING_ROWS` complete lines (the rest of the file is not
@@ -57,6 +65,7 @@ import csv
 import os
 import time as _time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,7 +198,9 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
     chunk : int, default 1000
         Most samples per chunk; a chunk holds what was written since the last one.
     bad_lines : {"error", "lost"}, default "error"
-        A malformed line raises, or is reported and counted as one lost sample.
+        A malformed line (a duplicated row included) raises, or is reported and passed over:
+        without a time column it counts as one lost sample, with one the time stamps place
+        the rows around it (module notes).
     report : callable, optional
         Receives the messages (restart, stall, lost lines); default: a :class:`StreamWarning`.
     first_column : {0, 1}, default 0
@@ -250,7 +261,7 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
 def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: int,
             bad_lines: str, say: Callable[[str], None], tolerance: float) -> Iterator[Chunk]:
     """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
-    stream, restart = None, False
+    stream, restart, tally = None, False, Counter()
 
     def ready_chunks() -> Iterator[Chunk]:
         nonlocal restart
@@ -275,7 +286,7 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 stream, restart = None, True
             if stream is None:
                 stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
-                                 dt, bad_lines, say, tolerance)
+                                 dt, bad_lines, say, tolerance, tally)
             else:
                 stream.add(number, text)
         if stream is not None and stream.time is not None and dt is None:
@@ -284,6 +295,12 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
     if stream is not None:                               # fewer lines than it waited for
         stream.decide()
         yield from ready_chunks()
+    if tally:                                            # (each was reported as it came)
+        say(f"{name}: in all " + ", ".join(
+            f"{count} {noun}{'' if count == 1 else 's'} {what}" for count, noun, what in (
+                (tally["duplicates"], "duplicated row", "dropped"),
+                (tally["lost"], "malformed line", "counted as lost samples"),
+                (tally["left out"], "malformed line", "left out")) if count))
 
 
 class _Tail:
@@ -466,48 +483,62 @@ class _Columns:
                              f"{len(names) - 1 + self.first})")
 
 
+    def cells(self, text: str, delimiter: str) -> list[str]:
+        """The cells of a row."""
+        return next(csv.reader([text], delimiter=delimiter))
+
+
 def _specs(value: Any) -> list:
     return [value] if isinstance(value, (str, int, np.integer)) else list(value)
 
 
 class _Stream:
-    """The rows of one stream (one file, until a restart) and the chunks made of them."""
+    """The rows of one stream (one file, until a restart) and the chunks made of them.
+
+    With a time column the stamps place the rows: a line that is refused (``bad_lines="lost"``)
+    or repeats the last stamp (a duplicated row) takes no period, and a row it stood for is a
+    gap at the next stamp.  Without one, each refused line stands for one lost sample."""
 
     def __init__(self, choice: _Columns, columns: dict | None, header: str, source: str,
                  dt: float | None, bad_lines: str, say: Callable[[str], None],
-                 tolerance: float) -> None:
+                 tolerance: float, tally: Counter) -> None:
         self.choice, self.columns = choice, columns     # None: the first lines decide them
         self.waiting: list[tuple[int, str]] = []        # lines read before the decision
         self.header, self.source, self.dt = header, source, dt
         self.bad_lines, self.say, self.tolerance = bad_lines, say, tolerance
+        self.tally = tally                        # bad lines and duplicates of the follow
         self.estimate = dt is None                # the period is read from the stamps
-        self.first_time: float | None = None      # and the stamps' span since the first
+        self.unplaced: list[tuple[int, str, np.ndarray]] = []   # rows before the period
+        self.first_time: float | None = None      # the stamps' span since the first
         self.periods = 0
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
         self.lines: list[int] = []                # and their file lines
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
-        self.last_time: float | None = None       # the last good time stamp
-        self.skipped = 0                          # lost lines since: a period each
+        self.last_time: float | None = None       # the last placed stamp
+        self.last_row: tuple[int, np.ndarray] | None = None     # and its line and values
 
     @property
     def time(self) -> int | None:
         return None if self.columns is None else self.columns["time"]
 
     def decide(self) -> None:
-        """Decide the columns from the lines read so far (module notes) and read them."""
+        """Decide the columns from the lines read so far (module notes) and read them; at the
+        end of the stream, place the rows read before the period was known."""
         if self.columns is not None:
+            self._settle()
             return
         names, rows = self.choice.names, []
         for _, text in self.waiting:
             try:
-                cells = next(csv.reader([text], delimiter=self.choice.delimiter))
-                rows.append(parse_row(cells, names, self.source))
+                rows.append(parse_row(self.choice.cells(text, self.choice.delimiter), names,
+                                      self.source))
             except (ParameterError, DimensionError):
                 pass                                    # refused or lost when it is read
         self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))))
         waiting, self.waiting = self.waiting, []
         for number, text in waiting:
             self.add(number, text)
+        self._settle()
 
     def add(self, number: int, text: str) -> None:
         if self.columns is None:
@@ -516,47 +547,134 @@ class _Stream:
                 self.decide()
             return
         where = f"{self.source} line {number} ({text.strip()[:80]!r})"
+        bad = None                                # why a row kept for its stamp is lost
         try:
-            cells = next(csv.reader([text], delimiter=self.columns["delimiter"]))
-            values = parse_row(cells, self.columns["names"], where)
-            gap = self._gap(values, where)
+            cells = self.choice.cells(text, self.columns["delimiter"])
+            try:
+                values = parse_row(cells, self.columns["names"], where)
+            except ParameterError as exc:
+                if self.bad_lines == "error" or self.time is None:
+                    raise
+                values, bad = self._stamp_only(cells, exc), exc
         except (ParameterError, DimensionError) as exc:
-            if self.bad_lines == "error":
-                raise
-            self.say(f"{exc}; counted as a lost sample")
-            values, gap = np.full(len(self.columns["names"]), np.nan), 0
-            self.skipped += 1
+            self._refuse(exc, number)
+            return
+        if self.time is not None and self.dt is None:
+            self.unplaced.append((number, where, values, bad))
+            if len(self.unplaced) > DECIDING_ROWS:
+                self._settle()
+            return
+        self._place(number, where, values, bad)
+
+    def _stamp_only(self, cells: list[str], exc: ParameterError) -> np.ndarray:
+        """A lost sample (NaN) at the time stamp of a row with a cell that is not a number;
+        ``exc`` is raised if the stamp is not one either (then nothing places the row)."""
+        values = np.full(len(cells), np.nan)
+        try:
+            values[self.time] = float(cells[self.time].strip())
+        except ValueError:
+            raise exc from None
+        if not np.isfinite(values[self.time]):
+            raise exc
+        return values
+
+    def _settle(self) -> None:
+        """Place the rows read before the period was known: its first guess is the median
+        step of their stamps (as :func:`~dmdidc.time_column.time_grid` takes it), so a lost or
+        garbled row among them is a gap, not the period."""
+        if not self.unplaced:
+            return
+        stamps = np.array([v[self.time] for _, _, v, _ in self.unplaced]) * \
+            self.columns["seconds"]
+        steps = np.diff(stamps[np.isfinite(stamps)])
+        if self.dt is None and (steps > 0).any():
+            self.dt = float(np.median(steps[steps > 0]))
+        unplaced, self.unplaced = self.unplaced, []
+        for row in unplaced:
+            self._place(*row)
+
+    def _place(self, number: int, where: str, values: np.ndarray,
+               bad: ParameterError | None = None) -> None:
+        try:
+            gap = self._gap(number, values, where)
+        except (ParameterError, DimensionError) as exc:
+            self._refuse(bad or exc, number)
+            return
+        if gap is None:                           # a duplicated row, dropped
+            return
         self.rows.extend([np.full(values.size, np.nan)] * gap + [values])
         self.lines.extend([number] * (gap + 1))
+        self.last_row = number, values
+        if bad is not None:
+            self.tally["lost"] += 1
+            self.say(f"{bad}; counted as a lost sample at its time stamp")
 
-    def _gap(self, values: np.ndarray, where: str) -> int:
-        """Lost samples before this row by its time stamp (0 without a time column)."""
+    def _refuse(self, exc: Exception, number: int) -> None:
+        if self.bad_lines == "error":
+            raise exc
+        if self.time is None:
+            self.tally["lost"] += 1
+            self.say(f"{exc}; counted as a lost sample")
+            self.rows.append(np.full(len(self.columns["names"]), np.nan))
+            self.lines.append(number)
+        else:
+            self.tally["left out"] += 1
+            self.say(f"{exc}; left out (the time stamps place the rows: a sample it stood "
+                     f"for is a gap at the next stamp)")
+
+    def _gap(self, number: int, values: np.ndarray, where: str) -> int | None:
+        """Lost samples before this row by its time stamp (0 without a time column; None: a
+        duplicate of the last row, dropped)."""
         if self.time is None:
             return 0
         stamp = values[self.time] * self.columns["seconds"]
+        reason = self.columns["reason"]
         if not np.isfinite(stamp):
-            raise ParameterError(f"{where}: no time stamp{self.columns['reason']}")
-        previous, slots = self.last_time, 1 + self.skipped   # (lost lines took a period each)
+            raise ParameterError(f"{where}: no time stamp{reason}")
+        previous = self.last_time
         if previous is None:
-            self.last_time, self.skipped = float(stamp), 0
+            self.last_time = float(stamp)
             self.first_time = float(stamp) if self.first_time is None else self.first_time
             return 0
         step = stamp - previous
-        if self.dt is None and step > 0:
-            self.dt = float(step) / slots           # the first step sets the period at first
-        periods = round(step / self.dt) if step > 0 else 0
-        if periods < slots or abs(step - periods * self.dt) > self.tolerance * self.dt:
-            period = "" if self.dt is None else f" of {self.dt:g} s"
+        if step == 0:
+            return self._duplicate(number, values, where, previous)
+        if step < 0:
+            ignore = "--time ignore" if self.choice.first == 1 else "time='ignore'"
+            remedy = "" if ignore in reason else (
+                f": a clock that is reset or jumps is left out unread by {ignore} with "
+                f"{'--dt' if self.choice.first == 1 else 'dt='}")
+            raise ParameterError(f"{where}: time {stamp:g} s goes back from {previous:g} s "
+                                 f"of line {self.last_row[0]} (time stamps must increase"
+                                 f"{remedy}){reason}")
+        if self.dt is None:
+            self.dt = float(step)                   # (a single step before: the period)
+        periods = round(step / self.dt)
+        if periods < 1 or abs(step - periods * self.dt) > self.tolerance * self.dt:
             raise ParameterError(f"{where}: time {stamp:g} s after {previous:g} s is not a whole "
-                                 f"number of periods{period} later within the tolerance of "
-                                 f"{self.tolerance:g} periods (time stamps grow by whole "
-                                 f"sampling periods; --time-tolerance / time_tolerance= widens "
-                                 f"it for jittery stamps){self.columns['reason']}")
-        self.last_time, self.skipped = float(stamp), 0
+                                 f"number of periods of {self.dt:g} s later within the "
+                                 f"tolerance of {self.tolerance:g} periods (time stamps grow by "
+                                 f"whole sampling periods; --time-tolerance / time_tolerance= "
+                                 f"widens it for jittery stamps){reason}")
+        self.last_time = float(stamp)
         self.periods += periods
         if self.estimate:                           # then the span: jitter averages out
             self.dt = (float(stamp) - self.first_time) / self.periods
-        return periods - slots
+        return periods - 1
+
+    def _duplicate(self, number: int, values: np.ndarray, where: str,
+                   previous: float) -> None:
+        line, kept = self.last_row
+        same = np.array_equal(values, kept, equal_nan=True)
+        what = (f"a duplicated row: it repeats the time {previous:g} s of line {line}"
+                + ("" if same else " with other values (the first is kept)"))
+        if self.bad_lines == "error":
+            lost = "--bad-lines lost" if self.choice.first == 1 else "bad_lines='lost'"
+            raise ParameterError(f"{where} is {what}; time stamps must increase ({lost} drops "
+                                 f"such rows){self.columns['reason']}")
+        self.tally["duplicates"] += 1
+        self.say(f"{where} is {what}; dropped")
+        return None
 
     def ready(self) -> bool:
         if self.last is None and self.rows:

@@ -67,8 +67,9 @@ def add_follow_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--window", type=_bounded(int, 1), metavar="W",
                        help="keep exactly the last W samples instead (not with --forgetting)")
     group.add_argument("--bad-lines", choices=("error", "lost"), default="error",
-                       help="a malformed line stops with its line number, or counts as one "
-                            "lost sample")
+                       help="a malformed line (a duplicated row too) stops with its line "
+                            "number, or is reported and passed over: one lost sample without "
+                            "a time column; with one the time stamps place the rows around it")
 
 
 def run_follow(args: argparse.Namespace) -> int:

@@ -261,7 +261,10 @@ def test_an_empty_file_waits_for_its_header_and_a_missing_one_is_refused(tmp_pat
     ("2.0,0.1,abc,0.3,1,2", ParameterError, r"line 6 .*'abc' is not a number"),
     ("2.0,0.1,0.2", DimensionError, r"line 6 \('2.0,0.1,0.2'\) has 3 cells; the header has 6"),
     ("2.2,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*not a whole number of periods of 0.5"),
-    ("1.5,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*time 1.5 s after 1.5 s"),
+    ("1.5,0.1,0.2,0.3,1,2", ParameterError,
+     r"line 6 .*a duplicated row: it repeats the time 1.5 s of line 5 with other values"),
+    ("1.7,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*not a whole number of periods of 0.5"),
+    ("0.9,0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*time 0.9 s goes back from 1.5 s"),
     (",0.1,0.2,0.3,1,2", ParameterError, r"line 6 .*no time stamp")])
 def test_a_malformed_line_is_an_error_naming_it_or_a_lost_sample(line, error, match, tmp_path,
                                                                   monkeypatch):
@@ -274,17 +277,20 @@ def test_a_malformed_line_is_an_error_naming_it_or_a_lost_sample(line, error, ma
     chunks, messages = _follow(monkeypatch, path, [], bad_lines="lost")
     Xf, Uf = _joined(chunks)
     expected_X, expected_U = X.copy(), U.copy()
-    expected_X[:, 4], expected_U[:, 4] = np.nan, np.nan     # one lost sample where it was
+    # the stamps place the rows: the refused line takes no period, and the next stamp shows
+    # the sample it replaced as a lost one, where it was
+    expected_X[:, 4], expected_U[:, 4] = np.nan, np.nan
     np.testing.assert_array_equal(Xf, expected_X)
     np.testing.assert_array_equal(Uf, expected_U)
-    assert "line 6" in messages[0] and "counted as a lost sample" in messages[0]
+    assert "line 6" in messages[0] and any(
+        what in messages[0] for what in ("left out", "dropped", "a lost sample at its time"))
 
 
 @pytest.mark.parametrize("bad", [[1], [2], [1, 2], [4, 7, 8]])
 def test_lost_lines_keep_their_periods_even_before_the_period_is_known(bad, tmp_path,
                                                                        monkeypatch):
-    """Garbled lines (the first ones included: the period is not known yet) are lost samples
-    in their places; the time stamps after them are checked against the clock."""
+    """Garbled lines in place of rows (the first ones included: the period is not known yet)
+    are lost samples in their places, shown by the stamps after them."""
     _, X, U = _record(10, samples=12, lost=0.0)
     lines = _text(X, U).splitlines(keepends=True)
     for k in bad:
@@ -296,7 +302,9 @@ def test_lost_lines_keep_their_periods_even_before_the_period_is_known(bad, tmp_
     expected = X.copy()
     expected[:, bad] = np.nan
     np.testing.assert_array_equal(Xf, expected)
-    assert chunks[-1].dt == DT and len(messages) == len(bad) + 1
+    assert chunks[-1].dt == DT and len(messages) == len(bad) + 2
+    assert messages[-1].endswith(f"in all {len(bad)} malformed line{'s' * (len(bad) > 1)} "
+                                 f"left out")
 
 
 def test_time_gaps_are_lost_samples_and_dt_must_agree(tmp_path, monkeypatch):

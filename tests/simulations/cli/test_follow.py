@@ -273,7 +273,7 @@ def test_follow_time_ignore_reads_no_stamp_and_refuses_a_file_without_a_time_col
     assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--out",
                  str(tmp_path / "m.json")] + argv) == 2
     err = capsys.readouterr().err
-    assert "line 202" in err and "time 50 s after 99.5 s" in err
+    assert "line 202" in err and "time 50 s goes back from 99.5 s of line 201" in err
     assert "--time ignore to leave it out unread (with --dt)" in err
     assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--time", "ignore", "--out",
                  str(tmp_path / "m.json")] + argv) == 0
@@ -290,3 +290,32 @@ def test_follow_time_ignore_reads_no_stamp_and_refuses_a_file_without_a_time_col
     assert ("--time ignore: log.csv has no column named time" in capsys.readouterr().err
             .replace("clean.csv", "log.csv"))
     assert not (tmp_path / "none.json").exists()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_bad_lines_lost_reads_every_row_after_a_duplicated_row_and_a_garbage_line(
+        seed, tmp_path, capsys):
+    """The trial's report: one row written twice and one 'ERROR' line cost every later row
+    (each refused as off the grid).  The stamps place the rows: the model is the clean file's."""
+    _log(tmp_path / "clean.csv", seed, samples=600)
+    rows = (tmp_path / "clean.csv").read_text().splitlines()
+    rng = np.random.default_rng(seed)
+    twice, after = sorted(rng.choice(np.arange(10, 590), 2, replace=False))
+    spoiled = rows[:twice + 2] + [rows[twice + 1]] + rows[twice + 2:after + 2] + [
+        "ERROR sensor timeout"] + rows[after + 2:]
+    (tmp_path / "log.csv").write_text("\n".join(spoiled) + "\n")
+    argv = ["--inputs", "u1,u2", "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01",
+            "--every", "600"]
+    assert main(["identify", "--follow", str(tmp_path / "clean.csv"), "--out",
+                 str(tmp_path / "clean.json")] + argv) == 0
+    capsys.readouterr()
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--out",
+                 str(tmp_path / "m.json"), "--bad-lines", "lost"] + argv) == 0
+    captured = capsys.readouterr()
+    assert "samples 600 (lost 0)" in captured.out and "(600 samples)" in captured.out
+    assert f"line {twice + 3} " in captured.err and "a duplicated row" in captured.err
+    assert f"line {after + 4} ('ERROR sensor timeout')" in captured.err
+    assert "in all 1 duplicated row dropped, 1 malformed line left out" in captured.err
+    for ours, theirs in zip(_model_arrays(tmp_path / "m.json"),
+                            _model_arrays(tmp_path / "clean.json"), strict=True):
+        np.testing.assert_array_equal(ours, theirs)      # the same rows, read the same way

@@ -1,0 +1,181 @@
+"""follow_csv with ``bad_lines="lost"`` on a logger that writes extra lines (dmdidc/follow.py).
+
+A duplicated row, a garbage line, a line in place of a row or a row with a cell that is not a
+number: with a time column the stamps place every row (an extra line takes no period, a replaced
+row is a gap at the next stamp); without one each refused line stands for one lost sample.  The
+followed record must be the clean one, every later row kept, and its fit the batch fit.
+"""
+
+import numpy as np
+import pytest
+
+from dmdidc import DMDidc, OnlineDMDidc, read_data, track
+from dmdidc.statistics import SufficientStatistics
+from tests.dmdidc.test_follow import DT, R, _follow, _joined, _pieces, _record, _text
+
+GARBAGE = "ERROR sensor timeout"
+
+
+def _spoil(X, U, changes, *, time):
+    """The lines of the record's table with ``changes`` (kind, sample) made, the record the
+    follower must read (NaN: a lost sample) and the messages it must give (line: phrase).
+
+    Kinds: ``duplicate`` (the row written twice), ``garbage`` (a line after the row),
+    ``replaced`` (a garbage line in place of the row), ``cell`` (a cell of the row garbled).
+    """
+    lines = ["time,x1,x2,x3,u1,u2"[0 if time else 5:]] + _text(
+        X, U, header=False, time=time).splitlines()
+    out, columns, messages = [lines[0]], [], {}
+    inputs = np.column_stack([U, np.full((U.shape[0], 1), np.nan)])
+    record = np.vstack([X, inputs])
+    lost = np.full(record.shape[0], np.nan)
+    kinds = {k: kind for kind, k in changes}
+    for k, line in enumerate(lines[1:]):
+        kind = kinds.get(k)
+        if kind == "replaced":
+            out.append(GARBAGE)
+            messages[len(out)] = "left out" if time else "counted as a lost sample"
+            columns.append(lost)
+            continue
+        if kind == "cell":
+            cells = line.split(",")
+            cells[-3] = "abc"                               # a state cell
+            out.append(",".join(cells))
+            messages[len(out)] = "counted as a lost sample"
+            columns.append(lost)
+            continue
+        out.append(line)
+        columns.append(record[:, k])
+        if kind == "duplicate":
+            out.append(line)
+            messages[len(out)] = f"a duplicated row: it repeats the time {k * DT:g} s of line " \
+                                 f"{len(out) - 1}; dropped"
+        elif kind == "garbage":
+            out.append(GARBAGE)
+            if time:
+                messages[len(out)] = "left out"
+            else:                                   # there a bad line is a lost sample
+                messages[len(out)] = "counted as a lost sample"
+                columns.append(lost)
+    table = np.column_stack(columns)
+    n = X.shape[0]
+    return "\n".join(out) + "\n", table[:n], table[n:, :-1], messages
+
+
+def _counts(messages_expected):
+    """The closing message's counts."""
+    phrases = list(messages_expected.values())
+    duplicates = sum("duplicated" in p for p in phrases)
+    lost = sum("counted as a lost sample" in p for p in phrases)
+    left = sum(p == "left out" for p in phrases)
+    parts = [f"{count} {noun}{'' if count == 1 else 's'} {what}" for count, noun, what in (
+        (duplicates, "duplicated row", "dropped"),
+        (lost, "malformed line", "counted as lost samples"),
+        (left, "malformed line", "left out")) if count]
+    return "in all " + ", ".join(parts)
+
+
+def _changes(kinds, samples, rng, *, early):
+    """``(kind, sample)`` for each kind, at distinct samples; with ``early`` the first lies in
+    the first rows (read before the period is known)."""
+    rows = rng.choice(np.arange(1, samples - 1), len(kinds), replace=False)
+    if early:
+        rows[0] = rng.integers(1, 5)
+        rows[1:] = np.where(rows[1:] == rows[0], rows[0] + 7, rows[1:])
+    return [(kind, int(k)) for kind, k in zip(kinds, rows, strict=True)]
+
+
+def _close(live, reference):
+    """The live fit equals the reference's: statistics within the rounding of their sums
+    (``2 K eps sqrt(G_ii G_jj)``, Cauchy-Schwarz on each entry), the model within that times
+    the condition number of the Gram matrix."""
+    mine, theirs = live.statistics(), reference.statistics()
+    assert mine.layout == theirs.layout and mine.n_samples == theirs.n_samples
+    assert live.rows_used_ == reference.rows_used_
+    assert live.dropped_samples_ == reference.dropped_samples_
+    gram = theirs.gram
+    scale = np.sqrt(np.outer(np.diag(gram), np.diag(gram)))
+    rounding = 2 * theirs.n_samples * np.finfo(float).eps
+    assert (np.abs(mine.gram - gram) <= rounding * scale).all()
+    bound = 10 * rounding * np.linalg.cond(gram)
+    for a, b in ((live.model_.A_d, reference.model_.A_d),
+                 (live.model_.B_blocks, reference.model_.B_blocks)):
+        assert np.abs(a - b).max() <= bound * max(np.abs(b).max(), 1.0)
+    assert np.abs(live.delay - reference.delay).max() <= bound * (R + 1) * DT
+
+
+CASES = [("duplicate",), ("garbage",), ("duplicate", "garbage"),
+         ("duplicate", "garbage", "duplicate", "garbage", "replaced", "cell", "duplicate")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kinds", CASES, ids=["duplicate", "garbage", "both", "several"])
+@pytest.mark.parametrize("time", [True, False], ids=["time", "no-time"])
+def test_extra_lines_lose_no_later_row_and_give_the_clean_fit(seed, kinds, time, tmp_path,
+                                                               monkeypatch):
+    if not time and "duplicate" in kinds:
+        # without stamps a repeated row is one more sample: nothing in the file tells it
+        kinds = tuple("garbage" if kind == "duplicate" else kind for kind in kinds)
+    rng = np.random.default_rng(100 + seed)
+    _, X, U = _record(seed, samples=400, lost=0.0)
+    changes = _changes(kinds, U.shape[1], rng, early=seed % 2 == 0)
+    text, X_clean, U_clean, expected = _spoil(X, U, changes, time=time)
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    options = dict(bad_lines="lost") | ({} if time else dict(time=None, dt=DT))
+    chunks, messages = _follow(monkeypatch, path, _pieces(path, text, rng), **options)
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, X_clean)      # every row kept, in its place
+    np.testing.assert_array_equal(Uf, U_clean)
+    assert chunks[-1].dt == DT
+    # one message per spoiled line, naming it (rows read before the period is known are
+    # placed, and reported, a few lines later), then the stop and the counts
+    reported = {int(m.split()[2]): m for m in messages if m.startswith("log.csv line ")}
+    assert len(reported) == len(expected) == len(messages) - 2
+    for line, phrase in expected.items():
+        assert phrase in reported[line]
+    assert "stopped" in messages[-2] and messages[-1] == f"log.csv: {_counts(expected)}"
+    live = OnlineDMDidc(max_delay=R, dt=DT, detect=False)
+    list(track(chunks, live, every=100))
+    reference = OnlineDMDidc(max_delay=R, dt=DT, detect=False).update(X_clean, U_clean)
+    _close(live, reference)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_followed_log_with_extra_lines_fits_as_the_batch_reader_reads_the_clean_file(
+        seed, tmp_path, monkeypatch):
+    """The repro of the report: one duplicated row, one garbage line, in a file read whole;
+    the batch fit of the clean file (read_data, DMDidc) is the followed model."""
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=400, lost=0.0)
+    text, X_clean, U_clean, _ = _spoil(X, U, [("duplicate", 200), ("garbage", 300)], time=True)
+    (tmp_path / "clean.csv").write_text(_text(X, U))
+    (tmp_path / "log.csv").write_text(text)
+    data = read_data(tmp_path / "clean.csv", inputs=["u1", "u2"])
+    np.testing.assert_array_equal(data.X[0], X_clean)
+    chunks, _ = _follow(monkeypatch, tmp_path / "log.csv", [], bad_lines="lost",
+                        chunk=int(rng.integers(20, 200)))
+    live = OnlineDMDidc(max_delay=R, dt=DT, detect=False)
+    snapshots = list(track(chunks, live, every=100))
+    assert snapshots[-1].samples == U.shape[1] and snapshots[-1].dropped == 0
+    batch = DMDidc(max_delay=R, estimator="iv").fit_statistics(
+        SufficientStatistics.from_data(data.X[0], data.U[0], max_delay=R, instruments="inputs"),
+        dt=data.dt)
+    reference = OnlineDMDidc(max_delay=R, dt=DT, detect=False).update(X_clean, U_clean)
+    _close(live, reference)
+    bound = 10 * 2 * U.shape[1] * np.finfo(float).eps * np.linalg.cond(
+        reference.statistics().gram)
+    for a, b in ((live.model_.A_d, batch.model_.A_d),
+                 (live.model_.B_blocks, batch.model_.B_blocks)):
+        assert np.abs(a - b).max() <= bound * max(np.abs(b).max(), 1.0)
+    assert np.abs(live.delay - batch.delay).max() <= bound * (R + 1) * DT
+
+
+def test_a_duplicated_row_is_refused_by_default_naming_the_remedy(tmp_path, monkeypatch):
+    _, X, U = _record(3, samples=20, lost=0.0)
+    text, *_ = _spoil(X, U, [("duplicate", 8)], time=True)
+    (tmp_path / "log.csv").write_text(text)
+    with pytest.raises(ValueError, match=r"line 11 .* a duplicated row: it repeats the time 4 s "
+                                         r"of line 10; time stamps must increase "
+                                         r"\(bad_lines='lost' drops such rows\)"):
+        _follow(monkeypatch, tmp_path / "log.csv", [])
