@@ -34,6 +34,10 @@ The rules, for a writer that misbehaves:
   as a gap at the next stamp (a lost sample there); a row with a good stamp and a cell that is
   not a number is a lost sample at its stamp; a row that repeats the last stamp is a duplicated
   row, dropped (the first is kept).  Every later row is read.
+* **Excel and logger habits.**  A UTF-8 byte-order mark before the header is not part of its
+  first name, and a header that ends in its delimiter (every line ends in ``,``) has no column
+  after it: the empty cell after the last delimiter of a row is left out (a value there is a
+  cell the header does not name: a malformed line).
 
 With a ``time`` column (in the unit of its header, ``time [ms]``; found and read by the rules of
 :mod:`dmdidc.time_column`, as :func:`~dmdidc.read_data` and the command line find it), the
@@ -393,6 +397,8 @@ class _Tail:
         lines = []
         for text in complete.decode(errors="replace").split("\n")[:-1]:
             self.line += 1
+            if self.line == 1:                     # a UTF-8 byte-order mark (Excel's CSV UTF-8)
+                text = text.removeprefix("\ufeff")
             if text.strip():
                 lines.append((self.line, text.rstrip("\r")))
         return lines
@@ -412,10 +418,18 @@ class _Columns:
         self.inputs, self.states = _specs(inputs), states
         self.time = "auto" if self.ignore else time
         self.decided: dict | None = None
+        self.trailing = False                     # the lines end in their delimiter
 
     def resolve(self, header: str, number: int) -> dict | None:
         """The columns of a stream with this header (None: the first rows decide them)."""
         names, units, delimiter = parse_header(header, f"{self.source} line {number}")
+        # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column
+        self.trailing = header.rstrip().endswith(delimiter)
+        if self.trailing and len(names) > 1 and names[-1] == "" and units[-1] == "":
+            names, units = names[:-1], units[:-1]
+            if self.names is None:
+                self.say(f"{self.source}: the header ends in {delimiter!r}: the empty cell "
+                         f"after the last {delimiter!r} of a line is no column")
         if self.names is not None and names != self.names:
             raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
                                  f"{self.names} (a new stream must have the same signals)")
@@ -484,8 +498,11 @@ class _Columns:
 
 
     def cells(self, text: str, delimiter: str) -> list[str]:
-        """The cells of a row."""
-        return next(csv.reader([text], delimiter=delimiter))
+        """The cells of a row (its empty cell after a trailing delimiter left out)."""
+        cells = next(csv.reader([text], delimiter=delimiter))
+        if self.trailing and len(cells) == len(self.names) + 1 and not cells[-1].strip():
+            cells.pop()
+        return cells
 
 
 def _specs(value: Any) -> list:

@@ -179,3 +179,30 @@ def test_a_duplicated_row_is_refused_by_default_naming_the_remedy(tmp_path, monk
                                          r"of line 10; time stamps must increase "
                                          r"\(bad_lines='lost' drops such rows\)"):
         _follow(monkeypatch, tmp_path / "log.csv", [])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_byte_order_mark_and_a_trailing_delimiter_read_as_the_clean_file(seed, tmp_path,
+                                                                           monkeypatch):
+    """Excel's "CSV UTF-8" starts with a BOM, and a logger may end every line in ','."""
+    _, X, U = _record(seed, samples=60, lost=0.02)
+    text = _text(X, U)
+    (tmp_path / "clean.csv").write_text(text)
+    (tmp_path / "bom.csv").write_text("\ufeff" + text, encoding="utf-8")
+    (tmp_path / "trailing.csv").write_text("".join(line + ",\n" for line in text.splitlines()))
+    clean, _ = _follow(monkeypatch, tmp_path / "clean.csv", [])
+    for name in ("bom.csv", "trailing.csv"):
+        chunks, messages = _follow(monkeypatch, tmp_path / name, [])
+        for got, want in zip(_joined(chunks), _joined(clean), strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert chunks[-1].input_names == ("u1", "u2") and chunks[-1].dt == DT
+        assert ("header ends in ','" in messages[0]) == (name == "trailing.csv")
+    # a value after the trailing ',' is a cell the header does not name: refused
+    lines = (tmp_path / "trailing.csv").read_text().splitlines()
+    lines[5] += "7"
+    (tmp_path / "trailing.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"line 6 .* has 7 cells; the header has 6"):
+        _follow(monkeypatch, tmp_path / "trailing.csv", [])
+    # and the time column found by its name behind a BOM ("auto")
+    chunks, _ = _follow(monkeypatch, tmp_path / "bom.csv", [], time="auto")
+    assert chunks[-1].dt == DT and chunks[-1].state_names == ("x1", "x2", "x3")
