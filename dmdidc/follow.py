@@ -25,15 +25,16 @@ The rules, for a writer that misbehaves:
   says so (and what torn line it leaves) and ends; a file that disappears (while a writer
   replaces it) counts as stalled until it is back.
 * **Malformed line** (a cell that is not a number, a wrong number of cells, a time stamp that
-  is missing, goes back or falls off the grid, a duplicated row): ``bad_lines="error"`` raises
-  a :class:`~dmdidc.errors.ParameterError` or :class:`~dmdidc.errors.DimensionError` naming
-  the file, the line and its content; ``"lost"`` reports it and goes on (a message at the end
-  gives the counts).  Without a time column the line is one lost sample (all NaN), as a
-  garbled packet.  With one the stamps place the rows, so a line takes no period: a line
-  without a readable stamp (``ERROR sensor timeout``) is left out, and a row it replaced shows
-  as a gap at the next stamp (a lost sample there); a row with a good stamp and a cell that is
-  not a number is a lost sample at its stamp; a row that repeats the last stamp is a duplicated
-  row, dropped (the first is kept).  Every later row is read.
+  is missing, goes back, falls off the grid or is out of place, a duplicated row):
+  ``bad_lines="error"`` raises a :class:`~dmdidc.errors.ParameterError` or
+  :class:`~dmdidc.errors.DimensionError` naming the file, the line and its content;
+  ``"lost"`` reports it and goes on (a message at the end gives the counts).  Without a time
+  column the line is one lost sample (all NaN), as a garbled packet.  With one the stamps
+  place the rows, so a line takes no period: a line without a readable stamp (``ERROR sensor
+  timeout``) is left out, and a row it replaced shows as a gap at the next stamp (a lost
+  sample there); a row with a good stamp and a cell that is not a number is a lost sample at
+  its stamp; a row that repeats the last stamp is a duplicated row, dropped (the first is
+  kept).  Every later row is read.
 * **Excel and logger habits.**  A UTF-8 byte-order mark before the header is not part of its
   first name, and a header that ends in its delimiter (every line ends in ``,``) has no column
   after it: the empty cell after the last delimiter of a row is left out (a value there is a
@@ -47,7 +48,10 @@ the period; the first chunk waits for them), then the span of the stamps over th
 cover (or ``dt``, which it must match), and a gap of ``j`` whole periods is ``j - 1`` lost
 samples (NaN rows); a stamp that goes back or falls off the grid (more than ``time_tolerance``
 periods from a whole number of periods: jitter is accepted within it) or repeats is a malformed
-line.
+line.  The row after a gap waits for the next row: if that one goes on from the row before the
+gap, the jumped stamp is out of place (``199.5`` written for ``99.5``, or ``1e12``), a
+malformed line, instead of a gap that would make every row up to it a lost sample and every
+later one go back.
 
 Without a choice (``time="auto"``) the time column is decided, once for the whole follow, from
 the header and the first :data:`DECIDING_ROWS` complete lines (the rest of the file is not
@@ -276,14 +280,14 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
     for batch in tail.batches():
         if isinstance(batch, str):                       # the writer restarted
             if stream is not None:
-                stream.decide()                          # the old stream's rows first
+                stream.finish()                          # the old stream's rows first
                 yield from ready_chunks()
             say(f"{name}: {batch}; reading it as a new stream from its first line")
             stream, restart = None, True
             continue
         for number, text in batch:
             if stream is not None and text.strip() == stream.header:
-                stream.decide()
+                stream.finish()
                 yield from ready_chunks()                # the old stream's rows first
                 say(f"{name} line {number} repeats the header: the writer restarted; "
                     f"reading a new stream from there")
@@ -297,7 +301,7 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             dt = stream.dt                               # kept for the streams after a restart
         yield from ready_chunks()
     if stream is not None:                               # fewer lines than it waited for
-        stream.decide()
+        stream.finish()
         yield from ready_chunks()
     if tally:                                            # (each was reported as it came)
         say(f"{name}: in all " + ", ".join(
@@ -533,16 +537,15 @@ class _Stream:
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None       # the last placed stamp
         self.last_row: tuple[int, np.ndarray] | None = None     # and its line and values
+        self.held: tuple | None = None            # a row after a jump, until the next one
 
     @property
     def time(self) -> int | None:
         return None if self.columns is None else self.columns["time"]
 
     def decide(self) -> None:
-        """Decide the columns from the lines read so far (module notes) and read them; at the
-        end of the stream, place the rows read before the period was known."""
+        """Decide the columns from the lines read so far (module notes) and read them."""
         if self.columns is not None:
-            self._settle()
             return
         names, rows = self.choice.names, []
         for _, text in self.waiting:
@@ -555,7 +558,14 @@ class _Stream:
         waiting, self.waiting = self.waiting, []
         for number, text in waiting:
             self.add(number, text)
+
+    def finish(self) -> None:
+        """The end of the stream: no later line will come to place the rows still held."""
+        self.decide()
         self._settle()
+        if self.held is not None:
+            held, self.held = self.held, None
+            self._put(*held, hold=False)
 
     def add(self, number: int, text: str) -> None:
         if self.columns is None:
@@ -601,8 +611,7 @@ class _Stream:
         garbled row among them is a gap, not the period."""
         if not self.unplaced:
             return
-        stamps = np.array([v[self.time] for _, _, v, _ in self.unplaced]) * \
-            self.columns["seconds"]
+        stamps = np.array([self._stamp(v) for _, _, v, _ in self.unplaced])
         steps = np.diff(stamps[np.isfinite(stamps)])
         if self.dt is None and (steps > 0).any():
             self.dt = float(np.median(steps[steps > 0]))
@@ -610,15 +619,58 @@ class _Stream:
         for row in unplaced:
             self._place(*row)
 
+    def _stamp(self, values: np.ndarray) -> float:
+        return float(values[self.time]) * self.columns["seconds"]
+
     def _place(self, number: int, where: str, values: np.ndarray,
                bad: ParameterError | None = None) -> None:
+        """Place a row; one whose stamp jumps over periods waits for the next row, which
+        tells a gap (it goes on from there) from a stamp out of place (it goes on from the
+        row before: ``199.5`` written for ``99.5`` would cost the rows up to 199.5 s)."""
+        if self.held is not None and self.time is not None:
+            held = self.held
+            stamp, jumped = self._stamp(values), self._stamp(held[2])
+            if self.last_time < stamp < jumped and self._on_grid(values, where):
+                self.held = None
+                self._refuse(ParameterError(
+                    f"{held[1]}: time {jumped:g} s jumps ahead of {self.last_time:g} s of line "
+                    f"{self.last_row[0]}, and the next row (line {number}) goes on from "
+                    f"there at {stamp:g} s: a stamp out of place{self.columns['reason']}"),
+                    held[0])
+            elif stamp >= jumped:
+                self.held = None
+                self._put(*held, hold=False)
+        self._put(number, where, values, bad, hold=True)
+
+    def _on_grid(self, values: np.ndarray, where: str) -> bool:
         try:
-            gap = self._gap(number, values, where)
+            return self._periods(values, where) is not None
+        except ParameterError:
+            return False
+
+    def _put(self, number: int, where: str, values: np.ndarray, bad: ParameterError | None,
+             hold: bool) -> None:
+        try:
+            periods = self._periods(values, where)
         except (ParameterError, DimensionError) as exc:
             self._refuse(bad or exc, number)
             return
-        if gap is None:                           # a duplicated row, dropped
+        if periods is None:                       # a duplicated row, dropped
             return
+        if hold and periods > 1:                  # a gap, or a stamp out of place
+            self.held = number, where, values, bad
+            return
+        if self.time is not None:
+            stamp = self._stamp(values)
+            if self.last_time is None:
+                self.first_time = stamp if self.first_time is None else self.first_time
+            else:
+                self.dt = stamp - self.last_time if self.dt is None else self.dt
+                self.periods += periods
+                if self.estimate:                 # then the span: jitter averages out
+                    self.dt = (stamp - self.first_time) / self.periods
+            self.last_time = stamp
+        gap = max(periods - 1, 0)
         self.rows.extend([np.full(values.size, np.nan)] * gap + [values])
         self.lines.extend([number] * (gap + 1))
         self.last_row = number, values
@@ -639,23 +691,21 @@ class _Stream:
             self.say(f"{exc}; left out (the time stamps place the rows: a sample it stood "
                      f"for is a gap at the next stamp)")
 
-    def _gap(self, number: int, values: np.ndarray, where: str) -> int | None:
-        """Lost samples before this row by its time stamp (0 without a time column; None: a
-        duplicate of the last row, dropped)."""
+    def _periods(self, values: np.ndarray, where: str) -> int | None:
+        """The periods from the last placed row to this one by its time stamp (1 without a
+        time column, 0 for the first row; None: a duplicate of the last row, reported)."""
         if self.time is None:
-            return 0
-        stamp = values[self.time] * self.columns["seconds"]
+            return 1
+        stamp = self._stamp(values)
         reason = self.columns["reason"]
         if not np.isfinite(stamp):
             raise ParameterError(f"{where}: no time stamp{reason}")
         previous = self.last_time
         if previous is None:
-            self.last_time = float(stamp)
-            self.first_time = float(stamp) if self.first_time is None else self.first_time
             return 0
         step = stamp - previous
         if step == 0:
-            return self._duplicate(number, values, where, previous)
+            return self._duplicate(values, where, previous)
         if step < 0:
             ignore = "--time ignore" if self.choice.first == 1 else "time='ignore'"
             remedy = "" if ignore in reason else (
@@ -664,23 +714,17 @@ class _Stream:
             raise ParameterError(f"{where}: time {stamp:g} s goes back from {previous:g} s "
                                  f"of line {self.last_row[0]} (time stamps must increase"
                                  f"{remedy}){reason}")
-        if self.dt is None:
-            self.dt = float(step)                   # (a single step before: the period)
-        periods = round(step / self.dt)
-        if periods < 1 or abs(step - periods * self.dt) > self.tolerance * self.dt:
+        dt = step if self.dt is None else self.dt   # (a single step before: the period)
+        periods = round(step / dt)
+        if periods < 1 or abs(step - periods * dt) > self.tolerance * dt:
             raise ParameterError(f"{where}: time {stamp:g} s after {previous:g} s is not a whole "
-                                 f"number of periods of {self.dt:g} s later within the "
+                                 f"number of periods of {dt:g} s later within the "
                                  f"tolerance of {self.tolerance:g} periods (time stamps grow by "
                                  f"whole sampling periods; --time-tolerance / time_tolerance= "
                                  f"widens it for jittery stamps){reason}")
-        self.last_time = float(stamp)
-        self.periods += periods
-        if self.estimate:                           # then the span: jitter averages out
-            self.dt = (float(stamp) - self.first_time) / self.periods
-        return periods - 1
+        return periods
 
-    def _duplicate(self, number: int, values: np.ndarray, where: str,
-                   previous: float) -> None:
+    def _duplicate(self, values: np.ndarray, where: str, previous: float) -> None:
         line, kept = self.last_row
         same = np.array_equal(values, kept, equal_nan=True)
         what = (f"a duplicated row: it repeats the time {previous:g} s of line {line}"

@@ -6,6 +6,8 @@ row is a gap at the next stamp); without one each refused line stands for one lo
 followed record must be the clean one, every later row kept, and its fit the batch fit.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,9 @@ def _spoil(X, U, changes, *, time):
     follower must read (NaN: a lost sample) and the messages it must give (line: phrase).
 
     Kinds: ``duplicate`` (the row written twice), ``garbage`` (a line after the row),
-    ``replaced`` (a garbage line in place of the row), ``cell`` (a cell of the row garbled).
+    ``replaced`` (a garbage line in place of the row), ``cell`` (a cell of the row garbled),
+    ``(jumped, j)`` (its stamp ``j`` periods ahead: a stamp out of place), ``gap`` (the row
+    not written: a time-stamp gap).
     """
     lines = ["time,x1,x2,x3,u1,u2"[0 if time else 5:]] + _text(
         X, U, header=False, time=time).splitlines()
@@ -32,6 +36,14 @@ def _spoil(X, U, changes, *, time):
     kinds = {k: kind for kind, k in changes}
     for k, line in enumerate(lines[1:]):
         kind = kinds.get(k)
+        if kind == "gap":
+            columns.append(lost)
+            continue
+        if isinstance(kind, tuple):                         # ("jumped", j)
+            out.append(",".join([repr((k + kind[1]) * DT)] + line.split(",")[1:]))
+            messages[len(out)] = "a stamp out of place"
+            columns.append(lost)
+            continue
         if kind == "replaced":
             out.append(GARBAGE)
             messages[len(out)] = "left out" if time else "counted as a lost sample"
@@ -67,7 +79,7 @@ def _counts(messages_expected):
     phrases = list(messages_expected.values())
     duplicates = sum("duplicated" in p for p in phrases)
     lost = sum("counted as a lost sample" in p for p in phrases)
-    left = sum(p == "left out" for p in phrases)
+    left = sum(p in ("left out", "a stamp out of place") for p in phrases)
     parts = [f"{count} {noun}{'' if count == 1 else 's'} {what}" for count, noun, what in (
         (duplicates, "duplicated row", "dropped"),
         (lost, "malformed line", "counted as lost samples"),
@@ -78,10 +90,9 @@ def _counts(messages_expected):
 def _changes(kinds, samples, rng, *, early):
     """``(kind, sample)`` for each kind, at distinct samples; with ``early`` the first lies in
     the first rows (read before the period is known)."""
-    rows = rng.choice(np.arange(1, samples - 1), len(kinds), replace=False)
+    rows = rng.choice(np.arange(8, samples - 2, 3), len(kinds), replace=False)  # apart
     if early:
         rows[0] = rng.integers(1, 5)
-        rows[1:] = np.where(rows[1:] == rows[0], rows[0] + 7, rows[1:])
     return [(kind, int(k)) for kind, k in zip(kinds, rows, strict=True)]
 
 
@@ -105,20 +116,25 @@ def _close(live, reference):
 
 
 CASES = [("duplicate",), ("garbage",), ("duplicate", "garbage"),
-         ("duplicate", "garbage", "duplicate", "garbage", "replaced", "cell", "duplicate")]
+         ("duplicate", "garbage", "duplicate", "garbage", "replaced", "cell", "duplicate"),
+         ("jumped", "gap", "jumped", "duplicate", "garbage", "gap", "jumped")]
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("kinds", CASES, ids=["duplicate", "garbage", "both", "several"])
+@pytest.mark.parametrize("kinds", CASES,
+                         ids=["duplicate", "garbage", "both", "several", "stamps"])
 @pytest.mark.parametrize("time", [True, False], ids=["time", "no-time"])
 def test_extra_lines_lose_no_later_row_and_give_the_clean_fit(seed, kinds, time, tmp_path,
                                                                monkeypatch):
-    if not time and "duplicate" in kinds:
-        # without stamps a repeated row is one more sample: nothing in the file tells it
-        kinds = tuple("garbage" if kind == "duplicate" else kind for kind in kinds)
+    if not time:
+        # without stamps a repeated row is one more sample and a row not written is not seen:
+        # nothing in the file tells them
+        kinds = tuple({"duplicate": "garbage", "jumped": "replaced"}.get(kind, kind)
+                      for kind in kinds if kind != "gap")
     rng = np.random.default_rng(100 + seed)
     _, X, U = _record(seed, samples=400, lost=0.0)
-    changes = _changes(kinds, U.shape[1], rng, early=seed % 2 == 0)
+    changes = [(kind, k) if kind != "jumped" else (("jumped", int(rng.integers(2, 1000))), k)
+               for kind, k in _changes(kinds, U.shape[1], rng, early=seed % 2 == 0)]
     text, X_clean, U_clean, expected = _spoil(X, U, changes, time=time)
     path = tmp_path / "log.csv"
     path.write_text("")
@@ -206,3 +222,28 @@ def test_a_byte_order_mark_and_a_trailing_delimiter_read_as_the_clean_file(seed,
     # and the time column found by its name behind a BOM ("auto")
     chunks, _ = _follow(monkeypatch, tmp_path / "bom.csv", [], time="auto")
     assert chunks[-1].dt == DT and chunks[-1].state_names == ("x1", "x2", "x3")
+
+
+@pytest.mark.parametrize("stamp", ["1e12", "9999999.5"])
+def test_a_stamp_far_ahead_is_out_of_place_and_a_gap_at_the_end_is_a_gap(stamp, tmp_path,
+                                                                          monkeypatch):
+    """A row after a jump waits for the next: one going on from the row before makes the
+    jumped stamp the bad line (no rows of NaN up to it, no later row refused as going back);
+    at the end nothing comes after it, and a real gap stays a gap."""
+    _, X, U = _record(5, samples=30, lost=0.0)
+    lines = _text(X, U).splitlines()
+    lines[11] = ",".join([stamp] + lines[11].split(",")[1:])        # sample 10
+    del lines[-4:-1]                                                # samples 27-29 not written
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    jumped = re.escape(f"{float(stamp):g}")
+    with pytest.raises(ValueError, match=rf"line 12 \('{stamp},.*time {jumped} s jumps ahead "
+                                         rf"of 4.5 s of line 11, and the next row \(line 13\) "
+                                         rf"goes on from there at 5.5 s: a stamp out of place"):
+        _follow(monkeypatch, tmp_path / "log.csv", [])
+    chunks, messages = _follow(monkeypatch, tmp_path / "log.csv", [], bad_lines="lost")
+    Xf, Uf = _joined(chunks)
+    expected_X, expected_U = X.copy(), U.copy()
+    expected_X[:, [10, 27, 28, 29]], expected_U[:, [10, 27, 28, 29]] = np.nan, np.nan
+    np.testing.assert_array_equal(Xf, expected_X)
+    np.testing.assert_array_equal(Uf, expected_U)
+    assert messages[-1] == "log.csv: in all 1 malformed line left out"
