@@ -516,9 +516,11 @@ def _specs(value: Any) -> list:
 class _Stream:
     """The rows of one stream (one file, until a restart) and the chunks made of them.
 
-    With a time column the stamps place the rows: a line that is refused (``bad_lines="lost"``)
-    or repeats the last stamp (a duplicated row) takes no period, and a row it stood for is a
-    gap at the next stamp.  Without one, each refused line stands for one lost sample."""
+    With a time column the stamps place the rows (module notes): a line that is refused
+    (``bad_lines="lost"``) or repeats the last stamp (a duplicated row) takes no period, a row
+    it stood for is a gap at the next stamp, and the row after a gap is held until the next
+    row tells a gap from a stamp out of place.  Without one, each refused line stands for one
+    lost sample."""
 
     def __init__(self, choice: _Columns, columns: dict | None, header: str, source: str,
                  dt: float | None, bad_lines: str, say: Callable[[str], None],
@@ -529,7 +531,7 @@ class _Stream:
         self.bad_lines, self.say, self.tolerance = bad_lines, say, tolerance
         self.tally = tally                        # bad lines and duplicates of the follow
         self.estimate = dt is None                # the period is read from the stamps
-        self.unplaced: list[tuple[int, str, np.ndarray]] = []   # rows before the period
+        self.unplaced: list[tuple] = []           # rows read before the period is known
         self.first_time: float | None = None      # the stamps' span since the first
         self.periods = 0
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
@@ -550,10 +552,14 @@ class _Stream:
         names, rows = self.choice.names, []
         for _, text in self.waiting:
             try:
-                rows.append(parse_row(self.choice.cells(text, self.choice.delimiter), names,
-                                      self.source))
+                row = parse_row(self.choice.cells(text, self.choice.delimiter), names,
+                                self.source)
             except (ParameterError, DimensionError):
-                pass                                    # refused or lost when it is read
+                continue                                # refused or lost when it is read
+            # a row written twice (every cell the same) would make a time column look like
+            # a signal that does not strictly increase; it is dropped when it is read
+            if not rows or not np.array_equal(row, rows[-1], equal_nan=True):
+                rows.append(row)
         self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))))
         waiting, self.waiting = self.waiting, []
         for number, text in waiting:

@@ -247,3 +247,23 @@ def test_a_stamp_far_ahead_is_out_of_place_and_a_gap_at_the_end_is_a_gap(stamp, 
     np.testing.assert_array_equal(Xf, expected_X)
     np.testing.assert_array_equal(Uf, expected_U)
     assert messages[-1] == "log.csv: in all 1 malformed line left out"
+
+
+@pytest.mark.parametrize("name", ["time", "t", "t [s]"])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_row_written_twice_in_the_first_lines_does_not_hide_the_time_column(name, seed,
+                                                                              tmp_path,
+                                                                              monkeypatch):
+    """time="auto" decides from the first lines; a repeated row there made a ``t`` look like a
+    signal that does not strictly increase (then no time, and the repeat read as a sample)."""
+    _, X, U = _record(seed, samples=40, lost=0.0)
+    rng = np.random.default_rng(seed)
+    text, X_clean, U_clean, expected = _spoil(X, U, [("duplicate", int(rng.integers(0, 4)))],
+                                              time=True)
+    (tmp_path / "log.csv").write_text(text.replace("time", name, 1))
+    chunks, messages = _follow(monkeypatch, tmp_path / "log.csv", [], time="auto",
+                               bad_lines="lost")
+    np.testing.assert_array_equal(_joined(chunks)[0], X_clean)
+    np.testing.assert_array_equal(_joined(chunks)[1], U_clean)
+    assert chunks[-1].dt == DT and chunks[-1].state_names == ("x1", "x2", "x3")
+    assert messages[-1] == "log.csv: in all 1 duplicated row dropped"
