@@ -497,6 +497,7 @@ class DMDidc:
         self.state_trend_ = self.input_trend_ = None
         self._selection: DelayBoundSelection | None = None
         self._parts = None
+        self._released: tuple = ()          # the private releases fitted (fit_statistics)
         self._source = data
         if Y is not None:
             self._refuse_svd_rank("explicit snapshot pairs Y")
@@ -787,6 +788,7 @@ class DMDidc:
         self._setup(n, m, dt)
         self._source = None
         self._parts = parts if len(parts) > 1 else None
+        self._released = total.releases
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
         self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
@@ -925,7 +927,7 @@ class DMDidc:
             n, m = Xc.shape[0], Uc.shape[0]
             self._refuse_without_inputs(m, Ec)
             self._R = self.max_delay
-            self._selection, self._parts = None, None
+            self._selection, self._parts, self._released = None, None, ()
             self._setup(n if self.svd_rank is None else self.svd_rank, m, dt)
             self._source = None
             if self.svd_rank is not None:       # the statistics of streamed POD coordinates
@@ -1227,6 +1229,16 @@ class DMDidc:
                                      "bootstrap resamples them and takes no data")
             refit, parts = self._parts_refit()
         else:
+            if getattr(self, "_released", ()):
+                # the data behind a private release: their refits would publish intervals of
+                # the non-private fit (to three digits), breaking the release's guarantee
+                raise ParameterError(
+                    f"this estimator was fitted on a private release ({self._released[0]}); "
+                    f"a bootstrap on data would refit them without its noise, so its interval "
+                    f"would reveal the non-private estimate and break the guarantee: use "
+                    f"method='asymptotic' (its covariance includes the privacy noise), or fit "
+                    f"a list of separately privatized parts (fit_statistics([part, ...])) and "
+                    f"bootstrap those")
             if isinstance(X, IdData):
                 X, U, _, _ = as_arrays(X, U, None, caller="confidence_intervals")
             if X is None or U is None:
