@@ -111,3 +111,18 @@ def _fit_bound(X, U, max_delay, dt):
         warnings.simplefilter("always")
         est = DMDidc(max_delay=max_delay).fit(X, U, dt=dt)
     return est, caught
+
+
+def test_a_plant_no_input_acts_on_says_so_instead_of_a_delay_of_zero_width():
+    """Every channel silent: the precision check said 'delays known to +/- 0 T' (a trial)."""
+    from dmdidc import DelayedPlant, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.5, 0.2], [0.0, -0.3]], [[0.0], [0.0]],
+                                         delay=1.0, dt=T)
+    rng = np.random.default_rng(0)
+    U = random_excitation(1, 3000, rng=rng)
+    X = plant.simulate([5.0, -3.0], U) + 0.05 * rng.standard_normal((2, 3001))
+    est, _ = _fit(X, U)
+    precision = next(c for c in est.diagnostics_.checks if c.name == "precision")
+    assert precision.finding.startswith("no delay (no input acts)")
+    assert "+/- 0 T" not in precision.finding
