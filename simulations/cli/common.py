@@ -10,10 +10,11 @@ command groups.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_n
            "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
            "strict_json", "known", "seed_warning",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
+           "elapsed_status", "LONG_FIT_SAMPLES",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
 
 #: Share of a client's values beyond the declared bound above which the clipping is warned of.
@@ -161,6 +163,42 @@ def progress_bar(*args: Any, **options: Any) -> Any:
     from tqdm import tqdm
 
     return tqdm(*args, file=sys.stderr, disable=not show_progress(), **options)
+
+
+#: Samples from which a fit shows its elapsed time on a terminal (a million took 12-30 s with
+#: nothing on the screen).
+LONG_FIT_SAMPLES = 100_000
+
+
+@contextlib.contextmanager
+def elapsed_status(desc: str, *, show: bool = True, every: float = 0.5) -> Iterator[None]:
+    """A status line ``desc ... 12 s`` on stderr, refreshed every ``every`` seconds while the
+    block runs (work whose steps cannot be counted, a fit); only on a terminal
+    (:func:`show_progress`) and with ``show``; cleared when the block ends."""
+    import sys
+    import threading
+
+    from tqdm import tqdm
+
+    if not (show and show_progress()):
+        yield
+        return
+    bar = tqdm(total=None, desc=desc, file=sys.stderr, bar_format="{desc}: {elapsed}",
+               leave=False)
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(every):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        bar.close()
 
 
 def _open_interval(low: float, high: float):

@@ -13,10 +13,12 @@ import numpy as np
 from simulations.cli.atomic import staged_file
 from simulations.cli.common import (
     FIGURE_SUFFIXES,
+    LONG_FIT_SAMPLES,
     MODEL_SUFFIXES,
     _bounded,
     _probability,
     _seed,
+    elapsed_status,
     given_options,
     output_path,
     was_given,
@@ -373,7 +375,9 @@ def _run_identify(args: argparse.Namespace) -> int:
     estimator = DMDidc(max_delay=args.max_delay, method=args.method, estimator=args.estimator,
                        detrend=None if args.detrend == "none" else args.detrend,
                        check_level=args.check_level, svd_rank=args.svd_rank, **test)
-    with warnings.catch_warnings(record=True) as caught:
+    samples = sum(Ui.shape[1] for Ui in data.U)
+    with warnings.catch_warnings(record=True) as caught, elapsed_status(
+            f"fitting {samples:,} samples", show=samples >= LONG_FIT_SAMPLES):
         warnings.simplefilter("always")
         try:
             estimator.fit(X, U, dt=args.dt, reference=reference)
@@ -486,7 +490,9 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
     # window (a 1-step segment between close gaps was refused as transposed data); one pair
     # of arrays may hold as many output samples as inputs, which IdData's states refuse
     Y, U = data.arrays
-    with warnings.catch_warnings(record=True) as caught:
+    samples = sum(Ui.shape[1] for Ui in data.U)
+    with warnings.catch_warnings(record=True) as caught, elapsed_status(
+            f"fitting {samples:,} samples (outputs)", show=samples >= LONG_FIT_SAMPLES):
         warnings.simplefilter("always")
         if isinstance(Y, list):
             estimator.fit(IdData(Y, U, dt=args.dt))
