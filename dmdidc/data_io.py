@@ -33,9 +33,12 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from dmdidc.time_column import (
     TIME_TOLERANCE,
+    IsoStamps,
     TimeColumnWarning,
     check_tolerance,
     find_time_column,
+    is_time_name,
+    iso_seconds,
     named_reason,
     refuse_gaps,
     skipped_note,
@@ -45,7 +48,8 @@ from dmdidc.time_column import (
 )
 
 __all__ = ["read_fields", "write_data", "split_unit", "MISSING_CELLS", "is_missing",
-           "is_decimal_comma", "empty_columns_note"]
+           "is_decimal_comma", "empty_columns_note", "parse_columns", "missing_cells", "cell_error",
+           "text_columns_note"]
 
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
 #: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
@@ -75,6 +79,81 @@ def is_decimal_comma(cell: str) -> bool:
     [True, True, False, False]
     """
     return bool(_DECIMAL_COMMA.match(cell.strip()))
+
+
+def missing_cells(cells: np.ndarray) -> np.ndarray:
+    """Which of the (stripped) ``cells`` are missing samples (:data:`MISSING_CELLS`), as a
+    boolean array of their shape."""
+    return np.isin(np.strings.lower(cells), list(MISSING_CELLS))
+
+
+def parse_columns(cells: np.ndarray) -> tuple[np.ndarray, dict[int, int], set[int]]:
+    """The numbers of a table of stripped cells, column by column (vectorized).
+
+    Parameters
+    ----------
+    cells : ndarray of str, shape (rows, columns)
+
+    Returns
+    -------
+    values : ndarray, shape (rows, columns)
+        NaN where a cell is missing (:data:`MISSING_CELLS`) or is no number.
+    bad : dict
+        Per column holding a cell that is no number (nor missing), the row of its first.
+        Only the columns a reader reads must be numbers: it refuses that cell of those.
+    text : set of int
+        The columns among ``bad`` without a single number (a decimal comma counts as one):
+        text such as a status flag or ISO time stamps, which a reader leaves out when it does
+        not read them (a column of numbers with a stray cell is a signal with a bad cell).
+
+    Examples
+    --------
+    >>> cells = np.array([["0.5", "OK", "1"], ["", "OK", "x"]])
+    >>> values, bad, text = parse_columns(cells)
+    >>> values.tolist(), bad, text
+    ([[0.5, nan, 1.0], [nan, nan, nan]], {1: 0, 2: 1}, {1})
+    """
+    values = np.empty(cells.shape)
+    bad: dict[int, int] = {}
+    text: set[int] = set()
+    for c in range(cells.shape[1]):
+        column = cells[:, c]
+        try:                                  # the usual column: every cell a number
+            values[:, c] = column.astype(float)
+            continue
+        except ValueError:
+            pass
+        missing = missing_cells(column)
+        try:
+            values[:, c] = np.where(missing, "nan", column).astype(float)
+            continue
+        except ValueError:
+            pass
+        numbers = np.array([_number(cell) for cell in column])
+        wrong = np.isnan(numbers) & ~missing
+        values[:, c] = numbers
+        bad[c] = int(np.argmax(wrong))
+        if not any(not w or is_decimal_comma(cell) for w, cell, m in
+                   zip(wrong, column, missing, strict=True) if not m):
+            text.add(c)
+    return values, bad, text
+
+
+def _number(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return float("nan")
+
+
+def text_columns_note(labels: list[str], examples: list[str], *, cli: bool = False) -> str:
+    """The note of columns that hold text (``examples``: a cell of each) and are read by no
+    option, left out unread."""
+    holds = ", ".join(f"{label} ({example!r})" for label, example in
+                      zip(labels, examples, strict=True))
+    options = "--time, --states or --inputs" if cli else "time=, states= or inputs="
+    return (f"{holds} {'holds' if len(labels) == 1 else 'hold'} text, not numbers: left out "
+            f"unread (only the columns named by {options}, or taken as the states, are read)")
 
 
 def write_data(data: Any, path: str | Path) -> Path:
@@ -194,11 +273,24 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
                              ".npz archive round-trips everything)")
     tolerance = check_tolerance(time_tolerance)
     notes: list[str] = []
-    names, units, values = _read_csv(path, notes)
+    names, units, cells, lines = _read_csv(path, notes)
+    values, bad, text = parse_columns(cells)
     column = _Names(path.name, names, units)
     reason = ""
     inputs = column.select(inputs, "inputs")
     chosen = column.select(states, "states") if states is not None else None
+    index = {n: i for i, n in enumerate(names)}
+    signals = {index[n] for n in inputs + (chosen or [])}
+    # ISO 8601 stamps are the time in a column named like one (or named as the time)
+    candidates = ([index[column.name(time, "time")]] if time not in (None, "auto") else
+                  [] if time is None else
+                  [c for c in text if c not in signals and is_time_name(names[c], units[c])])
+    stamps: dict[int, IsoStamps] = {}
+    for c in candidates:
+        if c in text and (found := iso_seconds(cells[:, c], where=f"{names[c]!r} of {path.name}",
+                                               lines=lines,
+                                               missing=missing_cells(cells[:, c]))):
+            stamps[c], values[:, c] = found, found.seconds
     unread: list[str] = []                # a row index, left out
     if time == "auto":
         # a column named time or timestamp is the time without a word: a warning on every
@@ -206,8 +298,7 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
         # A column named as a signal is one, whatever it looks like.
         found = find_time_column(names, units, values, notes=notes,
                                  label=lambda c: repr(names[c]), announce=False,
-                                 signals={names.index(n) for n in inputs + (chosen or [])},
-                                 complete=chosen is not None)
+                                 signals=signals, complete=chosen is not None)
         time = None
         if found is not None and found.read:
             time = names[found.column]
@@ -218,20 +309,36 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
             unread += [names[c] for c in found.left_out]
     special = [column.name(c, "time" if c is time else "experiment")
                for c in (time, experiment) if c is not None]
+    # a column of text is no state unless named one (a status flag, an operator's name)
+    words = [n for n in names if index[n] in text and n not in special + unread]
     states = (chosen if chosen is not None else
-              [n for n in names if n not in inputs and n not in special + unread])
+              [n for n in names if n not in inputs and n not in special + unread + words])
     if time is not None and special[0] in states + inputs:
         raise ParameterError(f"{special[0]!r} of {path.name} is the time column and a signal; "
                              f"a time column is never a signal (time=None if it is one)")
-    index = {n: i for i, n in enumerate(names)}
-    labels = values[:, index[special[-1]]] if experiment else np.zeros(len(values))
+    clock = stamps.get(index[special[0]]) if time is not None else None
+    labelled = index[special[-1]] if experiment else None
+    # only the columns read must be numbers (ISO stamps of the time, text experiment labels)
+    read = [index[n] for n in states + inputs]
+    read += [index[special[0]]] if time is not None and clock is None else []
+    read += [labelled] if labelled is not None and labelled not in text else []
+    for c in read:
+        if c in bad:
+            raise cell_error(str(cells[bad[c], c]), names[c], f"{path.name} line "
+                             f"{lines[bad[c]]}", time=time is not None and names[c] == time)
+    left = [c for c in bad if names[c] not in states + inputs + special
+            and names[c] not in unread]
+    if left:
+        notes.append(text_columns_note([repr(names[c]) for c in left],
+                                       [str(cells[bad[c], c]) for c in left]))
+    labels = (cells[:, labelled] if labelled in text else values[:, labelled]
+              if labelled is not None else np.zeros(len(values)))
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
     pieces = np.split(values, starts[1:])
     if time is not None:
         dt, pieces = _period(path, special[0], units[index[special[0]]], pieces,
-                             index[special[0]], np.split(np.arange(2, len(values) + 2),
-                                                         starts[1:]),
-                             dt, tolerance, reason, notes, missing)
+                             index[special[0]], np.split(np.asarray(lines), starts[1:]),
+                             dt, tolerance, reason, notes, missing, clock)
     elif dt is None:
         index = (f" ({unread[0]!r}, a row index, was left out; time={unread[0]!r} reads it as "
                  f"the time)" if unread else "")
@@ -268,24 +375,27 @@ class _Names:
         return [self.name(spec, option) for spec in specs]
 
 
-def _read_csv(path: Path, notes: list[str]) -> tuple[list[str], list[str], np.ndarray]:
-    """Header names, units and the values (rows, columns; missing cells NaN); a column without
-    a name whose every cell is empty is left out, noted in ``notes``."""
+def _read_csv(path: Path, notes: list[str]
+              ) -> tuple[list[str], list[str], np.ndarray, list[int]]:
+    """Header names, units, the stripped cells (rows, columns) and the file line of each row;
+    a column without a name whose every cell is empty is left out, noted in ``notes``."""
     text = path.read_text()
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2:
         raise ParameterError(f"{path.name} needs a header line and at least one row")
     names, units, delimiter = parse_header(lines[0], path.name)
-    rows = csv.reader(lines[1:], delimiter=delimiter)
-    values = np.array([parse_row(row, names, f"{path.name} line {r}")
-                       for r, row in enumerate(rows, 2)])
-    empty = [c for c, name in enumerate(names)
-             if not name and np.isnan(values[:, c]).all()]
+    rows = list(csv.reader(lines[1:], delimiter=delimiter))
+    for r, row in enumerate(rows, 2):
+        if len(row) != len(names):
+            raise DimensionError(f"{path.name} line {r} has {len(row)} cells; the header has "
+                                 f"{len(names)}")
+    cells = np.strings.strip(np.array(rows, dtype=str).reshape(len(rows), len(names)))
+    empty = [c for c, name in enumerate(names) if not name and (cells[:, c] == "").all()]
     if empty:
         notes.append(empty_columns_note(empty, len(names), repr(delimiter)))
         kept = [c for c in range(len(names)) if c not in empty]
-        names, units, values = [names[c] for c in kept], [units[c] for c in kept], values[:, kept]
-    return names, units, values
+        names, units, cells = [names[c] for c in kept], [units[c] for c in kept], cells[:, kept]
+    return names, units, cells, list(range(2, len(rows) + 2))
 
 
 def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
@@ -322,9 +432,11 @@ def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
     return names, units, delimiter
 
 
-def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
+def parse_row(cells: list[str], names: list[str], where: str, *,
+              time: str | None = None) -> np.ndarray:
     """The values of one CSV row's ``cells`` (a missing cell, :data:`MISSING_CELLS`, is NaN);
-    ``where`` names the file and line in messages."""
+    ``where`` names the file and line in messages, ``time`` the time column (whose refusal
+    says it may hold ISO 8601 stamps)."""
     if len(cells) != len(names):
         raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}")
     values = np.empty(len(names))
@@ -333,30 +445,43 @@ def parse_row(cells: list[str], names: list[str], where: str) -> np.ndarray:
         try:
             values[c] = np.nan if is_missing(cell) else float(cell)
         except ValueError:
-            comma = (" has a decimal comma: write '.' decimals (export the CSV with '.' as "
-                     "decimal separator)" if is_decimal_comma(cell) else
-                     " is not a number (use '.' as decimal mark; leave the cell empty for a "
-                     "missing sample)")
-            raise ParameterError(f"{where}, column {names[c]!r}: {cell!r}{comma}") from None
+            raise cell_error(cell, names[c], where, time=names[c] == time) from None
     return values
+
+
+def cell_error(cell: str, name: str, where: str, *, time: bool = False) -> ParameterError:
+    """The refusal of a ``cell`` of column ``name`` that is no number (``where``: the file
+    and line; ``time``: the time column, which may also hold ISO 8601 stamps)."""
+    why = (" has a decimal comma: write '.' decimals (export the CSV with '.' as decimal "
+           "separator)" if is_decimal_comma(cell) else
+           " is not a number (use '.' as decimal mark; leave the cell empty for a missing "
+           "sample)")
+    if time:
+        why += "; a time column holds numbers or ISO 8601 stamps (2026-11-28T00:47:19)"
+    return ParameterError(f"{where}, column {name!r}: {cell!r}{why}")
 
 
 def _period(path: Path, name: str, unit: str, pieces: list[np.ndarray], column: int,
             lines: list, dt: float | None, tolerance: float, reason: str, notes: list[str],
-            missing: str) -> tuple[float, list[np.ndarray]]:
+            missing: str, clock: IsoStamps | None = None) -> tuple[float, list[np.ndarray]]:
     """The sampling period of the time column ``name`` (column ``column`` of each of the
     ``pieces``; :mod:`dmdidc.time_column`) and the pieces: gaps of whole periods are lost
     rows, refused with ``missing="error"`` and otherwise rows of NaN for the policy to drop or
-    fill; jitter is noted."""
+    fill; jitter is noted.  ``clock``: the column's ISO 8601 stamps, already seconds."""
     where = f"{name!r} of {path.name}"
-    seconds = time_unit(unit, where, reason=reason, name=name, note=notes.append)
+    if clock is not None:
+        reason += clock.hint
+        if clock.note:
+            notes.append(f"{where}: {clock.note}")
+    seconds = 1.0 if clock is not None else time_unit(unit, where, reason=reason, name=name,
+                                                      note=notes.append)
     stamps = [p[:, column] * seconds for p in pieces]
     rows = [list(r) for r in lines]
     grid = time_grid(stamps, where=where, tolerance=tolerance, lines=rows, reason=reason)
     if missing == "error":
         refuse_gaps(grid, stamps, where=where, lines=rows, reason=reason)
     elif note := skipped_note(grid, where, rows):
-        notes.append(note)
+        notes.append(note + (clock.hint if clock is not None else ""))
         pieces = [with_skipped_rows(t, p, periods)[1]
                   for t, p, periods in zip(stamps, pieces, grid.periods, strict=True)]
     if grid.jittery:

@@ -28,6 +28,16 @@
   ``"error"`` the reader refuses it, naming its line; with ``"drop"`` or ``"interpolate"``
   each skipped period becomes a row of missing values (:func:`with_skipped_rows`), which the
   policy then drops (the record splits there) or fills, as it does empty cells.
+* **ISO 8601 stamps.**  A time column may hold calendar stamps as loggers write them
+  (``2026-11-28T00:47:19``, ``2026-11-28 00:47:19.250``, with or without ``Z`` / ``+01:00``):
+  :func:`iso_seconds` reads them as seconds after the first stamp (numpy ``datetime64``,
+  vectorized), and the grid, jitter and gap rules above apply to those seconds.  Stamps with
+  offsets are converted to one clock (UTC), so ``+01:00`` and ``Z`` may mix; a stamp without
+  an offset among ones with is refused by its line (its clock is unknown).  Local stamps
+  without an offset jump at a daylight-saving change: every refusal and note of a gap or a
+  step back then says so (:attr:`IsoStamps.hint`).  A column holding such stamps is the time
+  when it is named like one (or named as the time); their unit is always seconds (a header
+  unit such as ``[UTC]`` is not read).
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ from _toolbox.errors import ParameterError
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit", "name_unit",
            "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
            "with_skipped_rows", "skipped_note", "check_tolerance", "nothing_to_ignore",
-           "named_reason", "TimeColumnWarning"]
+           "named_reason", "TimeColumnWarning", "IsoStamps", "iso_seconds", "is_time_name"]
 
 #: Header names (any case) that make a column the time without a choice.
 TIME_NAMES = ("time", "timestamp", "t")
@@ -57,6 +67,8 @@ _ROUNDING = 1e-6
 _AMBIGUOUS = "t"                      # also a temperature: a time only if it looks like one
 _PARENTHESES = re.compile(r"^(.*?)\s*\(\s*([^()]*?)\s*\)$")
 _SUFFIX = re.compile(r"^(.*?)_([A-Za-z]+)$")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
+                  r"(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
 
 
 class TimeColumnWarning(UserWarning):
@@ -168,6 +180,20 @@ def time_unit(unit: str, where: str, *, reason: str = "", name: str | None = Non
     if from_name and note is not None:
         note(f"{where} is read in {unit} from its name (a unit in brackets would win)")
     return TIME_UNITS[unit]
+
+
+def is_time_name(name: str, unit: str = "") -> bool:
+    """Whether a header cell (bare ``name``, ``unit`` in brackets) is named like a time
+    (:data:`TIME_NAMES`, a unit in the name aside; ``T_s`` is a temperature).
+
+    Examples
+    --------
+    >>> [is_time_name(n) for n in ("Time (ms)", "timestamp", "T_s", "x")]
+    [True, True, False, False]
+    """
+    bare, _, from_name = name_unit(name, unit)
+    return bare.lower() in TIME_NAMES and not (bare.lower() == _AMBIGUOUS
+                                               and from_name == "suffix")
 
 
 def named_time_column(names: Sequence[str], units: Sequence[str],
@@ -538,3 +564,134 @@ def skipped_note(grid: TimeGrid, where: str, lines: Sequence[Sequence[int]]) -> 
     first, skipped = places[0]
     return (f"{where} skips {count} sample(s) at {len(places)} place(s) (the first: "
             f"{skipped} before line {first}): lost rows, taken as missing samples")
+
+
+@dataclass(frozen=True)
+class IsoStamps:
+    """The ISO 8601 stamps of a time column read as seconds (:func:`iso_seconds`).
+
+    Attributes
+    ----------
+    seconds : ndarray, shape (K,)
+        Seconds after ``origin`` (NaN: a missing cell).
+    origin : numpy.datetime64
+        The stamp of second 0 (UTC when the stamps carry offsets).
+    local : bool
+        The stamps carry no offset: local time, which jumps at a daylight-saving change.
+    offsets : tuple of str
+        The distinct offsets written (``"Z"``, ``"+01:00"``; none when ``local``).
+    """
+
+    seconds: np.ndarray
+    origin: np.datetime64
+    local: bool
+    offsets: tuple[str, ...] = ()
+
+    @property
+    def hint(self) -> str:
+        """The tail of a refusal or note of a gap or a step back in local stamps ("" with
+        offsets, whose clock does not jump)."""
+        if not self.local:
+            return ""
+        return ("; the stamps are local times without a UTC offset: a daylight-saving change "
+                "shows as a gap or a step back of an hour (write them in UTC or with their "
+                "offset, e.g. +01:00)")
+
+    @property
+    def note(self) -> str:
+        """What the reader says of stamps whose offsets differ ("" when they do not)."""
+        if len(self.offsets) < 2:
+            return ""
+        return (f"the time stamps carry the offsets {', '.join(self.offsets)}: read on one "
+                f"clock (UTC)")
+
+
+def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequence[int],
+                missing: np.ndarray | None = None, origin: np.datetime64 | None = None,
+                local: bool | None = None) -> IsoStamps | None:
+    """ISO 8601 stamps as seconds after the first (module notes), or None when the first
+    present cell is no such stamp (then the column is text, not a time).
+
+    Parameters
+    ----------
+    cells : sequence of str, shape (K,)
+        The column's cells, stripped.
+    where : str
+        The column and file, for messages; ``lines[k]`` is the file line of cell ``k``.
+    missing : ndarray of bool, shape (K,), optional
+        Missing cells (NaN in ``seconds``; default: the empty ones).
+    origin, local : optional
+        The clock of stamps read before (a followed file's later lines): seconds count from
+        ``origin``, and stamps with an offset (``local=False``) or without one (``True``)
+        must go on as they started.
+
+    Returns
+    -------
+    IsoStamps or None
+
+    Raises
+    ------
+    ParameterError
+        A cell that is no stamp after a first that is one, or a stamp without an offset among
+        ones with (or the other way round), naming its line.
+
+    Examples
+    --------
+    >>> stamps = iso_seconds(["2026-11-28T00:47:19.5+01:00", "2026-11-27T23:47:20Z"],
+    ...                      where="'time'", lines=[2, 3])
+    >>> stamps.seconds.tolist(), str(stamps.origin), stamps.local
+    ([0.0, 0.5], '2026-11-27T23:47:19.500000000', False)
+    """
+    cells = np.strings.strip(np.asarray(cells, dtype=str))
+    missing = cells == "" if missing is None else np.asarray(missing, dtype=bool)
+    present = np.flatnonzero(~missing)
+    if present.size == 0 or not _ISO.match(str(cells[present[0]])):
+        return None
+    first = int(present[0])
+    rest = np.strings.slice(cells, 10, None)           # after the date: the sign of an offset
+    sign = np.maximum(np.strings.rfind(rest, "+"), np.strings.rfind(rest, "-"))
+    zulu = np.strings.endswith(cells, "Z")
+    offset = ((sign >= 0) | zulu) & ~missing
+    expected = bool(offset[first]) if local is None else not local
+    odd = np.flatnonzero(~missing & (offset != expected))
+    if odd.size:
+        k = int(odd[0])
+        has = "has no UTC offset" if expected else "has a UTC offset"
+        others = "carry one" if expected else "carry none"
+        raise ParameterError(f"{where} line {lines[k]}: the stamp {str(cells[k])!r} {has}, "
+                             f"while the stamps before it {others} (as {str(cells[first])!r}): "
+                             f"its clock is unknown; write every stamp with its offset (or Z), "
+                             f"or none")
+    end = np.where(sign >= 0, sign + 10, np.strings.str_len(cells) - zulu)
+    core = np.where(missing, "NaT", np.strings.slice(cells, 0, end))
+    # numpy also reads 'now' and 'today': a stamp starts with its year
+    dated = np.strings.isdigit(np.strings.slice(core, 0, 4)) | missing
+    try:
+        if not dated.all():
+            raise ValueError
+        times = core.astype("datetime64[ns]")
+    except ValueError:
+        k = next(k for k in present if not _ISO.match(str(cells[k])))
+        raise ParameterError(f"{where} line {lines[k]}: {str(cells[k])!r} is no ISO 8601 time "
+                             f"stamp, as the column's others are ({str(cells[first])!r} of "
+                             f"line {lines[first]}); every row needs its stamp") from None
+    written: tuple[str, ...] = ()
+    if expected:
+        suffix = np.where(zulu, "Z", np.strings.slice(rest, np.maximum(sign, 0), None))
+        written, inverse = np.unique(np.where(missing, "Z", suffix), return_inverse=True)
+        shift = np.array([_offset_ns(str(o)) for o in written], dtype="int64")[inverse]
+        times = times - shift.astype("timedelta64[ns]")
+        written = tuple(str(o) for o in np.unique(suffix[~missing]))
+    origin = times[first] if origin is None else np.datetime64(origin, "ns")
+    seconds = (times - origin).astype("int64") / 1e9
+    seconds[missing] = np.nan
+    return IsoStamps(seconds, origin, not expected, written)
+
+
+def _offset_ns(offset: str) -> int:
+    """A UTC offset (``Z``, ``+01:00``, ``-0530``, ``+02``) in nanoseconds."""
+    if offset == "Z":
+        return 0
+    digits = offset[1:].replace(":", "")
+    minutes = 60 * int(digits[:2]) + (int(digits[2:4]) if len(digits) > 2 else 0)
+    return (-1 if offset[0] == "-" else 1) * minutes * 60 * 10**9
