@@ -21,13 +21,13 @@ import csv
 import math
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
-from dmdidc.data_io import empty_columns_note, is_decimal_comma, is_missing
+from dmdidc.data_io import empty_columns_note, is_decimal_comma, is_missing, parse_columns
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -147,13 +147,34 @@ def read_samples_csv(path: str | Path) -> np.ndarray:
 class CsvTable:
     """A CSV file of samples: its column names (from the header line, if any), its values
     (rows = samples, NaN where a value is missing), the file line of each row and what the
-    reader decided (an empty column left out)."""
+    reader decided (an empty column left out).  Read with ``text=True``, ``cells`` holds the
+    stripped cells (rows, columns), ``bad`` the first row of each column with a cell that is no
+    number (NaN in ``values``) and ``text`` the columns among them without a single number
+    (:func:`dmdidc.data_io.parse_columns`); the caller refuses the bad cells of the columns it
+    reads (:meth:`refuse`)."""
 
     path: Path
     names: tuple[str, ...] | None
     values: np.ndarray
     lines: np.ndarray
     notes: tuple[str, ...] = ()
+    cells: np.ndarray | None = None
+    bad: dict[int, int] = field(default_factory=dict)
+    text: frozenset[int] = frozenset()
+    delimiter: str | None = None
+
+    def refuse(self, column: int, *, time: bool = False) -> ParameterError:
+        """The refusal of the first cell of ``column`` that is no number (in ``bad``);
+        ``time``: the time column, which may also hold ISO 8601 stamps."""
+        row = self.bad[column]
+        try:
+            _number(self.path, int(self.lines[row]), str(self.cells[row, column]),
+                    self.delimiter, True, self.names, column)
+        except ParameterError as exc:
+            tail = ("; a time column holds numbers or ISO 8601 stamps (2026-11-28T00:47:19)"
+                    if time else "")
+            return ParameterError(f"{exc}{tail}")
+        raise AssertionError("a bad cell that reads as a number")  # pragma: no cover
 
     def label(self, column: int) -> str:
         """The column's header name, or ``column <number>`` (1-based)."""
@@ -164,7 +185,8 @@ def _column_label(names: tuple[str, ...] | None, column: int) -> str:
     return repr(names[column]) if names and column < len(names) else f"column {column + 1}"
 
 
-def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable:
+def read_csv_table(path: str | Path, *, allow_missing: bool = False,
+                   text: bool = False) -> CsvTable:
     """A CSV file of samples with its header names and the line number of each row.
 
     Parameters
@@ -174,6 +196,9 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
     allow_missing : bool
         Read an empty value or one of :data:`dmdidc.data_io.MISSING_CELLS` (``nan``, ``NA``,
         ``n/a``, ``#N/A``, ``null``, ``-``) as missing (NaN) instead of refusing it.
+    text : bool
+        Keep a cell that is no number (NaN in the values, described in :class:`CsvTable`)
+        instead of refusing it: only the columns the caller reads must be numbers.
 
     Returns
     -------
@@ -235,8 +260,8 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
             raise ParameterError(f"{str(path)!r} line {number} holds an empty value (two "
                                  f"{delimiter!r} in a row or a leading one): {line.strip()!r}; "
                                  f"a missing sample needs --missing drop or interpolate")
-        row = [_number(path, number, field, delimiter, allow_missing, names, c)
-               for c, field in enumerate(fields)]
+        row = fields if text else [_number(path, number, cell, delimiter, allow_missing,
+                                           names, c) for c, cell in enumerate(fields)]
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -244,14 +269,20 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False) -> CsvTable
             raise DimensionError(f"{str(path)!r} line {number} has {len(row)} values; {first} "
                                  f"{width} (one column per channel)")
         values.append(row)
-    array = np.array(values, dtype=float)
+    cells, bad_cells, words = None, {}, set()
+    if text:
+        cells = np.strings.strip(np.array(values, dtype=str).reshape(len(values), width))
+        array, bad_cells, words = parse_columns(cells)
+    else:
+        array = np.array(values, dtype=float)
     bad = np.isinf(array) if allow_missing else ~np.isfinite(array)
     if bad.any():
         row = int(np.argmax(bad.any(axis=1)))
         raise NonFiniteError(f"{str(path)!r} line {rows[row][0]} holds a NaN or infinite value; "
                              f"every sample must be finite (a missing one needs --missing drop "
                              f"or interpolate)")
-    return CsvTable(path, names, array, np.array([number for number, _ in rows]), tuple(notes))
+    return CsvTable(path, names, array, np.array([number for number, _ in rows]), tuple(notes),
+                    cells, bad_cells, frozenset(words), delimiter)
 
 
 _BOOLEANS = frozenset({"true", "false"})
@@ -288,9 +319,9 @@ def _number(path: Path, line: int, field: str, delimiter: str | None,
     raise ParameterError(f"{str(path)!r} line {line}, {_column_label(names, column)}: "
                          f"{field!r} is not a number "
                          f"(expected one row per sample, numbers separated by "
-                         f"{delimiter or 'spaces'!r}, '.' as decimal mark; every column is "
-                         f"read, so a text column, e.g. notes or ISO time stamps, must leave "
-                         f"the file: time as seconds or milliseconds)")
+                         f"{delimiter or 'spaces'!r}, '.' as decimal mark; a column of text "
+                         f"is read only as the time, of ISO 8601 stamps, in a table whose "
+                         f"columns are chosen by name)")
 
 
 def _is_number(text: str) -> bool:

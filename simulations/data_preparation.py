@@ -34,11 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from _toolbox.errors import DimensionError, ParameterError
-from dmdidc.data_io import split_unit
+from dmdidc.data_io import missing_cells, split_unit, text_columns_note
 from dmdidc.time_column import (
+    IsoStamps,
     TimeGrid,
     check_tolerance,
     find_time_column,
+    is_time_name,
+    iso_seconds,
     named_reason,
     nothing_to_ignore,
     refuse_gaps,
@@ -385,8 +388,8 @@ def _from_files(data, states, inputs, time, tolerance: float, missing: str, *,
     if time not in (None, "none") and x_time is None and u_time is None:
         raise ParameterError(f"--time {time!r}: neither {str(states)!r} nor {str(inputs)!r} has "
                              f"that column")
-    x_cols = [c for c in range(x_table.values.shape[1]) if c not in _unread(x_time)]
-    u_cols = [c for c in range(u_table.values.shape[1]) if c not in _unread(u_time)]
+    x_cols = _read_columns(x_table, None, x_time, notes)
+    u_cols = _read_columns(u_table, None, u_time, notes)
     x_table, times, grid, source = _timed(x_table, x_time, tolerance, missing, notes)
     u_table, u_times, u_grid, u_source = _timed(u_table, u_time, tolerance, missing, notes)
     X, U = x_table.values[:, x_cols].T, u_table.values[:, u_cols].T
@@ -414,7 +417,7 @@ def _states_only(states, time, tolerance: float, missing: str) -> _Signals:
     notes: list[str] = []
     table = _read_table(states, notes)
     time_col = _time_column(table, time, notes, required=True)
-    cols = [c for c in range(table.values.shape[1]) if c not in _unread(time_col)]
+    cols = _read_columns(table, None, time_col, notes)
     table, times, grid, source = _timed(table, time_col, tolerance, missing, notes)
     X = table.values[:, cols].T
     U = np.zeros((0, max(X.shape[1] - 1, 0)))
@@ -441,7 +444,8 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
     time_set = set() if time_col is None else {time_col.column}
     taken = set(u_cols) | _unread(time_col)
     if chosen is None:
-        x_cols = [c for c in range(table.values.shape[1]) if c not in taken]
+        x_cols = [c for c in range(table.values.shape[1])
+                  if c not in taken and c not in table.text]
         if not x_cols:
             raise ParameterError(f"{str(path)!r} has no column left for the states (it has "
                                  f"{_columns_text(table)}); give --states COLUMNS")
@@ -458,6 +462,7 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
     if both:
         raise ParameterError(f"column {table.label(both[0])} of {str(path)!r} is in both "
                              f"--states and --inputs; each column is one signal")
+    _read_columns(table, x_cols + u_cols, time_col, notes)
     if table.values.shape[0] < 2:
         raise DimensionError(f"{str(path)!r} has {table.values.shape[0]} row; a record needs at "
                              f"least two samples")
@@ -468,8 +473,9 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
 
 
 def _read_table(path, notes: list[str]) -> CsvTable:
-    """A CSV table with missing values allowed; what its reader decided goes to ``notes``."""
-    table = read_csv_table(path, allow_missing=True)
+    """A CSV table with missing values and text allowed (only the columns read must be
+    numbers: :func:`_read_columns`); what its reader decided goes to ``notes``."""
+    table = read_csv_table(path, allow_missing=True, text=True)
     notes.extend(table.notes)
     return table
 
@@ -485,9 +491,12 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *, require
         if found is None and required:
             raise ParameterError(f"--time {time!r} is not a column of {str(table.path)!r} (it has "
                                  f"{_columns_text(table)}); --time none: no time column")
-        return None if found is None else _Time(found)
+        return None if found is None else _Time(found, clock=_stamps(table, [found]).get(found))
     names, units = _split(table.names) if table.names else (None, None)
     ignore = time == "ignore"
+    # ISO 8601 stamps are the time in a column named like one (left out unread by ignore)
+    stamps = {} if ignore or not names else _stamps(table, [
+        c for c in table.text if c not in signals and is_time_name(names[c], units[c])])
     found = find_time_column(names, units, table.values, notes=notes, cli=True,
                              label=lambda c: _where(table, c), signals=signals,
                              complete=complete, ignore=ignore)
@@ -501,7 +510,42 @@ def _time_column(table: CsvTable, time: str | None, notes: list[str], *, require
         return _Time(found.column, ignored=True, left_out=found.left_out)  # a row index
     where = _where(table, found.column)
     return _Time(found.column, named_reason(where, names[found.column], cli=True),
-                 left_out=found.left_out)
+                 left_out=found.left_out, clock=stamps.get(found.column))
+
+
+def _stamps(table: CsvTable, columns: list[int]) -> dict[int, IsoStamps]:
+    """The columns of text among ``columns`` that hold ISO 8601 stamps, read as seconds into
+    the table's values (:func:`dmdidc.time_column.iso_seconds`)."""
+    stamps = {}
+    for c in columns:
+        if c in table.text:
+            cells = table.cells[:, c]
+            found = iso_seconds(cells, where=_where(table, c), lines=table.lines,
+                                missing=missing_cells(cells))
+            if found is not None:
+                stamps[c] = found
+                table.values[:, c] = found.seconds
+    return stamps
+
+
+def _read_columns(table: CsvTable, columns: list[int] | None, time: _Time | None,
+                  notes: list[str]) -> list[int]:
+    """The signal columns of ``table``: ``columns`` (None: every column but the time, a row
+    index and the columns of text, noted), each refused at its first cell that is no number;
+    a column of text read by no option is left out with a note."""
+    unread = _unread(time)
+    if columns is None:
+        columns = [c for c in range(table.values.shape[1])
+                   if c not in unread and c not in table.text]
+    for c in columns:
+        if c in table.bad:
+            raise table.refuse(c)
+    left = [c for c in table.bad if c not in columns and c not in unread]
+    if left:
+        notes.append(f"{str(table.path)!r}: " + text_columns_note(
+            [table.label(c) for c in left], [str(table.cells[table.bad[c], c]) for c in left],
+            cli=True))
+    return columns
 
 
 def _unread(time: _Time | None) -> set[int]:
@@ -520,7 +564,7 @@ def _timed(table: CsvTable, time: _Time | None, tolerance: float, missing: str,
     times, grid = _checked_times(table, time, tolerance, missing, notes)
     note = skipped_note(grid, where, [table.lines])
     if note:
-        notes.append(f"{note} (--missing {missing})")
+        notes.append(f"{note} (--missing {missing}){time.clock.hint if time.clock else ''}")
         times, values, kept = with_skipped_rows(times, table.values, grid.periods[0])
         lines = _lost_row_lines(table.lines, kept, len(times))
         table = dataclasses.replace(table, values=values, lines=lines)
@@ -545,6 +589,7 @@ class _Time:
     reason: str = ""
     ignored: bool = False
     left_out: tuple[int, ...] = ()
+    clock: IsoStamps | None = None     # ISO 8601 stamps (already seconds in the values)
 
 
 def _checked_times(table: CsvTable, time: _Time, tolerance: float, missing: str,
@@ -553,14 +598,19 @@ def _checked_times(table: CsvTable, time: _Time, tolerance: float, missing: str,
     whole number of periods (within the tolerance: jitter); a gap (lost rows) too with
     ``missing="error"``; a unit read from the column's name is noted in ``notes``."""
     where = _where(table, time.column)
+    clock, reason = time.clock, time.reason + (time.clock.hint if time.clock else "")
+    if clock is None and time.column in table.bad:
+        raise table.refuse(time.column, time=True)
+    if clock is not None and clock.note:
+        notes.append(f"{where}: {clock.note}")
     name, unit = split_unit(table.names[time.column]) if table.names else (None, "")
-    times = table.values[:, time.column] * time_unit(unit, where, reason=time.reason,
-                                                     name=name, note=notes.append)
+    seconds = 1.0 if clock is not None else time_unit(unit, where, reason=reason, name=name,
+                                                      note=notes.append)
+    times = table.values[:, time.column] * seconds
     grid = time_grid([times], where=where, tolerance=tolerance, lines=[table.lines],
-                     reason=time.reason, cli=True)
+                     reason=reason, cli=True)
     if missing == "error":
-        refuse_gaps(grid, [times], where=where, lines=[table.lines], reason=time.reason,
-                    cli=True)
+        refuse_gaps(grid, [times], where=where, lines=[table.lines], reason=reason, cli=True)
     return times, grid
 
 
