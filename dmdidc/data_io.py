@@ -25,6 +25,7 @@ import csv
 import json
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -433,15 +434,16 @@ def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
 
 
 def parse_row(cells: list[str], names: list[str], where: str, *,
-              time: str | None = None) -> np.ndarray:
+              time: str | None = None, columns: Sequence[int] | None = None) -> np.ndarray:
     """The values of one CSV row's ``cells`` (a missing cell, :data:`MISSING_CELLS`, is NaN);
     ``where`` names the file and line in messages, ``time`` the time column (whose refusal
-    says it may hold ISO 8601 stamps)."""
+    says it may hold ISO 8601 stamps); ``columns``: only these are read (the others NaN:
+    only the columns read must be numbers)."""
     if len(cells) != len(names):
         raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}")
-    values = np.empty(len(names))
-    for c, cell in enumerate(cells):
-        cell = cell.strip()
+    values = np.full(len(names), np.nan)
+    for c in range(len(names)) if columns is None else columns:
+        cell = cells[c].strip()
         try:
             values[c] = np.nan if is_missing(cell) else float(cell)
         except ValueError:

@@ -74,7 +74,7 @@ import os
 import time as _time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +82,23 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_integer, check_positive
-from dmdidc.data_io import parse_header, parse_row
+from dmdidc.data_io import (
+    cell_error,
+    is_missing,
+    missing_cells,
+    parse_columns,
+    parse_header,
+    parse_row,
+    text_columns_note,
+)
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.time_column import (
+    IsoStamps,
     check_tolerance,
     find_time_column,
+    is_time_name,
+    iso_seconds,
+    iso_stamp,
     named_reason,
     nothing_to_ignore,
     time_unit,
@@ -423,6 +435,8 @@ class _Columns:
         self.time = "auto" if self.ignore else time
         self.decided: dict | None = None
         self.trailing = False                     # the lines end in their delimiter
+        self.clock: IsoStamps | None = None       # ISO 8601 stamps: their clock, once read
+        self.numeric = False                      # numeric stamps were read
 
     def resolve(self, header: str, number: int) -> dict | None:
         """The columns of a stream with this header (None: the first rows decide them)."""
@@ -438,14 +452,35 @@ class _Columns:
             raise ParameterError(f"{self.source} restarted with the columns {names}; it had "
                                  f"{self.names} (a new stream must have the same signals)")
         self.names, self.units, self.delimiter = names, units, delimiter
-        if self.decided is None and (self.time != "auto" or "auto" in names):
+        # without states named, the first rows tell the columns of text, which are no state
+        if self.decided is None and self.states is not None and self._chosen():
             self.decided = self._columns(self.time)
         return self.decided
 
-    def decide(self, values: np.ndarray) -> dict:
+    def _chosen(self) -> bool:
+        """Whether the time column is chosen, not decided from the first rows."""
+        return self.time != "auto" or "auto" in self.names
+
+    def candidates(self) -> list[int]:
+        """The columns that are the time if they hold ISO 8601 stamps: the one chosen, or
+        those named like a time (not named as signals; none with ``time="ignore"``)."""
+        if self._chosen():
+            return [] if self.time is None else [self._index(self.time, "time")]
+        signals = {self._index(spec, "inputs") for spec in self.inputs} | (
+            set() if self.states is None else
+            {self._index(spec, "states") for spec in _specs(self.states)})
+        return [] if self.ignore else [c for c, (n, u) in enumerate(zip(
+            self.names, self.units, strict=True)) if c not in signals and is_time_name(n, u)]
+
+    def decide(self, values: np.ndarray, words: Collection[int] = (),
+               examples: dict[int, str] | None = None) -> dict:
         """The columns with the time column found by its name and ``values`` (rows, columns),
-        the first rows of the file (module notes)."""
+        the first rows of the file (module notes); ``words``: the columns of text in them
+        (no state unless named one), ``examples`` a cell of each."""
         if self.decided is not None:
+            return self.decided
+        if self._chosen():
+            self.decided = self._columns(self.time, words=words, examples=examples)
             return self.decided
         names, cli = self.names, self.first == 1
         signals = [self._index(spec, "inputs") for spec in self.inputs] + (
@@ -461,21 +496,29 @@ class _Columns:
             self.say(f"{self.source}: {'; '.join(notes)}")
         if found is None or not found.read:
             self.decided = self._columns(None, unread=() if found is None else (
-                found.column, *found.left_out))
+                found.column, *found.left_out), words=words, examples=examples)
         else:
             name = names[found.column]
             self.decided = self._columns(found.column + self.first,
                                          named_reason(repr(name), name, cli=cli),
-                                         unread=found.left_out)
+                                         unread=found.left_out, words=words,
+                                         examples=examples)
         return self.decided
 
-    def _columns(self, time: Any, reason: str = "", unread: tuple[int, ...] = ()) -> dict:
+    def _columns(self, time: Any, reason: str = "", unread: tuple[int, ...] = (),
+                 words: Collection[int] = (), examples: dict[int, str] | None = None) -> dict:
         names, units = self.names, self.units
         special = [] if time is None else [self._index(time, "time")]
         inputs = [self._index(spec, "inputs") for spec in self.inputs]
-        states = ([c for c in range(len(names)) if c not in inputs + special + list(unread)]
+        states = ([c for c in range(len(names))
+                   if c not in inputs + special + list(unread) and c not in words]
                   if self.states is None else
                   [self._index(spec, "states") for spec in _specs(self.states)])
+        left = [c for c in words if c not in states + inputs + special + list(unread)]
+        if left and examples is not None:
+            self.say(f"{self.source}: " + text_columns_note(
+                [repr(names[c]) for c in left], [examples[c] for c in left],
+                cli=self.first == 1))
         chosen = states + inputs + special
         if not states or len(set(chosen)) != len(chosen):
             raise ParameterError(f"{self.source}: states {[names[c] for c in states]}, inputs "
@@ -488,6 +531,36 @@ class _Columns:
         return dict(names=names, units=units, delimiter=self.delimiter, states=states,
                     inputs=inputs, time=special[0] if special else None, seconds=seconds,
                     reason=reason)
+
+    def stamp(self, cell: str, number: int, where: str) -> float:
+        """The time cell of line ``number`` in seconds: a number (NaN: missing) or an ISO
+        8601 stamp on the clock of the first (module notes), never both in one follow."""
+        cell, column = cell.strip(), self.decided["names"][self.decided["time"]]
+        if self.clock is None:
+            try:
+                value = np.nan if is_missing(cell) else float(cell)
+            except ValueError:
+                pass
+            else:
+                self.numeric = self.numeric or np.isfinite(value)
+                return value
+            clock = None if self.numeric else iso_seconds(
+                [cell], where=f"{self.source} column {column!r}", lines=[number])
+            if clock is None:
+                raise cell_error(cell, column, where, time=True)
+            self.set_clock(clock)
+        if is_missing(cell):
+            return np.nan
+        return iso_stamp(cell, self.clock, where=where)
+
+    def set_clock(self, clock: IsoStamps) -> None:
+        """Read the time column's stamps on ``clock`` (its unit is seconds; local stamps add
+        the daylight-saving hint to every refusal)."""
+        self.clock = clock
+        self.decided["seconds"] = 1.0
+        self.decided["reason"] += clock.hint
+        if clock.note:
+            self.say(f"{self.source}: {clock.note}")
 
     def _index(self, spec: Any, option: str) -> int:
         names = self.names
@@ -549,18 +622,33 @@ class _Stream:
         """Decide the columns from the lines read so far (module notes) and read them."""
         if self.columns is not None:
             return
-        names, rows = self.choice.names, []
-        for _, text in self.waiting:
-            try:
-                row = parse_row(self.choice.cells(text, self.choice.delimiter), names,
-                                self.source)
-            except (ParameterError, DimensionError):
-                continue                                # refused or lost when it is read
-            # a row written twice (every cell the same) would make a time column look like
-            # a signal that does not strictly increase; it is dropped when it is read
-            if not rows or not np.array_equal(row, rows[-1], equal_nan=True):
-                rows.append(row)
-        self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))))
+        names = self.choice.names
+        cells = [self.choice.cells(text, self.choice.delimiter) for _, text in self.waiting]
+        kept = [k for k, row in enumerate(cells) if len(row) == len(names)]
+        cells = np.strings.strip(np.array([cells[k] for k in kept], dtype=str).reshape(
+            len(kept), len(names)))
+        values, bad, words = parse_columns(cells)
+        numbers = [self.waiting[k][0] for k in kept]
+        clocks = {}
+        for c in self.choice.candidates():
+            if c in words and (clock := iso_seconds(
+                    cells[:, c], where=f"{self.source} column {names[c]!r}", lines=numbers,
+                    missing=missing_cells(cells[:, c]))) is not None:
+                values[:, c], clocks[c] = clock.seconds, clock
+        # a row with a cell that is no number (where its column has numbers) is refused or
+        # lost when it is read; a row written twice (every cell the same) would make a time
+        # column look like a signal that does not strictly increase: it is dropped when read
+        garbled = np.zeros(len(kept), dtype=bool)
+        for c in bad:
+            if c not in words:
+                garbled |= np.isnan(values[:, c]) & ~missing_cells(cells[:, c])
+        rows = [values[k] for k in range(len(kept)) if not garbled[k]]
+        rows = [row for k, row in enumerate(rows)
+                if k == 0 or not np.array_equal(row, rows[k - 1], equal_nan=True)]
+        self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))),
+                                          words, {c: str(cells[bad[c], c]) for c in words})
+        if self.time in clocks and self.choice.clock is None:
+            self.choice.set_clock(clocks[self.time])
         waiting, self.waiting = self.waiting, []
         for number, text in waiting:
             self.add(number, text)
@@ -584,7 +672,7 @@ class _Stream:
         try:
             cells = self.choice.cells(text, self.columns["delimiter"])
             try:
-                values = parse_row(cells, self.columns["names"], where)
+                values = self._parse(cells, number, where)
             except ParameterError as exc:
                 if self.bad_lines == "error" or self.time is None:
                     raise
@@ -599,13 +687,22 @@ class _Stream:
             return
         self._place(number, where, values, bad)
 
+    def _parse(self, cells: list[str], number: int, where: str) -> np.ndarray:
+        """The values of a row's cells: only the states, inputs and time are read (a column
+        of text nobody reads is left out), the time as a number or an ISO 8601 stamp."""
+        c = self.columns
+        values = parse_row(cells, c["names"], where, columns=c["states"] + c["inputs"])
+        if self.time is not None:
+            values[self.time] = self.choice.stamp(cells[self.time], number, where)
+        return values
+
     def _stamp_only(self, cells: list[str], exc: ParameterError) -> np.ndarray:
         """A lost sample (NaN) at the time stamp of a row with a cell that is not a number;
         ``exc`` is raised if the stamp is not one either (then nothing places the row)."""
         values = np.full(len(cells), np.nan)
         try:
-            values[self.time] = float(cells[self.time].strip())
-        except ValueError:
+            values[self.time] = self.choice.stamp(cells[self.time], 0, str(exc))
+        except ParameterError:
             raise exc from None
         if not np.isfinite(values[self.time]):
             raise exc

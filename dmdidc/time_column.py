@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -53,7 +54,8 @@ from _toolbox.errors import ParameterError
 __all__ = ["TIME_NAMES", "TIME_UNITS", "TIME_TOLERANCE", "TimeGrid", "time_unit", "name_unit",
            "named_time_column", "FoundColumn", "find_time_column", "time_grid", "refuse_gaps",
            "with_skipped_rows", "skipped_note", "check_tolerance", "nothing_to_ignore",
-           "named_reason", "TimeColumnWarning", "IsoStamps", "iso_seconds", "is_time_name"]
+           "named_reason", "TimeColumnWarning", "IsoStamps", "iso_seconds", "iso_stamp",
+           "is_time_name"]
 
 #: Header names (any case) that make a column the time without a choice.
 TIME_NAMES = ("time", "timestamp", "t")
@@ -580,12 +582,15 @@ class IsoStamps:
         The stamps carry no offset: local time, which jumps at a daylight-saving change.
     offsets : tuple of str
         The distinct offsets written (``"Z"``, ``"+01:00"``; none when ``local``).
+    first : str
+        The first stamp as written (for messages).
     """
 
     seconds: np.ndarray
     origin: np.datetime64
     local: bool
     offsets: tuple[str, ...] = ()
+    first: str = ""
 
     @property
     def hint(self) -> str:
@@ -656,12 +661,8 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
     odd = np.flatnonzero(~missing & (offset != expected))
     if odd.size:
         k = int(odd[0])
-        has = "has no UTC offset" if expected else "has a UTC offset"
-        others = "carry one" if expected else "carry none"
-        raise ParameterError(f"{where} line {lines[k]}: the stamp {str(cells[k])!r} {has}, "
-                             f"while the stamps before it {others} (as {str(cells[first])!r}): "
-                             f"its clock is unknown; write every stamp with its offset (or Z), "
-                             f"or none")
+        raise _clock_refusal(f"{where} line {lines[k]}", str(cells[k]), str(cells[first]),
+                             expected)
     end = np.where(sign >= 0, sign + 10, np.strings.str_len(cells) - zulu)
     core = np.where(missing, "NaT", np.strings.slice(cells, 0, end))
     # numpy also reads 'now' and 'today': a stamp starts with its year
@@ -672,9 +673,8 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
         times = core.astype("datetime64[ns]")
     except ValueError:
         k = next(k for k in present if not _ISO.match(str(cells[k])))
-        raise ParameterError(f"{where} line {lines[k]}: {str(cells[k])!r} is no ISO 8601 time "
-                             f"stamp, as the column's others are ({str(cells[first])!r} of "
-                             f"line {lines[first]}); every row needs its stamp") from None
+        raise _stamp_refusal(f"{where} line {lines[k]}", str(cells[k]),
+                             str(cells[first])) from None
     written: tuple[str, ...] = ()
     if expected:
         suffix = np.where(zulu, "Z", np.strings.slice(rest, np.maximum(sign, 0), None))
@@ -685,7 +685,48 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
     origin = times[first] if origin is None else np.datetime64(origin, "ns")
     seconds = (times - origin).astype("int64") / 1e9
     seconds[missing] = np.nan
-    return IsoStamps(seconds, origin, not expected, written)
+    return IsoStamps(seconds, origin, not expected, written, str(cells[first]))
+
+
+def iso_stamp(cell: str, clock: IsoStamps, *, where: str) -> float:
+    """One ISO 8601 stamp as seconds on the ``clock`` of the stamps before it (a followed
+    file's line; :func:`iso_seconds` reads a column, this a cell at a time with
+    ``datetime.fromisoformat``); ``where`` names the file and line.
+
+    Raises
+    ------
+    ParameterError
+        No stamp, or an offset where the clock's stamps have none (or the other way round).
+
+    Examples
+    --------
+    >>> clock = iso_seconds(["2026-11-28T00:47:19+01:00"], where="'time'", lines=[2])
+    >>> iso_stamp("2026-11-27T23:47:21.5Z", clock, where="line 9")
+    2.5
+    """
+    text = cell.strip()
+    if not _ISO.match(text):
+        raise _stamp_refusal(where, text, clock.first)
+    stamp = datetime.fromisoformat(text)
+    if (stamp.tzinfo is None) != clock.local:
+        raise _clock_refusal(where, text, clock.first, not clock.local)
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    return float((np.datetime64(stamp, "ns") - clock.origin) / np.timedelta64(1, "s"))
+
+
+def _stamp_refusal(where: str, cell: str, first: str) -> ParameterError:
+    return ParameterError(f"{where}: {cell!r} is no ISO 8601 time stamp, as the column's "
+                          f"others are (the first: {first!r}); every row needs its stamp")
+
+
+def _clock_refusal(where: str, cell: str, first: str, offsets: bool) -> ParameterError:
+    """The refusal of a stamp on another clock than the first's (an offset or none)."""
+    has = "has no UTC offset" if offsets else "has a UTC offset"
+    others = "carry one" if offsets else "carry none"
+    return ParameterError(f"{where}: the stamp {cell!r} {has}, while the stamps before it "
+                          f"{others} (as {first!r}): its clock is unknown; write every stamp "
+                          f"with its offset (or Z), or none")
 
 
 def _offset_ns(offset: str) -> int:
