@@ -10,10 +10,13 @@ empty (each line ends in the separator), which is no signal and is left out with
 ``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an experiment are not used (the
 state after the last input), and may be empty.  Select columns by name or whole header cell
 (``"valve"`` or ``"valve [%]"``): ``inputs`` (required), ``states`` (default: every other
-column), ``time`` (a column of sample times, from which ``dt`` is read; default: a column named
-like a time, by the rules of :mod:`dmdidc.time_column`, shared with the command line: its unit,
-a ``T [degC]`` that is a temperature, jitter within ``time_tolerance``), ``experiment`` (a
-column whose value changes where a new experiment starts).
+column), ``time`` (a column of sample times, numbers or ISO 8601 stamps, from which ``dt`` is
+read; default: a column named like a time, by the rules of :mod:`dmdidc.time_column`, shared
+with the command line: its unit, a ``T [degC]`` that is a temperature, jitter within
+``time_tolerance``), ``experiment`` (a column whose value, a number or a text label, changes
+where a new experiment starts).  Only the columns read must be numbers: a column of text named
+by none of these (a status flag, an operator's name) is left out unread with a
+:class:`~dmdidc.time_column.TimeColumnWarning` naming it, and is never taken as a state.
 
 **NPZ.**  Arrays ``X_0, U_0, X_1, ...`` and a ``metadata`` JSON string (names, units, dt,
 operating point, source); read with ``allow_pickle=False``, so a data file never runs code.
@@ -208,15 +211,18 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
         CSV: the input columns (required), by name (``"valve"``) or header cell
         (``"valve [%]"``).
     states : sequence of str, optional
-        CSV: the state columns (default: all columns but the others named here).
+        CSV: the state columns (default: all columns but the others named here, and those of
+        text, which are left out with a :class:`TimeColumnWarning` naming them).
     time : str or None, default "auto"
         CSV: the column of sample times (then ``dt`` is read from it, in the unit of its
-        header, :mod:`dmdidc.time_column`); ``"auto"``: a column named ``time``,
-        ``timestamp`` or ``t`` if there is one (``t``, which may be a temperature, with a
-        :class:`TimeColumnWarning` saying what was decided; so are jittery stamps); a
-        column named in ``inputs`` or ``states`` is a signal, never the time; a first column
-        without a name that grows by one step (a row index, as pandas' ``to_csv`` writes) is
-        left out, with the warning; ``None``: no time column (every column is a signal).
+        header, or ISO 8601 stamps read as seconds, :mod:`dmdidc.time_column`); ``"auto"``:
+        a column named ``time``, ``timestamp`` or ``t`` if there is one (``t``, which may be
+        a temperature, with a :class:`TimeColumnWarning` saying what was decided; so are
+        jittery stamps); a column named in ``inputs`` or ``states`` is a signal, never the
+        time; a first column without a name that grows by one step (a row index, as pandas'
+        ``to_csv`` writes) is left out, with the warning; ``None``: no time column (every
+        column of numbers is a signal; a column of text, stamps included, is left out with
+        the warning).
     experiment : str, optional
         CSV: a column that labels the experiment of each row.
     dt : float, optional
