@@ -133,14 +133,25 @@ def parse_columns(cells: np.ndarray) -> tuple[np.ndarray, dict[int, int], set[in
             continue
         except ValueError:
             pass
-        numbers = np.array([_number(cell) for cell in column])
-        wrong = np.isnan(numbers) & ~missing
+        # a cell that starts with a date (ISO stamps) is no number; the others are parsed
+        # once per distinct text (a status flag repeats a few words)
+        rest = np.flatnonzero(~missing & ~_dated(column))
+        distinct, inverse = np.unique(column[rest], return_inverse=True)
+        parsed = np.array([_number(cell) for cell in distinct])
+        numbers = np.full(column.shape, np.nan)
+        numbers[rest] = parsed[inverse]
         values[:, c] = numbers
-        bad[c] = int(np.argmax(wrong))
-        if not any(not w or is_decimal_comma(cell) for w, cell, m in
-                   zip(wrong, column, missing, strict=True) if not m):
+        bad[c] = int(np.argmax(np.isnan(numbers) & ~missing))
+        if not any(not np.isnan(number) or is_decimal_comma(cell)
+                   for number, cell in zip(parsed, distinct, strict=True)):
             text.add(c)
     return values, bad, text
+
+
+def _dated(cells: np.ndarray) -> np.ndarray:
+    """Which cells start with a date ``YYYY-``: ISO stamps, never numbers."""
+    return (np.strings.isdigit(np.strings.slice(cells, 0, 4))
+            & (np.strings.slice(cells, 4, 5) == "-"))
 
 
 def _number(cell: str) -> float:

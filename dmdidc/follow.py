@@ -93,12 +93,14 @@ from dmdidc.data_io import (
 )
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.time_column import (
+    TIME_UNITS,
     IsoStamps,
     check_tolerance,
     find_time_column,
     is_time_name,
     iso_seconds,
     iso_stamp,
+    name_unit,
     named_reason,
     nothing_to_ignore,
     time_unit,
@@ -453,9 +455,15 @@ class _Columns:
                                  f"{self.names} (a new stream must have the same signals)")
         self.names, self.units, self.delimiter = names, units, delimiter
         # without states named, the first rows tell the columns of text, which are no state
-        if self.decided is None and self.states is not None and self._chosen():
+        # and a time column whose unit is no time unit ('time [UTC]') may hold ISO stamps
+        if self.decided is None and self.states is not None and self._chosen() and (
+                self.time is None or name_unit(*self._cell(self._index(self.time, "time")))[1]
+                in TIME_UNITS):
             self.decided = self._columns(self.time)
         return self.decided
+
+    def _cell(self, column: int) -> tuple[str, str]:
+        return self.names[column], self.units[column]
 
     def _chosen(self) -> bool:
         """Whether the time column is chosen, not decided from the first rows."""
@@ -525,7 +533,8 @@ class _Columns:
                                  f"{[names[c] for c in inputs]} and time "
                                  f"{[names[c] for c in special]} must be distinct columns, "
                                  f"with at least one state{reason}")
-        seconds = 1.0 if not special else time_unit(
+        # (ISO stamps, text in the first rows, are seconds whatever the header's unit says)
+        seconds = 1.0 if not special or special[0] in words else time_unit(
             units[special[0]], f"{self.source} column {names[special[0]]!r}", reason=reason,
             name=names[special[0]], note=self.say)
         return dict(names=names, units=units, delimiter=self.delimiter, states=states,

@@ -193,3 +193,24 @@ def test_iso_seconds_is_none_for_text_and_refuses_a_bad_stamp_by_line():
                          where="'time'", lines=[2, 3, 4])
     assert stamps.local and stamps.seconds[0] == 0.0 and np.isnan(stamps.seconds[1])
     assert stamps.seconds[2] == 1.0
+
+
+def test_text_experiment_labels_and_a_utc_unit_on_iso_stamps(tmp_path):
+    X, U, _ = record(5, samples=40)
+    seconds = T * np.arange(X.shape[1])
+    seconds[21:] += 300.0                         # the second experiment starts later
+    stamps = stamps_text(seconds, "space")
+    path = write(tmp_path / "runs.csv", stamps, X, U,
+                 header="time [UTC],x1,status,x2,u,operator")
+    text = path.read_text().splitlines()
+    path.write_text("\n".join([text[0] + ",run"] + [line + ("," + ("run A" if k < 21 else
+                                                                    "run B"))
+                                                     for k, line in enumerate(text[1:])]) + "\n")
+    with pytest.warns(TimeColumnWarning, match="'status'"):
+        data = read_data(path, inputs=["u"], experiment="run")
+    assert data.n_experiments == 2 and data.dt == pytest.approx(T, rel=1e-9)
+    np.testing.assert_array_equal(data.X[0], X[:, :21])
+    np.testing.assert_array_equal(data.X[1], X[:, 21:])
+    chunks = list(follow_csv(path, inputs="u", states=["x1", "x2"], time="time",
+                             poll=0.01, idle_timeout=0.05, report=lambda message: None))
+    assert chunks[-1].dt == pytest.approx(T, rel=1e-9)
