@@ -647,7 +647,8 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
     >>> stamps.seconds.tolist(), str(stamps.origin), stamps.local
     ([0.0, 0.5], '2026-11-27T23:47:19.500000000', False)
     """
-    cells = np.strings.strip(np.asarray(cells, dtype=str))
+    cells = np.asarray(cells)
+    cells = np.strings.strip(cells if cells.dtype.kind in "UT" else cells.astype(str))
     missing = cells == "" if missing is None else np.asarray(missing, dtype=bool)
     present = np.flatnonzero(~missing)
     if present.size == 0 or not _ISO.match(str(cells[present[0]])):

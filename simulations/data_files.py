@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numpy.dtypes import StringDType
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from dmdidc.data_io import empty_columns_note, is_decimal_comma, is_missing, parse_columns
@@ -271,7 +272,8 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False,
         values.append(row)
     cells, bad_cells, words = None, {}, set()
     if text:
-        cells = np.strings.strip(np.array(values, dtype=str).reshape(len(values), width))
+        cells = np.strings.strip(np.array(values, dtype=StringDType()).reshape(len(values),
+                                                                               width))
         array, bad_cells, words = parse_columns(cells)
     else:
         array = np.array(values, dtype=float)
