@@ -62,9 +62,16 @@ first column that grows by one step in those rows is a row index (as pandas' ``t
 writes), left out with a message.  A column named in ``inputs`` / ``states`` is never taken as
 the time.  The first chunk waits for those rows (or the end of the follow).  With
 ``time="ignore"`` (``--time ignore``) the column so decided is left out unread: its stamps
-are never checked (a clock that is reset, jumps or jitters; its cells must still be numbers or
-empty, as every cell of the table), and the rows are samples ``dt`` apart (a lost row is then
-not seen as a gap: only an empty cell is a lost sample).
+are never checked nor read (a clock that is reset, jumps or jitters, or ISO stamps), and the
+rows are samples ``dt`` apart (a lost row is then not seen as a gap: only an empty cell is a
+lost sample).
+
+Only the states, the inputs and the time of a line are read.  A time column of ISO 8601 stamps
+(:mod:`dmdidc.time_column`) is read as seconds on the clock of the first stamp, a line at a
+time (:func:`~dmdidc.time_column.iso_stamp`): offsets are converted to UTC, and a stamp without
+an offset among ones with (or the other way round) is a malformed line.  Without ``states`` a
+column holding text in the first rows (a status flag) is no state: it is left out unread, with
+a message naming it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ Two formats, both checked here so that a mistake is reported in terms of the use
   an optional header line (its cells may be quoted).  A decimal comma is refused, naming the
   separator (it cannot be told from a comma separator).  A UTF-8 byte-order mark is skipped, and
   a column without a name whose every cell is empty (each line ends in the separator, as
-  spreadsheets write) is left out with a note (:attr:`CsvTable.notes`).
+  spreadsheets write) is left out with a note (:attr:`CsvTable.notes`).  :func:`read_csv_table` with
+  ``text=True`` keeps the cells that are no number (the caller reads only some columns; ISO
+  time stamps) instead of refusing them.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ Three forms of data (read by :mod:`simulations.data_files`):
 A time column is never fitted as a state.  Which column is the time, its unit and its
 jitter are decided by :mod:`dmdidc.time_column` (as for :func:`dmdidc.read_data`); ``time``
 decides (a column, ``"none"``: no time column, ``"ignore"``: leave the one named like a time,
-or a first column that grows by one step, out unread).
+or a first column that grows by one step, out unread).  A time column may hold ISO 8601 stamps
+(read as seconds after the first, :func:`dmdidc.time_column.iso_seconds`).  Only the columns
+read must be numbers: a column of text (a status flag, an operator's name) that no option names
+is left out unread with a note, never taken as a state; a text cell in a column that is read is
+refused with its line and column.
 Timestamps must increase by one sampling period per row (within ``time_tolerance`` periods: a
 PLC's jitter): a repeated, decreasing or off-grid timestamp is refused with its line, and a
 step of several periods is lost rows: missing samples, one per skipped period.  Missing samples
