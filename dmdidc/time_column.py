@@ -679,10 +679,14 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
     written: tuple[str, ...] = ()
     if expected:
         suffix = np.where(zulu, "Z", np.strings.slice(rest, np.maximum(sign, 0), None))
-        written, inverse = np.unique(np.where(missing, "Z", suffix), return_inverse=True)
-        shift = np.array([_offset_ns(str(o)) for o in written], dtype="int64")[inverse]
+        suffix = np.where(missing, suffix[first], suffix)
+        if (suffix == suffix[first]).all():       # one offset: no sort of a million strings
+            written, shift = (str(suffix[first]),), np.int64(_offset_ns(str(suffix[first])))
+        else:
+            distinct, inverse = np.unique(suffix, return_inverse=True)
+            written = tuple(str(o) for o in distinct)
+            shift = np.array([_offset_ns(o) for o in written], dtype="int64")[inverse]
         times = times - shift.astype("timedelta64[ns]")
-        written = tuple(str(o) for o in np.unique(suffix[~missing]))
     origin = times[first] if origin is None else np.datetime64(origin, "ns")
     seconds = (times - origin).astype("int64") / 1e9
     seconds[missing] = np.nan
