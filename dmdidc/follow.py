@@ -781,6 +781,12 @@ class _Stream:
             return
         if self.time is not None:
             stamp = self._stamp(values)
+            clock = self.choice.clock
+            if periods > 1 and clock is not None and clock.local and \
+                    abs(stamp - self.last_time - 3600.0) <= self.dt:
+                # lost samples of an hour between local stamps: most likely the clock
+                self.say(f"{where}: the time jumps {stamp - self.last_time:g} s ahead of "
+                         f"line {self.last_row[0]}, {periods - 1} lost samples{clock.hint}")
             if self.last_time is None:
                 self.first_time = stamp if self.first_time is None else self.first_time
             else:

@@ -214,3 +214,17 @@ def test_text_experiment_labels_and_a_utc_unit_on_iso_stamps(tmp_path):
     chunks = list(follow_csv(path, inputs="u", states=["x1", "x2"], time="time",
                              poll=0.01, idle_timeout=0.05, report=lambda message: None))
     assert chunks[-1].dt == pytest.approx(T, rel=1e-9)
+
+
+def test_a_daylight_saving_jump_ahead_in_followed_local_stamps_is_said(tmp_path):
+    X, U, _ = record(2, samples=30)
+    seconds = T * np.arange(X.shape[1])
+    seconds[20:] += 3600.0 - T                    # the clock springs forward an hour
+    iso = write(tmp_path / "iso.csv", stamps_text(seconds, "space"), X, U)
+    messages = []
+    chunks = list(follow_csv(iso, inputs="u", poll=0.01, idle_timeout=0.05,
+                             report=messages.append))
+    assert any("jumps 3600 s ahead" in m and "daylight-saving" in m for m in messages)
+    assert sum(c.U.shape[1] for c in chunks) == U.shape[1] + 7199
+    with pytest.raises(ParameterError, match="line 22.*daylight-saving"):
+        read_data(iso, inputs=["u"])
