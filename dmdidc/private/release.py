@@ -172,8 +172,15 @@ def _sas_epsilon(mechanism) -> float:
 
 def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: int):
     """Smallest SaS scale (within ``_SAS_SCALE_RTOL``, rounded up) whose certified pure-DP
-    epsilon for a ``dimension``-vector with this l1-sensitivity is at most ``epsilon``."""
+    epsilon for a ``dimension``-vector with this l1-sensitivity is at most ``epsilon``.
+
+    Raises ``ParameterError`` at once when ``epsilon`` is below the floor certified at any
+    scale (:func:`privacy.pure_epsilon.sas_epsilon_floor`, 1.31 for 20 entries at alpha 0.1):
+    past it the doubling below would never stop."""
     from privacy import SaSMechanism
+    from privacy.pure_epsilon import check_epsilon_reachable
+
+    check_epsilon_reachable(epsilon, alpha, dimension)
 
     def make(scale: float) -> SaSMechanism:
         return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,

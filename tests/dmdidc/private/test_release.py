@@ -210,6 +210,28 @@ def test_sas_release_is_pure_dp_with_the_vector_bound():
     assert np.all(np.isinf(np.diag(cov))) and np.all(cov[~np.eye(14, dtype=bool)] == 0)
 
 
+def test_a_sas_target_below_the_certified_floor_is_refused_before_any_search():
+    from privacy.pure_epsilon import sas_epsilon_floor
+
+    X, U = np.zeros((1, 41)), np.zeros((1, 40))
+    small = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    floor = sas_epsilon_floor(0.1, small.dimension)        # 14 entries: 14 times the scalar one
+    with pytest.raises(ParameterError, match=rf"alpha=0\.1 on a 14-entry query.*{floor:.4g}.*"
+                                             rf"larger alpha.*epsilon above"):
+        small.privatize("sas", epsilon=0.5 * floor, alpha=0.1, rng=0)
+    assert small.release_count == 0
+
+
+@pytest.mark.slow
+def test_a_sas_target_just_above_the_floor_is_reached():
+    from privacy.pure_epsilon import sas_epsilon_floor
+
+    X, U = np.zeros((1, 41)), np.zeros((1, 40))
+    small = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    target = 1.1 * sas_epsilon_floor(0.1, small.dimension)
+    assert small.privatize("sas", epsilon=target, alpha=0.1, rng=0).privacy.epsilon <= target
+
+
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(mechanism="gaussian", epsilon=1.0), "needs delta"),
     (dict(mechanism="poisson", epsilon=1.0), "mechanism must be one of"),
