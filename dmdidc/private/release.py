@@ -36,7 +36,8 @@ What each unit protects: ``"sample"`` one time step of every signal (event-level
 single reading, e.g. one 5-minute interval of a household); ``"window"`` ``w`` consecutive time
 steps (e.g. a day of occupancy); ``"trajectory"`` a whole experiment (e.g. a household's day
 when each day is a trajectory).  The sensitivity, and so the noise, grows with the unit:
-about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory.
+about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory
+(a window at least as long as the longest trajectory is a trajectory: the same sensitivity).
 
 Each call is one release: privatizing the same plain statistics again draws fresh noise on the
 same data, and the releases compose.  The statistics count them (``release_count``), and from

@@ -83,6 +83,26 @@ def test_window_and_trajectory_bounds_grow_with_the_unit():
     assert stats.sensitivity("window", window=500).l1 == whole.l1
 
 
+@pytest.mark.parametrize("detrend", [None, "constant"])
+def test_a_window_past_the_longest_trajectory_is_that_trajectory(detrend):
+    stats = SufficientStatistics.from_data([np.zeros((2, 101)), np.zeros((2, 61))],
+                                           [np.zeros((1, 100)), np.zeros((1, 60))], max_delay=3,
+                                           state_bound=[1.0, 2.0], input_bound=1.0,
+                                           detrend=detrend)
+    whole = stats.sensitivity("trajectory")
+    longest = stats.max_trajectory_samples
+    # the array of touched samples is not built window-long (1e12 steps would be terabytes)
+    for window in (longest, longest + 1, 10**12):
+        wide = stats.sensitivity("window", window=window)
+        assert np.array_equal(wide.entry_bounds, whole.entry_bounds)
+        assert wide.touched_samples == whole.touched_samples == longest
+        assert wide.window == window
+    # a touched window never reports more samples than a trajectory has
+    assert stats.sensitivity("window", window=longest - 2).touched_samples == longest
+    shorter = stats.sensitivity("window", window=longest // 2)
+    assert shorter.touched_samples == longest // 2 + 4 and shorter.l1 <= whole.l1
+
+
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(unit="day"), "unit must be one of"),
     (dict(unit="window"), "needs window=w"),
