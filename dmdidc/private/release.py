@@ -579,21 +579,38 @@ def _check_plain(stats) -> None:
 
 def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool):
     """``stats`` with ``release``'s noise added once to the whole vector; the release counted
-    on ``stats``, and from the second one on their composition said unless ``accounted``."""
+    on ``stats``, and from the second one on their composition said unless ``accounted``.
+
+    The warning's text is composed before the noise is drawn, and a composition the
+    accountant cannot bound is said, not raised: a raise after the draw would leave a release
+    recorded but never returned, and every later release of ``stats`` raising too."""
+    drawn = [*stats._drawn, release]
+    message = None if len(drawn) == 1 or accounted else _repeated_message(drawn)
     noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
     private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
     stats._drawn.append(release)
-    if len(stats._drawn) > 1 and not accounted:
+    if message is not None:
         from dmdidc.errors import RepeatedReleaseWarning, warn_model
 
-        each = ", ".join(sorted({f"({r.epsilon:.4g}, {r.delta:.3g})" for r in stats._drawn}))
-        warn_model(f"these plain statistics have now been privatized {len(stats._drawn)} "
-                   f"times (fresh noise on the same data each time); each release reports "
-                   f"only its own guarantee ({each}), together they are "
-                   f"{stats.composed_privacy()}. Release once and reuse the result, or "
-                   f"pass accounted=True where the composition is accounted for "
-                   f"(stats.composed_privacy())", RepeatedReleaseWarning)
+        warn_model(message, RepeatedReleaseWarning)
     return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+def _repeated_message(drawn: list[PrivacyRelease]) -> str:
+    """The repeated-release warning for the releases ``drawn`` of the same statistics."""
+    from _toolbox.errors import AccountingError
+
+    each = ", ".join(sorted({f"({r.epsilon:.4g}, {r.delta:.3g})" for r in drawn}))
+    try:
+        together = f"together they are {composed_guarantee(drawn)}"
+    except AccountingError as exc:
+        together = (f"their composition is not computable ({exc}); together they are at best "
+                    f"as private as the least private of them")
+    return (f"these plain statistics have now been privatized {len(drawn)} times (fresh noise "
+            f"on the same data each time); each release reports only its own guarantee "
+            f"({each}), {together}. Release once and reuse the result, or pass "
+            f"accounted=True where the composition is accounted for "
+            f"(stats.composed_privacy())")
 
 
 #: Finest first: a release per window or trajectory also protects one time step of it.

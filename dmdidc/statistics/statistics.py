@@ -497,6 +497,13 @@ class SufficientStatistics:
 
         It covers releases of this object only: statistics built again from the same data, or
         sums holding them, keep their own count.
+
+        Raises
+        ------
+        AccountingError
+            The accountant has no bound for the composition (a release above epsilon 700
+            composed with another); later releases still go through, their
+            ``RepeatedReleaseWarning`` saying so.
         """
         from dmdidc.private.release import composed_guarantee
 

@@ -320,6 +320,23 @@ def test_a_second_release_of_the_same_statistics_warns_with_the_composed_guarant
         assert fresh.centered().release_count == 0
 
 
+def test_a_composition_without_a_bound_is_said_and_later_releases_go_through(plant):
+    from dmdidc import RepeatedReleaseWarning
+    from privacy.errors import AccountingError
+
+    U = random_excitation(2, 300, rng=2)
+    fresh = SufficientStatistics.from_data(plant.simulate(np.zeros(2), U), U, max_delay=3,
+                                           state_bound=120.0, input_bound=4.0)
+    fresh.privatize("laplace", epsilon=1000.0, rng=0)    # beyond the accountant's PLD range
+    for count in (2, 3):
+        with pytest.warns(RepeatedReleaseWarning, match=rf"privatized {count} times.*"
+                                                         r"composition is not computable"):
+            private = fresh.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=count)
+        assert private.privacy.epsilon <= 1.0 and fresh.release_count == count
+    with pytest.raises(AccountingError, match="epsilon 1000"):
+        fresh.composed_privacy()
+
+
 def test_releases_at_several_units_compose_for_the_finest(stats):
     from dmdidc.private.release import composed_guarantee
 
