@@ -548,7 +548,7 @@ def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample
     from privacy import GaussianMechanism
 
     _check_plain(stats)
-    sens = statistics_sensitivity(stats, unit, window=window)
+    sens = _release_sensitivity(stats, unit, window)
     mech = calibration.mechanism
     expected = sens.l2 if isinstance(mech, GaussianMechanism) else sens.l1
     if not math.isclose(mech.sensitivity, expected, rel_tol=1e-12):
@@ -734,10 +734,21 @@ def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
     """
     alpha, delta = check_release_settings(mechanism, alpha, delta)
     epsilon = check_positive("epsilon", epsilon)
-    sens = statistics_sensitivity(stats, unit, window=window)
+    sens = _release_sensitivity(stats, unit, window)
     calibration = calibrate_release(mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1,
                                     l2=sens.l2, dimension=stats.dimension)
     return _describe(calibration, sens, unit, stats.dimension), calibration.variance
+
+
+def _release_sensitivity(stats, unit: str, window: int | None):
+    """The sensitivity a release of ``stats`` is calibrated on; statistics of no sample are
+    refused here (their sensitivity is 0, which no mechanism accepts)."""
+    if stats.n_samples == 0:
+        raise ParameterError(f"the statistics hold no regression samples (empty data: "
+                             f"{stats.n_trajectories} trajectory(ies), none with more input "
+                             f"samples than max_delay), so there is nothing to release; build "
+                             f"them from trajectories longer than max_delay")
+    return statistics_sensitivity(stats, unit, window=window)
 
 
 def _describe(calibration: Calibration, sens, unit: str, dimension: int) -> PrivacyRelease:

@@ -156,7 +156,7 @@ def statistics_sensitivity(stats, unit: str = "sample", *, window: int | None = 
         # at most that many steps, not an array as long as the window (1e9 steps: 130 GB)
         steps = 1 if unit == "sample" else min(window, max(longest, 1))
         pattern = _touch_pattern(layout.slots, widths, steps)
-        touched = min(pattern.shape[0], max(longest, 1))
+        touched = min(pattern.shape[0], longest)
         P = pattern.astype(float)
         either = pattern.shape[0] - (1.0 - P).T @ (1.0 - P)   # samples where i or j changes
         bounds = 2.0 * either

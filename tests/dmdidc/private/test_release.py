@@ -246,6 +246,16 @@ def test_bad_privatization_arguments_are_refused(stats, kwargs, pattern):
         stats.privatize(**kwargs)
 
 
+@pytest.mark.parametrize("inputs", [0, 2])       # no sample at all, or none past max_delay
+def test_empty_statistics_are_refused_as_empty(inputs):
+    empty = SufficientStatistics.from_data(np.zeros((1, inputs + 1)), np.zeros((1, inputs)),
+                                           max_delay=2, state_bound=4.0, input_bound=3.0)
+    # it said "sensitivity must be > 0; got 0.0", an argument the caller never gave
+    with pytest.raises(ParameterError, match="hold no regression samples.*empty data"):
+        empty.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0)
+    assert empty.release_count == 0
+
+
 def test_statistics_are_privatized_once_and_need_bounds(stats):
     private = stats.privatize("laplace", epsilon=1.0, rng=0)
     with pytest.raises(ParameterError, match="already privatized"):
