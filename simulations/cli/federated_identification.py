@@ -150,7 +150,12 @@ def run_identify_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated identify``."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, progress_bar, write_summary
+    from simulations.cli.common import (
+        output_path,
+        progress_bar,
+        refuse_delta_without_effect,
+        write_summary,
+    )
     from simulations.studies.federated_identification import (
         FederatedIdentificationConfig,
         plot_identification,
@@ -160,9 +165,7 @@ def run_identify_command(args: argparse.Namespace) -> int:
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha only applies to --mechanism sas")
-    if args.delta is not None and args.mechanism == "laplace":
-        raise ParameterError(f"--delta applies to --mechanism gaussian or sas; got --delta "
-                             f"{args.delta} with --mechanism laplace (pure epsilon-DP)")
+    refuse_delta_without_effect(args.mechanism, args.delta)
     if args.files:
         from simulations.cli.federated_files import run_on_files
         return run_on_files(args)
