@@ -10,6 +10,9 @@ the worst case found (else the noise would be wasted): the measured ratios are i
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -150,13 +153,18 @@ def test_a_part_added_twice_moves_the_sum_twice_and_its_sensitivity_says_so(detr
 
     def combine(S):
         twice = S + S
+        # a pickled or deep-copied S is S's data too (its multiplicity was lost: l1 halved)
         return {"S + S": twice, "(S + other) + S": (S + other) + S,
                 "weighted_total 3": weighted_total([S, other], np.array([3, 1])),
-                "from_vector": SufficientStatistics.from_vector(twice.to_vector(), like=twice)}
+                "from_vector": SufficientStatistics.from_vector(twice.to_vector(), like=twice),
+                "S + pickled S": S + pickle.loads(pickle.dumps(S)),
+                "deepcopy(S) + S + pickled S": copy.deepcopy(S) + S + pickle.loads(
+                    pickle.dumps(S))}
 
     S = build(X, U)
     totals = combine(S)
-    expected = {"S + S": 2, "(S + other) + S": 2, "weighted_total 3": 3, "from_vector": 2}
+    expected = {"S + S": 2, "(S + other) + S": 2, "weighted_total 3": 3, "from_vector": 2,
+                "S + pickled S": 2, "deepcopy(S) + S + pickled S": 3}
     one = S.sensitivity("sample")
     worst = dict.fromkeys(totals, 0.0)
     for t in range(K):           # time step t of x (t <= K) and u (t < K) replaced
