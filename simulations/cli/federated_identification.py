@@ -93,6 +93,12 @@ def add_identify_action(actions: Any) -> None:
                         "calibration; not for laplace; default 1e-5)")
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
                    help="noise of every client's release")
+    p.add_argument("--unit", choices=("sample", "window", "trajectory"),
+                   help="privacy unit of every client's release: one time step, --window "
+                        "steps, or a whole record (data files; default: sample; the built-in "
+                        "study releases per sample)")
+    p.add_argument("--window", type=_count,
+                   help="time steps per window (data files, with --unit window)")
     p.add_argument("--alpha", type=_alpha, default=None, help="SaS index (sas only; 1.5)")
     p.add_argument("--experiments", type=_count,
                    help="built-in study: experiments per client (default: 30)")

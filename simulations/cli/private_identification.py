@@ -29,6 +29,7 @@ from simulations.cli.common import (
     _count,
     _probability,
     _seed,
+    check_unit_window,
     clipping_warning,
     finite_vector,
     output_path,
@@ -151,8 +152,7 @@ def _identify(args: argparse.Namespace) -> int:
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha needs --mechanism sas")
     refuse_delta_without_effect(args.mechanism, args.delta)
-    if args.window is not None and args.unit != "window":
-        raise ParameterError("--window needs --unit window")
+    check_unit_window(args.unit, args.window)
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     refuse_interpolation(args)
