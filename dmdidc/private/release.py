@@ -55,8 +55,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -116,6 +117,11 @@ class PrivacyRelease:
     dimension: int
     accountant: str
     dominating: Any = None
+    #: Which noise realization this is: made once per release and kept by copies, pickling and
+    #: dataclasses.replace (an id() was lost through pickling: P + pickled P was taken for two
+    #: independent releases and declared half the variance of its noise).  Not compared: two
+    #: releases of equal settings are still two draws.
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False, repr=False)
 
     @property
     def accounted_mechanism(self) -> Any:

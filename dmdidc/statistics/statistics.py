@@ -347,7 +347,7 @@ class SufficientStatistics:
         if isinstance(other, int) and other == 0:      # sum() starts from 0
             return self
         self._compatible(other)
-        if {id(release) for release in self.releases} & {id(r) for r in other.releases}:
+        if {release.token for release in self.releases} & {r.token for r in other.releases}:
             raise ParameterError("these statistics share a privatized release (one noise "
                                  "realization): their sum would hold it twice and declare "
                                  "the variance of two independent releases; add distinct "
