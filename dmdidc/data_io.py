@@ -194,7 +194,7 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
                              ".npz archive round-trips everything)")
     tolerance = check_tolerance(time_tolerance)
     notes: list[str] = []
-    names, units, values = _read_csv(path, notes)
+    names, units, values, lines = _read_csv(path, notes)
     column = _Names(path.name, names, units)
     reason = ""
     inputs = column.select(inputs, "inputs")
@@ -229,9 +229,8 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     pieces = np.split(values, starts[1:])
     if time is not None:
         dt, pieces = _period(path, special[0], units[index[special[0]]], pieces,
-                             index[special[0]], np.split(np.arange(2, len(values) + 2),
-                                                         starts[1:]),
-                             dt, tolerance, reason, notes, missing)
+                             index[special[0]], np.split(lines, starts[1:]), dt, tolerance,
+                             reason, notes, missing)
     elif dt is None:
         index = (f" ({unread[0]!r}, a row index, was left out; time={unread[0]!r} reads it as "
                  f"the time)" if unread else "")
@@ -268,24 +267,30 @@ class _Names:
         return [self.name(spec, option) for spec in specs]
 
 
-def _read_csv(path: Path, notes: list[str]) -> tuple[list[str], list[str], np.ndarray]:
-    """Header names, units and the values (rows, columns; missing cells NaN); a column without
-    a name whose every cell is empty is left out, noted in ``notes``."""
-    text = path.read_text()
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
+def _read_csv(path: Path, notes: list[str]
+              ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Header names, units, the values (rows, columns; missing cells NaN) and each row's line
+    in the file; a column without a name whose every cell is empty is left out, noted in
+    ``notes``."""
+    # the BOM a spreadsheet writes, on every platform (the default encoding of Windows is
+    # cp1252, which read it as the header's first characters, and a degree sign as two)
+    text = path.read_text(encoding="utf-8-sig")
+    # blank lines are skipped, but messages name the file's own line numbers
+    numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(numbered) < 2:
         raise ParameterError(f"{path.name} needs a header line and at least one row")
-    names, units, delimiter = parse_header(lines[0], path.name)
-    rows = csv.reader(lines[1:], delimiter=delimiter)
-    values = np.array([parse_row(row, names, f"{path.name} line {r}")
-                       for r, row in enumerate(rows, 2)])
+    names, units, delimiter = parse_header(numbered[0][1], path.name)
+    lines = np.array([k for k, _ in numbered[1:]])
+    rows = csv.reader([line for _, line in numbered[1:]], delimiter=delimiter)
+    values = np.array([parse_row(row, names, f"{path.name} line {k}")
+                       for k, row in zip(lines, rows, strict=True)])
     empty = [c for c, name in enumerate(names)
              if not name and np.isnan(values[:, c]).all()]
     if empty:
         notes.append(empty_columns_note(empty, len(names), repr(delimiter)))
         kept = [c for c in range(len(names)) if c not in empty]
         names, units, values = [names[c] for c in kept], [units[c] for c in kept], values[:, kept]
-    return names, units, values
+    return names, units, values, lines
 
 
 def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
