@@ -260,3 +260,14 @@ def test_a_pandas_index_with_gaps_and_a_t_clock_with_a_repeated_row_are_no_state
                  lambda: read_identification_data(path, inputs="u1,u2", dt=0.5)):
         with pytest.raises(ParameterError, match="line 13 repeats the time .* written twice"):
             read()
+
+
+@pytest.mark.parametrize("name", ["T - T0", "NA", "Na", "null"])
+def test_a_header_whose_names_hold_missing_marks_is_a_header(tmp_path, name):
+    """A review: the command line took 'time,T - T0,x2,u1,u2' (a '-' among its words) for a row
+    of data and refused 'time' as no number; read_data and follow read it."""
+    t, X, U = record(2)
+    path = write(tmp_path / "named.csv", ["time", name, *HEADER[2:]], cells(t, X, U))
+    data = read_identification_data(path, inputs="u1,u2")
+    assert data.state_names == (name, "x2")
+    np.testing.assert_array_equal(data.X[0], X)
