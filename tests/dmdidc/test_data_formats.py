@@ -178,6 +178,12 @@ def test_spreadsheet_missing_cells_are_missing_in_both_readers(tmp_path, seed, t
     expected[(column - 1) % 2, lost] = np.nan
     python = read_data(path, inputs=["u1", "u2"], missing="interpolate")
     assert python.missing_report.n_missing == 3
+    # placed where they were lost: the filled row is the linear interpolation over them
+    row = expected[(column - 1) % 2]
+    known = ~np.isnan(row)
+    filled = np.interp(np.arange(row.size), np.flatnonzero(known), row[known])
+    got = (python.X[0], python.U[0])[column > 2][(column - 1) % 2]
+    np.testing.assert_allclose(got, filled, rtol=1e-12, atol=1e-12)
     cli = read_identification_data(path, inputs="u1,u2", missing="drop")
     assert f"dropped 3 missing values ('{HEADER[column]}' at samples " \
            f"{', '.join(map(str, sorted(lost)))} " in " ".join(cli.notes)
