@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from _toolbox.errors import DimensionError, ParameterError, SolverError
+from _toolbox.errors import DimensionError, ParameterError, SolverError, UnstableLoopWarning
 from _toolbox.validation import (
     check_finite_array,
     check_integer,
@@ -77,6 +77,21 @@ MAX_CONDENSED_CONDITION = 1e10
 #: |bound|)``) accepted in a solver's plan; beyond it SolverError (a plan reported optimal
 #: that breaks its bounds is no plan).
 STATE_BOUND_TOLERANCE = 1e-6
+
+#: A mode of ``A_d`` counts as unstable (for the recovery check of a plan under input bounds)
+#: when ``|lambda| > 1 + UNSTABLE_MODE_MARGIN``: an integrator's rounding stays out.
+UNSTABLE_MODE_MARGIN = 1e-9
+
+#: The recovery check of an input-bounded MPC on an unstable plant asks whether any inputs
+#: within the bounds bring the unstable modes' component back below its value now, over the
+#: moves in which the slowest unstable mode grows this many times (a start whose distance to
+#: the edge of the recoverable region is below 1 / RECOVERY_GROWTH of its own distance to
+#: the origin's is taken as beyond it), at most _MAX_RECOVERY_STEPS moves.
+RECOVERY_GROWTH = 1e4
+_MAX_RECOVERY_STEPS = 2000
+#: What the least-squares recovery leaves, relative to the unforced component, that counts
+#: as zero (the solver's rounding).
+_RECOVERY_TOLERANCE = 1e-7
 
 _SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
@@ -346,6 +361,15 @@ class DelayedMPC:
     NonFiniteError
         Non-finite weights or bounds.
 
+    Warns
+    -----
+    UnstableLoopWarning
+        Once per loop (until :meth:`reset`), from a solve whose plan rides an input bound on
+        an open-loop unstable plant and ends with a larger unstable component than at
+        ``x_{k+w}``, when no inputs within the bounds bring that component back to zero
+        (``RECOVERY_GROWTH``): the state is beyond the region the bounds can recover and the
+        loop diverges, though every solve is "optimal".  Widen the bounds or start closer.
+
     Notes
     -----
     The QP's matrices are built and factored once; a step updates only its vectors, so a
@@ -501,6 +525,7 @@ class DelayedMPC:
         self._hard_rows = (not self.soft_state_constraints
                            and (self._x_lo is not None or self._x_hi is not None))
         self._signal_check = self._signal_map() if self._hard_rows else None
+        self._recovery = self._recovery_map()
         self._solver: Any = self._new_solver()
         self.reset()
 
@@ -732,9 +757,11 @@ class DelayedMPC:
         return self._history.copy()
 
     def reset(self, u_history: Any = None) -> None:
-        """Forget the past: zero input history (or ``u_history``, shape (m, R), oldest first)."""
+        """Forget the past: zero input history (or ``u_history``, shape (m, R), oldest first).
+        A new loop may warn again (the unstable-mode recovery check warns once per loop)."""
         self._history = self._check_history(u_history)
         self.last_result: MPCResult | None = None
+        self._warned_recovery = False
 
     def __call__(self, x: Any) -> np.ndarray:
         """Solve at the measured state ``x`` (shape (n,)), record and return ``u_k`` (shape (m,)).
@@ -824,6 +851,8 @@ class DelayedMPC:
             if self._hard_rows:
                 rows_v, rows_p = self._signal_check[:2]
                 self._check_state_bounds(rows_v @ v + rows_p @ p)
+            if self._recovery is not None and not self._warned_recovery:
+                self._check_recovery(moves, p)
 
             def prediction() -> tuple[np.ndarray, float]:
                 states = qp.states(v, p, n)
@@ -838,6 +867,8 @@ class DelayedMPC:
                 w, N = self.dead_steps, self.horizon
                 H = np.eye(self._n) if self._bound_matrix is None else self._bound_matrix
                 self._check_state_bounds((H @ states[:, w + 1:w + N + 1]).T.ravel())
+            if self._recovery is not None and not self._warned_recovery:
+                self._check_recovery(inputs.T.ravel(), p)    # (deviations, as p)
             shifted = states if op is None else states + op.state[:, None]
 
             def prediction() -> tuple[np.ndarray, float]:
@@ -866,6 +897,136 @@ class DelayedMPC:
                           f"solution", RuntimeWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ helpers
+    def _recovery_map(self) -> tuple[np.ndarray, ...] | None:
+        """``(fixed_p, terminal_u, terminal_p, reach_u, reach_p)`` of the unstable-mode
+        recovery check, or None (no input bounds, or no mode of ``A_d`` beyond ``1 +
+        UNSTABLE_MODE_MARGIN``).
+
+        The unstable component of a state ``x`` is ``z = Z' x``, ``Z`` (n, r) an orthonormal
+        basis of the unstable invariant subspace of ``A_d'`` (its sorted real Schur form):
+        ``z`` is zero exactly on the stable subspace and follows ``z_{t+1} = L z_t + sum_j Z'
+        B^(j) u_{t-j}`` with ``L = Z' A_d Z`` (r, r).  ``z_{k+w} = fixed_p p`` is fixed by the
+        past; ``z_{k+w+N} = terminal_u moves + terminal_p p``; ``reach_u``, ``reach_p`` the
+        same after ``_recovery_steps`` moves."""
+        if self._u_lo is None and self._u_hi is None:
+            return None
+        limit = (1.0 + UNSTABLE_MODE_MARGIN) ** 2
+        plant = self.plant
+        _, Z, count = scipy.linalg.schur(plant.A_d.T, output="real",
+                                         sort=lambda re, im: re * re + im * im > limit)
+        if not count:
+            return None
+        basis = Z[:, :count].T
+        eigenvalues = np.linalg.eigvals(plant.A_d)
+        unstable = eigenvalues[np.abs(eigenvalues) ** 2 > limit]
+        self._unstable_moduli = np.sort(np.abs(unstable))[::-1]
+        # The reach is tested over more moves than the horizon: a start near the edge of the
+        # recoverable region comes back slowly (first held near the edge by the committed
+        # inputs: a random plant went 4.78, 5.14, 5.396 against an edge of 5.3966, then
+        # back), and a rotating pair cannot always be shrunk soon (the inputs push along
+        # fixed directions).  So: until the slowest unstable mode has grown RECOVERY_GROWTH
+        # times (a start that close to the edge is taken as beyond it), and a full turn of
+        # the slowest rotation.
+        grow = int(np.ceil(np.log(RECOVERY_GROWTH) / np.log(self._unstable_moduli[-1])))
+        turning = np.abs(np.angle(unstable))
+        turning = turning[turning > 1e-12]
+        turn = int(np.ceil(2 * np.pi / turning.min())) if turning.size else 0
+        self._recovery_steps = max(self.horizon, min(max(grow, turn), _MAX_RECOVERY_STEPS))
+        # moves within the input tolerance of a bound ride it
+        self._u_tiled = [np.full(self._m * self.horizon, sign * np.inf) if b is None else
+                         np.tile(b - sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(b)),
+                                 self.horizon)
+                         for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        low, high = self._u_tiled
+        self._ride = ((float(low[0]), float(high[0]))
+                      if (low == low[0]).all() and (high == high[0]).all() else None)
+        self._reach_bounds = [np.full(self._m * self._recovery_steps, sign * np.inf)
+                              if b is None else np.tile(b, self._recovery_steps)
+                              for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        fixed, terminal_u, terminal_p = self._unstable_maps(basis, self.horizon)
+        _, reach_u, reach_p = self._unstable_maps(basis, self._recovery_steps, discount=True)
+        return fixed, terminal_u, terminal_p, reach_u, reach_p
+
+    def _unstable_maps(self, basis: np.ndarray, horizon: int, *, discount: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(fixed_p, on_u, on_p)``: ``z_{k+w} = fixed_p p`` and ``z_{k+w+horizon} = on_u
+        moves + on_p p`` (moves ``u_k .. u_{k+horizon-1}``, time-major) for ``z = basis x``.
+
+        ``discount``: the maps of ``L^-t z_t`` instead (``t`` steps after ``k``): ``L^-t
+        z_t = z_0 + sum_s L^-(s+1) (forcing of step s)``, whose terms shrink (the plain
+        maps grow as ``L^t``: 1e89 over 635 steps of a mode at 1.46)."""
+        plant = self.plant
+        n, m, R, w = self._n, self._m, self._R, self.dead_steps
+        L = basis @ plant.A_d @ basis.T
+        step = np.linalg.inv(L) if discount else L
+        blocks = [(j, basis @ plant.B_blocks[j]) for j in range(R + 1)
+                  if np.any(plant.B_blocks[j])]
+        on_p, on_u = np.zeros((basis.shape[0], n + m * R)), np.zeros((basis.shape[0],
+                                                                      m * horizon))
+        on_p[:, :n] = basis
+        fixed = on_p.copy()
+        scale = np.eye(basis.shape[0])            # L^-(t+1), discounted
+        for t in range(w + horizon):
+            if discount:
+                scale = scale @ step
+            else:
+                on_p, on_u = L @ on_p, L @ on_u
+            for j, block in blocks:
+                i = t - j               # u_{k+i}: committed (p: oldest first) or a move
+                force = scale @ block
+                if i < 0:
+                    on_p[:, n + (R + i) * m:n + (R + i + 1) * m] += force
+                else:
+                    on_u[:, i * m:(i + 1) * m] += force
+            if t == w - 1:
+                fixed = on_p.copy()
+        return fixed, on_u, on_p
+
+    def _check_recovery(self, moves: np.ndarray, p: np.ndarray) -> None:
+        """Warn (:class:`UnstableLoopWarning`, once per loop) when no inputs within the bounds
+        bring the unstable modes' component back to zero within ``_recovery_steps`` moves:
+        the state is beyond the region the bounds can recover, and the loop diverges (a
+        trial: ``|u| <= 0.1`` on ``x' = 0.2 x`` from 2, the state at 7.9e8 after 100 steps,
+        every solve "optimal").
+
+        Only a plan that itself ends with a larger component than ``x_{k+w}``'s (fixed by
+        the past) is examined: a plan may let the component grow because that is cheaper
+        for the cost while the bounds could still bring it back (random plants with a
+        slightly unstable pair: the loop grew it from 8 to 10.5, then converged), so the
+        plan alone would be a false alarm.  The test is a box least-squares problem
+        (``scipy.optimize.lsq_linear``) in the decay-scaled coordinates ``L^-t z_t``: zero is
+        reached there exactly when ``z`` is."""
+        # a plan off the bounds is the unconstrained one (stabilizing): the bounds do not
+        # limit it (and the test below is skipped on most steps; the extreme moves decide
+        # with the same limits for every input, as in _check_input_bounds)
+        ride = self._ride
+        if ride is not None:
+            if moves[moves.argmin()] > ride[0] and moves[moves.argmax()] < ride[1]:
+                return
+        elif not (np.any(moves <= self._u_tiled[0]) or np.any(moves >= self._u_tiled[1])):
+            return
+        fixed_p, terminal_u, terminal_p, reach_u, reach_p = self._recovery
+        start = float(np.linalg.norm(fixed_p @ p))
+        if not float(np.linalg.norm(terminal_u @ moves + terminal_p @ p)) > start:  # NaN: no
+            return
+        from scipy.optimize import lsq_linear
+
+        free = reach_p @ p
+        best = lsq_linear(reach_u, -free, bounds=tuple(self._reach_bounds), method="bvls")
+        left = float(np.linalg.norm(reach_u @ best.x + free))
+        if left <= _RECOVERY_TOLERANCE * float(np.linalg.norm(free)):
+            return
+        self._warned_recovery = True
+        w, steps = self.dead_steps, self._recovery_steps
+        warnings.warn(
+            f"DelayedMPC: the input bounds cannot bring the plant's unstable mode(s) back "
+            f"(|lambda| = {_fmt(self._unstable_moduli)}): their component is {start:.4g} at "
+            f"x_(k+{w}) (fixed by the past), the plan ends with it larger, and no inputs "
+            f"within [{_fmt(self.u_min)}, {_fmt(self.u_max)}] bring it back to zero even "
+            f"over {steps} moves: the loop diverges. Widen the input bounds or start closer "
+            f"to the {'operating point' if self.operating_point is not None else 'origin'}",
+            UnstableLoopWarning, stacklevel=4)
+
     def _check_x(self, x: Any) -> np.ndarray:
         x = check_finite_array("x", x, ndim=1)
         if x.shape != (self._n,):
