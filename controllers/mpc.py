@@ -63,7 +63,8 @@ INPUT_BOUND_TOLERANCE = 1e-6
 MAX_QP_VARIABLES = 10_000
 MAX_DENSE_ENTRIES = 10_000_000
 #: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries,
-#: else OSQP on the sparse QP.  At n = 10, m = 2 with state bounds DAQP was 10x faster than
+#: else Clarabel on the sparse QP with soft state (output) bounds, OSQP without.  At n = 10,
+#: m = 2 with state bounds DAQP was 10x faster than
 #: OSQP up to N = 200 (1.1e6 entries; benchmarks/bench_mpc.py).
 AUTO_DENSE_ENTRIES = 2_000_000
 #: Largest condition number of the condensed Hessian that DAQP is set up on.  Condensing writes
@@ -300,7 +301,9 @@ class DelayedMPC:
         formulations of one's own.  ``"auto"``: DAQP while the condensed matrices are small
         (``AUTO_DENSE_ENTRIES``) and the condensed Hessian well conditioned
         (``MAX_CONDENSED_CONDITION``: an open-loop unstable plant over a long horizon
-        exceeds it), else OSQP (large) or Clarabel (ill-conditioned) on the sparse QP;
+        exceeds it), else on the sparse QP Clarabel (ill-conditioned, or large with soft
+        state or output bounds) or OSQP (large otherwise; a step where OSQP stops at its
+        iteration or time limit is solved by Clarabel, with a ``RuntimeWarning`` once);
         ``"DAQP"`` on an ill-conditioned condensed QP is refused.  Case-insensitive.
     warm_start : bool, default True
         Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
@@ -527,6 +530,11 @@ class DelayedMPC:
         self._signal_check = self._signal_map() if self._hard_rows else None
         self._recovery = self._recovery_map()
         self._solver: Any = self._new_solver()
+        # "auto" picked OSQP: a step that hits its iteration or time limit is solved again by
+        # Clarabel on the same sparse QP (set up on first need)
+        self._fallback: Any = None
+        self._may_fall_back = self.solver == "OSQP" and str(solver).lower() == "auto"
+        self._fell_back = False
         self.reset()
 
     def _new_solver(self) -> Any:
@@ -565,7 +573,7 @@ class DelayedMPC:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_solver"] = state["_cvxpy"] = None
+        state["_solver"] = state["_cvxpy"] = state["_fallback"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -671,7 +679,11 @@ class DelayedMPC:
                                  f"entries for DAQP (at most {MAX_DENSE_ENTRIES}); shorten the "
                                  f"horizon or use solver='OSQP' (sparse)")
         if solver == "auto":
-            solver = "DAQP" if entries <= AUTO_DENSE_ENTRIES else "OSQP"
+            # large: with soft bounds OSQP stopped at its 20000 iterations in 3 of 6 random
+            # loops (4-10 states, N = 150-300) and was 0.9-10x slower than Clarabel where it
+            # finished; with input bounds alone it was 1.2-1.6x faster (docs/control.md)
+            solver = ("DAQP" if entries <= AUTO_DENSE_ENTRIES else
+                      "CLARABEL" if soft and bounded else "OSQP")
         return solver
 
     def _condensed_or_sparse(self, auto: bool) -> None:
@@ -834,6 +846,9 @@ class DelayedMPC:
         """Solve at ``p = [x_k, committed inputs]`` (deviations, checked)."""
         start = time.perf_counter()
         outcome = self._solver.solve(p)
+        name = self.solver
+        if outcome.status == "user_limit" and self._may_fall_back:
+            outcome, name = self._solve_by_fallback(p, outcome), "CLARABEL"
         elapsed = time.perf_counter() - start
         status = outcome.status
         if status != "optimal":
@@ -877,7 +892,23 @@ class DelayedMPC:
             inputs = inputs + op.input[:, None]
         inputs.setflags(write=False)     # a fresh float array of this solve: no copy needed
         return MPCResult._of(inputs, status, elapsed, outcome.solver_time, outcome.iterations,
-                             self.solver, self.dead_steps, prediction)
+                             name, self.dead_steps, prediction)
+
+    def _solve_by_fallback(self, p: np.ndarray, stopped: Any) -> Any:
+        """Clarabel's outcome at ``p`` after OSQP (picked by ``"auto"``) stopped at its limit:
+        a trial's loop (8 states, 2 inputs, N = 300, soft state bounds) raised SolverError
+        'user_limit' partway, where Clarabel solved every step.  Said once per controller."""
+        if self._fallback is None:
+            self._fallback = QP_SOLVERS["CLARABEL"][0](self._qp, {}, warm_start=False)
+        outcome = self._fallback.solve(p)
+        if not self._fell_back and outcome.status.startswith("optimal"):
+            self._fell_back = True
+            warnings.warn(f"OSQP (picked by solver='auto') stopped at its iteration or time "
+                          f"limit after {stopped.iterations} iterations; Clarabel solved this "
+                          f"step on the same QP, and will solve every step where OSQP stops "
+                          f"(said once). solver='CLARABEL' uses it throughout", RuntimeWarning,
+                          stacklevel=5)
+        return outcome
 
     def _check_status(self, status: str, x: np.ndarray, history: np.ndarray) -> None:
         """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
