@@ -4,8 +4,11 @@ the model itself or on a given true plant; trajectory CSV, summary JSON and Mark
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +135,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise ParameterError(f"model {args.model!r} has no inputs (identified from autonomous "
                              f"data): a controller needs at least one input to act on the "
                              f"plant; use its A_d / A_c to predict the free response")
+    _repeat_failed_checks(model, args)
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
         _check_plant_matches_model(plant, model, args)
@@ -155,13 +159,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     # The exact inter-sample curve only serves the figure, which cannot show more than a few
     # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
     try:
-        result = simulate_closed_loop(
-            plant, controller, x0, args.steps, rng=seed, Q=Q, R=R,
-            process_noise=_sampler(args, args.process_noise),
-            measurement_noise=_sampler(args, args.measurement_noise),
-            fine=plant.has_continuous and args.steps <= _FINE_STEPS,
-            progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
-            and sys.stderr.isatty())                  # no bar frames in a pipe or a log
+        with _said_in_command_terms(args):
+            result = simulate_closed_loop(
+                plant, controller, x0, args.steps, rng=seed, Q=Q, R=R,
+                process_noise=_sampler(args, args.process_noise),
+                measurement_noise=_sampler(args, args.measurement_noise),
+                fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+                progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
+                and sys.stderr.isatty())                  # no bar frames in a pipe or a log
     except NonFiniteError as exc:
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} is not finite "
                              f"({exc}); float64 holds values up to 1.8e308: scale the states "
@@ -178,6 +183,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     radius = getattr(controller, "nominal_spectral_radius", None)
     if radius is not None:      # the loop on the model itself: < 1 is stable there
         summary["model_spectral_radius"] = json_number(radius)
+    if plant is not model:
+        _check_loop_on_plant(summary, plant, controller, result, x0, args)
     labels = _labels(model)
     if labels is not None:
         from simulations.cli.identify import signals_record
@@ -195,6 +202,78 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
     return 0
+
+
+@contextlib.contextmanager
+def _said_in_command_terms(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings of the loop (an MPC's recovery check, its solver fallback) printed as the
+    command's warnings, each once (also when the loop then fails)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            said = set()
+            for item in caught:
+                text = str(item.message)
+                if text not in said:
+                    said.add(text)
+                    warn(text, args)
+
+
+#: simulate warns when the loop's final state norm exceeds this many times the start's (and
+#: twice the norm halfway through: a stationary noisy loop is not growing).
+_GROWTH = 10.0
+
+
+def _repeat_failed_checks(model, args: argparse.Namespace) -> None:
+    """Repeat, as a warning, the fit checks the model failed when ``identify`` made it (kept
+    in its provenance): the file alone would otherwise run silently."""
+    provenance = getattr(model.info, "provenance", None) or {}
+    failed = provenance.get("failed_checks")
+    if failed:
+        warn(f"the model {args.model!r} failed the fit check(s) {', '.join(map(str, failed))} "
+             f"when it was identified (identify's warnings said why and what to do): a "
+             f"controller designed on it may not act on the plant as the model predicts", args)
+
+
+def _check_loop_on_plant(summary: dict, plant, controller, result, x0: np.ndarray,
+                         args: argparse.Namespace) -> None:
+    """The loop on the true plant (``--plant``): the spectral radius of a linear controller's
+    lifted loop on it (``plant_spectral_radius``, a warning at >= 1), else a warning when the
+    state grew (the README model on a plant with delay 4.5 s instead of 2.5 s: radius 1.197
+    on the plant, 0.15 on the model, and only the latter was reported)."""
+    from controllers.feedback import NOMINAL_CHECK_SIZE
+    from controllers.lifted import spectral_radius
+
+    radius = None
+    if callable(getattr(controller, "feedback_matrices", None)):
+        lag = max(plant.max_delay, getattr(controller, "history_steps", 0))
+        if plant.n_states + plant.n_inputs * lag <= NOMINAL_CHECK_SIZE:
+            radius = spectral_radius(plant.deviation_model(), controller)
+            summary["plant_spectral_radius"] = json_number(radius)
+            if radius >= 1.0:
+                warn(f"the {args.controller} controller's loop on the plant {args.plant!r} is "
+                     f"unstable: spectral radius {radius:.6g} >= 1 (on the model "
+                     f"{_radius_text(summary.get('model_spectral_radius'))}): the model's "
+                     f"dynamics or delays differ from the plant's by more than the loop "
+                     f"tolerates; re-identify from data of this plant, or use a controller "
+                     f"with more margin (smaller --q against --r)", args)
+            return
+    if args.controller == "none":
+        return                                      # the open loop is the plant's own
+    norms = result.state_norms
+    start, final = float(norms[0]), result.final_norm
+    if start > 0 and final > _GROWTH * start and final > 2.0 * float(norms[len(norms) // 2]):
+        warn(f"the {args.controller} controller's loop on the plant {args.plant!r} grew: "
+             f"final state norm {final:.4g} against {start:.4g} at the start (and "
+             f"{float(norms[len(norms) // 2]):.4g} halfway): the model does not describe the "
+             f"plant well enough for this controller; re-identify from data of this plant"
+             + (", or widen --u-max / --u-min" if args.controller == "mpc" else ""), args)
+
+
+def _radius_text(radius: Any) -> str:
+    return "unchecked" if radius is None else f"{radius:.6g}"
 
 
 def _lower_input_bounds(args: argparse.Namespace) -> list[float] | None:
