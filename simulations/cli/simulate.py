@@ -60,9 +60,11 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "loop: inputs held at the operating point, or 0)")
     simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
     simulate.add_argument("--x0", help="initial state in the plant's units, comma separated "
-                                       "(default: all ones; required when the model or the "
-                                       "plant has an operating point x_op: a physical start "
-                                       "is yours to choose, e.g. x_op plus a disturbance)")
+                                       "(default: all ones; for an output model the "
+                                       "least-norm state whose outputs are all 1; required "
+                                       "when the model or the plant has an operating point "
+                                       "x_op: a physical start is yours to choose, e.g. x_op "
+                                       "plus a disturbance)")
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
@@ -100,7 +102,8 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--process-noise", type=_scale, default=0.0,
                           help="scale of the process disturbance added to x_{k+1}")
     simulate.add_argument("--measurement-noise", type=_scale, default=0.0,
-                          help="scale of the noise on the measured states")
+                          help="scale of the noise on the measured states (for an "
+                               "output model: on the measured outputs)")
     simulate.add_argument("--noise", choices=("normal", "laplace", "sas"),
                           help=f"noise distribution (default: {_DEFAULT_NOISE}; sas: symmetric "
                                f"alpha-stable, heavy-tailed; needs a noise scale > 0)")
