@@ -939,7 +939,9 @@ class DelayedMPC:
         if status == "user_limit":
             raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
                               f"'user_limit') before solving the MPC problem; raise its "
-                              f"iteration limit (or the time limit) in solver_options")
+                              f"iteration limit (or the time limit) in solver_options, or use "
+                              f"solver='CLARABEL' (an interior-point method: no such stalls "
+                              f"in the trials) or 'auto' (which falls back to it)")
         if status != "optimal_inaccurate":
             raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
         if self.inaccurate == "raise":
