@@ -954,8 +954,8 @@ class DelayedMPC:
     # ------------------------------------------------------------------ helpers
     def _recovery_map(self) -> tuple[np.ndarray, ...] | None:
         """``(fixed_p, terminal_u, terminal_p, reach_u, reach_p)`` of the unstable-mode
-        recovery check, or None (no input bounds, or no mode of ``A_d`` beyond ``1 +
-        UNSTABLE_MODE_MARGIN``).
+        recovery check (the last two None until the check first needs them), or None (no
+        input bounds, or no mode of ``A_d`` beyond ``1 + UNSTABLE_MODE_MARGIN``).
 
         The unstable component of a state ``x`` is ``z = Z' x``, ``Z`` (n, r) an orthonormal
         basis of the unstable invariant subspace of ``A_d'`` (its sorted real Schur form):
@@ -999,8 +999,8 @@ class DelayedMPC:
                               if b is None else np.tile(b, self._recovery_steps)
                               for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
         fixed, terminal_u, terminal_p = self._unstable_maps(basis, self.horizon)
-        _, reach_u, reach_p = self._unstable_maps(basis, self._recovery_steps, discount=True)
-        return fixed, terminal_u, terminal_p, reach_u, reach_p
+        self._recovery_basis = basis        # the reach maps: on first need (_check_recovery)
+        return fixed, terminal_u, terminal_p, None, None
 
     def _unstable_maps(self, basis: np.ndarray, horizon: int, *, discount: bool = False
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1065,6 +1065,11 @@ class DelayedMPC:
         if not float(np.linalg.norm(terminal_u @ moves + terminal_p @ p)) > start:  # NaN: no
             return
         from scipy.optimize import lsq_linear
+
+        if reach_u is None:     # (up to _MAX_RECOVERY_STEPS steps of a loop: built when asked)
+            _, reach_u, reach_p = self._unstable_maps(self._recovery_basis,
+                                                      self._recovery_steps, discount=True)
+            self._recovery = (fixed_p, terminal_u, terminal_p, reach_u, reach_p)
 
         free = reach_p @ p
         best = lsq_linear(reach_u, -free, bounds=tuple(self._reach_bounds), method="bvls")
