@@ -263,15 +263,21 @@ def _check_loop_on_plant(summary: dict, plant, controller, result, x0: np.ndarra
                      f"tolerates; re-identify from data of this plant, or use a controller "
                      f"with more margin (smaller --q against --r)", args)
             return
-    if args.controller == "none":
-        return                                      # the open loop is the plant's own
+    _check_growth(result, args)
+
+
+def _check_growth(result, args: argparse.Namespace) -> None:
+    """Warn when the loop on ``--plant`` grew: the final state norm above ``_GROWTH`` times
+    the start's and twice the norm halfway (growth, not a noisy steady loop)."""
+    if args.controller == "none" or args.plant is None:
+        return                      # the open loop is the plant's own; the model: its radius
     norms = result.state_norms
-    start, final = float(norms[0]), result.final_norm
-    if start > 0 and final > _GROWTH * start and final > 2.0 * float(norms[len(norms) // 2]):
+    start, final, halfway = float(norms[0]), result.final_norm, float(norms[len(norms) // 2])
+    if start > 0 and final > _GROWTH * start and final > 2.0 * halfway:
         warn(f"the {args.controller} controller's loop on the plant {args.plant!r} grew: "
              f"final state norm {final:.4g} against {start:.4g} at the start (and "
-             f"{float(norms[len(norms) // 2]):.4g} halfway): the model does not describe the "
-             f"plant well enough for this controller; re-identify from data of this plant"
+             f"{halfway:.4g} halfway): the model does not describe the plant well enough for "
+             f"this controller; re-identify from data of this plant"
              + (", or widen --u-max / --u-min" if args.controller == "mpc" else ""), args)
 
 
@@ -647,6 +653,8 @@ def _run_output_simulate(args: argparse.Namespace) -> int:
                **_run_settings(args, x0), "outputs": int(C.shape[0])}
     if np.any(level != 0):
         summary["output_offset"] = level.tolist()
+    if truth is not est:
+        _check_growth(result, args)
     bounds = None
     if args.controller == "mpc" and (args.y_max is not None or args.y_min is not None):
         bounds = (args.y_min, args.y_max)
