@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from _toolbox.errors import UnstableLoopWarning
+from _toolbox.errors import SolverError, UnstableLoopWarning
 from controllers.mpc import DelayedMPC
 from dmdidc.model import DelayedPlant
 from simulations.closed_loop import simulate_closed_loop
@@ -38,7 +38,7 @@ def run(plant: DelayedPlant, x0: np.ndarray, steps: int) -> tuple[float, list[st
         warnings.simplefilter("always")
         try:
             final = simulate_closed_loop(plant, mpc, x0, steps).final_norm
-        except ArithmeticError:             # a solver overwhelmed by the divergence
+        except (ArithmeticError, SolverError):   # a solver overwhelmed by the divergence
             final = np.inf
     return final, [str(w.message) for w in caught if w.category is UnstableLoopWarning]
 
