@@ -232,11 +232,18 @@ def lqr_gain(model_or_A: Any, B: Any = None, *, Q: Any = None, R: Any = None) ->
         _refuse_unreached_mode(A, B, exc)
         raise SolverError(f"control.dlqr found no stabilizing solution for this (A_d, B_d, Q, R): "
                           f"{exc}") from exc
-    return _check_result(K, A, B, "lqr_gain")
+    try:
+        return _check_result(K, A, B, "lqr_gain")
+    except SolverError as exc:
+        # dlqr may return a gain for an unstabilizable pair (B = 0 against a mode at 1.23:
+        # radius 1.23197, a SolverError that did not name the mode): the same refusal
+        _refuse_unreached_mode(A, B, exc)
+        raise
 
 
 def _refuse_unreached_mode(A: np.ndarray, B: np.ndarray, cause: Exception) -> None:
-    """When the Riccati solver found no stabilizing gain, refuse the pair as bad input if a mode
+    """When the Riccati solver found no stabilizing gain (it failed, or its gain does not
+    stabilize the pair), refuse the pair as bad input if a mode
     on or outside the unit circle is reached by no input (its left eigenvector ``y`` has
     ``y^H B = 0``, relative to ``|y| |B|``: the test is blind to the inputs' units and the
     sampling period): no gain can stabilize it (``B = 0`` raised a SolverError from inside the
@@ -244,7 +251,8 @@ def _refuse_unreached_mode(A: np.ndarray, B: np.ndarray, cause: Exception) -> No
     values, left = linalg.eig(A, left=True, right=False)
     size = float(np.linalg.norm(B))
     for value, y in zip(values, left.T, strict=True):
-        if abs(value) < 1.0:
+        # (a rotation's |lambda| = 1 comes out 1 - 1e-16: the margin of the Schur test)
+        if abs(value) < 1.0 - _SCHUR_MARGIN:
             continue
         reach = float(np.linalg.norm(y.conj() @ B)) / max(float(np.linalg.norm(y)) * size,
                                                           1e-300)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from _toolbox.errors import DimensionError, ParameterError, SolverError
+from _toolbox.errors import DimensionError, ParameterError, SolverError, UnstableLoopWarning
 from _toolbox.validation import (
     check_finite_array,
     check_integer,
@@ -63,7 +63,8 @@ INPUT_BOUND_TOLERANCE = 1e-6
 MAX_QP_VARIABLES = 10_000
 MAX_DENSE_ENTRIES = 10_000_000
 #: ``solver="auto"`` picks DAQP while the condensed matrices have at most this many entries,
-#: else OSQP on the sparse QP.  At n = 10, m = 2 with state bounds DAQP was 10x faster than
+#: else Clarabel on the sparse QP with soft state (output) bounds, OSQP without.  At n = 10,
+#: m = 2 with state bounds DAQP was 10x faster than
 #: OSQP up to N = 200 (1.1e6 entries; benchmarks/bench_mpc.py).
 AUTO_DENSE_ENTRIES = 2_000_000
 #: Largest condition number of the condensed Hessian that DAQP is set up on.  Condensing writes
@@ -77,6 +78,21 @@ MAX_CONDENSED_CONDITION = 1e10
 #: |bound|)``) accepted in a solver's plan; beyond it SolverError (a plan reported optimal
 #: that breaks its bounds is no plan).
 STATE_BOUND_TOLERANCE = 1e-6
+
+#: A mode of ``A_d`` counts as unstable (for the recovery check of a plan under input bounds)
+#: when ``|lambda| > 1 + UNSTABLE_MODE_MARGIN``: an integrator's rounding stays out.
+UNSTABLE_MODE_MARGIN = 1e-9
+
+#: The recovery check of an input-bounded MPC on an unstable plant asks whether any inputs
+#: within the bounds bring the unstable modes' component back below its value now, over the
+#: moves in which the slowest unstable mode grows this many times (a start whose distance to
+#: the edge of the recoverable region is below 1 / RECOVERY_GROWTH of its own distance to
+#: the origin's is taken as beyond it), at most _MAX_RECOVERY_STEPS moves.
+RECOVERY_GROWTH = 1e4
+_MAX_RECOVERY_STEPS = 2000
+#: What the least-squares recovery leaves, relative to the unforced component, that counts
+#: as zero (the solver's rounding).
+_RECOVERY_TOLERANCE = 1e-7
 
 _SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
@@ -273,9 +289,12 @@ class DelayedMPC:
         Replace the hard state (or output) bounds by an exact L1 penalty ``state_penalty *
         sum(slack)``; the problem is then always feasible.  Needs state or output bounds.
     state_penalty : float, optional
-        Weight of the slack penalty (default 1e4; only with ``soft_state_constraints``); it must
-        exceed the constraint multipliers for the soft bounds to be met whenever the hard ones
-        can be.
+        Weight of the slack penalty (only with ``soft_state_constraints``); it must exceed the
+        constraint multipliers for the soft bounds to be met whenever the hard ones can be.
+        Default ``1e4 max(1, w b)``, scaled to the bounded signals (the multipliers grow with
+        them): ``b`` the largest finite bound (as a deviation from the operating point) and
+        ``w`` the cost's largest weight on the bounded signals, ``lambda_max(Q)`` (over
+        ``sigma_max(C)^2`` for output bounds); the value in use is :attr:`state_penalty`.
     solver : {"auto", "DAQP", "OSQP", "CLARABEL", "CVXPY"}, default "auto"
         ``"DAQP"``: the dual active-set solver on the condensed QP (inputs only), warm-started
         with the previous active set (with input bounds alone, the same for every input, a
@@ -285,7 +304,9 @@ class DelayedMPC:
         formulations of one's own.  ``"auto"``: DAQP while the condensed matrices are small
         (``AUTO_DENSE_ENTRIES``) and the condensed Hessian well conditioned
         (``MAX_CONDENSED_CONDITION``: an open-loop unstable plant over a long horizon
-        exceeds it), else OSQP (large) or Clarabel (ill-conditioned) on the sparse QP;
+        exceeds it), else on the sparse QP Clarabel (ill-conditioned, or large with soft
+        state or output bounds) or OSQP (large otherwise; a step where OSQP stops at its
+        iteration or time limit is solved by Clarabel, with a ``RuntimeWarning`` once);
         ``"DAQP"`` on an ill-conditioned condensed QP is refused.  Case-insensitive.
     warm_start : bool, default True
         Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
@@ -345,6 +366,15 @@ class DelayedMPC:
         Wrong shapes.
     NonFiniteError
         Non-finite weights or bounds.
+
+    Warns
+    -----
+    UnstableLoopWarning
+        Once per loop (until :meth:`reset`), from a solve whose plan rides an input bound on
+        an open-loop unstable plant and ends with a larger unstable component than at
+        ``x_{k+w}``, when no inputs within the bounds bring that component back to zero
+        (``RECOVERY_GROWTH``): the state is beyond the region the bounds can recover and the
+        loop diverges, though every solve is "optimal".  Widen the bounds or start closer.
 
     Notes
     -----
@@ -424,8 +454,8 @@ class DelayedMPC:
         if state_penalty is not None and not soft_state_constraints:
             raise ParameterError("state_penalty weighs the slack of soft_state_constraints; "
                                  "set soft_state_constraints=True or leave it out")
-        self.state_penalty = check_positive("state_penalty", _DEFAULT_STATE_PENALTY
-                                            if state_penalty is None else state_penalty)
+        self._given_penalty = (None if state_penalty is None else
+                               check_positive("state_penalty", state_penalty))
         if not isinstance(warm_start, (bool, np.bool_)):
             raise ParameterError(f"warm_start must be a bool; got {warm_start!r}")
         self.warm_start = bool(warm_start)
@@ -479,6 +509,9 @@ class DelayedMPC:
             self._bound_matrix = C
             self._x_lo, self._x_hi = (None if b is None else b - y_op for b in (self.y_min,
                                                                                  self.y_max))
+        #: The slack's weight in use: as given, or the default scaled to the bounded signals
+        self.state_penalty = (self._given_penalty if self._given_penalty is not None
+                              else self._default_penalty())
         solver, P = self._requested
         self.solver = self._choose_solver(solver)
 
@@ -501,7 +534,13 @@ class DelayedMPC:
         self._hard_rows = (not self.soft_state_constraints
                            and (self._x_lo is not None or self._x_hi is not None))
         self._signal_check = self._signal_map() if self._hard_rows else None
+        self._recovery = self._recovery_map()
         self._solver: Any = self._new_solver()
+        # "auto" picked OSQP: a step that hits its iteration or time limit is solved again by
+        # Clarabel on the same sparse QP (set up on first need)
+        self._fallback: Any = None
+        self._may_fall_back = self.solver == "OSQP" and str(solver).lower() == "auto"
+        self._fell_back = False
         self.reset()
 
     def _new_solver(self) -> Any:
@@ -540,7 +579,7 @@ class DelayedMPC:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_solver"] = state["_cvxpy"] = None
+        state["_solver"] = state["_cvxpy"] = state["_fallback"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -646,7 +685,11 @@ class DelayedMPC:
                                  f"entries for DAQP (at most {MAX_DENSE_ENTRIES}); shorten the "
                                  f"horizon or use solver='OSQP' (sparse)")
         if solver == "auto":
-            solver = "DAQP" if entries <= AUTO_DENSE_ENTRIES else "OSQP"
+            # large: with soft bounds OSQP stopped at its 20000 iterations in 3 of 6 random
+            # loops (4-10 states, N = 150-300) and was 0.9-10x slower than Clarabel where it
+            # finished; with input bounds alone it was 1.2-1.6x faster (docs/control.md)
+            solver = ("DAQP" if entries <= AUTO_DENSE_ENTRIES else
+                      "CLARABEL" if soft and bounded else "OSQP")
         return solver
 
     def _condensed_or_sparse(self, auto: bool) -> None:
@@ -676,6 +719,22 @@ class DelayedMPC:
             f"{min(1e-17 * condition, 1.0):.1g} of their size, under an 'optimal' status. Use "
             f"solver='auto' or 'CLARABEL' (the sparse QP keeps the dynamics as constraints), "
             f"or a shorter horizon")
+
+    def _default_penalty(self) -> float:
+        """``_DEFAULT_STATE_PENALTY`` times ``max(1, w b)``: ``b`` the largest finite bound of
+        the bounded signals (deviations from the operating point, in their units) and ``w``
+        the cost's largest weight on them (``lambda_max(Q)``, over ``sigma_max(C)^2`` for
+        outputs ``C x``).  The exact L1 penalty meets the bounds whenever the hard problem
+        can only above the constraints' multipliers, which grow with the cost's gradient
+        ``Q x``, so with the signals' scale: a fixed 1e4 let the README plant's soft plans
+        exceed bounds by 0.18 x scale at states in units 1e5 times smaller, the hard problem
+        feasible (60 random starts and bounds)."""
+        finite = [np.abs(b[np.isfinite(b)]) for b in (self._x_lo, self._x_hi) if b is not None]
+        size = max((float(b.max()) for b in finite if b.size), default=0.0)
+        weight = float(np.linalg.eigvalsh(self.Q)[-1])
+        if self._bound_matrix is not None:
+            weight /= max(float(np.linalg.norm(self._bound_matrix, 2)) ** 2, 1e-300)
+        return _DEFAULT_STATE_PENALTY * max(1.0, weight * size)
 
     def _build_qp(self, *, sparse: bool) -> Any:
         return build_qp(self.plant, dead_steps=self.dead_steps, horizon=self.horizon, Q=self.Q,
@@ -732,9 +791,11 @@ class DelayedMPC:
         return self._history.copy()
 
     def reset(self, u_history: Any = None) -> None:
-        """Forget the past: zero input history (or ``u_history``, shape (m, R), oldest first)."""
+        """Forget the past: zero input history (or ``u_history``, shape (m, R), oldest first).
+        A new loop may warn again (the unstable-mode recovery check warns once per loop)."""
         self._history = self._check_history(u_history)
         self.last_result: MPCResult | None = None
+        self._warned_recovery = False
 
     def __call__(self, x: Any) -> np.ndarray:
         """Solve at the measured state ``x`` (shape (n,)), record and return ``u_k`` (shape (m,)).
@@ -807,6 +868,9 @@ class DelayedMPC:
         """Solve at ``p = [x_k, committed inputs]`` (deviations, checked)."""
         start = time.perf_counter()
         outcome = self._solver.solve(p)
+        name = self.solver
+        if outcome.status == "user_limit" and self._may_fall_back:
+            outcome, name = self._solve_by_fallback(p, outcome), "CLARABEL"
         elapsed = time.perf_counter() - start
         status = outcome.status
         if status != "optimal":
@@ -824,6 +888,8 @@ class DelayedMPC:
             if self._hard_rows:
                 rows_v, rows_p = self._signal_check[:2]
                 self._check_state_bounds(rows_v @ v + rows_p @ p)
+            if self._recovery is not None and not self._warned_recovery:
+                self._check_recovery(moves, p)
 
             def prediction() -> tuple[np.ndarray, float]:
                 states = qp.states(v, p, n)
@@ -838,6 +904,8 @@ class DelayedMPC:
                 w, N = self.dead_steps, self.horizon
                 H = np.eye(self._n) if self._bound_matrix is None else self._bound_matrix
                 self._check_state_bounds((H @ states[:, w + 1:w + N + 1]).T.ravel())
+            if self._recovery is not None and not self._warned_recovery:
+                self._check_recovery(inputs.T.ravel(), p)    # (deviations, as p)
             shifted = states if op is None else states + op.state[:, None]
 
             def prediction() -> tuple[np.ndarray, float]:
@@ -846,7 +914,23 @@ class DelayedMPC:
             inputs = inputs + op.input[:, None]
         inputs.setflags(write=False)     # a fresh float array of this solve: no copy needed
         return MPCResult._of(inputs, status, elapsed, outcome.solver_time, outcome.iterations,
-                             self.solver, self.dead_steps, prediction)
+                             name, self.dead_steps, prediction)
+
+    def _solve_by_fallback(self, p: np.ndarray, stopped: Any) -> Any:
+        """Clarabel's outcome at ``p`` after OSQP (picked by ``"auto"``) stopped at its limit:
+        a trial's loop (8 states, 2 inputs, N = 300, soft state bounds) raised SolverError
+        'user_limit' partway, where Clarabel solved every step.  Said once per controller."""
+        if self._fallback is None:
+            self._fallback = QP_SOLVERS["CLARABEL"][0](self._qp, {}, warm_start=False)
+        outcome = self._fallback.solve(p)
+        if not self._fell_back and outcome.status.startswith("optimal"):
+            self._fell_back = True
+            warnings.warn(f"OSQP (picked by solver='auto') stopped at its iteration or time "
+                          f"limit after {stopped.iterations} iterations; Clarabel solved this "
+                          f"step on the same QP, and will solve every step where OSQP stops "
+                          f"(said once). solver='CLARABEL' uses it throughout", RuntimeWarning,
+                          stacklevel=5)
+        return outcome
 
     def _check_status(self, status: str, x: np.ndarray, history: np.ndarray) -> None:
         """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
@@ -855,7 +939,9 @@ class DelayedMPC:
         if status == "user_limit":
             raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
                               f"'user_limit') before solving the MPC problem; raise its "
-                              f"iteration limit (or the time limit) in solver_options")
+                              f"iteration limit (or the time limit) in solver_options, or use "
+                              f"solver='CLARABEL' (an interior-point method: no such stalls "
+                              f"in the trials) or 'auto' (which falls back to it)")
         if status != "optimal_inaccurate":
             raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
         if self.inaccurate == "raise":
@@ -866,6 +952,141 @@ class DelayedMPC:
                           f"solution", RuntimeWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ helpers
+    def _recovery_map(self) -> tuple[np.ndarray, ...] | None:
+        """``(fixed_p, terminal_u, terminal_p, reach_u, reach_p)`` of the unstable-mode
+        recovery check (the last two None until the check first needs them), or None (no
+        input bounds, or no mode of ``A_d`` beyond ``1 + UNSTABLE_MODE_MARGIN``).
+
+        The unstable component of a state ``x`` is ``z = Z' x``, ``Z`` (n, r) an orthonormal
+        basis of the unstable invariant subspace of ``A_d'`` (its sorted real Schur form):
+        ``z`` is zero exactly on the stable subspace and follows ``z_{t+1} = L z_t + sum_j Z'
+        B^(j) u_{t-j}`` with ``L = Z' A_d Z`` (r, r).  ``z_{k+w} = fixed_p p`` is fixed by the
+        past; ``z_{k+w+N} = terminal_u moves + terminal_p p``; ``reach_u``, ``reach_p`` the
+        same after ``_recovery_steps`` moves."""
+        if self._u_lo is None and self._u_hi is None:
+            return None
+        limit = (1.0 + UNSTABLE_MODE_MARGIN) ** 2
+        plant = self.plant
+        _, Z, count = scipy.linalg.schur(plant.A_d.T, output="real",
+                                         sort=lambda re, im: re * re + im * im > limit)
+        if not count:
+            return None
+        basis = Z[:, :count].T
+        eigenvalues = np.linalg.eigvals(plant.A_d)
+        unstable = eigenvalues[np.abs(eigenvalues) ** 2 > limit]
+        self._unstable_moduli = np.sort(np.abs(unstable))[::-1]
+        # The reach is tested over more moves than the horizon: a start near the edge of the
+        # recoverable region comes back slowly (first held near the edge by the committed
+        # inputs: a random plant went 4.78, 5.14, 5.396 against an edge of 5.3966, then
+        # back), and a rotating pair cannot always be shrunk soon (the inputs push along
+        # fixed directions).  So: until the slowest unstable mode has grown RECOVERY_GROWTH
+        # times (a start that close to the edge is taken as beyond it), and a full turn of
+        # the slowest rotation.
+        grow = int(np.ceil(np.log(RECOVERY_GROWTH) / np.log(self._unstable_moduli[-1])))
+        turning = np.abs(np.angle(unstable))
+        turning = turning[turning > 1e-12]
+        turn = int(np.ceil(2 * np.pi / turning.min())) if turning.size else 0
+        self._recovery_steps = max(self.horizon, min(max(grow, turn), _MAX_RECOVERY_STEPS))
+        # moves within the input tolerance of a bound ride it
+        self._u_tiled = [np.full(self._m * self.horizon, sign * np.inf) if b is None else
+                         np.tile(b - sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(b)),
+                                 self.horizon)
+                         for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        low, high = self._u_tiled
+        self._ride = ((float(low[0]), float(high[0]))
+                      if (low == low[0]).all() and (high == high[0]).all() else None)
+        self._reach_bounds = [np.full(self._m * self._recovery_steps, sign * np.inf)
+                              if b is None else np.tile(b, self._recovery_steps)
+                              for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
+        fixed, terminal_u, terminal_p = self._unstable_maps(basis, self.horizon)
+        self._recovery_basis = basis        # the reach maps: on first need (_check_recovery)
+        return fixed, terminal_u, terminal_p, None, None
+
+    def _unstable_maps(self, basis: np.ndarray, horizon: int, *, discount: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(fixed_p, on_u, on_p)``: ``z_{k+w} = fixed_p p`` and ``z_{k+w+horizon} = on_u
+        moves + on_p p`` (moves ``u_k .. u_{k+horizon-1}``, time-major) for ``z = basis x``.
+
+        ``discount``: the maps of ``L^-t z_t`` instead (``t`` steps after ``k``): ``L^-t
+        z_t = z_0 + sum_s L^-(s+1) (forcing of step s)``, whose terms shrink (the plain
+        maps grow as ``L^t``: 1e89 over 635 steps of a mode at 1.46)."""
+        plant = self.plant
+        n, m, R, w = self._n, self._m, self._R, self.dead_steps
+        L = basis @ plant.A_d @ basis.T
+        step = np.linalg.inv(L) if discount else L
+        blocks = [(j, basis @ plant.B_blocks[j]) for j in range(R + 1)
+                  if np.any(plant.B_blocks[j])]
+        on_p, on_u = np.zeros((basis.shape[0], n + m * R)), np.zeros((basis.shape[0],
+                                                                      m * horizon))
+        on_p[:, :n] = basis
+        fixed = on_p.copy()
+        scale = np.eye(basis.shape[0])            # L^-(t+1), discounted
+        for t in range(w + horizon):
+            if discount:
+                scale = scale @ step
+            else:
+                on_p, on_u = L @ on_p, L @ on_u
+            for j, block in blocks:
+                i = t - j               # u_{k+i}: committed (p: oldest first) or a move
+                force = scale @ block
+                if i < 0:
+                    on_p[:, n + (R + i) * m:n + (R + i + 1) * m] += force
+                else:
+                    on_u[:, i * m:(i + 1) * m] += force
+            if t == w - 1:
+                fixed = on_p.copy()
+        return fixed, on_u, on_p
+
+    def _check_recovery(self, moves: np.ndarray, p: np.ndarray) -> None:
+        """Warn (:class:`UnstableLoopWarning`, once per loop) when no inputs within the bounds
+        bring the unstable modes' component back to zero within ``_recovery_steps`` moves:
+        the state is beyond the region the bounds can recover, and the loop diverges (a
+        trial: ``|u| <= 0.1`` on ``x' = 0.2 x`` from 2, the state at 7.9e8 after 100 steps,
+        every solve "optimal").
+
+        Only a plan that itself ends with a larger component than ``x_{k+w}``'s (fixed by
+        the past) is examined: a plan may let the component grow because that is cheaper
+        for the cost while the bounds could still bring it back (random plants with a
+        slightly unstable pair: the loop grew it from 8 to 10.5, then converged), so the
+        plan alone would be a false alarm.  The test is a box least-squares problem
+        (``scipy.optimize.lsq_linear``) in the decay-scaled coordinates ``L^-t z_t``: zero is
+        reached there exactly when ``z`` is."""
+        # a plan off the bounds is the unconstrained one (stabilizing): the bounds do not
+        # limit it (and the test below is skipped on most steps; the extreme moves decide
+        # with the same limits for every input, as in _check_input_bounds)
+        ride = self._ride
+        if ride is not None:
+            if moves[moves.argmin()] > ride[0] and moves[moves.argmax()] < ride[1]:
+                return
+        elif not (np.any(moves <= self._u_tiled[0]) or np.any(moves >= self._u_tiled[1])):
+            return
+        fixed_p, terminal_u, terminal_p, reach_u, reach_p = self._recovery
+        start = float(np.linalg.norm(fixed_p @ p))
+        if not float(np.linalg.norm(terminal_u @ moves + terminal_p @ p)) > start:  # NaN: no
+            return
+        from scipy.optimize import lsq_linear
+
+        if reach_u is None:     # (up to _MAX_RECOVERY_STEPS steps of a loop: built when asked)
+            _, reach_u, reach_p = self._unstable_maps(self._recovery_basis,
+                                                      self._recovery_steps, discount=True)
+            self._recovery = (fixed_p, terminal_u, terminal_p, reach_u, reach_p)
+
+        free = reach_p @ p
+        best = lsq_linear(reach_u, -free, bounds=tuple(self._reach_bounds), method="bvls")
+        left = float(np.linalg.norm(reach_u @ best.x + free))
+        if left <= _RECOVERY_TOLERANCE * float(np.linalg.norm(free)):
+            return
+        self._warned_recovery = True
+        w, steps = self.dead_steps, self._recovery_steps
+        warnings.warn(
+            f"DelayedMPC: the input bounds cannot bring the plant's unstable mode(s) back "
+            f"(|lambda| = {_fmt(self._unstable_moduli)}): their component is {start:.4g} at "
+            f"x_(k+{w}) (fixed by the past), the plan ends with it larger, and no inputs "
+            f"within [{_fmt(self.u_min)}, {_fmt(self.u_max)}] bring it back to zero even "
+            f"over {steps} moves: the loop diverges. Widen the input bounds or start closer "
+            f"to the {'operating point' if self.operating_point is not None else 'origin'}",
+            UnstableLoopWarning, stacklevel=4)
+
     def _check_x(self, x: Any) -> np.ndarray:
         x = check_finite_array("x", x, ndim=1)
         if x.shape != (self._n,):

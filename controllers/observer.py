@@ -16,6 +16,7 @@ eigenvalues those of the state-feedback loop and of the steady filter ``A_d - A_
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,12 @@ from controllers.outputs import measurement_matrix, output_level, refuse_feedthr
 from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedKalmanObserver", "OutputFeedback"]
+
+#: A mode on or outside the unit circle whose visibility ``|C v| / (|C| |v|)`` (``v`` its right
+#: eigenvector) is below this warns: the observer's gain grows as its inverse (0.4 / visibility
+#: on diag(0.1, -0.5) at T = 1: 4e5 at 1e-6, 4e8 at 1e-9, where the estimate's error reached
+#: 1.9e8), the counterpart of lqr_gain's reachability test.
+DETECTABILITY_MARGIN = 1e-6
 
 
 def _covariance(name: str, value: Any, size: int) -> np.ndarray:
@@ -61,6 +68,28 @@ def _stationary_covariance(A: np.ndarray, B: np.ndarray, Q_w: np.ndarray,
         if np.all(np.isfinite(covariance)):
             return 0.5 * (covariance + covariance.T)
     return steady.copy()
+
+
+def _warn_barely_detectable(A: np.ndarray, C: np.ndarray, gain: np.ndarray) -> None:
+    """Warn (``RuntimeWarning``) when a mode with ``|lambda| >= 1`` is barely seen by ``C``
+    (``DETECTABILITY_MARGIN``): the filter exists, but its gain amplifies the measurement noise
+    and rounding by about the inverse of the mode's visibility."""
+    values, vectors = np.linalg.eig(A)
+    size = float(np.linalg.norm(C))
+    for value, v in zip(values, vectors.T, strict=True):
+        if abs(value) < 1.0 - 1e-10:
+            continue
+        seen = float(np.linalg.norm(C @ v)) / max(size * float(np.linalg.norm(v)), 1e-300)
+        if seen < DETECTABILITY_MARGIN:
+            warnings.warn(
+                f"DelayedKalmanObserver: detectability margin check failed: the mode "
+                f"{value:.6g} (|lambda| = {abs(value):.6g} >= 1 of A_d) is barely seen by the "
+                f"sensors (|C v| / (|C| |v|) = {seen:.3g} < DETECTABILITY_MARGIN = "
+                f"{DETECTABILITY_MARGIN:g}), so the observer's gain reaches "
+                f"{float(np.abs(gain).max()):.3g} and amplifies noise and rounding about as "
+                f"much; add a sensor that sees this mode, or control a model without it",
+                RuntimeWarning, stacklevel=3)
+            return
 
 
 def _check_same_model(controller: Any, plant: Any) -> None:
@@ -152,6 +181,12 @@ class DelayedKalmanObserver:
     error_eigenvalues : ndarray
         Eigenvalues of the estimation-error dynamics ``A_d (I - M C)`` (inside the unit circle).
 
+    Warns
+    -----
+    RuntimeWarning
+        A mode on or outside the unit circle barely seen by ``C`` (``DETECTABILITY_MARGIN``):
+        the gain, and the noise it passes on, grow as the inverse of its visibility.
+
     Examples
     --------
     >>> import numpy as np
@@ -202,6 +237,7 @@ class DelayedKalmanObserver:
                 f"positive measurement_noise (the sensors' noise variance) or process_noise")
         self.gain = P @ C.T @ np.linalg.inv(innovation)
         self.error_eigenvalues = np.linalg.eigvals(A @ (np.eye(n) - self.gain @ C))
+        _warn_barely_detectable(A, C, self.gain)
         self._noise, self._steady = (Q_w, R_v), P
         self.initial_covariance = (_stationary_covariance(A, B_d, Q_w, P)
                                    if initial_covariance is None else

@@ -356,8 +356,8 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     pieces = np.split(values, starts[1:])
     if time is not None:
         dt, pieces = _period(path, special[0], units[index[special[0]]], pieces,
-                             index[special[0]], np.split(np.asarray(lines), starts[1:]),
-                             dt, tolerance, reason, notes, missing, clock)
+                             index[special[0]], np.split(lines, starts[1:]), dt, tolerance,
+                             reason, notes, missing, clock)
     elif dt is None:
         index = (f" ({unread[0]!r}, a row index, was left out; time={unread[0]!r} reads it as "
                  f"the time)" if unread else "")
@@ -395,29 +395,34 @@ class _Names:
 
 
 def _read_csv(path: Path, notes: list[str]
-              ) -> tuple[list[str], list[str], np.ndarray, list[int]]:
-    """Header names, units, the stripped cells (rows, columns) and the file line of each row;
-    a column without a name whose every cell is empty is left out, noted in ``notes``."""
-    text = path.read_text()
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) < 2:
+              ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Header names, units, the stripped cells (rows, columns) and each row's line in the
+    file; a column without a name whose every cell is empty is left out, noted in ``notes``."""
+    # the BOM a spreadsheet writes, on every platform (the default encoding of Windows is
+    # cp1252, which read it as the header's first characters, and a degree sign as two)
+    text = path.read_text(encoding="utf-8-sig")
+    # blank lines are skipped, but messages name the file's own line numbers
+    numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(numbered) < 2:
         raise ParameterError(f"{path.name} needs a header line and at least one row")
-    names, units, delimiter = parse_header(lines[0], path.name)
-    rows = list(csv.reader(lines[1:], delimiter=delimiter))
-    for r, row in enumerate(rows, 2):
+    names, units, delimiter = parse_header(numbered[0][1], path.name)
+    lines = np.array([k for k, _ in numbered[1:]])
+    rows = list(csv.reader([line for _, line in numbered[1:]], delimiter=delimiter))
+    for k, row in zip(lines, rows, strict=True):
         if len(row) != len(names):
-            raise DimensionError(f"{path.name} line {r} has {len(row)} cells; the header has "
+            raise DimensionError(f"{path.name} line {k} has {len(row)} cells; the header has "
                                  f"{len(names)}")
     # variable-width strings: a fixed width (the longest cell, an ISO stamp) for every cell
     # took 7 times the memory and 3 times the time for a million rows
     cells = np.strings.strip(np.array(rows, dtype=StringDType()).reshape(len(rows),
                                                                          len(names)))
-    empty = [c for c, name in enumerate(names) if not name and (cells[:, c] == "").all()]
+    empty = [c for c, name in enumerate(names)
+             if not name and missing_cells(cells[:, c]).all()]
     if empty:
         notes.append(empty_columns_note(empty, len(names), repr(delimiter)))
         kept = [c for c in range(len(names)) if c not in empty]
         names, units, cells = [names[c] for c in kept], [units[c] for c in kept], cells[:, kept]
-    return names, units, cells, list(range(2, len(rows) + 2))
+    return names, units, cells, lines
 
 
 def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:

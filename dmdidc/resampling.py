@@ -152,10 +152,10 @@ def weighted_total(parts: list[SufficientStatistics], counts: np.ndarray
                              f"is drawn)")
     for part in parts[1:]:
         parts[0]._compatible(part)          # (the checks of `+`: layouts, bounds, centring)
-    owner: dict[int, int] = {}              # and `+`'s refusal of a shared release
+    owner: dict[str, int] = {}              # and `+`'s refusal of a shared release
     for i, part in enumerate(parts):
         for release in part.releases:
-            j = owner.setdefault(id(release), i)
+            j = owner.setdefault(release.token, i)
             if j != i:
                 raise ParameterError(f"parts[{j}] and parts[{i}] share a privatized release "
                                      f"(one noise realization): list each part once and "

@@ -16,9 +16,11 @@
   (:data:`TIME_UNITS`); no unit is seconds.  Loggers write the unit into the name too: the
   time column's unit is also read from parentheses (``Time (ms)``) or from a ``_unit`` suffix
   that is a time unit (``time_ms``), with a note saying so (:func:`name_unit`); a unit in
-  brackets wins.  So a column named ``Time (ms)`` or ``timestamp_us`` is named like a time,
-  but ``T_s`` or ``T_h`` (a surface or hot temperature) is not: a suffix makes only ``time``
-  and ``timestamp`` a time by name (the column named as the time reads its suffix).  Signal
+  brackets wins.  Units are read in any case and in their usual spellings (``sec``,
+  ``seconds``, ``msec``, ``hr``, ``hours``, ``minutes``, ``days``, ...: ``Time (sec)``).  So
+  a column named ``Time (ms)`` or ``timestamp_us`` is named like a time, but ``T_s`` or
+  ``T_h`` (a surface or hot temperature) is not: a suffix makes only ``time`` and
+  ``timestamp`` a time by name (the column named as the time reads its suffix).  Signal
   columns keep their names (``Flow (l/min)``).
 * **Period and jitter.**  Stamps must strictly increase, each step a whole number of periods
   within ``tolerance`` periods (:data:`TIME_TOLERANCE`, 10 % of T: a PLC log jitters by a few
@@ -72,6 +74,27 @@ _PARENTHESES = re.compile(r"^(.*?)\s*\(\s*([^()]*?)\s*\)$")
 _SUFFIX = re.compile(r"^(.*?)_([A-Za-z]+)$")
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
                   r"(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
+
+#: Other spellings of the time units (any case): a header writes ``Time (sec)`` or
+#: ``time_MS`` as often as ``time [s]``.
+_UNIT_ALIASES = {
+    **{spelling: "s" for spelling in ("sec", "secs", "second", "seconds")},
+    **{spelling: "ms" for spelling in ("msec", "msecs", "millisecond", "milliseconds")},
+    **{spelling: "us" for spelling in ("\u00b5s", "\u03bcs", "usec", "usecs", "microsecond",
+                                       "microseconds")},
+    **{spelling: "min" for spelling in ("mins", "minute", "minutes")},
+    **{spelling: "h" for spelling in ("hr", "hrs", "hour", "hours")},
+    **{spelling: "d" for spelling in ("day", "days")},
+}
+
+
+def _canonical_unit(text: str) -> str | None:
+    """The key of :data:`TIME_UNITS` that ``text`` spells (any case, or an alias), or None."""
+    text = text.strip()
+    if text in TIME_UNITS:
+        return text
+    lower = text.lower()
+    return lower if lower in TIME_UNITS else _UNIT_ALIASES.get(lower)
 
 
 class TimeColumnWarning(UserWarning):
@@ -149,7 +172,7 @@ def name_unit(name: str, unit: str = "") -> tuple[str, str, str]:
     if found := _PARENTHESES.match(name):
         return found[1], found[2], "parentheses"
     found = _SUFFIX.match(name)
-    if found and found[2] in TIME_UNITS:
+    if found and _canonical_unit(found[2]) is not None:
         return found[1], found[2], "suffix"
     return name, "", ""
 
@@ -174,6 +197,7 @@ def time_unit(unit: str, where: str, *, reason: str = "", name: str | None = Non
     from_name = ""
     if name is not None:
         _, unit, from_name = name_unit(name, unit)
+    unit = _canonical_unit(unit) or unit
     if unit not in TIME_UNITS:
         told = (" (from its name; a unit in brackets wins: 'time [s]' if it is seconds)"
                 if from_name else "")
@@ -230,7 +254,7 @@ def named_time_column(names: Sequence[str], units: Sequence[str],
             continue                   # T_s, T_h: a surface or hot temperature, not the time
         if c in signals:
             continue                   # a 't' the user named as a signal: a temperature
-        why = (f"its unit {unit!r} is not a time unit" if unit not in TIME_UNITS else
+        why = (f"its unit {unit!r} is not a time unit" if _canonical_unit(unit) is None else
                "its values do not strictly increase"
                if increasing is not None and not increasing(c) else "")
         if not why:
@@ -297,8 +321,15 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
     """
     time = None
     if names:
+        # a row written twice (every cell the same) does not make a clock a signal: the
+        # reader refuses or drops it by its line (as the follower decides, a review found a
+        # 't' column fitted as a state for one repeated row)
+        repeated = np.concatenate([[False], np.all(
+            (values[1:] == values[:-1]) | (np.isnan(values[1:]) & np.isnan(values[:-1])),
+            axis=1)])
+
         def increasing(c: int) -> bool:
-            column = values[:, c]
+            column = values[~repeated, c]
             return bool(np.all(np.isfinite(column)) and np.all(np.diff(column) > 0))
 
         found = named_time_column(names, units, increasing, notes, label, signals)
@@ -313,20 +344,25 @@ def find_time_column(names: Sequence[str] | None, units: Sequence[str] | None,
             if found == 0:
                 return time
     first = values[:, 0]
+    unnamed = bool(names) and not names[0].strip()
     # complete: a first column named nowhere is not read anyway; with --time ignore and no
-    # time column found it is still the one to leave out, but beside a found one it is neither
+    # time column found it is still the one to leave out, but beside a found one it is neither.
+    # An unnamed one of increasing whole numbers is pandas' index of rows left after dropna():
+    # it skips where the time skips (read as a state, it was a ramp, a review found)
     if (0 in signals or (complete and (time is not None or not ignore)) or values.shape[1] < 2
-            or not _steady(first)):
+            or not (_steady(first) or (unnamed and time is not None and _row_index(first)))):
         return time
     counts = f"({first[0]:g}, {first[1]:g}, {first[2]:g}, ...)"
     column = "1" if cli else repr(names[0]) if names else "0"
     if ignore and time is None:
         notes.append(_ignored(label(0), cli))
         return FoundColumn(0, read=False)
-    if names and not names[0].strip():
-        notes.append(f"{label(0)} has no name and grows by the same step in every row "
-                     f"{counts}: a row index (as pandas' to_csv writes), left out unread; "
-                     f"{_spell(cli, 'time', column)} reads it as the time")
+    if unnamed:
+        grows = ("grows by the same step in every row" if _steady(first) else
+                 "counts rows, skipping some")
+        notes.append(f"{label(0)} has no name and {grows} {counts}: a row index (as pandas' "
+                     f"to_csv writes), left out unread; {_spell(cli, 'time', column)} reads "
+                     f"it as the time")
         return FoundColumn(0, read=False) if time is None else FoundColumn(
             time.column, time.read, left_out=(0,))
     beside = "" if time is None else f" (beside the time column {label(time.column)})"
@@ -368,6 +404,12 @@ def nothing_to_ignore(source: str, columns: str, *, cli: bool = False) -> Parame
         f"{_spell(cli, 'time', 'ignore')}: {source} has no column named time, timestamp or t, "
         f"nor a first column that grows by one step (it has {columns}); name the columns to "
         f"read with {'--states / --inputs' if cli else 'states= / inputs='}")
+
+
+def _row_index(column: np.ndarray) -> bool:
+    """Whether ``column`` holds strictly increasing whole numbers (row numbers, some skipped)."""
+    return bool(column.size >= 3 and np.all(np.isfinite(column))
+                and np.all(column == np.round(column)) and np.all(np.diff(column) > 0))
 
 
 def _steady(column: np.ndarray) -> bool:
@@ -466,7 +508,9 @@ def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = 
             kind = "repeats" if times[k] == times[k - 1] else "goes back from"
             restart = (" (a table of several experiments, whose time restarts at each: "
                        "give them as separate experiments, e.g. the .npz archive of "
-                       "IdData.save)" if kind != "repeats" and times[k] <= times[0] else "")
+                       "IdData.save)" if kind != "repeats" and times[k] <= times[0] else
+                       " (a row or a stamp written twice: delete the extra line)"
+                       if kind == "repeats" else "")
             raise ParameterError(f"{where} line {rows[k]} {kind} the time {times[k - 1]:g} s "
                                  f"of line {rows[k - 1]} (got {times[k]:g} s); time stamps must "
                                  f"strictly increase{restart}{reason}")
@@ -558,9 +602,25 @@ def with_skipped_rows(times: np.ndarray, values: np.ndarray, periods: np.ndarray
 
 def skipped_note(grid: TimeGrid, where: str, lines: Sequence[Sequence[int]]) -> str:
     """What :func:`with_skipped_rows` inserted, for the reader's notes: how many samples the
-    stamps skip, at how many places, the first of them by its line ("" when none)."""
+    stamps skip, at how many places, the first of them by its line ("" when none).
+
+    Raises
+    ------
+    ParameterError
+        A gap longer than the rows the segment holds: no logger loses more samples than it
+        kept without a word, but a mistyped stamp (``1e12``) jumps that far (inserting it
+        asked for terabytes).
+    """
     places = [(rows[k + 1], int(p[k]) - 1) for p, rows in zip(grid.periods, lines, strict=True)
               for k in np.flatnonzero(p > 1)]
+    for p, rows in zip(grid.periods, lines, strict=True):
+        if p.size and int(p.max()) - 1 > len(rows):
+            k = int(np.argmax(p))
+            raise ParameterError(
+                f"{where} line {rows[k + 1]}: the time jumps {int(p[k])} periods of "
+                f"{grid.period:g} s from line {rows[k]}, more samples than the "
+                f"{len(rows)} rows it has: a wrong stamp, not lost rows (correct it, or "
+                f"split the file there)")
     if not places:
         return ""
     count = sum(n for _, n in places)

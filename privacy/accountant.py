@@ -71,6 +71,13 @@ _RELATIONS = {
 _Details = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
 
 
+def _check_unit(unit: str) -> None:
+    """Refuse a privacy unit that names nothing (a guarantee would read "for one  added")."""
+    if not isinstance(unit, str) or not unit.strip():
+        raise ParameterError(f"unit must be a non-empty string naming the privacy unit (e.g. "
+                             f"'record', 'example', 'household'); got {unit!r}")
+
+
 @dataclass(frozen=True)
 class Guarantee:
     """A composed ``(epsilon, delta)`` upper bound, how it was obtained and for which unit.
@@ -106,6 +113,10 @@ class Guarantee:
     sampling_rate: float
     neighboring: NeighboringRelation
     unit: str = "record"
+
+    def __post_init__(self) -> None:
+        # here, not only in Accountant: dataclasses.replace(guarantee, unit=...) comes here too
+        _check_unit(self.unit)
 
     def __str__(self) -> str:
         relation = ("added or removed" if self.neighboring is NeighboringRelation.ADD_OR_REMOVE
@@ -223,9 +234,7 @@ class Accountant(privacy_accountant.PrivacyAccountant):
         if not isinstance(neighboring, NeighboringRelation):
             raise ParameterError(f"neighboring must be a NeighboringRelation; got "
                                  f"{neighboring!r}")
-        if not isinstance(unit, str) or not unit:
-            raise ParameterError(f"unit must be a non-empty string naming the privacy unit; "
-                                 f"got {unit!r}")
+        _check_unit(unit)
         super().__init__(_RELATIONS[neighboring])
         self._neighboring = neighboring
         self._unit = unit

@@ -57,6 +57,7 @@ from privacy.noise import GaussianNoise, LaplaceNoise, NoiseLaw, SaSNoise
 from privacy.pure_epsilon import (
     VectorEpsilon,
     _epsilon_of_ratio,
+    check_epsilon_reachable,
     maximize_loss,
     sas_pure_epsilon,
     sas_vector_epsilon,
@@ -540,12 +541,15 @@ class SaSMechanism(Mechanism):
         Raises
         ------
         ParameterError
-            ``alpha`` outside ``(0, 2)`` (alpha = 2 is not pure DP) or bad epsilon/sensitivity.
+            ``alpha`` outside ``(0, 2)`` (alpha = 2 is not pure DP), bad epsilon/sensitivity,
+            or ``epsilon`` below the floor certified at any scale
+            (:func:`privacy.pure_epsilon.sas_epsilon_floor`).
         """
         epsilon = check_positive("epsilon", epsilon)
         alpha = stable.check_alpha(alpha, high_open=True)
         sensitivity = check_positive("sensitivity", sensitivity)
         dimension = check_integer("dimension", dimension, minimum=1)
+        check_epsilon_reachable(epsilon, alpha, dimension)
         ratio = smallest_satisfying(lambda r: _epsilon_of_ratio(alpha, r), epsilon, rtol=1e-10,
                                     limit=1e300, what="scale / sensitivity")
         if dimension > 1:   # the vector epsilon is larger: search upwards from the scalar scale

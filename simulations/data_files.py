@@ -233,9 +233,13 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False,
     rows = [(number, line) for number, line in enumerate(lines, start=1)
             if line.strip() and not _comment(line)]
     names = None
-    if rows and not any(_is_number(f) or is_missing(f)
-                        for f in re.split(r"[,;\s]+", rows[0][1].replace('"', "").strip()) if f):
-        names, rows = rows[0][1], rows[1:]                  # a header line
+    # a header line: no number in it, and not only missing-value marks (a name may hold one as
+    # a word, 'T - T0', 'Flow NA': such a header was read as a row of data)
+    words = [f for f in re.split(r"[,;\s]+", rows[0][1].replace('"', "").strip()) if f] \
+        if rows else []
+    if words and not any(_is_number(f) for f in words) and not all(is_missing(f)
+                                                                    for f in words):
+        names, rows = rows[0][1], rows[1:]
     if not rows:
         raise ParameterError(f"{str(path)!r} holds no numeric rows; expected one row per sample")
     delimiter = _delimiter(path, rows[0][1])

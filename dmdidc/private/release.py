@@ -36,7 +36,8 @@ What each unit protects: ``"sample"`` one time step of every signal (event-level
 single reading, e.g. one 5-minute interval of a household); ``"window"`` ``w`` consecutive time
 steps (e.g. a day of occupancy); ``"trajectory"`` a whole experiment (e.g. a household's day
 when each day is a trajectory).  The sensitivity, and so the noise, grows with the unit:
-about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory.
+about ``w + R + 1`` touched samples for a window, the whole trajectory length for a trajectory
+(a window at least as long as the longest trajectory is a trajectory: the same sensitivity).
 
 Each call is one release: privatizing the same plain statistics again draws fresh noise on the
 same data, and the releases compose.  The statistics count them (``release_count``), and from
@@ -54,8 +55,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -115,6 +117,11 @@ class PrivacyRelease:
     dimension: int
     accountant: str
     dominating: Any = None
+    #: Which noise realization this is: made once per release and kept by copies, pickling and
+    #: dataclasses.replace (an id() was lost through pickling: P + pickled P was taken for two
+    #: independent releases and declared half the variance of its noise).  Not compared: two
+    #: releases of equal settings are still two draws.
+    token: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False, repr=False)
 
     @property
     def accounted_mechanism(self) -> Any:
@@ -172,8 +179,15 @@ def _sas_epsilon(mechanism) -> float:
 
 def _sas_mechanism(epsilon: float, alpha: float, sensitivity: float, dimension: int):
     """Smallest SaS scale (within ``_SAS_SCALE_RTOL``, rounded up) whose certified pure-DP
-    epsilon for a ``dimension``-vector with this l1-sensitivity is at most ``epsilon``."""
+    epsilon for a ``dimension``-vector with this l1-sensitivity is at most ``epsilon``.
+
+    Raises ``ParameterError`` at once when ``epsilon`` is below the floor certified at any
+    scale (:func:`privacy.pure_epsilon.sas_epsilon_floor`, 1.31 for 20 entries at alpha 0.1):
+    past it the doubling below would never stop."""
     from privacy import SaSMechanism
+    from privacy.pure_epsilon import check_epsilon_reachable
+
+    check_epsilon_reachable(epsilon, alpha, dimension)
 
     def make(scale: float) -> SaSMechanism:
         return SaSMechanism(alpha=alpha, scale=scale, sensitivity=sensitivity,
@@ -540,7 +554,7 @@ def privatize_calibrated(stats, calibration: Calibration, *, unit: str = "sample
     from privacy import GaussianMechanism
 
     _check_plain(stats)
-    sens = statistics_sensitivity(stats, unit, window=window)
+    sens = _release_sensitivity(stats, unit, window)
     mech = calibration.mechanism
     expected = sens.l2 if isinstance(mech, GaussianMechanism) else sens.l1
     if not math.isclose(mech.sensitivity, expected, rel_tol=1e-12):
@@ -571,21 +585,38 @@ def _check_plain(stats) -> None:
 
 def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool):
     """``stats`` with ``release``'s noise added once to the whole vector; the release counted
-    on ``stats``, and from the second one on their composition said unless ``accounted``."""
+    on ``stats``, and from the second one on their composition said unless ``accounted``.
+
+    The warning's text is composed before the noise is drawn, and a composition the
+    accountant cannot bound is said, not raised: a raise after the draw would leave a release
+    recorded but never returned, and every later release of ``stats`` raising too."""
+    drawn = [*stats._drawn, release]
+    message = None if len(drawn) == 1 or accounted else _repeated_message(drawn)
     noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
     private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
     stats._drawn.append(release)
-    if len(stats._drawn) > 1 and not accounted:
+    if message is not None:
         from dmdidc.errors import RepeatedReleaseWarning, warn_model
 
-        each = ", ".join(sorted({f"({r.epsilon:.4g}, {r.delta:.3g})" for r in stats._drawn}))
-        warn_model(f"these plain statistics have now been privatized {len(stats._drawn)} "
-                   f"times (fresh noise on the same data each time); each release reports "
-                   f"only its own guarantee ({each}), together they are "
-                   f"{stats.composed_privacy()}. Release once and reuse the result, or "
-                   f"pass accounted=True where the composition is accounted for "
-                   f"(stats.composed_privacy())", RepeatedReleaseWarning)
+        warn_model(message, RepeatedReleaseWarning)
     return dataclasses.replace(private, releases=(release,), clipped=None)
+
+
+def _repeated_message(drawn: list[PrivacyRelease]) -> str:
+    """The repeated-release warning for the releases ``drawn`` of the same statistics."""
+    from _toolbox.errors import AccountingError
+
+    each = ", ".join(sorted({f"({r.epsilon:.4g}, {r.delta:.3g})" for r in drawn}))
+    try:
+        together = f"together they are {composed_guarantee(drawn)}"
+    except AccountingError as exc:
+        together = (f"their composition is not computable ({exc}); together they are at best "
+                    f"as private as the least private of them")
+    return (f"these plain statistics have now been privatized {len(drawn)} times (fresh noise "
+            f"on the same data each time); each release reports only its own guarantee "
+            f"({each}), {together}. Release once and reuse the result, or pass "
+            f"accounted=True where the composition is accounted for "
+            f"(stats.composed_privacy())")
 
 
 #: Finest first: a release per window or trajectory also protects one time step of it.
@@ -709,10 +740,21 @@ def describe_release(stats, mechanism: str = "gaussian", *, epsilon: float,
     """
     alpha, delta = check_release_settings(mechanism, alpha, delta)
     epsilon = check_positive("epsilon", epsilon)
-    sens = statistics_sensitivity(stats, unit, window=window)
+    sens = _release_sensitivity(stats, unit, window)
     calibration = calibrate_release(mechanism, epsilon, delta=delta, alpha=alpha, l1=sens.l1,
                                     l2=sens.l2, dimension=stats.dimension)
     return _describe(calibration, sens, unit, stats.dimension), calibration.variance
+
+
+def _release_sensitivity(stats, unit: str, window: int | None):
+    """The sensitivity a release of ``stats`` is calibrated on; statistics of no sample are
+    refused here (their sensitivity is 0, which no mechanism accepts)."""
+    if stats.n_samples == 0:
+        raise ParameterError(f"the statistics hold no regression samples (empty data: "
+                             f"{stats.n_trajectories} trajectory(ies), none with more input "
+                             f"samples than max_delay), so there is nothing to release; build "
+                             f"them from trajectories longer than max_delay")
+    return statistics_sensitivity(stats, unit, window=window)
 
 
 def _describe(calibration: Calibration, sens, unit: str, dimension: int) -> PrivacyRelease:

@@ -22,7 +22,8 @@ released entries bound the l1 and l2 change of the vector (triangle inequality p
 each distinct entry is counted once, because only the upper triangle is released.
 
 **Whole trajectory.**  Every sample of one trajectory (at most ``max_trajectory_samples = N``)
-may change completely: ``b_ij = 2 N``, ``b_ii = N``, ``2 N`` for sums.
+may change completely: ``b_ij = 2 N``, ``b_ii = N``, ``2 N`` for sums.  These bound every
+unit (a window lies in one trajectory); a window of ``w >= N`` steps is a whole trajectory.
 
 **Centred statistics** (``detrend="constant"``: ``C = sum_k z_k z_k^T - s s^T / N_t`` per
 trajectory).  With ``|s_j| <= N_t`` and ``|delta s_i| <= 2 a_i``, the mean term changes by at
@@ -70,7 +71,7 @@ class StatisticsSensitivity:
         Bounds on the l1 and l2 norm of the change of the whole vector (the sensitivity of
         Laplace / SaS and of Gaussian noise).
     touched_samples : int
-        Regression samples a unit can change.
+        Regression samples a unit can change (at most those of the longest trajectory).
     """
 
     unit: str
@@ -150,10 +151,14 @@ def statistics_sensitivity(stats, unit: str = "sample", *, window: int | None = 
     if unit == "trajectory":
         bounds, sums, touched = full, full_sums, longest
     else:
-        pattern = _touch_pattern(layout.slots, widths, 1 if unit == "sample" else window)
-        touched = pattern.shape[0]
+        # a window replaces time steps of one trajectory: past the longest one it touches
+        # no more (every entry is then at the trajectory's bound), so the pattern is built for
+        # at most that many steps, not an array as long as the window (1e9 steps: 130 GB)
+        steps = 1 if unit == "sample" else min(window, max(longest, 1))
+        pattern = _touch_pattern(layout.slots, widths, steps)
+        touched = min(pattern.shape[0], longest)
         P = pattern.astype(float)
-        either = touched - (1.0 - P).T @ (1.0 - P)       # samples where i or j changes
+        either = pattern.shape[0] - (1.0 - P).T @ (1.0 - P)   # samples where i or j changes
         bounds = 2.0 * either
         counts = P.sum(axis=0)                            # a_i
         np.fill_diagonal(bounds, counts)

@@ -51,9 +51,9 @@ def effective_noise_variance(stats) -> float:
         return float(stats.noise_variance)
     total = 0.0
     stable: dict[float, float] = {}
-    times = Counter(id(release) for release in stats.releases)
-    for release in {id(release): release for release in stats.releases}.values():
-        mech, c = release.mechanism, times[id(release)]
+    times = Counter(release.token for release in stats.releases)
+    for release in {release.token: release for release in stats.releases}.values():
+        mech, c = release.mechanism, times[release.token]
         kind = type(mech).__name__
         if kind == "GaussianMechanism":
             total += (c * mech.sigma) ** 2

@@ -28,6 +28,7 @@ engine :class:`~dmdidc.statistics.streaming.LaggedSums`.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +138,10 @@ class SufficientStatistics:
     # ((token, count), ...): how often each statistics object built from data is summed in.
     # A token is made once per built object and kept by dataclasses.replace (centred and
     # from_vector copies are the same data), so S + S holds S's token twice: one time step of
-    # S's data then moves the sum twice as far, which the sensitivity must include
+    # S's data then moves the sum twice as far, which the sensitivity must include.  A token
+    # is a random 128-bit string, not an object(): a pickled or deep-copied S is a new object
+    # with an equal token (an object() token came back as a new one, S + pickled S declared
+    # multiplicity 1, half the sensitivity), and objects of other processes never collide
     _sources: tuple = field(default=(), repr=False, compare=False)
     # releases drawn from these plain statistics (privatize appends; a new object, including
     # one made by dataclasses.replace, starts empty): mutable on purpose in a frozen value
@@ -147,7 +151,7 @@ class SufficientStatistics:
         for name in ("gram", "sums", "scale", "state_bound", "input_bound", "instrument_bound"):
             object.__setattr__(self, name, read_only(getattr(self, name)))
         if not self._sources:
-            object.__setattr__(self, "_sources", ((object(), 1),))
+            object.__setattr__(self, "_sources", ((uuid.uuid4().hex, 1),))
 
     @property
     def multiplicity(self) -> int:
@@ -155,8 +159,9 @@ class SufficientStatistics:
         built from data and sums of distinct parts; ``c`` when one part object is added ``c``
         times (``S + S`` or :func:`dmdidc.resampling.weighted_total` with count ``c``).  One
         privacy unit of that part then moves the sum ``c`` times as far, so
-        :meth:`sensitivity` is multiplied by it.  Parts rebuilt from the same data (another
-        ``from_data`` call, a copy) are not recognized as repeats: add each part once."""
+        :meth:`sensitivity` is multiplied by it.  A part is recognized through copies,
+        ``dataclasses.replace``, ``from_vector``, pickling and ``copy.deepcopy``; parts rebuilt
+        from the same data (another ``from_data`` call) are not: add each part once."""
         return max(count for _, count in self._sources)
 
     # ------------------------------------------------------------------ construction
@@ -342,7 +347,7 @@ class SufficientStatistics:
         if isinstance(other, int) and other == 0:      # sum() starts from 0
             return self
         self._compatible(other)
-        if {id(release) for release in self.releases} & {id(r) for r in other.releases}:
+        if {release.token for release in self.releases} & {r.token for r in other.releases}:
             raise ParameterError("these statistics share a privatized release (one noise "
                                  "realization): their sum would hold it twice and declare "
                                  "the variance of two independent releases; add distinct "
@@ -497,6 +502,13 @@ class SufficientStatistics:
 
         It covers releases of this object only: statistics built again from the same data, or
         sums holding them, keep their own count.
+
+        Raises
+        ------
+        AccountingError
+            The accountant has no bound for the composition (a release above epsilon 700
+            composed with another); later releases still go through, their
+            ``RepeatedReleaseWarning`` saying so.
         """
         from dmdidc.private.release import composed_guarantee
 

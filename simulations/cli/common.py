@@ -20,7 +20,8 @@ from typing import Any
 
 __all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_number",
            "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
-           "strict_json", "known", "seed_warning",
+           "strict_json", "known", "seed_warning", "refuse_delta_without_effect",
+           "check_unit_window",
            "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
            "elapsed_status", "LONG_FIT_SAMPLES",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
@@ -121,6 +122,44 @@ def per_channel(option: str, values: list[float], size: int, noun: str) -> Any:
         raise DimensionError(f"{option} has {len(values)} values; give one, or {size} (one per "
                              f"{noun})")
     return np.array(values, dtype=float)
+
+
+def refuse_delta_without_effect(mechanism: str, delta: float | None) -> None:
+    """Refuse ``--delta`` with ``--mechanism laplace``, for every command that releases.
+
+    Laplace noise is calibrated for pure epsilon-DP whatever delta is; a delta would only
+    weaken the printed claim to ``(epsilon', delta)`` with the same noise (``privacy identify``
+    printed (1, 1e-5) for the noise of (1, 0)), so the flag would take no effect.
+
+    Raises
+    ------
+    ParameterError
+        ``delta`` given with ``mechanism == "laplace"``.
+    """
+    from _toolbox.errors import ParameterError
+
+    if delta is not None and mechanism == "laplace":
+        raise ParameterError(f"--delta applies to --mechanism gaussian or sas; got --delta "
+                             f"{delta} with --mechanism laplace (pure epsilon-DP: its noise "
+                             f"does not depend on delta); leave --delta out")
+
+
+def check_unit_window(unit: str, window: int | None) -> None:
+    """``--window`` exactly with ``--unit window``, for every command that releases with a
+    privacy unit (checked before the data are read).
+
+    Raises
+    ------
+    ParameterError
+        ``--window`` with another unit, or ``--unit window`` without ``--window``.
+    """
+    from _toolbox.errors import ParameterError
+
+    if window is not None and unit != "window":
+        raise ParameterError("--window needs --unit window")
+    if unit == "window" and window is None:
+        raise ParameterError("--unit window needs --window STEPS (the time steps one window "
+                             "protects)")
 
 
 def refuse_interpolation(args: argparse.Namespace) -> None:

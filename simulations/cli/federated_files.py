@@ -34,7 +34,7 @@ STUDY_OPTIONS = {"clients": "--clients", "experiments": "--experiments", "length
 FILE_OPTIONS = {"states": "--states", "inputs": "--inputs", "outputs": "--outputs",
                 "time": "--time", "dt": "--dt", "max_delay": "--max-delay",
                 "state_bound": "--state-bound", "input_bound": "--input-bound",
-                "model": "--model"}
+                "model": "--model", "unit": "--unit", "window": "--window"}
 
 
 def run_on_files(args: argparse.Namespace) -> int:
@@ -46,6 +46,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import (
         MODEL_SUFFIXES,
+        check_unit_window,
         clipping_warning,
         output_path,
         per_channel,
@@ -70,6 +71,8 @@ def run_on_files(args: argparse.Namespace) -> int:
     if args.engine != "numpy":
         raise ParameterError("--engine flower runs the built-in study; data files run on the "
                              "numpy runner (deploy real nodes with 'dmdidc federated serve')")
+    unit = "sample" if args.unit is None else args.unit
+    check_unit_window(unit, args.window)
     out = output_path(args.out, folder=True)
     output_path(args.model, folder=False, suffixes=MODEL_SUFFIXES, option="--model")
     refuse_interpolation(args)
@@ -99,7 +102,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         delta=None if args.mechanism == "laplace" else (1e-5 if args.delta is None
                                                         else args.delta),
         alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,
-        unit="sample", instruments="inputs")
+        unit=unit, window=args.window, instruments="inputs")
     for path, client in zip(args.files, clients, strict=True):
         if algo.client_statistics(client).n_samples == 0:
             # else its release would be calibrated on a zero sensitivity, far from the file
@@ -126,7 +129,7 @@ def run_on_files(args: argparse.Namespace) -> int:
         "clients": len(clients), "files": list(args.files), "dt": dt,
         "signals": signals_record(model.signal_info),
         "mechanism": args.mechanism, "epsilon_per_client_max": float(epsilons.max()),
-        "delta": algo.delta, "unit": "sample",
+        "delta": algo.delta, "unit": unit, "window": args.window,
         "delay_steps": model.delay_steps.tolist(),
         "noise": ("seeded with --seed (not written here): anyone with that seed can remove the "
                   "noise" if args.seed is not None else "each client's noise keyed by a secret "

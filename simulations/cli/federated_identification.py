@@ -93,6 +93,12 @@ def add_identify_action(actions: Any) -> None:
                         "calibration; not for laplace; default 1e-5)")
     p.add_argument("--mechanism", choices=("gaussian", "laplace", "sas"), default="gaussian",
                    help="noise of every client's release")
+    p.add_argument("--unit", choices=("sample", "window", "trajectory"),
+                   help="privacy unit of every client's release: one time step, --window "
+                        "steps, or a whole record (data files; default: sample; the built-in "
+                        "study releases per sample)")
+    p.add_argument("--window", type=_count,
+                   help="time steps per window (data files, with --unit window)")
     p.add_argument("--alpha", type=_alpha, default=None, help="SaS index (sas only; 1.5)")
     p.add_argument("--experiments", type=_count,
                    help="built-in study: experiments per client (default: 30)")
@@ -150,7 +156,12 @@ def run_identify_command(args: argparse.Namespace) -> int:
     """Handler of ``dmdidc federated identify``."""
     from _toolbox.errors import ParameterError
     from simulations.cli.atomic import staged_folder
-    from simulations.cli.common import output_path, progress_bar, write_summary
+    from simulations.cli.common import (
+        output_path,
+        progress_bar,
+        refuse_delta_without_effect,
+        write_summary,
+    )
     from simulations.studies.federated_identification import (
         FederatedIdentificationConfig,
         plot_identification,
@@ -160,9 +171,7 @@ def run_identify_command(args: argparse.Namespace) -> int:
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha only applies to --mechanism sas")
-    if args.delta is not None and args.mechanism == "laplace":
-        raise ParameterError(f"--delta applies to --mechanism gaussian or sas; got --delta "
-                             f"{args.delta} with --mechanism laplace (pure epsilon-DP)")
+    refuse_delta_without_effect(args.mechanism, args.delta)
     if args.files:
         from simulations.cli.federated_files import run_on_files
         return run_on_files(args)

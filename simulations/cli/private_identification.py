@@ -29,11 +29,13 @@ from simulations.cli.common import (
     _count,
     _probability,
     _seed,
+    check_unit_window,
     clipping_warning,
     finite_vector,
     output_path,
     per_channel,
     positive_vector,
+    refuse_delta_without_effect,
     refuse_interpolation,
     seed_warning,
     write_summary,
@@ -86,7 +88,8 @@ def add_private_parsers(actions: Any) -> None:
                           default="gaussian", help="noise mechanism")
     identify.add_argument("--epsilon", type=_bound, required=True, help="target epsilon")
     identify.add_argument("--delta", type=_probability,
-                          help="target delta (required for gaussian; default: none)")
+                          help="target delta (required for gaussian; sas: enables the l2 / "
+                               "GDP calibration; not for laplace; default: none)")
     identify.add_argument("--alpha", type=_alpha, help="SaS stability index in (0, 2) (only with "
                                                       "--mechanism sas)")
     identify.add_argument("--unit", choices=("sample", "window", "trajectory"), default="sample",
@@ -148,8 +151,8 @@ def _identify(args: argparse.Namespace) -> int:
 
     if args.alpha is not None and args.mechanism != "sas":
         raise ParameterError("--alpha needs --mechanism sas")
-    if args.window is not None and args.unit != "window":
-        raise ParameterError("--window needs --unit window")
+    refuse_delta_without_effect(args.mechanism, args.delta)
+    check_unit_window(args.unit, args.window)
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     refuse_interpolation(args)

@@ -4,8 +4,11 @@ the model itself or on a given true plant; trajectory CSV, summary JSON and Mark
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +60,11 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                                "loop: inputs held at the operating point, or 0)")
     simulate.add_argument("--steps", type=_count, default=50, help="closed-loop steps")
     simulate.add_argument("--x0", help="initial state in the plant's units, comma separated "
-                                       "(default: all ones; required when the model or the "
-                                       "plant has an operating point x_op: a physical start "
-                                       "is yours to choose, e.g. x_op plus a disturbance)")
+                                       "(default: all ones; for an output model the "
+                                       "least-norm state whose outputs are all 1; required "
+                                       "when the model or the plant has an operating point "
+                                       "x_op: a physical start is yours to choose, e.g. x_op "
+                                       "plus a disturbance)")
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
@@ -97,7 +102,8 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--process-noise", type=_scale, default=0.0,
                           help="scale of the process disturbance added to x_{k+1}")
     simulate.add_argument("--measurement-noise", type=_scale, default=0.0,
-                          help="scale of the noise on the measured states")
+                          help="scale of the noise on the measured states (for an "
+                               "output model: on the measured outputs)")
     simulate.add_argument("--noise", choices=("normal", "laplace", "sas"),
                           help=f"noise distribution (default: {_DEFAULT_NOISE}; sas: symmetric "
                                f"alpha-stable, heavy-tailed; needs a noise scale > 0)")
@@ -132,6 +138,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise ParameterError(f"model {args.model!r} has no inputs (identified from autonomous "
                              f"data): a controller needs at least one input to act on the "
                              f"plant; use its A_d / A_c to predict the free response")
+    _repeat_failed_checks(model, args)
     plant = model if args.plant is None else _load_plant(args.plant, "--plant")
     if plant is not model:
         _check_plant_matches_model(plant, model, args)
@@ -155,13 +162,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     # The exact inter-sample curve only serves the figure, which cannot show more than a few
     # thousand periods; a bar where the loop takes about a second (an MPC solve is ~2 ms).
     try:
-        result = simulate_closed_loop(
-            plant, controller, x0, args.steps, rng=seed, Q=Q, R=R,
-            process_noise=_sampler(args, args.process_noise),
-            measurement_noise=_sampler(args, args.measurement_noise),
-            fine=plant.has_continuous and args.steps <= _FINE_STEPS,
-            progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
-            and sys.stderr.isatty())                  # no bar frames in a pipe or a log
+        with _said_in_command_terms(args):
+            result = simulate_closed_loop(
+                plant, controller, x0, args.steps, rng=seed, Q=Q, R=R,
+                process_noise=_sampler(args, args.process_noise),
+                measurement_noise=_sampler(args, args.measurement_noise),
+                fine=plant.has_continuous and args.steps <= _FINE_STEPS,
+                progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
+                and sys.stderr.isatty())                  # no bar frames in a pipe or a log
     except NonFiniteError as exc:
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} is not finite "
                              f"({exc}); float64 holds values up to 1.8e308: scale the states "
@@ -178,6 +186,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     radius = getattr(controller, "nominal_spectral_radius", None)
     if radius is not None:      # the loop on the model itself: < 1 is stable there
         summary["model_spectral_radius"] = json_number(radius)
+    if plant is not model:
+        _check_loop_on_plant(summary, plant, controller, result, x0, args)
     labels = _labels(model)
     if labels is not None:
         from simulations.cli.identify import signals_record
@@ -195,6 +205,84 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
     return 0
+
+
+@contextlib.contextmanager
+def _said_in_command_terms(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings of the loop (an MPC's recovery check, its solver fallback) printed as the
+    command's warnings, each once (also when the loop then fails)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            said = set()
+            for item in caught:
+                text = str(item.message)
+                if text not in said:
+                    said.add(text)
+                    warn(text, args)
+
+
+#: simulate warns when the loop's final state norm exceeds this many times the start's (and
+#: twice the norm halfway through: a stationary noisy loop is not growing).
+_GROWTH = 10.0
+
+
+def _repeat_failed_checks(model, args: argparse.Namespace) -> None:
+    """Repeat, as a warning, the fit checks the model failed when ``identify`` made it (kept
+    in its provenance): the file alone would otherwise run silently."""
+    provenance = getattr(model.info, "provenance", None) or {}
+    failed = provenance.get("failed_checks")
+    if failed:
+        warn(f"the model {args.model!r} failed the fit check(s) {', '.join(map(str, failed))} "
+             f"when it was identified (identify's warnings said why and what to do): a "
+             f"controller designed on it may not act on the plant as the model predicts", args)
+
+
+def _check_loop_on_plant(summary: dict, plant, controller, result, x0: np.ndarray,
+                         args: argparse.Namespace) -> None:
+    """The loop on the true plant (``--plant``): the spectral radius of a linear controller's
+    lifted loop on it (``plant_spectral_radius``, a warning at >= 1), else a warning when the
+    state grew (the README model on a plant with delay 4.5 s instead of 2.5 s: radius 1.197
+    on the plant, 0.15 on the model, and only the latter was reported)."""
+    from controllers.feedback import NOMINAL_CHECK_SIZE
+    from controllers.lifted import spectral_radius
+
+    radius = None
+    if callable(getattr(controller, "feedback_matrices", None)):
+        lag = max(plant.max_delay, getattr(controller, "history_steps", 0))
+        if plant.n_states + plant.n_inputs * lag <= NOMINAL_CHECK_SIZE:
+            radius = spectral_radius(plant.deviation_model(), controller)
+            summary["plant_spectral_radius"] = json_number(radius)
+            if radius >= 1.0:
+                warn(f"the {args.controller} controller's loop on the plant {args.plant!r} is "
+                     f"unstable: spectral radius {radius:.6g} >= 1 (on the model "
+                     f"{_radius_text(summary.get('model_spectral_radius'))}): the model's "
+                     f"dynamics or delays differ from the plant's by more than the loop "
+                     f"tolerates; re-identify from data of this plant, or use a controller "
+                     f"with more margin (smaller --q against --r)", args)
+            return
+    _check_growth(result, args)
+
+
+def _check_growth(result, args: argparse.Namespace) -> None:
+    """Warn when the loop on ``--plant`` grew: the final state norm above ``_GROWTH`` times
+    the start's and twice the norm halfway (growth, not a noisy steady loop)."""
+    if args.controller == "none" or args.plant is None:
+        return                      # the open loop is the plant's own; the model: its radius
+    norms = result.state_norms
+    start, final, halfway = float(norms[0]), result.final_norm, float(norms[len(norms) // 2])
+    if start > 0 and final > _GROWTH * start and final > 2.0 * halfway:
+        warn(f"the {args.controller} controller's loop on the plant {args.plant!r} grew: "
+             f"final state norm {final:.4g} against {start:.4g} at the start (and "
+             f"{halfway:.4g} halfway): the model does not describe the plant well enough for "
+             f"this controller; re-identify from data of this plant"
+             + (", or widen --u-max / --u-min" if args.controller == "mpc" else ""), args)
+
+
+def _radius_text(radius: Any) -> str:
+    return "unchecked" if radius is None else f"{radius:.6g}"
 
 
 def _lower_input_bounds(args: argparse.Namespace) -> list[float] | None:
@@ -471,10 +559,11 @@ def _labels(model) -> dict[str, list[str]] | None:
 
 def _plot_trajectory(result, path: Path, title: str,
                      labels: dict[str, list[str]] | None = None,
-                     readout: np.ndarray | None = None, level: np.ndarray | None = None
-                     ) -> Path:
+                     readout: np.ndarray | None = None, level: np.ndarray | None = None,
+                     bounds: tuple | None = None) -> Path:
     """States (or, with ``readout`` ``C``, the noise-free outputs ``C x + level``) over the
-    inputs."""
+    inputs; ``bounds`` (``--y-min``, ``--y-max`` values) drawn as dashed lines in each
+    output's colour."""
     from _toolbox.plotting import new_figure, save_figure
 
     fig = new_figure((7, 5))
@@ -484,7 +573,13 @@ def _plot_trajectory(result, path: Path, title: str,
     shown, name = (states, "x") if readout is None else (
         readout @ states + (0.0 if level is None else level[:, None]), "y")
     for i, row in enumerate(shown):
-        top.plot(times, row, label=labels["state_labels"][i] if labels else f"{name}{i + 1}")
+        line, = top.plot(times, row,
+                         label=labels["state_labels"][i] if labels else f"{name}{i + 1}")
+        for side, values in zip(("min", "max"), bounds or (None, None), strict=True):
+            if values is not None:
+                value = values[0] if len(values) == 1 else values[i]
+                top.axhline(value, color=line.get_color(), linestyle="--", linewidth=0.8,
+                            label=f"{name}{i + 1} {side}" if len(shown) > 1 else f"{name} {side}")
     for j, row in enumerate(result.inputs):
         bottom.step(result.times[:-1], row, where="post",
                     label=labels["input_labels"][j] if labels else f"u{j + 1}")
@@ -558,19 +653,53 @@ def _run_output_simulate(args: argparse.Namespace) -> int:
                **_run_settings(args, x0), "outputs": int(C.shape[0])}
     if np.any(level != 0):
         summary["output_offset"] = level.tolist()
+    if truth is not est:
+        _check_growth(result, args)
+    bounds = None
     if args.controller == "mpc" and (args.y_max is not None or args.y_min is not None):
-        # soft bounds on the observer's prediction: say how far the true outputs went beyond
-        summary["output_bound_violation"] = json_number(_bound_violation(
-            C @ result.states + level[:, None], args.y_min, args.y_max))
+        bounds = (args.y_min, args.y_max)
+        _report_bound_violation(summary, result, C, level, bounds, args)
     with staged_folder(out) as stage:
         result.to_csv(stage / "trajectory.csv")
         write_summary(stage / "summary.json", summary, title=f"dmdidc simulate {args.model}")
         _plot_trajectory(result, stage / "trajectory.png", args.controller, readout=C,
-                         level=level)
+                         level=level, bounds=bounds)
     print(summary_table(summary))
     print(f"wrote {out / 'trajectory.csv'}, {out / 'summary.json'}, {out / 'summary.md'}, "
           f"{out / 'trajectory.png'}")
     return 0
+
+
+#: A true output beyond its bound by more than this (relative to max(1, |bound|)) is reported
+#: as a violation (rounding of the plan's own tolerance aside).
+_BOUND_TOLERANCE = 1e-6
+
+
+def _report_bound_violation(summary: dict, result, C: np.ndarray, level: np.ndarray,
+                            bounds: tuple, args: argparse.Namespace) -> None:
+    """``output_bound_violation``: how far the true outputs went beyond ``--y-min`` /
+    ``--y-max``, between the samples too where the loop has the exact inter-sample trajectory
+    (``output_bound_violation_at_samples`` beside it), and a warning when they did.  The MPC
+    bounds the outputs its observer predicts at the samples: the estimate starts from rest
+    and the plant moves between samples (the README output model with ``--y-min -0.1``: 0.49
+    at the samples, 0.85 between them, reported as 0.49 and silently)."""
+    low, high = bounds
+    sampled = _bound_violation(C @ result.states + level[:, None], low, high)
+    worst, where = sampled, "at a sample"
+    summary["output_bound_violation"] = json_number(sampled)
+    if result.fine_states is not None:
+        fine = _bound_violation(C @ result.fine_states + level[:, None], low, high)
+        summary["output_bound_violation"] = json_number(fine)
+        summary["output_bound_violation_at_samples"] = json_number(sampled)
+        if fine > sampled:
+            worst, where = fine, "between samples"
+    scale = max([1.0, *(abs(v) for v in (low or []) + (high or []))])
+    if worst > _BOUND_TOLERANCE * scale:
+        warn(f"the true outputs went beyond the output bounds by {worst:.4g} ({where}; "
+             f"{sampled:.4g} at the samples): the MPC bounds the outputs its Kalman observer "
+             f"predicts at the samples, so they hold for the plant only once the observer's "
+             f"estimate has converged (it starts from rest) and not between samples; leave "
+             f"a margin inside the limits you need, or start the plant at rest", args)
 
 
 def _bound_violation(outputs: np.ndarray, low: list[float] | None,

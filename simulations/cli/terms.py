@@ -100,6 +100,8 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
     "use estimator='iv' or confidence_intervals(method='bootstrap')"
     >>> in_cli_terms("detrend='auto' or detrend='constant'", {"--detrend": ("none", "constant")})
     "detrend='auto' or --detrend constant"
+    >>> in_cli_terms("needs reference=r; got reference=None", flags)
+    'needs --reference FILE; got no --reference'
     """
     def argument(match: re.Match) -> str:       # "steps must be ...": the flag --steps
         flag = "--" + match[1].replace("_", "-")
@@ -117,6 +119,8 @@ def in_cli_terms(text: str, flags: Collection[str] | Mapping[str, Collection[str
         spec, value = known[match["name"]], match["value"]
         if value[0] in "'\"":
             value = value[1:-1]
+        elif value == "None" and value not in spec.values:
+            return f"no {spec.flag}"                   # not given, not a placeholder
         elif value not in spec.values and re.fullmatch(r"[A-Za-z_]\w*", value) and \
                 value not in ("True", "False"):
             return f"{spec.flag} {spec.metavar}"       # a placeholder: reference=r

@@ -4,6 +4,8 @@ Each resample must give the model vector the whole ``fit`` gives on the resample
 that fit takes the same decisions (estimator, instruments, intercept), whatever the speed-up
 (summed per-trajectory statistics, or the refined fit without checks)."""
 
+import copy
+import pickle
 import warnings
 
 import numpy as np
@@ -400,6 +402,7 @@ def test_a_resampled_sas_release_counts_as_one_realization_scaled():
 def test_one_release_added_to_itself_is_refused():
     # p + p would hold one noise realization twice and declare two independent ones
     from dmdidc.errors import ParameterError
+    from dmdidc.resampling import weighted_total
 
     _, plain = bounded_parts(np.random.default_rng(8), 2)
     private = [part.privatize(epsilon=1.0, delta=1e-5, rng=k) for k, part in enumerate(plain)]
@@ -409,6 +412,13 @@ def test_one_release_added_to_itself_is_refused():
         sum([private[0], private[1], private[0]])
     with pytest.raises(ParameterError, match="share a privatized release"):
         DMDidc(max_delay=3).fit_statistics([private[0], private[0]], dt=T)
+    # a pickled or deep-copied release is the same noise realization (it was taken for a
+    # second one: variance 2 sigma^2 declared for noise of variance 4 sigma^2)
+    for copied in (pickle.loads(pickle.dumps(private[0])), copy.deepcopy(private[0])):
+        with pytest.raises(ParameterError, match="share a privatized release"):
+            private[0] + copied
+        with pytest.raises(ParameterError, match="share a privatized release"):
+            weighted_total([private[0], copied], np.array([1, 1]))
     both = private[0] + private[1]             # distinct releases: no false alarm
     assert both.noise_variance == pytest.approx(private[0].noise_variance
                                                 + private[1].noise_variance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -227,6 +228,10 @@ def test_every_answer_is_a_stated_upper_bound():
 
 @pytest.mark.parametrize("call, error, pattern", [
     (lambda: Accountant(unit=""), ParameterError, "unit"),
+    (lambda: Accountant(unit=" "), ParameterError, "unit"),
+    # a guarantee's unit is checked however it is made (the CLI replaced it, unchecked)
+    (lambda: dataclasses.replace(Accountant().guarantee(delta=1e-5), unit=""), ParameterError,
+     "unit must be a non-empty string"),
     (lambda: Accountant(neighboring="replace"), ParameterError, "neighboring"),
     (lambda: Accountant(discretization=0.0), ParameterError, "discretization"),
     (lambda: Accountant().compose(GaussianMechanism(1.0), -1), ParameterError, "count"),

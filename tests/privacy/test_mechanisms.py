@@ -20,7 +20,7 @@ from privacy import (
 )
 from privacy.errors import NonFiniteError
 from privacy.mechanisms import sas_pure_epsilon
-from privacy.pure_epsilon import maximize_loss
+from privacy.pure_epsilon import maximize_loss, sas_epsilon_floor
 
 
 def _reference_module():
@@ -191,6 +191,30 @@ def test_from_epsilon_round_trip(alpha, eps):
     mech = SaSMechanism.from_epsilon(eps, alpha=alpha, sensitivity=2.5)
     assert mech.epsilon <= eps
     assert mech.epsilon == pytest.approx(eps, rel=1e-8)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.15, 0.5, 1.5])
+def test_the_epsilon_floor_bounds_every_scale_and_is_reached(alpha):
+    floor = sas_epsilon_floor(alpha)
+    at = {s: SaSMechanism(alpha=alpha, scale=s).epsilon for s in (1e3, 1e12, 1e40, 1e200)}
+    assert all(value >= floor for value in at.values())
+    assert at[1e12] == at[1e40] == at[1e200] == floor < at[1e3]
+    # a 5-entry query: five times the scalar floor, reached once every split is at it
+    assert SaSMechanism(alpha=alpha, scale=1e15, dimension=5).epsilon == \
+        sas_epsilon_floor(alpha, 5) == 5 * floor
+
+
+def test_a_target_below_the_floor_is_refused_and_one_above_it_reached():
+    floor = sas_epsilon_floor(0.1)
+    with pytest.raises(ParameterError, match=r"alpha=0\.1.*smallest pure-DP epsilon.*"
+                                             r"larger alpha"):
+        SaSMechanism.from_epsilon(0.5 * floor, alpha=0.1)
+    with pytest.raises(ParameterError, match="20-entry query"):
+        SaSMechanism.from_epsilon(15 * floor, alpha=0.1, dimension=20)
+    assert SaSMechanism.from_epsilon(1.01 * floor, alpha=0.1).epsilon <= 1.01 * floor
+    # the Cauchy closed form is not capped: no floor
+    assert sas_epsilon_floor(1.0) == 0.0
+    assert SaSMechanism.from_epsilon(1e-14, alpha=1.0).epsilon <= 1e-14
 
 
 @pytest.mark.parametrize("alpha", [1.1, 1.5, 1.8, 1.95, 1.999, 2.0])

@@ -210,6 +210,28 @@ def test_sas_release_is_pure_dp_with_the_vector_bound():
     assert np.all(np.isinf(np.diag(cov))) and np.all(cov[~np.eye(14, dtype=bool)] == 0)
 
 
+def test_a_sas_target_below_the_certified_floor_is_refused_before_any_search():
+    from privacy.pure_epsilon import sas_epsilon_floor
+
+    X, U = np.zeros((1, 41)), np.zeros((1, 40))
+    small = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    floor = sas_epsilon_floor(0.1, small.dimension)        # 14 entries: 14 times the scalar one
+    with pytest.raises(ParameterError, match=rf"alpha=0\.1 on a 14-entry query.*{floor:.4g}.*"
+                                             rf"larger alpha.*epsilon above"):
+        small.privatize("sas", epsilon=0.5 * floor, alpha=0.1, rng=0)
+    assert small.release_count == 0
+
+
+@pytest.mark.slow
+def test_a_sas_target_just_above_the_floor_is_reached():
+    from privacy.pure_epsilon import sas_epsilon_floor
+
+    X, U = np.zeros((1, 41)), np.zeros((1, 40))
+    small = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0, input_bound=1.0)
+    target = 1.1 * sas_epsilon_floor(0.1, small.dimension)
+    assert small.privatize("sas", epsilon=target, alpha=0.1, rng=0).privacy.epsilon <= target
+
+
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(mechanism="gaussian", epsilon=1.0), "needs delta"),
     (dict(mechanism="poisson", epsilon=1.0), "mechanism must be one of"),
@@ -222,6 +244,16 @@ def test_sas_release_is_pure_dp_with_the_vector_bound():
 def test_bad_privatization_arguments_are_refused(stats, kwargs, pattern):
     with pytest.raises(ParameterError, match=pattern):
         stats.privatize(**kwargs)
+
+
+@pytest.mark.parametrize("inputs", [0, 2])       # no sample at all, or none past max_delay
+def test_empty_statistics_are_refused_as_empty(inputs):
+    empty = SufficientStatistics.from_data(np.zeros((1, inputs + 1)), np.zeros((1, inputs)),
+                                           max_delay=2, state_bound=4.0, input_bound=3.0)
+    # it said "sensitivity must be > 0; got 0.0", an argument the caller never gave
+    with pytest.raises(ParameterError, match="hold no regression samples.*empty data"):
+        empty.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=0)
+    assert empty.release_count == 0
 
 
 def test_statistics_are_privatized_once_and_need_bounds(stats):
@@ -296,6 +328,23 @@ def test_a_second_release_of_the_same_statistics_warns_with_the_composed_guarant
         fresh.privatize("laplace", epsilon=1.0, rng=0, accounted=True)
         assert fresh.release_count == 5
         assert fresh.centered().release_count == 0
+
+
+def test_a_composition_without_a_bound_is_said_and_later_releases_go_through(plant):
+    from dmdidc import RepeatedReleaseWarning
+    from privacy.errors import AccountingError
+
+    U = random_excitation(2, 300, rng=2)
+    fresh = SufficientStatistics.from_data(plant.simulate(np.zeros(2), U), U, max_delay=3,
+                                           state_bound=120.0, input_bound=4.0)
+    fresh.privatize("laplace", epsilon=1000.0, rng=0)    # beyond the accountant's PLD range
+    for count in (2, 3):
+        with pytest.warns(RepeatedReleaseWarning, match=rf"privatized {count} times.*"
+                                                         r"composition is not computable"):
+            private = fresh.privatize("gaussian", epsilon=1.0, delta=1e-5, rng=count)
+        assert private.privacy.epsilon <= 1.0 and fresh.release_count == count
+    with pytest.raises(AccountingError, match="epsilon 1000"):
+        fresh.composed_privacy()
 
 
 def test_releases_at_several_units_compose_for_the_finest(stats):

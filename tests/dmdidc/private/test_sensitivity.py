@@ -10,6 +10,9 @@ the worst case found (else the noise would be wasted): the measured ratios are i
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -83,6 +86,26 @@ def test_window_and_trajectory_bounds_grow_with_the_unit():
     assert stats.sensitivity("window", window=500).l1 == whole.l1
 
 
+@pytest.mark.parametrize("detrend", [None, "constant"])
+def test_a_window_past_the_longest_trajectory_is_that_trajectory(detrend):
+    stats = SufficientStatistics.from_data([np.zeros((2, 101)), np.zeros((2, 61))],
+                                           [np.zeros((1, 100)), np.zeros((1, 60))], max_delay=3,
+                                           state_bound=[1.0, 2.0], input_bound=1.0,
+                                           detrend=detrend)
+    whole = stats.sensitivity("trajectory")
+    longest = stats.max_trajectory_samples
+    # the array of touched samples is not built window-long (1e12 steps would be terabytes)
+    for window in (longest, longest + 1, 10**12):
+        wide = stats.sensitivity("window", window=window)
+        assert np.array_equal(wide.entry_bounds, whole.entry_bounds)
+        assert wide.touched_samples == whole.touched_samples == longest
+        assert wide.window == window
+    # a touched window never reports more samples than a trajectory has
+    assert stats.sensitivity("window", window=longest - 2).touched_samples == longest
+    shorter = stats.sensitivity("window", window=longest // 2)
+    assert shorter.touched_samples == longest // 2 + 4 and shorter.l1 <= whole.l1
+
+
 @pytest.mark.parametrize("kwargs, pattern", [
     (dict(unit="day"), "unit must be one of"),
     (dict(unit="window"), "needs window=w"),
@@ -130,13 +153,18 @@ def test_a_part_added_twice_moves_the_sum_twice_and_its_sensitivity_says_so(detr
 
     def combine(S):
         twice = S + S
+        # a pickled or deep-copied S is S's data too (its multiplicity was lost: l1 halved)
         return {"S + S": twice, "(S + other) + S": (S + other) + S,
                 "weighted_total 3": weighted_total([S, other], np.array([3, 1])),
-                "from_vector": SufficientStatistics.from_vector(twice.to_vector(), like=twice)}
+                "from_vector": SufficientStatistics.from_vector(twice.to_vector(), like=twice),
+                "S + pickled S": S + pickle.loads(pickle.dumps(S)),
+                "deepcopy(S) + S + pickled S": copy.deepcopy(S) + S + pickle.loads(
+                    pickle.dumps(S))}
 
     S = build(X, U)
     totals = combine(S)
-    expected = {"S + S": 2, "(S + other) + S": 2, "weighted_total 3": 3, "from_vector": 2}
+    expected = {"S + S": 2, "(S + other) + S": 2, "weighted_total 3": 3, "from_vector": 2,
+                "S + pickled S": 2, "deepcopy(S) + S + pickled S": 3}
     one = S.sensitivity("sample")
     worst = dict.fromkeys(totals, 0.0)
     for t in range(K):           # time step t of x (t <= K) and u (t < K) replaced

@@ -98,6 +98,33 @@ def test_file_options_without_files_are_refused(tmp_path, capsys):
     assert "--inputs, --missing act on data files" in capsys.readouterr().err
 
 
+def test_the_privacy_unit_of_the_clients_releases_takes_effect(tmp_path, capsys):
+    # docs/privacy.md's units table: federated identification at the unit each client chose
+    files = client_files(tmp_path)
+    base = ["federated", "identify", *map(str, files), "--inputs", "u1,u2", "--dt", "2",
+            *BOUNDS, "--epsilon", "20", "--seed", "0"]
+    summaries = {}
+    for name, extra in (("sample", []), ("window", ["--unit", "window", "--window", "3"])):
+        assert main([*base, *extra, "--out", str(tmp_path / name)]) == 0
+        summaries[name] = json.loads((tmp_path / name / "summary.json").read_text())
+    assert summaries["sample"]["unit"] == "sample" and summaries["sample"]["window"] is None
+    assert summaries["window"]["unit"] == "window" and summaries["window"]["window"] == 3
+    # a window of 3 steps needs more noise at the same epsilon: wider delay intervals (an
+    # interval the noise leaves undetermined, "nan", is the widest)
+    width = {name: np.nan_to_num(np.subtract(np.array(s["delay_high"], dtype=float),
+                                             np.array(s["delay_low"], dtype=float)),
+                                 nan=np.inf) for name, s in summaries.items()}
+    assert np.all(np.isfinite(width["sample"])) and np.all(width["window"] > width["sample"])
+    for extra, message in ((["--unit", "window"], "--unit window needs --window STEPS"),
+                           (["--window", "3"], "--window needs --unit window")):
+        assert main([*base, *extra, "--out", str(tmp_path / "x")]) == 2
+        assert message in capsys.readouterr().err
+    # the built-in study releases per sample: the flags act on data files only
+    assert main(["federated", "identify", "--unit", "trajectory", "--out",
+                 str(tmp_path / "f")]) == 2
+    assert "--unit acts on data files" in capsys.readouterr().err
+
+
 def test_files_without_inputs_are_refused_with_the_commands_that_fit_them(tmp_path, capsys):
     # input-free data (U with zero rows) is plain DMD: identify fits it, the federated IV cannot
     rng = np.random.default_rng(4)

@@ -176,6 +176,14 @@ def test_epsilon_and_calibrate_print_the_privacy_unit(capsys):
                                        f"replaced")
 
 
+@pytest.mark.parametrize("unit", ["", "  "])
+def test_a_unit_naming_nothing_is_refused(capsys, unit):
+    # the printed guarantee read "for one  added or removed"
+    code, out, err = run(capsys, "epsilon", "--alpha", "1", "--scale", "1", "--unit", unit)
+    assert code == 2 and out == ""
+    assert "--unit must be a non-empty string naming the privacy unit" in err
+
+
 def test_calibrate_replace_one_needs_more_noise(capsys):
     plain = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5")
     replace = run_json(capsys, "calibrate", "--alpha", "1", "--epsilon", "1", "--steps", "5",

@@ -93,6 +93,12 @@ def test_privacy_identify_bad_numbers_are_refused_by_the_parser(tmp_path, capsys
 
 @pytest.mark.parametrize("extra, message", [
     (["--mechanism", "gaussian"], "needs delta"),
+    # a delta not given is said so, not shown as the flag's placeholder (--delta DELTA)
+    (["--mechanism", "gaussian"], "got no --delta;"),
+    # Laplace noise does not depend on delta: refused as federated identify does
+    (["--mechanism", "laplace", "--delta", "1e-5"],
+     "--delta applies to --mechanism gaussian or sas; got --delta 1e-05 with --mechanism "
+     "laplace"),
     (["--mechanism", "laplace", "--alpha", "1.5"], "--alpha needs --mechanism sas"),
     (["--mechanism", "laplace", "--window", "5"], "--window needs --unit window"),
     (["--mechanism", "laplace", "--unit", "window"], "needs --window STEPS"),
