@@ -332,6 +332,12 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     words = [n for n in names if index[n] in text and n not in special + unread]
     states = (chosen if chosen is not None else
               [n for n in names if n not in inputs and n not in special + unread + words])
+    if not states and words:
+        verb = "holds" if len(words) == 1 else "hold"
+        example = str(cells[bad[index[words[0]]], index[words[0]]])
+        raise ParameterError(f"{path.name} has no column of numbers left for the states: "
+                             f"{', '.join(map(repr, words))} {verb} text (e.g. {example!r}); "
+                             f"give states=[...] naming the state columns")
     if time is not None and special[0] in states + inputs:
         raise ParameterError(f"{special[0]!r} of {path.name} is the time column and a signal; "
                              f"a time column is never a signal (time=None if it is one)")

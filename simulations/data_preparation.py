@@ -451,8 +451,11 @@ def _from_table(path: Path, states, inputs, time, tolerance: float, missing: str
         x_cols = [c for c in range(table.values.shape[1])
                   if c not in taken and c not in table.text]
         if not x_cols:
+            words = [table.label(c) for c in sorted(table.text) if c not in taken]
+            also = (f"; {', '.join(words)} {'holds' if len(words) == 1 else 'hold'} text, "
+                    f"never a state" if words else "")
             raise ParameterError(f"{str(path)!r} has no column left for the states (it has "
-                                 f"{_columns_text(table)}); give --states COLUMNS")
+                                 f"{_columns_text(table)}{also}); give --states COLUMNS")
         notes.append(f"states: {names_text(table.label(c) for c in x_cols)} (every column but "
                      f"the time and the inputs; --states selects)")
     else:

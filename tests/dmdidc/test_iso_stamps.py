@@ -228,3 +228,12 @@ def test_a_daylight_saving_jump_ahead_in_followed_local_stamps_is_said(tmp_path)
     assert sum(c.U.shape[1] for c in chunks) == U.shape[1] + 7199
     with pytest.raises(ParameterError, match="line 22.*daylight-saving"):
         read_data(iso, inputs=["u"])
+
+
+def test_no_state_left_but_text_is_refused_naming_the_text_column(tmp_path):
+    path = tmp_path / "flags.csv"
+    path.write_text("time,x,u\n0,OK,1\n0.5,OK,2\n1,OK,\n")
+    with pytest.raises(ParameterError, match="'x' holds text.*states="):
+        read_data(path, inputs=["u"])
+    with pytest.raises(ParameterError, match="'x' holds text.*--states"):
+        read_identification_data(path, inputs="u")
