@@ -10,6 +10,9 @@ the numeric file's time.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=.:benchmarks python benchmarks/bench_iso_stamps.py \
         [--rows 1000000] [--repeat 2] [--follow]
+
+Measured (1e6 rows, 2 shared cores, best of 2): read_data 4.81 s numeric, 6.81 s ISO (1.41x);
+read_identification_data 6.19 / 8.30 s (1.34x); follow_csv 10.09 / 15.63 s (1.55x).
 """
 
 from __future__ import annotations
