@@ -216,7 +216,8 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         line's numbering, as ``dmdidc identify --follow``; messages use the same).
     time_tolerance : float, optional
         Largest deviation of a time step from whole periods, in periods (default
-        :data:`~dmdidc.time_column.TIME_TOLERANCE`).
+        :data:`~dmdidc.time_column.TIME_TOLERANCE`); refused where no time column is read
+        (``time=None`` or ``"ignore"``, or none found), as the batch readers refuse it.
 
     Returns
     -------
@@ -260,7 +261,11 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         raise ParameterError(("--time ignore needs --dt" if first_column == 1 else
                               "time='ignore' needs dt=") + ", the sampling period T in "
                              "seconds: the time column is left out unread")
-    columns = _Columns(path.name, inputs, states, time, first_column, say)
+    if time_tolerance is not None and (time is None or isinstance(time, str)
+                                       and time == "ignore"):
+        raise _idle_tolerance(path.name, tolerance, first_column == 1)
+    columns = _Columns(path.name, inputs, states, time, first_column, say,
+                       given_tolerance=None if time_tolerance is None else tolerance)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
                    bad_lines, say, tolerance)
@@ -413,7 +418,8 @@ class _Columns:
     for every stream)."""
 
     def __init__(self, source: str, inputs: Any, states: Any, time: Any, first: int = 0,
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, given_tolerance: float | None = None
+                 ) -> None:
         if inputs is None:
             raise ParameterError("follow_csv needs inputs=[...]: the input columns")
         self.source, self.names, self.first, self.say = source, None, first, say
@@ -422,14 +428,17 @@ class _Columns:
         self.inputs, self.states = _specs(inputs), states
         self.time = "auto" if self.ignore else time
         self.decided: dict | None = None
+        self.given_tolerance = given_tolerance    # refused if no time column is read
         self.trailing = False                     # the lines end in their delimiter
 
     def resolve(self, header: str, number: int) -> dict | None:
         """The columns of a stream with this header (None: the first rows decide them)."""
         names, units, delimiter = parse_header(header, f"{self.source} line {number}")
-        # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column
-        self.trailing = header.rstrip().endswith(delimiter)
-        if self.trailing and len(names) > 1 and names[-1] == "" and units[-1] == "":
+        # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column.
+        # The parsed header tells it (its last name empty), not the raw text: a trailing tab
+        # is white space to str.rstrip, and was read as a column '' of lost samples
+        self.trailing = len(names) > 1 and names[-1] == "" and units[-1] == ""
+        if self.trailing:
             names, units = names[:-1], units[:-1]
             if self.names is None:
                 self.say(f"{self.source}: the header ends in {delimiter!r}: the empty cell "
@@ -460,6 +469,8 @@ class _Columns:
         if notes:
             self.say(f"{self.source}: {'; '.join(notes)}")
         if found is None or not found.read:
+            if self.given_tolerance is not None:
+                raise _idle_tolerance(self.source, self.given_tolerance, cli)
             self.decided = self._columns(None, unread=() if found is None else (
                 found.column, *found.left_out))
         else:
@@ -507,6 +518,17 @@ class _Columns:
         if self.trailing and len(cells) == len(self.names) + 1 and not cells[-1].strip():
             cells.pop()
         return cells
+
+
+def _idle_tolerance(source: str, tolerance: float, cli: bool) -> ParameterError:
+    """The refusal of a time tolerance with no stamps to check (as the batch commands refuse
+    it): an option that would not act is refused, not silently ignored."""
+    option = f"--time-tolerance {tolerance:g}" if cli else f"time_tolerance={tolerance:g}"
+    why = ("--time none or ignore" if cli else "time=None or 'ignore'")
+    return ParameterError(f"{option} bounds the jitter of a time column's stamps, and {source} "
+                          f"has none to check ({why}, or no column named time, timestamp or t); "
+                          f"drop {option.split()[0].split('=')[0]} (an option that would not "
+                          f"act is refused)")
 
 
 def _specs(value: Any) -> list:

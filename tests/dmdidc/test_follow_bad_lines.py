@@ -206,13 +206,22 @@ def test_a_byte_order_mark_and_a_trailing_delimiter_read_as_the_clean_file(seed,
     (tmp_path / "clean.csv").write_text(text)
     (tmp_path / "bom.csv").write_text("\ufeff" + text, encoding="utf-8")
     (tmp_path / "trailing.csv").write_text("".join(line + ",\n" for line in text.splitlines()))
+    # a tab is white space: a trailing one was read as a column '' of lost samples
+    (tmp_path / "trailing.tsv").write_text("".join(line.replace(",", "\t") + "\t\n"
+                                                   for line in text.splitlines()))
     clean, _ = _follow(monkeypatch, tmp_path / "clean.csv", [])
-    for name in ("bom.csv", "trailing.csv"):
-        chunks, messages = _follow(monkeypatch, tmp_path / name, [])
+    for name in ("bom.csv", "trailing.csv", "trailing.tsv"):
+        text_of = (tmp_path / name).read_text(encoding="utf-8")
+        steps = _pieces(tmp_path / "torn.csv", text_of, np.random.default_rng(seed))
+        (tmp_path / "torn.csv").write_text("")
+        chunks, messages = _follow(monkeypatch, tmp_path / "torn.csv", steps)
         for got, want in zip(_joined(chunks), _joined(clean), strict=True):
             np.testing.assert_array_equal(got, want)
         assert chunks[-1].input_names == ("u1", "u2") and chunks[-1].dt == DT
-        assert ("header ends in ','" in messages[0]) == (name == "trailing.csv")
+        assert chunks[-1].state_names == ("x1", "x2", "x3")
+        delimiter = {"bom.csv": None, "trailing.csv": "','", "trailing.tsv": "'\\t'"}[name]
+        assert ("header ends in" in messages[0]) == (delimiter is not None)
+        assert delimiter is None or f"header ends in {delimiter}" in messages[0]
     # a value after the trailing ',' is a cell the header does not name: refused
     lines = (tmp_path / "trailing.csv").read_text().splitlines()
     lines[5] += "7"
@@ -267,3 +276,17 @@ def test_a_row_written_twice_in_the_first_lines_does_not_hide_the_time_column(na
     np.testing.assert_array_equal(_joined(chunks)[1], U_clean)
     assert chunks[-1].dt == DT and chunks[-1].state_names == ("x1", "x2", "x3")
     assert messages[-1] == "log.csv: in all 1 duplicated row dropped"
+
+
+def test_a_time_tolerance_without_stamps_to_check_is_refused(tmp_path, monkeypatch):
+    """As the batch readers refuse it: with time=None, 'ignore', or no time column found."""
+    _, X, U = _record(0, samples=20, lost=0.0)
+    (tmp_path / "log.csv").write_text(_text(X, U))
+    (tmp_path / "plain.csv").write_text("x1,x2,x3,u1,u2\n" + _text(X, U, header=False,
+                                                                 time=False))
+    for path, time in (("log.csv", None), ("log.csv", "ignore"), ("plain.csv", "auto")):
+        with pytest.raises(ValueError, match=r"time_tolerance=0.2 bounds the jitter of a time "
+                                             r"column's stamps, and .* has none to check"):
+            _follow(monkeypatch, tmp_path / path, [], time=time, dt=DT, time_tolerance=0.2)
+    chunks, _ = _follow(monkeypatch, tmp_path / "log.csv", [], time="auto", time_tolerance=0.2)
+    assert chunks[-1].dt == DT

@@ -79,7 +79,12 @@ def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys)
     (["--max-delay", "auto"], "needs an integer --max-delay"),
     (["--estimator", "huber"], "takes --estimator auto (iv), iv or ls"),
     (["--window", "100", "--forgetting", "0.99"], "forgetting or window, not both"),
-    (["--inputs", "none"], "--follow needs input columns: the live fit identifies")])
+    (["--inputs", "none"], "--follow needs input columns: the live fit identifies"),
+    # an idle --time-tolerance, refused as the batch command refuses it (it was ignored)
+    (["--time", "none", "--dt", "0.5", "--time-tolerance", "0.2"],
+     "--time-tolerance 0.2 bounds the jitter of a time column's stamps, and log.csv has none"),
+    (["--time", "ignore", "--dt", "0.5", "--time-tolerance", "0.2"],
+     "drop --time-tolerance (an option that would not act is refused)")])
 def test_follow_refuses_what_the_live_fit_does_not_do(extra, message, tmp_path, capsys):
     _log(tmp_path / "log.csv", 4, samples=100)
     assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
