@@ -545,15 +545,16 @@ def _idle_tolerance(source: str, tolerance: float, cli: bool) -> ParameterError:
 
 
 def _common_period(steps: np.ndarray, tolerance: float) -> float:
-    """The largest of ``steps`` (> 0) that every step is a whole number of, within
-    ``tolerance`` periods, among those of at least a quarter of the median step (a tiny step
-    between two jittered stamps is no period); the median step if none is.  A logger's first
-    rows may lose every other one: the median step was then twice the period."""
+    """The period of ``steps`` (> 0): the largest of them that every step is a whole number of,
+    within ``tolerance`` periods, among those of at least a quarter of the median step (a tiny
+    step between two jittered stamps is no period), refined as their span over the periods
+    they cover; the median step if none is.  A logger's first rows may lose every other one:
+    the median step was then twice the period."""
     median = float(np.median(steps))
     for period in sorted(set(steps[steps >= median / 4].tolist()), reverse=True):
         whole = np.round(steps / period)
         if (whole >= 1).all() and (np.abs(steps / period - whole) <= tolerance).all():
-            return period
+            return float(steps.sum() / whole.sum())     # their span: jitter averages out
     return median
 
 
@@ -709,8 +710,13 @@ class _Stream:
                 later = sum(self._stamp(held[2]) >= stamp for held in self.held)
                 self._out_of_place(later, number, stamp, last=True)
             if self.held and stamp == self._stamp(self.held[-1][2]):
-                self._duplicate(values, where, stamp, self.held[-1][::2])
-                return
+                if np.array_equal(values, self.held[-1][2], equal_nan=True):
+                    self._duplicate(values, where, stamp, self.held[-1][::2])
+                    return
+                # a jumped stamp that the next row repeats with other values: the jump, not
+                # the row that goes on, is the stamp out of place (it was kept, and the real
+                # row dropped as a duplicate)
+                self._out_of_place(1, number, stamp, last=True, same=True)
             if self.held and stamp > self._stamp(self.held[-1][2]):
                 # only a row one period on confirms them (one off the grid tells nothing)
                 jump = self._whole(stamp - self._stamp(self.held[-1][2]))
@@ -742,9 +748,11 @@ class _Stream:
         return periods if periods >= 1 and abs(step - periods * dt) <= self.tolerance * dt \
             else None
 
-    def _out_of_place(self, count: int, number: int, stamp: float, last: bool = False) -> None:
+    def _out_of_place(self, count: int, number: int, stamp: float, last: bool = False,
+                      same: bool = False) -> None:
         """Refuse ``count`` held rows (the last ones with ``last``) as stamps out of place:
-        the row of line ``number`` at ``stamp`` goes on from before them."""
+        the row of line ``number`` at ``stamp`` goes on from before them (``same``: it has
+        the stamp of the one refused, with other values)."""
         if not count:
             return
         out = self.held[-count:] if last else self.held[:count]
@@ -753,8 +761,9 @@ class _Stream:
             self._refuse(ParameterError(
                 f"{held[1]}: time {self._stamp(held[2]):g} s jumps ahead of "
                 f"{self.last_time:g} s of line {self.last_row[0]}, and the next row (line "
-                f"{number}) goes on from there at {stamp:g} s: a stamp out of place"
-                f"{self.columns['reason']}"), held[0])
+                f"{number}) " + ("has that stamp with other values" if same else
+                                 f"goes on from there at {stamp:g} s") +
+                f": a stamp out of place{self.columns['reason']}"), held[0])
 
     def _confirm(self, count: int, number: int | None) -> None:
         """Place the first ``count`` held rows: the row of line ``number`` goes on from them

@@ -305,14 +305,17 @@ def _follow_torn(monkeypatch, tmp_path, text, seed, **options):
 def test_stamps_out_of_place_in_a_row_or_in_the_first_row_cost_no_real_row(seed, dt, tmp_path,
                                                                            monkeypatch):
     """Two or three stamps far ahead in a row (each checked against the row after the run, not
-    one row ahead only), and the first row's stamp far ahead (no row before it: the two after
-    it go on from before it). Every real row keeps its place."""
+    one row ahead only), the first row's stamp far ahead (no row before it: the two after it go
+    on from before it), and one a period ahead. Every real row keeps its place."""
     rng = np.random.default_rng(seed)
     _, X, U = _record(seed, samples=80, lost=0.0)
     run = int(rng.integers(2, 4))
     start = int(rng.integers(10, 60))
     changes = [(("jumped", int(rng.integers(2, 1000))), start + i) for i in range(run)]
     changes.append((("jumped", int(rng.integers(2, 1000))), 0))
+    # a stamp one period ahead, which the next row repeats with other values: the jumped row
+    # was kept and the real one dropped as a duplicate
+    changes.append((("jumped", 1), start + run + 5))
     text, X_clean, U_clean, expected = _spoil(X, U, changes, time=True)
     chunks, messages = _follow_torn(monkeypatch, tmp_path, text, seed, dt=dt)
     Xf, Uf = _joined(chunks)
@@ -323,7 +326,7 @@ def test_stamps_out_of_place_in_a_row_or_in_the_first_row_cost_no_real_row(seed,
     reported = {int(m.split()[2]): m for m in messages if m.startswith("log.csv line ")}
     assert sorted(reported) == sorted(expected)
     assert all("a stamp out of place" in m for m in reported.values())
-    assert messages[-1] == f"log.csv: in all {run + 1} malformed lines left out"
+    assert messages[-1] == f"log.csv: in all {run + 2} malformed lines left out"
 
 
 @pytest.mark.parametrize("seed", range(4))
