@@ -55,13 +55,14 @@ periods: jitter is accepted within it) or repeats is a malformed line.  The rows
 wait for a row that goes on from the last of them (a gap) or from the row before them: then
 the jumped stamps are out of place (``199.5`` written for ``99.5``, or ``1e12``, one or
 several in a row), malformed lines, instead of a gap that would make every row up to them a
-lost sample and every later one go back.  A gap longer than the record so far (and than 100
-periods) is never filled with lost samples: confirmed by the next row, the clock jumped and
-the follow stops (whatever ``bad_lines``) naming ``time='ignore'``; as the last line of the
-stream it is left out.  Rows off the grid wait for the next row (``bad_lines="lost"``): one
-back on the grid makes them malformed lines; three on a grid of their own are a clock that
-stepped, and the follow stops with one message naming ``time='ignore'`` (the batch readers
-refuse such a file too).
+lost sample and every later one go back.  A gap longer than the record so far is never
+filled with lost samples unless a row confirms it: as the last line of the stream it is left
+out; confirmed by the next row, a gap longer than the record and than 10 000 periods (an
+outage early in the record is a gap) is a jump of the clock, and the follow stops (whatever
+``bad_lines``) naming ``time='ignore'``.  Rows off the grid wait for the next row
+(``bad_lines="lost"``): one back on the grid makes them malformed lines; three on a grid of
+their own are a clock that stepped, and the follow stops with one message naming
+``time='ignore'`` (the batch readers refuse such a file too).
 
 Without a choice (``time="auto"``) the time column is decided, once for the whole follow, from
 the header and the first :data:`DECIDING_ROWS` complete lines (the rest of the file is not
@@ -107,9 +108,10 @@ __all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track", "DECIDIN
 #: Complete lines read before an undecided time column is decided (module notes).
 DECIDING_ROWS = 5
 
-#: Fewest periods of a gap refused as a jump of the clock (module notes): a gap is one when it
-#: is longer than the record so far and than this.
-_LONG_GAP = 100
+#: Fewest periods of a confirmed gap refused as a jump of the clock (module notes): one when it
+#: is longer than the record so far and than this (an outage early in the record is a gap;
+#: 1e4 lost samples are a few hundred kB).
+_LONG_GAP = 10_000
 #: Bytes before the read position compared at every poll to see a rewritten file.
 _TAIL_BYTES = 64
 #: Bytes read at a time (a long backlog is parsed and yielded block by block).
@@ -768,14 +770,16 @@ class _Stream:
     def _confirm(self, count: int, number: int | None) -> None:
         """Place the first ``count`` held rows: the row of line ``number`` goes on from them
         (None: the stream ended, and nothing confirms them).  A gap longer than the record so
-        far (and :data:`_LONG_GAP` periods) is not filled with lost samples: confirmed, the
-        clock jumped (the follow stops, naming the remedy); at the end, the stamp is left out."""
+        far is not filled with lost samples: at the end the stamp is left out; confirmed (and
+        longer than :data:`_LONG_GAP` periods) the clock jumped: the follow stops, naming the
+        remedy."""
         confirmed, self.held = self.held[:count], self.held[count:]
         for held in confirmed:
             stamp = self._stamp(held[2])
             jump = self._whole(stamp - self.last_time)
             record = self.periods + 1
-            if jump is None or jump - 1 <= max(record, _LONG_GAP):
+            if jump is None or jump - 1 <= (record if number is None else
+                                            max(record, _LONG_GAP)):
                 self._put(*held, hold=False)
                 continue
             what = (f"{held[1]}: time {stamp:g} s jumps {jump} periods of {self.dt:g} s ahead "

@@ -426,3 +426,12 @@ def test_a_gap_longer_than_the_record_is_never_allocated(seed, stamp, tmp_path, 
                                              rf"from there: the clock jumped .*time='ignore'"):
             _follow_torn(monkeypatch, tmp_path, _stamped(X, U, jumped), seed,
                          bad_lines=bad_lines)
+    # an outage early in the record, longer than it but confirmed, is a gap: no false alarm
+    outage = int(rng.integers(100, 3000))
+    late = stamps + np.where(np.arange(stamps.size) >= k, outage * DT, 0.0)
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, _stamped(X, U, late), seed)
+    Xf, Uf = _joined(chunks)
+    assert Xf.shape[1] == X.shape[1] + outage and len(messages) == 1
+    np.testing.assert_array_equal(Xf[:, :k], X[:, :k])
+    np.testing.assert_array_equal(Xf[:, k + outage:], X[:, k:])
+    assert np.isnan(Xf[:, k:k + outage]).all() and np.isnan(Uf[:, k:k + outage]).all()
