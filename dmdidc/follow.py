@@ -315,8 +315,18 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             if stream is None:
                 stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
                                  dt, bad_lines, say, tolerance, tally)
-            else:
+                continue
+            try:
                 stream.add(number, text)
+            except ValueError as error:
+                # the rows before the line that stops the stream are the data's: hand them on
+                # first (a model of them is still a model), then the error
+                try:
+                    stream.finish()
+                except ValueError:
+                    raise error from None
+                yield from ready_chunks()
+                raise
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
         yield from ready_chunks()
