@@ -1455,8 +1455,15 @@ class DMDidc:
         """``model_`` with the asymptotic confidence intervals at ``level`` in its
         :attr:`~dmdidc.DelayedPlant.info` (``None``, or no continuous model: without; intervals
         the delta method cannot give, because the alternative block structure they span has no
-        continuous model: without, with a :class:`ContinuousModelWarning` saying why)."""
+        continuous model: without, with a :class:`ContinuousModelWarning` saying why), and the
+        names of the checks the fit failed in its provenance (``"failed_checks"``: a saved model
+        carries them to whoever loads it, ``dmdidc simulate`` repeats them)."""
         model = self.model_
+        failed = [check.name for check in self.diagnostics_.failed]
+        if failed:
+            info = model.signal_info
+            model = model.with_info(info.renamed(
+                provenance={**(info.provenance or {}), "failed_checks": failed}))
         if level is None or not model.has_continuous:
             return model
         try:

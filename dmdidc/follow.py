@@ -36,22 +36,33 @@ The rules, for a writer that misbehaves:
   its stamp; a row that repeats the last stamp is a duplicated row, dropped (the first is
   kept).  Every later row is read.
 * **Excel and logger habits.**  A UTF-8 byte-order mark before the header is not part of its
-  first name, and a header that ends in its delimiter (every line ends in ``,``) has no column
-  after it: the empty cell after the last delimiter of a row is left out (a value there is a
-  cell the header does not name: a malformed line).
+  first name, and a header that ends in its delimiter (every line ends in ``,``, ``;`` or a
+  tab: the header's last name is empty) has no column after it: the empty cell after the
+  last delimiter of a row is left out (a value there is a cell the header does not name: a
+  malformed line).
 
 With a ``time`` column (in the unit of its header, ``time [ms]``; found and read by the rules of
 :mod:`dmdidc.time_column`, as :func:`~dmdidc.read_data` and the command line find it), the
-sampling period is first the median step of the first :data:`DECIDING_ROWS` + 1 stamps (as
-:func:`~dmdidc.time_column.time_grid` takes it: a lost or garbled row among them is a gap, not
-the period; the first chunk waits for them), then the span of the stamps over the periods they
-cover (or ``dt``, which it must match), and a gap of ``j`` whole periods is ``j - 1`` lost
-samples (NaN rows); a stamp that goes back or falls off the grid (more than ``time_tolerance``
-periods from a whole number of periods: jitter is accepted within it) or repeats is a malformed
-line.  The row after a gap waits for the next row: if that one goes on from the row before the
-gap, the jumped stamp is out of place (``199.5`` written for ``99.5``, or ``1e12``), a
-malformed line, instead of a gap that would make every row up to it a lost sample and every
-later one go back.
+first :data:`DECIDING_ROWS` + 1 rows are read together (the first chunk waits for them): the
+first row is a stamp out of place if it is ahead of the two after it, and the sampling period
+is first the largest of their steps that every step is a whole number of (at least a quarter
+of the median step; else the median, as :func:`~dmdidc.time_column.time_grid` takes it), so a
+lost or garbled row among them is a gap, not the period, even when every other one is lost;
+then the period is the span of the stamps over the periods they cover (or ``dt``, which it
+must match).  A gap of ``j`` whole periods is ``j - 1`` lost samples (NaN rows); a stamp that
+goes back or falls off the grid (more than ``time_tolerance`` periods from a whole number of
+periods: jitter is accepted within it) or repeats is a malformed line.  The rows after a gap
+wait for a row that goes on from the last of them (a gap) or from the row before them: then
+the jumped stamps are out of place (``199.5`` written for ``99.5``, or ``1e12``, one or
+several in a row), malformed lines, instead of a gap that would make every row up to them a
+lost sample and every later one go back.  A gap longer than the record so far is never
+filled with lost samples unless a row confirms it: as the last line of the stream it is left
+out; confirmed by the next row, a gap longer than the record and than 10 000 periods (an
+outage early in the record is a gap) is a jump of the clock, and the follow stops (whatever
+``bad_lines``) naming ``time='ignore'``.  Rows off the grid wait for the next row
+(``bad_lines="lost"``): one back on the grid makes them malformed lines; three on a grid of
+their own are a clock that stepped, and the follow stops with one message naming
+``time='ignore'`` (the batch readers refuse such a file too).
 
 Without a choice (``time="auto"``) the time column is decided, once for the whole follow, from
 the header and the first :data:`DECIDING_ROWS` complete lines (the rest of the file is not
@@ -118,6 +129,10 @@ __all__ = ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track", "DECIDIN
 #: Complete lines read before an undecided time column is decided (module notes).
 DECIDING_ROWS = 5
 
+#: Fewest periods of a confirmed gap refused as a jump of the clock (module notes): one when it
+#: is longer than the record so far and than this (an outage early in the record is a gap;
+#: 1e4 lost samples are a few hundred kB).
+_LONG_GAP = 10_000
 #: Bytes before the read position compared at every poll to see a rewritten file.
 _TAIL_BYTES = 64
 #: Bytes read at a time (a long backlog is parsed and yielded block by block).
@@ -237,7 +252,8 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         line's numbering, as ``dmdidc identify --follow``; messages use the same).
     time_tolerance : float, optional
         Largest deviation of a time step from whole periods, in periods (default
-        :data:`~dmdidc.time_column.TIME_TOLERANCE`).
+        :data:`~dmdidc.time_column.TIME_TOLERANCE`); refused where no time column is read
+        (``time=None`` or ``"ignore"``, or none found), as the batch readers refuse it.
 
     Returns
     -------
@@ -281,7 +297,11 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
         raise ParameterError(("--time ignore needs --dt" if first_column == 1 else
                               "time='ignore' needs dt=") + ", the sampling period T in "
                              "seconds: the time column is left out unread")
-    columns = _Columns(path.name, inputs, states, time, first_column, say)
+    if time_tolerance is not None and (time is None or isinstance(time, str)
+                                       and time == "ignore"):
+        raise _idle_tolerance(path.name, tolerance, first_column == 1)
+    columns = _Columns(path.name, inputs, states, time, first_column, say,
+                       given_tolerance=None if time_tolerance is None else tolerance)
     # (checked and opened here, not at the first chunk: a bad call fails where it is made)
     return _chunks(_Tail(path, poll, idle_timeout, say), columns, path.name, dt, chunk,
                    bad_lines, say, tolerance)
@@ -316,8 +336,18 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             if stream is None:
                 stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
                                  dt, bad_lines, say, tolerance, tally)
-            else:
+                continue
+            try:
                 stream.add(number, text)
+            except ValueError as error:
+                # the rows before the line that stops the stream are the data's: hand them on
+                # first (a model of them is still a model), then the error
+                try:
+                    stream.finish()
+                except ValueError:
+                    raise error from None
+                yield from ready_chunks()
+                raise
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
         yield from ready_chunks()
@@ -434,7 +464,8 @@ class _Columns:
     for every stream)."""
 
     def __init__(self, source: str, inputs: Any, states: Any, time: Any, first: int = 0,
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, given_tolerance: float | None = None
+                 ) -> None:
         if inputs is None:
             raise ParameterError("follow_csv needs inputs=[...]: the input columns")
         self.source, self.names, self.first, self.say = source, None, first, say
@@ -443,6 +474,7 @@ class _Columns:
         self.inputs, self.states = _specs(inputs), states
         self.time = "auto" if self.ignore else time
         self.decided: dict | None = None
+        self.given_tolerance = given_tolerance    # refused if no time column is read
         self.trailing = False                     # the lines end in their delimiter
         self.clock: IsoStamps | None = None       # ISO 8601 stamps: their clock, once read
         self.numeric = False                      # numeric stamps were read
@@ -450,9 +482,11 @@ class _Columns:
     def resolve(self, header: str, number: int) -> dict | None:
         """The columns of a stream with this header (None: the first rows decide them)."""
         names, units, delimiter = parse_header(header, f"{self.source} line {number}")
-        # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column
-        self.trailing = header.rstrip().endswith(delimiter)
-        if self.trailing and len(names) > 1 and names[-1] == "" and units[-1] == "":
+        # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column.
+        # The parsed header tells it (its last name empty), not the raw text: a trailing tab
+        # is white space to str.rstrip, and was read as a column '' of lost samples
+        self.trailing = len(names) > 1 and names[-1] == "" and units[-1] == ""
+        if self.trailing:
             names, units = names[:-1], units[:-1]
             if self.names is None:
                 self.say(f"{self.source}: the header ends in {delimiter!r}: the empty cell "
@@ -510,6 +544,8 @@ class _Columns:
         if notes:
             self.say(f"{self.source}: {'; '.join(notes)}")
         if found is None or not found.read:
+            if self.given_tolerance is not None:
+                raise _idle_tolerance(self.source, self.given_tolerance, cli)
             self.decided = self._columns(None, unread=() if found is None else (
                 found.column, *found.left_out), words=words, examples=examples)
         else:
@@ -598,6 +634,31 @@ class _Columns:
         return cells
 
 
+def _idle_tolerance(source: str, tolerance: float, cli: bool) -> ParameterError:
+    """The refusal of a time tolerance with no stamps to check (as the batch commands refuse
+    it): an option that would not act is refused, not silently ignored."""
+    option = f"--time-tolerance {tolerance:g}" if cli else f"time_tolerance={tolerance:g}"
+    why = ("--time none or ignore" if cli else "time=None or 'ignore'")
+    return ParameterError(f"{option} bounds the jitter of a time column's stamps, and {source} "
+                          f"has none to check ({why}, or no column named time, timestamp or t); "
+                          f"drop {option.split()[0].split('=')[0]} (an option that would not "
+                          f"act is refused)")
+
+
+def _common_period(steps: np.ndarray, tolerance: float) -> float:
+    """The period of ``steps`` (> 0): the largest of them that every step is a whole number of,
+    within ``tolerance`` periods, among those of at least a quarter of the median step (a tiny
+    step between two jittered stamps is no period), refined as their span over the periods
+    they cover; the median step if none is.  A logger's first rows may lose every other one:
+    the median step was then twice the period."""
+    median = float(np.median(steps))
+    for period in sorted(set(steps[steps >= median / 4].tolist()), reverse=True):
+        whole = np.round(steps / period)
+        if (whole >= 1).all() and (np.abs(steps / period - whole) <= tolerance).all():
+            return float(steps.sum() / whole.sum())     # their span: jitter averages out
+    return median
+
+
 def _specs(value: Any) -> list:
     return [value] if isinstance(value, (str, int, np.integer)) else list(value)
 
@@ -620,7 +681,8 @@ class _Stream:
         self.bad_lines, self.say, self.tolerance = bad_lines, say, tolerance
         self.tally = tally                        # bad lines and duplicates of the follow
         self.estimate = dt is None                # the period is read from the stamps
-        self.unplaced: list[tuple] = []           # rows read before the period is known
+        self.unplaced: list[tuple] = []           # the first rows, until they are settled
+        self.settled = False
         self.first_time: float | None = None      # the stamps' span since the first
         self.periods = 0
         self.rows: list[np.ndarray] = []          # new rows (values of every column)
@@ -628,7 +690,8 @@ class _Stream:
         self.last: np.ndarray | None = None       # the row whose state starts the next chunk
         self.last_time: float | None = None       # the last placed stamp
         self.last_row: tuple[int, np.ndarray] | None = None     # and its line and values
-        self.held: tuple | None = None            # a row after a jump, until the next one
+        self.held: list[tuple] = []               # rows after a jump, until a row tells
+        self.off_grid: list[tuple] = []           # rows off the grid, until a row tells
 
     @property
     def time(self) -> int | None:
@@ -673,9 +736,8 @@ class _Stream:
         """The end of the stream: no later line will come to place the rows still held."""
         self.decide()
         self._settle()
-        if self.held is not None:
-            held, self.held = self.held, None
-            self._put(*held, hold=False)
+        self._confirm(len(self.held), None)
+        self._flush_off_grid()
 
     def add(self, number: int, text: str) -> None:
         if self.columns is None:
@@ -696,7 +758,7 @@ class _Stream:
         except (ParameterError, DimensionError) as exc:
             self._refuse(exc, number)
             return
-        if self.time is not None and self.dt is None:
+        if self.time is not None and not self.settled:
             self.unplaced.append((number, where, values, bad))
             if len(self.unplaced) > DECIDING_ROWS:
                 self._settle()
@@ -725,16 +787,28 @@ class _Stream:
         return values
 
     def _settle(self) -> None:
-        """Place the rows read before the period was known: its first guess is the median
-        step of their stamps (as :func:`~dmdidc.time_column.time_grid` takes it), so a lost or
-        garbled row among them is a gap, not the period."""
-        if not self.unplaced:
+        """Place the first rows, read together: the first has no row before it to tell a
+        stamp out of place, so it is one if it is ahead of the two after it (which go on from
+        before it); without ``dt`` the period's first guess is the largest that every step
+        is a whole number of (:func:`_common_period`), so rows lost among them are gaps."""
+        if self.settled:
             return
-        stamps = np.array([self._stamp(v) for _, _, v, _ in self.unplaced])
-        steps = np.diff(stamps[np.isfinite(stamps)])
-        if self.dt is None and (steps > 0).any():
-            self.dt = float(np.median(steps[steps > 0]))
+        self.settled = True
         unplaced, self.unplaced = self.unplaced, []
+        stamps = [self._stamp(row[2]) for row in unplaced]
+        timed = [k for k, stamp in enumerate(stamps) if np.isfinite(stamp)]
+        if len(timed) >= 3:
+            a, b, c = timed[:3]
+            if stamps[a] > stamps[c] > stamps[b]:
+                self._refuse(ParameterError(
+                    f"{unplaced[a][1]}: time {stamps[a]:g} s is ahead of the next rows (line "
+                    f"{unplaced[b][0]} at {stamps[b]:g} s, line {unplaced[c][0]} at "
+                    f"{stamps[c]:g} s), which go on from before it: a stamp out of place"
+                    f"{self.columns['reason']}"), unplaced[a][0])
+                del unplaced[a], stamps[a]
+        steps = np.diff([stamp for stamp in stamps if np.isfinite(stamp)])
+        if self.dt is None and (steps > 0).any():
+            self.dt = _common_period(steps[steps > 0], self.tolerance)
         for row in unplaced:
             self._place(*row)
 
@@ -743,29 +817,133 @@ class _Stream:
 
     def _place(self, number: int, where: str, values: np.ndarray,
                bad: ParameterError | None = None) -> None:
-        """Place a row; one whose stamp jumps over periods waits for the next row, which
-        tells a gap (it goes on from there) from a stamp out of place (it goes on from the
-        row before: ``199.5`` written for ``99.5`` would cost the rows up to 199.5 s)."""
-        if self.held is not None and self.time is not None:
-            held = self.held
-            stamp, jumped = self._stamp(values), self._stamp(held[2])
-            if self.last_time < stamp < jumped and self._on_grid(values, where):
-                self.held = None
-                self._refuse(ParameterError(
-                    f"{held[1]}: time {jumped:g} s jumps ahead of {self.last_time:g} s of line "
-                    f"{self.last_row[0]}, and the next row (line {number}) goes on from "
-                    f"there at {stamp:g} s: a stamp out of place{self.columns['reason']}"),
-                    held[0])
-            elif stamp >= jumped:
-                self.held = None
-                self._put(*held, hold=False)
-        self._put(number, where, values, bad, hold=True)
+        """Place a row; rows whose stamps jump over periods wait for a row that tells a gap
+        (it goes on from the last of them) from stamps out of place (it goes on from the row
+        before them: ``199.5`` written for ``99.5`` would cost the rows up to 199.5 s), and
+        rows off the grid wait for a row that tells a bad stamp (it is on the grid) from a
+        clock that stepped (three rows on a grid of their own)."""
+        row = number, where, values, bad
+        if self.time is None:
+            self._put(*row, hold=False)
+            return
+        stamp = self._stamp(values)
+        if self.held and np.isfinite(stamp):
+            first, end = self._stamp(self.held[0][2]), self._stamp(self.held[-1][2])
+            if self.last_time < stamp < first and self._whole(stamp - self.last_time):
+                self._out_of_place(len(self.held), number, stamp)
+            elif first <= stamp < end:            # the held rows from ``stamp`` on
+                later = sum(self._stamp(held[2]) >= stamp for held in self.held)
+                self._out_of_place(later, number, stamp, last=True)
+            if self.held and stamp == self._stamp(self.held[-1][2]):
+                if np.array_equal(values, self.held[-1][2], equal_nan=True):
+                    self._duplicate(values, where, stamp, self.held[-1][::2])
+                    return
+                # a jumped stamp that the next row repeats with other values: the jump, not
+                # the row that goes on, is the stamp out of place (it was kept, and the real
+                # row dropped as a duplicate)
+                self._out_of_place(1, number, stamp, last=True, same=True)
+            if self.held and stamp > self._stamp(self.held[-1][2]):
+                # only a row one period on confirms them (one off the grid tells nothing)
+                jump = self._whole(stamp - self._stamp(self.held[-1][2]))
+                if jump is not None and jump > 1 and len(self.held) < DECIDING_ROWS:
+                    self.held.append(row)         # another jump: the next row tells
+                    return
+                if jump is not None:
+                    self._confirm(len(self.held), number)
+        if self.off_grid and np.isfinite(stamp):
+            anchor = self._stamp(self.off_grid[-1][2])
+            if stamp > anchor and self._whole(stamp - anchor) and \
+                    self._whole(stamp - self.last_time) is None:
+                self.off_grid.append(row)         # on a grid of their own
+                if len(self.off_grid) >= 3:
+                    self._clock_stepped()
+                return
+            self._flush_off_grid()
+        if self.bad_lines == "lost" and self.last_time is not None and not self.held and \
+                stamp > self.last_time and self._whole(stamp - self.last_time) is None:
+            self.off_grid.append(row)
+            return
+        self._put(*row, hold=True)
 
-    def _on_grid(self, values: np.ndarray, where: str) -> bool:
-        try:
-            return self._periods(values, where) is not None
-        except ParameterError:
-            return False
+    def _whole(self, step: float) -> int | None:
+        """The whole periods (at least one) that ``step`` seconds are, None if it is off the
+        grid (more than the tolerance from a whole number of periods)."""
+        dt = step if self.dt is None else self.dt
+        periods = round(step / dt)
+        return periods if periods >= 1 and abs(step - periods * dt) <= self.tolerance * dt \
+            else None
+
+    def _out_of_place(self, count: int, number: int, stamp: float, last: bool = False,
+                      same: bool = False) -> None:
+        """Refuse ``count`` held rows (the last ones with ``last``) as stamps out of place:
+        the row of line ``number`` at ``stamp`` goes on from before them (``same``: it has
+        the stamp of the one refused, with other values)."""
+        if not count:
+            return
+        out = self.held[-count:] if last else self.held[:count]
+        self.held = self.held[:-count] if last else self.held[count:]
+        for held in out:
+            self._refuse(ParameterError(
+                f"{held[1]}: time {self._stamp(held[2]):g} s jumps ahead of "
+                f"{self.last_time:g} s of line {self.last_row[0]}, and the next row (line "
+                f"{number}) " + ("has that stamp with other values" if same else
+                                 f"goes on from there at {stamp:g} s") +
+                f": a stamp out of place{self.columns['reason']}"), held[0])
+
+    def _confirm(self, count: int, number: int | None) -> None:
+        """Place the first ``count`` held rows: the row of line ``number`` goes on from them
+        (None: the stream ended, and nothing confirms them).  A gap longer than the record so
+        far is not filled with lost samples: at the end the stamp is left out; confirmed (and
+        longer than :data:`_LONG_GAP` periods) the clock jumped: the follow stops, naming the
+        remedy."""
+        confirmed, self.held = self.held[:count], self.held[count:]
+        for held in confirmed:
+            stamp = self._stamp(held[2])
+            jump = self._whole(stamp - self.last_time)
+            record = self.periods + 1
+            if jump is None or jump - 1 <= (record if number is None else
+                                            max(record, _LONG_GAP)):
+                self._put(*held, hold=False)
+                continue
+            what = (f"{held[1]}: time {stamp:g} s jumps {jump} periods of {self.dt:g} s ahead "
+                    f"of {self.last_time:g} s of line {self.last_row[0]}, more than the "
+                    f"{record} samples so far")
+            if number is None:
+                self._refuse(ParameterError(
+                    f"{what}, and no row after it confirms a gap that long: a stamp out of "
+                    f"place{self.columns['reason']}"), held[0])
+            else:
+                self._clock_error(f"{what}, and the next row (line {number}) goes on from "
+                                  f"there: the clock jumped (a gap that long is not filled "
+                                  f"with lost samples)")
+
+    def _flush_off_grid(self) -> None:
+        """Refuse the rows held off the grid: a row back on it (or the end) says they were
+        bad stamps, not a clock that stepped."""
+        off_grid, self.off_grid = self.off_grid, []
+        for row in off_grid:
+            self._put(*row, hold=False)           # refused there, saying how far off
+
+    def _clock_stepped(self) -> None:
+        first, *rest = self.off_grid
+        stamp = self._stamp(first[2])
+        step = stamp - self.last_time
+        self._clock_error(
+            f"{first[1]}: time {stamp:g} s is {step:g} s after {self.last_time:g} s of line "
+            f"{self.last_row[0]}, {abs(step / self.dt - round(step / self.dt)):.2g} periods off "
+            f"the grid of T = {self.dt:g} s (the tolerance is {self.tolerance:g} periods), and "
+            f"the next rows (lines {', '.join(str(row[0]) for row in rest)}) go on from there "
+            f"on a grid of their own: the clock stepped")
+
+    def _clock_error(self, what: str) -> None:
+        """Stop the follow (whatever ``bad_lines``): every later row would be refused."""
+        cli = self.choice.first == 1
+        ignore = "--time ignore with --dt" if cli else "time='ignore' with dt="
+        reason = self.columns["reason"]
+        remedy = ("" if ("--time ignore" if cli else "time='ignore'") in reason else
+                  f"; a clock that steps, jumps or is reset is left out unread by {ignore} (the "
+                  f"rows then are samples T apart)")
+        raise ParameterError(f"{what}{remedy}{reason}")
 
     def _put(self, number: int, where: str, values: np.ndarray, bad: ParameterError | None,
              hold: bool) -> None:
@@ -777,7 +955,7 @@ class _Stream:
         if periods is None:                       # a duplicated row, dropped
             return
         if hold and periods > 1:                  # a gap, or a stamp out of place
-            self.held = number, where, values, bad
+            self.held.append((number, where, values, bad))
             return
         if self.time is not None:
             stamp = self._stamp(values)
@@ -849,8 +1027,11 @@ class _Stream:
                                  f"widens it for jittery stamps){reason}")
         return periods
 
-    def _duplicate(self, values: np.ndarray, where: str, previous: float) -> None:
-        line, kept = self.last_row
+    def _duplicate(self, values: np.ndarray, where: str, previous: float,
+                   kept_row: tuple[int, np.ndarray] | None = None) -> None:
+        """Refuse or drop a row repeating the stamp of ``kept_row`` (default: the last placed
+        row; a held row too: the pair is judged by the rows after it)."""
+        line, kept = kept_row or self.last_row
         same = np.array_equal(values, kept, equal_nan=True)
         what = (f"a duplicated row: it repeats the time {previous:g} s of line {line}"
                 + ("" if same else " with other values (the first is kept)"))

@@ -113,6 +113,16 @@ def run_follow(args: argparse.Namespace) -> int:
                     print(line, flush=True)
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C)")
+        except ValueError:
+            # the file went wrong mid-stream (a malformed line, a clock step): the model of
+            # the samples before it is still the data's, and hours of following are not
+            # thrown away with it; written only between updates (the estimator whole)
+            if not guard.busy and getattr(live, "samples_seen_", 0):
+                try:
+                    _write(live, args.out, "before the error below", first)
+                except (ValueError, OSError) as exc:
+                    _note(str(exc))
+            raise
     _write(live, args.out, "at the end", first)
     for warning in () if snapshot is None else snapshot.warnings:
         warn(warning, args)

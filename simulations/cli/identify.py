@@ -389,10 +389,6 @@ def _run_identify(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         model = with_signals(estimator.annotated_model(args.level), data)
     caught += annotating
-    failed = [check.name for check in estimator.diagnostics_.failed]
-    if failed:          # kept in the file, so that 'simulate' repeats them
-        model = model.with_info(model.info.renamed(
-            provenance={**(model.info.provenance or {}), "failed_checks": failed}))
     with staged_file(args.out) as staged:
         model.save(staged)
     path = Path(args.out)

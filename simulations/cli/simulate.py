@@ -230,10 +230,13 @@ _GROWTH = 10.0
 
 
 def _repeat_failed_checks(model, args: argparse.Namespace) -> None:
-    """Repeat, as a warning, the fit checks the model failed when ``identify`` made it (kept
-    in its provenance): the file alone would otherwise run silently."""
-    provenance = getattr(model.info, "provenance", None) or {}
-    failed = provenance.get("failed_checks")
+    """Repeat, as a warning, the fit checks the model failed when it was identified (a state
+    model keeps their names in its provenance, an output model its checks): the file alone
+    would otherwise run silently."""
+    if hasattr(model, "checks_"):                               # an OutputDMDidc
+        failed = [check.name for check in model.checks_ or () if check.failed]
+    else:
+        failed = (getattr(model.info, "provenance", None) or {}).get("failed_checks")
     if failed:
         warn(f"the model {args.model!r} failed the fit check(s) {', '.join(map(str, failed))} "
              f"when it was identified (identify's warnings said why and what to do): a "
@@ -610,6 +613,7 @@ def _run_output_simulate(args: argparse.Namespace) -> int:
 
     out = output_path(args.out, folder=True)
     est = _load_output_model(args.model, "model")
+    _repeat_failed_checks(est, args)
     truth = est if args.plant is None else _load_output_model(args.plant, "--plant")
     _check_truth(est, truth, args)
     model, plant, C = est.plant(), truth.plant(), np.asarray(truth.C, dtype=float)

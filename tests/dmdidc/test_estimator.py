@@ -1127,3 +1127,29 @@ def test_short_pieces_name_why_instruments_fail_and_what_to_do():
     assert est.diagnostics_.estimator == "ls"                       # premise: the fallback
     note = next(n for n in est.diagnostics_.notes if "not identified" in n)
     assert "too few for the instruments' lags" in note and "missing='interpolate'" in note
+
+
+def test_a_saved_model_carries_the_checks_its_fit_failed(tmp_path):
+    """The names of the failed checks travel with the model file (dmdidc simulate repeats
+    them); a fit that passes every check records none."""
+    import warnings
+
+    from dmdidc import DelayedPlant, DMDidc, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.5, 0.3], [0.0, -0.2]], [[1.0], [0.5]],
+                                         delay=0.7, dt=0.5)
+    rng = np.random.default_rng(3)
+    U = random_excitation(1, 3000, rng=rng)
+    X = plant.simulate(np.zeros(2), U)
+    noisy = X + 0.05 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        biased = DMDidc(max_delay=3, estimator="ls").fit(noisy, U, dt=0.5)
+        clean = DMDidc(max_delay=3).fit(X, U, dt=0.5)
+    failed = [c.name for c in biased.diagnostics_.failed]
+    assert failed
+    loaded = DelayedPlant.load(biased.save(tmp_path / "biased.json"))
+    assert loaded.info.provenance["failed_checks"] == failed
+    assert not clean.diagnostics_.failed
+    assert "failed_checks" not in DelayedPlant.load(clean.save(tmp_path / "clean.json")
+                                                    ).info.provenance

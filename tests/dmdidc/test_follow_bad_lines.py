@@ -206,13 +206,22 @@ def test_a_byte_order_mark_and_a_trailing_delimiter_read_as_the_clean_file(seed,
     (tmp_path / "clean.csv").write_text(text)
     (tmp_path / "bom.csv").write_text("\ufeff" + text, encoding="utf-8")
     (tmp_path / "trailing.csv").write_text("".join(line + ",\n" for line in text.splitlines()))
+    # a tab is white space: a trailing one was read as a column '' of lost samples
+    (tmp_path / "trailing.tsv").write_text("".join(line.replace(",", "\t") + "\t\n"
+                                                   for line in text.splitlines()))
     clean, _ = _follow(monkeypatch, tmp_path / "clean.csv", [])
-    for name in ("bom.csv", "trailing.csv"):
-        chunks, messages = _follow(monkeypatch, tmp_path / name, [])
+    for name in ("bom.csv", "trailing.csv", "trailing.tsv"):
+        text_of = (tmp_path / name).read_text(encoding="utf-8")
+        steps = _pieces(tmp_path / "torn.csv", text_of, np.random.default_rng(seed))
+        (tmp_path / "torn.csv").write_text("")
+        chunks, messages = _follow(monkeypatch, tmp_path / "torn.csv", steps)
         for got, want in zip(_joined(chunks), _joined(clean), strict=True):
             np.testing.assert_array_equal(got, want)
         assert chunks[-1].input_names == ("u1", "u2") and chunks[-1].dt == DT
-        assert ("header ends in ','" in messages[0]) == (name == "trailing.csv")
+        assert chunks[-1].state_names == ("x1", "x2", "x3")
+        delimiter = {"bom.csv": None, "trailing.csv": "','", "trailing.tsv": "'\\t'"}[name]
+        assert ("header ends in" in messages[0]) == (delimiter is not None)
+        assert delimiter is None or f"header ends in {delimiter}" in messages[0]
     # a value after the trailing ',' is a cell the header does not name: refused
     lines = (tmp_path / "trailing.csv").read_text().splitlines()
     lines[5] += "7"
@@ -267,3 +276,162 @@ def test_a_row_written_twice_in_the_first_lines_does_not_hide_the_time_column(na
     np.testing.assert_array_equal(_joined(chunks)[1], U_clean)
     assert chunks[-1].dt == DT and chunks[-1].state_names == ("x1", "x2", "x3")
     assert messages[-1] == "log.csv: in all 1 duplicated row dropped"
+
+
+def test_a_time_tolerance_without_stamps_to_check_is_refused(tmp_path, monkeypatch):
+    """As the batch readers refuse it: with time=None, 'ignore', or no time column found."""
+    _, X, U = _record(0, samples=20, lost=0.0)
+    (tmp_path / "log.csv").write_text(_text(X, U))
+    (tmp_path / "plain.csv").write_text("x1,x2,x3,u1,u2\n" + _text(X, U, header=False,
+                                                                 time=False))
+    for path, time in (("log.csv", None), ("log.csv", "ignore"), ("plain.csv", "auto")):
+        with pytest.raises(ValueError, match=r"time_tolerance=0.2 bounds the jitter of a time "
+                                             r"column's stamps, and .* has none to check"):
+            _follow(monkeypatch, tmp_path / path, [], time=time, dt=DT, time_tolerance=0.2)
+    chunks, _ = _follow(monkeypatch, tmp_path / "log.csv", [], time="auto", time_tolerance=0.2)
+    assert chunks[-1].dt == DT
+
+
+def _follow_torn(monkeypatch, tmp_path, text, seed, **options):
+    """Follow ``text`` written in torn pieces (``bad_lines="lost"`` unless given)."""
+    path = tmp_path / "log.csv"
+    path.write_text("")
+    steps = _pieces(path, text, np.random.default_rng(seed))
+    return _follow(monkeypatch, path, steps, **({"bad_lines": "lost"} | options))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("dt", [None, DT], ids=["no-dt", "dt"])
+def test_stamps_out_of_place_in_a_row_or_in_the_first_row_cost_no_real_row(seed, dt, tmp_path,
+                                                                           monkeypatch):
+    """Two or three stamps far ahead in a row (each checked against the row after the run, not
+    one row ahead only), the first row's stamp far ahead (no row before it: the two after it go
+    on from before it), and one a period ahead. Every real row keeps its place."""
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=80, lost=0.0)
+    run = int(rng.integers(2, 4))
+    start = int(rng.integers(10, 60))
+    changes = [(("jumped", int(rng.integers(2, 1000))), start + i) for i in range(run)]
+    changes.append((("jumped", int(rng.integers(2, 1000))), 0))
+    # a stamp one period ahead, which the next row repeats with other values: the jumped row
+    # was kept and the real one dropped as a duplicate
+    changes.append((("jumped", 1), start + run + 5))
+    text, X_clean, U_clean, expected = _spoil(X, U, changes, time=True)
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, text, seed, dt=dt)
+    Xf, Uf = _joined(chunks)
+    # the first row's sample has no stamp to place it: the record starts at the second row
+    np.testing.assert_array_equal(Xf, X_clean[:, 1:])
+    np.testing.assert_array_equal(Uf, U_clean[:, 1:])
+    assert chunks[-1].dt == DT
+    reported = {int(m.split()[2]): m for m in messages if m.startswith("log.csv line ")}
+    assert sorted(reported) == sorted(expected)
+    assert all("a stamp out of place" in m for m in reported.values())
+    assert messages[-1] == f"log.csv: in all {run + 2} malformed lines left out"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_other_row_lost_at_the_start_is_gaps_not_the_period(seed, tmp_path, monkeypatch):
+    """The first 6 stamps 1 s apart, then 0.5 s: the median step of those (1 s) was taken as
+    the period and every other later row refused for the whole follow."""
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=60, lost=0.0)
+    lost = [1, 3, 5] + sorted(rng.choice(np.arange(10, 55), 3, replace=False).tolist())
+    text, X_clean, U_clean, expected = _spoil(X, U, [("gap", k) for k in lost], time=True)
+    assert not expected
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, text, seed)
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, X_clean)
+    np.testing.assert_array_equal(Uf, U_clean)
+    assert all(c.dt == DT for c in chunks)
+    assert len(messages) == 1 and "stopped" in messages[0]
+
+
+def _stamped(X, U, stamps):
+    """The table of a record with the time column ``stamps``."""
+    lines = _text(X, U).splitlines()
+    return "\n".join([lines[0]] + [",".join([repr(float(t))] + line.split(",")[1:])
+                                   for t, line in zip(stamps, lines[1:], strict=True)]) + "\n"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_clock_that_steps_stops_the_follow_once_and_a_lone_bad_stamp_does_not(
+        seed, tmp_path, monkeypatch):
+    """A clock stepping off the grid cost every later row, each with a message; now three rows
+    on a grid of their own stop the follow with one message naming time='ignore'."""
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=50, lost=0.0)
+    stamps = DT * np.arange(X.shape[1])
+    k = int(rng.integers(10, 40))
+    shift = DT * rng.uniform(0.2, 0.8) + DT * int(rng.integers(0, 3))
+    stepped = stamps + np.where(np.arange(stamps.size) >= k, shift, 0.0)
+    text = _stamped(X, U, stepped)
+    for bad_lines in ("lost", "error"):
+        with pytest.raises(ValueError, match=rf"line {k + 2} .*" + (
+                rf"the next rows \(lines {k + 3}, {k + 4}\) go on from there on a grid of their "
+                rf"own: the clock stepped; .* time='ignore' with dt=" if bad_lines == "lost" else
+                r"not a whole number of periods")) as caught:
+            _follow_torn(monkeypatch, tmp_path, text, seed, bad_lines=bad_lines)
+        assert "Traceback" not in str(caught.value)
+    # the remedy it names reads every row
+    chunks, _ = _follow_torn(monkeypatch, tmp_path, text, seed, time="ignore", dt=DT)
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, X)
+    np.testing.assert_array_equal(Uf, U)
+    # one or two stamps off the grid, then back on it: malformed lines, no false alarm
+    for count in (1, 2):
+        spoiled = stamps.copy()
+        spoiled[k:k + count] += DT * rng.uniform(0.2, 0.8) * np.array([1.0, 0.5])[:count]
+        chunks, messages = _follow_torn(monkeypatch, tmp_path, _stamped(X, U, spoiled), seed)
+        expected_X, expected_U = X.copy(), U.copy()
+        expected_X[:, k:k + count], expected_U[:, k:k + count] = np.nan, np.nan
+        Xf, Uf = _joined(chunks)
+        np.testing.assert_array_equal(Xf, expected_X)
+        np.testing.assert_array_equal(Uf, expected_U)
+        assert messages[-1] == ("log.csv: in all " + ("1 malformed line" if count == 1 else
+                                                      "2 malformed lines") + " left out")
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("stamp", [1e6, 1e12])
+def test_a_gap_longer_than_the_record_is_never_allocated(seed, stamp, tmp_path, monkeypatch):
+    """A stamp far ahead as the last line was a gap of 2e6 samples (15 s), or a MemoryError;
+    two in a row in the middle too. The last is left out (nothing confirms it), two in a row
+    are out of place, and one confirmed by the rows after it is a jump of the clock: the
+    follow stops at once, naming time='ignore'."""
+    rng = np.random.default_rng(seed)
+    _, X, U = _record(seed, samples=40, lost=0.0)
+    stamps = DT * np.arange(X.shape[1])
+    last = stamps.copy()
+    last[-1] = stamp
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, _stamped(X, U, last), seed)
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, X[:, :-1])
+    np.testing.assert_array_equal(Uf, U[:, :-1])
+    assert f"line {X.shape[1] + 1} " in messages[-2] and "no row after it confirms" in \
+        messages[-2] and messages[-1] == "log.csv: in all 1 malformed line left out"
+    k = int(rng.integers(10, 30))
+    twice = stamps.copy()
+    twice[k], twice[k + 1] = stamp, 2 * stamp
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, _stamped(X, U, twice), seed)
+    expected_X, expected_U = X.copy(), U.copy()
+    expected_X[:, [k, k + 1]], expected_U[:, [k, k + 1]] = np.nan, np.nan
+    Xf, Uf = _joined(chunks)
+    np.testing.assert_array_equal(Xf, expected_X)
+    np.testing.assert_array_equal(Uf, expected_U)
+    assert messages[-1] == "log.csv: in all 2 malformed lines left out"
+    jumped = stamps + np.where(np.arange(stamps.size) >= k, stamp, 0.0)
+    for bad_lines in ("lost", "error"):
+        with pytest.raises(ValueError, match=rf"line {k + 2} .* periods of 0.5 s ahead of "
+                                             rf".* and the next row \(line {k + 3}\) goes on "
+                                             rf"from there: the clock jumped .*time='ignore'"):
+            _follow_torn(monkeypatch, tmp_path, _stamped(X, U, jumped), seed,
+                         bad_lines=bad_lines)
+    # an outage early in the record, longer than it but confirmed, is a gap: no false alarm
+    outage = int(rng.integers(100, 3000))
+    late = stamps + np.where(np.arange(stamps.size) >= k, outage * DT, 0.0)
+    chunks, messages = _follow_torn(monkeypatch, tmp_path, _stamped(X, U, late), seed)
+    Xf, Uf = _joined(chunks)
+    assert Xf.shape[1] == X.shape[1] + outage and len(messages) == 1
+    np.testing.assert_array_equal(Xf[:, :k], X[:, :k])
+    np.testing.assert_array_equal(Xf[:, k + outage:], X[:, k:])
+    assert np.isnan(Xf[:, k:k + outage]).all() and np.isnan(Uf[:, k:k + outage]).all()

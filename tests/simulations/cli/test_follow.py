@@ -79,7 +79,12 @@ def test_follow_columns_by_number_and_dt_without_a_time_column(tmp_path, capsys)
     (["--max-delay", "auto"], "needs an integer --max-delay"),
     (["--estimator", "huber"], "takes --estimator auto (iv), iv or ls"),
     (["--window", "100", "--forgetting", "0.99"], "forgetting or window, not both"),
-    (["--inputs", "none"], "--follow needs input columns: the live fit identifies")])
+    (["--inputs", "none"], "--follow needs input columns: the live fit identifies"),
+    # an idle --time-tolerance, refused as the batch command refuses it (it was ignored)
+    (["--time", "none", "--dt", "0.5", "--time-tolerance", "0.2"],
+     "--time-tolerance 0.2 bounds the jitter of a time column's stamps, and log.csv has none"),
+    (["--time", "ignore", "--dt", "0.5", "--time-tolerance", "0.2"],
+     "drop --time-tolerance (an option that would not act is refused)")])
 def test_follow_refuses_what_the_live_fit_does_not_do(extra, message, tmp_path, capsys):
     _log(tmp_path / "log.csv", 4, samples=100)
     assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
@@ -319,3 +324,26 @@ def test_follow_bad_lines_lost_reads_every_row_after_a_duplicated_row_and_a_garb
     for ours, theirs in zip(_model_arrays(tmp_path / "m.json"),
                             _model_arrays(tmp_path / "clean.json"), strict=True):
         np.testing.assert_array_equal(ours, theirs)      # the same rows, read the same way
+
+
+def test_a_follow_stopped_by_the_file_mid_stream_writes_the_model_of_the_rows_before(
+        tmp_path, capsys):
+    """Hours of following were lost with one malformed line (--bad-lines error) or a clock
+    step: the model of the samples read before it is written, and the error still ends the
+    command (exit 2)."""
+    plant = _log(tmp_path / "log.csv", 1, samples=1500)
+    lines = (tmp_path / "log.csv").read_text().splitlines()
+    lines.insert(1201, "ERROR sensor timeout")
+    (tmp_path / "log.csv").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "live.json"
+    assert main(["identify", "--follow", str(tmp_path / "log.csv"), "--inputs", "u1,u2",
+                 "--max-delay", "4", "--idle-timeout", "0.05", "--poll", "0.01", "--every", "400",
+                 "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "line 1202" in captured.err
+    written = [line for line in captured.out.splitlines() if line.startswith(f"wrote {out}")]
+    assert written and "before the error below" in written[0]
+    samples = int(written[0].split("(")[1].split()[0])
+    assert 400 <= samples <= 1200
+    model = DelayedPlant.load(out)
+    assert np.abs(model.delay - plant.delay).max() < 0.1 * DT

@@ -147,3 +147,25 @@ def test_a_detrended_output_model_names_the_command_line_remedy(tmp_path, capsys
     err = capsys.readouterr().err
     assert "identified with --detrend constant" in err and "offset=" not in err
     assert run(tmp_path, tmp_path / "m.json", "--controller", "none")[0] == 0
+
+
+def test_an_output_models_failed_checks_are_repeated_by_simulate(tmp_path, capsys):
+    """An output model's file keeps its checks; simulate repeated only a state model's."""
+    import warnings
+
+    from dmdidc import DelayedPlant, OutputDMDidc, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.05, 1.0], [-1.0, -0.05]], [[0.0], [1.0]],
+                                         delay=1.3, dt=0.5)
+    U = random_excitation(1, 3000, rng=0)
+    Y = [[1.0, 0.0]] @ plant.simulate([0.0, 0.0], U)[:, :-1]
+    Y = Y + 0.05 * Y.std() * np.random.default_rng(1).standard_normal(Y.shape)
+    Y[0, 1500] += 40 * Y.std()                                 # one reading gone wrong
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = OutputDMDidc(max_delay=4).fit(Y, U, dt=0.5)
+    assert [c.name for c in est.checks_ if c.failed] == ["outliers"]
+    est.save(tmp_path / "out.json")
+    code, _ = run_simulate(tmp_path, tmp_path / "out.json", "--controller", "fractional")
+    assert code == 0
+    assert "failed the fit check(s) outliers" in capsys.readouterr().err
