@@ -469,7 +469,8 @@ def test_a_private_fit_refuses_a_bootstrap_on_the_data_behind_its_release():
         assert np.all(np.isfinite(private.confidence_intervals().delay.high))
         parts = [SufficientStatistics.from_data(x, u, max_delay=2, state_bound=4.0,
                                                 input_bound=3.0).privatize(
-            "gaussian", epsilon=1.0, delta=1e-5, rng=s) for s, (x, u) in enumerate(zip(X, U))]
+            "gaussian", epsilon=1.0, delta=1e-5, rng=s)
+            for s, (x, u) in enumerate(zip(X, U, strict=True))]
         pooled = DMDidc(max_delay=2).fit_statistics(parts, dt=1.0)
         ci = pooled.confidence_intervals(method="bootstrap", n_resamples=10, rng=0)
         assert ci.method == "bootstrap"
