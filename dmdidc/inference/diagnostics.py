@@ -911,10 +911,13 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
              f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
               "reduce the noise; see confidence_intervals() before relying on the model")
+    silent = not np.any(model.B_c)                  # every channel's B_c column reported 0
     if model.n_inputs > 0 and finite.any():
         finding = f"delays known to +/- {worst:.2g} T, " + finding
-    elif model.n_inputs > 0:        # no input acts: no delay to know ('+/- 0 T' said so)
+    elif model.n_inputs > 0 and silent:      # no input acts: no delay ('+/- 0 T' said so)
         finding = "no delay (no input acts), " + finding
+    elif model.n_inputs > 0:
+        finding = "the delays without a finite standard error, " + finding
     else:   # plain DMD: only the transients and the process noise excite the modes
         remedy = ("record longer or more trajectories from different initial states, reduce "
                   "the noise; see confidence_intervals() before relying on the model")

@@ -126,3 +126,20 @@ def test_a_plant_no_input_acts_on_says_so_instead_of_a_delay_of_zero_width():
     precision = next(c for c in est.diagnostics_.checks if c.name == "precision")
     assert precision.finding.startswith("no delay (no input acts)")
     assert "+/- 0 T" not in precision.finding
+
+
+def test_an_acting_input_without_a_finite_delay_error_is_not_called_silent(monkeypatch):
+    """A review: a private fit whose delay had no finite standard error read 'no delay (no
+    input acts)' although its input acted (B_c = 1.2)."""
+    import dmdidc.inference.diagnostics as diagnostics
+    from dmdidc import DelayedPlant, random_excitation
+
+    plant = DelayedPlant.from_continuous([[-0.5]], [[1.2]], delay=0.3, dt=T)
+    rng = np.random.default_rng(1)
+    U = random_excitation(1, 2000, rng=rng)
+    X = plant.simulate([0.0], U) + 0.01 * rng.standard_normal((1, 2001))
+    est, _ = _fit(X, U)
+    monkeypatch.setattr(diagnostics, "delay_standard_errors",
+                        lambda model, solution: np.full(model.n_inputs, np.inf))
+    check = _precision_check(est.model_, est.regression_)
+    assert check.finding.startswith("the delays without a finite standard error")
