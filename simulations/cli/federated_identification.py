@@ -95,8 +95,9 @@ def add_identify_action(actions: Any) -> None:
                    help="noise of every client's release")
     p.add_argument("--unit", choices=("sample", "window", "trajectory"),
                    help="privacy unit of every client's release: one time step, --window "
-                        "steps, or a whole record (data files; default: sample; the built-in "
-                        "study releases per sample)")
+                        "steps, or one trajectory (one experiment of a client's file; with "
+                        "--missing drop one segment between gaps, not the whole file; data "
+                        "files; default: sample; the built-in study releases per sample)")
     p.add_argument("--window", type=_count,
                    help="time steps per window (data files, with --unit window)")
     p.add_argument("--alpha", type=_alpha, default=None, help="SaS index (sas only; 1.5)")

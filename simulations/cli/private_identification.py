@@ -93,8 +93,9 @@ def add_private_parsers(actions: Any) -> None:
     identify.add_argument("--alpha", type=_alpha, help="SaS stability index in (0, 2) (only with "
                                                       "--mechanism sas)")
     identify.add_argument("--unit", choices=("sample", "window", "trajectory"), default="sample",
-                          help="privacy unit: one time step, a window of time steps, or the "
-                               "whole record")
+                          help="privacy unit: one time step, a window of time steps, or one "
+                               "trajectory (one experiment; with --missing drop one segment "
+                               "between gaps, not the whole file)")
     identify.add_argument("--window", type=_count, help="time steps per window (only with --unit "
                                                      "window)")
     identify.add_argument("--detrend", choices=("none", "constant"), default="none",
