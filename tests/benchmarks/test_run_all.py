@@ -68,3 +68,14 @@ def test_the_least_squares_split_names_each_part_in_gram_passes():
     shares = dict(re.findall(r"(statistics|residual checks|linearity|the rest) ([0-9.]+)", note))
     assert list(shares) == ["statistics", "residual checks", "linearity", "the rest"]
     assert all(float(v) >= 0 for v in shares.values())
+
+
+def test_every_benchmark_script_is_in_the_docs_table():
+    """docs/benchmarks.md lists every script with what it measures (three had been left out)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    table = (root / "docs" / "benchmarks.md").read_text()
+    missing = [path.name for path in sorted((root / "benchmarks").glob("bench_*.py"))
+               if f"| `{path.name}` |" not in table]
+    assert not missing, f"add to the table in docs/benchmarks.md: {missing}"
