@@ -96,6 +96,11 @@ _RECOVERY_TOLERANCE = 1e-7
 
 _SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 _DEFAULT_STATE_PENALTY = 1e4
+#: The default penalty's margin over the multipliers' estimate (_default_penalty): 1e1 left
+#: one of the review's 58 soft plans 67 % off, 1e2 none; 1e3 made OSQP stop in 8 of them
+_PENALTY_MARGIN = 1e2
+#: Largest ratio of two bounds' magnitudes that the default penalty follows (_default_penalty)
+_BOUND_REACH = 1e2
 _INACCURATE_POLICIES = ("warn", "raise", "accept")
 
 
@@ -291,10 +296,14 @@ class DelayedMPC:
     state_penalty : float, optional
         Weight of the slack penalty (only with ``soft_state_constraints``); it must exceed the
         constraint multipliers for the soft bounds to be met whenever the hard ones can be.
-        Default ``1e4 max(1, w b)``, scaled to the bounded signals (the multipliers grow with
-        them): ``b`` the largest finite bound (as a deviation from the operating point) and
-        ``w`` the cost's largest weight on the bounded signals, ``lambda_max(Q)`` (over
-        ``sigma_max(C)^2`` for output bounds); the value in use is :attr:`state_penalty`.
+        Default ``max(1e4, 1e2 g)``, scaled to the multipliers (which grow with the signals):
+        ``g = lambda_max(Q) b / h^2 + lambda_max(R) a / (||sum_j B^(j)|| h)``, ``b`` and ``a``
+        the largest finite state (output) and input bounds as deviations from the operating
+        point, each taken at most 100 times its side's smallest (a distant bound does not
+        inflate it), ``h = sigma_max(C)`` for output bounds, else 1.  The value in use is
+        :attr:`state_penalty`.  A bound more than 100 times the others is met as the others
+        are only while its multiplier stays below the penalty: give ``state_penalty`` when
+        the plan runs up to such a bound.
     solver : {"auto", "DAQP", "OSQP", "CLARABEL", "CVXPY"}, default "auto"
         ``"DAQP"``: the dual active-set solver on the condensed QP (inputs only), warm-started
         with the previous active set (with input bounds alone, the same for every input, a
@@ -721,20 +730,37 @@ class DelayedMPC:
             f"or a shorter horizon")
 
     def _default_penalty(self) -> float:
-        """``_DEFAULT_STATE_PENALTY`` times ``max(1, w b)``: ``b`` the largest finite bound of
-        the bounded signals (deviations from the operating point, in their units) and ``w``
-        the cost's largest weight on them (``lambda_max(Q)``, over ``sigma_max(C)^2`` for
-        outputs ``C x``).  The exact L1 penalty meets the bounds whenever the hard problem
-        can only above the constraints' multipliers, which grow with the cost's gradient
-        ``Q x``, so with the signals' scale: a fixed 1e4 let the README plant's soft plans
-        exceed bounds by 0.18 x scale at states in units 1e5 times smaller, the hard problem
-        feasible (60 random starts and bounds)."""
-        finite = [np.abs(b[np.isfinite(b)]) for b in (self._x_lo, self._x_hi) if b is not None]
-        size = max((float(b.max()) for b in finite if b.size), default=0.0)
-        weight = float(np.linalg.eigvalsh(self.Q)[-1])
-        if self._bound_matrix is not None:
-            weight /= max(float(np.linalg.norm(self._bound_matrix, 2)) ** 2, 1e-300)
-        return _DEFAULT_STATE_PENALTY * max(1.0, weight * size)
+        """``max(1e4, 1e2 g)``, ``g`` the size of the constraints' multipliers: the cost's
+        gradient on a plan at the bounds, ``lambda_max(Q) b / h^2 + lambda_max(R) a /
+        (||sum_j B^(j)|| h)``, with ``b`` and ``a`` the largest finite bounds of the bounded
+        signals and of the inputs (deviations from the operating point, each at most
+        ``_BOUND_REACH`` times its smallest) and ``h = ||H||`` (``C`` for output bounds, else
+        1).
+
+        The exact L1 penalty meets the bounds whenever the hard problem can only above the
+        multipliers, which grow with the signals' scale: a fixed 1e4 left 7 of the review's 58
+        soft plans (scales 1e3 and 1e5) 8-98 % off the hard plan in the first move.  A
+        penalty ``1e4 max(1, lambda_max(Q) b)`` met them with DAQP, but at 1e9-1e14 (one
+        distant bound, or large signals) made OSQP stop at its iteration limit and Clarabel
+        report DualInfeasible in 26 and 23 of the 58.  The input term: with ``Q = 1e-3 I``
+        and inputs of 2e5, the multipliers come from ``R u``."""
+        def reach(bounds: tuple[Any, Any]) -> float:
+            finite = np.concatenate([np.abs(b[np.isfinite(b)]) for b in bounds
+                                     if b is not None] or [np.zeros(0)])
+            if not finite.size:
+                return 0.0
+            # a distant bound (1e6 beside 1) is never met at the others' scale; its
+            # multiplier is not theirs
+            return float(np.minimum(finite, _BOUND_REACH * finite.min()).max())
+
+        H = np.eye(self._n) if self._bound_matrix is None else self._bound_matrix
+        h = max(float(np.linalg.norm(H, 2)), 1e-300)
+        B = np.sum(self.plant.B_blocks, axis=0)
+        state_term = float(np.linalg.eigvalsh(self.Q)[-1]) * reach((self._x_lo, self._x_hi))
+        input_term = (float(np.linalg.eigvalsh(self.R)[-1]) * reach((self._u_lo, self._u_hi))
+                      / max(float(np.linalg.norm(B, 2)), 1e-300))
+        return max(_DEFAULT_STATE_PENALTY,
+                   _PENALTY_MARGIN * (state_term / h + input_term) / h)
 
     def _build_qp(self, *, sparse: bool) -> Any:
         return build_qp(self.plant, dead_steps=self.dead_steps, horizon=self.horizon, Q=self.Q,
@@ -936,14 +962,22 @@ class DelayedMPC:
         """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
         if status == "infeasible":
             raise SolverError(self._infeasible_message(x, history))
+        # Clarabel stops too (InsufficientProgress beside a bound of 1e12, DualInfeasible under
+        # a soft penalty of 1e10 before _cost_scale): DAQP is then the other solver to name
+        other = ("solver='DAQP' (the condensed QP)" if self.solver == "CLARABEL" else
+                 "solver='CLARABEL' (an interior-point method) or 'auto' (which falls back "
+                 "to it)")
+        soft = (f"; with soft bounds a large state_penalty (here "
+                f"{self.state_penalty:.3g}) or bounds of very different magnitudes "
+                f"strain the solver: try a smaller one" if self.soft_state_constraints else "")
         if status == "user_limit":
             raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
                               f"'user_limit') before solving the MPC problem; raise its "
                               f"iteration limit (or the time limit) in solver_options, or use "
-                              f"solver='CLARABEL' (an interior-point method: no such stalls "
-                              f"in the trials) or 'auto' (which falls back to it)")
+                              f"{other}{soft}")
         if status != "optimal_inaccurate":
-            raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem")
+            raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem; "
+                              f"use {other}{soft}")
         if self.inaccurate == "raise":
             raise SolverError(f"{self.solver} returned 'optimal_inaccurate' for the MPC "
                               f"problem (inaccurate='raise')")

@@ -53,8 +53,8 @@ def test_soft_plans_meet_the_bounds_whenever_the_hard_problem_can(seed, scale):
 def test_the_default_penalty_scales_and_a_given_one_is_kept():
     plant = DelayedPlant.from_continuous([[0.0, 1.1], [-1.1, 0.0]], [[1.0, -1.0], [-1.0, 2.0]],
                                          delay=2.5, dt=2.0)
-    small = DelayedMPC(plant, horizon=5, x_min=-1, x_max=1, soft_state_constraints=True)
-    large = DelayedMPC(plant, horizon=5, x_min=-1e5, x_max=1e5, soft_state_constraints=True)
+    small = DelayedMPC(plant, horizon=5, x_min=-1e3, x_max=1e3, soft_state_constraints=True)
+    large = DelayedMPC(plant, horizon=5, x_min=-1e8, x_max=1e8, soft_state_constraints=True)
     assert large.state_penalty == pytest.approx(1e5 * small.state_penalty)
     given = DelayedMPC(plant, horizon=5, x_min=-1e5, x_max=1e5, soft_state_constraints=True,
                        state_penalty=3.0)
