@@ -79,3 +79,38 @@ def test_the_trial_scalar_plant():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnstableLoopWarning)
         DelayedMPC(plant, horizon=20, u_min=-0.1, u_max=0.1).solve([0.3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_mode_interval_decides_as_the_box_least_squares(seed):
+    """With one unstable mode the check tests the interval the bounded moves reach
+    (``_reach_maps``' span) instead of ``lsq_linear``: both decide alike on states from well
+    inside to far beyond the region (asymmetric bounds; one-sided on odd seeds)."""
+    from scipy.optimize import lsq_linear
+
+    plant, w, limit = unstable_plant(seed)
+    m = plant.n_inputs
+    u_min, u_max = -np.linspace(0.5, 1.0, m), np.linspace(0.2, 0.9, m)
+    if seed % 2:
+        u_max = None
+    mpc = DelayedMPC(plant, horizon=10, u_min=u_min, u_max=u_max)
+    reach_u, reach_p, span = mpc._reach_maps()
+    assert span is not None
+    rng = np.random.default_rng(seed)
+    agreed, outcomes = 0, set()
+    for size in limit * np.geomspace(1e-2, 1e2, 30):
+        p = np.concatenate([w / (w @ w) * size * rng.choice([-1.0, 1.0]),
+                            rng.uniform(-0.5, 0.5, m * plant.max_delay)])
+        free = reach_p @ p
+        best = lsq_linear(reach_u, -free, bounds=tuple(mpc._reach_bounds), method="bvls")
+        exact = np.linalg.norm(reach_u @ best.x + free) <= 1e-7 * np.linalg.norm(free)
+        value = float(free[0])
+        interval = max(0.0, value + span[0], -(value + span[1])) <= 1e-7 * abs(value)
+        edge = min(abs(value + span[0]), abs(value + span[1]))
+        if edge > 1e-6 * (abs(value) + 1.0):        # not at the region's edge itself
+            assert interval == exact, (size, value, span)
+            agreed += 1
+            outcomes.add(bool(exact))
+    assert agreed >= 25
+    # (one-sided bounds on inputs pushing the mode both ways reach every value)
+    assert outcomes == ({True} if np.isinf(span).all() else {True, False})
