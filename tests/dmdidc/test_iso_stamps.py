@@ -119,16 +119,22 @@ def test_a_lost_row_between_iso_stamps_is_a_missing_sample(tmp_path, seed):
     np.testing.assert_array_equal(followed[:, keep], X[:, keep])
 
 
+def every_reader(path):
+    """Calls reading ``path`` (input ``u``) by read_data, the command line's reader and
+    follow_csv, for a refusal all three must make."""
+    return (lambda: read_data(path, inputs=["u"]),
+            lambda: read_identification_data(path, inputs="u"),
+            lambda: list(follow_csv(path, inputs="u", poll=0.01, idle_timeout=0.05,
+                                    report=lambda message: None)))
+
+
 def test_a_stamp_without_an_offset_among_ones_with_is_refused_by_line(tmp_path):
     X, U, _ = record(0)
     stamps = stamps_text(T * np.arange(X.shape[1]), "mixed")
     stamps[20] = stamps[20][:-len("+01:00")] if stamps[20].endswith("+01:00") else \
         stamps[20][:-1]
     iso = write(tmp_path / "iso.csv", stamps, X, U)
-    for read in (lambda: read_data(iso, inputs=["u"]),
-                 lambda: read_identification_data(iso, inputs="u"),
-                 lambda: list(follow_csv(iso, inputs="u", poll=0.01, idle_timeout=0.05,
-                                         report=lambda message: None))):
+    for read in every_reader(iso):
         with pytest.raises(ParameterError, match="line 22.*no UTC offset"):
             read()
 
@@ -138,10 +144,7 @@ def test_a_daylight_saving_step_back_in_local_stamps_is_named(tmp_path):
     seconds = T * np.arange(X.shape[1])
     seconds[40:] -= 3600.0                        # the clock goes back an hour
     iso = write(tmp_path / "iso.csv", stamps_text(seconds, "T"), X, U)
-    for read in (lambda: read_data(iso, inputs=["u"]),
-                 lambda: read_identification_data(iso, inputs="u"),
-                 lambda: list(follow_csv(iso, inputs="u", poll=0.01, idle_timeout=0.05,
-                                         report=lambda message: None))):
+    for read in every_reader(iso):
         with pytest.raises(ParameterError, match="line 42.*daylight-saving"):
             read()
 
