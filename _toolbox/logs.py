@@ -19,8 +19,8 @@ __all__ = ["quiet_logger"]
 
 @contextlib.contextmanager
 def quiet_logger(name: str, level: int = logging.ERROR) -> Iterator[logging.Logger]:
-    """Within the block, the logger ``name`` drops records below ``level``; its own level is
-    restored on exit, also when the block raises.
+    """Within the block, the logger ``name`` drops records below ``level`` (or below its own
+    level, if that is higher); its own level is restored on exit, also when the block raises.
 
     Examples
     --------
@@ -33,7 +33,7 @@ def quiet_logger(name: str, level: int = logging.ERROR) -> Iterator[logging.Logg
     """
     logger = logging.getLogger(name)
     previous = logger.level
-    logger.setLevel(level)
+    logger.setLevel(max(level, previous))     # never louder than the caller had it
     try:
         yield logger
     finally:

@@ -896,7 +896,8 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     if estimator != "auto":
         return outcome
     instrumented = dataclasses.replace(outcome, notes=list(outcome.notes))
-    _least_squares_suffices(outcome, level)
+    if not _least_squares_suffices(outcome, level):
+        instrumented = outcome          # IV kept: its notes (the pretest's say why) go on
     if outcome.solution.relative_residual > EXACT_FIT:
         # on the residuals of the fit kept, least squares' too: outliers decide Hausman's
         # comparison, and a least squares kept by it skipped this test (10 of 16 random plants

@@ -878,6 +878,10 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
     half = 1.96 * delay_errors / T
     finite = np.isfinite(half)
     worst = float(np.max(half[finite])) if finite.any() else 0.0
+    # an input that acts (its B_c column not zero) whose delay has no finite standard error
+    # is a delay the data do not determine: it fails, by name (it added nothing and passed)
+    acting = np.any(model.B_c != 0, axis=0) if model.n_inputs else np.zeros(0, dtype=bool)
+    unknown = np.flatnonzero(acting & ~finite)
     modes = np.log(eigenvalues.astype(complex)) / T            # continuous modes
     mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
     # a mode at 0 (an integrator, eigenvalue 1 of A_d) has no relative error: on exact data
@@ -888,7 +892,8 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
     mode_half = 1.96 * mode_errors
     relative_each = mode_half / np.maximum(np.abs(modes), floor)
     relative = float(np.max(relative_each))
-    statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION)
+    statistic = max(worst / DELAY_PRECISION, relative / EIGENVALUE_PRECISION,
+                    np.inf if unknown.size else 0.0)
     # a mode whose interval holds 0 (an integrator, a tank level, or a slow mode the record
     # is too short for) has no relative precision: "known to +/- 1700 %" hid what the data
     # do not say, whether it decays, integrates or grows.  Say that, with the other modes'
@@ -911,13 +916,15 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
              f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
               "reduce the noise; see confidence_intervals() before relying on the model")
-    silent = not np.any(model.B_c)                  # every channel's B_c column reported 0
-    if model.n_inputs > 0 and finite.any():
+    if unknown.size:
+        finding = (f"the delay of input(s) {unknown.tolist()} without a finite standard "
+                   f"error (not determined by the data), " + (
+                       f"the others known to +/- {worst:.2g} T, " if finite.any() else "")
+                   + finding)
+    elif model.n_inputs > 0 and finite.any():
         finding = f"delays known to +/- {worst:.2g} T, " + finding
-    elif model.n_inputs > 0 and silent:      # no input acts: no delay ('+/- 0 T' said so)
+    elif model.n_inputs > 0:                 # no input acts: no delay ('+/- 0 T' said so)
         finding = "no delay (no input acts), " + finding
-    elif model.n_inputs > 0:
-        finding = "the delays without a finite standard error, " + finding
     else:   # plain DMD: only the transients and the process noise excite the modes
         remedy = ("record longer or more trajectories from different initial states, reduce "
                   "the noise; see confidence_intervals() before relying on the model")

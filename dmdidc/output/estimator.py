@@ -416,8 +416,8 @@ class OutputDMDidc:
         Constant output offset (zero with ``offset=False``).
     operating_point_ : OperatingPoint or None
         The equilibrium under the mean input, ``(x_op, u_op)`` in the model's state basis, when
-        the inputs sit at a non-zero level (their mean above a tenth of their spread and
-        beyond chance;
+        the inputs sit at a non-zero level (one-signed, or their mean above a tenth of their
+        spread and beyond chance;
         :mod:`dmdidc.output.operating_point`; after :meth:`partial_fit`, the mean of the
         ``memory`` samples kept); :meth:`plant` carries it, so controllers and
         :class:`~controllers.DelayedKalmanObserver` regulate around it.  ``None`` for inputs

@@ -23,36 +23,70 @@ __all__ = ["OPERATING_LEVEL", "input_level", "input_operating_point"]
 #: mean of about 1/sqrt(K) of its spread (0.02 at K = 2000), a plant run at an operating point
 #: a mean of several spreads (the walkthrough's valve: 45 % +- 5 %).
 OPERATING_LEVEL = 0.1
-#: Batches whose means give the standard error of an input's mean (batch means: right for
-#: serially correlated inputs whose memory is short against a batch).
-_BATCHES = 20
 #: Two-sided level at which the mean must also differ from zero: the fraction alone is no test,
 #: and white zero-mean excitation of 400 samples passed it on 4 of 60 fits (an operating point
 #: made up from chance, which a controller would then hold).
 _SIGNIFICANCE = 1e-3
+#: An input whose samples lie on one side of zero but for this fraction of its spread (sensor
+#: noise on an off heater) is one-signed: a level however slowly it varies.
+_ONE_SIDED_SLACK = 0.1
 
 
 def input_level(experiments: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
     """The mean input ``(m,)`` over every experiment's ``(Y, U)``, or ``None`` when every input
-    varies around zero: its mean at most :data:`OPERATING_LEVEL` of its spread, or within
-    chance of zero (a t test at level 1e-3 on the means of :data:`_BATCHES` consecutive
-    batches of the samples)."""
+    varies around zero.
+
+    An input sits at a level when it is one-signed (a heater between off and full power, a
+    valve between 0 and 100 %: its 5th percentile at least, or its 95th at most, a tenth of its
+    spread on the other side of zero) with a non-zero mean, or when its mean exceeds
+    :data:`OPERATING_LEVEL` of its spread and differs from zero beyond chance: a t test at
+    level 1e-3 with the mean's long-run (HAC) standard error and the effective number of
+    samples as degrees of freedom, so that slowly varying inputs are judged by their few
+    independent values.
+    """
     from scipy.special import stdtrit
 
     U = np.hstack([Ui for _, Ui in experiments])
     if U.shape[0] == 0 or U.shape[1] == 0:
         return None
+    K = U.shape[1]
     mean = U.mean(axis=1)
     spread = U.std(axis=1)
+    low, high = np.percentile(U, [5, 95], axis=1)
+    slack = _ONE_SIDED_SLACK * spread
+    one_signed = (mean != 0) & ((low >= -slack) | (high <= slack))
     level = np.abs(mean) > OPERATING_LEVEL * spread
-    batches = min(_BATCHES, U.shape[1] // 10)
-    if batches >= 2:
-        means = np.array([b.mean(axis=1) for b in np.array_split(U, batches, axis=1)])
-        error = means.std(axis=0, ddof=1) / np.sqrt(batches)
-        level &= np.abs(mean) > stdtrit(batches - 1, 1.0 - _SIGNIFICANCE / 2) * error
-    if not level.any():
+    variance = spread ** 2
+    long_run = _long_run_variance(U)
+    effective = np.where(long_run > 0, K * variance / np.maximum(long_run, np.finfo(float).tiny),
+                         K)
+    critical = stdtrit(np.maximum(np.minimum(effective, K) - 1.0, 1.0),
+                       1.0 - _SIGNIFICANCE / 2)
+    level &= np.abs(mean) > critical * np.sqrt(np.maximum(long_run, 0.0) / K)
+    if not (level | one_signed).any():
         return None
     return mean
+
+
+def _long_run_variance(U: np.ndarray) -> np.ndarray:
+    """Each input's long-run variance (the variance of its mean times K): its autocovariances
+    with Bartlett weights up to twice the lag where its autocorrelation first falls below 0.1
+    (at most a quarter of the record)."""
+    K = U.shape[1]
+    centred = U - U.mean(axis=1, keepdims=True)
+    size = 1 << int(np.ceil(np.log2(2 * K)))
+    spectrum = np.fft.rfft(centred, size, axis=1)
+    covariance = np.fft.irfft(spectrum * spectrum.conj(), size, axis=1)[:, :K // 4 + 1] / K
+    out = np.empty(U.shape[0])
+    for i, row in enumerate(covariance):
+        if row[0] <= 0:
+            out[i] = 0.0
+            continue
+        below = np.flatnonzero(row / row[0] < 0.1)
+        lags = min(2 * (int(below[0]) if below.size else K // 4), K // 4)
+        weights = 1.0 - np.arange(1, lags + 1) / (lags + 1.0)
+        out[i] = row[0] + 2.0 * float(weights @ row[1:lags + 1])
+    return np.maximum(out, covariance[:, 0] / K)
 
 
 def input_operating_point(A_c: np.ndarray, B_c: np.ndarray, dt: float,

@@ -230,7 +230,7 @@ def elapsed_status(desc: str, *, show: bool = True, every: float = 0.5) -> Itera
         while not done.wait(every):
             bar.refresh()
 
-    ticker = threading.Thread(target=tick, daemon=True)
+    ticker = threading.Thread(target=tick, daemon=True, name="dmdidc-elapsed-status")
     ticker.start()
     try:
         yield

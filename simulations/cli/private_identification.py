@@ -184,6 +184,14 @@ def _identify(args: argparse.Namespace) -> int:
     private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
                               unit=args.unit, window=args.window, alpha=args.alpha,
                               rng=args.seed)
+    if args.unit == "trajectory" and len(Xs) > 1:
+        # the unit protects one trajectory; one person's record across all of them is k
+        # trajectories, whose protection composes (k times the bound, group privacy)
+        warn(f"--unit trajectory protects each of the {len(Xs)} trajectories of the data "
+             f"(experiments, or segments between gaps with --missing drop) at "
+             f"{private.privacy.epsilon:g}, not the file as a whole: a record that spans all "
+             f"of them is protected only at the group-privacy bound of {len(Xs)} units "
+             f"(about {len(Xs)} x epsilon)", args)
     estimator = DMDidc(max_delay=args.max_delay, estimator=args.estimator)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -25,3 +25,11 @@ def test_restores_the_level_when_the_block_raises():
         assert logger.level == logging.CRITICAL
         raise RuntimeError("inside")
     assert logger.level == logging.INFO
+
+
+def test_never_makes_a_logger_louder_than_its_caller_had_it():
+    logger = logging.getLogger("tests.quiet.louder")
+    logger.setLevel(logging.CRITICAL)
+    with quiet_logger("tests.quiet.louder", logging.ERROR):
+        assert logger.level == logging.CRITICAL
+    assert logger.level == logging.CRITICAL

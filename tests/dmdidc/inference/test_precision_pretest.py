@@ -142,4 +142,5 @@ def test_an_acting_input_without_a_finite_delay_error_is_not_called_silent(monke
     monkeypatch.setattr(diagnostics, "delay_standard_errors",
                         lambda model, solution: np.full(model.n_inputs, np.inf))
     check = _precision_check(est.model_, est.regression_)
-    assert check.finding.startswith("the delays without a finite standard error")
+    assert check.finding.startswith("the delay of input(s) [0] without a finite standard")
+    assert check.failed                       # an acting input's unknown delay: not passed

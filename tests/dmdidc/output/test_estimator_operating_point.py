@@ -114,3 +114,21 @@ def test_zero_mean_excitation_gives_no_operating_point_by_chance(samples):
         at_level = U + U.std(axis=1, keepdims=True)
         assert input_level([(None, at_level)]) is not None
     assert found <= 2
+
+
+def test_a_one_signed_or_slowly_varying_input_at_a_level_keeps_its_operating_point():
+    """A review: the batch-mean test missed a heater switched on and off (period 200, duty
+    0.2-0.5: 15-26 of 50 found) and slowly varying inputs at a level of one spread (held 25,
+    K = 400: 1 of 100); the one-signed rule and the long-run standard error find them."""
+    for duty in (0.2, 0.3, 0.5):
+        for seed in range(10):
+            rng = np.random.default_rng(seed)
+            t = (np.arange(1000) + rng.integers(200)) % 200
+            U = (t < duty * 200).astype(float)[None] + 0.02 * rng.standard_normal((1, 1000))
+            assert input_level([(None, U)]) is not None
+    found = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        U = np.repeat(rng.standard_normal((1, 17)), 25, axis=1)[:, :400]
+        found += input_level([(None, U + 1.5 * U.std())]) is not None
+    assert found >= 36

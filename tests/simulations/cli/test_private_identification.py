@@ -204,3 +204,26 @@ def test_privacy_identify_seed_is_warned_as_a_secret_and_written_nowhere(damped_
     assert "keep it secret like a key" in err
     assert all("987654" not in path.read_text() for path in folder.iterdir()
                if path.suffix in (".json", ".md"))
+
+
+def test_unit_trajectory_on_a_record_of_several_segments_says_what_it_protects(tmp_path,
+                                                                             capsys):
+    """--missing drop splits a record at its gaps: --unit trajectory protects each segment,
+    not the file (a review: 2-5 segments changed 1-2.5x the declared l1 for the whole file)."""
+    rng = np.random.default_rng(0)
+    u = rng.choice([-1.0, 1.0], 3000)
+    x = np.zeros(3001)
+    for k in range(3000):
+        x[k + 1] = 0.8 * x[k] + 0.3 * u[k - 1] if k else 0.0
+    rows = ["time,x,u"] + [f"{0.5 * k},{'' if 1500 <= k < 1505 else x[k]},"
+                           f"{u[k] if k < 3000 else ''}" for k in range(3001)]
+    path = tmp_path / "gaps.csv"
+    path.write_text("\n".join(rows) + "\n")
+    argv = ["privacy", "identify", str(path), "--inputs", "u", "--states", "x",
+            "--max-delay", "2", "--state-bound", "2", "--input-bound", "1", "--epsilon", "1e4",
+            "--mechanism", "laplace", "--missing", "drop", "--unit", "trajectory",
+            "--seed", "0", "--out", str(tmp_path / "m.json")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"--unit trajectory protects each of the 2 trajectories .* not the file",
+                     err)
