@@ -514,10 +514,10 @@ def _period(path: Path, name: str, unit: str, pieces: list[np.ndarray], column: 
     grid = time_grid(stamps, where=where, tolerance=tolerance, lines=rows, reason=reason)
     if missing == "error":
         refuse_gaps(grid, stamps, where=where, lines=rows, reason=reason)
-    elif note := skipped_note(grid, where, rows):
+    elif note := skipped_note(grid, where, rows, split=missing == "drop"):
         notes.append(note + (clock.hint if clock is not None else ""))
-        pieces = [with_skipped_rows(t, p, periods)[1]
-                  for t, p, periods in zip(stamps, pieces, grid.periods, strict=True)]
+        pieces = [with_skipped_rows(t, p, periods, longest=len(p) if missing == "drop" else None)
+                  [1] for t, p, periods in zip(stamps, pieces, grid.periods, strict=True)]
     if grid.jittery:
         notes.append(grid.jitter_note)
     if dt is None:

@@ -561,9 +561,11 @@ def refuse_gaps(grid: TimeGrid, segments: Sequence[np.ndarray], *, where: str,
                                  f"samples; give {policies}{reason}")
 
 
-def with_skipped_rows(times: np.ndarray, values: np.ndarray, periods: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows of one segment with a row of NaN for every period its steps skip.
+def with_skipped_rows(times: np.ndarray, values: np.ndarray, periods: np.ndarray, *,
+                      longest: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of one segment with a row of NaN for every period its steps skip (one row for
+    a gap of more than ``longest`` skipped samples: enough for ``missing="drop"`` to split
+    the record there, without building an outage's worth of empty rows).
 
     Parameters
     ----------
@@ -591,36 +593,50 @@ def with_skipped_rows(times: np.ndarray, values: np.ndarray, periods: np.ndarray
     >>> t, v[:, 0], kept
     (array([0., 1., 2., 3., 4., 5.]), array([ 0.,  1., nan, nan,  2.,  3.]), array([0, 1, 4, 5]))
     """
-    kept = np.concatenate([[0], np.cumsum(periods)]).astype(int)
+    steps = np.asarray(periods, dtype=int)
+    if longest is not None:
+        steps = np.where(steps - 1 > longest, 2, steps)
+    kept = np.concatenate([[0], np.cumsum(steps)]).astype(int)
     if kept[-1] == len(times) - 1:
         return times, values, kept
     filled = np.full((kept[-1] + 1, values.shape[1]), np.nan)
     filled[kept] = values
-    stamps = np.interp(np.arange(kept[-1] + 1), kept, times)
+    # a skipped sample j periods after the row before its gap sits j periods (of that gap's
+    # own step) later: the grid read again from these stamps is the data's
+    index = np.arange(kept[-1] + 1)
+    before = np.searchsorted(kept, index, side="right") - 1
+    gap = np.minimum(before, len(periods) - 1)
+    period = np.diff(times)[gap] / np.asarray(periods)[gap] if len(periods) else 0.0
+    stamps = times[before] + (index - kept[before]) * period
     return stamps, filled, kept
 
 
-def skipped_note(grid: TimeGrid, where: str, lines: Sequence[Sequence[int]]) -> str:
+def skipped_note(grid: TimeGrid, where: str, lines: Sequence[Sequence[int]], *,
+                 split: bool = False) -> str:
     """What :func:`with_skipped_rows` inserted, for the reader's notes: how many samples the
     stamps skip, at how many places, the first of them by its line ("" when none).
+
+    ``split``: the record is split at the gaps (``missing="drop"``), so a gap of any length
+    is an outage between two pieces (:func:`with_skipped_rows` with ``longest``); otherwise
+    its samples are filled.
 
     Raises
     ------
     ParameterError
-        A gap longer than the rows the segment holds: no logger loses more samples than it
-        kept without a word, but a mistyped stamp (``1e12``) jumps that far (inserting it
-        asked for terabytes).
+        Without ``split``, a gap longer than the rows the segment holds: no interpolation
+        spans it, and a mistyped stamp (``1e12``) jumps that far (filling it asked for
+        terabytes).
     """
     places = [(rows[k + 1], int(p[k]) - 1) for p, rows in zip(grid.periods, lines, strict=True)
               for k in np.flatnonzero(p > 1)]
     for p, rows in zip(grid.periods, lines, strict=True):
-        if p.size and int(p.max()) - 1 > len(rows):
+        if not split and p.size and int(p.max()) - 1 > len(rows):
             k = int(np.argmax(p))
             raise ParameterError(
                 f"{where} line {rows[k + 1]}: the time jumps {int(p[k])} periods of "
                 f"{grid.period:g} s from line {rows[k]}, more samples than the "
-                f"{len(rows)} rows it has: a wrong stamp, not lost rows (correct it, or "
-                f"split the file there)")
+                f"{len(rows)} rows it has: a wrong stamp, or an outage no interpolation "
+                f"spans (correct the stamp, or split the record there: missing='drop')")
     if not places:
         return ""
     count = sum(n for _, n in places)

@@ -569,10 +569,12 @@ def _timed(table: CsvTable, time: _Time | None, tolerance: float, missing: str,
         return table, None, None, ""
     where = _where(table, time.column)
     times, grid = _checked_times(table, time, tolerance, missing, notes)
-    note = skipped_note(grid, where, [table.lines])
+    drop = missing == "drop"
+    note = skipped_note(grid, where, [table.lines], split=drop)
     if note:
         notes.append(f"{note} (--missing {missing}){time.clock.hint if time.clock else ''}")
-        times, values, kept = with_skipped_rows(times, table.values, grid.periods[0])
+        times, values, kept = with_skipped_rows(times, table.values, grid.periods[0],
+                                                longest=len(table.values) if drop else None)
         lines = _lost_row_lines(table.lines, kept, len(times))
         table = dataclasses.replace(table, values=values, lines=lines)
         grid = time_grid([times], where=where, tolerance=tolerance, lines=[lines],

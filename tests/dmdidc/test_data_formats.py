@@ -232,17 +232,40 @@ def test_read_data_names_the_files_own_line_after_blank_lines(tmp_path):
         read_identification_data(path, inputs="u1,u2")
 
 
-@pytest.mark.parametrize("missing", ["drop", "interpolate"])
-def test_a_stamp_far_ahead_is_refused_not_filled_with_terabytes(tmp_path, missing):
-    """The last stamp 1e12 s: read as lost rows it asked for 58 TiB (MemoryError, a review)."""
+def test_a_stamp_far_ahead_is_refused_not_filled_with_terabytes(tmp_path):
+    """The last stamp 1e12 s: read as lost rows it asked for 58 TiB (MemoryError, a review);
+    interpolation refuses such a gap, drop splits the record there (below)."""
     t, X, U = record(1)
     rows = cells(t, X, U)
     rows[-1][0] = "1e12"
     path = write(tmp_path / "far.csv", HEADER, rows)
-    with pytest.raises(ParameterError, match="a wrong stamp, not lost rows"):
-        read_data(path, inputs=["u1", "u2"], missing=missing)
-    with pytest.raises(ParameterError, match="a wrong stamp, not lost rows"):
-        read_identification_data(path, inputs="u1,u2", missing=missing)
+    with pytest.raises(ParameterError, match="a wrong stamp, or an outage no interpolation"):
+        read_data(path, inputs=["u1", "u2"], missing="interpolate")
+    with pytest.raises(ParameterError, match="a wrong stamp, or an outage no interpolation"):
+        read_identification_data(path, inputs="u1,u2", missing="interpolate")
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_an_outage_longer_than_the_record_splits_it_with_drop(tmp_path, seed):
+    """A logger off overnight (a gap of 5000 periods after 41 rows) is an outage, not a wrong
+    stamp: missing='drop' splits the record there as for a short gap (a review: it was refused)
+    without building 5000 empty rows."""
+    t, X, U = record(seed)
+    rows = cells(t, X, U)
+    for row in rows[41:]:
+        row[0] = repr(float(row[0]) + 5000 * 0.5)
+    path = write(tmp_path / "night.csv", HEADER, rows)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        python = read_data(path, inputs=["u1", "u2"], missing="drop")
+    assert any("skips 5000 sample(s)" in str(w.message) for w in caught)
+    cli = read_identification_data(path, inputs="u1,u2", missing="drop")
+    assert any("skips 5000 sample(s)" in note for note in cli.notes)
+    for data in (python, cli):
+        assert data.dt == pytest.approx(0.5, rel=1e-9)
+        np.testing.assert_array_equal(data.X[0], X[:, :41])
+        np.testing.assert_array_equal(data.X[1], X[:, 41:])
+        np.testing.assert_array_equal(data.U[1], U[:, 41:])
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
