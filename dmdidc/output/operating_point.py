@@ -57,7 +57,7 @@ def input_level(experiments: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray 
     one_signed = (mean != 0) & ((low >= -slack) | (high <= slack))
     level = np.abs(mean) > OPERATING_LEVEL * spread
     variance = spread ** 2
-    long_run = _long_run_variance(U)
+    long_run = _long_run_variance(U, variance)
     effective = np.where(long_run > 0, K * variance / np.maximum(long_run, np.finfo(float).tiny),
                          K)
     critical = stdtrit(np.maximum(np.minimum(effective, K) - 1.0, 1.0),
@@ -68,25 +68,23 @@ def input_level(experiments: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray 
     return mean
 
 
-def _long_run_variance(U: np.ndarray) -> np.ndarray:
-    """Each input's long-run variance (the variance of its mean times K): its autocovariances
-    with Bartlett weights up to twice the lag where its autocorrelation first falls below 0.1
-    (at most a quarter of the record)."""
+def _long_run_variance(U: np.ndarray, variance: np.ndarray) -> np.ndarray:
+    """Each input's long-run variance (the variance of its mean times K): ``variance`` times its
+    autocorrelations (:func:`~dmdidc.regression.lag_products.autocorrelations`) with Bartlett
+    weights up to twice the lag where they first fall below 0.1 (at most a quarter of the
+    record)."""
+    from dmdidc.regression.lag_products import autocorrelations
+
     K = U.shape[1]
-    centred = U - U.mean(axis=1, keepdims=True)
-    size = 1 << int(np.ceil(np.log2(2 * K)))
-    spectrum = np.fft.rfft(centred, size, axis=1)
-    covariance = np.fft.irfft(spectrum * spectrum.conj(), size, axis=1)[:, :K // 4 + 1] / K
-    out = np.empty(U.shape[0])
-    for i, row in enumerate(covariance):
-        if row[0] <= 0:
-            out[i] = 0.0
+    out = np.zeros(U.shape[0])
+    for i, row in enumerate(autocorrelations([U], K // 4).T):
+        if variance[i] <= 0:
             continue
-        below = np.flatnonzero(row / row[0] < 0.1)
+        below = np.flatnonzero(row < 0.1)
         lags = min(2 * (int(below[0]) if below.size else K // 4), K // 4)
         weights = 1.0 - np.arange(1, lags + 1) / (lags + 1.0)
-        out[i] = row[0] + 2.0 * float(weights @ row[1:lags + 1])
-    return np.maximum(out, covariance[:, 0] / K)
+        out[i] = variance[i] * (1.0 + 2.0 * float(weights @ row[1:lags + 1]))
+    return np.maximum(out, variance / K)
 
 
 def input_operating_point(A_c: np.ndarray, B_c: np.ndarray, dt: float,
