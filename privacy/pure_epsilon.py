@@ -258,8 +258,8 @@ def check_epsilon_reachable(epsilon: float, alpha: float, dimension: int = 1) ->
     Raises
     ------
     ParameterError
-        ``epsilon`` below the floor at this ``alpha`` and ``dimension``; the message names the
-        floor and the remedies (a larger alpha, a larger epsilon).
+        ``epsilon`` not a number > 0, or below the floor at this ``alpha`` and ``dimension``;
+        the message names the floor and the remedies (a larger alpha, a larger epsilon).
 
     Examples
     --------
@@ -271,6 +271,7 @@ def check_epsilon_reachable(epsilon: float, alpha: float, dimension: int = 1) ->
     ...     print(str(exc)[:61])
     epsilon=1.0 is not reachable by SaS noise with alpha=0.1 on a
     """
+    epsilon = check_positive("epsilon", epsilon)
     floor = sas_epsilon_floor(alpha, dimension)
     if epsilon < floor:
         what = "a scalar query" if dimension == 1 else f"a {dimension}-entry query"

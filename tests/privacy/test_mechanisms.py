@@ -438,3 +438,11 @@ def test_from_epsilon_for_a_vector_query():
     assert mech.dimension == 2
     assert mech.epsilon <= 2.0
     assert SaSMechanism(1.5, mech.scale * (1 - 1e-6), dimension=2).epsilon > 2.0
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0.0, float("nan")])
+def test_check_epsilon_reachable_refuses_a_target_that_is_no_epsilon(bad):
+    from privacy.pure_epsilon import check_epsilon_reachable
+
+    with pytest.raises(ValueError, match="epsilon must"):
+        check_epsilon_reachable(bad, 1.5)
