@@ -42,11 +42,10 @@ from dmdidc.regression.instrumental import (
     refined_affine_solution,
 )
 from dmdidc.regression.refined import (
-    _simulated_recursion,
     instrument_rows,
     model_instruments,
     reference_projection,
-    simulated_states,
+    simulated_recursions,
 )
 from dmdidc.regression.robust import _MAD_TO_SIGMA, huber_solution, huber_threshold
 from dmdidc.regression.solution import (
@@ -264,7 +263,7 @@ def _lagged_state_products(trajectories, recursion: tuple, first: int, R: int,
     terms put back), with ``Gamma_ij = sum_k u_{k-i} u_{k-j}^T`` the lagged inputs' moments
     over the same samples (``gamma``: the input statistics').  ``recursion = (M, B_blocks,
     moments)``, ``moments`` per trajectory ``(D_0, xi_a, xi_{K-1})`` (``None`` for those of
-    ``K <= a``) from the simulation (:func:`dmdidc.regression.refined._simulated_recursion`):
+    ``K <= a``) from the simulation (:func:`dmdidc.regression.refined.simulated_recursions`):
     one ``n x m`` product per sample instead of ``n x m (R + 1)``.
     """
     M, B_blocks, moments = recursion
@@ -1012,8 +1011,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         A_d, B_blocks = _model(solution, n, m, R)
         if references is None:
             start = R + first.instrument_lags          # the input statistics' first sample
-            simulated = [_simulated_recursion(A_d, B_blocks, U, start) if U.shape[1] > start
-                         else (simulated_states(A_d, B_blocks, U), None, None) for U in inputs]
+            simulated = simulated_recursions(A_d, B_blocks, inputs, start)
             signals = [s[0] for s in simulated]
             states = _state_moments(signals, R)          # once: the bound and the statistics
             _require_state_directions(states, centred, n + m * (R + 1), m * (R + 1))

@@ -247,6 +247,32 @@ class LaggedGram:
         """Samples ``k`` of the open trajectory in the Gram matrix (``k >= first_sample``)."""
         return max(self._samples - self.first_sample, 0)
 
+    @property
+    def dense_samples(self) -> int:
+        """Samples of a trajectory up to which its Gram matrix is one dense product of its
+        vectors (:meth:`vectors_of`): below it the correlations' ends cost more."""
+        return self._short
+
+    def vectors_of(self, values: dict[str, np.ndarray], out: np.ndarray | None = None
+                   ) -> np.ndarray:
+        """The vectors ``v_k`` (the constant last) of one whole trajectory, its signals'
+        values from time 0 (``(width, count)`` arrays): the columns whose Gram matrix a
+        fresh trajectory given in one :meth:`update` would sum (``k = first_sample .. K - 1``,
+        every lag inside the data).  Written into ``out`` (``(dimension, samples)``) when
+        given.  The open trajectory is not touched."""
+        K = min(values[s].shape[1] + self._span[s][0] for s in self._signals if s != "1")
+        k0 = self.first_sample
+        if out is None:
+            out = np.empty((self.dimension, max(K - k0, 0)))
+        if K <= k0:                       # no sample has every lag (and no negative slices)
+            return out
+        for start, stop, s, lag in self._slices:
+            if s == "1":
+                out[start:stop] = 1.0
+            else:
+                out[start:stop] = values[s][:, k0 - lag:K - lag]
+        return out
+
     def update(self, values: dict[str, np.ndarray]) -> None:
         """Append new values (``(width, count)`` arrays) of the signals of the open trajectory;
         a signal left out gets none."""

@@ -252,7 +252,8 @@ class SufficientStatistics:
         q = signals[0].shape[0] if signals[0] is not None else 0
         sums = LaggedSums(n, m, max_delay, instruments=instruments,
                           instrument_lags=instrument_lags, n_exogenous=q, **options)
-        for (Xi, Ui), Ei in zip(trajectories, signals, strict=True):
+        rest = sums.add_short(trajectories, signals)      # many short ones: few products
+        for (Xi, Ui), Ei in ((trajectories[i], signals[i]) for i in rest):
             sums.new_trajectory()
             for a in range(0, Ui.shape[1], _CHUNK):           # bounded working memory
                 b = min(a + _CHUNK, Ui.shape[1])

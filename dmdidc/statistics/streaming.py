@@ -29,6 +29,9 @@ from dmdidc.statistics.layout import INSTRUMENT_KINDS, StatisticsLayout
 
 __all__ = ["LaggedSums"]
 
+#: Samples of short trajectories' vectors laid side by side for one product (add_short).
+_SHORT_BATCH = 1 << 15
+
 
 def _bound(name: str, value: Any, size: int) -> np.ndarray | None:
     if value is None:
@@ -117,6 +120,68 @@ class LaggedSums:
         if self.detrend is not None and count > 0:
             return gram - np.outer(sums, sums) / count, np.zeros_like(sums), count
         return gram, sums, count
+
+    def add_short(self, trajectories: list[tuple[np.ndarray, np.ndarray]],
+                  signals: list[np.ndarray | None]) -> list[int]:
+        """Add every whole trajectory short enough for a dense product of its vectors
+        (:attr:`~dmdidc.regression.lagged_gram.LaggedGram.dense_samples`), many in one product;
+        return the indices of the others (for :meth:`update`).  The open trajectory is closed
+        first.  The same sums, to rounding, as one trajectory at a time.
+
+        Why: 30 000 experiments of 200 samples spent 80 us each in the streaming engine's
+        set-up (its buffers, ends and dense product per trajectory): 0.5 s of a refined-IV
+        fit's 0.8 s.  Here each costs the copies of its vectors into a shared buffer.
+        """
+        self._close()
+        d = self.layout.dimension
+        engine = self._engine
+        first, dense = engine.first_sample, engine.dense_samples
+        if self.layout.n_exogenous > 0 and any(E is None for E in signals):
+            raise DimensionError(f"these statistics carry {self.layout.n_exogenous} "
+                                 f"instrument signal rows (instruments="
+                                 f"{self.layout.instruments!r}); every trajectory needs E")
+        capacity = max(dense, min(_SHORT_BATCH, sum(
+            max(U.shape[1] - first, 0) for _, U in trajectories)))
+        buffer = np.empty((d + 1, capacity))
+        filled, own_sums, counts, rest = 0, [], [], []
+
+        def flush() -> None:
+            nonlocal filled
+            if filled == 0:
+                return
+            vectors = buffer[:, :filled]
+            total = vectors @ vectors.T
+            self.gram += total[:d, :d]
+            if self.detrend is None:
+                self.sums += total[d, :d]
+            else:              # each trajectory centred by its own mean: less s s^T / count
+                S = np.array(own_sums).T
+                self.gram -= (S / np.array(counts, dtype=float)) @ S.T
+                own_sums.clear()
+                counts.clear()
+            filled = 0
+
+        for i, ((X, U), E) in enumerate(zip(trajectories, signals, strict=True)):
+            count = max(U.shape[1] - first, 0)
+            if count > dense:
+                rest.append(i)
+                continue
+            values = {"x": self._scaled("x", X, 0), "u": self._scaled("u", U, 0)}
+            if E is not None:
+                values["e"] = self._scaled("e", E, 0)
+            if filled + count > capacity:
+                flush()
+            vectors = engine.vectors_of(values, out=buffer[:, filled:filled + count])
+            if self.detrend is not None and count > 0:
+                own_sums.append(vectors[:d].sum(axis=1))
+                counts.append(count)
+            filled += count
+            self.n_samples += count
+            self.n_trajectories += 1
+            self.intercepts += int(self.detrend is not None and count > 0)
+            self._lengths.append(count)
+        flush()
+        return rest
 
     @property
     def last_state(self) -> np.ndarray | None:

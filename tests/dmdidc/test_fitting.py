@@ -314,16 +314,20 @@ def test_one_fit_passes_over_the_data_once(seed, monkeypatch):
     n, m, R = int(rng.integers(2, 5)), int(rng.integers(1, 3)), int(rng.integers(3, 6))
     plant = random_plant(rng, n_states=n, n_inputs=m, max_delay=R)
     samples = []
-    update = LaggedGram.update
 
-    def counted(self, values):
-        # the regression's engines (x_{k+1} among their slots); the residual checks' moments
-        # of least squares (inference.moment_gram) are a pass over the residuals of their own
-        if -1 in self._lags.get("x", ()):
-            samples.append(values["u"].shape[1] if "u" in values else 0)
-        update(self, values)
+    def counting(method):
+        def counted(self, values, *args, **kwargs):
+            # the regression's engines (x_{k+1} among their slots); the residual checks'
+            # moments of least squares (inference.moment_gram) are a pass over the residuals
+            # of their own; short trajectories are laid out whole (vectors_of), the others
+            # streamed (update)
+            if -1 in self._lags.get("x", ()):
+                samples.append(values["u"].shape[1] if "u" in values else 0)
+            return method(self, values, *args, **kwargs)
+        return counted
 
-    monkeypatch.setattr(LaggedGram, "update", counted)
+    monkeypatch.setattr(LaggedGram, "update", counting(LaggedGram.update))
+    monkeypatch.setattr(LaggedGram, "vectors_of", counting(LaggedGram.vectors_of))
     trajectories = []
     for K in rng.integers(300, 800, size=int(rng.integers(1, 3))):
         U = rng.standard_normal((m, int(K)))
@@ -375,7 +379,7 @@ def test_lagged_state_products_by_the_recursion_equal_the_direct_products(unstab
     # rounding, on random models and trajectories of every length (shorter than the lags
     # included).
     from dmdidc import fitting
-    from dmdidc.regression.refined import _simulated_recursion, simulated_states
+    from dmdidc.regression.refined import simulated_recursions, simulated_states
 
     rng = np.random.default_rng(2 + unstable)
     checked = 0
@@ -392,8 +396,7 @@ def test_lagged_state_products_by_the_recursion_equal_the_direct_products(unstab
             first = R + fitting._input_statistics(trajectories, R, memo).instrument_lags
         except ValueError:
             continue
-        simulated = [_simulated_recursion(A, B_blocks, U, first) if U.shape[1] > first
-                     else (simulated_states(A, B_blocks, U), None, None) for _, U in trajectories]
+        simulated = simulated_recursions(A, B_blocks, [U for _, U in trajectories], first)
         signals = [s[0] for s in simulated]
         for (_, U), E in zip(trajectories, signals, strict=True):
             # the recursion's simulation carries a constant channel (the sums of the states):

@@ -123,3 +123,55 @@ def test_an_integrator_without_a_resting_state_starts_at_zero():
     B = np.array([[[1.0], [1.0]]])                 # R = 0: one block
     U = np.full((1, 5), 2.0)
     np.testing.assert_allclose(simulated_states(A, B, U)[0], [0.0, 2.0, 4.0, 6.0, 8.0])
+
+
+@pytest.mark.parametrize("kind", ["stable", "unstable", "integrator", "zero_sum"])
+def test_side_by_side_simulation_equals_one_trajectory_at_a_time(kind, monkeypatch):
+    # Many short experiments run as the rows of one state array (each padded to its group's
+    # longest, from its own resting state): the same states and moments, to rounding, as one
+    # simulation per trajectory -- whatever the lengths (empty, shorter than the moments'
+    # first sample, longer than the side-by-side limit), the drives' means (offsets, zero),
+    # a reflected unstable model, an integrator (no resting state) or blocks summing to zero
+    # (no forcing by the mean).
+    from dmdidc.regression import refined
+
+    monkeypatch.setattr(refined, "SIDE_BY_SIDE", 150)       # long ones in the same test
+    rng = np.random.default_rng(["stable", "unstable", "integrator", "zero_sum"].index(kind))
+    for _ in range(6):
+        n, m, R = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        A = rng.standard_normal((n, n))
+        A *= {"unstable": 1.3}.get(kind, 0.9) / np.max(np.abs(np.linalg.eigvals(A)))
+        if kind == "integrator":
+            A[0, :], A[:, 0] = 0.0, 0.0
+            A[0, 0] = 1.0
+        B_blocks = rng.standard_normal((R + 1, n, m))
+        if kind == "zero_sum":
+            B_blocks[-1] = -B_blocks[:-1].sum(axis=0)
+        first = R + int(rng.integers(0, 6))
+        lengths = [0, 1, first, first + 1, *rng.integers(2, 400, size=12)]
+        drives = [rng.standard_normal((m, int(K))) + rng.normal(0, 3, (m, 1))
+                  * rng.integers(0, 2) for K in lengths]
+        together = refined.simulated_recursions(A, B_blocks, drives, first)
+        states_only = refined.simulated_recursions(A, B_blocks, drives[1:], None)
+        for drive, (states, M, moments) in zip(drives[1:], states_only, strict=True):
+            expected = refined.simulated_states(A, B_blocks, drive)
+            assert M is None and moments is None
+            np.testing.assert_allclose(states, expected, rtol=0,
+                                       atol=1e-12 * max(np.abs(expected).max(), 1.0))
+        for drive, (states, M, moments) in zip(drives, together, strict=True):
+            K = drive.shape[1]
+            scale = max(np.abs(states).max(initial=0.0), 1.0)
+            if K == 0:                      # (the one-trajectory simulation refuses them)
+                assert states.shape == (n, 0) and M is None and moments is None
+                continue
+            if K <= first:
+                expected = refined.simulated_states(A, B_blocks, drive)
+                assert M is None and moments is None
+                np.testing.assert_allclose(states, expected, rtol=0, atol=1e-12 * scale)
+                continue
+            alone = refined._simulated_recursion(A, B_blocks, drive, first)
+            np.testing.assert_allclose(states, alone[0], rtol=0, atol=1e-12 * scale)
+            np.testing.assert_array_equal(M, alone[1])
+            for got, want in zip(moments, alone[2], strict=True):
+                np.testing.assert_allclose(got, want, rtol=0,
+                                           atol=1e-11 * max(np.abs(want).max(), 1.0) * K)
