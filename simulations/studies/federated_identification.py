@@ -229,16 +229,17 @@ def _averaged(fits: list, count: int, plant, config) -> float:
     return math.inf if result is None else _errors(result[2], plant.delay, config.dt)
 
 
-def _client_fits(algo, data, config, seed: int) -> list:
-    """Each client's own model from its own release: the noise the simulated client drew in
-    the run (its generator keyed by its simulated secret, as in :func:`run_client`)."""
+def _client_fits(algo, statistics: list, config, seed: int) -> list:
+    """Each client's own model from its own release (``statistics``: each client's
+    statistics before the noise): the noise the simulated client drew in the run (its
+    generator keyed by its simulated secret, as in :func:`run_client`)."""
     from dmdidc import DMDidc
     from privacy.federated.protocol import derive_rng, simulation_secret
 
     fits = []
-    for k, client in enumerate(data):
+    for k, own in enumerate(statistics):
         rng = derive_rng(simulation_secret(seed, k), "client", k, algo.join_round[k])
-        private = algo.client_statistics(client).privatize(**algo._release_options(k), rng=rng)
+        private = own.privatize(**algo._release_options(k), rng=rng)
         est = _quietly(lambda p=private: DMDidc(max_delay=config.max_delay, estimator="iv")
                        .fit_statistics(p, dt=config.dt))
         fits.append(None if est is None else
@@ -286,7 +287,9 @@ def run_federated_identification(config: FederatedIdentificationConfig, *,
     for s in range(config.seeds):
         seed = config.seed + s
         data = _clients(config, plant, derive_rng(seed, "network", 1, 0))
-        running = np.cumsum([algo.client_statistics(d).to_vector() for d in data], axis=0)
+        # the clients' statistics once: the exact sums and the average's own releases
+        statistics = [algo.client_statistics(d) for d in data]
+        running = np.cumsum([s.to_vector() for s in statistics], axis=0)
         exact = {n: running[n - 1] for n in config.clients}
         evaluate = _fedinfer_metrics(algo, config, plant, exact)
         rounds = len(config.clients)
@@ -301,7 +304,7 @@ def run_federated_identification(config: FederatedIdentificationConfig, *,
             rows.append({"seed": seed, "clients": count, "method": "fedinfer",
                          **dict(record.metrics)})
         if "average" in config.baselines:
-            fits = _client_fits(algo, data, config, seed)
+            fits = _client_fits(algo, statistics, config, seed)
             rows += [{"seed": seed, "clients": count, "method": "average",
                       "error": _averaged(fits, count, plant, config)}
                      for count in config.clients]
