@@ -1,12 +1,9 @@
 """Files of :class:`~dmdidc.IdData`, without pandas: CSV with a header, or NPZ with metadata.
 
 **CSV.** One row per sample, one column per signal, a header line naming the columns, each name
-optionally followed by its unit in brackets (``T_out [K]``).  Separator ``,``, ``;`` or a tab;
-``.`` as decimal mark (a decimal comma is refused: write ``.`` decimals); an empty cell or one
-of :data:`MISSING_CELLS` (``nan``, ``NA``, ``#N/A``, ``-``, ...) is a missing sample (see
-:mod:`dmdidc.missing`).  What spreadsheets add is read as they mean it: a UTF-8 byte-order mark
-before the header, header cells in quotes, and a last column without a name whose every cell is
-empty (each line ends in the separator), which is no signal and is left out with a note.  Row
+optionally followed by its unit in brackets (``T_out [K]``).  The file's text (encoding,
+comment lines, separator, decimal mark, missing-value cells, what spreadsheets add) is read by
+the rules of :mod:`dmdidc.table_text`, the same for every reader of a data file.  Row
 ``k`` holds ``x_k`` and ``u_k``; the inputs of the last row of an experiment are not used (the
 state after the last input), and may be empty.  Select columns by name or whole header cell
 (``"valve"`` or ``"valve [%]"``): ``inputs`` (required), ``states`` (default: every other
@@ -26,16 +23,23 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.dtypes import StringDType
 
 from _toolbox.errors import DimensionError, ParameterError
+from dmdidc.table_text import (
+    MISSING_CELLS,
+    empty_columns_note,
+    is_decimal_comma,
+    is_missing,
+    missing_cells,
+    read_table_text,
+    split_unit,
+)
 from dmdidc.time_column import (
     TIME_TOLERANCE,
     IsoStamps,
@@ -55,42 +59,6 @@ from dmdidc.time_column import (
 __all__ = ["read_fields", "write_data", "split_unit", "MISSING_CELLS", "is_missing",
            "is_decimal_comma", "empty_columns_note", "parse_columns", "missing_cells", "cell_error",
            "text_columns_note"]
-
-_HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
-#: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
-#: every reader of a data file.
-MISSING_CELLS = frozenset({"", "nan", "na", "n/a", "#n/a", "null", "-"})
-_BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes ("CSV UTF-8")
-_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
-
-
-def is_missing(cell: str) -> bool:
-    """Whether a CSV cell is a missing sample (:data:`MISSING_CELLS`).
-
-    Examples
-    --------
-    >>> [is_missing(c) for c in ("", " NaN", "#N/A", "-", "-1", "0")]
-    [True, True, True, True, False, False]
-    """
-    return cell.strip().lower() in MISSING_CELLS
-
-
-def is_decimal_comma(cell: str) -> bool:
-    """Whether a CSV cell is a number written with a decimal comma (``-0,25``, ``1,5e-3``).
-
-    Examples
-    --------
-    >>> [is_decimal_comma(c) for c in ("-0,25", "1,5e-3", "0.25", "1,2,3")]
-    [True, True, False, False]
-    """
-    return bool(_DECIMAL_COMMA.match(cell.strip()))
-
-
-def missing_cells(cells: np.ndarray) -> np.ndarray:
-    """Which of the (stripped) ``cells`` are missing samples (:data:`MISSING_CELLS`), as a
-    boolean array of their shape."""
-    return np.isin(np.strings.lower(cells), list(MISSING_CELLS))
-
 
 def parse_columns(cells: np.ndarray) -> tuple[np.ndarray, dict[int, int], set[int]]:
     """The numbers of a table of stripped cells, column by column (vectorized).
@@ -403,66 +371,10 @@ class _Names:
 def _read_csv(path: Path, notes: list[str]
               ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """Header names, units, the stripped cells (rows, columns) and each row's line in the
-    file; a column without a name whose every cell is empty is left out, noted in ``notes``."""
-    # the BOM a spreadsheet writes, on every platform (the default encoding of Windows is
-    # cp1252, which read it as the header's first characters, and a degree sign as two)
-    text = path.read_text(encoding="utf-8-sig")
-    # blank lines are skipped, but messages name the file's own line numbers
-    numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if len(numbered) < 2:
-        raise ParameterError(f"{path.name} needs a header line and at least one row")
-    names, units, delimiter = parse_header(numbered[0][1], path.name)
-    lines = np.array([k for k, _ in numbered[1:]])
-    rows = list(csv.reader([line for _, line in numbered[1:]], delimiter=delimiter))
-    for k, row in zip(lines, rows, strict=True):
-        if len(row) != len(names):
-            raise DimensionError(f"{path.name} line {k} has {len(row)} cells; the header has "
-                                 f"{len(names)}")
-    # variable-width strings: a fixed width (the longest cell, an ISO stamp) for every cell
-    # took 7 times the memory and 3 times the time for a million rows
-    cells = np.strings.strip(np.array(rows, dtype=StringDType()).reshape(len(rows),
-                                                                         len(names)))
-    empty = [c for c, name in enumerate(names)
-             if not name and missing_cells(cells[:, c]).all()]
-    if empty:
-        notes.append(empty_columns_note(empty, len(names), repr(delimiter)))
-        kept = [c for c in range(len(names)) if c not in empty]
-        names, units, cells = [names[c] for c in kept], [units[c] for c in kept], cells[:, kept]
-    return names, units, cells, lines
-
-
-def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
-    """The note of columns without a name whose every cell is empty, left out (0-based
-    ``columns`` of ``width``): a spreadsheet ends every line in the separator."""
-    if columns == [width - 1]:
-        which, why = "the last column", f"each line ends in {delimiter}, as spreadsheets write"
-    else:
-        which, why = f"columns {', '.join(str(c + 1) for c in columns)}", "as spreadsheets write"
-    return f"{which} has no name and every cell empty ({why}): no signal, left out"
-
-
-def split_unit(cell: str) -> tuple[str, str]:
-    """A header cell's name and unit (``"T_out [K]"`` -> ``("T_out", "K")``; no unit: ``""``).
-
-    Examples
-    --------
-    >>> split_unit(" time [ms] "), split_unit("heater")
-    (('time', 'ms'), ('heater', ''))
-    """
-    name, unit = _HEADER.match(cell).groups()
-    return name, unit or ""
-
-
-def parse_header(line: str, source: str) -> tuple[list[str], list[str], str]:
-    """Names, units and delimiter of a CSV header line (module notes); ``source`` names the
-    file in messages.  Shared with :func:`dmdidc.follow.follow_csv`."""
-    line = line.lstrip(_BOM)
-    delimiter = next((d for d in (",", ";", "\t") if d in line), ",")
-    parsed = [split_unit(cell) for cell in next(csv.reader([line], delimiter=delimiter))]
-    names, units = [n for n, _ in parsed], [u for _, u in parsed]
-    if len(set(names)) != len(names):
-        raise ParameterError(f"{source} has repeated column names {names}")
-    return names, units, delimiter
+    file, by the rules of :mod:`dmdidc.table_text`; what they decided goes to ``notes``."""
+    table = read_table_text(path, source=path.name)
+    notes.extend(table.notes)
+    return list(table.names), list(table.units), table.cells, table.lines
 
 
 def parse_row(cells: list[str], names: list[str], where: str, *,

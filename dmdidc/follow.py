@@ -35,8 +35,9 @@ The rules, for a writer that misbehaves:
   sample there); a row with a good stamp and a cell that is not a number is a lost sample at
   its stamp; a row that repeats the last stamp is a duplicated row, dropped (the first is
   kept).  Every later row is read.
-* **Excel and logger habits.**  A UTF-8 byte-order mark before the header is not part of its
-  first name, and a header that ends in its delimiter (every line ends in ``,``, ``;`` or a
+* **Excel and logger habits.**  The text of a line is read by the rules of every reader of a
+  data file (:mod:`dmdidc.table_text`: encoding, ``#`` comment lines, separator, quoted
+  cells), and a header that ends in its delimiter (every line ends in ``,``, ``;`` or a
   tab: the header's last name is empty) has no column after it: the empty cell after the
   last delimiter of a row is left out (a value there is a cell the header does not name: a
   malformed line).
@@ -87,7 +88,6 @@ a message naming it.
 
 from __future__ import annotations
 
-import csv
 import os
 import time as _time
 import warnings
@@ -100,16 +100,16 @@ from typing import Any
 import numpy as np
 
 from _toolbox.validation import check_integer, check_positive
-from dmdidc.data_io import (
-    cell_error,
+from dmdidc.data_io import cell_error, parse_columns, parse_row, text_columns_note
+from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.table_text import (
+    decode_text,
+    is_comment,
     is_missing,
     missing_cells,
-    parse_columns,
     parse_header,
-    parse_row,
-    text_columns_note,
+    split_cells,
 )
-from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.time_column import (
     TIME_UNITS,
     IsoStamps,
@@ -382,6 +382,7 @@ class _Tail:
         stat = os.fstat(handle.fileno())
         self.handle, self.identity = handle, (stat.st_dev, stat.st_ino)
         self.offset, self.pending, self.tail, self.line = 0, b"", b"", 0
+        self.decoded = False                       # the encoding's note is said once a stream
         return True
 
     def batches(self) -> Iterator[list[tuple[int, str]] | str]:
@@ -450,11 +451,13 @@ class _Tail:
         end = self.pending.rfind(b"\n") + 1        # a torn last line waits for its newline
         complete, self.pending = self.pending[:end], self.pending[end:]
         lines = []
-        for text in complete.decode(errors="replace").split("\n")[:-1]:
+        decoded, note = decode_text(complete)    # the batch readers' encoding rule
+        if note and not self.decoded:
+            self.say(f"{self.path.name}: {note}")
+        self.decoded = True
+        for text in decoded.split("\n")[:-1]:
             self.line += 1
-            if self.line == 1:                     # a UTF-8 byte-order mark (Excel's CSV UTF-8)
-                text = text.removeprefix("\ufeff")
-            if text.strip():
+            if text.strip() and not is_comment(text):  # as the batch readers skip them
                 lines.append((self.line, text.rstrip("\r")))
         return lines
 
@@ -628,7 +631,7 @@ class _Columns:
 
     def cells(self, text: str, delimiter: str) -> list[str]:
         """The cells of a row (its empty cell after a trailing delimiter left out)."""
-        cells = next(csv.reader([text], delimiter=delimiter))
+        cells = split_cells(text, delimiter)
         if self.trailing and len(cells) == len(self.names) + 1 and not cells[-1].strip():
             cells.pop()
         return cells

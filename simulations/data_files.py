@@ -8,29 +8,25 @@ Two formats, both checked here so that a mistake is reported in terms of the use
   autonomous or free-response record, plain DMD).  Read with ``allow_pickle=False``: a data file can
   never run code.
 * CSV, one file for the states and one for the inputs: one row per sample (K+1 rows of n values,
-  K rows of m values), values separated by ``,`` or ``;`` (or tabs/spaces), ``.`` as decimal mark,
-  an optional header line (its cells may be quoted).  A decimal comma is refused, naming the
-  separator (it cannot be told from a comma separator).  A UTF-8 byte-order mark is skipped, and
-  a column without a name whose every cell is empty (each line ends in the separator, as
-  spreadsheets write) is left out with a note (:attr:`CsvTable.notes`).  :func:`read_csv_table` with
-  ``text=True`` keeps the cells that are no number (the caller reads only some columns; ISO
-  time stamps) instead of refusing them.
+  K rows of m values), an optional header line.  Its text is read by the rules of
+  :mod:`dmdidc.table_text` (separator, decimal mark, comment lines, encoding, what spreadsheets
+  add; the same rules as :func:`dmdidc.read_data`), and what they decided is noted
+  (:attr:`CsvTable.notes`).  :func:`read_csv_table` with ``text=True`` keeps the cells that are
+  no number (the caller reads only some columns; ISO time stamps) instead of refusing them.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numpy.dtypes import StringDType
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
-from dmdidc.data_io import empty_columns_note, is_decimal_comma, is_missing, parse_columns
+from dmdidc.data_io import parse_columns
+from dmdidc.table_text import is_missing, read_table_text
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -138,8 +134,8 @@ def read_npz_data(path: str | Path, *, allow_missing: bool = False, outputs: boo
 def read_samples_csv(path: str | Path) -> np.ndarray:
     """A CSV file of samples as an array (rows, columns) = (samples, channels).
 
-    Separators ``,``, ``;``, tabs or spaces, ``.`` decimals, an optional header line (a first
-    line without numbers) and ``#`` comment lines.  The result is at least 2-D: a single column
+    The text is read by the rules of :mod:`dmdidc.table_text` (an optional header line: a first
+    line without numbers).  The result is at least 2-D: a single column
     gives shape (rows, 1).  Every value must be present and finite (see
     :func:`read_csv_table` for a table with names and missing values).
     """
@@ -227,86 +223,35 @@ def read_csv_table(path: str | Path, *, allow_missing: bool = False,
     (('t', 'x1'), [1.5, nan, 2.5], [2, 3, 4])
     """
     path = Path(path)
-    # utf-8-sig: Excel's "CSV UTF-8" starts with a byte-order mark, which would join the
-    # first column's name
-    lines = path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
-    rows = [(number, line) for number, line in enumerate(lines, start=1)
-            if line.strip() and not _comment(line)]
-    names = None
-    # a header line: no number in it, and not only missing-value marks (a name may hold one as
-    # a word, 'T - T0', 'Flow NA': such a header was read as a row of data)
-    words = [f for f in re.split(r"[,;\s]+", rows[0][1].replace('"', "").strip()) if f] \
-        if rows else []
-    if words and not any(_is_number(f) for f in words) and not all(is_missing(f)
-                                                                    for f in words):
-        names, rows = rows[0][1], rows[1:]
-    if not rows:
-        raise ParameterError(f"{str(path)!r} holds no numeric rows; expected one row per sample")
-    delimiter = _delimiter(path, rows[0][1])
-    split = [(number, line, _split(line, delimiter)) for number, line in rows]
-    notes = []
-    if names is not None:
-        names = _split(names, delimiter)
-        empty = [c for c, name in enumerate(names) if not name and all(
-            len(fields) == len(names) and not fields[c] for _, _, fields in split)]
-        if empty:
-            note = empty_columns_note(empty, len(names), repr(delimiter))
-            notes.append(f"{str(path)!r}: {note}")
-            kept = [c for c in range(len(names)) if c not in empty]
-            names = [names[c] for c in kept]
-            split = [(number, line, [fields[c] for c in kept]) for number, line, fields in split]
-        names = tuple(names)
-    values, width = [], None if names is None else len(names)
-    for number, line, fields in split:
-        if fields[-1] == "" and delimiter and (width is None or len(fields) == width + 1):
-            raise ParameterError(f"{str(path)!r} line {number} ends with a trailing "
-                                 f"{delimiter!r} (an empty last value): {line.strip()!r}; "
-                                 f"expected one number per channel separated by "
-                                 f"{delimiter!r}, nothing after the last")
-        if "" in fields and not allow_missing:
-            raise ParameterError(f"{str(path)!r} line {number} holds an empty value (two "
-                                 f"{delimiter!r} in a row or a leading one): {line.strip()!r}; "
-                                 f"a missing sample needs --missing drop or interpolate")
-        row = fields if text else [_number(path, number, cell, delimiter, allow_missing,
-                                           names, c) for c, cell in enumerate(fields)]
-        if width is None:
-            width = len(row)
-        elif len(row) != width:
-            first = "the header has" if names is not None else "the first row has"
-            raise DimensionError(f"{str(path)!r} line {number} has {len(row)} values; {first} "
-                                 f"{width} (one column per channel)")
-        values.append(row)
-    cells, bad_cells, words = None, {}, set()
+    table = read_table_text(path, header=None)
+    notes = tuple(f"{str(path)!r}: {note}" for note in table.notes)
+    cells, lines = table.cells, table.lines
+    if not allow_missing:
+        empty = np.flatnonzero((cells == "").any(axis=1))
+        if empty.size:
+            row = int(empty[0])
+            raise ParameterError(f"{str(path)!r} line {lines[row]} holds an empty value: "
+                                 f"{list(cells[row])}; a missing sample needs --missing drop "
+                                 f"or interpolate")
+    bad_cells, words = {}, set()
     if text:
-        cells = np.strings.strip(np.array(values, dtype=StringDType()).reshape(len(values),
-                                                                               width))
         array, bad_cells, words = parse_columns(cells)
     else:
-        array = np.array(values, dtype=float)
+        array = np.array([[_number(path, int(lines[r]), str(cell), table.delimiter,
+                                   allow_missing, table.header, c)
+                           for c, cell in enumerate(row)] for r, row in enumerate(cells)],
+                         dtype=float).reshape(cells.shape)
     bad = np.isinf(array) if allow_missing else ~np.isfinite(array)
     if bad.any():
         row = int(np.argmax(bad.any(axis=1)))
-        raise NonFiniteError(f"{str(path)!r} line {rows[row][0]} holds a NaN or infinite value; "
+        raise NonFiniteError(f"{str(path)!r} line {lines[row]} holds a NaN or infinite value; "
                              f"every sample must be finite (a missing one needs --missing drop "
                              f"or interpolate)")
-    return CsvTable(path, names, array, np.array([number for number, _ in rows]), tuple(notes),
-                    cells, bad_cells, frozenset(words), delimiter)
+    return CsvTable(path, table.header, array, lines, notes, cells if text else None,
+                    bad_cells, frozenset(words), table.delimiter)
 
 
 _BOOLEANS = frozenset({"true", "false"})
-
-
-def _comment(line: str) -> bool:
-    """Whether a line is a ``#`` comment (``#N/A``, Excel's missing value, starts a row)."""
-    text = line.lstrip()
-    return text.startswith("#") and not text[:4].lower() == "#n/a"
-
-
-def _split(line: str, delimiter: str | None) -> list[str]:
-    """The cells of a line, unquoted as the csv module reads them (``"u1"`` is ``u1``)."""
-    if not delimiter:
-        return line.split()
-    return [f.strip() for f in next(csv.reader([line], delimiter=delimiter))]
 
 
 def _number(path: Path, line: int, field: str, delimiter: str | None,
@@ -330,33 +275,6 @@ def _number(path: Path, line: int, field: str, delimiter: str | None,
                          f"{delimiter or 'spaces'!r}, '.' as decimal mark; a column of text "
                          f"is read only as the time, of ISO 8601 stamps, in a table whose "
                          f"columns are chosen by name)")
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _delimiter(path: Path, line: str) -> str | None:
-    """The value separator of a CSV data line (``None``: whitespace); a decimal comma is
-    refused, naming the separator (a ``,`` between the values could not be told from it)."""
-    for separator, name in ((";", "';'"), ("\t", "tabs")):
-        cells = line.split(separator)
-        # with ';' a comma between digits is a decimal mark; with tabs only if every cell is
-        # a number (a ',' table may hold a tab)
-        if (len(cells) > 1 and any(map(is_decimal_comma, cells)) and (separator == ";" or all(
-                is_decimal_comma(c) or _is_number(c) or is_missing(c) for c in cells))):
-            raise ParameterError(f"{str(path)!r} uses {name} between values and ',' as decimal "
-                                 f"mark ({line.strip()[:80]!r}); write '.' decimals (e.g. "
-                                 f"export the CSV with '.' as decimal separator)")
-    if ";" in line:
-        return ";"
-    if "," in line:
-        return ","
-    return "\t" if "\t" in line else None
 
 
 def _looks_like_text(path: Path) -> bool:

@@ -32,13 +32,14 @@ def test_single_column_csv_is_one_channel(tmp_path, table):
 
 @pytest.mark.parametrize(("text", "error", "message"), [
     ("1,2\n3,4\n5,x\n", ParameterError, "line 3, column 2: 'x' is not a number"),
-    ("a,b\n1,2\n3\n", DimensionError, "line 3 has 1 values; the header has 2"),
+    ("a,b\n1,2\n3\n", DimensionError, "line 3 has 1 cells; the header has 2"),
     ("1;2\n3;nan\n", NonFiniteError, "line 2 holds a NaN"),
     ("1,5;2,5\n", ParameterError, "',' as decimal mark"),
-    ("x,y\n\n", ParameterError, "holds no numeric rows"),
-    ("1,2\n3,4,\n", ParameterError, r"line 2 ends with a trailing ',' \(an empty last value\): "
-                                     r"'3,4,'"),
-    ("a;b\n1;2\n3;;4\n", ParameterError, "line 3 holds an empty value"),
+    ("x,y\n\n", ParameterError, "has a header line and no row"),
+    ("1,2\n3,4,\n", DimensionError, r"line 2 has 3 cells; the first row has 2 \(it ends in a "
+                                     r"trailing ',': an empty last value\): '3,4,'"),
+    ("a;b\n1;2\n3;;4\n", DimensionError, "line 3 has 3 cells; the header has 2"),
+    ("a;b\n1;2\n;4\n", ParameterError, "line 3 holds an empty value"),
 ])
 def test_csv_errors_name_file_and_line(tmp_path, text, error, message):
     path = tmp_path / "bad.csv"

@@ -1,0 +1,331 @@
+"""The text of a data table: one set of rules for every reader of a data file.
+
+:func:`dmdidc.read_data` (:mod:`dmdidc.data_io`), the command line's readers
+(:mod:`simulations.data_files`) and the follower (:mod:`dmdidc.follow`, line by line) read a
+table's text by these rules, so a file reads to the same cells whichever reads it:
+
+* **Encoding.**  UTF-8, with or without the byte-order mark Excel writes ("CSV UTF-8");
+  a file that is not UTF-8 is read as Windows-1252 (what Excel and Windows loggers write:
+  ``T [°C]``), with a note.
+* **Lines.**  Blank lines and ``#`` comment lines (a logger's preamble, a note between rows)
+  are skipped; messages name the file's own line numbers.  A row that starts with ``#N/A``
+  (Excel's missing value) is no comment.
+* **Header.**  The first line, naming the columns (``T_out [K]``: a name and its unit in
+  brackets; cells may be quoted).  Where a header is optional (the command line's tables,
+  whose columns may be chosen by number) the first line is one unless one of its cells is a
+  number or all are missing-value marks.  Repeated names are refused.
+* **Separator.**  Decided once, from the first line: ``;`` if it holds one (outside quotes),
+  else ``,``, else a tab, else runs of spaces.  With ``;`` or tabs a first row written with
+  decimal commas (``20,5``) is refused naming the separator; ``.`` is the decimal mark.  In a
+  table separated by spaces an ISO 8601 stamp written with a space (``2026-11-28 00:47:19``)
+  is one cell.
+* **Rows.**  Every row has as many cells as the header (or the first row); a row that ends in
+  one more, empty, cell names its trailing separator.  Rows of empty cells only after the
+  last row with a value (``,,,``: what a spreadsheet exports below its data) are no samples:
+  left out with a note.
+* **Empty columns.**  A column without a name whose every cell is missing (each line ends in
+  the separator, as spreadsheets write) is no signal: left out with a note.  Without a header
+  only a last column of empty cells is (the others are numbered by the user).
+* **Cells.**  Stripped; an empty cell or one of :data:`MISSING_CELLS` is a missing sample.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.dtypes import StringDType
+
+from _toolbox.errors import DimensionError, ParameterError
+
+__all__ = ["MISSING_CELLS", "TableText", "decode_text", "empty_columns_note", "find_delimiter",
+           "is_comment", "is_decimal_comma", "is_missing", "missing_cells", "parse_header",
+           "read_table_text", "split_cells", "split_unit"]
+
+#: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
+#: every reader of a data file.
+MISSING_CELLS = frozenset({"", "nan", "na", "n/a", "#n/a", "null", "-"})
+_BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes ("CSV UTF-8")
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
+_HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
+_QUOTED = re.compile(r'"[^"]*"')
+# a date, spaces, a time of day: one ISO 8601 stamp written with a space instead of 'T'
+_SPACED_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) +(?=\d{2}:\d{2})")
+_SEPARATORS = {";": "';'", ",": "','", "\t": "tabs", None: "spaces"}
+
+
+def is_missing(cell: str) -> bool:
+    """Whether a cell is a missing sample (:data:`MISSING_CELLS`).
+
+    Examples
+    --------
+    >>> [is_missing(c) for c in ("", " NaN", "#N/A", "-", "-1", "0")]
+    [True, True, True, True, False, False]
+    """
+    return cell.strip().lower() in MISSING_CELLS
+
+
+def missing_cells(cells: np.ndarray) -> np.ndarray:
+    """Which of the (stripped) ``cells`` are missing samples (:data:`MISSING_CELLS`), as a
+    boolean array of their shape."""
+    return np.isin(np.strings.lower(cells), list(MISSING_CELLS))
+
+
+def is_decimal_comma(cell: str) -> bool:
+    """Whether a cell is a number written with a decimal comma (``-0,25``, ``1,5e-3``).
+
+    Examples
+    --------
+    >>> [is_decimal_comma(c) for c in ("-0,25", "1,5e-3", "0.25", "1,2,3")]
+    [True, True, False, False]
+    """
+    return bool(_DECIMAL_COMMA.match(cell.strip()))
+
+
+def is_comment(line: str) -> bool:
+    """Whether a line is a ``#`` comment (``#N/A``, Excel's missing value, starts a row).
+
+    Examples
+    --------
+    >>> is_comment("# logger v2"), is_comment("#N/A,1.5")
+    (True, False)
+    """
+    text = line.lstrip()
+    return text.startswith("#") and text[:4].lower() != "#n/a"
+
+
+def decode_text(data: bytes) -> tuple[str, str]:
+    """The text of a file's ``data`` and a note ("" for UTF-8): UTF-8 without its byte-order
+    mark, else Windows-1252 (module notes).
+
+    Examples
+    --------
+    >>> decode_text("T [°C]".encode("latin-1"))[0]
+    'T [°C]'
+    """
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        # Windows' own encoding: a degree sign in a unit read as two characters or refused
+        text = data.decode("cp1252", errors="replace").removeprefix(_BOM)
+        return text, (f"not UTF-8 (byte {data[exc.start]:#04x} at {exc.start}): read as "
+                      f"Windows-1252, as Excel and Windows loggers write; save as UTF-8 to "
+                      f"say so")
+
+
+def find_delimiter(line: str) -> str | None:
+    """The separator of a table whose first line is ``line`` (None: runs of spaces).
+
+    Examples
+    --------
+    >>> find_delimiter('"T; out",x'), find_delimiter("0;20,5"), find_delimiter("t  x")
+    (',', ';', None)
+    """
+    bare = _QUOTED.sub("", line)             # a separator inside a quoted name is none
+    return next((d for d in (";", ",", "\t") if d in bare), None)
+
+
+def split_cells(line: str, delimiter: str | None) -> list[str]:
+    """The stripped, unquoted cells of a line (``delimiter`` None: runs of spaces, and an ISO
+    8601 stamp with a space in it is one cell)."""
+    if delimiter is None:
+        line = _SPACED_STAMP.sub(r"\1T", line.strip())
+        return [cell.strip() for cell in next(csv.reader([line], delimiter=" ",
+                                                         skipinitialspace=True))]
+    return [cell.strip() for cell in next(csv.reader([line], delimiter=delimiter))]
+
+
+def split_unit(cell: str) -> tuple[str, str]:
+    """A header cell's name and unit (``"T_out [K]"`` -> ``("T_out", "K")``; no unit: ``""``).
+
+    Examples
+    --------
+    >>> split_unit(" time [ms] "), split_unit("heater")
+    (('time', 'ms'), ('heater', ''))
+    """
+    name, unit = _HEADER.match(cell).groups()
+    return name, unit or ""
+
+
+def parse_header(line: str, source: str) -> tuple[list[str], list[str], str | None]:
+    """Names, units and separator of a header line (module notes); ``source`` names the file
+    in messages.
+
+    Raises
+    ------
+    ParameterError
+        Repeated column names.
+    """
+    line = line.lstrip(_BOM)
+    delimiter = find_delimiter(line)
+    parsed = [split_unit(cell) for cell in split_cells(line, delimiter)]
+    names, units = [n for n, _ in parsed], [u for _, u in parsed]
+    repeated = sorted({n for n in names if n and names.count(n) > 1})
+    if repeated:
+        raise ParameterError(f"{source} has repeated column names {repeated} (its header "
+                             f"names {names}); each column needs a name of its own")
+    return names, units, delimiter
+
+
+def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
+    """The note of columns without a name whose every cell is empty, left out (0-based
+    ``columns`` of ``width``): a spreadsheet ends every line in the separator."""
+    if columns == [width - 1]:
+        which, why = "the last column", f"each line ends in {delimiter}, as spreadsheets write"
+        verb = "has"
+    else:
+        which = (f"column{'s' if len(columns) > 1 else ''} "
+                 f"{', '.join(str(c + 1) for c in columns)}")
+        why, verb = "as spreadsheets write", "have" if len(columns) > 1 else "has"
+    return f"{which} {verb} no name and every cell empty ({why}): no signal, left out"
+
+
+@dataclass(frozen=True)
+class TableText:
+    """The cells of a table file, as :func:`read_table_text` read them.
+
+    Attributes
+    ----------
+    header : tuple of str, or None
+        The header cells as written (``"T_out [K]"``), unquoted; None: the file has no header.
+    names, units : tuple of str, or None
+        The header cells' names and units (:func:`split_unit`).
+    cells : ndarray of str, shape (rows, columns)
+        The stripped cells of every row.
+    lines : ndarray of int, shape (rows,)
+        The file line of each row.
+    delimiter : str or None
+        The separator (None: runs of spaces).
+    notes : tuple of str
+        What was decided (a column or rows left out, the encoding), without the file's name.
+    """
+
+    header: tuple[str, ...] | None
+    cells: np.ndarray
+    lines: np.ndarray
+    delimiter: str | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...] | None:
+        return None if self.header is None else tuple(split_unit(c)[0] for c in self.header)
+
+    @property
+    def units(self) -> tuple[str, ...] | None:
+        return None if self.header is None else tuple(split_unit(c)[1] for c in self.header)
+
+
+def read_table_text(path: str | Path, *, header: bool | None = True,
+                    source: str | None = None) -> TableText:
+    """The cells of the table file ``path`` by the rules of the module notes.
+
+    Parameters
+    ----------
+    path : str or Path
+    header : bool or None, default True
+        True: the first line is the header; None: it is one unless a cell of it is a number
+        or all are missing-value marks (a table of numbers only).
+    source : str, optional
+        The file in messages (default: ``repr`` of the path).
+
+    Returns
+    -------
+    TableText
+
+    Raises
+    ------
+    ParameterError
+        No row, repeated column names, decimal commas with ``;`` or tabs between the values.
+    DimensionError
+        A row with another number of cells than the header (or the first row).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "log.csv"
+    >>> _ = path.write_text("# logger v2\\ntime [s];T [K];\\n0;300;\\n1;NA;\\n;;\\n")
+    >>> table = read_table_text(path)
+    >>> table.names, table.units, table.cells.tolist(), table.lines.tolist()
+    (('time', 'T'), ('s', 'K'), [['0', '300'], ['1', 'NA']], [3, 4])
+    >>> [note[:40] for note in table.notes]
+    ['1 row(s) of empty cells after the last v', 'the last column has no name and every ce']
+    """
+    path = Path(path)
+    source = repr(str(path)) if source is None else source
+    text, encoding_note = decode_text(path.read_bytes())
+    notes = [encoding_note] if encoding_note else []
+    numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1)
+                if line.strip() and not is_comment(line)]
+    if not numbered:
+        raise ParameterError(f"{source} holds no rows (only blank or '#' comment lines); "
+                             f"expected a header line and a row per sample")
+    delimiter = find_delimiter(numbered[0][1])
+    first = split_cells(numbered[0][1], delimiter)
+    if header is None:
+        header = not any(_is_number(c) or is_decimal_comma(c) for c in first) and not all(
+            map(is_missing, first))
+    names = None
+    if header:
+        parse_header(numbered[0][1], source)            # refuses repeated names
+        names, numbered = first, numbered[1:]
+    if not numbered:
+        raise ParameterError(f"{source} has a header line and no row; expected a row per "
+                             f"sample after it")
+    rows = [split_cells(line, delimiter) for _, line in numbered]
+    _refuse_decimal_commas(rows[0], numbered[0][1], delimiter, source)
+    width = len(names) if names is not None else len(rows[0])
+    for (k, line), row in zip(numbered, rows, strict=True):
+        if len(row) != width:
+            trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
+                        if len(row) == width + 1 and not row[-1] else "")
+            raise DimensionError(f"{source} line {k} has {len(row)} cells; "
+                                 f"{'the header' if names is not None else 'the first row'} "
+                                 f"has {width}{trailing}: {line.strip()[:80]!r}")
+    lines = np.array([k for k, _ in numbered])
+    cells = np.array(rows, dtype=StringDType()).reshape(len(rows), width)
+    missing = missing_cells(cells)
+    # rows of empty cells below the data: what a spreadsheet exports under its last row
+    filled = np.flatnonzero(~missing.all(axis=1))
+    end = int(filled[-1]) + 1 if filled.size else len(rows)
+    if end < len(rows) and (cells[end:] == "").all():
+        where = (f"line {lines[end]}" if end == len(rows) - 1 else
+                 f"lines {lines[end]}-{lines[-1]}")
+        notes.append(f"{len(rows) - end} row(s) of empty cells after the last value ({where}, "
+                     f"as spreadsheets write): no samples, left out")
+        cells, lines, missing = cells[:end], lines[:end], missing[:end]
+    empty = ([c for c, name in enumerate(names) if not name and missing[:, c].all()]
+             if names is not None else
+             [width - 1] if width > 1 and (cells[:, -1] == "").all() else [])
+    if empty:
+        notes.append(empty_columns_note(empty, width, repr(delimiter)))
+        kept = [c for c in range(width) if c not in empty]
+        cells = cells[:, kept]
+        names = None if names is None else [names[c] for c in kept]
+    return TableText(None if names is None else tuple(names), cells, lines, delimiter,
+                     tuple(notes))
+
+
+def _refuse_decimal_commas(row: list[str], line: str, delimiter: str | None,
+                           source: str) -> None:
+    """Refuse a first row written with decimal commas between ``;`` or tabs, naming the
+    separator (with ``,`` between the values a decimal comma splits a number in two)."""
+    if delimiter not in (";", "\t") or not any(map(is_decimal_comma, row)):
+        return
+    # with tabs, only if every cell is a number (a ',' table may hold a tab in a text cell)
+    if delimiter == "\t" and not all(is_decimal_comma(c) or _is_number(c) or is_missing(c)
+                                     for c in row):
+        return
+    raise ParameterError(f"{source} uses {_SEPARATORS[delimiter]} between values and ',' as "
+                         f"decimal mark ({line.strip()[:80]!r}); write '.' decimals (e.g. "
+                         f"export the CSV with '.' as decimal separator)")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
