@@ -4,7 +4,8 @@ MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each r
 
 * ``"interpolate"``: every gap inside an experiment is filled by linear interpolation in time,
   channel by channel; a gap at the start or the end of an experiment (nothing to interpolate
-  from on one side) is cut off.  An interpolated *input* is not what the plant received: the
+  from on one side; the input before the last state included: it is never extrapolated) is
+  cut off (:func:`support`).  An interpolated *input* is not what the plant received: the
   report counts them (``interpolated_inputs``), and :class:`~dmdidc.OutputDMDidc` and
   :class:`~dmdidc.DMDidc` warn (:func:`interpolated_inputs_warning`): the output-error fit
   reads the difference as output noise (on 20 random plants with 1-5 % of the input samples
@@ -14,7 +15,8 @@ MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each r
   ``"drop"``: right and quiet on all 12);
 * ``"drop"``: the experiment is split at every sample with a missing value, since a sample
   cannot be removed from a trajectory without joining two states that are not one period
-  apart.  The pieces become experiments of their own (the regression's lags stay inside a
+  apart; a sample whose state is known but whose input is lost ends the piece before it (it
+  is the state after that piece's last input).  The pieces become experiments of their own (the regression's lags stay inside a
   piece); pieces with fewer than two states are discarded, and so are pieces with fewer
   snapshots than states when there is one state more than inputs (the shape of transposed
   data, which the trajectory check refuses).
@@ -39,7 +41,7 @@ import numpy as np
 from _toolbox.errors import NonFiniteError, ParameterError
 
 __all__ = ["LEFT_OUT_WARNING", "MISSING_POLICIES", "MissingReport", "handle_missing",
-           "interpolated_inputs_warning", "left_out"]
+           "interpolated_inputs_warning", "left_out", "support"]
 
 #: What :class:`~dmdidc.IdData` does with NaN samples.
 MISSING_POLICIES = ("error", "interpolate", "drop")
@@ -222,23 +224,40 @@ def interpolated_inputs_warning(count: int, fit: str = "output") -> str:
             f"{'outputs' if fit == 'output' else 'states'} alone are lost)")
 
 
-def _complete(X: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """Per time instant ``0 .. K``: are ``x_k`` and (for ``k < K``) ``u_k`` all present?"""
-    ok = ~np.isnan(X).any(axis=0)
-    ok[:-1] &= ~np.isnan(U).any(axis=0)
-    return ok
+def support(X: np.ndarray, U: np.ndarray) -> tuple[int, int]:
+    """The first and last sample ``k`` of ``X`` (n, K+1), ``U`` (m, K) that
+    ``"interpolate"`` keeps: every signal known at or before the first and at or after the last
+    (an input ``u_k`` acts up to ``x_{k+1}``), so that no value is extrapolated; ``last <
+    first + 1`` when fewer than two samples are left.
+
+    Examples
+    --------
+    >>> X = np.array([[np.nan, 1.0, 2.0, np.nan, 4.0, 5.0]])
+    >>> U = np.array([[0.0, 1.0, 1.0, 0.0, np.nan]])      # u_4 lost: x_5 is cut off
+    >>> support(X, U)
+    (1, 4)
+    """
+    firsts, lasts = [], []
+    for signal, pad in [(row, 0) for row in X] + [(row, 1) for row in U]:
+        known = np.flatnonzero(~np.isnan(signal))
+        if known.size == 0:
+            return 0, -1
+        firsts.append(int(known[0]))
+        lasts.append(int(known[-1]) + pad)
+    return max(firsts), min(lasts)
 
 
 def _interpolate(experiments):
     result, interpolated, removed, inputs = [], 0, 0, 0
     for e, (X, U) in enumerate(experiments):
-        ok = _complete(X, U)
-        if ok.sum() < 2:
-            raise NonFiniteError(f"experiment {e} has fewer than two complete samples; nothing "
-                                 f"to interpolate from")
-        first, last = np.flatnonzero(ok)[[0, -1]]
+        first, last = support(X, U)
+        if last - first < 1:
+            raise NonFiniteError(f"experiment {e} has fewer than two complete samples to "
+                                 f"interpolate between (every signal known at or before the "
+                                 f"first, at or after the last); complete the data or use "
+                                 f"missing='drop'")
         X, U = X[:, first:last + 1], U[:, first:last]
-        removed += len(ok) - (last - first + 1)
+        removed += experiments[e][0].shape[1] - (last - first + 1)
         interpolated += int(np.isnan(X).sum() + np.isnan(U).sum())
         inputs += int(np.isnan(U).sum())
         result.append((np.array([_interpolated(r) for r in X]),
@@ -249,19 +268,22 @@ def _interpolate(experiments):
 def _drop(experiments):
     result, removed = [], 0
     for X, U in experiments:
-        ok = _complete(X, U)
-        # runs of complete instants a..b give the states x_a..x_b and inputs u_a..u_{b-1}
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], ok.astype(int), [0]])))
+        state = ~np.isnan(X).any(axis=0)
+        # a step k -> k+1 is usable when x_k, u_k and x_{k+1} are known: a sample whose input
+        # is lost still ends the piece before it (it is the state after the last known input)
+        # (measured outputs y_k may come with as many inputs: u_(K) is then after the last step)
+        usable = state[:-1] & ~np.isnan(U[:, :len(state) - 1]).any(axis=0) & state[1:]
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], usable.astype(int), [0]])))
         # a piece needs two states; with n = m + 1 also n snapshots, else it has the shape of
         # transposed data (refused by the trajectory check).  Other short pieces stay: the
         # regression pools the samples of all pieces (many sensors, gaps a few samples apart)
         shortest = max(2, X.shape[0]) if X.shape[0] == U.shape[0] + 1 else 2
-        for a, b in zip(edges[::2], edges[1::2] - 1, strict=True):
+        kept = 0
+        for a, b in zip(edges[::2], edges[1::2], strict=True):     # steps a .. b-1
             if b - a + 1 >= shortest:
                 result.append((X[:, a:b + 1].copy(), U[:, a:b].copy()))
-            else:
-                removed += b - a + 1
-        removed += int((~ok).sum())
+                kept += b - a + 1
+        removed += X.shape[1] - kept
     if not result:
         raise NonFiniteError("no two consecutive complete samples are left after dropping the "
                              "missing ones; use missing='interpolate' or fewer gaps")

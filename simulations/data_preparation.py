@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from _toolbox.errors import DimensionError, ParameterError
+from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from dmdidc.data_io import missing_cells, split_unit, text_columns_note
+from dmdidc.missing import handle_missing, support
 from dmdidc.time_column import (
     IsoStamps,
     TimeGrid,
@@ -635,6 +636,8 @@ def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
 
 def _resolve_missing(signals: _Signals, missing: str
                      ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], list[str]]:
+    """The record's missing samples resolved by :func:`dmdidc.missing.handle_missing` (the
+    rules of :func:`dmdidc.read_data`), noted and refused in the command line's words."""
     X, U = signals.X, signals.U
     x_gap, u_gap = np.isnan(X), np.isnan(U)
     count = int(x_gap.sum() + u_gap.sum())
@@ -643,88 +646,39 @@ def _resolve_missing(signals: _Signals, missing: str
     places = _places(signals, x_gap, u_gap)
     plural = "s" if count > 1 else ""
     if missing == "error":
-        from _toolbox.errors import NonFiniteError
-
         raise NonFiniteError(f"{count} missing value{plural} ({places}); give --missing drop "
                              f"(split the record at the gaps) or --missing interpolate "
                              f"(linear in time)")
+    try:
+        pieces, _ = handle_missing([(X, U)], signals.x_names + signals.u_names, missing)
+    except NonFiniteError:
+        remedy = ("leave fewer than two samples with data to interpolate between; complete the "
+                  "data or give --missing drop" if missing == "interpolate" else
+                  "leaves no two consecutive samples; use --missing interpolate or complete "
+                  "the data")
+        raise NonFiniteError(f"{'the' if missing == 'interpolate' else 'dropping the'} missing "
+                             f"values ({places}) {remedy}") from None
     if missing == "interpolate":
-        return _interpolate(X, U, count, places)
-    return _drop(X, U, x_gap, u_gap, count, places)
+        first, last = support(X, U)
+        trimmed = X.shape[1] - (last - first + 1)
+        note = (f"interpolated the missing values ({places}); trimmed {first} sample(s) at the "
+                f"start and {trimmed - first} at the end, outside the known data" if trimmed
+                else f"interpolated {count} missing value{plural}: {places}")
+    else:
+        lengths = ", ".join(str(x.shape[1] - 1) for x, _ in pieces)
+        note = (f"dropped {count} missing value{plural} ({places}): {len(pieces)} segment"
+                f"{'s' if len(pieces) > 1 else ''} of {lengths} steps, fitted as separate "
+                f"experiments")
+    return tuple(x for x, _ in pieces), tuple(u for _, u in pieces), [note]
 
 
 def _interpolated_inputs(signals: _Signals, missing: str) -> int:
     """Input values ``missing="interpolate"`` filled in: the NaN among the input samples kept
-    (:func:`_interpolate` trims the edges)."""
+    (:func:`dmdidc.missing.support` trims the edges)."""
     if missing != "interpolate" or not np.isnan(signals.U).any():
         return 0
-    first, last = _support(signals.X, signals.U)
+    first, last = support(signals.X, signals.U)
     return int(np.isnan(signals.U[:, first:last]).sum())
-
-
-def _interpolate(X: np.ndarray, U: np.ndarray, count: int, places: str):
-    """Linear interpolation of interior gaps; rows before the first sample or after the last
-    one where every signal is known are trimmed (nothing to interpolate from)."""
-    first, last = _support(X, U)
-    if last - first < 1:
-        raise ParameterError(f"the missing values ({places}) leave fewer than two samples with "
-                             f"data to interpolate between")
-    trimmed = X.shape[1] - (last - first + 1)
-    X, U = X[:, first:last + 1].copy(), U[:, first:last].copy()
-    for signal in (*X, *U):                                   # rows are views: filled in place
-        gap = np.isnan(signal)
-        if gap.any():
-            index = np.arange(signal.size)
-            signal[gap] = np.interp(index[gap], index[~gap], signal[~gap])
-    plural = "s" if count > 1 else ""
-    notes = [f"interpolated {count} missing value{plural}: {places}"]
-    if trimmed:
-        notes[0] = (f"interpolated the missing values ({places}); trimmed {first} sample(s) "
-                    f"at the start and {trimmed - first} at the end, outside the known data")
-    return (X,), (U,), notes
-
-
-def _support(X: np.ndarray, U: np.ndarray) -> tuple[int, int]:
-    """First and last sample from which every signal can be interpolated."""
-    firsts, lasts = [], []
-    for signal, pad in [(row, 0) for row in X] + [(row, 1) for row in U]:
-        known = np.flatnonzero(~np.isnan(signal))
-        if known.size == 0:
-            return 0, -1
-        firsts.append(int(known[0]))
-        lasts.append(int(known[-1]) + pad)
-    return max(firsts), min(lasts)
-
-
-def _drop(X: np.ndarray, U: np.ndarray, x_gap: np.ndarray, u_gap: np.ndarray, count: int,
-          places: str):
-    """Split the record at the gaps: a sample without its state ends the segment before it; a
-    sample with its state but without its input ends a segment (its state is kept)."""
-    state_ok = ~x_gap.any(axis=0)
-    input_ok = np.append(~u_gap.any(axis=0), False)            # no input after the last state
-    segments, start = [], None
-    for k in range(X.shape[1]):
-        if not state_ok[k]:
-            if start is not None and k - 1 > start:
-                segments.append((start, k - 1))
-            start = None
-            continue
-        if start is None:
-            start = k
-        if not input_ok[k]:
-            if k > start:
-                segments.append((start, k))
-            start = None
-    if not segments:
-        raise ParameterError(f"dropping the missing values ({places}) leaves no two consecutive "
-                             f"samples; use --missing interpolate or complete the data")
-    lengths = ", ".join(str(b - a) for a, b in segments)
-    plural = "s" if count > 1 else ""
-    note = (f"dropped {count} missing value{plural} ({places}): {len(segments)} segment"
-            f"{'s' if len(segments) > 1 else ''} of {lengths} steps, fitted as separate "
-            f"experiments")
-    return (tuple(X[:, a:b + 1] for a, b in segments), tuple(U[:, a:b] for a, b in segments),
-            [note])
 
 
 def _places(signals: _Signals, x_gap: np.ndarray, u_gap: np.ndarray) -> str:

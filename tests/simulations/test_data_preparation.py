@@ -220,7 +220,7 @@ def test_nothing_left_is_loud(tmp_path):
     t, X, U = record(0, samples=4)
     X[:, 1::2] = np.nan
     path = write_table(tmp_path / "log.csv", t, X, U)
-    with pytest.raises(ParameterError, match="leaves no two consecutive samples"):
+    with pytest.raises(NonFiniteError, match="leaves no two consecutive samples"):
         read_identification_data(path, inputs="u1,u2", missing="drop")
     (tmp_path / "one.csv").write_text("time,x,u\n0,1,2\n")
     with pytest.raises(DimensionError, match="at least two samples"):
