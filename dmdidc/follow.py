@@ -104,6 +104,7 @@ from dmdidc.data_io import cell_error, parse_columns, parse_row, text_columns_no
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.table_text import (
     decode_text,
+    empty_columns_note,
     is_comment,
     is_missing,
     missing_cells,
@@ -525,14 +526,16 @@ class _Columns:
             self.names, self.units, strict=True)) if c not in signals and is_time_name(n, u)]
 
     def decide(self, values: np.ndarray, words: Collection[int] = (),
-               examples: dict[int, str] | None = None) -> dict:
+               examples: dict[int, str] | None = None, empty: tuple[int, ...] = ()) -> dict:
         """The columns with the time column found by its name and ``values`` (rows, columns),
         the first rows of the file (module notes); ``words``: the columns of text in them
-        (no state unless named one), ``examples`` a cell of each."""
+        (no state unless named one), ``examples`` a cell of each; ``empty``: columns without
+        a name or a value, left out."""
         if self.decided is not None:
             return self.decided
         if self._chosen():
-            self.decided = self._columns(self.time, words=words, examples=examples)
+            self.decided = self._columns(self.time, unread=empty, words=words,
+                                         examples=examples)
             return self.decided
         names, cli = self.names, self.first == 1
         signals = [self._index(spec, "inputs") for spec in self.inputs] + (
@@ -549,13 +552,13 @@ class _Columns:
         if found is None or not found.read:
             if self.given_tolerance is not None:
                 raise _idle_tolerance(self.source, self.given_tolerance, cli)
-            self.decided = self._columns(None, unread=() if found is None else (
-                found.column, *found.left_out), words=words, examples=examples)
+            self.decided = self._columns(None, unread=empty + (() if found is None else (
+                found.column, *found.left_out)), words=words, examples=examples)
         else:
             name = names[found.column]
             self.decided = self._columns(found.column + self.first,
                                          named_reason(repr(name), name, cli=cli),
-                                         unread=found.left_out, words=words,
+                                         unread=empty + found.left_out, words=words,
                                          examples=examples)
         return self.decided
 
@@ -727,8 +730,15 @@ class _Stream:
         rows = [values[k] for k in range(len(kept)) if not garbled[k]]
         rows = [row for k, row in enumerate(rows)
                 if k == 0 or not np.array_equal(row, rows[k - 1], equal_nan=True)]
+        # a column without a name, empty in these rows, is no signal (the batch readers' rule)
+        empty = tuple(c for c, name in enumerate(names)
+                      if not name and len(kept) and missing_cells(cells[:, c]).all())
+        if empty:
+            self.say(f"{self.source}: " + empty_columns_note(list(empty), len(names),
+                                                             repr(self.choice.delimiter)))
         self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))),
-                                          words, {c: str(cells[bad[c], c]) for c in words})
+                                          words, {c: str(cells[bad[c], c]) for c in words},
+                                          empty=empty)
         if self.time in clocks and self.choice.clock is None:
             self.choice.set_clock(clocks[self.time])
         waiting, self.waiting = self.waiting, []
