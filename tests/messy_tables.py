@@ -7,12 +7,16 @@ read it to the same numbers or refuse it alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 #: One record: time, two states, one input (the last row's input is not used).
 _ROWS = [(0, 20.0, 1.5, 0.0), (1, 20.5, 1.25, 1.0), (2, 21.25, 1.0, 1.0), (3, 21.5, 0.5, 0.0),
          (4, 21.0, 0.75, 0.0), (5, 20.75, 1.0, 1.0), (6, 20.5, 1.5, 1.0), (7, 20.25, 1.75, 0.0)]
 _NAMES = ["time", "T1", "T2", "heater"]
+#: What every clean case holds: states (2, 8), inputs (1, 7), period 1 s.
+RECORD = (np.array([r[1:3] for r in _ROWS]).T, np.array([r[3:] for r in _ROWS[:-1]]).T, 1.0)
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,8 @@ class Case:
     states: tuple[str, ...] | None = None
     missing: str = "error"
     follow: bool = True                  # the follower reads this kind of file too
-    notes: dict = field(default_factory=dict)
+    clean: bool = True                   # holds the record of RECORD exactly (no sample lost)
+    refused: bool = False                # every reader refuses it
 
 
 def _table(sep: str = ",", header: list[str] | None = None, rows=None, *, end: str = "\n",
@@ -56,6 +61,8 @@ def cases() -> list[Case]:
         Case("crlf", _table(end="\r\n").encode()),
         Case("bom", ("\ufeff" + plain).encode()),
         Case("quoted header", _table(header=[f'"{n}"' for n in _NAMES]).encode()),
+        Case("quoted name with a separator", _table(header=["time", '"T1, inner"', "T2",
+                                                              "heater"]).encode()),
         Case("quoted cells", _table(cell=lambda v: f'"{v!r}"').encode()),
         Case("units", _table(header=["time [s]", "T1 [degC]", "T2 [degC]", "heater [kW]"])
              .encode()),
@@ -69,18 +76,22 @@ def cases() -> list[Case]:
         Case("latin-1 degree", _table(header=["time", "T1 [°C]", "T2 [°C]", "heater"])
              .encode("latin-1")),
         Case("excel trailing delimiter", _table().replace("\n", ",\n").encode()),
-        Case("excel empty rows", (plain + ",,,\n,,,\n").encode()),
-        Case("excel empty rows semicolon", (_table(";") + ";;;\n;;;\n").encode()),
+        # (the follower cannot tell rows after the data from a row lost in it: no stamp)
+        Case("excel empty rows", (plain + ",,,\n,,,\n").encode(), follow=False),
+        Case("excel empty rows semicolon", (_table(";") + ";;;\n;;;\n").encode(),
+             follow=False),
         Case("unnamed empty column", _table(header=["time", "", "T1", "T2", "heater"], rows=[
             (r[0], "", *r[1:]) for r in _ROWS]).encode()),
         Case("unnamed nan column", _table(header=["time", "", "T1", "T2", "heater"], rows=[
             (r[0], "nan", *r[1:]) for r in _ROWS]).encode()),
         Case("decimal comma semicolon", _table(";", cell=lambda v: repr(v).replace(".", ","))
-             .encode()),
+             .encode(), refused=True),
         Case("decimal comma tab", _table("\t", cell=lambda v: repr(v).replace(".", ","))
-             .encode()),
+             .encode(), refused=True),
         Case("iso stamps", _table(rows=iso).encode()),
         Case("iso stamps spaces", _table(" ", rows=iso).encode(), follow=False),
+        Case("iso stamps with a space, spaces", _table(" ", rows=[
+            (r[0].replace("T", " "),) + r[1:] for r in iso]).encode(), follow=False),
         Case("iso stamps tab", _table("\t", rows=iso).encode()),
         Case("status text column", _table(header=_NAMES + ["status"], rows=[
             r + ("OK",) for r in _ROWS]).encode()),
@@ -88,20 +99,25 @@ def cases() -> list[Case]:
     for token in ("", "nan", "NA", "#N/A", "-", "null", "NaN"):
         out.append(Case(f"missing {token or 'empty'!r}",
                         _table(rows=_with(_ROWS, 3, 1, token)).encode(),
-                        missing="interpolate"))
-    out.append(Case("missing refused", _table(rows=_with(_ROWS, 3, 1, "")).encode()))
+                        missing="interpolate", clean=False))
+    out.append(Case("missing refused", _table(rows=_with(_ROWS, 3, 1, "")).encode(),
+                    refused=True, follow=False))
     lost = [r for r in _ROWS if r[0] != 6]
-    out += [Case(f"lost second-to-last row ({m})", _table(rows=lost).encode(), missing=m)
+    out += [Case(f"lost second-to-last row ({m})", _table(rows=lost).encode(), missing=m,
+                 clean=False, refused=m == "error", follow=m == "interpolate")
             for m in ("error", "drop", "interpolate")]
     out += [Case(f"lost third row ({m})", _table(rows=[r for r in _ROWS if r[0] != 2]).encode(),
-                 missing=m) for m in ("drop", "interpolate")]
-    empty6 = _with(_with(_ROWS, 6, 1, ""), 6, 2, "")
-    out += [Case(f"empty second-to-last state ({m})", _table(rows=empty6).encode(), missing=m)
+                 missing=m, clean=False, follow=m == "interpolate")
             for m in ("drop", "interpolate")]
+    empty6 = _with(_with(_ROWS, 6, 1, ""), 6, 2, "")
+    out += [Case(f"empty second-to-last state ({m})", _table(rows=empty6).encode(), missing=m,
+                 clean=False, follow=m == "interpolate") for m in ("drop", "interpolate")]
     out.append(Case("empty last input", _table(rows=_with(_ROWS, 7, 3, "")).encode()))
     out.append(Case("empty second-to-last input (drop)",
-                    _table(rows=_with(_ROWS, 6, 3, "")).encode(), missing="drop"))
+                    _table(rows=_with(_ROWS, 6, 3, "")).encode(), missing="drop", clean=False,
+                    follow=False))
+    # a row of empty cells amid the data has no stamp: refused by every reader
     out.append(Case("empty row in the middle (interpolate)",
-                    plain.replace("\n3,", "\n,,,\n3,", 1).replace("\n3,", "\n4,").encode(),
-                    missing="interpolate"))
+                    plain.replace("\n3,", "\n,,,\n3,", 1).encode(), missing="interpolate",
+                    refused=True))
     return out

@@ -1,0 +1,89 @@
+"""Every reader of a data file reads the same messy files (tests/messy_tables.py) to the same
+numbers and decisions: read_data (the Python API), the command line's table reader and, where
+it applies, the follower (one set of rules: dmdidc.table_text, dmdidc.missing)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from _toolbox.errors import ToolboxError
+from dmdidc import read_data
+from dmdidc.data_io import read_fields
+from dmdidc.follow import follow_csv
+from simulations.data_preparation import read_identification_data
+from tests.messy_tables import RECORD, cases
+
+CASES = cases()
+
+
+def _read(read):
+    """What a reader gives: (X pieces, U pieces, dt, state names), or the class it raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return read()
+    except ToolboxError as exc:
+        return type(exc)
+
+
+def _api(path, case):
+    data = read_data(path, inputs=list(case.inputs), states=case.states, missing=case.missing)
+    return list(data.X), list(data.U), data.dt, tuple(data.state_names)
+
+
+def _cli(path, case):
+    data = read_identification_data(path, inputs=",".join(case.inputs), missing=case.missing,
+                                    states=None if case.states is None else
+                                    ",".join(case.states))
+    return list(data.X), list(data.U), data.dt, data.state_names
+
+
+def _assert_same(first, second):
+    if isinstance(first, type) or isinstance(second, type):
+        assert first == second                            # the same refusal
+        return
+    (X1, U1, dt1, names1), (X2, U2, dt2, names2) = first, second
+    assert (dt1, tuple(names1)) == (dt2, tuple(names2))
+    assert [x.shape for x in X1] == [x.shape for x in X2]
+    for a, b in zip(X1 + U1, X2 + U2, strict=True):
+        np.testing.assert_array_equal(a, b)               # the same numbers, not close ones
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_read_data_and_the_command_line_read_a_file_alike(tmp_path, case):
+    path = tmp_path / "log.csv"
+    path.write_bytes(case.data)
+    api, cli = _read(lambda: _api(path, case)), _read(lambda: _cli(path, case))
+    _assert_same(api, cli)
+    assert isinstance(api, type) == case.refused          # well-posed files raise no alarm
+    if case.clean and not case.refused:                   # and read to the record written
+        X, U, dt = RECORD
+        np.testing.assert_array_equal(api[0][0], X)
+        np.testing.assert_array_equal(api[1][0], U)
+        assert api[2] == dt and len(api[0]) == 1
+
+
+FOLLOWED = [c for c in CASES if c.follow and c.missing != "drop"]
+
+
+@pytest.mark.parametrize("case", FOLLOWED, ids=[c.name for c in FOLLOWED])
+def test_the_follower_reads_a_file_as_the_batch_reader(tmp_path, case):
+    """The follower yields lost samples as NaN: it matches read_fields before the policy
+    (missing='interpolate' inserts a lost row's NaN without filling it)."""
+    path = tmp_path / "log.csv"
+    path.write_bytes(case.data)
+
+    def follow():
+        chunks = list(follow_csv(path, inputs=list(case.inputs), states=case.states,
+                                 idle_timeout=0.05, poll=0.01, report=lambda _: None))
+        X = np.concatenate([chunks[0].X] + [c.X[:, 1:] for c in chunks[1:]], axis=1)
+        return [X], [np.concatenate([c.U for c in chunks], axis=1)], chunks[0].dt, \
+            chunks[0].state_names
+
+    def batch():
+        fields = read_fields(path, inputs=list(case.inputs), states=case.states,
+                             missing="interpolate")
+        return fields["X"], fields["U"], fields["dt"], fields["state_names"]
+
+    _assert_same(_read(batch), _read(follow))
