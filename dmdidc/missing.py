@@ -283,7 +283,7 @@ def _drop(experiments):
             if b - a + 1 >= shortest:
                 result.append((X[:, a:b + 1].copy(), U[:, a:b].copy()))
                 kept += b - a + 1
-        removed += X.shape[1] - kept
+        removed += int(X.shape[1] - kept)
     if not result:
         raise NonFiniteError("no two consecutive complete samples are left after dropping the "
                              "missing ones; use missing='interpolate' or fewer gaps")
