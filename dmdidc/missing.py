@@ -16,10 +16,10 @@ MATLAB's ``misdata`` fills gaps with a model; here the two plain choices, each r
 * ``"drop"``: the experiment is split at every sample with a missing value, since a sample
   cannot be removed from a trajectory without joining two states that are not one period
   apart; a sample whose state is known but whose input is lost ends the piece before it (it
-  is the state after that piece's last input).  The pieces become experiments of their own (the regression's lags stay inside a
-  piece); pieces with fewer than two states are discarded, and so are pieces with fewer
-  snapshots than states when there is one state more than inputs (the shape of transposed
-  data, which the trajectory check refuses).
+  is the state after that piece's last input).  The pieces become experiments of their own
+  (the regression's lags stay inside a piece); pieces with fewer than two states are
+  discarded, and so are pieces with fewer snapshots than states when there is one state
+  more than inputs (the shape of transposed data, which the trajectory check refuses).
 
 Infinite values are never "missing": they are refused (a sensor that overflowed is not a gap).
 
