@@ -258,7 +258,7 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
     text, encoding_note = decode_text(path.read_bytes())
     notes = [encoding_note] if encoding_note else []
     numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1)
-                if line.strip() and not is_comment(line)]
+                if line.strip() and ("#" not in line or not is_comment(line))]
     if not numbered:
         raise ParameterError(f"{source} holds no rows (only blank or '#' comment lines); "
                              f"expected a header line and a row per sample")
@@ -274,31 +274,33 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
     if not numbered:
         raise ParameterError(f"{source} has a header line and no row; expected a row per "
                              f"sample after it")
-    rows = [split_cells(line, delimiter) for _, line in numbered]
+    # one csv reader for every row (a reader per line took 60 % longer on 300 000 rows)
+    rows = ([split_cells(line, None) for _, line in numbered] if delimiter is None else
+            list(csv.reader([line for _, line in numbered], delimiter=delimiter)))
     _refuse_decimal_commas(rows[0], numbered[0][1], delimiter, source)
     width = len(names) if names is not None else len(rows[0])
     for (k, line), row in zip(numbered, rows, strict=True):
         if len(row) != width:
             trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
-                        if len(row) == width + 1 and not row[-1] else "")
+                        if len(row) == width + 1 and not row[-1].strip() else "")
             raise DimensionError(f"{source} line {k} has {len(row)} cells; "
                                  f"{'the header' if names is not None else 'the first row'} "
                                  f"has {width}{trailing}: {line.strip()[:80]!r}")
     lines = np.array([k for k, _ in numbered])
-    cells = np.array(rows, dtype=StringDType()).reshape(len(rows), width)
-    missing = missing_cells(cells)
+    cells = np.strings.strip(np.array(rows, dtype=StringDType()).reshape(len(rows), width))
     # rows of empty cells below the data: what a spreadsheet exports under its last row
-    filled = np.flatnonzero(~missing.all(axis=1))
-    end = int(filled[-1]) + 1 if filled.size else len(rows)
-    if end < len(rows) and (cells[end:] == "").all():
+    end = len(rows)
+    while end > 1 and not any(cells[end - 1]):
+        end -= 1
+    if end < len(rows):
         where = (f"line {lines[end]}" if end == len(rows) - 1 else
                  f"lines {lines[end]}-{lines[-1]}")
         notes.append(f"{len(rows) - end} row(s) of empty cells after the last value ({where}, "
                      f"as spreadsheets write): no samples, left out")
-        cells, lines, missing = cells[:end], lines[:end], missing[:end]
-    empty = ([c for c, name in enumerate(names) if not name and missing[:, c].all()]
+        cells, lines = cells[:end], lines[:end]
+    empty = ([c for c, name in enumerate(names) if not name and missing_cells(cells[:, c]).all()]
              if names is not None else
-             [width - 1] if width > 1 and (cells[:, -1] == "").all() else [])
+             [width - 1] if width > 1 and not any(cells[:, -1]) else [])
     if empty:
         notes.append(empty_columns_note(empty, width, repr(delimiter)))
         kept = [c for c in range(width) if c not in empty]
