@@ -103,6 +103,8 @@ from _toolbox.validation import check_integer, check_positive
 from dmdidc.data_io import cell_error, parse_columns, parse_row, text_columns_note
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.table_text import (
+    commented_header,
+    commented_header_note,
     decode_text,
     empty_columns_note,
     is_comment,
@@ -311,7 +313,7 @@ def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any =
 def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: int,
             bad_lines: str, say: Callable[[str], None], tolerance: float) -> Iterator[Chunk]:
     """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
-    stream, restart, tally = None, False, Counter()
+    stream, restart, tally, comment = None, False, Counter(), None
 
     def ready_chunks() -> Iterator[Chunk]:
         nonlocal restart
@@ -328,6 +330,14 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             stream, restart = None, True
             continue
         for number, text in batch:
+            if is_comment(text):                         # as the batch readers skip them
+                comment = (number, text) if stream is None else None  # numpy.savetxt's header
+                continue
+            if stream is None and comment and (found := commented_header([comment[1]], text)):
+                say(f"{name}: {commented_header_note(comment[0])}")
+                stream = _Stream(columns, columns.resolve(found[1], comment[0]), found[1],
+                                 name, dt, bad_lines, say, tolerance, tally)
+            comment = None
             if stream is not None and text.strip() == stream.header:
                 stream.finish()
                 yield from ready_chunks()                # the old stream's rows first
@@ -458,7 +468,7 @@ class _Tail:
         self.decoded = True
         for text in decoded.split("\n")[:-1]:
             self.line += 1
-            if text.strip() and not is_comment(text):  # as the batch readers skip them
+            if text.strip():                       # (comments are skipped by the reader)
                 lines.append((self.line, text.rstrip("\r")))
         return lines
 

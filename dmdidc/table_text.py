@@ -11,9 +11,11 @@ table's text by these rules, so a file reads to the same cells whichever reads i
   are skipped; messages name the file's own line numbers.  A row that starts with ``#N/A``
   (Excel's missing value) is no comment.
 * **Header.**  The first line, naming the columns (``T_out [K]``: a name and its unit in
-  brackets; cells may be quoted).  Where a header is optional (the command line's tables,
-  whose columns may be chosen by number) the first line is one unless one of its cells is a
-  number or all are missing-value marks.  Repeated names are refused.
+  brackets; cells may be quoted); a ``#`` comment right before a first row of numbers that
+  names as many columns is the header ``numpy.savetxt`` writes (``# time,x1,u1``), noted.
+  Where a header is optional (the command line's tables, whose columns may be chosen by
+  number) the first line is one unless one of its cells is a number or all are missing-value
+  marks.  Repeated names are refused.
 * **Separator.**  Decided once, from the first line: ``;`` if it holds one (outside quotes),
   else ``,``, else a tab, else runs of spaces.  With ``;`` or tabs a first row written with
   decimal commas (``20,5``) is refused naming the separator; ``.`` is the decimal mark.  In a
@@ -41,7 +43,8 @@ from numpy.dtypes import StringDType
 
 from _toolbox.errors import DimensionError, ParameterError
 
-__all__ = ["MISSING_CELLS", "TableText", "decode_text", "empty_columns_note", "find_delimiter",
+__all__ = ["MISSING_CELLS", "TableText", "commented_header", "commented_header_note",
+           "decode_text", "empty_columns_note", "find_delimiter",
            "is_comment", "is_decimal_comma", "is_missing", "missing_cells", "parse_header",
            "read_table_text", "split_cells", "split_unit"]
 
@@ -257,16 +260,21 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
     source = repr(str(path)) if source is None else source
     text, encoding_note = decode_text(path.read_bytes())
     notes = [encoding_note] if encoding_note else []
-    numbered = [(k, line) for k, line in enumerate(text.splitlines(), 1)
+    text_lines = text.splitlines()
+    numbered = [(k, line) for k, line in enumerate(text_lines, 1)
                 if line.strip() and ("#" not in line or not is_comment(line))]
     if not numbered:
         raise ParameterError(f"{source} holds no rows (only blank or '#' comment lines); "
                              f"expected a header line and a row per sample")
     delimiter = find_delimiter(numbered[0][1])
     first = split_cells(numbered[0][1], delimiter)
-    if header is None:
-        header = not any(_is_number(c) or is_decimal_comma(c) for c in first) and not all(
-            map(is_missing, first))
+    found = commented_header(text_lines[:numbered[0][0] - 1], numbered[0][1])
+    if found:
+        numbered.insert(0, found)                     # numpy.savetxt's '# x1,x2' header
+        notes.append(commented_header_note(found[0]))
+        first, header = split_cells(found[1], delimiter), True
+    elif header is None:
+        header = not _numbers(first)
     names = None
     if header:
         parse_header(numbered[0][1], source)            # refuses repeated names
@@ -308,6 +316,43 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
         names = None if names is None else [names[c] for c in kept]
     return TableText(None if names is None else tuple(names), cells, lines, delimiter,
                      tuple(notes))
+
+
+def commented_header(before: list[str], row: str) -> tuple[int, str] | None:
+    """The header ``numpy.savetxt`` writes (``# time,x1,u1``): the line number (in
+    ``before``, from 1) and text without its ``#`` of the comment right before the first
+    ``row``, when that row is numbers and the comment names as many columns, none a number.
+
+    Examples
+    --------
+    >>> commented_header(["# run 3", "# time,x1,u1", ""], "0,0.5,1")
+    (2, 'time,x1,u1')
+    >>> commented_header(["# time,x1,u1"], "time,x1,u1") is None      # a header of its own
+    True
+    """
+    delimiter = find_delimiter(row)
+    width = len(split_cells(row, delimiter))
+    filled = [(k, line) for k, line in enumerate(before, 1) if line.strip()]
+    if not filled or not is_comment(filled[-1][1]) or not _numbers(split_cells(row, delimiter)):
+        return None
+    k, line = filled[-1]
+    text = line.lstrip()[1:].strip()
+    cells = split_cells(text, delimiter)
+    if len(cells) != width or any(_is_number(c) or not c for c in cells):
+        return None
+    return k, text
+
+
+def commented_header_note(line: int) -> str:
+    """The note of a header read from the comment on ``line`` (:func:`commented_header`)."""
+    return (f"the header is the comment on line {line} (numpy.savetxt writes it so), as no "
+            f"line before the first row names the columns")
+
+
+def _numbers(cells: list[str]) -> bool:
+    """Whether a first line is a row (a cell of it a number, or all missing), no header."""
+    return any(_is_number(c) or is_decimal_comma(c) for c in cells) or all(map(is_missing,
+                                                                                cells))
 
 
 def _refuse_decimal_commas(row: list[str], line: str, delimiter: str | None,

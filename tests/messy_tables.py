@@ -69,6 +69,8 @@ def cases() -> list[Case]:
         Case("number in a name", _table(header=["time", "Zone 1", "Zone 2", "heater"]).encode()),
         Case("comment lines", ("# logger v2.1, site A\n" + plain.replace(
             "\n3,", "\n# calibration\n3,", 1)).encode()),
+        Case("numpy savetxt header", ("# " + plain).encode()),
+        Case("numpy savetxt header after a comment", ("# run 3\n# " + plain).encode()),
         Case("comment after header", plain.replace("\n", "\n# exported 2026-11-28\n", 1)
              .encode()),
         Case("blank lines", plain.replace("\n3,", "\n\n3,", 1).encode()),
