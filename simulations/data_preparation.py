@@ -39,7 +39,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from dmdidc.data_io import missing_cells, split_unit, text_columns_note
-from dmdidc.missing import handle_missing, support
+from dmdidc.missing import MISSING_POLICIES, handle_missing, support
 from dmdidc.time_column import (
     IsoStamps,
     TimeGrid,
@@ -67,7 +67,6 @@ from simulations.data_files import (
 __all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES",
            "name_held_input", "refuse_idle_tolerance"]
 
-MISSING_POLICIES = ("error", "drop", "interpolate")
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
 _SHOWN = 5                            # locations listed in a note before "..."
 
