@@ -41,6 +41,7 @@ import numpy as np
 from scipy import fft, linalg, signal
 
 from dmdidc.discretization import split_delay
+from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import decaying_response, modes
 
 __all__ = ["HoldSensitivities", "line_basis", "normal_equations", "prediction_jacobian",
@@ -251,7 +252,7 @@ _ROUNDING = 1e-8
 
 
 def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, layout: dict
-               ) -> tuple[np.ndarray, dict, np.ndarray]:
+               ) -> tuple[np.ndarray, dict, np.ndarray, np.ndarray]:
     """The few directions of ``A_c`` to differentiate, and how the full Jacobian follows.
 
     A change of basis leaves the outputs unchanged (:func:`similarity_map`), so along
@@ -264,8 +265,10 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
     small singular values, ``r`` the others, ``D`` the non-``A_c`` rows of the map).
 
     Returns ``directions`` (k, n, n), the layout of the reduced parameters (``A_c`` along
-    ``directions`` first, then the rest as in ``layout``), and ``expand`` (reduced size, size):
-    ``J = J_reduced @ expand``.
+    ``directions`` first, then the rest as in ``layout``), ``top = W^T`` (k, n^2) and
+    ``recover = -D V_r S_r^-1 U_r^T`` (size - n^2, n^2): ``J = J_reduced @ expand`` with
+    ``expand = [[top, 0], [recover, I]]`` (:func:`_expansion`; never formed whole by the
+    normal equations, whose size grows with the experiments).
     """
     n = A_c.shape[0]
     nn = n * n
@@ -283,13 +286,38 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
                                                                part.stop - shift)
                for name, part in layout.items() if name != "size"}
     reduced["size"] = layout["size"] - shift
-    expand = np.zeros((reduced["size"], layout["size"]))
-    expand[:k, layout["A_c"]] = U[:, direct].T
-    rest = np.arange(nn, layout["size"])
-    expand[rest - shift, rest] = 1.0
     kept = ~direct
-    expand[k:, layout["A_c"]] = -(similarity[nn:] @ (Vt[kept].T / S[kept])) @ U[:, kept].T
-    return U[:, direct].T.reshape(k, n, n), reduced, expand
+    recover = -(similarity[nn:] @ (Vt[kept].T / S[kept])) @ U[:, kept].T
+    return U[:, direct].T.reshape(k, n, n), reduced, U[:, direct].T, recover
+
+
+def _expansion(top: np.ndarray, recover: np.ndarray) -> np.ndarray:
+    """``expand`` (reduced size, size) of :func:`_reduction`'s ``top`` and ``recover``."""
+    k, nn = top.shape
+    size = nn + recover.shape[0]
+    expand = np.zeros((size - nn + k, size))
+    expand[:k, :nn] = top
+    expand[k:, :nn] = recover
+    expand[k:, nn:] = np.eye(size - nn)
+    return expand
+
+
+def _local_expansion(top: np.ndarray, recover: np.ndarray, layout: dict, e: int, n: int
+                     ) -> np.ndarray:
+    """The rows of ``expand`` (:func:`_expansion`) of the reduced common parameters and
+    experiment ``e``'s initial state, and its columns of the full ones and that state
+    (``(c_r + n, c + n)``): every other entry of those rows is zero, so experiment ``e``'s
+    part of ``J^T J`` expands within them (the initial states come last in ``layout``)."""
+    k, nn = top.shape
+    c = layout["x0"].start
+    c_r = c - nn + k
+    local = np.zeros((c_r + n, c + n))
+    local[:k, :nn] = top
+    local[k:c_r, :nn] = recover[:c - nn]
+    local[k:c_r, nn:c] = np.eye(c - nn)
+    local[c_r:, :nn] = recover[c - nn + e * n:c - nn + (e + 1) * n]
+    local[c_r:, c:] = np.eye(n)
+    return local
 
 
 def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
@@ -365,12 +393,12 @@ def _shared(layout: dict, X: np.ndarray, U: np.ndarray) -> np.ndarray:
 
 
 def _reduced(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, states: list[np.ndarray],
-             layout: dict) -> tuple[dict, np.ndarray, np.ndarray]:
-    """``(reduced layout, expand, directions)`` of :func:`_reduction` at these parameters
-    (each experiment's initial state is its first state)."""
+             layout: dict) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """``(reduced layout, top, recover, directions)`` of :func:`_reduction` at these
+    parameters (each experiment's initial state is its first state)."""
     x0 = np.stack([X[:, 0] for X in states])
-    directions, reduced, expand = _reduction(A_c, C, B_c, x0, layout)
-    return reduced, expand, directions
+    directions, reduced, top, recover = _reduction(A_c, C, B_c, x0, layout)
+    return reduced, top, recover, directions
 
 
 def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
@@ -381,7 +409,8 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     ``states[e]`` is experiment ``e``'s state trajectory ``x_k`` (n, T) at the parameters;
     ``layout`` the parameter slices of :func:`dmdidc.output.refine.refine`.
     """
-    reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
+    reduced, top, recover, directions = _reduced(A_c, C, B_c, states, layout)
+    expand = _expansion(top, recover)
     ny = C.shape[0]
     blocks = []
     for e, (response, h, _, X, U) in enumerate(_sensitivities(
@@ -398,34 +427,45 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
 
 def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                      B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray],
-                     layout: dict, residuals: list[np.ndarray], lines: bool = False
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """``(J^T J, J^T r)`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
-    (``residuals[e]`` (T, ny)), accumulated output by output: ``J`` itself (samples x
-    parameters) is never formed, nor transposed into sample-major rows; they are accumulated
-    for the reduced parameters and expanded (:func:`_reduction`).  ``lines``: each
-    experiment's rows are projected off its constant and line first (the trends concentrated
-    out, :mod:`dmdidc.output.refine`).
+                     layout: dict, residuals: list[np.ndarray], lines: bool = False) -> Arrow:
+    """``J^T J`` and ``J^T r`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
+    (``residuals[e]`` (T, ny)) as an :class:`~dmdidc.output.arrow.Arrow` (the initial states
+    last in ``layout``), accumulated output by output: ``J`` itself (samples x parameters) is
+    never formed, nor transposed into sample-major rows; each experiment's part is accumulated
+    over the reduced common parameters and its own initial state, and expanded within them
+    (:func:`_reduction`, :func:`_local_expansion`): the work is linear in the number of
+    experiments.  ``lines``: each experiment's rows are projected off its constant and line
+    first (the trends concentrated out, :mod:`dmdidc.output.refine`).
     """
-    reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
-    ny = C.shape[0]
-    normal = np.zeros((reduced["size"], reduced["size"]))
-    gradient = np.zeros(reduced["size"])
+    reduced, top, recover, directions = _reduced(A_c, C, B_c, states, layout)
+    ny, n, E = C.shape[0], A_c.shape[0], len(states)
+    c, c_r = layout["x0"].start, reduced["x0"].start
+    arrow = Arrow.zeros(c, E, n)
     for e, ((response, h, _, X, U), r) in enumerate(zip(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
             layout=reduced, directions=directions), residuals, strict=True)):
         # the Jacobian's non-zero rows only, [responses; C A_d^k; x_k; u_k; 1], stacked so
         # that each output's Gram is one product (the shared rows are written once)
         shared = _shared(reduced, X, U)
-        P, n = response.shape[1], h.shape[2]
+        P = response.shape[1]
         rows = np.empty((P + n + shared.shape[0], X.shape[1]))
         rows[P + n:] = shared
         Q = line_basis(X.shape[1]) if lines else None
+        normal = np.zeros((c_r + n, c_r + n))       # the common parameters', then x0_e's
+        gradient = np.zeros(c_r + n)
         for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
             rows[:P], rows[P:P + n] = response[a], h[:, a].T
             # projected rows: the Jacobian of the residuals whose lines were concentrated out
             block = rows if Q is None else rows - (rows @ Q) @ Q.T
             at = np.concatenate([driven, common])
+            at = np.where(at < c_r, at, at - e * n)             # x0_e's to the local place
             normal[np.ix_(at, at)] += block @ block.T
             gradient[at] += block @ r[:, a]
-    return expand.T @ normal @ expand, expand.T @ gradient
+        local = _local_expansion(top, recover, layout, e, n)
+        normal = local.T @ normal @ local
+        gradient = local.T @ gradient
+        arrow.common[:] += normal[:c, :c]
+        arrow.coupling[e], arrow.blocks[e] = normal[:c, c:], normal[c:, c:]
+        arrow.gradient[:c] += gradient[:c]
+        arrow.gradient[c + e * n:c + (e + 1) * n] = gradient[c:]
+    return arrow

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import linalg, signal, special
 
 from _toolbox.errors import ParameterError
+from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import RCOND, family_of_modes, modes
 from dmdidc.output.jacobian import (
     MODAL_COND,
@@ -50,7 +51,13 @@ __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test", "
 
 @dataclass(frozen=True)
 class Refined:
-    """The refined parameters and their covariance (module notes)."""
+    """The refined parameters and their covariance (module notes).
+
+    ``covariance`` is that of the parameters before the initial states in ``layout`` (``A_c``,
+    ``C``, ``B_c``, the delays, ``D``, the offset: ``layout["x0"].start`` of them); the
+    initial states, one per experiment, are eliminated (:mod:`dmdidc.output.arrow`), so
+    neither its size nor its cost grows with the experiments.
+    """
 
     A_c: np.ndarray
     C: np.ndarray
@@ -89,8 +96,9 @@ def without_lines(residuals: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool) -> dict:
-    sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m, "x0": E * n,
-             "D": ny * m if feedthrough else 0, "offset": ny if offset else 0}
+    # the initial states last: the common parameters before them (dmdidc.output.arrow)
+    sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m,
+             "D": ny * m if feedthrough else 0, "offset": ny if offset else 0, "x0": E * n}
     layout, start = {}, 0
     for name, size in sizes.items():
         layout[name] = slice(start, start + size)
@@ -192,16 +200,6 @@ _CHI2_STEP = 0.01
 _MIN_DAMPING = 1e-9
 
 
-def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
-    """The largest decrease of the residual sum of squares the local quadratic model allows:
-    ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped,
-    below the relative cutoff ``RCOND`` of every pseudo-inverse of :mod:`dmdidc.output`)."""
-    values, vectors = np.linalg.eigh(scaled)
-    keep = values > RCOND * max(values.max(initial=0.0), np.finfo(float).tiny)
-    projected = vectors[:, keep].T @ gradient
-    return float(projected @ (projected / values[keep]))
-
-
 def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluations: int,
                          stop=None):
     """Damped Gauss-Newton on the normal equations with the box projected; the start is good
@@ -220,20 +218,22 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
-    normal, gradient = linearize(theta)
+    normal = linearize(theta)
     damping, growth, fresh = 1e-3, 2.0, True
     while evaluations < max_evaluations and np.isfinite(damping):
         # a Gram's diagonal: >= 0, but the expanded normal equations (jacobian._reduction)
         # can leave a direction the outputs do not see at -eps instead of 0
-        scale = np.sqrt(np.clip(np.diag(normal), 0.0, None))
+        scale = np.sqrt(np.clip(normal.diagonal(), 0.0, None))
         scale[scale == 0] = 1.0
-        scaled = normal / np.outer(scale, scale)
-        if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
+        # the largest decrease the local quadratic model allows, g^T (J^T J)^+ g (column-
+        # scaled; the similarity directions' zero eigenvalues dropped, below the relative
+        # cutoff RCOND of every pseudo-inverse of dmdidc.output)
+        if fresh and stop is not None and stop(rss, normal.scaled(scale).pseudo_gain(RCOND)):
             return theta, r, normal, False
         fresh = False
-        scaled[np.diag_indices_from(scaled)] += damping
+        damped = normal.scaled(scale, damping)
         try:
-            step = -linalg.solve(scaled, gradient / scale, assume_a="pos") / scale
+            step = -damped.solve(damped.gradient) / scale
         except (linalg.LinAlgError, ValueError):
             damping, growth = damping * growth, growth * 2
             continue
@@ -242,14 +242,14 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         r_trial = residuals(trial)
         evaluations += 1
         rss_trial = float(r_trial @ r_trial)
-        predicted = -(2.0 * gradient @ step + step @ normal @ step)
+        predicted = -(2.0 * normal.gradient @ step + step @ normal.matvec(step))
         if rss_trial < rss:
             small = rss - rss_trial <= _CHI2_STEP * rss / r.size
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
             if small:                   # the previous Jacobian serves (docstring)
                 return theta, r, normal, True
-            (normal, gradient), fresh = linearize(theta), True
+            normal, fresh = linearize(theta), True
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
         else:
@@ -267,24 +267,6 @@ def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: 
     directions = similarity_map(A_c, C, B_c, x0, layout)
     basis, singular, _ = np.linalg.svd(directions, full_matrices=False)
     return basis[:, singular > 1e-12 * max(singular.max(initial=0.0), 1e-300)]
-
-
-def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarray:
-    """``(J^T J)^-1`` on the complement of the similarity directions.
-
-    A pseudo-inverse with a relative cutoff would also drop any *other* flat direction (a
-    delay the data cannot fix, a mode the inputs barely excite) and report a tiny variance
-    along it, the opposite of the truth; here only the basis directions are removed and every
-    other direction is inverted exactly (a flat one gets a variance as large as its flatness).
-    """
-    size = normal.shape[0]
-    complement = np.linalg.svd(np.eye(size) - similarity @ similarity.T)[0][
-        :, :size - similarity.shape[1]]
-    reduced = complement.T @ normal @ complement
-    values, vectors = np.linalg.eigh(0.5 * (reduced + reduced.T))
-    floor = np.finfo(float).eps * max(values.max(initial=0.0), np.finfo(float).tiny)
-    inverse = (vectors / np.maximum(values, floor)) @ vectors.T
-    return complement @ inverse @ complement.T
 
 
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
@@ -305,10 +287,10 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     feedthrough = D is not None
     layout = _layout(n, ny, m, E, feedthrough, offset is not None)
     targets = np.concatenate([Y[:, R:].T.ravel() for Y, _ in experiments])
-    theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays,
-                             np.asarray(initial_states).ravel()]
+    theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays]
                             + ([D.ravel()] if feedthrough else [])
-                            + ([np.asarray(offset, dtype=float)] if offset is not None else []))
+                            + ([np.asarray(offset, dtype=float)] if offset is not None else [])
+                            + [np.asarray(initial_states, dtype=float).ravel()])
     lower = np.full(theta0.size, -np.inf)
     upper = np.full(theta0.size, np.inf)
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
@@ -317,6 +299,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         at = np.arange(layout["delays"].start, layout["delays"].stop)[np.asarray(held, bool)]
         lower[at] = upper[at] = theta0[at]
 
+    fixed = (lower >= upper)[:layout["x0"].start]    # max_delay = 0 or held: delays fixed
     last = {}     # the states and residuals of the latest evaluation, for the Jacobian there
     splits = np.cumsum([Y.shape[1] - R for Y, _ in experiments])[:-1]     # experiments' rows
 
@@ -340,26 +323,22 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         last.update(theta=theta.copy(), states=states, r=r)
         return r
 
-    def linearize(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(J^T J, J^T r)`` of the residuals' Jacobian ``J`` at ``theta``."""
+    def linearize(theta: np.ndarray) -> Arrow:
+        """``J^T J`` and ``J^T r`` of the residuals' Jacobian ``J`` at ``theta``."""
         if "theta" not in last or not np.array_equal(last["theta"], theta):
             residuals(theta)
         if "states" not in last:                            # a diverged trial: no direction
-            return np.zeros((theta.size, theta.size)), np.zeros(theta.size)
+            return Arrow.zeros(layout["x0"].start, E, n)
         A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
         with np.errstate(over="ignore", invalid="ignore"):
             # the residuals are y - yhat: their Jacobian is minus the predictions'
-            normal, gradient = normal_equations(
+            normal = normal_equations(
                 experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=np.clip(delays, 0.0, R * dt),
                 states=last["states"], layout=layout,
                 residuals=np.split(-last["r"].reshape(-1, ny), splits), lines=trend)
-        fixed = lower >= upper              # max_delay = 0 or held: those delays are fixed
-        normal[fixed], normal[:, fixed], gradient[fixed] = 0.0, 0.0, 0.0
-        if not (np.isfinite(normal).all() and np.isfinite(gradient).all()):
-            # a wild trial: no direction from overflow
-            normal = np.nan_to_num(normal, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
-            gradient = np.nan_to_num(gradient, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
-        return normal, gradient
+        normal = normal.without(fixed)      # max_delay = 0 or held: those delays are fixed
+        # a wild trial: no direction from overflow
+        return normal if normal.is_finite() else normal.finite(_DIVERGED)
 
     with np.errstate(over="ignore", invalid="ignore"):
         theta, r, normal, converged = _levenberg_marquardt(residuals, linearize, theta0, lower,
@@ -368,10 +347,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     # n^2 directions are the basis; each experiment's line takes two per output
     dof = max(targets.size - (theta.size - n * n) - (2 * ny * E if trend else 0), 1)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
-    covariance = rss / dof * _basis_free_inverse(normal, _similarity_directions(
-        A_c, C, B_c, x0, layout))
-    fixed = lower >= upper                  # max_delay = 0 or held: those delays are known
-    covariance[fixed], covariance[:, fixed] = 0.0, 0.0
+    # fixed delays (max_delay = 0 or held) are known: zero rows and columns
+    covariance = rss / dof * normal.basis_free_inverse(_similarity_directions(
+        A_c, C, B_c, x0, layout), fixed)
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
