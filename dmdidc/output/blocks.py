@@ -154,7 +154,7 @@ def decaying_response(A: np.ndarray, C: np.ndarray, length: int) -> tuple[np.nda
     return out, min(kept, length)
 
 
-def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
+def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int, decayed=None
                ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """``h[k] = C A^k`` (K, ny, n) (zero from sample ``kept`` on: :func:`decaying_response`),
     ``kept``, the responses ``z`` (K, ny, m, n) to the whole input
@@ -163,11 +163,12 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
     The response of lag ``j`` at row ``k`` is ``sum_{t < k} h[k - 1 - t] u[t + R - j]``: the
     response ``z[k + R - j]`` to the whole input record less that of its first ``R - j``
     samples, which is ``h[k] Q_j`` with ``Q_j = sum_{s < R - j} u[s] A^(R - j - 1 - s)``
-    (n x n per channel).  So one convolution per channel serves every lag.
+    (n x n per channel).  So one convolution per channel serves every lag.  ``decayed``: the
+    :func:`decaying_response` of this length, when known.
     """
     ny, n = C.shape
     m, K = U.shape
-    h, kept = decaying_response(A, C, K)                                     # (K, ny, n)
+    h, kept = decaying_response(A, C, K) if decayed is None else decayed     # (K, ny, n)
     # z[q] = sum_{s < q} h[q - 1 - s] u[s]: convolve, then delay by one sample.
     z = np.zeros((K, ny, m, n))
     z[1:] = signal.fftconvolve(h[:kept, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
@@ -198,8 +199,11 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
     state_cross = np.zeros((E, width, n))
     state_moment = np.zeros((E, n))
     energy, rows = 0.0, 0
+    decayed = {}            # C A^k by record length: experiments of one length share it
     for e, (Y, U) in enumerate(experiments):
-        h, kept, z, Q = _responses(U, A, C, R)
+        if U.shape[1] not in decayed:
+            decayed[U.shape[1]] = decaying_response(A, C, U.shape[1])
+        h, kept, z, Q = _responses(U, A, C, R, decayed[U.shape[1]])
         for a in range(0, U.shape[1] - R, _CHUNK):
             b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
             full = np.zeros((b - a, ny, width))

@@ -185,6 +185,13 @@ def _modal_responses(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float
     decays over 300 samples, 0.83 against 3.19 ms at n = 4; rounding about ``cond(V) eps`` of
     the largest response, far below what a Jacobian needs).
     """
+    return _modal_apply(_modal_weights(found, dt, C, M), z)
+
+
+def _modal_weights(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float, C: np.ndarray,
+                   M: np.ndarray) -> tuple:
+    """The poles and the real weights of :func:`_modal_responses`, which do not depend on the
+    signals (computed once for every experiment of a Jacobian)."""
     values, vectors, inverse = found
     # a real A_c's complex modes come in exact conjugate pairs: each pair is filtered once and
     # counted twice in the real part (as the states of refine._simulator)
@@ -195,16 +202,23 @@ def _modal_responses(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float
     outside = (C @ vectors[:, upper]) * np.where(real, 1.0, 2.0)               # (ny, u)
     inside = np.einsum("jr,qrp->jqp", inverse[upper], M)                       # (u, Q, P)
     weights = outside[:, None, :, None] * inside.transpose(2, 0, 1)[None]      # (ny, P, u, Q)
-    rows, columns = [], []
-    for j, (pole, alone) in enumerate(zip(poles, real, strict=True)):
+    columns = []
+    for j, alone in enumerate(real):
+        columns += ([weights[:, :, j].real] if alone
+                    else [weights[:, :, j].real, -weights[:, :, j].imag])
+    # Re(w F) = Re(w) Re(F) - Im(w) Im(F): one real product for every mode
+    return poles, real, np.concatenate(columns, axis=-1).reshape(ny * P, -1), ny, P
+
+
+def _modal_apply(weights: tuple, z: np.ndarray) -> np.ndarray:
+    """:func:`_modal_responses` of the signals ``z`` with :func:`_modal_weights`."""
+    poles, real, stacked, ny, P = weights
+    rows = []
+    for pole, alone in zip(poles, real, strict=True):
         if alone:
             rows.append(signal.lfilter([0.0, 1.0], [1.0, -pole.real], z.T, axis=1))
-            columns.append(weights[:, :, j].real)
         else:
             rows += _pair_filtered(pole, z.T)
-            columns += [weights[:, :, j].real, -weights[:, :, j].imag]
-    # Re(w F) = Re(w) Re(F) - Im(w) Im(F): one real product for every mode
-    stacked = np.concatenate(columns, axis=-1).reshape(ny * P, -1)
     return (stacked @ np.concatenate(rows)).reshape(ny, P, -1)
 
 
@@ -347,6 +361,8 @@ def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: 
     on_b[n + m + channels, :, :, channels] = holds.gamma_1
     M[n + channels, :, nn + nm + channels] = -shifted_b
     M[n + m + channels, :, nn + nm + channels] = shifted_b
+    weights = None if found is None else _modal_weights(found, dt, C, M)
+    responses = {}          # C A_d^k by record length: experiments of one length share it
     for (_, U), X in zip(experiments, states, strict=True):
         T = X.shape[1]
         z = np.empty((T, n + 2 * m))
@@ -354,9 +370,10 @@ def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: 
         for i, w in enumerate(holds.steps):
             z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
             z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
-        h, length = decaying_response(holds.A_d, C, T)                      # (T, ny, n)
-        response = (_responses(h, length, z, M) if found is None
-                    else _modal_responses(found, dt, C, z, M))
+        if T not in responses:
+            responses[T] = decaying_response(holds.A_d, C, T)               # (T, ny, n)
+        h, length = responses[T]
+        response = _responses(h, length, z, M) if found is None else _modal_apply(weights, z)
         yield response, h, length, X, U[:, R:R + T]
 
 
