@@ -211,15 +211,21 @@ def _modal_weights(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float, 
 
 
 def _modal_apply(weights: tuple, z: np.ndarray) -> np.ndarray:
-    """:func:`_modal_responses` of the signals ``z`` with :func:`_modal_weights`."""
+    """:func:`_modal_responses` of the signals ``z`` (T, Q), or of a batch of them (B, T, Q)
+    (one filter call per mode for the whole batch), with :func:`_modal_weights`."""
     poles, real, stacked, ny, P = weights
+    batch = z[None] if z.ndim == 2 else z
+    B, T, Q = batch.shape
+    signals = batch.transpose(0, 2, 1).reshape(B * Q, T)
     rows = []
     for pole, alone in zip(poles, real, strict=True):
         if alone:
-            rows.append(signal.lfilter([0.0, 1.0], [1.0, -pole.real], z.T, axis=1))
+            rows.append(signal.lfilter([0.0, 1.0], [1.0, -pole.real], signals, axis=1))
         else:
-            rows += _pair_filtered(pole, z.T)
-    return (stacked @ np.concatenate(rows)).reshape(ny, P, -1)
+            rows += _pair_filtered(pole, signals)
+    filtered = np.concatenate([row.reshape(B, Q, T) for row in rows], axis=1)
+    out = (stacked @ filtered).reshape(B, ny, P, T)
+    return out[0] if z.ndim == 2 else out
 
 
 def _kron(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -337,9 +343,11 @@ def _local_expansion(top: np.ndarray, recover: np.ndarray, layout: dict, e: int,
 def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                    B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray], layout: dict,
                    directions: np.ndarray):
-    """Per experiment, the transposed reduced Jacobian of each output: a list of ``ny`` arrays
-    (size, T), ``d (predicted output a) / d theta`` at every sample (module notes), ``A_c``
-    along ``directions`` (k, n, n) only, the rest as in ``layout`` (:func:`_reduction`)."""
+    """Per batch of experiments of one length (:func:`_batches`): their indices, the
+    responses (B, ny, P, T) of the sensitivity inputs, ``d (predicted output a) / d theta``
+    of the parameters acting through the plant at every sample (module notes; ``A_c`` along
+    ``directions`` (k, n, n) only, the rest as in ``layout``, :func:`_reduction`), and
+    ``C A_d^k`` (T, ny, n) with its length of :func:`~dmdidc.output.blocks.decaying_response`."""
     n, m = A_c.shape[0], B_c.shape[1]
     holds = HoldSensitivities(A_c, dt, delays, R, directions)
     found = modes(A_c, MODAL_COND)
@@ -363,18 +371,38 @@ def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: 
     M[n + m + channels, :, nn + nm + channels] = shifted_b
     weights = None if found is None else _modal_weights(found, dt, C, M)
     responses = {}          # C A_d^k by record length: experiments of one length share it
-    for (_, U), X in zip(experiments, states, strict=True):
-        T = X.shape[1]
-        z = np.empty((T, n + 2 * m))
-        z[:, :n] = X.T
-        for i, w in enumerate(holds.steps):
-            z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
-            z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
+    for members in _batches([X.shape[1] for X in states]):
+        T = states[members[0]].shape[1]
+        z = np.empty((len(members), T, n + 2 * m))
+        for b, e in enumerate(members):
+            U = experiments[e][1]
+            z[b, :, :n] = states[e].T
+            for i, w in enumerate(holds.steps):
+                z[b, :, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
+                z[b, :, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
         if T not in responses:
             responses[T] = decaying_response(holds.A_d, C, T)               # (T, ny, n)
         h, length = responses[T]
-        response = _responses(h, length, z, M) if found is None else _modal_apply(weights, z)
-        yield response, h, length, X, U[:, R:R + T]
+        response = (np.stack([_responses(h, length, one, M) for one in z]) if found is None
+                    else _modal_apply(weights, z))
+        yield members, response, h, length
+
+
+#: Samples of the experiments whose sensitivities are computed together (one filter call per
+#: mode for all of them: the per-experiment overhead dominated many short experiments).
+_BATCH_SAMPLES = 1 << 16
+
+
+def _batches(lengths: list[int]) -> list[list[int]]:
+    """Runs of consecutive experiments of one length, each of at most ``_BATCH_SAMPLES``
+    samples (or one experiment), in order."""
+    batches, run = [], []
+    for e, T in enumerate(lengths):
+        if run and (lengths[run[0]] != T or (len(run) + 1) * T > _BATCH_SAMPLES):
+            batches.append(run)
+            run = []
+        run.append(e)
+    return batches + ([run] if run else [])
 
 
 def _rows(layout: dict, e: int, ny: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -430,15 +458,17 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     expand = _expansion(top, recover)
     ny = C.shape[0]
     blocks = []
-    for e, (response, h, _, X, U) in enumerate(_sensitivities(
+    for members, responses, h, _ in _sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
-            layout=reduced, directions=directions)):
-        shared = _shared(reduced, X, U)
-        J = np.zeros((X.shape[1], ny, reduced["size"]))
-        for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
-            J[:, a, driven] = np.vstack([response[a], h[:, a].T]).T
-            J[:, a, common] = shared.T
-        blocks.append(J.reshape(-1, reduced["size"]))                       # (T ny, size)
+            layout=reduced, directions=directions):
+        for e, response in zip(members, responses, strict=True):
+            X = states[e]
+            shared = _shared(reduced, X, experiments[e][1][:, R:R + X.shape[1]])
+            J = np.zeros((X.shape[1], ny, reduced["size"]))
+            for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
+                J[:, a, driven] = np.vstack([response[a], h[:, a].T]).T
+                J[:, a, common] = shared.T
+            blocks.append(J.reshape(-1, reduced["size"]))                   # (T ny, size)
     return (blocks[0] if len(blocks) == 1 else np.vstack(blocks)) @ expand
 
 
@@ -458,31 +488,38 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
     ny, n, E = C.shape[0], A_c.shape[0], len(states)
     c, c_r = layout["x0"].start, reduced["x0"].start
     arrow = Arrow.zeros(c, E, n)
-    for e, ((response, h, _, X, U), r) in enumerate(zip(_sensitivities(
+    # the local places (common parameters, then the experiment's initial state) of each
+    # output's rows: the same for every experiment
+    places = [np.concatenate([driven, common]) for driven, common in _rows(reduced, 0, ny)]
+    base = _local_expansion(top, recover, layout, 0, n)
+    states_recover = recover[c - top.shape[1]:].reshape(E, n, -1)       # x0_e's rows of it
+    for members, responses, h, _ in _sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
-            layout=reduced, directions=directions), residuals, strict=True)):
+            layout=reduced, directions=directions):
+        B, T = len(members), h.shape[0]
         # the Jacobian's non-zero rows only, [responses; C A_d^k; x_k; u_k; 1], stacked so
-        # that each output's Gram is one product (the shared rows are written once)
-        shared = _shared(reduced, X, U)
-        P = response.shape[1]
-        rows = np.empty((P + n + shared.shape[0], X.shape[1]))
-        rows[P + n:] = shared
-        Q = line_basis(X.shape[1]) if lines else None
-        normal = np.zeros((c_r + n, c_r + n))       # the common parameters', then x0_e's
-        gradient = np.zeros(c_r + n)
-        for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
-            rows[:P], rows[P:P + n] = response[a], h[:, a].T
+        # that each output's Gram is one (batched) product (the shared rows written once)
+        shared = np.stack([_shared(reduced, states[e], experiments[e][1][:, R:R + T])
+                           for e in members])
+        P = responses.shape[2]
+        rows = np.empty((B, P + n + shared.shape[1], T))
+        rows[:, P + n:] = shared
+        r = np.stack([residuals[e] for e in members])                            # (B, T, ny)
+        Q = line_basis(T) if lines else None
+        normal = np.zeros((B, c_r + n, c_r + n))        # the common parameters', then x0_e's
+        gradient = np.zeros((B, c_r + n))
+        for a, at in enumerate(places):
+            rows[:, :P], rows[:, P:P + n] = responses[:, a], h[:, a].T
             # projected rows: the Jacobian of the residuals whose lines were concentrated out
             block = rows if Q is None else rows - (rows @ Q) @ Q.T
-            at = np.concatenate([driven, common])
-            at = np.where(at < c_r, at, at - e * n)             # x0_e's to the local place
-            normal[np.ix_(at, at)] += block @ block.T
-            gradient[at] += block @ r[:, a]
-        local = _local_expansion(top, recover, layout, e, n)
-        normal = local.T @ normal @ local
-        gradient = local.T @ gradient
-        arrow.common[:] += normal[:c, :c]
-        arrow.coupling[e], arrow.blocks[e] = normal[:c, c:], normal[c:, c:]
-        arrow.gradient[:c] += gradient[:c]
-        arrow.gradient[c + e * n:c + (e + 1) * n] = gradient[c:]
+            normal[:, at[:, None], at[None, :]] += block @ block.transpose(0, 2, 1)
+            gradient[:, at] += np.einsum("bpt,bt->bp", block, r[:, :, a])
+        local = np.repeat(base[None], B, axis=0)
+        local[:, c_r:, :top.shape[1]] = states_recover[members]
+        normal = local.transpose(0, 2, 1) @ normal @ local
+        gradient = np.einsum("bpq,bp->bq", local, gradient)
+        arrow.common[:] += normal[:, :c, :c].sum(axis=0)
+        arrow.coupling[members], arrow.blocks[members] = normal[:, :c, c:], normal[:, c:, c:]
+        arrow.gradient[:c] += gradient[:, :c].sum(axis=0)
+        arrow.gradient[c:].reshape(E, n)[members] = gradient[:, c:]
     return arrow
