@@ -40,6 +40,7 @@ from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import RCOND, family_of_modes, modes
 from dmdidc.output.jacobian import (
     MODAL_COND,
+    _batches,
     line_basis,
     normal_equations,
     similarity_map,
@@ -123,13 +124,14 @@ _DIVERGED = 1e100
 
 
 def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.ndarray:
-    """State input ``sum_i Gamma_0(p_i) b_i u_{k-w_i} + Gamma_1(p_i) b_i u_{k-w_i-1}``, k >= R."""
-    K = U.shape[1]
-    v = np.zeros((B_c.shape[0], K - R))
+    """State input ``sum_i Gamma_0(p_i) b_i u_{k-w_i} + Gamma_1(p_i) b_i u_{k-w_i-1}``, k >= R
+    (n, K - R), of inputs ``U`` (m, K) or of a batch of records of one length (B, m, K)."""
+    K = U.shape[-1]
+    v = np.zeros(U.shape[:-2] + (B_c.shape[0], K - R))
     for i, (w, gamma_0, gamma_1) in enumerate(pairs):
         for j, gamma in ((w, gamma_0), (w + 1, gamma_1)):
             if j <= R:
-                v += np.outer(gamma @ B_c[:, i], U[i, R - j:K - j])
+                v += (gamma @ B_c[:, i])[:, None] * U[..., i, None, R - j:K - j]
     return v
 
 
@@ -162,12 +164,15 @@ def _simulator(A_c: np.ndarray, dt: float):
 
     def states(v: np.ndarray, x0: np.ndarray) -> np.ndarray:
         # modal coordinates xi = V^-1 x: xi_k = pole^k xi_0 + sum_{t < k} pole^(k-1-t) w_t
-        drive = np.empty((poles.size, v.shape[1]), dtype=complex)
-        drive[:, 0] = inverse @ x0
-        drive[:, 1:] = inverse @ v[:, :-1]
-        modes = np.stack([signal.lfilter([1.0], [1.0, -pole.real], row.real) if alone
-                          else signal.lfilter([1.0], [1.0, -pole], row)
-                          for pole, row, alone in zip(poles, drive, real, strict=True)])
+        # (v (n, T) and x0 (n,), or a batch of them (B, n, T), (B, n): one filter call per
+        # mode for the batch)
+        drive = np.empty(v.shape[:-2] + (poles.size, v.shape[-1]), dtype=complex)
+        drive[..., 0] = x0 @ inverse.T
+        drive[..., 1:] = inverse @ v[..., :-1]
+        modes = np.stack([signal.lfilter([1.0], [1.0, -pole.real], drive[..., j, :].real)
+                          if alone else signal.lfilter([1.0], [1.0, -pole], drive[..., j, :])
+                          for j, (pole, alone) in enumerate(zip(poles, real, strict=True))],
+                         axis=-2)
         return (weighted @ modes).real
     return states, family
 
@@ -176,18 +181,25 @@ def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: in
                ) -> tuple[list, list]:
     """Predicted outputs (T, ny) and states (n, T) of every experiment."""
     states_of, family = _simulator(A_c, dt)
+    modal = modes(A_c, MODAL_COND) is not None      # its states take batches (_simulator)
     steps, gamma_0, gamma_1 = family(np.clip(delays, 0.0, R * dt))
     pairs = list(zip(steps.astype(int).tolist(), gamma_0, gamma_1, strict=True))
     outputs, states = [], []
-    for e, (_, U) in enumerate(experiments):
-        X = states_of(_state_inputs(U, B_c, pairs, R), x0[e])
-        y = X.T @ C.T
-        if D is not None:
-            y = y + U[:, R:].T @ D.T
-        if offset is not None:
-            y = y + offset
-        outputs.append(y)
-        states.append(X)
+    for members in _batches([U.shape[1] - R for _, U in experiments]):
+        inputs = np.stack([experiments[e][1] for e in members])                  # (B, m, K)
+        v = _state_inputs(inputs, B_c, pairs, R)
+        if modal:
+            batch = states_of(v, x0[members])
+        else:
+            batch = [states_of(one, x0[e]) for one, e in zip(v, members, strict=True)]
+        for X, U in zip(batch, inputs, strict=True):
+            y = X.T @ C.T
+            if D is not None:
+                y = y + U[:, R:].T @ D.T
+            if offset is not None:
+                y = y + offset
+            outputs.append(y)
+            states.append(X)
     return outputs, states
 
 
