@@ -124,10 +124,7 @@ class Arrow:
     def _eliminated(self, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
         """Pseudo-inverses of the blocks (eigenvalues at most ``cutoff`` dropped) and the Schur
         complement of the common block."""
-        values, vectors = np.linalg.eigh(self.blocks)
-        keep = values > cutoff
-        inverse = (vectors * np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)[:, None, :]
-                   ) @ vectors.transpose(0, 2, 1)
+        inverse = _block_pinv(self.blocks, cutoff)
         schur = self.common - np.einsum("ecn,enk,edk->cd", self.coupling, inverse, self.coupling)
         return inverse, 0.5 * (schur + schur.T)
 
@@ -165,10 +162,7 @@ class Arrow:
         V_top, V_states = similarity[:c][free], similarity[c:].reshape(E, n, -1)
         coupling = self.coupling[:, free]
         largest = max(np.linalg.eigvalsh(self.blocks).max(initial=0.0), np.finfo(float).tiny)
-        values, vectors = np.linalg.eigh(self.blocks)
-        keep = values > np.finfo(float).eps * largest
-        inverse = (vectors * np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)[:, None, :]
-                   ) @ vectors.transpose(0, 2, 1)
+        inverse = _block_pinv(self.blocks, np.finfo(float).eps * largest)
         # Schur complement of [[N, V], [V^T, 0]] after the initial-state blocks
         stacked = np.concatenate([coupling.transpose(0, 2, 1), V_states], axis=2)  # (E, n, f+k)
         weighted = inverse @ stacked
@@ -181,11 +175,23 @@ class Arrow:
         system = 0.5 * (system + system.T)
         try:
             inverse_system = np.linalg.inv(system)
-        except np.linalg.LinAlgError:             # exactly singular: flat without a basis
-            inverse_system = np.linalg.pinv(system, hermitian=True)
+        except np.linalg.LinAlgError:
+            # exactly flat along a direction that is not a change of basis: floored at eps of
+            # the largest entry (as the dense eigenvalue floor did), so its variance is huge,
+            # never dropped to zero
+            system[:f, :f] += np.finfo(float).eps * np.abs(system).max() * np.eye(f)
+            inverse_system = np.linalg.inv(system)
         covariance = np.zeros((c, c))
         covariance[np.ix_(free, free)] = inverse_system[:f, :f]
         return 0.5 * (covariance + covariance.T)
+
+
+def _block_pinv(blocks: np.ndarray, cutoff: float) -> np.ndarray:
+    """Pseudo-inverses of symmetric blocks (E, n, n), eigenvalues at most ``cutoff`` dropped."""
+    values, vectors = np.linalg.eigh(blocks)
+    keep = values > cutoff
+    return (vectors * np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)[:, None, :]
+            ) @ vectors.transpose(0, 2, 1)
 
 
 def _cholesky_solve(factors: np.ndarray, right: np.ndarray) -> np.ndarray:

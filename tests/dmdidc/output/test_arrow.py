@@ -233,3 +233,19 @@ def test_no_factorization_grows_with_the_number_of_experiments(monkeypatch):
     few = _largest_factorized(monkeypatch, Ys[:4], Us[:4], dt)
     many = _largest_factorized(monkeypatch, Ys, Us, dt)
     assert few == many
+
+
+def test_an_exactly_flat_direction_gets_a_huge_variance_not_none():
+    """Right or loud: a parameter the data do not touch at all (not a change of basis, not
+    held) is reported as undetermined, never as known."""
+    rng = np.random.default_rng(3)
+    J = _arrow(rng, 4, 3, 2)
+    J[:, 1] = 0.0                                                # parameter 1: no effect
+    normal = J.T @ J
+    arrow = Arrow(normal[:4, :4].copy(), np.stack([normal[:4, 4 + 2 * e:6 + 2 * e]
+                                                   for e in range(3)]),
+                  np.stack([normal[4 + 2 * e:6 + 2 * e, 4 + 2 * e:6 + 2 * e] for e in range(3)]),
+                  np.zeros(10))
+    covariance = arrow.basis_free_inverse(np.zeros((10, 0)), np.zeros(4, dtype=bool))
+    others = np.delete(np.diag(covariance), 1)
+    assert covariance[1, 1] > 1e10 * others.max()
