@@ -10,7 +10,7 @@ microseconds per sample, the same for the long record, and their ratio (the best
 ``--repeat`` fits; CPU time, as the machine is shared).  A single record of 200 samples is too
 short for the subspace step (refused, loudly: the row says why).
 
-    python benchmarks/bench_output_experiments.py [--experiments 1 10 100 300 1000 3000]
+    python benchmarks/bench_output_many_experiments.py [--experiments 1 10 100 300 1000 3000]
         [--samples 200] [--repeat 1]
 """
 
