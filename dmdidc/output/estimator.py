@@ -42,7 +42,7 @@ from dmdidc.output.blocks import (
     structured_fit,
 )
 from dmdidc.output.bound_check import hidden_delay
-from dmdidc.output.checks import data_checks, finite_signal, warn_new, windowed
+from dmdidc.output.checks import UNEQUAL_NOISE, data_checks, finite_signal, warn_new, windowed
 from dmdidc.output.inputs import input_scale, pooled_spread, refuse_collinear_inputs
 from dmdidc.output.intervals import (
     DelayProfile,
@@ -119,13 +119,8 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
     return output_residuals(experiments, refined, dt, R)
 
 
-#: Largest ratio of two outputs' residual variances (outputs scaled by their spread) that one
-#: pooled noise variance may stand for; above it the fit is repeated with each output scaled
-#: by its residual standard deviation (:meth:`OutputDMDidc._solve`).  Equal noise scatters the
-#: ratio by a few per cent (K = 3000, 2 or 3 sensors at 30 dB: 1.00-1.07 on 12 plants); at 1.96
-#: the unweighted fit's intervals were as calibrated as the weighted one's, at 9 not
-#: (docs: *Unequal sensor noise and sensor offsets*; benchmarks/bench_output_unequal_noise.py).
-_UNEQUAL = 2.0
+#: (:data:`dmdidc.output.checks.UNEQUAL_NOISE`: one definition for outputs and experiments)
+_UNEQUAL = UNEQUAL_NOISE
 
 
 def _reissue(caught: list) -> None:
