@@ -69,7 +69,7 @@ from dmdidc.inference.residuals import (
 from dmdidc.trajectories import check_data
 
 __all__ = ["SCREENS", "UNEQUAL_NOISE", "data_checks", "finite_signal", "noise_levels",
-           "warn_new", "windowed"]
+           "relative_levels", "warn_new", "windowed"]
 
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
 SCREENS = ("feedback", "outliers")
@@ -86,10 +86,12 @@ UNEQUAL_NOISE = 2.0
 
 _NOISE_LEVELS_QUESTION = "do the experiments share each output's noise level?"
 _NOISE_LEVELS_REMEDY = (
-    "fit experiments of one noise level together, or give each the same weight per unit of "
-    "noise: divide each experiment's outputs and inputs by its relative level above "
-    "(the plant's gains and delays do not change when both are divided) and fit with "
-    "detrend='constant' (a common output offset would be divided too)")
+    "fit with detrend='constant' (each experiment's mean removed; the outputs' level is then "
+    "not kept): fit(...) then weighs each experiment by its level itself, dividing its "
+    "outputs and inputs by it (the plant's gains and delays do not change when both are "
+    "divided); it cannot about one offset common to the experiments, which the division "
+    "would split, nor can partial_fit, which streams the experiments before their levels are "
+    "known. Or fit experiments of one noise level together")
 
 _REMEDIES = {
     "feedback": "the inputs react to the outputs (closed-loop data), which biases output-error "
@@ -232,6 +234,42 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     if levels.failed:
         warn_new(levels.name, levels.message(), warned)
     return (*result, levels), outliers
+
+
+def relative_levels(pieces: list[np.ndarray]) -> np.ndarray:
+    """Each experiment's noise level relative to the quietest, from its residuals.
+
+    Parameters
+    ----------
+    pieces : list of ndarray, each (l, N_e)
+        The residuals of each experiment.
+
+    Returns
+    -------
+    ndarray, shape (E,)
+        Per experiment, the geometric mean over the outputs of its residual scale over the
+        smallest of that output's scales (1 for the quietest).  A piece of at least 30
+        residuals is scaled robustly (``1.4826 MAD`` about its median: an outlier does not
+        set its level), a shorter one by its root mean square.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pieces = [s * rng.standard_normal((2, 2000)) for s in (1.0, 10.0)]
+    >>> levels = relative_levels(pieces)
+    >>> float(levels[0]), bool(9 < levels[1] < 11)
+    (1.0, True)
+    """
+    scales = np.empty((len(pieces), pieces[0].shape[0]))
+    for p, e in enumerate(pieces):
+        if e.shape[1] >= _OWN_SCALE_SAMPLES:
+            centred = e - np.median(e, axis=1, keepdims=True)
+            scales[p] = 1.4826 * np.median(np.abs(centred), axis=1)
+        else:
+            scales[p] = np.sqrt(np.mean(e ** 2, axis=1))
+    tiny = np.finfo(float).tiny
+    scales = np.maximum(scales, tiny)
+    return np.exp(np.mean(np.log(scales / scales.min(axis=0)), axis=1))
 
 
 def noise_levels(analysis, *, applicable: bool = True) -> Check:

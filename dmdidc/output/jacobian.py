@@ -44,14 +44,21 @@ from dmdidc.discretization import split_delay
 from dmdidc.output.blocks import decaying_response, modes
 
 __all__ = ["HoldSensitivities", "line_basis", "normal_equations", "prediction_jacobian",
+           "trend_degree",
            "similarity_map"]
 
 
-def line_basis(length: int) -> np.ndarray:
-    """Orthonormal basis (length, 2) of the constant and the line over ``length`` samples (one
-    column for a single sample)."""
+def trend_degree(trend: bool | int) -> int:
+    """Columns of each experiment's trend: ``True`` (the line, ``detrend="linear"``) 2, an
+    integer itself (1: the constant of ``detrend="constant"``; 0 or ``False``: none)."""
+    return 2 if trend is True else int(trend)
+
+
+def line_basis(length: int, degree: int = 2) -> np.ndarray:
+    """Orthonormal basis (length, degree) of the constant and (``degree`` 2) the line over
+    ``length`` samples (one column for a single sample)."""
     k = np.arange(length, dtype=float)
-    basis = np.stack([np.ones(length), k - k.mean()], axis=1)[:, :min(length, 2)]
+    basis = np.stack([np.ones(length), k - k.mean()], axis=1)[:, :min(length, degree)]
     return basis / np.linalg.norm(basis, axis=0)
 
 
@@ -398,14 +405,14 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
 
 def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                      B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray],
-                     layout: dict, residuals: list[np.ndarray], lines: bool = False
+                     layout: dict, residuals: list[np.ndarray], lines: bool | int = False
                      ) -> tuple[np.ndarray, np.ndarray]:
     """``(J^T J, J^T r)`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
     (``residuals[e]`` (T, ny)), accumulated output by output: ``J`` itself (samples x
     parameters) is never formed, nor transposed into sample-major rows; they are accumulated
     for the reduced parameters and expanded (:func:`_reduction`).  ``lines``: each
     experiment's rows are projected off its constant and line first (the trends concentrated
-    out, :mod:`dmdidc.output.refine`).
+    out, :mod:`dmdidc.output.refine`; ``lines`` 1: the constant only).
     """
     reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
     ny = C.shape[0]
@@ -420,7 +427,7 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
         P, n = response.shape[1], h.shape[2]
         rows = np.empty((P + n + shared.shape[0], X.shape[1]))
         rows[P + n:] = shared
-        Q = line_basis(X.shape[1]) if lines else None
+        Q = line_basis(X.shape[1], trend_degree(lines)) if lines else None
         for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
             rows[:P], rows[P:P + n] = response[a], h[:, a].T
             # projected rows: the Jacobian of the residuals whose lines were concentrated out
