@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import ParameterError, SolverError
-from controllers.qp_solvers import QPOutcome
+from controllers.qp_solvers import QPOutcome, distant_bounds
 
 __all__ = ["CvxpySolver"]
 
@@ -87,10 +87,13 @@ class CvxpySolver:
         constraints = [self.x[:, 0] == self._x_param,
                        self.x[:, 1:] == plant.A_d @ self.x[:, :-1] + forcing]
         u_lo, u_hi = mpc._u_lo, mpc._u_hi
-        if u_lo is not None:
-            constraints.append(self.u >= np.outer(u_lo, np.ones(N)))
-        if u_hi is not None:
-            constraints.append(self.u <= np.outer(u_hi, np.ones(N)))
+        # distant bounds' rows divided by their magnitude, as for Clarabel called directly
+        # (DISTANT_BOUND_RATIO: through cvxpy too, a bound of 1e15 gave an 'optimal' move of 0)
+        given = [b for b in (u_lo, u_hi, mpc._x_lo, mpc._x_hi) if b is not None]
+        far = distant_bounds(np.concatenate(given)) if given else np.zeros(0, dtype=bool)
+        self._far = iter(np.split(far, np.cumsum([b.size for b in given])[:-1]) if given
+                         else [])
+        constraints += _bounded_rows(self.u, u_lo, u_hi, far=self._far)
         window = self.x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
         # the bounded signals: the states, or an output model's outputs C x (in deviations)
         bounded = window if mpc._bound_matrix is None else mpc._bound_matrix @ window
@@ -102,15 +105,11 @@ class CvxpySolver:
         objective = objective + cp.sum_squares(_factor(mpc.terminal_weight) @ terminal_state)
         x_lo, x_hi = mpc._x_lo, mpc._x_hi
         if x_lo is not None or x_hi is not None:
-            ones = np.ones(N)
-            slack: Any = 0
+            slack: Any = None
             if mpc.soft_state_constraints:
                 slack = cp.Variable(bounded.shape, nonneg=True, name="state_slack")
                 objective = objective + mpc.state_penalty * cp.sum(slack)
-            if x_lo is not None:
-                constraints.append(bounded >= np.outer(x_lo, ones) - slack)
-            if x_hi is not None:
-                constraints.append(bounded <= np.outer(x_hi, ones) + slack)
+            constraints += _bounded_rows(bounded, x_lo, x_hi, slack, far=self._far)
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
 
     def solve(self, p: np.ndarray) -> QPOutcome:
@@ -141,6 +140,38 @@ class CvxpySolver:
                          None if solver_time is None else float(solver_time),
                          inputs=self.u.value, states=self.x.value,
                          cost=None if self.problem.value is None else float(self.problem.value))
+
+
+def _bounded_rows(signals: Any, low: np.ndarray | None, high: np.ndarray | None,
+                  slack: Any = None, *, far: Any) -> list[Any]:
+    """``low <= signals <= high`` (shape (l, N), bounds (l,)), less ``slack`` of the same
+    shape if given, on the channels whose side is finite: an infinite side is no bound (cvxpy
+    would hand the infinity to the solver, which fails on it).  ``far`` yields, for each side
+    given in turn, the mask of its distant bounds, whose rows are divided by their
+    magnitude."""
+    import cvxpy as cp
+
+    rows = []
+    ones = np.ones(signals.shape[1])
+    for bound, sign in ((low, -1.0), (high, 1.0)):
+        if bound is None:
+            continue
+        distant = next(far)
+        kept = np.flatnonzero(np.isfinite(bound))
+        if not kept.size:
+            continue
+        every = kept.size == bound.size    # (a plain expression keeps the problem small)
+        part = signals if every else signals[kept, :]
+        if slack is not None:
+            part = part - sign * (slack if every else slack[kept, :])
+        level = bound[kept]
+        if distant.any():
+            scale = np.where(distant[kept], 1.0 / np.abs(np.where(distant, bound, 1.0))[kept],
+                             1.0)
+            part, level = cp.multiply(np.outer(scale, ones), part), level * scale
+        level = np.outer(level, ones)
+        rows.append(part >= level if sign < 0 else part <= level)
+    return rows
 
 
 def _factor(weight: np.ndarray) -> np.ndarray:
