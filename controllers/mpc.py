@@ -338,7 +338,8 @@ class DelayedMPC:
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
-        attributes); with ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
+        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``); with
+        ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
         ``solver`` picks cvxpy's solver (``"CLARABEL"``, default, or ``"OSQP"``).  A setting
         the solver does not have is refused.
 

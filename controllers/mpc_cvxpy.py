@@ -17,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import ParameterError, SolverError
-from controllers.qp_solvers import QPOutcome, distant_bounds
+from controllers.qp_solvers import ClarabelSolver, QPOutcome, distant_bounds
 
 __all__ = ["CvxpySolver"]
 
 #: Default options of the solvers cvxpy calls: OSQP with tight tolerances and polishing on every
-#: solve (input bounds to ~1e-9); Clarabel without presolve (so cvxpy can update it).
+#: solve (input bounds to ~1e-9); Clarabel without presolve (so cvxpy can update it) and with
+#: the tolerances of the direct path (ClarabelSolver.DEFAULTS: with Clarabel's own, soft-bound
+#: first moves came 2.9e-4 off the other solvers').
 _DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "OSQP": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 20000, "polishing": True},
-    "CLARABEL": {"presolve_enable": False},
+    "CLARABEL": {"presolve_enable": False, **ClarabelSolver.DEFAULTS},
 }
 
 

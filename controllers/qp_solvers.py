@@ -292,13 +292,18 @@ class ClarabelSolver:
     qp : MPCQuadraticProgram
         Sparse layout.
     options : dict
-        Clarabel settings (``clarabel.DefaultSettings`` attributes); presolve is disabled so
-        that the data can be updated.
+        Clarabel settings (``clarabel.DefaultSettings`` attributes; defaults ``tol_gap_abs =
+        tol_gap_rel = tol_feas = 1e-10``); presolve is disabled so that the data can be
+        updated.
     warm_start : bool
         Unused (an interior-point method starts from its own central point).
     """
 
     name = "CLARABEL"
+    #: Clarabel's own 1e-8 left soft-bound first moves up to 7e-5 off DAQP's (the penalty's
+    #: share of the cost); these: 1.2e-6 -> 1.2e-8 on 31 random problems, 11 % more
+    #: iterations
+    DEFAULTS = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
 
     def __init__(self, qp: MPCQuadraticProgram, options: dict[str, Any], *,
                  warm_start: bool) -> None:
@@ -310,7 +315,7 @@ class ClarabelSolver:
         settings.presolve_enable = False
         known = [name for name in dir(settings) if not name.startswith("_")]
         _check_options("CLARABEL", options, known)
-        for key, value in options.items():
+        for key, value in {**self.DEFAULTS, **options}.items():
             try:
                 setattr(settings, key, value)
             except (TypeError, ValueError) as exc:
@@ -347,7 +352,13 @@ class ClarabelSolver:
     def solve(self, p: np.ndarray) -> QPOutcome:
         """Solve at parameter ``p``."""
         lower, upper = self._qp.bounds(p)
-        self._solver.update(q=self._qp.cost_vector(p) / self._scale, b=self._b(lower, upper))
+        b = self._b(lower, upper)
+        # Solved in v / size, size the constraint vector's largest entry (so the objective
+        # over size^2: q / size, the same H): the same minimizer.  Unscaled, a plan riding a
+        # state bound at 1e4 with R = 1e3 (multipliers of 1e7) was reported PrimalInfeasible
+        # (a 2-state plant, x_0 = 3e4, x_max = 2e4; DAQP and OSQP solved it)
+        size = max(1.0, float(np.abs(b[:len(self._equal)]).max(initial=0.0)))
+        self._solver.update(q=self._qp.cost_vector(p) / (self._scale * size), b=b / size)
         start = time.perf_counter()
         solution = self._solver.solve()
         elapsed = time.perf_counter() - start
@@ -356,7 +367,7 @@ class ClarabelSolver:
                   "PrimalInfeasible": "infeasible", "AlmostPrimalInfeasible": "infeasible",
                   "MaxIterations": "user_limit", "MaxTime": "user_limit"}.get(
                       word, f"error: Clarabel status {word!r}")
-        v = np.array(solution.x) if status.startswith("optimal") else None
+        v = size * np.array(solution.x) if status.startswith("optimal") else None
         return QPOutcome(v, status, int(solution.iterations), elapsed)
 
 
