@@ -335,6 +335,16 @@ class DelayedMPC:
         The result's ``status`` always records it, and the input bounds are checked in every
         case.  Every other non-optimal status (infeasible,
         unbounded, ``user_limit``, solver error) raises :class:`SolverError`.
+    cvxpy_extension : callable, optional
+        Costs and constraints of one's own, with ``solver="CVXPY"`` (refused otherwise):
+        ``cvxpy_extension(u, x) -> (cost, constraints)`` is called once, when the problem is
+        built (and again for a copy or :meth:`with_model`), with the cvxpy variables ``u``,
+        shape (m, N), the moves ``u_k .. u_{k+N-1}``, and ``x``, shape (n, w + N + 1), the
+        predicted states ``x_k .. x_{k+w+N}`` (deviations from the operating point, if the
+        model has one); ``cost`` (a scalar cvxpy expression, or 0) is added to the objective
+        and ``constraints`` (a list) to the constraints, and every step solves the extended
+        problem (:attr:`problem`).  The result is still checked against the bounds.  The
+        function must be picklable for the controller to be (a module-level function).
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
@@ -436,7 +446,9 @@ class DelayedMPC:
                  output_offset: Any = None,
                  soft_state_constraints: bool = False, state_penalty: float | None = None,
                  solver: str = "auto", warm_start: bool = True, inaccurate: str = "warn",
-                 solver_options: dict[str, Any] | None = None) -> None:
+                 solver_options: dict[str, Any] | None = None,
+                 cvxpy_extension: Callable[[Any, Any], tuple[Any, list[Any]]] | None = None
+                 ) -> None:
         plant = as_plant(model)
         n, m = plant.n_states, plant.n_inputs
         self.horizon = check_integer("horizon", horizon, minimum=1)
@@ -486,6 +498,16 @@ class DelayedMPC:
             raise ParameterError(f"solver_options must be a dict or None; got "
                                  f"{type(solver_options).__name__}")
         self.solver_options = dict(solver_options or {})
+        if cvxpy_extension is not None and not callable(cvxpy_extension):
+            raise ParameterError(f"cvxpy_extension must be a function (u, x) -> (cost, "
+                                 f"constraints); got {type(cvxpy_extension).__name__}")
+        if cvxpy_extension is not None and str(solver).lower() != "cvxpy":
+            # the direct solvers solve a QP built from the documented cost: the extension
+            # would do nothing there, silently
+            raise ParameterError(f"cvxpy_extension adds to the cvxpy problem, which only "
+                                 f"solver='CVXPY' solves; got solver={solver!r}: pass "
+                                 f"solver='CVXPY' or leave cvxpy_extension out")
+        self.cvxpy_extension = cvxpy_extension
         self._n, self._m = n, m
         self._requested = (solver, P)      # re-resolved for every model (with_model)
         self._design(plant, outputs)
@@ -811,9 +833,9 @@ class DelayedMPC:
         """The parametrized cvxpy problem (built on first access, then the same object).
 
         Variables ``u`` (m, N) and ``x`` (n, w + N + 1), parameters ``x_k`` and ``u_history``;
-        DPP-compliant.  With ``solver="CVXPY"`` it is the problem the controller solves; add
-        costs or constraints on a copy (``cvxpy.Problem(problem.objective + extra,
-        problem.constraints + more)``).
+        DPP-compliant.  With ``solver="CVXPY"`` it is the problem the controller solves,
+        with the terms of ``cvxpy_extension``; to solve a variant by hand, build it on a copy
+        (``cvxpy.Problem(problem.objective + extra, problem.constraints + more)``).
         """
         if self._cvxpy is None:
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for

@@ -3,10 +3,11 @@ of the user's own).
 
 The problem is built once, with ``cp.Parameter`` objects for ``x_k`` and the input history, and
 is DPP-compliant, so each step only updates two parameter values and re-solves (cvxpy caches
-its parameter-to-data map after the first solve).  A user who adds terms builds
-``cp.Problem(problem.objective + extra, problem.constraints + more)`` on the same variables and
-parameters.  Slower than the direct solvers of :mod:`controllers.qp_solvers` (cvxpy
-re-canonicalizes at every solve), and kept for that flexibility and as a reference.
+its parameter-to-data map after the first solve).  Terms of the user's own enter through
+``DelayedMPC(..., cvxpy_extension=f)``: ``f(u, x) -> (cost, constraints)`` on the same
+variables, applied when the problem is built.  Slower than the direct solvers of
+:mod:`controllers.qp_solvers` (cvxpy re-canonicalizes at every solve), and kept for that
+flexibility and as a reference.
 """
 
 from __future__ import annotations
@@ -112,7 +113,15 @@ class CvxpySolver:
                 slack = cp.Variable(bounded.shape, nonneg=True, name="state_slack")
                 objective = objective + mpc.state_penalty * cp.sum(slack)
             constraints += _bounded_rows(bounded, x_lo, x_hi, slack, far=self._far)
+        extension = getattr(mpc, "cvxpy_extension", None)
+        if extension is not None:
+            cost, more = _extension(extension, self.u, self.x)
+            objective, constraints = objective + cost, constraints + more
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
+        if extension is not None and not self.problem.is_dcp():
+            raise ParameterError("cvxpy_extension made the MPC problem non-convex (not DCP: "
+                                 "cvxpy cannot solve it): its cost must be convex and its "
+                                 "constraints convex (affine equalities, convex <= concave)")
 
     def solve(self, p: np.ndarray) -> QPOutcome:
         """Solve at ``p = [x_k, committed inputs (time-major)]``."""
@@ -142,6 +151,27 @@ class CvxpySolver:
                          None if solver_time is None else float(solver_time),
                          inputs=self.u.value, states=self.x.value,
                          cost=None if self.problem.value is None else float(self.problem.value))
+
+
+def _extension(extension: Any, u: Any, x: Any) -> tuple[Any, list[Any]]:
+    """``(cost, constraints)`` of the user's ``cvxpy_extension(u, x)``, checked."""
+    import cvxpy as cp
+
+    found = extension(u, x)
+    if not (isinstance(found, tuple) and len(found) == 2):
+        raise ParameterError(f"cvxpy_extension(u, x) must return (cost, constraints); got "
+                             f"{type(found).__name__}")
+    cost, more = found
+    if isinstance(cost, (int, float)) and cost == 0:
+        cost = 0.0
+    elif not (isinstance(cost, cp.Expression) and cost.is_scalar()):
+        raise ParameterError(f"cvxpy_extension's cost must be a scalar cvxpy expression or "
+                             f"0; got {type(cost).__name__}")
+    if not isinstance(more, (list, tuple)) or not all(
+            isinstance(c, cp.constraints.constraint.Constraint) for c in more):
+        raise ParameterError("cvxpy_extension's constraints must be a list of cvxpy "
+                             "constraints (e.g. [u[:, 0] <= 0.5])")
+    return cost, list(more)
 
 
 def _bounded_rows(signals: Any, low: np.ndarray | None, high: np.ndarray | None,
