@@ -479,9 +479,14 @@ class DelayedMPC:
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
         self.soft_state_constraints = bool(soft_state_constraints)
-        if soft_state_constraints and x_min is None and x_max is None and not bounds_y:
+        # (an infinite entry bounds nothing: soft bounds that are all infinite would soften
+        # nothing, silently)
+        if soft_state_constraints and not any(
+                b is not None and np.isfinite(b).any()
+                for b in (self.x_min, self.x_max, self.y_min, self.y_max)):
             raise ParameterError("soft_state_constraints needs state bounds (x_min and/or "
-                                 "x_max) or output bounds (y_min and/or y_max) to soften")
+                                 "x_max) or output bounds (y_min and/or y_max) to soften, "
+                                 "finite in some component")
         if state_penalty is not None and not soft_state_constraints:
             raise ParameterError("state_penalty weighs the slack of soft_state_constraints; "
                                  "set soft_state_constraints=True or leave it out")

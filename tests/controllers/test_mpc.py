@@ -308,6 +308,8 @@ def test_bad_horizon(plant, horizon):
     # settings that would change nothing are refused, not ignored
     (dict(soft_state_constraints=True), ParameterError,
      "soft_state_constraints needs state bounds"),
+    (dict(soft_state_constraints=True, x_min=-np.inf, x_max=[np.inf, np.inf]),
+     ParameterError, "finite in some component"),
     (dict(x_max=1.0, state_penalty=100.0), ParameterError,
      "state_penalty weighs the slack of soft_state_constraints"),
     (dict(warm_start="yes"), ParameterError, "warm_start"),
