@@ -111,6 +111,7 @@ from dmdidc.table_text import (
     is_missing,
     missing_cells,
     parse_header,
+    separators,
     split_cells,
 )
 from dmdidc.time_column import (
@@ -314,6 +315,7 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             bad_lines: str, say: Callable[[str], None], tolerance: float) -> Iterator[Chunk]:
     """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
     stream, restart, tally, comment = None, False, Counter(), None
+    header = None                      # a header of two separators, until its first row
 
     def ready_chunks() -> Iterator[Chunk]:
         nonlocal restart
@@ -327,16 +329,20 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 stream.finish()                          # the old stream's rows first
                 yield from ready_chunks()
             say(f"{name}: {batch}; reading it as a new stream from its first line")
-            stream, restart = None, True
+            stream, restart, header = None, True, None
             continue
         for number, text in batch:
             if is_comment(text):                         # as the batch readers skip them
-                comment = (number, text) if stream is None else None  # numpy.savetxt's header
-                continue
+                comment = ((number, text) if stream is None and header is None else None)
+                continue                                 # (numpy.savetxt's header)
             if stream is None and comment and (found := commented_header([comment[1]], text)):
                 say(f"{name}: {commented_header_note(comment[0])}")
-                stream = _Stream(columns, columns.resolve(found[1], comment[0]), found[1],
-                                 name, dt, bad_lines, say, tolerance, tally)
+                stream = _Stream(columns, columns.resolve(found[1], comment[0], text),
+                                 found[1], name, dt, bad_lines, say, tolerance, tally)
+            elif stream is None and header is not None:  # its first row tells the separator
+                stream = _Stream(columns, columns.resolve(header[1], header[0], text),
+                                 header[1].strip(), name, dt, bad_lines, say, tolerance, tally)
+                header = None
             comment = None
             if stream is not None and text.strip() == stream.header:
                 stream.finish()
@@ -344,6 +350,9 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 say(f"{name} line {number} repeats the header: the writer restarted; "
                     f"reading a new stream from there")
                 stream, restart = None, True
+            if stream is None and len(separators(text)) > 1:
+                header = (number, text)                  # as the batch readers decide it
+                continue
             if stream is None:
                 stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
                                  dt, bad_lines, say, tolerance, tally)
@@ -362,6 +371,9 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
         yield from ready_chunks()
+    if stream is None and header is not None:            # a header and no row
+        stream = _Stream(columns, columns.resolve(header[1], header[0]), header[1].strip(),
+                         name, dt, bad_lines, say, tolerance, tally)
     if stream is not None:                               # fewer lines than it waited for
         stream.finish()
         yield from ready_chunks()
@@ -493,9 +505,10 @@ class _Columns:
         self.clock: IsoStamps | None = None       # ISO 8601 stamps: their clock, once read
         self.numeric = False                      # numeric stamps were read
 
-    def resolve(self, header: str, number: int) -> dict | None:
-        """The columns of a stream with this header (None: the first rows decide them)."""
-        names, units, delimiter = parse_header(header, f"{self.source} line {number}")
+    def resolve(self, header: str, number: int, row: str | None = None) -> dict | None:
+        """The columns of a stream with this header (None: the first rows decide them);
+        ``row``: its first row, which decides between two separators of the header."""
+        names, units, delimiter = parse_header(header, f"{self.source} line {number}", row)
         # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column.
         # The parsed header tells it (its last name empty), not the raw text: a trailing tab
         # is white space to str.rstrip, and was read as a column '' of lost samples

@@ -17,7 +17,9 @@ table's text by these rules, so a file reads to the same cells whichever reads i
   number) the first line is one unless one of its cells is a number or all are missing-value
   marks.  Repeated names are refused.
 * **Separator.**  Decided once, from the first line: ``;`` if it holds one (outside quotes),
-  else ``,``, else a tab, else runs of spaces.  With ``;`` or tabs a first row written with
+  else ``,``, else a tab, else runs of spaces.  A header that holds two of them (``T1, inside``
+  in a table separated by tabs, ``T; outside`` in one separated by ``,``) is split by the
+  first that gives it as many cells as the first row.  With ``;`` or tabs a first row written with
   decimal commas (``20,5``) is refused naming the separator; ``.`` is the decimal mark.  In a
   table separated by spaces an ISO 8601 stamp written with a space (``2026-11-28 00:47:19``)
   is one cell.
@@ -46,7 +48,7 @@ from _toolbox.errors import DimensionError, ParameterError
 __all__ = ["MISSING_CELLS", "TableText", "commented_header", "commented_header_note",
            "decode_text", "empty_columns_note", "find_delimiter",
            "is_comment", "is_decimal_comma", "is_missing", "missing_cells", "parse_header",
-           "read_table_text", "split_cells", "split_unit"]
+           "read_table_text", "separators", "split_cells", "split_unit"]
 
 #: Cells (any case) that are a missing sample, as loggers and spreadsheets write them; shared by
 #: every reader of a data file.
@@ -119,16 +121,30 @@ def decode_text(data: bytes) -> tuple[str, str]:
                       f"say so")
 
 
-def find_delimiter(line: str) -> str | None:
-    """The separator of a table whose first line is ``line`` (None: runs of spaces).
+def separators(line: str) -> list[str]:
+    """The separators ``;``, ``,`` and tab that ``line`` holds outside quotes, in the order
+    they are tried (a separator inside a quoted name is none)."""
+    bare = _QUOTED.sub("", line)
+    return [d for d in (";", ",", "\t") if d in bare]
+
+
+def find_delimiter(line: str, row: str | None = None) -> str | None:
+    """The separator of a table whose first line is ``line`` (None: runs of spaces); ``row``,
+    the first row after a header, decides between two separators of the header (module notes).
 
     Examples
     --------
     >>> find_delimiter('"T; out",x'), find_delimiter("0;20,5"), find_delimiter("t  x")
     (',', ';', None)
+    >>> find_delimiter("time\\tT1, inside\\tu", "0\\t20.5\\t1")
+    '\\t'
     """
-    bare = _QUOTED.sub("", line)             # a separator inside a quoted name is none
-    return next((d for d in (";", ",", "\t") if d in bare), None)
+    found = separators(line)
+    if row is not None and len(found) > 1:
+        # a name that holds another separator: the one that splits header and row alike
+        return next((d for d in found
+                     if len(split_cells(line, d)) == len(split_cells(row, d))), found[0])
+    return found[0] if found else None
 
 
 def split_cells(line: str, delimiter: str | None) -> list[str]:
@@ -153,9 +169,10 @@ def split_unit(cell: str) -> tuple[str, str]:
     return name, unit or ""
 
 
-def parse_header(line: str, source: str) -> tuple[list[str], list[str], str | None]:
-    """Names, units and separator of a header line (module notes); ``source`` names the file
-    in messages.
+def parse_header(line: str, source: str, row: str | None = None
+                 ) -> tuple[list[str], list[str], str | None]:
+    """Names, units and separator of a header line (module notes); ``row``: the first row
+    after it, if read (:func:`find_delimiter`); ``source`` names the file in messages.
 
     Raises
     ------
@@ -163,7 +180,7 @@ def parse_header(line: str, source: str) -> tuple[list[str], list[str], str | No
         Repeated column names.
     """
     line = line.lstrip(_BOM)
-    delimiter = find_delimiter(line)
+    delimiter = find_delimiter(line, row)
     parsed = [split_unit(cell) for cell in split_cells(line, delimiter)]
     names, units = [n for n, _ in parsed], [u for _, u in parsed]
     repeated = sorted({n for n in names if n and names.count(n) > 1})
@@ -277,8 +294,10 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
         header = not _numbers(first)
     names = None
     if header:
-        parse_header(numbered[0][1], source)            # refuses repeated names
-        names, numbered = first, numbered[1:]
+        # refuses repeated names; the first row decides between two separators of the header
+        _, _, delimiter = parse_header(numbered[0][1], source,
+                                       numbered[1][1] if len(numbered) > 1 else None)
+        names, numbered = split_cells(numbered[0][1], delimiter), numbered[1:]
     if not numbered:
         raise ParameterError(f"{source} has a header line and no row; expected a row per "
                              f"sample after it")

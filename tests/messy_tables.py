@@ -63,6 +63,11 @@ def cases() -> list[Case]:
         Case("quoted header", _table(header=[f'"{n}"' for n in _NAMES]).encode()),
         Case("quoted name with a separator", _table(header=["time", '"T1, inner"', "T2",
                                                               "heater"]).encode()),
+        # a name holding another separator, unquoted: the first row tells which separates
+        Case("comma in a name, tabs", _table("\t", header=["time", "T1, inside", "T2",
+                                                              "heater"]).encode()),
+        Case("semicolon in a name", _table(header=["time", "T1; inside", "T2",
+                                                   "heater"]).encode()),
         Case("quoted cells", _table(cell=lambda v: f'"{v!r}"').encode()),
         Case("units", _table(header=["time [s]", "T1 [degC]", "T2 [degC]", "heater [kW]"])
              .encode()),
