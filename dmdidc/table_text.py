@@ -6,7 +6,8 @@ table's text by these rules, so a file reads to the same cells whichever reads i
 
 * **Encoding.**  UTF-8, with or without the byte-order mark Excel writes ("CSV UTF-8");
   a file that is not UTF-8 is read as Windows-1252 (what Excel and Windows loggers write:
-  ``T [°C]``), with a note.
+  ``T [°C]``), with a note; one that starts with the mark is UTF-8 by its word (a stray byte
+  is replaced, with a note).
 * **Lines.**  Blank lines and ``#`` comment lines (a logger's preamble, a note between rows)
   are skipped; messages name the file's own line numbers.  A row that starts with ``#N/A``
   (Excel's missing value) is no comment.
@@ -35,6 +36,7 @@ table's text by these rules, so a file reads to the same cells whichever reads i
 
 from __future__ import annotations
 
+import codecs
 import csv
 import re
 from dataclasses import dataclass
@@ -104,21 +106,31 @@ def is_comment(line: str) -> bool:
 
 def decode_text(data: bytes) -> tuple[str, str]:
     """The text of a file's ``data`` and a note ("" for UTF-8): UTF-8 without its byte-order
-    mark, else Windows-1252 (module notes).
+    mark, else Windows-1252 (module notes).  A file that starts with the mark is UTF-8 by its
+    own word: a byte that is not (a logger's comment appended in another encoding) is
+    replaced, with a note.
 
     Examples
     --------
     >>> decode_text("T [°C]".encode("latin-1"))[0]
     'T [°C]'
+    >>> decode_text(codecs.BOM_UTF8 + "T [°C]\\n# 23".encode() + b"\\xb0C")[0]
+    'T [°C]\\n# 23\ufffdC'
     """
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
+        where = f"byte {exc.object[exc.start]:#04x} at {exc.start + len(data) - len(exc.object)}"
+        if data.startswith(codecs.BOM_UTF8):
+            # read as Windows-1252, the mark joined the first name ('ï»¿time') and every
+            # UTF-8 degree sign read as two characters
+            return (data[len(codecs.BOM_UTF8):].decode("utf-8", errors="replace"),
+                    f"not all UTF-8 ({where}), though it starts with UTF-8's byte-order "
+                    f"mark: read as UTF-8, each such byte read as '\ufffd'")
         # Windows' own encoding: a degree sign in a unit read as two characters or refused
-        text = data.decode("cp1252", errors="replace").removeprefix(_BOM)
-        return text, (f"not UTF-8 (byte {data[exc.start]:#04x} at {exc.start}): read as "
-                      f"Windows-1252, as Excel and Windows loggers write; save as UTF-8 to "
-                      f"say so")
+        return data.decode("cp1252", errors="replace"), (
+            f"not UTF-8 ({where}): read as Windows-1252, as Excel and Windows loggers write; "
+            f"save as UTF-8 to say so")
 
 
 def separators(line: str) -> list[str]:

@@ -80,6 +80,8 @@ def cases() -> list[Case]:
              .encode()),
         Case("blank lines", plain.replace("\n3,", "\n\n3,", 1).encode()),
         Case("trailing spaces", plain.replace("\n", "  \n").encode()),
+        # Excel's CSV UTF-8 with a comment appended in Windows-1252: the mark says UTF-8
+        Case("bom and a stray byte", ("\ufeff" + plain).encode() + b"# ambient 23\xb0C\n"),
         Case("latin-1 degree", _table(header=["time", "T1 [°C]", "T2 [°C]", "heater"])
              .encode("latin-1")),
         Case("excel trailing delimiter", _table().replace("\n", ",\n").encode()),

@@ -87,3 +87,17 @@ def test_the_follower_reads_a_file_as_the_batch_reader(tmp_path, case):
         return fields["X"], fields["U"], fields["dt"], fields["state_names"]
 
     _assert_same(_read(batch), _read(follow))
+
+
+def test_a_stray_byte_in_a_utf8_file_with_its_mark_is_named_and_replaced(tmp_path):
+    """The byte-order mark says UTF-8: a byte that is not (a comment appended in Windows-1252)
+    is replaced, not the file re-read as Windows-1252 (the mark joined the first name); the
+    note names that byte and its place in the file."""
+    path = tmp_path / "log.csv"
+    data = b"\xef\xbb\xbftime,T [\xc2\xb0C],heater\n0,20.5,1\n1,21,0\n# ambient 23\xb0C\n"
+    path.write_bytes(data)
+    with pytest.warns(UserWarning) as caught:
+        loaded = read_data(path, inputs=["heater"])
+    assert loaded.state_names == ("T",) and loaded.state_units == ("°C",)
+    note = " ".join(str(w.message) for w in caught)
+    assert f"byte 0xb0 at {data.rindex(bytes([0xB0]))}" in note
