@@ -405,7 +405,7 @@ class _Tail:
         stat = os.fstat(handle.fileno())
         self.handle, self.identity = handle, (stat.st_dev, stat.st_ino)
         self.offset, self.pending, self.tail, self.line = 0, b"", b"", 0
-        self.decoded = False                       # the encoding's note is said once a stream
+        self.decoded = False                       # the encoding's note, said once a file
         return True
 
     def batches(self) -> Iterator[list[tuple[int, str]] | str]:
@@ -474,10 +474,11 @@ class _Tail:
         end = self.pending.rfind(b"\n") + 1        # a torn last line waits for its newline
         complete, self.pending = self.pending[:end], self.pending[end:]
         lines = []
-        decoded, note = decode_text(complete)    # the batch readers' encoding rule
+        # the batch readers' encoding rule, said at the first new lines that need it
+        decoded, note = decode_text(complete, self.offset - len(self.pending) - len(complete))
         if note and not self.decoded:
             self.say(f"{self.path.name}: {note}")
-        self.decoded = True
+            self.decoded = True
         for text in decoded.split("\n")[:-1]:
             self.line += 1
             if text.strip():                       # (comments are skipped by the reader)

@@ -6,8 +6,8 @@ table's text by these rules, so a file reads to the same cells whichever reads i
 
 * **Encoding.**  UTF-8, with or without the byte-order mark Excel writes ("CSV UTF-8");
   a file that is not UTF-8 is read as Windows-1252 (what Excel and Windows loggers write:
-  ``T [°C]``), with a note; one that starts with the mark is UTF-8 by its word (a stray byte
-  is replaced, with a note).
+  ``T [°C]``), with a note: byte by byte, so that a UTF-8 header with a comment appended in
+  Windows-1252 reads as written, whole or line by line.
 * **Lines.**  Blank lines and ``#`` comment lines (a logger's preamble, a note between rows)
   are skipped; messages name the file's own line numbers.  A row that starts with ``#N/A``
   (Excel's missing value) is no comment.
@@ -59,6 +59,7 @@ _BOM = "\ufeff"                       # the UTF-8 byte-order mark Excel writes (
 _DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+(?:[eE][+-]?\d+)?$")
 _HEADER = re.compile(r"^\s*(.*?)\s*(?:\[(.*)\])?\s*$")
 _QUOTED = re.compile(r'"[^"]*"')
+_UTF8_PAIR = re.compile(rb"[\xc2-\xf4][\x80-\xbf]")    # a lead byte and a continuation
 # a date, spaces, a time of day: one ISO 8601 stamp written with a space instead of 'T'
 _SPACED_STAMP = re.compile(r"(\d{4}-\d{2}-\d{2}) +(?=\d{2}:\d{2})")
 _SEPARATORS = {";": "';'", ",": "','", "\t": "tabs", None: "spaces"}
@@ -104,33 +105,43 @@ def is_comment(line: str) -> bool:
     return text.startswith("#") and text[:4].lower() != "#n/a"
 
 
-def decode_text(data: bytes) -> tuple[str, str]:
+def _windows_1252(error: UnicodeDecodeError) -> tuple[str, int]:
+    """The bytes that are not UTF-8, read as Windows-1252 (a codecs error handler)."""
+    return error.object[error.start:error.end].decode("cp1252", errors="replace"), error.end
+
+
+codecs.register_error("dmdidc.windows-1252", _windows_1252)
+
+
+def decode_text(data: bytes, offset: int = 0) -> tuple[str, str]:
     """The text of a file's ``data`` and a note ("" for UTF-8): UTF-8 without its byte-order
-    mark, else Windows-1252 (module notes).  A file that starts with the mark is UTF-8 by its
-    own word: a byte that is not (a logger's comment appended in another encoding) is
-    replaced, with a note.
+    mark, and a byte that is not UTF-8 read as Windows-1252 (module notes).  ``offset``: where
+    ``data`` starts in the file (a follower's new lines), for the note's byte position.
+
+    Byte by byte, so that a file reads to the same text whole or in pieces (the follower's):
+    a UTF-8 header and a comment appended in Windows-1252 read as written.
 
     Examples
     --------
-    >>> decode_text("T [°C]".encode("latin-1"))[0]
+    >>> decode_text("T [°C]".encode("cp1252"))[0]
     'T [°C]'
     >>> decode_text(codecs.BOM_UTF8 + "T [°C]\\n# 23".encode() + b"\\xb0C")[0]
-    'T [°C]\\n# 23\ufffdC'
+    'T [°C]\\n# 23°C'
     """
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        where = f"byte {exc.object[exc.start]:#04x} at {exc.start + len(data) - len(exc.object)}"
-        if data.startswith(codecs.BOM_UTF8):
-            # read as Windows-1252, the mark joined the first name ('ï»¿time') and every
-            # UTF-8 degree sign read as two characters
-            return (data[len(codecs.BOM_UTF8):].decode("utf-8", errors="replace"),
-                    f"not all UTF-8 ({where}), though it starts with UTF-8's byte-order "
-                    f"mark: read as UTF-8, each such byte read as '\ufffd'")
-        # Windows' own encoding: a degree sign in a unit read as two characters or refused
-        return data.decode("cp1252", errors="replace"), (
-            f"not UTF-8 ({where}): read as Windows-1252, as Excel and Windows loggers write; "
-            f"save as UTF-8 to say so")
+        # the whole file as Windows-1252 read Excel's byte-order mark into the first name
+        # ('ï»¿time') and each UTF-8 degree sign as two characters
+        where = offset + exc.start + len(data) - len(exc.object)
+        data = data.removeprefix(codecs.BOM_UTF8)
+        # without a UTF-8 sequence of two bytes or more, byte by byte is Windows-1252 whole
+        # (which is 25 times as fast: a degree sign in each of a million rows took 0.8 s)
+        text = (data.decode("utf-8", errors="dmdidc.windows-1252") if _UTF8_PAIR.search(data)
+                else data.decode("cp1252", errors="replace"))
+        return text, (f"not UTF-8 (byte {exc.object[exc.start]:#04x} at {where}): such bytes "
+                      f"read as Windows-1252, as Excel and Windows loggers write; save as "
+                      f"UTF-8 to say so")
 
 
 def separators(line: str) -> list[str]:

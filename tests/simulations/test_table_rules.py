@@ -89,10 +89,11 @@ def test_the_follower_reads_a_file_as_the_batch_reader(tmp_path, case):
     _assert_same(_read(batch), _read(follow))
 
 
-def test_a_stray_byte_in_a_utf8_file_with_its_mark_is_named_and_replaced(tmp_path):
-    """The byte-order mark says UTF-8: a byte that is not (a comment appended in Windows-1252)
-    is replaced, not the file re-read as Windows-1252 (the mark joined the first name); the
-    note names that byte and its place in the file."""
+def test_a_stray_byte_in_a_utf8_file_is_named_and_read_alone(tmp_path):
+    """A byte that is not UTF-8 (a comment appended in Windows-1252) is read as Windows-1252
+    alone, not the whole file (Excel's byte-order mark joined the first name, 'ï»¿time', and
+    the UTF-8 degree sign read as 'Â°'); the note names that byte and its place in the
+    file."""
     path = tmp_path / "log.csv"
     data = b"\xef\xbb\xbftime,T [\xc2\xb0C],heater\n0,20.5,1\n1,21,0\n# ambient 23\xb0C\n"
     path.write_bytes(data)
