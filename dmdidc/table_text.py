@@ -333,6 +333,12 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
         if len(row) != width:
             trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
                         if len(row) == width + 1 and not row[-1].strip() else "")
+            if names is None and width == len(row) + 1 and not rows[0][-1].strip():
+                # the first row is the odd one: blaming every later row named the wrong line
+                raise DimensionError(f"{source} line {numbered[0][0]} ends in a trailing "
+                                     f"{delimiter!r} (an empty last value) and line {k} does "
+                                     f"not: {numbered[0][1].strip()[:80]!r}; expected one "
+                                     f"value per column, nothing after the last")
             raise DimensionError(f"{source} line {k} has {len(row)} cells; "
                                  f"{'the header' if names is not None else 'the first row'} "
                                  f"has {width}{trailing}: {line.strip()[:80]!r}")
