@@ -758,8 +758,9 @@ class _Stream:
         empty = tuple(c for c, name in enumerate(names)
                       if not name and len(kept) and missing_cells(cells[:, c]).all())
         if empty:
-            self.say(f"{self.source}: " + empty_columns_note(list(empty), len(names),
-                                                             repr(self.choice.delimiter)))
+            self.say(f"{self.source}: " + empty_columns_note(
+                list(empty), len(names), repr(self.choice.delimiter),
+                bool((cells[:, list(empty)] == "").all())))
         self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))),
                                           words, {c: str(cells[bad[c], c]) for c in words},
                                           empty=empty)

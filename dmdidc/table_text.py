@@ -213,9 +213,17 @@ def parse_header(line: str, source: str, row: str | None = None
     return names, units, delimiter
 
 
-def empty_columns_note(columns: list[int], width: int, delimiter: str) -> str:
-    """The note of columns without a name whose every cell is empty, left out (0-based
-    ``columns`` of ``width``): a spreadsheet ends every line in the separator."""
+def empty_columns_note(columns: list[int], width: int, delimiter: str,
+                       blank: bool = True) -> str:
+    """The note of columns without a name whose every cell is missing, left out (0-based
+    ``columns`` of ``width``): a spreadsheet ends every line in the separator; ``blank``:
+    every cell is empty (else some hold a missing-value mark, ``nan``)."""
+    if not blank:
+        which = "the last column" if columns == [width - 1] else (
+            f"column{'s' if len(columns) > 1 else ''} {', '.join(str(c + 1) for c in columns)}")
+        verb = "have" if len(columns) > 1 else "has"
+        return (f"{which} {verb} no name and no value (missing-value marks only): no signal, "
+                f"left out")
     if columns == [width - 1]:
         which, why = "the last column", f"each line ends in {delimiter}, as spreadsheets write"
         verb = "has"
@@ -358,7 +366,8 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
              if names is not None else
              [width - 1] if width > 1 and not any(cells[:, -1]) else [])
     if empty:
-        notes.append(empty_columns_note(empty, width, repr(delimiter)))
+        notes.append(empty_columns_note(empty, width, repr(delimiter),
+                                        bool((cells[:, empty] == "").all())))
         kept = [c for c in range(width) if c not in empty]
         cells = cells[:, kept]
         names = None if names is None else [names[c] for c in kept]

@@ -102,3 +102,20 @@ def test_a_stray_byte_in_a_utf8_file_is_named_and_read_alone(tmp_path):
     assert loaded.state_names == ("T",) and loaded.state_units == ("°C",)
     note = " ".join(str(w.message) for w in caught)
     assert f"byte 0xb0 at {data.rindex(bytes([0xB0]))}" in note
+
+
+@pytest.mark.parametrize(("cell", "said"), [("", "every cell empty"),
+                                             ("nan", "missing-value marks only")])
+def test_a_column_without_a_name_or_a_value_is_said_as_it_is(tmp_path, cell, said):
+    """A column of 'nan' was said to have every cell empty, by the batch readers and the
+    follower alike: the note says what the cells hold."""
+    path = tmp_path / "log.csv"
+    path.write_text("time,,T,heater\n" + "".join(f"{k},{cell},{20 + k},{k % 2}\n"
+                                                  for k in range(6)))
+    with pytest.warns(UserWarning) as caught:
+        read_data(path, inputs=["heater"])
+    messages = []
+    list(follow_csv(path, inputs=["heater"], idle_timeout=0.05, poll=0.01,
+                    report=messages.append))
+    for notes in (" ".join(str(w.message) for w in caught), " ".join(messages)):
+        assert f"column 2 has no name and {'no value (' if cell else ''}{said}" in notes
