@@ -501,3 +501,20 @@ def test_a_byte_not_utf8_in_later_lines_is_said_once_at_its_place(monkeypatch, t
         data = read_data(path, inputs=["u1", "u2"], states=["T"])
     assert data.state_units == ("°C",)                 # the batch reader reads it alike
     np.testing.assert_array_equal(data.X[0], X)
+
+
+def test_a_header_of_two_separators_waits_for_its_first_row(monkeypatch, tmp_path):
+    """A tab-separated header with a ',' in a name, written before any row: the first row,
+    written later, tells the separator (the batch readers' rule), and a repeated header is
+    still a restart."""
+    path = tmp_path / "log.csv"
+    header = "time\tT, inside\tu1\tu2\n"
+    path.write_text(header)
+    rows = "".join(f"{k * DT}\t{20 + k}\t{k % 2}\t{k % 3}\n" for k in range(5))
+    chunks, messages = _follow(monkeypatch, path, [_append(path, rows),
+                                                   _append(path, header + rows)])
+    assert [c.state_names for c in chunks] == [("T, inside",)] * len(chunks)
+    assert sum(c.restart for c in chunks) == 1
+    X, _ = _joined([c for c in chunks if not c.restart])
+    np.testing.assert_array_equal(X, [[20, 21, 22, 23, 24]])
+    assert any("repeats the header" in m for m in messages)
