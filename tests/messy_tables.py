@@ -56,8 +56,8 @@ def cases() -> list[Case]:
         Case("comma", plain.encode()),
         Case("semicolon", _table(";").encode()),
         Case("tab", _table("\t").encode()),
-        Case("spaces", _table(" ").encode(), follow=False),
-        Case("aligned spaces", _table("   ").encode(), follow=False),
+        Case("spaces", _table(" ").encode()),
+        Case("aligned spaces", _table("   ").encode()),
         Case("crlf", _table(end="\r\n").encode()),
         Case("bom", ("\ufeff" + plain).encode()),
         Case("quoted header", _table(header=[f'"{n}"' for n in _NAMES]).encode()),
@@ -98,9 +98,9 @@ def cases() -> list[Case]:
         Case("decimal comma tab", _table("\t", cell=lambda v: repr(v).replace(".", ","))
              .encode(), refused=True),
         Case("iso stamps", _table(rows=iso).encode()),
-        Case("iso stamps spaces", _table(" ", rows=iso).encode(), follow=False),
+        Case("iso stamps spaces", _table(" ", rows=iso).encode()),
         Case("iso stamps with a space, spaces", _table(" ", rows=[
-            (r[0].replace("T", " "),) + r[1:] for r in iso]).encode(), follow=False),
+            (r[0].replace("T", " "),) + r[1:] for r in iso]).encode()),
         Case("iso stamps tab", _table("\t", rows=iso).encode()),
         Case("status text column", _table(header=_NAMES + ["status"], rows=[
             r + ("OK",) for r in _ROWS]).encode()),
