@@ -2,6 +2,7 @@
 numbers and decisions: read_data (the Python API), the command line's table reader and, where
 it applies, the follower (one set of rules: dmdidc.table_text, dmdidc.missing)."""
 
+import gc
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ from _toolbox.errors import ToolboxError
 from dmdidc import read_data
 from dmdidc.data_io import read_fields
 from dmdidc.follow import follow_csv
+from dmdidc.table_text import read_table_text
 from simulations.data_preparation import read_identification_data
 from tests.messy_tables import RECORD, cases
 
@@ -119,3 +121,22 @@ def test_a_column_without_a_name_or_a_value_is_said_as_it_is(tmp_path, cell, sai
                     report=messages.append))
     for notes in (" ".join(str(w.message) for w in caught), " ".join(messages)):
         assert f"column 2 has no name and {'no value (' if cell else ''}{said}" in notes
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_a_table_leaves_the_collector_as_it_was(tmp_path, enabled):
+    """read_table_text turns the cyclic collector off while it makes the rows (40 % of the
+    time of a million rows): on after a read and after a refusal if it was on, off if off."""
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("t,x\n0,1\n1,2\n")
+    bad.write_text("t,x\n0,1\n1,2,3\n")
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert read_table_text(good).cells.shape == (2, 2)
+        assert gc.isenabled() == enabled
+        with pytest.raises(ToolboxError):
+            read_table_text(bad)
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
