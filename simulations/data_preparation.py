@@ -670,7 +670,8 @@ def _resolve_missing(signals: _Signals, missing: str
         # the samples in no segment: the lost ones, and pieces too short to keep
         note = (f"dropped {count} missing value{plural} ({places}): {len(pieces)} segment"
                 f"{'s' if len(pieces) > 1 else ''} of {lengths} steps, fitted as separate "
-                f"experiments ({report.removed} of {X.shape[1]} samples in none)")
+                f"experiments" + (f" ({report.removed} of {X.shape[1]} samples in none)"
+                                  if report.removed else ""))
     return (tuple(x for x, _ in pieces), tuple(u for _, u in pieces), [note],
             report.interpolated_inputs)
 
