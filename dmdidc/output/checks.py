@@ -17,6 +17,19 @@ probability ``significance`` on well-posed data):
 * **outliers**: the largest robustly standardized residual (median and MAD per output)
   against the Gaussian quantile at ``significance`` divided by the number of residuals, raised
   by the MAD scale's sampling error (:func:`~dmdidc.inference.residuals.outlier_threshold`).
+* **noise_levels** (several experiments): do the experiments share each output's noise
+  level?  The fit pools one noise variance per output over every experiment; its order's
+  likelihood ratios, residual tests and intervals read that pooled level.  Where the
+  experiments differ, the noisier ones' scatter passes for structure (a review, 2026-11-28:
+  two experiments of one 3-state plant whose inputs and noise were 10 times apart, 30 dB each,
+  gave orders 4-8 on 8 of 8 random plants, one of them silently, the others warning only
+  "order uncertain" or "precision"; with one noise level, 7 of 8 right).  The outlier check's
+  test of the experiments' robust scales (the ``chi^2`` test of their logarithms at level
+  1e-3, corrected for serial correlation: :func:`~dmdidc.inference.residuals.
+  largest_residual`) decides that they differ; the check fails when, beyond that, two
+  experiments' residual variances of one output are more than :data:`UNEQUAL_NOISE` apart
+  (the estimator's threshold for weighting outputs).  Pieces of fewer than 30 residuals are
+  left out of it; not applicable to fewer than two others, or to an exact fit.
 
 Without feedthrough the first residual of each experiment has no input of its sample and is
 not tested (by either check): the outlier threshold counts ``sum(K_i - R - 1)`` residuals and
@@ -46,13 +59,39 @@ import numpy as np
 from _toolbox.errors import NonFiniteError
 from dmdidc.errors import DiagnosticWarning, warn_model
 from dmdidc.inference.checks import Check
-from dmdidc.inference.residuals import residual_analysis, residual_checks
+from dmdidc.inference.residuals import (
+    _OWN_SCALE_SAMPLES,
+    _SCALE_EQUALITY_LEVEL,
+    largest_residual,
+    residual_analysis,
+    residual_checks,
+)
 from dmdidc.trajectories import check_data
 
-__all__ = ["SCREENS", "data_checks", "finite_signal", "warn_new", "windowed"]
+__all__ = ["SCREENS", "UNEQUAL_NOISE", "data_checks", "finite_signal", "noise_levels",
+           "relative_levels", "warn_new", "windowed"]
 
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
 SCREENS = ("feedback", "outliers")
+
+#: Largest ratio of two residual variances that one pooled noise variance may stand for: of
+#: two outputs (above it :class:`~dmdidc.OutputDMDidc` refits each output scaled by its
+#: residual standard deviation), or of one output in two experiments (above it, where the
+#: experiments' levels differ beyond chance, the ``noise_levels`` check fails).  Equal noise
+#: scatters the ratio of two outputs by a few per cent (K = 3000, 2 or 3 sensors at 30 dB:
+#: 1.00-1.07 on 12 plants); at 1.96 the unweighted fit's intervals were as calibrated as the
+#: weighted one's, at 9 not (docs: *Unequal sensor noise and sensor offsets*;
+#: benchmarks/bench_output_unequal_noise.py).
+UNEQUAL_NOISE = 2.0
+
+_NOISE_LEVELS_QUESTION = "do the experiments share each output's noise level?"
+_NOISE_LEVELS_REMEDY = (
+    "fit with detrend='constant' (each experiment's mean removed; the outputs' level is then "
+    "not kept): fit(...) then weighs each experiment by its level itself, dividing its "
+    "outputs and inputs by it (the plant's gains and delays do not change when both are "
+    "divided); it cannot about one offset common to the experiments, which the division "
+    "would split, nor can partial_fit, which streams the experiments before their levels are "
+    "known. Or fit experiments of one noise level together")
 
 _REMEDIES = {
     "feedback": "the inputs react to the outputs (closed-loop data), which biases output-error "
@@ -140,7 +179,8 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     Returns
     -------
     checks : tuple of Check
-        ``feedback`` and ``outliers`` (not applicable with fewer than 100 residuals).
+        ``feedback`` and ``outliers`` (not applicable with fewer than 100 residuals), and
+        ``noise_levels`` (:func:`noise_levels`).
     outliers : tuple of ndarray of int
         Per experiment, the samples whose residual is beyond the outlier threshold in some
         output, among those the check tested (without feedthrough the first residual of each
@@ -155,7 +195,7 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     >>> E = Y[:, 4:].T                           # the residuals of the model y = 0, from sample 4
     >>> checks, outliers = data_checks([(Y, U)], [E], 4, significance=1e-3, feedthrough=False)
     >>> [c.passed for c in checks], outliers[0].size
-    ([True, True], 0)
+    ([True, True, None], 0)
     """
     shift = 0 if feedthrough else 1
     parts, tested = [], [E[shift:] for E in residuals]
@@ -188,7 +228,111 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
             check = dataclasses.replace(check, remedy=remedy)
             warn_new(check.name, check.message(), warned)
         result.append(check)
-    return tuple(result), outliers
+    # an exact fit's residuals are rounding: not tested, as the outlier check says
+    levels = noise_levels(analysis, applicable=any(
+        check.name == "outliers" and check.passed is not None for check in result))
+    if levels.failed:
+        warn_new(levels.name, levels.message(), warned)
+    return (*result, levels), outliers
+
+
+def relative_levels(pieces: list[np.ndarray]) -> np.ndarray:
+    """Each experiment's noise level relative to the quietest, from its residuals.
+
+    Parameters
+    ----------
+    pieces : list of ndarray, each (l, N_e)
+        The residuals of each experiment.
+
+    Returns
+    -------
+    ndarray, shape (E,)
+        Per experiment, the geometric mean over the outputs of its residual scale over the
+        smallest of that output's scales (1 for the quietest).  A piece of at least 30
+        residuals is scaled robustly (``1.4826 MAD`` about its median: an outlier does not
+        set its level), a shorter one by its root mean square.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pieces = [s * rng.standard_normal((2, 2000)) for s in (1.0, 10.0)]
+    >>> levels = relative_levels(pieces)
+    >>> float(levels[0]), bool(9 < levels[1] < 11)
+    (1.0, True)
+    """
+    scales = np.empty((len(pieces), pieces[0].shape[0]))
+    for p, e in enumerate(pieces):
+        if e.shape[1] >= _OWN_SCALE_SAMPLES:
+            centred = e - np.median(e, axis=1, keepdims=True)
+            scales[p] = 1.4826 * np.median(np.abs(centred), axis=1)
+        else:
+            scales[p] = np.sqrt(np.mean(e ** 2, axis=1))
+    tiny = np.finfo(float).tiny
+    scales = np.maximum(scales, tiny)
+    return np.exp(np.mean(np.log(scales / scales.min(axis=0)), axis=1))
+
+
+def noise_levels(analysis, *, applicable: bool = True) -> Check:
+    """The ``noise_levels`` check (module notes) of a residual analysis's pieces.
+
+    Parameters
+    ----------
+    analysis : ResidualAnalysis or None
+        :func:`~dmdidc.inference.residuals.residual_analysis` of the experiments' residuals
+        (its parts' residuals ``(l, N_e)``, one part per experiment).
+    applicable : bool, default True
+        ``False`` for an exact fit (its residuals are rounding): not applicable.
+
+    Returns
+    -------
+    Check
+        Its statistic is the largest ratio of two experiments' residual variances of one
+        output where the scales' equality test rejects (1 where it does not), its threshold
+        :data:`UNEQUAL_NOISE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc.inference.residuals import residual_analysis
+    >>> rng = np.random.default_rng(0)
+    >>> U = rng.standard_normal((1, 1000))
+    >>> parts = [(s * rng.standard_normal((1, 1000)), U, np.zeros((1, 1000))) for s in (1, 5)]
+    >>> check = noise_levels(residual_analysis(parts, 0, correlations=False))
+    >>> check.failed, bool(15 < check.statistic < 40)     # variances 25 times apart
+    (True, True)
+    >>> short = (rng.standard_normal((1, 20)), U[:, :20], np.zeros((1, 20)))
+    >>> noise_levels(residual_analysis([*parts, short], 0, correlations=False)).failed
+    True
+    """
+    pieces = [] if analysis is None else [e for e, _, _ in analysis.parts]
+    long = [e for e in pieces if e.shape[1] >= _OWN_SCALE_SAMPLES]
+    if not applicable or len(long) < 2:
+        why = ("an exact fit" if not applicable else "one experiment" if len(pieces) < 2
+               else f"fewer than two experiments of {_OWN_SCALE_SAMPLES} residuals or more")
+        return Check("noise_levels", _NOISE_LEVELS_QUESTION, None,
+                     finding=f"not applicable: {why}")
+    # the outlier check's scales where every piece is long enough to have its own (it pools
+    # them otherwise); else those of the long pieces (missing='drop' leaves short ones)
+    scaling = (analysis.outlier_scaling if len(long) == len(pieces)
+               else largest_residual(long))
+    if scaling.spread is None:
+        return Check("noise_levels", _NOISE_LEVELS_QUESTION, True, 1.0, UNEQUAL_NOISE,
+                     finding=f"the {len(pieces)} experiments' residual scales agree (their "
+                             f"equality test at level {_SCALE_EQUALITY_LEVEL:g})")
+    ratio = float(scaling.spread) ** 2
+    output = int(np.argmax(scaling.scales.max(axis=0) / scaling.scales.min(axis=0)))
+    relative = scaling.scales[:, output] / scaling.scales[:, output].min()
+    shown = ", ".join(f"{value:.3g}" for value in relative[:12])
+    more = f" and {relative.size - 12} more" if relative.size > 12 else ""
+    finding = (f"the experiments' noise levels differ: output {output}'s residual variances "
+               f"are up to {ratio:.3g} times apart (its relative noise levels per experiment: "
+               f"{shown}{more}); the fit pools one level per output, so the noisier "
+               f"experiments' scatter can pass for states (an order too high), and the "
+               f"intervals misjudge the spread (a residual that grows with the signal, "
+               f"the model missing more of the larger experiments' response, reads so too)")
+    passed = ratio <= UNEQUAL_NOISE
+    return Check("noise_levels", _NOISE_LEVELS_QUESTION, passed, ratio, UNEQUAL_NOISE,
+                 finding=finding, remedy="" if passed else _NOISE_LEVELS_REMEDY)
 
 
 def warn_new(key: str, message: str, before: frozenset[str]) -> None:

@@ -42,7 +42,14 @@ from dmdidc.output.blocks import (
     structured_fit,
 )
 from dmdidc.output.bound_check import hidden_delay
-from dmdidc.output.checks import data_checks, finite_signal, warn_new, windowed
+from dmdidc.output.checks import (
+    UNEQUAL_NOISE,
+    data_checks,
+    finite_signal,
+    relative_levels,
+    warn_new,
+    windowed,
+)
 from dmdidc.output.inputs import input_scale, pooled_spread, refuse_collinear_inputs
 from dmdidc.output.intervals import (
     DelayProfile,
@@ -119,13 +126,8 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
     return output_residuals(experiments, refined, dt, R)
 
 
-#: Largest ratio of two outputs' residual variances (outputs scaled by their spread) that one
-#: pooled noise variance may stand for; above it the fit is repeated with each output scaled
-#: by its residual standard deviation (:meth:`OutputDMDidc._solve`).  Equal noise scatters the
-#: ratio by a few per cent (K = 3000, 2 or 3 sensors at 30 dB: 1.00-1.07 on 12 plants); at 1.96
-#: the unweighted fit's intervals were as calibrated as the weighted one's, at 9 not
-#: (docs: *Unequal sensor noise and sensor offsets*; benchmarks/bench_output_unequal_noise.py).
-_UNEQUAL = 2.0
+#: (:data:`dmdidc.output.checks.UNEQUAL_NOISE`: one definition for outputs and experiments)
+_UNEQUAL = UNEQUAL_NOISE
 
 
 def _reissue(caught: list) -> None:
@@ -331,7 +333,7 @@ _RESULTS = frozenset({
     "operating_point_", "initial_states_", "eigenvalues_", "eigenvalue_se_", "delay_se_",
     "noise_std_", "at_bound_", "order_", "subspace_", "singular_values_", "noise_edge_",
     "horizon_", "refined_", "checks_", "outlier_samples_", "order_rule_", "samples_",
-    "refinement_samples_", "scale_", "input_scale_"})
+    "refinement_samples_", "scale_", "input_scale_", "experiment_levels_"})
 
 
 class OutputDMDidc:
@@ -365,11 +367,12 @@ class OutputDMDidc:
         Estimate a constant output offset ``y_k = C x_k + D u_k + c`` (sensor offsets, data in
         absolute units, inputs around a non-zero operating point): ``offset_``.
     detrend : {False, "constant", "linear"}, default False
-        Remove each experiment's mean (``"constant"``) or least-squares line (``"linear"``:
-        drifting sensors or operating points) from outputs and inputs before the fit; the
-        model is in deviations from them, which are not kept (``offset_`` is then about 0).
-        The fit treats the detrended data as the data: the intervals do not count the two
-        parameters per output and experiment that the line took (docs: *Drift*).
+        Fit each experiment's own constant (``"constant"``) or line (``"linear"``: drifting
+        sensors or operating points) with the plant: removed from outputs and inputs, and
+        concentrated out of the subspace step and the output-error fit, whose intervals count
+        them (docs: *Drift*); the model is in deviations from them, which are not kept
+        (``offset_`` is 0).  With an experiment's own level, experiments of unequal noise are
+        weighed by it (``experiment_levels_``).
     significance : float, default 1e-3
         Level of the test "channel ``i`` acts" (a channel without effect gets a warning).
     memory : int, default 20000
@@ -429,8 +432,12 @@ class OutputDMDidc:
         The canonical variates of all data (``subspace_.dynamics(n)``: ``(A, C)`` of order
         ``n`` before the refinement).
     checks_ : tuple of Check
-        The ``feedback`` and ``outliers`` checks of the residuals (:mod:`dmdidc.output.checks`;
-        a failed one warned).
+        The ``feedback``, ``outliers`` and ``noise_levels`` checks of the residuals
+        (:mod:`dmdidc.output.checks`; a failed one warned).
+    experiment_levels_ : ndarray, shape (E,)
+        Each experiment's noise level relative to the quietest, by which :meth:`fit` divided
+        its outputs and inputs (weighted output error) when the ``noise_levels`` check found
+        them unequal and no offset is shared (``detrend`` or ``offset=False``); ones otherwise.
     outlier_samples_ : tuple of ndarray of int
         Per experiment the fit used, the samples whose residual the failed outlier check found
         beyond its threshold (empty when it passed); after :meth:`partial_fit`, per streamed
@@ -475,9 +482,17 @@ class OutputDMDidc:
     # -- parameters -----------------------------------------------------------------------
     @property
     def _offset(self) -> bool:
-        """Does the output-error fit estimate ``offset_``?  Not with ``detrend="linear"``:
-        each experiment's line, concentrated out, holds it (:mod:`dmdidc.output.refine`)."""
-        return self.offset and self.detrend != "linear"
+        """Does the output-error fit estimate ``offset_``?  Not with ``detrend``: each
+        experiment's constant (``"constant"``) or line (``"linear"``), concentrated out, holds
+        it (:mod:`dmdidc.output.refine`)."""
+        return self.offset and not self.detrend
+
+    @property
+    def _trend(self) -> int:
+        """Columns of each experiment's trend that the subspace step and the refinement
+        concentrate out (:func:`~dmdidc.output.jacobian.trend_degree`): 2 for
+        ``detrend="linear"``, 1 for ``"constant"``, 0 without."""
+        return {"linear": 2, "constant": 1}.get(self.detrend, 0)
 
     def _checked(self, n_outputs: int) -> tuple[int, int | None, int, int]:
         R = check_integer("max_delay", self.max_delay, minimum=0)
@@ -557,10 +572,73 @@ class OutputDMDidc:
             shortest = self._left_out(data.n_states, U)
             Y, U = windowed(Y, U, shortest)
         experiments = _experiments(Y, U)
-        R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
+        R = self._checked(experiments[0][0].shape[0])[0]
         _refuse_short(experiments, R)
         refuse_collinear_inputs([Ui for _, Ui in experiments], R)
-        self._level = None if self.detrend else input_level(experiments)
+        level = None if self.detrend else input_level(experiments)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self._fit_experiments(experiments, dt, level)
+            except BaseException:
+                _reissue(caught)           # (after the with: warnings would be recorded)
+                raise
+        relative = self._unequal
+        if relative is None or (self.offset and not self.detrend):
+            # equal levels; or unequal with one offset_ for all: dividing an experiment's
+            # outputs by its level divides its offset too, and about an estimated offset the
+            # error is divided unequally (a review plant, noise 100x apart: the first fit's
+            # offset 1.7 noise deviations of the quiet experiment off gave its weighted refit
+            # a level step, a mode at 0 and order 4 on 7 of 10 draws; iterating the offset
+            # did not converge, the mode at 0 took the step).  The check warned; its remedy
+            # is detrend='constant', with which the weighting below is exact
+            _reissue(caught)
+            return self
+        # the experiments' noise levels differ (the noise_levels check) and no offset is
+        # shared (each experiment's mean or line is removed, or there is none): fit again with
+        # each experiment's outputs and inputs divided by its level, so that every experiment
+        # weighs by its noise (the plant's gains and delays are unchanged by dividing both);
+        # the first fit's warnings judged the misweighted fit and are dropped (as for outputs
+        # of unequal noise, _solve)
+        first = dict(self.__dict__)
+        weighted = [(Yi / r, Ui / r) for (Yi, Ui), r in zip(experiments, relative, strict=True)]
+        try:
+            with warnings.catch_warnings(record=True) as again:
+                warnings.simplefilter("always")
+                self._fit_experiments(weighted, dt, level)
+        except (*_NO_FIT, InsufficientExcitationError) as exc:
+            self.__dict__.clear()
+            self.__dict__.update(first)
+            _reissue(caught)
+            shown = ", ".join(f"{r:.3g}" for r in relative)
+            self._warn_new("unweighted experiments", (
+                f"experiments of unequal noise (relative levels {shown}) "
+                f"could not be fitted weighted by them ({exc}): the fit pools one noise "
+                f"level, so its order checks and intervals misjudge the experiments"))
+            return self
+        _reissue(again)
+        self.experiment_levels_ = relative
+        # the check found the levels and they are weighed now: a note, not a failure (unless
+        # the weighted fit's levels still differ: that failure stands, and it warned)
+        unequal = first["checks_"][-1]
+        if not self.checks_[-1].failed:
+            self.checks_ = (*self.checks_[:-1], dataclasses.replace(
+                unequal, passed=True, remedy="", finding=(
+                    f"{unequal.finding.split('; the fit pools')[0]}; each experiment's outputs "
+                    f"and inputs were divided by its level and the fit repeated, so that every "
+                    f"experiment weighs by its noise (experiment_levels_)")))
+        # each output's level in the data's units: experiment e's residuals are its weighted
+        # fit's times its level (the model is the same; its initial state is divided too)
+        rss = relative ** 2 @ self._energies
+        self.noise_std_ = np.sqrt(rss * rss.size / self.refined_.dof) * self.scale_
+        return self
+
+    def _fit_experiments(self, experiments: list, dt: float, level: np.ndarray | None) -> None:
+        """The fit of :meth:`fit` on its checked experiments, with the inputs' ``level``
+        (:func:`~dmdidc.output.operating_point.input_level` of the data as given)."""
+        R, order, horizon, max_order = self._checked(experiments[0][0].shape[0])
+        self._level = level
+        self.experiment_levels_ = np.ones(len(experiments))
         if self.detrend:
             # inputs too: what a line of the inputs does is (after the transient the free
             # initial state absorbs) a line of the outputs, which left in the inputs would be
@@ -577,7 +655,7 @@ class OutputDMDidc:
         def basis_at(scale: np.ndarray) -> SubspaceBasis:
             return subspace_basis([(Yi / scale[:, None], Ui) for Yi, Ui in internal], R,
                                   horizon=horizon, offset=self.offset,
-                                  trend=self.detrend == "linear")
+                                  trend=self._trend)
 
         # outputs in comparable units, so that the regression weighs them alike
         scale = _spread([Yi for Yi, _ in experiments])
@@ -593,7 +671,6 @@ class OutputDMDidc:
         self._finish(n, start, refined, basis, scaled, R)
         self._screen(scaled, refined, R)
         self._check_hidden_delay(experiments)
-        return self
 
     def partial_fit(self, Y: Any, U: Any = None, *, dt: float | None = None,
                     new_experiment: bool = False) -> OutputDMDidc:
@@ -694,6 +771,7 @@ class OutputDMDidc:
                 del self.order_
             return self
         self._pending = None
+        self.experiment_levels_ = np.ones(len(reservoir.experiments))   # (not weighted)
         self._held = held_inputs([Ui for _, Ui in reservoir.experiments])
         self.input_scale_ = inputs_scale
         self._level = input_level(reservoir.experiments)
@@ -817,7 +895,7 @@ class OutputDMDidc:
                          initial_states=start.initial_states,
                          D=start.D if self.feedthrough else None,
                          offset=start.offset if self._offset else None, stop=stop,
-                         trend=self.detrend == "linear")
+                         trend=self._trend)
         if refined.rss <= _EXACT * moments.energy:
             return start, refined, 1.0, "the model reproduces the outputs to rounding"
         if not test:
@@ -1105,6 +1183,11 @@ class OutputDMDidc:
             experiments, residuals, R, significance=self.significance,
             feedthrough=self.feedthrough, warned=self._before)
         self._found.update(c.name for c in self.checks_ if c.failed)
+        # experiments of unequal noise: their relative levels, by which fit weighs them, and
+        # each experiment's residual sum of squares per output (fit's noise_std_ then)
+        self._unequal = (relative_levels([E.T for E in residuals])
+                         if self.checks_[-1].failed else None)
+        self._energies = np.array([np.sum(E ** 2, axis=0) for E in residuals])
 
     def _begin_solve(self) -> None:
         """Start a solve: the findings of the previous solve of the same stream (partial_fit
@@ -1519,6 +1602,8 @@ class OutputDMDidc:
             "signals": None if signals is None else {key: [str(name) for name in names]
                                                      for key, names in signals.items()},
         }
+        if "experiment_levels_" in self.__dict__:    # (a model loaded from an older file: none)
+            record["experiment_levels"] = self.experiment_levels_.tolist()
         if "checks_" in self.__dict__:           # (a model loaded from an older file: none)
             # what the fit's residuals showed: whether the model was trusted, read back
             record["checks"] = [{key: None if isinstance(value, float) and not np.isfinite(value)
@@ -1569,6 +1654,8 @@ class OutputDMDidc:
             covariance=tuple(tuple(row) for row in pair["covariance"]))
             for pair in record.get("pairs", ()))
         est.noise_std_ = np.array(record["noise_std"])
+        if "experiment_levels" in record:        # (files written before 2026-11-28: none)
+            est.experiment_levels_ = np.array(record["experiment_levels"], dtype=float)
         if "input_scale" in record:
             est.input_scale_ = np.array(record["input_scale"], dtype=float)
         else:                                # files written before 2026-11-27

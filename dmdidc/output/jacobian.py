@@ -45,14 +45,21 @@ from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import decaying_response, modes
 
 __all__ = ["HoldSensitivities", "line_basis", "normal_equations", "prediction_jacobian",
+           "trend_degree",
            "similarity_map"]
 
 
-def line_basis(length: int) -> np.ndarray:
-    """Orthonormal basis (length, 2) of the constant and the line over ``length`` samples (one
-    column for a single sample)."""
+def trend_degree(trend: bool | int) -> int:
+    """Columns of each experiment's trend: ``True`` (the line, ``detrend="linear"``) 2, an
+    integer itself (1: the constant of ``detrend="constant"``; 0 or ``False``: none)."""
+    return 2 if trend is True else int(trend)
+
+
+def line_basis(length: int, degree: int = 2) -> np.ndarray:
+    """Orthonormal basis (length, degree) of the constant and (``degree`` 2) the line over
+    ``length`` samples (one column for a single sample)."""
     k = np.arange(length, dtype=float)
-    basis = np.stack([np.ones(length), k - k.mean()], axis=1)[:, :min(length, 2)]
+    basis = np.stack([np.ones(length), k - k.mean()], axis=1)[:, :min(length, degree)]
     return basis / np.linalg.norm(basis, axis=0)
 
 
@@ -474,7 +481,8 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
 
 def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                      B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray],
-                     layout: dict, residuals: list[np.ndarray], lines: bool = False) -> Arrow:
+                     layout: dict, residuals: list[np.ndarray], lines: bool | int = False
+                     ) -> Arrow:
     """``J^T J`` and ``J^T r`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
     (``residuals[e]`` (T, ny)) as an :class:`~dmdidc.output.arrow.Arrow` (the initial states
     last in ``layout``), accumulated output by output: ``J`` itself (samples x parameters) is
@@ -482,7 +490,8 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
     over the reduced common parameters and its own initial state, and expanded within them
     (:func:`_reduction`, :func:`_local_expansion`): the work is linear in the number of
     experiments.  ``lines``: each experiment's rows are projected off its constant and line
-    first (the trends concentrated out, :mod:`dmdidc.output.refine`).
+    first (the trends concentrated out, :mod:`dmdidc.output.refine`; ``lines`` 1: the
+    constant only).
     """
     reduced, top, recover, directions = _reduced(A_c, C, B_c, states, layout)
     ny, n, E = C.shape[0], A_c.shape[0], len(states)
@@ -505,7 +514,7 @@ def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C
         rows = np.empty((B, P + n + shared.shape[1], T))
         rows[:, P + n:] = shared
         r = np.stack([residuals[e] for e in members])                            # (B, T, ny)
-        Q = line_basis(T) if lines else None
+        Q = line_basis(T, trend_degree(lines)) if lines else None
         normal = np.zeros((B, c_r + n, c_r + n))        # the common parameters', then x0_e's
         gradient = np.zeros((B, c_r + n))
         for a, at in enumerate(places):

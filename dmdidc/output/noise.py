@@ -46,7 +46,7 @@ def output_residuals(experiments: list[tuple[np.ndarray, np.ndarray]], refined: 
         X = plant.simulate(x0, U[:, R:], past)[:, :-1]
         predicted = refined.C @ X + refined.D @ U[:, R:] + refined.offset[:, None]
         residuals.append((Y[:, R:] - predicted).T)
-    return without_lines(residuals) if refined.trend else residuals
+    return without_lines(residuals, refined.trend) if refined.trend else residuals
 
 
 def balanced_dynamics(refined: Refined, order: int, dt: float

@@ -44,6 +44,7 @@ from dmdidc.output.jacobian import (
     line_basis,
     normal_equations,
     similarity_map,
+    trend_degree,
 )
 from dmdidc.regression.propagation import propagate
 
@@ -75,12 +76,14 @@ class Refined:
     #: Output-error residuals ``y_k - yhat_k`` (T_e, ny) of each experiment from sample ``R``
     #: (the search's last evaluation: no second simulation for the residual checks).
     residuals: tuple[np.ndarray, ...] | None = None
-    #: Each experiment's line was concentrated out (module notes): residuals are projected.
-    trend: bool = False
+    #: Columns of each experiment's trend concentrated out (module notes; 2: its line, 1: its
+    #: constant, ``detrend="constant"``; 0: none): the residuals are projected.
+    trend: int = 0
 
 
-def without_lines(residuals: list[np.ndarray]) -> list[np.ndarray]:
-    """Each experiment's residuals (T_e, ny) less their least-squares line, output by output.
+def without_lines(residuals: list[np.ndarray], trend: bool | int = True) -> list[np.ndarray]:
+    """Each experiment's residuals (T_e, ny) less their least-squares line (``trend`` 1: their
+    mean; :func:`~dmdidc.output.jacobian.trend_degree`), output by output.
 
     Examples
     --------
@@ -90,8 +93,9 @@ def without_lines(residuals: list[np.ndarray]) -> list[np.ndarray]:
     [0.0, 0.0, 0.0, 0.0, 0.0]
     """
     result = []
+    degree = trend_degree(trend)
     for r in residuals:
-        Q = line_basis(r.shape[0])
+        Q = line_basis(r.shape[0], degree)
         result.append(r - Q @ (Q.T @ r))
     return result
 
@@ -285,13 +289,14 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
            max_evaluations: int = 60, stop=None, held: np.ndarray | None = None,
-           trend: bool = False) -> Refined:
+           trend: bool | int = False) -> Refined:
     """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
     end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates);
     the delays of the channels ``held`` (bool, (m,)) stay at ``delays`` (a profile over the
     other parameters, :mod:`dmdidc.output.intervals`); ``trend``: each experiment's line is
     concentrated out (module notes; not with ``offset``, which the line holds).
     """
+    trend = trend_degree(trend)
     if trend and offset is not None:
         raise ParameterError("refine: trend=True concentrates out each experiment's line, "
                              "which holds the constant offset; pass offset=None")
@@ -326,7 +331,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
             r = targets - np.concatenate([y.ravel() for y in outputs])
             if trend:
                 r = np.concatenate([part.ravel() for part in without_lines(
-                    np.split(r.reshape(-1, ny), splits))])
+                    np.split(r.reshape(-1, ny), splits), trend)])
         # An unstable trial diverges: a large finite residual steers the search back (a
         # residual within the bound is left as it is: two copies less per evaluation).
         if not np.all(np.abs(r) <= _DIVERGED):                  # NaN fails the comparison
@@ -357,7 +362,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                                                            upper, max_evaluations, stop)
     rss = float(r @ r)
     # n^2 directions are the basis; each experiment's line takes two per output
-    dof = max(targets.size - (theta.size - n * n) - (2 * ny * E if trend else 0), 1)
+    dof = max(targets.size - (theta.size - n * n) - trend * ny * E, 1)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
     # fixed delays (max_delay = 0 or held) are known: zero rows and columns
     covariance = rss / dof * normal.basis_free_inverse(_similarity_directions(
@@ -399,7 +404,7 @@ def residual_input_test(experiments: list, refined: Refined, dt: float, R: int, 
                                       None if not refined.D.any() else refined.D,
                                       refined.offset, experiments, dt, R)
         residuals = [Y[:, R:].T - y for (Y, _), y in zip(experiments, predicted, strict=True)]
-        residuals = without_lines(residuals) if refined.trend else residuals
+        residuals = without_lines(residuals, refined.trend) if refined.trend else residuals
     else:
         residuals = refined.residuals
     rows, targets = [], []

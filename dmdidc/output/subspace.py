@@ -25,6 +25,7 @@ from scipy import linalg
 from scipy.linalg import lapack
 
 from dmdidc.errors import InsufficientExcitationError
+from dmdidc.output.jacobian import trend_degree
 
 __all__ = ["SubspaceBasis", "basis_from_factor", "noise_edge", "stacked_data",
            "stacked_windows", "subspace_basis", "triangular_factor"]
@@ -166,12 +167,14 @@ def noise_edge(columns: int, n_future: int, n_past: int) -> float:
 
 
 def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, *,
-                   horizon: int, offset: bool = False, trend: bool = False) -> SubspaceBasis:
+                   horizon: int, offset: bool = False, trend: bool | int = False
+                   ) -> SubspaceBasis:
     """The canonical variates of output experiments ``(Y (ny, K), U (m, K))``.
 
     ``offset``: a constant row joins the projected-out inputs (a constant output offset is
     then no dynamics).  ``trend``: each experiment's constant and line join them instead (a
-    linear drift per experiment is no dynamics either; :func:`stacked_data`).
+    linear drift per experiment is no dynamics either; :func:`stacked_data`); ``trend`` 1:
+    each experiment's constant only (``detrend="constant"``).
 
     Raises
     ------
@@ -195,7 +198,7 @@ def subspace_basis(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: 
 
 
 def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: int, horizon: int,
-                 *, offset: bool, trend: bool = False
+                 *, offset: bool, trend: bool | int = False
                  ) -> tuple[np.ndarray, tuple[int, int, int]] | None:
     """``Z = [U_f (; 1); W_p; Y_f]`` of every window of the experiments, with the row counts of
     its three parts (``None`` when no experiment is long enough).  ``trend``: instead of the
@@ -203,13 +206,15 @@ def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: in
     projected out with the inputs, so data whose lines were removed beforehand (outputs and
     inputs, the fit's ``detrend="linear"``) give the canonical correlations of the raw data
     (without them, the line of the plant's response to the removed input line read as a
-    slow state: one more correlation above the noise edge on a test plant)."""
+    slow state: one more correlation above the noise edge on a test plant).  ``trend`` 1: one
+    row per experiment, its constant (data whose means were removed, ``detrend="constant"``)."""
     R, f = max_delay, horizon
+    degree = trend_degree(trend)
     counts = [max(_window_range(Y.shape[1], R, f)[1], 0) for Y, _ in experiments]
     if not any(counts):
         return None
     ny, m = experiments[0][0].shape[0], experiments[0][1].shape[0]
-    extra = 2 * sum(count > 0 for count in counts) if trend else 1 if offset else 0
+    extra = degree * sum(count > 0 for count in counts) if degree else 1 if offset else 0
     sizes = ((f + R) * m + extra, f * (ny + m), f * ny)
     # One array, each experiment's windows written into its columns (no stacking copies).
     Z = np.empty((sum(sizes), sum(counts)))
@@ -221,13 +226,14 @@ def stacked_data(experiments: list[tuple[np.ndarray, np.ndarray]], max_delay: in
             _fill_windows(Y, U, R, f, [block[rows[0]:rows[0] + (f + R) * m],
                                        block[rows[1]:rows[2]], block[rows[2]:rows[3]]])
             column += count
-    if trend:
+    if degree:
         Z[sizes[0] - extra:sizes[0]] = 0.0
         row, column = sizes[0] - extra, 0
         for count in filter(None, counts):
             Z[row, column:column + count] = 1.0
-            Z[row + 1, column:column + count] = np.linspace(-1.0, 1.0, count)
-            row, column = row + 2, column + count
+            if degree == 2:
+                Z[row + 1, column:column + count] = np.linspace(-1.0, 1.0, count)
+            row, column = row + degree, column + count
     elif offset:     # a constant output offset is projected out with the inputs, not a mode
         Z[sizes[0] - 1] = 1.0
     return Z, sizes

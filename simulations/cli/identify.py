@@ -525,6 +525,9 @@ def _run_identify_outputs(args: argparse.Namespace, data) -> int:
         if args.detrend == "linear":
             print("output trend: each experiment's line removed from outputs and inputs and "
                   "fitted with the plant (--detrend linear; the model is in deviations)")
+        elif args.detrend == "constant":
+            print("output level: each experiment's mean removed from outputs and inputs and "
+                  "fitted with the plant (--detrend constant; the model is in deviations)")
         elif estimator.offset:
             print(f"output offset (estimated; --detrend {args.detrend}): "
                   f"{_significant(estimator.offset_)}")

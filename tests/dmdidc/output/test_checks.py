@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import re
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,9 @@ from dmdidc.errors import DiagnosticWarning, DimensionError, NonFiniteError
 from dmdidc.output.checks import data_checks
 from simulations.studies.data_kinds import output_feedback_data
 from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from bench_output_experiments import two_experiments  # noqa: E402  (the benchmark's draws)
 
 
 def _fit(*args, estimator=None, **keywords):
@@ -43,7 +49,7 @@ def test_checks_keep_their_level_on_open_loop_residuals(feedthrough):
     """Residuals independent of white or low-pass inputs, white or coloured: at level 0.05
     each check fails on at most its share of 80 data sets (binomial 80 x 0.05 = 4; 10 or more
     has probability below 0.01)."""
-    failures = {"feedback": 0, "outliers": 0}
+    failures = {"feedback": 0, "outliers": 0, "noise_levels": 0}    # (one experiment: n/a)
     for seed in range(80):
         rng = np.random.default_rng(seed)
         K = 1500
@@ -58,6 +64,7 @@ def test_checks_keep_their_level_on_open_loop_residuals(feedthrough):
         for check in checks:
             failures[check.name] += check.failed
     assert failures["feedback"] < 10 and failures["outliers"] < 10, failures
+    assert failures["noise_levels"] == 0
 
 
 @pytest.mark.parametrize("feedthrough", [False, True])
@@ -144,7 +151,7 @@ def test_open_loop_fits_raise_no_false_alarm(seed):
     order is uncertain)."""
     plant, _, Y, U = _experiment(seed, n=2, m=2, outputs=2, K=2000, snr_db=25.0)
     est, messages = _fit(Y, U, dt=T)
-    assert [check.passed for check in est.checks_] == [True, True]
+    assert [check.passed for check in est.checks_] == [True, True, None]   # one experiment
     assert not any("check '" in text for text in messages)
     assert _right(plant, est) or messages
 
@@ -178,7 +185,8 @@ def test_dropping_the_named_outliers_gives_a_right_quiet_fit():
     plant, Y, U, hit = _with_outliers(0)
     Y[:, hit] = np.nan
     est, messages = _fit(IdData(Y, U[:, :-1], dt=T, missing="drop"))
-    assert [check.passed for check in est.checks_] == [True, True]
+    # the pieces of one record share its noise level
+    assert [check.passed for check in est.checks_] == [True, True, True]
     assert messages == [] and _right(plant, est)
 
 
@@ -314,7 +322,8 @@ def test_a_saved_model_keeps_its_checks_and_outlier_samples(seed, tmp_path):
         and a.remedy == b.remedy and np.isclose(a.statistic, b.statistic, equal_nan=True)
         and np.isclose(a.threshold, b.threshold, equal_nan=True)
         for a, b in zip(loaded.checks_, est.checks_, strict=True))
-    assert [c.failed for c in loaded.checks_] == [False, True]
+    assert [(c.name, c.failed) for c in loaded.checks_] == [
+        ("feedback", False), ("outliers", True), ("noise_levels", False)]   # one experiment: n/a
     assert [o.tolist() for o in loaded.outlier_samples_] == [hit.tolist()]
     record = json.loads(path.read_text())
     del record["checks"], record["outlier_samples"]
@@ -327,3 +336,73 @@ def test_a_saved_model_keeps_its_checks_and_outlier_samples(seed, tmp_path):
     again = OutputDMDidc.load(earlier.save(tmp_path / "again.json"))   # saved again: still none
     np.testing.assert_array_equal(again.delay, est.delay)
     assert "checks" not in json.loads((tmp_path / "again.json").read_text())
+
+
+def _two_levels(seed: int, *, noise_apart: bool, K: int = 1500):
+    """Two experiments of one random 3-state plant seen by one sensor, their inputs 10 times
+    apart in amplitude (the review's case, 2026-11-28); the noise at 30 dB of the plant's
+    response to unit inputs, times each experiment's amplitude (``noise_apart``: variances
+    100 times apart) or the same in both: the benchmark's draws."""
+    return two_experiments(seed, 10.0, noise_apart, K)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 6])
+def test_experiments_of_unequal_noise_are_loud_about_one_offset(seed):
+    """Noise levels 10 times apart between two experiments: the pooled fit's order goes wrong
+    (5, 4 and 7 for 3 states on these seeds; seed 6 without any warning before the check).
+    With one offset_ for both the fit cannot weigh them (dividing would split the offset):
+    the noise_levels check fails, names the experiments' relative levels and the remedy,
+    detrend='constant'."""
+    plant, Ys, Us = _two_levels(seed, noise_apart=True)
+    est, messages = _fit(Ys, Us, dt=T)
+    check = est.checks_[2]
+    assert check.name == "noise_levels" and check.failed
+    assert 30 < check.statistic < 300                               # variances 100 apart
+    assert any("check 'noise_levels' failed" in text and "detrend='constant'" in text
+               for text in messages)
+    relative = [float(v) for v in re.search(r"per experiment: ([\d.e+, ]+)\)",
+                                            check.finding)[1].split(", ")]
+    assert 5 < max(relative) / min(relative) < 20
+    np.testing.assert_array_equal(est.experiment_levels_, [1.0, 1.0])      # not weighted
+
+
+@pytest.mark.parametrize("seed,detrend", [(0, "constant"), (3, "constant"), (6, "constant"),
+                                          (5, "linear")])
+def test_experiments_of_unequal_noise_are_weighted_by_their_levels(seed, detrend, tmp_path):
+    """The remedy: with each experiment's own level (detrend) the fit divides each
+    experiment's outputs and inputs by its noise level and fits again: right, and the check's
+    row a note that says so."""
+    plant, Ys, Us = _two_levels(seed, noise_apart=True)
+    est, messages = _fit(Ys, Us, dt=T, estimator=OutputDMDidc(max_delay=R, detrend=detrend))
+    assert _right(plant, est), messages
+    assert not any("noise_levels" in text or "a mode at" in text for text in messages)
+    levels = est.experiment_levels_
+    assert 7 < levels[0] / levels[1] < 14                          # noise 10 times apart
+    check = est.checks_[2]
+    assert check.passed and check.beyond and "divided by its level" in check.finding
+    if seed == 0:                                       # saved and read back with the model
+        loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
+        np.testing.assert_array_equal(loaded.experiment_levels_, levels)
+        assert loaded.checks_[2].finding == check.finding
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5, 6])
+def test_detrend_constant_fits_each_experiments_level_with_the_plant(seed):
+    """Two experiments, inputs 10 times apart, one noise level, detrend='constant': each
+    experiment's constant is concentrated out of the subspace step and the refinement (as
+    detrend='linear' does its line).  Before, the means were removed first and one offset
+    fitted: the small levels the removal left (the response's own mean differs from the
+    data's) read as a mode at 0, order 4 and a drift warning on these 4 of 8 seeds."""
+    plant, Ys, Us = _two_levels(seed, noise_apart=False)
+    est, messages = _fit(Ys, Us, dt=T, estimator=OutputDMDidc(max_delay=R, detrend="constant"))
+    assert _right(plant, est) and not messages, messages
+    assert np.all(est.offset_ == 0.0)                        # the constants hold the levels
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_experiments_of_one_noise_level_pass(seed):
+    """Inputs 10 times apart and one noise level: no false alarm of the check."""
+    _, Ys, Us = _two_levels(seed, noise_apart=False)
+    est, messages = _fit(Ys, Us, dt=T)
+    assert est.checks_[2].passed
+    assert not any("noise_levels" in text for text in messages)

@@ -67,3 +67,31 @@ def test_the_left_out_channels_do_not_depend_on_the_output_units():
         np.testing.assert_allclose(scaled.delay_ci(), base.delay_ci(), rtol=1e-6)
         assert ([m.split(":")[0] for m in said if "'precision'" in m]
                 == [m.split(":")[0] for m in said_scaled if "'precision'" in m])
+
+
+def test_no_judged_delay_is_not_read_as_an_exact_one():
+    """A review's fit (3 states, one sensor, one undelayed low-pass input at 12.5 dB): its only
+    channel was left out (a nearly vanishing first Markov parameter) and the finding read
+    "delays known to +/- 0 T" beside its interval of +-0.13 T; it now says no delay was
+    judged, and still names the channel."""
+    from scipy import signal
+
+    from dmdidc import DelayedPlant
+    from simulations.studies.data_kinds import random_state_matrix
+
+    rng = np.random.default_rng(11)
+    plant = DelayedPlant.from_continuous(random_state_matrix(rng, 3, T),
+                                         rng.standard_normal((3, 1)), [0.0], T, max_delay=1)
+    C = rng.standard_normal((1, 3))
+    b, a = signal.butter(2, 0.2)
+    U = signal.lfilter(b, a, rng.standard_normal((1, 4253)), axis=1)
+    U /= U.std()
+    Y = C @ plant.simulate(np.zeros(3), U)[:, :-1]
+    Y = Y + Y.std() * 10 ** (-12.46 / 20) * rng.standard_normal(Y.shape)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=1).fit(Y, U, dt=T)
+    texts = [str(w.message) for w in caught if "check 'precision'" in str(w.message)]
+    assert texts and "no delay judged" in texts[0] and "+/- 0 T" not in texts[0]
+    assert "channel(s) [0] not judged" in texts[0]
+    assert np.diff(est.delay_ci()[0])[0] > 0.1 * T               # not known exactly
