@@ -159,6 +159,8 @@ class Arrow:
         """
         c, (E, n) = self.common.shape[0], self.blocks.shape[:2]
         free = ~fixed
+        f = int(free.sum())
+        common = self.common[np.ix_(free, free)]
         V_top, V_states = similarity[:c][free], similarity[c:].reshape(E, n, -1)
         coupling = self.coupling[:, free]
         largest = max(np.linalg.eigvalsh(self.blocks).max(initial=0.0), np.finfo(float).tiny)
@@ -166,21 +168,22 @@ class Arrow:
         # Schur complement of [[N, V], [V^T, 0]] after the initial-state blocks
         stacked = np.concatenate([coupling.transpose(0, 2, 1), V_states], axis=2)  # (E, n, f+k)
         weighted = inverse @ stacked
-        f = int(free.sum())
         system = np.zeros((f + V_top.shape[1],) * 2)
-        system[:f, :f] = self.common[np.ix_(free, free)]
+        system[:f, :f] = common
         system[:f, f:] = V_top
         system[f:, :f] = V_top.T
         system -= np.einsum("enp,enq->pq", stacked, weighted)
-        system = 0.5 * (system + system.T)
-        try:
-            inverse_system = np.linalg.inv(system)
-        except np.linalg.LinAlgError:
-            # exactly flat along a direction that is not a change of basis: floored at eps of
-            # the largest entry (as the dense eigenvalue floor did), so its variance is huge,
-            # never dropped to zero
-            system[:f, :f] += np.finfo(float).eps * np.abs(system).max() * np.eye(f)
-            inverse_system = np.linalg.inv(system)
+        values, vectors = np.linalg.eigh(0.5 * (system + system.T))
+        # The bordered matrix of a positive semidefinite N has exactly k negative eigenvalues,
+        # the k constraints' (far from rounding for an orthonormal V).  Any other eigenvalue
+        # under eps of N's largest is a direction the data do not touch that is not a change
+        # of basis (parameters that act alike: a held input's gain, the offset and the initial
+        # states), its eigenvalue rounding of either sign; a plain inverse made it a variance
+        # of -1e30 that cancelled the others' to zero.  It is floored there, as the dense
+        # eigenvalue floor was: a huge variance along it, the others unchanged.
+        floor = np.finfo(float).eps * max(np.linalg.eigvalsh(common).max(initial=0.0), largest)
+        values[V_top.shape[1]:] = np.maximum(values[V_top.shape[1]:], floor)
+        inverse_system = (vectors / values) @ vectors.T
         covariance = np.zeros((c, c))
         covariance[np.ix_(free, free)] = inverse_system[:f, :f]
         return 0.5 * (covariance + covariance.T)
