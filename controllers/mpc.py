@@ -348,7 +348,9 @@ class DelayedMPC:
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
-        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``); with
+        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``; a step on
+        which they stall, status ``InsufficientProgress``, is solved again at Clarabel's own
+        1e-8, directly and through cvxpy, unless these settings are given); with
         ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
         ``solver`` picks cvxpy's solver (``"CLARABEL"``, default, or ``"OSQP"``).  A setting
         the solver does not have is refused.

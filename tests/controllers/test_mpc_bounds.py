@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from _toolbox.errors import UnstableLoopWarning
+from _toolbox.errors import SolverError, UnstableLoopWarning
 from controllers.mpc import DelayedMPC
 from controllers.qp_solvers import DISTANT_BOUND_RATIO, distant_bounds
 from dmdidc.model import DelayedPlant
@@ -51,17 +51,17 @@ def terminal_weight(plant: DelayedPlant, Q: np.ndarray, R: np.ndarray) -> tuple[
     return scipy.linalg.solve_discrete_are(F, G, Q_lift, R), w
 
 
-def reference_move(plant, N, Q, R, x0, bounds, soft_penalty=None):
+def reference_move(plant, N, Q, R, x0, bounds, soft_penalty=None, history=None):
     """First move of the documented problem (channels with an infinite side unbounded on it):
     cost on x_{k+w+1} .. x_{k+w+N-1}, inputs, and z_N' P z_N; bounds on x_{k+w+1} ..
-    x_{k+w+N}; the past inputs at rest (zero)."""
+    x_{k+w+N}; the past inputs ``history`` (m, R), oldest first, or at rest (zero)."""
     P, w = terminal_weight(plant, Q, R)
     B, n, m = plant.B_blocks, plant.n_states, plant.n_inputs
     past = len(B) - 1
     u = cp.Variable((m, N))
 
     def move(i):
-        return u[:, i] if i >= 0 else np.zeros(m)
+        return u[:, i] if i >= 0 else np.zeros(m) if history is None else history[:, past + i]
 
     states = [x0]
     for t in range(w + N):
@@ -221,3 +221,77 @@ def test_clarabel_soft_moves_to_its_tolerance(seed):
     for solver in ("CLARABEL", "CVXPY"):
         move = DelayedMPC(plant, solver=solver, **kwargs).solve(x0, history).first_input
         assert np.abs(move - exact).max() < 1e-5, solver
+
+
+def stalled_case():
+    """A review's random problem (4 states, delays 1.30 T and 0.94 T, unstable-free, N =
+    36, R = diag(37, 131), bounds from 16 to 5e4 with infinite sides) on which Clarabel at
+    tolerances 1e-10 stopped with 'InsufficientProgress' (its progress test: a residual
+    jumped 100x above tol_feas), directly and through cvxpy, where its own 1e-8 solves it."""
+    A_c = np.array([[-0.38527090356545857, -0.039425213494835805, -0.20061995515134984,
+                     -0.9358153467573216],
+                    [-0.06958525418711159, -1.3611738978094472, -0.2003965791014318,
+                     -0.11751377734222924],
+                    [0.6002955196514277, -0.6363173315592242, -1.0703029417923287,
+                     1.0179669017711024],
+                    [-0.2723271956196908, -0.3159642205021737, 0.8102701474076616,
+                     -0.4743565534466793]])
+    B_c = np.array([[-1.293020305872751, 0.4082036489905961],
+                    [1.2737979672036042, 0.5299164444082823],
+                    [-1.6061770608253054, 0.2352602976603339],
+                    [-0.9527249184256126, -0.273339625362273]])
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay=[1.3011967636100608,
+                                                          0.944118053644873], dt=1.0)
+    Q = np.diag([1.9703646889008553, 0.2520887256676733, 1.1196440507483676,
+                 1.0002672893934994])
+    R = np.diag([36.883213475297396, 131.01829719900707])
+    x0 = np.array([0.45720602091966095, 1.5554028349558422, -1.5200188070224374,
+                   -0.24008130918366974])
+    bounds = (np.array([-25470.357174301455, -np.inf]),
+              np.array([54689.242750125166, 0.56772264687284879]),
+              np.array([-np.inf, -429.70037785463273, -727.7488637668015, -np.inf]),
+              np.array([16.470509213277413, 443.66783639061373, 1413.6809717817957, np.inf]))
+    history = np.array([[0.025940784754560738, -0.01651304061749164],
+                        [-0.02404543543289188, 0.19677043523873133]])
+    return plant, Q, R, x0, bounds, history
+
+
+@pytest.mark.parametrize("solver", ["CLARABEL", "CVXPY"])
+def test_clarabel_stalled_at_tight_tolerances_solves_at_its_own(solver):
+    plant, Q, R, x0, bounds, history = stalled_case()
+    expected = reference_move(plant, 36, Q, R, x0, bounds, history=history)
+    kwargs = dict(horizon=36, Q=Q, R=R, u_min=bounds[0], u_max=bounds[1], x_min=bounds[2],
+                  x_max=bounds[3], solver=solver)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        move = DelayedMPC(plant, **kwargs).solve(x0, history).first_input
+    assert np.abs(move - expected).max() < 1e-6 * np.abs(expected).max()
+    if solver == "CLARABEL":      # tolerances of one's own are one's own: no second solve
+        tight = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+        with pytest.raises(SolverError, match="InsufficientProgress"):
+            DelayedMPC(plant, solver_options=tight, **kwargs).solve(x0, history)
+
+
+def test_cvxpy_clarabel_stalled_at_tight_tolerances_solves_at_its_own(monkeypatch):
+    """Through cvxpy a stall is a cvxpy SolverError (3 of a review's 80 random problems, each
+    solved at Clarabel's own tolerances): solved again at those, unless the user set them."""
+    plant, Q, R, x0, bounds, history = stalled_case()
+    kwargs = dict(horizon=5, Q=Q, R=R, u_min=bounds[0], u_max=bounds[1], solver="CVXPY")
+    expected = reference_move(plant, 5, Q, R, x0, (*bounds[:2], bounds[2] * np.inf,
+                                                   bounds[3] * np.inf), history=history)
+    calls = []
+    original = cp.Problem.solve
+
+    def stalls_when_tight(problem, *args, **options):
+        calls.append(options.get("tol_feas"))
+        if options.get("tol_feas", 1.0) < 1e-9:
+            raise cp.error.SolverError("Solver 'CLARABEL' failed.")
+        return original(problem, *args, **options)
+
+    monkeypatch.setattr(cp.Problem, "solve", stalls_when_tight)
+    move = DelayedMPC(plant, **kwargs).solve(x0, history).first_input
+    assert calls == [1e-10, 1e-8]
+    assert np.abs(move - expected).max() < 1e-6 * np.abs(expected).max()
+    with pytest.raises(SolverError, match="failed"):
+        DelayedMPC(plant, solver_options={"tol_feas": 1e-10}, **kwargs).solve(x0, history)
+
