@@ -1316,11 +1316,20 @@ class DelayedMPC:
         x_at, u_at = (np.zeros(self._n), np.zeros(self._m)) if op is None else (op.state,
                                                                               op.input)
         shown_x, shown_history = x + x_at, history + u_at[:, None]
-        if self._x_lo is None and self._x_hi is None:   # input bounds alone are feasible
-            return (f"{self.solver} reported the MPC problem infeasible although it has only "
-                    f"input bounds (always feasible): numerical trouble at "
-                    f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; check the "
-                    f"scaling of the model and of the state")
+        # Input bounds alone, state (output) bounds that are all infinite, and soft ones
+        # always admit a plan: 'infeasible' is then the solver's numerical trouble, and a
+        # message about bounds that cannot be met (or a remedy of soft bounds already in
+        # use) would mislead
+        finite = any(b is not None and np.isfinite(b).any() for b in (self._x_lo, self._x_hi))
+        if not finite or self.soft_state_constraints:
+            why = ("it has only input bounds" if not finite else
+                   "its state (output) bounds are soft")
+            other = ("solver='DAQP' or 'OSQP'" if self.solver in ("CLARABEL", "CVXPY") else
+                     "solver='CLARABEL'")
+            return (f"{self.solver} reported the MPC problem infeasible although {why} "
+                    f"(always feasible): numerical trouble at x_k={_fmt(shown_x)}, committed "
+                    f"inputs {_fmt(shown_history)}; check the scaling of the model and of the "
+                    f"state (signals of very different sizes), or use {other}")
         s, kind, low, high = self._bounded_signal
         message = (f"MPC problem is infeasible ({self.solver}): the hard {kind} bounds "
                    f"{s}_min={_fmt(low)}, {s}_max={_fmt(high)} on "

@@ -18,7 +18,7 @@ import scipy.linalg
 
 from _toolbox.errors import SolverError, UnstableLoopWarning
 from controllers.mpc import DelayedMPC
-from controllers.qp_solvers import DISTANT_BOUND_RATIO, distant_bounds
+from controllers.qp_solvers import DISTANT_BOUND_RATIO, QPOutcome, distant_bounds
 from dmdidc.model import DelayedPlant
 
 SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
@@ -295,3 +295,53 @@ def test_cvxpy_clarabel_stalled_at_tight_tolerances_solves_at_its_own(monkeypatc
     with pytest.raises(SolverError, match="failed"):
         DelayedMPC(plant, solver_options={"tol_feas": 1e-10}, **kwargs).solve(x0, history)
 
+
+def soft_at_large_scale():
+    """A review's random problem (5 states, delay 1.02 T, soft state bounds from 1 to 5e5
+    beside states of 5e5): Clarabel through cvxpy called it 'infeasible', and the message
+    read 'the hard state bounds ... cannot be met ... Use soft_state_constraints=True'."""
+    A_c = np.array([[-0.35290427332050345, -0.8828144750664684, -0.5620853279215993,
+                     -0.6404576485644805, -1.5811404225285295],
+                    [-0.008985952565395647, -2.753677644241999, -1.1837741304574563,
+                     -0.02007118856670853, 0.2726922794834607],
+                    [-0.8089563469372972, 0.12942875169006401, -0.15705701050150944,
+                     1.4199715686603163, 0.8886448803327246],
+                    [-0.32199919457377885, 1.2511640326069204, -0.29481325460363805,
+                     -1.6372490047513923, 0.9467208716622048],
+                    [0.3614989178068832, 0.49060881481174134, -0.8324571307578486,
+                     -0.27289791081523285, -1.0093081226087741]])
+    B_c = np.array([[-1.7664467454217399], [2.23104410319756], [0.7993785460072322],
+                    [-0.812851033142918], [1.179169817613754]])
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay=[1.0247751514111756], dt=1.0)
+    kwargs = dict(horizon=11, Q=np.diag([0.39859719059585974, 0.3437528541863219,
+                                         0.06128610619114074, 0.471260615617491,
+                                         0.7946870720534956]),
+                  R=394.96560373867425, u_min=-6528.463659198294, u_max=29071.189719140417,
+                  x_min=[-41.652438569773572, -63943.825533169307, -1.1448089648290194,
+                         -np.inf, -406042.99157057842],
+                  x_max=[111.98419117900829, 82649.533901645322, 4.9640978977814170, np.inf,
+                         525444.08570344024], soft_state_constraints=True)
+    x0 = np.array([-510696.14354916045, -535280.5088461569, 193912.44475136115,
+                   -442537.7934324194, -443948.35078394064])
+    return plant, kwargs, x0, np.array([[381.268141515893, -221.3358309475662]])
+
+
+def test_infeasible_soft_problem_is_called_numerical_trouble():
+    plant, kwargs, x0, history = soft_at_large_scale()
+    plan = DelayedMPC(plant, solver="DAQP", **kwargs).solve(x0, history)   # it has a plan
+    assert plan.status == "optimal"
+    try:
+        DelayedMPC(plant, solver="CVXPY", **kwargs).solve(x0, history)
+    except SolverError as exc:          # (a later cvxpy or Clarabel may solve it)
+        message = str(exc)
+        assert "soft" in message and "numerical trouble" in message, message
+        assert "cannot be met" not in message and "Use soft_state_constraints" not in message
+    # whichever solver reports 'infeasible' on soft or all-infinite state bounds is said so
+    infinite = dict(kwargs, x_min=np.full(5, -np.inf), x_max=np.full(5, np.inf),
+                    soft_state_constraints=False)
+    for settings in (kwargs, infinite):
+        mpc = DelayedMPC(plant, solver="OSQP", **settings)
+        mpc._solver.solve = lambda p: QPOutcome(None, "infeasible", 1, 0.0)
+        with pytest.raises(SolverError, match="always feasible") as info:
+            mpc.solve(x0, history)
+        assert "cannot be met" not in str(info.value)
