@@ -1321,6 +1321,18 @@ class DelayedMPC:
         # message about bounds that cannot be met (or a remedy of soft bounds already in
         # use) would mislead
         finite = any(b is not None and np.isfinite(b).any() for b in (self._x_lo, self._x_hi))
+        if self.cvxpy_extension is not None:
+            # its constraints may be what no plan meets: neither 'always feasible' nor the
+            # bounds' reach (computed without them) can be said
+            return (f"MPC problem is infeasible (CVXPY, with cvxpy_extension "
+                    f"{getattr(self.cvxpy_extension, '__name__', self.cvxpy_extension)!r}): "
+                    f"its constraints, with the input bounds [{_fmt(self.u_min)}, "
+                    f"{_fmt(self.u_max)}]" + (" and the hard state (output) bounds" if finite
+                                               and not self.soft_state_constraints else "")
+                    + f", admit no plan from x_k={_fmt(shown_x)}, committed inputs "
+                    f"{_fmt(shown_history)}; check the extension's constraints against the "
+                    f"bounds (the same controller without it tells whether the bounds alone "
+                    f"can be met)")
         if not finite or self.soft_state_constraints:
             why = ("it has only input bounds" if not finite else
                    "its state (output) bounds are soft")
