@@ -52,7 +52,12 @@ from _toolbox.validation import (
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
 from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
-from controllers.qp_solvers import QP_SOLVERS, condition_number, unreachable_rows
+from controllers.qp_solvers import (
+    QP_SOLVERS,
+    condition_number,
+    meets_bounds,
+    unreachable_rows,
+)
 from dmdidc.model import DelayedPlant, as_plant
 
 _FLOAT = np.dtype(float)
@@ -1343,6 +1348,18 @@ class DelayedMPC:
                     f"inputs {_fmt(shown_history)}; check the scaling of the model and of the "
                     f"state (signals of very different sizes), or use {other}")
         s, kind, low, high = self._bounded_signal
+        p = np.concatenate([x, history.T.ravel()])
+        qp = self._condensed_qp() if self.solver != "DAQP" else None
+        if qp is not None and meets_bounds(qp, p):
+            # a plan that meets every bound, checked: the report is the solver's trouble (the
+            # cvxpy path, not rescaled, read 14 of a review's 140 random problems so, 3 with
+            # hard bounds)
+            return (f"{self.solver} reported the MPC problem infeasible, but DAQP on the "
+                    f"condensed QP finds inputs within [{_fmt(self.u_min)}, "
+                    f"{_fmt(self.u_max)}] whose {kind}s meet the hard bounds {s}_min="
+                    f"{_fmt(low)}, {s}_max={_fmt(high)} (checked): numerical trouble at "
+                    f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; use "
+                    f"solver='DAQP' (or 'auto'), or scale the model's units")
         message = (f"MPC problem is infeasible ({self.solver}): the hard {kind} bounds "
                    f"{s}_min={_fmt(low)}, {s}_max={_fmt(high)} on "
                    f"{s}_(k+{w + 1}) .. {s}_(k+{w + N}) cannot be met with inputs in "
@@ -1354,7 +1371,7 @@ class DelayedMPC:
             # States fixed by the past: simulate w steps; u_k.. do not act before x_{k+w+1}.
             fixed = self.plant.simulate(x, np.zeros((self._m, w)), history)[:, -1] + x_at
             message += f"; x_(k+{w}) = {_fmt(fixed)} is already fixed by them"
-        found = self._unreachable_bound(np.concatenate([x, history.T.ravel()]))
+        found = self._unreachable_bound(p)
         if found is not None:
             side, component, step, reached = found
             bound = (low if side == "min" else high)[component]
@@ -1372,21 +1389,29 @@ class DelayedMPC:
             return "x", "state", self.x_min, self.x_max
         return "y", "output", self.y_min, self.y_max
 
-    def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
-        """The earliest hard state (or output) bound missed by the inputs that miss them least
-        (in the least-squares sense; DAQP with soft bound rows on the condensed QP), or None:
-        ``(side "min" | "max", component, step, value reached in deviations)``."""
+    def _condensed_qp(self) -> Any:
+        """The condensed QP of this problem (the one in use, or built), or None when it would
+        exceed ``MAX_DENSE_ENTRIES``."""
         qp = getattr(self, "_qp", None)
-        rows_per_step = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         if qp is None or qp.sparse:
+            rows_per_step = (self._n if self._bound_matrix is None else
+                             self._bound_matrix.shape[0])
             n_v, rows = qp_sizes(self._n, self._m, self.dead_steps, self.horizon, soft=False,
                                  sparse=False, bounded=rows_per_step)
             if n_v * (n_v + rows) > MAX_DENSE_ENTRIES:
                 return None
             qp = self._build_qp(sparse=False)
-        missed = unreachable_rows(qp, p)
+        return qp
+
+    def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
+        """The earliest hard state (or output) bound missed by the inputs that miss them least
+        (in the least-squares sense; DAQP with soft bound rows on the condensed QP), or None:
+        ``(side "min" | "max", component, step, value reached in deviations)``."""
+        qp = self._condensed_qp()
+        missed = None if qp is None else unreachable_rows(qp, p)
         if missed is None:
             return None
+        rows_per_step = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         row, value, lower, upper = missed
         step, component = divmod(row, rows_per_step)
         return ("min" if value < lower else "max", component, self.dead_steps + 1 + step,

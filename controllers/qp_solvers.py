@@ -40,7 +40,7 @@ _LARGEST_PENALTY = 1e6
 DISTANT_BOUND_RATIO = 1e6
 
 __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
-           "condition_number", "distant_bounds", "unreachable_rows"]
+           "condition_number", "distant_bounds", "meets_bounds", "unreachable_rows"]
 
 
 class QPOutcome(NamedTuple):
@@ -424,11 +424,36 @@ def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
     >>> row, bool(value > upper)
     (0, True)
     """
+    found = _condensed_rows(qp, p, soft=True)
+    if found is None:
+        return None
+    missed = np.flatnonzero(found[1])
+    if not missed.size:
+        return None
+    values, _, lo, hi = found
+    row = int(missed[0])
+    return row, float(values[row]), float(lo[row]), float(hi[row])
+
+
+def meets_bounds(qp: MPCQuadraticProgram, p: np.ndarray) -> bool:
+    """Whether DAQP finds inputs on the condensed QP (every row hard) whose states meet every
+    state-bound row to 1e-6 of the bound (and 1): a checked plan, so the problem at ``p`` is
+    feasible whatever another solver reported."""
+    found = _condensed_rows(qp, p, soft=False)
+    return found is not None and not found[1].any()
+
+
+def _condensed_rows(qp: MPCQuadraticProgram, p: np.ndarray, *, soft: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(values, outside, lower, upper)`` of the state-bound rows at DAQP's inputs on the
+    condensed QP (the state rows soft, or hard), ``outside`` those beyond a bound by more
+    than 1e-6 of it (and 1); None when DAQP finds no solution."""
     import daqp
 
     lower, upper = qp.bounds(p)
     sense = np.zeros(len(lower), dtype=np.intc)
-    sense[qp.state_rows] = 8                                     # DAQP's "soft" flag
+    if soft:
+        sense[qp.state_rows] = 8                                 # DAQP's "soft" flag
     v, _, flag, _ = daqp.solve(np.ascontiguousarray(qp.hessian), qp.cost_vector(p),
                                np.ascontiguousarray(qp.A[qp.n_simple:]), upper, lower, sense)
     if int(flag) not in (1, 2):
@@ -438,8 +463,5 @@ def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
     lo, hi = qp.lower0[rows], qp.upper0[rows]
     scale = np.maximum(1.0, np.maximum(np.abs(np.where(np.isfinite(lo), lo, 0.0)),
                                        np.abs(np.where(np.isfinite(hi), hi, 0.0))))
-    missed = np.flatnonzero((values < lo - 1e-6 * scale) | (values > hi + 1e-6 * scale))
-    if not missed.size:
-        return None
-    row = int(missed[0])
-    return row, float(values[row]), float(lo[row]), float(hi[row])
+    outside = (values < lo - 1e-6 * scale) | (values > hi + 1e-6 * scale)
+    return values, outside, lo, hi

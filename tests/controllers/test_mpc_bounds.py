@@ -345,3 +345,35 @@ def test_infeasible_soft_problem_is_called_numerical_trouble():
         with pytest.raises(SolverError, match="always feasible") as info:
             mpc.solve(x0, history)
         assert "cannot be met" not in str(info.value)
+
+
+def test_a_feasible_problem_called_infeasible_is_said_so():
+    """A review's random problem (3 states, delay 3.5 T, one output bound at 2.3e5 beside
+    states of 1.5e5, inputs free): Clarabel through cvxpy (not rescaled) reported it
+    infeasible, and the message said the bound 'cannot be met' (the closest reached: the
+    bound itself), though DAQP solves it.  A checked plan now says numerical trouble."""
+    A_c = np.array([[-0.7665056686121523, 0.7599708644079872, 0.20337071953821506],
+                    [1.6586636008151843, -0.9340208735440207, -1.8009658486555078],
+                    [0.9187788841678789, 0.9341444187912877, -0.6882262006837521]])
+    B_c = np.array([[-1.7779053892097485], [-0.3689646466587515], [-2.2109122000117822]])
+    plant = DelayedPlant.from_continuous(A_c, B_c, delay=[0.35236963802304794], dt=0.1)
+    C = np.array([[-1.7838454781954174, 1.2887231687245124, -0.13599423088681162]])
+    kwargs = dict(horizon=17, Q=np.diag([0.024208995140616228, 0.19435080016299333,
+                                         0.13918627815863727]), R=6071.7345349882335,
+                  y_max=225770.81359472524, C=C, output_offset=-24168.996442055653)
+    x0 = np.array([-46439.76490165085, 104185.75242913354, -153765.80317463048])
+    history = np.array([[56685.63223883886, 60811.16621895571, 50404.557818658344,
+                         54698.3095299516]])
+    plan = DelayedMPC(plant, solver="DAQP", **kwargs).solve(x0, history)
+    outputs = C @ plan.states[:, 4:] - 24168.996442055653
+    assert np.all(outputs <= 225770.81359472524 * (1 + 1e-9))      # feasible, checked
+    try:
+        DelayedMPC(plant, solver="CVXPY", **kwargs).solve(x0, history)
+    except SolverError as exc:          # (a later cvxpy or Clarabel may solve it)
+        message = str(exc)
+        assert "(checked)" in message and "numerical trouble" in message, message
+        assert "cannot be met" not in message
+    # a problem nothing solves keeps naming the bound that cannot be met
+    with pytest.raises(SolverError, match="cannot be met"):
+        DelayedMPC(plant, solver="CVXPY", **dict(kwargs, u_min=-1.0, u_max=1.0)).solve(
+            x0, history)
