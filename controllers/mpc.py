@@ -1292,11 +1292,14 @@ class DelayedMPC:
         side = f"{s}_min" if lowest[worst] - signals[worst] > 0 else f"{s}_max"
         bound = (self._x_lo if side.endswith("min") else self._x_hi)[component]
         when = self.dead_steps + step + 1
+        # another solver than the one that failed (Clarabel's own plans broke bounds of 1e-2
+        # beside states of 4e7, and the message named Clarabel)
+        other = "'DAQP' (or 'auto')" if self.solver in ("CLARABEL", "CVXPY") else "'CLARABEL'"
         raise SolverError(
             f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})[{component}] "
             f"violates {side} by {abs(signals[worst] - bound):.3g} (> tolerance "
             f"{STATE_BOUND_TOLERANCE:g} x max(1, |bound|)): an ill-conditioned QP, or solver "
-            f"tolerances loosened in solver_options; use solver='CLARABEL', "
+            f"tolerances loosened in solver_options; use solver={other}, "
             f"soft_state_constraints=True, or a shorter horizon")
 
     def _input_limits(self) -> None:

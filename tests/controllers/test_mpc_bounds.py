@@ -377,3 +377,17 @@ def test_a_feasible_problem_called_infeasible_is_said_so():
     with pytest.raises(SolverError, match="cannot be met"):
         DelayedMPC(plant, solver="CVXPY", **dict(kwargs, u_min=-1.0, u_max=1.0)).solve(
             x0, history)
+
+
+@pytest.mark.parametrize("solver, remedy", [("CLARABEL", "solver='DAQP'"),
+                                            ("CVXPY", "solver='DAQP'"),
+                                            ("OSQP", "solver='CLARABEL'"),
+                                            ("DAQP", "solver='CLARABEL'")])
+def test_a_plan_beyond_its_bounds_names_another_solver(solver, remedy):
+    """Clarabel's plans broke state bounds of 1e-2 beside states of 4e7 (a review's random
+    problems; DAQP solved them), and the SolverError advised solver='CLARABEL'."""
+    plant = random_plant(np.random.default_rng(0), 2, 1)
+    mpc = DelayedMPC(plant, horizon=3, x_min=-1.0, x_max=1.0, solver=solver)
+    with pytest.raises(SolverError, match="violates x_max") as info:
+        mpc._check_state_bounds(np.full(2 * 3, 5.0))
+    assert remedy in str(info.value) and f"solver='{solver}'" not in str(info.value)
