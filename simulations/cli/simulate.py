@@ -591,6 +591,8 @@ def _plot_trajectory(result, path: Path, title: str,
         for side, values in zip(("min", "max"), bounds or (None, None), strict=True):
             if values is not None:
                 value = values[0] if len(values) == 1 else values[i]
+                if not np.isfinite(value):      # no bound on this output: no line, no label
+                    continue
                 top.axhline(value, color=line.get_color(), linestyle="--", linewidth=0.8,
                             label=f"{name}{i + 1} {side}" if len(shown) > 1 else f"{name} {side}")
     for j, row in enumerate(result.inputs):
