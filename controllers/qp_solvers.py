@@ -438,7 +438,21 @@ def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
 def meets_bounds(qp: MPCQuadraticProgram, p: np.ndarray) -> bool:
     """Whether DAQP finds inputs on the condensed QP (every row hard) whose states meet every
     state-bound row to 1e-6 of the bound (and 1): a checked plan, so the problem at ``p`` is
-    feasible whatever another solver reported."""
+    feasible whatever another solver reported.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers.mpc_qp import build_qp
+    >>> plant = DelayedPlant(np.array([[0.9]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    >>> qp = build_qp(plant, dead_steps=1, horizon=3, Q=np.eye(1), R=np.eye(1),
+    ...               terminal_weight=np.eye(1), u_bounds=(-np.ones(1), np.ones(1)),
+    ...               x_bounds=(-np.ones(1), np.ones(1)), soft=False, state_penalty=1.0,
+    ...               sparse=False)
+    >>> meets_bounds(qp, np.array([0.5, 0.0])), meets_bounds(qp, np.array([5.0, 0.0]))
+    (True, False)
+    """
     found = _condensed_rows(qp, p, soft=False)
     return found is not None and not found[1].any()
 
