@@ -373,7 +373,9 @@ class ClarabelSolver:
         start = time.perf_counter()
         solution = self._solver.solve()
         word = str(solution.status)
+        stalled = 0         # the iterations of a stalled first solve count too
         if word in self.RETRIED and self._own is not None:
+            stalled = int(solution.iterations)
             solution = self._solve_at_own_tolerances()
             word = str(solution.status)
         elapsed = time.perf_counter() - start
@@ -382,7 +384,7 @@ class ClarabelSolver:
                   "MaxIterations": "user_limit", "MaxTime": "user_limit"}.get(
                       word, f"error: Clarabel status {word!r}")
         v = size * np.array(solution.x) if status.startswith("optimal") else None
-        return QPOutcome(v, status, int(solution.iterations), elapsed)
+        return QPOutcome(v, status, stalled + int(solution.iterations), elapsed)
 
     def _solve_at_own_tolerances(self) -> Any:
         """The current data solved again at Clarabel's own tolerances (then DEFAULTS again)."""
