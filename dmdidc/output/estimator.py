@@ -618,6 +618,10 @@ class OutputDMDidc:
             return self
         _reissue(again)
         self.experiment_levels_ = relative
+        # the weighted fit's states are the data's divided by the level (its inputs were), so
+        # that C x0 reproduces each experiment's start in the data's units (they read 7-11
+        # times small in the noisier one of two experiments 10 times apart)
+        self.initial_states_ = self.initial_states_ * relative[:, None]
         # the check found the levels and they are weighed now: a note, not a failure (unless
         # the weighted fit's levels still differ: that failure stands, and it warned)
         unequal = first["checks_"][-1]

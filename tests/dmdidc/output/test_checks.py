@@ -467,3 +467,26 @@ def test_ringing_noise_of_one_level_passes():
             assert est.checks_[2].failed
     assert not any(failed), failed
 
+
+@pytest.mark.parametrize("seed,detrend", [(0, False), (3, "constant")])
+def test_weighted_experiments_keep_their_initial_states_in_the_datas_units(seed, detrend):
+    """Two experiments from large random states, noise 10 times apart: fit weighs them by
+    dividing each one's outputs and inputs by its level, and its states with them.
+    ``C @ initial_states_[e]`` is then each experiment's noise-free output at sample
+    ``max_delay`` in the data's units (it read 7-11 times small in the noisier experiment)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, dt=T, max_delay=R)
+    C = rng.standard_normal((1, 3))
+    Ys, Us, starts = [], [], []
+    for level in (1.0, 10.0):
+        U = random_excitation(2, 1500, rng=rng)
+        X = plant.simulate(20.0 * rng.standard_normal(3), U)
+        Y = C @ X[:, :1500]
+        Ys.append(Y + level * 0.03 * Y.std() * rng.standard_normal(Y.shape))
+        Us.append(U)
+        starts.append((C @ X[:, R]).item())
+    est, _ = _fit(Ys, Us, dt=T, estimator=OutputDMDidc(max_delay=R, offset=False,
+                                                       detrend=detrend))
+    assert est.experiment_levels_[1] > 5                                  # weighted
+    found = (est.C @ est.initial_states_.T).ravel()
+    np.testing.assert_allclose(found, starts, rtol=0.15)
