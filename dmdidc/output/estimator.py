@@ -1319,7 +1319,20 @@ class OutputDMDidc:
         idle = slow & (reach <= _IDLE_MODE * reach.max(initial=0.0))
         if not idle.any():
             return
-        cause = ("with offset=False a constant output offset is fitted as such a state, not "
+        lower = (f"order={self.order_ - 1}" if self.order_ > 1 else "a lower order")
+        # with detrend each experiment's own level (or line) is fitted already: the generic
+        # cause below ("one offset_ is fitted for all": detrend='constant') would be wrong (a
+        # linear drift under detrend='constant' read so on 4 of 4 plants)
+        trend = {"constant": ("mean", "a drift within the experiments (a slow trend beside "
+                                      "each one's level): fit with detrend='linear' (each "
+                                      "experiment's line removed from outputs and inputs)"),
+                 "linear": ("line", "a curved drift within the experiments")}.get(self.detrend)
+        cause = (f"with detrend={self.detrend!r} each experiment's {trend[0]} is fitted with the "
+                 f"plant, so this is {trend[1]}, or the experiments' free initial states (one "
+                 f"more per experiment for each mode: {len(self.initial_states_)} here) fitting "
+                 f"their noise, frequent with many short experiments: fit with {lower} and "
+                 f"compare, or record without the drift" if trend else
+                 "with offset=False a constant output offset is fitted as such a state, not "
                  "the plant's; if the outputs carry an offset (sensor offsets, absolute units) "
                  "fit with offset=True (the default)" if not self.offset else
                  "a drift of the outputs (a slow trend beside the constant offset), or "
