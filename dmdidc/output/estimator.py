@@ -132,6 +132,12 @@ _UNEQUAL = UNEQUAL_NOISE
 #: divides by the levels of the previous fit's residuals (noise 100x apart: 17-23x read from
 #: the misweighted fit, about 100 after the second).
 _REWEIGHTINGS = 3
+#: What is left when the experiments, weighed by their levels, still differ in noise.
+_WEIGHTED_REMEDY = (
+    "one level per experiment cannot weigh levels that differ output by output (a sensor "
+    "noisier in some experiments only) or with the signal (the model missing more of the "
+    "larger experiments' response); fit the experiments that share each output's noise level "
+    "together, or leave the noisier sensor's experiments out")
 
 
 def _reissue(caught: list) -> None:
@@ -612,6 +618,7 @@ class OutputDMDidc:
             # and the fit weighted by them still failed the check; the weighted fit's own
             # residuals give the rest
             trial = levels * relative
+            trial = trial / trial.min()                 # relative to the quietest
             weighted = [(Yi / r, Ui / r) for (Yi, Ui), r in zip(experiments, trial, strict=True)]
             try:
                 with warnings.catch_warnings(record=True) as recorded:
@@ -631,12 +638,18 @@ class OutputDMDidc:
                 return self
             levels, kept, again = trial, dict(self.__dict__), recorded
             relative = self._unequal            # the weighted residuals' levels, None if equal
-            if relative is None:
+            # equal by experiment yet failing: the levels differ output by output (one sensor
+            # noisier in one experiment), which one level per experiment cannot weigh
+            if relative is None or np.ptp(np.log(relative)) < np.log(1.1):
                 break
         self.__dict__.clear()
         self.__dict__.update(kept)
         relative = levels
-        _reissue(again)
+        still = bool(self.checks_[-1].failed)
+        # a failure that stands is warned below with what is left to do, not the remedy the
+        # weighting applied
+        _reissue([w for w in again
+                  if not (still and str(w.message).startswith("check 'noise_levels' failed"))])
         self.experiment_levels_ = relative
         # the weighted fit's states are the data's divided by the level (its inputs were), so
         # that C x0 reproduces each experiment's start in the data's units (they read 7-11
@@ -645,7 +658,15 @@ class OutputDMDidc:
         # the check found the levels and they are weighed now: a note, not a failure (unless
         # the weighted fit's levels still differ: that failure stands, and it warned)
         unequal = first["checks_"][-1]
-        if not self.checks_[-1].failed:
+        if still:
+            # its remedy (weigh each experiment by its level) was applied: say what is left
+            check = dataclasses.replace(self.checks_[-1], remedy=(
+                f"each experiment was weighed by its level (experiment_levels_ "
+                f"{', '.join(f'{r:.3g}' for r in relative[:12])}) and the levels still "
+                f"differ: {_WEIGHTED_REMEDY}"))
+            self.checks_ = (*self.checks_[:-1], check)
+            self._warn_new(check.name, check.message())
+        else:
             self.checks_ = (*self.checks_[:-1], dataclasses.replace(
                 unequal, passed=True, remedy="", finding=(
                     f"{unequal.finding.split('; the fit pools')[0]}; each experiment's outputs "

@@ -513,3 +513,28 @@ def test_noise_100_times_apart_is_weighed_by_the_weighted_fits_levels(seed):
     assert _right(plant, est) and not messages, messages
     assert 70 < est.experiment_levels_[1] / est.experiment_levels_[0] < 140
     assert est.checks_[2].passed and "divided by its level" in est.checks_[2].finding
+
+
+def test_a_sensor_noisier_in_one_experiment_is_loud_about_what_weighting_left():
+    """Two sensors, the first 10 times noisier in the second experiment only, detrend=
+    'constant': one level per experiment cannot weigh it, and the weighted fit's check fails.
+    Its warning named the remedy just applied (detrend='constant'), and repeated refits
+    multiplied the levels to [3.1, 9.7] (not relative to the quietest).  Now it warns once,
+    says the levels differ output by output, and the levels stay relative (1 and about 3,
+    the geometric mean of 10 and 1)."""
+    rng = np.random.default_rng(0)
+    plant = random_plant(rng, n_states=3, n_inputs=2, dt=T, max_delay=R)
+    C = rng.standard_normal((2, 3))
+    Ys, Us = [], []
+    for e in range(2):
+        U = random_excitation(2, 1500, rng=rng)
+        Y = C @ plant.simulate(np.zeros(3), U)[:, :1500]
+        level = 0.03 * Y.std(axis=1, keepdims=True) * (np.array([[10.0], [1.0]]) if e else 1.0)
+        Ys.append(Y + level * rng.standard_normal(Y.shape) + 0.5 * e)
+        Us.append(U)
+    est, messages = _fit(Ys, Us, dt=T, estimator=OutputDMDidc(max_delay=R, detrend="constant"))
+    check = est.checks_[2]
+    assert check.failed and "output by output" in check.remedy
+    named = [text for text in messages if "check 'noise_levels' failed" in text]
+    assert len(named) == 1 and "fit with detrend='constant'" not in named[0], named
+    assert est.experiment_levels_.min() == 1.0 and 2 < est.experiment_levels_.max() < 5
