@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from _toolbox.errors import DimensionError, ParameterError, SolverError, UnstableLoopWarning
+from _toolbox.errors import (
+    DimensionError,
+    NonFiniteError,
+    ParameterError,
+    SolverError,
+    UnstableLoopWarning,
+)
 from _toolbox.validation import (
     check_finite_array,
     check_integer,
@@ -264,15 +270,17 @@ class DelayedMPC:
         if that DARE has no stabilizing solution a ``RuntimeWarning`` is issued and ``P = Q`` on
         ``x_{k+w+N}`` is used.
     u_min, u_max : float or array_like of shape (m,), optional
-        Finite input bounds (hard), physical values (with an operating point too, not
-        deviations; ``u_op`` must lie within them).  ``None`` means unbounded.
+        Input bounds (hard), physical values (with an operating point too, not
+        deviations; ``u_op`` must lie within them).  ``None`` means unbounded; an entry
+        ``-inf`` in ``u_min`` (``inf`` in ``u_max``) leaves that channel unbounded on that
+        side (so do the other bounds' infinite entries).
     x_min, x_max : float or array_like of shape (n,), optional
-        Finite state bounds on ``x_{k+w+1} .. x_{k+w+N}``, physical values (``x_op`` must lie
+        State bounds on ``x_{k+w+1} .. x_{k+w+N}``, physical values (``x_op`` must lie
         within them); hard unless ``soft_state_constraints``.  Refused for a model that
         carries a measurement matrix ``C`` (an output model): its states are canonical
         variates, which have no physical range; bound its outputs instead.
     y_min, y_max : float or array_like of shape (l,), optional
-        Finite output bounds on ``y = C x + c`` at ``x_{k+w+1} .. x_{k+w+N}``, physical values:
+        Output bounds on ``y = C x + c`` at ``x_{k+w+1} .. x_{k+w+N}``, physical values:
         the outputs of a model that carries its measurement matrix ``C`` (an
         :class:`~dmdidc.OutputDMDidc`; ``c`` its output level ``offset_``), or of the ``C``
         given.  The output at the operating point (``C x_op + c``, or ``c`` without one) must
@@ -327,10 +335,21 @@ class DelayedMPC:
         The result's ``status`` always records it, and the input bounds are checked in every
         case.  Every other non-optimal status (infeasible,
         unbounded, ``user_limit``, solver error) raises :class:`SolverError`.
+    cvxpy_extension : callable, optional
+        Costs and constraints of one's own, with ``solver="CVXPY"`` (refused otherwise):
+        ``cvxpy_extension(u, x) -> (cost, constraints)`` is called once, when the problem is
+        built (and again for a copy or :meth:`with_model`), with the cvxpy variables ``u``,
+        shape (m, N), the moves ``u_k .. u_{k+N-1}``, and ``x``, shape (n, w + N + 1), the
+        predicted states ``x_k .. x_{k+w+N}`` (deviations from the operating point, if the
+        model has one); ``cost`` (a scalar cvxpy expression, or 0) is added to the objective
+        and ``constraints`` (a list) to the constraints, and every step solves the extended
+        problem (:attr:`problem`).  The result is still checked against the bounds.  The
+        function must be picklable for the controller to be (a module-level function).
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
-        attributes); with ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
+        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``); with
+        ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
         ``solver`` picks cvxpy's solver (``"CLARABEL"``, default, or ``"OSQP"``).  A setting
         the solver does not have is refused.
 
@@ -358,7 +377,8 @@ class DelayedMPC:
     Raises
     ------
     ParameterError
-        Bad horizon, weights, solver name, settings or policy; ``u_min > u_max`` or
+        Bad horizon, weights, solver name, settings or policy; ``inf`` in a lower bound or
+        ``-inf`` in an upper one; ``u_min > u_max`` or
         ``x_min > x_max`` (names the channel); bounds that exclude the operating point's
         ``u_op`` or ``x_op`` (it could never be held), or output bounds that exclude the
         output there; state bounds on an output model (one that carries ``C``), state and
@@ -374,7 +394,7 @@ class DelayedMPC:
     DimensionError
         Wrong shapes.
     NonFiniteError
-        Non-finite weights or bounds.
+        Non-finite weights, or a bound that is NaN.
 
     Warns
     -----
@@ -426,7 +446,9 @@ class DelayedMPC:
                  output_offset: Any = None,
                  soft_state_constraints: bool = False, state_penalty: float | None = None,
                  solver: str = "auto", warm_start: bool = True, inaccurate: str = "warn",
-                 solver_options: dict[str, Any] | None = None) -> None:
+                 solver_options: dict[str, Any] | None = None,
+                 cvxpy_extension: Callable[[Any, Any], tuple[Any, list[Any]]] | None = None
+                 ) -> None:
         plant = as_plant(model)
         n, m = plant.n_states, plant.n_inputs
         self.horizon = check_integer("horizon", horizon, minimum=1)
@@ -457,9 +479,14 @@ class DelayedMPC:
             raise ParameterError(f"soft_state_constraints must be a bool; got "
                                  f"{soft_state_constraints!r}")
         self.soft_state_constraints = bool(soft_state_constraints)
-        if soft_state_constraints and x_min is None and x_max is None and not bounds_y:
+        # (an infinite entry bounds nothing: soft bounds that are all infinite would soften
+        # nothing, silently)
+        if soft_state_constraints and not any(
+                b is not None and np.isfinite(b).any()
+                for b in (self.x_min, self.x_max, self.y_min, self.y_max)):
             raise ParameterError("soft_state_constraints needs state bounds (x_min and/or "
-                                 "x_max) or output bounds (y_min and/or y_max) to soften")
+                                 "x_max) or output bounds (y_min and/or y_max) to soften, "
+                                 "finite in some component")
         if state_penalty is not None and not soft_state_constraints:
             raise ParameterError("state_penalty weighs the slack of soft_state_constraints; "
                                  "set soft_state_constraints=True or leave it out")
@@ -476,6 +503,16 @@ class DelayedMPC:
             raise ParameterError(f"solver_options must be a dict or None; got "
                                  f"{type(solver_options).__name__}")
         self.solver_options = dict(solver_options or {})
+        if cvxpy_extension is not None and not callable(cvxpy_extension):
+            raise ParameterError(f"cvxpy_extension must be a function (u, x) -> (cost, "
+                                 f"constraints); got {type(cvxpy_extension).__name__}")
+        if cvxpy_extension is not None and str(solver).lower() != "cvxpy":
+            # the direct solvers solve a QP built from the documented cost: the extension
+            # would do nothing there, silently
+            raise ParameterError(f"cvxpy_extension adds to the cvxpy problem, which only "
+                                 f"solver='CVXPY' solves; got solver={solver!r}: pass "
+                                 f"solver='CVXPY' or leave cvxpy_extension out")
+        self.cvxpy_extension = cvxpy_extension
         self._n, self._m = n, m
         self._requested = (solver, P)      # re-resolved for every model (with_model)
         self._design(plant, outputs)
@@ -801,9 +838,9 @@ class DelayedMPC:
         """The parametrized cvxpy problem (built on first access, then the same object).
 
         Variables ``u`` (m, N) and ``x`` (n, w + N + 1), parameters ``x_k`` and ``u_history``;
-        DPP-compliant.  With ``solver="CVXPY"`` it is the problem the controller solves; add
-        costs or constraints on a copy (``cvxpy.Problem(problem.objective + extra,
-        problem.constraints + more)``).
+        DPP-compliant.  With ``solver="CVXPY"`` it is the problem the controller solves,
+        with the terms of ``cvxpy_extension``; to solve a variant by hand, build it on a copy
+        (``cvxpy.Problem(problem.objective + extra, problem.constraints + more)``).
         """
         if self._cvxpy is None:
             from controllers.mpc_cvxpy import CvxpySolver  # cvxpy: only when asked for
@@ -1024,8 +1061,9 @@ class DelayedMPC:
         self._recovery_steps = max(self.horizon, min(max(grow, turn), _MAX_RECOVERY_STEPS))
         # moves within the input tolerance of a bound ride it
         self._u_tiled = [np.full(self._m * self.horizon, sign * np.inf) if b is None else
-                         np.tile(b - sign * INPUT_BOUND_TOLERANCE * np.maximum(1.0, np.abs(b)),
-                                 self.horizon)
+                         # (an infinite bound stays one: inf - inf would be NaN)
+                         np.tile(b - sign * INPUT_BOUND_TOLERANCE * np.maximum(
+                             1.0, np.abs(np.where(np.isfinite(b), b, 0.0))), self.horizon)
                          for b, sign in ((self._u_lo, -1.0), (self._u_hi, 1.0))]
         low, high = self._u_tiled
         self._ride = ((float(low[0]), float(high[0]))
@@ -1379,12 +1417,9 @@ def _outputs(model: Any, n: int, C: Any, offset: Any) -> tuple[np.ndarray, np.nd
 def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | None,
                                                                   np.ndarray | None]:
     out = []
-    for suffix, value in (("min", low), ("max", high)):
+    for suffix, value, sign in (("min", low, -1.0), ("max", high, 1.0)):
         name = f"{prefix}_{suffix}"
-        if value is None:
-            out.append(None)
-            continue
-        out.append(check_scalar_or_vector(name, value, size))
+        out.append(None if value is None else _bound(name, value, size, sign))
     low, high = out
     if low is not None and high is not None and np.any(low > high):
         bad = np.flatnonzero(low > high)
@@ -1392,6 +1427,36 @@ def _bounds(prefix: str, low: Any, high: Any, size: int) -> tuple[np.ndarray | N
                              f"({low[bad].tolist()} > {high[bad].tolist()}): no {prefix} is "
                              f"admissible")
     return low, high
+
+
+def _bound(name: str, value: Any, size: int, sign: float) -> np.ndarray:
+    """A scalar or ``(size,)`` bound whose entries are finite or ``sign * inf`` (no bound on
+    that channel: a user who bounds one input of two has no other way to say so, and a
+    stand-in such as 1e15 left Clarabel's tolerances at its scale, an 'optimal' first move
+    of 0 where the move was 0.067)."""
+    try:                # (None in a list reads as NaN; the rest is check_scalar_or_vector's)
+        array = np.asarray(value, dtype=float) if not np.iscomplexobj(value) else None
+    except (TypeError, ValueError, OverflowError):
+        array = None
+    if array is not None:
+        if array.ndim == 0:         # a scalar bounds every component
+            array = np.full(size, float(array))
+        if np.isnan(array).any():
+            bad = np.flatnonzero(np.isnan(array)).tolist()
+            raise NonFiniteError(f"{name} is NaN (or None) in component(s) {bad}; a bound is a "
+                                 f"number, or {'-' if sign < 0 else ''}inf for no bound on a "
+                                 f"channel (None for the whole side)")
+        wrong = array == -sign * np.inf
+        if wrong.any():
+            raise ParameterError(
+                f"{name} is {'' if sign < 0 else '-'}inf in component(s) "
+                f"{np.flatnonzero(wrong).tolist()}, which admits no value; accepted: finite "
+                f"numbers, or {'-' if sign < 0 else ''}inf for no bound on a channel")
+        open_side = array == sign * np.inf
+        if open_side.any():
+            checked = check_scalar_or_vector(name, np.where(open_side, 0.0, array), size)
+            return np.where(open_side, sign * np.inf, checked)
+    return check_scalar_or_vector(name, value, size)
 
 
 def _hold_within(prefix: str, point: np.ndarray, low: np.ndarray | None,

@@ -3,10 +3,11 @@ of the user's own).
 
 The problem is built once, with ``cp.Parameter`` objects for ``x_k`` and the input history, and
 is DPP-compliant, so each step only updates two parameter values and re-solves (cvxpy caches
-its parameter-to-data map after the first solve).  A user who adds terms builds
-``cp.Problem(problem.objective + extra, problem.constraints + more)`` on the same variables and
-parameters.  Slower than the direct solvers of :mod:`controllers.qp_solvers` (cvxpy
-re-canonicalizes at every solve), and kept for that flexibility and as a reference.
+its parameter-to-data map after the first solve).  Terms of the user's own enter through
+``DelayedMPC(..., cvxpy_extension=f)``: ``f(u, x) -> (cost, constraints)`` on the same
+variables, applied when the problem is built.  Slower than the direct solvers of
+:mod:`controllers.qp_solvers` (cvxpy re-canonicalizes at every solve), and kept for that
+flexibility and as a reference.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import ParameterError, SolverError
-from controllers.qp_solvers import QPOutcome
+from controllers.qp_solvers import ClarabelSolver, QPOutcome, distant_bounds
 
 __all__ = ["CvxpySolver"]
 
 #: Default options of the solvers cvxpy calls: OSQP with tight tolerances and polishing on every
-#: solve (input bounds to ~1e-9); Clarabel without presolve (so cvxpy can update it).
+#: solve (input bounds to ~1e-9); Clarabel without presolve (so cvxpy can update it) and with
+#: the tolerances of the direct path (ClarabelSolver.DEFAULTS: with Clarabel's own, soft-bound
+#: first moves came 2.9e-4 off the other solvers').
 _DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
     "OSQP": {"eps_abs": 1e-8, "eps_rel": 1e-8, "max_iter": 20000, "polishing": True},
-    "CLARABEL": {"presolve_enable": False},
+    "CLARABEL": {"presolve_enable": False, **ClarabelSolver.DEFAULTS},
 }
 
 
@@ -87,10 +90,13 @@ class CvxpySolver:
         constraints = [self.x[:, 0] == self._x_param,
                        self.x[:, 1:] == plant.A_d @ self.x[:, :-1] + forcing]
         u_lo, u_hi = mpc._u_lo, mpc._u_hi
-        if u_lo is not None:
-            constraints.append(self.u >= np.outer(u_lo, np.ones(N)))
-        if u_hi is not None:
-            constraints.append(self.u <= np.outer(u_hi, np.ones(N)))
+        # distant bounds' rows divided by their magnitude, as for Clarabel called directly
+        # (DISTANT_BOUND_RATIO: through cvxpy too, a bound of 1e15 gave an 'optimal' move of 0)
+        given = [b for b in (u_lo, u_hi, mpc._x_lo, mpc._x_hi) if b is not None]
+        far = distant_bounds(np.concatenate(given)) if given else np.zeros(0, dtype=bool)
+        self._far = iter(np.split(far, np.cumsum([b.size for b in given])[:-1]) if given
+                         else [])
+        constraints += _bounded_rows(self.u, u_lo, u_hi, far=self._far)
         window = self.x[:, w + 1:]  # x_{k+w+1} .. x_{k+w+N}
         # the bounded signals: the states, or an output model's outputs C x (in deviations)
         bounded = window if mpc._bound_matrix is None else mpc._bound_matrix @ window
@@ -102,16 +108,20 @@ class CvxpySolver:
         objective = objective + cp.sum_squares(_factor(mpc.terminal_weight) @ terminal_state)
         x_lo, x_hi = mpc._x_lo, mpc._x_hi
         if x_lo is not None or x_hi is not None:
-            ones = np.ones(N)
-            slack: Any = 0
+            slack: Any = None
             if mpc.soft_state_constraints:
                 slack = cp.Variable(bounded.shape, nonneg=True, name="state_slack")
                 objective = objective + mpc.state_penalty * cp.sum(slack)
-            if x_lo is not None:
-                constraints.append(bounded >= np.outer(x_lo, ones) - slack)
-            if x_hi is not None:
-                constraints.append(bounded <= np.outer(x_hi, ones) + slack)
+            constraints += _bounded_rows(bounded, x_lo, x_hi, slack, far=self._far)
+        extension = getattr(mpc, "cvxpy_extension", None)
+        if extension is not None:
+            cost, more = _extension(extension, self.u, self.x)
+            objective, constraints = objective + cost, constraints + more
         self.problem = cp.Problem(cp.Minimize(objective), constraints)
+        if extension is not None and not self.problem.is_dcp():
+            raise ParameterError("cvxpy_extension made the MPC problem non-convex (not DCP: "
+                                 "cvxpy cannot solve it): its cost must be convex and its "
+                                 "constraints convex (affine equalities, convex <= concave)")
 
     def solve(self, p: np.ndarray) -> QPOutcome:
         """Solve at ``p = [x_k, committed inputs (time-major)]``."""
@@ -141,6 +151,59 @@ class CvxpySolver:
                          None if solver_time is None else float(solver_time),
                          inputs=self.u.value, states=self.x.value,
                          cost=None if self.problem.value is None else float(self.problem.value))
+
+
+def _extension(extension: Any, u: Any, x: Any) -> tuple[Any, list[Any]]:
+    """``(cost, constraints)`` of the user's ``cvxpy_extension(u, x)``, checked."""
+    import cvxpy as cp
+
+    found = extension(u, x)
+    if not (isinstance(found, tuple) and len(found) == 2):
+        raise ParameterError(f"cvxpy_extension(u, x) must return (cost, constraints); got "
+                             f"{type(found).__name__}")
+    cost, more = found
+    if isinstance(cost, (int, float)) and cost == 0:
+        cost = 0.0
+    elif not (isinstance(cost, cp.Expression) and cost.is_scalar()):
+        raise ParameterError(f"cvxpy_extension's cost must be a scalar cvxpy expression or "
+                             f"0; got {type(cost).__name__}")
+    if not isinstance(more, (list, tuple)) or not all(
+            isinstance(c, cp.constraints.constraint.Constraint) for c in more):
+        raise ParameterError("cvxpy_extension's constraints must be a list of cvxpy "
+                             "constraints (e.g. [u[:, 0] <= 0.5])")
+    return cost, list(more)
+
+
+def _bounded_rows(signals: Any, low: np.ndarray | None, high: np.ndarray | None,
+                  slack: Any = None, *, far: Any) -> list[Any]:
+    """``low <= signals <= high`` (shape (l, N), bounds (l,)), less ``slack`` of the same
+    shape if given, on the channels whose side is finite: an infinite side is no bound (cvxpy
+    would hand the infinity to the solver, which fails on it).  ``far`` yields, for each side
+    given in turn, the mask of its distant bounds, whose rows are divided by their
+    magnitude."""
+    import cvxpy as cp
+
+    rows = []
+    ones = np.ones(signals.shape[1])
+    for bound, sign in ((low, -1.0), (high, 1.0)):
+        if bound is None:
+            continue
+        distant = next(far)
+        kept = np.flatnonzero(np.isfinite(bound))
+        if not kept.size:
+            continue
+        every = kept.size == bound.size    # (a plain expression keeps the problem small)
+        part = signals if every else signals[kept, :]
+        if slack is not None:
+            part = part - sign * (slack if every else slack[kept, :])
+        level = bound[kept]
+        if distant.any():
+            scale = np.where(distant[kept], 1.0 / np.abs(np.where(distant, bound, 1.0))[kept],
+                             1.0)
+            part, level = cp.multiply(np.outer(scale, ones), part), level * scale
+        level = np.outer(level, ones)
+        rows.append(part >= level if sign < 0 else part <= level)
+    return rows
 
 
 def _factor(weight: np.ndarray) -> np.ndarray:

@@ -99,8 +99,9 @@ def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") ->
     ----------
     model : object
         The model (its ``detrend`` and ``offset_`` attributes, when it has them).
-    offset : array_like of shape (rows,) or None
-        The level given by the caller.
+    offset : float, array_like of shape (rows,), or None
+        The level given by the caller (a scalar: the same for every output; 0 for outputs
+        ``y = C x``).
     rows : int
         Number of outputs ``l``.
     name : str, default "offset"
@@ -117,7 +118,7 @@ def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") ->
         each experiment's mean (or line) was removed and not kept, so its ``offset_`` is not
         the outputs' level.
     DimensionError, NonFiniteError
-        ``offset`` of another shape than ``(rows,)``, or not finite.
+        ``offset`` neither a scalar nor of shape ``(rows,)``, or not finite.
 
     Examples
     --------
@@ -138,8 +139,13 @@ def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") ->
             f"outputs' operating point; pass {name}= (the outputs' level, with the inputs as "
             f"deviations from theirs), or {refit}")
     offset = getattr(model, "offset_", None) if offset is None else offset
-    level = np.zeros(rows) if offset is None else check_finite_array(name, offset, ndim=1)
+    if offset is None:
+        return np.zeros(rows)
+    # a scalar is the level of every output (the refusal of C= without a level asks for 0)
+    level = check_finite_array(name, offset)
+    if level.ndim == 0:
+        return np.full(rows, float(level))
     if level.shape != (rows,):
-        raise DimensionError(f"{name} has shape {level.shape}; expected ({rows},), one per "
-                             f"measured signal")
+        raise DimensionError(f"{name} has shape {level.shape}; expected a scalar or "
+                             f"({rows},), one per measured signal")
     return level

@@ -48,6 +48,7 @@ variance, and for SaS or Laplace releases the posterior mean under the law of th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -276,11 +277,16 @@ class HouseholdGuarantee:
                 "dimension": self.release.dimension}
 
 
+@functools.lru_cache(maxsize=256)
 def _household_bound(mechanism: Any, *, unit: str, trajectories: int, releases: int,
                      delta: float) -> Guarantee:
     """The accountant's guarantee for one ``unit`` replaced: ``releases`` compositions of
     ``mechanism`` (sensitivity: the largest change of one release within one trajectory) with
-    ``trajectories`` times its sensitivity."""
+    ``trajectories`` times its sensitivity.
+
+    Remembered (a function of its frozen arguments, a frozen result): a fleet's households
+    share their public bounds, so every one of them asked the accountant the same question
+    twice (the attack study, 35 000 releases: 25 s of a 150 s case study)."""
     from privacy import NeighboringRelation
     from privacy.accountant import Accountant
 

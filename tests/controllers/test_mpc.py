@@ -285,9 +285,13 @@ def test_bad_horizon(plant, horizon):
     (dict(u_min=1.0, u_max=-1.0), ParameterError, "u_min > u_max"),
     (dict(u_min=[-1, 2], u_max=[1, 1]), ParameterError, r"component\(s\) \[1\]"),
     (dict(x_min=1.0, x_max=0.0), ParameterError, "x_min > x_max"),
-    (dict(u_max=np.inf), NonFiniteError, "u_max"),
-    (dict(u_min=np.nan), NonFiniteError, "u_min"),
-    (dict(x_max=[1.0, np.inf]), NonFiniteError, "x_max"),
+    # an infinite bound on its own side is no bound (tests/controllers/test_mpc_bounds.py);
+    # on the other side it admits nothing, and NaN is no number
+    (dict(u_max=-np.inf), ParameterError, r"u_max is -inf in component\(s\) \[0, 1\]"),
+    (dict(u_min=np.nan), NonFiniteError, "u_min is NaN"),
+    (dict(x_max=[1.0, -np.inf]), ParameterError, r"x_max is -inf in component\(s\) \[1\]"),
+    (dict(x_min=[1.0, np.inf]), ParameterError, r"x_min is inf in component\(s\) \[1\]"),
+    (dict(u_min=[-1.0, None]), NonFiniteError, r"u_min is NaN \(or None\) in component"),
     (dict(u_max=[1, 2, 3]), DimensionError, "u_max"),
     (dict(x_min=np.zeros((2, 1))), DimensionError, "x_min"),
     (dict(Q=-np.eye(2)), ParameterError, "Q must be symmetric positive semidefinite"),
@@ -304,6 +308,8 @@ def test_bad_horizon(plant, horizon):
     # settings that would change nothing are refused, not ignored
     (dict(soft_state_constraints=True), ParameterError,
      "soft_state_constraints needs state bounds"),
+    (dict(soft_state_constraints=True, x_min=-np.inf, x_max=[np.inf, np.inf]),
+     ParameterError, "finite in some component"),
     (dict(x_max=1.0, state_penalty=100.0), ParameterError,
      "state_penalty weighs the slack of soft_state_constraints"),
     (dict(warm_start="yes"), ParameterError, "warm_start"),

@@ -195,6 +195,17 @@ def test_bad_output_bounds_are_refused():
                                              r"DelayedPlant has no offset_"):
         DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C)
     DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C, output_offset=est.offset_)
+    # the refusal above asks for "0 for outputs y = C x": a scalar is every output's level
+    # (it was refused as "must be 1-dimensional")
+    scalar = DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C,
+                        output_offset=float(est.offset_[0]))
+    vector = DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C,
+                        output_offset=np.full(est.C.shape[0], est.offset_[0]))
+    assert np.array_equal(scalar.y_max, vector.y_max)
+    assert np.array_equal(scalar._x_hi, vector._x_hi)
+    with pytest.raises(DimensionError, match="expected a scalar or"):
+        DelayedMPC(est.plant(), horizon=5, y_max=y_op + 1.0, C=est.C,
+                   output_offset=np.zeros((1, 1)))
     with pytest.raises(ParameterError, match="soft_state_constraints needs state bounds"):
         DelayedMPC(est, horizon=5, soft_state_constraints=True)
     DelayedMPC(est, horizon=5, y_max=y_op + 1.0, soft_state_constraints=True)

@@ -4,17 +4,22 @@
 from __future__ import annotations
 
 import re
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import signal
 
-from dmdidc import IdData, OutputDMDidc, random_excitation
+from dmdidc import IdData, OutputDMDidc
 from dmdidc.errors import DiagnosticWarning, DimensionError, NonFiniteError
 from dmdidc.output.checks import data_checks
-from simulations.studies.data_kinds import output_feedback_data, random_plant
+from simulations.studies.data_kinds import output_feedback_data
 from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from bench_output_experiments import two_experiments  # noqa: E402  (the benchmark's draws)
 
 
 def _fit(*args, estimator=None, **keywords):
@@ -337,19 +342,8 @@ def _two_levels(seed: int, *, noise_apart: bool, K: int = 1500):
     """Two experiments of one random 3-state plant seen by one sensor, their inputs 10 times
     apart in amplitude (the review's case, 2026-11-28); the noise at 30 dB of the plant's
     response to unit inputs, times each experiment's amplitude (``noise_apart``: variances
-    100 times apart) or the same in both."""
-    rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n_states=3, n_inputs=2, dt=T, max_delay=R)
-    C = rng.standard_normal((1, 3))
-    level = 0.03 * np.sqrt(np.mean((C @ plant.simulate(
-        np.zeros(3), random_excitation(2, K, rng=seed))[:, :K]) ** 2))
-    Ys, Us = [], []
-    for amplitude in (np.sqrt(10.0), 1.0 / np.sqrt(10.0)):
-        U = amplitude * random_excitation(2, K, rng=rng)
-        Y = C @ plant.simulate(np.zeros(3), U)[:, :K]
-        Ys.append(Y + (amplitude if noise_apart else 1.0) * level * rng.standard_normal(Y.shape))
-        Us.append(U)
-    return plant, Ys, Us
+    100 times apart) or the same in both: the benchmark's draws."""
+    return two_experiments(seed, 10.0, noise_apart, K)
 
 
 @pytest.mark.parametrize("seed", [0, 3, 6])
