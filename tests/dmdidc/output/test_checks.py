@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from dmdidc import IdData, OutputDMDidc
+from dmdidc import IdData, OutputDMDidc, random_excitation
 from dmdidc.errors import DiagnosticWarning, DimensionError, NonFiniteError
 from dmdidc.output.checks import data_checks
-from simulations.studies.data_kinds import output_feedback_data
+from simulations.studies.data_kinds import output_feedback_data, random_plant
 from tests.dmdidc.output.test_estimator import R, T, _eigenvalue_error, _experiment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
