@@ -111,6 +111,7 @@ from dmdidc.table_text import (
     is_missing,
     missing_cells,
     parse_header,
+    separators,
     split_cells,
 )
 from dmdidc.time_column import (
@@ -314,6 +315,7 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
             bad_lines: str, say: Callable[[str], None], tolerance: float) -> Iterator[Chunk]:
     """The chunks of the lines of ``tail`` (:func:`follow_csv`)."""
     stream, restart, tally, comment = None, False, Counter(), None
+    header = None                      # a header of two separators, until its first row
 
     def ready_chunks() -> Iterator[Chunk]:
         nonlocal restart
@@ -327,16 +329,20 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 stream.finish()                          # the old stream's rows first
                 yield from ready_chunks()
             say(f"{name}: {batch}; reading it as a new stream from its first line")
-            stream, restart = None, True
+            stream, restart, header = None, True, None
             continue
         for number, text in batch:
             if is_comment(text):                         # as the batch readers skip them
-                comment = (number, text) if stream is None else None  # numpy.savetxt's header
-                continue
+                comment = ((number, text) if stream is None and header is None else None)
+                continue                                 # (numpy.savetxt's header)
             if stream is None and comment and (found := commented_header([comment[1]], text)):
                 say(f"{name}: {commented_header_note(comment[0])}")
-                stream = _Stream(columns, columns.resolve(found[1], comment[0]), found[1],
-                                 name, dt, bad_lines, say, tolerance, tally)
+                stream = _Stream(columns, columns.resolve(found[1], comment[0], text),
+                                 found[1], name, dt, bad_lines, say, tolerance, tally)
+            elif stream is None and header is not None:  # its first row tells the separator
+                stream = _Stream(columns, columns.resolve(header[1], header[0], text),
+                                 header[1].strip(), name, dt, bad_lines, say, tolerance, tally)
+                header = None
             comment = None
             if stream is not None and text.strip() == stream.header:
                 stream.finish()
@@ -344,6 +350,9 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
                 say(f"{name} line {number} repeats the header: the writer restarted; "
                     f"reading a new stream from there")
                 stream, restart = None, True
+            if stream is None and len(separators(text)) > 1:
+                header = (number, text)                  # as the batch readers decide it
+                continue
             if stream is None:
                 stream = _Stream(columns, columns.resolve(text, number), text.strip(), name,
                                  dt, bad_lines, say, tolerance, tally)
@@ -362,6 +371,9 @@ def _chunks(tail: _Tail, columns: _Columns, name: str, dt: float | None, chunk: 
         if stream is not None and stream.time is not None and dt is None:
             dt = stream.dt                               # kept for the streams after a restart
         yield from ready_chunks()
+    if stream is None and header is not None:            # a header and no row
+        stream = _Stream(columns, columns.resolve(header[1], header[0]), header[1].strip(),
+                         name, dt, bad_lines, say, tolerance, tally)
     if stream is not None:                               # fewer lines than it waited for
         stream.finish()
         yield from ready_chunks()
@@ -393,7 +405,7 @@ class _Tail:
         stat = os.fstat(handle.fileno())
         self.handle, self.identity = handle, (stat.st_dev, stat.st_ino)
         self.offset, self.pending, self.tail, self.line = 0, b"", b"", 0
-        self.decoded = False                       # the encoding's note is said once a stream
+        self.decoded = False                       # the encoding's note, said once a file
         return True
 
     def batches(self) -> Iterator[list[tuple[int, str]] | str]:
@@ -462,10 +474,11 @@ class _Tail:
         end = self.pending.rfind(b"\n") + 1        # a torn last line waits for its newline
         complete, self.pending = self.pending[:end], self.pending[end:]
         lines = []
-        decoded, note = decode_text(complete)    # the batch readers' encoding rule
+        # the batch readers' encoding rule, said at the first new lines that need it
+        decoded, note = decode_text(complete, self.offset - len(self.pending) - len(complete))
         if note and not self.decoded:
             self.say(f"{self.path.name}: {note}")
-        self.decoded = True
+            self.decoded = True
         for text in decoded.split("\n")[:-1]:
             self.line += 1
             if text.strip():                       # (comments are skipped by the reader)
@@ -493,9 +506,10 @@ class _Columns:
         self.clock: IsoStamps | None = None       # ISO 8601 stamps: their clock, once read
         self.numeric = False                      # numeric stamps were read
 
-    def resolve(self, header: str, number: int) -> dict | None:
-        """The columns of a stream with this header (None: the first rows decide them)."""
-        names, units, delimiter = parse_header(header, f"{self.source} line {number}")
+    def resolve(self, header: str, number: int, row: str | None = None) -> dict | None:
+        """The columns of a stream with this header (None: the first rows decide them);
+        ``row``: its first row, which decides between two separators of the header."""
+        names, units, delimiter = parse_header(header, f"{self.source} line {number}", row)
         # a line that ends in its delimiter (Excel, loggers) has an empty last cell: no column.
         # The parsed header tells it (its last name empty), not the raw text: a trailing tab
         # is white space to str.rstrip, and was read as a column '' of lost samples
@@ -744,8 +758,9 @@ class _Stream:
         empty = tuple(c for c, name in enumerate(names)
                       if not name and len(kept) and missing_cells(cells[:, c]).all())
         if empty:
-            self.say(f"{self.source}: " + empty_columns_note(list(empty), len(names),
-                                                             repr(self.choice.delimiter)))
+            self.say(f"{self.source}: " + empty_columns_note(
+                list(empty), len(names), repr(self.choice.delimiter),
+                bool((cells[:, list(empty)] == "").all())))
         self.columns = self.choice.decide(np.reshape(rows, (len(rows), len(names))),
                                           words, {c: str(cells[bad[c], c]) for c in words},
                                           empty=empty)

@@ -256,12 +256,14 @@ def _interpolate(experiments):
                                  f"interpolate between (every signal known at or before the "
                                  f"first, at or after the last); complete the data or use "
                                  f"missing='drop'")
-        X, U = X[:, first:last + 1], U[:, first:last]
-        removed += experiments[e][0].shape[1] - (last - first + 1)
-        interpolated += int(np.isnan(X).sum() + np.isnan(U).sum())
-        inputs += int(np.isnan(U).sum())
-        result.append((np.array([_interpolated(r) for r in X]),
-                       np.array([_interpolated(r) for r in U]).reshape(U.shape)))
+        removed += X.shape[1] - (last - first + 1)
+        lost_inputs = int(np.isnan(U[:, first:last]).sum())
+        interpolated += int(np.isnan(X[:, first:last + 1]).sum()) + lost_inputs
+        inputs += lost_inputs
+        # each signal is filled from its own known samples, then cut: a signal need not be
+        # known at the first and last sample kept (cut first, a gap at an edge was held flat)
+        result.append((np.array([_interpolated(r) for r in X])[:, first:last + 1],
+                       np.array([_interpolated(r) for r in U]).reshape(U.shape)[:, first:last]))
     return result, interpolated, removed, inputs
 
 

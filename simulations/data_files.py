@@ -26,7 +26,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from dmdidc.data_io import parse_columns
-from dmdidc.table_text import is_missing, read_table_text
+from dmdidc.table_text import is_decimal_comma, is_missing, read_table_text
 
 __all__ = ["load_identification_data", "read_npz_data", "read_samples_csv", "read_csv_table",
            "CsvTable"]
@@ -266,6 +266,10 @@ def _number(path: Path, line: int, field: str, delimiter: str | None,
         raise ParameterError(f"{str(path)!r} line {line}, {_column_label(names, column)}: "
                              f"{field!r} is a missing value; a missing sample needs --missing "
                              f"drop or interpolate")
+    if is_decimal_comma(field):           # read_data's words (dmdidc.data_io.cell_error)
+        raise ParameterError(f"{str(path)!r} line {line}, {_column_label(names, column)}: "
+                             f"{field!r} has a decimal comma: write '.' decimals (export the "
+                             f"CSV with '.' as decimal separator)")
     if field.lower() in _BOOLEANS:
         raise ParameterError(f"{str(path)!r} line {line}: {field!r} is a boolean; write on/off "
                              f"signals as numbers (1/0) so that their scale is explicit")

@@ -222,13 +222,13 @@ def read_identification_data(data: str | Path | None = None, *, states: str | No
         jitter = signals.grid.jitter_note
         signals.notes.append(f"sampling period T = {period:g} s, the step of "
                              f"{signals.time_source}{'; ' + jitter if jitter else ''}")
-    X, U, notes = _resolve_missing(signals, missing)
+    X, U, notes, interpolated_inputs = _resolve_missing(signals, missing)
     (state_names, state_units), (input_names, input_units) = map(
         _split, (signals.x_header, signals.u_header))
     return IdentificationData(X, U, period, tuple(signals.notes + notes), state_names,
                               input_names, state_units, input_units,
                               str(data) if data is not None else f"{states}, {inputs}",
-                              _interpolated_inputs(signals, missing),
+                              interpolated_inputs,
                               signals.time_source if signals.grid is not None else "")
 
 
@@ -634,14 +634,16 @@ def _sampling_period(signals: _Signals, dt: float | None) -> float | None:
 
 
 def _resolve_missing(signals: _Signals, missing: str
-                     ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], list[str]]:
+                     ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...], list[str], int]:
     """The record's missing samples resolved by :func:`dmdidc.missing.handle_missing` (the
-    rules of :func:`dmdidc.read_data`), noted and refused in the command line's words."""
+    rules of :func:`dmdidc.read_data`), noted and refused in the command line's words; and
+    the input values interpolated (not what the plant received: ``identify --outputs`` warns,
+    :func:`dmdidc.missing.interpolated_inputs_warning`)."""
     X, U = signals.X, signals.U
     x_gap, u_gap = np.isnan(X), np.isnan(U)
     count = int(x_gap.sum() + u_gap.sum())
     if count == 0:
-        return (X,), (U,), []
+        return (X,), (U,), [], 0
     places = _places(signals, x_gap, u_gap)
     plural = "s" if count > 1 else ""
     if missing == "error":
@@ -649,7 +651,7 @@ def _resolve_missing(signals: _Signals, missing: str
                              f"(split the record at the gaps) or --missing interpolate "
                              f"(linear in time)")
     try:
-        pieces, _ = handle_missing([(X, U)], signals.x_names + signals.u_names, missing)
+        pieces, report = handle_missing([(X, U)], signals.x_names + signals.u_names, missing)
     except NonFiniteError:
         remedy = ("leave fewer than two samples with data to interpolate between; complete the "
                   "data or give --missing drop" if missing == "interpolate" else
@@ -665,19 +667,13 @@ def _resolve_missing(signals: _Signals, missing: str
                 else f"interpolated {count} missing value{plural}: {places}")
     else:
         lengths = ", ".join(str(x.shape[1] - 1) for x, _ in pieces)
+        # the samples in no segment: the lost ones, and pieces too short to keep
         note = (f"dropped {count} missing value{plural} ({places}): {len(pieces)} segment"
                 f"{'s' if len(pieces) > 1 else ''} of {lengths} steps, fitted as separate "
-                f"experiments")
-    return tuple(x for x, _ in pieces), tuple(u for _, u in pieces), [note]
-
-
-def _interpolated_inputs(signals: _Signals, missing: str) -> int:
-    """Input values ``missing="interpolate"`` filled in: the NaN among the input samples kept
-    (:func:`dmdidc.missing.support` trims the edges)."""
-    if missing != "interpolate" or not np.isnan(signals.U).any():
-        return 0
-    first, last = support(signals.X, signals.U)
-    return int(np.isnan(signals.U[:, first:last]).sum())
+                f"experiments" + (f" ({report.removed} of {X.shape[1]} samples in none)"
+                                  if report.removed else ""))
+    return (tuple(x for x, _ in pieces), tuple(u for _, u in pieces), [note],
+            report.interpolated_inputs)
 
 
 def _places(signals: _Signals, x_gap: np.ndarray, u_gap: np.ndarray) -> str:

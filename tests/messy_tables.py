@@ -56,13 +56,18 @@ def cases() -> list[Case]:
         Case("comma", plain.encode()),
         Case("semicolon", _table(";").encode()),
         Case("tab", _table("\t").encode()),
-        Case("spaces", _table(" ").encode(), follow=False),
-        Case("aligned spaces", _table("   ").encode(), follow=False),
+        Case("spaces", _table(" ").encode()),
+        Case("aligned spaces", _table("   ").encode()),
         Case("crlf", _table(end="\r\n").encode()),
         Case("bom", ("\ufeff" + plain).encode()),
         Case("quoted header", _table(header=[f'"{n}"' for n in _NAMES]).encode()),
         Case("quoted name with a separator", _table(header=["time", '"T1, inner"', "T2",
                                                               "heater"]).encode()),
+        # a name holding another separator, unquoted: the first row tells which separates
+        Case("comma in a name, tabs", _table("\t", header=["time", "T1, inside", "T2",
+                                                              "heater"]).encode()),
+        Case("semicolon in a name", _table(header=["time", "T1; inside", "T2",
+                                                   "heater"]).encode()),
         Case("quoted cells", _table(cell=lambda v: f'"{v!r}"').encode()),
         Case("units", _table(header=["time [s]", "T1 [degC]", "T2 [degC]", "heater [kW]"])
              .encode()),
@@ -75,6 +80,8 @@ def cases() -> list[Case]:
              .encode()),
         Case("blank lines", plain.replace("\n3,", "\n\n3,", 1).encode()),
         Case("trailing spaces", plain.replace("\n", "  \n").encode()),
+        # Excel's CSV UTF-8 with a comment appended in Windows-1252: the mark says UTF-8
+        Case("bom and a stray byte", ("\ufeff" + plain).encode() + b"# ambient 23\xb0C\n"),
         Case("latin-1 degree", _table(header=["time", "T1 [°C]", "T2 [°C]", "heater"])
              .encode("latin-1")),
         Case("excel trailing delimiter", _table().replace("\n", ",\n").encode()),
@@ -91,9 +98,9 @@ def cases() -> list[Case]:
         Case("decimal comma tab", _table("\t", cell=lambda v: repr(v).replace(".", ","))
              .encode(), refused=True),
         Case("iso stamps", _table(rows=iso).encode()),
-        Case("iso stamps spaces", _table(" ", rows=iso).encode(), follow=False),
+        Case("iso stamps spaces", _table(" ", rows=iso).encode()),
         Case("iso stamps with a space, spaces", _table(" ", rows=[
-            (r[0].replace("T", " "),) + r[1:] for r in iso]).encode(), follow=False),
+            (r[0].replace("T", " "),) + r[1:] for r in iso]).encode()),
         Case("iso stamps tab", _table("\t", rows=iso).encode()),
         Case("status text column", _table(header=_NAMES + ["status"], rows=[
             r + ("OK",) for r in _ROWS]).encode()),

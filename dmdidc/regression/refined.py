@@ -182,8 +182,9 @@ def _simulated_recursion(A_d: np.ndarray, B_blocks: np.ndarray, drive: np.ndarra
 SIDE_BY_SIDE = 4096
 #: Padding a group of side-by-side trajectories to its longest adds at most this share.
 _PADDING = 0.25
-#: Samples of one side-by-side group at most (padding included): its arrays stay small.
-_GROUP_SAMPLES = 1 << 19
+#: Entries (samples, padding included, times the recursion's states) of one side-by-side
+#: group's state array at most: its arrays stay a few tens of megabytes whatever the order.
+_GROUP_ENTRIES = 1 << 21
 
 
 def simulated_recursions(A_d: np.ndarray, B_blocks: np.ndarray, drives: list[np.ndarray],
@@ -223,12 +224,13 @@ def simulated_recursions(A_d: np.ndarray, B_blocks: np.ndarray, drives: list[np.
                   else _simulated_recursion(A_d, B_blocks, drives[i], first, M))
     group: list[int] = []
     samples = 0
+    limit = max(_GROUP_ENTRIES // M.shape[0], SIDE_BY_SIDE)       # samples of one group
     short = np.flatnonzero(lengths <= SIDE_BY_SIDE)
     for i in short[np.argsort(lengths[short], kind="stable")]:
         # sorted: the newcomer is the group's longest
         padded = lengths[i] * (len(group) + 1)
         if group and (padded > (1 + _PADDING) * (samples + lengths[i])
-                      or padded > _GROUP_SAMPLES):
+                      or padded > limit):
             _side_by_side(M, B_blocks, drives, group, first, A_d.shape[0], out)
             group, samples = [], 0
         group.append(i)

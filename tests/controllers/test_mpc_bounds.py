@@ -9,7 +9,9 @@ largest bound.
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import cvxpy as cp
 import numpy as np
@@ -20,6 +22,9 @@ from _toolbox.errors import SolverError, UnstableLoopWarning
 from controllers.mpc import DelayedMPC
 from controllers.qp_solvers import DISTANT_BOUND_RATIO, QPOutcome, distant_bounds
 from dmdidc.model import DelayedPlant
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_mpc_independent import random_problem  # noqa: E402  (the benchmark's problems)
 
 SOLVERS = ("auto", "DAQP", "OSQP", "CLARABEL", "CVXPY")
 
@@ -189,24 +194,11 @@ def test_unstable_plant_recovery_check_with_an_unbounded_channel():
 
 def soft_case(seed):
     """The trial's random soft-bound problems (up to 10 states, 3 inputs, delays up to 4.9
-    periods, committed inputs nonzero)."""
-    rng = np.random.default_rng(seed)
-    n, m = int(rng.integers(1, 11)), int(rng.integers(1, 4))
-    unstable = rng.random() < 0.3
-    A_c = rng.standard_normal((n, n)) / np.sqrt(n)
-    A_c -= (np.linalg.eigvals(A_c).real.max() + (-0.15 if unstable else 0.3)) * np.eye(n)
-    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)),
-                                         delay=rng.uniform(0, 4.9, m) * 0.3, dt=0.3)
-    N = int(rng.choice([1, 2, 3, 5, 10, 20, 40]))
-    Q, R = np.diag(rng.uniform(0.1, 3, n)), np.diag(rng.uniform(0.1, 2, m))
-    u_max = rng.uniform(0.2, 2, m)
-    rng.integers(0, 4)
-    x0 = rng.standard_normal(n) * rng.choice([0.3, 1, 3])
-    history = np.clip(rng.standard_normal((m, plant.max_delay)) * 0.5, -u_max[:, None],
-                      u_max[:, None])
-    x_max = rng.uniform(0.5, 4, n)
-    return plant, dict(horizon=N, Q=Q, R=R, u_min=-u_max, u_max=u_max, x_min=-x_max,
-                       x_max=x_max, soft_state_constraints=True), x0, history
+    periods, committed inputs nonzero): the benchmark's draws, soft state bounds for these
+    seeds."""
+    plant, kwargs, x0, history = random_problem(seed, long=False)
+    assert kwargs.get("soft_state_constraints"), seed
+    return plant, kwargs, x0, history
 
 
 @pytest.mark.parametrize("seed", [89, 146])

@@ -115,6 +115,29 @@ def test_interpolation_fills_interior_gaps_and_cuts_the_edges(seed):
                   missing="interpolate").missing_report.interpolated_inputs == 0
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_interpolation_fills_a_signal_from_its_samples_outside_the_kept_span(seed):
+    """The span kept starts where every signal has begun; a signal with a gap across that
+    start is filled from its own samples before it (it was cut first and the gap held flat at
+    the first value inside, or refused when none was inside): every filled value lies on the
+    straight line between the known samples around it, whatever the span."""
+    rng = np.random.default_rng(seed)
+    X, U = rng.standard_normal((2, 41)), rng.standard_normal((1, 40))
+    start = int(rng.integers(3, 10))
+    X[0, :start] = np.nan                             # x0 begins late: the span starts there
+    a, b = int(rng.integers(1, start)), int(rng.integers(start + 1, 30))
+    X[1, a:b] = np.nan                                # x1 lost across that start
+    U[0, a:b] = np.nan                                # and so is the input
+    data = IdData(X, U, dt=0.5, missing="interpolate")
+    assert data.X[0].shape == (2, 41 - start) and data.U[0].shape == (1, 40 - start)
+    for row, filled in ((X[1], data.X[0][1]), (U[0], data.U[0][0])):
+        line = row[a - 1] + (row[b] - row[a - 1]) * (np.arange(start, b) - (a - 1)) / (b - a + 1)
+        np.testing.assert_allclose(filled[:b - start], line, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(filled[b - start:], row[b:len(filled) + start])
+    report = data.missing_report
+    assert report.interpolated == 2 * (b - start) and report.interpolated_inputs == b - start
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_drop_splits_experiments_and_the_fit_stays_consistent(seed):
     plant, X, U = _data(seed, K=1500, noise=0.002)

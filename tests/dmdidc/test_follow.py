@@ -22,6 +22,7 @@ from dmdidc import (
     ParameterError,
     StreamWarning,
     follow_csv,
+    read_data,
     track,
 )
 from simulations.studies.data_kinds import random_plant
@@ -468,3 +469,52 @@ def test_time_columns_are_decided_as_read_data_decides_them(seed, tmp_path, monk
     assert any("'k' is left out (time=ignore)" in m for m in messages)
     with pytest.raises(ParameterError, match="time='ignore' needs dt="):
         follow_csv(path, inputs="u", time="ignore")
+
+
+def _append_bytes(path, data):
+    def step():
+        with open(path, "ab") as handle:
+            handle.write(data)
+    return step
+
+
+@pytest.mark.parametrize("mark", [b"", b"\xef\xbb\xbf"])
+def test_a_byte_not_utf8_in_later_lines_is_said_once_at_its_place(monkeypatch, tmp_path, mark):
+    """A byte that is not UTF-8 in lines written later (a comment in Windows-1252): the note
+    the batch readers give, once, naming the byte at its place in the file (it was said only
+    when the first lines held it, and at its place in those lines); the UTF-8 header reads
+    as the batch readers read it (which read the whole file as Windows-1252: 'Â°C')."""
+    path = tmp_path / "log.csv"
+    first = mark + "time,T [°C],u1,u2\n0,20,1,0\n0.5,20.5,0,1\n".encode()
+    later = b"# ambient 23\xb0C\n1,21,1,1\n# \xb0\n1.5,21.5,0,0\n"
+    path.write_bytes(first)
+    chunks, messages = _follow(monkeypatch, path, [_append_bytes(path, later)], states=["T"])
+    notes = [m for m in messages if "UTF-8" in m]
+    place = len(first) + later.index(bytes([0xB0]))
+    assert len(notes) == 1 and f"byte 0xb0 at {place}" in notes[0]
+    assert "Windows-1252" in notes[0]
+    X, U = _joined(chunks)
+    np.testing.assert_array_equal(X, [[20, 20.5, 21, 21.5]])
+    np.testing.assert_array_equal(U, [[1, 0, 1], [0, 1, 1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = read_data(path, inputs=["u1", "u2"], states=["T"])
+    assert data.state_units == ("°C",)                 # the batch reader reads it alike
+    np.testing.assert_array_equal(data.X[0], X)
+
+
+def test_a_header_of_two_separators_waits_for_its_first_row(monkeypatch, tmp_path):
+    """A tab-separated header with a ',' in a name, written before any row: the first row,
+    written later, tells the separator (the batch readers' rule), and a repeated header is
+    still a restart."""
+    path = tmp_path / "log.csv"
+    header = "time\tT, inside\tu1\tu2\n"
+    path.write_text(header)
+    rows = "".join(f"{k * DT}\t{20 + k}\t{k % 2}\t{k % 3}\n" for k in range(5))
+    chunks, messages = _follow(monkeypatch, path, [_append(path, rows),
+                                                   _append(path, header + rows)])
+    assert [c.state_names for c in chunks] == [("T, inside",)] * len(chunks)
+    assert sum(c.restart for c in chunks) == 1
+    X, _ = _joined([c for c in chunks if not c.restart])
+    np.testing.assert_array_equal(X, [[20, 21, 22, 23, 24]])
+    assert any("repeats the header" in m for m in messages)

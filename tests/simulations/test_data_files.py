@@ -35,9 +35,14 @@ def test_single_column_csv_is_one_channel(tmp_path, table):
     ("a,b\n1,2\n3\n", DimensionError, "line 3 has 1 cells; the header has 2"),
     ("1;2\n3;nan\n", NonFiniteError, "line 2 holds a NaN"),
     ("1,5;2,5\n", ParameterError, "',' as decimal mark"),
+    # a decimal comma after a first row without one: named as read_data names it
+    ("a;b\n1;2\n3;2,5\n", ParameterError, "line 3, 'b': '2,5' has a decimal comma"),
     ("x,y\n\n", ParameterError, "has a header line and no row"),
     ("1,2\n3,4,\n", DimensionError, r"line 2 has 3 cells; the first row has 2 \(it ends in a "
                                      r"trailing ',': an empty last value\): '3,4,'"),
+    # the first row is the odd one: named, not every row after it
+    ("1,2,\n3,4\n", DimensionError, r"line 1 ends in a trailing ',' \(an empty last value\) "
+                                     r"and line 2 does not: '1,2,'"),
     ("a;b\n1;2\n3;;4\n", DimensionError, "line 3 has 3 cells; the header has 2"),
     ("a;b\n1;2\n;4\n", ParameterError, "line 3 holds an empty value"),
 ])

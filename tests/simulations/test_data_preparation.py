@@ -193,6 +193,23 @@ def test_drop_splits_the_record_into_experiments_at_the_gaps(tmp_path, seed):
     assert "3 segments of 19, 18, 18 steps" in data.notes[-1]
 
 
+def test_drop_says_the_samples_of_a_piece_too_short_to_keep(tmp_path):
+    """Three states, two inputs: two snapshots between close gaps have the shape of transposed
+    data and are left out (dmdidc.missing's rule); the note counts the samples in no segment
+    (it listed the segments kept only, and the piece was gone without a word)."""
+    rng = np.random.default_rng(0)
+    X, U = rng.standard_normal((3, 61)), rng.standard_normal((2, 61))
+    X[0, [20, 23]] = np.nan
+    rows = ["x1,x2,x3,u1,u2"] + [",".join("" if np.isnan(v) else repr(float(v)) for v in
+                                          (*X[:, k], *U[:, k])) for k in range(61)]
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    data = read_identification_data(path, inputs="u1,u2", missing="drop", dt=1.0, time="none")
+    assert [x.shape[1] for x in data.X] == [20, 37]
+    kept = sum(x.shape[1] for x in data.X)
+    assert f"({61 - kept} of 61 samples in none)" in data.notes[-1]
+
+
 def test_a_missing_input_ends_a_segment_but_keeps_its_state(tmp_path):
     t, X, U = record(0, samples=20)
     U_missing = U.copy()

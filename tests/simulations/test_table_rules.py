@@ -2,6 +2,7 @@
 numbers and decisions: read_data (the Python API), the command line's table reader and, where
 it applies, the follower (one set of rules: dmdidc.table_text, dmdidc.missing)."""
 
+import gc
 import warnings
 
 import numpy as np
@@ -11,6 +12,7 @@ from _toolbox.errors import ToolboxError
 from dmdidc import read_data
 from dmdidc.data_io import read_fields
 from dmdidc.follow import follow_csv
+from dmdidc.table_text import read_table_text
 from simulations.data_preparation import read_identification_data
 from tests.messy_tables import RECORD, cases
 
@@ -87,3 +89,54 @@ def test_the_follower_reads_a_file_as_the_batch_reader(tmp_path, case):
         return fields["X"], fields["U"], fields["dt"], fields["state_names"]
 
     _assert_same(_read(batch), _read(follow))
+
+
+def test_a_stray_byte_in_a_utf8_file_is_named_and_read_alone(tmp_path):
+    """A byte that is not UTF-8 (a comment appended in Windows-1252) is read as Windows-1252
+    alone, not the whole file (Excel's byte-order mark joined the first name, 'ï»¿time', and
+    the UTF-8 degree sign read as 'Â°'); the note names that byte and its place in the
+    file."""
+    path = tmp_path / "log.csv"
+    data = b"\xef\xbb\xbftime,T [\xc2\xb0C],heater\n0,20.5,1\n1,21,0\n# ambient 23\xb0C\n"
+    path.write_bytes(data)
+    with pytest.warns(UserWarning) as caught:
+        loaded = read_data(path, inputs=["heater"])
+    assert loaded.state_names == ("T",) and loaded.state_units == ("°C",)
+    note = " ".join(str(w.message) for w in caught)
+    assert f"byte 0xb0 at {data.rindex(bytes([0xB0]))}" in note
+
+
+@pytest.mark.parametrize(("cell", "said"), [("", "every cell empty"),
+                                             ("nan", "missing-value marks only")])
+def test_a_column_without_a_name_or_a_value_is_said_as_it_is(tmp_path, cell, said):
+    """A column of 'nan' was said to have every cell empty, by the batch readers and the
+    follower alike: the note says what the cells hold."""
+    path = tmp_path / "log.csv"
+    path.write_text("time,,T,heater\n" + "".join(f"{k},{cell},{20 + k},{k % 2}\n"
+                                                  for k in range(6)))
+    with pytest.warns(UserWarning) as caught:
+        read_data(path, inputs=["heater"])
+    messages = []
+    list(follow_csv(path, inputs=["heater"], idle_timeout=0.05, poll=0.01,
+                    report=messages.append))
+    for notes in (" ".join(str(w.message) for w in caught), " ".join(messages)):
+        assert f"column 2 has no name and {'no value (' if cell else ''}{said}" in notes
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_a_table_leaves_the_collector_as_it_was(tmp_path, enabled):
+    """read_table_text turns the cyclic collector off while it makes the rows (40 % of the
+    time of a million rows): on after a read and after a refusal if it was on, off if off."""
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("t,x\n0,1\n1,2\n")
+    bad.write_text("t,x\n0,1\n1,2,3\n")
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert read_table_text(good).cells.shape == (2, 2)
+        assert gc.isenabled() == enabled
+        with pytest.raises(ToolboxError):
+            read_table_text(bad)
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
