@@ -52,7 +52,12 @@ from _toolbox.validation import (
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
 from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
-from controllers.qp_solvers import QP_SOLVERS, condition_number, unreachable_rows
+from controllers.qp_solvers import (
+    QP_SOLVERS,
+    condition_number,
+    meets_bounds,
+    unreachable_rows,
+)
 from dmdidc.model import DelayedPlant, as_plant
 
 _FLOAT = np.dtype(float)
@@ -348,7 +353,9 @@ class DelayedMPC:
     solver_options : dict, optional
         Settings of the solver (DAQP: ``daqp.Model().settings``; OSQP: defaults
         ``eps_abs = eps_rel = 1e-8, polishing=True``; Clarabel: ``DefaultSettings``
-        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``); with
+        attributes, defaults ``tol_gap_abs = tol_gap_rel = tol_feas = 1e-10``; a step on
+        which they stall, status ``InsufficientProgress``, is solved again at Clarabel's own
+        1e-8, directly and through cvxpy, unless these settings are given); with
         ``"CVXPY"``, keyword arguments of ``Problem.solve``, whose
         ``solver`` picks cvxpy's solver (``"CLARABEL"``, default, or ``"OSQP"``).  A setting
         the solver does not have is refused.
@@ -1285,11 +1292,14 @@ class DelayedMPC:
         side = f"{s}_min" if lowest[worst] - signals[worst] > 0 else f"{s}_max"
         bound = (self._x_lo if side.endswith("min") else self._x_hi)[component]
         when = self.dead_steps + step + 1
+        # another solver than the one that failed (Clarabel's own plans broke bounds of 1e-2
+        # beside states of 4e7, and the message named Clarabel)
+        other = "'DAQP' (or 'auto')" if self.solver in ("CLARABEL", "CVXPY") else "'CLARABEL'"
         raise SolverError(
             f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})[{component}] "
             f"violates {side} by {abs(signals[worst] - bound):.3g} (> tolerance "
             f"{STATE_BOUND_TOLERANCE:g} x max(1, |bound|)): an ill-conditioned QP, or solver "
-            f"tolerances loosened in solver_options; use solver='CLARABEL', "
+            f"tolerances loosened in solver_options; use solver={other}, "
             f"soft_state_constraints=True, or a shorter horizon")
 
     def _input_limits(self) -> None:
@@ -1314,12 +1324,45 @@ class DelayedMPC:
         x_at, u_at = (np.zeros(self._n), np.zeros(self._m)) if op is None else (op.state,
                                                                               op.input)
         shown_x, shown_history = x + x_at, history + u_at[:, None]
-        if self._x_lo is None and self._x_hi is None:   # input bounds alone are feasible
-            return (f"{self.solver} reported the MPC problem infeasible although it has only "
-                    f"input bounds (always feasible): numerical trouble at "
-                    f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; check the "
-                    f"scaling of the model and of the state")
+        # Input bounds alone, state (output) bounds that are all infinite, and soft ones
+        # always admit a plan: 'infeasible' is then the solver's numerical trouble, and a
+        # message about bounds that cannot be met (or a remedy of soft bounds already in
+        # use) would mislead
+        finite = any(b is not None and np.isfinite(b).any() for b in (self._x_lo, self._x_hi))
+        if self.cvxpy_extension is not None:
+            # its constraints may be what no plan meets: neither 'always feasible' nor the
+            # bounds' reach (computed without them) can be said
+            return (f"MPC problem is infeasible (CVXPY, with cvxpy_extension "
+                    f"{getattr(self.cvxpy_extension, '__name__', self.cvxpy_extension)!r}): "
+                    f"its constraints, with the input bounds [{_fmt(self.u_min)}, "
+                    f"{_fmt(self.u_max)}]" + (" and the hard state (output) bounds" if finite
+                                               and not self.soft_state_constraints else "")
+                    + f", admit no plan from x_k={_fmt(shown_x)}, committed inputs "
+                    f"{_fmt(shown_history)}; check the extension's constraints against the "
+                    f"bounds (the same controller without it tells whether the bounds alone "
+                    f"can be met)")
+        if not finite or self.soft_state_constraints:
+            why = ("it has only input bounds" if not finite else
+                   "its state (output) bounds are soft")
+            other = ("solver='DAQP' or 'OSQP'" if self.solver in ("CLARABEL", "CVXPY") else
+                     "solver='CLARABEL'")
+            return (f"{self.solver} reported the MPC problem infeasible although {why} "
+                    f"(always feasible): numerical trouble at x_k={_fmt(shown_x)}, committed "
+                    f"inputs {_fmt(shown_history)}; check the scaling of the model and of the "
+                    f"state (signals of very different sizes), or use {other}")
         s, kind, low, high = self._bounded_signal
+        p = np.concatenate([x, history.T.ravel()])
+        qp = self._condensed_qp() if self.solver != "DAQP" else None
+        if qp is not None and meets_bounds(qp, p):
+            # a plan that meets every bound, checked: the report is the solver's trouble (the
+            # cvxpy path, not rescaled, read 14 of a review's 140 random problems so, 3 with
+            # hard bounds)
+            return (f"{self.solver} reported the MPC problem infeasible, but DAQP on the "
+                    f"condensed QP finds inputs within [{_fmt(self.u_min)}, "
+                    f"{_fmt(self.u_max)}] whose {kind}s meet the hard bounds {s}_min="
+                    f"{_fmt(low)}, {s}_max={_fmt(high)} (checked): numerical trouble at "
+                    f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; use "
+                    f"solver='DAQP' (or 'auto'), or scale the model's units")
         message = (f"MPC problem is infeasible ({self.solver}): the hard {kind} bounds "
                    f"{s}_min={_fmt(low)}, {s}_max={_fmt(high)} on "
                    f"{s}_(k+{w + 1}) .. {s}_(k+{w + N}) cannot be met with inputs in "
@@ -1331,7 +1374,7 @@ class DelayedMPC:
             # States fixed by the past: simulate w steps; u_k.. do not act before x_{k+w+1}.
             fixed = self.plant.simulate(x, np.zeros((self._m, w)), history)[:, -1] + x_at
             message += f"; x_(k+{w}) = {_fmt(fixed)} is already fixed by them"
-        found = self._unreachable_bound(np.concatenate([x, history.T.ravel()]))
+        found = self._unreachable_bound(p)
         if found is not None:
             side, component, step, reached = found
             bound = (low if side == "min" else high)[component]
@@ -1349,21 +1392,29 @@ class DelayedMPC:
             return "x", "state", self.x_min, self.x_max
         return "y", "output", self.y_min, self.y_max
 
-    def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
-        """The earliest hard state (or output) bound missed by the inputs that miss them least
-        (in the least-squares sense; DAQP with soft bound rows on the condensed QP), or None:
-        ``(side "min" | "max", component, step, value reached in deviations)``."""
+    def _condensed_qp(self) -> Any:
+        """The condensed QP of this problem (the one in use, or built), or None when it would
+        exceed ``MAX_DENSE_ENTRIES``."""
         qp = getattr(self, "_qp", None)
-        rows_per_step = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         if qp is None or qp.sparse:
+            rows_per_step = (self._n if self._bound_matrix is None else
+                             self._bound_matrix.shape[0])
             n_v, rows = qp_sizes(self._n, self._m, self.dead_steps, self.horizon, soft=False,
                                  sparse=False, bounded=rows_per_step)
             if n_v * (n_v + rows) > MAX_DENSE_ENTRIES:
                 return None
             qp = self._build_qp(sparse=False)
-        missed = unreachable_rows(qp, p)
+        return qp
+
+    def _unreachable_bound(self, p: np.ndarray) -> tuple[str, int, int, float] | None:
+        """The earliest hard state (or output) bound missed by the inputs that miss them least
+        (in the least-squares sense; DAQP with soft bound rows on the condensed QP), or None:
+        ``(side "min" | "max", component, step, value reached in deviations)``."""
+        qp = self._condensed_qp()
+        missed = None if qp is None else unreachable_rows(qp, p)
         if missed is None:
             return None
+        rows_per_step = self._n if self._bound_matrix is None else self._bound_matrix.shape[0]
         row, value, lower, upper = missed
         step, component = divmod(row, rows_per_step)
         return ("min" if value < lower else "max", component, self.dead_steps + 1 + step,

@@ -66,6 +66,16 @@ class CvxpySolver:
                                  f"; got {inner!r}")
         self.inner = inner
         self._options = {**_DEFAULT_OPTIONS[inner], **options}
+        # Clarabel's own tolerances, to solve again at when the tighter defaults stall
+        # (ClarabelSolver.RETRIED; cvxpy reports that as a SolverError); None: not Clarabel,
+        # or tolerances of the user's own
+        self._own = None
+        if inner == "CLARABEL" and not set(ClarabelSolver.DEFAULTS) & set(options):
+            import clarabel
+
+            own = clarabel.DefaultSettings()
+            self._own = {**self._options,
+                         **{key: getattr(own, key) for key in ClarabelSolver.DEFAULTS}}
         self._n, self._m = mpc.plant.n_states, mpc.plant.n_inputs
         self._R = mpc.plant.max_delay
         self._build(mpc)
@@ -134,7 +144,14 @@ class CvxpySolver:
                 # cvxpy's generic "Solution may be inaccurate": the status says it
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate",
                                         category=UserWarning)
-                self.problem.solve(solver=self.inner, warm_start=self._warm, **self._options)
+                try:
+                    self.problem.solve(solver=self.inner, warm_start=self._warm,
+                                       **self._options)
+                except cp.error.SolverError:
+                    if self._own is None:
+                        raise
+                    self.problem.solve(solver=self.inner, warm_start=self._warm,
+                                       **self._own)
         except cp.error.SolverError as exc:
             raise SolverError(f"{self.inner} (through cvxpy) failed on the MPC problem: "
                               f"{exc}") from exc

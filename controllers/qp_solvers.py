@@ -40,7 +40,7 @@ _LARGEST_PENALTY = 1e6
 DISTANT_BOUND_RATIO = 1e6
 
 __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
-           "condition_number", "distant_bounds", "unreachable_rows"]
+           "condition_number", "distant_bounds", "meets_bounds", "unreachable_rows"]
 
 
 class QPOutcome(NamedTuple):
@@ -293,8 +293,9 @@ class ClarabelSolver:
         Sparse layout.
     options : dict
         Clarabel settings (``clarabel.DefaultSettings`` attributes; defaults ``tol_gap_abs =
-        tol_gap_rel = tol_feas = 1e-10``); presolve is disabled so that the data can be
-        updated.
+        tol_gap_rel = tol_feas = 1e-10``, and a step on which they stall solved again at
+        Clarabel's own, ``RETRIED``, unless these are given); presolve is disabled so that
+        the data can be updated.
     warm_start : bool
         Unused (an interior-point method starts from its own central point).
     """
@@ -304,6 +305,12 @@ class ClarabelSolver:
     #: share of the cost); these: 1.2e-6 -> 1.2e-8 on 31 random problems, 11 % more
     #: iterations
     DEFAULTS = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+    #: Statuses after which a step is solved again at Clarabel's own tolerances when
+    #: DEFAULTS were in use: its progress test stops a solve whose residuals jump 100x above
+    #: tol_feas, so the tighter one stopped solves that its own finishes (a review's 80 random
+    #: problems: 2 'InsufficientProgress' directly, 3 failures through cvxpy, each solved at
+    #: Clarabel's 1e-8 to within 1e-10 of an independent MPC written in cvxpy)
+    RETRIED = ("InsufficientProgress",)
 
     def __init__(self, qp: MPCQuadraticProgram, options: dict[str, Any], *,
                  warm_start: bool) -> None:
@@ -315,12 +322,16 @@ class ClarabelSolver:
         settings.presolve_enable = False
         known = [name for name in dir(settings) if not name.startswith("_")]
         _check_options("CLARABEL", options, known)
+        # Clarabel's own tolerances, to solve again at (RETRIED); None: the user set them
+        self._own = (None if set(self.DEFAULTS) & set(options) else
+                     {key: getattr(settings, key) for key in self.DEFAULTS})
         for key, value in {**self.DEFAULTS, **options}.items():
             try:
                 setattr(settings, key, value)
             except (TypeError, ValueError) as exc:
                 raise ParameterError(f"CLARABEL refused solver_options {{{key!r}: "
                                      f"{value!r}}}: {exc}") from exc
+        self._settings = settings
         # l <= A v <= u as cones: equalities (zero cone), then finite upper and lower sides
         lower, upper = qp.bounds(np.zeros(qp.q_p.shape[1]))
         self._equal = np.flatnonzero(lower == upper)
@@ -361,14 +372,30 @@ class ClarabelSolver:
         self._solver.update(q=self._qp.cost_vector(p) / (self._scale * size), b=b / size)
         start = time.perf_counter()
         solution = self._solver.solve()
-        elapsed = time.perf_counter() - start
         word = str(solution.status)
+        stalled = 0         # the iterations of a stalled first solve count too
+        if word in self.RETRIED and self._own is not None:
+            stalled = int(solution.iterations)
+            solution = self._solve_at_own_tolerances()
+            word = str(solution.status)
+        elapsed = time.perf_counter() - start
         status = {"Solved": "optimal", "AlmostSolved": "optimal_inaccurate",
                   "PrimalInfeasible": "infeasible", "AlmostPrimalInfeasible": "infeasible",
                   "MaxIterations": "user_limit", "MaxTime": "user_limit"}.get(
                       word, f"error: Clarabel status {word!r}")
         v = size * np.array(solution.x) if status.startswith("optimal") else None
-        return QPOutcome(v, status, int(solution.iterations), elapsed)
+        return QPOutcome(v, status, stalled + int(solution.iterations), elapsed)
+
+    def _solve_at_own_tolerances(self) -> Any:
+        """The current data solved again at Clarabel's own tolerances (then DEFAULTS again)."""
+        own = self._solver.get_settings()
+        for key, value in self._own.items():
+            setattr(own, key, value)
+        self._solver.update(settings=own)
+        try:
+            return self._solver.solve()
+        finally:
+            self._solver.update(settings=self._settings)
 
 
 #: Solver name -> (class, layout is sparse).
@@ -399,11 +426,50 @@ def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
     >>> row, bool(value > upper)
     (0, True)
     """
+    found = _condensed_rows(qp, p, soft=True)
+    if found is None:
+        return None
+    missed = np.flatnonzero(found[1])
+    if not missed.size:
+        return None
+    values, _, lo, hi = found
+    row = int(missed[0])
+    return row, float(values[row]), float(lo[row]), float(hi[row])
+
+
+def meets_bounds(qp: MPCQuadraticProgram, p: np.ndarray) -> bool:
+    """Whether DAQP finds inputs on the condensed QP (every row hard) whose states meet every
+    state-bound row to 1e-6 of the bound (and 1): a checked plan, so the problem at ``p`` is
+    feasible whatever another solver reported.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dmdidc import DelayedPlant
+    >>> from controllers.mpc_qp import build_qp
+    >>> plant = DelayedPlant(np.array([[0.9]]), np.array([[[0.0]], [[1.0]]]), 1.0)
+    >>> qp = build_qp(plant, dead_steps=1, horizon=3, Q=np.eye(1), R=np.eye(1),
+    ...               terminal_weight=np.eye(1), u_bounds=(-np.ones(1), np.ones(1)),
+    ...               x_bounds=(-np.ones(1), np.ones(1)), soft=False, state_penalty=1.0,
+    ...               sparse=False)
+    >>> meets_bounds(qp, np.array([0.5, 0.0])), meets_bounds(qp, np.array([5.0, 0.0]))
+    (True, False)
+    """
+    found = _condensed_rows(qp, p, soft=False)
+    return found is not None and not found[1].any()
+
+
+def _condensed_rows(qp: MPCQuadraticProgram, p: np.ndarray, *, soft: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(values, outside, lower, upper)`` of the state-bound rows at DAQP's inputs on the
+    condensed QP (the state rows soft, or hard), ``outside`` those beyond a bound by more
+    than 1e-6 of it (and 1); None when DAQP finds no solution."""
     import daqp
 
     lower, upper = qp.bounds(p)
     sense = np.zeros(len(lower), dtype=np.intc)
-    sense[qp.state_rows] = 8                                     # DAQP's "soft" flag
+    if soft:
+        sense[qp.state_rows] = 8                                 # DAQP's "soft" flag
     v, _, flag, _ = daqp.solve(np.ascontiguousarray(qp.hessian), qp.cost_vector(p),
                                np.ascontiguousarray(qp.A[qp.n_simple:]), upper, lower, sense)
     if int(flag) not in (1, 2):
@@ -413,8 +479,5 @@ def unreachable_rows(qp: MPCQuadraticProgram, p: np.ndarray
     lo, hi = qp.lower0[rows], qp.upper0[rows]
     scale = np.maximum(1.0, np.maximum(np.abs(np.where(np.isfinite(lo), lo, 0.0)),
                                        np.abs(np.where(np.isfinite(hi), hi, 0.0))))
-    missed = np.flatnonzero((values < lo - 1e-6 * scale) | (values > hi + 1e-6 * scale))
-    if not missed.size:
-        return None
-    row = int(missed[0])
-    return row, float(values[row]), float(lo[row]), float(hi[row])
+    outside = (values < lo - 1e-6 * scale) | (values > hi + 1e-6 * scale)
+    return values, outside, lo, hi

@@ -128,6 +128,16 @@ def _residuals(experiments: list, refined: Refined, dt: float, R: int) -> list[n
 
 #: (:data:`dmdidc.output.checks.UNEQUAL_NOISE`: one definition for outputs and experiments)
 _UNEQUAL = UNEQUAL_NOISE
+#: Weighted refits of experiments of unequal noise at most (:meth:`OutputDMDidc.fit`): each
+#: divides by the levels of the previous fit's residuals (noise 100x apart: 17-23x read from
+#: the misweighted fit, about 100 after the second).
+_REWEIGHTINGS = 3
+#: What is left when the experiments, weighed by their levels, still differ in noise.
+_WEIGHTED_REMEDY = (
+    "one level per experiment cannot weigh levels that differ output by output (a sensor "
+    "noisier in some experiments only) or with the signal (the model missing more of the "
+    "larger experiments' response); fit the experiments that share each output's noise level "
+    "together, or leave the noisier sensor's experiments out")
 
 
 def _reissue(caught: list) -> None:
@@ -601,27 +611,62 @@ class OutputDMDidc:
         # the first fit's warnings judged the misweighted fit and are dropped (as for outputs
         # of unequal noise, _solve)
         first = dict(self.__dict__)
-        weighted = [(Yi / r, Ui / r) for (Yi, Ui), r in zip(experiments, relative, strict=True)]
-        try:
-            with warnings.catch_warnings(record=True) as again:
-                warnings.simplefilter("always")
-                self._fit_experiments(weighted, dt, level)
-        except (*_NO_FIT, InsufficientExcitationError) as exc:
-            self.__dict__.clear()
-            self.__dict__.update(first)
-            _reissue(caught)
-            shown = ", ".join(f"{r:.3g}" for r in relative)
-            self._warn_new("unweighted experiments", (
-                f"experiments of unequal noise (relative levels {shown}) "
-                f"could not be fitted weighted by them ({exc}): the fit pools one noise "
-                f"level, so its order checks and intervals misjudge the experiments"))
-            return self
-        _reissue(again)
+        levels, kept, again = np.ones(len(experiments)), None, []
+        for _ in range(_REWEIGHTINGS):
+            # a misweighted fit's residuals understate the levels' spread (its model follows
+            # the noisier experiments): noise 100x apart read 17-23x apart on 6 of 6 plants,
+            # and the fit weighted by them still failed the check; the weighted fit's own
+            # residuals give the rest
+            trial = levels * relative
+            trial = trial / trial.min()                 # relative to the quietest
+            weighted = [(Yi / r, Ui / r) for (Yi, Ui), r in zip(experiments, trial, strict=True)]
+            try:
+                with warnings.catch_warnings(record=True) as recorded:
+                    warnings.simplefilter("always")
+                    self._fit_experiments(weighted, dt, level)
+            except (*_NO_FIT, InsufficientExcitationError) as exc:
+                if kept is not None:        # the last weighted fit stands
+                    break
+                self.__dict__.clear()
+                self.__dict__.update(first)
+                _reissue(caught)
+                shown = ", ".join(f"{r:.3g}" for r in relative)
+                self._warn_new("unweighted experiments", (
+                    f"experiments of unequal noise (relative levels {shown}) "
+                    f"could not be fitted weighted by them ({exc}): the fit pools one noise "
+                    f"level, so its order checks and intervals misjudge the experiments"))
+                return self
+            levels, kept, again = trial, dict(self.__dict__), recorded
+            relative = self._unequal            # the weighted residuals' levels, None if equal
+            # equal by experiment yet failing: the levels differ output by output (one sensor
+            # noisier in one experiment), which one level per experiment cannot weigh
+            if relative is None or np.ptp(np.log(relative)) < np.log(1.1):
+                break
+        self.__dict__.clear()
+        self.__dict__.update(kept)
+        relative = levels
+        still = bool(self.checks_[-1].failed)
+        # a failure that stands is warned below with what is left to do, not the remedy the
+        # weighting applied
+        _reissue([w for w in again
+                  if not (still and str(w.message).startswith("check 'noise_levels' failed"))])
         self.experiment_levels_ = relative
+        # the weighted fit's states are the data's divided by the level (its inputs were), so
+        # that C x0 reproduces each experiment's start in the data's units (they read 7-11
+        # times small in the noisier one of two experiments 10 times apart)
+        self.initial_states_ = self.initial_states_ * relative[:, None]
         # the check found the levels and they are weighed now: a note, not a failure (unless
         # the weighted fit's levels still differ: that failure stands, and it warned)
         unequal = first["checks_"][-1]
-        if not self.checks_[-1].failed:
+        if still:
+            # its remedy (weigh each experiment by its level) was applied: say what is left
+            check = dataclasses.replace(self.checks_[-1], remedy=(
+                f"each experiment was weighed by its level (experiment_levels_ "
+                f"{', '.join(f'{r:.3g}' for r in relative[:12])}) and the levels still "
+                f"differ: {_WEIGHTED_REMEDY}"))
+            self.checks_ = (*self.checks_[:-1], check)
+            self._warn_new(check.name, check.message())
+        else:
             self.checks_ = (*self.checks_[:-1], dataclasses.replace(
                 unequal, passed=True, remedy="", finding=(
                     f"{unequal.finding.split('; the fit pools')[0]}; each experiment's outputs "
@@ -1315,7 +1360,20 @@ class OutputDMDidc:
         idle = slow & (reach <= _IDLE_MODE * reach.max(initial=0.0))
         if not idle.any():
             return
-        cause = ("with offset=False a constant output offset is fitted as such a state, not "
+        lower = (f"order={self.order_ - 1}" if self.order_ > 1 else "a lower order")
+        # with detrend each experiment's own level (or line) is fitted already: the generic
+        # cause below ("one offset_ is fitted for all": detrend='constant') would be wrong (a
+        # linear drift under detrend='constant' read so on 4 of 4 plants)
+        trend = {"constant": ("mean", "a drift within the experiments (a slow trend beside "
+                                      "each one's level): fit with detrend='linear' (each "
+                                      "experiment's line removed from outputs and inputs)"),
+                 "linear": ("line", "a curved drift within the experiments")}.get(self.detrend)
+        cause = (f"with detrend={self.detrend!r} each experiment's {trend[0]} is fitted with the "
+                 f"plant, so this is {trend[1]}, or the experiments' free initial states (one "
+                 f"more per experiment for each mode: {len(self.initial_states_)} here) fitting "
+                 f"their noise, frequent with many short experiments: fit with {lower} and "
+                 f"compare, or record without the drift" if trend else
+                 "with offset=False a constant output offset is fitted as such a state, not "
                  "the plant's; if the outputs carry an offset (sensor offsets, absolute units) "
                  "fit with offset=True (the default)" if not self.offset else
                  "a drift of the outputs (a slow trend beside the constant offset), or "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_number",
+           "lower_bounds", "upper_bounds",
            "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
            "strict_json", "known", "seed_warning", "refuse_delta_without_effect",
            "check_unit_window",
@@ -89,6 +90,30 @@ def finite_vector(text: str) -> list[float]:
     if not values or not all(math.isfinite(v) for v in values):
         raise argparse.ArgumentTypeError(f"must be a finite number or comma-separated finite "
                                          f"numbers; got {text!r}")
+    return values
+
+
+def upper_bounds(text: str) -> list[float]:
+    """argparse type: upper bounds, each a finite number or ``inf`` (no bound on that channel,
+    as :class:`~controllers.DelayedMPC` takes it), separated by commas."""
+    return _bounds(text, math.inf)
+
+
+def lower_bounds(text: str) -> list[float]:
+    """argparse type: lower bounds, each a finite number or ``-inf`` (no bound on that
+    channel), separated by commas."""
+    return _bounds(text, -math.inf)
+
+
+def _bounds(text: str, free: float) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) or v == free for v in values):
+        raise argparse.ArgumentTypeError(f"must be a finite number or comma-separated ones, "
+                                         f"{free:g} for a channel without this bound; got "
+                                         f"{text!r}")
     return values
 
 

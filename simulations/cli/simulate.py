@@ -20,11 +20,12 @@ from simulations.cli.common import (
     _count,
     _scale,
     _seed,
-    finite_vector,
     json_number,
+    lower_bounds,
     output_path,
     positive_vector,
     summary_table,
+    upper_bounds,
     write_summary,
 )
 from simulations.cli.terms import warn
@@ -68,26 +69,29 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
     simulate.add_argument("--horizon", type=_count,
                           help=f"MPC horizon in steps (default: {_DEFAULT_HORIZON}; only with "
                                f"--controller mpc)")
-    simulate.add_argument("--u-max", type=finite_vector,
+    simulate.add_argument("--u-max", type=upper_bounds,
                           help="MPC upper input bounds u_j <= u_max_j, physical values (with an "
                                "operating point u_op too: not deviations from it, and u_op must "
                                "lie within the bounds): one value for every input or one per "
-                               "input, comma separated (default: unbounded; without --u-min "
+                               "input, comma separated, inf for an input without an upper bound "
+                               "(default: unbounded; without --u-min "
                                "also the lower bound -u_max; only with --controller mpc)")
-    simulate.add_argument("--u-min", type=finite_vector,
+    simulate.add_argument("--u-min", type=lower_bounds,
                           help="MPC lower input bounds u_j >= u_min_j, physical values (a valve "
                                "0..100 %%: --u-min 0 --u-max 100); default: -u_max, or "
                                "unbounded without --u-max; a list that starts with a minus "
-                               "sign goes after '=': --u-min=-5,0; only with --controller "
+                               "sign goes after '=': --u-min=-5,0; -inf for an input without a "
+                               "lower bound: --u-min=-inf,0; only with --controller "
                                "mpc)")
-    simulate.add_argument("--y-max", type=finite_vector,
+    simulate.add_argument("--y-max", type=upper_bounds,
                           help="MPC upper output bounds y_i <= y_max_i of an output model "
                                "('identify --outputs'), physical values y = C x + offset_ (the "
                                "outputs' level at the operating point must lie within them): "
-                               "one value for every output or one per output; soft (an exact "
+                               "one value for every output or one per output, inf for an output "
+                               "without an upper bound; soft (an exact "
                                "L1 penalty), as the observer's estimate may stray; only with "
                                "--controller mpc")
-    simulate.add_argument("--y-min", type=finite_vector,
+    simulate.add_argument("--y-min", type=lower_bounds,
                           help="MPC lower output bounds y_i >= y_min_i of an output model, as "
                                "--y-max (a list that starts with a minus sign goes after '=': "
                                "--y-min=-5); only with --controller mpc")
@@ -587,6 +591,8 @@ def _plot_trajectory(result, path: Path, title: str,
         for side, values in zip(("min", "max"), bounds or (None, None), strict=True):
             if values is not None:
                 value = values[0] if len(values) == 1 else values[i]
+                if not np.isfinite(value):      # no bound on this output: no line, no label
+                    continue
                 top.axhline(value, color=line.get_color(), linestyle="--", linewidth=0.8,
                             label=f"{name}{i + 1} {side}" if len(shown) > 1 else f"{name} {side}")
     for j, row in enumerate(result.inputs):

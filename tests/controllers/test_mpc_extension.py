@@ -14,7 +14,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from _toolbox.errors import ParameterError
+from _toolbox.errors import ParameterError, SolverError
 from controllers.mpc import DelayedMPC
 from dmdidc.model import DelayedPlant
 
@@ -99,3 +99,41 @@ def test_bad_extensions_are_refused(plant):
     with pytest.raises(ParameterError, match="non-convex"):
         DelayedMPC(plant, horizon=5, solver="CVXPY",
                    cvxpy_extension=lambda u, x: (-cp.sum_squares(u), []))
+
+
+def impossible_first_move(u, x):
+    return 0, [u[0, 0] == 5.0]
+
+
+@pytest.mark.parametrize("bounds", [{}, {"x_min": -10.0, "x_max": 10.0}])
+def test_an_extension_nothing_meets_is_named(plant, bounds):
+    """Its constraints (u_0 = 5 beside |u| <= 1) made the problem infeasible, and the message
+    read 'only input bounds (always feasible): numerical trouble' (with state bounds: 'the
+    hard state bounds ... cannot be met'), naming solvers that cannot take an extension."""
+    mpc = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, solver="CVXPY",
+                     cvxpy_extension=impossible_first_move, **bounds)
+    with pytest.raises(SolverError, match="infeasible") as info:
+        mpc.solve(np.ones(3))
+    message = str(info.value)
+    assert "cvxpy_extension 'impossible_first_move'" in message, message
+    assert "always feasible" not in message and "cannot be met" not in message
+    # the same bounds without it have a plan: the extension is the cause
+    assert DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, solver="CVXPY",
+                      **bounds).solve(np.ones(3)).status == "optimal"
+
+
+def test_an_extension_holds_in_simulate_closed_loop(plant):
+    from simulations import simulate_closed_loop
+
+    capped = DelayedMPC(plant, horizon=8, u_min=-1, u_max=1, solver="CVXPY",
+                        cvxpy_extension=capped_first_input)
+    run = simulate_closed_loop(plant, capped, x0=[1.5, -1.0, 0.5], steps=15)
+    free = simulate_closed_loop(plant, DelayedMPC(plant, horizon=8, u_min=-1, u_max=1),
+                                x0=[1.5, -1.0, 0.5], steps=15)
+    assert free.inputs[0].max() > 0.2                    # without it the cap would bind
+    assert run.inputs[0].max() <= 0.05 + 1e-7
+    assert run.final_norm < 0.5 * np.linalg.norm(run.states[:, 0])   # and the loop settles
+
+
+def capped_first_input(u, x):
+    return 0, [u[0, :] <= 0.05]

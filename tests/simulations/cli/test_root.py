@@ -85,6 +85,20 @@ def test_simulate_mpc_respects_bound(data_file, tmp_path):
     assert inputs.shape == (2, 15)
     assert np.all(np.abs(inputs) <= 0.2 + 1e-6)
     assert np.any(np.abs(inputs) > 0.199)                     # the bound is active
+    # inf leaves an input free (as DelayedMPC takes it), and summary.json stays valid JSON
+    free = tmp_path / "mpc_free"
+    assert main(["simulate", str(model), "--controller", "mpc", "--steps", "15",
+                 "--u-max", "0.2,inf", "--horizon", "8", "--out", str(free)]) == 0
+    table = np.genfromtxt(free / "trajectory.csv", delimiter=",", names=True)
+    assert np.all(np.abs(table["u_1"][:-1]) <= 0.2 + 1e-6)
+    assert np.abs(table["u_2"][:-1]).max() > 0.2                # the second input is free
+    summary = json.loads((free / "summary.json").read_text(), parse_constant=_no_constant)
+    assert summary["u_max"] == [0.2, "inf"]
+    assert summary["u_min"] == [-0.2, "-inf"]
+
+
+def _no_constant(name):
+    raise AssertionError(f"summary.json holds {name}, which is not JSON")
 
 
 def test_simulate_dimension_mismatch(tmp_path, capsys):
@@ -184,7 +198,11 @@ def test_simulate_refuses_options_that_would_be_ignored(model_file, tmp_path, ca
     (["simulate", "M", "--process-noise", "-1"], "argument --process-noise: must be a number >= 0"),
     (["simulate", "M", "--measurement-noise", "nan"], "must be a number >= 0; got 'nan'"),
     (["simulate", "M", "--controller", "mpc", "--u-max", "nan"],
-     "argument --u-max: must be a finite number or comma-separated finite numbers"),
+     "argument --u-max: must be a finite number or comma-separated ones, inf for a channel"),
+    (["simulate", "M", "--controller", "mpc", "--u-max", "1,-inf"],
+     "argument --u-max: must be a finite number or comma-separated ones, inf for a channel"),
+    (["simulate", "M", "--controller", "mpc", "--u-min=inf"],
+     "argument --u-min: must be a finite number or comma-separated ones, -inf for a channel"),
     (["simulate", "M", "--controller", "mpc", "--horizon", "0"],
      "argument --horizon: must be an integer >= 1"),
     (["simulate", "M", "--seed", "-1"], "argument --seed: must be an integer >= 0"),

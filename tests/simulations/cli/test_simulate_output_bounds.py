@@ -54,3 +54,27 @@ def test_the_bounds_are_drawn(tmp_path, monkeypatch):
     est, path = output_model(tmp_path, 0)
     assert run(tmp_path, path, "--controller", "mpc", "--y-min=-5", "--y-max=5")[0] == 0
     assert drawn == [([-5.0], [5.0])]
+
+
+def test_an_infinite_side_is_no_bound_and_no_line(tmp_path, monkeypatch):
+    """--y-min=-inf (accepted since DelayedMPC takes it): the summary stays JSON and its
+    violation finite, and the plot draws the finite bound alone."""
+    import json
+
+    from matplotlib.axes import Axes
+
+    lines = []
+    original = Axes.axhline
+
+    def spy(self, y=0, *args, **kwargs):
+        lines.append(y)
+        return original(self, y, *args, **kwargs)
+    monkeypatch.setattr(Axes, "axhline", spy)
+    est, path = output_model(tmp_path, 0)
+    code, summary = run(tmp_path, path, "--controller", "mpc", "--y-min=-inf", "--y-max=5")
+    assert code == 0
+    assert np.isfinite(summary["output_bound_violation"])
+    stored = json.loads((tmp_path / "sim" / "summary.json").read_text(),
+                        parse_constant=lambda name: pytest.fail(f"summary.json holds {name}"))
+    assert stored["y_min"] == ["-inf"] and stored["y_max"] == [5.0]
+    assert lines == [5.0]
