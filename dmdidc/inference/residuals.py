@@ -65,6 +65,7 @@ from dmdidc.regression.instrumental import (
 from dmdidc.regression.lag_products import (
     PieceLayout,
     autocorrelations,
+    autocovariances,
     lag_product_sets,
     lag_products,
 )
@@ -945,15 +946,14 @@ def _bartlett_factor(pieces: list[np.ndarray], lags: int = 50) -> np.ndarray:
     >>> bool(_bartlett_factor([white])[0] < 1.2), bool(_bartlett_factor([ringing])[0] > 6)
     (True, True)
     """
-    n = pieces[0].shape[0]
-    energy = sum(np.einsum("ik,ik->i", e, e) for e in pieces)
-    energy = np.where(energy > 0, energy, 1.0)
-    total = np.ones(n)
-    for lag in range(1, min(lags, min(e.shape[1] for e in pieces) // 2) + 1):
-        products = sum(np.einsum("ik,ik->i", e[:, lag:], e[:, :-lag]) for e in pieces)
-        count = sum(e.shape[1] - lag for e in pieces)
-        total += 2.0 * np.maximum((products / energy) ** 2 - 1.0 / count, 0.0)
-    return total
+    lags = min(lags, min(e.shape[1] for e in pieces) // 2)
+    # every lag's products in one lagged-product pass (one product per lag and piece took
+    # 0.2 Gram passes of the benchmark's least-squares fit)
+    products = autocovariances(pieces, lags)                      # (lags + 1, n)
+    energy = np.where(products[0] > 0, products[0], 1.0)
+    count = sum(e.shape[1] for e in pieces) - len(pieces) * np.arange(1, lags + 1)
+    excess = np.maximum((products[1:] / energy) ** 2 - 1.0 / count[:, None], 0.0)
+    return 1.0 + 2.0 * excess.sum(axis=0)
 
 
 def _lag_one_correlation(pieces: list[np.ndarray]) -> np.ndarray:
