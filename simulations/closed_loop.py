@@ -418,10 +418,10 @@ def _unforced_readouts(A: np.ndarray, z0: np.ndarray, N: int, readouts: tuple, b
                        ) -> list[np.ndarray]:
     """``[R z_0 .. R z_N]`` (r, N + 1) for each readout ``R`` (r, s) of ``z_{k+1} = A z_k``:
     the blocks of :func:`_linear_trajectory` (``b ~ sqrt(N)`` steps from each block start), but
-    every readout of every block one product of the starts with ``[R A^0 .. R A^(b-1)]``
-    laid out so that a block's ``b`` samples of one signal are contiguous: the signals come out
-    along time with one copy of such runs, never the (N, s) trajectory and its transposition
-    (the states' readout is the identity's first rows, the inputs' the feedback matrix).  Each
+    every readout of every block one batched product of the starts with ``[R A^0 .. R
+    A^(b-1)]`` laid out so that it writes each signal's samples along time in place: never
+    the (N, s) trajectory, its transposition or a copy (the states' readout is the
+    identity's first rows, the inputs' the feedback matrix).  Each
     signal is a view of rows ``nb b >= N + 1`` samples apart."""
     size = A.shape[0]
     b = int(np.ceil(np.sqrt(N)))
@@ -434,10 +434,11 @@ def _unforced_readouts(A: np.ndarray, z0: np.ndarray, N: int, readouts: tuple, b
     signals = []
     for R in readouts:
         r = R.shape[0]
-        ladder = (powers[:b] @ R.T).transpose(1, 2, 0).reshape(size, r * b)   # [t, (a, j)]
-        blocks = (starts @ ladder).reshape(nb, r, b)                       # [i, a, j]
-        along = np.empty((r, nb, b))
-        np.copyto(along, blocks.transpose(1, 0, 2))    # runs of b samples: one copy
+        # [a, t, j]: one product per signal writes its samples along time in place (the
+        # product over all signals at once, then a transposing copy, wrote them twice:
+        # 4.5 of the 9 ms of the closed-loop benchmark)
+        ladder = np.ascontiguousarray((powers[:b] @ R.T).transpose(2, 1, 0))
+        along = np.matmul(starts, ladder)                                  # [a, i, j]
         signals.append(along.reshape(r, nb * b)[:, :N + 1])
     if bar is not None:
         bar.update(N)
