@@ -32,8 +32,8 @@ from dmdidc.discretization import checked_expm, split_delay, split_periods
 from dmdidc.regression.propagation import impulse_response
 
 __all__ = ["PROFILE_CELL", "LagMoments", "StructuredFit", "decaying_response", "delay_profile",
-           "family_of_modes", "hold_family", "initial_states", "lag_moments", "modes",
-           "profile_minima", "spectral_family", "pair_of", "structured_fit", "profile_delays"]
+           "family_of_modes", "hold_family", "lag_moments", "modes", "profile_minima",
+           "spectral_family", "pair_of", "structured_fit", "profile_delays"]
 
 #: Grid points per sampling period of the first delay search.
 _GRID_PER_PERIOD = 8
@@ -44,22 +44,14 @@ _ZOOMS, _ZOOM = 3, 8
 
 @dataclass(frozen=True)
 class LagMoments:
-    """Second moments of the unstructured lag regression (one pass over the data), with every
-    experiment's initial state concentrated out.
+    """Second moments of the unstructured lag regression (one pass over the data).
 
-    Coefficient order of ``normal`` and ``moment``: ``B^(j)[:, i]`` for lag j, then channel i
-    (``(R + 1) m n``), then ``D`` row-major when ``feedthrough``, then the offset when
-    ``offset``.  The initial states enter linearly and each touches only its own experiment's
-    rows, so they are eliminated experiment by experiment (the Schur complement of each
-    ``n x n`` block): the moments of the common coefficients are those of the joint regression
-    once every initial state takes its best value for them, at a cost linear in the number of
-    experiments (the dense joint matrix grew with its square, and its solves with its cube).
-    ``state_*`` recover the initial states from the common coefficients
-    (:func:`initial_states`).
+    Coefficient order: ``B^(j)[:, i]`` for lag j, then channel i (``(R + 1) m n``), then the
+    initial state of each experiment, then ``D`` row-major when ``feedthrough``.
     """
 
-    normal: np.ndarray        # (P, P): Phi_c^T (I - H (H^T H)^+ H^T) Phi_c
-    moment: np.ndarray        # (P,): the same projection of Phi_c^T y
+    normal: np.ndarray        # (P, P): Phi^T Phi
+    moment: np.ndarray        # (P,)
     energy: float             # sum of squared targets
     rows: int
     n_states: int
@@ -69,14 +61,6 @@ class LagMoments:
     n_outputs: int
     feedthrough: bool
     offset: bool = False
-    #: sum of squared targets less what the initial states alone explain (the energy of the
-    #: concentrated regression)
-    concentrated: float = 0.0
-    #: per experiment ``e``: ``(H_e^T H_e)^+`` (E, n, n), ``Phi_c,e^T H_e`` (E, P, n) and
-    #: ``H_e^T y_e`` (E, n), ``H_e`` the initial state's columns ``C A^k``
-    state_inverse: np.ndarray | None = None
-    state_cross: np.ndarray | None = None
-    state_moment: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -95,8 +79,7 @@ class StructuredFit:
     rss : float
     dof : int
     covariance : ndarray
-        Covariance (white output noise) of ``[vec(B_c) by channel, D, offset]`` (the initial
-        states concentrated out: :class:`LagMoments`).
+        Covariance (white output noise) of ``[vec(B_c) by channel, x_R's, D]``.
     """
 
     delays: np.ndarray
@@ -154,7 +137,7 @@ def decaying_response(A: np.ndarray, C: np.ndarray, length: int) -> tuple[np.nda
     return out, min(kept, length)
 
 
-def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int, decayed=None
+def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int
                ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """``h[k] = C A^k`` (K, ny, n) (zero from sample ``kept`` on: :func:`decaying_response`),
     ``kept``, the responses ``z`` (K, ny, m, n) to the whole input
@@ -163,12 +146,11 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int, decayed=None
     The response of lag ``j`` at row ``k`` is ``sum_{t < k} h[k - 1 - t] u[t + R - j]``: the
     response ``z[k + R - j]`` to the whole input record less that of its first ``R - j``
     samples, which is ``h[k] Q_j`` with ``Q_j = sum_{s < R - j} u[s] A^(R - j - 1 - s)``
-    (n x n per channel).  So one convolution per channel serves every lag.  ``decayed``: the
-    :func:`decaying_response` of this length, when known.
+    (n x n per channel).  So one convolution per channel serves every lag.
     """
     ny, n = C.shape
     m, K = U.shape
-    h, kept = decaying_response(A, C, K) if decayed is None else decayed     # (K, ny, n)
+    h, kept = decaying_response(A, C, K)                                     # (K, ny, n)
     # z[q] = sum_{s < q} h[q - 1 - s] u[s]: convolve, then delay by one sample.
     z = np.zeros((K, ny, m, n))
     z[1:] = signal.fftconvolve(h[:kept, :, None, :], U.T[:, None, :, None], axes=0)[:K - 1]
@@ -182,28 +164,17 @@ def _responses(U: np.ndarray, A: np.ndarray, C: np.ndarray, R: int, decayed=None
 def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
                 C: np.ndarray, max_delay: int, *, feedthrough: bool = False,
                 offset: bool = False) -> LagMoments:
-    """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``.
-
-    A row of experiment ``e`` touches the common coefficients and its own initial state only:
-    those columns are accumulated (three small Grams) and the initial state eliminated at once,
-    so the cost is linear in the number of experiments.
-    """
+    """Accumulate :class:`LagMoments` over experiments ``(Y (ny, K), U (m, K))``."""
     ny, n = C.shape
     m, R, E = experiments[0][1].shape[0], max_delay, len(experiments)
     n_block = (R + 1) * m * n
-    direct = n_block                            # feedthrough D (ny m), then the offset (ny)
+    direct = n_block + E * n                    # feedthrough D (ny m), then the offset (ny)
     width = direct + (ny * m if feedthrough else 0) + (ny if offset else 0)
     normal = np.zeros((width, width))
     moment = np.zeros(width)
-    state_normal = np.zeros((E, n, n))
-    state_cross = np.zeros((E, width, n))
-    state_moment = np.zeros((E, n))
     energy, rows = 0.0, 0
-    decayed = {}            # C A^k by record length: experiments of one length share it
     for e, (Y, U) in enumerate(experiments):
-        if U.shape[1] not in decayed:
-            decayed[U.shape[1]] = decaying_response(A, C, U.shape[1])
-        h, kept, z, Q = _responses(U, A, C, R, decayed[U.shape[1]])
+        h, kept, z, Q = _responses(U, A, C, R)
         for a in range(0, U.shape[1] - R, _CHUNK):
             b = min(a + _CHUNK, U.shape[1] - R)             # rows k in [a, b): samples R + k
             full = np.zeros((b - a, ny, width))
@@ -214,50 +185,21 @@ def lag_moments(experiments: list[tuple[np.ndarray, np.ndarray]], A: np.ndarray,
             for j in range(R + 1):
                 lags[:, :, j] = z[R - j + a:R - j + b].reshape(b - a, ny, m * n)
                 lags[:live, :, j] -= (initial @ Q[j]).reshape(live, ny, m * n)
+            full[:, :, n_block + e * n:n_block + (e + 1) * n] = h[a:b]
             for o in range(ny):
                 if feedthrough:
                     full[:, o, direct + o * m:direct + (o + 1) * m] = U[:, R + a:R + b].T
                 if offset:
                     full[:, o, width - ny + o] = 1.0
-            target = Y[:, R + a:R + b].T.ravel()
+            target = Y[:, R + a:R + b].T
             flat = full.reshape(-1, width)
-            states = h[a:b].reshape(-1, n)          # the initial state's columns C A^k
             normal += flat.T @ flat
-            moment += flat.T @ target
-            state_normal[e] += states.T @ states
-            state_cross[e] += flat.T @ states
-            state_moment[e] += states.T @ target
-            energy += float(target @ target)
+            moment += flat.T @ target.ravel()
+            energy += float(np.sum(target ** 2))
             rows += target.size
-    state_inverse = _state_inverses(state_normal)
-    # Schur complement of every experiment's initial-state block, all experiments at once
-    weighted = state_cross @ state_inverse                                  # (E, P, n)
-    normal -= np.einsum("epn,eqn->pq", weighted, state_cross)
-    moment -= np.einsum("epn,en->p", weighted, state_moment)
-    explained = float(np.einsum("en,enk,ek->", state_moment, state_inverse, state_moment))
-    return LagMoments(normal=0.5 * (normal + normal.T), moment=moment, energy=energy,
-                      rows=rows, n_states=n, n_inputs=m, max_delay=R, n_experiments=E,
-                      n_outputs=ny, feedthrough=feedthrough, offset=offset,
-                      concentrated=max(energy - explained, 0.0), state_inverse=state_inverse,
-                      state_cross=state_cross, state_moment=state_moment)
-
-
-def _state_inverses(blocks: np.ndarray) -> np.ndarray:
-    """Pseudo-inverses of symmetric ``(E, n, n)`` blocks (an experiment's initial state may be
-    partly invisible: a response that decayed within its few rows); NaN where a block is not
-    finite (an overflowed response, which :class:`LagMoments`' users report)."""
-    finite = np.isfinite(blocks).all(axis=(1, 2))
-    inverse = np.full_like(blocks, np.nan)
-    if finite.any():
-        inverse[finite] = np.linalg.pinv(blocks[finite], hermitian=True)
-    return inverse
-
-
-def initial_states(moments: LagMoments, theta: np.ndarray) -> np.ndarray:
-    """Each experiment's best initial state (E, n) given the common coefficients ``theta``
-    (``P``, :class:`LagMoments` order): ``(H_e^T H_e)^+ (H_e^T y_e - H_e^T Phi_c,e theta)``."""
-    rest = moments.state_moment - np.einsum("epn,p->en", moments.state_cross, theta)
-    return np.einsum("enk,ek->en", moments.state_inverse, rest)
+    return LagMoments(normal=normal, moment=moment, energy=energy, rows=rows, n_states=n,
+                      n_inputs=m, max_delay=R, n_experiments=E, n_outputs=ny,
+                      feedthrough=feedthrough, offset=offset)
 
 
 def hold_family(A_c: np.ndarray, dt: float, delays: np.ndarray
@@ -439,7 +381,7 @@ def _solve(moments: LagMoments, S: np.ndarray) -> tuple[np.ndarray, float]:
     normal = S.T @ moments.normal @ S
     rhs = S.T @ moments.moment
     theta = np.linalg.lstsq(normal, rhs, rcond=None)[0]
-    return theta, max(moments.concentrated - float(rhs @ theta), 0.0)
+    return theta, max(moments.energy - float(rhs @ theta), 0.0)
 
 
 #: Relative eigenvalue cutoff of the pseudo-inverses of :mod:`dmdidc.output` (``lstsq``'s
@@ -470,7 +412,7 @@ def _channel_profile(moments: LagMoments, family: Callable, pair: Pair,
                                  - NS[rows] @ inverse @ NS[rows].T).reshape(R + 1, n, R + 1, n)
     moment = np.zeros((R + 2, n))
     moment[:R + 1] = (moments.moment[rows] - NS[rows] @ (inverse @ other_moment)).reshape(R + 1, n)
-    base = moments.concentrated - float(other_moment @ inverse @ other_moment)
+    base = moments.energy - float(other_moment @ inverse @ other_moment)
     # per whole step w, the (2n, 2n) block of lags w and w + 1 and their moments
     lags = np.stack([np.arange(R + 1), np.arange(1, R + 2)], axis=1)
     pair_normal = normal[lags[:, :, None], :, lags[:, None, :]].transpose(
@@ -549,17 +491,15 @@ def structured_fit(moments: LagMoments, A_c: np.ndarray, dt: float, delays: np.n
     ny = moments.n_outputs
     S = _structure(moments, pair_of(A_c, dt), delays, np.zeros(m, dtype=bool))
     theta, rss = _solve(moments, S)
-    Q = S.shape[1] + E * n                              # and every initial state
+    Q = S.shape[1]
     dof = max(moments.rows - Q, 1)
-    # White noise of equal variance in every (scaled) output: sigma^2 (S^T Phi^T Phi S)^-1,
-    # of the coefficients beside the initial states (their Schur complement)
+    # White noise of equal variance in every (scaled) output: sigma^2 (S^T Phi^T Phi S)^-1.
     covariance = rss / dof * np.linalg.pinv(S.T @ moments.normal @ S)
-    common = S @ theta                      # the unstructured coefficients they amount to
     return StructuredFit(delays=delays.copy(), B_c=theta[:m * n].reshape(m, n).T,
-                         D=theta[m * n:m * n + ny * m].reshape(ny, m)
+                         D=theta[m * n + E * n:m * n + E * n + ny * m].reshape(ny, m)
                          if moments.feedthrough else np.zeros((ny, m)),
                          offset=theta[theta.size - ny:] if moments.offset else np.zeros(ny),
-                         initial_states=initial_states(moments, common), rss=rss,
+                         initial_states=theta[m * n:m * n + E * n].reshape(E, n), rss=rss,
                          dof=dof, covariance=covariance)
 
 

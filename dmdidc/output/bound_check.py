@@ -103,7 +103,7 @@ def _compared(est: Any, other: Any, significance: float) -> str | None:
     """The warning when the fit without a delay (more modes, more parameters) is not
     significantly better than ``other`` by a likelihood ratio on their common samples."""
     refined, small, bound = est.refined_, other.refined_, other.max_delay
-    extra = refined.layout["size"] - small.layout["size"]
+    extra = refined.covariance.shape[0] - small.covariance.shape[0]
     # residuals are in units of each fit's output scaling; partial_fit scales by the whole
     # stream's rms, the refit by the kept samples': compare both in ``est``'s
     weights = other.scale_ / est.scale_

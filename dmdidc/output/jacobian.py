@@ -41,7 +41,6 @@ import numpy as np
 from scipy import fft, linalg, signal
 
 from dmdidc.discretization import split_delay
-from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import decaying_response, modes
 
 __all__ = ["HoldSensitivities", "line_basis", "normal_equations", "prediction_jacobian",
@@ -192,13 +191,6 @@ def _modal_responses(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float
     decays over 300 samples, 0.83 against 3.19 ms at n = 4; rounding about ``cond(V) eps`` of
     the largest response, far below what a Jacobian needs).
     """
-    return _modal_apply(_modal_weights(found, dt, C, M), z)
-
-
-def _modal_weights(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float, C: np.ndarray,
-                   M: np.ndarray) -> tuple:
-    """The poles and the real weights of :func:`_modal_responses`, which do not depend on the
-    signals (computed once for every experiment of a Jacobian)."""
     values, vectors, inverse = found
     # a real A_c's complex modes come in exact conjugate pairs: each pair is filtered once and
     # counted twice in the real part (as the states of refine._simulator)
@@ -209,30 +201,17 @@ def _modal_weights(found: tuple[np.ndarray, np.ndarray, np.ndarray], dt: float, 
     outside = (C @ vectors[:, upper]) * np.where(real, 1.0, 2.0)               # (ny, u)
     inside = np.einsum("jr,qrp->jqp", inverse[upper], M)                       # (u, Q, P)
     weights = outside[:, None, :, None] * inside.transpose(2, 0, 1)[None]      # (ny, P, u, Q)
-    columns = []
-    for j, alone in enumerate(real):
-        columns += ([weights[:, :, j].real] if alone
-                    else [weights[:, :, j].real, -weights[:, :, j].imag])
-    # Re(w F) = Re(w) Re(F) - Im(w) Im(F): one real product for every mode
-    return poles, real, np.concatenate(columns, axis=-1).reshape(ny * P, -1), ny, P
-
-
-def _modal_apply(weights: tuple, z: np.ndarray) -> np.ndarray:
-    """:func:`_modal_responses` of the signals ``z`` (T, Q), or of a batch of them (B, T, Q)
-    (one filter call per mode for the whole batch), with :func:`_modal_weights`."""
-    poles, real, stacked, ny, P = weights
-    batch = z[None] if z.ndim == 2 else z
-    B, T, Q = batch.shape
-    signals = batch.transpose(0, 2, 1).reshape(B * Q, T)
-    rows = []
-    for pole, alone in zip(poles, real, strict=True):
+    rows, columns = [], []
+    for j, (pole, alone) in enumerate(zip(poles, real, strict=True)):
         if alone:
-            rows.append(signal.lfilter([0.0, 1.0], [1.0, -pole.real], signals, axis=1))
+            rows.append(signal.lfilter([0.0, 1.0], [1.0, -pole.real], z.T, axis=1))
+            columns.append(weights[:, :, j].real)
         else:
-            rows += _pair_filtered(pole, signals)
-    filtered = np.concatenate([row.reshape(B, Q, T) for row in rows], axis=1)
-    out = (stacked @ filtered).reshape(B, ny, P, T)
-    return out[0] if z.ndim == 2 else out
+            rows += _pair_filtered(pole, z.T)
+            columns += [weights[:, :, j].real, -weights[:, :, j].imag]
+    # Re(w F) = Re(w) Re(F) - Im(w) Im(F): one real product for every mode
+    stacked = np.concatenate(columns, axis=-1).reshape(ny * P, -1)
+    return (stacked @ np.concatenate(rows)).reshape(ny, P, -1)
 
 
 def _kron(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -279,7 +258,7 @@ _ROUNDING = 1e-8
 
 
 def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, layout: dict
-               ) -> tuple[np.ndarray, dict, np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, dict, np.ndarray]:
     """The few directions of ``A_c`` to differentiate, and how the full Jacobian follows.
 
     A change of basis leaves the outputs unchanged (:func:`similarity_map`), so along
@@ -292,10 +271,8 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
     small singular values, ``r`` the others, ``D`` the non-``A_c`` rows of the map).
 
     Returns ``directions`` (k, n, n), the layout of the reduced parameters (``A_c`` along
-    ``directions`` first, then the rest as in ``layout``), ``top = W^T`` (k, n^2) and
-    ``recover = -D V_r S_r^-1 U_r^T`` (size - n^2, n^2): ``J = J_reduced @ expand`` with
-    ``expand = [[top, 0], [recover, I]]`` (:func:`_expansion`; never formed whole by the
-    normal equations, whose size grows with the experiments).
+    ``directions`` first, then the rest as in ``layout``), and ``expand`` (reduced size, size):
+    ``J = J_reduced @ expand``.
     """
     n = A_c.shape[0]
     nn = n * n
@@ -313,48 +290,21 @@ def _reduction(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray, 
                                                                part.stop - shift)
                for name, part in layout.items() if name != "size"}
     reduced["size"] = layout["size"] - shift
+    expand = np.zeros((reduced["size"], layout["size"]))
+    expand[:k, layout["A_c"]] = U[:, direct].T
+    rest = np.arange(nn, layout["size"])
+    expand[rest - shift, rest] = 1.0
     kept = ~direct
-    recover = -(similarity[nn:] @ (Vt[kept].T / S[kept])) @ U[:, kept].T
-    return U[:, direct].T.reshape(k, n, n), reduced, U[:, direct].T, recover
-
-
-def _expansion(top: np.ndarray, recover: np.ndarray) -> np.ndarray:
-    """``expand`` (reduced size, size) of :func:`_reduction`'s ``top`` and ``recover``."""
-    k, nn = top.shape
-    size = nn + recover.shape[0]
-    expand = np.zeros((size - nn + k, size))
-    expand[:k, :nn] = top
-    expand[k:, :nn] = recover
-    expand[k:, nn:] = np.eye(size - nn)
-    return expand
-
-
-def _local_expansion(top: np.ndarray, recover: np.ndarray, layout: dict, e: int, n: int
-                     ) -> np.ndarray:
-    """The rows of ``expand`` (:func:`_expansion`) of the reduced common parameters and
-    experiment ``e``'s initial state, and its columns of the full ones and that state
-    (``(c_r + n, c + n)``): every other entry of those rows is zero, so experiment ``e``'s
-    part of ``J^T J`` expands within them (the initial states come last in ``layout``)."""
-    k, nn = top.shape
-    c = layout["x0"].start
-    c_r = c - nn + k
-    local = np.zeros((c_r + n, c + n))
-    local[:k, :nn] = top
-    local[k:c_r, :nn] = recover[:c - nn]
-    local[k:c_r, nn:c] = np.eye(c - nn)
-    local[c_r:, :nn] = recover[c - nn + e * n:c - nn + (e + 1) * n]
-    local[c_r:, c:] = np.eye(n)
-    return local
+    expand[k:, layout["A_c"]] = -(similarity[nn:] @ (Vt[kept].T / S[kept])) @ U[:, kept].T
+    return U[:, direct].T.reshape(k, n, n), reduced, expand
 
 
 def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                    B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray], layout: dict,
                    directions: np.ndarray):
-    """Per batch of experiments of one length (:func:`_batches`): their indices, the
-    responses (B, ny, P, T) of the sensitivity inputs, ``d (predicted output a) / d theta``
-    of the parameters acting through the plant at every sample (module notes; ``A_c`` along
-    ``directions`` (k, n, n) only, the rest as in ``layout``, :func:`_reduction`), and
-    ``C A_d^k`` (T, ny, n) with its length of :func:`~dmdidc.output.blocks.decaying_response`."""
+    """Per experiment, the transposed reduced Jacobian of each output: a list of ``ny`` arrays
+    (size, T), ``d (predicted output a) / d theta`` at every sample (module notes), ``A_c``
+    along ``directions`` (k, n, n) only, the rest as in ``layout`` (:func:`_reduction`)."""
     n, m = A_c.shape[0], B_c.shape[1]
     holds = HoldSensitivities(A_c, dt, delays, R, directions)
     found = modes(A_c, MODAL_COND)
@@ -376,40 +326,17 @@ def _sensitivities(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: 
     on_b[n + m + channels, :, :, channels] = holds.gamma_1
     M[n + channels, :, nn + nm + channels] = -shifted_b
     M[n + m + channels, :, nn + nm + channels] = shifted_b
-    weights = None if found is None else _modal_weights(found, dt, C, M)
-    responses = {}          # C A_d^k by record length: experiments of one length share it
-    for members in _batches([X.shape[1] for X in states]):
-        T = states[members[0]].shape[1]
-        z = np.empty((len(members), T, n + 2 * m))
-        for b, e in enumerate(members):
-            U = experiments[e][1]
-            z[b, :, :n] = states[e].T
-            for i, w in enumerate(holds.steps):
-                z[b, :, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
-                z[b, :, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
-        if T not in responses:
-            responses[T] = decaying_response(holds.A_d, C, T)               # (T, ny, n)
-        h, length = responses[T]
-        response = (np.stack([_responses(h, length, one, M) for one in z]) if found is None
-                    else _modal_apply(weights, z))
-        yield members, response, h, length
-
-
-#: Samples of the experiments whose sensitivities are computed together (one filter call per
-#: mode for all of them: the per-experiment overhead dominated many short experiments).
-_BATCH_SAMPLES = 1 << 16
-
-
-def _batches(lengths: list[int]) -> list[list[int]]:
-    """Runs of consecutive experiments of one length, each of at most ``_BATCH_SAMPLES``
-    samples (or one experiment), in order."""
-    batches, run = [], []
-    for e, T in enumerate(lengths):
-        if run and (lengths[run[0]] != T or (len(run) + 1) * T > _BATCH_SAMPLES):
-            batches.append(run)
-            run = []
-        run.append(e)
-    return batches + ([run] if run else [])
+    for (_, U), X in zip(experiments, states, strict=True):
+        T = X.shape[1]
+        z = np.empty((T, n + 2 * m))
+        z[:, :n] = X.T
+        for i, w in enumerate(holds.steps):
+            z[:, n + i] = _lagged(U[i:i + 1], w, R, T)[0]
+            z[:, n + m + i] = _lagged(U[i:i + 1], w + 1, R, T)[0]
+        h, length = decaying_response(holds.A_d, C, T)                      # (T, ny, n)
+        response = (_responses(h, length, z, M) if found is None
+                    else _modal_responses(found, dt, C, z, M))
+        yield response, h, length, X, U[:, R:R + T]
 
 
 def _rows(layout: dict, e: int, ny: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -445,12 +372,12 @@ def _shared(layout: dict, X: np.ndarray, U: np.ndarray) -> np.ndarray:
 
 
 def _reduced(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, states: list[np.ndarray],
-             layout: dict) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-    """``(reduced layout, top, recover, directions)`` of :func:`_reduction` at these
-    parameters (each experiment's initial state is its first state)."""
+             layout: dict) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``(reduced layout, expand, directions)`` of :func:`_reduction` at these parameters
+    (each experiment's initial state is its first state)."""
     x0 = np.stack([X[:, 0] for X in states])
-    directions, reduced, top, recover = _reduction(A_c, C, B_c, x0, layout)
-    return reduced, top, recover, directions
+    directions, reduced, expand = _reduction(A_c, C, B_c, x0, layout)
+    return reduced, expand, directions
 
 
 def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray,
@@ -461,74 +388,51 @@ def prediction_jacobian(experiments: list, dt: float, R: int, *, A_c: np.ndarray
     ``states[e]`` is experiment ``e``'s state trajectory ``x_k`` (n, T) at the parameters;
     ``layout`` the parameter slices of :func:`dmdidc.output.refine.refine`.
     """
-    reduced, top, recover, directions = _reduced(A_c, C, B_c, states, layout)
-    expand = _expansion(top, recover)
+    reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
     ny = C.shape[0]
     blocks = []
-    for members, responses, h, _ in _sensitivities(
+    for e, (response, h, _, X, U) in enumerate(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
-            layout=reduced, directions=directions):
-        for e, response in zip(members, responses, strict=True):
-            X = states[e]
-            shared = _shared(reduced, X, experiments[e][1][:, R:R + X.shape[1]])
-            J = np.zeros((X.shape[1], ny, reduced["size"]))
-            for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
-                J[:, a, driven] = np.vstack([response[a], h[:, a].T]).T
-                J[:, a, common] = shared.T
-            blocks.append(J.reshape(-1, reduced["size"]))                   # (T ny, size)
+            layout=reduced, directions=directions)):
+        shared = _shared(reduced, X, U)
+        J = np.zeros((X.shape[1], ny, reduced["size"]))
+        for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
+            J[:, a, driven] = np.vstack([response[a], h[:, a].T]).T
+            J[:, a, common] = shared.T
+        blocks.append(J.reshape(-1, reduced["size"]))                       # (T ny, size)
     return (blocks[0] if len(blocks) == 1 else np.vstack(blocks)) @ expand
 
 
 def normal_equations(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
                      B_c: np.ndarray, delays: np.ndarray, states: list[np.ndarray],
                      layout: dict, residuals: list[np.ndarray], lines: bool | int = False
-                     ) -> Arrow:
-    """``J^T J`` and ``J^T r`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
-    (``residuals[e]`` (T, ny)) as an :class:`~dmdidc.output.arrow.Arrow` (the initial states
-    last in ``layout``), accumulated output by output: ``J`` itself (samples x parameters) is
-    never formed, nor transposed into sample-major rows; each experiment's part is accumulated
-    over the reduced common parameters and its own initial state, and expanded within them
-    (:func:`_reduction`, :func:`_local_expansion`): the work is linear in the number of
-    experiments.  ``lines``: each experiment's rows are projected off its constant and line
-    first (the trends concentrated out, :mod:`dmdidc.output.refine`; ``lines`` 1: the
-    constant only).
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(J^T J, J^T r)`` of :func:`prediction_jacobian` ``J`` and the residuals ``r``
+    (``residuals[e]`` (T, ny)), accumulated output by output: ``J`` itself (samples x
+    parameters) is never formed, nor transposed into sample-major rows; they are accumulated
+    for the reduced parameters and expanded (:func:`_reduction`).  ``lines``: each
+    experiment's rows are projected off its constant and line first (the trends concentrated
+    out, :mod:`dmdidc.output.refine`; ``lines`` 1: the constant only).
     """
-    reduced, top, recover, directions = _reduced(A_c, C, B_c, states, layout)
-    ny, n, E = C.shape[0], A_c.shape[0], len(states)
-    c, c_r = layout["x0"].start, reduced["x0"].start
-    arrow = Arrow.zeros(c, E, n)
-    # the local places (common parameters, then the experiment's initial state) of each
-    # output's rows: the same for every experiment
-    places = [np.concatenate([driven, common]) for driven, common in _rows(reduced, 0, ny)]
-    base = _local_expansion(top, recover, layout, 0, n)
-    states_recover = recover[c - top.shape[1]:].reshape(E, n, -1)       # x0_e's rows of it
-    for members, responses, h, _ in _sensitivities(
+    reduced, expand, directions = _reduced(A_c, C, B_c, states, layout)
+    ny = C.shape[0]
+    normal = np.zeros((reduced["size"], reduced["size"]))
+    gradient = np.zeros(reduced["size"])
+    for e, ((response, h, _, X, U), r) in enumerate(zip(_sensitivities(
             experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=delays, states=states,
-            layout=reduced, directions=directions):
-        B, T = len(members), h.shape[0]
+            layout=reduced, directions=directions), residuals, strict=True)):
         # the Jacobian's non-zero rows only, [responses; C A_d^k; x_k; u_k; 1], stacked so
-        # that each output's Gram is one (batched) product (the shared rows written once)
-        shared = np.stack([_shared(reduced, states[e], experiments[e][1][:, R:R + T])
-                           for e in members])
-        P = responses.shape[2]
-        rows = np.empty((B, P + n + shared.shape[1], T))
-        rows[:, P + n:] = shared
-        r = np.stack([residuals[e] for e in members])                            # (B, T, ny)
-        Q = line_basis(T, trend_degree(lines)) if lines else None
-        normal = np.zeros((B, c_r + n, c_r + n))        # the common parameters', then x0_e's
-        gradient = np.zeros((B, c_r + n))
-        for a, at in enumerate(places):
-            rows[:, :P], rows[:, P:P + n] = responses[:, a], h[:, a].T
+        # that each output's Gram is one product (the shared rows are written once)
+        shared = _shared(reduced, X, U)
+        P, n = response.shape[1], h.shape[2]
+        rows = np.empty((P + n + shared.shape[0], X.shape[1]))
+        rows[P + n:] = shared
+        Q = line_basis(X.shape[1], trend_degree(lines)) if lines else None
+        for a, (driven, common) in enumerate(_rows(reduced, e, ny)):
+            rows[:P], rows[P:P + n] = response[a], h[:, a].T
             # projected rows: the Jacobian of the residuals whose lines were concentrated out
             block = rows if Q is None else rows - (rows @ Q) @ Q.T
-            normal[:, at[:, None], at[None, :]] += block @ block.transpose(0, 2, 1)
-            gradient[:, at] += np.einsum("bpt,bt->bp", block, r[:, :, a])
-        local = np.repeat(base[None], B, axis=0)
-        local[:, c_r:, :top.shape[1]] = states_recover[members]
-        normal = local.transpose(0, 2, 1) @ normal @ local
-        gradient = np.einsum("bpq,bp->bq", local, gradient)
-        arrow.common[:] += normal[:, :c, :c].sum(axis=0)
-        arrow.coupling[members], arrow.blocks[members] = normal[:, :c, c:], normal[:, c:, c:]
-        arrow.gradient[:c] += gradient[:, :c].sum(axis=0)
-        arrow.gradient[c:].reshape(E, n)[members] = gradient[:, c:]
-    return arrow
+            at = np.concatenate([driven, common])
+            normal[np.ix_(at, at)] += block @ block.T
+            gradient[at] += block @ r[:, a]
+    return expand.T @ normal @ expand, expand.T @ gradient

@@ -36,11 +36,9 @@ import numpy as np
 from scipy import linalg, signal, special
 
 from _toolbox.errors import ParameterError
-from dmdidc.output.arrow import Arrow
 from dmdidc.output.blocks import RCOND, family_of_modes, modes
 from dmdidc.output.jacobian import (
     MODAL_COND,
-    _batches,
     line_basis,
     normal_equations,
     similarity_map,
@@ -53,13 +51,7 @@ __all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test", "
 
 @dataclass(frozen=True)
 class Refined:
-    """The refined parameters and their covariance (module notes).
-
-    ``covariance`` is that of the parameters before the initial states in ``layout`` (``A_c``,
-    ``C``, ``B_c``, the delays, ``D``, the offset: ``layout["x0"].start`` of them); the
-    initial states, one per experiment, are eliminated (:mod:`dmdidc.output.arrow`), so
-    neither its size nor its cost grows with the experiments.
-    """
+    """The refined parameters and their covariance (module notes)."""
 
     A_c: np.ndarray
     C: np.ndarray
@@ -101,9 +93,8 @@ def without_lines(residuals: list[np.ndarray], trend: bool | int = True) -> list
 
 
 def _layout(n: int, ny: int, m: int, E: int, feedthrough: bool, offset: bool) -> dict:
-    # the initial states last: the common parameters before them (dmdidc.output.arrow)
-    sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m,
-             "D": ny * m if feedthrough else 0, "offset": ny if offset else 0, "x0": E * n}
+    sizes = {"A_c": n * n, "C": ny * n, "B_c": n * m, "delays": m, "x0": E * n,
+             "D": ny * m if feedthrough else 0, "offset": ny if offset else 0}
     layout, start = {}, 0
     for name, size in sizes.items():
         layout[name] = slice(start, start + size)
@@ -128,14 +119,13 @@ _DIVERGED = 1e100
 
 
 def _state_inputs(U: np.ndarray, B_c: np.ndarray, pairs: list, R: int) -> np.ndarray:
-    """State input ``sum_i Gamma_0(p_i) b_i u_{k-w_i} + Gamma_1(p_i) b_i u_{k-w_i-1}``, k >= R
-    (n, K - R), of inputs ``U`` (m, K) or of a batch of records of one length (B, m, K)."""
-    K = U.shape[-1]
-    v = np.zeros(U.shape[:-2] + (B_c.shape[0], K - R))
+    """State input ``sum_i Gamma_0(p_i) b_i u_{k-w_i} + Gamma_1(p_i) b_i u_{k-w_i-1}``, k >= R."""
+    K = U.shape[1]
+    v = np.zeros((B_c.shape[0], K - R))
     for i, (w, gamma_0, gamma_1) in enumerate(pairs):
         for j, gamma in ((w, gamma_0), (w + 1, gamma_1)):
             if j <= R:
-                v += (gamma @ B_c[:, i])[:, None] * U[..., i, None, R - j:K - j]
+                v += np.outer(gamma @ B_c[:, i], U[i, R - j:K - j])
     return v
 
 
@@ -168,15 +158,12 @@ def _simulator(A_c: np.ndarray, dt: float):
 
     def states(v: np.ndarray, x0: np.ndarray) -> np.ndarray:
         # modal coordinates xi = V^-1 x: xi_k = pole^k xi_0 + sum_{t < k} pole^(k-1-t) w_t
-        # (v (n, T) and x0 (n,), or a batch of them (B, n, T), (B, n): one filter call per
-        # mode for the batch)
-        drive = np.empty(v.shape[:-2] + (poles.size, v.shape[-1]), dtype=complex)
-        drive[..., 0] = x0 @ inverse.T
-        drive[..., 1:] = inverse @ v[..., :-1]
-        modes = np.stack([signal.lfilter([1.0], [1.0, -pole.real], drive[..., j, :].real)
-                          if alone else signal.lfilter([1.0], [1.0, -pole], drive[..., j, :])
-                          for j, (pole, alone) in enumerate(zip(poles, real, strict=True))],
-                         axis=-2)
+        drive = np.empty((poles.size, v.shape[1]), dtype=complex)
+        drive[:, 0] = inverse @ x0
+        drive[:, 1:] = inverse @ v[:, :-1]
+        modes = np.stack([signal.lfilter([1.0], [1.0, -pole.real], row.real) if alone
+                          else signal.lfilter([1.0], [1.0, -pole], row)
+                          for pole, row, alone in zip(poles, drive, real, strict=True)])
         return (weighted @ modes).real
     return states, family
 
@@ -185,25 +172,18 @@ def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: in
                ) -> tuple[list, list]:
     """Predicted outputs (T, ny) and states (n, T) of every experiment."""
     states_of, family = _simulator(A_c, dt)
-    modal = modes(A_c, MODAL_COND) is not None      # its states take batches (_simulator)
     steps, gamma_0, gamma_1 = family(np.clip(delays, 0.0, R * dt))
     pairs = list(zip(steps.astype(int).tolist(), gamma_0, gamma_1, strict=True))
     outputs, states = [], []
-    for members in _batches([U.shape[1] - R for _, U in experiments]):
-        inputs = np.stack([experiments[e][1] for e in members])                  # (B, m, K)
-        v = _state_inputs(inputs, B_c, pairs, R)
-        if modal:
-            batch = states_of(v, x0[members])
-        else:
-            batch = [states_of(one, x0[e]) for one, e in zip(v, members, strict=True)]
-        for X, U in zip(batch, inputs, strict=True):
-            y = X.T @ C.T
-            if D is not None:
-                y = y + U[:, R:].T @ D.T
-            if offset is not None:
-                y = y + offset
-            outputs.append(y)
-            states.append(X)
+    for e, (_, U) in enumerate(experiments):
+        X = states_of(_state_inputs(U, B_c, pairs, R), x0[e])
+        y = X.T @ C.T
+        if D is not None:
+            y = y + U[:, R:].T @ D.T
+        if offset is not None:
+            y = y + offset
+        outputs.append(y)
+        states.append(X)
     return outputs, states
 
 
@@ -214,6 +194,16 @@ _CHI2_STEP = 0.01
 #: Smallest Levenberg-Marquardt damping (column-scaled): the similarity transforms of the state
 #: basis leave ``J^T J`` singular, and the damping keeps the step out of that null space.
 _MIN_DAMPING = 1e-9
+
+
+def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
+    """The largest decrease of the residual sum of squares the local quadratic model allows:
+    ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped,
+    below the relative cutoff ``RCOND`` of every pseudo-inverse of :mod:`dmdidc.output`)."""
+    values, vectors = np.linalg.eigh(scaled)
+    keep = values > RCOND * max(values.max(initial=0.0), np.finfo(float).tiny)
+    projected = vectors[:, keep].T @ gradient
+    return float(projected @ (projected / values[keep]))
 
 
 def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluations: int,
@@ -234,22 +224,20 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
-    normal = linearize(theta)
+    normal, gradient = linearize(theta)
     damping, growth, fresh = 1e-3, 2.0, True
     while evaluations < max_evaluations and np.isfinite(damping):
         # a Gram's diagonal: >= 0, but the expanded normal equations (jacobian._reduction)
         # can leave a direction the outputs do not see at -eps instead of 0
-        scale = np.sqrt(np.clip(normal.diagonal(), 0.0, None))
+        scale = np.sqrt(np.clip(np.diag(normal), 0.0, None))
         scale[scale == 0] = 1.0
-        # the largest decrease the local quadratic model allows, g^T (J^T J)^+ g (column-
-        # scaled; the similarity directions' zero eigenvalues dropped, below the relative
-        # cutoff RCOND of every pseudo-inverse of dmdidc.output)
-        if fresh and stop is not None and stop(rss, normal.scaled(scale).pseudo_gain(RCOND)):
+        scaled = normal / np.outer(scale, scale)
+        if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
             return theta, r, normal, False
         fresh = False
-        damped = normal.scaled(scale, damping)
+        scaled[np.diag_indices_from(scaled)] += damping
         try:
-            step = -damped.solve(damped.gradient) / scale
+            step = -linalg.solve(scaled, gradient / scale, assume_a="pos") / scale
         except (linalg.LinAlgError, ValueError):
             damping, growth = damping * growth, growth * 2
             continue
@@ -258,14 +246,14 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         r_trial = residuals(trial)
         evaluations += 1
         rss_trial = float(r_trial @ r_trial)
-        predicted = -(2.0 * normal.gradient @ step + step @ normal.matvec(step))
+        predicted = -(2.0 * gradient @ step + step @ normal @ step)
         if rss_trial < rss:
             small = rss - rss_trial <= _CHI2_STEP * rss / r.size
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
             if small:                   # the previous Jacobian serves (docstring)
                 return theta, r, normal, True
-            normal, fresh = linearize(theta), True
+            (normal, gradient), fresh = linearize(theta), True
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
         else:
@@ -283,6 +271,24 @@ def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: 
     directions = similarity_map(A_c, C, B_c, x0, layout)
     basis, singular, _ = np.linalg.svd(directions, full_matrices=False)
     return basis[:, singular > 1e-12 * max(singular.max(initial=0.0), 1e-300)]
+
+
+def _basis_free_inverse(normal: np.ndarray, similarity: np.ndarray) -> np.ndarray:
+    """``(J^T J)^-1`` on the complement of the similarity directions.
+
+    A pseudo-inverse with a relative cutoff would also drop any *other* flat direction (a
+    delay the data cannot fix, a mode the inputs barely excite) and report a tiny variance
+    along it, the opposite of the truth; here only the basis directions are removed and every
+    other direction is inverted exactly (a flat one gets a variance as large as its flatness).
+    """
+    size = normal.shape[0]
+    complement = np.linalg.svd(np.eye(size) - similarity @ similarity.T)[0][
+        :, :size - similarity.shape[1]]
+    reduced = complement.T @ normal @ complement
+    values, vectors = np.linalg.eigh(0.5 * (reduced + reduced.T))
+    floor = np.finfo(float).eps * max(values.max(initial=0.0), np.finfo(float).tiny)
+    inverse = (vectors / np.maximum(values, floor)) @ vectors.T
+    return complement @ inverse @ complement.T
 
 
 def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarray,
@@ -304,10 +310,10 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     feedthrough = D is not None
     layout = _layout(n, ny, m, E, feedthrough, offset is not None)
     targets = np.concatenate([Y[:, R:].T.ravel() for Y, _ in experiments])
-    theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays]
+    theta0 = np.concatenate([A_c.ravel(), C.ravel(), B_c.ravel(), delays,
+                             np.asarray(initial_states).ravel()]
                             + ([D.ravel()] if feedthrough else [])
-                            + ([np.asarray(offset, dtype=float)] if offset is not None else [])
-                            + [np.asarray(initial_states, dtype=float).ravel()])
+                            + ([np.asarray(offset, dtype=float)] if offset is not None else []))
     lower = np.full(theta0.size, -np.inf)
     upper = np.full(theta0.size, np.inf)
     lower[layout["delays"]], upper[layout["delays"]] = 0.0, R * dt
@@ -316,7 +322,6 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         at = np.arange(layout["delays"].start, layout["delays"].stop)[np.asarray(held, bool)]
         lower[at] = upper[at] = theta0[at]
 
-    fixed = (lower >= upper)[:layout["x0"].start]    # max_delay = 0 or held: delays fixed
     last = {}     # the states and residuals of the latest evaluation, for the Jacobian there
     splits = np.cumsum([Y.shape[1] - R for Y, _ in experiments])[:-1]     # experiments' rows
 
@@ -340,22 +345,26 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         last.update(theta=theta.copy(), states=states, r=r)
         return r
 
-    def linearize(theta: np.ndarray) -> Arrow:
-        """``J^T J`` and ``J^T r`` of the residuals' Jacobian ``J`` at ``theta``."""
+    def linearize(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(J^T J, J^T r)`` of the residuals' Jacobian ``J`` at ``theta``."""
         if "theta" not in last or not np.array_equal(last["theta"], theta):
             residuals(theta)
         if "states" not in last:                            # a diverged trial: no direction
-            return Arrow.zeros(layout["x0"].start, E, n)
+            return np.zeros((theta.size, theta.size)), np.zeros(theta.size)
         A_c, C, B_c, delays, *_ = _unpack(theta, layout, n, ny, m, E)
         with np.errstate(over="ignore", invalid="ignore"):
             # the residuals are y - yhat: their Jacobian is minus the predictions'
-            normal = normal_equations(
+            normal, gradient = normal_equations(
                 experiments, dt, R, A_c=A_c, C=C, B_c=B_c, delays=np.clip(delays, 0.0, R * dt),
                 states=last["states"], layout=layout,
                 residuals=np.split(-last["r"].reshape(-1, ny), splits), lines=trend)
-        normal = normal.without(fixed)      # max_delay = 0 or held: those delays are fixed
-        # a wild trial: no direction from overflow
-        return normal if normal.is_finite() else normal.finite(_DIVERGED)
+        fixed = lower >= upper              # max_delay = 0 or held: those delays are fixed
+        normal[fixed], normal[:, fixed], gradient[fixed] = 0.0, 0.0, 0.0
+        if not (np.isfinite(normal).all() and np.isfinite(gradient).all()):
+            # a wild trial: no direction from overflow
+            normal = np.nan_to_num(normal, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+            gradient = np.nan_to_num(gradient, nan=0.0, posinf=_DIVERGED, neginf=-_DIVERGED)
+        return normal, gradient
 
     with np.errstate(over="ignore", invalid="ignore"):
         theta, r, normal, converged = _levenberg_marquardt(residuals, linearize, theta0, lower,
@@ -364,9 +373,10 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     # n^2 directions are the basis; each experiment's line takes two per output
     dof = max(targets.size - (theta.size - n * n) - trend * ny * E, 1)
     A_c, C, B_c, delays, x0, D, found = _unpack(theta, layout, n, ny, m, E)
-    # fixed delays (max_delay = 0 or held) are known: zero rows and columns
-    covariance = rss / dof * normal.basis_free_inverse(_similarity_directions(
-        A_c, C, B_c, x0, layout), fixed)
+    covariance = rss / dof * _basis_free_inverse(normal, _similarity_directions(
+        A_c, C, B_c, x0, layout))
+    fixed = lower >= upper                  # max_delay = 0 or held: those delays are known
+    covariance[fixed], covariance[:, fixed] = 0.0, 0.0
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,

@@ -127,10 +127,10 @@ def test_the_likelihood_ratio_compares_residuals_in_one_output_scaling():
     bound, dof = 1, 1000
     small = np.r_[np.full(999, np.sqrt(1000 / 1000)), [np.sqrt(1000 - 999)]][:, None]
     fitted = np.r_[[0.0], np.full(1000, np.sqrt(995 / 1000))][:, None] / 2.0  # in scaling 2
-    est = SimpleNamespace(refined_=SimpleNamespace(residuals=[fitted], layout={"size": 7}),
+    est = SimpleNamespace(refined_=SimpleNamespace(residuals=[fitted], covariance=np.eye(7)),
                           scale_=np.array([2.0]), order_=4,
                           eigenvalues_=np.array([-3.0, -2.0, -0.5, -0.4]))
-    other = SimpleNamespace(refined_=SimpleNamespace(residuals=[small], layout={"size": 5},
+    other = SimpleNamespace(refined_=SimpleNamespace(residuals=[small], covariance=np.eye(5),
                                                      rss=1000.0, dof=dof),
                             scale_=np.array([1.0]), max_delay=bound, order_=2,
                             at_bound_=np.array([False]), delay=np.array([0.7]))
