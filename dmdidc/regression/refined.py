@@ -98,14 +98,24 @@ def _resting_state(M: np.ndarray, B_blocks: np.ndarray, mean: np.ndarray) -> np.
     """``xi`` with ``xi = M xi + [sum_j B^(j) mean; 0]``, or ``None`` (a zero mean, or no
     resting state: an eigenvalue of the first-stage model at 1, an integrator, whose record may
     start anywhere as its states drift with the mean input; the simulation starts at zero)."""
-    rest = np.zeros(M.shape[0])
-    rest[:B_blocks.shape[1]] = B_blocks.sum(axis=0) @ mean
-    if not np.any(rest):
-        return None
-    try:
-        return steady_state(M, rest)
-    except NoSteadyStateError:
-        return None
+    rests, resting = _resting_states(M, B_blocks, mean[None, :])
+    return rests[0] if resting[0] else None
+
+
+def _resting_states(M: np.ndarray, B_blocks: np.ndarray, means: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_resting_state` of every row of ``means`` (T, m), one solve: ``(rests (T, q),
+    resting (T,) bool)``, the rows without a resting state zero."""
+    forcing = np.zeros((means.shape[0], M.shape[0]))
+    forcing[:, :B_blocks.shape[1]] = means @ B_blocks.sum(axis=0).T
+    resting = forcing.any(axis=1)
+    rests = np.zeros_like(forcing)
+    if resting.any():
+        try:
+            rests[resting] = steady_state(M, forcing[resting].T).T
+        except NoSteadyStateError:
+            resting[:] = False
+    return rests, resting
 
 
 def _from_rest(M: np.ndarray, B_blocks: np.ndarray, drive: np.ndarray
@@ -255,16 +265,8 @@ def _side_by_side(M: np.ndarray, B_blocks: np.ndarray, drives: list[np.ndarray],
         return
     means = np.array([drives[i].mean(axis=1) if lengths[t] else np.zeros(m)
                       for t, i in enumerate(group)]).reshape(T, m)
-    forcing = np.zeros((T, q))
-    forcing[:, :r] = means @ B_blocks.sum(axis=0).T
     # no resting state (a zero forcing, or an integrator): the drive itself from zero
-    resting = forcing.any(axis=1)
-    rests = np.zeros((T, q))
-    if resting.any():
-        try:
-            rests[resting] = steady_state(M, forcing[resting].T).T
-        except NoSteadyStateError:
-            resting[:] = False
+    rests, resting = _resting_states(M, B_blocks, means)
     means[~resting] = 0.0
     # step-major deviations, R zeros first: step k's forcing reads rows R + k - j
     deviations = np.zeros((K + R, T, m))

@@ -106,11 +106,15 @@ class LaggedSums:
         gram, sums, count = self._folded()
         self.gram += gram
         self.sums += sums
+        self._counted(count)
+        self._open = False
+
+    def _counted(self, count: int) -> None:
+        """Count a closed trajectory of ``count`` regression samples."""
         self.n_samples += count
         self.n_trajectories += 1
         self.intercepts += int(self.detrend is not None and count > 0)
         self._lengths.append(count)
-        self._open = False
 
     def _folded(self) -> tuple[np.ndarray, np.ndarray, int]:
         """Gram matrix, sums and count of the open trajectory (centred if asked)."""
@@ -176,10 +180,7 @@ class LaggedSums:
                 own_sums.append(vectors[:d].sum(axis=1))
                 counts.append(count)
             filled += count
-            self.n_samples += count
-            self.n_trajectories += 1
-            self.intercepts += int(self.detrend is not None and count > 0)
-            self._lengths.append(count)
+            self._counted(count)
         flush()
         return rest
 
