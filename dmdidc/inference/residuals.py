@@ -239,12 +239,13 @@ class _Signals:
 class _ResidualMoments:
     """The residual pieces laid out once (:class:`~dmdidc.regression.lag_products.
     PieceLayout`) with their pooled autocovariances ``gamma`` (means not removed, lags ``0 ..
-    max(L, window + order)``, shape (lags, n)): the whiteness test and every prewhitening
-    filter's moments of the residuals (:func:`_filtered_moments`) read them instead of the
-    residuals.  ``factored``: every piece is long enough for those (shorter ones are filtered,
-    :func:`_filtered_directly`).  ``signals``: the prewhitened signals of every group given,
-    stacked (``widths``: each group's rows, in order), and their products with the residuals
-    (one :class:`_Signals`, or none), from the same transforms of the residuals as ``gamma``
+    max(L, window + order)`` with groups of signals, ``0 .. L`` without, shape (lags, n)):
+    the whiteness test and every prewhitening filter's moments of the residuals
+    (:func:`_filtered_moments`) read them instead of the residuals.  ``factored``: every
+    piece is long enough for those (shorter ones are filtered, :func:`_filtered_directly`).
+    ``signals``: the prewhitened signals of every group given, stacked (``widths``: each
+    group's rows, in order), and their products with the residuals (one :class:`_Signals`,
+    or none), from the same transforms of the residuals as ``gamma``
     (:func:`~dmdidc.regression.lag_products.lag_product_sets`)."""
 
     layout: PieceLayout
@@ -269,7 +270,9 @@ class _ResidualMoments:
         edge = max(window, L) + 1
         factored = bool(np.all(lengths > 2 * (edge + 2 * order + window)))
         if not groups:
-            gamma = lag_products(laid, laid, 0, high, diagonal=True).T
+            # the whiteness test alone reads them: lags 0 .. L (the filters' reach beyond it
+            # is for the groups' correlations; n = 50, K = 2e4: 9.0 -> 7.8 ms)
+            gamma = lag_products(laid, laid, 0, L, diagonal=True).T
             return cls(layout, laid, gamma, N, window, order, factored)
         # one pass: the residuals' blocks transformed once for their own autocovariances and
         # their products with every group's signals (lags -L - order .. L, the filters' reach);
