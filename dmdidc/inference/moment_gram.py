@@ -11,7 +11,9 @@ u_{k-R}`` and the moment lags beyond either side) and the residuals ``e_k``.  It
 cross-correlations (:class:`~dmdidc.regression.lagged_gram.LaggedGram`): per sample the
 states and residuals against one lag matrix of the inputs, not the dense product of the
 ``d ~ 265`` rows laid out side by side (the layout alone, one copy of every row, cost as
-much as those correlations at ``n = 20, m = 4, R = 20``).
+much as those correlations at ``n = 20, m = 4, R = 20``).  On long trajectories the
+engine's correlations are transforms, which the residuals' many rows would multiply: there
+their blocks are direct products instead (:func:`_with_residuals`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ __all__ = ["CorrectedMoments", "corrected_moments"]
 #: Samples per block of the residuals' products with the lagged inputs: the copied window
 #: of the inputs stays in cache.
 _BLOCK = 1024
+#: Trajectories of at least this many samples take the residuals' products of their own
+#: (:func:`_residual_products`); shorter ones correlate them in the engine, whose products
+#: in the time domain share one lag matrix of the inputs with the states (10 pieces of 2040
+#: samples, n = 20, m = 4, R = 20: 17-18 ms against 19-20 ms for the products of their own;
+#: one trajectory of 2e4 samples, n = 50, m = 4, R = 5: 29-30 ms against 19-22 ms).
+_DIRECT_SAMPLES = 4096
 
 
 @dataclass(frozen=True)
@@ -96,43 +104,66 @@ def corrected_moments(trajectories: list[tuple[np.ndarray, np.ndarray]],
     ahead = max(0, -min((lag for _, lag in slots), default=0))
     layout = [(s, lag + ahead) for s, lag in regression_slots(R)[:-1] + list(slots)]
     total, lengths = None, []
-    engine = LaggedGram(layout, {"x": n, "u": m})     # one per call: 0.3 ms each
+    # one engine per call (0.3 ms each): the residuals a signal of it for short trajectories,
+    # products of their own for long ones (_with_residuals)
+    joint = LaggedGram(layout + [("e", ahead)], {"x": n, "u": m, "e": n})
+    engine = None
     for (X, U), E in zip(trajectories, residuals, strict=True):
         K = U.shape[1]
-        if K - engine.first_sample < 2:
+        if K - joint.first_sample < 2:
             continue
-        engine.new_trajectory()
-        engine.update({"x": X[:, :K], "u": U})
-        lengths.append(engine.n_samples)
-        # the residuals of the engine's samples (slot ("e", ahead): e_k, k = R .. K - 1)
-        start = engine.first_sample - ahead - R
-        e = E[:, start:start + engine.n_samples]
-        gram = engine.gram()
-        products = _residual_products(X, U, e, layout, engine.first_sample)
-        if total is None:
-            total, cross, own, e_sums = gram, products, e @ e.T, e.sum(axis=1)
+        if K - joint.first_sample < _DIRECT_SAMPLES:
+            joint.new_trajectory()
+            # e_k for k = R .. K - 1 in place, zeros before (samples the lags never reach)
+            e = np.zeros((n, K))
+            e[:, R:] = E
+            joint.update({"x": X[:, :K], "u": U, "e": e})
+            lengths.append(joint.n_samples)
+            gram = joint.gram()
         else:
-            total, cross = total + gram, cross + products
-            own, e_sums = own + e @ e.T, e_sums + e.sum(axis=1)
+            engine = LaggedGram(layout, {"x": n, "u": m}) if engine is None else engine
+            engine.new_trajectory()
+            engine.update({"x": X[:, :K], "u": U})
+            lengths.append(engine.n_samples)
+            gram = _with_residuals(engine, X, U, E, layout, ahead + R)
+        total = gram if total is None else total + gram
     if total is None:
         return CorrectedMoments(np.zeros((0, 0)), np.zeros(0), np.zeros((0, n)),
                                 np.zeros((n, n)), [])
-    N = total[-1, -1]
-    M, sums = total[:-1, :-1], total[-1, :-1]
+    sums, N = total[-1, :-1], total[-1, -1]
+    M = total[:-1, :-1]
     if centred:
         M = M - np.outer(sums, sums) / N
-        cross = cross - np.outer(sums, e_sums) / N
-        own = own - np.outer(e_sums, e_sums) / N
-    phi, w = slice(0, p), slice(p, M.shape[0])
+    phi, w, e = slice(0, p), slice(p, M.shape[0] - n), slice(M.shape[0] - n, None)
     S = M[phi, phi]
     # w~_k = w_k - A phi_k with A = S_wphi G^T (G: least squares' projection, pseudo-inverse
     # on the regressors' range): the corrected Gram matrix and moments expanded in the blocks
     A = M[w, phi] @ projected_instruments(S, S).T
-    products = A @ M[phi, w]
-    signals = M[w, w] - products - products.T + A @ S @ A.T
-    moments = cross[w] - A @ cross[phi]
+    cross = A @ M[phi, w]
+    signals = M[w, w] - cross - cross.T + A @ S @ A.T
+    moments = M[w, e] - A @ M[phi, e]
     return CorrectedMoments(0.5 * (signals + signals.T), np.diag(M[w, w]).copy(), moments,
-                            own, lengths)
+                            M[e, e], lengths)
+
+
+def _with_residuals(engine: LaggedGram, X: np.ndarray, U: np.ndarray, E: np.ndarray,
+                    layout: list[tuple[str, int]], offset: int) -> np.ndarray:
+    """The Gram matrix of ``[v_k; e_k; 1]`` of the engine's open trajectory (``v_k`` its
+    slots ``layout``), the residuals' blocks by :func:`_residual_products`; ``E`` (n, K - R)
+    the residuals from sample ``R``, ``offset`` the engine's lag of them (``R`` plus its
+    shift)."""
+    inner = engine.gram()                                   # [v_k; 1]
+    d, n = inner.shape[0] - 1, E.shape[0]
+    first = engine.first_sample
+    e = E[:, first - offset:first - offset + engine.n_samples]
+    out = np.empty((d + n + 1, d + n + 1))
+    keep = np.r_[0:d, d + n]
+    out[np.ix_(keep, keep)] = inner
+    out[:d, d:d + n] = _residual_products(X, U, e, layout, first)
+    out[d:d + n, :d] = out[:d, d:d + n].T
+    out[d:d + n, d:d + n] = e @ e.T
+    out[d:d + n, -1] = out[-1, d:d + n] = e.sum(axis=1)
+    return out
 
 
 def _residual_products(X: np.ndarray, U: np.ndarray, e: np.ndarray,
