@@ -717,7 +717,7 @@ def _robust_scales(deviation: np.ndarray, constant_rows: str | None) -> np.ndarr
 
 def _row_medians(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     """``np.median(x, axis=1)``, the same numbers, by one partition per row (of ``x`` itself,
-    reordering each row, when ``overwrite``)."""
+    reordering each row, when ``overwrite``), in an array of their own."""
     N = x.shape[1]
     if N == 0:
         return np.full(x.shape[0], np.nan)
@@ -728,7 +728,10 @@ def _row_medians(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     else:
         part = np.partition(x, half, axis=1)
     if N % 2:
-        return part[:, half]
+        # a copy: a view of x's column would change with x, which the callers overwrite
+        # (the deviations, partitioned again for the MAD: odd-length rows returned the MAD
+        # as their median, which the pieces' scale test and the outliers' samples read)
+        return part[:, half].copy()
     return (part[:, :half].max(axis=1) + part[:, half]) / 2.0
 
 
