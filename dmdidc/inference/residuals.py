@@ -100,6 +100,8 @@ _MAD_RELATIVE_SD = 1.166
 _SCALE_EQUALITY_LEVEL = 1e-3
 #: Fewest residuals of a piece for that test (a MAD of fewer is too rough to compare).
 _OWN_SCALE_SAMPLES = 30
+#: Samples per block of the robust deviations (:func:`_robust_rows`): a few megabytes.
+_DEVIATION_BLOCK = 4096
 
 
 
@@ -672,10 +674,15 @@ def _robust_rows(work: np.ndarray, constant_rows: str | None) -> tuple[np.ndarra
     """Per row of ``work`` (n, N), which it overwrites: the largest absolute deviation from
     the median, the median and the robust scale (:func:`_robust_scales`)."""
     medians = _row_medians(work, overwrite=True)
-    np.subtract(work, medians[:, None], out=work)
-    deviation = np.abs(work, out=work)
-    largest = np.max(deviation, axis=1)
-    return largest, medians, _robust_scales(deviation, constant_rows)
+    largest = np.zeros(work.shape[0])
+    # the deviations block by block, each subtracted, made absolute and searched while it is
+    # in cache (three passes over 50 x 2e4 residuals took 8 ms, these 4)
+    for a in range(0, work.shape[1], _DEVIATION_BLOCK):
+        block = work[:, a:a + _DEVIATION_BLOCK]
+        np.subtract(block, medians[:, None], out=block)
+        np.abs(block, out=block)
+        np.maximum(largest, block.max(axis=1), out=largest)
+    return largest, medians, _robust_scales(work, constant_rows)
 
 
 def robust_deviations(E: np.ndarray, *, constant_rows: str = "rms",
