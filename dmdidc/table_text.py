@@ -337,11 +337,12 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
         first, header = split_cells(found[1], delimiter), True
     elif header is None:
         header = not _numbers(first)
-    names = None
+    names = header_line = None
     if header:
         # refuses repeated names; the first row decides between two separators of the header
         _, _, delimiter = parse_header(numbered[0][1], source,
                                        numbered[1][1] if len(numbered) > 1 else None)
+        header_line = numbered[0]
         names, numbered = split_cells(numbered[0][1], delimiter), numbered[1:]
     if not numbered:
         raise ParameterError(f"{source} has a header line and no row; expected a row per "
@@ -361,6 +362,13 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
                                      f"{delimiter!r} (an empty last value) and line {k} does "
                                      f"not: {numbered[0][1].strip()[:80]!r}; expected one "
                                      f"value per column, nothing after the last")
+            if names is not None and k == numbered[0][0]:
+                # the first row already differs: often a title line above the real header
+                raise DimensionError(
+                    f"{source} line {k} has {len(row)} cells; the header (line "
+                    f"{header_line[0]}: {header_line[1].strip()[:80]!r}) has {width}"
+                    f"{trailing}: {line.strip()[:80]!r}; a title or note above the header? "
+                    f"Start it with '#' (a comment) or delete it")
             raise DimensionError(f"{source} line {k} has {len(row)} cells; "
                                  f"{'the header' if names is not None else 'the first row'} "
                                  f"has {width}{trailing}: {line.strip()[:80]!r}")
