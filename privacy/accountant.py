@@ -22,7 +22,10 @@ bounds that apply (:class:`Guarantee` says which one):
   infinite loss (Kairouz, Oh and Viswanath 2015).  The only bound for vector Laplace and SaS
   releases alone.
 * ``"rdp"``: Renyi DP (``dp_accounting.rdp``) for (subsampled) Gaussians when the composed PLD
-  would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps).
+  would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps), or when the
+  mass its truncations move to infinite loss takes more than a tenth of a small target delta
+  even after a retry with a smaller truncation budget (a thousand subsampled Gaussians at
+  delta = 1e-12: the PLD alone read ``inf``).
 
 References
 ----------
@@ -62,6 +65,10 @@ __all__ = ["Accountant", "Guarantee"]
 #: Mass the truncations of one composition may move to infinite loss (adds at most this to
 #: delta); see :func:`privacy.dense.self_compose`.
 _TAIL_MASS_TRUNCATION = 1e-12
+#: Share of a target delta the truncated mass may take before the composition is redone with
+#: a smaller budget (cut in an early square, it is carried into every later one: 2.5e-11 at a
+#: thousand releases, more than a delta of 1e-12, which read epsilon = inf).
+_TRUNCATION_SHARE = 0.1
 #: Largest composed PLD (grid points of dp_accounting's FFT) the accountant builds.
 _MAX_COMPOSED_POINTS = 2 ** 24
 _RELATIONS = {
@@ -454,34 +461,59 @@ def _composed_width(pmf: dense.DensePmf, steps: int) -> float:
 
 
 def _pld_bound(plds: list[pld_lib.PrivacyLossDistribution], counts: list[int],
-               target_delta: float | None, target_epsilon: float | None) -> float | None:
+               target_delta: float | None, target_epsilon: float | None
+               ) -> tuple[float | None, bool]:
     """The PLD bound: dense FFT composition of each side, the worse side's answer.
 
-    None when the composition would exceed ``_MAX_COMPOSED_POINTS`` grid points.
+    Returns ``(bound, full)``: ``bound`` is None when the composition would exceed
+    ``_MAX_COMPOSED_POINTS`` grid points; ``full`` is False when the mass the truncations
+    moved to infinite loss takes more than ``_TRUNCATION_SHARE`` of the target delta even
+    after a retry with a smaller budget (the bound holds but is loose: others may be smaller).
     """
     per_pld = [_pmfs(pld) for pld in plds]
-    n_sides = max(len(sides) for sides in per_pld)
     if sum(_composed_width(sides[0], count) for sides, count in zip(per_pld, counts,
                                                                     strict=True)) \
             > _MAX_COMPOSED_POINTS:
-        return None
-    answers = []
-    for side in range(n_sides):
+        return None, True
+    composed = _composed_sides(per_pld, counts, _TAIL_MASS_TRUNCATION)
+    if composed is None:
+        return None, True
+    cut = max(pmf.infinity_mass for pmf in composed)
+    if target_delta is None or cut <= _TRUNCATION_SHARE * target_delta:
+        return _read(composed, target_delta, target_epsilon), True
+    # a budget that leaves the truncations a hundredth of the delta (cut grows with it)
+    finer = _composed_sides(per_pld, counts,
+                            _TAIL_MASS_TRUNCATION * 0.1 * _TRUNCATION_SHARE * target_delta / cut)
+    first = _read(composed, target_delta, None)
+    if finer is None:
+        return first, False
+    return min(first, _read(finer, target_delta, None)), True
+
+
+def _composed_sides(per_pld: list[list[dense.DensePmf]], counts: list[int], tail_mass: float
+                    ) -> list[dense.DensePmf] | None:
+    """Each side's composed PMF (None when one would exceed ``_MAX_COMPOSED_POINTS``)."""
+    out = []
+    for side in range(max(len(sides) for sides in per_pld)):
         composed = None
         for sides, count in zip(per_pld, counts, strict=True):
             pmf = sides[min(side, len(sides) - 1)]   # symmetric: ADD is REMOVE
             try:
-                part = dense.self_compose(pmf, count, tail_mass=_TAIL_MASS_TRUNCATION,
+                part = dense.self_compose(pmf, count, tail_mass=tail_mass,
                                           max_points=_MAX_COMPOSED_POINTS)
                 composed = part if composed is None else dense.compose(
-                    composed, part, tail_mass=_TAIL_MASS_TRUNCATION,
-                    max_points=_MAX_COMPOSED_POINTS)
+                    composed, part, tail_mass=tail_mass, max_points=_MAX_COMPOSED_POINTS)
             except AccountingError:
                 return None   # beyond memory: the other bounds answer
-        answers.append(dense.epsilon_for_delta(composed, target_delta)
-                       if target_delta is not None
-                       else dense.delta_for_epsilon(composed, target_epsilon))
-    return max(answers)
+        out.append(composed)
+    return out
+
+
+def _read(composed: list[dense.DensePmf], target_delta: float | None,
+          target_epsilon: float | None) -> float:
+    """The worse side's epsilon (for ``target_delta``) or delta (for ``target_epsilon``)."""
+    return max(dense.epsilon_for_delta(pmf, target_delta) if target_delta is not None
+               else dense.delta_for_epsilon(pmf, target_epsilon) for pmf in composed)
 
 
 def _grid(pld: pld_lib.PrivacyLossDistribution) -> float:
@@ -607,10 +639,11 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             return found  # exact: the largest composed loss
     plds = _plds(groups, neighboring, discretization, generic)
     if plds is not None:
-        value = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
+        value, full = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
         if value is not None:
             found.insert(0, (value, "pld"))
-            return found
+            if full:
+                return found
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
     if rdp is not None:
         found.append((rdp, "rdp"))
