@@ -21,11 +21,18 @@ bounds that apply (:class:`Guarantee` says which one):
   bounded by the largest one.  ``(epsilon, delta)`` records add their deltas as mass at
   infinite loss (Kairouz, Oh and Viswanath 2015).  The only bound for vector Laplace and SaS
   releases alone.
+* ``"gaussian-unsampled"``: the same closed form for subsampled Gaussian releases with their
+  subsampling ignored (it only helps), the last resort under ``ADD_OR_REMOVE`` when neither a
+  PLD nor RDP is computed (a noise multiplier of 1e-300).
 * ``"rdp"``: Renyi DP (``dp_accounting.rdp``) for (subsampled) Gaussians when the composed PLD
   would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps), or when the
   mass its truncations move to infinite loss takes more than a tenth of a small target delta
   even after a retry with a smaller truncation budget (a thousand subsampled Gaussians at
-  delta = 1e-12: the PLD alone read ``inf``).
+  delta = 1e-12: the PLD alone read ``inf``).  A release whose total variation ``q * TV``
+  is below 1e-12 gets no PLD (:mod:`privacy.pld`: its pmf would be rounding) and, for a
+  Gaussian, the integer-order RDP of Mironov, Talwar and Zhang summed as ``log1p`` of positive
+  terms instead of ``dp_accounting``'s (whose divergences come out negative there and read
+  epsilon 0: Poisson rate 1e-20, 1e40 releases, true epsilon above 4.3).
 
 References
 ----------
@@ -45,6 +52,7 @@ import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from scipy import special
 
 from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
@@ -58,7 +66,13 @@ from privacy.mechanisms import (
     NeighboringRelation,
     SaSMechanism,
 )
-from privacy.pld import DEFAULT_DISCRETIZATION, gaussian_equivalent, privacy_loss_distribution
+from privacy.pld import (
+    _MIN_RESOLVED_VARIATION,
+    DEFAULT_DISCRETIZATION,
+    gaussian_equivalent,
+    privacy_loss_distribution,
+    release_variation,
+)
 
 __all__ = ["Accountant", "Guarantee"]
 
@@ -94,7 +108,8 @@ class Guarantee:
     epsilon, delta : float
         The guarantee (one of them was the target, the other is the upper bound).
     method : str
-        ``"pld"``, ``"gaussian-exact"``, ``"pure-dp"`` or ``"rdp"`` (module docstring);
+        ``"pld"``, ``"gaussian-exact"``, ``"gaussian-unsampled"``, ``"pure-dp"`` or ``"rdp"``
+        (module docstring);
         ``"none"`` without releases, ``"non-private"`` after a release without noise.
     steps : int
         Releases composed.
@@ -586,25 +601,98 @@ def _pure_bound(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     return pure if lost == 0.0 else min(1.0, (lost + (1.0 - lost) * pure) * (1.0 + 1e-12))
 
 
-def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
-         target_delta: float | None, target_epsilon: float | None) -> float | None:
-    """Renyi-DP bound for Gaussian-equivalent releases (None where it does not apply)."""
-    events = []
+def _gaussian_leaves(groups: dict[_Leaf, int]) -> list[tuple[GaussianMechanism, float, int]]:
+    """``(gaussian, q, count)`` of every leaf, or ``[]`` when one is not Gaussian-equivalent."""
+    out = []
     for leaf, count in groups.items():
         gaussian = gaussian_equivalent(leaf.mechanism()) if leaf.kind != "epsilon-delta" \
             else None
         if gaussian is None:
-            return None
-        if neighboring is NeighboringRelation.REPLACE_ONE and leaf.sampling_rate < 1.0:
-            return None
+            return []
+        out.append((gaussian, leaf.sampling_rate, count))
+    return out
+
+
+def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+         target_delta: float | None, target_epsilon: float | None) -> float | None:
+    """Renyi-DP bound for Gaussian-equivalent releases (None where it does not apply)."""
+    leaves = _gaussian_leaves(groups)
+    if not leaves:
+        return None
+    if neighboring is NeighboringRelation.REPLACE_ONE and any(q < 1.0 for _, q, _ in leaves):
+        return None
+    if any(q < 1.0 and release_variation(g.noise, g.sensitivity, q) < _MIN_RESOLVED_VARIATION
+           for g, q, _ in leaves):
+        # dp_accounting sums terms of 1 - O(q) and O(q) in log space: at q = 1e-20 its
+        # divergences come out negative and it returns epsilon 0 (1e40 releases, true ~5)
+        return _stable_rdp(leaves, target_delta, target_epsilon)
+    events = []
+    for gaussian, q, count in leaves:
         event = gaussian.to_dp_event()
-        if leaf.sampling_rate < 1.0:
-            event = dp_event.PoissonSampledDpEvent(leaf.sampling_rate, event)
+        if q < 1.0:
+            event = dp_event.PoissonSampledDpEvent(q, event)
         events.append(dp_event.SelfComposedDpEvent(event, count))
-    accountant = composition.rdp_accountant(dp_event.ComposedDpEvent(events), neighboring)
+    try:
+        accountant = composition.rdp_accountant(dp_event.ComposedDpEvent(events), neighboring)
+        if target_delta is not None:
+            return float(accountant.get_epsilon(target_delta))
+        return float(min(1.0, accountant.get_delta(target_epsilon)))
+    except ArithmeticError:   # noise multipliers near 1e-300 (sigma**2 underflows to 0)
+        return None
+
+
+#: Integer Renyi orders of :func:`_stable_rdp`.
+_ORDERS = np.arange(2, 257)
+
+
+def _stable_rdp(leaves: list[tuple[GaussianMechanism, float, int]],
+                target_delta: float | None, target_epsilon: float | None) -> float:
+    """Renyi DP of Poisson-subsampled Gaussians at integer orders, stable for tiny rates.
+
+    ``A_a = sum_k C(a, k) (1 - q)^(a - k) q^k e^((k^2 - k) / (2 z^2))`` (Mironov, Talwar and
+    Zhang 2019) is ``1 + sum_{k >= 2} C(a, k) (1 - q)^(a - k) q^k expm1((k^2 - k) / (2 z^2))``:
+    every term positive, summed in log space, and ``log A_a = log1p(...)``.  Converted by
+    ``epsilon = min_a rdp(a) + log(1 / delta) / (a - 1)`` (Mironov 2017, Prop. 3).
+    """
+    rdp = np.zeros(_ORDERS.size)
+    for gaussian, q, count in leaves:
+        ratio = gaussian.sensitivity / gaussian.sigma
+        inv = ratio * ratio     # 1 / z^2 (inf beyond the floats, not OverflowError)
+        if q == 1.0:
+            rdp += count * _ORDERS * (0.5 * inv)
+            continue
+        log_a = np.empty(_ORDERS.size)
+        for i, a in enumerate(_ORDERS):
+            k = np.arange(2, a + 1)
+            x = 0.5 * (k * k - k) * inv
+            with np.errstate(over="ignore", divide="ignore"):
+                log_expm1 = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+            terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
+                     + (a - k) * math.log1p(-q) + k * math.log(q) + log_expm1)
+            log_a[i] = np.logaddexp(0.0, special.logsumexp(terms))
+        rdp += count * log_a / (_ORDERS - 1)
     if target_delta is not None:
-        return float(accountant.get_epsilon(target_delta))
-    return float(min(1.0, accountant.get_delta(target_epsilon)))
+        if target_delta == 0.0:
+            return math.inf
+        return float(np.min(rdp + math.log(1.0 / target_delta) / (_ORDERS - 1)))
+    with np.errstate(over="ignore"):
+        return float(min(1.0, np.min(np.exp((_ORDERS - 1) * (rdp - target_epsilon)))))
+
+
+def _closed_form(leaves: list[tuple[GaussianMechanism, float, int]],
+                 neighboring: NeighboringRelation, target_delta: float | None,
+                 target_epsilon: float | None) -> float:
+    """Exact epsilon (or delta) of the Gaussian releases without their subsampling."""
+    shift = 2.0 if neighboring is NeighboringRelation.REPLACE_ONE else 1.0
+    if len(leaves) == 1:
+        gaussian, _, count = leaves[0]
+        mu = math.sqrt(count) * shift * gaussian.sensitivity / gaussian.sigma
+    else:
+        mu = shift * math.sqrt(math.fsum(count * (g.sensitivity / g.sigma) ** 2
+                                         for g, _, count in leaves))
+    if target_delta is not None:
+        return math.inf if target_delta == 0.0 else gaussian_epsilon(mu, target_delta)
+    return gaussian_delta(mu, target_epsilon)
 
 
 def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
@@ -613,24 +701,10 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             ) -> list[tuple[float, str]]:
     """All applicable upper bounds (value, method) on epsilon (or delta) for the target."""
     want_epsilon = target_delta is not None
-    leaves = list(groups)
-    gaussians = [None if leaf.kind == "epsilon-delta" else gaussian_equivalent(leaf.mechanism())
-                 for leaf in leaves]
-    if (not generic and all(g is not None for g in gaussians)
-            and all(leaf.sampling_rate == 1.0 for leaf in leaves)):
-        shift = 2.0 if neighboring is NeighboringRelation.REPLACE_ONE else 1.0
-        if len(leaves) == 1:
-            mu = math.sqrt(groups[leaves[0]]) * shift * gaussians[0].sensitivity \
-                / gaussians[0].sigma
-        else:
-            mu = shift * math.sqrt(math.fsum(groups[leaf] * (g.sensitivity / g.sigma) ** 2
-                                             for leaf, g in zip(leaves, gaussians,
-                                                                strict=True)))
-        if want_epsilon:
-            value = math.inf if target_delta == 0.0 else gaussian_epsilon(mu, target_delta)
-        else:
-            value = gaussian_delta(mu, target_epsilon)
-        return [(value, "gaussian-exact")]
+    gaussians = _gaussian_leaves(groups)
+    if not generic and gaussians and all(q == 1.0 for _, q, _ in gaussians):
+        return [(_closed_form(gaussians, neighboring, target_delta, target_epsilon),
+                 "gaussian-exact")]
     found: list[tuple[float, str]] = []
     pure = _pure_bound(groups, neighboring, target_delta, target_epsilon)
     if pure is not None:
@@ -647,6 +721,12 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
     if rdp is not None:
         found.append((rdp, "rdp"))
+    if not found and gaussians and neighboring is NeighboringRelation.ADD_OR_REMOVE:
+        # subsampling only helps (joint convexity of the hockey-stick divergence): the same
+        # releases without it bound these, where no PLD or RDP is computed (sigma = 1e-300 D;
+        # REPLACE_ONE beyond the PLD keeps its refusal, which names the remedy)
+        found.append((_closed_form(gaussians, neighboring, target_delta, target_epsilon),
+                      "gaussian-unsampled"))
     huge = [eps for eps, _ in (_pure(leaf, neighboring) for leaf in groups)
             if math.isfinite(eps) and eps > _MAX_PAIR_EPSILON]
     if not found and huge:

@@ -376,3 +376,46 @@ def test_a_small_delta_gets_the_rdp_bound_when_the_pld_cannot_answer():
     renyi = rdp.RdpAccountant().compose(event, 1000).get_epsilon(1e-12)
     ours = Accountant().compose(event, 1000).epsilon(1e-12)
     assert low <= ours <= renyi * (1 + 1e-9)
+
+
+# ----------------------------------------------------------------------------- tiny rates
+
+
+def _sum_statistic_epsilon(mu: float, delta: float) -> float:
+    """Epsilon of the Gaussian pair with mean shift ``mu`` (scipy, Balle and Wang's formula)."""
+    from scipy import optimize, stats
+
+    def excess(eps: float) -> float:
+        return (stats.norm.cdf(mu / 2 - eps / mu)
+                - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu) - delta)
+    return optimize.brentq(excess, 0.0, 100.0, xtol=1e-12)
+
+
+@pytest.mark.parametrize(("mechanism", "noise_sd"), [(GaussianMechanism(1.0), 1.0),
+                                                     (LaplaceMechanism(1.0), math.sqrt(2.0))])
+def test_tiny_sampling_rates_are_not_lost_to_rounding(mechanism, noise_sd):
+    """Rate 1e-20, 1e40 releases: dp_accounting's pmf of one release is all at loss 0 and its
+    RDP negative (clamped to 0), so both read epsilon 0.  An adversary who adds up the 1e40
+    outputs sees a shift of N q = 1e20 on noise of sd sqrt(N) * sd(noise) (Gaussian to any
+    precision at this N, the participations' spread 1e10 is 1e-10 of it): a test at least as
+    good as that Gaussian pair, whose epsilon lower-bounds the truth (4.38 and 2.94)."""
+    import warnings
+
+    q, steps, delta = 1e-20, 10 ** 40, 1e-5
+    lower = _sum_statistic_epsilon(q * math.sqrt(steps) / noise_sd, delta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = mechanism_guarantee(mechanism, delta=delta, steps=steps, sampling_rate=q)
+    assert 0.9 * lower <= g.epsilon < math.inf, (g.epsilon, g.method, lower)
+
+
+def test_extreme_noise_multipliers_get_bounds_not_arithmetic_errors():
+    """sigma = 1e300 D overflowed in dp_accounting's PLD (OverflowError) and sigma = 1e-300 D
+    divided by zero in its RDP, both under Poisson subsampling."""
+    quiet = mechanism_guarantee(GaussianMechanism(1e300), delta=1e-5, steps=10,
+                                sampling_rate=0.01)
+    assert 0.0 <= quiet.epsilon < 0.1
+    # one participation (probability ~0.1) tells everything: no finite epsilon at 1e-5
+    loud = mechanism_guarantee(GaussianMechanism(1.0, sensitivity=1e300), delta=1e-5, steps=10,
+                               sampling_rate=0.01)
+    assert loud.epsilon == math.inf
