@@ -645,6 +645,21 @@ def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
 _ORDERS = np.arange(2, 257)
 
 
+def _log_a(q: float, inv: float) -> np.ndarray:
+    """``log A_a`` of the Poisson-subsampled Gaussian (rate ``q < 1``, ``inv = (D / sigma)^2``)
+    at every order of ``_ORDERS``, as ``log1p`` of a sum of positive terms."""
+    out = np.empty(_ORDERS.size)
+    for i, a in enumerate(_ORDERS):
+        k = np.arange(2, a + 1)
+        x = 0.5 * (k * k - k) * inv
+        with np.errstate(over="ignore", divide="ignore"):
+            log_expm1 = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+        terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
+                 + (a - k) * math.log1p(-q) + k * math.log(q) + log_expm1)
+        out[i] = np.logaddexp(0.0, special.logsumexp(terms))
+    return out
+
+
 def _stable_rdp(leaves: list[tuple[GaussianMechanism, float, int]],
                 target_delta: float | None, target_epsilon: float | None) -> float:
     """Renyi DP of Poisson-subsampled Gaussians at integer orders, stable for tiny rates.
@@ -660,17 +675,8 @@ def _stable_rdp(leaves: list[tuple[GaussianMechanism, float, int]],
         inv = ratio * ratio     # 1 / z^2 (inf beyond the floats, not OverflowError)
         if q == 1.0:
             rdp += count * _ORDERS * (0.5 * inv)
-            continue
-        log_a = np.empty(_ORDERS.size)
-        for i, a in enumerate(_ORDERS):
-            k = np.arange(2, a + 1)
-            x = 0.5 * (k * k - k) * inv
-            with np.errstate(over="ignore", divide="ignore"):
-                log_expm1 = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
-            terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
-                     + (a - k) * math.log1p(-q) + k * math.log(q) + log_expm1)
-            log_a[i] = np.logaddexp(0.0, special.logsumexp(terms))
-        rdp += count * log_a / (_ORDERS - 1)
+        else:
+            rdp += count * _log_a(q, inv) / (_ORDERS - 1)
     if target_delta is not None:
         if target_delta == 0.0:
             return math.inf
