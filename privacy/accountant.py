@@ -52,7 +52,6 @@ import numpy as np
 from dp_accounting import dp_event, privacy_accountant
 from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from scipy import special
 
 from _toolbox.errors import AccountingError, ParameterError
 from _toolbox.validation import check_in_interval, check_integer, check_positive
@@ -67,8 +66,8 @@ from privacy.mechanisms import (
     SaSMechanism,
 )
 from privacy.pld import (
-    _MIN_RESOLVED_VARIATION,
     DEFAULT_DISCRETIZATION,
+    MIN_RESOLVED_VARIATION,
     gaussian_equivalent,
     privacy_loss_distribution,
     release_variation,
@@ -621,11 +620,13 @@ def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
         return None
     if neighboring is NeighboringRelation.REPLACE_ONE and any(q < 1.0 for _, q, _ in leaves):
         return None
-    if any(q < 1.0 and release_variation(g.noise, g.sensitivity, q) < _MIN_RESOLVED_VARIATION
+    if any(q < 1.0 and release_variation(g.noise, g.sensitivity, q) < MIN_RESOLVED_VARIATION
            for g, q, _ in leaves):
         # dp_accounting sums terms of 1 - O(q) and O(q) in log space: at q = 1e-20 its
         # divergences come out negative and it returns epsilon 0 (1e40 releases, true ~5)
-        return _stable_rdp(leaves, target_delta, target_epsilon)
+        return composition.stable_rdp_gaussians(
+            [(g.sigma / g.sensitivity, q, count) for g, q, count in leaves],
+            target_delta, target_epsilon)
     events = []
     for gaussian, q, count in leaves:
         event = gaussian.to_dp_event()
@@ -639,50 +640,6 @@ def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
         return float(min(1.0, accountant.get_delta(target_epsilon)))
     except ArithmeticError:   # noise multipliers near 1e-300 (sigma**2 underflows to 0)
         return None
-
-
-#: Integer Renyi orders of :func:`_stable_rdp`.
-_ORDERS = np.arange(2, 257)
-
-
-def _log_a(q: float, inv: float) -> np.ndarray:
-    """``log A_a`` of the Poisson-subsampled Gaussian (rate ``q < 1``, ``inv = (D / sigma)^2``)
-    at every order of ``_ORDERS``, as ``log1p`` of a sum of positive terms."""
-    out = np.empty(_ORDERS.size)
-    for i, a in enumerate(_ORDERS):
-        k = np.arange(2, a + 1)
-        x = 0.5 * (k * k - k) * inv
-        with np.errstate(over="ignore", divide="ignore"):
-            log_expm1 = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
-        terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
-                 + (a - k) * math.log1p(-q) + k * math.log(q) + log_expm1)
-        out[i] = np.logaddexp(0.0, special.logsumexp(terms))
-    return out
-
-
-def _stable_rdp(leaves: list[tuple[GaussianMechanism, float, int]],
-                target_delta: float | None, target_epsilon: float | None) -> float:
-    """Renyi DP of Poisson-subsampled Gaussians at integer orders, stable for tiny rates.
-
-    ``A_a = sum_k C(a, k) (1 - q)^(a - k) q^k e^((k^2 - k) / (2 z^2))`` (Mironov, Talwar and
-    Zhang 2019) is ``1 + sum_{k >= 2} C(a, k) (1 - q)^(a - k) q^k expm1((k^2 - k) / (2 z^2))``:
-    every term positive, summed in log space, and ``log A_a = log1p(...)``.  Converted by
-    ``epsilon = min_a rdp(a) + log(1 / delta) / (a - 1)`` (Mironov 2017, Prop. 3).
-    """
-    rdp = np.zeros(_ORDERS.size)
-    for gaussian, q, count in leaves:
-        ratio = gaussian.sensitivity / gaussian.sigma
-        inv = ratio * ratio     # 1 / z^2 (inf beyond the floats, not OverflowError)
-        if q == 1.0:
-            rdp += count * _ORDERS * (0.5 * inv)
-        else:
-            rdp += count * _log_a(q, inv) / (_ORDERS - 1)
-    if target_delta is not None:
-        if target_delta == 0.0:
-            return math.inf
-        return float(np.min(rdp + math.log(1.0 / target_delta) / (_ORDERS - 1)))
-    with np.errstate(over="ignore"):
-        return float(min(1.0, np.min(np.exp((_ORDERS - 1) * (rdp - target_epsilon)))))
 
 
 def _closed_form(leaves: list[tuple[GaussianMechanism, float, int]],

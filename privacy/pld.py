@@ -69,7 +69,7 @@ _TAIL_MASS = 1e-19
 #: masses are rounded to ~1e-16 next to the mass at zero loss; below this the rounding decides
 #: the composed loss (Poisson rate 1e-20, sigma = 1: dp_accounting's pmf is all at loss 0, and
 #: 1e40 such releases read epsilon 0 for a true ~5).  RDP or pure DP bound such releases.
-_MIN_RESOLVED_VARIATION = 1e-12
+MIN_RESOLVED_VARIATION = 1e-12
 
 
 def release_variation(law: NoiseLaw, shift: float, q: float) -> float:
@@ -81,10 +81,10 @@ def release_variation(law: NoiseLaw, shift: float, q: float) -> float:
 def _check_resolved(law: NoiseLaw, shift: float, q: float, what: str) -> None:
     """Refuse a release too close to no privacy loss for a PLD grid (``AccountingError``)."""
     variation = release_variation(law, shift, q)
-    if not variation >= _MIN_RESOLVED_VARIATION:
+    if not variation >= MIN_RESOLVED_VARIATION:
         raise AccountingError(
             f"one {what} release (sampling rate {q:.3g}) changes the output distribution by a "
-            f"total variation of {variation:.3g}, below {_MIN_RESOLVED_VARIATION:g}: its "
+            f"total variation of {variation:.3g}, below {MIN_RESOLVED_VARIATION:g}: its "
             f"privacy loss distribution would be decided by rounding, so no PLD is built for "
             f"it (the accountant bounds it by Renyi DP or pure DP)")
 

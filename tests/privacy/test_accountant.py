@@ -428,13 +428,24 @@ def test_stable_integer_order_rdp_is_dp_accountings_where_that_is_accurate(sigma
     (plain conversion) above dp_accounting's own and within 1.5 times it (plus 0.045)."""
     from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
-    from privacy.accountant import _ORDERS, _log_a, _stable_rdp
+    from privacy.composition import _ORDERS, _log_a, stable_rdp_gaussians
 
     ours = _log_a(q, 1.0 / sigma ** 2)[:60]
     theirs = [rdp_lib._compute_log_a_int(q, sigma, int(a)) for a in _ORDERS[:60]]
     np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-15)
     event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
-    mine = _stable_rdp([(GaussianMechanism(sigma), q, 1000)], 1e-5, None)
+    mine = stable_rdp_gaussians([(sigma, q, 1000)], 1e-5, None)
     native = rdp_lib.RdpAccountant().compose(event, 1000).get_epsilon(1e-5)
     # the plain conversion at the largest order (256) cannot go below log(1 / delta) / 255
     assert native * (1 - 1e-9) <= mine <= 1.5 * native + math.log(1e5) / 255
+
+
+def test_the_public_rdp_functions_keep_a_tiny_rate():
+    """privacy.composition's RDP comparison functions read dp_accounting's 0 at rate 1e-20
+    (1e40 releases; the sum of the outputs alone gives an adversary 4.38)."""
+    from privacy.composition import rdp_delta_gaussian, rdp_epsilon_gaussian
+
+    lower = _sum_statistic_epsilon(1.0, 1e-5)
+    assert rdp_epsilon_gaussian(1.0, delta=1e-5, steps=10 ** 40, sampling_rate=1e-20) >= lower
+    assert rdp_delta_gaussian(1.0, epsilon=0.5 * lower, steps=10 ** 40,
+                              sampling_rate=1e-20) > 1e-5
