@@ -449,3 +449,17 @@ def test_the_public_rdp_functions_keep_a_tiny_rate():
     assert rdp_epsilon_gaussian(1.0, delta=1e-5, steps=10 ** 40, sampling_rate=1e-20) >= lower
     assert rdp_delta_gaussian(1.0, epsilon=0.5 * lower, steps=10 ** 40,
                               sampling_rate=1e-20) > 1e-5
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # prv_accountant's float128
+def test_calibration_at_a_small_delta_does_not_drown_the_signal():
+    """Every PLD answer near the optimum read inf at delta = 1e-12 (1e3 releases, q = 0.01),
+    so the search settled on sigma = 1086 (epsilon 0.0056 for a target of 2).  Now the RDP
+    bound answers: the sigma meets the target by the PRV accountant's estimate too."""
+    from privacy.calibration import calibrate_gaussian_sigma
+
+    sigma = calibrate_gaussian_sigma(2.0, delta=1e-12, steps=1000, sampling_rate=0.01)
+    prv = PRVAccountant(prvs=PRVSubsampledGaussian(0.01, sigma), max_self_compositions=1000,
+                        eps_error=1e-2, delta_error=1e-15)
+    low, estimate, _ = prv.compute_epsilon(delta=1e-12, num_self_compositions=[1000])
+    assert estimate <= 2.0 and sigma < 1.6, (sigma, low, estimate)
