@@ -37,7 +37,9 @@ probability ``significance`` on well-posed data):
   :data:`~dmdidc.output.refine.CHI2_GAIN` noise variances more (the parameters within about
   0.3 standard errors of the minimum it points to).  A search that reaches its evaluation
   limit with more to gain is continued (:class:`~dmdidc.OutputDMDidc`); one that still
-  has more to gain, or can take no damped step, or ends at an overflowing trial, fails.  The
+  has more to gain, or can take no damped step, or ends at an overflowing trial, fails,
+  unless it reproduces noise-free outputs to a relative residual of 1e-20 (on exact data the
+  search crawls at rounding, where its gain in rounding's variances says nothing).  The
   searches of candidate fits that a comparison rule ends early by design (a larger order, a
   second delay, that cannot become significant) are not the model and are not judged.
 
@@ -273,10 +275,12 @@ _ENDINGS = {
 }
 
 
-def convergence(refined: Any) -> Check:
+def convergence(refined: Any, rounded: bool = False) -> Check:
     """The ``convergence`` check of an output-error fit (module notes) from its
     :class:`~dmdidc.output.refine.Refined`: ``ending``, ``evaluations`` and ``gain`` (the
-    local quadratic model's further decrease in noise variances, the statistic).
+    local quadratic model's further decrease in noise variances, the statistic).  ``rounded``:
+    the fit reproduces exact data to rounding (the estimator's ``_ROUNDED``), where a search
+    crawls at rounding and its ending says nothing: it passes.
 
     Examples
     --------
@@ -290,6 +294,12 @@ def convergence(refined: Any) -> Check:
     numbers = {"evaluations": refined.evaluations, "gain": refined.gain,
                "threshold": _CHI2_GAIN, "distance": float(np.sqrt(max(refined.gain, 0.0)))
                if np.isfinite(refined.gain) else np.nan}
+    if rounded and refined.ending in ("evaluations", "no_descent"):
+        return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
+                     finding=(f"the search ended crawling at rounding after "
+                              f"{refined.evaluations} evaluations: the model reproduces the "
+                              f"noise-free outputs to a relative residual below 1e-20, where "
+                              f"its noise variances are rounding's"))
     if refined.ending == "converged":
         return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
                      finding=(f"the search converged after {refined.evaluations} evaluations "

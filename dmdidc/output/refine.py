@@ -80,6 +80,9 @@ class Refined:
     #: at the end, in noise variances ``rss / N`` (:func:`_model_gain`; 0 when not computed):
     #: the squared distance, in standard errors, to the minimum it points to.
     gain: float = 0.0
+    #: The search's last Levenberg-Marquardt damping (column-scaled): where a continuation
+    #: starts (:func:`~dmdidc.output.intervals.restart`).
+    damping: float = 1e-3
 
 
 def without_lines(residuals: list[np.ndarray], trend: bool | int = True) -> list[np.ndarray]:
@@ -236,7 +239,7 @@ def _model_gain(scaled: np.ndarray, gradient: np.ndarray,
 
 
 def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluations: int,
-                         stop=None, edges=None):
+                         stop=None, edges=None, damping: float = 1e-3):
     """Damped Gauss-Newton on the normal equations with the box projected; the start is good
     (the subspace estimate), so it takes full Gauss-Newton steps within a few iterations.
 
@@ -246,12 +249,15 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at 8000 x 28).  The
     last step gains at most ``_CHI2_STEP`` noise variances, so it moved the parameters by
     about a tenth of a standard error (a Gauss-Newton step's gain is its length squared in
-    standard errors): the Jacobian before it
-    serves the covariance (it differs by O(0.1 / sqrt(samples)) relatively) instead of a new
-    one.  Returns ``(theta, residuals, J^T J, ending, evaluations, gain)``: how it ended
-    (:data:`ENDINGS`) and ``gain`` in noise variances ``rss / N``: the last step's decrease when
-    that ended it, 0 at a step at rounding, NaN when stopped, else the quadratic model's further
-    decrease.  ``stop(rss, gain)`` (optional) is asked at every new Jacobian with the
+    standard errors): the Jacobian before it serves the covariance (it differs by
+    O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
+    J^T J, ending, evaluations, gain, damping)``: how it ended (:data:`ENDINGS`), ``gain`` in
+    noise variances ``rss / N`` (the last step's decrease when that ended it, 0 at a step at
+    rounding, NaN when stopped, else the quadratic model's further decrease), and the last
+    damping, where a continuation starts (``damping``: the first; a continuation started at
+    1e-3 again took a step too damped to move for one at rounding and ended "converged"
+    7e-5 s off the delay of noise-free data).  ``stop(rss, gain)`` (optional) is asked at
+    every new Jacobian with the
     quadratic model's largest decrease ``gain``; ``True`` ends the search there (``stopped``).
 
     The model holds only up to an edge of the parameters' smooth region: a bound, and
@@ -287,9 +293,9 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         # an overflowed trial is clipped to _DIVERGED: a search still there has no model
         if ending != "stopped" and not np.all(np.abs(r) < _DIVERGED):
             ending = "diverged"
-        return theta, r, normal, ending, evaluations, gain
+        return theta, r, normal, ending, evaluations, gain, damping
 
-    damping, growth, fresh = 1e-3, 2.0, True
+    growth, fresh = 2.0, True
     while evaluations < max_evaluations and np.isfinite(damping):
         # a Gram's diagonal: >= 0, but the expanded normal equations (jacobian._reduction)
         # can leave a direction the outputs do not see at -eps instead of 0
@@ -364,12 +370,13 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
            max_evaluations: int = 60, stop=None, held: np.ndarray | None = None,
-           trend: bool | int = False) -> Refined:
+           trend: bool | int = False, damping: float = 1e-3) -> Refined:
     """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
     end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates);
     the delays of the channels ``held`` (bool, (m,)) stay at ``delays`` (a profile over the
     other parameters, :mod:`dmdidc.output.intervals`); ``trend``: each experiment's line is
-    concentrated out (module notes; not with ``offset``, which the line holds).
+    concentrated out (module notes; not with ``offset``, which the line holds); ``damping``:
+    the search's first (a continuation's: :attr:`Refined.damping`).
     """
     trend = trend_degree(trend)
     if trend and offset is not None:
@@ -449,8 +456,8 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         return normal, gradient
 
     with np.errstate(over="ignore", invalid="ignore"):
-        theta, r, normal, ending, evaluations, gain = _levenberg_marquardt(
-            residuals, linearize, theta0, lower, upper, max_evaluations, stop, edges)
+        theta, r, normal, ending, evaluations, gain, damping = _levenberg_marquardt(
+            residuals, linearize, theta0, lower, upper, max_evaluations, stop, edges, damping)
     rss = float(r @ r)
     # n^2 directions are the basis; each experiment's line takes two per output
     dof = max(targets.size - (theta.size - n * n) - trend * ny * E, 1)
@@ -464,7 +471,7 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
                    dof=dof, layout=layout, converged=ending == "converged",
                    residuals=tuple(np.split(r.reshape(-1, ny), splits)), trend=trend,
-                   ending=ending, evaluations=evaluations, gain=gain)
+                   ending=ending, evaluations=evaluations, gain=gain, damping=damping)
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -77,7 +77,7 @@ def _linear_problem(seed: int, noise: float = 1.0):
 def test_a_search_that_reaches_the_minimum_converges(seed):
     residuals, linearize, best = _linear_problem(seed)
     box = np.full(5, np.inf)
-    theta, _, _, ending, evaluations, gain = _levenberg_marquardt(
+    theta, _, _, ending, evaluations, gain, _ = _levenberg_marquardt(
         residuals, linearize, np.zeros(5), -box, box, 60)
     assert ending == "converged" and gain <= CHI2_GAIN and evaluations < 60
     r_best, r = residuals(best), residuals(theta)
@@ -90,7 +90,7 @@ def test_the_evaluation_limit_with_more_to_gain_is_not_convergence(seed):
     from the start, in noise variances ``rss / N`` of the start."""
     residuals, linearize, best = _linear_problem(seed)
     box = np.full(5, np.inf)
-    theta, _, _, ending, evaluations, gain = _levenberg_marquardt(
+    theta, _, _, ending, evaluations, gain, _ = _levenberg_marquardt(
         residuals, linearize, np.zeros(5), -box, box, 1)
     r0, r_best = residuals(np.zeros(5)), residuals(best)
     assert ending == "evaluations" and evaluations == 1 and np.all(theta == 0)
@@ -111,10 +111,10 @@ def test_a_minimum_on_the_bound_is_convergence_even_at_the_limit(seed):
     theta = np.r_[upper[0], np.linalg.lstsq(A[:, 1:], r0 - A[:, 0] * upper[0], rcond=None)[0]]
     assert linearize(theta)[1][0] < 0                    # the descent pushes theta[0] up
     ending, evaluations, gain = _levenberg_marquardt(residuals, linearize, theta, lower,
-                                                     upper, 1)[3:]
+                                                     upper, 1)[3:6]
     assert ending == "converged" and evaluations == 1 and gain <= CHI2_GAIN
     upper[0] = np.inf                                    # without the bound: far from it
-    ending, _, gain = _levenberg_marquardt(residuals, linearize, theta, lower, upper, 1)[3:]
+    ending, _, gain = _levenberg_marquardt(residuals, linearize, theta, lower, upper, 1)[3:6]
     assert ending == "evaluations" and gain > 1.0
 
 
@@ -135,7 +135,7 @@ def test_a_parameter_at_an_edge_of_its_smooth_region_is_held_with_its_way_there(
         return distance, np.r_[1e-3, np.zeros(4)]
 
     ending, _, gain = _levenberg_marquardt(residuals, linearize, theta, -box, box, 1,
-                                           edges=edges)[3:]
+                                           edges=edges)[3:6]
     r = residuals(theta)
     np.testing.assert_allclose(gain, 2 * abs(gradient[0]) * 1e-4 / (r @ r / r.size),
                                rtol=1e-6, atol=1e-9)
@@ -215,3 +215,40 @@ def test_the_check_is_saved_and_loaded(tmp_path):
     est = _fit(*_draw(1, 20.0))[0]
     loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
     assert _check(loaded) == _check(est)
+
+
+def test_the_readmes_noise_free_fit_with_short_searches_is_continued_to_exact(monkeypatch):
+    """The README's one-sensor fit (noise-free; a change of the linear stage once stopped it
+    at its limit 1.3e-4 s off the delay in silence) with every search cut to two evaluations:
+    right or loud."""
+    from dmdidc import DelayedPlant
+
+    true = DelayedPlant.from_continuous(A_c=[[0, 1.1], [-1.1, 0]], B_c=[[1, -1], [-1, 2]],
+                                        delay=2.5, dt=2.0)
+    U = random_excitation(2, 1000, rng=1)
+    Y = np.array([[1.0, 1.0]]) @ true.simulate(x0=np.zeros(2), U=U)
+    _limit(monkeypatch, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=3).fit(Y, U, dt=2.0)
+    if _check(est).passed:
+        # right: the exact fit to rounding (default kernels: 2e-14 s off; Prescott's, where the
+        # search crawls at a relative residual below 1e-20, 7e-5 s)
+        assert est.order_ == 2 and not caught
+        np.testing.assert_allclose(est.delay, 2.5, atol=1e-4)
+    else:                                   # or loud (Prescott's kernels crawl at rounding)
+        assert any("check 'convergence' failed" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("ending", ["evaluations", "no_descent", "diverged", "stopped"])
+def test_each_unconverged_ending_fails_unless_it_is_exact_to_rounding(ending):
+    """Every ending but ``converged`` fails the check with its own finding; a search that
+    crawled at rounding on noise-free data (``rounded``) passes, an overflow never does."""
+    from types import SimpleNamespace
+
+    from dmdidc.output.checks import convergence
+
+    fit = SimpleNamespace(ending=ending, evaluations=240, gain=5.0)
+    check = convergence(fit)
+    assert check.failed and check.remedy and str(fit.evaluations) in check.finding
+    assert convergence(fit, rounded=True).passed is (ending in ("evaluations", "no_descent"))
