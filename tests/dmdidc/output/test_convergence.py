@@ -252,3 +252,25 @@ def test_each_unconverged_ending_fails_unless_it_is_exact_to_rounding(ending):
     check = convergence(fit)
     assert check.failed and check.remedy and str(fit.evaluations) in check.finding
     assert convergence(fit, rounded=True).passed is (ending in ("evaluations", "no_descent"))
+
+
+def test_a_stream_warns_once_per_new_failure(monkeypatch):
+    """partial_fit solves after every chunk: a convergence failure that stands warns once,
+    one that comes back after a pass warns anew (the rule of every check)."""
+    rng = np.random.default_rng(5)
+    plant = random_plant(rng, n_states=2, n_inputs=1, dt=T, max_delay=R)
+    U = random_excitation(1, 4000, rng=rng)
+    Y = rng.standard_normal((1, 2)) @ plant.simulate(np.zeros(2), U)[:, :4000]
+    Y = Y + 0.1 * Y.std() * rng.standard_normal(Y.shape)
+    _limit(monkeypatch, 1)
+    monkeypatch.setattr(estimator, "_MORE_EVALUATIONS", 1)
+    est, failed, warned = OutputDMDidc(max_delay=R, order=2), [], []
+    for start in range(0, 4000, 1000):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.partial_fit(Y[:, start:start + 1000], U[:, start:start + 1000], dt=T)
+        failed.append(_check(est).failed)
+        warned.append(sum("'convergence'" in str(w.message) for w in caught))
+    assert any(failed)
+    before = [False, *failed[:-1]]
+    assert warned == [int(now and not was) for was, now in zip(before, failed, strict=True)]
