@@ -257,17 +257,17 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     damping, where a continuation starts (``damping``: the first; a continuation started at
     1e-3 again took a step too damped to move for one at rounding and ended "converged"
     7e-5 s off the delay of noise-free data).  ``stop(rss, gain)`` (optional) is asked at
-    every new Jacobian with the
-    quadratic model's largest decrease ``gain``; ``True`` ends the search there (``stopped``).
+    every new Jacobian with the quadratic model's largest decrease ``gain``; ``True`` ends the
+    search there (``stopped``).
 
-    The model holds only up to an edge of the parameters' smooth region: a bound, and
-    ``edges(theta, descent)``'s (optional: distance to the next edge along the sign of
-    ``descent`` per parameter, ``inf`` for none; a delay's whole periods, where the outputs are
-    not smooth in it).  A parameter within its edge's tolerance (0 for the bounds; ``edges``
-    may return ``(distance, tolerance)``) that the descent pushes across is held, and its
-    first-order decrease up to the edge added: at a corner of the residual in a delay the
-    gradient does not vanish at the minimum (random plants: delays ending 2e-6 periods above a
-    whole period or at 0 with 4-5 noise variances "to gain" that no step could take).
+    The model holds only up to an edge of the parameters' smooth region: a bound, or one of
+    ``edges(theta, descent)`` (optional), which returns per parameter the distance to its next
+    edge along the sign of ``descent`` (``inf``: none; a delay's whole periods, where the
+    outputs are not smooth in it) and a tolerance.  A parameter within its tolerance of an edge
+    (0 for the bounds) that the descent pushes across is held, and its first-order decrease up
+    to the edge added: at a bound or a corner of the residual in a delay the gradient does not
+    vanish at the minimum, and the unconstrained model would
+    promise a decrease no step can take.
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
