@@ -228,7 +228,6 @@ def _simulated_statistics(trajectories, R: int, signals, memo: dict,
     else:
         whole = range(len(trajectories))
         blocks = iter([(whole, [(E, None, None) for E in signals])])
-    lagged = None if recursion is None else recursion[2]
     streamed = isinstance(signals, SimulatedSignals)
     summaries, M = [None] * len(trajectories), None
     head, rows, own = None, None, [0.0, 0.0, 0]
@@ -244,16 +243,14 @@ def _simulated_statistics(trajectories, R: int, signals, memo: dict,
         direct = m > 0 and recursion is None and not streamed
         _add_state_rows(rows, part, part_signals, first, R, d, direct)
         if streamed:
-            for i, (_, at, moments) in zip(block, simulated, strict=True):
+            for i, (_, matrix, moments) in zip(block, simulated, strict=True):
                 summaries[i] = moments
-                M = at if M is None else M
+                M = matrix if M is None else M
         if states is None:
             gram_s, sums_s, count_s = _state_moments(part_signals, R)
             own = [own[0] + gram_s, own[1] + sums_s, own[2] + count_s]
     if streamed and M is not None:
         recursion = (M, signals.model[1], summaries)
-    elif lagged is not None:
-        recursion = (recursion[0], recursion[1], lagged)
     gram, sums = head.gram.copy(), head.sums.copy()
     gram[:d, :d] += inputs.gram[:d, :d]
     sums[:d] += inputs.sums[:d]
@@ -1095,8 +1092,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
 def _require_state_directions(states: tuple, centred: bool, p: int, fixed: int) -> None:
     """Refuse simulated-state instruments that cannot determine the ``p`` regressors before
     they are solved for (the decision of :func:`dmdidc.regression.instrumental.
-    instrumental_solution`, bounded from the states' own moments, :func:`_state_moments`,
-    which the statistics then reuse).
+    instrumental_solution`, bounded from the states' own moments ``(gram, sums, samples)``,
+    the statistics' simulated-state block).
 
     By Cauchy interlacing, the equilibrated moments of ``[u_k .. u_k-R; x^_k]`` have at most
     ``fixed`` (the lagged inputs) more eigenvalues above the solver's threshold than their

@@ -318,7 +318,8 @@ class SimulatedSignals(Sequence):
     checks.  Indexing simulates one trajectory (the last one read is kept: the pieces of a
     long record read it several times); iterating simulates blocks of at most
     :data:`_SIGNAL_ENTRIES` entries side by side (:func:`simulated_recursions`).  The same
-    numbers, to rounding, as the list.
+    numbers, to rounding, as the list.  :meth:`subset` simulates the trajectories a
+    subsample reads side by side; a block of one trajectory (a long record) stays read.
 
     Parameters
     ----------
@@ -351,6 +352,18 @@ class SimulatedSignals(Sequence):
             self._last = (i, states)
         return self._last[1]
 
+    def subset(self, indices: list[int]) -> dict[int, np.ndarray]:
+        """The signals of the trajectories ``indices`` (index: states), simulated side by
+        side (:func:`simulated_recursions`): the pieces a covariance or a check reads."""
+        wanted = sorted({range(len(self._drives))[i] for i in indices})
+        out = {}
+        if self._last is not None and self._last[0] in wanted:
+            out[self._last[0]] = self._last[1]
+        rest = [i for i in wanted if i not in out]
+        simulated = simulated_recursions(*self._model, [self._drives[i] for i in rest], None)
+        out.update((i, states) for i, (states, _, _) in zip(rest, simulated, strict=True))
+        return out
+
     def __iter__(self) -> Iterator[np.ndarray]:
         for _, simulated in self.blocks(None):
             yield from (states for states, _, _ in simulated)
@@ -363,8 +376,13 @@ class SimulatedSignals(Sequence):
         for i, drive in enumerate(self._drives):
             entries += n * drive.shape[1]
             if entries >= _SIGNAL_ENTRIES or i == len(self._drives) - 1:
-                yield range(start, i + 1), simulated_recursions(
-                    *self._model, self._drives[start:i + 1], first)
+                simulated = simulated_recursions(*self._model, self._drives[start:i + 1],
+                                                 first)
+                if i == start:
+                    # a block of one long record: its pieces are read next (the covariance,
+                    # the checks), and simulating it again cost 40 % of a 6e5-sample fit
+                    self._last = (i, simulated[0][0])
+                yield range(start, i + 1), simulated
                 start, entries = i + 1, 0
 
 

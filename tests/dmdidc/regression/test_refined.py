@@ -203,5 +203,10 @@ def test_simulated_signals_read_as_the_list_of_simulations(monkeypatch):
         for i in (-1, 3, 3, 0):
             np.testing.assert_allclose(signals[i], expected[i], rtol=0,
                                        atol=1e-12 * max(np.abs(expected[i]).max(initial=0), 1))
+        read = signals.subset([5, 1, 5, -1])
+        assert sorted(read) == [1, 5, len(drives) - 1]
+        for i, got in read.items():
+            np.testing.assert_allclose(got, expected[i], rtol=0,
+                                       atol=1e-12 * max(np.abs(expected[i]).max(initial=0), 1))
         with pytest.raises(IndexError):
             signals[len(drives)]
