@@ -384,7 +384,10 @@ def parse_row(cells: list[str], names: list[str], where: str, *,
     says it may hold ISO 8601 stamps); ``columns``: only these are read (the others NaN:
     only the columns read must be numbers)."""
     if len(cells) != len(names):
-        raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}")
+        trailing = (" (it ends in a trailing separator: an empty last value)"
+                    if len(cells) == len(names) + 1 and not cells[-1].strip() else "")
+        raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}"
+                             f"{trailing}")
     values = np.full(len(names), np.nan)
     for c in range(len(names)) if columns is None else columns:
         cell = cells[c].strip()

@@ -337,11 +337,12 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
         first, header = split_cells(found[1], delimiter), True
     elif header is None:
         header = not _numbers(first)
-    names = None
+    names = header_line = None
     if header:
         # refuses repeated names; the first row decides between two separators of the header
         _, _, delimiter = parse_header(numbered[0][1], source,
                                        numbered[1][1] if len(numbered) > 1 else None)
+        header_line = numbered[0]
         names, numbered = split_cells(numbered[0][1], delimiter), numbered[1:]
     if not numbered:
         raise ParameterError(f"{source} has a header line and no row; expected a row per "
@@ -361,6 +362,11 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
                                      f"{delimiter!r} (an empty last value) and line {k} does "
                                      f"not: {numbered[0][1].strip()[:80]!r}; expected one "
                                      f"value per column, nothing after the last")
+            if names is not None and k == numbered[0][0]:
+                raise DimensionError(
+                    f"{source} line {k} has {len(row)} cells; the header (line "
+                    f"{header_line[0]}: {header_line[1].strip()[:80]!r}) has {width}"
+                    f"{trailing}: {line.strip()[:80]!r}{_first_row_hint(row, delimiter)}")
             raise DimensionError(f"{source} line {k} has {len(row)} cells; "
                                  f"{'the header' if names is not None else 'the first row'} "
                                  f"has {width}{trailing}: {line.strip()[:80]!r}")
@@ -418,6 +424,21 @@ def commented_header_note(line: int) -> str:
     """The note of a header read from the comment on ``line`` (:func:`commented_header`)."""
     return (f"the header is the comment on line {line} (numpy.savetxt writes it so), as no "
             f"line before the first row names the columns")
+
+
+def _first_row_hint(row: list[str], delimiter: str | None) -> str:
+    """What a first row whose cells differ from the header's in number most likely means."""
+    if not _numbers(row):
+        # names, not values: the line taken as the header is a title or note above it
+        return "; a title or note above the header? Start it with '#' (a comment) or delete it"
+    if (delimiter == "," and len(row) > 1 and re.match(r"^\d{4}-\d{2}-\d{2}[T ][\d:]+$",
+                                                       row[0].strip())
+            and row[1].strip().isdigit()):
+        # Python's logging writes '2026-11-28 00:47:19,500': the stamp splits at its comma
+        return (f"; the time stamp {row[0].strip() + ',' + row[1].strip()!r} has a decimal "
+                f"comma, which ',' separates: separate the values by ';' or tabs, or write "
+                f"the stamps with '.'")
+    return ""
 
 
 def _numbers(cells: list[str]) -> bool:

@@ -31,7 +31,8 @@
   each skipped period becomes a row of missing values (:func:`with_skipped_rows`), which the
   policy then drops (the record splits there) or fills, as it does empty cells.
 * **ISO 8601 stamps.**  A time column may hold calendar stamps as loggers write them
-  (``2026-11-28T00:47:19``, ``2026-11-28 00:47:19.250``, with or without ``Z`` / ``+01:00``):
+  (``2026-11-28T00:47:19``, ``2026-11-28 00:47:19.250``, ``2026-11-28 00:47:19,250`` as
+  Python's ``logging`` writes them, with or without ``Z`` / ``+01:00``):
   :func:`iso_seconds` reads them as seconds after the first stamp (numpy ``datetime64``,
   vectorized), and the grid, jitter and gap rules above apply to those seconds.  Stamps with
   offsets are converted to one clock (UTC), so ``+01:00`` and ``Z`` may mix; a stamp without
@@ -72,7 +73,7 @@ _ROUNDING = 1e-6
 _AMBIGUOUS = "t"                      # also a temperature: a time only if it looks like one
 _PARENTHESES = re.compile(r"^(.*?)\s*\(\s*([^()]*?)\s*\)$")
 _SUFFIX = re.compile(r"^(.*?)_([A-Za-z]+)$")
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?"
                   r"(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
 
 #: Other spellings of the time units (any case): a header writes ``Time (sec)`` or
@@ -748,6 +749,8 @@ def iso_seconds(cells: Sequence[str] | np.ndarray, *, where: str, lines: Sequenc
                              expected)
     end = np.where(sign >= 0, sign + 10, np.strings.str_len(cells) - zulu)
     core = np.where(missing, "NaT", np.strings.slice(cells, 0, end))
+    # ISO 8601's decimal comma (Python's logging writes '00:47:19,500'); numpy reads only '.'
+    core = np.strings.replace(core, ",", ".")
     # numpy also reads 'now' and 'today': a stamp starts with its year
     dated = np.strings.isdigit(np.strings.slice(core, 0, 4)) | missing
     try:

@@ -176,12 +176,17 @@ def _whitened(F: np.ndarray, F0: np.ndarray, order: int) -> np.ndarray:
     lags = np.abs(np.subtract.outer(np.arange(order), np.arange(order)))
     toeplitz = rho[:, lags] + _RIDGE * np.eye(order)
     taps = np.linalg.solve(toeplitz, rho[:, 1:, None])[..., 0]    # (n_f, order)
-    # tap by tap over all features (the same sums, in the same order, as always: the filters
-    # of smooth features cancel most of them, so a per-row convolution's other order moved
-    # the statistic by 1e-10)
+    # each feature's lag windows times its taps, one product for all (a pass over the
+    # features per tap took 3.9 of the check's 12 ms at n = 50, 108 features of 2000
+    # samples; this 1.5); the first outputs, whose filters the start cuts, tap by tap.  The
+    # filters of smooth features cancel most of the sums, so their order shows at 1e-16 of
+    # the features' size (the statistic moved by 1e-10 in the last such change)
     out = F.copy()
-    for i in range(1, order + 1):
-        out[:, i:] -= taps[:, i - 1, None] * F[:, :-i]
+    if order:
+        windows = np.lib.stride_tricks.sliding_window_view(F, order, axis=1)[:, :-1]
+        out[:, order:] -= np.matmul(windows, taps[:, ::-1, None])[..., 0]
+        for i in range(1, order):
+            out[:, i:order] -= taps[:, i - 1, None] * F[:, :order - i]
     return out
 
 

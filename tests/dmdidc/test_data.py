@@ -419,6 +419,13 @@ def test_csv_columns_are_chosen_by_name_and_mistakes_are_named(tmp_path):
     path.write_text("T,u\n1,1\n1,2,5\n")
     with pytest.raises(DimensionError, match="line 3 has 3 cells"):
         read_data(path, inputs="u", dt=1.0)
+    # a title line above the header: the message shows the header taken and the remedy
+    path.write_text("Logger export site A\nt,T,u\n0,1,1\n1,1,2\n")
+    with pytest.raises(DimensionError, match=r"line 2 has 1 cells; the header \(line 1: "
+                       r"'Logger export site A'\) has 4.*title.*'#'"):
+        read_data(path, inputs="u", time="t")
+    path.write_text("# Logger export site A\nt,T,u\n0,1,1\n1,1,2\n")
+    assert read_data(path, inputs="u", time="t").state_names == ("T",)
     path.write_text("T,u\n1,1\n1,2\n1,'x'\n")
     with pytest.raises(ParameterError, match="line 4, column 'u'.*not a number"):
         read_data(path, inputs="u", dt=1.0)

@@ -226,7 +226,7 @@ def test_a_byte_order_mark_and_a_trailing_delimiter_read_as_the_clean_file(seed,
     lines = (tmp_path / "trailing.csv").read_text().splitlines()
     lines[5] += "7"
     (tmp_path / "trailing.csv").write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match=r"line 6 .* has 7 cells; the header has 6"):
+    with pytest.raises(ValueError, match=r"line 6 .* has 7 cells; the header has 6$"):
         _follow(monkeypatch, tmp_path / "trailing.csv", [])
     # and the time column found by its name behind a BOM ("auto")
     chunks, _ = _follow(monkeypatch, tmp_path / "bom.csv", [], time="auto")
@@ -435,3 +435,16 @@ def test_a_gap_longer_than_the_record_is_never_allocated(seed, stamp, tmp_path, 
     np.testing.assert_array_equal(Xf[:, :k], X[:, :k])
     np.testing.assert_array_equal(Xf[:, k + outage:], X[:, k:])
     assert np.isnan(Xf[:, k:k + outage]).all() and np.isnan(Uf[:, k:k + outage]).all()
+
+
+def test_a_row_with_a_trailing_separator_the_header_lacks_is_named_so(tmp_path):
+    """The followed file's refusal names the trailing separator, as read_data's does."""
+    from dmdidc import follow_csv, read_data
+    path = tmp_path / "log.csv"
+    path.write_text("time,x1,u\n" + "".join(f"{0.5 * k},{k % 3},{k % 2}.5,\n"
+                                            for k in range(40)))
+    for read in (lambda: read_data(path, inputs=["u"], time="time"),
+                 lambda: list(follow_csv(path, inputs=["u"], time="time", poll=0.01,
+                                         idle_timeout=0.05, report=lambda m: None))):
+        with pytest.raises(ValueError, match=r"has 4 cells; the header.* has 3.*trailing"):
+            read()

@@ -240,3 +240,27 @@ def test_no_state_left_but_text_is_refused_naming_the_text_column(tmp_path):
         read_data(path, inputs=["u"])
     with pytest.raises(ParameterError, match="'x' holds text.*--states"):
         read_identification_data(path, inputs="u")
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_decimal_comma_stamps_as_python_logging_writes_them(tmp_path, seed):
+    """ISO 8601 allows ',' before the fraction of a second (logging's '00:47:19,500'): between
+    ';' every reader takes them as the '.' stamps; between ',' the refusal names the cause."""
+    X, U, _ = record(seed)
+    dotted = write(tmp_path / "dot.csv", stamps_text(T * np.arange(X.shape[1]), "space"), X, U)
+    # ';' between the values, then the stamp's '.' (the first of each row) as ','
+    lines = dotted.read_text().splitlines()
+    comma = tmp_path / "comma.csv"
+    comma.write_text("\n".join([lines[0].replace(",", ";")] + [
+        line.replace(",", ";").replace(".", ",", 1) for line in lines[1:]]) + "\n")
+    assert ":19,500;" in comma.read_text()
+    for (X_c, U_c, dt_c), (X_d, U_d, dt_d) in zip(read_all(comma), read_all(dotted),
+                                                  strict=True):
+        np.testing.assert_array_equal(X_c, X_d)
+        np.testing.assert_array_equal(U_c, U_d)
+        assert dt_c == dt_d
+    by_commas = tmp_path / "by_commas.csv"
+    by_commas.write_text("\n".join([lines[0]] + [line.replace(".", ",", 1)
+                                                  for line in lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"decimal comma.*';' or tabs"):
+        read_data(by_commas, inputs=["u"])

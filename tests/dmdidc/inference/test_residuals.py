@@ -330,6 +330,25 @@ def test_the_robust_residual_in_place_is_the_one_on_a_copy():
     np.testing.assert_array_equal(E, kept)           # the public function leaves E alone
 
 
+@pytest.mark.parametrize("length", [2000, 2001])
+def test_the_outlier_scaling_centres_are_the_medians(length):
+    # odd lengths too: their median was a view of the row that the MAD's partition then
+    # reordered, so the centres (and the pieces' scale test) read the MAD instead
+    from dmdidc.inference.residuals import largest_residual
+
+    rng = np.random.default_rng(length)
+    E = rng.standard_normal((3, length)) + np.array([[5.0], [-2.0], [0.0]])
+    pooled = largest_residual([E])
+    np.testing.assert_array_equal(pooled.centres[0], np.median(E, axis=1))
+    pieces = [E[:, :length // 2], 10.0 * E[:, length // 2:]]     # unequal levels: own scales
+    own = largest_residual(pieces)
+    assert own.spread is not None
+    for centre, piece in zip(own.centres, pieces, strict=True):
+        np.testing.assert_array_equal(centre, np.median(piece, axis=1))
+    z = max(float(np.max(d)) for d in own.deviations(pieces))
+    assert z == pytest.approx(own.z, rel=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_signed_robust_deviations_are_the_deviations_with_their_sign(seed):
     # the linearity check's Huber psi reads them: the same magnitudes (bit for bit) as the
