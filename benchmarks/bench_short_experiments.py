@@ -14,13 +14,33 @@ trajectory set up the streaming statistics engine: 3000 x 200 samples (n = 2, m 
 took 1.49 s for IV against 0.16 s for one record of 600 000 samples (9x); the side-by-side
 simulation and the short trajectories' vectors laid out for one product cut it to 0.37 s.
 
+With ``--memory``, each count of experiments runs in a fresh process that fits the default
+``DMDidc(max_delay=R)`` once on the many short experiments only (30 dB measurement noise,
+``--plant modal``: ``n / 2`` lightly damped modes spread in frequency, which 4 inputs excite
+in every state direction; ``--plant random``: this script's plant, ``--plant scaling``:
+``bench_scaling.random_plant``, whose 50 states 4 inputs excite in ~12 directions above the
+noise, so IV is refused and least squares fitted with a note).  Printed: the data's size, the
+peak resident memory of the fit above what the process held before it (``ru_maxrss``), its
+CPU and wall time, the estimator kept and the largest error of ``A_d``.  Before 2026-11-28,
+every simulated instrument signal (as large as the states) was kept for the whole fit and a
+refused fit joined all the data into one array to look for an offset:
+
+    python benchmarks/bench_short_experiments.py --memory --states 50 --inputs 4 \
+        --max-delay 5 --experiments 3000 10000 30000
+
     python benchmarks/bench_short_experiments.py [--experiments 300 3000] [--length 200]
         [--states 2] [--inputs 2] [--max-delay 4] [--repeats 3]
+        [--memory [--plant modal|random|scaling]]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
 import warnings
 
 import numpy as np
@@ -50,6 +70,70 @@ def records(plant: DelayedPlant, lengths: list[int], rng: np.random.Generator
     return Xs, Us
 
 
+def modal_plant(n: int, m: int, R: int, rng: np.random.Generator, dt: float = 0.5
+                ) -> DelayedPlant:
+    """``n / 2`` lightly damped modes (damping 0.02-0.1 1/s) spread over the band, rotated:
+    every state direction excited well above 30 dB noise by a few white inputs."""
+    k = n // 2
+    frequencies = np.sort(rng.uniform(0.1, 0.9 * np.pi / dt, k))
+    damping = rng.uniform(0.02, 0.1, k)
+    A = np.zeros((n, n))
+    for i in range(k):
+        A[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[-damping[i], frequencies[i]],
+                                               [-frequencies[i], -damping[i]]]
+    if n % 2:
+        A[-1, -1] = -0.5
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    return DelayedPlant.from_continuous(Q @ A @ Q.T, rng.standard_normal((n, m)),
+                                        rng.uniform(0.05, (R - 1) * dt, m), dt, max_delay=R)
+
+
+def memory_child(args: argparse.Namespace, E: int) -> dict:
+    """One default fit of ``E`` short experiments in this process: its peak memory and time."""
+    rng = np.random.default_rng(1)
+    if args.plant == "modal":
+        plant = modal_plant(args.states, args.inputs, args.max_delay, rng)
+    elif args.plant == "scaling":
+        from bench_scaling import random_plant as scaling_plant
+        plant = scaling_plant(args.states, args.inputs, args.max_delay, rng)
+    else:
+        plant = random_plant(args.states, args.inputs, args.max_delay, rng, dt=0.5)
+    Xs, Us = [], []
+    for _ in range(E):
+        U = random_excitation(plant.n_inputs, args.length, rng=rng)
+        Xs.append(plant.simulate(np.zeros(plant.n_states), U))
+        Us.append(U)
+    spread = np.sqrt(np.mean([X.var(axis=1) for X in Xs], axis=0))[:, None]
+    for X in Xs:                                          # 30 dB: noise sd 10^(-1.5) signal
+        X += 10 ** -1.5 * spread * rng.standard_normal(X.shape)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    wall, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator = DMDidc(max_delay=args.max_delay).fit(Xs, Us, dt=plant.dt)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"experiments": E, "data_MB": sum(X.nbytes + U.nbytes for X, U in zip(Xs, Us,
+                                                                              strict=True)) / 1e6,
+            "peak_above_MB": (peak - before) / 1024, "cpu_s": cpu, "wall_s": wall,
+            "estimator": estimator.regression_.estimator,
+            "A_d_error": float(np.abs(estimator.model_.A_d - plant.A_d).max())}
+
+
+def memory(args: argparse.Namespace) -> None:
+    """Each count in a fresh process: ``ru_maxrss`` is a high-water mark."""
+    print(f"plant {args.plant}, n = {args.states}, m = {args.inputs}, R = {args.max_delay}, "
+          f"experiments of {args.length} samples, default fit")
+    for E in args.experiments:
+        child = subprocess.run([sys.executable, __file__, "--child", str(E), *sys.argv[1:]],
+                               capture_output=True, text=True, check=True)
+        row = json.loads(child.stdout.strip().splitlines()[-1])
+        print(f"E = {E:6d} x {args.length}  data {row['data_MB']:7.0f} MB  peak above it "
+              f"{row['peak_above_MB']:7.0f} MB  cpu {row['cpu_s']:6.1f} s  wall "
+              f"{row['wall_s']:6.1f} s  {row['estimator']}  |A_d error| "
+              f"{row['A_d_error']:.1e}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiments", type=int, nargs="+", default=[300, 3000])
@@ -58,7 +142,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--inputs", type=int, default=2)
     parser.add_argument("--max-delay", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory", action="store_true",
+                        help="peak memory and time of one default fit per count (own process)")
+    parser.add_argument("--plant", choices=("modal", "random", "scaling"), default="modal")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(memory_child(args, args.child)))
+        return
+    if args.memory:
+        memory(args)
+        return
     rng = np.random.default_rng(0)
     plant = random_plant(args.states, args.inputs, args.max_delay, rng)
     print(f"plant n = {plant.n_states}, m = {plant.n_inputs}, R = {args.max_delay}, "

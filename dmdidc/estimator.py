@@ -1602,10 +1602,10 @@ def _name_large_offset(trajectories: list, exc: Exception) -> None:
     """Raise the cause of a rank-deficient fit when a state or an input sits at an offset
     ``_LARGE_OFFSET`` times its spread, with the remedy (removing each trajectory's mean)."""
     for kind, index in (("state", 0), ("input", 1)):
-        joined = np.hstack([pair[index] for pair in trajectories])
-        if joined.shape[1] < 2:
+        count, mean, squares = _pooled_moments(pair[index] for pair in trajectories)
+        if count < 2:
             continue
-        mean, spread = np.abs(joined.mean(axis=1)), joined.std(axis=1)
+        mean, spread = np.abs(mean), np.sqrt(squares / count)
         ratio = mean / np.where(spread > 0, spread, np.inf)
         worst = int(np.argmax(ratio))
         if ratio[worst] > _LARGE_OFFSET:
@@ -1615,6 +1615,23 @@ def _name_large_offset(trajectories: list, exc: Exception) -> None:
                 f"the variation out of the regression's precision; fit with "
                 f"detrend='constant' (each trajectory's mean removed) or subtract a known "
                 f"operating point first (IdData(..., operating_point=...))") from exc
+
+
+def _pooled_moments(arrays) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(count, mean, sum of squared deviations)`` of the rows of ``arrays`` (k_i columns
+    each) joined along time, combined trajectory by trajectory (Chan, Golub and LeVeque's
+    pairwise update) instead of from one joined copy: 30 000 experiments of 200 samples at
+    n = 50 joined took 2.4 GB, and their deviations as much again."""
+    count, mean, squares = 0, 0.0, 0.0
+    for a in arrays:
+        k = a.shape[1]
+        if k == 0:
+            continue
+        own = a.mean(axis=1)
+        delta, total = own - mean, count + k
+        squares = squares + k * a.var(axis=1) + delta ** 2 * (count * k / total)
+        mean, count = mean + delta * (k / total), total
+    return count, np.asarray(mean), np.asarray(squares)
 
 
 def _name_held_input(U: Any, data: IdData | None, exc: Exception) -> None:

@@ -21,8 +21,18 @@ bounds that apply (:class:`Guarantee` says which one):
   bounded by the largest one.  ``(epsilon, delta)`` records add their deltas as mass at
   infinite loss (Kairouz, Oh and Viswanath 2015).  The only bound for vector Laplace and SaS
   releases alone.
+* ``"gaussian-unsampled"``: the same closed form for subsampled Gaussian releases with their
+  subsampling ignored (it only helps), the last resort under ``ADD_OR_REMOVE`` when neither a
+  PLD nor RDP is computed (a noise multiplier of 1e-300).
 * ``"rdp"``: Renyi DP (``dp_accounting.rdp``) for (subsampled) Gaussians when the composed PLD
-  would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps).
+  would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps), or when the
+  mass its truncations move to infinite loss takes more than a tenth of a small target delta
+  even after a retry with a smaller truncation budget (a thousand subsampled Gaussians at
+  delta = 1e-12: the PLD alone read ``inf``).  A release whose total variation ``q * TV``
+  is below 1e-12 gets no PLD (:mod:`privacy.pld`: its pmf would be rounding) and, for a
+  Gaussian, the integer-order RDP of Mironov, Talwar and Zhang summed as ``log1p`` of positive
+  terms instead of ``dp_accounting``'s (whose divergences come out negative there and read
+  epsilon 0: Poisson rate 1e-20, 1e40 releases, true epsilon above 4.3).
 
 References
 ----------
@@ -55,13 +65,23 @@ from privacy.mechanisms import (
     NeighboringRelation,
     SaSMechanism,
 )
-from privacy.pld import DEFAULT_DISCRETIZATION, gaussian_equivalent, privacy_loss_distribution
+from privacy.pld import (
+    DEFAULT_DISCRETIZATION,
+    MIN_RESOLVED_VARIATION,
+    gaussian_equivalent,
+    privacy_loss_distribution,
+    release_variation,
+)
 
 __all__ = ["Accountant", "Guarantee"]
 
 #: Mass the truncations of one composition may move to infinite loss (adds at most this to
 #: delta); see :func:`privacy.dense.self_compose`.
 _TAIL_MASS_TRUNCATION = 1e-12
+#: Share of a target delta the truncated mass may take before the composition is redone with
+#: a smaller budget (cut in an early square, it is carried into every later one: 2.5e-11 at a
+#: thousand releases, more than a delta of 1e-12, which read epsilon = inf).
+_TRUNCATION_SHARE = 0.1
 #: Largest composed PLD (grid points of dp_accounting's FFT) the accountant builds.
 _MAX_COMPOSED_POINTS = 2 ** 24
 _RELATIONS = {
@@ -87,7 +107,8 @@ class Guarantee:
     epsilon, delta : float
         The guarantee (one of them was the target, the other is the upper bound).
     method : str
-        ``"pld"``, ``"gaussian-exact"``, ``"pure-dp"`` or ``"rdp"`` (module docstring);
+        ``"pld"``, ``"gaussian-exact"``, ``"gaussian-unsampled"``, ``"pure-dp"`` or ``"rdp"``
+        (module docstring);
         ``"none"`` without releases, ``"non-private"`` after a release without noise.
     steps : int
         Releases composed.
@@ -454,34 +475,63 @@ def _composed_width(pmf: dense.DensePmf, steps: int) -> float:
 
 
 def _pld_bound(plds: list[pld_lib.PrivacyLossDistribution], counts: list[int],
-               target_delta: float | None, target_epsilon: float | None) -> float | None:
+               target_delta: float | None, target_epsilon: float | None
+               ) -> tuple[float | None, bool]:
     """The PLD bound: dense FFT composition of each side, the worse side's answer.
 
-    None when the composition would exceed ``_MAX_COMPOSED_POINTS`` grid points.
+    Returns ``(bound, full)``: ``bound`` is None when the composition would exceed
+    ``_MAX_COMPOSED_POINTS`` grid points; ``full`` is False when the mass the truncations
+    moved to infinite loss takes more than ``_TRUNCATION_SHARE`` of the target delta even
+    after a retry with a smaller budget (the bound holds but is loose: others may be smaller).
     """
     per_pld = [_pmfs(pld) for pld in plds]
-    n_sides = max(len(sides) for sides in per_pld)
     if sum(_composed_width(sides[0], count) for sides, count in zip(per_pld, counts,
                                                                     strict=True)) \
             > _MAX_COMPOSED_POINTS:
-        return None
-    answers = []
-    for side in range(n_sides):
+        return None, True
+    composed = _composed_sides(per_pld, counts, _TAIL_MASS_TRUNCATION)
+    if composed is None:
+        return None, True
+    cut = max(pmf.infinity_mass for pmf in composed)
+    if target_delta is None or cut <= _TRUNCATION_SHARE * target_delta:
+        return _read(composed, target_delta, target_epsilon), True
+    # a budget that leaves the truncations a hundredth of the delta (cut grows with it); a
+    # retry far larger than the first is FFT round-off the budget no longer cuts (1e3
+    # subsampled Gaussians: 1.4e5 -> 2.7e7 points, 4 s to refuse): given up at 32 times
+    largest = max(pmf.probs.size for pmf in composed)
+    finer = _composed_sides(per_pld, counts,
+                            _TAIL_MASS_TRUNCATION * 0.1 * _TRUNCATION_SHARE * target_delta / cut,
+                            max_points=min(_MAX_COMPOSED_POINTS, 32 * largest))
+    first = _read(composed, target_delta, None)
+    if finer is None:
+        return first, False
+    return min(first, _read(finer, target_delta, None)), True
+
+
+def _composed_sides(per_pld: list[list[dense.DensePmf]], counts: list[int], tail_mass: float,
+                    max_points: int = _MAX_COMPOSED_POINTS) -> list[dense.DensePmf] | None:
+    """Each side's composed PMF (None when one would exceed ``max_points``)."""
+    out = []
+    for side in range(max(len(sides) for sides in per_pld)):
         composed = None
         for sides, count in zip(per_pld, counts, strict=True):
             pmf = sides[min(side, len(sides) - 1)]   # symmetric: ADD is REMOVE
             try:
-                part = dense.self_compose(pmf, count, tail_mass=_TAIL_MASS_TRUNCATION,
-                                          max_points=_MAX_COMPOSED_POINTS)
+                part = dense.self_compose(pmf, count, tail_mass=tail_mass,
+                                          max_points=max_points)
                 composed = part if composed is None else dense.compose(
-                    composed, part, tail_mass=_TAIL_MASS_TRUNCATION,
-                    max_points=_MAX_COMPOSED_POINTS)
+                    composed, part, tail_mass=tail_mass, max_points=max_points)
             except AccountingError:
                 return None   # beyond memory: the other bounds answer
-        answers.append(dense.epsilon_for_delta(composed, target_delta)
-                       if target_delta is not None
-                       else dense.delta_for_epsilon(composed, target_epsilon))
-    return max(answers)
+        out.append(composed)
+    return out
+
+
+def _read(composed: list[dense.DensePmf], target_delta: float | None,
+          target_epsilon: float | None) -> float:
+    """The worse side's epsilon (for ``target_delta``) or delta (for ``target_epsilon``)."""
+    return max(dense.epsilon_for_delta(pmf, target_delta) if target_delta is not None
+               else dense.delta_for_epsilon(pmf, target_epsilon) for pmf in composed)
 
 
 def _grid(pld: pld_lib.PrivacyLossDistribution) -> float:
@@ -554,25 +604,62 @@ def _pure_bound(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     return pure if lost == 0.0 else min(1.0, (lost + (1.0 - lost) * pure) * (1.0 + 1e-12))
 
 
-def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
-         target_delta: float | None, target_epsilon: float | None) -> float | None:
-    """Renyi-DP bound for Gaussian-equivalent releases (None where it does not apply)."""
-    events = []
+def _gaussian_leaves(groups: dict[_Leaf, int]) -> list[tuple[GaussianMechanism, float, int]]:
+    """``(gaussian, q, count)`` of every leaf, or ``[]`` when one is not Gaussian-equivalent."""
+    out = []
     for leaf, count in groups.items():
         gaussian = gaussian_equivalent(leaf.mechanism()) if leaf.kind != "epsilon-delta" \
             else None
         if gaussian is None:
-            return None
-        if neighboring is NeighboringRelation.REPLACE_ONE and leaf.sampling_rate < 1.0:
-            return None
+            return []
+        out.append((gaussian, leaf.sampling_rate, count))
+    return out
+
+
+def _rdp(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+         target_delta: float | None, target_epsilon: float | None) -> float | None:
+    """Renyi-DP bound for Gaussian-equivalent releases (None where it does not apply)."""
+    leaves = _gaussian_leaves(groups)
+    if not leaves:
+        return None
+    if neighboring is NeighboringRelation.REPLACE_ONE and any(q < 1.0 for _, q, _ in leaves):
+        return None
+    if any(q < 1.0 and release_variation(g.noise, g.sensitivity, q) < MIN_RESOLVED_VARIATION
+           for g, q, _ in leaves):
+        # dp_accounting sums terms of 1 - O(q) and O(q) in log space: at q = 1e-20 its
+        # divergences come out negative and it returns epsilon 0 (1e40 releases, true ~5)
+        return composition.stable_rdp_gaussians(
+            [(g.sigma / g.sensitivity, q, count) for g, q, count in leaves],
+            target_delta, target_epsilon)
+    events = []
+    for gaussian, q, count in leaves:
         event = gaussian.to_dp_event()
-        if leaf.sampling_rate < 1.0:
-            event = dp_event.PoissonSampledDpEvent(leaf.sampling_rate, event)
+        if q < 1.0:
+            event = dp_event.PoissonSampledDpEvent(q, event)
         events.append(dp_event.SelfComposedDpEvent(event, count))
-    accountant = composition.rdp_accountant(dp_event.ComposedDpEvent(events), neighboring)
+    try:
+        accountant = composition.rdp_accountant(dp_event.ComposedDpEvent(events), neighboring)
+        if target_delta is not None:
+            return float(accountant.get_epsilon(target_delta))
+        return float(min(1.0, accountant.get_delta(target_epsilon)))
+    except ArithmeticError:   # noise multipliers near 1e-300 (sigma**2 underflows to 0)
+        return None
+
+
+def _closed_form(leaves: list[tuple[GaussianMechanism, float, int]],
+                 neighboring: NeighboringRelation, target_delta: float | None,
+                 target_epsilon: float | None) -> float:
+    """Exact epsilon (or delta) of the Gaussian releases without their subsampling."""
+    shift = 2.0 if neighboring is NeighboringRelation.REPLACE_ONE else 1.0
+    if len(leaves) == 1:
+        gaussian, _, count = leaves[0]
+        mu = math.sqrt(count) * shift * gaussian.sensitivity / gaussian.sigma
+    else:
+        mu = shift * math.sqrt(math.fsum(count * (g.sensitivity / g.sigma) ** 2
+                                         for g, _, count in leaves))
     if target_delta is not None:
-        return float(accountant.get_epsilon(target_delta))
-    return float(min(1.0, accountant.get_delta(target_epsilon)))
+        return math.inf if target_delta == 0.0 else gaussian_epsilon(mu, target_delta)
+    return gaussian_delta(mu, target_epsilon)
 
 
 def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
@@ -581,24 +668,10 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             ) -> list[tuple[float, str]]:
     """All applicable upper bounds (value, method) on epsilon (or delta) for the target."""
     want_epsilon = target_delta is not None
-    leaves = list(groups)
-    gaussians = [None if leaf.kind == "epsilon-delta" else gaussian_equivalent(leaf.mechanism())
-                 for leaf in leaves]
-    if (not generic and all(g is not None for g in gaussians)
-            and all(leaf.sampling_rate == 1.0 for leaf in leaves)):
-        shift = 2.0 if neighboring is NeighboringRelation.REPLACE_ONE else 1.0
-        if len(leaves) == 1:
-            mu = math.sqrt(groups[leaves[0]]) * shift * gaussians[0].sensitivity \
-                / gaussians[0].sigma
-        else:
-            mu = shift * math.sqrt(math.fsum(groups[leaf] * (g.sensitivity / g.sigma) ** 2
-                                             for leaf, g in zip(leaves, gaussians,
-                                                                strict=True)))
-        if want_epsilon:
-            value = math.inf if target_delta == 0.0 else gaussian_epsilon(mu, target_delta)
-        else:
-            value = gaussian_delta(mu, target_epsilon)
-        return [(value, "gaussian-exact")]
+    gaussians = _gaussian_leaves(groups)
+    if not generic and gaussians and all(q == 1.0 for _, q, _ in gaussians):
+        return [(_closed_form(gaussians, neighboring, target_delta, target_epsilon),
+                 "gaussian-exact")]
     found: list[tuple[float, str]] = []
     pure = _pure_bound(groups, neighboring, target_delta, target_epsilon)
     if pure is not None:
@@ -607,13 +680,20 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
             return found  # exact: the largest composed loss
     plds = _plds(groups, neighboring, discretization, generic)
     if plds is not None:
-        value = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
+        value, full = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
         if value is not None:
             found.insert(0, (value, "pld"))
-            return found
+            if full:
+                return found
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
     if rdp is not None:
         found.append((rdp, "rdp"))
+    if not found and gaussians and neighboring is NeighboringRelation.ADD_OR_REMOVE:
+        # subsampling only helps (joint convexity of the hockey-stick divergence): the same
+        # releases without it bound these, where no PLD or RDP is computed (sigma = 1e-300 D;
+        # REPLACE_ONE beyond the PLD keeps its refusal, which names the remedy)
+        found.append((_closed_form(gaussians, neighboring, target_delta, target_epsilon),
+                      "gaussian-unsampled"))
     huge = [eps for eps, _ in (_pure(leaf, neighboring) for leaf in groups)
             if math.isfinite(eps) and eps > _MAX_PAIR_EPSILON]
     if not found and huge:

@@ -4,7 +4,8 @@
 (:class:`privacy.accountant.Accountant`) for the common case of ``steps`` Poisson-subsampled
 releases of one mechanism: they compose ``PoissonSampledDpEvent(sampling_rate,
 mechanism.to_dp_event())`` ``steps`` times and return its answer, the smallest of the rigorous
-upper bounds that apply (``"pld"``, ``"gaussian-exact"``, ``"pure-dp"`` or ``"rdp"``; see
+upper bounds that apply (``"pld"``, ``"gaussian-exact"``, ``"pure-dp"``, ``"rdp"`` or
+``"gaussian-unsampled"``; see
 :mod:`privacy.accountant`).  Compose different mechanisms, batches and subsampled and plain
 releases together with :class:`~privacy.accountant.Accountant` itself.
 

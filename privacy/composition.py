@@ -33,6 +33,7 @@ from _toolbox.errors import AccountingError
 from _toolbox.validation import check_in_interval, check_integer, check_positive, check_probability
 from privacy.curves import gaussian_delta, gaussian_epsilon, smallest_satisfying
 from privacy.mechanisms import GaussianMechanism, NeighboringRelation
+from privacy.pld import MIN_RESOLVED_VARIATION, release_variation
 
 __all__ = [
     "simple_composition",
@@ -42,6 +43,7 @@ __all__ = [
     "pure_dp_epsilon",
     "rdp_epsilon_gaussian",
     "rdp_delta_gaussian",
+    "stable_rdp_gaussians",
     "rdp_accountant",
     "gdp_mu_gaussian",
     "gdp_delta",
@@ -169,6 +171,73 @@ def _rdp_accountant(sigma: float, steps: int, sampling_rate: float, sensitivity:
     return rdp_accountant(dp_event.SelfComposedDpEvent(event=event, count=steps), neighboring)
 
 
+#: Integer Renyi orders of :func:`stable_rdp_gaussians`.
+_ORDERS = np.arange(2, 257)
+
+
+def _log_a(q: float, inv: float) -> np.ndarray:
+    """``log A_a`` of the Poisson-subsampled Gaussian (rate ``q < 1``, ``inv = (D / sigma)^2``)
+    at every order of ``_ORDERS``, as ``log1p`` of a sum of positive terms."""
+    from scipy import special
+
+    out = np.empty(_ORDERS.size)
+    for i, a in enumerate(_ORDERS):
+        k = np.arange(2, a + 1)
+        x = 0.5 * (k * k - k) * inv
+        with np.errstate(over="ignore", divide="ignore"):
+            log_expm1 = np.where(x > 1.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+        terms = (special.gammaln(a + 1) - special.gammaln(k + 1) - special.gammaln(a - k + 1)
+                 + (a - k) * math.log1p(-q) + k * math.log(q) + log_expm1)
+        out[i] = np.logaddexp(0.0, special.logsumexp(terms))
+    return out
+
+
+def stable_rdp_gaussians(leaves: list[tuple[float, float, int]], target_delta: float | None,
+                         target_epsilon: float | None) -> float:
+    """Renyi DP of Poisson-subsampled Gaussians at integer orders, stable for tiny rates.
+
+    ``A_a = sum_k C(a, k) (1 - q)^(a - k) q^k e^((k^2 - k) / (2 z^2))`` (Mironov, Talwar and
+    Zhang 2019) is ``1 + sum_{k >= 2} C(a, k) (1 - q)^(a - k) q^k expm1((k^2 - k) / (2 z^2))``:
+    every term positive, summed in log space, and ``log A_a = log1p(...)``.  Converted by
+    ``epsilon = min_a rdp(a) + log(1 / delta) / (a - 1)`` (Mironov 2017, Prop. 3).  Each
+    leaf is ``(noise multiplier sigma / D, rate q, count)``; give exactly one target.
+
+    Examples
+    --------
+    >>> round(stable_rdp_gaussians([(1.0, 1e-20, 10 ** 40)], 1e-5, None), 3)
+    7.174
+    """
+    rdp = np.zeros(_ORDERS.size)
+    for multiplier, q, count in leaves:
+        ratio = 1.0 / multiplier
+        inv = ratio * ratio     # 1 / z^2 (inf beyond the floats, not OverflowError)
+        if q == 1.0:
+            rdp += count * _ORDERS * (0.5 * inv)
+        else:
+            rdp += count * _log_a(q, inv) / (_ORDERS - 1)
+    if target_delta is not None:
+        if target_delta == 0.0:
+            return math.inf
+        return float(np.min(rdp + math.log(1.0 / target_delta) / (_ORDERS - 1)))
+    with np.errstate(over="ignore"):
+        return float(min(1.0, np.min(np.exp((_ORDERS - 1) * (rdp - target_epsilon)))))
+
+
+def _stable_rdp_answer(sigma: float, steps: int, sampling_rate: float, sensitivity: float,
+                       neighboring: NeighboringRelation, delta: float | None,
+                       epsilon: float | None) -> float | None:
+    """:func:`stable_rdp_gaussians` where dp_accounting's RDP loses a tiny rate (else None)."""
+    sigma = check_positive("sigma", sigma)
+    steps = check_integer("steps", steps, minimum=1)
+    q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
+    sensitivity = check_positive("sensitivity", sensitivity)
+    gaussian = GaussianMechanism(sigma, sensitivity)
+    if (q == 1.0 or neighboring is not NeighboringRelation.ADD_OR_REMOVE
+            or release_variation(gaussian.noise, sensitivity, q) >= MIN_RESOLVED_VARIATION):
+        return None
+    return stable_rdp_gaussians([(sigma / sensitivity, q, steps)], delta, epsilon)
+
+
 def rdp_epsilon_gaussian(sigma: float, *, delta: float, steps: int, sampling_rate: float = 1.0,
                          sensitivity: float = 1.0,
                          neighboring: NeighboringRelation = NeighboringRelation.ADD_OR_REMOVE
@@ -186,6 +255,10 @@ def rdp_epsilon_gaussian(sigma: float, *, delta: float, steps: int, sampling_rat
     True
     """
     delta = check_in_interval("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    stable = _stable_rdp_answer(sigma, steps, sampling_rate, sensitivity, neighboring,
+                                delta, None)
+    if stable is not None:
+        return stable
     accountant = _rdp_accountant(sigma, steps, sampling_rate, sensitivity, neighboring)
     return float(accountant.get_epsilon(delta))
 
@@ -202,6 +275,10 @@ def rdp_delta_gaussian(sigma: float, *, epsilon: float, steps: int, sampling_rat
     True
     """
     epsilon = check_in_interval("epsilon", epsilon, 0.0, math.inf)
+    stable = _stable_rdp_answer(sigma, steps, sampling_rate, sensitivity, neighboring,
+                                None, epsilon)
+    if stable is not None:
+        return stable
     accountant = _rdp_accountant(sigma, steps, sampling_rate, sensitivity, neighboring)
     return float(min(1.0, accountant.get_delta(epsilon)))
 

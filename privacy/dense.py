@@ -126,6 +126,12 @@ def _inverse(a: DensePmf, other: DensePmf, spectrum: np.ndarray, n: int, size: i
     # over a tail), far below the truncation budget: negative residues are dropped
     probs = fft.irfft(spectrum, n)[:size]
     np.maximum(probs, 0.0, out=probs)
+    # a pmf whose mass exceeds 1 by rounding grows like (1 + r)**count over the squarings
+    # (1e30 releases: overflow, and NaN read as epsilon 0): refused rather than read
+    total = float(np.sum(probs))
+    if not math.isfinite(total):
+        raise AccountingError(f"the composed privacy loss distribution overflowed (total mass "
+                              f"{total!r}): no PLD bound for this composition")
     probs, lower, right = _truncate(probs, a.lower + other.lower, budget)
     infinity = 1.0 - (1.0 - a.infinity_mass) * (1.0 - other.infinity_mass)
     return DensePmf(a.discretization, lower, probs, min(1.0, infinity + right))

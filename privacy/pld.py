@@ -65,6 +65,30 @@ _MAX_CELLS = 3_000_000
 _TAIL_MASS = 1e-19
 
 
+#: Smallest total variation ``q * TV`` of one release that is put on a PLD grid.  The pmf's
+#: masses are rounded to ~1e-16 next to the mass at zero loss; below this the rounding decides
+#: the composed loss (Poisson rate 1e-20, sigma = 1: dp_accounting's pmf is all at loss 0, and
+#: 1e40 such releases read epsilon 0 for a true ~5).  RDP or pure DP bound such releases.
+MIN_RESOLVED_VARIATION = 1e-12
+
+
+def release_variation(law: NoiseLaw, shift: float, q: float) -> float:
+    """Total variation ``q * TV(noise, noise + shift)`` of one Poisson-subsampled release."""
+    # symmetric unimodal noise: TV(noise, noise + shift) is the mass of (-shift/2, shift/2)
+    return q * float(law.cell_masses([-0.5 * shift, 0.5 * shift])[0])
+
+
+def _check_resolved(law: NoiseLaw, shift: float, q: float, what: str) -> None:
+    """Refuse a release too close to no privacy loss for a PLD grid (``AccountingError``)."""
+    variation = release_variation(law, shift, q)
+    if not variation >= MIN_RESOLVED_VARIATION:
+        raise AccountingError(
+            f"one {what} release (sampling rate {q:.3g}) changes the output distribution by a "
+            f"total variation of {variation:.3g}, below {MIN_RESOLVED_VARIATION:g}: its "
+            f"privacy loss distribution would be decided by rounding, so no PLD is built for "
+            f"it (the accountant bounds it by Renyi DP or pure DP)")
+
+
 def gaussian_equivalent(mechanism: Mechanism) -> GaussianMechanism | None:
     """The Gaussian mechanism with the same privacy, or None when there is none.
 
@@ -289,7 +313,8 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
         gives the smallest accepted value).
     AccountingError
         A vector Laplace or SaS mechanism (no PLD is built for it), a loss range above 1e8
-        (noise far below the sensitivity), or a loss that cannot be bounded.
+        (noise far below the sensitivity), a release whose total variation ``q * TV`` is below
+        1e-12 (its pmf would be decided by rounding), or a loss that cannot be bounded.
     """
     q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
     gaussian = gaussian_equivalent(mechanism)
@@ -299,6 +324,8 @@ def pessimistic_pld(mechanism: Mechanism, *, sampling_rate: float = 1.0,
                               f"privacy.accounting.epsilon composes its pure-DP epsilon instead")
     law = (gaussian or mechanism).noise
     d = mechanism.sensitivity
+    _check_resolved(law, 2.0 * d if neighboring is NeighboringRelation.REPLACE_ONE else d, q,
+                    type(mechanism).__name__)
     kinds = _kinds(neighboring, q)
     probe = _initial_grid(law, d)
     spread = max(float(np.ptp(_loss(law, d, probe, kind, q))) for kind in kinds)
@@ -368,7 +395,8 @@ def privacy_loss_distribution(mechanism: Mechanism, *, sampling_rate: float = 1.
         ``discretization`` finer than the two-million-point grid allows (refused before
         anything is allocated; the message gives the accepted range).
     AccountingError
-        The privacy loss of one release spans more than 1e8 (no PLD is built).
+        The privacy loss of one release spans more than 1e8, or its total variation ``q * TV``
+        is below 1e-12 (no PLD is built).
     """
     q = check_probability("sampling_rate", sampling_rate, allow_zero=False)
     relation = privacy_accountant.NeighboringRelation
@@ -377,6 +405,7 @@ def privacy_loss_distribution(mechanism: Mechanism, *, sampling_rate: float = 1.
         mu = gaussian.sensitivity / gaussian.sigma
         if neighboring is NeighboringRelation.REPLACE_ONE:
             mu *= 2.0
+        _check_resolved(gaussian.noise, mu * gaussian.sigma, q, "Gaussian")
         spread = mu * mu + 20.0 * mu          # loss range within dp_accountings's truncation
         h = _grid_spacing(spread, discretization, "Gaussian")
         rel = (relation.REPLACE_ONE if neighboring is NeighboringRelation.REPLACE_ONE
@@ -386,6 +415,7 @@ def privacy_loss_distribution(mechanism: Mechanism, *, sampling_rate: float = 1.
             value_discretization_interval=h, neighboring_relation=rel)
     if (not generic and isinstance(mechanism, LaplaceMechanism) and mechanism.dimension == 1
             and neighboring is NeighboringRelation.ADD_OR_REMOVE):
+        _check_resolved(mechanism.noise, mechanism.sensitivity, q, "Laplace")
         h = _grid_spacing(2.0 * mechanism.epsilon, discretization, "Laplace")
         return pld_lib.from_laplace_mechanism(
             mechanism.scale, sensitivity=mechanism.sensitivity, sampling_prob=q,

@@ -31,6 +31,18 @@ probability ``significance`` on well-posed data):
   (the estimator's threshold for weighting outputs).  Pieces of fewer than 30 residuals are
   left out of it; not applicable to fewer than two others, or to an exact fit.
 
+* **convergence**: did the output-error refinement reach its minimum
+  (:func:`convergence`)?  The search converged when its last step was at rounding, or when
+  the local quadratic model of the residual sum of squares promises at most
+  :data:`~dmdidc.output.refine.CHI2_GAIN` noise variances more (the parameters within about
+  0.3 standard errors of the minimum it points to).  A search that reaches its evaluation
+  limit with more to gain is continued (:class:`~dmdidc.OutputDMDidc`); one that still
+  has more to gain, or can take no damped step, or ends at an overflowing trial, fails,
+  unless it reproduces noise-free outputs to a relative residual of 1e-20 (on exact data the
+  search crawls at rounding, where its gain in rounding's variances says nothing).  The
+  searches of candidate fits that a comparison rule ends early by design (a larger order, a
+  second delay, that cannot become significant) are not the model and are not judged.
+
 Without feedthrough the first residual of each experiment has no input of its sample and is
 not tested (by either check): the outlier threshold counts ``sum(K_i - R - 1)`` residuals and
 ``outlier_samples_`` lists only tested ones.
@@ -66,9 +78,11 @@ from dmdidc.inference.residuals import (
     residual_analysis,
     residual_checks,
 )
+from dmdidc.output.refine import CHI2_GAIN as _CHI2_GAIN
 from dmdidc.trajectories import check_data
 
-__all__ = ["SCREENS", "UNEQUAL_NOISE", "data_checks", "finite_signal", "noise_levels",
+__all__ = ["SCREENS", "UNEQUAL_NOISE", "convergence", "data_checks", "finite_signal",
+           "noise_levels",
            "relative_levels", "warn_new", "windowed"]
 
 #: The checks run, by their names in :func:`~dmdidc.inference.residuals.residual_checks`.
@@ -234,6 +248,68 @@ def data_checks(experiments: list[tuple[np.ndarray, np.ndarray]],
     if levels.failed:
         warn_new(levels.name, levels.message(), warned)
     return (*result, levels), outliers
+
+
+_CONVERGENCE_QUESTION = "did the output-error refinement reach its minimum?"
+_CONVERGENCE_REMEDY = (
+    "the model, its delays and intervals are those of a search short of its minimum; the "
+    "search crawls along directions the data barely fix: excite the inputs more richly or "
+    "record more samples, compare fits with order= set one lower (a mode the data do not "
+    "support), or lower max_delay if the delays are known to be shorter")
+#: Per ending of the search (:data:`~dmdidc.output.refine.ENDINGS`), what it means.
+_ENDINGS = {
+    "evaluations": "the search stopped at its evaluation limit (after {evaluations} "
+                   "evaluations, continued while it gained) with its local quadratic model still "
+                   "promising a decrease of {gain:.3g} noise variances (converged: at most "
+                   "{threshold:g}): the parameters may be about {distance:.2g} standard errors "
+                   "from the minimum",
+    "no_descent": "no damped Gauss-Newton step lowered the residual sum of squares (after "
+                  "{evaluations} evaluations the damping overflowed) while the local quadratic "
+                  "model promises a decrease of {gain:.3g} noise variances (converged: at most "
+                  "{threshold:g}): a rounding-limited or inconsistent Jacobian",
+    "diverged": "the search ended at a trial whose simulated outputs overflowed (after "
+                "{evaluations} evaluations): the model's dynamics are unstable over the record",
+    "stopped": "the search was ended before its minimum by a comparison rule (after "
+               "{evaluations} evaluations), which only candidate fits that cannot win should "
+               "meet",
+}
+
+
+def convergence(refined: Any, rounded: bool = False) -> Check:
+    """The ``convergence`` check of an output-error fit (module notes) from its
+    :class:`~dmdidc.output.refine.Refined`: ``ending``, ``evaluations`` and ``gain`` (the
+    local quadratic model's further decrease in noise variances, the statistic).  ``rounded``:
+    the fit reproduces exact data to rounding (the estimator's ``_ROUNDED``), where a search
+    crawls at rounding and its ending says nothing: it passes.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check = convergence(SimpleNamespace(ending="evaluations", evaluations=240, gain=3.8))
+    >>> check.failed, check.message()[:58]
+    (True, "check 'convergence' failed (statistic 3.8 > threshold 0.1)")
+    >>> convergence(SimpleNamespace(ending="converged", evaluations=5, gain=0.0)).passed
+    True
+    """
+    numbers = {"evaluations": refined.evaluations, "gain": refined.gain,
+               "threshold": _CHI2_GAIN, "distance": float(np.sqrt(max(refined.gain, 0.0)))
+               if np.isfinite(refined.gain) else np.nan}
+    if rounded and refined.ending in ("evaluations", "no_descent"):
+        return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
+                     finding=(f"the search ended crawling at rounding after "
+                              f"{refined.evaluations} evaluations: the model reproduces the "
+                              f"noise-free outputs to a relative residual below 1e-20, where "
+                              f"its noise variances are rounding's"))
+    if refined.ending == "converged":
+        return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
+                     finding=(f"the search converged after {refined.evaluations} evaluations "
+                              f"(the local quadratic model promises {refined.gain:.3g} noise "
+                              f"variances more)"))
+    remedy = (_CONVERGENCE_REMEDY if refined.ending != "diverged" else
+              "fix a lower order=, check that the data are open loop (feedback: the "
+              "feedback check), or fit a shorter record")
+    return Check("convergence", _CONVERGENCE_QUESTION, False, refined.gain, _CHI2_GAIN,
+                 finding=_ENDINGS[refined.ending].format(**numbers), remedy=remedy)
 
 
 def relative_levels(pieces: list[np.ndarray]) -> np.ndarray:

@@ -136,9 +136,11 @@ def eigenvalue_parts(refined: Refined) -> tuple[np.ndarray, np.ndarray]:
 
 def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, R: int, *,
             feedthrough: bool, offset: bool, max_evaluations: int = 60,
-            held: np.ndarray | None = None, stop=None) -> Refined | None:
+            held: np.ndarray | None = None, stop=None, damping: float = 1e-3
+            ) -> Refined | None:
     """The output-error fit started from ``refined`` with the delays ``delays`` (m,) (those
-    ``held`` stay there; ``stop``: :func:`~dmdidc.output.refine.refine`), or ``None`` if no
+    ``held`` stay there; ``stop`` and ``damping``: :func:`~dmdidc.output.refine.refine`), or
+    ``None`` if no
     continuous plant is found from there (:class:`~dmdidc.errors.LogarithmError`, a singular
     system).  Bad input is not caught."""
     try:
@@ -147,7 +149,7 @@ def restart(experiments: list, refined: Refined, delays: np.ndarray, dt: float, 
                       D=refined.D if feedthrough else None,
                       offset=refined.offset if offset else None,
                       max_evaluations=max_evaluations, held=held, stop=stop,
-                      trend=refined.trend)
+                      trend=refined.trend, damping=damping)
     except (LogarithmError, np.linalg.LinAlgError):
         return None
 

@@ -46,7 +46,8 @@ from dmdidc.output.jacobian import (
 )
 from dmdidc.regression.propagation import propagate
 
-__all__ = ["Refined", "refine", "eigenvalue_gradients", "residual_input_test", "without_lines"]
+__all__ = ["CHI2_GAIN", "ENDINGS", "Refined", "refine", "eigenvalue_gradients",
+           "residual_input_test", "without_lines"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,17 @@ class Refined:
     #: Columns of each experiment's trend concentrated out (module notes; 2: its line, 1: its
     #: constant, ``detrend="constant"``; 0: none): the residuals are projected.
     trend: int = 0
+    #: How the search ended (:data:`ENDINGS`); ``converged`` is ``ending == "converged"``.
+    ending: str = "converged"
+    #: Residual evaluations the search took (with its continuations: :func:`continued`).
+    evaluations: int = 0
+    #: The local quadratic model's largest further decrease of the residual sum of squares
+    #: at the end, in noise variances ``rss / N`` (:func:`_model_gain`; 0 when not computed):
+    #: the squared distance, in standard errors, to the minimum it points to.
+    gain: float = 0.0
+    #: The search's last Levenberg-Marquardt damping (column-scaled): where a continuation
+    #: starts (:func:`~dmdidc.output.intervals.restart`).
+    damping: float = 1e-3
 
 
 def without_lines(residuals: list[np.ndarray], trend: bool | int = True) -> list[np.ndarray]:
@@ -191,15 +203,35 @@ def _predicted(A_c, C, B_c, delays, x0, D, offset, experiments, dt: float, R: in
 #: variances ends the search: it moves the parameters by a small fraction of their standard
 #: errors (0.01 in chi^2 is about 0.1 standard error along the step).
 _CHI2_STEP = 0.01
+#: A search at its evaluation limit (or whose damping overflowed) has converged when the local
+#: quadratic model's largest further decrease is at most this many noise variances: the
+#: parameters are then within about 0.3 standard errors of the minimum the model points to.
+CHI2_GAIN = 0.1
 #: Smallest Levenberg-Marquardt damping (column-scaled): the similarity transforms of the state
 #: basis leave ``J^T J`` singular, and the damping keeps the step out of that null space.
 _MIN_DAMPING = 1e-9
+#: A delay within this many periods of a whole period, pushed across it by the descent, is at
+#: its corner for the convergence test (:func:`_levenberg_marquardt`; the profiles' smallest
+#: step, :data:`~dmdidc.output.intervals._MIN_STEP`).
+_AT_PERIOD = 1e-3
+#: How a search ends (:attr:`Refined.ending`).  ``converged``: a step at rounding, a step that
+#: gained at most :data:`_CHI2_STEP` noise variances, or, at the evaluation limit, the
+#: quadratic model promises at most :data:`CHI2_GAIN` noise variances more; ``stopped``: the
+#: caller's ``stop`` rule (a candidate that cannot change a comparison, ended by design);
+#: ``evaluations``: the evaluation limit with more to gain; ``no_descent``: no damped step could
+#: be solved (the damping overflowed) with more to gain; ``diverged``: the last evaluation
+#: overflowed (an unstable trial the search could not leave).
+ENDINGS = ("converged", "stopped", "evaluations", "no_descent", "diverged")
 
 
-def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
+def _model_gain(scaled: np.ndarray, gradient: np.ndarray,
+                free: np.ndarray | None = None) -> float:
     """The largest decrease of the residual sum of squares the local quadratic model allows:
     ``g^T (J^T J)^+ g`` (column-scaled; the similarity directions' zero eigenvalues dropped,
-    below the relative cutoff ``RCOND`` of every pseudo-inverse of :mod:`dmdidc.output`)."""
+    below the relative cutoff ``RCOND`` of every pseudo-inverse of :mod:`dmdidc.output`);
+    ``free`` (bool): only over these parameters (the others held at a bound)."""
+    if free is not None and not free.all():
+        scaled, gradient = scaled[np.ix_(free, free)], gradient[free]
     values, vectors = np.linalg.eigh(scaled)
     keep = values > RCOND * max(values.max(initial=0.0), np.finfo(float).tiny)
     projected = vectors[:, keep].T @ gradient
@@ -207,7 +239,7 @@ def _model_gain(scaled: np.ndarray, gradient: np.ndarray) -> float:
 
 
 def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluations: int,
-                         stop=None):
+                         stop=None, edges=None, damping: float = 1e-3):
     """Damped Gauss-Newton on the normal equations with the box projected; the start is good
     (the subspace estimate), so it takes full Gauss-Newton steps within a few iterations.
 
@@ -215,17 +247,55 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     ``linearize(theta)`` gives at the last evaluated ``theta`` (:func:`~dmdidc.output.jacobian.
     normal_equations`: ``J`` is never formed), instead of the SVD of ``J`` that
     :func:`scipy.optimize.least_squares`' trust region takes (14x dearer at 8000 x 28).  The
-    last step gains at most ``_CHI2_STEP`` noise variances, so it moved the parameters by about
-    a tenth of a standard error (a Gauss-Newton step's gain is its length squared in standard
-    errors): the Jacobian before it serves the covariance (it differs by O(0.1 / sqrt(samples))
-    relatively) instead of a new one.  Returns ``(theta, residuals, J^T J, converged)``.
-    ``stop(rss, gain)`` (optional) is asked at every new Jacobian with the quadratic model's
-    largest decrease ``gain``; ``True`` ends the search there (not converged).
+    last step gains at most ``_CHI2_STEP`` noise variances, so it moved the parameters by
+    about a tenth of a standard error (a Gauss-Newton step's gain is its length squared in
+    standard errors): the Jacobian before it serves the covariance (it differs by
+    O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
+    J^T J, ending, evaluations, gain, damping)``: how it ended (:data:`ENDINGS`), ``gain`` in
+    noise variances ``rss / N`` (the last step's decrease when that ended it, 0 at a step at
+    rounding, NaN when stopped, else the quadratic model's further decrease), and the last
+    damping, where a continuation starts (``damping``: the first; a continuation started at
+    1e-3 again took a step too damped to move for one at rounding and ended "converged"
+    7e-5 s off the delay of noise-free data).  ``stop(rss, gain)`` (optional) is asked at
+    every new Jacobian with the quadratic model's largest decrease ``gain``; ``True`` ends the
+    search there (``stopped``).
+
+    The model holds only up to an edge of the parameters' smooth region: a bound, or one of
+    ``edges(theta, descent)`` (optional), which returns per parameter the distance to its next
+    edge along the sign of ``descent`` (``inf``: none; a delay's whole periods, where the
+    outputs are not smooth in it) and a tolerance.  A parameter within its tolerance of an edge
+    (0 for the bounds) that the descent pushes across is held, and its first-order decrease up
+    to the edge added: at a bound or a corner of the residual in a delay the gradient does not
+    vanish at the minimum, and the unconstrained model would
+    promise a decrease no step can take.
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
     normal, gradient = linearize(theta)
-    damping, growth, fresh = 1e-3, 2.0, True
+
+    def remaining(theta, normal, gradient, rss) -> float:
+        """The model's further decrease at ``theta``, in noise variances."""
+        scale = np.sqrt(np.clip(np.diag(normal), 0.0, None))
+        scale[scale == 0] = 1.0
+        descent = -gradient
+        distance = np.where(descent < 0, theta - lower, upper - theta)
+        tolerance = np.zeros(theta.size)
+        if edges is not None:
+            found, tolerance = edges(theta, descent)
+            distance = np.minimum(distance, found)
+        held = (distance <= tolerance) & (descent != 0)
+        # the held parameters' way to their edge, at their slope (rss changes by 2 g^T step)
+        gain = max(_model_gain(normal / np.outer(scale, scale), gradient / scale, ~held)
+                   + 2.0 * float(np.abs(gradient[held]) @ distance[held]), 0.0)
+        return gain / (rss / r.size) if rss > 0 else (0.0 if gain == 0 else np.inf)
+
+    def ended(ending: str, gain: float):
+        # an overflowed trial is clipped to _DIVERGED: a search still there has no model
+        if ending != "stopped" and not np.all(np.abs(r) < _DIVERGED):
+            ending = "diverged"
+        return theta, r, normal, ending, evaluations, gain, damping
+
+    growth, fresh = 2.0, True
     while evaluations < max_evaluations and np.isfinite(damping):
         # a Gram's diagonal: >= 0, but the expanded normal equations (jacobian._reduction)
         # can leave a direction the outputs do not see at -eps instead of 0
@@ -233,7 +303,7 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         scale[scale == 0] = 1.0
         scaled = normal / np.outer(scale, scale)
         if fresh and stop is not None and stop(rss, _model_gain(scaled, gradient / scale)):
-            return theta, r, normal, False
+            return ended("stopped", np.nan)
         fresh = False
         scaled[np.diag_indices_from(scaled)] += damping
         try:
@@ -248,19 +318,24 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         rss_trial = float(r_trial @ r_trial)
         predicted = -(2.0 * gradient @ step + step @ normal @ step)
         if rss_trial < rss:
-            small = rss - rss_trial <= _CHI2_STEP * rss / r.size
+            gained = (rss - rss_trial) / (rss / r.size)       # in noise variances
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
-            if small:                   # the previous Jacobian serves (docstring)
-                return theta, r, normal, True
+            if gained <= _CHI2_STEP:            # the previous Jacobian serves (docstring)
+                return ended("converged", gained)
             (normal, gradient), fresh = linearize(theta), True
             damping = max(damping * max(1 / 3, 1 - (2 * ratio - 1) ** 3), _MIN_DAMPING)
             growth = 2.0
         else:
             damping, growth = damping * growth, growth * 2
         if np.all(np.abs(step) <= 1e-12 * (1.0 + np.abs(theta))):
-            return theta, r, normal, True
-    return theta, r, normal, False
+            return ended("converged", 0.0)
+    # the Jacobian is at theta (every accepted step above renews it): the limit, or a damping
+    # that overflowed, ends a converged search when the model promises little more
+    gain = remaining(theta, normal, gradient, rss)
+    if gain <= CHI2_GAIN:
+        return ended("converged", gain)
+    return ended("evaluations" if evaluations >= max_evaluations else "no_descent", gain)
 
 
 def _similarity_directions(A_c: np.ndarray, C: np.ndarray, B_c: np.ndarray, x0: np.ndarray,
@@ -295,12 +370,13 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
            B_c: np.ndarray, delays: np.ndarray, initial_states: np.ndarray,
            D: np.ndarray | None, offset: np.ndarray | None = None,
            max_evaluations: int = 60, stop=None, held: np.ndarray | None = None,
-           trend: bool | int = False) -> Refined:
+           trend: bool | int = False, damping: float = 1e-3) -> Refined:
     """Joint output-error fit from a starting point (module notes); ``stop(rss, gain)`` may
     end the search early (:func:`_levenberg_marquardt`; the order check's hopeless candidates);
     the delays of the channels ``held`` (bool, (m,)) stay at ``delays`` (a profile over the
     other parameters, :mod:`dmdidc.output.intervals`); ``trend``: each experiment's line is
-    concentrated out (module notes; not with ``offset``, which the line holds).
+    concentrated out (module notes; not with ``offset``, which the line holds); ``damping``:
+    the search's first (a continuation's: :attr:`Refined.damping`).
     """
     trend = trend_degree(trend)
     if trend and offset is not None:
@@ -321,6 +397,19 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     if held is not None:        # equal bounds: the search and the covariance leave them fixed
         at = np.arange(layout["delays"].start, layout["delays"].stop)[np.asarray(held, bool)]
         lower[at] = upper[at] = theta0[at]
+
+    delay_at = np.arange(layout["delays"].start, layout["delays"].stop)
+
+    def edges(theta: np.ndarray, descent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each delay's distance to the whole period next along ``descent`` (the outputs'
+        kinks, :func:`_levenberg_marquardt`), within :data:`_AT_PERIOD` of it."""
+        distance, tolerance = np.full(theta.size, np.inf), np.zeros(theta.size)
+        periods = theta[delay_at] / dt
+        below = np.floor(periods)
+        distance[delay_at] = dt * np.where(descent[delay_at] < 0, periods - below,
+                                           below + 1.0 - periods)
+        tolerance[delay_at] = _AT_PERIOD * dt
+        return distance, tolerance
 
     last = {}     # the states and residuals of the latest evaluation, for the Jacobian there
     splits = np.cumsum([Y.shape[1] - R for Y, _ in experiments])[:-1]     # experiments' rows
@@ -367,8 +456,8 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
         return normal, gradient
 
     with np.errstate(over="ignore", invalid="ignore"):
-        theta, r, normal, converged = _levenberg_marquardt(residuals, linearize, theta0, lower,
-                                                           upper, max_evaluations, stop)
+        theta, r, normal, ending, evaluations, gain, damping = _levenberg_marquardt(
+            residuals, linearize, theta0, lower, upper, max_evaluations, stop, edges, damping)
     rss = float(r @ r)
     # n^2 directions are the basis; each experiment's line takes two per output
     dof = max(targets.size - (theta.size - n * n) - trend * ny * E, 1)
@@ -380,8 +469,9 @@ def refine(experiments: list, dt: float, R: int, *, A_c: np.ndarray, C: np.ndarr
     return Refined(A_c=A_c, C=C, B_c=B_c, delays=delays.copy(), initial_states=x0,
                    D=np.zeros((ny, m)) if D is None else D,
                    offset=np.zeros(ny) if found is None else found, covariance=covariance, rss=rss,
-                   dof=dof, layout=layout, converged=converged,
-                   residuals=tuple(np.split(r.reshape(-1, ny), splits)), trend=trend)
+                   dof=dof, layout=layout, converged=ending == "converged",
+                   residuals=tuple(np.split(r.reshape(-1, ny), splits)), trend=trend,
+                   ending=ending, evaluations=evaluations, gain=gain, damping=damping)
 
 
 def eigenvalue_gradients(A_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

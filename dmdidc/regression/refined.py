@@ -38,6 +38,8 @@ transfer function estimation from closed loop data", Automatica 29 (1993) 1523-1
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 from scipy import linalg
 
@@ -46,8 +48,8 @@ from dmdidc.model import steady_state
 from dmdidc.regression.propagation import delayed_response, propagate
 from dmdidc.regression.solution import lagged_inputs
 
-__all__ = ["simulate_forced", "simulated_states", "simulated_recursions", "reference_projection",
-           "model_instruments", "instrument_rows", "REFERENCE_LAGS"]
+__all__ = ["simulate_forced", "simulated_states", "simulated_recursions", "SimulatedSignals",
+           "reference_projection", "model_instruments", "instrument_rows", "REFERENCE_LAGS"]
 
 #: Lags ``0 .. L`` of the reference in the projection of the inputs on it (closed loop).
 REFERENCE_LAGS = 20
@@ -299,6 +301,89 @@ def _side_by_side(M: np.ndarray, B_blocks: np.ndarray, drives: list[np.ndarray],
         out[i] = ((states, M, (products[t], xi[first, t] + rests[t],
                                xi[lengths[t] - 1, t] + rests[t]))
                   if moments[t] else (states, None, None))
+
+
+#: Entries (samples times states) of the simulated signals alive at once when
+#: :class:`SimulatedSignals` streams them: 32 MB, whatever the number of experiments.
+_SIGNAL_ENTRIES = 1 << 22
+
+
+class SimulatedSignals(Sequence):
+    """The simulated states ``x^`` of every trajectory (:func:`simulated_states` of each
+    drive), computed when read instead of kept.
+
+    Why: a list of them is as large as the states themselves (30 000 experiments of 200
+    samples at n = 50: 2.4 GB), and a fit reads them a few times only: once for the
+    statistics, in blocks (:meth:`blocks`), then a few pieces for the covariance and the
+    checks.  Indexing simulates one trajectory (the last one read is kept: the pieces of a
+    long record read it several times); iterating simulates blocks of at most
+    :data:`_SIGNAL_ENTRIES` entries side by side (:func:`simulated_recursions`).  The same
+    numbers, to rounding, as the list.  :meth:`subset` simulates the trajectories a
+    subsample reads side by side; a block of one trajectory (a long record) stays read.
+
+    Parameters
+    ----------
+    A_d : ndarray, shape (n, n)
+    B_blocks : ndarray, shape (R + 1, n, m)
+    drives : list of ndarray, shape (m, K_i)
+    """
+
+    def __init__(self, A_d: np.ndarray, B_blocks: np.ndarray, drives: list[np.ndarray]
+                 ) -> None:
+        self._model = (A_d, B_blocks)
+        self._drives = drives
+        self._last: tuple[int, np.ndarray] | None = None
+
+    @property
+    def model(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(A_d, B_blocks)``: the model simulated."""
+        return self._model
+
+    def __len__(self) -> int:
+        return len(self._drives)
+
+    def __getitem__(self, index: int) -> np.ndarray:   # type: ignore[override]
+        i = range(len(self._drives))[index]          # negative indices; IndexError beyond
+        if self._last is None or self._last[0] != i:
+            drive = self._drives[i]
+            # (the one-trajectory simulation refuses an empty drive; the side by side not)
+            states = (simulated_states(*self._model, drive) if drive.shape[1]
+                      else np.zeros((self._model[0].shape[0], 0)))
+            self._last = (i, states)
+        return self._last[1]
+
+    def subset(self, indices: list[int]) -> dict[int, np.ndarray]:
+        """The signals of the trajectories ``indices`` (index: states), simulated side by
+        side (:func:`simulated_recursions`): the pieces a covariance or a check reads."""
+        wanted = sorted({range(len(self._drives))[i] for i in indices})
+        out = {}
+        if self._last is not None and self._last[0] in wanted:
+            out[self._last[0]] = self._last[1]
+        rest = [i for i in wanted if i not in out]
+        simulated = simulated_recursions(*self._model, [self._drives[i] for i in rest], None)
+        out.update((i, states) for i, (states, _, _) in zip(rest, simulated, strict=True))
+        return out
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for _, simulated in self.blocks(None):
+            yield from (states for states, _, _ in simulated)
+
+    def blocks(self, first: int | None) -> Iterator[tuple[range, list]]:
+        """Consecutive blocks of trajectories, ``(indices, simulated)``: ``simulated`` as
+        :func:`simulated_recursions` returns it for their drives (``first`` likewise)."""
+        n = self._model[0].shape[0]
+        start, entries = 0, 0
+        for i, drive in enumerate(self._drives):
+            entries += n * drive.shape[1]
+            if entries >= _SIGNAL_ENTRIES or i == len(self._drives) - 1:
+                simulated = simulated_recursions(*self._model, self._drives[start:i + 1],
+                                                 first)
+                if i == start:
+                    # a block of one long record: its pieces are read next (the covariance,
+                    # the checks), and simulating it again cost 40 % of a 6e5-sample fit
+                    self._last = (i, simulated[0][0])
+                yield range(start, i + 1), simulated
+                start, entries = i + 1, 0
 
 
 def reference_projection(inputs: list[np.ndarray], references: list[np.ndarray],

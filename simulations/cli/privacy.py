@@ -101,7 +101,7 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
     parser.add_argument("--alpha", type=float,
-                        help="stability index in (0, 2]; 2 = Gaussian (sigma = sqrt(2) scale); "
+                        help="stability index in [0.1, 2]; 2 = Gaussian (sigma = sqrt(2) scale); "
                              "default: 2 with --delta > 0; without --delta it must be given "
                              "(< 2: pure DP)")
     parser.add_argument("--sensitivity", type=float, default=1.0,
@@ -147,7 +147,7 @@ def _resolve_noise(args: argparse.Namespace) -> None:
     from _toolbox.errors import ParameterError
 
     if args.alpha is None and args.delta is None:
-        raise ParameterError("give the noise: --alpha A with 0 < A < 2 for a pure-DP "
+        raise ParameterError("give the noise: --alpha A with 0.1 <= A < 2 for a pure-DP "
                              "(delta = 0) epsilon of SaS noise, or --delta D > 0 for an "
                              "(epsilon, delta) guarantee (alpha then defaults to 2, Gaussian); "
                              "the Gaussian has no pure-DP epsilon, so no default pair is valid")

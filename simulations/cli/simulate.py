@@ -112,7 +112,7 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
                           help=f"noise distribution (default: {_DEFAULT_NOISE}; sas: symmetric "
                                f"alpha-stable, heavy-tailed; needs a noise scale > 0)")
     simulate.add_argument("--alpha", type=float,
-                          help=f"SaS stability index in (0, 2] (default: {_DEFAULT_ALPHA}; only "
+                          help=f"SaS stability index in [0.1, 2] (default: {_DEFAULT_ALPHA}; only "
                                f"with --noise sas)")
     simulate.add_argument("--seed", type=_seed,
                           help=f"seed of the noise draws (default: {_DEFAULT_SEED}; needs a noise "

@@ -530,3 +530,146 @@ def test_trajectory_trend_fit_is_least_squares_with_a_trend_per_trajectory(kind,
 def test_trajectory_trend_fit_refuses_an_unknown_kind():
     with pytest.raises(ParameterError, match="kind must be 'constant' or 'linear'; got 'cubic'"):
         trajectory_trend_fit([(np.zeros((1, 11)), np.zeros((1, 10)))], 0, kind="cubic")
+
+
+def _short_experiments(plant, count: int, length: int, noise: float, rng):
+    """``count`` experiments of ``length`` samples from rest, white inputs, measurement noise
+    of ``noise`` times each state's spread."""
+    from dmdidc import random_excitation
+
+    trajectories = []
+    for _ in range(count):
+        U = random_excitation(plant.n_inputs, length, rng=rng)
+        X = plant.simulate(np.zeros(plant.n_states), U)
+        trajectories.append((X, U))
+    spread = np.sqrt(np.mean([X.var(axis=1) for X, _ in trajectories], axis=0))[:, None]
+    return [(X + noise * spread * rng.standard_normal(X.shape), U) for X, U in trajectories]
+
+
+def test_streamed_simulated_statistics_equal_those_of_the_whole_list(monkeypatch):
+    # The refined stage simulates and sums its instruments a block of trajectories at a time
+    # (SimulatedSignals): the statistics equal those of every signal simulated at once and
+    # kept in a list (the former path), whatever the blocks, trajectories shorter than the
+    # lags included.
+    from dmdidc import fitting
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for entries in (1, 40, 400):
+        monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", entries)
+        for _ in range(6):
+            n, m, R = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+            A = rng.standard_normal((n, n))
+            A *= rng.uniform(0.3, 0.95) / np.max(np.abs(np.linalg.eigvals(A)))
+            B_blocks = rng.standard_normal((R + 1, n, m))
+            trajectories = [(rng.standard_normal((n, int(K) + 1)),
+                             rng.standard_normal((m, int(K))) + rng.normal(0, 2, (m, 1)))
+                            for K in rng.integers(1, 120, size=int(rng.integers(2, 12)))]
+            memo = {}
+            try:
+                first = R + fitting._input_statistics(trajectories, R, memo).instrument_lags
+            except ValueError:
+                continue
+            inputs = [U for _, U in trajectories]
+            whole = refined.simulated_recursions(A, B_blocks, inputs, first)
+            M = next((s[1] for s in whole if s[1] is not None), None)
+            listed = fitting._simulated_statistics(
+                trajectories, R, [s[0] for s in whole], memo,
+                recursion=None if M is None else (M, B_blocks, [s[2] for s in whole]))
+            streamed = fitting._simulated_statistics(
+                trajectories, R, refined.SimulatedSignals(A, B_blocks, inputs), memo)
+            np.testing.assert_allclose(streamed.gram, listed.gram, rtol=0,
+                                       atol=1e-11 * np.abs(listed.gram).max())
+            np.testing.assert_allclose(streamed.sums, listed.sums, rtol=0,
+                                       atol=1e-11 * np.abs(listed.sums).max())
+            for name in ("n_samples", "n_trajectories", "min_trajectory_samples",
+                         "max_trajectory_samples"):
+                assert getattr(streamed, name) == getattr(listed, name), name
+            checked += 1
+    assert checked >= 12
+
+
+def test_refined_statistics_memory_does_not_grow_with_the_experiments(monkeypatch):
+    # 30 000 experiments of 200 samples at n = 50 kept every simulated signal (2.4 GB, as
+    # large as the states): now a block at a time.  The peak traced inside the refined
+    # statistics is about the same for 100 and 800 experiments, and far below the 800
+    # experiments' signals.
+    import tracemalloc
+
+    from dmdidc import fitting
+    from dmdidc.regression import refined
+
+    monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", 1 << 16)
+    rng = np.random.default_rng(3)
+    n, m, R = 20, 2, 3
+    A = rng.standard_normal((n, n))
+    A *= 0.9 / np.max(np.abs(np.linalg.eigvals(A)))
+    B_blocks = rng.standard_normal((R + 1, n, m))
+    peaks = {}
+    for count in (100, 800):
+        trajectories = [(rng.standard_normal((n, 201)), rng.standard_normal((m, 200)))
+                        for _ in range(count)]
+        memo = {}
+        fitting._input_statistics(trajectories, R, memo)
+        signals = refined.SimulatedSignals(A, B_blocks, [U for _, U in trajectories])
+        tracemalloc.start()
+        try:
+            fitting._simulated_statistics(trajectories, R, signals, memo)
+            peaks[count] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    listed = 800 * n * 200 * 8
+    assert peaks[800] < 1.5 * peaks[100] + 1e6, peaks
+    assert peaks[800] < 0.25 * listed, (peaks, listed)
+
+
+def test_blocks_of_experiments_give_the_fit_of_one_block(monkeypatch):
+    # Old against new on a few hundred noisy experiments: the default fit with the refined
+    # instruments simulated in one block (as all were kept before) and in many small blocks
+    # chooses the same estimator, and its coefficients and standard errors agree far inside
+    # a standard error.
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(5)
+    plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=3)
+    trajectories = _short_experiments(plant, 300, 60, 0.03, rng)
+    fits = {}
+    for entries in (1 << 40, 64):
+        monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", entries)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits[entries] = DMDidc(max_delay=3).fit([X for X, _ in trajectories],
+                                                    [U for _, U in trajectories], dt=plant.dt)
+    one, many = (fits[e].regression_ for e in (1 << 40, 64))
+    assert one.estimator == many.estimator == "iv"
+    assert np.max(np.abs(one.coefficients - many.coefficients) / one.standard_errors) < 1e-6
+    np.testing.assert_allclose(many.standard_errors, one.standard_errors, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_short_experiments_agree_with_one_long_record(seed):
+    # Realistic data: a random plant, 30 dB measurement noise, 150 experiments of 200
+    # samples from rest against one record of as many samples (independent noise and
+    # inputs): the default fits agree within their standard errors (the difference of two
+    # independent estimates in units of its standard deviation; 5 is far in the tail for
+    # the few tens of coefficients), and each is within its standard errors of the plant.
+    rng = np.random.default_rng(100 + seed)
+    R = 4
+    plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=R)
+    many = _short_experiments(plant, 150, 200, 10 ** -1.5, rng)
+    one = _short_experiments(plant, 1, 150 * 200, 10 ** -1.5, rng)
+    fits = []
+    for data in (many, one):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(DMDidc(max_delay=R).fit([X for X, _ in data], [U for _, U in data],
+                                                dt=plant.dt).regression_)
+    truth = np.hstack([plant.A_d, *plant.B_blocks])
+    a, b = fits
+    assert a.coefficients.shape == truth.shape
+    gap = np.abs(a.coefficients - b.coefficients) / np.hypot(a.standard_errors,
+                                                             b.standard_errors)
+    assert gap.max() < 5.0, (gap.max(), a.estimator, b.estimator)
+    for fit in fits:
+        assert np.max(np.abs(fit.coefficients - truth) / fit.standard_errors) < 5.0

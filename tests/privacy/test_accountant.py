@@ -289,3 +289,177 @@ def test_rdp_under_replace_one_bounds_the_exact_gaussian(sigma, steps):
     generic = mechanism_guarantee(mechanism, delta=1e-5, steps=steps,
                         neighboring=NeighboringRelation.REPLACE_ONE, generic=True)
     assert generic.epsilon >= exact * (1 - 1e-9), generic.method
+
+
+# ----------------------------------------------------------------------------- small deltas
+
+
+def _sas_cdf_fourier(x: float, alpha: float) -> float:
+    """Independent SaS(alpha, 1) cdf: 1/2 + (1/pi) int_0^inf sin(t x) / t exp(-t^alpha) dt."""
+    from scipy import integrate
+
+    if x == 0.0:
+        return 0.5
+    s, x = math.copysign(1.0, x), abs(x)
+    head, _ = integrate.quad(lambda t: math.sin(t * x) / t * math.exp(-t ** alpha) if t > 0
+                             else x, 0.0, 1.0 / x, limit=200, epsabs=1e-15, epsrel=1e-13)
+    tail, _ = integrate.quad(lambda t: math.exp(-t ** alpha) / t, 1.0 / x, np.inf,
+                             weight="sin", wvar=x, limlst=200)
+    return 0.5 + s * (head + tail) / math.pi
+
+
+def _binned_sas_epsilons(alpha: float, q: float, steps: int, delta: float) -> tuple[float, float]:
+    """dp_accounting's optimistic and pessimistic epsilon of the SaS pair binned on a grid.
+
+    The outputs of the noise and of the Poisson-subsampled shifted noise (D = 1, scale 1) are
+    coarsened to cells of 0.02 (geometric beyond 30): a post-processing, so the optimistic
+    value is below the true epsilon, and the pessimistic one is close above it.
+    """
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    inner = np.round(np.arange(-30.0, 31.0 + 0.01, 0.02), 10)
+    outer = np.geomspace(31.0, 1e5, 200)
+    edges = np.unique(np.concatenate([-outer[::-1], inner, outer]))
+    cdf = {float(x): _sas_cdf_fourier(float(x), alpha)
+           for x in np.unique(np.concatenate([edges, edges - 1.0]))}
+
+    def masses(shift: float) -> np.ndarray:
+        f = np.array([cdf[float(x)] for x in edges - shift])
+        return np.maximum(np.concatenate([[f[0]], np.diff(f), [1.0 - f[-1]]]), 1e-300)
+    base = masses(0.0)
+    mixture = (1.0 - q) * base + q * masses(1.0)
+    answers = []
+    for pessimistic in (False, True):
+        sides = []
+        for upper, lower in ((mixture, base), (base, mixture)):
+            composed = pld.from_two_probability_mass_functions(
+                dict(enumerate(np.log(lower))), dict(enumerate(np.log(upper))),
+                pessimistic_estimate=pessimistic,
+                value_discretization_interval=1e-5).self_compose(steps)
+            sides.append(composed.get_epsilon_for_delta(delta))
+        answers.append(max(sides))
+    return answers[0], answers[1]
+
+
+def test_a_small_delta_is_not_lost_to_the_truncations_sas():
+    """A thousand releases cut ~2.5e-11 of tail mass to infinite loss, more than delta =
+    1e-12: the PLD read inf and the answer fell to the pure-DP bound, 7.38 for SaS
+    (alpha 1.9, q = 0.01) where an independent binned PLD gives 1.67."""
+    low, high = _binned_sas_epsilons(1.9, 0.01, 1000, 1e-12)
+    g = mechanism_guarantee(SaSMechanism(alpha=1.9, scale=1.0), delta=1e-12, steps=1000,
+                            sampling_rate=0.01)
+    assert g.method == "pld"
+    assert low <= g.epsilon <= 1.02 * high
+
+
+def test_a_small_delta_is_not_lost_to_the_truncations_laplace():
+    """Laplace (b = 1, q = 0.01, 1000 releases) at delta = 1e-12: 3.72 (pure DP) for
+    dp_accounting's own pessimistic PLD composition's 2.03."""
+    pmf = pld_lib.from_laplace_mechanism(1.0, sampling_prob=0.01,
+                                         value_discretization_interval=1e-4)
+    reference = pmf.self_compose(1000).get_epsilon_for_delta(1e-12)
+    ours = mechanism_epsilon(LaplaceMechanism(1.0), delta=1e-12, steps=1000, sampling_rate=0.01)
+    assert reference * (1 - 1e-9) <= ours <= 1.01 * reference
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # prv_accountant's float128
+def test_a_small_delta_gets_the_rdp_bound_when_the_pld_cannot_answer():
+    """A subsampled Gaussian (sigma 1, q = 0.01, 1000 releases) at delta = 1e-12 read
+    epsilon = inf (the truncated mass above delta) although Renyi DP bounds it: now the
+    smaller of the two, above the PRV accountant's lower bound (3.90)."""
+    from dp_accounting import rdp
+
+    event = dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(1.0))
+    prv = PRVAccountant(prvs=PRVSubsampledGaussian(0.01, 1.0), max_self_compositions=1000,
+                        eps_error=1e-2, delta_error=1e-15)
+    low, _, _ = prv.compute_epsilon(delta=1e-12, num_self_compositions=[1000])
+    renyi = rdp.RdpAccountant().compose(event, 1000).get_epsilon(1e-12)
+    ours = Accountant().compose(event, 1000).epsilon(1e-12)
+    assert low <= ours <= renyi * (1 + 1e-9)
+
+
+# ----------------------------------------------------------------------------- tiny rates
+
+
+def _sum_statistic_epsilon(mu: float, delta: float) -> float:
+    """Epsilon of the Gaussian pair with mean shift ``mu`` (scipy, Balle and Wang's formula)."""
+    from scipy import optimize, stats
+
+    def excess(eps: float) -> float:
+        return (stats.norm.cdf(mu / 2 - eps / mu)
+                - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu) - delta)
+    return optimize.brentq(excess, 0.0, 100.0, xtol=1e-12)
+
+
+@pytest.mark.parametrize(("mechanism", "noise_sd"), [(GaussianMechanism(1.0), 1.0),
+                                                     (LaplaceMechanism(1.0), math.sqrt(2.0))])
+def test_tiny_sampling_rates_are_not_lost_to_rounding(mechanism, noise_sd):
+    """Rate 1e-20, 1e40 releases: dp_accounting's pmf of one release is all at loss 0 and its
+    RDP negative (clamped to 0), so both read epsilon 0.  An adversary who adds up the 1e40
+    outputs sees a shift of N q = 1e20 on noise of sd sqrt(N) * sd(noise) (Gaussian to any
+    precision at this N, the participations' spread 1e10 is 1e-10 of it): a test at least as
+    good as that Gaussian pair, whose epsilon lower-bounds the truth (4.38 and 2.94)."""
+    import warnings
+
+    q, steps, delta = 1e-20, 10 ** 40, 1e-5
+    lower = _sum_statistic_epsilon(q * math.sqrt(steps) / noise_sd, delta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = mechanism_guarantee(mechanism, delta=delta, steps=steps, sampling_rate=q)
+    assert 0.9 * lower <= g.epsilon < math.inf, (g.epsilon, g.method, lower)
+
+
+def test_extreme_noise_multipliers_get_bounds_not_arithmetic_errors():
+    """sigma = 1e300 D overflowed in dp_accounting's PLD (OverflowError) and sigma = 1e-300 D
+    divided by zero in its RDP, both under Poisson subsampling."""
+    quiet = mechanism_guarantee(GaussianMechanism(1e300), delta=1e-5, steps=10,
+                                sampling_rate=0.01)
+    assert 0.0 <= quiet.epsilon < 0.1
+    # one participation (probability ~0.1) tells everything: no finite epsilon at 1e-5
+    loud = mechanism_guarantee(GaussianMechanism(1.0, sensitivity=1e300), delta=1e-5, steps=10,
+                               sampling_rate=0.01)
+    assert loud.epsilon == math.inf
+
+
+@pytest.mark.parametrize(("sigma", "q"), [(1.0, 0.01), (0.7, 0.1), (3.0, 1e-4), (1.0, 0.5)])
+def test_stable_integer_order_rdp_is_dp_accountings_where_that_is_accurate(sigma, q):
+    """Where dp_accounting's integer-order RDP is accurate (rates >= 1e-4) the stable sum
+    (used below a total variation of 1e-12) gives its log A_a at every order, and an epsilon
+    (plain conversion) above dp_accounting's own and within 1.5 times it (plus 0.045)."""
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
+    from privacy.composition import _ORDERS, _log_a, stable_rdp_gaussians
+
+    ours = _log_a(q, 1.0 / sigma ** 2)[:60]
+    theirs = [rdp_lib._compute_log_a_int(q, sigma, int(a)) for a in _ORDERS[:60]]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-15)
+    event = dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma))
+    mine = stable_rdp_gaussians([(sigma, q, 1000)], 1e-5, None)
+    native = rdp_lib.RdpAccountant().compose(event, 1000).get_epsilon(1e-5)
+    # the plain conversion at the largest order (256) cannot go below log(1 / delta) / 255
+    assert native * (1 - 1e-9) <= mine <= 1.5 * native + math.log(1e5) / 255
+
+
+def test_the_public_rdp_functions_keep_a_tiny_rate():
+    """privacy.composition's RDP comparison functions read dp_accounting's 0 at rate 1e-20
+    (1e40 releases; the sum of the outputs alone gives an adversary 4.38)."""
+    from privacy.composition import rdp_delta_gaussian, rdp_epsilon_gaussian
+
+    lower = _sum_statistic_epsilon(1.0, 1e-5)
+    assert rdp_epsilon_gaussian(1.0, delta=1e-5, steps=10 ** 40, sampling_rate=1e-20) >= lower
+    assert rdp_delta_gaussian(1.0, epsilon=0.5 * lower, steps=10 ** 40,
+                              sampling_rate=1e-20) > 1e-5
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # prv_accountant's float128
+def test_calibration_at_a_small_delta_does_not_drown_the_signal():
+    """Every PLD answer near the optimum read inf at delta = 1e-12 (1e3 releases, q = 0.01),
+    so the search settled on sigma = 1086 (epsilon 0.0056 for a target of 2).  Now the RDP
+    bound answers: the sigma meets the target by the PRV accountant's estimate too."""
+    from privacy.calibration import calibrate_gaussian_sigma
+
+    sigma = calibrate_gaussian_sigma(2.0, delta=1e-12, steps=1000, sampling_rate=0.01)
+    prv = PRVAccountant(prvs=PRVSubsampledGaussian(0.01, sigma), max_self_compositions=1000,
+                        eps_error=1e-2, delta_error=1e-15)
+    low, estimate, _ = prv.compute_epsilon(delta=1e-12, num_self_compositions=[1000])
+    assert estimate <= 2.0 and sigma < 1.6, (sigma, low, estimate)

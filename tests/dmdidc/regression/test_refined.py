@@ -175,3 +175,38 @@ def test_side_by_side_simulation_equals_one_trajectory_at_a_time(kind, monkeypat
             for got, want in zip(moments, alone[2], strict=True):
                 np.testing.assert_allclose(got, want, rtol=0,
                                            atol=1e-11 * max(np.abs(want).max(), 1.0) * K)
+
+
+def test_simulated_signals_read_as_the_list_of_simulations(monkeypatch):
+    # SimulatedSignals computes the signals when read (no list of them is kept): indexing,
+    # iterating and its blocks give every trajectory's simulated states, in order, once each,
+    # equal to the one-trajectory simulation to rounding, in blocks of any size.
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(7)
+    for entries in (1, 50, 1 << 22):
+        monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", entries)
+        n, m, R = int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(0, 4))
+        A = rng.standard_normal((n, n))
+        A *= 0.9 / np.max(np.abs(np.linalg.eigvals(A)))
+        B_blocks = rng.standard_normal((R + 1, n, m))
+        drives = [rng.standard_normal((m, int(K))) + 2.0 for K in [0, *rng.integers(1, 80, 9)]]
+        signals = refined.SimulatedSignals(A, B_blocks, drives)
+        expected = [refined.simulated_states(A, B_blocks, d) if d.shape[1] else np.zeros((n, 0))
+                    for d in drives]
+        assert len(signals) == len(drives)
+        covered = [i for block, _ in signals.blocks(R + 1) for i in block]
+        assert covered == list(range(len(drives)))
+        for got, want in zip(signals, expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(np.abs(want).max(
+                initial=0.0), 1.0))
+        for i in (-1, 3, 3, 0):
+            np.testing.assert_allclose(signals[i], expected[i], rtol=0,
+                                       atol=1e-12 * max(np.abs(expected[i]).max(initial=0), 1))
+        read = signals.subset([5, 1, 5, -1])
+        assert sorted(read) == [1, 5, len(drives) - 1]
+        for i, got in read.items():
+            np.testing.assert_allclose(got, expected[i], rtol=0,
+                                       atol=1e-12 * max(np.abs(expected[i]).max(initial=0), 1))
+        with pytest.raises(IndexError):
+            signals[len(drives)]

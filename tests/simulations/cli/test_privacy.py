@@ -233,7 +233,7 @@ def test_figures_says_when_it_overwrites(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--scale", "2"], "give the noise: --alpha A with 0 < A < 2 for a pure-DP"),
+    (["--scale", "2"], "give the noise: --alpha A with 0.1 <= A < 2 for a pure-DP"),
     (["--scale", "2", "--delta", "0"], "--delta 0 is pure DP, which the default alpha = 2"),
     (["--scale", "2", "--alpha", "2"], "--alpha 2 is Gaussian noise"),
 ])

@@ -1,0 +1,276 @@
+"""The output-error refinement's ``convergence`` check: right or loud about a search that ends
+short of its minimum (:func:`dmdidc.output.checks.convergence`), silent on well-posed fits."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dmdidc import OutputDMDidc, random_excitation
+from dmdidc.errors import DiagnosticWarning
+from dmdidc.output import estimator, intervals, refine
+from dmdidc.output.refine import CHI2_GAIN, _levenberg_marquardt
+from simulations.studies.data_kinds import random_plant
+
+T, R = 0.5, 4
+
+
+def _draw(seed: int, snr_db: float):
+    """A random open-loop plant (order 1-6, 1-3 sensors, 1-2 inputs) in 1-3 experiments."""
+    rng = np.random.default_rng(seed)
+    n, m, sensors, E = (int(rng.integers(1, 7)), int(rng.integers(1, 3)),
+                        int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
+                         delay_periods=(0.2, 2.8))
+    C = rng.standard_normal((sensors, n))
+    Ys, Us = [], []
+    for _ in range(E):
+        K = int(rng.integers(600, 2000)) if E > 1 else 2000
+        U = random_excitation(m, K, rng=rng)
+        Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
+        if np.isfinite(snr_db):
+            Y = Y + (Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20)
+                     * rng.standard_normal(Y.shape))
+        Ys.append(Y)
+        Us.append(U)
+    return (Ys, Us) if E > 1 else (Ys[0], Us[0])
+
+
+def _fit(Y, U, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=R, **options).fit(Y, U, dt=T)
+    return est, [str(w.message) for w in caught if issubclass(w.category, DiagnosticWarning)]
+
+
+def _check(est):
+    return next(check for check in est.checks_ if check.name == "convergence")
+
+
+def _limit(monkeypatch, evaluations: int) -> None:
+    """Every search of a fit (the model's, the candidates', the restarts') limited to
+    ``evaluations`` unless told otherwise (the continuation tells its own)."""
+    monkeypatch.setitem(refine.refine.__kwdefaults__, "max_evaluations", evaluations)
+    monkeypatch.setitem(intervals.restart.__kwdefaults__, "max_evaluations", evaluations)
+
+
+# -- the search itself, on a linear least-squares problem (one Gauss-Newton step solves it) --
+
+def _linear_problem(seed: int, noise: float = 1.0):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((400, 5))
+    b = A @ rng.standard_normal(5) + noise * rng.standard_normal(400)
+
+    def residuals(theta):
+        return b - A @ theta
+
+    def linearize(theta):              # (J^T J, J^T r) with J = -A
+        return A.T @ A, -A.T @ residuals(theta)
+
+    best = np.linalg.lstsq(A, b, rcond=None)[0]
+    return residuals, linearize, best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_search_that_reaches_the_minimum_converges(seed):
+    residuals, linearize, best = _linear_problem(seed)
+    box = np.full(5, np.inf)
+    theta, _, _, ending, evaluations, gain, _ = _levenberg_marquardt(
+        residuals, linearize, np.zeros(5), -box, box, 60)
+    assert ending == "converged" and gain <= CHI2_GAIN and evaluations < 60
+    r_best, r = residuals(best), residuals(theta)
+    assert r @ r - r_best @ r_best <= CHI2_GAIN * (r_best @ r_best) / r.size
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_evaluation_limit_with_more_to_gain_is_not_convergence(seed):
+    """One evaluation: no step taken; the model's gain is the whole least-squares decrease
+    from the start, in noise variances ``rss / N`` of the start."""
+    residuals, linearize, best = _linear_problem(seed)
+    box = np.full(5, np.inf)
+    theta, _, _, ending, evaluations, gain, _ = _levenberg_marquardt(
+        residuals, linearize, np.zeros(5), -box, box, 1)
+    r0, r_best = residuals(np.zeros(5)), residuals(best)
+    assert ending == "evaluations" and evaluations == 1 and np.all(theta == 0)
+    np.testing.assert_allclose(gain, (r0 @ r0 - r_best @ r_best) / (r0 @ r0 / r0.size),
+                               rtol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_minimum_on_the_bound_is_convergence_even_at_the_limit(seed):
+    """At the minimum over the box, the descent pushes one parameter against its bound: the
+    gain that remains is along the free parameters only, none once they are at their
+    constrained minimum."""
+    residuals, linearize, best = _linear_problem(seed, noise=0.1)
+    r0 = residuals(np.zeros(5))
+    A = np.column_stack([r0 - residuals(column) for column in np.eye(5)])   # r = b - A theta
+    lower, upper = np.full(5, -np.inf), np.full(5, np.inf)
+    upper[0] = best[0] - 1.0                             # the minimum is beyond the box
+    theta = np.r_[upper[0], np.linalg.lstsq(A[:, 1:], r0 - A[:, 0] * upper[0], rcond=None)[0]]
+    assert linearize(theta)[1][0] < 0                    # the descent pushes theta[0] up
+    ending, evaluations, gain = _levenberg_marquardt(residuals, linearize, theta, lower,
+                                                     upper, 1)[3:6]
+    assert ending == "converged" and evaluations == 1 and gain <= CHI2_GAIN
+    upper[0] = np.inf                                    # without the bound: far from it
+    ending, _, gain = _levenberg_marquardt(residuals, linearize, theta, lower, upper, 1)[3:6]
+    assert ending == "evaluations" and gain > 1.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_parameter_at_an_edge_of_its_smooth_region_is_held_with_its_way_there(seed):
+    """``edges`` (a delay's whole periods): a parameter within the tolerance of its edge,
+    pushed across, is held; the gain adds its first-order decrease up to the edge."""
+    residuals, linearize, best = _linear_problem(seed, noise=0.1)
+    r0 = residuals(np.zeros(5))
+    A = np.column_stack([r0 - residuals(column) for column in np.eye(5)])
+    box = np.full(5, np.inf)
+    at = best[0] - 1.0
+    theta = np.r_[at, np.linalg.lstsq(A[:, 1:], r0 - A[:, 0] * at, rcond=None)[0]]
+    gradient, distance = linearize(theta)[1], np.full(5, np.inf)
+    distance[0] = 1e-4                                    # the edge just ahead of theta[0]
+
+    def edges(theta, descent):
+        return distance, np.r_[1e-3, np.zeros(4)]
+
+    ending, _, gain = _levenberg_marquardt(residuals, linearize, theta, -box, box, 1,
+                                           edges=edges)[3:6]
+    r = residuals(theta)
+    np.testing.assert_allclose(gain, 2 * abs(gradient[0]) * 1e-4 / (r @ r / r.size),
+                               rtol=1e-6, atol=1e-9)
+    assert ending == ("converged" if gain <= CHI2_GAIN else "evaluations")
+
+
+@pytest.mark.slow
+def test_no_convergence_warning_on_forty_random_plants():
+    """Orders 1-6, 1-3 sensors, 1-2 inputs, 1-3 experiments, noise-free and 20-40 dB (the
+    sweep of 400 in the docs had none either)."""
+    for seed in range(40):
+        est, messages = _fit(*_draw(seed, [np.inf, 20.0, 30.0, 40.0][seed % 4]))
+        assert _check(est).passed, (seed, _check(est).finding)
+        assert not any("'convergence'" in message for message in messages)
+
+
+def test_a_stop_rule_ends_the_search_as_stopped_and_an_overflow_as_diverged():
+    residuals, linearize, _ = _linear_problem(0)
+    box = np.full(5, np.inf)
+    ending = _levenberg_marquardt(residuals, linearize, np.zeros(5), -box, box, 60,
+                                  stop=lambda rss, gain: True)[3]
+    assert ending == "stopped"
+    flat = np.full(400, refine._DIVERGED)             # every trial overflowed (clipped)
+    ending = _levenberg_marquardt(lambda theta: flat, lambda theta: (np.zeros((5, 5)),
+                                                                     np.zeros(5)),
+                                  np.zeros(5), -box, box, 60)[3]
+    assert ending == "diverged"
+
+
+# -- the estimator ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed,snr_db", [(0, np.inf), (1, 20.0), (3, 40.0), (6, 30.0),
+                                         (13, 20.0), (39, 40.0)])
+def test_well_posed_fits_converge_without_a_warning(seed, snr_db):
+    """Random open-loop plants, noise-free and noisy (seed 39: a candidate order's search
+    reaches the evaluation limit and is continued)."""
+    est, messages = _fit(*_draw(seed, snr_db))
+    check = _check(est)
+    assert check.passed and est.refined_.converged and est.refined_.ending == "converged"
+    assert check.statistic <= check.threshold == CHI2_GAIN
+    assert not any("'convergence'" in message for message in messages)
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_a_search_cut_short_fails_the_check_and_warns_with_its_remedy(seed, monkeypatch):
+    """Two evaluations and no continuation: the model is short of its minimum, the check
+    fails with the gain still promised and the warning names the check and the remedy."""
+    _limit(monkeypatch, 2)
+    monkeypatch.setattr(estimator, "_MORE_EVALUATIONS", 1)
+    est, messages = _fit(*_draw(seed, 20.0), order=3)
+    check = _check(est)
+    assert check.failed and est.refined_.ending == "evaluations"
+    assert check.statistic > CHI2_GAIN and check.statistic == est.refined_.gain
+    assert "evaluation limit" in check.finding and "excite" in check.remedy
+    warned = [message for message in messages if "'convergence'" in message]
+    assert len(warned) == 1 and "Remedy:" in warned[0] and f"{check.statistic:.3g}" in warned[0]
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+def test_a_search_at_its_limit_is_continued_to_its_minimum(seed, monkeypatch):
+    """Two evaluations per search, then the estimator's continuation of the model's search:
+    it converges, below the search cut short at the same point (the rest of the fit, its
+    order and delay comparisons, saw the same hurried candidates)."""
+    data = _draw(seed, 20.0)
+    _limit(monkeypatch, 2)
+    monkeypatch.setattr(estimator, "_MORE_EVALUATIONS", 1)
+    short = _fit(*data, order=3)[0]
+    monkeypatch.setattr(estimator, "_MORE_EVALUATIONS", 180)
+    est, messages = _fit(*data, order=3)
+    assert short.refined_.ending == "evaluations"
+    assert _check(est).passed and est.refined_.evaluations > 2
+    assert not any("'convergence'" in message for message in messages)
+    assert est.refined_.rss < short.refined_.rss
+
+
+def test_the_check_is_saved_and_loaded(tmp_path):
+    est = _fit(*_draw(1, 20.0))[0]
+    loaded = OutputDMDidc.load(est.save(tmp_path / "model.json"))
+    assert _check(loaded) == _check(est)
+
+
+def test_the_readmes_noise_free_fit_with_short_searches_is_continued_to_exact(monkeypatch):
+    """The README's one-sensor fit (noise-free; a change of the linear stage once stopped it
+    at its limit 1.3e-4 s off the delay in silence) with every search cut to two evaluations:
+    right or loud."""
+    from dmdidc import DelayedPlant
+
+    true = DelayedPlant.from_continuous(A_c=[[0, 1.1], [-1.1, 0]], B_c=[[1, -1], [-1, 2]],
+                                        delay=2.5, dt=2.0)
+    U = random_excitation(2, 1000, rng=1)
+    Y = np.array([[1.0, 1.0]]) @ true.simulate(x0=np.zeros(2), U=U)
+    _limit(monkeypatch, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OutputDMDidc(max_delay=3).fit(Y, U, dt=2.0)
+    if _check(est).passed:
+        # right: the exact fit to rounding (default kernels: 2e-14 s off; Prescott's, where the
+        # search crawls at a relative residual below 1e-20, 7e-5 s)
+        assert est.order_ == 2 and not caught
+        np.testing.assert_allclose(est.delay, 2.5, atol=1e-4)
+    else:                                   # or loud (Prescott's kernels crawl at rounding)
+        assert any("check 'convergence' failed" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("ending", ["evaluations", "no_descent", "diverged", "stopped"])
+def test_each_unconverged_ending_fails_unless_it_is_exact_to_rounding(ending):
+    """Every ending but ``converged`` fails the check with its own finding; a search that
+    crawled at rounding on noise-free data (``rounded``) passes, an overflow never does."""
+    from types import SimpleNamespace
+
+    from dmdidc.output.checks import convergence
+
+    fit = SimpleNamespace(ending=ending, evaluations=240, gain=5.0)
+    check = convergence(fit)
+    assert check.failed and check.remedy and str(fit.evaluations) in check.finding
+    assert convergence(fit, rounded=True).passed is (ending in ("evaluations", "no_descent"))
+
+
+def test_a_stream_warns_once_per_new_failure(monkeypatch):
+    """partial_fit solves after every chunk: a convergence failure that stands warns once,
+    one that comes back after a pass warns anew (the rule of every check)."""
+    rng = np.random.default_rng(5)
+    plant = random_plant(rng, n_states=2, n_inputs=1, dt=T, max_delay=R)
+    U = random_excitation(1, 4000, rng=rng)
+    Y = rng.standard_normal((1, 2)) @ plant.simulate(np.zeros(2), U)[:, :4000]
+    Y = Y + 0.1 * Y.std() * rng.standard_normal(Y.shape)
+    _limit(monkeypatch, 1)
+    monkeypatch.setattr(estimator, "_MORE_EVALUATIONS", 1)
+    est, failed, warned = OutputDMDidc(max_delay=R, order=2), [], []
+    for start in range(0, 4000, 1000):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.partial_fit(Y[:, start:start + 1000], U[:, start:start + 1000], dt=T)
+        failed.append(_check(est).failed)
+        warned.append(sum("'convergence'" in str(w.message) for w in caught))
+    assert any(failed)
+    before = [False, *failed[:-1]]
+    assert warned == [int(now and not was) for was, now in zip(before, failed, strict=True)]
