@@ -73,7 +73,7 @@ from dmdidc.output.order_check import (
     short_of,
 )
 from dmdidc.output.pairs import PairCoefficients, coalescing_pairs, pair_boxes
-from dmdidc.output.refine import Refined, refine, residual_input_test
+from dmdidc.output.refine import Refined, in_noise_variances, refine, residual_input_test
 from dmdidc.output.streaming import Reservoir, SubspaceStatistics
 from dmdidc.output.subspace import SubspaceBasis, subspace_basis
 from dmdidc.trajectories import detrended, held_inputs
@@ -323,12 +323,12 @@ _MORE_EVALUATIONS = 180
 #: Rounds of :data:`_MORE_EVALUATIONS` at most (780 evaluations in all).
 _CONTINUATIONS = 4
 #: A residual sum of squares at or below this fraction of the outputs' energy (a relative rms
-#: residual of 1e-10) ends the ``convergence`` check's doubts: on exact data the search crawls
-#: at rounding instead of converging (damped Gauss-Newton on a nearly singular Jacobian),
-#: where neither its step nor its quadratic model's gain says anything.  The audit plant of
-#: tests/dmdidc/output/test_exact.py ran 780 evaluations at 2e-25..3e-25 with its delay
-#: 8e-7 s off, the README's one-sensor plant on OpenBLAS's Prescott kernels at 5e-22, 3e-5 s
-#: off; the search the README's fit once stopped at (commit c0ce524), 1.3e-4 s off, at 1.2e-19.
+#: residual of 1e-10) is not continued (:meth:`OutputDMDidc._continued`): on exact data the
+#: search crawls at rounding instead of converging (damped Gauss-Newton on a nearly singular
+#: Jacobian).  The audit plant of tests/dmdidc/output/test_exact.py ran 780 evaluations at
+#: 2e-25..3e-25 with its delay 8e-7 s off, the README's one-sensor plant on OpenBLAS's Prescott
+#: kernels at 5e-22, 3e-5 s off.  An exact fit's intervals are at its whole residual instead
+#: (:func:`~dmdidc.output.intervals.profiles`, *Exact fits*).
 _ROUNDED = 1e-20
 
 
@@ -999,7 +999,9 @@ class OutputDMDidc:
                            max_evaluations=_MORE_EVALUATIONS, damping=refined.damping)
             if more is None:
                 break
-            gained = (refined.rss - more.rss) / (refined.rss / refined.dof)
+            # the search's own unit (rss / N), which ended it at the limit
+            gained = in_noise_variances(refined.rss - more.rss, refined.rss,
+                                        sum(part.size for part in refined.residuals))
             refined = dataclasses.replace(more,
                                           evaluations=refined.evaluations + more.evaluations)
             if not gained >= 1.0:       # crawling: more rounds would not reach the minimum
@@ -1200,8 +1202,16 @@ class OutputDMDidc:
         :meth:`delay_ci` and :meth:`eigenvalue_ci` join (:mod:`dmdidc.output.intervals`)."""
         refined = self._check_delays(experiments, R, dt,
                                      self._continued(experiments, R, dt, refined))
+        scale = None
+        if _exact_fit(experiments, refined, R) and refined.rss > 0:
+            # an exact fit's residual is rounding, not noise: its whole residual is the
+            # parameters' possible error, not rss / dof of it, and the delays' profiles at
+            # that scale give their intervals (intervals module, Exact fits)
+            scale = refined.rss
+            refined = dataclasses.replace(refined, covariance=refined.covariance * (
+                scale / (refined.rss / refined.dof)))
         self._profiles = profiles(experiments, refined, dt, R, feedthrough=self.feedthrough,
-                                  offset=self._offset)
+                                  offset=self._offset, exact_scale=scale)
         return refined
 
     def _check_delays(self, experiments: list, R: int, dt: float, refined: Refined) -> Refined:
@@ -1285,7 +1295,7 @@ class OutputDMDidc:
         checks, self.outlier_samples_ = data_checks(
             experiments, residuals, R, significance=self.significance,
             feedthrough=self.feedthrough, warned=self._before)
-        searched = convergence(refined,
+        searched = convergence(refined, exact=_exact_fit(experiments, refined, R),
                                rounded=refined.rss <= _exact_rss(experiments, R, _ROUNDED))
         if searched.failed:
             warn_new(searched.name, searched.message(), self._before)

@@ -47,7 +47,7 @@ from dmdidc.output.jacobian import (
 from dmdidc.regression.propagation import propagate
 
 __all__ = ["CHI2_GAIN", "ENDINGS", "Refined", "refine", "eigenvalue_gradients",
-           "residual_input_test", "without_lines"]
+           "in_noise_variances", "residual_input_test", "without_lines"]
 
 
 @dataclass(frozen=True)
@@ -214,14 +214,30 @@ _MIN_DAMPING = 1e-9
 #: its corner for the convergence test (:func:`_levenberg_marquardt`; the profiles' smallest
 #: step, :data:`~dmdidc.output.intervals._MIN_STEP`).
 _AT_PERIOD = 1e-3
-#: How a search ends (:attr:`Refined.ending`).  ``converged``: a step at rounding, a step that
-#: gained at most :data:`_CHI2_STEP` noise variances, or, at the evaluation limit, the
+#: How a search ends (:attr:`Refined.ending`).  ``converged``: a step that gained at most
+#: :data:`_CHI2_STEP` noise variances, or, at a step at rounding or the evaluation limit, the
 #: quadratic model promises at most :data:`CHI2_GAIN` noise variances more; ``stopped``: the
 #: caller's ``stop`` rule (a candidate that cannot change a comparison, ended by design);
 #: ``evaluations``: the evaluation limit with more to gain; ``no_descent``: no damped step could
-#: be solved (the damping overflowed) with more to gain; ``diverged``: the last evaluation
-#: overflowed (an unstable trial the search could not leave).
+#: be solved (the damping overflowed), or the damped step shrank to rounding, with more to
+#: gain; ``diverged``: the last evaluation overflowed (an unstable trial the search could not
+#: leave).
 ENDINGS = ("converged", "stopped", "evaluations", "no_descent", "diverged")
+
+
+def in_noise_variances(decrease: float, rss: float, samples: int) -> float:
+    """A decrease of the residual sum of squares in noise variances ``rss / samples`` (the
+    maximum-likelihood variance: one unit for the search's rules, :data:`CHI2_GAIN`, and for
+    a continuation's rounds); ``inf`` for a decrease from an exact fit (``rss`` 0).
+
+    Examples
+    --------
+    >>> in_noise_variances(2.0, 100.0, 50), in_noise_variances(0.0, 0.0, 50)
+    (1.0, 0.0)
+    """
+    if rss > 0:
+        return decrease / (rss / samples)
+    return 0.0 if decrease == 0 else np.inf
 
 
 def _model_gain(scaled: np.ndarray, gradient: np.ndarray,
@@ -252,8 +268,8 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     standard errors): the Jacobian before it serves the covariance (it differs by
     O(0.1 / sqrt(samples)) relatively) instead of a new one.  Returns ``(theta, residuals,
     J^T J, ending, evaluations, gain, damping)``: how it ended (:data:`ENDINGS`), ``gain`` in
-    noise variances ``rss / N`` (the last step's decrease when that ended it, 0 at a step at
-    rounding, NaN when stopped, else the quadratic model's further decrease), and the last
+    noise variances ``rss / N`` (the last step's decrease when that ended it, NaN when
+    stopped, else the quadratic model's further decrease), and the last
     damping, where a continuation starts (``damping``: the first; a continuation started at
     1e-3 again took a step too damped to move for one at rounding and ended "converged"
     7e-5 s off the delay of noise-free data).  ``stop(rss, gain)`` (optional) is asked at
@@ -267,7 +283,10 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
     (0 for the bounds) that the descent pushes across is held, and its first-order decrease up
     to the edge added: at a bound or a corner of the residual in a delay the gradient does not
     vanish at the minimum, and the unconstrained model would
-    promise a decrease no step can take.
+    promise a decrease no step can take.  An edge is held only if the residual evaluated
+    just across it (the tolerance beyond) is not lower: where it keeps falling there, the
+    minimum is not at the corner and the parameter is free (one evaluation per such edge,
+    only at the endings that ask the model).
     """
     r = residuals(theta)
     rss, evaluations = float(r @ r), 1
@@ -275,6 +294,7 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
 
     def remaining(theta, normal, gradient, rss) -> float:
         """The model's further decrease at ``theta``, in noise variances."""
+        nonlocal evaluations
         scale = np.sqrt(np.clip(np.diag(normal), 0.0, None))
         scale[scale == 0] = 1.0
         descent = -gradient
@@ -282,12 +302,23 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         tolerance = np.zeros(theta.size)
         if edges is not None:
             found, tolerance = edges(theta, descent)
+            kinks = (found < distance) & (found <= tolerance) & (descent != 0)
             distance = np.minimum(distance, found)
+            # a kink is a corner (the minimum at it) only if the residual does not fall on
+            # its other side: one evaluation just across tells (a review's plants fell there)
+            for k in np.flatnonzero(kinks):
+                across = theta.copy()
+                across[k] += np.sign(descent[k]) * (found[k] + tolerance[k])
+                if lower[k] <= across[k] <= upper[k]:
+                    beyond = residuals(across)
+                    evaluations += 1
+                    if float(beyond @ beyond) < rss:
+                        distance[k] = np.inf            # smooth enough: not held
         held = (distance <= tolerance) & (descent != 0)
         # the held parameters' way to their edge, at their slope (rss changes by 2 g^T step)
         gain = max(_model_gain(normal / np.outer(scale, scale), gradient / scale, ~held)
                    + 2.0 * float(np.abs(gradient[held]) @ distance[held]), 0.0)
-        return gain / (rss / r.size) if rss > 0 else (0.0 if gain == 0 else np.inf)
+        return in_noise_variances(gain, rss, r.size)
 
     def ended(ending: str, gain: float):
         # an overflowed trial is clipped to _DIVERGED: a search still there has no model
@@ -318,7 +349,7 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         rss_trial = float(r_trial @ r_trial)
         predicted = -(2.0 * gradient @ step + step @ normal @ step)
         if rss_trial < rss:
-            gained = (rss - rss_trial) / (rss / r.size)       # in noise variances
+            gained = in_noise_variances(rss - rss_trial, rss, r.size)
             ratio = (rss - rss_trial) / predicted if predicted > 0 else 0.0
             theta, r, rss = trial, r_trial, rss_trial
             if gained <= _CHI2_STEP:            # the previous Jacobian serves (docstring)
@@ -329,7 +360,11 @@ def _levenberg_marquardt(residuals, linearize, theta, lower, upper, max_evaluati
         else:
             damping, growth = damping * growth, growth * 2
         if np.all(np.abs(step) <= 1e-12 * (1.0 + np.abs(theta))):
-            return ended("converged", 0.0)
+            # a step at rounding ends the search, converged only where the model agrees: after
+            # a rejected step the Jacobian is still at theta, and a wrong one (a column's sign:
+            # tests) left 1286 noise variances to gain while this ended "converged"
+            gain = remaining(theta, normal, gradient, rss)
+            return ended("converged" if gain <= CHI2_GAIN else "no_descent", gain)
     # the Jacobian is at theta (every accepted step above renews it): the limit, or a damping
     # that overflowed, ends a converged search when the model promises little more
     gain = remaining(theta, normal, gradient, rss)
