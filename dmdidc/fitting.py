@@ -1391,7 +1391,10 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
     per group, as the default fit does), and the residuals' medians (centre, MAD) are
     selected in passes over them (:func:`_streamed_medians`): nothing as large as the samples
     is held beyond the data and the instrument signal of a long record.  Data that fit in one
-    group are laid out once, and their residuals computed once per iteration.
+    group are laid out once, and their residuals computed once per iteration (one record of
+    2e4 samples, n = 20: 79 ms, 96 ms when every sample was laid out four times).  Beyond
+    one group, each median takes 3-4 passes over the residuals: one record of 3e5 samples at
+    n = 20 took 2.0 s against 1.5 s, and its process peaked at 310 MB against 1156 MB.
     """
     from dmdidc.regression.instrumental import instrumental_solution
 
