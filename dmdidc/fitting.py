@@ -1070,7 +1070,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                 _require_state_directions(states, centred, n + m * (R + 1), m * (R + 1))
                 solution = _solve(stats, R, "iv", centred, **options)
             except InsufficientExcitationError as exc:
-                raise _collinear_states(exc, stats, centred, n, m, R) from exc
+                raise _collinear_states(exc, stats, centred, n, m, R, n + m * (R + 1)) \
+                    from exc
         else:
             signals = model_instruments(A_d, B_blocks, drives)
             stats = _statistics(trajectories, R, kind, 0, signals)
@@ -1137,7 +1138,8 @@ def _state_directions(states: tuple, centred: bool, rtol: float) -> int:
 
 
 def _collinear_states(exc: InsufficientExcitationError, stats: SufficientStatistics,
-                      centred: bool, n: int, m: int, R: int) -> InsufficientExcitationError:
+                      centred: bool, n: int, m: int, R: int, needed: int
+                      ) -> InsufficientExcitationError:
     """The refusal of refined IV whose simulated-state instruments are collinear, with the
     count that decides it and the remedies.
 
@@ -1150,6 +1152,10 @@ def _collinear_states(exc: InsufficientExcitationError, stats: SufficientStatist
     z = stats.layout.instrument_indices
     count = _state_directions((stats.gram[np.ix_(z, z)], stats.sums[z], stats.n_samples),
                               centred, _INSTRUMENT_RTOL)
+    if count >= needed:
+        # the instruments span enough directions: the solver refused for another reason,
+        # which its own message names (the collinearity story would be false)
+        return exc
     fixed = m * (R + 1)
     return InsufficientExcitationError(
         f"{exc} (check: the refined instruments, the first-stage model's {n} simulated states "

@@ -808,3 +808,24 @@ def test_robust_iv_memory_does_not_grow_with_the_experiments(monkeypatch):
     states = 800 * 6 * 101 * 8
     assert peaks[800] < 1.5 * peaks[100] + 1e6, peaks
     assert peaks[800] < 0.5 * states, (peaks, states)
+
+
+def test_the_collinearity_story_is_told_only_when_the_instruments_are_collinear():
+    # _collinear_states explains a refused refined-IV solve by too few instrument directions;
+    # when the instruments span every regressor direction the solver refused for another
+    # reason, and its own error is passed on unchanged
+    from dmdidc.fitting import _collinear_states, _statistics
+    from dmdidc.regression.refined import simulated_states
+
+    rng = np.random.default_rng(3)
+    n, m, R = 3, 1, 2
+    A_d = np.diag([0.5, 0.7, 0.9])
+    B_blocks = rng.standard_normal((R + 1, n, m))
+    U = rng.standard_normal((m, 2000))
+    X = simulated_states(A_d, B_blocks, np.concatenate([U, np.zeros((m, 1))], axis=1))
+    signals = [simulated_states(A_d, B_blocks, U)]
+    stats = _statistics([(X, U)], R, "simulated", 0, signals)
+    other = InsufficientExcitationError("some other refusal")
+    assert _collinear_states(other, stats, False, n, m, R, n + m * (R + 1)) is other
+    told = _collinear_states(other, stats, False, n, m, R, 10 * (n + m * (R + 1)))
+    assert told is not other and "excite fewer state directions" in str(told)
