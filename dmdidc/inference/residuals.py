@@ -1924,10 +1924,14 @@ _FACTORED_ITERATIONS = 300
 #: the least (``eps < 1/2``), 25-40 where the preconditioned spectrum spans 5-16 (the IV
 #: fits' input groups of 760-2000 moments).
 _FACTORED_MIN_ITERATIONS = 30
-#: Relative residual ``|g - V x| / |g|`` the factored solve must reach.
+#: Relative residual the factored solve must reach, in the preconditioned space
+#: (``|S (g - V x)| / |S g|``, ``S`` the preconditioner's inverse square root: the norm the
+#: form's error bound needs).
 _FACTORED_RESIDUAL = 1e-12
-#: Probability that the Lanczos certificate of full rank passes a covariance that has an
-#: eigenvalue at or below ``_MOMENT_RANK_RTOL`` of its largest (over the random start).
+#: Probability, per check, that the Lanczos certificate of full rank passes a covariance that
+#: has an eigenvalue at or below ``_MOMENT_RANK_RTOL`` of its largest (over the random start);
+#: checked after each iteration once ``eps < 1/2``, so up to a few hundred times that over a
+#: solve (by the union bound).
 _CERTIFICATE_RISK = 1e-6
 #: Flops one iteration's interpreter overhead (a dozen numpy calls) costs on one core.
 _ITERATION_OVERHEAD = 2e6

@@ -705,6 +705,45 @@ def test_streamed_medians_are_numpy_medians(monkeypatch):
         np.testing.assert_array_equal(got, np.median(values, axis=1))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_streamed_medians_of_extreme_rows_in_few_passes(monkeypatch, seed):
+    # rows mixing the largest floats, denormal spreads, 1e+-300, Cauchy tails, ties and -0:
+    # numpy's medians (no crash: the largest float once made the bins' scale 0, inf * 0),
+    # and glitches 1e300 times the spread cost a few passes, not 66 with the row collected
+    from dmdidc import fitting
+
+    monkeypatch.setattr(fitting, "_ROBUST_ENTRIES", 200)
+    rng = np.random.default_rng(seed)
+    big = np.finfo(float).max
+    pools = [lambda k: rng.standard_normal(k), lambda k: rng.integers(-2, 3, k) * 1.0,
+             lambda k: np.full(k, big) * rng.choice([-1, 1], k), lambda k: np.full(k, -0.0),
+             lambda k: 1e300 * rng.standard_normal(k), lambda k: 1e-300 * rng.standard_normal(k),
+             lambda k: np.full(k, 1e-320) * rng.choice([-1, 1], k),
+             lambda k: rng.standard_cauchy(k) * 1e10, lambda k: 1e-310 * rng.random(k)]
+    for _ in range(60):
+        count, rows = int(rng.integers(1, 1500)), int(rng.integers(1, 4))
+        values = np.empty((rows, count))
+        for r in range(rows):
+            parts, which = rng.integers(0, len(pools), 3), rng.integers(0, 3, count)
+            for j, pool in enumerate(parts):
+                values[r, which == j] = pools[pool](int((which == j).sum()))
+        blocks = np.array_split(values, int(rng.integers(1, 9)), axis=1)
+        with np.errstate(all="ignore"):
+            got = fitting._streamed_medians(lambda blocks=blocks: iter(blocks), count, rows)
+            np.testing.assert_array_equal(got, np.median(values, axis=1))
+    for glitch, spread in ((1e300, 1e-300), (1e12, 1.0), (30.0, 1.0)):
+        values = spread * rng.standard_normal((1, 5001))
+        values[0, 7], values[0, 8] = glitch, -glitch
+        passes = []
+
+        def blocks(values=values, passes=passes):
+            passes.append(1)
+            return (values[:, a:a + 100] for a in range(0, values.shape[1], 100))
+        got = fitting._streamed_medians(blocks, values.shape[1], 1)
+        np.testing.assert_array_equal(got, np.median(values, axis=1))
+        assert len(passes) <= 8, (glitch, len(passes))
+
+
 def _with_outliers(trajectories, share, size, rng):
     """The trajectories with ``share`` of their samples (every state) moved by ``size`` of
     the states' spread, either sign."""
