@@ -366,10 +366,16 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
                 raise DimensionError(
                     f"{source} line {k} has {len(row)} cells; the header (line "
                     f"{header_line[0]}: {header_line[1].strip()[:80]!r}) has {width}"
-                    f"{trailing}: {line.strip()[:80]!r}{_first_row_hint(row, delimiter)}")
+                    f"{trailing}: {line.strip()[:80]!r}{_first_row_hint(row, delimiter, width)}")
+            title = ""
+            if (names is None and len(numbered) > 1 and k == numbered[1][0] and not trailing
+                    and not all(_is_number(c) or is_missing(c) for c in rows[0])):
+                # the first row is the odd one out: a title with a number in it ('run 3')
+                title = (f"; is line {numbered[0][0]} ({numbered[0][1].strip()[:80]!r}) a "
+                         f"title or note? Start it with '#' (a comment) or delete it")
             raise DimensionError(f"{source} line {k} has {len(row)} cells; "
                                  f"{'the header' if names is not None else 'the first row'} "
-                                 f"has {width}{trailing}: {line.strip()[:80]!r}")
+                                 f"has {width}{trailing}: {line.strip()[:80]!r}{title}")
     lines = np.array([k for k, _ in numbered])
     cells = np.strings.strip(np.array(rows, dtype=StringDType()).reshape(len(rows), width))
     # rows of empty cells below the data: what a spreadsheet exports under its last row
@@ -426,19 +432,27 @@ def commented_header_note(line: int) -> str:
             f"line before the first row names the columns")
 
 
-def _first_row_hint(row: list[str], delimiter: str | None) -> str:
-    """What a first row whose cells differ from the header's in number most likely means."""
+def _first_row_hint(row: list[str], delimiter: str | None, width: int) -> str:
+    """What a first row whose cells differ from the header's (``width``) in number most
+    likely means."""
     if not _numbers(row):
         # names, not values: the line taken as the header is a title or note above it
         return "; a title or note above the header? Start it with '#' (a comment) or delete it"
-    if (delimiter == "," and len(row) > 1 and re.match(r"^\d{4}-\d{2}-\d{2}[T ][\d:]+$",
-                                                       row[0].strip())
-            and row[1].strip().isdigit()):
+    if len(row) == width + 1 and not row[-1].strip():
+        return ""                       # one empty cell more: a trailing separator, named
+    if (delimiter == "," and len(row) > 1 and _SPLIT_STAMP.match(row[0].strip())
+            and _FRACTION.match(row[1].strip())):
         # Python's logging writes '2026-11-28 00:47:19,500': the stamp splits at its comma
-        return (f"; the time stamp {row[0].strip() + ',' + row[1].strip()!r} has a decimal "
-                f"comma, which ',' separates: separate the values by ';' or tabs, or write "
-                f"the stamps with '.'")
+        return (f"; the time stamp {row[0].strip() + ',' + row[1].strip()!r} may have a "
+                f"decimal comma, which ',' separates: separate the values by ';' or tabs, "
+                f"quote the stamps, or write them with '.'")
     return ""
+
+
+#: The two cells an ISO stamp with a decimal comma splits into between ',' (the date and time
+#: to the seconds; the fraction, with any UTC offset).
+_SPLIT_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}$")
+_FRACTION = re.compile(r"^\d+(?:Z|[+-]\d{2}(?::?\d{2})?)?$")
 
 
 def _numbers(cells: list[str]) -> bool:

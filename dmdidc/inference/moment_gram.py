@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dmdidc.errors import DimensionError
 from dmdidc.regression.instrumental import projected_instruments
 from dmdidc.regression.lagged_gram import LaggedGram, regression_slots
 
@@ -108,10 +109,16 @@ def corrected_moments(trajectories: list[tuple[np.ndarray, np.ndarray]],
     # products of their own for long ones (_with_residuals)
     joint = LaggedGram(layout + [("e", ahead)], {"x": n, "u": m, "e": n})
     engine = None
-    for (X, U), E in zip(trajectories, residuals, strict=True):
+    for index, ((X, U), E) in enumerate(zip(trajectories, residuals, strict=True)):
         K = U.shape[1]
         if K - joint.first_sample < 2:
             continue
+        if E.shape != (n, K - R):
+            # the products below slice the residuals by sample: a misaligned piece would be
+            # read silently
+            raise DimensionError(f"residuals[{index}] has shape {E.shape}; expected "
+                                 f"{(n, K - R)} (e_k for k = max_delay .. K - 1 of trajectory "
+                                 f"{index}, K = {K} input samples)")
         if K - joint.first_sample < _DIRECT_SAMPLES:
             joint.new_trajectory()
             # e_k for k = R .. K - 1 in place, zeros before (samples the lags never reach)

@@ -1924,10 +1924,14 @@ _FACTORED_ITERATIONS = 300
 #: the least (``eps < 1/2``), 25-40 where the preconditioned spectrum spans 5-16 (the IV
 #: fits' input groups of 760-2000 moments).
 _FACTORED_MIN_ITERATIONS = 30
-#: Relative residual ``|g - V x| / |g|`` the factored solve must reach.
+#: Relative residual the factored solve must reach, in the preconditioned space
+#: (``|S (g - V x)| / |S g|``, ``S`` the preconditioner's inverse square root: the norm the
+#: form's error bound needs).
 _FACTORED_RESIDUAL = 1e-12
-#: Probability that the Lanczos certificate of full rank passes a covariance that has an
-#: eigenvalue at or below ``_MOMENT_RANK_RTOL`` of its largest (over the random start).
+#: Probability, per check, that the Lanczos certificate of full rank passes a covariance that
+#: has an eigenvalue at or below ``_MOMENT_RANK_RTOL`` of its largest (over the random start);
+#: checked after each iteration once ``eps < 1/2``, so up to a few hundred times that over a
+#: solve (by the union bound).
 _CERTIFICATE_RISK = 1e-6
 #: Flops one iteration's interpreter overhead (a dozen numpy calls) costs on one core.
 _ITERATION_OVERHEAD = 2e6
@@ -2046,6 +2050,17 @@ def _factored_form(left: np.ndarray, right: np.ndarray, g: np.ndarray, iteration
     diagonal, offdiagonal = [], []
     logarithm = math.log(1.648 * math.sqrt(size) / (0.5 * _CERTIFICATE_RISK))
     certified = False
+    # the least eps of this solve (at its last product); none below 1/2: only a Lanczos run
+    # that exhausts the space can certify
+    last = (logarithm / (2 * iterations - 3)) ** 2 if iterations > 1 else math.inf
+    if last >= 0.5 and iterations < size:
+        return None
+
+    def passes(ritz: np.ndarray, eps: float) -> bool:
+        top = ritz[-1] / (1.0 - eps)
+        bottom = (ritz[0] - eps * top) / (1.0 - eps)
+        return bool(bottom * a[0] * b[0] > _MOMENT_RANK_RTOL * top * a[-1] * b[-1])
+
     for k in range(1, iterations + 1):
         operands = ([] if converged else [direction]) + \
             ([] if certified else [basis[k - 1].reshape(q, n)])
@@ -2079,12 +2094,16 @@ def _factored_form(left: np.ndarray, right: np.ndarray, g: np.ndarray, iteration
             exhausted = k == size or beta <= np.finfo(float).eps * size * max(diagonal)
             if exhausted:
                 eps = 0.0
-            if eps < 0.5:
+            if eps < 0.5 or (k >= 3 and last < 0.5):
                 ritz = linalg.eigvalsh_tridiagonal(np.array(diagonal), np.array(offdiagonal),
                                                    check_finite=False)
-                top = ritz[-1] / (1.0 - eps)
-                bottom = (ritz[0] - eps * top) / (1.0 - eps)
-                certified = bottom * a[0] * b[0] > _MOMENT_RANK_RTOL * top * a[-1] * b[-1]
+                if eps < 0.5:
+                    certified = passes(ritz, eps)
+                # Ritz values only spread as k grows, and eps is least at the last product:
+                # a certificate that fails now with that eps fails at every later k (a
+                # preconditioned spread beyond ~1e3 took every iteration, then the dense path)
+                if not certified and eps > 0.0 and not passes(ritz, last):
+                    return None
             if not certified:
                 if eps == 0.0:
                     return None        # the whole spectrum seen, not certified

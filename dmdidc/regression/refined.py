@@ -343,6 +343,9 @@ class SimulatedSignals(Sequence):
         return len(self._drives)
 
     def __getitem__(self, index: int) -> np.ndarray:   # type: ignore[override]
+        if isinstance(index, slice):
+            # a list, as a Sequence's slice (subset() simulates many side by side, faster)
+            return [self[i] for i in range(len(self._drives))[index]]  # type: ignore[return-value]
         i = range(len(self._drives))[index]          # negative indices; IndexError beyond
         if self._last is None or self._last[0] != i:
             drive = self._drives[i]

@@ -140,3 +140,32 @@ def test_reading_a_table_leaves_the_collector_as_it_was(tmp_path, enabled):
         assert gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("text, header, hint", [
+    # a title above the header, with and without a number in it (the command line's tables
+    # may have no header: there the title is a first row)
+    ("Logger export site A\ntime,x,u\n0,1,2\n", True, r"header \(line 1: .* title or note"),
+    ("Pump test run 3\ntime;x;u\n0;1;2\n", None, r"is line 1 .*'Pump test run 3'.* title"),
+    # logging's decimal comma between ',' (with an offset too)
+    ("time,x,u\n2026-11-28 00:47:19,500,0.1,1\n", True, r"'2026-11-28 00:47:19,500' may have"),
+    ("time,x,u\n2026-11-28 00:47:19,500+01:00,0.1,1\n", True, r"19,500\+01:00' may have a"),
+])
+def test_a_row_that_differs_from_the_first_line_says_the_likely_cause(tmp_path, text,
+                                                                       header, hint):
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(ToolboxError, match=hint):
+        read_table_text(path, header=header)
+
+
+@pytest.mark.parametrize("text", [
+    "0,1,2\n0.5,1,2,3\n",                                # numbers only: no title
+    "time,x,u\n2026-11-28 00:47:19,500,0.1,\n",           # a trailing separator, named as such
+])
+def test_no_likely_cause_is_guessed_where_none_fits(tmp_path, text):
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    with pytest.raises(ToolboxError) as refusal:
+        read_table_text(path, header=None)
+    assert "title" not in str(refusal.value) and "decimal comma" not in str(refusal.value)

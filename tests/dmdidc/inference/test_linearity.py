@@ -162,3 +162,25 @@ def test_one_long_record_keeps_the_sample_budget_and_still_finds_saturation(seed
                             0.01 / 8)
     assert widths and max(widths) <= linearity.SAMPLES
     assert check.failed
+
+
+@pytest.mark.parametrize("order", [0, 1, 3, 10])
+def test_whitened_is_each_features_prediction_error_filter(order):
+    # independent of the implementation: Yule-Walker taps by scipy's Toeplitz solve and the
+    # filter 1 - sum_i a_i z^-i by lfilter (zero history), feature by feature
+    from scipy import linalg, signal
+
+    from dmdidc.inference.linearity import _RIDGE, _whitened
+
+    rng = np.random.default_rng(order)
+    F = np.cumsum(rng.standard_normal((4, 500)), axis=1)
+    F[3] = 2.0                                           # a constant feature: no filter
+    F0 = F - F.mean(axis=1, keepdims=True)
+    out = _whitened(F, F0, order)
+    for f in range(F.shape[0]):
+        r = np.array([F0[f, i:] @ F0[f, :F.shape[1] - i] for i in range(order + 1)])
+        r = r / (r[0] if r[0] > 0 else 1.0)
+        taps = (linalg.solve(linalg.toeplitz(r[:order]) + _RIDGE * np.eye(order), r[1:])
+                if order else np.zeros(0))
+        want = signal.lfilter(np.r_[1.0, -taps], [1.0], F[f])
+        np.testing.assert_allclose(out[f], want, rtol=0, atol=1e-10 * np.abs(F[f]).max())

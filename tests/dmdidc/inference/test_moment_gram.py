@@ -108,3 +108,17 @@ def test_least_squares_moment_statistics_are_the_kronecker_forms_of_the_samples(
 def test_lagged_gram_refuses_lags_further_ahead_than_one_step():
     with pytest.raises(ParameterError, match="lags below -1"):
         LaggedGram([("u", 0), ("u", -2)], {"u": 1})
+
+
+@pytest.mark.parametrize("K", [3000, 6000])
+def test_misaligned_residuals_are_refused_on_either_path(K):
+    """Residuals one sample short (X[:, 1:] for max_delay 2): refused by name whether the
+    trajectory is summed by the engine (short) or by products of its own (long)."""
+    from dmdidc.errors import DimensionError
+    from dmdidc.inference.moment_gram import corrected_moments
+
+    rng = np.random.default_rng(K)
+    X, U = rng.standard_normal((2, K + 1)), rng.standard_normal((1, K))
+    with pytest.raises(DimensionError, match=rf"residuals\[0\] has shape \(2, {K}\)"):
+        corrected_moments([(X, U)], [X[:, 1:]], [("u", 3), ("u", -1)], max_delay=2,
+                          centred=False)

@@ -803,3 +803,17 @@ def test_experiments_of_unequal_noise_are_not_outliers(seed):
     assert "noise levels differ" in check.finding
     X[0][0, 500] += 12 * 0.01 * scale[0, 0]
     assert outliers(X).failed
+
+
+@pytest.mark.parametrize("length", [4095, 4097, 9001])
+def test_robust_rows_across_blocks_are_those_of_numpy(length):
+    # more samples than one block of the deviations (4096): outliers on the blocks' edges
+    from dmdidc.inference.residuals import _MAD_TO_SIGMA, largest_robust_residual
+
+    rng = np.random.default_rng(length)
+    E = rng.standard_normal((3, length)) + np.array([[5.0], [-2.0], [0.0]])
+    for row, column in ((0, min(4095, length - 2)), (1, length - 1), (2, min(4096, length - 1))):
+        E[row, column] += 30.0
+    deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
+    want = np.max(deviation.max(axis=1) / (_MAD_TO_SIGMA * np.median(deviation, axis=1)))
+    assert largest_robust_residual(E) == pytest.approx(want, rel=1e-13)

@@ -210,3 +210,41 @@ def test_simulated_signals_read_as_the_list_of_simulations(monkeypatch):
                                        atol=1e-12 * max(np.abs(expected[i]).max(initial=0), 1))
         with pytest.raises(IndexError):
             signals[len(drives)]
+
+
+def test_every_read_after_the_blocks_is_its_own_records(monkeypatch):
+    # a block of one record stays read (SimulatedSignals._last): whatever is read next, by
+    # index or by subset, is that record's simulation and no other's
+    from dmdidc.regression import refined
+
+    monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", 1)      # one record per block
+    rng = np.random.default_rng(2)
+    n, m, R = 2, 1, 2
+    A = np.array([[0.5, 0.2], [0.0, -0.4]])
+    B_blocks = rng.standard_normal((R + 1, n, m))
+    drives = [rng.standard_normal((m, int(K))) + 1.0 for K in (30, 5000, 40, 7)]
+    expected = [refined.simulated_states(A, B_blocks, d) for d in drives]
+    for first in (R + 1, None):
+        signals = refined.SimulatedSignals(A, B_blocks, drives)
+        for _ in signals.blocks(first):
+            pass
+        read = signals.subset(range(len(drives)))
+        for i, want in enumerate(expected):
+            np.testing.assert_allclose(read[i], want, rtol=0, atol=1e-12 * np.abs(want).max())
+        for _ in signals.blocks(first):
+            pass
+        for i in reversed(range(len(drives))):
+            np.testing.assert_allclose(signals[i], expected[i], rtol=0,
+                                       atol=1e-12 * np.abs(expected[i]).max())
+
+
+def test_a_slice_of_the_simulated_signals_is_a_list_of_their_simulations():
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(5)
+    A, B_blocks = np.array([[0.6]]), rng.standard_normal((2, 1, 1))
+    drives = [rng.standard_normal((1, K)) for K in (12, 30, 7)]
+    sliced = refined.SimulatedSignals(A, B_blocks, drives)[1:]
+    assert len(sliced) == 2
+    for got, drive in zip(sliced, drives[1:], strict=True):
+        np.testing.assert_allclose(got, refined.simulated_states(A, B_blocks, drive))
