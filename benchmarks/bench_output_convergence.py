@@ -22,9 +22,9 @@ import warnings
 
 import numpy as np
 
-from dmdidc import OutputDMDidc, random_excitation
+from dmdidc import OutputDMDidc
 from dmdidc.output import estimator, intervals, refine
-from simulations.studies.data_kinds import random_plant
+from simulations.studies.data_kinds import random_output_experiments
 
 T, R = 0.5, 4
 SNRS = (np.inf, 20.0, 30.0, 40.0)
@@ -32,24 +32,7 @@ SNRS = (np.inf, 20.0, 30.0, 40.0)
 
 def draw(seed: int):
     """Plant, description and data (``(Y, U)`` or lists of experiments) of ``seed``."""
-    rng = np.random.default_rng(seed)
-    n, m, sensors, E = (int(rng.integers(1, 7)), int(rng.integers(1, 3)),
-                        int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    snr = SNRS[seed % len(SNRS)]
-    plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
-                         delay_periods=(0.2, 2.8))
-    C = rng.standard_normal((sensors, n))
-    Ys, Us = [], []
-    for _ in range(E):
-        K = int(rng.integers(600, 2000)) if E > 1 else 2000
-        U = random_excitation(m, K, rng=rng)
-        Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
-        if np.isfinite(snr):
-            Y = Y + Y.std(axis=1, keepdims=True) * 10 ** (-snr / 20) * rng.standard_normal(Y.shape)
-        Ys.append(Y)
-        Us.append(U)
-    info = f"n={n} m={m} l={sensors} E={E} {snr:g} dB"
-    return plant, info, (Ys, Us) if E > 1 else (Ys[0], Us[0])
+    return random_output_experiments(seed, SNRS[seed % len(SNRS)], dt=T, max_delay=R)
 
 
 def main() -> None:

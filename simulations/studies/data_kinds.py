@@ -51,7 +51,7 @@ from _toolbox.validation import (
 
 __all__ = ["DATA_KINDS", "LOOP_MARGIN", "IdentificationData", "Outcome", "assess",
            "closed_loop_radius", "make_data", "output_feedback_data", "random_plant",
-           "random_state_matrix", "right_or_loud"]
+           "random_output_experiments", "random_state_matrix", "right_or_loud"]
 
 #: Spectral radius below which the ``"closed_loop"`` kind's loop (delay included) lies.
 LOOP_MARGIN = 0.98
@@ -565,3 +565,49 @@ def right_or_loud(fit: Callable[[IdentificationData], Any], *,
             data = make_data(kind, plant, samples=samples, snr_db=snr_db, rng=seed)
             out.append(assess(fit, data, plant))
     return out
+
+
+def random_output_experiments(seed: int, snr_db: float, *, dt: float = 0.5,
+                              max_delay: int = 4) -> tuple[Any, str, tuple]:
+    """A random open-loop plant seen through random sensors, in 1-3 experiments: the
+    well-posed family of the output fits' convergence check (tests and
+    ``benchmarks/bench_output_convergence.py``).
+
+    Order 1-6, 1-2 inputs (delays 0.2-2.8 periods), 1-3 sensors ``y = C x``; one experiment
+    of 2000 samples or 2-3 of 600-2000, white inputs, from random initial states; white
+    output noise at ``snr_db`` (``inf``: none).
+
+    Returns
+    -------
+    plant : dmdidc.DelayedPlant
+    info : str
+        A one-line description.
+    data : tuple
+        ``(Y, U)``, or lists of each experiment's ``Y`` and ``U``.
+
+    Examples
+    --------
+    >>> plant, info, (Y, U) = random_output_experiments(0, 30.0)
+    >>> info.endswith("30 dB")
+    True
+    """
+    from dmdidc import random_excitation
+
+    rng = np.random.default_rng(seed)
+    n, m, sensors, E = (int(rng.integers(1, 7)), int(rng.integers(1, 3)),
+                        int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    plant = random_plant(rng, n_states=n, n_inputs=m, dt=dt, max_delay=max_delay,
+                         delay_periods=(0.2, 2.8))
+    C = rng.standard_normal((sensors, n))
+    Ys, Us = [], []
+    for _ in range(E):
+        K = int(rng.integers(600, 2000)) if E > 1 else 2000
+        U = random_excitation(m, K, rng=rng)
+        Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
+        if np.isfinite(snr_db):
+            Y = Y + (Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20)
+                     * rng.standard_normal(Y.shape))
+        Ys.append(Y)
+        Us.append(U)
+    info = f"n={n} m={m} l={sensors} E={E} {snr_db:g} dB"
+    return plant, info, (Ys, Us) if E > 1 else (Ys[0], Us[0])

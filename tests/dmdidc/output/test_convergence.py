@@ -12,30 +12,14 @@ from dmdidc import OutputDMDidc, random_excitation
 from dmdidc.errors import DiagnosticWarning
 from dmdidc.output import estimator, intervals, refine
 from dmdidc.output.refine import CHI2_GAIN, _levenberg_marquardt
-from simulations.studies.data_kinds import random_plant
+from simulations.studies.data_kinds import random_output_experiments, random_plant
 
 T, R = 0.5, 4
 
 
 def _draw(seed: int, snr_db: float):
     """A random open-loop plant (order 1-6, 1-3 sensors, 1-2 inputs) in 1-3 experiments."""
-    rng = np.random.default_rng(seed)
-    n, m, sensors, E = (int(rng.integers(1, 7)), int(rng.integers(1, 3)),
-                        int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    plant = random_plant(rng, n_states=n, n_inputs=m, dt=T, max_delay=R,
-                         delay_periods=(0.2, 2.8))
-    C = rng.standard_normal((sensors, n))
-    Ys, Us = [], []
-    for _ in range(E):
-        K = int(rng.integers(600, 2000)) if E > 1 else 2000
-        U = random_excitation(m, K, rng=rng)
-        Y = C @ plant.simulate(rng.standard_normal(n), U)[:, :K]
-        if np.isfinite(snr_db):
-            Y = Y + (Y.std(axis=1, keepdims=True) * 10 ** (-snr_db / 20)
-                     * rng.standard_normal(Y.shape))
-        Ys.append(Y)
-        Us.append(U)
-    return (Ys, Us) if E > 1 else (Ys[0], Us[0])
+    return random_output_experiments(seed, snr_db, dt=T, max_delay=R)[2]
 
 
 def _fit(Y, U, **options):
