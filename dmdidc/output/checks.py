@@ -293,7 +293,9 @@ def convergence(refined: Any, exact: bool = False, rounded: bool = False) -> Che
     the fit's whole residual instead (:func:`~dmdidc.output.intervals.profiles`); ``rounded``
     (exact to the outputs' own rounding, the estimator's ``_ROUNDED``): so does every ending
     but an overflow.  An exact fit above that floor whose continued search still ended at
-    its limit, or without a descent, fails as any other.
+    its limit, or without a descent, passes when the gain it leaves is at most a tenth of its
+    residual sum of squares (``gain <= 0.1 N``, ``N`` residuals: its intervals are at that
+    whole residual), and fails as any other otherwise.
 
     Examples
     --------
@@ -316,6 +318,17 @@ def convergence(refined: Any, exact: bool = False, rounded: bool = False) -> Che
                               f"intervals hold the parameters the fit's whole residual allows "
                               f"(delay_ci: the delays' profiles at that residual), not a "
                               f"noise's standard errors"))
+    size = sum(np.size(e) for e in (getattr(refined, "residuals", None) or ()))
+    if exact and refined.ending != "diverged" and 0 < refined.gain <= _CHI2_GAIN * size:
+        # the gain in rounding's variances, as a share of the residual sum of squares: the
+        # exact fit's intervals hold what its whole residual allows, which a decrease of at
+        # most a tenth of it does not move (a review's noise-free fit warned at 0.39 of 2000)
+        return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
+                     finding=(f"exact fit: the search ended ({refined.ending}) after "
+                              f"{refined.evaluations} evaluations with at most "
+                              f"{refined.gain / size:.2g} of its residual sum of squares "
+                              f"still to gain; the intervals hold the parameters the fit's "
+                              f"whole residual allows, not a noise's standard errors"))
     if refined.ending == "converged":
         return Check("convergence", _CONVERGENCE_QUESTION, True, refined.gain, _CHI2_GAIN,
                      finding=(f"the search converged after {refined.evaluations} evaluations "
