@@ -79,6 +79,8 @@ def test_an_iddata_archive_gives_its_names_and_units(tmp_path, capsys):
 
 
 def test_privacy_and_federated_identify_record_the_signals(tmp_path, capsys):
+    # (every privatized release seeded: without --seed the clients' noise is fresh OS
+    # randomness, and some draws at epsilon 50 leave no continuous model: a flaky test)
     files = [_table(tmp_path / f"site{k}.csv", *_record(10 + k, samples=3000)) for k in range(2)]
     argv = ["privacy", "identify", str(files[0]), "--inputs", "heater,fan", "--max-delay", "6",
             "--state-bound", "40", "--input-bound", "4", "--epsilon", "1000", "--seed", "1",
@@ -94,7 +96,7 @@ def test_privacy_and_federated_identify_record_the_signals(tmp_path, capsys):
     assert _info(tmp_path / "p.json").input_units == ("kW", "kW")
     assert main(["federated", "identify", *map(str, files), "--inputs", "heater,fan",
                  "--max-delay", "6", "--state-bound", "40", "--input-bound", "4",
-                 "--epsilon", "50", "--out", str(tmp_path / "fed")]) == 0
+                 "--epsilon", "50", "--seed", "2", "--out", str(tmp_path / "fed")]) == 0
     summary = json.loads((tmp_path / "fed" / "summary.json").read_text())
     assert summary["signals"]["states"] == ["T_room", "T_wall"]
     info = _info(tmp_path / "fed" / "model.json")
@@ -115,7 +117,8 @@ def test_federated_clients_with_other_columns_are_refused(tmp_path, capsys):
     assert err.count("\n") == 1 and not (tmp_path / "fed").exists()
     assert main(["federated", "identify", str(first), str(swapped), "--inputs", "heater,fan",
                  "--states", "T_room,T_wall", "--max-delay", "3", "--state-bound", "40",
-                 "--input-bound", "4", "--epsilon", "50", "--out", str(tmp_path / "fed")]) == 0
+                 "--input-bound", "4", "--epsilon", "50", "--seed", "2",
+                 "--out", str(tmp_path / "fed")]) == 0
 
 
 def test_federated_clients_with_other_units_are_refused(tmp_path, capsys):
