@@ -34,6 +34,7 @@ from _toolbox.errors import DimensionError, ParameterError
 from dmdidc.table_text import (
     MISSING_CELLS,
     empty_columns_note,
+    ends_in_trailing_separator,
     is_decimal_comma,
     is_missing,
     missing_cells,
@@ -385,7 +386,7 @@ def parse_row(cells: list[str], names: list[str], where: str, *,
     only the columns read must be numbers)."""
     if len(cells) != len(names):
         trailing = (" (it ends in a trailing separator: an empty last value)"
-                    if len(cells) == len(names) + 1 and not cells[-1].strip() else "")
+                    if ends_in_trailing_separator(cells, len(names)) else "")
         raise DimensionError(f"{where} has {len(cells)} cells; the header has {len(names)}"
                              f"{trailing}")
     values = np.full(len(names), np.nan)

@@ -49,7 +49,7 @@ from numpy.dtypes import StringDType
 from _toolbox.errors import DimensionError, ParameterError
 
 __all__ = ["MISSING_CELLS", "TableText", "commented_header", "commented_header_note",
-           "decode_text", "empty_columns_note", "find_delimiter",
+           "decode_text", "empty_columns_note", "ends_in_trailing_separator", "find_delimiter",
            "is_comment", "is_decimal_comma", "is_missing", "missing_cells", "parse_header",
            "read_table_text", "separators", "split_cells", "split_unit"]
 
@@ -355,7 +355,7 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
     for (k, line), row in zip(numbered, rows, strict=True):
         if len(row) != width:
             trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
-                        if len(row) == width + 1 and not row[-1].strip() else "")
+                        if ends_in_trailing_separator(row, width) else "")
             if names is None and width == len(row) + 1 and not rows[0][-1].strip():
                 # the first row is the odd one: blaming every later row named the wrong line
                 raise DimensionError(f"{source} line {numbered[0][0]} ends in a trailing "
@@ -432,14 +432,26 @@ def commented_header_note(line: int) -> str:
             f"line before the first row names the columns")
 
 
+def ends_in_trailing_separator(cells, width: int) -> bool:
+    """Whether a row of ``cells`` is one of ``width`` cells with a separator after the last
+    (one more, empty, cell), as spreadsheets write.
+
+    Examples
+    --------
+    >>> ends_in_trailing_separator(["1", "2", ""], 2), ends_in_trailing_separator(["1", "2"], 2)
+    (True, False)
+    """
+    return len(cells) == width + 1 and not cells[-1].strip()
+
+
 def _first_row_hint(row: list[str], delimiter: str | None, width: int) -> str:
     """What a first row whose cells differ from the header's (``width``) in number most
     likely means."""
     if not _numbers(row):
         # names, not values: the line taken as the header is a title or note above it
         return "; a title or note above the header? Start it with '#' (a comment) or delete it"
-    if len(row) == width + 1 and not row[-1].strip():
-        return ""                       # one empty cell more: a trailing separator, named
+    if ends_in_trailing_separator(row, width):
+        return ""                       # named as such by the caller
     if (delimiter == "," and len(row) > 1 and _SPLIT_STAMP.match(row[0].strip())
             and _FRACTION.match(row[1].strip())):
         # Python's logging writes '2026-11-28 00:47:19,500': the stamp splits at its comma
