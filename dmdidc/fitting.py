@@ -60,6 +60,7 @@ from dmdidc.regression.solution import (
     coefficient_blocks,
     lagged_inputs,
     least_squares,
+    residual_rounding_share,
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -352,15 +353,20 @@ def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, met
     factor for ``method="qr"`` and, under ``"auto"``, where the centred normal equations'
     rounding could reach :data:`~dmdidc.regression.solution.ROUNDING_SHARE` of a standard
     error (:func:`~dmdidc.regression.solution.affine_rounding_share`; no refinement here:
-    its residuals would need the intercept), as :func:`least_squares` does for the fit
-    through the origin."""
+    its residuals would need the intercept) or of the residual covariance
+    (:func:`~dmdidc.regression.solution.residual_rounding_share`, of the uncentred targets'
+    squares: the centred ones are their difference), as :func:`least_squares` does for the
+    fit through the origin."""
     if method != "qr":
         solution = _solve(plain, R, "ls", True, **options)
+        if method == "gram":
+            return solution
         cond = solution.condition_number
-        if method == "gram" or cond <= GRAM_CONDITION_LIMIT or (
-                cond <= REFINEMENT_CONDITION_LIMIT and affine_rounding_share(
-                    solution, np.diag(plain.gram), plain.sums, plain.n_samples)
-                <= ROUNDING_SHARE):
+        gram = np.diag(plain.gram)
+        if residual_rounding_share(solution, gram[plain.n_regressors:]) <= ROUNDING_SHARE and (
+                cond <= GRAM_CONDITION_LIMIT or (
+                    cond <= REFINEMENT_CONDITION_LIMIT and affine_rounding_share(
+                        solution, gram, plain.sums, plain.n_samples) <= ROUNDING_SHARE)):
             return solution
     return accumulated_pass(trajectories, R, "qr", chunk_size).solution(centred=True,
                                                                         **options)
@@ -1437,6 +1443,18 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
     count = sum(b - a for group in groups for _, a, b in group)
     cached = (_group_vectors(trajectories, groups[0], R, signals, kind)
               if len(groups) == 1 else None)
+    # An affine fit sums its weighted moments about the data's mean (the first group's), not
+    # the origin: moments about an operating point far from the data's spread lose
+    # eps (mean / spread)^2 of themselves when centred, and the residual covariance is their
+    # difference (exact data written with 8 digits around offsets of 20-100 spreads: block
+    # tests of 1e17).  The shift moves every residual by a constant, which the median removes.
+    shift = np.zeros((0, 1))
+    if outcome.centred:
+        shift = (cached if cached is not None else _group_vectors(trajectories, groups[0], R,
+                                                                  signals, kind)
+                 ).mean(axis=1, keepdims=True)
+        if cached is not None:
+            cached -= shift
     instruments = p + n + np.arange(q)
     coefficients = solution.coefficients
 
@@ -1445,8 +1463,11 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
             yield cached
             return
         for group in groups:
-            yield _group_vectors(trajectories, group, R,
-                                 signals if with_instruments else None, kind)
+            V = _group_vectors(trajectories, group, R, signals if with_instruments else None,
+                               kind)
+            if shift.size:
+                V -= shift[:V.shape[0]]
+            yield V
 
     def residuals():
         for V in regression(False):
