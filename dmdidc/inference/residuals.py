@@ -12,7 +12,8 @@ affine term of an operating point) are compared with the signals (as MATLAB's ``
   noise, as in a closed loop (Ljung 1999, Sec. 16.6);
 * **whiteness** at lags ``2 .. L``: measurement noise makes the one-step residual a moving
   average of order one (``e_k = v_{k+1} - A_d v_k + w_k``), so lag 1 is allowed; correlation
-  at longer lags means coloured noise (or missing dynamics);
+  at longer lags means coloured noise (or missing dynamics).  Residuals the outlier check
+  flags are clipped at its threshold first, so a few spikes cannot hide the colour;
 * **state completeness**: correlation with the measured signals at lags ``1 .. L``: a full
   state is Markov, so its past carries nothing the present does not; signals that are not the
   whole state (``y = C x`` with fewer signals than states) leave residuals that the past
