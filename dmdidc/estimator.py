@@ -79,10 +79,12 @@ from dmdidc.regression.pod import outside_span, pod_modes
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
+    ROUNDING_SHARE,
     GramAccumulator,
     RegressionSolution,
     make_accumulator,
     require_samples,
+    residual_rounding_share,
     stream_trajectory,
 )
 from dmdidc.resampling import Decisions, parts_refit, trajectory_refit
@@ -1141,6 +1143,16 @@ class DMDidc:
                        f"{solution.condition_number:.3g}; normal equations lose about "
                        f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
                        f"again with method='qr' for a backward-stable fit")
+        if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
+                and self._partial and solution.estimator == "ls"
+                and residual_rounding_share(solution, np.diag(self._accumulator.target_gram))
+                > ROUNDING_SHARE):
+            # fit() takes QR here (least_squares); the streamed data are gone
+            warn_model("the residuals lie at the rounding of the normal equations' sums "
+                       "(exact data, or data written with their last digits, far from zero): "
+                       "their covariance, the standard errors and the block tests are "
+                       "rounding. Stream the data again with method='qr' for a "
+                       "backward-stable fit")
         return self
 
     def _fitted(self, value: Any) -> Any:
