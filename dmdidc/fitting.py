@@ -1499,6 +1499,7 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
             downweighted += int(np.sum(weights < 0.5))
         if outcome.centred:
             gram = gram - np.outer(sums, sums) / total
+            sums = sums + total * shift[:, 0]      # the data's own (the residuals' mean)
         updated = instrumental_solution(gram, sums, int(round(total)), n_states=n,
                                         n_regressors=p, instruments=instruments,
                                         intercepts=int(outcome.centred))
