@@ -817,3 +817,32 @@ def test_robust_rows_across_blocks_are_those_of_numpy(length):
     deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
     want = np.max(deviation.max(axis=1) / (_MAD_TO_SIGMA * np.median(deviation, axis=1)))
     assert largest_robust_residual(E) == pytest.approx(want, rel=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_outlier_variance_from_the_whiteness_products_equals_the_pieces_own(seed):
+    # the outlier test's Bartlett variance reads the whiteness test's lagged products
+    # centred by each piece's median: the pieces' own autocovariances to rounding, and the
+    # scale test decides the same; medians holding most of a row's energy (a random walk, an
+    # offset) are transformed again instead of cancelled
+    from dmdidc.inference.residuals import _ResidualMoments, largest_residual
+    from dmdidc.regression.lag_products import autocovariances
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5))
+    levels = rng.uniform(0.5, 2.0, 4) if seed % 2 else np.ones(4)
+    E = [level * rng.standard_normal((n, int(rng.integers(100, 2500))))
+         + rng.uniform(-0.2, 0.2, (n, 1)) for level in levels]
+    moments = _ResidualMoments.of(E, int(rng.integers(5, 40)))
+    centres = np.array([np.median(e, axis=1) for e in E])
+    L = min(50, min(e.shape[1] for e in E) // 2)
+    shared = moments.centred_autocovariances(centres, L)
+    own = autocovariances([e - c[:, None] for e, c in zip(E, centres, strict=True)], L)
+    np.testing.assert_allclose(shared, own, rtol=0, atol=1e-13 * float(np.max(own[0])))
+    with_shared = largest_residual(E, autocovariances_of=moments.centred_autocovariances)
+    alone = largest_residual(E)
+    assert (with_shared.spread is None) == (alone.spread is None)
+    assert with_shared.z == pytest.approx(alone.z, rel=1e-12)
+    walk = [np.cumsum(e, axis=1) for e in E]
+    walk_centres = np.array([np.median(e, axis=1) for e in walk])
+    assert _ResidualMoments.of(walk, 20).centred_autocovariances(walk_centres, L) is None
