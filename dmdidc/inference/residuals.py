@@ -327,7 +327,6 @@ class _ResidualMoments:
             cov = cov + np.outer(trend, np.maximum(s, 0.0))
         return cov / np.where(cov[0] > 0, cov[0], 1.0)
 
-
     def _centred(self, centres: np.ndarray, L: int) -> np.ndarray:
         """``sum_p sum_{k >= tau} (e_k - c_p)(e_{k-tau} - c_p)`` at lags ``0 .. L`` (L + 1, n),
         ``centres`` ``c_p`` (n, pieces): from the uncentred products ``gamma``, the pieces'
