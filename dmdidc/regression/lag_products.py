@@ -522,7 +522,8 @@ def centred_autocovariances(series: list[np.ndarray], max_lag: int
     if not kept:
         return np.zeros((max_lag + 1, series[0].shape[0])), None, None
     layout = PieceLayout(np.array([s.shape[1] for s in kept]), gap=max_lag + 1)
-    x = layout.centred(layout.place(kept))
+    x = layout.place(kept)
+    layout.centre(x)                                      # our own copy: in place
     return lag_products(x, x, 0, max_lag, diagonal=True).T, x, layout
 
 
