@@ -431,6 +431,8 @@ def _last_significant(cov: np.ndarray, N: int) -> int:
     ``N`` samples."""
     from scipy import special
 
+    if cov.size == 0:                                   # no residual series: no memory
+        return 0
     rho = cov / np.where(cov[0] > 0, cov[0], 1.0)
     z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))
     significant = np.flatnonzero(np.any(np.abs(rho[1:]) > z / np.sqrt(max(N, 1)), axis=1))

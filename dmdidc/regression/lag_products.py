@@ -551,6 +551,13 @@ def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarr
     samples : int
         The samples of the trimmed pieces.
 
+    Raises
+    ------
+    ParameterError
+        ``trim`` or ``max_lag`` not an integer >= 0, or a layout whose gaps a lag crosses.
+    DimensionError
+        ``x`` or ``pooled`` not of the layout's and each other's shape.
+
     Examples
     --------
     >>> rng = np.random.default_rng(0)
@@ -561,12 +568,21 @@ def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarr
     >>> count, bool(np.allclose(cut, direct))
     (35, True)
     """
+    trim = check_integer("trim", trim, minimum=0)
+    max_lag = check_integer("max_lag", max_lag, minimum=0)
     if layout.gap <= max_lag:
         raise ParameterError(f"layout.gap is {layout.gap}: expected more than max_lag "
                              f"({max_lag}), so that no lagged pair reaches another piece")
+    if x.ndim != 2 or x.shape[1] != layout.size or pooled.ndim != 2 \
+            or pooled.shape[0] <= max_lag or pooled.shape[1] != x.shape[0]:
+        raise DimensionError(f"x has shape {x.shape} and pooled {pooled.shape}: expected "
+                             f"(rows, {layout.size}) (the layout's size) and (at least "
+                             f"{max_lag + 1}, rows)")
     starts, lengths = layout.starts, layout.lengths
     cut = lengths - 2 * trim
     kept = cut >= 2
+    if not kept.any():
+        return np.zeros((max_lag + 1, x.shape[0])), 0
     out = np.array(pooled[:max_lag + 1], dtype=float)
     # the pairs (k, k - tau) of a piece not both in its kept samples: those whose earlier
     # sample is among its first trim (all of a piece left out), and those whose later one is
@@ -579,7 +595,7 @@ def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarr
                              for s, keep in zip(starts, kept, strict=True)]).astype(int)
     lags = np.arange(max_lag + 1)
     # every lag at once, the edges in chunks of (rows, edges, lags) of at most _GROUP_VALUES
-    chunk = max(1, _GROUP_VALUES // (x.shape[0] * (max_lag + 1)))
+    chunk = max(1, _GROUP_VALUES // max(x.shape[0] * (max_lag + 1), 1))
     for at in range(0, heads.size, chunk):
         edge = heads[at:at + chunk]
         out -= np.einsum("rel,re->lr", x[:, edge[:, None] + lags], x[:, edge])
@@ -589,8 +605,6 @@ def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarr
         inside = earlier >= floor[:, None]
         out -= np.einsum("rel,re->lr", x[:, np.where(inside, earlier, 0)] * inside,
                          x[:, edge])
-    if not kept.any():
-        return np.zeros_like(out), 0
     # re-centred: sum_k (t_k - mu)(t_{k-tau} - mu) = the raw sums - mu (the sums of t over
     # k >= tau and k < n - tau) + (n - tau) mu^2, per kept piece (t, n samples, mean mu)
     first, count = starts[kept] + trim, cut[kept]
@@ -602,10 +616,10 @@ def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarr
     ahead = x[:, first[:, None] + steps] * (steps < count[:, None])         # t_0 .. t_{w-1}
     behind = x[:, (first + count - 1)[:, None] - steps] * (steps < count[:, None])
     # sum_{k < tau} t_k and sum_{k >= n - tau} t_k (the whole piece once tau >= n)
-    edge = np.zeros((x.shape[0], means.shape[1], max_lag + 1))
-    edge[:, :, 1:width + 1] = np.cumsum(ahead, axis=2) + np.cumsum(behind, axis=2)
-    edge[:, :, width + 1:] = 2.0 * sums[:, :, None]
+    ends = np.zeros((x.shape[0], means.shape[1], max_lag + 1))
+    ends[:, :, 1:width + 1] = np.cumsum(ahead, axis=2) + np.cumsum(behind, axis=2)
+    ends[:, :, width + 1:] = 2.0 * sums[:, :, None]
     pairs = np.maximum(count[:, None] - lags[None, :], 0)                   # (pieces, lags)
-    out -= np.einsum("rp,rpl->lr", means, 2.0 * sums[:, :, None] - edge)
-    out += (pairs.T @ (means ** 2).T)
+    out -= np.einsum("rp,rpl->lr", means, 2.0 * sums[:, :, None] - ends)
+    out += pairs.T @ (means ** 2).T
     return out, int(count.sum())

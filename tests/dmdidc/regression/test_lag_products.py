@@ -148,6 +148,12 @@ def test_trimmed_autocovariances_equal_those_of_the_trimmed_pieces(seed):
     np.testing.assert_allclose(sums, expected, rtol=0, atol=1e-12 * scale)
     with pytest.raises(ParameterError, match="gap"):
         trimmed_autocovariances(laid, layout, full, trim, layout.gap)
+    with pytest.raises(ParameterError, match="trim"):
+        trimmed_autocovariances(laid, layout, full, -1, lags)
+    with pytest.raises(DimensionError, match="pooled"):
+        trimmed_autocovariances(laid, layout, full[:, :0], trim, lags)
+    with pytest.raises(DimensionError, match="layout's size"):
+        trimmed_autocovariances(laid[:, 1:], layout, full, trim, lags)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -169,3 +175,13 @@ def test_residual_memory_of_trimmed_pieces_is_theirs(seed):
     trimmed = [e[:, trim:e.shape[1] - trim] for e in residuals if e.shape[1] - 2 * trim >= 2]
     assert residual_memory(residuals, trim) == (residual_memory(residuals),
                                                 residual_memory(trimmed))
+
+
+def test_residual_memory_of_no_residual_series_is_zero():
+    # no rows (nothing to be serially correlated): memory 0, trimmed or not, not a division
+    # by zero in the Bonferroni count
+    from dmdidc.regression.instrumental import residual_memory
+
+    empty = [np.zeros((0, 40)), np.zeros((0, 30))]
+    assert residual_memory(empty) == 0
+    assert residual_memory(empty, 4) == (0, 0)
