@@ -63,7 +63,7 @@ from dmdidc.regression.solution import (
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
-from dmdidc.trajectories import subsample
+from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
@@ -1062,7 +1062,9 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         if references is None:
             # simulated block by block as the statistics sum them, read again only where
             # the covariance and the checks take their pieces: no list of every signal
-            signals = SimulatedSignals(A_d, B_blocks, inputs)
+            # data checked whole (no subsample) are read again whole: their states kept
+            signals = SimulatedSignals(A_d, B_blocks, inputs, keep=sum(
+                U.shape[1] for U in inputs) <= DIAGNOSTIC_SAMPLES)
             stats = _simulated_statistics(trajectories, R, signals, memo)
             d = stats.gram.shape[0] - n
             states = (stats.gram[d:, d:], stats.sums[d:], stats.n_samples)
