@@ -110,11 +110,14 @@ from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.statistics.streaming import _default_lags
 
-__all__ = ["OnlineDMDidc", "ChangeEvent", "BoundEvent"]
+__all__ = ["OnlineDMDidc", "ChangeEvent", "BoundEvent", "Outlier"]
 
 #: Received rows between two checks of the delay bound (besides the one when the warmup ends):
 #: a block test (about 0.15 ms at p = 20) on the predictor's regression, about 0.03 us a row.
 _BOUND_EVERY = 5000
+#: Fewest rows, besides the two of the sample that gives the most, whose evidence can raise an
+#: alarm: a row's CUSUM increment is at most ``threshold`` over it (module notes, *Outliers*).
+_ROWS_TO_ALARM = 5
 
 
 @dataclass
@@ -134,7 +137,8 @@ class ChangeEvent:
         Delay estimate (s) when the detector re-armed, ``warmup`` samples later (``None``
         until then; if the bound had to grow then, at the re-arming after the growth).
     statistic : float
-        The CUSUM value at the alarm.
+        The detector's evidence at the alarm: the CUSUM less the largest increase one sample
+        gave it (module notes, *Outliers*), above ``threshold``.
     """
 
     sample: int
@@ -142,6 +146,28 @@ class ChangeEvent:
     old_delay: np.ndarray | None
     new_delay: np.ndarray | None
     statistic: float
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A sample whose rows the detector of :class:`OnlineDMDidc` read as an outlier (module
+    notes, *Outliers*): down-weighted in the statistics, not taken for a change.
+
+    Attributes
+    ----------
+    sample : int
+        The sample ``t`` whose state ``x_t`` is out of line: the first row it spoils predicts
+        it (row ``t - 1``), the next holds it as a regressor (row ``t``).
+    score : float
+        ``q`` of row ``t - 1``, the residual's squared Mahalanobis norm (chi-square with ``n``
+        degrees of freedom, mean ``n``, while the model holds).
+    weight : float
+        That row's weight in the statistics, ``clip / q`` (1 for a row within the clip).
+    """
+
+    sample: int
+    score: float
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -239,6 +265,9 @@ class OnlineDMDidc:
     drop_bursts_ : list of (int, int)
         ``(start, length)`` of every run of consecutive lost samples.
     events_ : list of ChangeEvent
+    outliers_ : list of Outlier
+        Samples read as outliers (module notes, *Outliers*), down-weighted in the statistics;
+        those after a detected change's onset are dropped from it (they were the change).
     samples_seen_ : int
         Inputs received (lost ones included).
     rows_used_ : int
@@ -298,6 +327,7 @@ class OnlineDMDidc:
         self.samples_seen_ = self.rows_used_ = self.dropped_samples_ = 0
         self.drop_bursts_: list[tuple[int, int]] = []
         self.events_: list[ChangeEvent] = []
+        self.outliers_: list[Outlier] = []
         self.bound_events_: list[BoundEvent] = []
         self._configure(n, m, self.max_delay)
         # A ring of the recent raw samples (x_t and u_t in column t mod size) that growth
@@ -335,7 +365,7 @@ class OnlineDMDidc:
                                        inputs[past:]])
         self._v = np.empty(d)
         self._warmup_left = self._resolved_warmup()
-        self._cusum = 0.0
+        self._reset_cusum()
         self._since_solve = self._since_bound = self._since_continuous = 0
         self._bound_due = False                  # check the bound after this chunk
         self._filled = False                     # the last event's new_delay was just set
@@ -343,7 +373,7 @@ class OnlineDMDidc:
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._discrete_only = False              # the no-continuous-model warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
-        self._whitening: tuple = (None,) * 5    # (predictor, W, l's gain, offset, kappa)
+        self._whitening: tuple = (None,) * 7    # (_whitener: predictor, W, .., kappa, h)
         self._solution = None                    # the predictor's regression
         self._fit = None
 
@@ -442,8 +472,11 @@ class OnlineDMDidc:
         if not math.isfinite(v.dot(v)):
             decline = True                       # (a lost sample or a fault)
         elif armed:
-            g = self._cusum + self._cusum_step(v)
-            decline = g > self.threshold
+            q = self._score(v)
+            clip = self._whitening[5]
+            # (the steps of _detector_path for one row; an outlier row takes the chunk path)
+            decline = q > clip or self._cusum + self._increments(q) - self._pair_max \
+                > self.threshold
         else:
             decline = self._warmup_left == 1     # (the detector arms: the chunk path)
         if decline:
@@ -470,19 +503,22 @@ class OnlineDMDidc:
         self._now = t + 1
         self.rows_used_ += 1
         if armed:
-            self._cusum = max(g, 0.0)
+            self._step_cusum(self._increments(q))
         elif self._warmup_left:
             self._warmup_left -= 1
         return True
 
-    def _whitener(self) -> tuple[Any, np.ndarray, float, float, float]:
-        """``(predictor, W, gain, offset, kappa)``, cached per predictor and ``magnitude``
-        (``kappa``, a public attribute that may change between chunks): the CUSUM increment of a
-        regression vector ``v`` is ``l = gain |W v|^2 - offset``, with ``W = Sigma^{-1/2}
-        [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the residual's
-        ``q = r' Sigma^{-1} r``, ``gain = (1 - 1/kappa) / 2`` and ``offset = n log(kappa) / 2``.
-        The one-sample and the chunk paths both use it: one definition of ``l``."""
-        if self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude:
+    def _whitener(self) -> tuple:
+        """``(predictor, W, gain, offset, kappa, clip, threshold)``, cached per predictor,
+        ``magnitude`` and ``threshold`` (public attributes that may change between chunks):
+        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the
+        residual's ``q = r' Sigma^{-1} r``; the CUSUM increment of a row is ``l = gain
+        min(q, clip) - offset`` with ``gain = (1 - 1/kappa) / 2``, ``offset = n log(kappa) /
+        2`` and ``clip`` the score at which ``l`` reaches ``threshold / _ROWS_TO_ALARM``
+        (module notes, *Outliers*).  The one-sample and the chunk paths both use it: one
+        definition of ``l``."""
+        if (self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude
+                or self._whitening[6] != self.threshold):
             theta, precision = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
@@ -490,18 +526,40 @@ class OnlineDMDidc:
             residual = np.zeros((n, self._layout.dimension))   # (no slicing of v)
             residual[:, :p], residual[:, p:p + n] = -theta, np.eye(n)
             kappa = self.magnitude
-            self._whitening = (self._predictor, root @ residual, 0.5 * (1.0 - 1.0 / kappa),
-                               0.5 * n * math.log(kappa), kappa)
+            gain, offset = 0.5 * (1.0 - 1.0 / kappa), 0.5 * n * math.log(kappa)
+            clip = (self.threshold / _ROWS_TO_ALARM + offset) / gain
+            self._whitening = (self._predictor, root @ residual, gain, offset, kappa, clip,
+                               self.threshold)
         return self._whitening
 
-    def _cusum_step(self, v: np.ndarray) -> float:
-        """The CUSUM increment ``l`` of one regression vector ``v`` (:meth:`_whitener`)."""
+    def _score(self, v: np.ndarray) -> float:
+        """``q = r' Sigma^{-1} r`` of one regression vector ``v`` (:meth:`_whitener`)."""
         whitening = self._whitening     # (the cache read inline: a call is 7 % of this step)
-        if whitening[0] is not self._predictor or whitening[4] != self.magnitude:
+        if (whitening[0] is not self._predictor or whitening[4] != self.magnitude
+                or whitening[6] != self.threshold):
             whitening = self._whitener()
-        _, whiten, gain, offset, _ = whitening
-        z = whiten.dot(v)
-        return gain * float(z.dot(z)) - offset
+        z = whitening[1].dot(v)
+        return float(z.dot(z))
+
+    def _increments(self, q):
+        """The CUSUM increments ``l = gain min(q, clip) - offset`` of scores ``q``."""
+        _, _, gain, offset, _, clip, _ = self._whitener()
+        return gain * np.minimum(q, clip) - offset
+
+    def _reset_cusum(self) -> None:
+        # the CUSUM g, the largest increase one sample's two rows gave its excursion, and the
+        # last row's increase (module notes, *Outliers*)
+        self._cusum = self._pair_max = self._last_rise = 0.0
+
+    def _step_cusum(self, increment: float) -> None:
+        """One row of :meth:`_detector_path` (the one-sample path)."""
+        g = self._cusum + float(increment)
+        if g <= 0.0:
+            self._reset_cusum()
+            return
+        rise = max(float(increment), 0.0)
+        self._cusum, self._pair_max = g, max(self._pair_max, self._last_rise + rise)
+        self._last_rise = rise
 
     def _regression_rows(self, X: np.ndarray, U: np.ndarray, t0: int
                          ) -> tuple[np.ndarray, np.ndarray]:
@@ -556,11 +614,13 @@ class OnlineDMDidc:
                 continue
             due = max(self.refresh - self._since_solve - (i - refreshed), 1)
             end = min(N, i + due)
-            g = self._cusum_path(V[:, i:end])
-            alarm = np.flatnonzero(g > self.threshold)
+            q, g, evidence, carry = self._detector_path(V[:, i:end])
+            weights = self._weights(q)
+            alarm = np.flatnonzero(evidence > self.threshold)
             if alarm.size == 0:
-                self._add(V[:, i:end], times[i:end])
-                self._cusum = float(g[-1])
+                self._note_outliers(times[i:end], q)
+                self._add(V[:, i:end], times[i:end], weights)
+                self._cusum, self._pair_max, self._last_rise = carry
                 if end < N:                      # a refresh falls inside the chunk
                     self._predictor = self._predictor_from_fit()
                     refreshed = end
@@ -569,21 +629,56 @@ class OnlineDMDidc:
             a = i + int(alarm[0])
             zeros = np.flatnonzero(g[:a - i + 1] <= 0.0)
             onset = i + int(zeros[-1]) + 1 if zeros.size else i
-            self._add(V[:, i:onset], times[i:onset])
-            self._event(int(times[a]), int(times[onset]), float(g[a - i]))
-            self._add(V[:, onset:a + 1], times[onset:a + 1])
+            self._note_outliers(times[i:onset], q[:onset - i])
+            self._add(V[:, i:onset], times[i:onset], weights[:onset - i])
+            self._event(int(times[a]), int(times[onset]), float(evidence[a - i]))
+            self._add(V[:, onset:a + 1], times[onset:a + 1])     # (the new plant's rows)
             self._warmup_left = max(self._resolved_warmup() - (a + 1 - onset), 1)
             i = refreshed = a + 1
         return refreshed
 
-    def _cusum_path(self, V: np.ndarray) -> np.ndarray:
-        """CUSUM ``g`` over the rows of ``V`` from the current value (vectorized:
-        ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` with ``S`` the running sum of the
-        increments ``l`` of :meth:`_whitener`, as :meth:`_cusum_step` column by column)."""
-        _, whiten, gain, offset, _ = self._whitener()
+    def _detector_path(self, V: np.ndarray) -> tuple:
+        """The detector over the rows of ``V`` from its current state (vectorized; as
+        :meth:`_step_cusum` row by row): ``(q, g, evidence, carry)``, the scores, the CUSUM
+        ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` (``S`` the running sum of the increments
+        of :meth:`_increments`), the evidence ``g_k`` less the largest increase one sample's
+        two rows gave the excursion (module notes, *Outliers*), and the state after the
+        last row."""
+        whiten = self._whitener()[1]
         Z = whiten @ V
-        S = np.cumsum(gain * np.einsum("ik,ik->k", Z, Z) - offset)
-        return S - np.minimum(np.minimum.accumulate(S), -self._cusum)
+        q = np.einsum("ik,ik->k", Z, Z)
+        increments = self._increments(q)
+        S = np.cumsum(increments)
+        g = S - np.minimum(np.minimum.accumulate(S), -self._cusum)
+        ended = g <= 0.0                         # an excursion ends: the next starts afresh
+        rise = np.maximum(increments, 0.0)
+        before = np.concatenate([[self._last_rise], np.where(ended[:-1], 0.0, rise[:-1])])
+        pair = before + rise                     # the two rows of the sample between them
+        # the running maximum within each excursion: offset by excursion so that one
+        # accumulate serves them all (rises are at most threshold / _ROWS_TO_ALARM each)
+        excursion = np.concatenate([[0], np.cumsum(ended[:-1])])
+        span = 2.0 * self.threshold / _ROWS_TO_ALARM + 1.0
+        key = pair + span * excursion
+        key[0] = max(key[0], self._pair_max)
+        largest = np.where(ended, 0.0, np.maximum.accumulate(key) - span * excursion)
+        evidence = g - largest
+        carry = (float(g[-1]), float(largest[-1]), 0.0 if ended[-1] else float(rise[-1]))
+        return q, g, evidence, carry
+
+    def _weights(self, q: np.ndarray) -> np.ndarray:
+        """Each row's weight in the statistics, ``min(1, clip / q)``: the weighted score
+        ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*)."""
+        clip = self._whitener()[5]
+        return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
+
+    def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:
+        """Record the samples of the rows whose score exceeds the clip (module notes)."""
+        clip = self._whitener()[5]
+        for row in np.flatnonzero(q > clip):
+            t, score = int(times[row]), float(q[row])
+            if self.outliers_ and self.outliers_[-1].sample == t:
+                continue                         # x_t as a regressor: the same sample
+            self.outliers_.append(Outlier(t + 1, score, clip / score))
 
     def _event(self, sample: int, onset: int, statistic: float) -> None:
         """Record a change and forget what came before its onset."""
@@ -595,7 +690,10 @@ class OnlineDMDidc:
             self._sums *= keep
             self._weight *= keep
             self._rows = collections.deque((t, V, w * keep) for t, V, w in self._rows)
-        self._predictor, self._solution, self._cusum = None, None, 0.0
+        self._predictor, self._solution = None, None
+        self._reset_cusum()
+        # the clipped rows from the onset on were the change, not outliers
+        self.outliers_ = [o for o in self.outliers_ if o.sample <= onset]
         self._silent_since = None                # (the statistics restart: so does the count)
 
     def _rearm(self, time: int) -> None:
@@ -760,30 +858,44 @@ class OnlineDMDidc:
             while self._rows and self._rows[0][0][0] < now - self.window:
                 times, V, weight = self._rows.popleft()
                 old = times < now - self.window
-                self._remove(V[:, old], weight)
+                self._remove(V[:, old], weight[old])
                 if not old.all():
-                    self._rows.appendleft((times[~old], V[:, ~old], weight))
+                    self._rows.appendleft((times[~old], V[:, ~old], weight[~old]))
         self._now = now
 
-    def _add(self, V: np.ndarray, times: np.ndarray) -> None:
+    def _add(self, V: np.ndarray, times: np.ndarray, robust: np.ndarray | None = None
+             ) -> None:
+        """Add rows ``V`` received at ``times``, each weighted by ``robust`` (default 1; the
+        outliers' weights, :meth:`_weights`) and by forgetting."""
         if times.size == 0:
             return
         self._advance(int(times[-1]) + 1)
         self.rows_used_ += times.size
+        if robust is not None and np.all(robust == 1.0):
+            robust = None                        # (the usual case: no outlier)
         if self.window is not None:              # a chunk longer than the window: its tail only
             recent = times >= self._now - self.window
             V, times = V[:, recent], times[recent]
+            robust = None if robust is None else robust[recent]
         if self.window is None and self.forgetting < 1.0:
             weights = self.forgetting ** (self._now - times)
+            if robust is not None:
+                weights = weights * robust
             self._gram += (V * weights) @ V.T
             self._sums += V @ weights
             self._weight += float(weights.sum())
+        elif robust is not None:
+            self._gram += (V * robust) @ V.T
+            self._sums += V @ robust
+            self._weight += float(robust.sum())
+            if self.window is not None:
+                self._rows.append((times, V, robust))
         else:
             self._gram += V @ V.T
             self._sums += V.sum(axis=1)
             self._weight += times.size
             if self.window is not None:
-                self._rows.append((times, V, 1.0))
+                self._rows.append((times, V, np.ones(times.size)))
 
     def _settle(self) -> None:
         """Apply the deferred decay of the one-sample path to the moments."""
@@ -792,11 +904,12 @@ class OnlineDMDidc:
             self._sums *= self._scale
             self._scale = 1.0
 
-    def _remove(self, V: np.ndarray, weight: float) -> None:
+    def _remove(self, V: np.ndarray, weight: np.ndarray) -> None:
+        """Subtract rows ``V`` added with ``weight`` (one per row)."""
         self._settle()
-        self._gram -= weight * (V @ V.T)
-        self._sums -= weight * V.sum(axis=1)
-        self._weight -= weight * V.shape[1]
+        self._gram -= (V * weight) @ V.T
+        self._sums -= V @ weight
+        self._weight -= float(weight.sum())
 
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:
@@ -916,7 +1029,7 @@ class OnlineDMDidc:
     def __getattr__(self, name: str) -> Any:
         # delay, A_c, B_c, model_, delay_ci, confidence_intervals, ...: those of the fit
         if name.startswith("_") or name in ("samples_seen_", "rows_used_", "dropped_samples_",
-                                            "drop_bursts_", "events_", "bound_events_",
+                                            "drop_bursts_", "events_", "bound_events_", "outliers_",
                                             "max_delay_"):
             raise AttributeError(name)
         if name in _FORWARDED:

@@ -2,12 +2,13 @@
 
 The file is followed like ``tail -f`` by :func:`dmdidc.follow_csv` and fed to an
 :class:`~dmdidc.OnlineDMDidc` by :func:`dmdidc.track`.  One line is printed every ``--every``
-samples (samples, lost samples, each input's delay with its interval) and one per detected
-change.  The model is written to ``--out`` at the end (``--idle-timeout`` seconds without a new
-line, or Ctrl-C) and on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after
-the update under way otherwise, so the estimator is never saved half-updated; a request that
-cannot be met (too few samples yet) is reported and the following goes on.  A Ctrl-C during an
-update stops after it.
+samples (samples, lost samples, each input's delay with its interval), one per detected
+change and one per sample read as an outlier (down-weighted, not a change); after a change, a
+warning at the end says that the model rests only on the samples since it.  The model is
+written to ``--out`` at the end (``--idle-timeout`` seconds without a new line, or Ctrl-C) and
+on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after the update under way
+otherwise, so the estimator is never saved half-updated; a request that cannot be met (too few
+samples yet) is reported and the following goes on.  A Ctrl-C during an update stops after it.
 """
 
 from __future__ import annotations
@@ -214,7 +215,9 @@ def _write(live, out: str, when: str, signals=None) -> None:
 
 
 def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
-    lines = []
+    lines = [f"outlier at sample {o.sample} (residual q = {o.score:.3g}, about the number of "
+             f"states expected): down-weighted to {o.weight:.2g}, not read as a change"
+             for o in snapshot.outliers]
     for event in snapshot.events:
         before = "" if event.old_delay is None else ": delay was " + ", ".join(
             f"{name} {d:.4g} s" for name, d in zip(names, event.old_delay, strict=True))
