@@ -672,13 +672,19 @@ class OnlineDMDidc:
         return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
 
     def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:
-        """Record the samples of the rows whose score exceeds the clip (module notes)."""
+        """Record the samples of the rows whose score exceeds the clip (module notes): a
+        spike in ``x_t`` spoils row ``t - 1`` (its target) and row ``t`` (a regressor)."""
         clip = self._whitener()[5]
-        for row in np.flatnonzero(q > clip):
+        beyond = q > clip
+        for row in np.flatnonzero(beyond):
             t, score = int(times[row]), float(q[row])
             if self.outliers_ and self.outliers_[-1].sample == t:
                 continue                         # x_t as a regressor: the same sample
-            self.outliers_.append(Outlier(t + 1, score, clip / score))
+            sample = t + 1                       # the target of its first spoiled row
+            if row and times[row - 1] != t - 1 and row + 1 < times.size \
+                    and times[row + 1] == t + 1 and not beyond[row + 1]:
+                sample = t                       # row t - 1 lost, row t + 1 clean: x_t
+            self.outliers_.append(Outlier(sample, score, clip / score))
 
     def _event(self, sample: int, onset: int, statistic: float) -> None:
         """Record a change and forget what came before its onset."""
