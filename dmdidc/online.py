@@ -35,17 +35,45 @@ coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too
 coefficients whatever the estimator, the smallest one-step residuals) is normalized by the running
 residual covariance ``Sigma`` of that regression, ``q_k = e_k^T Sigma^{-1} e_k`` (chi-square with
 ``n`` degrees of freedom while the model holds), and a CUSUM of the log-likelihood ratio of a
-covariance inflated by ``kappa`` (``magnitude``), ``l_k = (1 - 1/kappa) q_k / 2 - (n / 2) ln
-kappa``, runs over them: ``g_k = max(0, g_{k-1} + l_k)``. Its mean drift is negative on a stationary
-plant and jumps positive when the delay or the plant changes (the old delay blocks mispredict every
-sample). At ``g_k > threshold`` an event is recorded, the statistics older than the CUSUM's
-change-point estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p``
-samples (kept only so the model stays defined), and the detector rests for ``warmup`` received
-samples while the new plant is learned. False alarms, measured: no event in 20 000 stationary
-samples on each of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM
-peaked at 19.8 against the default threshold 35 (the residuals of noisy states are correlated, so
-the white-residual run length ``~exp(threshold)`` is optimistic). Changes of the delay by 0.2 T or
-more were flagged within 6 samples.
+covariance inflated by ``kappa`` (``magnitude``), ``l_k = (1 - 1/kappa) min(q_k, c) / 2 - (n /
+2) ln kappa`` (the score clipped: *Outliers* below), runs over them: ``g_k = max(0, g_{k-1} +
+l_k)``. Its mean drift is negative on a stationary plant and jumps positive when the delay or
+the plant changes (the old delay blocks mispredict every sample). When the evidence (below)
+exceeds ``threshold`` an event is recorded, the statistics older than the CUSUM's change-point
+estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p`` samples (kept
+only so the model stays defined), and the detector rests for ``warmup`` received samples while
+the new plant is learned. False alarms, measured: no event in 20 000 stationary samples on each
+of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM peaked at 19.8
+against the default threshold 35 (the residuals of noisy states are correlated, so the
+white-residual run length ``~exp(threshold)`` is optimistic). Changes of the delay by 0.2 T or
+more, or of ``A_c`` by 60 %, were flagged 6-10 samples after them on 30 plants (0-6 before the
+outlier rules below).
+
+**Outliers.**  A spike in one state sample ``x_t`` (a sensor glitch) spoils two rows, ``t - 1``
+(its target) and ``t`` (a regressor), by as much as it likes: one such sample once raised the
+CUSUM to 1.2e5 and was taken for a change (each discarding the older data). So no row adds more
+than ``threshold / 5`` (:data:`_ROWS_TO_ALARM`): its score is clipped at ``c = (threshold / 5 +
+(n / 2) ln kappa) / ((1 - 1/kappa) / 2)`` (32 for ``n = 3`` at the defaults, a chi-square tail
+of 5e-7: clean rows are not clipped), and the alarm is raised on the *evidence*, the CUSUM less
+the largest increase that one sample's two rows (two consecutive received rows) gave its
+excursion. That evidence never exceeds the CUSUM of the other rows (tested), so no single sample
+can raise an alarm, and a change needs the evidence of at least 5 more rows (the price: 6-10
+samples to detect it). Each row enters the statistics with the weight ``min(1, c / q_k)``, so
+its weighted score is the clipped one: a row adds at most ``c`` (in units of ``Sigma``) to the
+residual moments, and a spike's rows weigh about 1e-4 (one-step IRLS with the a priori
+predictor and a redescending weight, where the batch fit's robust IV iterates Huber weights). A
+row beyond ``c`` is recorded in ``outliers_`` as the sample it spoils (the target of its first
+row: ``x_t``; ``x_t`` also when row ``t - 1`` was lost and row ``t + 1`` is clean), those from
+a detected change's onset on are dropped from it (they were the change). The rows received
+while the detector rests (the first ``warmup`` rows, and those after each alarm) have no
+predictor to score them and enter with weight 1; when it arms, they are rebuilt from the ring
+of raw samples (*Learning the bound*), scored with the new predictor against a robust residual
+covariance (the rows within 5 MAD-standard deviations: the statistics' own is inflated by the
+outliers), and those beyond ``c`` are down-weighted and named as above (without the ring,
+``max_delay_limit = max_delay``, they stay). Not covered: the rows a growth of the bound
+rebuilds from the raw samples, a spike in a logged input the plant did not receive (it spoils
+``R + 1`` rows), and a second outlier within the same CUSUM excursion (a few dozen rows after
+the first) when the CUSUM already sits high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -105,6 +133,7 @@ from dmdidc.inference.ambiguity import delay_ambiguity
 from dmdidc.inference.blocks import block_test
 from dmdidc.inference.diagnostics import beyond_bound
 from dmdidc.inference.intervals import IntervalEstimate
+from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -706,9 +735,74 @@ class OnlineDMDidc:
         self._advance(int(time) + 1)
         self._fit = None
         self._predictor = self._predictor_from_fit()
+        if self._predictor is not None and self._screen_warmup(int(time)):
+            self._fit = None
+            self._predictor = self._predictor_from_fit()
         if self.events_ and self.events_[-1].new_delay is None:
             self.events_[-1].new_delay = self._delay_or_none()
             self._filled = True                  # (emptied again if the bound must grow)
+
+    def _screen_warmup(self, last: int) -> bool:
+        """Down-weight the outliers among the rows received while the detector rested (from
+        the last change's alarm, or the start, to row ``last``), which entered with weight 1:
+        their rows are rebuilt from the ring of raw samples (what it still holds) and scored
+        with the new predictor against a robust residual covariance (that of the rows within
+        5 MAD-standard deviations: the statistics' own is inflated by the outliers), and each
+        row beyond the clip keeps the weight ``clip / q`` (module notes, *Outliers*).  Returns
+        whether any row was down-weighted."""
+        size = self._raw_U.shape[1]
+        if not size:
+            return False
+        # (after a change, the rows from the alarm on: those between the onset and the alarm
+        # may have been shrunk with the older data)
+        start = max(self.events_[-1].sample + 1 if self.events_ else 0,
+                    self.samples_seen_ + 1 - size, 0)
+        if last < start:
+            return False
+        saved = self._sample.copy()              # (the input history of the stream goes on)
+        self._recent[:] = np.nan                 # (the first rows lack theirs: left out)
+        V, times = self._regression_rows(_ring_read(self._raw_X, start, last + 2),
+                                         _ring_read(self._raw_U, start, last + 1), start)
+        self._sample[:] = saved
+        theta = self._predictor[0]
+        n, p = theta.shape
+        if times.size <= 2 * p:
+            return False
+        E = V[p:p + n] - theta @ V[:p]
+        deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
+        scale = _MAD_TO_SIGMA * np.median(deviation, axis=1)
+        inside = np.all(deviation <= 5.0 * np.maximum(scale, np.finfo(float).tiny)[:, None],
+                        axis=0)
+        if inside.sum() <= n or inside.all():
+            return False
+        sigma = E[:, inside] @ E[:, inside].T / inside.sum()
+        try:
+            q = np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+        except np.linalg.LinAlgError:
+            return False
+        clip = self._whitener()[5]
+        beyond = np.flatnonzero(q > clip)
+        if not beyond.size:
+            return False
+        self._settle()
+        cut = 1.0 - clip / q[beyond]             # the share of each row taken out
+        if self.window is None:
+            keep = cut * self.forgetting ** (self._now - times[beyond])
+            Vb = V[:, beyond]
+            self._gram -= (Vb * keep) @ Vb.T
+            self._sums -= Vb @ keep
+            self._weight -= float(keep.sum())
+        else:
+            share = dict(zip(times[beyond].tolist(), cut.tolist(), strict=True))
+            for held, Vh, weight in self._rows:
+                for j in np.flatnonzero(np.isin(held, times[beyond])):
+                    taken = weight[j] * share[int(held[j])]
+                    self._gram -= taken * np.outer(Vh[:, j], Vh[:, j])
+                    self._sums -= taken * Vh[:, j]
+                    self._weight -= taken
+                    weight[j] -= taken
+        self._note_outliers(times, q)
+        return True
 
     # ------------------------------------------------------------------ the bound
     def _check_bound(self) -> None:

@@ -110,7 +110,7 @@ def run_follow(args: argparse.Namespace) -> int:
         try:
             for snapshot in track(guard.chunks(first, source), live,
                                   every=args.every, level=args.level):
-                for line in _lines(snapshot, names, args.level):
+                for line in _lines(snapshot, names, args.level, len(first.state_names)):
                     print(line, flush=True)
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C)")
@@ -214,14 +214,14 @@ def _write(live, out: str, when: str, signals=None) -> None:
     print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)
 
 
-def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
-    lines = [f"outlier at sample {o.sample} (residual q = {o.score:.3g}, about the number of "
-             f"states expected): down-weighted to {o.weight:.2g}, not read as a change"
+def _lines(snapshot, names: tuple[str, ...], level: float, n_states: int) -> list[str]:
+    lines = [f"outlier at sample {o.sample} (residual q = {o.score:.3g}, where a sample that "
+             f"fits has about {n_states}): down-weighted to {o.weight:.2g}, not read as a change"
              for o in snapshot.outliers]
     for event in snapshot.events:
         before = "" if event.old_delay is None else ": delay was " + ", ".join(
             f"{name} {d:.4g} s" for name, d in zip(names, event.old_delay, strict=True))
-        lines.append(f"change detected at sample {event.sample} (onset {event.onset}, CUSUM "
+        lines.append(f"change detected at sample {event.sample} (onset {event.onset}, evidence "
                      f"{event.statistic:.3g}){before}; relearning")
     head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
     if snapshot.delay is None:

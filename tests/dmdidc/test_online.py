@@ -637,3 +637,29 @@ def test_no_sample_raises_the_evidence_above_the_other_rows_cusum(seed):
         live._cusum, live._pair_max, live._last_rise = part[3]
         parts.append(part[2])
     np.testing.assert_allclose(np.concatenate(parts), whole[2], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed, memory", [(50, {"forgetting": 0.999}), (51, {"window": 2500}),
+                                          (52, {"forgetting": 0.999})])
+def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, memory):
+    """Spikes in the first warmup and in the warmup after a change (before the detector has a
+    predictor to score them) are found when it arms, from the ring of raw samples, and
+    down-weighted: the change found as on the clean stream (its onset, the alarm within 3
+    samples), the spikes named, the delay within 0.01 T of the clean stream's (no loss, so
+    every spike's rows are received)."""
+    s = delay_step_stream(seed, before=3000, after=2000, lost=0.0)
+    X = s.X.copy()
+    spikes = [120, 260, 410, 3150, 3300]
+    X[1, spikes] += 20 * np.nanstd(X[1])
+    runs = []
+    for data in (s.X, X):
+        live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, **memory)
+        _run(live, data, s.U, 250)
+        runs.append(live)
+    clean, spiky = runs
+    (event,), (truth,) = spiky.events_, clean.events_
+    assert event.onset == truth.onset and abs(event.sample - truth.sample) <= 3
+    assert [o.sample for o in spiky.outliers_] == spikes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                       # (the fit's diagnostics)
+        assert np.abs(spiky.delay - clean.delay).max() < 0.01 * s.dt
