@@ -502,10 +502,10 @@ class OnlineDMDidc:
             decline = True                       # (a lost sample or a fault)
         elif armed:
             q = self._score(v)
-            clip = self._whitening[5]
+            _, _, gain, offset, _, clip, _ = self._whitening     # (cached by _score)
             # (the steps of _detector_path for one row; an outlier row takes the chunk path)
-            decline = q > clip or self._cusum + self._increments(q) - self._pair_max \
-                > self.threshold
+            step = gain * q - offset
+            decline = q > clip or self._cusum + step - self._pair_max > self.threshold
         else:
             decline = self._warmup_left == 1     # (the detector arms: the chunk path)
         if decline:
@@ -532,7 +532,7 @@ class OnlineDMDidc:
         self._now = t + 1
         self.rows_used_ += 1
         if armed:
-            self._step_cusum(self._increments(q))
+            self._step_cusum(step)
         elif self._warmup_left:
             self._warmup_left -= 1
         return True
@@ -645,9 +645,10 @@ class OnlineDMDidc:
             end = min(N, i + due)
             q, g, evidence, carry = self._detector_path(V[:, i:end])
             weights = self._weights(q)
-            alarm = np.flatnonzero(evidence > self.threshold)
-            if alarm.size == 0:
-                self._note_outliers(times[i:end], q)
+            alarm = [] if evidence is None else np.flatnonzero(evidence > self.threshold)
+            if len(alarm) == 0:
+                if weights is not None:
+                    self._note_outliers(times[i:end], q)
                 self._add(V[:, i:end], times[i:end], weights)
                 self._cusum, self._pair_max, self._last_rise = carry
                 if end < N:                      # a refresh falls inside the chunk
@@ -659,28 +660,41 @@ class OnlineDMDidc:
             zeros = np.flatnonzero(g[:a - i + 1] <= 0.0)
             onset = i + int(zeros[-1]) + 1 if zeros.size else i
             self._note_outliers(times[i:onset], q[:onset - i])
-            self._add(V[:, i:onset], times[i:onset], weights[:onset - i])
+            self._add(V[:, i:onset], times[i:onset],
+                      None if weights is None else weights[:onset - i])
             self._event(int(times[a]), int(times[onset]), float(evidence[a - i]))
             self._add(V[:, onset:a + 1], times[onset:a + 1])     # (the new plant's rows)
             self._warmup_left = max(self._resolved_warmup() - (a + 1 - onset), 1)
             i = refreshed = a + 1
         return refreshed
 
-    def _detector_path(self, V: np.ndarray) -> tuple:
+    def _detector_path(self, V: np.ndarray, full: bool = False) -> tuple:
         """The detector over the rows of ``V`` from its current state (vectorized; as
         :meth:`_step_cusum` row by row): ``(q, g, evidence, carry)``, the scores, the CUSUM
         ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` (``S`` the running sum of the increments
         of :meth:`_increments`), the evidence ``g_k`` less the largest increase one sample's
         two rows gave the excursion (module notes, *Outliers*), and the state after the
-        last row."""
-        whiten = self._whitener()[1]
+        last row.  The evidence is at most ``g``: without ``full`` it is ``None`` when ``g``
+        stays within the threshold (no alarm; the usual case, a third of the cost)."""
+        _, whiten, gain, offset, _, clip, _ = self._whitener()
         Z = whiten @ V
         q = np.einsum("ik,ik->k", Z, Z)
-        increments = self._increments(q)
+        increments = gain * np.minimum(q, clip) - offset
         S = np.cumsum(increments)
         g = S - np.minimum(np.minimum.accumulate(S), -self._cusum)
-        ended = g <= 0.0                         # an excursion ends: the next starts afresh
         rise = np.maximum(increments, 0.0)
+        if not full and g.max() <= self.threshold:
+            # only the state after the last row: that of the last excursion
+            zeros = np.flatnonzero(g <= 0.0)
+            if zeros.size and zeros[-1] == g.size - 1:
+                return q, g, None, (float(g[-1]), 0.0, 0.0)
+            first, largest, last = ((zeros[-1] + 1, 0.0, 0.0) if zeros.size
+                                    else (0, self._pair_max, self._last_rise))
+            tail = rise[first:]
+            pairs = tail + np.concatenate([[last], tail[:-1]])
+            return q, g, None, (float(g[-1]), max(largest, float(pairs.max())),
+                                float(tail[-1]))
+        ended = g <= 0.0                         # an excursion ends: the next starts afresh
         before = np.concatenate([[self._last_rise], np.where(ended[:-1], 0.0, rise[:-1])])
         pair = before + rise                     # the two rows of the sample between them
         # the running maximum within each excursion: offset by excursion so that one
@@ -694,10 +708,13 @@ class OnlineDMDidc:
         carry = (float(g[-1]), float(largest[-1]), 0.0 if ended[-1] else float(rise[-1]))
         return q, g, evidence, carry
 
-    def _weights(self, q: np.ndarray) -> np.ndarray:
+    def _weights(self, q: np.ndarray) -> np.ndarray | None:
         """Each row's weight in the statistics, ``min(1, clip / q)``: the weighted score
-        ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*)."""
+        ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*); ``None``
+        when every row is within the clip."""
         clip = self._whitener()[5]
+        if q.max() <= clip:
+            return None
         return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
 
     def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:

@@ -476,7 +476,7 @@ def test_cusum_increments_follow_a_changed_magnitude(seed):
         np.testing.assert_allclose(steps, expected, rtol=1e-9, atol=1e-9 * np.abs(q).max())
         live._reset_cusum()
         S = np.cumsum(expected)
-        np.testing.assert_allclose(live._detector_path(V)[1],
+        np.testing.assert_allclose(live._detector_path(V, full=True)[1],
                                    S - np.minimum(np.minimum.accumulate(S), 0.0),
                                    rtol=1e-9, atol=1e-9 * np.abs(q).sum())
 
@@ -623,19 +623,21 @@ def test_no_sample_raises_the_evidence_above_the_other_rows_cusum(seed):
         spiked = V.copy()
         spiked[:, j:j + 2] *= rng.uniform(10, 1000)
         live._reset_cusum()
-        _, _, evidence, _ = live._detector_path(spiked)
+        _, _, evidence, _ = live._detector_path(spiked, full=True)
         live._reset_cusum()
-        _, without, _, _ = live._detector_path(np.delete(V, [j, j + 1], axis=1))
+        _, without, _, _ = live._detector_path(np.delete(V, [j, j + 1], axis=1), full=True)
         without = np.insert(without, j, [without[j - 1] if j else 0.0] * 2)
         assert np.all(evidence <= without + 1e-9 * np.abs(without).max())
     live._reset_cusum()
-    whole = live._detector_path(V)
+    whole = live._detector_path(V, full=True)
     live._reset_cusum()
     parts = []
     for a in range(0, 400, 37):
-        part = live._detector_path(V[:, a:a + 37])
+        part = live._detector_path(V[:, a:a + 37], full=a % 2 == 0)
+        assert part[3] == pytest.approx(live._detector_path(V[:, a:a + 37], full=True)[3])
         live._cusum, live._pair_max, live._last_rise = part[3]
-        parts.append(part[2])
+        parts.append(part[2] if part[2] is not None else whole[2][a:a + 37])
+        assert part[2] is not None or part[1].max() <= live.threshold
     np.testing.assert_allclose(np.concatenate(parts), whole[2], rtol=1e-9, atol=1e-9)
 
 
