@@ -69,8 +69,11 @@ while the detector rests (the first ``warmup`` rows, and those after each alarm)
 predictor to score them and enter with weight 1; when it arms, they are rebuilt from the ring
 of raw samples (*Learning the bound*), scored with the new predictor against a robust residual
 covariance (the rows within 5 MAD-standard deviations: the statistics' own is inflated by the
-outliers), and those beyond ``c`` are down-weighted and named as above (without the ring,
-``max_delay_limit = max_delay``, they stay). Not covered: the rows a growth of the bound
+outliers), and those beyond ``c`` are down-weighted and named as above, the row after the first
+of a run taking its weight (it holds the spoiled sample as a regressor: a leverage point the
+predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
+rows scored again until the weights settle (IRLS). Without the ring (``max_delay_limit =
+max_delay``) they stay. Not covered: the rows a growth of the bound
 rebuilds from the raw samples, a spike in a logged input the plant did not receive (it spoils
 ``R + 1`` rows), and a second outlier within the same CUSUM excursion (a few dozen rows after
 the first) when the CUSUM already sits high.
@@ -147,6 +150,8 @@ _BOUND_EVERY = 5000
 #: Fewest rows, besides the two of the sample that gives the most, whose evidence can raise an
 #: alarm: a row's CUSUM increment is at most ``threshold`` over it (module notes, *Outliers*).
 _ROWS_TO_ALARM = 5
+#: Reweighting passes over the rows of a warmup when the detector arms (IRLS; module notes).
+_SCREEN_ITERATIONS = 10
 
 
 @dataclass
@@ -763,10 +768,11 @@ class OnlineDMDidc:
         """Down-weight the outliers among the rows received while the detector rested (from
         the last change's alarm, or the start, to row ``last``), which entered with weight 1:
         their rows are rebuilt from the ring of raw samples (what it still holds) and scored
-        with the new predictor against a robust residual covariance (that of the rows within
-        5 MAD-standard deviations: the statistics' own is inflated by the outliers), and each
-        row beyond the clip keeps the weight ``clip / q`` (module notes, *Outliers*).  Returns
-        whether any row was down-weighted."""
+        with the new predictor against a robust residual covariance (:meth:`_robust_scores`),
+        and each row beyond the clip takes the weight ``clip / q``, the predictor refitted and
+        the rows scored again until the weights settle (IRLS, at most
+        :data:`_SCREEN_ITERATIONS` passes; module notes, *Outliers*).  Returns whether any row
+        was down-weighted."""
         size = self._raw_U.shape[1]
         if not size:
             return False
@@ -781,45 +787,79 @@ class OnlineDMDidc:
         V, times = self._regression_rows(_ring_read(self._raw_X, start, last + 2),
                                          _ring_read(self._raw_U, start, last + 1), start)
         self._sample[:] = saved
-        theta = self._predictor[0]
-        n, p = theta.shape
+        n, p = self._predictor[0].shape
         if times.size <= 2 * p:
             return False
+        clip = self._whitener()[5]
+        weights = np.ones(times.size)            # each rebuilt row's weight as it entered
+        scores = None
+        for _ in range(_SCREEN_ITERATIONS):
+            # IRLS: a spike's regressor row is a leverage point that pulls the first
+            # predictor towards it (it shows only once its target row is down-weighted)
+            q = self._robust_scores(V, self._predictor[0])
+            if q is None:
+                break
+            scores = q
+            new = np.where(q > clip, clip / q, 1.0)
+            # the row after the first of a run beyond the clip holds the sample that row
+            # predicts, as a regressor: a leverage point that the predictor fits (three
+            # spikes in 500 rows masked each other), so it takes that row's weight
+            beyond = q > clip
+            first = beyond[:-1] & (np.diff(times) == 1)
+            first[1:] &= ~(beyond[:-2] & (np.diff(times[:-1]) == 1))
+            at = np.flatnonzero(first)
+            new[at + 1] = np.minimum(new[at + 1], new[at])
+            moved = np.flatnonzero(np.abs(weights - new) > 1e-9 * new)
+            if not moved.size:
+                break
+            self._reweight(V[:, moved], times[moved], weights[moved], new[moved])
+            weights[moved] = new[moved]
+            self._fit = None
+            self._predictor = self._predictor_from_fit()
+            if self._predictor is None:
+                break
+        if scores is None or np.all(weights == 1.0):
+            return False
+        self._note_outliers(times, np.where(weights < 1.0, clip / weights, 0.0))
+        return True
+
+    @staticmethod
+    def _robust_scores(V: np.ndarray, theta: np.ndarray) -> np.ndarray | None:
+        """``q`` of each row of ``V`` under the predictor ``theta`` against a robust residual
+        covariance: that of the rows within 5 MAD-standard deviations of the median in every
+        state (the statistics' own is inflated by the outliers); ``None`` if undefined."""
+        n, p = theta.shape
         E = V[p:p + n] - theta @ V[:p]
         deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
         scale = _MAD_TO_SIGMA * np.median(deviation, axis=1)
         inside = np.all(deviation <= 5.0 * np.maximum(scale, np.finfo(float).tiny)[:, None],
                         axis=0)
-        if inside.sum() <= n or inside.all():
-            return False
+        if inside.sum() <= n:
+            return None
         sigma = E[:, inside] @ E[:, inside].T / inside.sum()
         try:
-            q = np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+            return np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
         except np.linalg.LinAlgError:
-            return False
-        clip = self._whitener()[5]
-        beyond = np.flatnonzero(q > clip)
-        if not beyond.size:
-            return False
+            return None
+
+    def _reweight(self, V: np.ndarray, times: np.ndarray, old: np.ndarray, new: np.ndarray
+                  ) -> None:
+        """Rows ``V`` received at ``times`` with the robust weights ``old`` take ``new``."""
         self._settle()
-        cut = 1.0 - clip / q[beyond]             # the share of each row taken out
         if self.window is None:
-            keep = cut * self.forgetting ** (self._now - times[beyond])
-            Vb = V[:, beyond]
-            self._gram -= (Vb * keep) @ Vb.T
-            self._sums -= Vb @ keep
-            self._weight -= float(keep.sum())
-        else:
-            share = dict(zip(times[beyond].tolist(), cut.tolist(), strict=True))
-            for held, Vh, weight in self._rows:
-                for j in np.flatnonzero(np.isin(held, times[beyond])):
-                    taken = weight[j] * share[int(held[j])]
-                    self._gram -= taken * np.outer(Vh[:, j], Vh[:, j])
-                    self._sums -= taken * Vh[:, j]
-                    self._weight -= taken
-                    weight[j] -= taken
-        self._note_outliers(times, q)
-        return True
+            change = (old - new) * self.forgetting ** (self._now - times)
+            self._gram -= (V * change) @ V.T
+            self._sums -= V @ change
+            self._weight -= float(change.sum())
+            return
+        ratio = dict(zip(times.tolist(), (new / old).tolist(), strict=True))
+        for held, Vh, weight in self._rows:      # (rows that left the window: nothing)
+            for j in np.flatnonzero(np.isin(held, times)):
+                taken = weight[j] * (1.0 - ratio[int(held[j])])
+                self._gram -= taken * np.outer(Vh[:, j], Vh[:, j])
+                self._sums -= taken * Vh[:, j]
+                self._weight -= taken
+                weight[j] -= taken
 
     # ------------------------------------------------------------------ the bound
     def _check_bound(self) -> None:
