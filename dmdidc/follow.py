@@ -1147,7 +1147,7 @@ def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.
     every = check_integer("every", every, minimum=1)
     last_state, pending, restarts = None, 0, 0
     seen = len(getattr(estimator, "events_", ()))
-    told = [max((o.sample for o in getattr(estimator, "outliers_", ())), default=-1)]
+    told = {o.sample for o in getattr(estimator, "outliers_", ())}
     for item in source:
         X, U, restart = _unpack(item)
         if restart and last_state is not None:
@@ -1178,11 +1178,10 @@ def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def _snapshot(estimator: Any, events: tuple, restarts: int, level: float,
-              told: list[int]) -> Snapshot:
-    """The snapshot; ``told[0]``, the last outlier sample reported, moves on."""
-    outliers = tuple(o for o in getattr(estimator, "outliers_", ()) if o.sample > told[0])
-    if outliers:
-        told[0] = outliers[-1].sample
+              told: set[int]) -> Snapshot:
+    """The snapshot; the samples of the outliers it reports join ``told``."""
+    outliers = tuple(o for o in getattr(estimator, "outliers_", ()) if o.sample not in told)
+    told.update(o.sample for o in outliers)
     delay = low = high = None
     note, failed = "", []
     with warnings.catch_warnings(record=True) as caught:

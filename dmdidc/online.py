@@ -72,11 +72,12 @@ covariance (the rows within 5 MAD-standard deviations: the statistics' own is in
 outliers), and those beyond ``c`` are down-weighted and named as above, the row after the first
 of a run taking its weight (it holds the spoiled sample as a regressor: a leverage point the
 predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
-rows scored again until the weights settle (IRLS). Without the ring (``max_delay_limit =
-max_delay``) they stay. Not covered: the rows a growth of the bound
-rebuilds from the raw samples, a spike in a logged input the plant did not receive (it spoils
-``R + 1`` rows), and a second outlier within the same CUSUM excursion (a few dozen rows after
-the first) when the CUSUM already sits high.
+rows scored again until the weights settle (IRLS). The rows a growth of the bound rebuilds
+from the ring enter with weight 1 too, and the detector rests after it: they are screened so
+when it re-arms (each sample named once). Without the ring (``max_delay_limit = max_delay``)
+they stay. Not covered: a spike in a logged input the plant did not receive (it spoils ``R +
+1`` rows), and a second outlier within the same CUSUM excursion (a few dozen rows after the
+first) when the CUSUM already sits high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -727,15 +728,21 @@ class OnlineDMDidc:
         spike in ``x_t`` spoils row ``t - 1`` (its target) and row ``t`` (a regressor)."""
         clip = self._whitener()[5]
         beyond = q > clip
+        if not beyond.any():
+            return
+        # (a warmup's screening after a growth sees the rows screened before it again)
+        known = {o.sample for o in self.outliers_ if o.sample >= times[0]}
         for row in np.flatnonzero(beyond):
             t, score = int(times[row]), float(q[row])
-            if self.outliers_ and self.outliers_[-1].sample == t:
+            if (self.outliers_ and self.outliers_[-1].sample == t) or t in known:
                 continue                         # x_t as a regressor: the same sample
             sample = t + 1                       # the target of its first spoiled row
             if row and times[row - 1] != t - 1 and row + 1 < times.size \
                     and times[row + 1] == t + 1 and not beyond[row + 1]:
                 sample = t                       # row t - 1 lost, row t + 1 clean: x_t
-            self.outliers_.append(Outlier(sample, score, clip / score))
+            if sample not in known:
+                self.outliers_.append(Outlier(sample, score, clip / score))
+                known.add(sample)
 
     def _event(self, sample: int, onset: int, statistic: float) -> None:
         """Record a change and forget what came before its onset."""

@@ -669,3 +669,33 @@ def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, me
         truth = np.sort_complex(np.linalg.eigvals(clean.A_c))
         found = np.sort_complex(np.linalg.eigvals(spiky.A_c))
     assert np.abs(found - truth).max() < 0.01 * np.abs(truth).max()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_spikes_around_a_growth_of_the_bound_are_named_once(seed):
+    """A delay step past the bound (3 -> 7) with spikes before, in the warmup after the change
+    and after the growth: the change and the growth as on the clean stream (before, each spike
+    was a change and the growth came 750 samples late), every spike named once (the warmup
+    after the growth sees the rows screened before it again), the model that of the clean
+    stream."""
+    s = delay_step_stream(seed, before=3000, after=3000, step_periods=(2.5, 4.0), max_delay=8,
+                          lost=0.0)
+    X = s.X.copy()
+    spikes = [700, 1500, 2600, 3100, 3400, 3700, 4500]
+    X[1, spikes] += 20 * np.nanstd(X[1])
+    runs = []
+    for data in (s.X, X):
+        live = OnlineDMDidc(max_delay=3, dt=s.dt, forgetting=0.999)
+        _run(live, data, s.U, 250)
+        runs.append(live)
+    clean, spiky = runs
+    assert [(e.sample, e.onset) for e in spiky.events_] == \
+        [(e.sample, e.onset) for e in clean.events_] != []
+    assert spiky.bound_events_ == clean.bound_events_ != []
+    assert [o.sample for o in spiky.outliers_] == spikes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                       # (the fit's diagnostics)
+        assert np.abs(spiky.delay - clean.delay).max() < 0.01 * s.dt
+        truth = np.sort_complex(np.linalg.eigvals(clean.A_c))
+        found = np.sort_complex(np.linalg.eigvals(spiky.A_c))
+    assert np.abs(found - truth).max() < 0.01 * np.abs(truth).max()
