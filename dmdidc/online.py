@@ -538,7 +538,7 @@ class OnlineDMDidc:
         self._now = t + 1
         self.rows_used_ += 1
         if armed:
-            self._step_cusum(step)
+            self._step_cusum(step, t)
         elif self._warmup_left:
             self._warmup_left -= 1
         return True
@@ -583,15 +583,19 @@ class OnlineDMDidc:
 
     def _reset_cusum(self) -> None:
         # the CUSUM g, the largest increase one sample's two rows gave its excursion, and the
-        # last row's increase (module notes, *Outliers*)
+        # last row's increase (module notes, *Outliers*); the excursion's first row (the
+        # change's onset if it alarms: it may lie in an earlier chunk)
         self._cusum = self._pair_max = self._last_rise = 0.0
+        self._excursion_start: int | None = None
 
-    def _step_cusum(self, increment: float) -> None:
-        """One row of :meth:`_detector_path` (the one-sample path)."""
+    def _step_cusum(self, increment: float, t: int) -> None:
+        """One row of :meth:`_detector_path` (the one-sample path), received at ``t``."""
         g = self._cusum + float(increment)
         if g <= 0.0:
             self._reset_cusum()
             return
+        if self._cusum <= 0.0:
+            self._excursion_start = t
         rise = max(float(increment), 0.0)
         self._cusum, self._pair_max = g, max(self._pair_max, self._last_rise + rise)
         self._last_rise = rise
@@ -656,6 +660,12 @@ class OnlineDMDidc:
                 if weights is not None:
                     self._note_outliers(times[i:end], q)
                 self._add(V[:, i:end], times[i:end], weights)
+                zeros = np.flatnonzero(g <= 0.0)
+                if zeros.size:
+                    self._excursion_start = (int(times[i + zeros[-1] + 1])
+                                             if i + zeros[-1] + 1 < end else None)
+                elif self._cusum <= 0.0:
+                    self._excursion_start = int(times[i])
                 self._cusum, self._pair_max, self._last_rise = carry
                 if end < N:                      # a refresh falls inside the chunk
                     self._predictor = self._predictor_from_fit()
@@ -665,10 +675,13 @@ class OnlineDMDidc:
             a = i + int(alarm[0])
             zeros = np.flatnonzero(g[:a - i + 1] <= 0.0)
             onset = i + int(zeros[-1]) + 1 if zeros.size else i
+            started = int(times[onset])
+            if not zeros.size and self._cusum > 0.0 and self._excursion_start is not None:
+                started = self._excursion_start  # (in an earlier chunk or segment)
             self._note_outliers(times[i:onset], q[:onset - i])
             self._add(V[:, i:onset], times[i:onset],
                       None if weights is None else weights[:onset - i])
-            self._event(int(times[a]), int(times[onset]), float(evidence[a - i]))
+            self._event(int(times[a]), started, float(evidence[a - i]))
             self._add(V[:, onset:a + 1], times[onset:a + 1])     # (the new plant's rows)
             self._warmup_left = max(self._resolved_warmup() - (a + 1 - onset), 1)
             i = refreshed = a + 1
