@@ -388,6 +388,6 @@ def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_chan
     captured = capsys.readouterr()
     assert captured.out.count("change detected") == 1
     onset = int(captured.out.split("(onset ")[1].split(",")[0])
-    assert 2000 <= onset < 2100
+    assert 1990 <= onset < 2100          # (the CUSUM's estimate: it may begin early)
     assert (f"warning: the model rests only on the {3000 - onset} samples since the onset "
             f"({onset})") in captured.err
