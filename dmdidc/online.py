@@ -74,10 +74,11 @@ of a run taking its weight (it holds the spoiled sample as a regressor: a levera
 predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
 rows scored again until the weights settle (IRLS). The rows a growth of the bound rebuilds
 from the ring enter with weight 1 too, and the detector rests after it: they are screened so
-when it re-arms (each sample named once). Without the ring (``max_delay_limit = max_delay``)
-they stay. Not covered: a spike in a logged input the plant did not receive (it spoils ``R +
-1`` rows), and a second outlier within the same CUSUM excursion (a few dozen rows after the
-first) when the CUSUM already sits high.
+when it re-arms (each sample named once). The rows of the chunk under way are screened as
+received; those of earlier chunks only as far as the ring still holds them (without a ring,
+``max_delay_limit = max_delay``, not at all). Not covered: a spike in a logged input the
+plant did not receive (it spoils ``R + 1`` rows), and a second outlier within the same CUSUM
+excursion (a few dozen rows after the first) when the CUSUM already sits high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -354,6 +355,7 @@ class OnlineDMDidc:
             raise ParameterError(f"lost_inputs must be 'skip' or 'hold'; got {lost_inputs!r}")
         self.lost_inputs = lost_inputs
         self._layout: StatisticsLayout | None = None
+        self._chunk_rows: tuple | None = None    # (V, times, t0) of the chunk being added
 
     # ------------------------------------------------------------------ streaming
     def _start(self, n: int, m: int) -> None:
@@ -456,7 +458,9 @@ class OnlineDMDidc:
         if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
             _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
             _ring_write(self._raw_U, t0, U)
+        self._chunk_rows = (V, times, t0)        # (a warmup's screening reads them)
         counted = self._process(V, times)
+        self._chunk_rows = None
         self._advance(t0 + L)
         self._after_chunk(int(times.size), counted)
         return self
@@ -787,26 +791,31 @@ class OnlineDMDidc:
     def _screen_warmup(self, last: int) -> bool:
         """Down-weight the outliers among the rows received while the detector rested (from
         the last change's alarm, or the start, to row ``last``), which entered with weight 1:
-        their rows are rebuilt from the ring of raw samples (what it still holds) and scored
-        with the new predictor against a robust residual covariance (:meth:`_robust_scores`),
-        and each row beyond the clip takes the weight ``clip / q``, the predictor refitted and
-        the rows scored again until the weights settle (IRLS, at most
-        :data:`_SCREEN_ITERATIONS` passes; module notes, *Outliers*).  Returns whether any row
-        was down-weighted."""
-        size = self._raw_U.shape[1]
-        if not size:
-            return False
+        those of the current chunk as received and those before it rebuilt from the ring of
+        raw samples (what it still holds) are scored with the new predictor against a robust
+        residual covariance (:meth:`_robust_scores`), each row beyond the clip takes the
+        weight ``clip / q``, and the predictor is refitted and the rows scored again until
+        the weights settle (IRLS, at most :data:`_SCREEN_ITERATIONS` passes; module notes,
+        *Outliers*).  Returns whether any row was down-weighted."""
         # (after a change, the rows from the alarm on: those between the onset and the alarm
         # may have been shrunk with the older data)
-        start = max(self.events_[-1].sample + 1 if self.events_ else 0,
-                    self.samples_seen_ + 1 - size, 0)
-        if last < start:
-            return False
-        saved = self._sample.copy()              # (the input history of the stream goes on)
-        self._recent[:] = np.nan                 # (the first rows lack theirs: left out)
-        V, times = self._regression_rows(_ring_read(self._raw_X, start, last + 2),
-                                         _ring_read(self._raw_U, start, last + 1), start)
-        self._sample[:] = saved
+        start = self.events_[-1].sample + 1 if self.events_ else 0
+        V_now, times_now, t0 = self._chunk_rows
+        mine = (times_now >= start) & (times_now <= last)
+        parts = [(V_now[:, mine], times_now[mine])]
+        size = self._raw_U.shape[1]
+        first = max(start, self.samples_seen_ + 1 - size, 0)   # (what the ring holds)
+        end = min(t0, last + 1)                  # the rows before the chunk's
+        if size and end > first:
+            read = max(first - self._lags, self.samples_seen_ + 1 - size, 0)  # (their lags)
+            saved = self._sample.copy()          # (the input history of the stream goes on)
+            self._recent[:] = np.nan             # (the rows without theirs: left out)
+            V, times = self._regression_rows(_ring_read(self._raw_X, read, end + 1),
+                                             _ring_read(self._raw_U, read, end), read)
+            self._sample[:] = saved
+            parts.insert(0, (V[:, times >= start], times[times >= start]))
+        V = np.concatenate([part[0] for part in parts], axis=1)
+        times = np.concatenate([part[1] for part in parts])
         n, p = self._predictor[0].shape
         if times.size <= 2 * p:
             return False

@@ -641,9 +641,12 @@ def test_no_sample_raises_the_evidence_above_the_other_rows_cusum(seed):
     np.testing.assert_allclose(np.concatenate(parts), whole[2], rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("seed, memory", [(50, {"forgetting": 0.999}), (51, {"window": 2500}),
-                                          (52, {"forgetting": 0.999})])
-def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, memory):
+@pytest.mark.parametrize("seed, memory, chunk", [
+    (50, {"forgetting": 0.999}, 250), (51, {"window": 2500}, 250),
+    (52, {"forgetting": 0.999}, 250),
+    # chunks longer than the ring, or no ring: the chunk's own rows are screened
+    (51, {"forgetting": 0.999}, 1000), (52, {"forgetting": 0.999, "max_delay_limit": 4}, 3000)])
+def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, memory, chunk):
     """Spikes in the first warmup and in the warmup after a change (before the detector has a
     predictor to score them) are found when it arms, from the ring of raw samples, and
     down-weighted: the change found as on the clean stream (its onset within 10 samples, the
@@ -657,7 +660,7 @@ def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, me
     runs = []
     for data in (s.X, X):
         live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, **memory)
-        _run(live, data, s.U, 250)
+        _run(live, data, s.U, chunk)
         runs.append(live)
     clean, spiky = runs
     (event,), (truth,) = spiky.events_, clean.events_
