@@ -238,3 +238,33 @@ def test_status_statistic_and_limit_agree_and_the_finding_states_the_numbers(kin
             assert format(check.statistic, digits) in check.finding, check
     precision = est.diagnostics_["precision"]
     assert f"statistic {precision.statistic:.3g}" in precision.finding
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_delay_exactly_at_the_bound_on_exact_data_is_named_with_its_remedy(seed):
+    # exact data, one delay exactly max_delay periods (a user trial): the exact fit misses no
+    # block, so delay_bound passes, but it must not claim every first block lies before the
+    # last; the fraction cannot be read (B^(R + 1) is outside the model), so precision fails
+    # naming the bound and max_delay=R + 1, after which every check of the refit passes it
+    from dmdidc import DelayedPlant, random_excitation
+    rng = np.random.default_rng(seed)
+    R, dt = 3, 0.5
+    A_c = 0.4 * rng.standard_normal((2, 2)) - 0.8 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)),
+                                         [rng.uniform(0.2, 1.5) * dt, R * dt], dt,
+                                         max_delay=R + 1)
+    U = random_excitation(2, 800, rng=rng)
+    X = plant.simulate(np.zeros(2), U)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        at_bound = DMDidc(max_delay=R).fit(X, U, dt=dt)
+    checks = {c.name: c for c in at_bound.diagnostics_}
+    assert checks["delay_bound"].passed and f"B^({R})" in checks["delay_bound"].finding
+    assert "before the last one" not in checks["delay_bound"].finding
+    assert checks["precision"].passed is False
+    assert f"max_delay={R + 1}" in checks["precision"].remedy
+    assert "input(s) [1] sits at" in checks["precision"].finding
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiagnosticWarning)
+        wider = DMDidc(max_delay=R + 1).fit(X, U, dt=dt)
+    assert abs(wider.delay[1] - R * dt) < 1e-6 * dt
