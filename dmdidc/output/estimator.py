@@ -242,14 +242,15 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
         tag = f"[{i}]" if len(Y) > 1 else ""
         Yi, Ui = _signals(f"Y{tag}", Yi, f"U{tag}", Ui)
+        # before the sample counts: transposed (K, l) and (K, m) arrays compare l with m
+        if Yi.shape[0] > Yi.shape[1] or Ui.shape[0] > Ui.shape[1]:
+            raise DimensionError(f"Y{tag} {Yi.shape} or U{tag} {Ui.shape} has more signals than "
+                                 f"samples: pass signals as rows (transpose the data)")
         if Yi.shape[1] == Ui.shape[1] + 1:      # the state convention: one output more
             Yi = Yi[:, :-1]
         if Yi.shape[1] != Ui.shape[1]:
             raise DimensionError(f"Y{tag} has {Yi.shape[1]} samples and U{tag} {Ui.shape[1]}; "
                                  f"expected the same number (samples on the last axis)")
-        if Yi.shape[0] > Yi.shape[1] or Ui.shape[0] > Ui.shape[1]:
-            raise DimensionError(f"Y{tag} {Yi.shape} or U{tag} {Ui.shape} has more signals than "
-                                 f"samples: pass signals as rows (transpose the data)")
         if result and (Yi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
             raise DimensionError(f"experiment {i} has {Yi.shape[0]} outputs and {Ui.shape[0]} "
                                  f"inputs; the first has {result[0][0].shape[0]} and "

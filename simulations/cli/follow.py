@@ -293,5 +293,6 @@ def refuse_follow_options(args: argparse.Namespace) -> None:
 
     given = given_options(args, _FOLLOW_ONLY)
     if given:
-        raise ParameterError(f"{', '.join(given)} configure live identification: give "
+        verb = "configures" if len(given) == 1 else "configure"
+        raise ParameterError(f"{', '.join(given)} {verb} live identification: give "
                              f"--follow FILE")
