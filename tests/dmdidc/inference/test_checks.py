@@ -268,3 +268,25 @@ def test_a_delay_exactly_at_the_bound_on_exact_data_is_named_with_its_remedy(see
         warnings.simplefilter("error", DiagnosticWarning)
         wider = DMDidc(max_delay=R + 1).fit(X, U, dt=dt)
     assert abs(wider.delay[1] - R * dt) < 1e-6 * dt
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_inputs_logged_one_row_late_are_named_in_the_feedback_remedy(seed):
+    # open-loop data whose row k holds the input applied at k - 1 (a common logging
+    # convention) look like feedback at exactly one sample: the remedy says how to tell
+    from dmdidc import DelayedPlant, random_excitation
+    rng = np.random.default_rng(seed)
+    dt = 0.5
+    A_c = 0.4 * rng.standard_normal((2, 2)) - 0.8 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)),
+                                         rng.uniform(0.2, 1.5, 2) * dt, dt, max_delay=2)
+    U = random_excitation(2, 3000, rng=rng)
+    X = plant.simulate(np.zeros(2), U)
+    X = X + 0.02 * np.abs(X).max() * rng.standard_normal(X.shape)
+    late = np.hstack([np.zeros((2, 1)), U[:, :-1]])              # row k holds u_(k-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        fit = DMDidc(max_delay=3).fit(X, late, dt=dt)
+    feedback = {c.name: c for c in fit.diagnostics_}["feedback"]
+    assert feedback.passed is False and " 1 samples later" in feedback.finding
+    assert "logged one row late" in feedback.remedy
