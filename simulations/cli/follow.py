@@ -273,7 +273,7 @@ def _time_spec(text: str | None):
 def _refuse_batch_options(args: argparse.Namespace) -> None:
     from _toolbox.errors import ParameterError
 
-    given = (["the data file"] if args.data is not None else []) + given_options(
+    given = (["the data file"] if args.data else []) + given_options(
         args, _BATCH_ONLY)
     if given:
         raise ParameterError(f"--follow (live identification, OnlineDMDidc) does not take "
