@@ -228,8 +228,9 @@ def test_status_statistic_and_limit_agree_and_the_finding_states_the_numbers(kin
         assert ("min" if check.fails_below else "max") in check.row()
         if check.passed and beyond:         # found and handled: said in status and text
             assert check.row().startswith("  note  "), check
-            assert check.name in ("ls_vs_iv", "offset"), check
-            assert check.finding.startswith(("IV kept: ", "an offset was found")), check
+            assert check.name in ("ls_vs_iv", "offset", "excitation"), check
+            assert check.finding.startswith(("IV kept: ", "an offset was found")) or (
+                "excites weakly" in check.finding and est.diagnostics_["precision"].passed), check
             continue
         assert check.failed == beyond, check
     for name, digits in (("excitation", ".2g"), ("instrument_strength", ".3g")):
@@ -290,3 +291,28 @@ def test_inputs_logged_one_row_late_are_named_in_the_feedback_remedy(seed):
     feedback = {c.name: c for c in fit.diagnostics_}["feedback"]
     assert feedback.passed is False and " 1 samples later" in feedback.finding
     assert "logged one row late" in feedback.remedy
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_weak_excitation_is_a_note_when_the_data_determine_the_model(seed):
+    # step-like inputs (a user trial): exact data determine the model though the inputs'
+    # lag covariance is nearly singular; the same inputs under heavy noise leave the model
+    # undetermined, and there excitation fails with its remedy
+    from dmdidc import DelayedPlant
+    rng = np.random.default_rng(seed)
+    dt, K = 0.5, 4000
+    A_c = 0.4 * rng.standard_normal((2, 2)) - 0.8 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)) + 2 * np.eye(2),
+                                         rng.uniform(0.2, 1.5, 2) * dt, dt, max_delay=2)
+    U = np.repeat(rng.standard_normal((2, K // 1000 + 1)), 1000, axis=1)[:, :K]   # 4 steps
+    X = plant.simulate(np.zeros(2), U)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        exact = DMDidc(max_delay=3).fit(X, U, dt=dt)
+        noisy = DMDidc(max_delay=3).fit(X + 0.3 * X.std() * rng.standard_normal(X.shape), U,
+                                        dt=dt)
+    check = exact.diagnostics_["excitation"]
+    assert check.beyond and check.passed and "excites weakly" in check.finding
+    assert np.allclose(exact.delay, plant.delay, atol=1e-6 * dt)
+    assert noisy.diagnostics_["precision"].failed and noisy.diagnostics_["excitation"].failed
+    assert "broadband" in noisy.diagnostics_["excitation"].remedy
