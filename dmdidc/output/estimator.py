@@ -1106,6 +1106,24 @@ class OutputDMDidc:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
                 return n, tried[n][0], tried[n][1], True
+        if not tried:
+            # the count itself can be too high: a few spikes add canonical correlations above
+            # the noise edge (a user trial: two spikes made it 10, whose dynamics overflowed,
+            # while order 3 fitted and named the spikes), so the orders below it are tried,
+            # upward, before the data are refused
+            for n in range(1, max(detected, 1)):
+                try:
+                    tried[n] = self._fit_order(basis, experiments, R, dt, n)
+                except _NO_FIT as exc:
+                    last_error, shifts = exc, _shift_states(basis.dynamics(n)[0])
+                    continue
+                if tried[n][2] > self.significance:
+                    self.order_rule_ = (
+                        f"order {n}: {edge}, but no order from {max(detected, 1)} gave a "
+                        f"finite fit with a real logarithm (outliers or a short record can "
+                        f"raise the count); order {n} is the smallest whose residuals do not "
+                        f"depend on the inputs ({tried[n][3]})")
+                    return n, tried[n][0], tried[n][1], True
         if not tried and isinstance(last_error, NonFiniteError):
             raise NonFiniteError(f"no order from {max(detected, 1)} gives a finite fit: "
                                  f"{last_error}") from None
