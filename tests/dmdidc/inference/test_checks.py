@@ -316,3 +316,31 @@ def test_weak_excitation_is_a_note_when_the_data_determine_the_model(seed):
     assert np.allclose(exact.delay, plant.delay, atol=1e-6 * dt)
     assert noisy.diagnostics_["precision"].failed and noisy.diagnostics_["excitation"].failed
     assert "broadband" in noisy.diagnostics_["excitation"].remedy
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_open_loop_input_left_out_of_the_reference_is_named(seed):
+    # a mixed loop (a user trial): input 0 driven by feedback plus a dither, input 1 open
+    # loop; a reference of the dither alone explains input 1 little (its instruments weak),
+    # and the note says to pass it as a row of its own; with it, no such note
+    from dmdidc import DelayedPlant
+    rng = np.random.default_rng(seed)
+    dt, K = 0.5, 4000
+    A_c = 0.4 * rng.standard_normal((2, 2)) - 0.8 * np.eye(2)
+    plant = DelayedPlant.from_continuous(A_c, rng.standard_normal((2, 2)) + 2 * np.eye(2),
+                                         rng.uniform(0.2, 1.5, 2) * dt, dt, max_delay=2)
+    dither, open_loop = rng.standard_normal(K), rng.standard_normal(K)
+    X, U = np.zeros((2, K + 1)), np.zeros((2, K))
+    for k in range(K):
+        measured = X[:, k] + 0.05 * rng.standard_normal(2)
+        U[:, k] = dither[k] - 0.3 * measured[0], open_loop[k]
+        X[:, k + 1] = plant.A_d @ X[:, k] + sum(
+            B @ U[:, k - j] for j, B in enumerate(plant.B_blocks) if k - j >= 0)
+    X += 0.05 * rng.standard_normal(X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        alone = DMDidc(max_delay=3).fit(X, U, dt=dt, reference=dither[None])
+        both = DMDidc(max_delay=3).fit(X, U, dt=dt, reference=np.vstack([dither, open_loop]))
+    named = [note for note in alone.diagnostics_.notes if "instrumented weakly" in note]
+    assert len(named) == 1 and "input(s) [1]" in named[0] and "row of its own" in named[0]
+    assert not any("instrumented weakly" in note for note in both.diagnostics_.notes)
