@@ -469,7 +469,9 @@ class DMDidc:
             A signal known to be independent of every noise, one per trajectory: for
             closed-loop data the reference or dither that excites the loop (the instruments
             are then driven by it, so the fit stays consistent under feedback), or any
-            exogenous instrument signal (``instruments="exogenous"``).
+            exogenous instrument signal (``instruments="exogenous"``).  An input the loop
+            does not drive (open loop) belongs in it as a row of its own (a note names the
+            inputs it explains little of).
         Z : optional
             Former name of ``reference`` (deprecated).
 

@@ -177,13 +177,14 @@ class IntervalEstimate:
         of the width, or narrower than its printed digits) or
         ``"r[0] = 2.50 s, 95 % interval [2.46, 2.53] s"`` (bootstrap, or an asymptotic interval
         spanning another block structure on one side), as
-        :func:`_toolbox.formatting.interval_text` prints them: the entries to at most
-        :data:`~_toolbox.formatting.MAX_PRINTED_DIGITS` significant digits of the largest one,
-        and a half-width below those digits with its own (exact data print
-        ``"r[0] = 2.50000 +/- 4.4e-16 s"``, neither 16 digits of rounding nor ``0.00000``)."""
+        :func:`_toolbox.formatting.interval_text` prints them: each entry to at most
+        :data:`~_toolbox.formatting.MAX_PRINTED_DIGITS` significant digits of its own
+        magnitude, and a half-width below those digits with its own (exact data print
+        ``"r[0] = 2.50000 +/- 4.4e-16 s"``, neither 16 digits of rounding nor ``0.00000``).
+        The cap is each entry's own, not the matrix's largest entry: entries of mixed units or
+        scales (a state in Pa beside one in K) would otherwise lose the digits their intervals
+        need (``-1 +/- 0.0063`` for -0.503)."""
         out = []
-        values = np.abs(self.value[np.isfinite(self.value)])
-        scale = float(values.max()) if values.size else 0.0
         for index in np.ndindex(self.value.shape):
             label = f"{self.name}[{', '.join(map(str, index))}]" if index else self.name
             value, low, high = self.value[index], self.low[index], self.high[index]
@@ -192,7 +193,7 @@ class IntervalEstimate:
                 out.append(f"{label} = {value:.3f} {unit} (no {self.method} interval)")
             else:
                 out.append(f"{label} = " + interval_text(
-                    value, low, high, unit=unit, scale=scale, level=self.level,
+                    value, low, high, unit=unit, level=self.level,
                     symmetric=self.method == "asymptotic"))
         return out
 

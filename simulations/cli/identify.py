@@ -132,10 +132,11 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                                  "then --inputs and --states name columns); none: the "
                                  "built-in study")
     else:
-        parser.add_argument("data", nargs="?",
+        parser.add_argument("data", nargs="*", metavar="DATA",
                             help=".npz file with arrays X (n, K+1) and U (m, K), or a CSV "
                                  "table with a row per sample (then --inputs and --states name "
-                                 "columns)")
+                                 "columns); several files: one experiment each (the same "
+                                 "columns, units and sampling period), fitted together")
     two_files = "" if clients else "CSV of states, one row per sample (K+1 rows); with a CSV "
     parser.add_argument("--states",
                         help=f"{two_files}{'table: ' if not clients else 'the tables: '}its "
@@ -191,13 +192,25 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
     identifies from measured outputs (``--outputs``); the others refuse it."""
     from _toolbox.errors import ParameterError
-    from simulations.data_preparation import read_identification_data, refuse_idle_tolerance
+    from simulations.data_preparation import (
+        is_table,
+        merged,
+        read_identification_data,
+        refuse_idle_tolerance,
+    )
 
     refuse_outputs(args, accepted=outputs)
 
-    data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
-                                    time=args.time, missing=args.missing, dt=args.dt,
-                                    outputs=args.outputs, time_tolerance=args.time_tolerance)
+    files = args.data or [None]
+    if len(files) > 1 and any(is_table(path) for path in (args.states, args.inputs)
+                              if path is not None):
+        raise ParameterError("--states and --inputs name a table's columns when several data "
+                             "files are given, not files of their own")
+    items = [read_identification_data(file, states=args.states, inputs=args.inputs,
+                                      time=args.time, missing=args.missing, dt=args.dt,
+                                      outputs=args.outputs, time_tolerance=args.time_tolerance)
+             for file in files]
+    data = items[0] if len(items) == 1 else merged(items, files)
     for note in data.notes:             # before a refusal too: a row index left out shows
         print(f"data: {note}")
     refuse_idle_tolerance(args.time_tolerance, [data])

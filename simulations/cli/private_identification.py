@@ -231,7 +231,7 @@ def _identify(args: argparse.Namespace) -> int:
             with staged_folder(json_path.parent) as stage:
                 write_summary(stage / json_path.name,
                               json.loads(json.dumps(summary, default=_jsonable)),
-                              title=f"dmdidc privacy identify {args.data or args.states}")
+                              title=f"dmdidc privacy identify {' '.join(args.data) or args.states}")
     if args.json_out:
         print(f"wrote {path}, {args.json_out}, {Path(args.json_out).with_suffix('.md')}")
     else:
