@@ -276,7 +276,7 @@ def _time_spec(text: str | None):
 def _refuse_batch_options(args: argparse.Namespace) -> None:
     from _toolbox.errors import ParameterError
 
-    given = (["the data file"] if args.data is not None else []) + given_options(
+    given = (["the data file"] if args.data else []) + given_options(
         args, _BATCH_ONLY)
     if given:
         raise ParameterError(f"--follow (live identification, OnlineDMDidc) does not take "
@@ -296,5 +296,6 @@ def refuse_follow_options(args: argparse.Namespace) -> None:
 
     given = given_options(args, _FOLLOW_ONLY)
     if given:
-        raise ParameterError(f"{', '.join(given)} configure live identification: give "
+        verb = "configures" if len(given) == 1 else "configure"
+        raise ParameterError(f"{', '.join(given)} {verb} live identification: give "
                              f"--follow FILE")

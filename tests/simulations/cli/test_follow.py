@@ -98,7 +98,7 @@ def test_live_options_without_follow_are_refused(tmp_path, capsys):
     _log(tmp_path / "log.csv", 5, samples=100)
     assert main(["identify", str(tmp_path / "log.csv"), "--inputs", "u1,u2", "--max-delay", "3",
                  "--every", "10", "--out", str(tmp_path / "m.json")]) == 2
-    assert "--every configure live identification: give --follow FILE" in \
+    assert "--every configures live identification: give --follow FILE" in \
         capsys.readouterr().err
 
 
