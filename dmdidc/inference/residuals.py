@@ -2667,6 +2667,12 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
                   "fit(..., reference=r), so the instruments are independent of the noise; "
                   "without an external excitation closed-loop data cannot identify the plant "
                   "consistently" if failed and not reference else "")
+        if failed and not reference and lag == 0:
+            # a log whose row k holds the input applied at k - 1 puts the input that drove
+            # x_(k+1) one row later: the same signature as feedback, at exactly one sample
+            remedy += ("; if the loop is open, the inputs may be logged one row late (row k "
+                       "holding the input applied at k - 1): shift the input columns one row "
+                       "earlier and refit")
     else:
         where = f"signal {channel} {lag + 1} samples earlier"
         meaning = "the signals are not a Markov state"
