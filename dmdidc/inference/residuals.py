@@ -1550,6 +1550,7 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     lagged = p - n
     z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
     moments = _own_moments(instrument_moments, laid[z_at], centred, L)
+    memory = _own_memory(instrument_moments if moments is not None else None, coefficients)
     if moments is None and kind == "inputs" and not centred:
         # fixed instruments u_k .. u_{k-R-L} (the fit keeps no moments of them): their Gram
         # matrix from the lag structure, and the regressors' lagged inputs are its first rows
@@ -1583,7 +1584,8 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
                                        moments, W_phi, overwrite=True)      # (laid is ours)
     residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
-    memory = residual_memory(residuals)                 # one pass of up to 100 lags
+    if memory is None:
+        memory = residual_memory(residuals)             # one pass of up to 100 lags
     independent_lags = hac_lags(residuals, memory)
     dependent_lags = max(independent_lags, 2 * (memory + S + 1))
     residual_moments: dict = {}
@@ -1618,6 +1620,17 @@ def _too_short(trajectories: list[tuple[np.ndarray, np.ndarray]], window: int, m
             f"{window} to the lags (max_delay and "
             f"{MOMENT_LAGS} lags either side), and pieces of fewer than {window + 2} samples "
             f"give none; longer experiments (or fewer gaps) are needed")
+
+
+def _own_memory(moments: TrimmedMoments | None, coefficients: np.ndarray) -> int | None:
+    """The residuals' memory the long-run covariance found over the checks' samples
+    (``moments``, already matched to them by :func:`_own_moments`) when it is of the
+    residuals of these ``coefficients`` (least squares kept by the pretest, or a robust
+    fit, has others), else ``None``."""
+    if (moments is None or moments.residual_memory is None or moments.coefficients is None
+            or not np.array_equal(moments.coefficients, coefficients)):
+        return None
+    return moments.residual_memory
 
 
 def _own_moments(moments: TrimmedMoments | None, Z: np.ndarray, centred: bool, trim: int
@@ -2694,6 +2707,12 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
                   "fit(..., reference=r), so the instruments are independent of the noise; "
                   "without an external excitation closed-loop data cannot identify the plant "
                   "consistently" if failed and not reference else "")
+        if failed and not reference and lag == 0:
+            # a log whose row k holds the input applied at k - 1 puts the input that drove
+            # x_(k+1) one row later: the same signature as feedback, at exactly one sample
+            remedy += ("; if the loop is open, the inputs may be logged one row late (row k "
+                       "holding the input applied at k - 1): shift the input columns one row "
+                       "earlier and refit")
     else:
         where = f"signal {channel} {lag + 1} samples earlier"
         meaning = "the signals are not a Markov state"

@@ -491,6 +491,7 @@ def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_da
             DMDidc(max_delay=4, estimator="iv").fit(data.X, data.U, dt=plant.dt)
     (args, own), (_, other) = calls
     assert own["instrument_moments"] is not None
+    assert own["instrument_moments"].residual_memory is not None     # handed over too
 
     def statistics(moments):
         with warnings.catch_warnings():
@@ -504,6 +505,24 @@ def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_da
                                                            scratch, strict=True):
         assert passed == passed_, name
         assert value is None or abs(value - value_) <= 1e-8 * abs(value_), name
+
+
+def test_moment_checks_take_the_residual_memory_only_of_their_coefficients():
+    # the long-run covariance's memory of the checks' residuals is of its coefficients: least
+    # squares kept by the pretest (or a robust fit) has other residuals, whose memory the
+    # checks find themselves
+    import dataclasses
+
+    from dmdidc.inference.residuals import _own_memory
+    from dmdidc.regression.instrumental import TrimmedMoments
+
+    coefficients = np.arange(6.0).reshape(2, 3)
+    moments = TrimmedMoments(10, False, np.eye(2), np.eye(2), np.zeros(2), 100,
+                             residual_memory=7, coefficients=coefficients)
+    assert _own_memory(moments, coefficients.copy()) == 7
+    assert _own_memory(moments, coefficients + 1e-12) is None
+    assert _own_memory(None, coefficients) is None
+    assert _own_memory(dataclasses.replace(moments, residual_memory=None), coefficients) is None
 
 
 def _plain_prewhitened_z(E, S, lags):
