@@ -64,7 +64,7 @@ from dmdidc.regression.solution import (
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
-from dmdidc.trajectories import subsample
+from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
@@ -1038,6 +1038,26 @@ def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
     return largest.z, largest.threshold(level)
 
 
+#: Share of an input's variance below which the reference is said to explain it little.
+_WEAKLY_DRIVEN = 0.1
+
+
+def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[str]:
+    """A note naming the inputs the reference explains little of: their instruments are weak,
+    and an open-loop input left out of the reference is its own best instrument (a user
+    trial's mixed loop, set point only: A_c 18.7 % off, the warnings blaming other causes)."""
+    explained = sum(np.sum(d * d, axis=1) for d in drives)
+    total = sum(np.sum((u - u.mean(axis=1, keepdims=True)) ** 2, axis=1) for u in inputs)
+    share = explained / np.maximum(total, np.finfo(float).tiny)
+    weak = np.flatnonzero(share < _WEAKLY_DRIVEN)
+    if not weak.size:
+        return []
+    return [f"the reference explains {', '.join(f'{100 * x:.2g} %' for x in share)} of the "
+            f"inputs' variance: input(s) {weak.tolist()} are instrumented weakly; an input the "
+            f"loop does not drive (open loop, or its own dither) belongs in the reference as a "
+            f"row of its own"]
+
+
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
              level: float, options: dict, memo: dict) -> FitOutcome:
     """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages."""
@@ -1051,6 +1071,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         drives = reference_projection(inputs, references)
         notes.append("closed loop: instruments driven by the part of the inputs the reference "
                      "explains (two-stage)")
+        notes += _weakly_driven(inputs, drives)
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
     try:
         # refinements read only the first stage's model: no instrument strength
@@ -1068,7 +1089,9 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         if references is None:
             # simulated block by block as the statistics sum them, read again only where
             # the covariance and the checks take their pieces: no list of every signal
-            signals = SimulatedSignals(A_d, B_blocks, inputs)
+            # data checked whole (no subsample) are read again whole: their states kept
+            signals = SimulatedSignals(A_d, B_blocks, inputs, keep=sum(
+                U.shape[1] for U in inputs) <= DIAGNOSTIC_SAMPLES)
             stats = _simulated_statistics(trajectories, R, signals, memo)
             d = stats.gram.shape[0] - n
             states = (stats.gram[d:, d:], stats.sums[d:], stats.n_samples)
