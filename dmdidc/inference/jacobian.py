@@ -72,7 +72,9 @@ def _frechet_times(V: np.ndarray, W: np.ndarray, D: np.ndarray, v: np.ndarray) -
     return (V @ (W[:, :, None] * Z[:, None, :]).reshape(n, n * n)).real
 
 
-@dataclass(frozen=True)
+# eq=False: a generated __eq__ over array fields raises (ambiguous truth value) and makes the
+# instances unhashable; identity is the only meaningful equality of a factored operator
+@dataclass(frozen=True, eq=False)
 class ModelJacobian:
     """The Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs) with
     respect to ``[vec A_d, b0, b1 per channel]``, in factored form (module notes).

@@ -182,3 +182,15 @@ def test_intervals_of_many_states_never_form_an_n2_by_n2_matrix():
         tracemalloc.stop()
     assert peak < 8 * n ** 4, peak / 2 ** 20
     assert np.isfinite(ci.A_c.standard_error).all() and np.isfinite(ci.delay.standard_error).all()
+
+
+def test_a_model_jacobian_compares_and_hashes_by_identity():
+    # a generated __eq__ over its array fields raised (ambiguous truth value) and hash() too
+    from dmdidc.inference import model_jacobian
+
+    J = model_jacobian(np.array([[-0.5]]), np.array([[1.0]]), np.array([0.7]),
+                       [(np.array([0.3]), np.array([0.5]))], dt=1.0)
+    same = model_jacobian(np.array([[-0.5]]), np.array([[1.0]]), np.array([0.7]),
+                          [(np.array([0.3]), np.array([0.5]))], dt=1.0)
+    assert J == J and J != same and len({J, J, same}) == 2
+    np.testing.assert_array_equal(J.dense(), same.dense())   # the same numbers all the same
