@@ -1224,9 +1224,10 @@ class OutputDMDidc:
         outside the chosen delay's interval at ``significance`` (and its grid cell), each well
         found to the bottom however narrow (:func:`~dmdidc.output.blocks.profile_minima`); if
         that minimum is within twice the chosen one's (on exact data: near-exact, at
-        ``_PROFILE_ROUNDING``), the full output-error fit is restarted there and
-        the two compared by a likelihood-ratio test (``Delta RSS / sigma^2`` against chi^2
-        with one dof at ``significance``): a significantly better fit replaces the first, an
+        ``_PROFILE_ROUNDING``), the full output-error fit is restarted there (from the
+        profile's own input vectors and initial states at that delay) and the two compared
+        by a likelihood-ratio test (``Delta RSS / sigma^2`` against chi^2 with one dof at
+        ``significance``): a significantly better fit replaces the first, an
         indistinguishable one warns, naming both delays.
         """
         if R == 0:
@@ -1258,9 +1259,19 @@ class OutputDMDidc:
                 continue
             delays = refined.delays.copy()
             delays[i] = minima[far][np.argmin(values[far])]
+            # started from the profile's own solution there (input vectors, initial states,
+            # D and offset at those delays), whose residual is the well's bottom: from the
+            # chosen fit's input vectors the search had to carry them across, and on exact
+            # data (convergence sweep seed 52, 6 states, one sensor) it reached the truth's
+            # exact fit on some BLAS kernels and stopped at its limit 1e20 above it on others
+            at_well = structured_fit(moments, refined.A_c, dt, delays)
+            start = dataclasses.replace(refined, B_c=at_well.B_c,
+                                        initial_states=at_well.initial_states,
+                                        D=at_well.D if self.feedthrough else refined.D,
+                                        offset=at_well.offset if self._offset else refined.offset)
             # a restart that cannot come within the tie's critical value of the chosen fit
             # changes nothing: its search is given up there (the order check's rule)
-            other = restart(experiments, refined, delays, dt, R, feedthrough=self.feedthrough,
+            other = restart(experiments, start, delays, dt, R, feedthrough=self.feedthrough,
                             offset=self._offset, stop=None if exact else short_of(
                                 refined.rss * (1.0 + critical / refined.dof)))
             if other is None:
