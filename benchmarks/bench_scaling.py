@@ -13,8 +13,11 @@ continuous model to give intervals of; generation excluded).  Printed per size:
   * the default ``DMDidc(max_delay=R).fit`` (IV with refined instruments, every check), its
     tracemalloc peak beyond the data, and the ratio to the Gram pass (wall, and CPU:
     ``process_time``, steadier on a shared machine);
-  * ``confidence_intervals()`` (analytic delta method) and, for small n, the same intervals by
-    central differences of the recovery (the method replaced; ``--numeric-up-to``).
+  * ``confidence_intervals()`` (analytic delta method, factored) and ``delay_ci()`` (the
+    delays' rows alone), CPU time: the first request of a fit (it also recovers the block
+    structure with the earlier blocks, which later requests reuse) and the best of the later
+    ones, with their tracemalloc peaks; for small n, the same intervals by central differences
+    of the recovery (the method replaced; ``--numeric-up-to``).
 
 Goals of the issue: n = 50, m = 4, R = 5, K = 2e4 under 200 MB beyond the data and within 10x
 of the Gram pass; ``delay_ci()`` at n = 30, m = 5 under a second.
@@ -108,8 +111,14 @@ def run(n: int, m: int, R: int, K: int, repeats: int, numeric_up_to: int, noise:
     if not est.model_.has_continuous:
         print("      (no continuous model on this draw: no intervals)")
         return
-    analytic, _, ci_peak, ci = timed(est.confidence_intervals, repeats)
-    line = f"      confidence_intervals {analytic:7.3f} s (peak {ci_peak:6.1f} MB)"
+    first = _cpu(est.confidence_intervals, 1)
+    later = _cpu(est.confidence_intervals, repeats)
+    analytic, _, ci_peak, ci = timed(est.confidence_intervals, 1)
+    delays = _cpu(est.delay_ci, repeats)
+    _, _, delay_peak, _ = timed(est.delay_ci, 1)
+    line = (f"      confidence_intervals CPU {first:6.3f} s first, {later:6.3f} s later "
+            f"(peak {ci_peak:6.1f} MB); delay_ci CPU {delays:6.3f} s "
+            f"(peak {delay_peak:6.1f} MB)")
     if n <= numeric_up_to:
         original = intervals.model_jacobian
         intervals.model_jacobian = lambda *args: None           # central differences

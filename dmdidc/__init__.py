@@ -32,7 +32,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.discretization": ["delay_blocks", "first_active_blocks", "split_delay",
                               "zoh_matrices"],
     "dmdidc.estimator": ["ESTIMATORS", "DMDidc"],
-    "dmdidc.online": ["OnlineDMDidc", "ChangeEvent", "BoundEvent"],
+    "dmdidc.online": ["OnlineDMDidc", "ChangeEvent", "BoundEvent", "Outlier"],
     "dmdidc.follow": ["Chunk", "Snapshot", "StreamWarning", "follow_csv", "track"],
     "dmdidc.evaluation": ["Comparison", "ResidualCorrelation", "compare", "resid"],
     "dmdidc.excitation": ["ExcitationReport", "check_excitation", "random_excitation",

@@ -60,10 +60,11 @@ from dmdidc.regression.solution import (
     coefficient_blocks,
     lagged_inputs,
     least_squares,
+    residual_rounding_share,
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
 from dmdidc.statistics.statistics import SufficientStatistics
-from dmdidc.trajectories import subsample
+from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
@@ -352,15 +353,20 @@ def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, met
     factor for ``method="qr"`` and, under ``"auto"``, where the centred normal equations'
     rounding could reach :data:`~dmdidc.regression.solution.ROUNDING_SHARE` of a standard
     error (:func:`~dmdidc.regression.solution.affine_rounding_share`; no refinement here:
-    its residuals would need the intercept), as :func:`least_squares` does for the fit
-    through the origin."""
+    its residuals would need the intercept) or of the residual covariance
+    (:func:`~dmdidc.regression.solution.residual_rounding_share`, of the uncentred targets'
+    squares: the centred ones are their difference), as :func:`least_squares` does for the
+    fit through the origin."""
     if method != "qr":
         solution = _solve(plain, R, "ls", True, **options)
+        if method == "gram":
+            return solution
         cond = solution.condition_number
-        if method == "gram" or cond <= GRAM_CONDITION_LIMIT or (
-                cond <= REFINEMENT_CONDITION_LIMIT and affine_rounding_share(
-                    solution, np.diag(plain.gram), plain.sums, plain.n_samples)
-                <= ROUNDING_SHARE):
+        gram = np.diag(plain.gram)
+        if residual_rounding_share(solution, gram[plain.n_regressors:]) <= ROUNDING_SHARE and (
+                cond <= GRAM_CONDITION_LIMIT or (
+                    cond <= REFINEMENT_CONDITION_LIMIT and affine_rounding_share(
+                        solution, gram, plain.sums, plain.n_samples) <= ROUNDING_SHARE)):
             return solution
     return accumulated_pass(trajectories, R, "qr", chunk_size).solution(centred=True,
                                                                         **options)
@@ -1032,6 +1038,26 @@ def _largest_residual(outcome: FitOutcome, trajectories, R: int, level: float
     return largest.z, largest.threshold(level)
 
 
+#: Share of an input's variance below which the reference is said to explain it little.
+_WEAKLY_DRIVEN = 0.1
+
+
+def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[str]:
+    """A note naming the inputs the reference explains little of: their instruments are weak,
+    and an open-loop input left out of the reference is its own best instrument (a user
+    trial's mixed loop, set point only: A_c 18.7 % off, the warnings blaming other causes)."""
+    explained = sum(np.sum(d * d, axis=1) for d in drives)
+    total = sum(np.sum((u - u.mean(axis=1, keepdims=True)) ** 2, axis=1) for u in inputs)
+    share = explained / np.maximum(total, np.finfo(float).tiny)
+    weak = np.flatnonzero(share < _WEAKLY_DRIVEN)
+    if not weak.size:
+        return []
+    return [f"the reference explains {', '.join(f'{100 * x:.2g} %' for x in share)} of the "
+            f"inputs' variance: input(s) {weak.tolist()} are instrumented weakly; an input the "
+            f"loop does not drive (open loop, or its own dither) belongs in the reference as a "
+            f"row of its own"]
+
+
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
              level: float, options: dict, memo: dict) -> FitOutcome:
     """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages."""
@@ -1045,6 +1071,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         drives = reference_projection(inputs, references)
         notes.append("closed loop: instruments driven by the part of the inputs the reference "
                      "explains (two-stage)")
+        notes += _weakly_driven(inputs, drives)
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
     try:
         # refinements read only the first stage's model: no instrument strength
@@ -1062,7 +1089,9 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
         if references is None:
             # simulated block by block as the statistics sum them, read again only where
             # the covariance and the checks take their pieces: no list of every signal
-            signals = SimulatedSignals(A_d, B_blocks, inputs)
+            # data checked whole (no subsample) are read again whole: their states kept
+            signals = SimulatedSignals(A_d, B_blocks, inputs, keep=sum(
+                U.shape[1] for U in inputs) <= DIAGNOSTIC_SAMPLES)
             stats = _simulated_statistics(trajectories, R, signals, memo)
             d = stats.gram.shape[0] - n
             states = (stats.gram[d:, d:], stats.sums[d:], stats.n_samples)
@@ -1437,6 +1466,18 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
     count = sum(b - a for group in groups for _, a, b in group)
     cached = (_group_vectors(trajectories, groups[0], R, signals, kind)
               if len(groups) == 1 else None)
+    # An affine fit sums its weighted moments about the data's mean (the first group's), not
+    # the origin: moments about an operating point far from the data's spread lose
+    # eps (mean / spread)^2 of themselves when centred, and the residual covariance is their
+    # difference (exact data written with 8 digits around offsets of 20-100 spreads: block
+    # tests of 1e17).  The shift moves every residual by a constant, which the median removes.
+    shift = np.zeros((0, 1))
+    if outcome.centred:
+        shift = (cached if cached is not None else _group_vectors(trajectories, groups[0], R,
+                                                                  signals, kind)
+                 ).mean(axis=1, keepdims=True)
+        if cached is not None:
+            cached -= shift
     instruments = p + n + np.arange(q)
     coefficients = solution.coefficients
 
@@ -1445,8 +1486,11 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
             yield cached
             return
         for group in groups:
-            yield _group_vectors(trajectories, group, R,
-                                 signals if with_instruments else None, kind)
+            V = _group_vectors(trajectories, group, R, signals if with_instruments else None,
+                               kind)
+            if shift.size:
+                V -= shift[:V.shape[0]]
+            yield V
 
     def residuals():
         for V in regression(False):
@@ -1478,6 +1522,7 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
             downweighted += int(np.sum(weights < 0.5))
         if outcome.centred:
             gram = gram - np.outer(sums, sums) / total
+            sums = sums + total * shift[:, 0]      # the data's own (the residuals' mean)
         updated = instrumental_solution(gram, sums, int(round(total)), n_states=n,
                                         n_regressors=p, instruments=instruments,
                                         intercepts=int(outcome.centred))

@@ -200,8 +200,12 @@ class Snapshot:
     note : str
         Why there is no delay yet ("" when there is one).
     warnings : tuple of str
-        The warnings of the current fit (its failed diagnostics), kept out of the warning
-        system so a live loop does not repeat them.
+        The warnings of the current fit (its failed diagnostics; and, after a detected
+        change, that the model rests only on the samples since its onset), kept out of the
+        warning system so a live loop does not repeat them.
+    outliers : tuple of Outlier
+        Samples read as outliers since the previous snapshot (``OnlineDMDidc.outliers_``):
+        down-weighted, not taken for a change.
     """
 
     samples: int
@@ -213,6 +217,7 @@ class Snapshot:
     restarts: int
     note: str = ""
     warnings: tuple[str, ...] = ()
+    outliers: tuple = ()
 
 
 def follow_csv(path: str | Path, *, inputs: Any, states: Any = None, time: Any = "auto",
@@ -1142,6 +1147,7 @@ def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.
     every = check_integer("every", every, minimum=1)
     last_state, pending, restarts = None, 0, 0
     seen = len(getattr(estimator, "events_", ()))
+    told = {o.sample for o in getattr(estimator, "outliers_", ())}
     for item in source:
         X, U, restart = _unpack(item)
         if restart and last_state is not None:
@@ -1157,9 +1163,9 @@ def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.
         if pending >= every or events:
             seen += len(events)
             pending = 0
-            yield _snapshot(estimator, tuple(events), restarts, level)
+            yield _snapshot(estimator, tuple(events), restarts, level, told)
     if pending:
-        yield _snapshot(estimator, (), restarts, level)
+        yield _snapshot(estimator, (), restarts, level, told)
 
 
 def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -1171,7 +1177,11 @@ def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
         bool(rest and rest[0])
 
 
-def _snapshot(estimator: Any, events: tuple, restarts: int, level: float) -> Snapshot:
+def _snapshot(estimator: Any, events: tuple, restarts: int, level: float,
+              told: set[int]) -> Snapshot:
+    """The snapshot; the samples of the outliers it reports join ``told``."""
+    outliers = tuple(o for o in getattr(estimator, "outliers_", ()) if o.sample not in told)
+    told.update(o.sample for o in outliers)
     delay = low = high = None
     note, failed = "", []
     with warnings.catch_warnings(record=True) as caught:
@@ -1186,5 +1196,22 @@ def _snapshot(estimator: Any, events: tuple, restarts: int, level: float) -> Sna
             note = str(exc)
     return Snapshot(samples=estimator.samples_seen_, delay=delay, low=low, high=high,
                     events=events, dropped=estimator.dropped_samples_, restarts=restarts,
-                    note=note, warnings=tuple(dict.fromkeys(failed + [str(w.message)
-                                                                      for w in caught])))
+                    note=note, outliers=outliers,
+                    warnings=tuple(dict.fromkeys(failed + [str(w.message) for w in caught]
+                                                 + _since_change(estimator))))
+
+
+def _since_change(estimator: Any) -> list[str]:
+    """After a detected change, that the model rests only on the samples since its onset
+    (the statistics before it were shrunk to the weight of ``p`` samples)."""
+    events = getattr(estimator, "events_", ())
+    if not events:
+        return []
+    last, seen = events[-1], estimator.samples_seen_
+    kept = estimator.statistics().layout.n_regressors
+    return [f"the model rests only on the {seen - last.onset} samples since the onset "
+            f"({last.onset}) of the change detected at sample {last.sample} "
+            f"({len(events)} change(s) detected): the {last.onset} samples before it were "
+            f"dropped (shrunk to the weight of {kept} samples). If that change was not real "
+            f"(a burst of outliers, a passing disturbance), fit the whole record in batch "
+            f"(DMDidc, or dmdidc identify FILE)"]

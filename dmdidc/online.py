@@ -35,17 +35,50 @@ coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too
 coefficients whatever the estimator, the smallest one-step residuals) is normalized by the running
 residual covariance ``Sigma`` of that regression, ``q_k = e_k^T Sigma^{-1} e_k`` (chi-square with
 ``n`` degrees of freedom while the model holds), and a CUSUM of the log-likelihood ratio of a
-covariance inflated by ``kappa`` (``magnitude``), ``l_k = (1 - 1/kappa) q_k / 2 - (n / 2) ln
-kappa``, runs over them: ``g_k = max(0, g_{k-1} + l_k)``. Its mean drift is negative on a stationary
-plant and jumps positive when the delay or the plant changes (the old delay blocks mispredict every
-sample). At ``g_k > threshold`` an event is recorded, the statistics older than the CUSUM's
-change-point estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p``
-samples (kept only so the model stays defined), and the detector rests for ``warmup`` received
-samples while the new plant is learned. False alarms, measured: no event in 20 000 stationary
-samples on each of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM
-peaked at 19.8 against the default threshold 35 (the residuals of noisy states are correlated, so
-the white-residual run length ``~exp(threshold)`` is optimistic). Changes of the delay by 0.2 T or
-more were flagged within 6 samples.
+covariance inflated by ``kappa`` (``magnitude``), ``l_k = (1 - 1/kappa) min(q_k, c) / 2 - (n /
+2) ln kappa`` (the score clipped: *Outliers* below), runs over them: ``g_k = max(0, g_{k-1} +
+l_k)``. Its mean drift is negative on a stationary plant and jumps positive when the delay or
+the plant changes (the old delay blocks mispredict every sample). When the evidence (below)
+exceeds ``threshold`` an event is recorded, the statistics older than the CUSUM's change-point
+estimate (the last sample where ``g`` was zero) are shrunk to the weight of ``p`` samples (kept
+only so the model stays defined), and the detector rests for ``warmup`` received samples while
+the new plant is learned. False alarms, measured: no event in 20 000 stationary samples on each
+of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM peaked at 19.8
+against the default threshold 35 (the residuals of noisy states are correlated, so the
+white-residual run length ``~exp(threshold)`` is optimistic). Changes of the delay by 0.2 T or
+more, or of ``A_c`` by 60 %, were flagged 6-10 samples after them on 30 plants (0-6 before the
+outlier rules below).
+
+**Outliers.**  A spike in one state sample ``x_t`` (a sensor glitch) spoils two rows, ``t - 1``
+(its target) and ``t`` (a regressor), by as much as it likes: one such sample once raised the
+CUSUM to 1.2e5 and was taken for a change (each discarding the older data). So no row adds more
+than ``threshold / 5`` (:data:`_ROWS_TO_ALARM`): its score is clipped at ``c = (threshold / 5 +
+(n / 2) ln kappa) / ((1 - 1/kappa) / 2)`` (32 for ``n = 3`` at the defaults, a chi-square tail
+of 5e-7: clean rows are not clipped), and the alarm is raised on the *evidence*, the CUSUM less
+the largest increase that one sample's two rows (two consecutive received rows) gave its
+excursion. That evidence never exceeds the CUSUM of the other rows (tested), so no single sample
+can raise an alarm, and a change needs the evidence of at least 5 more rows (the price: 6-10
+samples to detect it). Each row enters the statistics with the weight ``min(1, c / q_k)``, so
+its weighted score is the clipped one: a row adds at most ``c`` (in units of ``Sigma``) to the
+residual moments, and a spike's rows weigh about 1e-4 (one-step IRLS with the a priori
+predictor and a redescending weight, where the batch fit's robust IV iterates Huber weights). A
+row beyond ``c`` is recorded in ``outliers_`` as the sample it spoils (the target of its first
+row: ``x_t``; ``x_t`` also when row ``t - 1`` was lost and row ``t + 1`` is clean), those from
+a detected change's onset on are dropped from it (they were the change). The rows received
+while the detector rests (the first ``warmup`` rows, and those after each alarm) have no
+predictor to score them and enter with weight 1; when it arms, they are rebuilt from the ring
+of raw samples (*Learning the bound*), scored with the new predictor against a robust residual
+covariance (the rows within 5 MAD-standard deviations: the statistics' own is inflated by the
+outliers), and those beyond ``c`` are down-weighted and named as above, the row after the first
+of a run taking its weight (it holds the spoiled sample as a regressor: a leverage point the
+predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
+rows scored again until the weights settle (IRLS). The rows a growth of the bound rebuilds
+from the ring enter with weight 1 too, and the detector rests after it: they are screened so
+when it re-arms (each sample named once). The rows of the chunk under way are screened as
+received; those of earlier chunks only as far as the ring still holds them (without a ring,
+``max_delay_limit = max_delay``, not at all). Not covered: a spike in a logged input the
+plant did not receive (it spoils ``R + 1`` rows), and a second outlier within the same CUSUM
+excursion (a few dozen rows after the first) when the CUSUM already sits high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -105,16 +138,22 @@ from dmdidc.inference.ambiguity import delay_ambiguity
 from dmdidc.inference.blocks import block_test
 from dmdidc.inference.diagnostics import beyond_bound
 from dmdidc.inference.intervals import IntervalEstimate
+from dmdidc.regression.robust import _MAD_TO_SIGMA
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
 from dmdidc.statistics.streaming import _default_lags
 
-__all__ = ["OnlineDMDidc", "ChangeEvent", "BoundEvent"]
+__all__ = ["OnlineDMDidc", "ChangeEvent", "BoundEvent", "Outlier"]
 
 #: Received rows between two checks of the delay bound (besides the one when the warmup ends):
 #: a block test (about 0.15 ms at p = 20) on the predictor's regression, about 0.03 us a row.
 _BOUND_EVERY = 5000
+#: Fewest rows, besides the two of the sample that gives the most, whose evidence can raise an
+#: alarm: a row's CUSUM increment is at most ``threshold`` over it (module notes, *Outliers*).
+_ROWS_TO_ALARM = 5
+#: Reweighting passes over the rows of a warmup when the detector arms (IRLS; module notes).
+_SCREEN_ITERATIONS = 10
 
 
 @dataclass
@@ -134,7 +173,8 @@ class ChangeEvent:
         Delay estimate (s) when the detector re-armed, ``warmup`` samples later (``None``
         until then; if the bound had to grow then, at the re-arming after the growth).
     statistic : float
-        The CUSUM value at the alarm.
+        The detector's evidence at the alarm: the CUSUM less the largest increase one sample
+        gave it (module notes, *Outliers*), above ``threshold``.
     """
 
     sample: int
@@ -142,6 +182,28 @@ class ChangeEvent:
     old_delay: np.ndarray | None
     new_delay: np.ndarray | None
     statistic: float
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A sample whose rows the detector of :class:`OnlineDMDidc` read as an outlier (module
+    notes, *Outliers*): down-weighted in the statistics, not taken for a change.
+
+    Attributes
+    ----------
+    sample : int
+        The sample ``t`` whose state ``x_t`` is out of line: the first row it spoils predicts
+        it (row ``t - 1``), the next holds it as a regressor (row ``t``).
+    score : float
+        ``q`` of row ``t - 1``, the residual's squared Mahalanobis norm (chi-square with ``n``
+        degrees of freedom, mean ``n``, while the model holds).
+    weight : float
+        That row's weight in the statistics, ``clip / q`` (1 for a row within the clip).
+    """
+
+    sample: int
+    score: float
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -239,6 +301,9 @@ class OnlineDMDidc:
     drop_bursts_ : list of (int, int)
         ``(start, length)`` of every run of consecutive lost samples.
     events_ : list of ChangeEvent
+    outliers_ : list of Outlier
+        Samples read as outliers (module notes, *Outliers*), down-weighted in the statistics;
+        those after a detected change's onset are dropped from it (they were the change).
     samples_seen_ : int
         Inputs received (lost ones included).
     rows_used_ : int
@@ -290,6 +355,7 @@ class OnlineDMDidc:
             raise ParameterError(f"lost_inputs must be 'skip' or 'hold'; got {lost_inputs!r}")
         self.lost_inputs = lost_inputs
         self._layout: StatisticsLayout | None = None
+        self._chunk_rows: tuple | None = None    # (V, times, t0) of the chunk being added
 
     # ------------------------------------------------------------------ streaming
     def _start(self, n: int, m: int) -> None:
@@ -298,6 +364,7 @@ class OnlineDMDidc:
         self.samples_seen_ = self.rows_used_ = self.dropped_samples_ = 0
         self.drop_bursts_: list[tuple[int, int]] = []
         self.events_: list[ChangeEvent] = []
+        self.outliers_: list[Outlier] = []
         self.bound_events_: list[BoundEvent] = []
         self._configure(n, m, self.max_delay)
         # A ring of the recent raw samples (x_t and u_t in column t mod size) that growth
@@ -335,7 +402,7 @@ class OnlineDMDidc:
                                        inputs[past:]])
         self._v = np.empty(d)
         self._warmup_left = self._resolved_warmup()
-        self._cusum = 0.0
+        self._reset_cusum()
         self._since_solve = self._since_bound = self._since_continuous = 0
         self._bound_due = False                  # check the bound after this chunk
         self._filled = False                     # the last event's new_delay was just set
@@ -343,7 +410,7 @@ class OnlineDMDidc:
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._discrete_only = False              # the no-continuous-model warning was issued
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
-        self._whitening: tuple = (None,) * 5    # (predictor, W, l's gain, offset, kappa)
+        self._whitening: tuple = (None,) * 7    # (_whitener: predictor, W, .., kappa, h)
         self._solution = None                    # the predictor's regression
         self._fit = None
 
@@ -391,7 +458,9 @@ class OnlineDMDidc:
         if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
             _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
             _ring_write(self._raw_U, t0, U)
+        self._chunk_rows = (V, times, t0)        # (a warmup's screening reads them)
         counted = self._process(V, times)
+        self._chunk_rows = None
         self._advance(t0 + L)
         self._after_chunk(int(times.size), counted)
         return self
@@ -442,8 +511,11 @@ class OnlineDMDidc:
         if not math.isfinite(v.dot(v)):
             decline = True                       # (a lost sample or a fault)
         elif armed:
-            g = self._cusum + self._cusum_step(v)
-            decline = g > self.threshold
+            q = self._score(v)
+            _, _, gain, offset, _, clip, _ = self._whitening     # (cached by _score)
+            # (the steps of _detector_path for one row; an outlier row takes the chunk path)
+            step = gain * q - offset
+            decline = q > clip or self._cusum + step - self._pair_max > self.threshold
         else:
             decline = self._warmup_left == 1     # (the detector arms: the chunk path)
         if decline:
@@ -470,19 +542,22 @@ class OnlineDMDidc:
         self._now = t + 1
         self.rows_used_ += 1
         if armed:
-            self._cusum = max(g, 0.0)
+            self._step_cusum(step, t)
         elif self._warmup_left:
             self._warmup_left -= 1
         return True
 
-    def _whitener(self) -> tuple[Any, np.ndarray, float, float, float]:
-        """``(predictor, W, gain, offset, kappa)``, cached per predictor and ``magnitude``
-        (``kappa``, a public attribute that may change between chunks): the CUSUM increment of a
-        regression vector ``v`` is ``l = gain |W v|^2 - offset``, with ``W = Sigma^{-1/2}
-        [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the residual's
-        ``q = r' Sigma^{-1} r``, ``gain = (1 - 1/kappa) / 2`` and ``offset = n log(kappa) / 2``.
-        The one-sample and the chunk paths both use it: one definition of ``l``."""
-        if self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude:
+    def _whitener(self) -> tuple:
+        """``(predictor, W, gain, offset, kappa, clip, threshold)``, cached per predictor,
+        ``magnitude`` and ``threshold`` (public attributes that may change between chunks):
+        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the
+        residual's ``q = r' Sigma^{-1} r``; the CUSUM increment of a row is ``l = gain
+        min(q, clip) - offset`` with ``gain = (1 - 1/kappa) / 2``, ``offset = n log(kappa) /
+        2`` and ``clip`` the score at which ``l`` reaches ``threshold / _ROWS_TO_ALARM``
+        (module notes, *Outliers*).  The one-sample and the chunk paths both use it: one
+        definition of ``l``."""
+        if (self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude
+                or self._whitening[6] != self.threshold):
             theta, precision = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
@@ -490,18 +565,44 @@ class OnlineDMDidc:
             residual = np.zeros((n, self._layout.dimension))   # (no slicing of v)
             residual[:, :p], residual[:, p:p + n] = -theta, np.eye(n)
             kappa = self.magnitude
-            self._whitening = (self._predictor, root @ residual, 0.5 * (1.0 - 1.0 / kappa),
-                               0.5 * n * math.log(kappa), kappa)
+            gain, offset = 0.5 * (1.0 - 1.0 / kappa), 0.5 * n * math.log(kappa)
+            clip = (self.threshold / _ROWS_TO_ALARM + offset) / gain
+            self._whitening = (self._predictor, root @ residual, gain, offset, kappa, clip,
+                               self.threshold)
         return self._whitening
 
-    def _cusum_step(self, v: np.ndarray) -> float:
-        """The CUSUM increment ``l`` of one regression vector ``v`` (:meth:`_whitener`)."""
+    def _score(self, v: np.ndarray) -> float:
+        """``q = r' Sigma^{-1} r`` of one regression vector ``v`` (:meth:`_whitener`)."""
         whitening = self._whitening     # (the cache read inline: a call is 7 % of this step)
-        if whitening[0] is not self._predictor or whitening[4] != self.magnitude:
+        if (whitening[0] is not self._predictor or whitening[4] != self.magnitude
+                or whitening[6] != self.threshold):
             whitening = self._whitener()
-        _, whiten, gain, offset, _ = whitening
-        z = whiten.dot(v)
-        return gain * float(z.dot(z)) - offset
+        z = whitening[1].dot(v)
+        return float(z.dot(z))
+
+    def _increments(self, q):
+        """The CUSUM increments ``l = gain min(q, clip) - offset`` of scores ``q``."""
+        _, _, gain, offset, _, clip, _ = self._whitener()
+        return gain * np.minimum(q, clip) - offset
+
+    def _reset_cusum(self) -> None:
+        # the CUSUM g, the largest increase one sample's two rows gave its excursion, and the
+        # last row's increase (module notes, *Outliers*); the excursion's first row (the
+        # change's onset if it alarms: it may lie in an earlier chunk)
+        self._cusum = self._pair_max = self._last_rise = 0.0
+        self._excursion_start: int | None = None
+
+    def _step_cusum(self, increment: float, t: int) -> None:
+        """One row of :meth:`_detector_path` (the one-sample path), received at ``t``."""
+        g = self._cusum + float(increment)
+        if g <= 0.0:
+            self._reset_cusum()
+            return
+        if self._cusum <= 0.0:
+            self._excursion_start = t
+        rise = max(float(increment), 0.0)
+        self._cusum, self._pair_max = g, max(self._pair_max, self._last_rise + rise)
+        self._last_rise = rise
 
     def _regression_rows(self, X: np.ndarray, U: np.ndarray, t0: int
                          ) -> tuple[np.ndarray, np.ndarray]:
@@ -556,11 +657,20 @@ class OnlineDMDidc:
                 continue
             due = max(self.refresh - self._since_solve - (i - refreshed), 1)
             end = min(N, i + due)
-            g = self._cusum_path(V[:, i:end])
-            alarm = np.flatnonzero(g > self.threshold)
-            if alarm.size == 0:
-                self._add(V[:, i:end], times[i:end])
-                self._cusum = float(g[-1])
+            q, g, evidence, carry = self._detector_path(V[:, i:end])
+            weights = self._weights(q)
+            alarm = [] if evidence is None else np.flatnonzero(evidence > self.threshold)
+            if len(alarm) == 0:
+                if weights is not None:
+                    self._note_outliers(times[i:end], q)
+                self._add(V[:, i:end], times[i:end], weights)
+                zeros = np.flatnonzero(g <= 0.0)
+                if zeros.size:
+                    self._excursion_start = (int(times[i + zeros[-1] + 1])
+                                             if i + zeros[-1] + 1 < end else None)
+                elif self._cusum <= 0.0:
+                    self._excursion_start = int(times[i])
+                self._cusum, self._pair_max, self._last_rise = carry
                 if end < N:                      # a refresh falls inside the chunk
                     self._predictor = self._predictor_from_fit()
                     refreshed = end
@@ -569,21 +679,87 @@ class OnlineDMDidc:
             a = i + int(alarm[0])
             zeros = np.flatnonzero(g[:a - i + 1] <= 0.0)
             onset = i + int(zeros[-1]) + 1 if zeros.size else i
-            self._add(V[:, i:onset], times[i:onset])
-            self._event(int(times[a]), int(times[onset]), float(g[a - i]))
-            self._add(V[:, onset:a + 1], times[onset:a + 1])
+            started = int(times[onset])
+            if not zeros.size and self._cusum > 0.0 and self._excursion_start is not None:
+                started = self._excursion_start  # (in an earlier chunk or segment)
+            self._note_outliers(times[i:onset], q[:onset - i])
+            self._add(V[:, i:onset], times[i:onset],
+                      None if weights is None else weights[:onset - i])
+            self._event(int(times[a]), started, float(evidence[a - i]))
+            self._add(V[:, onset:a + 1], times[onset:a + 1])     # (the new plant's rows)
             self._warmup_left = max(self._resolved_warmup() - (a + 1 - onset), 1)
             i = refreshed = a + 1
         return refreshed
 
-    def _cusum_path(self, V: np.ndarray) -> np.ndarray:
-        """CUSUM ``g`` over the rows of ``V`` from the current value (vectorized:
-        ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` with ``S`` the running sum of the
-        increments ``l`` of :meth:`_whitener`, as :meth:`_cusum_step` column by column)."""
-        _, whiten, gain, offset, _ = self._whitener()
+    def _detector_path(self, V: np.ndarray, full: bool = False) -> tuple:
+        """The detector over the rows of ``V`` from its current state (vectorized; as
+        :meth:`_step_cusum` row by row): ``(q, g, evidence, carry)``, the scores, the CUSUM
+        ``g_k = S_k - min(-g_0, min_{j <= k} S_j)`` (``S`` the running sum of the increments
+        of :meth:`_increments`), the evidence ``g_k`` less the largest increase one sample's
+        two rows gave the excursion (module notes, *Outliers*), and the state after the
+        last row.  The evidence is at most ``g``: without ``full`` it is ``None`` when ``g``
+        stays within the threshold (no alarm; the usual case, a third of the cost)."""
+        _, whiten, gain, offset, _, clip, _ = self._whitener()
         Z = whiten @ V
-        S = np.cumsum(gain * np.einsum("ik,ik->k", Z, Z) - offset)
-        return S - np.minimum(np.minimum.accumulate(S), -self._cusum)
+        q = np.einsum("ik,ik->k", Z, Z)
+        increments = gain * np.minimum(q, clip) - offset
+        S = np.cumsum(increments)
+        g = S - np.minimum(np.minimum.accumulate(S), -self._cusum)
+        rise = np.maximum(increments, 0.0)
+        if not full and g.max() <= self.threshold:
+            # only the state after the last row: that of the last excursion
+            zeros = np.flatnonzero(g <= 0.0)
+            if zeros.size and zeros[-1] == g.size - 1:
+                return q, g, None, (float(g[-1]), 0.0, 0.0)
+            first, largest, last = ((zeros[-1] + 1, 0.0, 0.0) if zeros.size
+                                    else (0, self._pair_max, self._last_rise))
+            tail = rise[first:]
+            pairs = tail + np.concatenate([[last], tail[:-1]])
+            return q, g, None, (float(g[-1]), max(largest, float(pairs.max())),
+                                float(tail[-1]))
+        ended = g <= 0.0                         # an excursion ends: the next starts afresh
+        before = np.concatenate([[self._last_rise], np.where(ended[:-1], 0.0, rise[:-1])])
+        pair = before + rise                     # the two rows of the sample between them
+        # the running maximum within each excursion: offset by excursion so that one
+        # accumulate serves them all (rises are at most threshold / _ROWS_TO_ALARM each)
+        excursion = np.concatenate([[0], np.cumsum(ended[:-1])])
+        span = 2.0 * self.threshold / _ROWS_TO_ALARM + 1.0
+        key = pair + span * excursion
+        key[0] = max(key[0], self._pair_max)
+        largest = np.where(ended, 0.0, np.maximum.accumulate(key) - span * excursion)
+        evidence = g - largest
+        carry = (float(g[-1]), float(largest[-1]), 0.0 if ended[-1] else float(rise[-1]))
+        return q, g, evidence, carry
+
+    def _weights(self, q: np.ndarray) -> np.ndarray | None:
+        """Each row's weight in the statistics, ``min(1, clip / q)``: the weighted score
+        ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*); ``None``
+        when every row is within the clip."""
+        clip = self._whitener()[5]
+        if q.max() <= clip:
+            return None
+        return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
+
+    def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:
+        """Record the samples of the rows whose score exceeds the clip (module notes): a
+        spike in ``x_t`` spoils row ``t - 1`` (its target) and row ``t`` (a regressor)."""
+        clip = self._whitener()[5]
+        beyond = q > clip
+        if not beyond.any():
+            return
+        # (a warmup's screening after a growth sees the rows screened before it again)
+        known = {o.sample for o in self.outliers_ if o.sample >= times[0]}
+        for row in np.flatnonzero(beyond):
+            t, score = int(times[row]), float(q[row])
+            if (self.outliers_ and self.outliers_[-1].sample == t) or t in known:
+                continue                         # x_t as a regressor: the same sample
+            sample = t + 1                       # the target of its first spoiled row
+            if row and times[row - 1] != t - 1 and row + 1 < times.size \
+                    and times[row + 1] == t + 1 and not beyond[row + 1]:
+                sample = t                       # row t - 1 lost, row t + 1 clean: x_t
+            if sample not in known:
+                self.outliers_.append(Outlier(sample, score, clip / score))
+                known.add(sample)
 
     def _event(self, sample: int, onset: int, statistic: float) -> None:
         """Record a change and forget what came before its onset."""
@@ -595,16 +771,124 @@ class OnlineDMDidc:
             self._sums *= keep
             self._weight *= keep
             self._rows = collections.deque((t, V, w * keep) for t, V, w in self._rows)
-        self._predictor, self._solution, self._cusum = None, None, 0.0
+        self._predictor, self._solution = None, None
+        self._reset_cusum()
+        # the clipped rows from the onset on were the change, not outliers
+        self.outliers_ = [o for o in self.outliers_ if o.sample <= onset]
         self._silent_since = None                # (the statistics restart: so does the count)
 
     def _rearm(self, time: int) -> None:
         self._advance(int(time) + 1)
         self._fit = None
         self._predictor = self._predictor_from_fit()
+        if self._predictor is not None and self._screen_warmup(int(time)):
+            self._fit = None
+            self._predictor = self._predictor_from_fit()
         if self.events_ and self.events_[-1].new_delay is None:
             self.events_[-1].new_delay = self._delay_or_none()
             self._filled = True                  # (emptied again if the bound must grow)
+
+    def _screen_warmup(self, last: int) -> bool:
+        """Down-weight the outliers among the rows received while the detector rested (from
+        the last change's alarm, or the start, to row ``last``), which entered with weight 1:
+        those of the current chunk as received and those before it rebuilt from the ring of
+        raw samples (what it still holds) are scored with the new predictor against a robust
+        residual covariance (:meth:`_robust_scores`), each row beyond the clip takes the
+        weight ``clip / q``, and the predictor is refitted and the rows scored again until
+        the weights settle (IRLS, at most :data:`_SCREEN_ITERATIONS` passes; module notes,
+        *Outliers*).  Returns whether any row was down-weighted."""
+        # (after a change, the rows from the alarm on: those between the onset and the alarm
+        # may have been shrunk with the older data)
+        start = self.events_[-1].sample + 1 if self.events_ else 0
+        V_now, times_now, t0 = self._chunk_rows
+        mine = (times_now >= start) & (times_now <= last)
+        parts = [(V_now[:, mine], times_now[mine])]
+        size = self._raw_U.shape[1]
+        first = max(start, self.samples_seen_ + 1 - size, 0)   # (what the ring holds)
+        end = min(t0, last + 1)                  # the rows before the chunk's
+        if size and end > first:
+            read = max(first - self._lags, self.samples_seen_ + 1 - size, 0)  # (their lags)
+            saved = self._sample.copy()          # (the input history of the stream goes on)
+            self._recent[:] = np.nan             # (the rows without theirs: left out)
+            V, times = self._regression_rows(_ring_read(self._raw_X, read, end + 1),
+                                             _ring_read(self._raw_U, read, end), read)
+            self._sample[:] = saved
+            parts.insert(0, (V[:, times >= start], times[times >= start]))
+        V = np.concatenate([part[0] for part in parts], axis=1)
+        times = np.concatenate([part[1] for part in parts])
+        n, p = self._predictor[0].shape
+        if times.size <= 2 * p:
+            return False
+        clip = self._whitener()[5]
+        weights = np.ones(times.size)            # each rebuilt row's weight as it entered
+        scores = None
+        for _ in range(_SCREEN_ITERATIONS):
+            # IRLS: a spike's regressor row is a leverage point that pulls the first
+            # predictor towards it (it shows only once its target row is down-weighted)
+            q = self._robust_scores(V, self._predictor[0])
+            if q is None:
+                break
+            scores = q
+            new = np.where(q > clip, clip / q, 1.0)
+            # the row after the first of a run beyond the clip holds the sample that row
+            # predicts, as a regressor: a leverage point that the predictor fits (three
+            # spikes in 500 rows masked each other), so it takes that row's weight
+            beyond = q > clip
+            first = beyond[:-1] & (np.diff(times) == 1)
+            first[1:] &= ~(beyond[:-2] & (np.diff(times[:-1]) == 1))
+            at = np.flatnonzero(first)
+            new[at + 1] = np.minimum(new[at + 1], new[at])
+            moved = np.flatnonzero(np.abs(weights - new) > 1e-9 * new)
+            if not moved.size:
+                break
+            self._reweight(V[:, moved], times[moved], weights[moved], new[moved])
+            weights[moved] = new[moved]
+            self._fit = None
+            self._predictor = self._predictor_from_fit()
+            if self._predictor is None:
+                break
+        if scores is None or np.all(weights == 1.0):
+            return False
+        self._note_outliers(times, np.where(weights < 1.0, clip / weights, 0.0))
+        return True
+
+    @staticmethod
+    def _robust_scores(V: np.ndarray, theta: np.ndarray) -> np.ndarray | None:
+        """``q`` of each row of ``V`` under the predictor ``theta`` against a robust residual
+        covariance: that of the rows within 5 MAD-standard deviations of the median in every
+        state (the statistics' own is inflated by the outliers); ``None`` if undefined."""
+        n, p = theta.shape
+        E = V[p:p + n] - theta @ V[:p]
+        deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
+        scale = _MAD_TO_SIGMA * np.median(deviation, axis=1)
+        inside = np.all(deviation <= 5.0 * np.maximum(scale, np.finfo(float).tiny)[:, None],
+                        axis=0)
+        if inside.sum() <= n:
+            return None
+        sigma = E[:, inside] @ E[:, inside].T / inside.sum()
+        try:
+            return np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+        except np.linalg.LinAlgError:
+            return None
+
+    def _reweight(self, V: np.ndarray, times: np.ndarray, old: np.ndarray, new: np.ndarray
+                  ) -> None:
+        """Rows ``V`` received at ``times`` with the robust weights ``old`` take ``new``."""
+        self._settle()
+        if self.window is None:
+            change = (old - new) * self.forgetting ** (self._now - times)
+            self._gram -= (V * change) @ V.T
+            self._sums -= V @ change
+            self._weight -= float(change.sum())
+            return
+        ratio = dict(zip(times.tolist(), (new / old).tolist(), strict=True))
+        for held, Vh, weight in self._rows:      # (rows that left the window: nothing)
+            for j in np.flatnonzero(np.isin(held, times)):
+                taken = weight[j] * (1.0 - ratio[int(held[j])])
+                self._gram -= taken * np.outer(Vh[:, j], Vh[:, j])
+                self._sums -= taken * Vh[:, j]
+                self._weight -= taken
+                weight[j] -= taken
 
     # ------------------------------------------------------------------ the bound
     def _check_bound(self) -> None:
@@ -760,30 +1044,44 @@ class OnlineDMDidc:
             while self._rows and self._rows[0][0][0] < now - self.window:
                 times, V, weight = self._rows.popleft()
                 old = times < now - self.window
-                self._remove(V[:, old], weight)
+                self._remove(V[:, old], weight[old])
                 if not old.all():
-                    self._rows.appendleft((times[~old], V[:, ~old], weight))
+                    self._rows.appendleft((times[~old], V[:, ~old], weight[~old]))
         self._now = now
 
-    def _add(self, V: np.ndarray, times: np.ndarray) -> None:
+    def _add(self, V: np.ndarray, times: np.ndarray, robust: np.ndarray | None = None
+             ) -> None:
+        """Add rows ``V`` received at ``times``, each weighted by ``robust`` (default 1; the
+        outliers' weights, :meth:`_weights`) and by forgetting."""
         if times.size == 0:
             return
         self._advance(int(times[-1]) + 1)
         self.rows_used_ += times.size
+        if robust is not None and np.all(robust == 1.0):
+            robust = None                        # (the usual case: no outlier)
         if self.window is not None:              # a chunk longer than the window: its tail only
             recent = times >= self._now - self.window
             V, times = V[:, recent], times[recent]
+            robust = None if robust is None else robust[recent]
         if self.window is None and self.forgetting < 1.0:
             weights = self.forgetting ** (self._now - times)
+            if robust is not None:
+                weights = weights * robust
             self._gram += (V * weights) @ V.T
             self._sums += V @ weights
             self._weight += float(weights.sum())
+        elif robust is not None:
+            self._gram += (V * robust) @ V.T
+            self._sums += V @ robust
+            self._weight += float(robust.sum())
+            if self.window is not None:
+                self._rows.append((times, V, robust))
         else:
             self._gram += V @ V.T
             self._sums += V.sum(axis=1)
             self._weight += times.size
             if self.window is not None:
-                self._rows.append((times, V, 1.0))
+                self._rows.append((times, V, np.ones(times.size)))
 
     def _settle(self) -> None:
         """Apply the deferred decay of the one-sample path to the moments."""
@@ -792,11 +1090,12 @@ class OnlineDMDidc:
             self._sums *= self._scale
             self._scale = 1.0
 
-    def _remove(self, V: np.ndarray, weight: float) -> None:
+    def _remove(self, V: np.ndarray, weight: np.ndarray) -> None:
+        """Subtract rows ``V`` added with ``weight`` (one per row)."""
         self._settle()
-        self._gram -= weight * (V @ V.T)
-        self._sums -= weight * V.sum(axis=1)
-        self._weight -= weight * V.shape[1]
+        self._gram -= (V * weight) @ V.T
+        self._sums -= V @ weight
+        self._weight -= float(weight.sum())
 
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:
@@ -916,7 +1215,7 @@ class OnlineDMDidc:
     def __getattr__(self, name: str) -> Any:
         # delay, A_c, B_c, model_, delay_ci, confidence_intervals, ...: those of the fit
         if name.startswith("_") or name in ("samples_seen_", "rows_used_", "dropped_samples_",
-                                            "drop_bursts_", "events_", "bound_events_",
+                                            "drop_bursts_", "events_", "bound_events_", "outliers_",
                                             "max_delay_"):
             raise AttributeError(name)
         if name in _FORWARDED:

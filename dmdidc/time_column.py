@@ -526,14 +526,26 @@ def time_grid(segments: Sequence[np.ndarray], *, where: str, tolerance: float = 
     deviation = [np.abs(s - p * period) for s, p in zip(steps, periods, strict=True)]
     jitter = max(float(d.max(initial=0.0)) for d in deviation)
     if jitter > tolerance * period:
+        # the count and the first step as well as the largest: one bad stamp is a typo to fix,
+        # thousands are a clock (or irregular sampling) to widen the tolerance for or resample
+        beyond = [np.flatnonzero(d > tolerance * period) for d in deviation]
+        count = sum(b.size for b in beyond)
+
+        def step(s: int, k: int) -> str:
+            return (f"line {lines[s][k]} (the time advances by {steps[s][k - 1]:g} s from line "
+                    f"{lines[s][k - 1]}, {deviation[s][k - 1] / period:.2g} periods off)")
+
         s = next(i for i, d in enumerate(deviation) if d.size and d.max() == jitter)
-        k = int(np.argmax(deviation[s])) + 1
+        worst = step(s, int(np.argmax(deviation[s])) + 1)
+        f = next(i for i, b in enumerate(beyond) if b.size)
+        first = step(f, int(beyond[f][0]) + 1)
+        where_steps = (f"at {worst}" if count == 1 else
+                       f"the first at {first}, the largest at {worst}")
         raise ParameterError(
-            f"{where} line {lines[s][k]}: the time advances by {steps[s][k - 1]:g} s from line "
-            f"{lines[s][k - 1]}, {jitter / period:.2g} periods off a whole number of periods of "
-            f"T = {period:g} s; the tolerance is {tolerance:g} periods "
-            f"({_spell(cli, 'time_tolerance', 'F')} widens it for jittery stamps; resample "
-            f"uneven data){reason}")
+            f"{where}: {count} of {every.size} time steps are more than {tolerance:g} periods "
+            f"off a whole number of periods of T = {period:g} s, {where_steps}; the tolerance "
+            f"is {tolerance:g} periods ({_spell(cli, 'time_tolerance', 'F')} widens it for "
+            f"jittery stamps; resample uneven data){reason}")
     return TimeGrid(period, tuple(periods), jitter, tolerance)
 
 

@@ -64,8 +64,8 @@ from simulations.data_files import (
     read_npz_data,
 )
 
-__all__ = ["IdentificationData", "read_identification_data", "is_table", "MISSING_POLICIES",
-           "name_held_input", "refuse_idle_tolerance"]
+__all__ = ["IdentificationData", "read_identification_data", "merged", "is_table",
+           "MISSING_POLICIES", "name_held_input", "refuse_idle_tolerance"]
 
 _TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".dat"})
 _SHOWN = 5                            # locations listed in a note before "..."
@@ -117,6 +117,45 @@ class IdentificationData:
         if len(self.X) == 1:
             return self.X[0], self.U[0]
         return list(self.X), list(self.U)
+
+
+def merged(items: Sequence[IdentificationData], files: Sequence[str]) -> IdentificationData:
+    """The experiments of several files' data as one :class:`IdentificationData` (each
+    file's segments are experiments of their own), their notes prefixed by the file.
+
+    Raises
+    ------
+    ParameterError
+        Files whose sampling period, signal names or units differ (named, with the remedy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = IdentificationData((np.zeros((1, 4)),), (np.ones((1, 3)),), 0.5, ("a note",))
+    >>> both = merged([one, one], ["a.csv", "b.csv"])
+    >>> len(both.X), both.notes[0], both.source
+    (2, 'a.csv: a note', 'a.csv, b.csv')
+    """
+    first = items[0]
+    for file, item in zip(files[1:], items[1:], strict=True):
+        if (first.dt is None) != (item.dt is None) or (
+                first.dt is not None and not math.isclose(first.dt, item.dt, rel_tol=1e-9)):
+            raise ParameterError(f"{file!r} has sampling period {item.dt} s and {files[0]!r} "
+                                 f"{first.dt} s: experiments fitted together share T (resample "
+                                 f"one, or give --dt if the time columns only jitter)")
+        for field in ("state_names", "input_names", "state_units", "input_units"):
+            if getattr(item, field) != getattr(first, field):
+                raise ParameterError(f"{file!r} has {field.replace('_', ' ')} "
+                                     f"{getattr(item, field)} and {files[0]!r} "
+                                     f"{getattr(first, field)}: experiments fitted together "
+                                     f"measure the same signals in the same units")
+    notes = tuple(f"{file}: {note}" for file, item in zip(files, items, strict=True)
+                  for note in item.notes)
+    return dataclasses.replace(
+        first, X=tuple(x for item in items for x in item.X),
+        U=tuple(u for item in items for u in item.U), notes=notes,
+        source=", ".join(item.source or file for file, item in zip(files, items, strict=True)),
+        interpolated_inputs=sum(item.interpolated_inputs for item in items))
 
 
 def read_identification_data(data: str | Path | None = None, *, states: str | None = None,

@@ -29,7 +29,7 @@ __all__, __getattr__, __dir__ = lazy_exports(globals(), {
     "dmdidc.inference.intervals": ["IntervalEstimate", "ConfidenceIntervals",
                                    "asymptotic_intervals", "bootstrap_intervals",
                                    "INTERVAL_METHODS"],
-    "dmdidc.inference.jacobian": ["model_jacobian"],
+    "dmdidc.inference.jacobian": ["model_jacobian", "ModelJacobian"],
     "dmdidc.inference.ambiguity": ["DelayAmbiguity", "delay_ambiguity"],
     "dmdidc.inference.diagnostics": ["eigenvalue_standard_errors", "identification_warnings",
                                      "logarithm_evidence", "fit_diagnostics", "model_checks"],

@@ -185,6 +185,13 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
         checks.append(Check("delay_bound", question, None, finding=(
             "not checked: max_delay=0 leaves no block for a delay to show at (fit(X, U) "
             "looks for one hidden beyond it; statistics and partial_fit cannot)")))
+    elif relative <= EXACT_FIT and np.any(first == R):
+        # an exact fit misses no block (beyond_bound): a delay longer than R would have left
+        # part of its effect in B^(R + 1), outside the model, and the fit inexact
+        checks.append(Check("delay_bound", question, True, finding=(
+            f"the first active block of input channel(s) {np.flatnonzero(first == R).tolist()}"
+            f" is the last one, B^({R}), but the fit is exact ({fit}): no block beyond it is "
+            f"missing, so their delay is {R} whole periods")))
     else:
         checks.append(Check("delay_bound", question, True,
                             finding="every first active block lies before the last one"))
@@ -699,7 +706,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         else:
             checks.append(time_invariance_check(parts, model.max_delay, share))
         checks.append(frozen)
-        checks.append(_excitation_check(trajectories, model))
+        checks.append(_excitation_check(trajectories, model,
+                                        next(c for c in checks if c.name == "precision")))
     if outcome.offset is not None and outcome.offset.significant and outcome.centred:
         notes.append(f"offset found and removed: operating point {model.operating_point}")
     return FitDiagnostics(tuple(checks), outcome.estimator, outcome.instruments, level,
@@ -916,18 +924,31 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
              f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
               "reduce the noise; see confidence_intervals() before relying on the model")
+    at_bound = unknown[model.delay_steps[unknown] == model.max_delay] if unknown.size else unknown
+    if at_bound.size:
+        # the fraction is read from the two blocks around the first active one: at the bound
+        # the second is outside the model, whatever the data (more excitation cannot help)
+        R = model.max_delay
+        remedy = (f"refit with max_delay={R + 1} or more, so the block B^({R + 1}) after the "
+                  f"first active one is in the model")
+        unknown = np.setdiff1d(unknown, at_bound)
     if unknown.size:
         finding = (f"the delay of input(s) {unknown.tolist()} without a finite standard "
                    f"error (not determined by the data), " + (
                        f"the others known to +/- {worst:.2g} T, " if finite.any() else "")
                    + finding)
     elif model.n_inputs > 0 and finite.any():
-        finding = f"delays known to +/- {worst:.2g} T, " + finding
+        finding = ("the other delays" if at_bound.size else "delays") + (
+            f" known to +/- {worst:.2g} T, " + finding)
     elif model.n_inputs > 0:                 # no input acts: no delay ('+/- 0 T' said so)
         finding = "no delay (no input acts), " + finding
     else:   # plain DMD: only the transients and the process noise excite the modes
         remedy = ("record longer or more trajectories from different initial states, reduce "
                   "the noise; see confidence_intervals() before relying on the model")
+    if at_bound.size:
+        finding = (f"the delay of input(s) {at_bound.tolist()} sits at max_delay="
+                   f"{model.max_delay} periods, where its fraction cannot be measured (it is "
+                   f"read from B^({model.max_delay + 1}), outside the model); " + finding)
     if statistic <= 1.0:
         return Check("precision", question, True, statistic, 1.0, finding + ratio)
     return Check("precision", question, False, statistic, 1.0,
@@ -935,8 +956,11 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
                  remedy)
 
 
-def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
-    """Persistent excitation of each input of the order the regression needs."""
+def _excitation_check(trajectories: list, model: DelayedPlant,
+                      precision: Check | None = None) -> Check:
+    """Persistent excitation of each input of the order the regression needs.  Weak
+    excitation matters through what it does to the estimates: when ``precision`` passed (the
+    data determine the delays and modes, exact data among them), it is noted, not failed."""
     question = "Do the inputs excite every lag the regression needs (persistent excitation)?"
     n, m, R = model.n_states, model.n_inputs, model.max_delay
     if m == 0:
@@ -958,6 +982,14 @@ def _excitation_check(trajectories: list, model: DelayedPlant) -> Check:
                      f"every input is persistently exciting of order n + R + 1 = {order} "
                      f"(smallest relative eigenvalue of its lag covariance {worst:.2g})",
                      fails_below=True)
+    if precision is not None and precision.passed:
+        # step-like inputs on exact data (a user trial): 9.7e-05 of the largest failed this
+        # check while the fit was exact to 1e-9 and the intervals rounding-narrow
+        return Check("excitation", question, True, worst, _EXCITED,
+                     f"input {channel} excites weakly at order n + R + 1 = {order} (smallest "
+                     f"relative eigenvalue of its lag covariance {worst:.2g}), yet the data "
+                     f"determine the delays and modes to the precision check's tolerances: "
+                     f"wider-band inputs would narrow the intervals", fails_below=True)
     return Check("excitation", question, False, worst, _EXCITED,
                  f"input {channel} is not persistently exciting of order n + R + 1 = {order}: "
                  f"the smallest eigenvalue of its lag covariance is {worst:.2g} of the largest "

@@ -13,10 +13,15 @@ noisy data got a zero-width interval), and
 
     Cov(model) = J Cov(vec Theta_r) J^T,   Cov(vec Theta_r) = (I kron P^T) Cov(vec Theta) (I kron P)
 
-where only the covariance of the coefficients the model depends on is formed, from the
-Kronecker factors (:mod:`dmdidc.regression.covariance`).
+read in factored form, neither ``J`` nor a covariance of its size formed: ``A_c``'s variances
+in the eigenbasis of ``A_c`` from the Kronecker factors
+(:meth:`~dmdidc.regression.covariance.KroneckerCovariance.frechet_variances`), each channel's
+delay and ``B_c`` column from its own ``n + 1`` gradient rows on ``A_d`` and its pair of
+blocks (:meth:`~dmdidc.inference.jacobian.ModelJacobian.channel`), and with ``delays_only``
+(``delay_ci``) the delays' rows alone.  At ``n = 50``, ``m = 4`` the intervals' tracemalloc
+peak fell from 300 MB to 13 MB, ``delay_ci``'s to 7 MB (``benchmarks/bench_scaling.py``).
 
-with the estimator's own covariance (least squares, IV, Huber, plus privacy noise; see
+The covariance is the estimator's own (least squares, IV, Huber, plus privacy noise; see
 :class:`~dmdidc.regression.RegressionSolution`).  Within one block structure the interval is
 ``estimate +/- z se``.  A delay at a whole number of periods ``w`` (the hold length clipped at
 the boundary of the recovery) gets the derivative from the side of the pair ``w, w + 1``, or
@@ -172,13 +177,14 @@ class IntervalEstimate:
         of the width, or narrower than its printed digits) or
         ``"r[0] = 2.50 s, 95 % interval [2.46, 2.53] s"`` (bootstrap, or an asymptotic interval
         spanning another block structure on one side), as
-        :func:`_toolbox.formatting.interval_text` prints them: the entries to at most
-        :data:`~_toolbox.formatting.MAX_PRINTED_DIGITS` significant digits of the largest one,
-        and a half-width below those digits with its own (exact data print
-        ``"r[0] = 2.50000 +/- 4.4e-16 s"``, neither 16 digits of rounding nor ``0.00000``)."""
+        :func:`_toolbox.formatting.interval_text` prints them: each entry to at most
+        :data:`~_toolbox.formatting.MAX_PRINTED_DIGITS` significant digits of its own
+        magnitude, and a half-width below those digits with its own (exact data print
+        ``"r[0] = 2.50000 +/- 4.4e-16 s"``, neither 16 digits of rounding nor ``0.00000``).
+        The cap is each entry's own, not the matrix's largest entry: entries of mixed units or
+        scales (a state in Pa beside one in K) would otherwise lose the digits their intervals
+        need (``-1 +/- 0.0063`` for -0.503)."""
         out = []
-        values = np.abs(self.value[np.isfinite(self.value)])
-        scale = float(values.max()) if values.size else 0.0
         for index in np.ndindex(self.value.shape):
             label = f"{self.name}[{', '.join(map(str, index))}]" if index else self.name
             value, low, high = self.value[index], self.low[index], self.high[index]
@@ -187,7 +193,7 @@ class IntervalEstimate:
                 out.append(f"{label} = {value:.3f} {unit} (no {self.method} interval)")
             else:
                 out.append(f"{label} = " + interval_text(
-                    value, low, high, unit=unit, scale=scale, level=self.level,
+                    value, low, high, unit=unit, level=self.level,
                     symmetric=self.method == "asymptotic"))
         return out
 
@@ -302,8 +308,8 @@ def _package(values, lows, highs, ses, n, m, level, method, resamples=0, failure
 
 def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_inputs: int,
                          max_delay: int, dt: float, level: float = 0.95,
-                         block_variance: float | None = None, alternative=None
-                         ) -> ConfidenceIntervals:
+                         block_variance: float | None = None, alternative=None,
+                         delays_only: bool = False) -> ConfidenceIntervals:
     """Delta-method intervals over the block structures the test cannot tell apart (module notes).
 
     Parameters
@@ -325,6 +331,10 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
         IV's regression when a pretest kept ``solution`` (least squares): each structure's
         intervals are widened by the bias the pretest could not exclude
         (:func:`with_pretest_bias`, against ``alternative``'s intervals of the same structure).
+    delays_only : bool, default False
+        Differentiate the delays only (what ``delay_ci`` reads): ``A_c``'s and ``B_c``'s
+        values are given, their standard errors and ends are NaN.  The delays' intervals are
+        those of the whole computation, at a fraction of its cost for many states.
 
     Returns
     -------
@@ -341,7 +351,8 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
     level = check_in_interval("level", level, 0.0, 1.0, low_open=True, high_open=True)
     # the fit's delay-fit weights (its solution's), also for the alternative's intervals
     shape = dict(n=n_states, m=n_inputs, R=max_delay, dt=dt, level=level,
-                 block_variance=block_variance, weights=solution_weights(solution))
+                 block_variance=block_variance, weights=solution_weights(solution),
+                 delays_only=delays_only)
     structures = [(test.active, kept, False)]
     earlier = with_earlier_blocks(test.active, test.active)
     if test.rule == "significance" and not np.array_equal(earlier, test.active):
@@ -379,11 +390,12 @@ def _silent_entries(silent: np.ndarray, n: int, m: int) -> np.ndarray:
 
 def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: int, R: int,
                   dt: float, level: float, block_variance: float | None,
-                  weights: np.ndarray | None = None, earlier_side: bool = False
-                  ) -> ConfidenceIntervals:
+                  weights: np.ndarray | None = None, earlier_side: bool = False,
+                  delays_only: bool = False) -> ConfidenceIntervals:
     """Delta-method intervals given the block structure (``active`` decides each channel's
     first block, ``kept`` the blocks fitted; the module notes); ``weights``: the delay fits'
-    (by default ``solution``'s, :func:`~dmdidc.inference.recovery.solution_weights`)."""
+    (by default ``solution``'s, :func:`~dmdidc.inference.recovery.solution_weights`);
+    ``delays_only``: ``A_c``'s and ``B_c``'s standard errors and ends are left NaN."""
     weights = solution_weights(solution) if weights is None else weights
     projector = restriction_projector(solution, n, kept)
     restricted = restricted_coefficients(solution, n, kept, projector=projector)
@@ -394,23 +406,36 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     delay, A_c = base[:m], base[m:m + n * n].reshape(n, n)
     B_c = base[m + n * n:].reshape(n, m)
     starts = _pair_starts(delay / dt, kept, earlier_side)
-    pairs, index = [], [a * p + c for a in range(n) for c in range(n)]
+    pairs, indices = [], []
+    states = np.arange(n) * p
     for i, start in enumerate(starts):
         lags = [start, start + 1] if first[i] >= 0 else []
         pairs.append(tuple(restricted[:, n + j * m + i] if j <= R else None for j in lags)
                      or None)
-        # (a block beyond the bound: its Jacobian columns are zero; -1 drops them below)
-        index += [a * p + n + j * m + i if j <= R else -1 for j in (start, start + 1)
-                  for a in range(n)]
+        # vec A_d, then the pair's columns (a block beyond the bound: -1, dropped below)
+        indices.append(np.concatenate([np.add.outer(states, np.arange(n)).ravel()]
+                                      + [states + n + j * m + i if j <= R else np.full(n, -1)
+                                         for j in (start, start + 1)]))
+    variance = np.full(base.size, np.nan)     # (what is not asked for stays NaN)
     jacobian = model_jacobian(A_c, B_c, delay, pairs, dt, starts, weights)
     analytic = jacobian is not None
-    if not analytic:                    # not safely diagonalizable: central differences
-        jacobian, index = _numerical_jacobian(restricted, cov, active, base, starts, n, m, R,
-                                              dt, block_variance, weights)
-    index = np.asarray(index)
-    used = index >= 0
-    jacobian, index = jacobian[:, used], index[used]
-    variance = cov.linear_variances(jacobian, index)
+    if analytic:
+        if not delays_only:
+            variance[m:m + n * n] = cov.frechet_variances(jacobian.V, jacobian.W,
+                                                          jacobian.log_factors,
+                                                          np.arange(n)).ravel()
+        for i in range(m):
+            rows = np.r_[i, m + n * n + np.arange(n) * m + i][:1 if delays_only else None]
+            gradients = jacobian.channel(i, delay_only=delays_only)
+            if gradients is None:       # no active block: no interval (NaN below)
+                continue
+            used = indices[i] >= 0
+            variance[rows] = cov.linear_variances(gradients[:, used], indices[i][used])
+    else:                               # not safely diagonalizable: central differences
+        dense, index = _numerical_jacobian(restricted, cov, active, base, starts, n, m, R,
+                                           dt, block_variance, weights)
+        wanted = np.arange(m if delays_only else base.size)
+        variance[wanted] = cov.linear_variances(dense[wanted], np.asarray(index))
     se = np.sqrt(np.clip(variance, 0.0, None))
     se[_silent_entries(first < 0, n, m)] = np.nan
     z = float(special.ndtri(0.5 + 0.5 * level))
@@ -419,13 +444,10 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
         for i, b, value in _later_pair_reads(restricted, base, starts, first, kept, n, m, R,
                                              dt, weights):
             if analytic:                # the pair's own delta method, at its own fit
-                moved_delay, moved_B = delay.copy(), B_c.copy()
-                moved_delay[i], moved_B[:, i] = value, b
-                moved = model_jacobian(A_c, moved_B, moved_delay, pairs, dt, starts, weights)
-                if moved is None:
-                    continue
-                error = float(np.sqrt(max(cov.linear_variances(moved[i:i + 1, used],
-                                                               index)[0], 0.0)))
+                gradient = jacobian.channel(i, b, value, delay_only=True)
+                used = indices[i] >= 0
+                error = float(np.sqrt(max(cov.linear_variances(gradient[:, used],
+                                                               indices[i][used])[0], 0.0)))
             else:                       # central differences already fit that pair alone
                 error = se[i]
             low[i], high[i] = min(low[i], value - z * error), max(high[i], value + z * error)

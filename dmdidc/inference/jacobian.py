@@ -13,18 +13,33 @@ Frechet derivative is ``L_f(A, E) = V ((V^-1 E V) o D_f) V^-1`` with the divided
   9.68-9.69), the implicit function theorem: ``d delay = -d s = dg / (f^T f + (A_c f)^T r)``
   and ``d b = Gamma(T)^-1 (d b0 + d b1 - dGamma(T) b)``.
 
-This costs ``O(n^5)`` flops in all, against ``O(n^2)`` complete recoveries (each a matrix
-logarithm and ``m`` hold-length searches) for central differences: at ``n = 30``, ``m = 5`` a
-fraction of a second instead of about two minutes.  When ``A_c`` is not safely diagonalizable
-(eigenvector condition number above :data:`MAX_EIGENVECTOR_CONDITION`), :func:`model_jacobian`
-returns ``None`` and the caller differentiates numerically.
+*Factored form.*  The Jacobian is kept as these pieces (:class:`ModelJacobian`), never as
+the ``(m + n^2 + n m) x (n^2 + 2 m n)`` matrix (63 MB at ``n = 50``, ``m = 4``, with an
+``n^4`` logarithm block): ``A_c``'s rows are the map ``dA_d -> V ((W dA_d V) / D_exp) W``
+(``W = V^-1``), whose variances the covariance reads in that form
+(:meth:`~dmdidc.regression.covariance.KroneckerCovariance.frechet_variances`, ``O(n^4)``
+flops, ``O(n^3)`` memory), and each channel's rows (its delay and its column of ``B_c``) are
+formed alone (:meth:`ModelJacobian.channel`, ``n + 1`` rows on ``vec A_d`` and the channel's
+pair of blocks), their chain through the logarithm applied as the adjoint map
+``G -> W^T ((V^T G W^T) / D_exp) V^T`` instead of a product with the ``n^2 x n^2`` matrix.
+:meth:`ModelJacobian.dense` assembles the matrix for small problems.
+
+The whole Jacobian costs ``O(m n^4)`` flops against ``O(n^2)`` complete recoveries (each a
+matrix logarithm and ``m`` hold-length searches) for central differences: at ``n = 30``,
+``m = 5`` a fraction of a second instead of about two minutes.  When ``A_c`` is not safely
+diagonalizable (eigenvector condition number above :data:`MAX_EIGENVECTOR_CONDITION`),
+:func:`model_jacobian` returns ``None`` and the caller differentiates numerically.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["model_jacobian", "MAX_EIGENVECTOR_CONDITION"]
+from dmdidc.regression.covariance import frechet_matrix
+
+__all__ = ["model_jacobian", "ModelJacobian", "MAX_EIGENVECTOR_CONDITION"]
 
 #: Above this eigenvector condition number the eigenbasis formulas lose too many digits.
 MAX_EIGENVECTOR_CONDITION = 1e8
@@ -57,11 +72,121 @@ def _frechet_times(V: np.ndarray, W: np.ndarray, D: np.ndarray, v: np.ndarray) -
     return (V @ (W[:, :, None] * Z[:, None, :]).reshape(n, n * n)).real
 
 
+@dataclass(frozen=True)
+class ModelJacobian:
+    """The Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs) with
+    respect to ``[vec A_d, b0, b1 per channel]``, in factored form (module notes).
+
+    Attributes
+    ----------
+    mu : ndarray, shape (n,), complex
+        Eigenvalues of ``A_c``.
+    V, W : ndarray, shape (n, n), complex
+        Eigenvectors of ``A_c`` as columns and their inverse.
+    log_factors : ndarray, shape (n, n), complex
+        ``1 / D_exp``: ``d A_c = V ((W dA_d V) o log_factors) W``.
+    A_c, B_c, delay, columns, dt, starts, weights
+        The recovered plant and the arguments of :func:`model_jacobian`.
+    """
+
+    mu: np.ndarray
+    V: np.ndarray
+    W: np.ndarray
+    log_factors: np.ndarray
+    A_c: np.ndarray
+    B_c: np.ndarray
+    delay: np.ndarray
+    columns: list
+    dt: float
+    starts: np.ndarray | None
+    weights: np.ndarray
+    _G_T_inv: np.ndarray
+    _D_gamma_T: np.ndarray
+
+    def log_adjoint(self, G: np.ndarray) -> np.ndarray:
+        """The gradients ``G`` on ``A_c`` carried to ``A_d``: ``L^T(G) = W^T ((V^T G W^T) o
+        log_factors) V^T`` for each of ``G``, shape (k, n, n) (the rows ``g^T J_log`` of the
+        logarithm's Jacobian ``J_log``, without forming it)."""
+        inner = np.matmul(np.matmul(self.V.T, G), self.W.T) * self.log_factors
+        return np.matmul(np.matmul(self.W.T, inner), self.V.T).real
+
+    def channel(self, i: int, b: np.ndarray | None = None, delay: float | None = None, *,
+                delay_only: bool = False) -> np.ndarray | None:
+        """Rows of channel ``i``: its delay, then its column of ``B_c`` (unless
+        ``delay_only``), over ``[vec A_d (n^2), b0 (n), b1 (n)]`` (``b1``'s columns zero
+        when that block lies beyond the bound).
+
+        Parameters
+        ----------
+        i : int
+        b, delay : optional
+            The channel's ``B_c`` column and delay to differentiate at (by default the
+            recovered ones; the pair ``w, w + 1`` fitted alone gives its own).
+        delay_only : bool, default False
+
+        Returns
+        -------
+        ndarray, shape (1 + n, n^2 + 2 n) or (1, n^2 + 2 n), or None
+            ``None`` for a channel without pair (no active block).
+        """
+        if self.columns[i] is None:
+            return None
+        mu, V, W, A_c, dt = self.mu, self.V, self.W, self.A_c, self.dt
+        n = A_c.shape[0]
+        b = self.B_c[:, i] if b is None else b
+        delay = self.delay[i] if delay is None else delay
+        G_T_inv = self._G_T_inv
+        start = np.floor(delay / dt + 1e-9) if self.starts is None else self.starts[i]
+        s = (start + 1) * dt - delay
+        gamma_s, gamma_s_slope = _gamma(mu, s)
+        E_s = ((V * np.exp(mu * s)) @ W).real
+        G_s = ((V * gamma_s) @ W).real
+        f, r = E_s @ b, G_s @ b - self.columns[i][0]
+        fw, rw = self.weights * f, self.weights * r          # the weighted condition g = f^T W r
+        curvature = f @ fw + (A_c @ f) @ rw
+        # d b and the residual/slope perturbations in A_c, then carried to A_d
+        db_A = -G_T_inv @ _frechet_times(V, W, self._D_gamma_T, b)
+        dr_A = _frechet_times(V, W, _divided(gamma_s, gamma_s_slope, mu), b) + G_s @ db_A
+        exp_s = np.exp(mu * s)
+        df_A = _frechet_times(V, W, _divided(exp_s, s * exp_s, mu), b) + E_s @ db_A
+        dg_A = rw @ df_A + fw @ dr_A
+        gradients = dg_A[None] if delay_only else np.concatenate([dg_A[None], db_A])
+        out = np.zeros((gradients.shape[0], n * n + 2 * n))
+        out[:, :n * n] = self.log_adjoint(gradients.reshape(-1, n, n)).reshape(-1, n * n)
+        out[0, :n * n] /= curvature
+        out[0, n * n:n * n + n] = (rw @ E_s @ G_T_inv + fw @ (G_s @ G_T_inv - np.eye(n))
+                                   ) / curvature
+        if not delay_only:
+            out[1:, n * n:n * n + n] = G_T_inv
+        if self.columns[i][1] is not None:
+            out[0, n * n + n:] = (rw @ E_s @ G_T_inv + fw @ G_s @ G_T_inv) / curvature
+            if not delay_only:
+                out[1:, n * n + n:] = G_T_inv
+        return out
+
+    def dense(self) -> np.ndarray:
+        """The whole matrix, shape (m + n^2 + n m, n^2 + 2 m n): columns ``vec A_d`` (n^2),
+        then per channel ``b0`` (n) and ``b1`` (n) (zero columns for missing ones).  For
+        small problems (it holds the ``n^4`` logarithm block)."""
+        n, m = self.B_c.shape
+        out = np.zeros((m + n * n + n * m, n * n + 2 * m * n))
+        out[m:m + n * n, :n * n] = frechet_matrix(self.V, self.W, self.log_factors).real
+        for i in range(m):
+            rows = self.channel(i)
+            if rows is None:
+                continue
+            lo = n * n + 2 * i * n
+            targets = np.r_[i, m + n * n + np.arange(n) * m + i]
+            out[targets, :n * n] = rows[:, :n * n]
+            out[targets, lo:lo + 2 * n] = rows[:, n * n:]
+        return out
+
+
 def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
                    columns: list[tuple[np.ndarray, np.ndarray | None] | None], dt: float,
                    starts: np.ndarray | None = None, weights: np.ndarray | None = None
-                   ) -> np.ndarray | None:
-    """Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs).
+                   ) -> ModelJacobian | None:
+    """Jacobian of ``[delay (m), vec A_c (n^2), vec B_c (n m)]`` (row-major vecs), factored.
 
     Parameters
     ----------
@@ -72,7 +197,7 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
     columns : list of (b0, b1) or None, length m
         Per channel the input columns of the two blocks its delay was recovered from
         (``b1`` ``None`` when the second block lies beyond the bound), ``None`` for a channel
-        without effect or with a whole delay (no derivative).
+        without effect (no derivative: its rows are zero).
     dt : float
     starts : ndarray of int, shape (m,), optional
         The first block of each channel's pair; by default ``floor(delay / dt)``, so a whole
@@ -84,12 +209,21 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
 
     Returns
     -------
-    ndarray, shape (m + n^2 + n m, n^2 + 2 m n) or None
-        Columns: ``vec A_d`` (n^2), then per channel ``b0`` (n) and ``b1`` (n) (zero columns
-        for missing ones).  ``None`` when ``A_c`` is not safely diagonalizable.
+    ModelJacobian or None
+        Its :meth:`~ModelJacobian.dense` matrix has shape ``(m + n^2 + n m, n^2 + 2 m n)``:
+        columns ``vec A_d`` (n^2), then per channel ``b0`` (n) and ``b1`` (n).  ``None`` when
+        ``A_c`` is not safely diagonalizable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A_c, B_c = np.array([[-0.5]]), np.array([[1.0]])
+    >>> b0, b1 = np.array([0.3]), np.array([0.5])
+    >>> J = model_jacobian(A_c, B_c, np.array([0.7]), [(b0, b1)], dt=1.0)
+    >>> J.dense().shape        # rows: delay, A_c, B_c; columns: A_d, b0, b1
+    (3, 3)
     """
     n, m = B_c.shape
-    w = np.ones(n) if weights is None else weights
     mu, V = np.linalg.eig(A_c)
     if np.linalg.cond(V) > MAX_EIGENVECTOR_CONDITION:
         return None
@@ -98,46 +232,8 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
     D_exp = _divided(exp_T, dt * exp_T, mu)
     if np.min(np.abs(D_exp)) == 0:
         return None
-    # d vec A_c / d vec A_d: V ((W dA_d V) / D_exp) W, an (n^2, n^2) matrix
-    # [a, b, c, d] = sum_ij (V[a, i] W[i, c]) / D_exp[i, j] (V[d, j] W[j, b]): two products
-    left = (V[:, None, :] * W.T[None, :, :]).reshape(n * n, n)          # (a c, i)
-    right = (V[:, None, :] * W.T[None, :, :]).transpose(2, 1, 0)        # (j, b, d)
-    log_jacobian = ((left @ (1.0 / D_exp)) @ right.reshape(n, n * n)).real
-    log_jacobian = log_jacobian.reshape(n, n, n, n).transpose(0, 2, 1, 3).reshape(n * n, n * n)
-    out = np.zeros((m + n * n + n * m, n * n + 2 * m * n))
-    out[m:m + n * n, :n * n] = log_jacobian
     gamma_T, gamma_T_slope = _gamma(mu, dt)
-    G_T = ((V * gamma_T) @ W).real
-    G_T_inv = np.linalg.inv(G_T)
-    D_gamma_T = _divided(gamma_T, gamma_T_slope, mu)
-    for i in range(m):
-        if columns[i] is None:
-            continue
-        b0, b1 = columns[i]
-        b = B_c[:, i]
-        start = np.floor(delay[i] / dt + 1e-9) if starts is None else starts[i]
-        s = (start + 1) * dt - delay[i]
-        gamma_s, gamma_s_slope = _gamma(mu, s)
-        E_s = ((V * np.exp(mu * s)) @ W).real
-        G_s = ((V * gamma_s) @ W).real
-        f, r = E_s @ b, G_s @ b - b0
-        fw, rw = w * f, w * r                  # the weighted condition g = f^T W r
-        curvature = f @ fw + (A_c @ f) @ rw
-        # d b and the residual/slope perturbations, per variable group (A, b0, b1)
-        db_A = -G_T_inv @ _frechet_times(V, W, D_gamma_T, b)
-        dr_A = _frechet_times(V, W, _divided(gamma_s, gamma_s_slope, mu), b) + G_s @ db_A
-        exp_s = np.exp(mu * s)
-        df_A = _frechet_times(V, W, _divided(exp_s, s * exp_s, mu), b) + E_s @ db_A
-        dg_A = (rw @ df_A + fw @ dr_A) @ log_jacobian
-        dg_0 = rw @ E_s @ G_T_inv + fw @ (G_s @ G_T_inv - np.eye(n))
-        dg_1 = rw @ E_s @ G_T_inv + fw @ G_s @ G_T_inv
-        lo = n * n + 2 * i * n
-        out[i, :n * n] = dg_A / curvature
-        out[i, lo:lo + n] = dg_0 / curvature
-        rows = m + n * n + np.arange(n) * m + i
-        out[rows, :n * n] = db_A @ log_jacobian
-        out[rows, lo:lo + n] = G_T_inv
-        if b1 is not None:
-            out[i, lo + n:lo + 2 * n] = dg_1 / curvature
-            out[rows, lo + n:lo + 2 * n] = G_T_inv
-    return out
+    G_T_inv = np.linalg.inv(((V * gamma_T) @ W).real)
+    return ModelJacobian(mu, V, W, 1.0 / D_exp, A_c, B_c, delay, list(columns), dt, starts,
+                         np.ones(n) if weights is None else weights, G_T_inv,
+                         _divided(gamma_T, gamma_T_slope, mu))

@@ -435,15 +435,17 @@ def _hold_integrals(A_c: np.ndarray) -> _HoldIntegrals:
                        lambda: _HoldIntegrals(np.array(A_c, dtype=float)))
 
 
-def _remembered(store: list, key: tuple, compute: Callable[[], Any]) -> Any:
-    """``compute()``, or the value remembered in ``store`` (a one-entry list of the last
-    ``(key, value)``) when ``key`` is the last call's: a fit asks for the same thing once per
-    channel (and :func:`~dmdidc.inference.branches.recover_branch` twice per fit)."""
-    last = store[0] if store else None          # read once: another thread may replace it
-    if last is not None and last[0] == key:
-        return last[1]
+def _remembered(store: list, key: tuple, compute: Callable[[], Any], size: int = 1) -> Any:
+    """``compute()``, or the value remembered in ``store`` (a list of the last ``size``
+    ``(key, value)``, newest first) when ``key`` is one of theirs: a fit asks for the same
+    thing once per channel (and :func:`~dmdidc.inference.branches.recover_branch` twice per
+    fit, then once per block structure of its intervals)."""
+    entries = list(store)                       # read once: another thread may replace it
+    for remembered, value in entries:
+        if remembered == key:
+            return value
     value = compute()
-    store[:] = [(key, value)]
+    store[:] = [(key, value)] + entries[:size - 1]
     return value
 
 

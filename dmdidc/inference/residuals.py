@@ -12,7 +12,8 @@ affine term of an operating point) are compared with the signals (as MATLAB's ``
   noise, as in a closed loop (Ljung 1999, Sec. 16.6);
 * **whiteness** at lags ``2 .. L``: measurement noise makes the one-step residual a moving
   average of order one (``e_k = v_{k+1} - A_d v_k + w_k``), so lag 1 is allowed; correlation
-  at longer lags means coloured noise (or missing dynamics);
+  at longer lags means coloured noise (or missing dynamics).  Residuals the outlier check
+  flags are clipped at its threshold first, so a few spikes cannot hide the colour;
 * **state completeness**: correlation with the measured signals at lags ``1 .. L``: a full
   state is Markov, so its past carries nothing the present does not; signals that are not the
   whole state (``y = C x`` with fewer signals than states) leave residuals that the past
@@ -100,6 +101,8 @@ _MAD_RELATIVE_SD = 1.166
 _SCALE_EQUALITY_LEVEL = 1e-3
 #: Fewest residuals of a piece for that test (a MAD of fewer is too rough to compare).
 _OWN_SCALE_SAMPLES = 30
+#: Lags of the autocorrelations in the Bartlett factor of that test's variance.
+_BARTLETT_LAGS = 50
 #: Samples per block of the robust deviations (:func:`_robust_rows`): a few megabytes.
 _DEVIATION_BLOCK = 4096
 
@@ -266,15 +269,20 @@ class _ResidualMoments:
         (each a list of (rows, N_p) pieces aligned with ``E``'s) at the lags ``-L .. L``."""
         N, window, order = _filter_sizes(E)
         lengths = np.array([e.shape[1] for e in E])
-        layout = PieceLayout(lengths, gap=max(L, window) + order + 1)
+        # without groups the products reach the outlier test's Bartlett lags as well (the
+        # same transforms: 0 .. 50 cost what 0 .. 30 did), which then reads them
+        # (:meth:`centred_autocovariances`) instead of transforming the residuals again
+        reach = max(L, window) + order
+        layout = PieceLayout(lengths, gap=(reach if groups else max(reach, _BARTLETT_LAGS)) + 1)
         laid = layout.place(E)
         high = max(L, window + order)
         edge = max(window, L) + 1
         factored = bool(np.all(lengths > 2 * (edge + 2 * order + window)))
         if not groups:
-            # the whiteness test alone reads them: lags 0 .. L (the filters' reach beyond it
-            # is for the groups' correlations; n = 50, K = 2e4: 9.0 -> 7.8 ms)
-            gamma = lag_products(laid, laid, 0, L, diagonal=True).T
+            # the whiteness test reads lags 0 .. L, the outlier test's variance up to
+            # _BARTLETT_LAGS (the filters' reach is for the groups' correlations; n = 50,
+            # K = 2e4: 9.0 -> 7.8 ms for lags 0 .. L alone)
+            gamma = lag_products(laid, laid, 0, max(L, _BARTLETT_LAGS), diagonal=True).T
             return cls(layout, laid, gamma, N, window, order, factored)
         # one pass: the residuals' blocks transformed once for their own autocovariances and
         # their products with every group's signals (lags -L - order .. L, the filters' reach);
@@ -310,23 +318,41 @@ class _ResidualMoments:
         the fit itself, which biases lag ``tau`` by ``-s trend[tau]`` (``s = gamma_0 + 2
         gamma_1``, :func:`_trend_bias`): added back, with ``s`` estimated from the same biased
         sums."""
-        layout, lengths, taus = self.layout, self.layout.lengths, np.arange(L + 1)
         totals = self.totals                                                # (n, pieces)
-        means = np.broadcast_to(totals.sum(axis=1, keepdims=True) / max(lengths.sum(), 1),
-                                totals.shape)
-        # sum_{k >= tau} (e_k - m)(e_{k-tau} - m) = gamma - m (sums but the first / last tau
-        # samples) + (N - tau) m^2, per piece
-        first = _prefix(layout.window(self.E, 0, L))
-        last = _prefix(layout.window(self.E, -L, L, from_end=True)[..., ::-1])
-        cov = (self.gamma[:L + 1]
-               - np.einsum("ip,ipt->ti", means, 2.0 * totals[..., None] - first - last)
-               + np.einsum("ip,pt->ti", means ** 2,
-                           np.maximum(lengths[:, None] - taus[None, :], 0)))
+        means = np.broadcast_to(totals.sum(axis=1, keepdims=True)
+                                / max(self.layout.lengths.sum(), 1), totals.shape)
+        cov = self._centred(means, L)
         if trend is not None and L >= 1:
             # E[cov_tau] = (N - tau) gamma_tau - s trend[tau]: s from lags 0 and 1 solved
             s = (cov[0] + 2.0 * cov[1]) / max(self.n_samples - trend[0] - 2.0 * trend[1], 1.0)
             cov = cov + np.outer(trend, np.maximum(s, 0.0))
         return cov / np.where(cov[0] > 0, cov[0], 1.0)
+
+    def _centred(self, centres: np.ndarray, L: int) -> np.ndarray:
+        """``sum_p sum_{k >= tau} (e_k - c_p)(e_{k-tau} - c_p)`` at lags ``0 .. L`` (L + 1, n),
+        ``centres`` ``c_p`` (n, pieces): from the uncentred products ``gamma``, the pieces'
+        sums less their first or last ``tau`` samples and ``(N_p - tau) c_p^2``."""
+        lengths, taus = self.layout.lengths, np.arange(L + 1)
+        first = _prefix(self.layout.window(self.E, 0, L))
+        last = _prefix(self.layout.window(self.E, -L, L, from_end=True)[..., ::-1])
+        return (self.gamma[:L + 1]
+                - np.einsum("ip,ipt->ti", centres, 2.0 * self.totals[..., None] - first - last)
+                + np.einsum("ip,pt->ti", centres ** 2,
+                            np.maximum(lengths[:, None] - taus[None, :], 0)))
+
+    def centred_autocovariances(self, centres: np.ndarray, L: int) -> np.ndarray | None:
+        """:func:`~dmdidc.regression.lag_products.autocovariances` at lags ``0 .. L`` of the
+        residual pieces each less its centre (``centres`` (pieces, n)), from the products the
+        whiteness test already has; ``None`` where they do not reach ``L`` (with groups of
+        signals) or where the centres hold more than half of a row's energy (the centring
+        would then cancel digits: the caller transforms the centred pieces instead)."""
+        centres = np.asarray(centres, dtype=float).T                        # (n, pieces)
+        if L >= self.gamma.shape[0] or L >= self.layout.gap:
+            return None
+        held = np.einsum("ip,p->i", centres ** 2, self.layout.lengths)
+        if not np.all(held <= 0.5 * self.gamma[0]):
+            return None
+        return self._centred(centres, L)
 
 
 def _trend_bias(lengths: np.ndarray, kinds: list[str | None], L: int) -> np.ndarray | None:
@@ -794,7 +820,10 @@ def residual_analysis(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ma
         groups = ("input", "state") if n * n <= _SIGNAL_PAIRS else ("input",)
     moments, found = _correlations(parts, R, L, groups)
     analysis._correlations.update(found)
-    analysis._tests.update(whiteness=_whiteness_z(moments, L, trend), outliers=_outlier_z(parts))
+    analysis._tests.update(whiteness=_whiteness_z(moments, L, trend),
+                           outliers=largest_residual(
+                               [e for e, _, _ in parts],
+                               autocovariances_of=moments.centred_autocovariances))
     return analysis
 
 
@@ -855,8 +884,9 @@ class LargestResidual:
                 for e, centre, scale in zip(pieces, self.centres, self.scales, strict=True)]
 
 
-def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
-                     ) -> LargestResidual:
+def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms",
+                     autocovariances_of: Callable[[np.ndarray, int], np.ndarray | None]
+                     | None = None) -> LargestResidual:
     """The largest robustly standardized residual of residual pieces (n, N_p) each: one robust
     scale per row over every piece, or one per piece and row where their noise levels differ.
 
@@ -881,6 +911,11 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
     pieces : list of ndarray, each (n, N_p)
     constant_rows : {"rms", "tiny"}
         As :func:`largest_robust_residual`.
+    autocovariances_of : callable, optional
+        ``(centres (pieces, n), L) -> (L + 1, n)`` or ``None``: the pieces' autocovariances
+        about the centres, pooled, at lags ``0 .. L``, from products computed elsewhere (the
+        whiteness test's, :meth:`_ResidualMoments.centred_autocovariances`); ``None`` from
+        it, or not given: the centred pieces are transformed here.
 
     Returns
     -------
@@ -916,14 +951,20 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
             # scales less precisely: the variance times (1 + rho) / (1 - rho), rho the pooled
             # lag-1 autocorrelation (AR(1) at 0.7: 531 of 2000 equal-scale draws tested
             # unequal at level 1e-3 without it)
-            centred = [pieces[p] - medians[p][:, None] for p in np.flatnonzero(given)]
-            rho = _lag_one_correlation(centred)
+            lags = min(_BARTLETT_LAGS, int(N.min()) // 2)
+            products = (None if autocovariances_of is None
+                        else autocovariances_of(medians[given], lags))
+            if products is None:
+                products = autocovariances(
+                    [pieces[p] - medians[p][:, None] for p in np.flatnonzero(given)], lags)
+            rho = _lag_one_correlation(products)
             # ... and by 1 + 2 sum_k rho_k^2 (Bartlett's bound on the variance of a scale of
             # Gaussian residuals at every lag; the MAD's is below it), where that is larger:
             # oscillating residuals have a small lag-1 correlation (a resonance at 4 samples
             # per period: 0), and on 5 pieces of 300-1500 samples of one level the check of
             # their levels failed on 4 of 10 fits with the lag-1 factor alone
-            inflation = np.maximum((1.0 + rho) / (1.0 - rho), _bartlett_factor(centred))
+            inflation = np.maximum((1.0 + rho) / (1.0 - rho),
+                                   _bartlett_factor(products, int(N.sum()), N.size))
             equality = float(np.sum(N[:, None] * (logs - centre) ** 2 / inflation))
             if equality > _MAD_RELATIVE_SD ** 2 * special.chdtri(n * (N.size - 1),
                                                                  _SCALE_EQUALITY_LEVEL):
@@ -941,13 +982,14 @@ def largest_residual(pieces: list[np.ndarray], *, constant_rows: str = "rms"
                            np.broadcast_to(scale, (len(pieces), n)).copy())
 
 
-def _bartlett_factor(pieces: list[np.ndarray], lags: int = 50) -> np.ndarray:
-    """Per row, ``1 + 2 sum_k rho_k^2`` over lags ``1 .. min(lags, shortest piece / 2)`` of
-    centred pieces (n, N_p), each autocorrelation pooled over the pieces (products within each)
-    and its square less its sampling bias ``1 / products`` (clipped at 0): the factor by which
-    serial correlation raises the variance of a Gaussian series' sample variance (Bartlett),
-    an upper bound on that of its MAD's (whose indicator's covariance at correlation ``rho``
-    is ``sum_j a_j rho^(2j)`` with ``sum_j a_j = 1``).
+def _bartlett_factor(products: np.ndarray, samples: int, pieces: int) -> np.ndarray:
+    """Per row, ``1 + 2 sum_k rho_k^2`` over lags ``1 .. L`` of centred pieces from their
+    pooled autocovariances ``products`` (L + 1, n) (products within each of the ``pieces``,
+    ``samples`` in all), each autocorrelation's square less its sampling bias ``1 /
+    products`` (clipped at 0): the factor by which serial correlation raises the variance of
+    a Gaussian series' sample variance (Bartlett), an upper bound on that of its MAD's (whose
+    indicator's covariance at correlation ``rho`` is ``sum_j a_j rho^(2j)`` with ``sum_j a_j
+    = 1``).  :func:`largest_residual` takes ``L = min(50, shortest piece / 2)``.
 
     Examples
     --------
@@ -956,26 +998,25 @@ def _bartlett_factor(pieces: list[np.ndarray], lags: int = 50) -> np.ndarray:
     >>> rng = np.random.default_rng(0)
     >>> white = rng.standard_normal((1, 5000))
     >>> ringing = signal.lfilter([1], [1, 0, 0.9], white)     # lag 1: 0, lag 2: -0.9
-    >>> bool(_bartlett_factor([white])[0] < 1.2), bool(_bartlett_factor([ringing])[0] > 6)
+    >>> def factor(x):
+    ...     return _bartlett_factor(autocovariances([x], 50), 5000, 1)[0]
+    >>> bool(factor(white) < 1.2), bool(factor(ringing) > 6)
     (True, True)
     """
-    lags = min(lags, min(e.shape[1] for e in pieces) // 2)
-    # every lag's products in one lagged-product pass (one product per lag and piece took
-    # 0.2 Gram passes of the benchmark's least-squares fit)
-    products = autocovariances(pieces, lags)                      # (lags + 1, n)
+    lags = products.shape[0] - 1
     energy = np.where(products[0] > 0, products[0], 1.0)
-    count = sum(e.shape[1] for e in pieces) - len(pieces) * np.arange(1, lags + 1)
+    count = samples - pieces * np.arange(1, lags + 1)
     excess = np.maximum((products[1:] / energy) ** 2 - 1.0 / count[:, None], 0.0)
     return 1.0 + 2.0 * excess.sum(axis=0)
 
 
-def _lag_one_correlation(pieces: list[np.ndarray]) -> np.ndarray:
-    """Per row, the lag-1 autocorrelation of centred pieces (n, N_p) pooled over them
-    (products within each piece), clipped to ``[0, 0.95]``: a negative one would shrink the
-    scales' variance, and the loud side is to keep it."""
-    products = sum(np.einsum("ik,ik->i", e[:, 1:], e[:, :-1]) for e in pieces)
-    energy = sum(np.einsum("ik,ik->i", e, e) for e in pieces)
-    return np.clip(products / np.where(energy > 0, energy, 1.0), 0.0, 0.95)
+def _lag_one_correlation(products: np.ndarray) -> np.ndarray:
+    """Per row, the lag-1 autocorrelation of centred pieces from their pooled
+    autocovariances ``products`` (at least lags 0 and 1, (L + 1, n)), clipped to ``[0,
+    0.95]``: a negative one would shrink the scales' variance, and the loud side is to keep
+    it."""
+    energy = products[0]
+    return np.clip(products[1] / np.where(energy > 0, energy, 1.0), 0.0, 0.95)
 
 
 def _correlations(parts: list, R: int, L: int, groups: tuple[str, ...]
@@ -1188,18 +1229,49 @@ def residual_checks(analysis: ResidualAnalysis | None, level: float, *,
 
 def _whiteness_check(analysis: ResidualAnalysis, level: float, name: str,
                      question: str) -> Check:
-    white = analysis.whiteness_z[2:]
+    whiteness, clipped = _whiteness_without_outliers(analysis, level)
+    white = whiteness[2:]
     z, (tau, i) = _largest(white)
     critical = _critical(level, white.size)
     return Check(
         name, question, z <= critical, z, critical,
         f"largest autocorrelation of residual {i} beyond lag 1: {z:.2f} standard deviations "
         f"at lag {tau + 2}"
+        + (f" ({clipped} outlying residual(s) clipped at the outlier threshold)" if clipped
+           else "")
         + (": the noise is coloured or the model misses dynamics" if z > critical else ""),
         "the default instrumental-variable fit stays consistent under coloured noise, but "
         "standard errors, the block test and the intervals assume white noise and may be too "
         "narrow: compare with confidence_intervals(method='bootstrap') over independent "
         "experiments" if z > critical else "")
+
+
+def _whiteness_without_outliers(analysis: ResidualAnalysis, level: float
+                                ) -> tuple[np.ndarray, int]:
+    """``whiteness_z``, or, when the outlier check at ``level`` flags residuals, that of the
+    residuals with those clipped at its threshold (each about its median, in its robust
+    scale), and how many were clipped.
+
+    A few gross outliers fill the lag-0 variance that every autocorrelation is divided by:
+    AR(1)-coloured noise (0.9) whose whiteness statistic read 24, plus 6 spikes of 20 state
+    deviations, read 3.4-4.0 against 4.3, so the check passed and the coloured noise went on to
+    fail state_completeness instead of making it inconclusive.  Clipped, the spikes weigh no
+    more than the largest ordinary residual; residuals within the threshold (all of them,
+    on data without outliers) are untouched."""
+    largest = analysis.outlier_scaling
+    critical = largest.threshold(level)
+    if not largest.z > critical:
+        return analysis.whiteness_z, 0
+    parts, clipped = [], 0
+    for (e, u, x), centre, scale in zip(analysis.parts, largest.centres, largest.scales,
+                                        strict=True):
+        low, high = centre[:, None] - critical * scale[:, None], \
+            centre[:, None] + critical * scale[:, None]
+        clipped += int(np.count_nonzero((e < low) | (e > high)))
+        parts.append((np.clip(e, low, high), u, x))
+    L = int(analysis.lags.max())
+    moments, _ = _correlations(parts, analysis.max_delay, L, ())
+    return _whiteness_z(moments, L, analysis.trend), clipped
 
 
 def _outlier_check(analysis: ResidualAnalysis, level: float, robust: bool, name: str,
@@ -1510,6 +1582,7 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     lagged = p - n
     z_at = slice(n, n + z_rows + lagged) if simulated else slice(p + n, p + n + z_rows)
     moments = _own_moments(instrument_moments, laid[z_at], centred, L)
+    memory = _own_memory(instrument_moments if moments is not None else None, coefficients)
     if moments is None and kind == "inputs" and not centred:
         # fixed instruments u_k .. u_{k-R-L} (the fit keeps no moments of them): their Gram
         # matrix from the lag structure, and the regressors' lagged inputs are its first rows
@@ -1543,7 +1616,8 @@ def _instrumented_tests(trajectories: list[tuple[np.ndarray, np.ndarray]],
     corrected_all = _corrected_signals(W_all, X_all if simulated else laid[:p], Z_all, common,
                                        moments, W_phi, overwrite=True)      # (laid is ours)
     residuals = np.split(E_all, np.cumsum(lengths)[:-1], axis=1)
-    memory = residual_memory(residuals)                 # one pass of up to 100 lags
+    if memory is None:
+        memory = residual_memory(residuals)             # one pass of up to 100 lags
     independent_lags = hac_lags(residuals, memory)
     dependent_lags = max(independent_lags, 2 * (memory + S + 1))
     residual_moments: dict = {}
@@ -1578,6 +1652,17 @@ def _too_short(trajectories: list[tuple[np.ndarray, np.ndarray]], window: int, m
             f"{window} to the lags (max_delay and "
             f"{MOMENT_LAGS} lags either side), and pieces of fewer than {window + 2} samples "
             f"give none; longer experiments (or fewer gaps) are needed")
+
+
+def _own_memory(moments: TrimmedMoments | None, coefficients: np.ndarray) -> int | None:
+    """The residuals' memory the long-run covariance found over the checks' samples
+    (``moments``, already matched to them by :func:`_own_moments`) when it is of the
+    residuals of these ``coefficients`` (least squares kept by the pretest, or a robust
+    fit, has others), else ``None``."""
+    if (moments is None or moments.residual_memory is None or moments.coefficients is None
+            or not np.array_equal(moments.coefficients, coefficients)):
+        return None
+    return moments.residual_memory
 
 
 def _own_moments(moments: TrimmedMoments | None, Z: np.ndarray, centred: bool, trim: int
@@ -2654,6 +2739,12 @@ def _moment_check(group: str, name: str, question: str, statistic: float, critic
                   "fit(..., reference=r), so the instruments are independent of the noise; "
                   "without an external excitation closed-loop data cannot identify the plant "
                   "consistently" if failed and not reference else "")
+        if failed and not reference and lag == 0:
+            # a log whose row k holds the input applied at k - 1 puts the input that drove
+            # x_(k+1) one row later: the same signature as feedback, at exactly one sample
+            remedy += ("; if the loop is open, the inputs may be logged one row late (row k "
+                       "holding the input applied at k - 1): shift the input columns one row "
+                       "earlier and refit")
     else:
         where = f"signal {channel} {lag + 1} samples earlier"
         meaning = "the signals are not a Markov state"

@@ -242,14 +242,15 @@ def _experiments(Y: Any, U: Any) -> list[tuple[np.ndarray, np.ndarray]]:
     for i, (Yi, Ui) in enumerate(zip(Y, U, strict=True)):
         tag = f"[{i}]" if len(Y) > 1 else ""
         Yi, Ui = _signals(f"Y{tag}", Yi, f"U{tag}", Ui)
+        # before the sample counts: transposed (K, l) and (K, m) arrays compare l with m
+        if Yi.shape[0] > Yi.shape[1] or Ui.shape[0] > Ui.shape[1]:
+            raise DimensionError(f"Y{tag} {Yi.shape} or U{tag} {Ui.shape} has more signals than "
+                                 f"samples: pass signals as rows (transpose the data)")
         if Yi.shape[1] == Ui.shape[1] + 1:      # the state convention: one output more
             Yi = Yi[:, :-1]
         if Yi.shape[1] != Ui.shape[1]:
             raise DimensionError(f"Y{tag} has {Yi.shape[1]} samples and U{tag} {Ui.shape[1]}; "
                                  f"expected the same number (samples on the last axis)")
-        if Yi.shape[0] > Yi.shape[1] or Ui.shape[0] > Ui.shape[1]:
-            raise DimensionError(f"Y{tag} {Yi.shape} or U{tag} {Ui.shape} has more signals than "
-                                 f"samples: pass signals as rows (transpose the data)")
         if result and (Yi.shape[0], Ui.shape[0]) != (result[0][0].shape[0], result[0][1].shape[0]):
             raise DimensionError(f"experiment {i} has {Yi.shape[0]} outputs and {Ui.shape[0]} "
                                  f"inputs; the first has {result[0][0].shape[0]} and "
@@ -1105,6 +1106,24 @@ class OutputDMDidc:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
                 return n, tried[n][0], tried[n][1], True
+        if not tried:
+            # the count itself can be too high: a few spikes add canonical correlations above
+            # the noise edge (a user trial: two spikes made it 10, whose dynamics overflowed,
+            # while order 3 fitted and named the spikes), so the orders below it are tried,
+            # upward, before the data are refused
+            for n in range(1, max(detected, 1)):
+                try:
+                    tried[n] = self._fit_order(basis, experiments, R, dt, n)
+                except _NO_FIT as exc:
+                    last_error, shifts = exc, _shift_states(basis.dynamics(n)[0])
+                    continue
+                if tried[n][2] > self.significance:
+                    self.order_rule_ = (
+                        f"order {n}: {edge}, but no order from {max(detected, 1)} gave a "
+                        f"finite fit with a real logarithm (outliers or a short record can "
+                        f"raise the count); order {n} is the smallest whose residuals do not "
+                        f"depend on the inputs ({tried[n][3]})")
+                    return n, tried[n][0], tried[n][1], True
         if not tried and isinstance(last_error, NonFiniteError):
             raise NonFiniteError(f"no order from {max(detected, 1)} gives a finite fit: "
                                  f"{last_error}") from None

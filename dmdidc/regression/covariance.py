@@ -14,7 +14,12 @@ The dense matrix has ``(n p)^2`` entries (118 TiB for 2000 sensors), the factors
 * covariances of coefficient columns (block test): ``H_l[c, c] S_l``;
 * a restriction ``Theta P``: ``S_l kron P^T H_l P``;
 * a rank-one gradient ``u v^T`` (eigenvalue perturbations): ``sum_l (u^T S_l u*) (v^T H_l v*)``;
-* a dense sub-matrix on a few coefficients (delta-method intervals).
+* a dense sub-matrix on a few coefficients (delta-method intervals);
+* the entries of a matrix function's first-order change read in an eigenbasis,
+  ``V ((W E V) o F) W`` with ``E`` the change of a square coefficient block (``A_c`` from
+  ``A_d``): ``sum_l`` of ``(W S_l W^H)`` and ``(V^T H_l conj V)`` contracted with ``V``,
+  ``F`` and ``W``, ``O(n^4)`` flops in ``O(n^3)`` memory, where the gradients of all ``n^2``
+  entries would be an ``n^2 x n^2`` matrix.
 
 Only the privacy noise of privatized statistics (a propagated Jacobian, no Kronecker
 structure) stays dense in ``extra``; it exists only for small problems.
@@ -28,7 +33,27 @@ import numpy as np
 
 from _toolbox.validation import check_allocation
 
-__all__ = ["KroneckerCovariance"]
+__all__ = ["KroneckerCovariance", "frechet_matrix"]
+
+
+def frechet_matrix(V: np.ndarray, W: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """The matrix of the map ``E -> V ((W E V) o factors) W`` on row-major ``vec``: entry
+    ``[a n + b, c n + d]`` is the derivative of output ``[a, b]`` in ``E[c, d]``, shape
+    (n^2, n^2), complex (for small problems: it has ``n^4`` entries).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.array([[1.0, 1.0], [0.0, 1.0]]); W = np.linalg.inv(V)
+    >>> F = np.array([[1.0, 0.5], [0.5, 2.0]]); E = np.array([[0.3, -1.0], [2.0, 0.1]])
+    >>> bool(np.allclose(frechet_matrix(V, W, F) @ E.ravel(), (V @ ((W @ E @ V) * F) @ W).ravel()))
+    True
+    """
+    n = V.shape[0]
+    left = (V[:, None, :] * W.T[None, :, :]).reshape(n * n, n)          # (a c, i)
+    right = (V[:, None, :] * W.T[None, :, :]).transpose(2, 1, 0)        # (j, b, d)
+    out = (left @ factors) @ right.reshape(n, n * n)
+    return out.reshape(n, n, n, n).transpose(0, 2, 1, 3).reshape(n * n, n * n)
 
 
 @dataclass(frozen=True)
@@ -176,6 +201,51 @@ class KroneckerCovariance:
             total += np.einsum("kad,kad->k", G, SGH)
         if self.extra is not None:
             total += np.einsum("kj,kj->k", jacobian @ self.extra[np.ix_(index, index)], jacobian)
+        return total
+
+    def frechet_variances(self, V: np.ndarray, W: np.ndarray, factors: np.ndarray,
+                          columns: np.ndarray) -> np.ndarray:
+        """``E |X[a, b]|^2`` for ``X = V ((W E V) o factors) W``, ``E = dTheta[:, columns]``
+        (square): the variances of a matrix function's first-order change read in an
+        eigenbasis ``A = V diag(mu) W`` (module notes), without the gradients' ``n^2 x n^2``
+        matrix.
+
+        With ``F = W E V``, ``E[F_ij conj F_kl] = sum_l (W S_l W^H)[i, k] (V^T H_l conj
+        V)[j, l]``; for ``M[a, i, j] = V[a, i] factors[i, j]`` the variance of ``X[a, b]`` is
+        ``sum_jl W[j, b] conj W[l, b] sum_l (V^T H_l conj V)[j, l] (M_a^T (W S_l W^H) conj
+        M_a)[j, l]``: ``O(L n^4)`` flops, ``O(n^3)`` memory.
+
+        Parameters
+        ----------
+        V, W : ndarray, shape (n, n), complex
+            Eigenvectors and their inverse (``X`` real for a real function of a real matrix,
+            as ``A_c`` from ``A_d``; for complex ``X`` the sum of the variances of its real
+            and imaginary parts).
+        factors : ndarray, shape (n, n), complex
+            ``1 / D`` for the divided differences ``D`` of the inverse function (``A_c`` from
+            ``A_d = exp(A_c T)``: ``1 / D_exp``).
+        columns : ndarray of int, shape (n,)
+            The coefficient columns of ``E`` (``A_d``: ``0 .. n - 1``).
+
+        Returns
+        -------
+        ndarray, shape (n, n)
+        """
+        columns = np.asarray(columns, dtype=int)
+        M = V[:, :, None] * factors[None, :, :]              # M[a, i, j] = V[a, i] F[i, j]
+        K = np.zeros((V.shape[0],) * 3, dtype=complex)
+        for S, H in zip(self.left, self.right, strict=True):
+            state = W @ S @ W.conj().T
+            regressor = V.T @ H[np.ix_(columns, columns)] @ V.conj()
+            K += regressor[None] * np.matmul(M.transpose(0, 2, 1), np.matmul(state, M.conj()))
+        total = np.einsum("jb,ajb->ab", W, np.matmul(K, W.conj())).real
+        if self.extra is not None:      # (privacy noise: small problems, dense gradients)
+            _, p = self.shape
+            n = V.shape[0]
+            index = (np.arange(n)[:, None] * p + columns[None, :]).ravel()
+            gradients = frechet_matrix(V, W, factors).real
+            total = total + np.einsum("kj,kj->k", gradients @ self.extra[np.ix_(index, index)],
+                                      gradients).reshape(n, n)
         return total
 
     def submatrix(self, index: np.ndarray) -> np.ndarray:

@@ -34,8 +34,8 @@ import numpy as np
 from _toolbox.validation import check_integer
 from dmdidc.errors import DimensionError, ParameterError
 
-__all__ = ["PieceLayout", "autocorrelations", "autocovariances", "lag_product_sets",
-           "lag_products"]
+__all__ = ["PieceLayout", "autocorrelations", "autocovariances", "centred_autocovariances",
+           "lag_product_sets", "lag_products", "trimmed_autocovariances"]
 
 #: Lag spans below this: the diagonal products directly (a transform per row costs about as
 #: much as two dozen products).
@@ -500,11 +500,126 @@ def autocorrelations(series: list[np.ndarray], max_lag: int) -> np.ndarray:
     >>> autocorrelations([x, x + 5.0], 2)[:, 0]        # each piece centred: -1, 1, -1, 1
     array([ 1.  , -0.75,  0.5 ])
     """
+    cov = centred_autocovariances(series, max_lag)[0]
+    return cov / np.where(cov[0] > 0, cov[0], 1.0)
+
+
+def centred_autocovariances(series: list[np.ndarray], max_lag: int
+                            ) -> tuple[np.ndarray, np.ndarray | None, PieceLayout | None]:
+    """The sums behind :func:`autocorrelations` (validated ``series``): per row,
+    ``sum_k c_k c_{k-tau}`` of the pieces each centred on its own mean (``c``), pooled,
+    shape (max_lag + 1, rows); and the centred pieces laid out (``max_lag + 1`` zeros
+    apart) with their layout, for :func:`trimmed_autocovariances` (``None`` without
+    samples).
+
+    Raises
+    ------
+    ParameterError, DimensionError
+        As :func:`autocovariances`.
+    """
     series, max_lag = _checked_series(series, max_lag)
     kept = [s for s in series if s.shape[1] > 0]
     if not kept:
-        return np.zeros((max_lag + 1, series[0].shape[0]))
+        return np.zeros((max_lag + 1, series[0].shape[0])), None, None
     layout = PieceLayout(np.array([s.shape[1] for s in kept]), gap=max_lag + 1)
-    x = layout.centred(layout.place(kept))
-    cov = lag_products(x, x, 0, max_lag, diagonal=True).T
-    return cov / np.where(cov[0] > 0, cov[0], 1.0)
+    x = layout.place(kept)
+    layout.centre(x)                                      # our own copy: in place
+    return lag_products(x, x, 0, max_lag, diagonal=True).T, x, layout
+
+
+def trimmed_autocovariances(x: np.ndarray, layout: PieceLayout, pooled: np.ndarray,
+                            trim: int, max_lag: int) -> tuple[np.ndarray, int]:
+    """:func:`centred_autocovariances` of the same pieces less their first and last
+    ``trim`` samples (each re-centred on its own mean; pieces left with fewer than two
+    samples out), from those of the whole pieces: the pairs the cut removes and the change
+    of means are a few products per lag, not a second pass of transforms.
+
+    Parameters
+    ----------
+    x : ndarray, shape (rows, layout.size)
+        The centred pieces laid out (:func:`centred_autocovariances`), ``layout.gap >
+        max_lag``.
+    layout : PieceLayout
+    pooled : ndarray, shape (>= max_lag + 1, rows)
+        Their pooled lagged sums.
+    trim : int
+    max_lag : int
+
+    Returns
+    -------
+    sums : ndarray, shape (max_lag + 1, rows)
+    samples : int
+        The samples of the trimmed pieces.
+
+    Raises
+    ------
+    ParameterError
+        ``trim`` or ``max_lag`` not an integer >= 0, or a layout whose gaps a lag crosses.
+    DimensionError
+        ``x`` or ``pooled`` not of the layout's and each other's shape.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pieces = [rng.standard_normal((2, 40)), rng.standard_normal((2, 11))]
+    >>> full, x, layout = centred_autocovariances(pieces, 3)
+    >>> cut, count = trimmed_autocovariances(x, layout, full, 4, 3)
+    >>> direct = centred_autocovariances([p[:, 4:-4] for p in pieces], 3)[0]
+    >>> count, bool(np.allclose(cut, direct))
+    (35, True)
+    """
+    trim = check_integer("trim", trim, minimum=0)
+    max_lag = check_integer("max_lag", max_lag, minimum=0)
+    if layout.gap <= max_lag:
+        raise ParameterError(f"layout.gap is {layout.gap}: expected more than max_lag "
+                             f"({max_lag}), so that no lagged pair reaches another piece")
+    if x.ndim != 2 or x.shape[1] != layout.size or pooled.ndim != 2 \
+            or pooled.shape[0] <= max_lag or pooled.shape[1] != x.shape[0]:
+        raise DimensionError(f"x has shape {x.shape} and pooled {pooled.shape}: expected "
+                             f"(rows, {layout.size}) (the layout's size) and (at least "
+                             f"{max_lag + 1}, rows)")
+    starts, lengths = layout.starts, layout.lengths
+    cut = lengths - 2 * trim
+    kept = cut >= 2
+    if not kept.any():
+        return np.zeros((max_lag + 1, x.shape[0])), 0
+    out = np.array(pooled[:max_lag + 1], dtype=float)
+    # the pairs (k, k - tau) of a piece not both in its kept samples: those whose earlier
+    # sample is among its first trim (all of a piece left out), and those whose later one is
+    # among its last trim with the earlier one kept (beyond a piece, x is zero: the gaps)
+    heads = np.concatenate([s + np.arange(trim if keep else n)
+                            for s, n, keep in zip(starts, lengths, kept, strict=True)])
+    tails = np.concatenate([s + n - trim + np.arange(trim if keep else 0)
+                            for s, n, keep in zip(starts, lengths, kept, strict=True)])
+    floors = np.concatenate([np.full(trim if keep else 0, s + trim)
+                             for s, keep in zip(starts, kept, strict=True)]).astype(int)
+    lags = np.arange(max_lag + 1)
+    # every lag at once, the edges in chunks of (rows, edges, lags) of at most _GROUP_VALUES
+    chunk = max(1, _GROUP_VALUES // max(x.shape[0] * (max_lag + 1), 1))
+    for at in range(0, heads.size, chunk):
+        edge = heads[at:at + chunk]
+        out -= np.einsum("rel,re->lr", x[:, edge[:, None] + lags], x[:, edge])
+    for at in range(0, tails.size, chunk):
+        edge, floor = tails[at:at + chunk], floors[at:at + chunk]
+        earlier = edge[:, None] - lags
+        inside = earlier >= floor[:, None]
+        out -= np.einsum("rel,re->lr", x[:, np.where(inside, earlier, 0)] * inside,
+                         x[:, edge])
+    # re-centred: sum_k (t_k - mu)(t_{k-tau} - mu) = the raw sums - mu (the sums of t over
+    # k >= tau and k < n - tau) + (n - tau) mu^2, per kept piece (t, n samples, mean mu)
+    first, count = starts[kept] + trim, cut[kept]
+    sums = np.add.reduceat(x, np.stack([first, first + count], axis=1).ravel(),
+                           axis=1)[:, ::2]                              # (rows, pieces)
+    means = sums / count
+    width = min(max_lag, int(count.max()))
+    steps = np.arange(width)
+    ahead = x[:, first[:, None] + steps] * (steps < count[:, None])         # t_0 .. t_{w-1}
+    behind = x[:, (first + count - 1)[:, None] - steps] * (steps < count[:, None])
+    # sum_{k < tau} t_k and sum_{k >= n - tau} t_k (the whole piece once tau >= n)
+    ends = np.zeros((x.shape[0], means.shape[1], max_lag + 1))
+    ends[:, :, 1:width + 1] = np.cumsum(ahead, axis=2) + np.cumsum(behind, axis=2)
+    ends[:, :, width + 1:] = 2.0 * sums[:, :, None]
+    pairs = np.maximum(count[:, None] - lags[None, :], 0)                   # (pieces, lags)
+    out -= np.einsum("rp,rpl->lr", means, 2.0 * sums[:, :, None] - ends)
+    out += pairs.T @ (means ** 2).T
+    return out, int(count.sum())

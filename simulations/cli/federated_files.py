@@ -57,6 +57,7 @@ def run_on_files(args: argparse.Namespace) -> int:
     )
     from simulations.cli.identify import (
         check_delay_memory,
+        delay_record,
         refuse_delay_at_bound,
         signals_record,
         with_signals,
@@ -122,24 +123,20 @@ def run_on_files(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit_statistics(algo.statistics(run.state), dt=dt)
-    refuse_delay_at_bound(estimator, "--max-delay")
-    model = with_signals(estimator.annotated_model(0.95), first, files=", ".join(args.files))
+        refuse_delay_at_bound(estimator, "--max-delay")
+        # (its warning when the intervals cannot be given is the command's, not a traceback's)
+        model = with_signals(estimator.annotated_model(0.95), first,
+                             files=", ".join(args.files))
     epsilons = run.final_epsilon()
     summary: dict[str, Any] = {
         "clients": len(clients), "files": list(args.files), "dt": dt,
         "signals": signals_record(model.signal_info),
         "mechanism": args.mechanism, "epsilon_per_client_max": float(epsilons.max()),
         "delta": algo.delta, "unit": unit, "window": args.window,
-        "delay_steps": model.delay_steps.tolist(),
         "noise": ("seeded with --seed (not written here): anyone with that seed can remove the "
                   "noise" if args.seed is not None else "each client's noise keyed by a secret "
                   "of its own, drawn from OS entropy and not kept")}
-    if model.has_continuous:
-        intervals = estimator.confidence_intervals(0.95)
-        summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),
-                       delay_high=intervals.delay.high.tolist())
-    else:
-        summary["delay_s"] = f"n/a (no continuous model: {model.continuous_note})"
+    summary.update(delay_record(estimator, model, 0.95)[1])
     model_name = Path(args.model or "model.json").name
     with staged_folder(out) as stage:
         model.save(stage / model_name)

@@ -2,12 +2,13 @@
 
 The file is followed like ``tail -f`` by :func:`dmdidc.follow_csv` and fed to an
 :class:`~dmdidc.OnlineDMDidc` by :func:`dmdidc.track`.  One line is printed every ``--every``
-samples (samples, lost samples, each input's delay with its interval) and one per detected
-change.  The model is written to ``--out`` at the end (``--idle-timeout`` seconds without a new
-line, or Ctrl-C) and on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after
-the update under way otherwise, so the estimator is never saved half-updated; a request that
-cannot be met (too few samples yet) is reported and the following goes on.  A Ctrl-C during an
-update stops after it.
+samples (samples, lost samples, each input's delay with its interval), one per detected
+change and one per sample read as an outlier (down-weighted, not a change); after a change, a
+warning at the end says that the model rests only on the samples since it.  The model is
+written to ``--out`` at the end (``--idle-timeout`` seconds without a new line, or Ctrl-C) and
+on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after the update under way
+otherwise, so the estimator is never saved half-updated; a request that cannot be met (too few
+samples yet) is reported and the following goes on.  A Ctrl-C during an update stops after it.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def run_follow(args: argparse.Namespace) -> int:
         try:
             for snapshot in track(guard.chunks(first, source), live,
                                   every=args.every, level=args.level):
-                for line in _lines(snapshot, names, args.level):
+                for line in _lines(snapshot, names, args.level, len(first.state_names)):
                     print(line, flush=True)
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C)")
@@ -213,12 +214,14 @@ def _write(live, out: str, when: str, signals=None) -> None:
     print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)
 
 
-def _lines(snapshot, names: tuple[str, ...], level: float) -> list[str]:
-    lines = []
+def _lines(snapshot, names: tuple[str, ...], level: float, n_states: int) -> list[str]:
+    lines = [f"outlier at sample {o.sample} (residual q = {o.score:.3g}, where a sample that "
+             f"fits has about {n_states}): down-weighted to {o.weight:.2g}, not read as a change"
+             for o in snapshot.outliers]
     for event in snapshot.events:
         before = "" if event.old_delay is None else ": delay was " + ", ".join(
             f"{name} {d:.4g} s" for name, d in zip(names, event.old_delay, strict=True))
-        lines.append(f"change detected at sample {event.sample} (onset {event.onset}, CUSUM "
+        lines.append(f"change detected at sample {event.sample} (onset {event.onset}, evidence "
                      f"{event.statistic:.3g}){before}; relearning")
     head = f"samples {snapshot.samples} (lost {snapshot.dropped})"
     if snapshot.delay is None:
@@ -273,7 +276,7 @@ def _time_spec(text: str | None):
 def _refuse_batch_options(args: argparse.Namespace) -> None:
     from _toolbox.errors import ParameterError
 
-    given = (["the data file"] if args.data is not None else []) + given_options(
+    given = (["the data file"] if args.data else []) + given_options(
         args, _BATCH_ONLY)
     if given:
         raise ParameterError(f"--follow (live identification, OnlineDMDidc) does not take "
@@ -293,5 +296,6 @@ def refuse_follow_options(args: argparse.Namespace) -> None:
 
     given = given_options(args, _FOLLOW_ONLY)
     if given:
-        raise ParameterError(f"{', '.join(given)} configure live identification: give "
+        verb = "configures" if len(given) == 1 else "configure"
+        raise ParameterError(f"{', '.join(given)} {verb} live identification: give "
                              f"--follow FILE")

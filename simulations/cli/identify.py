@@ -27,7 +27,7 @@ from simulations.cli.terms import for_command, warn
 
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs", "require_max_delay", "with_signals",
-           "signals_text", "signals_record", "signal_labels", "unit_intervals"]
+           "signals_text", "signals_record", "signal_labels", "unit_intervals", "delay_record"]
 
 
 def require_max_delay(args: argparse.Namespace, mode: str) -> None:
@@ -132,10 +132,11 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, clients: bool = False
                                  "then --inputs and --states name columns); none: the "
                                  "built-in study")
     else:
-        parser.add_argument("data", nargs="?",
+        parser.add_argument("data", nargs="*", metavar="DATA",
                             help=".npz file with arrays X (n, K+1) and U (m, K), or a CSV "
                                  "table with a row per sample (then --inputs and --states name "
-                                 "columns)")
+                                 "columns); several files: one experiment each (the same "
+                                 "columns, units and sampling period), fitted together")
     two_files = "" if clients else "CSV of states, one row per sample (K+1 rows); with a CSV "
     parser.add_argument("--states",
                         help=f"{two_files}{'table: ' if not clients else 'the tables: '}its "
@@ -191,13 +192,25 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
     identifies from measured outputs (``--outputs``); the others refuse it."""
     from _toolbox.errors import ParameterError
-    from simulations.data_preparation import read_identification_data, refuse_idle_tolerance
+    from simulations.data_preparation import (
+        is_table,
+        merged,
+        read_identification_data,
+        refuse_idle_tolerance,
+    )
 
     refuse_outputs(args, accepted=outputs)
 
-    data = read_identification_data(args.data, states=args.states, inputs=args.inputs,
-                                    time=args.time, missing=args.missing, dt=args.dt,
-                                    outputs=args.outputs, time_tolerance=args.time_tolerance)
+    files = args.data or [None]
+    if len(files) > 1 and any(is_table(path) for path in (args.states, args.inputs)
+                              if path is not None):
+        raise ParameterError("--states and --inputs name a table's columns when several data "
+                             "files are given, not files of their own")
+    items = [read_identification_data(file, states=args.states, inputs=args.inputs,
+                                      time=args.time, missing=args.missing, dt=args.dt,
+                                      outputs=args.outputs, time_tolerance=args.time_tolerance)
+             for file in files]
+    data = items[0] if len(items) == 1 else merged(items, files)
     for note in data.notes:             # before a refusal too: a row index left out shows
         print(f"data: {note}")
     refuse_idle_tolerance(args.time_tolerance, [data])
@@ -252,6 +265,40 @@ def unit_intervals(intervals, info):
             result[name] = {**result[name],
                             "unit": unit if isinstance(unit, str) else unit.tolist()}
     return result
+
+
+def delay_record(estimator, model, level: float) -> tuple[Any, dict[str, Any]]:
+    """The model's confidence intervals in its signals' units (``None`` where the delta
+    method cannot give them) and the summary fields of its delays, for the commands that
+    write a summary (``privacy identify``, ``federated identify``).
+
+    The fields: ``delay_steps`` (the block test's whole delays: always), ``delay_s`` (the
+    continuous model's delays, or ``"n/a (no continuous model: ...)"``), ``delay_low`` and
+    ``delay_high`` (``None`` without intervals), and ``missing``, what the data did not
+    support, each with why (``{}`` when nothing is missing).  Noisy releases may leave the
+    model without a continuous part, or leave no continuous model to the block structure
+    with the block before each delay fitted too, which the intervals span
+    (:func:`~dmdidc.inference.intervals.asymptotic_intervals` then raises
+    ``LogarithmError``): the model is still written and the summary says what it lacks,
+    where the commands exited with status 2 and wrote nothing.
+    """
+    from dmdidc.errors import LogarithmError
+
+    fields: dict[str, Any] = {"delay_steps": model.delay_steps.tolist(), "delay_s": None,
+                              "delay_low": None, "delay_high": None, "missing": {}}
+    if not model.has_continuous:
+        fields["delay_s"] = f"n/a (no continuous model: {model.continuous_note})"
+        fields["missing"]["continuous model"] = model.continuous_note
+        return None, fields
+    fields["delay_s"] = model.delay.tolist()
+    try:
+        intervals = unit_intervals(estimator.confidence_intervals(level), model.signal_info)
+    except LogarithmError as exc:
+        fields["missing"]["intervals"] = f"the delta method cannot give them: {exc}"
+        return None, fields
+    fields.update(delay_low=intervals.delay.low.tolist(),
+                  delay_high=intervals.delay.high.tolist())
+    return intervals, fields
 
 
 def signal_labels(names, units) -> list[str]:

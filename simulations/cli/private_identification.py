@@ -43,11 +43,11 @@ from simulations.cli.common import (
 )
 from simulations.cli.identify import (
     add_data_arguments,
+    delay_record,
     load_data,
     refuse_delay_at_bound,
     signals_record,
     signals_text,
-    unit_intervals,
     with_signals,
 )
 from simulations.cli.terms import warn
@@ -196,8 +196,9 @@ def _identify(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit_statistics(private, dt=args.dt)
-    refuse_delay_at_bound(estimator, "--max-delay")
-    model = with_signals(_at(estimator.annotated_model(args.level), x_op, u_op), data)
+        refuse_delay_at_bound(estimator, "--max-delay")
+        # (its warning when the intervals cannot be given is the command's, not a traceback's)
+        model = with_signals(_at(estimator.annotated_model(args.level), x_op, u_op), data)
     path = Path(args.out)
     print(f"data: n = {n} states, m = {m} inputs, {stats.n_samples} regression "
           f"samples; {stats.clipped} values clipped to the bounds (local information, not "
@@ -209,19 +210,16 @@ def _identify(args: argparse.Namespace) -> int:
     if model.operating_point is not None:
         print(f"operating point: x_op = {model.operating_point.state}, u_op = "
               f"{model.operating_point.input} (the model works in deviations from it)")
+    intervals, delays = delay_record(estimator, model, args.level)
     summary: dict[str, Any] = {"signals": signals_record(model.signal_info),
-                               "privacy": _release_dict(private.privacy),
-                               "delay_steps": model.delay_steps.tolist()}
+                               "privacy": _release_dict(private.privacy), **delays}
     if model.operating_point is not None:
         summary["operating_point"] = {"state": model.operating_point.state.tolist(),
                                       "input": model.operating_point.input.tolist()}
     if model.has_continuous:
-        intervals = unit_intervals(estimator.confidence_intervals(args.level),
-                                   model.signal_info)
-        print(intervals.summary())
-        summary.update(delay_s=model.delay.tolist(), delay_low=intervals.delay.low.tolist(),
-                       delay_high=intervals.delay.high.tolist(), A_c=model.A_c.tolist(),
-                       B_c=model.B_c.tolist(), level=args.level)
+        print(intervals.summary() if intervals is not None
+              else "no confidence intervals (the warning below says why)")
+        summary.update(A_c=model.A_c.tolist(), B_c=model.B_c.tolist(), level=args.level)
     else:
         print(f"no continuous model: {model.continuous_note}")
     for warning in caught:
@@ -233,7 +231,7 @@ def _identify(args: argparse.Namespace) -> int:
             with staged_folder(json_path.parent) as stage:
                 write_summary(stage / json_path.name,
                               json.loads(json.dumps(summary, default=_jsonable)),
-                              title=f"dmdidc privacy identify {args.data or args.states}")
+                              title=f"dmdidc privacy identify {' '.join(args.data) or args.states}")
     if args.json_out:
         print(f"wrote {path}, {args.json_out}, {Path(args.json_out).with_suffix('.md')}")
     else:

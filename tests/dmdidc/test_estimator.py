@@ -1153,3 +1153,35 @@ def test_a_saved_model_carries_the_checks_its_fit_failed(tmp_path):
     assert not clean.diagnostics_.failed
     assert "failed_checks" not in DelayedPlant.load(clean.save(tmp_path / "clean.json")
                                                     ).info.provenance
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_streamed_least_squares_at_the_moments_rounding_names_qr(seed):
+    """``partial_fit`` keeps no data to take QR with where ``fit`` does (exact states around
+    an offset of 20 rms written with 8 digits: the residual covariance is the normal
+    equations' rounding and block_structure fails falsely), so it warns naming
+    ``method='qr'``; streamed with it, no check fails.  Noisy data (1e-3) do not warn."""
+    from simulations.studies.data_kinds import random_plant
+
+    rng = np.random.default_rng(9100 + seed)
+    plant = random_plant(rng)
+    U = random_excitation(plant.n_inputs, 4000, rng=rng)
+    X = plant.simulate(np.zeros(plant.n_states), U)
+    X += 20 * np.sqrt(np.mean(X ** 2, axis=1, keepdims=True))
+    noisy = X + 1e-3 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    written = np.array([float(f"{v:.8g}") for v in X.ravel()]).reshape(X.shape)
+
+    def streamed(data, method):
+        est = DMDidc(max_delay=4, estimator="ls", method=method)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for a in range(0, 4000, 1000):
+                est.partial_fit(data[:, a:a + 1001], U[:, a:a + 1000], dt=plant.dt)
+        return est, [str(w.message) for w in caught if "normal equations' sums" in str(w.message)]
+
+    _, named = streamed(written, "auto")
+    assert named and "method='qr'" in named[-1]
+    exact, named = streamed(written, "qr")
+    assert not named and not exact.diagnostics_.failed
+    _, named = streamed(noisy, "auto")
+    assert not named

@@ -379,6 +379,32 @@ def test_track_takes_any_iterable_and_reports_delays_and_events(seed):
     assert all(np.diff([snap.samples for snap in quiet])[:-1] >= 500)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_track_names_outliers_once_and_says_when_the_model_rests_on_the_samples_after_a_change(
+        seed):
+    """Spikes in a stationary stream are reported once each in the snapshots, no change, no
+    warning of dropped data; after a real change the last snapshot warns that the model rests
+    only on the samples since its onset, and how many."""
+    s = delay_step_stream(seed, before=3000, after=1500, lost=0.0)
+    X = s.X.copy()
+    spikes = [900, 1700, 2400]
+    X[0, spikes] += 20 * np.nanstd(X[0])
+
+    def pairs(X, end):
+        return ((X[:, a:a + 301], s.U[:, a:a + 300]) for a in range(0, end, 300))
+
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
+    snapshots = list(track(pairs(X, s.step), live, every=600))
+    assert [o.sample for snap in snapshots for o in snap.outliers] == spikes
+    assert not any("rests only" in w for w in snapshots[-1].warnings)
+    live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
+    snapshots = list(track(pairs(X, s.U.shape[1]), live, every=600))
+    (event,) = live.events_
+    told = [w for w in snapshots[-1].warnings if "rests only" in w]
+    assert len(told) == 1 and f"the {s.U.shape[1] - event.onset} samples since" in told[0]
+    assert f"the {event.onset} samples before it were dropped" in told[0]
+
+
 def test_track_says_why_there_is_no_delay_yet_and_takes_chunks():
     _, X, U = _record(9, samples=8, lost=0.0)
     live = OnlineDMDidc(max_delay=R, dt=DT)

@@ -106,6 +106,25 @@ def test_printed_intervals_of_exact_and_noisy_fits_show_what_the_width_justifies
         assert abs(numbers[0] - value) <= 0.5 * half, line
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_each_entry_prints_the_digits_its_own_interval_needs(seed):
+    # a matrix mixing scales (states in Pa beside unitless ones): an entry 2e5 times smaller
+    # than the largest still prints to the precision of its own half-width (a user trial saw
+    # "A_c[2, 2] = -1 +/- 0.0063 1/s" for -0.503, the digits capped by the largest entry)
+    rng = np.random.default_rng(seed)
+    value = rng.uniform(0.2, 0.9, (3, 3)) * rng.choice([-1, 1], (3, 3))
+    value[0, 2] = 1.2e5 * rng.uniform(0.8, 1.2)
+    half = 0.012 * np.abs(value) * rng.uniform(0.5, 2.0, (3, 3))
+    units = np.full((3, 3), "1/s", dtype=object)
+    units[0, 2] = "Pa/(K s)"
+    item = IntervalEstimate("A_c", value, value - half, value + half, half / 1.96, 0.95,
+                            "asymptotic", units)
+    for line, v, h in zip(item.lines(), value.ravel(), half.ravel(), strict=True):
+        printed, printed_half = (float(x) for x in line.split("=")[1].split()[:3:2])
+        assert abs(printed - v) <= 0.5 * h, line
+        assert abs(printed_half - h) <= 0.5 * h, line
+
+
 @pytest.mark.statistical
 def test_asymptotic_intervals_cover_at_their_level():
     plant = DelayedPlant.from_continuous(A_C, B_C, 2.5, T, max_delay=3)

@@ -50,8 +50,31 @@ def test_corrected_moments_equal_those_of_the_laid_out_samples(seed):
         U = rng.standard_normal((m, int(K))) * 10.0 ** rng.uniform(-2, 2)
         X = rng.standard_normal((n, int(K) + 1)) * 10.0 ** rng.uniform(-2, 2) + 3.0
         trajectories.append((X, U))
-    coefficients = rng.standard_normal((n, n + m * (R + 1)))
-    centred = bool(seed % 2)
+    _assert_laid_out_moments(trajectories, rng.standard_normal((n, n + m * (R + 1))), slots, R,
+                             bool(seed % 2))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pieces_laid_end_to_end_give_each_pieces_own_moments(seed):
+    # the residual checks' pieces (too long for one dense product, shorter than
+    # _DIRECT_SAMPLES) are correlated as one trajectory less the vectors whose lags straddle
+    # two pieces: the same moments as each piece on its own, with very short pieces among
+    # them (dense on their own) and one long one (products of its own)
+    rng = np.random.default_rng(100 + seed)
+    n, m, R, L = 8, 3, int(rng.integers(2, 8)), 10
+    slots = ([("u", R + j) for j in range(1, L + 1)] + [("u", -j) for j in range(1, L + 1)]
+             + [("x", 1), ("x", 2)])
+    lengths = list(rng.integers(600, 3000, size=int(rng.integers(2, 9)))) + [30, 5000]
+    trajectories = []
+    for K in rng.permutation(lengths):
+        U = rng.standard_normal((m, int(K))) * 10.0 ** rng.uniform(-1, 1)
+        X = rng.standard_normal((n, int(K) + 1)) + 2.0
+        trajectories.append((X, U))
+    _assert_laid_out_moments(trajectories, rng.standard_normal((n, n + m * (R + 1))), slots, R,
+                             bool(seed % 2))
+
+
+def _assert_laid_out_moments(trajectories, coefficients, slots, R, centred):
     residuals = [X[:, R + 1:] - coefficients @ np.vstack(
         [X[:, R:U.shape[1]]] + [U[:, R - j:U.shape[1] - j] for j in range(R + 1)])
         for X, U in trajectories]

@@ -491,6 +491,7 @@ def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_da
             DMDidc(max_delay=4, estimator="iv").fit(data.X, data.U, dt=plant.dt)
     (args, own), (_, other) = calls
     assert own["instrument_moments"] is not None
+    assert own["instrument_moments"].residual_memory is not None     # handed over too
 
     def statistics(moments):
         with warnings.catch_warnings():
@@ -504,6 +505,24 @@ def test_moment_checks_take_the_long_run_covariance_moments_only_of_their_own_da
                                                            scratch, strict=True):
         assert passed == passed_, name
         assert value is None or abs(value - value_) <= 1e-8 * abs(value_), name
+
+
+def test_moment_checks_take_the_residual_memory_only_of_their_coefficients():
+    # the long-run covariance's memory of the checks' residuals is of its coefficients: least
+    # squares kept by the pretest (or a robust fit) has other residuals, whose memory the
+    # checks find themselves
+    import dataclasses
+
+    from dmdidc.inference.residuals import _own_memory
+    from dmdidc.regression.instrumental import TrimmedMoments
+
+    coefficients = np.arange(6.0).reshape(2, 3)
+    moments = TrimmedMoments(10, False, np.eye(2), np.eye(2), np.zeros(2), 100,
+                             residual_memory=7, coefficients=coefficients)
+    assert _own_memory(moments, coefficients.copy()) == 7
+    assert _own_memory(moments, coefficients + 1e-12) is None
+    assert _own_memory(None, coefficients) is None
+    assert _own_memory(dataclasses.replace(moments, residual_memory=None), coefficients) is None
 
 
 def _plain_prewhitened_z(E, S, lags):
@@ -817,3 +836,32 @@ def test_robust_rows_across_blocks_are_those_of_numpy(length):
     deviation = np.abs(E - np.median(E, axis=1, keepdims=True))
     want = np.max(deviation.max(axis=1) / (_MAD_TO_SIGMA * np.median(deviation, axis=1)))
     assert largest_robust_residual(E) == pytest.approx(want, rel=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_outlier_variance_from_the_whiteness_products_equals_the_pieces_own(seed):
+    # the outlier test's Bartlett variance reads the whiteness test's lagged products
+    # centred by each piece's median: the pieces' own autocovariances to rounding, and the
+    # scale test decides the same; medians holding most of a row's energy (a random walk, an
+    # offset) are transformed again instead of cancelled
+    from dmdidc.inference.residuals import _ResidualMoments, largest_residual
+    from dmdidc.regression.lag_products import autocovariances
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5))
+    levels = rng.uniform(0.5, 2.0, 4) if seed % 2 else np.ones(4)
+    E = [level * rng.standard_normal((n, int(rng.integers(100, 2500))))
+         + rng.uniform(-0.2, 0.2, (n, 1)) for level in levels]
+    moments = _ResidualMoments.of(E, int(rng.integers(5, 40)))
+    centres = np.array([np.median(e, axis=1) for e in E])
+    L = min(50, min(e.shape[1] for e in E) // 2)
+    shared = moments.centred_autocovariances(centres, L)
+    own = autocovariances([e - c[:, None] for e, c in zip(E, centres, strict=True)], L)
+    np.testing.assert_allclose(shared, own, rtol=0, atol=1e-13 * float(np.max(own[0])))
+    with_shared = largest_residual(E, autocovariances_of=moments.centred_autocovariances)
+    alone = largest_residual(E)
+    assert (with_shared.spread is None) == (alone.spread is None)
+    assert with_shared.z == pytest.approx(alone.z, rel=1e-12)
+    walk = [np.cumsum(e, axis=1) for e in E]
+    walk_centres = np.array([np.median(e, axis=1) for e in walk])
+    assert _ResidualMoments.of(walk, 20).centred_autocovariances(walk_centres, L) is None

@@ -188,6 +188,9 @@ def test_bad_input_is_refused_with_the_argument_named():
         OutputDMDidc(max_delay=R).fit(Y, np.zeros((0, Y.shape[1])), dt=T)
     with pytest.raises(DimensionError, match="samples"):
         OutputDMDidc(max_delay=R).fit(Y[:, :-5], U, dt=T)
+    # transposed data are named as such, also when output and input counts differ
+    with pytest.raises(DimensionError, match="transpose the data"):
+        OutputDMDidc(max_delay=R).fit(Y[:1].T, U.T, dt=T)
     with pytest.raises(InsufficientExcitationError, match="data windows|samples"):
         OutputDMDidc(max_delay=R).fit(Y[:, :30], U[:, :30], dt=T)
     with pytest.raises(ParameterError, match="max_delay"):

@@ -419,3 +419,32 @@ def test_coefficient_standard_errors_are_calibrated_on_short_records():
     assert estimators.count("iv") > len(estimators) / 2       # the long-run path is exercised
     median = float(np.median(ratios))
     assert 0.8 <= median <= 1.2, f"empirical / estimated coefficient variance {median:.3f}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("extra", [False, True])
+def test_frechet_variances_equal_the_dense_gradients(seed, extra):
+    # X = V ((W E V) o F) W: A_c's first-order change from A_d's in the eigenbasis of a real
+    # matrix with complex modes; each gradient built by mapping a unit change, then the dense
+    # quadratic form over the covariance of the square block E = dTheta[:, columns]
+    from dmdidc.inference.jacobian import _divided
+
+    rng = np.random.default_rng(seed)
+    n, p = int(rng.integers(2, 6)), int(rng.integers(6, 10))
+    cov = _random(rng, n, p, terms=int(rng.integers(1, 4)), extra=extra)
+    mu, V = np.linalg.eig(rng.standard_normal((n, n)))
+    W = np.linalg.inv(V)
+    factors = 1.0 / _divided(np.exp(0.5 * mu), 0.5 * np.exp(0.5 * mu), mu)
+    columns = np.sort(rng.choice(p, size=n, replace=False))
+    gradients = np.zeros((n * n, n * n))
+    for k in range(n * n):
+        unit = np.zeros(n * n)
+        unit[k] = 1.0
+        X = V @ ((W @ unit.reshape(n, n) @ V) * factors) @ W
+        assert np.abs(X.imag).max() <= 1e-10 * np.abs(X).max()     # a real map
+        gradients[:, k] = X.real.ravel()
+    index = (np.arange(n)[:, None] * p + columns[None, :]).ravel()
+    block = cov.dense()[np.ix_(index, index)]
+    expected = np.einsum("ij,jk,ik->i", gradients, block, gradients).reshape(n, n)
+    got = cov.frechet_variances(V, W, factors, columns)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())

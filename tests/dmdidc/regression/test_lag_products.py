@@ -122,3 +122,66 @@ def test_residual_memory_decides_as_the_centred_autocovariances(seed):
     z = float(special.ndtri(1.0 - 0.01 / (2.0 * rho.size)))
     significant = np.flatnonzero(np.any(np.abs(rho[1:]) > z / np.sqrt(N), axis=1))
     assert residual_memory(residuals) == (int(significant[-1]) + 1 if significant.size else 0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trimmed_autocovariances_equal_those_of_the_trimmed_pieces(seed):
+    """The pieces less their first and last trim samples, each re-centred, from the whole
+    pieces' sums: the same sums as computed on the trimmed pieces (pieces left with fewer
+    than two samples out; lags beyond a short piece, and trims beyond the lags)."""
+    from dmdidc.regression.lag_products import (
+        centred_autocovariances,
+        trimmed_autocovariances,
+    )
+
+    rng = np.random.default_rng(seed)
+    rows, lags, trim = int(rng.integers(1, 4)), int(rng.integers(0, 40)), int(rng.integers(0, 12))
+    series = [np.cumsum(rng.standard_normal((rows, int(K))), axis=1) + 5.0
+              for K in rng.integers(1, 150, 5)]
+    full, laid, layout = centred_autocovariances(series, lags)
+    sums, samples = trimmed_autocovariances(laid, layout, full, trim, lags)
+    kept = [s[:, trim:s.shape[1] - trim] for s in series if s.shape[1] - 2 * trim >= 2]
+    assert samples == sum(s.shape[1] for s in kept)
+    expected = (centred_autocovariances(kept, lags)[0] if kept
+                else np.zeros((lags + 1, rows)))
+    scale = max(np.abs(expected).max(initial=0.0), 1.0)
+    np.testing.assert_allclose(sums, expected, rtol=0, atol=1e-12 * scale)
+    with pytest.raises(ParameterError, match="gap"):
+        trimmed_autocovariances(laid, layout, full, trim, layout.gap)
+    with pytest.raises(ParameterError, match="trim"):
+        trimmed_autocovariances(laid, layout, full, -1, lags)
+    with pytest.raises(DimensionError, match="pooled"):
+        trimmed_autocovariances(laid, layout, full[:, :0], trim, lags)
+    with pytest.raises(DimensionError, match="layout's size"):
+        trimmed_autocovariances(laid[:, 1:], layout, full, trim, lags)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_residual_memory_of_trimmed_pieces_is_theirs(seed):
+    """residual_memory(residuals, trim) pairs the memory with that of the trimmed pieces
+    (what the moment checks test), on white, moving-average and AR residuals, in long pieces
+    (from the pairs the cut removes) and many short ones (the trimmed pieces anew)."""
+    from scipy import signal
+
+    from dmdidc.regression.instrumental import residual_memory
+
+    rng = np.random.default_rng(seed)
+    colour = [[1.0], [1.0, 0.5], [1.0, -0.3, 0.2, 0.4]][seed % 3]
+    lengths = rng.integers(15, 3000, 4) if seed < 6 else rng.integers(0, 80, 60)
+    residuals = [signal.lfilter(colour, [1.0, -0.8 * (seed % 2)],
+                                rng.standard_normal((3, int(K))), axis=1) + 1.0
+                 for K in lengths]
+    trim = int(rng.integers(1, 12))
+    trimmed = [e[:, trim:e.shape[1] - trim] for e in residuals if e.shape[1] - 2 * trim >= 2]
+    assert residual_memory(residuals, trim) == (residual_memory(residuals),
+                                                residual_memory(trimmed))
+
+
+def test_residual_memory_of_no_residual_series_is_zero():
+    # no rows (nothing to be serially correlated): memory 0, trimmed or not, not a division
+    # by zero in the Bonferroni count
+    from dmdidc.regression.instrumental import residual_memory
+
+    empty = [np.zeros((0, 40)), np.zeros((0, 30))]
+    assert residual_memory(empty) == 0
+    assert residual_memory(empty, 4) == (0, 0)

@@ -238,6 +238,77 @@ def test_every_read_after_the_blocks_is_its_own_records(monkeypatch):
                                        atol=1e-12 * np.abs(expected[i]).max())
 
 
+def test_a_record_kept_by_the_blocks_is_iterated_without_a_second_simulation(monkeypatch):
+    # one record (the whole data of a short fit): the statistics' blocks simulate it, and
+    # the covariance and the checks then iterate the signals; they read the record kept,
+    # which is its simulation, not another's
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(4)
+    n, m, R = 3, 2, 2
+    A = np.array([[0.5, 0.2, 0.0], [0.0, -0.4, 0.1], [0.0, 0.0, 0.7]])
+    B_blocks = rng.standard_normal((R + 1, n, m))
+    drive = rng.standard_normal((m, 5000)) + 1.0
+    expected = refined.simulated_states(A, B_blocks, drive)
+    calls = []
+    original = refined.simulated_recursions
+    monkeypatch.setattr(refined, "simulated_recursions",
+                        lambda *args: calls.append(args[-1]) or original(*args))
+    signals = refined.SimulatedSignals(A, B_blocks, [drive])
+    for _ in signals.blocks(R + 1):
+        pass
+    for _ in range(2):
+        (got,) = list(signals)
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    assert calls == [R + 1]                             # the statistics' simulation only
+    # two records: each block simulates its own (the kept one is the last read)
+    monkeypatch.setattr(refined, "_SIGNAL_ENTRIES", 1)
+    drives = [drive, drive[:, ::-1] - 2.0]
+    signals = refined.SimulatedSignals(A, B_blocks, drives)
+    for _ in signals.blocks(R + 1):
+        pass
+    for got, d in zip(signals, drives, strict=True):
+        want = refined.simulated_states(A, B_blocks, d)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+def test_kept_signals_are_read_again_without_another_simulation(monkeypatch):
+    # keep=True (data checked whole): the block of every trajectory is iterated again from
+    # the statistics' simulation, and a subset read twice is simulated once; without keep,
+    # iterating simulates again (nothing kept beyond one record); the states are each
+    # trajectory's own either way
+    from dmdidc.regression import refined
+
+    rng = np.random.default_rng(6)
+    n, m, R = 3, 2, 2
+    A = np.array([[0.5, 0.2, 0.0], [0.0, -0.4, 0.1], [0.0, 0.0, 0.7]])
+    B_blocks = rng.standard_normal((R + 1, n, m))
+    drives = [rng.standard_normal((m, int(K))) + 1.0 for K in (40, 300, 7, 5000, 120)]
+    expected = [refined.simulated_states(A, B_blocks, d) for d in drives]
+    calls = []
+    original = refined.simulated_recursions
+    monkeypatch.setattr(refined, "simulated_recursions",
+                        lambda *args: calls.append(len(args[2])) or original(*args))
+    for keep in (True, False):
+        calls.clear()
+        signals = refined.SimulatedSignals(A, B_blocks, drives, keep=keep)
+        for _ in signals.blocks(R + 1):
+            pass
+        for _ in range(2):
+            for got, want in zip(signals, expected, strict=True):
+                np.testing.assert_allclose(got, want, rtol=0,
+                                           atol=1e-12 * np.abs(want).max())
+        assert calls == ([len(drives)] if keep else [len(drives)] * 3)
+        calls.clear()
+        for _ in range(2):
+            read = signals.subset([4, 0, 2])
+            assert sorted(read) == [0, 2, 4]
+            for i, got in read.items():
+                np.testing.assert_allclose(got, expected[i], rtol=0,
+                                           atol=1e-12 * np.abs(expected[i]).max())
+        assert calls == [3]                             # the second read: the same subset
+
+
 def test_a_slice_of_the_simulated_signals_is_a_list_of_their_simulations():
     from dmdidc.regression import refined
 

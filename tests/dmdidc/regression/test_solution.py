@@ -253,7 +253,8 @@ def test_auto_skips_refinement_only_when_its_rounding_hides_in_the_noise(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_noise_free_fits_are_always_refined(seed):
     """Exact fits' residuals are rounding, not noise: the share is infinite and "auto"
-    refines to QR's accuracy."""
+    reaches QR's accuracy (QR itself: the moments' residual covariance is rounding too,
+    :func:`test_auto_takes_qr_when_the_residual_covariance_is_the_moments_rounding`)."""
     from dmdidc.regression.solution import _rounding_share, least_squares
 
     rng = np.random.default_rng(seed)
@@ -267,6 +268,42 @@ def test_noise_free_fits_are_always_refined(seed):
         qr, _ = least_squares([(X, U)], 2, method="qr")
         assert np.max(np.abs(auto.coefficients - qr.coefficients)) <= 1e-3 * np.max(
             np.abs(gram.coefficients - qr.coefficients)) + 1e-13
+
+
+def _eight_digits(a):
+    """``a`` as written with ``%.8g`` and read back."""
+    return np.array([float(f"{v:.8g}") for v in np.ravel(a)]).reshape(np.shape(a))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auto_takes_qr_when_the_residual_covariance_is_the_moments_rounding(seed):
+    """Exact states written with 8 digits: the residuals (the rounding, ~1e-8 of the data's
+    level) are as small as the normal equations' own rounding of ``||y||^2``, so their
+    residual covariance is not even the right size; "auto" sees it
+    (``residual_rounding_share`` above ROUNDING_SHARE) and takes QR's.  With noise of 1e-3
+    the share is far below it, the Gram solution is kept, and its covariance is QR's."""
+    from dmdidc import random_excitation
+    from dmdidc.regression.solution import ROUNDING_SHARE, least_squares, residual_rounding_share
+    from simulations.studies.data_kinds import random_plant
+
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng)
+    U = random_excitation(plant.n_inputs, 3000, rng=rng)
+    X = plant.simulate(np.zeros(plant.n_states), U)
+    noisy = X + 1e-3 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    for data, rounded in (((_eight_digits(X), _eight_digits(U)), True), ((noisy, U), False)):
+        gram, accumulator = least_squares([data], 4, method="gram")
+        auto, _ = least_squares([data], 4)
+        qr, _ = least_squares([data], 4, method="qr")
+        share = residual_rounding_share(gram, np.diag(accumulator.target_gram))
+        variances = [np.diag(fit.residual_covariance) for fit in (gram, auto, qr)]
+        if rounded:
+            assert share > ROUNDING_SHARE
+            np.testing.assert_allclose(variances[1], variances[2], rtol=1e-6)
+        else:
+            assert share < 1e-3 * ROUNDING_SHARE
+            np.testing.assert_array_equal(auto.coefficients, gram.coefficients)
+            np.testing.assert_allclose(variances[0], variances[2], rtol=1e-3)
 
 
 @pytest.mark.parametrize("seed", range(4))

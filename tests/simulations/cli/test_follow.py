@@ -98,7 +98,7 @@ def test_live_options_without_follow_are_refused(tmp_path, capsys):
     _log(tmp_path / "log.csv", 5, samples=100)
     assert main(["identify", str(tmp_path / "log.csv"), "--inputs", "u1,u2", "--max-delay", "3",
                  "--every", "10", "--out", str(tmp_path / "m.json")]) == 2
-    assert "--every configure live identification: give --follow FILE" in \
+    assert "--every configures live identification: give --follow FILE" in \
         capsys.readouterr().err
 
 
@@ -347,3 +347,47 @@ def test_a_follow_stopped_by_the_file_mid_stream_writes_the_model_of_the_rows_be
     assert samples == 1199          # every row before the line (lines 2-1201), none lost
     model = DelayedPlant.load(out)
     assert np.abs(model.delay - plant.delay).max() < 0.1 * DT
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_change(
+        seed, tmp_path, capsys):
+    """Single spikes (20 standard deviations) in a followed file are printed as outliers at
+    their samples, not as changes (before: one "change detected ... relearning" each, the
+    model resting on the samples after the last); a real change (the dynamics 60 % faster)
+    ends with a warning that the model rests only on the samples since its onset."""
+    plant = _log(tmp_path / "log.csv", seed, samples=3000)
+    table = np.loadtxt(tmp_path / "log.csv", delimiter=",", skiprows=1)
+    spikes = [900, 1500, 2300]
+    table[spikes, 2] += 20 * table[:, 2].std()
+    np.savetxt(tmp_path / "spiky.csv", table, delimiter=",", header="time,x1,x2,x3,u1,u2",
+               comments="")
+    argv = ["--inputs", "u1,u2", "--max-delay", "4", "--idle-timeout", "0.05", "--poll",
+            "0.01", "--every", "1000"]
+    out = tmp_path / "live.json"
+    assert main(["identify", "--follow", str(tmp_path / "spiky.csv"), "--out", str(out)]
+                + argv) == 0
+    captured = capsys.readouterr()
+    assert "change detected" not in captured.out and "rests only" not in captured.err
+    assert [int(line.split()[3]) for line in captured.out.splitlines()
+            if line.startswith("outlier at sample")] == spikes
+    assert np.abs(DelayedPlant.load(out).delay - plant.delay).max() < 0.1 * DT
+    # the same plant 60 % faster from sample 2000 on
+    rng = np.random.default_rng(seed)
+    faster = DelayedPlant.from_continuous(1.6 * plant.A_c, plant.B_c, plant.delay, DT,
+                                          max_delay=4)
+    U = table[:-1, 4:6].T
+    X = plant.simulate(np.zeros(3), U[:, :2000])
+    X = np.concatenate([X, faster.simulate(X[:, -1], U[:, 2000:],
+                                           U_past=U[:, 1996:2000])[:, 1:]], axis=1)
+    table[:, 1:4] = (X + 0.01 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)).T
+    np.savetxt(tmp_path / "change.csv", table, delimiter=",", header="time,x1,x2,x3,u1,u2",
+               comments="")
+    assert main(["identify", "--follow", str(tmp_path / "change.csv"), "--out", str(out)]
+                + argv) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("change detected") == 1
+    onset = int(captured.out.split("(onset ")[1].split(",")[0])
+    assert 1990 <= onset < 2100          # (the CUSUM's estimate: it may begin early)
+    assert (f"warning: the model rests only on the {3000 - onset} samples since the onset "
+            f"({onset})") in captured.err

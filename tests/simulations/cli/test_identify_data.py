@@ -650,3 +650,32 @@ def test_the_missing_help_says_every_fit_warns_of_interpolated_inputs(capsys):
     assert "the state fit and the --outputs fit alike" in text
     assert "(with --outputs it warns)" not in text
     assert "#N/A" in text and "'time_ms'" in text
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_several_data_files_are_experiments_fitted_together(tmp_path, capsys, seed):
+    # a user with one file per experiment passes them all (argparse refused the second one)
+    import json
+
+    first, plant, _, _ = table(tmp_path, seed, samples=300, name="a.csv")
+    rng = np.random.default_rng(100 + seed)
+    U = random_excitation(2, 300, rng=rng)
+    X = plant.simulate(rng.standard_normal(2), U) + 1e-4 * rng.standard_normal((2, 301))
+    inputs = np.vstack([U.T, np.full((1, 2), np.nan)])
+    np.savetxt(tmp_path / "b.csv", np.column_stack([2.0 * np.arange(301), X.T, inputs]),
+               delimiter=",", header="time,x1,x2,u1,u2", comments="", fmt="%.17g")
+    assert identify(tmp_path, first, tmp_path / "b.csv", "--inputs", "u1,u2",
+                    "--max-delay", 3) == 0
+    model = json.loads((tmp_path / "model.json").read_text())
+    assert np.allclose(model["delay"], plant.delay, atol=0.05 * plant.dt)
+    text = (tmp_path / "model.json").read_text()
+    assert '"experiments": 2' in text and "b.csv" in text
+    printed = capsys.readouterr().out
+    assert "a.csv: " in printed and "b.csv: " in printed
+    # files that measure other signals or units are refused, naming both
+    np.savetxt(tmp_path / "c.csv", np.column_stack([2.0 * np.arange(301), X.T, inputs]),
+               delimiter=",", header="time,x1 [K],x2,u1,u2", comments="", fmt="%.17g")
+    assert identify(tmp_path, first, tmp_path / "c.csv", "--inputs", "u1,u2",
+                    "--max-delay", 3, out="other.json") == 2
+    assert re.search(r"c\.csv'.*state units.*same signals in the same units",
+                     capsys.readouterr().err)

@@ -227,3 +227,30 @@ def test_unit_trajectory_on_a_record_of_several_segments_says_what_it_protects(t
     err = capsys.readouterr().err
     assert re.search(r"--unit trajectory protects each of the 2 trajectories .* not the file",
                      err)
+
+
+def test_privacy_identify_keeps_a_model_whose_intervals_the_delta_method_cannot_give(
+        damped_data, tmp_path, capsys, monkeypatch):
+    # as 'dmdidc identify' does: the model and its delays written, the summary marks the
+    # intervals missing and why, a warning names the cause (before: exit 2, nothing written)
+    from dmdidc import DMDidc
+    from dmdidc.errors import LogarithmError
+
+    def no_intervals(self, level=0.95, **kwargs):
+        raise LogarithmError("the intervals span the block structure with the block before "
+                             "each delay fitted too, which has no continuous model (...)")
+
+    monkeypatch.setattr(DMDidc, "confidence_intervals", no_intervals)
+    out, summary = tmp_path / "model.json", tmp_path / "summary.json"
+    assert main(["privacy", "identify", str(damped_data), "--dt", "1", "--max-delay", "3",
+                 "--state-bound", "4", "--input-bound", "1", "--epsilon", "10", "--delta",
+                 "1e-5", "--seed", "0", "--out", str(out), "--json", str(summary)]) == 0
+    model = DelayedPlant.load(out)
+    assert model.has_continuous and not model.signal_info.intervals
+    written = json.loads(summary.read_text())
+    assert written["delay_low"] is None and written["delay_s"] == model.delay.tolist()
+    assert "block before each delay" in written["missing"]["intervals"]
+    captured = capsys.readouterr()
+    assert "no confidence intervals (the warning below says why)" in captured.out
+    assert re.search(r"warning: the model is kept without confidence intervals: .*block "
+                     r"before each delay", captured.err)
