@@ -1106,16 +1106,16 @@ class OutputDMDidc:
                 self.order_rule_ = (f"order {n}: {edge}; the residuals of order {n} no longer "
                                     f"depend on the inputs ({tried[n][3]})")
                 return n, tried[n][0], tried[n][1], True
-        if not tried:
+        if not tried and isinstance(last_error, NonFiniteError):
             # the count itself can be too high: a few spikes add canonical correlations above
             # the noise edge (a user trial: two spikes made it 10, whose dynamics overflowed,
             # while order 3 fitted and named the spikes), so the orders below it are tried,
-            # upward, before the data are refused
+            # upward, before the data are refused.  Not after a missing logarithm: a delay
+            # beyond max_delay (shift states) is named below, and lower orders would hide it
             for n in range(1, max(detected, 1)):
                 try:
                     tried[n] = self._fit_order(basis, experiments, R, dt, n)
-                except _NO_FIT as exc:
-                    last_error, shifts = exc, _shift_states(basis.dynamics(n)[0])
+                except _NO_FIT:
                     continue
                 if tried[n][2] > self.significance:
                     self.order_rule_ = (
@@ -1137,8 +1137,10 @@ class OutputDMDidc:
                 f"({last_error}){beyond}; the sampling period may alias the plant's modes: "
                 f"sample faster or fix order")
         n = max(tried, key=lambda k: tried[k][2])
-        self.order_rule_ = (f"order {n}: {edge}; no order up to {max(tried)} leaves residuals "
-                            f"independent of the inputs, order {n} comes closest")
+        below = (f"; orders {max(detected, 1)} to {min(detected + _EXTRA_ORDERS, limit)} had "
+                 f"no finite fit ({last_error})" if max(tried) < max(detected, 1) else "")
+        self.order_rule_ = (f"order {n}: {edge}{below}; no order up to {max(tried)} leaves "
+                            f"residuals independent of the inputs, order {n} comes closest")
         self._residual_check(tried[n][2], tried[n][3], n)
         return n, tried[n][0], tried[n][1], False
 
