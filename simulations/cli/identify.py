@@ -191,7 +191,7 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     """The data of ``args`` (:class:`~simulations.data_preparation.IdentificationData`), its
     notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
     identifies from measured outputs (``--outputs``); the others refuse it."""
-    from _toolbox.errors import ParameterError
+    from _toolbox.errors import ParameterError, ToolboxError
     from simulations.data_preparation import (
         is_table,
         merged,
@@ -206,10 +206,18 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
                               if path is not None):
         raise ParameterError("--states and --inputs name a table's columns when several data "
                              "files are given, not files of their own")
-    items = [read_identification_data(file, states=args.states, inputs=args.inputs,
-                                      time=args.time, missing=args.missing, dt=args.dt,
-                                      outputs=args.outputs, time_tolerance=args.time_tolerance)
-             for file in files]
+    items = []
+    for file in files:
+        try:
+            items.append(read_identification_data(
+                file, states=args.states, inputs=args.inputs, time=args.time,
+                missing=args.missing, dt=args.dt, outputs=args.outputs,
+                time_tolerance=args.time_tolerance))
+        except ToolboxError as error:
+            if len(files) == 1:
+                raise
+            # of several files, say which one (a missing value's sample numbers are its own)
+            raise type(error)(f"{file}: {error}") from None
     data = items[0] if len(items) == 1 else merged(items, files)
     for note in data.notes:             # before a refusal too: a row index left out shows
         print(f"data: {note}")
