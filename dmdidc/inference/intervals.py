@@ -429,9 +429,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
     analytic = jacobian is not None
     if analytic:
         if not delays_only:
-            variance[m:m + n * n] = cov.frechet_variances(jacobian.V, jacobian.W,
-                                                          jacobian.log_factors,
-                                                          np.arange(n)).ravel()
+            variance[m:m + n * n] = jacobian.log_variances(cov).ravel()
         for i in range(m):
             rows = np.r_[i, m + n * n + np.arange(n) * m + i][:1 if delays_only else None]
             gradients = jacobian.channel(i, delay_only=delays_only)
@@ -439,7 +437,7 @@ def _delta_method(solution, active: np.ndarray, kept: np.ndarray, *, n: int, m: 
                 continue
             used = indices[i] >= 0
             variance[rows] = cov.linear_variances(gradients[:, used], indices[i][used])
-    else:                               # not safely diagonalizable: central differences
+    else:                               # neither route passed its check: central differences
         dense, index = _numerical_jacobian(restricted, cov, active, base, starts, n, m, R,
                                            dt, block_variance, weights)
         wanted = np.arange(m if delays_only else base.size)

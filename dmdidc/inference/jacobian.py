@@ -30,7 +30,10 @@ matrix logarithm and ``m`` hold-length searches) for central differences: at ``n
 diagonalizable (eigenvector condition number above :data:`MAX_EIGENVECTOR_CONDITION`, or
 its derivatives in one direction disagreeing by more than :data:`MAX_EIGENBASIS_ERROR` with
 the block-matrix exponential's, which never uses the eigenbasis), :func:`model_jacobian`
-returns ``None`` and the caller differentiates numerically.
+uses the same pieces computed without the eigenbasis (:mod:`dmdidc.inference.frechet`: the
+logarithm's derivative by inverse scaling and squaring in the Schur basis, the hold's by
+quadrature of its integral), checked in turn against the block-matrix exponential; only if that
+check fails too does it return ``None`` and the caller differentiate numerically.
 """
 
 from __future__ import annotations
@@ -40,10 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import expm
 
+from dmdidc.inference.frechet import SchurFrechet, schur_error
 from dmdidc.regression.covariance import frechet_matrix
 
 __all__ = ["model_jacobian", "ModelJacobian", "MAX_EIGENVECTOR_CONDITION",
-           "MAX_EIGENBASIS_ERROR"]
+           "MAX_EIGENBASIS_ERROR", "MAX_SCHUR_ERROR"]
 
 #: Above this eigenvector condition number the eigenbasis formulas lose too many digits.
 MAX_EIGENVECTOR_CONDITION = 1e8
@@ -58,6 +62,11 @@ MAX_EIGENVECTOR_CONDITION = 1e8
 #: 4.8e-5 -> 3.6e-5); so 1e-5 keeps the variances within about 2e-4.  Well-conditioned
 #: plants disagree by 1e-15 .. 1e-9.
 MAX_EIGENBASIS_ERROR = 1e-5
+
+#: The same check for the eigenbasis-free fallback (:mod:`dmdidc.inference.frechet`), which
+#: agrees to 1e-14 .. 1e-15 on the near-defective plants of the tests (eigenvalues down to
+#: 1e-7 apart) and on random plants of n = 30, 50.
+MAX_SCHUR_ERROR = 1e-8
 
 
 def _divided(values: np.ndarray, slopes: np.ndarray, mu: np.ndarray) -> np.ndarray:
@@ -96,20 +105,22 @@ class ModelJacobian:
 
     Attributes
     ----------
-    mu : ndarray, shape (n,), complex
-        Eigenvalues of ``A_c``.
-    V, W : ndarray, shape (n, n), complex
+    mu : ndarray, shape (n,), complex, or None
+        Eigenvalues of ``A_c`` (``None`` on the eigenbasis-free route, ``schur``).
+    V, W : ndarray, shape (n, n), complex, or None
         Eigenvectors of ``A_c`` as columns and their inverse.
-    log_factors : ndarray, shape (n, n), complex
+    log_factors : ndarray, shape (n, n), complex, or None
         ``1 / D_exp``: ``d A_c = V ((W dA_d V) o log_factors) W``.
     A_c, B_c, delay, columns, dt, starts, weights
         The recovered plant and the arguments of :func:`model_jacobian`.
+    schur : SchurFrechet or None
+        The eigenbasis-free derivatives, when ``A_c`` is not safely diagonalizable.
     """
 
-    mu: np.ndarray
-    V: np.ndarray
-    W: np.ndarray
-    log_factors: np.ndarray
+    mu: np.ndarray | None
+    V: np.ndarray | None
+    W: np.ndarray | None
+    log_factors: np.ndarray | None
     A_c: np.ndarray
     B_c: np.ndarray
     delay: np.ndarray
@@ -118,12 +129,47 @@ class ModelJacobian:
     starts: np.ndarray | None
     weights: np.ndarray
     _G_T_inv: np.ndarray
-    _D_gamma_T: np.ndarray
+    _D_gamma_T: np.ndarray | None
+    schur: SchurFrechet | None = None
+
+    def log_variances(self, cov) -> np.ndarray:
+        """The variances of ``A_c``, shape (n, n), under ``cov`` (a
+        :class:`~dmdidc.regression.covariance.KroneckerCovariance` of coefficients whose first
+        ``n`` columns are ``A_d``)."""
+        n = self.A_c.shape[0]
+        if self.schur is None:
+            return cov.frechet_variances(self.V, self.W, self.log_factors, np.arange(n))
+        p = cov.shape[1]
+        index = (np.arange(n)[:, None] * p + np.arange(n)[None, :]).ravel()
+        return cov.linear_variances(self.schur.log_rows(), index).reshape(n, n)
+
+    def _hold(self, s: float) -> tuple[np.ndarray, np.ndarray]:
+        """``exp(A_c s)`` and ``Gamma(s)``."""
+        if self.schur is not None:
+            return self.schur.hold(s)
+        gamma_s, _ = _gamma(self.mu, s)
+        return (((self.V * np.exp(self.mu * s)) @ self.W).real,
+                ((self.V * gamma_s) @ self.W).real)
+
+    def _hold_times(self, s: float, v: np.ndarray, gamma: bool) -> np.ndarray:
+        """``J[a, c n + d] = (L_f(A_c, e_c e_d^T) v)[a]`` for ``f = Gamma(s)`` or ``exp``."""
+        if self.schur is not None:
+            return self.schur.hold_times(s, v, gamma)
+        if gamma and s == self.dt:
+            D = self._D_gamma_T
+        elif gamma:
+            D = _divided(*_gamma(self.mu, s), self.mu)
+        else:
+            exp_s = np.exp(self.mu * s)
+            D = _divided(exp_s, s * exp_s, self.mu)
+        return _frechet_times(self.V, self.W, D, v)
 
     def log_adjoint(self, G: np.ndarray) -> np.ndarray:
         """The gradients ``G`` on ``A_c`` carried to ``A_d``: ``L^T(G) = W^T ((V^T G W^T) o
         log_factors) V^T`` for each of ``G``, shape (k, n, n) (the rows ``g^T J_log`` of the
         logarithm's Jacobian ``J_log``, without forming it)."""
+        if self.schur is not None:
+            return self.schur.log_adjoint(G)
         inner = np.matmul(np.matmul(self.V.T, G), self.W.T) * self.log_factors
         return np.matmul(np.matmul(self.W.T, inner), self.V.T).real
 
@@ -148,24 +194,21 @@ class ModelJacobian:
         """
         if self.columns[i] is None:
             return None
-        mu, V, W, A_c, dt = self.mu, self.V, self.W, self.A_c, self.dt
+        A_c, dt = self.A_c, self.dt
         n = A_c.shape[0]
         b = self.B_c[:, i] if b is None else b
         delay = self.delay[i] if delay is None else delay
         G_T_inv = self._G_T_inv
         start = np.floor(delay / dt + 1e-9) if self.starts is None else self.starts[i]
         s = (start + 1) * dt - delay
-        gamma_s, gamma_s_slope = _gamma(mu, s)
-        E_s = ((V * np.exp(mu * s)) @ W).real
-        G_s = ((V * gamma_s) @ W).real
+        E_s, G_s = self._hold(s)
         f, r = E_s @ b, G_s @ b - self.columns[i][0]
         fw, rw = self.weights * f, self.weights * r          # the weighted condition g = f^T W r
         curvature = f @ fw + (A_c @ f) @ rw
         # d b and the residual/slope perturbations in A_c, then carried to A_d
-        db_A = -G_T_inv @ _frechet_times(V, W, self._D_gamma_T, b)
-        dr_A = _frechet_times(V, W, _divided(gamma_s, gamma_s_slope, mu), b) + G_s @ db_A
-        exp_s = np.exp(mu * s)
-        df_A = _frechet_times(V, W, _divided(exp_s, s * exp_s, mu), b) + E_s @ db_A
+        db_A = -G_T_inv @ self._hold_times(dt, b, gamma=True)
+        dr_A = self._hold_times(s, b, gamma=True) + G_s @ db_A
+        df_A = self._hold_times(s, b, gamma=False) + E_s @ db_A
         dg_A = rw @ df_A + fw @ dr_A
         gradients = dg_A[None] if delay_only else np.concatenate([dg_A[None], db_A])
         out = np.zeros((gradients.shape[0], n * n + 2 * n))
@@ -187,7 +230,8 @@ class ModelJacobian:
         small problems (it holds the ``n^4`` logarithm block)."""
         n, m = self.B_c.shape
         out = np.zeros((m + n * n + n * m, n * n + 2 * m * n))
-        out[m:m + n * n, :n * n] = frechet_matrix(self.V, self.W, self.log_factors).real
+        out[m:m + n * n, :n * n] = (self.schur.log_rows() if self.schur is not None else
+                                    frechet_matrix(self.V, self.W, self.log_factors).real)
         for i in range(m):
             rows = self.channel(i)
             if rows is None:
@@ -229,7 +273,8 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
     ModelJacobian or None
         Its :meth:`~ModelJacobian.dense` matrix has shape ``(m + n^2 + n m, n^2 + 2 m n)``:
         columns ``vec A_d`` (n^2), then per channel ``b0`` (n) and ``b1`` (n).  ``None`` when
-        ``A_c`` is not safely diagonalizable (module notes).
+        neither the eigenbasis nor the Schur-basis derivatives pass their check (module
+        notes).
 
     Examples
     --------
@@ -241,21 +286,28 @@ def model_jacobian(A_c: np.ndarray, B_c: np.ndarray, delay: np.ndarray,
     (3, 3)
     """
     n, m = B_c.shape
+    common = (A_c, B_c, delay, list(columns), dt, starts,
+              np.ones(n) if weights is None else weights)
     mu, V = np.linalg.eig(A_c)
-    if np.linalg.cond(V) > MAX_EIGENVECTOR_CONDITION:
+    if np.linalg.cond(V) <= MAX_EIGENVECTOR_CONDITION:
+        W = np.linalg.inv(V)
+        exp_T = np.exp(mu * dt)
+        D_exp = _divided(exp_T, dt * exp_T, mu)
+        gamma_T, gamma_T_slope = _gamma(mu, dt)
+        D_gamma = _divided(gamma_T, gamma_T_slope, mu)
+        if np.min(np.abs(D_exp)) > 0 and \
+                _eigenbasis_error(A_c, dt, V, W, D_exp, D_gamma) <= MAX_EIGENBASIS_ERROR:
+            G_T_inv = np.linalg.inv(((V * gamma_T) @ W).real)
+            return ModelJacobian(mu, V, W, 1.0 / D_exp, *common, G_T_inv, D_gamma)
+    # nearly defective: the same derivatives without the eigenbasis
+    try:
+        schur = SchurFrechet(A_c, dt)
+        if not schur_error(schur) <= MAX_SCHUR_ERROR:
+            return None
+        G_T_inv = np.linalg.inv(schur.hold(dt)[1])
+    except (np.linalg.LinAlgError, ValueError):      # singular Sylvester equation or Gamma(T)
         return None
-    W = np.linalg.inv(V)
-    exp_T = np.exp(mu * dt)
-    D_exp = _divided(exp_T, dt * exp_T, mu)
-    if np.min(np.abs(D_exp)) == 0:
-        return None
-    gamma_T, gamma_T_slope = _gamma(mu, dt)
-    D_gamma = _divided(gamma_T, gamma_T_slope, mu)
-    if not _eigenbasis_error(A_c, dt, V, W, D_exp, D_gamma) <= MAX_EIGENBASIS_ERROR:
-        return None
-    G_T_inv = np.linalg.inv(((V * gamma_T) @ W).real)
-    return ModelJacobian(mu, V, W, 1.0 / D_exp, A_c, B_c, delay, list(columns), dt, starts,
-                         np.ones(n) if weights is None else weights, G_T_inv, D_gamma)
+    return ModelJacobian(None, None, None, None, *common, G_T_inv, None, schur)
 
 
 def _eigenbasis_error(A_c: np.ndarray, dt: float, V: np.ndarray, W: np.ndarray,
