@@ -40,7 +40,7 @@ import numpy as np
 from numpy.polynomial.legendre import leggauss
 from scipy.linalg import expm, schur, solve_triangular
 
-__all__ = ["SchurFrechet"]
+__all__ = ["SchurFrechet", "schur_error", "block_exponential_error"]
 
 #: ``||S_s - I||_1`` after the square roots, and the quadrature nodes: poles at ``|t| >= 1``
 #: off ``[0, 1]``, twelve nodes reach ~1e-14 (fewer roots: the Sylvester equations dominate).
@@ -181,21 +181,31 @@ class SchurFrechet:
         return self._node_cache[key]
 
 
-def schur_error(derivatives: SchurFrechet, rng_seed: int = 20261128) -> float:
-    """Relative disagreement of :class:`SchurFrechet` with the block-matrix exponential in
-    one fixed random direction (as :func:`~dmdidc.inference.jacobian._eigenbasis_error`):
-    ``L_exp(A_c T, T L_log(E))`` must return ``E``, and ``L_Gamma(T)(E) v`` must equal the
-    top right of ``Gamma([[A_c, E], [0, A_c]])`` times ``v``.  ``nan`` if anything overflowed."""
-    A_c, dt, n = derivatives.A_c, derivatives.dt, derivatives.n
-    rng = np.random.default_rng(rng_seed)
-    E, v = rng.standard_normal((n, n)), rng.standard_normal(n)
+def block_exponential_error(A_c: np.ndarray, dt: float, E: np.ndarray, log_E: np.ndarray,
+                            gamma_E: np.ndarray, v: np.ndarray | None = None) -> float:
+    """Relative disagreement of derivatives in the direction ``E`` with the block-matrix
+    exponential, which uses neither eigenbasis nor Schur basis: ``L_exp(A_c T, T log_E)`` must
+    return ``E`` (``log_E`` the claimed change of ``A_c``; exp has no branch, so any logarithm
+    is checked), and ``gamma_E`` must equal the top right of ``Gamma([[A_c, E], [0, A_c]])``
+    (times ``v`` when given: ``gamma_E`` then a vector).  ``nan`` if anything overflowed."""
+    n = A_c.shape[0]
     Z = np.zeros((n, n))
-    G = derivatives.log(E[None])[0]
-    back = expm(dt * np.block([[A_c, G], [Z, A_c]]))[:n, n:]
+    back = expm(dt * np.block([[A_c, log_E], [Z, A_c]]))[:n, n:]
     log_error = np.linalg.norm(back - E) / np.linalg.norm(E)
     M = np.block([[A_c, E], [Z, A_c]])
-    exact = expm(dt * np.block([[M, np.eye(2 * n)], [np.zeros((2 * n, 4 * n))]]))[:n, 3 * n:] @ v
-    ours = derivatives.hold_times(dt, v, gamma=True) @ E.ravel()
-    gamma_error = np.linalg.norm(ours - exact) / np.linalg.norm(exact)
+    exact = expm(dt * np.block([[M, np.eye(2 * n)], [np.zeros((2 * n, 4 * n))]]))[:n, 3 * n:]
+    exact = exact if v is None else exact @ v
+    gamma_error = np.linalg.norm(gamma_E - exact) / np.linalg.norm(exact)
     errors = np.array([log_error, gamma_error])
     return float(errors.max()) if np.isfinite(errors).all() else float("nan")
+
+
+def schur_error(derivatives: SchurFrechet, rng_seed: int = 20261128) -> float:
+    """:func:`block_exponential_error` of :class:`SchurFrechet` in one fixed random direction
+    (the same data give the same decision)."""
+    rng = np.random.default_rng(rng_seed)
+    n = derivatives.n
+    E, v = rng.standard_normal((n, n)), rng.standard_normal(n)
+    return block_exponential_error(derivatives.A_c, derivatives.dt, E, derivatives.log(E[None])[0],
+                                   derivatives.hold_times(derivatives.dt, v, gamma=True)
+                                   @ E.ravel(), v)

@@ -41,9 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import expm
 
-from dmdidc.inference.frechet import SchurFrechet, schur_error
+from dmdidc.inference.frechet import SchurFrechet, block_exponential_error, schur_error
 from dmdidc.regression.covariance import frechet_matrix
 
 __all__ = ["model_jacobian", "ModelJacobian", "MAX_EIGENVECTOR_CONDITION",
@@ -334,14 +333,5 @@ def _eigenbasis_error(A_c: np.ndarray, dt: float, V: np.ndarray, W: np.ndarray,
     # a fixed dense direction: it has a component along every eigenpair, and the same data
     # give the same decision
     E = np.random.default_rng(20261128).standard_normal((n, n))
-    Z = np.zeros((n, n))
-    G = (V @ ((W @ E @ V) / D_exp) @ W).real
-    back = expm(dt * np.block([[A_c, G], [Z, A_c]]))[:n, n:]
-    log_error = np.linalg.norm(back - E) / np.linalg.norm(E)
-    M = np.block([[A_c, E], [Z, A_c]])
-    gamma = expm(dt * np.block([[M, np.eye(2 * n)], [np.zeros((2 * n, 4 * n))]]))
-    exact = gamma[:n, 3 * n:]                  # the top right of Gamma(M) = its [:2n, 2n:]
-    eigen = (V @ ((W @ E @ V) * D_gamma) @ W).real
-    gamma_error = np.linalg.norm(eigen - exact) / np.linalg.norm(exact)
-    return float(max(log_error, gamma_error)) if np.isfinite([log_error, gamma_error]).all() \
-        else float("nan")
+    return block_exponential_error(A_c, dt, E, (V @ ((W @ E @ V) / D_exp) @ W).real,
+                                   (V @ ((W @ E @ V) * D_gamma) @ W).real)
