@@ -5,8 +5,9 @@
 :func:`dmdidc.inference.blocks.restricted_coefficients`): ``A_c = logm(A_d) / T``, and per channel
 ``B_c`` and the delay from ``A_c`` and the blocks ``w, w + 1`` (dissertation eqs. 9.67-9.69).
 Its Jacobian is analytic (:mod:`dmdidc.inference.jacobian`: Frechet derivatives in the
-eigenbasis of ``A_c`` and the implicit function theorem for the hold length), with central
-differences of the recovery only when ``A_c`` is not safely diagonalizable (each channel's
+eigenbasis of ``A_c``, or in its Schur basis when that is ill-conditioned,
+:mod:`dmdidc.inference.frechet`, and the implicit function theorem for the hold length), with
+central differences of the recovery only when neither passes its check (each channel's
 pair of blocks then fitted alone with its hold length unclipped, as the analytic Jacobian
 linearizes it: a whole delay's clipped hold length does not move under a small step, and
 noisy data got a zero-width interval), and
@@ -554,7 +555,7 @@ def with_pretest_bias(chosen: ConfidenceIntervals, alternative: ConfidenceInterv
 
 def _numerical_jacobian(restricted, cov, active, base, starts, n, m, R, dt, block_variance,
                         weights) -> tuple[np.ndarray, list[int]]:
-    """Central differences of the recovery (for an ``A_c`` that is not safely diagonalizable):
+    """Central differences of the recovery (when no analytic Jacobian passes its check):
     ``(jacobian, index)`` over the entries of ``A_d`` and each channel's pair of blocks
     ``starts[i], starts[i] + 1`` (those of the analytic Jacobian).
 
