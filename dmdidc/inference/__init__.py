@@ -6,6 +6,7 @@
 * :mod:`~dmdidc.inference.ambiguity`: whether a weak block decided the whole delay;
 * :mod:`~dmdidc.inference.intervals`: confidence intervals (asymptotic, bootstrap);
 * :mod:`~dmdidc.inference.jacobian`: the analytic Jacobian of the recovered plant (delta method);
+* :mod:`~dmdidc.inference.frechet`: its derivatives in the Schur basis (nearly defective ``A_c``);
 * :mod:`~dmdidc.inference.offset`: the offset test and the operating point;
 * :mod:`~dmdidc.inference.residuals`: residual analysis (correlations, moment tests);
 * :mod:`~dmdidc.inference.checks`: the value of a check and of all checks of a fit;
