@@ -455,12 +455,12 @@ class OnlineDMDidc:
         V, times = self._regression_rows(X, U, t0)
         self._last_state = X[:, -1].copy()
         self.samples_seen_ = t0 + L
-        if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
-            _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
-            _ring_write(self._raw_U, t0, U)
         self._chunk_rows = (V, times, t0)        # (a warmup's screening reads them)
         counted = self._process(V, times)
         self._chunk_rows = None
+        if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
+            _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
+            _ring_write(self._raw_U, t0, U)
         self._advance(t0 + L)
         self._after_chunk(int(times.size), counted)
         return self
@@ -804,10 +804,10 @@ class OnlineDMDidc:
         mine = (times_now >= start) & (times_now <= last)
         parts = [(V_now[:, mine], times_now[mine])]
         size = self._raw_U.shape[1]
-        first = max(start, self.samples_seen_ + 1 - size, 0)   # (what the ring holds)
+        first = max(start, t0 + 1 - size, 0)     # (what the ring holds: up to t0)
         end = min(t0, last + 1)                  # the rows before the chunk's
         if size and end > first:
-            read = max(first - self._lags, self.samples_seen_ + 1 - size, 0)  # (their lags)
+            read = max(first - self._lags, t0 + 1 - size, 0)  # (their lags)
             saved = self._sample.copy()          # (the input history of the stream goes on)
             self._recent[:] = np.nan             # (the rows without theirs: left out)
             V, times = self._regression_rows(_ring_read(self._raw_X, read, end + 1),
