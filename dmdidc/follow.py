@@ -1198,7 +1198,16 @@ def _snapshot(estimator: Any, events: tuple, restarts: int, level: float,
                     events=events, dropped=estimator.dropped_samples_, restarts=restarts,
                     note=note, outliers=outliers,
                     warnings=tuple(dict.fromkeys(failed + [str(w.message) for w in caught]
-                                                 + _since_change(estimator))))
+                                                 + _since_change(estimator)
+                                                 + _outlier_rate(estimator))))
+
+
+def _outlier_rate(estimator: Any) -> list[str]:
+    """That more samples were outliers than Gaussian noise explains
+    (:meth:`~dmdidc.OnlineDMDidc.outlier_rate_warning`)."""
+    check = getattr(estimator, "outlier_rate_warning", None)
+    message = check() if check is not None else None
+    return [] if message is None else [message]
 
 
 def _since_change(estimator: Any) -> list[str]:

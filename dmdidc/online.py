@@ -125,6 +125,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import blas
+from scipy.stats import chi2
 
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc.errors import (
@@ -154,6 +155,9 @@ _BOUND_EVERY = 5000
 _ROWS_TO_ALARM = 5
 #: Reweighting passes over the rows of a warmup when the detector arms (IRLS; module notes).
 _SCREEN_ITERATIONS = 10
+#: Outliers within a warmup's worth of samples that :meth:`OnlineDMDidc.outlier_rate_warning`
+#: reports (Gaussian noise gives about 2e-4 at the default clip).
+_OUTLIERS_TO_WARN = 3
 
 
 @dataclass
@@ -1205,6 +1209,50 @@ class OnlineDMDidc:
         nan = lambda a: np.where(undetermined, np.nan, a)       # noqa: E731
         return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
                        standard_error=nan(ci.standard_error))
+
+    def outlier_rate_warning(self) -> str | None:
+        """Whether more samples were read as outliers than Gaussian noise explains.
+
+        A row is clipped (an outlier, module notes) at a chi-square tail of about 5e-7, so
+        Gaussian noise gives about 2e-4 of them in a warmup's worth of samples: at least
+        :data:`_OUTLIERS_TO_WARN` within that span (since the last change's onset) means the
+        noise is heavy-tailed (then the residual covariance, and so the intervals, are too
+        narrow) or the plant changed in a way that shows only at some rows, such as a delay
+        change seen only at the steps of held inputs (then the down-weighted rows were the
+        change, and the model keeps the old plant).
+
+        Returns
+        -------
+        str or None
+            The warning naming both causes and the remedy, ``None`` while the rate is that
+            of Gaussian noise.
+        """
+        if self._layout is None:
+            return None
+        onset = self.events_[-1].onset if self.events_ else -1
+        samples = np.sort([o.sample for o in self.outliers_ if o.sample > onset])
+        if samples.size < _OUTLIERS_TO_WARN:
+            return None
+        span = self._resolved_warmup()
+        within = np.searchsorted(samples, samples + span) - np.arange(samples.size)
+        most = int(within.max())
+        if most < _OUTLIERS_TO_WARN:
+            return None
+        at = int(samples[int(np.argmax(within))])
+        n = self._layout.n_states
+        clip = self._whitener()[5] if self._predictor is not None else None
+        tail = "" if clip is None else (
+            f", where Gaussian noise gives {span * chi2.sf(clip, n):.1g} (rows beyond "
+            f"q = {clip:.3g})")
+        return (f"outlier rate check: {most} samples from {at} on, within {span} samples, "
+                f"were read as outliers and down-weighted ({samples.size} since "
+                f"{'the start' if onset < 0 else f'the onset {onset} of the last change'})"
+                f"{tail}. Either the noise is heavy-tailed (then the residual covariance and "
+                f"the delay intervals are too narrow) or the plant changed in a way that "
+                f"shows only at some rows, such as a delay change seen only at the steps of "
+                f"held inputs (then the model keeps the old plant). Check the outliers' "
+                f"samples against the input's steps, and fit the record since them in batch "
+                f"(DMDidc, or dmdidc identify FILE)")
 
     def _delay_or_none(self) -> np.ndarray | None:
         try:
