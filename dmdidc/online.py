@@ -1210,6 +1210,15 @@ class OnlineDMDidc:
         return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
                        standard_error=nan(ci.standard_error))
 
+    @property
+    def excursion_start_(self) -> int | None:
+        """The first row of the detector's open CUSUM excursion, ``None`` while the CUSUM
+        is zero: a change detected before it closes has its onset there, and the outliers
+        from it on are dropped as that change's first rows (module notes, *Outliers*)."""
+        if self._layout is None or self._cusum <= 0.0:
+            return None
+        return self._excursion_start
+
     def outlier_rate_warning(self) -> str | None:
         """Whether more samples were read as outliers than Gaussian noise explains.
 
