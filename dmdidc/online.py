@@ -58,27 +58,29 @@ of 5e-7: clean rows are not clipped), and the alarm is raised on the *evidence*,
 the largest increase that one sample's two rows (two consecutive received rows) gave its
 excursion. That evidence never exceeds the CUSUM of the other rows (tested), so no single sample
 can raise an alarm, and a change needs the evidence of at least 5 more rows (the price: 6-10
-samples to detect it). Each row enters the statistics with the weight ``min(1, c / q_k)``, so
-its weighted score is the clipped one: a row adds at most ``c`` (in units of ``Sigma``) to the
-residual moments, and a spike's rows weigh about 1e-4 (one-step IRLS with the a priori
-predictor and a redescending weight, where the batch fit's robust IV iterates Huber weights). A
-row beyond ``c`` is recorded in ``outliers_`` as the sample it spoils (the target of its first
-row: ``x_t``; ``x_t`` also when row ``t - 1`` was lost and row ``t + 1`` is clean), those from
-a detected change's onset on are dropped from it (they were the change). The rows received
-while the detector rests (the first ``warmup`` rows, and those after each alarm) have no
-predictor to score them and enter with weight 1; when it arms, they are rebuilt from the ring
-of raw samples (*Learning the bound*), scored with the new predictor against a robust residual
-covariance (the rows within 5 MAD-standard deviations: the statistics' own is inflated by the
-outliers), and those beyond ``c`` are down-weighted and named as above, the row after the first
-of a run taking its weight (it holds the spoiled sample as a regressor: a leverage point the
-predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
-rows scored again until the weights settle (IRLS). The rows a growth of the bound rebuilds
-from the ring enter with weight 1 too, and the detector rests after it: they are screened so
-when it re-arms (each sample named once). The rows of the chunk under way are screened as
-received; those of earlier chunks only as far as the ring still holds them (without a ring,
-``max_delay_limit = max_delay``, not at all). Not covered: a spike in a logged input the
-plant did not receive (it spoils ``R + 1`` rows), and a second outlier within the same CUSUM
-excursion (a few dozen rows after the first) when the CUSUM already sits high.
+samples to detect it). Each row enters the statistics with the weight ``min(1, c' / q_k)``,
+with ``c' = max(c, chi2.isf(1e-7, n))`` (the clip's own tail grows with ``n``: 3.2e-5 at ``n =
+20``, and at ``n = 12`` it named a clean row), so its weighted score is at most ``c'``: a row
+adds at most ``c'`` (in units of ``Sigma``) to the residual moments, and a spike's rows weigh
+about 1e-4 (one-step IRLS with the a priori predictor and a redescending weight, where the
+batch fit's robust IV iterates Huber weights). A row beyond ``c'`` is recorded in ``outliers_``
+as the sample it spoils (the target of its first row: ``x_t``; ``x_t`` also when row ``t - 1``
+was lost and row ``t + 1`` is clean), those from a detected change's onset on are dropped from
+it (they were the change). The rows received while the detector rests (the first ``warmup``
+rows, and those after each alarm) have no predictor to score them and enter with weight 1; when
+it arms, they are rebuilt from the ring of raw samples (*Learning the bound*), scored with the
+new predictor against a robust residual covariance (the rows within 5 MAD-standard deviations:
+the statistics' own is inflated by the outliers), and those beyond ``c`` are down-weighted and
+named as above, the row after the first of a run taking its weight (it holds the spoiled sample
+as a regressor: a leverage point the predictor fits, three spikes in 500 rows masked each
+other), the predictor refitted and the rows scored again until the weights settle (IRLS). The
+rows a growth of the bound rebuilds from the ring enter with weight 1 too, and the detector
+rests after it: they are screened so when it re-arms (each sample named once). The rows of the
+chunk under way are screened as received; those of earlier chunks only as far as the ring still
+holds them (without a ring, ``max_delay_limit = max_delay``, not at all). Not covered: a spike
+in a logged input the plant did not receive (it spoils ``R + 1`` rows), and a second outlier
+within the same CUSUM excursion (a few dozen rows after the first) when the CUSUM already sits
+high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -118,6 +120,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -156,8 +159,11 @@ _ROWS_TO_ALARM = 5
 #: Reweighting passes over the rows of a warmup when the detector arms (IRLS; module notes).
 _SCREEN_ITERATIONS = 10
 #: Outliers within a warmup's worth of samples that :meth:`OnlineDMDidc.outlier_rate_warning`
-#: reports (Gaussian noise gives about 2e-4 at the default clip).
+#: reports (Gaussian noise gives about 5e-5).
 _OUTLIERS_TO_WARN = 3
+#: Chi-square tail of a clean row's score beyond which it is an outlier, at least (the
+#: CUSUM's clip may lie further out; :meth:`OnlineDMDidc._outlier_limit`).
+_OUTLIER_TAIL = 1e-7
 
 
 @dataclass
@@ -584,6 +590,14 @@ class OnlineDMDidc:
         z = whitening[1].dot(v)
         return float(z.dot(z))
 
+    def _outlier_limit(self) -> float:
+        """The score beyond which a row is an outlier (down-weighted to ``limit / q`` and
+        named): the CUSUM's clip, or the chi-square tail of :data:`_OUTLIER_TAIL` if that
+        is higher (the clip's tail grows with ``n``: 4.8e-7 at ``n = 3``, 3.2e-5 at ``n =
+        20``, which named clean rows on 12-state plants)."""
+        clip = self._whitener()[5]
+        return max(clip, _chi2_limit(self._layout.n_states))
+
     def _increments(self, q):
         """The CUSUM increments ``l = gain min(q, clip) - offset`` of scores ``q``."""
         _, _, gain, offset, _, clip, _ = self._whitener()
@@ -739,7 +753,7 @@ class OnlineDMDidc:
         """Each row's weight in the statistics, ``min(1, clip / q)``: the weighted score
         ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*); ``None``
         when every row is within the clip."""
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         if q.max() <= clip:
             return None
         return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
@@ -747,7 +761,7 @@ class OnlineDMDidc:
     def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:
         """Record the samples of the rows whose score exceeds the clip (module notes): a
         spike in ``x_t`` spoils row ``t - 1`` (its target) and row ``t`` (a regressor)."""
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         beyond = q > clip
         if not beyond.any():
             return
@@ -823,7 +837,7 @@ class OnlineDMDidc:
         n, p = self._predictor[0].shape
         if times.size <= 2 * p:
             return False
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         weights = np.ones(times.size)            # each rebuilt row's weight as it entered
         scores = None
         for _ in range(_SCREEN_ITERATIONS):
@@ -1222,8 +1236,9 @@ class OnlineDMDidc:
     def outlier_rate_warning(self) -> str | None:
         """Whether more samples were read as outliers than Gaussian noise explains.
 
-        A row is clipped (an outlier, module notes) at a chi-square tail of about 5e-7, so
-        Gaussian noise gives about 2e-4 of them in a warmup's worth of samples: at least
+        A row is an outlier (module notes) at a chi-square tail of at most 1e-7
+        (:data:`_OUTLIER_TAIL`), so Gaussian noise gives about 5e-5 of them in a warmup's
+        worth of samples: at least
         :data:`_OUTLIERS_TO_WARN` within that span (since the last change's onset) means the
         noise is heavy-tailed (then the residual covariance, and so the intervals, are too
         narrow) or the plant changed in a way that shows only at some rows, such as a delay
@@ -1249,7 +1264,7 @@ class OnlineDMDidc:
             return None
         at = int(samples[int(np.argmax(within))])
         n = self._layout.n_states
-        clip = self._whitener()[5] if self._predictor is not None else None
+        clip = self._outlier_limit() if self._predictor is not None else None
         tail = "" if clip is None else (
             f", where Gaussian noise gives {span * chi2.sf(clip, n):.1g} (rows beyond "
             f"q = {clip:.3g})")
@@ -1288,6 +1303,12 @@ class OnlineDMDidc:
 #: Attributes of the fit that the online estimator forwards.
 _FORWARDED = ("A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
               "confidence_intervals", "regression_", "block_test_", "predict")
+
+
+@functools.cache
+def _chi2_limit(n: int) -> float:
+    """The score with chi-square tail :data:`_OUTLIER_TAIL` at ``n`` degrees of freedom."""
+    return float(chi2.isf(_OUTLIER_TAIL, n))
 
 
 def _ring_write(ring: np.ndarray, t: int, values: np.ndarray) -> None:

@@ -767,3 +767,27 @@ def test_a_change_seen_only_at_input_steps_is_detected_or_warned(seed):
     live = OnlineDMDidc(max_delay=4, dt=0.5, forgetting=0.999)
     _run(live, X, U, 250)
     assert live.outlier_rate_warning() is None and live.events_ == []
+
+
+def test_the_outlier_limit_keeps_its_gaussian_tail_as_the_state_grows():
+    """The score beyond which a row is an outlier has a chi-square tail of at most 1e-7 for
+    any number of states (the CUSUM's clip alone: 4.8e-7 at n = 3, 3.2e-5 at n = 20), while
+    the CUSUM's clip stays where it was."""
+    from scipy.stats import chi2
+    for n in (1, 3, 8, 12, 20):
+        s = delay_step_stream(n, before=600, after=0, n_states=n, lost=0.0)
+        live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, warmup=400)
+        _run(live, s.X, s.U, 600)
+        assert chi2.sf(live._outlier_limit(), n) <= 1e-7 * (1 + 1e-9)
+        assert live._outlier_limit() >= live._whitener()[5]
+
+
+@pytest.mark.parametrize("seed", [300, 301, 302])
+def test_a_clean_twelve_state_stream_has_no_outlier(seed):
+    """A stationary 12-state, 3-input stream (30 dB, 10 000 samples): no change and no
+    outlier (at the CUSUM's clip, 45, a clean row was named on seed 302: q = 44.7)."""
+    s = delay_step_stream(seed, before=10000, after=0, n_states=12, n_inputs=3,
+                          max_delay=3, lost=0.0)
+    live = OnlineDMDidc(max_delay=3, dt=s.dt)
+    _run(live, s.X, s.U, 250)
+    assert live.events_ == [] and live.outliers_ == []
