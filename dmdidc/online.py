@@ -70,7 +70,7 @@ it (they were the change). The rows received while the detector rests (the first
 rows, and those after each alarm) have no predictor to score them and enter with weight 1; when
 it arms, they are rebuilt from the ring of raw samples (*Learning the bound*), scored with the
 new predictor against a robust residual covariance (the rows within 5 MAD-standard deviations:
-the statistics' own is inflated by the outliers), and those beyond ``c`` are down-weighted and
+the statistics' own is inflated by the outliers), and those beyond ``c'`` are down-weighted and
 named as above, the row after the first of a run taking its weight (it holds the spoiled sample
 as a regressor: a leverage point the predictor fits, three spikes in 500 rows masked each
 other), the predictor refitted and the rows scored again until the weights settle (IRLS). The
@@ -1223,6 +1223,35 @@ class OnlineDMDidc:
         nan = lambda a: np.where(undetermined, np.nan, a)       # noqa: E731
         return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
                        standard_error=nan(ci.standard_error))
+
+    def history(self) -> dict:
+        """What the stream did, as plain numbers for a saved model's provenance.
+
+        Returns
+        -------
+        dict
+            ``samples``, ``lost`` (``samples_seen_``, ``dropped_samples_``), ``events`` (each
+            change's ``sample``, ``onset``, ``statistic`` and delays before and after, s),
+            ``outliers`` (``sample``, ``score``, ``weight``), ``bound`` (each growth's
+            ``sample`` and ``new_max_delay``), ``since`` (the onset of the last change, whose
+            samples alone the model rests on, or ``None``) and ``warnings`` (the outlier rate
+            check's, if any).
+        """
+        def delays(values: Any) -> list | None:
+            return None if values is None else [float(d) for d in np.ravel(values)]
+
+        rate = self.outlier_rate_warning()
+        return {
+            "samples": int(self.samples_seen_), "lost": int(self.dropped_samples_),
+            "events": [{"sample": int(e.sample), "onset": int(e.onset),
+                        "statistic": float(e.statistic), "old_delay": delays(e.old_delay),
+                        "new_delay": delays(e.new_delay)} for e in self.events_],
+            "outliers": [{"sample": int(o.sample), "score": float(o.score),
+                          "weight": float(o.weight)} for o in self.outliers_],
+            "bound": [{"sample": int(b.sample), "new_max_delay": int(b.new_max_delay)}
+                      for b in self.bound_events_],
+            "since": int(self.events_[-1].onset) if self.events_ else None,
+            "warnings": [] if rate is None else [rate]}
 
     @property
     def excursion_start_(self) -> int | None:

@@ -93,6 +93,7 @@ def run_follow(args: argparse.Namespace) -> int:
         chunk=args.every, first_column=1,         # a backlog is read in update periods
         time_tolerance=args.time_tolerance))
     guard = _Guard(args.out)
+    guard.source = args.follow
     with guard:
         try:
             first = next(source, None)
@@ -126,11 +127,11 @@ def run_follow(args: argparse.Namespace) -> int:
             # thrown away with it; written only between updates (the estimator whole)
             if not guard.busy and getattr(live, "samples_seen_", 0):
                 try:
-                    _write(live, args.out, "before the error below", first)
+                    _write(live, args.out, "before the error below", first, args.follow)
                 except (ValueError, OSError) as exc:
                     _note(str(exc))
             raise
-    _write(live, args.out, "at the end", first)
+    _write(live, args.out, "at the end", first, args.follow)
     for warning in () if snapshot is None else snapshot.warnings:
         warn(warning, args)
     return 0
@@ -143,7 +144,7 @@ class _Guard:
 
     def __init__(self, out: str) -> None:
         self.busy = self.stop = self.requested = False
-        self.out, self.live, self.signals = out, None, None
+        self.out, self.live, self.signals, self.source = out, None, None, None
         self._saved: dict = {}
 
     def __enter__(self) -> _Guard:
@@ -179,7 +180,7 @@ class _Guard:
             _note("no model written on request (SIGUSR1): no sample received yet")
             return
         try:
-            _write(self.live, self.out, "on request (SIGUSR1)", self.signals)
+            _write(self.live, self.out, "on request (SIGUSR1)", self.signals, self.source)
         except (ToolboxError, ValueError, OSError) as exc:     # the following goes on
             _note(str(exc))
 
@@ -196,7 +197,7 @@ class _Guard:
                 return
 
 
-def _write(live, out: str, when: str, signals=None) -> None:
+def _write(live, out: str, when: str, signals=None, source=None) -> None:
     """Save the current model (refused, as by ``identify``, with the delay at the bound), with
     the names and units of the header of ``signals`` (a :class:`~dmdidc.follow.Chunk`)."""
     import warnings
@@ -215,6 +216,13 @@ def _write(live, out: str, when: str, signals=None) -> None:
         model = model.with_info(model.signal_info.renamed(
             state_names=signals.state_names, input_names=signals.input_names,
             state_units=signals.state_units, input_units=signals.input_units))
+    # the live fit has no IdData: its provenance says what the stream did instead (changes,
+    # outliers, the samples the model rests on)
+    provenance = dict(model.signal_info.provenance or {})
+    provenance["live"] = live.history()
+    if source is not None and provenance.get("data") is None:
+        provenance["data"] = {"source": str(source), "followed": True}
+    model = model.with_info(model.signal_info.renamed(provenance=provenance))
     with staged_file(out) as staged:
         model.save(staged)
     print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)

@@ -372,6 +372,11 @@ def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_chan
     assert [int(line.split()[3]) for line in captured.out.splitlines()
             if line.startswith("outlier at sample")] == spikes
     assert np.abs(DelayedPlant.load(out).delay - plant.delay).max() < 0.1 * DT
+    # the model file records what the stream did (before: provenance.data null, no history)
+    live = DelayedPlant.load(out).signal_info.provenance["live"]
+    assert [o["sample"] for o in live["outliers"]] == spikes and live["events"] == []
+    assert live["since"] is None and live["samples"] == 3000
+    assert DelayedPlant.load(out).signal_info.provenance["data"]["source"].endswith("spiky.csv")
     # the same plant 60 % faster from sample 2000 on
     rng = np.random.default_rng(seed)
     faster = DelayedPlant.from_continuous(1.6 * plant.A_c, plant.B_c, plant.delay, DT,
@@ -391,6 +396,8 @@ def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_chan
     assert 1990 <= onset < 2100          # (the CUSUM's estimate: it may begin early)
     assert (f"warning: the model rests only on the {3000 - onset} samples since the onset "
             f"({onset})") in captured.err
+    live = DelayedPlant.load(out).signal_info.provenance["live"]
+    assert live["since"] == onset and [e["onset"] for e in live["events"]] == [onset]
 
 
 @pytest.mark.parametrize("seed", range(2))
