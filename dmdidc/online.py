@@ -868,7 +868,9 @@ class OnlineDMDidc:
                 break
         if scores is None or np.all(weights == 1.0):
             return False
-        self._note_outliers(times, np.where(weights < 1.0, clip / weights, 0.0))
+        # named by their own scores: a row that only took the weight of the row before it
+        # holds the same sample (as a regressor), and would name the sample after it
+        self._note_outliers(times, np.where((weights < 1.0) & (scores > clip), scores, 0.0))
         return True
 
     @staticmethod
@@ -886,9 +888,14 @@ class OnlineDMDidc:
             return None
         sigma = E[:, inside] @ E[:, inside].T / inside.sum()
         try:
-            return np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+            q = np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+            # deleted residuals: a spike held only as a regressor (its target row lost) is a
+            # leverage point the predictor fits, e_i = (1 - h_i) e_(i), and went unseen
+            R = V[:p]
+            h = np.einsum("ik,ik->k", R, np.linalg.solve(R @ R.T, R))
         except np.linalg.LinAlgError:
             return None
+        return q / np.maximum(1.0 - h, 1e-6) ** 2
 
     def _reweight(self, V: np.ndarray, times: np.ndarray, old: np.ndarray, new: np.ndarray
                   ) -> None:
