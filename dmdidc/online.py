@@ -70,7 +70,8 @@ was lost and row ``t + 1`` is clean), those from a detected change's onset on ar
 it (they were the change). The rows received while the detector rests (the first ``warmup``
 rows, and those after each alarm) have no predictor to score them and enter with weight 1; when
 it arms, they are rebuilt from the ring of raw samples (*Learning the bound*), scored with the
-new predictor against a robust residual covariance (the rows within 5 MAD-standard deviations:
+new predictor (deleted residuals ``q / (1 - h)^2``: a spike whose target row was lost is a
+leverage point) against a robust residual covariance (the rows within 5 MAD-standard deviations:
 the statistics' own is inflated by the outliers), and those beyond ``c'`` are down-weighted and
 named as above, the row after the first of a run taking its weight (it holds the spoiled sample
 as a regressor: a leverage point the predictor fits, three spikes in 500 rows masked each
