@@ -2,9 +2,10 @@
 
 An interval is printed with the decimals that show one or two significant digits of its
 half-width, but an estimate never with more than :data:`MAX_PRINTED_DIGITS` significant digits
-(of the largest entry printed with it): on exact data the width is rounding, and its decimals
-would print ~16 digits of noise.  A half-width below those digits is then printed with its own
-significant digits (``3.2e-08``), never as ``0.00000``, which would read as an exact estimate.
+(of its own magnitude, or of ``scale`` where a caller gives one): on exact data the width is
+rounding, and its decimals would print ~16 digits of noise.  A half-width below those digits
+is then printed with its own significant digits (``3.2e-08``), never as ``0.00000``, which
+would read as an exact estimate.
 Numbers of extreme magnitude (from :data:`SCIENTIFIC_FROM`, or below :data:`SCIENTIFIC_BELOW`)
 share one power of ten (``1.00e+200 +/- 0.10e+200``) instead of printing hundreds of digits.
 """
@@ -18,7 +19,7 @@ from _toolbox.errors import ParameterError
 __all__ = ["MAX_PRINTED_DIGITS", "SCIENTIFIC_BELOW", "SCIENTIFIC_FROM", "interval_decimals",
            "interval_text"]
 
-#: Most significant digits an estimate is printed with (of the largest entry printed with it).
+#: Most significant digits an estimate is printed with (of its own magnitude by default).
 MAX_PRINTED_DIGITS = 6
 #: Magnitudes (of the value or an end) from which an interval prints in scientific notation.
 SCIENTIFIC_FROM = 1e6

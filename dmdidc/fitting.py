@@ -1046,9 +1046,10 @@ def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[s
     """A note naming the inputs the reference explains little of: their instruments are weak,
     and an open-loop input left out of the reference is its own best instrument (a user
     trial's mixed loop, set point only: A_c 18.7 % off, the warnings blaming other causes)."""
-    explained = sum(np.sum(d * d, axis=1) for d in drives)
+    # about the means: the drives carry the inputs' operating point (the FIR's intercept)
+    explained = sum(np.sum((d - d.mean(axis=1, keepdims=True)) ** 2, axis=1) for d in drives)
     total = sum(np.sum((u - u.mean(axis=1, keepdims=True)) ** 2, axis=1) for u in inputs)
-    share = explained / np.maximum(total, np.finfo(float).tiny)
+    share = np.minimum(explained / np.maximum(total, np.finfo(float).tiny), 1.0)
     weak = np.flatnonzero(share < _WEAKLY_DRIVEN)
     if not weak.size:
         return []

@@ -890,6 +890,12 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
     # is a delay the data do not determine: it fails, by name (it added nothing and passed)
     acting = np.any(model.B_c != 0, axis=0) if model.n_inputs else np.zeros(0, dtype=bool)
     unknown = np.flatnonzero(acting & ~finite)
+    # a delay at the bound: its fraction would be read from B^(R + 1), outside the model; on
+    # an exact fit, which misses no block (delay_bound), the fraction is 0 to rounding
+    at_bound = unknown[model.delay_steps[unknown] == model.max_delay] if unknown.size else unknown
+    exact = at_bound.size > 0 and solution.relative_residual <= EXACT_FIT
+    if exact:
+        unknown = np.setdiff1d(unknown, at_bound)
     modes = np.log(eigenvalues.astype(complex)) / T            # continuous modes
     mode_errors = errors / np.maximum(np.abs(eigenvalues), np.finfo(float).tiny) / T
     # a mode at 0 (an integrator, eigenvalue 1 of A_d) has no relative error: on exact data
@@ -924,8 +930,7 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
              f"{DELAY_PRECISION:g} T and the modes' over {100 * EIGENVALUE_PRECISION:g} %")
     remedy = ("excite more strongly and over a wider band (white inputs), record longer, "
               "reduce the noise; see confidence_intervals() before relying on the model")
-    at_bound = unknown[model.delay_steps[unknown] == model.max_delay] if unknown.size else unknown
-    if at_bound.size:
+    if at_bound.size and not exact:
         # the fraction is read from the two blocks around the first active one: at the bound
         # the second is outside the model, whatever the data (more excitation cannot help)
         R = model.max_delay
@@ -940,12 +945,17 @@ def _precision_check(model: DelayedPlant, solution: RegressionSolution | None,
     elif model.n_inputs > 0 and finite.any():
         finding = ("the other delays" if at_bound.size else "delays") + (
             f" known to +/- {worst:.2g} T, " + finding)
-    elif model.n_inputs > 0:                 # no input acts: no delay ('+/- 0 T' said so)
-        finding = "no delay (no input acts), " + finding
+    elif model.n_inputs > 0:
+        if not at_bound.size:           # no input acts: no delay ('+/- 0 T' said so)
+            finding = "no delay (no input acts), " + finding
     else:   # plain DMD: only the transients and the process noise excite the modes
         remedy = ("record longer or more trajectories from different initial states, reduce "
                   "the noise; see confidence_intervals() before relying on the model")
-    if at_bound.size:
+    if exact:
+        finding = (f"the delay of input(s) {at_bound.tolist()} is max_delay={model.max_delay} "
+                   f"whole periods (first active block B^({model.max_delay}); the exact fit "
+                   f"leaves no fraction, as delay_bound says); " + finding)
+    elif at_bound.size:
         finding = (f"the delay of input(s) {at_bound.tolist()} sits at max_delay="
                    f"{model.max_delay} periods, where its fraction cannot be measured (it is "
                    f"read from B^({model.max_delay + 1}), outside the model); " + finding)

@@ -366,10 +366,18 @@ def asymptotic_intervals(solution, test, kept: np.ndarray, *, n_states: int, n_i
         except LogarithmError as exc:
             if not earlier_side:
                 raise
+            if solution.noise_covariance is None:
+                remedy = ("use confidence_intervals(method='bootstrap'), which refits "
+                          "resamples")
+            else:
+                # a private release refuses the bootstrap (it would refit without the noise)
+                remedy = ("the release is too noisy for this model: more clients or samples, "
+                          "a larger epsilon or a smaller max_delay; or fit a list of "
+                          "separately privatized parts (fit_statistics([part, ...])) and "
+                          "bootstrap those")
             raise LogarithmError(f"the intervals span the block structure with the block "
                                  f"before each delay fitted too, which has no continuous "
-                                 f"model ({exc}); use confidence_intervals("
-                                 f"method='bootstrap'), which refits resamples") from exc
+                                 f"model ({exc}); {remedy}") from exc
         if alternative is not None:
             try:
                 intervals = with_pretest_bias(intervals, _delta_method(

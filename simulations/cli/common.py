@@ -536,7 +536,10 @@ def write_table(path: Path, summary: Mapping[str, Any] | Sequence[Mapping[str, A
 def _flatten(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     items = []
     for key, value in mapping.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and not value:
+            # an empty mapping would leave no row: `missing: {}` says that nothing is missing
+            items.append((f"{prefix}{key}", "none"))
+        elif isinstance(value, Mapping):
             items += _flatten(value, f"{prefix}{key}.")
         else:
             items.append((f"{prefix}{key}", value))
@@ -553,4 +556,5 @@ def _cell(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         shown = ", ".join(_cell(item) for item in value[:6])
         return f"[{shown}{', ...' if len(value) > 6 else ''}]"
-    return str(value).replace("|", "\\|")
+    # a line break or a bare '|' would end the row or split the cell of a Markdown table
+    return " ".join(str(value).splitlines()).replace("|", "\\|")

@@ -191,7 +191,7 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
     """The data of ``args`` (:class:`~simulations.data_preparation.IdentificationData`), its
     notes printed, and the sampling period decided (``args.dt`` set).  ``outputs``: the command
     identifies from measured outputs (``--outputs``); the others refuse it."""
-    from _toolbox.errors import ParameterError
+    from _toolbox.errors import ParameterError, ToolboxError
     from simulations.data_preparation import (
         is_table,
         merged,
@@ -206,10 +206,18 @@ def load_data(args: argparse.Namespace, *, outputs: bool = False):
                               if path is not None):
         raise ParameterError("--states and --inputs name a table's columns when several data "
                              "files are given, not files of their own")
-    items = [read_identification_data(file, states=args.states, inputs=args.inputs,
-                                      time=args.time, missing=args.missing, dt=args.dt,
-                                      outputs=args.outputs, time_tolerance=args.time_tolerance)
-             for file in files]
+    items = []
+    for file in files:
+        try:
+            items.append(read_identification_data(
+                file, states=args.states, inputs=args.inputs, time=args.time,
+                missing=args.missing, dt=args.dt, outputs=args.outputs,
+                time_tolerance=args.time_tolerance))
+        except ToolboxError as error:
+            if len(files) == 1:
+                raise
+            # of several files, say which one (a missing value's sample numbers are its own)
+            raise type(error)(f"{file}: {error}") from None
     data = items[0] if len(items) == 1 else merged(items, files)
     for note in data.notes:             # before a refusal too: a row index left out shows
         print(f"data: {note}")
@@ -275,30 +283,58 @@ def delay_record(estimator, model, level: float) -> tuple[Any, dict[str, Any]]:
     The fields: ``delay_steps`` (the block test's whole delays: always), ``delay_s`` (the
     continuous model's delays, or ``"n/a (no continuous model: ...)"``), ``delay_low`` and
     ``delay_high`` (``None`` without intervals), and ``missing``, what the data did not
-    support, each with why (``{}`` when nothing is missing).  Noisy releases may leave the
-    model without a continuous part, or leave no continuous model to the block structure
+    support, each with why (``{}`` when nothing is missing).  A channel without an active
+    block (check ``effect`` failed) has no delay: its entries of ``delay_s``, ``delay_low``
+    and ``delay_high`` are ``None`` and ``missing["delays"]`` names it.  Noisy releases may
+    leave the model without a continuous part, or leave no continuous model to the structure
     with the block before each delay fitted too, which the intervals span
     (:func:`~dmdidc.inference.intervals.asymptotic_intervals` then raises
     ``LogarithmError``): the model is still written and the summary says what it lacks,
     where the commands exited with status 2 and wrote nothing.
     """
+    from dmdidc.discretization import first_active_blocks
     from dmdidc.errors import LogarithmError
 
     fields: dict[str, Any] = {"delay_steps": model.delay_steps.tolist(), "delay_s": None,
                               "delay_low": None, "delay_high": None, "missing": {}}
+    # the model reports 0 for a channel without an active block; a summary read as data
+    # would take that for a measured delay, so it gets null and says why
+    silent = first_active_blocks(model.active_blocks) < 0
+    if silent.any():
+        fields["missing"]["delays"] = _silent_delays(estimator, model, silent)
     if not model.has_continuous:
         fields["delay_s"] = f"n/a (no continuous model: {model.continuous_note})"
         fields["missing"]["continuous model"] = model.continuous_note
         return None, fields
-    fields["delay_s"] = model.delay.tolist()
+    fields["delay_s"] = _without(model.delay, silent)
     try:
         intervals = unit_intervals(estimator.confidence_intervals(level), model.signal_info)
     except LogarithmError as exc:
         fields["missing"]["intervals"] = f"the delta method cannot give them: {exc}"
         return None, fields
-    fields.update(delay_low=intervals.delay.low.tolist(),
-                  delay_high=intervals.delay.high.tolist())
+    fields.update(delay_low=_without(intervals.delay.low, silent),
+                  delay_high=_without(intervals.delay.high, silent))
     return intervals, fields
+
+
+def _without(values, silent) -> list:
+    """``values`` as a list, ``None`` where ``silent``."""
+    return [None if off else value for value, off in zip(values.tolist(), silent, strict=True)]
+
+
+def _silent_delays(estimator, model, silent) -> str:
+    """Why the delays of the ``silent`` input channels (no active block) are not given: the
+    failed ``effect`` check's finding and remedy."""
+    names = ", ".join(str(model.signal_info.input_names[i]) for i in np.flatnonzero(silent))
+    text = (f"input(s) {names}: no active input block, so no delay (delay_s, delay_low, "
+            f"delay_high null; the model file holds 0)")
+    try:
+        effect = estimator.diagnostics_["effect"]
+    except KeyError:        # a fit without the effect test (blocks chosen by a threshold)
+        return text
+    if not effect.failed:
+        return text
+    return f"{text}: {effect.message()}"
 
 
 def signal_labels(names, units) -> list[str]:

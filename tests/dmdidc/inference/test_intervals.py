@@ -282,13 +282,23 @@ def test_asymmetric_intervals_print_their_ends_and_keep_them_under_the_pretest()
     assert wider.value[0] - wider.low[0] > wider.high[0] - wider.value[0]   # the sides kept
 
 
-def test_a_spanned_structure_without_continuous_model_is_named(monkeypatch):
+@pytest.mark.parametrize("private", [False, True])
+def test_a_spanned_structure_without_continuous_model_is_named(monkeypatch, private):
     from dmdidc.inference import intervals
+    from dmdidc.statistics.statistics import SufficientStatistics
 
     plant = DelayedPlant.from_continuous([[-0.5]], [[1.0]], delay=1.5, dt=1.0)
     U = random_excitation(1, 400, rng=0)
     X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(401)
-    est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
+    if private:
+        stats = SufficientStatistics.from_data([X], [U], max_delay=3, state_bound=10.0,
+                                               input_bound=1.0)
+        release = stats.privatize("gaussian", epsilon=1e4, delta=1e-5, rng=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = DMDidc(max_delay=3).fit_statistics(release, dt=1.0)
+    else:
+        est = DMDidc(max_delay=3).fit(X, U, dt=1.0)
     plain = intervals._delta_method
 
     def failing(*args, earlier_side=False, **kwargs):
@@ -297,8 +307,15 @@ def test_a_spanned_structure_without_continuous_model_is_named(monkeypatch):
         return plain(*args, earlier_side=earlier_side, **kwargs)
 
     monkeypatch.setattr(intervals, "_delta_method", failing)
-    with pytest.raises(LogarithmError, match="block before each delay fitted too"):
+    with pytest.raises(LogarithmError, match="block before each delay fitted too") as caught:
         est.delay_ci()
+    # a release refuses the bootstrap, so its remedy is less noise or a smaller model
+    remedy = str(caught.value).rsplit("axis)", 1)[1]
+    assert ("method='bootstrap'" in remedy) is not private
+    if private:
+        assert "larger epsilon" in remedy and "smaller max_delay" in remedy
+        with pytest.raises(ValueError, match="fitted on a private release"):
+            est.confidence_intervals(method="bootstrap", n_resamples=5, rng=0)
 
 
 @pytest.mark.parametrize("seed", range(4))

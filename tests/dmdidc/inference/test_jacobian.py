@@ -182,3 +182,81 @@ def test_intervals_of_many_states_never_form_an_n2_by_n2_matrix():
         tracemalloc.stop()
     assert peak < 8 * n ** 4, peak / 2 ** 20
     assert np.isfinite(ci.A_c.standard_error).all() and np.isfinite(ci.delay.standard_error).all()
+
+
+def test_a_model_jacobian_compares_and_hashes_by_identity():
+    # a generated __eq__ over its array fields raised (ambiguous truth value) and hash() too
+    from dmdidc.inference import model_jacobian
+
+    J = model_jacobian(np.array([[-0.5]]), np.array([[1.0]]), np.array([0.7]),
+                       [(np.array([0.3]), np.array([0.5]))], dt=1.0)
+    same = model_jacobian(np.array([[-0.5]]), np.array([[1.0]]), np.array([0.7]),
+                          [(np.array([0.3]), np.array([0.5]))], dt=1.0)
+    assert J == J and J != same and len({J, J, same}) == 2
+    np.testing.assert_array_equal(J.dense(), same.dense())   # the same numbers all the same
+
+
+@pytest.mark.parametrize("split", [1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6])
+def test_the_eigenbasis_is_used_only_where_it_agrees_with_the_block_logarithm(split):
+    # two eigenvalues `split` apart in a non-normal A_c: cond(V) ~ 3 / split, every one below
+    # the 1e8 limit, yet the eigenbasis derivative of logm was 1e-4 wrong at split 1e-4 and
+    # 7x at 1e-6. The ground truth never uses the eigenbasis: logm([[A, E], [0, A]]) holds
+    # the Frechet derivative L(A, E) in its top right block
+    from scipy.linalg import expm, logm
+
+    from dmdidc.inference import jacobian
+
+    rng, n, dt = np.random.default_rng(0), 3, 0.5
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c = Q @ np.array([[-0.5, 1.0, 0.3], [0.0, -0.5 - split, 0.7], [0.0, 0.0, -1.3]]) @ Q.T
+    A_d = expm(A_c * dt)
+    mu, V = np.linalg.eig(A_c)
+    assert np.linalg.cond(V) < jacobian.MAX_EIGENVECTOR_CONDITION
+    W, exp_T = np.linalg.inv(V), np.exp(mu * dt)
+    D_exp = jacobian._divided(exp_T, dt * exp_T, mu)
+    error = 0.0
+    for _ in range(3):
+        E = rng.standard_normal((n, n))
+        truth = logm(np.block([[A_d, E], [np.zeros((n, n)), A_d]]))[:n, n:].real / dt
+        eigenbasis = (V @ ((W @ E @ V) / D_exp) @ W).real
+        error = max(error, np.linalg.norm(eigenbasis - truth) / np.linalg.norm(truth))
+    J = jacobian.model_jacobian(A_c, rng.standard_normal((n, 1)), np.array([0.3]),
+                                [(np.ones(n), np.ones(n))], dt)
+    if J is None:       # refused (the caller differentiates numerically): rightly
+        assert error > 1e-3 * jacobian.MAX_EIGENBASIS_ERROR
+    else:               # used: its variances are within 1e-3
+        assert error < 1e-4
+        rows = J.log_adjoint(np.eye(n * n).reshape(-1, n, n)).reshape(n * n, n * n)
+        formula = jacobian.frechet_matrix(V, W, 1 / D_exp).real     # the formula checked
+        assert np.abs(rows - formula).max() <= 1e-6 * np.abs(formula).max()
+    # used down to split 1e-3 (error 4e-8), refused from 1e-5 (0.15); at 1e-4 (6e-5, near
+    # the tolerance) either is right
+    assert J is not None if split >= 1e-3 else J is None if split <= 1e-5 else True
+
+
+def test_a_near_defective_fit_gets_the_intervals_of_central_differences(monkeypatch):
+    # two equal lags in series (a defective A_c) on low-noise data: the fitted A_c's
+    # eigenvalues lie 9e-7 apart, cond(V) = 3e6 passed the 1e8 limit, and the analytic
+    # standard errors were 1.3e-2 off those of central differences of the recovery
+    from dmdidc.inference import jacobian
+
+    A_c = np.array([[-0.5, 0.0, 0.0], [1.0, -0.5, 0.0], [0.0, 0.4, -1.2]])
+    B_c = np.array([[1.0, 0.2], [0.0, 0.5], [0.3, 1.0]])
+    plant = DelayedPlant.from_continuous(A_c, B_c, [0.7, 1.3], 0.5, max_delay=4)
+    rng = np.random.default_rng(3)
+    U = random_excitation(2, 4000, rng=rng)
+    X = plant.simulate(np.zeros(3), U)
+    X = X + 1e-9 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=4, estimator="ls").fit(X, U, dt=0.5)
+    fitted = est.model_
+    assert np.linalg.cond(np.linalg.eig(fitted.A_c)[1]) < jacobian.MAX_EIGENVECTOR_CONDITION
+    assert jacobian.model_jacobian(fitted.A_c, fitted.B_c, fitted.delay,
+                                   [(np.ones(3), np.ones(3))] * 2, 0.5) is None
+    ours = est.confidence_intervals()
+    monkeypatch.setattr(intervals, "model_jacobian", lambda *args: None)
+    numeric = est.confidence_intervals()
+    for name in ("delay", "A_c", "B_c"):
+        a, b = getattr(ours, name).standard_error, getattr(numeric, name).standard_error
+        np.testing.assert_allclose(a, b, rtol=1e-9)

@@ -219,3 +219,28 @@ def test_a_model_whose_intervals_the_releases_do_not_support_is_written_and_says
     assert re.search(r"warning: the model is kept without confidence intervals: .*block "
                      r"before each delay", err)
     assert "ContinuousModelWarning" not in err         # the command's warning, not Python's
+
+
+def test_inputs_without_an_active_block_have_no_delay_and_say_why():
+    # inputs that do not act on the states: every block fails the effect test, and the
+    # summary wrote delay_s 0.0 per channel with `missing: {}`, a measured-looking delay
+    import warnings
+
+    from dmdidc import DMDidc, random_excitation
+    from simulations.cli.common import strict_json
+    from simulations.cli.identify import delay_record
+
+    rng = np.random.default_rng(0)
+    U = random_excitation(2, 2000, rng=rng)
+    X = rng.standard_normal((2, 2001))                        # U does not act
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DMDidc(max_delay=3).fit(X, U, dt=2.0)
+        model = est.annotated_model(0.95)
+    assert est.diagnostics_["effect"].failed and model.has_continuous
+    _, fields = delay_record(est, model, 0.95)
+    fields = json.loads(json.dumps(strict_json(fields)))
+    assert fields["delay_steps"] == [0, 0]
+    assert fields["delay_s"] == fields["delay_low"] == fields["delay_high"] == [None, None]
+    reason = fields["missing"]["delays"]
+    assert "u0, u1" in reason and "check 'effect' failed" in reason

@@ -679,3 +679,10 @@ def test_several_data_files_are_experiments_fitted_together(tmp_path, capsys, se
                     "--max-delay", 3, out="other.json") == 2
     assert re.search(r"c\.csv'.*state units.*same signals in the same units",
                      capsys.readouterr().err)
+    # an error while reading one of them names that file
+    text = (tmp_path / "b.csv").read_text().splitlines()
+    text[50] = ",".join(text[50].split(",")[:2] + ["", *text[50].split(",")[3:]])
+    (tmp_path / "d.csv").write_text("\n".join(text) + "\n")
+    assert identify(tmp_path, first, tmp_path / "d.csv", "--inputs", "u1,u2",
+                    "--max-delay", 3, out="gap.json") == 2
+    assert re.search(r"error: \S*d\.csv: .*missing", capsys.readouterr().err)
