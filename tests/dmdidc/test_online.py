@@ -17,7 +17,7 @@ from dmdidc import (
 )
 from dmdidc.online import ChangeEvent
 from simulations.studies.data_kinds import random_plant
-from simulations.studies.live_stream import delay_step_stream
+from simulations.studies.live_stream import delay_step_stream, dynamics_step_stream
 
 
 def _run(live, X, U, chunk, checkpoints=()):
@@ -60,14 +60,8 @@ def test_tracks_a_delay_step_with_lost_samples(seed, step, memory):
 
 def test_detects_a_change_of_the_dynamics():
     """A_c speeds up by 60 % (same delays) at sample 4000: flagged, new eigenvalues learned."""
-    R, dt, rng = 4, 0.5, np.random.default_rng(7)
-    old = random_plant(rng, max_delay=R, delay_periods=(0.3, 1.5), dt=dt)
-    new = DelayedPlant.from_continuous(1.6 * old.A_c, old.B_c, old.delay, dt, max_delay=R)
-    U = rng.standard_normal((2, 7000))
-    X = old.simulate(np.zeros(3), U[:, :4000])
-    tail = new.simulate(X[:, -1], U[:, 4000:], U_past=U[:, 4000 - R:4000])
-    X = np.concatenate([X, tail[:, 1:]], axis=1)
-    X += 10 ** -1.5 * np.sqrt((X ** 2).mean(axis=1, keepdims=True)) * rng.standard_normal(X.shape)
+    R, dt = 4, 0.5
+    old, new, X, U = dynamics_step_stream(7, max_delay=R, dt=dt)
     live = OnlineDMDidc(max_delay=R, dt=dt, forgetting=0.999)
     _run(live, X, U, 500)
     assert [4000 <= e.sample < 4100 for e in live.events_] == [True]
@@ -666,9 +660,14 @@ def test_spikes_while_the_detector_rests_are_down_weighted_when_it_arms(seed, me
     (event,), (truth,) = spiky.events_, clean.events_
     assert abs(event.onset - truth.onset) <= 10 and abs(event.sample - truth.sample) <= 3
     assert [o.sample for o in spiky.outliers_] == spikes
+    _assert_same_model(spiky, clean, s.dt)
+
+
+def _assert_same_model(spiky, clean, dt):
+    """The spiky stream's model is the clean stream's: delays within 0.01 T, eigenvalues 1 %."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                       # (the fit's diagnostics)
-        assert np.abs(spiky.delay - clean.delay).max() < 0.01 * s.dt
+        assert np.abs(spiky.delay - clean.delay).max() < 0.01 * dt
         truth = np.sort_complex(np.linalg.eigvals(clean.A_c))
         found = np.sort_complex(np.linalg.eigvals(spiky.A_c))
     assert np.abs(found - truth).max() < 0.01 * np.abs(truth).max()
@@ -698,12 +697,7 @@ def test_spikes_around_a_growth_of_the_bound_are_named_once(seed):
     assert [(b.sample, b.new_max_delay) for b in spiky.bound_events_] == \
         [(b.sample, b.new_max_delay) for b in clean.bound_events_] != []
     assert [o.sample for o in spiky.outliers_] == spikes
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                       # (the fit's diagnostics)
-        assert np.abs(spiky.delay - clean.delay).max() < 0.01 * s.dt
-        truth = np.sort_complex(np.linalg.eigvals(clean.A_c))
-        found = np.sort_complex(np.linalg.eigvals(spiky.A_c))
-    assert np.abs(found - truth).max() < 0.01 * np.abs(truth).max()
+    _assert_same_model(spiky, clean, s.dt)
 
 
 @pytest.mark.parametrize("seed", range(3))
