@@ -22,9 +22,8 @@ import warnings
 
 import numpy as np
 
-from dmdidc import DelayedPlant, OnlineDMDidc
-from simulations.studies.data_kinds import random_plant
-from simulations.studies.live_stream import delay_step_stream
+from dmdidc import OnlineDMDidc
+from simulations.studies.live_stream import delay_step_stream, dynamics_step_stream
 
 CHUNK = 250
 
@@ -58,16 +57,8 @@ def delays() -> None:
         print(f"delay step {step} T: (samples to each detection, final delay error / T)", found)
     found = []
     for seed in range(7, 13):
-        R, dt, rng = 4, 0.5, np.random.default_rng(seed)
-        old = random_plant(rng, max_delay=R, delay_periods=(0.3, 1.5), dt=dt)
-        new = DelayedPlant.from_continuous(1.6 * old.A_c, old.B_c, old.delay, dt, max_delay=R)
-        U = rng.standard_normal((2, 7000))
-        X = old.simulate(np.zeros(3), U[:, :4000])
-        tail = new.simulate(X[:, -1], U[:, 4000:], U_past=U[:, 4000 - R:4000])
-        X = np.concatenate([X, tail[:, 1:]], axis=1)
-        X += 10 ** -1.5 * np.sqrt((X ** 2).mean(axis=1, keepdims=True)) * rng.standard_normal(
-            X.shape)
-        live = _run(OnlineDMDidc(max_delay=R, dt=dt, forgetting=0.999), X, U)
+        _, _, X, U = dynamics_step_stream(seed)
+        live = _run(OnlineDMDidc(max_delay=4, dt=0.5, forgetting=0.999), X, U)
         found.append([e.sample - 4000 for e in live.events_])
     print("A_c 60 % faster: samples to each detection", found)
 

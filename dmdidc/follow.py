@@ -205,7 +205,11 @@ class Snapshot:
         warning system so a live loop does not repeat them.
     outliers : tuple of Outlier
         Samples read as outliers since the previous snapshot (``OnlineDMDidc.outliers_``):
-        down-weighted, not taken for a change.
+        down-weighted, not taken for a change.  One inside the detector's open CUSUM excursion
+        (``OnlineDMDidc.excursion_start_``) is held back until the excursion closes (or the
+        source ends): a change detected in it would claim the excursion's rows as its own
+        (before, outliers were printed as "not a change" and the change then began before
+        them).
     """
 
     samples: int
@@ -1164,8 +1168,9 @@ def track(source: Iterable, estimator: Any, *, every: int = 1, level: float = 0.
             seen += len(events)
             pending = 0
             yield _snapshot(estimator, tuple(events), restarts, level, told)
-    if pending:
-        yield _snapshot(estimator, (), restarts, level, told)
+    held = any(o.sample not in told for o in getattr(estimator, "outliers_", ()))
+    if pending or held:
+        yield _snapshot(estimator, (), restarts, level, told, final=True)
 
 
 def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -1178,9 +1183,12 @@ def _unpack(item: Any) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def _snapshot(estimator: Any, events: tuple, restarts: int, level: float,
-              told: set[int]) -> Snapshot:
-    """The snapshot; the samples of the outliers it reports join ``told``."""
-    outliers = tuple(o for o in getattr(estimator, "outliers_", ()) if o.sample not in told)
+              told: set[int], final: bool = False) -> Snapshot:
+    """The snapshot; the samples of the outliers it reports join ``told`` (those in the open
+    CUSUM excursion wait for it to close, unless ``final``: :class:`Snapshot`)."""
+    opened = None if final else getattr(estimator, "excursion_start_", None)
+    outliers = tuple(o for o in getattr(estimator, "outliers_", ())
+                     if o.sample not in told and (opened is None or o.sample <= opened))
     told.update(o.sample for o in outliers)
     delay = low = high = None
     note, failed = "", []
@@ -1198,7 +1206,16 @@ def _snapshot(estimator: Any, events: tuple, restarts: int, level: float,
                     events=events, dropped=estimator.dropped_samples_, restarts=restarts,
                     note=note, outliers=outliers,
                     warnings=tuple(dict.fromkeys(failed + [str(w.message) for w in caught]
-                                                 + _since_change(estimator))))
+                                                 + _since_change(estimator)
+                                                 + _outlier_rate(estimator))))
+
+
+def _outlier_rate(estimator: Any) -> list[str]:
+    """That more samples were outliers than Gaussian noise explains
+    (:meth:`~dmdidc.OnlineDMDidc.outlier_rate_warning`)."""
+    check = getattr(estimator, "outlier_rate_warning", None)
+    message = check() if check is not None else None
+    return [] if message is None else [message]
 
 
 def _since_change(estimator: Any) -> list[str]:

@@ -46,8 +46,9 @@ the new plant is learned. False alarms, measured: no event in 20 000 stationary 
 of 20 random plants at 30 dB with 3 % lost samples (4 in the tests); the CUSUM peaked at 19.8
 against the default threshold 35 (the residuals of noisy states are correlated, so the
 white-residual run length ``~exp(threshold)`` is optimistic). Changes of the delay by 0.2 T or
-more, or of ``A_c`` by 60 %, were flagged 6-10 samples after them on 30 plants (0-6 before the
-outlier rules below).
+more, or of ``A_c`` by 60 %, were flagged 6-10 received rows after them on 30 plants (0-6
+before the outlier rules below; more with lost samples, noise or weaker changes: up to 38
+samples at 10 % lost, 192 at 20 dB, docs/live-identification.md).
 
 **Outliers.**  A spike in one state sample ``x_t`` (a sensor glitch) spoils two rows, ``t - 1``
 (its target) and ``t`` (a regressor), by as much as it likes: one such sample once raised the
@@ -58,27 +59,30 @@ of 5e-7: clean rows are not clipped), and the alarm is raised on the *evidence*,
 the largest increase that one sample's two rows (two consecutive received rows) gave its
 excursion. That evidence never exceeds the CUSUM of the other rows (tested), so no single sample
 can raise an alarm, and a change needs the evidence of at least 5 more rows (the price: 6-10
-samples to detect it). Each row enters the statistics with the weight ``min(1, c / q_k)``, so
-its weighted score is the clipped one: a row adds at most ``c`` (in units of ``Sigma``) to the
-residual moments, and a spike's rows weigh about 1e-4 (one-step IRLS with the a priori
-predictor and a redescending weight, where the batch fit's robust IV iterates Huber weights). A
-row beyond ``c`` is recorded in ``outliers_`` as the sample it spoils (the target of its first
-row: ``x_t``; ``x_t`` also when row ``t - 1`` was lost and row ``t + 1`` is clean), those from
-a detected change's onset on are dropped from it (they were the change). The rows received
-while the detector rests (the first ``warmup`` rows, and those after each alarm) have no
-predictor to score them and enter with weight 1; when it arms, they are rebuilt from the ring
-of raw samples (*Learning the bound*), scored with the new predictor against a robust residual
-covariance (the rows within 5 MAD-standard deviations: the statistics' own is inflated by the
-outliers), and those beyond ``c`` are down-weighted and named as above, the row after the first
-of a run taking its weight (it holds the spoiled sample as a regressor: a leverage point the
-predictor fits, three spikes in 500 rows masked each other), the predictor refitted and the
-rows scored again until the weights settle (IRLS). The rows a growth of the bound rebuilds
-from the ring enter with weight 1 too, and the detector rests after it: they are screened so
-when it re-arms (each sample named once). The rows of the chunk under way are screened as
-received; those of earlier chunks only as far as the ring still holds them (without a ring,
-``max_delay_limit = max_delay``, not at all). Not covered: a spike in a logged input the
-plant did not receive (it spoils ``R + 1`` rows), and a second outlier within the same CUSUM
-excursion (a few dozen rows after the first) when the CUSUM already sits high.
+samples to detect it). Each row enters the statistics with the weight ``min(1, c' / q_k)``,
+with ``c' = max(c, chi2.isf(1e-7, n))`` (the clip's own tail grows with ``n``: 3.2e-5 at ``n =
+20``, and at ``n = 12`` it named a clean row), so its weighted score is at most ``c'``: a row
+adds at most ``c'`` (in units of ``Sigma``) to the residual moments, and a spike's rows weigh
+about 1e-4 (one-step IRLS with the a priori predictor and a redescending weight, where the
+batch fit's robust IV iterates Huber weights). A row beyond ``c'`` is recorded in ``outliers_``
+as the sample it spoils (the target of its first row: ``x_t``; ``x_t`` also when row ``t - 1``
+was lost and row ``t + 1`` is clean), those from a detected change's onset on are dropped from
+it (they were the change). The rows received while the detector rests (the first ``warmup``
+rows, and those after each alarm) have no predictor to score them and enter with weight 1; when
+it arms, they are rebuilt from the ring of raw samples (*Learning the bound*), scored with the
+new predictor (deleted residuals ``q / (1 - h)^2``: a spike whose target row was lost is a
+leverage point) against a robust residual covariance (the rows within 5 MAD-standard deviations:
+the statistics' own is inflated by the outliers), and those beyond ``c'`` are down-weighted and
+named as above, the row after the first of a run taking its weight (it holds the spoiled sample
+as a regressor: a leverage point the predictor fits, three spikes in 500 rows masked each
+other), the predictor refitted and the rows scored again until the weights settle (IRLS). The
+rows a growth of the bound rebuilds from the ring enter with weight 1 too, and the detector
+rests after it: they are screened so when it re-arms (each sample named once). The rows of the
+chunk under way are screened as received; those of earlier chunks only as far as the ring still
+holds them (without a ring, ``max_delay_limit = max_delay``, not at all). Not covered: a spike
+in a logged input the plant did not receive (it spoils ``R + 1`` rows), and a second outlier
+within the same CUSUM excursion (a few dozen rows after the first) when the CUSUM already sits
+high.
 
 **Undetermined delays.**  A channel whose input blocks are all insignificant in the block test
 (on few rows: the first ones, or the first after a detected change, when the statistics
@@ -118,6 +122,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import functools
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -125,6 +130,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import blas
+from scipy.stats import chi2
 
 from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc.errors import (
@@ -154,6 +160,12 @@ _BOUND_EVERY = 5000
 _ROWS_TO_ALARM = 5
 #: Reweighting passes over the rows of a warmup when the detector arms (IRLS; module notes).
 _SCREEN_ITERATIONS = 10
+#: Outliers within a warmup's worth of samples that :meth:`OnlineDMDidc.outlier_rate_warning`
+#: reports (Gaussian noise gives about 5e-5).
+_OUTLIERS_TO_WARN = 3
+#: Chi-square tail of a clean row's score beyond which it is an outlier, at least (the
+#: CUSUM's clip may lie further out; :meth:`OnlineDMDidc._outlier_limit`).
+_OUTLIER_TAIL = 1e-7
 
 
 @dataclass
@@ -455,12 +467,12 @@ class OnlineDMDidc:
         V, times = self._regression_rows(X, U, t0)
         self._last_state = X[:, -1].copy()
         self.samples_seen_ = t0 + L
-        if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
-            _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
-            _ring_write(self._raw_U, t0, U)
         self._chunk_rows = (V, times, t0)        # (a warmup's screening reads them)
         counted = self._process(V, times)
         self._chunk_rows = None
+        if self._raw_U.shape[1]:                 # (x_t0 was stored with the previous chunk)
+            _ring_write(self._raw_X, t0 + 1 if t0 else 0, X[:, 1:] if t0 else X)
+            _ring_write(self._raw_U, t0, U)
         self._advance(t0 + L)
         self._after_chunk(int(times.size), counted)
         return self
@@ -579,6 +591,14 @@ class OnlineDMDidc:
             whitening = self._whitener()
         z = whitening[1].dot(v)
         return float(z.dot(z))
+
+    def _outlier_limit(self) -> float:
+        """The score beyond which a row is an outlier (down-weighted to ``limit / q`` and
+        named): the CUSUM's clip, or the chi-square tail of :data:`_OUTLIER_TAIL` if that
+        is higher (the clip's tail grows with ``n``: 4.8e-7 at ``n = 3``, 3.2e-5 at ``n =
+        20``, which named clean rows on 12-state plants)."""
+        clip = self._whitener()[5]
+        return max(clip, _chi2_limit(self._layout.n_states))
 
     def _increments(self, q):
         """The CUSUM increments ``l = gain min(q, clip) - offset`` of scores ``q``."""
@@ -735,7 +755,7 @@ class OnlineDMDidc:
         """Each row's weight in the statistics, ``min(1, clip / q)``: the weighted score
         ``w q`` is the clipped score the CUSUM takes (module notes, *Outliers*); ``None``
         when every row is within the clip."""
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         if q.max() <= clip:
             return None
         return np.minimum(1.0, clip / np.maximum(q, np.finfo(float).tiny))
@@ -743,7 +763,7 @@ class OnlineDMDidc:
     def _note_outliers(self, times: np.ndarray, q: np.ndarray) -> None:
         """Record the samples of the rows whose score exceeds the clip (module notes): a
         spike in ``x_t`` spoils row ``t - 1`` (its target) and row ``t`` (a regressor)."""
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         beyond = q > clip
         if not beyond.any():
             return
@@ -804,10 +824,10 @@ class OnlineDMDidc:
         mine = (times_now >= start) & (times_now <= last)
         parts = [(V_now[:, mine], times_now[mine])]
         size = self._raw_U.shape[1]
-        first = max(start, self.samples_seen_ + 1 - size, 0)   # (what the ring holds)
+        first = max(start, t0 + 1 - size, 0)     # (what the ring holds: up to t0)
         end = min(t0, last + 1)                  # the rows before the chunk's
         if size and end > first:
-            read = max(first - self._lags, self.samples_seen_ + 1 - size, 0)  # (their lags)
+            read = max(first - self._lags, t0 + 1 - size, 0)  # (their lags)
             saved = self._sample.copy()          # (the input history of the stream goes on)
             self._recent[:] = np.nan             # (the rows without theirs: left out)
             V, times = self._regression_rows(_ring_read(self._raw_X, read, end + 1),
@@ -819,7 +839,7 @@ class OnlineDMDidc:
         n, p = self._predictor[0].shape
         if times.size <= 2 * p:
             return False
-        clip = self._whitener()[5]
+        clip = self._outlier_limit()
         weights = np.ones(times.size)            # each rebuilt row's weight as it entered
         scores = None
         for _ in range(_SCREEN_ITERATIONS):
@@ -849,7 +869,9 @@ class OnlineDMDidc:
                 break
         if scores is None or np.all(weights == 1.0):
             return False
-        self._note_outliers(times, np.where(weights < 1.0, clip / weights, 0.0))
+        # named by their own scores: a row that only took the weight of the row before it
+        # holds the same sample (as a regressor), and would name the sample after it
+        self._note_outliers(times, np.where((weights < 1.0) & (scores > clip), scores, 0.0))
         return True
 
     @staticmethod
@@ -867,9 +889,14 @@ class OnlineDMDidc:
             return None
         sigma = E[:, inside] @ E[:, inside].T / inside.sum()
         try:
-            return np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+            q = np.einsum("ik,ik->k", E, np.linalg.solve(sigma, E))
+            # deleted residuals: a spike held only as a regressor (its target row lost) is a
+            # leverage point the predictor fits, e_i = (1 - h_i) e_(i), and went unseen
+            R = V[:p]
+            h = np.einsum("ik,ik->k", R, np.linalg.solve(R @ R.T, R))
         except np.linalg.LinAlgError:
             return None
+        return q / np.maximum(1.0 - h, 1e-6) ** 2
 
     def _reweight(self, V: np.ndarray, times: np.ndarray, old: np.ndarray, new: np.ndarray
                   ) -> None:
@@ -1206,6 +1233,89 @@ class OnlineDMDidc:
         return replace(ci, value=nan(ci.value), low=nan(ci.low), high=nan(ci.high),
                        standard_error=nan(ci.standard_error))
 
+    def history(self) -> dict:
+        """What the stream did, as plain numbers for a saved model's provenance.
+
+        Returns
+        -------
+        dict
+            ``samples``, ``lost`` (``samples_seen_``, ``dropped_samples_``), ``events`` (each
+            change's ``sample``, ``onset``, ``statistic`` and delays before and after, s),
+            ``outliers`` (``sample``, ``score``, ``weight``), ``bound`` (each growth's
+            ``sample`` and ``new_max_delay``), ``since`` (the onset of the last change, whose
+            samples alone the model rests on, or ``None``) and ``warnings`` (the outlier rate
+            check's, if any).
+        """
+        def delays(values: Any) -> list | None:
+            return None if values is None else [float(d) for d in np.ravel(values)]
+
+        rate = self.outlier_rate_warning()
+        return {
+            "samples": int(self.samples_seen_), "lost": int(self.dropped_samples_),
+            "events": [{"sample": int(e.sample), "onset": int(e.onset),
+                        "statistic": float(e.statistic), "old_delay": delays(e.old_delay),
+                        "new_delay": delays(e.new_delay)} for e in self.events_],
+            "outliers": [{"sample": int(o.sample), "score": float(o.score),
+                          "weight": float(o.weight)} for o in self.outliers_],
+            "bound": [{"sample": int(b.sample), "new_max_delay": int(b.new_max_delay)}
+                      for b in self.bound_events_],
+            "since": int(self.events_[-1].onset) if self.events_ else None,
+            "warnings": [] if rate is None else [rate]}
+
+    @property
+    def excursion_start_(self) -> int | None:
+        """The first row of the detector's open CUSUM excursion, ``None`` while the CUSUM
+        is zero: a change detected before it closes has its onset there, and the outliers
+        from it on are dropped as that change's first rows (module notes, *Outliers*)."""
+        if self._layout is None or self._cusum <= 0.0:
+            return None
+        return self._excursion_start
+
+    def outlier_rate_warning(self) -> str | None:
+        """Whether more samples were read as outliers than Gaussian noise explains.
+
+        A row is an outlier (module notes) at a chi-square tail of at most 1e-7
+        (:data:`_OUTLIER_TAIL`), so Gaussian noise gives about 5e-5 of them in a warmup's
+        worth of samples: at least
+        :data:`_OUTLIERS_TO_WARN` within that span (since the last change's onset) means the
+        noise is heavy-tailed (then the residual covariance, and so the intervals, are too
+        narrow) or the plant changed in a way that shows only at some rows, such as a delay
+        change seen only at the steps of held inputs (then the down-weighted rows were the
+        change, and the model keeps the old plant).
+
+        Returns
+        -------
+        str or None
+            The warning naming both causes and the remedy, ``None`` while the rate is that
+            of Gaussian noise.
+        """
+        if self._layout is None:
+            return None
+        onset = self.events_[-1].onset if self.events_ else -1
+        samples = np.sort([o.sample for o in self.outliers_ if o.sample > onset])
+        if samples.size < _OUTLIERS_TO_WARN:
+            return None
+        span = self._resolved_warmup()
+        within = np.searchsorted(samples, samples + span) - np.arange(samples.size)
+        most = int(within.max())
+        if most < _OUTLIERS_TO_WARN:
+            return None
+        at = int(samples[int(np.argmax(within))])
+        n = self._layout.n_states
+        clip = self._outlier_limit() if self._predictor is not None else None
+        tail = "" if clip is None else (
+            f", where Gaussian noise gives {span * chi2.sf(clip, n):.1g} (rows beyond "
+            f"q = {clip:.3g})")
+        return (f"outlier rate check: {most} samples from {at} on, within {span} samples, "
+                f"were read as outliers and down-weighted ({samples.size} since "
+                f"{'the start' if onset < 0 else f'the onset {onset} of the last change'})"
+                f"{tail}. Either the noise is heavy-tailed (then the residual covariance and "
+                f"the delay intervals are too narrow) or the plant changed in a way that "
+                f"shows only at some rows, such as a delay change seen only at the steps of "
+                f"held inputs (then the model keeps the old plant). Check the outliers' "
+                f"samples against the input's steps, and fit the record since them in batch "
+                f"(DMDidc, or dmdidc identify FILE)")
+
     def _delay_or_none(self) -> np.ndarray | None:
         try:
             return self.delay
@@ -1231,6 +1341,12 @@ class OnlineDMDidc:
 #: Attributes of the fit that the online estimator forwards.
 _FORWARDED = ("A_c", "B_c", "A_d", "model_", "delay_steps", "delay_fraction",
               "confidence_intervals", "regression_", "block_test_", "predict")
+
+
+@functools.cache
+def _chi2_limit(n: int) -> float:
+    """The score with chi-square tail :data:`_OUTLIER_TAIL` at ``n`` degrees of freedom."""
+    return float(chi2.isf(_OUTLIER_TAIL, n))
 
 
 def _ring_write(ring: np.ndarray, t: int, values: np.ndarray) -> None:

@@ -54,6 +54,7 @@ from privacy.stable import sas_sample
 from simulations.plant import _noise_array, checked_output, fine_grid
 
 __all__ = [
+    "CoordinatesError",
     "Controller",
     "LinearController",
     "ClosedLoopResult",
@@ -780,8 +781,18 @@ def _check_coordinates(plant: DelayedPlant, controller: Any, x0: Any) -> None:
               "design the controller on a model with the plant's operating point (the plant "
               "itself, or an identified model that carries one), or simulate "
               "plant.deviation_model() with x0 as a deviation")
-    raise ParameterError(f"{text}: the controller would regulate the plant to the wrong "
-                         f"coordinates; {remedy}")
+    raise CoordinatesError(f"{text}: the controller would regulate the plant to the wrong "
+                           f"coordinates", remedy, plant_has_point=theirs is not None)
+
+
+class CoordinatesError(ParameterError):
+    """A loop refused because its controller and plant work in different coordinates (an
+    operating point on one side only): ``finding`` and ``remedy`` apart, so that a command can
+    give its own remedy (a plant file's field, a flag) for the Python one."""
+
+    def __init__(self, finding: str, remedy: str, *, plant_has_point: bool) -> None:
+        super().__init__(f"{finding}; {remedy}")
+        self.finding, self.remedy, self.plant_has_point = finding, remedy, plant_has_point
 
 
 class _DeviationController:

@@ -3,8 +3,10 @@
 The file is followed like ``tail -f`` by :func:`dmdidc.follow_csv` and fed to an
 :class:`~dmdidc.OnlineDMDidc` by :func:`dmdidc.track`.  One line is printed every ``--every``
 samples (samples, lost samples, each input's delay with its interval), one per detected
-change and one per sample read as an outlier (down-weighted, not a change); after a change, a
-warning at the end says that the model rests only on the samples since it.  The model is
+change and one per sample read as an outlier (down-weighted, not a change; after the first
+five, one summary line per report, and a warning when outliers come faster than Gaussian
+noise explains); after a change, a warning at the end says that the model rests only on the
+samples since it.  The model is
 written to ``--out`` at the end (``--idle-timeout`` seconds without a new line, or Ctrl-C) and
 on SIGUSR1 (``kill -USR1 <pid>``): at once while waiting for data, after the update under way
 otherwise, so the estimator is never saved half-updated; a request that cannot be met (too few
@@ -26,6 +28,9 @@ from simulations.cli.identify import refuse_delay_at_bound, require_max_delay
 from simulations.cli.terms import warn
 
 __all__ = ["add_follow_arguments", "run_follow"]
+
+#: Outliers printed one per line; after them one summary line per snapshot.
+_OUTLIER_LINES = 5
 
 #: Options of ``identify`` that the live fit does not take (name: default).
 _BATCH_ONLY = {"outputs": None, "horizon": None, "reference": None, "residuals": None,
@@ -88,6 +93,7 @@ def run_follow(args: argparse.Namespace) -> int:
         chunk=args.every, first_column=1,         # a backlog is read in update periods
         time_tolerance=args.time_tolerance))
     guard = _Guard(args.out)
+    guard.source = args.follow
     with guard:
         try:
             first = next(source, None)
@@ -106,11 +112,12 @@ def run_follow(args: argparse.Namespace) -> int:
         guard.live, guard.signals, names = live, first, first.input_names
         print(f"following {args.follow}: states {', '.join(first.state_names)}; inputs "
               f"{', '.join(names)}; T = {dt:g} s; a line every {args.every} samples", flush=True)
-        snapshot = None
+        snapshot, shown = None, {"outliers": 0, "rate": False}
         try:
             for snapshot in track(guard.chunks(first, source), live,
                                   every=args.every, level=args.level):
-                for line in _lines(snapshot, names, args.level, len(first.state_names)):
+                for line in _lines(snapshot, names, args.level, len(first.state_names),
+                                   shown):
                     print(line, flush=True)
         except KeyboardInterrupt:
             print("interrupted (Ctrl-C)")
@@ -120,11 +127,11 @@ def run_follow(args: argparse.Namespace) -> int:
             # thrown away with it; written only between updates (the estimator whole)
             if not guard.busy and getattr(live, "samples_seen_", 0):
                 try:
-                    _write(live, args.out, "before the error below", first)
+                    _write(live, args.out, "before the error below", first, args.follow)
                 except (ValueError, OSError) as exc:
                     _note(str(exc))
             raise
-    _write(live, args.out, "at the end", first)
+    _write(live, args.out, "at the end", first, args.follow)
     for warning in () if snapshot is None else snapshot.warnings:
         warn(warning, args)
     return 0
@@ -137,7 +144,7 @@ class _Guard:
 
     def __init__(self, out: str) -> None:
         self.busy = self.stop = self.requested = False
-        self.out, self.live, self.signals = out, None, None
+        self.out, self.live, self.signals, self.source = out, None, None, None
         self._saved: dict = {}
 
     def __enter__(self) -> _Guard:
@@ -173,7 +180,7 @@ class _Guard:
             _note("no model written on request (SIGUSR1): no sample received yet")
             return
         try:
-            _write(self.live, self.out, "on request (SIGUSR1)", self.signals)
+            _write(self.live, self.out, "on request (SIGUSR1)", self.signals, self.source)
         except (ToolboxError, ValueError, OSError) as exc:     # the following goes on
             _note(str(exc))
 
@@ -190,7 +197,7 @@ class _Guard:
                 return
 
 
-def _write(live, out: str, when: str, signals=None) -> None:
+def _write(live, out: str, when: str, signals=None, source=None) -> None:
     """Save the current model (refused, as by ``identify``, with the delay at the bound), with
     the names and units of the header of ``signals`` (a :class:`~dmdidc.follow.Chunk`)."""
     import warnings
@@ -209,15 +216,37 @@ def _write(live, out: str, when: str, signals=None) -> None:
         model = model.with_info(model.signal_info.renamed(
             state_names=signals.state_names, input_names=signals.input_names,
             state_units=signals.state_units, input_units=signals.input_units))
+    # the live fit has no IdData: its provenance says what the stream did instead (changes,
+    # outliers, the samples the model rests on)
+    provenance = dict(model.signal_info.provenance or {})
+    provenance["live"] = live.history()
+    if source is not None and provenance.get("data") is None:
+        provenance["data"] = {"source": str(source), "followed": True}
+    model = model.with_info(model.signal_info.renamed(provenance=provenance))
     with staged_file(out) as staged:
         model.save(staged)
     print(f"wrote {out} {when} ({live.samples_seen_} samples)", flush=True)
 
 
-def _lines(snapshot, names: tuple[str, ...], level: float, n_states: int) -> list[str]:
+def _lines(snapshot, names: tuple[str, ...], level: float, n_states: int,
+           shown: dict | None = None) -> list[str]:
+    """The lines of one snapshot; ``shown`` counts the outliers printed one per line (after
+    :data:`_OUTLIER_LINES`, one summary line per snapshot: heavy-tailed noise named ~1 % of
+    the rows, a line each) and whether the outlier rate warning was printed."""
+    shown = {"outliers": 0, "rate": False} if shown is None else shown
+    room = max(_OUTLIER_LINES - shown["outliers"], 0)
     lines = [f"outlier at sample {o.sample} (residual q = {o.score:.3g}, where a sample that "
              f"fits has about {n_states}): down-weighted to {o.weight:.2g}, not read as a change"
-             for o in snapshot.outliers]
+             for o in snapshot.outliers[:room]]
+    rest = snapshot.outliers[room:]
+    if rest:
+        lines.append(f"{len(rest)} more outliers (samples {rest[0].sample} to "
+                     f"{rest[-1].sample}), down-weighted, not read as changes")
+    shown["outliers"] += len(snapshot.outliers)
+    rate = [w for w in snapshot.warnings if w.startswith("outlier rate check")]
+    if rate and not shown["rate"]:
+        shown["rate"] = True
+        lines.append(f"warning: {rate[0]}")
     for event in snapshot.events:
         before = "" if event.old_delay is None else ": delay was " + ", ".join(
             f"{name} {d:.4g} s" for name, d in zip(names, event.old_delay, strict=True))

@@ -125,7 +125,7 @@ def add_simulate_parser(sub: Any) -> argparse.ArgumentParser:
 def _run_simulate(args: argparse.Namespace) -> int:
     from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
     from simulations.cli.resources import check_memory, memory_budget
-    from simulations.closed_loop import simulate_closed_loop
+    from simulations.closed_loop import CoordinatesError, simulate_closed_loop
 
     _check_simulate_options(args)
     if Path(args.model).is_file() and _is_output_model(Path(args.model)):
@@ -174,6 +174,15 @@ def _run_simulate(args: argparse.Namespace) -> int:
                 fine=plant.has_continuous and args.steps <= _FINE_STEPS,
                 progress=args.steps >= _PROGRESS_STEPS[args.controller == "mpc"]
                 and sys.stderr.isatty())                  # no bar frames in a pipe or a log
+    except CoordinatesError as exc:
+        # the command's remedies: the plant file's field or identify's flag, not Python calls
+        remedy = ("drop the plant file's \"operating_point\" and give --x0 as a deviation "
+                  "from it, or identify the model where the data show their operating point "
+                  "(dmdidc identify ... --detrend auto)" if exc.plant_has_point else
+                  "add the plant's operating point to its file (\"operating_point\": "
+                  "{\"state\": [...], \"input\": [...]}, in the model's units), or identify "
+                  "the model from deviations (dmdidc identify ... --detrend constant)")
+        raise ParameterError(f"{exc.finding}; {remedy} (nothing written)") from None
     except NonFiniteError as exc:
         raise NonFiniteError(f"the trajectory from --x0 {args.x0 or 'ones'} is not finite "
                              f"({exc}); float64 holds values up to 1.8e308: scale the states "

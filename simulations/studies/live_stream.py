@@ -11,13 +11,14 @@ half of them with the record of the input lost too (the plant applied it; the lo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from _toolbox.validation import as_generator, check_integer, check_probability
 from simulations.studies.data_kinds import _noise, _rms, random_plant
 
-__all__ = ["DelayStepStream", "delay_step_stream"]
+__all__ = ["DelayStepStream", "delay_step_stream", "dynamics_step_stream"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,32 @@ def delay_step_stream(rng: np.random.Generator | int | None = None, *, before: i
     U = U.copy()
     U[:, np.flatnonzero(dropped & (rng.random(dropped.size) < 0.5))] = np.nan
     return DelayStepStream(X, U, old.delay, new_delay, before, dropped, dt, max_delay)
+
+
+def dynamics_step_stream(seed: int, *, speedup: float = 1.6, step: int = 4000,
+                         samples: int = 7000, max_delay: int = 4, dt: float = 0.5
+                         ) -> tuple[Any, Any, np.ndarray, np.ndarray]:
+    """``(old, new, X, U)``: a random plant (``old``, a :class:`~dmdidc.DelayedPlant`) whose
+    ``A_c`` becomes ``speedup`` times faster at sample ``step`` (``new``; delays and ``B_c``
+    unchanged, state and input history carried across), white inputs and white measurement
+    noise at 30 dB.
+
+    Examples
+    --------
+    >>> old, new, X, U = dynamics_step_stream(7, step=300, samples=500)
+    >>> X.shape, U.shape
+    ((3, 501), (2, 500))
+    """
+    from dmdidc import DelayedPlant
+
+    rng = np.random.default_rng(seed)
+    old = random_plant(rng, max_delay=max_delay, delay_periods=(0.3, 1.5), dt=dt)
+    new = DelayedPlant.from_continuous(speedup * old.A_c, old.B_c, old.delay, dt,
+                                       max_delay=max_delay)
+    U = rng.standard_normal((old.n_inputs, samples))
+    X = old.simulate(np.zeros(old.n_states), U[:, :step])
+    tail = new.simulate(X[:, -1], U[:, step:], U_past=U[:, step - max_delay:step])
+    X = np.concatenate([X, tail[:, 1:]], axis=1)
+    X += 10 ** -1.5 * np.sqrt((X ** 2).mean(axis=1, keepdims=True)) * rng.standard_normal(
+        X.shape)
+    return old, new, X, U

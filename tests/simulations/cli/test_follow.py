@@ -372,6 +372,11 @@ def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_chan
     assert [int(line.split()[3]) for line in captured.out.splitlines()
             if line.startswith("outlier at sample")] == spikes
     assert np.abs(DelayedPlant.load(out).delay - plant.delay).max() < 0.1 * DT
+    # the model file records what the stream did (before: provenance.data null, no history)
+    live = DelayedPlant.load(out).signal_info.provenance["live"]
+    assert [o["sample"] for o in live["outliers"]] == spikes and live["events"] == []
+    assert live["since"] is None and live["samples"] == 3000
+    assert DelayedPlant.load(out).signal_info.provenance["data"]["source"].endswith("spiky.csv")
     # the same plant 60 % faster from sample 2000 on
     rng = np.random.default_rng(seed)
     faster = DelayedPlant.from_continuous(1.6 * plant.A_c, plant.B_c, plant.delay, DT,
@@ -391,3 +396,34 @@ def test_follow_names_spikes_as_outliers_and_warns_when_the_model_follows_a_chan
     assert 1990 <= onset < 2100          # (the CUSUM's estimate: it may begin early)
     assert (f"warning: the model rests only on the {3000 - onset} samples since the onset "
             f"({onset})") in captured.err
+    live = DelayedPlant.load(out).signal_info.provenance["live"]
+    assert live["since"] == onset and [e["onset"] for e in live["events"]] == [onset]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_follow_summarizes_many_outliers_and_warns_of_their_rate(seed, tmp_path, capsys):
+    """Heavy-tailed noise (Student-t, 2 degrees of freedom, on 30 dB) names about 1 % of the
+    samples as outliers: the first five are printed one per line, the rest as one summary
+    line per report (before: one line each), and the outlier rate check is printed once as
+    it fires (naming heavy-tailed noise and a change seen only at input steps) and again at
+    the end; a clean record prints neither."""
+    _log(tmp_path / "log.csv", seed, samples=3000)
+    table = np.loadtxt(tmp_path / "log.csv", delimiter=",", skiprows=1)
+    argv = ["--inputs", "u1,u2", "--max-delay", "4", "--idle-timeout", "0.05", "--poll",
+            "0.01", "--every", "500", "--out", str(tmp_path / "live.json")]
+    assert main(["identify", "--follow", str(tmp_path / "log.csv")] + argv) == 0
+    captured = capsys.readouterr()
+    assert "outlier" not in captured.out + captured.err
+    rng = np.random.default_rng(seed)
+    X = table[:, 1:4]
+    table[:, 1:4] = X + 0.01 * X.std(axis=0) * rng.standard_t(2, X.shape)
+    np.savetxt(tmp_path / "heavy.csv", table, delimiter=",", header="time,x1,x2,x3,u1,u2",
+               comments="")
+    assert main(["identify", "--follow", str(tmp_path / "heavy.csv")] + argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert sum(line.startswith("outlier at sample") for line in lines) == 5
+    assert any(" more outliers (samples " in line for line in lines)
+    assert sum(line.startswith("warning: outlier rate check") for line in lines) == 1
+    assert "outlier rate check" in captured.err and "heavy-tailed" in captured.err \
+        and "held inputs" in captured.err

@@ -194,13 +194,16 @@ def test_a_physical_model_on_a_deviation_plant_is_refused_before_any_work(tmp_pa
     physical, model = physical_model(tmp_path, seed)
     deviation = physical.deviation_model().save(tmp_path / "deviation.json")
     x0 = start_near(physical, seed)
-    for first, second in ((model, deviation), (deviation, model)):
+    # the remedies in the command's terms (a plant file's field, identify's flag), not
+    # Python calls (a user trial)
+    for first, second, remedy in ((model, deviation, "add the plant's operating point to its "
+                                   "file"), (deviation, model, "drop the plant file's")):
         code = main(["simulate", str(first), "--plant", str(second), "--x0", x0,
                      "--out", str(tmp_path / "sim")])
         err = capsys.readouterr().err
         assert code == 2, err
         assert "has the operating point" in err and "none (the origin)" in err
-        assert "deviation_model()" in err
+        assert remedy in err and "--detrend" in err and "deviation_model()" not in err
         assert not (tmp_path / "sim").exists()
 
 
