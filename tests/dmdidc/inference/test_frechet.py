@@ -60,3 +60,29 @@ def test_the_hold_derivatives_are_the_block_exponential(seed, n, split, s):
     exp_s, gamma_s = derivatives.hold(s)
     assert relative(exp_s, expm(s * A_c)) < 1e-12
     assert relative(gamma_s, big[:n, 2 * n:3 * n]) < 1e-12
+
+
+@pytest.mark.parametrize("seed, n, w", [(8, 8, 6.2), (9, 20, 6.2), (10, 5, 6.28)])
+def test_the_check_passes_right_derivatives_of_a_near_singular_logarithm(seed, n, w):
+    # complex pairs near the negative axis (Im mu T ~ 3.1-3.14): the log's derivative is
+    # 1e4-1e7 times its direction, and the unscaled block exponential's own rounding
+    # rejected right derivatives (a review: 6.6e-4 at n = 20); scaled, the check is below the
+    # limit while the derivative agrees with the block logarithm
+    from dmdidc.inference.jacobian import MAX_SCHUR_ERROR
+
+    rng = np.random.default_rng(seed)
+    T = np.zeros((n, n))
+    for k in range(0, n - 1, 2):
+        T[k:k + 2, k:k + 2] = [[-0.3, w + 1e-7 * k], [-(w + 1e-7 * k), -0.3]]
+    if n % 2:
+        T[-1, -1] = -0.3
+    T += np.triu(rng.standard_normal((n, n)), 2) / np.sqrt(n)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c, dt = Q @ T @ Q.T, 0.5
+    derivatives = SchurFrechet(A_c, dt)
+    assert schur_error(derivatives) <= MAX_SCHUR_ERROR
+    E = rng.standard_normal((n, n))
+    A_d = expm(A_c * dt)
+    block = logm(np.block([[A_d, E], [np.zeros((n, n)), A_d]]))[:n, n:] / dt
+    found = derivatives.log(E[None])[0]
+    assert np.linalg.norm(found - block.real) <= 1e-8 * np.linalg.norm(block)
