@@ -1,12 +1,12 @@
 """Intervals of nearly defective fits: the Schur-basis Jacobian against central differences.
 
-Random plants of ``tests/dmdidc/inference/test_jacobian.py`` whose exact ``A_c`` fails the
-eigenbasis check (n = 30 seed 7; n = 50 seeds 5, 8, 18), fitted on ``K = 2e4`` samples with
-little noise (``--noise``; more noise splits the near-double eigenvalues and the eigenbasis
-passes).  Prints the checks, the CPU time of ``delay_ci()`` and ``confidence_intervals()``
-(after), and with ``--central`` the same by central differences of the recovery (before; minutes)
-and the largest relative gap of their standard errors.  ``--force`` takes the Schur route
-on a draw whose eigenbasis passes (the same cost).
+Random plants of the Jacobian's tests (``simulations.studies.data_kinds.nonnormal_plant``) whose
+exact ``A_c`` fails the eigenbasis check (n = 30 seed 7; n = 50 seeds 5, 8, 18), fitted on ``K =
+2e4`` samples with little noise (``--noise``; more noise splits the near-double eigenvalues and
+the eigenbasis passes). Prints the checks, the CPU time of ``delay_ci()`` and
+``confidence_intervals()`` (after), and with ``--central`` the same by central differences of
+the recovery (before; minutes) and the largest relative gap of their standard errors.
+``--force`` takes the Schur route on a draw whose eigenbasis passes (the same cost).
 
     PYTHONPATH=. python benchmarks/bench_defective_intervals.py --size 30,5 --seeds 7 --noise 1e-12
     PYTHONPATH=. python benchmarks/bench_defective_intervals.py --size 50,4 --seeds 8,18 \
@@ -21,18 +21,10 @@ import warnings
 import numpy as np
 
 import dmdidc.inference.intervals as intervals
-from dmdidc import DelayedPlant, DMDidc, random_excitation
+from dmdidc import DMDidc, random_excitation
 from dmdidc.inference import jacobian
 from dmdidc.inference.frechet import SchurFrechet, schur_error
-
-
-def random_plant(rng, n, m, dt=0.5, R=5):
-    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
-    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.2, n))
-               + 0.3 / np.sqrt(n) * np.triu(rng.standard_normal((n, n)), 1)) @ Q.T
-    delay = rng.uniform(0.1, (R - 1) * dt, m)
-    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, dt,
-                                        max_delay=R)
+from simulations.studies.data_kinds import nonnormal_plant
 
 
 def _cpu(call):
@@ -54,7 +46,7 @@ def main() -> None:
         jacobian.MAX_EIGENBASIS_ERROR = -1.0
     for seed in map(int, args.seeds.split(",")):
         rng = np.random.default_rng(seed)
-        plant = random_plant(rng, n, m)
+        plant = nonnormal_plant(rng, n, m, max_delay=5)
         U = random_excitation(m, 20000, rng=seed + 1)
         X = plant.simulate(np.zeros(n), U)
         X = X + args.noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)

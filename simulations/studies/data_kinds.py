@@ -50,7 +50,8 @@ from _toolbox.validation import (
 )
 
 __all__ = ["DATA_KINDS", "LOOP_MARGIN", "IdentificationData", "Outcome", "assess",
-           "closed_loop_radius", "make_data", "output_feedback_data", "random_plant",
+           "closed_loop_radius", "make_data", "nonnormal_plant", "output_feedback_data",
+           "random_plant",
            "random_output_experiments", "random_state_matrix", "right_or_loud"]
 
 #: Spectral radius below which the ``"closed_loop"`` kind's loop (delay included) lies.
@@ -75,6 +76,28 @@ DATA_KINDS = {
 
 #: Substeps per period of :func:`_arrival_states` (a switching time is off by at most T / 80).
 _SUBSTEPS = 40
+
+
+def nonnormal_plant(rng: np.random.Generator, n: int, m: int, dt: float = 0.5,
+                    max_delay: int = 4) -> Any:
+    """A random stable plant with real modes in ``[-2, -0.2]`` and a non-normal upper part, in
+    a random orthogonal basis, delays uniform in ``(0.1, (max_delay - 1) dt)``: the plants of
+    the delta-method Jacobian's tests and ``benchmarks/bench_defective_intervals.py``.
+
+    Examples
+    --------
+    >>> plant = nonnormal_plant(np.random.default_rng(0), 4, 2)
+    >>> plant.n_states, plant.n_inputs, bool(np.all(np.linalg.eigvals(plant.A_c).real < 0))
+    (4, 2, True)
+    """
+    from dmdidc import DelayedPlant
+
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.2, n))
+               + 0.3 / np.sqrt(n) * np.triu(rng.standard_normal((n, n)), 1)) @ Q.T
+    delay = rng.uniform(0.1, (max_delay - 1) * dt, m)
+    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, dt,
+                                        max_delay=max_delay)
 
 
 def random_plant(rng: np.random.Generator | int | None = None, *, n_states: int = 3,

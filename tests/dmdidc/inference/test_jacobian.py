@@ -11,20 +11,12 @@ import pytest
 import dmdidc.inference.intervals as intervals
 from dmdidc import DelayedPlant, DMDidc, random_excitation
 from dmdidc.inference.diagnostics import eigenvalue_standard_errors, restricted_solution
-
-
-def random_plant(rng, n, m, dt=0.5, R=4):
-    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
-    A_c = Q @ (np.diag(rng.uniform(-2.0, -0.2, n))
-               + 0.3 / np.sqrt(n) * np.triu(rng.standard_normal((n, n)), 1)) @ Q.T
-    delay = rng.uniform(0.1, (R - 1) * dt, m)
-    return DelayedPlant.from_continuous(A_c, rng.standard_normal((n, m)), delay, dt,
-                                        max_delay=R)
+from simulations.studies.data_kinds import nonnormal_plant
 
 
 def fitted(seed, n, m, noise=1e-3, K=3000, estimator="auto"):
     rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n, m)
+    plant = nonnormal_plant(rng, n, m)
     U = random_excitation(m, K, rng=rng)
     X = plant.simulate(np.zeros(n), U)
     X = X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
@@ -316,7 +308,7 @@ def test_the_schur_route_equals_the_eigenbasis_where_that_is_well_conditioned(se
     from dmdidc.inference import jacobian
 
     rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n, 2)
+    plant = nonnormal_plant(rng, n, 2)
     pairs = [(rng.standard_normal(n), rng.standard_normal(n)) for _ in range(2)]
     args = (plant.A_c, plant.B_c, np.array([0.3, 0.8]), pairs, plant.dt)
     eigen = jacobian.model_jacobian(*args)
