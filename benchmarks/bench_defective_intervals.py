@@ -1,8 +1,8 @@
 """Intervals of nearly defective fits: the Schur-basis Jacobian against central differences.
 
 Random plants of the Jacobian's tests (``simulations.studies.data_kinds.nonnormal_plant``) whose
-exact ``A_c`` fails the eigenbasis check (n = 30 seed 7; n = 50 seeds 5, 8, 18), fitted on ``K =
-2e4`` samples with little noise (``--noise``; more noise splits the near-double eigenvalues and
+exact ``A_c`` fails the eigenbasis check (n = 30 seed 7; n = 50 seeds 5, 8, 18), fitted on 2e4
+samples with little noise (``--noise``; more noise splits the near-double eigenvalues and
 the eigenbasis passes). Prints the checks, the CPU time of ``delay_ci()`` and
 ``confidence_intervals()`` (after), and with ``--central`` the same by central differences of
 the recovery (before; minutes) and the largest relative gap of their standard errors.
