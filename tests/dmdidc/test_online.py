@@ -444,17 +444,23 @@ def test_one_sample_calls_with_short_memory():
     assert np.allclose(grams[0], grams[1], rtol=1e-9, atol=1e-9 * np.abs(grams[1]).max())
 
 
+def _armed_detector(seed):
+    """``(rng, live)``: a detector armed on 2000 samples of a random 2-state plant, and the
+    generator to draw further test rows from."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=2, n_inputs=1, max_delay=3, dt=1.0)
+    U = rng.standard_normal((1, 2000))
+    X = plant.simulate(rng.standard_normal(2), U) + 0.01 * rng.standard_normal((2, 2001))
+    return rng, OnlineDMDidc(max_delay=3, dt=1.0, warmup=300, refresh=10_000).update(X, U)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_cusum_increments_follow_a_changed_magnitude(seed):
     # the cached whitening is keyed on the predictor, on kappa and on the threshold: after
     # `magnitude` changes, the one-sample and the chunk increments are l = (1 - 1/kappa)
     # min(q, clip) / 2 - n log(kappa) / 2 with the new kappa (q from the predictor directly),
     # clip the score whose increment is threshold / 5
-    rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n_states=2, n_inputs=1, max_delay=3, dt=1.0)
-    U = rng.standard_normal((1, 2000))
-    X = plant.simulate(rng.standard_normal(2), U) + 0.01 * rng.standard_normal((2, 2001))
-    live = OnlineDMDidc(max_delay=3, dt=1.0, warmup=300, refresh=10_000).update(X, U)
+    rng, live = _armed_detector(seed)
     theta, precision = live._predictor
     n, p = theta.shape
     V = rng.standard_normal((live._layout.dimension, 6))
@@ -604,11 +610,7 @@ def test_no_sample_raises_the_evidence_above_the_other_rows_cusum(seed):
     """The detector's evidence with one sample's two rows (scaled up 10-1000x) never exceeds
     the clipped CUSUM of the stream without those rows, so that sample alone cannot raise an
     alarm; and the detector's path does not depend on the chunking."""
-    rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n_states=2, n_inputs=1, max_delay=3, dt=1.0)
-    U = rng.standard_normal((1, 2000))
-    X = plant.simulate(rng.standard_normal(2), U) + 0.01 * rng.standard_normal((2, 2001))
-    live = OnlineDMDidc(max_delay=3, dt=1.0, warmup=300, refresh=10_000).update(X, U)
+    rng, live = _armed_detector(seed)
     theta, _ = live._predictor
     n, p = theta.shape
     V = 0.05 * rng.standard_normal((live._layout.dimension, 400))
