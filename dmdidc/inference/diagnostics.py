@@ -51,6 +51,7 @@ from dmdidc.discretization import first_active_blocks
 from dmdidc.inference.ambiguity import AMBIGUITY, delay_ambiguity
 from dmdidc.inference.blocks import BlockTest, restricted_coefficients, restriction_projector
 from dmdidc.inference.checks import Check, unexplained_blocks
+from dmdidc.inference.experiment_levels import MISLED, experiment_level_check
 from dmdidc.inference.offset import AFFINE_ROUNDING_LOUD
 from dmdidc.model import DelayedPlant
 from dmdidc.regression.instrumental import WEAK_INSTRUMENTS_F, first_stage_f, pretest_bias2
@@ -639,10 +640,11 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
     # IV with fixed instruments keeps no signals: the checks build them from the data
     fixed = (signals is None and solution.estimator == "iv"
              and outcome.instruments in ("inputs", "states") and outcome.statistics is not None)
-    frozen = None
+    frozen = levels = None
     if trajectories is not None:
         frozen = frozen_signal_check(trajectories if raw is None else raw,   # every sample
                                      model.max_delay)
+        whole_data = trajectories           # the experiments' means: every sample of each
         trajectories, signals, _, whole = subsample(trajectories, signals,
                                                     max_delay=model.max_delay)
         deviation = model.deviation_model()
@@ -650,6 +652,9 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         c = None if op is None else ((np.eye(model.n_states) - model.A_d) @ op.state
                                      - model.B_d @ op.input)
         parts = model_residuals(trajectories, deviation.A_d, deviation.B_blocks, c)
+        levels = experiment_level_check(
+            whole_data, deviation.A_d, deviation.B_blocks, c, share, trend=trend,
+            state_covariance=restricted.unscaled_covariance[:model.n_states, :model.n_states])
         # the whole trajectories' residuals are centred each by a trend (the cuts of a long one
         # only by a negligible share of it); model_residuals leaves out those without a sample
         trends = None if trend is None else [
@@ -708,6 +713,18 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         checks.append(frozen)
         checks.append(_excitation_check(trajectories, model,
                                         next(c for c in checks if c.name == "precision")))
+    if levels is not None:
+        if exact:       # rounding is no offset (2 of 200 exact multi-experiment fits failed)
+            levels = Check("experiment_levels", levels.question, True, finding=(
+                f"the model reproduces the data to rounding (relative residual "
+                f"{analysis.relative_residual:.2g})"))
+        # an offset that moved between experiments fails many checks whose remedies mislead
+        # (a user trial: block_structure, whiteness, instrument_strength named for it)
+        if levels.failed:
+            checks = [_inconclusive(c, "while the experiments sit at different levels (see "
+                                       "'experiment_levels'; refit with detrend='constant')")
+                      if c.failed and c.name in MISLED else c for c in checks]
+        checks.append(levels)
     if outcome.offset is not None and outcome.offset.significant and outcome.centred:
         notes.append(f"offset found and removed: operating point {model.operating_point}")
     return FitDiagnostics(tuple(checks), outcome.estimator, outcome.instruments, level,
@@ -740,12 +757,14 @@ def _rounded_offset(check: Check, rounding: float) -> Check:
                  "point) from the data before accumulating them")
 
 
-def _inconclusive(check: Check) -> Check:
-    """A state-completeness or linearity failure under coloured noise: the test cannot tell
-    (state completeness: its lagged regressor is nearly collinear with the present one, so the
-    coloured noise's bias leaks in; linearity: its variance assumes white features)."""
+def _inconclusive(check: Check, reason: str = "under coloured noise (see 'whiteness')"
+                  ) -> Check:
+    """A failure the test cannot stand by, ``reason`` said: by default a state-completeness or
+    linearity failure under coloured noise (state completeness: its lagged regressor is nearly
+    collinear with the present one, so the coloured noise's bias leaks in; linearity: its
+    variance assumes white features); statistic, threshold and direction kept."""
     return Check(check.name, check.question, None, check.statistic, check.threshold,
-                 f"inconclusive under coloured noise (see 'whiteness'): {check.finding}")
+                 f"inconclusive {reason}: {check.finding}", fails_below=check.fails_below)
 
 
 def _instrument_check(solution: RegressionSolution) -> Check:
