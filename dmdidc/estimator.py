@@ -69,7 +69,12 @@ from dmdidc.inference.intervals import (
     model_vector,
     with_signal_units,
 )
-from dmdidc.inference.selection import DelayBoundSelection, largest_bound, select_max_delay
+from dmdidc.inference.selection import (
+    DelayBoundSelection,
+    largest_bound,
+    select_max_delay,
+    wider_bound,
+)
 from dmdidc.inference.trend_bias import trend_bias_check
 from dmdidc.info import ModelInfo, SensorMap
 from dmdidc.missing import interpolated_inputs_warning, left_out
@@ -167,15 +172,16 @@ class DMDidc:
 
     Parameters
     ----------
-    max_delay : int or None, default 0
+    max_delay : int, None or "auto", default 0
         Bound ``R`` on the input delay in whole sampling periods; the regression uses the last
         ``R + 1`` inputs.  Choose ``R > r / T``: one more than the whole delay when the delay
         is fractional, and also when it is a whole number of periods (a delay of exactly ``R``
         periods cannot be told from a longer one, and ``delay_bound`` warns so).  ``0`` gives
-        DMDc; without inputs plain DMD, where a positive
-        ``max_delay`` is refused (it would only drop samples).  ``None`` chooses ``R`` from
-        the data by an information criterion (:mod:`dmdidc.inference.selection`; the choice
-        is in ``max_delay_`` and ``delay_bound_``); not with ``partial_fit`` or explicit
+        DMDc; without inputs plain DMD, where a positive ``max_delay`` is refused (it would
+        only drop samples).  ``None`` (or ``"auto"``, the command line's spelling) chooses
+        ``R`` from the data by an information criterion (:mod:`dmdidc.inference.selection`;
+        the choice is in ``max_delay_`` and ``delay_bound_``), widening the search while no
+        lag explains the states and the samples allow; not with ``partial_fit`` or explicit
         snapshot pairs ``Y``.
     estimator : {"auto", "ls", "iv", "huber", "huber_iv"}, default "auto"
         ``"auto"``: instrumental variables with refined instruments; with weak instruments
@@ -348,7 +354,7 @@ class DMDidc:
 
     #: What each constructor parameter accepts (checked in ``fit``, as in scikit-learn).
     _parameter_constraints: dict[str, list] = {
-        "max_delay": [Interval(int, 0, None), None],
+        "max_delay": [Interval(int, 0, None), Options("auto"), None],
         "estimator": [Options(*ESTIMATORS)],
         "instruments": [Options(*INSTRUMENTS)],
         "instrument_lags": [Interval(int, 0, None), None],
@@ -363,7 +369,7 @@ class DMDidc:
         "check_level": [Interval(float, 0.0, 1.0, open="both")],
     }
 
-    def __init__(self, *, max_delay: int | None = 0, estimator: str = "auto",
+    def __init__(self, *, max_delay: int | str | None = 0, estimator: str = "auto",
                  instruments: str = "auto", instrument_lags: int | None = None,
                  svd_rank: int | None = None, regression_rank: int | None = None,
                  method: str = "auto",
@@ -439,7 +445,7 @@ class DMDidc:
                                  f"estimator={self.estimator!r} has its own (use "
                                  f"method='auto')")
         if (self.significance is not None and self.block_rtol is not None
-                and self.max_delay is not None):
+                and self._fixed_bound is not None):
             raise ParameterError(f"significance={self.significance!r} has no effect with "
                                  f"block_rtol={self.block_rtol!r} and a fixed max_delay (the "
                                  f"override replaces the significance test); give one of them "
@@ -508,12 +514,12 @@ class DMDidc:
             if data is not None:
                 raise ParameterError("explicit snapshot pairs Y take arrays X, U; not an "
                                      "IdData")
-            if self.estimator not in ("ls", "auto") or self.max_delay is None \
+            if self.estimator not in ("ls", "auto") or self._fixed_bound is None \
                     or self.detrend not in (None, "auto") or reference is not None:
                 raise ParameterError("explicit snapshot pairs Y need estimator='ls' (or "
                                      "'auto'), an integer max_delay, no detrend and no "
                                      "reference (the other options need whole trajectories)")
-            self._R = self.max_delay
+            self._R = self._fixed_bound
             return self._fit_snapshots(X, Y, U, dt)
         self._check_instruments(reference, streaming=False)
         # the data as given, for the frozen_signal check: a removed line turns a repeated
@@ -539,6 +545,7 @@ class DMDidc:
                 outcome = self._fit_trajectories(trajectories, references)
         except InsufficientExcitationError as exc:
             _name_held_input(U, data, exc)
+            _name_growth(trajectories, dt, exc)
             if self.detrend not in ("constant", "linear"):
                 _name_large_offset(trajectories, exc)
             if pod is not None:
@@ -679,6 +686,13 @@ class DMDidc:
         modes, singular = pod_modes(states, self.svd_rank, centre=mean)   # (no centred copy)
         return modes, singular, outside_span(modes, mean)
 
+    @property
+    def _fixed_bound(self) -> int | None:
+        """``max_delay`` as an integer, or ``None`` when it is chosen from the data (``None``
+        or its alias ``"auto"``, the command line's spelling)."""
+        return None if self.max_delay is None or isinstance(self.max_delay, str) \
+            else int(self.max_delay)
+
     def _offset_mode(self) -> str:
         """The intercept rule of the fit (:func:`~dmdidc.fitting.fit_trajectories`'s
         ``offset``): ``detrend="auto"`` fits a significant intercept, ``None`` only tests it
@@ -693,7 +707,7 @@ class DMDidc:
             raise ParameterError("reference drives instruments for the inputs' coefficients; "
                                  "the data have no inputs (U has 0 rows: plain DMD by least "
                                  "squares, nothing to instrument): leave reference out")
-        if m == 0 and self.max_delay:
+        if m == 0 and self._fixed_bound:
             raise ParameterError(f"max_delay={self.max_delay} bounds an input delay, and the data "
                                  f"have no inputs (U has 0 rows: plain DMD): it would only drop "
                                  f"the first {self.max_delay} samples; use max_delay=0")
@@ -780,7 +794,7 @@ class DMDidc:
         self._refuse_without_inputs(m)
         self.state_trend_ = self.input_trend_ = None
         self._selection = None
-        if self.max_delay is None:
+        if self._fixed_bound is None:
             gram, _ = total.moments()
             p = n + m * (total.max_delay + 1)
             self._selection = select_max_delay(gram[:p + n, :p + n], total.n_samples,
@@ -788,7 +802,7 @@ class DMDidc:
                                                significance=self._significance)
             self._R = self._selection.selected
         else:
-            self._R = self.max_delay
+            self._R = self._fixed_bound
         self._setup(n, m, dt)
         self._source = None
         self._parts = parts if len(parts) > 1 else None
@@ -843,18 +857,24 @@ class DMDidc:
     def _delay_bound(self, trajectories: list[tuple[np.ndarray, np.ndarray]], n: int, m: int
                      ) -> int:
         """``max_delay``, or the bound chosen by :func:`select_max_delay`."""
-        if self.max_delay is not None:
-            return self.max_delay
-        limit = largest_bound([Ui.shape[1] for _, Ui in trajectories], n, m)
-        accumulator = StatisticsAccumulator(n, m, limit)
-        for Xi, Ui in trajectories:
-            accumulator.new_trajectory()
-            accumulator.update(Xi, Ui)
-        stats = accumulator.statistics()
-        self._selection = select_max_delay(stats.moments()[0], stats.n_samples, n_states=n,
-                                           n_inputs=m, limit=limit,
-                                           significance=self._significance)
-        return self._selection.selected
+        if self._fixed_bound is not None:
+            return self._fixed_bound
+        lengths = [Ui.shape[1] for _, Ui in trajectories]
+        limit = largest_bound(lengths, n, m)
+        allowed = largest_bound(lengths, n, m, cap=None)
+        while True:         # widened while no lag explains the states and the data allow
+            wider = wider_bound(limit, allowed, m)
+            accumulator = StatisticsAccumulator(n, m, limit)
+            for Xi, Ui in trajectories:
+                accumulator.new_trajectory()
+                accumulator.update(Xi, Ui)
+            stats = accumulator.statistics()
+            self._selection = select_max_delay(
+                stats.moments()[0], stats.n_samples, n_states=n, n_inputs=m, limit=limit,
+                significance=self._significance, allowed=allowed, warn=wider is None)
+            if not self._selection.exceeded or wider is None:
+                return self._selection.selected
+            limit = wider
 
     def partial_fit(self, X: Any, U: Any = None, *, dt: float | None = None,
                     new_trajectory: bool = False, reference: Any = None,
@@ -910,7 +930,7 @@ class DMDidc:
         if self.detrend in ("constant", "linear"):
             raise ParameterError(f"partial_fit cannot use detrend={self.detrend!r}: it needs "
                                  f"the whole data in memory; use fit, or detrend='auto'")
-        if self.max_delay is None:
+        if self._fixed_bound is None:
             raise ParameterError("partial_fit needs an integer max_delay (choosing it needs the "
                                  "whole data): fit once with max_delay=None to choose it")
         if self.estimator in ("huber", "huber_iv"):
@@ -930,7 +950,7 @@ class DMDidc:
         if getattr(self, "_accumulator", None) is None:
             n, m = Xc.shape[0], Uc.shape[0]
             self._refuse_without_inputs(m, Ec)
-            self._R = self.max_delay
+            self._R = self._fixed_bound
             self._selection, self._parts, self._released = None, None, ()
             self._setup(n if self.svd_rank is None else self.svd_rank, m, dt)
             self._source = None
@@ -1623,6 +1643,10 @@ def _renamed(reference: Any, Z: Any) -> Any:
 
 #: A signal whose mean exceeds its spread this many times: its offset crowds its variation
 #: out of the regression's precision (states at 1e9 varying by 1: 1 of 24 fits rank-deficient).
+#: Growth of the states' rms over a trajectory beyond which a rank-deficient fit is blamed on
+#: it, and the growth the suggested window keeps (the trial's first half, grown 3e6, fitted).
+_GROWTH = 1e5
+_GROWTH_KEPT = 1e3
 _LARGE_OFFSET = 1e6
 
 
@@ -1643,6 +1667,44 @@ def _name_large_offset(trajectories: list, exc: Exception) -> None:
                 f"the variation out of the regression's precision; fit with "
                 f"detrend='constant' (each trajectory's mean removed) or subtract a known "
                 f"operating point first (IdData(..., operating_point=...))") from exc
+
+
+def _name_growth(trajectories: list, dt: float, exc: Exception) -> None:
+    """Raise the cause of a rank-deficient fit when the states grow by more than
+    ``_GROWTH`` over a trajectory (an unstable plant or a diverging loop), with the window
+    before the growth swamps double precision.  Grown by ``G``, every state follows the
+    growing mode, the other directions (and the early samples) shrink to about ``1 / G`` of
+    the late states, and the regression's rank tolerance takes them for rounding: the states
+    look collinear.  Named only for a fit already refused, and only from ``G > 1e5`` (a trial:
+    a mode at +0.02 1/s, |x| up to 3.3e13 over 3000 samples, was refused for "inputs that do
+    not excite the plant", while its first half fitted right)."""
+    for t, (X, _) in enumerate(trajectories):
+        K = X.shape[1]
+        width = max(10, K // 100)
+        if K < 3 * width:
+            continue
+        windows = K // width
+        rms = np.sqrt(np.mean(X[:, :windows * width].reshape(X.shape[0], windows, width) ** 2,
+                              axis=(0, 2)))
+        low = np.minimum.accumulate(np.where(rms > 0, rms, np.inf))
+        growth = rms / low
+        top = int(np.argmax(growth))
+        if not growth[top] > _GROWTH:
+            continue
+        start = int(np.argmin(rms[:top + 1]))
+        # the last sample before the states have grown by _GROWTH_KEPT
+        k = int(np.argmax(growth > _GROWTH_KEPT)) * width
+        rate = np.log(growth[top]) / ((top - start) * width * dt)
+        which = f" of trajectory {t}" if len(trajectories) > 1 else ""
+        raise InsufficientExcitationError(
+            f"{exc}. Likely cause: the states{which} grow by a factor {growth[top]:.2g} over "
+            f"the record (rms {rms[start]:.3g} at samples {start * width}-{(start + 1) * width}"
+            f", {rms[top]:.3g} at {top * width}-{(top + 1) * width}; about {rate:.2g} 1/s): "
+            f"an unstable plant or a diverging closed loop, whose late samples swamp the early "
+            f"ones beyond double precision, so that every state follows the growing mode. Fit "
+            f"a window before the growth dominates (the first {k} samples grow by less than "
+            f"{_GROWTH_KEPT:g}: X[:, :{k + 1}], U[:, :{k}]), several short experiments, or "
+            f"record with the loop stabilized") from exc
 
 
 def _pooled_moments(arrays) -> tuple[int, np.ndarray, np.ndarray]:

@@ -22,6 +22,14 @@ test on the fit with ``R_max`` finds each channel's first active block ``w`` rel
 bound is capped at ``max(w) + 2`` (the two blocks of a fractional delay plus one spare).
 ``R_max`` is the largest bound with at least ``_SAMPLES_PER_REGRESSOR`` samples per regressor,
 at most ``_LARGEST_BOUND`` and shorter than every trajectory.
+
+**A delay beyond the first search.**  When no lag up to ``R_max`` explains the states, the
+delay may lie beyond it, and ``_LARGEST_BOUND`` is a cap on the search's cost, not what the data
+allow (20 000 samples of one input allow about 2000 lags): the estimator widens the search,
+doubling the bound (:func:`wider_bound`), while the samples allow it and the lagged inputs stay
+at most ``_WIDEST_INPUT_LAGS`` (a delay of 37.4 periods: 30, then 60, where it is found).  Only
+then does it warn, naming which limit stopped it: the samples (record longer) or the search's
+width (pass ``max_delay`` above the delay).
 """
 
 from __future__ import annotations
@@ -35,10 +43,14 @@ from dmdidc.errors import InsufficientExcitationError, warn_model
 from dmdidc.inference.blocks import block_test
 from dmdidc.regression.solution import solve_normal_equations
 
-__all__ = ["DelayBoundSelection", "largest_bound", "select_max_delay"]
+__all__ = ["DelayBoundSelection", "largest_bound", "select_max_delay", "wider_bound"]
 
 _LARGEST_BOUND = 30
 _SAMPLES_PER_REGRESSOR = 10
+#: The widest search: at most this many lagged inputs ``m (R + 1)`` (its BIC solves about
+#: ``R`` regressions of as many regressors, and the fit keeps the widest bound when no lag
+#: explains the states: about 2 s at 128 lags of 2e4 samples, 8 s at 256).
+_WIDEST_INPUT_LAGS = 128
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,9 @@ class DelayBoundSelection:
         Largest bound tried.
     n_samples : int
         Samples the criterion was computed on.
+    exceeded : bool
+        No lag within ``limit`` explained the states (or the criterion was still smallest at
+        ``limit``): the delay may exceed it, and a wider search may find it.
     """
 
     candidates: np.ndarray
@@ -70,6 +85,7 @@ class DelayBoundSelection:
     selected: int
     limit: int
     n_samples: int
+    exceeded: bool = False
 
     def __post_init__(self) -> None:
         for name in ("candidates", "first_active"):
@@ -94,8 +110,10 @@ class DelayBoundSelection:
                 f"0..{self.limit} compared on {self.n_samples} samples: {cells}")
 
 
-def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
-    """``R_max`` for trajectories with ``lengths`` inputs each (see the module notes).
+def largest_bound(lengths: list[int], n_states: int, n_inputs: int,
+                  cap: int | None = _LARGEST_BOUND) -> int:
+    """``R_max`` for trajectories with ``lengths`` inputs each (see the module notes): at
+    most ``cap`` (``None``: what the samples allow).
 
     Raises
     ------
@@ -103,9 +121,15 @@ def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
         Not even ``R = 1`` has enough samples.
     """
     shortest = min(lengths)
-    for R in range(min(_LARGEST_BOUND, shortest - 2), 0, -1):
-        samples = sum(K - R for K in lengths)
-        if samples >= _SAMPLES_PER_REGRESSOR * (n_states + n_inputs * (R + 1)):
+    top = shortest - 2 if cap is None else min(cap, shortest - 2)
+    # samples (sum K - R) against regressors (n + m (R + 1)): both linear in R, so the
+    # largest R that has enough is read off, then stepped down over the short trajectories
+    total, count = sum(lengths), len(lengths)
+    per = _SAMPLES_PER_REGRESSOR
+    slope = count + per * n_inputs
+    start = min(top, (total - per * (n_states + n_inputs)) // slope) if slope else top
+    for R in range(start, 0, -1):
+        if sum(K - R for K in lengths) >= per * (n_states + n_inputs * (R + 1)):
             return R
     raise InsufficientExcitationError(
         f"too few samples to choose max_delay from the data: {sum(lengths)} input samples in "
@@ -114,8 +138,31 @@ def largest_bound(lengths: list[int], n_states: int, n_inputs: int) -> int:
         f"set max_delay")
 
 
+def wider_bound(limit: int, allowed: int, n_inputs: int) -> int | None:
+    """The next bound of a search that found no lag within ``limit``: twice it, at most
+    ``allowed`` (what the samples allow, :func:`largest_bound` without cap) and
+    ``_WIDEST_INPUT_LAGS`` lagged inputs; ``None`` when neither leaves room."""
+    widest = max(_LARGEST_BOUND, _WIDEST_INPUT_LAGS // max(n_inputs, 1) - 1)
+    wider = min(2 * limit, allowed, widest)
+    return wider if wider > limit else None
+
+
+def _limit_reason(limit: int, allowed: int | None, n_inputs: int) -> str:
+    """Why the search stopped at ``limit``, with the remedy."""
+    fix = "pass max_delay=<an integer above the delay in periods> if you know it"
+    if allowed is None:
+        return (f"{limit} is the bound the statistics were built with: build them with a "
+                f"larger max_delay, or {fix}")
+    if limit >= allowed:
+        return (f"{limit} is the largest bound these data allow ({_SAMPLES_PER_REGRESSOR} "
+                f"samples per regressor): record longer, or {fix}")
+    return (f"the search stops at {limit} (at most {_WIDEST_INPUT_LAGS} lagged inputs, "
+            f"{n_inputs} per lag; these data would allow up to {allowed}): {fix}")
+
+
 def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_inputs: int,
-                     limit: int, significance: float = 1e-3) -> DelayBoundSelection:
+                     limit: int, significance: float = 1e-3, allowed: int | None = None,
+                     warn: bool = True) -> DelayBoundSelection:
     """BIC over ``R = 0 .. limit`` from the moments of ``[x_k; u_k..u_{k-limit}; x_{k+1}]``.
 
     Parameters
@@ -127,6 +174,11 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
     n_states, n_inputs, limit : int
     significance : float, default 1e-3
         Level of the block test that finds the first active blocks.
+    allowed : int, optional
+        The largest bound the data allow (:func:`largest_bound` without cap), for the
+        warning's reason; ``None``: ``limit`` is the statistics' own bound.
+    warn : bool, default True
+        ``False``: no warning (a search about to widen); ``exceeded`` still says it.
 
     Returns
     -------
@@ -157,20 +209,23 @@ def select_max_delay(gram: np.ndarray, n_samples: int, *, n_states: int, n_input
     first = block_test(full, n, m, limit, significance=significance).first_active
     states = np.arange(n)
     no_input = _bic(gram, states, targets, n_samples, n)
+    exceeded = no_input <= criterion[best] or (best == limit and not np.any(first >= 0))
+    reason = _limit_reason(limit, allowed, m)
     if no_input <= criterion[best]:
-        warn_model(f"no input lag 0..{limit} explains the states better than the states alone "
-                   f"(BIC {no_input:.4g} without inputs, {criterion[best]:.4g} at best with "
-                   f"R = {best}): the delay may exceed {limit} periods (the largest bound these "
-                   f"data allow), or the input does not act; max_delay is set to {limit}")
+        if warn:
+            warn_model(f"no input lag 0..{limit} explains the states better than the states "
+                       f"alone (BIC {no_input:.4g} without inputs, {criterion[best]:.4g} at "
+                       f"best with R = {best}): the delay may exceed {limit} periods, or the "
+                       f"input does not act; {reason}; max_delay is set to {limit}")
         best = limit
-    elif best == limit and not np.any(first >= 0):
+    elif exceeded and warn:
         warn_model(f"the delay-bound criterion (BIC) is still smallest at the largest bound "
                    f"tried, R = {limit}: the delay may be longer than {limit} periods, or the "
-                   f"data too short to tell; set max_delay explicitly (larger) to check")
+                   f"data too short to tell; {reason}")
     cap = int(first.max()) + 2 if np.any(first >= 0) else limit
     return DelayBoundSelection(candidates=candidates, criterion=criterion, best=best,
                                first_active=first, selected=min(best + 1, cap, limit),
-                               limit=limit, n_samples=n_samples)
+                               limit=limit, n_samples=n_samples, exceeded=bool(exceeded))
 
 
 def _bic(gram: np.ndarray, phi: np.ndarray, targets: np.ndarray, n_samples: int, n: int

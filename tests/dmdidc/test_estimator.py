@@ -186,6 +186,37 @@ def test_auto_handles_data_beyond_the_gram_rank_floor():
     assert rel_err(auto.A_d, true.A_d) < 1e-6                  # measured 8.6e-8
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_record_that_diverges_is_refused_for_its_growth(seed):
+    # a trial: a mode at +0.02 1/s grew the states to 3e13 over 3000 samples, and the refusal
+    # named only the excitation (svd_rank, regression_rank); its first half fitted right
+    rng = np.random.default_rng(seed)
+    V = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+    growth = rng.uniform(0.015, 0.03)
+    plant = DelayedPlant.from_continuous(V @ np.diag([growth, -0.5, -1.0]) @ V.T,
+                                         rng.standard_normal((3, 2)), [0.3, 0.6], dt=0.5)
+    U = rng.standard_normal((2, 3000))
+    X = plant.simulate(np.zeros(3), U) + 0.01 * rng.standard_normal((3, 3001))
+    with pytest.raises(InsufficientExcitationError, match="grow by a factor") as info:
+        DMDidc(max_delay=4).fit(X, U, dt=0.5)
+    rate = float(re.search(r"about ([0-9.e+-]+) 1/s", str(info.value)).group(1))
+    assert abs(rate - growth) < 0.2 * growth
+    k = int(re.search(r"U\[:, :(\d+)\]", str(info.value)).group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        window = DMDidc(max_delay=4).fit(X[:, :k + 1], U[:, :k], dt=0.5)  # the window named
+    assert np.max(np.abs(window.delay - plant.delay)) < 0.15 * 0.5
+
+
+def test_a_rank_deficiency_without_growth_does_not_name_it(plant3):
+    u = random_excitation(1, 300, rng=1)
+    U = np.vstack([u, 0.37 * u])
+    X = plant3.simulate(np.zeros(3), U)
+    with pytest.raises(InsufficientExcitationError) as info:
+        DMDidc(max_delay=3).fit(X, U, dt=0.3)
+    assert "grow by" not in str(info.value)
+
+
 def test_gram_detects_collinear_inputs(plant3):
     u = random_excitation(1, 300, rng=1)
     U = np.vstack([u, 0.37 * u])                                # channel 2 = 0.37 * channel 1
