@@ -149,7 +149,7 @@ def wider_bound(limit: int, allowed: int, n_inputs: int) -> int | None:
 
 def _limit_reason(limit: int, allowed: int | None, n_inputs: int) -> str:
     """Why the search stopped at ``limit``, with the remedy."""
-    fix = "pass max_delay=<an integer above the delay in periods> if you know it"
+    fix = "pass max_delay=R, an integer above the delay in periods, if you know it"
     if allowed is None:
         return (f"{limit} is the bound the statistics were built with: build them with a "
                 f"larger max_delay, or {fix}")
