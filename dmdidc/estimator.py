@@ -1696,15 +1696,16 @@ def _name_growth(trajectories: list, dt: float, exc: Exception) -> None:
         k = int(np.argmax(growth > _GROWTH_KEPT)) * width
         rate = np.log(growth[top]) / ((top - start) * width * dt)
         which = f" of trajectory {t}" if len(trajectories) > 1 else ""
+        # the cause first: the regression's own report blames the excitation
         raise InsufficientExcitationError(
-            f"{exc}. Likely cause: the states{which} grow by a factor {growth[top]:.2g} over "
+            f"the states{which} grow by a factor {growth[top]:.2g} over "
             f"the record (rms {rms[start]:.3g} at samples {start * width}-{(start + 1) * width}"
             f", {rms[top]:.3g} at {top * width}-{(top + 1) * width}; about {rate:.2g} 1/s): "
             f"an unstable plant or a diverging closed loop, whose late samples swamp the early "
             f"ones beyond double precision, so that every state follows the growing mode. Fit "
             f"a window before the growth dominates (the first {k} samples grow by less than "
             f"{_GROWTH_KEPT:g}: X[:, :{k + 1}], U[:, :{k}]), several short experiments, or "
-            f"record with the loop stabilized") from exc
+            f"record with the loop stabilized. The regression's report: {exc}") from exc
 
 
 def _pooled_moments(arrays) -> tuple[int, np.ndarray, np.ndarray]:
