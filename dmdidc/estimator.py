@@ -54,6 +54,7 @@ from dmdidc.inference.checks import (
     DiagnosticWarning,
     FitDiagnostics,
 )
+from dmdidc.inference.clipping import clipping_check
 from dmdidc.inference.diagnostics import (
     ZERO_BOUND_REFIT,
     deferred_feedback,
@@ -796,6 +797,9 @@ class DMDidc:
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
         self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
+        # clipping to the bounds: judged on the owner's count (a release has none: privatize
+        # warned its owner)
+        self._add_check(clipping_check(total))
         if total.centering == "trajectory" and total.intercepts and not total.releases:
             # built with detrend="constant": their lengths are gone, their mean is not
             # (Nickell's bias depends on the lengths little beyond a few time constants)

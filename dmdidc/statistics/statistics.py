@@ -37,6 +37,7 @@ import numpy as np
 from _toolbox.validation import check_finite_array, check_integer, read_only
 from dmdidc.data import IdData, data_arrays
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.inference.clipping import NO_CLIPPING, Clipping
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.streaming import LaggedSums
 from dmdidc.trajectories import as_trajectories, check_data
@@ -82,9 +83,14 @@ class SufficientStatistics:
     min_trajectory_samples, max_trajectory_samples : int
         Regression samples of the shortest and longest trajectory (public; the sensitivity
         of some privacy units depends on them).
+    clipping : dmdidc.inference.clipping.Clipping or None
+        Values of the data clipped to the bounds, per signal, with the values seen and how far
+        beyond the bounds they went: the data owner's information, not part of a privatized
+        release (``None`` there).  :meth:`dmdidc.DMDidc.fit_statistics` judges it as its
+        ``clipping`` check, :meth:`privatize` warns the owner before the release leaves it
+        behind (:mod:`dmdidc.inference.clipping`).
     clipped : int or None
-        Values of the data that were clipped to the bounds (not part of a privatized release:
-        ``None`` there).
+        Values clipped, all signals (``clipping.total``; ``None`` for a release).
     noise_variance : float
         Variance of the privacy noise on every released entry (unit-box coordinates; 0 for
         plain statistics, ``inf`` for SaS noise with ``alpha < 2``).
@@ -131,7 +137,7 @@ class SufficientStatistics:
     instrument_bound: np.ndarray | None
     min_trajectory_samples: int
     max_trajectory_samples: int
-    clipped: int | None = 0
+    clipping: Clipping | None = NO_CLIPPING
     noise_variance: float = 0.0
     releases: tuple = ()
     interpolated: int = 0
@@ -152,6 +158,12 @@ class SufficientStatistics:
             object.__setattr__(self, name, read_only(getattr(self, name)))
         if not self._sources:
             object.__setattr__(self, "_sources", ((uuid.uuid4().hex, 1),))
+
+    @property
+    def clipped(self) -> int | None:
+        """Values clipped to the bounds, all signals (``None`` for a release, which does not
+        carry the count)."""
+        return None if self.clipping is None else self.clipping.total
 
     @property
     def multiplicity(self) -> int:
@@ -397,7 +409,8 @@ class SufficientStatistics:
                        else "trajectory"),
             min_trajectory_samples=min(p.min_trajectory_samples for p in used),
             max_trajectory_samples=max(p.max_trajectory_samples for p in used),
-            clipped=None if any(p.clipped is None for p in used) else total("clipped"),
+            clipping=(None if any(p.clipping is None for p in used)
+                      else sum((p.clipping.times(c) for c, p in drawn), NO_CLIPPING)),
             interpolated=total("interpolated"),
             noise_variance=float(sum(c ** 2 * p.noise_variance for c, p in drawn)),
             releases=tuple(release for c, p in drawn for _ in range(c)
@@ -566,6 +579,11 @@ class SufficientStatistics:
         -----
         RepeatedReleaseWarning
             From the second release of these statistics on (unless ``accounted``).
+        DiagnosticWarning
+            Check ``clipping`` failed: more than 1 % of a signal's values were clipped to the
+            bounds, which biases the model (:mod:`dmdidc.inference.clipping`).  The release
+            does not carry the count of clipped values (the owner's information), so its fit
+            cannot report it: this warning is the only one.
         """
         from dmdidc.private.release import privatize_statistics
 

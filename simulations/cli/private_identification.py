@@ -30,7 +30,6 @@ from simulations.cli.common import (
     _probability,
     _seed,
     check_unit_window,
-    clipping_warning,
     finite_vector,
     output_path,
     per_channel,
@@ -167,12 +166,6 @@ def _identify(args: argparse.Namespace) -> int:
     Xs = [x - x_op[:, None] for x in data.X]
     Us = [u - u_op[:, None] for u in data.U]
     X, U = (Xs[0], Us[0]) if len(Xs) == 1 else (Xs, Us)
-    # before the fit: heavy clipping is often why it fails
-    for option, arrays, bound, noun in (("--state-bound", Xs, state_bound, "state"),
-                                        ("--input-bound", Us, input_bound, "input")):
-        clipped = clipping_warning(option, arrays, bound, noun)
-        if clipped:
-            warn(clipped, args)
     if args.seed is not None:
         outputs = args.out if args.json_out is None else f"{args.out} or {args.json_out}"
         warn(seed_warning(args.seed, "the release's noise", outputs), args)
@@ -181,9 +174,15 @@ def _identify(args: argparse.Namespace) -> int:
         X, U, max_delay=args.max_delay,
         state_bound=state_bound, input_bound=input_bound, instruments=instruments,
         detrend=None if args.detrend == "none" else args.detrend)
-    private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
-                              unit=args.unit, window=args.window, alpha=args.alpha,
-                              rng=args.seed)
+    # the data owner's warnings, before the fit's: heavy clipping (the library's check
+    # 'clipping') is often why the fit fails, and only here is its count known
+    with warnings.catch_warnings(record=True) as released:
+        warnings.simplefilter("always")
+        private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
+                                  unit=args.unit, window=args.window, alpha=args.alpha,
+                                  rng=args.seed)
+    for warning in released:
+        warn(warning.message, args)
     if args.unit == "trajectory" and len(Xs) > 1:
         # the unit protects one trajectory; one person's record across all of them is k
         # trajectories, whose protection composes (k times the bound, group privacy)
