@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dmdidc import DMDidc, SufficientStatistics, random_excitation
+from dmdidc import DelayedPlant, DMDidc, SufficientStatistics, random_excitation
 from dmdidc.errors import DiagnosticWarning
 from dmdidc.inference.clipping import CLIP_SHARE, clipping_check
 from simulations.studies.data_kinds import random_plant
@@ -97,3 +97,22 @@ def test_unbounded_statistics_have_no_clipping_check_to_fail():
     stats = SufficientStatistics.from_data(Xs, Us, max_delay=3)
     check = clipping_check(stats)
     assert check.passed is None and "no bounds" in check.finding and stats.clipped == 0
+
+
+def test_a_release_whose_noise_is_all_the_variance_quotes_no_residual():
+    """The effect check's causes do not quote the residual of privatized statistics (the
+    Gram's repair can leave it at 0: 'leaves 2.6e-08 of the targets unexplained' read as a
+    perfect fit); they say the noise sets it."""
+    plant = DelayedPlant.from_continuous([[-0.4, 1.0, 0], [-1.0, -0.4, 0], [0, 0, -1.2]],
+                                         [[1, 0], [0.5, 1], [0, -1]], [0.4, 0.05], dt=0.5)
+    U = random_excitation(2, 2500, rng=1)
+    X = plant.simulate(np.zeros(3), U) + 0.03 * np.random.default_rng(2).standard_normal((3, 2501))
+    stats = SufficientStatistics.from_data(X, U, max_delay=4, state_bound=3.0, input_bound=4.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DMDidc(max_delay=4).fit_statistics(
+            stats.privatize("gaussian", epsilon=20.0, delta=1e-5, rng=0), dt=0.5)
+    effect = [str(w.message) for w in caught if "check 'effect'" in str(w.message)]
+    assert effect, [str(w.message)[:80] for w in caught]
+    assert "of the targets unexplained" not in effect[0]
+    assert "residual of privatized statistics is set by this noise" in effect[0]
