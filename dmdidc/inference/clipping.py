@@ -21,7 +21,7 @@ privatize; the fit of a release reports the check as not applicable and says why
 (``benchmarks/bench_clipping.py``): on random stable plants (n = 3, m = 2, 200 experiments of 300
 samples, state noise 0.02) the coefficients' shift caused by clipping grows about linearly with
 the clipped share, 0.08-0.22 of the standard errors of a Gaussian release at epsilon 3 per 1 %
-clipped (a 95 % interval then covers at least 94 %), 0.5-1.4 at 5 % and 1.5-2.9 at 10 %.  Plain
+clipped (a 95 % interval then covers at least 94 %), 0.5-1.4 at 5 % and 1.4-2.9 at 10 %.  Plain
 statistics have no privacy noise and far narrower intervals, which the same bias exceeds from
 about 0.01 % clipped on (0.2-1.2 standard errors): there the check passes below the threshold,
 its finding says the share, and other checks may fail from it (``block_structure``).
