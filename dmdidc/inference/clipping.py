@@ -128,7 +128,7 @@ def clipping_check(stats) -> Check:
     ...                                        input_bound=1.0)
     >>> check = clipping_check(stats)
     >>> check.failed, check.finding[:30]
-    (True, '31% of the state values (up to')
+    (True, '34% of the state values (up to')
     >>> clipping_check(SufficientStatistics.from_data(X, U, max_delay=1, state_bound=5.0,
     ...                                               input_bound=1.0)).passed
     True
