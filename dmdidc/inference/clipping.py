@@ -96,12 +96,15 @@ class Clipping:
 NO_CLIPPING = Clipping()
 
 
-def _share_text(clipping: Clipping, signal: int) -> str:
-    noun, bound = SIGNALS[signal]
-    if not clipping.clipped[signal]:
-        return f"no {noun} value"
-    return (f"{100 * clipping.share(signal):.2g}% of the {noun} values (up to "
-            f"{clipping.peak[signal]:.2g} times {bound})")
+def _shares(clipping: Clipping, signals: list[int]) -> str:
+    """The clipped share of each signal that had any (with how far beyond its bound), then
+    the signals without: ``"2% of the state values (up to 1.6 times state_bound), no input
+    value"``."""
+    parts = [f"{100 * clipping.share(i):.2g}% of the {SIGNALS[i][0]} values (up to "
+             f"{clipping.peak[i]:.2g} times {SIGNALS[i][1]})"
+             for i in signals if clipping.clipped[i]]
+    spared = [SIGNALS[i][0] for i in signals if not clipping.clipped[i]]
+    return ", ".join(parts + ([f"no {' or '.join(spared)} value"] if spared else []))
 
 
 def clipping_check(stats) -> Check:
@@ -127,8 +130,8 @@ def clipping_check(stats) -> Check:
     >>> stats = SufficientStatistics.from_data(X, U, max_delay=1, state_bound=1.0,
     ...                                        input_bound=1.0)
     >>> check = clipping_check(stats)
-    >>> check.failed, check.finding[:30]
-    (True, '34% of the state values (up to')
+    >>> check.failed, check.finding[:62]
+    (True, 'clipped to the declared bounds: 34% of the state values (up to')
     >>> clipping_check(SufficientStatistics.from_data(X, U, max_delay=1, state_bound=5.0,
     ...                                               input_bound=1.0)).passed
     True
@@ -145,11 +148,11 @@ def clipping_check(stats) -> Check:
     if not signals:
         return Check("clipping", QUESTION, None, finding="no data")
     share = max(clipping.share(i) for i in signals)
-    shares = ", ".join(_share_text(clipping, i) for i in signals)
+    shares = _shares(clipping, signals)
     if share > CLIP_SHARE:
         return Check(
             "clipping", QUESTION, False, share, CLIP_SHARE,
-            finding=(f"{shares} were clipped to the declared bounds; a clipped value is "
+            finding=(f"clipped to the declared bounds: {shares}; a clipped value is "
                      f"pulled in to its bound, which biases the model (its gains, modes and "
                      f"delays) by more than a private release's standard errors once over "
                      f"{100 * CLIP_SHARE:g}% of a signal's values are clipped, and no "
@@ -165,5 +168,6 @@ def clipping_check(stats) -> Check:
         return Check("clipping", QUESTION, True, share, CLIP_SHARE,
                      finding=f"nothing clipped (largest values: {peaks})")
     return Check("clipping", QUESTION, True, share, CLIP_SHARE, finding=(
-        f"{shares} were clipped: a bias small against a private release's noise, which a "
-        f"plain fit's narrower intervals may still show (e.g. as block_structure)"))
+        f"clipped to the declared bounds: {shares}; a bias small against a private release's "
+        f"noise, which a plain fit's narrower intervals may still show (e.g. as "
+        f"block_structure)"))
