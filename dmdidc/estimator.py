@@ -454,12 +454,13 @@ class DMDidc:
         Parameters
         ----------
         X : array_like, shape (n, K + 1), a list of such arrays, or IdData
-            States ``x_0 .. x_K`` as columns (several trajectories as a list), in the units
-            they were recorded in (an offset or operating point is handled, see ``detrend``);
-            or an :class:`~dmdidc.IdData` (then without ``U`` and ``dt``: the model takes its
-            names, units, operating point and provenance).
+            States ``x_0 .. x_K`` as columns (several trajectories as a list; a 1-D array is one
+            state, as in IdData), in the units they were recorded in (an offset or operating point
+            is handled, see ``detrend``); or an :class:`~dmdidc.IdData` (then without ``U`` and
+            ``dt``: the model takes its names, units, operating point and provenance).
         U : array_like, shape (m, K), or a list of such arrays
-            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)`` (with arrays).
+            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)`` (with arrays; a
+            1-D array is one input).
         dt : float
             Sampling period ``T`` in seconds (with arrays).
         Y : array_like, shape (n, N), optional
@@ -864,10 +865,11 @@ class DMDidc:
         Parameters
         ----------
         X : array_like, shape (n, L + 1), or IdData
-            States of the chunk.  When continuing a trajectory, ``X[:, 0]`` must equal the last
-            state of the previous chunk (chunks overlap by one state, like ``X[:, a:b+1]``
-            with ``U[:, a:b]``).  An :class:`~dmdidc.IdData` (without ``U`` and ``dt``) adds
-            each of its experiments as a new trajectory after the first.
+            States of the chunk (a 1-D array is one state; so is a 1-D ``U`` one input).  When
+            continuing a trajectory, ``X[:, 0]`` must equal the last state of the previous chunk
+            (chunks overlap by one state, like ``X[:, a:b+1]`` with ``U[:, a:b]``).  An
+            :class:`~dmdidc.IdData` (without ``U`` and ``dt``) adds each of its experiments as a
+            new trajectory after the first.
         U : array_like, shape (m, L)
             With arrays.
         dt : float

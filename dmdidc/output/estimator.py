@@ -584,12 +584,12 @@ class OutputDMDidc:
         Parameters
         ----------
         Y, U : array_like or list of array_like
-            Samples on the last axis; several experiments as lists.  ``Y`` may carry one
-            sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).  An
-            :class:`~dmdidc.IdData` (its signals are the outputs) replaces ``Y``, ``U`` and
-            ``dt``; its operating point is removed first, and its experiments shorter than
-            ``2 horizon + max_delay + 1`` samples (one window; ``missing="drop"`` may leave
-            such pieces) are not used, as in :meth:`partial_fit`.
+            Samples on the last axis (a 1-D array is one channel); several experiments as lists.
+            ``Y`` may carry one sample more than ``U`` (the state convention of
+            :class:`~dmdidc.DMDidc`).  An :class:`~dmdidc.IdData` (its signals are the outputs)
+            replaces ``Y``, ``U`` and ``dt``; its operating point is removed first, and its
+            experiments shorter than ``2 horizon + max_delay + 1`` samples (one window;
+            ``missing="drop"`` may leave such pieces) are not used, as in :meth:`partial_fit`.
         dt : float
             Sampling period ``T`` in seconds (not with an IdData).
 
@@ -767,11 +767,11 @@ class OutputDMDidc:
         Parameters
         ----------
         Y : array_like, shape (l, L) or (l, L + 1), or IdData
-            Outputs of the chunk.  With ``L + 1`` samples (the state convention of
-            :meth:`DMDidc.partial_fit <dmdidc.DMDidc.partial_fit>`) chunks overlap by one
-            sample: a continuing chunk's ``Y[:, 0]`` must equal the previous chunk's last
-            output.  With ``L`` samples chunks follow each other (``Y[:, a:b]``,
-            ``U[:, a:b]``).  The first chunk fixes the convention.  An
+            Outputs of the chunk (a 1-D array is one output).  With ``L + 1`` samples (the state
+            convention of :meth:`DMDidc.partial_fit <dmdidc.DMDidc.partial_fit>`) chunks overlap by
+            one sample: a continuing chunk's ``Y[:, 0]`` must equal the previous chunk's last
+            output.  With ``L`` samples chunks follow each other (``Y[:, a:b]``, ``U[:, a:b]``).
+            The first chunk fixes the convention.  An
             :class:`~dmdidc.IdData` (without ``U`` and ``dt``; operating point removed) adds
             each of its experiments as a new experiment after the first.
         U : array_like, shape (m, L)

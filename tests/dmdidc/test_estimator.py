@@ -834,7 +834,9 @@ def test_bad_data(data3):
     with pytest.raises(DimensionError, match=r"U has shape \(200, 2\), which looks transposed"):
         est.fit(X, U.T, dt=0.3)
     with pytest.raises(DimensionError, match="2-dimensional"):
-        est.fit(X[0], U, dt=0.3)
+        est.fit(X[None], U, dt=0.3)
+    with pytest.raises(DimensionError, match="U has 199 samples; expected 200"):
+        est.fit(X[0], U[:, 1:], dt=0.3)                  # a 1-D X is one state, checked alike
     for dt in (0.0, -0.3, np.inf):
         with pytest.raises(ParameterError, match="dt"):
             est.fit(X, U, dt=dt)
