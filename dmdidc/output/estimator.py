@@ -29,7 +29,8 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.inference.checks import Check
+from dmdidc.inference.checks import Check, FitDiagnostics
+from dmdidc.inference.intervals import ConfidenceIntervals, IntervalEstimate
 from dmdidc.inference.recovery import continuous_state_matrix
 from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.output.blocks import (
@@ -1593,6 +1594,35 @@ class OutputDMDidc:
                                   getattr(self, "_profiles", ()), level)
         bound = self.max_delay * self.dt
         return np.stack([np.clip(low, 0.0, bound), np.clip(high, 0.0, bound)], axis=1)
+
+    def confidence_intervals(self, level: float = 0.95) -> ConfidenceIntervals:
+        """The delays' intervals as :meth:`DMDidc.confidence_intervals
+        <dmdidc.DMDidc.confidence_intervals>` returns them: ``.delay`` is an
+        :class:`~dmdidc.inference.intervals.IntervalEstimate` (``value``, ``low``, ``high``,
+        ``standard_error`` = ``delay_se_``, seconds) holding :meth:`delay_ci`'s bounds, so code
+        reads ``est.confidence_intervals().delay.low`` from either estimator; ``str()`` prints
+        ``r[0] = 1.30 +/- 0.01 s`` (the ends where the interval is not symmetric: profile
+        joined, or clipped to ``[0, max_delay dt]``).  ``A_c`` and ``B_c`` are ``None``: the
+        output model's state basis is the fit's own choice (the eigenvalues' intervals are
+        :meth:`eigenvalue_ci`'s).  :meth:`delay_ci` keeps its array (m, 2)."""
+        bounds = self.delay_ci(level)
+        delay = IntervalEstimate("r", self.delay, bounds[:, 0], bounds[:, 1], self.delay_se_,
+                                 level=float(level), method="asymptotic", unit="s")
+        return ConfidenceIntervals(delay, None, None, level=float(level), method="asymptotic")
+
+    @property
+    def diagnostics_(self) -> FitDiagnostics:
+        """The fit's checks (``checks_``) as :attr:`DMDidc.diagnostics_
+        <dmdidc.DMDidc.diagnostics_>` holds them: ``summary()`` (the table of ``pass`` /
+        ``note`` / ``FAIL`` / ``n/a``), ``failed``, ``diagnostics_["feedback"]``.  Each
+        statistical check is taken at ``significance``; the level shown is their Bonferroni
+        sum (at most the family-wise false-alarm probability).  ``plot()`` has no residual
+        figure for an output-error fit (``resid``'s data are DMDidc's)."""
+        checks = self.checks_
+        tested = sum(c.passed is not None and c.name != "convergence" for c in checks)
+        return FitDiagnostics(checks, estimator="output-error", instruments=None,
+                              level=tested * self.significance,
+                              notes=(f"each statistical check at {self.significance:g}",))
 
     def eigenvalue_ci(self, level: float = 0.95) -> np.ndarray:
         """Confidence boxes (n, 2) of the eigenvalues as complex corners ``low``, ``high``:
