@@ -478,6 +478,9 @@ class OutputDMDidc:
         The ``feedback``, ``outliers`` and ``noise_levels`` checks of the residuals, and
         ``convergence``: did the output-error refinement reach its minimum (``refined_.ending``,
         ``refined_.gain``)?  (:mod:`dmdidc.output.checks`; a failed one warned.)
+    diagnostics_ : FitDiagnostics
+        ``checks_`` as :class:`~dmdidc.DMDidc` keeps its checks (``summary()``, ``failed``,
+        ``diagnostics_["feedback"]``); each check's ``status`` is its word in the table.
     experiment_levels_ : ndarray, shape (E,)
         Each experiment's noise level relative to the quietest, by which :meth:`fit` divided
         its outputs and inputs (weighted output error) when the ``noise_levels`` check found
@@ -1574,7 +1577,9 @@ class OutputDMDidc:
             raise NotFittedError("this OutputDMDidc is not fitted yet: call fit(Y, U, dt=...)")
 
     def delay_ci(self, level: float = 0.95) -> np.ndarray:
-        """Confidence interval of each channel's delay, shape (m, 2), seconds.
+        """Confidence interval of each channel's delay, shape (m, 2), seconds
+        (:meth:`confidence_intervals` gives them as ``DMDidc.delay_ci`` does: an
+        :class:`~dmdidc.inference.intervals.IntervalEstimate` with ``.low``, ``.high``).
 
         Wald intervals ``delay +- z se`` from the joint output-error covariance (the errors of
         the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
