@@ -9,9 +9,10 @@ vectors ``q``, ``lower`` and ``upper`` and re-solves, warm-started:
 * :class:`OSQPSolver`: OSQP (ADMM) on the sparse QP, with the previous primal and dual solution;
 * :class:`ClarabelSolver`: Clarabel (interior point) on the sparse QP, data updated in place.
 
-OSQP and Clarabel solve the sparse QP in equilibrated variables (:func:`equilibrate`): every
-variable and row divided by its own scale (powers of two, from the constraint matrix), so that
-a plant whose states come in mixed units (mm beside km) is solved as one in common units.
+OSQP and Clarabel solve the sparse QP in equilibrated variables (:func:`equilibrate`) when its
+scales spread beyond ``EQUILIBRATION_LEAST_SPREAD``: every variable and row divided by its own
+scale (powers of two, from the constraint matrix), so that a plant whose states come in mixed
+units (mm beside km) is solved as one in common units.
 
 Every solver reports one of the statuses ``"optimal"``, ``"optimal_inaccurate"``,
 ``"infeasible"``, ``"user_limit"`` (iteration or time limit) or ``"error: <solver's word>"``,
@@ -47,14 +48,15 @@ DISTANT_BOUND_RATIO = 1e6
 #: An entry of the sparse QP's constraint matrix below this many times its row's largest is
 #: rounding to :func:`equilibrate` (left out of its scales)
 NEGLIGIBLE_ENTRY = 1e-14
-#: Clarabel is given the equilibrated QP only when its scales spread beyond this (mixed
+#: The solvers are given the equilibrated QP only when its scales spread beyond this (mixed
 #: units: 256-4096 on random plants with states in units 1e-3, 1 and 1e3; in common units
-#: the median 4, 99 % below 300).  Its own equilibration handles a small spread, and
-#: rescaling by factors of 0.5-8 tipped two of the 58 soft-bound problems at scale 1e5 (soft
-#: penalties 2e7-7e8, controllers/tests test_mpc_soft_far) from Solved to AlmostSolved, with
-#: plans 1e-5 to 4e-4 off (within 1e-6 unscaled).  OSQP always gets it (3 of 190 random
-#: problems in common units stopped at its iteration limit without it).
-CLARABEL_LEAST_SPREAD = 64.0
+#: the median 4, 99 % below 300).  Their own equilibration handles a small spread, and
+#: rescaling by factors of 0.5-8 tipped hard problems in common units either way: of a
+#: review's 57 soft-bound problems at scales up to 1e5 (soft penalties up to 7e8,
+#: tests/controllers/test_mpc_soft_far.py), Clarabel went from Solved to AlmostSolved on two
+#: (plans 1e-5 and 4e-4 off; within 1e-6 unscaled) and OSQP stopped at its iteration limit
+#: on 5 instead of 1, while on 190 random problems OSQP stopped on 0 instead of 3.
+EQUILIBRATION_LEAST_SPREAD = 64.0
 
 __all__ = ["QP_SOLVERS", "ClarabelSolver", "DAQPSolver", "OSQPSolver", "QPOutcome",
            "condition_number", "distant_bounds", "equilibrate", "meets_bounds",
@@ -334,7 +336,8 @@ class OSQPSolver:
     Parameters
     ----------
     qp : MPCQuadraticProgram
-        Sparse layout (solved in the variables of :func:`equilibrate`).
+        Sparse layout (solved in the variables of :func:`equilibrate` when their scales
+        spread beyond ``EQUILIBRATION_LEAST_SPREAD``).
     options : dict
         OSQP settings (defaults: ``eps_abs = eps_rel = 1e-8``, ``polishing=True``,
         ``max_iter=20000``: input bounds hold to ~1e-9 instead of OSQP's default 1e-5).
@@ -356,7 +359,7 @@ class OSQPSolver:
                  warm_start: bool) -> None:
         import osqp
 
-        self._qp, self._d = equilibrate(qp)
+        self._qp, self._d = equilibrate(qp, EQUILIBRATION_LEAST_SPREAD)
         qp = self._qp
         self._solver = osqp.OSQP()
         settings = {**self.DEFAULTS, "verbose": False, "warm_starting": warm_start, **options}
@@ -420,7 +423,7 @@ class ClarabelSolver:
     ----------
     qp : MPCQuadraticProgram
         Sparse layout (solved in the variables of :func:`equilibrate` when their scales
-        spread beyond ``CLARABEL_LEAST_SPREAD``).
+        spread beyond ``EQUILIBRATION_LEAST_SPREAD``).
     options : dict
         Clarabel settings (``clarabel.DefaultSettings`` attributes; defaults ``tol_gap_abs =
         tol_gap_rel = tol_feas = 1e-10``, and a step on which they stall solved again at
@@ -446,7 +449,7 @@ class ClarabelSolver:
                  warm_start: bool) -> None:
         import clarabel
 
-        self._qp, self._d = equilibrate(qp, CLARABEL_LEAST_SPREAD)
+        self._qp, self._d = equilibrate(qp, EQUILIBRATION_LEAST_SPREAD)
         qp = self._qp
         settings = clarabel.DefaultSettings()
         settings.verbose = False
