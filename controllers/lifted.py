@@ -22,6 +22,7 @@ import numpy as np
 
 from _toolbox.errors import DimensionError, NonFiniteError, ParameterError
 from _toolbox.validation import check_finite_array
+from controllers.outputs import refuse_model_basis
 from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["closed_loop_matrix", "feedback_gains", "lifted_loop", "spectral_radius"]
@@ -117,6 +118,9 @@ def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
     ------
     NonFiniteError
         The product of the plant's input blocks and the gains overflows float64.
+    ParameterError
+        A controller designed on an output model (its ``output_matrix``), whose states are
+        that model's own basis, on another plant (its states are not the controller's).
 
     Examples
     --------
@@ -129,6 +133,7 @@ def closed_loop_matrix(true_plant: Any, controller: Any) -> np.ndarray:
     (6, 6)
     """
     plant = as_plant(true_plant)
+    refuse_model_basis(plant, controller)
     F, G, C = lifted_loop(plant, *feedback_gains(controller, plant.n_states, plant.n_inputs))
     with np.errstate(over="ignore", invalid="ignore"):
         M = F + G @ C
