@@ -124,3 +124,41 @@ def test_the_default_measurement_noise_follows_the_outputs_units(seed):
                                atol=1e-9 * np.abs(base.gain).max())
             assert np.allclose(np.sort(np.abs(scaled.error_eigenvalues)),
                                np.sort(np.abs(base.error_eigenvalues)), atol=1e-7)
+
+
+def feedback_warnings(plant, C):
+    from controllers import OutputFeedback, make_controller
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        observer = DelayedKalmanObserver(plant, C=C)
+        controller = make_controller("fractional", plant)
+        OutputFeedback(controller, observer)
+    said = [str(w.message) for w in record if "slow estimate" in str(w.message)]
+    estimate = -1 / np.log(np.abs(observer.error_eigenvalues).max())
+    return said, estimate, max(-1 / np.log(controller.nominal_spectral_radius), 1.0)
+
+
+@pytest.mark.parametrize("seed", [2, 3, 5, 7, 8, 10])
+def test_an_estimate_far_slower_than_the_state_loop_warns(seed):
+    from controllers.observer import SLOW_ESTIMATE_RATIO
+
+    plant, C = marginal_plant(np.random.default_rng(seed), 1e-2)
+    said, estimate, loop = feedback_warnings(plant, C)
+    # the premise: slower than the loop by the ratio, faster than the observer's own bound
+    assert SLOW_ESTIMATE_RATIO * loop < estimate <= SLOW_ERROR_PERIODS
+    assert len(said) == 1 and said[0].startswith("OutputFeedback: slow estimate check")
+    assert "|lambda| = 1)" in said[0]
+    plant, C = marginal_plant(np.random.default_rng(seed), 1.0)
+    assert feedback_warnings(plant, C)[0] == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_plants_and_sensors_do_not_warn_of_a_slow_estimate(seed):
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 5)), int(rng.integers(1, 3))
+    plant = DelayedPlant.from_continuous(rng.standard_normal((n, n)),
+                                         rng.standard_normal((n, m)), rng.uniform(0, 2, m),
+                                         float(rng.uniform(0.2, 1.0)))
+    C = rng.standard_normal((int(rng.integers(1, n + 1)), n))
+    assert feedback_warnings(plant, C)[0] == []
