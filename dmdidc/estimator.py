@@ -76,6 +76,7 @@ from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.model import DelayedPlant
 from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import outside_span, pod_modes
+from dmdidc.regression.refined import centred_references
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
@@ -654,6 +655,10 @@ class DMDidc:
             trajectories, *trends = detrended(trajectories, self.detrend)
             references = None if references is None else [
                 remove_trend(E, self.detrend)[0] for E in references]
+        elif references is not None:
+            # the model has one intercept or none: the references' one level is no
+            # information (centred_references)
+            references = centred_references(references)
         if self.svd_rank is not None:      # identify in the leading POD modes
             pod = pod or self._pod_of([Xi for Xi, _ in trajectories])
             # z = modes^T (x - c) = modes^T x: the centre lies outside the modes' span
@@ -1040,7 +1045,10 @@ class DMDidc:
         use = stats.centered() if centred else stats
         twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
                 if kind == "iv" else None)
-        solution = regression_from_statistics(use, self._R, estimator=kind, **options)
+        # exogenous instruments are a reference: its level must not matter
+        solution = regression_from_statistics(
+            use, self._R, estimator=kind, constant_instrument=stats.instruments == "exogenous",
+            **options)
         # no samples to refine an affine fit on: its rounding goes to the offset check
         rounding = affine_rounding(stats, solution, self._R, kind) if centred else 0.0
         return FitOutcome(solution, kind, stats.instruments if kind == "iv" else None, stats,

@@ -341,10 +341,16 @@ def _lagged_state_products(trajectories, recursion: tuple, first: int, R: int,
 
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
-           svd_rank: int | None, rank_rtol: float, strength: bool = True) -> RegressionSolution:
+           svd_rank: int | None, rank_rtol: float, strength: bool = True,
+           reference: bool = False) -> RegressionSolution:
+    """``estimator``'s solve of ``stats``, affine when ``centred``; ``reference``: the
+    instruments are a reference's lags, joined by the constant when the fit goes through the
+    origin (invariant to the reference's level, :func:`~dmdidc.statistics.fit.
+    regression_from_statistics`)."""
     return regression_from_statistics(stats.centered() if centred else stats, R,
                                       estimator=estimator, svd_rank=svd_rank,
-                                      rank_rtol=rank_rtol, strength=strength)
+                                      rank_rtol=rank_rtol, strength=strength,
+                                      constant_instrument=reference)
 
 
 def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, method: str,
@@ -903,7 +909,7 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         stats = _statistics(trajectories, R, signals, instrument_lags)
         test, centred = intercept_decision(stats, R, "iv", level=level, offset=offset,
                                            **options)
-        solution = _solve(stats, R, "iv", centred, **options)
+        solution = _solve(stats, R, "iv", centred, reference=chosen == "exogenous", **options)
         if centred:
             solution = _refined_affine(stats, solution, R, trajectories,
                                        references if chosen == "exogenous" else None, options)
@@ -1076,7 +1082,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
     try:
         # refinements read only the first stage's model: no instrument strength
-        solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0, **options)
+        solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0,
+                           reference=True, **options)
                     if references is not None else
                     _input_instrumented(trajectories, R, centred, options, memo,
                                         strength=REFINEMENTS == 0))

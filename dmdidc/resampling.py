@@ -233,7 +233,8 @@ def parts_refit(decisions: Decisions, parts: list[SufficientStatistics], *, max_
     return _summed_refit(
         decisions, lambda counts: weighted_total(parts, counts),
         lambda stats, _: _solve(stats, R, decisions.estimator, decisions.centred,
-                                svd_rank=svd_rank, rank_rtol=rank_rtol),
+                                svd_rank=svd_rank, rank_rtol=rank_rtol,
+                                reference=decisions.instruments == "exogenous"),
         _model_vector(parts[0].n_states, parts[0].n_inputs, R, dt, significance, block_rtol))
 
 
@@ -310,7 +311,8 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
                 return least_squares([trajectories[k] for k in chosen(counts)], R,
                                      method=method, chunk_size=chunk_size,
                                      accumulated=moments, **options)[0]
-            return _solve(stats, R, decisions.estimator, decisions.centred, **options)
+            return _solve(stats, R, decisions.estimator, decisions.centred,
+                          reference=kind == "exogenous", **options)
         return _summed_refit(decisions, lambda counts: weighted_total(parts, counts), solve,
                              vector)
 

@@ -89,7 +89,8 @@ def _indices(stats, R: int, estimator: str) -> tuple[np.ndarray, int, np.ndarray
 
 def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
                                svd_rank: int | None = None, rank_rtol: float = 1e-10,
-                               strength: bool = True) -> RegressionSolution:
+                               strength: bool = True, constant_instrument: bool = False
+                               ) -> RegressionSolution:
     """Least squares (``"ls"``) or 2SLS (``"iv"``) from sufficient statistics.
 
     Parameters
@@ -103,6 +104,15 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     strength : bool, default True
         IV: compute ``instrument_strength`` (:func:`~dmdidc.regression.instrumental.
         instrumental_solution`).
+    constant_instrument : bool, default False
+        IV through the origin (uncentred, unprivatized statistics): the constant ``1`` joins
+        the instruments (its moments are ``sums`` and ``n_samples``).  For instruments that
+        are a reference (set point, dither): ``r + c`` then spans what ``r`` spans, so the fit
+        does not depend on the reference's level, as the affine fit (centred moments) does
+        not.  Without it a set point at its level spent the instruments on the data's means
+        (a review's mixed loop: ``A_c`` 65 % off at the level, 8 % about the mean).  Ignored
+        for least squares, centred statistics and privatized ones (their ``sums`` carry noise
+        the noise covariance does not follow).
 
     Returns
     -------
@@ -130,7 +140,15 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     G, s, order, p, instruments = ordered_moments(
         stats, max_delay, estimator, nearest_psd(stats.gram) if variance > 0 else None)
     try:
-        if estimator == "iv":
+        if estimator == "iv" and constant_instrument and variance == 0 \
+                and stats.centering == "none":
+            N = float(stats.n_samples)
+            solution = instrumental_solution(
+                np.block([[G, s[:, None]], [s[None, :], np.array([[N]])]]), np.append(s, N),
+                stats.n_samples, n_states=n, n_regressors=p,
+                instruments=np.append(instruments, G.shape[0]), svd_rank=svd_rank,
+                rank_rtol=rank_rtol, intercepts=stats.intercepts, strength=strength)
+        elif estimator == "iv":
             solution = instrumental_solution(G, s, stats.n_samples, n_states=n, n_regressors=p,
                                              instruments=instruments, svd_rank=svd_rank,
                                              rank_rtol=rank_rtol, intercepts=stats.intercepts,

@@ -227,3 +227,47 @@ def test_a_significant_block_is_not_discarded_by_the_pair_choice():
     ci = fit.delay_ci(0.95)
     assert np.all(ci.high - ci.low > 0.01), (ci.low, ci.high)
     assert warned or np.all((ci.low <= plant.delay) & (plant.delay <= ci.high))
+
+
+def _level_free(fit: DMDidc) -> tuple[dict, list]:
+    """What a fit reports, as arrays (model, intervals, check statistics), and its verdicts
+    and choices."""
+    ci = fit.confidence_intervals(0.95)
+    diagnostics = fit.diagnostics_
+    arrays = {"A_d": fit.model_.A_d, "B": np.asarray(fit.model_.B_blocks),
+              "se": fit.regression_.standard_errors,
+              "statistics": np.array([c.statistic for c in diagnostics], dtype=float)}
+    for name in ("delay", "A_c", "B_c"):
+        item = getattr(ci, name)
+        arrays[name] = np.concatenate([np.ravel(item.low), np.ravel(item.high)])
+    return arrays, [diagnostics.estimator, diagnostics.instruments,
+                    [(c.name, c.passed) for c in diagnostics]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fit_does_not_depend_on_the_level_of_the_reference(seed):
+    # A reference shifted by a constant carries the same information (a set point in degrees
+    # or about its mean).  The instruments about the reference's mean, and the constant among
+    # them for a fit through the origin, make every fit invariant: before, the first stage
+    # and the exogenous instruments read the raw level (A_d 100 % apart for the same data,
+    # check verdicts changed).
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
+    data = make_data("closed_loop", plant, rng=rng)
+    for options in ({}, {"estimator": "iv"}, {"estimator": "iv", "instruments": "exogenous"}):
+        def fit(reference, options=options):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DiagnosticWarning)
+                return _level_free(DMDidc(max_delay=4, **options).fit(
+                    data.X, data.U, dt=1.0, reference=reference))
+
+        arrays, choices = fit(data.reference)
+        for shift in (20.0, -7.0, 1e3):
+            moved, moved_choices = fit(data.reference + shift)
+            assert moved_choices == choices, (options, shift)
+            for name, value in arrays.items():
+                finite = np.isfinite(value)
+                np.testing.assert_array_equal(np.isfinite(moved[name]), finite)
+                np.testing.assert_allclose(moved[name][finite], value[finite], rtol=1e-8,
+                                           atol=1e-12 * np.abs(value[finite]).max(initial=1.0),
+                                           err_msg=f"{name} {options} shift {shift}")
