@@ -43,6 +43,7 @@ from dmdidc.fitting import (
     fit_trajectories,
     fit_with_trends,
     intercept_decision,
+    reference_level_rule,
 )
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
@@ -250,7 +251,10 @@ class DMDidc:
         (:func:`~dmdidc.fitting.intercept_decision`; not for statistics centred when built or
         privatized: the ``offset`` check says so).  ``None``:
         fit through the origin; a significant intercept fails the ``offset`` check (a
-        warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
+        warning), and instruments from a ``reference`` are taken about their mean, which
+        leaves an intercept in the error without bias (``"auto"`` fitting through the origin
+        adds the constant to them instead: :func:`~dmdidc.fitting.reference_level_rule`).
+        ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
         the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``;
         ``"constant"`` then fits one intercept per trajectory (the means leave one of the
@@ -1046,13 +1050,15 @@ class DMDidc:
         twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
                 if kind == "iv" else None)
         # exogenous instruments are a reference: its level must not matter
-        solution = regression_from_statistics(
-            use, self._R, estimator=kind, constant_instrument=stats.instruments == "exogenous",
-            **options)
+        read = reference_level_rule(mode) if kind == "iv" and stats.instruments == "exogenous" \
+            else None
+        solution = regression_from_statistics(use, self._R, estimator=kind,
+                                              reference_level=read, **options)
         # no samples to refine an affine fit on: its rounding goes to the offset check
         rounding = affine_rounding(stats, solution, self._R, kind) if centred else 0.0
         return FitOutcome(solution, kind, stats.instruments if kind == "iv" else None, stats,
-                          test, centred, twin=twin, offset_note=note, rounding=rounding)
+                          test, centred, twin=twin, offset_note=note, rounding=rounding,
+                          reference_level=read)
 
     def _least_squares_outcome(self) -> FitOutcome:
         """The solve of a least-squares accumulator (``partial_fit``, explicit ``Y``).

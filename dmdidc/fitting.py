@@ -69,7 +69,7 @@ from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
            "trajectory_trend_fit", "trend_parameters", "trend_shifted", "with_trend_parameters",
-           "fit_with_trends",
+           "fit_with_trends", "reference_level_rule",
            "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
@@ -120,6 +120,9 @@ class FitOutcome:
     check_moments : TrimmedMoments or None
         The instrument moments of the moment checks, read from those of the long-run
         covariance (:func:`dmdidc.regression.instrumental.long_run_covariance`).
+    reference_level : {None, "constant", "centred"}
+        How the fixed instruments read a reference's level (:func:`reference_level_rule`), for
+        the bootstrap's refits to repeat; ``None`` without a reference.
     """
 
     solution: RegressionSolution
@@ -137,6 +140,7 @@ class FitOutcome:
     offset_note: str = ""
     rounding: float = 0.0
     check_moments: TrimmedMoments | None = None
+    reference_level: str | None = None
 
 
 def _statistics(trajectories, R: int, instruments, lags: int | None = None,
@@ -342,15 +346,40 @@ def _lagged_state_products(trajectories, recursion: tuple, first: int, R: int,
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
            svd_rank: int | None, rank_rtol: float, strength: bool = True,
-           reference: bool = False) -> RegressionSolution:
-    """``estimator``'s solve of ``stats``, affine when ``centred``; ``reference``: the
-    instruments are a reference's lags, joined by the constant when the fit goes through the
-    origin (invariant to the reference's level, :func:`~dmdidc.statistics.fit.
+           reference_level: str | None = None) -> RegressionSolution:
+    """``estimator``'s solve of ``stats``, affine when ``centred``; ``reference_level``: the
+    instruments are a reference's lags, read independently of its level as
+    :func:`reference_level_rule` says (:func:`~dmdidc.statistics.fit.
     regression_from_statistics`)."""
     return regression_from_statistics(stats.centered() if centred else stats, R,
                                       estimator=estimator, svd_rank=svd_rank,
                                       rank_rtol=rank_rtol, strength=strength,
-                                      constant_instrument=reference)
+                                      reference_level=reference_level)
+
+
+def reference_level_rule(offset: str) -> str:
+    """How IV through the origin on a reference's lags reads the reference's level
+    (:func:`~dmdidc.statistics.fit.regression_from_statistics`), by the fit's intercept rule
+    ``offset`` (:func:`fit_trajectories`).
+
+    Either way ``reference + c`` gives the fit of ``reference``.  ``"constant"`` (the
+    constant among the instruments: the steady state is a moment) where the intercept test
+    decides the model (``"auto"``): through the origin only when neither IV's nor least
+    squares' test finds an intercept, so the origin is the equilibrium and a set point's
+    level excites the steady state.  ``"centred"`` (the instruments about their mean)
+    otherwise: ``detrend=None`` fits through the origin whatever the intercept, which IV's
+    test alone is too weak to see (:func:`instrumented_offset_decision`), and zero-mean
+    instruments leave it in the error without bias; the constant's moment would force the
+    steady state through the origin (the smart-grid fleet, data about a public operating
+    point: delay 30 s off, ``A_d`` unstable, where ``"auto"`` finds the intercept at
+    ``T^2 = 2.4e3``); detrended data have no level.
+
+    Examples
+    --------
+    >>> reference_level_rule("auto"), reference_level_rule("test")
+    ('constant', 'centred')
+    """
+    return "constant" if offset == "auto" else "centred"
 
 
 def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, method: str,
@@ -842,7 +871,8 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                      references: list[np.ndarray] | None, *, max_delay: int, estimator: str,
                      instruments: str, instrument_lags: int | None, offset: str,
                      method: str, svd_rank: int | None, rank_rtol: float, chunk_size: int,
-                     level: float, memo: dict | None = None) -> FitOutcome:
+                     level: float, memo: dict | None = None,
+                     reference_level: str | None = None) -> FitOutcome:
     """The regression of in-memory trajectories (module notes).
 
     Parameters
@@ -866,12 +896,16 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     memo : dict, optional
         Statistics already computed on these trajectories (filled as the fit goes; the
         fallbacks of one fit share it).
+    reference_level : {None, "constant", "centred"}, optional
+        How instruments from ``references`` read their level; default
+        :func:`reference_level_rule` of ``offset`` (a bootstrap refit passes its fit's).
 
     Returns
     -------
     FitOutcome
     """
     R = max_delay
+    reference_level = reference_level or reference_level_rule(offset)
     memo = {} if memo is None else memo
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     if m == 0 and estimator == "auto" and references is None:
@@ -909,16 +943,18 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         stats = _statistics(trajectories, R, signals, instrument_lags)
         test, centred = intercept_decision(stats, R, "iv", level=level, offset=offset,
                                            **options)
-        solution = _solve(stats, R, "iv", centred, reference=chosen == "exogenous", **options)
+        read = reference_level if chosen == "exogenous" else None
+        solution = _solve(stats, R, "iv", centred, reference_level=read, **options)
         if centred:
             solution = _refined_affine(stats, solution, R, trajectories,
                                        references if chosen == "exogenous" else None, options)
         return FitOutcome(solution, "iv", chosen, stats,
                           test, centred, twin=_twin(stats, R, "ls", centred, options),
-                          reference=chosen == "exogenous")
+                          reference=chosen == "exogenous", reference_level=read)
     try:
         outcome = _refined(trajectories, references, R=R, n=n, m=m, offset=offset,
-                           level=level, options=options, memo=memo)
+                           level=level, options=options, memo=memo,
+                           reference_level=reference_level)
     except InsufficientExcitationError as exc:
         if estimator != "auto" or references is not None:
             raise
@@ -1066,8 +1102,9 @@ def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[s
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
-             level: float, options: dict, memo: dict) -> FitOutcome:
-    """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages."""
+             level: float, options: dict, memo: dict, reference_level: str) -> FitOutcome:
+    """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages
+    (``reference_level``: how a first stage on ``references`` reads their level)."""
     notes = []
     inputs = [U for _, U in trajectories]
     if references is None:
@@ -1083,7 +1120,7 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
     try:
         # refinements read only the first stage's model: no instrument strength
         solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0,
-                           reference=True, **options)
+                           reference_level=reference_level, **options)
                     if references is not None else
                     _input_instrumented(trajectories, R, centred, options, memo,
                                         strength=REFINEMENTS == 0))
@@ -1138,7 +1175,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                                        sampling_covariance=covariance.scaled(1.0 / scale))
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
                       _twin(stats, R, "ls", centred, options), notes, references is not None,
-                      kind, check_moments=check_moments)
+                      kind, check_moments=check_moments,
+                      reference_level=None if references is None else reference_level)
 
 
 def _require_state_directions(states: tuple, centred: bool, p: int, fixed: int) -> None:
