@@ -251,9 +251,10 @@ class DMDidc:
         (:func:`~dmdidc.fitting.intercept_decision`; not for statistics centred when built or
         privatized: the ``offset`` check says so).  ``None``:
         fit through the origin; a significant intercept fails the ``offset`` check (a
-        warning), and instruments from a ``reference`` are taken about their mean, which
-        leaves an intercept in the error without bias (``"auto"`` fitting through the origin
-        adds the constant to them instead: :func:`~dmdidc.fitting.reference_level_rule`).
+        warning); instruments from a ``reference`` are taken about their mean when least
+        squares' test finds an intercept (it then stays in the error, without bias), else
+        joined by the constant, as through the origin under ``"auto"``
+        (:func:`~dmdidc.fitting.reference_level_rule`).
         ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
         the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``;
@@ -1050,8 +1051,9 @@ class DMDidc:
         twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
                 if kind == "iv" else None)
         # exogenous instruments are a reference: its level must not matter
-        read = reference_level_rule(mode) if kind == "iv" and stats.instruments == "exogenous" \
-            else None
+        read = (reference_level_rule(stats, self._R, mode, test, level=self._check_share,
+                                     **options)
+                if kind == "iv" and stats.instruments == "exogenous" else None)
         solution = regression_from_statistics(use, self._R, estimator=kind,
                                               reference_level=read, **options)
         # no samples to refine an affine fit on: its rounding goes to the offset check

@@ -357,29 +357,53 @@ def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *
                                       reference_level=reference_level)
 
 
-def reference_level_rule(offset: str) -> str:
+def reference_level_rule(stats: SufficientStatistics, R: int, offset: str,
+                         test: OffsetTest | None, *, level: float, **options) -> str:
     """How IV through the origin on a reference's lags reads the reference's level
-    (:func:`~dmdidc.statistics.fit.regression_from_statistics`), by the fit's intercept rule
-    ``offset`` (:func:`fit_trajectories`).
+    (:func:`~dmdidc.statistics.fit.regression_from_statistics`): by the intercept evidence of
+    ``detrend="auto"``, whatever the fit's intercept rule ``offset`` (:func:`fit_trajectories`).
 
     Either way ``reference + c`` gives the fit of ``reference``.  ``"constant"`` (the
-    constant among the instruments: the steady state is a moment) where the intercept test
-    decides the model (``"auto"``): through the origin only when neither IV's nor least
-    squares' test finds an intercept, so the origin is the equilibrium and a set point's
-    level excites the steady state.  ``"centred"`` (the instruments about their mean)
-    otherwise: ``detrend=None`` fits through the origin whatever the intercept, which IV's
-    test alone is too weak to see (:func:`instrumented_offset_decision`), and zero-mean
-    instruments leave it in the error without bias; the constant's moment would force the
-    steady state through the origin (the smart-grid fleet, data about a public operating
-    point: delay 30 s off, ``A_d`` unstable, where ``"auto"`` finds the intercept at
-    ``T^2 = 2.4e3``); detrended data have no level.
+    constant among the instruments: the steady state is a moment) when neither IV's nor least
+    squares' intercept test finds an intercept (:func:`instrumented_offset_decision`): the
+    origin is then the equilibrium, and a set point's level excites the steady state (a mixed
+    loop at level 20: ``A_c`` 2 % off with the constant, 33 % without).  ``"centred"`` (the
+    instruments about their mean) otherwise, or with detrended data: zero-mean instruments
+    leave an intercept the model does not fit (``detrend=None``) in the error without bias,
+    and fit the slopes of the affine fit exactly; the constant's moment would force the steady
+    state through the origin.  The smart-grid fleet (states about a public operating point,
+    ``detrend=None``): IV's test, which alone decides the ``offset`` check there, misses the
+    intercept (``T^2`` 13.2 < 13.6), least squares' finds it (2.4e3); with the constant its
+    delay was 30 s off and ``A_d`` unstable.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        The uncentred moments with the reference's lags as instruments.
+    R : int
+    offset : {"auto", "test", "none", "centred"}
+        As in :func:`fit_trajectories`.
+    test : OffsetTest or None
+        The intercept test of :func:`intercept_decision` under ``offset``.
+    level : float
+    **options
+        ``svd_rank``, ``rank_rtol``.
+
+    Returns
+    -------
+    {"constant", "centred"}
 
     Examples
     --------
-    >>> reference_level_rule("auto"), reference_level_rule("test")
-    ('constant', 'centred')
+    See :func:`intercept_decision`: a sensor offset that IV's test alone does not decide.
     """
-    return "constant" if offset == "auto" else "centred"
+    if offset == "test" and test is not None and not test.significant:
+        # IV's test alone decides the check (no false alarm); the instruments ask least
+        # squares' too, as detrend="auto" does
+        test = offset_decision(stats, R, "ls", level=level, **options) or test
+    if offset in ("auto", "test") and test is not None and not test.significant:
+        return "constant"
+    return "centred"
 
 
 def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, method: str,
@@ -486,11 +510,13 @@ def intercept_decision(stats: SufficientStatistics, R: int, estimator: str, *, l
     >>> U = random_excitation(1, 2000, rng=0)
     >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(2001)
     >>> for offset in (0.0, 3.0):                  # a sensor offset of 3
-    ...     stats = SufficientStatistics.from_data(X + offset, U, max_delay=3)
+    ...     stats = SufficientStatistics.from_data(X + offset, U, max_delay=3, instruments=[U])
     ...     test, centred = intercept_decision(stats, 3, "ls", level=1e-3, offset="auto")
-    ...     print(test.significant, centred)
-    False False
-    True True
+    ...     iv, _ = intercept_decision(stats, 3, "iv", level=1e-3, offset="test")
+    ...     print(test.significant, centred, reference_level_rule(stats, 3, "test", iv,
+    ...                                                           level=1e-3))
+    False False constant
+    True True centred
     """
     if estimator not in ("ls", "iv") or offset not in ("auto", "test", "none", "centred"):
         raise ParameterError(f"estimator={estimator!r}, offset={offset!r}: accepted estimator "
@@ -898,14 +924,13 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         fallbacks of one fit share it).
     reference_level : {None, "constant", "centred"}, optional
         How instruments from ``references`` read their level; default
-        :func:`reference_level_rule` of ``offset`` (a bootstrap refit passes its fit's).
+        :func:`reference_level_rule` (a bootstrap refit passes its fit's).
 
     Returns
     -------
     FitOutcome
     """
     R = max_delay
-    reference_level = reference_level or reference_level_rule(offset)
     memo = {} if memo is None else memo
     n, m = trajectories[0][0].shape[0], trajectories[0][1].shape[0]
     if m == 0 and estimator == "auto" and references is None:
@@ -943,7 +968,9 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         stats = _statistics(trajectories, R, signals, instrument_lags)
         test, centred = intercept_decision(stats, R, "iv", level=level, offset=offset,
                                            **options)
-        read = reference_level if chosen == "exogenous" else None
+        read = (reference_level or reference_level_rule(stats, R, offset, test, level=level,
+                                                        **options)
+                if chosen == "exogenous" else None)
         solution = _solve(stats, R, "iv", centred, reference_level=read, **options)
         if centred:
             solution = _refined_affine(stats, solution, R, trajectories,
@@ -1102,9 +1129,11 @@ def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[s
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
-             level: float, options: dict, memo: dict, reference_level: str) -> FitOutcome:
+             level: float, options: dict, memo: dict, reference_level: str | None
+             ) -> FitOutcome:
     """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages
-    (``reference_level``: how a first stage on ``references`` reads their level)."""
+    (``reference_level``: how a first stage on ``references`` reads their level, by default
+    :func:`reference_level_rule`)."""
     notes = []
     inputs = [U for _, U in trajectories]
     if references is None:
@@ -1117,6 +1146,9 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                      "explains (two-stage)")
         notes += _weakly_driven(inputs, drives)
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
+    if references is not None:
+        reference_level = reference_level or reference_level_rule(first, R, offset, test,
+                                                                   level=level, **options)
     try:
         # refinements read only the first stage's model: no instrument strength
         solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0,

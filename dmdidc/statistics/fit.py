@@ -115,10 +115,11 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
         intercept the model leaves in its error (``detrend=None`` on data about a public
         operating point, the smart-grid fleet's): the steady state is then no moment, as it
         must not be when the origin is not the plant's equilibrium (there the constant's
-        moment pulled the fleet's delay 30 s off, its ``A_d`` unstable).  ``None``: the
-        instruments as given (their level counts).  Ignored for least squares, centred
-        statistics (both hold already) and privatized ones (their ``sums`` carry noise the
-        noise covariance does not follow).
+        moment pulled the fleet's delay 30 s off, its ``A_d`` unstable); the slopes are then
+        those of the affine fit.  :func:`~dmdidc.fitting.reference_level_rule` chooses.
+        ``None``: the instruments as given (their level counts).  Ignored for least squares,
+        centred statistics (both hold already) and privatized ones (their ``sums`` carry
+        noise the noise covariance does not follow).
 
     Returns
     -------

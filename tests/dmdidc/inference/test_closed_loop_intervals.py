@@ -315,32 +315,36 @@ def test_bootstrap_and_streamed_fits_do_not_depend_on_the_level_of_the_reference
 
 
 @pytest.mark.parametrize("seed", range(2))
-def test_a_fit_through_the_origin_untested_leaves_an_intercept_in_the_error(seed):
+def test_a_fit_through_the_origin_leaves_a_found_intercept_in_the_error(seed):
     # detrend=None fits through the origin whatever the intercept (data about a public
     # operating point, the smart-grid fleet's); IV's own intercept test is too weak to see
-    # it.  The reference's lags about their mean are uncorrelated with it, so a state offset
-    # leaves the regression unchanged; the constant among the instruments would have forced
-    # the steady state through the origin (seed 0: A_d 0.13 -> 0.51 off, the fleet's delay
-    # 30 s off).  In memory, streamed and from statistics alike.
+    # it, least squares' finds it.  The reference's lags are then taken about their mean,
+    # which leaves the intercept in the error: the slopes of the affine fit (detrend="auto"),
+    # the same for every offset.  The constant among the instruments would have forced the
+    # steady state through the origin (seed 0: A_d 0.13 -> 0.51 off, the fleet's delay 30 s
+    # off).  In memory, streamed and from statistics alike.
     rng = np.random.default_rng(seed)
     plant = random_plant(rng, n_states=3, n_inputs=2, dt=1.0, max_delay=4)
     data = make_data("closed_loop", plant, rng=rng)
     rms = np.sqrt(np.mean(data.X ** 2, axis=1, keepdims=True))
     offset = rms * rng.uniform(0.5, 1.0, (3, 1))
-    estimator = DMDidc(max_delay=4, estimator="iv", instruments="exogenous", detrend=None)
+    params = dict(max_delay=4, estimator="iv", instruments="exogenous")
+    p = 3 + 2 * 5
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DiagnosticWarning)
-        for X in (data.X, data.X + offset, data.X - 5 * offset):
-            fits = [estimator.fit(X, data.U, dt=1.0, reference=data.reference + 20.0)
-                    .regression_.coefficients,
-                    DMDidc(**estimator.get_params()).partial_fit(
-                        X, data.U, dt=1.0, reference=data.reference).regression_.coefficients,
-                    DMDidc(**estimator.get_params()).fit_statistics(
+        affine = DMDidc(**params).fit(data.X + offset, data.U, dt=1.0, reference=data.reference)
+        expected = affine.regression_.coefficients[:, :p]
+        found = next(c for c in affine.diagnostics_ if c.name == "offset")
+        assert found.statistic > found.threshold        # the affine fit kept the intercept
+        for X in (data.X + offset, data.X - 5 * offset):
+            fits = [DMDidc(**params, detrend=None).fit(X, data.U, dt=1.0,
+                                                       reference=data.reference + 20.0),
+                    DMDidc(**params, detrend=None).partial_fit(X, data.U, dt=1.0,
+                                                               reference=data.reference),
+                    DMDidc(**params, detrend=None).fit_statistics(
                         SufficientStatistics.from_data(X, data.U, max_delay=4,
                                                        instruments=[data.reference - 7.0]),
-                        dt=1.0).regression_.coefficients]
-            if X is data.X:
-                expected = fits[0]
-            for coefficients in fits:
-                np.testing.assert_allclose(coefficients, expected, rtol=1e-7,
-                                           atol=1e-9 * np.abs(expected).max())
+                        dt=1.0)]
+            for fit in fits:
+                np.testing.assert_allclose(fit.regression_.coefficients[:, :p], expected,
+                                           rtol=1e-7, atol=1e-9 * np.abs(expected).max())
