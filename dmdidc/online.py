@@ -1126,19 +1126,33 @@ class OnlineDMDidc:
 
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:
-        """The current (weighted) statistics; ``n_samples`` is the total weight, rounded.
+        """The current (weighted) statistics: the moments of rows weighted so that the weights
+        sum to ``n_samples``, the total weight ``W`` (forgetting, outliers' and events'
+        weights) rounded.
+
+        The moments are scaled by ``n_samples / W`` (:meth:`SufficientStatistics.weighted
+        <dmdidc.SufficientStatistics.weighted>`): the fit
+        centres them by ``sums sums^T / n_samples``, which removes the weighted mean only when
+        ``n_samples`` is the weights' sum.  Rounded alone (the moments' ``W`` kept) it moved
+        the centred Gram by ``(W - N) / N`` times the squared mean, which at a level of 350
+        with state deviations of 0.5 made it indefinite (a false
+        InsufficientExcitationError) or moved the delays by 0.06 T with intervals that
+        excluded the truth.  The scaling changes neither the coefficients nor their
+        covariance (``sigma^2 G^{-1}``: both factors scale), only ``n_samples``' integer
+        degrees of freedom.
 
         Their layout is that of the current bound ``max_delay_`` (it changes when it grows).
 
-        With forgetting, that weight overstates the information of the data about twice
-        (``sum w^2 / sum w ~ 1 / (1 + lambda)``), so the intervals of the fit are
+        With forgetting the rows carry unequal weights, and the fit's covariance
+        ``sigma^2 (sum w phi phi^T)^{-1}`` is about twice the weighted estimate's own,
+        ``sum w^2 / sum w ~ 1 / (1 + lambda)`` times it: the intervals of the fit are
         conservative.
         """
         if self._layout is None:
             raise ParameterError("no data yet: call update(X, U) first")
         self._settle()
-        weight = int(round(self._weight))
-        return SufficientStatistics.plain(self._layout, self._gram, self._sums, weight)
+        return SufficientStatistics.weighted(self._layout, self._gram, self._sums,
+                                             max(self._weight, 0.0))   # (a window's rounding)
 
     @property
     def estimator_(self):
