@@ -339,11 +339,7 @@ class SufficientStatistics:
         ParameterError
             ``weight`` not finite or negative.
         """
-        weight = check_in_interval("weight", weight, 0.0, np.inf, high_open=True)
-        count = max(int(round(weight)), 1) if weight > 0 else 0
-        factor = count / weight if weight > 0 else 1.0
-        return cls.plain(layout, np.asarray(gram, dtype=float) * factor,
-                         np.asarray(sums, dtype=float) * factor, count)
+        return cls.plain(layout, *weighted_moments(gram, sums, weight))
 
     # ------------------------------------------------------------------ layout
     n_states = property(lambda self: self.layout.n_states, doc="``n``")
@@ -628,6 +624,23 @@ class SufficientStatistics:
                 f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
                 f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
                 f"centering={self.centering!r}{private})")
+
+
+def weighted_moments(gram: Any, sums: Any, weight: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(gram, sums, N)``: moments of rows whose weights total ``weight``, scaled by ``N /
+    weight`` with ``N`` the total rounded (at least 1 when positive), so that the weights sum
+    to the count ``N`` that the solvers take for the mean ``sums / N`` (centring, the
+    intercept) and the degrees of freedom (:meth:`SufficientStatistics.weighted`).
+
+    Raises
+    ------
+    ParameterError
+        ``weight`` not finite or negative.
+    """
+    weight = check_in_interval("weight", weight, 0.0, np.inf, high_open=True)
+    count = max(int(round(weight)), 1) if weight > 0 else 0
+    factor = count / weight if weight > 0 else 1.0
+    return np.asarray(gram, dtype=float) * factor, np.asarray(sums, dtype=float) * factor, count
 
 
 def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True
