@@ -828,6 +828,17 @@ def _weighted_batch(live, X, U, memory):
         return DMDidc(max_delay=live.max_delay_).fit_statistics(stats, dt=live.dt)
 
 
+def _deviations(seed, samples):
+    """A random plant (3 states, 2 inputs) driven by white inputs, its states at 30 dB scaled
+    to deviations of 0.5 about zero (a level is added by the caller)."""
+    rng = np.random.default_rng(seed)
+    plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=4, delay_periods=(0.3, 2.5))
+    U = rng.standard_normal((2, samples))
+    X = plant.simulate(np.zeros(3), U)
+    X = X + 0.03 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    return plant, X * (0.5 / X.std(axis=1, keepdims=True)), U
+
+
 @pytest.mark.parametrize("memory", [{"forgetting": 0.999}, {"forgetting": 0.995},
                                     {"window": 1000}])
 @pytest.mark.parametrize("seed", range(3))
@@ -838,13 +849,7 @@ def test_data_recorded_around_a_level_give_the_weighted_batch_fit(seed, memory):
     was their total weight rounded, but their moments were not, so centring removed the
     wrong mean.  At every level (large ones too) the online fit is the batch fit of the same
     weighted rows, within a hundredth of a standard error, and covers the truth."""
-    rng = np.random.default_rng(seed)
-    plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=4, delay_periods=(0.3, 2.5))
-    K = 3000
-    U = rng.standard_normal((2, K))
-    X0 = plant.simulate(np.zeros(3), U)
-    X0 = (X0 + 0.03 * X0.std(axis=1, keepdims=True) * rng.standard_normal(X0.shape))
-    X0 *= 0.5 / X0.std(axis=1, keepdims=True)            # deviations of 0.5 (units)
+    plant, X0, U = _deviations(seed, 3000)
     for level in (0.0, 10.0, 350.0, 1e4):
         X = X0 + level
         for detect in (False, True):
@@ -859,3 +864,21 @@ def test_data_recorded_around_a_level_give_the_weighted_batch_fit(seed, memory):
             gap = np.abs(live.delay - batch.delay) / batch.delay_ci().standard_error
             assert gap.max() < 0.01, (level, gap)
             assert np.allclose(live.A_d, batch.A_d, rtol=1e-6, atol=1e-8), level
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_one_sample_calls_keep_their_digits_at_a_large_level(seed):
+    """A live stream of one sample per call at a level 2e5 times its deviations: the moments
+    are kept about the rows' mean, so the fit equals that of the same stream at a level of
+    1000 (where moments about zero lose nothing yet).  Kept about zero, the rank-one updates'
+    rounding accumulated to 2-15 % of the residual covariance at this level."""
+    plant, X0, U = _deviations(seed, 2000)
+    fits = []
+    for level in (1e3, 1e5):
+        live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999)
+        _run(live, X0 + level, U, 1)
+        fits.append((live.delay, live.delay_ci().standard_error,
+                     live.regression_.residual_covariance))
+    (d0, se, sigma0), (d1, _, sigma1) = fits
+    assert np.abs(d1 - d0).max() < 0.01 * se.min()
+    assert np.allclose(sigma1, sigma0, rtol=1e-2, atol=1e-2 * np.diag(sigma0).min())
