@@ -40,8 +40,10 @@ call at a level 2e4 times the states' deviations gave a centred Gram 1.7e-5 off 
 units; 7.7e-8 about the mean), at 2e5 times a residual covariance 2-15 % off.  What remains is
 the fit's own centring of moments about zero, ``eps (level / deviation)^2`` once: at 2e6
 times the residual covariance is rounding (the block checks fail with ``T^2`` of 1e12-1e15),
-beyond it the centred moments are singular (an InsufficientExcitationError).  Remove a
-known operating point from the states before streaming them far beyond 1e5 deviations.
+beyond it the centred moments are singular (an InsufficientExcitationError).  The stream says
+so (:meth:`OnlineDMDidc._level_rounding`): a :class:`~dmdidc.DiagnosticWarning` at its checks
+or on access, and the error names the level.  Remove a known operating point from the states
+before streaming them far beyond 1e5 deviations.
 
 **Change detection.** Every received row's one-step prediction residual ``e_k`` (a priori: with the
 coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too; least squares'
@@ -149,6 +151,7 @@ from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc.errors import (
     DiagnosticWarning,
     DimensionError,
+    InsufficientExcitationError,
     NonFiniteError,
     ParameterError,
     warn_model,
@@ -176,6 +179,13 @@ _SCREEN_ITERATIONS = 10
 #: Outliers within a warmup's worth of samples that :meth:`OnlineDMDidc.outlier_rate_warning`
 #: reports (Gaussian noise gives about 5e-5).
 _OUTLIERS_TO_WARN = 3
+#: Share of the residual variances that the rounding of the fit's centring (states recorded
+#: around a level) may reach before the stream warns: 10 % moves the standard errors 5 %
+#: (the estimate was about 2x the error measured: 1 % for 0.5 % at 2e5 deviations).
+_LEVEL_SHARE = 0.1
+#: Share of the states' variances rounded away beyond which a failed fit's error names the
+#: level (at 2e7 deviations: 0.13).
+_LEVEL_LOST = 1e-4
 #: Chi-square tail of a clean row's score beyond which it is an outlier, at least (the
 #: CUSUM's clip may lie further out; :meth:`OnlineDMDidc._outlier_limit`).
 _OUTLIER_TAIL = 1e-7
@@ -437,6 +447,9 @@ class OnlineDMDidc:
         self._capped = False                     # the limit's warning was issued
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._discrete_only = False              # the no-continuous-model warning was issued
+        self._level: str | None = None           # the last fit's level finding (_level_rounding)
+        self._level_warned = False               # its warning was issued
+        self._checking = False                   # _check_continuous's quiet fit under way
         self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
         self._whitening: tuple = (None,) * 7    # (_whitener: predictor, W, .., kappa, h)
         self._solution = None                    # the predictor's regression
@@ -1012,14 +1025,19 @@ class OnlineDMDidc:
         a surprise (a trial's stationary stream, weak instruments: an eigenvalue of ``A_d``
         at -0.35 +/- 0.76).  The fit's own ``continuous_model`` check decides, at the bound's
         checks and every 5000 received rows (a fit: 6 ms for 4 states, 2 inputs, ``R = 3``,
-        about 1.2 us a row beside the update's 22)."""
+        about 1.2 us a row beside the update's 22).  Its fit's rounding at a level (module
+        notes, *Rows recorded around a level*) warns here too, once until it is gone."""
         self._since_continuous = 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # (the fit's other checks: on access only)
+            self._checking = True
             try:
                 check = self.estimator_.diagnostics_["continuous_model"]
             except (ValueError, AttributeError, KeyError):    # (as _delay_or_none: no fit)
                 return
+            finally:
+                self._checking = False
+        self._warn_level()
         if not check.failed:
             self._discrete_only = False
             return
@@ -1207,10 +1225,56 @@ class OnlineDMDidc:
         if self._fit is None:
             from dmdidc.estimator import DMDidc
 
-            self._fit = DMDidc(max_delay=self.max_delay_, estimator=self.estimator
-                               ).fit_statistics(
-                self.statistics(), dt=self.dt)
+            try:
+                fit = DMDidc(max_delay=self.max_delay_, estimator=self.estimator
+                             ).fit_statistics(self.statistics(), dt=self.dt)
+            except InsufficientExcitationError as exc:
+                finding = self._level_rounding(None)
+                if finding is None:
+                    raise
+                raise InsufficientExcitationError(
+                    f"the centred moments may be singular at rounding: {finding} (the "
+                    f"solver: {exc})") from exc
+            self._level = self._level_rounding(np.diag(fit.regression_.residual_covariance))
+            self._fit = fit
+            if not self._checking:               # (_check_continuous warns after its fit)
+                self._warn_level()
         return self._fit
+
+    def _warn_level(self) -> None:
+        """Warn the last fit's level finding (:meth:`_level_rounding`), once until it is
+        gone."""
+        if self._level is not None and not self._level_warned:
+            warn_model(f"the residual covariance and the intervals are off by rounding: "
+                       f"{self._level}", DiagnosticWarning)
+        self._level_warned = self._level is not None
+
+    def _level_rounding(self, residual: np.ndarray | None) -> str | None:
+        """What the fit's centring of the moments about zero loses of states recorded far
+        from zero (module notes, *Rows recorded around a level*): their centred variances
+        are rounded at ``eps (level / deviation)^2`` of themselves, the ``residual`` variances
+        at that times ``variance / residual`` (about 2x pessimistic, measured).  The finding
+        when that reaches :data:`_LEVEL_SHARE` of the residual variances, or (``residual``
+        ``None``: the fit failed) :data:`_LEVEL_LOST` of the variances, else ``None``."""
+        n = self._layout.n_states
+        if self._shift is None or self._weight <= 0.0:
+            return None
+        self._recentre()
+        variance = np.maximum(np.diag(self._gram)[:n] / self._weight, np.finfo(float).tiny)
+        level = np.abs(self._shift[:n])
+        share = np.finfo(float).eps * level ** 2 / variance
+        if residual is not None:
+            share = share * variance / np.maximum(residual, np.finfo(float).tiny)
+        i = int(np.argmax(share))
+        if share[i] <= (_LEVEL_LOST if residual is None else _LEVEL_SHARE):
+            return None
+        deviation = np.sqrt(variance[i])
+        return (f"state {i} is recorded around {level[i]:.4g}, {level[i] / deviation:.3g} times "
+                f"its deviation {deviation:.3g}, and the fit centres moments about zero, whose "
+                f"rounding is {share[i]:.2g} of its "
+                f"{'variance' if residual is None else 'residual variance'}. Subtract an "
+                f"operating point (the first samples' mean will do) from the states before "
+                f"streaming them")
 
     def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
         """One-step predictor and residual precision of the current statistics (``None``

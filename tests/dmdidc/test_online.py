@@ -10,6 +10,7 @@ from dmdidc import (
     DiagnosticWarning,
     DimensionError,
     DMDidc,
+    InsufficientExcitationError,
     NonFiniteError,
     OnlineDMDidc,
     ParameterError,
@@ -882,3 +883,41 @@ def test_one_sample_calls_keep_their_digits_at_a_large_level(seed):
     (d0, se, sigma0), (d1, _, sigma1) = fits
     assert np.abs(d1 - d0).max() < 0.01 * se.min()
     assert np.allclose(sigma1, sigma0, rtol=1e-2, atol=1e-2 * np.diag(sigma0).min())
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_level_beyond_the_fits_digits_is_named(seed):
+    """Right or loud: where the fit's centring of moments about zero rounds away the
+    residuals (2e6 deviations at 30 dB: the block checks failed with T^2 of 1e15 and
+    remedies for another cause), the stream warns naming the level and the remedy;
+    beyond, the warning or the singular moments' error names it (not the inputs' excitation);
+    at 2e4 deviations nothing is said."""
+    plant, X0, U = _deviations(seed, 2000)
+
+    def stream(level):
+        live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999, detect=False)
+        for a in range(0, U.shape[1], 500):
+            live.update(X0[:, a:a + 501] + level, U[:, a:a + 500])
+        return live
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _ = stream(1e4).delay
+    assert not [w for w in caught if "recorded around" in str(w.message)]
+    with pytest.warns(DiagnosticWarning, match="intervals are off by rounding: state .* "
+                                               "recorded around 1e\\+06.*Subtract an operating"):
+        stream(1e6)                                      # (at the warmup's end)
+    raised = 0
+    for level in (1e7, 1e8):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            live = stream(level)
+            named = f"recorded around {level:.4g}"
+            try:
+                _ = live.model_
+            except InsufficientExcitationError as exc:
+                assert "may be singular at rounding" in str(exc) and named in str(exc)
+                raised += 1
+            else:
+                assert [w for w in caught if named in str(w.message)]
+    assert raised >= 1                                   # (1e8: the moments are singular)
