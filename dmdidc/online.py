@@ -43,7 +43,10 @@ times the residual covariance is rounding (the block checks fail with ``T^2`` of
 beyond it the centred moments are singular (an InsufficientExcitationError).  The stream says
 so (:meth:`OnlineDMDidc._level_rounding`): a :class:`~dmdidc.DiagnosticWarning` at its checks
 or on access, and the error names the level.  Remove a known operating point from the states
-before streaming them far beyond 1e5 deviations.
+before streaming them far beyond 1e5 deviations.  The detector's predictor (below) is the
+affine fit of the moments about the mean, and a row is scored as ``v - mean``: fitted through
+zero, at 2e5 deviations it was undefined on one random plant of 8 (the detector never armed)
+and flagged delay steps 280 samples late on 2 of 4 (now at the sample it flags at level 0).
 
 **Change detection.** Every received row's one-step prediction residual ``e_k`` (a priori: with the
 coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too; least squares'
@@ -450,7 +453,8 @@ class OnlineDMDidc:
         self._level: str | None = None           # the last fit's level finding (_level_rounding)
         self._level_warned = False               # its warning was issued
         self._checking = False                   # _check_continuous's quiet fit under way
-        self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
+        # Theta, Sigma^{-1}, the rows' mean (_predictor_from_fit)
+        self._predictor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._whitening: tuple = (None,) * 7    # (_whitener: predictor, W, .., kappa, h)
         self._solution = None                    # the predictor's regression
         self._fit = None
@@ -594,15 +598,15 @@ class OnlineDMDidc:
     def _whitener(self) -> tuple:
         """``(predictor, W, gain, offset, kappa, clip, threshold)``, cached per predictor,
         ``magnitude`` and ``threshold`` (public attributes that may change between chunks):
-        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the
-        residual's ``q = r' Sigma^{-1} r``; the CUSUM increment of a row is ``l = gain
-        min(q, clip) - offset`` with ``gain = (1 - 1/kappa) / 2``, ``offset = n log(kappa) /
-        2`` and ``clip`` the score at which ``l`` reaches ``threshold / _ROWS_TO_ALARM``
-        (module notes, *Outliers*).  The one-sample and the chunk paths both use it: one
-        definition of ``l``."""
+        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v - b|^2``,
+        ``b = W mean`` (``_bias``), is the residual's ``q = r' Sigma^{-1} r``; the CUSUM
+        increment of a row is ``l = gain min(q, clip) - offset`` with ``gain = (1 - 1/kappa)
+        / 2``, ``offset = n log(kappa) / 2`` and ``clip`` the score at which ``l`` reaches
+        ``threshold / _ROWS_TO_ALARM`` (module notes, *Outliers*).  The one-sample and the
+        chunk paths both use it: one definition of ``l``."""
         if (self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude
                 or self._whitening[6] != self.threshold):
-            theta, precision = self._predictor
+            theta, precision, mean = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
             n, p = theta.shape
@@ -611,8 +615,9 @@ class OnlineDMDidc:
             kappa = self.magnitude
             gain, offset = 0.5 * (1.0 - 1.0 / kappa), 0.5 * n * math.log(kappa)
             clip = (self.threshold / _ROWS_TO_ALARM + offset) / gain
-            self._whitening = (self._predictor, root @ residual, gain, offset, kappa, clip,
-                               self.threshold)
+            W = root @ residual
+            self._whitening = (self._predictor, W, gain, offset, kappa, clip, self.threshold)
+            self._bias = W @ mean                # (W (v - mean) = W v - _bias)
         return self._whitening
 
     def _score(self, v: np.ndarray) -> float:
@@ -621,7 +626,7 @@ class OnlineDMDidc:
         if (whitening[0] is not self._predictor or whitening[4] != self.magnitude
                 or whitening[6] != self.threshold):
             whitening = self._whitener()
-        z = whitening[1].dot(v)
+        z = whitening[1].dot(v) - self._bias
         return float(z.dot(z))
 
     def _outlier_limit(self) -> float:
@@ -752,7 +757,7 @@ class OnlineDMDidc:
         last row.  The evidence is at most ``g``: without ``full`` it is ``None`` when ``g``
         stays within the threshold (no alarm; the usual case, a third of the cost)."""
         _, whiten, gain, offset, _, clip, _ = self._whitener()
-        Z = whiten @ V
+        Z = whiten @ V - self._bias[:, None]
         q = np.einsum("ik,ik->k", Z, Z)
         increments = gain * np.minimum(q, clip) - offset
         S = np.cumsum(increments)
@@ -877,7 +882,8 @@ class OnlineDMDidc:
         for _ in range(_SCREEN_ITERATIONS):
             # IRLS: a spike's regressor row is a leverage point that pulls the first
             # predictor towards it (it shows only once its target row is down-weighted)
-            q = self._robust_scores(V, self._predictor[0])
+            theta, _, mean = self._predictor
+            q = self._robust_scores(V - mean[:, None], theta)
             if q is None:
                 break
             scores = q
@@ -1276,9 +1282,15 @@ class OnlineDMDidc:
                 f"operating point (the first samples' mean will do) from the states before "
                 f"streaming them")
 
-    def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """One-step predictor and residual precision of the current statistics (``None``
-        while they do not determine the regression).
+    def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """One-step predictor, residual precision and the rows' mean of the current
+        statistics (``None`` while they do not determine the regression).
+
+        The predictor is affine, fitted to the moments about the rows' mean (module notes,
+        *Rows recorded around a level*), and a row ``v`` is scored by ``v - mean``: fitted
+        through zero to the moments about zero, at 2e5 deviations it was undefined on one
+        of 8 random plants (the detector never armed, silently) and raised a false change
+        on another.
 
         The predictor is least squares' whatever the estimator: the smallest one-step
         residuals of these regressors, which is what the CUSUM watches.  IV's coefficients,
@@ -1288,18 +1300,28 @@ class OnlineDMDidc:
         regression decides the bound (``_check_bound`` solves it when due; least squares'
         own is kept for it here)."""
         self._since_solve, self._solution = 0, None
-        stats = self.statistics()
+        self._recentre()                         # (the moments about the rows' mean)
+        if self._shift is None:
+            return None
+        mean = self._shift.copy()
+        centred = replace(SufficientStatistics.weighted(self._layout, self._gram, self._sums,
+                                                        max(self._weight, 0.0)),
+                          intercepts=1, centering="global")
         try:
-            predictor = regression_from_statistics(stats, self.max_delay_, estimator="ls")
+            predictor = regression_from_statistics(centred, self.max_delay_, estimator="ls")
         except ValueError:
             return None
         if self.estimator == "ls":
             self._solution = predictor
         sigma = predictor.residual_covariance
         # a noise-free stream has Sigma ~ 0: floor it so rounding is not taken for a change
-        floor = 1e-12 * np.diag(stats.gram)[-self._layout.n_states:] / max(stats.n_samples, 1)
+        # (the fit's, of the centred targets, and the scores', of rows far from zero)
+        n, p = self._layout.n_states, self._layout.n_regressors
+        targets = slice(p, p + n)
+        floor = (1e-12 * np.diag(centred.gram)[targets] / max(centred.n_samples, 1)
+                 + (100 * np.finfo(float).eps * mean[targets]) ** 2)
         sigma = 0.5 * (sigma + sigma.T) + np.diag(floor + np.finfo(float).tiny)
-        return predictor.coefficients, np.linalg.inv(sigma)
+        return predictor.coefficients, np.linalg.inv(sigma), mean
 
     @property
     def delay_status_(self) -> list[str]:

@@ -462,10 +462,11 @@ def test_cusum_increments_follow_a_changed_magnitude(seed):
     # min(q, clip) / 2 - n log(kappa) / 2 with the new kappa (q from the predictor directly),
     # clip the score whose increment is threshold / 5
     rng, live = _armed_detector(seed)
-    theta, precision = live._predictor
+    theta, precision, mean = live._predictor
     n, p = theta.shape
     V = rng.standard_normal((live._layout.dimension, 6))
-    residual = V[p:p + n] - theta @ V[:p]
+    D = V - mean[:, None]                                # (the predictor is affine)
+    residual = D[p:p + n] - theta @ D[:p]
     q = np.einsum("ik,ij,jk->k", residual, precision, residual)
     for kappa in (live.magnitude, 4.0, 1.5):
         live.magnitude = kappa
@@ -612,7 +613,7 @@ def test_no_sample_raises_the_evidence_above_the_other_rows_cusum(seed):
     the clipped CUSUM of the stream without those rows, so that sample alone cannot raise an
     alarm; and the detector's path does not depend on the chunking."""
     rng, live = _armed_detector(seed)
-    theta, _ = live._predictor
+    theta = live._predictor[0]
     n, p = theta.shape
     V = 0.05 * rng.standard_normal((live._layout.dimension, 400))
     V[p:p + n] += theta @ V[:p] * rng.uniform(0.5, 1.5, 400)   # residuals of every size
@@ -869,13 +870,14 @@ def test_data_recorded_around_a_level_give_the_weighted_batch_fit(seed, memory):
 
 @pytest.mark.parametrize("seed", range(2))
 def test_one_sample_calls_keep_their_digits_at_a_large_level(seed):
-    """A live stream of one sample per call at a level 2e5 times its deviations: the moments
+    """A live stream of one sample per call at a level 6e4 times its deviations: the moments
     are kept about the rows' mean, so the fit equals that of the same stream at a level of
     1000 (where moments about zero lose nothing yet).  Kept about zero, the rank-one updates'
-    rounding accumulated to 2-15 % of the residual covariance at this level."""
+    rounding accumulated (2-15 % of the residual covariance at 2e5 deviations, where the
+    fit's own centring of moments about zero reaches 1 %)."""
     plant, X0, U = _deviations(seed, 2000)
     fits = []
-    for level in (1e3, 1e5):
+    for level in (1e3, 3e4):
         live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999)
         _run(live, X0 + level, U, 1)
         fits.append((live.delay, live.delay_ci().standard_error,
@@ -921,3 +923,22 @@ def test_a_level_beyond_the_fits_digits_is_named(seed):
             else:
                 assert [w for w in caught if named in str(w.message)]
     assert raised >= 1                                   # (1e8: the moments are singular)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_change_is_detected_alike_at_any_level(seed):
+    """The detector predicts with an affine fit of the moments about the rows' mean and
+    scores ``v - mean``: a delay step is flagged at the same sample whether the states sit
+    about zero or at 2e5 times their deviations.  Fitted through zero to the moments about
+    zero, at that level the predictor was undefined on one random plant in 8 (the detector
+    never armed) and flagged this step 280 samples late on 2 of these 4."""
+    s = delay_step_stream(seed, before=3000, after=2000, lost=0.0)
+    X = s.X * (0.5 / s.X[:, :s.step].std(axis=1, keepdims=True))
+    flagged = []
+    for level in (0.0, 1e5):
+        live = OnlineDMDidc(max_delay=s.max_delay, dt=s.dt, forgetting=0.999)
+        _run(live, X + level, s.U, 250)
+        flagged.append([e.sample for e in live.events_])
+        assert np.abs(live.delay - s.new_delay).max() < 0.05 * s.dt
+    assert len(flagged[0]) == 1 and s.step <= flagged[0][0] < s.step + 100
+    assert len(flagged[1]) == 1 and abs(flagged[1][0] - flagged[0][0]) <= 2
