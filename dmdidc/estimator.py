@@ -36,6 +36,7 @@ from dmdidc.errors import (
     NotFittedError,
     ParameterError,
     warn_model,
+    warn_new,
 )
 from dmdidc.fitting import (
     FitOutcome,
@@ -893,10 +894,14 @@ class DMDidc:
         Returns
         -------
         self
-            ``model_`` reflects all data so far (it is solved at every call, with the
-            warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
-            many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
-            data are not yet enough.  The intercept is decided as in ``fit`` (``detrend``),
+            ``model_`` reflects all data so far (it is solved at every call: about 0.1 s
+            for ``p = 104`` regressors, so feed chunks of many samples); a check warns at the
+            solve where it starts failing, not again while it keeps failing
+            (``diagnostics_`` shows it), and anew if it passed in between, as
+            :meth:`dmdidc.OutputDMDidc.partial_fit` (:func:`~dmdidc.errors.warn_new`;
+            ``fit`` warns every failed check); it raises
+            :class:`~dmdidc.InsufficientExcitationError` while the data are not yet enough.
+            The intercept is decided as in ``fit`` (``detrend``),
             from the streamed moments and sums, by every solver.  ``estimator="auto"``
             streams instrumental variables with the lagged inputs (or the reference's lags) as
             instruments.  With ``svd_rank`` the snapshots are reduced by streamed POD modes
@@ -1103,6 +1108,7 @@ class DMDidc:
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
+        self._warned: frozenset[str] = frozenset()   # the findings of the last solve (_finish)
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X, Y, U = check_data("X", X), check_data("Y", Y), check_data("U", U)
@@ -1153,24 +1159,36 @@ class DMDidc:
                                             log_error=identified.log_error,
                                             level=self.check_level, share=self._check_share,
                                             kept=identified.kept, trend=trend)
+        # partial_fit solves after every chunk: a finding of its previous solve that stands
+        # does not warn again (warn_new; fit and fit_statistics warn every finding)
+        before = getattr(self, "_warned", frozenset()) if self._partial else frozenset()
+        found = set()
+
+        def finding(key: str, message: str) -> None:
+            found.add(key)
+            warn_new(key, message, before)
+
         for check in self._diagnostics.failed if warn else ():
-            warn_model(check.message(), DiagnosticWarning)
+            finding(check.name, check.message())
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):
-            warn_model(f"the equilibrated regression data have condition number "
-                       f"{solution.condition_number:.3g}; normal equations lose about "
-                       f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
-                       f"again with method='qr' for a backward-stable fit")
+            finding("gram_condition",
+                    f"the equilibrated regression data have condition number "
+                    f"{solution.condition_number:.3g}; normal equations lose about "
+                    f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
+                    f"again with method='qr' for a backward-stable fit")
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.estimator == "ls"
                 and residual_rounding_share(solution, np.diag(self._accumulator.target_gram))
                 > ROUNDING_SHARE):
             # fit() takes QR here (least_squares); the streamed data are gone
-            warn_model("the residuals lie at the rounding of the normal equations' sums "
-                       "(exact data, or data written with their last digits, far from zero): "
-                       "their covariance, the standard errors and the block tests are "
-                       "rounding. Stream the data again with method='qr' for a "
-                       "backward-stable fit")
+            finding("residual_rounding",
+                    "the residuals lie at the rounding of the normal equations' sums "
+                    "(exact data, or data written with their last digits, far from zero): "
+                    "their covariance, the standard errors and the block tests are "
+                    "rounding. Stream the data again with method='qr' for a "
+                    "backward-stable fit")
+        self._warned = frozenset(found)
         return self
 
     def _fitted(self, value: Any) -> Any:

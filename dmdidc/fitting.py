@@ -63,7 +63,7 @@ from dmdidc.regression.solution import (
     residual_rounding_share,
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
-from dmdidc.statistics.statistics import SufficientStatistics
+from dmdidc.statistics.statistics import SufficientStatistics, weighted_moments
 from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
@@ -1601,7 +1601,9 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
         if outcome.centred:
             gram = gram - np.outer(sums, sums) / total
             sums = sums + total * shift[:, 0]      # the data's own (the residuals' mean)
-        updated = instrumental_solution(gram, sums, int(round(total)), n_states=n,
+        # the weights summed to the count, which the intercept's mean sums / N divides by
+        gram, sums, total = weighted_moments(gram, sums, total)
+        updated = instrumental_solution(gram, sums, total, n_states=n,
                                         n_regressors=p, instruments=instruments,
                                         intercepts=int(outcome.centred))
         change = (np.max(np.abs(updated.coefficients - coefficients))

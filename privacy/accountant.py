@@ -24,6 +24,10 @@ bounds that apply (:class:`Guarantee` says which one):
 * ``"gaussian-unsampled"``: the same closed form for subsampled Gaussian releases with their
   subsampling ignored (it only helps), the last resort under ``ADD_OR_REMOVE`` when neither a
   PLD nor RDP is computed (a noise multiplier of 1e-300).
+* ``"split: ..."``: where no joint bound is finite for a delta target (mixed kinds whose
+  joint PLD's round-off, moved to infinite loss, exceeds a delta near ``1e-12``), each kind's
+  own best bound (the methods named) at an equal share of the delta, added by basic
+  composition (``sum epsilon_g`` at ``sum delta_g``).
 * ``"rdp"``: Renyi DP (``dp_accounting.rdp``) for (subsampled) Gaussians when the composed PLD
   would not fit in memory (about ``2**24`` grid points; e.g. ``10**9`` steps), or when the
   mass its truncations move to infinite loss takes more than a tenth of a small target delta
@@ -107,8 +111,8 @@ class Guarantee:
     epsilon, delta : float
         The guarantee (one of them was the target, the other is the upper bound).
     method : str
-        ``"pld"``, ``"gaussian-exact"``, ``"gaussian-unsampled"``, ``"pure-dp"`` or ``"rdp"``
-        (module docstring);
+        ``"pld"``, ``"gaussian-exact"``, ``"gaussian-unsampled"``, ``"pure-dp"``, ``"rdp"`` or
+        ``"split: ..."`` (module docstring);
         ``"none"`` without releases, ``"non-private"`` after a release without noise.
     steps : int
         Releases composed.
@@ -575,6 +579,28 @@ def _plds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
     return plds
 
 
+def _split_bound(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
+                 discretization: float | None, generic: bool, target_delta: float
+                 ) -> tuple[float, str] | None:
+    """Basic composition of each kind of release's own bound at an equal share of
+    ``target_delta``: ``(sum epsilon_g, "split: ...")``, an upper bound because composition of
+    ``(epsilon_g, delta_g)``-DP releases is ``(sum epsilon_g, sum delta_g)``-DP, adaptively
+    too (Dwork, Rothblum and Vadhan 2010); ``None`` if a kind has no finite bound."""
+    share = target_delta / len(groups)
+    total, methods = 0.0, []
+    for leaf, count in groups.items():
+        try:
+            value, method = min(_bounds({leaf: count}, neighboring, discretization, generic,
+                                        target_delta=share), key=lambda item: item[0])
+        except AccountingError:
+            return None
+        if not math.isfinite(value):
+            return None
+        total += max(value, 0.0)
+        methods.append(method)
+    return total, "split: " + " + ".join(methods)
+
+
 def _pure_bound(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
                 target_delta: float | None, target_epsilon: float | None
                 ) -> float | None:
@@ -683,7 +709,7 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
         value, full = _pld_bound(plds, list(groups.values()), target_delta, target_epsilon)
         if value is not None:
             found.insert(0, (value, "pld"))
-            if full:
+            if full and math.isfinite(value):
                 return found
     rdp = _rdp(groups, neighboring, target_delta, target_epsilon)
     if rdp is not None:
@@ -702,6 +728,13 @@ def _bounds(groups: dict[_Leaf, int], neighboring: NeighboringRelation,
                               f"{_MAX_PAIR_EPSILON:g} its privacy loss distribution overflows "
                               f"(and such a release protects nothing); release at a smaller "
                               f"epsilon")
+    if want_epsilon and len(groups) > 1 and not any(math.isfinite(v) for v, _ in found):
+        # mixed kinds whose joint PLD cannot resolve a small delta (its FFT round-off, moved
+        # to infinite loss, exceeds it: 1e4 subsampled SaS and 10 Gaussian releases read inf
+        # at delta = 1e-12) and no joint pure-DP or RDP bound: each kind's own bound
+        split = _split_bound(groups, neighboring, discretization, generic, target_delta)
+        if split is not None:
+            found.append(split)
     if not found:
         raise AccountingError(f"{sum(groups.values())} releases exceed the PLD accountant's "
                               f"memory (> {_MAX_COMPOSED_POINTS} grid points) and neither the "

@@ -140,7 +140,10 @@ class ModelJacobian:
             return cov.frechet_variances(self.V, self.W, self.log_factors, np.arange(n))
         p = cov.shape[1]
         index = (np.arange(n)[:, None] * p + np.arange(n)[None, :]).ravel()
-        return cov.linear_variances(self.schur.log_rows(), index).reshape(n, n)
+        variances = np.empty(n * n)
+        for rows, block in self.schur.log_row_blocks():    # (rows are independent)
+            variances[rows] = cov.linear_variances(block, index)
+        return variances.reshape(n, n)
 
     def _hold(self, s: float) -> tuple[np.ndarray, np.ndarray]:
         """``exp(A_c s)`` and ``Gamma(s)``."""

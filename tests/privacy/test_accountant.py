@@ -463,3 +463,38 @@ def test_calibration_at_a_small_delta_does_not_drown_the_signal():
                         eps_error=1e-2, delta_error=1e-15)
     low, estimate, _ = prv.compute_epsilon(delta=1e-12, num_self_compositions=[1000])
     assert estimate <= 2.0 and sigma < 1.6, (sigma, low, estimate)
+
+
+def _mixed_accountant() -> Accountant:
+    sas = SaSMechanism(alpha=1.95, scale=1.0, sensitivity=1.0)
+    acc = Accountant(unit="example")
+    acc.compose(dp_event.PoissonSampledDpEvent(1e-3, sas.to_dp_event()), 10_000)
+    return acc.compose(GaussianMechanism(sigma=20.0), 10)
+
+
+def test_mixed_releases_at_a_tiny_delta_add_each_kinds_bound():
+    """SaS (1e4 subsampled) and Gaussian releases at delta = 1e-12 read epsilon = inf: their
+    joint PLD's round-off, moved to infinite loss, exceeds the delta, and neither pure DP nor
+    RDP bounds the mix.  Now each kind's own bound at half the delta, added (basic
+    composition): finite, at least the Gaussian releases' own exact epsilon, and the same
+    numbers as the two kinds' accountants."""
+    g = _mixed_accountant().guarantee(delta=1e-12)
+    assert math.isfinite(g.epsilon) and g.method.startswith("split: ")
+    sas = Accountant(unit="example").compose(dp_event.PoissonSampledDpEvent(
+        1e-3, SaSMechanism(alpha=1.95, scale=1.0, sensitivity=1.0).to_dp_event()), 10_000)
+    gaussian = Accountant(unit="example").compose(GaussianMechanism(sigma=20.0), 10)
+    parts = [sas.guarantee(delta=5e-13), gaussian.guarantee(delta=5e-13)]
+    assert g.epsilon == pytest.approx(sum(p.epsilon for p in parts), rel=1e-12)
+    assert g.method == "split: " + " + ".join(p.method for p in parts)
+    assert g.epsilon >= gaussian.epsilon(1e-12)      # a subset of the releases: a lower bound
+
+
+def test_the_split_bound_is_only_the_last_resort():
+    """Where the joint PLD resolves the delta it answers, and the split bound is looser."""
+    from privacy.accountant import _split_bound
+
+    acc = _mixed_accountant()
+    g = acc.guarantee(delta=1e-6)
+    assert g.method == "pld"
+    split, _ = _split_bound(acc._groups, acc.neighboring, None, False, 1e-6)
+    assert split > g.epsilon

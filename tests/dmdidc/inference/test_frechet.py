@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm, logm
 
+from dmdidc.inference import frechet
 from dmdidc.inference.frechet import SchurFrechet, schur_error
 
 
@@ -42,6 +43,19 @@ def test_the_logarithm_derivative_is_the_block_logarithm(seed, n, split):
     rows = derivatives.log_rows()
     assert relative(rows @ E[0].ravel(), ours[0].ravel()) < 1e-12
     assert schur_error(derivatives) < 1e-12
+
+
+@pytest.mark.parametrize("per_block", [1, 2])
+def test_the_rows_built_in_blocks_are_the_derivative(monkeypatch, per_block):
+    # blocks of one or two of A_d's rows' directions (n = 50 held 545 MB as one block)
+    monkeypatch.setattr(frechet, "_BLOCK_BYTES", 16 * 7 ** 3 * per_block)
+    rng, dt = np.random.default_rng(8), 0.5
+    derivatives = SchurFrechet(near_defective(rng, 7, 1e-5), dt)
+    blocks = list(derivatives.log_row_blocks())
+    assert len(blocks) == -(-7 // per_block)
+    rows = derivatives.log_rows()
+    E = rng.standard_normal((3, 7, 7))
+    assert relative(E.reshape(3, -1) @ rows.T, derivatives.log(E).reshape(3, -1)) < 1e-12
 
 
 @pytest.mark.parametrize("seed, n, split, s", [(5, 3, 1e-8, 0.5), (6, 6, 1e-4, 0.2),

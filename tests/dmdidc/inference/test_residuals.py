@@ -865,3 +865,36 @@ def test_outlier_variance_from_the_whiteness_products_equals_the_pieces_own(seed
     walk = [np.cumsum(e, axis=1) for e in E]
     walk_centres = np.array([np.median(e, axis=1) for e in walk])
     assert _ResidualMoments.of(walk, 20).centred_autocovariances(walk_centres, L) is None
+
+
+def _row_kinds(rng, n, N):
+    """Rows a strided sample may misrepresent: heavy tails, ties, a period, sorted, constant,
+    a NaN, a block of outliers."""
+    rows = [rng.standard_normal(N), rng.standard_cauchy(N), rng.integers(0, 3, N).astype(float),
+            np.sin(0.7 * np.arange(N)), np.arange(N, 0, -1.0), np.full(N, 2.5),
+            np.where(np.arange(N) < N // 2 + 3, 1e6, rng.standard_normal(N))]
+    with_nan = rng.standard_normal(N)
+    with_nan[rng.integers(N)] = np.nan
+    rows.append(with_nan)
+    return np.array([rows[i % len(rows)] for i in range(n)])
+
+
+@pytest.mark.parametrize("seed, n, N", [(0, 8, 4096), (1, 16, 4097), (2, 9, 20000),
+                                        (3, 3, 5000), (4, 8, 100), (5, 5, 1)])
+def test_row_medians_are_the_middle_order_statistics(seed, n, N):
+    from dmdidc.inference.residuals import _row_medians
+
+    rng = np.random.default_rng(seed)
+    x = _row_kinds(rng, n, N)
+    ranks = [N // 2] if N % 2 else [N // 2 - 1, N // 2]
+    for permuted in (x, rng.permuted(x, axis=1), np.asfortranarray(x)):
+        # np.median's numbers, a NaN sorted last (np.median's NaN would be no better for
+        # the robust scales, and residuals are finite)
+        truth = np.sort(permuted, axis=1)[:, ranks].mean(axis=1)
+        finite = np.isfinite(permuted).all(axis=1)
+        assert np.array_equal(truth[finite], np.median(permuted[finite], axis=1))
+        kept = permuted.copy()
+        assert np.array_equal(_row_medians(permuted), truth, equal_nan=True)
+        assert np.array_equal(permuted, kept, equal_nan=True)
+        assert np.array_equal(_row_medians(permuted.copy(), overwrite=True), truth,
+                              equal_nan=True)
