@@ -51,7 +51,12 @@ from _toolbox.validation import (
 )
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
-from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
+from controllers.outputs import (
+    measurement_matrix,
+    model_outputs,
+    output_level,
+    refuse_feedthrough,
+)
 from controllers.qp_solvers import (
     QP_SOLVERS,
     condition_number,
@@ -364,6 +369,11 @@ class DelayedMPC:
     Attributes
     ----------
     plant : DelayedPlant
+    output_matrix : ndarray or None
+        The ``C`` of an output model (its states, on which the MPC acts, are the model's own
+        basis): such an MPC runs on estimated states only (an
+        :class:`~controllers.OutputFeedback`); ``None`` for a model whose states are the
+        plant's.
     Q, R : ndarray
         The weights in use, shapes (n, n) and (m, m), read-only.
     u_min, u_max, x_min, x_max, y_min, y_max : ndarray or None
@@ -459,6 +469,7 @@ class DelayedMPC:
                  ) -> None:
         plant = as_plant(model)
         n, m = plant.n_states, plant.n_inputs
+        self.output_matrix = model_outputs(model)
         self.horizon = check_integer("horizon", horizon, minimum=1)
         _refuse_variate_bounds(model, x_min, x_max)
         bounds_y = y_min is not None or y_max is not None
@@ -700,6 +711,7 @@ class DelayedMPC:
                 "states are its own canonical variates): build a new DelayedMPC with the new "
                 "model's C (and output_offset)")
         new = copy.copy(self)
+        new.output_matrix = model_outputs(model)
         bounds_y = self.y_min is not None or self.y_max is not None
         new._design(plant, _outputs(model, plant.n_states, *self._output_map) if bounds_y
                     else None)
