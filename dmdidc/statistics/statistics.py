@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import check_finite_array, check_integer, read_only
+from _toolbox.validation import check_finite_array, check_in_interval, check_integer, read_only
 from dmdidc.data import IdData, data_arrays
 from dmdidc.errors import DimensionError, ParameterError
 from dmdidc.inference.clipping import NO_CLIPPING, Clipping
@@ -277,7 +277,10 @@ class SufficientStatistics:
               n_samples: int) -> SufficientStatistics:
         """Uncentred statistics in the data's units (no bounds, no privacy) of moments that
         were summed elsewhere, e.g. by a least-squares solver's accumulator: one trajectory of
-        ``n_samples`` samples (the count matters only to privacy, which these never had).
+        ``n_samples`` samples.  The count must be the number of rows summed: the fit's
+        degrees of freedom count them, and centring (:meth:`centered`, an affine fit) removes
+        the mean ``sums / n_samples``.  Moments of rows with weights that do not sum to an
+        integer (forgetting, down-weighted rows) are given by :meth:`weighted`.
 
         Examples
         --------
@@ -311,6 +314,44 @@ class SufficientStatistics:
                    scale=np.ones(gram.shape[0]), state_bound=None, input_bound=None,
                    instrument_bound=None, min_trajectory_samples=int(n_samples),
                    max_trajectory_samples=int(n_samples))
+
+    @classmethod
+    def weighted(cls, layout: StatisticsLayout, gram: np.ndarray, sums: np.ndarray,
+                 weight: float) -> SufficientStatistics:
+        """:meth:`plain` statistics of rows summed with weights ``w_k`` (exponential
+        forgetting, down-weighted outliers) that total ``weight``: the moments are scaled by
+        ``N / weight`` with ``N`` the total rounded, so the weights sum to ``n_samples = N``.
+
+        Centring removes ``sums sums^T / n_samples``; with the moments of ``weight`` and a
+        rounded count it would remove ``(weight - N) / N`` times the squared mean too much or
+        too little (data recorded at a level of 350 with deviations of 0.5 and ``weight``
+        about 1000 lost the centred Gram's positive definiteness).  Scaled, the weighted
+        mean and covariance are the rows' own, the coefficients of a fit and their
+        covariance ``sigma^2 G^{-1}`` do not change (both factors scale), and ``N`` counts
+        the degrees of freedom.  A total below one half is counted as one sample (the fit
+        refuses so few anyway).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc.statistics.layout import StatisticsLayout
+        >>> V = 350.0 + np.random.default_rng(0).standard_normal((3, 50))
+        >>> w = 0.99 ** np.arange(50)[::-1]          # forgetting: sum 39.499
+        >>> stats = SufficientStatistics.weighted(StatisticsLayout(1, 1, 0, None, 0, 0),
+        ...                                       (V * w) @ V.T, V @ w, w.sum())
+        >>> stats.n_samples
+        39
+        >>> mean = V @ w / w.sum()
+        >>> bool(np.allclose(stats.centered().gram / 39,
+        ...                  ((V.T - mean).T * w) @ (V.T - mean) / w.sum()))
+        True
+
+        Raises
+        ------
+        ParameterError
+            ``weight`` not finite or negative.
+        """
+        return cls.plain(layout, *weighted_moments(gram, sums, weight))
 
     # ------------------------------------------------------------------ layout
     n_states = property(lambda self: self.layout.n_states, doc="``n``")
@@ -601,6 +642,23 @@ class SufficientStatistics:
                 f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
                 f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
                 f"centering={self.centering!r}{private})")
+
+
+def weighted_moments(gram: Any, sums: Any, weight: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(gram, sums, N)``: moments of rows whose weights total ``weight``, scaled by ``N /
+    weight`` with ``N`` the total rounded (at least 1 when positive), so that the weights sum
+    to the count ``N`` that the solvers take for the mean ``sums / N`` (centring, the
+    intercept) and the degrees of freedom (:meth:`SufficientStatistics.weighted`).
+
+    Raises
+    ------
+    ParameterError
+        ``weight`` not finite or negative.
+    """
+    weight = check_in_interval("weight", weight, 0.0, np.inf, high_open=True)
+    count = max(int(round(weight)), 1) if weight > 0 else 0
+    factor = count / weight if weight > 0 else 1.0
+    return np.asarray(gram, dtype=float) * factor, np.asarray(sums, dtype=float) * factor, count
 
 
 def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True

@@ -41,9 +41,11 @@ from simulations.cli.common import (
     write_table,
 )
 from simulations.cli.identify import (
+    DEFAULT_MODEL,
     add_data_arguments,
     delay_record,
     load_data,
+    model_out,
     refuse_delay_at_bound,
     signals_record,
     signals_text,
@@ -107,7 +109,12 @@ def add_private_parsers(actions: Any) -> None:
                                                    "randomness, as a real release needs); "
                                                    "whoever has it can remove the noise: keep "
                                                    "it secret (it is not written anywhere)")
-    identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
+    identify.add_argument("--out", default=None,
+                          help=f"model file (.json or .npz; replaced if it exists). Default: "
+                               f"{DEFAULT_MODEL}, which is not replaced if it exists (give "
+                               f"--out or --force)")
+    identify.add_argument("--force", action="store_true",
+                          help=f"replace an existing {DEFAULT_MODEL} when --out is not given")
     identify.add_argument("--json", dest="json_out",
                           help="also write the guarantee, estimates and intervals as JSON here "
                                "(and their table beside it, as .md)")
@@ -153,6 +160,7 @@ def _identify(args: argparse.Namespace) -> int:
         raise ParameterError("--alpha needs --mechanism sas")
     refuse_delta_without_effect(args.mechanism, args.delta)
     check_unit_window(args.unit, args.window)
+    args.out = model_out(args)
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     refuse_interpolation(args)
