@@ -33,6 +33,8 @@ __all__ = [
 
 
 def _check_real(name: str, value: Any) -> float:
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()        # a 0-d array (what np.load returns for a saved scalar)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterError(f"{name} must be a real number; got {value!r} of type "
                              f"{type(value).__name__}")

@@ -13,12 +13,18 @@ the numeric file's time.
 
 Measured (1e6 rows, 2 shared cores, best of 2): read_data 4.81 s numeric, 6.81 s ISO (1.41x);
 read_identification_data 6.19 / 8.30 s (1.34x); follow_csv 10.09 / 15.63 s (1.55x).
+
+Traced peak memory (2026-11-28, 5e5 rows, ``--rows 500000``): read_data 519 MB numeric, 584 MB
+ISO before the rows were split a piece at a time (:mod:`dmdidc.table_text`), 144 / 219 MB
+after; read_identification_data 519 / 584 -> 141 / 219 MB; CPU unchanged (2.5-2.6 s numeric,
+3.5 s ISO, best of 2, both runs on the loaded machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+import tracemalloc
 import warnings
 from pathlib import Path
 
@@ -63,16 +69,22 @@ def main() -> None:
         readers["follow_csv"] = lambda path: list(follow_csv(
             path, inputs="u", poll=0.01, idle_timeout=0.01, report=lambda message: None,
             chunk=100_000))
-    print(f"{rows} rows; best CPU seconds of {options.repeat} runs")
+    print(f"{rows} rows; best CPU seconds of {options.repeat} runs; traced peak memory of "
+          f"one more (tracemalloc: Python and numpy allocations, the file's text included)")
     for name, reader in readers.items():
-        seconds = {}
+        seconds, peak = {}, {}
         for kind, path in files.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 seconds[kind], _ = cpu_best_time(
                     lambda path=path, reader=reader: reader(path), options.repeat)
+                tracemalloc.start()
+                reader(path)
+                peak[kind] = tracemalloc.get_traced_memory()[1] / 1e6
+                tracemalloc.stop()
         print(f"{name:26s} numeric {seconds['numeric']:6.2f} s  ISO {seconds['ISO']:6.2f} s  "
-              f"ratio {seconds['ISO'] / seconds['numeric']:.2f}")
+              f"ratio {seconds['ISO'] / seconds['numeric']:.2f}  peak {peak['numeric']:5.0f} / "
+              f"{peak['ISO']:5.0f} MB")
 
 
 if __name__ == "__main__":

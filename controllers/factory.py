@@ -136,8 +136,9 @@ def make_controller(name: str, model: Any, K: Any = None, **options: Any) -> Any
     elif weights:
         raise ParameterError(f"Q and R weigh the default LQR design of K; got K and "
                              f"{sorted(weights)}: give one or the other")
+    # the model itself, not its plant: a controller of an output model records its C
     if name == "fractional":
-        return FractionalDelayController(plant, K, **options)
+        return FractionalDelayController(model, K, **options)
     if name == "naive":
-        return NaiveStateFeedback(plant, K)
-    return PredictiveController(plant, K, prediction=name)
+        return NaiveStateFeedback(model, K)
+    return PredictiveController(model, K, prediction=name)

@@ -40,6 +40,7 @@ from _toolbox.errors import (
 from _toolbox.validation import check_finite_array, check_nonnegative
 from controllers.gains import _SCHUR_MARGIN, _check_gain
 from controllers.lifted import closed_loop_matrix
+from controllers.outputs import model_outputs
 from dmdidc.discretization import checked_expm, split_delay, zoh_matrices
 from dmdidc.model import as_plant
 
@@ -92,6 +93,14 @@ class _LinearFeedback:
             array.flags.writeable = False
         self.operating_point = operating_point
         self.reset()
+
+    #: The measurement matrix ``C`` of the output model the controller was designed on (an
+    #: :class:`~dmdidc.OutputDMDidc`: its states, and so the states this law acts on, are the
+    #: model's own basis, canonical variates); ``None`` for a model whose states are the
+    #: plant's.  Such a controller runs on estimated states only (an
+    #: :class:`~controllers.OutputFeedback`): :func:`~simulations.simulate_closed_loop` and
+    #: :func:`~controllers.closed_loop_matrix` refuse to feed it another plant's states.
+    output_matrix: np.ndarray | None = None
 
     #: Spectral radius of the loop on the controller's own model; ``None`` when built without
     #: one, or for a lifted loop of more than :data:`NOMINAL_CHECK_SIZE` states (check it with
@@ -265,6 +274,7 @@ class _LinearFeedback:
                                  f"inputs; this controller has {self.n_states} and "
                                  f"{self.n_inputs}")
         new = self._redesigned(plant, self._K if K is None else K)
+        new.output_matrix = model_outputs(model)
         keep = min(self.history_steps, new.history_steps)
         # the histories hold deviations from each model's operating input
         shift = _operating_input(self.operating_point) - _operating_input(new.operating_point)
@@ -579,7 +589,7 @@ class NaiveStateFeedback(_LinearFeedback):
             plant = as_plant(model_or_m)
             m, n = plant.n_inputs, plant.n_states
         K = _check_gain(K, n, m)
-        self.plant = plant
+        self.plant, self.output_matrix = plant, model_outputs(model_or_m)
         super().__init__(K, -K, np.zeros((0, m, m)),
                          operating_point=None if plant is None else plant.operating_point)
         if plant is not None:
@@ -656,7 +666,7 @@ class PredictiveController(_LinearFeedback):
         else:
             P_x, P_u = _exact_predictor(plant.A_d, plant.B_blocks, int(np.max(steps)))
         self.prediction = prediction
-        self.plant = plant
+        self.plant, self.output_matrix = plant, model_outputs(model)
         self.delay_steps = steps
         super().__init__(K, *_law_from_predictor(K, P_x, P_u),
                          operating_point=plant.operating_point)
@@ -781,7 +791,7 @@ class FractionalDelayController(_LinearFeedback):
                 raise NonFiniteError(f"reference_delay = {reference_delay!r} s: the prediction "
                                      f"to it is not finite ({exc}); choose a reference delay "
                                      f"near the plant's delays {delay.tolist()} s") from exc
-        self.plant = plant
+        self.plant, self.output_matrix = plant, model_outputs(model)
         self.reference_delay = reference_delay
         super().__init__(K, K_x, K_u, operating_point=plant.operating_point)
         self._check_nominal_loop(plant)

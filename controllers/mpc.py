@@ -51,7 +51,12 @@ from _toolbox.validation import (
 )
 from controllers.gains import check_weight, default_state_weight
 from controllers.mpc_qp import build_qp, qp_sizes
-from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
+from controllers.outputs import (
+    measurement_matrix,
+    model_outputs,
+    output_level,
+    refuse_feedthrough,
+)
 from controllers.qp_solvers import (
     QP_SOLVERS,
     condition_number,
@@ -327,8 +332,9 @@ class DelayedMPC:
         (``AUTO_DENSE_ENTRIES``) and the condensed Hessian well conditioned
         (``MAX_CONDENSED_CONDITION``: an open-loop unstable plant over a long horizon
         exceeds it), else on the sparse QP Clarabel (ill-conditioned, or large with soft
-        state or output bounds) or OSQP (large otherwise; a step where OSQP stops at its
-        iteration or time limit is solved by Clarabel, with a ``RuntimeWarning`` once);
+        state or output bounds) or OSQP (large otherwise; a step where OSQP does not solve
+        the problem, stopped at its iteration or time limit, reporting it infeasible or
+        failing, is solved by Clarabel on the same QP, with a ``RuntimeWarning`` once);
         ``"DAQP"`` on an ill-conditioned condensed QP is refused.  Case-insensitive.
     warm_start : bool, default True
         Start each solve from the previous one (DAQP: active set; OSQP: primal and dual
@@ -363,6 +369,11 @@ class DelayedMPC:
     Attributes
     ----------
     plant : DelayedPlant
+    output_matrix : ndarray or None
+        The ``C`` of an output model (its states, on which the MPC acts, are the model's own
+        basis): such an MPC runs on estimated states only (an
+        :class:`~controllers.OutputFeedback`); ``None`` for a model whose states are the
+        plant's.
     Q, R : ndarray
         The weights in use, shapes (n, n) and (m, m), read-only.
     u_min, u_max, x_min, x_max, y_min, y_max : ndarray or None
@@ -458,6 +469,7 @@ class DelayedMPC:
                  ) -> None:
         plant = as_plant(model)
         n, m = plant.n_states, plant.n_inputs
+        self.output_matrix = model_outputs(model)
         self.horizon = check_integer("horizon", horizon, minimum=1)
         _refuse_variate_bounds(model, x_min, x_max)
         bounds_y = y_min is not None or y_max is not None
@@ -589,10 +601,12 @@ class DelayedMPC:
         self._signal_check = self._signal_map() if self._hard_rows else None
         self._recovery = self._recovery_map()
         self._solver: Any = self._new_solver()
-        # "auto" picked OSQP: a step that hits its iteration or time limit is solved again by
-        # Clarabel on the same sparse QP (set up on first need)
+        # "auto" picked OSQP: a step that OSQP does not solve (iteration or time limit,
+        # 'infeasible', an error) is solved again by Clarabel on the same sparse QP (set up on
+        # first need)
         self._fallback: Any = None
-        self._may_fall_back = self.solver == "OSQP" and str(solver).lower() == "auto"
+        self._auto = str(solver).lower() == "auto"
+        self._may_fall_back = self.solver == "OSQP" and self._auto
         self._fell_back = False
         self.reset()
 
@@ -697,6 +711,7 @@ class DelayedMPC:
                 "states are its own canonical variates): build a new DelayedMPC with the new "
                 "model's C (and output_offset)")
         new = copy.copy(self)
+        new.output_matrix = model_outputs(model)
         bounds_y = self.y_min is not None or self.y_max is not None
         new._design(plant, _outputs(model, plant.n_states, *self._output_map) if bounds_y
                     else None)
@@ -939,12 +954,12 @@ class DelayedMPC:
         start = time.perf_counter()
         outcome = self._solver.solve(p)
         name = self.solver
-        if outcome.status == "user_limit" and self._may_fall_back:
+        if self._may_fall_back and not outcome.status.startswith("optimal"):
             outcome, name = self._solve_by_fallback(p, outcome), "CLARABEL"
         elapsed = time.perf_counter() - start
         status = outcome.status
         if status != "optimal":
-            self._check_status(status, x, history)
+            self._check_status(status, x, history, name)
         op = self.operating_point
         if outcome.v is not None:
             v = outcome.v
@@ -952,12 +967,12 @@ class DelayedMPC:
             limits = self._u_range      # the quick test of _check_input_bounds, here (no call)
             if limits is None or not (moves[moves.argmin()] >= limits[0]
                                       and moves[moves.argmax()] <= limits[1]):
-                self._check_input_bounds(moves)               # (and that they are finite)
+                self._check_input_bounds(moves, name)         # (and that they are finite)
             inputs = moves.reshape(self.horizon, self._m).T
             qp, n = self._qp, self._n
             if self._hard_rows:
                 rows_v, rows_p = self._signal_check[:2]
-                self._check_state_bounds(rows_v @ v + rows_p @ p)
+                self._check_state_bounds(rows_v @ v + rows_p @ p, name)
             if self._recovery is not None and not self._warned_recovery:
                 self._check_recovery(moves, p)
 
@@ -987,46 +1002,55 @@ class DelayedMPC:
                              name, self.dead_steps, prediction)
 
     def _solve_by_fallback(self, p: np.ndarray, stopped: Any) -> Any:
-        """Clarabel's outcome at ``p`` after OSQP (picked by ``"auto"``) stopped at its limit:
-        a trial's loop (8 states, 2 inputs, N = 300, soft state bounds) raised SolverError
-        'user_limit' partway, where Clarabel solved every step.  Said once per controller."""
+        """Clarabel's outcome at ``p`` after OSQP (picked by ``"auto"``) did not solve the
+        problem: a trial's loop (8 states, 2 inputs, N = 300, soft state bounds) raised
+        SolverError 'user_limit' partway, where Clarabel solved every step, and a review's
+        12-state plant in mixed units (N = 450) was 'infeasible' to OSQP, not to Clarabel or
+        DAQP.  Clarabel's plan is checked against the bounds like any other (and its own
+        'infeasible' is examined as any solver's).  Said once per controller."""
         if self._fallback is None:
             self._fallback = QP_SOLVERS["CLARABEL"][0](self._qp, {}, warm_start=False)
         outcome = self._fallback.solve(p)
         if not self._fell_back and outcome.status.startswith("optimal"):
             self._fell_back = True
-            warnings.warn(f"OSQP (picked by solver='auto') stopped at its iteration or time "
-                          f"limit after {stopped.iterations} iterations; Clarabel solved this "
-                          f"step on the same QP, and will solve every step where OSQP stops "
-                          f"(said once). solver='CLARABEL' uses it throughout", RuntimeWarning,
+            what = ("stopped at its iteration or time limit" if stopped.status == "user_limit"
+                    else f"returned status {stopped.status!r}")
+            warnings.warn(f"OSQP (picked by solver='auto') {what} after {stopped.iterations} "
+                          f"iterations; Clarabel solved this step on the same QP, and will "
+                          f"solve every step that OSQP does not (said once). "
+                          f"solver='CLARABEL' uses it throughout", RuntimeWarning,
                           stacklevel=5)
         return outcome
 
-    def _check_status(self, status: str, x: np.ndarray, history: np.ndarray) -> None:
-        """Raise for every status but optimal; warn (or raise) on optimal_inaccurate."""
+
+    def _check_status(self, status: str, x: np.ndarray, history: np.ndarray,
+                      solver: str | None = None) -> None:
+        """Raise for every status but optimal; warn (or raise) on optimal_inaccurate.
+        ``solver``: the one that returned ``status`` (default :attr:`solver`)."""
+        solver = solver or self.solver
         if status == "infeasible":
-            raise SolverError(self._infeasible_message(x, history))
+            raise SolverError(self._infeasible_message(x, history, solver))
         # Clarabel stops too (InsufficientProgress beside a bound of 1e12, DualInfeasible under
         # a soft penalty of 1e10 before _cost_scale): DAQP is then the other solver to name
-        other = ("solver='DAQP' (the condensed QP)" if self.solver == "CLARABEL" else
-                 "solver='CLARABEL' (an interior-point method) or 'auto' (which falls back "
-                 "to it)")
+        other = ("solver='DAQP' (the condensed QP)" if solver == "CLARABEL" else
+                 "solver='CLARABEL' (an interior-point method)"
+                 + ("" if self._auto else " or 'auto' (which falls back to it)"))
         soft = (f"; with soft bounds a large state_penalty (here "
                 f"{self.state_penalty:.3g}) or bounds of very different magnitudes "
                 f"strain the solver: try a smaller one" if self.soft_state_constraints else "")
         if status == "user_limit":
-            raise SolverError(f"{self.solver} stopped at its iteration or time limit (status "
+            raise SolverError(f"{solver} stopped at its iteration or time limit (status "
                               f"'user_limit') before solving the MPC problem; raise its "
                               f"iteration limit (or the time limit) in solver_options, or use "
                               f"{other}{soft}")
         if status != "optimal_inaccurate":
-            raise SolverError(f"{self.solver} returned status {status!r} for the MPC problem; "
+            raise SolverError(f"{solver} returned status {status!r} for the MPC problem; "
                               f"use {other}{soft}")
         if self.inaccurate == "raise":
-            raise SolverError(f"{self.solver} returned 'optimal_inaccurate' for the MPC "
+            raise SolverError(f"{solver} returned 'optimal_inaccurate' for the MPC "
                               f"problem (inaccurate='raise')")
         if self.inaccurate == "warn":
-            warnings.warn(f"{self.solver} returned 'optimal_inaccurate'; using the "
+            warnings.warn(f"{solver} returned 'optimal_inaccurate'; using the "
                           f"solution", RuntimeWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ helpers
@@ -1216,9 +1240,10 @@ class DelayedMPC:
                                  f"(inputs u_(k-R) .. u_(k-1) as columns, oldest first)")
         return history
 
-    def _check_input_bounds(self, moves: np.ndarray) -> None:
+    def _check_input_bounds(self, moves: np.ndarray, solver: str | None = None) -> None:
         """Refuse moves (time-major, shape (m N,)) that are not finite or lie beyond a bound by
-        more than the tolerance.
+        more than the tolerance (``solver``: the one that returned them, default
+        :attr:`solver`).
 
         Quick tests first, each accepting only moves the exact comparison accepts: with the
         same limits for every input, the extreme moves decide (``argmin`` / ``argmax``: direct
@@ -1240,14 +1265,15 @@ class DelayedMPC:
         finite = bool(np.isfinite(moves).all())
         if finite and (moves >= low).all() and (moves <= high).all():   # the exact decision
             return
+        solver = solver or self.solver
         if not finite:
-            raise SolverError(f"{self.solver} reported an optimal status but returned no finite "
+            raise SolverError(f"{solver} reported an optimal status but returned no finite "
                               f"solution")
         for name, bound, sign in (("u_min", self._u_lo, -1.0), ("u_max", self._u_hi, 1.0)):
             limit = low if sign < 0 else high
             if bound is not None and np.any(sign * (moves - limit) > 0):
                 worst = float(np.max(sign * (moves - np.tile(bound, self.horizon))))
-                raise SolverError(f"{self.solver} returned inputs that violate {name} by "
+                raise SolverError(f"{solver} returned inputs that violate {name} by "
                                   f"{worst:.3g} (> tolerance {INPUT_BOUND_TOLERANCE:g}); "
                                   f"tighten solver_options or use another solver")
 
@@ -1271,18 +1297,19 @@ class DelayedMPC:
         # the hard rows are H x = rows_v v - lower_p p within [lower0, upper0]
         return qp.A[qp.state_rows], -qp.lower_p[qp.state_rows], lowest, highest, inside
 
-    def _check_state_bounds(self, signals: np.ndarray) -> None:
+    def _check_state_bounds(self, signals: np.ndarray, solver: str | None = None) -> None:
         """Refuse a plan whose bounded signals (deviations, by step then component) lie beyond
         the hard bounds by more than ``STATE_BOUND_TOLERANCE`` (scaled by ``max(1,
-        |bound|)``)."""
+        |bound|)``; ``solver``: the one that returned it, default :attr:`solver`)."""
         _, _, lowest, highest, inside = self._signal_check
         # the quick test first: inside the tightest bound of every step, nothing to compare
         if signals[signals.argmin()] >= inside[0] and signals[signals.argmax()] <= inside[1]:
             return
         if (signals >= lowest).all() and (signals <= highest).all():
             return
+        solver = solver or self.solver
         if not np.isfinite(signals).all():
-            raise SolverError(f"{self.solver} reported an optimal status but returned a plan "
+            raise SolverError(f"{solver} reported an optimal status but returned a plan "
                               f"whose predicted signals are not finite")
         excess = np.maximum(lowest - signals, signals - highest)
         worst = int(np.argmax(excess))
@@ -1294,9 +1321,10 @@ class DelayedMPC:
         when = self.dead_steps + step + 1
         # another solver than the one that failed (Clarabel's own plans broke bounds of 1e-2
         # beside states of 4e7, and the message named Clarabel)
-        other = "'DAQP' (or 'auto')" if self.solver in ("CLARABEL", "CVXPY") else "'CLARABEL'"
+        other = ("'DAQP'" + ("" if self._auto else " (or 'auto')")
+                 if solver in ("CLARABEL", "CVXPY") else "'CLARABEL'")
         raise SolverError(
-            f"{self.solver} reported a plan whose predicted {kind} {s}_(k+{when})[{component}] "
+            f"{solver} reported a plan whose predicted {kind} {s}_(k+{when})[{component}] "
             f"violates {side} by {abs(signals[worst] - bound):.3g} (> tolerance "
             f"{STATE_BOUND_TOLERANCE:g} x max(1, |bound|)): an ill-conditioned QP, or solver "
             f"tolerances loosened in solver_options; use solver={other}, "
@@ -1316,9 +1344,15 @@ class DelayedMPC:
         elif np.isfinite(low).all() and np.isfinite(high).all():
             self._u_box = 0.5 * (low + high), 2.0 / (high - low)
 
-    def _infeasible_message(self, x: np.ndarray, history: np.ndarray) -> str:
+    def _infeasible_message(self, x: np.ndarray, history: np.ndarray,
+                            solver: str | None = None) -> str:
         """Why the problem at ``x``, ``history`` (deviations from the operating point) is
-        infeasible; the values shown are physical, as the bounds are."""
+        infeasible, as ``solver`` (default :attr:`solver`) reported; the values shown are
+        physical, as the bounds are."""
+        solver = solver or self.solver
+        # "auto": OSQP's 'infeasible' was put to Clarabel (_solve_by_fallback), which agreed
+        tried = "OSQP and CLARABEL" if self._may_fall_back and solver == "CLARABEL" else solver
+        auto_too = "" if self._auto else " (or 'auto')"     # unless "auto" gave the result
         w, N = self.dead_steps, self.horizon
         op = self.operating_point
         x_at, u_at = (np.zeros(self._n), np.zeros(self._m)) if op is None else (op.state,
@@ -1344,9 +1378,10 @@ class DelayedMPC:
         if not finite or self.soft_state_constraints:
             why = ("it has only input bounds" if not finite else
                    "its state (output) bounds are soft")
-            other = ("solver='DAQP' or 'OSQP'" if self.solver in ("CLARABEL", "CVXPY") else
+            other = ("solver='DAQP'" if tried != solver else
+                     "solver='DAQP' or 'OSQP'" if solver in ("CLARABEL", "CVXPY") else
                      "solver='CLARABEL'")
-            return (f"{self.solver} reported the MPC problem infeasible although {why} "
+            return (f"{tried} reported the MPC problem infeasible although {why} "
                     f"(always feasible): numerical trouble at x_k={_fmt(shown_x)}, committed "
                     f"inputs {_fmt(shown_history)}; check the scaling of the model and of the "
                     f"state (signals of very different sizes), or use {other}")
@@ -1357,13 +1392,14 @@ class DelayedMPC:
             # a plan that meets every bound, checked: the report is the solver's trouble (the
             # cvxpy path, not rescaled, read 14 of a review's 140 random problems so, 3 with
             # hard bounds)
-            return (f"{self.solver} reported the MPC problem infeasible, but DAQP on the "
+            return (f"{tried} reported the MPC problem infeasible, but DAQP on the "
                     f"condensed QP finds inputs within [{_fmt(self.u_min)}, "
                     f"{_fmt(self.u_max)}] whose {kind}s meet the hard bounds {s}_min="
                     f"{_fmt(low)}, {s}_max={_fmt(high)} (checked): numerical trouble at "
                     f"x_k={_fmt(shown_x)}, committed inputs {_fmt(shown_history)}; use "
-                    f"solver='DAQP' (or 'auto'), or scale the model's units")
-        message = (f"MPC problem is infeasible ({self.solver}): the hard {kind} bounds "
+                    f"solver='DAQP'{auto_too}, or scale the model's "
+                    f"units")
+        message = (f"MPC problem is infeasible ({tried}): the hard {kind} bounds "
                    f"{s}_min={_fmt(low)}, {s}_max={_fmt(high)} on "
                    f"{s}_(k+{w + 1}) .. {s}_(k+{w + N}) cannot be met with inputs in "
                    f"[{_fmt(self.u_min)}, {_fmt(self.u_max)}] from x_k={_fmt(shown_x)}")

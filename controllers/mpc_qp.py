@@ -70,6 +70,11 @@ class MPCQuadraticProgram:
         ``m N``: the inputs are ``v[:m N]``, time-major.
     sparse : bool
         Layout (module notes).
+    column_groups, row_groups : ndarray of int
+        Labels of the variables and of the rows: one label for one signal at every step (an
+        input channel, a slack of one bounded signal, a state component; the bounds of one
+        signal, the dynamics of one component), so that a scaling of the variables
+        (:func:`controllers.qp_solvers.equilibrate`) gives each signal one scale.
     """
 
     hessian: Any
@@ -87,6 +92,8 @@ class MPCQuadraticProgram:
     states_p: np.ndarray
     n_inputs: int
     sparse: bool
+    column_groups: np.ndarray
+    row_groups: np.ndarray
 
     @property
     def n_variables(self) -> int:
@@ -334,6 +341,14 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
         lower0.append(np.zeros(n * steps))
         upper0.append(np.zeros(n * steps))
     A = stack(rows_v)
+    # one label per signal (inputs, slacks, states; bounds of a signal, dynamics of a state)
+    column_groups = np.concatenate([np.tile(np.arange(m), N),
+                                    m + np.tile(np.arange(n_c), n_slack // n_c),
+                                    m + n_c + np.tile(np.arange(n), steps if sparse else 0)])
+    n_bound_rows = state_rows.stop - state_rows.start
+    row_groups = np.concatenate([column_groups[:n_simple],
+                                 m + n_c + np.tile(np.arange(n_c), n_bound_rows // n_c),
+                                 m + 2 * n_c + np.tile(np.arange(n), steps if sparse else 0)])
     states_v, states_p = stack([s[0] for s in state]), np.vstack([s[1] for s in state])
     if sparse:
         hessian, A, states_v = (M.tocsc() for M in (hessian, A, states_v))
@@ -341,4 +356,5 @@ def build_qp(plant: DelayedPlant, *, dead_steps: int, horizon: int, Q: np.ndarra
         hessian=0.5 * (hessian + hessian.T), q0=q0, q_p=q_p, constant_p=constant_p, A=A,
         lower0=np.concatenate(lower0), lower_p=lower_p, upper0=np.concatenate(upper0),
         upper_p=upper_p, n_simple=n_simple, state_rows=state_rows, states_v=states_v,
-        states_p=states_p, n_inputs=m * N, sparse=sparse)
+        states_p=states_p, n_inputs=m * N, sparse=sparse, column_groups=column_groups,
+        row_groups=row_groups)

@@ -24,12 +24,17 @@ from scipy import linalg
 
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_finite_array
-from controllers.outputs import measurement_matrix, output_level, refuse_feedthrough
+from controllers.outputs import (
+    measurement_matrix,
+    model_mismatch,
+    output_level,
+    refuse_feedthrough,
+)
 from dmdidc.model import DelayedPlant, as_plant
 
 __all__ = ["DelayedKalmanObserver", "OutputFeedback"]
 
-#: A mode on or outside the unit circle whose visibility ``|C v| / (|C| |v|)`` (``v`` its right
+#: A mode outside the unit circle whose visibility ``|C v| / (|C| |v|)`` (``v`` its right
 #: eigenvector) is below this warns: the observer's gain grows as its inverse (0.4 / visibility
 #: on diag(0.1, -0.5) at T = 1: 4e5 at 1e-6, 4e8 at 1e-9, where the estimate's error reached
 #: 1.9e8), the counterpart of lqr_gain's reachability test.
@@ -53,6 +58,29 @@ def _covariance(name: str, value: Any, size: int) -> np.ndarray:
     return array
 
 
+#: An estimation-error eigenvalue with modulus at or above ``1 - UNSEEN_MARGIN`` is refused: the
+#: mode is not detectable (an unseen mode on the unit circle gives 1 to rounding, 2e-16; one
+#: seen at visibility s converges at 1 - |lambda| ~ s / 2, accurate to s = 1e-12), and an
+#: estimate converging over 1e10 periods is never estimated in a run.
+UNSEEN_MARGIN = 1e-10
+#: The slowest estimation-error mode converging more slowly than this many periods (its time
+#: constant ``-1 / log |lambda|``) warns: the loop runs one period at a time and settles no
+#: faster than the estimate, whose error is still ``e^-1`` of its start after that many
+#: periods (an integrator seen at visibility 1e-3: 2000 periods, loop cost 331 against 4.37
+#: with state feedback, silently).  In periods because the observer does not know the
+#: controller; the error modes of a well-seen plant converge in a few periods.
+SLOW_ERROR_PERIODS = 1000.0
+#: An output feedback whose estimate's slowest mode takes more than this many times as long as
+#: its state loop's (at least one period) warns: the estimate, not the design, then sets the
+#: loop's pace (an integrator seen at visibility 1e-2: 200 periods against 3.2, 62 times,
+#: loop cost 101 against 4.37 with state feedback).  On 1000 random plants (2-4 states, 1-2
+#: inputs, 1-n random sensors, default noises, make_controller('fractional')) the ratio
+#: reached 32 (median 1.0, 99th percentile 10.7).
+SLOW_ESTIMATE_RATIO = 50.0
+#: The default measurement noise: this share of each output's variance (its standard deviation
+#: 1 %), so that the default is the same in any output units.
+_DEFAULT_NOISE_SHARE = 1e-4
+
 #: The time-varying filter hands over to the steady-state gain once its prediction covariance
 #: is within this share of the steady one.
 _STEADY_RTOL = 1e-9
@@ -70,20 +98,111 @@ def _stationary_covariance(A: np.ndarray, B: np.ndarray, Q_w: np.ndarray,
     return steady.copy()
 
 
+def _visibility(C: np.ndarray, v: np.ndarray) -> float:
+    """How much of the mode ``v`` the sensors see: ``|C v| / (|C| |v|)``."""
+    return float(np.linalg.norm(C @ v)) / max(float(np.linalg.norm(C))
+                                              * float(np.linalg.norm(v)), 1e-300)
+
+
+def _mode_text(A: np.ndarray, C: np.ndarray, error_value: complex) -> str:
+    """The mode of ``A`` nearest an estimation-error eigenvalue, with how much ``C`` sees it."""
+    values, vectors = np.linalg.eig(A)
+    i = int(np.argmin(np.abs(values - error_value)))
+    return (f"the mode {values[i]:.6g} (|lambda| = {abs(values[i]):.6g}) of A_d, seen by the "
+            f"sensors at |C v| / (|C| |v|) = {_visibility(C, vectors[:, i]):.3g}")
+
+
+def _least_seen_mode(A: np.ndarray, C: np.ndarray) -> str:
+    """The mode on or outside the unit circle the sensors see least, as text."""
+    values, vectors = np.linalg.eig(A)
+    outside = np.flatnonzero(np.abs(values) >= 1.0 - UNSEEN_MARGIN)
+    if outside.size == 0:
+        return "every mode of A_d is inside the unit circle"
+    i = min(outside, key=lambda j: _visibility(C, vectors[:, j]))
+    return _mode_text(A, C, values[i])
+
+
+def _periods(modulus: float) -> float:
+    """The time constant ``-1 / log |lambda|`` of a mode, in periods (0 for lambda = 0)."""
+    return -1.0 / np.log(modulus) if modulus > 0 else 0.0
+
+
+def _warn_slower_than_the_loop(controller: Any, observer: DelayedKalmanObserver) -> None:
+    """Warn when the estimate converges ``SLOW_ESTIMATE_RATIO`` times more slowly than the
+    state loop the controller realizes on its model (its ``nominal_spectral_radius``), unless
+    the observer already warned (``SLOW_ERROR_PERIODS``)."""
+    radius = getattr(controller, "nominal_spectral_radius", None)
+    values = observer.error_eigenvalues
+    if radius is None or not np.isfinite(radius) or radius >= 1.0 or values.size == 0:
+        return
+    slowest = values[int(np.argmax(np.abs(values)))]
+    estimate, loop = _periods(float(abs(slowest))), max(_periods(float(radius)), 1.0)
+    if SLOW_ESTIMATE_RATIO * loop < estimate <= SLOW_ERROR_PERIODS:
+        warnings.warn(
+            f"OutputFeedback: slow estimate check failed: the estimation error's slowest mode "
+            f"{slowest:.6g} takes {estimate:.3g} periods to shrink by e, {estimate / loop:.3g} "
+            f"times the state loop's {loop:.3g} (> SLOW_ESTIMATE_RATIO = "
+            f"{SLOW_ESTIMATE_RATIO:g}), so the estimate, not the design, sets the loop's pace: "
+            f"it comes from {_mode_text(observer.plant.A_d, observer.C, slowest)}; add a "
+            f"sensor that sees this mode better, or a larger process_noise if the model is "
+            f"uncertain there", RuntimeWarning, stacklevel=3)
+
+
+def _check_error_modes(A: np.ndarray, C: np.ndarray, error_values: np.ndarray) -> None:
+    """Refuse an estimation error that does not converge (``UNSEEN_MARGIN``: a mode on or
+    outside the unit circle the sensors do not see) and warn when its slowest mode takes more
+    than ``SLOW_ERROR_PERIODS`` periods, naming the mode of ``A_d`` behind it."""
+    if error_values.size == 0:
+        return
+    slowest = error_values[int(np.argmax(np.abs(error_values)))]
+    modulus = float(abs(slowest))
+    if modulus >= 1.0 - UNSEEN_MARGIN:
+        raise ParameterError(
+            f"DelayedKalmanObserver: (A_d, C) is not detectable: the estimation error has the "
+            f"eigenvalue {slowest:.6g} (|lambda| = {modulus:.12g} >= 1 - UNSEEN_MARGIN = "
+            f"1 - {UNSEEN_MARGIN:g}), so the estimate of {_mode_text(A, C, slowest)} never "
+            f"converges; add a sensor that sees this mode, or control a model without it")
+    periods = _periods(modulus)
+    if periods > SLOW_ERROR_PERIODS:
+        warnings.warn(
+            f"DelayedKalmanObserver: slow estimate check failed: the estimation error's "
+            f"slowest mode {slowest:.6g} (|lambda| = {modulus:.9g}) takes {periods:.3g} "
+            f"periods to shrink by e (> SLOW_ERROR_PERIODS = {SLOW_ERROR_PERIODS:g}), and the "
+            f"loop settles no faster: it comes from {_mode_text(A, C, slowest)}; add a sensor "
+            f"that sees this mode better, a larger process_noise if the model is uncertain "
+            f"there, or control a model without it", RuntimeWarning, stacklevel=3)
+
+
+def _output_spread(A: np.ndarray, B: np.ndarray, Q_w: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Each output's variance ``diag(C S C^T)`` with ``S`` the states' stationary covariance
+    under unit white inputs and the process noise (after ``n + 1`` periods of them for an
+    unstable or marginal ``A``): the outputs' scale, in their own units."""
+    n = A.shape[0]
+    if np.max(np.abs(np.linalg.eigvals(A)), initial=0.0) < 1.0 - 1e-6:
+        S = linalg.solve_discrete_lyapunov(A, B @ B.T + Q_w)
+    else:
+        S, step = np.zeros((n, n)), B @ B.T + Q_w
+        for _ in range(n + 1):
+            S, step = S + step, A @ step @ A.T
+    spread = np.einsum("ij,jk,ik->i", C, S, C)
+    if not np.all(np.isfinite(spread)):
+        spread = np.einsum("ij,jk,ik->i", C, B @ B.T + Q_w, C)
+    return np.maximum(spread, 1e-300)
+
+
 def _warn_barely_detectable(A: np.ndarray, C: np.ndarray, gain: np.ndarray) -> None:
-    """Warn (``RuntimeWarning``) when a mode with ``|lambda| >= 1`` is barely seen by ``C``
+    """Warn (``RuntimeWarning``) when a mode with ``|lambda| > 1`` is barely seen by ``C``
     (``DETECTABILITY_MARGIN``): the filter exists, but its gain amplifies the measurement noise
     and rounding by about the inverse of the mode's visibility."""
     values, vectors = np.linalg.eig(A)
-    size = float(np.linalg.norm(C))
     for value, v in zip(values, vectors.T, strict=True):
-        if abs(value) < 1.0 - 1e-10:
-            continue
-        seen = float(np.linalg.norm(C @ v)) / max(size * float(np.linalg.norm(v)), 1e-300)
+        if abs(value) <= 1.0 + 1e-10:     # on the circle: the gain stays small, the estimate
+            continue                      # slow (the slow estimate check)
+        seen = _visibility(C, v)
         if seen < DETECTABILITY_MARGIN:
             warnings.warn(
                 f"DelayedKalmanObserver: detectability margin check failed: the mode "
-                f"{value:.6g} (|lambda| = {abs(value):.6g} >= 1 of A_d) is barely seen by the "
+                f"{value:.6g} (|lambda| = {abs(value):.6g} > 1 of A_d) is barely seen by the "
                 f"sensors (|C v| / (|C| |v|) = {seen:.3g} < DETECTABILITY_MARGIN = "
                 f"{DETECTABILITY_MARGIN:g}), so the observer's gain reaches "
                 f"{float(np.abs(gain).max()):.3g} and amplifies noise and rounding about as "
@@ -115,18 +234,13 @@ def _check_same_model(controller: Any, plant: Any) -> None:
         raise DimensionError(f"controller ({name}) is designed on a model with {own.n_states} "
                              f"states and {own.n_inputs} inputs; the observer's model has "
                              f"{plant.n_states} and {plant.n_inputs}: build both on one model")
-    blocks = [own.B_blocks, plant.B_blocks]
-    depth = max(b.shape[0] for b in blocks)     # a longer max_delay adds zero blocks only
-    blocks = [np.concatenate([b, np.zeros((depth - b.shape[0], *b.shape[1:]))]) for b in blocks]
-    for what, a, b in (("A_d", own.A_d, plant.A_d), ("B_blocks", *blocks)):
-        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
-        if not np.allclose(a, b, rtol=1e-9, atol=1e-9 * scale):
-            raise ParameterError(
-                f"controller ({name}) is designed on another model than the observer: max "
-                f"|{what} - observer's {what}| = {float(np.max(np.abs(a - b))):.3g}; the "
-                f"controller acts on the observer's estimate, whose states are those of the "
-                f"observer's model (an identified model's basis is its own), so build both on "
-                f"one model (e.g. the same OutputDMDidc)")
+    found = model_mismatch(own, plant, "observer's")
+    if found is not None:
+        raise ParameterError(
+            f"controller ({name}) is designed on another model than the observer: {found}; "
+            f"the controller acts on the observer's estimate, whose states are those of the "
+            f"observer's model (an identified model's basis is its own), so build both on "
+            f"one model (e.g. the same OutputDMDidc)")
 
 
 class DelayedKalmanObserver:
@@ -142,7 +256,14 @@ class DelayedKalmanObserver:
         states are canonical variates, not the plant's) a different ``C`` is refused: it would
         read the wrong combination of the model's states.
     measurement_noise : float, array_like (l,) or (l, l), optional
-        Covariance of ``v``; default the model's ``noise_std_ ** 2``, else ``1e-4``.
+        Covariance of ``v``; default the model's ``noise_std_ ** 2`` (an
+        :class:`~dmdidc.OutputDMDidc`'s residual spread), else ``1e-4`` times each output's
+        variance ``diag(C S C^T)`` (a standard deviation of 1 % of the output), with ``S`` the
+        states' stationary covariance under unit white inputs and the process noise (after
+        ``n + 1`` periods of them for an unstable or marginal model): the same filter in any
+        output units.  Until 2026-11-28 a fixed ``1e-4`` whatever the units (the same loop
+        cost 10.1, 10.0 and 159 with outputs in three units).  Give the sensors' noise
+        variance when it is known.
     process_noise : float, array_like (n,) or (n, n), optional
         Covariance of ``w``; default ``0.1 B_d B_d^T + 1e-6 I`` (disturbances entering with the
         inputs; ``B_d`` times the inputs' spread, ``input_scale_``, for an
@@ -179,13 +300,26 @@ class DelayedKalmanObserver:
         xhat_k|k-1)``), used once the time-varying start has converged.
     initial_covariance : ndarray, shape (n, n)
     error_eigenvalues : ndarray
-        Eigenvalues of the estimation-error dynamics ``A_d (I - M C)`` (inside the unit circle).
+        Eigenvalues of the estimation-error dynamics ``A_d (I - M C)``, inside the unit circle
+        by at least ``UNSEEN_MARGIN`` (else refused).
+
+    Raises
+    ------
+    ParameterError
+        ``(A_d, C)`` not detectable: a mode on or outside the unit circle the sensors do not
+        see (no steady filter, or an estimation error with ``|lambda| >= 1 -
+        UNSEEN_MARGIN``, which never converges); the message names the mode and how much
+        the sensors see it.  Also a ``C`` other than the one the model carries, a model with
+        feedthrough, and noise covariances that leave the innovation singular.
 
     Warns
     -----
     RuntimeWarning
-        A mode on or outside the unit circle barely seen by ``C`` (``DETECTABILITY_MARGIN``):
-        the gain, and the noise it passes on, grow as the inverse of its visibility.
+        The estimation error's slowest mode takes more than ``SLOW_ERROR_PERIODS`` (1000)
+        periods to shrink by ``e`` (a marginal or slow mode barely seen: the loop settles no
+        faster); the message names the mode of ``A_d`` behind it.  A mode outside the unit
+        circle barely seen by ``C`` (``DETECTABILITY_MARGIN``): the gain, and the noise it
+        passes on, grow as the inverse of its visibility.
 
     Examples
     --------
@@ -206,10 +340,6 @@ class DelayedKalmanObserver:
         C = measurement_matrix(model, C, n, missing="C is required: the measurement matrix "
                                                     "y = C x (the model has none)")
         refuse_feedthrough(model)
-        if measurement_noise is None:
-            std = getattr(model, "noise_std_", None)
-            measurement_noise = np.square(std) if std is not None else 1e-4
-        R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
         # Without it the filter reads a sensor offset as state, and the loop steers the plant
         # away from zero to cancel a reading it should have subtracted.
         self.offset = output_level(model, offset, C.shape[0])
@@ -221,11 +351,25 @@ class DelayedKalmanObserver:
         Q_w = (_covariance("process_noise", process_noise, n) if process_noise is not None
                else 0.1 * B_d @ B_d.T + 1e-6 * np.eye(n))
         A = plant.A_d
+        if measurement_noise is None:
+            std = getattr(model, "noise_std_", None)
+            # a fixed 1e-4 read the same sensors as 1e4 times noisier in mV than in V: loop
+            # cost 10.1, 10.0 and 159 in three units against 4.53 with the noise given
+            measurement_noise = (np.square(std) if std is not None else
+                                 _DEFAULT_NOISE_SHARE * _output_spread(A, B_d, Q_w, C))
+        R_v = _covariance("measurement_noise", measurement_noise, C.shape[0])
+        # a regularization relative to the noises (an absolute 1e-12 was 1 % of the default
+        # noise of outputs in units a thousand times larger, and moved the filter)
+        tiny = 1e-12 * max(float(np.abs(R_v).max(initial=0.0)),
+                           float(np.abs(C @ Q_w @ C.T).max(initial=0.0)), 1e-300)
         try:
-            P = linalg.solve_discrete_are(A.T, C.T, Q_w, R_v + 1e-12 * np.eye(C.shape[0]))
+            P = linalg.solve_discrete_are(A.T, C.T, Q_w, R_v + tiny * np.eye(C.shape[0]))
         except (np.linalg.LinAlgError, ValueError) as exc:
             raise ParameterError(f"no steady-state Kalman filter: (A_d, C) is not detectable "
-                                 f"or the noise covariances are degenerate ({exc})") from exc
+                                 f"({_least_seen_mode(A, C)}) or the noise covariances are "
+                                 f"degenerate ({exc}); add a sensor that sees every mode on "
+                                 f"or outside the unit circle, or control a model without "
+                                 f"it") from exc
         self.plant, self.C = plant, C
         innovation = C @ P @ C.T + R_v
         condition = np.linalg.cond(innovation)
@@ -237,6 +381,7 @@ class DelayedKalmanObserver:
                 f"positive measurement_noise (the sensors' noise variance) or process_noise")
         self.gain = P @ C.T @ np.linalg.inv(innovation)
         self.error_eigenvalues = np.linalg.eigvals(A @ (np.eye(n) - self.gain @ C))
+        _check_error_modes(A, C, self.error_eigenvalues)
         _warn_barely_detectable(A, C, self.gain)
         self._noise, self._steady = (Q_w, R_v), P
         self.initial_covariance = (_stationary_covariance(A, B_d, Q_w, P)
@@ -331,6 +476,13 @@ class OutputFeedback:
         ``plant`` is checked by its ``n_states`` and ``n_inputs``, if it has them.
     observer : DelayedKalmanObserver
 
+    Warns
+    -----
+    RuntimeWarning
+        The estimate's slowest mode takes more than ``SLOW_ESTIMATE_RATIO`` (50) times as
+        many periods as the state loop's (its ``nominal_spectral_radius``, at least one
+        period): the loop settles at the estimate's pace; the message names the mode.
+
     Raises
     ------
     ParameterError
@@ -360,6 +512,7 @@ class OutputFeedback:
         if not isinstance(observer, DelayedKalmanObserver):
             raise ParameterError("observer must be a DelayedKalmanObserver")
         _check_same_model(controller, observer.plant)
+        _warn_slower_than_the_loop(controller, observer)
         self.controller, self.observer = controller, observer
 
     @property

@@ -16,7 +16,8 @@ import numpy as np
 from _toolbox.errors import DimensionError, ParameterError
 from _toolbox.validation import check_finite_array
 
-__all__ = ["measurement_matrix", "output_level", "refuse_feedthrough"]
+__all__ = ["measurement_matrix", "model_mismatch", "model_outputs", "output_level",
+           "refuse_feedthrough", "refuse_model_basis"]
 
 
 def measurement_matrix(model: Any, C: Any, n: int, *, missing: str) -> np.ndarray:
@@ -149,3 +150,86 @@ def output_level(model: Any, offset: Any, rows: int, *, name: str = "offset") ->
         raise DimensionError(f"{name} has shape {level.shape}; expected a scalar or "
                              f"({rows},), one per measured signal")
     return level
+
+
+def model_outputs(model: Any) -> np.ndarray | None:
+    """The measurement matrix ``C`` a model carries (an output model, whose states are its own
+    basis: an :class:`~dmdidc.OutputDMDidc`'s canonical variates), read-only; ``None`` for a
+    model whose states are the plant's (a :class:`~dmdidc.DelayedPlant`, a ``DMDidc``).
+
+    Examples
+    --------
+    >>> class Model:
+    ...     C = [[2.0, 0.0]]
+    >>> model_outputs(Model()).tolist(), model_outputs(object())
+    ([[2.0, 0.0]], None)
+    """
+    C = getattr(model, "C", None)
+    if C is None:
+        return None
+    C = np.array(C, dtype=float)
+    C.flags.writeable = False
+    return C
+
+
+def model_mismatch(own: Any, plant: Any, other: str = "the plant's") -> str | None:
+    """How the model ``own`` differs from ``plant`` (two :class:`~dmdidc.DelayedPlant`), or
+    ``None`` when they are one model to rounding: the same ``dt``, sizes, ``A_d`` and input
+    blocks (relative 1e-9; a longer ``max_delay`` adds zero blocks only).  ``other`` names
+    ``plant`` in the answer.
+
+    Examples
+    --------
+    >>> from dmdidc import DelayedPlant
+    >>> a = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.3, 1.0)
+    >>> model_mismatch(a, a) is None
+    True
+    >>> model_mismatch(a, DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.3, 0.5))
+    'the sampling period T = 1 s against T = 0.5 s'
+    """
+    if not np.isclose(own.dt, plant.dt, rtol=1e-9, atol=0.0):
+        return f"the sampling period T = {own.dt:g} s against T = {plant.dt:g} s"
+    if (own.n_states, own.n_inputs) != (plant.n_states, plant.n_inputs):
+        return (f"{own.n_states} states and {own.n_inputs} inputs against {plant.n_states} "
+                f"and {plant.n_inputs}")
+    blocks = [own.B_blocks, plant.B_blocks]
+    depth = max(b.shape[0] for b in blocks)     # a longer max_delay adds zero blocks only
+    blocks = [np.concatenate([b, np.zeros((depth - b.shape[0], *b.shape[1:]))]) for b in blocks]
+    for what, a, b in (("A_d", own.A_d, plant.A_d), ("B_blocks", *blocks)):
+        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-300)
+        if not np.allclose(a, b, rtol=1e-9, atol=1e-9 * scale):
+            return f"max |{what} - {other} {what}| = {float(np.max(np.abs(a - b))):.3g}"
+    return None
+
+
+def refuse_model_basis(plant: Any, controller: Any, *, states: bool = True) -> None:
+    """Refuse to feed a plant's states (or, ``states=False``, its outputs) to a state
+    controller designed on an output model.
+
+    Such a controller (its ``output_matrix`` is the model's ``C``) acts on states in the
+    model's own basis (an :class:`~dmdidc.OutputDMDidc`'s canonical variates); the plant's
+    states mean something else (a test loop: cost 4.8e72, true-loop spectral radius 2.29,
+    silently).  Passes when ``plant`` is the controller's own model and its states are fed (a
+    nominal check), and for a controller without ``output_matrix`` (an
+    :class:`~controllers.OutputFeedback` estimates the model's states from the outputs).
+
+    Raises
+    ------
+    ParameterError
+        The message names the remedy: an :class:`~controllers.OutputFeedback` with a
+        :class:`~controllers.DelayedKalmanObserver` of the same model.
+    """
+    C = getattr(controller, "output_matrix", None)
+    if C is None:
+        return
+    own = getattr(controller, "plant", None)
+    if states and own is not None and model_mismatch(own, plant) is None:
+        return
+    name = type(controller).__name__
+    raise ParameterError(
+        f"the controller ({name}) is designed on an output model (y = C x with C of shape "
+        f"{C.shape}): its states are that model's own basis (an OutputDMDidc's canonical "
+        f"variates), not the plant's {'states' if states else 'outputs'}, so it cannot act "
+        f"on them; estimate its states "
+        f"from the outputs: OutputFeedback(controller, DelayedKalmanObserver(model)) with "
+        f"the same model, simulated with measurement_matrix=C (the plant's sensors)")

@@ -30,15 +30,33 @@ from dmdidc.trajectories import as_trajectories
 __all__ = ["IdData", "as_arrays", "data_arrays", "read_data"]
 
 
+def one_channel(value: Any) -> Any:
+    """``value`` with a 1-D array read as one channel, shape (1, samples); an array of any
+    other shape, or a list of experiments (each converted alike), unchanged for the checks
+    that follow.  The one rule for every entry point: :class:`IdData`, ``read_data`` and the
+    estimators' ``fit`` and ``partial_fit`` with arrays (:func:`data_arrays`).
+
+    Examples
+    --------
+    >>> one_channel(np.arange(3.0)).shape
+    (1, 3)
+    >>> [a.shape for a in one_channel([np.zeros(4), np.zeros((2, 4))])]
+    [(1, 4), (2, 4)]
+    """
+    if isinstance(value, (list, tuple)):
+        return type(value)(one_channel(v) for v in value)
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+        return value
+    return np.asarray(value)[None]
+
+
 def _channels(name: str, value: Any, index: int | None) -> np.ndarray:
     """A float array (rows, samples); a 1-D array is one channel.  NaN allowed (missing)."""
     tag = "" if index is None else f"[{index}]"
     try:
-        array = np.array(value, dtype=float)
+        array = one_channel(np.array(value, dtype=float))
     except (TypeError, ValueError) as exc:
         raise ParameterError(f"{name}{tag} must be a numeric array; {exc}") from exc
-    if array.ndim == 1:
-        array = array[None]
     if array.ndim != 2:
         raise DimensionError(f"{name}{tag} must have shape (channels, samples); got "
                              f"{array.shape}")
@@ -295,7 +313,7 @@ def _op_tuple(op: OperatingPoint | None) -> tuple | None:
 
 def data_arrays(X: Any, U: Any, *, caller: str) -> tuple[Any, Any]:
     """``(X, U)`` from an :class:`IdData` (deviations from its operating point; ``U`` not
-    given) or from arrays (``U`` required).
+    given) or from arrays (``U`` required; a 1-D array is one channel, :func:`one_channel`).
 
     Raises
     ------
@@ -310,7 +328,7 @@ def data_arrays(X: Any, U: Any, *, caller: str) -> tuple[Any, Any]:
         arrays = "output arrays Y" if caller.startswith("OutputDMDidc") else "state arrays X"
         raise ParameterError(f"{caller} needs the inputs U with {arrays} (or an IdData as "
                              f"the only data argument)")
-    return X, U
+    return one_channel(X), one_channel(U)
 
 
 def as_arrays(X: Any, U: Any, dt: Any, *, caller: str) -> tuple[Any, Any, float, IdData | None]:
@@ -332,7 +350,7 @@ def as_arrays(X: Any, U: Any, dt: Any, *, caller: str) -> tuple[Any, Any, float,
     if dt is None:
         raise ParameterError(f"{caller} needs the sampling period dt (seconds) with arrays "
                              f"(an IdData carries its own)")
-    return X, U, dt, None
+    return Xa, Ua, dt, None
 
 
 def read_data(path: str | Path, **options: Any) -> IdData:

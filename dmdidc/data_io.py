@@ -263,6 +263,10 @@ def read_fields(path: str | Path, *, inputs: Any = None, states: Any = None,
     notes: list[str] = []
     names, units, cells, lines = _read_csv(path, notes)
     values, bad, text = parse_columns(cells)
+    if not bad:
+        # every cell a number or missing: the text is read no more (the stamps, labels and
+        # refusals below read columns of bad cells); 500 001 rows of 6 cells hold 48 MB
+        cells = None
     column = _Names(path.name, names, units)
     reason = ""
     inputs = column.select(inputs, "inputs")

@@ -36,6 +36,7 @@ from dmdidc.errors import (
     NotFittedError,
     ParameterError,
     warn_model,
+    warn_new,
 )
 from dmdidc.fitting import (
     FitOutcome,
@@ -43,6 +44,7 @@ from dmdidc.fitting import (
     fit_trajectories,
     fit_with_trends,
     intercept_decision,
+    reference_level_rule,
 )
 from dmdidc.identified import identified_model
 from dmdidc.inference.blocks import (
@@ -54,6 +56,7 @@ from dmdidc.inference.checks import (
     DiagnosticWarning,
     FitDiagnostics,
 )
+from dmdidc.inference.clipping import clipping_check
 from dmdidc.inference.diagnostics import (
     ZERO_BOUND_REFIT,
     deferred_feedback,
@@ -81,6 +84,7 @@ from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.model import DelayedPlant
 from dmdidc.pod_streaming import PODStatistics
 from dmdidc.regression.pod import outside_span, pod_modes
+from dmdidc.regression.refined import centred_references
 from dmdidc.regression.solution import (
     GRAM_CONDITION_LIMIT,
     LEAST_SQUARES_METHODS,
@@ -255,7 +259,11 @@ class DMDidc:
         (:func:`~dmdidc.fitting.intercept_decision`; not for statistics centred when built or
         privatized: the ``offset`` check says so).  ``None``:
         fit through the origin; a significant intercept fails the ``offset`` check (a
-        warning).  ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
+        warning); instruments from a ``reference`` are taken about their mean when least
+        squares' test finds an intercept (it then stays in the error, without bias), else
+        joined by the constant, as through the origin under ``"auto"``
+        (:func:`~dmdidc.fitting.reference_level_rule`).
+        ``"constant"``, ``"linear"``: remove, per trajectory and per row of ``X``,
         ``U`` (and ``Z``), the mean (``"constant"``) or the least-squares straight line over
         the sample index (``"linear"``) before the fit, as MATLAB's ``detrend``;
         ``"constant"`` then fits one intercept per trajectory (the means leave one of the
@@ -460,12 +468,13 @@ class DMDidc:
         Parameters
         ----------
         X : array_like, shape (n, K + 1), a list of such arrays, or IdData
-            States ``x_0 .. x_K`` as columns (several trajectories as a list), in the units
-            they were recorded in (an offset or operating point is handled, see ``detrend``);
-            or an :class:`~dmdidc.IdData` (then without ``U`` and ``dt``: the model takes its
-            names, units, operating point and provenance).
+            States ``x_0 .. x_K`` as columns (several trajectories as a list; a 1-D array is one
+            state, as in IdData), in the units they were recorded in (an offset or operating point
+            is handled, see ``detrend``); or an :class:`~dmdidc.IdData` (then without ``U`` and
+            ``dt``: the model takes its names, units, operating point and provenance).
         U : array_like, shape (m, K), or a list of such arrays
-            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)`` (with arrays).
+            Inputs ``u_0 .. u_{K-1}``, ``u_k`` held over ``[kT, (k+1)T)`` (with arrays; a
+            1-D array is one input).
         dt : float
             Sampling period ``T`` in seconds (with arrays).
         Y : array_like, shape (n, N), optional
@@ -661,6 +670,10 @@ class DMDidc:
             trajectories, *trends = detrended(trajectories, self.detrend)
             references = None if references is None else [
                 remove_trend(E, self.detrend)[0] for E in references]
+        elif references is not None:
+            # the model has one intercept or none: the references' one level is no
+            # information (centred_references)
+            references = centred_references(references)
         if self.svd_rank is not None:      # identify in the leading POD modes
             pod = pod or self._pod_of([Xi for Xi, _ in trajectories])
             # z = modes^T (x - c) = modes^T x: the centre lies outside the modes' span
@@ -810,6 +823,9 @@ class DMDidc:
         kind = self.estimator if self.estimator != "auto" else (
             "iv" if total.instruments is not None else "ls")
         self._finish(self._moments_outcome(total, kind, *self._statistics_offset(total)))
+        # clipping to the bounds: judged on the owner's count (a release has none: privatize
+        # warned its owner)
+        self._add_check(clipping_check(total))
         if total.centering == "trajectory" and total.intercepts and not total.releases:
             # built with detrend="constant": their lengths are gone, their mean is not
             # (Nickell's bias depends on the lengths little beyond a few time constants)
@@ -884,10 +900,11 @@ class DMDidc:
         Parameters
         ----------
         X : array_like, shape (n, L + 1), or IdData
-            States of the chunk.  When continuing a trajectory, ``X[:, 0]`` must equal the last
-            state of the previous chunk (chunks overlap by one state, like ``X[:, a:b+1]``
-            with ``U[:, a:b]``).  An :class:`~dmdidc.IdData` (without ``U`` and ``dt``) adds
-            each of its experiments as a new trajectory after the first.
+            States of the chunk (a 1-D array is one state; so is a 1-D ``U`` one input).  When
+            continuing a trajectory, ``X[:, 0]`` must equal the last state of the previous chunk
+            (chunks overlap by one state, like ``X[:, a:b+1]`` with ``U[:, a:b]``).  An
+            :class:`~dmdidc.IdData` (without ``U`` and ``dt``) adds each of its experiments as a
+            new trajectory after the first.
         U : array_like, shape (m, L)
             With arrays.
         dt : float
@@ -903,10 +920,14 @@ class DMDidc:
         Returns
         -------
         self
-            ``model_`` reflects all data so far (it is solved at every call, with the
-            warnings of that solve: about 0.1 s for ``p = 104`` regressors, so feed chunks of
-            many samples); it raises :class:`~dmdidc.InsufficientExcitationError` while the
-            data are not yet enough.  The intercept is decided as in ``fit`` (``detrend``),
+            ``model_`` reflects all data so far (it is solved at every call: about 0.1 s
+            for ``p = 104`` regressors, so feed chunks of many samples); a check warns at the
+            solve where it starts failing, not again while it keeps failing
+            (``diagnostics_`` shows it), and anew if it passed in between, as
+            :meth:`dmdidc.OutputDMDidc.partial_fit` (:func:`~dmdidc.errors.warn_new`;
+            ``fit`` warns every failed check); it raises
+            :class:`~dmdidc.InsufficientExcitationError` while the data are not yet enough.
+            The intercept is decided as in ``fit`` (``detrend``),
             from the streamed moments and sums, by every solver.  ``estimator="auto"``
             streams instrumental variables with the lagged inputs (or the reference's lags) as
             instruments.  With ``svd_rank`` the snapshots are reduced by streamed POD modes
@@ -1060,11 +1081,17 @@ class DMDidc:
         use = stats.centered() if centred else stats
         twin = (regression_from_statistics(use, self._R, estimator="ls", **options)
                 if kind == "iv" else None)
-        solution = regression_from_statistics(use, self._R, estimator=kind, **options)
+        # exogenous instruments are a reference: its level must not matter
+        read = (reference_level_rule(stats, self._R, mode, test, level=self._check_share,
+                                     **options)
+                if kind == "iv" and stats.instruments == "exogenous" else None)
+        solution = regression_from_statistics(use, self._R, estimator=kind,
+                                              reference_level=read, **options)
         # no samples to refine an affine fit on: its rounding goes to the offset check
         rounding = affine_rounding(stats, solution, self._R, kind) if centred else 0.0
         return FitOutcome(solution, kind, stats.instruments if kind == "iv" else None, stats,
-                          test, centred, twin=twin, offset_note=note, rounding=rounding)
+                          test, centred, twin=twin, offset_note=note, rounding=rounding,
+                          reference_level=read)
 
     def _least_squares_outcome(self) -> FitOutcome:
         """The solve of a least-squares accumulator (``partial_fit``, explicit ``Y``).
@@ -1107,6 +1134,7 @@ class DMDidc:
         self._block_variance: float | None = None
         self._pending: InsufficientExcitationError | None = None
         self._partial = False
+        self._warned: frozenset[str] = frozenset()   # the findings of the last solve (_finish)
 
     def _fit_snapshots(self, X: Any, Y: Any, U: Any, dt: float) -> DMDidc:
         X, Y, U = check_data("X", X), check_data("Y", Y), check_data("U", U)
@@ -1157,24 +1185,36 @@ class DMDidc:
                                             log_error=identified.log_error,
                                             level=self.check_level, share=self._check_share,
                                             kept=identified.kept, trend=trend)
+        # partial_fit solves after every chunk: a finding of its previous solve that stands
+        # does not warn again (warn_new; fit and fit_statistics warn every finding)
+        before = getattr(self, "_warned", frozenset()) if self._partial else frozenset()
+        found = set()
+
+        def finding(key: str, message: str) -> None:
+            found.add(key)
+            warn_new(key, message, before)
+
         for check in self._diagnostics.failed if warn else ():
-            warn_model(check.message(), DiagnosticWarning)
+            finding(check.name, check.message())
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.condition_number > GRAM_CONDITION_LIMIT):
-            warn_model(f"the equilibrated regression data have condition number "
-                       f"{solution.condition_number:.3g}; normal equations lose about "
-                       f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
-                       f"again with method='qr' for a backward-stable fit")
+            finding("gram_condition",
+                    f"the equilibrated regression data have condition number "
+                    f"{solution.condition_number:.3g}; normal equations lose about "
+                    f"{2 * np.log10(solution.condition_number):.0f} digits. Stream the data "
+                    f"again with method='qr' for a backward-stable fit")
         if (self.method == "auto" and isinstance(self._accumulator, GramAccumulator)
                 and self._partial and solution.estimator == "ls"
                 and residual_rounding_share(solution, np.diag(self._accumulator.target_gram))
                 > ROUNDING_SHARE):
             # fit() takes QR here (least_squares); the streamed data are gone
-            warn_model("the residuals lie at the rounding of the normal equations' sums "
-                       "(exact data, or data written with their last digits, far from zero): "
-                       "their covariance, the standard errors and the block tests are "
-                       "rounding. Stream the data again with method='qr' for a "
-                       "backward-stable fit")
+            finding("residual_rounding",
+                    "the residuals lie at the rounding of the normal equations' sums "
+                    "(exact data, or data written with their last digits, far from zero): "
+                    "their covariance, the standard errors and the block tests are "
+                    "rounding. Stream the data again with method='qr' for a "
+                    "backward-stable fit")
+        self._warned = frozenset(found)
         return self
 
     def _fitted(self, value: Any) -> Any:

@@ -63,13 +63,13 @@ from dmdidc.regression.solution import (
     residual_rounding_share,
 )
 from dmdidc.statistics.fit import ordered_moments, regression_from_statistics
-from dmdidc.statistics.statistics import SufficientStatistics
+from dmdidc.statistics.statistics import SufficientStatistics, weighted_moments
 from dmdidc.trajectories import DIAGNOSTIC_SAMPLES, subsample
 
 __all__ = ["FitOutcome", "fit_trajectories", "instrumented_offset_decision", "offset_decision",
            "intercept_decision", "affine_rounding", "trajectory_shifts",
            "trajectory_trend_fit", "trend_parameters", "trend_shifted", "with_trend_parameters",
-           "fit_with_trends",
+           "fit_with_trends", "reference_level_rule",
            "REFINEMENTS"]
 
 #: Refinements of the model instruments after the first stage (a second one changed the median
@@ -120,6 +120,9 @@ class FitOutcome:
     check_moments : TrimmedMoments or None
         The instrument moments of the moment checks, read from those of the long-run
         covariance (:func:`dmdidc.regression.instrumental.long_run_covariance`).
+    reference_level : {None, "constant", "centred"}
+        How the fixed instruments read a reference's level (:func:`reference_level_rule`), for
+        the bootstrap's refits to repeat; ``None`` without a reference.
     """
 
     solution: RegressionSolution
@@ -137,6 +140,7 @@ class FitOutcome:
     offset_note: str = ""
     rounding: float = 0.0
     check_moments: TrimmedMoments | None = None
+    reference_level: str | None = None
 
 
 def _statistics(trajectories, R: int, instruments, lags: int | None = None,
@@ -341,10 +345,65 @@ def _lagged_state_products(trajectories, recursion: tuple, first: int, R: int,
 
 
 def _solve(stats: SufficientStatistics, R: int, estimator: str, centred: bool, *,
-           svd_rank: int | None, rank_rtol: float, strength: bool = True) -> RegressionSolution:
+           svd_rank: int | None, rank_rtol: float, strength: bool = True,
+           reference_level: str | None = None) -> RegressionSolution:
+    """``estimator``'s solve of ``stats``, affine when ``centred``; ``reference_level``: the
+    instruments are a reference's lags, read independently of its level as
+    :func:`reference_level_rule` says (:func:`~dmdidc.statistics.fit.
+    regression_from_statistics`)."""
     return regression_from_statistics(stats.centered() if centred else stats, R,
                                       estimator=estimator, svd_rank=svd_rank,
-                                      rank_rtol=rank_rtol, strength=strength)
+                                      rank_rtol=rank_rtol, strength=strength,
+                                      reference_level=reference_level)
+
+
+def reference_level_rule(stats: SufficientStatistics, R: int, offset: str,
+                         test: OffsetTest | None, *, level: float, **options) -> str:
+    """How IV through the origin on a reference's lags reads the reference's level
+    (:func:`~dmdidc.statistics.fit.regression_from_statistics`): by the intercept evidence of
+    ``detrend="auto"``, whatever the fit's intercept rule ``offset`` (:func:`fit_trajectories`).
+
+    Either way ``reference + c`` gives the fit of ``reference``.  ``"constant"`` (the
+    constant among the instruments: the steady state is a moment) when neither IV's nor least
+    squares' intercept test finds an intercept (:func:`instrumented_offset_decision`): the
+    origin is then the equilibrium, and a set point's level excites the steady state (a mixed
+    loop at level 20: ``A_c`` 2 % off with the constant, 33 % without).  ``"centred"`` (the
+    instruments about their mean) otherwise, or with detrended data: zero-mean instruments
+    leave an intercept the model does not fit (``detrend=None``) in the error without bias,
+    and fit the slopes of the affine fit exactly; the constant's moment would force the steady
+    state through the origin.  The smart-grid fleet (states about a public operating point,
+    ``detrend=None``): IV's test, which alone decides the ``offset`` check there, misses the
+    intercept (``T^2`` 13.2 < 13.6), least squares' finds it (2.4e3); with the constant its
+    delay was 30 s off and ``A_d`` unstable.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+        The uncentred moments with the reference's lags as instruments.
+    R : int
+    offset : {"auto", "test", "none", "centred"}
+        As in :func:`fit_trajectories`.
+    test : OffsetTest or None
+        The intercept test of :func:`intercept_decision` under ``offset``.
+    level : float
+    **options
+        ``svd_rank``, ``rank_rtol``.
+
+    Returns
+    -------
+    {"constant", "centred"}
+
+    Examples
+    --------
+    See :func:`intercept_decision`: a sensor offset that IV's test alone does not decide.
+    """
+    if offset == "test" and test is not None and not test.significant:
+        # IV's test alone decides the check (no false alarm); the instruments ask least
+        # squares' too, as detrend="auto" does
+        test = offset_decision(stats, R, "ls", level=level, **options) or test
+    if offset in ("auto", "test") and test is not None and not test.significant:
+        return "constant"
+    return "centred"
 
 
 def _affine_least_squares(plain: SufficientStatistics, trajectories, R: int, method: str,
@@ -451,11 +510,13 @@ def intercept_decision(stats: SufficientStatistics, R: int, estimator: str, *, l
     >>> U = random_excitation(1, 2000, rng=0)
     >>> X = plant.simulate([0.0], U) + 0.01 * np.random.default_rng(1).standard_normal(2001)
     >>> for offset in (0.0, 3.0):                  # a sensor offset of 3
-    ...     stats = SufficientStatistics.from_data(X + offset, U, max_delay=3)
+    ...     stats = SufficientStatistics.from_data(X + offset, U, max_delay=3, instruments=[U])
     ...     test, centred = intercept_decision(stats, 3, "ls", level=1e-3, offset="auto")
-    ...     print(test.significant, centred)
-    False False
-    True True
+    ...     iv, _ = intercept_decision(stats, 3, "iv", level=1e-3, offset="test")
+    ...     print(test.significant, centred, reference_level_rule(stats, 3, "test", iv,
+    ...                                                           level=1e-3))
+    False False constant
+    True True centred
     """
     if estimator not in ("ls", "iv") or offset not in ("auto", "test", "none", "centred"):
         raise ParameterError(f"estimator={estimator!r}, offset={offset!r}: accepted estimator "
@@ -836,7 +897,8 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
                      references: list[np.ndarray] | None, *, max_delay: int, estimator: str,
                      instruments: str, instrument_lags: int | None, offset: str,
                      method: str, svd_rank: int | None, rank_rtol: float, chunk_size: int,
-                     level: float, memo: dict | None = None) -> FitOutcome:
+                     level: float, memo: dict | None = None,
+                     reference_level: str | None = None) -> FitOutcome:
     """The regression of in-memory trajectories (module notes).
 
     Parameters
@@ -860,6 +922,9 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
     memo : dict, optional
         Statistics already computed on these trajectories (filled as the fit goes; the
         fallbacks of one fit share it).
+    reference_level : {None, "constant", "centred"}, optional
+        How instruments from ``references`` read their level; default
+        :func:`reference_level_rule` (a bootstrap refit passes its fit's).
 
     Returns
     -------
@@ -903,16 +968,20 @@ def fit_trajectories(trajectories: list[tuple[np.ndarray, np.ndarray]],
         stats = _statistics(trajectories, R, signals, instrument_lags)
         test, centred = intercept_decision(stats, R, "iv", level=level, offset=offset,
                                            **options)
-        solution = _solve(stats, R, "iv", centred, **options)
+        read = (reference_level or reference_level_rule(stats, R, offset, test, level=level,
+                                                        **options)
+                if chosen == "exogenous" else None)
+        solution = _solve(stats, R, "iv", centred, reference_level=read, **options)
         if centred:
             solution = _refined_affine(stats, solution, R, trajectories,
                                        references if chosen == "exogenous" else None, options)
         return FitOutcome(solution, "iv", chosen, stats,
                           test, centred, twin=_twin(stats, R, "ls", centred, options),
-                          reference=chosen == "exogenous")
+                          reference=chosen == "exogenous", reference_level=read)
     try:
         outcome = _refined(trajectories, references, R=R, n=n, m=m, offset=offset,
-                           level=level, options=options, memo=memo)
+                           level=level, options=options, memo=memo,
+                           reference_level=reference_level)
     except InsufficientExcitationError as exc:
         if estimator != "auto" or references is not None:
             raise
@@ -1060,8 +1129,11 @@ def _weakly_driven(inputs: list[np.ndarray], drives: list[np.ndarray]) -> list[s
 
 
 def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
-             level: float, options: dict, memo: dict) -> FitOutcome:
-    """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages."""
+             level: float, options: dict, memo: dict, reference_level: str | None
+             ) -> FitOutcome:
+    """First stage with fixed instruments, then :data:`REFINEMENTS` model-instrument stages
+    (``reference_level``: how a first stage on ``references`` reads their level, by default
+    :func:`reference_level_rule`)."""
     notes = []
     inputs = [U for _, U in trajectories]
     if references is None:
@@ -1074,9 +1146,13 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                      "explains (two-stage)")
         notes += _weakly_driven(inputs, drives)
     test, centred = intercept_decision(first, R, "iv", level=level, offset=offset, **options)
+    if references is not None:
+        reference_level = reference_level or reference_level_rule(first, R, offset, test,
+                                                                   level=level, **options)
     try:
         # refinements read only the first stage's model: no instrument strength
-        solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0, **options)
+        solution = (_solve(first, R, "iv", centred, strength=REFINEMENTS == 0,
+                           reference_level=reference_level, **options)
                     if references is not None else
                     _input_instrumented(trajectories, R, centred, options, memo,
                                         strength=REFINEMENTS == 0))
@@ -1131,7 +1207,8 @@ def _refined(trajectories, references, *, R: int, n: int, m: int, offset: str,
                                        sampling_covariance=covariance.scaled(1.0 / scale))
     return FitOutcome(solution, "iv", "model", stats, test, centred, signals,
                       _twin(stats, R, "ls", centred, options), notes, references is not None,
-                      kind, check_moments=check_moments)
+                      kind, check_moments=check_moments,
+                      reference_level=None if references is None else reference_level)
 
 
 def _require_state_directions(states: tuple, centred: bool, p: int, fixed: int) -> None:
@@ -1524,7 +1601,9 @@ def robust_refit(outcome: FitOutcome, trajectories, R: int) -> FitOutcome:
         if outcome.centred:
             gram = gram - np.outer(sums, sums) / total
             sums = sums + total * shift[:, 0]      # the data's own (the residuals' mean)
-        updated = instrumental_solution(gram, sums, int(round(total)), n_states=n,
+        # the weights summed to the count, which the intercept's mean sums / N divides by
+        gram, sums, total = weighted_moments(gram, sums, total)
+        updated = instrumental_solution(gram, sums, total, n_states=n,
                                         n_regressors=p, instruments=instruments,
                                         intercepts=int(outcome.centred))
         change = (np.max(np.abs(updated.coefficients - coefficients))

@@ -30,6 +30,24 @@ actuator held its last applied value, which is used (per entry).  Lost samples a
 (``dropped_samples_``) and grouped into bursts (``drop_bursts_``).  Forgetting follows the
 clock, not the received rows: a gap ages the statistics as the time that passed.
 
+**Rows recorded around a level.**  The moments are kept about a shift ``c`` (the first row,
+then the rows' weighted mean each time the statistics are read): ``sum w (v - c)(v - c)^T``
+and ``sum w (v - c)``, from which :meth:`OnlineDMDidc.statistics` returns the moments about
+zero, scaled so that the weights sum to their count (:meth:`~dmdidc.SufficientStatistics.
+weighted`: the fit's centring removes the weighted mean only then).  Kept about zero, every
+update rounded at ``eps`` times the squared level, and the rounding accumulated: one sample a
+call at a level 2e4 times the states' deviations gave a centred Gram 1.7e-5 off (correlation
+units; 7.7e-8 about the mean), at 2e5 times a residual covariance 2-15 % off.  What remains is
+the fit's own centring of moments about zero, ``eps (level / deviation)^2`` once: at 2e6
+times the residual covariance is rounding (the block checks fail with ``T^2`` of 1e12-1e15),
+beyond it the centred moments are singular (an InsufficientExcitationError).  The stream says
+so (:meth:`OnlineDMDidc._level_rounding`): a :class:`~dmdidc.DiagnosticWarning` at its checks
+or on access, and the error names the level.  Remove a known operating point from the states
+before streaming them far beyond 1e5 deviations.  The detector's predictor (below) is the
+affine fit of the moments about the mean, and a row is scored as ``v - mean``: fitted through
+zero, at 2e5 deviations it was undefined on one random plant of 8 (the detector never armed)
+and flagged delay steps 280 samples late on 2 of 4 (now at the sample it flags at level 0).
+
 **Change detection.** Every received row's one-step prediction residual ``e_k`` (a priori: with the
 coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too; least squares'
 coefficients whatever the estimator, the smallest one-step residuals) is normalized by the running
@@ -136,6 +154,7 @@ from _toolbox.validation import check_in_interval, check_integer, check_positive
 from dmdidc.errors import (
     DiagnosticWarning,
     DimensionError,
+    InsufficientExcitationError,
     NonFiniteError,
     ParameterError,
     warn_model,
@@ -163,6 +182,13 @@ _SCREEN_ITERATIONS = 10
 #: Outliers within a warmup's worth of samples that :meth:`OnlineDMDidc.outlier_rate_warning`
 #: reports (Gaussian noise gives about 5e-5).
 _OUTLIERS_TO_WARN = 3
+#: Share of the residual variances that the rounding of the fit's centring (states recorded
+#: around a level) may reach before the stream warns: 10 % moves the standard errors 5 %
+#: (the estimate was about 2x the error measured: 1 % for 0.5 % at 2e5 deviations).
+_LEVEL_SHARE = 0.1
+#: Share of the states' variances rounded away beyond which a failed fit's error names the
+#: level (at 2e7 deviations: 0.13).
+_LEVEL_LOST = 1e-4
 #: Chi-square tail of a clean row's score beyond which it is an outlier, at least (the
 #: CUSUM's clip may lie further out; :meth:`OnlineDMDidc._outlier_limit`).
 _OUTLIER_TAIL = 1e-7
@@ -399,6 +425,9 @@ class OnlineDMDidc:
         d = self._layout.dimension
         self._gram, self._sums, self._weight = np.zeros((d, d)), np.zeros(d), 0.0
         self._scale = 1.0                        # the moments are _scale * (_gram, _sums)
+        # the moments are those of v - _shift, the rows' weighted mean when last read
+        # (module notes, *Rows recorded around a level*); None until the first row
+        self._shift: np.ndarray | None = None
         # (times, V, weight) of the rows the window holds (weight < 1 after an event)
         self._rows: collections.deque = collections.deque()
         self._lags = self._layout.first_sample  # input lags in v_k (regressors, instruments)
@@ -421,7 +450,11 @@ class OnlineDMDidc:
         self._capped = False                     # the limit's warning was issued
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._discrete_only = False              # the no-continuous-model warning was issued
-        self._predictor: tuple[np.ndarray, np.ndarray] | None = None   # Theta, Sigma^{-1}
+        self._level: str | None = None           # the last fit's level finding (_level_rounding)
+        self._level_warned = False               # its warning was issued
+        self._checking = False                   # _check_continuous's quiet fit under way
+        # Theta, Sigma^{-1}, the rows' mean (_predictor_from_fit)
+        self._predictor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._whitening: tuple = (None,) * 7    # (_whitener: predictor, W, .., kappa, h)
         self._solution = None                    # the predictor's regression
         self._fit = None
@@ -547,6 +580,9 @@ class OnlineDMDidc:
             self._weight *= decay
             if self._scale < 1e-100:
                 self._settle()
+        if self._shift is None:
+            self._shift = v.copy()
+        np.subtract(v, self._shift, out=v)
         # in place by BLAS (G is symmetric, so its transpose is the Fortran-ordered G)
         blas.dger(weight / self._scale, v, v, a=self._gram.T, overwrite_a=1)
         blas.daxpy(v, self._sums, a=weight / self._scale)
@@ -562,15 +598,15 @@ class OnlineDMDidc:
     def _whitener(self) -> tuple:
         """``(predictor, W, gain, offset, kappa, clip, threshold)``, cached per predictor,
         ``magnitude`` and ``threshold`` (public attributes that may change between chunks):
-        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v|^2`` is the
-        residual's ``q = r' Sigma^{-1} r``; the CUSUM increment of a row is ``l = gain
-        min(q, clip) - offset`` with ``gain = (1 - 1/kappa) / 2``, ``offset = n log(kappa) /
-        2`` and ``clip`` the score at which ``l`` reaches ``threshold / _ROWS_TO_ALARM``
-        (module notes, *Outliers*).  The one-sample and the chunk paths both use it: one
-        definition of ``l``."""
+        ``W = Sigma^{-1/2} [-Theta, I]`` (zero on the instruments) so that ``|W v - b|^2``,
+        ``b = W mean`` (``_bias``), is the residual's ``q = r' Sigma^{-1} r``; the CUSUM
+        increment of a row is ``l = gain min(q, clip) - offset`` with ``gain = (1 - 1/kappa)
+        / 2``, ``offset = n log(kappa) / 2`` and ``clip`` the score at which ``l`` reaches
+        ``threshold / _ROWS_TO_ALARM`` (module notes, *Outliers*).  The one-sample and the
+        chunk paths both use it: one definition of ``l``."""
         if (self._whitening[0] is not self._predictor or self._whitening[4] != self.magnitude
                 or self._whitening[6] != self.threshold):
-            theta, precision = self._predictor
+            theta, precision, mean = self._predictor
             values, vectors = np.linalg.eigh(0.5 * (precision + precision.T))
             root = np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
             n, p = theta.shape
@@ -579,8 +615,9 @@ class OnlineDMDidc:
             kappa = self.magnitude
             gain, offset = 0.5 * (1.0 - 1.0 / kappa), 0.5 * n * math.log(kappa)
             clip = (self.threshold / _ROWS_TO_ALARM + offset) / gain
-            self._whitening = (self._predictor, root @ residual, gain, offset, kappa, clip,
-                               self.threshold)
+            W = root @ residual
+            self._whitening = (self._predictor, W, gain, offset, kappa, clip, self.threshold)
+            self._bias = W @ mean                # (W (v - mean) = W v - _bias)
         return self._whitening
 
     def _score(self, v: np.ndarray) -> float:
@@ -589,7 +626,7 @@ class OnlineDMDidc:
         if (whitening[0] is not self._predictor or whitening[4] != self.magnitude
                 or whitening[6] != self.threshold):
             whitening = self._whitener()
-        z = whitening[1].dot(v)
+        z = whitening[1].dot(v) - self._bias
         return float(z.dot(z))
 
     def _outlier_limit(self) -> float:
@@ -720,7 +757,7 @@ class OnlineDMDidc:
         last row.  The evidence is at most ``g``: without ``full`` it is ``None`` when ``g``
         stays within the threshold (no alarm; the usual case, a third of the cost)."""
         _, whiten, gain, offset, _, clip, _ = self._whitener()
-        Z = whiten @ V
+        Z = whiten @ V - self._bias[:, None]
         q = np.einsum("ik,ik->k", Z, Z)
         increments = gain * np.minimum(q, clip) - offset
         S = np.cumsum(increments)
@@ -845,7 +882,8 @@ class OnlineDMDidc:
         for _ in range(_SCREEN_ITERATIONS):
             # IRLS: a spike's regressor row is a leverage point that pulls the first
             # predictor towards it (it shows only once its target row is down-weighted)
-            q = self._robust_scores(V, self._predictor[0])
+            theta, _, mean = self._predictor
+            q = self._robust_scores(V - mean[:, None], theta)
             if q is None:
                 break
             scores = q
@@ -904,6 +942,7 @@ class OnlineDMDidc:
         self._settle()
         if self.window is None:
             change = (old - new) * self.forgetting ** (self._now - times)
+            V = self._shifted(V)
             self._gram -= (V * change) @ V.T
             self._sums -= V @ change
             self._weight -= float(change.sum())
@@ -912,8 +951,9 @@ class OnlineDMDidc:
         for held, Vh, weight in self._rows:      # (rows that left the window: nothing)
             for j in np.flatnonzero(np.isin(held, times)):
                 taken = weight[j] * (1.0 - ratio[int(held[j])])
-                self._gram -= taken * np.outer(Vh[:, j], Vh[:, j])
-                self._sums -= taken * Vh[:, j]
+                v = Vh[:, j] - self._shift
+                self._gram -= taken * np.outer(v, v)
+                self._sums -= taken * v
                 self._weight -= taken
                 weight[j] -= taken
 
@@ -991,14 +1031,19 @@ class OnlineDMDidc:
         a surprise (a trial's stationary stream, weak instruments: an eigenvalue of ``A_d``
         at -0.35 +/- 0.76).  The fit's own ``continuous_model`` check decides, at the bound's
         checks and every 5000 received rows (a fit: 6 ms for 4 states, 2 inputs, ``R = 3``,
-        about 1.2 us a row beside the update's 22)."""
+        about 1.2 us a row beside the update's 22).  Its fit's rounding at a level (module
+        notes, *Rows recorded around a level*) warns here too, once until it is gone."""
         self._since_continuous = 0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # (the fit's other checks: on access only)
+            self._checking = True
             try:
                 check = self.estimator_.diagnostics_["continuous_model"]
             except (ValueError, AttributeError, KeyError):    # (as _delay_or_none: no fit)
                 return
+            finally:
+                self._checking = False
+        self._warn_level()
         if not check.failed:
             self._discrete_only = False
             return
@@ -1090,6 +1135,11 @@ class OnlineDMDidc:
             recent = times >= self._now - self.window
             V, times = V[:, recent], times[recent]
             robust = None if robust is None else robust[recent]
+        if self.window is not None:              # (the rows as received: they leave so)
+            self._rows.append((times, V, np.ones(times.size) if robust is None else robust))
+        if self._shift is None:
+            self._shift = V[:, 0].copy()
+        V = self._shifted(V)
         if self.window is None and self.forgetting < 1.0:
             weights = self.forgetting ** (self._now - times)
             if robust is not None:
@@ -1101,14 +1151,27 @@ class OnlineDMDidc:
             self._gram += (V * robust) @ V.T
             self._sums += V @ robust
             self._weight += float(robust.sum())
-            if self.window is not None:
-                self._rows.append((times, V, robust))
         else:
             self._gram += V @ V.T
             self._sums += V.sum(axis=1)
             self._weight += times.size
-            if self.window is not None:
-                self._rows.append((times, V, np.ones(times.size)))
+
+    def _shifted(self, V: np.ndarray) -> np.ndarray:
+        """Rows ``V`` less the shift of the moments (:meth:`_recentre`)."""
+        return V - self._shift[:, None]
+
+    def _recentre(self) -> None:
+        """Move the shift of the moments to the rows' weighted mean (then ``_sums`` is zero):
+        ``G <- G - s s^T / W`` of rows already near it, which keeps the digits that the
+        moments about zero of data recorded around a level lose (module notes, *Rows
+        recorded around a level*)."""
+        if self._shift is None or self._weight <= 0.0:
+            return
+        self._settle()
+        mean = self._sums / self._weight
+        self._gram -= np.outer(self._sums, mean)
+        self._shift = self._shift + mean
+        self._sums[:] = 0.0
 
     def _settle(self) -> None:
         """Apply the deferred decay of the one-sample path to the moments."""
@@ -1120,25 +1183,47 @@ class OnlineDMDidc:
     def _remove(self, V: np.ndarray, weight: np.ndarray) -> None:
         """Subtract rows ``V`` added with ``weight`` (one per row)."""
         self._settle()
+        V = self._shifted(V)
         self._gram -= (V * weight) @ V.T
         self._sums -= V @ weight
         self._weight -= float(weight.sum())
 
     # ------------------------------------------------------------------ the fit
     def statistics(self) -> SufficientStatistics:
-        """The current (weighted) statistics; ``n_samples`` is the total weight, rounded.
+        """The current (weighted) statistics: the moments of rows weighted so that the weights
+        sum to ``n_samples``, the total weight ``W`` (forgetting, outliers' and events'
+        weights) rounded.
+
+        The moments are scaled by ``n_samples / W`` (:meth:`SufficientStatistics.weighted
+        <dmdidc.SufficientStatistics.weighted>`): the fit
+        centres them by ``sums sums^T / n_samples``, which removes the weighted mean only when
+        ``n_samples`` is the weights' sum.  Rounded alone (the moments' ``W`` kept) it moved
+        the centred Gram by ``(W - N) / N`` times the squared mean, which at a level of 350
+        with state deviations of 0.5 made it indefinite (a false
+        InsufficientExcitationError) or moved the delays by 0.06 T with intervals that
+        excluded the truth.  The scaling changes neither the coefficients nor their
+        covariance (``sigma^2 G^{-1}``: both factors scale), only ``n_samples``' integer
+        degrees of freedom.
 
         Their layout is that of the current bound ``max_delay_`` (it changes when it grows).
 
-        With forgetting, that weight overstates the information of the data about twice
-        (``sum w^2 / sum w ~ 1 / (1 + lambda)``), so the intervals of the fit are
+        With forgetting the rows carry unequal weights, and the fit's covariance
+        ``sigma^2 (sum w phi phi^T)^{-1}`` is about twice the weighted estimate's own,
+        ``sum w^2 / sum w ~ 1 / (1 + lambda)`` times it: the intervals of the fit are
         conservative.
         """
         if self._layout is None:
             raise ParameterError("no data yet: call update(X, U) first")
+        self._recentre()
         self._settle()
-        weight = int(round(self._weight))
-        return SufficientStatistics.plain(self._layout, self._gram, self._sums, weight)
+        weight = max(self._weight, 0.0)          # (a window's rounding)
+        gram, sums = self._gram, self._sums
+        if self._shift is not None:              # the moments about zero (module notes)
+            c = self._shift
+            cross = np.outer(c, sums)
+            gram = gram + cross + cross.T + weight * np.outer(c, c)
+            sums = sums + weight * c
+        return SufficientStatistics.weighted(self._layout, gram, sums, weight)
 
     @property
     def estimator_(self):
@@ -1146,14 +1231,66 @@ class OnlineDMDidc:
         if self._fit is None:
             from dmdidc.estimator import DMDidc
 
-            self._fit = DMDidc(max_delay=self.max_delay_, estimator=self.estimator
-                               ).fit_statistics(
-                self.statistics(), dt=self.dt)
+            try:
+                fit = DMDidc(max_delay=self.max_delay_, estimator=self.estimator
+                             ).fit_statistics(self.statistics(), dt=self.dt)
+            except InsufficientExcitationError as exc:
+                finding = self._level_rounding(None)
+                if finding is None:
+                    raise
+                raise InsufficientExcitationError(
+                    f"the centred moments may be singular at rounding: {finding} (the "
+                    f"solver: {exc})") from exc
+            self._level = self._level_rounding(np.diag(fit.regression_.residual_covariance))
+            self._fit = fit
+            if not self._checking:               # (_check_continuous warns after its fit)
+                self._warn_level()
         return self._fit
 
-    def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """One-step predictor and residual precision of the current statistics (``None``
-        while they do not determine the regression).
+    def _warn_level(self) -> None:
+        """Warn the last fit's level finding (:meth:`_level_rounding`), once until it is
+        gone."""
+        if self._level is not None and not self._level_warned:
+            warn_model(f"the residual covariance and the intervals are off by rounding: "
+                       f"{self._level}", DiagnosticWarning)
+        self._level_warned = self._level is not None
+
+    def _level_rounding(self, residual: np.ndarray | None) -> str | None:
+        """What the fit's centring of the moments about zero loses of states recorded far
+        from zero (module notes, *Rows recorded around a level*): their centred variances
+        are rounded at ``eps (level / deviation)^2`` of themselves, the ``residual`` variances
+        at that times ``variance / residual`` (about 2x pessimistic, measured).  The finding
+        when that reaches :data:`_LEVEL_SHARE` of the residual variances, or (``residual``
+        ``None``: the fit failed) :data:`_LEVEL_LOST` of the variances, else ``None``."""
+        n = self._layout.n_states
+        if self._shift is None or self._weight <= 0.0:
+            return None
+        self._recentre()
+        variance = np.maximum(np.diag(self._gram)[:n] / self._weight, np.finfo(float).tiny)
+        level = np.abs(self._shift[:n])
+        share = np.finfo(float).eps * level ** 2 / variance
+        if residual is not None:
+            share = share * variance / np.maximum(residual, np.finfo(float).tiny)
+        i = int(np.argmax(share))
+        if share[i] <= (_LEVEL_LOST if residual is None else _LEVEL_SHARE):
+            return None
+        deviation = np.sqrt(variance[i])
+        return (f"state {i} is recorded around {level[i]:.4g}, {level[i] / deviation:.3g} times "
+                f"its deviation {deviation:.3g}, and the fit centres moments about zero, whose "
+                f"rounding is {share[i]:.2g} of its "
+                f"{'variance' if residual is None else 'residual variance'}. Subtract an "
+                f"operating point (the first samples' mean will do) from the states before "
+                f"streaming them")
+
+    def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """One-step predictor, residual precision and the rows' mean of the current
+        statistics (``None`` while they do not determine the regression).
+
+        The predictor is affine, fitted to the moments about the rows' mean (module notes,
+        *Rows recorded around a level*), and a row ``v`` is scored by ``v - mean``: fitted
+        through zero to the moments about zero, at 2e5 deviations it was undefined on one
+        of 8 random plants (the detector never armed, silently) and raised a false change
+        on another.
 
         The predictor is least squares' whatever the estimator: the smallest one-step
         residuals of these regressors, which is what the CUSUM watches.  IV's coefficients,
@@ -1163,18 +1300,28 @@ class OnlineDMDidc:
         regression decides the bound (``_check_bound`` solves it when due; least squares'
         own is kept for it here)."""
         self._since_solve, self._solution = 0, None
+        self._recentre()                         # (the moments about the rows' mean)
+        if self._shift is None:
+            return None
+        mean = self._shift.copy()
+        centred = replace(SufficientStatistics.weighted(self._layout, self._gram, self._sums,
+                                                        max(self._weight, 0.0)),
+                          intercepts=1, centering="global")
         try:
-            predictor = regression_from_statistics(self.statistics(), self.max_delay_,
-                                                   estimator="ls")
+            predictor = regression_from_statistics(centred, self.max_delay_, estimator="ls")
         except ValueError:
             return None
         if self.estimator == "ls":
             self._solution = predictor
         sigma = predictor.residual_covariance
         # a noise-free stream has Sigma ~ 0: floor it so rounding is not taken for a change
-        floor = 1e-12 * np.diag(self._gram)[-self._layout.n_states:] / max(self._weight, 1.0)
+        # (the fit's, of the centred targets, and the scores', of rows far from zero)
+        n, p = self._layout.n_states, self._layout.n_regressors
+        targets = slice(p, p + n)
+        floor = (1e-12 * np.diag(centred.gram)[targets] / max(centred.n_samples, 1)
+                 + (100 * np.finfo(float).eps * mean[targets]) ** 2)
         sigma = 0.5 * (sigma + sigma.T) + np.diag(floor + np.finfo(float).tiny)
-        return predictor.coefficients, np.linalg.inv(sigma)
+        return predictor.coefficients, np.linalg.inv(sigma), mean
 
     @property
     def delay_status_(self) -> list[str]:

@@ -73,6 +73,9 @@ class Decisions:
     trend : {None, "constant", "linear"}
         The fit's per-trajectory trends (``detrend``): each resample fits its own
         (:func:`dmdidc.fitting.trend_shifted`), as a fit on the resampled data does.
+    reference_level : {None, "constant", "centred"}
+        How the fit's instruments read a reference's level (:func:`dmdidc.fitting.
+        reference_level_rule`; ``None``: no reference, or as given by a fit pickled before).
 
     Examples
     --------
@@ -88,11 +91,13 @@ class Decisions:
     instruments: str | None
     centred: bool
     trend: str | None = None
+    reference_level: str | None = None
 
     @classmethod
     def of(cls, outcome: FitOutcome) -> Decisions:
         """The decisions of a fit's outcome (:class:`dmdidc.fitting.FitOutcome`)."""
-        return cls(outcome.estimator, outcome.instruments, bool(outcome.centred))
+        return cls(outcome.estimator, outcome.instruments, bool(outcome.centred),
+                   reference_level=outcome.reference_level)
 
     @property
     def additive(self) -> bool:
@@ -233,7 +238,8 @@ def parts_refit(decisions: Decisions, parts: list[SufficientStatistics], *, max_
     return _summed_refit(
         decisions, lambda counts: weighted_total(parts, counts),
         lambda stats, _: _solve(stats, R, decisions.estimator, decisions.centred,
-                                svd_rank=svd_rank, rank_rtol=rank_rtol),
+                                svd_rank=svd_rank, rank_rtol=rank_rtol,
+                                reference_level=decisions.reference_level),
         _model_vector(parts[0].n_states, parts[0].n_inputs, R, dt, significance, block_rtol))
 
 
@@ -310,7 +316,8 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
                 return least_squares([trajectories[k] for k in chosen(counts)], R,
                                      method=method, chunk_size=chunk_size,
                                      accumulated=moments, **options)[0]
-            return _solve(stats, R, decisions.estimator, decisions.centred, **options)
+            return _solve(stats, R, decisions.estimator, decisions.centred,
+                          reference_level=decisions.reference_level, **options)
         return _summed_refit(decisions, lambda counts: weighted_total(parts, counts), solve,
                              vector)
 
@@ -329,7 +336,8 @@ def trajectory_refit(decisions: Decisions, trajectories: list[tuple[np.ndarray, 
                 max_delay=R, estimator=decisions.estimator,
                 instruments=decisions.instruments or "auto", instrument_lags=instrument_lags,
                 offset="centred" if decisions.centred else "none", method=method,
-                chunk_size=chunk_size, level=level, memo=memo, **options)
+                chunk_size=chunk_size, level=level, memo=memo,
+                reference_level=decisions.reference_level, **options)
         data = [trajectories[k] for k in picked]
         try:
             outcome = (fit(data) if decisions.trend is None

@@ -39,6 +39,7 @@ from __future__ import annotations
 import codecs
 import csv
 import gc
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,20 +318,56 @@ def read_table_text(path: str | Path, *, header: bool | None = True,
             gc.enable()
 
 
+#: Text lines read, split into cells and stored at a time (each piece's Python strings are
+#: freed before the next: 500 001 rows of 6 numbers peaked at 561 MB holding them all).
+_PIECE_LINES = 8_192
+#: Characters of the file's text split into lines at a time (cut after a line feed).
+_PIECE_CHARS = 1 << 20
+
+
+def _text_lines(text: str):
+    """``(line number from 1, line)`` of ``text`` as ``str.splitlines`` gives them, split a
+    piece at a time (each cut right after a line feed, where every line break ends: the lines
+    are the same) so that the lines of a large file are never all held at once."""
+    k, start = 0, 0
+    while start < len(text):
+        cut = text.find("\n", start + _PIECE_CHARS)
+        stop = len(text) if cut < 0 else cut + 1
+        for line in text[start:stop].splitlines():
+            k += 1
+            yield k, line
+        start = stop
+
+
+def _rows(text: str, before: list[str]):
+    """``(line number, line)`` of the rows of ``text``: neither blank nor a ``#`` comment.
+    The lines before the first row (blank or comments) go to ``before``."""
+    lines = _text_lines(text)
+    for k, line in lines:
+        if line.strip() and ("#" not in line or not is_comment(line)):
+            yield k, line
+            break
+        before.append(line)
+    for k, line in lines:
+        if line.strip() and ("#" not in line or not is_comment(line)):
+            yield k, line
+
+
 def _read_table_text(path: Path, header: bool | None, source: str | None) -> TableText:
-    """:func:`read_table_text`, with the collector off."""
+    """:func:`read_table_text`, with the collector off.  The rows are split and stored a piece
+    of :data:`_PIECE_LINES` at a time (:class:`_Cells`)."""
     source = repr(str(path)) if source is None else source
     text, encoding_note = decode_text(path.read_bytes())
     notes = [encoding_note] if encoding_note else []
-    text_lines = text.splitlines()
-    numbered = [(k, line) for k, line in enumerate(text_lines, 1)
-                if line.strip() and ("#" not in line or not is_comment(line))]
+    before: list[str] = []
+    stream = _rows(text, before)
+    numbered = list(itertools.islice(stream, 3))   # the header, or the first rows, decide
     if not numbered:
         raise ParameterError(f"{source} holds no rows (only blank or '#' comment lines); "
                              f"expected a header line and a row per sample")
     delimiter = find_delimiter(numbered[0][1])
     first = split_cells(numbered[0][1], delimiter)
-    found = commented_header(text_lines[:numbered[0][0] - 1], numbered[0][1])
+    found = commented_header(before, numbered[0][1])
     if found:
         numbered.insert(0, found)                     # numpy.savetxt's '# x1,x2' header
         notes.append(commented_header_note(found[0]))
@@ -347,45 +384,21 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
     if not numbered:
         raise ParameterError(f"{source} has a header line and no row; expected a row per "
                              f"sample after it")
-    # one csv reader for every row (a reader per line took 60 % longer on 300 000 rows)
-    rows = ([split_cells(line, None) for _, line in numbered] if delimiter is None else
-            list(csv.reader([line for _, line in numbered], delimiter=delimiter)))
-    _refuse_decimal_commas(rows[0], numbered[0][1], delimiter, source)
-    width = len(names) if names is not None else len(rows[0])
-    for (k, line), row in zip(numbered, rows, strict=True):
-        if len(row) != width:
-            trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
-                        if ends_in_trailing_separator(row, width) else "")
-            if names is None and width == len(row) + 1 and not rows[0][-1].strip():
-                # the first row is the odd one: blaming every later row named the wrong line
-                raise DimensionError(f"{source} line {numbered[0][0]} ends in a trailing "
-                                     f"{delimiter!r} (an empty last value) and line {k} does "
-                                     f"not: {numbered[0][1].strip()[:80]!r}; expected one "
-                                     f"value per column, nothing after the last")
-            if names is not None and k == numbered[0][0]:
-                raise DimensionError(
-                    f"{source} line {k} has {len(row)} cells; the header (line "
-                    f"{header_line[0]}: {header_line[1].strip()[:80]!r}) has {width}"
-                    f"{trailing}: {line.strip()[:80]!r}{_first_row_hint(row, delimiter, width)}")
-            title = ""
-            if (names is None and len(numbered) > 1 and k == numbered[1][0] and not trailing
-                    and not all(_is_number(c) or is_missing(c) for c in rows[0])):
-                # the first row is the odd one out: a title with a number in it ('run 3')
-                title = (f"; is line {numbered[0][0]} ({numbered[0][1].strip()[:80]!r}) a "
-                         f"title or note? Start it with '#' (a comment) or delete it")
-            raise DimensionError(f"{source} line {k} has {len(row)} cells; "
-                                 f"{'the header' if names is not None else 'the first row'} "
-                                 f"has {width}{trailing}: {line.strip()[:80]!r}{title}")
-    lines = np.array([k for k, _ in numbered])
-    cells = np.strings.strip(np.array(rows, dtype=StringDType()).reshape(len(rows), width))
+    table = _Cells(source, delimiter, names, header_line, numbered[:2], text.count("\n") + 1)
+    table.add(numbered)
+    while piece := list(itertools.islice(stream, _PIECE_LINES)):
+        table.add(piece)
+    del text, stream
+    lines, cells = table.lines[:table.rows], table.cells[:table.rows]
+    width, rows = table.width, table.rows
     # rows of empty cells below the data: what a spreadsheet exports under its last row
-    end = len(rows)
+    end = rows
     while end > 1 and not any(cells[end - 1]):
         end -= 1
-    if end < len(rows):
-        where = (f"line {lines[end]}" if end == len(rows) - 1 else
+    if end < rows:
+        where = (f"line {lines[end]}" if end == rows - 1 else
                  f"lines {lines[end]}-{lines[-1]}")
-        notes.append(f"{len(rows) - end} row(s) of empty cells after the last value ({where}, "
+        notes.append(f"{rows - end} row(s) of empty cells after the last value ({where}, "
                      f"as spreadsheets write): no samples, left out")
         cells, lines = cells[:end], lines[:end]
     empty = ([c for c, name in enumerate(names) if not name and missing_cells(cells[:, c]).all()]
@@ -399,6 +412,86 @@ def _read_table_text(path: Path, header: bool | None, source: str | None) -> Tab
         names = None if names is None else [names[c] for c in kept]
     return TableText(None if names is None else tuple(names), cells, lines, delimiter,
                      tuple(notes))
+
+
+class _Cells:
+    """The rows of one table split into stripped cells a piece at a time, each row checked
+    against the width of the header (or the first row) with the messages of the module."""
+
+    def __init__(self, source: str, delimiter: str | None, names: list[str] | None,
+                 header_line: tuple[int, str] | None, first: list[tuple[int, str]],
+                 capacity: int) -> None:
+        self.source, self.delimiter, self.names = source, delimiter, names
+        self.header_line, self.first = header_line, first
+        self.first_row = self._split(first[:1])[0]
+        self.width = len(names) if names is not None else len(self.first_row)
+        # filled in place (a list of pieces joined at the end held the cells twice); the
+        # capacity, the line feeds, is exceeded only by other line breaks (an old Mac's '\r')
+        self.rows = 0
+        self.lines = np.empty(capacity, dtype=int)
+        self.cells = np.empty((capacity, self.width), dtype=StringDType())
+
+    def add(self, numbered: list[tuple[int, str]]) -> None:
+        """Store the rows ``numbered`` (:meth:`piece`) after the rows stored so far."""
+        lines, cells = self.piece(numbered)
+        start, stop = self.rows, self.rows + len(lines)
+        if stop > len(self.lines):
+            grow = max(stop, 2 * len(self.lines)) - len(self.lines)
+            self.lines = np.concatenate([self.lines, np.empty(grow, dtype=int)])
+            self.cells = np.concatenate([self.cells, np.empty((grow, self.width),
+                                                              dtype=StringDType())])
+        self.lines[start:stop], self.cells[start:stop] = lines, cells
+        self.rows = stop
+
+    def _split(self, numbered: list[tuple[int, str]]) -> list[list[str]]:
+        if self.delimiter is None:
+            return [split_cells(line, None) for _, line in numbered]
+        # one csv reader for the piece (a reader per line took 60 % longer on 300 000 rows)
+        return list(csv.reader([line for _, line in numbered], delimiter=self.delimiter))
+
+    def piece(self, numbered: list[tuple[int, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """The line numbers and stripped cells (rows, width) of the rows ``numbered``.
+
+        Raises
+        ------
+        ParameterError, DimensionError
+            As :func:`read_table_text`.
+        """
+        rows = self._split(numbered)
+        if numbered[0] == self.first[0]:
+            _refuse_decimal_commas(rows[0], numbered[0][1], self.delimiter, self.source)
+        width, names, first = self.width, self.names, self.first
+        for (k, line), row in zip(numbered, rows, strict=True):
+            if len(row) == width:
+                continue
+            delimiter = self.delimiter
+            trailing = (f" (it ends in a trailing {delimiter!r}: an empty last value)"
+                        if ends_in_trailing_separator(row, width) else "")
+            if names is None and width == len(row) + 1 and not self.first_row[-1].strip():
+                # the first row is the odd one: blaming every later row named the wrong line
+                raise DimensionError(f"{self.source} line {first[0][0]} ends in a trailing "
+                                     f"{delimiter!r} (an empty last value) and line {k} does "
+                                     f"not: {first[0][1].strip()[:80]!r}; expected one "
+                                     f"value per column, nothing after the last")
+            if names is not None and k == first[0][0]:
+                header_line = self.header_line
+                raise DimensionError(
+                    f"{self.source} line {k} has {len(row)} cells; the header (line "
+                    f"{header_line[0]}: {header_line[1].strip()[:80]!r}) has {width}"
+                    f"{trailing}: {line.strip()[:80]!r}{_first_row_hint(row, delimiter, width)}")
+            title = ""
+            if (names is None and len(first) > 1 and k == first[1][0] and not trailing
+                    and not all(_is_number(c) or is_missing(c) for c in self.first_row)):
+                # the first row is the odd one out: a title with a number in it ('run 3')
+                title = (f"; is line {first[0][0]} ({first[0][1].strip()[:80]!r}) a "
+                         f"title or note? Start it with '#' (a comment) or delete it")
+            raise DimensionError(f"{self.source} line {k} has {len(row)} cells; "
+                                 f"{'the header' if names is not None else 'the first row'} "
+                                 f"has {width}{trailing}: {line.strip()[:80]!r}{title}")
+        lines = np.fromiter((k for k, _ in numbered), dtype=int, count=len(numbered))
+        cells = np.array(rows, dtype=StringDType()).reshape(len(rows), width)
+        del rows
+        return lines, np.strings.strip(cells)
 
 
 def commented_header(before: list[str], row: str) -> tuple[int, str] | None:

@@ -376,7 +376,7 @@ class FederatedIdentification:
             release, variance = describe_release(like, **self._release_options(int(k)))
             stats = SufficientStatistics.from_vector(state.arrays["vectors"][k], like=like,
                                                      noise_variance=variance)
-            out.append(dataclasses.replace(stats, releases=(release,), clipped=None))
+            out.append(dataclasses.replace(stats, releases=(release,), clipping=None))
         return out
 
     def statistics(self, state: ServerState) -> SufficientStatistics:

@@ -93,10 +93,17 @@ class Check:
         return (self.statistic <= self.threshold if self.fails_below
                 else self.statistic > self.threshold)
 
+    @property
+    def status(self) -> str:
+        """The word of the check's row in the summary table: ``"pass"``, ``"note"`` (passed,
+        but the statistic lies beyond its threshold: something found and handled, see
+        :attr:`beyond`), ``"FAIL"`` or ``"n/a"`` (not applicable)."""
+        return {True: "note" if self.beyond else "pass", False: "FAIL",
+                None: "n/a"}[self.passed]
+
     def row(self) -> str:
         """One line of :meth:`dmdidc.diagnostics.FitDiagnostics.summary`."""
-        status = {True: "note" if self.beyond else "pass", False: "FAIL",
-                  None: "n/a"}[self.passed]
+        status = self.status
         limit = "min" if self.fails_below else "max"
         numbers = (f"{self.statistic:9.3g} / {limit} {self.threshold:<9.3g}"
                    if math.isfinite(self.statistic) and math.isfinite(self.threshold)

@@ -108,6 +108,23 @@ def beyond_bound(test: BlockTest, max_delay: int, relative_residual: float
     return silent, at_bound
 
 
+def _residual_text(solution: RegressionSolution) -> str:
+    """What the regression's residual says about the fit, for the ``effect`` check's causes.
+
+    Privatized statistics' residual is not the data's: the Gram's repair
+    (:func:`~dmdidc.statistics.fit.nearest_psd`) removes the noise's negative directions,
+    which can take the whole residual with them (2.6e-08 of the targets, 0 on another CPU,
+    where the noise was all of the coefficients' variance), so it is not quoted (the privacy
+    cause says so); a residual at rounding (:data:`~dmdidc.regression.solution.EXACT_FIT`)
+    is said as such.  Empty, or a parenthesis with its leading space."""
+    relative = solution.relative_residual
+    if solution.noise_covariance is not None:
+        return ""
+    if relative <= EXACT_FIT:
+        return " (the fit reproduces the targets to rounding)"
+    return f" (the fit leaves {relative:.2g} of the targets unexplained)"
+
+
 def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPlant, *,
                  log_error: Exception | None = None,
                  restricted: RegressionSolution | None = None) -> list[Check]:
@@ -137,7 +154,7 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
     R = model.max_delay
     checks = []
     relative = solution.relative_residual
-    fit = f"the fit leaves {relative:.2g} of the targets unexplained"
+    fit = _residual_text(solution)
     first = first_active_blocks(test.active)
     silent, at_bound = beyond_bound(test, R, relative)
     question = "Does every input act within max_delay periods?"
@@ -145,7 +162,7 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
         lag = int(np.argmax(test.statistics[:, silent].max(axis=1)))
         largest = float(test.statistics[:, silent].max())
         bound = (f"the delay exceeds max_delay={R} periods, so no input u_k .. u_(k-{R}) "
-                 f"explains the states ({fit}): refit with a larger max_delay")
+                 f"explains the states{fit}: refit with a larger max_delay")
         p = solution.coefficients.shape[1]
         causes = [bound]
         if solution.n_samples < _FEW_SAMPLES_PER_REGRESSOR * p:
@@ -156,10 +173,12 @@ def model_checks(solution: RegressionSolution, test: BlockTest, model: DelayedPl
             share = _privacy_share(solution)
             privacy = (f"the privacy noise on the statistics: it makes {100 * share:.0f} % of "
                        f"the coefficients' variance (privatize more data at once, a smaller "
-                       f"privacy unit or a larger epsilon)")
+                       f"privacy unit or a larger epsilon; the residual of privatized "
+                       f"statistics is set by this noise and the Gram's repair to positive "
+                       f"semidefinite, so it says nothing of the fit)")
             causes.insert(0 if share > 0.5 else len(causes), privacy)
-        causes.append(f"the input's effect is below the noise ({fit}; lengthen the data or "
-                      f"excite more strongly)")
+        causes.append(f"the input's effect is below the noise{fit}: lengthen the data or "
+                      f"excite more strongly")
         causes.append("the input does not act on the states")
         listed = "; ".join(f"({chr(97 + i)}) {cause}" for i, cause in enumerate(causes))
         checks.append(Check(

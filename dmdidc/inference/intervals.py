@@ -208,7 +208,11 @@ class ConfidenceIntervals:
 
     Attributes
     ----------
-    delay, A_c, B_c : IntervalEstimate
+    delay : IntervalEstimate
+    A_c, B_c : IntervalEstimate or None
+        ``None`` where the fit has no intervals for them: an output-error fit
+        (:meth:`dmdidc.OutputDMDidc.confidence_intervals`), whose state basis is its own
+        choice (its eigenvalues have intervals: ``eigenvalue_ci``).
     level : float
     method : str
     resamples : int
@@ -219,8 +223,8 @@ class ConfidenceIntervals:
     """
 
     delay: IntervalEstimate
-    A_c: IntervalEstimate
-    B_c: IntervalEstimate
+    A_c: IntervalEstimate | None
+    B_c: IntervalEstimate | None
     level: float
     method: str
     resamples: int = 0
@@ -232,7 +236,7 @@ class ConfidenceIntervals:
                 + (f", {self.resamples} resamples, {self.failures} left out"
                    if self.method == "bootstrap" else "") + "):")
         lines = [head] + ["  " + line for item in (self.delay, self.A_c, self.B_c)
-                          for line in item.lines()]
+                          if item is not None for line in item.lines()]
         if any("interval)" in line for line in lines):
             lines.append(f"  (no {self.method} interval: {_NO_INTERVAL[self.method]})")
         return "\n".join(lines)

@@ -59,7 +59,8 @@ A failed check warns with its statistic, threshold and remedy, once: in
 keeps failing does not warn again (``checks_`` still shows it failed); one that passed in
 between and fails again warns anew, and every :meth:`~dmdidc.OutputDMDidc.fit` warns.  The
 estimator's other findings (order uncertain, residual check, coloured noise, delay not
-determined, a channel without effect or at the bound) follow the same rule, :func:`warn_new`.
+determined, a channel without effect or at the bound) follow the same rule,
+:func:`~dmdidc.errors.warn_new`, which :meth:`dmdidc.DMDidc.partial_fit` follows too.
 
 Lost samples (NaN) are refused with a :class:`~dmdidc.errors.NonFiniteError` that names the
 remedy, the missing-sample policies of :mod:`dmdidc.missing` through :class:`~dmdidc.IdData`
@@ -76,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from _toolbox.errors import NonFiniteError
-from dmdidc.errors import DiagnosticWarning, warn_model
+from dmdidc.errors import warn_new
 from dmdidc.inference.checks import Check
 from dmdidc.inference.residuals import (
     _OWN_SCALE_SAMPLES,
@@ -438,27 +439,6 @@ def noise_levels(analysis, *, applicable: bool = True) -> Check:
     passed = ratio <= UNEQUAL_NOISE
     return Check("noise_levels", _NOISE_LEVELS_QUESTION, passed, ratio, UNEQUAL_NOISE,
                  finding=finding, remedy="" if passed else _NOISE_LEVELS_REMEDY)
-
-
-def warn_new(key: str, message: str, before: frozenset[str]) -> None:
-    """Warn ``message`` (a :class:`~dmdidc.DiagnosticWarning` at the user's line) unless its
-    finding ``key`` was found at the previous solve of the same stream (``before``): the one
-    rule by which :class:`~dmdidc.OutputDMDidc` warns, once per new finding, so that
-    :meth:`~dmdidc.OutputDMDidc.partial_fit`'s solve after every chunk does not repeat a
-    finding that stands; one that went away and comes back warns anew.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warn_new("outliers", "found again", frozenset({"outliers"}))
-    ...     warn_new("feedback", "new", frozenset({"outliers"}))
-    >>> [str(w.message) for w in caught]
-    ['new']
-    """
-    if key not in before:
-        warn_model(message, DiagnosticWarning)
 
 
 def _beyond(analysis, residuals: list[np.ndarray], threshold: float, first: int

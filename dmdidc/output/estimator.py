@@ -29,7 +29,8 @@ from dmdidc.errors import (
     ParameterError,
     warn_model,
 )
-from dmdidc.inference.checks import Check
+from dmdidc.inference.checks import Check, FitDiagnostics
+from dmdidc.inference.intervals import ConfidenceIntervals, IntervalEstimate
 from dmdidc.inference.recovery import continuous_state_matrix
 from dmdidc.missing import interpolated_inputs_warning, left_out
 from dmdidc.output.blocks import (
@@ -477,6 +478,9 @@ class OutputDMDidc:
         The ``feedback``, ``outliers`` and ``noise_levels`` checks of the residuals, and
         ``convergence``: did the output-error refinement reach its minimum (``refined_.ending``,
         ``refined_.gain``)?  (:mod:`dmdidc.output.checks`; a failed one warned.)
+    diagnostics_ : FitDiagnostics
+        ``checks_`` as :class:`~dmdidc.DMDidc` keeps its checks (``summary()``, ``failed``,
+        ``diagnostics_["feedback"]``); each check's ``status`` is its word in the table.
     experiment_levels_ : ndarray, shape (E,)
         Each experiment's noise level relative to the quietest, by which :meth:`fit` divided
         its outputs and inputs (weighted output error) when the ``noise_levels`` check found
@@ -584,12 +588,12 @@ class OutputDMDidc:
         Parameters
         ----------
         Y, U : array_like or list of array_like
-            Samples on the last axis; several experiments as lists.  ``Y`` may carry one
-            sample more than ``U`` (the state convention of :class:`~dmdidc.DMDidc`).  An
-            :class:`~dmdidc.IdData` (its signals are the outputs) replaces ``Y``, ``U`` and
-            ``dt``; its operating point is removed first, and its experiments shorter than
-            ``2 horizon + max_delay + 1`` samples (one window; ``missing="drop"`` may leave
-            such pieces) are not used, as in :meth:`partial_fit`.
+            Samples on the last axis (a 1-D array is one channel); several experiments as lists.
+            ``Y`` may carry one sample more than ``U`` (the state convention of
+            :class:`~dmdidc.DMDidc`).  An :class:`~dmdidc.IdData` (its signals are the outputs)
+            replaces ``Y``, ``U`` and ``dt``; its operating point is removed first, and its
+            experiments shorter than ``2 horizon + max_delay + 1`` samples (one window;
+            ``missing="drop"`` may leave such pieces) are not used, as in :meth:`partial_fit`.
         dt : float
             Sampling period ``T`` in seconds (not with an IdData).
 
@@ -767,11 +771,11 @@ class OutputDMDidc:
         Parameters
         ----------
         Y : array_like, shape (l, L) or (l, L + 1), or IdData
-            Outputs of the chunk.  With ``L + 1`` samples (the state convention of
-            :meth:`DMDidc.partial_fit <dmdidc.DMDidc.partial_fit>`) chunks overlap by one
-            sample: a continuing chunk's ``Y[:, 0]`` must equal the previous chunk's last
-            output.  With ``L`` samples chunks follow each other (``Y[:, a:b]``,
-            ``U[:, a:b]``).  The first chunk fixes the convention.  An
+            Outputs of the chunk (a 1-D array is one output).  With ``L + 1`` samples (the state
+            convention of :meth:`DMDidc.partial_fit <dmdidc.DMDidc.partial_fit>`) chunks overlap by
+            one sample: a continuing chunk's ``Y[:, 0]`` must equal the previous chunk's last
+            output.  With ``L`` samples chunks follow each other (``Y[:, a:b]``, ``U[:, a:b]``).
+            The first chunk fixes the convention.  An
             :class:`~dmdidc.IdData` (without ``U`` and ``dt``; operating point removed) adds
             each of its experiments as a new experiment after the first.
         U : array_like, shape (m, L)
@@ -1573,7 +1577,9 @@ class OutputDMDidc:
             raise NotFittedError("this OutputDMDidc is not fitted yet: call fit(Y, U, dt=...)")
 
     def delay_ci(self, level: float = 0.95) -> np.ndarray:
-        """Confidence interval of each channel's delay, shape (m, 2), seconds.
+        """Confidence interval of each channel's delay, shape (m, 2), seconds
+        (:meth:`confidence_intervals` gives them as ``DMDidc.delay_ci`` does: an
+        :class:`~dmdidc.inference.intervals.IntervalEstimate` with ``.low``, ``.high``).
 
         Wald intervals ``delay +- z se`` from the joint output-error covariance (the errors of
         the dynamics included; white output noise assumed), clipped to ``[0, max_delay dt]``.
@@ -1593,6 +1599,35 @@ class OutputDMDidc:
                                   getattr(self, "_profiles", ()), level)
         bound = self.max_delay * self.dt
         return np.stack([np.clip(low, 0.0, bound), np.clip(high, 0.0, bound)], axis=1)
+
+    def confidence_intervals(self, level: float = 0.95) -> ConfidenceIntervals:
+        """The delays' intervals as :meth:`DMDidc.confidence_intervals
+        <dmdidc.DMDidc.confidence_intervals>` returns them: ``.delay`` is an
+        :class:`~dmdidc.inference.intervals.IntervalEstimate` (``value``, ``low``, ``high``,
+        ``standard_error`` = ``delay_se_``, seconds) holding :meth:`delay_ci`'s bounds, so code
+        reads ``est.confidence_intervals().delay.low`` from either estimator; ``str()`` prints
+        ``r[0] = 1.30 +/- 0.01 s`` (the ends where the interval is not symmetric: profile
+        joined, or clipped to ``[0, max_delay dt]``).  ``A_c`` and ``B_c`` are ``None``: the
+        output model's state basis is the fit's own choice (the eigenvalues' intervals are
+        :meth:`eigenvalue_ci`'s).  :meth:`delay_ci` keeps its array (m, 2)."""
+        bounds = self.delay_ci(level)
+        delay = IntervalEstimate("r", self.delay, bounds[:, 0], bounds[:, 1], self.delay_se_,
+                                 level=float(level), method="asymptotic", unit="s")
+        return ConfidenceIntervals(delay, None, None, level=float(level), method="asymptotic")
+
+    @property
+    def diagnostics_(self) -> FitDiagnostics:
+        """The fit's checks (``checks_``) as :attr:`DMDidc.diagnostics_
+        <dmdidc.DMDidc.diagnostics_>` holds them: ``summary()`` (the table of ``pass`` /
+        ``note`` / ``FAIL`` / ``n/a``), ``failed``, ``diagnostics_["feedback"]``.  Each
+        statistical check is taken at ``significance``; the level shown is their Bonferroni
+        sum (at most the family-wise false-alarm probability).  ``plot()`` has no residual
+        figure for an output-error fit (``resid``'s data are DMDidc's)."""
+        checks = self.checks_
+        tested = sum(c.passed is not None and c.name != "convergence" for c in checks)
+        return FitDiagnostics(checks, estimator="output-error", instruments=None,
+                              level=tested * self.significance,
+                              notes=(f"each statistical check at {self.significance:g}",))
 
     def eigenvalue_ci(self, level: float = 0.95) -> np.ndarray:
         """Confidence boxes (n, 2) of the eigenvalues as complex corners ``low``, ``high``:

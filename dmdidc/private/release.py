@@ -480,6 +480,10 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     -----
     RepeatedReleaseWarning
         ``stats`` released before (module notes), unless ``accounted``.
+    DiagnosticWarning
+        Check ``clipping`` failed: more than 1 % of a signal's values were clipped to the
+        bounds (:func:`dmdidc.inference.clipping.clipping_check`).  The release does not carry
+        the count, so this warning, on the data owner's side, is the only one.
 
     Raises
     ------
@@ -590,16 +594,23 @@ def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool
     The warning's text is composed before the noise is drawn, and a composition the
     accountant cannot bound is said, not raised: a raise after the draw would leave a release
     recorded but never returned, and every later release of ``stats`` raising too."""
+    from dmdidc.errors import DiagnosticWarning, RepeatedReleaseWarning, warn_model
+    from dmdidc.inference.clipping import clipping_check
+
     drawn = [*stats._drawn, release]
     message = None if len(drawn) == 1 or accounted else _repeated_message(drawn)
+    clipping = clipping_check(stats)
     noisy = np.asarray(release.mechanism.randomize(stats.to_vector(), rng=rng), dtype=float)
     private = type(stats).from_vector(noisy, like=stats, noise_variance=variance)
     stats._drawn.append(release)
+    if clipping.failed:
+        # the owner's only chance to see it: the release does not carry the count
+        warn_model(f"{clipping.message()}. The release does not carry the count of clipped "
+                   f"values, which is the data owner's information: a fit of it cannot "
+                   f"report this", DiagnosticWarning)
     if message is not None:
-        from dmdidc.errors import RepeatedReleaseWarning, warn_model
-
         warn_model(message, RepeatedReleaseWarning)
-    return dataclasses.replace(private, releases=(release,), clipped=None)
+    return dataclasses.replace(private, releases=(release,), clipping=None)
 
 
 def _repeated_message(drawn: list[PrivacyRelease]) -> str:

@@ -89,7 +89,8 @@ def _indices(stats, R: int, estimator: str) -> tuple[np.ndarray, int, np.ndarray
 
 def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
                                svd_rank: int | None = None, rank_rtol: float = 1e-10,
-                               strength: bool = True) -> RegressionSolution:
+                               strength: bool = True, reference_level: str | None = None
+                               ) -> RegressionSolution:
     """Least squares (``"ls"``) or 2SLS (``"iv"``) from sufficient statistics.
 
     Parameters
@@ -103,6 +104,22 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     strength : bool, default True
         IV: compute ``instrument_strength`` (:func:`~dmdidc.regression.instrumental.
         instrumental_solution`).
+    reference_level : {None, "constant", "centred"}, default None
+        IV through the origin on instruments that are a reference's lags (set point,
+        dither; uncentred, unprivatized statistics), made independent of the reference's
+        level: ``"constant"``: the constant ``1`` joins the instruments (its moments are
+        ``sums`` and ``n_samples``), so ``r + c`` spans what ``r`` spans and the steady state,
+        ``mean(x_{k+1}) = Theta mean(phi)``, is one of the moments: right when the model has
+        no intercept (the intercept test found none), whose level then excites the steady
+        state.  ``"centred"``: the instruments about their mean, uncorrelated with any
+        intercept the model leaves in its error (``detrend=None`` on data about a public
+        operating point, the smart-grid fleet's): the steady state is then no moment, as it
+        must not be when the origin is not the plant's equilibrium (there the constant's
+        moment pulled the fleet's delay 30 s off, its ``A_d`` unstable); the slopes are then
+        those of the affine fit.  :func:`~dmdidc.fitting.reference_level_rule` chooses.
+        ``None``: the instruments as given (their level counts).  Ignored for least squares,
+        centred statistics (both hold already) and privatized ones (their ``sums`` carry
+        noise the noise covariance does not follow).
 
     Returns
     -------
@@ -129,10 +146,24 @@ def regression_from_statistics(stats, max_delay: int, *, estimator: str = "ls",
     n = stats.n_states
     G, s, order, p, instruments = ordered_moments(
         stats, max_delay, estimator, nearest_psd(stats.gram) if variance > 0 else None)
+    if reference_level not in (None, "constant", "centred"):
+        raise ParameterError(f"reference_level={reference_level!r}: accepted None, "
+                             f"'constant' or 'centred'")
+    level = reference_level if variance == 0 and stats.centering == "none" else None
     try:
         if estimator == "iv":
-            solution = instrumental_solution(G, s, stats.n_samples, n_states=n, n_regressors=p,
-                                             instruments=instruments, svd_rank=svd_rank,
+            Gz, sz, z = G, s, instruments
+            N = float(stats.n_samples)
+            if level == "constant":       # the constant's moments: the sums and the count
+                Gz = np.block([[G, s[:, None]], [s[None, :], np.array([[N]])]])
+                sz, z = np.append(s, N), np.append(instruments, G.shape[0])
+            elif level == "centred" and N > 0:    # v - c, c the instruments' means
+                c = np.zeros_like(s)
+                c[instruments] = s[instruments] / N
+                Gz = G - np.outer(c, s) - np.outer(s, c) + N * np.outer(c, c)
+                sz = s - N * c
+            solution = instrumental_solution(Gz, sz, stats.n_samples, n_states=n, n_regressors=p,
+                                             instruments=z, svd_rank=svd_rank,
                                              rank_rtol=rank_rtol, intercepts=stats.intercepts,
                                              strength=strength)
         else:

@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from _toolbox.validation import check_finite_array, check_integer, read_only
+from _toolbox.validation import check_finite_array, check_in_interval, check_integer, read_only
 from dmdidc.data import IdData, data_arrays
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.inference.clipping import NO_CLIPPING, Clipping
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.streaming import LaggedSums
 from dmdidc.trajectories import as_trajectories, check_data
@@ -82,9 +83,14 @@ class SufficientStatistics:
     min_trajectory_samples, max_trajectory_samples : int
         Regression samples of the shortest and longest trajectory (public; the sensitivity
         of some privacy units depends on them).
+    clipping : dmdidc.inference.clipping.Clipping or None
+        Values of the data clipped to the bounds, per signal, with the values seen and how far
+        beyond the bounds they went: the data owner's information, not part of a privatized
+        release (``None`` there).  :meth:`dmdidc.DMDidc.fit_statistics` judges it as its
+        ``clipping`` check, :meth:`privatize` warns the owner before the release leaves it
+        behind (:mod:`dmdidc.inference.clipping`).
     clipped : int or None
-        Values of the data that were clipped to the bounds (not part of a privatized release:
-        ``None`` there).
+        Values clipped, all signals (``clipping.total``; ``None`` for a release).
     noise_variance : float
         Variance of the privacy noise on every released entry (unit-box coordinates; 0 for
         plain statistics, ``inf`` for SaS noise with ``alpha < 2``).
@@ -131,7 +137,7 @@ class SufficientStatistics:
     instrument_bound: np.ndarray | None
     min_trajectory_samples: int
     max_trajectory_samples: int
-    clipped: int | None = 0
+    clipping: Clipping | None = NO_CLIPPING
     noise_variance: float = 0.0
     releases: tuple = ()
     interpolated: int = 0
@@ -152,6 +158,12 @@ class SufficientStatistics:
             object.__setattr__(self, name, read_only(getattr(self, name)))
         if not self._sources:
             object.__setattr__(self, "_sources", ((uuid.uuid4().hex, 1),))
+
+    @property
+    def clipped(self) -> int | None:
+        """Values clipped to the bounds, all signals (``None`` for a release, which does not
+        carry the count)."""
+        return None if self.clipping is None else self.clipping.total
 
     @property
     def multiplicity(self) -> int:
@@ -265,7 +277,10 @@ class SufficientStatistics:
               n_samples: int) -> SufficientStatistics:
         """Uncentred statistics in the data's units (no bounds, no privacy) of moments that
         were summed elsewhere, e.g. by a least-squares solver's accumulator: one trajectory of
-        ``n_samples`` samples (the count matters only to privacy, which these never had).
+        ``n_samples`` samples.  The count must be the number of rows summed: the fit's
+        degrees of freedom count them, and centring (:meth:`centered`, an affine fit) removes
+        the mean ``sums / n_samples``.  Moments of rows with weights that do not sum to an
+        integer (forgetting, down-weighted rows) are given by :meth:`weighted`.
 
         Examples
         --------
@@ -299,6 +314,44 @@ class SufficientStatistics:
                    scale=np.ones(gram.shape[0]), state_bound=None, input_bound=None,
                    instrument_bound=None, min_trajectory_samples=int(n_samples),
                    max_trajectory_samples=int(n_samples))
+
+    @classmethod
+    def weighted(cls, layout: StatisticsLayout, gram: np.ndarray, sums: np.ndarray,
+                 weight: float) -> SufficientStatistics:
+        """:meth:`plain` statistics of rows summed with weights ``w_k`` (exponential
+        forgetting, down-weighted outliers) that total ``weight``: the moments are scaled by
+        ``N / weight`` with ``N`` the total rounded, so the weights sum to ``n_samples = N``.
+
+        Centring removes ``sums sums^T / n_samples``; with the moments of ``weight`` and a
+        rounded count it would remove ``(weight - N) / N`` times the squared mean too much or
+        too little (data recorded at a level of 350 with deviations of 0.5 and ``weight``
+        about 1000 lost the centred Gram's positive definiteness).  Scaled, the weighted
+        mean and covariance are the rows' own, the coefficients of a fit and their
+        covariance ``sigma^2 G^{-1}`` do not change (both factors scale), and ``N`` counts
+        the degrees of freedom.  A total below one half is counted as one sample (the fit
+        refuses so few anyway).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dmdidc.statistics.layout import StatisticsLayout
+        >>> V = 350.0 + np.random.default_rng(0).standard_normal((3, 50))
+        >>> w = 0.99 ** np.arange(50)[::-1]          # forgetting: sum 39.499
+        >>> stats = SufficientStatistics.weighted(StatisticsLayout(1, 1, 0, None, 0, 0),
+        ...                                       (V * w) @ V.T, V @ w, w.sum())
+        >>> stats.n_samples
+        39
+        >>> mean = V @ w / w.sum()
+        >>> bool(np.allclose(stats.centered().gram / 39,
+        ...                  ((V.T - mean).T * w) @ (V.T - mean) / w.sum()))
+        True
+
+        Raises
+        ------
+        ParameterError
+            ``weight`` not finite or negative.
+        """
+        return cls.plain(layout, *weighted_moments(gram, sums, weight))
 
     # ------------------------------------------------------------------ layout
     n_states = property(lambda self: self.layout.n_states, doc="``n``")
@@ -397,7 +450,8 @@ class SufficientStatistics:
                        else "trajectory"),
             min_trajectory_samples=min(p.min_trajectory_samples for p in used),
             max_trajectory_samples=max(p.max_trajectory_samples for p in used),
-            clipped=None if any(p.clipped is None for p in used) else total("clipped"),
+            clipping=(None if any(p.clipping is None for p in used)
+                      else sum((p.clipping.times(c) for c, p in drawn), NO_CLIPPING)),
             interpolated=total("interpolated"),
             noise_variance=float(sum(c ** 2 * p.noise_variance for c, p in drawn)),
             releases=tuple(release for c, p in drawn for _ in range(c)
@@ -566,6 +620,11 @@ class SufficientStatistics:
         -----
         RepeatedReleaseWarning
             From the second release of these statistics on (unless ``accounted``).
+        DiagnosticWarning
+            Check ``clipping`` failed: more than 1 % of a signal's values were clipped to the
+            bounds, which biases the model (:mod:`dmdidc.inference.clipping`).  The release
+            does not carry the count of clipped values (the owner's information), so its fit
+            cannot report it: this warning is the only one.
         """
         from dmdidc.private.release import privatize_statistics
 
@@ -583,6 +642,23 @@ class SufficientStatistics:
                 f"instruments={self.instruments!r}, d={self.gram.shape[0]}, "
                 f"n_samples={self.n_samples}, n_trajectories={self.n_trajectories}, "
                 f"centering={self.centering!r}{private})")
+
+
+def weighted_moments(gram: Any, sums: Any, weight: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(gram, sums, N)``: moments of rows whose weights total ``weight``, scaled by ``N /
+    weight`` with ``N`` the total rounded (at least 1 when positive), so that the weights sum
+    to the count ``N`` that the solvers take for the mean ``sums / N`` (centring, the
+    intercept) and the degrees of freedom (:meth:`SufficientStatistics.weighted`).
+
+    Raises
+    ------
+    ParameterError
+        ``weight`` not finite or negative.
+    """
+    weight = check_in_interval("weight", weight, 0.0, np.inf, high_open=True)
+    count = max(int(round(weight)), 1) if weight > 0 else 0
+    factor = count / weight if weight > 0 else 1.0
+    return np.asarray(gram, dtype=float) * factor, np.asarray(sums, dtype=float) * factor, count
 
 
 def _trajectories(X: Any, U: Any, instruments: Any, *, check_orientation: bool = True

@@ -23,6 +23,7 @@ import numpy as np
 
 from _toolbox.validation import check_integer, check_scalar_or_vector
 from dmdidc.errors import DimensionError, ParameterError
+from dmdidc.inference.clipping import Clipping
 from dmdidc.regression.lagged_gram import LaggedGram
 from dmdidc.regression.solution import check_regression_size
 from dmdidc.statistics.layout import INSTRUMENT_KINDS, StatisticsLayout
@@ -88,7 +89,8 @@ class LaggedSums:
         self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
         self._engine = LaggedGram(self.layout.slots, {"x": n, "u": m, "e": n_exogenous})
         self.n_samples = self.n_trajectories = self.intercepts = 0
-        self.clipped = 0
+        # per signal: values clipped, values seen, largest |value| / bound (Clipping)
+        self._clip = {signal: [0, 0, 0.0] for signal in ("x", "u", "e")}
         self._lengths: list[int] = []
         self._open = False
 
@@ -190,15 +192,26 @@ class LaggedSums:
         return getattr(self, "_last_state", None)
 
     def _scaled(self, signal: str, data: np.ndarray, new_from: int) -> np.ndarray:
-        bound = self._bounds[signal]
-        if bound is None:
+        """``data`` divided by its bound and clipped to [-1, 1], its values from column
+        ``new_from`` on counted (earlier ones continue the previous chunk)."""
+        bound, count = self._bounds[signal], self._clip[signal]
+        if bound is None or not data.size:
             return data
+        count[1] += data[:, new_from:].size
         scaled = data / bound[:, None]
-        if data.size and max(scaled.max(), -scaled.min()) <= 1.0:
+        top = float(max(scaled.max(), -scaled.min()))
+        count[2] = max(count[2], top)
+        if top <= 1.0:
             return scaled              # the common case: nothing to clip, nothing to count
         new = scaled[:, new_from:]
-        self.clipped += int(np.count_nonzero(new > 1.0) + np.count_nonzero(new < -1.0))
+        count[0] += int(np.count_nonzero(new > 1.0) + np.count_nonzero(new < -1.0))
         return np.clip(scaled, -1.0, 1.0, out=scaled)
+
+    @property
+    def clipping(self) -> Clipping:
+        """The values clipped to the bounds so far, per signal."""
+        counts = [self._clip[signal] for signal in ("x", "u", "e")]
+        return Clipping(*(tuple(c[i] for c in counts) for i in range(3)))
 
     def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
         """Add states ``X`` (n, L + 1), inputs ``U`` (m, L) and exogenous instruments ``E``
@@ -243,7 +256,7 @@ class LaggedSums:
             state_bound=self._bounds["x"], input_bound=self._bounds["u"],
             instrument_bound=self._bounds["e"],
             min_trajectory_samples=min(lengths, default=0),
-            max_trajectory_samples=max(lengths, default=0), clipped=self.clipped)
+            max_trajectory_samples=max(lengths, default=0), clipping=self.clipping)
 
 
 def _default_lags(kind: str, lags: int | None, n: int, m: int, R: int, q: int) -> int:

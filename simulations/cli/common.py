@@ -23,12 +23,9 @@ __all__ = ["output_path", "given_options", "was_given", "refuse_unused", "json_n
            "positive_vector", "per_channel", "summary_table", "write_summary", "write_table",
            "strict_json", "known", "seed_warning", "refuse_delta_without_effect",
            "check_unit_window",
-           "clipping_warning", "CLIP_WARNING_SHARE", "progress_bar", "show_progress",
+           "progress_bar", "show_progress",
            "elapsed_status", "LONG_FIT_SAMPLES",
            "MODEL_SUFFIXES", "FIGURE_SUFFIXES"]
-
-#: Share of a client's values beyond the declared bound above which the clipping is warned of.
-CLIP_WARNING_SHARE = 0.01
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -304,40 +301,6 @@ def seed_warning(seed: int, noise: str, outputs: str) -> str:
     return (f"--seed {seed} seeds {noise}: anyone with this seed can remove the noise from the "
             f"release, so keep it secret like a key (it is not written to {outputs}); leave "
             f"--seed out for fresh randomness, as a real release needs")
-
-
-def clipping_warning(option: str, arrays: Sequence[Any], bound: Any, noun: str) -> str | None:
-    """A warning when more than :data:`CLIP_WARNING_SHARE` of the values of ``arrays``
-    (segments with channels on axis -2) exceed ``bound`` (one value, or one per channel), the
-    public bound of ``option`` that the data are clipped to before privatization; None else.
-
-    Clipped data bias the model, and silently: only the owner of the data can see it (the count
-    is local information, never released).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> text = clipping_warning("--state-bound", [np.array([[0.5, 9.0, -7.0, 1.0]])], 5.0,
-    ...                         "state")
-    >>> text[:68]
-    '50% of the state values exceed --state-bound (up to 1.8 times the bo'
-    >>> clipping_warning("--input-bound", [np.array([[0.5, -1.0]])], 1.0, "input") is None
-    True
-    """
-    import numpy as np
-
-    total = beyond = 0
-    ratio = 0.0
-    for array in arrays:
-        array = np.asarray(array, dtype=float)
-        scaled = np.abs(array) / np.reshape(np.asarray(bound, dtype=float), (-1, 1))
-        total, beyond = total + scaled.size, beyond + int(np.count_nonzero(scaled > 1.0))
-        ratio = max(ratio, float(scaled.max(initial=0.0)))
-    if total == 0 or beyond <= CLIP_WARNING_SHARE * total:
-        return None
-    return (f"{beyond / total:.0%} of the {noun} values exceed {option} (up to {ratio:.2g} "
-            f"times the bound) and are clipped to it before privatization: the model is "
-            f"biased; declare public bounds that cover the plant's range")
 
 
 _count = _bounded(int, 1)

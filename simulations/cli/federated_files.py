@@ -42,12 +42,12 @@ def run_on_files(args: argparse.Namespace) -> int:
     from _toolbox.errors import ParameterError
     from dmdidc import DMDidc
     from dmdidc.federated.identification import FederatedIdentification
+    from dmdidc.inference.clipping import clipping_check
     from privacy.federated import new_client_secret, run_sync, simulation_secret
     from simulations.cli.atomic import staged_folder
     from simulations.cli.common import (
         MODEL_SUFFIXES,
         check_unit_window,
-        clipping_warning,
         output_path,
         per_channel,
         refuse_interpolation,
@@ -89,13 +89,8 @@ def run_on_files(args: argparse.Namespace) -> int:
     n, m = clients[0]["X"].shape[1], clients[0]["U"].shape[1]
     state_bound = per_channel("--state-bound", args.state_bound, n, "state")
     input_bound = per_channel("--input-bound", args.input_bound, m, "input")
-    for path, client in zip(args.files, clients, strict=True):
+    for client in clients:
         check_delay_memory(args.max_delay, _AsData(client))
-        for option, arrays, bound, noun in (("--state-bound", client["X"], state_bound, "state"),
-                                            ("--input-bound", client["U"], input_bound, "input")):
-            clipped = clipping_warning(option, arrays, bound, noun)
-            if clipped:
-                warn(f"{path}: {clipped}", args)
     algo = FederatedIdentification(
         num_clients=len(clients), n_states=n, n_inputs=m, max_delay=args.max_delay,
         state_bound=state_bound, input_bound=input_bound, mechanism=args.mechanism,
@@ -105,7 +100,12 @@ def run_on_files(args: argparse.Namespace) -> int:
         alpha=(1.5 if args.alpha is None else args.alpha) if args.mechanism == "sas" else None,
         unit=unit, window=args.window, instruments="inputs")
     for path, client in zip(args.files, clients, strict=True):
-        if algo.client_statistics(client).n_samples == 0:
+        stats = algo.client_statistics(client)
+        # each client's clipping, said with its file here (its release does not carry it)
+        clipping = clipping_check(stats)
+        if clipping.failed:
+            warn(f"{path}: {clipping.message()}", args)
+        if stats.n_samples == 0:
             # else its release would be calibrated on a zero sensitivity, far from the file
             raise ParameterError(
                 f"{path!r} is too short for --max-delay {args.max_delay}: its "
@@ -118,7 +118,10 @@ def run_on_files(args: argparse.Namespace) -> int:
     else:
         warn(seed_warning(args.seed, "the clients' noise", str(out)), args)
         secrets = [simulation_secret(args.seed, k) for k in range(len(clients))]
-    run = run_sync(algo, clients, rounds=1, seed=0, secrets=secrets)
+    with warnings.catch_warnings():
+        # said above with each file's name; a client's release would say it again unnamed
+        warnings.filterwarnings("ignore", message="check 'clipping' failed")
+        run = run_sync(algo, clients, rounds=1, seed=0, secrets=secrets)
     estimator = DMDidc(max_delay=args.max_delay, estimator="iv")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -24,7 +24,7 @@ from typing import Any
 
 from simulations.cli.atomic import staged_file
 from simulations.cli.common import MODEL_SUFFIXES, _bounded, given_options, output_path
-from simulations.cli.identify import refuse_delay_at_bound, require_max_delay
+from simulations.cli.identify import model_out, refuse_delay_at_bound, require_max_delay
 from simulations.cli.terms import warn
 
 __all__ = ["add_follow_arguments", "run_follow"]
@@ -84,6 +84,7 @@ def run_follow(args: argparse.Namespace) -> int:
     from dmdidc import OnlineDMDidc, follow_csv, track
 
     _refuse_batch_options(args)
+    args.out = model_out(args)
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     source = iter(follow_csv(
         args.follow, inputs=_specs(args.inputs, "--inputs"),

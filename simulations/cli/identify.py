@@ -25,6 +25,9 @@ from simulations.cli.common import (
 )
 from simulations.cli.terms import for_command, warn
 
+#: The model file ``identify`` writes without ``--out`` (never replaced without ``--force``).
+DEFAULT_MODEL = "model.json"
+
 __all__ = ["add_identify_parser", "add_data_arguments", "load_data", "check_delay_memory",
            "refuse_delay_at_bound", "refuse_outputs", "require_max_delay", "with_signals",
            "signals_text", "signals_record", "signal_labels", "unit_intervals", "delay_record"]
@@ -114,8 +117,12 @@ def add_identify_parser(sub: Any) -> argparse.ArgumentParser:
     identify.add_argument("--feedthrough", action="store_true",
                           help="with --outputs: estimate a direct feedthrough D (outputs that "
                                "react to the input of the same sample)")
-    identify.add_argument("--out", "--model-out", default="model.json",
-                          help="model file (.json or .npz; .json only with --outputs)")
+    identify.add_argument("--out", "--model-out", default=None,
+                          help=f"model file (.json or .npz; .json only with --outputs; "
+                               f"replaced if it exists). Default: {DEFAULT_MODEL}, which is "
+                               f"not replaced if it exists (give --out or --force)")
+    identify.add_argument("--force", action="store_true",
+                          help=f"replace an existing {DEFAULT_MODEL} when --out is not given")
     identify.set_defaults(handler=_run_identify)
     return identify
 
@@ -406,6 +413,27 @@ def _load_reference(path: str, samples: int) -> np.ndarray:
     return reference
 
 
+def model_out(args: argparse.Namespace) -> str:
+    """``--out``, or :data:`DEFAULT_MODEL` when it was not given, refused if a file of that
+    name exists and ``--force`` was not given: a second run in the same folder would
+    otherwise replace the first one's model with no more than a line of output.
+
+    Raises
+    ------
+    ParameterError
+        The default model file exists and neither ``--out`` nor ``--force`` was given.
+    """
+    if args.out is not None:
+        return args.out
+    if Path(DEFAULT_MODEL).exists() and not args.force:
+        from _toolbox.errors import ParameterError
+
+        raise ParameterError(f"{DEFAULT_MODEL} exists (an earlier run's model?) and --out was "
+                             f"not given: name the model file with --out FILE, or pass --force "
+                             f"to replace {DEFAULT_MODEL}")
+    return DEFAULT_MODEL
+
+
 def _run_identify(args: argparse.Namespace) -> int:
     import warnings
 
@@ -415,6 +443,7 @@ def _run_identify(args: argparse.Namespace) -> int:
 
     # DMDidc refuses --significance beside --block-rtol where it would change nothing
     test = {"significance": args.significance, "block_rtol": args.block_rtol}
+    args.out = model_out(args)
     # OutputDMDidc writes JSON only; a wrong suffix would fail after the fit, or (.npz) hold JSON
     if args.outputs is not None and Path(args.out).suffix in set(MODEL_SUFFIXES) - {".json"}:
         from _toolbox.errors import ParameterError

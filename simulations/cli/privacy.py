@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from simulations.cli.atomic import staged_file, staged_folder
@@ -177,7 +178,7 @@ def _run_epsilon(args: argparse.Namespace) -> int:
                         dimension=args.dimension)
     bound = accounting.guarantee(mech, delta=args.delta, steps=args.steps,
                                  sampling_rate=args.sampling_rate, neighboring=_relation(args))
-    _report(args, {"alpha": mech.alpha, "scale": mech.scale,
+    _report(args, {**_noise_fields(mech),
                    "sensitivity": mech.sensitivity, "dimension": mech.dimension,
                    "pure_epsilon_one_release": json_number(mech.epsilon),
                    "expected_distortion": json_number(mech.expected_distortion),
@@ -206,11 +207,20 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                         dimension=args.dimension)
     bound = accounting.guarantee(mech, delta=args.delta, steps=args.steps,
                                  sampling_rate=args.sampling_rate, neighboring=relation)
-    _report(args, {"alpha": mech.alpha, "target_epsilon": args.epsilon, "scale": scale,
+    _report(args, {"target_epsilon": args.epsilon, **_noise_fields(mech),
                    "sensitivity": mech.sensitivity, "dimension": mech.dimension,
                    "expected_distortion": json_number(mech.expected_distortion),
                    **_guarantee_fields(bound, args.unit)})
     return 0
+
+
+def _noise_fields(mech: Any) -> dict[str, Any]:
+    """The noise's index and scale, and for a Gaussian (alpha = 2) its standard deviation
+    ``sigma = sqrt(2) scale``: a SaS scale is not the sigma a reader of ``--scale`` expects."""
+    fields = {"alpha": mech.alpha, "scale": mech.scale}
+    if mech.alpha == 2.0:
+        fields["gaussian_sigma"] = math.sqrt(2.0) * mech.scale
+    return fields
 
 
 def _guarantee_fields(bound: Any, unit: str) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from simulations.cli.common import (
     _probability,
     _seed,
     check_unit_window,
-    clipping_warning,
     finite_vector,
     output_path,
     per_channel,
@@ -42,9 +41,11 @@ from simulations.cli.common import (
     write_table,
 )
 from simulations.cli.identify import (
+    DEFAULT_MODEL,
     add_data_arguments,
     delay_record,
     load_data,
+    model_out,
     refuse_delay_at_bound,
     signals_record,
     signals_text,
@@ -108,7 +109,12 @@ def add_private_parsers(actions: Any) -> None:
                                                    "randomness, as a real release needs); "
                                                    "whoever has it can remove the noise: keep "
                                                    "it secret (it is not written anywhere)")
-    identify.add_argument("--out", default="model.json", help="model file (.json or .npz)")
+    identify.add_argument("--out", default=None,
+                          help=f"model file (.json or .npz; replaced if it exists). Default: "
+                               f"{DEFAULT_MODEL}, which is not replaced if it exists (give "
+                               f"--out or --force)")
+    identify.add_argument("--force", action="store_true",
+                          help=f"replace an existing {DEFAULT_MODEL} when --out is not given")
     identify.add_argument("--json", dest="json_out",
                           help="also write the guarantee, estimates and intervals as JSON here "
                                "(and their table beside it, as .md)")
@@ -154,6 +160,7 @@ def _identify(args: argparse.Namespace) -> int:
         raise ParameterError("--alpha needs --mechanism sas")
     refuse_delta_without_effect(args.mechanism, args.delta)
     check_unit_window(args.unit, args.window)
+    args.out = model_out(args)
     output_path(args.out, folder=False, suffixes=MODEL_SUFFIXES)
     output_path(args.json_out, folder=False, suffixes=(".json",), option="--json")
     refuse_interpolation(args)
@@ -167,12 +174,6 @@ def _identify(args: argparse.Namespace) -> int:
     Xs = [x - x_op[:, None] for x in data.X]
     Us = [u - u_op[:, None] for u in data.U]
     X, U = (Xs[0], Us[0]) if len(Xs) == 1 else (Xs, Us)
-    # before the fit: heavy clipping is often why it fails
-    for option, arrays, bound, noun in (("--state-bound", Xs, state_bound, "state"),
-                                        ("--input-bound", Us, input_bound, "input")):
-        clipped = clipping_warning(option, arrays, bound, noun)
-        if clipped:
-            warn(clipped, args)
     if args.seed is not None:
         outputs = args.out if args.json_out is None else f"{args.out} or {args.json_out}"
         warn(seed_warning(args.seed, "the release's noise", outputs), args)
@@ -181,9 +182,15 @@ def _identify(args: argparse.Namespace) -> int:
         X, U, max_delay=args.max_delay,
         state_bound=state_bound, input_bound=input_bound, instruments=instruments,
         detrend=None if args.detrend == "none" else args.detrend)
-    private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
-                              unit=args.unit, window=args.window, alpha=args.alpha,
-                              rng=args.seed)
+    # the data owner's warnings, before the fit's: heavy clipping (the library's check
+    # 'clipping') is often why the fit fails, and only here is its count known
+    with warnings.catch_warnings(record=True) as released:
+        warnings.simplefilter("always")
+        private = stats.privatize(args.mechanism, epsilon=args.epsilon, delta=args.delta,
+                                  unit=args.unit, window=args.window, alpha=args.alpha,
+                                  rng=args.seed)
+    for warning in released:
+        warn(warning.message, args)
     if args.unit == "trajectory" and len(Xs) > 1:
         # the unit protects one trajectory; one person's record across all of them is k
         # trajectories, whose protection composes (k times the bound, group privacy)

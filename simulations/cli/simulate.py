@@ -259,7 +259,9 @@ def _repeat_failed_checks(model, args: argparse.Namespace) -> None:
 def _check_loop_on_plant(summary: dict, plant, controller, result, x0: np.ndarray,
                          args: argparse.Namespace) -> None:
     """The loop on the true plant (``--plant``): the spectral radius of a linear controller's
-    lifted loop on it (``plant_spectral_radius``, a warning at >= 1), else a warning when the
+    lifted loop on it (``plant_spectral_radius``, a warning at >= 1; the float64 lifted loop's
+    radius, whose small values at long delays are rounding's upper estimates, see
+    ``controllers.spectral_radius``), else a warning when the
     state grew (the README model on a plant with delay 4.5 s instead of 2.5 s: radius 1.197
     on the plant, 0.15 on the model, and only the latter was reported)."""
     from controllers.feedback import NOMINAL_CHECK_SIZE

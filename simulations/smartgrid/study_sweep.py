@@ -246,6 +246,7 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
     """
     import dataclasses
 
+    from dmdidc.inference.clipping import Clipping
     from simulations.smartgrid.private_identification import SharingBounds, household_statistics
 
     bounds = SharingBounds() if bounds is None else bounds
@@ -255,7 +256,10 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
     limits = {"x": np.array(bounds.state_bounds_K)[None, :, None],
               "u": np.array([[[0.5]]]), "e": np.array([[[bounds.excitation]]])}
     N, d = len(record.households), template.gram.shape[0]
-    gram, sums, clipped = np.zeros((N, d, d)), np.zeros((N, d)), np.zeros(N, dtype=int)
+    gram, sums = np.zeros((N, d, d)), np.zeros((N, d))
+    # per household and signal (x, u, e): values clipped, values seen, largest |value| / bound
+    clipped, seen, peak = (np.zeros((N, 3), dtype=int), np.zeros((N, 3), dtype=int),
+                           np.zeros((N, 3)))
     first, length = layout.first_sample, span - 1         # regression samples k0 .. L-1 a day
     for day in range(record.days):
         a = day * span
@@ -263,10 +267,12 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
                "u": record.U[:, :, a:a + length] / p_max - 0.5,
                "e": record.excitation_kw[:, :, a:a + length] / p_max}
         unit_box = {}
-        for signal, data in raw.items():
+        for j, (signal, data) in enumerate(raw.items()):
             limit = limits[signal]
             inside = np.clip(data, -limit, limit)
-            clipped += np.count_nonzero(inside != data, axis=(1, 2))
+            clipped[:, j] += np.count_nonzero(inside != data, axis=(1, 2))
+            seen[:, j] += data[0].size
+            peak[:, j] = np.maximum(peak[:, j], (np.abs(data) / limit).max(axis=(1, 2)))
             unit_box[signal] = inside / limit
         # slot (signal, lag) holds signal_{k - lag}; lag -1 is the target x_{k+1}
         V = np.concatenate([unit_box[s][:, :, first - lag:length - lag]
@@ -274,8 +280,10 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
         gram += V @ V.transpose(0, 2, 1)
         sums += V.sum(axis=2)
     gram = 0.5 * (gram + gram.transpose(0, 2, 1))
-    return [template] + [dataclasses.replace(template, gram=gram[i], sums=sums[i],
-                                             clipped=int(clipped[i])) for i in range(1, N)]
+    return [template] + [dataclasses.replace(
+        template, gram=gram[i], sums=sums[i],
+        clipping=Clipping(tuple(map(int, clipped[i])), tuple(map(int, seen[i])),
+                          tuple(map(float, peak[i])))) for i in range(1, N)]
 
 
 @functools.lru_cache(maxsize=3)

@@ -53,3 +53,21 @@ def test_the_limit_is_a_module_attribute_a_user_may_change(monkeypatch):
     assert check_allocation("size", (12,)) == 96
     with pytest.raises(ParameterError, match="above the limit of 100 B"):
         check_allocation("size", (13,))
+
+
+@pytest.mark.parametrize("value", [np.array(0.5), np.array(2), np.array(0.5, dtype=np.float32),
+                                   np.float64(0.5)])
+def test_a_zero_dimensional_array_is_a_real_number(value):
+    # what np.load returns for a saved scalar: DelayedPlant.from_continuous refused it as dt
+    from dmdidc import DelayedPlant
+
+    assert validation.check_positive("dt", value) == float(value)
+    plant = DelayedPlant.from_continuous([[-1.0]], [[1.0]], 0.3, value)
+    assert plant.dt == float(value)
+
+
+@pytest.mark.parametrize("value", [np.array(True), np.array([0.5]), np.array("a"),
+                                   np.array(np.nan)])
+def test_other_arrays_are_still_refused_as_dt(value):
+    with pytest.raises(ParameterError, match="dt must be (a real number|finite)"):
+        validation.check_positive("dt", value)

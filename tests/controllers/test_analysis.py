@@ -174,3 +174,20 @@ def test_plot_delay_mismatch_writes_png(tmp_path):
     path = plot_delay_mismatch(study, tmp_path / "sub" / "mismatch.png")
     assert path.exists()
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_lifted_radius_of_a_long_delay_is_an_upper_estimate(seed):
+    # what spectral_radius's Notes say: the rounding of the nilpotent part only raises the
+    # computed radius above the exact one (the reduced loop's), and it stays below 1
+    from controllers import make_controller
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 4))
+    A_c = rng.standard_normal((n, n)) - 0.5 * np.eye(n)
+    B_c = rng.standard_normal((n, n)) + 3 * np.eye(n)
+    plant = DelayedPlant.from_continuous(
+        A_c, B_c, (int(rng.integers(10, 30)) + rng.uniform(0.1, 0.9, n)) * 0.5, 0.5)
+    loop = make_controller("fractional", plant, Q=1e6)
+    exact = loop.nominal_spectral_radius
+    assert exact * (1 - 1e-9) <= spectral_radius(plant, loop) < 1

@@ -479,3 +479,28 @@ def test_dmdidc_names_interpolated_inputs_and_not_dropped_ones(seed):
         if loud:
             assert named[0].startswith("6 input value(s)") and "missing='drop'" in named[0]
             assert "state noise" in named[0]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_one_d_arrays_are_one_channel_in_every_entry_point(seed):
+    """A 1-D array is one channel wherever data enter: IdData, fit and partial_fit of DMDidc
+    and OutputDMDidc, alone or in a list of experiments (one rule, dmdidc.data.one_channel)."""
+    _, X, U = _data(seed, n=1, m=1)
+    x, u = X[0], U[0]
+    reference = DMDidc(max_delay=3).fit(X, U, dt=0.5).model_
+    for est in (DMDidc(max_delay=3).fit(x, u, dt=0.5),
+                DMDidc(max_delay=3).fit(x, U, dt=0.5),
+                DMDidc(max_delay=3).fit([x[:301], x[300:]], [u[:300], u[300:]], dt=0.5),
+                DMDidc(max_delay=3).partial_fit(x, u, dt=0.5),
+                DMDidc(max_delay=3).fit(IdData(x, u, dt=0.5))):
+        np.testing.assert_allclose(est.model_.A_d, reference.A_d, atol=0.02)
+        np.testing.assert_allclose(est.model_.delay, reference.delay, atol=0.02)
+    first = DMDidc(max_delay=3).fit(x, u, dt=0.5).model_
+    np.testing.assert_array_equal(first.A_d, reference.A_d)      # the same numbers, not a refit
+    outputs = OutputDMDidc(max_delay=3).fit(X, U, dt=0.5)
+    for est in (OutputDMDidc(max_delay=3).fit(x, u, dt=0.5),
+                OutputDMDidc(max_delay=3).partial_fit(x, u, dt=0.5)):
+        assert est.order_ == outputs.order_
+        np.testing.assert_allclose(est.delay, outputs.delay, rtol=1e-6)   # partial: rounding
+    with pytest.raises(DimensionError, match="2-dimensional"):
+        DMDidc(max_delay=3).fit(X[None], U, dt=0.5)          # 3-D stays refused

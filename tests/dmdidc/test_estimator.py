@@ -36,6 +36,7 @@ from scipy.linalg import expm
 from dmdidc import (
     ContinuousModelWarning,
     DelayedPlant,
+    DiagnosticWarning,
     DimensionError,
     DMDidc,
     InsufficientExcitationError,
@@ -345,6 +346,61 @@ def test_fit_resets_previous_partial_fit(plant3, data3):
     est.fit(X, U, dt=0.3)
     np.testing.assert_allclose(est.B_blocks, plant3.B_blocks, atol=1e-9)
     assert est.regression_.n_samples == 197
+
+
+def _two_paths(rng, samples, second=1.0):
+    """A discrete plant whose input acts through two paths, ``B1 u_k + B2 u_{k-3}`` (not one
+    fractional delay: the block_structure check fails), ``second`` scaling ``B2``; states at
+    small noise."""
+    Q = np.linalg.qr(rng.standard_normal((2, 2)))[0]
+    A = Q @ np.diag(rng.uniform(0.3, 0.8, 2)) @ Q.T
+    B1, B2 = rng.standard_normal((2, 1)), second * rng.standard_normal((2, 1))
+    U = rng.standard_normal((1, samples))
+    X = np.zeros((2, samples + 1))
+    for k in range(samples):
+        X[:, k + 1] = A @ X[:, k] + B1 @ U[:, k] + (B2 @ U[:, k - 3] if k >= 3 else 0.0)
+    return X + 0.01 * rng.standard_normal(X.shape), U
+
+
+def _stream(est, X, U, chunk, new_trajectory=False):
+    """partial_fit in chunks: per chunk, the checks whose failure warned and those that
+    failed in its solve."""
+    warned, failed = [], []
+    for a in range(0, U.shape[1], chunk):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.partial_fit(X[:, a:a + chunk + 1], U[:, a:a + chunk], dt=0.5,
+                            new_trajectory=new_trajectory and a == 0)
+        warned.append([re.match(r"check '(\w+)' failed", str(w.message)).group(1)
+                       for w in caught if issubclass(w.category, DiagnosticWarning)])
+        failed.append({c.name for c in est.diagnostics_.failed})
+    return warned, failed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_partial_fit_warns_a_check_when_it_starts_failing(seed):
+    """Trial 18, t33: partial_fit solves after every chunk and repeated a check that kept
+    failing (47 warnings in 50 chunks).  As OutputDMDidc (warn_new): a check warns at the
+    solve where it starts failing, not again while it keeps failing (the diagnostics still
+    show it), anew after it passed in between; fit and a new stream warn afresh."""
+    rng = np.random.default_rng(seed)
+    clean_X, clean_U = _two_paths(rng, 2000, second=0.0)
+    X, U = _two_paths(rng, 4000)
+    est = DMDidc(max_delay=4)
+    warned, failed = _stream(est, clean_X, clean_U, 200)
+    more = _stream(est, X, U, 200, new_trajectory=True)
+    warned, failed = warned + more[0], failed + more[1]
+    assert "block_structure" in failed[-1]
+    assert sum("block_structure" in names for names in failed) >= 5
+    for i, names in enumerate(warned):
+        started = failed[i] - (failed[i - 1] if i else set())
+        assert sorted(names) == sorted(started), i
+    with pytest.warns(DiagnosticWarning, match="block_structure"):
+        DMDidc(max_delay=4).fit(X, U, dt=0.5)
+    with pytest.warns(DiagnosticWarning, match="block_structure"):
+        est.fit(X, U, dt=0.5)
+    again, failed = _stream(est, X, U, 1000)              # a new stream after fit
+    assert again[0].count("block_structure") == ("block_structure" in failed[0])
 
 
 # ---------------------------------------------------------------------- accuracy
@@ -865,7 +921,9 @@ def test_bad_data(data3):
     with pytest.raises(DimensionError, match=r"U has shape \(200, 2\), which looks transposed"):
         est.fit(X, U.T, dt=0.3)
     with pytest.raises(DimensionError, match="2-dimensional"):
-        est.fit(X[0], U, dt=0.3)
+        est.fit(X[None], U, dt=0.3)
+    with pytest.raises(DimensionError, match="U has 199 samples; expected 200"):
+        est.fit(X[0], U[:, 1:], dt=0.3)                  # a 1-D X is one state, checked alike
     for dt in (0.0, -0.3, np.inf):
         with pytest.raises(ParameterError, match="dt"):
             est.fit(X, U, dt=dt)

@@ -169,3 +169,65 @@ def test_no_likely_cause_is_guessed_where_none_fits(tmp_path, text):
     with pytest.raises(ToolboxError) as refusal:
         read_table_text(path, header=None)
     assert "title" not in str(refusal.value) and "decimal comma" not in str(refusal.value)
+
+
+def _table_or_refusal(path, header):
+    try:
+        table = read_table_text(path, header=header)
+    except ToolboxError as exc:
+        return type(exc), str(exc)
+    return (table.header, table.cells.tolist(), table.lines.tolist(), table.delimiter,
+            table.notes)
+
+
+_ODD = [b"time,x,u\r0,1,2\r1,2,3\r",                      # an old Mac's '\r' line breaks
+        b"time,x,u\r\n# note\r\n0,1,2\r\n\r\n1,2,3\r\n",    # Windows' '\r\n', a comment
+        b"# run 3\n# time,x,u\n0,1,2\n1,NA,3\n2,,\n,,\n",   # savetxt's header, empty rows
+        b"Logger export site A\ntime,x,u\n0,1,2\n",        # a title above the header
+        b"0,1,2,\n0.5,1,2\n1,2,3,\n",                     # a first row's trailing separator
+        b"time;x;u\n0;20,5;1\n"]                          # decimal commas between ';'
+
+
+@pytest.mark.parametrize("data", [c.data for c in CASES] + _ODD,
+                         ids=[c.name for c in CASES] + [f"odd{i}" for i in range(len(_ODD))])
+def test_a_table_read_in_pieces_reads_as_one_read_whole(tmp_path, monkeypatch, data):
+    """The rows are split and stored a few thousand lines at a time (memory): pieces of one
+    line and a few characters give the same cells, line numbers, notes and refusals."""
+    import dmdidc.table_text as table_text
+
+    path = tmp_path / "log.csv"
+    path.write_bytes(data)
+    for header in (True, None):
+        whole = _table_or_refusal(path, header)
+        monkeypatch.setattr(table_text, "_PIECE_LINES", 1)
+        monkeypatch.setattr(table_text, "_PIECE_CHARS", 3)
+        assert _table_or_refusal(path, header) == whole
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_tables_read_in_pieces_read_the_numbers_written(tmp_path, monkeypatch, seed):
+    """Random numbers with comments, blank lines and missing cells between, across many
+    pieces: every number and line number as written, whatever the piece size."""
+    import dmdidc.table_text as table_text
+
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rng.integers(50, 400), 4))
+    lines, written, numbers = ["time,x1,x2,u"], [], []
+    for row in values:
+        if rng.random() < 0.1:
+            lines.append("# a note" if rng.random() < 0.5 else "")
+        cells = [repr(float(v)) if rng.random() > 0.05 else "" for v in row]
+        lines.append(",".join(cells))
+        written.append(len(lines))
+        numbers.append([float(c) if c else np.nan for c in cells])
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(lines) + "\n")
+    for piece_lines, piece_chars in ((1, 1), (7, 100), (10_000, 1 << 20)):
+        monkeypatch.setattr(table_text, "_PIECE_LINES", piece_lines)
+        monkeypatch.setattr(table_text, "_PIECE_CHARS", piece_chars)
+        table = read_table_text(path)
+        assert table.lines.tolist() == written
+        cells = table.cells
+        got = np.where(cells == "", "nan", cells).astype(float)
+        np.testing.assert_array_equal(got, np.array(numbers))

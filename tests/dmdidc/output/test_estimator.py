@@ -85,6 +85,38 @@ def test_twenty_db_partial_measurements_within_a_few_percent_with_honest_interva
     assert covered >= 3                      # 95 % intervals: all but rarely one of four
 
 
+@pytest.mark.parametrize("seed", [6, 7])
+def test_results_share_dmdidc_types_where_they_mean_the_same(seed):
+    """confidence_intervals().delay is the IntervalEstimate DMDidc returns, holding delay_ci's
+    bounds and delay_se_; diagnostics_ is a FitDiagnostics of checks_ whose rows begin with
+    each check's status (the same words as DMDidc's table)."""
+    plant, _, Y, U = _experiment(seed, K=2000, snr_db=30.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DiagnosticWarning)
+        out = OutputDMDidc(max_delay=R).fit(Y, U, dt=T)
+        full = DMDidc(max_delay=R).fit(plant.simulate(np.zeros(3), U), U, dt=T)
+    for level in (0.9, 0.99):
+        ci = out.confidence_intervals(level)
+        assert type(ci) is type(full.confidence_intervals(level))
+        assert type(ci.delay) is type(full.delay_ci(level))
+        np.testing.assert_array_equal(np.stack([ci.delay.low, ci.delay.high], axis=1),
+                                      out.delay_ci(level))
+        np.testing.assert_array_equal(ci.delay.standard_error, out.delay_se_)
+        np.testing.assert_array_equal(ci.delay.value, out.delay)
+        assert ci.A_c is None and ci.B_c is None and ci.level == level
+        assert len(ci.summary().splitlines()) == 1 + U.shape[0]    # head, one line per delay
+    assert out.diagnostics_.checks == out.checks_
+    assert out.diagnostics_.failed == tuple(c for c in out.checks_ if c.failed)
+    table = out.diagnostics_.summary()
+    for est in (out, full):
+        for check in est.diagnostics_:
+            assert check.status in ("pass", "note", "FAIL", "n/a")
+            assert check.row().split()[0] == check.status
+            assert (check.status == "FAIL") == check.failed
+            assert (check.status == "n/a") == (check.passed is None)
+    assert all(f"{c.status:4s}  {c.name}" in table for c in out.checks_)
+
+
 def test_all_states_measured_agree_with_dmdidc():
     plant, _, _, U = _experiment(5, K=3000)
     X = plant.simulate(np.zeros(3), U)

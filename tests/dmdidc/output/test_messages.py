@@ -44,8 +44,11 @@ def test_an_output_loop_without_measurement_matrix_names_the_option():
 
     loop = OutputFeedback(PredictiveController(PLANT, lqr_gain(PLANT)),
                           DelayedKalmanObserver(PLANT, C=[[1.0, 0.0]]))
-    with pytest.raises(DimensionError, match="pass measurement_matrix=C"):
+    with pytest.raises(ParameterError, match="pass measurement_matrix=C"):
         simulate_closed_loop(PLANT, loop, [1.0, 0.0], 10)
+    with pytest.raises(DimensionError, match="reads 1 measured output.*measurement_matrix has "
+                                             "2 rows"):
+        simulate_closed_loop(PLANT, loop, [1.0, 0.0], 10, measurement_matrix=np.eye(2))
     simulate_closed_loop(PLANT, loop, [1.0, 0.0], 10, measurement_matrix=[[1.0, 0.0]])
 
 

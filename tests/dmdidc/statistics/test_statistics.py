@@ -321,7 +321,7 @@ def test_clipped_count_and_scaled_sums_in_chunks(seed):
     totals = sums.totals()
     expected = (np.count_nonzero(np.abs(X) > bx[:, None])
                 + np.count_nonzero(np.abs(U) > bu[:, None]))
-    assert totals["clipped"] == expected and (expected == 0) == inside
+    assert totals["clipping"].total == expected and (expected == 0) == inside
     V = regression_vectors(np.clip(X, -bx[:, None], bx[:, None]) / bx[:, None],
                            np.clip(U, -bu[:, None], bu[:, None]) / bu[:, None], R)
     assert np.allclose(totals["gram"], V @ V.T, rtol=1e-12, atol=1e-12 * K)

@@ -202,3 +202,31 @@ def test_a_model_whose_intervals_the_delta_method_cannot_give_is_kept_and_says_w
     with pytest.warns(ContinuousModelWarning, match="kept without confidence intervals"):
         saved = DelayedPlant.load(estimator.save(tmp_path / "python.json"))
     np.testing.assert_array_equal(saved.A_d, estimator.model_.A_d)
+
+
+def test_the_default_model_file_is_not_replaced_without_out_or_force(tmp_path, capsys,
+                                                                     monkeypatch):
+    """identify without --out wrote model.json over an earlier run's model with only a note:
+    now a second run is refused before the fit (naming --out and --force), and the file kept;
+    --force or a named --out replace it as asked.  privacy identify and --follow alike."""
+    path = noisy_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    run = ["identify", str(path), "--dt", "2", "--max-delay", "3"]
+    assert main(run) == 0
+    first = (tmp_path / "model.json").read_bytes()
+    capsys.readouterr()
+    (tmp_path / "model.json").write_text("{}")              # an earlier run's model
+    private = ["privacy", "identify", str(path), "--dt", "2", "--max-delay", "3",
+               "--state-bound", "20", "--input-bound", "4", "--epsilon", "1", "--seed", "1"]
+    follow = ["identify", "--follow", str(path), "--inputs", "u", "--max-delay", "3"]
+    for argv in (run, private, follow):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""                                 # refused before the fit
+        assert "model.json exists" in captured.err
+        assert "--out FILE" in captured.err and "--force" in captured.err
+        assert (tmp_path / "model.json").read_text() == "{}"
+    assert main([*run, "--force"]) == 0
+    assert (tmp_path / "model.json").read_bytes() == first
+    assert main([*run, "--out", "other.json"]) == 0 and (tmp_path / "other.json").exists()
+    assert main([*run, "--out", "model.json"]) == 0               # named: replaced, as asked

@@ -122,6 +122,19 @@ def test_epsilon_dimension_is_the_vector_epsilon(capsys):
     assert out["dimension"] == 2
 
 
+@pytest.mark.parametrize("scale", [0.3, 2.0])
+def test_gaussian_prints_its_sigma_beside_the_sas_scale(capsys, scale):
+    """A SaS scale is not a Gaussian's sigma: alpha = 2 is N(0, 2 scale^2), shown as
+    gaussian_sigma = sqrt(2) scale (and only for the Gaussian)."""
+    out = run_json(capsys, "epsilon", "--scale", str(scale), "--delta", "1e-5")
+    assert out["gaussian_sigma"] == pytest.approx(math.sqrt(2.0) * scale, rel=1e-12)
+    calibrated = run_json(capsys, "calibrate", "--epsilon", "1", "--delta", "1e-5")
+    assert calibrated["gaussian_sigma"] == pytest.approx(math.sqrt(2) * calibrated["scale"],
+                                                         rel=1e-12)
+    assert "gaussian_sigma" not in run_json(capsys, "epsilon", "--alpha", "1.5", "--scale",
+                                            str(scale))
+
+
 def test_gaussian_without_delta_is_refused(capsys):
     code, out, err = run(capsys, "epsilon", "--alpha", "2", "--scale", "1", "--steps", "100")
     assert code == 2 and out == ""

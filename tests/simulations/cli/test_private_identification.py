@@ -69,7 +69,9 @@ def test_a_public_operating_point_centres_the_bounds_and_stays_with_the_model(tm
     assert np.all(np.abs(model.operating_point.input - u_op) < 0.2)
     # without it the same bounds clip nearly everything, and the command says so
     main(common)
-    assert "of the state values exceed --state-bound" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "check 'clipping' failed" in err and "% of the state values (up to" in err
+    assert "times --state-bound" in err
     with pytest.raises(SystemExit):
         main([*common, "--state-operating-point", "60,nan"])
     assert "argument --state-operating-point: must be a finite number" in \

@@ -41,6 +41,10 @@ def test_batched_statistics_equal_the_per_household_ones():
         np.testing.assert_allclose(stats.gram, one.gram, rtol=1e-12, atol=1e-10)
         np.testing.assert_allclose(stats.sums, one.sums, rtol=1e-12, atol=1e-10)
         assert stats.clipped == one.clipped > 0
+        # per signal, as the clipping check reads them
+        assert (stats.clipping.clipped, stats.clipping.values) == (one.clipping.clipped,
+                                                                   one.clipping.values)
+        np.testing.assert_allclose(stats.clipping.peak, one.clipping.peak, rtol=1e-12)
         assert (stats.n_samples, stats.n_trajectories, stats.layout, stats.scale.tolist()) == \
             (one.n_samples, one.n_trajectories, one.layout, one.scale.tolist())
     assert not np.allclose(batched[1].gram, batched[2].gram)      # households differ
