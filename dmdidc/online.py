@@ -42,11 +42,16 @@ the fit's own centring of moments about zero, ``eps (level / deviation)^2`` once
 times the residual covariance is rounding (the block checks fail with ``T^2`` of 1e12-1e15),
 beyond it the centred moments are singular (an InsufficientExcitationError).  The stream says
 so (:meth:`OnlineDMDidc._level_rounding`): a :class:`~dmdidc.DiagnosticWarning` at its checks
-or on access, and the error names the level.  Remove a known operating point from the states
-before streaming them far beyond 1e5 deviations.  The detector's predictor (below) is the
-affine fit of the moments about the mean, and a row is scored as ``v - mean``: fitted through
-zero, at 2e5 deviations it was undefined on one random plant of 8 (the detector never armed)
-and flagged delay steps 280 samples late on 2 of 4 (now at the sample it flags at level 0).
+or on access once the rounding of a residual variance may reach 10 % of it (estimated
+pessimistically from the levels its residual reaches through the coefficients; ``eps
+level^2`` alone was up to 3x optimistic: 15-18 % off at 2e4 deviations and 60 dB, quiet), or
+when one came out negative (then the coefficients and delays are rounding too: a delay read
+1.0 s for 1.25 s at 80 dB), and the error names the level.  Remove a known operating point
+from the states streamed that far (the warning fires from about 2e4 deviations at 60 dB).  The
+detector's predictor (below) is the affine fit of the moments about the mean, and a row is
+scored as ``v - mean``: fitted through zero, at 2e5 deviations it was undefined on one random
+plant of 8 (the detector never armed) and flagged delay steps 280 samples late on 2 of 4 (now
+at the sample it flags at level 0).
 
 **Change detection.** Every received row's one-step prediction residual ``e_k`` (a priori: with the
 coefficients of the previous refresh, every ``refresh`` rows, inside a chunk too; least squares'
@@ -183,9 +188,13 @@ _SCREEN_ITERATIONS = 10
 #: reports (Gaussian noise gives about 5e-5).
 _OUTLIERS_TO_WARN = 3
 #: Share of the residual variances that the rounding of the fit's centring (states recorded
-#: around a level) may reach before the stream warns: 10 % moves the standard errors 5 %
-#: (the estimate was about 2x the error measured: 1 % for 0.5 % at 2e5 deviations).
+#: around a level) may reach before the stream warns (:meth:`OnlineDMDidc._level_rounding`).
 _LEVEL_SHARE = 0.1
+#: Rounding of a residual variance from the fit's centring of moments about zero, in units of
+#: ``eps`` times the squared level its residual reaches (``|c_y| + |theta| |c_x|``): the
+#: error measured was at most 1.65 of that unit (LS on 16 random plants, IV on 8, 30-80 dB,
+#: levels 4-2e6 times the deviations); over twice that keeps the warning pessimistic.
+_LEVEL_ROUNDING = 4.0
 #: Share of the states' variances rounded away beyond which a failed fit's error names the
 #: level (at 2e7 deviations: 0.13).
 _LEVEL_LOST = 1e-4
@@ -451,7 +460,7 @@ class OnlineDMDidc:
         self._silent_since: int | None = None    # rows_used_ at the first check of a silence
         self._discrete_only = False              # the no-continuous-model warning was issued
         self._level: str | None = None           # the last fit's level finding (_level_rounding)
-        self._level_warned = False               # its warning was issued
+        self._level_warned = 0                   # the severity it was warned at
         self._checking = False                   # _check_continuous's quiet fit under way
         # Theta, Sigma^{-1}, the rows' mean (_predictor_from_fit)
         self._predictor: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -1241,7 +1250,7 @@ class OnlineDMDidc:
                 raise InsufficientExcitationError(
                     f"the centred moments may be singular at rounding: {finding} (the "
                     f"solver: {exc})") from exc
-            self._level = self._level_rounding(np.diag(fit.regression_.residual_covariance))
+            self._level = self._level_rounding(fit.regression_)
             self._fit = fit
             if not self._checking:               # (_check_continuous warns after its fit)
                 self._warn_level()
@@ -1249,38 +1258,64 @@ class OnlineDMDidc:
 
     def _warn_level(self) -> None:
         """Warn the last fit's level finding (:meth:`_level_rounding`), once until it is
-        gone."""
-        if self._level is not None and not self._level_warned:
-            warn_model(f"the residual covariance and the intervals are off by rounding: "
-                       f"{self._level}", DiagnosticWarning)
-        self._level_warned = self._level is not None
+        gone, and again when a residual variance comes out negative after it warned of
+        their rounding (the model itself is unreliable then, not only its intervals)."""
+        severity = 0 if self._level is None else 1 + ("came out" in self._level)
+        if severity > self._level_warned:
+            warn_model(f"the fit is off by rounding: {self._level}", DiagnosticWarning)
+        self._level_warned = max(self._level_warned, severity) if severity else 0
 
-    def _level_rounding(self, residual: np.ndarray | None) -> str | None:
+    def _level_rounding(self, regression: Any = None) -> str | None:
         """What the fit's centring of the moments about zero loses of states recorded far
-        from zero (module notes, *Rows recorded around a level*): their centred variances
-        are rounded at ``eps (level / deviation)^2`` of themselves, the ``residual`` variances
-        at that times ``variance / residual`` (about 2x pessimistic, measured).  The finding
-        when that reaches :data:`_LEVEL_SHARE` of the residual variances, or (``residual``
-        ``None``: the fit failed) :data:`_LEVEL_LOST` of the variances, else ``None``."""
+        from zero (module notes, *Rows recorded around a level*), or ``None``.
+
+        A residual ``x_{k+1} - theta phi_k`` has the variance ``[1, -theta] G [1, -theta]^T
+        / W`` of the centred Gram ``G``, whose entry ``(a, b)`` rounds at about ``eps |c_a
+        c_b|`` per unit weight (``c`` the rows' mean), so the variance of state ``i`` rounds
+        at ``eps reach_i^2`` with ``reach = |c_y| + |theta| |c_x|``, :data:`_LEVEL_ROUNDING`
+        times that taken (pessimistic, measured).  The finding when that reaches
+        :data:`_LEVEL_SHARE` of a residual variance (or the variance came out <= 0) and the
+        level reaches further than the deviations do (``|theta|`` of them: any fit's
+        rounding); with ``regression`` ``None`` (the fit failed) when ``eps (level /
+        deviation)^2`` reaches :data:`_LEVEL_LOST` of a state's variance."""
         n = self._layout.n_states
         if self._shift is None or self._weight <= 0.0:
             return None
         self._recentre()
-        variance = np.maximum(np.diag(self._gram)[:n] / self._weight, np.finfo(float).tiny)
-        level = np.abs(self._shift[:n])
-        share = np.finfo(float).eps * level ** 2 / variance
-        if residual is not None:
-            share = share * variance / np.maximum(residual, np.finfo(float).tiny)
+        eps, tiny = np.finfo(float).eps, np.finfo(float).tiny
+        variance = np.maximum(np.diag(self._gram) / self._weight, tiny)
+        level = np.abs(self._shift)
+        deviation = np.sqrt(variance)
+        negative = np.zeros(n, dtype=bool)
+        if regression is None:
+            share = eps * level[:n] ** 2 / variance[:n]
+        else:
+            p = self._layout.n_regressors
+            weights = np.abs(regression.coefficients)
+            reach = level[p:p + n] + weights @ level[:p]
+            residual = np.diag(regression.residual_covariance)
+            negative = residual <= 0.0
+            share = np.where(negative, np.inf, _LEVEL_ROUNDING * eps * reach ** 2
+                             / np.maximum(residual, tiny))
+            share[reach <= deviation[p:p + n] + weights @ deviation[:p]] = 0.0
         i = int(np.argmax(share))
-        if share[i] <= (_LEVEL_LOST if residual is None else _LEVEL_SHARE):
+        if share[i] <= (_LEVEL_LOST if regression is None else _LEVEL_SHARE):
             return None
-        deviation = np.sqrt(variance[i])
-        return (f"state {i} is recorded around {level[i]:.4g}, {level[i] / deviation:.3g} times "
-                f"its deviation {deviation:.3g}, and the fit centres moments about zero, whose "
-                f"rounding is {share[i]:.2g} of its "
-                f"{'variance' if residual is None else 'residual variance'}. Subtract an "
-                f"operating point (the first samples' mean will do) from the states before "
-                f"streaming them")
+        where = (f"state {i} is recorded around {level[i]:.4g}, {level[i] / deviation[i]:.3g} "
+                 f"times its deviation {deviation[i]:.3g}, and the fit centres moments about "
+                 f"zero")
+        if regression is None:
+            lost = f", whose rounding is {share[i]:.2g} of its variance"
+        elif negative[i]:
+            lost = (f": the residual variance of state {i} came out "
+                    f"{regression.residual_covariance[i, i]:.2g}, negative: rounding. The model "
+                    f"itself (its coefficients and delays), not only its intervals, is "
+                    f"unreliable")
+        else:
+            lost = (f", whose rounding may reach {share[i]:.2g} of its residual variance (the "
+                    f"residual covariance, the standard errors and the intervals are off)")
+        return (f"{where}{lost}. Subtract an operating point (the first samples' mean will "
+                f"do) from the states before streaming them")
 
     def _predictor_from_fit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """One-step predictor, residual precision and the rows' mean of the current

@@ -1,5 +1,6 @@
 """OnlineDMDidc: forgetting statistics, lost samples and change detection (dmdidc/online.py)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -830,14 +831,15 @@ def _weighted_batch(live, X, U, memory):
         return DMDidc(max_delay=live.max_delay_).fit_statistics(stats, dt=live.dt)
 
 
-def _deviations(seed, samples):
-    """A random plant (3 states, 2 inputs) driven by white inputs, its states at 30 dB scaled
-    to deviations of 0.5 about zero (a level is added by the caller)."""
+def _deviations(seed, samples, noise=0.03):
+    """A random plant (3 states, 2 inputs) driven by white inputs, its states with ``noise``
+    times their deviation added (30 dB by default), scaled to deviations of 0.5 about zero (a
+    level is added by the caller)."""
     rng = np.random.default_rng(seed)
     plant = random_plant(rng, n_states=3, n_inputs=2, max_delay=4, delay_periods=(0.3, 2.5))
     U = rng.standard_normal((2, samples))
     X = plant.simulate(np.zeros(3), U)
-    X = X + 0.03 * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
+    X = X + noise * X.std(axis=1, keepdims=True) * rng.standard_normal(X.shape)
     return plant, X * (0.5 / X.std(axis=1, keepdims=True)), U
 
 
@@ -906,8 +908,8 @@ def test_a_level_beyond_the_fits_digits_is_named(seed):
         warnings.simplefilter("always")
         _ = stream(1e4).delay
     assert not [w for w in caught if "recorded around" in str(w.message)]
-    with pytest.warns(DiagnosticWarning, match="intervals are off by rounding: state .* "
-                                               "recorded around 1e\\+06.*Subtract an operating"):
+    with pytest.warns(DiagnosticWarning, match="off by rounding: state .* recorded around "
+                                               "1e\\+06.*Subtract an operating"):
         stream(1e6)                                      # (at the warmup's end)
     raised = 0
     for level in (1e7, 1e8):
@@ -923,6 +925,54 @@ def test_a_level_beyond_the_fits_digits_is_named(seed):
             else:
                 assert [w for w in caught if named in str(w.message)]
     assert raised >= 1                                   # (1e8: the moments are singular)
+
+
+def _level_stream(plant, X, U, level):
+    """The residual variances and the level warnings of a stream of ``X + level`` (chunks of
+    500 samples, forgetting 0.999)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        live = OnlineDMDidc(max_delay=4, dt=plant.dt, forgetting=0.999, detect=False)
+        for a in range(0, U.shape[1], 500):
+            live.update(X[:, a:a + 501] + level, U[:, a:a + 500])
+        residual = np.diag(live.regression_.residual_covariance)
+    return residual, [str(w.message) for w in caught if "recorded around" in str(w.message)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("noise", [1e-2, 1e-3, 1e-4])
+def test_the_level_warning_is_pessimistic(seed, noise):
+    """Right or loud, and quiet when right: a stream whose residual variances are more than
+    10 % off those of the same rows at level 0 (the fit's centring of moments about zero)
+    warns; at levels where the rounding is far below that (100 deviations, or 2000 at 40 dB)
+    the stream is quiet.  The earlier estimate (``eps level^2`` over the
+    residual variance) was up to 3x optimistic: at 60 dB and 2e4 deviations the residual
+    variances were 15-18 % off with no warning."""
+    plant, X, U = _deviations(seed, 2000, noise)
+    exact, quiet = _level_stream(plant, X, U, 0.0)
+    assert not quiet
+    for level in (1e2, 1e3, 1e4, 3e4):
+        residual, warned = _level_stream(plant, X, U, level)
+        error = np.abs(residual / exact - 1).max()
+        if error > 0.1:
+            assert warned, (level, error)
+        if level <= 1e2 or (noise >= 1e-2 and level <= 1e3):    # well-posed: quiet
+            assert not warned, (level, error, warned)
+
+
+def test_a_negative_residual_variance_says_the_model_is_unreliable():
+    """At 80 dB and 2e4 deviations a residual variance came out negative (-8.5e-9) and a delay
+    read 1.0 s for 1.25 s: the warning said its rounding was 1e300 of it and that only the
+    covariance and intervals were off.  It says the variance is negative and the model
+    itself unreliable."""
+    plant, X, U = _deviations(0, 2000, 1e-4)
+    residual, warned = _level_stream(plant, X, U, 1e4)
+    assert np.any(residual <= 0)
+    said = [message for message in warned
+            if re.search(r"residual variance of state \d came out -[\d.]+e-\d+, negative",
+                         message)]
+    assert said and "model itself" in said[-1], warned
+    assert not [message for message in warned if "e+300" in message]
 
 
 @pytest.mark.parametrize("seed", range(4))
