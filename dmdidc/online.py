@@ -169,6 +169,7 @@ from dmdidc.inference.blocks import block_test
 from dmdidc.inference.diagnostics import beyond_bound
 from dmdidc.inference.intervals import IntervalEstimate
 from dmdidc.regression.robust import _MAD_TO_SIGMA
+from dmdidc.regression.solution import EXACT_FIT
 from dmdidc.statistics.fit import regression_from_statistics
 from dmdidc.statistics.layout import StatisticsLayout
 from dmdidc.statistics.statistics import SufficientStatistics
@@ -1276,7 +1277,10 @@ class OnlineDMDidc:
         times that taken (pessimistic, measured).  The finding when that reaches
         :data:`_LEVEL_SHARE` of a residual variance (or the variance came out <= 0) and the
         level reaches further than the deviations do (``|theta|`` of them: any fit's
-        rounding); with ``regression`` ``None`` (the fit failed) when ``eps (level /
+        rounding), unless the fit is exact (noise-free: its residuals are rounding at any
+        level, and the estimator's offset check weighs its coefficients' rounding against
+        the accuracy it claims; at a level of 10 they came out negative with the delays
+        right to 1e-15); with ``regression`` ``None`` (the fit failed) when ``eps (level /
         deviation)^2`` reaches :data:`_LEVEL_LOST` of a state's variance."""
         n = self._layout.n_states
         if self._shift is None or self._weight <= 0.0:
@@ -1291,9 +1295,11 @@ class OnlineDMDidc:
             share = eps * level[:n] ** 2 / variance[:n]
         else:
             p = self._layout.n_regressors
+            residual = np.diag(regression.residual_covariance)
+            if np.abs(residual).sum() <= EXACT_FIT ** 2 * variance[p:p + n].sum():
+                return None     # an exact fit (of the centred targets): rounding at any level
             weights = np.abs(regression.coefficients)
             reach = level[p:p + n] + weights @ level[:p]
-            residual = np.diag(regression.residual_covariance)
             negative = residual <= 0.0
             share = np.where(negative, np.inf, _LEVEL_ROUNDING * eps * reach ** 2
                              / np.maximum(residual, tiny))
@@ -1309,8 +1315,8 @@ class OnlineDMDidc:
         elif negative[i]:
             lost = (f": the residual variance of state {i} came out "
                     f"{regression.residual_covariance[i, i]:.2g}, negative: rounding. The model "
-                    f"itself (its coefficients and delays), not only its intervals, is "
-                    f"unreliable")
+                    f"itself, not only its intervals, is unreliable: the block test reads the "
+                    f"delays with this covariance")
         else:
             lost = (f", whose rounding may reach {share[i]:.2g} of its residual variance (the "
                     f"residual covariance, the standard errors and the intervals are off)")

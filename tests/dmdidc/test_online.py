@@ -960,6 +960,17 @@ def test_the_level_warning_is_pessimistic(seed, noise):
             assert not warned, (level, error, warned)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_an_exact_fit_near_zero_is_quiet(seed):
+    """Noise-free states at a level of 10 (20 deviations): the residual variances are
+    rounding (about 1e-14, some negative) at any level, the delays right to 1e-15; the stream
+    said their rounding was most of them.  An exact fit is left to the estimator's own
+    exact-fit handling."""
+    plant, X, U = _deviations(seed, 2000, 0.0)
+    _, warned = _level_stream(plant, X, U, 10.0)
+    assert not warned
+
+
 def test_a_negative_residual_variance_says_the_model_is_unreliable():
     """At 80 dB and 2e4 deviations a residual variance came out negative (-8.5e-9) and a delay
     read 1.0 s for 1.25 s: the warning said its rounding was 1e300 of it and that only the
