@@ -42,8 +42,12 @@ def one_channel(value: Any) -> Any:
     (1, 3)
     >>> [a.shape for a in one_channel([np.zeros(4), np.zeros((2, 4))])]
     [(1, 4), (2, 4)]
+    >>> one_channel([0.5, 1.0, 1.5]).shape                  # numbers: one channel
+    (1, 3)
     """
     if isinstance(value, (list, tuple)):
+        if value and all(np.ndim(v) == 0 and not isinstance(v, (str, bytes)) for v in value):
+            return np.asarray(value)[None]          # a list of numbers: one channel's samples
         return type(value)(one_channel(v) for v in value)
     if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
         return value

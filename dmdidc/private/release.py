@@ -481,7 +481,7 @@ def privatize_statistics(stats, mechanism: str = "gaussian", *, epsilon: float,
     RepeatedReleaseWarning
         ``stats`` released before (module notes), unless ``accounted``.
     DiagnosticWarning
-        Check ``clipping`` failed: more than 1 % of a signal's values were clipped to the
+        Check ``clipping`` failed: more than 1 % of a channel's values were clipped to the
         bounds (:func:`dmdidc.inference.clipping.clipping_check`).  The release does not carry
         the count, so this warning, on the data owner's side, is the only one.
 
@@ -605,9 +605,11 @@ def _noisy(stats, release: PrivacyRelease, variance: float, rng, accounted: bool
     stats._drawn.append(release)
     if clipping.failed:
         # the owner's only chance to see it: the release does not carry the count
-        warn_model(f"{clipping.message()}. The release does not carry the count of clipped "
-                   f"values, which is the data owner's information: a fit of it cannot "
-                   f"report this", DiagnosticWarning)
+        # said before the remedy, which closes the message
+        said = dataclasses.replace(clipping, finding=(
+            f"{clipping.finding}; the release does not carry the count of clipped values, "
+            f"which is the data owner's information: a fit of it cannot report this"))
+        warn_model(said.message(), DiagnosticWarning)
     if message is not None:
         warn_model(message, RepeatedReleaseWarning)
     return dataclasses.replace(private, releases=(release,), clipping=None)

@@ -84,10 +84,10 @@ class SufficientStatistics:
         Regression samples of the shortest and longest trajectory (public; the sensitivity
         of some privacy units depends on them).
     clipping : dmdidc.inference.clipping.Clipping or None
-        Values of the data clipped to the bounds, per signal, with the values seen and how far
-        beyond the bounds they went: the data owner's information, not part of a privatized
-        release (``None`` there).  :meth:`dmdidc.DMDidc.fit_statistics` judges it as its
-        ``clipping`` check, :meth:`privatize` warns the owner before the release leaves it
+        Values of the data clipped to the bounds, per channel of each signal, with the values
+        seen and how far beyond the bounds they went: the data owner's information, not part of a
+        privatized release (``None`` there).  :meth:`dmdidc.DMDidc.fit_statistics` judges it as
+        its ``clipping`` check, :meth:`privatize` warns the owner before the release leaves it
         behind (:mod:`dmdidc.inference.clipping`).
     clipped : int or None
         Values clipped, all signals (``clipping.total``; ``None`` for a release).
@@ -621,7 +621,7 @@ class SufficientStatistics:
         RepeatedReleaseWarning
             From the second release of these statistics on (unless ``accounted``).
         DiagnosticWarning
-            Check ``clipping`` failed: more than 1 % of a signal's values were clipped to the
+            Check ``clipping`` failed: more than 1 % of a channel's values were clipped to the
             bounds, which biases the model (:mod:`dmdidc.inference.clipping`).  The release
             does not carry the count of clipped values (the owner's information), so its fit
             cannot report it: this warning is the only one.

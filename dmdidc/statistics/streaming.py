@@ -89,8 +89,10 @@ class LaggedSums:
         self.gram, self.sums = np.zeros((d, d)), np.zeros(d)
         self._engine = LaggedGram(self.layout.slots, {"x": n, "u": m, "e": n_exogenous})
         self.n_samples = self.n_trajectories = self.intercepts = 0
-        # per signal: values clipped, values seen, largest |value| / bound (Clipping)
-        self._clip = {signal: [0, 0, 0.0] for signal in ("x", "u", "e")}
+        # per channel of each signal: values clipped, values seen, largest |value| / bound
+        self._clip = {signal: (np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64),
+                               np.zeros(k))
+                      for signal, k in (("x", n), ("u", m), ("e", n_exogenous))}
         self._lengths: list[int] = []
         self._open = False
 
@@ -194,24 +196,24 @@ class LaggedSums:
     def _scaled(self, signal: str, data: np.ndarray, new_from: int) -> np.ndarray:
         """``data`` divided by its bound and clipped to [-1, 1], its values from column
         ``new_from`` on counted (earlier ones continue the previous chunk)."""
-        bound, count = self._bounds[signal], self._clip[signal]
+        bound, (clipped, seen, peak) = self._bounds[signal], self._clip[signal]
         if bound is None or not data.size:
             return data
-        count[1] += data[:, new_from:].size
+        seen += data.shape[1] - new_from
         scaled = data / bound[:, None]
-        top = float(max(scaled.max(), -scaled.min()))
-        count[2] = max(count[2], top)
-        if top <= 1.0:
+        top = np.maximum(scaled.max(axis=1), -scaled.min(axis=1))
+        np.maximum(peak, top, out=peak)
+        if top.max() <= 1.0:
             return scaled              # the common case: nothing to clip, nothing to count
         new = scaled[:, new_from:]
-        count[0] += int(np.count_nonzero(new > 1.0) + np.count_nonzero(new < -1.0))
+        clipped += np.count_nonzero(new > 1.0, axis=1) + np.count_nonzero(new < -1.0, axis=1)
         return np.clip(scaled, -1.0, 1.0, out=scaled)
 
     @property
     def clipping(self) -> Clipping:
-        """The values clipped to the bounds so far, per signal."""
+        """The values clipped to the bounds so far, per channel of each signal."""
         counts = [self._clip[signal] for signal in ("x", "u", "e")]
-        return Clipping(*(tuple(c[i] for c in counts) for i in range(3)))
+        return Clipping(*(tuple(tuple(c[i].tolist()) for c in counts) for i in range(3)))
 
     def update(self, X: np.ndarray, U: np.ndarray, E: np.ndarray | None = None) -> None:
         """Add states ``X`` (n, L + 1), inputs ``U`` (m, L) and exogenous instruments ``E``

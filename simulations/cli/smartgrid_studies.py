@@ -176,6 +176,7 @@ def run_attacks(args: argparse.Namespace) -> int:
     from simulations.smartgrid.config import ScenarioConfig
     from simulations.smartgrid.household import draw_households
     from simulations.smartgrid.operation import simulate_fleet
+    from simulations.smartgrid.private_identification import fleet_clipping, household_statistics
     from simulations.smartgrid.profiles import load_profiles
 
     # refused before the fleet is simulated (privatize_household would refuse it later)
@@ -192,15 +193,19 @@ def run_attacks(args: argparse.Namespace) -> int:
     # the headline is at the first mechanism and epsilon asked for (it was SaS at epsilon 1
     # whatever --mechanisms and --epsilons said)
     mechanism, epsilon = args.mechanisms[0], args.epsilons[0]
-    summary = attack_summary(record, mechanism=mechanism, epsilon=epsilon, rng=rng, **options)
-    summary.pop("attack_releases")           # guarantee objects (a case-study run composes them)
-    occupancy = occupancy_privacy_study(record, epsilons=args.epsilons,
-                                        mechanisms=args.mechanisms, seeds=args.seeds,
-                                        progress=progress, rng=rng, **options)
-    model = fleet_prior(record, ScenarioConfig.max_delay)
-    reconstruction = reconstruction_privacy_study(
-        record, windows=args.windows, epsilons=args.epsilons, mechanisms=args.mechanisms,
-        starts=args.starts, model=model, progress=progress, rng=rng, **options)
+    households = [household_statistics(record, i, max_delay=ScenarioConfig.max_delay)
+                  for i in range(args.households)]
+    with fleet_clipping(households):         # once, not at each of the studies' releases
+        summary = attack_summary(record, mechanism=mechanism, epsilon=epsilon, rng=rng,
+                                 **options)
+        summary.pop("attack_releases")       # guarantee objects (a case-study run composes them)
+        occupancy = occupancy_privacy_study(record, epsilons=args.epsilons,
+                                            mechanisms=args.mechanisms, seeds=args.seeds,
+                                            progress=progress, rng=rng, **options)
+        model = fleet_prior(record, ScenarioConfig.max_delay)
+        reconstruction = reconstruction_privacy_study(
+            record, windows=args.windows, epsilons=args.epsilons, mechanisms=args.mechanisms,
+            starts=args.starts, model=model, progress=progress, rng=rng, **options)
     result = {"settings": {key: getattr(args, key) for key in _ATTACK_SETTINGS},
               "summary": summary,
               "chance_epsilon": {m: chance_epsilon(occupancy, m) for m in args.mechanisms},

@@ -257,9 +257,13 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
               "u": np.array([[[0.5]]]), "e": np.array([[[bounds.excitation]]])}
     N, d = len(record.households), template.gram.shape[0]
     gram, sums = np.zeros((N, d, d)), np.zeros((N, d))
-    # per household and signal (x, u, e): values clipped, values seen, largest |value| / bound
-    clipped, seen, peak = (np.zeros((N, 3), dtype=int), np.zeros((N, 3), dtype=int),
-                           np.zeros((N, 3)))
+    # per household, signal (x, u, e) and channel: values clipped, values seen, largest
+    # |value| / bound
+    channels = {"x": record.X.shape[1], "u": record.U.shape[1],
+                "e": record.excitation_kw.shape[1]}
+    clipped, seen, peak = ({s: np.zeros((N, k), dtype=int) for s, k in channels.items()},
+                           {s: np.zeros((N, k), dtype=int) for s, k in channels.items()},
+                           {s: np.zeros((N, k)) for s, k in channels.items()})
     first, length = layout.first_sample, span - 1         # regression samples k0 .. L-1 a day
     for day in range(record.days):
         a = day * span
@@ -267,12 +271,12 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
                "u": record.U[:, :, a:a + length] / p_max - 0.5,
                "e": record.excitation_kw[:, :, a:a + length] / p_max}
         unit_box = {}
-        for j, (signal, data) in enumerate(raw.items()):
+        for signal, data in raw.items():
             limit = limits[signal]
             inside = np.clip(data, -limit, limit)
-            clipped[:, j] += np.count_nonzero(inside != data, axis=(1, 2))
-            seen[:, j] += data[0].size
-            peak[:, j] = np.maximum(peak[:, j], (np.abs(data) / limit).max(axis=(1, 2)))
+            clipped[signal] += np.count_nonzero(inside != data, axis=2)
+            seen[signal] += data.shape[2]
+            np.maximum(peak[signal], (np.abs(data) / limit).max(axis=2), out=peak[signal])
             unit_box[signal] = inside / limit
         # slot (signal, lag) holds signal_{k - lag}; lag -1 is the target x_{k+1}
         V = np.concatenate([unit_box[s][:, :, first - lag:length - lag]
@@ -282,8 +286,8 @@ def fleet_statistics(record: Any, *, max_delay: int, bounds: Any = None) -> list
     gram = 0.5 * (gram + gram.transpose(0, 2, 1))
     return [template] + [dataclasses.replace(
         template, gram=gram[i], sums=sums[i],
-        clipping=Clipping(tuple(map(int, clipped[i])), tuple(map(int, seen[i])),
-                          tuple(map(float, peak[i])))) for i in range(1, N)]
+        clipping=Clipping(*(tuple(tuple(count[s][i].tolist()) for s in channels)
+                            for count in (clipped, seen, peak)))) for i in range(1, N)]
 
 
 @functools.lru_cache(maxsize=3)
@@ -336,6 +340,7 @@ def _run_cell(config: dict[str, Any], rng: np.random.Generator) -> dict[str, Any
     from simulations.smartgrid.private_identification import (
         SharingBounds,
         aggregate_statistics,
+        fleet_clipping,
         identify_fleet,
         privatize_household,
     )
@@ -361,13 +366,14 @@ def _run_cell(config: dict[str, Any], rng: np.random.Generator) -> dict[str, Any
         stats = fleet_statistics(record, max_delay=R, bounds=bounds)
         del record                                    # the chunk's raw data are not kept
         t2 = time.perf_counter()
-        for s in stats:
-            private, guarantee = privatize_household(
-                s, mechanism=config["mechanism"], epsilon=config["epsilon"],
-                delta=config["delta"], unit=config["unit"], window=config["window"],
-                alpha=config["alpha"], rng=rng)
-            releases.append(private)
-            guarantees.append(guarantee)
+        with fleet_clipping(stats):           # once per chunk, not per household
+            for s in stats:
+                private, guarantee = privatize_household(
+                    s, mechanism=config["mechanism"], epsilon=config["epsilon"],
+                    delta=config["delta"], unit=config["unit"], window=config["window"],
+                    alpha=config["alpha"], rng=rng)
+                releases.append(private)
+                guarantees.append(guarantee)
         t3 = time.perf_counter()
         plain = sum(stats, plain if plain is not None else 0)
         clock["simulate"] += t1 - t0

@@ -492,6 +492,7 @@ def test_one_d_arrays_are_one_channel_in_every_entry_point(seed):
                 DMDidc(max_delay=3).fit(x, U, dt=0.5),
                 DMDidc(max_delay=3).fit([x[:301], x[300:]], [u[:300], u[300:]], dt=0.5),
                 DMDidc(max_delay=3).partial_fit(x, u, dt=0.5),
+                DMDidc(max_delay=3).fit(x.tolist(), u.tolist(), dt=0.5),     # lists of numbers
                 DMDidc(max_delay=3).fit(IdData(x, u, dt=0.5))):
         np.testing.assert_allclose(est.model_.A_d, reference.A_d, atol=0.02)
         np.testing.assert_allclose(est.model_.delay, reference.delay, atol=0.02)

@@ -121,7 +121,15 @@ def test_tiny_case_end_to_end(tmp_path, capsys):
     assert summary["epsilon"] <= 50.0 + 1e-9
     assert set(summary["tracking_rmse_nonprivate"]) == {"fractional", "truncated", "naive",
                                                          "mpc"}
-    assert all(np.isfinite(v) for v in summary["tracking_rmse_nonprivate"].values())
+    # six households over 40 days leave the plain fit's fast mode undetermined (A_d's
+    # eigenvalue -0.07 +/- 1.4 since the level-free closed-loop rule; before it, a delay 110 s
+    # off with an interval excluding the truth): then no controller, and the note says why
+    tracking = summary["tracking_rmse_nonprivate"].values()
+    if summary["delay_identified_nonprivate_s"] is None:
+        assert all(v is None for v in tracking)
+        assert "no continuous part" in summary["control_notes"]["nonprivate"]
+    else:
+        assert all(np.isfinite(v) for v in tracking)
     assert set(summary["voltage_min_pu"]) == {"uncontrolled", "controlled"}
     for name in ("uncontrolled", "controlled"):
         assert 0.8 < summary["voltage_min_pu"][name] <= summary["voltage_max_pu"][name] < 1.2

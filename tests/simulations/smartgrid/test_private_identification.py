@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -13,8 +14,11 @@ from privacy.errors import ParameterError
 from simulations.smartgrid import draw_households, load_profiles, simulate_fleet
 from simulations.smartgrid.private_identification import (
     BudgetExceededError,
+    SharingBounds,
     aggregate_statistics,
     daily_household_statistics,
+    fleet_clipping,
+    fleet_clipping_message,
     household_statistics,
     identify_fleet,
     privatize_household,
@@ -334,3 +338,50 @@ def test_a_delay_bound_of_a_day_or_more_is_refused(statistics):
     with pytest.raises(ParameterError, match=r"max_delay=2000 .* day of \d+ samples"):
         getattr(module, statistics)(record, 0, max_delay=2000)
     assert getattr(module, statistics)(record, 0, max_delay=3) is not None
+
+
+@pytest.mark.parametrize("state_bounds", [(0.3, 4.0), (2.0, 0.6), (0.3, 0.6)])
+def test_a_fleet_says_its_clipping_once_with_each_households_verdict(record, state_bounds):
+    """The fleet's loops say the clipping once (how many households fail their own check
+    'clipping', which channels, the largest share) and silence each release's repeat."""
+    from dmdidc.inference.clipping import clipping_check
+
+    tight = SharingBounds(state_bounds_K=state_bounds)
+    stats = [household_statistics(record, i, max_delay=3, bounds=tight) for i in range(8)]
+    failing = sum(clipping_check(s).failed for s in stats)
+    assert failing > 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fleet_clipping(stats) as message:
+            for _ in range(2):
+                for s in stats:
+                    privatize_household(s, mechanism="gaussian", epsilon=1.0, rng=0,
+                                        accounted=True)
+            with fleet_clipping(stats):         # a nested loop (the curve in a run)
+                privatize_household(stats[0], mechanism="gaussian", epsilon=1.0, rng=0,
+                                    accounted=True)
+    said = [str(w.message) for w in caught if "clipping" in str(w.message)]
+    assert said == [message]
+    assert message.startswith(f"check 'clipping' failed for {failing} of 8 households")
+    for i, name in enumerate(("T_i", "T_h")):
+        assert (f"{name} in" in message) == any(
+            s.clipping.channel_share(0, i) > 0.01 for s in stats)
+    assert message.endswith("Remedy: raise SharingBounds.state_bounds_K")
+    assert message.index("biased") < message.index("Remedy")
+    # outside the block each release says its own again
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        privatize_household(stats[0], mechanism="gaussian", epsilon=1.0, rng=0, accounted=True)
+    assert len([w for w in caught if "check 'clipping'" in str(w.message)]) == int(
+        clipping_check(stats[0]).failed)
+
+
+def test_a_fleet_within_its_bounds_says_nothing(record):
+    wide = SharingBounds(state_bounds_K=(20.0, 20.0))
+    stats = [household_statistics(record, i, max_delay=3, bounds=wide) for i in range(8)]
+    assert fleet_clipping_message(stats) is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with fleet_clipping(stats) as message:
+            privatize_household(stats[0], mechanism="gaussian", epsilon=1.0, rng=0)
+    assert message is None and not [w for w in caught if "clipping" in str(w.message)]

@@ -41,10 +41,12 @@ def test_batched_statistics_equal_the_per_household_ones():
         np.testing.assert_allclose(stats.gram, one.gram, rtol=1e-12, atol=1e-10)
         np.testing.assert_allclose(stats.sums, one.sums, rtol=1e-12, atol=1e-10)
         assert stats.clipped == one.clipped > 0
-        # per signal, as the clipping check reads them
-        assert (stats.clipping.clipped, stats.clipping.values) == (one.clipping.clipped,
-                                                                   one.clipping.values)
-        np.testing.assert_allclose(stats.clipping.peak, one.clipping.peak, rtol=1e-12)
+        # per channel, as the clipping check reads them
+        assert (stats.clipping.channel_clipped, stats.clipping.channel_values) == (
+            one.clipping.channel_clipped, one.clipping.channel_values)
+        for got, expected in zip(stats.clipping.channel_peak, one.clipping.channel_peak,
+                                 strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-12)
         assert (stats.n_samples, stats.n_trajectories, stats.layout, stats.scale.tolist()) == \
             (one.n_samples, one.n_trajectories, one.layout, one.scale.tolist())
     assert not np.allclose(batched[1].gram, batched[2].gram)      # households differ
