@@ -347,6 +347,8 @@ class OSQPSolver:
     warm_start : bool
         Start from the previous primal and dual solution.
 
+    Notes
+    -----
     A polished solution is accepted only within OSQP's own tolerances (:meth:`_within`):
     OSQP keeps a polish that lowers its residuals even when they stay above them, and
     returned such a plan as solved (a mixed-unit plant before :func:`equilibrate`: a first
