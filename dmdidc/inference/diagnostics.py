@@ -673,7 +673,8 @@ def fit_diagnostics(outcome, test: BlockTest, model: DelayedPlant, *,
         parts = model_residuals(trajectories, deviation.A_d, deviation.B_blocks, c)
         levels = experiment_level_check(
             whole_data, deviation.A_d, deviation.B_blocks, c, share, trend=trend,
-            state_covariance=restricted.unscaled_covariance[:model.n_states, :model.n_states])
+            state_covariance=restricted.unscaled_covariance[:model.n_states, :model.n_states],
+            parts=parts if trajectories is whole_data else None)    # nothing cut: the same
         # the whole trajectories' residuals are centred each by a trend (the cuts of a long one
         # only by a negligible share of it); model_residuals leaves out those without a sample
         trends = None if trend is None else [

@@ -62,7 +62,7 @@ MISLED = ("block_structure", "whiteness", "input_correlation", "feedback", "stat
 def experiment_level_check(trajectories: list, A_d: np.ndarray, B_blocks: np.ndarray,
                            intercept: np.ndarray | None, level: float, *,
                            state_covariance: np.ndarray | None = None,
-                           trend: str | None = None) -> Check:
+                           trend: str | None = None, parts: list | None = None) -> Check:
     """``experiment_levels``: do the experiments' residuals sit at one level (module notes)?
 
     Parameters
@@ -78,6 +78,9 @@ def experiment_level_check(trajectories: list, A_d: np.ndarray, B_blocks: np.nda
         of the states): the estimation error of ``A_d`` on the experiments' state levels.
     trend : {None, "constant", "linear"}
         The trend the fit removed from each experiment: then not tested.
+    parts : list, optional
+        :func:`~dmdidc.inference.residuals.model_residuals` of these trajectories and this
+        model, when the caller has them (data checked whole): not formed again.
 
     Returns
     -------
@@ -96,7 +99,8 @@ def experiment_level_check(trajectories: list, A_d: np.ndarray, B_blocks: np.nda
     if sum(U.shape[1] > R for _, U in trajectories) < 2:
         return Check("experiment_levels", QUESTION, None,
                      finding="not tested: one experiment (with regression samples)")
-    parts = model_residuals(trajectories, A_d, B_blocks, intercept)
+    if parts is None:
+        parts = model_residuals(trajectories, A_d, B_blocks, intercept)
     if len(parts) < 2:
         return Check("experiment_levels", QUESTION, None,
                      finding="not tested: one experiment (with regression samples)")
